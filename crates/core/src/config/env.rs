@@ -1,0 +1,100 @@
+//! Environment overrides, declared in one place.
+//!
+//! Each variable either moves the Souz home or replaces one config key. The README lists this
+//! table (a test keeps them in sync). Values are parsed as TOML first (`9000`, `true`) and fall
+//! back to plain strings (`127.0.0.1`).
+
+/// Looks up an environment variable; tests pass closures, the binary passes [`process_env`].
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Reads the real process environment.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// What an environment variable overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The Souz home folder itself.
+    Home,
+    /// One key of `config.toml`.
+    Key {
+        /// Section name.
+        section: &'static str,
+        /// Key inside the section.
+        key: &'static str,
+    },
+}
+
+/// One supported environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvOverride {
+    /// Variable name.
+    pub name: &'static str,
+    /// What it overrides.
+    pub target: Target,
+    /// One line for the README and `--help`.
+    pub doc: &'static str,
+}
+
+/// Every environment variable Souz reads.
+pub const ENV_OVERRIDES: &[EnvOverride] = &[
+    EnvOverride {
+        name: "SOUZ_HOME",
+        target: Target::Home,
+        doc: "Folder for config.toml, token, database and logs (default ~/.souz).",
+    },
+    EnvOverride {
+        name: "SOUZ_HOST",
+        target: Target::Key {
+            section: "server",
+            key: "host",
+        },
+        doc: "Overrides [server] host.",
+    },
+    EnvOverride {
+        name: "SOUZ_PORT",
+        target: Target::Key {
+            section: "server",
+            key: "port",
+        },
+        doc: "Overrides [server] port.",
+    },
+    EnvOverride {
+        name: "SOUZ_LOG",
+        target: Target::Key {
+            section: "log",
+            key: "level",
+        },
+        doc: "Overrides [log] level (e.g. debug, or info,souz_core=trace).",
+    },
+];
+
+/// Turns an environment string into the TOML value it most likely means.
+pub fn env_value(raw: &str) -> toml_edit::Value {
+    raw.trim()
+        .parse::<toml_edit::Value>()
+        .unwrap_or_else(|_| toml_edit::Value::from(raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_values_are_typed_when_possible() {
+        assert_eq!(env_value("9000").as_integer(), Some(9000));
+        assert_eq!(env_value("true").as_bool(), Some(true));
+        assert_eq!(env_value("127.0.0.1").as_str(), Some("127.0.0.1"));
+        assert_eq!(env_value("info,souz=debug").as_str(), Some("info,souz=debug"));
+    }
+
+    #[test]
+    fn names_are_unique_and_prefixed() {
+        let mut names: Vec<_> = ENV_OVERRIDES.iter().map(|o| o.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ENV_OVERRIDES.len());
+        assert!(names.iter().all(|name| name.starts_with("SOUZ_")));
+    }
+}

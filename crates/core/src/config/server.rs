@@ -1,0 +1,147 @@
+//! `[server]`: where the gateway listens and which requests it accepts.
+
+use std::net::IpAddr;
+
+use super::byte_size::ByteSize;
+use super::section::{Invalid, config_section};
+
+config_section! {
+    /// Where the gateway (HTTP API, WebSocket, MCP) listens and what it accepts.
+    #[section = "server"]
+    pub struct ServerConfig {
+        /// Address to listen on. Loopback (127.0.0.1, ::1, localhost) unless
+        /// `allow_non_loopback` is true.
+        pub host: String = "127.0.0.1".to_owned(),
+        /// TCP port of the gateway API and the MCP server. 0 picks a free port (the chosen one
+        /// is written to `daemon.json` in the Souz home).
+        pub port: u16 = 8383,
+        /// Listen on a non-loopback address. Anyone who can reach the port and has the token
+        /// can use your tools: only enable this behind a firewall you trust.
+        pub allow_non_loopback: bool = false,
+        /// Extra `Host` header values to accept (e.g. "souz.local:8383"). The bound address and
+        /// localhost with the right port are always accepted; anything else gets 403.
+        pub allowed_hosts: Vec<String> = Vec::new(),
+        /// Browser origins allowed to call the API (scheme://host[:port]). The daemon's own
+        /// origins are always allowed; a request with any other `Origin` gets 403.
+        pub allowed_origins: Vec<String> = vec![
+            "tauri://localhost".to_owned(),
+            "http://tauri.localhost".to_owned(),
+        ],
+        /// Largest request body accepted; bigger requests get 413.
+        pub body_limit: ByteSize = ByteSize::mib(10),
+        /// Seconds to let in-flight requests finish after SIGINT/SIGTERM.
+        pub shutdown_grace_seconds: u64 = 10,
+    }
+}
+
+impl ServerConfig {
+    fn check(&self) -> Vec<Invalid> {
+        let mut problems = Vec::new();
+        match parse_host(&self.host) {
+            None => problems.push(Invalid::new(
+                "host",
+                format!("`{}` is not an IP address or `localhost`", self.host),
+            )),
+            Some(ip) if !ip.is_loopback() && !self.allow_non_loopback => {
+                problems.push(Invalid::new(
+                    "host",
+                    format!(
+                        "`{}` is not a loopback address; Souz listens on loopback only unless \
+                         `allow_non_loopback = true` is set",
+                        self.host
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        for origin in &self.allowed_origins {
+            if let Err(message) = normalize_origin(origin) {
+                problems.push(Invalid::new("allowed_origins", message));
+            }
+        }
+        for host in &self.allowed_hosts {
+            if host.trim().is_empty() || host.contains('/') || host.contains(char::is_whitespace) {
+                problems.push(Invalid::new(
+                    "allowed_hosts",
+                    format!("`{host}` is not a host[:port] value"),
+                ));
+            }
+        }
+        if self.body_limit.bytes() < 1024 {
+            problems.push(Invalid::new("body_limit", "must be at least 1KiB"));
+        }
+        if self.shutdown_grace_seconds > 300 {
+            problems.push(Invalid::new("shutdown_grace_seconds", "must be at most 300"));
+        }
+        problems
+    }
+
+    /// The IP address to bind; `localhost` means 127.0.0.1.
+    pub fn ip(&self) -> Option<IpAddr> {
+        parse_host(&self.host)
+    }
+}
+
+fn parse_host(host: &str) -> Option<IpAddr> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(IpAddr::from([127, 0, 0, 1]));
+    }
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
+}
+
+/// Checks an origin (`scheme://host[:port]`, no path) and returns it lower-cased.
+pub fn normalize_origin(origin: &str) -> Result<String, String> {
+    let lower = origin.trim().to_ascii_lowercase();
+    let Some((scheme, rest)) = lower.split_once("://") else {
+        return Err(format!("`{origin}` is not an origin: expected scheme://host[:port]"));
+    };
+    let valid_scheme = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !valid_scheme || rest.is_empty() || rest.contains(['/', '?', '#', ' ']) {
+        return Err(format!(
+            "`{origin}` is not an origin: expected scheme://host[:port] with no path"
+        ));
+    }
+    Ok(lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::section::Section;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(ServerConfig::default().validate(), vec![]);
+    }
+
+    #[test]
+    fn non_loopback_needs_explicit_permission() {
+        let mut config = ServerConfig {
+            host: "0.0.0.0".into(),
+            ..ServerConfig::default()
+        };
+        let problems = config.validate();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].key, "host");
+        assert!(problems[0].message.contains("allow_non_loopback"));
+        config.allow_non_loopback = true;
+        assert_eq!(config.validate(), vec![]);
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        assert_eq!(parse_host("localhost"), Some(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(parse_host("[::1]"), Some("::1".parse().unwrap()));
+        assert_eq!(parse_host("example.com"), None);
+        assert_eq!(normalize_origin("HTTP://Localhost:8383").unwrap(), "http://localhost:8383");
+        assert!(normalize_origin("localhost:8383").is_err());
+        assert!(normalize_origin("http://x/path").is_err());
+        assert!(normalize_origin("://x").is_err());
+    }
+}

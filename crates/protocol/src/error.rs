@@ -1,0 +1,114 @@
+//! The error envelope every failing API response carries: `{"error":{"code","message"}}`.
+//!
+//! Codes are stable strings clients can switch on; messages are for people and may change.
+//! 5xx messages never carry internals (paths, SQL, stack traces).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Stable, machine-readable error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request is malformed or fails validation.
+    InvalidRequest,
+    /// No valid `Authorization: Bearer <token>` header was sent.
+    Unauthorized,
+    /// The `Host` header does not name this daemon (DNS-rebinding defence).
+    ForbiddenHost,
+    /// The `Origin` header is not in the allowlist.
+    ForbiddenOrigin,
+    /// No such route or resource.
+    NotFound,
+    /// The route exists but not with this method.
+    MethodNotAllowed,
+    /// The request body exceeds the configured limit.
+    PayloadTooLarge,
+    /// The request conflicts with the current state of the resource.
+    Conflict,
+    /// The daemon is shutting down or a dependency is not available.
+    Unavailable,
+    /// Something failed inside the daemon; details are in its logs.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::Unauthorized => "unauthorized",
+            Self::ForbiddenHost => "forbidden_host",
+            Self::ForbiddenOrigin => "forbidden_origin",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::Conflict => "conflict",
+            Self::Unavailable => "unavailable",
+            Self::InternalError => "internal_error",
+        }
+    }
+}
+
+/// The body of every error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// The code and human message of an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorDetail {
+    /// Stable code to switch on.
+    pub code: ErrorCode,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// Builds an envelope from a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            error: ErrorDetail {
+                code,
+                message: message.into(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_str_matches_serde_for_every_code() {
+        let all = [
+            ErrorCode::InvalidRequest,
+            ErrorCode::Unauthorized,
+            ErrorCode::ForbiddenHost,
+            ErrorCode::ForbiddenOrigin,
+            ErrorCode::NotFound,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::PayloadTooLarge,
+            ErrorCode::Conflict,
+            ErrorCode::Unavailable,
+            ErrorCode::InternalError,
+        ];
+        for code in all {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+        }
+    }
+
+    #[test]
+    fn envelope_shape() {
+        let body = ErrorBody::new(ErrorCode::Unauthorized, "missing token");
+        let json = serde_json::to_value(&body).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"error": {"code": "unauthorized", "message": "missing token"}})
+        );
+    }
+}

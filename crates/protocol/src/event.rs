@@ -1,0 +1,85 @@
+//! Runtime events: what happened inside the daemon, in order, durable before announced.
+//!
+//! Every event gets a global sequence number when it is stored. Clients replay from any
+//! number (`WS /v1/events?after_seq=N`) and then follow live with no gap and no duplicate.
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A stored runtime event with its position in the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventEnvelope {
+    /// Position in the runtime event stream, strictly increasing from 1.
+    pub seq: i64,
+    /// When the event was stored.
+    pub at: DateTime<Utc>,
+    /// What happened.
+    pub event: RuntimeEvent,
+}
+
+/// Something that happened inside the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RuntimeEvent {
+    /// The daemon started and is about to accept requests.
+    DaemonStarted {
+        /// Daemon version.
+        version: String,
+        /// Process id.
+        pid: u32,
+    },
+    /// The daemon was asked to stop and is draining requests.
+    DaemonStopping {
+        /// Why it stops (`signal`, `requested`).
+        reason: String,
+    },
+}
+
+impl RuntimeEvent {
+    /// The `type` tag of this event as stored and sent.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::DaemonStarted { .. } => "daemon_started",
+            Self::DaemonStopping { .. } => "daemon_stopping",
+        }
+    }
+}
+
+/// A frame on `WS /v1/events` that is not an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamControl {
+    /// Replay of stored events is done; what follows is live.
+    Live {
+        /// The last sequence number replayed (or `after_seq` when nothing was replayed).
+        last_seq: i64,
+    },
+    /// The client fell too far behind; it must reconnect with `after_seq` to resync.
+    Resync {
+        /// The last sequence number delivered to this client.
+        last_seq: i64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_matches_serde_tag() {
+        let events = [
+            RuntimeEvent::DaemonStarted {
+                version: "1".into(),
+                pid: 7,
+            },
+            RuntimeEvent::DaemonStopping {
+                reason: "signal".into(),
+            },
+        ];
+        for event in events {
+            let json = serde_json::to_value(&event).unwrap();
+            assert_eq!(json["type"], event.kind());
+        }
+    }
+}

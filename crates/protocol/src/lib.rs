@@ -1,0 +1,15 @@
+//! The Souz wire contract.
+//!
+//! Everything a client of the daemon sees on the wire is declared here: response bodies, the
+//! error envelope and its stable codes, and runtime events. The crate depends on serde and
+//! schemars only, so any client (the menu-bar app, the CLI, tests) can use it without pulling in
+//! the daemon. Wire enums are `#[serde(tag = "type", rename_all = "snake_case")]` and every
+//! variant carries a doc line, because the docs become the OpenAPI descriptions.
+
+pub mod error;
+pub mod event;
+pub mod system;
+
+pub use error::{ErrorBody, ErrorCode, ErrorDetail};
+pub use event::{EventEnvelope, RuntimeEvent};
+pub use system::{Bootstrap, ComponentStatus, Features, Health, LocalUser, RouteIndex};

@@ -1,0 +1,71 @@
+//! Bodies of the daemon's system routes: `/`, `/health`, `/v1/bootstrap`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `GET /`: what this server is and which routes it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RouteIndex {
+    /// Always `souz`.
+    pub service: String,
+    /// Daemon version.
+    pub version: String,
+    /// Every route as `METHOD /path`, sorted.
+    pub endpoints: Vec<String>,
+}
+
+/// `GET /health`: liveness and the state of the daemon's parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// `ok` when every part works, else `degraded`.
+    pub status: String,
+    /// Daemon version.
+    pub version: String,
+    /// Seconds since the daemon started.
+    pub uptime_s: u64,
+    /// Whether the SQLite database answers.
+    pub database: ComponentStatus,
+}
+
+/// The state of one part of the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComponentStatus {
+    /// Whether it works.
+    pub ok: bool,
+    /// Short explanation when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `GET /v1/bootstrap`: what a client needs to know before its first real call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bootstrap {
+    /// Daemon version.
+    pub version: String,
+    /// The person this daemon serves.
+    pub user: LocalUser,
+    /// Which product surfaces this daemon has switched on.
+    pub features: Features,
+}
+
+/// The local user the bearer token stands for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalUser {
+    /// Stable id of the local user (`local`).
+    pub id: String,
+    /// Login name of the account the daemon runs as.
+    pub name: String,
+}
+
+/// Surfaces a client can rely on being present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Features {
+    /// `WS /v1/events`: durable runtime events with replay.
+    pub runtime_events: bool,
+    /// The approval gate and its `/v1/approvals` routes.
+    pub approvals: bool,
+    /// The MCP server at `/mcp`.
+    pub mcp: bool,
+    /// Chats and agent turns under `/v1/chats`.
+    pub chats: bool,
+}
