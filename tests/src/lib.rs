@@ -1,1 +1,276 @@
-//! Helpers for end-to-end tests.
+//! Helpers for end-to-end tests: start the real `souz` binary with a temporary `SOUZ_HOME`,
+//! find it through `daemon.json`, talk HTTP to it, stop it with a signal.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `souz` binary built next to this test (or `SOUZ_BIN`).
+pub fn souz_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("SOUZ_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test-binary> -> target/<profile>/souz
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let bin = dir.join(format!("souz{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} does not exist: build the workspace first (cargo build) or set SOUZ_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// A `souz` command with `SOUZ_HOME` set and the caller's overrides cleared.
+pub fn souz(home: &Path) -> Command {
+    let mut command = Command::new(souz_bin());
+    command
+        .env("SOUZ_HOME", home)
+        .env_remove("SOUZ_PORT")
+        .env_remove("SOUZ_HOST")
+        .env_remove("SOUZ_LOG")
+        .stdin(Stdio::null());
+    command
+}
+
+/// A response read off the wire.
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Raw head (status line and headers).
+    pub head: String,
+    /// Body as text.
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// The body parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("body is not JSON ({error}): {}", self.body))
+    }
+}
+
+/// Sends one HTTP/1.1 request over a fresh connection (`Connection: close`).
+pub fn http(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<HttpResponse> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {address}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() || method != "GET" {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok(HttpResponse {
+        status,
+        head: head.to_owned(),
+        body,
+    })
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A running `souz serve` with its own temporary home.
+pub struct Daemon {
+    /// The Souz home.
+    pub home: tempfile::TempDir,
+    /// `host:port` the daemon listens on.
+    pub address: String,
+    /// The bearer token.
+    pub token: String,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    /// Starts `souz serve` on a free port and waits until it is healthy.
+    pub fn start() -> Self {
+        Self::start_with(|_| {})
+    }
+
+    /// Like [`Daemon::start`], letting the caller adjust the command first.
+    pub fn start_with(prepare: impl FnOnce(&mut Command)) -> Self {
+        let home = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        Self::start_in(home, prepare)
+    }
+
+    /// Starts `souz serve` in an existing home (e.g. to restart a stopped daemon).
+    pub fn start_in(home: tempfile::TempDir, prepare: impl FnOnce(&mut Command)) -> Self {
+        let _ = std::fs::remove_file(home.path().join("daemon.json"));
+        let mut command = souz(home.path());
+        command
+            .arg("serve")
+            .env("SOUZ_PORT", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        prepare(&mut command);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("spawn souz: {error}"));
+        let info = wait_for_daemon_file(home.path(), Duration::from_secs(20));
+        let address = info.trim_start_matches("http://").to_owned();
+        let token = std::fs::read_to_string(home.path().join("token"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let daemon = Self {
+            home,
+            address,
+            token,
+            child: Some(child),
+        };
+        daemon.wait_healthy(Duration::from_secs(20));
+        daemon
+    }
+
+    fn wait_healthy(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(response) = http(&self.address, "GET", "/health", &[], b"")
+                && response.status == 200
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("daemon at {} did not become healthy", self.address);
+    }
+
+    /// GET with the bearer token.
+    pub fn get(&self, path: &str) -> HttpResponse {
+        let auth = format!("Bearer {}", self.token);
+        http(&self.address, "GET", path, &[("Authorization", &auth)], b"")
+            .unwrap_or_else(|error| panic!("GET {path}: {error}"))
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends `signal` (e.g. "TERM", "INT", "KILL") and waits for the exit.
+    pub fn stop(mut self, signal: &str) -> Stopped {
+        let mut child = self
+            .child
+            .take()
+            .unwrap_or_else(|| panic!("already stopped"));
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap_or_else(|error| panic!("kill: {error}"));
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("wait: {e}")) {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "souz did not exit after SIG{signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        let home = std::mem::replace(
+            &mut self.home,
+            tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}")),
+        );
+        Stopped {
+            status,
+            stderr,
+            home,
+        }
+    }
+}
+
+/// A daemon after it exited.
+pub struct Stopped {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Everything it wrote to stderr.
+    pub stderr: String,
+    /// Its home, kept alive for inspection or a restart.
+    pub home: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits until `daemon.json` appears in `home`; returns the URL in it.
+pub fn wait_for_daemon_file(home: &Path, timeout: Duration) -> String {
+    let path = home.join("daemon.json");
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)
+            && let Some(url) = info["url"].as_str()
+        {
+            return url.to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} did not appear", path.display());
+}

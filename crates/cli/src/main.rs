@@ -1,1 +1,85 @@
-fn main() {}
+//! `souz`: the daemon (`souz serve`) and the command-line tools around it.
+//!
+//! Exit codes: 0 success, 1 failure, 2 invalid configuration or usage.
+
+mod config_command;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use souz_core::config::{Config, SouzPaths, process_env};
+use souz_core::token::ApiToken;
+
+/// Souz: a local AI assistant that asks before anything sensitive happens.
+#[derive(Debug, Parser)]
+#[command(name = "souz", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the daemon: gateway API, WebSockets and MCP on [server] host:port.
+    Serve,
+    /// Print the bearer token clients must send (creating it on first use).
+    Token,
+    /// Check or locate config.toml.
+    Config {
+        #[command(subcommand)]
+        command: config_command::ConfigCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve => serve::run(),
+        Command::Token => print_token(),
+        Command::Config { command } => config_command::run(command),
+    }
+}
+
+fn print_token() -> ExitCode {
+    let paths = match SouzPaths::resolve(&process_env) {
+        Ok(paths) => paths,
+        Err(message) => return fail(&message),
+    };
+    if let Err(error) = paths.ensure_home() {
+        return fail(&format!(
+            "cannot create {}: {error}",
+            paths.home().display()
+        ));
+    }
+    match ApiToken::load_or_create(&paths.token()) {
+        Ok(token) => {
+            #[allow(clippy::print_stdout)]
+            {
+                println!("{}", token.expose());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(&error.to_string()),
+    }
+}
+
+/// Prints `souz: <message>` to stderr and returns exit code 1.
+fn fail(message: &str) -> ExitCode {
+    eprintln!("souz: {message}");
+    ExitCode::FAILURE
+}
+
+/// Prints every configuration problem and returns exit code 2.
+fn config_problems(error: &souz_core::config::ConfigError) -> ExitCode {
+    eprintln!("{error}");
+    ExitCode::from(2)
+}
+
+/// Loads the configuration of the Souz home named by the environment.
+fn load_config() -> Result<Config, ExitCode> {
+    Config::load(&process_env).map_err(|error| match error {
+        souz_core::config::ConfigError::Problems(_) => config_problems(&error),
+        other => fail(&other.to_string()),
+    })
+}

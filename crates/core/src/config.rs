@@ -198,7 +198,11 @@ impl Config {
 
     /// Reads `file` (which must exist), applies environment overrides and validates.
     /// Never writes anything.
-    pub fn load_file(paths: SouzPaths, file: &Path, env: EnvLookup<'_>) -> Result<Self, ConfigError> {
+    pub fn load_file(
+        paths: SouzPaths,
+        file: &Path,
+        env: EnvLookup<'_>,
+    ) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(file).map_err(|source| {
             ConfigError::Problems(vec![Problem {
                 location: Location::Path(file.to_owned()),
@@ -222,7 +226,10 @@ impl Config {
         };
         let document = toml_edit::Document::parse(text).map_err(|error| {
             let offset = error.span().map_or(0, |span| span.start);
-            vec![at(offset, format!("invalid TOML: {}", error.message().trim()))]
+            vec![at(
+                offset,
+                format!("invalid TOML: {}", error.message().trim()),
+            )]
         })?;
 
         let mut config = Self::defaults(paths);
@@ -245,7 +252,10 @@ impl Config {
             if !Self::sections().iter().any(|doc| doc.name == section_name) {
                 problems.push(at(
                     key_offset,
-                    format!("unknown section [{section_name}]; known sections: {}", section_list()),
+                    format!(
+                        "unknown section [{section_name}]; known sections: {}",
+                        section_list()
+                    ),
                 ));
                 continue;
             }
@@ -361,7 +371,12 @@ fn static_key(section: &str, key: &str) -> Option<(&'static str, &'static str)> 
     Config::sections()
         .into_iter()
         .find(|doc| doc.name == section)
-        .and_then(|doc| doc.keys.iter().find(|k| k.name == key).map(|k| (doc.name, k.name)))
+        .and_then(|doc| {
+            doc.keys
+                .iter()
+                .find(|k| k.name == key)
+                .map(|k| (doc.name, k.name))
+        })
 }
 
 fn section_list() -> String {
@@ -413,11 +428,14 @@ pub fn write_template_if_missing(file: &Path) -> Result<bool, ConfigError> {
         path: file.to_owned(),
         source,
     };
-    let mut handle = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(file)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
     {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut handle = match options.open(file) {
         Ok(handle) => handle,
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
         Err(error) => return Err(io_error(error)),

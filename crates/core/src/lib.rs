@@ -1,6 +1,13 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: `gateway` -> `runtime` -> (`store`, `telemetry`, `token`) ->
-//! `config` -> `souz_protocol`. See `docs/architecture.md`.
+//! Imports point down only: `gateway` -> `runtime` -> (`store`, `token`) -> `config` ->
+//! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
 pub mod config;
+pub mod gateway;
+pub mod runtime;
+pub mod store;
+pub mod telemetry;
+pub mod token;
+
+pub use runtime::{Runtime, RuntimeError, RuntimeHandle};

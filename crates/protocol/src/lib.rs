@@ -11,5 +11,6 @@ pub mod event;
 pub mod system;
 
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
+pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
-pub use system::{Bootstrap, ComponentStatus, Features, Health, LocalUser, RouteIndex};
+pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};

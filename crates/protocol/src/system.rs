@@ -69,3 +69,15 @@ pub struct Features {
     /// Chats and agent turns under `/v1/chats`.
     pub chats: bool,
 }
+
+/// `<SOUZ_HOME>/daemon.json`: written by a running daemon so local clients (the CLI, the MCP
+/// bridge, the menu-bar app) can find it. Removed on a clean stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonInfo {
+    /// Process id of the daemon.
+    pub pid: u32,
+    /// Base URL of the gateway, e.g. `http://127.0.0.1:8383`.
+    pub url: String,
+    /// Daemon version.
+    pub version: String,
+}

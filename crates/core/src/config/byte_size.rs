@@ -48,7 +48,9 @@ impl ByteSize {
                 .find(|(name, _)| *name == unit)
                 .map(|(_, multiplier)| *multiplier)
                 .ok_or_else(|| {
-                    format!("unknown size unit `{unit}` in `{text}`; use B, KB, MB, GB, KiB, MiB or GiB")
+                    format!(
+                        "unknown size unit `{unit}` in `{text}`; use B, KB, MB, GB, KiB, MiB or GiB"
+                    )
                 })?
         };
         number
@@ -61,7 +63,7 @@ impl ByteSize {
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (name, multiplier) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if self.0 >= multiplier && self.0 % multiplier == 0 {
+            if self.0 >= multiplier && self.0.is_multiple_of(multiplier) {
                 return write!(f, "{}{name}", self.0 / multiplier);
             }
         }
@@ -109,14 +111,27 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         assert!(ByteSize::parse("ten").is_err());
-        assert!(ByteSize::parse("10 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(
+            ByteSize::parse("10 parsecs")
+                .unwrap_err()
+                .contains("unknown size unit")
+        );
         assert!(ByteSize::parse("99999999999999999999GiB").is_err());
-        assert!(ByteSize::parse("18446744073709551615GiB").unwrap_err().contains("too large"));
+        assert!(
+            ByteSize::parse("18446744073709551615GiB")
+                .unwrap_err()
+                .contains("too large")
+        );
     }
 
     #[test]
     fn display_round_trips() {
-        for size in [ByteSize(10 << 20), ByteSize(1500), ByteSize(4096), ByteSize(3 << 30)] {
+        for size in [
+            ByteSize(10 << 20),
+            ByteSize(1500),
+            ByteSize(4096),
+            ByteSize(3 << 30),
+        ] {
             assert_eq!(ByteSize::parse(&size.to_string()).unwrap(), size);
         }
         assert_eq!(ByteSize::mib(10).to_string(), "10MiB");

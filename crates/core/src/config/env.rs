@@ -86,7 +86,10 @@ mod tests {
         assert_eq!(env_value("9000").as_integer(), Some(9000));
         assert_eq!(env_value("true").as_bool(), Some(true));
         assert_eq!(env_value("127.0.0.1").as_str(), Some("127.0.0.1"));
-        assert_eq!(env_value("info,souz=debug").as_str(), Some("info,souz=debug"));
+        assert_eq!(
+            env_value("info,souz=debug").as_str(),
+            Some("info,souz=debug")
+        );
     }
 
     #[test]

@@ -32,8 +32,10 @@ impl SouzPaths {
         }
         match env("HOME").filter(|value| !value.trim().is_empty()) {
             Some(user_home) => Ok(Self::new(Path::new(&user_home).join(".souz"))),
-            None => Err("neither SOUZ_HOME nor HOME is set; set SOUZ_HOME to a folder Souz may use"
-                .to_owned()),
+            None => Err(
+                "neither SOUZ_HOME nor HOME is set; set SOUZ_HOME to a folder Souz may use"
+                    .to_owned(),
+            ),
         }
     }
 
@@ -103,7 +105,10 @@ mod tests {
             "HOME" => Some("/home/u".to_owned()),
             _ => None,
         };
-        assert_eq!(SouzPaths::resolve(&env).unwrap().home(), Path::new("/tmp/souz-x"));
+        assert_eq!(
+            SouzPaths::resolve(&env).unwrap().home(),
+            Path::new("/tmp/souz-x")
+        );
         let env = |name: &str| (name == "HOME").then(|| "/home/u".to_owned());
         let paths = SouzPaths::resolve(&env).unwrap();
         assert_eq!(paths.home(), Path::new("/home/u/.souz"));
@@ -118,7 +123,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let paths = SouzPaths::new(dir.path().join("a/b"));
         paths.ensure_home().unwrap();
-        let mode = std::fs::metadata(paths.home()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(paths.home())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
     }
 }

@@ -71,7 +71,10 @@ impl ServerConfig {
             problems.push(Invalid::new("body_limit", "must be at least 1KiB"));
         }
         if self.shutdown_grace_seconds > 300 {
-            problems.push(Invalid::new("shutdown_grace_seconds", "must be at most 300"));
+            problems.push(Invalid::new(
+                "shutdown_grace_seconds",
+                "must be at most 300",
+            ));
         }
         problems
     }
@@ -96,7 +99,9 @@ fn parse_host(host: &str) -> Option<IpAddr> {
 pub fn normalize_origin(origin: &str) -> Result<String, String> {
     let lower = origin.trim().to_ascii_lowercase();
     let Some((scheme, rest)) = lower.split_once("://") else {
-        return Err(format!("`{origin}` is not an origin: expected scheme://host[:port]"));
+        return Err(format!(
+            "`{origin}` is not an origin: expected scheme://host[:port]"
+        ));
     };
     let valid_scheme = !scheme.is_empty()
         && scheme
@@ -139,7 +144,10 @@ mod tests {
         assert_eq!(parse_host("localhost"), Some(IpAddr::from([127, 0, 0, 1])));
         assert_eq!(parse_host("[::1]"), Some("::1".parse().unwrap()));
         assert_eq!(parse_host("example.com"), None);
-        assert_eq!(normalize_origin("HTTP://Localhost:8383").unwrap(), "http://localhost:8383");
+        assert_eq!(
+            normalize_origin("HTTP://Localhost:8383").unwrap(),
+            "http://localhost:8383"
+        );
         assert!(normalize_origin("localhost:8383").is_err());
         assert!(normalize_origin("http://x/path").is_err());
         assert!(normalize_origin("://x").is_err());

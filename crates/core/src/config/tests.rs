@@ -34,7 +34,9 @@ fn uncommented_template_also_parses_to_defaults() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let uncommented_lines = uncommented.lines().filter(|l| l.contains(" = ") && !l.starts_with('#'));
+    let uncommented_lines = uncommented
+        .lines()
+        .filter(|l| l.contains(" = ") && !l.starts_with('#'));
     let expected_keys: usize = Config::sections().iter().map(|s| s.keys.len()).sum();
     assert_eq!(uncommented_lines.count(), expected_keys);
     let config = parse(&uncommented).unwrap();
@@ -47,8 +49,17 @@ fn template_documents_every_key() {
     for section in Config::sections() {
         assert!(template.contains(&format!("\n[{}]\n", section.name)));
         for key in section.keys {
-            assert!(!key.doc.trim().is_empty(), "{}.{} has no doc", section.name, key.name);
-            assert!(template.contains(&format!("# {} = ", key.name)), "{} missing", key.name);
+            assert!(
+                !key.doc.trim().is_empty(),
+                "{}.{} has no doc",
+                section.name,
+                key.name
+            );
+            assert!(
+                template.contains(&format!("# {} = ", key.name)),
+                "{} missing",
+                key.name
+            );
         }
     }
 }
@@ -62,7 +73,10 @@ fn values_are_applied() {
     .unwrap();
     assert_eq!(config.server.port, 9001);
     assert_eq!(config.server.body_limit, ByteSize(2 << 20));
-    assert_eq!(config.server.allowed_origins, vec!["http://a.test".to_owned()]);
+    assert_eq!(
+        config.server.allowed_origins,
+        vec!["http://a.test".to_owned()]
+    );
     assert_eq!(config.log.level, "debug");
     // Untouched keys keep their defaults.
     assert_eq!(config.server.host, "127.0.0.1");
@@ -119,14 +133,22 @@ retention_days = 0
 fn columns_count_characters_not_bytes() {
     let problems = parse("# ünïcödé\n[log]\nlevel = \"lоud\"\n").unwrap_err();
     assert_eq!(problems.len(), 1);
-    assert!(problems[0].to_string().starts_with("config.toml:3:9:"), "{}", problems[0]);
+    assert!(
+        problems[0].to_string().starts_with("config.toml:3:9:"),
+        "{}",
+        problems[0]
+    );
 }
 
 #[test]
 fn top_level_keys_are_not_sections() {
     let problems = rendered(&parse("port = 1\n").unwrap_err());
     assert_eq!(problems.len(), 1);
-    assert!(problems[0].starts_with("config.toml:1:1: `port` is not a section"), "{}", problems[0]);
+    assert!(
+        problems[0].starts_with("config.toml:1:1: `port` is not a section"),
+        "{}",
+        problems[0]
+    );
 }
 
 #[test]
@@ -165,8 +187,16 @@ fn env_overrides_apply_and_report_their_variable() {
         &Config::parse(SouzPaths::new("/tmp/x"), Path::new("c.toml"), "", &env).unwrap_err(),
     );
     assert_eq!(problems.len(), 2, "{problems:?}");
-    assert!(problems.iter().any(|p| p.starts_with("environment variable SOUZ_PORT: [server] port:")));
-    assert!(problems.iter().any(|p| p.starts_with("environment variable SOUZ_HOST: [server] host:")));
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("environment variable SOUZ_PORT: [server] port:"))
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("environment variable SOUZ_HOST: [server] host:"))
+    );
 }
 
 #[test]
@@ -181,7 +211,10 @@ fn first_start_writes_template_once() {
     std::fs::write(&file, "[server]\nport = 9200\n").unwrap();
     let config = Config::load(&env).unwrap();
     assert_eq!(config.server.port, 9200);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "[server]\nport = 9200\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "[server]\nport = 9200\n"
+    );
     assert!(!write_template_if_missing(&file).unwrap());
 }
 
@@ -198,9 +231,16 @@ fn bad_file_is_reported_and_left_untouched() {
         panic!("expected problems, got {error}");
     };
     assert_eq!(problems.len(), 1);
-    assert!(problems[0].to_string().contains("config.toml:2:8:"), "{}", problems[0]);
+    assert!(
+        problems[0].to_string().contains("config.toml:2:8:"),
+        "{}",
+        problems[0]
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
-    assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().modified().unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -208,5 +248,8 @@ fn unreadable_file_is_a_problem() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.toml");
     let error = Config::load_file(SouzPaths::new(dir.path()), &missing, &no_env).unwrap_err();
-    assert!(error.to_string().contains("missing.toml: cannot read"), "{error}");
+    assert!(
+        error.to_string().contains("missing.toml: cannot read"),
+        "{error}"
+    );
 }

@@ -1,0 +1,58 @@
+//! `souz config check|path|template`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use souz_core::config::{Config, ConfigError, SouzPaths, process_env};
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config file (default: the one in the Souz home) and print every problem as
+    /// FILE:LINE:COL: message. Exit code 2 when there are problems.
+    Check {
+        /// The file to check instead of <SOUZ_HOME>/config.toml.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Print the path of config.toml.
+    Path,
+    /// Print the default config.toml (every key commented out at its default).
+    Template,
+}
+
+#[allow(clippy::print_stdout)]
+pub fn run(command: ConfigCommand) -> ExitCode {
+    let paths = match SouzPaths::resolve(&process_env) {
+        Ok(paths) => paths,
+        Err(message) => return crate::fail(&message),
+    };
+    match command {
+        ConfigCommand::Path => {
+            println!("{}", paths.config_file().display());
+            ExitCode::SUCCESS
+        }
+        ConfigCommand::Template => {
+            print!("{}", Config::template());
+            ExitCode::SUCCESS
+        }
+        ConfigCommand::Check { file } => {
+            let file = file.unwrap_or_else(|| paths.config_file());
+            if !file.exists() {
+                println!(
+                    "{} does not exist yet; `souz serve` will create it with the defaults",
+                    file.display()
+                );
+                return ExitCode::SUCCESS;
+            }
+            match Config::load_file(paths, &file, &process_env) {
+                Ok(_) => {
+                    println!("{}: OK", file.display());
+                    ExitCode::SUCCESS
+                }
+                Err(error @ ConfigError::Problems(_)) => crate::config_problems(&error),
+                Err(other) => crate::fail(&other.to_string()),
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! `souz serve`: load the config, start logging, bind the port, start the runtime, serve until
+//! SIGINT/SIGTERM, then shut down in order (stop accepting, drain, close the database).
+
+use std::process::ExitCode;
+
+use souz_core::gateway::Gateway;
+use souz_core::runtime::discovery;
+use souz_core::{Runtime, telemetry};
+use souz_protocol::DaemonInfo;
+
+pub fn run() -> ExitCode {
+    // Configuration first: a bad file is reported before anything else happens.
+    let config = match crate::load_config() {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let _logging = match telemetry::init(&config.log, &config.paths.logs()) {
+        Ok(guard) => guard,
+        Err(error) => return crate::fail(&error.to_string()),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("souz")
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return crate::fail(&format!("cannot start the async runtime: {error}")),
+    };
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: souz_core::config::Config) -> ExitCode {
+    if !config.server.ip().is_some_and(|ip| ip.is_loopback()) {
+        tracing::warn!(
+            host = %config.server.host,
+            "listening on a non-loopback address: anyone who can reach this port and has the token can use your tools"
+        );
+    }
+    // Bind before opening the database, so "port in use" touches nothing.
+    let gateway = match Gateway::bind(&config.server).await {
+        Ok(gateway) => gateway,
+        Err(error) => return crate::fail(&error.to_string()),
+    };
+    let address = gateway.local_addr();
+    let daemon_file = config.paths.daemon_file();
+    let runtime = match Runtime::start(config).await {
+        Ok(runtime) => runtime,
+        Err(error) => return crate::fail(&error.to_string()),
+    };
+    let info = DaemonInfo {
+        pid: std::process::id(),
+        url: format!("http://{address}"),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    if let Err(error) = discovery::write(&daemon_file, &info) {
+        tracing::warn!(%error, path = %daemon_file.display(), "could not write daemon.json");
+    }
+    tracing::info!(url = %info.url, version = %info.version, "Souz is listening");
+
+    let served = gateway.serve(runtime.handle(), stop_signal()).await;
+    let closed = runtime.shutdown("signal").await;
+    discovery::remove_if_ours(&daemon_file);
+    match (served, closed) {
+        (Ok(()), Ok(())) => {
+            tracing::info!("Souz stopped");
+            ExitCode::SUCCESS
+        }
+        (Err(error), _) => crate::fail(&format!("server error: {error}")),
+        (_, Err(error)) => crate::fail(&format!("could not close the database cleanly: {error}")),
+    }
+}
+
+/// Resolves with the signal's name on SIGINT or SIGTERM.
+async fn stop_signal() -> String {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            tracing::error!("cannot install signal handlers; stop Souz with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+            return "SIGINT".to_owned();
+        };
+        tokio::select! {
+            _ = interrupt.recv() => "SIGINT".to_owned(),
+            _ = terminate.recv() => "SIGTERM".to_owned(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C".to_owned()
+    }
+}

@@ -1,0 +1,192 @@
+//! The gateway: one axum router over [`RuntimeHandle`] serving the HTTP API, WebSockets and
+//! (later) MCP on one loopback port.
+//!
+//! `router(handle, bound)` builds everything; `Gateway::bind` + `Gateway::serve` run it with a
+//! bounded graceful shutdown. Every request crosses the [`perimeter`] first. Routes are added
+//! through [`api::ApiRouter`] so the OpenAPI document is generated from the same list.
+
+pub mod api;
+pub mod error;
+pub mod extract;
+pub mod perimeter;
+pub mod routes;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::http::{Method, StatusCode, Uri};
+use axum::middleware::from_fn_with_state;
+use tokio::net::TcpListener;
+
+use self::error::ApiError;
+use self::perimeter::Perimeter;
+use crate::config::ServerConfig;
+use crate::runtime::RuntimeHandle;
+
+/// State shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// The runtime.
+    pub handle: RuntimeHandle,
+    /// The generated API documentation.
+    pub docs: Arc<ApiDocs>,
+}
+
+impl FromRef<AppState> for RuntimeHandle {
+    fn from_ref(state: &AppState) -> Self {
+        state.handle.clone()
+    }
+}
+
+/// The API description, built once from the route registry.
+pub struct ApiDocs {
+    /// Every route as `METHOD /path`, sorted.
+    pub endpoints: Vec<String>,
+    /// The OpenAPI 3.1 document, serialized.
+    pub openapi: bytes::Bytes,
+}
+
+/// The complete router for a gateway bound to `bound`.
+pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
+    let (routes, operations) = routes::all().finish();
+    let mut endpoints: Vec<String> = operations.iter().map(api::Operation::endpoint).collect();
+    endpoints.sort();
+    let document = api::openapi(&operations, env!("CARGO_PKG_VERSION"));
+    let docs = Arc::new(ApiDocs {
+        endpoints,
+        openapi: serde_json::to_vec(&document).unwrap_or_default().into(),
+    });
+    let perimeter = Perimeter::new(&handle.config().server, bound);
+    let body_limit = usize::try_from(perimeter.body_limit()).unwrap_or(usize::MAX);
+    routes
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(AppState {
+            handle: handle.clone(),
+            docs,
+        })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(from_fn_with_state(handle, perimeter::authenticate))
+        .layer(from_fn_with_state(perimeter, perimeter::guard))
+}
+
+async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("No route for {method} {}.", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        souz_protocol::ErrorCode::MethodNotAllowed,
+        format!("{} does not accept {method}.", uri.path()),
+    )
+}
+
+/// Why the gateway could not listen.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// Another process owns the port.
+    #[error(
+        "port {port} on {host} is already in use (is another `souz serve` running?); \
+         change [server] port in config.toml or set SOUZ_PORT"
+    )]
+    InUse {
+        /// The host.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+    /// The configured host is not an address.
+    #[error("[server] host `{0}` is not an IP address or `localhost`")]
+    BadHost(String),
+    /// Any other socket error.
+    #[error("cannot listen on {host}:{port}: {source}")]
+    Io {
+        /// The host.
+        host: String,
+        /// The port.
+        port: u16,
+        /// The socket error.
+        source: std::io::Error,
+    },
+}
+
+/// A bound, not yet serving, gateway socket.
+pub struct Gateway {
+    listener: TcpListener,
+    address: SocketAddr,
+}
+
+impl Gateway {
+    /// Binds `[server] host:port`.
+    pub async fn bind(server: &ServerConfig) -> Result<Self, BindError> {
+        let ip = server
+            .ip()
+            .ok_or_else(|| BindError::BadHost(server.host.clone()))?;
+        let requested = SocketAddr::new(ip, server.port);
+        let listener = TcpListener::bind(requested).await.map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                BindError::InUse {
+                    host: server.host.clone(),
+                    port: server.port,
+                }
+            } else {
+                BindError::Io {
+                    host: server.host.clone(),
+                    port: server.port,
+                    source,
+                }
+            }
+        })?;
+        let address = listener.local_addr().map_err(|source| BindError::Io {
+            host: server.host.clone(),
+            port: server.port,
+            source,
+        })?;
+        Ok(Self { listener, address })
+    }
+
+    /// The address actually bound (the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until `stop` completes, then stops accepting, tells long-lived connections to
+    /// close, and waits up to `[server] shutdown_grace_seconds` for in-flight requests.
+    pub async fn serve<F>(self, handle: RuntimeHandle, stop: F) -> std::io::Result<()>
+    where
+        F: Future<Output = String> + Send + 'static,
+    {
+        let app = router(handle.clone(), self.address);
+        let grace = Duration::from_secs(handle.config().server.shutdown_grace_seconds);
+        let draining = Arc::new(tokio::sync::Notify::new());
+        let graceful = {
+            let draining = Arc::clone(&draining);
+            let handle = handle.clone();
+            async move {
+                let reason = stop.await;
+                tracing::info!(%reason, "shutting down: no new connections, draining requests");
+                handle.begin_shutdown(&reason).await;
+                draining.notify_one();
+            }
+        };
+        let server = axum::serve(self.listener, app).with_graceful_shutdown(graceful);
+        tokio::select! {
+            result = server => result,
+            () = async {
+                draining.notified().await;
+                tokio::time::sleep(grace).await;
+            } => {
+                tracing::warn!(seconds = grace.as_secs(), "requests still running after the grace period; stopping anyway");
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! The one place where errors become HTTP responses.
+//!
+//! Every failure leaves the gateway as `{"error":{"code","message"}}` with a stable code. Domain
+//! errors convert into [`ApiError`] here and nowhere else; 5xx responses carry a generic message
+//! and the details go to the log.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use souz_protocol::{ErrorBody, ErrorCode};
+
+use crate::store::StoreError;
+
+/// An error on its way to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    status: StatusCode,
+    code: ErrorCode,
+    message: String,
+}
+
+impl ApiError {
+    /// An error with an explicit status and code.
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400 `invalid_request`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
+    }
+
+    /// 401 `unauthorized`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+    }
+
+    /// 413 `payload_too_large`.
+    pub fn payload_too_large(limit: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge,
+            format!("request body is larger than the {limit}-byte limit ([server] body_limit)"),
+        )
+    }
+
+    /// 500 `internal_error`; `detail` is logged, never sent.
+    pub fn internal(detail: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "request failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::InternalError,
+            "Internal server error.",
+        )
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody::new(self.code, self.message);
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"souz\""),
+            );
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Closed => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::Unavailable,
+                "Souz is shutting down.",
+            ),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::PayloadTooLarge,
+                "request body is larger than the limit ([server] body_limit)",
+            );
+        }
+        let message = match &rejection {
+            JsonRejection::MissingJsonContentType(_) => {
+                "Content-Type must be application/json.".to_owned()
+            }
+            other => format!("Invalid payload: {}", other.body_text()),
+        };
+        Self::invalid(message)
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        Self::invalid(format!("Invalid query: {}", rejection.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_json(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn internal_errors_hide_details() {
+        let response = ApiError::internal(&"disk /secret/path exploded").into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = body_json(response).await;
+        assert_eq!(body["error"]["code"], "internal_error");
+        assert!(!body.to_string().contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn store_errors_map_by_kind() {
+        let closed: ApiError = StoreError::Closed.into();
+        assert_eq!(closed.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let corrupt: ApiError = StoreError::Corrupt("row 5".into()).into();
+        assert_eq!(corrupt.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = body_json(corrupt.into_response()).await;
+        assert!(!body.to_string().contains("row 5"));
+    }
+
+    #[tokio::test]
+    async fn unauthorized_carries_a_challenge() {
+        let response = ApiError::unauthorized("no token").into_response();
+        assert_eq!(
+            response.headers().get(header::WWW_AUTHENTICATE).unwrap(),
+            "Bearer realm=\"souz\""
+        );
+    }
+}

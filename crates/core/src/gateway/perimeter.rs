@@ -1,0 +1,287 @@
+//! The security perimeter every request crosses, in this order:
+//!
+//! 1. `Host` must name this daemon (the bound address or `localhost`, with the right port, or a
+//!    configured extra host) and `Origin`, when present, must be allowed: else 403. This is the
+//!    DNS-rebinding defence and it covers every route, WebSocket upgrades included.
+//! 2. A body whose declared length is over the limit gets 413 before it is read; a chunked body
+//!    is cut off at the limit.
+//! 3. `/v1/**` and `/mcp` need `Authorization: Bearer <token>` (constant-time check): else 401.
+//!    `/`, `/health`, `/docs*` and OAuth discovery (`/.well-known/*`) are public.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use souz_protocol::ErrorCode;
+
+use super::error::ApiError;
+use crate::config::ServerConfig;
+use crate::config::server::normalize_origin;
+use crate::runtime::RuntimeHandle;
+
+/// Which hosts and origins are accepted, and how big a body may be.
+#[derive(Debug, Clone)]
+pub struct Perimeter {
+    hosts: Arc<HashSet<String>>,
+    origins: Arc<HashSet<String>>,
+    body_limit: u64,
+}
+
+impl Perimeter {
+    /// The perimeter of a gateway bound to `bound` with `server` settings.
+    pub fn new(server: &ServerConfig, bound: SocketAddr) -> Self {
+        let port = bound.port();
+        let mut hosts: HashSet<String> = HashSet::new();
+        hosts.insert(format!("localhost:{port}"));
+        hosts.insert(bound.to_string().to_ascii_lowercase());
+        if bound.ip().is_unspecified() {
+            hosts.insert(format!("127.0.0.1:{port}"));
+            hosts.insert(format!("[::1]:{port}"));
+        }
+        hosts.extend(
+            server
+                .allowed_hosts
+                .iter()
+                .map(|host| host.trim().to_ascii_lowercase()),
+        );
+        let mut origins: HashSet<String> =
+            hosts.iter().map(|host| format!("http://{host}")).collect();
+        origins.extend(
+            server
+                .allowed_origins
+                .iter()
+                .filter_map(|origin| normalize_origin(origin).ok()),
+        );
+        Self {
+            hosts: Arc::new(hosts),
+            origins: Arc::new(origins),
+            body_limit: server.body_limit.bytes(),
+        }
+    }
+
+    /// Whether `host` (the `Host` header) names this daemon.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        self.hosts.contains(&host.trim().to_ascii_lowercase())
+    }
+
+    /// Whether `origin` (the `Origin` header) may call this daemon.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        self.origins.contains(&origin.trim().to_ascii_lowercase())
+    }
+
+    /// The body limit in bytes.
+    pub fn body_limit(&self) -> u64 {
+        self.body_limit
+    }
+
+    /// Checks `Host` and `Origin`.
+    pub fn check_headers(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        if !self.host_allowed(host) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::ForbiddenHost,
+                "Host header does not name this Souz daemon.",
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .map(|origin| self.origin_allowed(origin))
+                .unwrap_or(false);
+            if !allowed {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    ErrorCode::ForbiddenOrigin,
+                    "Origin is not allowed; add it to [server] allowed_origins to permit it.",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Middleware: Host/Origin checks and the body limit (steps 1 and 2).
+pub async fn guard(State(perimeter): State<Perimeter>, request: Request, next: Next) -> Response {
+    if let Err(error) = perimeter.check_headers(request.headers()) {
+        return error.into_response();
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > perimeter.body_limit) {
+        return ApiError::payload_too_large(perimeter.body_limit).into_response();
+    }
+    let limit = usize::try_from(perimeter.body_limit).unwrap_or(usize::MAX);
+    let (parts, body) = request.into_parts();
+    let body = axum::body::Body::new(http_body_util::Limited::new(body, limit));
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// Whether a path needs the bearer token.
+pub fn requires_token(path: &str) -> bool {
+    let protected = ["/v1", "/mcp"]
+        .iter()
+        .any(|prefix| path == *prefix || path.starts_with(&format!("{prefix}/")));
+    protected && !path.contains("/.well-known/")
+}
+
+/// Proof, inserted by [`authenticate`], that the request carried the token. Handlers take it as
+/// an extractor; without the middleware it fails closed.
+#[derive(Debug, Clone, Copy)]
+pub struct Authenticated;
+
+/// Middleware: the bearer token on `/v1/**` and `/mcp` (step 3).
+pub async fn authenticate(
+    State(handle): State<RuntimeHandle>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if !requires_token(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match bearer(request.headers()) {
+        Some(token) if handle.verify_token(token) => {
+            request.extensions_mut().insert(Authenticated);
+            next.run(request).await
+        }
+        Some(_) => ApiError::unauthorized("The bearer token is not valid; see `souz token`.")
+            .into_response(),
+        None => ApiError::unauthorized(
+            "Send Authorization: Bearer <token>; `souz token` prints the token.",
+        )
+        .into_response(),
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Authenticated>()
+            .copied()
+            .ok_or_else(|| ApiError::unauthorized("Authentication required."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn perimeter(extra_hosts: &[&str]) -> Perimeter {
+        let server = ServerConfig {
+            allowed_hosts: extra_hosts.iter().map(|h| (*h).to_owned()).collect(),
+            ..ServerConfig::default()
+        };
+        Perimeter::new(&server, "127.0.0.1:8383".parse().unwrap())
+    }
+
+    #[test]
+    fn hosts() {
+        let p = perimeter(&["souz.local:8383"]);
+        for ok in [
+            "127.0.0.1:8383",
+            "localhost:8383",
+            "LOCALHOST:8383",
+            "souz.local:8383",
+        ] {
+            assert!(p.host_allowed(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "127.0.0.1",
+            "localhost",
+            "127.0.0.1:8384",
+            "evil.com:8383",
+            "localhost.evil.com:8383",
+            "[::1]:8383",
+            "0.0.0.0:8383",
+        ] {
+            assert!(!p.host_allowed(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn origins() {
+        let p = perimeter(&[]);
+        for ok in [
+            "http://127.0.0.1:8383",
+            "http://localhost:8383",
+            "tauri://localhost",
+            "http://tauri.localhost",
+        ] {
+            assert!(p.origin_allowed(ok), "{ok}");
+        }
+        for bad in [
+            "null",
+            "http://evil.com",
+            "https://localhost:8383",
+            "http://localhost:8384",
+        ] {
+            assert!(!p.origin_allowed(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unspecified_bind_accepts_loopback_names() {
+        let server = ServerConfig::default();
+        let p = Perimeter::new(&server, "0.0.0.0:9000".parse().unwrap());
+        assert!(p.host_allowed("127.0.0.1:9000"));
+        assert!(p.host_allowed("localhost:9000"));
+        assert!(!p.host_allowed("192.168.1.5:9000"));
+    }
+
+    #[test]
+    fn protected_paths() {
+        for protected in ["/v1", "/v1/bootstrap", "/v1/events", "/mcp", "/mcp/x"] {
+            assert!(requires_token(protected), "{protected}");
+        }
+        for public in [
+            "/",
+            "/health",
+            "/docs",
+            "/docs/openapi.json",
+            "/v10",
+            "/mcpx",
+            "/.well-known/oauth-protected-resource",
+            "/mcp/.well-known/oauth-authorization-server",
+        ] {
+            assert!(!requires_token(public), "{public}");
+        }
+    }
+
+    #[test]
+    fn bearer_parsing() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "bearer   abc ".parse().unwrap());
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! Every route of the gateway, each a few lines over [`RuntimeHandle`](crate::RuntimeHandle).
+
+pub mod events;
+pub mod system;
+
+use super::AppState;
+use super::api::ApiRouter;
+
+/// All documented routes.
+pub fn all() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .merge(system::routes())
+        .merge(events::routes())
+}

@@ -1,0 +1,91 @@
+//! `daemon.json`: how local clients find a running daemon (its pid and URL).
+//!
+//! Written atomically (temp file + rename, mode 0600) after the gateway is bound, removed on a
+//! clean stop, and only by the process it names, so a second daemon that failed to start never
+//! deletes the first one's file.
+
+use std::io::Write;
+use std::path::Path;
+
+use souz_protocol::DaemonInfo;
+
+/// Writes `info` to `path` atomically.
+pub fn write(path: &Path, info: &DaemonInfo) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(info).map_err(std::io::Error::other)?;
+    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&temporary)?;
+    file.write_all(&json)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}
+
+/// Reads `path`; `None` when there is no (readable, valid) file.
+pub fn read(path: &Path) -> Option<DaemonInfo> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Removes `path` if it names this process.
+pub fn remove_if_ours(path: &Path) {
+    if read(path).is_some_and(|info| info.pid == std::process::id()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_owner_only_removal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.json");
+        assert_eq!(read(&path), None);
+        let ours = DaemonInfo {
+            pid: std::process::id(),
+            url: "http://127.0.0.1:1".into(),
+            version: "1".into(),
+        };
+        write(&path, &ours).unwrap();
+        assert_eq!(read(&path), Some(ours.clone()));
+        let theirs = DaemonInfo {
+            pid: ours.pid.wrapping_add(1),
+            ..ours
+        };
+        write(&path, &theirs).unwrap();
+        remove_if_ours(&path);
+        assert!(path.exists(), "another process's file is left alone");
+        write(
+            &path,
+            &DaemonInfo {
+                pid: std::process::id(),
+                ..theirs
+            },
+        )
+        .unwrap();
+        remove_if_ours(&path);
+        assert!(!path.exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            write(&path, &read_back_info()).unwrap();
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    fn read_back_info() -> DaemonInfo {
+        DaemonInfo {
+            pid: 1,
+            url: "u".into(),
+            version: "v".into(),
+        }
+    }
+}

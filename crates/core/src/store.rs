@@ -1,0 +1,293 @@
+//! The SQLite database: one file in the Souz home, WAL, foreign keys on, a busy timeout, and
+//! append-only migrations tracked by `PRAGMA user_version`.
+//!
+//! Async code never blocks on SQLite: every call runs on the blocking pool with its own
+//! connection. Writes are serialized through one writer connection and always run inside an
+//! `IMMEDIATE` transaction; reads use a small pool of reader connections (WAL lets them run while
+//! a write is in progress). Each domain owns its tables and brings its migrations to
+//! [`migrations::MIGRATIONS`].
+
+pub mod migrations;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+pub use migrations::{MIGRATIONS, Migration, SCHEMA_VERSION};
+
+/// How long a connection waits for a lock held by another connection before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Reader connections kept open between calls.
+const MAX_IDLE_READERS: usize = 4;
+
+/// What can go wrong in the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database was written by a newer Souz.
+    #[error(
+        "database {path} has schema version {found}, but this Souz knows only up to version \
+         {known}; it was written by a newer Souz. Upgrade Souz, or move the file away to start \
+         fresh (nothing was changed)"
+    )]
+    SchemaTooNew {
+        /// The database file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest version this binary knows.
+        known: i64,
+    },
+    /// The database could not be opened or configured.
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// A migration failed; the transaction was rolled back.
+    #[error("database migration {version} ({name}) failed: {source}")]
+    Migration {
+        /// The version it would have produced.
+        version: i64,
+        /// Its name.
+        name: &'static str,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Stored JSON could not be decoded.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// The store was closed (the daemon is shutting down).
+    #[error("the database is closed")]
+    Closed,
+    /// The blocking task running the query panicked or was cancelled.
+    #[error("database task failed: {0}")]
+    Task(String),
+}
+
+/// Cheap-to-clone handle to the database.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Option<Connection>>,
+    readers: Mutex<Vec<Connection>>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and applies pending migrations in one
+    /// transaction. A database from a newer Souz is refused before anything is written.
+    pub async fn open(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let path = path.into();
+        let opened_path = path.clone();
+        let writer = run_blocking(move || open_writer(&opened_path)).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path,
+                writer: Mutex::new(Some(writer)),
+                readers: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `work` inside an `IMMEDIATE` transaction on the writer connection; commits when it
+    /// returns `Ok`, rolls back otherwise.
+    pub async fn write<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        run_blocking(move || {
+            if inner.closed.load(Ordering::Acquire) {
+                return Err(E::from(StoreError::Closed));
+            }
+            let mut guard = inner.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let connection = guard.as_mut().ok_or(StoreError::Closed)?;
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StoreError::from)?;
+            let value = work(&transaction)?;
+            transaction.commit().map_err(StoreError::from)?;
+            Ok(value)
+        })
+        .await
+    }
+
+    /// Runs `work` on a reader connection.
+    pub async fn read<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        run_blocking(move || {
+            if inner.closed.load(Ordering::Acquire) {
+                return Err(E::from(StoreError::Closed));
+            }
+            let pooled = inner
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let connection = match pooled {
+                Some(connection) => connection,
+                None => open_reader(&inner.path)?,
+            };
+            let result = work(&connection);
+            let mut readers = inner.readers.lock().unwrap_or_else(PoisonError::into_inner);
+            if readers.len() < MAX_IDLE_READERS && !inner.closed.load(Ordering::Acquire) {
+                readers.push(connection);
+            }
+            result
+        })
+        .await
+    }
+
+    /// Whether the database answers a trivial query.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.read(|connection| {
+            connection
+                .query_row("SELECT 1", [], |_| Ok(()))
+                .map_err(StoreError::from)
+        })
+        .await
+    }
+
+    /// Checkpoints the WAL and closes every connection. Later calls fail with
+    /// [`StoreError::Closed`]. Idempotent.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        let inner = Arc::clone(&self.inner);
+        run_blocking(move || {
+            inner.closed.store(true, Ordering::Release);
+            inner
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+            let writer = inner
+                .writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(connection) = writer {
+                connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+                connection
+                    .close()
+                    .map_err(|(_, error)| StoreError::from(error))?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+async fn run_blocking<T, E, F>(work: F) -> Result<T, E>
+where
+    F: FnOnce() -> Result<T, E> + Send + 'static,
+    T: Send + 'static,
+    E: From<StoreError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| E::from(StoreError::Task(error.to_string())))?
+}
+
+fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let existed = path.exists();
+    let mut connection = Connection::open(path).map_err(open_error)?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    // Refuse a newer schema before anything (even the WAL switch) writes to the file.
+    let found = user_version(&connection).map_err(open_error)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            path: path.to_owned(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if !existed {
+        restrict_permissions(path);
+    }
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(open_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(%mode, "SQLite refused WAL mode; continuing with this journal mode");
+    }
+    connection
+        .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        .map_err(open_error)?;
+    migrations::migrate(&mut connection, path)?;
+    Ok(connection)
+}
+
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let connection = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .map_err(open_error)?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    connection
+        .execute_batch("PRAGMA foreign_keys = ON;")
+        .map_err(open_error)?;
+    Ok(connection)
+}
+
+/// Reads `PRAGMA user_version`.
+pub fn user_version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+fn restrict_permissions(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(error) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+            tracing::warn!(path = %path.display(), %error, "could not make the database owner-only");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! Append-only schema migrations. Version N of the schema is the result of applying the first N
+//! entries of [`MIGRATIONS`]; `PRAGMA user_version` records N. Never edit or reorder an entry
+//! that has shipped: add a new one.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// One schema change.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Short name, recorded in `schema_migrations`.
+    pub name: &'static str,
+    /// SQL run inside the migration transaction.
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "schema_migrations",
+        sql: "CREATE TABLE schema_migrations (
+                  version    INTEGER PRIMARY KEY,
+                  name       TEXT NOT NULL,
+                  applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+              ) STRICT;",
+    },
+    Migration {
+        name: "runtime_events",
+        sql: "CREATE TABLE runtime_events (
+                  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+                  kind       TEXT NOT NULL,
+                  payload    TEXT NOT NULL,
+                  created_at TEXT NOT NULL
+              ) STRICT;",
+    },
+];
+
+/// The schema version this binary produces.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Applies every pending migration in one transaction.
+pub(crate) fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Re-read inside the lock: another process may have migrated in the meantime.
+    let current = super::user_version(&transaction)?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            path: path.to_owned(),
+            found: current,
+            known: SCHEMA_VERSION,
+        });
+    }
+    let pending = MIGRATIONS.iter().zip(1_i64..).skip(current.max(0) as usize);
+    let mut applied = 0;
+    for (migration, version) in pending {
+        let failed = |source| StoreError::Migration {
+            version,
+            name: migration.name,
+            source,
+        };
+        transaction.execute_batch(migration.sql).map_err(failed)?;
+        transaction
+            .execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+                rusqlite::params![version, migration.name],
+            )
+            .map_err(failed)?;
+        transaction
+            .pragma_update(None, "user_version", version)
+            .map_err(failed)?;
+        applied += 1;
+    }
+    transaction.commit()?;
+    if applied > 0 {
+        tracing::info!(from = current, to = SCHEMA_VERSION, "database migrated");
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Logging: human-readable lines on stderr and JSON lines in `<SOUZ_HOME>/logs/souz.YYYY-MM-DD.jsonl`,
+//! rotated daily and bounded by `[log] retention_days`.
+//!
+//! Nothing secret is ever passed to a log macro: tokens and provider keys have redacting
+//! `Debug` implementations and are never formatted with `Display`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::LogConfig;
+use crate::config::paths::create_private_dir;
+
+/// Keeps the file writer flushing; drop it last, on exit.
+#[must_use = "dropping the guard stops file logging"]
+pub struct TelemetryGuard {
+    _file: Option<WorkerGuard>,
+}
+
+/// Why logging could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The filter in `[log] level` is invalid.
+    #[error("invalid log filter `{filter}`: {message}")]
+    Filter {
+        /// The filter.
+        filter: String,
+        /// Why it is invalid.
+        message: String,
+    },
+    /// The log folder or file could not be created.
+    #[error("cannot write logs to {path}: {message}")]
+    File {
+        /// The log folder.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// Installs the global subscriber. Call once, from a binary; a second call is a no-op.
+pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, TelemetryError> {
+    let filter = || {
+        EnvFilter::try_new(&config.level).map_err(|error| TelemetryError::Filter {
+            filter: config.level.clone(),
+            message: error.to_string(),
+        })
+    };
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .with_filter(filter()?);
+
+    let (file_layer, guard) = if config.file {
+        let file_error = |message: String| TelemetryError::File {
+            path: logs_dir.display().to_string(),
+            message,
+        };
+        create_private_dir(logs_dir).map_err(|error| file_error(error.to_string()))?;
+        let appender = RollingFileAppender::builder()
+            .rotation(Rotation::DAILY)
+            .filename_prefix("souz")
+            .filename_suffix("jsonl")
+            .max_log_files(config.retention_days.max(1) as usize)
+            .build(logs_dir)
+            .map_err(|error| file_error(error.to_string()))?;
+        let (writer, guard) = tracing_appender::non_blocking(appender);
+        let layer = tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(false)
+            .with_writer(writer)
+            .with_filter(filter()?);
+        (Some(layer), Some(guard))
+    } else {
+        (None, None)
+    };
+
+    // `try_init` fails only when a subscriber is already installed (tests); that is fine.
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(file_layer)
+        .try_init();
+    Ok(TelemetryGuard { _file: guard })
+}

@@ -1,0 +1,4 @@
+//! End-to-end tests: the real `souz` binary, a temporary `SOUZ_HOME`, real sockets and signals.
+
+mod config;
+mod daemon;
