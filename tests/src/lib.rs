@@ -270,7 +270,7 @@ pub fn wait_for_daemon_file(home: &Path, timeout: Duration) -> String {
         {
             return url.to_owned();
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(1));
     }
     panic!("{} did not appear", path.display());
 }

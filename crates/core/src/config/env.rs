@@ -93,6 +93,15 @@ mod tests {
     }
 
     #[test]
+    fn readme_lists_every_variable() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"));
+        for variable in ENV_OVERRIDES {
+            let row = format!("| `{}` | {} |", variable.name, variable.doc);
+            assert!(readme.contains(&row), "README is missing the row: {row}");
+        }
+    }
+
+    #[test]
     fn names_are_unique_and_prefixed() {
         let mut names: Vec<_> = ENV_OVERRIDES.iter().map(|o| o.name).collect();
         names.sort_unstable();

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Benchmarks. Usage: scripts/bench.sh [startup|all]
+# Builds the release `souz` binary first so the numbers are for what users run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which="${1:-all}"
+cargo build --release --bin souz
+export SOUZ_BIN="$PWD/target/release/souz"
+case "$which" in
+  startup|all) cargo bench -p souz-e2e --bench startup ;;
+  *) echo "unknown benchmark: $which" >&2; exit 2 ;;
+esac

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the whole Souz test suite from a fresh Debian machine: installs the system packages and
+# test clients it needs, then checks formatting, lints (clippy is the compile step), and runs
+# every test (unit, integration, end-to-end with the real binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export RUST_BACKTRACE=1
+
+step() { echo; echo "==> $*"; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy (all targets, warnings are errors)"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+step "build"
+cargo build --locked --workspace --all-targets
+
+step "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --locked --workspace --no-fail-fast
+  # nextest does not run doctests.
+  cargo test --locked --workspace --doc
+else
+  cargo test --locked --workspace --no-fail-fast
+fi
+
+step "all tests passed"
