@@ -88,7 +88,7 @@ fn serve_answers_with_auth_and_stops_cleanly_on_sigterm() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!(last, "daemon_stopping");
+    assert_eq!(last, "daemon.stopping");
 }
 
 #[test]
@@ -231,7 +231,7 @@ fn restart_keeps_token_and_events() {
     let connection = rusqlite::Connection::open(second.home.path().join("souz.db")).unwrap();
     let starts: i64 = connection
         .query_row(
-            "SELECT count(*) FROM runtime_events WHERE kind = 'daemon_started'",
+            "SELECT count(*) FROM runtime_events WHERE kind = 'daemon.started'",
             [],
             |row| row.get(0),
         )

@@ -14,6 +14,7 @@ pub mod byte_size;
 pub mod env;
 pub mod log;
 pub mod paths;
+pub mod sandbox;
 pub mod section;
 pub mod server;
 
@@ -27,6 +28,7 @@ pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
 pub use log::LogConfig;
 pub use paths::SouzPaths;
+pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 
@@ -94,6 +96,7 @@ macro_rules! config_sections {
 config_sections! {
     server: ServerConfig,
     log: LogConfig,
+    sandbox: SandboxConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

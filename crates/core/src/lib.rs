@@ -6,8 +6,10 @@
 pub mod config;
 pub mod gateway;
 pub mod runtime;
+pub mod sandbox;
 pub mod store;
 pub mod telemetry;
 pub mod token;
+pub mod tools;
 
 pub use runtime::{Runtime, RuntimeError, RuntimeHandle};

@@ -1,6 +1,7 @@
 //! Runtime events: what happened inside the daemon, in order, durable before announced.
 //!
-//! Every event gets a global sequence number when it is stored. Clients replay from any
+//! Event types are dotted names (`approval.requested`, `tool.call.started`), as in the
+//! original API. Every event gets a global sequence number when it is stored. Clients replay from any
 //! number (`WS /v1/events?after_seq=N`) and then follow live with no gap and no duplicate.
 
 use chrono::{DateTime, Utc};
@@ -20,9 +21,10 @@ pub struct EventEnvelope {
 
 /// Something that happened inside the daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 pub enum RuntimeEvent {
     /// The daemon started and is about to accept requests.
+    #[serde(rename = "daemon.started")]
     DaemonStarted {
         /// Daemon version.
         version: String,
@@ -30,6 +32,7 @@ pub enum RuntimeEvent {
         pid: u32,
     },
     /// The daemon was asked to stop and is draining requests.
+    #[serde(rename = "daemon.stopping")]
     DaemonStopping {
         /// Why it stops (`signal`, `requested`).
         reason: String,
@@ -40,8 +43,8 @@ impl RuntimeEvent {
     /// The `type` tag of this event as stored and sent.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::DaemonStarted { .. } => "daemon_started",
-            Self::DaemonStopping { .. } => "daemon_stopping",
+            Self::DaemonStarted { .. } => "daemon.started",
+            Self::DaemonStopping { .. } => "daemon.stopping",
         }
     }
 }

@@ -6,11 +6,15 @@
 //! the daemon. Wire enums are `#[serde(tag = "type", rename_all = "snake_case")]` and every
 //! variant carries a doc line, because the docs become the OpenAPI descriptions.
 
+pub mod approvals;
 pub mod error;
 pub mod event;
 pub mod system;
+pub mod tools;
 
+pub use approvals::Requester;
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
+pub use tools::{Risk, ToolAnnotations, ToolCategory, ToolResult};

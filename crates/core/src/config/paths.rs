@@ -9,34 +9,46 @@ use super::env::EnvLookup;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SouzPaths {
     home: PathBuf,
+    user_home: PathBuf,
 }
 
 impl SouzPaths {
-    /// Paths rooted at `home`, made absolute against the current directory.
+    /// Paths rooted at `home`, made absolute against the current directory. The user's home
+    /// (what `~` means to tools) defaults to the same folder; see [`SouzPaths::with_user_home`].
     pub fn new(home: impl Into<PathBuf>) -> Self {
-        let home = home.into();
-        let home = if home.is_absolute() {
-            home
-        } else {
-            std::env::current_dir()
-                .map(|cwd| cwd.join(&home))
-                .unwrap_or(home)
-        };
-        Self { home }
+        let home = absolute(home.into());
+        Self {
+            user_home: home.clone(),
+            home,
+        }
     }
 
-    /// `SOUZ_HOME` if set, else `$HOME/.souz`.
+    /// Sets the user's home folder (what `~` means in tool paths and config).
+    pub fn with_user_home(mut self, user_home: impl Into<PathBuf>) -> Self {
+        self.user_home = absolute(user_home.into());
+        self
+    }
+
+    /// `SOUZ_HOME` if set, else `$HOME/.souz`; the user's home is `$HOME`.
     pub fn resolve(env: EnvLookup<'_>) -> Result<Self, String> {
-        if let Some(home) = env("SOUZ_HOME").filter(|value| !value.trim().is_empty()) {
-            return Ok(Self::new(home));
-        }
-        match env("HOME").filter(|value| !value.trim().is_empty()) {
-            Some(user_home) => Ok(Self::new(Path::new(&user_home).join(".souz"))),
-            None => Err(
+        let user_home = env("HOME").filter(|value| !value.trim().is_empty());
+        let souz_home = env("SOUZ_HOME").filter(|value| !value.trim().is_empty());
+        match (souz_home, user_home) {
+            (Some(home), Some(user_home)) => Ok(Self::new(home).with_user_home(user_home)),
+            (Some(home), None) => Ok(Self::new(home)),
+            (None, Some(user_home)) => {
+                Ok(Self::new(Path::new(&user_home).join(".souz")).with_user_home(user_home))
+            }
+            (None, None) => Err(
                 "neither SOUZ_HOME nor HOME is set; set SOUZ_HOME to a folder Souz may use"
                     .to_owned(),
             ),
         }
+    }
+
+    /// The user's home folder: what `~` means.
+    pub fn user_home(&self) -> &Path {
+        &self.user_home
     }
 
     /// The Souz home folder.
@@ -75,6 +87,16 @@ impl SouzPaths {
     }
 }
 
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        path
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(&path))
+            .unwrap_or(path)
+    }
+}
+
 /// Creates `dir` and missing parents; a folder this call creates is made owner-only (0700).
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
@@ -105,10 +127,9 @@ mod tests {
             "HOME" => Some("/home/u".to_owned()),
             _ => None,
         };
-        assert_eq!(
-            SouzPaths::resolve(&env).unwrap().home(),
-            Path::new("/tmp/souz-x")
-        );
+        let paths = SouzPaths::resolve(&env).unwrap();
+        assert_eq!(paths.home(), Path::new("/tmp/souz-x"));
+        assert_eq!(paths.user_home(), Path::new("/home/u"));
         let env = |name: &str| (name == "HOME").then(|| "/home/u".to_owned());
         let paths = SouzPaths::resolve(&env).unwrap();
         assert_eq!(paths.home(), Path::new("/home/u/.souz"));

@@ -111,7 +111,16 @@ x = 1
 [log]
 retention_days = 0
 ";
-    let problems = rendered(&parse(text).unwrap_err());
+    let mut problems = rendered(&parse(text).unwrap_err());
+    // The list of known sections grows with every feature; check its start only.
+    assert!(
+        problems[3].starts_with(
+            "config.toml:6:2: unknown section [nope]; known sections: [server], [log]"
+        ),
+        "{}",
+        problems[3]
+    );
+    problems.remove(3);
     assert_eq!(
         problems,
         vec![
@@ -123,7 +132,6 @@ retention_days = 0
             "config.toml:4:8: [server] host: `0.0.0.0` is not a loopback address; Souz listens \
              on loopback only unless `allow_non_loopback = true` is set"
                 .to_owned(),
-            "config.toml:6:2: unknown section [nope]; known sections: [server], [log]".to_owned(),
             "config.toml:10:18: [log] retention_days: must be between 1 and 365".to_owned(),
         ]
     );

@@ -444,7 +444,7 @@ async fn events_websocket_replays_then_streams_live_and_closes_on_shutdown() {
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     let first = next_json(&mut socket).await;
     assert_eq!(first["seq"], 1);
-    assert_eq!(first["event"]["type"], "daemon_started");
+    assert_eq!(first["event"]["type"], "daemon.started");
     let live = next_json(&mut socket).await;
     assert_eq!(live, serde_json::json!({"type": "live", "last_seq": 1}));
 
@@ -468,7 +468,7 @@ async fn events_websocket_replays_then_streams_live_and_closes_on_shutdown() {
 
     served.stop.send(()).unwrap();
     let stopping = next_json(&mut socket).await;
-    assert_eq!(stopping["event"]["type"], "daemon_stopping");
+    assert_eq!(stopping["event"]["type"], "daemon.stopping");
     assert_eq!(stopping["event"]["reason"], "test");
     assert_eq!(next_json(&mut socket).await["closed"], 1001);
     tokio::time::timeout(std::time::Duration::from_secs(5), served.server)

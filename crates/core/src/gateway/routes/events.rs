@@ -81,9 +81,7 @@ async fn follow(mut socket: WebSocket, handle: RuntimeHandle, after_seq: i64) {
     let shutdown = handle.shutdown_signal();
     let mut items = pin!(handle.events().follow(after_seq));
     loop {
-        // Biased: an event that is already stored (such as `daemon_stopping`) is delivered
-        // before the shutdown closes the socket.
-        // Biased: an event that is already stored (such as `daemon_stopping`) is delivered
+        // Biased: an event that is already stored (such as `daemon.stopping`) is delivered
         // before the shutdown closes the socket.
         tokio::select! {
             biased;

@@ -1,0 +1,82 @@
+//! `[sandbox]`: what tools may touch.
+
+use super::byte_size::ByteSize;
+use super::section::{Invalid, config_section};
+
+config_section! {
+    /// What tools may touch: workspace roots, protected paths, command limits, and network
+    /// exceptions. Paths may start with `~` (your home).
+    #[section = "sandbox"]
+    pub struct SandboxConfig {
+        /// Folders tools may read and write. Paths are checked after resolving symlinks and `..`,
+        /// so nothing outside these folders can be reached through them.
+        pub roots: Vec<String> = vec!["~".to_owned()],
+        /// Paths no tool touches without asking you, even when a rule or grant would allow the
+        /// call. The Souz home itself is always protected. Listings and searches skip them.
+        pub protected: Vec<String> = [
+            "~/.ssh",
+            "~/.gnupg",
+            "~/.aws",
+            "~/.config/gcloud",
+            "~/.kube",
+            "~/.docker",
+            "~/.netrc",
+            "~/.bash_history",
+            "~/.zsh_history",
+            "~/.bashrc",
+            "~/.bash_profile",
+            "~/.bash_login",
+            "~/.profile",
+            "~/.zshrc",
+            "~/.zprofile",
+            "~/.zshenv",
+            "~/.zlogin",
+            "~/Library",
+        ]
+        .iter()
+        .map(|path| (*path).to_owned())
+        .collect(),
+        /// Default time limit of a RunCommand call, in seconds.
+        pub command_timeout_seconds: u64 = 60,
+        /// Largest time limit a RunCommand call may ask for, in seconds.
+        pub command_max_timeout_seconds: u64 = 600,
+        /// Output kept per stream (stdout and stderr) of a command; the rest is cut off.
+        pub command_output_limit: ByteSize = ByteSize(64 << 10),
+        /// Hosts network tools may reach although they are loopback, private or link-local
+        /// (e.g. "intranet.example" or "127.0.0.1:8080"). Everything else of that kind is refused.
+        pub network_allow_hosts: Vec<String> = Vec::new(),
+    }
+}
+
+impl SandboxConfig {
+    fn check(&self) -> Vec<Invalid> {
+        let mut problems = Vec::new();
+        if self.roots.is_empty() {
+            problems.push(Invalid::new("roots", "needs at least one folder"));
+        }
+        for root in &self.roots {
+            if root.trim().is_empty() {
+                problems.push(Invalid::new("roots", "contains an empty path"));
+            }
+        }
+        if self.command_timeout_seconds == 0 {
+            problems.push(Invalid::new(
+                "command_timeout_seconds",
+                "must be at least 1",
+            ));
+        }
+        if self.command_max_timeout_seconds < self.command_timeout_seconds {
+            problems.push(Invalid::new(
+                "command_max_timeout_seconds",
+                "must be at least command_timeout_seconds",
+            ));
+        }
+        if self.command_output_limit.bytes() < 1024 {
+            problems.push(Invalid::new(
+                "command_output_limit",
+                "must be at least 1KiB",
+            ));
+        }
+        problems
+    }
+}

@@ -1,0 +1,8 @@
+//! Built-in tools: command.
+
+use crate::tools::{CatalogBuilder, CatalogError};
+
+/// Registers this module's tools.
+pub fn register(_builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+    Ok(())
+}
