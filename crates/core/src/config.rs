@@ -10,6 +10,7 @@
 //!   Souz never overwrites it afterwards.
 //! - No globals: the environment is passed in, tests build their own `Config`.
 
+pub mod approvals;
 pub mod byte_size;
 pub mod env;
 pub mod log;
@@ -24,6 +25,7 @@ use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
 pub use log::LogConfig;
@@ -97,6 +99,7 @@ config_sections! {
     server: ServerConfig,
     log: LogConfig,
     sandbox: SandboxConfig,
+    approvals: ApprovalsConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -3,6 +3,7 @@
 //! Imports point down only: `gateway` -> `runtime` -> (`store`, `token`) -> `config` ->
 //! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
+pub mod approvals;
 pub mod config;
 pub mod gateway;
 pub mod runtime;

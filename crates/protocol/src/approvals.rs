@@ -58,3 +58,264 @@ impl Requester {
 fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
+
+/// What a person (or a rule) decided about a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Let it run.
+    Approve,
+    /// Refuse it. The default: anything unclear is a denial.
+    #[default]
+    Deny,
+}
+
+/// How far a decision reaches beyond the call it was made for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeKind {
+    /// This call only.
+    #[default]
+    Once,
+    /// Calls of this tool by this requester (this chat, this MCP client), until revoked.
+    Requester,
+    /// Calls of this tool by this requester for `minutes` minutes.
+    Minutes,
+    /// Calls of this tool by anyone, from now on: written as a rule in `config.toml`.
+    Always,
+}
+
+/// Narrows a grant or rule to calls whose targets fall under it. All given fields must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct ArgumentMatch {
+    /// Every path the call touches is this folder or inside it (`~` allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    /// Every command the call runs starts with these words (e.g. `git status`), seen through
+    /// `sudo`, `env`, `sh -c` and the like.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_prefix: Option<String>,
+    /// Every URL the call fetches is on this domain or a subdomain of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+}
+
+impl ArgumentMatch {
+    /// Whether no field is set (the match covers every call of the tool).
+    pub fn is_empty(&self) -> bool {
+        self.path_prefix.is_none() && self.command_prefix.is_none() && self.domain.is_none()
+    }
+}
+
+/// A scope a person can pick with one click, offered with every pending approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SuggestedScope {
+    /// The scope.
+    pub scope: ScopeKind,
+    /// Minutes, when `scope` is `minutes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<u32>,
+    /// The narrowing match (the folder, the command prefix, the domain).
+    #[serde(
+        rename = "match",
+        default,
+        skip_serializing_if = "ArgumentMatch::is_empty"
+    )]
+    pub argument_match: ArgumentMatch,
+    /// The offer in words: "Allow Claude Code to edit files in ~/project for this session".
+    pub label: String,
+}
+
+/// `POST /v1/approvals/{id}/decision`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    /// `approve` or `deny`.
+    pub decision: Verdict,
+    /// How far the decision reaches (default `once`).
+    #[serde(default)]
+    pub scope: ScopeKind,
+    /// Minutes, required when `scope` is `minutes` (1..=10080).
+    #[serde(default)]
+    pub minutes: Option<u32>,
+    /// Narrows a scoped decision; without it a scoped decision covers every call of the tool.
+    #[serde(rename = "match", default)]
+    pub argument_match: Option<ArgumentMatch>,
+    /// Where the person decided (`api`, `cli`, `tray`, `notification`, `ui`); for the audit.
+    #[serde(default)]
+    pub via: Option<String>,
+}
+
+/// Where a pending approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for a person.
+    Pending,
+    /// A person approved it.
+    Approved,
+    /// A person denied it.
+    Denied,
+    /// Nobody answered in time, the daemon restarted, or the requester gave up: denied.
+    Expired,
+}
+
+impl ApprovalStatus {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+/// Why a pending approval expired (which always means: denied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpiryReason {
+    /// No decision within the approval timeout.
+    Timeout,
+    /// The daemon restarted while it was pending.
+    Restart,
+    /// The requester cancelled the call or went away.
+    Withdrawn,
+    /// The daemon is shutting down.
+    Shutdown,
+}
+
+/// The decision recorded on an approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordedDecision {
+    /// Approve or deny (expiry is a denial).
+    pub decision: Verdict,
+    /// The scope chosen.
+    pub scope: ScopeKind,
+    /// Minutes, for `minutes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<u32>,
+    /// The narrowing match chosen.
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub argument_match: Option<ArgumentMatch>,
+    /// Where it was decided (`api`, `cli`, `tray`, `notification`, `ui`), or `timeout`,
+    /// `restart`, `withdrawn`, `shutdown` for expiries.
+    pub via: String,
+    /// When.
+    pub decided_at: chrono::DateTime<chrono::Utc>,
+    /// The grant created by a scoped approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<String>,
+}
+
+/// A request for a person's decision about one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Approval {
+    /// Approval id.
+    pub id: String,
+    /// The tool call it is about.
+    pub call_id: String,
+    /// Where it stands.
+    pub status: ApprovalStatus,
+    /// Who asks.
+    pub requester: Requester,
+    /// Who asks, in words ("Claude Code 1.2").
+    pub requester_label: String,
+    /// The tool.
+    pub tool: String,
+    /// Its risk class.
+    pub risk: crate::Risk,
+    /// The full arguments.
+    pub arguments: serde_json::Value,
+    /// One line: what will happen.
+    pub summary: String,
+    /// For file changes: the unified diff of what will change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Why the policy asks.
+    pub reason: String,
+    /// One-click scope that stops a storm of similar prompts.
+    pub suggested: SuggestedScope,
+    /// When it was asked.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it expires as denied if nobody answers.
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    /// The decision, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<RecordedDecision>,
+    /// Why it expired, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_reason: Option<ExpiryReason>,
+}
+
+/// `GET /v1/approvals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalList {
+    /// Newest first.
+    pub items: Vec<Approval>,
+}
+
+/// Allow or deny, for grants and rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Matching calls run without asking.
+    Allow,
+    /// Matching calls are refused without asking.
+    Deny,
+}
+
+/// A standing decision created by a scoped approval; revocable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Grant {
+    /// Grant id.
+    pub id: String,
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The tool it covers.
+    pub tool: String,
+    /// Only calls from this requester (absent: anyone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<Requester>,
+    /// Only calls whose targets match.
+    #[serde(
+        rename = "match",
+        default,
+        skip_serializing_if = "ArgumentMatch::is_empty"
+    )]
+    pub argument_match: ArgumentMatch,
+    /// When it was made.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it stops matching (absent: until revoked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The approval it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// In words.
+    pub label: String,
+}
+
+/// `GET /v1/grants`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GrantList {
+    /// Active grants, newest first.
+    pub items: Vec<Grant>,
+}
+
+/// `POST /v1/approvals/{id}/decision` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionResponse {
+    /// The approval after the decision.
+    pub approval: Approval,
+    /// The grant a scoped approval created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+    /// The rule an `always` decision added to `config.toml`, as TOML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// Something that did not work out but did not undo the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}

@@ -8,6 +8,9 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::approvals::{Approval, ExpiryReason, RecordedDecision, Requester};
+use crate::tools::Outcome;
+
 /// A stored runtime event with its position in the stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventEnvelope {
@@ -34,8 +37,72 @@ pub enum RuntimeEvent {
     /// The daemon was asked to stop and is draining requests.
     #[serde(rename = "daemon.stopping")]
     DaemonStopping {
-        /// Why it stops (`signal`, `requested`).
+        /// Why it stops (`SIGTERM`, `SIGINT`, `requested`).
         reason: String,
+    },
+    /// A tool call waits for a person's decision.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        /// Everything a person needs to decide.
+        approval: Box<Approval>,
+    },
+    /// A person decided a pending approval.
+    #[serde(rename = "approval.decided")]
+    ApprovalDecided {
+        /// Approval id.
+        approval_id: String,
+        /// The call it was about.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The decision.
+        decision: RecordedDecision,
+    },
+    /// A pending approval ended without a decision, which counts as a denial.
+    #[serde(rename = "approval.expired")]
+    ApprovalExpired {
+        /// Approval id.
+        approval_id: String,
+        /// The call it was about.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: ExpiryReason,
+    },
+    /// A tool call was allowed and started running.
+    #[serde(rename = "tool.call.started")]
+    ToolCallStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Who asked.
+        requester: Requester,
+        /// What it does.
+        summary: String,
+    },
+    /// A tool call ran and produced a result.
+    #[serde(rename = "tool.call.finished")]
+    ToolCallFinished {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Milliseconds it ran.
+        duration_ms: u64,
+    },
+    /// A tool call failed, was refused, or was cancelled.
+    #[serde(rename = "tool.call.failed")]
+    ToolCallFailed {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// How it ended (`failed`, `denied`, `cancelled`).
+        outcome: Outcome,
+        /// Why, redacted and truncated.
+        error: String,
     },
 }
 
@@ -45,6 +112,12 @@ impl RuntimeEvent {
         match self {
             Self::DaemonStarted { .. } => "daemon.started",
             Self::DaemonStopping { .. } => "daemon.stopping",
+            Self::ApprovalRequested { .. } => "approval.requested",
+            Self::ApprovalDecided { .. } => "approval.decided",
+            Self::ApprovalExpired { .. } => "approval.expired",
+            Self::ToolCallStarted { .. } => "tool.call.started",
+            Self::ToolCallFinished { .. } => "tool.call.finished",
+            Self::ToolCallFailed { .. } => "tool.call.failed",
         }
     }
 }

@@ -12,9 +12,16 @@ pub mod event;
 pub mod system;
 pub mod tools;
 
-pub use approvals::Requester;
+pub use approvals::{
+    Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
+    Effect, ExpiryReason, Grant, GrantList, RecordedDecision, Requester, ScopeKind, SuggestedScope,
+    Verdict,
+};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
-pub use tools::{Risk, ToolAnnotations, ToolCategory, ToolResult};
+pub use tools::{
+    Action, AuditEntry, AuditPage, DecisionSource, EffectivePolicy, Outcome, Risk, ToolAnnotations,
+    ToolCall, ToolCallRequest, ToolCallStatus, ToolCategory, ToolInfo, ToolList, ToolResult,
+};

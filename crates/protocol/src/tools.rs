@@ -114,3 +114,243 @@ pub struct ToolResult {
     /// The tool ran and failed, or the call was refused; `text` says why.
     pub is_error: bool,
 }
+
+/// Allow, ask or deny: what the policy does with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Run without asking.
+    Allow,
+    /// Ask a person first.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+/// How the policy treats a tool before looking at a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EffectivePolicy {
+    /// What happens to a call that no argument-specific rule or grant matches.
+    pub action: Action,
+    /// Why, in words.
+    pub reason: String,
+    /// Number of rules and grants that may change the outcome depending on arguments.
+    pub conditional: usize,
+}
+
+/// A tool in the catalog, as `GET /v1/tools` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolInfo {
+    /// Unique name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Category.
+    pub category: ToolCategory,
+    /// Risk class.
+    pub risk: Risk,
+    /// MCP annotations.
+    pub annotations: ToolAnnotations,
+    /// JSON schema of the arguments.
+    pub input_schema: serde_json::Value,
+    /// JSON schema of structured output, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// What the policy does with it.
+    pub policy: EffectivePolicy,
+}
+
+/// `GET /v1/tools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolList {
+    /// Sorted by name.
+    pub items: Vec<ToolInfo>,
+}
+
+/// `POST /v1/tool-calls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallRequest {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments (an object).
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+    /// How long to wait for the result before answering 202 (default 30000, at most 600000).
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
+}
+
+/// Where a tool call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    /// Being validated and checked against the policy.
+    Planning,
+    /// Waiting for a person's decision.
+    WaitingApproval,
+    /// Running.
+    Running,
+    /// Finished with a result.
+    Succeeded,
+    /// Ran (or could not start) and failed; the result says why.
+    Failed,
+    /// Refused by a rule, a grant, a person or an expiry.
+    Denied,
+    /// The requester cancelled it.
+    Cancelled,
+}
+
+impl ToolCallStatus {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Planning => "planning",
+            Self::WaitingApproval => "waiting_approval",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Denied => "denied",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the call is over.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::Planning | Self::WaitingApproval | Self::Running)
+    }
+}
+
+/// A tool call and, once it is over, its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCall {
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub tool: String,
+    /// Who asked.
+    pub requester: crate::Requester,
+    /// Where it stands.
+    pub status: ToolCallStatus,
+    /// What it does, once planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The approval it waits for or waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// The result, once over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolResult>,
+    /// When it was asked for.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What made the decision about a call, for the audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DecisionSource {
+    /// A rule in `[approvals]` (1-based position and its text).
+    Rule {
+        /// Position among the rules, from 1.
+        index: usize,
+        /// The rule, in words.
+        rule: String,
+    },
+    /// A grant made by an earlier scoped approval.
+    Grant {
+        /// Grant id.
+        grant_id: String,
+    },
+    /// The default for the tool's risk class.
+    Default {
+        /// The risk class.
+        risk: Risk,
+    },
+    /// A person, through an approval.
+    Person {
+        /// Approval id.
+        approval_id: String,
+        /// Where they decided.
+        via: String,
+    },
+    /// Nobody decided in time (or the daemon restarted, or the requester gave up).
+    Expiry {
+        /// Approval id.
+        approval_id: String,
+        /// Why.
+        reason: crate::approvals::ExpiryReason,
+    },
+    /// No decision was needed: the call was invalid (unknown tool, bad arguments, refused path).
+    NotReached,
+}
+
+/// How a call ended, for the audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and succeeded.
+    Succeeded,
+    /// Ran and failed, or could not be planned.
+    Failed,
+    /// Refused.
+    Denied,
+    /// Cancelled by the requester.
+    Cancelled,
+}
+
+impl Outcome {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Denied => "denied",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One row of the audit log. Arguments and results are redacted, truncated previews.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditEntry {
+    /// Row id (increasing).
+    pub id: i64,
+    /// When the call ended.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Call id.
+    pub call_id: String,
+    /// Who asked.
+    pub requester: crate::Requester,
+    /// Tool name.
+    pub tool: String,
+    /// Risk class, when the tool is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    /// Redacted, truncated arguments.
+    pub arguments: serde_json::Value,
+    /// Redacted, truncated result or error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Allow or deny (absent when no decision was reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Action>,
+    /// What made the decision.
+    pub decided_by: DecisionSource,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Milliseconds from request to end.
+    pub duration_ms: u64,
+}
+
+/// `GET /v1/audit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditPage {
+    /// Newest first.
+    pub items: Vec<AuditEntry>,
+    /// Pass as `before` to get the next (older) page; absent at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<i64>,
+}

@@ -293,7 +293,7 @@ mod tests {
         match item {
             FollowItem::Event(envelope) => match &envelope.event {
                 RuntimeEvent::DaemonStarted { pid, .. } => Some(*pid),
-                RuntimeEvent::DaemonStopping { .. } => None,
+                _ => None,
             },
             _ => None,
         }

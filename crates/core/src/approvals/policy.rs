@@ -1,0 +1,571 @@
+//! The policy: a pure function from a call's facts (tool, risk, requester, targets), the rules
+//! of `[approvals]` and the active grants to Allow, Ask or Deny.
+//!
+//! Order of precedence (deny beats ask beats allow):
+//! 1. a matching deny rule, then a matching deny grant → Deny;
+//! 2. a matching ask rule → Ask; a protected target → Ask; an unknown tool → Ask;
+//! 3. a matching allow rule, then a matching allow grant → Allow;
+//! 4. the default for the tool's risk class.
+//!
+//! Deny and ask matchers fire when *any* target matches; allow matchers need *every* target of
+//! their kind to match (a rule allowing `~/notes` does not allow a move from `~/notes` to
+//! `~/.ssh`), and never match a command line the shell reader cannot vouch for.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use souz_protocol::{
+    Action, ArgumentMatch, DecisionSource, Effect, EffectivePolicy, Requester, Risk,
+};
+
+use super::shell;
+use crate::config::{ApprovalsConfig, RuleConfig};
+use crate::sandbox::{expand_home, normalize_lexically};
+use crate::tools::Target;
+
+/// The facts about one call the policy decides on.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFacts<'a> {
+    /// Tool name.
+    pub tool: &'a str,
+    /// Whether the tool is in the catalog (unknown tools always ask).
+    pub known: bool,
+    /// Its risk class.
+    pub risk: Risk,
+    /// Who asks.
+    pub requester: &'a Requester,
+    /// What the call touches.
+    pub targets: &'a [Target],
+}
+
+/// The policy's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow(DecisionSource),
+    /// Ask a person.
+    Ask {
+        /// Why, in words.
+        reason: String,
+    },
+    /// Refuse it.
+    Deny {
+        /// Why, in words.
+        reason: String,
+        /// What decided.
+        source: DecisionSource,
+    },
+}
+
+impl Decision {
+    /// Allow, ask or deny.
+    pub fn action(&self) -> Action {
+        match self {
+            Self::Allow(_) => Action::Allow,
+            Self::Ask { .. } => Action::Ask,
+            Self::Deny { .. } => Action::Deny,
+        }
+    }
+}
+
+/// A grant the policy consults (loaded from the database; expiry checked at decision time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantRule {
+    /// Grant id.
+    pub id: String,
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The tool it covers (exact name).
+    pub tool: String,
+    /// Only this requester (compared by [`same_requester`]).
+    pub requester: Option<Requester>,
+    /// Only calls whose targets match.
+    pub argument_match: ArgumentMatch,
+    /// When it stops matching.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Whether two requesters are "the same requester" for grants: the same chat, the same MCP
+/// client (by name, across sessions and versions), the same skill, or the same kind otherwise.
+pub fn same_requester(a: &Requester, b: &Requester) -> bool {
+    match (a, b) {
+        (Requester::Chat { chat_id: x }, Requester::Chat { chat_id: y }) => x == y,
+        (Requester::Mcp { client_name: x, .. }, Requester::Mcp { client_name: y, .. }) => {
+            x.eq_ignore_ascii_case(y)
+        }
+        (Requester::Skill { skill_id: x }, Requester::Skill { skill_id: y }) => x == y,
+        (Requester::Cli, Requester::Cli) | (Requester::Api, Requester::Api) => true,
+        _ => false,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every target of the matcher's kind must match (allow).
+    All,
+    /// One matching target is enough (ask, deny).
+    Any,
+}
+
+impl Mode {
+    fn for_action(action: Action) -> Self {
+        if action == Action::Allow {
+            Mode::All
+        } else {
+            Mode::Any
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum PathMatcher {
+    /// The folder and everything inside it.
+    Prefix(PathBuf),
+    /// A glob over absolute paths.
+    Glob(globset::GlobMatcher),
+}
+
+impl PathMatcher {
+    fn new(raw: &str, home: &Path) -> Option<Self> {
+        let expanded = expand_home(raw.trim(), home);
+        let text = expanded.to_string_lossy();
+        if text.contains(['*', '?', '[', '{']) {
+            globset::GlobBuilder::new(&text)
+                .literal_separator(true)
+                .build()
+                .ok()
+                .map(|glob| Self::Glob(glob.compile_matcher()))
+        } else {
+            Some(Self::Prefix(normalize_lexically(&expanded)))
+        }
+    }
+
+    fn matches(&self, path: &Path) -> bool {
+        match self {
+            Self::Prefix(prefix) => path.starts_with(prefix),
+            Self::Glob(glob) => glob.is_match(path),
+        }
+    }
+}
+
+/// Argument matchers shared by rules and grants.
+#[derive(Debug, Clone, Default)]
+struct Matchers {
+    path: Option<PathMatcher>,
+    command: Option<Vec<String>>,
+    domain: Option<String>,
+}
+
+impl Matchers {
+    fn new(
+        path: Option<&str>,
+        command: Option<&str>,
+        domain: Option<&str>,
+        home: &Path,
+    ) -> Option<Self> {
+        let path = match path {
+            Some(raw) => Some(PathMatcher::new(raw, home)?),
+            None => None,
+        };
+        let command = command
+            .map(shell::prefix_words)
+            .filter(|words| !words.is_empty());
+        Some(Self {
+            path,
+            command,
+            domain: domain.map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase()),
+        })
+    }
+
+    fn matches(&self, targets: &[Target], mode: Mode) -> bool {
+        if let Some(matcher) = &self.path {
+            // A command's working folder counts for deny and ask (conservative), never for
+            // allow: a rule allowing a folder for file tools must not allow any command there.
+            let paths = targets.iter().filter_map(|target| match target {
+                Target::Path { path, .. } => Some(path.as_path()),
+                Target::Command { cwd, .. } if mode == Mode::Any => Some(cwd.as_path()),
+                _ => None,
+            });
+            if !holds(paths, mode, |path| matcher.matches(path)) {
+                return false;
+            }
+        }
+        if let Some(prefix) = &self.command {
+            let lines: Vec<shell::CommandLine> = targets
+                .iter()
+                .filter_map(|target| match target {
+                    Target::Command { command, .. } => Some(shell::parse(command)),
+                    _ => None,
+                })
+                .collect();
+            let matched = match mode {
+                Mode::All => {
+                    !lines.is_empty()
+                        && lines.iter().all(|line| {
+                            !line.opaque
+                                && !line.commands.is_empty()
+                                && line.commands.iter().all(|c| shell::starts_with(c, prefix))
+                        })
+                }
+                Mode::Any => lines
+                    .iter()
+                    .any(|line| line.commands.iter().any(|c| shell::starts_with(c, prefix))),
+            };
+            if !matched {
+                return false;
+            }
+        }
+        if let Some(domain) = &self.domain {
+            let hosts = targets.iter().filter_map(|target| match target {
+                Target::Url { host, .. } => Some(host.as_str()),
+                _ => None,
+            });
+            if !holds(hosts, mode, |host| domain_matches(host, domain)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn is_empty(&self) -> bool {
+        self.path.is_none() && self.command.is_none() && self.domain.is_none()
+    }
+}
+
+fn holds<T>(items: impl Iterator<Item = T>, mode: Mode, predicate: impl Fn(&T) -> bool) -> bool {
+    let items: Vec<T> = items.collect();
+    match mode {
+        Mode::All => !items.is_empty() && items.iter().all(&predicate),
+        Mode::Any => items.iter().any(&predicate),
+    }
+}
+
+/// Whether `host` is `domain` or a subdomain of it (ports ignored).
+pub fn domain_matches(host: &str, domain: &str) -> bool {
+    let host = host.rsplit_once(':').map_or(host, |(name, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            name
+        } else {
+            host
+        }
+    });
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == domain || host.ends_with(&format!(".{domain}"))
+}
+
+#[derive(Debug, Clone)]
+struct CompiledRule {
+    /// 1-based position in `[approvals] rules`.
+    index: usize,
+    config: RuleConfig,
+    matchers: Matchers,
+}
+
+impl CompiledRule {
+    fn matches(&self, facts: &CallFacts<'_>) -> bool {
+        let config = &self.config;
+        if let Some(tool) = &config.tool
+            && !wildcard_matches(tool, facts.tool)
+        {
+            return false;
+        }
+        if let Some(risk) = config.risk
+            && risk != facts.risk
+        {
+            return false;
+        }
+        if let Some(requester) = &config.requester
+            && !requester_matches(requester, facts.requester)
+        {
+            return false;
+        }
+        self.matchers
+            .matches(facts.targets, Mode::for_action(config.action))
+    }
+
+    /// A rule that depends only on the tool (and maybe risk), not on arguments or requester.
+    fn is_tool_wide(&self) -> bool {
+        self.matchers.is_empty() && self.config.requester.is_none()
+    }
+
+    fn source(&self) -> DecisionSource {
+        DecisionSource::Rule {
+            index: self.index,
+            rule: self.config.describe(),
+        }
+    }
+
+    fn reason(&self) -> String {
+        match &self.config.note {
+            Some(note) => format!("rule {} ({}): {note}", self.index, self.config.describe()),
+            None => format!("rule {} ({})", self.index, self.config.describe()),
+        }
+    }
+}
+
+/// `*` matches any run of characters, `?` one character; case-sensitive like tool names.
+pub fn wildcard_matches(pattern: &str, text: &str) -> bool {
+    fn go(pattern: &[char], text: &[char]) -> bool {
+        match pattern.split_first() {
+            None => text.is_empty(),
+            Some(('*', rest)) => (0..=text.len()).any(|skip| go(rest, &text[skip..])),
+            Some(('?', rest)) => !text.is_empty() && go(rest, &text[1..]),
+            Some((c, rest)) => text.first() == Some(c) && go(rest, &text[1..]),
+        }
+    }
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    go(&pattern, &text)
+}
+
+fn requester_matches(pattern: &str, requester: &Requester) -> bool {
+    let (kind, name) = match pattern.split_once(':') {
+        Some((kind, name)) => (kind, Some(name)),
+        None => (pattern, None),
+    };
+    match (kind, requester) {
+        ("chat", Requester::Chat { chat_id }) => name.is_none_or(|n| n == chat_id),
+        ("cli", Requester::Cli) | ("api", Requester::Api) => true,
+        ("skill", Requester::Skill { skill_id }) => name.is_none_or(|n| n == skill_id),
+        ("mcp", Requester::Mcp { client_name, .. }) => {
+            name.is_none_or(|n| n.eq_ignore_ascii_case(client_name))
+        }
+        _ => false,
+    }
+}
+
+/// The compiled policy of one `[approvals]` configuration.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    config: ApprovalsConfig,
+    rules: Vec<CompiledRule>,
+    home: PathBuf,
+}
+
+impl Policy {
+    /// Compiles `config`; `home` is what `~` means in rules. Rules whose patterns do not
+    /// compile (config validation reports them) are skipped — for a deny rule that would be
+    /// unsafe, so such a rule turns into "ask for everything it names".
+    pub fn new(config: &ApprovalsConfig, home: &Path) -> Self {
+        let rules = config
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| {
+                let matchers = Matchers::new(
+                    rule.path.as_deref(),
+                    rule.command.as_deref(),
+                    rule.domain.as_deref(),
+                    home,
+                );
+                match matchers {
+                    Some(matchers) => CompiledRule {
+                        index: index + 1,
+                        config: rule.clone(),
+                        matchers,
+                    },
+                    None => CompiledRule {
+                        index: index + 1,
+                        config: RuleConfig {
+                            action: Action::Ask,
+                            path: None,
+                            command: None,
+                            domain: None,
+                            ..rule.clone()
+                        },
+                        matchers: Matchers::default(),
+                    },
+                }
+            })
+            .collect();
+        Self {
+            config: config.clone(),
+            rules,
+            home: home.to_path_buf(),
+        }
+    }
+
+    /// The configuration this policy was compiled from.
+    pub fn config(&self) -> &ApprovalsConfig {
+        &self.config
+    }
+
+    /// Decides one call. `now` is when, for grant expiry.
+    pub fn decide(
+        &self,
+        facts: &CallFacts<'_>,
+        grants: &[GrantRule],
+        now: DateTime<Utc>,
+    ) -> Decision {
+        let matching = |action: Action| {
+            self.rules
+                .iter()
+                .filter(move |rule| rule.config.action == action && rule.matches(facts))
+        };
+        let grant_matching = |effect: Effect| {
+            grants.iter().filter(move |grant| {
+                grant.effect == effect && self.grant_matches(grant, facts, now)
+            })
+        };
+
+        if let Some(rule) = matching(Action::Deny).next() {
+            return Decision::Deny {
+                reason: format!("denied by {}", rule.reason()),
+                source: rule.source(),
+            };
+        }
+        if let Some(grant) = grant_matching(Effect::Deny).next() {
+            return Decision::Deny {
+                reason: format!("denied by grant {}", grant.id),
+                source: DecisionSource::Grant {
+                    grant_id: grant.id.clone(),
+                },
+            };
+        }
+        if let Some(rule) = matching(Action::Ask).next() {
+            return Decision::Ask {
+                reason: format!("asked by {}", rule.reason()),
+            };
+        }
+        if let Some(path) = facts.targets.iter().find_map(|target| match target {
+            Target::Path {
+                path,
+                protected: true,
+                ..
+            } => Some(path),
+            _ => None,
+        }) {
+            return Decision::Ask {
+                reason: format!("{} is a protected path", self.display(path)),
+            };
+        }
+        if !facts.known {
+            return Decision::Ask {
+                reason: format!("{} is not a known tool", facts.tool),
+            };
+        }
+        if let Some(rule) = matching(Action::Allow).next() {
+            return Decision::Allow(rule.source());
+        }
+        if let Some(grant) = grant_matching(Effect::Allow).next() {
+            return Decision::Allow(DecisionSource::Grant {
+                grant_id: grant.id.clone(),
+            });
+        }
+        let source = DecisionSource::Default { risk: facts.risk };
+        match self.config.default_for(facts.risk) {
+            Action::Allow => Decision::Allow(source),
+            Action::Ask => Decision::Ask {
+                reason: format!("{} tools ask by default", risk_words(facts.risk)),
+            },
+            Action::Deny => Decision::Deny {
+                reason: format!("{} tools are denied by default", risk_words(facts.risk)),
+                source,
+            },
+        }
+    }
+
+    fn grant_matches(&self, grant: &GrantRule, facts: &CallFacts<'_>, now: DateTime<Utc>) -> bool {
+        if grant.tool != facts.tool || grant.expires_at.is_some_and(|at| at <= now) {
+            return false;
+        }
+        if let Some(requester) = &grant.requester
+            && !same_requester(requester, facts.requester)
+        {
+            return false;
+        }
+        let mode = if grant.effect == Effect::Allow {
+            Mode::All
+        } else {
+            Mode::Any
+        };
+        let matchers = Matchers::new(
+            grant.argument_match.path_prefix.as_deref(),
+            grant.argument_match.command_prefix.as_deref(),
+            grant.argument_match.domain.as_deref(),
+            &self.home,
+        );
+        matchers.is_some_and(|matchers| matchers.matches(facts.targets, mode))
+    }
+
+    /// How a tool is treated before its arguments are known: for tool listings (a tool denied
+    /// by a tool-wide rule is hidden from MCP clients; one that asks is marked so).
+    pub fn effective(
+        &self,
+        tool: &str,
+        risk: Risk,
+        known: bool,
+        grants: &[GrantRule],
+        now: DateTime<Utc>,
+    ) -> EffectivePolicy {
+        let requester_free = Requester::Api;
+        let facts = CallFacts {
+            tool,
+            known,
+            risk,
+            requester: &requester_free,
+            targets: &[],
+        };
+        let names_tool = |rule: &&CompiledRule| {
+            rule.config
+                .tool
+                .as_deref()
+                .is_none_or(|pattern| wildcard_matches(pattern, tool))
+                && rule.config.risk.is_none_or(|r| r == risk)
+        };
+        let relevant: Vec<&CompiledRule> = self.rules.iter().filter(names_tool).collect();
+        let conditional = relevant.iter().filter(|rule| !rule.is_tool_wide()).count()
+            + grants
+                .iter()
+                .filter(|grant| grant.tool == tool && grant.expires_at.is_none_or(|at| at > now))
+                .count();
+        let tool_wide = |action: Action| {
+            relevant
+                .iter()
+                .find(|rule| rule.is_tool_wide() && rule.config.action == action)
+        };
+        let (action, reason) = if let Some(rule) = tool_wide(Action::Deny) {
+            (Action::Deny, format!("denied by {}", rule.reason()))
+        } else if let Some(rule) = tool_wide(Action::Ask) {
+            (Action::Ask, format!("asked by {}", rule.reason()))
+        } else if !known {
+            (Action::Ask, format!("{tool} is not a known tool"))
+        } else if let Some(rule) = tool_wide(Action::Allow) {
+            (Action::Allow, format!("allowed by {}", rule.reason()))
+        } else {
+            match self.decide(&facts, &[], now) {
+                Decision::Allow(_) => (
+                    Action::Allow,
+                    format!("{} tools are allowed by default", risk_words(risk)),
+                ),
+                Decision::Ask { reason } => (Action::Ask, reason),
+                Decision::Deny { reason, .. } => (Action::Deny, reason),
+            }
+        };
+        EffectivePolicy {
+            action,
+            reason,
+            conditional,
+        }
+    }
+
+    fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.home) {
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => path.display().to_string(),
+        }
+    }
+}
+
+fn risk_words(risk: Risk) -> &'static str {
+    match risk {
+        Risk::ReadOnly => "read-only",
+        Risk::Write => "writing",
+        Risk::Delete => "deleting",
+        Risk::Network => "network",
+        Risk::Exec => "command-running",
+    }
+}
+
+#[cfg(test)]
+mod tests;
