@@ -1,12 +1,605 @@
 //! The approval gate's decisions: the pure [`policy`], durable pending approvals and the
-//! first-decision-wins protocol, grants, the audit log and its redaction.
+//! first-decision-wins protocol ([`queue`]), [`grants`], the [`audit`] log and its
+//! [`redact`]ion, and the one-click scope [`suggest`]ed with every prompt.
 //!
 //! Invariants (fail closed): nothing runs without an explicit yes or a rule or grant that says
 //! yes. No answer in time, a restart, a dropped waiter, a malformed decision: deny. The first
 //! decision wins atomically (a conditional update under the single writer connection); a later
-//! one gets a conflict.
+//! one gets a conflict. A pending approval and its `approval.requested` event are stored in one
+//! transaction, and so are a decision, its grant and its `approval.decided` event.
 
+pub mod audit;
+pub mod grants;
 pub mod policy;
+pub mod queue;
+pub mod redact;
 pub mod shell;
+pub mod suggest;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use souz_protocol::{
+    Action, Approval, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse, Effect,
+    EffectivePolicy, ExpiryReason, Grant, RecordedDecision, Requester, Risk, RuntimeEvent,
+    ScopeKind, SuggestedScope, Verdict,
+};
+use tokio::sync::watch;
 
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
+
+use crate::config::edit::append_rule;
+use crate::config::{Config, RuleConfig};
+use crate::runtime::EventBus;
+use crate::store::codec::now;
+use crate::store::{Store, StoreError};
+
+/// Longest `minutes` scope: one week.
+const MAX_SCOPE_MINUTES: u32 = 7 * 24 * 60;
+
+/// Why an approval operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// No such approval.
+    #[error("no approval with id `{0}`")]
+    NotFound(String),
+    /// Someone decided first (or it expired).
+    #[error("approval `{id}` is already {status}")]
+    AlreadyDecided {
+        /// Approval id.
+        id: String,
+        /// Its status now.
+        status: &'static str,
+    },
+    /// The decision request is malformed; nothing was decided.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such active grant.
+    #[error("no active grant with id `{0}`")]
+    GrantNotFound(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// How a pending approval ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// A person approved.
+    Approved(RecordedDecision),
+    /// A person denied.
+    Denied(RecordedDecision),
+    /// Nobody decided: a denial.
+    Expired(ExpiryReason),
+}
+
+/// What the gate knows when it asks.
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    /// The call it is about.
+    pub call_id: String,
+    /// Who asks.
+    pub requester: Requester,
+    /// Tool name.
+    pub tool: String,
+    /// Risk class.
+    pub risk: Risk,
+    /// Full arguments.
+    pub arguments: serde_json::Value,
+    /// One line: what will happen.
+    pub summary: String,
+    /// Unified diff for file changes.
+    pub diff: Option<String>,
+    /// Why the policy asks.
+    pub reason: String,
+    /// The one-click scope.
+    pub suggested: SuggestedScope,
+}
+
+/// A stored pending approval and the means to learn how it ends.
+#[derive(Debug)]
+pub struct PendingApproval {
+    /// The approval as stored.
+    pub approval: Approval,
+    receiver: watch::Receiver<Option<Resolution>>,
+}
+
+impl PendingApproval {
+    /// Waits until the approval is decided or expired. If the service goes away first, that
+    /// counts as a withdrawal (a denial).
+    pub async fn resolved(&mut self) -> Resolution {
+        match self.receiver.wait_for(Option::is_some).await {
+            Ok(resolution) => resolution
+                .clone()
+                .unwrap_or(Resolution::Expired(ExpiryReason::Withdrawn)),
+            Err(_) => Resolution::Expired(ExpiryReason::Withdrawn),
+        }
+    }
+}
+
+struct PolicyState {
+    config: Config,
+    policy: Arc<Policy>,
+    grants: Arc<Vec<GrantRule>>,
+}
+
+struct Inner {
+    store: Store,
+    events: EventBus,
+    state: RwLock<PolicyState>,
+    waiters: Mutex<HashMap<String, watch::Sender<Option<Resolution>>>>,
+    changes: watch::Sender<u64>,
+}
+
+/// The approval service. Cheap to clone.
+#[derive(Clone)]
+pub struct Approvals {
+    inner: Arc<Inner>,
+}
+
+impl Approvals {
+    /// Loads active grants and expires approvals left pending by a previous run (they are
+    /// denied: nobody is waiting for them any more).
+    pub async fn open(store: Store, events: EventBus, config: Config) -> Result<Self, StoreError> {
+        let grants = store
+            .read(|connection| grants::active(connection, now()))
+            .await?;
+        let policy = Arc::new(Policy::new(&config.approvals, config.paths.user_home()));
+        let (changes, _) = watch::channel(0);
+        let approvals = Self {
+            inner: Arc::new(Inner {
+                store,
+                events,
+                state: RwLock::new(PolicyState {
+                    config,
+                    policy,
+                    grants: Arc::new(grants.iter().map(grants::as_rule).collect()),
+                }),
+                waiters: Mutex::new(HashMap::new()),
+                changes,
+            }),
+        };
+        let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
+        for id in leftovers {
+            approvals.expire(&id, ExpiryReason::Restart).await?;
+        }
+        Ok(approvals)
+    }
+
+    /// The policy's decision about a call, with the grants active now.
+    pub fn decide_call(&self, facts: &CallFacts<'_>) -> Decision {
+        let (policy, grants) = self.snapshot();
+        policy.decide(facts, &grants, now())
+    }
+
+    /// How a tool is treated before its arguments are known.
+    pub fn effective(&self, tool: &str, risk: Risk, known: bool) -> EffectivePolicy {
+        let (policy, grants) = self.snapshot();
+        policy.effective(tool, risk, known, &grants, now())
+    }
+
+    /// How long a pending approval waits.
+    pub fn timeout(&self) -> Duration {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Duration::from_secs(state.config.approvals.timeout_seconds)
+    }
+
+    /// Changes whenever rules or grants change (for MCP `tools/list_changed`).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Applies a new configuration's rules (after the settings editor or an `always` rule).
+    pub fn apply_config(&self, config: Config) {
+        let policy = Arc::new(Policy::new(&config.approvals, config.paths.user_home()));
+        {
+            let mut state = self
+                .inner
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.policy = policy;
+            state.config = config;
+        }
+        self.inner.changes.send_modify(|version| *version += 1);
+    }
+
+    fn snapshot(&self) -> (Arc<Policy>, Arc<Vec<GrantRule>>) {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        (Arc::clone(&state.policy), Arc::clone(&state.grants))
+    }
+
+    /// Stores a pending approval, announces it, and returns the means to wait for it.
+    pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, StoreError> {
+        let created_at = now();
+        let approval = Approval {
+            id: uuid::Uuid::now_v7().to_string(),
+            call_id: new.call_id,
+            status: ApprovalStatus::Pending,
+            requester_label: new.requester.label(),
+            requester: new.requester,
+            tool: new.tool,
+            risk: new.risk,
+            arguments: new.arguments,
+            summary: new.summary,
+            diff: new.diff,
+            reason: new.reason,
+            suggested: new.suggested,
+            created_at,
+            expires_at: queue::expiry(created_at, self.timeout()),
+            decision: None,
+            expiry_reason: None,
+        };
+        let (sender, receiver) = watch::channel(None);
+        self.waiters().insert(approval.id.clone(), sender);
+        let stored = approval.clone();
+        let result = self
+            .inner
+            .events
+            .publish_with(move |transaction| {
+                queue::insert(transaction, &stored)?;
+                let event = RuntimeEvent::ApprovalRequested {
+                    approval: Box::new(stored),
+                };
+                Ok::<_, StoreError>(((), vec![event]))
+            })
+            .await;
+        if let Err(error) = result {
+            self.waiters().remove(&approval.id);
+            return Err(error);
+        }
+        Ok(PendingApproval { approval, receiver })
+    }
+
+    /// A person's decision. The first one wins; a later one is `AlreadyDecided`.
+    pub async fn decide(
+        &self,
+        id: &str,
+        request: DecisionRequest,
+    ) -> Result<DecisionResponse, ApprovalError> {
+        let minutes = match request.scope {
+            ScopeKind::Minutes => match request.minutes {
+                Some(minutes) if (1..=MAX_SCOPE_MINUTES).contains(&minutes) => Some(minutes),
+                _ => {
+                    return Err(ApprovalError::Invalid(format!(
+                        "scope `minutes` needs `minutes` between 1 and {MAX_SCOPE_MINUTES}"
+                    )));
+                }
+            },
+            _ if request.minutes.is_some() => {
+                return Err(ApprovalError::Invalid(
+                    "`minutes` is only valid with scope `minutes`".to_owned(),
+                ));
+            }
+            _ => None,
+        };
+        let argument_match = match request.scope {
+            ScopeKind::Once => None,
+            _ => request.argument_match.filter(|m| !m.is_empty()),
+        };
+        let via = clean_via(request.via.as_deref().unwrap_or("api"));
+        let decided_at = now();
+        let id = id.to_owned();
+        let verdict = request.decision;
+        let scope = request.scope;
+        let stored_match = argument_match.clone();
+        let ((approval, grant), _) = self
+            .inner
+            .events
+            .publish_with(move |transaction| {
+                let approval = queue::load(transaction, &id)?
+                    .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+                if approval.status != ApprovalStatus::Pending {
+                    return Err(ApprovalError::AlreadyDecided {
+                        id: id.clone(),
+                        status: approval.status.as_str(),
+                    });
+                }
+                let grant = matches!(scope, ScopeKind::Requester | ScopeKind::Minutes).then(|| {
+                    let effect = match verdict {
+                        Verdict::Approve => Effect::Allow,
+                        Verdict::Deny => Effect::Deny,
+                    };
+                    let argument_match = stored_match.clone().unwrap_or_default();
+                    let expires_at = minutes
+                        .map(|minutes| decided_at + chrono::Duration::minutes(i64::from(minutes)));
+                    Grant {
+                        id: uuid::Uuid::now_v7().to_string(),
+                        label: grants::label(
+                            effect,
+                            &approval.tool,
+                            Some(&approval.requester),
+                            &argument_match,
+                            expires_at,
+                        ),
+                        effect,
+                        tool: approval.tool.clone(),
+                        requester: Some(approval.requester.clone()),
+                        argument_match,
+                        created_at: decided_at,
+                        expires_at,
+                        approval_id: Some(id.clone()),
+                    }
+                });
+                if let Some(grant) = &grant {
+                    grants::insert(transaction, grant)?;
+                }
+                let decision = RecordedDecision {
+                    decision: verdict,
+                    scope,
+                    minutes,
+                    argument_match: stored_match,
+                    via,
+                    decided_at,
+                    grant_id: grant.as_ref().map(|grant| grant.id.clone()),
+                };
+                let status = match verdict {
+                    Verdict::Approve => ApprovalStatus::Approved,
+                    Verdict::Deny => ApprovalStatus::Denied,
+                };
+                if !queue::decide(transaction, &id, status, &decision, None)? {
+                    return Err(ApprovalError::AlreadyDecided {
+                        id: id.clone(),
+                        status: "decided",
+                    });
+                }
+                let event = RuntimeEvent::ApprovalDecided {
+                    approval_id: id.clone(),
+                    call_id: approval.call_id.clone(),
+                    tool: approval.tool.clone(),
+                    decision: decision.clone(),
+                };
+                let decided = Approval {
+                    status,
+                    decision: Some(decision),
+                    ..approval
+                };
+                Ok(((decided, grant), vec![event]))
+            })
+            .await?;
+
+        let decision = approval.decision.clone();
+        if let Some(decision) = decision {
+            self.resolve(
+                &approval.id,
+                match verdict {
+                    Verdict::Approve => Resolution::Approved(decision),
+                    Verdict::Deny => Resolution::Denied(decision),
+                },
+            );
+        }
+        if grant.is_some() {
+            self.reload_grants().await?;
+        }
+        let (rule, warning) = if scope == ScopeKind::Always {
+            match self.write_rule(&approval, verdict, argument_match.as_ref()) {
+                Ok(rule) => (Some(rule), None),
+                Err(message) => (None, Some(message)),
+            }
+        } else {
+            (None, None)
+        };
+        Ok(DecisionResponse {
+            approval,
+            grant,
+            rule,
+            warning,
+        })
+    }
+
+    /// Ends a pending approval without a decision (a denial). Returns the approval if it was
+    /// still pending; `None` if it had already been decided.
+    pub async fn expire(
+        &self,
+        id: &str,
+        reason: ExpiryReason,
+    ) -> Result<Option<Approval>, StoreError> {
+        let id_owned = id.to_owned();
+        let decided_at = now();
+        let (expired, _) = self
+            .inner
+            .events
+            .publish_with(move |transaction| {
+                let Some(approval) = queue::load(transaction, &id_owned)? else {
+                    return Ok((None, Vec::new()));
+                };
+                let decision = RecordedDecision {
+                    decision: Verdict::Deny,
+                    scope: ScopeKind::Once,
+                    minutes: None,
+                    argument_match: None,
+                    via: expiry_name(reason).to_owned(),
+                    decided_at,
+                    grant_id: None,
+                };
+                if !queue::decide(
+                    transaction,
+                    &id_owned,
+                    ApprovalStatus::Expired,
+                    &decision,
+                    Some(reason),
+                )? {
+                    return Ok((None, Vec::new()));
+                }
+                let event = RuntimeEvent::ApprovalExpired {
+                    approval_id: id_owned.clone(),
+                    call_id: approval.call_id.clone(),
+                    tool: approval.tool.clone(),
+                    reason,
+                };
+                let expired = Approval {
+                    status: ApprovalStatus::Expired,
+                    decision: Some(decision),
+                    expiry_reason: Some(reason),
+                    ..approval
+                };
+                Ok::<_, StoreError>((Some(expired), vec![event]))
+            })
+            .await?;
+        if expired.is_some() {
+            self.resolve(id, Resolution::Expired(reason));
+        }
+        Ok(expired)
+    }
+
+    /// One approval.
+    pub async fn get(&self, id: &str) -> Result<Approval, ApprovalError> {
+        let id = id.to_owned();
+        self.inner
+            .store
+            .read(move |connection| {
+                queue::load(connection, &id)?.ok_or(ApprovalError::NotFound(id))
+            })
+            .await
+    }
+
+    /// Approvals, newest first.
+    pub async fn list(
+        &self,
+        status: Option<ApprovalStatus>,
+        limit: usize,
+    ) -> Result<Vec<Approval>, StoreError> {
+        self.inner
+            .store
+            .read(move |connection| queue::list(connection, status, limit))
+            .await
+    }
+
+    /// Active grants, newest first.
+    pub async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        self.inner
+            .store
+            .read(|connection| grants::active(connection, now()))
+            .await
+    }
+
+    /// Revokes a grant.
+    pub async fn revoke(&self, id: &str) -> Result<(), ApprovalError> {
+        let id = id.to_owned();
+        self.inner
+            .store
+            .write(move |transaction| {
+                if grants::revoke(transaction, &id, now())? {
+                    Ok(())
+                } else {
+                    Err(ApprovalError::GrantNotFound(id))
+                }
+            })
+            .await?;
+        self.reload_grants().await?;
+        Ok(())
+    }
+
+    async fn reload_grants(&self) -> Result<(), StoreError> {
+        let active = self.grants().await?;
+        {
+            let mut state = self
+                .inner
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.grants = Arc::new(active.iter().map(grants::as_rule).collect());
+        }
+        self.inner.changes.send_modify(|version| *version += 1);
+        Ok(())
+    }
+
+    fn write_rule(
+        &self,
+        approval: &Approval,
+        verdict: Verdict,
+        argument_match: Option<&ArgumentMatch>,
+    ) -> Result<String, String> {
+        let argument_match = argument_match.cloned().unwrap_or_default();
+        let rule = RuleConfig {
+            action: match verdict {
+                Verdict::Approve => Action::Allow,
+                Verdict::Deny => Action::Deny,
+            },
+            tool: Some(approval.tool.clone()),
+            path: argument_match.path_prefix,
+            command: argument_match.command_prefix,
+            domain: argument_match.domain,
+            risk: None,
+            requester: None,
+            note: Some(format!("from approval {}", approval.id)),
+        };
+        let current = {
+            let state = self
+                .inner
+                .state
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.config.clone()
+        };
+        let comment = format!(
+            "Added by Souz on {} when you chose \"always\" for {} ({}).",
+            now().format("%Y-%m-%d %H:%M UTC"),
+            approval.tool,
+            approval.summary.replace('\n', " "),
+        );
+        match append_rule(&current, &rule, &comment) {
+            Ok((next, rendered)) => {
+                self.apply_config(next);
+                Ok(rendered)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not write an `always` rule");
+                Err(format!(
+                    "the decision applies to this call, but the rule could not be saved: {error}"
+                ))
+            }
+        }
+    }
+
+    fn waiters(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<Option<Resolution>>>> {
+        self.inner
+            .waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn resolve(&self, id: &str, resolution: Resolution) {
+        if let Some(sender) = self.waiters().remove(id) {
+            let _ = sender.send(Some(resolution));
+        }
+    }
+}
+
+fn expiry_name(reason: ExpiryReason) -> &'static str {
+    match reason {
+        ExpiryReason::Timeout => "timeout",
+        ExpiryReason::Restart => "restart",
+        ExpiryReason::Withdrawn => "withdrawn",
+        ExpiryReason::Shutdown => "shutdown",
+    }
+}
+
+/// Keeps `via` to a short lower-case label.
+fn clean_via(via: &str) -> String {
+    let cleaned: String = via
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(32)
+        .flat_map(char::to_lowercase)
+        .collect();
+    if cleaned.is_empty() {
+        "api".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,7 @@
 
 pub mod approvals;
 pub mod byte_size;
+pub mod edit;
 pub mod env;
 pub mod log;
 pub mod paths;
@@ -42,6 +43,9 @@ macro_rules! config_sections {
         pub struct Config {
             /// Where Souz keeps its files.
             pub paths: SouzPaths,
+            /// Environment overrides that were applied (name, value), so an edited file can be
+            /// re-validated exactly as the daemon would load it.
+            pub env_overrides: Vec<(String, String)>,
             $(
                 #[doc = concat!("`[", stringify!($field), "]`")]
                 pub $field: $type,
@@ -51,7 +55,7 @@ macro_rules! config_sections {
         impl Config {
             /// The default configuration for a Souz home.
             pub fn defaults(paths: SouzPaths) -> Self {
-                Self { paths, $( $field: <$type>::default(), )* }
+                Self { paths, env_overrides: Vec::new(), $( $field: <$type>::default(), )* }
             }
 
             /// Names and docs of every section, in file order.
@@ -301,12 +305,17 @@ impl Config {
                 continue;
             };
             let outcome = match config.set(section, key, env::env_value(&raw)) {
-                SetOutcome::Invalid(_) => config.set(section, key, toml_edit::Value::from(raw)),
+                SetOutcome::Invalid(_) => {
+                    config.set(section, key, toml_edit::Value::from(raw.as_str()))
+                }
                 other => other,
             };
             match outcome {
                 SetOutcome::Set => {
                     origins.insert((section, key), Origin::Env(variable.name));
+                    config
+                        .env_overrides
+                        .push((variable.name.to_owned(), raw.clone()));
                 }
                 SetOutcome::Invalid(error) => problems.push(Problem {
                     location: Location::Env(variable.name),
@@ -340,6 +349,19 @@ impl Config {
             });
             Err(problems)
         }
+    }
+
+    /// Parses `text` as a new version of this configuration's file, with the same paths and
+    /// environment overrides. Nothing is written.
+    pub fn reparse(&self, text: &str) -> Result<Self, Vec<Problem>> {
+        let overrides = self.env_overrides.clone();
+        let lookup = move |name: &str| {
+            overrides
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        Self::parse(self.paths.clone(), &self.paths.config_file(), text, &lookup)
     }
 
     /// The text of a fresh `config.toml`: every key commented out at its default.

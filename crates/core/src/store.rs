@@ -7,6 +7,7 @@
 //! a write is in progress). Each domain owns its tables and brings its migrations to
 //! [`migrations::MIGRATIONS`].
 
+pub mod codec;
 pub mod migrations;
 
 use std::path::{Path, PathBuf};

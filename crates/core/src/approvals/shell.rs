@@ -429,10 +429,10 @@ impl<'a> Lexer<'a> {
                 }
                 '\\' => {
                     self.chars.next();
-                    if let Some(escaped) = self.chars.next() {
-                        if escaped != '\n' {
-                            text.push(escaped);
-                        }
+                    if let Some(escaped) = self.chars.next()
+                        && escaped != '\n'
+                    {
+                        text.push(escaped);
                     }
                 }
                 '$' => {

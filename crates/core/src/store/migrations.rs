@@ -36,6 +36,71 @@ pub const MIGRATIONS: &[Migration] = &[
                   created_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        name: "approval_gate",
+        sql: "CREATE TABLE tool_calls (
+                  id           TEXT PRIMARY KEY,
+                  tool         TEXT NOT NULL,
+                  requester    TEXT NOT NULL,
+                  arguments    TEXT NOT NULL,
+                  status       TEXT NOT NULL,
+                  summary      TEXT,
+                  approval_id  TEXT,
+                  result       TEXT,
+                  created_at   TEXT NOT NULL,
+                  finished_at  TEXT,
+                  delivered_at TEXT
+              ) STRICT;
+              CREATE INDEX tool_calls_open ON tool_calls (status) WHERE finished_at IS NULL;
+
+              CREATE TABLE approvals (
+                  id            TEXT PRIMARY KEY,
+                  call_id       TEXT NOT NULL REFERENCES tool_calls (id),
+                  status        TEXT NOT NULL
+                                CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+                  requester     TEXT NOT NULL,
+                  tool          TEXT NOT NULL,
+                  risk          TEXT NOT NULL,
+                  arguments     TEXT NOT NULL,
+                  summary       TEXT NOT NULL,
+                  diff          TEXT,
+                  reason        TEXT NOT NULL,
+                  suggested     TEXT NOT NULL,
+                  created_at    TEXT NOT NULL,
+                  expires_at    TEXT NOT NULL,
+                  decision      TEXT,
+                  expiry_reason TEXT
+              ) STRICT;
+              CREATE INDEX approvals_by_status ON approvals (status, created_at);
+
+              CREATE TABLE grants (
+                  id          TEXT PRIMARY KEY,
+                  effect      TEXT NOT NULL CHECK (effect IN ('allow', 'deny')),
+                  tool        TEXT NOT NULL,
+                  requester   TEXT,
+                  match       TEXT NOT NULL,
+                  created_at  TEXT NOT NULL,
+                  expires_at  TEXT,
+                  approval_id TEXT,
+                  revoked_at  TEXT
+              ) STRICT;
+
+              CREATE TABLE audit_log (
+                  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+                  at          TEXT NOT NULL,
+                  call_id     TEXT NOT NULL,
+                  requester   TEXT NOT NULL,
+                  tool        TEXT NOT NULL,
+                  risk        TEXT,
+                  arguments   TEXT NOT NULL,
+                  result      TEXT,
+                  decision    TEXT,
+                  decided_by  TEXT NOT NULL,
+                  outcome     TEXT NOT NULL,
+                  duration_ms INTEGER NOT NULL
+              ) STRICT;
+              CREATE INDEX audit_by_tool ON audit_log (tool, id);",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -37,7 +37,7 @@ pub struct EventsQuery {
 #[serde(untagged)]
 #[allow(dead_code)]
 enum EventFrame {
-    Event(EventEnvelope),
+    Event(Box<EventEnvelope>),
     Control(StreamControl),
 }
 

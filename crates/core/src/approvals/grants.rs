@@ -1,0 +1,149 @@
+//! Rows of the `grants` table: standing decisions made by scoped approvals. A grant matches
+//! until it expires or is revoked; revoked and expired grants are kept for the record.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, Row, params};
+use souz_protocol::{ArgumentMatch, Effect, Grant, Requester};
+
+use super::policy::GrantRule;
+use crate::store::StoreError;
+use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
+
+const COLUMNS: &str = "id, effect, tool, requester, match, created_at, expires_at, approval_id";
+
+/// Inserts a grant.
+pub fn insert(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
+    connection.execute(
+        &format!("INSERT INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+        params![
+            grant.id,
+            effect_name(grant.effect),
+            grant.tool,
+            grant.requester.as_ref().map(to_json).transpose()?,
+            to_json(&grant.argument_match)?,
+            to_time(grant.created_at),
+            grant.expires_at.map(to_time),
+            grant.approval_id,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Grants that are neither revoked nor expired at `now`, newest first.
+pub fn active(connection: &Connection, now: DateTime<Utc>) -> Result<Vec<Grant>, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM grants WHERE revoked_at IS NULL \
+         AND (expires_at IS NULL OR expires_at > ?1) ORDER BY created_at DESC, id DESC"
+    ))?;
+    let rows = statement.query_map([to_time(now)], RawGrant::from_row)?;
+    rows.map(|row| row.map_err(StoreError::from).and_then(RawGrant::decode))
+        .collect()
+}
+
+/// Revokes an active grant. Returns whether there was one.
+pub fn revoke(connection: &Connection, id: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let changed = connection.execute(
+        "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+        params![id, to_time(now)],
+    )?;
+    Ok(changed == 1)
+}
+
+/// The policy's view of a grant.
+pub fn as_rule(grant: &Grant) -> GrantRule {
+    GrantRule {
+        id: grant.id.clone(),
+        effect: grant.effect,
+        tool: grant.tool.clone(),
+        requester: grant.requester.clone(),
+        argument_match: grant.argument_match.clone(),
+        expires_at: grant.expires_at,
+    }
+}
+
+/// A grant in words: "Allow Claude Code to use EditFile in ~/p (until revoked)".
+pub fn label(
+    effect: Effect,
+    tool: &str,
+    requester: Option<&Requester>,
+    argument_match: &ArgumentMatch,
+    expires_at: Option<DateTime<Utc>>,
+) -> String {
+    let verb = match effect {
+        Effect::Allow => "Allow",
+        Effect::Deny => "Deny",
+    };
+    let who = requester.map_or_else(|| "anyone".to_owned(), Requester::label);
+    let mut detail = String::new();
+    if let Some(path) = &argument_match.path_prefix {
+        detail.push_str(&format!(" in {path}"));
+    }
+    if let Some(command) = &argument_match.command_prefix {
+        detail.push_str(&format!(" for `{command} …`"));
+    }
+    if let Some(domain) = &argument_match.domain {
+        detail.push_str(&format!(" on {domain}"));
+    }
+    let until = match expires_at {
+        Some(at) => format!("until {}", at.format("%Y-%m-%d %H:%M UTC")),
+        None => "until revoked".to_owned(),
+    };
+    format!("{verb} {who} to use {tool}{detail} ({until})")
+}
+
+fn effect_name(effect: Effect) -> &'static str {
+    match effect {
+        Effect::Allow => "allow",
+        Effect::Deny => "deny",
+    }
+}
+
+struct RawGrant {
+    id: String,
+    effect: String,
+    tool: String,
+    requester: Option<String>,
+    argument_match: String,
+    created_at: String,
+    expires_at: Option<String>,
+    approval_id: Option<String>,
+}
+
+impl RawGrant {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            effect: row.get(1)?,
+            tool: row.get(2)?,
+            requester: row.get(3)?,
+            argument_match: row.get(4)?,
+            created_at: row.get(5)?,
+            expires_at: row.get(6)?,
+            approval_id: row.get(7)?,
+        })
+    }
+
+    fn decode(self) -> Result<Grant, StoreError> {
+        let effect: Effect = from_json("grants.effect", &format!("\"{}\"", self.effect))?;
+        let requester: Option<Requester> = from_json_opt("grants.requester", self.requester)?;
+        let argument_match: ArgumentMatch = from_json("grants.match", &self.argument_match)?;
+        let expires_at = from_time_opt("grants.expires_at", self.expires_at)?;
+        Ok(Grant {
+            label: label(
+                effect,
+                &self.tool,
+                requester.as_ref(),
+                &argument_match,
+                expires_at,
+            ),
+            id: self.id,
+            effect,
+            tool: self.tool,
+            requester,
+            argument_match,
+            created_at: from_time("grants.created_at", &self.created_at)?,
+            expires_at,
+            approval_id: self.approval_id,
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! Rows of the `approvals` table: pending approvals and their decisions.
+//!
+//! Every state change is a conditional update (`... WHERE status = 'pending'`) run on the
+//! single writer connection, so the first decision wins and later ones see the new state.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, RecordedDecision};
+
+use crate::store::StoreError;
+use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time};
+
+const COLUMNS: &str = "id, call_id, status, requester, tool, risk, arguments, summary, diff, \
+                       reason, suggested, created_at, expires_at, decision, expiry_reason";
+
+/// Inserts a new pending approval.
+pub fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
+    connection.execute(
+        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL)"),
+        params![
+            approval.id,
+            approval.call_id,
+            approval.status.as_str(),
+            to_json(&approval.requester)?,
+            approval.tool,
+            approval.risk.as_str(),
+            to_json(&approval.arguments)?,
+            approval.summary,
+            approval.diff,
+            approval.reason,
+            to_json(&approval.suggested)?,
+            to_time(approval.created_at),
+            to_time(approval.expires_at),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Loads one approval.
+pub fn load(connection: &Connection, id: &str) -> Result<Option<Approval>, StoreError> {
+    connection
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+            [id],
+            RawApproval::from_row,
+        )
+        .optional()?
+        .map(RawApproval::decode)
+        .transpose()
+}
+
+/// Approvals, newest first, optionally only those with `status`.
+pub fn list(
+    connection: &Connection,
+    status: Option<ApprovalStatus>,
+    limit: usize,
+) -> Result<Vec<Approval>, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR status = ?1) \
+         ORDER BY created_at DESC, id DESC LIMIT ?2"
+    ))?;
+    let rows = statement.query_map(
+        params![
+            status.map(ApprovalStatus::as_str),
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ],
+        RawApproval::from_row,
+    )?;
+    rows.map(|row| row.map_err(StoreError::from).and_then(RawApproval::decode))
+        .collect()
+}
+
+/// Ids of every pending approval.
+pub fn pending_ids(connection: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut statement =
+        connection.prepare_cached("SELECT id FROM approvals WHERE status = 'pending'")?;
+    let ids = statement
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+/// Records a decision if the approval is still pending. Returns whether it was.
+pub fn decide(
+    connection: &Connection,
+    id: &str,
+    status: ApprovalStatus,
+    decision: &RecordedDecision,
+    expiry: Option<ExpiryReason>,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute(
+        "UPDATE approvals SET status = ?2, decision = ?3, expiry_reason = ?4 \
+         WHERE id = ?1 AND status = 'pending'",
+        params![
+            id,
+            status.as_str(),
+            to_json(decision)?,
+            expiry.map(|reason| to_json(&reason)).transpose()?,
+        ],
+    )?;
+    Ok(changed == 1)
+}
+
+struct RawApproval {
+    id: String,
+    call_id: String,
+    status: String,
+    requester: String,
+    tool: String,
+    risk: String,
+    arguments: String,
+    summary: String,
+    diff: Option<String>,
+    reason: String,
+    suggested: String,
+    created_at: String,
+    expires_at: String,
+    decision: Option<String>,
+    expiry_reason: Option<String>,
+}
+
+impl RawApproval {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            call_id: row.get(1)?,
+            status: row.get(2)?,
+            requester: row.get(3)?,
+            tool: row.get(4)?,
+            risk: row.get(5)?,
+            arguments: row.get(6)?,
+            summary: row.get(7)?,
+            diff: row.get(8)?,
+            reason: row.get(9)?,
+            suggested: row.get(10)?,
+            created_at: row.get(11)?,
+            expires_at: row.get(12)?,
+            decision: row.get(13)?,
+            expiry_reason: row.get(14)?,
+        })
+    }
+
+    fn decode(self) -> Result<Approval, StoreError> {
+        let requester: souz_protocol::Requester =
+            from_json("approvals.requester", &self.requester)?;
+        Ok(Approval {
+            status: from_json("approvals.status", &format!("\"{}\"", self.status))?,
+            requester_label: requester.label(),
+            requester,
+            risk: from_json("approvals.risk", &format!("\"{}\"", self.risk))?,
+            arguments: from_json("approvals.arguments", &self.arguments)?,
+            suggested: from_json("approvals.suggested", &self.suggested)?,
+            created_at: from_time("approvals.created_at", &self.created_at)?,
+            expires_at: from_time("approvals.expires_at", &self.expires_at)?,
+            decision: from_json_opt("approvals.decision", self.decision)?,
+            expiry_reason: from_json_opt("approvals.expiry_reason", self.expiry_reason)?,
+            id: self.id,
+            call_id: self.call_id,
+            tool: self.tool,
+            summary: self.summary,
+            diff: self.diff,
+            reason: self.reason,
+        })
+    }
+}
+
+/// When an approval created now expires.
+pub fn expiry(created_at: DateTime<Utc>, timeout: std::time::Duration) -> DateTime<Utc> {
+    created_at + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX)
+}

@@ -1,0 +1,286 @@
+//! The one-click scope offered with every pending approval, so a person can stop a storm of
+//! similar prompts: the folder a file call works in, the command prefix of a command, the
+//! domain of a URL — for this requester, until revoked.
+
+use std::path::{Path, PathBuf};
+
+use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope};
+
+use super::shell;
+use crate::tools::Target;
+
+/// Programs whose first argument is a subcommand worth keeping in the prefix (`git status`).
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "go",
+    "docker",
+    "kubectl",
+    "brew",
+    "apt",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "make",
+    "just",
+    "gh",
+    "terraform",
+    "systemctl",
+];
+
+/// The suggestion for a call by `requester` to `tool` touching `targets`. `display` renders a
+/// path for people (`~/x`).
+pub fn suggest(
+    requester: &Requester,
+    tool: &str,
+    targets: &[Target],
+    display: &dyn Fn(&Path) -> String,
+) -> SuggestedScope {
+    let once = |label: String| SuggestedScope {
+        scope: ScopeKind::Once,
+        minutes: None,
+        argument_match: ArgumentMatch::default(),
+        label,
+    };
+    let who = requester.label();
+    if targets.iter().any(|target| {
+        matches!(
+            target,
+            Target::Path {
+                protected: true,
+                ..
+            }
+        )
+    }) {
+        // Protected paths always ask; a standing grant would never apply.
+        return once("Allow this call once (it touches a protected path)".to_owned());
+    }
+    let mut argument_match = ArgumentMatch::default();
+    let mut what = Vec::new();
+
+    let paths: Vec<&Path> = targets
+        .iter()
+        .filter_map(|target| match target {
+            Target::Path { path, .. } => Some(path.as_path()),
+            _ => None,
+        })
+        .collect();
+    if let Some(folder) = common_folder(&paths) {
+        what.push(format!("in {}", display(&folder)));
+        argument_match.path_prefix = Some(display(&folder));
+    }
+
+    let commands: Vec<&str> = targets
+        .iter()
+        .filter_map(|target| match target {
+            Target::Command { command, .. } => Some(command.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !commands.is_empty() {
+        match command_prefix(&commands) {
+            Some(prefix) => {
+                what.push(format!("`{prefix} …` commands"));
+                argument_match.command_prefix = Some(prefix);
+            }
+            None => return once(format!("Allow {who} to run this command once")),
+        }
+    }
+
+    let hosts: Vec<&str> = targets
+        .iter()
+        .filter_map(|target| match target {
+            Target::Url { host, .. } => Some(host.as_str()),
+            _ => None,
+        })
+        .collect();
+    if let Some(first) = hosts.first() {
+        let host = first
+            .split(':')
+            .next()
+            .unwrap_or(first)
+            .to_ascii_lowercase();
+        if hosts.iter().all(|other| {
+            other
+                .split(':')
+                .next()
+                .unwrap_or(other)
+                .eq_ignore_ascii_case(&host)
+        }) {
+            what.push(format!("on {host}"));
+            argument_match.domain = Some(host);
+        }
+    }
+
+    let detail = if what.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", what.join(", "))
+    };
+    SuggestedScope {
+        scope: ScopeKind::Requester,
+        minutes: None,
+        argument_match,
+        label: format!("Always allow {who} to use {tool}{detail} (until revoked)"),
+    }
+}
+
+/// The deepest folder containing every path (a file's folder when there is one path).
+fn common_folder(paths: &[&Path]) -> Option<PathBuf> {
+    let folder_of = |path: &Path| -> PathBuf {
+        if path.is_dir() {
+            path.to_path_buf()
+        } else {
+            path.parent().map(Path::to_path_buf).unwrap_or_default()
+        }
+    };
+    let mut common = folder_of(paths.first()?);
+    for path in &paths[1..] {
+        let folder = folder_of(path);
+        while !folder.starts_with(&common) {
+            if !common.pop() {
+                return None;
+            }
+        }
+    }
+    (common.components().count() > 1).then_some(common)
+}
+
+fn command_prefix(commands: &[&str]) -> Option<String> {
+    let mut prefix: Option<Vec<String>> = None;
+    for command in commands {
+        let line = shell::parse(command);
+        if line.opaque || line.commands.is_empty() {
+            return None;
+        }
+        for words in &line.commands {
+            let program = words.first()?;
+            let mut candidate = vec![program.clone()];
+            if SUBCOMMAND_PROGRAMS.contains(&program.as_str())
+                && let Some(sub) = words.get(1).filter(|word| !word.starts_with('-'))
+            {
+                candidate.push(sub.clone());
+            }
+            prefix = Some(match prefix {
+                None => candidate,
+                Some(existing) => {
+                    let shared: Vec<String> = existing
+                        .iter()
+                        .zip(&candidate)
+                        .take_while(|(a, b)| a == b)
+                        .map(|(a, _)| a.clone())
+                        .collect();
+                    if shared.is_empty() {
+                        return None;
+                    }
+                    shared
+                }
+            });
+        }
+    }
+    prefix.map(|words| words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Access;
+
+    fn display(path: &Path) -> String {
+        path.strip_prefix("/home/u")
+            .map(|rest| format!("~/{}", rest.display()))
+            .unwrap_or_else(|_| path.display().to_string())
+    }
+
+    fn claude() -> Requester {
+        Requester::Mcp {
+            client_name: "Claude Code".into(),
+            client_version: String::new(),
+            session_id: "s".into(),
+        }
+    }
+
+    fn file(path: &str, protected: bool) -> Target {
+        Target::Path {
+            path: PathBuf::from(path),
+            access: Access::Write,
+            protected,
+        }
+    }
+
+    fn command(line: &str) -> Target {
+        Target::Command {
+            command: line.into(),
+            cwd: PathBuf::from("/home/u"),
+        }
+    }
+
+    #[test]
+    fn folders_commands_domains() {
+        let s = suggest(
+            &claude(),
+            "EditFile",
+            &[file("/home/u/p/src/a.rs", false)],
+            &display,
+        );
+        assert_eq!(s.scope, ScopeKind::Requester);
+        assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p/src"));
+        assert_eq!(
+            s.label,
+            "Always allow Claude Code to use EditFile in ~/p/src (until revoked)"
+        );
+
+        let s = suggest(
+            &claude(),
+            "MoveFile",
+            &[file("/home/u/p/a/x", false), file("/home/u/p/b/y", false)],
+            &display,
+        );
+        assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p"));
+
+        let s = suggest(
+            &claude(),
+            "RunCommand",
+            &[command("git status -s")],
+            &display,
+        );
+        assert_eq!(
+            s.argument_match.command_prefix.as_deref(),
+            Some("git status")
+        );
+        let s = suggest(
+            &claude(),
+            "RunCommand",
+            &[command("ls -la && ls x")],
+            &display,
+        );
+        assert_eq!(s.argument_match.command_prefix.as_deref(), Some("ls"));
+        let s = suggest(&claude(), "RunCommand", &[command("ls && rm x")], &display);
+        assert_eq!(s.scope, ScopeKind::Once, "no shared prefix: once only");
+        let s = suggest(&claude(), "RunCommand", &[command("echo $(id)")], &display);
+        assert_eq!(s.scope, ScopeKind::Once);
+
+        let url = Target::Url {
+            url: "https://docs.rs/x".into(),
+            host: "Docs.rs:443".into(),
+        };
+        let s = suggest(&Requester::Cli, "WebPageText", &[url], &display);
+        assert_eq!(s.argument_match.domain.as_deref(), Some("docs.rs"));
+    }
+
+    #[test]
+    fn protected_paths_are_once_only() {
+        let s = suggest(
+            &claude(),
+            "EditFile",
+            &[file("/home/u/.bashrc", true)],
+            &display,
+        );
+        assert_eq!(s.scope, ScopeKind::Once);
+        assert!(s.argument_match.is_empty());
+    }
+}

@@ -1,0 +1,513 @@
+use std::path::PathBuf;
+
+use souz_protocol::DecisionSource;
+
+use super::*;
+use crate::config::SouzPaths;
+use crate::sandbox::Access;
+use crate::tools::Target;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    store: Store,
+    events: EventBus,
+    approvals: Approvals,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+    let events = EventBus::new(store.clone(), 1024);
+    let approvals = Approvals::open(store.clone(), events.clone(), config)
+        .await
+        .unwrap();
+    Fixture {
+        dir,
+        store,
+        events,
+        approvals,
+    }
+}
+
+fn config_in(dir: &std::path::Path) -> Config {
+    let paths = SouzPaths::new(dir).with_user_home(dir);
+    crate::config::write_template_if_missing(&paths.config_file()).unwrap();
+    Config::load_file(paths.clone(), &paths.config_file(), &|_| None).unwrap()
+}
+
+fn claude() -> Requester {
+    Requester::Mcp {
+        client_name: "Claude Code".into(),
+        client_version: "2.0".into(),
+        session_id: "s1".into(),
+    }
+}
+
+impl Fixture {
+    async fn ask(&self, tool: &str) -> PendingApproval {
+        let call_id = uuid::Uuid::now_v7().to_string();
+        let stored_id = call_id.clone();
+        let tool_name = tool.to_owned();
+        // Approvals reference a tool call row.
+        self.store
+            .write(move |tx| {
+                tx.execute(
+                    "INSERT INTO tool_calls (id, tool, requester, arguments, status, created_at) \
+                     VALUES (?1, ?2, '{\"kind\":\"cli\"}', '{}', 'waiting_approval', 'now')",
+                    rusqlite::params![stored_id, tool_name],
+                )
+                .map_err(StoreError::from)
+            })
+            .await
+            .unwrap();
+        self.approvals
+            .request(NewApproval {
+                call_id,
+                requester: claude(),
+                tool: tool.into(),
+                risk: Risk::Write,
+                arguments: serde_json::json!({"path": "~/p/a.rs"}),
+                summary: format!("{tool} ~/p/a.rs"),
+                diff: Some("--- a\n+++ b\n".into()),
+                reason: "writing tools ask by default".into(),
+                suggested: SuggestedScope {
+                    scope: ScopeKind::Requester,
+                    minutes: None,
+                    argument_match: ArgumentMatch::default(),
+                    label: "x".into(),
+                },
+            })
+            .await
+            .unwrap()
+    }
+
+    fn facts_for<'a>(
+        &self,
+        tool: &'a str,
+        requester: &'a Requester,
+        targets: &'a [Target],
+    ) -> CallFacts<'a> {
+        CallFacts {
+            tool,
+            known: true,
+            risk: Risk::Write,
+            requester,
+            targets,
+        }
+    }
+
+    async fn event_types(&self) -> Vec<String> {
+        self.events
+            .replay(0, 1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|envelope| envelope.event.kind().to_owned())
+            .collect()
+    }
+}
+
+fn approve(scope: ScopeKind) -> DecisionRequest {
+    DecisionRequest {
+        decision: Verdict::Approve,
+        scope,
+        minutes: None,
+        argument_match: None,
+        via: Some("cli".into()),
+    }
+}
+
+#[tokio::test]
+async fn a_decision_reaches_the_waiter_and_the_first_one_wins() {
+    let f = fixture().await;
+    let mut pending = f.ask("EditFile").await;
+    let listed = f
+        .approvals
+        .list(Some(ApprovalStatus::Pending), 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, pending.approval.id);
+    assert_eq!(listed[0].requester_label, "Claude Code 2.0");
+    assert_eq!(listed[0].diff.as_deref(), Some("--- a\n+++ b\n"));
+
+    let response = f
+        .approvals
+        .decide(&pending.approval.id, approve(ScopeKind::Once))
+        .await
+        .unwrap();
+    assert_eq!(response.approval.status, ApprovalStatus::Approved);
+    assert!(response.grant.is_none());
+    let Resolution::Approved(decision) = pending.resolved().await else {
+        panic!("expected approval")
+    };
+    assert_eq!(decision.via, "cli");
+
+    let second = f
+        .approvals
+        .decide(
+            &pending.approval.id,
+            DecisionRequest {
+                decision: Verdict::Deny,
+                ..approve(ScopeKind::Once)
+            },
+        )
+        .await;
+    assert!(matches!(
+        second,
+        Err(ApprovalError::AlreadyDecided {
+            status: "approved",
+            ..
+        })
+    ));
+    assert_eq!(
+        f.approvals.get(&pending.approval.id).await.unwrap().status,
+        ApprovalStatus::Approved
+    );
+    assert_eq!(
+        f.event_types().await,
+        vec!["approval.requested", "approval.decided"]
+    );
+}
+
+#[tokio::test]
+async fn concurrent_decisions_exactly_one_wins() {
+    let f = fixture().await;
+    let mut pending = f.ask("EditFile").await;
+    let id = pending.approval.id.clone();
+    let mut tasks = Vec::new();
+    for index in 0..16 {
+        let approvals = f.approvals.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            let verdict = if index % 2 == 0 {
+                Verdict::Approve
+            } else {
+                Verdict::Deny
+            };
+            approvals
+                .decide(
+                    &id,
+                    DecisionRequest {
+                        decision: verdict,
+                        ..approve(ScopeKind::Once)
+                    },
+                )
+                .await
+                .map(|response| response.approval.status)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut conflicts = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(status) => winners.push(status),
+            Err(ApprovalError::AlreadyDecided { .. }) => conflicts += 1,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    assert_eq!(conflicts, 15);
+    let stored = f.approvals.get(&id).await.unwrap().status;
+    assert_eq!(stored, winners[0], "the stored decision is the winner's");
+    let resolution = pending.resolved().await;
+    let expected_approved = winners[0] == ApprovalStatus::Approved;
+    assert_eq!(
+        matches!(resolution, Resolution::Approved(_)),
+        expected_approved
+    );
+    let decided = f
+        .event_types()
+        .await
+        .iter()
+        .filter(|t| *t == "approval.decided")
+        .count();
+    assert_eq!(decided, 1);
+}
+
+#[tokio::test]
+async fn expiry_is_a_denial_and_blocks_later_decisions() {
+    let f = fixture().await;
+    let mut pending = f.ask("NewFile").await;
+    let expired = f
+        .approvals
+        .expire(&pending.approval.id, ExpiryReason::Timeout)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(expired.status, ApprovalStatus::Expired);
+    assert_eq!(expired.expiry_reason, Some(ExpiryReason::Timeout));
+    assert_eq!(
+        pending.resolved().await,
+        Resolution::Expired(ExpiryReason::Timeout)
+    );
+    assert!(
+        f.approvals
+            .expire(&pending.approval.id, ExpiryReason::Timeout)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let late = f
+        .approvals
+        .decide(&pending.approval.id, approve(ScopeKind::Once))
+        .await;
+    assert!(matches!(
+        late,
+        Err(ApprovalError::AlreadyDecided {
+            status: "expired",
+            ..
+        })
+    ));
+    assert_eq!(
+        f.event_types().await,
+        vec!["approval.requested", "approval.expired"]
+    );
+}
+
+#[tokio::test]
+async fn a_restart_expires_what_was_pending() {
+    let f = fixture().await;
+    let pending = f.ask("DeleteFile").await;
+    let config = config_in(f.dir.path());
+    let reopened = Approvals::open(f.store.clone(), f.events.clone(), config)
+        .await
+        .unwrap();
+    let approval = reopened.get(&pending.approval.id).await.unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Expired);
+    assert_eq!(approval.expiry_reason, Some(ExpiryReason::Restart));
+    assert_eq!(approval.decision.unwrap().decision, Verdict::Deny);
+    assert!(
+        f.event_types()
+            .await
+            .contains(&"approval.expired".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn scoped_approvals_create_grants_that_the_policy_uses_until_revoked() {
+    let f = fixture().await;
+    let requester = claude();
+    let inside = [Target::Path {
+        path: f.dir.path().join("p/b.rs"),
+        access: Access::Write,
+        protected: false,
+    }];
+    let outside = [Target::Path {
+        path: f.dir.path().join("q/b.rs"),
+        access: Access::Write,
+        protected: false,
+    }];
+    assert!(matches!(
+        f.approvals
+            .decide_call(&f.facts_for("EditFile", &requester, &inside)),
+        Decision::Ask { .. }
+    ));
+
+    let pending = f.ask("EditFile").await;
+    let request = DecisionRequest {
+        argument_match: Some(ArgumentMatch {
+            path_prefix: Some("~/p".into()),
+            ..Default::default()
+        }),
+        ..approve(ScopeKind::Requester)
+    };
+    let response = f
+        .approvals
+        .decide(&pending.approval.id, request)
+        .await
+        .unwrap();
+    let grant = response.grant.unwrap();
+    assert_eq!(grant.effect, Effect::Allow);
+    assert_eq!(
+        grant.label,
+        "Allow Claude Code 2.0 to use EditFile in ~/p (until revoked)"
+    );
+    assert_eq!(
+        response.approval.decision.unwrap().grant_id.as_deref(),
+        Some(grant.id.as_str())
+    );
+
+    let decision = f
+        .approvals
+        .decide_call(&f.facts_for("EditFile", &requester, &inside));
+    assert_eq!(
+        decision,
+        Decision::Allow(DecisionSource::Grant {
+            grant_id: grant.id.clone()
+        })
+    );
+    assert!(matches!(
+        f.approvals
+            .decide_call(&f.facts_for("EditFile", &requester, &outside)),
+        Decision::Ask { .. }
+    ));
+    let other = Requester::Cli;
+    assert!(matches!(
+        f.approvals
+            .decide_call(&f.facts_for("EditFile", &other, &inside)),
+        Decision::Ask { .. }
+    ));
+
+    assert_eq!(f.approvals.grants().await.unwrap().len(), 1);
+    f.approvals.revoke(&grant.id).await.unwrap();
+    assert!(f.approvals.grants().await.unwrap().is_empty());
+    assert!(matches!(
+        f.approvals
+            .decide_call(&f.facts_for("EditFile", &requester, &inside)),
+        Decision::Ask { .. }
+    ));
+    assert!(matches!(
+        f.approvals.revoke(&grant.id).await,
+        Err(ApprovalError::GrantNotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn minute_grants_expire_and_deny_grants_deny() {
+    let f = fixture().await;
+    let pending = f.ask("RunCommand").await;
+    let response = f
+        .approvals
+        .decide(
+            &pending.approval.id,
+            DecisionRequest {
+                decision: Verdict::Deny,
+                minutes: Some(30),
+                ..approve(ScopeKind::Minutes)
+            },
+        )
+        .await
+        .unwrap();
+    let grant = response.grant.unwrap();
+    assert_eq!(grant.effect, Effect::Deny);
+    let decided_at = response.approval.decision.unwrap().decided_at;
+    assert_eq!(
+        grant.expires_at,
+        Some(decided_at + chrono::Duration::minutes(30))
+    );
+    let requester = claude();
+    let decision = f
+        .approvals
+        .decide_call(&f.facts_for("RunCommand", &requester, &[]));
+    assert!(matches!(decision, Decision::Deny { .. }), "{decision:?}");
+}
+
+#[tokio::test]
+async fn malformed_decisions_decide_nothing() {
+    let f = fixture().await;
+    let pending = f.ask("EditFile").await;
+    for request in [
+        approve(ScopeKind::Minutes),
+        DecisionRequest {
+            minutes: Some(0),
+            ..approve(ScopeKind::Minutes)
+        },
+        DecisionRequest {
+            minutes: Some(MAX_SCOPE_MINUTES + 1),
+            ..approve(ScopeKind::Minutes)
+        },
+        DecisionRequest {
+            minutes: Some(5),
+            ..approve(ScopeKind::Once)
+        },
+    ] {
+        let result = f.approvals.decide(&pending.approval.id, request).await;
+        assert!(
+            matches!(result, Err(ApprovalError::Invalid(_))),
+            "{result:?}"
+        );
+    }
+    assert_eq!(
+        f.approvals.get(&pending.approval.id).await.unwrap().status,
+        ApprovalStatus::Pending
+    );
+    assert!(matches!(
+        f.approvals.decide("nope", approve(ScopeKind::Once)).await,
+        Err(ApprovalError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn always_writes_a_visible_rule_and_applies_it() {
+    let f = fixture().await;
+    let pending = f.ask("RunCommand").await;
+    let mut changes = f.approvals.changes();
+    let response = f
+        .approvals
+        .decide(
+            &pending.approval.id,
+            DecisionRequest {
+                argument_match: Some(ArgumentMatch {
+                    command_prefix: Some("git status".into()),
+                    ..Default::default()
+                }),
+                ..approve(ScopeKind::Always)
+            },
+        )
+        .await
+        .unwrap();
+    assert!(response.warning.is_none(), "{:?}", response.warning);
+    let rule = response.rule.unwrap();
+    assert!(rule.contains("command = \"git status\""), "{rule}");
+    let file = std::fs::read_to_string(f.dir.path().join("config.toml")).unwrap();
+    assert!(file.contains("[[approvals.rules]]"), "{file}");
+    assert!(
+        file.contains("when you chose \"always\" for RunCommand"),
+        "{file}"
+    );
+    assert!(changes.has_changed().unwrap());
+    changes.mark_unchanged();
+
+    let requester = Requester::Cli;
+    let git = [Target::Command {
+        command: "git status".into(),
+        cwd: PathBuf::from("/"),
+    }];
+    let rm = [Target::Command {
+        command: "rm x".into(),
+        cwd: PathBuf::from("/"),
+    }];
+    let facts = |targets| CallFacts {
+        tool: "RunCommand",
+        known: true,
+        risk: Risk::Exec,
+        requester: &requester,
+        targets,
+    };
+    assert!(matches!(
+        f.approvals.decide_call(&facts(&git)),
+        Decision::Allow(DecisionSource::Rule { index: 1, .. })
+    ));
+    assert!(matches!(
+        f.approvals.decide_call(&facts(&rm)),
+        Decision::Ask { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_rule_that_cannot_be_saved_still_decides_the_call() {
+    let f = fixture().await;
+    let pending = f.ask("RunCommand").await;
+    // Make the config file unwritable by replacing it with a folder.
+    let file = f.dir.path().join("config.toml");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let response = f
+        .approvals
+        .decide(&pending.approval.id, approve(ScopeKind::Always))
+        .await
+        .unwrap();
+    assert_eq!(response.approval.status, ApprovalStatus::Approved);
+    assert!(response.rule.is_none());
+    assert!(response.warning.unwrap().contains("could not be saved"));
+}
+
+#[test]
+fn via_is_cleaned() {
+    assert_eq!(clean_via("Tray"), "tray");
+    assert_eq!(clean_via("<script>"), "script");
+    assert_eq!(clean_via(""), "api");
+    assert_eq!(clean_via(&"x".repeat(100)).len(), 32);
+}

@@ -1,0 +1,70 @@
+//! How values are written into and read from columns: JSON text for structured values,
+//! RFC 3339 UTC text (millisecond precision) for times. Decoding failures are `Corrupt`.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::StoreError;
+
+/// JSON text of `value`.
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+/// Parses JSON text from `column`.
+pub fn from_json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|error| StoreError::Corrupt(format!("{column}: {error}")))
+}
+
+/// Parses optional JSON text from `column`.
+pub fn from_json_opt<T: DeserializeOwned>(
+    column: &str,
+    text: Option<String>,
+) -> Result<Option<T>, StoreError> {
+    text.map(|text| from_json(column, &text)).transpose()
+}
+
+/// A time as stored.
+pub fn to_time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses a stored time from `column`.
+pub fn from_time(column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|error| StoreError::Corrupt(format!("{column}: {error}")))
+}
+
+/// Parses an optional stored time from `column`.
+pub fn from_time_opt(
+    column: &str,
+    text: Option<String>,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    text.map(|text| from_time(column, &text)).transpose()
+}
+
+/// Now, at the precision times are stored with (so round trips compare equal).
+pub fn now() -> DateTime<Utc> {
+    let now = Utc::now();
+    from_time("now", &to_time(now)).unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let at = now();
+        assert_eq!(from_time("t", &to_time(at)).unwrap(), at);
+        assert!(
+            matches!(from_time("t", "yesterday"), Err(StoreError::Corrupt(m)) if m.starts_with("t:"))
+        );
+        let value: Vec<u8> = from_json("c", &to_json(&vec![1u8, 2]).unwrap()).unwrap();
+        assert_eq!(value, vec![1, 2]);
+        assert!(from_json::<Vec<u8>>("c", "{").is_err());
+        assert_eq!(from_json_opt::<u8>("c", None).unwrap(), None);
+    }
+}
