@@ -12,6 +12,8 @@
 //! gate and reported as an error result too.
 
 pub mod builtin;
+pub mod calls;
+pub mod gate;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,0 +1,793 @@
+//! The gate every tool call passes, whoever asks (Souz's agents, MCP clients, the CLI, scripts,
+//! skills): plan → policy → (ask a person) → run → record.
+//!
+//! Each call is a task owned by the runtime (tracked, cancelled on shutdown) and a row in
+//! `tool_calls`, so a call can outlive the request that started it: `POST /v1/tool-calls`
+//! answers 202 and the MCP server answers "waiting for approval" while the call keeps waiting.
+//! The [`CallHandle`] a caller gets cancels the call when dropped (a dropped waiter is a
+//! denial) unless it is detached.
+//!
+//! Fail closed: a call runs only after `Decision::Allow` or an explicit approval; expiry,
+//! withdrawal, shutdown and restart are denials. Every call, whatever happens to it, ends with
+//! one audit row and one `tool.call.finished` or `tool.call.failed` event, written in the same
+//! transaction as its final state.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use souz_protocol::{
+    Action, DecisionSource, ExpiryReason, Outcome, Requester, Risk, RuntimeEvent, ToolCall,
+    ToolCallStatus, ToolInfo, ToolResult,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Catalog, PlannedCall, ToolContext, ToolError, calls};
+use crate::approvals::audit::{self, NewAuditEntry};
+use crate::approvals::{
+    Approvals, CallFacts, Decision, NewApproval, Resolution, redact, suggest::suggest,
+};
+use crate::runtime::EventBus;
+use crate::sandbox::Sandbox;
+use crate::store::codec::now;
+use crate::store::{Store, StoreError};
+
+/// How long a cancelled tool gets to stop on its own before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// A call to make.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments (an object, or a JSON string holding one).
+    pub arguments: Value,
+    /// Who asks.
+    pub requester: Requester,
+}
+
+/// Where a call stands, as its watchers see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallState {
+    /// Status.
+    pub status: ToolCallStatus,
+    /// What it does, once planned.
+    pub summary: Option<String>,
+    /// The approval it waits for or waited for.
+    pub approval_id: Option<String>,
+    /// The result, once final.
+    pub result: Option<ToolResult>,
+}
+
+impl CallState {
+    fn planning() -> Self {
+        Self {
+            status: ToolCallStatus::Planning,
+            summary: None,
+            approval_id: None,
+            result: None,
+        }
+    }
+}
+
+/// A started call. Dropping it cancels the call (withdrawing a pending approval) unless it was
+/// [`detach`](CallHandle::detach)ed.
+pub struct CallHandle {
+    /// Call id.
+    pub call_id: String,
+    state: watch::Receiver<CallState>,
+    cancel: CancellationToken,
+    armed: bool,
+}
+
+impl CallHandle {
+    /// The state now.
+    pub fn state(&self) -> CallState {
+        self.state.borrow().clone()
+    }
+
+    /// Waits until the call is over.
+    pub async fn finished(&mut self) -> CallState {
+        wait_final(&mut self.state).await
+    }
+
+    /// Waits until the call is over or `limit` passes; returns the state then.
+    pub async fn wait_for(&mut self, limit: Duration) -> CallState {
+        match tokio::time::timeout(limit, wait_final(&mut self.state)).await {
+            Ok(state) => state,
+            Err(_) => self.state(),
+        }
+    }
+
+    /// Waits until the call is over or waits for an approval, whichever comes first.
+    pub async fn settled(&mut self) -> CallState {
+        let result = self
+            .state
+            .wait_for(|state| {
+                state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
+            })
+            .await
+            .map(|state| state.clone());
+        result.unwrap_or_else(|_| self.state())
+    }
+
+    /// Lets the call go on without this handle.
+    pub fn detach(mut self) -> String {
+        self.armed = false;
+        self.call_id.clone()
+    }
+
+    /// Cancels the call.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+impl Drop for CallHandle {
+    fn drop(&mut self) {
+        if self.armed {
+            self.cancel.cancel();
+        }
+    }
+}
+
+async fn wait_final(state: &mut watch::Receiver<CallState>) -> CallState {
+    let result = state
+        .wait_for(|state| state.status.is_final())
+        .await
+        .map(|state| state.clone());
+    result.unwrap_or_else(|_| state.borrow().clone())
+}
+
+struct Inner {
+    catalog: Catalog,
+    sandbox: Arc<Sandbox>,
+    approvals: Approvals,
+    events: EventBus,
+    store: Store,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+    live: Mutex<LiveCalls>,
+}
+
+/// Calls running in this process: their state and their cancellation.
+type LiveCalls = HashMap<String, (watch::Receiver<CallState>, CancellationToken)>;
+
+/// The gate. Cheap to clone.
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<Inner>,
+}
+
+impl Gate {
+    /// A gate over `catalog`. Calls run as tasks on `tasks` and stop when `shutdown` fires.
+    pub fn new(
+        catalog: Catalog,
+        sandbox: Arc<Sandbox>,
+        approvals: Approvals,
+        events: EventBus,
+        store: Store,
+        tasks: TaskTracker,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                catalog,
+                sandbox,
+                approvals,
+                events,
+                store,
+                tasks,
+                shutdown,
+                live: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The approval service.
+    pub fn approvals(&self) -> &Approvals {
+        &self.inner.approvals
+    }
+
+    /// The sandbox tools run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.inner.sandbox
+    }
+
+    /// The catalog with each tool's effective policy.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.inner
+            .catalog
+            .iter()
+            .map(|tool| {
+                let spec = tool.spec();
+                ToolInfo {
+                    name: spec.name.to_owned(),
+                    description: spec.description.to_owned(),
+                    category: spec.category,
+                    risk: spec.risk,
+                    annotations: spec.annotations,
+                    input_schema: spec.input_schema.clone(),
+                    output_schema: spec.output_schema.clone(),
+                    policy: self.inner.approvals.effective(spec.name, spec.risk, true),
+                }
+            })
+            .collect()
+    }
+
+    /// Marks calls left unfinished by a process that died as failed, with an audit row each.
+    pub async fn recover(&self) -> Result<usize, StoreError> {
+        let (count, _) = self
+            .inner
+            .events
+            .publish_with(|transaction| {
+                let unfinished = calls::unfinished(transaction)?;
+                let result = ToolResult {
+                    text: "Souz restarted before this call finished; it did not complete.".into(),
+                    structured: None,
+                    is_error: true,
+                };
+                let mut events = Vec::new();
+                let finished_at = now();
+                for call in &unfinished {
+                    calls::finish(
+                        transaction,
+                        &call.id,
+                        ToolCallStatus::Failed,
+                        &result,
+                        finished_at,
+                    )?;
+                    audit::append(
+                        transaction,
+                        &NewAuditEntry {
+                            call_id: &call.id,
+                            requester: &call.requester,
+                            tool: &call.tool,
+                            risk: None,
+                            arguments: &call.arguments,
+                            result: Some(&result),
+                            decision: None,
+                            decided_by: &DecisionSource::NotReached,
+                            outcome: Outcome::Failed,
+                            duration_ms: u64::try_from(
+                                (finished_at - call.created_at).num_milliseconds(),
+                            )
+                            .unwrap_or_default(),
+                        },
+                    )?;
+                    events.push(RuntimeEvent::ToolCallFailed {
+                        call_id: call.id.clone(),
+                        tool: call.tool.clone(),
+                        outcome: Outcome::Failed,
+                        error: result.text.clone(),
+                    });
+                }
+                Ok::<_, StoreError>((unfinished.len(), events))
+            })
+            .await?;
+        Ok(count)
+    }
+
+    /// Starts a call: stores it, then runs it as a task. The handle cancels it when dropped.
+    pub async fn start(&self, request: CallRequest) -> Result<CallHandle, StoreError> {
+        let call_id = uuid::Uuid::now_v7().to_string();
+        let created_at = now();
+        {
+            let (id, tool, requester, arguments) = (
+                call_id.clone(),
+                request.tool.clone(),
+                request.requester.clone(),
+                request.arguments.clone(),
+            );
+            self.inner
+                .store
+                .write(move |transaction| {
+                    calls::insert(transaction, &id, &tool, &requester, &arguments, created_at)
+                })
+                .await?;
+        }
+        let cancel = self.inner.shutdown.child_token();
+        let (sender, receiver) = watch::channel(CallState::planning());
+        self.live()
+            .insert(call_id.clone(), (receiver.clone(), cancel.clone()));
+        let gate = self.clone();
+        let task_id = call_id.clone();
+        let task_cancel = cancel.clone();
+        self.inner.tasks.spawn(async move {
+            gate.run(task_id.clone(), request, task_cancel, sender)
+                .await;
+            gate.live().remove(&task_id);
+        });
+        Ok(CallHandle {
+            call_id,
+            state: receiver,
+            cancel,
+            armed: true,
+        })
+    }
+
+    /// Runs a call to its end.
+    pub async fn call(&self, request: CallRequest) -> Result<CallState, StoreError> {
+        let mut handle = self.start(request).await?;
+        Ok(handle.finished().await)
+    }
+
+    /// Watches a call that is still running in this process.
+    pub fn watch(&self, call_id: &str) -> Option<watch::Receiver<CallState>> {
+        self.live()
+            .get(call_id)
+            .map(|(receiver, _)| receiver.clone())
+    }
+
+    /// Cancels a call that is still running in this process; returns whether there was one.
+    pub fn cancel(&self, call_id: &str) -> bool {
+        match self.live().get(call_id) {
+            Some((_, cancel)) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A call as stored.
+    pub async fn get(&self, call_id: &str) -> Result<Option<ToolCall>, StoreError> {
+        let id = call_id.to_owned();
+        self.inner
+            .store
+            .read(move |connection| calls::load(connection, &id))
+            .await
+    }
+
+    /// Marks a finished call's result as delivered; false if it already was.
+    pub async fn mark_delivered(&self, call_id: &str) -> Result<bool, StoreError> {
+        let id = call_id.to_owned();
+        self.inner
+            .store
+            .write(move |transaction| calls::mark_delivered(transaction, &id, now()))
+            .await
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, LiveCalls> {
+        self.inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn run(
+        &self,
+        call_id: String,
+        request: CallRequest,
+        cancel: CancellationToken,
+        state: watch::Sender<CallState>,
+    ) {
+        let started = Instant::now();
+        let mut record = Record {
+            call_id: call_id.clone(),
+            request,
+            risk: None,
+            decision: None,
+            decided_by: DecisionSource::NotReached,
+            summary: None,
+            approval_id: None,
+        };
+        let (status, result) = self.drive(&mut record, &cancel, &state).await;
+        let final_state = CallState {
+            status,
+            summary: record.summary.clone(),
+            approval_id: record.approval_id.clone(),
+            result: Some(result.clone()),
+        };
+        if let Err(error) = self
+            .finish(&record, status, &result, started.elapsed())
+            .await
+        {
+            tracing::error!(%error, call_id = %call_id, "could not record the end of a tool call");
+        }
+        let _ = state.send(final_state);
+    }
+
+    /// Plans, decides, waits, runs. Returns the final status and result.
+    async fn drive(
+        &self,
+        record: &mut Record,
+        cancel: &CancellationToken,
+        state: &watch::Sender<CallState>,
+    ) -> (ToolCallStatus, ToolResult) {
+        let Some(tool) = self.inner.catalog.get(&record.request.tool).cloned() else {
+            return failure(format!(
+                "There is no tool named `{}` in Souz.",
+                record.request.tool
+            ));
+        };
+        let spec = tool.spec().clone();
+        record.risk = Some(spec.risk);
+        let ctx = ToolContext {
+            sandbox: Arc::clone(&self.inner.sandbox),
+            cancel: cancel.clone(),
+            requester: record.request.requester.clone(),
+        };
+
+        // Plan (validates, resolves paths, computes diffs) before anyone is asked.
+        let planning = {
+            let (tool, ctx, arguments) = (
+                Arc::clone(&tool),
+                ctx.clone(),
+                record.request.arguments.clone(),
+            );
+            tokio::spawn(async move { tool.plan(arguments, &ctx).await })
+        };
+        let planned: PlannedCall = match guarded(planning, cancel).await {
+            Ok(planned) => planned,
+            Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
+            Err(error) => return failure(error.to_string()),
+        };
+        record.summary = Some(planned.plan.summary.clone());
+
+        let facts = CallFacts {
+            tool: spec.name,
+            known: true,
+            risk: spec.risk,
+            requester: &record.request.requester,
+            targets: &planned.plan.targets,
+        };
+        match self.inner.approvals.decide_call(&facts) {
+            Decision::Allow(source) => {
+                record.decision = Some(Action::Allow);
+                record.decided_by = source;
+            }
+            Decision::Deny { reason, source } => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = source;
+                return denial(format!(
+                    "Souz's policy refused this call ({reason}). Do not retry it; tell the person \
+                     what you wanted to do instead."
+                ));
+            }
+            Decision::Ask { reason } => {
+                let sandbox = Arc::clone(&self.inner.sandbox);
+                let display = move |path: &std::path::Path| sandbox.display(path);
+                let suggested = suggest(
+                    &record.request.requester,
+                    spec.name,
+                    &planned.plan.targets,
+                    &display,
+                );
+                let pending = self
+                    .inner
+                    .approvals
+                    .request(NewApproval {
+                        call_id: record.call_id.clone(),
+                        requester: record.request.requester.clone(),
+                        tool: spec.name.to_owned(),
+                        risk: spec.risk,
+                        arguments: record.request.arguments.clone(),
+                        summary: planned.plan.summary.clone(),
+                        diff: planned.plan.diff.clone(),
+                        reason,
+                        suggested,
+                    })
+                    .await;
+                let mut pending = match pending {
+                    Ok(pending) => pending,
+                    Err(error) => {
+                        tracing::error!(%error, "could not store a pending approval; denying");
+                        record.decision = Some(Action::Deny);
+                        return denial(
+                            "Souz could not record the approval request, so the call was denied."
+                                .into(),
+                        );
+                    }
+                };
+                let approval_id = pending.approval.id.clone();
+                record.approval_id = Some(approval_id.clone());
+                self.advance(record, ToolCallStatus::WaitingApproval, state)
+                    .await;
+                let deadline = tokio::time::Instant::now()
+                    + (pending.approval.expires_at - now())
+                        .to_std()
+                        .unwrap_or_default();
+                let resolution = tokio::select! {
+                    resolution = pending.resolved() => resolution,
+                    () = tokio::time::sleep_until(deadline) => {
+                        self.expire_or_read(&approval_id, ExpiryReason::Timeout, &mut pending).await
+                    }
+                    () = cancel.cancelled() => {
+                        let reason = if self.inner.shutdown.is_cancelled() {
+                            ExpiryReason::Shutdown
+                        } else {
+                            ExpiryReason::Withdrawn
+                        };
+                        self.expire_or_read(&approval_id, reason, &mut pending).await
+                    }
+                };
+                match resolution {
+                    Resolution::Approved(decision) => {
+                        record.decision = Some(Action::Allow);
+                        record.decided_by = DecisionSource::Person {
+                            approval_id,
+                            via: decision.via,
+                        };
+                    }
+                    Resolution::Denied(decision) => {
+                        record.decision = Some(Action::Deny);
+                        record.decided_by = DecisionSource::Person {
+                            approval_id,
+                            via: decision.via,
+                        };
+                        return denial("The person denied this call in Souz. Do not retry it; ask them what they would like instead.".into());
+                    }
+                    Resolution::Expired(reason) => {
+                        record.decision = Some(Action::Deny);
+                        record.decided_by = DecisionSource::Expiry {
+                            approval_id,
+                            reason,
+                        };
+                        let timeout = self.inner.approvals.timeout().as_secs();
+                        return match reason {
+                            ExpiryReason::Timeout => denial(format!(
+                                "Nobody approved this call within {timeout} s, so Souz denied it."
+                            )),
+                            ExpiryReason::Withdrawn => {
+                                cancelled("The call was cancelled before it was approved.")
+                            }
+                            ExpiryReason::Restart | ExpiryReason::Shutdown => denial(
+                                "Souz stopped before this call was approved, so it was denied."
+                                    .into(),
+                            ),
+                        };
+                    }
+                }
+            }
+        }
+
+        if cancel.is_cancelled() {
+            return cancelled("The call was cancelled.");
+        }
+        self.start_running(record, state).await;
+        let running = tokio::spawn(planned.run(ctx));
+        match guarded(running, cancel).await {
+            Ok(output) => (
+                ToolCallStatus::Succeeded,
+                ToolResult {
+                    text: output.text,
+                    structured: output.structured,
+                    is_error: false,
+                },
+            ),
+            Err(ToolError::Cancelled) => cancelled("The call was cancelled while it ran."),
+            Err(error) => failure(error.to_string()),
+        }
+    }
+
+    async fn expire_or_read(
+        &self,
+        approval_id: &str,
+        reason: ExpiryReason,
+        pending: &mut crate::approvals::PendingApproval,
+    ) -> Resolution {
+        match self.inner.approvals.expire(approval_id, reason).await {
+            Ok(Some(_)) => Resolution::Expired(reason),
+            // Decided a moment before: that decision stands.
+            Ok(None) => pending.resolved().await,
+            Err(error) => {
+                tracing::error!(%error, "could not record an approval expiry; denying");
+                Resolution::Expired(reason)
+            }
+        }
+    }
+
+    async fn advance(
+        &self,
+        record: &Record,
+        status: ToolCallStatus,
+        state: &watch::Sender<CallState>,
+    ) {
+        let (id, summary, approval_id) = (
+            record.call_id.clone(),
+            record.summary.clone(),
+            record.approval_id.clone(),
+        );
+        let stored = self
+            .inner
+            .store
+            .write(move |transaction| {
+                calls::advance(
+                    transaction,
+                    &id,
+                    status,
+                    summary.as_deref(),
+                    approval_id.as_deref(),
+                )
+            })
+            .await;
+        if let Err(error) = stored {
+            tracing::warn!(%error, "could not record a tool call's progress");
+        }
+        let _ = state.send(CallState {
+            status,
+            summary: record.summary.clone(),
+            approval_id: record.approval_id.clone(),
+            result: None,
+        });
+    }
+
+    async fn start_running(&self, record: &Record, state: &watch::Sender<CallState>) {
+        let (id, summary, approval_id) = (
+            record.call_id.clone(),
+            record.summary.clone(),
+            record.approval_id.clone(),
+        );
+        let event = RuntimeEvent::ToolCallStarted {
+            call_id: record.call_id.clone(),
+            tool: record.request.tool.clone(),
+            requester: record.request.requester.clone(),
+            summary: record.summary.clone().unwrap_or_default(),
+        };
+        let stored = self
+            .inner
+            .events
+            .publish_with(move |transaction| {
+                calls::advance(
+                    transaction,
+                    &id,
+                    ToolCallStatus::Running,
+                    summary.as_deref(),
+                    approval_id.as_deref(),
+                )?;
+                Ok::<_, StoreError>(((), vec![event]))
+            })
+            .await;
+        if let Err(error) = stored {
+            tracing::warn!(%error, "could not record that a tool call started");
+        }
+        let _ = state.send(CallState {
+            status: ToolCallStatus::Running,
+            summary: record.summary.clone(),
+            approval_id: record.approval_id.clone(),
+            result: None,
+        });
+    }
+
+    async fn finish(
+        &self,
+        record: &Record,
+        status: ToolCallStatus,
+        result: &ToolResult,
+        elapsed: Duration,
+    ) -> Result<(), StoreError> {
+        let outcome = match status {
+            ToolCallStatus::Succeeded => Outcome::Succeeded,
+            ToolCallStatus::Denied => Outcome::Denied,
+            ToolCallStatus::Cancelled => Outcome::Cancelled,
+            _ => Outcome::Failed,
+        };
+        let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        let event = if outcome == Outcome::Succeeded {
+            RuntimeEvent::ToolCallFinished {
+                call_id: record.call_id.clone(),
+                tool: record.request.tool.clone(),
+                duration_ms,
+            }
+        } else {
+            RuntimeEvent::ToolCallFailed {
+                call_id: record.call_id.clone(),
+                tool: record.request.tool.clone(),
+                outcome,
+                error: redact::error_preview(&result.text),
+            }
+        };
+        let record = record.clone();
+        let result = result.clone();
+        self.inner
+            .events
+            .publish_with(move |transaction| {
+                calls::finish(transaction, &record.call_id, status, &result, now())?;
+                audit::append(
+                    transaction,
+                    &NewAuditEntry {
+                        call_id: &record.call_id,
+                        requester: &record.request.requester,
+                        tool: &record.request.tool,
+                        risk: record.risk,
+                        arguments: &record.request.arguments,
+                        result: Some(&result),
+                        decision: record.decision,
+                        decided_by: &record.decided_by,
+                        outcome,
+                        duration_ms,
+                    },
+                )?;
+                Ok::<_, StoreError>(((), vec![event]))
+            })
+            .await
+            .map(|_| ())
+    }
+}
+
+/// What the gate remembers about a call while it runs.
+#[derive(Debug, Clone)]
+struct Record {
+    call_id: String,
+    request: CallRequest,
+    risk: Option<Risk>,
+    decision: Option<Action>,
+    decided_by: DecisionSource,
+    summary: Option<String>,
+    approval_id: Option<String>,
+}
+
+/// Awaits a spawned tool future, turning panics into errors and honouring cancellation (with a
+/// grace period for the tool to stop on its own).
+async fn guarded<T: Send + 'static>(
+    mut task: tokio::task::JoinHandle<Result<T, ToolError>>,
+    cancel: &CancellationToken,
+) -> Result<T, ToolError> {
+    let joined = tokio::select! {
+        joined = &mut task => joined,
+        () = cancel.cancelled() => {
+            match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    task.abort();
+                    return Err(ToolError::Cancelled);
+                }
+            }
+        }
+    };
+    match joined {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => {
+            tracing::error!("a tool panicked");
+            Err(ToolError::Internal(
+                "the tool crashed; this is a bug in Souz".into(),
+            ))
+        }
+        Err(_) => Err(ToolError::Cancelled),
+    }
+}
+
+fn failure(text: String) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Failed,
+        ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        },
+    )
+}
+
+fn denial(text: String) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Denied,
+        ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        },
+    )
+}
+
+fn cancelled(text: &str) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Cancelled,
+        ToolResult {
+            text: text.to_owned(),
+            structured: None,
+            is_error: true,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,551 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, ToolCategory, Verdict};
+
+use super::*;
+use crate::approvals::audit::AuditQuery;
+use crate::config::{Config, RuleConfig, SouzPaths};
+use crate::sandbox::Access;
+use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolOutput};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ProbeArgs {
+    /// A path to touch.
+    path: Option<String>,
+    /// Sleep this long in run.
+    sleep_ms: Option<u64>,
+    /// Panic in run.
+    panic: Option<bool>,
+    /// Fail in run with this message.
+    fail: Option<String>,
+}
+
+struct Probe {
+    name: &'static str,
+    risk: Risk,
+    runs: Arc<AtomicUsize>,
+}
+
+impl Tool for Probe {
+    type Args = ProbeArgs;
+    type Prepared = ();
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn description(&self) -> &'static str {
+        "A probe."
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Souz
+    }
+    fn risk(&self) -> Risk {
+        self.risk
+    }
+    async fn plan(&self, args: &ProbeArgs, ctx: &ToolContext) -> Result<Planned<()>, ToolError> {
+        let mut plan = Plan::new(format!(
+            "{} {}",
+            self.name,
+            args.path.as_deref().unwrap_or("-")
+        ));
+        if let Some(path) = &args.path {
+            let resolved = ctx.sandbox.resolve(path, Access::Write)?;
+            plan = plan.path(&resolved, Access::Write);
+        }
+        Ok(plan.ready())
+    }
+    async fn run(
+        &self,
+        args: ProbeArgs,
+        (): (),
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        if args.panic == Some(true) {
+            panic!("probe panicked on purpose");
+        }
+        if let Some(ms) = args.sleep_ms {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            }
+        }
+        if let Some(message) = args.fail {
+            return Err(ToolError::Failed(message));
+        }
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::json(
+            serde_json::json!({"ran": self.name, "token": "sk-secretsecret123"}),
+        ))
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    gate: Gate,
+    events: EventBus,
+    store: Store,
+    runs: Arc<AtomicUsize>,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+async fn fixture(adjust: impl FnOnce(&mut Config)) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
+    paths.ensure_home().unwrap();
+    crate::config::write_template_if_missing(&paths.config_file()).unwrap();
+    let mut config = Config::load_file(paths.clone(), &paths.config_file(), &|_| None).unwrap();
+    adjust(&mut config);
+    let store = Store::open(paths.database()).await.unwrap();
+    let events = EventBus::new(store.clone(), 4096);
+    let approvals = Approvals::open(store.clone(), events.clone(), config.clone())
+        .await
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut builder = CatalogBuilder::default();
+    builder
+        .add(Probe {
+            name: "Look",
+            risk: Risk::ReadOnly,
+            runs: Arc::clone(&runs),
+        })
+        .unwrap();
+    builder
+        .add(Probe {
+            name: "Change",
+            risk: Risk::Write,
+            runs: Arc::clone(&runs),
+        })
+        .unwrap();
+    let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).unwrap());
+    let tasks = TaskTracker::new();
+    let shutdown = CancellationToken::new();
+    let gate = Gate::new(
+        builder.build(),
+        sandbox,
+        approvals,
+        events.clone(),
+        store.clone(),
+        tasks.clone(),
+        shutdown.clone(),
+    );
+    Fixture {
+        _dir: dir,
+        gate,
+        events,
+        store,
+        runs,
+        tasks,
+        shutdown,
+    }
+}
+
+fn call(tool: &str, arguments: Value) -> CallRequest {
+    CallRequest {
+        tool: tool.into(),
+        arguments,
+        requester: Requester::Api,
+    }
+}
+
+impl Fixture {
+    async fn kinds(&self) -> Vec<String> {
+        self.events
+            .replay(0, 10_000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.event.kind().to_owned())
+            .filter(|k| !k.starts_with("daemon"))
+            .collect()
+    }
+
+    async fn audit(&self) -> Vec<souz_protocol::AuditEntry> {
+        self.store
+            .read(|c| {
+                audit::page(
+                    c,
+                    &AuditQuery {
+                        limit: 100,
+                        ..Default::default()
+                    },
+                )
+            })
+            .await
+            .unwrap()
+    }
+
+    async fn waiting(&self, handle: &mut CallHandle) -> String {
+        let state = handle.settled().await;
+        assert_eq!(state.status, ToolCallStatus::WaitingApproval, "{state:?}");
+        state.approval_id.unwrap()
+    }
+
+    async fn decide(&self, approval_id: &str, verdict: Verdict) {
+        self.gate
+            .approvals()
+            .decide(
+                approval_id,
+                DecisionRequest {
+                    decision: verdict,
+                    scope: ScopeKind::Once,
+                    minutes: None,
+                    argument_match: None,
+                    via: Some("test".into()),
+                },
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn allowed_calls_run_and_leave_a_trace() {
+    let f = fixture(|_| {}).await;
+    let state = f
+        .gate
+        .call(call("Look", serde_json::json!({"path": "notes.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(state.status, ToolCallStatus::Succeeded);
+    let result = state.result.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(result.structured.unwrap()["ran"], "Look");
+    assert_eq!(f.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        f.kinds().await,
+        vec!["tool.call.started", "tool.call.finished"]
+    );
+    let audit = f.audit().await;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].decision, Some(Action::Allow));
+    assert_eq!(
+        audit[0].decided_by,
+        DecisionSource::Default {
+            risk: Risk::ReadOnly
+        }
+    );
+    assert_eq!(audit[0].outcome, Outcome::Succeeded);
+    assert_eq!(
+        audit[0].result.as_ref().unwrap()["token"],
+        "[REDACTED]",
+        "secrets never reach the audit"
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_asks_waits_for_the_person_then_runs() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    assert_eq!(
+        f.runs.load(Ordering::SeqCst),
+        0,
+        "nothing runs before the yes"
+    );
+    let stored = f.gate.get(&handle.call_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ToolCallStatus::WaitingApproval);
+    assert_eq!(stored.approval_id.as_deref(), Some(approval_id.as_str()));
+    let approval = f.gate.approvals().get(&approval_id).await.unwrap();
+    assert_eq!(approval.summary, "Change a.txt");
+    assert_eq!(
+        approval.suggested.argument_match.path_prefix.as_deref(),
+        Some("~")
+    );
+
+    f.decide(&approval_id, Verdict::Approve).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded);
+    assert_eq!(f.runs.load(Ordering::SeqCst), 1);
+    let audit = f.audit().await;
+    assert_eq!(
+        audit[0].decided_by,
+        DecisionSource::Person {
+            approval_id: approval_id.clone(),
+            via: "test".into()
+        }
+    );
+    assert_eq!(
+        f.kinds().await,
+        vec![
+            "approval.requested",
+            "approval.decided",
+            "tool.call.started",
+            "tool.call.finished"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_denial_reaches_the_caller_as_an_error_result() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    f.decide(&approval_id, Verdict::Deny).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Denied);
+    let result = state.result.unwrap();
+    assert!(result.is_error);
+    assert!(result.text.contains("denied"), "{}", result.text);
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(f.audit().await[0].outcome, Outcome::Denied);
+    assert_eq!(f.kinds().await.last().unwrap(), "tool.call.failed");
+}
+
+#[tokio::test]
+async fn no_answer_in_time_is_a_denial_recorded_as_expired() {
+    let f = fixture(|config| config.approvals.timeout_seconds = 1).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Denied);
+    assert!(state.result.unwrap().text.contains("within 1 s"));
+    let approval = f.gate.approvals().get(&approval_id).await.unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Expired);
+    assert_eq!(approval.expiry_reason, Some(ExpiryReason::Timeout));
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        f.audit().await[0].decided_by,
+        DecisionSource::Expiry {
+            approval_id,
+            reason: ExpiryReason::Timeout
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_waiter_withdraws_the_approval() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    let call_id = handle.call_id.clone();
+    drop(handle);
+    f.tasks.close();
+    f.tasks.wait().await;
+    let approval = f.gate.approvals().get(&approval_id).await.unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Expired);
+    assert_eq!(approval.expiry_reason, Some(ExpiryReason::Withdrawn));
+    let stored = f.gate.get(&call_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ToolCallStatus::Cancelled);
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+    // A decision after the withdrawal changes nothing.
+    let late = f
+        .gate
+        .approvals()
+        .decide(
+            &approval_id,
+            DecisionRequest {
+                decision: Verdict::Approve,
+                scope: ScopeKind::Once,
+                minutes: None,
+                argument_match: None,
+                via: None,
+            },
+        )
+        .await;
+    assert!(late.is_err());
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_detached_call_keeps_waiting_and_shutdown_denies_it() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    let call_id = handle.detach();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        f.gate.approvals().get(&approval_id).await.unwrap().status,
+        ApprovalStatus::Pending
+    );
+    assert!(f.gate.watch(&call_id).is_some());
+    f.shutdown.cancel();
+    f.tasks.close();
+    f.tasks.wait().await;
+    let approval = f.gate.approvals().get(&approval_id).await.unwrap();
+    assert_eq!(approval.expiry_reason, Some(ExpiryReason::Shutdown));
+    assert_eq!(
+        f.gate.get(&call_id).await.unwrap().unwrap().status,
+        ToolCallStatus::Denied
+    );
+}
+
+#[tokio::test]
+async fn deny_rules_refuse_without_asking() {
+    let f = fixture(|config| {
+        config.approvals.rules = vec![RuleConfig {
+            action: Action::Deny,
+            tool: Some("Look".into()),
+            path: None,
+            command: None,
+            domain: None,
+            risk: None,
+            requester: None,
+            note: Some("no looking".into()),
+        }];
+    })
+    .await;
+    let state = f
+        .gate
+        .call(call("Look", serde_json::json!({})))
+        .await
+        .unwrap();
+    assert_eq!(state.status, ToolCallStatus::Denied);
+    assert!(state.result.unwrap().text.contains("no looking"));
+    assert!(!f.kinds().await.contains(&"approval.requested".to_owned()));
+    let audit = f.audit().await;
+    assert!(matches!(
+        audit[0].decided_by,
+        DecisionSource::Rule { index: 1, .. }
+    ));
+}
+
+#[tokio::test]
+async fn broken_calls_are_error_results_and_the_gate_keeps_working() {
+    let f = fixture(|_| {}).await;
+    let unknown = f
+        .gate
+        .call(call("Nope", serde_json::json!({})))
+        .await
+        .unwrap();
+    assert_eq!(unknown.status, ToolCallStatus::Failed);
+    assert!(
+        unknown
+            .result
+            .unwrap()
+            .text
+            .contains("no tool named `Nope`")
+    );
+    let invalid = f
+        .gate
+        .call(call("Look", serde_json::json!({"bogus": 1})))
+        .await
+        .unwrap();
+    assert!(
+        invalid
+            .result
+            .unwrap()
+            .text
+            .starts_with("invalid arguments")
+    );
+    let escape = f
+        .gate
+        .call(call("Look", serde_json::json!({"path": "/etc/passwd"})))
+        .await
+        .unwrap();
+    assert_eq!(escape.status, ToolCallStatus::Failed);
+    assert!(escape.result.unwrap().text.contains("outside the folders"));
+    let failed = f
+        .gate
+        .call(call("Look", serde_json::json!({"fail": "disk on fire"})))
+        .await
+        .unwrap();
+    assert_eq!(failed.result.unwrap().text, "disk on fire");
+    let panicked = f
+        .gate
+        .call(call("Look", serde_json::json!({"panic": true})))
+        .await
+        .unwrap();
+    assert_eq!(panicked.status, ToolCallStatus::Failed);
+    assert!(panicked.result.unwrap().text.contains("crashed"));
+    let fine = f
+        .gate
+        .call(call("Look", serde_json::json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fine.status, ToolCallStatus::Succeeded);
+    let audit = f.audit().await;
+    assert_eq!(audit.len(), 6, "every call leaves an audit row");
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|e| e.decided_by == DecisionSource::NotReached)
+            .count(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_running_call_stops_it() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Look", serde_json::json!({"sleep_ms": 60_000})))
+        .await
+        .unwrap();
+    handle
+        .state
+        .wait_for(|s| s.status == ToolCallStatus::Running)
+        .await
+        .unwrap();
+    assert!(f.gate.cancel(&handle.call_id));
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Cancelled);
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(f.audit().await[0].outcome, Outcome::Cancelled);
+}
+
+#[tokio::test]
+async fn unfinished_calls_are_failed_after_a_restart() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Change", serde_json::json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    let _ = f.waiting(&mut handle).await;
+    let call_id = handle.detach();
+    // Simulate a crash: the task never records an end; a new gate recovers.
+    let recovered = f.gate.recover().await.unwrap();
+    assert_eq!(recovered, 1);
+    let stored = f.gate.get(&call_id).await.unwrap().unwrap();
+    assert_eq!(stored.status, ToolCallStatus::Failed);
+    assert!(stored.result.unwrap().text.contains("restarted"));
+    assert!(f.audit().await.iter().any(|e| e.call_id == call_id));
+}
+
+#[tokio::test]
+async fn results_are_delivered_once() {
+    let f = fixture(|_| {}).await;
+    let mut handle = f
+        .gate
+        .start(call("Look", serde_json::json!({})))
+        .await
+        .unwrap();
+    handle.finished().await;
+    assert!(f.gate.mark_delivered(&handle.call_id).await.unwrap());
+    assert!(!f.gate.mark_delivered(&handle.call_id).await.unwrap());
+}
+
+#[tokio::test]
+async fn tool_listing_carries_the_effective_policy() {
+    let f = fixture(|_| {}).await;
+    let tools = f.gate.tools();
+    let look = tools.iter().find(|t| t.name == "Look").unwrap();
+    assert_eq!(look.policy.action, Action::Allow);
+    let change = tools.iter().find(|t| t.name == "Change").unwrap();
+    assert_eq!(change.policy.action, Action::Ask);
+    assert_eq!(change.input_schema["type"], "object");
+}
