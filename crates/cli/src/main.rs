@@ -2,8 +2,12 @@
 //!
 //! Exit codes: 0 success, 1 failure, 2 invalid configuration or usage.
 
+mod approvals_command;
+mod client;
 mod config_command;
+mod output;
 mod serve;
+mod tools_command;
 
 use std::process::ExitCode;
 
@@ -30,6 +34,21 @@ enum Command {
         #[command(subcommand)]
         command: config_command::ConfigCommand,
     },
+    /// List the tools or call one through the approval gate.
+    Tools {
+        #[command(subcommand)]
+        command: tools_command::ToolsCommand,
+    },
+    /// Pending approvals: list, show, approve, deny (default: list pending).
+    Approvals {
+        #[command(subcommand)]
+        command: Option<approvals_command::ApprovalsCommand>,
+    },
+    /// Standing grants made by scoped approvals: list, revoke (default: list).
+    Grants {
+        #[command(subcommand)]
+        command: Option<approvals_command::GrantsCommand>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -38,6 +57,34 @@ fn main() -> ExitCode {
         Command::Serve => serve::run(),
         Command::Token => print_token(),
         Command::Config { command } => config_command::run(command),
+        Command::Tools { command } => client_command(tools_command::run(command)),
+        Command::Approvals { command } => client_command(async {
+            approvals_command::run_approvals(command)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Grants { command } => client_command(async {
+            approvals_command::run_grants(command)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
+    }
+}
+
+/// Runs a client command on a small runtime; errors print as `souz: ...` with exit code 1.
+fn client_command(
+    command: impl std::future::Future<Output = anyhow::Result<ExitCode>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&format!("cannot start the async runtime: {error}")),
+    };
+    match runtime.block_on(command) {
+        Ok(code) => code,
+        Err(error) => fail(&format!("{error:#}")),
     }
 }
 

@@ -482,6 +482,17 @@ impl Approvals {
             .await
     }
 
+    /// A page of the audit log, newest first.
+    pub async fn audit(
+        &self,
+        query: audit::AuditQuery,
+    ) -> Result<Vec<souz_protocol::AuditEntry>, StoreError> {
+        self.inner
+            .store
+            .read(move |connection| audit::page(connection, &query))
+            .await
+    }
+
     /// Revokes a grant.
     pub async fn revoke(&self, id: &str) -> Result<(), ApprovalError> {
         let id = id.to_owned();

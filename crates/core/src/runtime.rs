@@ -17,9 +17,13 @@ use souz_protocol::{Bootstrap, ComponentStatus, Features, Health, LocalUser, Run
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::approvals::Approvals;
 use crate::config::Config;
+use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::{ApiToken, TokenError};
+use crate::tools::gate::Gate;
+use crate::tools::{CatalogError, builtin};
 
 pub use events::{EventBus, FollowItem};
 
@@ -45,6 +49,12 @@ pub enum RuntimeError {
     /// The database could not be opened or migrated.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The sandbox could not be set up.
+    #[error("cannot set up the sandbox: {0}")]
+    Sandbox(#[from] SandboxError),
+    /// The tool catalog is inconsistent (a bug).
+    #[error("cannot build the tool catalog: {0}")]
+    Catalog(#[from] CatalogError),
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -63,6 +73,7 @@ struct State {
     config: Config,
     store: Store,
     events: EventBus,
+    gate: Gate,
     token: ApiToken,
     user: LocalUser,
     started: Instant,
@@ -84,6 +95,26 @@ impl Runtime {
         let token = ApiToken::load_or_create(&config.paths.token())?;
         let store = Store::open(config.paths.database()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
+        let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
+        let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths)?);
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let gate = Gate::new(
+            builtin::catalog()?,
+            sandbox,
+            approvals,
+            events.clone(),
+            store.clone(),
+            tasks.clone(),
+            shutdown.clone(),
+        );
+        let recovered = gate.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(
+                calls = recovered,
+                "marked tool calls left unfinished by the previous run as failed"
+            );
+        }
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -95,12 +126,13 @@ impl Runtime {
                 config,
                 store,
                 events,
+                gate,
                 token,
                 user,
                 started: Instant::now(),
-                shutdown: CancellationToken::new(),
+                shutdown,
                 stopping: AtomicBool::new(false),
-                tasks: TaskTracker::new(),
+                tasks,
             }),
         };
         handle
@@ -148,6 +180,16 @@ impl RuntimeHandle {
     /// The runtime event bus.
     pub fn events(&self) -> &EventBus {
         &self.state.events
+    }
+
+    /// The approval gate every tool call passes.
+    pub fn gate(&self) -> &Gate {
+        &self.state.gate
+    }
+
+    /// The approval service (pending approvals, decisions, grants).
+    pub fn approvals(&self) -> &Approvals {
+        self.state.gate.approvals()
     }
 
     /// Whether `presented` is the API token.
@@ -213,6 +255,7 @@ impl RuntimeHandle {
             user: self.state.user.clone(),
             features: Features {
                 runtime_events: true,
+                approvals: true,
                 ..Features::default()
             },
         }

@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use souz_protocol::{ErrorBody, ErrorCode};
 
+use crate::approvals::ApprovalError;
 use crate::store::StoreError;
 
 /// An error on its way to the client.
@@ -97,6 +98,21 @@ impl From<StoreError> for ApiError {
                 "Souz is shutting down.",
             ),
             other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<ApprovalError> for ApiError {
+    fn from(error: ApprovalError) -> Self {
+        match error {
+            ApprovalError::NotFound(_) | ApprovalError::GrantNotFound(_) => {
+                Self::not_found(error.to_string())
+            }
+            ApprovalError::AlreadyDecided { .. } => {
+                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
+            }
+            ApprovalError::Invalid(message) => Self::invalid(message),
+            ApprovalError::Store(error) => error.into(),
         }
     }
 }

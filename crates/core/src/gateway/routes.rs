@@ -1,7 +1,10 @@
 //! Every route of the gateway, each a few lines over [`RuntimeHandle`](crate::RuntimeHandle).
 
+pub mod approvals;
+pub mod audit;
 pub mod events;
 pub mod system;
+pub mod tools;
 
 use super::AppState;
 use super::api::ApiRouter;
@@ -11,4 +14,7 @@ pub fn all() -> ApiRouter<AppState> {
     ApiRouter::default()
         .merge(system::routes())
         .merge(events::routes())
+        .merge(approvals::routes())
+        .merge(tools::routes())
+        .merge(audit::routes())
 }

@@ -1,0 +1,275 @@
+//! `souz approvals` and `souz grants`: the approval queue and standing grants from a terminal.
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use souz_protocol::{
+    Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
+    GrantList, ScopeKind, Verdict,
+};
+
+use crate::client::{DaemonClient, resolve_prefix};
+use crate::output::{age, print_json, truncate};
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// List approvals (pending ones by default).
+    List {
+        /// Show every approval, not only pending ones.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one approval in full (arguments, diff, suggested scope).
+    Show {
+        /// Approval id (a unique prefix is enough).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending approval.
+    Approve(DecideArgs),
+    /// Deny a pending approval.
+    Deny(DecideArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    /// This call only.
+    Once,
+    /// This requester, until revoked.
+    Requester,
+    /// This requester, for --minutes.
+    Minutes,
+    /// Everyone, from now on (a rule in config.toml).
+    Always,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// Approval id (a unique prefix is enough).
+    id: String,
+    /// How far the decision reaches.
+    #[arg(long, value_enum, default_value = "once")]
+    scope: ScopeArg,
+    /// Minutes, with --scope minutes.
+    #[arg(long)]
+    minutes: Option<u32>,
+    /// Use the scope Souz suggested with the approval (folder, command prefix or domain).
+    #[arg(long, conflicts_with_all = ["scope", "path_prefix", "command_prefix", "domain"])]
+    suggested: bool,
+    /// Narrow a scoped decision to this folder.
+    #[arg(long)]
+    path_prefix: Option<String>,
+    /// Narrow a scoped decision to commands starting with these words.
+    #[arg(long)]
+    command_prefix: Option<String>,
+    /// Narrow a scoped decision to this domain.
+    #[arg(long)]
+    domain: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCommand {
+    /// List active grants.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a grant.
+    Revoke {
+        /// Grant id (a unique prefix is enough).
+        id: String,
+    },
+}
+
+#[allow(clippy::print_stdout)]
+pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
+    let client = DaemonClient::discover()?;
+    match command.unwrap_or(ApprovalsCommand::List {
+        all: false,
+        json: false,
+    }) {
+        ApprovalsCommand::List { all, json } => {
+            let path = if all {
+                "/v1/approvals?limit=100".to_owned()
+            } else {
+                "/v1/approvals?status=pending&limit=100".to_owned()
+            };
+            let list: ApprovalList = client.get(&path).await?;
+            if json {
+                return print_json(&list);
+            }
+            if list.items.is_empty() {
+                println!(
+                    "{}",
+                    if all {
+                        "No approvals."
+                    } else {
+                        "Nothing is waiting for you."
+                    }
+                );
+                return Ok(());
+            }
+            println!(
+                "{:<10} {:>5}  {:<9} {:<20} {:<16} WHAT",
+                "ID", "AGE", "STATUS", "WHO", "TOOL"
+            );
+            for approval in &list.items {
+                println!(
+                    "{:<10} {:>5}  {:<9} {:<20} {:<16} {}",
+                    truncate(&approval.id, 10),
+                    age(approval.created_at),
+                    approval.status.as_str(),
+                    truncate(&approval.requester_label, 20),
+                    truncate(&approval.tool, 16),
+                    truncate(&approval.summary, 60),
+                );
+            }
+            Ok(())
+        }
+        ApprovalsCommand::Show { id, json } => {
+            let approval = find(&client, &id).await?;
+            if json {
+                return print_json(&approval);
+            }
+            print_approval(&approval);
+            Ok(())
+        }
+        ApprovalsCommand::Approve(args) => decide(&client, Verdict::Approve, args).await,
+        ApprovalsCommand::Deny(args) => decide(&client, Verdict::Deny, args).await,
+    }
+}
+
+#[allow(clippy::print_stdout)]
+pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
+    let client = DaemonClient::discover()?;
+    match command.unwrap_or(GrantsCommand::List { json: false }) {
+        GrantsCommand::List { json } => {
+            let list: GrantList = client.get("/v1/grants").await?;
+            if json {
+                return print_json(&list);
+            }
+            if list.items.is_empty() {
+                println!("No active grants.");
+            }
+            for grant in &list.items {
+                println!("{:<10} {}", truncate(&grant.id, 10), grant.label);
+            }
+            Ok(())
+        }
+        GrantsCommand::Revoke { id } => {
+            let list: GrantList = client.get("/v1/grants").await?;
+            let id = resolve_prefix(&id, list.items.iter().map(|grant| grant.id.as_str()))?;
+            client.delete(&format!("/v1/grants/{id}")).await?;
+            println!("Revoked grant {id}.");
+            Ok(())
+        }
+    }
+}
+
+async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
+    if let Ok(approval) = client.get::<Approval>(&format!("/v1/approvals/{id}")).await {
+        return Ok(approval);
+    }
+    let list: ApprovalList = client.get("/v1/approvals?limit=500").await?;
+    let full = resolve_prefix(id, list.items.iter().map(|approval| approval.id.as_str()))?;
+    client.get(&format!("/v1/approvals/{full}")).await
+}
+
+#[allow(clippy::print_stdout)]
+async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Result<()> {
+    let approval = find(client, &args.id).await?;
+    if approval.status != ApprovalStatus::Pending {
+        bail!(
+            "approval {} is already {}",
+            approval.id,
+            approval.status.as_str()
+        );
+    }
+    let (scope, minutes, argument_match) = if args.suggested {
+        let suggested = approval.suggested.clone();
+        (
+            suggested.scope,
+            suggested.minutes,
+            Some(suggested.argument_match),
+        )
+    } else {
+        let scope = match args.scope {
+            ScopeArg::Once => ScopeKind::Once,
+            ScopeArg::Requester => ScopeKind::Requester,
+            ScopeArg::Minutes => ScopeKind::Minutes,
+            ScopeArg::Always => ScopeKind::Always,
+        };
+        let argument_match = ArgumentMatch {
+            path_prefix: args.path_prefix,
+            command_prefix: args.command_prefix,
+            domain: args.domain,
+        };
+        (
+            scope,
+            args.minutes,
+            (!argument_match.is_empty()).then_some(argument_match),
+        )
+    };
+    let request = DecisionRequest {
+        decision: verdict,
+        scope,
+        minutes,
+        argument_match,
+        via: Some("cli".to_owned()),
+    };
+    let (_, response): (u16, DecisionResponse) = client
+        .post(&format!("/v1/approvals/{}/decision", approval.id), &request)
+        .await?;
+    let verb = match verdict {
+        Verdict::Approve => "Approved",
+        Verdict::Deny => "Denied",
+    };
+    println!("{verb}: {}", response.approval.summary);
+    if let Some(grant) = &response.grant {
+        println!("Grant {}: {}", grant.id, grant.label);
+    }
+    if let Some(rule) = &response.rule {
+        println!("Added to config.toml:\n{rule}");
+    }
+    if let Some(warning) = &response.warning {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+#[allow(clippy::print_stdout)]
+fn print_approval(approval: &Approval) {
+    println!("Approval  {}", approval.id);
+    println!("Status    {}", approval.status.as_str());
+    println!("Who       {}", approval.requester_label);
+    println!("Tool      {} ({})", approval.tool, approval.risk.as_str());
+    println!("What      {}", approval.summary);
+    println!("Why       {}", approval.reason);
+    println!(
+        "Asked     {} ago; expires {}",
+        age(approval.created_at),
+        approval.expires_at.format("%H:%M:%S UTC")
+    );
+    println!(
+        "Arguments {}",
+        serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
+    );
+    if let Some(diff) = &approval.diff {
+        println!("Diff\n{diff}");
+    }
+    if approval.status == ApprovalStatus::Pending {
+        println!("Suggested {}", approval.suggested.label);
+        let short = truncate(&approval.id, 12);
+        println!("\n  souz approvals approve {short}              # this call only");
+        println!(
+            "  souz approvals approve {short} --suggested  # {}",
+            approval.suggested.label
+        );
+        println!("  souz approvals deny {short}");
+    }
+}

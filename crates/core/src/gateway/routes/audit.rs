@@ -1,0 +1,68 @@
+//! `/v1/audit`: the audit log, newest first, with paging and filters.
+
+use axum::extract::State;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use souz_protocol::{AuditPage, Outcome};
+
+use crate::approvals::audit::AuditQuery;
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::gateway::extract::ApiQuery;
+use crate::gateway::perimeter::Authenticated;
+use crate::runtime::RuntimeHandle;
+
+/// Query of `GET /v1/audit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditParams {
+    /// Only rows older than this id (from `next_before` of the previous page).
+    pub before: Option<i64>,
+    /// At most this many rows (default 50, at most 500).
+    pub limit: Option<u32>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only this outcome (`succeeded`, `failed`, `denied`, `cancelled`).
+    pub outcome: Option<Outcome>,
+    /// Only this call.
+    pub call_id: Option<String>,
+}
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default().route(
+        Operation::get("/v1/audit")
+            .summary("The audit log: one row per tool call, with redacted previews.")
+            .tag("approvals")
+            .query::<AuditParams>()
+            .response::<AuditPage>(200, "A page of rows, newest first."),
+        page,
+    )
+}
+
+async fn page(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    ApiQuery(params): ApiQuery<AuditParams>,
+) -> Result<axum::Json<AuditPage>, ApiError> {
+    let limit = match params.limit {
+        None => 50,
+        Some(limit @ 1..=500) => limit as usize,
+        Some(_) => return Err(ApiError::invalid("limit must be between 1 and 500")),
+    };
+    let query = AuditQuery {
+        before: params.before,
+        limit: limit + 1,
+        tool: params.tool,
+        outcome: params.outcome,
+        call_id: params.call_id,
+    };
+    let mut items = handle.approvals().audit(query).await?;
+    let next_before = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(|entry| entry.id)
+    } else {
+        None
+    };
+    Ok(axum::Json(AuditPage { items, next_before }))
+}
