@@ -82,7 +82,42 @@ async fn blocking<T: Send + 'static>(
 mod tests {
     use souz_protocol::{Risk, ToolCategory};
 
+    use super::testing::TestHome;
     use super::*;
+
+    #[tokio::test]
+    async fn an_edit_goes_through_the_erased_catalog_as_planned() {
+        let home = TestHome::new();
+        home.write("list.md", "- one\n");
+        let catalog = crate::tools::builtin::catalog().unwrap();
+        let tool = catalog.get("EditFile").unwrap();
+        let planned = tool
+            .plan(
+                serde_json::Value::String(
+                    r#"{"path":"~/list.md","oldString":"- one","newString":"- one\n- two"}"#.into(),
+                ),
+                &home.ctx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            planned.plan.summary,
+            "Edit ~/list.md (replace 1 occurrence)"
+        );
+        assert!(planned.plan.diff.as_deref().unwrap().contains("\n+- two\n"));
+        assert_eq!(home.read("list.md"), "- one\n");
+        let output = planned.run(home.ctx.clone()).await.unwrap();
+        assert_eq!(output.text, "Edited ~/list.md: replaced 1 occurrence");
+        assert_eq!(home.read("list.md"), "- one\n- two\n");
+        let error = tool
+            .plan(
+                serde_json::json!({"path": "~/list.md", "oldString": "x"}),
+                &home.ctx,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ToolError::InvalidArguments(_)), "{error:?}");
+    }
 
     #[test]
     fn registers_every_file_tool_with_the_original_parameters() {

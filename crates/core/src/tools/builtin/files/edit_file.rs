@@ -181,7 +181,8 @@ fn read_editable(sandbox: &Sandbox, path: &Path) -> Result<Vec<u8>, ToolError> {
             target::human_size(EDIT_FILE_LIMIT_BYTES)
         )));
     }
-    fs::read(path).map_err(|error| target::io_failure("read", &shown, &error))
+    target::read_regular_file(path, EDIT_FILE_LIMIT_BYTES)
+        .map_err(|error| target::io_failure("read", &shown, &error))
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {

@@ -4,8 +4,6 @@
 //! Reads only regular files of at most 1 MB that look like UTF-8 text; returns at most 200
 //! matching lines and 25 000 characters, each line cut to a window around the match.
 
-use std::fs;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
@@ -185,10 +183,10 @@ impl Tool for SearchFileContent {
     }
 }
 
-/// The content of a file that looks like UTF-8 text, or `None`.
+/// The content of a regular file of at most 1 MB that looks like UTF-8 text, or `None`.
 fn read_text(path: &std::path::Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
-    if bytes.len() as u64 > SEARCH_FILE_LIMIT_BYTES || is_likely_binary(&bytes) {
+    let bytes = target::read_regular_file(path, SEARCH_FILE_LIMIT_BYTES).ok()?;
+    if is_likely_binary(&bytes) {
         return None;
     }
     String::from_utf8(bytes).ok()
@@ -330,6 +328,26 @@ mod tests {
             .await,
             Err(ToolError::Sandbox(SandboxError::OutsideRoots { .. }))
         ));
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn pipes_in_the_tree_are_skipped_not_opened() {
+        let home = TestHome::new();
+        home.write("s/a.txt", "needle");
+        let status = std::process::Command::new("mkfifo")
+            .arg(home.path("s/needle-pipe"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Opening the pipe for reading would block until a writer came; the search must end.
+        let output = search(&home, json!({"path": "~/s", "query": "needle"})).await;
+        let paths: Vec<_> = output
+            .matches
+            .iter()
+            .map(|m| relative(&home, m).0)
+            .collect();
+        assert_eq!(paths, ["s/a.txt"]);
     }
 
     #[tokio::test]

@@ -312,6 +312,43 @@ pub(super) fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// Reads the regular file at `path`, at most `limit` bytes (more is an error). The checks are
+/// made on the opened handle, and the open neither follows a final symlink nor waits on a pipe,
+/// so a file swapped for a link or a FIFO after it was looked at is refused, never read.
+pub(super) fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    if metadata.len() > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("it is larger than {}", human_size(limit)),
+        ));
+    }
+    let mut content = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    // The file may grow after the size check; never hold more than the limit.
+    io::Read::read_to_end(&mut io::Read::take(file, limit + 1), &mut content)?;
+    if content.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("it is larger than {}", human_size(limit)),
+        ));
+    }
+    Ok(content)
+}
+
 /// An I/O error as a tool failure naming the path.
 pub(super) fn io_failure(action: &str, path: &str, error: &io::Error) -> ToolError {
     ToolError::Failed(format!("cannot {action} `{path}`: {error}"))
@@ -407,6 +444,50 @@ mod tests {
             recheck(&home.ctx.sandbox, "~/w/a/file.txt", Access::Read, &first),
             Err(ToolError::Conflict(_))
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reading_refuses_links_pipes_and_oversized_files() {
+        let home = TestHome::new();
+        let file = home.write("w/a.txt", "hello");
+        assert_eq!(read_regular_file(&file, 5).unwrap(), b"hello");
+        assert_eq!(
+            read_regular_file(&file, 4).unwrap_err().kind(),
+            io::ErrorKind::FileTooLarge
+        );
+        let link = home.symlink(&file, "w/link.txt");
+        assert!(
+            read_regular_file(&link, 100).is_err(),
+            "a final symlink is not followed"
+        );
+        let pipe = home.path("w/pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Would block forever if the open waited for a writer.
+        assert_eq!(
+            read_regular_file(&pipe, 100).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+    }
+
+    #[test]
+    fn a_file_in_the_way_of_parent_folders_is_refused() {
+        let home = TestHome::new();
+        home.write("w/file.txt", "x");
+        let error = require_folder_ancestor(&home.ctx.sandbox, &home.path("w/file.txt/a/b.txt"))
+            .unwrap_err();
+        assert_eq!(
+            error,
+            ToolError::InvalidArguments(
+                "`~/w/file.txt` is a file, so `~/w/file.txt/a/b.txt` cannot be created inside it"
+                    .into()
+            )
+        );
+        assert!(require_folder_ancestor(&home.ctx.sandbox, &home.path("w/new/deep.txt")).is_ok());
     }
 
     #[test]
