@@ -124,7 +124,14 @@ impl Tool for ListFiles {
                     }
                 },
             )?;
-            if summary.stopped || summary.budget_exhausted {
+            if summary.budget_exhausted {
+                return Err(ToolError::Failed(format!(
+                    "`{}` holds too many entries to list (more than {WALK_ENTRY_LIMIT} looked \
+                     at); list a narrower folder or use a smaller depth",
+                    sandbox.display(&folder.path)
+                )));
+            }
+            if summary.stopped {
                 return Err(ToolError::Failed(format!(
                     "the listing of `{}` is too large (over {OUTPUT_LIMIT_CHARS} characters); \
                      list a narrower folder or use a smaller depth",

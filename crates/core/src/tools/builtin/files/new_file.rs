@@ -68,7 +68,9 @@ impl Tool for NewFile {
         args: &NewFileArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<NewFilePlan>, ToolError> {
-        let folder = args.path.trim_end().ends_with('/');
+        let folder = target::strip_quotes(args.path.trim())
+            .trim_end()
+            .ends_with('/');
         let resolved = ctx.sandbox.resolve(&args.path, Access::Write)?;
         let shown = ctx.sandbox.display(&resolved.path);
         if let Ok(kind) = target::Kind::of(&resolved.path) {

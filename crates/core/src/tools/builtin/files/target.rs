@@ -75,7 +75,8 @@ pub struct Located {
 /// must never touch what it points to.
 pub(super) fn locate_existing(sandbox: &Sandbox, raw: &str) -> Result<Located, ToolError> {
     let resolved = sandbox.resolve(raw, Access::Delete)?;
-    if let Some(link) = symlink_named_by(sandbox, raw, &resolved.path) {
+    let lexical = lexical_input(raw, sandbox.user_home())?;
+    if let Some(link) = symlink_named_by(sandbox, &lexical, &resolved.path) {
         return Ok(Located {
             protected: sandbox.is_protected(&link),
             path: link,
@@ -90,25 +91,66 @@ pub(super) fn locate_existing(sandbox: &Sandbox, raw: &str) -> Result<Located, T
     })
 }
 
-/// When `raw` (as written) ends in a symlink that resolves to `resolved`, the link's own path
-/// with its folder resolved; else `None`. The cross-check against `resolved` means this can
-/// only ever name a link that leads to what the sandbox already accepted.
-fn symlink_named_by(sandbox: &Sandbox, raw: &str, resolved: &Path) -> Option<PathBuf> {
-    let expanded = expand_home(raw.trim(), sandbox.user_home());
+/// The path as written, made absolute and lexically normalized, without following anything.
+///
+/// This mirrors the sandbox's reading of tool paths (trim, one pair of surrounding quotes, a
+/// leading `~`, `$HOME` or `${HOME}`, relative to the home folder) because the sandbox only
+/// hands out fully resolved paths, and a delete or move must know whether the last component
+/// is a symlink. `file://` URLs are refused here rather than parsed a second way: a mismatch
+/// could make a move or delete act on a link's target instead of the link.
+pub(super) fn lexical_input(raw: &str, home: &Path) -> Result<PathBuf, ToolError> {
+    let text = strip_quotes(raw.trim()).trim();
+    if text
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("file://"))
+    {
+        return Err(ToolError::InvalidArguments(
+            "give the path itself (like ~/Documents/a.txt), not a file:// URL".into(),
+        ));
+    }
+    let mut expanded = None;
+    for prefix in ["~", "$HOME", "${HOME}"] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            if rest.is_empty() {
+                expanded = Some(home.to_path_buf());
+            } else if let Some(rest) = rest.strip_prefix('/') {
+                expanded = Some(home.join(rest.trim_start_matches('/')));
+            }
+            break;
+        }
+    }
+    let expanded = expanded.unwrap_or_else(|| expand_home(text, home));
     let absolute = if expanded.is_absolute() {
         expanded
     } else {
-        sandbox.user_home().join(expanded)
+        home.join(expanded)
     };
-    let lexical = normalize_lexically(&absolute);
-    if !fs::symlink_metadata(&lexical)
-        .ok()?
-        .file_type()
-        .is_symlink()
-    {
+    Ok(normalize_lexically(&absolute))
+}
+
+/// Strips one pair of matching surrounding quotes or backticks (models often quote paths).
+pub(super) fn strip_quotes(text: &str) -> &str {
+    const PAIRS: &[(char, char)] = &[
+        ('"', '"'),
+        ('\'', '\''),
+        ('`', '`'),
+        ('\u{201C}', '\u{201D}'),
+        ('\u{2018}', '\u{2019}'),
+    ];
+    PAIRS
+        .iter()
+        .find_map(|(open, close)| text.strip_prefix(*open)?.strip_suffix(*close))
+        .unwrap_or(text)
+}
+
+/// When `lexical` (the path as written) ends in a symlink that resolves to `resolved`, the
+/// link's own path with its folder resolved; else `None`. The cross-check against `resolved`
+/// means this can only ever name a link that leads to what the sandbox already accepted.
+fn symlink_named_by(sandbox: &Sandbox, lexical: &Path, resolved: &Path) -> Option<PathBuf> {
+    if !fs::symlink_metadata(lexical).ok()?.file_type().is_symlink() {
         return None;
     }
-    if fs::canonicalize(&lexical).ok()? != resolved {
+    if fs::canonicalize(lexical).ok()? != resolved {
         return None;
     }
     let name = lexical.file_name()?;
@@ -373,6 +415,31 @@ mod tests {
         let folder = home.folder("w/sub");
         let located = locate_existing(&home.ctx.sandbox, "w/sub").unwrap();
         assert_eq!((located.path, located.kind), (folder, Kind::Folder));
+    }
+
+    #[test]
+    fn a_quoted_or_variable_path_to_a_symlink_still_names_the_link() {
+        let home = TestHome::new();
+        let target = home.write("w/real.txt", "data");
+        let link = home.symlink(&target, "w/my link.txt");
+        for raw in [
+            "'~/w/my link.txt'",
+            "\"$HOME/w/my link.txt\"",
+            "${HOME}/w/my link.txt",
+            "  `w/my link.txt` ",
+        ] {
+            assert_eq!(
+                lexical_input(raw, &home.home).unwrap(),
+                home.path("w/my link.txt"),
+                "{raw}"
+            );
+        }
+        let located = locate_existing(&home.ctx.sandbox, "~/w/my link.txt").unwrap();
+        assert_eq!((located.path, located.kind), (link, Kind::Symlink));
+        assert!(matches!(
+            lexical_input("file:///tmp/x", &home.home),
+            Err(ToolError::InvalidArguments(_))
+        ));
     }
 
     #[test]

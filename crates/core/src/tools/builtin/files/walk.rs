@@ -98,47 +98,43 @@ pub(super) fn walk(
         |path: &Path| sandbox.inside_roots(path) && (base_protected || !sandbox.is_protected(path));
     let mut looked_at = 0usize;
     let mut stack: Vec<Pending> = Vec::new();
-    let mut summary = WalkSummary {
-        budget_exhausted: false,
-        stopped: false,
-        looked_at: 0,
+    let end = 'walk: {
+        if !push_children(base, 1, options, &mut stack, &mut looked_at) {
+            break 'walk End::BudgetExhausted;
+        }
+        while let Some(pending) = stack.pop() {
+            if cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
+            let Some(entry) = classify(&pending, &visible) else {
+                continue;
+            };
+            let descend = entry.kind == EntryKind::Folder
+                && !pending.file_type.is_symlink()
+                && options.max_depth.is_none_or(|max| pending.depth < max);
+            if visit(entry) == Flow::Stop {
+                break 'walk End::Stopped;
+            }
+            let depth = pending.depth + 1;
+            if descend && !push_children(&pending.path, depth, options, &mut stack, &mut looked_at)
+            {
+                break 'walk End::BudgetExhausted;
+            }
+        }
+        End::Done
     };
-    if !push_children(base, 1, options, &mut stack, &mut looked_at) {
-        summary.budget_exhausted = true;
-        summary.looked_at = looked_at;
-        return Ok(summary);
-    }
-    while let Some(pending) = stack.pop() {
-        if cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let Some(entry) = classify(&pending, &visible) else {
-            continue;
-        };
-        let descend = entry.kind == EntryKind::Folder
-            && !pending.file_type.is_symlink()
-            && options.max_depth.is_none_or(|max| pending.depth < max);
-        if visit(entry) == Flow::Stop {
-            summary.stopped = true;
-            summary.looked_at = looked_at;
-            return Ok(summary);
-        }
-        if descend
-            && !push_children(
-                &pending.path,
-                pending.depth + 1,
-                options,
-                &mut stack,
-                &mut looked_at,
-            )
-        {
-            summary.budget_exhausted = true;
-            summary.looked_at = looked_at;
-            return Ok(summary);
-        }
-    }
-    summary.looked_at = looked_at;
-    Ok(summary)
+    Ok(WalkSummary {
+        budget_exhausted: end == End::BudgetExhausted,
+        stopped: end == End::Stopped,
+        looked_at,
+    })
+}
+
+#[derive(PartialEq, Eq)]
+enum End {
+    Done,
+    Stopped,
+    BudgetExhausted,
 }
 
 /// Reads `folder`'s entries, skipping hidden ones unless asked, and pushes them so that the
