@@ -1,0 +1,144 @@
+//! `DeleteFile`: moves a file or folder to the operating system's Trash, where the person can
+//! restore it (the freedesktop.org Trash on Linux, Finder's Trash on macOS, via the `trash`
+//! crate). Nothing is ever deleted permanently: if the Trash cannot take it, the call fails.
+//!
+//! Invariants:
+//! - A symlink is trashed as itself; what it points to is untouched.
+//! - A workspace root, the user's home, and folders containing either are refused.
+//! - For a folder, the plan counts what is inside; a folder that holds a protected path (or is
+//!   too large to check fully) is reported as protected, so the policy always asks.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use souz_protocol::{Risk, ToolCategory};
+
+use super::target::{self, Census, Kind, Located};
+use super::{WALK_ENTRY_LIMIT, blocking};
+use crate::sandbox::{Access, Sandbox};
+use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput};
+use tokio_util::sync::CancellationToken;
+
+/// Moves files and folders to the Trash.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeleteFile;
+
+/// Arguments of `DeleteFile`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteFileArgs {
+    /// The file or folder to move to the Trash; `~` is the home folder, relative paths start
+    /// there.
+    pub path: String,
+}
+
+impl Tool for DeleteFile {
+    type Args = DeleteFileArgs;
+    type Prepared = Located;
+
+    fn name(&self) -> &'static str {
+        "DeleteFile"
+    }
+
+    fn description(&self) -> &'static str {
+        "Moves a file or folder (with everything in it) to the Trash, from where it can be \
+         restored. A symbolic link is removed itself, not what it points to. Use ~ for the home \
+         folder."
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Files
+    }
+
+    fn risk(&self) -> Risk {
+        Risk::Delete
+    }
+
+    async fn plan(
+        &self,
+        args: &DeleteFileArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<Located>, ToolError> {
+        let sandbox = ctx.sandbox.clone();
+        let cancel = ctx.cancel.clone();
+        let raw = args.path.clone();
+        blocking(move || {
+            let located = target::locate_existing(&sandbox, &raw)?;
+            target::refuse_removing_anchor(&sandbox, &located.path)?;
+            let (detail, protected) = describe(&sandbox, &located, &cancel)?;
+            let summary = format!(
+                "Move {} {} to the Trash{detail}",
+                located.kind.noun(),
+                sandbox.display(&located.path)
+            );
+            Ok(Plan::new(summary)
+                .target(Target::Path {
+                    path: located.path.clone(),
+                    access: Access::Delete,
+                    protected,
+                })
+                .with(located))
+        })
+        .await
+    }
+
+    async fn run(
+        &self,
+        args: DeleteFileArgs,
+        located: Located,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let sandbox = ctx.sandbox.clone();
+        blocking(move || {
+            target::recheck_located(&sandbox, &args.path, &located)?;
+            let shown = sandbox.display(&located.path);
+            trash::delete(&located.path).map_err(|error| {
+                ToolError::Failed(format!(
+                    "could not move `{shown}` to the Trash ({error}); it was not deleted"
+                ))
+            })?;
+            Ok(ToolOutput::text(format!(
+                "Moved {shown} to the Trash (it can be restored from there)"
+            )))
+        })
+        .await
+    }
+}
+
+/// The plan's detail for a path about to leave its place (" (3 files, 1 folder, 2.0 KB)") and
+/// whether the policy must treat it as protected.
+pub(super) fn describe(
+    sandbox: &Sandbox,
+    located: &Located,
+    cancel: &CancellationToken,
+) -> Result<(String, bool), ToolError> {
+    match located.kind {
+        Kind::Folder => {
+            let census = Census::of(sandbox, &located.path, WALK_ENTRY_LIMIT, cancel)?;
+            let mut detail = format!(" ({})", census.describe());
+            if census.protected_inside {
+                detail.push_str("; it contains protected paths");
+            }
+            Ok((
+                detail,
+                located.protected || census.protected_inside || census.incomplete,
+            ))
+        }
+        Kind::File => {
+            let size = std::fs::symlink_metadata(&located.path)
+                .map(|metadata| metadata.len())
+                .unwrap_or(0);
+            Ok((
+                format!(" ({})", target::human_size(size)),
+                located.protected,
+            ))
+        }
+        Kind::Symlink => Ok((
+            " (only the link; what it points to stays)".to_owned(),
+            located.protected,
+        )),
+        Kind::Special => Ok((String::new(), located.protected)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

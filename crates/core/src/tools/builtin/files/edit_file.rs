@@ -1,0 +1,193 @@
+//! `EditFile`: exact text replacement in an existing UTF-8 text file.
+//!
+//! `plan` does all the work a person needs to decide: it reads the file, refuses binary,
+//! non-text and non-UTF-8 files, computes the replacement (line-ending aware, see [`text`]),
+//! refuses empty, identical, missing and ambiguous `oldString`s, and shows the diff. It hands
+//! `run` the SHA-256 of the bytes it read and the exact new bytes. `run` re-reads the file and
+//! refuses with [`ToolError::Conflict`] if it changed since, then replaces it atomically,
+//! keeping its permissions. What is written is exactly what the diff showed.
+//!
+//! [`text`]: super::text
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use souz_protocol::{Risk, ToolCategory};
+
+use super::text::{self, require_text_extension};
+use super::{EDIT_FILE_LIMIT_BYTES, atomic, blocking, diff, target};
+use crate::sandbox::{Access, Sandbox, SandboxError};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Edits text files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditFile;
+
+/// Arguments of `EditFile`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EditFileArgs {
+    /// The file to modify; `~` is the home folder, relative paths start there.
+    pub path: String,
+    /// Exact text to replace; must match the current content (line endings may be `\n` even
+    /// in a file that uses `\r\n`).
+    pub old_string: String,
+    /// Replacement text. May be empty to delete the matched text.
+    pub new_string: String,
+    /// Replace every occurrence of oldString instead of requiring exactly one. Default false.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// What `plan` hands to `run`: the file, the hash of the content the edit was planned on, and
+/// the exact bytes to write.
+#[derive(Debug)]
+pub struct EditPlan {
+    path: PathBuf,
+    original_sha256: [u8; 32],
+    updated: Vec<u8>,
+    count: usize,
+}
+
+impl Tool for EditFile {
+    type Args = EditFileArgs;
+    type Prepared = EditPlan;
+
+    fn name(&self) -> &'static str {
+        "EditFile"
+    }
+
+    fn description(&self) -> &'static str {
+        "Modifies an existing plain text, code or config file by replacing exact text: \
+         oldString must match the current content exactly (whitespace and indentation \
+         included) and occur once, unless replaceAll is true. Line endings are matched either \
+         way and the file keeps its own. Fails when oldString is missing or ambiguous; then read \
+         the file again and include more surrounding text. Use NewFile to create files."
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Files
+    }
+
+    fn risk(&self) -> Risk {
+        Risk::Write
+    }
+
+    async fn plan(
+        &self,
+        args: &EditFileArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<EditPlan>, ToolError> {
+        let sandbox = ctx.sandbox.clone();
+        let args = args.clone();
+        blocking(move || {
+            let resolved = sandbox.resolve(&args.path, Access::Write)?;
+            if !resolved.exists {
+                return Err(SandboxError::NotFound(args.path.clone()).into());
+            }
+            let shown = sandbox.display(&resolved.path);
+            let original = read_editable(&sandbox, &resolved.path)?;
+            let original_sha256 = sha256(&original);
+            let content = text::decode_editable(original)?;
+            let replacement = text::replace(
+                &content,
+                &args.old_string,
+                &args.new_string,
+                args.replace_all,
+            )?;
+            let count = replacement.count;
+            let summary = format!(
+                "Edit {shown} (replace {count} {})",
+                if count == 1 {
+                    "occurrence"
+                } else {
+                    "occurrences"
+                }
+            );
+            let diff = diff::unified(
+                &shown,
+                &replacement.original_normalized,
+                &replacement.updated_normalized,
+            );
+            Ok(Plan::new(summary)
+                .path(&resolved, Access::Write)
+                .diff(diff)
+                .with(EditPlan {
+                    path: resolved.path,
+                    original_sha256,
+                    updated: replacement.updated_raw.into_bytes(),
+                    count,
+                }))
+        })
+        .await
+    }
+
+    async fn run(
+        &self,
+        args: EditFileArgs,
+        prepared: EditPlan,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let sandbox = ctx.sandbox.clone();
+        blocking(move || {
+            let resolved = target::recheck(&sandbox, &args.path, Access::Write, &prepared.path)?;
+            let shown = sandbox.display(&resolved.path);
+            if !resolved.exists {
+                return Err(ToolError::Conflict(format!(
+                    "`{shown}` was removed after the edit was planned; nothing was written"
+                )));
+            }
+            let current = read_editable(&sandbox, &resolved.path)?;
+            if sha256(&current) != prepared.original_sha256 {
+                return Err(ToolError::Conflict(format!(
+                    "`{shown}` changed after the edit was planned, so it was not applied; read \
+                     the file again and retry"
+                )));
+            }
+            atomic::replace(&resolved.path, &prepared.updated)
+                .map_err(|error| target::io_failure("write", &shown, &error))?;
+            let count = prepared.count;
+            Ok(ToolOutput::text(format!(
+                "Edited {shown}: replaced {count} {}",
+                if count == 1 {
+                    "occurrence"
+                } else {
+                    "occurrences"
+                }
+            )))
+        })
+        .await
+    }
+}
+
+/// Reads a file `EditFile` may edit: a regular file with a text extension, not too large.
+fn read_editable(sandbox: &Sandbox, path: &Path) -> Result<Vec<u8>, ToolError> {
+    let shown = sandbox.display(path);
+    let metadata =
+        fs::metadata(path).map_err(|error| target::io_failure("read", &shown, &error))?;
+    if !metadata.is_file() {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{shown}` is not a regular file"
+        )));
+    }
+    require_text_extension(path, "edited")?;
+    if metadata.len() > EDIT_FILE_LIMIT_BYTES {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{shown}` is {}, larger than the {} EditFile handles",
+            target::human_size(metadata.len()),
+            target::human_size(EDIT_FILE_LIMIT_BYTES)
+        )));
+    }
+    target::read_regular_file(path, EDIT_FILE_LIMIT_BYTES)
+        .map_err(|error| target::io_failure("read", &shown, &error))
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+#[cfg(test)]
+mod tests;
