@@ -226,7 +226,7 @@ fn restart_keeps_token_and_events() {
     let token = first.token.clone();
     let stopped = first.stop("TERM");
     assert!(stopped.status.success(), "{}", stopped.stderr);
-    let second = Daemon::start_in(stopped.home, |_| {});
+    let second = Daemon::restart(stopped);
     assert_eq!(second.token, token);
     let connection = rusqlite::Connection::open(second.home.path().join("souz.db")).unwrap();
     let starts: i64 = connection

@@ -1,4 +1,5 @@
 //! End-to-end tests: the real `souz` binary, a temporary `SOUZ_HOME`, real sockets and signals.
 
+mod approvals;
 mod config;
 mod daemon;

@@ -124,10 +124,13 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
-/// A running `souz serve` with its own temporary home.
+/// A running `souz serve` with its own temporary Souz home and user home.
 pub struct Daemon {
-    /// The Souz home.
+    /// The Souz home (`SOUZ_HOME`).
     pub home: tempfile::TempDir,
+    /// The user's home (`HOME`, what `~` means to tools); separate from the Souz home so tools
+    /// do not see it as protected.
+    pub user: tempfile::TempDir,
     /// `host:port` the daemon listens on.
     pub address: String,
     /// The bearer token.
@@ -147,12 +150,28 @@ impl Daemon {
         Self::start_in(home, prepare)
     }
 
-    /// Starts `souz serve` in an existing home (e.g. to restart a stopped daemon).
+    /// Starts `souz serve` in an existing Souz home, with a fresh user home.
     pub fn start_in(home: tempfile::TempDir, prepare: impl FnOnce(&mut Command)) -> Self {
+        let user = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        Self::start_with_homes(home, user, prepare)
+    }
+
+    /// Starts a stopped daemon again, with the same homes.
+    pub fn restart(stopped: Stopped) -> Self {
+        Self::start_with_homes(stopped.home, stopped.user, |_| {})
+    }
+
+    fn start_with_homes(
+        home: tempfile::TempDir,
+        user: tempfile::TempDir,
+        prepare: impl FnOnce(&mut Command),
+    ) -> Self {
         let _ = std::fs::remove_file(home.path().join("daemon.json"));
+        let user_home = user.path().to_path_buf();
         let mut command = souz(home.path());
         command
             .arg("serve")
+            .env("HOME", &user_home)
             .env("SOUZ_PORT", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -168,6 +187,7 @@ impl Daemon {
             .to_owned();
         let daemon = Self {
             home,
+            user,
             address,
             token,
             child: Some(child),
@@ -187,6 +207,55 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(20));
         }
         panic!("daemon at {} did not become healthy", self.address);
+    }
+
+    /// The folder the daemon uses as the user's home (`~`).
+    pub fn user_home(&self) -> PathBuf {
+        self.user.path().to_path_buf()
+    }
+
+    /// A `souz` CLI command pointed at this daemon.
+    pub fn cli(&self) -> Command {
+        let mut command = souz(self.home.path());
+        command.env("HOME", self.user_home());
+        command
+    }
+
+    /// POST JSON with the bearer token.
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
+        let auth = format!("Bearer {}", self.token);
+        let body = body.to_string();
+        http(
+            &self.address,
+            "POST",
+            path,
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body.as_bytes(),
+        )
+        .unwrap_or_else(|error| panic!("POST {path}: {error}"))
+    }
+
+    /// Polls `GET path` until `done` holds for its JSON body (30 s at most).
+    pub fn wait_until(
+        &self,
+        path: &str,
+        done: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let body = self.get(path).json();
+            if done(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} never reached the expected state: {body}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// GET with the bearer token.
@@ -228,14 +297,14 @@ impl Daemon {
         if let Some(mut pipe) = child.stderr.take() {
             let _ = pipe.read_to_string(&mut stderr);
         }
-        let home = std::mem::replace(
-            &mut self.home,
-            tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}")),
-        );
+        let fresh = || tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        let home = std::mem::replace(&mut self.home, fresh());
+        let user = std::mem::replace(&mut self.user, fresh());
         Stopped {
             status,
             stderr,
             home,
+            user,
         }
     }
 }
@@ -246,8 +315,10 @@ pub struct Stopped {
     pub status: ExitStatus,
     /// Everything it wrote to stderr.
     pub stderr: String,
-    /// Its home, kept alive for inspection or a restart.
+    /// Its Souz home, kept alive for inspection or a restart.
     pub home: tempfile::TempDir,
+    /// Its user home.
+    pub user: tempfile::TempDir,
 }
 
 impl Drop for Daemon {

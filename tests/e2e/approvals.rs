@@ -1,0 +1,243 @@
+//! The approval gate end to end: the real daemon, real file tools, decisions through the HTTP
+//! API and the `souz` CLI.
+
+use serde_json::{Value, json};
+use souz_e2e::Daemon;
+
+fn cli_output(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
+    let output = daemon.cli().args(args).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn start_waiting_call(daemon: &Daemon, tool: &str, arguments: Value) -> (String, String) {
+    let response = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": tool, "arguments": arguments, "wait_ms": 300}),
+    );
+    assert_eq!(response.status, 202, "{}", response.body);
+    let call = response.json();
+    assert_eq!(call["status"], "waiting_approval", "{call}");
+    (
+        call["id"].as_str().unwrap().to_owned(),
+        call["approval_id"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn read_only_calls_run_at_once_and_writes_wait_for_a_yes() {
+    let daemon = Daemon::start();
+    std::fs::write(daemon.user_home().join("hello.txt"), "hi").unwrap();
+
+    let listed = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "ListFiles", "arguments": {"path": "~"}}),
+    );
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let listed = listed.json();
+    assert_eq!(listed["status"], "succeeded", "{listed}");
+    assert!(
+        listed["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello.txt"),
+        "{listed}"
+    );
+
+    // A write waits; the person approves it through the CLI (by id prefix); it then runs.
+    let (call_id, approval_id) = start_waiting_call(
+        &daemon,
+        "NewFile",
+        json!({"path": "notes/todo.md", "text": "buy milk\n"}),
+    );
+    let target = daemon.user_home().join("notes/todo.md");
+    assert!(!target.exists(), "nothing is written before the yes");
+    let pending = daemon.get("/v1/approvals?status=pending").json();
+    let approval = &pending["items"][0];
+    assert_eq!(approval["id"], approval_id.as_str());
+    assert_eq!(approval["tool"], "NewFile");
+    assert_eq!(approval["requester"]["kind"], "api");
+    assert!(
+        approval["diff"].as_str().unwrap().contains("+buy milk"),
+        "{approval}"
+    );
+
+    let (ok, stdout, stderr) = cli_output(&daemon, &["approvals"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("NewFile"), "{stdout}");
+    let (ok, stdout, stderr) = cli_output(&daemon, &["approvals", "show", &approval_id[..13]]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("+buy milk"), "{stdout}");
+    let (ok, stdout, stderr) = cli_output(&daemon, &["approvals", "approve", &approval_id[..13]]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.starts_with("Approved:"), "{stdout}");
+
+    let call = daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| {
+        c["status"] == "succeeded"
+    });
+    assert_eq!(call["result"]["is_error"], false);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "buy milk\n");
+
+    // A second decision on the same approval conflicts.
+    let again = daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "deny"}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.json()["error"]["code"], "conflict");
+}
+
+#[test]
+fn denial_and_scoped_grants() {
+    let daemon = Daemon::start();
+    // Denied through the HTTP API: nothing happens and the caller sees why.
+    let (call_id, approval_id) =
+        start_waiting_call(&daemon, "NewFile", json!({"path": "a.txt", "text": "x"}));
+    let denied = daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "deny", "via": "ui"}),
+    );
+    assert_eq!(denied.status, 200, "{}", denied.body);
+    let call = daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| {
+        c["status"] == "denied"
+    });
+    assert_eq!(call["result"]["is_error"], true);
+    assert!(!daemon.user_home().join("a.txt").exists());
+
+    // Approved with the suggested scope: later similar calls run without asking.
+    std::fs::create_dir_all(daemon.user_home().join("p")).unwrap();
+    let (call_id, approval_id) = start_waiting_call(
+        &daemon,
+        "NewFile",
+        json!({"path": "p/one.txt", "text": "1"}),
+    );
+    let (ok, stdout, stderr) = cli_output(
+        &daemon,
+        &["approvals", "approve", &approval_id, "--suggested"],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Grant"), "{stdout}");
+    daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| {
+        c["status"] == "succeeded"
+    });
+    let second = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "NewFile", "arguments": {"path": "p/two.txt", "text": "2"}}),
+    );
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert_eq!(second.json()["status"], "succeeded");
+    // Outside the granted folder it asks again.
+    let outside = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "NewFile", "arguments": {"path": "q.txt", "text": "3"}, "wait_ms": 200}),
+    );
+    assert_eq!(outside.status, 202);
+
+    // Revoking the grant makes the folder ask again.
+    let grants = daemon.get("/v1/grants").json();
+    let grant_id = grants["items"][0]["id"].as_str().unwrap().to_owned();
+    let (ok, _, stderr) = cli_output(&daemon, &["grants", "revoke", &grant_id]);
+    assert!(ok, "{stderr}");
+    let third = daemon.post("/v1/tool-calls", &json!({"tool": "NewFile", "arguments": {"path": "p/three.txt", "text": "3"}, "wait_ms": 200}));
+    assert_eq!(third.status, 202, "{}", third.body);
+
+    // The audit has a row per call, with who decided.
+    let audit = daemon.get("/v1/audit?limit=50").json();
+    let rows = audit["items"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        3,
+        "the two calls still waiting have no row yet: {audit}"
+    );
+    assert!(
+        rows.iter().any(|r| r["decided_by"]["kind"] == "grant"),
+        "{audit}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["decided_by"]["kind"] == "person" && r["decided_by"]["via"] == "ui"),
+        "{audit}"
+    );
+}
+
+#[test]
+fn cli_tools_and_validation() {
+    let daemon = Daemon::start();
+    let (ok, stdout, stderr) = cli_output(&daemon, &["tools", "list"]);
+    assert!(ok, "{stderr}");
+    for tool in ["ListFiles", "NewFile", "EditFile", "DeleteFile", "MoveFile"] {
+        assert!(stdout.contains(tool), "{tool} missing from\n{stdout}");
+    }
+    let newfile_line = stdout.lines().find(|l| l.starts_with("NewFile")).unwrap();
+    assert!(newfile_line.contains("ask"), "{newfile_line}");
+    std::fs::write(daemon.user_home().join("x.md"), "hello").unwrap();
+    let (ok, stdout, stderr) = cli_output(
+        &daemon,
+        &[
+            "tools",
+            "call",
+            "SearchFileContent",
+            "--args",
+            r#"{"query":"hello"}"#,
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("x.md"), "{stdout}");
+    let (ok, _, stderr) = cli_output(
+        &daemon,
+        &["tools", "call", "ListFiles", "--args", "not json"],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("--args must be a JSON object"), "{stderr}");
+
+    for (body, code) in [
+        (
+            json!({"tool": "ListFiles", "wait_ms": 700_000}),
+            "invalid_request",
+        ),
+        (json!({"tool": ""}), "invalid_request"),
+        (json!({"arguments": {}}), "invalid_request"),
+        (json!({"tool": "ListFiles", "extra": 1}), "invalid_request"),
+    ] {
+        let response = daemon.post("/v1/tool-calls", &body);
+        assert_eq!(response.status, 400, "{body}: {}", response.body);
+        assert_eq!(response.json()["error"]["code"], code);
+    }
+    let bad_decision = daemon.post("/v1/approvals/x/decision", &json!({"decision": "maybe"}));
+    assert_eq!(bad_decision.status, 400);
+    let missing = daemon.post(
+        "/v1/approvals/nope/decision",
+        &json!({"decision": "approve"}),
+    );
+    assert_eq!(missing.status, 404);
+    assert_eq!(daemon.get("/v1/tool-calls/nope").status, 404);
+    let (ok, _, stderr) = cli_output(&daemon, &["approvals", "approve", "zzzz"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("no approval or grant id starts with `zzzz`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_restart_denies_what_was_pending() {
+    let daemon = Daemon::start();
+    let (call_id, approval_id) =
+        start_waiting_call(&daemon, "NewFile", json!({"path": "late.txt", "text": "x"}));
+    let stopped = daemon.stop("KILL");
+    let daemon = Daemon::restart(stopped);
+    let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
+    assert_eq!(approval["status"], "expired", "{approval}");
+    assert_eq!(approval["expiry_reason"], "restart");
+    let call = daemon.get(&format!("/v1/tool-calls/{call_id}")).json();
+    assert_eq!(call["status"], "failed", "{call}");
+    let late = daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "approve"}),
+    );
+    assert_eq!(late.status, 409);
+    assert!(!daemon.user_home().join("late.txt").exists());
+}
