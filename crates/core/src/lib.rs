@@ -12,4 +12,4 @@ pub mod telemetry;
 pub mod token;
 pub mod tools;
 
-pub use runtime::{Runtime, RuntimeError, RuntimeHandle};
+pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};

@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod events;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::{ApiToken, TokenError};
 
@@ -45,6 +47,17 @@ pub enum RuntimeError {
     /// The database could not be opened or migrated.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The sandbox could not be set up from `[sandbox]`.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// What the embedding binary tells the runtime beyond the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// The binary implementing the hidden `__sandbox-exec` subcommand (the daemon's own
+    /// executable); without it commands are not confined by Landlock on Linux.
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -65,6 +78,7 @@ struct State {
     events: EventBus,
     token: ApiToken,
     user: LocalUser,
+    sandbox: Arc<Sandbox>,
     started: Instant,
     shutdown: CancellationToken,
     stopping: AtomicBool,
@@ -74,6 +88,11 @@ struct State {
 impl Runtime {
     /// Prepares the Souz home, the token and the database, then announces the start.
     pub async fn start(config: Config) -> Result<Self, RuntimeError> {
+        Self::start_with(config, RuntimeOptions::default()).await
+    }
+
+    /// [`Runtime::start`] with options from the embedding binary.
+    pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
         config
             .paths
             .ensure_home()
@@ -90,8 +109,14 @@ impl Runtime {
                 .or_else(|_| std::env::var("LOGNAME"))
                 .unwrap_or_else(|_| "local".to_owned()),
         };
+        let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
+        if let Some(helper) = options.sandbox_helper {
+            sandbox = sandbox.with_confinement_helper(helper);
+        }
+        tracing::info!(confinement = %sandbox.confinement().status().detail, "sandbox ready");
         let handle = RuntimeHandle {
             state: Arc::new(State {
+                sandbox: Arc::new(sandbox),
                 config,
                 store,
                 events,
@@ -143,6 +168,11 @@ impl RuntimeHandle {
     /// The database.
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The sandbox tools run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.state.sandbox
     }
 
     /// The runtime event bus.
@@ -203,6 +233,7 @@ impl RuntimeHandle {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             uptime_s: self.state.started.elapsed().as_secs(),
             database,
+            sandbox: self.state.sandbox.confinement().status(),
         }
     }
 

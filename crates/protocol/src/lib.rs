@@ -16,5 +16,8 @@ pub use approvals::Requester;
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
-pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
+pub use system::{
+    Bootstrap, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health, LocalUser,
+    RouteIndex, SandboxStatus,
+};
 pub use tools::{Risk, ToolAnnotations, ToolCategory, ToolResult};
