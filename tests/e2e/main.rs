@@ -2,3 +2,4 @@
 
 mod config;
 mod daemon;
+mod sandbox;

@@ -312,7 +312,8 @@ impl Sandbox {
     }
 
     /// The environment of a command: the inherited allowlist, `HOME` set to the user's home,
-    /// a fallback `PATH`, then the caller's additions (injection variables refused).
+    /// fallbacks for `PATH` and `TMPDIR`, then the caller's additions (injection variables
+    /// refused).
     fn command_environment(
         &self,
         additions: &[(String, String)],
@@ -331,6 +332,13 @@ impl Sandbox {
             environment.push((
                 OsString::from("PATH"),
                 OsString::from(environment::FALLBACK_PATH),
+            ));
+        }
+        if !environment.iter().any(|(name, _)| name == "TMPDIR") {
+            // Confined commands may write the temporary folder: tell them where it is.
+            environment.push((
+                OsString::from("TMPDIR"),
+                std::env::temp_dir().into_os_string(),
             ));
         }
         for (name, value) in additions {

@@ -237,7 +237,7 @@ async fn secrets_in_the_daemon_environment_do_not_reach_the_command() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["HOME", "LANG", "PATH", "SOUZ_SKILL_ID"],
+        ["HOME", "LANG", "PATH", "SOUZ_SKILL_ID", "TMPDIR"],
         "{}",
         outcome.stdout.text
     );

@@ -45,7 +45,7 @@ async fn loopback_is_refused_by_default_and_nothing_is_sent() {
 async fn an_allowed_host_is_fetched() {
     let server = TestServer::start("127.0.0.1").await;
     for entry in [server.allow_entry(), "127.0.0.1".to_owned()] {
-        let fetched = fetch(&client(&[entry.clone()]), &server.url("/text"))
+        let fetched = fetch(&client(std::slice::from_ref(&entry)), &server.url("/text"))
             .await
             .unwrap_or_else(|error| panic!("{entry}: {error}"));
         assert_eq!(fetched.status, 200);
