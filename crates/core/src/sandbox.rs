@@ -136,9 +136,12 @@ impl Sandbox {
                 protected.push(ProtectedPath { path, folded });
             }
         };
-        let souz_home = paths.home().display().to_string();
-        for raw in config.protected.iter().chain(std::iter::once(&souz_home)) {
-            let lexical = normalize_lexically(&expand_home(raw, &user_home));
+        let configured = config
+            .protected
+            .iter()
+            .map(|raw| expand_home(raw, &user_home));
+        for path in configured.chain(std::iter::once(paths.home().to_path_buf())) {
+            let lexical = normalize_lexically(&path);
             // Both where the path is written and where it really leads are protected: writing
             // `~/.bashrc` that links into a dotfiles folder still changes the shell's profile.
             if let Ok((real, _)) = paths::resolve_real(&lexical) {
@@ -256,6 +259,12 @@ impl Sandbox {
         }
         if !exists && matches!(access, Access::Read | Access::Delete) {
             return Err(SandboxError::NotFound(raw.to_owned()));
+        }
+        if access == Access::Delete && self.roots.contains(&real) {
+            return Err(invalid(format!(
+                "`{}` is a workspace root; it cannot be deleted or moved",
+                self.display(&real)
+            )));
         }
         Ok(ResolvedPath {
             protected: self.is_protected(&real) || self.is_protected(&absolute),

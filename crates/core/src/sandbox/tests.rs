@@ -155,6 +155,10 @@ fn escape_attempts_are_refused_and_honest_paths_resolve() {
             Write,
             Invalid("is a file, not a folder"),
         ),
+        // A root itself cannot be deleted or moved away (it can be read and written into).
+        ("~/work", Delete, Invalid("is a workspace root")),
+        ("~/work/sub/..", Delete, Invalid("is a workspace root")),
+        ("~/work", Write, Ok("work", false)),
         // Other accounts' homes and malformed input.
         ("~root/.ssh", Read, Invalid("another account")),
         ("", Read, Invalid("empty")),
