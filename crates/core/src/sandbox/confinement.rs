@@ -163,8 +163,10 @@ impl Confinement {
     }
 }
 
-/// Temporary folders commands may write (real paths of those that exist).
-fn temporary_folders() -> Vec<PathBuf> {
+/// Temporary folders commands may write (real paths of those that exist). A folder that would
+/// open up more than temporary files — `/`, an ancestor of the home folder, or one holding a
+/// protected path (say `TMPDIR=/home/person`) — is left out.
+fn temporary_folders(sandbox: &Sandbox) -> Vec<PathBuf> {
     let mut folders = vec![
         PathBuf::from("/tmp"),
         PathBuf::from("/var/tmp"),
@@ -178,6 +180,12 @@ fn temporary_folders() -> Vec<PathBuf> {
     let mut real: Vec<PathBuf> = folders
         .into_iter()
         .filter_map(|folder| folder.canonicalize().ok())
+        .filter(|folder| {
+            folder.parent().is_some()
+                && !sandbox.user_home().starts_with(folder)
+                && !sandbox.is_protected(folder)
+                && !sandbox.holds_protected(folder)
+        })
         .collect();
     real.sort();
     real.dedup();
@@ -192,7 +200,7 @@ pub fn writable_paths(sandbox: &Sandbox) -> Vec<PathBuf> {
     for root in sandbox.roots() {
         grant_around_protected(sandbox, root, &mut paths);
     }
-    paths.extend(temporary_folders());
+    paths.extend(temporary_folders(sandbox));
     paths.extend(
         WRITABLE_DEVICES
             .iter()
@@ -237,7 +245,7 @@ pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
     let mut writable: Vec<String> = sandbox
         .roots()
         .iter()
-        .chain(temporary_folders().iter())
+        .chain(temporary_folders(sandbox).iter())
         .map(|path| format!("(require-not (subpath {}))", seatbelt_string(path)))
         .collect();
     writable.extend(WRITABLE_DEVICES.iter().map(|device| {

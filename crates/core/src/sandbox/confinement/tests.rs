@@ -19,7 +19,8 @@ fn sandbox_with_home(home: &Path) -> Sandbox {
 
 #[test]
 fn writable_paths_split_roots_around_protected_paths() {
-    let dir = tempfile::tempdir().unwrap();
+    // The home is under /var/tmp, so /tmp (which does not hold it) is granted.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let home = dir.path().canonicalize().unwrap();
     for folder in [
         ".ssh",
@@ -72,9 +73,34 @@ fn writable_paths_split_roots_around_protected_paths() {
         );
     }
     assert!(!writable.iter().any(|path| path.starts_with("/etc")));
-    // Temporary folders and the null device are writable.
-    assert!(writable.contains(&PathBuf::from("/tmp")));
+    // Temporary folders that do not hold the home, and the null device, are writable.
+    let tmp = Path::new("/tmp").canonicalize().unwrap();
+    let var_tmp = Path::new("/var/tmp").canonicalize().unwrap();
+    assert!(writable.contains(&tmp), "{writable:?}");
+    assert!(!writable.contains(&var_tmp), "{writable:?}");
     assert!(writable.contains(&PathBuf::from("/dev/null")));
+}
+
+#[test]
+fn temporary_folders_never_open_up_the_home_or_protected_paths() {
+    // A home under /tmp (as in tests, or a strange TMPDIR): /tmp would contain it, so /tmp is
+    // not granted wholesale; the root is still split around its protected paths.
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let home = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join("work")).unwrap();
+    let sandbox = sandbox_with_home(&home);
+    let writable = writable_paths(&sandbox);
+    let tmp = Path::new("/tmp").canonicalize().unwrap();
+    assert!(!writable.contains(&tmp), "{writable:?}");
+    assert!(
+        !writable
+            .iter()
+            .any(|path| home.join(".ssh").starts_with(path)),
+        "{writable:?}"
+    );
+    assert!(writable.contains(&home.join("work")));
+    assert!(!writable.contains(&PathBuf::from("/")));
 }
 
 #[test]
