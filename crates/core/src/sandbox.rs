@@ -295,8 +295,22 @@ impl Sandbox {
     }
 
     /// Whether a listing or search may show `path` (resolved): inside a root, not protected.
+    /// An entry that is itself a symbolic link is judged by its target too, so a walker that
+    /// lists links without following them cannot show a link into `~/.ssh` or out of the roots.
     pub fn is_visible(&self, path: &Path) -> bool {
-        self.inside_roots(path) && !self.is_protected(path)
+        if !self.inside_roots(path) || self.is_protected(path) {
+            return false;
+        }
+        let is_link = std::fs::symlink_metadata(path)
+            .map(|metadata| metadata.file_type().is_symlink())
+            .unwrap_or(false);
+        if !is_link {
+            return true;
+        }
+        match paths::resolve_real(path) {
+            Ok((real, _)) => self.inside_roots(&real) && !self.is_protected(&real),
+            Err(_) => false,
+        }
     }
 
     /// `path` for people: `~/x/y` under the home folder, else absolute.

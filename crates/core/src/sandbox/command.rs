@@ -233,7 +233,14 @@ impl Sandbox {
         let started = Instant::now();
         let mut child = command.spawn().map_err(|error| CommandError::Spawn {
             program: program.to_string_lossy().into_owned(),
-            reason: error.to_string(),
+            reason: if launcher == program {
+                error.to_string()
+            } else {
+                format!(
+                    "the sandbox launcher {} failed: {error}",
+                    launcher.to_string_lossy()
+                )
+            },
         })?;
         let group = ProcessGroup::of(&child);
         let limit = self.config.command_output_limit.bytes();

@@ -301,6 +301,26 @@ fn a_protected_link_location_is_protected_even_when_its_target_is_not() {
 }
 
 #[test]
+fn listings_hide_protected_paths_and_links_that_leave_the_roots() {
+    let fixture = fixture();
+    let sandbox = &fixture.sandbox;
+    let work = fixture.home.join("work");
+    assert!(sandbox.is_visible(&work.join("a.txt")));
+    assert!(
+        sandbox.is_visible(&work.join("inner")),
+        "a link inside the root"
+    );
+    assert!(!sandbox.is_visible(&work.join(".env")));
+    assert!(!sandbox.is_visible(&work.join(".souz")));
+    for link in [
+        "out_dir", "out_file", "dangling", "chain", "to_ssh", "loop_a",
+    ] {
+        assert!(!sandbox.is_visible(&work.join(link)), "{link}");
+    }
+    assert!(!sandbox.is_visible(&fixture.outside));
+}
+
+#[test]
 fn display_and_roots() {
     let fixture = fixture();
     let sandbox = &fixture.sandbox;
