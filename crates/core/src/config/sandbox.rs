@@ -12,7 +12,8 @@ config_section! {
         /// so nothing outside these folders can be reached through them.
         pub roots: Vec<String> = vec!["~".to_owned()],
         /// Paths no tool touches without asking you, even when a rule or grant would allow the
-        /// call. The Souz home itself is always protected. Listings and searches skip them.
+        /// call. The Souz home itself is always protected. Listings and searches skip them, and
+        /// commands cannot write them where the system confines commands (see /health).
         pub protected: Vec<String> = [
             "~/.ssh",
             "~/.gnupg",
