@@ -3,3 +3,4 @@
 mod approvals;
 mod config;
 mod daemon;
+mod sandbox;

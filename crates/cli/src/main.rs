@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use souz_core::config::{Config, SouzPaths, process_env};
+use souz_core::sandbox::confinement;
 use souz_core::token::ApiToken;
 
 /// Souz: a local AI assistant that asks before anything sensitive happens.
@@ -52,6 +53,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper runs before anything else (no argument parser, no threads): it must
+    // confine a single-threaded process and then become the command.
+    let mut arguments = std::env::args_os().skip(1);
+    if arguments
+        .next()
+        .is_some_and(|first| first == confinement::HELPER_SUBCOMMAND)
+    {
+        return sandbox_exec(arguments.collect());
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve => serve::run(),
@@ -109,6 +119,17 @@ fn print_token() -> ExitCode {
         }
         Err(error) => fail(&error.to_string()),
     }
+}
+
+/// `souz __sandbox-exec [--allow-write PATH]... -- PROGRAM [ARGS]...`: confines this process
+/// (Landlock) and replaces it with the command. Returns only when that failed.
+fn sandbox_exec(arguments: Vec<std::ffi::OsString>) -> ExitCode {
+    let error = match confinement::HelperArguments::parse(arguments) {
+        Ok(arguments) => confinement::run_helper(arguments),
+        Err(error) => error,
+    };
+    eprintln!("souz: {error}");
+    ExitCode::from(confinement::HELPER_FAILURE_EXIT_CODE)
 }
 
 /// Prints `souz: <message>` to stderr and returns exit code 1.

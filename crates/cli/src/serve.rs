@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use souz_core::gateway::Gateway;
 use souz_core::runtime::discovery;
-use souz_core::{Runtime, telemetry};
+use souz_core::{Runtime, RuntimeOptions, telemetry};
 use souz_protocol::DaemonInfo;
 
 pub fn run() -> ExitCode {
@@ -43,7 +43,11 @@ async fn serve(config: souz_core::config::Config) -> ExitCode {
     };
     let address = gateway.local_addr();
     let daemon_file = config.paths.daemon_file();
-    let runtime = match Runtime::start(config).await {
+    // Commands are confined by re-running this very binary as the sandbox helper.
+    let options = RuntimeOptions {
+        sandbox_helper: std::env::current_exe().ok(),
+    };
+    let runtime = match Runtime::start_with(config, options).await {
         Ok(runtime) => runtime,
         Err(error) => return crate::fail(&error.to_string()),
     };

@@ -13,4 +13,4 @@ pub mod telemetry;
 pub mod token;
 pub mod tools;
 
-pub use runtime::{Runtime, RuntimeError, RuntimeHandle};
+pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};

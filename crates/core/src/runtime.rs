@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod events;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -49,12 +50,20 @@ pub enum RuntimeError {
     /// The database could not be opened or migrated.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The sandbox could not be set up.
-    #[error("cannot set up the sandbox: {0}")]
+    /// The sandbox could not be set up from `[sandbox]`.
+    #[error(transparent)]
     Sandbox(#[from] SandboxError),
     /// The tool catalog is inconsistent (a bug).
     #[error("cannot build the tool catalog: {0}")]
     Catalog(#[from] CatalogError),
+}
+
+/// What the embedding binary tells the runtime beyond the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// The binary implementing the hidden `__sandbox-exec` subcommand (the daemon's own
+    /// executable); without it commands are not confined by Landlock on Linux.
+    pub sandbox_helper: Option<PathBuf>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -76,6 +85,7 @@ struct State {
     gate: Gate,
     token: ApiToken,
     user: LocalUser,
+    sandbox: Arc<Sandbox>,
     started: Instant,
     shutdown: CancellationToken,
     stopping: AtomicBool,
@@ -85,6 +95,11 @@ struct State {
 impl Runtime {
     /// Prepares the Souz home, the token and the database, then announces the start.
     pub async fn start(config: Config) -> Result<Self, RuntimeError> {
+        Self::start_with(config, RuntimeOptions::default()).await
+    }
+
+    /// [`Runtime::start`] with options from the embedding binary.
+    pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
         config
             .paths
             .ensure_home()
@@ -96,12 +111,17 @@ impl Runtime {
         let store = Store::open(config.paths.database()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
         let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
-        let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths)?);
+        let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
+        if let Some(helper) = options.sandbox_helper {
+            sandbox = sandbox.with_confinement_helper(helper);
+        }
+        tracing::info!(confinement = %sandbox.confinement().status().detail, "sandbox ready");
+        let sandbox = Arc::new(sandbox);
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
         let gate = Gate::new(
             builtin::catalog()?,
-            sandbox,
+            Arc::clone(&sandbox),
             approvals,
             events.clone(),
             store.clone(),
@@ -123,6 +143,7 @@ impl Runtime {
         };
         let handle = RuntimeHandle {
             state: Arc::new(State {
+                sandbox,
                 config,
                 store,
                 events,
@@ -175,6 +196,11 @@ impl RuntimeHandle {
     /// The database.
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The sandbox tools run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.state.sandbox
     }
 
     /// The runtime event bus.
@@ -245,6 +271,7 @@ impl RuntimeHandle {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             uptime_s: self.state.started.elapsed().as_secs(),
             database,
+            sandbox: self.state.sandbox.confinement().status(),
         }
     }
 

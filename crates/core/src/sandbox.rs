@@ -1,18 +1,40 @@
 //! The sandbox: what tools may touch on this machine.
 //!
 //! Owns workspace roots and protected paths (from `[sandbox]`), path resolution that cannot
-//! escape the roots (`~`, relative paths, `..`, symlinks at every level, odd unicode), and —
-//! in submodules — the command runner and the SSRF-safe web client.
+//! escape the roots (`paths`: `~`, relative paths, `..`, symlinks at every level, odd unicode),
+//! the command runner (`command`, with its scrubbed environment in `environment`), OS
+//! confinement of commands (`confinement`: Landlock on Linux, Seatbelt on macOS), and the
+//! SSRF-safe web client (`net`).
 //!
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
 //!   real location (every symlink resolved) is inside a root.
 //! - The Souz home is always protected. Protected paths are reported, not silently allowed: the
-//!   approval policy turns them into a question for the person.
+//!   approval policy turns them into a question for the person. Matching them ignores Unicode
+//!   normalization, and letter case where the filesystem does.
+//! - Commands run with an environment built from an allowlist, in their own process group, and
+//!   never outlive their call.
+//! - Network tools reach loopback, private, link-local and other non-public addresses only for
+//!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 
-use std::path::{Component, Path, PathBuf};
+pub mod command;
+pub mod confinement;
+pub mod environment;
+pub mod net;
+pub mod paths;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::config::{SandboxConfig, SouzPaths};
+
+pub use command::{CapturedOutput, CommandError, CommandOutcome, CommandProgram, CommandRequest};
+pub use confinement::Confinement;
+pub use net::{WebClient, WebError};
+pub use paths::{expand_home, normalize_lexically};
+
+use paths::{FoldedPath, WalkError};
 
 /// Why the sandbox refused something. Messages are shown to the model and the person.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,8 +82,15 @@ pub struct ResolvedPath {
     pub path: PathBuf,
     /// Whether it exists.
     pub exists: bool,
-    /// Whether it is (inside) a protected path.
+    /// Whether it is (inside) a protected path, or was reached through one.
     pub protected: bool,
+}
+
+/// A protected path in its two comparable forms.
+#[derive(Debug, Clone)]
+struct ProtectedPath {
+    path: PathBuf,
+    folded: FoldedPath,
 }
 
 /// The sandbox of one daemon.
@@ -69,44 +98,101 @@ pub struct ResolvedPath {
 pub struct Sandbox {
     user_home: PathBuf,
     roots: Vec<PathBuf>,
-    protected: Vec<PathBuf>,
+    protected: Vec<ProtectedPath>,
+    case_insensitive: bool,
     config: SandboxConfig,
+    /// The daemon's environment, already reduced to what commands may inherit.
+    inherited_environment: Vec<(OsString, OsString)>,
+    confinement: Confinement,
+    /// Built on first use: most sandboxes never fetch anything.
+    web: Arc<OnceLock<Result<WebClient, WebError>>>,
 }
 
 impl Sandbox {
-    /// Builds the sandbox from `[sandbox]` and the Souz paths.
+    /// Builds the sandbox from `[sandbox]` and the Souz paths. Commands inherit a scrubbed copy
+    /// of this process's environment; OS confinement of commands needs a helper binary (see
+    /// [`Sandbox::with_confinement_helper`]) on Linux.
     pub fn new(config: &SandboxConfig, paths: &SouzPaths) -> Result<Self, SandboxError> {
         let user_home = paths.user_home().to_path_buf();
         let user_home = user_home.canonicalize().unwrap_or(user_home);
-        let expand = |raw: &str| expand_home(raw, &user_home);
+        let case_insensitive = paths::CASE_INSENSITIVE_FILESYSTEM;
         let mut roots = Vec::new();
         for raw in &config.roots {
-            let root = expand(raw);
+            let root = expand_home(raw, &user_home);
             // Roots must exist to be canonical; a missing root simply grants nothing.
-            if let Ok(real) = root.canonicalize() {
+            if let Ok(real) = root.canonicalize()
+                && !roots.contains(&real)
+            {
                 roots.push(real);
             }
         }
-        let mut protected: Vec<PathBuf> = config
+        let mut protected = Vec::new();
+        let mut protect = |path: PathBuf| {
+            let folded = FoldedPath::new(&path, case_insensitive);
+            if !protected
+                .iter()
+                .any(|known: &ProtectedPath| known.folded == folded)
+            {
+                protected.push(ProtectedPath { path, folded });
+            }
+        };
+        let configured = config
             .protected
             .iter()
-            .map(|raw| {
-                let path = normalize_lexically(&expand(raw));
-                path.canonicalize().unwrap_or(path)
-            })
-            .collect();
-        let souz_home = paths.home();
-        protected.push(
-            souz_home
-                .canonicalize()
-                .unwrap_or_else(|_| souz_home.to_path_buf()),
-        );
+            .map(|raw| expand_home(raw, &user_home));
+        for path in configured.chain(std::iter::once(paths.home().to_path_buf())) {
+            let lexical = normalize_lexically(&path);
+            // Both where the path is written and where it really leads are protected: writing
+            // `~/.bashrc` that links into a dotfiles folder still changes the shell's profile.
+            if let Ok((real, _)) = paths::resolve_real(&lexical) {
+                protect(real);
+            }
+            protect(lexical);
+        }
         Ok(Self {
             user_home,
             roots,
             protected,
+            case_insensitive,
             config: config.clone(),
+            inherited_environment: environment::inheritable(std::env::vars_os()),
+            confinement: Confinement::detect(None),
+            web: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// Names the binary that implements the hidden `__sandbox-exec` subcommand (the daemon's
+    /// own executable), which confines commands with Landlock on Linux.
+    pub fn with_confinement_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.confinement = Confinement::detect(Some(helper.into()));
+        self
+    }
+
+    /// Uses `environment` instead of this process's environment as what commands may inherit
+    /// (it is scrubbed the same way). For tests and embedders.
+    pub fn with_inherited_environment(
+        mut self,
+        environment: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Self {
+        self.inherited_environment = environment::inheritable(environment);
+        self
+    }
+
+    /// Uses `client` for network tools (e.g. one with a test DNS resolver).
+    pub fn with_web_client(mut self, client: WebClient) -> Self {
+        let cell = OnceLock::new();
+        let _ = cell.set(Ok(client));
+        self.web = Arc::new(cell);
+        self
+    }
+
+    /// Overrides how protected paths compare letter case (the platform decides by default).
+    pub fn with_case_insensitive_protection(mut self, case_insensitive: bool) -> Self {
+        self.case_insensitive = case_insensitive;
+        for protected in &mut self.protected {
+            protected.folded = FoldedPath::new(&protected.path, case_insensitive);
+        }
+        self
     }
 
     /// The `[sandbox]` settings this sandbox was built from.
@@ -119,33 +205,52 @@ impl Sandbox {
         &self.roots
     }
 
+    /// The protected paths (as written and as resolved).
+    pub fn protected_paths(&self) -> impl Iterator<Item = &Path> {
+        self.protected
+            .iter()
+            .map(|protected| protected.path.as_path())
+    }
+
     /// The user's home folder (what `~` means).
     pub fn user_home(&self) -> &Path {
         &self.user_home
     }
 
+    /// How commands are confined on this machine.
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
+    }
+
+    /// The SSRF-safe HTTP client every network tool must use.
+    pub fn web(&self) -> Result<&WebClient, WebError> {
+        self.web
+            .get_or_init(|| WebClient::new(&self.config.network_allow_hosts))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// Resolves a path given by a model or a person for `access`.
     pub fn resolve(&self, raw: &str, access: Access) -> Result<ResolvedPath, SandboxError> {
-        let invalid = |reason: &str| SandboxError::InvalidPath {
+        let invalid = |reason: String| SandboxError::InvalidPath {
             path: raw.to_owned(),
-            reason: reason.to_owned(),
+            reason,
         };
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            return Err(invalid("it is empty"));
-        }
-        if trimmed.chars().any(char::is_control) {
-            return Err(invalid("it contains control characters"));
-        }
-        let expanded = expand_home(trimmed, &self.user_home);
-        let absolute = if expanded.is_absolute() {
-            expanded
-        } else {
-            self.user_home.join(expanded)
-        };
-        let lexical = normalize_lexically(&absolute);
-        let (real, exists) = resolve_existing_prefix(&lexical)
-            .map_err(|error| SandboxError::Io(format!("cannot resolve `{raw}`: {error}")))?;
+        let absolute =
+            paths::absolute_input(raw, &self.user_home).map_err(|error| invalid(error.0))?;
+        let (real, exists) = paths::resolve_real(&absolute).map_err(|error| match error {
+            WalkError::Loop => invalid(format!(
+                "too many levels of symbolic links (more than {}); is there a loop?",
+                paths::MAX_SYMLINK_HOPS
+            )),
+            WalkError::NotAFolder(path) => {
+                invalid(format!("`{}` is a file, not a folder", self.display(&path)))
+            }
+            WalkError::Io(path, error) => SandboxError::Io(format!(
+                "cannot resolve `{raw}` at `{}`: {error}",
+                self.display(&path)
+            )),
+        })?;
         if !self.inside_roots(&real) {
             return Err(SandboxError::OutsideRoots {
                 path: raw.to_owned(),
@@ -155,8 +260,14 @@ impl Sandbox {
         if !exists && matches!(access, Access::Read | Access::Delete) {
             return Err(SandboxError::NotFound(raw.to_owned()));
         }
+        if access == Access::Delete && self.roots.contains(&real) {
+            return Err(invalid(format!(
+                "`{}` is a workspace root; it cannot be deleted or moved",
+                self.display(&real)
+            )));
+        }
         Ok(ResolvedPath {
-            protected: self.is_protected(&real),
+            protected: self.is_protected(&real) || self.is_protected(&absolute),
             path: real,
             exists,
         })
@@ -169,14 +280,37 @@ impl Sandbox {
 
     /// Whether `path` (absolute, resolved) is a protected path or inside one.
     pub fn is_protected(&self, path: &Path) -> bool {
+        let folded = FoldedPath::new(path, self.case_insensitive);
         self.protected
             .iter()
-            .any(|protected| path.starts_with(protected))
+            .any(|protected| folded.starts_with(&protected.folded))
+    }
+
+    /// Whether some protected path lies strictly inside `folder`.
+    pub(crate) fn holds_protected(&self, folder: &Path) -> bool {
+        let folded = FoldedPath::new(folder, self.case_insensitive);
+        self.protected
+            .iter()
+            .any(|protected| protected.folded.strictly_inside(&folded))
     }
 
     /// Whether a listing or search may show `path` (resolved): inside a root, not protected.
+    /// An entry that is itself a symbolic link is judged by its target too, so a walker that
+    /// lists links without following them cannot show a link into `~/.ssh` or out of the roots.
     pub fn is_visible(&self, path: &Path) -> bool {
-        self.inside_roots(path) && !self.is_protected(path)
+        if !self.inside_roots(path) || self.is_protected(path) {
+            return false;
+        }
+        let is_link = std::fs::symlink_metadata(path)
+            .map(|metadata| metadata.file_type().is_symlink())
+            .unwrap_or(false);
+        if !is_link {
+            return true;
+        }
+        match paths::resolve_real(path) {
+            Ok((real, _)) => self.inside_roots(&real) && !self.is_protected(&real),
+            Err(_) => false,
+        }
     }
 
     /// `path` for people: `~/x/y` under the home folder, else absolute.
@@ -197,107 +331,5 @@ impl Sandbox {
     }
 }
 
-/// Expands a leading `~` (or `~/`) to `home`.
-pub fn expand_home(raw: &str, home: &Path) -> PathBuf {
-    if raw == "~" {
-        home.to_path_buf()
-    } else if let Some(rest) = raw.strip_prefix("~/") {
-        home.join(rest)
-    } else {
-        PathBuf::from(raw)
-    }
-}
-
-/// Removes `.` and resolves `..` without touching the filesystem (never above the root).
-pub fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-/// Canonicalizes the longest existing prefix of `path` and appends the rest. Returns whether
-/// the whole path exists.
-fn resolve_existing_prefix(path: &Path) -> std::io::Result<(PathBuf, bool)> {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(real) => {
-                let exists = rest.is_empty();
-                let mut full = real;
-                for part in rest.iter().rev() {
-                    full.push(part);
-                }
-                return Ok((full, exists));
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
-                    return Err(error);
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(error);
-                }
-            }
-            Err(error) => return Err(error),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sandbox(dir: &Path) -> Sandbox {
-        let home = dir.join("home");
-        std::fs::create_dir_all(home.join("work")).unwrap();
-        let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
-        Sandbox::new(&SandboxConfig::default(), &paths).unwrap()
-    }
-
-    #[test]
-    fn resolves_inside_and_refuses_outside() {
-        let dir = tempfile::tempdir().unwrap();
-        let sandbox = sandbox(dir.path());
-        let home = dir.path().join("home").canonicalize().unwrap();
-        let work = sandbox.resolve("~/work", Access::Read).unwrap();
-        assert_eq!(work.path, home.join("work"));
-        assert!(work.exists && !work.protected);
-        let relative = sandbox.resolve("work/new.txt", Access::Write).unwrap();
-        assert_eq!(relative.path, home.join("work/new.txt"));
-        assert!(!relative.exists);
-        assert!(matches!(
-            sandbox.resolve("~/../outside", Access::Write),
-            Err(SandboxError::OutsideRoots { .. })
-        ));
-        assert!(matches!(
-            sandbox.resolve("/etc/passwd", Access::Read),
-            Err(SandboxError::OutsideRoots { .. })
-        ));
-        assert!(matches!(
-            sandbox.resolve("~/missing", Access::Read),
-            Err(SandboxError::NotFound(_))
-        ));
-        assert!(
-            sandbox
-                .resolve("~/.ssh/id_rsa", Access::Write)
-                .unwrap()
-                .protected
-        );
-        assert!(
-            sandbox
-                .resolve("~/.souz/config.toml", Access::Write)
-                .unwrap()
-                .protected
-        );
-        assert_eq!(sandbox.display(&home.join("work")), "~/work");
-    }
-}
+mod tests;

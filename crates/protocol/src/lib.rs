@@ -20,7 +20,10 @@ pub use approvals::{
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
-pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
+pub use system::{
+    Bootstrap, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health, LocalUser,
+    RouteIndex, SandboxStatus,
+};
 pub use tools::{
     Action, AuditEntry, AuditPage, DecisionSource, EffectivePolicy, Outcome, Risk, ToolAnnotations,
     ToolCall, ToolCallRequest, ToolCallStatus, ToolCategory, ToolInfo, ToolList, ToolResult,

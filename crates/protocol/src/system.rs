@@ -25,6 +25,31 @@ pub struct Health {
     pub uptime_s: u64,
     /// Whether the SQLite database answers.
     pub database: ComponentStatus,
+    /// How commands run by tools are confined on this machine.
+    pub sandbox: SandboxStatus,
+}
+
+/// How the operating system confines commands run by tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfinementKind {
+    /// Linux Landlock: commands may write only inside the workspace roots and temporary folders.
+    Landlock,
+    /// macOS Seatbelt (`sandbox-exec`): commands may write only inside the workspace roots and
+    /// temporary folders.
+    Seatbelt,
+    /// No OS confinement: commands can do whatever your account can (the approval gate still
+    /// asks before any command runs).
+    None,
+}
+
+/// The sandbox part of `GET /health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxStatus {
+    /// Which confinement is active.
+    pub confinement: ConfinementKind,
+    /// What it allows, or why there is none.
+    pub detail: String,
 }
 
 /// The state of one part of the daemon.

@@ -12,7 +12,8 @@ config_section! {
         /// so nothing outside these folders can be reached through them.
         pub roots: Vec<String> = vec!["~".to_owned()],
         /// Paths no tool touches without asking you, even when a rule or grant would allow the
-        /// call. The Souz home itself is always protected. Listings and searches skip them.
+        /// call. The Souz home itself is always protected. Listings and searches skip them, and
+        /// commands cannot write them where the system confines commands (see /health).
         pub protected: Vec<String> = [
             "~/.ssh",
             "~/.gnupg",
@@ -77,6 +78,95 @@ impl SandboxConfig {
                 "must be at least 1KiB",
             ));
         }
+        for entry in &self.network_allow_hosts {
+            if !is_host_entry(entry) {
+                problems.push(Invalid::new(
+                    "network_allow_hosts",
+                    format!(
+                        "`{entry}` is not a host, host:port, or IP address (write \"intranet.example\", \"127.0.0.1:8080\" or \"[::1]:8080\", without a scheme or path)"
+                    ),
+                ));
+            }
+        }
         problems
+    }
+}
+
+/// Whether `entry` is `host`, `host:port`, an IP address, or `[v6]` / `[v6]:port`.
+fn is_host_entry(entry: &str) -> bool {
+    if entry.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if inside.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match after.strip_prefix(':') {
+            _ if after.is_empty() => return true,
+            Some(port) => (inside, Some(port)),
+            None => return false,
+        }
+    } else {
+        match entry.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (entry, None),
+        }
+    };
+    let port_ok = match port {
+        None => true,
+        Some(port) => port.parse::<u16>().is_ok(),
+    };
+    let host_ok = entry.starts_with('[')
+        || (!host.is_empty()
+            && !host.starts_with(['.', '-'])
+            && host
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_')));
+    port_ok && host_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_host_entries_are_checked() {
+        for good in [
+            "intranet.example",
+            "intranet.example.",
+            "127.0.0.1:8080",
+            "::1",
+            "[::1]",
+            "[fd00::1]:80",
+            "localhost",
+            "münchen.example",
+        ] {
+            assert!(is_host_entry(good), "{good}");
+        }
+        for bad in [
+            "",
+            "http://intranet.example",
+            "intranet.example/path",
+            "a b",
+            "host:99999",
+            "host:",
+            "user@host",
+            "[not-v6]:80",
+            "[::1]x",
+            ".example",
+        ] {
+            assert!(!is_host_entry(bad), "{bad:?}");
+        }
+        let config = SandboxConfig {
+            network_allow_hosts: vec!["ok.example".into(), "https://bad.example".into()],
+            ..SandboxConfig::default()
+        };
+        let problems = config.check();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].key, "network_allow_hosts");
+        assert!(problems[0].message.contains("https://bad.example"));
     }
 }

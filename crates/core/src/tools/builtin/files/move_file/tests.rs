@@ -4,10 +4,12 @@ use super::*;
 use crate::sandbox::SandboxError;
 use crate::tools::builtin::files::testing::{TestHome, call, plan, run};
 
+/// The refusal message, whether the tool or (for roots) the sandbox refused.
 fn refusal(error: ToolError) -> String {
     match error {
         ToolError::InvalidArguments(message) => message,
-        other => panic!("expected invalid arguments, got {other:?}"),
+        ToolError::Sandbox(SandboxError::InvalidPath { reason, .. }) => reason,
+        other => panic!("expected a refusal, got {other:?}"),
     }
 }
 

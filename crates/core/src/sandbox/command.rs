@@ -1,0 +1,531 @@
+//! The command runner behind `RunCommand` (and skills): one program run with a working folder
+//! inside a root, a time limit, capped output, a scrubbed environment and OS confinement.
+//!
+//! Invariants:
+//! - The command runs in its own process group; the whole group is ended (SIGTERM, then
+//!   SIGKILL after [`TERMINATE_GRACE`]) on timeout, on cancellation, when the caller drops the
+//!   call, and after the command exits — nothing it started outlives the call unless it left
+//!   the group on purpose (`setsid`).
+//! - Background children that keep stdout/stderr open cannot hang the call: after the command
+//!   exits, output is drained for at most [`DRAIN_GRACE`], then the group is killed.
+//! - Each stream keeps at most `command_output_limit` bytes; the rest is counted and replaced
+//!   by `\n...[truncated N bytes]`. Output is returned as UTF-8 (invalid bytes replaced; a
+//!   character cut by the limit is dropped whole).
+//! - The environment starts empty: see `environment` for what is inherited and what is refused.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use super::environment;
+use super::{Access, Sandbox, SandboxError};
+
+/// How long output is still read after the command exited (background children may hold the
+/// pipes open).
+pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// How long the group gets between SIGTERM and SIGKILL.
+pub const TERMINATE_GRACE: Duration = Duration::from_millis(500);
+
+/// The shell that runs command lines (`-c`): bash where present, else the POSIX shell.
+fn shell() -> &'static str {
+    if Path::new("/bin/bash").exists() {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandProgram {
+    /// A command line for the shell (`bash -c`).
+    Shell(String),
+    /// A program and its arguments, run without a shell.
+    Argv(Vec<String>),
+}
+
+impl CommandProgram {
+    /// The command as a person would read it.
+    pub fn display(&self) -> String {
+        match self {
+            Self::Shell(line) => line.clone(),
+            Self::Argv(argv) => argv
+                .iter()
+                .map(|word| {
+                    if !word.is_empty()
+                        && word
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || "-_./=:,+@%".contains(c))
+                    {
+                        word.clone()
+                    } else {
+                        format!("'{}'", word.replace('\'', "'\\''"))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRequest {
+    /// What to run.
+    pub program: CommandProgram,
+    /// Working folder as written by the caller (`~`, relative to home, ...); it must resolve
+    /// to a folder inside a root. `None`: the home folder if it is inside a root, else the
+    /// first root.
+    pub cwd: Option<String>,
+    /// Time limit; `None` means `command_timeout_seconds`. Never more than
+    /// `command_max_timeout_seconds`.
+    pub timeout: Option<Duration>,
+    /// Variables added to the scrubbed environment.
+    pub env: Vec<(String, String)>,
+    /// Bytes written to the command's standard input (then closed); `None`: empty input.
+    pub stdin: Option<Vec<u8>>,
+}
+
+impl CommandRequest {
+    /// A shell command line with defaults for everything else.
+    pub fn shell(line: impl Into<String>) -> Self {
+        Self {
+            program: CommandProgram::Shell(line.into()),
+            cwd: None,
+            timeout: None,
+            env: Vec::new(),
+            stdin: None,
+        }
+    }
+
+    /// A program and arguments with defaults for everything else.
+    pub fn argv(argv: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            program: CommandProgram::Argv(argv.into_iter().map(Into::into).collect()),
+            ..Self::shell(String::new())
+        }
+    }
+}
+
+/// One captured stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CapturedOutput {
+    /// The kept text, with the truncation marker when bytes were dropped.
+    pub text: String,
+    /// Bytes the command wrote to the stream.
+    pub total_bytes: u64,
+    /// Bytes dropped (not in `text`).
+    pub truncated_bytes: u64,
+}
+
+/// What happened when a command ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutcome {
+    /// The exit code, when the command exited by itself.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Standard output.
+    pub stdout: CapturedOutput,
+    /// Standard error.
+    pub stderr: CapturedOutput,
+    /// Whether the time limit ended it.
+    pub timed_out: bool,
+    /// Whether the caller cancelled it.
+    pub cancelled: bool,
+    /// Whether output was cut short because background processes held the pipes open after
+    /// the command exited.
+    pub drain_interrupted: bool,
+    /// Wall time.
+    pub duration: Duration,
+    /// The working folder it ran in.
+    pub cwd: PathBuf,
+    /// The time limit that applied.
+    pub timeout: Duration,
+}
+
+/// Why a command could not be run (a command that ran and failed is an [`CommandOutcome`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The working folder is refused.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The request is malformed.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The program could not be started.
+    #[error("cannot start `{program}`: {reason}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Sandbox {
+    /// The time limit a request gets: its own (at most the configured maximum) or the default.
+    pub fn command_timeout(&self, requested: Option<Duration>) -> Duration {
+        let maximum = Duration::from_secs(self.config.command_max_timeout_seconds);
+        requested
+            .unwrap_or(Duration::from_secs(self.config.command_timeout_seconds))
+            .min(maximum)
+    }
+
+    /// Resolves a command's working folder (see [`CommandRequest::cwd`]).
+    pub fn command_cwd(&self, raw: Option<&str>) -> Result<super::ResolvedPath, CommandError> {
+        let raw = match raw {
+            Some(raw) if !raw.trim().is_empty() => raw.to_owned(),
+            _ if self.inside_roots(self.user_home()) => "~".to_owned(),
+            _ => self
+                .roots()
+                .first()
+                .map(|root| root.display().to_string())
+                .ok_or_else(|| CommandError::InvalidRequest("no workspace root exists".into()))?,
+        };
+        let resolved = self.resolve(&raw, Access::Read)?;
+        if !resolved.path.is_dir() {
+            return Err(CommandError::InvalidRequest(format!(
+                "the working folder `{}` is not a folder",
+                self.display(&resolved.path)
+            )));
+        }
+        Ok(resolved)
+    }
+
+    /// Runs a command to completion, time limit or cancellation.
+    pub async fn run_command(
+        &self,
+        request: CommandRequest,
+        cancel: &CancellationToken,
+    ) -> Result<CommandOutcome, CommandError> {
+        let (program, args) = program_and_args(&request.program)?;
+        let cwd = self.command_cwd(request.cwd.as_deref())?.path;
+        let timeout = self.command_timeout(request.timeout);
+        if timeout.is_zero() {
+            return Err(CommandError::InvalidRequest(
+                "the time limit must be at least one second".into(),
+            ));
+        }
+        let environment = self.command_environment(&request.env)?;
+        let (launcher, launcher_args) = self.confinement().wrap(self, &program, &args);
+
+        let mut command = tokio::process::Command::new(&launcher);
+        command
+            .args(&launcher_args)
+            .env_clear()
+            .envs(environment)
+            .current_dir(&cwd)
+            .process_group(0)
+            .stdin(if request.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|error| CommandError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            reason: if launcher == program {
+                error.to_string()
+            } else {
+                format!(
+                    "the sandbox launcher {} failed: {error}",
+                    launcher.to_string_lossy()
+                )
+            },
+        })?;
+        let group = ProcessGroup::of(&child);
+        let limit = self.config.command_output_limit.bytes();
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+
+        let mut stdout = CappedBuffer::new(limit);
+        let mut stderr = CappedBuffer::new(limit);
+        let stdout_pipe = child.stdout.take();
+        let stderr_pipe = child.stderr.take();
+        let stdin_pipe = child.stdin.take();
+        let stdin_bytes = request.stdin.unwrap_or_default();
+
+        let mut timed_out = false;
+        let mut cancelled = false;
+        let mut drain_interrupted = false;
+        let status;
+        {
+            let capture = async {
+                tokio::join!(
+                    read_into(stdout_pipe, &mut stdout),
+                    read_into(stderr_pipe, &mut stderr),
+                    write_stdin(stdin_pipe, &stdin_bytes),
+                );
+            };
+            tokio::pin!(capture);
+            let deadline = tokio::time::sleep(timeout);
+            tokio::pin!(deadline);
+            let mut captured = false;
+            let ended = loop {
+                tokio::select! {
+                    status = child.wait() => break status.ok(),
+                    () = &mut deadline => {
+                        timed_out = true;
+                        break None;
+                    }
+                    () = cancel.cancelled() => {
+                        cancelled = true;
+                        break None;
+                    }
+                    () = &mut capture, if !captured => captured = true,
+                }
+            };
+            status = match ended {
+                Some(status) => Some(status),
+                None => group.terminate(&mut child).await,
+            };
+            if !captured {
+                // The command is gone; whoever still holds the pipes gets the grace period.
+                if tokio::time::timeout(DRAIN_GRACE, &mut capture)
+                    .await
+                    .is_err()
+                {
+                    drain_interrupted = !timed_out && !cancelled;
+                    group.kill();
+                    // Killing closes their ends of the pipes; a process that left the group
+                    // (`setsid`) may still hold them, so this wait is bounded too.
+                    let _ = tokio::time::timeout(DRAIN_GRACE, &mut capture).await;
+                }
+            }
+        }
+        // Nothing the command started outlives the call.
+        group.kill();
+        let (exit_code, signal) = describe(status);
+        Ok(CommandOutcome {
+            exit_code,
+            signal,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
+            timed_out,
+            cancelled,
+            drain_interrupted,
+            duration: started.elapsed(),
+            cwd,
+            timeout,
+        })
+    }
+
+    /// The environment of a command: the inherited allowlist, `HOME` set to the user's home,
+    /// fallbacks for `PATH` and `TMPDIR`, then the caller's additions (injection variables
+    /// refused).
+    fn command_environment(
+        &self,
+        additions: &[(String, String)],
+    ) -> Result<Vec<(OsString, OsString)>, CommandError> {
+        let mut environment: Vec<(OsString, OsString)> = self
+            .inherited_environment
+            .iter()
+            .filter(|(name, _)| name != "HOME")
+            .cloned()
+            .collect();
+        environment.push((
+            OsString::from("HOME"),
+            self.user_home().as_os_str().to_owned(),
+        ));
+        if !environment.iter().any(|(name, _)| name == "PATH") {
+            environment.push((
+                OsString::from("PATH"),
+                OsString::from(environment::FALLBACK_PATH),
+            ));
+        }
+        if !environment.iter().any(|(name, _)| name == "TMPDIR") {
+            // Confined commands may write the temporary folder: tell them where it is.
+            environment.push((
+                OsString::from("TMPDIR"),
+                std::env::temp_dir().into_os_string(),
+            ));
+        }
+        for (name, value) in additions {
+            if name.is_empty() || name.contains('=') || name.contains('\0') || value.contains('\0')
+            {
+                return Err(CommandError::InvalidRequest(format!(
+                    "invalid environment variable `{name}`"
+                )));
+            }
+            if environment::is_injection_variable(name) {
+                return Err(CommandError::InvalidRequest(format!(
+                    "the environment variable `{name}` can inject code into programs and is not allowed"
+                )));
+            }
+            environment.retain(|(existing, _)| existing != name.as_str());
+            environment.push((OsString::from(name), OsString::from(value)));
+        }
+        Ok(environment)
+    }
+}
+
+/// The program and arguments a request runs (before confinement wraps them).
+fn program_and_args(program: &CommandProgram) -> Result<(OsString, Vec<OsString>), CommandError> {
+    match program {
+        CommandProgram::Shell(line) => {
+            if line.trim().is_empty() {
+                return Err(CommandError::InvalidRequest("the command is empty".into()));
+            }
+            if line.contains('\0') {
+                return Err(CommandError::InvalidRequest(
+                    "the command contains a NUL character".into(),
+                ));
+            }
+            Ok((
+                OsString::from(shell()),
+                vec![OsString::from("-c"), OsString::from(line)],
+            ))
+        }
+        CommandProgram::Argv(argv) => {
+            let Some((program, args)) = argv.split_first() else {
+                return Err(CommandError::InvalidRequest("the command is empty".into()));
+            };
+            if program.is_empty() {
+                return Err(CommandError::InvalidRequest(
+                    "the program name is empty".into(),
+                ));
+            }
+            if argv.iter().any(|word| word.contains('\0')) {
+                return Err(CommandError::InvalidRequest(
+                    "the command contains a NUL character".into(),
+                ));
+            }
+            Ok((
+                OsString::from(program),
+                args.iter().map(OsString::from).collect(),
+            ))
+        }
+    }
+}
+
+fn describe(status: Option<ExitStatus>) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(status) => (status.code(), status.signal()),
+        None => (None, None),
+    }
+}
+
+/// The process group of a spawned command (its id is the command's pid). Killed on drop, so a
+/// caller that abandons the call does not leave the command running.
+struct ProcessGroup {
+    id: Option<rustix::process::Pid>,
+}
+
+impl ProcessGroup {
+    fn of(child: &tokio::process::Child) -> Self {
+        let id = child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        Self { id }
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        if let Some(id) = self.id {
+            // ESRCH (already gone) is the expected outcome more often than not.
+            let _ = rustix::process::kill_process_group(id, signal);
+        }
+    }
+
+    fn kill(&self) {
+        self.signal(rustix::process::Signal::KILL);
+    }
+
+    /// SIGTERM to the group, a short grace for the command to exit, then SIGKILL.
+    async fn terminate(&self, child: &mut tokio::process::Child) -> Option<ExitStatus> {
+        self.signal(rustix::process::Signal::TERM);
+        match tokio::time::timeout(TERMINATE_GRACE, child.wait()).await {
+            Ok(status) => {
+                self.kill();
+                status.ok()
+            }
+            Err(_) => {
+                self.kill();
+                child.wait().await.ok()
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Keeps the first `limit` bytes of a stream and counts the rest.
+struct CappedBuffer {
+    kept: Vec<u8>,
+    total: u64,
+    limit: usize,
+}
+
+impl CappedBuffer {
+    fn new(limit: usize) -> Self {
+        Self {
+            kept: Vec::new(),
+            total: 0,
+            limit,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.limit.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn finish(mut self) -> CapturedOutput {
+        if self.total > self.kept.len() as u64 {
+            // Drop a character the limit cut in half, rather than show a replacement sign.
+            if let Err(error) = std::str::from_utf8(&self.kept)
+                && error.error_len().is_none()
+            {
+                self.kept.truncate(error.valid_up_to());
+            }
+        }
+        let truncated_bytes = self.total - self.kept.len() as u64;
+        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        if truncated_bytes > 0 {
+            text.push_str(&format!("\n...[truncated {truncated_bytes} bytes]"));
+        }
+        CapturedOutput {
+            text,
+            total_bytes: self.total,
+            truncated_bytes,
+        }
+    }
+}
+
+async fn read_into(pipe: Option<impl AsyncRead + Unpin>, buffer: &mut CappedBuffer) {
+    let Some(mut pipe) = pipe else {
+        return;
+    };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => buffer.push(&chunk[..read]),
+        }
+    }
+}
+
+async fn write_stdin(pipe: Option<tokio::process::ChildStdin>, bytes: &[u8]) {
+    if let Some(mut pipe) = pipe {
+        // A command that exits without reading its input is not an error.
+        let _ = pipe.write_all(bytes).await;
+        let _ = pipe.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests;
