@@ -7,6 +7,8 @@ which="${1:-all}"
 cargo build --release --bin souz
 export SOUZ_BIN="$PWD/target/release/souz"
 case "$which" in
-  startup|all) cargo bench -p souz-e2e --bench startup ;;
+  startup) cargo bench -p souz-e2e --bench startup ;;
+  gate) cargo bench -p souz-core --bench gate ;;
+  all) cargo bench -p souz-e2e --bench startup && cargo bench -p souz-core --bench gate ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac
