@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod gateway;
+pub mod graph;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;
