@@ -12,6 +12,7 @@
 
 pub mod byte_size;
 pub mod env;
+pub mod llm;
 pub mod log;
 pub mod paths;
 pub mod sandbox;
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
+pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
@@ -97,6 +99,7 @@ config_sections! {
     server: ServerConfig,
     log: LogConfig,
     sandbox: SandboxConfig,
+    llm: LlmConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

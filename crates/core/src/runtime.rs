@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::store::{Store, StoreError};
 use crate::token::{ApiToken, TokenError};
 
@@ -45,6 +46,9 @@ pub enum RuntimeError {
     /// The database could not be opened or migrated.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The LLM layer could not be set up (extra CA files, default model).
+    #[error(transparent)]
+    Llm(#[from] LlmServiceError),
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -64,6 +68,7 @@ struct State {
     store: Store,
     events: EventBus,
     token: ApiToken,
+    llm: LlmService,
     user: LocalUser,
     started: Instant,
     shutdown: CancellationToken,
@@ -72,8 +77,17 @@ struct State {
 }
 
 impl Runtime {
-    /// Prepares the Souz home, the token and the database, then announces the start.
+    /// Prepares the Souz home, the token and the database, then announces the start. Provider
+    /// keys may come from the process environment.
     pub async fn start(config: Config) -> Result<Self, RuntimeError> {
+        Self::start_with_environment(config, Arc::new(|name: &str| std::env::var(name).ok())).await
+    }
+
+    /// [`Runtime::start`] reading environment variables (provider keys) through `environment`.
+    pub async fn start_with_environment(
+        config: Config,
+        environment: Environment,
+    ) -> Result<Self, RuntimeError> {
         config
             .paths
             .ensure_home()
@@ -84,6 +98,12 @@ impl Runtime {
         let token = ApiToken::load_or_create(&config.paths.token())?;
         let store = Store::open(config.paths.database()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
+        let llm = LlmService::new(
+            &config.llm,
+            store.clone(),
+            config.paths.provider_key_file(),
+            environment,
+        )?;
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -96,6 +116,7 @@ impl Runtime {
                 store,
                 events,
                 token,
+                llm,
                 user,
                 started: Instant::now(),
                 shutdown: CancellationToken::new(),
@@ -148,6 +169,11 @@ impl RuntimeHandle {
     /// The runtime event bus.
     pub fn events(&self) -> &EventBus {
         &self.state.events
+    }
+
+    /// Language models: provider keys, the model registry, clients.
+    pub fn llm(&self) -> &LlmService {
+        &self.state.llm
     }
 
     /// Whether `presented` is the API token.

@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod error;
 pub mod event;
+pub mod llm;
 pub mod system;
 pub mod tools;
 
@@ -16,5 +17,6 @@ pub use approvals::Requester;
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
+pub use llm::{KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey};
 pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
 pub use tools::{Risk, ToolAnnotations, ToolCategory, ToolResult};

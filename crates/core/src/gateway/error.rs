@@ -9,6 +9,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use souz_protocol::{ErrorBody, ErrorCode};
 
+use crate::llm::keys::KeyStoreError;
+use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
 
 /// An error on its way to the client.
@@ -96,6 +98,24 @@ impl From<StoreError> for ApiError {
                 ErrorCode::Unavailable,
                 "Souz is shutting down.",
             ),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<LlmServiceError> for ApiError {
+    fn from(error: LlmServiceError) -> Self {
+        match error {
+            LlmServiceError::UnknownProvider(_)
+            | LlmServiceError::KeylessProvider(_)
+            | LlmServiceError::InvalidKey(_)
+            | LlmServiceError::Model(_) => Self::invalid(error.to_string()),
+            // The key file or a stored key is unusable: the message says how to fix it and
+            // holds no secret, so it goes to the client.
+            LlmServiceError::Keys(
+                KeyStoreError::KeyFile { .. } | KeyStoreError::Decrypt { .. },
+            ) => Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string()),
+            LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
             other => Self::internal(&other),
         }
     }

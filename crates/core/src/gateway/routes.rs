@@ -1,6 +1,7 @@
 //! Every route of the gateway, each a few lines over [`RuntimeHandle`](crate::RuntimeHandle).
 
 pub mod events;
+pub mod provider_keys;
 pub mod system;
 
 use super::AppState;
@@ -11,4 +12,5 @@ pub fn all() -> ApiRouter<AppState> {
     ApiRouter::default()
         .merge(system::routes())
         .merge(events::routes())
+        .merge(provider_keys::routes())
 }

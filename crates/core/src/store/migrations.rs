@@ -36,6 +36,15 @@ pub const MIGRATIONS: &[Migration] = &[
                   created_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        name: "provider_keys",
+        sql: "CREATE TABLE provider_keys (
+                  provider   TEXT PRIMARY KEY,
+                  ciphertext BLOB NOT NULL,
+                  key_hint   TEXT NOT NULL,
+                  updated_at TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.
