@@ -17,6 +17,8 @@ pub use approvals::Requester;
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
-pub use llm::{KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey};
+pub use llm::{
+    KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
+};
 pub use system::{Bootstrap, ComponentStatus, DaemonInfo, Features, Health, LocalUser, RouteIndex};
 pub use tools::{Risk, ToolAnnotations, ToolCategory, ToolResult};

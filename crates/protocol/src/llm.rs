@@ -160,16 +160,26 @@ mod tests {
     fn names_round_trip_and_parse_leniently() {
         for provider in ProviderId::ALL {
             let json = serde_json::to_value(provider).unwrap();
-            assert_eq!(json, serde_json::Value::String(provider.as_str().to_owned()));
+            assert_eq!(
+                json,
+                serde_json::Value::String(provider.as_str().to_owned())
+            );
             assert_eq!(ProviderId::parse(provider.as_str()), Some(provider));
-            assert_eq!(ProviderId::parse(&provider.as_str().to_uppercase().replace('_', "-")), Some(provider));
+            assert_eq!(
+                ProviderId::parse(&provider.as_str().to_uppercase().replace('_', "-")),
+                Some(provider)
+            );
         }
         assert_eq!(ProviderId::parse("GigaChat"), Some(ProviderId::Giga));
         assert_eq!(ProviderId::parse("AI-TUNNEL"), Some(ProviderId::AiTunnel));
         assert_eq!(ProviderId::parse("codex"), None);
         let mut sorted = ProviderId::ALL.map(ProviderId::as_str);
         sorted.sort_unstable();
-        assert_eq!(sorted, ProviderId::ALL.map(ProviderId::as_str), "ALL is in name order");
+        assert_eq!(
+            sorted,
+            ProviderId::ALL.map(ProviderId::as_str),
+            "ALL is in name order"
+        );
     }
 
     #[test]

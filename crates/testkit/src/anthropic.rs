@@ -88,7 +88,11 @@ pub fn finish(sse: SseBuilder, stop_reason: &str, output_tokens: u64) -> Reply {
 
 /// A complete streamed text answer.
 pub fn text(pieces: &[&str]) -> Reply {
-    finish(text_block(start_frames(), 0, pieces), "end_turn", pieces.len() as u64)
+    finish(
+        text_block(start_frames(), 0, pieces),
+        "end_turn",
+        pieces.len() as u64,
+    )
 }
 
 /// An error response in Anthropic's shape.

@@ -44,7 +44,11 @@ pub fn usage(prompt_tokens: u64, completion_tokens: u64, precached: u64) -> Valu
 pub fn text_frames(pieces: &[&str]) -> SseBuilder {
     let mut sse = Reply::sse();
     for piece in pieces {
-        sse = sse.data(chunk(json!({"content": piece, "role": "assistant"}), None, None));
+        sse = sse.data(chunk(
+            json!({"content": piece, "role": "assistant"}),
+            None,
+            None,
+        ));
     }
     sse
 }
@@ -52,7 +56,11 @@ pub fn text_frames(pieces: &[&str]) -> SseBuilder {
 /// A complete streamed text answer with usage and `[DONE]`.
 pub fn text(pieces: &[&str]) -> Reply {
     text_frames(pieces)
-        .data(chunk(json!({"content": ""}), Some("stop"), Some(usage(12, pieces.len() as u64, 2))))
+        .data(chunk(
+            json!({"content": ""}),
+            Some("stop"),
+            Some(usage(12, pieces.len() as u64, 2)),
+        ))
         .data("[DONE]")
         .end()
 }

@@ -261,7 +261,9 @@ impl FakeServer {
             .expect("bind 127.0.0.1:0");
         let address = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared::default());
-        let app = Router::new().fallback(answer).with_state(Arc::clone(&shared));
+        let app = Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&shared));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -390,7 +392,8 @@ fn respond(reply: Reply, shared: &Arc<Shared>) -> Response {
         ),
     };
     let mut response = Response::new(body);
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let response_headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&content_type) {
         response_headers.insert(axum::http::header::CONTENT_TYPE, value);
@@ -458,6 +461,9 @@ fn stream_body(
                         None
                     }
                     Ending::Disconnect => {
+                        // Let the frames before it reach the client first, as on a real
+                        // connection that breaks mid-answer.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                         guard.mark_completed();
                         let error = std::io::Error::new(
                             std::io::ErrorKind::ConnectionReset,

@@ -84,7 +84,10 @@ pub fn tool_calls(calls: &[(&str, &str, &str)], split: usize) -> Reply {
 pub fn split_text(text: &str, parts: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let size = chars.len().div_ceil(parts.max(1)).max(1);
-    chars.chunks(size).map(|piece| piece.iter().collect()).collect()
+    chars
+        .chunks(size)
+        .map(|piece| piece.iter().collect())
+        .collect()
 }
 
 /// An error response in OpenAI's shape.

@@ -99,14 +99,14 @@ impl LlmConfig {
                 && url.len() > "https://".len()
                 && !url.contains(char::is_whitespace);
             if !valid {
-                problems.push(Invalid::new(
-                    key,
-                    format!("`{url}` is not an http(s) URL"),
-                ));
+                problems.push(Invalid::new(key, format!("`{url}` is not an http(s) URL")));
             }
         }
         if self.giga_scope.trim().is_empty() || self.giga_scope.contains(['&', '=', ' ']) {
-            problems.push(Invalid::new("giga_scope", "must be a scope name such as GIGACHAT_API_PERS"));
+            problems.push(Invalid::new(
+                "giga_scope",
+                "must be a scope name such as GIGACHAT_API_PERS",
+            ));
         }
         for model in &self.local_models {
             if let Err(message) = local_model(model) {
@@ -123,16 +123,25 @@ impl LlmConfig {
         }
         for (alias, target) in &self.aliases {
             if alias.trim().is_empty() || alias.contains('/') {
-                problems.push(Invalid::new("aliases", format!("`{alias}` cannot be an alias name")));
+                problems.push(Invalid::new(
+                    "aliases",
+                    format!("`{alias}` cannot be an alias name"),
+                ));
             }
             if target.trim().is_empty() {
-                problems.push(Invalid::new("aliases", format!("alias `{alias}` points at nothing")));
+                problems.push(Invalid::new(
+                    "aliases",
+                    format!("alias `{alias}` points at nothing"),
+                ));
             }
         }
         for (key, value) in [
             ("request_timeout_seconds", self.request_timeout_seconds),
             ("connect_timeout_seconds", self.connect_timeout_seconds),
-            ("stream_idle_timeout_seconds", self.stream_idle_timeout_seconds),
+            (
+                "stream_idle_timeout_seconds",
+                self.stream_idle_timeout_seconds,
+            ),
             ("retry_backoff_base_ms", self.retry_backoff_base_ms),
         ] {
             if value == 0 {
@@ -140,7 +149,10 @@ impl LlmConfig {
             }
         }
         if self.retry_backoff_max_ms < self.retry_backoff_base_ms {
-            problems.push(Invalid::new("retry_backoff_max_ms", "must be at least retry_backoff_base_ms"));
+            problems.push(Invalid::new(
+                "retry_backoff_max_ms",
+                "must be at least retry_backoff_base_ms",
+            ));
         }
         if self.max_retries > 10 {
             problems.push(Invalid::new("max_retries", "must be at most 10"));
@@ -149,7 +161,10 @@ impl LlmConfig {
             problems.push(Invalid::new("context_size", "must be at least 1"));
         }
         if self.max_output_tokens == 0 || self.max_output_tokens > self.context_size {
-            problems.push(Invalid::new("max_output_tokens", "must be between 1 and context_size"));
+            problems.push(Invalid::new(
+                "max_output_tokens",
+                "must be between 1 and context_size",
+            ));
         }
         if !(self.temperature.is_finite() && (0.0..=2.0).contains(&self.temperature)) {
             problems.push(Invalid::new("temperature", "must be between 0 and 2"));
@@ -179,11 +194,12 @@ fn provider_names() -> String {
 }
 
 fn local_model(text: &str) -> Result<(ProviderId, String), String> {
-    let shape = || {
-        format!("`{text}` is not `server/model` with server ollama, lm_studio or llama_cpp")
-    };
+    let shape =
+        || format!("`{text}` is not `server/model` with server ollama, lm_studio or llama_cpp");
     let (server, model) = text.trim().split_once('/').ok_or_else(shape)?;
-    let server = ProviderId::parse(server).filter(|p| LOCAL_SERVERS.contains(p)).ok_or_else(shape)?;
+    let server = ProviderId::parse(server)
+        .filter(|p| LOCAL_SERVERS.contains(p))
+        .ok_or_else(shape)?;
     if model.trim().is_empty() {
         return Err(shape());
     }
@@ -200,7 +216,11 @@ mod tests {
         assert_eq!(LlmConfig::default().validate(), vec![]);
         let config = LlmConfig {
             openai_base_url: "api.openai.com".into(),
-            local_models: vec!["ollama/llama3.2".into(), "openai/gpt".into(), "ollama/".into()],
+            local_models: vec![
+                "ollama/llama3.2".into(),
+                "openai/gpt".into(),
+                "ollama/".into(),
+            ],
             disabled_providers: vec!["codex".into()],
             retry_backoff_base_ms: 600,
             retry_backoff_max_ms: 500,
@@ -208,7 +228,11 @@ mod tests {
             temperature: 3.0,
             ..LlmConfig::default()
         };
-        let keys: Vec<&str> = config.validate().iter().map(|problem| problem.key).collect();
+        let keys: Vec<&str> = config
+            .validate()
+            .iter()
+            .map(|problem| problem.key)
+            .collect();
         assert_eq!(
             keys,
             [
@@ -221,6 +245,9 @@ mod tests {
                 "temperature"
             ]
         );
-        assert_eq!(config.local(), [(ProviderId::Ollama, "llama3.2".to_owned())]);
+        assert_eq!(
+            config.local(),
+            [(ProviderId::Ollama, "llama3.2".to_owned())]
+        );
     }
 }

@@ -20,8 +20,8 @@ use super::http::{ProviderHttp, SseDecoder, endpoint, parse_json, stream_call};
 use super::keys::ApiKey;
 use super::openai::normalized_schema;
 use super::{
-    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId,
-    StreamEvent, ToolCall, Usage,
+    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId, StreamEvent,
+    ToolCall, Usage,
 };
 
 /// The Anthropic API.
@@ -40,7 +40,12 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     /// A client for `base_url` (up to `/v1`).
-    pub fn new(http: ProviderHttp, base_url: impl Into<String>, key: ApiKey, default_max_tokens: u32) -> Self {
+    pub fn new(
+        http: ProviderHttp,
+        base_url: impl Into<String>,
+        key: ApiKey,
+        default_max_tokens: u32,
+    ) -> Self {
         Self {
             http,
             base_url: base_url.into(),
@@ -100,12 +105,21 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value,
                     blocks.push(json!({"type": "text", "text": content}));
                 }
                 for call in tool_calls {
-                    let input = call.arguments_json().map_err(|error| LlmError::InvalidRequest {
-                        provider: ProviderId::Anthropic,
-                        message: format!("arguments of tool call {} are not JSON: {error}", call.id),
-                    })?;
+                    let input =
+                        call.arguments_json()
+                            .map_err(|error| LlmError::InvalidRequest {
+                                provider: ProviderId::Anthropic,
+                                message: format!(
+                                    "arguments of tool call {} are not JSON: {error}",
+                                    call.id
+                                ),
+                            })?;
                     // The API wants an object; anything else is wrapped so history stays sendable.
-                    let input = if input.is_object() { input } else { json!({"value": input}) };
+                    let input = if input.is_object() {
+                        input
+                    } else {
+                        json!({"value": input})
+                    };
                     blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
                 }
                 if blocks.is_empty() {
@@ -119,7 +133,8 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value,
                 is_error,
                 ..
             } => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content});
+                let mut block =
+                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content});
                 if *is_error {
                     block["is_error"] = json!(true);
                 }
@@ -232,7 +247,11 @@ struct WireUsage {
 }
 
 fn text_of(value: &Value, key: &str) -> String {
-    value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Maps Anthropic stop reasons.
@@ -300,7 +319,9 @@ impl SseDecoder for MessagesDecoder {
                         let Some(block) = self.blocks.get_mut(&index) else {
                             return Err(LlmError::Malformed {
                                 provider,
-                                detail: format!("input_json_delta for block {index}, which is not a tool_use block"),
+                                detail: format!(
+                                    "input_json_delta for block {index}, which is not a tool_use block"
+                                ),
                             });
                         };
                         let fragment = text_of(&delta, "partial_json");

@@ -36,7 +36,12 @@ pub struct OpenAiEmbeddings {
 
 impl OpenAiEmbeddings {
     /// A client for `base_url` (up to `/v1`).
-    pub fn new(http: ProviderHttp, provider: ProviderId, base_url: impl Into<String>, key: Option<ApiKey>) -> Self {
+    pub fn new(
+        http: ProviderHttp,
+        provider: ProviderId,
+        base_url: impl Into<String>,
+        key: Option<ApiKey>,
+    ) -> Self {
         Self {
             http,
             provider,
@@ -93,11 +98,14 @@ impl EmbeddingClient for OpenAiEmbeddings {
                 () = cancel.cancelled() => return Err(LlmError::Cancelled),
                 bytes = response.bytes() => bytes,
             }
-            .map_err(|error| transport_error(provider, &error, this.http.settings().request_timeout))?;
-            let response: Response = serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
-                provider,
-                detail: format!("embeddings response: {error}"),
+            .map_err(|error| {
+                transport_error(provider, &error, this.http.settings().request_timeout)
             })?;
+            let response: Response =
+                serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
+                    provider,
+                    detail: format!("embeddings response: {error}"),
+                })?;
             let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
             for item in response.data {
                 match vectors.get_mut(item.index) {
@@ -105,7 +113,10 @@ impl EmbeddingClient for OpenAiEmbeddings {
                     _ => {
                         return Err(LlmError::Malformed {
                             provider,
-                            detail: format!("embedding index {} is out of range or repeated", item.index),
+                            detail: format!(
+                                "embedding index {} is out of range or repeated",
+                                item.index
+                            ),
                         });
                     }
                 }

@@ -151,19 +151,22 @@ impl LlmClient for FakeLlm {
             }
         };
         // Cancellation wins over whatever is scripted, and nothing follows an error.
-        futures::stream::unfold((events, cancel, false), |(mut events, cancel, done)| async move {
-            if done {
-                return None;
-            }
-            let next = tokio::select! {
-                biased;
-                () = cancel.cancelled() => Some(Err(LlmError::Cancelled)),
-                next = events.next() => next,
-            };
-            let next = next?;
-            let done = next.is_err();
-            Some((next, (events, cancel, done)))
-        })
+        futures::stream::unfold(
+            (events, cancel, false),
+            |(mut events, cancel, done)| async move {
+                if done {
+                    return None;
+                }
+                let next = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => Some(Err(LlmError::Cancelled)),
+                    next = events.next() => next,
+                };
+                let next = next?;
+                let done = next.is_err();
+                Some((next, (events, cancel, done)))
+            },
+        )
         .boxed()
     }
 }
@@ -183,16 +186,24 @@ mod tests {
             arguments: r#"{"path":"a"}"#.into(),
         }]);
         let request = ChatRequest::new("m", vec![Message::user("hi")]);
-        let first = complete(&fake, request.clone(), CancellationToken::new()).await.unwrap();
+        let first = complete(&fake, request.clone(), CancellationToken::new())
+            .await
+            .unwrap();
         assert_eq!(first.content, "hello there");
         assert_eq!(first.finish_reason, FinishReason::Stop);
-        let second = complete(&fake, request, CancellationToken::new()).await.unwrap();
+        let second = complete(&fake, request, CancellationToken::new())
+            .await
+            .unwrap();
         assert_eq!(second.tool_calls[0].name, "ReadFile");
         assert_eq!(second.finish_reason, FinishReason::ToolCalls);
         assert_eq!(fake.requests().len(), 2);
-        let error = complete(&fake, ChatRequest::new("m", vec![]), CancellationToken::new())
-            .await
-            .unwrap_err();
+        let error = complete(
+            &fake,
+            ChatRequest::new("m", vec![]),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(error.to_string().contains("no answer left"), "{error}");
     }
 
@@ -201,11 +212,21 @@ mod tests {
         let fake = FakeLlm::new();
         let sender = fake.push_live();
         let mut stream = fake.stream(ChatRequest::new("m", vec![]), CancellationToken::new());
-        sender.send(Ok(StreamEvent::TextDelta("tok".into()))).unwrap();
-        assert_eq!(stream.next().await.unwrap().unwrap(), StreamEvent::TextDelta("tok".into()));
-        sender.send(Ok(StreamEvent::Finish(FinishReason::Stop))).unwrap();
+        sender
+            .send(Ok(StreamEvent::TextDelta("tok".into())))
+            .unwrap();
+        assert_eq!(
+            stream.next().await.unwrap().unwrap(),
+            StreamEvent::TextDelta("tok".into())
+        );
+        sender
+            .send(Ok(StreamEvent::Finish(FinishReason::Stop)))
+            .unwrap();
         drop(sender);
-        assert_eq!(stream.next().await.unwrap().unwrap(), StreamEvent::Finish(FinishReason::Stop));
+        assert_eq!(
+            stream.next().await.unwrap().unwrap(),
+            StreamEvent::Finish(FinishReason::Stop)
+        );
         assert!(stream.next().await.is_none());
 
         fake.push_stall(vec![Ok(StreamEvent::TextDelta("partial".into()))]);

@@ -26,8 +26,8 @@ use super::http::{ProviderHttp, SseDecoder, decode_sse, endpoint, flatten, parse
 use super::keys::ApiKey;
 use super::openai::{finish_reason, normalized_schema};
 use super::{
-    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId,
-    StreamEvent, ToolCall, Usage,
+    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId, StreamEvent,
+    ToolCall, Usage,
 };
 
 /// The GigaChat API.
@@ -94,7 +94,11 @@ impl GigaChatAuth {
     }
 
     /// A valid access token for `key`: the cached one, or a fresh exchange.
-    pub async fn token(&self, key: &ApiKey, cancel: &CancellationToken) -> Result<ApiKey, LlmError> {
+    pub async fn token(
+        &self,
+        key: &ApiKey,
+        cancel: &CancellationToken,
+    ) -> Result<ApiKey, LlmError> {
         let cache_key = self.cache_key(key);
         let mut cache = self.cache.lock().await;
         if let Some(token) = cache.get(&cache_key)
@@ -130,7 +134,10 @@ impl GigaChatAuth {
                 |client| {
                     client
                         .post(&url)
-                        .header(reqwest::header::AUTHORIZATION, format!("Basic {authorization}"))
+                        .header(
+                            reqwest::header::AUTHORIZATION,
+                            format!("Basic {authorization}"),
+                        )
                         .header("RqUID", uuid::Uuid::new_v4().to_string())
                         .header(reqwest::header::ACCEPT, "application/json")
                         .header(
@@ -254,7 +261,9 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Value {
     let mut messages = Vec::new();
     for message in &request.messages {
         match message {
-            Message::System { content } => messages.push(json!({"role": "system", "content": content})),
+            Message::System { content } => {
+                messages.push(json!({"role": "system", "content": content}))
+            }
             Message::User { content } => messages.push(json!({"role": "user", "content": content})),
             Message::Assistant {
                 content,
@@ -388,7 +397,11 @@ impl FunctionsDecoder {
             out.push_back(StreamEvent::ToolCall(ToolCall {
                 id,
                 name: call.name,
-                arguments: if call.arguments.is_empty() { "{}".to_owned() } else { call.arguments },
+                arguments: if call.arguments.is_empty() {
+                    "{}".to_owned()
+                } else {
+                    call.arguments
+                },
             }));
             if matches!(self.finish, None | Some(FinishReason::Stop)) {
                 self.finish = Some(FinishReason::ToolCalls);
@@ -456,7 +469,9 @@ impl SseDecoder for FunctionsDecoder {
                         Some(other) => {
                             return Err(LlmError::Malformed {
                                 provider: PROVIDER,
-                                detail: format!("function arguments are neither an object nor text: {other}"),
+                                detail: format!(
+                                    "function arguments are neither an object nor text: {other}"
+                                ),
                             });
                         }
                     }

@@ -219,7 +219,11 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     {
         return Some(Duration::from_secs_f64(milliseconds / 1000.0));
     }
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     parse_retry_after(value, now)
 }
 
@@ -411,7 +415,13 @@ where
 {
     let started = async move {
         let response = http.send(provider, &build, &cancel).await?;
-        Ok::<_, LlmError>(decode_sse(provider, response, decoder, http.settings(), cancel))
+        Ok::<_, LlmError>(decode_sse(
+            provider,
+            response,
+            decoder,
+            http.settings(),
+            cancel,
+        ))
     };
     flatten(started)
 }
@@ -473,9 +483,15 @@ mod tests {
     fn retry_after_reads_seconds_dates_and_milliseconds() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("0.5", now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_retry_after("0.5", now),
+            Some(Duration::from_millis(500))
+        );
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(30))
+        );
         let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
         assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
@@ -508,7 +524,10 @@ mod tests {
             error_message(r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#),
             "Rate limit reached"
         );
-        assert_eq!(error_message(r#"{"status":401,"message":"Token has expired"}"#), "Token has expired");
+        assert_eq!(
+            error_message(r#"{"status":401,"message":"Token has expired"}"#),
+            "Token has expired"
+        );
         assert_eq!(error_message("upstream exploded"), "upstream exploded");
         assert_eq!(error_message("  "), "(no details)");
         assert!(is_retryable_status(429) && is_retryable_status(503) && is_retryable_status(529));
@@ -517,7 +536,13 @@ mod tests {
 
     #[test]
     fn endpoints_join_cleanly() {
-        assert_eq!(endpoint("http://x/v1/", "/chat/completions"), "http://x/v1/chat/completions");
-        assert_eq!(endpoint("http://x/v1", "embeddings"), "http://x/v1/embeddings");
+        assert_eq!(
+            endpoint("http://x/v1/", "/chat/completions"),
+            "http://x/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint("http://x/v1", "embeddings"),
+            "http://x/v1/embeddings"
+        );
     }
 }

@@ -298,7 +298,8 @@ fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
 
 fn create_data_key(path: &Path) -> Result<DataKey, KeyStoreError> {
     let mut key = Zeroizing::new([0u8; 32]);
-    getrandom::fill(key.as_mut_slice()).map_err(|error| KeyStoreError::Random(error.to_string()))?;
+    getrandom::fill(key.as_mut_slice())
+        .map_err(|error| KeyStoreError::Random(error.to_string()))?;
     let text = Zeroizing::new(hex::encode(key.as_slice()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -320,12 +321,11 @@ fn create_data_key(path: &Path) -> Result<DataKey, KeyStoreError> {
             Ok(key)
         }
         // Another writer made it first: use theirs.
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            load_data_key(path).map_err(|_| KeyStoreError::KeyFile {
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => load_data_key(path)
+            .map_err(|_| KeyStoreError::KeyFile {
                 path: path.to_owned(),
                 problem: "appeared while it was being created and cannot be read".to_owned(),
-            })
-        }
+            }),
         Err(error) => Err(file_error(error)),
     }
 }
@@ -388,7 +388,9 @@ fn format_time(time: DateTime<Utc>) -> String {
 fn parse_time(text: &str) -> Result<DateTime<Utc>, KeyStoreError> {
     DateTime::parse_from_rfc3339(text)
         .map(|time| time.with_timezone(&Utc))
-        .map_err(|error| StoreError::Corrupt(format!("provider key timestamp `{text}`: {error}")).into())
+        .map_err(|error| {
+            StoreError::Corrupt(format!("provider key timestamp `{text}`: {error}")).into()
+        })
 }
 
 #[cfg(test)]

@@ -46,7 +46,11 @@ pub struct ModelInfo {
     pub aliases: &'static [&'static str],
 }
 
-const fn chat(provider: ProviderId, id: &'static str, aliases: &'static [&'static str]) -> ModelInfo {
+const fn chat(
+    provider: ProviderId,
+    id: &'static str,
+    aliases: &'static [&'static str],
+) -> ModelInfo {
     ModelInfo {
         id,
         provider,
@@ -73,8 +77,16 @@ pub const CATALOG: &[ModelInfo] = &[
     embedding(OpenAi, "text-embedding-3-small"),
     chat(Anthropic, "claude-opus-4-5", &[]),
     chat(Anthropic, "claude-opus-4-6", &[]),
-    chat(Anthropic, "claude-sonnet-4-5-20250929", &["claude-sonnet-4-5"]),
-    chat(Anthropic, "claude-haiku-4-5-20251001", &["claude-haiku-4-5"]),
+    chat(
+        Anthropic,
+        "claude-sonnet-4-5-20250929",
+        &["claude-sonnet-4-5"],
+    ),
+    chat(
+        Anthropic,
+        "claude-haiku-4-5-20251001",
+        &["claude-haiku-4-5"],
+    ),
     chat(Qwen, "qwen-flash", &[]),
     chat(Qwen, "qwen-plus", &[]),
     chat(Qwen, "qwen3-vl-32b-instruct", &[]),
@@ -255,7 +267,10 @@ impl ModelRegistry {
             let listed = CATALOG.iter().find(|info| {
                 info.provider == provider
                     && (info.id.eq_ignore_ascii_case(model)
-                        || info.aliases.iter().any(|alias| alias.eq_ignore_ascii_case(model)))
+                        || info
+                            .aliases
+                            .iter()
+                            .any(|alias| alias.eq_ignore_ascii_case(model)))
             });
             return match listed {
                 Some(info) if info.kind != kind => Resolution::Unsupported {
@@ -278,7 +293,11 @@ impl ModelRegistry {
         if candidates.is_empty() {
             candidates = CATALOG
                 .iter()
-                .filter(|info| info.aliases.iter().any(|alias| alias.eq_ignore_ascii_case(name)))
+                .filter(|info| {
+                    info.aliases
+                        .iter()
+                        .any(|alias| alias.eq_ignore_ascii_case(name))
+                })
                 .collect();
         }
         if candidates.is_empty() {
@@ -400,17 +419,28 @@ mod tests {
         assert_eq!(custom.model, "llama3.2");
         assert!(!custom.listed);
         let new_openai = model(registry.resolve("openai/gpt-9", ModelKind::Chat));
-        assert_eq!((new_openai.provider, new_openai.listed), (ProviderId::OpenAi, false));
+        assert_eq!(
+            (new_openai.provider, new_openai.listed),
+            (ProviderId::OpenAi, false)
+        );
     }
 
     #[test]
     fn unknown_ambiguous_and_unsupported_are_explicit() {
         let registry = registry();
-        let Resolution::Unknown { suggestions, .. } = registry.resolve("gpt-5-min", ModelKind::Chat) else {
+        let Resolution::Unknown { suggestions, .. } =
+            registry.resolve("gpt-5-min", ModelKind::Chat)
+        else {
             panic!("expected unknown");
         };
-        assert!(suggestions.contains(&"openai/gpt-5-mini".to_owned()), "{suggestions:?}");
-        assert!(matches!(registry.resolve("", ModelKind::Chat), Resolution::Unknown { .. }));
+        assert!(
+            suggestions.contains(&"openai/gpt-5-mini".to_owned()),
+            "{suggestions:?}"
+        );
+        assert!(matches!(
+            registry.resolve("", ModelKind::Chat),
+            Resolution::Unknown { .. }
+        ));
 
         let Resolution::Ambiguous { candidates, .. } =
             registry.resolve("text-embedding-3-small", ModelKind::Embedding)
@@ -419,7 +449,10 @@ mod tests {
         };
         assert_eq!(
             candidates,
-            ["openai/text-embedding-3-small", "ai_tunnel/text-embedding-3-small"]
+            [
+                "openai/text-embedding-3-small",
+                "ai_tunnel/text-embedding-3-small"
+            ]
         );
         assert_eq!(
             model(registry.resolve("ai_tunnel/text-embedding-3-small", ModelKind::Embedding))
@@ -430,7 +463,11 @@ mod tests {
         for (name, kind, reason) in [
             ("GigaChat", ModelKind::Chat, "disabled"),
             ("giga/GigaChat-2-Max", ModelKind::Chat, "disabled"),
-            ("local-gemma-4-e2b-it", ModelKind::Chat, "not available in this build"),
+            (
+                "local-gemma-4-e2b-it",
+                ModelKind::Chat,
+                "not available in this build",
+            ),
             ("text-embedding-v3", ModelKind::Chat, "embedding model"),
             ("qwen-max", ModelKind::Embedding, "chat model"),
             ("broken", ModelKind::Chat, "alias target"),
@@ -456,9 +493,18 @@ mod tests {
         let models = registry.available(ModelKind::Chat, |p| p == ProviderId::Anthropic, &extra);
         let names: Vec<String> = models.iter().map(ResolvedModel::qualified).collect();
         assert_eq!(names.len(), 5, "{names:?}");
-        assert!(names.iter().take(4).all(|name| name.starts_with("anthropic/")));
+        assert!(
+            names
+                .iter()
+                .take(4)
+                .all(|name| name.starts_with("anthropic/"))
+        );
         assert_eq!(names[4], "ollama/llama3.2");
-        assert!(registry.available(ModelKind::Chat, |_| false, &[]).is_empty());
+        assert!(
+            registry
+                .available(ModelKind::Chat, |_| false, &[])
+                .is_empty()
+        );
         // In-process models are never offered by this build.
         assert!(
             registry
@@ -468,7 +514,10 @@ mod tests {
         );
         // Every default model is in the catalog.
         for (provider, id) in DEFAULT_CHAT_MODELS {
-            assert_eq!(model(registry.resolve(&format!("{provider}/{id}"), ModelKind::Chat)).listed, true);
+            assert_eq!(
+                model(registry.resolve(&format!("{provider}/{id}"), ModelKind::Chat)).listed,
+                true
+            );
         }
     }
 }

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::http::{ProviderHttp, SseDecoder, endpoint, parse_json, stream_call};
 use super::keys::ApiKey;
 use super::{
-    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId,
-    StreamEvent, ToolCall, ToolSpec, Usage,
+    ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId, StreamEvent,
+    ToolCall, ToolSpec, Usage,
 };
 
 /// The official OpenAI API.
@@ -111,7 +111,11 @@ impl LlmClient for OpenAiClient {
     }
 }
 
-fn request_body(endpoint: &OpenAiEndpoint, request: &ChatRequest, default_max_tokens: u32) -> Value {
+fn request_body(
+    endpoint: &OpenAiEndpoint,
+    request: &ChatRequest,
+    default_max_tokens: u32,
+) -> Value {
     let mut body = json!({
         "model": request.model,
         "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(),

@@ -68,7 +68,9 @@ pub const PRESETS: [Preset; 5] = [
 
 /// The preset of `provider`, if it is OpenAI-compatible.
 pub fn preset(provider: ProviderId) -> Option<Preset> {
-    PRESETS.into_iter().find(|preset| preset.provider == provider)
+    PRESETS
+        .into_iter()
+        .find(|preset| preset.provider == provider)
 }
 
 impl Preset {
@@ -90,7 +92,12 @@ mod tests {
     #[test]
     fn every_compatible_provider_has_one_preset_and_only_local_ones_skip_keys() {
         for preset in PRESETS {
-            assert_eq!(preset.needs_key, preset.provider.uses_key(), "{}", preset.provider);
+            assert_eq!(
+                preset.needs_key,
+                preset.provider.uses_key(),
+                "{}",
+                preset.provider
+            );
             assert!(!preset.endpoint(preset.default_base_url).official);
         }
         assert!(preset(ProviderId::Qwen).unwrap().parallel_tool_calls);

@@ -150,9 +150,11 @@ impl LlmService {
             giga_auth,
         };
         if !config.default_model.trim().is_empty() {
-            service.resolve(&config.default_model, ModelKind::Chat).map_err(|error| {
-                LlmServiceError::Model(format!("in [llm] default_model: {error}"))
-            })?;
+            service
+                .resolve(&config.default_model, ModelKind::Chat)
+                .map_err(|error| {
+                    LlmServiceError::Model(format!("in [llm] default_model: {error}"))
+                })?;
         }
         Ok(service)
     }
@@ -209,7 +211,9 @@ impl LlmService {
         let provider = key_provider(provider)?;
         let api_key = api_key.trim();
         if api_key.is_empty() {
-            return Err(LlmServiceError::InvalidKey("apiKey must not be blank.".to_owned()));
+            return Err(LlmServiceError::InvalidKey(
+                "apiKey must not be blank.".to_owned(),
+            ));
         }
         if api_key.chars().count() > MAX_KEY_CHARS {
             return Err(LlmServiceError::InvalidKey(format!(
@@ -261,8 +265,19 @@ impl LlmService {
 
     /// Providers that can be called now.
     pub async fn reachable_providers(&self) -> Result<Vec<ProviderId>, LlmServiceError> {
-        let stored: Vec<ProviderId> = self.keys.list().await?.iter().map(|key| key.provider).collect();
-        let local: Vec<ProviderId> = self.config.local().iter().map(|(server, _)| *server).collect();
+        let stored: Vec<ProviderId> = self
+            .keys
+            .list()
+            .await?
+            .iter()
+            .map(|key| key.provider)
+            .collect();
+        let local: Vec<ProviderId> = self
+            .config
+            .local()
+            .iter()
+            .map(|(server, _)| *server)
+            .collect();
         Ok(ProviderId::ALL
             .into_iter()
             .filter(|provider| {
@@ -282,7 +297,10 @@ impl LlmService {
     }
 
     /// Models of `kind` that can be called now.
-    pub async fn available_models(&self, kind: ModelKind) -> Result<Vec<ResolvedModel>, LlmServiceError> {
+    pub async fn available_models(
+        &self,
+        kind: ModelKind,
+    ) -> Result<Vec<ResolvedModel>, LlmServiceError> {
         let reachable = self.reachable_providers().await?;
         let local: Vec<ResolvedModel> = self
             .config
@@ -312,7 +330,12 @@ impl LlmService {
                 return self.resolve(&format!("{provider}/{model}"), ModelKind::Chat);
             }
         }
-        match self.config.local().into_iter().find(|(server, _)| !disabled.contains(server)) {
+        match self
+            .config
+            .local()
+            .into_iter()
+            .find(|(server, _)| !disabled.contains(server))
+        {
             Some((server, model)) => self.resolve(&format!("{server}/{model}"), ModelKind::Chat),
             None => Err(LlmServiceError::NoModel),
         }
@@ -401,14 +424,15 @@ impl LlmService {
             )));
         }
         let key = self.required_key(provider).await?;
-        let client = OpenAiEmbeddings::new(self.http.clone(), provider, self.base_url(provider), key);
+        let client =
+            OpenAiEmbeddings::new(self.http.clone(), provider, self.base_url(provider), key);
         Ok((resolved, Arc::new(client)))
     }
 }
 
 fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
-    let provider =
-        ProviderId::parse(name).ok_or_else(|| LlmServiceError::UnknownProvider(name.trim().to_owned()))?;
+    let provider = ProviderId::parse(name)
+        .ok_or_else(|| LlmServiceError::UnknownProvider(name.trim().to_owned()))?;
     if !provider.uses_key() {
         return Err(LlmServiceError::KeylessProvider(provider));
     }

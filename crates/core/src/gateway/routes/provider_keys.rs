@@ -63,7 +63,10 @@ async fn put(
     Path(provider): Path<String>,
     ApiJson(body): ApiJson<PutProviderKey>,
 ) -> Result<axum::Json<ProviderKeyResponse>, ApiError> {
-    let provider_key = handle.llm().set_provider_key(&provider, &body.api_key).await?;
+    let provider_key = handle
+        .llm()
+        .set_provider_key(&provider, &body.api_key)
+        .await?;
     Ok(axum::Json(ProviderKeyResponse { provider_key }))
 }
 
