@@ -19,7 +19,8 @@ config_section! {
         /// `provider/model` (`ollama/llama3.2`). Empty: the first provider with a key in the
         /// order openai, anthropic, qwen, ai_tunnel, giga, then the first of `local_models`.
         pub default_model: String = String::new(),
-        /// Your own names for models, e.g. `{ fast = "openai/gpt-5-mini" }`.
+        /// Your own names for models: an inline table from a name to a listed model or
+        /// `provider/model` (for example fast mapped to "openai/gpt-5-mini").
         pub aliases: BTreeMap<String, String> = BTreeMap::new(),
         /// Models on local OpenAI-compatible servers, as `provider/model` with provider ollama,
         /// lm_studio or llama_cpp (e.g. "ollama/llama3.2"). Listing one enables its server.
