@@ -10,6 +10,8 @@
 //!
 //! Run with `scripts/bench.sh llm`.
 
+#![allow(clippy::expect_used, clippy::panic)] // a benchmark may stop loudly
+
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

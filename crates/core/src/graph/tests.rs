@@ -7,20 +7,18 @@ use std::time::Duration;
 use super::*;
 
 type Log = Arc<Mutex<Vec<String>>>;
+type TagFn =
+    dyn Fn(Vec<String>) -> futures::future::Ready<Result<Vec<String>, BoxError>> + Send + Sync;
 
 /// A node that appends its name to a shared log and to the context.
-fn tag(
-    name: &'static str,
-    log: &Log,
-) -> FnNode<
-    impl Fn(Vec<String>) -> futures::future::Ready<Result<Vec<String>, BoxError>> + Send + Sync + use<>,
-> {
+fn tag(name: &'static str, log: &Log) -> FnNode<Box<TagFn>> {
     let log = Arc::clone(log);
-    node_fn(name, move |mut trail: Vec<String>| {
+    let function: Box<TagFn> = Box::new(move |mut trail: Vec<String>| {
         log.lock().unwrap().push(name.to_owned());
         trail.push(name.to_owned());
         futures::future::ready(Ok(trail))
-    })
+    });
+    node_fn(name, function)
 }
 
 fn traced(log: &Log) -> RunOptions {
