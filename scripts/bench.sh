@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|llm|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,11 @@ export SOUZ_BIN="$PWD/target/release/souz"
 case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --bench gate ;;
-  all) cargo bench -p souz-e2e --bench startup && cargo bench -p souz-core --bench gate ;;
+  llm) cargo bench -p souz-core --bench llm ;;
+  all)
+    cargo bench -p souz-e2e --bench startup
+    cargo bench -p souz-core --bench gate
+    cargo bench -p souz-core --bench llm
+    ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench -p souz-core --bench gate` (or `scripts/bench.sh gate`).
 
+// A benchmark fails loudly on setup errors.
+#![allow(clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@ pub mod approvals;
 pub mod byte_size;
 pub mod edit;
 pub mod env;
+pub mod llm;
 pub mod log;
 pub mod paths;
 pub mod sandbox;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
+pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
@@ -104,6 +106,7 @@ config_sections! {
     log: LogConfig,
     sandbox: SandboxConfig,
     approvals: ApprovalsConfig,
+    llm: LlmConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -1,11 +1,13 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: `gateway` -> `runtime` -> (`store`, `token`) -> `config` ->
-//! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
+//! Imports point down only: `gateway` -> `runtime` -> (`llm`, `graph`, `store`, `token`) ->
+//! `config` -> `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
 pub mod approvals;
 pub mod config;
 pub mod gateway;
+pub mod graph;
+pub mod llm;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;
