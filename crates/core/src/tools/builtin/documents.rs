@@ -37,7 +37,9 @@ use self::spreadsheet::{SpreadsheetFormat, Workbook};
 use self::text::{TEXT_BYTE_BUDGET, TEXT_CHAR_LIMIT, decode, truncate_chars};
 use self::worker::{PARSE_TIME_LIMIT, Stop, run_blocking};
 use crate::sandbox::Access;
-use crate::tools::{CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
+};
 
 /// Largest document (other than plain text, which is read only as far as needed) read whole.
 pub const DOCUMENT_BYTE_LIMIT: u64 = 256 << 20;
@@ -125,8 +127,9 @@ impl DocumentKind {
             return Ok(Self::Pdf);
         }
         if head.starts_with(b"PK\x03\x04") {
-            let mut archive = zip::ZipArchive::new(BufReader::new(File::open(path).map_err(io_error)?))
-                .map_err(|error| DocumentError::Malformed("ZIP".into(), error.to_string()))?;
+            let mut archive =
+                zip::ZipArchive::new(BufReader::new(File::open(path).map_err(io_error)?))
+                    .map_err(|error| DocumentError::Malformed("ZIP".into(), error.to_string()))?;
             let has = |name: &str| archive.index_for_name(name).is_some();
             return Ok(if has("word/document.xml") {
                 Self::Word
@@ -137,7 +140,8 @@ impl DocumentKind {
             } else if has("xl/workbook.xml") {
                 Self::Spreadsheet(SpreadsheetFormat::Xlsx)
             } else if has("mimetype")
-                && office::read_part(&mut archive, "mimetype")?.trim() == "application/vnd.oasis.opendocument.spreadsheet"
+                && office::read_part(&mut archive, "mimetype")?.trim()
+                    == "application/vnd.oasis.opendocument.spreadsheet"
             {
                 Self::Spreadsheet(SpreadsheetFormat::Ods)
             } else {
@@ -160,7 +164,10 @@ impl DocumentKind {
 }
 
 /// Resolves `raw` for reading and makes sure it is a file, not a folder.
-pub(crate) fn resolve_readable_file(ctx: &ToolContext, raw: &str) -> Result<crate::sandbox::ResolvedPath, ToolError> {
+pub(crate) fn resolve_readable_file(
+    ctx: &ToolContext,
+    raw: &str,
+) -> Result<crate::sandbox::ResolvedPath, ToolError> {
     let resolved = ctx.sandbox.resolve(raw, Access::Read)?;
     if resolved.path.is_dir() {
         return Err(ToolError::Failed(format!(
@@ -237,7 +244,9 @@ impl Extraction {
         if self.content.truncated {
             out.push_str(&format!(
                 "Truncated: true (preview limited to {TEXT_CHAR_LIMIT} characters{})\n",
-                self.truncation_hint.map(|hint| format!("; {hint}")).unwrap_or_default()
+                self.truncation_hint
+                    .map(|hint| format!("; {hint}"))
+                    .unwrap_or_default()
             ));
         }
         out.push_str("\n=== CONTENT ===\n");
@@ -283,7 +292,11 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
             details.push(format!("Slides: {}", slides.len()));
             for (index, slide) in slides.iter().enumerate() {
                 let separator = if index > 0 { "\n\n" } else { "" };
-                let body = if slide.is_empty() { "(no text on this slide)" } else { slide };
+                let body = if slide.is_empty() {
+                    "(no text on this slide)"
+                } else {
+                    slide
+                };
                 if !content.push(&format!("{separator}--- Slide {} ---\n{body}", index + 1)) {
                     break;
                 }
@@ -298,7 +311,11 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
             details.push(format!("Sheets: {}", grids.len()));
             for (index, grid) in grids.iter().enumerate() {
                 let separator = if index > 0 { "\n\n" } else { "" };
-                if !content.push(&format!("{separator}--- Sheet: {} ---\n{}", grid.name, grid.render())) {
+                if !content.push(&format!(
+                    "{separator}--- Sheet: {} ---\n{}",
+                    grid.name,
+                    grid.render()
+                )) {
                     break;
                 }
             }
@@ -341,14 +358,17 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
 
 fn open_archive(path: &Path) -> Result<zip::ZipArchive<BufReader<File>>, DocumentError> {
     let file = File::open(path).map_err(io_error)?;
-    zip::ZipArchive::new(BufReader::new(file)).map_err(|error| DocumentError::Malformed("Office".into(), error.to_string()))
+    zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|error| DocumentError::Malformed("Office".into(), error.to_string()))
 }
 
 /// Reads at most `limit` bytes; also says whether that was the whole file.
 fn read_prefix(path: &Path, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
     let file = File::open(path).map_err(io_error)?;
     let mut bytes = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(io_error)?;
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
     let complete = bytes.len() <= limit;
     bytes.truncate(limit);
     Ok((bytes, complete))
@@ -397,16 +417,28 @@ impl Tool for ExtractTextFromFile {
         Risk::ReadOnly
     }
 
-    async fn plan(&self, args: &ExtractTextArgs, ctx: &ToolContext) -> Result<Planned<PathBuf>, ToolError> {
+    async fn plan(
+        &self,
+        args: &ExtractTextArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<PathBuf>, ToolError> {
         let resolved = resolve_readable_file(ctx, &args.file_path)?;
         let summary = format!("Read the text of {}", ctx.sandbox.display(&resolved.path));
         let path = resolved.path.clone();
         Ok(Plan::new(summary).path(&resolved, Access::Read).with(path))
     }
 
-    async fn run(&self, _args: ExtractTextArgs, path: PathBuf, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(
+        &self,
+        _args: ExtractTextArgs,
+        path: PathBuf,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let name = file_name(&path);
-        let extraction = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| extract(&path, stop)).await?;
+        let extraction = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| {
+            extract(&path, stop)
+        })
+        .await?;
         Ok(ToolOutput::text(extraction.render(&name)))
     }
 }
@@ -460,10 +492,16 @@ impl Tool for ReadPdfPages {
         Risk::ReadOnly
     }
 
-    async fn plan(&self, args: &ReadPdfPagesArgs, ctx: &ToolContext) -> Result<Planned<PageRequest>, ToolError> {
+    async fn plan(
+        &self,
+        args: &ReadPdfPagesArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<PageRequest>, ToolError> {
         let start = args.start_page.unwrap_or(1);
         if start == 0 {
-            return Err(ToolError::InvalidArguments("startPage is 1-based: the first page is 1".into()));
+            return Err(ToolError::InvalidArguments(
+                "startPage is 1-based: the first page is 1".into(),
+            ));
         }
         let end = args.end_page.unwrap_or(start);
         if end < start {
@@ -483,11 +521,21 @@ impl Tool for ReadPdfPages {
             start,
             end,
         };
-        Ok(Plan::new(summary).path(&resolved, Access::Read).with(request))
+        Ok(Plan::new(summary)
+            .path(&resolved, Access::Read)
+            .with(request))
     }
 
-    async fn run(&self, _args: ReadPdfPagesArgs, request: PageRequest, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let text = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| read_pdf_pages(&request, stop)).await?;
+    async fn run(
+        &self,
+        _args: ReadPdfPagesArgs,
+        request: PageRequest,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let text = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| {
+            read_pdf_pages(&request, stop)
+        })
+        .await?;
         Ok(ToolOutput::text(text))
     }
 }
@@ -518,14 +566,20 @@ fn read_pdf_pages(request: &PageRequest, stop: &Stop) -> Result<String, Document
             break;
         }
     }
-    let mut out = format!("=== PDF CONTENT (Pages {}-{end} of {count}) ===\n", request.start);
+    let mut out = format!(
+        "=== PDF CONTENT (Pages {}-{end} of {count}) ===\n",
+        request.start
+    );
     if request.end > count {
         out.push_str(&format!(
             "(endPage {} is past the end; the document has {count} pages)\n",
             request.end
         ));
     }
-    if read.iter().all(|page| matches!(&page.text, Ok(text) if text.is_empty())) {
+    if read
+        .iter()
+        .all(|page| matches!(&page.text, Ok(text) if text.is_empty()))
+    {
         out.push_str(
             "Warning: no text on these pages. They may hold only images or scans without a text \
              layer.",

@@ -6,7 +6,7 @@
 //! Office opens; workbooks with rust_xlsxwriter.
 
 use std::io::{Cursor, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pdf_extract::content::{Content, Operation};
@@ -17,7 +17,9 @@ use zip::write::SimpleFileOptions;
 
 use crate::config::{SandboxConfig, SouzPaths};
 use crate::sandbox::Sandbox;
-use crate::tools::ToolContext;
+use crate::tools::{
+    Catalog, CatalogBuilder, CatalogError, PlannedCall, ToolContext, ToolError, ToolOutput,
+};
 
 /// A tool context whose home folder (and only root) is `home`.
 pub fn context(home: &Path) -> ToolContext {
@@ -26,6 +28,67 @@ pub fn context(home: &Path) -> ToolContext {
         sandbox: Arc::new(Sandbox::new(&SandboxConfig::default(), &paths).unwrap()),
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
+    }
+}
+
+/// A temporary home folder with a catalog of some tools, for calling them as a client would.
+pub struct TestHome {
+    _dir: tempfile::TempDir,
+    /// The home folder (canonical).
+    pub root: PathBuf,
+    /// A context whose sandbox root is `root`.
+    pub ctx: ToolContext,
+    /// The tools under test.
+    pub catalog: Catalog,
+}
+
+impl TestHome {
+    /// A fresh home with the tools `register` adds.
+    pub fn new(register: fn(&mut CatalogBuilder) -> Result<(), CatalogError>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ctx = context(&root);
+        let mut builder = CatalogBuilder::default();
+        register(&mut builder).unwrap();
+        Self {
+            _dir: dir,
+            root,
+            ctx,
+            catalog: builder.build(),
+        }
+    }
+
+    /// Writes a file under the home folder (parents created); returns its path.
+    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// Plans a call.
+    pub async fn plan(
+        &self,
+        tool: &str,
+        arguments: serde_json::Value,
+    ) -> Result<PlannedCall, ToolError> {
+        self.catalog
+            .get(tool)
+            .unwrap()
+            .plan(arguments, &self.ctx)
+            .await
+    }
+
+    /// Plans and runs a call.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Value,
+    ) -> Result<ToolOutput, ToolError> {
+        self.plan(tool, arguments)
+            .await?
+            .run(self.ctx.clone())
+            .await
     }
 }
 
@@ -57,7 +120,8 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
         }
         operations.push(Operation::new("ET", vec![]));
         let content = Content { operations };
-        let content_id = document.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+        let content_id =
+            document.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
         let page_id = document.add_object(dictionary! {
             "Type" => "Page",
             "Parent" => pages_id,
@@ -90,7 +154,9 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
 pub fn package(parts: &[(&str, &str)]) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     for (name, content) in parts {
-        writer.start_file(*name, SimpleFileOptions::default()).unwrap();
+        writer
+            .start_file(*name, SimpleFileOptions::default())
+            .unwrap();
         writer.write_all(content.as_bytes()).unwrap();
     }
     writer.finish().unwrap().into_inner()
@@ -150,7 +216,13 @@ pub fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {
     let slide_ids: String = order
         .iter()
         .enumerate()
-        .map(|(position, index)| format!(r#"<p:sldId id="{}" r:id="rId{}"/>"#, 256 + position, index + 11))
+        .map(|(position, index)| {
+            format!(
+                r#"<p:sldId id="{}" r:id="rId{}"/>"#,
+                256 + position,
+                index + 11
+            )
+        })
         .collect();
     parts.push((
         "[Content_Types].xml".into(),
@@ -174,7 +246,10 @@ pub fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {
             r#"<?xml version="1.0" encoding="UTF-8"?><p:presentation xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><p:sldIdLst>{slide_ids}</p:sldIdLst></p:presentation>"#
         ),
     ));
-    let borrowed: Vec<(&str, &str)> = parts.iter().map(|(name, content)| (name.as_str(), content.as_str())).collect();
+    let borrowed: Vec<(&str, &str)> = parts
+        .iter()
+        .map(|(name, content)| (name.as_str(), content.as_str()))
+        .collect();
     package(&borrowed)
 }
 
@@ -193,8 +268,11 @@ pub enum Cell {
     Blank,
 }
 
-/// An `.xlsx` workbook with the given sheets; each sheet's rows start at `origin` (row, col).
-pub fn xlsx(sheets: &[(&str, (u32, u16), Vec<Vec<Cell>>)]) -> Vec<u8> {
+/// A sheet for [`xlsx`]: its name, where its rows start (row, column), and the rows.
+pub type SheetSpec<'a> = (&'a str, (u32, u16), Vec<Vec<Cell>>);
+
+/// An `.xlsx` workbook with the given sheets.
+pub fn xlsx(sheets: &[SheetSpec<'_>]) -> Vec<u8> {
     let mut workbook = rust_xlsxwriter::Workbook::new();
     let date_format = rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd");
     for (name, (origin_row, origin_column), rows) in sheets {
@@ -212,11 +290,15 @@ pub fn xlsx(sheets: &[(&str, (u32, u16), Vec<Vec<Cell>>)]) -> Vec<u8> {
                         sheet.write_number(row_number, column, *value).unwrap();
                     }
                     Cell::Date(year, month, day) => {
-                        let date = rust_xlsxwriter::ExcelDateTime::from_ymd(*year, *month, *day).unwrap();
-                        sheet.write_datetime_with_format(row_number, column, &date, &date_format).unwrap();
+                        let date =
+                            rust_xlsxwriter::ExcelDateTime::from_ymd(*year, *month, *day).unwrap();
+                        sheet
+                            .write_datetime_with_format(row_number, column, &date, &date_format)
+                            .unwrap();
                     }
                     Cell::Formula(formula, result) => {
-                        let formula = rust_xlsxwriter::Formula::new(*formula).set_result(result.to_string());
+                        let formula =
+                            rust_xlsxwriter::Formula::new(*formula).set_result(result.to_string());
                         sheet.write_formula(row_number, column, formula).unwrap();
                     }
                     Cell::Blank => {}

@@ -35,7 +35,9 @@ pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, 
     let mut tab_stops_depth = 0usize;
     let mut in_text = false;
     loop {
-        let event = reader.read_event().map_err(|error| malformed("Word", error))?;
+        let event = reader
+            .read_event()
+            .map_err(|error| malformed("Word", error))?;
         match event {
             Event::Start(element) => match element.local_name().as_ref() {
                 "Fallback" => fallback_depth += 1,
@@ -73,8 +75,12 @@ pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, 
                 }
                 _ => {}
             },
-            Event::Text(text) if in_text && fallback_depth == 0 => out.push_str(&text.xml10_content()),
-            Event::CData(text) if in_text && fallback_depth == 0 => out.push_str(&text.xml10_content()),
+            Event::Text(text) if in_text && fallback_depth == 0 => {
+                out.push_str(&text.xml10_content())
+            }
+            Event::CData(text) if in_text && fallback_depth == 0 => {
+                out.push_str(&text.xml10_content())
+            }
             Event::GeneralRef(reference) if in_text && fallback_depth == 0 => {
                 push_reference(&mut out, &reference);
             }
@@ -86,7 +92,10 @@ pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, 
 }
 
 /// The text of each slide of a presentation, in presentation order.
-pub fn slide_texts<R: Read + Seek>(archive: &mut ZipArchive<R>, stop: &Stop) -> Result<Vec<String>, DocumentError> {
+pub fn slide_texts<R: Read + Seek>(
+    archive: &mut ZipArchive<R>,
+    stop: &Stop,
+) -> Result<Vec<String>, DocumentError> {
     let mut slides = Vec::new();
     for part in slide_parts(archive)? {
         stop.check()?;
@@ -101,7 +110,10 @@ fn slide_text(xml: &str) -> Result<String, DocumentError> {
     let mut out = String::new();
     let mut in_text = false;
     loop {
-        match reader.read_event().map_err(|error| malformed("PowerPoint", error))? {
+        match reader
+            .read_event()
+            .map_err(|error| malformed("PowerPoint", error))?
+        {
             Event::Start(element) if element.local_name().as_ref() == "t" => in_text = true,
             Event::End(element) => match element.local_name().as_ref() {
                 "t" => in_text = false,
@@ -122,12 +134,20 @@ fn slide_text(xml: &str) -> Result<String, DocumentError> {
 /// `ppt/slides/slideN.xml` when the presentation part does not say.
 fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String>, DocumentError> {
     let mut targets: HashMap<String, String> = HashMap::new();
-    if archive.index_for_name("ppt/_rels/presentation.xml.rels").is_some() {
+    if archive
+        .index_for_name("ppt/_rels/presentation.xml.rels")
+        .is_some()
+    {
         let rels = read_part(archive, "ppt/_rels/presentation.xml.rels")?;
         let mut reader = Reader::from_str(&rels);
         loop {
-            match reader.read_event().map_err(|error| malformed("PowerPoint", error))? {
-                Event::Start(element) | Event::Empty(element) if element.local_name().as_ref() == "Relationship" => {
+            match reader
+                .read_event()
+                .map_err(|error| malformed("PowerPoint", error))?
+            {
+                Event::Start(element) | Event::Empty(element)
+                    if element.local_name().as_ref() == "Relationship" =>
+                {
                     let id = attribute(&element, "Id");
                     let target = attribute(&element, "Target");
                     if let (Some(id), Some(target)) = (id, target) {
@@ -143,8 +163,13 @@ fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String
     let mut reader = Reader::from_str(&presentation);
     let mut ordered = Vec::new();
     loop {
-        match reader.read_event().map_err(|error| malformed("PowerPoint", error))? {
-            Event::Start(element) | Event::Empty(element) if element.local_name().as_ref() == "sldId" => {
+        match reader
+            .read_event()
+            .map_err(|error| malformed("PowerPoint", error))?
+        {
+            Event::Start(element) | Event::Empty(element)
+                if element.local_name().as_ref() == "sldId" =>
+            {
                 let part = attribute(&element, "r:id")
                     .and_then(|id| targets.get(&id))
                     .map(|target| resolve_target(target));
@@ -163,7 +188,11 @@ fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String
         .file_names()
         .filter_map(|name| {
             let name = name.ok()?;
-            let number = name.strip_prefix("ppt/slides/slide")?.strip_suffix(".xml")?.parse().ok()?;
+            let number = name
+                .strip_prefix("ppt/slides/slide")?
+                .strip_suffix(".xml")?
+                .parse()
+                .ok()?;
             Some((number, name.into_owned()))
         })
         .collect();
@@ -206,10 +235,13 @@ fn trim_trailing_spaces(out: &mut String) {
 }
 
 /// Reads one part of the package as text, refusing oversized parts.
-pub fn read_part<R: Read + Seek>(archive: &mut ZipArchive<R>, name: &str) -> Result<String, DocumentError> {
-    let file = archive
-        .by_name(name)
-        .map_err(|error| DocumentError::Malformed("Office".into(), format!("part {name}: {error}")))?;
+pub fn read_part<R: Read + Seek>(
+    archive: &mut ZipArchive<R>,
+    name: &str,
+) -> Result<String, DocumentError> {
+    let file = archive.by_name(name).map_err(|error| {
+        DocumentError::Malformed("Office".into(), format!("part {name}: {error}"))
+    })?;
     if file.size() > PART_BYTE_LIMIT {
         return Err(DocumentError::TooLarge(format!(
             "its part {name} expands to {} MiB",
@@ -219,12 +251,17 @@ pub fn read_part<R: Read + Seek>(archive: &mut ZipArchive<R>, name: &str) -> Res
     let mut bytes = Vec::new();
     file.take(PART_BYTE_LIMIT + 1)
         .read_to_end(&mut bytes)
-        .map_err(|error| DocumentError::Malformed("Office".into(), format!("part {name}: {error}")))?;
+        .map_err(|error| {
+            DocumentError::Malformed("Office".into(), format!("part {name}: {error}"))
+        })?;
     if bytes.len() as u64 > PART_BYTE_LIMIT {
-        return Err(DocumentError::TooLarge(format!("its part {name} is too large")));
+        return Err(DocumentError::TooLarge(format!(
+            "its part {name} is too large"
+        )));
     }
-    String::from_utf8(bytes)
-        .map_err(|_| DocumentError::Malformed("Office".into(), format!("part {name} is not UTF-8 XML")))
+    String::from_utf8(bytes).map_err(|_| {
+        DocumentError::Malformed("Office".into(), format!("part {name} is not UTF-8 XML"))
+    })
 }
 
 fn malformed(format: &str, error: quick_xml::Error) -> DocumentError {

@@ -31,10 +31,11 @@ pub struct PageText {
 impl Pdf {
     /// Parses a PDF from its bytes.
     pub fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
-        let loaded = catch_unwind(|| Document::load_mem(bytes))
-            .map_err(|_| DocumentError::Malformed("PDF".into(), "its structure is broken".into()))?;
-        let mut document = loaded
-            .map_err(|error| DocumentError::Malformed("PDF".into(), error.to_string()))?;
+        let loaded = catch_unwind(|| Document::load_mem(bytes)).map_err(|_| {
+            DocumentError::Malformed("PDF".into(), "its structure is broken".into())
+        })?;
+        let mut document =
+            loaded.map_err(|error| DocumentError::Malformed("PDF".into(), error.to_string()))?;
         if document.is_encrypted() && document.decrypt("").is_err() {
             return Err(DocumentError::Encrypted);
         }
@@ -51,7 +52,11 @@ impl Pdf {
     }
 
     /// Text of the pages in `pages` (1-based, within the page count), stopping early if asked.
-    pub fn pages(&self, pages: RangeInclusive<u32>, stop: &Stop) -> Result<Vec<PageText>, DocumentError> {
+    pub fn pages(
+        &self,
+        pages: RangeInclusive<u32>,
+        stop: &Stop,
+    ) -> Result<Vec<PageText>, DocumentError> {
         let mut texts = Vec::new();
         for number in pages {
             stop.check()?;

@@ -75,7 +75,9 @@ impl CellValue {
             Data::Float(value) => Self::Number(*value),
             Data::String(text) => Self::Text(text.clone()),
             Data::Bool(value) => Self::Bool(*value),
-            Data::DateTime(value) if value.is_duration() => Self::Date(render_duration(value.as_f64())),
+            Data::DateTime(value) if value.is_duration() => {
+                Self::Date(render_duration(value.as_f64()))
+            }
             Data::DateTime(value) => {
                 let (year, month, day, hour, minute, second, _) = value.to_ymd_hms_milli();
                 if (hour, minute, second) == (0, 0, 0) {
@@ -128,7 +130,10 @@ pub fn parse_number(text: &str) -> Option<f64> {
         (Some(_), None) => compact.replace(',', ""),
         _ => compact,
     };
-    normalized.parse::<f64>().ok().filter(|value| value.is_finite())
+    normalized
+        .parse::<f64>()
+        .ok()
+        .filter(|value| value.is_finite())
 }
 
 /// A sheet's used range.
@@ -154,7 +159,10 @@ impl Grid {
     pub fn render(&self) -> String {
         let mut out = String::new();
         for row in &self.rows {
-            let used = row.iter().rposition(|cell| !cell.is_empty()).map_or(0, |last| last + 1);
+            let used = row
+                .iter()
+                .rposition(|cell| !cell.is_empty())
+                .map_or(0, |last| last + 1);
             let line: Vec<String> = row[..used]
                 .iter()
                 .map(|cell| cell.display().replace(['\t', '\n', '\r'], " "))
@@ -184,11 +192,14 @@ pub enum SpreadsheetFormat {
 impl SpreadsheetFormat {
     /// The spreadsheet format of `path`, judged by its contents (CSV by its extension).
     pub fn of(path: &Path) -> Result<Self, DocumentError> {
-        let csv_extension = path.extension().and_then(|extension| extension.to_str()).is_some_and(|extension| {
-            ["csv", "tsv", "txt"]
-                .iter()
-                .any(|known| extension.eq_ignore_ascii_case(known))
-        });
+        let csv_extension = path
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .is_some_and(|extension| {
+                ["csv", "tsv", "txt"]
+                    .iter()
+                    .any(|known| extension.eq_ignore_ascii_case(known))
+            });
         match DocumentKind::detect(path)? {
             DocumentKind::Spreadsheet(format) => Ok(format),
             DocumentKind::Text if csv_extension => Ok(Self::Csv),
@@ -330,7 +341,8 @@ pub fn parse_csv(text: &str, name: String, delimiter: Option<u8>) -> Result<Grid
         .from_reader(text.as_bytes());
     let mut rows: Vec<Vec<CellValue>> = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|error| DocumentError::Malformed("CSV".into(), error.to_string()))?;
+        let record =
+            record.map_err(|error| DocumentError::Malformed("CSV".into(), error.to_string()))?;
         if record.iter().all(|field| field.trim().is_empty()) {
             continue;
         }

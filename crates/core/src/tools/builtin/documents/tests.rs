@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::fixtures::{self, Cell, context, docx, paragraph};
+use super::fixtures::{self, Cell, TestHome, docx, paragraph};
 use super::*;
 use crate::tools::{Catalog, Target};
 
@@ -16,40 +16,30 @@ fn catalog() -> Catalog {
     builder.build()
 }
 
-struct Home {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    ctx: ToolContext,
-    catalog: Catalog,
+struct Home(TestHome);
+
+impl std::ops::Deref for Home {
+    type Target = TestHome;
+    fn deref(&self) -> &TestHome {
+        &self.0
+    }
 }
 
 impl Home {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let ctx = context(&root);
-        Self {
-            _dir: dir,
-            root,
-            ctx,
-            catalog: catalog(),
-        }
-    }
-
-    fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.root.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, bytes).unwrap();
-        path
+        Self(TestHome::new(register))
     }
 
     async fn call(&self, tool: &str, arguments: Value) -> Result<String, ToolError> {
-        let planned = self.catalog.get(tool).unwrap().plan(arguments, &self.ctx).await?;
-        planned.run(self.ctx.clone()).await.map(|output| output.text)
+        self.0.call(tool, arguments).await.map(|output| output.text)
     }
 
     async fn extract(&self, name: &str) -> Result<String, ToolError> {
-        self.call("ExtractTextFromFile", json!({ "filePath": format!("~/{name}") })).await
+        self.call(
+            "ExtractTextFromFile",
+            json!({ "filePath": format!("~/{name}") }),
+        )
+        .await
     }
 }
 
@@ -64,7 +54,10 @@ async fn specs_are_read_only_file_tools() {
         let spec = catalog.get(name).unwrap().spec();
         assert_eq!(spec.risk, Risk::ReadOnly, "{name}");
         assert_eq!(spec.category, ToolCategory::Files, "{name}");
-        assert!(spec.input_schema["properties"]["filePath"].is_object(), "{name}");
+        assert!(
+            spec.input_schema["properties"]["filePath"].is_object(),
+            "{name}"
+        );
     }
     let schema = &catalog.get("ReadPdfPages").unwrap().spec().input_schema;
     assert!(schema["properties"]["startPage"].is_object());
@@ -97,7 +90,10 @@ async fn plans_name_the_resolved_file() {
         .catalog
         .get("ReadPdfPages")
         .unwrap()
-        .plan(json!({"filePath": path.display().to_string(), "startPage": 2, "endPage": 4}), &home.ctx)
+        .plan(
+            json!({"filePath": path.display().to_string(), "startPage": 2, "endPage": 4}),
+            &home.ctx,
+        )
         .await
         .unwrap();
     assert_eq!(planned.plan.summary, "Read pages 2-4 of ~/docs/report.pdf");
@@ -111,7 +107,13 @@ async fn plans_name_the_resolved_file() {
         .plan(json!({"filePath": "~/.ssh/notes.txt"}), &home.ctx)
         .await
         .unwrap();
-    assert!(matches!(planned.plan.targets[0], Target::Path { protected: true, .. }));
+    assert!(matches!(
+        planned.plan.targets[0],
+        Target::Path {
+            protected: true,
+            ..
+        }
+    ));
 }
 
 #[tokio::test]
@@ -119,12 +121,24 @@ async fn refuses_paths_the_sandbox_refuses_and_folders() {
     let home = Home::new();
     std::fs::create_dir_all(home.root.join("folder")).unwrap();
     let missing = home.extract("missing.pdf").await.unwrap_err();
-    assert!(matches!(missing, ToolError::Sandbox(crate::sandbox::SandboxError::NotFound(_))), "{missing:?}");
+    assert!(
+        matches!(
+            missing,
+            ToolError::Sandbox(crate::sandbox::SandboxError::NotFound(_))
+        ),
+        "{missing:?}"
+    );
     let outside = home
         .call("ExtractTextFromFile", json!({"filePath": "/etc/hostname"}))
         .await
         .unwrap_err();
-    assert!(matches!(outside, ToolError::Sandbox(crate::sandbox::SandboxError::OutsideRoots { .. })), "{outside:?}");
+    assert!(
+        matches!(
+            outside,
+            ToolError::Sandbox(crate::sandbox::SandboxError::OutsideRoots { .. })
+        ),
+        "{outside:?}"
+    );
     let folder = home.extract("folder").await.unwrap_err();
     assert_eq!(folder.to_string(), "~/folder is a folder, not a file");
 }
@@ -132,9 +146,15 @@ async fn refuses_paths_the_sandbox_refuses_and_folders() {
 #[tokio::test]
 async fn extracts_pdf_pages_in_order() {
     let home = Home::new();
-    home.write("report.pdf", fixtures::pdf(&["Quarterly report\nRevenue grew 10%", "Second page (final)"]));
+    home.write(
+        "report.pdf",
+        fixtures::pdf(&["Quarterly report\nRevenue grew 10%", "Second page (final)"]),
+    );
     let output = home.extract("report.pdf").await.unwrap();
-    assert!(output.starts_with("=== METADATA ===\nFilename: report.pdf\nFormat: PDF\nPages: 2\n"), "{output}");
+    assert!(
+        output.starts_with("=== METADATA ===\nFilename: report.pdf\nFormat: PDF\nPages: 2\n"),
+        "{output}"
+    );
     assert!(!output.contains("Truncated"), "{output}");
     assert_eq!(
         content(&output),
@@ -180,9 +200,18 @@ async fn extracts_word_paragraphs_tables_and_specials() {
 async fn extracts_slides_in_presentation_order() {
     let home = Home::new();
     // Slide parts 1 and 2, but the presentation shows part 2 first.
-    home.write("deck.pptx", fixtures::pptx(&["Later slide", "Title slide\nSubtitle &amp; more"], &[1, 0]));
+    home.write(
+        "deck.pptx",
+        fixtures::pptx(
+            &["Later slide", "Title slide\nSubtitle &amp; more"],
+            &[1, 0],
+        ),
+    );
     let output = home.extract("deck.pptx").await.unwrap();
-    assert!(output.contains("Format: PowerPoint presentation\nSlides: 2"), "{output}");
+    assert!(
+        output.contains("Format: PowerPoint presentation\nSlides: 2"),
+        "{output}"
+    );
     assert_eq!(
         content(&output),
         "--- Slide 1 ---\nTitle slide\nSubtitle & more\n\n--- Slide 2 ---\nLater slide"
@@ -197,8 +226,16 @@ async fn extracts_workbooks_sheet_by_sheet() {
             "Sales",
             (0, 0),
             vec![
-                vec![Cell::Text("Month"), Cell::Text("Revenue"), Cell::Text("Date")],
-                vec![Cell::Text("Январь"), Cell::Number(1500.0), Cell::Date(2024, 1, 31)],
+                vec![
+                    Cell::Text("Month"),
+                    Cell::Text("Revenue"),
+                    Cell::Text("Date"),
+                ],
+                vec![
+                    Cell::Text("Январь"),
+                    Cell::Number(1500.0),
+                    Cell::Date(2024, 1, 31),
+                ],
                 vec![Cell::Text("Февраль"), Cell::Number(99.5), Cell::Blank],
                 vec![Cell::Text("Total"), Cell::Formula("=SUM(B2:B3)", 1599.5)],
             ],
@@ -207,7 +244,10 @@ async fn extracts_workbooks_sheet_by_sheet() {
     ]);
     home.write("sales.xlsx", workbook);
     let output = home.extract("sales.xlsx").await.unwrap();
-    assert!(output.contains("Format: spreadsheet\nSheets: 2"), "{output}");
+    assert!(
+        output.contains("Format: spreadsheet\nSheets: 2"),
+        "{output}"
+    );
     assert_eq!(
         content(&output),
         "--- Sheet: Sales ---\nMonth\tRevenue\tDate\nЯнварь\t1500\t2024-01-31\nФевраль\t99.5\nTotal\t1599.5\n\n--- Sheet: Notes ---\nstarts at B3"
@@ -236,7 +276,10 @@ async fn long_files_are_cut_at_the_limit_and_flagged() {
     let long = "ж".repeat(TEXT_CHAR_LIMIT + 10_000);
     home.write("long.txt", &long);
     let output = home.extract("long.txt").await.unwrap();
-    assert!(output.contains("Truncated: true (preview limited to 50000 characters)"), "{output:.300}");
+    assert!(
+        output.contains("Truncated: true (preview limited to 50000 characters)"),
+        "{output:.300}"
+    );
     assert_eq!(content(&output).chars().count(), TEXT_CHAR_LIMIT);
 
     // A text exactly at the limit is whole.
@@ -251,17 +294,28 @@ async fn long_files_are_cut_at_the_limit_and_flagged() {
     home.write("book.pdf", fixtures::pdf(&pages));
     let output = home.extract("book.pdf").await.unwrap();
     assert!(output.contains("Pages: 40"), "{output:.300}");
-    assert!(output.contains("use ReadPdfPages to read the rest page by page"), "{output:.400}");
+    assert!(
+        output.contains("use ReadPdfPages to read the rest page by page"),
+        "{output:.400}"
+    );
     // Cut at the limit (a trailing space of the cut page is trimmed).
     let shown = content(&output).chars().count();
-    assert!((TEXT_CHAR_LIMIT - 1..=TEXT_CHAR_LIMIT).contains(&shown), "{shown}");
+    assert!(
+        (TEXT_CHAR_LIMIT - 1..=TEXT_CHAR_LIMIT).contains(&shown),
+        "{shown}"
+    );
     assert!(!content(&output).contains("--- Page 40 ---"));
 }
 
 #[tokio::test]
 async fn unreadable_files_get_clear_errors() {
     let home = Home::new();
-    home.write("image.png", [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R']);
+    home.write(
+        "image.png",
+        [
+            0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R',
+        ],
+    );
     let error = home.extract("image.png").await.unwrap_err().to_string();
     assert!(error.starts_with("the file is binary, not text"), "{error}");
 
@@ -273,11 +327,17 @@ async fn unreadable_files_get_clear_errors() {
 
     home.write("photos.zip", fixtures::package(&[("a.txt", "hello")]));
     let error = home.extract("photos.zip").await.unwrap_err().to_string();
-    assert!(error.contains("ZIP archive that is not a Word, PowerPoint or Excel document"), "{error}");
+    assert!(
+        error.contains("ZIP archive that is not a Word, PowerPoint or Excel document"),
+        "{error}"
+    );
 
     home.write("broken.pdf", b"%PDF-1.7\nthis is not really a pdf\n%%EOF");
     let error = home.extract("broken.pdf").await.unwrap_err().to_string();
-    assert!(error.starts_with("the file is not a valid PDF document"), "{error}");
+    assert!(
+        error.starts_with("the file is not a valid PDF document"),
+        "{error}"
+    );
 
     let mut truncated = docx(&paragraph("hello"));
     truncated.truncate(truncated.len() / 2);
@@ -293,29 +353,62 @@ async fn unreadable_files_get_clear_errors() {
 #[tokio::test]
 async fn reads_pdf_page_ranges() {
     let home = Home::new();
-    home.write("book.pdf", fixtures::pdf(&["Contents", "Chapter one", "Chapter two", "Chapter three", "Index"]));
+    home.write(
+        "book.pdf",
+        fixtures::pdf(&[
+            "Contents",
+            "Chapter one",
+            "Chapter two",
+            "Chapter three",
+            "Index",
+        ]),
+    );
     let read = |arguments: Value| async { home.call("ReadPdfPages", arguments).await };
 
     // startPage alone reads one page; the default start is page 1.
     let first = read(json!({"filePath": "~/book.pdf"})).await.unwrap();
-    assert_eq!(first, "=== PDF CONTENT (Pages 1-1 of 5) ===\n--- Page 1 ---\nContents");
-    let range = read(json!({"filePath": "~/book.pdf", "startPage": 2, "endPage": 3})).await.unwrap();
+    assert_eq!(
+        first,
+        "=== PDF CONTENT (Pages 1-1 of 5) ===\n--- Page 1 ---\nContents"
+    );
+    let range = read(json!({"filePath": "~/book.pdf", "startPage": 2, "endPage": 3}))
+        .await
+        .unwrap();
     assert_eq!(
         range,
         "=== PDF CONTENT (Pages 2-3 of 5) ===\n--- Page 2 ---\nChapter one\n\n--- Page 3 ---\nChapter two"
     );
-    let past_end = read(json!({"filePath": "~/book.pdf", "startPage": 4, "endPage": 99})).await.unwrap();
+    let past_end = read(json!({"filePath": "~/book.pdf", "startPage": 4, "endPage": 99}))
+        .await
+        .unwrap();
     assert!(past_end.starts_with("=== PDF CONTENT (Pages 4-5 of 5) ===\n(endPage 99 is past the end; the document has 5 pages)\n"), "{past_end}");
     assert!(past_end.ends_with("--- Page 5 ---\nIndex"), "{past_end}");
 
-    let out_of_range = read(json!({"filePath": "~/book.pdf", "startPage": 6})).await.unwrap_err();
-    assert_eq!(out_of_range.to_string(), "page 6 is out of range: the document has 5 pages");
-    let zero = read(json!({"filePath": "~/book.pdf", "startPage": 0})).await.unwrap_err();
+    let out_of_range = read(json!({"filePath": "~/book.pdf", "startPage": 6}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        out_of_range.to_string(),
+        "page 6 is out of range: the document has 5 pages"
+    );
+    let zero = read(json!({"filePath": "~/book.pdf", "startPage": 0}))
+        .await
+        .unwrap_err();
     assert!(matches!(zero, ToolError::InvalidArguments(_)), "{zero:?}");
-    let backwards = read(json!({"filePath": "~/book.pdf", "startPage": 3, "endPage": 2})).await.unwrap_err();
-    assert_eq!(backwards.to_string(), "invalid arguments: endPage (2) is before startPage (3)");
-    let negative = read(json!({"filePath": "~/book.pdf", "startPage": -1})).await.unwrap_err();
-    assert!(matches!(negative, ToolError::InvalidArguments(_)), "{negative:?}");
+    let backwards = read(json!({"filePath": "~/book.pdf", "startPage": 3, "endPage": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        backwards.to_string(),
+        "invalid arguments: endPage (2) is before startPage (3)"
+    );
+    let negative = read(json!({"filePath": "~/book.pdf", "startPage": -1}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(negative, ToolError::InvalidArguments(_)),
+        "{negative:?}"
+    );
 
     home.write("notes.txt", "plain");
     let not_pdf = read(json!({"filePath": "~/notes.txt"})).await.unwrap_err();
@@ -327,28 +420,45 @@ async fn pages_without_text_are_reported() {
     let home = Home::new();
     home.write("scan.pdf", fixtures::pdf(&["", "", "words"]));
     let output = home
-        .call("ReadPdfPages", json!({"filePath": "~/scan.pdf", "startPage": 1, "endPage": 2}))
+        .call(
+            "ReadPdfPages",
+            json!({"filePath": "~/scan.pdf", "startPage": 1, "endPage": 2}),
+        )
         .await
         .unwrap();
-    assert!(output.contains("Warning: no text on these pages"), "{output}");
+    assert!(
+        output.contains("Warning: no text on these pages"),
+        "{output}"
+    );
     let output = home
-        .call("ReadPdfPages", json!({"filePath": "~/scan.pdf", "startPage": 2, "endPage": 3}))
+        .call(
+            "ReadPdfPages",
+            json!({"filePath": "~/scan.pdf", "startPage": 2, "endPage": 3}),
+        )
         .await
         .unwrap();
-    assert!(output.contains("--- Page 2 ---\n(no text on this page)\n\n--- Page 3 ---\nwords"), "{output}");
+    assert!(
+        output.contains("--- Page 2 ---\n(no text on this page)\n\n--- Page 3 ---\nwords"),
+        "{output}"
+    );
 }
 
 #[tokio::test]
 async fn blocking_work_stops_on_cancel_and_timeout() {
-    async fn spin(cancel: &CancellationToken, limit: Duration) -> (Result<(), ToolError>, Arc<AtomicBool>) {
+    async fn spin(
+        cancel: &CancellationToken,
+        limit: Duration,
+    ) -> (Result<(), ToolError>, Arc<AtomicBool>) {
         let saw_stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&saw_stop);
-        let result = run_blocking(cancel, limit, move |stop| loop {
-            if let Err(error) = stop.check() {
-                flag.store(true, Ordering::SeqCst);
-                return Err(error);
+        let result = run_blocking(cancel, limit, move |stop| {
+            loop {
+                if let Err(error) = stop.check() {
+                    flag.store(true, Ordering::SeqCst);
+                    return Err(error);
+                }
+                std::thread::sleep(Duration::from_millis(5));
             }
-            std::thread::sleep(Duration::from_millis(5));
         })
         .await;
         (result, saw_stop)
@@ -375,14 +485,22 @@ async fn blocking_work_stops_on_cancel_and_timeout() {
 
     let (result, saw_stop) = spin(&CancellationToken::new(), Duration::from_millis(50)).await;
     let error = result.unwrap_err().to_string();
-    assert!(error.starts_with("reading the file took longer than 0 seconds"), "{error}");
+    assert!(
+        error.starts_with("reading the file took longer than 0 seconds"),
+        "{error}"
+    );
     assert!(observed(&saw_stop).await, "the worker was told to stop");
 
     let panicked: Result<(), ToolError> =
-        run_blocking(&CancellationToken::new(), Duration::from_secs(5), |_| panic!("parser bug")).await;
+        run_blocking(&CancellationToken::new(), Duration::from_secs(5), |_| {
+            panic!("parser bug")
+        })
+        .await;
     assert_eq!(
         panicked,
-        Err(ToolError::Failed("the file could not be read: the parser failed on its contents".into()))
+        Err(ToolError::Failed(
+            "the file could not be read: the parser failed on its contents".into()
+        ))
     );
 }
 
@@ -395,16 +513,31 @@ fn detects_kinds_from_contents() {
         path
     };
     let detect = |path: &Path| DocumentKind::detect(path).unwrap();
-    assert_eq!(detect(&write("a.bin", &fixtures::pdf(&["x"]))), DocumentKind::Pdf);
+    assert_eq!(
+        detect(&write("a.bin", &fixtures::pdf(&["x"]))),
+        DocumentKind::Pdf
+    );
     assert_eq!(detect(&write("a", &docx(""))), DocumentKind::Word);
-    assert_eq!(detect(&write("b", &fixtures::pptx(&["x"], &[0]))), DocumentKind::PowerPoint);
+    assert_eq!(
+        detect(&write("b", &fixtures::pptx(&["x"], &[0]))),
+        DocumentKind::PowerPoint
+    );
     assert_eq!(
         detect(&write("c", &fixtures::xlsx(&[("S", (0, 0), vec![])]))),
         DocumentKind::Spreadsheet(SpreadsheetFormat::Xlsx)
     );
-    let ods = fixtures::package(&[("mimetype", "application/vnd.oasis.opendocument.spreadsheet"), ("content.xml", "<x/>")]);
-    assert_eq!(detect(&write("d", &ods)), DocumentKind::Spreadsheet(SpreadsheetFormat::Ods));
-    let odt = fixtures::package(&[("mimetype", "application/vnd.oasis.opendocument.text"), ("content.xml", "<x/>")]);
+    let ods = fixtures::package(&[
+        ("mimetype", "application/vnd.oasis.opendocument.spreadsheet"),
+        ("content.xml", "<x/>"),
+    ]);
+    assert_eq!(
+        detect(&write("d", &ods)),
+        DocumentKind::Spreadsheet(SpreadsheetFormat::Ods)
+    );
+    let odt = fixtures::package(&[
+        ("mimetype", "application/vnd.oasis.opendocument.text"),
+        ("content.xml", "<x/>"),
+    ]);
     assert_eq!(detect(&write("e", &odt)), DocumentKind::OtherArchive);
     assert_eq!(detect(&write("f.txt", b"hello")), DocumentKind::Text);
 }

@@ -160,7 +160,10 @@ mod tests {
 
     #[test]
     fn refuses_binary() {
-        assert_eq!(decode(&[0x89, b'P', b'N', b'G', 0, 0, 0, 13], true), Err(NotText));
+        assert_eq!(
+            decode(&[0x89, b'P', b'N', b'G', 0, 0, 0, 13], true),
+            Err(NotText)
+        );
         let noise: Vec<u8> = (1u8..32).cycle().take(500).collect();
         assert_eq!(decode(&noise, true), Err(NotText));
     }

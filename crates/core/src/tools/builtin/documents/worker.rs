@@ -39,7 +39,11 @@ impl Stop {
 }
 
 /// Runs `work` on the blocking pool; see the module docs for how it ends.
-pub async fn run_blocking<T, F>(cancel: &CancellationToken, limit: Duration, work: F) -> Result<T, ToolError>
+pub async fn run_blocking<T, F>(
+    cancel: &CancellationToken,
+    limit: Duration,
+    work: F,
+) -> Result<T, ToolError>
 where
     T: Send + 'static,
     F: FnOnce(&Stop) -> Result<T, DocumentError> + Send + 'static,
