@@ -122,8 +122,15 @@ impl DocumentKind {
             }
         }
         let head = &head[..filled];
-        // The PDF header may follow a little junk (the specification allows 1024 bytes).
-        if head.windows(5).any(|window| window == b"%PDF-") {
+        // The PDF header may follow a little junk (readers accept it within 1024 bytes); off
+        // the start it counts only for a `.pdf` name, so a text file that mentions `%PDF-`
+        // stays text.
+        let pdf_name = path
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("pdf"));
+        if head.starts_with(b"%PDF-")
+            || (pdf_name && head.windows(5).any(|window| window == b"%PDF-"))
+        {
             return Ok(Self::Pdf);
         }
         if head.starts_with(b"PK\x03\x04") {

@@ -15,7 +15,7 @@ use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 
 use super::text::decode;
 use super::worker::Stop;
-use super::{DocumentError, DocumentKind, io_error};
+use super::{DOCUMENT_BYTE_LIMIT, DocumentError, DocumentKind, io_error};
 use crate::tools::builtin::calculator::format_number;
 
 /// Largest CSV read whole, in bytes.
@@ -223,6 +223,14 @@ enum Source {
 impl Workbook {
     /// Opens `path`, which has `format`.
     pub fn open(path: &Path, format: SpreadsheetFormat) -> Result<Self, DocumentError> {
+        let size = std::fs::metadata(path).map_err(io_error)?.len();
+        if size > DOCUMENT_BYTE_LIMIT {
+            return Err(DocumentError::TooLarge(format!(
+                "it has {} MiB; the limit is {} MiB",
+                size >> 20,
+                DOCUMENT_BYTE_LIMIT >> 20
+            )));
+        }
         let open = || File::open(path).map(BufReader::new).map_err(io_error);
         let sheets = match format {
             SpreadsheetFormat::Csv => {

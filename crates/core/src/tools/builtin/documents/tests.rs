@@ -169,6 +169,47 @@ async fn format_is_judged_by_content_not_name() {
     let output = home.extract("misnamed.txt").await.unwrap();
     assert!(output.contains("Format: PDF"), "{output}");
     assert!(content(&output).contains("I am a PDF"));
+
+    // Text that mentions the PDF header is still text.
+    home.write(
+        "notes.md",
+        "PDF files start with %PDF-1.7 and end with %%EOF.",
+    );
+    let output = home.extract("notes.md").await.unwrap();
+    assert!(output.contains("Format: text (UTF-8)"), "{output}");
+    // Junk before the header is accepted for a file named .pdf.
+    let mut junk = b"\r\n".to_vec();
+    junk.extend(fixtures::pdf(&["after junk"]));
+    home.write("junk.pdf", junk);
+    assert!(content(&home.extract("junk.pdf").await.unwrap()).contains("after junk"));
+}
+
+#[tokio::test]
+async fn a_page_that_breaks_the_parser_costs_only_that_page() {
+    let home = Home::new();
+    // Without a MediaBox pdf-extract panics on every page; the panic stays inside the page.
+    let mut document = pdf_extract::Document::load_mem(&fixtures::pdf(&["one", "two"])).unwrap();
+    let pages = document
+        .catalog()
+        .unwrap()
+        .get(b"Pages")
+        .unwrap()
+        .as_reference()
+        .unwrap();
+    document
+        .get_object_mut(pages)
+        .unwrap()
+        .as_dict_mut()
+        .unwrap()
+        .remove(b"MediaBox");
+    let mut bytes = Vec::new();
+    document.save_to(&mut bytes).unwrap();
+    home.write("no-media-box.pdf", bytes);
+    let output = home.extract("no-media-box.pdf").await.unwrap();
+    assert_eq!(
+        content(&output),
+        "--- Page 1 ---\n(could not extract text: the page is malformed)\n\n--- Page 2 ---\n(could not extract text: the page is malformed)"
+    );
 }
 
 #[tokio::test]
