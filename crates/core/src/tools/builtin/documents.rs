@@ -6,15 +6,18 @@
 //! - [`pdf`]: PDF page text (pdf-extract),
 //! - [`office`]: Word and PowerPoint text (zip + quick-xml),
 //! - [`spreadsheet`]: Excel, OpenDocument and CSV as grids of cells (calamine, csv),
+//! - [`source`]: the file, opened once without following a final link and checked on the handle,
 //! - [`worker`]: running a parser off the async runtime, bounded in time and stoppable.
 //!
 //! A file's format is judged by its contents (`%PDF-`, the parts of a ZIP package, an OLE
 //! container), not its name, so a misnamed file still reads; anything else is tried as text
 //! and refused with a clear error when it is binary. Every path is resolved by the sandbox in
-//! `plan`, and `run` reads only the path the plan named.
+//! `plan`; `run` resolves it again and refuses ([`ToolError::Conflict`]) if it now leads
+//! somewhere else, then reads only through a [`source::SourceFile`].
 
 pub mod office;
 pub mod pdf;
+pub mod source;
 pub mod spreadsheet;
 pub mod text;
 pub mod worker;
@@ -25,7 +28,7 @@ pub(crate) mod fixtures;
 mod tests;
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -33,6 +36,7 @@ use serde::Deserialize;
 use souz_protocol::{Risk, ToolCategory};
 
 use self::pdf::{PageText, Pdf, render_pages};
+use self::source::SourceFile;
 use self::spreadsheet::{SpreadsheetFormat, Workbook};
 use self::text::{TEXT_BYTE_BUDGET, TEXT_CHAR_LIMIT, decode, truncate_chars};
 use self::worker::{PARSE_TIME_LIMIT, Stop, run_blocking};
@@ -110,33 +114,20 @@ pub enum DocumentKind {
 }
 
 impl DocumentKind {
-    /// Looks at the first bytes of `path` (and, for ZIP packages, the names of their parts).
-    pub fn detect(path: &Path) -> Result<Self, DocumentError> {
-        let mut file = File::open(path).map_err(io_error)?;
-        let mut head = [0u8; 1024];
-        let mut filled = 0;
-        while filled < head.len() {
-            match file.read(&mut head[filled..]).map_err(io_error)? {
-                0 => break,
-                read => filled += read,
-            }
-        }
-        let head = &head[..filled];
+    /// Looks at the first bytes of `source` (and, for ZIP packages, the names of their parts).
+    pub fn detect(source: &SourceFile) -> Result<Self, DocumentError> {
+        let (head, _) = source.prefix(1024)?;
         // The PDF header may follow a little junk (readers accept it within 1024 bytes); off
         // the start it counts only for a `.pdf` name, so a text file that mentions `%PDF-`
         // stays text.
-        let pdf_name = path
-            .extension()
-            .is_some_and(|extension| extension.eq_ignore_ascii_case("pdf"));
         if head.starts_with(b"%PDF-")
-            || (pdf_name && head.windows(5).any(|window| window == b"%PDF-"))
+            || (source.has_extension("pdf") && head.windows(5).any(|window| window == b"%PDF-"))
         {
             return Ok(Self::Pdf);
         }
         if head.starts_with(b"PK\x03\x04") {
-            let mut archive =
-                zip::ZipArchive::new(BufReader::new(File::open(path).map_err(io_error)?))
-                    .map_err(|error| DocumentError::Malformed("ZIP".into(), error.to_string()))?;
+            let mut archive = zip::ZipArchive::new(source.reader()?)
+                .map_err(|error| DocumentError::Malformed("ZIP".into(), error.to_string()))?;
             let has = |name: &str| archive.index_for_name(name).is_some();
             return Ok(if has("word/document.xml") {
                 Self::Word
@@ -157,10 +148,7 @@ impl DocumentKind {
         }
         if head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) {
             // An OLE container holds an .xls workbook, or an old .doc/.ppt.
-            let xls = path
-                .extension()
-                .is_some_and(|extension| extension.eq_ignore_ascii_case("xls"));
-            return Ok(if xls {
+            return Ok(if source.has_extension("xls") {
                 Self::Spreadsheet(SpreadsheetFormat::Xls)
             } else {
                 Self::LegacyOffice
@@ -170,32 +158,44 @@ impl DocumentKind {
     }
 }
 
-/// Resolves `raw` for reading and makes sure it is a file, not a folder.
+/// Resolves `raw` for reading and makes sure it is a regular file.
 pub(crate) fn resolve_readable_file(
     ctx: &ToolContext,
     raw: &str,
 ) -> Result<crate::sandbox::ResolvedPath, ToolError> {
     let resolved = ctx.sandbox.resolve(raw, Access::Read)?;
-    if resolved.path.is_dir() {
+    let shown = ctx.sandbox.display(&resolved.path);
+    let metadata = std::fs::metadata(&resolved.path)
+        .map_err(|error| ToolError::Failed(format!("cannot read {shown}: {error}")))?;
+    if metadata.is_dir() {
         return Err(ToolError::Failed(format!(
-            "{} is a folder, not a file",
-            ctx.sandbox.display(&resolved.path)
+            "{shown} is a folder, not a file"
+        )));
+    }
+    if !metadata.is_file() {
+        return Err(ToolError::Failed(format!(
+            "{shown} is not a regular file (a pipe or device), so it is not read"
         )));
     }
     Ok(resolved)
 }
 
-/// Refuses files over [`DOCUMENT_BYTE_LIMIT`].
-fn check_size(path: &Path) -> Result<u64, DocumentError> {
-    let size = std::fs::metadata(path).map_err(io_error)?.len();
-    if size > DOCUMENT_BYTE_LIMIT {
-        return Err(DocumentError::TooLarge(format!(
-            "it has {} MiB; the limit is {} MiB",
-            size >> 20,
-            DOCUMENT_BYTE_LIMIT >> 20
+/// Re-resolves `raw` at run time and opens it, refusing if it now leads somewhere other than
+/// the `planned` path (a folder or link swapped in after the plan was shown).
+pub(crate) fn open_planned(
+    ctx: &ToolContext,
+    raw: &str,
+    planned: &Path,
+) -> Result<SourceFile, ToolError> {
+    let resolved = ctx.sandbox.resolve(raw, Access::Read)?;
+    if resolved.path != planned {
+        return Err(ToolError::Conflict(format!(
+            "`{raw}` now leads to {} instead of {}; nothing was read",
+            ctx.sandbox.display(&resolved.path),
+            ctx.sandbox.display(planned)
         )));
     }
-    Ok(size)
+    Ok(SourceFile::open(planned)?)
 }
 
 /// Text gathered up to [`TEXT_CHAR_LIMIT`] characters; later pushes are dropped and flagged.
@@ -266,15 +266,14 @@ impl Extraction {
     }
 }
 
-fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
-    let kind = DocumentKind::detect(path)?;
+fn extract(source: &SourceFile, stop: &Stop) -> Result<Extraction, DocumentError> {
+    let kind = DocumentKind::detect(source)?;
     let mut content = LimitedText::default();
     let mut details = Vec::new();
     let mut truncation_hint = None;
     let format = match kind {
         DocumentKind::Pdf => {
-            check_size(path)?;
-            let pdf = Pdf::load(&std::fs::read(path).map_err(io_error)?)?;
+            let pdf = Pdf::load(&source.bytes(DOCUMENT_BYTE_LIMIT)?)?;
             details.push(format!("Pages: {}", pdf.page_count()));
             truncation_hint = Some("use ReadPdfPages to read the rest page by page");
             for number in 1..=pdf.page_count() {
@@ -287,14 +286,14 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
             "PDF".to_owned()
         }
         DocumentKind::Word => {
-            check_size(path)?;
-            let mut archive = open_archive(path)?;
+            source.check_document_size()?;
+            let mut archive = open_archive(source)?;
             content.push(&office::word_text(&mut archive)?);
             "Word document".to_owned()
         }
         DocumentKind::PowerPoint => {
-            check_size(path)?;
-            let mut archive = open_archive(path)?;
+            source.check_document_size()?;
+            let mut archive = open_archive(source)?;
             let slides = office::slide_texts(&mut archive, stop)?;
             details.push(format!("Slides: {}", slides.len()));
             for (index, slide) in slides.iter().enumerate() {
@@ -311,8 +310,7 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
             "PowerPoint presentation".to_owned()
         }
         DocumentKind::Spreadsheet(format) => {
-            check_size(path)?;
-            let mut workbook = Workbook::open(path, format)?;
+            let mut workbook = Workbook::open(source, format)?;
             truncation_hint = Some("use ExcelRead to query the data");
             let grids = workbook.all_sheets(stop)?;
             details.push(format!("Sheets: {}", grids.len()));
@@ -343,7 +341,7 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
             ));
         }
         DocumentKind::Text => {
-            let (bytes, complete) = read_prefix(path, TEXT_BYTE_BUDGET)?;
+            let (bytes, complete) = source.prefix(TEXT_BYTE_BUDGET)?;
             let decoded = decode(&bytes, complete).map_err(|_| {
                 DocumentError::Unsupported(
                     "the file is binary, not text, and not a supported document (pdf, docx, pptx, \
@@ -363,22 +361,9 @@ fn extract(path: &Path, stop: &Stop) -> Result<Extraction, DocumentError> {
     })
 }
 
-fn open_archive(path: &Path) -> Result<zip::ZipArchive<BufReader<File>>, DocumentError> {
-    let file = File::open(path).map_err(io_error)?;
-    zip::ZipArchive::new(BufReader::new(file))
+fn open_archive(source: &SourceFile) -> Result<zip::ZipArchive<BufReader<File>>, DocumentError> {
+    zip::ZipArchive::new(source.reader()?)
         .map_err(|error| DocumentError::Malformed("Office".into(), error.to_string()))
-}
-
-/// Reads at most `limit` bytes; also says whether that was the whole file.
-fn read_prefix(path: &Path, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
-    let file = File::open(path).map_err(io_error)?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_error)?;
-    let complete = bytes.len() <= limit;
-    bytes.truncate(limit);
-    Ok((bytes, complete))
 }
 
 fn file_name(path: &Path) -> String {
@@ -437,13 +422,14 @@ impl Tool for ExtractTextFromFile {
 
     async fn run(
         &self,
-        _args: ExtractTextArgs,
+        args: ExtractTextArgs,
         path: PathBuf,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let name = file_name(&path);
+        let source = open_planned(ctx, &args.file_path, &path)?;
         let extraction = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| {
-            extract(&path, stop)
+            extract(&source, stop)
         })
         .await?;
         Ok(ToolOutput::text(extraction.render(&name)))
@@ -535,24 +521,28 @@ impl Tool for ReadPdfPages {
 
     async fn run(
         &self,
-        _args: ReadPdfPagesArgs,
+        args: ReadPdfPagesArgs,
         request: PageRequest,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
+        let source = open_planned(ctx, &args.file_path, &request.path)?;
         let text = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |stop| {
-            read_pdf_pages(&request, stop)
+            read_pdf_pages(&source, &request, stop)
         })
         .await?;
         Ok(ToolOutput::text(text))
     }
 }
 
-fn read_pdf_pages(request: &PageRequest, stop: &Stop) -> Result<String, DocumentError> {
-    if DocumentKind::detect(&request.path)? != DocumentKind::Pdf {
+fn read_pdf_pages(
+    source: &SourceFile,
+    request: &PageRequest,
+    stop: &Stop,
+) -> Result<String, DocumentError> {
+    if DocumentKind::detect(source)? != DocumentKind::Pdf {
         return Err(DocumentError::Unsupported("this is not a PDF file".into()));
     }
-    check_size(&request.path)?;
-    let pdf = Pdf::load(&std::fs::read(&request.path).map_err(io_error)?)?;
+    let pdf = Pdf::load(&source.bytes(DOCUMENT_BYTE_LIMIT)?)?;
     let count = pdf.page_count();
     if request.start > count {
         return Err(DocumentError::Invalid(format!(

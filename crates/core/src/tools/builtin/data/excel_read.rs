@@ -26,12 +26,12 @@ use super::{Table, parse_cell_reference};
 use crate::sandbox::Access;
 use crate::tools::builtin::calculator::format_number;
 use crate::tools::builtin::documents::DocumentError;
-use crate::tools::builtin::documents::resolve_readable_file;
 use crate::tools::builtin::documents::spreadsheet::{
     CellValue, Grid, SpreadsheetFormat, Workbook, parse_number,
 };
 use crate::tools::builtin::documents::text::TEXT_CHAR_LIMIT;
 use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
+use crate::tools::builtin::documents::{open_planned, resolve_readable_file};
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Default number of result lines of QUERY (as the original).
@@ -226,9 +226,10 @@ impl Tool for ExcelRead {
         path: PathBuf,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
+        let source = open_planned(ctx, &args.path, &path)?;
         run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |_stop| {
-            let format = SpreadsheetFormat::of(&path)?;
-            let mut workbook = Workbook::open(&path, format)?;
+            let format = SpreadsheetFormat::of(&source)?;
+            let mut workbook = Workbook::open(&source, format)?;
             let (sheet, range) = sheet_and_range(&args);
             let grid = workbook.sheet(sheet.as_deref())?;
             match args.operation {

@@ -29,6 +29,7 @@ use super::{Table, check_extension, write_new_file};
 use crate::sandbox::{Access, ResolvedPath};
 use crate::tools::builtin::calculator::format_number;
 use crate::tools::builtin::documents::resolve_readable_file;
+use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::documents::spreadsheet::{SpreadsheetFormat, Workbook};
 use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
@@ -192,7 +193,9 @@ impl Tool for CreatePlot {
         ctx: &ToolContext,
     ) -> Result<Planned<PlotJob>, ToolError> {
         let input = resolve_readable_file(ctx, &args.path)?;
-        let source = input.path.clone();
+        // The data is read while planning, so the plan can name the columns and refuse a
+        // chart that has nothing to draw before anyone is asked.
+        let source = SourceFile::open(&input.path)?;
         let table = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |_stop| {
             let format = SpreadsheetFormat::of(&source)?;
             Ok(Table::from_grid(

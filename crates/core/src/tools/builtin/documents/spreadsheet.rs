@@ -9,13 +9,13 @@
 use std::fmt::Display;
 use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
 
 use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 
+use super::source::SourceFile;
 use super::text::decode;
 use super::worker::Stop;
-use super::{DOCUMENT_BYTE_LIMIT, DocumentError, DocumentKind, io_error};
+use super::{DocumentError, DocumentKind};
 use crate::tools::builtin::calculator::format_number;
 
 /// Largest CSV read whole, in bytes.
@@ -191,16 +191,11 @@ pub enum SpreadsheetFormat {
 
 impl SpreadsheetFormat {
     /// The spreadsheet format of `path`, judged by its contents (CSV by its extension).
-    pub fn of(path: &Path) -> Result<Self, DocumentError> {
-        let csv_extension = path
-            .extension()
-            .and_then(|extension| extension.to_str())
-            .is_some_and(|extension| {
-                ["csv", "tsv", "txt"]
-                    .iter()
-                    .any(|known| extension.eq_ignore_ascii_case(known))
-            });
-        match DocumentKind::detect(path)? {
+    pub fn of(source: &SourceFile) -> Result<Self, DocumentError> {
+        let csv_extension = ["csv", "tsv", "txt"]
+            .iter()
+            .any(|extension| source.has_extension(extension));
+        match DocumentKind::detect(source)? {
             DocumentKind::Spreadsheet(format) => Ok(format),
             DocumentKind::Text if csv_extension => Ok(Self::Csv),
             _ => Err(DocumentError::Unsupported(
@@ -221,21 +216,16 @@ enum Source {
 }
 
 impl Workbook {
-    /// Opens `path`, which has `format`.
-    pub fn open(path: &Path, format: SpreadsheetFormat) -> Result<Self, DocumentError> {
-        let size = std::fs::metadata(path).map_err(io_error)?.len();
-        if size > DOCUMENT_BYTE_LIMIT {
-            return Err(DocumentError::TooLarge(format!(
-                "it has {} MiB; the limit is {} MiB",
-                size >> 20,
-                DOCUMENT_BYTE_LIMIT >> 20
-            )));
-        }
-        let open = || File::open(path).map(BufReader::new).map_err(io_error);
+    /// Opens `file`, which has `format`.
+    pub fn open(file: &SourceFile, format: SpreadsheetFormat) -> Result<Self, DocumentError> {
+        let open = || {
+            file.check_document_size()?;
+            file.reader()
+        };
         let sheets = match format {
             SpreadsheetFormat::Csv => {
                 return Ok(Self {
-                    source: Source::Csv(read_csv(path)?),
+                    source: Source::Csv(read_csv(file)?),
                 });
             }
             SpreadsheetFormat::Xlsx => Sheets::Xlsx(Xlsx::new(open()?).map_err(malformed)?),
@@ -316,23 +306,14 @@ fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, 
 }
 
 /// Reads a CSV or TSV file into one grid.
-pub fn read_csv(path: &Path) -> Result<Grid, DocumentError> {
-    let size = std::fs::metadata(path).map_err(io_error)?.len();
-    if size > CSV_BYTE_LIMIT {
-        return Err(DocumentError::TooLarge(format!(
-            "it has {} MiB; the limit for CSV is {} MiB",
-            size >> 20,
-            CSV_BYTE_LIMIT >> 20
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(io_error)?;
+pub fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
+    let bytes = file.bytes(CSV_BYTE_LIMIT)?;
     let text = decode(&bytes, true)
         .map_err(|_| DocumentError::Unsupported("the file is binary, not CSV text".into()))?
         .text;
-    let tab_separated = path
-        .extension()
-        .is_some_and(|extension| extension.eq_ignore_ascii_case("tsv"));
-    let name = path
+    let tab_separated = file.has_extension("tsv");
+    let name = file
+        .path()
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_else(|| "Sheet1".into());

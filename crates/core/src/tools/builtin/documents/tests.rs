@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::fixtures::{self, Cell, TestHome, docx, paragraph};
+use super::source::SourceFile;
 use super::*;
 use crate::tools::{Catalog, Target};
 
@@ -141,6 +142,72 @@ async fn refuses_paths_the_sandbox_refuses_and_folders() {
     );
     let folder = home.extract("folder").await.unwrap_err();
     assert_eq!(folder.to_string(), "~/folder is a folder, not a file");
+}
+
+#[tokio::test]
+async fn a_path_swapped_after_planning_is_not_read() {
+    let home = Home::new();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "outside the sandbox").unwrap();
+    let path = home.write("doc.txt", "inside");
+    for tool in ["ExtractTextFromFile", "ReadPdfPages"] {
+        let planned = home
+            .0
+            .plan(tool, json!({"filePath": "~/doc.txt"}))
+            .await
+            .unwrap();
+        // After the plan was shown, the file becomes a link to a file outside the roots.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&secret, &path).unwrap();
+        let error = planned.run(home.ctx.clone()).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ToolError::Sandbox(crate::sandbox::SandboxError::OutsideRoots { .. })
+            ),
+            "{tool}: {error:?}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "inside").unwrap();
+    }
+
+    // A link to another file inside the roots is a different file than the one planned.
+    home.write("other.txt", "other");
+    let planned = home
+        .0
+        .plan("ExtractTextFromFile", json!({"filePath": "~/doc.txt"}))
+        .await
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(home.root.join("other.txt"), &path).unwrap();
+    let error = planned.run(home.ctx.clone()).await.unwrap_err();
+    assert!(matches!(error, ToolError::Conflict(_)), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("now leads to ~/other.txt instead of ~/doc.txt"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn pipes_and_devices_are_not_read() {
+    let home = Home::new();
+    let fifo = home.root.join("pipe.txt");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let error = home.extract("pipe.txt").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "~/pipe.txt is not a regular file (a pipe or device), so it is not read"
+    );
+    // Opening it directly neither blocks nor reads.
+    let error = SourceFile::open(&fifo).unwrap_err();
+    assert!(error.to_string().contains("not a regular file"), "{error}");
 }
 
 #[tokio::test]
@@ -553,7 +620,7 @@ fn detects_kinds_from_contents() {
         std::fs::write(&path, bytes).unwrap();
         path
     };
-    let detect = |path: &Path| DocumentKind::detect(path).unwrap();
+    let detect = |path: &Path| DocumentKind::detect(&SourceFile::open(path).unwrap()).unwrap();
     assert_eq!(
         detect(&write("a.bin", &fixtures::pdf(&["x"]))),
         DocumentKind::Pdf
