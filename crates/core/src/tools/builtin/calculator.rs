@@ -31,6 +31,8 @@ use crate::tools::{
 
 /// Longest expression accepted, in characters (as the original).
 const MAX_EXPRESSION_CHARS: usize = 4_096;
+/// Longest expression shown in a plan's summary.
+const SUMMARY_CHARS: usize = 120;
 /// Deepest nesting of parentheses, unary signs and powers accepted (as the original).
 const MAX_DEPTH: usize = 64;
 
@@ -83,7 +85,16 @@ impl Tool for Calculator {
     ) -> Result<Planned<Expression>, ToolError> {
         let expression =
             parse(&args.expression).map_err(|error| ToolError::Failed(error.to_string()))?;
-        Ok(Plan::new(format!("Calculate {}", args.expression.trim())).with(expression))
+        // One line for people, however the expression was laid out.
+        let mut shown = args
+            .expression
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if shown.chars().count() > SUMMARY_CHARS {
+            shown = shown.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…";
+        }
+        Ok(Plan::new(format!("Calculate {shown}")).with(expression))
     }
 
     async fn run(

@@ -246,6 +246,18 @@ async fn runs_through_the_catalog() {
         .await
         .unwrap();
     assert_eq!(planned.plan.summary, "Calculate (2 + 3) ^ 2");
+    let long = format!("1 +\n{}", "1 + ".repeat(100)) + "1";
+    let long_planned = tool
+        .plan(serde_json::json!({ "expression": long }), &ctx)
+        .await
+        .unwrap();
+    assert!(long_planned.plan.summary.starts_with("Calculate 1 + 1 + "));
+    assert_eq!(
+        long_planned.plan.summary.chars().count(),
+        "Calculate ".len() + 120
+    );
+    assert!(long_planned.plan.summary.ends_with('…'));
+    assert_eq!(long_planned.run(ctx.clone()).await.unwrap().text, "102");
     assert!(planned.plan.targets.is_empty());
     assert_eq!(planned.run(ctx.clone()).await.unwrap().text, "25");
 
