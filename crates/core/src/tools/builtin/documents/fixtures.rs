@@ -187,6 +187,37 @@ pub fn paragraph(text: &str) -> String {
     format!(r#"<w:p><w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>"#)
 }
 
+/// An OpenDocument spreadsheet with one sheet; cells that parse as numbers are numbers.
+pub fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
+    let mut table = String::new();
+    for row in rows {
+        table.push_str("<table:table-row>");
+        for cell in *row {
+            if cell.parse::<f64>().is_ok() {
+                table.push_str(&format!(
+                    r#"<table:table-cell office:value-type="float" office:value="{cell}"><text:p>{cell}</text:p></table:table-cell>"#
+                ));
+            } else {
+                table.push_str(&format!(
+                    r#"<table:table-cell office:value-type="string"><text:p>{cell}</text:p></table:table-cell>"#
+                ));
+            }
+        }
+        table.push_str("</table:table-row>");
+    }
+    let content = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2"><office:body><office:spreadsheet><table:table table:name="{sheet}">{table}</table:table></office:spreadsheet></office:body></office:document-content>"#
+    );
+    package(&[
+        ("mimetype", "application/vnd.oasis.opendocument.spreadsheet"),
+        (
+            "META-INF/manifest.xml",
+            r#"<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.spreadsheet"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>"#,
+        ),
+        ("content.xml", &content),
+    ])
+}
+
 /// A presentation whose slides hold `slides` (one text box each, lines as paragraphs), listed
 /// in the presentation in `order` (indexes into `slides`).
 pub fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {

@@ -363,6 +363,23 @@ async fn extracts_workbooks_sheet_by_sheet() {
 }
 
 #[tokio::test]
+async fn extracts_open_document_spreadsheets() {
+    let home = Home::new();
+    home.write(
+        "stock.ods",
+        fixtures::ods(
+            "Склад",
+            &[&["Товар", "Остаток"], &["Яблоки", "12.5"], &["Груши", "3"]],
+        ),
+    );
+    let output = home.extract("stock.ods").await.unwrap();
+    assert_eq!(
+        content(&output),
+        "--- Sheet: Склад ---\nТовар\tОстаток\nЯблоки\t12.5\nГруши\t3"
+    );
+}
+
+#[tokio::test]
 async fn extracts_text_in_any_encoding() {
     let home = Home::new();
     home.write("notes.md", "# Заметки\n\n- пункт *один*\n");
