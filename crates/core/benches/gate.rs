@@ -233,14 +233,27 @@ criterion_group!(benches, policy, gate);
 criterion_main!(benches, extra);
 
 fn store(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = runtime.block_on(Store::open(dir.path().join("x.db"))).expect("store");
+    let store = runtime
+        .block_on(Store::open(dir.path().join("x.db")))
+        .expect("store");
     c.bench_function("store/write_one_row", |b| {
         b.iter(|| runtime.block_on(store.write(|tx| tx.execute("INSERT INTO runtime_events (kind, payload, created_at) VALUES ('x','{}','now')", []).map_err(souz_core::store::StoreError::from))).expect("write"));
     });
     c.bench_function("store/read_one_row", |b| {
-        b.iter(|| runtime.block_on(store.read(|c| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).map_err(souz_core::store::StoreError::from))).expect("read"));
+        b.iter(|| {
+            runtime
+                .block_on(store.read(|c| {
+                    c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+                        .map_err(souz_core::store::StoreError::from)
+                }))
+                .expect("read")
+        });
     });
 }
 criterion_group!(extra, store);
