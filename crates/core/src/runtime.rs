@@ -7,6 +7,7 @@
 
 pub mod discovery;
 pub mod events;
+pub mod follow;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -27,7 +28,8 @@ use crate::token::{ApiToken, TokenError};
 use crate::tools::gate::Gate;
 use crate::tools::{CatalogError, builtin};
 
-pub use events::{EventBus, FollowItem};
+pub use events::EventBus;
+pub use follow::FollowItem;
 
 /// Live events buffered per follower before it is told to resync.
 const EVENT_CHANNEL_CAPACITY: usize = 1024;

@@ -7,6 +7,7 @@
 //! variant carries a doc line, because the docs become the OpenAPI descriptions.
 
 pub mod approvals;
+pub mod chat;
 pub mod error;
 pub mod event;
 pub mod llm;
