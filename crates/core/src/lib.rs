@@ -4,6 +4,7 @@
 //! `config` -> `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
 pub mod approvals;
+pub mod chat;
 pub mod config;
 pub mod gateway;
 pub mod graph;

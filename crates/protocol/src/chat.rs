@@ -384,3 +384,26 @@ pub struct OptionAnswerResponse {
     /// The resumed execution.
     pub execution: Execution,
 }
+
+/// `GET /v1/onboarding/state`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OnboardingState {
+    /// Whether the client should show onboarding.
+    pub required: bool,
+    /// Whether onboarding was completed once.
+    pub completed: bool,
+    /// `provider` (no model is reachable), `preferences` (not completed) or `done`.
+    pub current_step: String,
+    /// `missing_model_access`, `preferences_incomplete`.
+    pub reasons: Vec<String>,
+    /// The model onboarding suggests.
+    pub recommended_default_model: Option<String>,
+}
+
+/// `POST /v1/onboarding/complete` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OnboardingCompleted {
+    /// Always true.
+    pub completed: bool,
+}
