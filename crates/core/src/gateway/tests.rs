@@ -16,6 +16,8 @@ use crate::runtime::Runtime;
 
 const BOUND: &str = "127.0.0.1:8383";
 
+mod chats;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     runtime: Runtime,
