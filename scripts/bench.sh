@@ -10,10 +10,12 @@ case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
+  chat) cargo bench -p souz-core --bench chat ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --bench gate
     cargo bench -p souz-core --bench llm
+    cargo bench -p souz-core --bench chat
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

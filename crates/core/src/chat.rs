@@ -18,6 +18,8 @@ pub mod records;
 pub mod settings;
 pub mod turns;
 
+pub use crate::runtime::FollowItem;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
