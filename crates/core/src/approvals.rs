@@ -220,6 +220,19 @@ impl Approvals {
 
     /// Stores a pending approval, announces it, and returns the means to wait for it.
     pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, StoreError> {
+        self.request_with(new, |_, _| Ok(())).await
+    }
+
+    /// Like [`Approvals::request`], running `prelude` (given the new approval's id) first in the
+    /// same transaction, so the caller's own record and the approval become durable together.
+    pub async fn request_with<F>(
+        &self,
+        new: NewApproval,
+        prelude: F,
+    ) -> Result<PendingApproval, StoreError>
+    where
+        F: FnOnce(&rusqlite::Transaction<'_>, &str) -> Result<(), StoreError> + Send + 'static,
+    {
         let created_at = now();
         let approval = Approval {
             id: uuid::Uuid::now_v7().to_string(),
@@ -246,6 +259,7 @@ impl Approvals {
             .inner
             .events
             .publish_with(move |transaction| {
+                prelude(transaction, &stored.id)?;
                 queue::insert(transaction, &stored)?;
                 let event = RuntimeEvent::ApprovalRequested {
                     approval: Box::new(stored),

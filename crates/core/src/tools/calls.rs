@@ -9,8 +9,9 @@ use souz_protocol::{Requester, ToolCall, ToolCallStatus, ToolResult};
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
-/// Inserts a call in the `planning` state.
-pub fn insert(
+/// Inserts a call in the `planning` state unless it is stored already. Calls are stored lazily,
+/// in the same transaction as their first state change, to keep the gate's hot path short.
+pub fn ensure(
     connection: &Connection,
     id: &str,
     tool: &str,
@@ -20,7 +21,7 @@ pub fn insert(
 ) -> Result<(), StoreError> {
     connection.execute(
         "INSERT INTO tool_calls (id, tool, requester, arguments, status, created_at) \
-         VALUES (?1, ?2, ?3, ?4, 'planning', ?5)",
+         VALUES (?1, ?2, ?3, ?4, 'planning', ?5) ON CONFLICT (id) DO NOTHING",
         params![
             id,
             tool,

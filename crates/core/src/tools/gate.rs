@@ -154,8 +154,17 @@ struct Inner {
     live: Mutex<LiveCalls>,
 }
 
-/// Calls running in this process: their state and their cancellation.
-type LiveCalls = HashMap<String, (watch::Receiver<CallState>, CancellationToken)>;
+/// Calls running in this process: their state, their cancellation, and what they are (a call
+/// is stored only at its first state change, so `get` can still answer before that).
+type LiveCalls = HashMap<String, LiveCall>;
+
+struct LiveCall {
+    state: watch::Receiver<CallState>,
+    cancel: CancellationToken,
+    tool: String,
+    requester: Requester,
+    created_at: chrono::DateTime<chrono::Utc>,
+}
 
 /// The gate. Cheap to clone.
 #[derive(Clone)]
@@ -281,29 +290,23 @@ impl Gate {
     pub async fn start(&self, request: CallRequest) -> Result<CallHandle, StoreError> {
         let call_id = uuid::Uuid::now_v7().to_string();
         let created_at = now();
-        {
-            let (id, tool, requester, arguments) = (
-                call_id.clone(),
-                request.tool.clone(),
-                request.requester.clone(),
-                request.arguments.clone(),
-            );
-            self.inner
-                .store
-                .write(move |transaction| {
-                    calls::insert(transaction, &id, &tool, &requester, &arguments, created_at)
-                })
-                .await?;
-        }
         let cancel = self.inner.shutdown.child_token();
         let (sender, receiver) = watch::channel(CallState::planning());
-        self.live()
-            .insert(call_id.clone(), (receiver.clone(), cancel.clone()));
+        self.live().insert(
+            call_id.clone(),
+            LiveCall {
+                state: receiver.clone(),
+                cancel: cancel.clone(),
+                tool: request.tool.clone(),
+                requester: request.requester.clone(),
+                created_at,
+            },
+        );
         let gate = self.clone();
         let task_id = call_id.clone();
         let task_cancel = cancel.clone();
         self.inner.tasks.spawn(async move {
-            gate.run(task_id.clone(), request, task_cancel, sender)
+            gate.run(task_id.clone(), request, created_at, task_cancel, sender)
                 .await;
             gate.live().remove(&task_id);
         });
@@ -323,29 +326,45 @@ impl Gate {
 
     /// Watches a call that is still running in this process.
     pub fn watch(&self, call_id: &str) -> Option<watch::Receiver<CallState>> {
-        self.live()
-            .get(call_id)
-            .map(|(receiver, _)| receiver.clone())
+        self.live().get(call_id).map(|call| call.state.clone())
     }
 
     /// Cancels a call that is still running in this process; returns whether there was one.
     pub fn cancel(&self, call_id: &str) -> bool {
         match self.live().get(call_id) {
-            Some((_, cancel)) => {
-                cancel.cancel();
+            Some(call) => {
+                call.cancel.cancel();
                 true
             }
             None => false,
         }
     }
 
-    /// A call as stored.
+    /// A call: as stored, or (before its first state change is stored) as it runs here.
     pub async fn get(&self, call_id: &str) -> Result<Option<ToolCall>, StoreError> {
         let id = call_id.to_owned();
-        self.inner
+        let stored = self
+            .inner
             .store
             .read(move |connection| calls::load(connection, &id))
-            .await
+            .await?;
+        if stored.is_some() {
+            return Ok(stored);
+        }
+        Ok(self.live().get(call_id).map(|call| {
+            let state = call.state.borrow().clone();
+            ToolCall {
+                id: call_id.to_owned(),
+                tool: call.tool.clone(),
+                requester: call.requester.clone(),
+                status: state.status,
+                summary: state.summary,
+                approval_id: state.approval_id,
+                result: state.result,
+                created_at: call.created_at,
+                finished_at: None,
+            }
+        }))
     }
 
     /// Marks a finished call's result as delivered; false if it already was.
@@ -368,12 +387,14 @@ impl Gate {
         &self,
         call_id: String,
         request: CallRequest,
+        created_at: chrono::DateTime<chrono::Utc>,
         cancel: CancellationToken,
         state: watch::Sender<CallState>,
     ) {
         let started = Instant::now();
         let mut record = Record {
             call_id: call_id.clone(),
+            created_at,
             request,
             risk: None,
             decision: None,
@@ -459,17 +480,20 @@ impl Gate {
                 let pending = self
                     .inner
                     .approvals
-                    .request(NewApproval {
-                        call_id: record.call_id.clone(),
-                        requester: record.request.requester.clone(),
-                        tool: spec.name.to_owned(),
-                        risk: spec.risk,
-                        arguments: record.request.arguments.clone(),
-                        summary: planned.plan.summary.clone(),
-                        diff: planned.plan.diff.clone(),
-                        reason,
-                        suggested,
-                    })
+                    .request_with(
+                        NewApproval {
+                            call_id: record.call_id.clone(),
+                            requester: record.request.requester.clone(),
+                            tool: spec.name.to_owned(),
+                            risk: spec.risk,
+                            arguments: record.request.arguments.clone(),
+                            summary: planned.plan.summary.clone(),
+                            diff: planned.plan.diff.clone(),
+                            reason,
+                            suggested,
+                        },
+                        record.store_as(ToolCallStatus::WaitingApproval),
+                    )
                     .await;
                 let mut pending = match pending {
                     Ok(pending) => pending,
@@ -484,8 +508,7 @@ impl Gate {
                 };
                 let approval_id = pending.approval.id.clone();
                 record.approval_id = Some(approval_id.clone());
-                self.advance(record, ToolCallStatus::WaitingApproval, state)
-                    .await;
+                self.advance(record, ToolCallStatus::WaitingApproval, state);
                 let deadline = tokio::time::Instant::now()
                     + (pending.approval.expires_at - now())
                         .to_std()
@@ -579,33 +602,7 @@ impl Gate {
         }
     }
 
-    async fn advance(
-        &self,
-        record: &Record,
-        status: ToolCallStatus,
-        state: &watch::Sender<CallState>,
-    ) {
-        let (id, summary, approval_id) = (
-            record.call_id.clone(),
-            record.summary.clone(),
-            record.approval_id.clone(),
-        );
-        let stored = self
-            .inner
-            .store
-            .write(move |transaction| {
-                calls::advance(
-                    transaction,
-                    &id,
-                    status,
-                    summary.as_deref(),
-                    approval_id.as_deref(),
-                )
-            })
-            .await;
-        if let Err(error) = stored {
-            tracing::warn!(%error, "could not record a tool call's progress");
-        }
+    fn advance(&self, record: &Record, status: ToolCallStatus, state: &watch::Sender<CallState>) {
         let _ = state.send(CallState {
             status,
             summary: record.summary.clone(),
@@ -615,40 +612,26 @@ impl Gate {
     }
 
     async fn start_running(&self, record: &Record, state: &watch::Sender<CallState>) {
-        let (id, summary, approval_id) = (
-            record.call_id.clone(),
-            record.summary.clone(),
-            record.approval_id.clone(),
-        );
         let event = RuntimeEvent::ToolCallStarted {
             call_id: record.call_id.clone(),
             tool: record.request.tool.clone(),
             requester: record.request.requester.clone(),
             summary: record.summary.clone().unwrap_or_default(),
         };
+        let store_running = record.store_as(ToolCallStatus::Running);
+        let approval_id = record.approval_id.clone();
         let stored = self
             .inner
             .events
             .publish_with(move |transaction| {
-                calls::advance(
-                    transaction,
-                    &id,
-                    ToolCallStatus::Running,
-                    summary.as_deref(),
-                    approval_id.as_deref(),
-                )?;
+                store_running(transaction, approval_id.as_deref().unwrap_or_default())?;
                 Ok::<_, StoreError>(((), vec![event]))
             })
             .await;
         if let Err(error) = stored {
             tracing::warn!(%error, "could not record that a tool call started");
         }
-        let _ = state.send(CallState {
-            status: ToolCallStatus::Running,
-            summary: record.summary.clone(),
-            approval_id: record.approval_id.clone(),
-            result: None,
-        });
+        self.advance(record, ToolCallStatus::Running, state);
     }
 
     async fn finish(
@@ -684,6 +667,10 @@ impl Gate {
         self.inner
             .events
             .publish_with(move |transaction| {
+                record.store_as(status)(
+                    transaction,
+                    record.approval_id.as_deref().unwrap_or_default(),
+                )?;
                 calls::finish(transaction, &record.call_id, status, &result, now())?;
                 audit::append(
                     transaction,
@@ -711,12 +698,37 @@ impl Gate {
 #[derive(Debug, Clone)]
 struct Record {
     call_id: String,
+    created_at: chrono::DateTime<chrono::Utc>,
     request: CallRequest,
     risk: Option<Risk>,
     decision: Option<Action>,
     decided_by: DecisionSource,
     summary: Option<String>,
     approval_id: Option<String>,
+}
+
+impl Record {
+    /// Stores the call (if not stored yet) and moves it to `status`, in the caller's
+    /// transaction; the approval id is taken when non-empty.
+    fn store_as(
+        &self,
+        status: ToolCallStatus,
+    ) -> impl FnOnce(&rusqlite::Transaction<'_>, &str) -> Result<(), StoreError> + Send + 'static
+    {
+        let (id, tool, requester, arguments, created_at, summary) = (
+            self.call_id.clone(),
+            self.request.tool.clone(),
+            self.request.requester.clone(),
+            self.request.arguments.clone(),
+            self.created_at,
+            self.summary.clone(),
+        );
+        move |transaction, approval_id| {
+            calls::ensure(transaction, &id, &tool, &requester, &arguments, created_at)?;
+            let approval_id = Some(approval_id).filter(|id| !id.is_empty());
+            calls::advance(transaction, &id, status, summary.as_deref(), approval_id)
+        }
+    }
 }
 
 /// Drives a tool future, turning panics into errors and honouring cancellation (with a grace
