@@ -15,6 +15,7 @@ pub mod byte_size;
 pub mod edit;
 pub mod env;
 pub mod log;
+pub mod mcp;
 pub mod paths;
 pub mod sandbox;
 pub mod section;
@@ -30,6 +31,7 @@ pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
 pub use log::LogConfig;
+pub use mcp::McpConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
@@ -104,6 +106,7 @@ config_sections! {
     log: LogConfig,
     sandbox: SandboxConfig,
     approvals: ApprovalsConfig,
+    mcp: McpConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

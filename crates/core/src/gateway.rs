@@ -1,5 +1,5 @@
 //! The gateway: one axum router over [`RuntimeHandle`] serving the HTTP API, WebSockets and
-//! (later) MCP on one loopback port.
+//! MCP (`/mcp`, see [`crate::mcp::server`]) on one loopback port.
 //!
 //! `router(handle, bound)` builds everything; `Gateway::bind` + `Gateway::serve` run it with a
 //! bounded graceful shutdown. Every request crosses the [`perimeter`] first. Routes are added
@@ -25,6 +25,8 @@ use tokio::net::TcpListener;
 use self::error::ApiError;
 use self::perimeter::Perimeter;
 use crate::config::ServerConfig;
+use crate::mcp;
+use crate::mcp::server::Mount;
 use crate::runtime::RuntimeHandle;
 
 /// State shared by every handler.
@@ -62,7 +64,13 @@ pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
     });
     let perimeter = Perimeter::new(&handle.config().server, bound);
     let body_limit = usize::try_from(perimeter.body_limit()).unwrap_or(usize::MAX);
+    let mount = Mount {
+        allowed_hosts: perimeter.hosts(),
+        allowed_origins: perimeter.origins(),
+        body_limit,
+    };
     routes
+        .route("/mcp", mcp::server::route(handle.clone(), &mount))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(AppState {

@@ -1,0 +1,8 @@
+//! MCP, the Model Context Protocol: [`server`] offers Souz's tools to MCP clients (Claude Code
+//! over streamable HTTP at `/mcp`, Claude Desktop through the `souz mcp-stdio` bridge). A
+//! `client` module (external MCP servers' tools for Souz's own agents) will sit beside it.
+//!
+//! Both sides use rmcp; nothing here bypasses the approval gate: every tool call an MCP client
+//! makes is a [`crate::tools::gate::Gate`] call with the client as the requester.
+
+pub mod server;

@@ -1,0 +1,144 @@
+//! The door of `/mcp`: checks each POSTed message before rmcp sees it, so that protocol
+//! problems get JSON-RPC errors (rmcp itself answers a body it cannot parse with a plain-text
+//! 415) and the server keeps serving.
+//!
+//! - Not JSON → `-32700` (parse error), HTTP 400.
+//! - A JSON array (a batch; MCP since 2025-06-18 sends one message per POST) → `-32600`, 400.
+//! - Not a JSON-RPC 2.0 message → `-32600` with the request's id when it has one, 400.
+//! - A request whose method is known but whose params do not fit → `-32602`, 400.
+//! - An unknown method sent outside a session (such as `server/discover` from clients that try
+//!   the newest protocol first) → `-32601` at once, HTTP 200, so such clients fall back to
+//!   `initialize`; inside a session rmcp answers it the same way.
+//!
+//! Everything else — including GET (the server's event stream) and DELETE (end of session) —
+//! goes to rmcp untouched, body bytes included.
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
+use serde_json::{Value, json};
+
+use super::HttpService;
+
+/// JSON-RPC error codes used here.
+const PARSE_ERROR: i32 = -32700;
+const INVALID_REQUEST: i32 = -32600;
+const METHOD_NOT_FOUND: i32 = -32601;
+const INVALID_PARAMS: i32 = -32602;
+
+/// Handles one request to `/mcp`.
+pub async fn handle(service: HttpService, body_limit: usize, request: Request) -> Response {
+    if request.method() != Method::POST {
+        return service.handle(request).await.into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, body_limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Value::Null,
+                INVALID_REQUEST,
+                &format!("The message is larger than the {body_limit}-byte limit."),
+            );
+        }
+    };
+    let in_session = parts.headers.contains_key("mcp-session-id");
+    if let Err(response) = check(&bytes, in_session) {
+        return response;
+    }
+    let request = Request::from_parts(parts, Body::from(bytes));
+    service.handle(request).await.into_response()
+}
+
+/// Checks one POSTed message; `Err` is the answer to send instead of passing it on.
+pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
+    match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            let unknown = matches!(request.request, ClientRequest::CustomRequest(_));
+            let per_request_version = request.request.get_meta().protocol_version().is_some();
+            if unknown && !in_session && !per_request_version {
+                let method = match &request.request {
+                    ClientRequest::CustomRequest(custom) => custom.method.clone(),
+                    _ => String::new(),
+                };
+                let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                return Err(error_response(
+                    StatusCode::OK,
+                    id,
+                    METHOD_NOT_FOUND,
+                    &format!("Method not found: {method}. Start with `initialize`."),
+                ));
+            }
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+        Err(error) => Err(diagnose(bytes, &error)),
+    }
+}
+
+/// Why a message rmcp cannot read is wrong, as a JSON-RPC error.
+fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Response {
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(error) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                PARSE_ERROR,
+                &format!("Parse error: the body is not JSON ({error})."),
+            );
+        }
+    };
+    let Value::Object(object) = value else {
+        let message = if value.is_array() {
+            "Invalid Request: batches are not supported; send one JSON-RPC message per POST."
+        } else {
+            "Invalid Request: a JSON-RPC message is a JSON object."
+        };
+        return error_response(StatusCode::BAD_REQUEST, Value::Null, INVALID_REQUEST, message);
+    };
+    let id = object
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+        .unwrap_or(Value::Null);
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            id,
+            INVALID_REQUEST,
+            "Invalid Request: `jsonrpc` must be \"2.0\".",
+        );
+    }
+    match object.get("method") {
+        Some(Value::String(method)) if !id.is_null() => error_response(
+            StatusCode::BAD_REQUEST,
+            id,
+            INVALID_PARAMS,
+            &format!("Invalid params for {method}: {typed_error}."),
+        ),
+        _ => error_response(
+            StatusCode::BAD_REQUEST,
+            id,
+            INVALID_REQUEST,
+            &format!("Invalid Request: {typed_error}."),
+        ),
+    }
+}
+
+fn error_response(status: StatusCode, id: Value, code: i32, message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    });
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
