@@ -28,8 +28,42 @@ const INVALID_REQUEST: i32 = -32600;
 const METHOD_NOT_FOUND: i32 = -32601;
 const INVALID_PARAMS: i32 = -32602;
 
+/// Client request methods rmcp has a typed form for, except `server/discover`: a discover
+/// without the 2026-07-28 `_meta` is answered as unknown, so the client falls back to
+/// `initialize`.
+const TYPED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
 /// Handles one request to `/mcp`.
 pub async fn handle(service: HttpService, body_limit: usize, request: Request) -> Response {
+    if request.method() == Method::DELETE {
+        // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
+        let mut response = service.handle(request).await.into_response();
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        return response;
+    }
     if request.method() != Method::POST {
         return service.handle(request).await.into_response();
     }
@@ -57,19 +91,26 @@ pub async fn handle(service: HttpService, body_limit: usize, request: Request) -
 pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
-            let unknown = matches!(request.request, ClientRequest::CustomRequest(_));
+            let ClientRequest::CustomRequest(custom) = &request.request else {
+                return Ok(());
+            };
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            // rmcp reads a known method whose params do not fit as a custom request.
+            if TYPED_METHODS.contains(&custom.method.as_str()) {
+                return Err(error_response(
+                    StatusCode::BAD_REQUEST,
+                    id,
+                    INVALID_PARAMS,
+                    &format!("Invalid params for {}.", custom.method),
+                ));
+            }
             let per_request_version = request.request.get_meta().protocol_version().is_some();
-            if unknown && !in_session && !per_request_version {
-                let method = match &request.request {
-                    ClientRequest::CustomRequest(custom) => custom.method.clone(),
-                    _ => String::new(),
-                };
-                let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            if !in_session && !per_request_version {
                 return Err(error_response(
                     StatusCode::OK,
                     id,
                     METHOD_NOT_FOUND,
-                    &format!("Method not found: {method}. Start with `initialize`."),
+                    &format!("Method not found: {}. Start with `initialize`.", custom.method),
                 ));
             }
             Ok(())
