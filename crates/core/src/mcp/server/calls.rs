@@ -106,12 +106,8 @@ pub async fn call(
         return await_approval(server, request.arguments, requester, context).await;
     }
     let session = &server.session;
-    if !session.listing.contains(name) {
-        return Err(McpError::invalid_params(
-            format!("Unknown tool: {name}. tools/list names the tools Souz offers."),
-            None,
-        ));
-    }
+    // An unknown tool goes to the gate too: it answers with an error result the model can
+    // read ("There is no tool named ..."), and the attempt is audited.
     let gate = session.handle.gate();
     let call = gate
         .start(CallRequest {

@@ -100,11 +100,6 @@ impl Listing {
             .map(|entry| entry.tool.clone())
     }
 
-    /// Whether `name` is a catalog tool.
-    pub fn contains(&self, name: &str) -> bool {
-        self.entries.iter().any(|entry| entry.spec.name == name)
-    }
-
     /// Whether the catalog tool `name` declares an output schema.
     pub fn has_output_schema(&self, name: &str) -> bool {
         self.entries
