@@ -5,11 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
+. scripts/clients.sh
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export RUST_BACKTRACE=1
 
 step() { echo; echo "==> $*"; }
+
+step "MCP test clients"
+souz_install_clients
 
 step "rustfmt"
 cargo fmt --all -- --check

@@ -91,10 +91,24 @@ pub async fn handle(service: HttpService, body_limit: usize, request: Request) -
 pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            let per_request_version = request.request.get_meta().protocol_version().is_some();
+            // A discover probe without the 2026-07-28 `_meta` comes from a client that can
+            // fall back to the handshake: tell it the method is not there.
+            if matches!(request.request, ClientRequest::DiscoverRequest(_))
+                && !per_request_version
+                && !in_session
+            {
+                return Err(error_response(
+                    StatusCode::OK,
+                    id,
+                    METHOD_NOT_FOUND,
+                    "Method not found: server/discover. Start with `initialize`.",
+                ));
+            }
             let ClientRequest::CustomRequest(custom) = &request.request else {
                 return Ok(());
             };
-            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
             // rmcp reads a known method whose params do not fit as a custom request.
             if TYPED_METHODS.contains(&custom.method.as_str()) {
                 return Err(error_response(
@@ -104,7 +118,6 @@ pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
                     &format!("Invalid params for {}.", custom.method),
                 ));
             }
-            let per_request_version = request.request.get_meta().protocol_version().is_some();
             if !in_session && !per_request_version {
                 return Err(error_response(
                     StatusCode::OK,
