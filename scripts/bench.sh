@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|llm|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +7,13 @@ which="${1:-all}"
 cargo build --release --bin souz
 export SOUZ_BIN="$PWD/target/release/souz"
 case "$which" in
-  startup|all) cargo bench -p souz-e2e --bench startup ;;
+  startup) cargo bench -p souz-e2e --bench startup ;;
+  gate) cargo bench -p souz-core --bench gate ;;
+  llm) cargo bench -p souz-core --bench llm ;;
+  all)
+    cargo bench -p souz-e2e --bench startup
+    cargo bench -p souz-core --bench gate
+    cargo bench -p souz-core --bench llm
+    ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

@@ -46,6 +46,7 @@ async fn serve(config: souz_core::config::Config) -> ExitCode {
     // Commands are confined by re-running this very binary as the sandbox helper.
     let options = RuntimeOptions {
         sandbox_helper: std::env::current_exe().ok(),
+        ..RuntimeOptions::default()
     };
     let runtime = match Runtime::start_with(config, options).await {
         Ok(runtime) => runtime,

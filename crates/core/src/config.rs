@@ -14,6 +14,7 @@ pub mod approvals;
 pub mod byte_size;
 pub mod edit;
 pub mod env;
+pub mod llm;
 pub mod log;
 pub mod mcp;
 pub mod paths;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
+pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::McpConfig;
 pub use paths::SouzPaths;
@@ -106,6 +108,7 @@ config_sections! {
     log: LogConfig,
     sandbox: SandboxConfig,
     approvals: ApprovalsConfig,
+    llm: LlmConfig,
     mcp: McpConfig,
 }
 

@@ -1,11 +1,14 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> (`store`, `token`) -> `config` ->
-//! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
+//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> (`llm`, `graph`, `store`,
+//! `token`) -> `config` -> `souz_protocol`. `telemetry` is used by binaries only. See
+//! `docs/architecture.md`.
 
 pub mod approvals;
 pub mod config;
 pub mod gateway;
+pub mod graph;
+pub mod llm;
 pub mod mcp;
 pub mod runtime;
 pub mod sandbox;

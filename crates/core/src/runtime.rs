@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::approvals::Approvals;
 use crate::config::Config;
+use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::{ApiToken, TokenError};
@@ -56,14 +57,20 @@ pub enum RuntimeError {
     /// The tool catalog is inconsistent (a bug).
     #[error("cannot build the tool catalog: {0}")]
     Catalog(#[from] CatalogError),
+    /// The LLM layer could not be set up (extra CA files, default model).
+    #[error(transparent)]
+    Llm(#[from] LlmServiceError),
 }
 
 /// What the embedding binary tells the runtime beyond the configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RuntimeOptions {
     /// The binary implementing the hidden `__sandbox-exec` subcommand (the daemon's own
     /// executable); without it commands are not confined by Landlock on Linux.
     pub sandbox_helper: Option<PathBuf>,
+    /// Where provider keys in environment variables are read from (default: the process
+    /// environment). Tests pass their own.
+    pub environment: Option<Environment>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -84,6 +91,7 @@ struct State {
     events: EventBus,
     gate: Gate,
     token: ApiToken,
+    llm: LlmService,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -93,13 +101,31 @@ struct State {
 }
 
 impl Runtime {
-    /// Prepares the Souz home, the token and the database, then announces the start.
+    /// Prepares the Souz home, the token and the database, then announces the start. Provider
+    /// keys may come from the process environment.
     pub async fn start(config: Config) -> Result<Self, RuntimeError> {
         Self::start_with(config, RuntimeOptions::default()).await
     }
 
+    /// [`Runtime::start`] reading provider keys from `environment` instead of the process
+    /// environment.
+    pub async fn start_with_environment(
+        config: Config,
+        environment: Environment,
+    ) -> Result<Self, RuntimeError> {
+        let options = RuntimeOptions {
+            environment: Some(environment),
+            ..RuntimeOptions::default()
+        };
+        Self::start_with(config, options).await
+    }
+
     /// [`Runtime::start`] with options from the embedding binary.
     pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        let environment = options
+            .environment
+            .clone()
+            .unwrap_or_else(|| Arc::new(|name: &str| std::env::var(name).ok()));
         config
             .paths
             .ensure_home()
@@ -135,6 +161,12 @@ impl Runtime {
                 "marked tool calls left unfinished by the previous run as failed"
             );
         }
+        let llm = LlmService::new(
+            &config.llm,
+            store.clone(),
+            config.paths.provider_key_file(),
+            environment,
+        )?;
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -149,6 +181,7 @@ impl Runtime {
                 events,
                 gate,
                 token,
+                llm,
                 user,
                 started: Instant::now(),
                 shutdown,
@@ -216,6 +249,11 @@ impl RuntimeHandle {
     /// The approval service (pending approvals, decisions, grants).
     pub fn approvals(&self) -> &Approvals {
         self.state.gate.approvals()
+    }
+
+    /// Language models: provider keys, the model registry, clients.
+    pub fn llm(&self) -> &LlmService {
+        &self.state.llm
     }
 
     /// Whether `presented` is the API token.

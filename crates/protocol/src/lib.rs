@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod error;
 pub mod event;
+pub mod llm;
 pub mod system;
 pub mod tools;
 
@@ -20,6 +21,9 @@ pub use approvals::{
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
+pub use llm::{
+    KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
+};
 pub use system::{
     Bootstrap, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health, LocalUser,
     RouteIndex, SandboxStatus,

@@ -71,6 +71,11 @@ impl SouzPaths {
         self.home.join("token")
     }
 
+    /// The data key that encrypts stored provider API keys (mode 0600, made on first use).
+    pub fn provider_key_file(&self) -> PathBuf {
+        self.home.join("provider-keys.key")
+    }
+
     /// Folder of JSON log files.
     pub fn logs(&self) -> PathBuf {
         self.home.join("logs")

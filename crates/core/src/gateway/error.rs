@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 use souz_protocol::{ErrorBody, ErrorCode};
 
 use crate::approvals::ApprovalError;
+use crate::llm::keys::KeyStoreError;
+use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
 
 /// An error on its way to the client.
@@ -113,6 +115,24 @@ impl From<ApprovalError> for ApiError {
             }
             ApprovalError::Invalid(message) => Self::invalid(message),
             ApprovalError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<LlmServiceError> for ApiError {
+    fn from(error: LlmServiceError) -> Self {
+        match error {
+            LlmServiceError::UnknownProvider(_)
+            | LlmServiceError::KeylessProvider(_)
+            | LlmServiceError::InvalidKey(_)
+            | LlmServiceError::Model(_) => Self::invalid(error.to_string()),
+            // The key file or a stored key is unusable: the message says how to fix it and
+            // holds no secret, so it goes to the client.
+            LlmServiceError::Keys(
+                KeyStoreError::KeyFile { .. } | KeyStoreError::Decrypt { .. },
+            ) => Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string()),
+            LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
+            other => Self::internal(&other),
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod events;
+pub mod provider_keys;
 pub mod system;
 pub mod tools;
 
@@ -17,4 +18,5 @@ pub fn all() -> ApiRouter<AppState> {
         .merge(approvals::routes())
         .merge(tools::routes())
         .merge(audit::routes())
+        .merge(provider_keys::routes())
 }

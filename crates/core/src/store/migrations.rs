@@ -101,6 +101,15 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX audit_by_tool ON audit_log (tool, id);",
     },
+    Migration {
+        name: "provider_keys",
+        sql: "CREATE TABLE provider_keys (
+                  provider   TEXT PRIMARY KEY,
+                  ciphertext BLOB NOT NULL,
+                  key_hint   TEXT NOT NULL,
+                  updated_at TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

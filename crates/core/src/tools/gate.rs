@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use serde_json::Value;
 use souz_protocol::{
     Action, DecisionSource, ExpiryReason, Outcome, Requester, Risk, RuntimeEvent, ToolCall,
@@ -418,15 +419,8 @@ impl Gate {
         };
 
         // Plan (validates, resolves paths, computes diffs) before anyone is asked.
-        let planning = {
-            let (tool, ctx, arguments) = (
-                Arc::clone(&tool),
-                ctx.clone(),
-                record.request.arguments.clone(),
-            );
-            tokio::spawn(async move { tool.plan(arguments, &ctx).await })
-        };
-        let planned: PlannedCall = match guarded(planning, cancel).await {
+        let arguments = record.request.arguments.clone();
+        let planned: PlannedCall = match guarded(tool.plan(arguments, &ctx), cancel).await {
             Ok(planned) => planned,
             Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
             Err(error) => return failure(error.to_string()),
@@ -554,8 +548,7 @@ impl Gate {
             return cancelled("The call was cancelled.");
         }
         self.start_running(record, state).await;
-        let running = tokio::spawn(planned.run(ctx));
-        match guarded(running, cancel).await {
+        match guarded(planned.run(ctx), cancel).await {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
                 ToolResult {
@@ -726,34 +719,26 @@ struct Record {
     approval_id: Option<String>,
 }
 
-/// Awaits a spawned tool future, turning panics into errors and honouring cancellation (with a
-/// grace period for the tool to stop on its own).
-async fn guarded<T: Send + 'static>(
-    mut task: tokio::task::JoinHandle<Result<T, ToolError>>,
+/// Drives a tool future, turning panics into errors and honouring cancellation (with a grace
+/// period for the tool to stop on its own). Runs in the call's own task: no extra spawn.
+async fn guarded<T>(
+    task: impl std::future::Future<Output = Result<T, ToolError>>,
     cancel: &CancellationToken,
 ) -> Result<T, ToolError> {
+    let mut task = std::pin::pin!(std::panic::AssertUnwindSafe(task).catch_unwind());
     let joined = tokio::select! {
         joined = &mut task => joined,
         () = cancel.cancelled() => {
             match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
                 Ok(joined) => joined,
-                Err(_) => {
-                    task.abort();
-                    return Err(ToolError::Cancelled);
-                }
+                Err(_) => return Err(ToolError::Cancelled),
             }
         }
     };
-    match joined {
-        Ok(result) => result,
-        Err(error) if error.is_panic() => {
-            tracing::error!("a tool panicked");
-            Err(ToolError::Internal(
-                "the tool crashed; this is a bug in Souz".into(),
-            ))
-        }
-        Err(_) => Err(ToolError::Cancelled),
-    }
+    joined.unwrap_or_else(|_| {
+        tracing::error!("a tool panicked");
+        Err(ToolError::Internal("the tool crashed; this is a bug in Souz".into()))
+    })
 }
 
 fn failure(text: String) -> (ToolCallStatus, ToolResult) {

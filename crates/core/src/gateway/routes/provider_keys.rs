@@ -1,0 +1,83 @@
+//! `/v1/me/provider-keys`: list, store and delete provider API keys. Keys go in, only hints
+//! come out.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use souz_protocol::{ProviderKeyList, ProviderKeyResponse, PutProviderKey};
+
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::gateway::extract::ApiJson;
+use crate::gateway::perimeter::Authenticated;
+use crate::runtime::RuntimeHandle;
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .route(
+            Operation::get("/v1/me/provider-keys")
+                .summary("Configured provider keys (hints only), sorted by provider.")
+                .description(
+                    "Keys stored through this API come first for their provider; keys from the \
+                     daemon's environment (`OPENAI_API_KEY`, ...) are listed for the other \
+                     providers with `source: environment`.",
+                )
+                .tag("llm")
+                .response::<ProviderKeyList>(200, "The configured keys."),
+            list,
+        )
+        .route(
+            Operation::put("/v1/me/provider-keys/{provider}")
+                .summary("Store (or replace) a provider's API key, encrypted at rest.")
+                .description(
+                    "`provider` is case-insensitive and accepts `-` for `_` (`ai-tunnel`). \
+                     Providers: openai, anthropic, qwen, ai_tunnel, giga (GigaChat's \
+                     authorization key). Local servers need no key.",
+                )
+                .tag("llm")
+                .request::<PutProviderKey>()
+                .response::<ProviderKeyResponse>(200, "The stored key's hint.")
+                .response::<souz_protocol::ErrorBody>(409, "The key file cannot be used."),
+            put,
+        )
+        .route(
+            Operation::delete("/v1/me/provider-keys/{provider}")
+                .summary("Delete a stored provider key (idempotent).")
+                .tag("llm")
+                .plain_response(204, "Deleted, or there was none."),
+            delete,
+        )
+}
+
+async fn list(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<ProviderKeyList>, ApiError> {
+    let items = handle.llm().provider_keys().await?;
+    Ok(axum::Json(ProviderKeyList { items }))
+}
+
+async fn put(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    Path(provider): Path<String>,
+    ApiJson(body): ApiJson<PutProviderKey>,
+) -> Result<axum::Json<ProviderKeyResponse>, ApiError> {
+    let provider_key = handle
+        .llm()
+        .set_provider_key(&provider, &body.api_key)
+        .await?;
+    Ok(axum::Json(ProviderKeyResponse { provider_key }))
+}
+
+async fn delete(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    Path(provider): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    handle.llm().delete_provider_key(&provider).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests;

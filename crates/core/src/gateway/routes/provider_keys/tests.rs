@@ -1,0 +1,193 @@
+//! `/v1/me/provider-keys` through the router.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::config::{Config, SouzPaths};
+use crate::gateway::router;
+use crate::runtime::Runtime;
+
+const BOUND: &str = "127.0.0.1:8383";
+const SECRET: &str = "sk-route-test-SECRET-4242";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    runtime: Runtime,
+    token: String,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::defaults(SouzPaths::new(dir.path()));
+        let environment = Arc::new(|name: &str| {
+            (name == "AITUNNEL_KEY").then(|| "tunnel-env-key-9876".to_owned())
+        });
+        let runtime = Runtime::start_with_environment(config, environment)
+            .await
+            .unwrap();
+        let token = std::fs::read_to_string(dir.path().join("token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Self {
+            _dir: dir,
+            runtime,
+            token,
+        }
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value, String) {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, BOUND)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token));
+        let request = match body {
+            Some(body) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let response = router(self.runtime.handle(), BOUND.parse().unwrap())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            text,
+        )
+    }
+}
+
+#[tokio::test]
+async fn put_list_delete_with_hints_only() {
+    let f = Fixture::new().await;
+    let (status, body, _) = f.send("GET", "/v1/me/provider-keys", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["items"],
+        json!([{"provider": "ai_tunnel", "configured": true, "keyHint": "...9876", "updatedAt": null, "source": "environment"}])
+    );
+
+    let (status, body, text) = f
+        .send(
+            "PUT",
+            "/v1/me/provider-keys/OpenAI",
+            Some(json!({"apiKey": SECRET})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(body["providerKey"]["provider"], "openai");
+    assert_eq!(body["providerKey"]["keyHint"], "...4242");
+    assert_eq!(body["providerKey"]["source"], "stored");
+    assert!(body["providerKey"]["updatedAt"].is_string());
+    assert!(!text.contains(SECRET), "the key never comes back");
+
+    let (_, body, text) = f.send("GET", "/v1/me/provider-keys", None).await;
+    let providers: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["provider"].as_str().unwrap())
+        .collect();
+    assert_eq!(providers, ["ai_tunnel", "openai"]);
+    assert!(!text.contains(SECRET));
+    assert_eq!(
+        f.runtime
+            .handle()
+            .llm()
+            .key(crate::llm::ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        SECRET
+    );
+
+    for _ in 0..2 {
+        let (status, _, text) = f.send("DELETE", "/v1/me/provider-keys/openai", None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        assert!(text.is_empty());
+    }
+    let (_, body, _) = f.send("GET", "/v1/me/provider-keys", None).await;
+    assert_eq!(body["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn invalid_requests_get_clear_messages() {
+    let f = Fixture::new().await;
+    for (path, body, expected) in [
+        (
+            "/v1/me/provider-keys/codex",
+            json!({"apiKey": "k"}),
+            "unknown provider `codex`",
+        ),
+        (
+            "/v1/me/provider-keys/lm-studio",
+            json!({"apiKey": "k"}),
+            "does not use an API key",
+        ),
+        (
+            "/v1/me/provider-keys/openai",
+            json!({"apiKey": "  "}),
+            "apiKey must not be blank.",
+        ),
+        (
+            "/v1/me/provider-keys/openai",
+            json!({"key": "x"}),
+            "Invalid payload",
+        ),
+    ] {
+        let (status, body, _) = f.send("PUT", path, Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
+        assert_eq!(body["error"]["code"], "invalid_request");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{path}: {message}");
+    }
+    let (status, _, _) = f.send("DELETE", "/v1/me/provider-keys/nobody", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, body, _) = f.send("GET", "/v1/me/provider-keys", None).await;
+    assert_eq!(body["items"].as_array().unwrap().len(), 1, "nothing stored");
+}
+
+#[tokio::test]
+async fn a_replaced_key_file_is_reported_as_a_conflict_without_secrets() {
+    let f = Fixture::new().await;
+    let (status, _, _) = f
+        .send(
+            "PUT",
+            "/v1/me/provider-keys/anthropic",
+            Some(json!({"apiKey": SECRET})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    std::fs::write(f._dir.path().join("provider-keys.key"), "garbage").unwrap();
+    let (status, body, text) = f
+        .send(
+            "PUT",
+            "/v1/me/provider-keys/qwen",
+            Some(json!({"apiKey": "qwen-key-00000000"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"]["code"], "conflict");
+    assert!(text.contains("provider-keys.key"));
+    assert!(!text.contains(SECRET));
+}

@@ -1,0 +1,397 @@
+//! Provider API keys at rest: AES-256-GCM encrypted rows in SQLite, under a random 256-bit data
+//! key kept in an owner-only file in the Souz home.
+//!
+//! Invariants:
+//! - A key is only ever held as [`ApiKey`], whose `Debug` and `Display` never show it; the
+//!   wire and the logs only see its hint (`...` and the last four characters).
+//! - Each row is sealed with a fresh 96-bit nonce, and the provider name is authenticated data:
+//!   a row copied under another provider does not decrypt.
+//! - The data key file is created (mode 0600, exclusive create) only when the first key is
+//!   stored. If rows exist but the file is missing, changed or malformed, reads fail with an
+//!   error that says so and what to do; nothing is overwritten or silently re-keyed.
+//!
+//! The macOS keychain would be the better home for the data key; it is the next step (the
+//! file is the portable baseline that works everywhere Souz runs).
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aes_gcm::aead::{Aead, Payload};
+use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::OptionalExtension;
+use zeroize::Zeroizing;
+
+use super::ProviderId;
+use crate::store::{Store, StoreError};
+
+/// Format version written as the first byte of every sealed key.
+const SEALED_VERSION: u8 = 1;
+const NONCE_BYTES: usize = 12;
+/// Longest key accepted (real keys are far shorter; GigaChat's are the longest, ~100 chars).
+pub const MAX_KEY_CHARS: usize = 4096;
+
+/// A provider API key. Cheap to clone; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(Arc<Zeroizing<String>>);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(Arc::new(Zeroizing::new(key.into())))
+    }
+
+    /// The key itself, for the request that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// What may be shown: `...` and the last four characters (only `...` for keys too short
+    /// for that to be safe).
+    pub fn hint(&self) -> String {
+        let chars: Vec<char> = self.0.chars().collect();
+        if chars.len() < 12 {
+            return "...".to_owned();
+        }
+        let tail: String = chars[chars.len() - 4..].iter().collect();
+        format!("...{tail}")
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKey({})", self.hint())
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hint())
+    }
+}
+
+/// Why a key could not be stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyStoreError {
+    /// The data key file cannot be used.
+    #[error(
+        "provider keys cannot be read: the key file {path} {problem}. Store the provider keys \
+         again (PUT /v1/me/provider-keys/<provider>) after deleting them, or restore the file"
+    )]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A stored key does not decrypt with the current data key.
+    #[error(
+        "the stored {provider} key cannot be decrypted with the key file {path} (the file was \
+         replaced, or the database comes from another machine); store the key again with \
+         PUT /v1/me/provider-keys/{provider}"
+    )]
+    Decrypt {
+        /// The provider.
+        provider: ProviderId,
+        /// The key file used.
+        path: PathBuf,
+    },
+    /// The system random source failed.
+    #[error("cannot generate random bytes: {0}")]
+    Random(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for KeyStoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Store(StoreError::from(error))
+    }
+}
+
+/// A stored key's public facts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The provider.
+    pub provider: ProviderId,
+    /// `...` and the last four characters.
+    pub key_hint: String,
+    /// When it was stored.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Encrypted provider keys in the database.
+#[derive(Clone, Debug)]
+pub struct KeyStore {
+    store: Store,
+    key_file: PathBuf,
+}
+
+impl KeyStore {
+    /// Keys in `store`, sealed with the data key in `key_file`.
+    pub fn new(store: Store, key_file: impl Into<PathBuf>) -> Self {
+        Self {
+            store,
+            key_file: key_file.into(),
+        }
+    }
+
+    /// The data key file.
+    pub fn key_file(&self) -> &Path {
+        &self.key_file
+    }
+
+    /// Every stored key's public facts, sorted by provider.
+    pub async fn list(&self) -> Result<Vec<StoredKey>, KeyStoreError> {
+        self.store
+            .read(|connection| {
+                let mut statement = connection.prepare(
+                    "SELECT provider, key_hint, updated_at FROM provider_keys ORDER BY provider",
+                )?;
+                let rows = statement.query_map([], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })?;
+                let mut keys = Vec::new();
+                for row in rows {
+                    let (provider, key_hint, updated_at) = row?;
+                    // Rows of providers this build does not know are skipped, not fatal.
+                    let Some(provider) = ProviderId::parse(&provider) else {
+                        continue;
+                    };
+                    keys.push(StoredKey {
+                        provider,
+                        key_hint,
+                        updated_at: parse_time(&updated_at)?,
+                    });
+                }
+                Ok(keys)
+            })
+            .await
+    }
+
+    /// Stores (or replaces) the key of `provider`.
+    pub async fn put(&self, provider: ProviderId, key: ApiKey) -> Result<StoredKey, KeyStoreError> {
+        let data_key = self.data_key_for_writing()?;
+        let sealed = seal(&data_key, provider, key.expose())?;
+        let stored = StoredKey {
+            provider,
+            key_hint: key.hint(),
+            updated_at: now_millis(),
+        };
+        let row = stored.clone();
+        self.store
+            .write(move |transaction| {
+                transaction.execute(
+                    "INSERT INTO provider_keys (provider, ciphertext, key_hint, updated_at)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (provider) DO UPDATE SET
+                         ciphertext = excluded.ciphertext,
+                         key_hint = excluded.key_hint,
+                         updated_at = excluded.updated_at",
+                    rusqlite::params![
+                        row.provider.as_str(),
+                        sealed,
+                        row.key_hint,
+                        format_time(row.updated_at)
+                    ],
+                )?;
+                Ok::<_, KeyStoreError>(())
+            })
+            .await?;
+        Ok(stored)
+    }
+
+    /// Deletes the key of `provider`. Returns whether one was stored.
+    pub async fn delete(&self, provider: ProviderId) -> Result<bool, KeyStoreError> {
+        self.store
+            .write(move |transaction| {
+                let deleted = transaction.execute(
+                    "DELETE FROM provider_keys WHERE provider = ?1",
+                    [provider.as_str()],
+                )?;
+                Ok::<_, KeyStoreError>(deleted > 0)
+            })
+            .await
+    }
+
+    /// The stored key of `provider`, decrypted.
+    pub async fn get(&self, provider: ProviderId) -> Result<Option<ApiKey>, KeyStoreError> {
+        let sealed: Option<Vec<u8>> = self
+            .store
+            .read(move |connection| {
+                connection
+                    .query_row(
+                        "SELECT ciphertext FROM provider_keys WHERE provider = ?1",
+                        [provider.as_str()],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                    .map_err(KeyStoreError::from)
+            })
+            .await?;
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let data_key = match load_data_key(&self.key_file) {
+            Ok(key) => key,
+            Err(DataKeyError::Missing) => {
+                return Err(KeyStoreError::KeyFile {
+                    path: self.key_file.clone(),
+                    problem: "is missing although keys are stored".to_owned(),
+                });
+            }
+            Err(DataKeyError::Invalid(problem)) => {
+                return Err(KeyStoreError::KeyFile {
+                    path: self.key_file.clone(),
+                    problem,
+                });
+            }
+        };
+        open(&data_key, provider, &sealed)
+            .map(|key| Some(ApiKey::new(key)))
+            .ok_or_else(|| KeyStoreError::Decrypt {
+                provider,
+                path: self.key_file.clone(),
+            })
+    }
+
+    fn data_key_for_writing(&self) -> Result<DataKey, KeyStoreError> {
+        match load_data_key(&self.key_file) {
+            Ok(key) => Ok(key),
+            Err(DataKeyError::Missing) => create_data_key(&self.key_file),
+            Err(DataKeyError::Invalid(problem)) => Err(KeyStoreError::KeyFile {
+                path: self.key_file.clone(),
+                problem,
+            }),
+        }
+    }
+}
+
+type DataKey = Zeroizing<[u8; 32]>;
+
+enum DataKeyError {
+    Missing,
+    Invalid(String),
+}
+
+fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => Zeroizing::new(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(DataKeyError::Missing);
+        }
+        Err(error) => return Err(DataKeyError::Invalid(format!("cannot be read ({error})"))),
+    };
+    let mut key = Zeroizing::new([0u8; 32]);
+    hex::decode_to_slice(text.trim(), key.as_mut_slice()).map_err(|_| {
+        DataKeyError::Invalid("does not hold a 256-bit key (64 hexadecimal characters)".to_owned())
+    })?;
+    Ok(key)
+}
+
+fn create_data_key(path: &Path) -> Result<DataKey, KeyStoreError> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    getrandom::fill(key.as_mut_slice())
+        .map_err(|error| KeyStoreError::Random(error.to_string()))?;
+    let text = Zeroizing::new(hex::encode(key.as_slice()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file_error = |error: std::io::Error| KeyStoreError::KeyFile {
+        path: path.to_owned(),
+        problem: format!("cannot be created ({error})"),
+    };
+    match options.open(path) {
+        Ok(mut file) => {
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.write_all(b"\n"))
+                .and_then(|()| file.sync_all())
+                .map_err(file_error)?;
+            Ok(key)
+        }
+        // Another writer made it first: use theirs.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => load_data_key(path)
+            .map_err(|_| KeyStoreError::KeyFile {
+                path: path.to_owned(),
+                problem: "appeared while it was being created and cannot be read".to_owned(),
+            }),
+        Err(error) => Err(file_error(error)),
+    }
+}
+
+fn associated_data(provider: ProviderId) -> Vec<u8> {
+    format!("souz provider key v1:{}", provider.as_str()).into_bytes()
+}
+
+fn seal(data_key: &DataKey, provider: ProviderId, key: &str) -> Result<Vec<u8>, KeyStoreError> {
+    let cipher = Aes256Gcm::new_from_slice(data_key.as_slice())
+        .map_err(|_| KeyStoreError::Random("invalid data key length".to_owned()))?;
+    let mut nonce = [0u8; NONCE_BYTES];
+    getrandom::fill(&mut nonce).map_err(|error| KeyStoreError::Random(error.to_string()))?;
+    let aad = associated_data(provider);
+    let ciphertext = cipher
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: key.as_bytes(),
+                aad: &aad,
+            },
+        )
+        .map_err(|_| KeyStoreError::Random("encryption failed".to_owned()))?;
+    let mut sealed = Vec::with_capacity(1 + NONCE_BYTES + ciphertext.len());
+    sealed.push(SEALED_VERSION);
+    sealed.extend_from_slice(&nonce);
+    sealed.extend_from_slice(&ciphertext);
+    Ok(sealed)
+}
+
+fn open(data_key: &DataKey, provider: ProviderId, sealed: &[u8]) -> Option<String> {
+    let (&version, rest) = sealed.split_first()?;
+    if version != SEALED_VERSION || rest.len() < NONCE_BYTES {
+        return None;
+    }
+    let (nonce, ciphertext) = rest.split_at(NONCE_BYTES);
+    let cipher = Aes256Gcm::new_from_slice(data_key.as_slice()).ok()?;
+    let aad = associated_data(provider);
+    let plain = cipher
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: ciphertext,
+                aad: &aad,
+            },
+        )
+        .ok()?;
+    String::from_utf8(plain).ok()
+}
+
+fn now_millis() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
+}
+
+fn format_time(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, KeyStoreError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|time| time.with_timezone(&Utc))
+        .map_err(|error| {
+            StoreError::Corrupt(format!("provider key timestamp `{text}`: {error}")).into()
+        })
+}
+
+#[cfg(test)]
+mod tests;

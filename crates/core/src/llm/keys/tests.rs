@@ -1,0 +1,197 @@
+//! Provider keys at rest: encryption round trip, hints, key file handling.
+
+use super::*;
+
+async fn key_store(dir: &Path) -> (Store, KeyStore) {
+    let store = Store::open(dir.join("souz.db")).await.unwrap();
+    let keys = KeyStore::new(store.clone(), dir.join("provider-keys.key"));
+    (store, keys)
+}
+
+const SECRET: &str = "sk-proj-SECRETSECRETSECRET-7f3a";
+
+#[tokio::test]
+async fn keys_round_trip_encrypted_with_hints_only_in_the_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, keys) = key_store(dir.path()).await;
+    assert!(keys.list().await.unwrap().is_empty());
+    assert!(
+        !keys.key_file().exists(),
+        "no key file before the first key"
+    );
+
+    let stored = keys
+        .put(ProviderId::OpenAi, ApiKey::new(SECRET))
+        .await
+        .unwrap();
+    assert_eq!(stored.key_hint, "...7f3a");
+    keys.put(
+        ProviderId::Anthropic,
+        ApiKey::new("sk-ant-another-key-9999"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        keys.get(ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        SECRET
+    );
+    assert_eq!(keys.get(ProviderId::Qwen).await.unwrap(), None);
+    let listed: Vec<_> = keys
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|key| key.provider)
+        .collect();
+    assert_eq!(listed, [ProviderId::Anthropic, ProviderId::OpenAi]);
+
+    // The database holds no plaintext.
+    let rows: Vec<Vec<u8>> = store
+        .read(|connection| {
+            let mut statement = connection.prepare("SELECT ciphertext FROM provider_keys")?;
+            let rows = statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, StoreError>(rows)
+        })
+        .await
+        .unwrap();
+    for row in &rows {
+        assert!(
+            !row.windows(SECRET.len())
+                .any(|window| window == SECRET.as_bytes())
+        );
+        assert_eq!(row[0], SEALED_VERSION);
+    }
+    store.close().await.unwrap();
+    let database = std::fs::read(dir.path().join("souz.db")).unwrap();
+    assert!(
+        !database
+            .windows(SECRET.len())
+            .any(|window| window == SECRET.as_bytes())
+    );
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("provider-keys.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
+
+#[tokio::test]
+async fn replacing_and_deleting_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, keys) = key_store(dir.path()).await;
+    keys.put(ProviderId::Giga, ApiKey::new("first-giga-key-aaaa"))
+        .await
+        .unwrap();
+    keys.put(ProviderId::Giga, ApiKey::new("second-giga-key-bbbb"))
+        .await
+        .unwrap();
+    assert_eq!(
+        keys.get(ProviderId::Giga).await.unwrap().unwrap().expose(),
+        "second-giga-key-bbbb"
+    );
+    assert_eq!(keys.list().await.unwrap().len(), 1);
+    assert!(keys.delete(ProviderId::Giga).await.unwrap());
+    assert!(!keys.delete(ProviderId::Giga).await.unwrap());
+    assert_eq!(keys.get(ProviderId::Giga).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_replaced_missing_or_malformed_key_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, keys) = key_store(dir.path()).await;
+    keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
+        .await
+        .unwrap();
+    let key_file = dir.path().join("provider-keys.key");
+
+    // Another valid key: the row no longer decrypts.
+    std::fs::write(&key_file, hex::encode([7u8; 32])).unwrap();
+    let error = keys.get(ProviderId::OpenAi).await.unwrap_err();
+    assert!(matches!(
+        error,
+        KeyStoreError::Decrypt {
+            provider: ProviderId::OpenAi,
+            ..
+        }
+    ));
+    let message = error.to_string();
+    assert!(
+        message.contains("PUT /v1/me/provider-keys/openai"),
+        "{message}"
+    );
+    assert!(!message.contains(SECRET));
+
+    // Malformed: reads and writes both refuse, and the file is left alone.
+    std::fs::write(&key_file, "not a key").unwrap();
+    assert!(matches!(
+        keys.get(ProviderId::OpenAi).await.unwrap_err(),
+        KeyStoreError::KeyFile { .. }
+    ));
+    let error = keys
+        .put(ProviderId::Qwen, ApiKey::new("qwen-key-0000000"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("64 hexadecimal characters"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), "not a key");
+
+    // Missing while rows exist: an error, not a silent new key.
+    std::fs::remove_file(&key_file).unwrap();
+    let error = keys.get(ProviderId::OpenAi).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("is missing although keys are stored"),
+        "{error}"
+    );
+    assert!(!key_file.exists());
+
+    // A row copied under another provider does not open (the provider is authenticated).
+    std::fs::remove_file(dir.path().join("souz.db")).ok();
+    drop(store);
+}
+
+#[tokio::test]
+async fn a_row_moved_to_another_provider_does_not_decrypt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, keys) = key_store(dir.path()).await;
+    keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
+        .await
+        .unwrap();
+    store
+        .write(|transaction| {
+            transaction.execute(
+                "UPDATE provider_keys SET provider = 'qwen' WHERE provider = 'openai'",
+                [],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .await
+        .unwrap();
+    assert!(matches!(
+        keys.get(ProviderId::Qwen).await.unwrap_err(),
+        KeyStoreError::Decrypt { .. }
+    ));
+}
+
+#[test]
+fn keys_never_show_in_debug_or_display_and_short_keys_show_nothing() {
+    let key = ApiKey::new(SECRET);
+    assert_eq!(format!("{key:?}"), "ApiKey(...7f3a)");
+    assert_eq!(key.to_string(), "...7f3a");
+    assert_eq!(ApiKey::new("abcd").hint(), "...");
+    assert_eq!(ApiKey::new("пароль-длинный-ключ").hint(), "...ключ");
+}

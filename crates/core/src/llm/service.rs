@@ -1,0 +1,443 @@
+//! The LLM service the runtime owns: configuration, the process's HTTP client, provider keys
+//! (stored, then environment), the model registry, and clients built per call.
+//!
+//! Invariants: a stored key wins over the environment; a provider is reachable when it has a
+//! key (or, for local servers, a configured model); a model that does not resolve explicitly
+//! is an error, never a substitute.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use souz_protocol::{KeySource, ProviderKeyInfo};
+
+use super::anthropic::AnthropicClient;
+use super::embeddings::{EmbeddingClient, OpenAiEmbeddings};
+use super::gigachat::{GigaChatAuth, GigaChatClient};
+use super::http::{HttpClientError, HttpSettings, ProviderHttp};
+use super::keys::{ApiKey, KeyStore, KeyStoreError, MAX_KEY_CHARS};
+use super::models::{DEFAULT_CHAT_MODELS, ModelKind, ModelRegistry, Resolution, ResolvedModel};
+use super::openai::{OpenAiClient, OpenAiEndpoint};
+use super::openai_compatible::preset;
+use super::{LlmClient, LlmError, ProviderId};
+use crate::config::LlmConfig;
+use crate::store::Store;
+
+/// Reads an environment variable (the process environment, or a test's map).
+pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Why an LLM service call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmServiceError {
+    /// The provider name is not one we know.
+    #[error("unknown provider `{0}`; known providers: {known}", known = key_provider_names())]
+    UnknownProvider(String),
+    /// The provider takes no API key.
+    #[error("provider `{0}` does not use an API key")]
+    KeylessProvider(ProviderId),
+    /// The key is unusable as given.
+    #[error("{0}")]
+    InvalidKey(String),
+    /// The model name does not resolve to one model.
+    #[error("model {0}")]
+    Model(String),
+    /// No provider has a key and no local model is configured.
+    #[error(
+        "no model is available: store a provider key (PUT /v1/me/provider-keys/{{provider}}), \
+         set one of {}, or list a local model in [llm] local_models",
+        env_names()
+    )]
+    NoModel,
+    /// The call itself failed (for example, no key).
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    /// Stored keys could not be read or written.
+    #[error(transparent)]
+    Keys(#[from] KeyStoreError),
+    /// The HTTP client could not be built (bad extra CA file).
+    #[error(transparent)]
+    Http(#[from] HttpClientError),
+    /// A configured CA file could not be read.
+    #[error("[llm] extra_ca_files: cannot read {path}: {source}")]
+    CaFile {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn key_provider_names() -> String {
+    ProviderId::ALL
+        .iter()
+        .filter(|provider| provider.uses_key())
+        .map(|provider| provider.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn env_names() -> String {
+    ProviderId::ALL
+        .iter()
+        .flat_map(|provider| provider.key_variables())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Configuration, keys, registry and the shared HTTP client.
+pub struct LlmService {
+    config: LlmConfig,
+    http: ProviderHttp,
+    keys: KeyStore,
+    environment: Environment,
+    registry: ModelRegistry,
+    giga_auth: Arc<GigaChatAuth>,
+}
+
+impl std::fmt::Debug for LlmService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmService")
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The HTTP settings `[llm]` describes.
+pub fn http_settings(config: &LlmConfig) -> HttpSettings {
+    HttpSettings {
+        request_timeout: Duration::from_secs(config.request_timeout_seconds),
+        stream_idle_timeout: Duration::from_secs(config.stream_idle_timeout_seconds),
+        max_retries: config.max_retries,
+        backoff_base: Duration::from_millis(config.retry_backoff_base_ms),
+        backoff_max: Duration::from_millis(config.retry_backoff_max_ms),
+    }
+}
+
+impl LlmService {
+    /// Builds the service: reads the extra CA files and builds the one HTTP client.
+    pub fn new(
+        config: &LlmConfig,
+        store: Store,
+        key_file: PathBuf,
+        environment: Environment,
+    ) -> Result<Self, LlmServiceError> {
+        let mut extra_ca = Vec::new();
+        for path in &config.extra_ca_files {
+            let pem = std::fs::read(path).map_err(|source| LlmServiceError::CaFile {
+                path: path.clone(),
+                source,
+            })?;
+            extra_ca.push((path.clone(), pem));
+        }
+        let http = ProviderHttp::new(
+            http_settings(config),
+            Duration::from_secs(config.connect_timeout_seconds),
+            &extra_ca,
+        )?;
+        let registry = ModelRegistry::new(&config.aliases, config.disabled());
+        let giga_auth = Arc::new(GigaChatAuth::new(
+            http.clone(),
+            config.giga_auth_url.clone(),
+            config.giga_scope.clone(),
+        ));
+        let service = Self {
+            config: config.clone(),
+            http,
+            keys: KeyStore::new(store, key_file),
+            environment,
+            registry,
+            giga_auth,
+        };
+        if !config.default_model.trim().is_empty() {
+            service
+                .resolve(&config.default_model, ModelKind::Chat)
+                .map_err(|error| {
+                    LlmServiceError::Model(format!("in [llm] default_model: {error}"))
+                })?;
+        }
+        Ok(service)
+    }
+
+    /// The encrypted key store.
+    pub fn key_store(&self) -> &KeyStore {
+        &self.keys
+    }
+
+    /// The shared HTTP client and settings.
+    pub fn http(&self) -> &ProviderHttp {
+        &self.http
+    }
+
+    /// Configured keys (stored ones, then environment ones for other providers), by provider.
+    pub async fn provider_keys(&self) -> Result<Vec<ProviderKeyInfo>, LlmServiceError> {
+        let mut items: Vec<ProviderKeyInfo> = self
+            .keys
+            .list()
+            .await?
+            .into_iter()
+            .map(|stored| ProviderKeyInfo {
+                provider: stored.provider,
+                configured: true,
+                key_hint: stored.key_hint,
+                updated_at: Some(stored.updated_at),
+                source: KeySource::Stored,
+            })
+            .collect();
+        for provider in ProviderId::ALL {
+            if items.iter().any(|item| item.provider == provider) {
+                continue;
+            }
+            if let Some(key) = self.environment_key(provider) {
+                items.push(ProviderKeyInfo {
+                    provider,
+                    configured: true,
+                    key_hint: key.hint(),
+                    updated_at: None,
+                    source: KeySource::Environment,
+                });
+            }
+        }
+        items.sort_by_key(|item| item.provider.as_str());
+        Ok(items)
+    }
+
+    /// Stores the key of the provider named `provider` (see [`ProviderId::parse`]).
+    pub async fn set_provider_key(
+        &self,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<ProviderKeyInfo, LlmServiceError> {
+        let provider = key_provider(provider)?;
+        let api_key = api_key.trim();
+        if api_key.is_empty() {
+            return Err(LlmServiceError::InvalidKey(
+                "apiKey must not be blank.".to_owned(),
+            ));
+        }
+        if api_key.chars().count() > MAX_KEY_CHARS {
+            return Err(LlmServiceError::InvalidKey(format!(
+                "apiKey must be at most {MAX_KEY_CHARS} characters."
+            )));
+        }
+        if api_key.chars().any(char::is_control) {
+            return Err(LlmServiceError::InvalidKey(
+                "apiKey must be one line without control characters.".to_owned(),
+            ));
+        }
+        let stored = self.keys.put(provider, ApiKey::new(api_key)).await?;
+        tracing::info!(%provider, hint = %stored.key_hint, "provider key stored");
+        Ok(ProviderKeyInfo {
+            provider,
+            configured: true,
+            key_hint: stored.key_hint,
+            updated_at: Some(stored.updated_at),
+            source: KeySource::Stored,
+        })
+    }
+
+    /// Deletes the stored key of `provider` (idempotent; environment keys are not touched).
+    pub async fn delete_provider_key(&self, provider: &str) -> Result<(), LlmServiceError> {
+        let provider = key_provider(provider)?;
+        if self.keys.delete(provider).await? {
+            tracing::info!(%provider, "provider key deleted");
+        }
+        Ok(())
+    }
+
+    fn environment_key(&self, provider: ProviderId) -> Option<ApiKey> {
+        provider
+            .key_variables()
+            .iter()
+            .filter_map(|name| (self.environment)(name))
+            .map(|value| value.trim().to_owned())
+            .find(|value| !value.is_empty())
+            .map(ApiKey::new)
+    }
+
+    /// The key of `provider`: stored, else from the environment.
+    pub async fn key(&self, provider: ProviderId) -> Result<Option<ApiKey>, LlmServiceError> {
+        if let Some(key) = self.keys.get(provider).await? {
+            return Ok(Some(key));
+        }
+        Ok(self.environment_key(provider))
+    }
+
+    /// Providers that can be called now.
+    pub async fn reachable_providers(&self) -> Result<Vec<ProviderId>, LlmServiceError> {
+        let stored: Vec<ProviderId> = self
+            .keys
+            .list()
+            .await?
+            .iter()
+            .map(|key| key.provider)
+            .collect();
+        let local: Vec<ProviderId> = self
+            .config
+            .local()
+            .iter()
+            .map(|(server, _)| *server)
+            .collect();
+        Ok(ProviderId::ALL
+            .into_iter()
+            .filter(|provider| {
+                stored.contains(provider)
+                    || self.environment_key(*provider).is_some()
+                    || local.contains(provider)
+            })
+            .collect())
+    }
+
+    /// Resolves a model name explicitly.
+    pub fn resolve(&self, name: &str, kind: ModelKind) -> Result<ResolvedModel, LlmServiceError> {
+        match self.registry.resolve(name, kind) {
+            Resolution::Resolved(model) => Ok(model),
+            other => Err(LlmServiceError::Model(other.describe())),
+        }
+    }
+
+    /// Models of `kind` that can be called now.
+    pub async fn available_models(
+        &self,
+        kind: ModelKind,
+    ) -> Result<Vec<ResolvedModel>, LlmServiceError> {
+        let reachable = self.reachable_providers().await?;
+        let local: Vec<ResolvedModel> = self
+            .config
+            .local()
+            .into_iter()
+            .map(|(provider, model)| ResolvedModel {
+                provider,
+                model,
+                kind: ModelKind::Chat,
+                listed: false,
+            })
+            .collect();
+        Ok(self
+            .registry
+            .available(kind, |provider| reachable.contains(&provider), &local))
+    }
+
+    /// The configured default model, or the first reachable one by priority.
+    pub async fn default_model(&self) -> Result<ResolvedModel, LlmServiceError> {
+        if !self.config.default_model.trim().is_empty() {
+            return self.resolve(&self.config.default_model, ModelKind::Chat);
+        }
+        let reachable = self.reachable_providers().await?;
+        let disabled = self.config.disabled();
+        for (provider, model) in DEFAULT_CHAT_MODELS {
+            if reachable.contains(&provider) && !disabled.contains(&provider) {
+                return self.resolve(&format!("{provider}/{model}"), ModelKind::Chat);
+            }
+        }
+        match self
+            .config
+            .local()
+            .into_iter()
+            .find(|(server, _)| !disabled.contains(server))
+        {
+            Some((server, model)) => self.resolve(&format!("{server}/{model}"), ModelKind::Chat),
+            None => Err(LlmServiceError::NoModel),
+        }
+    }
+
+    fn base_url(&self, provider: ProviderId) -> &str {
+        match provider {
+            ProviderId::OpenAi => &self.config.openai_base_url,
+            ProviderId::Anthropic => &self.config.anthropic_base_url,
+            ProviderId::Qwen => &self.config.qwen_base_url,
+            ProviderId::AiTunnel => &self.config.ai_tunnel_base_url,
+            ProviderId::Giga => &self.config.giga_base_url,
+            ProviderId::Ollama => &self.config.ollama_base_url,
+            ProviderId::LmStudio => &self.config.lm_studio_base_url,
+            ProviderId::LlamaCpp | ProviderId::Local => &self.config.llama_cpp_base_url,
+        }
+    }
+
+    async fn required_key(&self, provider: ProviderId) -> Result<Option<ApiKey>, LlmServiceError> {
+        if !provider.uses_key() {
+            return Ok(None);
+        }
+        match self.key(provider).await? {
+            Some(key) => Ok(Some(key)),
+            None => Err(LlmError::MissingKey { provider }.into()),
+        }
+    }
+
+    /// A chat client for the model named `model`.
+    pub async fn chat_client(
+        &self,
+        model: &str,
+    ) -> Result<(ResolvedModel, Arc<dyn LlmClient>), LlmServiceError> {
+        let resolved = self.resolve(model, ModelKind::Chat)?;
+        let provider = resolved.provider;
+        let key = self.required_key(provider).await?;
+        let base_url = self.base_url(provider).to_owned();
+        let max_tokens = self.config.max_output_tokens;
+        let client: Arc<dyn LlmClient> = match (provider, key) {
+            (ProviderId::Anthropic, Some(key)) => Arc::new(AnthropicClient::new(
+                self.http.clone(),
+                base_url,
+                key,
+                max_tokens,
+            )),
+            (ProviderId::Giga, Some(key)) => Arc::new(GigaChatClient::new(
+                self.http.clone(),
+                Arc::clone(&self.giga_auth),
+                base_url,
+                key,
+                max_tokens,
+            )),
+            (ProviderId::OpenAi, key) => Arc::new(OpenAiClient::new(
+                self.http.clone(),
+                OpenAiEndpoint::official(base_url),
+                key,
+                max_tokens,
+            )),
+            (other, key) => match preset(other) {
+                Some(preset) => Arc::new(OpenAiClient::new(
+                    self.http.clone(),
+                    preset.endpoint(base_url),
+                    key,
+                    max_tokens,
+                )),
+                None => {
+                    return Err(LlmServiceError::Model(format!(
+                        "`{model}` cannot be used: provider {other} has no client in this build"
+                    )));
+                }
+            },
+        };
+        Ok((resolved, client))
+    }
+
+    /// An embeddings client for the model named `model` (OpenAI-style endpoints only).
+    pub async fn embedding_client(
+        &self,
+        model: &str,
+    ) -> Result<(ResolvedModel, Arc<dyn EmbeddingClient>), LlmServiceError> {
+        let resolved = self.resolve(model, ModelKind::Embedding)?;
+        let provider = resolved.provider;
+        if !(provider == ProviderId::OpenAi || preset(provider).is_some()) {
+            return Err(LlmServiceError::Model(format!(
+                "`{model}` cannot be used: embeddings are supported on OpenAI-style endpoints only"
+            )));
+        }
+        let key = self.required_key(provider).await?;
+        let client =
+            OpenAiEmbeddings::new(self.http.clone(), provider, self.base_url(provider), key);
+        Ok((resolved, Arc::new(client)))
+    }
+}
+
+fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
+    let provider = ProviderId::parse(name)
+        .ok_or_else(|| LlmServiceError::UnknownProvider(name.trim().to_owned()))?;
+    if !provider.uses_key() {
+        return Err(LlmServiceError::KeylessProvider(provider));
+    }
+    Ok(provider)
+}
+
+#[cfg(test)]
+mod tests;

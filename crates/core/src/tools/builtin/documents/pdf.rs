@@ -1,0 +1,100 @@
+//! Text of PDF pages, with pdf-extract (over lopdf).
+//!
+//! pdf-extract can panic on malformed files; each page is extracted behind `catch_unwind`, so
+//! one broken page costs that page only and never the process. Encrypted files open when they
+//! need no password (the common "permissions only" case); others get a clear error.
+
+use std::ops::RangeInclusive;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pdf_extract::{Document, PlainTextOutput, output_doc_page};
+
+use super::DocumentError;
+use super::text::tidy;
+use super::worker::Stop;
+
+/// An opened PDF.
+pub struct Pdf {
+    document: Document,
+    page_count: u32,
+}
+
+/// One page's text, or why it has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageText {
+    /// 1-based page number.
+    pub number: u32,
+    /// Its text (tidied), or the reason extraction failed.
+    pub text: Result<String, String>,
+}
+
+impl Pdf {
+    /// Parses a PDF from its bytes.
+    pub fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
+        let loaded = catch_unwind(|| Document::load_mem(bytes)).map_err(|_| {
+            DocumentError::Malformed("PDF".into(), "its structure is broken".into())
+        })?;
+        let mut document =
+            loaded.map_err(|error| DocumentError::Malformed("PDF".into(), error.to_string()))?;
+        if document.is_encrypted() && document.decrypt("").is_err() {
+            return Err(DocumentError::Encrypted);
+        }
+        let page_count = u32::try_from(document.get_pages().len()).unwrap_or(u32::MAX);
+        Ok(Self {
+            document,
+            page_count,
+        })
+    }
+
+    /// Number of pages.
+    pub fn page_count(&self) -> u32 {
+        self.page_count
+    }
+
+    /// Text of the pages in `pages` (1-based, within the page count), stopping early if asked.
+    pub fn pages(
+        &self,
+        pages: RangeInclusive<u32>,
+        stop: &Stop,
+    ) -> Result<Vec<PageText>, DocumentError> {
+        let mut texts = Vec::new();
+        for number in pages {
+            stop.check()?;
+            texts.push(PageText {
+                number,
+                text: self.page(number),
+            });
+        }
+        Ok(texts)
+    }
+
+    fn page(&self, number: u32) -> Result<String, String> {
+        let mut text = String::new();
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut output = PlainTextOutput::new(&mut text);
+            output_doc_page(&self.document, &mut output, number)
+        }));
+        match outcome {
+            Ok(Ok(())) => Ok(tidy(&text)),
+            Ok(Err(error)) => Err(format!("could not extract text: {error}")),
+            Err(_) => Err("could not extract text: the page is malformed".into()),
+        }
+    }
+}
+
+/// Renders pages as the readers show them: a marker line per page, then its text.
+pub fn render_pages(pages: &[PageText]) -> String {
+    let mut out = String::new();
+    for page in pages {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&format!("--- Page {} ---\n", page.number));
+        match &page.text {
+            Ok(text) if text.is_empty() => out.push_str("(no text on this page)"),
+            Ok(text) => out.push_str(text),
+            Err(reason) => out.push_str(&format!("({reason})")),
+        }
+    }
+    out
+}

@@ -1,0 +1,202 @@
+//! LLM provider wire types: provider names and the provider-key routes' bodies
+//! (`/v1/me/provider-keys`). Keys themselves never appear here, only hints.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A provider of models.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderId {
+    /// OpenAI (Chat Completions).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic (Messages API).
+    Anthropic,
+    /// Alibaba Qwen through DashScope's OpenAI-compatible endpoint.
+    Qwen,
+    /// AiTunnel, an OpenAI-compatible gateway.
+    AiTunnel,
+    /// Sber GigaChat.
+    Giga,
+    /// A local Ollama server (OpenAI-compatible, no key).
+    Ollama,
+    /// A local LM Studio server (OpenAI-compatible, no key).
+    LmStudio,
+    /// A local llama.cpp server (OpenAI-compatible, no key).
+    LlamaCpp,
+    /// In-process models (MLX on Apple Silicon): not available in this build yet.
+    Local,
+}
+
+impl ProviderId {
+    /// Every provider, in listing order.
+    pub const ALL: [ProviderId; 9] = [
+        Self::AiTunnel,
+        Self::Anthropic,
+        Self::Giga,
+        Self::LlamaCpp,
+        Self::LmStudio,
+        Self::Local,
+        Self::Ollama,
+        Self::OpenAi,
+        Self::Qwen,
+    ];
+
+    /// The name on the wire and in config (`ai_tunnel`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Qwen => "qwen",
+            Self::AiTunnel => "ai_tunnel",
+            Self::Giga => "giga",
+            Self::Ollama => "ollama",
+            Self::LmStudio => "lm_studio",
+            Self::LlamaCpp => "llama_cpp",
+            Self::Local => "local",
+        }
+    }
+
+    /// Parses a provider name: case-insensitive, `-` same as `_`, `gigachat` for `giga`.
+    pub fn parse(name: &str) -> Option<Self> {
+        let normalized = name.trim().to_ascii_lowercase().replace('-', "_");
+        match normalized.as_str() {
+            "gigachat" => Some(Self::Giga),
+            "aitunnel" => Some(Self::AiTunnel),
+            "lmstudio" => Some(Self::LmStudio),
+            "llamacpp" => Some(Self::LlamaCpp),
+            other => Self::ALL.into_iter().find(|id| id.as_str() == other),
+        }
+    }
+
+    /// Whether the provider is reached with an API key (else: a local server or in-process).
+    pub fn uses_key(self) -> bool {
+        matches!(
+            self,
+            Self::OpenAi | Self::Anthropic | Self::Qwen | Self::AiTunnel | Self::Giga
+        )
+    }
+
+    /// Environment variables that may hold its key, in order of precedence.
+    pub fn key_variables(self) -> &'static [&'static str] {
+        match self {
+            Self::OpenAi => &["OPENAI_API_KEY"],
+            Self::Anthropic => &["ANTHROPIC_API_KEY"],
+            Self::Qwen => &["QWEN_KEY", "DASHSCOPE_API_KEY"],
+            Self::AiTunnel => &["AITUNNEL_KEY"],
+            Self::Giga => &["GIGA_KEY"],
+            Self::Ollama | Self::LmStudio | Self::LlamaCpp | Self::Local => &[],
+        }
+    }
+}
+
+impl fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a provider's key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySource {
+    /// Stored through the API, encrypted in the database (wins over the environment).
+    Stored,
+    /// An environment variable of the daemon (`OPENAI_API_KEY`, ...).
+    Environment,
+}
+
+/// A configured provider key, as clients may see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderKeyInfo {
+    /// The provider (`openai`, `ai_tunnel`, ...).
+    pub provider: ProviderId,
+    /// Always true: only configured keys are listed.
+    pub configured: bool,
+    /// `...` and the last four characters of the key.
+    pub key_hint: String,
+    /// When the key was stored; `null` for keys from the environment.
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Where the key comes from.
+    pub source: KeySource,
+}
+
+/// `GET /v1/me/provider-keys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderKeyList {
+    /// Configured keys, sorted by provider.
+    pub items: Vec<ProviderKeyInfo>,
+}
+
+/// `PUT /v1/me/provider-keys/{provider}` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PutProviderKey {
+    /// The API key (GigaChat: the authorization key). Write-only: never returned.
+    #[schemars(extend("writeOnly" = true))]
+    pub api_key: String,
+}
+
+/// `PUT /v1/me/provider-keys/{provider}` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderKeyResponse {
+    /// The stored key's public facts.
+    pub provider_key: ProviderKeyInfo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_parse_leniently() {
+        for provider in ProviderId::ALL {
+            let json = serde_json::to_value(provider).unwrap();
+            assert_eq!(
+                json,
+                serde_json::Value::String(provider.as_str().to_owned())
+            );
+            assert_eq!(ProviderId::parse(provider.as_str()), Some(provider));
+            assert_eq!(
+                ProviderId::parse(&provider.as_str().to_uppercase().replace('_', "-")),
+                Some(provider)
+            );
+        }
+        assert_eq!(ProviderId::parse("GigaChat"), Some(ProviderId::Giga));
+        assert_eq!(ProviderId::parse("AI-TUNNEL"), Some(ProviderId::AiTunnel));
+        assert_eq!(ProviderId::parse("codex"), None);
+        let mut sorted = ProviderId::ALL.map(ProviderId::as_str);
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            ProviderId::ALL.map(ProviderId::as_str),
+            "ALL is in name order"
+        );
+    }
+
+    #[test]
+    fn key_info_uses_the_original_field_names() {
+        let info = ProviderKeyInfo {
+            provider: ProviderId::AiTunnel,
+            configured: true,
+            key_hint: "...abcd".into(),
+            updated_at: None,
+            source: KeySource::Environment,
+        };
+        let json = serde_json::to_value(&info).unwrap();
+        assert_eq!(json["provider"], "ai_tunnel");
+        assert_eq!(json["keyHint"], "...abcd");
+        assert!(json["updatedAt"].is_null());
+        assert_eq!(json["source"], "environment");
+        let body: PutProviderKey = serde_json::from_str(r#"{"apiKey":"k"}"#).unwrap();
+        assert_eq!(body.api_key, "k");
+    }
+}
