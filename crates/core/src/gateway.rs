@@ -20,6 +20,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::from_fn_with_state;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use self::error::ApiError;
@@ -182,7 +183,14 @@ impl Gateway {
                 draining.notify_one();
             }
         };
-        let server = axum::serve(self.listener, app).with_graceful_shutdown(graceful);
+        // Answers (SSE events, WebSocket frames) go out in small writes; with Nagle's algorithm
+        // each would wait for the client's delayed ACK (about 40 ms on Linux).
+        let listener = self.listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
+        let server = axum::serve(listener, app).with_graceful_shutdown(graceful);
         tokio::select! {
             result = server => result,
             () = async {

@@ -126,7 +126,11 @@ pub async fn call(
     let deadline = Instant::now() + session.settings.approval_wait;
     match follow(&mut state, &mut progress, deadline, &context.ct).await {
         Followed::Final(state) => {
-            deliver(server, &call.call_id).await?;
+            // Only a call that waited for a person can be picked up again with
+            // `AwaitApproval` (which needs its approval id); mark such a result delivered.
+            if state.approval_id.is_some() {
+                deliver(server, &call.call_id).await?;
+            }
             Ok(final_result(&state))
         }
         Followed::Pending(state) => {
