@@ -153,7 +153,12 @@ async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Dur
     latencies
 }
 
-fn http_row(runtime: &tokio::runtime::Runtime, target: &Target, workers: usize, seconds: u64) -> Row {
+fn http_row(
+    runtime: &tokio::runtime::Runtime,
+    target: &Target,
+    workers: usize,
+    seconds: u64,
+) -> Row {
     let warmup = Instant::now() + Duration::from_secs(1);
     let until = warmup + Duration::from_secs(seconds);
     let latencies: Vec<Duration> = runtime.block_on(async {
@@ -191,7 +196,10 @@ fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "{label} closed stdout");
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "{label} closed stdout"
+            );
             let value: Value = serde_json::from_str(&line).unwrap();
             if value["id"] == id {
                 return line.clone();
@@ -256,7 +264,10 @@ impl Everything {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the reference server did not start");
+            assert!(
+                Instant::now() < deadline,
+                "the reference server did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Self { child, port }

@@ -250,12 +250,25 @@ fn secrets_never_reach_the_audit_or_the_logs() {
     let secret = "sk-proj-e2eSECRETe2eSECRETe2e";
     let command = format!("OPENAI_API_KEY={secret} echo done");
     // Denied quickly by the person, so nothing runs; the arguments still reach the audit.
-    let (call_id, approval_id) = start_waiting_call(&daemon, "RunCommand", json!({"command": command}));
+    let (call_id, approval_id) =
+        start_waiting_call(&daemon, "RunCommand", json!({"command": command}));
     let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
-    assert_eq!(approval["arguments"]["command"], command.as_str(), "the person sees the full call");
-    daemon.post(&format!("/v1/approvals/{approval_id}/decision"), &json!({"decision": "deny"}));
-    daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| c["status"] == "denied");
-    let result = daemon.post("/v1/tool-calls", &json!({"tool": "Calculator", "arguments": {"expression": "2+2"}}));
+    assert_eq!(
+        approval["arguments"]["command"],
+        command.as_str(),
+        "the person sees the full call"
+    );
+    daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "deny"}),
+    );
+    daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| {
+        c["status"] == "denied"
+    });
+    let result = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "Calculator", "arguments": {"expression": "2+2"}}),
+    );
     assert_eq!(result.json()["result"]["text"], "4");
 
     let audit = daemon.get("/v1/audit").body;
@@ -269,7 +282,10 @@ fn secrets_never_reach_the_audit_or_the_logs() {
         let log = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         assert!(!log.is_empty());
         assert!(!log.contains(secret), "a log file leaked the secret");
-        assert!(!log.contains(token.trim()), "a log file leaked the API token");
+        assert!(
+            !log.contains(token.trim()),
+            "a log file leaked the API token"
+        );
     }
     assert!(!stopped.stderr.contains(token.trim()));
 }
@@ -278,17 +294,34 @@ fn secrets_never_reach_the_audit_or_the_logs() {
 fn audit_pages_and_filters() {
     let daemon = Daemon::start();
     for expression in ["1+1", "2*3", "10/4", "nope("] {
-        daemon.post("/v1/tool-calls", &json!({"tool": "Calculator", "arguments": {"expression": expression}}));
+        daemon.post(
+            "/v1/tool-calls",
+            &json!({"tool": "Calculator", "arguments": {"expression": expression}}),
+        );
     }
-    daemon.post("/v1/tool-calls", &json!({"tool": "ListFiles", "arguments": {}}));
+    daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "ListFiles", "arguments": {}}),
+    );
     let first = daemon.get("/v1/audit?limit=2").json();
     assert_eq!(first["items"].as_array().unwrap().len(), 2);
     let before = first["next_before"].as_i64().unwrap();
-    let second = daemon.get(&format!("/v1/audit?limit=10&before={before}")).json();
+    let second = daemon
+        .get(&format!("/v1/audit?limit=10&before={before}"))
+        .json();
     assert_eq!(second["items"].as_array().unwrap().len(), 3);
     assert!(second["next_before"].is_null());
-    let ids: Vec<i64> = first["items"].as_array().unwrap().iter().chain(second["items"].as_array().unwrap()).map(|r| r["id"].as_i64().unwrap()).collect();
-    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first, no overlap: {ids:?}");
+    let ids: Vec<i64> = first["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["items"].as_array().unwrap())
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "newest first, no overlap: {ids:?}"
+    );
     let calculator = daemon.get("/v1/audit?tool=Calculator").json();
     assert_eq!(calculator["items"].as_array().unwrap().len(), 4);
     let failed = daemon.get("/v1/audit?outcome=failed").json();

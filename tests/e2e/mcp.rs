@@ -235,14 +235,22 @@ fn the_perimeter_and_the_front_door_refuse_bad_requests_and_keep_serving() {
     let foreign_host = format!("evil.example:{own_port}");
     let response = mcp_post(&daemon, &[("Host", &foreign_host)], INITIALIZE.as_bytes());
     assert_eq!(response.status, 403, "{}", response.body);
-    let response = mcp_post(&daemon, &[("Origin", "http://evil.example")], INITIALIZE.as_bytes());
+    let response = mcp_post(
+        &daemon,
+        &[("Origin", "http://evil.example")],
+        INITIALIZE.as_bytes(),
+    );
     assert_eq!(response.status, 403, "{}", response.body);
     let response = mcp_post(
         &daemon,
         &[("Origin", &format!("http://{}", daemon.address))],
         INITIALIZE.as_bytes(),
     );
-    assert_eq!(response.status, 200, "the daemon's own origin: {}", response.body);
+    assert_eq!(
+        response.status, 200,
+        "the daemon's own origin: {}",
+        response.body
+    );
 
     // No token, a wrong token.
     let response = http(
@@ -296,7 +304,12 @@ fn the_perimeter_and_the_front_door_refuse_bad_requests_and_keep_serving() {
         &[],
         br#"{"jsonrpc":"2.0","id":"x","method":"souz/unknown"}"#,
     );
-    assert_eq!(response.json()["error"]["code"], -32601, "{}", response.body);
+    assert_eq!(
+        response.json()["error"]["code"],
+        -32601,
+        "{}",
+        response.body
+    );
 
     // An unsupported protocol version header.
     let response = mcp_post(
@@ -309,8 +322,17 @@ fn the_perimeter_and_the_front_door_refuse_bad_requests_and_keep_serving() {
     // Still serving: a proper handshake works and names a supported version.
     let response = mcp_post(&daemon, &[], INITIALIZE.as_bytes());
     assert_eq!(response.status, 200, "{}", response.body);
-    assert!(response.head.to_ascii_lowercase().contains("mcp-session-id"));
-    assert!(response.body.contains("\"protocolVersion\":\"2025-06-18\""), "{}", response.body);
+    assert!(
+        response
+            .head
+            .to_ascii_lowercase()
+            .contains("mcp-session-id")
+    );
+    assert!(
+        response.body.contains("\"protocolVersion\":\"2025-06-18\""),
+        "{}",
+        response.body
+    );
 }
 
 /// Declares a `length`-byte body, sends only its first bytes, and returns the status the
@@ -407,11 +429,17 @@ fn the_bridge_says_when_souz_is_down_and_survives_a_restart() {
     let mut bridge = Bridge::start(daemon.home.path());
     bridge.send(&serde_json::from_str::<Value>(INITIALIZE).unwrap());
     let initialized = bridge.answer(1);
-    assert_eq!(initialized["result"]["serverInfo"]["name"], "souz", "{initialized}");
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"], "souz",
+        "{initialized}"
+    );
     bridge.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
     bridge.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
     let listed = bridge.answer(2);
-    assert!(listed["result"]["tools"].as_array().unwrap().len() > 5, "{listed}");
+    assert!(
+        listed["result"]["tools"].as_array().unwrap().len() > 5,
+        "{listed}"
+    );
 
     // The daemon stops: requests get a clear JSON-RPC error; the bridge stays up.
     let stopped = daemon.stop("TERM");
@@ -419,7 +447,10 @@ fn the_bridge_says_when_souz_is_down_and_survives_a_restart() {
     let down = bridge.answer(3);
     let message = down["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("Souz is not running"), "{down}");
-    assert!(message.contains("souz serve"), "says how to start it: {down}");
+    assert!(
+        message.contains("souz serve"),
+        "says how to start it: {down}"
+    );
 
     // It comes back (on another port): the bridge finds it and initializes again.
     let daemon = Daemon::restart(stopped);
@@ -435,7 +466,11 @@ fn the_bridge_says_when_souz_is_down_and_survives_a_restart() {
 #[test]
 fn mcp_config_prints_what_to_paste() {
     let daemon = Daemon::start();
-    let output = daemon.cli().args(["mcp-config", "claude-code"]).output().unwrap();
+    let output = daemon
+        .cli()
+        .args(["mcp-config", "claude-code"])
+        .output()
+        .unwrap();
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
@@ -446,7 +481,11 @@ fn mcp_config_prints_what_to_paste() {
         )
     );
 
-    let output = daemon.cli().args(["mcp-config", "claude-desktop"]).output().unwrap();
+    let output = daemon
+        .cli()
+        .args(["mcp-config", "claude-desktop"])
+        .output()
+        .unwrap();
     assert!(output.status.success());
     let config: Value = serde_json::from_slice(&output.stdout).unwrap();
     let server = &config["mcpServers"]["souz"];

@@ -114,7 +114,10 @@ async fn serve() -> Result<()> {
     let mut line = String::new();
     loop {
         line.clear();
-        let read = stdin.read_line(&mut line).await.context("cannot read stdin")?;
+        let read = stdin
+            .read_line(&mut line)
+            .await
+            .context("cannot read stdin")?;
         if read == 0 {
             break;
         }
@@ -438,7 +441,10 @@ impl Bridge {
             self.send_error(
                 &id,
                 -32603,
-                &format!("Souz answered {status}: {}", trimmed.chars().take(300).collect::<String>()),
+                &format!(
+                    "Souz answered {status}: {}",
+                    trimmed.chars().take(300).collect::<String>()
+                ),
             );
         }
         Posted::Done
@@ -524,7 +530,8 @@ mod tests {
     #[test]
     fn events_are_split_and_empty_ones_skipped() {
         let mut buffer =
-            b"data: \nid: 0\nretry: 3000\n\ndata: {\"a\":1}\n\ndata: {\"b\":\r\n\r\ndata: par".to_vec();
+            b"data: \nid: 0\nretry: 3000\n\ndata: {\"a\":1}\n\ndata: {\"b\":\r\n\r\ndata: par"
+                .to_vec();
         assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"a\":1}"));
         assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"b\":"));
         assert_eq!(take_event(&mut buffer), None, "an incomplete event waits");

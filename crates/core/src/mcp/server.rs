@@ -33,9 +33,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, SessionConfig,
-};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use souz_protocol::Requester;
@@ -75,7 +73,12 @@ pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
     sessions.session_config = session_config;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
-        .with_allowed_origins(mount.allowed_origins.iter().map(|origin| explicit_port(origin)))
+        .with_allowed_origins(
+            mount
+                .allowed_origins
+                .iter()
+                .map(|origin| explicit_port(origin)),
+        )
         .enforce_origin_validation()
         .with_max_request_body_bytes(mount.body_limit)
         .with_cancellation_token(handle.shutdown_signal().child_token());
@@ -229,9 +232,10 @@ impl SouzServer {
 /// The requester for a client identity and session.
 pub fn requester_for(client: Option<&Implementation>, session_id: String) -> Requester {
     let (client_name, client_version) = match client {
-        Some(client) if !client.name.trim().is_empty() => {
-            (client.name.trim().to_owned(), client.version.trim().to_owned())
-        }
+        Some(client) if !client.name.trim().is_empty() => (
+            client.name.trim().to_owned(),
+            client.version.trim().to_owned(),
+        ),
         _ => ("an unnamed MCP client".to_owned(), String::new()),
     };
     Requester::Mcp {
@@ -348,10 +352,11 @@ impl ServerHandler for SouzServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let requester = self.requester(&context);
-        Ok(ListToolsResult::with_all_items(self.session.listing.tools(
-            self.session.handle.approvals(),
-            &requester,
-        )))
+        Ok(ListToolsResult::with_all_items(
+            self.session
+                .listing
+                .tools(self.session.handle.approvals(), &requester),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {

@@ -737,7 +737,9 @@ async fn guarded<T>(
     };
     joined.unwrap_or_else(|_| {
         tracing::error!("a tool panicked");
-        Err(ToolError::Internal("the tool crashed; this is a bug in Souz".into()))
+        Err(ToolError::Internal(
+            "the tool crashed; this is a bug in Souz".into(),
+        ))
     })
 }
 

@@ -901,7 +901,8 @@ fn effective_policy_for_one_requester() {
     narrowed.requester = Some(desktop.clone());
     narrowed.argument_match.path_prefix = Some("~/notes".into());
     let grants = [for_claude, narrowed];
-    let new_file = |who: &Requester| policy.effective_for("NewFile", Risk::Write, true, who, &grants, now);
+    let new_file =
+        |who: &Requester| policy.effective_for("NewFile", Risk::Write, true, who, &grants, now);
     assert_eq!(new_file(&claude).action, Action::Allow);
     assert!(new_file(&claude).reason.contains("g1"));
     assert_eq!(new_file(&desktop).action, Action::Ask);

@@ -185,7 +185,14 @@ async fn await_approval(
     let state = match gate.watch(&call_id) {
         Some(mut receiver) => {
             let mut progress = Progress::new(server, &context);
-            match follow(&mut receiver, &mut progress, Instant::now() + wait, &context.ct).await {
+            match follow(
+                &mut receiver,
+                &mut progress,
+                Instant::now() + wait,
+                &context.ct,
+            )
+            .await
+            {
                 Followed::Final(state) => state,
                 Followed::Pending(state) => {
                     let has_schema = session.listing.has_output_schema(&approval.tool);

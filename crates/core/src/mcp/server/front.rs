@@ -76,19 +76,20 @@ pub async fn handle(service: HttpService, body_limit: usize, request: Request) -
                 Value::Null,
                 INVALID_REQUEST,
                 &format!("The message is larger than the {body_limit}-byte limit."),
-            );
+            )
+            .into_response();
         }
     };
     let in_session = parts.headers.contains_key("mcp-session-id");
-    if let Err(response) = check(&bytes, in_session) {
-        return response;
+    if let Err(rejection) = check(&bytes, in_session) {
+        return rejection.into_response();
     }
     let request = Request::from_parts(parts, Body::from(bytes));
     service.handle(request).await.into_response()
 }
 
 /// Checks one POSTed message; `Err` is the answer to send instead of passing it on.
-pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
+pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
@@ -123,7 +124,10 @@ pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
                     StatusCode::OK,
                     id,
                     METHOD_NOT_FOUND,
-                    &format!("Method not found: {}. Start with `initialize`.", custom.method),
+                    &format!(
+                        "Method not found: {}. Start with `initialize`.",
+                        custom.method
+                    ),
                 ));
             }
             Ok(())
@@ -134,7 +138,7 @@ pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Response> {
 }
 
 /// Why a message rmcp cannot read is wrong, as a JSON-RPC error.
-fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Response {
+fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Rejection {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
         Err(error) => {
@@ -152,7 +156,12 @@ fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Response {
         } else {
             "Invalid Request: a JSON-RPC message is a JSON object."
         };
-        return error_response(StatusCode::BAD_REQUEST, Value::Null, INVALID_REQUEST, message);
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            message,
+        );
     };
     let id = object
         .get("id")
@@ -183,16 +192,40 @@ fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Response {
     }
 }
 
-fn error_response(status: StatusCode, id: Value, code: i32, message: &str) -> Response {
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message },
-    });
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+/// A message refused at the door: the JSON-RPC error to answer with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// The request's id, or `null`.
+    pub id: Value,
+    /// JSON-RPC error code.
+    pub code: i32,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": { "code": self.code, "message": self.message },
+        });
+        let mut response = (self.status, body.to_string()).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+fn error_response(status: StatusCode, id: Value, code: i32, message: &str) -> Rejection {
+    Rejection {
+        status,
+        id,
+        code,
+        message: message.to_owned(),
+    }
 }

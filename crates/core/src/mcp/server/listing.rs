@@ -65,7 +65,8 @@ impl Listing {
                     Action::Allow => Some(entry.tool.clone()),
                     Action::Ask => {
                         let mut meta = MetaObject::new();
-                        meta.0.insert(REQUIRES_USER_INTERACTION.to_owned(), Value::Bool(true));
+                        meta.0
+                            .insert(REQUIRES_USER_INTERACTION.to_owned(), Value::Bool(true));
                         Some(entry.tool.clone().with_meta(meta))
                     }
                 }

@@ -60,10 +60,16 @@ async fn the_listing_follows_the_policy_for_each_client() {
         !names(&for_desktop).contains(&"RunCommand".to_owned()),
         "a tool denied for a client is not listed to it"
     );
-    assert_eq!(names(&for_code).last().map(String::as_str), Some("AwaitApproval"));
+    assert_eq!(
+        names(&for_code).last().map(String::as_str),
+        Some("AwaitApproval")
+    );
 
     let by_name = |name: &str| for_code.iter().find(|tool| tool.name == name).unwrap();
-    assert!(!asks(by_name("ListFiles")), "read-only tools run without asking");
+    assert!(
+        !asks(by_name("ListFiles")),
+        "read-only tools run without asking"
+    );
     assert!(asks(by_name("NewFile")), "writing tools ask");
     assert!(asks(by_name("RunCommand")));
     assert!(!asks(by_name("AwaitApproval")));
@@ -87,7 +93,10 @@ async fn the_listing_follows_the_policy_for_each_client() {
     let code = listing.signature(handle.approvals(), &client("claude-code"));
     let desktop = listing.signature(handle.approvals(), &client("claude-ai"));
     assert_ne!(code, desktop);
-    assert_eq!(code, listing.signature(handle.approvals(), &client("Claude-Code")));
+    assert_eq!(
+        code,
+        listing.signature(handle.approvals(), &client("Claude-Code"))
+    );
     runtime.shutdown("test").await.unwrap();
 }
 
@@ -143,21 +152,31 @@ fn a_pending_result_names_the_approval_and_how_to_continue() {
     let result = pending_result("NewFile", &state, false);
     assert_eq!(result.is_error, Some(false));
     let text = &result.content[0].as_text().unwrap().text;
-    for part in ["0190-abc", "Create ~/notes.md", "AwaitApproval", "Nothing has run"] {
+    for part in [
+        "0190-abc",
+        "Create ~/notes.md",
+        "AwaitApproval",
+        "Nothing has run",
+    ] {
         assert!(text.contains(part), "{part} in {text}");
     }
     let meta = result.meta.unwrap();
     assert_eq!(meta.0[META_APPROVAL_ID], "0190-abc");
     assert_eq!(meta.0[META_STATUS], "waiting_approval");
     // A tool with an output schema cannot return a notice as a normal result.
-    assert_eq!(pending_result("RunCommand", &state, true).is_error, Some(true));
+    assert_eq!(
+        pending_result("RunCommand", &state, true).is_error,
+        Some(true)
+    );
 }
 
+/// The answer the door gives instead of passing the message on, as status and JSON body.
 fn rejected(body: &str, in_session: bool) -> Option<(StatusCode, serde_json::Value)> {
-    let response = check(&Bytes::from(body.to_owned()), in_session).err()?;
+    let rejection = check(&Bytes::from(body.to_owned()), in_session).err()?;
+    let response = axum::response::IntoResponse::into_response(rejection);
     let status = response.status();
-    let body = futures::executor::block_on(axum::body::to_bytes(response.into_body(), 1 << 20))
-        .unwrap();
+    let body =
+        futures::executor::block_on(axum::body::to_bytes(response.into_body(), 1 << 20)).unwrap();
     Some((status, serde_json::from_slice(&body).unwrap()))
 }
 
@@ -208,9 +227,18 @@ fn the_front_door_answers_protocol_problems_with_json_rpc_errors() {
 
 #[test]
 fn origins_get_explicit_ports_for_rmcp() {
-    assert_eq!(explicit_port("http://127.0.0.1:8383"), "http://127.0.0.1:8383");
-    assert_eq!(explicit_port("http://tauri.localhost"), "http://tauri.localhost:80");
-    assert_eq!(explicit_port("https://example.com"), "https://example.com:443");
+    assert_eq!(
+        explicit_port("http://127.0.0.1:8383"),
+        "http://127.0.0.1:8383"
+    );
+    assert_eq!(
+        explicit_port("http://tauri.localhost"),
+        "http://tauri.localhost:80"
+    );
+    assert_eq!(
+        explicit_port("https://example.com"),
+        "https://example.com:443"
+    );
     assert_eq!(explicit_port("tauri://localhost"), "tauri://localhost:*");
     assert_eq!(explicit_port("http://[::1]:9000"), "http://[::1]:9000");
 }
