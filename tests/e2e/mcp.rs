@@ -174,6 +174,46 @@ fn conformance_suite_passes_every_applicable_scenario() {
     );
 }
 
+/// The build with the suite's fixtures (the `conformance` feature; `scripts/test.sh` builds it
+/// as `souz-conformance` next to `souz`) passes the whole active suite: logging, progress,
+/// sampling, elicitation, resources, prompts and completion through Souz's own stack.
+#[test]
+fn the_fixture_build_passes_the_whole_active_conformance_suite() {
+    let program = souz_bin().with_file_name("souz-conformance");
+    assert!(
+        program.exists(),
+        "{} is missing: run scripts/test.sh, which builds it with `--features conformance`",
+        program.display()
+    );
+    let daemon = Daemon::start_program(&program);
+    let proxy = AuthProxy::start(&daemon);
+    let output_dir = tempfile::tempdir().unwrap();
+    let suite = installed(clients().join("node_modules/@modelcontextprotocol/conformance"));
+    let output = Command::new(node())
+        .arg(suite.join("dist/index.js"))
+        .args(["server", "--url", &format!("{}/mcp", proxy.url)])
+        .args(["--suite", "active", "-o"])
+        .arg(output_dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "conformance suite:\n{stdout}\n{stderr}"
+    );
+    let total = stdout
+        .lines()
+        .find(|line| line.starts_with("Total:"))
+        .unwrap_or_default();
+    assert!(total.ends_with(" 0 failed"), "{total}\n{stdout}");
+    let scenarios = stdout.lines().filter(|line| line.starts_with("✓ ")).count();
+    assert!(
+        scenarios >= 30,
+        "every active scenario ran and passed:\n{stdout}"
+    );
+}
+
 /// `tests/clients/auth-proxy.mjs` in front of the daemon: adds the bearer token for clients
 /// that cannot send headers.
 struct AuthProxy {

@@ -20,6 +20,8 @@
 #![allow(deprecated)]
 
 pub mod calls;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod front;
 pub mod listing;
 
@@ -311,11 +313,19 @@ pub fn instructions(settings: &Settings) -> String {
 #[allow(deprecated)]
 impl ServerHandler for SouzServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        #[allow(unused_mut)]
+        let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        #[cfg(feature = "conformance")]
+        {
+            capabilities.resources =
+                serde_json::from_value(serde_json::json!({"subscribe": true})).ok();
+            capabilities.prompts = Some(Default::default());
+            capabilities.completions = Some(Default::default());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
@@ -352,11 +362,14 @@ impl ServerHandler for SouzServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let requester = self.requester(&context);
-        Ok(ListToolsResult::with_all_items(
-            self.session
-                .listing
-                .tools(self.session.handle.approvals(), &requester),
-        ))
+        #[allow(unused_mut)]
+        let mut tools = self
+            .session
+            .listing
+            .tools(self.session.handle.approvals(), &requester);
+        #[cfg(feature = "conformance")]
+        tools.extend(conformance::tools());
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -368,6 +381,12 @@ impl ServerHandler for SouzServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        #[cfg(feature = "conformance")]
+        if let Some(outcome) =
+            conformance::call(self, &request.name, request.arguments.as_ref(), &context).await
+        {
+            return outcome.map(CallToolResponse::Complete);
+        }
         let requester = self.requester(&context);
         calls::call(self, request, requester, context)
             .await
@@ -388,6 +407,78 @@ impl ServerHandler for SouzServer {
     }
 
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {}
+
+    #[cfg(feature = "conformance")]
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        conformance::resources()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        conformance::resource_templates()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        conformance::read(&request).map(Into::into)
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn subscribe(
+        &self,
+        _request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        conformance::prompts()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        conformance::prompt(&request).map(Into::into)
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        conformance::complete(&request)
+    }
 }
 
 #[cfg(test)]
