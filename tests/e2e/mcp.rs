@@ -116,6 +116,29 @@ fn python_sdk_over_http() {
 }
 
 #[test]
+fn python_sdk_with_protocol_2026_07_28() {
+    let daemon = mcp_daemon();
+    let output = Command::new(python())
+        .arg(clients().join("python/scenarios.py"))
+        .args([
+            "modern",
+            &format!("http://{}", daemon.address),
+            &daemon.token,
+        ])
+        .env("HOME", daemon.user_home())
+        .current_dir(daemon.user_home())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("ok modern-protocol"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(daemon.user_home().join("modern.txt").exists());
+}
+
+#[test]
 fn python_sdk_through_the_stdio_bridge() {
     let daemon = mcp_daemon();
     run_python_scenarios(&daemon, "stdio");

@@ -3,6 +3,7 @@
 Usage:
     scenarios.py http  DAEMON_URL TOKEN        # streamable HTTP at DAEMON_URL/mcp
     scenarios.py stdio DAEMON_URL TOKEN SOUZ   # through `SOUZ mcp-stdio` (SOUZ_HOME inherited)
+    scenarios.py modern DAEMON_URL TOKEN       # HTTP with protocol 2026-07-28 (server/discover)
 
 The daemon must run with `[mcp] approval_wait_seconds = 3` and `progress_interval_seconds = 1`.
 The person's decisions are made through the daemon's HTTP API (`POST
@@ -114,6 +115,7 @@ async def scenarios(client, person, home, watch):
         await watch.waiting.wait()
         approval = await person.pending("NewFile")
         check(approval["requester"]["client_name"] == CLIENT.name, approval["requester"])
+        check(approval["requester"]["session_id"], f"the MCP session is recorded: {approval['requester']}")
         check("souz-e2e-python" in approval["requester_label"], approval["requester_label"])
         await person.decide(approval["id"], "approve")
 
@@ -196,11 +198,43 @@ async def scenarios(client, person, home, watch):
     print("ok list-changed", flush=True)
 
 
+async def modern(client, person, home, watch):
+    """Protocol 2026-07-28 (no handshake, `server/discover`, metadata on every request)."""
+    check(client.protocol_version == "2026-07-28", f"negotiated {client.protocol_version}")
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    check(tools["NewFile"].meta.get("anthropic/requiresUserInteraction") is True, "NewFile asks")
+    listed = await client.call_tool("ListFiles", {"path": "~"})
+    check(not listed.is_error and "seed.txt" in text(listed), text(listed))
+
+    async def approve():
+        await watch.waiting.wait()
+        approval = await person.pending("NewFile")
+        check(approval["requester"]["client_name"] == CLIENT.name, approval["requester"])
+        await person.decide(approval["id"], "approve")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(approve)
+        made = await client.call_tool(
+            "NewFile", {"path": "~/modern.txt", "text": "modern"}, progress_callback=watch.on_progress
+        )
+    check(not made.is_error, text(made))
+    check(os.path.exists(os.path.join(home, "modern.txt")), "the approved call ran")
+    print("ok modern-protocol", flush=True)
+
+
 async def main():
     transport, url, token = sys.argv[1], sys.argv[2], sys.argv[3]
     home = os.environ["HOME"]
     person = Person(url, token)
     watch = Watch()
+    if transport == "modern":
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http:
+            async with Client(
+                streamable_http_client(f"{url}/mcp", http_client=http), mode="auto", client_info=CLIENT
+            ) as client:
+                await modern(client, person, home, watch)
+        return
     if transport == "http":
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with http:
