@@ -72,8 +72,18 @@ struct SessionState {
     generation: u64,
 }
 
+/// Where the daemon is, as last read from the Souz home.
+#[derive(Clone)]
+struct Target {
+    base: String,
+    token: String,
+}
+
 struct Bridge {
     http: reqwest::Client,
+    /// Read from the Souz home on first use and again after a failure (the daemon may have
+    /// restarted on another port, or its token changed).
+    target: Mutex<Option<Target>>,
     state: Mutex<SessionState>,
     /// Serializes re-initializations.
     reinitializing: tokio::sync::Mutex<()>,
@@ -102,6 +112,7 @@ async fn serve() -> Result<()> {
     });
     let bridge = Arc::new(Bridge {
         http,
+        target: Mutex::new(None),
         state: Mutex::new(SessionState::default()),
         reinitializing: tokio::sync::Mutex::new(()),
         out,
@@ -182,6 +193,26 @@ impl Bridge {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The daemon's address and token (cached).
+    fn target(&self) -> Result<Target, String> {
+        let mut cached = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(target) = cached.as_ref() {
+            return Ok(target.clone());
+        }
+        let endpoint = Endpoint::discover().map_err(|error| format!("{error:#}"))?;
+        let target = Target {
+            base: endpoint.base,
+            token: endpoint.token.expose().to_owned(),
+        };
+        *cached = Some(target.clone());
+        Ok(target)
+    }
+
+    /// Forgets the cached address and token, so the next request reads them again.
+    fn forget_target(&self) {
+        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// Writes one message to stdout.
     fn send(&self, message: String) {
         let _ = self.out.send(message);
@@ -200,7 +231,7 @@ impl Bridge {
     }
 
     async fn check_daemon(&self) -> Result<(), String> {
-        let endpoint = endpoint()?;
+        let endpoint = self.target()?;
         let url = format!("{}/health", endpoint.base);
         match self.http.get(&url).send().await {
             Ok(response) if response.status().is_success() => Ok(()),
@@ -333,11 +364,11 @@ impl Bridge {
                 state.session_id.clone()
             };
             let Some(session) = session else { return };
-            let Ok(endpoint) = endpoint() else { return };
+            let Ok(endpoint) = self.target() else { return };
             let mut request = self
                 .http
                 .get(format!("{}/mcp", endpoint.base))
-                .bearer_auth(endpoint.token.expose())
+                .bearer_auth(&endpoint.token)
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .header(SESSION_HEADER, session);
             if let Some(version) = self.state().protocol_version.clone() {
@@ -366,7 +397,7 @@ impl Bridge {
     /// POSTs one message and forwards what comes back to stdout — except the answer to a
     /// replayed handshake (`from_client` false), which the client already had.
     async fn post(&self, message: &Value, session: Option<&str>, from_client: bool) -> Posted {
-        let endpoint = match endpoint() {
+        let endpoint = match self.target() {
             Ok(endpoint) => endpoint,
             Err(reason) => return Posted::Unreachable(reason),
         };
@@ -375,7 +406,7 @@ impl Bridge {
         let mut request = self
             .http
             .post(format!("{}/mcp", endpoint.base))
-            .bearer_auth(endpoint.token.expose())
+            .bearer_auth(&endpoint.token)
             .header(reqwest::header::ACCEPT, ACCEPT)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(message.to_string());
@@ -389,7 +420,16 @@ impl Bridge {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(_) => return Posted::Unreachable(not_running(&endpoint.base)),
+            Err(_) => {
+                // The daemon may have restarted elsewhere: look again before giving up.
+                self.forget_target();
+                return match self.target() {
+                    Ok(fresh) if fresh.base != endpoint.base => {
+                        Box::pin(self.post(message, session, from_client)).await
+                    }
+                    _ => Posted::Unreachable(not_running(&endpoint.base)),
+                };
+            }
         };
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
@@ -424,6 +464,7 @@ impl Bridge {
         }
         let body = response.text().await.unwrap_or_default();
         if status == reqwest::StatusCode::UNAUTHORIZED {
+            self.forget_target();
             let id = message.get("id").cloned().unwrap_or(Value::Null);
             self.send_error(
                 &id,
@@ -468,11 +509,11 @@ impl Bridge {
         let Some(session) = self.state().session_id.clone() else {
             return;
         };
-        let Ok(endpoint) = endpoint() else { return };
+        let Ok(endpoint) = self.target() else { return };
         let _ = self
             .http
             .delete(format!("{}/mcp", endpoint.base))
-            .bearer_auth(endpoint.token.expose())
+            .bearer_auth(&endpoint.token)
             .header(SESSION_HEADER, session)
             .timeout(Duration::from_secs(2))
             .send()
@@ -510,10 +551,6 @@ fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
         (None, Some(b)) => Some((b, 4)),
         (None, None) => None,
     }
-}
-
-fn endpoint() -> Result<Endpoint, String> {
-    Endpoint::discover().map_err(|error| format!("{error:#}"))
 }
 
 fn not_running(base: &str) -> String {
