@@ -277,7 +277,6 @@ async fn notify_list_changes(
 }
 
 /// Log levels from least to most severe.
-#[allow(deprecated)]
 fn severity(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
@@ -310,7 +309,6 @@ pub fn instructions(settings: &Settings) -> String {
     )
 }
 
-#[allow(deprecated)]
 impl ServerHandler for SouzServer {
     fn get_info(&self) -> ServerConfig {
         #[allow(unused_mut)]

@@ -306,7 +306,6 @@ impl<'a> Progress<'a> {
         }
     }
 
-    #[allow(deprecated)]
     async fn report(&mut self, state: &CallState) {
         let summary = state.summary.as_deref().unwrap_or("the call");
         let message = match state.status {

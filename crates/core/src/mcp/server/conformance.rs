@@ -85,7 +85,6 @@ fn embedded() -> Value {
 }
 
 /// Runs a test tool; `None` when `name` is not one.
-#[allow(deprecated)]
 pub async fn call(
     server: &SouzServer,
     name: &str,
