@@ -8,8 +8,10 @@ set -euo pipefail
 
 souz_install_clients() {
   local clients="tests/clients"
+  # Any Node with npm will do to install the pinned Node 22; the venv needs ensurepip.
   if command -v apt-get >/dev/null 2>&1; then
-    souz_apt_install nodejs npm python3 python3-venv
+    command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
+    python3 -c "import ensurepip" >/dev/null 2>&1 || souz_apt_install python3 python3-venv
   fi
   if [ ! -x "$clients/node_modules/.bin/node" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
     echo "==> installing the Node MCP clients (conformance suite, reference server, Node 22)"
