@@ -252,7 +252,9 @@ async fn follow(
         settled = state.wait_for(|state| {
             state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
         }) => settled.ok().map(|settled| settled.clone()),
-        () = tokio::time::sleep_until(deadline) => None,
+        // A call that runs long without asking anyone gets progress too, from the first
+        // interval on.
+        () = tokio::time::sleep_until(deadline.min(Instant::now() + interval)) => None,
     };
     let mut current = settled.unwrap_or_else(|| state.borrow().clone());
     loop {
