@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|mcp|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|chat|mcp|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +12,13 @@ case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
+  chat) cargo bench -p souz-core --bench chat ;;
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --bench gate
     cargo bench -p souz-core --bench llm
+    cargo bench -p souz-core --bench chat
     souz_install_clients
     cargo bench -p souz-e2e --bench mcp
     ;;

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod error;
 pub mod extract;
+pub mod identity;
 pub mod perimeter;
 pub mod routes;
 

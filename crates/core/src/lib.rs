@@ -5,6 +5,7 @@
 //! `docs/architecture.md`.
 
 pub mod approvals;
+pub mod chat;
 pub mod config;
 pub mod gateway;
 pub mod graph;

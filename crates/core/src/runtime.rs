@@ -7,6 +7,7 @@
 
 pub mod discovery;
 pub mod events;
+pub mod follow;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -19,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::approvals::Approvals;
+use crate::chat::settings::SettingsDefaults;
+use crate::chat::{self, ChatError, Chats};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
@@ -27,7 +30,8 @@ use crate::token::{ApiToken, TokenError};
 use crate::tools::gate::Gate;
 use crate::tools::{CatalogError, builtin};
 
-pub use events::{EventBus, FollowItem};
+pub use events::EventBus;
+pub use follow::FollowItem;
 
 /// Live events buffered per follower before it is told to resync.
 const EVENT_CHANNEL_CAPACITY: usize = 1024;
@@ -57,6 +61,9 @@ pub enum RuntimeError {
     /// The tool catalog is inconsistent (a bug).
     #[error("cannot build the tool catalog: {0}")]
     Catalog(#[from] CatalogError),
+    /// Interrupted chat turns could not be recovered.
+    #[error("cannot recover chats: {0}")]
+    Chat(#[from] ChatError),
     /// The LLM layer could not be set up (extra CA files, default model).
     #[error(transparent)]
     Llm(#[from] LlmServiceError),
@@ -91,7 +98,8 @@ struct State {
     events: EventBus,
     gate: Gate,
     token: ApiToken,
-    llm: LlmService,
+    llm: Arc<LlmService>,
+    chats: Chats,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -161,12 +169,38 @@ impl Runtime {
                 "marked tool calls left unfinished by the previous run as failed"
             );
         }
-        let llm = LlmService::new(
+        let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
             config.paths.provider_key_file(),
             environment,
-        )?;
+        )?);
+        let defaults = SettingsDefaults {
+            default_model: config.llm.default_model.trim().to_owned(),
+            context_size: config.llm.context_size,
+            temperature: config.llm.temperature as f32,
+            request_timeout_millis: config.llm.request_timeout_seconds.saturating_mul(1000),
+            tools: gate
+                .catalog()
+                .iter()
+                .map(|tool| tool.spec().name.to_owned())
+                .collect(),
+            time_zone: chat::settings::system_time_zone(),
+        };
+        let chats = Chats::new(
+            store.clone(),
+            Arc::clone(&llm),
+            defaults,
+            tasks.clone(),
+            shutdown.clone(),
+        );
+        let failed = chats.recover().await?;
+        if failed > 0 {
+            tracing::warn!(
+                executions = failed,
+                "failed agent turns left running by the previous run"
+            );
+        }
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -182,6 +216,7 @@ impl Runtime {
                 gate,
                 token,
                 llm,
+                chats,
                 user,
                 started: Instant::now(),
                 shutdown,
@@ -251,6 +286,11 @@ impl RuntimeHandle {
         self.state.gate.approvals()
     }
 
+    /// Chats, messages and agent turns.
+    pub fn chats(&self) -> &Chats {
+        &self.state.chats
+    }
+
     /// Language models: provider keys, the model registry, clients.
     pub fn llm(&self) -> &LlmService {
         &self.state.llm
@@ -314,15 +354,31 @@ impl RuntimeHandle {
     }
 
     /// What a client needs before its first real call.
-    pub fn bootstrap(&self) -> Bootstrap {
-        Bootstrap {
+    pub async fn bootstrap(&self, user: &chat::ChatUser) -> Result<Bootstrap, ChatError> {
+        let (settings, capabilities) = self.state.chats.capabilities(user).await?;
+        Ok(Bootstrap {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            user: self.state.user.clone(),
+            user: LocalUser {
+                id: user.0.clone(),
+                name: if user.0 == "local" {
+                    self.state.user.name.clone()
+                } else {
+                    user.0.clone()
+                },
+            },
             features: Features {
+                ws_events: true,
+                streaming_messages: true,
+                tool_events: true,
+                options: true,
+                telegram_bot: false,
                 runtime_events: true,
                 approvals: true,
-                ..Features::default()
+                mcp: false,
+                chats: true,
             },
-        }
+            capabilities,
+            settings,
+        })
     }
 }

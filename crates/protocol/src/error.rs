@@ -30,6 +30,28 @@ pub enum ErrorCode {
     Unavailable,
     /// Something failed inside the daemon; details are in its logs.
     InternalError,
+    /// No such chat (or not yours).
+    ChatNotFound,
+    /// No such execution in this chat.
+    ExecutionNotFound,
+    /// No such option (question).
+    OptionNotFound,
+    /// The chat already runs an agent turn; wait for it or cancel it.
+    ChatAlreadyHasActiveExecution,
+    /// The same idempotency key was used with a different request.
+    IdempotencyConflict,
+    /// The model cannot be used for chats.
+    UnsupportedBackendModel,
+    /// Onboarding needs access to at least one model first.
+    OnboardingRequiresModelAccess,
+    /// The trusted proxy did not authenticate itself.
+    UntrustedProxy,
+    /// The trusted proxy sent no user identity.
+    MissingUserIdentity,
+    /// The trusted proxy sent an unusable user identity.
+    InvalidUserIdentity,
+    /// The agent turn could not be started.
+    AgentExecutionFailed,
 }
 
 impl ErrorCode {
@@ -46,6 +68,17 @@ impl ErrorCode {
             Self::Conflict => "conflict",
             Self::Unavailable => "unavailable",
             Self::InternalError => "internal_error",
+            Self::ChatNotFound => "chat_not_found",
+            Self::ExecutionNotFound => "execution_not_found",
+            Self::OptionNotFound => "option_not_found",
+            Self::ChatAlreadyHasActiveExecution => "chat_already_has_active_execution",
+            Self::IdempotencyConflict => "idempotency_conflict",
+            Self::UnsupportedBackendModel => "unsupported_backend_model",
+            Self::OnboardingRequiresModelAccess => "onboarding_requires_model_access",
+            Self::UntrustedProxy => "untrusted_proxy",
+            Self::MissingUserIdentity => "missing_user_identity",
+            Self::InvalidUserIdentity => "invalid_user_identity",
+            Self::AgentExecutionFailed => "agent_execution_failed",
         }
     }
 }
@@ -95,6 +128,17 @@ mod tests {
             ErrorCode::Conflict,
             ErrorCode::Unavailable,
             ErrorCode::InternalError,
+            ErrorCode::ChatNotFound,
+            ErrorCode::ExecutionNotFound,
+            ErrorCode::OptionNotFound,
+            ErrorCode::ChatAlreadyHasActiveExecution,
+            ErrorCode::IdempotencyConflict,
+            ErrorCode::UnsupportedBackendModel,
+            ErrorCode::OnboardingRequiresModelAccess,
+            ErrorCode::UntrustedProxy,
+            ErrorCode::MissingUserIdentity,
+            ErrorCode::InvalidUserIdentity,
+            ErrorCode::AgentExecutionFailed,
         ];
         for code in all {
             let json = serde_json::to_value(code).unwrap();

@@ -7,6 +7,7 @@
 //! variant carries a doc line, because the docs become the OpenAPI descriptions.
 
 pub mod approvals;
+pub mod chat;
 pub mod error;
 pub mod event;
 pub mod llm;
@@ -25,8 +26,8 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
 };
 pub use system::{
-    Bootstrap, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health, LocalUser,
-    RouteIndex, SandboxStatus,
+    Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,
+    LocalUser, ModelCapability, RouteIndex, SandboxStatus, ToolCapability,
 };
 pub use tools::{
     Action, AuditEntry, AuditPage, DecisionSource, EffectivePolicy, Outcome, Risk, ToolAnnotations,

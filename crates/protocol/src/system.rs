@@ -62,8 +62,10 @@ pub struct ComponentStatus {
     pub detail: Option<String>,
 }
 
-/// `GET /v1/bootstrap`: what a client needs to know before its first real call.
+/// `GET /v1/bootstrap`: what a client needs before its first real call (the original API's
+/// shape, with the daemon's version and surfaces added).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Bootstrap {
     /// Daemon version.
     pub version: String,
@@ -71,6 +73,42 @@ pub struct Bootstrap {
     pub user: LocalUser,
     /// Which product surfaces this daemon has switched on.
     pub features: Features,
+    /// Models that can be used now and the tools agents have.
+    pub capabilities: Capabilities,
+    /// The user's effective settings.
+    pub settings: crate::chat::Settings,
+}
+
+/// What can be used now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Capabilities {
+    /// Chat models whose provider has a key or a local server.
+    pub models: Vec<ModelCapability>,
+    /// Tools agents may use, sorted by name.
+    pub tools: Vec<ToolCapability>,
+}
+
+/// One usable model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCapability {
+    /// Provider (lower case).
+    pub provider: String,
+    /// Model name (use `provider/model` to name it unambiguously).
+    pub model: String,
+    /// Whether the key comes from the daemon's environment.
+    pub server_managed_key: bool,
+    /// Whether the key was stored by the user.
+    pub user_managed_key: bool,
+}
+
+/// One tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCapability {
+    /// Tool name.
+    pub name: String,
+    /// Whether the user's settings enable it.
+    pub enabled: bool,
 }
 
 /// The local user the bearer token stands for.
@@ -84,7 +122,18 @@ pub struct LocalUser {
 
 /// Surfaces a client can rely on being present.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Features {
+    /// `GET /v1/chats/{id}/events` and `WS /v1/chats/{id}/ws`.
+    pub ws_events: bool,
+    /// `message.delta` events.
+    pub streaming_messages: bool,
+    /// `tool.call.*` events in chats.
+    pub tool_events: bool,
+    /// Questions the agent asks (`option.requested`, `POST /v1/options/{id}/answer`).
+    pub options: bool,
+    /// Telegram bot bindings (not in this daemon).
+    pub telegram_bot: bool,
     /// `WS /v1/events`: durable runtime events with replay.
     pub runtime_events: bool,
     /// The approval gate and its `/v1/approvals` routes.

@@ -61,6 +61,14 @@ pub const ENV_OVERRIDES: &[EnvOverride] = &[
         doc: "Overrides [server] port.",
     },
     EnvOverride {
+        name: "SOUZ_PROXY_TOKEN",
+        target: Target::Key {
+            section: "server",
+            key: "trusted_proxy_token",
+        },
+        doc: "Overrides [server] trusted_proxy_token (trusted-proxy mode for server deployments).",
+    },
+    EnvOverride {
         name: "SOUZ_LOG",
         target: Target::Key {
             section: "log",

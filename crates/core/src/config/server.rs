@@ -31,6 +31,10 @@ config_section! {
         pub body_limit: ByteSize = ByteSize::mib(10),
         /// Seconds to let in-flight requests finish after SIGINT/SIGTERM.
         pub shutdown_grace_seconds: u64 = 10,
+        /// Trusted-proxy mode for server deployments (empty: off). When set, chat routes act for
+        /// the user named by `X-User-Id`, but only if `X-Souz-Proxy-Auth` carries this secret;
+        /// every chat is then scoped to its user. Prefer setting it with SOUZ_PROXY_TOKEN.
+        pub trusted_proxy_token: String = String::new(),
     }
 }
 
@@ -69,6 +73,13 @@ impl ServerConfig {
         }
         if self.body_limit.bytes() < 1024 {
             problems.push(Invalid::new("body_limit", "must be at least 1KiB"));
+        }
+        let proxy = self.trusted_proxy_token.trim();
+        if !proxy.is_empty() && proxy.len() < 16 {
+            problems.push(Invalid::new(
+                "trusted_proxy_token",
+                "must be at least 16 characters (or empty to switch trusted-proxy mode off)",
+            ));
         }
         if self.shutdown_grace_seconds > 300 {
             problems.push(Invalid::new(

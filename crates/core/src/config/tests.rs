@@ -127,7 +127,8 @@ retention_days = 0
             "config.toml:2:8: [server] port: invalid type: string \"eighty\", expected u16"
                 .to_owned(),
             "config.toml:3:1: unknown key `colour` in [server]; known keys: host, port, \
-             allow_non_loopback, allowed_hosts, allowed_origins, body_limit, shutdown_grace_seconds"
+             allow_non_loopback, allowed_hosts, allowed_origins, body_limit, shutdown_grace_seconds, \
+             trusted_proxy_token"
                 .to_owned(),
             "config.toml:4:8: [server] host: `0.0.0.0` is not a loopback address; Souz listens \
              on loopback only unless `allow_non_loopback = true` is set"

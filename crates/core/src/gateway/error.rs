@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use souz_protocol::{ErrorBody, ErrorCode};
 
 use crate::approvals::ApprovalError;
+use crate::chat::ChatError;
 use crate::llm::keys::KeyStoreError;
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
@@ -133,6 +134,53 @@ impl From<LlmServiceError> for ApiError {
             ) => Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string()),
             LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
             other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<ChatError> for ApiError {
+    fn from(error: ChatError) -> Self {
+        let message = error.to_string();
+        match error {
+            ChatError::ChatNotFound => {
+                Self::new(StatusCode::NOT_FOUND, ErrorCode::ChatNotFound, message)
+            }
+            ChatError::ExecutionNotFound => {
+                Self::new(StatusCode::NOT_FOUND, ErrorCode::ExecutionNotFound, message)
+            }
+            ChatError::OptionNotFound => {
+                Self::new(StatusCode::NOT_FOUND, ErrorCode::OptionNotFound, message)
+            }
+            ChatError::Invalid(message) => Self::invalid(message),
+            ChatError::ActiveExecution => Self::new(
+                StatusCode::CONFLICT,
+                ErrorCode::ChatAlreadyHasActiveExecution,
+                message,
+            ),
+            ChatError::IdempotencyConflict => Self::new(
+                StatusCode::CONFLICT,
+                ErrorCode::IdempotencyConflict,
+                message,
+            ),
+            ChatError::UnsupportedModel(message) => Self::new(
+                StatusCode::CONFLICT,
+                ErrorCode::UnsupportedBackendModel,
+                message,
+            ),
+            ChatError::RequiresModelAccess(message) => Self::new(
+                StatusCode::CONFLICT,
+                ErrorCode::OnboardingRequiresModelAccess,
+                message,
+            ),
+            ChatError::StartFailed(detail) => {
+                tracing::error!(%detail, "an agent turn could not start");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorCode::AgentExecutionFailed,
+                    "The agent could not be started.",
+                )
+            }
+            ChatError::Store(error) => error.into(),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod chats;
 pub mod events;
 pub mod provider_keys;
 pub mod system;
@@ -18,5 +19,6 @@ pub fn all() -> ApiRouter<AppState> {
         .merge(approvals::routes())
         .merge(tools::routes())
         .merge(audit::routes())
+        .merge(chats::routes())
         .merge(provider_keys::routes())
 }

@@ -16,6 +16,8 @@ use crate::runtime::Runtime;
 
 const BOUND: &str = "127.0.0.1:8383";
 
+mod chats;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     runtime: Runtime,
@@ -107,7 +109,10 @@ async fn v1_requires_the_exact_token() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["user"]["id"], "local");
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(body["features"]["runtime_events"], true);
+    assert_eq!(body["features"]["runtimeEvents"], true);
+    assert_eq!(body["features"]["chats"], true);
+    assert!(body["capabilities"]["tools"].as_array().unwrap().len() > 10);
+    assert!(body["settings"]["contextSize"].is_u64());
 }
 
 #[tokio::test]

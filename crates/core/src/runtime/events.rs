@@ -8,7 +8,6 @@
 //! follower that falls behind the live channel's capacity gets `Resync` and is dropped; it never
 //! slows down publishers.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -17,29 +16,8 @@ use rusqlite::{Connection, Transaction, params};
 use souz_protocol::{EventEnvelope, RuntimeEvent};
 use tokio::sync::{Mutex, broadcast};
 
+use super::follow::{FollowItem, Replay, Sequenced, follow};
 use crate::store::{Store, StoreError};
-
-/// Events fetched per replay query.
-const REPLAY_PAGE: usize = 1000;
-
-/// What a follower receives.
-#[derive(Debug, Clone)]
-pub enum FollowItem {
-    /// A stored event, in sequence order.
-    Event(Arc<EventEnvelope>),
-    /// Replay is complete; what follows is live.
-    Live {
-        /// The last sequence number delivered so far.
-        last_seq: i64,
-    },
-    /// The follower fell behind; it must reconnect from `last_seq`.
-    Resync {
-        /// The last sequence number delivered.
-        last_seq: i64,
-    },
-    /// Reading stored events failed; the stream ends.
-    Failed(Arc<StoreError>),
-}
 
 /// Durable, ordered runtime events.
 #[derive(Clone)]
@@ -125,18 +103,20 @@ impl EventBus {
     }
 
     /// Events after `after_seq`: first the stored ones, then `Live`, then live ones.
-    pub fn follow(&self, after_seq: i64) -> impl Stream<Item = FollowItem> + Send + 'static {
-        let follower = Follower {
-            receiver: self.live.subscribe(),
-            store: self.store.clone(),
-            last_seq: after_seq.max(0),
-            buffer: VecDeque::new(),
-            phase: Phase::Replay,
-        };
-        futures::stream::unfold(follower, |mut follower| async move {
-            let item = follower.next().await?;
-            Some((item, follower))
-        })
+    pub fn follow(
+        &self,
+        after_seq: i64,
+    ) -> impl Stream<Item = FollowItem<EventEnvelope>> + Send + 'static {
+        let store = self.store.clone();
+        let replay: Replay<EventEnvelope> = Arc::new(move |after, limit| {
+            let store = store.clone();
+            Box::pin(async move {
+                store
+                    .read(move |connection| replay(connection, after, limit))
+                    .await
+            })
+        });
+        follow(self.live.subscribe(), replay, after_seq)
     }
 
     /// A live subscription without replay (for in-process consumers such as the tray).
@@ -191,82 +171,9 @@ fn replay(
     Ok(events)
 }
 
-enum Phase {
-    Replay,
-    Live,
-    Done,
-}
-
-struct Follower {
-    receiver: broadcast::Receiver<Arc<EventEnvelope>>,
-    store: Store,
-    last_seq: i64,
-    buffer: VecDeque<Arc<EventEnvelope>>,
-    phase: Phase,
-}
-
-impl Follower {
-    async fn next(&mut self) -> Option<FollowItem> {
-        loop {
-            if let Some(envelope) = self.buffer.pop_front() {
-                if envelope.seq <= self.last_seq {
-                    continue;
-                }
-                self.last_seq = envelope.seq;
-                return Some(FollowItem::Event(envelope));
-            }
-            match self.phase {
-                Phase::Done => return None,
-                Phase::Replay => match self.fetch(REPLAY_PAGE).await {
-                    Err(error) => return Some(self.fail(error)),
-                    Ok(0) => {
-                        self.phase = Phase::Live;
-                        return Some(FollowItem::Live {
-                            last_seq: self.last_seq,
-                        });
-                    }
-                    Ok(_) => {}
-                },
-                Phase::Live => match self.receiver.recv().await {
-                    Ok(envelope) if envelope.seq <= self.last_seq => {}
-                    Ok(envelope) if envelope.seq == self.last_seq + 1 => {
-                        self.last_seq = envelope.seq;
-                        return Some(FollowItem::Event(envelope));
-                    }
-                    Ok(envelope) => {
-                        // A gap can only come from events stored but announced to an earlier
-                        // receiver state; fill it from the store (the event itself included).
-                        let missing = usize::try_from(envelope.seq - self.last_seq).unwrap_or(1);
-                        if let Err(error) = self.fetch(missing).await {
-                            return Some(self.fail(error));
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        self.phase = Phase::Done;
-                        return Some(FollowItem::Resync {
-                            last_seq: self.last_seq,
-                        });
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
-            }
-        }
-    }
-
-    async fn fetch(&mut self, limit: usize) -> Result<usize, StoreError> {
-        let after = self.last_seq;
-        let page = self
-            .store
-            .read(move |connection| replay(connection, after, limit))
-            .await?;
-        let count = page.len();
-        self.buffer.extend(page.into_iter().map(Arc::new));
-        Ok(count)
-    }
-
-    fn fail(&mut self, error: StoreError) -> FollowItem {
-        self.phase = Phase::Done;
-        FollowItem::Failed(Arc::new(error))
+impl Sequenced for EventEnvelope {
+    fn seq(&self) -> Option<i64> {
+        Some(self.seq)
     }
 }
 
@@ -289,7 +196,7 @@ mod tests {
         (dir, EventBus::new(store, capacity))
     }
 
-    fn pid_of(item: &FollowItem) -> Option<u32> {
+    fn pid_of(item: &FollowItem<EventEnvelope>) -> Option<u32> {
         match item {
             FollowItem::Event(envelope) => match &envelope.event {
                 RuntimeEvent::DaemonStarted { pid, .. } => Some(*pid),

@@ -110,6 +110,98 @@ pub const MIGRATIONS: &[Migration] = &[
                   updated_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        name: "chats",
+        sql: "CREATE TABLE users (
+                  id           TEXT PRIMARY KEY,
+                  created_at   TEXT NOT NULL,
+                  last_seen_at TEXT NOT NULL
+              ) STRICT;
+
+              CREATE TABLE user_settings (
+                  user_id                 TEXT PRIMARY KEY REFERENCES users (id),
+                  settings                TEXT NOT NULL,
+                  onboarding_completed_at TEXT,
+                  updated_at              TEXT NOT NULL
+              ) STRICT;
+
+              CREATE TABLE chats (
+                  id           TEXT PRIMARY KEY,
+                  user_id      TEXT NOT NULL REFERENCES users (id),
+                  title        TEXT,
+                  archived     INTEGER NOT NULL DEFAULT 0,
+                  request_id   TEXT,
+                  payload_hash TEXT,
+                  created_at   TEXT NOT NULL,
+                  updated_at   TEXT NOT NULL,
+                  UNIQUE (user_id, request_id)
+              ) STRICT;
+              CREATE INDEX chats_by_user ON chats (user_id, updated_at DESC);
+
+              CREATE TABLE messages (
+                  id         TEXT PRIMARY KEY,
+                  chat_id    TEXT NOT NULL REFERENCES chats (id),
+                  seq        INTEGER NOT NULL,
+                  role       TEXT NOT NULL,
+                  content    TEXT NOT NULL,
+                  metadata   TEXT NOT NULL,
+                  created_at TEXT NOT NULL,
+                  UNIQUE (chat_id, seq)
+              ) STRICT;
+
+              CREATE TABLE executions (
+                  id                   TEXT PRIMARY KEY,
+                  chat_id              TEXT NOT NULL REFERENCES chats (id),
+                  user_message_id      TEXT,
+                  assistant_message_id TEXT,
+                  status               TEXT NOT NULL,
+                  client_message_id    TEXT,
+                  model                TEXT,
+                  provider             TEXT,
+                  settings             TEXT NOT NULL,
+                  started_at           TEXT,
+                  finished_at          TEXT,
+                  cancel_requested     INTEGER NOT NULL DEFAULT 0,
+                  error_code           TEXT,
+                  error_message        TEXT,
+                  usage                TEXT,
+                  owner                TEXT,
+                  lease_until          TEXT,
+                  created_at           TEXT NOT NULL
+              ) STRICT;
+              CREATE UNIQUE INDEX executions_one_active ON executions (chat_id)
+                  WHERE status IN ('queued', 'running', 'waiting_option', 'cancelling');
+              CREATE UNIQUE INDEX executions_by_client_message ON executions (chat_id, client_message_id)
+                  WHERE client_message_id IS NOT NULL;
+
+              CREATE TABLE chat_events (
+                  chat_id      TEXT NOT NULL REFERENCES chats (id),
+                  seq          INTEGER NOT NULL,
+                  execution_id TEXT,
+                  type         TEXT NOT NULL,
+                  payload      TEXT NOT NULL,
+                  created_at   TEXT NOT NULL,
+                  PRIMARY KEY (chat_id, seq)
+              ) STRICT;
+              CREATE UNIQUE INDEX chat_events_one_terminal ON chat_events (execution_id)
+                  WHERE type IN ('execution.finished', 'execution.failed', 'execution.cancelled');
+
+              CREATE TABLE options (
+                  id             TEXT PRIMARY KEY,
+                  chat_id        TEXT NOT NULL REFERENCES chats (id),
+                  execution_id   TEXT NOT NULL REFERENCES executions (id),
+                  kind           TEXT NOT NULL,
+                  title          TEXT NOT NULL,
+                  selection_mode TEXT NOT NULL,
+                  choices        TEXT NOT NULL,
+                  free_text      INTEGER NOT NULL,
+                  status         TEXT NOT NULL,
+                  answer         TEXT,
+                  created_at     TEXT NOT NULL,
+                  expires_at     TEXT,
+                  answered_at    TEXT
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -3,12 +3,11 @@
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use souz_protocol::{Bootstrap, ErrorBody, Health, RouteIndex};
+use souz_protocol::{ErrorBody, Health, RouteIndex};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
-use crate::gateway::perimeter::Authenticated;
 use crate::runtime::RuntimeHandle;
 
 const DOCS_PAGE: &str = include_str!("docs.html");
@@ -55,12 +54,6 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .public()
                 .plain_response(200, "The OpenAPI document."),
             openapi,
-        )
-        .route(
-            Operation::get("/v1/bootstrap")
-                .summary("Version, features and the local user, for a client's first call.")
-                .response::<Bootstrap>(200, "Bootstrap information."),
-            bootstrap,
         );
     for path in OAUTH_DISCOVERY {
         api = api.route(
@@ -103,10 +96,6 @@ async fn openapi(State(state): State<AppState>) -> Response {
         state.docs.openapi.clone(),
     )
         .into_response()
-}
-
-async fn bootstrap(_: Authenticated, State(handle): State<RuntimeHandle>) -> axum::Json<Bootstrap> {
-    axum::Json(handle.bootstrap())
 }
 
 async fn no_oauth() -> ApiError {

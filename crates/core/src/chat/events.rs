@@ -1,0 +1,235 @@
+//! Chat events: a per-chat stream with chat-local sequence numbers, stored before they are
+//! announced, replayable from any number, plus live-only events (`message.delta`) that are
+//! never stored. One async lock orders "store, then announce" so the live order equals the
+//! sequence order; followers use the shared replay-then-live follower.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::Stream;
+use rusqlite::{Connection, Transaction, params};
+use serde_json::Value;
+use souz_protocol::chat::ChatEvent;
+use tokio::sync::broadcast;
+
+use crate::runtime::follow::{FollowItem, Replay, Sequenced, follow};
+use crate::store::codec::{from_json, from_time, now, to_json, to_time};
+use crate::store::{Store, StoreError};
+
+/// Live events buffered per follower before it is told to resync.
+const LIVE_CAPACITY: usize = 1024;
+
+impl Sequenced for ChatEvent {
+    fn seq(&self) -> Option<i64> {
+        self.seq
+    }
+}
+
+/// An event to store.
+#[derive(Debug, Clone)]
+pub struct NewChatEvent {
+    /// The chat.
+    pub chat_id: String,
+    /// The execution, if any.
+    pub execution_id: Option<String>,
+    /// Dotted type (`message.created`).
+    pub kind: &'static str,
+    /// Payload.
+    pub payload: Value,
+}
+
+/// Per-chat durable and live events.
+#[derive(Clone)]
+pub struct ChatEvents {
+    store: Store,
+    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<ChatEvent>>>>>,
+    order: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl ChatEvents {
+    /// Events over `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            channels: Arc::new(Mutex::new(HashMap::new())),
+            order: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// Runs `work` in a write transaction, stores the events it returns in the same
+    /// transaction (each with the next sequence number of its chat), and announces them after
+    /// the commit.
+    pub async fn publish_with<T, E, F>(&self, work: F) -> Result<(T, Vec<Arc<ChatEvent>>), E>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<(T, Vec<NewChatEvent>), E> + Send + 'static,
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        let _order = self.order.lock().await;
+        let (value, stored) = self
+            .store
+            .write(move |transaction| {
+                let (value, events) = work(transaction)?;
+                let stored = events
+                    .into_iter()
+                    .map(|event| append(transaction, event).map(Arc::new))
+                    .collect::<Result<Vec<_>, StoreError>>()
+                    .map_err(E::from)?;
+                Ok::<_, E>((value, stored))
+            })
+            .await?;
+        for event in &stored {
+            self.announce(Arc::clone(event));
+        }
+        Ok((value, stored))
+    }
+
+    /// Announces a live-only event (never stored, `seq: null`).
+    pub fn publish_live(
+        &self,
+        chat_id: &str,
+        execution_id: Option<&str>,
+        kind: &str,
+        payload: Value,
+    ) {
+        let event = ChatEvent {
+            seq: None,
+            durable: false,
+            chat_id: chat_id.to_owned(),
+            execution_id: execution_id.map(str::to_owned),
+            kind: kind.to_owned(),
+            payload,
+            created_at: now(),
+        };
+        self.announce(Arc::new(event));
+    }
+
+    /// Stored events of `chat_id` with `seq > after_seq`, oldest first.
+    pub async fn replay(
+        &self,
+        chat_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<ChatEvent>, StoreError> {
+        let chat_id = chat_id.to_owned();
+        self.store
+            .read(move |connection| replay(connection, &chat_id, after_seq, limit))
+            .await
+    }
+
+    /// Stored events after `after_seq`, then `Live`, then live events (deltas included).
+    pub fn follow(
+        &self,
+        chat_id: &str,
+        after_seq: i64,
+    ) -> impl Stream<Item = FollowItem<ChatEvent>> + Send + 'static {
+        let receiver = self.channel(chat_id).subscribe();
+        let store = self.store.clone();
+        let chat = chat_id.to_owned();
+        let replay: Replay<ChatEvent> = Arc::new(move |after, limit| {
+            let store = store.clone();
+            let chat = chat.clone();
+            Box::pin(async move {
+                store
+                    .read(move |connection| replay(connection, &chat, after, limit))
+                    .await
+            })
+        });
+        follow(receiver, replay, after_seq)
+    }
+
+    /// Number of live followers of a chat (for tests and diagnostics).
+    pub fn followers(&self, chat_id: &str) -> usize {
+        self.channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(chat_id)
+            .map_or(0, broadcast::Sender::receiver_count)
+    }
+
+    fn channel(&self, chat_id: &str) -> broadcast::Sender<Arc<ChatEvent>> {
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        channels
+            .entry(chat_id.to_owned())
+            .or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
+            .clone()
+    }
+
+    fn announce(&self, event: Arc<ChatEvent>) {
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = channels.get(&event.chat_id) {
+            if sender.receiver_count() == 0 {
+                channels.remove(&event.chat_id);
+            } else {
+                let _ = sender.send(event);
+            }
+        }
+    }
+}
+
+fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEvent, StoreError> {
+    let seq: i64 = transaction.query_row(
+        "SELECT coalesce(max(seq), 0) + 1 FROM chat_events WHERE chat_id = ?1",
+        [&event.chat_id],
+        |row| row.get(0),
+    )?;
+    let created_at = now();
+    transaction.execute(
+        "INSERT INTO chat_events (chat_id, seq, execution_id, type, payload, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            event.chat_id,
+            seq,
+            event.execution_id,
+            event.kind,
+            to_json(&event.payload)?,
+            to_time(created_at),
+        ],
+    )?;
+    Ok(ChatEvent {
+        seq: Some(seq),
+        durable: true,
+        chat_id: event.chat_id,
+        execution_id: event.execution_id,
+        kind: event.kind.to_owned(),
+        payload: event.payload,
+        created_at,
+    })
+}
+
+fn replay(
+    connection: &Connection,
+    chat_id: &str,
+    after_seq: i64,
+    limit: usize,
+) -> Result<Vec<ChatEvent>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT seq, execution_id, type, payload, created_at FROM chat_events \
+         WHERE chat_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = statement.query_map(
+        params![chat_id, after_seq, i64::try_from(limit).unwrap_or(i64::MAX)],
+        |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, Option<String>>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+            ))
+        },
+    )?;
+    rows.map(|row| {
+        let (seq, execution_id, kind, payload, created_at) = row?;
+        Ok(ChatEvent {
+            seq: Some(seq),
+            durable: true,
+            chat_id: chat_id.to_owned(),
+            execution_id,
+            kind,
+            payload: from_json("chat_events.payload", &payload)?,
+            created_at: from_time("chat_events.created_at", &created_at)?,
+        })
+    })
+    .collect()
+}

@@ -1,0 +1,733 @@
+//! SQL for the chat domain's tables: users and their settings, chats, messages, executions
+//! and options. Every query that reads or changes a chat is scoped by its owner, so a foreign
+//! id behaves exactly like a missing one.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use souz_protocol::chat::{
+    Chat, Execution, ExecutionStatus, Message, OptionChoice, SettingsPatch, Usage,
+};
+
+use crate::store::StoreError;
+use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
+
+/// Makes sure `user_id` exists; refreshes `last_seen_at` at most every 10 minutes.
+pub fn ensure_user(
+    connection: &Connection,
+    user_id: &str,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let stale = to_time(at - chrono::Duration::minutes(10));
+    connection.execute(
+        "INSERT INTO users (id, created_at, last_seen_at) VALUES (?1, ?2, ?2) \
+         ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at \
+         WHERE users.last_seen_at < ?3",
+        params![user_id, to_time(at), stale],
+    )?;
+    Ok(())
+}
+
+/// The stored settings patch and onboarding time of a user.
+pub fn load_settings(
+    connection: &Connection,
+    user_id: &str,
+) -> Result<(SettingsPatch, Option<DateTime<Utc>>), StoreError> {
+    let row: Option<(String, Option<String>)> = connection
+        .query_row(
+            "SELECT settings, onboarding_completed_at FROM user_settings WHERE user_id = ?1",
+            [user_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    match row {
+        None => Ok((SettingsPatch::default(), None)),
+        Some((settings, completed)) => Ok((
+            from_json("user_settings.settings", &settings)?,
+            from_time_opt("user_settings.onboarding_completed_at", completed)?,
+        )),
+    }
+}
+
+/// Stores a settings patch (and, if given, the onboarding time — set once).
+pub fn save_settings(
+    connection: &Connection,
+    user_id: &str,
+    patch: &SettingsPatch,
+    onboarding_completed_at: Option<DateTime<Utc>>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "INSERT INTO user_settings (user_id, settings, onboarding_completed_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (user_id) DO UPDATE SET settings = excluded.settings, \
+         onboarding_completed_at = coalesce(user_settings.onboarding_completed_at, excluded.onboarding_completed_at), \
+         updated_at = excluded.updated_at",
+        params![user_id, to_json(patch)?, onboarding_completed_at.map(to_time), to_time(at)],
+    )?;
+    Ok(())
+}
+
+const CHAT_COLUMNS: &str = "c.id, c.title, c.archived, c.created_at, c.updated_at, \
+    (SELECT content FROM messages m WHERE m.chat_id = c.id ORDER BY seq DESC LIMIT 1)";
+
+/// A chat row before its times are parsed.
+type RawChat = (String, Option<String>, bool, String, String, Option<String>);
+
+fn chat_from_row(row: &Row<'_>) -> rusqlite::Result<RawChat> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get::<_, i64>(2)? != 0,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+    ))
+}
+
+fn decode_chat(raw: RawChat) -> Result<Chat, StoreError> {
+    let (id, title, archived, created_at, updated_at, preview) = raw;
+    Ok(Chat {
+        id,
+        title,
+        archived,
+        created_at: from_time("chats.created_at", &created_at)?,
+        updated_at: from_time("chats.updated_at", &updated_at)?,
+        last_message_preview: preview,
+    })
+}
+
+/// One chat of `user_id`.
+pub fn load_chat(
+    connection: &Connection,
+    user_id: &str,
+    chat_id: &str,
+) -> Result<Option<Chat>, StoreError> {
+    connection
+        .query_row(
+            &format!("SELECT {CHAT_COLUMNS} FROM chats c WHERE c.user_id = ?1 AND c.id = ?2"),
+            params![user_id, chat_id],
+            chat_from_row,
+        )
+        .optional()?
+        .map(decode_chat)
+        .transpose()
+}
+
+/// The chat a `request_id` created for `user_id`, with the hash of that request.
+pub fn chat_by_request(
+    connection: &Connection,
+    user_id: &str,
+    request_id: &str,
+) -> Result<Option<(String, Option<String>)>, StoreError> {
+    Ok(connection
+        .query_row(
+            "SELECT id, payload_hash FROM chats WHERE user_id = ?1 AND request_id = ?2",
+            params![user_id, request_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?)
+}
+
+/// Inserts a chat.
+pub fn insert_chat(
+    connection: &Connection,
+    user_id: &str,
+    chat_id: &str,
+    title: Option<&str>,
+    request: Option<(&str, &str)>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "INSERT INTO chats (id, user_id, title, archived, request_id, payload_hash, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?6)",
+        params![
+            chat_id,
+            user_id,
+            title,
+            request.map(|(id, _)| id),
+            request.map(|(_, hash)| hash),
+            to_time(at)
+        ],
+    )?;
+    Ok(())
+}
+
+/// Chats of `user_id`, most recently changed first.
+pub fn list_chats(
+    connection: &Connection,
+    user_id: &str,
+    include_archived: bool,
+    limit: usize,
+) -> Result<Vec<Chat>, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {CHAT_COLUMNS} FROM chats c WHERE c.user_id = ?1 AND (?2 OR c.archived = 0) \
+         ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3"
+    ))?;
+    let rows = statement.query_map(
+        params![
+            user_id,
+            include_archived,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ],
+        chat_from_row,
+    )?;
+    rows.map(|row| row.map_err(StoreError::from).and_then(decode_chat))
+        .collect()
+}
+
+/// Changes a chat's title or archived flag; bumps `updated_at`. Returns whether it exists.
+pub fn update_chat(
+    connection: &Connection,
+    user_id: &str,
+    chat_id: &str,
+    title: Option<&str>,
+    archived: Option<bool>,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute(
+        "UPDATE chats SET title = coalesce(?3, title), archived = coalesce(?4, archived), \
+         updated_at = ?5 WHERE user_id = ?1 AND id = ?2",
+        params![user_id, chat_id, title, archived, to_time(at)],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Bumps a chat's `updated_at`.
+pub fn touch_chat(
+    connection: &Connection,
+    chat_id: &str,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "UPDATE chats SET updated_at = ?2 WHERE id = ?1",
+        params![chat_id, to_time(at)],
+    )?;
+    Ok(())
+}
+
+const MESSAGE_COLUMNS: &str = "id, chat_id, seq, role, content, metadata, created_at";
+
+fn message_from_row(
+    row: &Row<'_>,
+) -> rusqlite::Result<(String, String, i64, String, String, String, String)> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn decode_message(
+    raw: (String, String, i64, String, String, String, String),
+) -> Result<Message, StoreError> {
+    let (id, chat_id, seq, role, content, metadata, created_at) = raw;
+    Ok(Message {
+        id,
+        chat_id,
+        seq,
+        role,
+        content,
+        metadata: from_json("messages.metadata", &metadata)?,
+        created_at: from_time("messages.created_at", &created_at)?,
+    })
+}
+
+/// Appends a message with the chat's next sequence number.
+pub fn insert_message(
+    connection: &Connection,
+    id: &str,
+    chat_id: &str,
+    role: &str,
+    content: &str,
+    metadata: &BTreeMap<String, String>,
+    at: DateTime<Utc>,
+) -> Result<Message, StoreError> {
+    let seq: i64 = connection.query_row(
+        "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE chat_id = ?1",
+        [chat_id],
+        |row| row.get(0),
+    )?;
+    connection.execute(
+        &format!("INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        params![
+            id,
+            chat_id,
+            seq,
+            role,
+            content,
+            to_json(metadata)?,
+            to_time(at)
+        ],
+    )?;
+    Ok(Message {
+        id: id.to_owned(),
+        chat_id: chat_id.to_owned(),
+        seq,
+        role: role.to_owned(),
+        content: content.to_owned(),
+        metadata: metadata.clone(),
+        created_at: at,
+    })
+}
+
+/// One message of a chat.
+pub fn load_message(
+    connection: &Connection,
+    chat_id: &str,
+    id: &str,
+) -> Result<Option<Message>, StoreError> {
+    connection
+        .query_row(
+            &format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ?1 AND id = ?2"),
+            params![chat_id, id],
+            message_from_row,
+        )
+        .optional()?
+        .map(decode_message)
+        .transpose()
+}
+
+/// Messages of a chat, ascending, `after < seq < before`, at most `limit`; with `before`
+/// the newest such messages are returned.
+pub fn list_messages(
+    connection: &Connection,
+    chat_id: &str,
+    before: Option<i64>,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<Message>, StoreError> {
+    let order = if before.is_some() && after.is_none() {
+        "DESC"
+    } else {
+        "ASC"
+    };
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ?1 \
+         AND (?2 IS NULL OR seq < ?2) AND (?3 IS NULL OR seq > ?3) ORDER BY seq {order} LIMIT ?4"
+    ))?;
+    let rows = statement.query_map(
+        params![
+            chat_id,
+            before,
+            after,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ],
+        message_from_row,
+    )?;
+    let mut messages = rows
+        .map(|row| row.map_err(StoreError::from).and_then(decode_message))
+        .collect::<Result<Vec<_>, _>>()?;
+    if order == "DESC" {
+        messages.reverse();
+    }
+    Ok(messages)
+}
+
+/// An execution as stored, with the internal columns the API never shows.
+#[derive(Debug, Clone)]
+pub struct ExecutionRow {
+    /// The public view.
+    pub execution: Execution,
+    /// The settings snapshot the turn runs with (JSON of `Settings`).
+    pub settings: String,
+}
+
+const EXECUTION_COLUMNS: &str = "id, chat_id, user_message_id, assistant_message_id, status, \
+    client_message_id, model, provider, settings, started_at, finished_at, cancel_requested, \
+    error_code, error_message, usage";
+
+type RawExecution = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn execution_from_row(row: &Row<'_>) -> rusqlite::Result<RawExecution> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+        row.get(10)?,
+        row.get(11)?,
+        row.get(12)?,
+        row.get(13)?,
+        row.get(14)?,
+    ))
+}
+
+fn decode_execution(raw: RawExecution) -> Result<ExecutionRow, StoreError> {
+    let (
+        id,
+        chat_id,
+        user_message_id,
+        assistant_message_id,
+        status,
+        client_message_id,
+        model,
+        provider,
+        settings,
+        started_at,
+        finished_at,
+        cancel_requested,
+        error_code,
+        error_message,
+        usage,
+    ) = raw;
+    Ok(ExecutionRow {
+        execution: Execution {
+            id,
+            chat_id,
+            user_message_id,
+            assistant_message_id,
+            status: from_json("executions.status", &format!("\"{status}\""))?,
+            request_id: None,
+            client_message_id,
+            model,
+            provider,
+            started_at: from_time_opt("executions.started_at", started_at)?,
+            finished_at: from_time_opt("executions.finished_at", finished_at)?,
+            cancel_requested: cancel_requested != 0,
+            error_code,
+            error_message,
+            usage: from_json_opt::<Usage>("executions.usage", usage)?,
+            metadata: BTreeMap::new(),
+        },
+        settings,
+    })
+}
+
+/// Inserts a running execution. A second active execution in the chat violates the unique
+/// index: the caller maps that to 409.
+pub fn insert_execution(
+    connection: &Connection,
+    execution: &Execution,
+    settings: &str,
+    owner: &str,
+    lease_until: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> Result<(), rusqlite::Error> {
+    connection.execute(
+        &format!(
+            "INSERT INTO executions ({EXECUTION_COLUMNS}, owner, lease_until, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, NULL, NULL, NULL, ?11, ?12, ?13)"
+        ),
+        params![
+            execution.id,
+            execution.chat_id,
+            execution.user_message_id,
+            execution.assistant_message_id,
+            execution.status.as_str(),
+            execution.client_message_id,
+            execution.model,
+            execution.provider,
+            settings,
+            execution.started_at.map(to_time),
+            owner,
+            to_time(lease_until),
+            to_time(at),
+        ],
+    )?;
+    Ok(())
+}
+
+/// One execution of a chat.
+pub fn load_execution(
+    connection: &Connection,
+    chat_id: &str,
+    id: &str,
+) -> Result<Option<ExecutionRow>, StoreError> {
+    connection
+        .query_row(
+            &format!("SELECT {EXECUTION_COLUMNS} FROM executions WHERE chat_id = ?1 AND id = ?2"),
+            params![chat_id, id],
+            execution_from_row,
+        )
+        .optional()?
+        .map(decode_execution)
+        .transpose()
+}
+
+/// The active execution of a chat, if any.
+pub fn active_execution(
+    connection: &Connection,
+    chat_id: &str,
+) -> Result<Option<ExecutionRow>, StoreError> {
+    connection
+        .query_row(
+            &format!(
+                "SELECT {EXECUTION_COLUMNS} FROM executions WHERE chat_id = ?1 \
+                 AND status IN ('queued', 'running', 'waiting_option', 'cancelling')"
+            ),
+            [chat_id],
+            execution_from_row,
+        )
+        .optional()?
+        .map(decode_execution)
+        .transpose()
+}
+
+/// The execution started by a `client_message_id`.
+pub fn execution_by_client_message(
+    connection: &Connection,
+    chat_id: &str,
+    client_message_id: &str,
+) -> Result<Option<ExecutionRow>, StoreError> {
+    connection
+        .query_row(
+            &format!("SELECT {EXECUTION_COLUMNS} FROM executions WHERE chat_id = ?1 AND client_message_id = ?2"),
+            params![chat_id, client_message_id],
+            execution_from_row,
+        )
+        .optional()?
+        .map(decode_execution)
+        .transpose()
+}
+
+/// Moves an execution from one of `from` to `to`, with optional end data. Returns whether it
+/// was in one of `from` (the transition is conditional, so racing ends cannot both win).
+#[allow(clippy::too_many_arguments)]
+pub fn transition(
+    connection: &Connection,
+    id: &str,
+    from: &[ExecutionStatus],
+    to: ExecutionStatus,
+    at: DateTime<Utc>,
+    error: Option<(&str, &str)>,
+    usage: Option<&Usage>,
+    assistant_message_id: Option<&str>,
+) -> Result<bool, StoreError> {
+    let from: Vec<&str> = from.iter().map(|status| status.as_str()).collect();
+    let placeholders = (0..from.len())
+        .map(|i| format!("?{}", i + 8))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let finished = !to.is_active();
+    let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![
+        Box::new(id.to_owned()),
+        Box::new(to.as_str()),
+        Box::new(finished.then(|| to_time(at))),
+        Box::new(error.map(|(code, _)| code.to_owned())),
+        Box::new(error.map(|(_, message)| message.to_owned())),
+        Box::new(usage.map(to_json).transpose()?),
+        Box::new(assistant_message_id.map(str::to_owned)),
+    ];
+    for status in from {
+        values.push(Box::new(status));
+    }
+    let changed = connection.execute(
+        &format!(
+            "UPDATE executions SET status = ?2, finished_at = coalesce(?3, finished_at), \
+             error_code = ?4, error_message = ?5, usage = coalesce(?6, usage), \
+             assistant_message_id = coalesce(?7, assistant_message_id), \
+             cancel_requested = cancel_requested OR ?2 IN ('cancelling', 'cancelled'), \
+             started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL THEN ?3 ELSE started_at END \
+             WHERE id = ?1 AND status IN ({placeholders})"
+        ),
+        rusqlite::params_from_iter(values.iter().map(|value| value.as_ref())),
+    )?;
+    Ok(changed == 1)
+}
+
+/// Extends the lease of this process's running executions.
+pub fn renew_leases(
+    connection: &Connection,
+    owner: &str,
+    until: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    Ok(connection.execute(
+        "UPDATE executions SET lease_until = ?2 WHERE owner = ?1 \
+         AND status IN ('queued', 'running', 'cancelling')",
+        params![owner, to_time(until)],
+    )?)
+}
+
+/// Executions some process left running (queued, running or cancelling) that `owner` does not
+/// own. `waiting_option` is not a crash: a question can be answered after a restart.
+pub fn orphaned_executions(
+    connection: &Connection,
+    owner: &str,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut statement = connection.prepare(
+        "SELECT id, chat_id FROM executions WHERE status IN ('queued', 'running', 'cancelling') \
+         AND (owner IS NULL OR owner <> ?1)",
+    )?;
+    let rows = statement
+        .query_map([owner], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<Vec<(String, String)>, _>>()?;
+    Ok(rows)
+}
+
+/// A question an agent asked the person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionRow {
+    /// Option id.
+    pub id: String,
+    /// Chat id.
+    pub chat_id: String,
+    /// Execution id.
+    pub execution_id: String,
+    /// Kind (`generic_selection`, ...).
+    pub kind: String,
+    /// The question.
+    pub title: String,
+    /// `single` or `multiple`.
+    pub selection_mode: String,
+    /// The choices.
+    pub choices: Vec<OptionChoice>,
+    /// Whether a free-text answer is accepted.
+    pub free_text: bool,
+    /// `pending`, `answered`, `cancelled`, `expired`.
+    pub status: String,
+    /// When it expires.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Inserts a pending option.
+pub fn insert_option(
+    connection: &Connection,
+    option: &OptionRow,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "INSERT INTO options (id, chat_id, execution_id, kind, title, selection_mode, choices, \
+         free_text, status, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            option.id,
+            option.chat_id,
+            option.execution_id,
+            option.kind,
+            option.title,
+            option.selection_mode,
+            to_json(&option.choices)?,
+            option.free_text,
+            option.status,
+            to_time(at),
+            option.expires_at.map(to_time),
+        ],
+    )?;
+    Ok(())
+}
+
+/// An option row before its choices and time are parsed.
+type RawOption = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    bool,
+    String,
+    Option<String>,
+);
+
+/// An option of a chat owned by `user_id`.
+pub fn load_option(
+    connection: &Connection,
+    user_id: &str,
+    id: &str,
+) -> Result<Option<OptionRow>, StoreError> {
+    let raw: Option<RawOption> = connection
+        .query_row(
+            "SELECT o.id, o.chat_id, o.execution_id, o.kind, o.title, o.selection_mode, o.choices, \
+             o.free_text, o.status, o.expires_at FROM options o JOIN chats c ON c.id = o.chat_id \
+             WHERE c.user_id = ?1 AND o.id = ?2",
+            params![user_id, id],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                    row.get(7)?,
+                    row.get(8)?,
+                    row.get(9)?,
+                ))
+            },
+        )
+        .optional()?;
+    raw.map(
+        |(
+            id,
+            chat_id,
+            execution_id,
+            kind,
+            title,
+            selection_mode,
+            choices,
+            free_text,
+            status,
+            expires_at,
+        )| {
+            Ok(OptionRow {
+                id,
+                chat_id,
+                execution_id,
+                kind,
+                title,
+                selection_mode,
+                choices: from_json("options.choices", &choices)?,
+                free_text,
+                status,
+                expires_at: from_time_opt("options.expires_at", expires_at)?,
+            })
+        },
+    )
+    .transpose()
+}
+
+/// Records an answer (or an expiry) if the option is still pending.
+pub fn settle_option(
+    connection: &Connection,
+    id: &str,
+    status: &str,
+    answer: Option<&serde_json::Value>,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute(
+        "UPDATE options SET status = ?2, answer = ?3, answered_at = ?4 WHERE id = ?1 AND status = 'pending'",
+        params![id, status, answer.map(to_json).transpose()?, to_time(at)],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Cancels the pending options of an execution.
+pub fn cancel_options(
+    connection: &Connection,
+    execution_id: &str,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "UPDATE options SET status = 'cancelled', answered_at = ?2 WHERE execution_id = ?1 AND status = 'pending'",
+        params![execution_id, to_time(at)],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,858 @@
+//! The chat service with a scripted engine at the `TurnEngine` boundary: event order and
+//! durability, one active turn, idempotency, cancellation, questions, recovery, scoping.
+
+use std::sync::Mutex as StdMutex;
+
+use futures::StreamExt;
+use souz_protocol::chat::{OptionChoice, TurnOptions};
+
+use super::turns::{Question, TurnEngine};
+use super::*;
+use crate::config::{Config, SouzPaths};
+use crate::llm::service::Environment;
+use crate::runtime::FollowItem;
+
+/// An engine whose behavior depends on the message text.
+#[derive(Default)]
+struct Script {
+    turns: StdMutex<Vec<Turn>>,
+}
+
+impl TurnEngine for Script {
+    fn run(
+        &self,
+        turn: Turn,
+        events: mpsc::UnboundedSender<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, TurnOutcome> {
+        self.turns.lock().unwrap().push(turn.clone());
+        Box::pin(async move {
+            let usage = Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                total_tokens: 15,
+                precached_tokens: 0,
+            };
+            match &turn.input {
+                TurnInput::OptionAnswer {
+                    selected,
+                    free_text,
+                    ..
+                } => {
+                    let choice = selected
+                        .first()
+                        .map(|c| c.label.clone())
+                        .or(free_text.clone())
+                        .unwrap_or_default();
+                    TurnOutcome::Completed {
+                        text: format!("You chose {choice}"),
+                        usage,
+                    }
+                }
+                TurnInput::Message(text) => match text.as_str() {
+                    "slow" => {
+                        let _ = events.send(TurnEvent::Delta("thinking".into()));
+                        cancel.cancelled().await;
+                        TurnOutcome::Cancelled { usage }
+                    }
+                    "ask" => TurnOutcome::Asked {
+                        question: Question {
+                            kind: "generic_selection".into(),
+                            title: "Which one?".into(),
+                            selection_mode: "single".into(),
+                            choices: vec![
+                                OptionChoice {
+                                    id: "a".into(),
+                                    label: "Apples".into(),
+                                    content: None,
+                                },
+                                OptionChoice {
+                                    id: "b".into(),
+                                    label: "Bananas".into(),
+                                    content: None,
+                                },
+                            ],
+                            free_text: true,
+                        },
+                        usage,
+                    },
+                    "fail" => TurnOutcome::Failed {
+                        code: "agent_execution_failed".into(),
+                        message: "model exploded".into(),
+                        usage,
+                    },
+                    "tool" => {
+                        let _ = events.send(TurnEvent::ToolCallStarted {
+                            call_id: "c1".into(),
+                            tool: "Calculator".into(),
+                            arguments: json!({"expression": "2+2", "token": "sk-zzzzzzzzzzzz"}),
+                        });
+                        let _ = events.send(TurnEvent::ToolCallFinished {
+                            call_id: "c1".into(),
+                            tool: "Calculator".into(),
+                            duration_ms: 3,
+                            result: "4".into(),
+                        });
+                        TurnOutcome::Completed {
+                            text: "It is 4.".into(),
+                            usage,
+                        }
+                    }
+                    other => {
+                        for word in other.split_inclusive(' ') {
+                            let _ = events.send(TurnEvent::Delta(word.to_owned()));
+                        }
+                        TurnOutcome::Completed {
+                            text: format!("echo: {other}"),
+                            usage,
+                        }
+                    }
+                },
+            }
+        })
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    chats: Chats,
+    script: Arc<Script>,
+    llm: Arc<LlmService>,
+    tasks: TaskTracker,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
+    paths.ensure_home().unwrap();
+    let config = Config::defaults(paths.clone());
+    let store = Store::open(paths.database()).await.unwrap();
+    let environment: Environment =
+        Arc::new(|name: &str| (name == "OPENAI_API_KEY").then(|| "sk-test-key-0000".to_owned()));
+    let llm = Arc::new(
+        LlmService::new(
+            &config.llm,
+            store.clone(),
+            paths.provider_key_file(),
+            environment,
+        )
+        .unwrap(),
+    );
+    let tasks = TaskTracker::new();
+    let (chats, script) = chats_over(&store, &llm, &tasks);
+    Fixture {
+        _dir: dir,
+        store,
+        chats,
+        script,
+        llm,
+        tasks,
+    }
+}
+
+fn chats_over(store: &Store, llm: &Arc<LlmService>, tasks: &TaskTracker) -> (Chats, Arc<Script>) {
+    let defaults = SettingsDefaults {
+        default_model: String::new(),
+        context_size: 16000,
+        temperature: 0.7,
+        request_timeout_millis: 400_000,
+        tools: vec!["Calculator".into(), "ListFiles".into()],
+        time_zone: "UTC".into(),
+    };
+    let chats = Chats::new(
+        store.clone(),
+        Arc::clone(llm),
+        defaults,
+        tasks.clone(),
+        CancellationToken::new(),
+    );
+    let script = Arc::new(Script::default());
+    chats.set_engine(script.clone());
+    (chats, script)
+}
+
+fn me() -> ChatUser {
+    ChatUser("local".into())
+}
+
+fn message(text: &str) -> PostMessage {
+    PostMessage {
+        content: text.into(),
+        client_message_id: None,
+        options: None,
+    }
+}
+
+impl Fixture {
+    async fn chat(&self) -> String {
+        self.chats
+            .create_chat(&me(), CreateChat::default())
+            .await
+            .unwrap()
+            .0
+            .chat
+            .id
+    }
+
+    async fn kinds(&self, chat_id: &str) -> Vec<String> {
+        self.chats
+            .replay(&me(), chat_id, 0, 1000)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+
+    async fn execution(&self, chat_id: &str, execution_id: &str) -> Execution {
+        let (chat, id) = (chat_id.to_owned(), execution_id.to_owned());
+        self.store
+            .read(move |c| records::load_execution(c, &chat, &id))
+            .await
+            .unwrap()
+            .unwrap()
+            .execution
+    }
+
+    async fn until_status(
+        &self,
+        chat_id: &str,
+        execution_id: &str,
+        status: ExecutionStatus,
+    ) -> Execution {
+        for _ in 0..500 {
+            let execution = self.execution(chat_id, execution_id).await;
+            if execution.status == status {
+                return execution;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!(
+            "execution never became {status:?}: {:?}",
+            self.execution(chat_id, execution_id).await
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let mut live = Box::pin(f.chats.events().follow(&chat_id, 0));
+    assert!(matches!(
+        live.next().await,
+        Some(FollowItem::Live { last_seq: 0 })
+    ));
+
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, message("hi there"))
+        .await
+        .unwrap();
+    assert_eq!(response.message.role, "user");
+    assert_eq!(response.message.seq, 1);
+    assert_eq!(response.execution.status, ExecutionStatus::Running);
+    let finished = f
+        .until_status(&chat_id, &response.execution.id, ExecutionStatus::Completed)
+        .await;
+    assert_eq!(finished.usage.unwrap().total_tokens, 15);
+
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some("execution.finished") {
+        let Some(FollowItem::Event(event)) = live.next().await else {
+            panic!("stream ended")
+        };
+        seen.push(event.kind.clone());
+    }
+    assert_eq!(
+        seen,
+        [
+            "message.created",
+            "execution.started",
+            "message.delta",
+            "message.delta",
+            "message.created",
+            "message.completed",
+            "execution.finished"
+        ]
+    );
+    assert_eq!(
+        f.kinds(&chat_id).await,
+        [
+            "message.created",
+            "execution.started",
+            "message.created",
+            "message.completed",
+            "execution.finished"
+        ],
+        "deltas are live-only"
+    );
+    let messages = f
+        .chats
+        .messages(&me(), &chat_id, None, None, 100)
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1].content, "echo: hi there");
+    assert_eq!(
+        finished.assistant_message_id.as_deref(),
+        Some(messages[1].id.as_str())
+    );
+    let chat = f
+        .chats
+        .list_chats(&me(), 10, false)
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert_eq!(chat.last_message_preview.as_deref(), Some("echo: hi there"));
+}
+
+#[tokio::test]
+async fn one_active_turn_per_chat() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let first = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let second = f
+        .chats
+        .post_message(&me(), &chat_id, message("again"))
+        .await;
+    assert!(
+        matches!(second, Err(ChatError::ActiveExecution)),
+        "{second:?}"
+    );
+    assert_eq!(
+        f.chats
+            .messages(&me(), &chat_id, None, None, 100)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1,
+        "the refused message is not stored"
+    );
+    f.chats.cancel_active(&me(), &chat_id).await.unwrap();
+    f.until_status(&chat_id, &first.execution.id, ExecutionStatus::Cancelled)
+        .await;
+    let third = f
+        .chats
+        .post_message(&me(), &chat_id, message("again"))
+        .await
+        .unwrap();
+    f.until_status(&chat_id, &third.execution.id, ExecutionStatus::Completed)
+        .await;
+}
+
+#[tokio::test]
+async fn retrying_with_the_same_client_message_id_returns_the_original() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let request = PostMessage {
+        client_message_id: Some(" k1 ".into()),
+        ..message("hello")
+    };
+    let first = f
+        .chats
+        .post_message(&me(), &chat_id, request.clone())
+        .await
+        .unwrap();
+    f.until_status(&chat_id, &first.execution.id, ExecutionStatus::Completed)
+        .await;
+    let again = f
+        .chats
+        .post_message(&me(), &chat_id, request)
+        .await
+        .unwrap();
+    assert_eq!(again.execution.id, first.execution.id);
+    assert_eq!(again.message.id, first.message.id);
+    assert_eq!(again.assistant_message.unwrap().content, "echo: hello");
+    assert_eq!(again.execution.client_message_id.as_deref(), Some("k1"));
+    assert_eq!(
+        f.chats
+            .messages(&me(), &chat_id, None, None, 100)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    assert_eq!(f.script.turns.lock().unwrap().len(), 1, "no second turn");
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_keeps_no_partial_answer() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let cancelling = f
+        .chats
+        .cancel_execution(&me(), &chat_id, &response.execution.id)
+        .await
+        .unwrap();
+    assert!(cancelling.cancel_requested);
+    let cancelled = f
+        .until_status(&chat_id, &response.execution.id, ExecutionStatus::Cancelled)
+        .await;
+    assert_eq!(
+        cancelled.error_code.as_deref(),
+        Some("agent_execution_cancelled")
+    );
+    assert_eq!(
+        f.chats
+            .messages(&me(), &chat_id, None, None, 100)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let kinds = f.kinds(&chat_id).await;
+    assert_eq!(kinds.last().unwrap(), "execution.cancelled");
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.starts_with("execution.c")
+                || k.ends_with("finished")
+                || k.ends_with("failed"))
+            .count(),
+        1
+    );
+    assert!(
+        matches!(f.chats.cancel_active(&me(), &chat_id).await, Err(ChatError::Invalid(m)) if m == "Chat has no active execution.")
+    );
+    assert!(
+        matches!(f.chats.cancel_execution(&me(), &chat_id, &response.execution.id).await, Err(ChatError::Invalid(m)) if m == "Execution is not active.")
+    );
+    assert!(matches!(
+        f.chats.cancel_execution(&me(), &chat_id, "nope").await,
+        Err(ChatError::ExecutionNotFound)
+    ));
+}
+
+#[tokio::test]
+async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let request = PostMessage {
+        options: Some(TurnOptions {
+            temperature: Some(0.2),
+            ..TurnOptions::default()
+        }),
+        ..message("ask")
+    };
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, request)
+        .await
+        .unwrap();
+    f.until_status(
+        &chat_id,
+        &response.execution.id,
+        ExecutionStatus::WaitingOption,
+    )
+    .await;
+    let events = f.chats.replay(&me(), &chat_id, 0, 100).await.unwrap().items;
+    let asked = events
+        .iter()
+        .find(|e| e.kind == "option.requested")
+        .unwrap();
+    assert_eq!(asked.payload["title"], "Which one?");
+    let option_id = asked.payload["optionId"].as_str().unwrap().to_owned();
+
+    // Settings change meanwhile; the resumed turn must use the execution's snapshot.
+    f.chats
+        .patch_settings(
+            &me(),
+            SettingsPatch {
+                temperature: Some(1.5),
+                ..SettingsPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let answer = |ids: &[&str], text: Option<&str>| OptionAnswer {
+        selected_option_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+        free_text: text.map(str::to_owned),
+        metadata: BTreeMap::new(),
+    };
+    for (bad, message) in [
+        (answer(&[], None), "selectedOptionIds must not be empty."),
+        (
+            answer(&["a", "b"], None),
+            "Exactly one option must be selected.",
+        ),
+        (answer(&["zz"], None), "Unknown option id: zz."),
+        (
+            answer(&[" "], None),
+            "selectedOptionIds must not contain blank ids.",
+        ),
+    ] {
+        let error = f
+            .chats
+            .answer_option(&me(), &option_id, bad)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, ChatError::Invalid(m) if m == message),
+            "{error:?}"
+        );
+    }
+    let answered = f
+        .chats
+        .answer_option(&me(), &option_id, answer(&["b"], None))
+        .await
+        .unwrap();
+    assert_eq!(answered.option.status, "answered");
+    assert_eq!(answered.execution.status, ExecutionStatus::Running);
+    let done = f
+        .until_status(&chat_id, &response.execution.id, ExecutionStatus::Completed)
+        .await;
+    assert_eq!(
+        done.usage.unwrap().total_tokens,
+        30,
+        "usage adds up across the question"
+    );
+    let messages = f
+        .chats
+        .messages(&me(), &chat_id, None, None, 100)
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(messages.last().unwrap().content, "You chose Bananas");
+    let turns = f.script.turns.lock().unwrap().clone();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].execution_id, response.execution.id);
+    assert_eq!(
+        turns[1].settings.temperature, 0.2,
+        "the snapshot, not the new settings"
+    );
+    let again = f
+        .chats
+        .answer_option(&me(), &option_id, answer(&["a"], None))
+        .await;
+    assert!(matches!(again, Err(ChatError::Invalid(m)) if m == "Option is not pending."));
+    assert!(matches!(
+        f.chats
+            .answer_option(
+                &ChatUser("someone".into()),
+                &option_id,
+                answer(&["a"], None)
+            )
+            .await,
+        Err(ChatError::OptionNotFound)
+    ));
+    let kinds = f.kinds(&chat_id).await;
+    assert!(kinds.contains(&"option.answered".to_owned()));
+    assert_eq!(kinds.last().unwrap(), "execution.finished");
+}
+
+#[tokio::test]
+async fn tool_events_are_redacted_and_follow_the_setting() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, message("tool"))
+        .await
+        .unwrap();
+    f.until_status(&chat_id, &response.execution.id, ExecutionStatus::Completed)
+        .await;
+    let events = f.chats.replay(&me(), &chat_id, 0, 100).await.unwrap().items;
+    let started = events
+        .iter()
+        .find(|e| e.kind == "tool.call.started")
+        .unwrap();
+    assert_eq!(
+        started.payload["argumentKeys"],
+        json!(["expression", "token"])
+    );
+    assert_eq!(started.payload["argumentsPreview"]["token"], "[REDACTED]");
+    assert!(events.iter().any(|e| e.kind == "tool.call.finished"));
+
+    f.chats
+        .patch_settings(
+            &me(),
+            SettingsPatch {
+                show_tool_events: Some(false),
+                ..SettingsPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    let chat_id = f.chat().await;
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, message("tool"))
+        .await
+        .unwrap();
+    f.until_status(&chat_id, &response.execution.id, ExecutionStatus::Completed)
+        .await;
+    assert!(
+        !f.kinds(&chat_id)
+            .await
+            .iter()
+            .any(|k| k.starts_with("tool.call"))
+    );
+}
+
+#[tokio::test]
+async fn failures_are_terminal_once() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let response = f
+        .chats
+        .post_message(&me(), &chat_id, message("fail"))
+        .await
+        .unwrap();
+    let failed = f
+        .until_status(&chat_id, &response.execution.id, ExecutionStatus::Failed)
+        .await;
+    assert_eq!(failed.error_message.as_deref(), Some("model exploded"));
+    // A late second end (e.g. a racing cancel) changes nothing.
+    let ended = f
+        .chats
+        .end_execution(
+            &chat_id,
+            &response.execution.id,
+            &[ExecutionStatus::Running, ExecutionStatus::Cancelling],
+            TurnOutcome::Cancelled {
+                usage: Usage::default(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(ended.is_none());
+    let kinds = f.kinds(&chat_id).await;
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.starts_with("execution.") && *k != "execution.started")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_restart_fails_what_a_dead_process_left_running() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let running = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let other_chat = f.chat().await;
+    let asked = f
+        .chats
+        .post_message(&me(), &other_chat, message("ask"))
+        .await
+        .unwrap();
+    f.until_status(
+        &other_chat,
+        &asked.execution.id,
+        ExecutionStatus::WaitingOption,
+    )
+    .await;
+
+    // A new process (another owner) starts over the same database.
+    let (restarted, _) = chats_over(&f.store, &f.llm, &f.tasks);
+    let recovered = restarted.recover().await.unwrap();
+    assert_eq!(recovered, 1);
+    let failed = f.execution(&chat_id, &running.execution.id).await;
+    assert_eq!(failed.status, ExecutionStatus::Failed);
+    assert_eq!(failed.error_code.as_deref(), Some("process_restarted"));
+    let kinds = f.kinds(&chat_id).await;
+    assert_eq!(kinds.last().unwrap(), "execution.failed");
+    assert_eq!(
+        f.execution(&other_chat, &asked.execution.id).await.status,
+        ExecutionStatus::WaitingOption,
+        "a pending question is not a crash"
+    );
+    // The chat is usable again.
+    let next = restarted
+        .post_message(&me(), &chat_id, message("again"))
+        .await
+        .unwrap();
+    assert_eq!(next.execution.status, ExecutionStatus::Running);
+}
+
+#[tokio::test]
+async fn chats_are_scoped_to_their_user() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let stranger = ChatUser("stranger".into());
+    assert!(matches!(
+        f.chats.messages(&stranger, &chat_id, None, None, 10).await,
+        Err(ChatError::ChatNotFound)
+    ));
+    assert!(matches!(
+        f.chats
+            .post_message(&stranger, &chat_id, message("hi"))
+            .await,
+        Err(ChatError::ChatNotFound)
+    ));
+    assert!(matches!(
+        f.chats.rename(&stranger, &chat_id, "x").await,
+        Err(ChatError::ChatNotFound)
+    ));
+    assert!(matches!(
+        f.chats.replay(&stranger, &chat_id, 0, 10).await,
+        Err(ChatError::ChatNotFound)
+    ));
+    assert!(
+        f.chats
+            .list_chats(&stranger, 10, true)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn chat_creation_is_idempotent_by_request_id() {
+    let f = fixture().await;
+    let request = CreateChat {
+        request_id: Some("r1".into()),
+        title: Some("Plans".into()),
+        ..CreateChat::default()
+    };
+    let (first, created) = f.chats.create_chat(&me(), request.clone()).await.unwrap();
+    assert!(created && !first.duplicate);
+    let (again, created) = f.chats.create_chat(&me(), request).await.unwrap();
+    assert!(!created && again.duplicate);
+    assert_eq!(again.chat.id, first.chat.id);
+    let other = CreateChat {
+        request_id: Some("r1".into()),
+        title: Some("Other".into()),
+        ..CreateChat::default()
+    };
+    assert!(matches!(
+        f.chats.create_chat(&me(), other).await,
+        Err(ChatError::IdempotencyConflict)
+    ));
+    assert!(matches!(
+        f.chats
+            .create_chat(
+                &me(),
+                CreateChat {
+                    request_id: Some(" ".into()),
+                    ..CreateChat::default()
+                }
+            )
+            .await,
+        Err(ChatError::Invalid(_))
+    ));
+    let archived = f
+        .chats
+        .set_archived(&me(), &first.chat.id, true)
+        .await
+        .unwrap();
+    assert!(archived.archived);
+    assert!(
+        f.chats
+            .list_chats(&me(), 10, false)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        f.chats
+            .list_chats(&me(), 10, true)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let renamed = f
+        .chats
+        .rename(&me(), &first.chat.id, "  New  ")
+        .await
+        .unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("New"));
+    assert!(renamed.updated_at >= first.chat.updated_at);
+}
+
+#[tokio::test]
+async fn replay_and_live_stay_consistent_while_events_are_written() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    for round in 0..5 {
+        let response = f
+            .chats
+            .post_message(&me(), &chat_id, message(&format!("warm {round}")))
+            .await
+            .unwrap();
+        f.until_status(&chat_id, &response.execution.id, ExecutionStatus::Completed)
+            .await;
+    }
+    let writer = {
+        let chats = f.chats.clone();
+        let chat_id = chat_id.clone();
+        tokio::spawn(async move {
+            for round in 0..20 {
+                let response = chats
+                    .post_message(
+                        &me(),
+                        &chat_id,
+                        message(&format!("round {round} with words")),
+                    )
+                    .await
+                    .unwrap();
+                loop {
+                    let (chat, id) = (chat_id.clone(), response.execution.id.clone());
+                    let status = chats
+                        .inner
+                        .store
+                        .read(move |c| records::load_execution(c, &chat, &id))
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .execution
+                        .status;
+                    if !status.is_active() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        })
+    };
+    let mut stream = Box::pin(f.chats.events().follow(&chat_id, 3));
+    let mut seqs = Vec::new();
+    let expected_total = (5 + 20) * 5;
+    while seqs.len() < expected_total - 3 {
+        match tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .unwrap()
+        {
+            Some(FollowItem::Event(event)) => {
+                if let Some(seq) = event.seq {
+                    seqs.push(seq);
+                }
+            }
+            Some(FollowItem::Live { .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    writer.await.unwrap();
+    let expected: Vec<i64> = (4..=i64::try_from(expected_total).unwrap()).collect();
+    assert_eq!(
+        seqs, expected,
+        "every stored event once, in order, across the switch to live"
+    );
+}

@@ -1,0 +1,266 @@
+//! Agent turns as the chat layer sees them: the [`TurnEngine`] boundary (implemented by the
+//! agent runtime), and the execution driver that turns engine events into chat events and the
+//! engine's outcome into exactly one terminal state and event.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use souz_protocol::chat::{ExecutionStatus, OptionChoice, Settings, Usage};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What an engine is asked to do.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The chat's owner.
+    pub user_id: String,
+    /// The chat (also the agent's conversation id).
+    pub chat_id: String,
+    /// The execution this turn belongs to.
+    pub execution_id: String,
+    /// What the person said (or answered).
+    pub input: TurnInput,
+    /// The settings snapshot the execution started with.
+    pub settings: Settings,
+}
+
+/// The person's input to a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnInput {
+    /// A chat message.
+    Message(String),
+    /// The answer to a question the agent asked (the turn continues from it).
+    OptionAnswer {
+        /// The option id.
+        option_id: String,
+        /// The question.
+        question: String,
+        /// The chosen choices.
+        selected: Vec<OptionChoice>,
+        /// Free text.
+        free_text: Option<String>,
+        /// Extra metadata.
+        metadata: std::collections::BTreeMap<String, String>,
+    },
+}
+
+/// Something that happened during a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    /// Streamed answer text.
+    Delta(String),
+    /// A tool call started running.
+    ToolCallStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// A tool call produced a result.
+    ToolCallFinished {
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// Milliseconds.
+        duration_ms: u64,
+        /// The result text.
+        result: String,
+    },
+    /// A tool call failed or was refused.
+    ToolCallFailed {
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// Milliseconds.
+        duration_ms: u64,
+        /// Why.
+        error: String,
+    },
+    /// A tool call waits for the person's approval.
+    ApprovalRequested {
+        /// Approval id.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// What it will do.
+        summary: String,
+    },
+    /// A pending approval was decided or expired.
+    ApprovalResolved {
+        /// Approval id.
+        approval_id: String,
+        /// `approved`, `denied` or `expired`.
+        status: String,
+    },
+}
+
+/// A question for the person (the `AskUser` tool).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// Kind (`generic_selection`, `text_edit_variant`, ...).
+    pub kind: String,
+    /// The question.
+    pub title: String,
+    /// `single` or `multiple`.
+    pub selection_mode: String,
+    /// Choices (may be empty when free text is accepted).
+    pub choices: Vec<OptionChoice>,
+    /// Whether a free-text answer is accepted.
+    pub free_text: bool,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The agent answered.
+    Completed {
+        /// The answer.
+        text: String,
+        /// Tokens used.
+        usage: Usage,
+    },
+    /// The agent asked the person a question; the turn resumes with the answer.
+    Asked {
+        /// The question.
+        question: Question,
+        /// Tokens used so far.
+        usage: Usage,
+    },
+    /// The turn failed.
+    Failed {
+        /// Stable code (`agent_execution_failed`, ...).
+        code: String,
+        /// Message for the person.
+        message: String,
+        /// Tokens used.
+        usage: Usage,
+    },
+    /// The turn was cancelled.
+    Cancelled {
+        /// Tokens used.
+        usage: Usage,
+    },
+}
+
+/// Runs agent turns. Implemented by the agent runtime; tests use scripted engines.
+pub trait TurnEngine: Send + Sync + 'static {
+    /// Runs `turn`, sending events as they happen; ends with the outcome. `cancel` stops the
+    /// turn (in-flight model calls aborted, pending approvals withdrawn).
+    fn run(
+        &self,
+        turn: Turn,
+        events: mpsc::UnboundedSender<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, TurnOutcome>;
+
+    /// Adds input to a running turn (steering); false when the turn cannot take it.
+    fn steer(&self, _execution_id: &str, _input: String) -> bool {
+        false
+    }
+}
+
+/// A shareable engine.
+pub type SharedEngine = Arc<dyn TurnEngine>;
+
+/// Adds `more` to `usage`.
+pub fn add_usage(usage: &mut Usage, more: &Usage) {
+    usage.prompt_tokens += more.prompt_tokens;
+    usage.completion_tokens += more.completion_tokens;
+    usage.total_tokens += more.total_tokens;
+    usage.precached_tokens += more.precached_tokens;
+}
+
+/// The payload of a chat event for an engine event, or `None` when the settings hide it.
+pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'static str, Value)> {
+    match event {
+        TurnEvent::Delta(_) => None,
+        TurnEvent::ToolCallStarted {
+            call_id,
+            tool,
+            arguments,
+        } if show_tool_events => {
+            let mut keys: Vec<&String> = arguments
+                .as_object()
+                .map(|object| object.keys().collect())
+                .unwrap_or_default();
+            keys.sort();
+            Some((
+                "tool.call.started",
+                json!({
+                    "toolCallId": call_id,
+                    "name": tool,
+                    "argumentKeys": keys,
+                    "argumentsPreview": crate::approvals::redact::preview(arguments),
+                }),
+            ))
+        }
+        TurnEvent::ToolCallFinished {
+            call_id,
+            tool,
+            duration_ms,
+            result,
+        } if show_tool_events => Some((
+            "tool.call.finished",
+            json!({
+                "toolCallId": call_id,
+                "name": tool,
+                "status": "finished",
+                "durationMs": duration_ms,
+                "resultPreview": crate::approvals::redact::preview_text(result),
+            }),
+        )),
+        TurnEvent::ToolCallFailed {
+            call_id,
+            tool,
+            duration_ms,
+            error,
+        } if show_tool_events => Some((
+            "tool.call.failed",
+            json!({
+                "toolCallId": call_id,
+                "name": tool,
+                "status": "failed",
+                "error": crate::approvals::redact::error_preview(error),
+                "durationMs": duration_ms,
+            }),
+        )),
+        TurnEvent::ApprovalRequested {
+            approval_id,
+            call_id,
+            tool,
+            summary,
+        } => Some((
+            "approval.requested",
+            json!({"approvalId": approval_id, "toolCallId": call_id, "name": tool, "summary": summary}),
+        )),
+        TurnEvent::ApprovalResolved {
+            approval_id,
+            status,
+        } => Some((
+            if status == "expired" {
+                "approval.expired"
+            } else {
+                "approval.decided"
+            },
+            json!({"approvalId": approval_id, "status": status}),
+        )),
+        _ => None,
+    }
+}
+
+/// The status an execution ends in for an outcome.
+pub fn final_status(outcome: &TurnOutcome) -> ExecutionStatus {
+    match outcome {
+        TurnOutcome::Completed { .. } => ExecutionStatus::Completed,
+        TurnOutcome::Asked { .. } => ExecutionStatus::WaitingOption,
+        TurnOutcome::Failed { .. } => ExecutionStatus::Failed,
+        TurnOutcome::Cancelled { .. } => ExecutionStatus::Cancelled,
+    }
+}

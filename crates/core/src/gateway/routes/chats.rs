@@ -1,0 +1,533 @@
+//! The chat API (original §1.4): settings, onboarding, chats, messages, events (HTTP replay and
+//! the live WebSocket), options, cancellation. Handlers are a few lines over `Chats`.
+
+use std::pin::pin;
+
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message as Frame, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use souz_protocol::chat::{
+    Chat, ChatEvent, ChatEventList, ChatList, CreateChat, CreateChatResponse, ExecutionResponse,
+    MessageList, OnboardingCompleted, OnboardingState, OptionAnswer, OptionAnswerResponse,
+    PostMessage, PostMessageResponse, RenameChat, SettingsPatch, SettingsResponse,
+};
+use souz_protocol::{Bootstrap, ErrorBody};
+
+use crate::chat::ChatUser;
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::gateway::extract::{ApiJson, ApiQuery};
+use crate::runtime::{FollowItem, RuntimeHandle};
+
+/// Close code sent when a follower fell behind and must reconnect.
+const CLOSE_RESYNC: u16 = 4000;
+
+/// Query of `GET /v1/chats`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatsQuery {
+    /// At most this many (default 50, at most 100).
+    pub limit: Option<String>,
+    /// `true` to include archived chats (default `false`).
+    pub include_archived: Option<String>,
+}
+
+/// Query of `GET /v1/chats/{chatId}/messages`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MessagesQuery {
+    /// Only messages before this sequence number (the newest of them).
+    pub before_seq: Option<String>,
+    /// Only messages after this sequence number.
+    pub after_seq: Option<String>,
+    /// At most this many (default 100, at most 500).
+    pub limit: Option<String>,
+}
+
+/// Query of the chat event routes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Only events after this sequence number (default 0).
+    pub after_seq: Option<String>,
+    /// At most this many (default 100, at most 1000; HTTP replay only).
+    pub limit: Option<String>,
+}
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .route(
+            Operation::get("/v1/bootstrap")
+                .summary("Version, features, usable models, tools and settings, for a client's first call.")
+                .tag("chats")
+                .response::<Bootstrap>(200, "Bootstrap information."),
+            bootstrap,
+        )
+        .route(
+            Operation::get("/v1/onboarding/state")
+                .summary("Whether onboarding is needed and what is missing.")
+                .tag("chats")
+                .response::<OnboardingState>(200, "The onboarding state."),
+            onboarding_state,
+        )
+        .route(
+            Operation::post("/v1/onboarding/complete")
+                .summary("Finish onboarding with optional preferences.")
+                .tag("chats")
+                .request::<SettingsPatch>()
+                .response::<OnboardingCompleted>(200, "Done.")
+                .response::<ErrorBody>(409, "No model is reachable yet (`onboarding_requires_model_access`)."),
+            onboarding_complete,
+        )
+        .route(
+            Operation::get("/v1/me/settings")
+                .summary("The user's effective settings.")
+                .tag("chats")
+                .response::<SettingsResponse>(200, "The settings."),
+            get_settings,
+        )
+        .route(
+            Operation::patch("/v1/me/settings")
+                .summary("Change settings; absent fields keep their value.")
+                .tag("chats")
+                .request::<SettingsPatch>()
+                .response::<SettingsResponse>(200, "The new settings."),
+            patch_settings,
+        )
+        .route(
+            Operation::get("/v1/chats")
+                .summary("List chats, most recently changed first.")
+                .tag("chats")
+                .query::<ChatsQuery>()
+                .response::<ChatList>(200, "The chats."),
+            list_chats,
+        )
+        .route(
+            Operation::post("/v1/chats")
+                .summary("Create a chat (idempotent by requestId).")
+                .tag("chats")
+                .request::<CreateChat>()
+                .response::<CreateChatResponse>(201, "Created.")
+                .response::<CreateChatResponse>(200, "The chat this requestId created before.")
+                .response::<ErrorBody>(409, "requestId was used with a different payload (`idempotency_conflict`)."),
+            create_chat,
+        )
+        .route(
+            Operation::patch("/v1/chats/{chatId}/title")
+                .summary("Rename a chat.")
+                .tag("chats")
+                .request::<RenameChat>()
+                .response::<Chat>(200, "The chat.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            rename_chat,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/archive")
+                .summary("Archive a chat (reversible).")
+                .tag("chats")
+                .response::<Chat>(200, "The chat.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            archive_chat,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/unarchive")
+                .summary("Unarchive a chat.")
+                .tag("chats")
+                .response::<Chat>(200, "The chat.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            unarchive_chat,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/messages")
+                .summary("Messages of a chat, ascending.")
+                .tag("chats")
+                .query::<MessagesQuery>()
+                .response::<MessageList>(200, "The messages.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            list_messages,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/messages")
+                .summary("Post a message; starts an agent turn (an execution).")
+                .description(
+                    "Answers at once with the stored message and the running execution; follow \
+                     the turn on `WS /v1/chats/{chatId}/ws` or `GET .../events`. Resending the \
+                     same `clientMessageId` returns the original execution. 409 \
+                     `chat_already_has_active_execution` while a turn runs.",
+                )
+                .tag("chats")
+                .request::<PostMessage>()
+                .response::<PostMessageResponse>(200, "Stored; the turn runs.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`).")
+                .response::<ErrorBody>(409, "A turn is running, or the model is not usable."),
+            post_message,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/events")
+                .summary("Stored events of a chat after `afterSeq` (replay).")
+                .tag("chats")
+                .query::<EventsQuery>()
+                .response::<ChatEventList>(200, "The events, ascending.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            replay_events,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/ws")
+                .summary("Follow a chat over a WebSocket: replay after `afterSeq`, then live.")
+                .description(
+                    "Frames: `{\"kind\":\"event\", ...event}` for stored events (with `seq`) and \
+                     live ones (`message.delta`, without `seq`), `{\"kind\":\"live\",\"lastSeq\":N}` \
+                     when the replay is done, and `{\"kind\":\"resync\",\"lastSeq\":N}` followed by \
+                     close code 4000 when the client fell behind (reconnect with afterSeq=N).",
+                )
+                .tag("chats")
+                .query::<EventsQuery>()
+                .websocket::<ChatEvent>(),
+            follow,
+        )
+        .route(
+            Operation::post("/v1/options/{optionId}/answer")
+                .summary("Answer a question the agent asked; its turn resumes.")
+                .tag("chats")
+                .request::<OptionAnswer>()
+                .response::<OptionAnswerResponse>(200, "Answered; the execution runs again.")
+                .response::<ErrorBody>(404, "No such option (`option_not_found`)."),
+            answer_option,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/cancel-active")
+                .summary("Cancel the chat's running turn.")
+                .tag("chats")
+                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
+                .response::<ErrorBody>(400, "The chat has no active execution."),
+            cancel_active,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/executions/{executionId}/cancel")
+                .summary("Cancel one execution.")
+                .tag("chats")
+                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
+                .response::<ErrorBody>(404, "No such execution (`execution_not_found`)."),
+            cancel_execution,
+        )
+}
+
+/// Parses a positive integer query value: default when absent, 400 when not positive,
+/// clamped to `max`.
+fn positive(
+    name: &str,
+    value: Option<&str>,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(text) => match text.trim().parse::<i64>() {
+            Ok(number) if number > 0 => Ok(usize::try_from(number).unwrap_or(max).min(max)),
+            _ => Err(ApiError::invalid(format!("{name} must be positive."))),
+        },
+    }
+}
+
+fn sequence(name: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
+    value
+        .map(|text| match text.trim().parse::<i64>() {
+            Ok(number) if number >= 0 => Ok(number),
+            _ => Err(ApiError::invalid(format!("{name} must be 0 or more."))),
+        })
+        .transpose()
+}
+
+async fn bootstrap(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<Bootstrap>, ApiError> {
+    Ok(axum::Json(handle.bootstrap(&user).await?))
+}
+
+async fn onboarding_state(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<OnboardingState>, ApiError> {
+    let (completed, has_model) = handle.chats().onboarding(&user).await?;
+    let settings = handle.chats().settings(&user).await?;
+    let mut reasons = Vec::new();
+    if !has_model {
+        reasons.push("missing_model_access".to_owned());
+    }
+    if !completed {
+        reasons.push("preferences_incomplete".to_owned());
+    }
+    let current_step = if !has_model {
+        "provider"
+    } else if !completed {
+        "preferences"
+    } else {
+        "done"
+    };
+    Ok(axum::Json(OnboardingState {
+        required: !reasons.is_empty(),
+        completed,
+        current_step: current_step.to_owned(),
+        reasons,
+        recommended_default_model: Some(settings.default_model).filter(|model| !model.is_empty()),
+    }))
+}
+
+async fn onboarding_complete(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(patch): ApiJson<SettingsPatch>,
+) -> Result<axum::Json<OnboardingCompleted>, ApiError> {
+    handle.chats().complete_onboarding(&user, patch).await?;
+    Ok(axum::Json(OnboardingCompleted { completed: true }))
+}
+
+async fn get_settings(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<SettingsResponse>, ApiError> {
+    let settings = handle.chats().settings(&user).await?;
+    Ok(axum::Json(SettingsResponse { settings }))
+}
+
+async fn patch_settings(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(patch): ApiJson<SettingsPatch>,
+) -> Result<axum::Json<SettingsResponse>, ApiError> {
+    let settings = handle.chats().patch_settings(&user, patch).await?;
+    Ok(axum::Json(SettingsResponse { settings }))
+}
+
+async fn list_chats(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    ApiQuery(query): ApiQuery<ChatsQuery>,
+) -> Result<axum::Json<ChatList>, ApiError> {
+    let limit = positive("limit", query.limit.as_deref(), 50, 100)?;
+    let include_archived = match query.include_archived.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(ApiError::invalid("includeArchived must be true or false.")),
+    };
+    Ok(axum::Json(
+        handle
+            .chats()
+            .list_chats(&user, limit, include_archived)
+            .await?,
+    ))
+}
+
+async fn create_chat(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<CreateChat>,
+) -> Result<Response, ApiError> {
+    let (response, created) = handle.chats().create_chat(&user, request).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(response)).into_response())
+}
+
+async fn rename_chat(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+    ApiJson(request): ApiJson<RenameChat>,
+) -> Result<axum::Json<Chat>, ApiError> {
+    Ok(axum::Json(
+        handle
+            .chats()
+            .rename(&user, &chat_id, &request.title)
+            .await?,
+    ))
+}
+
+async fn archive_chat(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+) -> Result<axum::Json<Chat>, ApiError> {
+    Ok(axum::Json(
+        handle.chats().set_archived(&user, &chat_id, true).await?,
+    ))
+}
+
+async fn unarchive_chat(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+) -> Result<axum::Json<Chat>, ApiError> {
+    Ok(axum::Json(
+        handle.chats().set_archived(&user, &chat_id, false).await?,
+    ))
+}
+
+async fn list_messages(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+    ApiQuery(query): ApiQuery<MessagesQuery>,
+) -> Result<axum::Json<MessageList>, ApiError> {
+    let limit = positive("limit", query.limit.as_deref(), 100, 500)?;
+    let before = positive("beforeSeq", query.before_seq.as_deref(), 0, usize::MAX)?;
+    let after = positive("afterSeq", query.after_seq.as_deref(), 0, usize::MAX)?;
+    let bound = |value: usize| (value > 0).then(|| i64::try_from(value).unwrap_or(i64::MAX));
+    Ok(axum::Json(
+        handle
+            .chats()
+            .messages(&user, &chat_id, bound(before), bound(after), limit)
+            .await?,
+    ))
+}
+
+async fn post_message(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+    ApiJson(request): ApiJson<PostMessage>,
+) -> Result<axum::Json<PostMessageResponse>, ApiError> {
+    Ok(axum::Json(
+        handle
+            .chats()
+            .post_message(&user, &chat_id, request)
+            .await?,
+    ))
+}
+
+async fn replay_events(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> Result<axum::Json<ChatEventList>, ApiError> {
+    let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
+    let limit = positive("limit", query.limit.as_deref(), 100, 1000)?;
+    Ok(axum::Json(
+        handle.chats().replay(&user, &chat_id, after, limit).await?,
+    ))
+}
+
+async fn follow(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let upgrade = upgrade.map_err(|rejection| {
+        ApiError::invalid(format!(
+            "WebSocket upgrade required: {}",
+            rejection.body_text()
+        ))
+    })?;
+    let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
+    handle.chats().authorize_stream(&user, &chat_id).await?;
+    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)))
+}
+
+async fn stream(mut socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {
+    let shutdown = handle.shutdown_signal();
+    let mut items = pin!(handle.chats().events().follow(&chat_id, after));
+    loop {
+        tokio::select! {
+            biased;
+            item = items.next() => {
+                let Some(item) = item else { return };
+                let (frame, resync) = match item {
+                    FollowItem::Event(event) => {
+                        let mut value = serde_json::to_value(&*event).unwrap_or_default();
+                        value["kind"] = json!("event");
+                        (value, false)
+                    }
+                    FollowItem::Live { last_seq } => (json!({"kind": "live", "lastSeq": last_seq}), false),
+                    FollowItem::Resync { last_seq } => (json!({"kind": "resync", "lastSeq": last_seq}), true),
+                    FollowItem::Failed(error) => {
+                        tracing::error!(%error, "chat event replay failed");
+                        close(socket, 1011, "event replay failed").await;
+                        return;
+                    }
+                };
+                if socket.send(Frame::Text(frame.to_string().into())).await.is_err() {
+                    return;
+                }
+                if resync {
+                    close(socket, CLOSE_RESYNC, "fell behind; reconnect with afterSeq").await;
+                    return;
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Frame::Close(_)) | Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            },
+            () = shutdown.cancelled() => {
+                close(socket, 1001, "Souz is shutting down").await;
+                return;
+            }
+        }
+    }
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    if socket.send(Frame::Close(Some(frame))).await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while let Some(Ok(message)) = socket.recv().await {
+            if matches!(message, Frame::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+async fn answer_option(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(option_id): Path<String>,
+    ApiJson(answer): ApiJson<OptionAnswer>,
+) -> Result<axum::Json<OptionAnswerResponse>, ApiError> {
+    Ok(axum::Json(
+        handle
+            .chats()
+            .answer_option(&user, &option_id, answer)
+            .await?,
+    ))
+}
+
+async fn cancel_active(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(chat_id): Path<String>,
+) -> Result<axum::Json<ExecutionResponse>, ApiError> {
+    let execution = handle.chats().cancel_active(&user, &chat_id).await?;
+    Ok(axum::Json(ExecutionResponse { execution }))
+}
+
+async fn cancel_execution(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path((chat_id, execution_id)): Path<(String, String)>,
+) -> Result<axum::Json<ExecutionResponse>, ApiError> {
+    let execution = handle
+        .chats()
+        .cancel_execution(&user, &chat_id, &execution_id)
+        .await?;
+    Ok(axum::Json(ExecutionResponse { execution }))
+}

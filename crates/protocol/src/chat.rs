@@ -1,0 +1,409 @@
+//! The chat API on the wire (`/v1/chats`, `/v1/me/settings`, `/v1/onboarding`, `/v1/options`):
+//! the original `/v1` API's shapes (camelCase), so its clients keep working.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A user's effective settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    /// Default model (alias or `provider/model`).
+    pub default_model: String,
+    /// Context window the agent plans for, in tokens.
+    pub context_size: u32,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// BCP 47 locale (`en-US`).
+    pub locale: String,
+    /// IANA time zone (`Europe/Berlin`).
+    pub time_zone: String,
+    /// System prompt override; `null` uses the agent's default.
+    pub system_prompt: Option<String>,
+    /// Tools the agent may use.
+    pub enabled_tools: Vec<String>,
+    /// Whether tool-call events are shown in chats.
+    pub show_tool_events: bool,
+    /// Whether answers stream as `message.delta` events.
+    pub streaming_messages: bool,
+    /// `en` or `ru`.
+    pub interface_language: String,
+    /// Time limit of one model request, in milliseconds (at least 1000).
+    pub request_timeout_millis: u64,
+    /// Whether tool descriptions include few-shot examples.
+    pub use_few_shot_examples: bool,
+}
+
+/// `PATCH /v1/me/settings` and per-message overrides: every field optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsPatch {
+    /// Default model.
+    pub default_model: Option<String>,
+    /// Context size (> 0).
+    pub context_size: Option<u32>,
+    /// Temperature (finite).
+    pub temperature: Option<f32>,
+    /// Locale (BCP 47).
+    pub locale: Option<String>,
+    /// Time zone (IANA).
+    pub time_zone: Option<String>,
+    /// System prompt (blank is ignored).
+    pub system_prompt: Option<String>,
+    /// Enabled tools (names from the catalog).
+    pub enabled_tools: Option<Vec<String>>,
+    /// Show tool events.
+    pub show_tool_events: Option<bool>,
+    /// Stream answers.
+    pub streaming_messages: Option<bool>,
+    /// `en` or `ru`.
+    pub interface_language: Option<String>,
+    /// Request timeout (>= 1000 ms).
+    pub request_timeout_millis: Option<u64>,
+    /// Few-shot examples.
+    pub use_few_shot_examples: Option<bool>,
+}
+
+/// `{settings}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SettingsResponse {
+    /// The effective settings.
+    pub settings: Settings,
+}
+
+/// A chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Chat {
+    /// Chat id.
+    pub id: String,
+    /// Title, if any.
+    pub title: Option<String>,
+    /// Whether it is archived (reversible).
+    pub archived: bool,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// The latest message's content.
+    pub last_message_preview: Option<String>,
+}
+
+/// `GET /v1/chats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatList {
+    /// Most recently changed first.
+    pub items: Vec<Chat>,
+    /// Always `null` (no paging beyond `limit`).
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /v1/chats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateChat {
+    /// Idempotency key: the same key and payload return the same chat.
+    pub request_id: Option<String>,
+    /// Title.
+    pub title: Option<String>,
+    /// Accepted for compatibility with the original API; must be the caller's own id if given.
+    pub user_id: Option<String>,
+    /// Accepted for compatibility (`backend` or `mobile_app`).
+    pub client_type: Option<String>,
+}
+
+/// `POST /v1/chats` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateChatResponse {
+    /// The idempotency key, if one was sent.
+    pub request_id: Option<String>,
+    /// Whether the chat already existed for this key.
+    pub duplicate: bool,
+    /// The chat.
+    pub chat: Chat,
+}
+
+/// `PATCH /v1/chats/{chatId}/title`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RenameChat {
+    /// The new title (trimmed, non-empty).
+    pub title: String,
+}
+
+/// A message of a chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Message id.
+    pub id: String,
+    /// Chat id.
+    pub chat_id: String,
+    /// Position in the chat, from 1.
+    pub seq: i64,
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// Text.
+    pub content: String,
+    /// String metadata (`clientMessageId`, ...).
+    pub metadata: BTreeMap<String, String>,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+/// `GET /v1/chats/{chatId}/messages`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageList {
+    /// Ascending by `seq`.
+    pub items: Vec<Message>,
+    /// Always `null`.
+    pub next_before_seq: Option<i64>,
+}
+
+/// `POST /v1/chats/{chatId}/messages`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostMessage {
+    /// The user's message (trimmed, non-empty).
+    pub content: String,
+    /// Idempotency key: resending it returns the original execution.
+    pub client_message_id: Option<String>,
+    /// Per-turn overrides.
+    pub options: Option<TurnOptions>,
+}
+
+/// Per-turn overrides of `POST /v1/chats/{chatId}/messages`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOptions {
+    /// Model.
+    pub model: Option<String>,
+    /// Context size.
+    pub context_size: Option<u32>,
+    /// Temperature.
+    pub temperature: Option<f32>,
+    /// Locale.
+    pub locale: Option<String>,
+    /// Time zone.
+    pub time_zone: Option<String>,
+    /// System prompt.
+    pub system_prompt: Option<String>,
+}
+
+/// Token usage of an execution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+    /// Prompt tokens served from a cache.
+    pub precached_tokens: u64,
+}
+
+/// Where an execution (an agent turn) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    /// Accepted, not started.
+    Queued,
+    /// The agent is working.
+    Running,
+    /// Waiting for the person to answer an option (question).
+    WaitingOption,
+    /// Cancellation requested.
+    Cancelling,
+    /// Cancelled.
+    Cancelled,
+    /// Finished with an answer.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+impl ExecutionStatus {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::WaitingOption => "waiting_option",
+            Self::Cancelling => "cancelling",
+            Self::Cancelled => "cancelled",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Whether the execution still holds the chat (the first four statuses).
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            Self::Queued | Self::Running | Self::WaitingOption | Self::Cancelling
+        )
+    }
+}
+
+/// An execution: one agent turn started by a user message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Execution {
+    /// Execution id.
+    pub id: String,
+    /// Chat id.
+    pub chat_id: String,
+    /// The user message that started it.
+    pub user_message_id: Option<String>,
+    /// The assistant's answer, once there is one.
+    pub assistant_message_id: Option<String>,
+    /// Status.
+    pub status: ExecutionStatus,
+    /// Always `null` here (public client threads).
+    pub request_id: Option<String>,
+    /// The idempotency key of the user message.
+    pub client_message_id: Option<String>,
+    /// Model alias.
+    pub model: Option<String>,
+    /// Provider (enum name, e.g. `OPENAI`).
+    pub provider: Option<String>,
+    /// When it started running.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Whether cancellation was requested.
+    pub cancel_requested: bool,
+    /// Error code, if it failed or was cancelled.
+    pub error_code: Option<String>,
+    /// Error message.
+    pub error_message: Option<String>,
+    /// Token usage.
+    pub usage: Option<Usage>,
+    /// Always empty: internal metadata is never exposed.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// `POST /v1/chats/{chatId}/messages` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostMessageResponse {
+    /// The stored user message.
+    pub message: Message,
+    /// The answer, when the execution already finished (an idempotent retry).
+    pub assistant_message: Option<Message>,
+    /// The execution.
+    pub execution: Execution,
+}
+
+/// `{execution}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecutionResponse {
+    /// The execution.
+    pub execution: Execution,
+}
+
+/// A chat event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatEvent {
+    /// Chat-local sequence number (`null` for live-only events such as `message.delta`).
+    pub seq: Option<i64>,
+    /// Whether it is stored (replayable).
+    pub durable: bool,
+    /// Chat id.
+    pub chat_id: String,
+    /// The execution it belongs to, if any.
+    pub execution_id: Option<String>,
+    /// `message.created`, `message.delta`, `message.completed`, `tool.call.started`,
+    /// `tool.call.finished`, `tool.call.failed`, `approval.requested`, `approval.decided`,
+    /// `approval.expired`, `option.requested`, `option.answered`, `execution.started`,
+    /// `execution.finished`, `execution.failed`, `execution.cancelled`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Type-specific payload.
+    pub payload: serde_json::Value,
+    /// When it happened.
+    pub created_at: DateTime<Utc>,
+}
+
+/// `GET /v1/chats/{chatId}/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChatEventList {
+    /// Ascending by `seq`.
+    pub items: Vec<ChatEvent>,
+}
+
+/// One choice of an option (question).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OptionChoice {
+    /// Choice id.
+    pub id: String,
+    /// Label.
+    pub label: String,
+    /// Longer content.
+    pub content: Option<String>,
+}
+
+/// `POST /v1/options/{optionId}/answer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OptionAnswer {
+    /// Chosen choice ids (at least one unless `freeText` is given for a free-text question).
+    #[serde(default)]
+    pub selected_option_ids: Vec<String>,
+    /// Free text.
+    pub free_text: Option<String>,
+    /// String metadata.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The option part of `POST /v1/options/{optionId}/answer`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionState {
+    /// Option id.
+    pub id: String,
+    /// `pending`, `answered`, `cancelled` or `expired`.
+    pub status: String,
+}
+
+/// `POST /v1/options/{optionId}/answer` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionAnswerResponse {
+    /// The option.
+    pub option: OptionState,
+    /// The resumed execution.
+    pub execution: Execution,
+}
+
+/// `GET /v1/onboarding/state`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OnboardingState {
+    /// Whether the client should show onboarding.
+    pub required: bool,
+    /// Whether onboarding was completed once.
+    pub completed: bool,
+    /// `provider` (no model is reachable), `preferences` (not completed) or `done`.
+    pub current_step: String,
+    /// `missing_model_access`, `preferences_incomplete`.
+    pub reasons: Vec<String>,
+    /// The model onboarding suggests.
+    pub recommended_default_model: Option<String>,
+}
+
+/// `POST /v1/onboarding/complete` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OnboardingCompleted {
+    /// Always true.
+    pub completed: bool,
+}
