@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|llm|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|chat|mcp|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/setup.sh
+. scripts/clients.sh
 which="${1:-all}"
 cargo build --release --bin souz
-export SOUZ_BIN="$PWD/target/release/souz"
+export SOUZ_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/souz"
 case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
   chat) cargo bench -p souz-core --bench chat ;;
+  mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --bench gate
     cargo bench -p souz-core --bench llm
     cargo bench -p souz-core --bench chat
+    souz_install_clients
+    cargo bench -p souz-e2e --bench mcp
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

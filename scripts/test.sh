@@ -5,19 +5,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
+. scripts/clients.sh
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export RUST_BACKTRACE=1
 
 step() { echo; echo "==> $*"; }
 
+step "MCP test clients"
+souz_install_clients
+
 step "rustfmt"
 cargo fmt --all -- --check
 
 step "clippy (all targets, warnings are errors)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo clippy --locked -p souz-core -p souz-cli --features souz-cli/conformance --all-targets -- -D warnings
 
 step "build"
+# The daemon with the MCP conformance suite's fixtures, for the end-to-end test that runs the
+# whole suite: built first and kept as souz-conformance, then the real build takes its place.
+cargo build --locked -p souz-cli --features conformance
+cp "${CARGO_TARGET_DIR:-target}/debug/souz" "${CARGO_TARGET_DIR:-target}/debug/souz-conformance"
 cargo build --locked --workspace --all-targets
 
 step "tests"

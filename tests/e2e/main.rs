@@ -3,4 +3,5 @@
 mod approvals;
 mod config;
 mod daemon;
+mod mcp;
 mod sandbox;

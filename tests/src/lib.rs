@@ -30,7 +30,12 @@ pub fn souz_bin() -> PathBuf {
 
 /// A `souz` command with `SOUZ_HOME` set and the caller's overrides cleared.
 pub fn souz(home: &Path) -> Command {
-    let mut command = Command::new(souz_bin());
+    program_in(&souz_bin(), home)
+}
+
+/// `program` (a build of `souz`) with `SOUZ_HOME` set and the caller's overrides cleared.
+pub fn program_in(program: &Path, home: &Path) -> Command {
+    let mut command = Command::new(program);
     command
         .env("SOUZ_HOME", home)
         .env_remove("SOUZ_PORT")
@@ -161,14 +166,31 @@ impl Daemon {
         Self::start_with_homes(stopped.home, stopped.user, |_| {})
     }
 
+    /// Starts `program serve` (another build of `souz`, e.g. one with test-only features) with
+    /// fresh homes.
+    pub fn start_program(program: &Path) -> Self {
+        let home = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        let user = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        Self::start_with_program(home, user, program, |_| {})
+    }
+
     fn start_with_homes(
         home: tempfile::TempDir,
         user: tempfile::TempDir,
         prepare: impl FnOnce(&mut Command),
     ) -> Self {
+        Self::start_with_program(home, user, &souz_bin(), prepare)
+    }
+
+    fn start_with_program(
+        home: tempfile::TempDir,
+        user: tempfile::TempDir,
+        program: &Path,
+        prepare: impl FnOnce(&mut Command),
+    ) -> Self {
         let _ = std::fs::remove_file(home.path().join("daemon.json"));
         let user_home = user.path().to_path_buf();
-        let mut command = souz(home.path());
+        let mut command = program_in(program, home.path());
         command
             .arg("serve")
             .env("HOME", &user_home)

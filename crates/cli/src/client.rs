@@ -8,15 +8,16 @@ use souz_core::config::{Config, SouzPaths, process_env};
 use souz_core::runtime::discovery;
 use souz_core::token::ApiToken;
 
-/// A client of the local daemon.
-pub struct DaemonClient {
-    base: String,
-    token: ApiToken,
-    http: reqwest::Client,
+/// Where the daemon of the Souz home named by the environment listens, and its token.
+pub struct Endpoint {
+    /// `http://host:port`, from `daemon.json` when the daemon runs, else from config.toml.
+    pub base: String,
+    /// The bearer token.
+    pub token: ApiToken,
 }
 
-impl DaemonClient {
-    /// Connects to the daemon of the Souz home named by the environment.
+impl Endpoint {
+    /// Reads `daemon.json` (or `[server]` in config.toml) and the token from the Souz home.
     pub fn discover() -> Result<Self> {
         let paths = SouzPaths::resolve(&process_env).map_err(|message| anyhow!(message))?;
         let base = match discovery::read(&paths.daemon_file()) {
@@ -33,6 +34,21 @@ impl DaemonClient {
                 paths.home().display()
             )
         })?;
+        Ok(Self { base, token })
+    }
+}
+
+/// A client of the local daemon.
+pub struct DaemonClient {
+    base: String,
+    token: ApiToken,
+    http: reqwest::Client,
+}
+
+impl DaemonClient {
+    /// Connects to the daemon of the Souz home named by the environment.
+    pub fn discover() -> Result<Self> {
+        let Endpoint { base, token } = Endpoint::discover()?;
         let http = reqwest::Client::builder()
             .no_proxy()
             .build()

@@ -5,6 +5,8 @@
 mod approvals_command;
 mod client;
 mod config_command;
+mod mcp_config;
+mod mcp_stdio;
 mod output;
 mod serve;
 mod tools_command;
@@ -45,6 +47,16 @@ enum Command {
         #[command(subcommand)]
         command: Option<approvals_command::ApprovalsCommand>,
     },
+    /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
+    /// daemon's /mcp with the token from the Souz home. stdout carries protocol only.
+    McpStdio,
+    /// Print how to connect an MCP client: `claude-code` (the `claude mcp add` command) or
+    /// `claude-desktop` (the claude_desktop_config.json block).
+    McpConfig {
+        /// Which client.
+        #[arg(value_enum)]
+        client: mcp_config::McpClient,
+    },
     /// Standing grants made by scoped approvals: list, revoke (default: list).
     Grants {
         #[command(subcommand)]
@@ -67,6 +79,8 @@ fn main() -> ExitCode {
         Command::Serve => serve::run(),
         Command::Token => print_token(),
         Command::Config { command } => config_command::run(command),
+        Command::McpStdio => mcp_stdio::run(),
+        Command::McpConfig { client } => mcp_config::run(client),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {
             approvals_command::run_approvals(command)

@@ -179,6 +179,19 @@ impl Approvals {
         policy.effective(tool, risk, known, &grants, now())
     }
 
+    /// How a tool is treated for `requester` before its arguments are known (see
+    /// [`Policy::effective_for`]).
+    pub fn effective_for(
+        &self,
+        tool: &str,
+        risk: Risk,
+        known: bool,
+        requester: &Requester,
+    ) -> EffectivePolicy {
+        let (policy, grants) = self.snapshot();
+        policy.effective_for(tool, risk, known, requester, &grants, now())
+    }
+
     /// How long a pending approval waits.
     pub fn timeout(&self) -> Duration {
         let state = self

@@ -16,6 +16,7 @@ pub mod edit;
 pub mod env;
 pub mod llm;
 pub mod log;
+pub mod mcp;
 pub mod paths;
 pub mod sandbox;
 pub mod section;
@@ -32,6 +33,7 @@ pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
+pub use mcp::McpConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
@@ -107,6 +109,7 @@ config_sections! {
     sandbox: SandboxConfig,
     approvals: ApprovalsConfig,
     llm: LlmConfig,
+    mcp: McpConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -1,5 +1,5 @@
 //! The gateway: one axum router over [`RuntimeHandle`] serving the HTTP API, WebSockets and
-//! (later) MCP on one loopback port.
+//! MCP (`/mcp`, see [`crate::mcp::server`]) on one loopback port.
 //!
 //! `router(handle, bound)` builds everything; `Gateway::bind` + `Gateway::serve` run it with a
 //! bounded graceful shutdown. Every request crosses the [`perimeter`] first. Routes are added
@@ -21,11 +21,14 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::from_fn_with_state;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use self::error::ApiError;
 use self::perimeter::Perimeter;
 use crate::config::ServerConfig;
+use crate::mcp;
+use crate::mcp::server::Mount;
 use crate::runtime::RuntimeHandle;
 
 /// State shared by every handler.
@@ -63,7 +66,13 @@ pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
     });
     let perimeter = Perimeter::new(&handle.config().server, bound);
     let body_limit = usize::try_from(perimeter.body_limit()).unwrap_or(usize::MAX);
+    let mount = Mount {
+        allowed_hosts: perimeter.hosts(),
+        allowed_origins: perimeter.origins(),
+        body_limit,
+    };
     routes
+        .route("/mcp", mcp::server::route(handle.clone(), &mount))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(AppState {
@@ -175,7 +184,14 @@ impl Gateway {
                 draining.notify_one();
             }
         };
-        let server = axum::serve(self.listener, app).with_graceful_shutdown(graceful);
+        // Answers (SSE events, WebSocket frames) go out in small writes; with Nagle's algorithm
+        // each would wait for the client's delayed ACK (about 40 ms on Linux).
+        let listener = self.listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
+        let server = axum::serve(listener, app).with_graceful_shutdown(graceful);
         tokio::select! {
             result = server => result,
             () = async {

@@ -1,7 +1,8 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: `gateway` -> `runtime` -> (`llm`, `graph`, `store`, `token`) ->
-//! `config` -> `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
+//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> (`llm`, `graph`, `store`,
+//! `token`) -> `config` -> `souz_protocol`. `telemetry` is used by binaries only. See
+//! `docs/architecture.md`.
 
 pub mod approvals;
 pub mod chat;
@@ -9,6 +10,7 @@ pub mod config;
 pub mod gateway;
 pub mod graph;
 pub mod llm;
+pub mod mcp;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;

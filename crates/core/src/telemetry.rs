@@ -45,8 +45,15 @@ pub enum TelemetryError {
 
 /// Installs the global subscriber. Call once, from a binary; a second call is a no-op.
 pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, TelemetryError> {
+    // rmcp logs every MCP session and session-less request at info; keep that out of the
+    // daemon's log unless the filter names rmcp itself.
+    let level = if config.level.contains("rmcp") {
+        config.level.clone()
+    } else {
+        format!("{},rmcp=warn", config.level)
+    };
     let filter = || {
-        EnvFilter::try_new(&config.level).map_err(|error| TelemetryError::Filter {
+        EnvFilter::try_new(&level).map_err(|error| TelemetryError::Filter {
             filter: config.level.clone(),
             message: error.to_string(),
         })

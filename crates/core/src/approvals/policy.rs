@@ -549,6 +549,82 @@ impl Policy {
         }
     }
 
+    /// How a tool is treated for one requester before its arguments are known: what happens to
+    /// a call of it that no argument-specific rule or grant covers, counting the rules and
+    /// grants that name this requester (for MCP tool listings: a tool denied for a client is
+    /// hidden from it, one that asks is marked so). `conditional` counts the rules and grants
+    /// that may still change the outcome depending on the arguments.
+    pub fn effective_for(
+        &self,
+        tool: &str,
+        risk: Risk,
+        known: bool,
+        requester: &Requester,
+        grants: &[GrantRule],
+        now: DateTime<Utc>,
+    ) -> EffectivePolicy {
+        let facts = CallFacts {
+            tool,
+            known,
+            risk,
+            requester,
+            targets: &[],
+        };
+        // With no targets, a rule or grant that narrows by path, command or domain matches
+        // nothing (deny and ask need one matching target, allow needs every target of its
+        // kind and at least one), so `decide` answers for the calls none of them covers.
+        let (action, reason) = match self.decide(&facts, grants, now) {
+            Decision::Allow(DecisionSource::Default { risk }) => (
+                Action::Allow,
+                format!("{} tools are allowed by default", risk_words(risk)),
+            ),
+            Decision::Allow(DecisionSource::Grant { grant_id }) => {
+                (Action::Allow, format!("allowed by grant {grant_id}"))
+            }
+            Decision::Allow(DecisionSource::Rule { index, rule }) => {
+                (Action::Allow, format!("allowed by rule {index} ({rule})"))
+            }
+            Decision::Allow(_) => (Action::Allow, "allowed".to_owned()),
+            Decision::Ask { reason } => (Action::Ask, reason),
+            Decision::Deny { reason, .. } => (Action::Deny, reason),
+        };
+        let names_tool = |rule: &&CompiledRule| {
+            rule.config
+                .tool
+                .as_deref()
+                .is_none_or(|pattern| wildcard_matches(pattern, tool))
+                && rule.config.risk.is_none_or(|r| r == risk)
+                && rule
+                    .config
+                    .requester
+                    .as_deref()
+                    .is_none_or(|pattern| requester_matches(pattern, requester))
+        };
+        let conditional = self
+            .rules
+            .iter()
+            .filter(names_tool)
+            .filter(|rule| !rule.matchers.is_empty())
+            .count()
+            + grants
+                .iter()
+                .filter(|grant| {
+                    grant.tool == tool
+                        && grant.expires_at.is_none_or(|at| at > now)
+                        && !grant.argument_match.is_empty()
+                        && grant
+                            .requester
+                            .as_ref()
+                            .is_none_or(|owner| same_requester(owner, requester))
+                })
+                .count();
+        EffectivePolicy {
+            action,
+            reason,
+            conditional,
+        }
+    }
+
     fn display(&self, path: &Path) -> String {
         match path.strip_prefix(&self.home) {
             Ok(rest) => format!("~/{}", rest.display()),

@@ -64,6 +64,20 @@ impl Perimeter {
         }
     }
 
+    /// Every accepted `Host` value, sorted (for rmcp's own check on `/mcp`).
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = self.hosts.iter().cloned().collect();
+        hosts.sort();
+        hosts
+    }
+
+    /// Every accepted `Origin` value, sorted (for rmcp's own check on `/mcp`).
+    pub fn origins(&self) -> Vec<String> {
+        let mut origins: Vec<String> = self.origins.iter().cloned().collect();
+        origins.sort();
+        origins
+    }
+
     /// Whether `host` (the `Host` header) names this daemon.
     pub fn host_allowed(&self, host: &str) -> bool {
         self.hosts.contains(&host.trim().to_ascii_lowercase())

@@ -121,10 +121,15 @@ async fn unknown_v1_and_mcp_paths_need_the_token_before_anything_else() {
     for path in ["/mcp", "/v1/nothing-here", "/mcp/anything"] {
         let (status, _) = f.send(f.get(path).body(Body::empty()).unwrap()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    for path in ["/v1/nothing-here", "/mcp/anything"] {
         let (status, body) = f.send(f.authed(path).body(Body::empty()).unwrap()).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         assert_eq!(code(&body), "not_found");
     }
+    // `/mcp` itself is the MCP server: its event stream needs `Accept: text/event-stream`.
+    let (status, _) = f.send(f.authed("/mcp").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
 }
 
 #[tokio::test]

@@ -859,3 +859,64 @@ fn wildcards_and_domains() {
     assert!(domain_matches("DOCS.RS.", "docs.rs"));
     assert!(!domain_matches("xdocs.rs", "docs.rs"));
 }
+
+#[test]
+fn effective_policy_for_one_requester() {
+    let claude = Requester::Mcp {
+        client_name: "claude-code".into(),
+        client_version: "2.1".into(),
+        session_id: "s1".into(),
+    };
+    let desktop = Requester::Mcp {
+        client_name: "claude-ai".into(),
+        client_version: "0.9".into(),
+        session_id: "s2".into(),
+    };
+    let config = ApprovalsConfig {
+        rules: vec![
+            RuleConfig {
+                requester: Some("mcp:claude-ai".into()),
+                ..tool(Action::Deny, "RunCommand")
+            },
+            RuleConfig {
+                path: Some("~/notes".into()),
+                ..tool(Action::Allow, "EditFile")
+            },
+        ],
+        ..ApprovalsConfig::default()
+    };
+    let policy = Policy::new(&config, Path::new(HOME));
+    let now = Utc::now();
+
+    // A rule naming one client hides the tool from that client only.
+    let run = |who: &Requester| policy.effective_for("RunCommand", Risk::Exec, true, who, &[], now);
+    assert_eq!(run(&desktop).action, Action::Deny);
+    assert_eq!(run(&claude).action, Action::Ask);
+
+    // A tool-wide allow grant for one client lifts the prompt for that client only; a grant
+    // narrowed to a folder does not, but counts as conditional.
+    let mut for_claude = grant("g1", Effect::Allow, "NewFile");
+    for_claude.requester = Some(claude.clone());
+    let mut narrowed = grant("g2", Effect::Allow, "NewFile");
+    narrowed.requester = Some(desktop.clone());
+    narrowed.argument_match.path_prefix = Some("~/notes".into());
+    let grants = [for_claude, narrowed];
+    let new_file =
+        |who: &Requester| policy.effective_for("NewFile", Risk::Write, true, who, &grants, now);
+    assert_eq!(new_file(&claude).action, Action::Allow);
+    assert!(new_file(&claude).reason.contains("g1"));
+    assert_eq!(new_file(&desktop).action, Action::Ask);
+    assert_eq!(new_file(&desktop).conditional, 1);
+    assert_eq!(new_file(&claude).conditional, 0);
+
+    // An argument-specific allow rule leaves the default in place.
+    let edit = policy.effective_for("EditFile", Risk::Write, true, &claude, &[], now);
+    assert_eq!(edit.action, Action::Ask);
+    assert_eq!(edit.conditional, 1);
+
+    // An expired grant no longer counts.
+    let mut expired = grant("g3", Effect::Deny, "ListFiles");
+    expired.expires_at = Some(now - Duration::minutes(1));
+    let list = policy.effective_for("ListFiles", Risk::ReadOnly, true, &claude, &[expired], now);
+    assert_eq!(list.action, Action::Allow);
+}

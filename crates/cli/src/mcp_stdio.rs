@@ -1,0 +1,579 @@
+//! `souz mcp-stdio`: a stdio MCP server for clients that only speak stdio (Claude Desktop),
+//! forwarding every message to the running daemon's `/mcp` with the token from the Souz home.
+//!
+//! Invariants:
+//! - stdout carries protocol bytes only: one JSON-RPC message per line, exactly as the daemon
+//!   sent it (messages are forwarded as raw JSON, never re-serialized through typed models, so
+//!   no field a client needs can be dropped). Everything else goes to stderr.
+//! - Messages are forwarded concurrently: a call waiting for approval does not hold up a
+//!   `ping`, another call, or the `notifications/cancelled` that withdraws it.
+//! - The daemon is not started by the bridge. When it is not running, each request gets a
+//!   JSON-RPC error that says so and how to start it; the bridge keeps running and connects on
+//!   the next request.
+//! - A daemon restart ends the HTTP session; the next request that meets the daemon's 404
+//!   replays the client's `initialize` (under a bridge-internal id, its answer not forwarded)
+//!   and `notifications/initialized`, then goes through.
+//! - The bridge speaks the session-based protocol versions (through 2025-11-25), which is what
+//!   stdio clients use; a `server/discover` probe gets `-32601`, so clients fall back to
+//!   `initialize`.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::client::Endpoint;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const ACCEPT: &str = "application/json, text/event-stream";
+/// The longest line accepted from the client (the daemon's own body limit applies as well).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Runs the bridge until stdin closes.
+pub fn run() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("souz mcp-stdio: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("souz mcp-stdio: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the bridge knows about its session with the daemon.
+#[derive(Default)]
+struct SessionState {
+    /// The client's `initialize` request, replayed after a daemon restart.
+    initialize: Option<Value>,
+    /// The client's `notifications/initialized`, replayed with it.
+    initialized: Option<Value>,
+    /// The daemon's session id.
+    session_id: Option<String>,
+    /// The negotiated protocol version.
+    protocol_version: Option<String>,
+    /// Bumped at each (re)initialization, so concurrent 404s re-initialize once.
+    generation: u64,
+}
+
+/// Where the daemon is, as last read from the Souz home.
+#[derive(Clone)]
+struct Target {
+    base: String,
+    token: String,
+}
+
+struct Bridge {
+    http: reqwest::Client,
+    /// Read from the Souz home on first use and again after a failure (the daemon may have
+    /// restarted on another port, or its token changed).
+    target: Mutex<Option<Target>>,
+    state: Mutex<SessionState>,
+    /// Serializes re-initializations.
+    reinitializing: tokio::sync::Mutex<()>,
+    out: mpsc::UnboundedSender<String>,
+}
+
+async fn serve() -> Result<()> {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .context("cannot build an HTTP client")?;
+    let (out, mut lines) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = lines.recv().await {
+            let written = async {
+                stdout.write_all(line.as_bytes()).await?;
+                stdout.write_all(b"\n").await?;
+                stdout.flush().await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+    });
+    let bridge = Arc::new(Bridge {
+        http,
+        target: Mutex::new(None),
+        state: Mutex::new(SessionState::default()),
+        reinitializing: tokio::sync::Mutex::new(()),
+        out,
+    });
+    if let Err(message) = bridge.check_daemon().await {
+        eprintln!("souz mcp-stdio: {message}");
+    }
+
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = stdin
+            .read_line(&mut line)
+            .await
+            .context("cannot read stdin")?;
+        if read == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE {
+            bridge.send_error(&Value::Null, -32600, "The message is too large.");
+            continue;
+        }
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(text) {
+            Ok(message) => message,
+            Err(error) => {
+                bridge.send_error(&Value::Null, -32700, &format!("Parse error: {error}"));
+                continue;
+            }
+        };
+        match message.get("method").and_then(Value::as_str) {
+            // The handshake runs before anything else is read, so later messages find the
+            // session.
+            Some("initialize") => {
+                bridge.initialize(message).await;
+                listen(&bridge);
+            }
+            Some("server/discover") => bridge.send_error(
+                &message["id"],
+                -32601,
+                "Method not found: server/discover. Start with `initialize`.",
+            ),
+            _ => {
+                let bridge = Arc::clone(&bridge);
+                tokio::spawn(async move { bridge.forward(message).await });
+            }
+        }
+    }
+    bridge.close_session().await;
+    drop(bridge);
+    let _ = writer.await;
+    Ok(())
+}
+
+/// Starts following the current session's event stream.
+fn listen(bridge: &Arc<Bridge>) {
+    let generation = bridge.state().generation;
+    let bridge = Arc::clone(bridge);
+    tokio::spawn(async move { bridge.follow_events(generation).await });
+}
+
+/// How one POST went.
+enum Posted {
+    /// Answered; the answer was forwarded.
+    Done,
+    /// The daemon does not know the session (it restarted, or the session expired).
+    SessionGone,
+    /// The daemon could not be reached.
+    Unreachable(String),
+}
+
+impl Bridge {
+    fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The daemon's address and token (cached).
+    fn target(&self) -> Result<Target, String> {
+        let mut cached = self.target.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(target) = cached.as_ref() {
+            return Ok(target.clone());
+        }
+        let endpoint = Endpoint::discover().map_err(|error| format!("{error:#}"))?;
+        let target = Target {
+            base: endpoint.base,
+            token: endpoint.token.expose().to_owned(),
+        };
+        *cached = Some(target.clone());
+        Ok(target)
+    }
+
+    /// Forgets the cached address and token, so the next request reads them again.
+    fn forget_target(&self) {
+        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Writes one message to stdout.
+    fn send(&self, message: String) {
+        let _ = self.out.send(message);
+    }
+
+    fn send_error(&self, id: &Value, code: i32, message: &str) {
+        if id.is_null() && code != -32700 && code != -32600 {
+            return;
+        }
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": code, "message": message },
+        });
+        self.send(error.to_string());
+    }
+
+    async fn check_daemon(&self) -> Result<(), String> {
+        let endpoint = self.target()?;
+        let url = format!("{}/health", endpoint.base);
+        match self.http.get(&url).send().await {
+            Ok(response) if response.status().is_success() => Ok(()),
+            _ => Err(not_running(&endpoint.base)),
+        }
+    }
+
+    /// Forwards the client's `initialize` and remembers it (and the session) for replays.
+    async fn initialize(&self, message: Value) {
+        {
+            let mut state = self.state();
+            state.initialize = Some(message.clone());
+            state.session_id = None;
+            state.protocol_version = None;
+        }
+        let id = message["id"].clone();
+        match self.post(&message, None, true).await {
+            Posted::Done => {}
+            Posted::SessionGone => {
+                self.send_error(&id, -32603, "Souz refused the session; try again.");
+            }
+            Posted::Unreachable(reason) => self.send_error(&id, -32603, &reason),
+        }
+    }
+
+    /// Forwards one message other than `initialize`, re-initializing once if the daemon lost
+    /// the session.
+    async fn forward(self: Arc<Self>, message: Value) {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let is_request = message.get("method").is_some() && !id.is_null();
+        if message.get("method").and_then(Value::as_str) == Some("notifications/initialized") {
+            self.state().initialized = Some(message.clone());
+        }
+        for attempt in 0..2 {
+            let (session, generation, known) = {
+                let state = self.state();
+                (
+                    state.session_id.clone(),
+                    state.generation,
+                    state.initialize.is_some(),
+                )
+            };
+            if session.is_none() && known && attempt == 0 {
+                if let Err(reason) = self.reinitialize(generation).await {
+                    if is_request {
+                        self.send_error(&id, -32603, &reason);
+                    }
+                    return;
+                }
+                listen(&self);
+                continue;
+            }
+            match self.post(&message, session.as_deref(), false).await {
+                Posted::Done => return,
+                Posted::SessionGone if attempt == 0 && known => {
+                    if let Err(reason) = self.reinitialize(generation).await {
+                        if is_request {
+                            self.send_error(&id, -32603, &reason);
+                        }
+                        return;
+                    }
+                    listen(&self);
+                }
+                Posted::SessionGone => {
+                    if is_request {
+                        self.send_error(
+                            &id,
+                            -32603,
+                            "Souz no longer knows this session; restart the MCP client.",
+                        );
+                    }
+                    return;
+                }
+                Posted::Unreachable(reason) => {
+                    eprintln!("souz mcp-stdio: {reason}");
+                    self.state().session_id = None;
+                    if is_request {
+                        self.send_error(&id, -32603, &reason);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Replays the client's handshake after the daemon lost the session. `seen` is the
+    /// generation the caller saw; if another task re-initialized since, nothing is done.
+    async fn reinitialize(&self, seen: u64) -> Result<(), String> {
+        let _serial = self.reinitializing.lock().await;
+        let (initialize, initialized) = {
+            let state = self.state();
+            if state.generation != seen && state.session_id.is_some() {
+                return Ok(());
+            }
+            (state.initialize.clone(), state.initialized.clone())
+        };
+        let Some(mut initialize) = initialize else {
+            return Err("The MCP client has not initialized yet.".to_owned());
+        };
+        eprintln!("souz mcp-stdio: the daemon lost the session (restart?); initializing again");
+        initialize["id"] = json!(format!("souz-bridge-reinitialize-{}", seen + 1));
+        {
+            let mut state = self.state();
+            state.session_id = None;
+        }
+        match self.post(&initialize, None, false).await {
+            Posted::Done => {}
+            Posted::SessionGone => return Err("Souz refused the session.".to_owned()),
+            Posted::Unreachable(reason) => return Err(reason),
+        }
+        if self.state().session_id.is_none() {
+            return Err("Souz did not start a session.".to_owned());
+        }
+        if let Some(initialized) = initialized {
+            let session = self.state().session_id.clone();
+            let _ = self.post(&initialized, session.as_deref(), false).await;
+        }
+        Ok(())
+    }
+
+    /// Follows the session's own event stream (`GET /mcp`: tool list changes and other
+    /// messages not tied to a request) until the session of `generation` ends.
+    async fn follow_events(&self, generation: u64) {
+        loop {
+            let session = {
+                let state = self.state();
+                if state.generation != generation {
+                    return;
+                }
+                state.session_id.clone()
+            };
+            let Some(session) = session else { return };
+            let Ok(endpoint) = self.target() else { return };
+            let mut request = self
+                .http
+                .get(format!("{}/mcp", endpoint.base))
+                .bearer_auth(&endpoint.token)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .header(SESSION_HEADER, session);
+            if let Some(version) = self.state().protocol_version.clone() {
+                request = request.header(VERSION_HEADER, version);
+            }
+            match request.send().await {
+                Ok(response) if response.status().is_success() => {
+                    let mut events = response.bytes_stream();
+                    let mut buffer = Vec::new();
+                    while let Some(Ok(chunk)) = events.next().await {
+                        buffer.extend_from_slice(&chunk);
+                        while let Some(event) = take_event(&mut buffer) {
+                            self.send(event);
+                        }
+                    }
+                }
+                // The session is gone (or the daemon offers no stream): the next request
+                // re-initializes and starts a new listener.
+                Ok(_) => return,
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// POSTs one message and forwards what comes back to stdout — except the answer to a
+    /// replayed handshake (`from_client` false), which the client already had.
+    async fn post(&self, message: &Value, session: Option<&str>, from_client: bool) -> Posted {
+        let endpoint = match self.target() {
+            Ok(endpoint) => endpoint,
+            Err(reason) => return Posted::Unreachable(reason),
+        };
+        let is_handshake = message.get("method").and_then(Value::as_str) == Some("initialize");
+        let replay = is_handshake && !from_client;
+        let mut request = self
+            .http
+            .post(format!("{}/mcp", endpoint.base))
+            .bearer_auth(&endpoint.token)
+            .header(reqwest::header::ACCEPT, ACCEPT)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request.header(SESSION_HEADER, session);
+        }
+        if let Some(version) = self.state().protocol_version.clone()
+            && !is_handshake
+        {
+            request = request.header(VERSION_HEADER, version);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(_) => {
+                // The daemon may have restarted elsewhere: look again before giving up.
+                self.forget_target();
+                return match self.target() {
+                    Ok(fresh) if fresh.base != endpoint.base => {
+                        Box::pin(self.post(message, session, from_client)).await
+                    }
+                    _ => Posted::Unreachable(not_running(&endpoint.base)),
+                };
+            }
+        };
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
+            return Posted::SessionGone;
+        }
+        if is_handshake && status.is_success() {
+            let session_id = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let mut state = self.state();
+            state.session_id = session_id;
+            state.generation += 1;
+        }
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if is_stream {
+            let mut events = response.bytes_stream();
+            let mut buffer = Vec::new();
+            while let Some(chunk) = events.next().await {
+                let Ok(chunk) = chunk else { break };
+                buffer.extend_from_slice(&chunk);
+                while let Some(event) = take_event(&mut buffer) {
+                    self.relay(event, is_handshake, replay);
+                }
+            }
+            return Posted::Done;
+        }
+        let body = response.text().await.unwrap_or_default();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            self.forget_target();
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            self.send_error(
+                &id,
+                -32603,
+                "Souz refused the token in the Souz home (SOUZ_HOME); is this bridge using the \
+                 same home as the daemon?",
+            );
+            return Posted::Done;
+        }
+        let trimmed = body.trim();
+        if trimmed.starts_with('{') {
+            self.relay(trimmed.to_owned(), is_handshake, replay);
+        } else if !status.is_success() {
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            self.send_error(
+                &id,
+                -32603,
+                &format!(
+                    "Souz answered {status}: {}",
+                    trimmed.chars().take(300).collect::<String>()
+                ),
+            );
+        }
+        Posted::Done
+    }
+
+    /// Forwards one message from the daemon, noting the negotiated version of a handshake.
+    fn relay(&self, data: String, is_handshake: bool, replay: bool) {
+        if is_handshake
+            && let Ok(value) = serde_json::from_str::<Value>(&data)
+            && let Some(version) = value["result"]["protocolVersion"].as_str()
+        {
+            self.state().protocol_version = Some(version.to_owned());
+        }
+        if !replay {
+            self.send(data);
+        }
+    }
+
+    /// Ends the session when the client goes away.
+    async fn close_session(&self) {
+        let Some(session) = self.state().session_id.clone() else {
+            return;
+        };
+        let Ok(endpoint) = self.target() else { return };
+        let _ = self
+            .http
+            .delete(format!("{}/mcp", endpoint.base))
+            .bearer_auth(&endpoint.token)
+            .header(SESSION_HEADER, session)
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+    }
+}
+
+/// Takes one complete server-sent event off the front of `buffer`; returns its data (empty
+/// events, such as the priming one, are skipped).
+fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
+    loop {
+        let end = find_event_end(buffer)?;
+        let (event, separator) = end;
+        let raw: Vec<u8> = buffer.drain(..event + separator).collect();
+        let text = String::from_utf8_lossy(&raw[..event]);
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|data| data.strip_prefix(' ').unwrap_or(data))
+            .collect();
+        let data = data.join("\n");
+        if !data.trim().is_empty() {
+            return Some(data);
+        }
+    }
+}
+
+/// Where the first event in `buffer` ends: (length of the event, length of the separator).
+fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = buffer.windows(2).position(|window| window == b"\n\n");
+    let crlf = buffer.windows(4).position(|window| window == b"\r\n\r\n");
+    match (lf, crlf) {
+        (Some(a), Some(b)) if b < a => Some((b, 4)),
+        (Some(a), _) => Some((a, 2)),
+        (None, Some(b)) => Some((b, 4)),
+        (None, None) => None,
+    }
+}
+
+fn not_running(base: &str) -> String {
+    format!(
+        "Souz is not running at {base}. Start it with `souz serve` (or open the Souz app); \
+         this bridge connects on the next request."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_split_and_empty_ones_skipped() {
+        let mut buffer =
+            b"data: \nid: 0\nretry: 3000\n\ndata: {\"a\":1}\n\ndata: {\"b\":\r\n\r\ndata: par"
+                .to_vec();
+        assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"a\":1}"));
+        assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"b\":"));
+        assert_eq!(take_event(&mut buffer), None, "an incomplete event waits");
+        assert_eq!(buffer, b"data: par");
+        buffer.extend_from_slice(b"tial\n\n");
+        assert_eq!(take_event(&mut buffer).as_deref(), Some("partial"));
+    }
+}

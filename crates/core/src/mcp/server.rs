@@ -1,0 +1,483 @@
+//! The MCP server: Souz's tool catalog as MCP tools, every call through the approval gate.
+//!
+//! Shape: [`router`] mounts one rmcp `StreamableHttpService` at `/mcp` behind [`front`], which
+//! turns malformed JSON-RPC into JSON-RPC errors before rmcp sees it. rmcp makes one
+//! [`SouzServer`] per MCP session (or per request for protocol versions without sessions); the
+//! handlers are thin adapters over [`RuntimeHandle`]:
+//! - `tools/list` ([`listing`]) follows the policy for this client: a tool denied by a rule is
+//!   not listed, one that asks carries `_meta["anthropic/requiresUserInteraction"]`, and a
+//!   change of rules or grants that changes the list sends `notifications/tools/list_changed`.
+//! - `tools/call` ([`calls`]) starts a gate call with the client as the requester, keeps the
+//!   client informed with progress while a person decides, and answers "waiting for approval"
+//!   before the client's own time limit; `AwaitApproval` picks the result up later, once.
+//!
+//! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
+//! this; rmcp's own Host and Origin checks are set to the same lists. Session ids are random
+//! routing keys, never credentials. A client that goes away or cancels withdraws its pending
+//! approval, unless the call was already answered with "waiting for approval".
+
+// MCP logging is deprecated by SEP-2577 (2026-07-28) but is what 2025-era clients speak.
+#![allow(deprecated)]
+
+pub mod calls;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod front;
+pub mod listing;
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use souz_protocol::Requester;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use self::listing::Listing;
+use crate::config::McpConfig;
+use crate::runtime::RuntimeHandle;
+
+/// The name Souz gives itself in `serverInfo`.
+pub const SERVER_NAME: &str = "souz";
+
+/// The `Mcp-Session-Id` header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the HTTP service needs to know about the gateway it is mounted in.
+#[derive(Debug, Clone)]
+pub struct Mount {
+    /// `Host` values the gateway accepts (`host:port`).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values the gateway accepts (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+}
+
+/// The rmcp service type mounted at `/mcp`.
+pub type HttpService = StreamableHttpService<SouzServer, LocalSessionManager>;
+
+/// The streamable HTTP service for `/mcp`, ready for [`front::handle`].
+pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
+    let settings = Settings::from_config(&handle.config().mcp);
+    let listing = Arc::new(Listing::new(handle.gate().catalog()));
+    let mut sessions = LocalSessionManager::default();
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(settings.session_idle);
+    sessions.session_config = session_config;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
+        .with_allowed_origins(
+            mount
+                .allowed_origins
+                .iter()
+                .map(|origin| explicit_port(origin)),
+        )
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(mount.body_limit)
+        .with_cancellation_token(handle.shutdown_signal().child_token());
+    let factory_handle = handle.clone();
+    StreamableHttpService::new(
+        move || {
+            Ok(SouzServer::new(
+                factory_handle.clone(),
+                Arc::clone(&listing),
+                settings,
+            ))
+        },
+        Arc::new(sessions),
+        config,
+    )
+}
+
+/// `/mcp` as an axum route: [`front::handle`] in front of the rmcp service.
+pub fn route<S>(handle: RuntimeHandle, mount: &Mount) -> axum::routing::MethodRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    let service = http_service(handle, mount);
+    let body_limit = mount.body_limit;
+    axum::routing::any(move |request: axum::extract::Request| {
+        front::handle(service.clone(), body_limit, request)
+    })
+}
+
+/// rmcp matches an origin without a port against any port (and warns about it); Souz's own
+/// perimeter compares exactly, so give rmcp the same meaning: the scheme's default port, or —
+/// for schemes without one, such as `tauri://` — any port, which only loosens rmcp's second
+/// check, never the perimeter's first.
+fn explicit_port(origin: &str) -> String {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return origin.to_owned();
+    };
+    let has_port = rest
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()));
+    if has_port || rest.ends_with(":*") {
+        return origin.to_owned();
+    }
+    match scheme {
+        "http" => format!("{origin}:80"),
+        "https" => format!("{origin}:443"),
+        _ => format!("{origin}:*"),
+    }
+}
+
+/// `[mcp]` settings in the units the server uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// How long a call waits for a person before answering "waiting for approval".
+    pub approval_wait: Duration,
+    /// Time between progress notifications.
+    pub progress_interval: Duration,
+    /// Idle time after which a session is closed.
+    pub session_idle: Duration,
+}
+
+impl Settings {
+    /// From `[mcp]`.
+    pub fn from_config(config: &McpConfig) -> Self {
+        Self {
+            approval_wait: Duration::from_secs(config.approval_wait_seconds),
+            progress_interval: Duration::from_secs(config.progress_interval_seconds),
+            session_idle: Duration::from_secs(config.session_idle_minutes.saturating_mul(60)),
+        }
+    }
+}
+
+/// One MCP session's handler (one per request for protocol versions without sessions).
+#[derive(Clone)]
+pub struct SouzServer {
+    session: Arc<Session>,
+}
+
+struct Session {
+    handle: RuntimeHandle,
+    listing: Arc<Listing>,
+    settings: Settings,
+    client: Mutex<Option<Implementation>>,
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// Stops the `tools/list_changed` watcher when the session (this value) goes away.
+    watcher: Mutex<Option<DropGuard>>,
+}
+
+impl SouzServer {
+    /// A handler for a new session.
+    pub fn new(handle: RuntimeHandle, listing: Arc<Listing>, settings: Settings) -> Self {
+        Self {
+            session: Arc::new(Session {
+                handle,
+                listing,
+                settings,
+                client: Mutex::new(None),
+                log_level: Mutex::new(None),
+                watcher: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Who is asking, as the approval gate and the person see it: the client's `clientInfo`
+    /// (from the handshake, or from the request's `_meta` on session-less protocol versions)
+    /// and the session id.
+    fn requester(&self, context: &RequestContext<RoleServer>) -> Requester {
+        let client = context.client_info().or_else(|| {
+            self.session
+                .client
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        });
+        let session_id = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get(SESSION_HEADER))
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        requester_for(client.as_ref(), session_id)
+    }
+
+    /// Starts the task that tells this session's client when its tool list changes.
+    fn watch_tool_list(&self, peer: rmcp::Peer<RoleServer>, requester: Requester) {
+        let stop = self.session.handle.shutdown_signal().child_token();
+        *self
+            .session
+            .watcher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(stop.clone().drop_guard());
+        let handle = self.session.handle.clone();
+        let listing = Arc::clone(&self.session.listing);
+        self.session.handle.spawn(async move {
+            notify_list_changes(handle, listing, peer, requester, stop).await;
+        });
+    }
+
+    /// Whether the client asked for log messages at `level` (`logging/setLevel`).
+    fn wants_log(&self, level: LoggingLevel) -> bool {
+        let wanted = *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        wanted.is_some_and(|wanted| severity(level) >= severity(wanted))
+    }
+}
+
+/// The requester for a client identity and session.
+pub fn requester_for(client: Option<&Implementation>, session_id: String) -> Requester {
+    let (client_name, client_version) = match client {
+        Some(client) if !client.name.trim().is_empty() => (
+            client.name.trim().to_owned(),
+            client.version.trim().to_owned(),
+        ),
+        _ => ("an unnamed MCP client".to_owned(), String::new()),
+    };
+    Requester::Mcp {
+        client_name,
+        client_version,
+        session_id,
+    }
+}
+
+async fn notify_list_changes(
+    handle: RuntimeHandle,
+    listing: Arc<Listing>,
+    peer: rmcp::Peer<RoleServer>,
+    requester: Requester,
+    stop: CancellationToken,
+) {
+    let mut changes = handle.approvals().changes();
+    changes.mark_unchanged();
+    let mut shown = listing.signature(handle.approvals(), &requester);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
+        let now = listing.signature(handle.approvals(), &requester);
+        if now != shown {
+            shown = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Log levels from least to most severe.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// What the server tells the model about itself (`instructions`).
+pub fn instructions(settings: &Settings) -> String {
+    format!(
+        "Souz is the local assistant daemon on this person's computer. Its tools read and \
+         change files, run commands and fetch web pages on this machine, and every call passes \
+         Souz's approval gate: read-only calls usually run at once; calls that change things \
+         (tools marked `requiresUserInteraction`) wait until the person approves them in Souz \
+         (menu bar, notification or `souz approvals`).\n\
+         While a call waits, Souz sends progress notifications. If nobody has decided within \
+         {wait} seconds, the call returns a result saying it is waiting for approval <id>: \
+         nothing has run then, and the request stays in the person's queue. Call the \
+         `{await_tool}` tool with that `approvalId` to wait for the decision; once approved it \
+         returns the original call's result (a result is delivered once). A denied call returns \
+         an error result that says so: do not retry it; ask the person what they want instead.",
+        wait = settings.approval_wait.as_secs(),
+        await_tool = calls::AWAIT_APPROVAL,
+    )
+}
+
+impl ServerHandler for SouzServer {
+    fn get_info(&self) -> ServerConfig {
+        #[allow(unused_mut)]
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        #[cfg(feature = "conformance")]
+        {
+            capabilities.resources =
+                serde_json::from_value(serde_json::json!({"subscribe": true})).ok();
+            capabilities.prompts = Some(Default::default());
+            capabilities.completions = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+                    .with_title("Souz")
+                    .with_description("Souz's tools, each call approved by its person."),
+            )
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_instructions(instructions(&self.session.settings))
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        *self
+            .session
+            .client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.client_info.clone());
+        let requester = requester_for(Some(&request.client_info), String::new());
+        self.watch_tool_list(context.peer.clone(), requester);
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let requester = self.requester(&context);
+        #[allow(unused_mut)]
+        let mut tools = self
+            .session
+            .listing
+            .tools(self.session.handle.approvals(), &requester);
+        #[cfg(feature = "conformance")]
+        tools.extend(conformance::tools());
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.session.listing.tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        #[cfg(feature = "conformance")]
+        if let Some(outcome) =
+            conformance::call(self, &request.name, request.arguments.as_ref(), &context).await
+        {
+            return outcome.map(CallToolResponse::Complete);
+        }
+        let requester = self.requester(&context);
+        calls::call(self, request, requester, context)
+            .await
+            .map(CallToolResponse::Complete)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {}
+
+    #[cfg(feature = "conformance")]
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        conformance::resources()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        conformance::resource_templates()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        conformance::read(&request).map(Into::into)
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn subscribe(
+        &self,
+        _request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        conformance::prompts()
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        conformance::prompt(&request).map(Into::into)
+    }
+
+    #[cfg(feature = "conformance")]
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        conformance::complete(&request)
+    }
+}
+
+#[cfg(test)]
+mod tests;

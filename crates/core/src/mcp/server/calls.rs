@@ -1,0 +1,422 @@
+//! `tools/call`: a gate call with the MCP client as the requester, followed until it ends, the
+//! client's cancellation, or the approval wait budget.
+//!
+//! While the call waits for a person (or runs), a client that sent a `progressToken` gets
+//! `notifications/progress` every `[mcp] progress_interval_seconds`. Before the budget
+//! (`[mcp] approval_wait_seconds`, under Claude Desktop's 60 s limit) a call that still waits
+//! answers with a normal result naming the approval, what was asked and how to continue; the
+//! call is detached and stays in the person's queue. `AwaitApproval` then waits for it and
+//! hands over the original call's result — once: results are marked delivered in the store.
+//!
+//! A client that cancels (`notifications/cancelled`) while its call is followed withdraws the
+//! pending approval (the [`CallHandle`](crate::tools::gate::CallHandle) cancels on drop).
+
+// MCP logging is deprecated by SEP-2577 (2026-07-28) but is what 2025-era clients speak.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, JsonObject, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam, ProgressToken, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use souz_protocol::{Requester, ToolCallStatus, ToolResult};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::SouzServer;
+use crate::approvals::ApprovalError;
+use crate::approvals::policy::same_requester;
+use crate::tools::gate::{CallRequest, CallState};
+use crate::tools::{input_schema, parse_arguments};
+
+/// The server's own tool that waits for a pending approval and returns the call's result.
+pub const AWAIT_APPROVAL: &str = "AwaitApproval";
+
+/// `_meta` keys on "waiting for approval" results, for clients and tests that want the id
+/// without reading the text.
+pub const META_APPROVAL_ID: &str = "souz/approvalId";
+/// See [`META_APPROVAL_ID`]: where the call stands (`waiting_approval`, `running`).
+pub const META_STATUS: &str = "souz/status";
+
+/// Arguments of `AwaitApproval`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AwaitArgs {
+    /// The approval id from a "waiting for approval" result.
+    #[serde(alias = "approval_id")]
+    pub approval_id: String,
+    /// How long to wait for the person's decision, in seconds. At most the server's wait
+    /// budget (the default); 0 only checks.
+    #[serde(default, alias = "wait_seconds")]
+    pub wait_seconds: Option<u64>,
+}
+
+/// `AwaitApproval` in MCP form.
+pub fn await_approval_tool() -> Tool {
+    let schema = match input_schema::<AwaitArgs>() {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    Tool::new(
+        AWAIT_APPROVAL,
+        "Waits for the person's decision on a Souz call that answered \"waiting for approval\" \
+         and returns that call's result once it is approved and has run (each result is \
+         returned once). If it is still undecided when the wait ends, it says so again; call \
+         it again to keep waiting. A denial comes back as an error result.",
+        Arc::new(schema),
+    )
+    .with_title("Await approval")
+    .with_annotations(
+        ToolAnnotations::with_title("Await approval")
+            .read_only(true)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false),
+    )
+}
+
+/// How following a call ended.
+enum Followed {
+    /// The call is over.
+    Final(CallState),
+    /// The budget ran out while it waits for a person (or runs after approval).
+    Pending(CallState),
+    /// The client cancelled.
+    Cancelled,
+}
+
+/// Runs `tools/call`.
+pub async fn call(
+    server: &SouzServer,
+    request: CallToolRequestParams,
+    requester: Requester,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResult, McpError> {
+    let name = request.name.as_ref();
+    if name == AWAIT_APPROVAL {
+        return await_approval(server, request.arguments, requester, context).await;
+    }
+    let session = &server.session;
+    // An unknown tool goes to the gate too: it answers with an error result the model can
+    // read ("There is no tool named ..."), and the attempt is audited.
+    let gate = session.handle.gate();
+    let call = gate
+        .start(CallRequest {
+            tool: name.to_owned(),
+            arguments: Value::Object(request.arguments.unwrap_or_default()),
+            requester,
+        })
+        .await
+        .map_err(internal)?;
+    let mut state = match gate.watch(&call.call_id) {
+        Some(receiver) => receiver,
+        // Already over and forgotten by the gate: its handle holds the final state.
+        None => watch::channel(call.state()).1,
+    };
+    let mut progress = Progress::new(server, &context);
+    let deadline = Instant::now() + session.settings.approval_wait;
+    match follow(&mut state, &mut progress, deadline, &context.ct).await {
+        Followed::Final(state) => {
+            // Only a call that waited for a person can be picked up again with
+            // `AwaitApproval` (which needs its approval id); mark such a result delivered.
+            if state.approval_id.is_some() {
+                deliver(server, &call.call_id).await?;
+            }
+            Ok(final_result(&state))
+        }
+        Followed::Pending(state) => {
+            let has_schema = session.listing.has_output_schema(name);
+            call.detach();
+            Ok(pending_result(name, &state, has_schema))
+        }
+        Followed::Cancelled => {
+            call.cancel();
+            Ok(CallToolResult::error(vec![ContentBlock::text(
+                "The call was cancelled; its approval request was withdrawn.",
+            )]))
+        }
+    }
+}
+
+/// Runs `AwaitApproval`.
+async fn await_approval(
+    server: &SouzServer,
+    arguments: Option<JsonObject>,
+    requester: Requester,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResult, McpError> {
+    let args: AwaitArgs = match parse_arguments(Value::Object(arguments.unwrap_or_default())) {
+        Ok(args) => args,
+        Err(error) => return Ok(error_result(error.to_string())),
+    };
+    let session = &server.session;
+    let approval = match session.handle.approvals().get(&args.approval_id).await {
+        Ok(approval) => approval,
+        Err(ApprovalError::NotFound(id)) => {
+            return Ok(error_result(format!(
+                "There is no approval with id `{id}` in Souz. Use the id from the \"waiting for \
+                 approval\" result exactly as given."
+            )));
+        }
+        Err(error) => return Err(internal(error)),
+    };
+    if !same_requester(&approval.requester, &requester) {
+        return Ok(error_result(format!(
+            "Approval `{}` belongs to a call made by {}; only that client can pick up its result.",
+            approval.id, approval.requester_label
+        )));
+    }
+    let budget = session.settings.approval_wait;
+    let wait = args
+        .wait_seconds
+        .map_or(budget, Duration::from_secs)
+        .min(budget);
+    let gate = session.handle.gate();
+    let call_id = approval.call_id;
+    let state = match gate.watch(&call_id) {
+        Some(mut receiver) => {
+            let mut progress = Progress::new(server, &context);
+            match follow(
+                &mut receiver,
+                &mut progress,
+                Instant::now() + wait,
+                &context.ct,
+            )
+            .await
+            {
+                Followed::Final(state) => state,
+                Followed::Pending(state) => {
+                    let has_schema = session.listing.has_output_schema(&approval.tool);
+                    return Ok(pending_result(&approval.tool, &state, has_schema));
+                }
+                Followed::Cancelled => {
+                    gate.cancel(&call_id);
+                    return Ok(error_result(
+                        "Cancelled; the approval request was withdrawn.".to_owned(),
+                    ));
+                }
+            }
+        }
+        None => {
+            let Some(stored) = gate.get(&call_id).await.map_err(internal)? else {
+                return Err(McpError::internal_error(
+                    "an approval names a call Souz has no record of",
+                    None,
+                ));
+            };
+            if !stored.status.is_final() {
+                return Ok(error_result(format!(
+                    "The call behind approval `{}` is no longer running in Souz; make the call \
+                     again.",
+                    approval.id
+                )));
+            }
+            CallState {
+                status: stored.status,
+                summary: stored.summary,
+                approval_id: stored.approval_id,
+                result: stored.result,
+            }
+        }
+    };
+    if !gate.mark_delivered(&call_id).await.map_err(internal)? {
+        return Ok(error_result(format!(
+            "The result of approval `{}` was already returned; each result is returned once.",
+            approval.id
+        )));
+    }
+    Ok(final_result(&state))
+}
+
+/// Follows a call until it is over, the client cancels, or — once a person is involved (the
+/// call has an approval) — `deadline` passes.
+async fn follow(
+    state: &mut watch::Receiver<CallState>,
+    progress: &mut Progress<'_>,
+    deadline: Instant,
+    cancelled: &CancellationToken,
+) -> Followed {
+    let interval = progress.interval;
+    let settled = tokio::select! {
+        biased;
+        () = cancelled.cancelled() => return Followed::Cancelled,
+        settled = state.wait_for(|state| {
+            state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
+        }) => settled.ok().map(|settled| settled.clone()),
+        // A call that runs long without asking anyone gets progress too, from the first
+        // interval on.
+        () = tokio::time::sleep_until(deadline.min(Instant::now() + interval)) => None,
+    };
+    let mut current = settled.unwrap_or_else(|| state.borrow().clone());
+    loop {
+        if current.status.is_final() {
+            return Followed::Final(current);
+        }
+        let now = Instant::now();
+        if current.approval_id.is_some() && now >= deadline {
+            return Followed::Pending(current);
+        }
+        progress.report(&current).await;
+        let slice = if current.approval_id.is_some() {
+            interval.min(deadline - now)
+        } else {
+            interval
+        };
+        let waited = tokio::select! {
+            biased;
+            () = cancelled.cancelled() => return Followed::Cancelled,
+            waited = tokio::time::timeout(slice, state.wait_for(|state| state.status.is_final())) => {
+                match waited {
+                    Ok(Ok(done)) => Some(done.clone()),
+                    _ => None,
+                }
+            }
+        };
+        current = waited.unwrap_or_else(|| state.borrow().clone());
+    }
+}
+
+/// Progress notifications (and, for clients that set a log level, one log message) about a
+/// call that waits.
+struct Progress<'a> {
+    server: &'a SouzServer,
+    peer: &'a Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    interval: Duration,
+    sent: u32,
+    logged_approval: bool,
+}
+
+impl<'a> Progress<'a> {
+    fn new(server: &'a SouzServer, context: &'a RequestContext<RoleServer>) -> Self {
+        Self {
+            server,
+            peer: &context.peer,
+            token: context.meta.get_progress_token(),
+            interval: server.session.settings.progress_interval,
+            sent: 0,
+            logged_approval: false,
+        }
+    }
+
+    async fn report(&mut self, state: &CallState) {
+        let summary = state.summary.as_deref().unwrap_or("the call");
+        let message = match state.status {
+            ToolCallStatus::WaitingApproval => {
+                format!("Waiting for approval in Souz: {summary}")
+            }
+            ToolCallStatus::Running => format!("Running in Souz: {summary}"),
+            _ => "Souz is checking the call".to_owned(),
+        };
+        if state.status == ToolCallStatus::WaitingApproval
+            && !self.logged_approval
+            && self.server.wants_log(LoggingLevel::Info)
+        {
+            self.logged_approval = true;
+            let data = json!({
+                "message": message,
+                "approvalId": state.approval_id,
+            });
+            let _ = self
+                .peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
+                        .with_logger("souz"),
+                )
+                .await;
+        }
+        let Some(token) = &self.token else {
+            return;
+        };
+        self.sent += 1;
+        let notification = ProgressNotificationParam::new(token.clone(), f64::from(self.sent))
+            .with_message(message);
+        // A client that went away cannot be told; the call's own cancellation handles that.
+        let _ = self.peer.notify_progress(notification).await;
+    }
+}
+
+async fn deliver(server: &SouzServer, call_id: &str) -> Result<(), McpError> {
+    server
+        .session
+        .handle
+        .gate()
+        .mark_delivered(call_id)
+        .await
+        .map(|_| ())
+        .map_err(internal)
+}
+
+/// The MCP result of a finished call.
+pub fn final_result(state: &CallState) -> CallToolResult {
+    match &state.result {
+        Some(result) => tool_result(result),
+        None => error_result("The call ended without a result.".to_owned()),
+    }
+}
+
+/// A gate result in MCP form.
+pub fn tool_result(result: &ToolResult) -> CallToolResult {
+    let content = vec![ContentBlock::text(result.text.clone())];
+    let mut converted = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    converted.structured_content = result.structured.clone();
+    converted
+}
+
+/// "Waiting for approval <id>": a normal result the model can act on. Clients check that a
+/// non-error result of a tool with an output schema carries matching structured content,
+/// which a notice cannot; for those tools the notice is marked as an error result instead.
+pub fn pending_result(tool: &str, state: &CallState, has_output_schema: bool) -> CallToolResult {
+    let id = state.approval_id.as_deref().unwrap_or_default();
+    let summary = state.summary.as_deref().unwrap_or(tool);
+    let text = if state.status == ToolCallStatus::WaitingApproval {
+        format!(
+            "Waiting for approval {id} in Souz. The person has not yet decided on: {summary}. \
+             Nothing has run. To continue, call the `{AWAIT_APPROVAL}` tool with \
+             {{\"approvalId\": \"{id}\"}}: it waits for the decision and returns this call's \
+             result once approved. Do not call `{tool}` again for the same thing."
+        )
+    } else {
+        format!(
+            "Approved in Souz (approval {id}) and still running: {summary}. To get its result, \
+             call the `{AWAIT_APPROVAL}` tool with {{\"approvalId\": \"{id}\"}}."
+        )
+    };
+    let content = vec![ContentBlock::text(text)];
+    let mut result = if has_output_schema {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    let mut meta = MetaObject::new();
+    meta.0
+        .insert(META_APPROVAL_ID.to_owned(), Value::String(id.to_owned()));
+    meta.0.insert(
+        META_STATUS.to_owned(),
+        Value::String(state.status.as_str().to_owned()),
+    );
+    result.meta = Some(meta);
+    result
+}
+
+fn error_result(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn internal(error: impl std::fmt::Display) -> McpError {
+    tracing::error!(%error, "MCP tool call failed inside Souz");
+    McpError::internal_error("Souz could not record the call; see its log.", None)
+}

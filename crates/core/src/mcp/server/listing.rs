@@ -1,0 +1,157 @@
+//! `tools/list`: the gate's catalog as MCP tools, filtered and marked by the policy for the
+//! client asking.
+//!
+//! The MCP form of each tool (schemas, annotations) is built once; per listing only the policy
+//! is consulted: a tool the policy denies for this client is left out, one it asks about gets
+//! `_meta["anthropic/requiresUserInteraction"] = true`. `AwaitApproval`, the server's own tool,
+//! is always listed.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde_json::Value;
+use souz_protocol::{Action, Requester};
+
+use super::calls;
+use crate::approvals::Approvals;
+use crate::tools::{Catalog, ToolSpec};
+
+/// The `_meta` key Anthropic's clients read to know a tool will ask the person.
+pub const REQUIRES_USER_INTERACTION: &str = "anthropic/requiresUserInteraction";
+
+/// A catalog tool in its MCP form.
+struct Entry {
+    spec: ToolSpec,
+    tool: Tool,
+}
+
+/// The catalog in MCP form, built once per gateway.
+pub struct Listing {
+    entries: Vec<Entry>,
+    await_approval: Tool,
+}
+
+impl Listing {
+    /// MCP forms of every tool in `catalog`.
+    pub fn new(catalog: &Catalog) -> Self {
+        let entries = catalog
+            .iter()
+            .map(|tool| {
+                let spec = tool.spec().clone();
+                Entry {
+                    tool: mcp_tool(&spec),
+                    spec,
+                }
+            })
+            .collect();
+        Self {
+            entries,
+            await_approval: calls::await_approval_tool(),
+        }
+    }
+
+    /// The tools `requester` may call, as `tools/list` shows them (sorted by name, with
+    /// `AwaitApproval` last).
+    pub fn tools(&self, approvals: &Approvals, requester: &Requester) -> Vec<Tool> {
+        let mut tools: Vec<Tool> = self
+            .entries
+            .iter()
+            .filter_map(|entry| {
+                let action = approvals
+                    .effective_for(entry.spec.name, entry.spec.risk, true, requester)
+                    .action;
+                match action {
+                    Action::Deny => None,
+                    Action::Allow => Some(entry.tool.clone()),
+                    Action::Ask => {
+                        let mut meta = MetaObject::new();
+                        meta.0
+                            .insert(REQUIRES_USER_INTERACTION.to_owned(), Value::Bool(true));
+                        Some(entry.tool.clone().with_meta(meta))
+                    }
+                }
+            })
+            .collect();
+        tools.push(self.await_approval.clone());
+        tools
+    }
+
+    /// What decides whether the list changed: each listed tool and whether it asks.
+    pub fn signature(&self, approvals: &Approvals, requester: &Requester) -> Vec<(String, bool)> {
+        self.tools(approvals, requester)
+            .into_iter()
+            .map(|tool| {
+                let asks = tool
+                    .meta
+                    .as_ref()
+                    .is_some_and(|meta| meta.0.contains_key(REQUIRES_USER_INTERACTION));
+                (tool.name.into_owned(), asks)
+            })
+            .collect()
+    }
+
+    /// One tool's MCP form, whatever the policy says (for rmcp's header validation).
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        if name == calls::AWAIT_APPROVAL {
+            return Some(self.await_approval.clone());
+        }
+        self.entries
+            .iter()
+            .find(|entry| entry.spec.name == name)
+            .map(|entry| entry.tool.clone())
+    }
+
+    /// Whether the catalog tool `name` declares an output schema.
+    pub fn has_output_schema(&self, name: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| entry.spec.name == name && entry.tool.output_schema.is_some())
+    }
+}
+
+/// A catalog tool's MCP form: schemas, a title, and the annotations.
+pub fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let annotations = ToolAnnotations::with_title(title(spec.name))
+        .read_only(spec.annotations.read_only_hint)
+        .destructive(spec.annotations.destructive_hint)
+        .idempotent(spec.annotations.idempotent_hint)
+        .open_world(spec.annotations.open_world_hint);
+    let mut tool = Tool::new(spec.name, spec.description, object(&spec.input_schema))
+        .with_title(title(spec.name))
+        .with_annotations(annotations);
+    // MCP requires an output schema to describe an object; a tool whose structured output is
+    // something else keeps it as text only.
+    if let Some(schema) = spec
+        .output_schema
+        .as_ref()
+        .filter(|schema| schema.get("type").and_then(Value::as_str) == Some("object"))
+    {
+        tool = tool.with_raw_output_schema(object(schema));
+    }
+    tool
+}
+
+/// `EditFile` → "Edit file".
+pub fn title(name: &str) -> String {
+    let mut words = String::with_capacity(name.len() + 4);
+    for (index, character) in name.chars().enumerate() {
+        if index > 0 && character.is_uppercase() {
+            words.push(' ');
+            words.extend(character.to_lowercase());
+        } else {
+            words.push(character);
+        }
+    }
+    words
+}
+
+fn object(schema: &Value) -> Arc<JsonObject> {
+    match schema {
+        Value::Object(map) => Arc::new(map.clone()),
+        _ => {
+            let mut map = JsonObject::new();
+            map.insert("type".to_owned(), Value::String("object".to_owned()));
+            Arc::new(map)
+        }
+    }
+}

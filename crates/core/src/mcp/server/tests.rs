@@ -1,0 +1,273 @@
+//! Unit tests of the MCP server's pieces; the whole server is tested end to end with real
+//! clients in `tests/e2e/mcp.rs`.
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use souz_protocol::{Action, ToolResult};
+
+use super::calls::{META_APPROVAL_ID, META_STATUS, pending_result, tool_result};
+use super::front::check;
+use super::listing::{Listing, REQUIRES_USER_INTERACTION, mcp_tool, title};
+use super::*;
+use crate::config::{Config, RuleConfig, SouzPaths};
+use crate::runtime::Runtime;
+use crate::tools::gate::CallState;
+
+async fn runtime(adjust: impl FnOnce(&mut Config)) -> (tempfile::TempDir, Runtime) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::defaults(SouzPaths::new(dir.path()));
+    adjust(&mut config);
+    let runtime = Runtime::start(config).await.unwrap();
+    (dir, runtime)
+}
+
+fn client(name: &str) -> Requester {
+    requester_for(Some(&Implementation::new(name, "1.0")), "s".to_owned())
+}
+
+fn asks(tool: &rmcp::model::Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|meta| meta.0.get(REQUIRES_USER_INTERACTION))
+        == Some(&serde_json::Value::Bool(true))
+}
+
+#[tokio::test]
+async fn the_listing_follows_the_policy_for_each_client() {
+    let (_dir, runtime) = runtime(|config| {
+        config.approvals.rules.push(RuleConfig {
+            action: Action::Deny,
+            tool: Some("RunCommand".into()),
+            path: None,
+            command: None,
+            domain: None,
+            risk: None,
+            requester: Some("mcp:claude-ai".into()),
+            note: None,
+        });
+    })
+    .await;
+    let handle = runtime.handle();
+    let listing = Listing::new(handle.gate().catalog());
+    let names = |tools: &[rmcp::model::Tool]| -> Vec<String> {
+        tools.iter().map(|tool| tool.name.to_string()).collect()
+    };
+
+    let for_code = listing.tools(handle.approvals(), &client("claude-code"));
+    let for_desktop = listing.tools(handle.approvals(), &client("claude-ai"));
+    assert!(names(&for_code).contains(&"RunCommand".to_owned()));
+    assert!(
+        !names(&for_desktop).contains(&"RunCommand".to_owned()),
+        "a tool denied for a client is not listed to it"
+    );
+    assert_eq!(
+        names(&for_code).last().map(String::as_str),
+        Some("AwaitApproval")
+    );
+
+    let by_name = |name: &str| for_code.iter().find(|tool| tool.name == name).unwrap();
+    assert!(
+        !asks(by_name("ListFiles")),
+        "read-only tools run without asking"
+    );
+    assert!(asks(by_name("NewFile")), "writing tools ask");
+    assert!(asks(by_name("RunCommand")));
+    assert!(!asks(by_name("AwaitApproval")));
+    let annotations = by_name("ListFiles").annotations.clone().unwrap();
+    assert_eq!(annotations.read_only_hint, Some(true));
+    assert_eq!(annotations.destructive_hint, Some(false));
+    let run = by_name("RunCommand").annotations.clone().unwrap();
+    assert_eq!(run.destructive_hint, Some(true));
+    assert_eq!(run.open_world_hint, Some(true));
+    assert!(by_name("ListFiles").output_schema.is_some());
+    assert_eq!(
+        by_name("ListFiles").input_schema.get("type"),
+        Some(&serde_json::Value::String("object".into()))
+    );
+    assert!(listing.has_output_schema("RunCommand"));
+    assert!(!listing.has_output_schema("NewFile"));
+    assert!(listing.tool("AwaitApproval").is_some());
+    assert!(listing.tool("Nope").is_none());
+
+    // The signature (what decides `tools/list_changed`) differs exactly where the lists do.
+    let code = listing.signature(handle.approvals(), &client("claude-code"));
+    let desktop = listing.signature(handle.approvals(), &client("claude-ai"));
+    assert_ne!(code, desktop);
+    assert_eq!(
+        code,
+        listing.signature(handle.approvals(), &client("Claude-Code"))
+    );
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[test]
+fn titles_and_output_schemas() {
+    assert_eq!(title("EditFile"), "Edit file");
+    assert_eq!(title("FindFilesByName"), "Find files by name");
+    assert_eq!(title("X"), "X");
+    let spec = crate::tools::ToolSpec {
+        name: "Odd",
+        description: "odd",
+        category: souz_protocol::ToolCategory::Souz,
+        risk: souz_protocol::Risk::ReadOnly,
+        annotations: souz_protocol::ToolAnnotations::for_risk(souz_protocol::Risk::ReadOnly),
+        input_schema: serde_json::json!({"type": "object", "properties": {}}),
+        output_schema: Some(serde_json::json!({"type": "array"})),
+    };
+    assert!(
+        mcp_tool(&spec).output_schema.is_none(),
+        "MCP output schemas describe objects; others are left out"
+    );
+}
+
+#[test]
+fn results_keep_text_structure_and_error_flag() {
+    let ok = tool_result(&ToolResult {
+        text: "{\"a\":1}".into(),
+        structured: Some(serde_json::json!({"a": 1})),
+        is_error: false,
+    });
+    assert_eq!(ok.is_error, Some(false));
+    assert_eq!(ok.structured_content, Some(serde_json::json!({"a": 1})));
+    let failed = tool_result(&ToolResult {
+        text: "The person denied this call".into(),
+        structured: None,
+        is_error: true,
+    });
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(
+        failed.content[0].as_text().map(|text| text.text.as_str()),
+        Some("The person denied this call")
+    );
+}
+
+#[test]
+fn a_pending_result_names_the_approval_and_how_to_continue() {
+    let state = CallState {
+        status: souz_protocol::ToolCallStatus::WaitingApproval,
+        summary: Some("Create ~/notes.md (3 lines)".into()),
+        approval_id: Some("0190-abc".into()),
+        result: None,
+    };
+    let result = pending_result("NewFile", &state, false);
+    assert_eq!(result.is_error, Some(false));
+    let text = &result.content[0].as_text().unwrap().text;
+    for part in [
+        "0190-abc",
+        "Create ~/notes.md",
+        "AwaitApproval",
+        "Nothing has run",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+    let meta = result.meta.unwrap();
+    assert_eq!(meta.0[META_APPROVAL_ID], "0190-abc");
+    assert_eq!(meta.0[META_STATUS], "waiting_approval");
+    // A tool with an output schema cannot return a notice as a normal result.
+    assert_eq!(
+        pending_result("RunCommand", &state, true).is_error,
+        Some(true)
+    );
+}
+
+/// The answer the door gives instead of passing the message on, as status and JSON body.
+fn rejected(body: &str, in_session: bool) -> Option<(StatusCode, serde_json::Value)> {
+    let rejection = check(&Bytes::from(body.to_owned()), in_session).err()?;
+    let response = axum::response::IntoResponse::into_response(rejection);
+    let status = response.status();
+    let body =
+        futures::executor::block_on(axum::body::to_bytes(response.into_body(), 1 << 20)).unwrap();
+    Some((status, serde_json::from_slice(&body).unwrap()))
+}
+
+#[test]
+fn the_front_door_answers_protocol_problems_with_json_rpc_errors() {
+    let cases = [
+        ("{oops", -32700, serde_json::Value::Null),
+        ("[]", -32600, serde_json::Value::Null),
+        ("\"text\"", -32600, serde_json::Value::Null),
+        (r#"{"id":3,"method":"ping"}"#, -32600, serde_json::json!(3)),
+        (
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"arguments":1}}"#,
+            -32602,
+            serde_json::json!("a"),
+        ),
+    ];
+    for (body, code, id) in cases {
+        let (status, error) = rejected(body, true).unwrap_or_else(|| panic!("{body} passed"));
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(error["error"]["code"], code, "{body}: {error}");
+        assert_eq!(error["id"], id, "{body}");
+        assert_eq!(error["jsonrpc"], "2.0");
+    }
+
+    // Unknown methods and a bare discover probe outside a session: -32601 at once.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"souz/nothing"}"#,
+    ] {
+        let (status, error) = rejected(body, false).unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(error["error"]["code"], -32601, "{body}");
+        assert_eq!(error["id"], 9);
+    }
+    // Inside a session rmcp answers unknown methods itself.
+    assert!(rejected(r#"{"jsonrpc":"2.0","id":9,"method":"souz/nothing"}"#, true).is_none());
+
+    // Well-formed messages pass untouched.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ListFiles","arguments":{}}}"#,
+    ] {
+        assert!(rejected(body, true).is_none(), "{body}");
+    }
+}
+
+#[test]
+fn origins_get_explicit_ports_for_rmcp() {
+    assert_eq!(
+        explicit_port("http://127.0.0.1:8383"),
+        "http://127.0.0.1:8383"
+    );
+    assert_eq!(
+        explicit_port("http://tauri.localhost"),
+        "http://tauri.localhost:80"
+    );
+    assert_eq!(
+        explicit_port("https://example.com"),
+        "https://example.com:443"
+    );
+    assert_eq!(explicit_port("tauri://localhost"), "tauri://localhost:*");
+    assert_eq!(explicit_port("http://[::1]:9000"), "http://[::1]:9000");
+}
+
+#[test]
+fn requesters_name_the_client_and_session() {
+    let requester = requester_for(
+        Some(&Implementation::new(" claude-code ", "2.1.0")),
+        "sess".to_owned(),
+    );
+    assert_eq!(
+        requester,
+        Requester::Mcp {
+            client_name: "claude-code".into(),
+            client_version: "2.1.0".into(),
+            session_id: "sess".into(),
+        }
+    );
+    assert_eq!(requester.label(), "claude-code 2.1.0");
+    let anonymous = requester_for(None, String::new());
+    assert_eq!(anonymous.label(), "an unnamed MCP client");
+}
+
+#[test]
+fn instructions_explain_souz_and_the_wait() {
+    let settings = Settings::from_config(&crate::config::McpConfig::default());
+    assert_eq!(settings.approval_wait.as_secs(), 50);
+    let text = instructions(&settings);
+    for part in ["Souz", "approval", "50 seconds", "AwaitApproval", "denied"] {
+        assert!(text.contains(part), "{part}");
+    }
+}

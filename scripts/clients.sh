@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP clients the end-to-end tests and benchmarks run, into
+# tests/clients/ (ignored by git): Node 22 with the official conformance suite and the
+# reference server (from package-lock.json), and a Python venv with the official `mcp` SDK
+# (from requirements.txt). Sourced by test.sh and bench.sh; installs only what is missing or
+# out of date.
+set -euo pipefail
+
+souz_install_clients() {
+  local clients="tests/clients"
+  # Any Node with npm will do to install the pinned Node 22; the venv needs ensurepip.
+  if command -v apt-get >/dev/null 2>&1; then
+    command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
+    python3 -c "import ensurepip" >/dev/null 2>&1 || souz_apt_install python3 python3-venv
+  fi
+  if [ ! -x "$clients/node_modules/.bin/node" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
+    echo "==> installing the Node MCP clients (conformance suite, reference server, Node 22)"
+    npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
+  fi
+  if [ ! -x "$clients/.venv/bin/python" ] || [ "$clients/requirements.txt" -nt "$clients/.venv/installed" ]; then
+    echo "==> installing the Python MCP SDK"
+    python3 -m venv "$clients/.venv"
+    "$clients/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$clients/requirements.txt"
+    touch "$clients/.venv/installed"
+  fi
+}

@@ -1,0 +1,363 @@
+//! `tools/call` throughput and latency: Souz's MCP server against the Node reference server
+//! (`@modelcontextprotocol/server-everything`), measured side by side in one run.
+//!
+//! Rows: streamable HTTP with 1 and 16 concurrent clients (each its own session, one request
+//! in flight at a time), and stdio with 1 client (Souz through `souz mcp-stdio`, the reference
+//! server over its native stdio). Souz calls `Calculator` (`2 + 3 * 4`) through the approval
+//! gate; the reference server calls `echo`. The same Rust client code drives both.
+//!
+//! Run with `scripts/bench.sh mcp` (release build). `SOUZ_BENCH_SECONDS` sets the measured
+//! time per row (default 5).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use souz_e2e::{Daemon, souz_bin};
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+fn clients() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
+}
+
+fn node() -> PathBuf {
+    let node = clients().join("node_modules/.bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/bench.sh, which installs the reference server",
+        node.display()
+    );
+    node
+}
+
+fn everything_entry() -> PathBuf {
+    clients().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// One server under test.
+#[derive(Clone)]
+struct Target {
+    name: &'static str,
+    url: String,
+    token: Option<String>,
+    tool: &'static str,
+    arguments: Value,
+}
+
+/// Latencies of one row.
+struct Row {
+    label: String,
+    requests: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+}
+
+impl Row {
+    fn throughput(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, fraction: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+        sorted.get(index).copied().unwrap_or_default()
+    }
+}
+
+fn call_body(target: &Target, id: u64) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": target.tool, "arguments": target.arguments},
+    })
+    .to_string()
+}
+
+fn check_answer(text: &str, target: &Target) {
+    assert!(
+        text.contains("\"result\"") && !text.contains("\"isError\":true"),
+        "{} answered: {text}",
+        target.name
+    );
+}
+
+/// One HTTP client: its own session, one request at a time.
+async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Duration> {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let post = |body: String, session: Option<&str>| {
+        let mut request = http
+            .post(&target.url)
+            .header("accept", ACCEPT)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(token) = &target.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request
+    };
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "souz-bench", "version": "1"}},
+    });
+    let response = post(initialize.to_string(), None).send().await.unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .expect("a session id");
+    let _ = response.text().await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = post(initialized.to_string(), Some(&session))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await;
+    let mut latencies = Vec::new();
+    let mut id = 1;
+    while Instant::now() < until {
+        let started = Instant::now();
+        let text = post(call_body(&target, id), Some(&session))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        check_answer(&text, &target);
+        if started >= warmup {
+            latencies.push(took);
+        }
+        id += 1;
+    }
+    let _ = http
+        .delete(&target.url)
+        .header("mcp-session-id", &session)
+        .bearer_auth(target.token.clone().unwrap_or_default())
+        .send()
+        .await;
+    latencies
+}
+
+fn http_row(
+    runtime: &tokio::runtime::Runtime,
+    target: &Target,
+    workers: usize,
+    seconds: u64,
+) -> Row {
+    let warmup = Instant::now() + Duration::from_secs(1);
+    let until = warmup + Duration::from_secs(seconds);
+    let latencies: Vec<Duration> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..workers)
+            .map(|_| tokio::spawn(http_worker(target.clone(), until, warmup)))
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all
+    });
+    Row {
+        label: format!("{} HTTP c{workers}", target.name),
+        requests: latencies.len(),
+        elapsed: Duration::from_secs(seconds),
+        latencies,
+    }
+}
+
+/// One stdio client of `command`, one request at a time.
+fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -> Row {
+    let mut child: Child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut exchange = |message: &str, id: Option<u64>| -> String {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        let Some(id) = id else { return String::new() };
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "{label} closed stdout"
+            );
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == id {
+                return line.clone();
+            }
+        }
+    };
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "souz-bench", "version": "1"}},
+    });
+    exchange(&initialize.to_string(), Some(0));
+    exchange(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        None,
+    );
+    let warmup = Instant::now() + Duration::from_secs(1);
+    let until = warmup + Duration::from_secs(seconds);
+    let mut latencies = Vec::new();
+    let mut id = 1;
+    while Instant::now() < until {
+        let started = Instant::now();
+        let answer = exchange(&call_body(target, id), Some(id));
+        let took = started.elapsed();
+        check_answer(&answer, target);
+        if started >= warmup {
+            latencies.push(took);
+        }
+        id += 1;
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    Row {
+        label: label.to_owned(),
+        requests: latencies.len(),
+        elapsed: Duration::from_secs(seconds),
+        latencies,
+    }
+}
+
+/// The reference server in streamable HTTP mode on a free port.
+struct Everything {
+    child: Child,
+    port: u16,
+}
+
+impl Everything {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(node())
+            .arg(everything_entry())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the reference server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.0}", duration.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    let seconds: u64 = std::env::var("SOUZ_BENCH_SECONDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(5);
+    let daemon = Daemon::start();
+    let everything = Everything::start();
+    let souz = Target {
+        name: "Souz",
+        url: format!("http://{}/mcp", daemon.address),
+        token: Some(daemon.token.clone()),
+        tool: "Calculator",
+        arguments: json!({"expression": "2 + 3 * 4"}),
+    };
+    let reference = Target {
+        name: "server-everything",
+        url: format!("http://127.0.0.1:{}/mcp", everything.port),
+        token: None,
+        tool: "echo",
+        arguments: json!({"message": "hello"}),
+    };
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+    );
+
+    let mut rows = Vec::new();
+    for workers in [1, 16] {
+        rows.push((
+            http_row(&runtime, &souz, workers, seconds),
+            http_row(&runtime, &reference, workers, seconds),
+        ));
+    }
+    let mut bridge = Command::new(souz_bin());
+    bridge
+        .arg("mcp-stdio")
+        .env("SOUZ_HOME", daemon.home.path())
+        .env_remove("SOUZ_PORT");
+    let mut native = Command::new(node());
+    native.arg(everything_entry()).arg("stdio");
+    rows.push((
+        stdio_row("Souz via mcp-stdio c1", bridge, &souz, seconds),
+        stdio_row("server-everything stdio c1", native, &reference, seconds),
+    ));
+
+    println!(
+        "\nMCP tools/call, {seconds} s per row after 1 s warm-up (Souz: Calculator through the \
+         approval gate; reference: echo)\n"
+    );
+    println!(
+        "{:<30} {:>10} {:>10} {:>10}",
+        "row", "req/s", "p50 µs", "p99 µs"
+    );
+    for (ours, theirs) in &rows {
+        for row in [ours, theirs] {
+            println!(
+                "{:<30} {:>10.0} {:>10} {:>10}",
+                row.label,
+                row.throughput(),
+                micros(row.percentile(0.5)),
+                micros(row.percentile(0.99)),
+            );
+        }
+        println!(
+            "{:<30} {:>9.1}x {:>9.2}x {:>9.2}x   (Souz / reference; latency < 1 is better)\n",
+            "ratio",
+            ours.throughput() / theirs.throughput(),
+            ours.percentile(0.5).as_secs_f64() / theirs.percentile(0.5).as_secs_f64(),
+            ours.percentile(0.99).as_secs_f64() / theirs.percentile(0.99).as_secs_f64(),
+        );
+    }
+    drop(everything);
+    drop(daemon);
+}
