@@ -22,7 +22,7 @@ use souz_protocol::{
     Action, DecisionSource, ExpiryReason, Outcome, Requester, Risk, RuntimeEvent, ToolCall,
     ToolCallStatus, ToolInfo, ToolResult,
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -152,6 +152,7 @@ struct Inner {
     tasks: TaskTracker,
     shutdown: CancellationToken,
     live: Mutex<LiveCalls>,
+    recorder: mpsc::UnboundedSender<Recording>,
 }
 
 /// Calls running in this process: their state, their cancellation, and what they are (a call
@@ -183,7 +184,8 @@ impl Gate {
         tasks: TaskTracker,
         shutdown: CancellationToken,
     ) -> Self {
-        Self {
+        let (recorder, recordings) = mpsc::unbounded_channel();
+        let gate = Self {
             inner: Arc::new(Inner {
                 catalog,
                 sandbox,
@@ -193,8 +195,14 @@ impl Gate {
                 tasks,
                 shutdown,
                 live: Mutex::new(HashMap::new()),
+                recorder,
             }),
-        }
+        };
+        let recording = gate.clone();
+        gate.inner
+            .tasks
+            .spawn(async move { recording.record_in_batches(recordings).await });
+        gate
     }
 
     /// The catalog.
@@ -306,9 +314,12 @@ impl Gate {
         let task_id = call_id.clone();
         let task_cancel = cancel.clone();
         self.inner.tasks.spawn(async move {
-            gate.run(task_id.clone(), request, created_at, task_cancel, sender)
+            let recorded = gate
+                .run(task_id.clone(), request, created_at, task_cancel, sender)
                 .await;
-            gate.live().remove(&task_id);
+            if recorded {
+                gate.live().remove(&task_id);
+            }
         });
         Ok(CallHandle {
             call_id,
@@ -369,6 +380,7 @@ impl Gate {
 
     /// Marks a finished call's result as delivered; false if it already was.
     pub async fn mark_delivered(&self, call_id: &str) -> Result<bool, StoreError> {
+        self.flushed().await;
         let id = call_id.to_owned();
         self.inner
             .store
@@ -383,6 +395,8 @@ impl Gate {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Drives a call to its end and records it. Returns whether the record is already stored;
+    /// if not, it was queued for the batch recorder, which forgets the live call once stored.
     async fn run(
         &self,
         call_id: String,
@@ -390,7 +404,7 @@ impl Gate {
         created_at: chrono::DateTime<chrono::Utc>,
         cancel: CancellationToken,
         state: watch::Sender<CallState>,
-    ) {
+    ) -> bool {
         let started = Instant::now();
         let mut record = Record {
             call_id: call_id.clone(),
@@ -401,6 +415,7 @@ impl Gate {
             decided_by: DecisionSource::NotReached,
             summary: None,
             approval_id: None,
+            side_effects: false,
         };
         let (status, result) = self.drive(&mut record, &cancel, &state).await;
         let final_state = CallState {
@@ -409,6 +424,27 @@ impl Gate {
             approval_id: record.approval_id.clone(),
             result: Some(result.clone()),
         };
+        if !record.side_effects {
+            // Nothing ran that could change anything (an allowed read-only call, a refusal, an
+            // invalid call): answer at once and store the record in the next batch.
+            let recording = Recording::Call(Box::new(Finished {
+                record,
+                status,
+                result,
+                elapsed: started.elapsed(),
+            }));
+            let _ = state.send(final_state);
+            if let Err(mpsc::error::SendError(Recording::Call(finished))) =
+                self.inner.recorder.send(recording)
+            {
+                // The recorder is gone (shutdown): store it here.
+                if let Err(error) = self.persist(vec![*finished]).await {
+                    tracing::error!(%error, call_id = %call_id, "could not record the end of a tool call");
+                }
+                return true;
+            }
+            return false;
+        }
         if let Err(error) = self
             .finish(&record, status, &result, started.elapsed())
             .await
@@ -416,6 +452,105 @@ impl Gate {
             tracing::error!(%error, call_id = %call_id, "could not record the end of a tool call");
         }
         let _ = state.send(final_state);
+        true
+    }
+
+    /// Waits until every call that ended so far is stored (read-your-writes for audits).
+    pub async fn flushed(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.inner.recorder.send(Recording::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    /// Stores ended calls in batches: one transaction per batch, then their events are
+    /// announced and the calls forgotten. Runs until shutdown, then drains what is left.
+    async fn record_in_batches(&self, mut recordings: mpsc::UnboundedReceiver<Recording>) {
+        loop {
+            let first = tokio::select! {
+                biased;
+                recording = recordings.recv() => match recording {
+                    Some(recording) => recording,
+                    None => return,
+                },
+                () = self.inner.shutdown.cancelled() => break,
+            };
+            self.record_batch(first, &mut recordings).await;
+        }
+        // Shutdown: calls still ending (they were cancelled) arrive shortly; take them too.
+        while let Ok(Some(recording)) =
+            tokio::time::timeout(Duration::from_millis(200), recordings.recv()).await
+        {
+            self.record_batch(recording, &mut recordings).await;
+        }
+    }
+
+    async fn record_batch(
+        &self,
+        first: Recording,
+        recordings: &mut mpsc::UnboundedReceiver<Recording>,
+    ) {
+        let mut batch = Vec::new();
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        while let Some(recording) = next.take() {
+            match recording {
+                Recording::Call(finished) => batch.push(*finished),
+                Recording::Flush(done) => flushes.push(done),
+            }
+            if batch.len() < MAX_BATCH {
+                next = recordings.try_recv().ok();
+            }
+        }
+        let ids: Vec<String> = batch
+            .iter()
+            .map(|finished| finished.record.call_id.clone())
+            .collect();
+        if !batch.is_empty()
+            && let Err(error) = self.persist(batch).await
+        {
+            tracing::error!(%error, calls = ids.len(), "could not record ended tool calls");
+        }
+        {
+            let mut live = self.live();
+            for id in &ids {
+                live.remove(id);
+            }
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+
+    async fn persist(&self, batch: Vec<Finished>) -> Result<(), StoreError> {
+        self.inner
+            .events
+            .publish_with(move |transaction| {
+                let mut events = Vec::new();
+                for finished in &batch {
+                    let (outcome, event) = end_event(
+                        &finished.record,
+                        finished.status,
+                        &finished.result,
+                        finished.elapsed,
+                    );
+                    if finished.record.decision == Some(Action::Allow) {
+                        events.push(started_event(&finished.record));
+                    }
+                    store_end(
+                        transaction,
+                        &finished.record,
+                        finished.status,
+                        &finished.result,
+                        outcome,
+                        finished.elapsed,
+                    )?;
+                    events.push(event);
+                }
+                Ok::<_, StoreError>(((), events))
+            })
+            .await
+            .map(|_| ())
     }
 
     /// Plans, decides, waits, runs. Returns the final status and result.
@@ -459,6 +594,7 @@ impl Gate {
             Decision::Allow(source) => {
                 record.decision = Some(Action::Allow);
                 record.decided_by = source;
+                record.side_effects = spec.risk != Risk::ReadOnly;
             }
             Decision::Deny { reason, source } => {
                 record.decision = Some(Action::Deny);
@@ -477,6 +613,7 @@ impl Gate {
                     &planned.plan.targets,
                     &display,
                 );
+                record.side_effects = true;
                 let pending = self
                     .inner
                     .approvals
@@ -570,7 +707,11 @@ impl Gate {
         if cancel.is_cancelled() {
             return cancelled("The call was cancelled.");
         }
-        self.start_running(record, state).await;
+        if record.side_effects {
+            self.start_running(record, state).await;
+        } else {
+            self.advance(record, ToolCallStatus::Running, state);
+        }
         match guarded(planned.run(ctx), cancel).await {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
@@ -612,12 +753,7 @@ impl Gate {
     }
 
     async fn start_running(&self, record: &Record, state: &watch::Sender<CallState>) {
-        let event = RuntimeEvent::ToolCallStarted {
-            call_id: record.call_id.clone(),
-            tool: record.request.tool.clone(),
-            requester: record.request.requester.clone(),
-            summary: record.summary.clone().unwrap_or_default(),
-        };
+        let event = started_event(record);
         let store_running = record.store_as(ToolCallStatus::Running);
         let approval_id = record.approval_id.clone();
         let stored = self
@@ -641,57 +777,94 @@ impl Gate {
         result: &ToolResult,
         elapsed: Duration,
     ) -> Result<(), StoreError> {
-        let outcome = match status {
-            ToolCallStatus::Succeeded => Outcome::Succeeded,
-            ToolCallStatus::Denied => Outcome::Denied,
-            ToolCallStatus::Cancelled => Outcome::Cancelled,
-            _ => Outcome::Failed,
-        };
-        let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        let event = if outcome == Outcome::Succeeded {
-            RuntimeEvent::ToolCallFinished {
-                call_id: record.call_id.clone(),
-                tool: record.request.tool.clone(),
-                duration_ms,
-            }
-        } else {
-            RuntimeEvent::ToolCallFailed {
-                call_id: record.call_id.clone(),
-                tool: record.request.tool.clone(),
-                outcome,
-                error: redact::error_preview(&result.text),
-            }
-        };
+        let (outcome, event) = end_event(record, status, result, elapsed);
         let record = record.clone();
         let result = result.clone();
         self.inner
             .events
             .publish_with(move |transaction| {
-                record.store_as(status)(
-                    transaction,
-                    record.approval_id.as_deref().unwrap_or_default(),
-                )?;
-                calls::finish(transaction, &record.call_id, status, &result, now())?;
-                audit::append(
-                    transaction,
-                    &NewAuditEntry {
-                        call_id: &record.call_id,
-                        requester: &record.request.requester,
-                        tool: &record.request.tool,
-                        risk: record.risk,
-                        arguments: &record.request.arguments,
-                        result: Some(&result),
-                        decision: record.decision,
-                        decided_by: &record.decided_by,
-                        outcome,
-                        duration_ms,
-                    },
-                )?;
+                store_end(transaction, &record, status, &result, outcome, elapsed)?;
                 Ok::<_, StoreError>(((), vec![event]))
             })
             .await
             .map(|_| ())
     }
+}
+
+/// The `tool.call.started` event of a call.
+fn started_event(record: &Record) -> RuntimeEvent {
+    RuntimeEvent::ToolCallStarted {
+        call_id: record.call_id.clone(),
+        tool: record.request.tool.clone(),
+        requester: record.request.requester.clone(),
+        summary: record.summary.clone().unwrap_or_default(),
+    }
+}
+
+/// How a call ended, and its `tool.call.finished` or `tool.call.failed` event.
+fn end_event(
+    record: &Record,
+    status: ToolCallStatus,
+    result: &ToolResult,
+    elapsed: Duration,
+) -> (Outcome, RuntimeEvent) {
+    let outcome = match status {
+        ToolCallStatus::Succeeded => Outcome::Succeeded,
+        ToolCallStatus::Denied => Outcome::Denied,
+        ToolCallStatus::Cancelled => Outcome::Cancelled,
+        _ => Outcome::Failed,
+    };
+    let event = if outcome == Outcome::Succeeded {
+        RuntimeEvent::ToolCallFinished {
+            call_id: record.call_id.clone(),
+            tool: record.request.tool.clone(),
+            duration_ms: millis(elapsed),
+        }
+    } else {
+        RuntimeEvent::ToolCallFailed {
+            call_id: record.call_id.clone(),
+            tool: record.request.tool.clone(),
+            outcome,
+            error: redact::error_preview(&result.text),
+        }
+    };
+    (outcome, event)
+}
+
+/// Stores a call's end: its row (created if it was never stored) and its audit row.
+fn store_end(
+    transaction: &rusqlite::Transaction<'_>,
+    record: &Record,
+    status: ToolCallStatus,
+    result: &ToolResult,
+    outcome: Outcome,
+    elapsed: Duration,
+) -> Result<(), StoreError> {
+    record.store_as(status)(
+        transaction,
+        record.approval_id.as_deref().unwrap_or_default(),
+    )?;
+    calls::finish(transaction, &record.call_id, status, result, now())?;
+    audit::append(
+        transaction,
+        &NewAuditEntry {
+            call_id: &record.call_id,
+            requester: &record.request.requester,
+            tool: &record.request.tool,
+            risk: record.risk,
+            arguments: &record.request.arguments,
+            result: Some(result),
+            decision: record.decision,
+            decided_by: &record.decided_by,
+            outcome,
+            duration_ms: millis(elapsed),
+        },
+    )?;
+    Ok(())
+}
+
+fn millis(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What the gate remembers about a call while it runs.
@@ -705,7 +878,29 @@ struct Record {
     decided_by: DecisionSource,
     summary: Option<String>,
     approval_id: Option<String>,
+    /// Whether the call may have changed something (it ran a non-read-only tool or a person
+    /// was asked): then its start and end are stored before they are answered.
+    side_effects: bool,
 }
+
+/// A call that ended, waiting for the batch recorder.
+struct Finished {
+    record: Record,
+    status: ToolCallStatus,
+    result: ToolResult,
+    elapsed: Duration,
+}
+
+/// What the batch recorder receives.
+enum Recording {
+    /// An ended call to store.
+    Call(Box<Finished>),
+    /// Answer once everything before it is stored.
+    Flush(oneshot::Sender<()>),
+}
+
+/// Most calls stored in one transaction.
+const MAX_BATCH: usize = 256;
 
 impl Record {
     /// Stores the call (if not stored yet) and moves it to `status`, in the caller's

@@ -57,6 +57,8 @@ async fn page(
         outcome: params.outcome,
         call_id: params.call_id,
     };
+    // Calls that changed nothing are recorded in batches; include the ones that just ended.
+    handle.gate().flushed().await;
     let mut items = handle.approvals().audit(query).await?;
     let next_before = if items.len() > limit {
         items.truncate(limit);
