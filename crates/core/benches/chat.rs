@@ -7,7 +7,12 @@
 //! Run: `cargo bench -p souz-core --bench chat` (or `scripts/bench.sh chat`).
 
 // A benchmark fails loudly on setup errors.
-#![allow(clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::unwrap_used
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
