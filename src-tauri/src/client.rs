@@ -138,7 +138,10 @@ impl DaemonClient {
     }
 
     /// Follows every chat event (`/v1/turns/ws`), like [`Self::follow_runtime`].
-    pub async fn follow_chats(&self, mut on_item: impl FnMut(StreamItem)) -> Result<(), ClientError> {
+    pub async fn follow_chats(
+        &self,
+        mut on_item: impl FnMut(StreamItem),
+    ) -> Result<(), ClientError> {
         self.follow("/v1/turns/ws", |text| {
             let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
                 return;
@@ -164,9 +167,7 @@ impl DaemonClient {
         let authorization = format!("Bearer {}", self.token)
             .parse()
             .map_err(|_| ClientError::Unreachable("the token is not a header value".into()))?;
-        request
-            .headers_mut()
-            .insert("authorization", authorization);
+        request.headers_mut().insert("authorization", authorization);
         let (mut socket, _) = tokio_tungstenite::connect_async(request)
             .await
             .map_err(|error| ClientError::Unreachable(error.to_string()))?;

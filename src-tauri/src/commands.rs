@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_autostart::ManagerExt;
 
@@ -11,11 +11,11 @@ use crate::Shell;
 use crate::state::Connection;
 
 /// How the app reaches the daemon, for the window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionInfo {
     /// `starting`, `embedded`, `attached` or `disconnected`.
-    pub mode: &'static str,
+    pub mode: String,
     /// The daemon's URL, or why it cannot be reached.
     pub detail: String,
 }
@@ -31,7 +31,7 @@ pub fn connection(shell: State<'_, Arc<Shell>>) -> ConnectionInfo {
         Connection::Disconnected { .. } => "disconnected",
     };
     ConnectionInfo {
-        mode,
+        mode: mode.to_owned(),
         detail: connection.describe(),
     }
 }

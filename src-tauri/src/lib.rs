@@ -78,13 +78,14 @@ pub fn run() {
         eprintln!("souz-app: {error}");
         std::process::exit(i32::from(confinement::HELPER_FAILURE_EXIT_CODE));
     }
-    let app = match builder(tauri::Builder::default()).build(tauri::generate_context!()) {
-        Ok(app) => app,
-        Err(error) => {
-            eprintln!("souz-app: cannot start: {error}");
-            std::process::exit(1);
-        }
-    };
+    let app =
+        match builder(tauri::Builder::default(), Launch::App).build(tauri::generate_context!()) {
+            Ok(app) => app,
+            Err(error) => {
+                eprintln!("souz-app: cannot start: {error}");
+                std::process::exit(1);
+            }
+        };
     app.run(|app, event| match event {
         // Closing the window keeps the app in the menu bar; only Quit (an explicit exit code)
         // ends it.
@@ -103,8 +104,18 @@ pub fn run() {
     });
 }
 
+/// What [`builder`] sets up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// The whole app: tray, notifications, and the daemon.
+    App,
+    /// Plugins and commands only, for the mock runtime (no tray: GTK is not initialised there;
+    /// no daemon: tests give the shell its state).
+    CommandsOnly,
+}
+
 /// Plugins, commands and setup shared by the real app and the mock-runtime tests.
-pub fn builder<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
+pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri::Builder<R> {
     builder
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(
@@ -117,7 +128,10 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
             commands::autostart_enabled,
             commands::set_autostart,
         ])
-        .setup(|app| {
+        .setup(move |app| {
+            if launch == Launch::CommandsOnly {
+                return Ok(());
+            }
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             let handle = app.handle().clone();
@@ -211,8 +225,12 @@ async fn follow<R: Runtime>(
         let result = client
             .follow_runtime(|item| match item {
                 StreamItem::Live => {
-                    let (app, shell, client, connection) =
-                        (app.clone(), Arc::clone(&shell), client.clone(), connection.clone());
+                    let (app, shell, client, connection) = (
+                        app.clone(),
+                        Arc::clone(&shell),
+                        client.clone(),
+                        connection.clone(),
+                    );
                     tokio::spawn(async move {
                         match reload(&client).await {
                             Ok((pending, turns, paused)) => {
@@ -223,7 +241,9 @@ async fn follow<R: Runtime>(
                                 };
                                 handle(&app, notices);
                             }
-                            Err(error) => tracing::warn!(%error, "could not load the daemon's state"),
+                            Err(error) => {
+                                tracing::warn!(%error, "could not load the daemon's state")
+                            }
                         }
                     });
                 }
@@ -284,7 +304,12 @@ pub fn refresh_autostart<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// Decides an approval from the tray or a notification.
-pub fn decide<R: Runtime>(app: &AppHandle<R>, approval_id: String, approve: bool, via: &'static str) {
+pub fn decide<R: Runtime>(
+    app: &AppHandle<R>,
+    approval_id: String,
+    approve: bool,
+    via: &'static str,
+) {
     let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
         return;
     };

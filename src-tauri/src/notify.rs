@@ -157,7 +157,11 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
             }
         }
         Notice::Expired { tool, .. } if preferences.approval_expired => {
-            plain(app, "Approval expired", &format!("Nobody answered, so {tool} was denied."));
+            plain(
+                app,
+                "Approval expired",
+                &format!("Nobody answered, so {tool} was denied."),
+            );
         }
         Notice::TurnEnded { how, title, .. } if preferences.turn_finished => {
             let chat = title.unwrap_or_else(|| "A chat".to_owned());

@@ -284,7 +284,15 @@ impl ShellState {
 /// The argument a person most needs to see: the path, the command, or the domain.
 pub fn key_argument(approval: &Approval) -> Option<String> {
     let arguments = approval.arguments.as_object()?;
-    for key in ["command", "path", "url", "from", "source", "target", "destination"] {
+    for key in [
+        "command",
+        "path",
+        "url",
+        "from",
+        "source",
+        "target",
+        "destination",
+    ] {
         if let Some(value) = arguments.get(key).and_then(|value| value.as_str()) {
             let value = if key == "url" {
                 value
@@ -303,7 +311,10 @@ pub fn key_argument(approval: &Approval) -> Option<String> {
 
 /// The notification's title and body for an approval.
 pub fn approval_text(approval: &Approval) -> (String, String) {
-    let title = format!("{} wants to use {}", approval.requester_label, approval.tool);
+    let title = format!(
+        "{} wants to use {}",
+        approval.requester_label, approval.tool
+    );
     let mut body = shorten(&approval.summary, 200);
     if let Some(argument) = key_argument(approval)
         && !body.contains(&argument)

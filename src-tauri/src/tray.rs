@@ -82,11 +82,17 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
     let label = |id: &str, text: String| MenuItem::with_id(app, id, text, false, None::<&str>);
     items.push(Box::new(label("status", state.connection.describe())?));
     if state.paused {
-        items.push(Box::new(label("paused", "Paused: asks are denied, agents stopped".into())?));
+        items.push(Box::new(label(
+            "paused",
+            "Paused: asks are denied, agents stopped".into(),
+        )?));
     }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     if state.pending.is_empty() {
-        items.push(Box::new(label("no-approvals", "Nothing waits for your approval".into())?));
+        items.push(Box::new(label(
+            "no-approvals",
+            "Nothing waits for your approval".into(),
+        )?));
     } else {
         items.push(Box::new(label(
             "approvals",
@@ -100,7 +106,12 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             items.push(Box::new(MenuItem::with_id(
                 app,
                 format!("show:{}", approval.id),
-                format!("{} · {} · {}", approval.requester_label, approval.tool, shorten(&what, 60)),
+                format!(
+                    "{} · {} · {}",
+                    approval.requester_label,
+                    approval.tool,
+                    shorten(&what, 60)
+                ),
                 true,
                 None::<&str>,
             )?));
@@ -147,7 +158,13 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
         }
     }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(MenuItem::with_id(app, "open", "Open Souz", true, None::<&str>)?));
+    items.push(Box::new(MenuItem::with_id(
+        app,
+        "open",
+        "Open Souz",
+        true,
+        None::<&str>,
+    )?));
     items.push(Box::new(CheckMenuItem::with_id(
         app,
         "pause",
@@ -165,7 +182,13 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
         None::<&str>,
     )?));
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(MenuItem::with_id(app, "quit", "Quit Souz", true, None::<&str>)?));
+    items.push(Box::new(MenuItem::with_id(
+        app,
+        "quit",
+        "Quit Souz",
+        true,
+        None::<&str>,
+    )?));
     let references: Vec<&dyn IsMenuItem<R>> = items.iter().map(AsRef::as_ref).collect();
     Menu::with_items(app, &references)
 }

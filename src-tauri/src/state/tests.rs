@@ -56,7 +56,11 @@ fn icon_follows_approvals_then_turns() {
         "Souz — 2 approvals waiting — 1 agent turn running"
     );
     // The same request again (a replay) posts nothing new.
-    assert!(state.apply_runtime(&requested(approval("a1", json!({})))).is_empty());
+    assert!(
+        state
+            .apply_runtime(&requested(approval("a1", json!({}))))
+            .is_empty()
+    );
 }
 
 #[test]
@@ -103,17 +107,29 @@ fn reset_posts_new_and_withdraws_vanished_approvals() {
     assert!(notices.contains(&Notice::Withdraw {
         approval_id: "old".into()
     }));
-    assert!(notices.iter().any(|n| matches!(n, Notice::Approval(a) if a.id == "new")));
+    assert!(
+        notices
+            .iter()
+            .any(|n| matches!(n, Notice::Approval(a) if a.id == "new"))
+    );
     assert!(state.paused);
     // Reconnecting with the same state posts nothing twice.
-    assert!(state.reset(vec![approval("new", json!({}))], Vec::new(), true).is_empty());
+    assert!(
+        state
+            .reset(vec![approval("new", json!({}))], Vec::new(), true)
+            .is_empty()
+    );
 }
 
 #[test]
 fn turns_end_with_a_notice_and_pause_events_flip_the_switch() {
     let mut state = ShellState::default();
     state.apply_chat("execution.started", "c1", Some("e1"));
-    assert!(state.apply_chat("message.delta", "c1", Some("e1")).is_empty());
+    assert!(
+        state
+            .apply_chat("message.delta", "c1", Some("e1"))
+            .is_empty()
+    );
     let ended = state.apply_chat("execution.failed", "c1", Some("e1"));
     assert!(matches!(&ended[..], [Notice::TurnEnded { how, .. }] if how == "failed"));
     assert!(state.turns.is_empty());

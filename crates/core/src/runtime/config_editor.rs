@@ -352,7 +352,20 @@ fn apply_changes(text: &str, changes: &[ConfigValue]) -> Result<String, ConfigEd
                 change.section, change.key
             ))
         })?;
-        table.insert(&change.key, toml_edit::Item::Value(value));
+        match table
+            .get_mut(&change.key)
+            .and_then(toml_edit::Item::as_value_mut)
+        {
+            // Replace the value only: the key's comments and the inline comment stay.
+            Some(existing) => {
+                let decor = existing.decor().clone();
+                *existing = value;
+                *existing.decor_mut() = decor;
+            }
+            None => {
+                table.insert(&change.key, toml_edit::Item::Value(value));
+            }
+        }
     }
     Ok(document.to_string())
 }

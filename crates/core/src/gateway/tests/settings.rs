@@ -496,14 +496,14 @@ async fn the_all_chats_stream_carries_deltas_of_the_users_turns() {
     let f = Fixture::with(|config| config.llm.local_models = vec!["ollama/llama3.2".into()]).await;
     f.runtime.handle().chats().set_engine(Arc::new(Waiting));
     let served = serve(&f).await;
-    let mut request = format!("ws://{}/v1/turns/ws", served.address)
+    let mut upgrade = format!("ws://{}/v1/turns/ws", served.address)
         .into_client_request()
         .unwrap();
-    request.headers_mut().insert(
+    upgrade.headers_mut().insert(
         header::AUTHORIZATION,
         format!("Bearer {}", f.token).parse().unwrap(),
     );
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let (mut socket, _) = tokio_tungstenite::connect_async(upgrade).await.unwrap();
     assert_eq!(next_json(&mut socket).await["kind"], "live");
     let (_, chat) = f
         .send(request(&f, "POST", "/v1/chats", Some(&json!({}))))
