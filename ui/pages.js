@@ -6,14 +6,16 @@ import { onRuntimeEvent } from "./app.js";
 
 /** Builds an element: h("div.card", {onclick}, child, ...). */
 export function h(tag, attributes = {}, ...children) {
-  const [name, ...classes] = tag.split(".");
+  const [head, id] = tag.split("#");
+  const [name, ...classes] = head.split(".");
   const node = document.createElement(name);
+  if (id) node.id = id;
   if (classes.length) node.className = classes.join(" ");
   for (const [key, value] of Object.entries(attributes || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key in node && typeof value !== "string") node[key] = value;
+    else if (key === "value" || (key in node && typeof value !== "string")) node[key] = value;
     else node.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children.flat()) {

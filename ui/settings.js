@@ -78,7 +78,10 @@ function formEditor(body, result, documentState) {
             h("div.meta", {}, key.live ? "applies at once" : "needs a restart"),
             key.overriddenBy ? h("div.meta.error", {}, `overridden by ${key.overriddenBy}`) : null),
           h("div", {}, input, h("div.doc", {}, key.doc)));
-        fields.push({ section: section.name, key: key.name, read, initial: JSON.stringify(key.value), row });
+        const field = { section: section.name, key: key.name, read, dirty: false, row };
+        input.addEventListener("input", () => { field.dirty = true; });
+        input.addEventListener("change", () => { field.dirty = true; });
+        fields.push(field);
         return row;
       })));
   }
@@ -86,7 +89,7 @@ function formEditor(body, result, documentState) {
   const save = h("button.primary#settings-save", {}, "Save");
   body.append(save);
   save.addEventListener("click", async () => {
-    const set = fields.filter((field) => JSON.stringify(field.read()) !== field.initial)
+    const set = fields.filter((field) => field.dirty)
       .map((field) => ({ section: field.section, key: field.key, value: field.read() }));
     for (const field of fields) field.row.classList.remove("invalid");
     if (!set.length) { result.replaceChildren(h("div.card", {}, "Nothing changed.")); return; }
@@ -94,7 +97,7 @@ function formEditor(body, result, documentState) {
       const saved = await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision });
       showSaved(result, saved);
       documentState.doc = await api("GET", "/v1/config");
-      for (const field of fields) field.initial = JSON.stringify(field.read());
+      for (const field of fields) field.dirty = false;
     } catch (error) {
       showProblems(result, error);
       for (const problem of error.body?.problems || []) {
