@@ -1,6 +1,8 @@
 //! The window's commands through Tauri's mock runtime: IPC requests from `tauri://localhost`
 //! reach them and they answer from the shell's state and the system. No tray, no GTK.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed step is a failed test
+
 use std::sync::Arc;
 
 use souz_app::commands::ConnectionInfo;

@@ -40,11 +40,6 @@ impl DaemonClient {
         Ok(Self { base, token, http })
     }
 
-    /// The daemon's base URL (`http://127.0.0.1:8383`).
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
     /// The web UI's address with the token in its fragment (never sent to a server).
     pub fn ui_url(&self) -> String {
         format!("{}/app/#token={}", self.base, self.token.expose())
