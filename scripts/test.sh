@@ -6,6 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 . scripts/clients.sh
+if command -v apt-get >/dev/null 2>&1; then
+  # The menu-bar app (Tauri: WebKitGTK, app indicator), the browser tests (Chromium, Node) and
+  # the app's end-to-end test (Xvfb, a tray host, a notification server, X automation).
+  souz_apt_install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev \
+    librsvg2-dev file chromium nodejs npm xvfb xauth imagemagick trayer dbus-x11 dunst \
+    x11-utils xdotool libnotify-bin python3
+fi
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export RUST_BACKTRACE=1
@@ -37,5 +44,8 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --locked --workspace --no-fail-fast
 fi
+
+step "web UI in headless Chromium"
+(cd tests/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 
 step "all tests passed"

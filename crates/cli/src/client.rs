@@ -56,6 +56,16 @@ impl DaemonClient {
         Ok(Self { base, token, http })
     }
 
+    /// The web UI's address with the token in its fragment (never sent to a server).
+    pub fn ui_url(&self) -> String {
+        format!("{}/app/#token={}", self.base, self.token.expose())
+    }
+
+    /// PUT `path`.
+    pub async fn put<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
+        self.send(self.http.put(self.url(path)).json(body)).await
+    }
+
     /// GET `path`.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         self.send(self.http.get(self.url(path))).await

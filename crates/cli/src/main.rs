@@ -57,6 +57,16 @@ enum Command {
         #[arg(value_enum)]
         client: mcp_config::McpClient,
     },
+    /// Print the address of the web UI (with the token in its fragment); `--open` opens it.
+    Ui {
+        /// Open it in the default browser.
+        #[arg(long)]
+        open: bool,
+    },
+    /// Pause Souz: deny approval requests and stop agent turns until `souz resume`.
+    Pause,
+    /// Resume Souz after `souz pause`.
+    Resume,
     /// Standing grants made by scoped approvals: list, revoke (default: list).
     Grants {
         #[command(subcommand)]
@@ -87,12 +97,69 @@ fn main() -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
+        Command::Ui { open } => client_command(ui(open)),
+        Command::Pause => client_command(set_paused(true)),
+        Command::Resume => client_command(set_paused(false)),
         Command::Grants { command } => client_command(async {
             approvals_command::run_grants(command)
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
     }
+}
+
+/// `souz ui`: the web UI's address, checked against the running daemon.
+async fn ui(open: bool) -> anyhow::Result<ExitCode> {
+    let client = client::DaemonClient::discover()?;
+    let _: serde_json::Value = client.get("/v1/pause").await?;
+    let url = client.ui_url();
+    if open {
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        let status = std::process::Command::new(opener)
+            .arg(&url)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            anyhow::bail!("could not run `{opener}`; open the address printed by `souz ui`");
+        }
+    } else {
+        #[allow(clippy::print_stdout)]
+        {
+            println!("{url}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `souz pause` / `souz resume`.
+async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
+    let client = client::DaemonClient::discover()?;
+    let state: souz_protocol::config::PauseState = client
+        .put(
+            "/v1/pause",
+            &souz_protocol::config::SetPause {
+                paused,
+                via: Some("cli".to_owned()),
+            },
+        )
+        .await?;
+    #[allow(clippy::print_stdout)]
+    {
+        println!(
+            "{}",
+            if state.paused {
+                "Souz is paused."
+            } else {
+                "Souz is running."
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs a client command on a small runtime; errors print as `souz: ...` with exit code 1.

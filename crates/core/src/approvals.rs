@@ -32,6 +32,7 @@ pub use policy::{CallFacts, Decision, GrantRule, Policy};
 use crate::config::edit::append_rule;
 use crate::config::{Config, RuleConfig};
 use crate::runtime::EventBus;
+use crate::runtime::pause::PauseSwitch;
 use crate::store::codec::now;
 use crate::store::{Store, StoreError};
 
@@ -130,6 +131,7 @@ struct Inner {
     state: RwLock<PolicyState>,
     waiters: Mutex<HashMap<String, watch::Sender<Option<Resolution>>>>,
     changes: watch::Sender<u64>,
+    pause: PauseSwitch,
 }
 
 /// The approval service. Cheap to clone.
@@ -158,6 +160,7 @@ impl Approvals {
                 }),
                 waiters: Mutex::new(HashMap::new()),
                 changes,
+                pause: PauseSwitch::new(None),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -190,6 +193,23 @@ impl Approvals {
     ) -> EffectivePolicy {
         let (policy, grants) = self.snapshot();
         policy.effective_for(tool, risk, known, requester, &grants, now())
+    }
+
+    /// The pause switch: while it is on, calls that would ask are denied without asking.
+    pub fn pause(&self) -> &PauseSwitch {
+        &self.inner.pause
+    }
+
+    /// Ends every pending approval without a decision (a denial); returns how many.
+    pub async fn expire_pending(&self, reason: ExpiryReason) -> Result<usize, StoreError> {
+        let pending = self.inner.store.read(queue::pending_ids).await?;
+        let mut expired = 0;
+        for id in pending {
+            if self.expire(&id, reason).await?.is_some() {
+                expired += 1;
+            }
+        }
+        Ok(expired)
     }
 
     /// How long a pending approval waits.
@@ -621,6 +641,7 @@ fn expiry_name(reason: ExpiryReason) -> &'static str {
         ExpiryReason::Restart => "restart",
         ExpiryReason::Withdrawn => "withdrawn",
         ExpiryReason::Shutdown => "shutdown",
+        ExpiryReason::Paused => "paused",
     }
 }
 

@@ -14,6 +14,7 @@
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones.
 
 pub mod events;
+pub mod live;
 pub mod records;
 pub mod settings;
 pub mod turns;
@@ -85,6 +86,9 @@ pub enum ChatError {
     /// The agent turn could not be started.
     #[error("the agent could not be started: {0}")]
     StartFailed(String),
+    /// Souz is paused; turns start again once the person resumes it.
+    #[error("Souz is paused; resume it to start agent turns.")]
+    Paused,
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -102,6 +106,7 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
+    pause: RwLock<Option<crate::runtime::pause::PauseSwitch>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -130,6 +135,7 @@ impl Chats {
                 engine: RwLock::new(None),
                 owner: uuid::Uuid::new_v4().to_string(),
                 running: Mutex::new(HashMap::new()),
+                pause: RwLock::new(None),
                 tasks,
                 shutdown,
             }),
@@ -564,6 +570,7 @@ impl Chats {
         if content.is_empty() {
             return Err(ChatError::Invalid("content must not be blank.".into()));
         }
+        self.refuse_if_paused()?;
         let client_message_id = request
             .client_message_id
             .as_deref()
@@ -739,6 +746,10 @@ impl Chats {
     /// Runs a turn as a runtime task.
     fn launch(&self, turn: Turn, usage_so_far: Usage) -> Result<(), ChatError> {
         let cancel = self.inner.shutdown.child_token();
+        // Paused after the caller's check: the turn starts cancelled, so it ends at once.
+        if self.is_paused() {
+            cancel.cancel();
+        }
         self.inner
             .running
             .lock()
@@ -1086,6 +1097,7 @@ impl Chats {
         if option.status != "pending" {
             return Err(ChatError::Invalid("Option is not pending.".into()));
         }
+        self.refuse_if_paused()?;
         let at = now();
         if option.expires_at.is_some_and(|expires| expires <= at) {
             let id = option.id.clone();

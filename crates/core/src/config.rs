@@ -17,6 +17,7 @@ pub mod env;
 pub mod llm;
 pub mod log;
 pub mod mcp;
+pub mod notifications;
 pub mod paths;
 pub mod sandbox;
 pub mod section;
@@ -34,6 +35,7 @@ pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::McpConfig;
+pub use notifications::NotificationsConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
@@ -74,6 +76,14 @@ macro_rules! config_sections {
                 )*]
             }
 
+            /// The values of `section` as JSON (for the settings editor); `None` if unknown.
+            pub fn section_json(&self, section: &str) -> Option<serde_json::Value> {
+                match section {
+                    $( <$type as Section>::NAME => serde_json::to_value(&self.$field).ok(), )*
+                    _ => None,
+                }
+            }
+
             fn set(&mut self, section: &str, key: &str, value: toml_edit::Value) -> SetOutcome {
                 match section {
                     $(
@@ -110,6 +120,7 @@ config_sections! {
     approvals: ApprovalsConfig,
     llm: LlmConfig,
     mcp: McpConfig,
+    notifications: NotificationsConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

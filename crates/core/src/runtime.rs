@@ -5,9 +5,11 @@
 //! spawns such tasks (through its `TaskTracker`), so `shutdown` can stop and await all of them
 //! before closing the database.
 
+pub mod config_editor;
 pub mod discovery;
 pub mod events;
 pub mod follow;
+pub mod pause;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -15,7 +17,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use souz_protocol::{Bootstrap, ComponentStatus, Features, Health, LocalUser, RuntimeEvent};
+use souz_protocol::config::PauseState;
+use souz_protocol::{
+    Bootstrap, ComponentStatus, ExpiryReason, Features, Health, LocalUser, RuntimeEvent,
+};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -30,6 +35,7 @@ use crate::token::{ApiToken, TokenError};
 use crate::tools::gate::Gate;
 use crate::tools::{CatalogError, builtin};
 
+pub use config_editor::ConfigEditor;
 pub use events::EventBus;
 pub use follow::FollowItem;
 
@@ -100,6 +106,7 @@ struct State {
     token: ApiToken,
     llm: Arc<LlmService>,
     chats: Chats,
+    config_editor: ConfigEditor,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -145,6 +152,12 @@ impl Runtime {
         let store = Store::open(config.paths.database()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
         let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
+        let paused_since = store.read(pause::load).await?;
+        approvals.pause().set(paused_since);
+        if paused_since.is_some() {
+            tracing::warn!("Souz is paused: approval requests are denied until it is resumed");
+        }
+        let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
         let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
         if let Some(helper) = options.sandbox_helper {
             sandbox = sandbox.with_confinement_helper(helper);
@@ -194,6 +207,7 @@ impl Runtime {
             tasks.clone(),
             shutdown.clone(),
         );
+        chats.set_pause(gate.approvals().pause().clone());
         let failed = chats.recover().await?;
         if failed > 0 {
             tracing::warn!(
@@ -217,6 +231,7 @@ impl Runtime {
                 token,
                 llm,
                 chats,
+                config_editor,
                 user,
                 started: Instant::now(),
                 shutdown,
@@ -289,6 +304,64 @@ impl RuntimeHandle {
     /// Chats, messages and agent turns.
     pub fn chats(&self) -> &Chats {
         &self.state.chats
+    }
+
+    /// The settings editor (`config.toml`).
+    pub fn config_editor(&self) -> &ConfigEditor {
+        &self.state.config_editor
+    }
+
+    /// Whether Souz is paused, and since when.
+    pub fn pause_state(&self) -> PauseState {
+        let since = self.approvals().pause().since();
+        PauseState {
+            paused: since.is_some(),
+            since,
+        }
+    }
+
+    /// Pauses or resumes Souz. Pausing denies every pending approval, cancels running agent
+    /// turns, and from then on denies calls that would ask and refuses new turns. Idempotent.
+    pub async fn set_paused(&self, paused: bool, via: &str) -> Result<PauseState, StoreError> {
+        let switch = self.approvals().pause().clone();
+        if switch.is_paused() != paused {
+            let since = paused.then(crate::store::codec::now);
+            let via = via.to_owned();
+            self.events()
+                .publish_with(move |transaction| {
+                    pause::store(transaction, since)?;
+                    let event = if paused {
+                        RuntimeEvent::DaemonPaused { via }
+                    } else {
+                        RuntimeEvent::DaemonResumed { via }
+                    };
+                    Ok::<_, StoreError>(((), vec![event]))
+                })
+                .await?;
+            // Flip first, then sweep: anything asked after the flip is refused by its producer.
+            switch.set(since);
+        }
+        if paused {
+            let expired = self
+                .approvals()
+                .expire_pending(ExpiryReason::Paused)
+                .await?;
+            let stopped = match self.chats().stop_running().await {
+                Ok(stopped) => stopped,
+                Err(error) => {
+                    tracing::warn!(%error, "could not stop every agent turn while pausing");
+                    0
+                }
+            };
+            if expired > 0 || stopped > 0 {
+                tracing::info!(
+                    approvals = expired,
+                    turns = stopped,
+                    "paused: denied and stopped"
+                );
+            }
+        }
+        Ok(self.pause_state())
     }
 
     /// Language models: provider keys, the model registry, clients.

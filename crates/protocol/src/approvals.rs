@@ -184,6 +184,8 @@ pub enum ExpiryReason {
     Withdrawn,
     /// The daemon is shutting down.
     Shutdown,
+    /// The person paused Souz.
+    Paused,
 }
 
 /// The decision recorded on an approval.

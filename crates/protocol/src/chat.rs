@@ -407,3 +407,23 @@ pub struct OnboardingCompleted {
     /// Always true.
     pub completed: bool,
 }
+
+/// An agent turn that is running now, for the live view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveTurn {
+    /// The execution.
+    pub execution: Execution,
+    /// The chat's title, if it has one.
+    pub chat_title: Option<String>,
+    /// The chat event after which this turn's events start (replay from it with
+    /// `GET /v1/chats/{chatId}/events?afterSeq=`).
+    pub after_seq: i64,
+}
+
+/// `GET /v1/turns`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnList {
+    /// Active turns, oldest first.
+    pub items: Vec<ActiveTurn>,
+}

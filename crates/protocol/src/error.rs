@@ -52,6 +52,8 @@ pub enum ErrorCode {
     InvalidUserIdentity,
     /// The agent turn could not be started.
     AgentExecutionFailed,
+    /// Souz is paused: agent turns and approval requests wait until it is resumed.
+    Paused,
 }
 
 impl ErrorCode {
@@ -79,6 +81,7 @@ impl ErrorCode {
             Self::MissingUserIdentity => "missing_user_identity",
             Self::InvalidUserIdentity => "invalid_user_identity",
             Self::AgentExecutionFailed => "agent_execution_failed",
+            Self::Paused => "paused",
         }
     }
 }
@@ -139,6 +142,7 @@ mod tests {
             ErrorCode::MissingUserIdentity,
             ErrorCode::InvalidUserIdentity,
             ErrorCode::AgentExecutionFailed,
+            ErrorCode::Paused,
         ];
         for code in all {
             let json = serde_json::to_value(code).unwrap();

@@ -40,6 +40,19 @@ pub enum RuntimeEvent {
         /// Why it stops (`SIGTERM`, `SIGINT`, `requested`).
         reason: String,
     },
+    /// The person paused Souz: new approval requests are denied and agent turns are stopped
+    /// until [`RuntimeEvent::DaemonResumed`].
+    #[serde(rename = "daemon.paused")]
+    DaemonPaused {
+        /// Where it was paused from (`tray`, `ui`, `api`, `cli`).
+        via: String,
+    },
+    /// The person resumed Souz after a pause.
+    #[serde(rename = "daemon.resumed")]
+    DaemonResumed {
+        /// Where it was resumed from.
+        via: String,
+    },
     /// A tool call waits for a person's decision.
     #[serde(rename = "approval.requested")]
     ApprovalRequested {
@@ -112,6 +125,8 @@ impl RuntimeEvent {
         match self {
             Self::DaemonStarted { .. } => "daemon.started",
             Self::DaemonStopping { .. } => "daemon.stopping",
+            Self::DaemonPaused { .. } => "daemon.paused",
+            Self::DaemonResumed { .. } => "daemon.resumed",
             Self::ApprovalRequested { .. } => "approval.requested",
             Self::ApprovalDecided { .. } => "approval.decided",
             Self::ApprovalExpired { .. } => "approval.expired",
@@ -152,6 +167,8 @@ mod tests {
             RuntimeEvent::DaemonStopping {
                 reason: "signal".into(),
             },
+            RuntimeEvent::DaemonPaused { via: "tray".into() },
+            RuntimeEvent::DaemonResumed { via: "ui".into() },
         ];
         for event in events {
             let json = serde_json::to_value(&event).unwrap();

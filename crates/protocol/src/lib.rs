@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod chat;
+pub mod config;
 pub mod error;
 pub mod event;
 pub mod llm;

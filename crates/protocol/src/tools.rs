@@ -285,6 +285,8 @@ pub enum DecisionSource {
     },
     /// No decision was needed: the call was invalid (unknown tool, bad arguments, refused path).
     NotReached,
+    /// Souz was paused, so a call that needed a person's approval was denied without asking.
+    Paused,
 }
 
 /// How a call ended, for the audit.

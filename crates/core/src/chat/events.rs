@@ -43,6 +43,8 @@ pub struct NewChatEvent {
 pub struct ChatEvents {
     store: Store,
     channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<ChatEvent>>>>>,
+    /// Every announced event of every chat, for the live-turns view and the menu-bar app.
+    all: broadcast::Sender<Arc<ChatEvent>>,
     order: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -52,6 +54,7 @@ impl ChatEvents {
         Self {
             store,
             channels: Arc::new(Mutex::new(HashMap::new())),
+            all: broadcast::channel(LIVE_CAPACITY).0,
             order: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
@@ -155,7 +158,16 @@ impl ChatEvents {
             .clone()
     }
 
+    /// Every event of every chat announced from now on (durable and live-only), in announce
+    /// order. The receiver lags (and is told so) if it falls more than the buffer behind.
+    pub fn subscribe_all(&self) -> broadcast::Receiver<Arc<ChatEvent>> {
+        self.all.subscribe()
+    }
+
     fn announce(&self, event: Arc<ChatEvent>) {
+        if self.all.receiver_count() > 0 {
+            let _ = self.all.send(Arc::clone(&event));
+        }
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = channels.get(&event.chat_id) {
             if sender.receiver_count() == 0 {

@@ -33,8 +33,35 @@ fn display(problems: &[Problem]) -> String {
         .join("; ")
 }
 
+/// Holds the advisory lock on `<config>.lock` (released on drop). Every read-modify-write of
+/// `config.toml` (the settings editor, `always` rules) takes it, so two edits cannot interleave,
+/// in this process or another one.
+#[derive(Debug)]
+pub struct EditLock {
+    _file: std::fs::File,
+}
+
+/// Takes the edit lock of `config_file`, waiting for another holder to finish.
+pub fn lock(config_file: &Path) -> Result<EditLock, EditError> {
+    let path = config_file.with_extension("toml.lock");
+    let io_error = |error: std::io::Error| EditError::Io {
+        path: path.display().to_string(),
+        message: error.to_string(),
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(&path).map_err(io_error)?;
+    file.lock().map_err(io_error)?;
+    Ok(EditLock { _file: file })
+}
+
 /// Validates `text` as the new `config.toml` of `current` and writes it. Returns the
-/// configuration it describes.
+/// configuration it describes. The caller holds the [`lock`] when it read the file first.
 pub fn write_validated(current: &Config, text: &str) -> Result<Config, EditError> {
     let next = current.reparse(text).map_err(EditError::Invalid)?;
     let file = current.paths.config_file();
@@ -56,6 +83,7 @@ pub fn append_rule(
         path: file.display().to_string(),
         message,
     };
+    let _lock = lock(&file)?;
     let text = match std::fs::read_to_string(&file) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Config::template(),

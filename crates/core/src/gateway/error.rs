@@ -180,6 +180,11 @@ impl From<ChatError> for ApiError {
                     "The agent could not be started.",
                 )
             }
+            ChatError::Paused => Self::new(
+                StatusCode::CONFLICT,
+                ErrorCode::Paused,
+                "Souz is paused; resume it (tray, Settings, or PUT /v1/pause) to start agent turns.",
+            ),
             ChatError::Store(error) => error.into(),
         }
     }

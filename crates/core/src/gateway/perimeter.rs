@@ -6,7 +6,14 @@
 //! 2. A body whose declared length is over the limit gets 413 before it is read; a chunked body
 //!    is cut off at the limit.
 //! 3. `/v1/**` and `/mcp` need `Authorization: Bearer <token>` (constant-time check): else 401.
-//!    `/`, `/health`, `/docs*` and OAuth discovery (`/.well-known/*`) are public.
+//!    `/`, `/health`, `/docs*`, the web UI (`/app*`) and OAuth discovery (`/.well-known/*`) are
+//!    public.
+//!
+//! Browsers cannot set headers on `new WebSocket(...)`, so a WebSocket upgrade may present the
+//! token as the subprotocol `souz.token.<token>` instead, offered together with `souz`; the
+//! answer selects `souz` (never echoing the token). Only upgrade requests may do this, and they
+//! cross steps 1 and 2 first like everything else, so a page from a foreign origin still gets
+//! 403 before its token is even looked at.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -150,6 +157,11 @@ pub fn requires_token(path: &str) -> bool {
     protected && !path.contains("/.well-known/")
 }
 
+/// The subprotocol a browser offers with [`TOKEN_SUBPROTOCOL_PREFIX`], and the one selected.
+pub const SUBPROTOCOL: &str = "souz";
+/// Prefix of the subprotocol that carries the token on a browser's WebSocket upgrade.
+pub const TOKEN_SUBPROTOCOL_PREFIX: &str = "souz.token.";
+
 /// Proof, inserted by [`authenticate`], that the request carried the token. Handlers take it as
 /// an extractor; without the middleware it fails closed.
 #[derive(Debug, Clone, Copy)]
@@ -164,10 +176,28 @@ pub async fn authenticate(
     if !requires_token(request.uri().path()) {
         return next.run(request).await;
     }
-    match bearer(request.headers()) {
+    let (presented, via_subprotocol) = match bearer(request.headers()) {
+        Some(token) => (Some(token), false),
+        None => (websocket_token(request.headers()), true),
+    };
+    match presented {
         Some(token) if handle.verify_token(token) => {
+            let offered_souz =
+                via_subprotocol && offers_subprotocol(request.headers(), SUBPROTOCOL);
             request.extensions_mut().insert(Authenticated);
-            next.run(request).await
+            let mut response = next.run(request).await;
+            if offered_souz
+                && response.status() == StatusCode::SWITCHING_PROTOCOLS
+                && !response
+                    .headers()
+                    .contains_key(header::SEC_WEBSOCKET_PROTOCOL)
+            {
+                response.headers_mut().insert(
+                    header::SEC_WEBSOCKET_PROTOCOL,
+                    header::HeaderValue::from_static(SUBPROTOCOL),
+                );
+            }
+            response
         }
         Some(_) => ApiError::unauthorized("The bearer token is not valid; see `souz token`.")
             .into_response(),
@@ -176,6 +206,33 @@ pub async fn authenticate(
         )
         .into_response(),
     }
+}
+
+/// The token offered as a `souz.token.<token>` subprotocol, on WebSocket upgrades only.
+fn websocket_token(headers: &HeaderMap) -> Option<&str> {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return None;
+    }
+    subprotocols(headers)
+        .find_map(|protocol| protocol.strip_prefix(TOKEN_SUBPROTOCOL_PREFIX))
+        .filter(|token| !token.is_empty())
+}
+
+fn offers_subprotocol(headers: &HeaderMap, wanted: &str) -> bool {
+    subprotocols(headers).any(|protocol| protocol == wanted)
+}
+
+fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -280,9 +337,36 @@ mod tests {
             "/mcpx",
             "/.well-known/oauth-protected-resource",
             "/mcp/.well-known/oauth-authorization-server",
+            "/app",
+            "/app/",
+            "/app/app.js",
         ] {
             assert!(!requires_token(public), "{public}");
         }
+    }
+
+    #[test]
+    fn websocket_token_only_on_upgrades() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            "souz, souz.token.abc".parse().unwrap(),
+        );
+        assert_eq!(websocket_token(&headers), None, "not an upgrade");
+        headers.insert(header::UPGRADE, "websocket".parse().unwrap());
+        assert_eq!(websocket_token(&headers), Some("abc"));
+        assert!(offers_subprotocol(&headers, "souz"));
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            "souz.token.".parse().unwrap(),
+        );
+        assert_eq!(websocket_token(&headers), None, "empty token");
+        assert!(!offers_subprotocol(&headers, "souz"));
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            "chat, other".parse().unwrap(),
+        );
+        assert_eq!(websocket_token(&headers), None);
     }
 
     #[test]

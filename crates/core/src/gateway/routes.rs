@@ -1,12 +1,15 @@
 //! Every route of the gateway, each a few lines over [`RuntimeHandle`](crate::RuntimeHandle).
 
+pub mod app;
 pub mod approvals;
 pub mod audit;
 pub mod chats;
+pub mod config;
 pub mod events;
 pub mod provider_keys;
 pub mod system;
 pub mod tools;
+pub mod turns;
 
 use super::AppState;
 use super::api::ApiRouter;
@@ -21,4 +24,7 @@ pub fn all() -> ApiRouter<AppState> {
         .merge(audit::routes())
         .merge(chats::routes())
         .merge(provider_keys::routes())
+        .merge(config::routes())
+        .merge(turns::routes())
+        .merge(app::routes())
 }

@@ -17,6 +17,7 @@ use crate::runtime::Runtime;
 const BOUND: &str = "127.0.0.1:8383";
 
 mod chats;
+mod settings;
 
 struct Fixture {
     _dir: tempfile::TempDir,

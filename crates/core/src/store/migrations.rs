@@ -202,6 +202,13 @@ pub const MIGRATIONS: &[Migration] = &[
                   answered_at    TEXT
               ) STRICT;",
     },
+    Migration {
+        name: "daemon_state",
+        sql: "CREATE TABLE daemon_state (
+                  key   TEXT PRIMARY KEY,
+                  value TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

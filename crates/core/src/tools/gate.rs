@@ -604,6 +604,15 @@ impl Gate {
                      what you wanted to do instead."
                 ));
             }
+            Decision::Ask { .. } if self.inner.approvals.pause().is_paused() => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = DecisionSource::Paused;
+                return denial(
+                    "Souz is paused, so calls that need the person's approval are denied without \
+                     asking. Do not retry it until they resume Souz."
+                        .into(),
+                );
+            }
             Decision::Ask { reason } => {
                 let sandbox = Arc::clone(&self.inner.sandbox);
                 let display = move |path: &std::path::Path| sandbox.display(path);
@@ -645,6 +654,17 @@ impl Gate {
                 };
                 let approval_id = pending.approval.id.clone();
                 record.approval_id = Some(approval_id.clone());
+                // Paused between the check above and the store: the pause sweep may have missed
+                // this approval, so end it here.
+                if self.inner.approvals.pause().is_paused()
+                    && let Err(error) = self
+                        .inner
+                        .approvals
+                        .expire(&approval_id, ExpiryReason::Paused)
+                        .await
+                {
+                    tracing::warn!(%error, "could not expire an approval asked while pausing");
+                }
                 self.advance(record, ToolCallStatus::WaitingApproval, state);
                 let deadline = tokio::time::Instant::now()
                     + (pending.approval.expires_at - now())
@@ -694,6 +714,11 @@ impl Gate {
                             ExpiryReason::Withdrawn => {
                                 cancelled("The call was cancelled before it was approved.")
                             }
+                            ExpiryReason::Paused => denial(
+                                "Souz was paused before this call was approved, so it was denied. \
+                                 Do not retry it until the person resumes Souz."
+                                    .into(),
+                            ),
                             ExpiryReason::Restart | ExpiryReason::Shutdown => denial(
                                 "Souz stopped before this call was approved, so it was denied."
                                     .into(),

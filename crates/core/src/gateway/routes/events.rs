@@ -30,6 +30,9 @@ pub struct EventsQuery {
     /// Replay stored events with a sequence number greater than this, then follow live.
     /// Default 0: everything stored.
     pub after_seq: Option<i64>,
+    /// `true`: replay nothing, start after the latest stored event (for clients that load the
+    /// current state through the API first). Cannot be combined with `after_seq`.
+    pub tail: Option<bool>,
 }
 
 /// A frame on `WS /v1/events`: either a stored event or a stream control message.
@@ -70,7 +73,15 @@ async fn events(
             rejection.body_text()
         ))
     })?;
-    let after_seq = query.after_seq.unwrap_or(0);
+    let after_seq = match (query.after_seq, query.tail) {
+        (Some(_), Some(true)) => {
+            return Err(ApiError::invalid(
+                "give either after_seq or tail=true, not both",
+            ));
+        }
+        (_, Some(true)) => handle.events().last_seq().await?,
+        (after_seq, _) => after_seq.unwrap_or(0),
+    };
     if after_seq < 0 {
         return Err(ApiError::invalid("after_seq must be 0 or more"));
     }

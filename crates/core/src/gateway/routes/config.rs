@@ -1,0 +1,173 @@
+//! `/v1/config` (the settings editor: `config.toml` as a form and as raw TOML) and `/v1/pause`
+//! (the pause switch). Handlers are a few lines over [`RuntimeHandle`].
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use souz_protocol::config::{
+    ConfigDocument, ConfigPatch, ConfigRejected, ConfigReplace, ConfigSaved, PauseState, SetPause,
+};
+use souz_protocol::{ErrorBody, ErrorCode, ErrorDetail};
+
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::gateway::extract::ApiJson;
+use crate::gateway::perimeter::Authenticated;
+use crate::runtime::RuntimeHandle;
+use crate::runtime::config_editor::{ConfigEditError, problem_on_wire};
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .route(
+            Operation::get("/v1/config")
+                .summary("config.toml: its text, its schema for a form, and what applies live.")
+                .tag("settings")
+                .response::<ConfigDocument>(200, "The file and its schema."),
+            show,
+        )
+        .route(
+            Operation::put("/v1/config")
+                .summary("Replace config.toml (validated first, written atomically with a backup).")
+                .description(
+                    "The text is validated exactly as the daemon loads it; any problem is a 400 \
+                     with every problem and its line and column, and nothing is written. \
+                     Otherwise the file is replaced atomically, the previous version is kept as \
+                     `config.toml.bak`, and changes apply live where possible (`applied`) or at \
+                     the next start (`restartRequired`). Send the `revision` you started from as \
+                     `baseRevision`: if the file changed meanwhile the answer is 409.",
+                )
+                .tag("settings")
+                .request::<ConfigReplace>()
+                .response::<ConfigSaved>(200, "Saved.")
+                .response::<ConfigRejected>(400, "The text has problems; nothing was written.")
+                .response::<ErrorBody>(409, "The file changed since `baseRevision`."),
+            replace,
+        )
+        .route(
+            Operation::patch("/v1/config")
+                .summary("Set or reset single keys of config.toml, keeping its comments.")
+                .description(
+                    "Each change sets `[section] key` to a JSON value (or removes it with `null`, \
+                     so the default applies). The resulting file is validated and saved like \
+                     `PUT /v1/config`.",
+                )
+                .tag("settings")
+                .request::<ConfigPatch>()
+                .response::<ConfigSaved>(200, "Saved.")
+                .response::<ConfigRejected>(400, "The result has problems; nothing was written.")
+                .response::<ErrorBody>(409, "The file changed since `baseRevision`."),
+            patch,
+        )
+        .route(
+            Operation::get("/v1/pause")
+                .summary("Whether Souz is paused.")
+                .tag("settings")
+                .response::<PauseState>(200, "The pause state."),
+            pause_state,
+        )
+        .route(
+            Operation::put("/v1/pause")
+                .summary("Pause or resume Souz.")
+                .description(
+                    "While paused, a tool call that would ask for approval is denied without \
+                     asking, pending approvals are denied, running agent turns are cancelled and \
+                     new ones are refused (409 `paused`). Calls the policy allows still run.",
+                )
+                .tag("settings")
+                .request::<SetPause>()
+                .response::<PauseState>(200, "The new state."),
+            set_pause,
+        )
+}
+
+async fn show(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<ConfigDocument>, Response> {
+    handle
+        .config_editor()
+        .document()
+        .await
+        .map(axum::Json)
+        .map_err(rejection)
+}
+
+async fn replace(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<ConfigReplace>,
+) -> Result<axum::Json<ConfigSaved>, Response> {
+    handle
+        .config_editor()
+        .replace(request.text, request.base_revision)
+        .await
+        .map(axum::Json)
+        .map_err(rejection)
+}
+
+async fn patch(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<ConfigPatch>,
+) -> Result<axum::Json<ConfigSaved>, Response> {
+    handle
+        .config_editor()
+        .patch(request.set, request.base_revision)
+        .await
+        .map(axum::Json)
+        .map_err(rejection)
+}
+
+fn rejection(error: ConfigEditError) -> Response {
+    match error {
+        ConfigEditError::Invalid { problems, text } => {
+            let summary = match problems.first() {
+                Some(first) if problems.len() == 1 => format!("Not saved: {first}"),
+                Some(first) => format!("Not saved: {first} (and {} more)", problems.len() - 1),
+                None => "Not saved.".to_owned(),
+            };
+            let body = ConfigRejected {
+                error: ErrorDetail {
+                    code: ErrorCode::InvalidRequest,
+                    message: summary,
+                },
+                problems: problems.iter().map(problem_on_wire).collect(),
+                text,
+            };
+            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        }
+        ConfigEditError::Conflict { .. } => {
+            ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
+                .into_response()
+        }
+        ConfigEditError::BadChange(message) => ApiError::invalid(message).into_response(),
+        ConfigEditError::Io(detail) => ApiError::internal(&detail).into_response(),
+    }
+}
+
+async fn pause_state(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+) -> axum::Json<PauseState> {
+    axum::Json(handle.pause_state())
+}
+
+async fn set_pause(
+    _: Authenticated,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<SetPause>,
+) -> Result<axum::Json<PauseState>, ApiError> {
+    let via = request.via.as_deref().unwrap_or("api");
+    let via: String = via
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(32)
+        .collect();
+    let via = if via.is_empty() {
+        "api".to_owned()
+    } else {
+        via
+    };
+    Ok(axum::Json(handle.set_paused(request.paused, &via).await?))
+}

@@ -1,0 +1,146 @@
+//! `/v1/turns`: the agent turns running now across the user's chats, and `WS /v1/turns/ws`,
+//! every event of the user's chats as it happens (answers streaming as `message.delta`, tool
+//! calls, approvals, the end of each turn), for the live view and the menu-bar app.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message as Frame, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use serde_json::json;
+use souz_protocol::chat::{ChatEvent, TurnList};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::chat::ChatUser;
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::runtime::RuntimeHandle;
+
+/// Close code sent when a follower fell behind and must reconnect (and re-read `/v1/turns`).
+const CLOSE_RESYNC: u16 = 4000;
+/// Ownership answers remembered per socket; bounded so a long session does not grow forever.
+const OWNERSHIP_CACHE: usize = 4096;
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .route(
+            Operation::get("/v1/turns")
+                .summary("Agent turns running now, across your chats.")
+                .description(
+                    "Each item carries `afterSeq`: replay that chat's events after it \
+                     (`GET /v1/chats/{chatId}/events?afterSeq=`) to catch up on the turn so far, \
+                     then follow `WS /v1/turns/ws`.",
+                )
+                .tag("chats")
+                .response::<TurnList>(200, "The active turns."),
+            list,
+        )
+        .route(
+            Operation::get("/v1/turns/ws")
+                .summary("Follow every event of your chats live over a WebSocket.")
+                .description(
+                    "Sends `{\"kind\":\"live\"}` first, then each chat event as it is announced, \
+                     with `\"kind\":\"event\"` (the same frames as `WS /v1/chats/{chatId}/ws`, \
+                     deltas included). Live only: nothing is replayed. A follower that falls \
+                     behind gets `{\"kind\":\"resync\"}` and close code 4000.",
+                )
+                .tag("chats")
+                .websocket::<ChatEvent>(),
+            follow,
+        )
+}
+
+async fn list(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<TurnList>, ApiError> {
+    let items = handle.chats().active_turns(&user).await?;
+    Ok(axum::Json(TurnList { items }))
+}
+
+async fn follow(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let upgrade = upgrade.map_err(|rejection| {
+        ApiError::invalid(format!(
+            "WebSocket upgrade required: {}",
+            rejection.body_text()
+        ))
+    })?;
+    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, user)))
+}
+
+async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
+    let shutdown = handle.shutdown_signal();
+    let mut events = handle.chats().events().subscribe_all();
+    let mut owned: HashMap<String, bool> = HashMap::new();
+    let live = json!({"kind": "live"}).to_string();
+    if socket.send(Frame::Text(live.into())).await.is_err() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Ok(event) => {
+                    let mine = match owned.get(&event.chat_id) {
+                        Some(mine) => *mine,
+                        None => {
+                            let mine = handle.chats().owns(&user, &event.chat_id).await.unwrap_or(false);
+                            if owned.len() >= OWNERSHIP_CACHE {
+                                owned.clear();
+                            }
+                            owned.insert(event.chat_id.clone(), mine);
+                            mine
+                        }
+                    };
+                    if !mine {
+                        continue;
+                    }
+                    let mut value = serde_json::to_value(&*event).unwrap_or_default();
+                    value["kind"] = json!("event");
+                    if socket.send(Frame::Text(value.to_string().into())).await.is_err() {
+                        return;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {
+                    let resync = json!({"kind": "resync"}).to_string();
+                    let _ = socket.send(Frame::Text(resync.into())).await;
+                    close(socket, CLOSE_RESYNC, "fell behind; reload the active turns").await;
+                    return;
+                }
+                Err(RecvError::Closed) => return,
+            },
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Frame::Close(_)) | Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            },
+            () = shutdown.cancelled() => {
+                close(socket, 1001, "Souz is shutting down").await;
+                return;
+            }
+        }
+    }
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    if socket.send(Frame::Close(Some(frame))).await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while let Some(Ok(message)) = socket.recv().await {
+            if matches!(message, Frame::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+}

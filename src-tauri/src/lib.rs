@@ -1,0 +1,338 @@
+//! The Souz menu-bar app: a thin Tauri shell over the Souz runtime running in this process.
+//!
+//! Starting the app starts the daemon (`daemon`): the same runtime and gateway as `souz serve`,
+//! on the same port; if a headless `souz serve` already owns it, the app attaches to it. The
+//! shell then only shows and forwards: the tray (`tray`, desktop only), native notifications
+//! with Approve/Deny (`notify`), the window with the web UI the gateway serves (`window`), and
+//! start at login. Everything it shows comes from the gateway API (`client`), folded into plain
+//! state (`state`) that is tested without Tauri. Commands (`commands`) are generic over
+//! `tauri::Runtime`, so the mock runtime drives them in tests.
+
+pub mod client;
+pub mod commands;
+pub mod daemon;
+pub mod notify;
+pub mod state;
+#[cfg(desktop)]
+pub mod tray;
+pub mod window;
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use souz_core::sandbox::confinement;
+use tauri::{AppHandle, Manager, RunEvent, Runtime};
+
+use crate::client::{DaemonClient, StreamItem};
+use crate::daemon::Daemon;
+use crate::state::{Connection, Notice, ShellState};
+
+/// What the shell keeps for the app's lifetime (managed Tauri state).
+pub struct Shell {
+    /// The state shown in the tray.
+    pub state: Mutex<ShellState>,
+    /// The daemon's client, once it is up.
+    pub client: OnceLock<DaemonClient>,
+    /// The embedded daemon, for shutdown.
+    daemon: tokio::sync::Mutex<Option<Daemon>>,
+    /// Which notifications to post (`[notifications]` in config.toml).
+    pub preferences: Mutex<souz_core::config::NotificationsConfig>,
+    /// Posted approval notifications.
+    pub notifications: notify::Posted,
+    /// Keeps file logging alive.
+    logging: Mutex<Option<souz_core::telemetry::TelemetryGuard>>,
+}
+
+impl Default for Shell {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(ShellState::default()),
+            client: OnceLock::new(),
+            daemon: tokio::sync::Mutex::new(None),
+            preferences: Mutex::new(Default::default()),
+            notifications: notify::Posted::default(),
+            logging: Mutex::new(None),
+        }
+    }
+}
+
+impl Shell {
+    /// Locks the state (a poisoned lock still holds usable data).
+    pub fn state(&self) -> std::sync::MutexGuard<'_, ShellState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Runs the app. Also answers the hidden sandbox-helper subcommand, so the app confines the
+/// commands its tools run exactly like `souz serve`.
+pub fn run() {
+    let mut arguments = std::env::args_os().skip(1);
+    if arguments
+        .next()
+        .is_some_and(|first| first == confinement::HELPER_SUBCOMMAND)
+    {
+        let error = match confinement::HelperArguments::parse(arguments.collect::<Vec<_>>()) {
+            Ok(arguments) => confinement::run_helper(arguments),
+            Err(error) => error,
+        };
+        eprintln!("souz-app: {error}");
+        std::process::exit(i32::from(confinement::HELPER_FAILURE_EXIT_CODE));
+    }
+    let app =
+        match builder(tauri::Builder::default(), Launch::App).build(tauri::generate_context!()) {
+            Ok(app) => app,
+            Err(error) => {
+                eprintln!("souz-app: cannot start: {error}");
+                std::process::exit(1);
+            }
+        };
+    app.run(|app, event| match event {
+        // Closing the window keeps the app in the menu bar; only Quit (an explicit exit code)
+        // ends it.
+        RunEvent::ExitRequested {
+            code: None, api, ..
+        } => api.prevent_exit(),
+        RunEvent::Exit => {
+            let shell = app.state::<Arc<Shell>>().inner().clone();
+            tauri::async_runtime::block_on(async move {
+                if let Some(mut daemon) = shell.daemon.lock().await.take() {
+                    daemon.shutdown().await;
+                }
+            });
+        }
+        _ => {}
+    });
+}
+
+/// What [`builder`] sets up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// The whole app: tray, notifications, and the daemon.
+    App,
+    /// Plugins and commands only, for the mock runtime (no tray: GTK is not initialised there;
+    /// no daemon: tests give the shell its state).
+    CommandsOnly,
+}
+
+/// Plugins, commands and setup shared by the real app and the mock-runtime tests.
+pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri::Builder<R> {
+    builder
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            None,
+        ))
+        .manage(Arc::new(Shell::default()))
+        .invoke_handler(tauri::generate_handler![
+            commands::connection,
+            commands::autostart_enabled,
+            commands::set_autostart,
+        ])
+        .setup(move |app| {
+            if launch == Launch::CommandsOnly {
+                return Ok(());
+            }
+            #[cfg(target_os = "macos")]
+            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+            let handle = app.handle().clone();
+            notify::init(&handle);
+            #[cfg(desktop)]
+            if std::env::var_os("SOUZ_APP_NO_TRAY").is_none() {
+                tray::create(&handle)?;
+            }
+            tauri::async_runtime::spawn(start(handle));
+            Ok(())
+        })
+}
+
+/// Starts (or attaches to) the daemon, then keeps the shell's state in step with it.
+async fn start<R: Runtime>(app: AppHandle<R>) {
+    let shell = app.state::<Arc<Shell>>().inner().clone();
+    refresh_autostart(&app);
+    let started = match souz_core::config::Config::load(&souz_core::config::process_env) {
+        Ok(config) => {
+            match souz_core::telemetry::init(&config.log, &config.paths.logs()) {
+                Ok(guard) => {
+                    *shell.logging.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+                }
+                Err(error) => eprintln!("souz-app: logging is off: {error}"),
+            }
+            Daemon::start_with(config.clone())
+                .await
+                .map(|daemon| (daemon, config))
+        }
+        Err(error) => Err(daemon::DaemonError::Config(error.to_string())),
+    };
+    let (daemon, config) = match started {
+        Ok(started) => started,
+        Err(error) => {
+            tracing::error!(%error, "Souz could not start");
+            shell.state().connection = Connection::Disconnected {
+                reason: error.to_string(),
+            };
+            changed(&app);
+            return;
+        }
+    };
+    *shell
+        .preferences
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = config.notifications.clone();
+    let client = daemon.client().clone();
+    let connection = match &daemon {
+        Daemon::Embedded { client, .. } => Connection::Embedded {
+            url: client.base().to_owned(),
+        },
+        Daemon::Attached { client } => Connection::Attached {
+            url: client.base().to_owned(),
+        },
+    };
+    *shell.daemon.lock().await = Some(daemon);
+    let _ = shell.client.set(client.clone());
+    follow(app, shell, client, connection).await;
+}
+
+/// Follows the daemon's events for as long as the app runs, reconnecting with backoff.
+async fn follow<R: Runtime>(
+    app: AppHandle<R>,
+    shell: Arc<Shell>,
+    client: DaemonClient,
+    connection: Connection,
+) {
+    let mut delay = Duration::from_millis(250);
+    loop {
+        let chats = {
+            let app = app.clone();
+            let shell = Arc::clone(&shell);
+            let client = client.clone();
+            tokio::spawn(async move {
+                let _ = client
+                    .follow_chats(|item| {
+                        if let StreamItem::Chat(event) = item {
+                            let notices = shell.state().apply_chat(
+                                &event.kind,
+                                &event.chat_id,
+                                event.execution_id.as_deref(),
+                            );
+                            if event.kind.starts_with("execution.") {
+                                handle(&app, notices);
+                            }
+                        }
+                    })
+                    .await;
+            })
+        };
+        let result = client
+            .follow_runtime(|item| match item {
+                StreamItem::Live => {
+                    let (app, shell, client, connection) = (
+                        app.clone(),
+                        Arc::clone(&shell),
+                        client.clone(),
+                        connection.clone(),
+                    );
+                    tokio::spawn(async move {
+                        match reload(&client).await {
+                            Ok((pending, turns, paused)) => {
+                                let notices = {
+                                    let mut state = shell.state();
+                                    state.connection = connection;
+                                    state.reset(pending, turns, paused)
+                                };
+                                handle(&app, notices);
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "could not load the daemon's state")
+                            }
+                        }
+                    });
+                }
+                StreamItem::Runtime(envelope) => {
+                    let notices = shell.state().apply_runtime(&envelope.event);
+                    handle(&app, notices);
+                }
+                StreamItem::Chat(_) => {}
+            })
+            .await;
+        chats.abort();
+        let reason = match result {
+            Ok(()) => "the daemon closed the connection".to_owned(),
+            Err(error) => error.to_string(),
+        };
+        shell.state().connection = Connection::Disconnected { reason };
+        changed(&app);
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+async fn reload(
+    client: &DaemonClient,
+) -> Result<
+    (
+        Vec<souz_protocol::Approval>,
+        Vec<souz_protocol::chat::ActiveTurn>,
+        bool,
+    ),
+    client::ClientError,
+> {
+    let (pending, turns, pause) =
+        tokio::try_join!(client.pending(), client.turns(), client.pause_state())?;
+    Ok((pending.items, turns.items, pause.paused))
+}
+
+/// Posts or withdraws notifications, then redraws the tray.
+fn handle<R: Runtime>(app: &AppHandle<R>, notices: Vec<Notice>) {
+    for notice in notices {
+        notify::show(app, notice);
+    }
+    changed(app);
+}
+
+/// Redraws the tray after a state change.
+pub fn changed<R: Runtime>(app: &AppHandle<R>) {
+    #[cfg(desktop)]
+    tray::refresh(app);
+    #[cfg(not(desktop))]
+    let _ = app;
+}
+
+/// Reads start-at-login from the system into the state.
+pub fn refresh_autostart<R: Runtime>(app: &AppHandle<R>) {
+    let enabled = commands::read_autostart(app).unwrap_or(false);
+    app.state::<Arc<Shell>>().state().autostart = enabled;
+}
+
+/// Decides an approval from the tray or a notification.
+pub fn decide<R: Runtime>(
+    app: &AppHandle<R>,
+    approval_id: String,
+    approve: bool,
+    via: &'static str,
+) {
+    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
+        return;
+    };
+    tauri::async_runtime::spawn(async move {
+        let verdict = if approve {
+            souz_protocol::Verdict::Approve
+        } else {
+            souz_protocol::Verdict::Deny
+        };
+        if let Err(error) = client.decide(&approval_id, verdict, via).await {
+            tracing::warn!(%error, %approval_id, "could not decide the approval");
+        }
+    });
+}
+
+/// Pauses or resumes from the tray.
+pub fn set_paused<R: Runtime>(app: &AppHandle<R>, paused: bool) {
+    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
+        return;
+    };
+    tauri::async_runtime::spawn(async move {
+        if let Err(error) = client.set_paused(paused, "tray").await {
+            tracing::warn!(%error, "could not change the pause state");
+        }
+    });
+}

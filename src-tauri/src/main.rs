@@ -1,0 +1,3 @@
+fn main() {
+    souz_app::run()
+}

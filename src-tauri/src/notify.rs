@@ -1,0 +1,178 @@
+//! Native notifications: every approval request is posted with who asks, the tool and the key
+//! argument, and Approve / Deny actions that decide it through the gate; a click on the body
+//! opens the window at that approval; a decision made anywhere else withdraws it. Approvals that
+//! expire and turns that end are posted too, as `[notifications]` in config.toml says.
+//!
+//! Linux and the BSDs: `tauri-plugin-notification` speaks the freedesktop protocol over D-Bus,
+//! with actions and withdrawal. macOS: the plugin's NSUserNotification path folds two actions
+//! into an "Options" menu, so approvals go through UNUserNotificationCenter instead
+//! (`macos`), with a category that has real side-by-side buttons.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use tauri::{AppHandle, Manager, Runtime};
+use tauri_plugin_notification::{Action, ActionType, NotificationExt};
+
+use crate::Shell;
+use crate::state::{Notice, approval_text};
+
+#[cfg(target_os = "macos")]
+mod macos;
+
+/// The action type of approval notifications.
+pub const APPROVAL_ACTIONS: &str = "souz.approval";
+/// The Approve action.
+pub const APPROVE: &str = "approve";
+/// The Deny action.
+pub const DENY: &str = "deny";
+
+/// Approval notifications on screen: approval id -> notification id.
+#[derive(Default)]
+pub struct Posted {
+    ids: Mutex<HashMap<String, i32>>,
+    next: AtomicI32,
+}
+
+impl Posted {
+    fn assign(&self, approval_id: &str) -> i32 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(approval_id.to_owned(), id);
+        id
+    }
+
+    fn take(&self, approval_id: &str) -> Option<i32> {
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(approval_id)
+    }
+
+    fn approval_of(&self, notification_id: i32) -> Option<String> {
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(_, id)| **id == notification_id)
+            .map(|(approval, _)| approval.clone())
+    }
+}
+
+/// Registers the Approve/Deny action type and the handler of actions and clicks.
+pub fn init<R: Runtime>(app: &AppHandle<R>) {
+    #[cfg(target_os = "macos")]
+    macos::init(app);
+    let notification = app.notification();
+    let actions = ActionType::builder(APPROVAL_ACTIONS)
+        .actions(vec![
+            Action::builder(APPROVE, "Approve").build(),
+            Action::builder(DENY, "Deny").destructive(true).build(),
+        ])
+        .build();
+    if let Err(error) = notification.register_action_types(vec![actions]) {
+        tracing::warn!(%error, "notification actions are not available");
+    }
+    let handle = app.clone();
+    let _ = notification.on_action(move |performed| {
+        let Some(active) = performed.notification() else {
+            return;
+        };
+        let shell = handle.state::<Arc<Shell>>();
+        let approval_id = active
+            .extra()
+            .get("approvalId")
+            .and_then(|value| value.as_str())
+            .map(str::to_owned)
+            .or_else(|| shell.notifications.approval_of(active.id()));
+        let Some(approval_id) = approval_id else {
+            return;
+        };
+        acted(&handle, &approval_id, performed.action_id());
+    });
+}
+
+/// What a person did on an approval notification.
+pub fn acted<R: Runtime>(app: &AppHandle<R>, approval_id: &str, action: &str) {
+    tracing::info!(%approval_id, %action, "notification action");
+    match action {
+        APPROVE => crate::decide(app, approval_id.to_owned(), true, "notification"),
+        DENY => crate::decide(app, approval_id.to_owned(), false, "notification"),
+        // A click on the body (`tap`, or the platform's default action): show it in the window.
+        _ => crate::window::open(app, Some(&format!("/queue/{approval_id}"))),
+    }
+}
+
+/// Posts or withdraws the notification a state change calls for.
+pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
+    let shell = app.state::<Arc<Shell>>();
+    let preferences = shell
+        .preferences
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match notice {
+        Notice::Approval(approval) if preferences.approval_requested => {
+            let started = Instant::now();
+            let (title, body) = approval_text(&approval);
+            let id = shell.notifications.assign(&approval.id);
+            #[cfg(target_os = "macos")]
+            let posted = macos::post_approval(&approval.id, &title, &body);
+            #[cfg(not(target_os = "macos"))]
+            let posted = app
+                .notification()
+                .builder()
+                .id(id)
+                .title(title)
+                .body(body)
+                .action_type_id(APPROVAL_ACTIONS)
+                .extra("approvalId", approval.id.clone())
+                .show()
+                .map_err(|error| error.to_string());
+            match posted {
+                Ok(()) => tracing::info!(
+                    approval_id = %approval.id,
+                    notification_id = id,
+                    micros = started.elapsed().as_micros() as u64,
+                    "approval notification posted"
+                ),
+                Err(error) => tracing::warn!(%error, "could not post a notification"),
+            }
+        }
+        Notice::Withdraw { approval_id } => {
+            if let Some(id) = shell.notifications.take(&approval_id) {
+                #[cfg(target_os = "macos")]
+                {
+                    let _ = id;
+                    macos::withdraw(&approval_id);
+                }
+                #[cfg(not(target_os = "macos"))]
+                if let Err(error) = app.notification().remove_active(vec![id]) {
+                    tracing::debug!(%error, "could not withdraw a notification");
+                }
+            }
+        }
+        Notice::Expired { tool, .. } if preferences.approval_expired => {
+            plain(
+                app,
+                "Approval expired",
+                &format!("Nobody answered, so {tool} was denied."),
+            );
+        }
+        Notice::TurnEnded { how, title, .. } if preferences.turn_finished => {
+            let chat = title.unwrap_or_else(|| "A chat".to_owned());
+            plain(app, &format!("Agent turn {how}"), &chat);
+        }
+        _ => {}
+    }
+}
+
+fn plain<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
+    if let Err(error) = app.notification().builder().title(title).body(body).show() {
+        tracing::warn!(%error, "could not post a notification");
+    }
+}

@@ -1,0 +1,159 @@
+//! macOS: approval notifications through UNUserNotificationCenter, whose categories give real
+//! side-by-side Approve and Deny buttons (the plugin's NSUserNotification path folds them into
+//! an "Options" menu). Needs the signed `.app` (a bundle identifier); the plugin still posts
+//! the plain notifications.
+//!
+//! The delegate hands every response to [`super::acted`] through the app handle stored at
+//! [`init`]; `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
+#![allow(unsafe_code)] // Objective-C calls through objc2; each block says what it relies on.
+
+use std::sync::OnceLock;
+
+use block2::{DynBlock, RcBlock};
+use objc2::rc::Retained;
+use objc2::runtime::{NSObject, NSObjectProtocol, ProtocolObject};
+use objc2::{AnyThread, define_class, msg_send};
+use objc2_foundation::{NSArray, NSDictionary, NSError, NSSet, NSString};
+use objc2_user_notifications::{
+    UNAuthorizationOptions, UNMutableNotificationContent, UNNotification, UNNotificationAction,
+    UNNotificationActionOptions, UNNotificationCategory, UNNotificationCategoryOptions,
+    UNNotificationDefaultActionIdentifier, UNNotificationPresentationOptions,
+    UNNotificationRequest, UNNotificationResponse, UNUserNotificationCenter,
+    UNUserNotificationCenterDelegate,
+};
+use tauri::{AppHandle, Runtime};
+
+use super::{APPROVAL_ACTIONS, APPROVE, DENY};
+
+/// Where responses go: (approval id, action id).
+type Responder = Box<dyn Fn(String, String) + Send + Sync>;
+static RESPONDER: OnceLock<Responder> = OnceLock::new();
+
+define_class!(
+    // SAFETY: NSObject has no subclassing requirements; the class holds no instance state.
+    #[unsafe(super(NSObject))]
+    #[name = "SouzNotificationDelegate"]
+    struct Delegate;
+
+    unsafe impl NSObjectProtocol for Delegate {}
+
+    unsafe impl UNUserNotificationCenterDelegate for Delegate {
+        #[unsafe(method(userNotificationCenter:didReceiveNotificationResponse:withCompletionHandler:))]
+        fn did_receive(
+            &self,
+            _center: &UNUserNotificationCenter,
+            response: &UNNotificationResponse,
+            completion: &DynBlock<dyn Fn()>,
+        ) {
+            let action = response.actionIdentifier().to_string();
+            let identifier = response.notification().request().identifier().to_string();
+            if let (Some(approval_id), Some(responder)) =
+                (identifier.strip_prefix("approval."), RESPONDER.get())
+            {
+                // SAFETY: reading a constant NSString the framework exports.
+                let default_action = unsafe { UNNotificationDefaultActionIdentifier }.to_string();
+                let action = if action == default_action {
+                    "tap".to_owned()
+                } else {
+                    action
+                };
+                responder(approval_id.to_owned(), action);
+            }
+            completion.call(());
+        }
+
+        #[unsafe(method(userNotificationCenter:willPresentNotification:withCompletionHandler:))]
+        fn will_present(
+            &self,
+            _center: &UNUserNotificationCenter,
+            _notification: &UNNotification,
+            completion: &DynBlock<dyn Fn(UNNotificationPresentationOptions)>,
+        ) {
+            // Show approvals even while a Souz window is in front.
+            completion.call((UNNotificationPresentationOptions::Banner
+                | UNNotificationPresentationOptions::List
+                | UNNotificationPresentationOptions::Sound,));
+        }
+    }
+);
+
+impl Delegate {
+    fn new() -> Retained<Self> {
+        // SAFETY: `init` on a freshly allocated NSObject subclass without ivars.
+        unsafe { msg_send![Self::alloc(), init] }
+    }
+}
+
+static DELEGATE: OnceLock<usize> = OnceLock::new();
+
+/// Registers the category with the two buttons, sets the delegate and asks for permission.
+pub fn init<R: Runtime>(app: &AppHandle<R>) {
+    let handle = app.clone();
+    let _ = RESPONDER.set(Box::new(move |approval_id, action| {
+        super::acted(&handle, &approval_id, &action);
+    }));
+    let center = UNUserNotificationCenter::currentNotificationCenter();
+    let approve = UNNotificationAction::actionWithIdentifier_title_options(
+        &NSString::from_str(APPROVE),
+        &NSString::from_str("Approve"),
+        UNNotificationActionOptions::empty(),
+    );
+    let deny = UNNotificationAction::actionWithIdentifier_title_options(
+        &NSString::from_str(DENY),
+        &NSString::from_str("Deny"),
+        UNNotificationActionOptions::Destructive,
+    );
+    let category = UNNotificationCategory::categoryWithIdentifier_actions_intentIdentifiers_options(
+        &NSString::from_str(APPROVAL_ACTIONS),
+        &NSArray::from_retained_slice(&[approve, deny]),
+        &NSArray::new(),
+        UNNotificationCategoryOptions::CustomDismissAction,
+    );
+    center.setNotificationCategories(&NSSet::from_retained_slice(&[category]));
+    let delegate = Delegate::new();
+    center.setDelegate(Some(ProtocolObject::from_ref(&*delegate)));
+    // The center keeps only a weak reference: keep the delegate for the app's lifetime.
+    let _ = DELEGATE.set(Retained::into_raw(delegate) as usize);
+    let granted = RcBlock::new(|granted: objc2::runtime::Bool, _error: *mut NSError| {
+        if !granted.as_bool() {
+            tracing::warn!(
+                "notifications are not allowed for Souz; enable them in System Settings"
+            );
+        }
+    });
+    center.requestAuthorizationWithOptions_completionHandler(
+        UNAuthorizationOptions::Alert | UNAuthorizationOptions::Sound,
+        &granted,
+    );
+}
+
+/// Posts an approval notification with Approve and Deny buttons.
+pub fn post_approval(approval_id: &str, title: &str, body: &str) -> Result<(), String> {
+    let content = UNMutableNotificationContent::new();
+    content.setTitle(&NSString::from_str(title));
+    content.setBody(&NSString::from_str(body));
+    content.setCategoryIdentifier(&NSString::from_str(APPROVAL_ACTIONS));
+    content.setUserInfo(&NSDictionary::new());
+    let request = UNNotificationRequest::requestWithIdentifier_content_trigger(
+        &NSString::from_str(&format!("approval.{approval_id}")),
+        &content,
+        None,
+    );
+    let done = RcBlock::new(|error: *mut NSError| {
+        if !error.is_null() {
+            tracing::warn!("macOS refused an approval notification");
+        }
+    });
+    UNUserNotificationCenter::currentNotificationCenter()
+        .addNotificationRequest_withCompletionHandler(&request, Some(&done));
+    Ok(())
+}
+
+/// Withdraws an approval's notification (decided elsewhere).
+pub fn withdraw(approval_id: &str) {
+    let identifiers =
+        NSArray::from_retained_slice(&[NSString::from_str(&format!("approval.{approval_id}"))]);
+    let center = UNUserNotificationCenter::currentNotificationCenter();
+    center.removeDeliveredNotificationsWithIdentifiers(&identifiers);
+    center.removePendingNotificationRequestsWithIdentifiers(&identifiers);
+}

@@ -1,0 +1,338 @@
+//! What the shell shows, as plain data: pending approvals, live turns, the pause switch and the
+//! connection, folded from the daemon's events; and what each change means for the tray and for
+//! notifications. Nothing here touches Tauri, so it is tested as ordinary code.
+//!
+//! Invariants: the state is rebuilt from the API on every (re)connection and then only moved by
+//! events, so a missed event heals at the next reconnect; a notification is posted once per
+//! approval and withdrawn as soon as the approval is decided or expires anywhere.
+
+use std::collections::BTreeMap;
+
+use souz_protocol::chat::ActiveTurn;
+use souz_protocol::{Approval, RuntimeEvent};
+
+/// How the shell reaches the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// Starting up.
+    Starting,
+    /// The daemon runs inside this app.
+    Embedded {
+        /// Its base URL.
+        url: String,
+    },
+    /// Another `souz serve` owns the port; the app is its client.
+    Attached {
+        /// Its base URL.
+        url: String,
+    },
+    /// The daemon cannot be reached.
+    Disconnected {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+impl Connection {
+    /// One line for the tray.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Starting => "Starting…".to_owned(),
+            Self::Embedded { url } => format!("Running at {url}"),
+            Self::Attached { url } => format!("Attached to souz serve at {url}"),
+            Self::Disconnected { reason } => format!("Not connected: {reason}"),
+        }
+    }
+}
+
+/// A turn the tray lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTurn {
+    /// Execution id.
+    pub execution_id: String,
+    /// Chat id.
+    pub chat_id: String,
+    /// Chat title, if any.
+    pub title: Option<String>,
+}
+
+/// Everything the shell shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellState {
+    /// How the daemon is reached.
+    pub connection: Connection,
+    /// Pending approvals by id.
+    pub pending: BTreeMap<String, Approval>,
+    /// Running turns by execution id.
+    pub turns: BTreeMap<String, LiveTurn>,
+    /// Whether Souz is paused.
+    pub paused: bool,
+    /// Whether the app starts at login (as the system reports it).
+    pub autostart: bool,
+}
+
+impl Default for ShellState {
+    fn default() -> Self {
+        Self {
+            connection: Connection::Starting,
+            pending: BTreeMap::new(),
+            turns: BTreeMap::new(),
+            paused: false,
+            autostart: false,
+        }
+    }
+}
+
+/// What the tray icon shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayIcon {
+    /// Nothing going on.
+    Idle,
+    /// An agent turn is running.
+    Busy,
+    /// Approvals wait for the person (with the count).
+    Attention(usize),
+}
+
+/// A notification to post or withdraw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// An approval waits: who asks, the tool, the key argument; Approve and Deny actions.
+    Approval(Box<Approval>),
+    /// Withdraw the approval's notification (decided or expired elsewhere).
+    Withdraw {
+        /// The approval.
+        approval_id: String,
+    },
+    /// An approval expired unanswered (a denial).
+    Expired {
+        /// The approval.
+        approval_id: String,
+        /// The tool.
+        tool: String,
+    },
+    /// An agent turn ended.
+    TurnEnded {
+        /// The chat.
+        chat_id: String,
+        /// `finished`, `failed` or `cancelled`.
+        how: String,
+        /// The chat title, if known.
+        title: Option<String>,
+    },
+}
+
+impl ShellState {
+    /// The icon for the current state: approvals beat running turns beat idle.
+    pub fn icon(&self) -> TrayIcon {
+        if !self.pending.is_empty() {
+            TrayIcon::Attention(self.pending.len())
+        } else if !self.turns.is_empty() {
+            TrayIcon::Busy
+        } else {
+            TrayIcon::Idle
+        }
+    }
+
+    /// The tooltip.
+    pub fn tooltip(&self) -> String {
+        let mut parts = vec!["Souz".to_owned()];
+        if self.paused {
+            parts.push("paused".to_owned());
+        }
+        match self.pending.len() {
+            0 => {}
+            1 => parts.push("1 approval waiting".to_owned()),
+            count => parts.push(format!("{count} approvals waiting")),
+        }
+        match self.turns.len() {
+            0 => {}
+            1 => parts.push("1 agent turn running".to_owned()),
+            count => parts.push(format!("{count} agent turns running")),
+        }
+        parts.join(" — ")
+    }
+
+    /// Replaces what the API reported at (re)connection; returns the approvals that are new.
+    pub fn reset(
+        &mut self,
+        pending: Vec<Approval>,
+        turns: Vec<ActiveTurn>,
+        paused: bool,
+    ) -> Vec<Notice> {
+        let mut notices = Vec::new();
+        let fresh: BTreeMap<String, Approval> = pending
+            .into_iter()
+            .map(|approval| (approval.id.clone(), approval))
+            .collect();
+        for id in self.pending.keys() {
+            if !fresh.contains_key(id) {
+                notices.push(Notice::Withdraw {
+                    approval_id: id.clone(),
+                });
+            }
+        }
+        for (id, approval) in &fresh {
+            if !self.pending.contains_key(id) {
+                notices.push(Notice::Approval(Box::new(approval.clone())));
+            }
+        }
+        self.pending = fresh;
+        self.turns = turns
+            .into_iter()
+            .map(|turn| {
+                (
+                    turn.execution.id.clone(),
+                    LiveTurn {
+                        execution_id: turn.execution.id,
+                        chat_id: turn.execution.chat_id,
+                        title: turn.chat_title,
+                    },
+                )
+            })
+            .collect();
+        self.paused = paused;
+        notices
+    }
+
+    /// Applies a runtime event; returns the notifications it calls for.
+    pub fn apply_runtime(&mut self, event: &RuntimeEvent) -> Vec<Notice> {
+        match event {
+            RuntimeEvent::ApprovalRequested { approval } => {
+                if self
+                    .pending
+                    .insert(approval.id.clone(), (**approval).clone())
+                    .is_none()
+                {
+                    vec![Notice::Approval(approval.clone())]
+                } else {
+                    Vec::new()
+                }
+            }
+            RuntimeEvent::ApprovalDecided { approval_id, .. } => {
+                self.pending.remove(approval_id);
+                vec![Notice::Withdraw {
+                    approval_id: approval_id.clone(),
+                }]
+            }
+            RuntimeEvent::ApprovalExpired {
+                approval_id, tool, ..
+            } => {
+                self.pending.remove(approval_id);
+                vec![
+                    Notice::Withdraw {
+                        approval_id: approval_id.clone(),
+                    },
+                    Notice::Expired {
+                        approval_id: approval_id.clone(),
+                        tool: tool.clone(),
+                    },
+                ]
+            }
+            RuntimeEvent::DaemonPaused { .. } => {
+                self.paused = true;
+                Vec::new()
+            }
+            RuntimeEvent::DaemonResumed { .. } => {
+                self.paused = false;
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Applies a chat event (`type`, chat, execution): turns start and end.
+    pub fn apply_chat(
+        &mut self,
+        kind: &str,
+        chat_id: &str,
+        execution_id: Option<&str>,
+    ) -> Vec<Notice> {
+        let Some(execution_id) = execution_id else {
+            return Vec::new();
+        };
+        match kind {
+            "execution.started" => {
+                self.turns
+                    .entry(execution_id.to_owned())
+                    .or_insert_with(|| LiveTurn {
+                        execution_id: execution_id.to_owned(),
+                        chat_id: chat_id.to_owned(),
+                        title: None,
+                    });
+                Vec::new()
+            }
+            "execution.finished" | "execution.failed" | "execution.cancelled" => {
+                let ended = self.turns.remove(execution_id);
+                let how = kind.trim_start_matches("execution.").to_owned();
+                vec![Notice::TurnEnded {
+                    chat_id: chat_id.to_owned(),
+                    how,
+                    title: ended.and_then(|turn| turn.title),
+                }]
+            }
+            // A question for the person: the turn waits, it does not run.
+            "option.requested" => {
+                self.turns.remove(execution_id);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The argument a person most needs to see: the path, the command, or the domain.
+pub fn key_argument(approval: &Approval) -> Option<String> {
+    let arguments = approval.arguments.as_object()?;
+    for key in [
+        "command",
+        "path",
+        "url",
+        "from",
+        "source",
+        "target",
+        "destination",
+    ] {
+        if let Some(value) = arguments.get(key).and_then(|value| value.as_str()) {
+            let value = if key == "url" {
+                value
+                    .split("://")
+                    .nth(1)
+                    .and_then(|rest| rest.split('/').next())
+                    .unwrap_or(value)
+            } else {
+                value
+            };
+            return Some(shorten(value, 120));
+        }
+    }
+    None
+}
+
+/// The notification's title and body for an approval.
+pub fn approval_text(approval: &Approval) -> (String, String) {
+    let title = format!(
+        "{} wants to use {}",
+        approval.requester_label, approval.tool
+    );
+    let mut body = shorten(&approval.summary, 200);
+    if let Some(argument) = key_argument(approval)
+        && !body.contains(&argument)
+    {
+        body.push('\n');
+        body.push_str(&argument);
+    }
+    (title, body)
+}
+
+/// Cuts `text` to `limit` characters, marking the cut.
+pub fn shorten(text: &str, limit: usize) -> String {
+    let mut out: String = text.chars().take(limit).collect();
+    if text.chars().count() > limit {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

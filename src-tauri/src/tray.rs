@@ -1,0 +1,222 @@
+//! The tray icon and its menu, redrawn from [`ShellState`] after every change: the icon shows
+//! idle, a turn running, or approvals waiting (with the count in the title); the menu lists
+//! pending approvals (who asks, what, Approve / Deny), live turns, Open Souz, Pause, Start at
+//! login and Quit. Desktop only; never built under the mock runtime (GTK is not initialised
+//! there).
+
+use std::sync::Arc;
+
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::Shell;
+use crate::state::{ShellState, TrayIcon as IconState, key_argument, shorten};
+
+/// The tray icon's id.
+pub const TRAY: &str = "souz";
+/// Approvals listed in the menu before "more…".
+const LISTED_APPROVALS: usize = 6;
+
+// macOS tints template images itself; other systems get the white icon for dark panels.
+#[cfg(target_os = "macos")]
+mod images {
+    pub const IDLE: &[u8] = include_bytes!("../../icons/tray/tray-idle-black@2x.png");
+    pub const BUSY: &[u8] = include_bytes!("../../icons/tray/tray-busy-black@2x.png");
+    pub const ATTENTION: &[u8] = include_bytes!("../../icons/tray/tray-attention-black@2x.png");
+}
+#[cfg(not(target_os = "macos"))]
+mod images {
+    pub const IDLE: &[u8] = include_bytes!("../../icons/tray/tray-idle-white.png");
+    pub const BUSY: &[u8] = include_bytes!("../../icons/tray/tray-busy-white.png");
+    pub const ATTENTION: &[u8] = include_bytes!("../../icons/tray/tray-attention-white.png");
+}
+
+fn image(state: IconState) -> tauri::Result<Image<'static>> {
+    Image::from_bytes(match state {
+        IconState::Idle => images::IDLE,
+        IconState::Busy => images::BUSY,
+        IconState::Attention(_) => images::ATTENTION,
+    })
+}
+
+/// Creates the tray icon.
+pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<TrayIcon<R>> {
+    let state = app.state::<Arc<Shell>>().state().clone();
+    TrayIconBuilder::with_id(TRAY)
+        .icon(image(state.icon())?)
+        .icon_as_template(cfg!(target_os = "macos"))
+        .tooltip(state.tooltip())
+        .menu(&menu(app, &state)?)
+        .show_menu_on_left_click(true)
+        .on_menu_event(on_menu_event)
+        .build(app)
+}
+
+/// Redraws the icon, title, tooltip and menu from the current state.
+pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
+    let Some(tray) = app.tray_by_id(TRAY) else {
+        return;
+    };
+    let state = app.state::<Arc<Shell>>().state().clone();
+    let icon = state.icon();
+    let title = match icon {
+        IconState::Attention(count) => Some(count.to_string()),
+        _ => None,
+    };
+    let result = image(icon)
+        .and_then(|image| tray.set_icon(Some(image)))
+        .and_then(|()| tray.set_icon_as_template(cfg!(target_os = "macos")))
+        .and_then(|()| tray.set_title(title.as_deref()))
+        .and_then(|()| tray.set_tooltip(Some(state.tooltip())))
+        .and_then(|()| menu(app, &state))
+        .and_then(|menu| tray.set_menu(Some(menu)));
+    if let Err(error) = result {
+        tracing::warn!(%error, "could not update the tray");
+    }
+}
+
+fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Menu<R>> {
+    let mut items: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
+    let label = |id: &str, text: String| MenuItem::with_id(app, id, text, false, None::<&str>);
+    items.push(Box::new(label("status", state.connection.describe())?));
+    if state.paused {
+        items.push(Box::new(label(
+            "paused",
+            "Paused: asks are denied, agents stopped".into(),
+        )?));
+    }
+    items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    if state.pending.is_empty() {
+        items.push(Box::new(label(
+            "no-approvals",
+            "Nothing waits for your approval".into(),
+        )?));
+    } else {
+        items.push(Box::new(label(
+            "approvals",
+            format!("Waiting for you ({})", state.pending.len()),
+        )?));
+        // Oldest first: the one that expires soonest.
+        let mut pending: Vec<_> = state.pending.values().collect();
+        pending.sort_by_key(|approval| approval.created_at);
+        for approval in pending.iter().take(LISTED_APPROVALS) {
+            let what = key_argument(approval).unwrap_or_else(|| shorten(&approval.summary, 60));
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                format!("show:{}", approval.id),
+                format!(
+                    "{} · {} · {}",
+                    approval.requester_label,
+                    approval.tool,
+                    shorten(&what, 60)
+                ),
+                true,
+                None::<&str>,
+            )?));
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                format!("approve:{}", approval.id),
+                format!("    Approve {}", approval.tool),
+                true,
+                None::<&str>,
+            )?));
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                format!("deny:{}", approval.id),
+                format!("    Deny {}", approval.tool),
+                true,
+                None::<&str>,
+            )?));
+        }
+        if pending.len() > LISTED_APPROVALS {
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                "open:/queue",
+                format!("{} more…", pending.len() - LISTED_APPROVALS),
+                true,
+                None::<&str>,
+            )?));
+        }
+    }
+    if !state.turns.is_empty() {
+        items.push(Box::new(PredefinedMenuItem::separator(app)?));
+        items.push(Box::new(label("turns", "Agents working".into())?));
+        for turn in state.turns.values() {
+            let title = turn
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("Chat {}", shorten(&turn.chat_id, 8)));
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                "open:/live",
+                format!("    {title}"),
+                true,
+                None::<&str>,
+            )?));
+        }
+    }
+    items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    items.push(Box::new(MenuItem::with_id(
+        app,
+        "open",
+        "Open Souz",
+        true,
+        None::<&str>,
+    )?));
+    items.push(Box::new(CheckMenuItem::with_id(
+        app,
+        "pause",
+        "Pause",
+        true,
+        state.paused,
+        None::<&str>,
+    )?));
+    items.push(Box::new(CheckMenuItem::with_id(
+        app,
+        "autostart",
+        "Start at login",
+        true,
+        state.autostart,
+        None::<&str>,
+    )?));
+    items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    items.push(Box::new(MenuItem::with_id(
+        app,
+        "quit",
+        "Quit Souz",
+        true,
+        None::<&str>,
+    )?));
+    let references: Vec<&dyn IsMenuItem<R>> = items.iter().map(AsRef::as_ref).collect();
+    Menu::with_items(app, &references)
+}
+
+fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
+    let id = event.id().as_ref().to_owned();
+    tracing::info!(item = %id, "tray menu");
+    match id.split_once(':') {
+        Some(("approve", approval)) => crate::decide(app, approval.to_owned(), true, "tray"),
+        Some(("deny", approval)) => crate::decide(app, approval.to_owned(), false, "tray"),
+        Some(("show", approval)) => crate::window::open(app, Some(&format!("/queue/{approval}"))),
+        Some(("open", route)) => crate::window::open(app, Some(route)),
+        _ => match id.as_str() {
+            "open" => crate::window::open(app, None),
+            "pause" => {
+                let paused = app.state::<Arc<Shell>>().state().paused;
+                crate::set_paused(app, !paused);
+            }
+            "autostart" => {
+                let enabled = app.state::<Arc<Shell>>().state().autostart;
+                if let Err(error) = crate::commands::write_autostart(app, !enabled) {
+                    tracing::warn!(%error, "could not change start at login");
+                }
+                crate::refresh_autostart(app);
+                refresh(app);
+            }
+            "quit" => app.exit(0),
+            _ => {}
+        },
+    }
+}

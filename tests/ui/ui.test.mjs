@@ -1,0 +1,206 @@
+// Drives the Souz web UI (/app) in headless Chromium against a real `souz serve` with its own
+// Souz home: approve from the Queue and see the tool's effect, deny, edit settings with an
+// invalid value and see the positioned error, then a valid one and see it applied.
+// Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium } from "playwright-core";
+
+const root = resolve(import.meta.dirname, "../..");
+const souz = process.env.SOUZ_BIN || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "debug", "souz");
+const shots = process.env.SOUZ_SCREENSHOTS ? join(root, "docs", "screenshots") : null;
+
+let daemon, browser, base, token, home, user;
+
+async function waitFor(check, what, timeout = 15000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+async function api(method, path, body) {
+  const response = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+/** Starts a call that asks and returns its id once its approval is pending. */
+async function askingCall(name) {
+  const started = await api("POST", "/v1/tool-calls", {
+    tool: "NewFile", arguments: { path: join(user, name), text: "from the UI test" }, wait_ms: 0,
+  });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  const call = await waitFor(async () => {
+    const { body } = await api("GET", `/v1/tool-calls/${started.body.id}`);
+    return body.approval_id ? body : null;
+  }, "the approval");
+  return call;
+}
+
+async function page(route = "/queue") {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${base}/app/#token=${token}&go=${route}`);
+  await tab.waitForSelector("#connection.up");
+  return tab;
+}
+
+async function shot(tab, name) {
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await tab.screenshot({ path: join(shots, `${name}.png`) });
+}
+
+before(async () => {
+  home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
+  user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
+  daemon = spawn(souz, ["serve"], {
+    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const info = await waitFor(() => {
+    try { return JSON.parse(readFileSync(join(home, "daemon.json"), "utf8")); } catch { return null; }
+  }, "daemon.json");
+  base = info.url;
+  token = readFileSync(join(home, "token"), "utf8").trim();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  daemon?.kill("SIGTERM");
+  await new Promise((done) => daemon?.once("exit", done) ?? done());
+  rmSync(home, { recursive: true, force: true });
+  rmSync(user, { recursive: true, force: true });
+});
+
+test("a page without the token asks for it and refuses a wrong one", async () => {
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  await tab.goto(`${base}/app/`);
+  await tab.waitForSelector("#login-form");
+  await tab.fill("#login-token", "wrong");
+  await tab.click("#login-form button");
+  await tab.waitForSelector("#login-error:not([hidden])");
+  assert.match(await tab.textContent("#login-error"), /not accepted/);
+  await context.close();
+});
+
+test("approving from the Queue runs the tool", async () => {
+  const call = await askingCall("approved.txt");
+  const tab = await page();
+  const card = `[data-approval="${call.approval_id}"]`;
+  await tab.waitForSelector(card);
+  assert.match(await tab.textContent(card), /NewFile/);
+  assert.equal(await tab.textContent("#queue-count"), "1");
+  await shot(tab, "queue");
+  await tab.click(`${card} button.primary`);
+  await waitFor(() => existsSync(join(user, "approved.txt")), "the file the tool writes");
+  assert.equal(readFileSync(join(user, "approved.txt"), "utf8"), "from the UI test");
+  await tab.waitForSelector(card, { state: "detached" });
+  await tab.waitForSelector("#queue-count", { state: "hidden" });
+  const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
+  assert.equal(body.status, "approved");
+  assert.equal(body.decision.via, "ui");
+  await tab.context().close();
+});
+
+test("denying from the Queue refuses the call", async () => {
+  const call = await askingCall("denied.txt");
+  const tab = await page(`/queue/${call.approval_id}`);
+  const card = `[data-approval="${call.approval_id}"]`;
+  await tab.waitForSelector(`${card}.focus`);
+  await tab.click(`${card} button.danger`);
+  const ended = await waitFor(async () => {
+    const { body } = await api("GET", `/v1/tool-calls/${call.id}`);
+    return body.status === "denied" ? body : null;
+  }, "the denial");
+  assert.equal(ended.status, "denied");
+  assert.ok(!existsSync(join(user, "denied.txt")));
+  await tab.context().close();
+});
+
+test("settings show positioned problems, then save and apply a valid change", async () => {
+  const tab = await page("/settings/raw");
+  await tab.waitForSelector("#raw-toml");
+  const original = await tab.inputValue("#raw-toml");
+  const line = original.split("\n").indexOf("# port = 8383") + 1;
+  assert.ok(line > 0, "the template shows the port");
+  await tab.fill("#raw-toml", original.replace("# port = 8383", 'port = "eighty"'));
+  await tab.click("#raw-save");
+  await tab.waitForSelector("#problems li");
+  const problem = await tab.textContent("#problems li");
+  assert.match(problem, new RegExp(`line ${line}, column 8`), problem);
+  assert.equal(readFileSync(join(home, "config.toml"), "utf8"), original, "nothing written");
+  await shot(tab, "settings-error");
+
+  await tab.goto(`${base}/app/#/settings/form`);
+  await tab.waitForSelector("#field-approvals-timeout_seconds");
+  await tab.fill("#field-approvals-timeout_seconds", "-5");
+  await tab.click("#settings-save");
+  await tab.waitForSelector("#problems li");
+  assert.match(await tab.textContent("#problems"), /timeout_seconds/);
+  await tab.waitForSelector('.field.invalid[data-key="approvals.timeout_seconds"]');
+
+  await tab.fill("#field-approvals-timeout_seconds", "120");
+  await tab.click("#settings-save");
+  await tab.waitForSelector("#settings-result .ok");
+  assert.match(await tab.textContent("#settings-result"), /Applied now: approvals\.timeout_seconds/);
+  await shot(tab, "settings");
+  assert.match(readFileSync(join(home, "config.toml"), "utf8"), /timeout_seconds = 120/);
+  // Applied without a restart: a new approval expires 120 s after it was asked.
+  const call = await askingCall("later.txt");
+  const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
+  const seconds = (Date.parse(body.expires_at) - Date.parse(body.created_at)) / 1000;
+  assert.equal(Math.round(seconds), 120);
+  await api("POST", `/v1/approvals/${call.approval_id}/decision`, { decision: "deny" });
+  await tab.context().close();
+});
+
+test("pause from the header denies what waits and resumes", async () => {
+  const call = await askingCall("paused.txt");
+  const tab = await page("/grants");
+  await tab.click("#pause");
+  await tab.waitForSelector("#paused-banner:not([hidden])");
+  const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
+  assert.equal(body.expiry_reason, "paused");
+  await tab.click("#pause");
+  await tab.waitForSelector("#paused-banner", { state: "hidden" });
+  assert.equal((await api("GET", "/v1/pause")).body.paused, false);
+  await tab.context().close();
+});
+
+test("grants, audit, live turns and chat pages render", async () => {
+  const tab = await page("/audit");
+  await tab.waitForSelector("table tbody tr");
+  assert.match(await tab.textContent("tbody"), /NewFile/);
+  await shot(tab, "audit");
+  await tab.goto(`${base}/app/#/grants`);
+  await tab.waitForSelector("h1:has-text('Standing grants')");
+  await shot(tab, "grants");
+  await tab.goto(`${base}/app/#/live`);
+  await tab.waitForSelector("#turns");
+  await shot(tab, "live");
+  await tab.goto(`${base}/app/#/chat`);
+  await tab.click("#new-chat");
+  await tab.waitForSelector("#chat-input");
+  await shot(tab, "chat");
+  await tab.context().close();
+});

@@ -1,0 +1,85 @@
+// The one way the page talks to the Souz daemon: fetch with the bearer token, and WebSockets
+// that present the token as the `souz.token.<token>` subprotocol (browsers cannot set headers
+// on WebSockets). The token comes from the URL fragment (`#token=...`), never from the server.
+
+const TOKEN_KEY = "souz.token";
+
+/** Reads `#token=` (and an optional `go=` route) from the fragment, keeps the token for this
+ *  tab, and removes it from the address bar and history. Returns the route to open. */
+export function takeTokenFromFragment() {
+  const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const token = fragment.get("token");
+  if (!token) return null;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  const route = fragment.get("go") || "/queue";
+  history.replaceState(null, "", location.pathname + location.search + "#" + route);
+  return route;
+}
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(value) {
+  sessionStorage.setItem(TOKEN_KEY, value.trim());
+}
+
+export function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/** An API error with the daemon's envelope (`code`, `message`) and the whole body. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = body?.error?.code || "http_error";
+    this.body = body;
+  }
+}
+
+export async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${token()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store",
+  });
+  const text = await response.text();
+  const parsed = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, parsed);
+  return parsed;
+}
+
+/** Opens a WebSocket to `path` and calls `onFrame` with each parsed frame. Reconnects with
+ *  backoff while `keep()` is true; `onOpen` runs before each (re)connection so the caller can
+ *  pick where to resume (it returns the path to use). Returns a function that closes it. */
+export function follow(pathFor, onFrame, { onState = () => {}, keep = () => true } = {}) {
+  let socket = null;
+  let closed = false;
+  let delay = 500;
+  const connect = () => {
+    if (closed || !keep()) return;
+    const url = new URL(pathFor(), location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    socket = new WebSocket(url, ["souz", "souz.token." + token()]);
+    socket.onopen = () => { delay = 500; onState(true); };
+    socket.onmessage = (message) => {
+      try { onFrame(JSON.parse(message.data)); } catch (error) { console.error(error); }
+    };
+    socket.onclose = () => {
+      onState(false);
+      if (!closed) setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 10000);
+    };
+  };
+  connect();
+  return () => { closed = true; socket?.close(); };
+}
+
+/** The Tauri bridge when the page runs inside the menu-bar app, else null. */
+export function tauri() {
+  return window.__TAURI__?.core ?? null;
+}

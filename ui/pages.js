@@ -1,0 +1,287 @@
+// The Queue, Live turns, Chat, Grants and Audit pages. Each page renders into `main` and
+// returns a function that stops its subscriptions.
+
+import { api, follow } from "./api.js";
+import { onRuntimeEvent } from "./app.js";
+
+/** Builds an element: h("div.card", {onclick}, child, ...). */
+export function h(tag, attributes = {}, ...children) {
+  const [head, id] = tag.split("#");
+  const [name, ...classes] = head.split(".");
+  const node = document.createElement(name);
+  if (id) node.id = id;
+  if (classes.length) node.className = classes.join(" ");
+  for (const [key, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "value" || (key in node && typeof value !== "string")) node[key] = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) node.append(child);
+  }
+  return node;
+}
+
+const time = (at) => (at ? new Date(at).toLocaleString() : "");
+
+function diffView(diff) {
+  return h("pre.diff", {}, diff.split("\n").map((line) => {
+    const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
+    return h("span" + (kind ? "." + kind : ""), {}, line + "\n");
+  }));
+}
+
+// ----- Queue --------------------------------------------------------------------------------
+
+async function queue(main, [focus]) {
+  const list = h("div#queue-list");
+  main.append(h("h1", {}, "Waiting for you"), list);
+  const render = async () => {
+    const { items } = await api("GET", "/v1/approvals?status=pending&limit=500");
+    list.replaceChildren();
+    if (!items.length) list.append(h("p.empty", {}, "Nothing is waiting for your approval."));
+    for (const approval of items.reverse()) list.append(approvalCard(approval, approval.id === focus));
+    list.querySelector(".focus")?.scrollIntoView({ block: "center" });
+  };
+  await render();
+  return onRuntimeEvent((event) => { if (event?.type?.startsWith("approval.")) render(); });
+}
+
+function approvalCard(approval, focused) {
+  const status = h("span.meta");
+  const decide = async (decision, scope, extra = {}) => {
+    for (const button of card.querySelectorAll("button")) button.disabled = true;
+    try {
+      const response = await api("POST", `/v1/approvals/${approval.id}/decision`, { decision, scope, via: "ui", ...extra });
+      status.textContent = response.warning || "";
+    } catch (error) {
+      status.textContent = error.message;
+      status.className = "error";
+      for (const button of card.querySelectorAll("button")) button.disabled = false;
+    }
+  };
+  const suggested = approval.suggested;
+  const card = h("article.card" + (focused ? ".focus" : ""), { dataset: { approval: approval.id } },
+    h("div.row", {},
+      h("h2", {}, `${approval.requester_label} wants to use ${approval.tool}`),
+      h("span.spacer"),
+      h("span.tag", {}, approval.risk)),
+    h("p", {}, approval.summary),
+    h("p.meta", {}, `${approval.reason} · asked ${time(approval.created_at)} · denied automatically at ${time(approval.expires_at)}`),
+    approval.diff ? diffView(approval.diff) : null,
+    h("details", { open: !approval.diff }, h("summary", {}, "Arguments"), h("pre", {}, JSON.stringify(approval.arguments, null, 2))),
+    h("div.row", {},
+      h("button.primary", { onclick: () => decide("approve", "once") }, "Approve once"),
+      suggested && suggested.scope !== "once"
+        ? h("button", { onclick: () => decide("approve", suggested.scope, { minutes: suggested.minutes, match: suggested.match }) }, suggested.label)
+        : null,
+      h("button", { onclick: () => decide("approve", "minutes", { minutes: 30, match: suggested?.match }) }, "Approve for 30 minutes"),
+      h("button", { onclick: () => decide("approve", "always", { match: suggested?.match }), title: "Adds a rule to config.toml" }, "Always allow"),
+      h("span.spacer"),
+      h("button.danger", { onclick: () => decide("deny", "once") }, "Deny")),
+    status);
+  return card;
+}
+
+// ----- Live turns ---------------------------------------------------------------------------
+
+async function live(main) {
+  const list = h("div#turns");
+  main.append(h("h1", {}, "Live turns"), list);
+  const turns = new Map();
+  const empty = h("p.empty", {}, "No agent is working right now.");
+  const refreshEmpty = () => { if (!turns.size && !list.querySelector(".card")) list.replaceChildren(empty); else empty.remove(); };
+
+  const view = (executionId, chatId, title) => {
+    if (turns.has(executionId)) return turns.get(executionId);
+    const text = h("div.stream");
+    const tools = h("div.tools");
+    const status = h("span.tag", {}, "running");
+    const card = h("article.card", { dataset: { execution: executionId } },
+      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), status),
+      tools, text);
+    empty.remove();
+    list.append(card);
+    const turn = { card, text, tools, status, calls: new Map(), seen: new Set() };
+    turns.set(executionId, turn);
+    return turn;
+  };
+
+  const apply = (event) => {
+    if (!event.executionId) return;
+    if (event.seq) {
+      const key = `${event.chatId}:${event.seq}`;
+      const existing = turns.get(event.executionId);
+      if (existing?.seen.has(key)) return;
+      existing?.seen.add(key);
+    }
+    const turn = view(event.executionId, event.chatId, null);
+    if (event.seq) turn.seen.add(`${event.chatId}:${event.seq}`);
+    const payload = event.payload || {};
+    switch (event.type) {
+      case "message.delta": turn.text.textContent += payload.delta || ""; break;
+      case "message.completed": turn.text.textContent = payload.content || turn.text.textContent; break;
+      case "tool.call.started":
+      case "approval.requested": {
+        const id = payload.callId || payload.approvalId;
+        let line = turn.calls.get(id);
+        if (!line) { line = h("div.tool-call"); turn.calls.set(id, line); turn.tools.append(line); }
+        line.className = "tool-call " + (event.type === "approval.requested" ? "waiting" : "running");
+        line.textContent = event.type === "approval.requested"
+          ? `⏸ ${payload.tool}: ${payload.summary || ""} (waiting for approval)`
+          : `▶ ${payload.tool} ${payload.arguments ? JSON.stringify(payload.arguments) : ""}`;
+        break;
+      }
+      case "tool.call.finished":
+      case "tool.call.failed": {
+        let line = turn.calls.get(payload.callId);
+        if (!line) { line = h("div.tool-call"); turn.calls.set(payload.callId, line); turn.tools.append(line); }
+        const ok = event.type === "tool.call.finished";
+        line.className = "tool-call " + (ok ? "finished" : "failed");
+        line.textContent = `${ok ? "✓" : "✗"} ${payload.tool} (${payload.durationMs ?? "?"} ms)${ok ? "" : ": " + (payload.error || "")}`;
+        break;
+      }
+      case "execution.finished": turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
+      case "execution.failed": turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
+      case "execution.cancelled": turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
+    }
+  };
+
+  const stop = follow(() => "/v1/turns/ws", async (frame) => {
+    if (frame.kind === "live") {
+      // (Re)connected: load the turns running now and what they did so far.
+      const { items } = await api("GET", "/v1/turns");
+      for (const item of items) {
+        view(item.execution.id, item.execution.chatId, item.chatTitle);
+        const { items: events } = await api("GET", `/v1/chats/${item.execution.chatId}/events?afterSeq=${item.afterSeq}&limit=500`);
+        for (const event of events) if (event.executionId === item.execution.id) apply(event);
+      }
+      refreshEmpty();
+    } else if (frame.kind === "event") {
+      apply(frame);
+    }
+  });
+  refreshEmpty();
+  return stop;
+}
+
+// ----- Chat ---------------------------------------------------------------------------------
+
+async function chat(main, [selected]) {
+  const chatList = h("div.chat-list");
+  const messages = h("div.messages");
+  const input = h("textarea#chat-input", { placeholder: "Message Souz's agent…" });
+  const notice = h("p.meta");
+  const send = h("button.primary#chat-send", { type: "submit" }, "Send");
+  const form = h("form.compose", {}, input, send);
+  main.append(h("h1", {}, "Chat"), h("div.chat", {},
+    h("div", {}, h("button#new-chat", { onclick: () => newChat() }, "New chat"), chatList),
+    h("div", {}, messages, form, notice)));
+  let stopStream = null;
+  let streaming = null;
+
+  const newChat = async () => {
+    const { chat } = await api("POST", "/v1/chats", { title: "Chat " + new Date().toLocaleString() });
+    location.hash = `#/chat/${chat.id}`;
+  };
+  const listChats = async () => {
+    const { items } = await api("GET", "/v1/chats?limit=100");
+    chatList.replaceChildren(...items.map((item) =>
+      h("button" + (item.id === selected ? ".active" : ""), { onclick: () => { location.hash = `#/chat/${item.id}`; } },
+        item.title || item.id.slice(0, 8))));
+    return items;
+  };
+  const items = await listChats();
+  if (!selected && items.length) selected = items[0].id;
+  if (!selected) { messages.append(h("p.empty", {}, "Start a new chat.")); form.hidden = true; return; }
+
+  const addMessage = (message) => {
+    if (messages.querySelector(`[data-message="${message.id}"]`)) return;
+    messages.append(h("div.message." + message.role, { dataset: { message: message.id } }, message.content));
+  };
+  const { items: history } = await api("GET", `/v1/chats/${selected}/messages?limit=100`);
+  history.forEach(addMessage);
+  // Live only: the history above came from the API; the all-chats stream brings what follows.
+  stopStream = follow(() => "/v1/turns/ws", (frame) => {
+    if (frame.kind !== "event" || frame.chatId !== selected) return;
+    const payload = frame.payload || {};
+    if (frame.type === "message.delta") {
+      if (!streaming) { streaming = h("div.message.assistant.streaming"); messages.append(streaming); }
+      streaming.textContent += payload.delta || "";
+    } else if (frame.type === "message.created") {
+      if (payload.role === "assistant") { streaming?.remove(); streaming = null; }
+      addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
+    } else if (frame.type === "execution.failed") {
+      notice.textContent = payload.errorMessage || "The turn failed."; notice.className = "error";
+      send.disabled = false;
+    } else if (frame.type.startsWith("execution.")) {
+      send.disabled = false;
+    }
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const content = input.value.trim();
+    if (!content) return;
+    send.disabled = true;
+    notice.textContent = "";
+    try {
+      const response = await api("POST", `/v1/chats/${selected}/messages`, { content, clientMessageId: crypto.randomUUID() });
+      addMessage(response.message);
+      input.value = "";
+    } catch (error) {
+      notice.textContent = error.message; notice.className = "error";
+      send.disabled = false;
+    }
+  });
+  return () => stopStream?.();
+}
+
+// ----- Grants -------------------------------------------------------------------------------
+
+async function grants(main) {
+  const body = h("tbody");
+  main.append(h("h1", {}, "Standing grants"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Grant"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th"))), body));
+  const render = async () => {
+    const { items } = await api("GET", "/v1/grants");
+    body.replaceChildren(...items.map((grant) => h("tr", {},
+      h("td", {}, h("span.tag." + grant.effect, {}, grant.effect), " ", grant.label),
+      h("td", {}, time(grant.created_at)),
+      h("td", {}, grant.expires_at ? time(grant.expires_at) : "until revoked"),
+      h("td", {}, h("button", { onclick: async () => { await api("DELETE", `/v1/grants/${grant.id}`); render(); } }, "Revoke")))));
+    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, "No grants. Scoped approvals create them.")));
+  };
+  await render();
+  return onRuntimeEvent((event) => { if (event?.type === "approval.decided") render(); });
+}
+
+// ----- Audit --------------------------------------------------------------------------------
+
+async function audit(main) {
+  const body = h("tbody");
+  const more = h("button", {}, "Older");
+  main.append(h("h1", {}, "Audit log"), h("table", {}, h("thead", {}, h("tr", {},
+    h("th", {}, "When"), h("th", {}, "Who"), h("th", {}, "Tool"), h("th", {}, "Decided by"), h("th", {}, "Outcome"), h("th", {}, "Arguments"))), body), h("p", {}, more));
+  let before = null;
+  const load = async (reset) => {
+    const page = await api("GET", "/v1/audit?limit=50" + (before && !reset ? `&before=${before}` : ""));
+    if (reset) body.replaceChildren();
+    for (const entry of page.items) {
+      body.append(h("tr", {},
+        h("td", {}, time(entry.at)),
+        h("td", {}, entry.requester.kind === "mcp" ? entry.requester.client_name : entry.requester.kind),
+        h("td", {}, entry.tool),
+        h("td", {}, entry.decided_by.kind + (entry.decided_by.via ? ` (${entry.decided_by.via})` : "")),
+        h("td", {}, h("span.tag." + entry.outcome, {}, entry.outcome)),
+        h("td", {}, h("code", {}, JSON.stringify(entry.arguments).slice(0, 160)))));
+    }
+    before = page.next_before ?? null;
+    more.hidden = before === null;
+  };
+  more.addEventListener("click", () => load(false));
+  await load(true);
+  return onRuntimeEvent((event) => { if (event?.type?.startsWith("tool.call.f")) load(true); });
+}
+
+export const pages = { queue, live, chat, grants, audit };

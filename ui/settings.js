@@ -1,0 +1,135 @@
+// Settings: config.toml as a form and as raw TOML (validated by the daemon before anything is
+// written; problems come back with line and column), plus Start at login when the page runs
+// inside the menu-bar app.
+
+import { api, tauri } from "./api.js";
+import { h } from "./pages.js";
+
+export async function settingsPage(main, [tab = "form"]) {
+  const documentState = { doc: await api("GET", "/v1/config") };
+  const result = h("div#settings-result");
+  const body = h("div");
+  const tabs = h("div.tabs", {},
+    h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, "Form"),
+    h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, "Raw TOML"));
+  main.append(h("h1", {}, "Settings"), await appSection(), tabs, result, body);
+  if (tab === "raw") rawEditor(body, result, documentState);
+  else formEditor(body, result, documentState);
+}
+
+/** Start at login: only inside the app, and always read back from the system. */
+async function appSection() {
+  const bridge = tauri();
+  if (!bridge) return h("p.meta", {}, "Start at login and notifications are set in the Souz menu-bar app.");
+  const box = h("input#autostart", { type: "checkbox" });
+  const note = h("span.meta");
+  const show = async () => { box.checked = await bridge.invoke("autostart_enabled"); };
+  box.addEventListener("change", async () => {
+    try { box.checked = await bridge.invoke("set_autostart", { enabled: box.checked }); note.textContent = ""; }
+    catch (error) { note.textContent = String(error); await show(); }
+  });
+  await show();
+  return h("div.card", {}, h("label.row", {}, box, "Start Souz at login"), note);
+}
+
+function showSaved(result, saved) {
+  result.replaceChildren(h("div.card.ok", {},
+    h("strong", {}, "Saved. "),
+    saved.applied.length ? `Applied now: ${saved.applied.join(", ")}. ` : "",
+    saved.restartRequired.length ? `Takes effect after a restart: ${saved.restartRequired.join(", ")}. ` : "",
+    !saved.applied.length && !saved.restartRequired.length ? "Nothing changed. " : "",
+    h("span.meta", {}, `Previous version kept in ${saved.backup}.`)));
+}
+
+function showProblems(result, error, onLocate) {
+  if (error.status === 409) {
+    result.replaceChildren(h("div.card.error", {}, error.message + " ", h("button", { onclick: () => location.reload() }, "Reload")));
+    return;
+  }
+  const problems = error.body?.problems;
+  if (!problems) { result.replaceChildren(h("div.card.error", {}, error.message)); return; }
+  result.replaceChildren(h("div.card", {}, h("strong.error", {}, "Not saved: the daemon found problems."),
+    h("ul.problems#problems", {}, problems.map((problem) => h("li", {},
+      problem.line ? h("a", { onclick: () => onLocate?.(problem) }, `line ${problem.line}, column ${problem.column}`) : "environment",
+      ": ", problem.message)))));
+}
+
+function formEditor(body, result, documentState) {
+  const { doc } = documentState;
+  const fields = [];
+  for (const section of doc.sections) {
+    const keys = section.keys.filter((key) => key.kind !== "list" || (key.value || []).every((item) => typeof item !== "object"));
+    body.append(h("section.card", {}, h("h2", {}, `[${section.name}]`), h("p.meta", {}, section.doc),
+      keys.map((key) => {
+        const id = `field-${section.name}-${key.name}`;
+        let input;
+        if (key.kind === "boolean") input = h("input", { type: "checkbox", id, checked: Boolean(key.value) });
+        else if (key.kind === "list") input = h("textarea", { id, rows: 2, value: (key.value || []).join("\n") });
+        else input = h("input", { type: key.kind === "integer" || key.kind === "float" ? "number" : "text", step: key.kind === "float" ? "any" : undefined, id, value: key.value ?? "" });
+        const read = () => {
+          if (key.kind === "boolean") return input.checked;
+          if (key.kind === "list") return input.value.split("\n").map((line) => line.trim()).filter(Boolean);
+          if (key.kind === "integer") return input.value === "" ? null : Number.isInteger(Number(input.value)) ? Number(input.value) : input.value;
+          if (key.kind === "float") return input.value === "" ? null : Number(input.value);
+          return input.value;
+        };
+        const row = h("div.field", { dataset: { key: `${section.name}.${key.name}` } },
+          h("div", {}, h("label", { for: id }, key.name),
+            h("div.meta", {}, key.live ? "applies at once" : "needs a restart"),
+            key.overriddenBy ? h("div.meta.error", {}, `overridden by ${key.overriddenBy}`) : null),
+          h("div", {}, input, h("div.doc", {}, key.doc)));
+        const field = { section: section.name, key: key.name, read, dirty: false, row };
+        input.addEventListener("input", () => { field.dirty = true; });
+        input.addEventListener("change", () => { field.dirty = true; });
+        fields.push(field);
+        return row;
+      })));
+  }
+  body.append(h("p.meta", {}, "Approval rules ([[approvals.rules]]) are edited in Raw TOML."));
+  const save = h("button.primary#settings-save", {}, "Save");
+  body.append(save);
+  save.addEventListener("click", async () => {
+    const set = fields.filter((field) => field.dirty)
+      .map((field) => ({ section: field.section, key: field.key, value: field.read() }));
+    for (const field of fields) field.row.classList.remove("invalid");
+    if (!set.length) { result.replaceChildren(h("div.card", {}, "Nothing changed.")); return; }
+    try {
+      const saved = await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision });
+      showSaved(result, saved);
+      documentState.doc = await api("GET", "/v1/config");
+      for (const field of fields) field.dirty = false;
+    } catch (error) {
+      showProblems(result, error);
+      for (const problem of error.body?.problems || []) {
+        const match = /^\[([a-z_]+)\] ([a-z_]+):/.exec(problem.message);
+        if (!match) continue;
+        fields.find((field) => field.section === match[1] && field.key === match[2])?.row.classList.add("invalid");
+      }
+    }
+  });
+}
+
+function rawEditor(body, result, documentState) {
+  const area = h("textarea.raw#raw-toml", { spellcheck: false, value: documentState.doc.text });
+  const save = h("button.primary#raw-save", {}, "Validate and save");
+  body.append(h("p.meta", {}, documentState.doc.path), area, h("div.row", {}, save));
+  const locate = (problem) => {
+    const lines = area.value.split("\n");
+    let offset = 0;
+    for (let index = 0; index < problem.line - 1 && index < lines.length; index++) offset += lines[index].length + 1;
+    offset += Math.max(0, problem.column - 1);
+    area.focus();
+    area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
+  };
+  save.addEventListener("click", async () => {
+    try {
+      const saved = await api("PUT", "/v1/config", { text: area.value, baseRevision: documentState.doc.revision });
+      showSaved(result, saved);
+      documentState.doc = await api("GET", "/v1/config");
+    } catch (error) {
+      showProblems(result, error, locate);
+      const first = error.body?.problems?.find((problem) => problem.line);
+      if (first) locate(first);
+    }
+  });
+}
