@@ -1,8 +1,9 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: `gateway` -> `runtime` -> (`llm`, `graph`, `store`, `token`) ->
-//! `config` -> `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
+//! Imports point down only: `gateway` -> `runtime` -> `agent` -> (`llm`, `graph`, `tools`,
+//! `store`, `token`) -> `config` -> `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
+pub mod agent;
 pub mod approvals;
 pub mod config;
 pub mod gateway;
