@@ -18,6 +18,7 @@ use souz_protocol::{Bootstrap, ComponentStatus, Features, Health, LocalUser, Run
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
@@ -60,6 +61,9 @@ pub enum RuntimeError {
     /// The LLM layer could not be set up (extra CA files, default model).
     #[error(transparent)]
     Llm(#[from] LlmServiceError),
+    /// The agents could not be set up.
+    #[error("cannot set up the agents: {0}")]
+    Agents(String),
 }
 
 /// What the embedding binary tells the runtime beyond the configuration.
@@ -91,7 +95,8 @@ struct State {
     events: EventBus,
     gate: Gate,
     token: ApiToken,
-    llm: LlmService,
+    llm: Arc<LlmService>,
+    agents: Agents,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -161,12 +166,27 @@ impl Runtime {
                 "marked tool calls left unfinished by the previous run as failed"
             );
         }
-        let llm = LlmService::new(
+        let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
             config.paths.provider_key_file(),
             environment,
-        )?;
+        )?);
+        let agents = Agents::new(AgentParts {
+            default_agent: AgentKind::parse(&config.agent.default_agent),
+            context_size: config.agent.context_size,
+            ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
+        });
+        let interrupted = agents.recover().await.map_err(|error| match error {
+            crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
+            other => RuntimeError::Agents(other.to_string()),
+        })?;
+        if interrupted > 0 {
+            tracing::warn!(
+                turns = interrupted,
+                "marked agent turns left running by the previous run as interrupted"
+            );
+        }
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -182,6 +202,7 @@ impl Runtime {
                 gate,
                 token,
                 llm,
+                agents,
                 user,
                 started: Instant::now(),
                 shutdown,
@@ -254,6 +275,11 @@ impl RuntimeHandle {
     /// Language models: provider keys, the model registry, clients.
     pub fn llm(&self) -> &LlmService {
         &self.state.llm
+    }
+
+    /// Souz's own agents: run a turn, steer or cancel it, inspect sessions.
+    pub fn agents(&self) -> &Agents {
+        &self.state.agents
     }
 
     /// Whether `presented` is the API token.

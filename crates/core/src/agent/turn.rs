@@ -529,12 +529,14 @@ impl Turn {
         let work = async { tokio::join!(graph.run(context, options), writer) };
         tokio::pin!(work);
         let (result, ()) = tokio::select! {
+            // The caller's cancellation is looked at first, so once it fired nothing else in
+            // the turn makes progress (no input is applied, no request started).
             biased;
-            done = &mut work => done,
             () = cancel.cancelled() => {
                 turn_cancel.cancel();
                 work.await
             }
+            done = &mut work => done,
         };
         drop(scope);
         let undelivered = match &self.mailbox {
