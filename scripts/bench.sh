@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|llm|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,10 +10,12 @@ case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
+  agent) cargo bench -p souz-core --bench agent ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --bench gate
     cargo bench -p souz-core --bench llm
+    cargo bench -p souz-core --bench agent
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

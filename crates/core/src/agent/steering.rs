@@ -296,7 +296,8 @@ pub enum SubmitAfterError<E> {
     Commit(E),
 }
 
-/// A pending input slot; see [`Mailbox::reserve`].
+/// A pending input slot; see [`Mailbox::reserve`]. Publish or drop it promptly: sealing and
+/// the end of the turn wait for it.
 #[derive(Debug)]
 pub struct Reservation {
     mailbox: Option<Arc<Mailbox>>,
