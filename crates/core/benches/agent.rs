@@ -40,12 +40,14 @@ const TOKENS: usize = 1000;
 fn thinking_reply(think: Duration) -> Reply {
     Reply::sse()
         .delay(think)
+        // The first frame carries text: a second small frame right behind it can sit ~40 ms in
+        // the kernel (Nagle's algorithm against delayed ACKs on loopback), which would measure
+        // TCP, not Souz.
         .data(openai::chunk(
-            serde_json::json!({"role": "assistant", "content": ""}),
+            serde_json::json!({"role": "assistant", "content": "Hello"}),
             None,
         ))
         .delay(Duration::ZERO)
-        .data(openai::chunk(serde_json::json!({"content": "Hello"}), None))
         .data(openai::chunk(
             serde_json::json!({"content": " there"}),
             None,

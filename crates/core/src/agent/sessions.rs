@@ -12,8 +12,8 @@
 //!   history after each step; for a finished turn, the last one is what `agent_conversations`
 //!   holds. A turn the process died in is marked `interrupted` at the next start and its
 //!   changes are not part of the conversation.
-//! - Steps are written as they happen (in batches, off the hot path), so a turn that crashes
-//!   still shows how far it got.
+//! - Steps are written as they happen (in batches gathered over at most 20 ms, off the hot
+//!   path), so a turn that crashes still shows how far it got.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -617,7 +617,13 @@ impl StepRecorder {
     }
 }
 
-/// Writes recorded steps in batches until the recorder is dropped.
+/// How long the step writer gathers steps before it writes them in one transaction.
+const STEP_BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Writes recorded steps in batches until the recorder is dropped. A batch is what arrives
+/// within [`STEP_BATCH_WINDOW`] of its first step (the nodes before the model request finish
+/// within microseconds of each other), so a turn costs a few transactions, written while the
+/// model thinks; the end of the turn flushes at once.
 pub(crate) async fn write_steps(
     sessions: Sessions,
     turn_id: String,
@@ -625,7 +631,8 @@ pub(crate) async fn write_steps(
 ) {
     while let Some(first) = receiver.recv().await {
         let mut batch = vec![first];
-        while let Ok(next) = receiver.try_recv() {
+        let deadline = tokio::time::Instant::now() + STEP_BATCH_WINDOW;
+        while let Ok(Some(next)) = tokio::time::timeout_at(deadline, receiver.recv()).await {
             batch.push(next);
         }
         if let Err(error) = sessions.append_steps(&turn_id, batch).await {
