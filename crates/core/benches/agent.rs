@@ -3,8 +3,8 @@
 //!
 //! - `agent/first_delta_after_first_byte`: from the moment the fake provider hands its first
 //!   SSE frame to the connection to the moment the turn's sink receives the first text delta.
-//!   Compare with `llm/first_delta_after_first_byte` of the `llm` benchmark: the difference is
-//!   the agent's share. Here the fake provider answers at once, so the first byte arrives
+//!   `agent/client_first_delta_after_first_byte` is the same interval for the bare client
+//!   request, measured in the same run: the difference is the agent's share. Here the fake provider answers at once, so the first byte arrives
 //!   while the turn still writes its first steps to SQLite (on the blocking pool).
 //! - `agent/first_delta_after_first_byte_5ms_think`: the same with the provider "thinking"
 //!   5 ms before its first frame, as every real provider does (for far longer): the step
@@ -130,6 +130,36 @@ impl Bench {
     }
 }
 
+/// Mean time from the server's first byte to the first delta of the bare client.
+async fn client_first_delta(
+    server: &FakeServer,
+    handle: &RuntimeHandle,
+    iterations: u64,
+) -> Duration {
+    let (_, client) = handle
+        .llm()
+        .chat_client("openai/gpt-5-mini")
+        .await
+        .expect("client");
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        server.clear_records();
+        let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
+        let mut stream = client.stream(request, CancellationToken::new());
+        loop {
+            match stream.next().await {
+                Some(Ok(StreamEvent::TextDelta(_))) => break,
+                Some(Ok(_)) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let seen = Instant::now();
+        total += seen.duration_since(server.first_byte_times()[0]);
+        while stream.next().await.is_some() {}
+    }
+    total
+}
+
 /// The bare client request for the same answer (no agent).
 async fn bare_request(handle: &RuntimeHandle) -> usize {
     let (_, client) = handle
@@ -166,6 +196,11 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(8));
     group.bench_function("first_delta_after_first_byte", |b| {
         b.iter_custom(|iterations| tokio.block_on(first_delta(&short, &short_bench, iterations)));
+    });
+    group.bench_function("client_first_delta_after_first_byte", |b| {
+        b.iter_custom(|iterations| {
+            tokio.block_on(client_first_delta(&short, &short_bench.handle, iterations))
+        });
     });
     group.bench_function("first_delta_after_first_byte_5ms_think", |b| {
         b.iter_custom(|iterations| {
