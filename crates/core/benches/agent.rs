@@ -13,8 +13,10 @@
 //!   client request for the same answer; the difference is the turn's fixed cost (graph, input,
 //!   inventory, context, session rows in SQLite, the turn's records).
 //! - `stream_1000_tokens/agent_turn` vs `stream_1000_tokens/llm_client`: a 1000-token answer
-//!   through a whole turn and through the bare client; criterion reports both as throughput,
-//!   and (turn - client) / 1000 is the per-token cost the agent adds.
+//!   through a whole turn and through the bare client (fixed costs included).
+//! - `stream_1000_tokens/agent_deltas` vs `stream_1000_tokens/client_deltas`: only the time
+//!   from the first to the last text delta of the same answer, so fixed costs drop out:
+//!   (agent - client) / 1000 is the per-token cost the agent adds.
 //!
 //! Run with `scripts/bench.sh agent`.
 
@@ -104,14 +106,19 @@ impl Bench {
 
     /// Runs one skills turn in a fresh chat; returns when the first delta arrived.
     async fn turn(&self) -> Option<Instant> {
-        let first = Arc::new(Mutex::new(None::<Instant>));
-        let seen = Arc::clone(&first);
+        self.turn_deltas().await.map(|(first, _)| first)
+    }
+
+    /// Runs one skills turn in a fresh chat; returns when the first and the last delta arrived.
+    async fn turn_deltas(&self) -> Option<(Instant, Instant)> {
+        let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
+        let record = Arc::clone(&seen);
         let sink = move |event: TurnEvent| {
             if let TurnEvent::TextDelta { .. } = event {
-                let mut first = seen.lock().expect("lock");
-                if first.is_none() {
-                    *first = Some(Instant::now());
-                }
+                let now = Instant::now();
+                let mut seen = record.lock().expect("lock");
+                let first = seen.map_or(now, |(first, _)| first);
+                *seen = Some((first, now));
             }
         };
         let chat = self.chats.fetch_add(1, Ordering::Relaxed);
@@ -126,7 +133,7 @@ impl Bench {
             .await
             .expect("turn");
         assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
-        *first.lock().expect("lock")
+        *seen.lock().expect("lock")
     }
 }
 
@@ -158,6 +165,31 @@ async fn client_first_delta(
         while stream.next().await.is_some() {}
     }
     total
+}
+
+/// Time from the first to the last delta of the bare client's answer, and the delta count.
+async fn client_deltas(handle: &RuntimeHandle) -> (Duration, usize) {
+    let (_, client) = handle
+        .llm()
+        .chat_client("openai/gpt-5-mini")
+        .await
+        .expect("client");
+    let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
+    let mut stream = client.stream(request, CancellationToken::new());
+    let (mut first, mut last, mut deltas) = (None, None, 0);
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta(_) = event.expect("event") {
+            let now = Instant::now();
+            first.get_or_insert(now);
+            last = Some(now);
+            deltas += 1;
+        }
+    }
+    let span = match (first, last) {
+        (Some(first), Some(last)) => last.duration_since(first),
+        _ => Duration::ZERO,
+    };
+    (span, deltas)
 }
 
 /// The bare client request for the same answer (no agent).
@@ -231,6 +263,31 @@ fn bench(c: &mut Criterion) {
     group.bench_function("llm_client", |b| {
         b.to_async(&tokio).iter(|| async {
             assert_eq!(bare_request(&long_bench.handle).await, TOKENS);
+        });
+    });
+    group.bench_function("agent_deltas", |b| {
+        b.iter_custom(|iterations| {
+            tokio.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let (first, last) = long_bench.turn_deltas().await.expect("deltas");
+                    total += last.duration_since(first);
+                }
+                total
+            })
+        });
+    });
+    group.bench_function("client_deltas", |b| {
+        b.iter_custom(|iterations| {
+            tokio.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let (span, deltas) = client_deltas(&long_bench.handle).await;
+                    assert_eq!(deltas, TOKENS);
+                    total += span;
+                }
+                total
+            })
         });
     });
     group.finish();

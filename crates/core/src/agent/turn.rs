@@ -466,6 +466,68 @@ impl Turn {
         context
     }
 
+    /// The outcome of a graph run.
+    fn conclude(
+        &self,
+        result: Result<AgentContext<Reply>, GraphError>,
+        undelivered: Vec<String>,
+    ) -> TurnOutcome {
+        let mut outcome = TurnOutcome {
+            turn_id: self.turn_id.clone(),
+            status: TurnStatus::Completed,
+            reply: None,
+            error: None,
+            history: Vec::new(),
+            usage: Usage::default(),
+            undelivered,
+            model: self.model.label.clone(),
+        };
+        match result {
+            Ok(context) => {
+                if context.input.failure.is_some() {
+                    outcome.status = TurnStatus::Failed;
+                }
+                outcome.history = context.history;
+                outcome.usage = context.usage;
+                outcome.reply = Some(context.input);
+            }
+            // The answer exists and the person saw it; only its summary failed.
+            Err(GraphError::Node {
+                node,
+                source,
+                last_context,
+                ..
+            }) if node == names::FINISH && last_context.is::<AgentContext<ChatOutcome>>() => {
+                tracing::warn!(error = %source, "summarizing the history failed; keeping it whole");
+                if let Ok(context) = last_context.downcast::<AgentContext<ChatOutcome>>() {
+                    outcome.reply = Some(Reply {
+                        text: match &context.input {
+                            ChatOutcome::Answer(response) => response.content.clone(),
+                            ChatOutcome::Failed(error) => error.to_string(),
+                        },
+                        failure: None,
+                    });
+                    outcome.history = context.history;
+                    outcome.usage = context.usage;
+                }
+            }
+            Err(error) => {
+                if let GraphError::Cancelled { .. } = error {
+                    outcome.status = TurnStatus::Cancelled;
+                } else {
+                    tracing::warn!(%error, turn_id = %self.turn_id, "a turn failed");
+                    outcome.status = TurnStatus::Failed;
+                    outcome.error = Some(error.to_string());
+                }
+                let (history, usage) = history_and_usage(error.into_last_context())
+                    .unwrap_or_else(|| (self.history.clone(), Usage::default()));
+                outcome.history = history;
+                outcome.usage = usage;
+            }
+        }
+        outcome
+    }
+
     /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
     pub async fn run(
         self,
@@ -476,6 +538,17 @@ impl Turn {
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
         let context = self.initial_context(&inner.services.gate);
+        let scope = Arc::new(TurnScope::new(
+            self.chat_id.clone(),
+            inner.owner.clone(),
+            self.model.clone(),
+            sink,
+            self.mailbox.clone(),
+            turn_cancel.clone(),
+            Arc::clone(&inner.services),
+        ));
+        let graph = graphs::build(self.kind, &scope)
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
         let start = StepRecord {
             ordinal: 0,
             step_index: None,
@@ -510,17 +583,6 @@ impl Turn {
                 start,
             )
             .await?;
-        let scope = Arc::new(TurnScope::new(
-            self.chat_id.clone(),
-            inner.owner.clone(),
-            self.model.clone(),
-            sink,
-            self.mailbox.clone(),
-            turn_cancel.clone(),
-            Arc::clone(&inner.services),
-        ));
-        let graph = graphs::build(self.kind, &scope)
-            .map_err(|error| AgentError::Internal(error.to_string()))?;
         let (recorder, steps) = StepRecorder::new(self.history.clone());
         let options = RunOptions::default()
             .cancel(turn_cancel.clone())
@@ -538,66 +600,11 @@ impl Turn {
             }
             done = &mut work => done,
         };
-        drop(scope);
         let undelivered = match &self.mailbox {
             Some(mailbox) => mailbox.close().await,
             None => Vec::new(),
         };
-        let mut outcome = TurnOutcome {
-            turn_id: self.turn_id.clone(),
-            status: TurnStatus::Completed,
-            reply: None,
-            error: None,
-            history: Vec::new(),
-            usage: Usage::default(),
-            undelivered,
-            model: self.model.label.clone(),
-        };
-        match result {
-            Ok(context) => {
-                outcome.status = if context.input.failure.is_some() {
-                    TurnStatus::Failed
-                } else {
-                    TurnStatus::Completed
-                };
-                outcome.history = context.history;
-                outcome.usage = context.usage;
-                outcome.reply = Some(context.input);
-            }
-            Err(GraphError::Node {
-                node,
-                source,
-                last_context,
-                ..
-            }) if node == names::FINISH && last_context.is::<AgentContext<ChatOutcome>>() => {
-                tracing::warn!(error = %source, "summarizing the history failed; keeping it whole");
-                if let Ok(context) = last_context.downcast::<AgentContext<ChatOutcome>>() {
-                    outcome.reply = Some(Reply {
-                        text: match &context.input {
-                            ChatOutcome::Answer(response) => response.content.clone(),
-                            ChatOutcome::Failed(error) => error.to_string(),
-                        },
-                        failure: None,
-                    });
-                    outcome.history = context.history;
-                    outcome.usage = context.usage;
-                }
-            }
-            Err(error) => {
-                outcome.status = match error {
-                    GraphError::Cancelled { .. } => TurnStatus::Cancelled,
-                    _ => TurnStatus::Failed,
-                };
-                if outcome.status == TurnStatus::Failed {
-                    tracing::warn!(%error, turn_id = %self.turn_id, "a turn failed");
-                    outcome.error = Some(error.to_string());
-                }
-                let (history, usage) = history_and_usage(error.into_last_context())
-                    .unwrap_or_else(|| (self.history.clone(), Usage::default()));
-                outcome.history = history;
-                outcome.usage = usage;
-            }
-        }
+        let outcome = self.conclude(result, undelivered);
         if let Err(error) = inner
             .sessions
             .finish(
