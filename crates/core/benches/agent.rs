@@ -15,8 +15,12 @@
 //! - `stream_1000_tokens/agent_turn` vs `stream_1000_tokens/llm_client`: a 1000-token answer
 //!   through a whole turn and through the bare client (fixed costs included).
 //! - `stream_1000_tokens/agent_deltas` vs `stream_1000_tokens/client_deltas`: only the time
-//!   from the first to the last text delta of the same answer, so fixed costs drop out:
-//!   (agent - client) / 1000 is the per-token cost the agent adds.
+//!   from the first to the last text delta of the same answer. Over loopback HTTP these race
+//!   the fake server for the same two cores, so they are noisy; the next group is exact.
+//! - `per_token/*`: the same turn against the in-process scripted model (no network, no
+//!   server), with a 1000-token and a 1-token answer, against draining the same scripted
+//!   streams directly. The agent's cost per token is
+//!   ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
 //!
 //! Run with `scripts/bench.sh agent`.
 
@@ -29,9 +33,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use souz_core::agent::{AgentKind, TurnEvent, TurnRequest, TurnStatus};
+use souz_core::agent::{
+    AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnEvent, TurnRequest, TurnStatus,
+};
 use souz_core::config::{Config, SouzPaths};
+use souz_core::llm::fake::FakeLlm;
 use souz_core::llm::{ChatRequest, Message, StreamEvent};
+use souz_core::llm::{FinishReason, LlmClient, LlmError};
 use souz_core::{Runtime, RuntimeHandle};
 use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;
@@ -167,6 +175,58 @@ async fn client_first_delta(
     total
 }
 
+/// A scripted answer of `tokens` text deltas.
+fn scripted(tokens: usize) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut events: Vec<Result<StreamEvent, LlmError>> = (0..tokens)
+        .map(|index| Ok(StreamEvent::TextDelta(format!("tok{index} "))))
+        .collect();
+    events.push(Ok(StreamEvent::Finish(FinishReason::Stop)));
+    events
+}
+
+/// Total time of `iterations` skills turns answered by the scripted model with `tokens` deltas.
+async fn fake_turns(agents: &Agents, fake: &FakeLlm, tokens: usize, iterations: u64) -> Duration {
+    let script = scripted(tokens);
+    let mut total = Duration::ZERO;
+    for iteration in 0..iterations {
+        fake.push_events(script.clone());
+        let request = TurnRequest {
+            agent: Some(AgentKind::Skills),
+            history: Some(Vec::new()),
+            ..TurnRequest::new(format!("fake-{tokens}-{iteration}"), "hi")
+        };
+        let started = Instant::now();
+        let outcome = agents
+            .run_turn(request, Arc::new(NoSink), CancellationToken::new())
+            .await
+            .expect("turn");
+        total += started.elapsed();
+        assert_eq!(outcome.status, TurnStatus::Completed);
+    }
+    total
+}
+
+/// Total time of draining `iterations` scripted answers of `tokens` deltas directly.
+async fn fake_drains(fake: &FakeLlm, tokens: usize, iterations: u64) -> Duration {
+    let script = scripted(tokens);
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        fake.push_events(script.clone());
+        let request = ChatRequest::new("fake", vec![Message::user("hi")]);
+        let started = Instant::now();
+        let mut stream = fake.stream(request, CancellationToken::new());
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let StreamEvent::TextDelta(delta) = event.expect("event") {
+                text.push_str(&delta);
+            }
+        }
+        total += started.elapsed();
+        assert!(!text.is_empty());
+    }
+    total
+}
+
 /// Time from the first to the last delta of the bare client's answer, and the delta count.
 async fn client_deltas(handle: &RuntimeHandle) -> (Duration, usize) {
     let (_, client) = handle
@@ -291,6 +351,30 @@ fn bench(c: &mut Criterion) {
         });
     });
     group.finish();
+
+    // The in-process scripted model: the agent's own cost, without network or server.
+    let fake = Arc::new(FakeLlm::new());
+    let handle = &short_bench.handle;
+    let agents = Agents::new(AgentParts::new(
+        handle.gate().clone(),
+        handle.store().clone(),
+        Arc::new(FixedModel::new("fake", fake.clone())),
+    ));
+    let mut group = c.benchmark_group("per_token");
+    group.measurement_time(Duration::from_secs(10));
+    group.sample_size(40);
+    for tokens in [1, TOKENS] {
+        group.bench_function(format!("turn_{tokens}"), |b| {
+            b.iter_custom(|iterations| {
+                tokio.block_on(fake_turns(&agents, &fake, tokens, iterations))
+            });
+        });
+        group.bench_function(format!("drain_{tokens}"), |b| {
+            b.iter_custom(|iterations| tokio.block_on(fake_drains(&fake, tokens, iterations)));
+        });
+    }
+    group.finish();
+    drop(agents);
 
     tokio.block_on(async {
         short_bench
