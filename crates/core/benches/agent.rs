@@ -1,32 +1,27 @@
 //! What the agent runtime adds to a streamed turn, against the fake OpenAI server on loopback,
-//! through the real runtime (`LlmService`, gate, SQLite sessions) and the skills agent.
+//! through the real runtime (`LlmService`, gate, SQLite sessions) and the skills agent. Turns
+//! and bare requests run on a runtime worker (`tokio::spawn`), as the daemon runs them.
 //!
-//! - `agent/first_delta_after_first_byte`: from the moment the fake provider hands its first
-//!   SSE frame to the connection to the moment the turn's sink receives the first text delta.
-//!   `agent/client_first_delta_after_first_byte` is the same interval for the bare client
-//!   request, measured in the same run: the difference is the agent's share. Here the fake provider answers at once, so the first byte arrives
-//!   while the turn still writes its first steps to SQLite (on the blocking pool).
-//! - `agent/first_delta_after_first_byte_5ms_think`: the same with the provider "thinking"
-//!   5 ms before its first frame, as every real provider does (for far longer): the step
-//!   writes are done by then, and what remains is the stream path itself.
-//! - `agent/short_turn` vs `agent/short_request`: a whole two-token turn against the bare
-//!   client request for the same answer; the difference is the turn's fixed cost (graph, input,
-//!   inventory, context, session rows in SQLite, the turn's records).
-//! - `stream_1000_tokens/agent_turn` vs `stream_1000_tokens/llm_client`: a 1000-token answer
-//!   through a whole turn and through the bare client (fixed costs included).
-//! - `stream_1000_tokens/agent_deltas` vs `stream_1000_tokens/client_deltas`: only the time
-//!   from the first to the last text delta of the same answer. Over loopback HTTP these race
-//!   the fake server for the same two cores, so they are noisy; the next group is exact.
-//! - `per_token/*`: the same turn against the in-process scripted model (no network, no
-//!   server), with a 1000-token and a 1-token answer, against draining the same scripted
-//!   streams directly. The agent's cost per token is
-//!   ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
+//! - `first_delta/agent` vs `first_delta/client`: from the moment the fake provider hands its
+//!   first SSE frame to the connection to the moment the turn's sink (or the bare client's
+//!   stream) yields the first text delta; the provider answers at once, so the first byte
+//!   arrives while the turn still records its first steps. `first_delta/*_5ms_think`: the same
+//!   with the provider "thinking" 5 ms before its first frame, as real providers do (longer).
+//! - `fixed/short_turn` vs `fixed/short_request`: a whole two-token turn against the bare
+//!   request for the same answer; the difference is a turn's fixed cost (graph, nodes, the
+//!   turn and step rows in SQLite, the stored history).
+//! - `stream_1000_tokens/*`: a 1000-token answer through a whole turn and through the bare
+//!   client, over loopback HTTP (the fake server shares the two cores, so this is noisy).
+//! - `per_token/*`: the same turn against the in-process scripted model (no network), with a
+//!   1000-token and a 1-token answer, against draining the same scripted streams directly. The
+//!   agent's cost per token is ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
 //!
 //! Run with `scripts/bench.sh agent`.
 
 #![allow(clippy::expect_used, clippy::panic)] // a benchmark may stop loudly
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,8 +33,7 @@ use souz_core::agent::{
 };
 use souz_core::config::{Config, SouzPaths};
 use souz_core::llm::fake::FakeLlm;
-use souz_core::llm::{ChatRequest, Message, StreamEvent};
-use souz_core::llm::{FinishReason, LlmClient, LlmError};
+use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
 use souz_core::{Runtime, RuntimeHandle};
 use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;
@@ -50,9 +44,7 @@ const TOKENS: usize = 1000;
 fn thinking_reply(think: Duration) -> Reply {
     Reply::sse()
         .delay(think)
-        // The first frame carries text: a second small frame right behind it can sit ~40 ms in
-        // the kernel (Nagle's algorithm against delayed ACKs on loopback), which would measure
-        // TCP, not Souz.
+        // The first frame carries text, so the first delta needs no second frame.
         .data(openai::chunk(
             serde_json::json!({"role": "assistant", "content": "Hello"}),
             None,
@@ -68,26 +60,15 @@ fn thinking_reply(think: Duration) -> Reply {
         .end()
 }
 
-/// Mean time from the server's first byte to the first delta at the turn's sink.
-async fn first_delta(server: &FakeServer, bench: &Bench, iterations: u64) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..iterations {
-        server.clear_records();
-        let first_delta = bench.turn().await.expect("a delta");
-        let first_byte = server.first_byte_times()[0];
-        total += first_delta.duration_since(first_byte);
-    }
-    total
-}
-
-struct Bench {
+/// A daemon on a temporary home whose OpenAI endpoint is `server`.
+struct Daemon {
     _dir: tempfile::TempDir,
     runtime: Runtime,
     handle: RuntimeHandle,
-    chats: AtomicU64,
+    chats: Arc<AtomicU64>,
 }
 
-impl Bench {
+impl Daemon {
     async fn start(server: &FakeServer) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
@@ -108,69 +89,89 @@ impl Bench {
             _dir: dir,
             runtime,
             handle,
-            chats: AtomicU64::new(0),
+            chats: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// Runs one skills turn in a fresh chat; returns when the first delta arrived.
-    async fn turn(&self) -> Option<Instant> {
-        self.turn_deltas().await.map(|(first, _)| first)
+    /// One skills turn in a fresh chat, on a worker; when its first and last delta arrived.
+    async fn turn(&self) -> (Instant, Instant) {
+        let (handle, chats) = (self.handle.clone(), Arc::clone(&self.chats));
+        on_worker(async move {
+            let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
+            let record = Arc::clone(&seen);
+            let sink = move |event: TurnEvent| {
+                if let TurnEvent::TextDelta { .. } = event {
+                    let now = Instant::now();
+                    let mut seen = record.lock().expect("lock");
+                    let first = seen.map_or(now, |(first, _)| first);
+                    *seen = Some((first, now));
+                }
+            };
+            let chat = chats.fetch_add(1, Ordering::Relaxed);
+            let request = TurnRequest {
+                agent: Some(AgentKind::Skills),
+                ..TurnRequest::new(format!("bench-{chat}"), "hi")
+            };
+            let outcome = handle
+                .agents()
+                .run_turn(request, Arc::new(sink), CancellationToken::new())
+                .await
+                .expect("turn");
+            assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+            let seen = *seen.lock().expect("lock");
+            seen.expect("deltas")
+        })
+        .await
     }
 
-    /// Runs one skills turn in a fresh chat; returns when the first and the last delta arrived.
-    async fn turn_deltas(&self) -> Option<(Instant, Instant)> {
-        let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
-        let record = Arc::clone(&seen);
-        let sink = move |event: TurnEvent| {
-            if let TurnEvent::TextDelta { .. } = event {
-                let now = Instant::now();
-                let mut seen = record.lock().expect("lock");
-                let first = seen.map_or(now, |(first, _)| first);
-                *seen = Some((first, now));
+    /// The bare client request for the same answer, on a worker; first and last delta and
+    /// their count.
+    async fn request(&self) -> (Instant, Instant, usize) {
+        let handle = self.handle.clone();
+        on_worker(async move {
+            let (_, client) = handle
+                .llm()
+                .chat_client("openai/gpt-5-mini")
+                .await
+                .expect("client");
+            let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
+            let mut stream = client.stream(request, CancellationToken::new());
+            let (mut first, mut last, mut deltas) = (None, None, 0);
+            while let Some(event) = stream.next().await {
+                if let StreamEvent::TextDelta(_) = event.expect("event") {
+                    let now = Instant::now();
+                    first.get_or_insert(now);
+                    last = Some(now);
+                    deltas += 1;
+                }
             }
-        };
-        let chat = self.chats.fetch_add(1, Ordering::Relaxed);
-        let request = TurnRequest {
-            agent: Some(AgentKind::Skills),
-            ..TurnRequest::new(format!("bench-{chat}"), "hi")
-        };
-        let outcome = self
-            .handle
-            .agents()
-            .run_turn(request, Arc::new(sink), CancellationToken::new())
-            .await
-            .expect("turn");
-        assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
-        *seen.lock().expect("lock")
+            (first.expect("deltas"), last.expect("deltas"), deltas)
+        })
+        .await
     }
 }
 
-/// Mean time from the server's first byte to the first delta of the bare client.
-async fn client_first_delta(
+async fn on_worker<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
+    tokio::spawn(work).await.expect("task")
+}
+
+/// Total time from the server's first byte to the first delta, over `iterations` turns (or
+/// bare requests when `bare`).
+async fn first_delta(
     server: &FakeServer,
-    handle: &RuntimeHandle,
+    daemon: &Daemon,
+    bare: bool,
     iterations: u64,
 ) -> Duration {
-    let (_, client) = handle
-        .llm()
-        .chat_client("openai/gpt-5-mini")
-        .await
-        .expect("client");
     let mut total = Duration::ZERO;
     for _ in 0..iterations {
         server.clear_records();
-        let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
-        let mut stream = client.stream(request, CancellationToken::new());
-        loop {
-            match stream.next().await {
-                Some(Ok(StreamEvent::TextDelta(_))) => break,
-                Some(Ok(_)) => {}
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-        let seen = Instant::now();
-        total += seen.duration_since(server.first_byte_times()[0]);
-        while stream.next().await.is_some() {}
+        let first = if bare {
+            daemon.request().await.0
+        } else {
+            daemon.turn().await.0
+        };
+        total += first.duration_since(server.first_byte_times()[0]);
     }
     total
 }
@@ -227,49 +228,6 @@ async fn fake_drains(fake: &FakeLlm, tokens: usize, iterations: u64) -> Duration
     total
 }
 
-/// Time from the first to the last delta of the bare client's answer, and the delta count.
-async fn client_deltas(handle: &RuntimeHandle) -> (Duration, usize) {
-    let (_, client) = handle
-        .llm()
-        .chat_client("openai/gpt-5-mini")
-        .await
-        .expect("client");
-    let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
-    let mut stream = client.stream(request, CancellationToken::new());
-    let (mut first, mut last, mut deltas) = (None, None, 0);
-    while let Some(event) = stream.next().await {
-        if let StreamEvent::TextDelta(_) = event.expect("event") {
-            let now = Instant::now();
-            first.get_or_insert(now);
-            last = Some(now);
-            deltas += 1;
-        }
-    }
-    let span = match (first, last) {
-        (Some(first), Some(last)) => last.duration_since(first),
-        _ => Duration::ZERO,
-    };
-    (span, deltas)
-}
-
-/// The bare client request for the same answer (no agent).
-async fn bare_request(handle: &RuntimeHandle) -> usize {
-    let (_, client) = handle
-        .llm()
-        .chat_client("openai/gpt-5-mini")
-        .await
-        .expect("client");
-    let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
-    let mut stream = client.stream(request, CancellationToken::new());
-    let mut deltas = 0;
-    while let Some(event) = stream.next().await {
-        if let StreamEvent::TextDelta(_) = event.expect("event") {
-            deltas += 1;
-        }
-    }
-    deltas
-}
-
 fn bench(c: &mut Criterion) {
     let tokio = tokio::runtime::Runtime::new().expect("tokio runtime");
     let short = tokio.block_on(FakeServer::start());
@@ -280,84 +238,57 @@ fn bench(c: &mut Criterion) {
     let pieces: Vec<String> = (0..TOKENS).map(|index| format!("tok{index} ")).collect();
     let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
     long.set_fallback(openai::CHAT_PATH, openai::text(&pieces));
-    let short_bench = tokio.block_on(Bench::start(&short));
-    let long_bench = tokio.block_on(Bench::start(&long));
-    let thinking_bench = tokio.block_on(Bench::start(&thinking));
+    let short_daemon = tokio.block_on(Daemon::start(&short));
+    let thinking_daemon = tokio.block_on(Daemon::start(&thinking));
+    let long_daemon = tokio.block_on(Daemon::start(&long));
 
-    let mut group = c.benchmark_group("agent");
+    let mut group = c.benchmark_group("first_delta");
     group.measurement_time(Duration::from_secs(8));
-    group.bench_function("first_delta_after_first_byte", |b| {
-        b.iter_custom(|iterations| tokio.block_on(first_delta(&short, &short_bench, iterations)));
-    });
-    group.bench_function("client_first_delta_after_first_byte", |b| {
-        b.iter_custom(|iterations| {
-            tokio.block_on(client_first_delta(&short, &short_bench.handle, iterations))
+    for (name, server, daemon, bare) in [
+        ("agent", &short, &short_daemon, false),
+        ("client", &short, &short_daemon, true),
+        ("agent_5ms_think", &thinking, &thinking_daemon, false),
+        ("client_5ms_think", &thinking, &thinking_daemon, true),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                tokio.block_on(first_delta(server, daemon, bare, iterations))
+            });
         });
-    });
-    group.bench_function("first_delta_after_first_byte_5ms_think", |b| {
-        b.iter_custom(|iterations| {
-            tokio.block_on(first_delta(&thinking, &thinking_bench, iterations))
-        });
-    });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("fixed");
+    group.measurement_time(Duration::from_secs(8));
     group.bench_function("short_turn", |b| {
-        b.to_async(&tokio).iter(|| async {
-            short_bench.turn().await.expect("a delta");
-        });
+        b.to_async(&tokio).iter(|| short_daemon.turn());
     });
     group.bench_function("short_request", |b| {
         b.to_async(&tokio).iter(|| async {
-            assert_eq!(bare_request(&short_bench.handle).await, 2);
+            assert_eq!(short_daemon.request().await.2, 2);
         });
     });
     group.finish();
 
     let mut group = c.benchmark_group("stream_1000_tokens");
     group.throughput(Throughput::Elements(TOKENS as u64));
-    group.measurement_time(Duration::from_secs(20));
+    group.measurement_time(Duration::from_secs(10));
     group.sample_size(40);
     group.bench_function("agent_turn", |b| {
+        b.to_async(&tokio).iter(|| long_daemon.turn());
+    });
+    group.bench_function("client_request", |b| {
         b.to_async(&tokio).iter(|| async {
-            long_bench.turn().await.expect("a delta");
-        });
-    });
-    group.bench_function("llm_client", |b| {
-        b.to_async(&tokio).iter(|| async {
-            assert_eq!(bare_request(&long_bench.handle).await, TOKENS);
-        });
-    });
-    group.bench_function("agent_deltas", |b| {
-        b.iter_custom(|iterations| {
-            tokio.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    let (first, last) = long_bench.turn_deltas().await.expect("deltas");
-                    total += last.duration_since(first);
-                }
-                total
-            })
-        });
-    });
-    group.bench_function("client_deltas", |b| {
-        b.iter_custom(|iterations| {
-            tokio.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    let (span, deltas) = client_deltas(&long_bench.handle).await;
-                    assert_eq!(deltas, TOKENS);
-                    total += span;
-                }
-                total
-            })
+            assert_eq!(long_daemon.request().await.2, TOKENS);
         });
     });
     group.finish();
 
     // The in-process scripted model: the agent's own cost, without network or server.
     let fake = Arc::new(FakeLlm::new());
-    let handle = &short_bench.handle;
     let agents = Agents::new(AgentParts::new(
-        handle.gate().clone(),
-        handle.store().clone(),
+        short_daemon.handle.gate().clone(),
+        short_daemon.handle.store().clone(),
         Arc::new(FixedModel::new("fake", fake.clone())),
     ));
     let mut group = c.benchmark_group("per_token");
@@ -377,21 +308,9 @@ fn bench(c: &mut Criterion) {
     drop(agents);
 
     tokio.block_on(async {
-        short_bench
-            .runtime
-            .shutdown("bench")
-            .await
-            .expect("shutdown");
-        long_bench
-            .runtime
-            .shutdown("bench")
-            .await
-            .expect("shutdown");
-        thinking_bench
-            .runtime
-            .shutdown("bench")
-            .await
-            .expect("shutdown");
+        for daemon in [short_daemon, thinking_daemon, long_daemon] {
+            daemon.runtime.shutdown("bench").await.expect("shutdown");
+        }
     });
 }
 
