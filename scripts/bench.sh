@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|chat|mcp|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,7 @@ case "$which" in
   llm) cargo bench -p souz-core --bench llm ;;
   chat) cargo bench -p souz-core --bench chat ;;
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
+  agent) cargo bench -p souz-core --bench agent ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --bench gate
@@ -21,6 +22,7 @@ case "$which" in
     cargo bench -p souz-core --bench chat
     souz_install_clients
     cargo bench -p souz-e2e --bench mcp
+    cargo bench -p souz-core --bench agent
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

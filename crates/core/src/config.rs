@@ -10,6 +10,7 @@
 //!   Souz never overwrites it afterwards.
 //! - No globals: the environment is passed in, tests build their own `Config`.
 
+pub mod agent;
 pub mod approvals;
 pub mod byte_size;
 pub mod edit;
@@ -29,6 +30,7 @@ use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+pub use agent::AgentConfig;
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
@@ -121,6 +123,7 @@ config_sections! {
     llm: LlmConfig,
     mcp: McpConfig,
     notifications: NotificationsConfig,
+    agent: AgentConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -1,9 +1,10 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> (`llm`, `graph`, `store`,
-//! `token`) -> `config` -> `souz_protocol`. `telemetry` is used by binaries only. See
-//! `docs/architecture.md`.
+//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> `chat` -> `agent` ->
+//! (`llm`, `graph`, `tools`) -> (`approvals`, `sandbox`, `store`, `token`) -> `config` ->
+//! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
 
+pub mod agent;
 pub mod approvals;
 pub mod chat;
 pub mod config;

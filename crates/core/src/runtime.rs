@@ -24,6 +24,7 @@ use souz_protocol::{
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats};
@@ -73,6 +74,9 @@ pub enum RuntimeError {
     /// The LLM layer could not be set up (extra CA files, default model).
     #[error(transparent)]
     Llm(#[from] LlmServiceError),
+    /// The agents could not be set up.
+    #[error("cannot set up the agents: {0}")]
+    Agents(String),
 }
 
 /// What the embedding binary tells the runtime beyond the configuration.
@@ -107,6 +111,7 @@ struct State {
     llm: Arc<LlmService>,
     chats: Chats,
     config_editor: ConfigEditor,
+    agents: Agents,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -215,6 +220,21 @@ impl Runtime {
                 "failed agent turns left running by the previous run"
             );
         }
+        let agents = Agents::new(AgentParts {
+            default_agent: AgentKind::parse(&config.agent.default_agent),
+            context_size: config.agent.context_size,
+            ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
+        });
+        let interrupted = agents.recover().await.map_err(|error| match error {
+            crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
+            other => RuntimeError::Agents(other.to_string()),
+        })?;
+        if interrupted > 0 {
+            tracing::warn!(
+                turns = interrupted,
+                "marked agent turns left running by the previous run as interrupted"
+            );
+        }
         let user = LocalUser {
             id: "local".to_owned(),
             name: std::env::var("USER")
@@ -230,6 +250,7 @@ impl Runtime {
                 gate,
                 token,
                 llm,
+                agents,
                 chats,
                 config_editor,
                 user,
@@ -367,6 +388,11 @@ impl RuntimeHandle {
     /// Language models: provider keys, the model registry, clients.
     pub fn llm(&self) -> &LlmService {
         &self.state.llm
+    }
+
+    /// Souz's own agents: run a turn, steer or cancel it, inspect sessions.
+    pub fn agents(&self) -> &Agents {
+        &self.state.agents
     }
 
     /// Whether `presented` is the API token.

@@ -35,6 +35,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use futures::StreamExt;
 
 /// How a scripted SSE response ends.
@@ -260,6 +261,12 @@ impl FakeServer {
             .await
             .expect("bind 127.0.0.1:0");
         let address = listener.local_addr().expect("local address");
+        // Streaming providers send with TCP_NODELAY. Without it a small SSE frame written
+        // after a pause waits for the client's delayed ACK (~40 ms on Linux loopback), and
+        // latency measured against this server would measure the kernel.
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .fallback(answer)

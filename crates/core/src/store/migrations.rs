@@ -209,6 +209,61 @@ pub const MIGRATIONS: &[Migration] = &[
                   value TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        name: "agent_sessions",
+        sql: "CREATE TABLE agent_turns (
+                  seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+                  id          TEXT NOT NULL UNIQUE,
+                  chat_id     TEXT NOT NULL,
+                  agent       TEXT NOT NULL,
+                  model       TEXT NOT NULL,
+                  input       TEXT NOT NULL,
+                  status      TEXT NOT NULL CHECK (status IN
+                              ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+                  reply       TEXT,
+                  error       TEXT,
+                  usage       TEXT,
+                  started_at  TEXT NOT NULL,
+                  finished_at TEXT
+              ) STRICT;
+              CREATE INDEX agent_turns_by_chat ON agent_turns (chat_id, seq);
+              CREATE INDEX agent_turns_running ON agent_turns (status) WHERE status = 'running';
+
+              CREATE TABLE agent_steps (
+                  turn_id        TEXT NOT NULL REFERENCES agent_turns (id) ON DELETE CASCADE,
+                  ordinal        INTEGER NOT NULL,
+                  step_index     INTEGER,
+                  node           TEXT NOT NULL,
+                  graph          TEXT NOT NULL,
+                  depth          INTEGER NOT NULL,
+                  attempts       INTEGER NOT NULL,
+                  elapsed_ms     INTEGER NOT NULL,
+                  summary        TEXT NOT NULL,
+                  data           TEXT NOT NULL,
+                  history_change TEXT,
+                  at             TEXT NOT NULL,
+                  PRIMARY KEY (turn_id, ordinal)
+              ) STRICT, WITHOUT ROWID;
+
+              CREATE TABLE agent_conversations (
+                  chat_id    TEXT PRIMARY KEY,
+                  history    TEXT NOT NULL,
+                  updated_at TEXT NOT NULL
+              ) STRICT;",
+    },
+    Migration {
+        name: "knowledge",
+        sql: "CREATE TABLE knowledge_entries (
+                  id              TEXT PRIMARY KEY,
+                  chat_id         TEXT NOT NULL,
+                  source_tool     TEXT NOT NULL,
+                  original_length INTEGER NOT NULL,
+                  head            TEXT NOT NULL,
+                  tail            TEXT,
+                  created_at      TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX knowledge_by_chat ON knowledge_entries (chat_id);",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -1,0 +1,318 @@
+//! What the agent runtime adds to a streamed turn, against the fake OpenAI server on loopback,
+//! through the real runtime (`LlmService`, gate, SQLite sessions) and the skills agent. Turns
+//! and bare requests run on a runtime worker (`tokio::spawn`), as the daemon runs them.
+//!
+//! - `first_delta/agent` vs `first_delta/client`: from the moment the fake provider hands its
+//!   first SSE frame to the connection to the moment the turn's sink (or the bare client's
+//!   stream) yields the first text delta; the provider answers at once, so the first byte
+//!   arrives while the turn still records its first steps. `first_delta/*_5ms_think`: the same
+//!   with the provider "thinking" 5 ms before its first frame, as real providers do (longer).
+//! - `fixed/short_turn` vs `fixed/short_request`: a whole two-token turn against the bare
+//!   request for the same answer; the difference is a turn's fixed cost (graph, nodes, the
+//!   turn and step rows in SQLite, the stored history).
+//! - `stream_1000_tokens/*`: a 1000-token answer through a whole turn and through the bare
+//!   client, over loopback HTTP (the fake server shares the two cores, so this is noisy).
+//! - `per_token/*`: the same turn against the in-process scripted model (no network), with a
+//!   1000-token and a 1-token answer, against draining the same scripted streams directly. The
+//!   agent's cost per token is ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
+//!
+//! Run with `scripts/bench.sh agent`.
+
+#![allow(clippy::expect_used, clippy::panic)] // a benchmark may stop loudly
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt;
+use souz_core::agent::{
+    AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnEvent, TurnRequest, TurnStatus,
+};
+use souz_core::config::{Config, SouzPaths};
+use souz_core::llm::fake::FakeLlm;
+use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
+use souz_core::{Runtime, RuntimeHandle};
+use souz_testkit::{FakeServer, Reply, openai};
+use tokio_util::sync::CancellationToken;
+
+const TOKENS: usize = 1000;
+
+/// "Hello there" after the provider thought for `think` before its first frame.
+fn thinking_reply(think: Duration) -> Reply {
+    Reply::sse()
+        .delay(think)
+        // The first frame carries text, so the first delta needs no second frame.
+        .data(openai::chunk(
+            serde_json::json!({"role": "assistant", "content": "Hello"}),
+            None,
+        ))
+        .delay(Duration::ZERO)
+        .data(openai::chunk(
+            serde_json::json!({"content": " there"}),
+            None,
+        ))
+        .data(openai::chunk(serde_json::json!({}), Some("stop")))
+        .data(openai::usage_chunk(10, 2, 0))
+        .data("[DONE]")
+        .end()
+}
+
+/// A daemon on a temporary home whose OpenAI endpoint is `server`.
+struct Daemon {
+    _dir: tempfile::TempDir,
+    runtime: Runtime,
+    handle: RuntimeHandle,
+    chats: Arc<AtomicU64>,
+}
+
+impl Daemon {
+    async fn start(server: &FakeServer) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
+        let mut config = Config::defaults(paths);
+        config.llm.openai_base_url = format!("{}/v1", server.url());
+        let environment: HashMap<String, String> = HashMap::from([(
+            "OPENAI_API_KEY".to_owned(),
+            "sk-bench-000000000000".to_owned(),
+        )]);
+        let runtime = Runtime::start_with_environment(
+            config,
+            Arc::new(move |name: &str| environment.get(name).cloned()),
+        )
+        .await
+        .expect("runtime");
+        let handle = runtime.handle();
+        Self {
+            _dir: dir,
+            runtime,
+            handle,
+            chats: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// One skills turn in a fresh chat, on a worker; when its first and last delta arrived.
+    async fn turn(&self) -> (Instant, Instant) {
+        let (handle, chats) = (self.handle.clone(), Arc::clone(&self.chats));
+        on_worker(async move {
+            let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
+            let record = Arc::clone(&seen);
+            let sink = move |event: TurnEvent| {
+                if let TurnEvent::TextDelta { .. } = event {
+                    let now = Instant::now();
+                    let mut seen = record.lock().expect("lock");
+                    let first = seen.map_or(now, |(first, _)| first);
+                    *seen = Some((first, now));
+                }
+            };
+            let chat = chats.fetch_add(1, Ordering::Relaxed);
+            let request = TurnRequest {
+                agent: Some(AgentKind::Skills),
+                ..TurnRequest::new(format!("bench-{chat}"), "hi")
+            };
+            let outcome = handle
+                .agents()
+                .run_turn(request, Arc::new(sink), CancellationToken::new())
+                .await
+                .expect("turn");
+            assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+            let seen = *seen.lock().expect("lock");
+            seen.expect("deltas")
+        })
+        .await
+    }
+
+    /// The bare client request for the same answer, on a worker; first and last delta and
+    /// their count.
+    async fn request(&self) -> (Instant, Instant, usize) {
+        let handle = self.handle.clone();
+        on_worker(async move {
+            let (_, client) = handle
+                .llm()
+                .chat_client("openai/gpt-5-mini")
+                .await
+                .expect("client");
+            let request = ChatRequest::new("gpt-5-mini", vec![Message::user("hi")]);
+            let mut stream = client.stream(request, CancellationToken::new());
+            let (mut first, mut last, mut deltas) = (None, None, 0);
+            while let Some(event) = stream.next().await {
+                if let StreamEvent::TextDelta(_) = event.expect("event") {
+                    let now = Instant::now();
+                    first.get_or_insert(now);
+                    last = Some(now);
+                    deltas += 1;
+                }
+            }
+            (first.expect("deltas"), last.expect("deltas"), deltas)
+        })
+        .await
+    }
+}
+
+async fn on_worker<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
+    tokio::spawn(work).await.expect("task")
+}
+
+/// Total time from the server's first byte to the first delta, over `iterations` turns (or
+/// bare requests when `bare`).
+async fn first_delta(
+    server: &FakeServer,
+    daemon: &Daemon,
+    bare: bool,
+    iterations: u64,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        server.clear_records();
+        let first = if bare {
+            daemon.request().await.0
+        } else {
+            daemon.turn().await.0
+        };
+        total += first.duration_since(server.first_byte_times()[0]);
+    }
+    total
+}
+
+/// A scripted answer of `tokens` text deltas.
+fn scripted(tokens: usize) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut events: Vec<Result<StreamEvent, LlmError>> = (0..tokens)
+        .map(|index| Ok(StreamEvent::TextDelta(format!("tok{index} "))))
+        .collect();
+    events.push(Ok(StreamEvent::Finish(FinishReason::Stop)));
+    events
+}
+
+/// Total time of `iterations` skills turns answered by the scripted model with `tokens` deltas.
+async fn fake_turns(agents: &Agents, fake: &FakeLlm, tokens: usize, iterations: u64) -> Duration {
+    let script = scripted(tokens);
+    let mut total = Duration::ZERO;
+    for iteration in 0..iterations {
+        fake.push_events(script.clone());
+        let request = TurnRequest {
+            agent: Some(AgentKind::Skills),
+            history: Some(Vec::new()),
+            ..TurnRequest::new(format!("fake-{tokens}-{iteration}"), "hi")
+        };
+        let started = Instant::now();
+        let outcome = agents
+            .run_turn(request, Arc::new(NoSink), CancellationToken::new())
+            .await
+            .expect("turn");
+        total += started.elapsed();
+        assert_eq!(outcome.status, TurnStatus::Completed);
+    }
+    total
+}
+
+/// Total time of draining `iterations` scripted answers of `tokens` deltas directly.
+async fn fake_drains(fake: &FakeLlm, tokens: usize, iterations: u64) -> Duration {
+    let script = scripted(tokens);
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        fake.push_events(script.clone());
+        let request = ChatRequest::new("fake", vec![Message::user("hi")]);
+        let started = Instant::now();
+        let mut stream = fake.stream(request, CancellationToken::new());
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let StreamEvent::TextDelta(delta) = event.expect("event") {
+                text.push_str(&delta);
+            }
+        }
+        total += started.elapsed();
+        assert!(!text.is_empty());
+    }
+    total
+}
+
+fn bench(c: &mut Criterion) {
+    let tokio = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let short = tokio.block_on(FakeServer::start());
+    short.set_fallback(openai::CHAT_PATH, openai::text(&["Hello", " there"]));
+    let thinking = tokio.block_on(FakeServer::start());
+    thinking.set_fallback(openai::CHAT_PATH, thinking_reply(Duration::from_millis(5)));
+    let long = tokio.block_on(FakeServer::start());
+    let pieces: Vec<String> = (0..TOKENS).map(|index| format!("tok{index} ")).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    long.set_fallback(openai::CHAT_PATH, openai::text(&pieces));
+    let short_daemon = tokio.block_on(Daemon::start(&short));
+    let thinking_daemon = tokio.block_on(Daemon::start(&thinking));
+    let long_daemon = tokio.block_on(Daemon::start(&long));
+
+    let mut group = c.benchmark_group("first_delta");
+    group.measurement_time(Duration::from_secs(8));
+    for (name, server, daemon, bare) in [
+        ("agent", &short, &short_daemon, false),
+        ("client", &short, &short_daemon, true),
+        ("agent_5ms_think", &thinking, &thinking_daemon, false),
+        ("client_5ms_think", &thinking, &thinking_daemon, true),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                tokio.block_on(first_delta(server, daemon, bare, iterations))
+            });
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("fixed");
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function("short_turn", |b| {
+        b.to_async(&tokio).iter(|| short_daemon.turn());
+    });
+    group.bench_function("short_request", |b| {
+        b.to_async(&tokio).iter(|| async {
+            assert_eq!(short_daemon.request().await.2, 2);
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("stream_1000_tokens");
+    group.throughput(Throughput::Elements(TOKENS as u64));
+    group.measurement_time(Duration::from_secs(10));
+    group.sample_size(40);
+    group.bench_function("agent_turn", |b| {
+        b.to_async(&tokio).iter(|| long_daemon.turn());
+    });
+    group.bench_function("client_request", |b| {
+        b.to_async(&tokio).iter(|| async {
+            assert_eq!(long_daemon.request().await.2, TOKENS);
+        });
+    });
+    group.finish();
+
+    // The in-process scripted model: the agent's own cost, without network or server.
+    let fake = Arc::new(FakeLlm::new());
+    let agents = Agents::new(AgentParts::new(
+        short_daemon.handle.gate().clone(),
+        short_daemon.handle.store().clone(),
+        Arc::new(FixedModel::new("fake", fake.clone())),
+    ));
+    let mut group = c.benchmark_group("per_token");
+    group.measurement_time(Duration::from_secs(10));
+    group.sample_size(40);
+    for tokens in [1, TOKENS] {
+        group.bench_function(format!("turn_{tokens}"), |b| {
+            b.iter_custom(|iterations| {
+                tokio.block_on(fake_turns(&agents, &fake, tokens, iterations))
+            });
+        });
+        group.bench_function(format!("drain_{tokens}"), |b| {
+            b.iter_custom(|iterations| tokio.block_on(fake_drains(&fake, tokens, iterations)));
+        });
+    }
+    group.finish();
+    drop(agents);
+
+    tokio.block_on(async {
+        for daemon in [short_daemon, thinking_daemon, long_daemon] {
+            daemon.runtime.shutdown("bench").await.expect("shutdown");
+        }
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

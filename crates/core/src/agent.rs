@@ -1,0 +1,106 @@
+//! Souz's own agents, built on [`crate::graph`] and [`crate::llm`], with every tool call going
+//! through the approval gate.
+//!
+//! - [`turn`]: the entry point ([`Agents::run_turn`]), one turn per chat at a time.
+//! - [`graphs`]: the graph agent and the skills agent (original §2.3); [`nodes`]: their nodes
+//!   (§2.4); [`context`]: the state a turn carries.
+//! - [`core_tools`]: `GetSkillByName`, `GetSkillsByCategory`, `GetSkillsNamesByCategory`,
+//!   `GetKnowledge`, `SearchKnowledge`, `SearchMemory`, `RunSkillCommand`; [`skills`]: the
+//!   catalog as tool-backed skills.
+//! - [`steering`]: input sent while a skills-agent turn runs (§2.5).
+//! - [`knowledge`]: large tool results stored and read back (§2.6).
+//! - [`sessions`]: turns and graph steps persisted per conversation (§2.8).
+//! - [`events`]: what a running turn reports; [`memory`], [`models`]: the seams to long-term
+//!   memory and to language models.
+//!
+//! Invariants: a catalog tool only ever runs through the gate, with the chat as requester; the
+//! skills agent can neither see nor run anything but its seven core tools; a turn's events
+//! arrive in order from the turn's own task; nothing the person sent while a turn ran is lost.
+
+pub mod context;
+pub mod core_tools;
+pub(crate) mod dispatch;
+pub mod events;
+pub mod graphs;
+pub mod knowledge;
+pub mod memory;
+pub mod models;
+pub mod nodes;
+pub mod prompts;
+pub(crate) mod scope;
+pub mod sessions;
+pub mod skills;
+pub mod steering;
+pub mod turn;
+
+use serde::{Deserialize, Serialize};
+
+pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
+pub use core_tools::CoreTool;
+pub use events::{NoSink, TurnEvent, TurnSink};
+pub use models::{ChatModel, ChatModels, FixedModel};
+pub use sessions::{Sessions, TurnStatus};
+pub use steering::SteerError;
+pub use turn::{AgentParts, Agents, Steering, Turn, TurnOutcome, TurnRequest};
+
+use crate::llm::service::LlmServiceError;
+use crate::store::StoreError;
+
+/// Which agent runs a turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// `GraphBasedAgent`: classified catalog tools plus five core tools.
+    #[default]
+    Graph,
+    /// `SkillsGraphBasedAgent`: exactly the seven core tools; takes input while it runs.
+    Skills,
+}
+
+impl AgentKind {
+    /// The stored name (`graph`, `skills`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Graph => "graph",
+            Self::Skills => "skills",
+        }
+    }
+
+    /// Parses a stored name or the original's enum name (`GRAPH`, `SKILLS_GRAPH`), ignoring
+    /// case; anything else is the default agent.
+    pub fn parse(text: &str) -> Self {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "skills" | "skills_graph" => Self::Skills,
+            _ => Self::Graph,
+        }
+    }
+}
+
+/// Why a turn could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// A turn is already running in the chat.
+    #[error("a turn is already running in chat {chat_id}; send input to it or cancel it")]
+    Busy {
+        /// The chat.
+        chat_id: String,
+    },
+    /// The chat id is empty.
+    #[error("the chat id must not be empty")]
+    InvalidChat,
+    /// The input is empty.
+    #[error("the input must not be empty")]
+    EmptyInput,
+    /// The model could not be resolved (unknown name, no key).
+    #[error(transparent)]
+    Model(#[from] LlmServiceError),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Souz itself is inconsistent (a bug); details are logged.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+#[cfg(test)]
+mod tests;

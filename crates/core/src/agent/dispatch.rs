@@ -1,0 +1,158 @@
+//! Running one tool call the model made: find how it may run, run it (through the approval
+//! gate, or as a core tool), report it, and turn the result into a tool message.
+//!
+//! Invariants:
+//! - Only names in the turn's `executable` map run; anything else is answered with an error
+//!   result and touches nothing.
+//! - Catalog tools always go through the gate with `Requester::Chat{chat_id}`; a denied or
+//!   failed call is a tool result the model reads, not an error of the turn.
+//! - Dropping the future (the turn was cancelled) drops the gate's call handle, which withdraws
+//!   a pending approval.
+//! - Results longer than the Knowledge threshold are offloaded before they enter the history.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::Value;
+use souz_protocol::{Requester, ToolCallStatus, ToolResult};
+
+use super::context::ToolBinding;
+use super::core_tools::CoreCall;
+use super::events::{TurnEvent, TurnSink};
+use super::knowledge;
+use super::scope::TurnScope;
+use crate::approvals::redact;
+use crate::llm::{Message, ToolCall};
+use crate::store::StoreError;
+use crate::tools::gate::{CallRequest, Gate};
+
+/// Runs `tool` through the gate for `chat_id`, reporting an approval wait to `sink`.
+pub(crate) async fn call_gate(
+    gate: &Gate,
+    chat_id: &str,
+    tool: &str,
+    arguments: Value,
+    tool_call_id: &str,
+    sink: &dyn TurnSink,
+) -> Result<ToolResult, StoreError> {
+    let mut handle = gate
+        .start(CallRequest {
+            tool: tool.to_owned(),
+            arguments,
+            requester: Requester::Chat {
+                chat_id: chat_id.to_owned(),
+            },
+        })
+        .await?;
+    let state = handle.settled().await;
+    if state.status == ToolCallStatus::WaitingApproval
+        && let Some(approval_id) = state.approval_id
+    {
+        sink.send(TurnEvent::ApprovalRequested {
+            tool_call_id: tool_call_id.to_owned(),
+            call_id: handle.call_id.clone(),
+            approval_id,
+        });
+    }
+    let state = handle.finished().await;
+    Ok(state.result.unwrap_or_else(|| ToolResult {
+        text: "The call ended without a result.".to_owned(),
+        structured: None,
+        is_error: true,
+    }))
+}
+
+/// Runs one call of the model and returns the tool message for the history.
+pub(crate) async fn execute(
+    scope: &TurnScope,
+    executable: &BTreeMap<String, ToolBinding>,
+    call: &ToolCall,
+) -> Message {
+    let started = Instant::now();
+    let sink = scope.sink.as_ref();
+    sink.send(TurnEvent::ToolCallStarted {
+        tool_call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+    });
+    let (content, is_error) = match (executable.get(&call.name), call.arguments_json()) {
+        (None, _) => (
+            format!(
+                "There is no tool named `{}` here; use only the tools you were given.",
+                call.name
+            ),
+            true,
+        ),
+        (Some(_), Err(error)) => (
+            format!(
+                "The arguments are not valid JSON ({error}); send one JSON object that \
+                 matches the tool's schema."
+            ),
+            true,
+        ),
+        (Some(ToolBinding::Gate), Ok(arguments)) => {
+            let services = &scope.services;
+            match call_gate(
+                &services.gate,
+                &scope.chat_id,
+                &call.name,
+                arguments,
+                &call.id,
+                sink,
+            )
+            .await
+            {
+                Ok(result) => (result.text, result.is_error),
+                Err(error) => {
+                    tracing::error!(%error, tool = %call.name, "could not start a tool call");
+                    (
+                        "Souz could not start this call because of an internal error.".to_owned(),
+                        true,
+                    )
+                }
+            }
+        }
+        (Some(ToolBinding::Core(tool)), Ok(arguments)) => {
+            let services = &scope.services;
+            let core = CoreCall {
+                chat_id: &scope.chat_id,
+                owner: &scope.owner,
+                tool_call_id: &call.id,
+                gate: &services.gate,
+                knowledge: &services.knowledge,
+                memory: services.memory.as_ref(),
+                sink,
+            };
+            let output = tool.run(&core, arguments).await;
+            (output.content, output.is_error)
+        }
+    };
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    sink.send(if is_error {
+        TurnEvent::ToolCallFailed {
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            error: redact::error_preview(&content),
+            duration_ms,
+        }
+    } else {
+        TurnEvent::ToolCallFinished {
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            duration_ms,
+        }
+    });
+    let content = knowledge::offload(
+        &scope.services.knowledge,
+        &scope.chat_id,
+        &call.name,
+        content,
+    )
+    .await;
+    Message::Tool {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error,
+    }
+}

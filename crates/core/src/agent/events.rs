@@ -1,0 +1,101 @@
+//! What a running turn reports to whoever shows it: answer text as it streams, tool calls and
+//! the approvals they wait for, steering input taken into account.
+//!
+//! Invariants:
+//! - Events arrive in the order things happened, from the turn's own task.
+//! - Text deltas carry the number of the model request (`attempt`) they belong to. A request
+//!   whose answer was thrown away (new input arrived while it ran) is followed by
+//!   [`TurnEvent::AnswerDiscarded`]: a display removes that attempt's text. Text of attempts
+//!   never discarded is part of the conversation.
+//! - A sink must not block: it is called on the turn's hot path (forward into a channel).
+
+use serde::Serialize;
+
+/// Something that happened during a turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnEvent {
+    /// More text of the model's answer.
+    TextDelta {
+        /// The model request this text belongs to (1 for the turn's first).
+        attempt: u64,
+        /// The text.
+        text: String,
+    },
+    /// The answer of this request was thrown away because new input arrived; remove its text.
+    AnswerDiscarded {
+        /// The model request.
+        attempt: u64,
+    },
+    /// Input sent while the turn ran was added to the conversation.
+    InputApplied {
+        /// The mailbox revision it brings the turn to (compare with what submitting returned).
+        revision: u64,
+    },
+    /// Long-term memory was added to the prompt.
+    MemoryRecalled {
+        /// How many facts.
+        facts: usize,
+    },
+    /// A tool call the model made is starting.
+    ToolCallStarted {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments as the model wrote them.
+        arguments: String,
+    },
+    /// The call waits for a person's decision.
+    ApprovalRequested {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The gate's id for the call.
+        call_id: String,
+        /// The pending approval.
+        approval_id: String,
+    },
+    /// The call produced a result.
+    ToolCallFinished {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// How long it took, approval wait included.
+        duration_ms: u64,
+    },
+    /// The call failed, was refused, or does not exist; the model gets the reason.
+    ToolCallFailed {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// Why (redacted and shortened).
+        error: String,
+        /// How long it took.
+        duration_ms: u64,
+    },
+}
+
+/// Receives a turn's events. Must return quickly.
+pub trait TurnSink: Send + Sync {
+    /// One event.
+    fn send(&self, event: TurnEvent);
+}
+
+impl<F> TurnSink for F
+where
+    F: Fn(TurnEvent) + Send + Sync,
+{
+    fn send(&self, event: TurnEvent) {
+        self(event);
+    }
+}
+
+/// A sink that drops everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSink;
+
+impl TurnSink for NoSink {
+    fn send(&self, _: TurnEvent) {}
+}

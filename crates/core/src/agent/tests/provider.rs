@@ -1,0 +1,95 @@
+//! One turn through the real runtime: `LlmService` against the fake OpenAI server, the real
+//! catalog and gate, the runtime's agents.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use souz_testkit::{FakeServer, openai};
+
+use super::*;
+use crate::runtime::Runtime;
+
+#[tokio::test]
+async fn a_skills_turn_against_the_fake_openai_server() {
+    let server = FakeServer::start().await;
+    let arguments =
+        serde_json::json!({"skillId": "ListFiles", "arguments": {"path": "~"}}).to_string();
+    server.push(
+        openai::CHAT_PATH,
+        openai::tool_calls(&[("call_1", "RunSkillCommand", arguments.as_str())], 3),
+    );
+    server.push(
+        openai::CHAT_PATH,
+        openai::text(&["Your home ", "holds ", "notes.txt."]),
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
+    let mut config = Config::defaults(paths);
+    config.llm.openai_base_url = format!("{}/v1", server.url());
+    config.agent.default_agent = "skills".into();
+    let environment: HashMap<String, String> =
+        HashMap::from([("OPENAI_API_KEY".to_owned(), "sk-test-1234567890".to_owned())]);
+    let runtime = Runtime::start_with_environment(
+        config,
+        Arc::new(move |name: &str| environment.get(name).cloned()),
+    )
+    .await
+    .unwrap();
+    let handle = runtime.handle();
+    let sink = Arc::new(Recorder::default());
+    let outcome = handle
+        .agents()
+        .run_turn(
+            TurnRequest::new("chat-openai", "what is in my home folder?"),
+            sink.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+
+    assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.reply.unwrap().text, "Your home holds notes.txt.");
+    assert_eq!(outcome.model, "openai/gpt-5-mini");
+    let requests = server.requests_to(openai::CHAT_PATH);
+    assert_eq!(requests.len(), 2);
+    let first = requests[0].json();
+    let mut tools: Vec<String> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    tools.sort();
+    assert_eq!(
+        tools,
+        core_names(),
+        "the skills agent shows only its core tools"
+    );
+    assert_eq!(first["stream"], true);
+    let second = requests[1].json();
+    let tool_result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert_eq!(tool_result["tool_call_id"], "call_1");
+    let content = tool_result["content"].as_str().unwrap();
+    assert!(
+        content.contains("notes.txt"),
+        "the real ListFiles ran: {content}"
+    );
+    let deltas: Vec<Value> = sink
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            TurnEvent::TextDelta { text, .. } => Some(Value::String(text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas.len(), 3, "one delta per streamed piece");
+    runtime.shutdown("test").await.unwrap();
+}

@@ -1,0 +1,672 @@
+//! Whole turns: the tool loop through the gate, the skills agent's restriction, the graph
+//! agent's node order and classification, approvals denied mid-loop and withdrawn on cancel,
+//! the error node, summarization, Knowledge offload inside a turn.
+
+use serde_json::{Value, json};
+use souz_protocol::{ApprovalStatus, ExpiryReason, Outcome, Requester, Verdict};
+
+use super::*;
+use crate::agent::context::{CONTEXT_PREFIX, is_injected_context};
+use crate::agent::nodes::names;
+use crate::agent::prompts::{
+    CONTEXT_RESET, NO_BALANCE, SKILLS_SYSTEM_PROMPT, SUMMARY_PREFIX, SUMMARY_PROMPT, TIMEOUT,
+};
+use crate::approvals::audit::AuditQuery;
+use crate::llm::{Message, Role};
+
+fn tool_message(history: &[Message], index: usize) -> (&str, &str, bool) {
+    match &history[index] {
+        Message::Tool {
+            name,
+            content,
+            is_error,
+            ..
+        } => (name, content, *is_error),
+        other => panic!("message {index} is not a tool result: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_skills_agent_finds_and_runs_a_catalog_tool_through_the_gate() {
+    let f = fixture().await;
+    f.llm.push_tool_calls(vec![call(
+        "c1",
+        "GetSkillByName",
+        json!({"skillId": "ReadNote"}),
+    )]);
+    f.llm.push_tool_calls(vec![run_skill(
+        "c2",
+        "ReadNote",
+        json!({"path": "todo.md"}),
+    )]);
+    f.llm.push_text("Your note says: ReadNote done for todo.md");
+    let (outcome, sink) = f.run(skills("chat-1", "What is in todo.md?")).await;
+
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let reply = outcome.reply.clone().unwrap();
+    assert_eq!(reply.text, "Your note says: ReadNote done for todo.md");
+    assert_eq!(f.probes.runs(), ["ReadNote"]);
+    assert_eq!(f.llm.remaining(), 0);
+
+    // History layout of the original (§2.4): system with inventory, context, the person's
+    // message, then the loop.
+    let history = &outcome.history;
+    let roles: Vec<Role> = history.iter().map(Message::role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::User,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
+    );
+    let Message::System { content: system } = &history[0] else {
+        unreachable!()
+    };
+    assert!(system.starts_with(SKILLS_SYSTEM_PROMPT));
+    assert!(system.contains("<skill_inventory>"));
+    assert!(is_injected_context(&history[1]));
+    assert_eq!(history[2], Message::user("What is in todo.md?"));
+    let (name, content, is_error) = tool_message(history, 4);
+    assert_eq!(name, "GetSkillByName");
+    assert!(!is_error);
+    let lookup: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(lookup["skill"]["skillId"], "ReadNote");
+    assert_eq!(lookup["error"], Value::Null);
+    let (name, content, is_error) = tool_message(history, 6);
+    assert_eq!(
+        (name, content, is_error),
+        ("RunSkillCommand", "ReadNote done for todo.md", false),
+        "the delegated result carries the outer call's name"
+    );
+
+    // Every request showed exactly the seven core tools.
+    for request in f.llm.requests() {
+        assert_eq!(advertised(&request), core_names());
+    }
+    // The catalog call went through the gate as the chat.
+    let audit = f
+        .gate
+        .approvals()
+        .audit(AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].tool, "ReadNote");
+    assert_eq!(
+        audit[0].requester,
+        Requester::Chat {
+            chat_id: "chat-1".into()
+        }
+    );
+    assert_eq!(audit[0].outcome, Outcome::Succeeded);
+
+    let kinds: Vec<&str> = sink
+        .events()
+        .iter()
+        .map(|event| match event {
+            TurnEvent::ToolCallStarted { .. } => "started",
+            TurnEvent::ToolCallFinished { .. } => "finished",
+            TurnEvent::TextDelta { attempt: 3, .. } => "text",
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds[..4], ["started", "finished", "started", "finished"]);
+    assert!(kinds[4..].iter().all(|kind| *kind == "text"));
+    let text: String = sink
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            TurnEvent::TextDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, reply.text, "deltas add up to the answer");
+}
+
+#[tokio::test]
+async fn the_skills_agent_can_neither_see_nor_run_catalog_tools_directly() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![call("c1", "ReadNote", json!({"path": "secret.txt"}))]);
+    f.llm.push_text("I cannot do that directly.");
+    let (outcome, sink) = f.run(skills("chat-1", "read secret.txt")).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert!(f.probes.runs().is_empty(), "nothing ran");
+    let (name, content, is_error) = tool_message(&outcome.history, 4);
+    assert_eq!(name, "ReadNote");
+    assert!(is_error);
+    assert!(content.contains("no tool named `ReadNote`"), "{content}");
+    assert!(sink.events().iter().any(
+        |event| matches!(event, TurnEvent::ToolCallFailed { tool, .. } if tool == "ReadNote")
+    ));
+    let audit = f
+        .gate
+        .approvals()
+        .audit(AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert!(audit.is_empty(), "the gate never saw the call");
+}
+
+#[tokio::test]
+async fn the_graph_agent_runs_its_nodes_in_order_and_narrows_only_what_is_advertised() {
+    let f = fixture().await;
+    f.llm.push_text("CALCULATOR 90");
+    f.llm
+        .push_tool_calls(vec![call("c1", "ReadNote", json!({"path": "a.txt"}))]);
+    f.llm.push_text("done");
+    let (outcome, _) = f
+        .run(graph("chat-g", "what is 2 + 2, and read a.txt"))
+        .await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+
+    let requests = f.llm.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[0].tools.is_empty(), "the classifier gets no tools");
+    let Message::System { content } = &requests[0].messages[0] else {
+        panic!("the classifier prompt comes first");
+    };
+    assert!(content.contains("CALCULATOR") && content.contains("FILES"));
+    assert!(!content.contains("Forbidden"), "only categories, not tools");
+    let mut expected = vec![
+        "Compute",
+        "GetKnowledge",
+        "GetSkillByName",
+        "RunSkillCommand",
+        "SearchKnowledge",
+        "SearchMemory",
+    ];
+    expected.sort_unstable();
+    assert_eq!(advertised(&requests[1]), expected);
+    assert_eq!(
+        f.probes.runs(),
+        ["ReadNote"],
+        "executable keeps every enabled catalog tool"
+    );
+
+    let turns = f.agents.sessions().turns("chat-g").await.unwrap();
+    let steps = f.agents.sessions().steps(&turns[0].turn_id).await.unwrap();
+    let nodes: Vec<&str> = steps.iter().map(|step| step.node.as_str()).collect();
+    assert_eq!(
+        nodes,
+        [
+            "turn.start",
+            names::INPUT,
+            names::MEMORY,
+            names::CLASSIFY,
+            names::INVENTORY,
+            names::MCP,
+            names::INFORMATION,
+            names::CHAT,
+            names::TOOLS,
+            names::CHAT,
+            names::FINISH,
+        ]
+    );
+    let classified = steps
+        .iter()
+        .find(|step| step.node == names::CLASSIFY)
+        .unwrap();
+    assert_eq!(classified.data["categories"], json!(["CALCULATOR"]));
+}
+
+#[tokio::test]
+async fn an_unsure_classifier_that_disagrees_shows_every_category() {
+    let f = fixture().await;
+    // Local patterns see FILES first; the model says WEB_SEARCH with low confidence.
+    f.llm.push_text("WEB_SEARCH 30");
+    f.llm.push_text("ok");
+    f.run(graph("chat-c", "rename the file notes.txt")).await;
+    let shown = advertised(&f.llm.requests()[1]);
+    for tool in ["Compute", "FetchPage", "ReadNote", "Wait", "WriteNote"] {
+        assert!(shown.iter().any(|name| name == tool), "{tool} in {shown:?}");
+    }
+    assert!(
+        !shown.iter().any(|name| name == "Forbidden"),
+        "a tool the policy always refuses is disabled"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_classifier_is_tried_twice_then_the_local_result_is_used() {
+    let f = fixture().await;
+    f.llm.push_error(LlmError::Interrupted {
+        provider: None,
+        detail: "down".into(),
+    });
+    f.llm.push_text("not a classification");
+    f.llm.push_text("ok");
+    f.run(graph("chat-c", "rename the file notes.txt")).await;
+    let requests = f.llm.requests();
+    assert_eq!(requests.len(), 3, "two classifier attempts, then the chat");
+    let mut shown = advertised(&requests[2]);
+    shown.retain(|name| !core_names().contains(name));
+    assert_eq!(
+        shown,
+        ["ReadNote", "WriteNote"],
+        "FILES, as the local classifier saw it"
+    );
+}
+
+#[tokio::test]
+async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![run_skill("c1", "WriteNote", json!({"path": "a.md"}))]);
+    f.llm
+        .push_tool_calls(vec![run_skill("c2", "WriteNote", json!({"path": "b.md"}))]);
+    f.llm.push_text("a.md was refused, b.md is written");
+    let (_, sink, task) = f
+        .spawn(
+            skills("chat-d", "write two notes"),
+            CancellationToken::new(),
+        )
+        .await;
+    let first = sink
+        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c1"))
+        .await;
+    let TurnEvent::ApprovalRequested { approval_id, .. } = first else {
+        unreachable!()
+    };
+    assert!(f.probes.runs().is_empty(), "nothing runs before a decision");
+    f.decide(&approval_id, Verdict::Deny).await;
+    let second = sink
+        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c2"))
+        .await;
+    let TurnEvent::ApprovalRequested { approval_id, .. } = second else {
+        unreachable!()
+    };
+    f.decide(&approval_id, Verdict::Approve).await;
+    let outcome = task.await.unwrap();
+
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(f.probes.runs(), ["WriteNote"], "only the approved call ran");
+    let (_, denied, is_error) = tool_message(&outcome.history, 4);
+    assert!(is_error);
+    assert!(denied.contains("denied"), "{denied}");
+    let (_, written, is_error) = tool_message(&outcome.history, 6);
+    assert_eq!((written, is_error), ("WriteNote done for b.md", false));
+    let third_request = &f.llm.requests()[2];
+    assert!(
+        third_request
+            .messages
+            .iter()
+            .any(|message| matches!(message,
+            Message::Tool { tool_call_id, is_error: true, .. } if tool_call_id == "c1")),
+        "the model saw the denial"
+    );
+    assert!(sink.events().iter().any(|event| matches!(event,
+        TurnEvent::ToolCallFailed { tool_call_id, .. } if tool_call_id == "c1")));
+}
+
+#[tokio::test]
+async fn cancelling_a_turn_withdraws_its_pending_approval() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![run_skill("c1", "WriteNote", json!({"path": "a.md"}))]);
+    let cancel = CancellationToken::new();
+    let (_, sink, task) = f
+        .spawn(skills("chat-x", "write a note"), cancel.clone())
+        .await;
+    let TurnEvent::ApprovalRequested { approval_id, .. } = sink
+        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { .. }))
+        .await
+    else {
+        unreachable!()
+    };
+    cancel.cancel();
+    let outcome = task.await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert!(outcome.reply.is_none());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let approval = f.gate.approvals().get(&approval_id).await.unwrap();
+        if approval.status != ApprovalStatus::Pending {
+            assert_eq!(approval.status, ApprovalStatus::Expired);
+            assert_eq!(approval.expiry_reason, Some(ExpiryReason::Withdrawn));
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the approval stayed pending"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(f.probes.runs().is_empty());
+    let turns = f.agents.sessions().turns("chat-x").await.unwrap();
+    assert_eq!(turns[0].status, TurnStatus::Cancelled);
+    assert!(!f.agents.is_running("chat-x"), "the chat is free again");
+}
+
+#[tokio::test]
+async fn the_error_node_maps_provider_failures_like_the_original() {
+    let status = |status: u16, message: &str| LlmError::Status {
+        provider: crate::llm::ProviderId::OpenAi,
+        status,
+        message: message.into(),
+        retry_after: None,
+    };
+    let cases: Vec<(LlmError, String, &str, bool)> = vec![
+        (
+            status(413, "too big"),
+            CONTEXT_RESET.into(),
+            "context_reset",
+            true,
+        ),
+        (
+            status(402, r#"{"balance":0}"#),
+            format!("{NO_BALANCE}\n\n```json\n{{\"balance\":0}}\n```"),
+            "no_balance",
+            true,
+        ),
+        (
+            status(402, "no money"),
+            format!("{NO_BALANCE}:\n no money"),
+            "no_balance",
+            true,
+        ),
+        (
+            LlmError::Timeout {
+                provider: crate::llm::ProviderId::OpenAi,
+                after: Duration::from_secs(60),
+            },
+            TIMEOUT.into(),
+            "timeout",
+            false,
+        ),
+        (
+            status(500, "upstream said request_timeout=30"),
+            TIMEOUT.into(),
+            "timeout",
+            false,
+        ),
+        (
+            status(500, "boom"),
+            "openai answered HTTP 500: boom".into(),
+            "model_error",
+            false,
+        ),
+    ];
+    for (index, (error, text, code, clears)) in cases.into_iter().enumerate() {
+        let f = fixture().await;
+        f.llm.push_error(error);
+        let earlier = vec![
+            Message::system("old"),
+            Message::user("earlier"),
+            Message::assistant("reply"),
+        ];
+        let request = TurnRequest {
+            history: Some(earlier.clone()),
+            ..skills(&format!("chat-{index}"), "hello")
+        };
+        let (outcome, _) = f.run(request).await;
+        let reply = outcome.reply.unwrap();
+        assert_eq!(reply.text, text, "case {index}");
+        assert_eq!(
+            reply.failure.as_ref().map(|failure| failure.code),
+            Some(code)
+        );
+        assert_eq!(outcome.status, TurnStatus::Failed);
+        assert_eq!(
+            outcome.history.is_empty(),
+            clears,
+            "case {index}: {:?}",
+            outcome.history
+        );
+        assert_eq!(
+            f.llm.requests().len(),
+            1,
+            "a failed chat request is not retried"
+        );
+    }
+}
+
+/// The window of the summarization tests; the system prompt, inventory and context take about
+/// 550 of its tokens, and it is summarized at 3200.
+const WINDOW: u32 = 4000;
+
+/// Text that estimates to `tokens` tokens (four characters each).
+fn long_text(tokens: usize) -> String {
+    "word ".repeat(tokens * 4 / 5)
+}
+
+#[tokio::test]
+async fn a_history_at_80_percent_of_the_window_is_summarized() {
+    let f = fixture().await;
+    f.llm.push_events(bare_text(&long_text(3000)));
+    f.llm.push_text("GOAL: keep notes");
+    let request = TurnRequest {
+        context_size: Some(WINDOW),
+        ..skills("chat-s", "tell me everything")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(
+        outcome.reply.unwrap().text,
+        long_text(3000),
+        "the answer is still the reply"
+    );
+    let requests = f.llm.requests();
+    assert_eq!(requests.len(), 2);
+    let summary_request = &requests[1];
+    assert!(summary_request.tools.is_empty());
+    assert_eq!(
+        summary_request.messages.last(),
+        Some(&Message::user(SUMMARY_PROMPT))
+    );
+    assert_eq!(
+        outcome.history,
+        [
+            Message::system(SKILLS_SYSTEM_PROMPT),
+            Message::assistant(format!("{SUMMARY_PREFIX}:\nGOAL: keep notes")),
+            Message::assistant(long_text(3000)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_history_under_the_threshold_is_left_alone() {
+    let f = fixture().await;
+    f.llm.push_events(bare_text(&long_text(1000)));
+    let request = TurnRequest {
+        context_size: Some(WINDOW),
+        ..skills("chat-s", "hi")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(f.llm.requests().len(), 1);
+    assert_eq!(outcome.history.len(), 4);
+}
+
+#[tokio::test]
+async fn the_providers_token_count_wins_over_the_character_estimate() {
+    let f = fixture().await;
+    // A short history, but the provider counted 3150 + 60 tokens: just over 80 % of 4000.
+    f.llm.push_events(vec![
+        Ok(StreamEvent::TextDelta("short".into())),
+        Ok(StreamEvent::Usage(Usage {
+            input_tokens: 3150,
+            output_tokens: 60,
+            cached_input_tokens: 0,
+        })),
+        Ok(StreamEvent::Finish(FinishReason::Stop)),
+    ]);
+    f.llm.push_text("summary");
+    let request = TurnRequest {
+        context_size: Some(WINDOW),
+        ..skills("chat-u", "hi")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(
+        f.llm.requests().len(),
+        2,
+        "summarized on the provider's count"
+    );
+    assert_eq!(outcome.history.len(), 3);
+    assert!(outcome.usage.input_tokens >= 3150);
+}
+
+#[tokio::test]
+async fn a_summary_that_fails_twice_keeps_the_answer_and_the_whole_history() {
+    let f = fixture().await;
+    f.llm.push_events(bare_text(&long_text(3000)));
+    for _ in 0..2 {
+        f.llm.push_error(LlmError::Interrupted {
+            provider: None,
+            detail: "cut".into(),
+        });
+    }
+    let request = TurnRequest {
+        context_size: Some(WINDOW),
+        ..skills("chat-f", "tell me")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(
+        f.llm.requests().len(),
+        3,
+        "one answer, two summary attempts"
+    );
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.reply.unwrap().text, long_text(3000));
+    assert_eq!(outcome.history.len(), 4, "nothing was summarized");
+    assert_eq!(
+        f.agents
+            .sessions()
+            .history("chat-f")
+            .await
+            .unwrap()
+            .unwrap(),
+        outcome.history
+    );
+}
+
+#[tokio::test]
+async fn large_results_are_offloaded_and_read_back_inline() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![run_skill("c1", "ReadNote", json!({"size": 20_000}))]);
+    let (outcome, _) = {
+        // The knowledge id is only known once the first call ran: script the rest live.
+        let live = f.llm.push_live();
+        let request = skills("chat-k", "read the big note");
+        let (_, sink, task) = f.spawn(request, CancellationToken::new()).await;
+        f.requests_reach(2).await;
+        let reference: Value = {
+            let messages = &f.llm.requests()[1].messages;
+            let Some(Message::Tool { content, .. }) = messages.last() else {
+                panic!("the tool result comes last");
+            };
+            serde_json::from_str(content).unwrap()
+        };
+        assert_eq!(reference["sourceTool"], "RunSkillCommand");
+        assert_eq!(reference["originalLength"], 20_000);
+        let id = reference["knowledgeId"].as_str().unwrap().to_owned();
+        f.llm.push_text("It is 20000 n's.");
+        live.send(Ok(StreamEvent::ToolCall(call(
+            "c2",
+            "GetKnowledge",
+            json!({"knowledgeId": id}),
+        ))))
+        .unwrap();
+        live.send(Ok(StreamEvent::Finish(FinishReason::ToolCalls)))
+            .unwrap();
+        drop(live);
+        (task.await.unwrap(), sink)
+    };
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let (name, content, _) = tool_message(&outcome.history, 6);
+    assert_eq!(name, "GetKnowledge");
+    assert!(content.len() > 20_000, "a Knowledge read stays inline");
+    let read: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(read["text"].as_str().unwrap(), "n".repeat(20_000));
+}
+
+#[tokio::test]
+async fn search_memory_answers_memory_unavailable() {
+    let f = fixture().await;
+    f.llm.push_tool_calls(vec![call(
+        "c1",
+        "SearchMemory",
+        json!({"semanticQuery": "favourite editor", "lexicalHints": ["editor"]}),
+    )]);
+    f.llm.push_text("I do not remember.");
+    let (outcome, _) = f.run(skills("chat-m", "which editor do I like?")).await;
+    let (_, content, is_error) = tool_message(&outcome.history, 4);
+    assert!(is_error);
+    let answer: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(answer["facts"], json!([]));
+    assert_eq!(answer["error"]["code"], "memory_unavailable");
+}
+
+#[tokio::test]
+async fn injected_context_is_replaced_each_turn_and_the_person_message_stays() {
+    let f = fixture().await;
+    f.llm.push_text("first");
+    let (first, _) = f.run(skills("chat-h", "hello")).await;
+    f.llm.push_text("second");
+    // The person's own message happens to look like the context envelope.
+    let lookalike = format!("{CONTEXT_PREFIX}my own text</context>");
+    let (second, _) = f.run(skills("chat-h", &lookalike)).await;
+    let injected = second
+        .history
+        .iter()
+        .filter(|message| is_injected_context(message))
+        .count();
+    assert_eq!(
+        injected, 2,
+        "this turn's context and the person's look-alike"
+    );
+    assert_eq!(
+        second.history[second.history.len() - 2],
+        Message::user(lookalike)
+    );
+    assert_eq!(
+        second.history[..3],
+        first.history[..1]
+            .iter()
+            .cloned()
+            .chain([Message::user("hello"), Message::assistant("first")])
+            .collect::<Vec<_>>()[..],
+        "the previous turn's context message is gone"
+    );
+}
+
+#[tokio::test]
+async fn one_turn_per_chat_and_a_clear_error_for_bad_requests() {
+    let f = fixture().await;
+    f.llm.push_stall(vec![]);
+    let (_, _, task) = f
+        .spawn(skills("busy", "one"), CancellationToken::new())
+        .await;
+    let second = f
+        .agents
+        .start_turn(skills("busy", "two"))
+        .await
+        .unwrap_err();
+    assert!(matches!(second, AgentError::Busy { .. }), "{second}");
+    assert!(matches!(
+        f.agents.start_turn(skills(" ", "x")).await.unwrap_err(),
+        AgentError::InvalidChat
+    ));
+    assert!(matches!(
+        f.agents
+            .start_turn(skills("other", "  "))
+            .await
+            .unwrap_err(),
+        AgentError::EmptyInput
+    ));
+    assert!(f.agents.cancel_turn("busy").is_some());
+    assert_eq!(task.await.unwrap().status, TurnStatus::Cancelled);
+    assert!(f.agents.cancel_turn("busy").is_none());
+}

@@ -1,0 +1,626 @@
+//! The entry point the chat gateway calls: [`Agents::run_turn`] (or [`Agents::start_turn`] then
+//! [`Turn::run`], to hold a steering handle before the turn starts).
+//!
+//! Invariants:
+//! - One turn per chat at a time: a second one is refused with [`AgentError::Busy`] (send the
+//!   input to the running turn with [`Agents::submit_input`], or cancel it).
+//! - A turn is recorded before its graph runs and finished afterwards, whatever happens; its
+//!   outcome carries the history to continue from, inputs it accepted but never read, and the
+//!   tokens it used.
+//! - A summary that fails after the answer was produced does not fail the turn: the answer is
+//!   returned and the history stays unsummarized (the next turn tries again).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+
+use super::context::{AgentContext, AgentSettings, ChatOutcome, Reply, ToolBinding};
+use super::core_tools::CoreTool;
+use super::events::TurnSink;
+use super::graphs;
+use super::knowledge::KnowledgeStore;
+use super::memory::{MemoryRecall, NoMemory};
+use super::models::{ChatModel, ChatModels};
+use super::nodes::information::{ContextSource, LocalFacts};
+use super::nodes::mcp::{McpTools, NoMcpTools};
+use super::nodes::names;
+use super::prompts::{GRAPH_SYSTEM_PROMPT, SKILLS_SYSTEM_PROMPT};
+use super::scope::{Services, TurnScope};
+use super::sessions::{
+    HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
+};
+use super::skills::{NoSkillBundles, SkillBundles, enabled_tools, model_spec};
+use super::steering::{Mailbox, SteerError, SubmitAfterError};
+use super::{AgentError, AgentKind};
+use crate::graph::{GraphError, LastContext, RunOptions};
+use crate::llm::{Message, Usage};
+use crate::store::Store;
+use crate::store::codec::now;
+use crate::tools::gate::Gate;
+
+/// The context window assumed when neither the request nor the configuration says.
+pub const DEFAULT_CONTEXT_SIZE: u32 = 16_000;
+
+/// Everything the agents are made of.
+pub struct AgentParts {
+    /// The approval gate every catalog tool call passes.
+    pub gate: Gate,
+    /// The database (sessions, Knowledge).
+    pub store: Store,
+    /// Where models come from.
+    pub models: Arc<dyn ChatModels>,
+    /// Long-term memory.
+    pub memory: Arc<dyn MemoryRecall>,
+    /// Tools of external MCP servers.
+    pub mcp: Arc<dyn McpTools>,
+    /// File-backed skills.
+    pub bundles: Arc<dyn SkillBundles>,
+    /// Background facts for the prompt.
+    pub context: Arc<dyn ContextSource>,
+    /// Whose memory the agents read.
+    pub owner: String,
+    /// The agent used when a request names none.
+    pub default_agent: AgentKind,
+    /// The context window used when a request names none.
+    pub context_size: u32,
+}
+
+impl AgentParts {
+    /// Parts with no memory, no MCP tools, no file-backed skills and the local clock as
+    /// background context.
+    pub fn new(gate: Gate, store: Store, models: Arc<dyn ChatModels>) -> Self {
+        Self {
+            gate,
+            store,
+            models,
+            memory: Arc::new(NoMemory),
+            mcp: Arc::new(NoMcpTools),
+            bundles: Arc::new(NoSkillBundles),
+            context: Arc::new(LocalFacts),
+            owner: "local".to_owned(),
+            default_agent: AgentKind::default(),
+            context_size: DEFAULT_CONTEXT_SIZE,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRequest {
+    /// The chat.
+    pub chat_id: String,
+    /// What the person said.
+    pub input: String,
+    /// The history to continue; `None` continues the chat's stored history.
+    pub history: Option<Vec<Message>>,
+    /// Which agent (`None`: the configured default).
+    pub agent: Option<AgentKind>,
+    /// Which model (`None`: the default model).
+    pub model: Option<String>,
+    /// Sampling temperature (`None`: the provider's default).
+    pub temperature: Option<f32>,
+    /// The model's context window (`None`: the configured default).
+    pub context_size: Option<u32>,
+    /// A system prompt replacing the agent's default.
+    pub system_prompt: Option<String>,
+}
+
+impl TurnRequest {
+    /// A request with defaults for everything but the chat and the input.
+    pub fn new(chat_id: impl Into<String>, input: impl Into<String>) -> Self {
+        Self {
+            chat_id: chat_id.into(),
+            input: input.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The turn.
+    pub turn_id: String,
+    /// How it ended.
+    pub status: TurnStatus,
+    /// The reply (also an explanation of a failed model request); `None` when cancelled or
+    /// broken.
+    pub reply: Option<Reply>,
+    /// Why it failed, when it failed without a reply.
+    pub error: Option<String>,
+    /// The history to continue from.
+    pub history: Vec<Message>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Inputs sent while it ran that it never read (start a new turn with them).
+    pub undelivered: Vec<String>,
+    /// The model that answered.
+    pub model: String,
+}
+
+/// Sends input to a running turn.
+#[derive(Debug, Clone)]
+pub struct Steering {
+    mailbox: Option<Arc<Mailbox>>,
+}
+
+impl Steering {
+    /// Queues `input` for the running turn; returns its revision.
+    pub fn submit(&self, input: impl Into<String>) -> Result<u64, SteerError> {
+        match &self.mailbox {
+            Some(mailbox) => mailbox.submit(input),
+            None => Err(SteerError::Unsupported),
+        }
+    }
+
+    /// Commits `input` elsewhere first (`commit`), then queues it; see
+    /// [`Mailbox::submit_after`].
+    pub async fn submit_after<F, E>(
+        &self,
+        input: String,
+        commit: F,
+    ) -> Result<u64, SubmitAfterError<E>>
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+        E: Send + 'static,
+    {
+        match &self.mailbox {
+            Some(mailbox) => mailbox.submit_after(input, commit).await,
+            None => Err(SubmitAfterError::Rejected(SteerError::Unsupported)),
+        }
+    }
+}
+
+struct ActiveTurn {
+    turn_id: String,
+    mailbox: Option<Arc<Mailbox>>,
+    cancel: CancellationToken,
+}
+
+struct Inner {
+    services: Arc<Services>,
+    sessions: Sessions,
+    models: Arc<dyn ChatModels>,
+    owner: String,
+    default_agent: AgentKind,
+    context_size: u32,
+    active: Mutex<HashMap<String, ActiveTurn>>,
+}
+
+/// Souz's own agents. Cheap to clone.
+#[derive(Clone)]
+pub struct Agents {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Agents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agents")
+            .field("default_agent", &self.inner.default_agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agents {
+    /// The agents over `parts`.
+    pub fn new(parts: AgentParts) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                services: Arc::new(Services {
+                    gate: parts.gate,
+                    knowledge: KnowledgeStore::new(parts.store.clone()),
+                    memory: parts.memory,
+                    mcp: parts.mcp,
+                    bundles: parts.bundles,
+                    context: parts.context,
+                }),
+                sessions: Sessions::new(parts.store),
+                models: parts.models,
+                owner: parts.owner,
+                default_agent: parts.default_agent,
+                context_size: parts.context_size,
+                active: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Persisted turns and steps.
+    pub fn sessions(&self) -> &Sessions {
+        &self.inner.sessions
+    }
+
+    /// Stored Knowledge.
+    pub fn knowledge(&self) -> &KnowledgeStore {
+        &self.inner.services.knowledge
+    }
+
+    /// Marks turns left running by a previous process as interrupted.
+    pub async fn recover(&self) -> Result<usize, AgentError> {
+        Ok(self.inner.sessions.recover().await?)
+    }
+
+    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<String, ActiveTurn>> {
+        self.inner
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a turn is running in `chat_id`.
+    pub fn is_running(&self, chat_id: &str) -> bool {
+        self.active().contains_key(chat_id)
+    }
+
+    /// Sends `input` to the turn running in `chat_id`; returns its revision.
+    pub fn submit_input(&self, chat_id: &str, input: &str) -> Result<u64, SteerError> {
+        let active = self.active();
+        let turn = active.get(chat_id).ok_or(SteerError::NoTurn)?;
+        match &turn.mailbox {
+            Some(mailbox) => mailbox.submit(input),
+            None => Err(SteerError::Unsupported),
+        }
+    }
+
+    /// Cancels the turn running in `chat_id`; returns its id if there was one.
+    pub fn cancel_turn(&self, chat_id: &str) -> Option<String> {
+        let active = self.active();
+        let turn = active.get(chat_id)?;
+        turn.cancel.cancel();
+        Some(turn.turn_id.clone())
+    }
+
+    /// Deletes the sessions and Knowledge of `chat_id` (refused while a turn runs there).
+    pub async fn forget_chat(&self, chat_id: &str) -> Result<(), AgentError> {
+        if self.is_running(chat_id) {
+            return Err(AgentError::Busy {
+                chat_id: chat_id.to_owned(),
+            });
+        }
+        self.inner.sessions.forget_chat(chat_id).await?;
+        self.inner
+            .services
+            .knowledge
+            .clear_chat(chat_id)
+            .await
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
+        Ok(())
+    }
+
+    /// Runs one turn to its end.
+    pub async fn run_turn(
+        &self,
+        request: TurnRequest,
+        sink: Arc<dyn TurnSink>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.start_turn(request).await?.run(sink, cancel).await
+    }
+
+    /// Prepares a turn: checks the request, claims the chat, resolves the model and loads the
+    /// history. The returned [`Turn`] already accepts steering input.
+    pub async fn start_turn(&self, request: TurnRequest) -> Result<Turn, AgentError> {
+        let chat_id = request.chat_id.trim().to_owned();
+        if chat_id.is_empty() {
+            return Err(AgentError::InvalidChat);
+        }
+        if request.input.trim().is_empty() {
+            return Err(AgentError::EmptyInput);
+        }
+        let kind = request.agent.unwrap_or(self.inner.default_agent);
+        let mailbox = (kind == AgentKind::Skills).then(|| Arc::new(Mailbox::new()));
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        let cancel = CancellationToken::new();
+        {
+            let mut active = self.active();
+            if active.contains_key(&chat_id) {
+                return Err(AgentError::Busy { chat_id });
+            }
+            active.insert(
+                chat_id.clone(),
+                ActiveTurn {
+                    turn_id: turn_id.clone(),
+                    mailbox: mailbox.clone(),
+                    cancel: cancel.clone(),
+                },
+            );
+        }
+        let claim = Claim {
+            agents: self.clone(),
+            chat_id: chat_id.clone(),
+        };
+        let model = self
+            .inner
+            .models
+            .chat_model(request.model.as_deref())
+            .await?;
+        let stored = self.inner.sessions.history(&chat_id).await?;
+        Ok(Turn {
+            agents: self.clone(),
+            claim,
+            turn_id,
+            chat_id,
+            kind,
+            model,
+            stored_history: stored.clone().unwrap_or_default(),
+            history: request.history.or(stored).unwrap_or_default(),
+            request_input: request.input,
+            temperature: request.temperature,
+            context_size: request.context_size.unwrap_or(self.inner.context_size),
+            system_prompt: request.system_prompt,
+            mailbox,
+            cancel,
+        })
+    }
+}
+
+/// Releases a chat when its turn is dropped.
+struct Claim {
+    agents: Agents,
+    chat_id: String,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.agents.active().remove(&self.chat_id);
+    }
+}
+
+/// A prepared turn.
+pub struct Turn {
+    agents: Agents,
+    claim: Claim,
+    turn_id: String,
+    chat_id: String,
+    kind: AgentKind,
+    model: ChatModel,
+    stored_history: Vec<Message>,
+    history: Vec<Message>,
+    request_input: String,
+    temperature: Option<f32>,
+    context_size: u32,
+    system_prompt: Option<String>,
+    mailbox: Option<Arc<Mailbox>>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for Turn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Turn")
+            .field("turn_id", &self.turn_id)
+            .field("chat_id", &self.chat_id)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a context of any node type holds that an outcome needs.
+fn history_and_usage(last: LastContext) -> Option<(Vec<Message>, Usage)> {
+    let last = match last.downcast::<AgentContext<String>>() {
+        Ok(context) => return Some((context.history, context.usage)),
+        Err(last) => last,
+    };
+    let last = match last.downcast::<AgentContext<ChatOutcome>>() {
+        Ok(context) => return Some((context.history, context.usage)),
+        Err(last) => last,
+    };
+    last.downcast::<AgentContext<Reply>>()
+        .ok()
+        .map(|context| (context.history, context.usage))
+}
+
+impl Turn {
+    /// The turn's id.
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    /// A handle for sending input while the turn runs (the skills agent reads it; the graph
+    /// agent refuses it with [`SteerError::Unsupported`]).
+    pub fn steering(&self) -> Steering {
+        Steering {
+            mailbox: self.mailbox.clone(),
+        }
+    }
+
+    fn initial_context(&self, gate: &Gate) -> AgentContext<String> {
+        let system_prompt = self.system_prompt.clone().unwrap_or_else(|| {
+            match self.kind {
+                AgentKind::Graph => GRAPH_SYSTEM_PROMPT,
+                AgentKind::Skills => SKILLS_SYSTEM_PROMPT,
+            }
+            .to_owned()
+        });
+        let mut context = AgentContext {
+            input: self.request_input.clone(),
+            user_input: self.request_input.clone(),
+            chat_id: self.chat_id.clone(),
+            settings: AgentSettings {
+                model: self.model.request_name.clone(),
+                temperature: self.temperature,
+                context_size: self.context_size,
+            },
+            system_prompt,
+            history: self.history.clone(),
+            advertised: Vec::new(),
+            executable: Default::default(),
+            categories: None,
+            usage: Usage::default(),
+            last_chat_usage: None,
+        };
+        match self.kind {
+            // Every enabled catalog tool may run; classification narrows only what is shown.
+            AgentKind::Graph => {
+                for tool in enabled_tools(gate) {
+                    context.install(model_spec(tool.spec()), ToolBinding::Gate);
+                }
+            }
+            // Exactly the seven core tools, shown and runnable; catalog tools only through
+            // RunSkillCommand.
+            AgentKind::Skills => {
+                for tool in CoreTool::ALL {
+                    context.install(tool.spec(), ToolBinding::Core(tool));
+                }
+            }
+        }
+        context
+    }
+
+    /// The outcome of a graph run.
+    fn conclude(
+        &self,
+        result: Result<AgentContext<Reply>, GraphError>,
+        undelivered: Vec<String>,
+    ) -> TurnOutcome {
+        let mut outcome = TurnOutcome {
+            turn_id: self.turn_id.clone(),
+            status: TurnStatus::Completed,
+            reply: None,
+            error: None,
+            history: Vec::new(),
+            usage: Usage::default(),
+            undelivered,
+            model: self.model.label.clone(),
+        };
+        match result {
+            Ok(context) => {
+                if context.input.failure.is_some() {
+                    outcome.status = TurnStatus::Failed;
+                }
+                outcome.history = context.history;
+                outcome.usage = context.usage;
+                outcome.reply = Some(context.input);
+            }
+            // The answer exists and the person saw it; only its summary failed.
+            Err(GraphError::Node {
+                node,
+                source,
+                last_context,
+                ..
+            }) if node == names::FINISH && last_context.is::<AgentContext<ChatOutcome>>() => {
+                tracing::warn!(error = %source, "summarizing the history failed; keeping it whole");
+                if let Ok(context) = last_context.downcast::<AgentContext<ChatOutcome>>() {
+                    outcome.reply = Some(Reply {
+                        text: match &context.input {
+                            ChatOutcome::Answer(response) => response.content.clone(),
+                            ChatOutcome::Failed(error) => error.to_string(),
+                        },
+                        failure: None,
+                    });
+                    outcome.history = context.history;
+                    outcome.usage = context.usage;
+                }
+            }
+            Err(error) => {
+                if let GraphError::Cancelled { .. } = error {
+                    outcome.status = TurnStatus::Cancelled;
+                } else {
+                    tracing::warn!(%error, turn_id = %self.turn_id, "a turn failed");
+                    outcome.status = TurnStatus::Failed;
+                    outcome.error = Some(error.to_string());
+                }
+                let (history, usage) = history_and_usage(error.into_last_context())
+                    .unwrap_or_else(|| (self.history.clone(), Usage::default()));
+                outcome.history = history;
+                outcome.usage = usage;
+            }
+        }
+        outcome
+    }
+
+    /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
+    pub async fn run(
+        self,
+        sink: Arc<dyn TurnSink>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let inner = Arc::clone(&self.agents.inner);
+        // The caller's token and `cancel_turn` both stop the turn.
+        let turn_cancel = self.cancel.clone();
+        let context = self.initial_context(&inner.services.gate);
+        let scope = Arc::new(TurnScope::new(
+            self.chat_id.clone(),
+            inner.owner.clone(),
+            self.model.clone(),
+            sink,
+            self.mailbox.clone(),
+            turn_cancel.clone(),
+            Arc::clone(&inner.services),
+        ));
+        let graph = graphs::build(self.kind, &scope)
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
+        let start = StepRecord {
+            ordinal: 0,
+            step_index: None,
+            node: "turn.start".to_owned(),
+            graph: match self.kind {
+                AgentKind::Graph => graphs::GRAPH_AGENT,
+                AgentKind::Skills => graphs::SKILLS_AGENT,
+            }
+            .to_owned(),
+            depth: 0,
+            attempts: 0,
+            elapsed_ms: 0,
+            summary: format!("{} agent, model {}", self.kind.as_str(), self.model.label),
+            data: serde_json::json!({
+                "agent": self.kind.as_str(),
+                "model": self.model.label,
+                "input": self.request_input,
+            }),
+            history_change: HistoryChange::between(&self.stored_history, &self.history),
+            at: now(),
+        };
+        inner
+            .sessions
+            .begin(
+                &NewTurn {
+                    turn_id: &self.turn_id,
+                    chat_id: &self.chat_id,
+                    agent: self.kind.as_str(),
+                    model: &self.model.label,
+                    input: &self.request_input,
+                },
+                start,
+            )
+            .await?;
+        let (recorder, steps) = StepRecorder::new(self.history.clone());
+        let options = RunOptions::default()
+            .cancel(turn_cancel.clone())
+            .on_step(move |step| recorder.record(step));
+        let writer = write_steps(inner.sessions.clone(), self.turn_id.clone(), steps);
+        let work = async { tokio::join!(graph.run(context, options), writer) };
+        tokio::pin!(work);
+        let (result, ()) = tokio::select! {
+            // The caller's cancellation is looked at first, so once it fired nothing else in
+            // the turn makes progress (no input is applied, no request started).
+            biased;
+            () = cancel.cancelled() => {
+                turn_cancel.cancel();
+                work.await
+            }
+            done = &mut work => done,
+        };
+        let undelivered = match &self.mailbox {
+            Some(mailbox) => mailbox.close().await,
+            None => Vec::new(),
+        };
+        let outcome = self.conclude(result, undelivered);
+        if let Err(error) = inner
+            .sessions
+            .finish(
+                &self.turn_id,
+                &self.chat_id,
+                outcome.status,
+                outcome.reply.as_ref().map(|reply| reply.text.as_str()),
+                outcome.error.as_deref(),
+                outcome.usage,
+                &outcome.history,
+            )
+            .await
+        {
+            tracing::error!(%error, turn_id = %self.turn_id, "could not record the end of a turn");
+        }
+        drop(self.claim);
+        Ok(outcome)
+    }
+}
