@@ -166,6 +166,11 @@ impl Daemon {
         Self::start_with_homes(stopped.home, stopped.user, |_| {})
     }
 
+    /// Like [`Daemon::restart`], letting the caller adjust the command (environment) again.
+    pub fn restart_with(stopped: Stopped, prepare: impl FnOnce(&mut Command)) -> Self {
+        Self::start_with_homes(stopped.home, stopped.user, prepare)
+    }
+
     /// Starts `program serve` (another build of `souz`, e.g. one with test-only features) with
     /// fresh homes.
     pub fn start_program(program: &Path) -> Self {
@@ -258,6 +263,23 @@ impl Daemon {
             body.as_bytes(),
         )
         .unwrap_or_else(|error| panic!("POST {path}: {error}"))
+    }
+
+    /// PATCH JSON with the bearer token.
+    pub fn patch(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
+        let auth = format!("Bearer {}", self.token);
+        let body = body.to_string();
+        http(
+            &self.address,
+            "PATCH",
+            path,
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            body.as_bytes(),
+        )
+        .unwrap_or_else(|error| panic!("PATCH {path}: {error}"))
     }
 
     /// Polls `GET path` until `done` holds for its JSON body (30 s at most).

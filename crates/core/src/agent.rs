@@ -17,6 +17,7 @@
 //! skills agent can neither see nor run anything but its seven core tools; a turn's events
 //! arrive in order from the turn's own task; nothing the person sent while a turn ran is lost.
 
+pub mod ask_user;
 pub mod context;
 pub mod core_tools;
 pub(crate) mod dispatch;

@@ -13,6 +13,7 @@
 //! - Each execution snapshots its effective settings; a resumed turn uses the snapshot.
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones.
 
+pub mod engine;
 pub mod events;
 pub mod live;
 pub mod records;
@@ -730,9 +731,9 @@ impl Chats {
     }
 
     /// Adds input to the chat's running turn (steering); false when no turn can take it.
-    pub fn steer(&self, execution_id: &str, input: String) -> bool {
+    pub fn steer(&self, chat_id: &str, input: &str) -> bool {
         self.engine()
-            .is_some_and(|engine| engine.steer(execution_id, input))
+            .is_some_and(|engine| engine.steer(chat_id, input))
     }
 
     fn engine(&self) -> Option<SharedEngine> {
@@ -821,16 +822,30 @@ impl Chats {
         streaming: bool,
         show_tools: bool,
     ) {
-        if let TurnEvent::Delta(text) = &event {
-            if streaming {
-                self.inner.events.publish_live(
-                    chat_id,
-                    Some(execution_id),
-                    "message.delta",
-                    json!({"executionId": execution_id, "delta": text}),
-                );
+        match &event {
+            TurnEvent::Delta { attempt, text } => {
+                if streaming {
+                    self.inner.events.publish_live(
+                        chat_id,
+                        Some(execution_id),
+                        "message.delta",
+                        json!({"executionId": execution_id, "attempt": attempt, "delta": text}),
+                    );
+                }
+                return;
             }
-            return;
+            TurnEvent::Discarded { attempt } => {
+                if streaming {
+                    self.inner.events.publish_live(
+                        chat_id,
+                        Some(execution_id),
+                        "message.discarded",
+                        json!({"executionId": execution_id, "attempt": attempt}),
+                    );
+                }
+                return;
+            }
+            _ => {}
         }
         let Some((kind, payload)) = event_payload(&event, show_tools) else {
             return;

@@ -225,6 +225,7 @@ impl Runtime {
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
+        chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         let interrupted = agents.recover().await.map_err(|error| match error {
             crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
             other => RuntimeError::Agents(other.to_string()),

@@ -33,6 +33,8 @@ pub enum ToolBinding {
     Gate,
     /// One of the agent's own core tools.
     Core(CoreTool),
+    /// `AskUser`: ends the turn with a question for the person (chat turns only).
+    AskUser,
 }
 
 /// The state of a turn, with the current node's input `I`.
@@ -112,6 +114,23 @@ pub struct Reply {
     /// Set when the text explains a failure instead of answering.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<ReplyFailure>,
+    /// Set when the turn ended by asking the person a question (`AskUser`); the answer comes
+    /// as the next turn's input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<Question>,
+}
+
+/// A question the agent asked the person with `AskUser`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Question {
+    /// The question.
+    pub title: String,
+    /// The choices, as `(id, label)`; empty for a free-text question.
+    pub choices: Vec<(String, String)>,
+    /// Whether several choices may be picked.
+    pub multiple: bool,
+    /// Whether a free-text answer is accepted.
+    pub free_text: bool,
 }
 
 /// Why a turn ended with an explanation instead of an answer.

@@ -112,6 +112,16 @@ pub(crate) async fn execute(
                 }
             }
         }
+        (Some(ToolBinding::AskUser), Ok(arguments)) => match super::ask_user::question(arguments) {
+            Ok(question) => {
+                *scope
+                    .question
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(question);
+                (super::ask_user::ASKED.to_owned(), false)
+            }
+            Err(message) => (format!("AskUser: {message}"), true),
+        },
         (Some(ToolBinding::Core(tool)), Ok(arguments)) => {
             let services = &scope.services;
             let core = CoreCall {

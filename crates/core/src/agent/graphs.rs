@@ -87,6 +87,26 @@ pub(crate) fn build(
     let error = builder.add(scoped(scope, names::ERROR, |_, context| async move {
         Ok(error_reply(context))
     }));
+    let asked = builder.add(scoped(
+        scope,
+        names::ASKED,
+        |scope, context: AgentContext<String>| async move {
+            let question = scope
+                .question
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            let text = question
+                .as_ref()
+                .map(|question| question.title.clone())
+                .unwrap_or_default();
+            Ok(context.with(Reply {
+                text,
+                failure: None,
+                question,
+            }))
+        },
+    ));
     let (tools_target, finish_target, error_target) =
         (tools.target(), finish.target(), error.target());
     builder.route(chat_node, move |context: &AgentContext<ChatOutcome>| {
@@ -96,7 +116,17 @@ pub(crate) fn build(
             ChatOutcome::Answer(_) => finish_target,
         })
     });
-    builder.edge(tools, chat_node);
+    // Asking the person ends the turn; otherwise the model reads the tool results.
+    let (asked_target, chat_target) = (asked.target(), chat_node.target());
+    let asking = Arc::clone(scope);
+    builder.route(tools, move |_| {
+        Some(if asking.asked() {
+            asked_target
+        } else {
+            chat_target
+        })
+    });
+    builder.edge(asked, builder.exit());
     builder.edge(finish, builder.exit());
     builder.edge(error, builder.exit());
     builder.build()

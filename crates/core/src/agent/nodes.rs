@@ -46,6 +46,8 @@ pub mod names {
     pub const ANSWER: &str = "response->string";
     /// Turns a failed request into a reply.
     pub const ERROR: &str = "Chat.Error";
+    /// The turn ends with a question for the person.
+    pub const ASKED: &str = "Ask user";
 }
 
 /// A node named `name` running `step(scope, input)`.

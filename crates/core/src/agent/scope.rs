@@ -48,6 +48,10 @@ pub(crate) struct TurnScope {
     pub cancel: CancellationToken,
     /// The agents' services.
     pub services: Arc<Services>,
+    /// Whether the model may ask the person a question (`AskUser`; chat turns).
+    pub ask_user: bool,
+    /// The question the model asked, which ends the turn.
+    pub question: std::sync::Mutex<Option<super::context::Question>>,
     attempts: AtomicU64,
 }
 
@@ -69,8 +73,24 @@ impl TurnScope {
             mailbox,
             cancel,
             services,
+            ask_user: false,
+            question: std::sync::Mutex::new(None),
             attempts: AtomicU64::new(0),
         }
+    }
+
+    /// Lets the model ask the person (`AskUser`).
+    pub(crate) fn with_ask_user(mut self, ask_user: bool) -> Self {
+        self.ask_user = ask_user;
+        self
+    }
+
+    /// Whether the model asked the person a question.
+    pub(crate) fn asked(&self) -> bool {
+        self.question
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
     }
 
     /// Numbers the next chat request of the turn (from 1).

@@ -104,6 +104,9 @@ pub struct TurnRequest {
     pub context_size: Option<u32>,
     /// A system prompt replacing the agent's default.
     pub system_prompt: Option<String>,
+    /// Whether the model may ask the person a question with `AskUser`, which ends the turn
+    /// (chat turns, where the answer can come back).
+    pub ask_user: bool,
 }
 
 impl TurnRequest {
@@ -348,6 +351,7 @@ impl Agents {
             temperature: request.temperature,
             context_size: request.context_size.unwrap_or(self.inner.context_size),
             system_prompt: request.system_prompt,
+            ask_user: request.ask_user,
             mailbox,
             cancel,
         })
@@ -380,6 +384,7 @@ pub struct Turn {
     temperature: Option<f32>,
     context_size: u32,
     system_prompt: Option<String>,
+    ask_user: bool,
     mailbox: Option<Arc<Mailbox>>,
     cancel: CancellationToken,
 }
@@ -506,6 +511,7 @@ impl Turn {
                             ChatOutcome::Failed(error) => error.to_string(),
                         },
                         failure: None,
+                        question: None,
                     });
                     outcome.history = context.history;
                     outcome.usage = context.usage;
@@ -538,15 +544,18 @@ impl Turn {
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
         let context = self.initial_context(&inner.services.gate);
-        let scope = Arc::new(TurnScope::new(
-            self.chat_id.clone(),
-            inner.owner.clone(),
-            self.model.clone(),
-            sink,
-            self.mailbox.clone(),
-            turn_cancel.clone(),
-            Arc::clone(&inner.services),
-        ));
+        let scope = Arc::new(
+            TurnScope::new(
+                self.chat_id.clone(),
+                inner.owner.clone(),
+                self.model.clone(),
+                sink,
+                self.mailbox.clone(),
+                turn_cancel.clone(),
+                Arc::clone(&inner.services),
+            )
+            .with_ask_user(self.ask_user),
+        );
         let graph = graphs::build(self.kind, &scope)
             .map_err(|error| AgentError::Internal(error.to_string()))?;
         let start = StepRecord {

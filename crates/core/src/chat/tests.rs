@@ -51,7 +51,10 @@ impl TurnEngine for Script {
                 }
                 TurnInput::Message(text) => match text.as_str() {
                     "slow" => {
-                        let _ = events.send(TurnEvent::Delta("thinking".into()));
+                        let _ = events.send(TurnEvent::Delta {
+                            attempt: 1,
+                            text: "thinking".into(),
+                        });
                         cancel.cancelled().await;
                         TurnOutcome::Cancelled { usage }
                     }
@@ -100,7 +103,10 @@ impl TurnEngine for Script {
                     }
                     other => {
                         for word in other.split_inclusive(' ') {
-                            let _ = events.send(TurnEvent::Delta(word.to_owned()));
+                            let _ = events.send(TurnEvent::Delta {
+                                attempt: 1,
+                                text: word.to_owned(),
+                            });
                         }
                         TurnOutcome::Completed {
                             text: format!("echo: {other}"),

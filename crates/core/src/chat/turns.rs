@@ -48,8 +48,19 @@ pub enum TurnInput {
 /// Something that happened during a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEvent {
-    /// Streamed answer text.
-    Delta(String),
+    /// Streamed answer text of model request `attempt` (1 for the turn's first).
+    Delta {
+        /// The model request it belongs to.
+        attempt: u64,
+        /// The text.
+        text: String,
+    },
+    /// The text of model request `attempt` was thrown away (new input arrived); clients
+    /// remove what they showed of it.
+    Discarded {
+        /// The model request.
+        attempt: u64,
+    },
     /// A tool call started running.
     ToolCallStarted {
         /// Call id.
@@ -160,8 +171,8 @@ pub trait TurnEngine: Send + Sync + 'static {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, TurnOutcome>;
 
-    /// Adds input to a running turn (steering); false when the turn cannot take it.
-    fn steer(&self, _execution_id: &str, _input: String) -> bool {
+    /// Adds input to the turn running in `chat_id` (steering); false when it cannot take it.
+    fn steer(&self, _chat_id: &str, _input: &str) -> bool {
         false
     }
 }
@@ -180,7 +191,7 @@ pub fn add_usage(usage: &mut Usage, more: &Usage) {
 /// The payload of a chat event for an engine event, or `None` when the settings hide it.
 pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'static str, Value)> {
     match event {
-        TurnEvent::Delta(_) => None,
+        TurnEvent::Delta { .. } | TurnEvent::Discarded { .. } => None,
         TurnEvent::ToolCallStarted {
             call_id,
             tool,

@@ -106,6 +106,7 @@ fn answer_text(context: AgentContext<ChatOutcome>) -> AgentContext<Reply> {
     context.with(Reply {
         text,
         failure: None,
+        question: None,
     })
 }
 
@@ -182,5 +183,6 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
     context.with(Reply {
         text,
         failure: Some(ReplyFailure { code, detail }),
+        question: None,
     })
 }

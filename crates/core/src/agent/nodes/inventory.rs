@@ -110,6 +110,9 @@ pub(crate) async fn inventory(
     for tool in core {
         context.install(tool.spec(), ToolBinding::Core(*tool));
     }
+    if scope.ask_user {
+        context.install(crate::agent::ask_user::spec(), ToolBinding::AskUser);
+    }
     let system = Message::system(format!(
         "{}\n\n{}",
         context.system_prompt,

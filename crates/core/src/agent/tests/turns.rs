@@ -670,3 +670,52 @@ async fn one_turn_per_chat_and_a_clear_error_for_bad_requests() {
     assert_eq!(task.await.unwrap().status, TurnStatus::Cancelled);
     assert!(f.agents.cancel_turn("busy").is_none());
 }
+
+#[tokio::test]
+async fn ask_user_ends_the_turn_with_a_question_and_the_answer_continues_it() {
+    let f = fixture().await;
+    // Without ask_user the tool is neither offered nor runnable.
+    f.llm
+        .push_tool_calls(vec![call("c0", "AskUser", json!({"question": "Which?"}))]);
+    f.llm.push_text("ok");
+    let (outcome, _) = f.run(skills("chat-0", "hello")).await;
+    assert_eq!(outcome.reply.unwrap().question, None);
+    assert!(!advertised(&f.llm.requests()[0]).contains(&"AskUser".to_owned()));
+
+    f.llm.push_tool_calls(vec![call(
+        "c1",
+        "AskUser",
+        json!({"question": "Apples or bananas?", "choices": ["Apples", "Bananas"]}),
+    )]);
+    let request = TurnRequest {
+        ask_user: true,
+        ..skills("chat-1", "Buy fruit")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let reply = outcome.reply.clone().unwrap();
+    let question = reply.question.expect("the turn ended with a question");
+    assert_eq!(question.title, "Apples or bananas?");
+    assert_eq!(question.choices.len(), 2);
+    assert_eq!(reply.text, "Apples or bananas?");
+    let last = outcome.history.len() - 1;
+    let (name, content, is_error) = tool_message(&outcome.history, last);
+    assert_eq!((name, is_error), ("AskUser", false));
+    assert!(content.contains("wait"));
+    assert_eq!(f.llm.remaining(), 0, "no model request after the question");
+
+    // The answer is the next turn's input, on the same history.
+    f.llm.push_text("Bananas it is.");
+    let request = TurnRequest {
+        ask_user: true,
+        ..skills("chat-1", "Answer to \"Apples or bananas?\": Bananas")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(outcome.reply.unwrap().text, "Bananas it is.");
+    let sent = f.llm.requests().last().unwrap().messages.clone();
+    assert!(
+        sent.iter()
+            .any(|m| matches!(m, Message::Tool { name, .. } if name == "AskUser")),
+        "the question stays in the history"
+    );
+}

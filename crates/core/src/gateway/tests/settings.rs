@@ -256,7 +256,10 @@ impl TurnEngine for Waiting {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, TurnOutcome> {
         Box::pin(async move {
-            let _ = events.send(TurnEvent::Delta("thinking".into()));
+            let _ = events.send(TurnEvent::Delta {
+                attempt: 0,
+                text: "thinking".into(),
+            });
             cancel.cancelled().await;
             TurnOutcome::Cancelled {
                 usage: Default::default(),

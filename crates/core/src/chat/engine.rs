@@ -1,0 +1,237 @@
+//! The agent runtime as the chat's turn engine: a chat turn is an agent turn on the chat's
+//! stored history, with the execution's settings snapshot, the `AskUser` tool, and the agent's
+//! events turned into chat events.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use souz_protocol::chat::{OptionChoice, Usage};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::turns::{Question, Turn, TurnEngine, TurnEvent, TurnInput, TurnOutcome};
+use crate::agent::sessions::TurnStatus;
+use crate::agent::turn::TurnRequest;
+use crate::agent::{AgentError, Agents, events as agent_events};
+use crate::llm;
+
+/// Runs chat turns on the agents.
+#[derive(Clone)]
+pub struct AgentEngine {
+    agents: Agents,
+}
+
+impl AgentEngine {
+    /// An engine over `agents`.
+    pub fn new(agents: Agents) -> Self {
+        Self { agents }
+    }
+}
+
+/// The text an option answer becomes as the person's next message.
+pub fn answer_text(question: &str, selected: &[OptionChoice], free_text: Option<&str>) -> String {
+    let mut parts: Vec<String> = selected.iter().map(|choice| choice.label.clone()).collect();
+    if let Some(text) = free_text {
+        parts.push(text.to_owned());
+    }
+    format!("Answer to \"{question}\": {}", parts.join("; "))
+}
+
+fn usage(usage: &llm::Usage) -> Usage {
+    Usage {
+        prompt_tokens: usage.input_tokens,
+        completion_tokens: usage.output_tokens,
+        total_tokens: usage.input_tokens + usage.output_tokens,
+        precached_tokens: usage.cached_input_tokens,
+    }
+}
+
+fn question(asked: &crate::agent::context::Question) -> Question {
+    Question {
+        kind: "generic_selection".to_owned(),
+        title: asked.title.clone(),
+        selection_mode: if asked.multiple { "multiple" } else { "single" }.to_owned(),
+        choices: asked
+            .choices
+            .iter()
+            .map(|(id, label)| OptionChoice {
+                id: id.clone(),
+                label: label.clone(),
+                content: None,
+            })
+            .collect(),
+        free_text: asked.free_text,
+    }
+}
+
+impl TurnEngine for AgentEngine {
+    fn run(
+        &self,
+        turn: Turn,
+        events: mpsc::UnboundedSender<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, TurnOutcome> {
+        let agents = self.agents.clone();
+        Box::pin(async move {
+            let input = match &turn.input {
+                TurnInput::Message(text) => text.clone(),
+                TurnInput::OptionAnswer {
+                    question,
+                    selected,
+                    free_text,
+                    ..
+                } => answer_text(question, selected, free_text.as_deref()),
+            };
+            let request = TurnRequest {
+                chat_id: turn.chat_id.clone(),
+                input,
+                history: None,
+                agent: None,
+                model: Some(turn.settings.default_model.clone()),
+                temperature: Some(turn.settings.temperature),
+                context_size: Some(turn.settings.context_size),
+                system_prompt: turn.settings.system_prompt.clone(),
+                ask_user: true,
+            };
+            let tools: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+            let sink = Arc::new(move |event: agent_events::TurnEvent| {
+                let relayed = match event {
+                    agent_events::TurnEvent::TextDelta { attempt, text } => {
+                        Some(TurnEvent::Delta { attempt, text })
+                    }
+                    agent_events::TurnEvent::AnswerDiscarded { attempt } => {
+                        Some(TurnEvent::Discarded { attempt })
+                    }
+                    agent_events::TurnEvent::ToolCallStarted {
+                        tool_call_id,
+                        tool,
+                        arguments,
+                    } => {
+                        tools
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(tool_call_id.clone(), tool.clone());
+                        let arguments =
+                            serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+                        Some(TurnEvent::ToolCallStarted {
+                            call_id: tool_call_id,
+                            tool,
+                            arguments,
+                        })
+                    }
+                    agent_events::TurnEvent::ToolCallFinished {
+                        tool_call_id,
+                        tool,
+                        duration_ms,
+                    } => Some(TurnEvent::ToolCallFinished {
+                        call_id: tool_call_id,
+                        tool,
+                        duration_ms,
+                        result: String::new(),
+                    }),
+                    agent_events::TurnEvent::ToolCallFailed {
+                        tool_call_id,
+                        tool,
+                        error,
+                        duration_ms,
+                    } => Some(TurnEvent::ToolCallFailed {
+                        call_id: tool_call_id,
+                        tool,
+                        duration_ms,
+                        error,
+                    }),
+                    agent_events::TurnEvent::ApprovalRequested {
+                        tool_call_id,
+                        call_id,
+                        approval_id,
+                    } => {
+                        let tool = tools
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get(&tool_call_id)
+                            .cloned()
+                            .unwrap_or_default();
+                        Some(TurnEvent::ApprovalRequested {
+                            approval_id,
+                            call_id,
+                            tool,
+                            summary: String::new(),
+                        })
+                    }
+                    agent_events::TurnEvent::InputApplied { .. }
+                    | agent_events::TurnEvent::MemoryRecalled { .. } => None,
+                };
+                if let Some(event) = relayed {
+                    let _ = events.send(event);
+                }
+            });
+            match agents.run_turn(request, sink, cancel).await {
+                Err(AgentError::Busy { .. }) => TurnOutcome::Failed {
+                    code: "chat_already_has_active_execution".to_owned(),
+                    message: "An agent turn is already running in this chat.".to_owned(),
+                    usage: Usage::default(),
+                },
+                Err(error) => TurnOutcome::Failed {
+                    code: "agent_execution_failed".to_owned(),
+                    message: error.to_string(),
+                    usage: Usage::default(),
+                },
+                Ok(outcome) => {
+                    let used = usage(&outcome.usage);
+                    match (outcome.status, outcome.reply) {
+                        (TurnStatus::Cancelled, _) => TurnOutcome::Cancelled { usage: used },
+                        (_, Some(reply)) if reply.question.is_some() => TurnOutcome::Asked {
+                            question: reply.question.as_ref().map(question).unwrap_or_else(|| {
+                                question(&crate::agent::context::Question {
+                                    title: reply.text.clone(),
+                                    choices: Vec::new(),
+                                    multiple: false,
+                                    free_text: true,
+                                })
+                            }),
+                            usage: used,
+                        },
+                        // The error node's explanation is the answer (original §2.4).
+                        (TurnStatus::Completed | TurnStatus::Failed, Some(reply)) => {
+                            TurnOutcome::Completed {
+                                text: reply.text,
+                                usage: used,
+                            }
+                        }
+                        _ => TurnOutcome::Failed {
+                            code: "agent_execution_failed".to_owned(),
+                            message: outcome.error.unwrap_or_else(|| {
+                                "The agent stopped without an answer.".to_owned()
+                            }),
+                            usage: used,
+                        },
+                    }
+                }
+            }
+        })
+    }
+
+    fn steer(&self, chat_id: &str, input: &str) -> bool {
+        self.agents.submit_input(chat_id, input).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_naturally() {
+        let choice = |label: &str| OptionChoice {
+            id: "x".into(),
+            label: label.into(),
+            content: None,
+        };
+        assert_eq!(
+            answer_text("Which?", &[choice("A"), choice("B")], Some("and quickly")),
+            "Answer to \"Which?\": A; B; and quickly"
+        );
+    }
+}
