@@ -10,8 +10,10 @@ if command -v apt-get >/dev/null 2>&1; then
   # The menu-bar app (Tauri: WebKitGTK, app indicator), the browser tests (Chromium, Node) and
   # the app's end-to-end test (Xvfb, a tray host, a notification server, X automation).
   souz_apt_install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev \
-    librsvg2-dev file chromium nodejs npm xvfb xauth imagemagick trayer dbus-x11 dunst \
+    librsvg2-dev file chromium xvfb xauth imagemagick trayer dbus-x11 dunst \
     x11-utils xdotool libnotify-bin python3
+  # Any Node that brings npm will do (a NodeSource nodejs bundles it and conflicts with npm).
+  command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
 fi
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
