@@ -50,4 +50,7 @@ fi
 step "web UI in headless Chromium"
 (cd tests/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 
+step "the menu-bar app under Xvfb (tray, notifications)"
+tests/app/run.sh
+
 step "all tests passed"

@@ -11,32 +11,44 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 app="$target/debug/souz-app"
 shots="${SOUZ_SCREENSHOTS:+$root/docs/screenshots}"
 work="$(mktemp -d)"
-export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info"
+export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info" NO_AT_BRIDGE=1
 mkdir -p "$SOUZ_HOME" "$HOME"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export SOUZ_PORT="$port"
 display=":$((90 + RANDOM % 9))"
 export DISPLAY="$display"
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+# Each helper runs in its own process group (setsid), so cleanup also ends what it started (the
+# bus activates accessibility daemons that would otherwise outlive the test and hold its output).
+cleanup() {
+  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- app log"; tail -40 "$work/app.log" || true; exit 1; }
 
-Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 & pids+=($!)
+setsid Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 & pids+=($!)
 for _ in $(seq 50); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
 
+# dunst runs its chooser with its own environment, so the test tells it what to pick through a
+# file; dunstctl and the app share the session bus, whose address the session writes down.
+export SOUZ_CHOICE_FILE="$work/choice"
+echo Approve > "$SOUZ_CHOICE_FILE"
 sed "s|CHOOSER|$here/choose-action|" "$here/dunstrc" > "$work/dunstrc"
 cat > "$work/session.sh" <<SESSION
 set -euo pipefail
+echo "\$DBUS_SESSION_BUS_ADDRESS" > "$work/bus"
 dunst -config "$work/dunstrc" >"$work/dunst.log" 2>&1 &
 trayer --edge top --align right --widthtype request --height 32 --tint 0x202830 --transparent true --alpha 0 --SetDockType true >/dev/null 2>&1 &
 sleep 1
 exec "$app" >"$work/app.log" 2>&1
 SESSION
-dbus-run-session -- bash "$work/session.sh" & pids+=($!)
+setsid dbus-run-session -- bash "$work/session.sh" >"$work/session.log" 2>&1 & pids+=($!)
 
 for _ in $(seq 300); do [ -f "$SOUZ_HOME/daemon.json" ] && break; sleep 0.1; done
 [ -f "$SOUZ_HOME/daemon.json" ] || fail "the app did not start its daemon"
+export DBUS_SESSION_BUS_ADDRESS; DBUS_SESSION_BUS_ADDRESS=$(cat "$work/bus")
 token=$(cat "$SOUZ_HOME/token"); base="http://127.0.0.1:$port"
 api() { curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
 app_pid=$(python3 -c "import json;print(json.load(open('$SOUZ_HOME/daemon.json'))['pid'])")
@@ -60,48 +72,88 @@ t0=$(ticks); sleep 20; t1=$(ticks)
 rss=$(awk '/VmRSS/{print $2}' "/proc/$app_pid/status")
 echo "MEASURE idle RSS ${rss} KiB; CPU $(( (t1 - t0) * 10 )) ms over 20 s"
 
+logged() { grep -q "$1" "$work/app.log"; }
+displayed() { dunstctl count displayed; }
+wait_displayed() { # count
+  for _ in $(seq 50); do [ "$(displayed)" -eq "$1" ] && return 0; sleep 0.1; done
+  fail "$(displayed) notifications on screen, expected $1"
+}
+shot() { if [ -n "$shots" ]; then mkdir -p "$shots"; import -window root "$shots/$1.png"; fi; }
+
 # --- the tray lists a pending approval; choosing Approve decides it
 first=$(ask tray.txt)
-sleep 1
-tray=$(xdotool search --class trayer | head -1)
-eval "$(xdotool getwindowgeometry --shell "$tray")"
-xdotool mousemove $((X + WIDTH - 12)) $((Y + 14)) click 1
-sleep 1
-[ -n "$shots" ] && { mkdir -p "$shots"; import -window root "$shots/tray-menu.png"; }
+wait_displayed 1
+# The panel is the trayer window that holds the icons (trayer also has a hidden 10x10 one).
+panel=$(xdotool search --name '^panel$' | head -1)
+[ -n "$panel" ] || fail "no tray panel"
+eval "$(xdotool getwindowgeometry --shell "$panel")"
+visible() { { xdotool search --onlyvisible --class souz-app 2>/dev/null || true; } | wc -l; }
+before=$(visible)
+xdotool mousemove $((X + WIDTH / 2)) $((Y + HEIGHT / 2)) click 1
+for _ in $(seq 50); do [ "$(visible)" -gt "$before" ] && break; sleep 0.1; done
+[ "$(visible)" -gt "$before" ] || fail "a click on the tray icon showed no menu"
+sleep 0.3
+shot tray-menu
+# The first item that can be chosen is the approval itself, the next one its Approve.
 xdotool key Down Down Return
 wait_status "$first" "approved tray"
+logged "tray menu item=approve:$first" || fail "the tray did not choose Approve on $first"
 [ -f "$HOME/tray.txt" ] || fail "approving in the tray did not run the tool"
-echo "PASS tray Approve"
+wait_displayed 0
+echo "PASS tray lists the approval and its Approve decides it (the notification is withdrawn)"
 
 # --- a notification per approval; its Deny action decides it (dunst's context menu)
-second=$(ask notified.txt)
-for _ in $(seq 50); do [ "$(dunstctl count displayed)" -ge 1 ] && break; sleep 0.1; done
-[ "$(dunstctl count displayed)" -ge 1 ] || fail "no notification shown"
-[ -n "$shots" ] && import -window root "$shots/notification.png"
-SOUZ_CHOOSE=Deny dunstctl context
+second=$(ask denied.txt)
+wait_displayed 1
+shot notification
+echo Deny > "$SOUZ_CHOICE_FILE"
+dunstctl context
 wait_status "$second" "denied notification"
+[ ! -e "$HOME/denied.txt" ] || fail "a denied call ran"
+wait_displayed 0
 echo "PASS notification Deny"
 
-# --- a decision made elsewhere withdraws the notification
-third=$(ask elsewhere.txt)
-for _ in $(seq 50); do [ "$(dunstctl count displayed)" -ge 1 ] && break; sleep 0.1; done
-api -X POST "$base/v1/approvals/$third/decision" -d '{"decision":"approve","via":"api"}' >/dev/null
-for _ in $(seq 50); do [ "$(dunstctl count displayed)" -eq 0 ] && break; sleep 0.1; done
-[ "$(dunstctl count displayed)" -eq 0 ] || fail "the notification stayed after the decision"
-echo "PASS withdrawn"
+# --- its Approve action decides it too
+third=$(ask approved.txt)
+wait_displayed 1
+echo Approve > "$SOUZ_CHOICE_FILE"
+dunstctl context
+wait_status "$third" "approved notification"
+for _ in $(seq 50); do [ -f "$HOME/approved.txt" ] && break; sleep 0.1; done
+[ -f "$HOME/approved.txt" ] || fail "approving from the notification did not run the tool"
+echo "PASS notification Approve"
 
-# --- notification latency: approval.requested (created_at) to "approval notification posted"
-python3 - "$SOUZ_HOME" "$second" <<'PY'
-import json, sys, glob, datetime
-home, approval = sys.argv[1], sys.argv[2]
-def parse(text): return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-created = None
+# --- a click on the body opens the window at that approval; deciding elsewhere withdraws it
+fourth=$(ask elsewhere.txt)
+wait_displayed 1
+dunstctl action 0
+for _ in $(seq 100); do xdotool search --name '^Souz$' >/dev/null 2>&1 && break; sleep 0.1; done
+xdotool search --name '^Souz$' >/dev/null 2>&1 || fail "a click on the notification opened no window"
+logged "notification action approval_id=$fourth action=tap" || fail "the click was not seen as a tap on $fourth"
+api -X POST "$base/v1/approvals/$fourth/decision" -d '{"decision":"deny"}' >/dev/null
+wait_displayed 0
+echo "PASS a click opens the window; a decision made elsewhere withdraws the notification"
+
+# --- figure: approval.requested (the approval's created_at) to the notification posted
+python3 - "$SOUZ_HOME" "$token" "$base" "$second" "$third" "$fourth" <<'PY'
+import datetime, glob, json, sys, urllib.request
+home, token, base, approvals = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def instant(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+posted = {}
 for path in glob.glob(home + "/logs/*.jsonl"):
     for line in open(path):
         entry = json.loads(line)
         fields = entry.get("fields", {})
-        if fields.get("message") == "approval notification posted" and fields.get("approval_id") == approval:
-            posted = parse(entry["timestamp"])
-import urllib.request
+        if fields.get("message") == "approval notification posted":
+            posted[fields.get("approval_id")] = instant(entry["timestamp"])
+latencies = []
+for approval in approvals:
+    request = urllib.request.Request(f"{base}/v1/approvals/{approval}", headers={"Authorization": f"Bearer {token}"})
+    created = instant(json.load(urllib.request.urlopen(request))["created_at"])
+    if approval not in posted:
+        sys.exit(f"FAIL: no 'approval notification posted' log line for {approval}")
+    latencies.append((posted[approval] - created).total_seconds() * 1000)
+print("MEASURE approval.requested to notification posted: " + ", ".join(f"{ms:.1f} ms" for ms in latencies))
 PY
 echo "all app checks passed"

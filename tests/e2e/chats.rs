@@ -81,6 +81,15 @@ fn wait_event(daemon: &Daemon, chat: &str, kind: &str) -> Value {
     }
 }
 
+/// Waits up to 10 s for `done` to hold.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "waited 10 s for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn kinds(daemon: &Daemon, chat: &str) -> Vec<String> {
     events(daemon, chat)
         .iter()
@@ -303,6 +312,10 @@ fn cancel_conflict_and_idempotent_retry() {
         "chat_already_has_active_execution"
     );
 
+    // Cancel once the model's answer is streaming, so there is a request to abort.
+    eventually("the model answer to start streaming", || {
+        !setup.provider.first_byte_times().is_empty()
+    });
     let cancelled = daemon.post(&format!("/v1/chats/{chat}/cancel-active"), &json!({}));
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     wait_event(&daemon, &chat, "execution.cancelled");
@@ -324,10 +337,10 @@ fn cancel_conflict_and_idempotent_retry() {
         })
         .count();
     assert_eq!(terminal, 1);
-    assert!(
-        setup.provider.streams_dropped_early() >= 1,
-        "the model request was aborted"
-    );
+    // The fake server sees the dropped connection a moment after the client lets go.
+    eventually("the model request to be aborted", || {
+        setup.provider.streams_dropped_early() >= 1
+    });
 
     setup.provider.push(COMPLETIONS, openai::text(&["Back."]));
     let next = post(&daemon, &chat, json!({"content": "Hi again"}));
@@ -426,11 +439,9 @@ fn kill_9_mid_turn_loses_nothing_acknowledged_and_recovers() {
     let execution = posted["execution"]["id"].as_str().unwrap().to_owned();
     wait_event(&daemon, &chat, "execution.started");
     // Kill only once the model has the request, so the hanging reply is the one consumed.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while setup.provider.first_byte_times().is_empty() {
-        assert!(Instant::now() < deadline, "the model request never arrived");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    eventually("the model request to arrive", || {
+        !setup.provider.first_byte_times().is_empty()
+    });
     let before: Vec<Value> = events(&daemon, &chat);
 
     let stopped = daemon.stop("KILL");
