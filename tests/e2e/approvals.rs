@@ -164,6 +164,24 @@ fn denial_and_scoped_grants() {
 }
 
 #[test]
+fn cli_output_into_a_closed_pipe_ends_quietly() {
+    let daemon = Daemon::start();
+    // The reader is gone before the command writes a byte, as with `souz tools list | head -0`.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = daemon
+        .cli()
+        .args(["tools", "list"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn cli_tools_and_validation() {
     let daemon = Daemon::start();
     let (ok, stdout, stderr) = cli_output(&daemon, &["tools", "list"]);
@@ -265,6 +283,15 @@ fn secrets_never_reach_the_audit_or_the_logs() {
     daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |c| {
         c["status"] == "denied"
     });
+    // Approved, so it runs and announces itself: its events carry the summary, redacted.
+    let (ran, approval_id) = start_waiting_call(&daemon, "RunCommand", json!({"command": command}));
+    daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "approve"}),
+    );
+    daemon.wait_until(&format!("/v1/tool-calls/{ran}"), |c| {
+        c["status"] == "succeeded"
+    });
     let result = daemon.post(
         "/v1/tool-calls",
         &json!({"tool": "Calculator", "arguments": {"expression": "2+2"}}),
@@ -288,6 +315,23 @@ fn secrets_never_reach_the_audit_or_the_logs() {
         );
     }
     assert!(!stopped.stderr.contains(token.trim()));
+    let database = rusqlite::Connection::open(home.join("souz.db")).unwrap();
+    let mut query = database
+        .prepare("SELECT payload FROM runtime_events WHERE kind LIKE 'tool.call.%'")
+        .unwrap();
+    let events: Vec<String> = query
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        events.iter().any(|event| event.contains("[REDACTED]")),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().all(|event| !event.contains(secret)),
+        "a tool call event leaked the secret: {events:?}"
+    );
 }
 
 #[test]
@@ -329,4 +373,29 @@ fn audit_pages_and_filters() {
     assert_eq!(failed["items"][0]["arguments"]["expression"], "nope(");
     assert_eq!(daemon.get("/v1/audit?limit=0").status, 400);
     assert_eq!(daemon.get("/v1/audit?outcome=exploded").status, 400);
+
+    // One more call from the command line: the requester filter tells them apart.
+    let (ok, _, stderr) = cli_output(
+        &daemon,
+        &[
+            "tools",
+            "call",
+            "Calculator",
+            "--args",
+            r#"{"expression":"7*6"}"#,
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let from_cli = daemon.get("/v1/audit?requester=cli").json();
+    assert_eq!(from_cli["items"].as_array().unwrap().len(), 1, "{from_cli}");
+    assert_eq!(from_cli["items"][0]["arguments"]["expression"], "7*6");
+    let from_api = daemon.get("/v1/audit?requester=api").json();
+    assert_eq!(from_api["items"].as_array().unwrap().len(), 5, "{from_api}");
+    let from_chat = daemon.get("/v1/audit?chat_id=0193f2aa").json();
+    assert_eq!(
+        from_chat["items"].as_array().unwrap().len(),
+        0,
+        "{from_chat}"
+    );
+    assert_eq!(daemon.get("/v1/audit?requester=robot").status, 400);
 }

@@ -8,7 +8,7 @@ use souz_protocol::{
 };
 
 use crate::client::{DaemonClient, resolve_prefix};
-use crate::output::{age, print_json, truncate};
+use crate::output::{age, print_json, say, truncate};
 
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
@@ -86,7 +86,6 @@ pub enum GrantsCommand {
     },
 }
 
-#[allow(clippy::print_stdout)]
 pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
     let client = DaemonClient::discover()?;
     match command.unwrap_or(ApprovalsCommand::List {
@@ -104,7 +103,7 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
                 return print_json(&list);
             }
             if list.items.is_empty() {
-                println!(
+                say!(
                     "{}",
                     if all {
                         "No approvals."
@@ -114,12 +113,16 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
                 );
                 return Ok(());
             }
-            println!(
+            say!(
                 "{:<10} {:>5}  {:<9} {:<20} {:<16} WHAT",
-                "ID", "AGE", "STATUS", "WHO", "TOOL"
+                "ID",
+                "AGE",
+                "STATUS",
+                "WHO",
+                "TOOL"
             );
             for approval in &list.items {
-                println!(
+                say!(
                     "{:<10} {:>5}  {:<9} {:<20} {:<16} {}",
                     truncate(&approval.id, 10),
                     age(approval.created_at),
@@ -144,7 +147,6 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
     }
 }
 
-#[allow(clippy::print_stdout)]
 pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
     let client = DaemonClient::discover()?;
     match command.unwrap_or(GrantsCommand::List { json: false }) {
@@ -154,10 +156,10 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
                 return print_json(&list);
             }
             if list.items.is_empty() {
-                println!("No active grants.");
+                say!("No active grants.");
             }
             for grant in &list.items {
-                println!("{:<10} {}", truncate(&grant.id, 10), grant.label);
+                say!("{:<10} {}", truncate(&grant.id, 10), grant.label);
             }
             Ok(())
         }
@@ -165,7 +167,7 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
             let list: GrantList = client.get("/v1/grants").await?;
             let id = resolve_prefix(&id, list.items.iter().map(|grant| grant.id.as_str()))?;
             client.delete(&format!("/v1/grants/{id}")).await?;
-            println!("Revoked grant {id}.");
+            say!("Revoked grant {id}.");
             Ok(())
         }
     }
@@ -180,7 +182,6 @@ async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
     client.get(&format!("/v1/approvals/{full}")).await
 }
 
-#[allow(clippy::print_stdout)]
 async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Result<()> {
     let approval = find(client, &args.id).await?;
     if approval.status != ApprovalStatus::Pending {
@@ -229,12 +230,12 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
         Verdict::Approve => "Approved",
         Verdict::Deny => "Denied",
     };
-    println!("{verb}: {}", response.approval.summary);
+    say!("{verb}: {}", response.approval.summary);
     if let Some(grant) = &response.grant {
-        println!("Grant {}: {}", grant.id, grant.label);
+        say!("Grant {}: {}", grant.id, grant.label);
     }
     if let Some(rule) = &response.rule {
-        println!("Added to config.toml:\n{rule}");
+        say!("Added to config.toml:\n{rule}");
     }
     if let Some(warning) = &response.warning {
         eprintln!("warning: {warning}");
@@ -242,34 +243,33 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
     Ok(())
 }
 
-#[allow(clippy::print_stdout)]
 fn print_approval(approval: &Approval) {
-    println!("Approval  {}", approval.id);
-    println!("Status    {}", approval.status.as_str());
-    println!("Who       {}", approval.requester_label);
-    println!("Tool      {} ({})", approval.tool, approval.risk.as_str());
-    println!("What      {}", approval.summary);
-    println!("Why       {}", approval.reason);
-    println!(
+    say!("Approval  {}", approval.id);
+    say!("Status    {}", approval.status.as_str());
+    say!("Who       {}", approval.requester_label);
+    say!("Tool      {} ({})", approval.tool, approval.risk.as_str());
+    say!("What      {}", approval.summary);
+    say!("Why       {}", approval.reason);
+    say!(
         "Asked     {} ago; expires {}",
         age(approval.created_at),
         approval.expires_at.format("%H:%M:%S UTC")
     );
-    println!(
+    say!(
         "Arguments {}",
         serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
     );
     if let Some(diff) = &approval.diff {
-        println!("Diff\n{diff}");
+        say!("Diff\n{diff}");
     }
     if approval.status == ApprovalStatus::Pending {
-        println!("Suggested {}", approval.suggested.label);
+        say!("Suggested {}", approval.suggested.label);
         let short = truncate(&approval.id, 12);
-        println!("\n  souz approvals approve {short}              # this call only");
-        println!(
+        say!("\n  souz approvals approve {short}              # this call only");
+        say!(
             "  souz approvals approve {short} --suggested  # {}",
             approval.suggested.label
         );
-        println!("  souz approvals deny {short}");
+        say!("  souz approvals deny {short}");
     }
 }

@@ -1,5 +1,6 @@
 //! `souz config check|path|template`.
 
+use crate::output::say;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,7 +22,6 @@ pub enum ConfigCommand {
     Template,
 }
 
-#[allow(clippy::print_stdout)]
 pub fn run(command: ConfigCommand) -> ExitCode {
     let paths = match SouzPaths::resolve(&process_env) {
         Ok(paths) => paths,
@@ -29,7 +29,7 @@ pub fn run(command: ConfigCommand) -> ExitCode {
     };
     match command {
         ConfigCommand::Path => {
-            println!("{}", paths.config_file().display());
+            say!("{}", paths.config_file().display());
             ExitCode::SUCCESS
         }
         ConfigCommand::Template => {
@@ -39,7 +39,7 @@ pub fn run(command: ConfigCommand) -> ExitCode {
         ConfigCommand::Check { file } => {
             let file = file.unwrap_or_else(|| paths.config_file());
             if !file.exists() {
-                println!(
+                say!(
                     "{} does not exist yet; `souz serve` will create it with the defaults",
                     file.display()
                 );
@@ -47,7 +47,7 @@ pub fn run(command: ConfigCommand) -> ExitCode {
             }
             match Config::load_file(paths, &file, &process_env) {
                 Ok(_) => {
-                    println!("{}: OK", file.display());
+                    say!("{}: OK", file.display());
                     ExitCode::SUCCESS
                 }
                 Err(error @ ConfigError::Problems(_)) => crate::config_problems(&error),

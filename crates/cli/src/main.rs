@@ -11,6 +11,7 @@ mod output;
 mod serve;
 mod tools_command;
 
+use crate::output::say;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -128,9 +129,8 @@ async fn ui(open: bool) -> anyhow::Result<ExitCode> {
             anyhow::bail!("could not run `{opener}`; open the address printed by `souz ui`");
         }
     } else {
-        #[allow(clippy::print_stdout)]
         {
-            println!("{url}");
+            say!("{url}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -148,9 +148,8 @@ async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
             },
         )
         .await?;
-    #[allow(clippy::print_stdout)]
     {
-        println!(
+        say!(
             "{}",
             if state.paused {
                 "Souz is paused."
@@ -192,9 +191,8 @@ fn print_token() -> ExitCode {
     }
     match ApiToken::load_or_create(&paths.token()) {
         Ok(token) => {
-            #[allow(clippy::print_stdout)]
             {
-                println!("{}", token.expose());
+                say!("{}", token.expose());
             }
             ExitCode::SUCCESS
         }

@@ -1,6 +1,7 @@
 //! `souz mcp-config claude-code|claude-desktop`: prints exactly what to paste to connect an MCP
 //! client to this Souz (the daemon's URL and token come from the Souz home).
 
+use crate::output::say;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -21,9 +22,8 @@ pub enum McpClient {
 pub fn run(client: McpClient) -> ExitCode {
     match render(client) {
         Ok(text) => {
-            #[allow(clippy::print_stdout)]
             {
-                println!("{text}");
+                say!("{text}");
             }
             ExitCode::SUCCESS
         }

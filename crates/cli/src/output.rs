@@ -1,12 +1,37 @@
 //! Terminal output helpers shared by the client commands.
+//!
+//! Everything the commands print to stdout goes through [`say!`]: a reader that stops early
+//! (`souz approvals | head`) ends the program quietly with success, as with any Unix tool,
+//! instead of a panic from `println!`.
+
+use std::io::Write;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// Prints a line to stdout (see the module header).
+macro_rules! say {
+    ($($argument:tt)*) => {
+        $crate::output::line(format_args!($($argument)*))
+    };
+}
+pub(crate) use say;
+
+/// Writes one line to stdout; a closed pipe exits 0, another write error exits 1.
+pub fn line(text: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("souz: cannot write the output: {error}");
+        std::process::exit(1);
+    }
+}
+
 /// Prints `value` as pretty JSON.
-#[allow(clippy::print_stdout)]
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    say!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use clap::Subcommand;
 use souz_protocol::{ToolCall, ToolCallRequest, ToolCallStatus, ToolList};
 
 use crate::client::DaemonClient;
-use crate::output::{print_json, truncate};
+use crate::output::{print_json, say, truncate};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
@@ -31,7 +31,6 @@ pub enum ToolsCommand {
     },
 }
 
-#[allow(clippy::print_stdout)]
 pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
     let client = DaemonClient::discover()?;
     match command {
@@ -41,10 +40,10 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
                 print_json(&list)?;
                 return Ok(std::process::ExitCode::SUCCESS);
             }
-            println!("{:<22} {:<10} {:<7} DESCRIPTION", "TOOL", "RISK", "POLICY");
+            say!("{:<22} {:<10} {:<7} DESCRIPTION", "TOOL", "RISK", "POLICY");
             for tool in &list.items {
                 let policy = serde_json::to_value(tool.policy.action)?;
-                println!(
+                say!(
                     "{:<22} {:<10} {:<7} {}",
                     tool.name,
                     tool.risk.as_str(),
@@ -71,9 +70,9 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
             if json {
                 print_json(&call)?;
             } else if let Some(result) = &call.result {
-                println!("{}", result.text);
+                say!("{}", result.text);
             } else {
-                println!(
+                say!(
                     "Call {} is {}{}.",
                     call.id,
                     call.status.as_str(),

@@ -16,6 +16,9 @@ use tracing_subscriber::{EnvFilter, Layer};
 use crate::config::LogConfig;
 use crate::config::paths::create_private_dir;
 
+/// Lines the file writer queues before a logging call waits for the disk.
+const LOG_QUEUE_LINES: usize = 4096;
+
 /// Keeps the file writer flushing; drop it last, on exit.
 #[must_use = "dropping the guard stops file logging"]
 pub struct TelemetryGuard {
@@ -77,7 +80,12 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
             .max_log_files(config.retention_days.max(1) as usize)
             .build(logs_dir)
             .map_err(|error| file_error(error.to_string()))?;
-        let (writer, guard) = tracing_appender::non_blocking(appender);
+        // The default queue holds 128,000 lines and is allocated up front (about 4 MB of a
+        // daemon that should idle in tens of MB); a few thousand absorb the bursts we make.
+        // Past that, lines are dropped rather than a logging call blocking the runtime.
+        let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+            .buffered_lines_limit(LOG_QUEUE_LINES)
+            .finish(appender);
         let layer = tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(false)

@@ -74,6 +74,10 @@ pub struct AuditQuery {
     pub outcome: Option<Outcome>,
     /// Only this call.
     pub call_id: Option<String>,
+    /// Only this kind of requester (`chat`, `mcp`, `cli`, `api`, `skill`).
+    pub requester: Option<String>,
+    /// Only calls from this chat.
+    pub chat_id: Option<String>,
 }
 
 /// Rows matching `query`, newest first.
@@ -83,6 +87,8 @@ pub fn page(connection: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntr
          outcome, duration_ms FROM audit_log \
          WHERE (?1 IS NULL OR id < ?1) AND (?2 IS NULL OR tool = ?2) \
            AND (?3 IS NULL OR outcome = ?3) AND (?4 IS NULL OR call_id = ?4) \
+           AND (?6 IS NULL OR json_extract(requester, '$.kind') = ?6) \
+           AND (?7 IS NULL OR json_extract(requester, '$.chat_id') = ?7) \
          ORDER BY id DESC LIMIT ?5",
     )?;
     let rows = statement.query_map(
@@ -92,6 +98,8 @@ pub fn page(connection: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntr
             query.outcome.map(Outcome::as_str),
             query.call_id,
             i64::try_from(query.limit).unwrap_or(i64::MAX),
+            query.requester,
+            query.chat_id,
         ],
         RawEntry::from_row,
     )?;

@@ -502,19 +502,36 @@ async fn graceful_shutdown_lets_an_in_flight_request_finish() {
         .await
         .unwrap();
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    // Send the head of a request, then stop the server, then finish the request.
+    // Send the head and half the body of a request, then stop the server, then finish the
+    // request: the handler only runs once the whole body is read, so the answer proves the
+    // request was served after the stop.
+    let body = r#"{"title":"written while stopping"}"#;
+    let (first, rest) = body.split_at(12);
     let head = format!(
-        "POST /v1/bootstrap HTTP/1.1\r\nHost: {}\r\nContent-Length: 5\r\nAuthorization: Bearer {}\r\n\r\n",
-        served.address, f.token
+        "POST /v1/chats HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        served.address,
+        body.len(),
+        f.token
     );
     stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(first.as_bytes()).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     served.stop.send(()).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    stream.write_all(b"hello").await.unwrap();
+    // No new connection is accepted meanwhile.
+    assert!(
+        tokio::net::TcpStream::connect(served.address)
+            .await
+            .is_err()
+    );
+    stream.write_all(rest.as_bytes()).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 405"), "{response}");
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    assert!(
+        response.contains(r#""title":"written while stopping""#),
+        "{response}"
+    );
     served.server.await.unwrap().unwrap();
 }
 

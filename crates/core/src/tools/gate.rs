@@ -352,17 +352,11 @@ impl Gate {
     }
 
     /// A call: as stored, or (before its first state change is stored) as it runs here.
+    ///
+    /// The live snapshot is taken before the database is read: the recorder forgets a live
+    /// call only after its row is committed, so one of the two always sees the call.
     pub async fn get(&self, call_id: &str) -> Result<Option<ToolCall>, StoreError> {
-        let id = call_id.to_owned();
-        let stored = self
-            .inner
-            .store
-            .read(move |connection| calls::load(connection, &id))
-            .await?;
-        if stored.is_some() {
-            return Ok(stored);
-        }
-        Ok(self.live().get(call_id).map(|call| {
+        let live = self.live().get(call_id).map(|call| {
             let state = call.state.borrow().clone();
             ToolCall {
                 id: call_id.to_owned(),
@@ -375,7 +369,14 @@ impl Gate {
                 created_at: call.created_at,
                 finished_at: None,
             }
-        }))
+        });
+        let id = call_id.to_owned();
+        let stored = self
+            .inner
+            .store
+            .read(move |connection| calls::load(connection, &id))
+            .await?;
+        Ok(stored.or(live))
     }
 
     /// Marks a finished call's result as delivered; false if it already was.
@@ -822,7 +823,9 @@ fn started_event(record: &Record) -> RuntimeEvent {
         call_id: record.call_id.clone(),
         tool: record.request.tool.clone(),
         requester: record.request.requester.clone(),
-        summary: record.summary.clone().unwrap_or_default(),
+        // Events are kept and fanned out to every follower: the summary is redacted like an
+        // audit row (the pending approval, which a person decides on, keeps the whole text).
+        summary: redact::redact_text(record.summary.as_deref().unwrap_or_default()),
     }
 }
 

@@ -27,6 +27,38 @@ pub struct AuditParams {
     pub outcome: Option<Outcome>,
     /// Only this call.
     pub call_id: Option<String>,
+    /// Only this kind of requester.
+    pub requester: Option<RequesterKind>,
+    /// Only calls made by Souz's agent in this chat.
+    pub chat_id: Option<String>,
+}
+
+/// The kinds of requester, as the `requester` filter names them.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequesterKind {
+    /// Souz's own agents, in a chat.
+    Chat,
+    /// MCP clients.
+    Mcp,
+    /// The command line.
+    Cli,
+    /// Scripts and apps calling the API.
+    Api,
+    /// Skill bundles.
+    Skill,
+}
+
+impl RequesterKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Mcp => "mcp",
+            Self::Cli => "cli",
+            Self::Api => "api",
+            Self::Skill => "skill",
+        }
+    }
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
@@ -56,6 +88,8 @@ async fn page(
         tool: params.tool,
         outcome: params.outcome,
         call_id: params.call_id,
+        requester: params.requester.map(|kind| kind.as_str().to_owned()),
+        chat_id: params.chat_id,
     };
     // Calls that changed nothing are recorded in batches; include the ones that just ended.
     handle.gate().flushed().await;
