@@ -20,7 +20,9 @@ use souz_protocol::{
 
 use super::shell;
 use crate::config::{ApprovalsConfig, RuleConfig};
+use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
 use crate::sandbox::{expand_home, normalize_lexically};
+use unicode_normalization::UnicodeNormalization;
 use crate::tools::Target;
 
 /// The facts about one call the policy decides on.
@@ -119,31 +121,43 @@ impl Mode {
 
 #[derive(Debug, Clone)]
 enum PathMatcher {
-    /// The folder and everything inside it.
-    Prefix(PathBuf),
-    /// A glob over absolute paths.
+    /// The folder and everything inside it, folded like protected paths (Unicode NFC, and
+    /// letter case where the filesystem ignores it), so `~/SECRET` cannot slip past a rule
+    /// about `~/secret` on macOS.
+    Prefix(FoldedPath, bool),
+    /// A glob over absolute paths (NFC; case-insensitive where the filesystem is).
     Glob(globset::GlobMatcher),
 }
 
 impl PathMatcher {
-    fn new(raw: &str, home: &Path) -> Option<Self> {
+    fn new(raw: &str, home: &Path, case_insensitive: bool) -> Option<Self> {
         let expanded = expand_home(raw.trim(), home);
         let text = expanded.to_string_lossy();
         if text.contains(['*', '?', '[', '{']) {
+            let text: String = text.nfc().collect();
             globset::GlobBuilder::new(&text)
                 .literal_separator(true)
+                .case_insensitive(case_insensitive)
                 .build()
                 .ok()
                 .map(|glob| Self::Glob(glob.compile_matcher()))
         } else {
-            Some(Self::Prefix(normalize_lexically(&expanded)))
+            Some(Self::Prefix(
+                FoldedPath::new(&normalize_lexically(&expanded), case_insensitive),
+                case_insensitive,
+            ))
         }
     }
 
     fn matches(&self, path: &Path) -> bool {
         match self {
-            Self::Prefix(prefix) => path.starts_with(prefix),
-            Self::Glob(glob) => glob.is_match(path),
+            Self::Prefix(prefix, case_insensitive) => {
+                FoldedPath::new(path, *case_insensitive).starts_with(prefix)
+            }
+            Self::Glob(glob) => {
+                let text: String = path.to_string_lossy().nfc().collect();
+                glob.is_match(Path::new(&text))
+            }
         }
     }
 }
@@ -162,9 +176,10 @@ impl Matchers {
         command: Option<&str>,
         domain: Option<&str>,
         home: &Path,
+        case_insensitive: bool,
     ) -> Option<Self> {
         let path = match path {
-            Some(raw) => Some(PathMatcher::new(raw, home)?),
+            Some(raw) => Some(PathMatcher::new(raw, home, case_insensitive)?),
             None => None,
         };
         let command = command
@@ -340,6 +355,8 @@ pub struct Policy {
     config: ApprovalsConfig,
     rules: Vec<CompiledRule>,
     home: PathBuf,
+    /// Whether paths are compared ignoring letter case (as the filesystem does).
+    case_insensitive: bool,
 }
 
 impl Policy {
@@ -347,6 +364,11 @@ impl Policy {
     /// compile (config validation reports them) are skipped — for a deny rule that would be
     /// unsafe, so such a rule turns into "ask for everything it names".
     pub fn new(config: &ApprovalsConfig, home: &Path) -> Self {
+        Self::with_path_case(config, home, CASE_INSENSITIVE_FILESYSTEM)
+    }
+
+    /// [`Policy::new`] with letter case in paths ignored or not (as on macOS, or Linux).
+    pub fn with_path_case(config: &ApprovalsConfig, home: &Path, case_insensitive: bool) -> Self {
         let rules = config
             .rules
             .iter()
@@ -357,6 +379,7 @@ impl Policy {
                     rule.command.as_deref(),
                     rule.domain.as_deref(),
                     home,
+                    case_insensitive,
                 );
                 match matchers {
                     Some(matchers) => CompiledRule {
@@ -382,6 +405,7 @@ impl Policy {
             config: config.clone(),
             rules,
             home: home.to_path_buf(),
+            case_insensitive,
         }
     }
 
@@ -484,6 +508,7 @@ impl Policy {
             grant.argument_match.command_prefix.as_deref(),
             grant.argument_match.domain.as_deref(),
             &self.home,
+            self.case_insensitive,
         );
         matchers.is_some_and(|matchers| matchers.matches(facts.targets, mode))
     }

@@ -920,3 +920,58 @@ fn effective_policy_for_one_requester() {
     let list = policy.effective_for("ListFiles", Risk::ReadOnly, true, &claude, &[expired], now);
     assert_eq!(list.action, Action::Allow);
 }
+
+#[test]
+fn path_rules_fold_case_where_the_filesystem_does() {
+    let deny_secret = RuleConfig {
+        path: Some("~/Secret".into()),
+        ..rule(Action::Deny)
+    };
+    let deny_glob = RuleConfig {
+        path: Some("~/**/*.PEM".into()),
+        ..rule(Action::Deny)
+    };
+    let config = ApprovalsConfig {
+        rules: vec![deny_secret, deny_glob],
+        ..ApprovalsConfig::default()
+    };
+    let decide = |case_insensitive: bool, target: &str| {
+        let policy = Policy::with_path_case(&config, Path::new(HOME), case_insensitive);
+        let targets = [path(target)];
+        let facts = CallFacts {
+            tool: "ListFiles",
+            known: true,
+            risk: Risk::ReadOnly,
+            requester: &Requester::Cli,
+            targets: &targets,
+        };
+        policy.decide(&facts, &[], Utc::now()).action()
+    };
+    // macOS: `~/secret` is the same folder as `~/Secret`.
+    assert_eq!(decide(true, "/home/u/secret/x"), Action::Deny);
+    assert_eq!(decide(true, "/home/u/SECRET"), Action::Deny);
+    assert_eq!(decide(true, "/home/u/keys/a.pem"), Action::Deny);
+    // Linux: they are different folders.
+    assert_eq!(decide(false, "/home/u/secret/x"), Action::Allow);
+    assert_eq!(decide(false, "/home/u/Secret/x"), Action::Deny);
+    assert_eq!(decide(false, "/home/u/keys/a.pem"), Action::Allow);
+    assert_eq!(decide(false, "/home/u/keys/a.PEM"), Action::Deny);
+    // Either way, a decomposed "é" is the composed one (NFD vs NFC).
+    let config = ApprovalsConfig {
+        rules: vec![RuleConfig {
+            path: Some("~/caf\u{e9}".into()),
+            ..rule(Action::Deny)
+        }],
+        ..ApprovalsConfig::default()
+    };
+    let policy = Policy::with_path_case(&config, Path::new(HOME), false);
+    let targets = [path("/home/u/cafe\u{301}/menu.txt")];
+    let facts = CallFacts {
+        tool: "ListFiles",
+        known: true,
+        risk: Risk::ReadOnly,
+        requester: &Requester::Cli,
+        targets: &targets,
+    };
+    assert_eq!(policy.decide(&facts, &[], Utc::now()).action(), Action::Deny);
+}
