@@ -178,6 +178,9 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(home.join(".ssh/authorized_keys"), "original").unwrap();
     std::fs::write(home.join("notes.txt"), "notes").unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    std::fs::create_dir_all(home.join(".souz")).unwrap();
+    std::fs::write(home.join(".souz/token"), "the-souz-token").unwrap();
     let config = SandboxConfig {
         roots: vec!["~".to_owned()],
         protected: vec!["~/.ssh".to_owned()],
@@ -199,15 +202,27 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
          echo key >> .ssh/authorized_keys || echo refused-protected; \
          echo x > {outside}/escape.txt || echo refused-outside; \
          echo x > \"$TMPDIR/souz-e2e-$$\" && echo ok-tmp; \
-         rm -f \"$TMPDIR/souz-e2e-$$\"",
-        outside = outside.display()
+         rm -f \"$TMPDIR/souz-e2e-$$\"; \
+         cat notes.txt > /dev/null && echo ok-read-notes; \
+         ls .ssh | grep -q id_ed25519 && echo ok-list-protected; \
+         cat .ssh/id_ed25519 || echo refused-read-key; \
+         cat .souz/token || echo refused-read-token; \
+         cat /proc/self/root{home}/.ssh/id_ed25519 || echo refused-read-through-proc",
+        outside = outside.display(),
+        home = home.display()
     );
     let outcome = sandbox
         .run_command(CommandRequest::shell(script), &CancellationToken::new())
         .await
         .unwrap();
     let stdout = &outcome.stdout.text;
-    for line in ["ok-project", "ok-notes", "ok-tmp"] {
+    for line in [
+        "ok-project",
+        "ok-notes",
+        "ok-tmp",
+        "ok-read-notes",
+        "ok-list-protected",
+    ] {
         assert!(
             stdout.lines().any(|seen| seen == line),
             "missing {line}: {outcome:?}"
@@ -218,7 +233,13 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
         "built\n"
     );
     if confined {
-        for line in ["refused-protected", "refused-outside"] {
+        for line in [
+            "refused-protected",
+            "refused-outside",
+            "refused-read-key",
+            "refused-read-token",
+            "refused-read-through-proc",
+        ] {
             assert!(
                 stdout.lines().any(|seen| seen == line),
                 "missing {line}: {outcome:?}"
@@ -229,5 +250,7 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
             "original"
         );
         assert!(!outside.join("escape.txt").exists());
+        assert!(!stdout.contains("PRIVATE KEY"), "{outcome:?}");
+        assert!(!stdout.contains("the-souz-token"), "{outcome:?}");
     }
 }

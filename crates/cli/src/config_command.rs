@@ -33,7 +33,8 @@ pub fn run(command: ConfigCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
         ConfigCommand::Template => {
-            print!("{}", Config::template());
+            // The template ends with a newline; `say!` adds it back.
+            say!("{}", Config::template().trim_end_matches('\n'));
             ExitCode::SUCCESS
         }
         ConfigCommand::Check { file } => {

@@ -167,7 +167,7 @@ impl Runtime {
         if let Some(helper) = options.sandbox_helper {
             sandbox = sandbox.with_confinement_helper(helper);
         }
-        tracing::info!(confinement = %sandbox.confinement().status().detail, "sandbox ready");
+        tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
         let sandbox = Arc::new(sandbox);
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -449,7 +449,7 @@ impl RuntimeHandle {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             uptime_s: self.state.started.elapsed().as_secs(),
             database,
-            sandbox: self.state.sandbox.confinement().status(),
+            sandbox: self.state.sandbox.confinement_status(),
         }
     }
 

@@ -195,6 +195,11 @@ impl Sandbox {
         self
     }
 
+    /// How commands are confined, as `/health` reports it.
+    pub fn confinement_status(&self) -> souz_protocol::SandboxStatus {
+        self.confinement.status(self.config.commands_read_protected)
+    }
+
     /// The `[sandbox]` settings this sandbox was built from.
     pub fn config(&self) -> &SandboxConfig {
         &self.config

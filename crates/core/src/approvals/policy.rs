@@ -22,8 +22,8 @@ use super::shell;
 use crate::config::{ApprovalsConfig, RuleConfig};
 use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
 use crate::sandbox::{expand_home, normalize_lexically};
-use unicode_normalization::UnicodeNormalization;
 use crate::tools::Target;
+use unicode_normalization::UnicodeNormalization;
 
 /// The facts about one call the policy decides on.
 #[derive(Debug, Clone, Copy)]

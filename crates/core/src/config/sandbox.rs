@@ -37,6 +37,12 @@ config_section! {
         .iter()
         .map(|path| (*path).to_owned())
         .collect(),
+        /// Whether commands may read files inside protected paths. Off (the default): where the
+        /// system confines commands (see /health), a command cannot open a file inside a
+        /// protected path, so even an approved command cannot read your SSH keys, shell
+        /// history or the Souz token (it can still see their names). Turn it on only if a
+        /// command you trust needs them.
+        pub commands_read_protected: bool = false,
         /// Default time limit of a RunCommand call, in seconds.
         pub command_timeout_seconds: u64 = 60,
         /// Largest time limit a RunCommand call may ask for, in seconds.

@@ -8,8 +8,10 @@
 //! - Elsewhere, or when the kernel lacks support: none, with the reason (reported in `/health`).
 //!
 //! What may be written: inside the workspace roots except protected paths, the temporary
-//! folders, and a few device files (`/dev/null`, ...). Reading and network access are not
-//! restricted (the approval gate decides whether a command runs at all).
+//! folders, and a few device files (`/dev/null`, ...). What may be read: everything but the
+//! files inside protected paths (unless `[sandbox] commands_read_protected`); names stay
+//! listable. Network access is not restricted (the approval gate decides whether a command
+//! runs at all).
 //!
 //! Invariants:
 //! - When confinement is active and cannot be applied to a command, the command does not run
@@ -19,7 +21,9 @@
 //! - Landlock can only allow, never deny below an allowed folder. A folder that holds a
 //!   protected path therefore gets no rule of its own; its other entries get one each. The cost:
 //!   a command cannot create or delete entries directly in such a folder (e.g. the home folder
-//!   when it is a root), only inside its unprotected subfolders and files.
+//!   when it is a root), only inside its unprotected subfolders and files. Reading is split the
+//!   same way from `/`: a file created in such a folder after the rules were made (by the
+//!   command itself) cannot be read by it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -112,18 +116,23 @@ impl Confinement {
         }
     }
 
-    /// What `/health` reports.
-    pub fn status(&self) -> SandboxStatus {
-        const ALLOWED: &str = "commands may write only inside the workspace roots (not \
-                               protected paths) and the temporary folders";
+    /// What `/health` reports, saying whether commands may read protected paths.
+    pub fn status(&self, reads_protected: bool) -> SandboxStatus {
+        let allowed = if reads_protected {
+            "commands may write only inside the workspace roots (not protected paths) and the \
+             temporary folders"
+        } else {
+            "commands may write only inside the workspace roots (not protected paths) and the \
+             temporary folders, and cannot read files inside protected paths"
+        };
         let detail = match self {
-            Self::Landlock { complete: true, .. } => format!("Landlock: {ALLOWED}"),
+            Self::Landlock { complete: true, .. } => format!("Landlock: {allowed}"),
             Self::Landlock {
                 complete: false, ..
             } => format!(
-                "Landlock (partial: this kernel supports only some of the restrictions): {ALLOWED}"
+                "Landlock (partial: this kernel supports only some of the restrictions): {allowed}"
             ),
-            Self::Seatbelt { .. } => format!("Seatbelt (sandbox-exec): {ALLOWED}"),
+            Self::Seatbelt { .. } => format!("Seatbelt (sandbox-exec): {allowed}"),
             Self::None { reason } => format!("commands are not confined: {reason}"),
         };
         SandboxStatus {
@@ -146,6 +155,14 @@ impl Confinement {
                 for path in writable_paths(sandbox) {
                     wrapped.push(OsString::from("--allow-write"));
                     wrapped.push(path.into_os_string());
+                }
+                if let Some(readable) = readable_paths(sandbox) {
+                    // Also for an empty list: the helper then restricts reading to nothing.
+                    wrapped.push(OsString::from("--restrict-read"));
+                    for path in readable {
+                        wrapped.push(OsString::from("--allow-read"));
+                        wrapped.push(path.into_os_string());
+                    }
                 }
                 helper.as_os_str().to_owned()
             }
@@ -212,6 +229,19 @@ pub fn writable_paths(sandbox: &Sandbox) -> Vec<PathBuf> {
     paths
 }
 
+/// What a confined command may read, when reading is restricted (`None` when it is not):
+/// everything from `/` down, split around protected paths.
+pub fn readable_paths(sandbox: &Sandbox) -> Option<Vec<PathBuf>> {
+    if sandbox.config().commands_read_protected {
+        return None;
+    }
+    let mut paths = Vec::new();
+    grant_around_protected(sandbox, Path::new("/"), &mut paths);
+    paths.sort();
+    paths.dedup();
+    Some(paths)
+}
+
 fn grant_around_protected(sandbox: &Sandbox, folder: &Path, paths: &mut Vec<PathBuf>) {
     if sandbox.is_protected(folder) {
         return;
@@ -240,7 +270,7 @@ fn grant_around_protected(sandbox: &Sandbox, folder: &Path, paths: &mut Vec<Path
 }
 
 /// A Seatbelt profile that allows everything except writing outside the roots, the temporary
-/// folders and a few devices, and writing protected paths.
+/// folders and a few devices, writing protected paths and (unless allowed) reading them.
 pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
     let mut writable: Vec<String> = sandbox
         .roots()
@@ -268,6 +298,12 @@ pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
             "(deny file-write*\n    {})\n",
             protected.join("\n    ")
         ));
+        if !sandbox.config().commands_read_protected {
+            profile.push_str(&format!(
+                "(deny file-read-data\n    {})\n",
+                protected.join("\n    ")
+            ));
+        }
     }
     profile
 }
@@ -290,8 +326,10 @@ fn seatbelt_string(path: &Path) -> String {
 /// Why the helper could not run a command.
 #[derive(Debug, thiserror::Error)]
 pub enum HelperError {
-    /// The arguments are not `[--allow-write PATH]... -- PROGRAM [ARGS]...`.
-    #[error("usage: souz {HELPER_SUBCOMMAND} [--allow-write PATH]... -- PROGRAM [ARGS]...")]
+    /// The arguments are not of the helper's form.
+    #[error(
+        "usage: souz {HELPER_SUBCOMMAND} [--allow-write PATH]... [--restrict-read [--allow-read PATH]...] -- PROGRAM [ARGS]..."
+    )]
     Usage,
     /// Confinement could not be applied.
     #[error("cannot confine the command: {0}")]
@@ -311,6 +349,8 @@ pub enum HelperError {
 pub struct HelperArguments {
     /// Files and folders the command may write.
     pub writable: Vec<PathBuf>,
+    /// Files and folders the command may read, when reading is restricted.
+    pub readable: Option<Vec<PathBuf>>,
     /// The program.
     pub program: OsString,
     /// Its arguments.
@@ -322,19 +362,27 @@ impl HelperArguments {
     pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Self, HelperError> {
         let mut arguments = arguments.into_iter();
         let mut writable = Vec::new();
+        let mut readable: Option<Vec<PathBuf>> = None;
         loop {
             let argument = arguments.next().ok_or(HelperError::Usage)?;
             if argument == "--" {
                 break;
             }
-            if argument != "--allow-write" {
-                return Err(HelperError::Usage);
+            if argument == "--restrict-read" && readable.is_none() {
+                readable = Some(Vec::new());
+                continue;
             }
-            writable.push(PathBuf::from(arguments.next().ok_or(HelperError::Usage)?));
+            let list = match (argument.to_str(), readable.as_mut()) {
+                (Some("--allow-write"), None) => &mut writable,
+                (Some("--allow-read"), Some(readable)) => readable,
+                _ => return Err(HelperError::Usage),
+            };
+            list.push(PathBuf::from(arguments.next().ok_or(HelperError::Usage)?));
         }
         let program = arguments.next().ok_or(HelperError::Usage)?;
         Ok(Self {
             writable,
+            readable,
             program,
             args: arguments.collect(),
         })
@@ -348,7 +396,9 @@ pub fn run_helper(arguments: HelperArguments) -> HelperError {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
-        if let Err(reason) = landlock_rules::restrict_self(&arguments.writable) {
+        if let Err(reason) =
+            landlock_rules::restrict_self(&arguments.writable, arguments.readable.as_deref())
+        {
             return HelperError::Confine(reason);
         }
         let source = std::process::Command::new(&arguments.program)
@@ -368,9 +418,10 @@ pub fn run_helper(arguments: HelperArguments) -> HelperError {
 
 #[cfg(target_os = "linux")]
 mod landlock_rules {
-    //! The Landlock ruleset: writes handled (reads and execution are not), allowed beneath the
-    //! given paths; signals scoped so a command cannot signal processes outside its domain
-    //! (such as the daemon).
+    //! The Landlock ruleset: writes handled, allowed beneath the given paths; reading files
+    //! handled when asked, allowed beneath the readable paths (listing folders and executing
+    //! are not handled); signals scoped so a command cannot signal processes outside its
+    //! domain (such as the daemon).
 
     use std::path::PathBuf;
 
@@ -401,44 +452,65 @@ mod landlock_rules {
         Ok(complete)
     }
 
-    /// Restricts this thread (and what it executes) to writing beneath `writable`.
-    pub fn restrict_self(writable: &[PathBuf]) -> Result<(), String> {
+    /// Restricts this thread (and what it executes) to writing beneath `writable` and, when
+    /// given, to reading files beneath `readable`.
+    pub fn restrict_self(writable: &[PathBuf], readable: Option<&[PathBuf]>) -> Result<(), String> {
         let write = AccessFs::from_write(REQUESTED_ABI);
         let file_write = write & AccessFs::from_file(REQUESTED_ABI);
+        let read = if readable.is_some() {
+            AccessFs::ReadFile.into()
+        } else {
+            landlock::BitFlags::empty()
+        };
         let mut ruleset = Ruleset::default()
-            .handle_access(write)
+            .handle_access(write | read)
             .and_then(|ruleset| ruleset.scope(Scope::Signal))
             .and_then(|ruleset| ruleset.create())
             .map_err(|error| error.to_string())?;
         for path in writable {
-            let descriptor = match rustix::fs::openat2(
-                CWD,
-                path,
-                OFlags::PATH | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-                Mode::empty(),
-                ResolveFlags::NO_SYMLINKS,
-            ) {
-                Ok(descriptor) => descriptor,
-                // Gone or replaced by a link since the daemon listed it: grant nothing.
-                Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => continue,
-                Err(error) => return Err(format!("cannot open {}: {error}", path.display())),
-            };
-            let stat = rustix::fs::fstat(&descriptor)
-                .map_err(|error| format!("cannot inspect {}: {error}", path.display()))?;
-            let access = match FileType::from_raw_mode(stat.st_mode) {
-                FileType::Directory => write,
-                FileType::Symlink => continue,
-                _ => file_write,
-            };
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(descriptor, access))
-                .map_err(|error| error.to_string())?;
+            if let Some(rule) = rule_beneath(path, write, file_write)? {
+                ruleset = ruleset.add_rule(rule).map_err(|error| error.to_string())?;
+            }
+        }
+        for path in readable.unwrap_or_default() {
+            if let Some(rule) = rule_beneath(path, read, read)? {
+                ruleset = ruleset.add_rule(rule).map_err(|error| error.to_string())?;
+            }
         }
         let status = ruleset.restrict_self().map_err(|error| error.to_string())?;
         if status.ruleset == RulesetStatus::NotEnforced {
             return Err("the kernel did not enforce the Landlock ruleset".to_owned());
         }
         Ok(())
+    }
+
+    /// A rule granting `folder_access` beneath a folder or `file_access` on a file; `None` for
+    /// a path that is gone or is a symbolic link (grant nothing).
+    fn rule_beneath(
+        path: &std::path::Path,
+        folder_access: landlock::BitFlags<AccessFs>,
+        file_access: landlock::BitFlags<AccessFs>,
+    ) -> Result<Option<PathBeneath<rustix::fd::OwnedFd>>, String> {
+        let descriptor = match rustix::fs::openat2(
+            CWD,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        ) {
+            Ok(descriptor) => descriptor,
+            // Gone or replaced by a link since the daemon listed it: grant nothing.
+            Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => return Ok(None),
+            Err(error) => return Err(format!("cannot open {}: {error}", path.display())),
+        };
+        let stat = rustix::fs::fstat(&descriptor)
+            .map_err(|error| format!("cannot inspect {}: {error}", path.display()))?;
+        let access = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory => folder_access,
+            FileType::Symlink => return Ok(None),
+            _ => file_access,
+        };
+        Ok(Some(PathBeneath::new(descriptor, access)))
     }
 }
 

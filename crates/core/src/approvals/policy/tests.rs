@@ -973,5 +973,8 @@ fn path_rules_fold_case_where_the_filesystem_does() {
         requester: &Requester::Cli,
         targets: &targets,
     };
-    assert_eq!(policy.decide(&facts, &[], Utc::now()).action(), Action::Deny);
+    assert_eq!(
+        policy.decide(&facts, &[], Utc::now()).action(),
+        Action::Deny
+    );
 }

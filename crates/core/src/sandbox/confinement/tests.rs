@@ -82,6 +82,52 @@ fn writable_paths_split_roots_around_protected_paths() {
 }
 
 #[test]
+fn readable_paths_cover_everything_but_protected_paths() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let home = dir.path().canonicalize().unwrap();
+    for folder in [".ssh", ".config/secret", ".config/app", "projects", ".souz"] {
+        std::fs::create_dir_all(home.join(folder)).unwrap();
+    }
+    std::fs::write(home.join("notes.txt"), "n").unwrap();
+    std::fs::write(home.join(".zshrc"), "z").unwrap();
+    let sandbox = sandbox_with_home(&home);
+    let readable = readable_paths(&sandbox).unwrap();
+    // Nothing granted contains a protected path (or the Souz home).
+    for protected in [".ssh", ".config/secret", ".zshrc", ".souz"] {
+        assert!(
+            !readable
+                .iter()
+                .any(|path| home.join(protected).starts_with(path)),
+            "{protected} is readable through {readable:?}"
+        );
+    }
+    // Everything else is: system folders, and the home's other entries.
+    for relative in ["projects", "notes.txt", ".config/app"] {
+        assert!(
+            readable.contains(&home.join(relative)),
+            "{relative}: {readable:?}"
+        );
+    }
+    for system in ["/usr", "/etc", "/proc", "/tmp"] {
+        let real = Path::new(system).canonicalize().unwrap();
+        assert!(
+            readable.iter().any(|path| real.starts_with(path)),
+            "{system}: {readable:?}"
+        );
+    }
+    // Allowed by configuration: reading is not restricted at all.
+    let config = SandboxConfig {
+        commands_read_protected: true,
+        ..sandbox.config().clone()
+    };
+    let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
+    assert_eq!(
+        readable_paths(&Sandbox::new(&config, &paths).unwrap()),
+        None
+    );
+}
+
+#[test]
 fn temporary_folders_never_open_up_the_home_or_protected_paths() {
     // A home under /tmp (as in tests, or a strange TMPDIR): /tmp would contain it, so /tmp is
     // not granted wholesale; the root is still split around its protected paths.
@@ -125,6 +171,10 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
         profile.contains(&format!("(subpath \"{quoted_home}/.souz\")")),
         "{profile}"
     );
+    assert!(
+        profile.contains("(deny file-read-data\n"),
+        "protected paths are unreadable by default: {profile}"
+    );
     // Balanced parentheses outside string literals.
     let mut depth = 0i32;
     let mut in_string = false;
@@ -167,6 +217,11 @@ fn wrapping_puts_the_command_behind_the_launcher() {
     assert_eq!(parsed.program, "/bin/sh");
     assert_eq!(parsed.args, args);
     assert_eq!(parsed.writable, writable_paths(&sandbox));
+    assert_eq!(parsed.readable, readable_paths(&sandbox));
+    assert!(
+        parsed.readable.is_some(),
+        "reading is restricted by default"
+    );
     let seatbelt = Confinement::Seatbelt {
         launcher: PathBuf::from(SANDBOX_EXEC),
     };
@@ -197,9 +252,29 @@ fn helper_arguments_are_strict() {
         .unwrap(),
         HelperArguments {
             writable: vec![PathBuf::from("/a"), PathBuf::from("/b")],
+            readable: None,
             program: OsString::from("ls"),
             args: ["-l", "--", "x"].map(OsString::from).to_vec(),
         }
+    );
+    assert_eq!(
+        parse(&[
+            "--allow-write",
+            "/a",
+            "--restrict-read",
+            "--allow-read",
+            "/usr",
+            "--",
+            "ls"
+        ])
+        .unwrap()
+        .readable,
+        Some(vec![PathBuf::from("/usr")])
+    );
+    assert_eq!(
+        parse(&["--restrict-read", "--", "ls"]).unwrap().readable,
+        Some(Vec::new()),
+        "restricted with nothing readable"
     );
     for bad in [
         &[][..],
@@ -208,6 +283,10 @@ fn helper_arguments_are_strict() {
         &["--allow-write"],
         &["--allow-write", "/a", "ls"],
         &["--other", "--", "ls"],
+        // Readable paths only after --restrict-read, writable ones only before it, once.
+        &["--allow-read", "/a", "--", "ls"],
+        &["--restrict-read", "--allow-write", "/a", "--", "ls"],
+        &["--restrict-read", "--restrict-read", "--", "ls"],
     ] {
         assert!(matches!(parse(bad), Err(HelperError::Usage)), "{bad:?}");
     }
@@ -218,21 +297,31 @@ fn status_names_the_confinement_and_the_reason() {
     let none = Confinement::None {
         reason: "Landlock is not available on this kernel: ENOSYS".into(),
     };
-    let status = none.status();
+    let status = none.status(false);
     assert_eq!(status.confinement, ConfinementKind::None);
     assert!(status.detail.contains("ENOSYS"), "{}", status.detail);
     let landlock = Confinement::Landlock {
         helper: PathBuf::from("/x"),
         complete: false,
     };
-    assert_eq!(landlock.status().confinement, ConfinementKind::Landlock);
-    assert!(landlock.status().detail.contains("partial"));
+    assert_eq!(
+        landlock.status(false).confinement,
+        ConfinementKind::Landlock
+    );
+    assert!(landlock.status(false).detail.contains("partial"));
+    assert!(
+        landlock
+            .status(false)
+            .detail
+            .contains("cannot read files inside protected paths")
+    );
+    assert!(!landlock.status(true).detail.contains("cannot read"));
     // Without a helper, Linux reports no confinement and says why.
     if cfg!(target_os = "linux") {
         let detected = Confinement::detect(None);
         assert_eq!(detected.kind(), ConfinementKind::None);
         assert!(
-            detected.status().detail.contains("Landlock"),
+            detected.status(false).detail.contains("Landlock"),
             "{detected:?}"
         );
     }
