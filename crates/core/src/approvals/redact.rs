@@ -20,7 +20,8 @@ const MAX_ITEMS: usize = 8;
 const MAX_STRING: usize = 160;
 const MAX_PREVIEW: usize = 1024;
 const MAX_ERROR: usize = 240;
-const REDACTED: &str = "[REDACTED]";
+/// What stands in for a secret.
+pub const REDACTED: &str = "[REDACTED]";
 
 const SENSITIVE_KEYS: &[&str] = &[
     "apikey",

@@ -137,11 +137,26 @@ impl ProviderHttp {
     ) -> Result<reqwest::Response, LlmError> {
         let mut retry = 0;
         loop {
-            let request = build(&self.client).timeout(self.settings.request_timeout);
+            let request = match build(&self.client)
+                .timeout(self.settings.request_timeout)
+                .build()
+            {
+                Ok(request) => request,
+                Err(error) => {
+                    return Err(transport_error(
+                        provider,
+                        &error,
+                        self.settings.request_timeout,
+                    ));
+                }
+            };
+            // A provider that echoes the credential in an error body must not get it into
+            // logs, turn records or answers: the error text is scrubbed of what we sent.
+            let secrets = credentials_sent(request.headers());
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(LlmError::Cancelled),
-                outcome = request.send() => outcome,
+                outcome = self.client.execute(request) => outcome,
             };
             let error = match outcome {
                 Ok(response) if response.status().is_success() => return Ok(response),
@@ -156,7 +171,7 @@ impl ProviderHttp {
                     LlmError::Status {
                         provider,
                         status,
-                        message: error_message(&body),
+                        message: scrub(&error_message(&body), &secrets),
                         retry_after,
                     }
                 }
@@ -246,6 +261,25 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
     }
     body.truncate(ERROR_BODY_LIMIT);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The credentials a request carries (`Authorization` without its scheme, API-key headers).
+fn credentials_sent(headers: &HeaderMap) -> Vec<String> {
+    ["authorization", "proxy-authorization", "x-api-key", "api-key"]
+        .into_iter()
+        .filter_map(|name| headers.get(name)?.to_str().ok())
+        .filter_map(|value| value.split_whitespace().last().map(str::to_owned))
+        .filter(|secret| secret.len() >= 8)
+        .collect()
+}
+
+/// `text` with every credential in `secrets`, and anything that looks like one, redacted.
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut scrubbed = text.to_owned();
+    for secret in secrets {
+        scrubbed = scrubbed.replace(secret.as_str(), crate::approvals::redact::REDACTED);
+    }
+    crate::approvals::redact::redact_text(&scrubbed)
 }
 
 /// The human part of a provider's error body: `error.message`, `message`, or the text.

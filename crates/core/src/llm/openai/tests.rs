@@ -320,3 +320,30 @@ async fn embeddings_come_back_in_input_order_and_mismatches_are_errors() {
         Vec::<Vec<f32>>::new()
     );
 }
+
+#[tokio::test]
+async fn a_key_echoed_in_an_error_body_never_reaches_the_error() {
+    let server = FakeServer::start().await;
+    // A key that looks like nothing in particular (no `sk-` prefix), so only knowing what
+    // was sent can catch it, echoed the way some compatible servers do.
+    let key = "q8LkQ2mZx7VbN4rT";
+    server.push(
+        CHAT_PATH,
+        Reply::json(
+            401,
+            json!({"error": {"message": format!("invalid api key {key} for this endpoint")}}),
+        ),
+    );
+    let client = OpenAiClient::new(
+        http(),
+        OpenAiEndpoint::official(format!("{}/v1", server.url())),
+        Some(ApiKey::new(key)),
+        1024,
+    );
+    let failure = collect(client.stream(request(), CancellationToken::new()))
+        .await
+        .unwrap_err();
+    let shown = format!("{failure} {failure:?}");
+    assert!(!shown.contains(key), "{shown}");
+    assert!(shown.contains("invalid api key [REDACTED]"), "{shown}");
+}
