@@ -8,10 +8,11 @@ cd "$(dirname "$0")/.."
 . scripts/clients.sh
 if command -v apt-get >/dev/null 2>&1; then
   # The menu-bar app (Tauri: WebKitGTK, app indicator), the browser tests (Chromium, Node) and
-  # the app's end-to-end test (Xvfb, a tray host, a notification server, X automation).
+  # the app's end-to-end test (Xvfb, a tray host, a notification server, X automation), and
+  # the keychain test (GNOME Keyring as the Secret Service).
   souz_apt_install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev \
     librsvg2-dev file chromium xvfb xauth imagemagick trayer dbus-x11 dunst \
-    x11-utils xdotool libnotify-bin python3
+    x11-utils xdotool libnotify-bin python3 dbus gnome-keyring libsecret-tools
   # Any Node that brings npm will do (a NodeSource nodejs bundles it and conflicts with npm).
   command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
 fi

@@ -11,15 +11,15 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message as Frame, WebSocket};
 
-const COMPLETIONS: &str = "/v1/chat/completions";
+pub(crate) const COMPLETIONS: &str = "/v1/chat/completions";
 
-struct Setup {
+pub(crate) struct Setup {
     // Keeps the fake provider serving for the whole test.
     _runtime: tokio::runtime::Runtime,
-    provider: FakeServer,
+    pub(crate) provider: FakeServer,
 }
 
-fn provider() -> Setup {
+pub(crate) fn provider() -> Setup {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -32,7 +32,17 @@ fn provider() -> Setup {
     }
 }
 
-fn daemon(setup: &Setup) -> Daemon {
+pub(crate) fn daemon(setup: &Setup) -> Daemon {
+    daemon_with(setup, |command| {
+        command.env("OPENAI_API_KEY", "sk-test-e2e-key");
+    })
+}
+
+/// A daemon whose OpenAI provider is the fake server; `prepare` sets its environment.
+pub(crate) fn daemon_with(
+    setup: &Setup,
+    prepare: impl FnOnce(&mut std::process::Command),
+) -> Daemon {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("config.toml"),
@@ -42,18 +52,16 @@ fn daemon(setup: &Setup) -> Daemon {
         ),
     )
     .unwrap();
-    Daemon::start_in(home, |command| {
-        command.env("OPENAI_API_KEY", "sk-test-e2e-key");
-    })
+    Daemon::start_in(home, prepare)
 }
 
-fn new_chat(daemon: &Daemon) -> String {
+pub(crate) fn new_chat(daemon: &Daemon) -> String {
     let response = daemon.post("/v1/chats", &json!({"title": "e2e"}));
     assert_eq!(response.status, 201, "{}", response.body);
     response.json()["chat"]["id"].as_str().unwrap().to_owned()
 }
 
-fn post(daemon: &Daemon, chat: &str, body: Value) -> souz_e2e::HttpResponse {
+pub(crate) fn post(daemon: &Daemon, chat: &str, body: Value) -> souz_e2e::HttpResponse {
     daemon.post(&format!("/v1/chats/{chat}/messages"), &body)
 }
 
@@ -66,7 +74,7 @@ fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
         .clone()
 }
 
-fn wait_event(daemon: &Daemon, chat: &str, kind: &str) -> Value {
+pub(crate) fn wait_event(daemon: &Daemon, chat: &str, kind: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(event) = events(daemon, chat).into_iter().find(|e| e["type"] == kind) {

@@ -4,5 +4,6 @@ mod approvals;
 mod chats;
 mod config;
 mod daemon;
+mod keys;
 mod mcp;
 mod sandbox;

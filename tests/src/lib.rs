@@ -41,6 +41,9 @@ pub fn program_in(program: &Path, home: &Path) -> Command {
         .env_remove("SOUZ_PORT")
         .env_remove("SOUZ_HOST")
         .env_remove("SOUZ_LOG")
+        // No session bus: a daemon under test must never reach the person's real keyring
+        // (tests that want one start their own).
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .stdin(Stdio::null());
     command
 }
@@ -250,28 +253,25 @@ impl Daemon {
 
     /// POST JSON with the bearer token.
     pub fn post(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
-        let auth = format!("Bearer {}", self.token);
-        let body = body.to_string();
-        http(
-            &self.address,
-            "POST",
-            path,
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            body.as_bytes(),
-        )
-        .unwrap_or_else(|error| panic!("POST {path}: {error}"))
+        self.send_json("POST", path, body)
     }
 
     /// PATCH JSON with the bearer token.
     pub fn patch(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
+        self.send_json("PATCH", path, body)
+    }
+
+    /// PUT JSON with the bearer token.
+    pub fn put(&self, path: &str, body: &serde_json::Value) -> HttpResponse {
+        self.send_json("PUT", path, body)
+    }
+
+    fn send_json(&self, method: &str, path: &str, body: &serde_json::Value) -> HttpResponse {
         let auth = format!("Bearer {}", self.token);
         let body = body.to_string();
         http(
             &self.address,
-            "PATCH",
+            method,
             path,
             &[
                 ("Authorization", &auth),
@@ -279,7 +279,7 @@ impl Daemon {
             ],
             body.as_bytes(),
         )
-        .unwrap_or_else(|error| panic!("PATCH {path}: {error}"))
+        .unwrap_or_else(|error| panic!("{method} {path}: {error}"))
     }
 
     /// Polls `GET path` until `done` holds for its JSON body (30 s at most).

@@ -37,7 +37,7 @@ config_section! {
         /// AiTunnel's OpenAI-compatible API.
         pub ai_tunnel_base_url: String = "https://api.aitunnel.ru/v1".to_owned(),
         /// GigaChat's API.
-        pub giga_base_url: String = "https://gigachat.devices.sberbank.ru/api/v1".to_owned(),
+        pub giga_base_url: String = "https://api.giga.chat/v1".to_owned(),
         /// GigaChat's OAuth endpoint (exchanges the authorization key for access tokens).
         pub giga_auth_url: String = "https://ngw.devices.sberbank.ru:9443/api/v2/oauth".to_owned(),
         /// GigaChat OAuth scope: GIGACHAT_API_PERS, GIGACHAT_API_B2B or GIGACHAT_API_CORP.
@@ -71,8 +71,16 @@ config_section! {
         pub max_output_tokens: u32 = 4096,
         /// Sampling temperature for providers that accept one (0 to 2).
         pub temperature: f64 = 0.7,
+        /// Where the key that encrypts stored provider keys is kept: "auto" (the OS keychain
+        /// where one answers — the macOS Keychain, a Secret Service such as GNOME Keyring —
+        /// else an owner-only file in the Souz home) or "file" (always the file). A key
+        /// already kept in a file stays there.
+        pub key_storage: String = "auto".to_owned(),
     }
 }
+
+/// Values `[llm] key_storage` accepts.
+pub const KEY_STORAGES: &[&str] = &["auto", "file"];
 
 /// Providers that are local OpenAI-compatible servers.
 pub const LOCAL_SERVERS: [ProviderId; 3] = [
@@ -169,6 +177,12 @@ impl LlmConfig {
         }
         if !(self.temperature.is_finite() && (0.0..=2.0).contains(&self.temperature)) {
             problems.push(Invalid::new("temperature", "must be between 0 and 2"));
+        }
+        if !KEY_STORAGES.contains(&self.key_storage.as_str()) {
+            problems.push(Invalid::new(
+                "key_storage",
+                format!("must be one of {}", KEY_STORAGES.join(", ")),
+            ));
         }
         problems
     }

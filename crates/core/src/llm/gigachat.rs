@@ -31,7 +31,7 @@ use super::{
 };
 
 /// The GigaChat API.
-pub const GIGACHAT_BASE_URL: &str = "https://gigachat.devices.sberbank.ru/api/v1";
+pub const GIGACHAT_BASE_URL: &str = "https://api.giga.chat/v1";
 /// The OAuth endpoint that issues access tokens.
 pub const GIGACHAT_AUTH_URL: &str = "https://ngw.devices.sberbank.ru:9443/api/v2/oauth";
 /// The scope of personal API keys.

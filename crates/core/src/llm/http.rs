@@ -265,12 +265,17 @@ async fn read_error_body(mut response: reqwest::Response) -> String {
 
 /// The credentials a request carries (`Authorization` without its scheme, API-key headers).
 fn credentials_sent(headers: &HeaderMap) -> Vec<String> {
-    ["authorization", "proxy-authorization", "x-api-key", "api-key"]
-        .into_iter()
-        .filter_map(|name| headers.get(name)?.to_str().ok())
-        .filter_map(|value| value.split_whitespace().last().map(str::to_owned))
-        .filter(|secret| secret.len() >= 8)
-        .collect()
+    [
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+    ]
+    .into_iter()
+    .filter_map(|name| headers.get(name)?.to_str().ok())
+    .filter_map(|value| value.split_whitespace().last().map(str::to_owned))
+    .filter(|secret| secret.len() >= 8)
+    .collect()
 }
 
 /// `text` with every credential in `secrets`, and anything that looks like one, redacted.

@@ -1,17 +1,19 @@
 //! Provider API keys at rest: AES-256-GCM encrypted rows in SQLite, under a random 256-bit data
-//! key kept in an owner-only file in the Souz home.
+//! key kept in the OS keychain where one answers (`keychain`: the macOS Keychain, a Secret
+//! Service on Linux desktops), else in an owner-only file in the Souz home.
 //!
 //! Invariants:
 //! - A key is only ever held as [`ApiKey`], whose `Debug` and `Display` never show it; the
 //!   wire and the logs only see its hint (`...` and the last four characters).
 //! - Each row is sealed with a fresh 96-bit nonce, and the provider name is authenticated data:
 //!   a row copied under another provider does not decrypt.
-//! - The data key file is created (mode 0600, exclusive create) only when the first key is
-//!   stored. If rows exist but the file is missing, changed or malformed, reads fail with an
-//!   error that says so and what to do; nothing is overwritten or silently re-keyed.
-//!
-//! The macOS keychain would be the better home for the data key; it is the next step (the
-//! file is the portable baseline that works everywhere Souz runs).
+//! - The data key is made only when the first key is stored: in the keychain if it takes it,
+//!   else in the key file (mode 0600, exclusive create). A key file, once there, is always
+//!   used (so is a file left by an older Souz). A key file readable by others is made
+//!   owner-only before use, with a warning.
+//! - Once rows exist, a missing data key is an error that says so and what to do, never a
+//!   reason to make a new one: nothing is overwritten or silently re-keyed, and a keychain
+//!   that is locked or gone makes reads and writes fail rather than fork into a second key.
 
 use std::fmt;
 use std::io::Write;
@@ -24,8 +26,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::OptionalExtension;
 use zeroize::Zeroizing;
 
+pub use keychain::{Keychain, KeychainError};
+
 use super::ProviderId;
 use crate::store::{Store, StoreError};
+
+mod keychain;
 
 /// Format version written as the first byte of every sealed key.
 const SEALED_VERSION: u8 = 1;
@@ -98,6 +104,26 @@ pub enum KeyStoreError {
         /// The key file used.
         path: PathBuf,
     },
+    /// The keychain that holds (or would hold) the data key cannot be used.
+    #[error(
+        "provider keys cannot be used: the key that encrypts them is kept in {}, which {}. \
+         Unlock it (or run Souz in your desktop session), or delete the stored keys and store \
+         them again",
+        .0.keychain,
+        .0.reason
+    )]
+    Keychain(KeychainError),
+    /// The keychain answers, but holds no data key although keys are stored.
+    #[error(
+        "provider keys cannot be read: neither {keychain} nor the key file {path} holds the key \
+         that encrypts them. Delete the stored keys and store them again"
+    )]
+    DataKeyMissing {
+        /// The keychain asked.
+        keychain: &'static str,
+        /// The key file looked for.
+        path: PathBuf,
+    },
     /// The system random source failed.
     #[error("cannot generate random bytes: {0}")]
     Random(String),
@@ -128,6 +154,7 @@ pub struct StoredKey {
 pub struct KeyStore {
     store: Store,
     key_file: PathBuf,
+    keychain: Option<Keychain>,
 }
 
 impl KeyStore {
@@ -136,7 +163,14 @@ impl KeyStore {
         Self {
             store,
             key_file: key_file.into(),
+            keychain: None,
         }
+    }
+
+    /// Keeps a new data key in `keychain` when it takes it (the key file stays the fallback).
+    pub fn with_keychain(mut self, keychain: Option<Keychain>) -> Self {
+        self.keychain = keychain;
+        self
     }
 
     /// The data key file.
@@ -178,7 +212,7 @@ impl KeyStore {
 
     /// Stores (or replaces) the key of `provider`.
     pub async fn put(&self, provider: ProviderId, key: ApiKey) -> Result<StoredKey, KeyStoreError> {
-        let data_key = self.data_key_for_writing()?;
+        let data_key = self.data_key_for_writing().await?;
         let sealed = seal(&data_key, provider, key.expose())?;
         let stored = StoredKey {
             provider,
@@ -239,21 +273,7 @@ impl KeyStore {
         let Some(sealed) = sealed else {
             return Ok(None);
         };
-        let data_key = match load_data_key(&self.key_file) {
-            Ok(key) => key,
-            Err(DataKeyError::Missing) => {
-                return Err(KeyStoreError::KeyFile {
-                    path: self.key_file.clone(),
-                    problem: "is missing although keys are stored".to_owned(),
-                });
-            }
-            Err(DataKeyError::Invalid(problem)) => {
-                return Err(KeyStoreError::KeyFile {
-                    path: self.key_file.clone(),
-                    problem,
-                });
-            }
-        };
+        let data_key = self.data_key_for_reading().await?;
         open(&data_key, provider, &sealed)
             .map(|key| Some(ApiKey::new(key)))
             .ok_or_else(|| KeyStoreError::Decrypt {
@@ -262,14 +282,79 @@ impl KeyStore {
             })
     }
 
-    fn data_key_for_writing(&self) -> Result<DataKey, KeyStoreError> {
+    /// The data key of stored rows: the key file if there is one, else the keychain's.
+    async fn data_key_for_reading(&self) -> Result<DataKey, KeyStoreError> {
         match load_data_key(&self.key_file) {
-            Ok(key) => Ok(key),
-            Err(DataKeyError::Missing) => create_data_key(&self.key_file),
-            Err(DataKeyError::Invalid(problem)) => Err(KeyStoreError::KeyFile {
+            Ok(key) => return Ok(key),
+            Err(DataKeyError::Invalid(problem)) => return Err(self.key_file_error(problem)),
+            Err(DataKeyError::Missing) => {}
+        }
+        let Some(keychain) = &self.keychain else {
+            return Err(self.key_file_error("is missing although keys are stored".to_owned()));
+        };
+        match keychain.load().await {
+            Ok(Some(key)) => Ok(key),
+            Ok(None) => Err(KeyStoreError::DataKeyMissing {
+                keychain: keychain.name(),
                 path: self.key_file.clone(),
-                problem,
             }),
+            Err(error) => Err(KeyStoreError::Keychain(error)),
+        }
+    }
+
+    /// The data key to seal a new row with, made on the first write.
+    async fn data_key_for_writing(&self) -> Result<DataKey, KeyStoreError> {
+        match load_data_key(&self.key_file) {
+            Ok(key) => return Ok(key),
+            Err(DataKeyError::Invalid(problem)) => return Err(self.key_file_error(problem)),
+            Err(DataKeyError::Missing) => {}
+        }
+        if self.has_rows().await? {
+            // Rows are sealed with a key that must exist somewhere: never make another.
+            return self.data_key_for_reading().await;
+        }
+        let Some(keychain) = &self.keychain else {
+            return create_data_key(&self.key_file);
+        };
+        let outcome = match keychain.load().await {
+            Ok(Some(key)) => return Ok(key),
+            Ok(None) => {
+                let key = new_data_key()?;
+                keychain.store(&key).await.map(|()| key)
+            }
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(key) => {
+                tracing::info!(
+                    keychain = keychain.name(),
+                    "provider keys are sealed with a key kept in the keychain"
+                );
+                Ok(key)
+            }
+            Err(error) => {
+                tracing::info!(%error, file = %self.key_file.display(), "no keychain for the provider-keys data key; using an owner-only file");
+                create_data_key(&self.key_file)
+            }
+        }
+    }
+
+    async fn has_rows(&self) -> Result<bool, KeyStoreError> {
+        self.store
+            .read(|connection| {
+                connection
+                    .query_row("SELECT EXISTS (SELECT 1 FROM provider_keys)", [], |row| {
+                        row.get::<_, bool>(0)
+                    })
+                    .map_err(KeyStoreError::from)
+            })
+            .await
+    }
+
+    fn key_file_error(&self, problem: String) -> KeyStoreError {
+        KeyStoreError::KeyFile {
+            path: self.key_file.clone(),
+            problem,
         }
     }
 }
@@ -282,6 +367,7 @@ enum DataKeyError {
 }
 
 fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
+    make_owner_only(path)?;
     let text = match std::fs::read_to_string(path) {
         Ok(text) => Zeroizing::new(text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -296,10 +382,40 @@ fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
     Ok(key)
 }
 
-fn create_data_key(path: &Path) -> Result<DataKey, KeyStoreError> {
+/// Takes group and other permissions off the key file, if it has any.
+fn make_owner_only(path: &Path) -> Result<(), DataKeyError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let metadata = match std::fs::metadata(path) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(DataKeyError::Missing);
+            }
+            Err(error) => return Err(DataKeyError::Invalid(format!("cannot be read ({error})"))),
+        };
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "the provider-keys data key was readable by others; making it owner-only (consider storing your provider keys again)");
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(
+                |error| DataKeyError::Invalid(format!("cannot be made owner-only ({error})")),
+            )?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+fn new_data_key() -> Result<DataKey, KeyStoreError> {
     let mut key = Zeroizing::new([0u8; 32]);
     getrandom::fill(key.as_mut_slice())
         .map_err(|error| KeyStoreError::Random(error.to_string()))?;
+    Ok(key)
+}
+
+fn create_data_key(path: &Path) -> Result<DataKey, KeyStoreError> {
+    let key = new_data_key()?;
     let text = Zeroizing::new(hex::encode(key.as_slice()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -15,7 +15,7 @@ use super::anthropic::AnthropicClient;
 use super::embeddings::{EmbeddingClient, OpenAiEmbeddings};
 use super::gigachat::{GigaChatAuth, GigaChatClient};
 use super::http::{HttpClientError, HttpSettings, ProviderHttp};
-use super::keys::{ApiKey, KeyStore, KeyStoreError, MAX_KEY_CHARS};
+use super::keys::{ApiKey, KeyStore, KeyStoreError, Keychain, MAX_KEY_CHARS};
 use super::models::{DEFAULT_CHAT_MODELS, ModelKind, ModelRegistry, Resolution, ResolvedModel};
 use super::openai::{OpenAiClient, OpenAiEndpoint};
 use super::openai_compatible::preset;
@@ -144,7 +144,13 @@ impl LlmService {
         let service = Self {
             config: config.clone(),
             http,
-            keys: KeyStore::new(store, key_file),
+            keys: {
+                let keychain = match config.key_storage.as_str() {
+                    "file" => None,
+                    _ => key_file.parent().and_then(Keychain::for_home),
+                };
+                KeyStore::new(store, key_file).with_keychain(keychain)
+            },
             environment,
             registry,
             giga_auth,

@@ -195,3 +195,27 @@ fn keys_never_show_in_debug_or_display_and_short_keys_show_nothing() {
     assert_eq!(ApiKey::new("abcd").hint(), "...");
     assert_eq!(ApiKey::new("пароль-длинный-ключ").hint(), "...ключ");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_key_file_readable_by_others_is_made_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, keys) = key_store(dir.path()).await;
+    keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
+        .await
+        .unwrap();
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(keys.key_file()), 0o600);
+    // Someone (a backup restore, a careless copy) made it world-readable.
+    std::fs::set_permissions(keys.key_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(
+        keys.get(ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        SECRET
+    );
+    assert_eq!(mode(keys.key_file()), 0o600);
+}
