@@ -1,7 +1,10 @@
 //! The MCP server end to end with clients nobody here wrote: the official Python SDK over
 //! streamable HTTP and through `souz mcp-stdio`, the official conformance suite behind an
 //! authenticating proxy, and raw requests for the security perimeter. The clients are
-//! installed by `scripts/test.sh` into `tests/clients/`.
+//! installed by `scripts/test.sh` into `tests/clients/`. [`sessions`]: what a client that goes
+//! away withdraws.
+
+mod sessions;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -131,11 +134,14 @@ fn python_sdk_with_protocol_2026_07_28() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        output.status.success() && stdout.contains("ok modern-protocol"),
+        output.status.success()
+            && stdout.contains("ok modern-protocol")
+            && stdout.contains("ok modern-list-changed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(daemon.user_home().join("modern.txt").exists());
+    assert!(daemon.user_home().join("modern-granted.txt").exists());
 }
 
 #[test]
@@ -374,6 +380,31 @@ fn the_perimeter_and_the_front_door_refuse_bad_requests_and_keep_serving() {
         response.body
     );
 
+    // Inside a session, a bare discover probe gets the same prompt -32601 (not rmcp's 400).
+    let response = mcp_post(&daemon, &[], INITIALIZE.as_bytes());
+    let session = response
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap();
+    let response = mcp_post(
+        &daemon,
+        &[("Mcp-Session-Id", &session)],
+        br#"{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{}}"#,
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(
+        response.json()["error"]["code"],
+        -32601,
+        "{}",
+        response.body
+    );
+    assert_eq!(response.json()["id"], 8);
+
     // An unsupported protocol version header.
     let response = mcp_post(
         &daemon,
@@ -524,6 +555,39 @@ fn the_bridge_says_when_souz_is_down_and_survives_a_restart() {
     let called = bridge.answer(5);
     assert_eq!(called["result"]["isError"], false, "{called}");
     drop(daemon);
+}
+
+#[test]
+fn the_bridge_answers_a_call_in_flight_when_souz_dies() {
+    let daemon = Daemon::start();
+    let mut bridge = Bridge::start(daemon.home.path());
+    bridge.send(&serde_json::from_str::<Value>(INITIALIZE).unwrap());
+    assert_eq!(bridge.answer(1)["result"]["serverInfo"]["name"], "souz");
+    bridge.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    bridge.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"NewFile","arguments":{"path":"~/never.txt","text":"no"}}}));
+    // The call waits for a person (the budget is 50 s) when the daemon is killed.
+    daemon.wait_until("/v1/approvals?status=pending", |body| {
+        body["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty())
+    });
+    let _stopped = daemon.stop("KILL");
+    let answer = bridge.answer(2);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Souz stopped"), "{answer}");
+    assert!(
+        message.contains("souz serve"),
+        "says how to start it: {answer}"
+    );
+    // The bridge is still there and says Souz is down.
+    bridge.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}));
+    let down = bridge.answer(3);
+    assert!(
+        down["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("Souz is not running")),
+        "{down}"
+    );
 }
 
 #[test]

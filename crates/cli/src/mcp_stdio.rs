@@ -13,9 +13,16 @@
 //! - A daemon restart ends the HTTP session; the next request that meets the daemon's 404
 //!   replays the client's `initialize` (under a bridge-internal id, its answer not forwarded)
 //!   and `notifications/initialized`, then goes through.
+//! - If the daemon goes away while a request is in flight (the answer's stream or body breaks
+//!   off before the answer), that request is answered with a JSON-RPC error saying Souz stopped
+//!   and how to start it: every request from the client gets an answer.
+//! - Lines from the client are capped at [`MAX_LINE`] bytes while they are read ([`lines`]): a
+//!   longer one is skipped to its end, never held, and answered with `-32600`.
 //! - The bridge speaks the session-based protocol versions (through 2025-11-25), which is what
 //!   stdio clients use; a `server/discover` probe gets `-32601`, so clients fall back to
 //!   `initialize`.
+
+mod lines;
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,8 +30,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::client::Endpoint;
@@ -122,21 +131,30 @@ async fn serve() -> Result<()> {
     }
 
     let mut stdin = BufReader::new(tokio::io::stdin());
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
-        line.clear();
-        let read = stdin
-            .read_line(&mut line)
+        let read = lines::read_line(&mut stdin, &mut line, MAX_LINE)
             .await
             .context("cannot read stdin")?;
-        if read == 0 {
-            break;
+        match read {
+            lines::Read::End => break,
+            lines::Read::TooLong => {
+                bridge.send_error(
+                    &Value::Null,
+                    -32600,
+                    &format!("The message is larger than the {MAX_LINE}-byte limit."),
+                );
+                continue;
+            }
+            lines::Read::Line => {}
         }
-        if line.len() > MAX_LINE {
-            bridge.send_error(&Value::Null, -32600, "The message is too large.");
-            continue;
-        }
-        let text = line.trim();
+        let text = match std::str::from_utf8(&line) {
+            Ok(text) => text.trim(),
+            Err(error) => {
+                bridge.send_error(&Value::Null, -32700, &format!("Parse error: {error}"));
+                continue;
+            }
+        };
         if text.is_empty() {
             continue;
         }
@@ -450,19 +468,37 @@ impl Bridge {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("text/event-stream"));
+        // The id of a request, whose answer this POST must bring back.
+        let request_id = message
+            .get("method")
+            .and(message.get("id"))
+            .filter(|id| !id.is_null());
         if is_stream {
+            let mut answered = request_id.is_none();
             let mut events = response.bytes_stream();
             let mut buffer = Vec::new();
             while let Some(chunk) = events.next().await {
                 let Ok(chunk) = chunk else { break };
                 buffer.extend_from_slice(&chunk);
                 while let Some(event) = take_event(&mut buffer) {
+                    answered = answered || request_id.is_some_and(|id| answers(&event, id));
                     self.relay(event, is_handshake, replay);
                 }
             }
-            return Posted::Done;
+            return match request_id {
+                Some(id) if !answered => self.unanswered(id, &endpoint.base, replay).await,
+                _ => Posted::Done,
+            };
         }
-        let body = response.text().await.unwrap_or_default();
+        let body = match response.text().await {
+            Ok(body) => body,
+            Err(_) => {
+                return match request_id {
+                    Some(id) => self.unanswered(id, &endpoint.base, replay).await,
+                    None => Posted::Done,
+                };
+            }
+        };
         if status == reqwest::StatusCode::UNAUTHORIZED {
             self.forget_target();
             let id = message.get("id").cloned().unwrap_or(Value::Null);
@@ -488,6 +524,27 @@ impl Bridge {
                 ),
             );
         }
+        Posted::Done
+    }
+
+    /// The daemon's answer to request `id` broke off before the answer came: it stopped (or
+    /// the connection failed). The client gets an error saying so instead of no answer; a
+    /// replayed handshake (the bridge's own request) fails instead.
+    async fn unanswered(&self, id: &Value, base: &str, replay: bool) -> Posted {
+        let reason = if self.check_daemon().await.is_err() {
+            // It may come back elsewhere: read the address again on the next request.
+            self.forget_target();
+            self.state().session_id = None;
+            stopped(base)
+        } else {
+            "The connection to Souz broke off before it answered this request; try again."
+                .to_owned()
+        };
+        eprintln!("souz mcp-stdio: {reason}");
+        if replay {
+            return Posted::Unreachable(reason);
+        }
+        self.send_error(id, -32603, &reason);
         Posted::Done
     }
 
@@ -553,6 +610,27 @@ fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
+/// Whether the server message `data` is the answer (a result or an error) to request `id`.
+fn answers(data: &str, id: &Value) -> bool {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        id: Value,
+        result: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+    }
+    serde_json::from_str::<Answer>(data)
+        .is_ok_and(|answer| &answer.id == id && (answer.result.is_some() || answer.error.is_some()))
+}
+
+fn stopped(base: &str) -> String {
+    format!(
+        "Souz stopped before it answered this request (it was running at {base}); the request \
+         did not complete. Start Souz again with `souz serve` (or open the Souz app); this \
+         bridge connects on the next request."
+    )
+}
+
 fn not_running(base: &str) -> String {
     format!(
         "Souz is not running at {base}. Start it with `souz serve` (or open the Souz app); \
@@ -563,6 +641,23 @@ fn not_running(base: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_told_from_other_messages() {
+        let id = json!(7);
+        assert!(answers(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, &id));
+        assert!(answers(
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"x"}}"#,
+            &id
+        ));
+        assert!(!answers(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#, &id));
+        assert!(!answers(r#"{"jsonrpc":"2.0","id":"7","result":{}}"#, &id));
+        assert!(!answers(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            &id
+        ));
+        assert!(!answers("not json", &id));
+    }
 
     #[test]
     fn events_are_split_and_empty_ones_skipped() {

@@ -7,6 +7,10 @@
 //! decision wins atomically (a conditional update under the single writer connection); a later
 //! one gets a conflict. A pending approval and its `approval.requested` event are stored in one
 //! transaction, and so are a decision, its grant and its `approval.decided` event.
+//!
+//! [`Approvals::changes`] moves whenever the rules or the active grants change, a time-limited
+//! grant reaching its end included: [`Approvals::expire_grants`] (a task the runtime runs) sleeps
+//! until the next grant expiry, never polling, and drops the grant then.
 
 pub mod audit;
 pub mod grants;
@@ -26,6 +30,7 @@ use souz_protocol::{
     ScopeKind, SuggestedScope, Verdict,
 };
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
 
@@ -222,9 +227,63 @@ impl Approvals {
         Duration::from_secs(state.config.approvals.timeout_seconds)
     }
 
-    /// Changes whenever rules or grants change (for MCP `tools/list_changed`).
+    /// Changes whenever rules or grants change, including when a time-limited grant ends (for
+    /// MCP `tools/list_changed`).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.inner.changes.subscribe()
+    }
+
+    /// Ends time-limited grants when their time is up: sleeps until the next grant expiry (or
+    /// a change of grants, which may bring an earlier one), then drops the expired grants and
+    /// announces the change. Runs until `stop` is cancelled; idle when no grant expires.
+    pub async fn expire_grants(self, stop: CancellationToken) {
+        let mut changes = self.changes();
+        loop {
+            changes.mark_unchanged();
+            let next = self.next_grant_expiry();
+            let wait = next.map(|at| (at - now()).to_std().unwrap_or_default());
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = sleep_for(wait) => self.drop_expired_grants(),
+            }
+        }
+    }
+
+    /// When the first active time-limited grant ends.
+    fn next_grant_expiry(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        let (_, grants) = self.snapshot();
+        grants.iter().filter_map(|grant| grant.expires_at).min()
+    }
+
+    /// Drops the grants whose time is up; announces a change if there were any.
+    fn drop_expired_grants(&self) {
+        let at = now();
+        let dropped = {
+            let mut state = self
+                .inner
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let active: Vec<GrantRule> = state
+                .grants
+                .iter()
+                .filter(|grant| grant.expires_at.is_none_or(|expires| expires > at))
+                .cloned()
+                .collect();
+            let dropped = active.len() != state.grants.len();
+            if dropped {
+                state.grants = Arc::new(active);
+            }
+            dropped
+        };
+        if dropped {
+            self.inner.changes.send_modify(|version| *version += 1);
+        }
     }
 
     /// Applies a new configuration's rules (after the settings editor or an `always` rule).
@@ -632,6 +691,14 @@ impl Approvals {
         if let Some(sender) = self.waiters().remove(id) {
             let _ = sender.send(Some(resolution));
         }
+    }
+}
+
+/// Sleeps for `wait`, or forever when there is nothing to wait for.
+async fn sleep_for(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -180,6 +180,7 @@ impl Runtime {
             tasks.clone(),
             shutdown.clone(),
         );
+        tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         let recovered = gate.recover().await?;
         if recovered > 0 {
             tracing::warn!(

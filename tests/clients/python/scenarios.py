@@ -101,6 +101,9 @@ async def scenarios(client, person, home, watch):
     check(not (tools["ListFiles"].meta or {}).get("anthropic/requiresUserInteraction"), "ListFiles does not ask")
     check(tools["NewFile"].meta.get("anthropic/requiresUserInteraction") is True, "NewFile asks")
     check(tools["NewFile"].annotations.destructive_hint is True, "NewFile is destructive")
+    # A tool that asks may answer "waiting for approval", so it comes without an output schema.
+    check(tools["RunCommand"].meta.get("anthropic/requiresUserInteraction") is True, "RunCommand asks")
+    check(tools["RunCommand"].output_schema is None, "a tool that asks has no output schema")
     print("ok tools-list", flush=True)
 
     # a read-only call runs at once
@@ -145,16 +148,19 @@ async def scenarios(client, person, home, watch):
     later = await client.call_tool("NewFile", {"path": "~/later.txt", "text": "later"})
     waited = time.monotonic() - started
     check(2.5 <= waited < 10, f"answered after the budget, not before and not much later ({waited:.1f} s)")
-    check(not later.is_error, "waiting is a normal result for a tool without an output schema")
+    check(not later.is_error, "waiting is a normal result")
     approval_id = (later.meta or {}).get("souz/approvalId")
     check(approval_id and approval_id in text(later), f"the result names the approval: {text(later)}")
-    check("AwaitApproval" in text(later), text(later))
-    still = await client.call_tool("AwaitApproval", {"approvalId": approval_id, "waitSeconds": 0})
+    check("AwaitApproval" in text(later) and '"approval_id"' in text(later), text(later))
+    await_schema = tools["AwaitApproval"].input_schema["properties"]
+    check(set(await_schema) == {"approval_id", "wait_seconds"}, f"AwaitApproval's parameters: {await_schema}")
+    still = await client.call_tool("AwaitApproval", {"approval_id": approval_id, "wait_seconds": 0})
     check("Waiting for approval" in text(still), f"still waiting: {text(still)}")
     await person.decide(approval_id, "approve")
-    picked = await client.call_tool("AwaitApproval", {"approvalId": approval_id, "waitSeconds": 3})
+    picked = await client.call_tool("AwaitApproval", {"approval_id": approval_id, "wait_seconds": 3})
     check(not picked.is_error, text(picked))
     check(os.path.exists(os.path.join(home, "later.txt")), "the original call ran once approved")
+    # The camelCase spellings are accepted too.
     again = await client.call_tool("AwaitApproval", {"approvalId": approval_id})
     check(again.is_error and "already returned" in text(again), f"delivered once: {text(again)}")
     print("ok await-approval", flush=True)
@@ -220,6 +226,26 @@ async def modern(client, person, home, watch):
     check(not made.is_error, text(made))
     check(os.path.exists(os.path.join(home, "modern.txt")), "the approved call ran")
     print("ok modern-protocol", flush=True)
+
+    # No session to push to: a `subscriptions/listen` stream hears that a scoped approval
+    # changed this client's tool list.
+    async with client.listen(tools_list_changed=True) as subscription:
+        check(subscription.honored.tools_list_changed, f"listen honored: {subscription.honored}")
+
+        async def approve_for_this_client():
+            approval = await person.pending("NewFile")
+            await person.decide(approval["id"], "approve", scope="requester")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(approve_for_this_client)
+            granted = await client.call_tool("NewFile", {"path": "~/modern-granted.txt", "text": "granted"})
+        check(not granted.is_error, text(granted))
+        with anyio.fail_after(10):
+            event = await subscription.__anext__()
+        check(type(event).__name__ == "ToolsListChanged", f"event {event!r}")
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    check(not (tools["NewFile"].meta or {}).get("anthropic/requiresUserInteraction"), "NewFile no longer asks")
+    print("ok modern-list-changed", flush=True)
 
 
 async def main():

@@ -5,16 +5,21 @@
 //! [`SouzServer`] per MCP session (or per request for protocol versions without sessions); the
 //! handlers are thin adapters over [`RuntimeHandle`]:
 //! - `tools/list` ([`listing`]) follows the policy for this client: a tool denied by a rule is
-//!   not listed, one that asks carries `_meta["anthropic/requiresUserInteraction"]`, and a
-//!   change of rules or grants that changes the list sends `notifications/tools/list_changed`.
+//!   not listed, one that asks carries `_meta["anthropic/requiresUserInteraction"]` (and no
+//!   output schema), and a change of rules or grants — a grant expiring included — that changes
+//!   the list sends `notifications/tools/list_changed`: to a session from its `initialize` on,
+//!   and on protocol 2026-07-28 on each `subscriptions/listen` stream that asks for it.
 //! - `tools/call` ([`calls`]) starts a gate call with the client as the requester, keeps the
 //!   client informed with progress while a person decides, and answers "waiting for approval"
 //!   before the client's own time limit; `AwaitApproval` picks the result up later, once.
+//! - [`sessions`]: rmcp's session manager, watched, so that a session's end withdraws its calls.
 //!
 //! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
 //! this; rmcp's own Host and Origin checks are set to the same lists. Session ids are random
-//! routing keys, never credentials. A client that goes away or cancels withdraws its pending
-//! approval, unless the call was already answered with "waiting for approval".
+//! routing keys, never credentials. A client that goes away withdraws what it asked for: a
+//! cancelled or dropped `tools/call` withdraws its pending approval, and the end of a session
+//! withdraws every call of that session that is not over, including calls already answered
+//! with "waiting for approval".
 
 // MCP logging is deprecated by SEP-2577 (2026-07-28) but is what 2025-era clients speak.
 #![allow(deprecated)]
@@ -24,6 +29,7 @@ pub mod calls;
 pub mod conformance;
 pub mod front;
 pub mod listing;
+pub mod sessions;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,16 +38,17 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use souz_protocol::Requester;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 use self::listing::Listing;
+use self::sessions::{SessionCalls, Sessions};
 use crate::config::McpConfig;
 use crate::runtime::RuntimeHandle;
 
@@ -63,16 +70,18 @@ pub struct Mount {
 }
 
 /// The rmcp service type mounted at `/mcp`.
-pub type HttpService = StreamableHttpService<SouzServer, LocalSessionManager>;
+pub type HttpService = StreamableHttpService<SouzServer, Sessions>;
 
 /// The streamable HTTP service for `/mcp`, ready for [`front::handle`].
 pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
     let settings = Settings::from_config(&handle.config().mcp);
     let listing = Arc::new(Listing::new(handle.gate().catalog()));
-    let mut sessions = LocalSessionManager::default();
+    let calls = Arc::new(SessionCalls::new(handle.gate().clone()));
+    let mut local = LocalSessionManager::default();
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(settings.session_idle);
-    sessions.session_config = session_config;
+    local.session_config = session_config;
+    let sessions = Sessions::new(local, Arc::clone(&calls));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
         .with_allowed_origins(
@@ -90,6 +99,7 @@ pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
             Ok(SouzServer::new(
                 factory_handle.clone(),
                 Arc::clone(&listing),
+                Arc::clone(&calls),
                 settings,
             ))
         },
@@ -162,6 +172,8 @@ pub struct SouzServer {
 struct Session {
     handle: RuntimeHandle,
     listing: Arc<Listing>,
+    /// The calls of every open session, withdrawn when their session ends.
+    calls: Arc<SessionCalls>,
     settings: Settings,
     client: Mutex<Option<Implementation>>,
     log_level: Mutex<Option<LoggingLevel>>,
@@ -171,11 +183,17 @@ struct Session {
 
 impl SouzServer {
     /// A handler for a new session.
-    pub fn new(handle: RuntimeHandle, listing: Arc<Listing>, settings: Settings) -> Self {
+    pub fn new(
+        handle: RuntimeHandle,
+        listing: Arc<Listing>,
+        calls: Arc<SessionCalls>,
+        settings: Settings,
+    ) -> Self {
         Self {
             session: Arc::new(Session {
                 handle,
                 listing,
+                calls,
                 settings,
                 client: Mutex::new(None),
                 log_level: Mutex::new(None),
@@ -216,7 +234,8 @@ impl SouzServer {
         let handle = self.session.handle.clone();
         let listing = Arc::clone(&self.session.listing);
         self.session.handle.spawn(async move {
-            notify_list_changes(handle, listing, peer, requester, stop).await;
+            let notify = || async { peer.notify_tool_list_changed().await.is_ok() };
+            follow_tool_list(&handle, &listing, &requester, stop.cancelled(), notify).await;
         });
     }
 
@@ -247,29 +266,35 @@ pub fn requester_for(client: Option<&Implementation>, session_id: String) -> Req
     }
 }
 
-async fn notify_list_changes(
-    handle: RuntimeHandle,
-    listing: Arc<Listing>,
-    peer: rmcp::Peer<RoleServer>,
-    requester: Requester,
-    stop: CancellationToken,
-) {
+/// Calls `notify` each time the tool list `requester` sees changes (rules, grants, a grant
+/// expiring), until `stop` completes or `notify` says the client cannot be told any more.
+async fn follow_tool_list<N, Sent>(
+    handle: &RuntimeHandle,
+    listing: &Listing,
+    requester: &Requester,
+    stop: impl Future<Output = ()>,
+    mut notify: N,
+) where
+    N: FnMut() -> Sent,
+    Sent: Future<Output = bool>,
+{
     let mut changes = handle.approvals().changes();
     changes.mark_unchanged();
-    let mut shown = listing.signature(handle.approvals(), &requester);
+    let mut shown = listing.signature(handle.approvals(), requester);
+    let mut stop = std::pin::pin!(stop);
     loop {
         tokio::select! {
-            () = stop.cancelled() => return,
+            () = &mut stop => return,
             changed = changes.changed() => {
                 if changed.is_err() {
                     return;
                 }
             }
         }
-        let now = listing.signature(handle.approvals(), &requester);
+        let now = listing.signature(handle.approvals(), requester);
         if now != shown {
             shown = now;
-            if peer.notify_tool_list_changed().await.is_err() {
+            if !notify().await {
                 return;
             }
         }
@@ -301,7 +326,7 @@ pub fn instructions(settings: &Settings) -> String {
          While a call waits, Souz sends progress notifications. If nobody has decided within \
          {wait} seconds, the call returns a result saying it is waiting for approval <id>: \
          nothing has run then, and the request stays in the person's queue. Call the \
-         `{await_tool}` tool with that `approvalId` to wait for the decision; once approved it \
+         `{await_tool}` tool with that `approval_id` to wait for the decision; once approved it \
          returns the original call's result (a result is delivered once). A denied call returns \
          an error result that says so: do not retry it; ask the person what they want instead.",
         wait = settings.approval_wait.as_secs(),
@@ -405,6 +430,35 @@ impl ServerHandler for SouzServer {
     }
 
     async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {}
+
+    /// Protocol 2026-07-28 has no session to push to: a client that wants to hear about tool
+    /// list changes opens a `subscriptions/listen` stream, and Souz accepts exactly that.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let shutdown = self.session.handle.shutdown_signal();
+        let stop = async {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = shutdown.cancelled() => {}
+            }
+        };
+        if context.accepted().tools_list_changed != Some(true) {
+            stop.await;
+            return Ok(());
+        }
+        let requester = self.requester(context.request_context());
+        let sink = context.sink();
+        let notify = || async { sink.notify_tool_list_changed().await.is_ok() };
+        let session = &self.session;
+        follow_tool_list(&session.handle, &session.listing, &requester, stop, notify).await;
+        Ok(())
+    }
 
     #[cfg(feature = "conformance")]
     async fn list_resources(

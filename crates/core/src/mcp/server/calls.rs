@@ -8,8 +8,10 @@
 //! call is detached and stays in the person's queue. `AwaitApproval` then waits for it and
 //! hands over the original call's result — once: results are marked delivered in the store.
 //!
-//! A client that cancels (`notifications/cancelled`) while its call is followed withdraws the
-//! pending approval (the [`CallHandle`](crate::tools::gate::CallHandle) cancels on drop).
+//! A client that cancels (`notifications/cancelled`) or drops the call's response stream while
+//! the call is followed withdraws the pending approval. A call made in a session is tied to it
+//! ([`sessions`](super::sessions)): the session's end withdraws it, even after it was answered
+//! with "waiting for approval".
 
 // MCP logging is deprecated by SEP-2577 (2026-07-28) but is what 2025-era clients speak.
 #![allow(deprecated)]
@@ -33,6 +35,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::SouzServer;
+use super::sessions::SessionStream;
 use crate::approvals::ApprovalError;
 use crate::approvals::policy::same_requester;
 use crate::tools::gate::{CallRequest, CallState};
@@ -47,16 +50,17 @@ pub const META_APPROVAL_ID: &str = "souz/approvalId";
 /// See [`META_APPROVAL_ID`]: where the call stands (`waiting_approval`, `running`).
 pub const META_STATUS: &str = "souz/status";
 
-/// Arguments of `AwaitApproval`.
+/// Arguments of `AwaitApproval`: advertised in snake_case (`approval_id`, `wait_seconds`), the
+/// camelCase spellings accepted as well.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct AwaitArgs {
     /// The approval id from a "waiting for approval" result.
-    #[serde(alias = "approval_id")]
+    #[serde(alias = "approvalId")]
     pub approval_id: String,
     /// How long to wait for the person's decision, in seconds. At most the server's wait
     /// budget (the default); 0 only checks.
-    #[serde(default, alias = "wait_seconds")]
+    #[serde(default, alias = "waitSeconds")]
     pub wait_seconds: Option<u64>,
 }
 
@@ -106,6 +110,7 @@ pub async fn call(
         return await_approval(server, request.arguments, requester, context).await;
     }
     let session = &server.session;
+    let stop = Stop::new(&context);
     // An unknown tool goes to the gate too: it answers with an error result the model can
     // read ("There is no tool named ..."), and the attempt is audited.
     let gate = session.handle.gate();
@@ -117,6 +122,12 @@ pub async fn call(
         })
         .await
         .map_err(internal)?;
+    if let Some(stream) = &stop.stream
+        && !session.calls.track(&stream.session_id, &call.call_id)
+    {
+        // The session ended while the call started.
+        call.cancel();
+    }
     let mut state = match gate.watch(&call.call_id) {
         Some(receiver) => receiver,
         // Already over and forgotten by the gate: its handle holds the final state.
@@ -124,7 +135,7 @@ pub async fn call(
     };
     let mut progress = Progress::new(server, &context);
     let deadline = Instant::now() + session.settings.approval_wait;
-    match follow(&mut state, &mut progress, deadline, &context.ct).await {
+    match follow(&mut state, &mut progress, deadline, &stop).await {
         Followed::Final(state) => {
             // Only a call that waited for a person can be picked up again with
             // `AwaitApproval` (which needs its approval id); mark such a result delivered.
@@ -134,9 +145,8 @@ pub async fn call(
             Ok(final_result(&state))
         }
         Followed::Pending(state) => {
-            let has_schema = session.listing.has_output_schema(name);
             call.detach();
-            Ok(pending_result(name, &state, has_schema))
+            Ok(pending_result(name, &state))
         }
         Followed::Cancelled => {
             call.cancel();
@@ -185,18 +195,11 @@ async fn await_approval(
     let state = match gate.watch(&call_id) {
         Some(mut receiver) => {
             let mut progress = Progress::new(server, &context);
-            match follow(
-                &mut receiver,
-                &mut progress,
-                Instant::now() + wait,
-                &context.ct,
-            )
-            .await
-            {
+            let stop = Stop::new(&context);
+            match follow(&mut receiver, &mut progress, Instant::now() + wait, &stop).await {
                 Followed::Final(state) => state,
                 Followed::Pending(state) => {
-                    let has_schema = session.listing.has_output_schema(&approval.tool);
-                    return Ok(pending_result(&approval.tool, &state, has_schema));
+                    return Ok(pending_result(&approval.tool, &state));
                 }
                 Followed::Cancelled => {
                     gate.cancel(&call_id);
@@ -237,18 +240,45 @@ async fn await_approval(
     Ok(final_result(&state))
 }
 
+/// What ends following a call early: the client's `notifications/cancelled` (rmcp cancels the
+/// request), or its response stream dropped before the answer (in a session; outside one rmcp
+/// cancels the request for that too).
+struct Stop {
+    request: CancellationToken,
+    stream: Option<SessionStream>,
+}
+
+impl Stop {
+    fn new(context: &RequestContext<RoleServer>) -> Self {
+        Self {
+            request: context.ct.clone(),
+            stream: context.extensions.get::<SessionStream>().cloned(),
+        }
+    }
+
+    async fn cancelled(&self) {
+        match &self.stream {
+            Some(stream) => tokio::select! {
+                () = self.request.cancelled() => {}
+                () = stream.gone.cancelled() => {}
+            },
+            None => self.request.cancelled().await,
+        }
+    }
+}
+
 /// Follows a call until it is over, the client cancels, or — once a person is involved (the
 /// call has an approval) — `deadline` passes.
 async fn follow(
     state: &mut watch::Receiver<CallState>,
     progress: &mut Progress<'_>,
     deadline: Instant,
-    cancelled: &CancellationToken,
+    stop: &Stop,
 ) -> Followed {
     let interval = progress.interval;
     let settled = tokio::select! {
         biased;
-        () = cancelled.cancelled() => return Followed::Cancelled,
+        () = stop.cancelled() => return Followed::Cancelled,
         settled = state.wait_for(|state| {
             state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
         }) => settled.ok().map(|settled| settled.clone()),
@@ -273,7 +303,7 @@ async fn follow(
         };
         let waited = tokio::select! {
             biased;
-            () = cancelled.cancelled() => return Followed::Cancelled,
+            () = stop.cancelled() => return Followed::Cancelled,
             waited = tokio::time::timeout(slice, state.wait_for(|state| state.status.is_final())) => {
                 match waited {
                     Ok(Ok(done)) => Some(done.clone()),
@@ -324,7 +354,7 @@ impl<'a> Progress<'a> {
             self.logged_approval = true;
             let data = json!({
                 "message": message,
-                "approvalId": state.approval_id,
+                "approval_id": state.approval_id,
             });
             let _ = self
                 .peer
@@ -376,31 +406,27 @@ pub fn tool_result(result: &ToolResult) -> CallToolResult {
     converted
 }
 
-/// "Waiting for approval <id>": a normal result the model can act on. Clients check that a
-/// non-error result of a tool with an output schema carries matching structured content,
-/// which a notice cannot; for those tools the notice is marked as an error result instead.
-pub fn pending_result(tool: &str, state: &CallState, has_output_schema: bool) -> CallToolResult {
+/// "Waiting for approval <id>": a normal (non-error) result the model can act on. Clients check
+/// that a normal result of a tool with an output schema carries matching structured content,
+/// which a notice cannot: that is why [`listing`](super::listing) lists tools that ask
+/// without their output schema.
+pub fn pending_result(tool: &str, state: &CallState) -> CallToolResult {
     let id = state.approval_id.as_deref().unwrap_or_default();
     let summary = state.summary.as_deref().unwrap_or(tool);
     let text = if state.status == ToolCallStatus::WaitingApproval {
         format!(
             "Waiting for approval {id} in Souz. The person has not yet decided on: {summary}. \
              Nothing has run. To continue, call the `{AWAIT_APPROVAL}` tool with \
-             {{\"approvalId\": \"{id}\"}}: it waits for the decision and returns this call's \
+             {{\"approval_id\": \"{id}\"}}: it waits for the decision and returns this call's \
              result once approved. Do not call `{tool}` again for the same thing."
         )
     } else {
         format!(
             "Approved in Souz (approval {id}) and still running: {summary}. To get its result, \
-             call the `{AWAIT_APPROVAL}` tool with {{\"approvalId\": \"{id}\"}}."
+             call the `{AWAIT_APPROVAL}` tool with {{\"approval_id\": \"{id}\"}}."
         )
     };
-    let content = vec![ContentBlock::text(text)];
-    let mut result = if has_output_schema {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     let mut meta = MetaObject::new();
     meta.0
         .insert(META_APPROVAL_ID.to_owned(), Value::String(id.to_owned()));

@@ -6,9 +6,12 @@
 //! - A JSON array (a batch; MCP since 2025-06-18 sends one message per POST) → `-32600`, 400.
 //! - Not a JSON-RPC 2.0 message → `-32600` with the request's id when it has one, 400.
 //! - A request whose method is known but whose params do not fit → `-32602`, 400.
-//! - An unknown method sent outside a session (such as `server/discover` from clients that try
-//!   the newest protocol first) → `-32601` at once, HTTP 200, so such clients fall back to
-//!   `initialize`; inside a session rmcp answers it the same way.
+//! - An unknown method sent outside a session → `-32601` at once, HTTP 200, so clients that try
+//!   something first fall back to `initialize`; inside a session rmcp answers it the same way.
+//! - A bare `server/discover` (no 2026-07-28 protocol version in its `_meta`: a client probing
+//!   for the newest protocol) → `-32601` at once, HTTP 200, in or out of a session (rmcp would
+//!   answer it in a session with 400 `-32602`). A discover that names its protocol version is
+//!   the real 2026-07-28 handshake and goes to rmcp.
 //!
 //! Everything else — including GET (the server's event stream) and DELETE (end of session) —
 //! goes to rmcp untouched, body bytes included.
@@ -95,10 +98,8 @@ pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
             let per_request_version = request.request.get_meta().protocol_version().is_some();
             // A discover probe without the 2026-07-28 `_meta` comes from a client that can
-            // fall back to the handshake: tell it the method is not there.
-            if matches!(request.request, ClientRequest::DiscoverRequest(_))
-                && !per_request_version
-                && !in_session
+            // fall back to the handshake: tell it the method is not there, session or not.
+            if matches!(request.request, ClientRequest::DiscoverRequest(_)) && !per_request_version
             {
                 return Err(error_response(
                     StatusCode::OK,

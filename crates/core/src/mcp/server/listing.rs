@@ -3,8 +3,10 @@
 //!
 //! The MCP form of each tool (schemas, annotations) is built once; per listing only the policy
 //! is consulted: a tool the policy denies for this client is left out, one it asks about gets
-//! `_meta["anthropic/requiresUserInteraction"] = true`. `AwaitApproval`, the server's own tool,
-//! is always listed.
+//! `_meta["anthropic/requiresUserInteraction"] = true` and no output schema: its answer may be
+//! the "waiting for approval" notice, a normal result without structured content, which clients
+//! would reject against a declared schema. Allowed tools keep their output schema.
+//! `AwaitApproval`, the server's own tool, is always listed.
 
 use std::sync::Arc;
 
@@ -67,7 +69,9 @@ impl Listing {
                         let mut meta = MetaObject::new();
                         meta.0
                             .insert(REQUIRES_USER_INTERACTION.to_owned(), Value::Bool(true));
-                        Some(entry.tool.clone().with_meta(meta))
+                        let mut tool = entry.tool.clone().with_meta(meta);
+                        tool.output_schema = None;
+                        Some(tool)
                     }
                 }
             })
@@ -99,13 +103,6 @@ impl Listing {
             .iter()
             .find(|entry| entry.spec.name == name)
             .map(|entry| entry.tool.clone())
-    }
-
-    /// Whether the catalog tool `name` declares an output schema.
-    pub fn has_output_schema(&self, name: &str) -> bool {
-        self.entries
-            .iter()
-            .any(|entry| entry.spec.name == name && entry.tool.output_schema.is_some())
     }
 }
 

@@ -32,19 +32,26 @@ fn asks(tool: &rmcp::model::Tool) -> bool {
         == Some(&serde_json::Value::Bool(true))
 }
 
+fn rule(action: Action, tool: &str, requester: &str) -> RuleConfig {
+    RuleConfig {
+        action,
+        tool: Some(tool.into()),
+        path: None,
+        command: None,
+        domain: None,
+        risk: None,
+        requester: Some(requester.into()),
+        note: None,
+    }
+}
+
 #[tokio::test]
 async fn the_listing_follows_the_policy_for_each_client() {
     let (_dir, runtime) = runtime(|config| {
-        config.approvals.rules.push(RuleConfig {
-            action: Action::Deny,
-            tool: Some("RunCommand".into()),
-            path: None,
-            command: None,
-            domain: None,
-            risk: None,
-            requester: Some("mcp:claude-ai".into()),
-            note: None,
-        });
+        config.approvals.rules.extend([
+            rule(Action::Deny, "RunCommand", "mcp:claude-ai"),
+            rule(Action::Allow, "RunCommand", "mcp:trusted"),
+        ]);
     })
     .await;
     let handle = runtime.handle();
@@ -79,15 +86,31 @@ async fn the_listing_follows_the_policy_for_each_client() {
     let run = by_name("RunCommand").annotations.clone().unwrap();
     assert_eq!(run.destructive_hint, Some(true));
     assert_eq!(run.open_world_hint, Some(true));
-    assert!(by_name("ListFiles").output_schema.is_some());
     assert_eq!(
         by_name("ListFiles").input_schema.get("type"),
         Some(&serde_json::Value::String("object".into()))
     );
-    assert!(listing.has_output_schema("RunCommand"));
-    assert!(!listing.has_output_schema("NewFile"));
     assert!(listing.tool("AwaitApproval").is_some());
     assert!(listing.tool("Nope").is_none());
+
+    // Output schemas: an allowed tool keeps its own; a tool that asks has none, since its
+    // answer may be the "waiting for approval" notice.
+    assert!(by_name("ListFiles").output_schema.is_some());
+    assert!(
+        by_name("RunCommand").output_schema.is_none(),
+        "RunCommand asks claude-code, so it is listed without an output schema"
+    );
+    let for_trusted = listing.tools(handle.approvals(), &client("trusted"));
+    let run_trusted = for_trusted
+        .iter()
+        .find(|tool| tool.name == "RunCommand")
+        .unwrap();
+    assert!(!asks(run_trusted));
+    assert!(
+        run_trusted.output_schema.is_some(),
+        "RunCommand is allowed for `trusted`, so it keeps its output schema"
+    );
+    assert!(listing.tool("RunCommand").unwrap().output_schema.is_some());
 
     // The signature (what decides `tools/list_changed`) differs exactly where the lists do.
     let code = listing.signature(handle.approvals(), &client("claude-code"));
@@ -149,24 +172,63 @@ fn a_pending_result_names_the_approval_and_how_to_continue() {
         approval_id: Some("0190-abc".into()),
         result: None,
     };
-    let result = pending_result("NewFile", &state, false);
-    assert_eq!(result.is_error, Some(false));
+    let result = pending_result("NewFile", &state);
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "the notice is a normal result"
+    );
     let text = &result.content[0].as_text().unwrap().text;
     for part in [
         "0190-abc",
         "Create ~/notes.md",
         "AwaitApproval",
         "Nothing has run",
+        "\"approval_id\"",
     ] {
         assert!(text.contains(part), "{part} in {text}");
     }
     let meta = result.meta.unwrap();
     assert_eq!(meta.0[META_APPROVAL_ID], "0190-abc");
     assert_eq!(meta.0[META_STATUS], "waiting_approval");
-    // A tool with an output schema cannot return a notice as a normal result.
+    let running = CallState {
+        status: souz_protocol::ToolCallStatus::Running,
+        ..state
+    };
+    let result = pending_result("RunCommand", &running);
+    assert_eq!(result.is_error, Some(false));
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(
+        text.contains("still running") && text.contains("\"approval_id\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn await_approval_advertises_snake_case_and_accepts_camel_case() {
+    let tool = super::calls::await_approval_tool();
+    let properties = tool.input_schema["properties"].as_object().unwrap();
+    let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["approval_id", "wait_seconds"]);
     assert_eq!(
-        pending_result("RunCommand", &state, true).is_error,
-        Some(true)
+        tool.input_schema["required"],
+        serde_json::json!(["approval_id"])
+    );
+    for arguments in [
+        serde_json::json!({"approval_id": "a", "wait_seconds": 3}),
+        serde_json::json!({"approvalId": "a", "waitSeconds": 3}),
+    ] {
+        let parsed: super::calls::AwaitArgs =
+            crate::tools::parse_arguments(arguments.clone()).unwrap();
+        assert_eq!(parsed.approval_id, "a", "{arguments}");
+        assert_eq!(parsed.wait_seconds, Some(3), "{arguments}");
+    }
+    assert!(
+        crate::tools::parse_arguments::<super::calls::AwaitArgs>(
+            serde_json::json!({"approval_id": "a", "extra": 1})
+        )
+        .is_err()
     );
 }
 
@@ -211,8 +273,25 @@ fn the_front_door_answers_protocol_problems_with_json_rpc_errors() {
         assert_eq!(error["error"]["code"], -32601, "{body}");
         assert_eq!(error["id"], 9);
     }
-    // Inside a session rmcp answers unknown methods itself.
+    // Inside a session rmcp answers unknown methods itself, but a bare discover probe is
+    // answered here as well (rmcp would say 400 -32602).
     assert!(rejected(r#"{"jsonrpc":"2.0","id":9,"method":"souz/nothing"}"#, true).is_none());
+    let (status, error) = rejected(
+        r#"{"jsonrpc":"2.0","id":10,"method":"server/discover","params":{}}"#,
+        true,
+    )
+    .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(error["error"]["code"], -32601, "{error}");
+    assert_eq!(error["id"], 10);
+    // A discover that names its protocol version is the 2026-07-28 handshake: rmcp's.
+    assert!(
+        rejected(
+            r#"{"jsonrpc":"2.0","id":11,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            false,
+        )
+        .is_none()
+    );
 
     // Well-formed messages pass untouched.
     for body in [
@@ -267,7 +346,14 @@ fn instructions_explain_souz_and_the_wait() {
     let settings = Settings::from_config(&crate::config::McpConfig::default());
     assert_eq!(settings.approval_wait.as_secs(), 50);
     let text = instructions(&settings);
-    for part in ["Souz", "approval", "50 seconds", "AwaitApproval", "denied"] {
+    for part in [
+        "Souz",
+        "approval",
+        "50 seconds",
+        "AwaitApproval",
+        "`approval_id`",
+        "denied",
+    ] {
         assert!(text.contains(part), "{part}");
     }
 }
