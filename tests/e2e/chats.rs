@@ -209,10 +209,7 @@ fn a_streamed_turn_arrives_live_and_is_stored() {
     assert_eq!(messages["items"][1]["content"], "Hello, world!");
     // Every delta named the answer by the id it was then stored under (original §1.8).
     let answer_id = messages["items"][1]["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        delta_ids.into_iter().collect::<Vec<_>>(),
-        [answer_id.clone()]
-    );
+    assert_eq!(delta_ids.iter().collect::<Vec<_>>(), [&answer_id]);
     assert_eq!(
         finished["payload"]["assistantMessageId"],
         answer_id.as_str()
