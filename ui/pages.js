@@ -87,6 +87,20 @@ function approvalCard(approval, focused) {
 
 // ----- Live turns ---------------------------------------------------------------------------
 
+/** What a tool line says about the call `payload` is about: its name, and for a skill run the
+ *  skill (`RunSkillCommand` → `NewFile`). */
+function toolLabel(payload, known) {
+  const skill = payload.argumentsPreview?.skillId;
+  if (payload.name === "RunSkillCommand" && typeof skill === "string") return `${skill} (RunSkillCommand)`;
+  return known && payload.name === "RunSkillCommand" ? known : (payload.name || known || "tool");
+}
+
+const preview = (value) => {
+  if (value === undefined || value === null || value === "") return "";
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > 120 ? text.slice(0, 117) + "..." : text;
+};
+
 async function live(main) {
   const list = h("div#turns");
   main.append(h("h1", {}, "Live turns"), list);
@@ -104,10 +118,23 @@ async function live(main) {
       tools, text);
     empty.remove();
     list.append(card);
-    const turn = { card, text, tools, status, calls: new Map(), seen: new Set() };
+    const turn = { card, text, tools, status, calls: new Map(), attempts: new Map(), seen: new Set() };
     turns.set(executionId, turn);
     return turn;
   };
+
+  // One line per tool call, keyed by the model's call id, updated as the call moves on.
+  const toolLine = (turn, payload) => {
+    const id = payload.toolCallId || payload.approvalId;
+    let call = turn.calls.get(id);
+    if (!call) {
+      call = { line: h("div.tool-call", { dataset: { toolCall: id } }), label: "", summary: "" };
+      turn.calls.set(id, call);
+      turn.tools.append(call.line);
+    }
+    return call;
+  };
+  const show = (call, state, text) => { call.line.className = "tool-call " + state; call.line.textContent = text; };
 
   const apply = (event) => {
     if (!event.executionId) return;
@@ -121,26 +148,50 @@ async function live(main) {
     if (event.seq) turn.seen.add(`${event.chatId}:${event.seq}`);
     const payload = event.payload || {};
     switch (event.type) {
-      case "message.delta": turn.text.textContent += payload.delta || ""; break;
-      case "message.completed": turn.text.textContent = payload.content || turn.text.textContent; break;
-      case "tool.call.started":
-      case "approval.requested": {
-        const id = payload.callId || payload.approvalId;
-        let line = turn.calls.get(id);
-        if (!line) { line = h("div.tool-call"); turn.calls.set(id, line); turn.tools.append(line); }
-        line.className = "tool-call " + (event.type === "approval.requested" ? "waiting" : "running");
-        line.textContent = event.type === "approval.requested"
-          ? `⏸ ${payload.tool}: ${payload.summary || ""} (waiting for approval)`
-          : `▶ ${payload.tool} ${payload.arguments ? JSON.stringify(payload.arguments) : ""}`;
+      case "message.delta": {
+        // Each model request (attempt) streams into its own span, so a discarded one can go.
+        let span = turn.attempts.get(payload.attempt);
+        if (!span) { span = h("span", { dataset: { attempt: String(payload.attempt ?? "") } }); turn.attempts.set(payload.attempt, span); turn.text.append(span); }
+        span.textContent += payload.delta || "";
         break;
       }
-      case "tool.call.finished":
+      case "message.discarded": turn.attempts.get(payload.attempt)?.remove(); turn.attempts.delete(payload.attempt); break;
+      case "message.completed": if (payload.role === "assistant") { turn.attempts.clear(); turn.text.textContent = payload.content || ""; } break;
+      case "tool.call.started": {
+        const call = toolLine(turn, payload);
+        call.label = toolLabel(payload, call.label);
+        const args = payload.argumentsPreview?.arguments ?? payload.argumentsPreview;
+        show(call, "running", `▶ ${call.label} ${preview(args)}`);
+        break;
+      }
+      case "approval.requested": {
+        const call = toolLine(turn, payload);
+        call.label = call.label || payload.name;
+        call.summary = payload.summary || "";
+        show(call, "waiting", `⏸ ${call.label}: ${call.summary} (waiting for approval)`);
+        break;
+      }
+      case "approval.decided": {
+        const call = toolLine(turn, payload);
+        const approved = payload.status === "approved";
+        show(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label || payload.name}: ${call.summary} (${payload.status}${payload.via ? " via " + payload.via : ""})`);
+        break;
+      }
+      case "approval.expired": {
+        const call = toolLine(turn, payload);
+        show(call, "failed", `✗ ${call.label || payload.name}: ${call.summary} (no answer: ${payload.reason || "expired"})`);
+        break;
+      }
+      case "tool.call.finished": {
+        const call = toolLine(turn, payload);
+        call.label = call.label || payload.name;
+        show(call, "finished", `✓ ${call.label} (${payload.durationMs ?? "?"} ms) ${preview(payload.resultPreview)}`);
+        break;
+      }
       case "tool.call.failed": {
-        let line = turn.calls.get(payload.callId);
-        if (!line) { line = h("div.tool-call"); turn.calls.set(payload.callId, line); turn.tools.append(line); }
-        const ok = event.type === "tool.call.finished";
-        line.className = "tool-call " + (ok ? "finished" : "failed");
-        line.textContent = `${ok ? "✓" : "✗"} ${payload.tool} (${payload.durationMs ?? "?"} ms)${ok ? "" : ": " + (payload.error || "")}`;
+        const call = toolLine(turn, payload);
+        call.label = call.label || payload.name;
+        show(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
         break;
       }
       case "execution.finished": turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
@@ -180,6 +231,8 @@ async function chat(main, [selected]) {
     h("div", {}, h("button#new-chat", { onclick: () => newChat() }, "New chat"), chatList),
     h("div", {}, messages, form, notice)));
   let stopStream = null;
+  // The answer being streamed: its element (keyed by the answer's message id) and one span
+  // per model request, so a discarded request's text can be removed.
   let streaming = null;
 
   const newChat = async () => {
@@ -208,10 +261,19 @@ async function chat(main, [selected]) {
     if (frame.kind !== "event" || frame.chatId !== selected) return;
     const payload = frame.payload || {};
     if (frame.type === "message.delta") {
-      if (!streaming) { streaming = h("div.message.assistant.streaming"); messages.append(streaming); }
-      streaming.textContent += payload.delta || "";
+      if (!streaming || streaming.id !== payload.messageId) {
+        streaming?.node.remove();
+        streaming = { id: payload.messageId, node: h("div.message.assistant.streaming", { dataset: { streaming: payload.messageId } }), attempts: new Map() };
+        messages.append(streaming.node);
+      }
+      let span = streaming.attempts.get(payload.attempt);
+      if (!span) { span = h("span"); streaming.attempts.set(payload.attempt, span); streaming.node.append(span); }
+      span.textContent += payload.delta || "";
+    } else if (frame.type === "message.discarded") {
+      if (streaming && streaming.id === payload.messageId) { streaming.attempts.get(payload.attempt)?.remove(); streaming.attempts.delete(payload.attempt); }
     } else if (frame.type === "message.created") {
-      if (payload.role === "assistant") { streaming?.remove(); streaming = null; }
+      // The stored answer has the id the deltas named: it replaces the streamed text.
+      if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
       addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
     } else if (frame.type === "execution.failed") {
       notice.textContent = payload.errorMessage || "The turn failed."; notice.className = "error";

@@ -33,21 +33,29 @@ pub(crate) fn provider() -> Setup {
 }
 
 pub(crate) fn daemon(setup: &Setup) -> Daemon {
-    daemon_with(setup, |command| {
+    daemon_with(setup, "")
+}
+
+/// A daemon over the fake provider, with its key in the environment and `extra` appended to
+/// its `config.toml`.
+fn daemon_with(setup: &Setup, extra: &str) -> Daemon {
+    daemon_configured(setup, extra, |command| {
         command.env("OPENAI_API_KEY", "sk-test-e2e-key");
     })
 }
 
-/// A daemon whose OpenAI provider is the fake server; `prepare` sets its environment.
-pub(crate) fn daemon_with(
+/// A daemon over the fake provider with `extra` appended to its `config.toml`; `prepare` sets
+/// its environment.
+pub(crate) fn daemon_configured(
     setup: &Setup,
+    extra: &str,
     prepare: impl FnOnce(&mut std::process::Command),
 ) -> Daemon {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("config.toml"),
         format!(
-            "[llm]\nopenai_base_url = \"{}/v1\"\n\n[agent]\ndefault_agent = \"skills\"\n",
+            "[llm]\nopenai_base_url = \"{}/v1\"\n\n[agent]\ndefault_agent = \"skills\"\n{extra}",
             setup.provider.url()
         ),
     )
@@ -72,6 +80,22 @@ fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
         .as_array()
         .unwrap()
         .clone()
+}
+
+/// Waits for the first stored event for which `wanted` holds.
+fn wait_matching(daemon: &Daemon, chat: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(event) = events(daemon, chat).into_iter().find(&wanted) {
+            return event;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no such event in {:?}",
+            events(daemon, chat)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 pub(crate) fn wait_event(daemon: &Daemon, chat: &str, kind: &str) -> Value {
@@ -161,12 +185,15 @@ fn a_streamed_turn_arrives_live_and_is_stored() {
 
     let mut seen = Vec::new();
     let mut text = String::new();
+    let mut delta_ids = std::collections::BTreeSet::new();
     loop {
         let frame = next_frame(&mut ws);
         let kind = frame["type"].as_str().unwrap_or_default().to_owned();
         if kind == "message.delta" {
             assert!(frame["seq"].is_null(), "deltas are live-only");
             text.push_str(frame["payload"]["delta"].as_str().unwrap());
+            assert_eq!(frame["payload"]["executionId"], posted["execution"]["id"]);
+            delta_ids.insert(frame["payload"]["messageId"].as_str().unwrap().to_owned());
         }
         seen.push(kind.clone());
         if kind == "execution.finished" {
@@ -191,6 +218,13 @@ fn a_streamed_turn_arrives_live_and_is_stored() {
     assert_eq!(finished["payload"]["promptTokens"], 12);
     let messages = daemon.get(&format!("/v1/chats/{chat}/messages")).json();
     assert_eq!(messages["items"][1]["content"], "Hello, world!");
+    // Every delta named the answer by the id it was then stored under (original §1.8).
+    let answer_id = messages["items"][1]["id"].as_str().unwrap().to_owned();
+    assert_eq!(delta_ids.iter().collect::<Vec<_>>(), [&answer_id]);
+    assert_eq!(
+        finished["payload"]["assistantMessageId"],
+        answer_id.as_str()
+    );
     // What the model received: the person's message, with the skills agent's tools.
     let request = setup.provider.requests_to(COMPLETIONS).remove(0).json();
     assert_eq!(request["stream"], true);
@@ -476,4 +510,243 @@ fn kill_9_mid_turn_loses_nothing_acknowledged_and_recovers() {
     let next = post(&daemon, &chat, json!({"content": "Are you there?"}));
     assert_eq!(next.status, 200, "the chat is not stuck: {}", next.body);
     wait_event(&daemon, &chat, "execution.finished");
+}
+
+/// The `RunSkillCommand` call `id` of `skill` with `arguments`, as the model streams it.
+fn run_skill(id: &str, skill: &str, arguments: Value) -> souz_testkit::Reply {
+    let call = json!({"skillId": skill, "arguments": arguments}).to_string();
+    openai::tool_calls(&[(id, "RunSkillCommand", &call)], 3)
+}
+
+#[test]
+fn approvals_and_results_of_a_turn_are_chat_events_with_their_payloads() {
+    let setup = provider();
+    // The expired case waits for the approval timeout: the shortest allowed.
+    let daemon = daemon_with(&setup, "\n[approvals]\ntimeout_seconds = 5\n");
+    let home = daemon.user_home();
+    std::fs::write(
+        home.join("notes.txt"),
+        "shopping list; api_key=sk-abcdefghijklmnopqrstu and more\n",
+    )
+    .unwrap();
+    let provider = &setup.provider;
+    provider.push(
+        COMPLETIONS,
+        run_skill(
+            "c0",
+            "ExtractTextFromFile",
+            json!({"filePath": "~/notes.txt"}),
+        ),
+    );
+    for (id, file) in [
+        ("c1", "approved.txt"),
+        ("c2", "denied.txt"),
+        ("c3", "expired.txt"),
+    ] {
+        provider.push(
+            COMPLETIONS,
+            run_skill(id, "NewFile", json!({"path": file, "text": "x\n"})),
+        );
+    }
+    provider.push(COMPLETIONS, openai::text(&["Done."]));
+    let chat = new_chat(&daemon);
+    post(
+        &daemon,
+        &chat,
+        json!({"content": "Read my notes, then write three files"}),
+    );
+
+    let asked = |id: &str| {
+        wait_matching(&daemon, &chat, |e| {
+            e["type"] == "approval.requested" && e["payload"]["toolCallId"] == id
+        })
+    };
+    let decide = |event: &Value, decision: &str| {
+        let approval_id = event["payload"]["approvalId"].as_str().unwrap();
+        let decided = daemon.post(
+            &format!("/v1/approvals/{approval_id}/decision"),
+            &json!({"decision": decision, "via": "cli"}),
+        );
+        assert_eq!(decided.status, 200, "{}", decided.body);
+    };
+    let first = asked("c1");
+    decide(&first, "approve");
+    let second = asked("c2");
+    decide(&second, "deny");
+    let third = asked("c3");
+    // Nobody answers c3: it expires after 5 s, and the turn goes on.
+    wait_event(&daemon, &chat, "execution.finished");
+
+    let stored = events(&daemon, &chat);
+    let of = |id: &str| -> Vec<Value> {
+        stored
+            .iter()
+            .filter(|e| e["payload"]["toolCallId"] == id)
+            .cloned()
+            .collect()
+    };
+    let types = |list: &[Value]| -> Vec<String> {
+        list.iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // A read-only call runs at once; its result preview is redacted (original §1.17).
+    let read = of("c0");
+    assert_eq!(types(&read), ["tool.call.started", "tool.call.finished"]);
+    let preview = read[1]["payload"]["resultPreview"].to_string();
+    assert!(preview.contains("shopping list"), "{preview}");
+    assert!(preview.contains("[REDACTED]"), "{preview}");
+    assert!(!preview.contains("sk-abcdefghijklmnopqrstu"), "{preview}");
+    assert_eq!(read[1]["payload"]["name"], "RunSkillCommand");
+
+    // Approved: asked with what it will do, decided with the scope and where, then finished.
+    let approved = of("c1");
+    assert_eq!(
+        types(&approved),
+        [
+            "tool.call.started",
+            "approval.requested",
+            "approval.decided",
+            "tool.call.finished"
+        ]
+    );
+    let requested = &approved[1]["payload"];
+    let approval_id = requested["approvalId"].as_str().unwrap();
+    let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
+    assert_eq!(requested["name"], "NewFile");
+    assert_eq!(requested["callId"], approval["call_id"]);
+    assert_eq!(requested["summary"], approval["summary"]);
+    assert!(
+        requested["summary"]
+            .as_str()
+            .unwrap()
+            .contains("approved.txt"),
+        "{requested}"
+    );
+    let decided = &approved[2]["payload"];
+    assert_eq!(decided["approvalId"], approval_id);
+    assert_eq!(decided["status"], "approved");
+    assert_eq!(decided["scope"], "once");
+    assert_eq!(decided["via"], "cli");
+    assert_eq!(decided["decidedAt"], approval["decision"]["decided_at"]);
+    let result = approved[3]["payload"]["resultPreview"].as_str().unwrap();
+    assert!(!result.is_empty());
+    assert!(home.join("approved.txt").exists());
+
+    // Denied: decided as denied, then the call failed.
+    let denied = of("c2");
+    assert_eq!(
+        types(&denied),
+        [
+            "tool.call.started",
+            "approval.requested",
+            "approval.decided",
+            "tool.call.failed"
+        ]
+    );
+    assert_eq!(denied[2]["payload"]["status"], "denied");
+    assert_eq!(denied[2]["payload"]["via"], "cli");
+    assert!(!home.join("denied.txt").exists());
+
+    // Expired: its own event, with the reason, then the call failed.
+    let expired = of("c3");
+    assert_eq!(
+        types(&expired),
+        [
+            "tool.call.started",
+            "approval.requested",
+            "approval.expired",
+            "tool.call.failed"
+        ]
+    );
+    let payload = &expired[2]["payload"];
+    assert_eq!(payload["approvalId"], third["payload"]["approvalId"]);
+    assert_eq!(payload["status"], "expired");
+    assert_eq!(payload["reason"], "timeout");
+    assert!(payload.get("via").is_none(), "{payload}");
+    assert!(!home.join("expired.txt").exists());
+    assert_ne!(
+        first["payload"]["approvalId"],
+        second["payload"]["approvalId"]
+    );
+}
+
+#[test]
+fn the_settings_snapshot_limits_tools_and_bounds_model_requests() {
+    let setup = provider();
+    let daemon = daemon(&setup);
+    let patched = daemon.patch(
+        "/v1/me/settings",
+        &json!({"enabledTools": ["Calculator", "ListFiles"]}),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.body);
+
+    // enabledTools: the inventory lists only those, and anything else is refused unasked.
+    setup.provider.push(
+        COMPLETIONS,
+        run_skill("c1", "NewFile", json!({"path": "nope.txt", "text": "x"})),
+    );
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["NewFile is switched off."]));
+    let chat = new_chat(&daemon);
+    post(&daemon, &chat, json!({"content": "Write nope.txt"}));
+    wait_event(&daemon, &chat, "execution.finished");
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    let system = requests[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("Calculator") && system.contains("ListFiles"),
+        "{system}"
+    );
+    for hidden in ["NewFile", "DeleteFile", "RunCommand"] {
+        assert!(!system.contains(hidden), "{hidden} is listed: {system}");
+    }
+    let refusal = requests[1].json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(refusal.contains("skill_disabled"), "{refusal}");
+    assert!(!daemon.user_home().join("nope.txt").exists());
+    let pending = daemon.get("/v1/approvals?status=pending").json();
+    assert_eq!(pending["items"], json!([]), "nobody was asked");
+
+    // requestTimeoutMillis: a model that takes longer is cut off at the limit.
+    let patched = daemon.patch("/v1/me/settings", &json!({"requestTimeoutMillis": 1000}));
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    setup.provider.push(
+        COMPLETIONS,
+        souz_testkit::Reply::sse()
+            .delay(Duration::from_secs(6))
+            .data(openai::chunk(json!({"content": "Too late"}), None))
+            .data(openai::chunk(json!({}), Some("stop")))
+            .data("[DONE]")
+            .end(),
+    );
+    let chat = new_chat(&daemon);
+    let started = Instant::now();
+    post(&daemon, &chat, json!({"content": "Are you slow?"}));
+    let finished = wait_event(&daemon, &chat, "execution.finished");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert_eq!(finished["type"], "execution.finished");
+    let messages = daemon.get(&format!("/v1/chats/{chat}/messages")).json();
+    assert_eq!(
+        messages["items"][1]["content"], "The model request timed out.",
+        "{messages}"
+    );
+    eventually("the model request to be aborted", || {
+        setup.provider.streams_dropped_early() >= 1
+    });
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::json;
 use souz_testkit::openai;
 
-use crate::chats::{COMPLETIONS, daemon_with, new_chat, post, provider, wait_event};
+use crate::chats::{COMPLETIONS, daemon_configured, new_chat, post, provider, wait_event};
 
 const PASSWORD: &str = "souz-e2e-keyring";
 
@@ -86,7 +86,7 @@ fn a_stored_key_lives_in_the_keychain_and_reaches_the_provider_after_a_restart()
 
     let keyring = Keyring::start(storage.path());
     let address = keyring.address.clone();
-    let daemon = daemon_with(&setup, |command| {
+    let daemon = daemon_configured(&setup, "", |command| {
         command.env("DBUS_SESSION_BUS_ADDRESS", &address);
     });
     let stored = daemon.put("/v1/me/provider-keys/openai", &json!({"apiKey": key}));

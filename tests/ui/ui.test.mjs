@@ -1,15 +1,17 @@
 // Drives the Souz web UI (/app) in headless Chromium against a real `souz serve` with its own
 // Souz home: approve from the Queue and see the tool's effect, deny, edit settings with an
-// invalid value and see the positioned error, then a valid one and see it applied.
+// invalid value and see the positioned error, then a valid one and see it applied; and a live
+// turn streaming from a fake OpenAI server (fake-openai.mjs) into the Live turns page.
 // Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
+import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const souz = process.env.SOUZ_BIN || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "debug", "souz");
@@ -65,18 +67,33 @@ async function shot(tab, name) {
   await tab.screenshot({ path: join(shots, `${name}.png`) });
 }
 
-before(async () => {
-  home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
-  user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
-  daemon = spawn(souz, ["serve"], {
-    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn" },
+/** Starts `souz serve` in `home` (with `env` added); resolves to the process, its URL and
+ *  token once `daemon.json` is written. */
+async function startDaemon(home, user, env = {}) {
+  const child = spawn(souz, ["serve"], {
+    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn", ...env },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const info = await waitFor(() => {
     try { return JSON.parse(readFileSync(join(home, "daemon.json"), "utf8")); } catch { return null; }
   }, "daemon.json");
-  base = info.url;
-  token = readFileSync(join(home, "token"), "utf8").trim();
+  return { child, url: info.url, token: readFileSync(join(home, "token"), "utf8").trim() };
+}
+
+async function stopDaemon(child) {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((done) => child.once("exit", done));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+before(async () => {
+  home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
+  user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
+  const started = await startDaemon(home, user);
+  daemon = started.child;
+  base = started.url;
+  token = started.token;
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
@@ -85,8 +102,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  daemon?.kill("SIGTERM");
-  await new Promise((done) => daemon?.once("exit", done) ?? done());
+  await stopDaemon(daemon);
   rmSync(home, { recursive: true, force: true });
   rmSync(user, { recursive: true, force: true });
 });
@@ -197,10 +213,77 @@ test("grants, audit, live turns and chat pages render", async () => {
   await shot(tab, "grants");
   await tab.goto(`${base}/app/#/live`);
   await tab.waitForSelector("#turns");
-  await shot(tab, "live");
   await tab.goto(`${base}/app/#/chat`);
   await tab.click("#new-chat");
   await tab.waitForSelector("#chat-input");
   await shot(tab, "chat");
   await tab.context().close();
+});
+
+test("a live turn streams from the model into the Live turns page", async () => {
+  // A daemon of its own, whose OpenAI provider is the fake server.
+  const provider = await startFakeOpenAi();
+  const liveHome = mkdtempSync(join(tmpdir(), "souz-ui-live-home-"));
+  const liveUser = mkdtempSync(join(tmpdir(), "souz-ui-live-user-"));
+  writeFileSync(join(liveHome, "config.toml"),
+    `[llm]\nopenai_base_url = "${provider.url}/v1"\n\n[agent]\ndefault_agent = "skills"\n`);
+  const live = await startDaemon(liveHome, liveUser, { OPENAI_API_KEY: "sk-ui-test-key" });
+  const call = async (method, path, body) => {
+    const response = await fetch(live.url + path, {
+      method,
+      headers: { Authorization: `Bearer ${live.token}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+  try {
+    // The model computes with a read-only skill (runs without asking), then answers slowly.
+    provider.push(toolCall("call-1", "RunSkillCommand", { skillId: "Calculator", arguments: { expression: "6*7" } }));
+    provider.push(text(["The answer ", "to 6 × 7 ", "is ", "42", "."], 700));
+
+    const tab = await context.newPage();
+    tab.on("pageerror", (error) => { throw error; });
+    await tab.goto(`${live.url}/app/#token=${live.token}&go=/live`);
+    await tab.waitForSelector("#connection.up");
+    await tab.waitForSelector("#turns .empty");
+
+    const chat = await call("POST", "/v1/chats", { title: "Arithmetic" });
+    assert.equal(chat.status, 201, JSON.stringify(chat.body));
+    const posted = await call("POST", `/v1/chats/${chat.body.chat.id}/messages`, { content: "What is 6 times 7?" });
+    assert.equal(posted.status, 200, JSON.stringify(posted.body));
+    const card = `[data-execution="${posted.body.execution.id}"]`;
+
+    // The tool call's line names the tool (not "undefined") and ends finished.
+    const line = `${card} .tool-call[data-tool-call="call-1"]`;
+    await tab.waitForSelector(`${line}.finished`);
+    const toolText = await tab.textContent(line);
+    assert.match(toolText, /Calculator/, toolText);
+    assert.doesNotMatch(toolText, /undefined/, toolText);
+    assert.equal(await tab.locator(`${card} .tool-call`).count(), 1, "one line per call");
+
+    // The answer appears piece by piece while the turn runs.
+    const stream = `${card} .stream`;
+    const partial = await waitFor(async () => {
+      const shown = (await tab.textContent(stream)) || "";
+      return shown.length > 0 && !shown.includes("42") ? shown : null;
+    }, "the first streamed words");
+    assert.ok("The answer to 6 × 7 is 42.".startsWith(partial), partial);
+    assert.equal(await tab.textContent(`${card} .tag`), "running");
+    await waitFor(async () => ((await tab.textContent(stream)) || "").includes("is "), "more streamed words");
+    await shot(tab, "live");
+    await tab.waitForSelector(`${card} .tag.succeeded`);
+    assert.equal(await tab.textContent(stream), "The answer to 6 × 7 is 42.");
+
+    // What the model was sent: the person's message, then the tool's result.
+    assert.equal(provider.requests.length, 2);
+    const result = provider.requests[1].messages.find((message) => message.role === "tool");
+    assert.match(result.content, /42/, result.content);
+  } finally {
+    await context.close();
+    await stopDaemon(live.child);
+    await provider.close();
+    rmSync(liveHome, { recursive: true, force: true });
+    rmSync(liveUser, { recursive: true, force: true });
+  }
 });

@@ -46,7 +46,7 @@ use self::settings::SettingsDefaults;
 use self::turns::{
     SharedEngine, Turn, TurnEvent, TurnInput, TurnOutcome, add_usage, event_payload,
 };
-use crate::llm::models::ModelKind;
+use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::{LlmService, LlmServiceError};
 use crate::store::codec::{from_json, now, to_json};
 use crate::store::{Store, StoreError};
@@ -321,11 +321,7 @@ impl Chats {
         name: &str,
         unavailable: &str,
     ) -> Result<(), ChatError> {
-        let resolved = self
-            .inner
-            .llm
-            .resolve(name, ModelKind::Chat)
-            .map_err(|error| ChatError::Invalid(error.to_string()))?;
+        let resolved = self.resolve_model("defaultModel", name)?;
         let available = self
             .inner
             .llm
@@ -340,6 +336,11 @@ impl Chats {
         } else {
             Err(ChatError::Invalid(unavailable.to_owned()))
         }
+    }
+
+    /// Resolves a model a request names (`field` says where); see [`check_model`].
+    fn resolve_model(&self, field: &str, name: &str) -> Result<ResolvedModel, ChatError> {
+        check_model(field, self.inner.llm.resolution(name, ModelKind::Chat))
     }
 
     /// Usable chat models (with where their keys come from) and the tools with the user's
@@ -589,6 +590,9 @@ impl Chats {
         if let Some(options) = &request.options {
             let patch = settings::normalize(&settings::turn_patch(options), &self.defaults().tools)
                 .map_err(ChatError::Invalid)?;
+            if let Some(model) = &patch.default_model {
+                self.resolve_model("model", model)?;
+            }
             snapshot = settings::overlay(snapshot, &patch);
         }
         if snapshot.default_model.is_empty() {
@@ -596,11 +600,15 @@ impl Chats {
                 LlmServiceError::NoModel.to_string(),
             ));
         }
-        let model = self
+        // The effective model (maybe a stored or configured one) must serve chats (§1.7).
+        let model = match self
             .inner
             .llm
-            .resolve(&snapshot.default_model, ModelKind::Chat)
-            .map_err(|error| ChatError::UnsupportedModel(error.to_string()))?;
+            .resolution(&snapshot.default_model, ModelKind::Chat)
+        {
+            Resolution::Resolved(model) => model,
+            other => return Err(ChatError::UnsupportedModel(other.describe())),
+        };
         snapshot.default_model = model.qualified();
 
         let at = now();
@@ -623,6 +631,9 @@ impl Chats {
             metadata: BTreeMap::new(),
         };
         let settings_json = to_json(&snapshot)?;
+        // The answer's id, named by every `message.delta` of the execution (§1.8).
+        let reply_message_id = uuid::Uuid::now_v7().to_string();
+        let stored_reply_id = reply_message_id.clone();
         let owner = self.inner.owner.clone();
         let lease_until = at + chrono::Duration::from_std(LEASE).unwrap_or_default();
         let stored = execution.clone();
@@ -638,7 +649,7 @@ impl Chats {
                 }
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
                 let message = records::insert_message(tx, &message_id, &stored.chat_id, "user", &text, &metadata, at)?;
-                match records::insert_execution(tx, &stored, &settings_json, &owner, lease_until, at) {
+                match records::insert_execution(tx, &stored, &settings_json, &stored_reply_id, &owner, lease_until, at) {
                     Ok(()) => {}
                     Err(rusqlite::Error::SqliteFailure(failure, _))
                         if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
@@ -687,6 +698,7 @@ impl Chats {
             user_id: user.0.clone(),
             chat_id: chat_id.to_owned(),
             execution_id: execution.id.clone(),
+            message_id: reply_message_id,
             input: TurnInput::Message(content),
             settings: snapshot,
         };
@@ -795,59 +807,63 @@ impl Chats {
             };
         };
         let (sender, mut receiver) = mpsc::unbounded_channel();
-        let chat_id = turn.chat_id.clone();
-        let execution_id = turn.execution_id.clone();
-        let streaming = turn.settings.streaming_messages;
-        let show_tools = turn.settings.show_tool_events;
+        let relay = Relay {
+            chat_id: turn.chat_id.clone(),
+            execution_id: turn.execution_id.clone(),
+            message_id: turn.message_id.clone(),
+            streaming: turn.settings.streaming_messages,
+            show_tools: turn.settings.show_tool_events,
+        };
         let mut running = engine.run(turn, sender, cancel);
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some(event) = receiver.recv() => self.relay(&chat_id, &execution_id, event, streaming, show_tools).await,
+                Some(event) = receiver.recv() => self.relay(&relay, event).await,
                 outcome = &mut running => break outcome,
             }
         };
         while let Ok(event) = receiver.try_recv() {
-            self.relay(&chat_id, &execution_id, event, streaming, show_tools)
-                .await;
+            self.relay(&relay, event).await;
         }
         outcome
     }
 
-    async fn relay(
-        &self,
-        chat_id: &str,
-        execution_id: &str,
-        event: TurnEvent,
-        streaming: bool,
-        show_tools: bool,
-    ) {
+    async fn relay(&self, relay: &Relay, event: TurnEvent) {
+        let (chat_id, execution_id) = (relay.chat_id.as_str(), relay.execution_id.as_str());
         match &event {
+            // `messageId` is the answer's id (original §1.8); the rest tells steered attempts
+            // apart.
             TurnEvent::Delta { attempt, text } => {
-                if streaming {
+                if relay.streaming {
                     self.inner.events.publish_live(
                         chat_id,
                         Some(execution_id),
                         "message.delta",
-                        json!({"executionId": execution_id, "attempt": attempt, "delta": text}),
+                        json!({
+                            "messageId": relay.message_id, "executionId": execution_id,
+                            "attempt": attempt, "delta": text,
+                        }),
                     );
                 }
                 return;
             }
             TurnEvent::Discarded { attempt } => {
-                if streaming {
+                if relay.streaming {
                     self.inner.events.publish_live(
                         chat_id,
                         Some(execution_id),
                         "message.discarded",
-                        json!({"executionId": execution_id, "attempt": attempt}),
+                        json!({
+                            "messageId": relay.message_id, "executionId": execution_id,
+                            "attempt": attempt,
+                        }),
                     );
                 }
                 return;
             }
             _ => {}
         }
-        let Some((kind, payload)) = event_payload(&event, show_tools) else {
+        let Some((kind, payload)) = event_payload(&event, relay.show_tools) else {
             return;
         };
         let new = NewChatEvent {
@@ -903,7 +919,7 @@ impl Chats {
                 };
                 let transitioned = match &outcome {
                     TurnOutcome::Completed { text, usage } => {
-                        let message_id = uuid::Uuid::now_v7().to_string();
+                        let message_id = row.reply_message_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Completed, at, None, Some(usage), Some(&message_id))? {
                             return Ok((None, Vec::new()));
                         }
@@ -1214,6 +1230,10 @@ impl Chats {
             user_id: user.0.clone(),
             chat_id: option.chat_id.clone(),
             execution_id: option.execution_id.clone(),
+            message_id: execution_row
+                .reply_message_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
             input: TurnInput::OptionAnswer {
                 option_id: option.id.clone(),
                 question: option.title.clone(),
@@ -1232,6 +1252,38 @@ impl Chats {
             execution: execution_row.execution,
         })
     }
+}
+
+/// A model named in a request: a name that matches no model or several is a bad request
+/// (§1.6); one that names a model that cannot serve chats is `unsupported_backend_model`
+/// (§1.7).
+fn check_model(field: &str, resolution: Resolution) -> Result<ResolvedModel, ChatError> {
+    match resolution {
+        Resolution::Resolved(model) => Ok(model),
+        Resolution::Unknown { suggestions, .. } => {
+            let mut message = format!("{field} must be a known model alias.");
+            if !suggestions.is_empty() {
+                message.push_str(&format!(" Did you mean {}?", suggestions.join(", ")));
+            }
+            Err(ChatError::Invalid(message))
+        }
+        Resolution::Ambiguous { candidates, .. } => Err(ChatError::Invalid(format!(
+            "{field} is ambiguous; use a model enum name ({}).",
+            candidates.join(", ")
+        ))),
+        unsupported @ Resolution::Unsupported { .. } => {
+            Err(ChatError::UnsupportedModel(unsupported.describe()))
+        }
+    }
+}
+
+/// Where a running turn's events go.
+struct Relay {
+    chat_id: String,
+    execution_id: String,
+    message_id: String,
+    streaming: bool,
+    show_tools: bool,
 }
 
 fn llm_error(error: LlmServiceError) -> ChatError {

@@ -19,7 +19,7 @@ use super::events::TurnSink;
 use super::knowledge::KnowledgeStore;
 use super::knowledge::retrieval::{self, GetKnowledgeArgs, SearchKnowledgeArgs};
 use super::memory::MemoryRecall;
-use super::skills::category_names;
+use super::skills::{ToolFilter, category_names};
 use crate::llm;
 use crate::tools::gate::Gate;
 use crate::tools::input_schema;
@@ -197,6 +197,8 @@ pub(crate) struct CoreCall<'a> {
     pub tool_call_id: &'a str,
     /// The gate `RunSkillCommand` goes through.
     pub gate: &'a Gate,
+    /// The catalog tools this turn may use.
+    pub tools: &'a ToolFilter,
     /// Knowledge entries.
     pub knowledge: &'a KnowledgeStore,
     /// Long-term memory.

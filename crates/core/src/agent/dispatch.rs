@@ -26,7 +26,8 @@ use crate::llm::{Message, ToolCall};
 use crate::store::StoreError;
 use crate::tools::gate::{CallRequest, Gate};
 
-/// Runs `tool` through the gate for `chat_id`, reporting an approval wait to `sink`.
+/// Runs `tool` through the gate for `chat_id`, reporting an approval wait and its outcome to
+/// `sink`.
 pub(crate) async fn call_gate(
     gate: &Gate,
     chat_id: &str,
@@ -51,8 +52,26 @@ pub(crate) async fn call_gate(
         sink.send(TurnEvent::ApprovalRequested {
             tool_call_id: tool_call_id.to_owned(),
             call_id: handle.call_id.clone(),
-            approval_id,
+            approval_id: approval_id.clone(),
+            tool: tool.to_owned(),
+            summary: state.summary.unwrap_or_default(),
         });
+        handle.past_approval().await;
+        // The approval's outcome is stored before the call moves on: read it from there.
+        match gate.approvals().get(&approval_id).await {
+            Ok(approval) => sink.send(TurnEvent::ApprovalResolved {
+                tool_call_id: tool_call_id.to_owned(),
+                call_id: handle.call_id.clone(),
+                approval_id,
+                tool: tool.to_owned(),
+                status: approval.status,
+                decision: approval.decision,
+                expiry_reason: approval.expiry_reason,
+            }),
+            Err(error) => {
+                tracing::warn!(%error, %approval_id, "could not read how an approval ended");
+            }
+        }
     }
     let state = handle.finished().await;
     Ok(state.result.unwrap_or_else(|| ToolResult {
@@ -75,6 +94,8 @@ pub(crate) async fn execute(
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
     });
+    // A gate result's preview is the audit's (its structured value when it has one).
+    let mut gate_preview = None;
     let (content, is_error) = match (executable.get(&call.name), call.arguments_json()) {
         (None, _) => (
             format!(
@@ -102,7 +123,10 @@ pub(crate) async fn execute(
             )
             .await
             {
-                Ok(result) => (result.text, result.is_error),
+                Ok(result) => {
+                    gate_preview = Some(redact::result_preview(&result));
+                    (result.text, result.is_error)
+                }
                 Err(error) => {
                     tracing::error!(%error, tool = %call.name, "could not start a tool call");
                     (
@@ -129,6 +153,7 @@ pub(crate) async fn execute(
                 owner: &scope.owner,
                 tool_call_id: &call.id,
                 gate: &services.gate,
+                tools: &scope.tools,
                 knowledge: &services.knowledge,
                 memory: services.memory.as_ref(),
                 sink,
@@ -150,6 +175,7 @@ pub(crate) async fn execute(
             tool_call_id: call.id.clone(),
             tool: call.name.clone(),
             duration_ms,
+            result_preview: gate_preview.unwrap_or_else(|| redact::preview_text(&content)),
         }
     });
     let content = knowledge::offload(

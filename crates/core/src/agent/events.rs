@@ -10,6 +10,7 @@
 //! - A sink must not block: it is called on the turn's hot path (forward into a channel).
 
 use serde::Serialize;
+use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 
 /// Something that happened during a turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +55,28 @@ pub enum TurnEvent {
         call_id: String,
         /// The pending approval.
         approval_id: String,
+        /// The catalog tool that asks (for `RunSkillCommand`, the skill it runs).
+        tool: String,
+        /// What the call will do, in one line (the gate's plan).
+        summary: String,
+    },
+    /// The pending approval was decided, or expired (which is a denial). Comes before the
+    /// call's own end.
+    ApprovalResolved {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The gate's id for the call.
+        call_id: String,
+        /// The approval.
+        approval_id: String,
+        /// The catalog tool.
+        tool: String,
+        /// `approved`, `denied` or `expired`.
+        status: ApprovalStatus,
+        /// The person's decision, when one was made.
+        decision: Option<RecordedDecision>,
+        /// Why it expired, when it did.
+        expiry_reason: Option<ExpiryReason>,
     },
     /// The call produced a result.
     ToolCallFinished {
@@ -63,6 +86,8 @@ pub enum TurnEvent {
         tool: String,
         /// How long it took, approval wait included.
         duration_ms: u64,
+        /// The result, redacted and shortened like the audit's (original §1.17).
+        result_preview: serde_json::Value,
     },
     /// The call failed, was refused, or does not exist; the model gets the reason.
     ToolCallFailed {

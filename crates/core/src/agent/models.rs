@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::llm::LlmClient;
 use crate::llm::service::{LlmService, LlmServiceError};
+use crate::llm::{LlmClient, ProviderId};
 
 /// A chat model ready to be asked.
 #[derive(Clone)]
@@ -15,6 +15,8 @@ pub struct ChatModel {
     pub label: String,
     /// The provider's model name, sent in requests.
     pub request_name: String,
+    /// The provider, when the model came from the registry.
+    pub provider: Option<ProviderId>,
     /// The client.
     pub client: Arc<dyn LlmClient>,
 }
@@ -53,6 +55,7 @@ impl ChatModels for LlmService {
             Ok(ChatModel {
                 label: format!("{}/{}", resolved.provider, resolved.model),
                 request_name: resolved.model,
+                provider: Some(resolved.provider),
                 client,
             })
         })
@@ -69,6 +72,7 @@ impl FixedModel {
         Self(ChatModel {
             label: name.to_owned(),
             request_name: name.to_owned(),
+            provider: None,
             client,
         })
     }

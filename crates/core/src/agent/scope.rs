@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -12,8 +13,9 @@ use super::memory::MemoryRecall;
 use super::models::ChatModel;
 use super::nodes::information::ContextSource;
 use super::nodes::mcp::McpTools;
-use super::skills::SkillBundles;
+use super::skills::{SkillBundles, ToolFilter};
 use super::steering::Mailbox;
+use crate::llm::LlmError;
 use crate::tools::gate::Gate;
 
 /// Long-lived parts every turn uses.
@@ -52,6 +54,11 @@ pub(crate) struct TurnScope {
     pub ask_user: bool,
     /// The question the model asked, which ends the turn.
     pub question: std::sync::Mutex<Option<super::context::Question>>,
+    /// The catalog tools the turn may list and run.
+    pub tools: ToolFilter,
+    /// How long one model request may take, start to finished answer (`None`: the provider
+    /// client's own limits only).
+    pub request_timeout: Option<Duration>,
     attempts: AtomicU64,
 }
 
@@ -75,8 +82,22 @@ impl TurnScope {
             services,
             ask_user: false,
             question: std::sync::Mutex::new(None),
+            tools: ToolFilter::all(),
+            request_timeout: None,
             attempts: AtomicU64::new(0),
         }
+    }
+
+    /// Limits the catalog tools the turn may list and run.
+    pub(crate) fn with_tools(mut self, tools: ToolFilter) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Bounds each model request of the turn.
+    pub(crate) fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
     }
 
     /// Lets the model ask the person (`AskUser`).
@@ -91,6 +112,33 @@ impl TurnScope {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .is_some()
+    }
+
+    /// Runs one model request within the turn's request timeout; when it runs out the request
+    /// is dropped (which aborts it) and the answer is a timeout error.
+    pub(crate) async fn within_request_timeout<T>(
+        &self,
+        request: impl Future<Output = Result<T, LlmError>>,
+    ) -> Result<T, LlmError> {
+        let Some(limit) = self.request_timeout else {
+            return request.await;
+        };
+        match tokio::time::timeout(limit, request).await {
+            Ok(result) => result,
+            Err(_) => Err(match self.model.provider {
+                Some(provider) => LlmError::Timeout {
+                    provider,
+                    after: limit,
+                },
+                None => LlmError::Interrupted {
+                    provider: None,
+                    detail: format!(
+                        "no complete answer within the request timeout ({} ms)",
+                        limit.as_millis()
+                    ),
+                },
+            }),
+        }
     }
 
     /// Numbers the next chat request of the turn (from 1).

@@ -6,10 +6,14 @@
 //! classification, and `GetSkillByName`/`RunSkillCommand` answer `skill_disabled` for it. Every
 //! other call still goes through the gate, which asks or allows per call.
 //!
+//! A turn may further narrow the catalog with a [`ToolFilter`] (a chat execution's
+//! `enabledTools` snapshot, original §1.7): tools outside it are neither listed nor run, and
+//! are answered `skill_disabled` like policy-disabled ones.
+//!
 //! File-backed skill bundles arrive in a later issue; [`SkillBundles`] is the seam they plug
 //! into (today only their ids, for the inventory).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -25,11 +29,32 @@ fn always_denied(gate: &Gate, spec: &ToolSpec) -> bool {
     policy.action == Action::Deny && policy.conditional == 0
 }
 
-/// Catalog tools the agents may use, sorted by name.
-pub fn enabled_tools(gate: &Gate) -> Vec<Arc<dyn DynTool>> {
+/// Which catalog tools a turn may use: all of them, or only the named ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter(Option<Arc<BTreeSet<String>>>);
+
+impl ToolFilter {
+    /// Every catalog tool.
+    pub fn all() -> Self {
+        Self(None)
+    }
+
+    /// Only the tools named in `names` (names the catalog does not know select nothing).
+    pub fn only(names: impl IntoIterator<Item = String>) -> Self {
+        Self(Some(Arc::new(names.into_iter().collect())))
+    }
+
+    /// Whether the tool named `name` may be used.
+    pub fn allows(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|names| names.contains(name))
+    }
+}
+
+/// Catalog tools the agents may use in a turn limited by `filter`, sorted by name.
+pub fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn DynTool>> {
     gate.catalog()
         .iter()
-        .filter(|tool| !always_denied(gate, tool.spec()))
+        .filter(|tool| filter.allows(tool.spec().name) && !always_denied(gate, tool.spec()))
         .cloned()
         .collect()
 }
@@ -45,10 +70,12 @@ pub enum Lookup {
     Missing,
 }
 
-/// Looks `name` up in the catalog.
-pub fn lookup(gate: &Gate, name: &str) -> Lookup {
+/// Looks `name` up in the catalog, for a turn limited by `filter`.
+pub fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
     match gate.catalog().get(name) {
-        Some(tool) if always_denied(gate, tool.spec()) => Lookup::Disabled,
+        Some(tool) if !filter.allows(tool.spec().name) || always_denied(gate, tool.spec()) => {
+            Lookup::Disabled
+        }
         Some(tool) => Lookup::Enabled(Arc::clone(tool)),
         None => Lookup::Missing,
     }

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +31,7 @@ use super::scope::{Services, TurnScope};
 use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
 };
-use super::skills::{NoSkillBundles, SkillBundles, enabled_tools, model_spec};
+use super::skills::{NoSkillBundles, SkillBundles, ToolFilter, enabled_tools, model_spec};
 use super::steering::{Mailbox, SteerError, SubmitAfterError};
 use super::{AgentError, AgentKind};
 use crate::graph::{GraphError, LastContext, RunOptions};
@@ -107,6 +108,11 @@ pub struct TurnRequest {
     /// Whether the model may ask the person a question with `AskUser`, which ends the turn
     /// (chat turns, where the answer can come back).
     pub ask_user: bool,
+    /// The catalog tools the turn may list and run (`None`: all of them).
+    pub enabled_tools: Option<Vec<String>>,
+    /// How long one model request may take, from sending it to the end of the answer
+    /// (`None`: the provider client's own limits only).
+    pub request_timeout: Option<Duration>,
 }
 
 impl TurnRequest {
@@ -352,6 +358,10 @@ impl Agents {
             context_size: request.context_size.unwrap_or(self.inner.context_size),
             system_prompt: request.system_prompt,
             ask_user: request.ask_user,
+            tools: request
+                .enabled_tools
+                .map_or_else(ToolFilter::all, ToolFilter::only),
+            request_timeout: request.request_timeout,
             mailbox,
             cancel,
         })
@@ -385,6 +395,8 @@ pub struct Turn {
     context_size: u32,
     system_prompt: Option<String>,
     ask_user: bool,
+    tools: ToolFilter,
+    request_timeout: Option<Duration>,
     mailbox: Option<Arc<Mailbox>>,
     cancel: CancellationToken,
 }
@@ -456,7 +468,7 @@ impl Turn {
         match self.kind {
             // Every enabled catalog tool may run; classification narrows only what is shown.
             AgentKind::Graph => {
-                for tool in enabled_tools(gate) {
+                for tool in enabled_tools(gate, &self.tools) {
                     context.install(model_spec(tool.spec()), ToolBinding::Gate);
                 }
             }
@@ -554,7 +566,9 @@ impl Turn {
                 turn_cancel.clone(),
                 Arc::clone(&inner.services),
             )
-            .with_ask_user(self.ask_user),
+            .with_ask_user(self.ask_user)
+            .with_tools(self.tools.clone())
+            .with_request_timeout(self.request_timeout),
         );
         let graph = graphs::build(self.kind, &scope)
             .map_err(|error| AgentError::Internal(error.to_string()))?;

@@ -36,11 +36,7 @@ pub struct NewAuditEntry<'a> {
 
 /// Appends a row; returns its id.
 pub fn append(connection: &Connection, entry: &NewAuditEntry<'_>) -> Result<i64, StoreError> {
-    let result = entry.result.map(|result| match &result.structured {
-        Some(structured) => redact::preview(structured),
-        None if result.is_error => Value::String(redact::error_preview(&result.text)),
-        None => redact::preview_text(&result.text),
-    });
+    let result = entry.result.map(redact::result_preview);
     connection.execute(
         "INSERT INTO audit_log (at, call_id, requester, tool, risk, arguments, result, decision, \
          decided_by, outcome, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",

@@ -109,6 +109,16 @@ pub fn preview_text(text: &str) -> Value {
     }
 }
 
+/// The preview of a tool's result for audits and events: its structured value when it has
+/// one, else its text (an error's text as an [`error_preview`]).
+pub fn result_preview(result: &souz_protocol::ToolResult) -> Value {
+    match &result.structured {
+        Some(structured) => preview(structured),
+        None if result.is_error => Value::String(error_preview(&result.text)),
+        None => preview_text(&result.text),
+    }
+}
+
 /// An error message for audits and events: redacted, at most 240 characters.
 pub fn error_preview(message: &str) -> String {
     cut(&redact_text(message), MAX_ERROR)

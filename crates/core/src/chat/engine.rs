@@ -2,8 +2,8 @@
 //! stored history, with the execution's settings snapshot, the `AskUser` tool, and the agent's
 //! events turned into chat events.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -66,6 +66,77 @@ fn question(asked: &crate::agent::context::Question) -> Question {
     }
 }
 
+/// The chat's view of an agent event (`None`: not shown in chats).
+fn relay(event: agent_events::TurnEvent) -> Option<TurnEvent> {
+    use agent_events::TurnEvent as Agent;
+    match event {
+        Agent::TextDelta { attempt, text } => Some(TurnEvent::Delta { attempt, text }),
+        Agent::AnswerDiscarded { attempt } => Some(TurnEvent::Discarded { attempt }),
+        Agent::ToolCallStarted {
+            tool_call_id,
+            tool,
+            arguments,
+        } => Some(TurnEvent::ToolCallStarted {
+            call_id: tool_call_id,
+            tool,
+            arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
+        }),
+        Agent::ToolCallFinished {
+            tool_call_id,
+            tool,
+            duration_ms,
+            result_preview,
+        } => Some(TurnEvent::ToolCallFinished {
+            call_id: tool_call_id,
+            tool,
+            duration_ms,
+            result_preview,
+        }),
+        Agent::ToolCallFailed {
+            tool_call_id,
+            tool,
+            error,
+            duration_ms,
+        } => Some(TurnEvent::ToolCallFailed {
+            call_id: tool_call_id,
+            tool,
+            duration_ms,
+            error,
+        }),
+        Agent::ApprovalRequested {
+            tool_call_id,
+            call_id,
+            approval_id,
+            tool,
+            summary,
+        } => Some(TurnEvent::ApprovalRequested {
+            approval_id,
+            call_id: tool_call_id,
+            gate_call_id: call_id,
+            tool,
+            summary,
+        }),
+        Agent::ApprovalResolved {
+            tool_call_id,
+            call_id,
+            approval_id,
+            tool,
+            status,
+            decision,
+            expiry_reason,
+        } => Some(TurnEvent::ApprovalResolved {
+            approval_id,
+            call_id: tool_call_id,
+            gate_call_id: call_id,
+            tool,
+            status,
+            decision,
+            expiry_reason,
+        }),
+        Agent::InputApplied { .. } | Agent::MemoryRecalled { .. } => None,
+    }
+}
+
 impl TurnEngine for AgentEngine {
     fn run(
         &self,
@@ -94,76 +165,12 @@ impl TurnEngine for AgentEngine {
                 context_size: Some(turn.settings.context_size),
                 system_prompt: turn.settings.system_prompt.clone(),
                 ask_user: true,
+                // The snapshot's list: only these catalog tools are shown and run (§1.7).
+                enabled_tools: Some(turn.settings.enabled_tools.clone()),
+                request_timeout: Some(Duration::from_millis(turn.settings.request_timeout_millis)),
             };
-            let tools: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
             let sink = Arc::new(move |event: agent_events::TurnEvent| {
-                let relayed = match event {
-                    agent_events::TurnEvent::TextDelta { attempt, text } => {
-                        Some(TurnEvent::Delta { attempt, text })
-                    }
-                    agent_events::TurnEvent::AnswerDiscarded { attempt } => {
-                        Some(TurnEvent::Discarded { attempt })
-                    }
-                    agent_events::TurnEvent::ToolCallStarted {
-                        tool_call_id,
-                        tool,
-                        arguments,
-                    } => {
-                        tools
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(tool_call_id.clone(), tool.clone());
-                        let arguments =
-                            serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
-                        Some(TurnEvent::ToolCallStarted {
-                            call_id: tool_call_id,
-                            tool,
-                            arguments,
-                        })
-                    }
-                    agent_events::TurnEvent::ToolCallFinished {
-                        tool_call_id,
-                        tool,
-                        duration_ms,
-                    } => Some(TurnEvent::ToolCallFinished {
-                        call_id: tool_call_id,
-                        tool,
-                        duration_ms,
-                        result: String::new(),
-                    }),
-                    agent_events::TurnEvent::ToolCallFailed {
-                        tool_call_id,
-                        tool,
-                        error,
-                        duration_ms,
-                    } => Some(TurnEvent::ToolCallFailed {
-                        call_id: tool_call_id,
-                        tool,
-                        duration_ms,
-                        error,
-                    }),
-                    agent_events::TurnEvent::ApprovalRequested {
-                        tool_call_id,
-                        call_id,
-                        approval_id,
-                    } => {
-                        let tool = tools
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .get(&tool_call_id)
-                            .cloned()
-                            .unwrap_or_default();
-                        Some(TurnEvent::ApprovalRequested {
-                            approval_id,
-                            call_id,
-                            tool,
-                            summary: String::new(),
-                        })
-                    }
-                    agent_events::TurnEvent::InputApplied { .. }
-                    | agent_events::TurnEvent::MemoryRecalled { .. } => None,
-                };
-                if let Some(event) = relayed {
+                if let Some(event) = relay(event) {
                     let _ = events.send(event);
                 }
             });

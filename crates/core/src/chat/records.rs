@@ -335,11 +335,14 @@ pub struct ExecutionRow {
     pub execution: Execution,
     /// The settings snapshot the turn runs with (JSON of `Settings`).
     pub settings: String,
+    /// The id allocated for the answer when the execution started (`None` for executions
+    /// stored before it was allocated).
+    pub reply_message_id: Option<String>,
 }
 
 const EXECUTION_COLUMNS: &str = "id, chat_id, user_message_id, assistant_message_id, status, \
     client_message_id, model, provider, settings, started_at, finished_at, cancel_requested, \
-    error_code, error_message, usage";
+    error_code, error_message, usage, reply_message_id";
 
 type RawExecution = (
     String,
@@ -354,6 +357,7 @@ type RawExecution = (
     Option<String>,
     Option<String>,
     i64,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -376,6 +380,7 @@ fn execution_from_row(row: &Row<'_>) -> rusqlite::Result<RawExecution> {
         row.get(12)?,
         row.get(13)?,
         row.get(14)?,
+        row.get(15)?,
     ))
 }
 
@@ -396,6 +401,7 @@ fn decode_execution(raw: RawExecution) -> Result<ExecutionRow, StoreError> {
         error_code,
         error_message,
         usage,
+        reply_message_id,
     ) = raw;
     Ok(ExecutionRow {
         execution: Execution {
@@ -417,6 +423,7 @@ fn decode_execution(raw: RawExecution) -> Result<ExecutionRow, StoreError> {
             metadata: BTreeMap::new(),
         },
         settings,
+        reply_message_id,
     })
 }
 
@@ -426,6 +433,7 @@ pub fn insert_execution(
     connection: &Connection,
     execution: &Execution,
     settings: &str,
+    reply_message_id: &str,
     owner: &str,
     lease_until: DateTime<Utc>,
     at: DateTime<Utc>,
@@ -433,7 +441,7 @@ pub fn insert_execution(
     connection.execute(
         &format!(
             "INSERT INTO executions ({EXECUTION_COLUMNS}, owner, lease_until, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, NULL, NULL, NULL, ?11, ?12, ?13)"
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, NULL, NULL, NULL, ?14, ?11, ?12, ?13)"
         ),
         params![
             execution.id,
@@ -449,6 +457,7 @@ pub fn insert_execution(
             owner,
             to_time(lease_until),
             to_time(at),
+            reply_message_id,
         ],
     )?;
     Ok(())

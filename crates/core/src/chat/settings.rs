@@ -194,19 +194,33 @@ pub fn normalize(patch: &SettingsPatch, known_tools: &[String]) -> Result<Settin
     Ok(patch)
 }
 
-/// A BCP 47 tag: a 2–3 letter language (not `und`), then alphanumeric subtags of 1–8.
+/// A BCP 47 tag whose language is a recognised one (original §1.6: the language must have a
+/// display name): an ISO 639-1 code, or an ISO 639-3 code that names a language (`und`, `mul`,
+/// `mis`, `zxx` do not), then alphanumeric subtags of 1–8.
 pub fn valid_locale(tag: &str) -> bool {
     let mut parts = tag.split(['-', '_']);
     let Some(language) = parts.next() else {
         return false;
     };
-    let language_ok = (2..=3).contains(&language.len())
-        && language.chars().all(|c| c.is_ascii_alphabetic())
-        && !language.eq_ignore_ascii_case("und");
-    language_ok
+    recognised_language(language)
         && parts.all(|part| {
             (1..=8).contains(&part.len()) && part.chars().all(|c| c.is_ascii_alphanumeric())
         })
+}
+
+fn recognised_language(code: &str) -> bool {
+    if !code.chars().all(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    let code = code.to_ascii_lowercase();
+    match code.len() {
+        2 => isolang::Language::from_639_1(&code).is_some(),
+        3 => {
+            !matches!(code.as_str(), "und" | "mul" | "mis" | "zxx")
+                && isolang::Language::from_639_3(&code).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// An IANA zone name (`UTC`, `Europe/Berlin`); checked against the system zone database
@@ -390,10 +404,22 @@ mod tests {
 
     #[test]
     fn locales_and_zones() {
-        for tag in ["en", "en-US", "ru-RU", "zh-Hant-TW", "de_DE"] {
+        for tag in [
+            "en",
+            "en-US",
+            "ru-RU",
+            "zh-Hant-TW",
+            "de_DE",
+            "EN-gb",
+            "fil-PH",
+            "yue",
+        ] {
             assert!(valid_locale(tag), "{tag}");
         }
-        for tag in ["", "und", "e", "english", "en--US", "en-US!"] {
+        for tag in [
+            "", "und", "e", "english", "en--US", "en-US!", "qq", "zz-ZZ", "xx", "qaa", "zxx",
+            "mul", "q1",
+        ] {
             assert!(!valid_locale(tag), "{tag}");
         }
         assert!(valid_time_zone("UTC"));

@@ -94,7 +94,7 @@ impl TurnEngine for Script {
                             call_id: "c1".into(),
                             tool: "Calculator".into(),
                             duration_ms: 3,
-                            result: "4".into(),
+                            result_preview: json!("4"),
                         });
                         TurnOutcome::Completed {
                             text: "It is 4.".into(),
@@ -266,10 +266,16 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
     assert_eq!(finished.usage.unwrap().total_tokens, 15);
 
     let mut seen = Vec::new();
+    let mut delta_ids = Vec::new();
     while seen.last().map(String::as_str) != Some("execution.finished") {
         let Some(FollowItem::Event(event)) = live.next().await else {
             panic!("stream ended")
         };
+        if event.kind == "message.delta" {
+            assert_eq!(event.payload["executionId"], response.execution.id.as_str());
+            assert_eq!(event.payload["attempt"], 1);
+            delta_ids.push(event.payload["messageId"].as_str().unwrap().to_owned());
+        }
         seen.push(event.kind.clone());
     }
     assert_eq!(
@@ -307,6 +313,8 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
         finished.assistant_message_id.as_deref(),
         Some(messages[1].id.as_str())
     );
+    // Deltas name the answer before it exists: the id it is stored under (original §1.8).
+    assert_eq!(delta_ids, [messages[1].id.clone(), messages[1].id.clone()]);
     let chat = f
         .chats
         .list_chats(&me(), 10, false)
@@ -540,6 +548,11 @@ async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     let turns = f.script.turns.lock().unwrap().clone();
     assert_eq!(turns.len(), 2);
     assert_eq!(turns[1].execution_id, response.execution.id);
+    assert_eq!(
+        (&turns[0].message_id, &turns[1].message_id),
+        (&messages.last().unwrap().id, &messages.last().unwrap().id),
+        "one answer id for the whole execution, across the question"
+    );
     assert_eq!(
         turns[1].settings.temperature, 0.2,
         "the snapshot, not the new settings"
@@ -860,5 +873,54 @@ async fn replay_and_live_stay_consistent_while_events_are_written() {
     assert_eq!(
         seqs, expected,
         "every stored event once, in order, across the switch to live"
+    );
+}
+
+#[test]
+fn model_names_are_checked_like_the_original() {
+    let message = |result: Result<_, ChatError>| match result {
+        Err(ChatError::Invalid(message)) => format!("400 {message}"),
+        Err(ChatError::UnsupportedModel(message)) => format!("409 {message}"),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(
+        message(check_model(
+            "model",
+            Resolution::Unknown {
+                name: "gpt-nope".into(),
+                suggestions: vec![],
+            }
+        )),
+        "400 model must be a known model alias."
+    );
+    assert_eq!(
+        message(check_model(
+            "defaultModel",
+            Resolution::Unknown {
+                name: "gpt-5-min".into(),
+                suggestions: vec!["openai/gpt-5-mini".into()],
+            }
+        )),
+        "400 defaultModel must be a known model alias. Did you mean openai/gpt-5-mini?"
+    );
+    assert_eq!(
+        message(check_model(
+            "model",
+            Resolution::Ambiguous {
+                name: "mini".into(),
+                candidates: vec!["openai/mini".into(), "ai_tunnel/mini".into()],
+            }
+        )),
+        "400 model is ambiguous; use a model enum name (openai/mini, ai_tunnel/mini)."
+    );
+    assert!(
+        message(check_model(
+            "model",
+            Resolution::Unsupported {
+                name: "text-embedding-v3".into(),
+                reason: "it is an embedding model, not a chat model".into(),
+            }
+        ))
+        .starts_with("409 `text-embedding-v3` cannot be used")
     );
 }

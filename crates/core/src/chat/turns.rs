@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use souz_protocol::chat::{ExecutionStatus, OptionChoice, Settings, Usage};
+use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +20,9 @@ pub struct Turn {
     pub chat_id: String,
     /// The execution this turn belongs to.
     pub execution_id: String,
+    /// The id the execution's answer will be stored under, allocated when the execution
+    /// started (`message.delta` names it before the message exists).
+    pub message_id: String,
     /// What the person said (or answered).
     pub input: TurnInput,
     /// The settings snapshot the execution started with.
@@ -78,8 +82,8 @@ pub enum TurnEvent {
         tool: String,
         /// Milliseconds.
         duration_ms: u64,
-        /// The result text.
-        result: String,
+        /// The result, already redacted and shortened (original §1.17).
+        result_preview: Value,
     },
     /// A tool call failed or was refused.
     ToolCallFailed {
@@ -96,19 +100,31 @@ pub enum TurnEvent {
     ApprovalRequested {
         /// Approval id.
         approval_id: String,
-        /// Call id.
+        /// The model's call id (as in `tool.call.*`).
         call_id: String,
-        /// Tool.
+        /// The gate's call id (`GET /v1/tool-calls/{id}`).
+        gate_call_id: String,
+        /// The catalog tool that asks.
         tool: String,
         /// What it will do.
         summary: String,
     },
-    /// A pending approval was decided or expired.
+    /// A pending approval was decided or expired (a denial).
     ApprovalResolved {
         /// Approval id.
         approval_id: String,
+        /// The model's call id.
+        call_id: String,
+        /// The gate's call id.
+        gate_call_id: String,
+        /// The catalog tool.
+        tool: String,
         /// `approved`, `denied` or `expired`.
-        status: String,
+        status: ApprovalStatus,
+        /// The person's decision, when one was made.
+        decision: Option<RecordedDecision>,
+        /// Why it expired, when it did.
+        expiry_reason: Option<ExpiryReason>,
     },
 }
 
@@ -216,7 +232,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
             call_id,
             tool,
             duration_ms,
-            result,
+            result_preview,
         } if show_tool_events => Some((
             "tool.call.finished",
             json!({
@@ -224,7 +240,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
                 "name": tool,
                 "status": "finished",
                 "durationMs": duration_ms,
-                "resultPreview": crate::approvals::redact::preview_text(result),
+                "resultPreview": result_preview,
             }),
         )),
         TurnEvent::ToolCallFailed {
@@ -245,23 +261,48 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
         TurnEvent::ApprovalRequested {
             approval_id,
             call_id,
+            gate_call_id,
             tool,
             summary,
         } => Some((
             "approval.requested",
-            json!({"approvalId": approval_id, "toolCallId": call_id, "name": tool, "summary": summary}),
+            json!({
+                "approvalId": approval_id, "toolCallId": call_id, "callId": gate_call_id,
+                "name": tool, "summary": summary,
+            }),
         )),
         TurnEvent::ApprovalResolved {
             approval_id,
+            call_id,
+            gate_call_id,
+            tool,
             status,
-        } => Some((
-            if status == "expired" {
+            decision,
+            expiry_reason,
+        } => {
+            let mut payload = json!({
+                "approvalId": approval_id, "toolCallId": call_id, "callId": gate_call_id,
+                "name": tool, "status": status.as_str(),
+            });
+            // An expiry is recorded as a denial "via" its reason: the reason says it.
+            if let Some(decision) = decision.as_ref().filter(|_| expiry_reason.is_none()) {
+                payload["scope"] = json!(decision.scope);
+                payload["via"] = json!(decision.via);
+                payload["decidedAt"] = json!(decision.decided_at);
+                if let Some(grant) = &decision.grant_id {
+                    payload["grantId"] = json!(grant);
+                }
+            }
+            if let Some(reason) = expiry_reason {
+                payload["reason"] = json!(reason);
+            }
+            let kind = if *status == ApprovalStatus::Expired {
                 "approval.expired"
             } else {
                 "approval.decided"
-            },
-            json!({"approvalId": approval_id, "status": status}),
-        )),
+            };
+            Some((kind, payload))
+        }
         _ => None,
     }
 }

@@ -16,6 +16,7 @@ use crate::runtime::Runtime;
 
 const BOUND: &str = "127.0.0.1:8383";
 
+mod chat_stream;
 mod chats;
 mod settings;
 

@@ -294,6 +294,11 @@ impl LlmService {
             .collect())
     }
 
+    /// How a model name resolves, every outcome told apart (for validation messages).
+    pub fn resolution(&self, name: &str, kind: ModelKind) -> Resolution {
+        self.registry.resolve(name, kind)
+    }
+
     /// Resolves a model name explicitly.
     pub fn resolve(&self, name: &str, kind: ModelKind) -> Result<ResolvedModel, LlmServiceError> {
         match self.registry.resolve(name, kind) {

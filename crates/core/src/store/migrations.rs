@@ -264,6 +264,12 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX knowledge_by_chat ON knowledge_entries (chat_id);",
     },
+    Migration {
+        // The id an execution's answer is stored under, allocated when it starts so live
+        // deltas can name the message before it exists (original §1.8).
+        name: "execution_reply_message",
+        sql: "ALTER TABLE executions ADD COLUMN reply_message_id TEXT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -115,6 +115,17 @@ impl CallHandle {
         result.unwrap_or_else(|_| self.state())
     }
 
+    /// Waits until the call no longer waits for a person (decided, expired, or over). By then
+    /// the approval's outcome is stored.
+    pub async fn past_approval(&mut self) -> CallState {
+        let result = self
+            .state
+            .wait_for(|state| state.status != ToolCallStatus::WaitingApproval)
+            .await
+            .map(|state| state.clone());
+        result.unwrap_or_else(|_| self.state())
+    }
+
     /// Lets the call go on without this handle.
     pub fn detach(mut self) -> String {
         self.armed = false;

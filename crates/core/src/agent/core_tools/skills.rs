@@ -146,7 +146,7 @@ pub(crate) fn find_skill(
             "Skill ID must not be blank.",
         ));
     }
-    match lookup(call.gate, skill_id) {
+    match lookup(call.gate, call.tools, skill_id) {
         Lookup::Enabled(tool) => Ok(SkillDetail::of(tool.spec())),
         Lookup::Disabled => Err(DiscoveryError::new(
             Some(skill_id),
@@ -207,7 +207,7 @@ fn category_skill_names(
             format!("Unknown Skill category: {requested}"),
         ));
     };
-    let tools = enabled_tools(call.gate);
+    let tools = enabled_tools(call.gate, call.tools);
     let names = by_category(&tools)
         .remove(&category)
         .unwrap_or_default()
@@ -283,7 +283,7 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
     if skill_id.is_empty() {
         return CoreOutput::error("invalid_skill_id", "Skill ID must not be blank.");
     }
-    match lookup(call.gate, skill_id) {
+    match lookup(call.gate, call.tools, skill_id) {
         Lookup::Enabled(tool) => {
             let arguments = args
                 .arguments

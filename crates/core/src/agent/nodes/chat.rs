@@ -35,8 +35,19 @@ fn request(scope: &TurnScope, context: &AgentContext<String>) -> ChatRequest {
     }
 }
 
-/// Streams one answer, forwarding its text to the sink under `attempt`.
+/// Streams one answer, forwarding its text to the sink under `attempt`, within the turn's
+/// request timeout.
 async fn stream_answer(
+    scope: &TurnScope,
+    request: ChatRequest,
+    attempt: u64,
+) -> Result<ChatResponse, LlmError> {
+    scope
+        .within_request_timeout(stream_unbounded(scope, request, attempt))
+        .await
+}
+
+async fn stream_unbounded(
     scope: &TurnScope,
     request: ChatRequest,
     attempt: u64,

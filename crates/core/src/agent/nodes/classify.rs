@@ -215,7 +215,13 @@ async fn ask_model(
         ],
     );
     request.temperature = Some(0.0);
-    let response = complete(scope.model.client.as_ref(), request, scope.cancel.clone()).await?;
+    let response = scope
+        .within_request_timeout(complete(
+            scope.model.client.as_ref(),
+            request,
+            scope.cancel.clone(),
+        ))
+        .await?;
     if let Some(usage) = response.usage {
         context.usage.add(usage);
     }
@@ -230,7 +236,7 @@ pub(crate) async fn classify(
     scope: Arc<TurnScope>,
     mut context: AgentContext<String>,
 ) -> Result<AgentContext<String>, BoxError> {
-    let tools = enabled_tools(&scope.services.gate);
+    let tools = enabled_tools(&scope.services.gate, &scope.tools);
     let groups = by_category(&tools);
     let available: Vec<ToolCategory> = groups.keys().copied().collect();
     let local = classify_locally(&context.user_input, &available);

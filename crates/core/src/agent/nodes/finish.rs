@@ -67,7 +67,14 @@ async fn summarize(
     messages.push(Message::user(SUMMARY_PROMPT));
     let mut request = ChatRequest::new(scope.model.request_name.clone(), messages);
     request.temperature = context.settings.temperature;
-    match complete(scope.model.client.as_ref(), request, scope.cancel.clone()).await {
+    match scope
+        .within_request_timeout(complete(
+            scope.model.client.as_ref(),
+            request,
+            scope.cancel.clone(),
+        ))
+        .await
+    {
         Ok(response) => {
             if let Some(usage) = response.usage {
                 context.usage.add(usage);

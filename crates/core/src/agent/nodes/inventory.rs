@@ -92,7 +92,7 @@ pub(crate) async fn inventory(
     mut context: AgentContext<String>,
     core: &'static [CoreTool],
 ) -> Result<AgentContext<String>, BoxError> {
-    let tools = enabled_tools(&scope.services.gate);
+    let tools = enabled_tools(&scope.services.gate, &scope.tools);
     let groups = by_category(&tools);
     let compiled: BTreeSet<&str> = tools.iter().map(|tool| tool.spec().name).collect();
     let file_backed: Vec<String> = match scope.services.bundles.inventory_ids(&scope.owner).await {

@@ -26,6 +26,22 @@ fn tool_message(history: &[Message], index: usize) -> (&str, &str, bool) {
     }
 }
 
+/// The content and error flag of the tool result for the model's call `id`.
+fn tool_result<'a>(history: &'a [Message], id: &str) -> (&'a str, bool) {
+    history
+        .iter()
+        .find_map(|message| match message {
+            Message::Tool {
+                tool_call_id,
+                content,
+                is_error,
+                ..
+            } if tool_call_id == id => Some((content.as_str(), *is_error)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {id} in {history:?}"))
+}
+
 #[tokio::test]
 async fn the_skills_agent_finds_and_runs_a_catalog_tool_through_the_gate() {
     let f = fixture().await;
@@ -309,6 +325,134 @@ async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
     );
     assert!(sink.events().iter().any(|event| matches!(event,
         TurnEvent::ToolCallFailed { tool_call_id, .. } if tool_call_id == "c1")));
+
+    // Each approval is reported with what it is about, then how it ended, before the call's
+    // own end; a result carries its preview.
+    let seen: Vec<String> = sink
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            TurnEvent::ApprovalRequested {
+                tool_call_id,
+                tool,
+                summary,
+                ..
+            } => Some(format!("asked {tool_call_id} {tool}: {summary}")),
+            TurnEvent::ApprovalResolved {
+                tool_call_id,
+                tool,
+                status,
+                decision,
+                expiry_reason,
+                ..
+            } => Some(format!(
+                "resolved {tool_call_id} {tool}: {} via {} {expiry_reason:?}",
+                status.as_str(),
+                decision
+                    .as_ref()
+                    .map_or("-", |decision| decision.via.as_str()),
+            )),
+            TurnEvent::ToolCallFinished {
+                tool_call_id,
+                result_preview,
+                ..
+            } => Some(format!("finished {tool_call_id}: {result_preview}")),
+            TurnEvent::ToolCallFailed { tool_call_id, .. } => {
+                Some(format!("failed {tool_call_id}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "asked c1 WriteNote: WriteNote a.md",
+            "resolved c1 WriteNote: denied via test None",
+            "failed c1",
+            "asked c2 WriteNote: WriteNote b.md",
+            "resolved c2 WriteNote: approved via test None",
+            "finished c2: \"WriteNote done for b.md\"",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_expired_approval_is_reported_with_its_reason() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![run_skill("c1", "WriteNote", json!({"path": "a.md"}))]);
+    f.llm.push_text("nobody answered");
+    let (_, sink, task) = f
+        .spawn(skills("chat-e", "write a note"), CancellationToken::new())
+        .await;
+    let TurnEvent::ApprovalRequested { approval_id, .. } = sink
+        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { .. }))
+        .await
+    else {
+        unreachable!()
+    };
+    f.gate
+        .approvals()
+        .expire(&approval_id, ExpiryReason::Timeout)
+        .await
+        .unwrap();
+    let outcome = task.await.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert!(f.probes.runs().is_empty());
+    let resolved = sink
+        .events()
+        .into_iter()
+        .find(|event| matches!(event, TurnEvent::ApprovalResolved { .. }));
+    let Some(TurnEvent::ApprovalResolved {
+        tool_call_id,
+        approval_id: resolved_id,
+        tool,
+        status,
+        decision,
+        expiry_reason,
+        ..
+    }) = resolved
+    else {
+        panic!("no resolution in {:?}", sink.events());
+    };
+    assert_eq!(
+        (tool_call_id.as_str(), resolved_id, tool.as_str(), status),
+        ("c1", approval_id, "WriteNote", ApprovalStatus::Expired)
+    );
+    assert_eq!(expiry_reason, Some(ExpiryReason::Timeout));
+    assert_eq!(
+        decision.map(|decision| decision.via),
+        Some("timeout".into())
+    );
+}
+
+#[tokio::test]
+async fn results_are_previewed_redacted_and_shortened() {
+    let f = fixture().await;
+    f.llm.push_tool_calls(vec![run_skill(
+        "c1",
+        "ReadNote",
+        json!({"path": "password=hunter2-secret"}),
+    )]);
+    f.llm
+        .push_tool_calls(vec![run_skill("c2", "ReadNote", json!({"size": 5000}))]);
+    f.llm.push_text("read");
+    let (_, sink) = f.run(skills("chat-p", "read")).await;
+    let previews: Vec<Value> = sink
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            TurnEvent::ToolCallFinished { result_preview, .. } => Some(result_preview),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(previews.len(), 2);
+    assert_eq!(previews[0], json!("ReadNote done for password=[REDACTED]"));
+    let long = previews[1].as_str().unwrap();
+    assert!(
+        long.ends_with("...") && long.chars().count() == 160,
+        "{long}"
+    );
 }
 
 #[tokio::test]
@@ -717,5 +861,88 @@ async fn ask_user_ends_the_turn_with_a_question_and_the_answer_continues_it() {
         sent.iter()
             .any(|m| matches!(m, Message::Tool { name, .. } if name == "AskUser")),
         "the question stays in the history"
+    );
+}
+
+#[tokio::test]
+async fn enabled_tools_limit_what_the_graph_agent_shows_and_runs() {
+    let f = fixture().await;
+    f.llm.push_text("FILES 90");
+    f.llm.push_tool_calls(vec![
+        call("c1", "WriteNote", json!({"path": "a.md"})),
+        call("c2", "ReadNote", json!({"path": "b.md"})),
+    ]);
+    f.llm.push_text("done");
+    let request = TurnRequest {
+        enabled_tools: Some(vec!["ReadNote".into(), "Compute".into()]),
+        ..graph("chat-g", "read and write notes")
+    };
+    let (outcome, _) = f.run(request).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let mut shown = advertised(&f.llm.requests()[1]);
+    shown.retain(|name| !core_names().contains(name));
+    assert_eq!(shown, ["ReadNote"], "FILES, without the disabled WriteNote");
+    let (refused, is_error) = tool_result(&outcome.history, "c1");
+    assert!(
+        is_error && refused.contains("no tool named `WriteNote`"),
+        "{refused}"
+    );
+    assert_eq!(f.probes.runs(), ["ReadNote"]);
+}
+
+#[tokio::test]
+async fn enabled_tools_limit_the_skills_inventory_and_run_skill_command() {
+    let f = fixture().await;
+    f.llm
+        .push_tool_calls(vec![run_skill("c1", "WriteNote", json!({"path": "a.md"}))]);
+    f.llm.push_text("WriteNote is off");
+    let request = TurnRequest {
+        enabled_tools: Some(vec!["ReadNote".into()]),
+        ..skills("chat-s", "write a note")
+    };
+    let (outcome, sink) = f.run(request).await;
+    let Message::System { content } = &f.llm.requests()[0].messages[0] else {
+        panic!("the system message comes first");
+    };
+    assert!(content.contains("- FILES: ReadNote\n"), "{content}");
+    assert!(
+        !content.contains("WriteNote") && !content.contains("Compute"),
+        "{content}"
+    );
+    let (refused, is_error) = tool_result(&outcome.history, "c1");
+    assert!(is_error && refused.contains("skill_disabled"), "{refused}");
+    assert!(f.probes.runs().is_empty());
+    assert!(
+        !sink
+            .events()
+            .iter()
+            .any(|event| matches!(event, TurnEvent::ApprovalRequested { .. })),
+        "nobody is asked about a disabled tool"
+    );
+}
+
+#[tokio::test]
+async fn the_request_timeout_bounds_each_model_request() {
+    let f = fixture().await;
+    f.llm
+        .push_stall(vec![Ok(StreamEvent::TextDelta("Let me".into()))]);
+    let request = TurnRequest {
+        request_timeout: Some(Duration::from_millis(300)),
+        ..skills("chat-t", "hi")
+    };
+    let started = std::time::Instant::now();
+    let (outcome, _) = f.run(request).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let reply = outcome.reply.unwrap();
+    let failure = reply.failure.unwrap();
+    assert!(
+        failure
+            .detail
+            .contains("within the request timeout (300 ms)"),
+        "{failure:?}"
     );
 }

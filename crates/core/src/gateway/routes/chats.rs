@@ -3,9 +3,9 @@
 
 use std::pin::pin;
 
+use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message as Frame, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -23,7 +23,7 @@ use crate::chat::ChatUser;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
-use crate::gateway::extract::{ApiJson, ApiQuery};
+use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::runtime::{FollowItem, RuntimeHandle};
 
 /// Close code sent when a follower fell behind and must reconnect.
@@ -343,7 +343,7 @@ async fn create_chat(
 async fn rename_chat(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
     ApiJson(request): ApiJson<RenameChat>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
@@ -357,7 +357,7 @@ async fn rename_chat(
 async fn archive_chat(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
         handle.chats().set_archived(&user, &chat_id, true).await?,
@@ -367,7 +367,7 @@ async fn archive_chat(
 async fn unarchive_chat(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
         handle.chats().set_archived(&user, &chat_id, false).await?,
@@ -377,7 +377,7 @@ async fn unarchive_chat(
 async fn list_messages(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
     ApiQuery(query): ApiQuery<MessagesQuery>,
 ) -> Result<axum::Json<MessageList>, ApiError> {
     let limit = positive("limit", query.limit.as_deref(), 100, 500)?;
@@ -395,7 +395,7 @@ async fn list_messages(
 async fn post_message(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
     ApiJson(request): ApiJson<PostMessage>,
 ) -> Result<axum::Json<PostMessageResponse>, ApiError> {
     Ok(axum::Json(
@@ -409,7 +409,7 @@ async fn post_message(
 async fn replay_events(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<axum::Json<ChatEventList>, ApiError> {
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
@@ -422,7 +422,7 @@ async fn replay_events(
 async fn follow(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
     ApiQuery(query): ApiQuery<EventsQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -500,7 +500,7 @@ async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
 async fn answer_option(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(option_id): Path<String>,
+    UuidPath([option_id]): UuidPath<1>,
     ApiJson(answer): ApiJson<OptionAnswer>,
 ) -> Result<axum::Json<OptionAnswerResponse>, ApiError> {
     Ok(axum::Json(
@@ -514,7 +514,7 @@ async fn answer_option(
 async fn cancel_active(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path(chat_id): Path<String>,
+    UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<ExecutionResponse>, ApiError> {
     let execution = handle.chats().cancel_active(&user, &chat_id).await?;
     Ok(axum::Json(ExecutionResponse { execution }))
@@ -523,7 +523,7 @@ async fn cancel_active(
 async fn cancel_execution(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
-    Path((chat_id, execution_id)): Path<(String, String)>,
+    UuidPath([chat_id, execution_id]): UuidPath<2>,
 ) -> Result<axum::Json<ExecutionResponse>, ApiError> {
     let execution = handle
         .chats()

@@ -225,25 +225,44 @@ async fn chat_routes_validate_their_input() {
     .await;
 }
 
+/// A well-formed id that names nothing.
+const ABSENT: &str = "0190f5a0-0000-7000-8000-000000000000";
+
 #[tokio::test]
 async fn missing_resources_have_their_own_codes() {
     let f = Fixture::new().await;
     let chat = f.new_chat().await;
     let missing = StatusCode::NOT_FOUND;
     for request in [
-        f.json("PATCH", "/v1/chats/nope/title", &json!({"title": "x"})),
-        f.bare("POST", "/v1/chats/nope/archive"),
-        f.bare("POST", "/v1/chats/nope/unarchive"),
-        f.bare("GET", "/v1/chats/nope/messages"),
-        f.json("POST", "/v1/chats/nope/messages", &json!({"content": "hi"})),
-        f.bare("GET", "/v1/chats/nope/events"),
-        f.bare("POST", "/v1/chats/nope/cancel-active"),
+        f.json(
+            "PATCH",
+            &format!("/v1/chats/{ABSENT}/title"),
+            &json!({"title": "x"}),
+        ),
+        f.bare("POST", &format!("/v1/chats/{ABSENT}/archive")),
+        f.bare("POST", &format!("/v1/chats/{ABSENT}/unarchive")),
+        f.bare("GET", &format!("/v1/chats/{ABSENT}/messages")),
+        f.json(
+            "POST",
+            &format!("/v1/chats/{ABSENT}/messages"),
+            &json!({"content": "hi"}),
+        ),
+        f.bare("GET", &format!("/v1/chats/{ABSENT}/events")),
+        f.bare("POST", &format!("/v1/chats/{ABSENT}/cancel-active")),
+        // An upper-case spelling is the same id.
+        f.bare(
+            "GET",
+            &format!("/v1/chats/{}/messages", ABSENT.to_uppercase()),
+        ),
     ] {
         f.expect(request, missing, "chat_not_found", "Chat not found.")
             .await;
     }
     f.expect(
-        f.bare("POST", &format!("/v1/chats/{chat}/executions/nope/cancel")),
+        f.bare(
+            "POST",
+            &format!("/v1/chats/{chat}/executions/{ABSENT}/cancel"),
+        ),
         missing,
         "execution_not_found",
         "Execution not found.",
@@ -252,7 +271,7 @@ async fn missing_resources_have_their_own_codes() {
     f.expect(
         f.json(
             "POST",
-            "/v1/options/nope/answer",
+            &format!("/v1/options/{ABSENT}/answer"),
             &json!({"selectedOptionIds": ["a"]}),
         ),
         missing,
@@ -260,6 +279,158 @@ async fn missing_resources_have_their_own_codes() {
         "Option not found.",
     )
     .await;
+    let (status, _) = f
+        .send(f.bare(
+            "GET",
+            &format!("/v1/chats/{}/messages", chat.to_uppercase()),
+        ))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "ids are compared in their stored form"
+    );
+}
+
+#[tokio::test]
+async fn ids_that_are_not_uuids_are_bad_requests() {
+    let f = Fixture::new().await;
+    let chat = f.new_chat().await;
+    let bad = StatusCode::BAD_REQUEST;
+    for request in [
+        f.json("PATCH", "/v1/chats/nope/title", &json!({"title": "x"})),
+        f.bare("POST", "/v1/chats/nope/archive"),
+        f.bare("POST", "/v1/chats/nope/unarchive"),
+        f.bare("GET", "/v1/chats/nope/messages"),
+        f.json("POST", "/v1/chats/nope/messages", &json!({"content": "hi"})),
+        f.bare("GET", "/v1/chats/nope/events"),
+        f.bare("GET", "/v1/chats/nope/ws"),
+        f.bare("POST", "/v1/chats/nope/cancel-active"),
+        f.bare(
+            "POST",
+            &format!("/v1/chats/nope/executions/{ABSENT}/cancel"),
+        ),
+    ] {
+        let path = request.uri().to_string();
+        let (status, body) = f.send(request).await;
+        assert_eq!(status, bad, "{path}: {body}");
+        assert_eq!(code(&body), "invalid_request", "{path}: {body}");
+        assert_eq!(
+            body["error"]["message"], "chatId must be a valid UUID.",
+            "{path}"
+        );
+    }
+    f.expect(
+        f.bare("POST", &format!("/v1/chats/{chat}/executions/nope/cancel")),
+        bad,
+        "invalid_request",
+        "executionId must be a valid UUID.",
+    )
+    .await;
+    f.expect(
+        f.json(
+            "POST",
+            "/v1/options/nope/answer",
+            &json!({"selectedOptionIds": ["a"]}),
+        ),
+        bad,
+        "invalid_request",
+        "optionId must be a valid UUID.",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn models_and_locales_are_validated_like_the_original() {
+    let f = Fixture::with(|config| config.llm.local_models = vec!["ollama/llama3.2".into()]).await;
+    f.runtime.handle().chats().set_engine(Arc::new(Busy));
+    let chat = f.new_chat().await;
+    let messages = format!("/v1/chats/{chat}/messages");
+    let bad = StatusCode::BAD_REQUEST;
+    let turn = |options: Value| json!({"content": "hi", "options": options});
+    f.expect(
+        f.json("POST", &messages, &turn(json!({"model": "gpt-nope"}))),
+        bad,
+        "invalid_request",
+        "model must be a known model alias.",
+    )
+    .await;
+    f.expect(
+        f.json(
+            "PATCH",
+            "/v1/me/settings",
+            &json!({"defaultModel": "gpt-nope"}),
+        ),
+        bad,
+        "invalid_request",
+        "defaultModel must be a known model alias.",
+    )
+    .await;
+    f.expect(
+        f.json(
+            "POST",
+            "/v1/onboarding/complete",
+            &json!({"defaultModel": "gpt-nope"}),
+        ),
+        bad,
+        "invalid_request",
+        "defaultModel must be a known model alias.",
+    )
+    .await;
+    // A real model that cannot serve chats is the one 409 (original §1.7).
+    f.expect(
+        f.json(
+            "POST",
+            &messages,
+            &turn(json!({"model": "text-embedding-v3"})),
+        ),
+        StatusCode::CONFLICT,
+        "unsupported_backend_model",
+        "embedding model",
+    )
+    .await;
+    // A known chat model whose provider has no key is not available to this user.
+    f.expect(
+        f.json(
+            "PATCH",
+            "/v1/me/settings",
+            &json!({"defaultModel": "qwen-max"}),
+        ),
+        bad,
+        "invalid_request",
+        "defaultModel must be available to the current user.",
+    )
+    .await;
+    for locale in ["qq", "zz-ZZ", "xx-US", "und", "en-US!"] {
+        f.expect(
+            f.json("PATCH", "/v1/me/settings", &json!({"locale": locale})),
+            bad,
+            "invalid_request",
+            "locale must be a valid BCP 47 language tag.",
+        )
+        .await;
+        f.expect(
+            f.json("POST", &messages, &turn(json!({"locale": locale}))),
+            bad,
+            "invalid_request",
+            "locale must be a valid BCP 47 language tag.",
+        )
+        .await;
+    }
+    let (status, body) = f
+        .send(f.json("PATCH", "/v1/me/settings", &json!({"locale": "pt-BR"})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["settings"]["locale"], "pt-BR");
+    // None of the refused turns started: the chat is free for a valid one.
+    let (status, body) = f
+        .send(f.json(
+            "POST",
+            &messages,
+            &turn(json!({"model": "ollama/llama3.2", "locale": "fil-PH"})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 #[tokio::test]
