@@ -14,7 +14,9 @@
 //!   memory and to language models.
 //!
 //! Invariants: a catalog tool only ever runs through the gate, with the chat as requester; the
-//! skills agent can neither see nor run anything but its seven core tools; a turn's events
+//! skills agent can neither see nor run anything but its seven core tools (and `AskUser` in a
+//! turn that can take an answer: chat turns, where it is how a question reaches the person —
+//! the original had no producer of questions); a turn's events
 //! arrive in order from the turn's own task; nothing the person sent while a turn ran is lost.
 
 pub mod ask_user;

@@ -4,6 +4,7 @@
 
 mod inventory;
 mod provider;
+mod seams;
 mod sessions;
 mod steering;
 mod turns;

@@ -179,7 +179,7 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
             let text = if is_json {
                 format!("{NO_BALANCE}\n\n```json\n{message}\n```")
             } else {
-                format!("{NO_BALANCE}:\n {message}")
+                format!("{NO_BALANCE}\n\n{message}")
             };
             (text, "no_balance")
         }

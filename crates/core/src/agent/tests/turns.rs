@@ -517,7 +517,7 @@ async fn the_error_node_maps_provider_failures_like_the_original() {
         ),
         (
             status(402, "no money"),
-            format!("{NO_BALANCE}:\n no money"),
+            format!("{NO_BALANCE}\n\nno money"),
             "no_balance",
             true,
         ),
@@ -837,6 +837,11 @@ async fn ask_user_ends_the_turn_with_a_question_and_the_answer_continues_it() {
     };
     let (outcome, _) = f.run(request).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
+    // A chat turn's skills agent offers exactly its seven core tools and AskUser.
+    let mut expected = core_names();
+    expected.push("AskUser".to_owned());
+    expected.sort();
+    assert_eq!(advertised(f.llm.requests().last().unwrap()), expected);
     let reply = outcome.reply.clone().unwrap();
     let question = reply.question.expect("the turn ended with a question");
     assert_eq!(question.title, "Apples or bananas?");
