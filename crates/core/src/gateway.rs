@@ -46,12 +46,26 @@ impl FromRef<AppState> for RuntimeHandle {
     }
 }
 
-/// The API description, built once from the route registry.
+/// The API description, from the route registry.
 pub struct ApiDocs {
     /// Every route as `METHOD /path`, sorted.
     pub endpoints: Vec<String>,
+    operations: Vec<api::Operation>,
+    /// Built on the first request: generating every schema costs a few MB of memory at peak
+    /// and touches much code, which a daemon that mostly idles should not pay at start.
+    openapi: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl ApiDocs {
     /// The OpenAPI 3.1 document, serialized.
-    pub openapi: bytes::Bytes,
+    pub fn openapi(&self) -> bytes::Bytes {
+        self.openapi
+            .get_or_init(|| {
+                let document = api::openapi(&self.operations, env!("CARGO_PKG_VERSION"));
+                serde_json::to_vec(&document).unwrap_or_default().into()
+            })
+            .clone()
+    }
 }
 
 /// The complete router for a gateway bound to `bound`.
@@ -59,10 +73,10 @@ pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
     let (routes, operations) = routes::all().finish();
     let mut endpoints: Vec<String> = operations.iter().map(api::Operation::endpoint).collect();
     endpoints.sort();
-    let document = api::openapi(&operations, env!("CARGO_PKG_VERSION"));
     let docs = Arc::new(ApiDocs {
         endpoints,
-        openapi: serde_json::to_vec(&document).unwrap_or_default().into(),
+        operations,
+        openapi: std::sync::OnceLock::new(),
     });
     let perimeter = Perimeter::new(&handle.config().server, bound);
     let body_limit = usize::try_from(perimeter.body_limit()).unwrap_or(usize::MAX);

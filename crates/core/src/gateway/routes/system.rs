@@ -93,7 +93,7 @@ async fn docs_page() -> Html<&'static str> {
 async fn openapi(State(state): State<AppState>) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        state.docs.openapi.clone(),
+        state.docs.openapi(),
     )
         .into_response()
 }
