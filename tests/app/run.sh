@@ -8,7 +8,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-app="$target/debug/souz-app"
+app="${SOUZ_APP:-$target/debug/souz-app}"
 shots="${SOUZ_SCREENSHOTS:+$root/docs/screenshots}"
 work="$(mktemp -d)"
 export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info" NO_AT_BRIDGE=1
