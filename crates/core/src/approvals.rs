@@ -8,10 +8,16 @@
 //! one gets a conflict. A pending approval and its `approval.requested` event are stored in one
 //! transaction, and so are a decision, its grant and its `approval.decided` event.
 //!
+//! Approvals and audit rows belong to their requester's owner ([`Audience`]): a chat's to the
+//! chat's user, every other requester's to the operator. A reader lists, reads and decides only
+//! its own; a foreign id is "not found", exactly like a missing one. Writing an `always` rule
+//! changes `config.toml` for everyone, so a user (as opposed to the operator) cannot.
+//!
 //! [`Approvals::changes`] moves whenever the rules or the active grants change, a time-limited
 //! grant reaching its end included: [`Approvals::expire_grants`] (a task the runtime runs) sleeps
 //! until the next grant expiry, never polling, and drops the grant then.
 
+pub mod audience;
 pub mod audit;
 pub mod grants;
 pub mod policy;
@@ -32,6 +38,7 @@ use souz_protocol::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+pub use audience::Audience;
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
 
 use crate::config::edit::append_rule;
@@ -64,6 +71,9 @@ pub enum ApprovalError {
     /// No such active grant.
     #[error("no active grant with id `{0}`")]
     GrantNotFound(String),
+    /// The decision is the operator's to make; nothing was decided.
+    #[error("{0}")]
+    Forbidden(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -372,6 +382,17 @@ impl Approvals {
         id: &str,
         request: DecisionRequest,
     ) -> Result<DecisionResponse, ApprovalError> {
+        self.decide_for(id, request, &Audience::Everyone).await
+    }
+
+    /// A decision by `audience`, which must own the approval (else `NotFound`). Only the
+    /// operator (or the local user) may choose `always`: the rule it writes applies to everyone.
+    pub async fn decide_for(
+        &self,
+        id: &str,
+        request: DecisionRequest,
+        audience: &Audience,
+    ) -> Result<DecisionResponse, ApprovalError> {
         let minutes = match request.scope {
             ScopeKind::Minutes => match request.minutes {
                 Some(minutes) if (1..=MAX_SCOPE_MINUTES).contains(&minutes) => Some(minutes),
@@ -398,12 +419,21 @@ impl Approvals {
         let verdict = request.decision;
         let scope = request.scope;
         let stored_match = argument_match.clone();
+        let audience = audience.clone();
         let ((approval, grant), _) = self
             .inner
             .events
             .publish_with(move |transaction| {
-                let approval = queue::load(transaction, &id)?
+                let approval = queue::load_for(transaction, &id, &audience)?
                     .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+                if scope == ScopeKind::Always && audience.owner().is_some() {
+                    return Err(ApprovalError::Forbidden(
+                        "scope `always` adds a rule to config.toml for everyone; only the \
+                         daemon's operator can choose it (choose `once`, `requester` or \
+                         `minutes`)"
+                            .to_owned(),
+                    ));
+                }
                 if approval.status != ApprovalStatus::Pending {
                     return Err(ApprovalError::AlreadyDecided {
                         id: id.clone(),
@@ -559,11 +589,16 @@ impl Approvals {
 
     /// One approval.
     pub async fn get(&self, id: &str) -> Result<Approval, ApprovalError> {
-        let id = id.to_owned();
+        self.get_for(id, &Audience::Everyone).await
+    }
+
+    /// One approval `audience` owns (a foreign one is `NotFound`, like a missing one).
+    pub async fn get_for(&self, id: &str, audience: &Audience) -> Result<Approval, ApprovalError> {
+        let (id, audience) = (id.to_owned(), audience.clone());
         self.inner
             .store
             .read(move |connection| {
-                queue::load(connection, &id)?.ok_or(ApprovalError::NotFound(id))
+                queue::load_for(connection, &id, &audience)?.ok_or(ApprovalError::NotFound(id))
             })
             .await
     }
@@ -574,9 +609,20 @@ impl Approvals {
         status: Option<ApprovalStatus>,
         limit: usize,
     ) -> Result<Vec<Approval>, StoreError> {
+        self.list_for(&Audience::Everyone, status, limit).await
+    }
+
+    /// The approvals `audience` owns, newest first.
+    pub async fn list_for(
+        &self,
+        audience: &Audience,
+        status: Option<ApprovalStatus>,
+        limit: usize,
+    ) -> Result<Vec<Approval>, StoreError> {
+        let audience = audience.clone();
         self.inner
             .store
-            .read(move |connection| queue::list(connection, status, limit))
+            .read(move |connection| queue::list(connection, &audience, status, limit))
             .await
     }
 
@@ -588,7 +634,7 @@ impl Approvals {
             .await
     }
 
-    /// A page of the audit log, newest first.
+    /// A page of the audit log, newest first (the rows `query.audience` owns).
     pub async fn audit(
         &self,
         query: audit::AuditQuery,

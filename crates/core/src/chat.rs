@@ -11,7 +11,8 @@
 //!   are failed with `process_restarted` and get their terminal event. A question waiting for an
 //!   answer (`waiting_option`) is not a crash: it can be answered after a restart.
 //! - Each execution snapshots its effective settings; a resumed turn uses the snapshot.
-//! - Every query is scoped by the user: foreign ids are 404, like missing ones.
+//! - Every query is scoped by the user: foreign ids are 404, like missing ones. Models are
+//!   offered, checked and called with the user's own provider keys, then the daemon's.
 
 pub mod engine;
 pub mod events;
@@ -232,7 +233,7 @@ impl Chats {
         let (stored, _) = self.stored_settings(user).await?;
         let mut defaults = self.defaults();
         if defaults.default_model.is_empty()
-            && let Ok(model) = self.inner.llm.default_model().await
+            && let Ok(model) = self.llm(user).default_model().await
         {
             defaults.default_model = model.qualified();
         }
@@ -249,6 +250,7 @@ impl Chats {
             settings::normalize(&patch, &self.defaults().tools).map_err(ChatError::Invalid)?;
         if let Some(model) = &patch.default_model {
             self.require_available_model(
+                user,
                 model,
                 "defaultModel must be available to the current user.",
             )
@@ -267,7 +269,7 @@ impl Chats {
     /// Whether onboarding is done, and what is missing.
     pub async fn onboarding(&self, user: &ChatUser) -> Result<(bool, bool), ChatError> {
         let (_, completed) = self.stored_settings(user).await?;
-        let has_model = self.inner.llm.default_model().await.is_ok();
+        let has_model = self.llm(user).default_model().await.is_ok();
         Ok((completed.is_some(), has_model))
     }
 
@@ -277,7 +279,7 @@ impl Chats {
         user: &ChatUser,
         patch: SettingsPatch,
     ) -> Result<(), ChatError> {
-        if self.inner.llm.default_model().await.is_err() {
+        if self.llm(user).default_model().await.is_err() {
             return Err(ChatError::RequiresModelAccess(
                 "Add a provider key or a local model before finishing onboarding.".into(),
             ));
@@ -286,6 +288,7 @@ impl Chats {
             settings::normalize(&patch, &self.defaults().tools).map_err(ChatError::Invalid)?;
         if let Some(model) = &patch.default_model {
             self.require_available_model(
+                user,
                 model,
                 "defaultModel must be available to the current user.",
             )
@@ -316,15 +319,20 @@ impl Chats {
             .await?)
     }
 
+    /// The LLM service acting for `user`: their provider keys, then the daemon's.
+    fn llm(&self, user: &ChatUser) -> LlmService {
+        self.inner.llm.for_user(&user.0)
+    }
+
     async fn require_available_model(
         &self,
+        user: &ChatUser,
         name: &str,
         unavailable: &str,
     ) -> Result<(), ChatError> {
         let resolved = self.resolve_model("defaultModel", name)?;
         let available = self
-            .inner
-            .llm
+            .llm(user)
             .available_models(ModelKind::Chat)
             .await
             .map_err(llm_error)?;
@@ -350,10 +358,9 @@ impl Chats {
         user: &ChatUser,
     ) -> Result<(Settings, Capabilities), ChatError> {
         let settings = self.settings(user).await?;
-        let keys = self.inner.llm.provider_keys().await.map_err(llm_error)?;
-        let models = self
-            .inner
-            .llm
+        let llm = self.llm(user);
+        let keys = llm.provider_keys().await.map_err(llm_error)?;
+        let models = llm
             .available_models(ModelKind::Chat)
             .await
             .map_err(llm_error)?

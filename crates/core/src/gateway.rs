@@ -2,8 +2,10 @@
 //! MCP (`/mcp`, see [`crate::mcp::server`]) on one loopback port.
 //!
 //! `router(handle, bound)` builds everything; `Gateway::bind` + `Gateway::serve` run it with a
-//! bounded graceful shutdown. Every request crosses the [`perimeter`] first. Routes are added
-//! through [`api::ApiRouter`] so the OpenAPI document is generated from the same list.
+//! bounded graceful shutdown. Every request crosses the [`perimeter`] first; [`identity`] says
+//! whom it acts for (the local user, or behind a trusted proxy the operator or a proxied user).
+//! Routes are added through [`api::ApiRouter`] so the OpenAPI document is generated from the
+//! same list.
 
 pub mod api;
 pub mod error;

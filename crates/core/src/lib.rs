@@ -20,3 +20,8 @@ pub mod token;
 pub mod tools;
 
 pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};
+
+/// The id of the person at this machine: the one user of a daemon without trusted-proxy mode,
+/// and the owner of everything stored before that mode was switched on. Reserved: a trusted
+/// proxy cannot name it.
+pub const LOCAL_USER: &str = "local";

@@ -461,7 +461,7 @@ impl RuntimeHandle {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             user: LocalUser {
                 id: user.0.clone(),
-                name: if user.0 == "local" {
+                name: if user.0 == crate::LOCAL_USER {
                     self.state.user.name.clone()
                 } else {
                     user.0.clone()

@@ -54,6 +54,9 @@ pub enum ErrorCode {
     AgentExecutionFailed,
     /// Souz is paused: agent turns and approval requests wait until it is resumed.
     Paused,
+    /// The caller may not do this: in trusted-proxy mode, a proxied user on a route (or with a
+    /// choice) that is the daemon operator's.
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -82,6 +85,7 @@ impl ErrorCode {
             Self::InvalidUserIdentity => "invalid_user_identity",
             Self::AgentExecutionFailed => "agent_execution_failed",
             Self::Paused => "paused",
+            Self::Forbidden => "forbidden",
         }
     }
 }
@@ -143,6 +147,7 @@ mod tests {
             ErrorCode::InvalidUserIdentity,
             ErrorCode::AgentExecutionFailed,
             ErrorCode::Paused,
+            ErrorCode::Forbidden,
         ];
         for code in all {
             let json = serde_json::to_value(code).unwrap();

@@ -1,5 +1,6 @@
 //! Where a turn gets its model: the LLM service in the daemon, a fixed client in tests and
-//! benchmarks. Provider-neutral: the agent only ever sees an [`LlmClient`].
+//! benchmarks. Provider-neutral: the agent only ever sees an [`LlmClient`]. A model is asked
+//! for on behalf of a user, whose provider keys its requests carry (then the daemon's).
 
 use std::sync::Arc;
 
@@ -31,9 +32,10 @@ impl std::fmt::Debug for ChatModel {
 
 /// Resolves the model a turn asked for (`None`: the default).
 pub trait ChatModels: Send + Sync {
-    /// The model named `name`, or the default one.
+    /// The model named `name`, or the default one, for `user` (whose keys it uses).
     fn chat_model<'a>(
         &'a self,
+        user: &'a str,
         name: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ChatModel, LlmServiceError>>;
 }
@@ -41,17 +43,19 @@ pub trait ChatModels: Send + Sync {
 impl ChatModels for LlmService {
     fn chat_model<'a>(
         &'a self,
+        user: &'a str,
         name: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ChatModel, LlmServiceError>> {
         Box::pin(async move {
+            let service = self.for_user(user);
             let name = match name.map(str::trim).filter(|name| !name.is_empty()) {
                 Some(name) => name.to_owned(),
                 None => {
-                    let model = self.default_model().await?;
+                    let model = service.default_model().await?;
                     format!("{}/{}", model.provider, model.model)
                 }
             };
-            let (resolved, client) = self.chat_client(&name).await?;
+            let (resolved, client) = service.chat_client(&name).await?;
             Ok(ChatModel {
                 label: format!("{}/{}", resolved.provider, resolved.model),
                 request_name: resolved.model,
@@ -81,6 +85,7 @@ impl FixedModel {
 impl ChatModels for FixedModel {
     fn chat_model<'a>(
         &'a self,
+        _: &'a str,
         _: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ChatModel, LlmServiceError>> {
         Box::pin(async move { Ok(self.0.clone()) })

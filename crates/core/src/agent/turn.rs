@@ -91,6 +91,9 @@ impl AgentParts {
 pub struct TurnRequest {
     /// The chat.
     pub chat_id: String,
+    /// Who the turn acts for: the model's requests use their provider keys, then the daemon's
+    /// (`None`: the local user).
+    pub user_id: Option<String>,
     /// What the person said.
     pub input: String,
     /// The history to continue; `None` continues the chat's stored history.
@@ -341,7 +344,10 @@ impl Agents {
         let model = self
             .inner
             .models
-            .chat_model(request.model.as_deref())
+            .chat_model(
+                request.user_id.as_deref().unwrap_or(crate::LOCAL_USER),
+                request.model.as_deref(),
+            )
             .await?;
         let stored = self.inner.sessions.history(&chat_id).await?;
         Ok(Turn {

@@ -1,10 +1,12 @@
 //! The audit log: one row per tool call, decided or automatic, with redacted and truncated
-//! previews of arguments and results. Rows are only ever appended.
+//! previews of arguments and results. Rows are only ever appended. A reader sees the rows its
+//! [`Audience`] owns.
 
 use rusqlite::{Connection, Row, params};
 use serde_json::Value;
 use souz_protocol::{Action, AuditEntry, DecisionSource, Outcome, Requester, Risk, ToolResult};
 
+use super::audience::Audience;
 use super::redact;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, now, to_json, to_time};
@@ -74,19 +76,23 @@ pub struct AuditQuery {
     pub requester: Option<String>,
     /// Only calls from this chat.
     pub chat_id: Option<String>,
+    /// Whose rows (default: everyone's).
+    pub audience: Audience,
 }
 
 /// Rows matching `query`, newest first.
 pub fn page(connection: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-    let mut statement = connection.prepare_cached(
+    let mut statement = connection.prepare_cached(&format!(
         "SELECT id, at, call_id, requester, tool, risk, arguments, result, decision, decided_by, \
          outcome, duration_ms FROM audit_log \
          WHERE (?1 IS NULL OR id < ?1) AND (?2 IS NULL OR tool = ?2) \
            AND (?3 IS NULL OR outcome = ?3) AND (?4 IS NULL OR call_id = ?4) \
            AND (?6 IS NULL OR json_extract(requester, '$.kind') = ?6) \
            AND (?7 IS NULL OR json_extract(requester, '$.chat_id') = ?7) \
+           AND {} \
          ORDER BY id DESC LIMIT ?5",
-    )?;
+        Audience::condition(8, 9)
+    ))?;
     let rows = statement.query_map(
         params![
             query.before,
@@ -96,6 +102,8 @@ pub fn page(connection: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntr
             i64::try_from(query.limit).unwrap_or(i64::MAX),
             query.requester,
             query.chat_id,
+            query.audience.sees_everything(),
+            query.audience.owner(),
         ],
         RawEntry::from_row,
     )?;

@@ -2,11 +2,13 @@
 //!
 //! Every state change is a conditional update (`... WHERE status = 'pending'`) run on the
 //! single writer connection, so the first decision wins and later ones see the new state.
+//! Reads for a reader go through its [`Audience`]: rows it does not own are never loaded.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, RecordedDecision};
 
+use super::audience::Audience;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time};
 
@@ -49,20 +51,44 @@ pub fn load(connection: &Connection, id: &str) -> Result<Option<Approval>, Store
         .transpose()
 }
 
-/// Approvals, newest first, optionally only those with `status`.
+/// Loads one approval if `audience` owns it (`None` for a foreign one, as for a missing one).
+pub fn load_for(
+    connection: &Connection,
+    id: &str,
+    audience: &Audience,
+) -> Result<Option<Approval>, StoreError> {
+    connection
+        .query_row(
+            &format!(
+                "SELECT {COLUMNS} FROM approvals WHERE id = ?1 AND {}",
+                Audience::condition(2, 3)
+            ),
+            params![id, audience.sees_everything(), audience.owner()],
+            RawApproval::from_row,
+        )
+        .optional()?
+        .map(RawApproval::decode)
+        .transpose()
+}
+
+/// The approvals `audience` owns, newest first, optionally only those with `status`.
 pub fn list(
     connection: &Connection,
+    audience: &Audience,
     status: Option<ApprovalStatus>,
     limit: usize,
 ) -> Result<Vec<Approval>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR status = ?1) \
-         ORDER BY created_at DESC, id DESC LIMIT ?2"
+        "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR status = ?1) AND {} \
+         ORDER BY created_at DESC, id DESC LIMIT ?2",
+        Audience::condition(3, 4)
     ))?;
     let rows = statement.query_map(
         params![
             status.map(ApprovalStatus::as_str),
-            i64::try_from(limit).unwrap_or(i64::MAX)
+            i64::try_from(limit).unwrap_or(i64::MAX),
+            audience.sees_everything(),
+            audience.owner(),
         ],
         RawApproval::from_row,
     )?;

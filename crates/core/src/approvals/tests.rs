@@ -46,6 +46,10 @@ fn claude() -> Requester {
 
 impl Fixture {
     async fn ask(&self, tool: &str) -> PendingApproval {
+        self.ask_as(tool, claude()).await
+    }
+
+    async fn ask_as(&self, tool: &str, requester: Requester) -> PendingApproval {
         let call_id = uuid::Uuid::now_v7().to_string();
         let stored_id = call_id.clone();
         let tool_name = tool.to_owned();
@@ -64,7 +68,7 @@ impl Fixture {
         self.approvals
             .request(NewApproval {
                 call_id,
-                requester: claude(),
+                requester,
                 tool: tool.into(),
                 risk: Risk::Write,
                 arguments: serde_json::json!({"path": "~/p/a.rs"}),
@@ -562,4 +566,105 @@ async fn an_expiring_grant_is_announced_when_its_time_is_up() {
     assert_eq!(asks(), Action::Ask);
     assert_eq!(approvals.next_grant_expiry(), None, "the grant was dropped");
     runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn every_approval_has_one_owner_a_chats_user_or_else_the_operator() {
+    let f = fixture().await;
+    f.store
+        .write(|tx| {
+            tx.execute_batch(
+                "INSERT INTO users (id, created_at, last_seen_at) VALUES
+                     ('alice', 'now', 'now'), ('bob', 'now', 'now');
+                 INSERT INTO chats (id, user_id, created_at, updated_at) VALUES
+                     ('chat-a', 'alice', 'now', 'now'), ('chat-b', 'bob', 'now', 'now');",
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let chat = |id: &str| Requester::Chat { chat_id: id.into() };
+    let alices = f.ask_as("EditFile", chat("chat-a")).await.approval.id;
+    let bobs = f.ask_as("EditFile", chat("chat-b")).await.approval.id;
+    // A chat nobody stored (an agent turn outside the chat API) is the operator's, like MCP.
+    let unowned = f.ask_as("EditFile", chat("chat-gone")).await.approval.id;
+    let claudes = f.ask("EditFile").await.approval.id;
+
+    let listed = |audience: Audience| {
+        let approvals = f.approvals.clone();
+        async move {
+            let mut ids: Vec<String> = approvals
+                .list_for(&audience, None, 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|approval| approval.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        listed(Audience::Everyone).await,
+        sorted(vec![
+            alices.clone(),
+            bobs.clone(),
+            unowned.clone(),
+            claudes.clone()
+        ])
+    );
+    assert_eq!(
+        listed(Audience::User("alice".into())).await,
+        vec![alices.clone()]
+    );
+    assert_eq!(listed(Audience::User("bob".into())).await, vec![bobs]);
+    assert_eq!(
+        listed(Audience::Operator).await,
+        sorted(vec![unowned.clone(), claudes.clone()])
+    );
+
+    // Foreign approvals are not found, to read or to decide.
+    let bob = Audience::User("bob".into());
+    assert!(matches!(
+        f.approvals.get_for(&alices, &bob).await,
+        Err(ApprovalError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.approvals.get_for(&alices, &Audience::Operator).await,
+        Err(ApprovalError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.approvals
+            .decide_for(&alices, approve(ScopeKind::Once), &bob)
+            .await,
+        Err(ApprovalError::NotFound(_))
+    ));
+    // A user cannot write an `always` rule, even for their own approval; the operator can.
+    let alice = Audience::User("alice".into());
+    assert!(matches!(
+        f.approvals
+            .decide_for(&alices, approve(ScopeKind::Always), &alice)
+            .await,
+        Err(ApprovalError::Forbidden(_))
+    ));
+    assert_eq!(
+        f.approvals.get(&alices).await.unwrap().status,
+        ApprovalStatus::Pending
+    );
+    let decided = f
+        .approvals
+        .decide_for(&alices, approve(ScopeKind::Once), &alice)
+        .await
+        .unwrap();
+    assert_eq!(decided.approval.status, ApprovalStatus::Approved);
+    let decided = f
+        .approvals
+        .decide_for(&claudes, approve(ScopeKind::Always), &Audience::Operator)
+        .await
+        .unwrap();
+    assert!(decided.rule.is_some(), "{decided:?}");
 }

@@ -157,6 +157,8 @@ impl TurnEngine for AgentEngine {
             };
             let request = TurnRequest {
                 chat_id: turn.chat_id.clone(),
+                // The chat owner's provider keys pay for the turn (original §1.11).
+                user_id: Some(turn.user_id.clone()),
                 input,
                 history: None,
                 agent: None,

@@ -31,9 +31,11 @@ config_section! {
         pub body_limit: ByteSize = ByteSize::mib(10),
         /// Seconds to let in-flight requests finish after SIGINT/SIGTERM.
         pub shutdown_grace_seconds: u64 = 10,
-        /// Trusted-proxy mode for server deployments (empty: off). When set, chat routes act for
-        /// the user named by `X-User-Id`, but only if `X-Souz-Proxy-Auth` carries this secret;
-        /// every chat is then scoped to its user. Prefer setting it with SOUZ_PROXY_TOKEN.
+        /// Trusted-proxy mode for server deployments (empty: off). When set, a request whose
+        /// `X-Souz-Proxy-Auth` carries this secret acts for the user named by `X-User-Id`: chats,
+        /// settings, provider keys, and their chats' approvals and audit rows are scoped to that
+        /// user, and daemon-wide routes (config, pause, grants, tools, runtime events) answer 403.
+        /// A request with neither header is the operator. Prefer setting it with SOUZ_PROXY_TOKEN.
         pub trusted_proxy_token: String = String::new(),
     }
 }

@@ -1,6 +1,8 @@
 //! The route registry: each route is added together with its documentation, so the router and
 //! the OpenAPI 3.1 document (`/docs/openapi.json`) are built from the same list and cannot
-//! drift apart. Schemas come from the wire types through schemars.
+//! drift apart. Schemas come from the wire types through schemars. Each route also says whom it
+//! serves: public, a user (the default), or the daemon's operator (`operator()`: a proxied user
+//! gets 403 `forbidden`; the handler takes [`Operator`](super::identity::Operator)).
 
 use axum::Router;
 use axum::handler::Handler;
@@ -30,6 +32,7 @@ pub struct Operation {
     description: Option<&'static str>,
     tag: &'static str,
     public: bool,
+    operator: bool,
     websocket: bool,
     request: Option<SchemaFn>,
     query: Option<SchemaFn>,
@@ -45,6 +48,7 @@ impl Operation {
             description: None,
             tag: "system",
             public: false,
+            operator: false,
             websocket: false,
             request: None,
             query: None,
@@ -98,6 +102,13 @@ impl Operation {
     /// Needs no token.
     pub fn public(mut self) -> Self {
         self.public = true;
+        self
+    }
+
+    /// Serves the daemon's operator only: in trusted-proxy mode a proxied user gets 403
+    /// `forbidden` (the handler must take [`Operator`](super::identity::Operator)).
+    pub fn operator(mut self) -> Self {
+        self.operator = true;
         self
     }
 
@@ -155,6 +166,11 @@ impl Operation {
     /// Whether the route needs no token.
     pub fn is_public(&self) -> bool {
         self.public
+    }
+
+    /// Whether the route serves the daemon's operator only.
+    pub fn is_operator(&self) -> bool {
+        self.operator
     }
 }
 
@@ -232,6 +248,9 @@ pub fn openapi(operations: &[Operation], version: &str) -> Value {
         if operation.public {
             op.insert("security".into(), json!([]));
         }
+        if operation.operator {
+            op.insert("x-souz-operator".into(), json!(true));
+        }
 
         let mut parameters: Vec<Value> = path_parameters(operation.path)
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
@@ -258,9 +277,22 @@ pub fn openapi(operations: &[Operation], version: &str) -> Value {
             }
             responses.insert(status.to_string(), response);
         }
-        let mut standard = vec![(403, "Foreign Host or Origin (DNS-rebinding defence).")];
+        let mut standard = vec![if operation.operator {
+            (
+                403,
+                "An operator route called by a user behind the trusted proxy (`forbidden`), or \
+                 a foreign Host or Origin (DNS-rebinding defence).",
+            )
+        } else {
+            (403, "Foreign Host or Origin (DNS-rebinding defence).")
+        }];
         if !operation.public {
-            standard.push((401, "Missing or wrong bearer token."));
+            standard.push((
+                401,
+                "Missing or wrong bearer token, or (trusted-proxy mode) proxy headers that do \
+                 not check out (`untrusted_proxy`, `missing_user_identity`, \
+                 `invalid_user_identity`).",
+            ));
         }
         if operation.request.is_some() {
             standard.push((400, "Invalid request."));
@@ -286,7 +318,10 @@ pub fn openapi(operations: &[Operation], version: &str) -> Value {
             "version": version,
             "description": "The local Souz daemon: gateway API, runtime events and the approval gate. \
                             Every route except those marked public needs `Authorization: Bearer <token>` \
-                            (`souz token` prints it).",
+                            (`souz token` prints it). Behind a trusted proxy (`[server] trusted_proxy_token`), \
+                            requests with `X-Souz-Proxy-Auth` and `X-User-Id` act for that user and get 403 \
+                            `forbidden` on operator routes (`x-souz-operator`); requests without them are \
+                            the operator's.",
         },
         "servers": [{"url": "/"}],
         "paths": paths,
@@ -381,6 +416,9 @@ mod tests {
             Operation::post("/v1/things")
                 .summary("Create")
                 .request::<ErrorBody>(),
+            Operation::get("/v1/settings-of-the-daemon")
+                .summary("Operator")
+                .operator(),
         ];
         let doc = openapi(&operations, "9.9.9");
         assert_eq!(doc["openapi"], "3.1.0");
@@ -408,6 +446,15 @@ mod tests {
         assert!(create["responses"]["413"].is_object());
         assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
         assert!(doc["components"]["schemas"]["ErrorCode"].is_object());
+        let operator = &doc["paths"]["/v1/settings-of-the-daemon"]["get"];
+        assert_eq!(operator["x-souz-operator"], true);
+        let forbidden = operator["responses"]["403"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(forbidden.contains("`forbidden`"), "{forbidden}");
+        assert!(thing["x-souz-operator"].is_null());
+        let host_only = thing["responses"]["403"]["description"].as_str().unwrap();
+        assert!(!host_only.contains("forbidden"), "{host_only}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use souz_protocol::{ErrorBody, ErrorCode};
 
+use super::identity::IdentityError;
 use crate::approvals::ApprovalError;
 use crate::chat::ChatError;
 use crate::llm::keys::KeyStoreError;
@@ -41,6 +42,11 @@ impl ApiError {
     /// 401 `unauthorized`.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
 
     /// 404 `not_found`.
@@ -115,7 +121,25 @@ impl From<ApprovalError> for ApiError {
                 Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
             }
             ApprovalError::Invalid(message) => Self::invalid(message),
+            ApprovalError::Forbidden(message) => Self::forbidden(message),
             ApprovalError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<IdentityError> for ApiError {
+    fn from(error: IdentityError) -> Self {
+        let message = error.to_string();
+        let unauthorized = |code| Self::new(StatusCode::UNAUTHORIZED, code, message.clone());
+        match error {
+            IdentityError::UntrustedProxy | IdentityError::UserRequired => {
+                unauthorized(ErrorCode::UntrustedProxy)
+            }
+            IdentityError::MissingUserIdentity => unauthorized(ErrorCode::MissingUserIdentity),
+            IdentityError::InvalidUserIdentity | IdentityError::ReservedUserIdentity => {
+                unauthorized(ErrorCode::InvalidUserIdentity)
+            }
+            IdentityError::OperatorOnly => Self::forbidden(message),
         }
     }
 }

@@ -14,6 +14,10 @@
 //! - Once rows exist, a missing data key is an error that says so and what to do, never a
 //!   reason to make a new one: nothing is overwritten or silently re-keyed, and a keychain
 //!   that is locked or gone makes reads and writes fail rather than fork into a second key.
+//! - Keys belong to a user (a row per user and provider, like the original's
+//!   `user_provider_keys`): a [`KeyStore`] reads and writes one user's rows only
+//!   ([`KeyStore::for_user`]; [`KeyStore::new`] is the local user's). One data key seals
+//!   every user's rows.
 
 use std::fmt;
 use std::io::Write;
@@ -149,22 +153,37 @@ pub struct StoredKey {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Encrypted provider keys in the database.
+/// One user's encrypted provider keys in the database.
 #[derive(Clone, Debug)]
 pub struct KeyStore {
     store: Store,
     key_file: PathBuf,
     keychain: Option<Keychain>,
+    user: Arc<str>,
 }
 
 impl KeyStore {
-    /// Keys in `store`, sealed with the data key in `key_file`.
+    /// The local user's keys in `store`, sealed with the data key in `key_file`.
     pub fn new(store: Store, key_file: impl Into<PathBuf>) -> Self {
         Self {
             store,
             key_file: key_file.into(),
             keychain: None,
+            user: Arc::from(crate::LOCAL_USER),
         }
+    }
+
+    /// The same store, for the keys of `user`.
+    pub fn for_user(&self, user: &str) -> Self {
+        Self {
+            user: Arc::from(user),
+            ..self.clone()
+        }
+    }
+
+    /// Whose keys these are.
+    pub fn user(&self) -> &str {
+        &self.user
     }
 
     /// Keeps a new data key in `keychain` when it takes it (the key file stays the fallback).
@@ -180,12 +199,14 @@ impl KeyStore {
 
     /// Every stored key's public facts, sorted by provider.
     pub async fn list(&self) -> Result<Vec<StoredKey>, KeyStoreError> {
+        let user = Arc::clone(&self.user);
         self.store
-            .read(|connection| {
+            .read(move |connection| {
                 let mut statement = connection.prepare(
-                    "SELECT provider, key_hint, updated_at FROM provider_keys ORDER BY provider",
+                    "SELECT provider, key_hint, updated_at FROM provider_keys WHERE user_id = ?1 \
+                     ORDER BY provider",
                 )?;
-                let rows = statement.query_map([], |row| {
+                let rows = statement.query_map([&*user], |row| {
                     Ok((
                         row.get::<_, String>(0)?,
                         row.get::<_, String>(1)?,
@@ -220,12 +241,13 @@ impl KeyStore {
             updated_at: now_millis(),
         };
         let row = stored.clone();
+        let user = Arc::clone(&self.user);
         self.store
             .write(move |transaction| {
                 transaction.execute(
-                    "INSERT INTO provider_keys (provider, ciphertext, key_hint, updated_at)
-                     VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (provider) DO UPDATE SET
+                    "INSERT INTO provider_keys (provider, ciphertext, key_hint, updated_at, user_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (user_id, provider) DO UPDATE SET
                          ciphertext = excluded.ciphertext,
                          key_hint = excluded.key_hint,
                          updated_at = excluded.updated_at",
@@ -233,7 +255,8 @@ impl KeyStore {
                         row.provider.as_str(),
                         sealed,
                         row.key_hint,
-                        format_time(row.updated_at)
+                        format_time(row.updated_at),
+                        &*user
                     ],
                 )?;
                 Ok::<_, KeyStoreError>(())
@@ -244,11 +267,12 @@ impl KeyStore {
 
     /// Deletes the key of `provider`. Returns whether one was stored.
     pub async fn delete(&self, provider: ProviderId) -> Result<bool, KeyStoreError> {
+        let user = Arc::clone(&self.user);
         self.store
             .write(move |transaction| {
                 let deleted = transaction.execute(
-                    "DELETE FROM provider_keys WHERE provider = ?1",
-                    [provider.as_str()],
+                    "DELETE FROM provider_keys WHERE user_id = ?1 AND provider = ?2",
+                    [&*user, provider.as_str()],
                 )?;
                 Ok::<_, KeyStoreError>(deleted > 0)
             })
@@ -257,13 +281,14 @@ impl KeyStore {
 
     /// The stored key of `provider`, decrypted.
     pub async fn get(&self, provider: ProviderId) -> Result<Option<ApiKey>, KeyStoreError> {
+        let user = Arc::clone(&self.user);
         let sealed: Option<Vec<u8>> = self
             .store
             .read(move |connection| {
                 connection
                     .query_row(
-                        "SELECT ciphertext FROM provider_keys WHERE provider = ?1",
-                        [provider.as_str()],
+                        "SELECT ciphertext FROM provider_keys WHERE user_id = ?1 AND provider = ?2",
+                        [&*user, provider.as_str()],
                         |row| row.get(0),
                     )
                     .optional()
@@ -339,6 +364,7 @@ impl KeyStore {
         }
     }
 
+    /// Whether any user has a stored key (all rows share the one data key).
     async fn has_rows(&self) -> Result<bool, KeyStoreError> {
         self.store
             .read(|connection| {

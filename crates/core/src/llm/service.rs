@@ -1,9 +1,12 @@
 //! The LLM service the runtime owns: configuration, the process's HTTP client, provider keys
-//! (stored, then environment), the model registry, and clients built per call.
+//! (the user's stored ones, then the environment's), the model registry, and clients built per
+//! call.
 //!
-//! Invariants: a stored key wins over the environment; a provider is reachable when it has a
-//! key (or, for local servers, a configured model); a model that does not resolve explicitly
-//! is an error, never a substitute.
+//! Invariants: a service acts for one user ([`LlmService::for_user`]; the one the runtime
+//! builds is the local user's) and only ever reads that user's stored keys; a stored key wins
+//! over the environment (original §1.11: user key, then server key); a provider is reachable
+//! when it has a key (or, for local servers, a configured model); a model that does not
+//! resolve explicitly is an error, never a substitute.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,11 +88,16 @@ fn env_names() -> String {
         .join(", ")
 }
 
-/// Configuration, keys, registry and the shared HTTP client.
+/// Configuration, one user's keys, registry and the shared HTTP client.
 pub struct LlmService {
+    shared: Arc<Shared>,
+    keys: KeyStore,
+}
+
+/// What every user's view of the service shares.
+struct Shared {
     config: LlmConfig,
     http: ProviderHttp,
-    keys: KeyStore,
     environment: Environment,
     registry: ModelRegistry,
     giga_auth: Arc<GigaChatAuth>,
@@ -115,7 +123,8 @@ pub fn http_settings(config: &LlmConfig) -> HttpSettings {
 }
 
 impl LlmService {
-    /// Builds the service: reads the extra CA files and builds the one HTTP client.
+    /// Builds the service, acting for the local user: reads the extra CA files and builds the
+    /// one HTTP client.
     pub fn new(
         config: &LlmConfig,
         store: Store,
@@ -142,8 +151,13 @@ impl LlmService {
             config.giga_scope.clone(),
         ));
         let service = Self {
-            config: config.clone(),
-            http,
+            shared: Arc::new(Shared {
+                config: config.clone(),
+                http,
+                environment,
+                registry,
+                giga_auth,
+            }),
             keys: {
                 let keychain = match config.key_storage.as_str() {
                     "file" => None,
@@ -151,9 +165,6 @@ impl LlmService {
                 };
                 KeyStore::new(store, key_file).with_keychain(keychain)
             },
-            environment,
-            registry,
-            giga_auth,
         };
         if !config.default_model.trim().is_empty() {
             service
@@ -165,17 +176,31 @@ impl LlmService {
         Ok(service)
     }
 
-    /// The encrypted key store.
+    /// The same service acting for `user`: their stored keys, then the environment's.
+    pub fn for_user(&self, user: &str) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            keys: self.keys.for_user(user),
+        }
+    }
+
+    /// Whose stored keys this service uses.
+    pub fn user(&self) -> &str {
+        self.keys.user()
+    }
+
+    /// The encrypted key store (this user's keys).
     pub fn key_store(&self) -> &KeyStore {
         &self.keys
     }
 
     /// The shared HTTP client and settings.
     pub fn http(&self) -> &ProviderHttp {
-        &self.http
+        &self.shared.http
     }
 
-    /// Configured keys (stored ones, then environment ones for other providers), by provider.
+    /// Configured keys (this user's stored ones, then environment ones for other providers), by
+    /// provider.
     pub async fn provider_keys(&self) -> Result<Vec<ProviderKeyInfo>, LlmServiceError> {
         let mut items: Vec<ProviderKeyInfo> = self
             .keys
@@ -232,7 +257,7 @@ impl LlmService {
             ));
         }
         let stored = self.keys.put(provider, ApiKey::new(api_key)).await?;
-        tracing::info!(%provider, hint = %stored.key_hint, "provider key stored");
+        tracing::info!(%provider, user = self.user(), hint = %stored.key_hint, "provider key stored");
         Ok(ProviderKeyInfo {
             provider,
             configured: true,
@@ -246,7 +271,7 @@ impl LlmService {
     pub async fn delete_provider_key(&self, provider: &str) -> Result<(), LlmServiceError> {
         let provider = key_provider(provider)?;
         if self.keys.delete(provider).await? {
-            tracing::info!(%provider, "provider key deleted");
+            tracing::info!(%provider, user = self.user(), "provider key deleted");
         }
         Ok(())
     }
@@ -255,13 +280,13 @@ impl LlmService {
         provider
             .key_variables()
             .iter()
-            .filter_map(|name| (self.environment)(name))
+            .filter_map(|name| (self.shared.environment)(name))
             .map(|value| value.trim().to_owned())
             .find(|value| !value.is_empty())
             .map(ApiKey::new)
     }
 
-    /// The key of `provider`: stored, else from the environment.
+    /// The key of `provider`: this user's stored one, else the environment's.
     pub async fn key(&self, provider: ProviderId) -> Result<Option<ApiKey>, LlmServiceError> {
         if let Some(key) = self.keys.get(provider).await? {
             return Ok(Some(key));
@@ -279,6 +304,7 @@ impl LlmService {
             .map(|key| key.provider)
             .collect();
         let local: Vec<ProviderId> = self
+            .shared
             .config
             .local()
             .iter()
@@ -296,12 +322,12 @@ impl LlmService {
 
     /// How a model name resolves, every outcome told apart (for validation messages).
     pub fn resolution(&self, name: &str, kind: ModelKind) -> Resolution {
-        self.registry.resolve(name, kind)
+        self.shared.registry.resolve(name, kind)
     }
 
     /// Resolves a model name explicitly.
     pub fn resolve(&self, name: &str, kind: ModelKind) -> Result<ResolvedModel, LlmServiceError> {
-        match self.registry.resolve(name, kind) {
+        match self.shared.registry.resolve(name, kind) {
             Resolution::Resolved(model) => Ok(model),
             other => Err(LlmServiceError::Model(other.describe())),
         }
@@ -314,6 +340,7 @@ impl LlmService {
     ) -> Result<Vec<ResolvedModel>, LlmServiceError> {
         let reachable = self.reachable_providers().await?;
         let local: Vec<ResolvedModel> = self
+            .shared
             .config
             .local()
             .into_iter()
@@ -325,23 +352,25 @@ impl LlmService {
             })
             .collect();
         Ok(self
+            .shared
             .registry
             .available(kind, |provider| reachable.contains(&provider), &local))
     }
 
     /// The configured default model, or the first reachable one by priority.
     pub async fn default_model(&self) -> Result<ResolvedModel, LlmServiceError> {
-        if !self.config.default_model.trim().is_empty() {
-            return self.resolve(&self.config.default_model, ModelKind::Chat);
+        if !self.shared.config.default_model.trim().is_empty() {
+            return self.resolve(&self.shared.config.default_model, ModelKind::Chat);
         }
         let reachable = self.reachable_providers().await?;
-        let disabled = self.config.disabled();
+        let disabled = self.shared.config.disabled();
         for (provider, model) in DEFAULT_CHAT_MODELS {
             if reachable.contains(&provider) && !disabled.contains(&provider) {
                 return self.resolve(&format!("{provider}/{model}"), ModelKind::Chat);
             }
         }
         match self
+            .shared
             .config
             .local()
             .into_iter()
@@ -354,14 +383,14 @@ impl LlmService {
 
     fn base_url(&self, provider: ProviderId) -> &str {
         match provider {
-            ProviderId::OpenAi => &self.config.openai_base_url,
-            ProviderId::Anthropic => &self.config.anthropic_base_url,
-            ProviderId::Qwen => &self.config.qwen_base_url,
-            ProviderId::AiTunnel => &self.config.ai_tunnel_base_url,
-            ProviderId::Giga => &self.config.giga_base_url,
-            ProviderId::Ollama => &self.config.ollama_base_url,
-            ProviderId::LmStudio => &self.config.lm_studio_base_url,
-            ProviderId::LlamaCpp | ProviderId::Local => &self.config.llama_cpp_base_url,
+            ProviderId::OpenAi => &self.shared.config.openai_base_url,
+            ProviderId::Anthropic => &self.shared.config.anthropic_base_url,
+            ProviderId::Qwen => &self.shared.config.qwen_base_url,
+            ProviderId::AiTunnel => &self.shared.config.ai_tunnel_base_url,
+            ProviderId::Giga => &self.shared.config.giga_base_url,
+            ProviderId::Ollama => &self.shared.config.ollama_base_url,
+            ProviderId::LmStudio => &self.shared.config.lm_studio_base_url,
+            ProviderId::LlamaCpp | ProviderId::Local => &self.shared.config.llama_cpp_base_url,
         }
     }
 
@@ -384,30 +413,30 @@ impl LlmService {
         let provider = resolved.provider;
         let key = self.required_key(provider).await?;
         let base_url = self.base_url(provider).to_owned();
-        let max_tokens = self.config.max_output_tokens;
+        let max_tokens = self.shared.config.max_output_tokens;
         let client: Arc<dyn LlmClient> = match (provider, key) {
             (ProviderId::Anthropic, Some(key)) => Arc::new(AnthropicClient::new(
-                self.http.clone(),
+                self.shared.http.clone(),
                 base_url,
                 key,
                 max_tokens,
             )),
             (ProviderId::Giga, Some(key)) => Arc::new(GigaChatClient::new(
-                self.http.clone(),
-                Arc::clone(&self.giga_auth),
+                self.shared.http.clone(),
+                Arc::clone(&self.shared.giga_auth),
                 base_url,
                 key,
                 max_tokens,
             )),
             (ProviderId::OpenAi, key) => Arc::new(OpenAiClient::new(
-                self.http.clone(),
+                self.shared.http.clone(),
                 OpenAiEndpoint::official(base_url),
                 key,
                 max_tokens,
             )),
             (other, key) => match preset(other) {
                 Some(preset) => Arc::new(OpenAiClient::new(
-                    self.http.clone(),
+                    self.shared.http.clone(),
                     preset.endpoint(base_url),
                     key,
                     max_tokens,
@@ -435,8 +464,12 @@ impl LlmService {
             )));
         }
         let key = self.required_key(provider).await?;
-        let client =
-            OpenAiEmbeddings::new(self.http.clone(), provider, self.base_url(provider), key);
+        let client = OpenAiEmbeddings::new(
+            self.shared.http.clone(),
+            provider,
+            self.base_url(provider),
+            key,
+        );
         Ok((resolved, Arc::new(client)))
     }
 }

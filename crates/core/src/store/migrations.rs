@@ -270,6 +270,23 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "execution_reply_message",
         sql: "ALTER TABLE executions ADD COLUMN reply_message_id TEXT;",
     },
+    Migration {
+        // Provider keys belong to a user (the original's `user_provider_keys`): behind a
+        // trusted proxy each person brings their own. Keys stored before are the local user's.
+        name: "provider_keys_per_user",
+        sql: "CREATE TABLE provider_keys_by_user (
+                  user_id    TEXT NOT NULL,
+                  provider   TEXT NOT NULL,
+                  ciphertext BLOB NOT NULL,
+                  key_hint   TEXT NOT NULL,
+                  updated_at TEXT NOT NULL,
+                  PRIMARY KEY (user_id, provider)
+              ) STRICT;
+              INSERT INTO provider_keys_by_user (user_id, provider, ciphertext, key_hint, updated_at)
+                  SELECT 'local', provider, ciphertext, key_hint, updated_at FROM provider_keys;
+              DROP TABLE provider_keys;
+              ALTER TABLE provider_keys_by_user RENAME TO provider_keys;",
+    },
 ];
 
 /// The schema version this binary produces.

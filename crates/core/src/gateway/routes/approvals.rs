@@ -1,4 +1,5 @@
 //! `/v1/approvals` and `/v1/grants`: the approval queue, decisions, and standing grants.
+//! Approvals are the caller's own (see [`Audience`]); grants are the operator's.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -8,11 +9,12 @@ use souz_protocol::{
     Approval, ApprovalList, ApprovalStatus, DecisionRequest, DecisionResponse, ErrorBody, GrantList,
 };
 
+use crate::approvals::Audience;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery};
-use crate::gateway::perimeter::Authenticated;
+use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 
 /// Query of `GET /v1/approvals`.
@@ -30,6 +32,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         .route(
             Operation::get("/v1/approvals")
                 .summary("List approvals, newest first.")
+                .description(
+                    "Behind a trusted proxy, a user sees the approvals their chats raised and \
+                     the operator those of every other requester (MCP clients, the CLI, \
+                     scripts, skills).",
+                )
                 .tag("approvals")
                 .query::<ApprovalsQuery>()
                 .response::<ApprovalList>(200, "The approvals."),
@@ -40,7 +47,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .summary("One approval with everything needed to decide it.")
                 .tag("approvals")
                 .response::<Approval>(200, "The approval.")
-                .response::<ErrorBody>(404, "No such approval."),
+                .response::<ErrorBody>(404, "No such approval (or not yours)."),
             show,
         )
         .route(
@@ -49,13 +56,18 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .description(
                     "The first decision wins; a later one gets 409. Scopes: `once`, `requester` \
                      (this chat or MCP client, until revoked), `minutes` (with `minutes`), \
-                     `always` (a rule appended to config.toml). `match` narrows a scoped \
-                     decision to a path prefix, command prefix or domain.",
+                     `always` (a rule appended to config.toml; behind a trusted proxy only the \
+                     operator may choose it, a user gets 403 `forbidden`). `match` narrows a \
+                     scoped decision to a path prefix, command prefix or domain.",
                 )
                 .tag("approvals")
                 .request::<DecisionRequest>()
                 .response::<DecisionResponse>(200, "The decision was recorded.")
-                .response::<ErrorBody>(404, "No such approval.")
+                .response::<ErrorBody>(
+                    403,
+                    "A proxied user chose `always` (`forbidden`), or a foreign Host or Origin.",
+                )
+                .response::<ErrorBody>(404, "No such approval (or not yours).")
                 .response::<ErrorBody>(409, "Already decided or expired."),
             decide,
         )
@@ -63,6 +75,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/grants")
                 .summary("Active grants made by scoped approvals.")
                 .tag("approvals")
+                .operator()
                 .response::<GrantList>(200, "The grants."),
             grants,
         )
@@ -70,6 +83,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::delete("/v1/grants/{id}")
                 .summary("Revoke a grant.")
                 .tag("approvals")
+                .operator()
                 .plain_response(204, "Revoked.")
                 .response::<ErrorBody>(404, "No such active grant."),
             revoke,
@@ -77,7 +91,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 }
 
 async fn list(
-    _: Authenticated,
+    audience: Audience,
     State(handle): State<RuntimeHandle>,
     ApiQuery(query): ApiQuery<ApprovalsQuery>,
 ) -> Result<axum::Json<ApprovalList>, ApiError> {
@@ -86,29 +100,38 @@ async fn list(
         Some(limit @ 1..=500) => limit as usize,
         Some(_) => return Err(ApiError::invalid("limit must be between 1 and 500")),
     };
-    let items = handle.approvals().list(query.status, limit).await?;
+    let items = handle
+        .approvals()
+        .list_for(&audience, query.status, limit)
+        .await?;
     Ok(axum::Json(ApprovalList { items }))
 }
 
 async fn show(
-    _: Authenticated,
+    audience: Audience,
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<Approval>, ApiError> {
-    Ok(axum::Json(handle.approvals().get(&id).await?))
+    Ok(axum::Json(
+        handle.approvals().get_for(&id, &audience).await?,
+    ))
 }
 
 async fn decide(
-    _: Authenticated,
+    audience: Audience,
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<DecisionRequest>,
 ) -> Result<axum::Json<DecisionResponse>, ApiError> {
-    Ok(axum::Json(handle.approvals().decide(&id, request).await?))
+    let decided = handle
+        .approvals()
+        .decide_for(&id, request, &audience)
+        .await?;
+    Ok(axum::Json(decided))
 }
 
 async fn grants(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<GrantList>, ApiError> {
     let items = handle.approvals().grants().await?;
@@ -116,7 +139,7 @@ async fn grants(
 }
 
 async fn revoke(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {

@@ -1,16 +1,17 @@
-//! `/v1/audit`: the audit log, newest first, with paging and filters.
+//! `/v1/audit`: the audit log, newest first, with paging and filters; the caller's own rows
+//! (see [`Audience`]).
 
 use axum::extract::State;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::{AuditPage, Outcome};
 
+use crate::approvals::Audience;
 use crate::approvals::audit::AuditQuery;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiQuery;
-use crate::gateway::perimeter::Authenticated;
 use crate::runtime::RuntimeHandle;
 
 /// Query of `GET /v1/audit`.
@@ -65,6 +66,10 @@ pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default().route(
         Operation::get("/v1/audit")
             .summary("The audit log: one row per tool call, with redacted previews.")
+            .description(
+                "Behind a trusted proxy, a user sees the rows of their chats' calls and the \
+                 operator those of every other requester.",
+            )
             .tag("approvals")
             .query::<AuditParams>()
             .response::<AuditPage>(200, "A page of rows, newest first."),
@@ -73,7 +78,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 }
 
 async fn page(
-    _: Authenticated,
+    audience: Audience,
     State(handle): State<RuntimeHandle>,
     ApiQuery(params): ApiQuery<AuditParams>,
 ) -> Result<axum::Json<AuditPage>, ApiError> {
@@ -90,6 +95,7 @@ async fn page(
         call_id: params.call_id,
         requester: params.requester.map(|kind| kind.as_str().to_owned()),
         chat_id: params.chat_id,
+        audience,
     };
     // Calls that changed nothing are recorded in batches; include the ones that just ended.
     handle.gate().flushed().await;

@@ -1,5 +1,5 @@
 //! `/v1/config` (the settings editor: `config.toml` as a form and as raw TOML) and `/v1/pause`
-//! (the pause switch). Handlers are a few lines over [`RuntimeHandle`].
+//! (the pause switch): operator routes. Handlers are a few lines over [`RuntimeHandle`].
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,7 +13,7 @@ use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
-use crate::gateway::perimeter::Authenticated;
+use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 use crate::runtime::config_editor::{ConfigEditError, problem_on_wire};
 
@@ -23,6 +23,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/config")
                 .summary("config.toml: its text, its schema for a form, and what applies live.")
                 .tag("settings")
+                .operator()
                 .response::<ConfigDocument>(200, "The file and its schema."),
             show,
         )
@@ -38,6 +39,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                      `baseRevision`: if the file changed meanwhile the answer is 409.",
                 )
                 .tag("settings")
+                .operator()
                 .request::<ConfigReplace>()
                 .response::<ConfigSaved>(200, "Saved.")
                 .response::<ConfigRejected>(400, "The text has problems; nothing was written.")
@@ -53,6 +55,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                      `PUT /v1/config`.",
                 )
                 .tag("settings")
+                .operator()
                 .request::<ConfigPatch>()
                 .response::<ConfigSaved>(200, "Saved.")
                 .response::<ConfigRejected>(400, "The result has problems; nothing was written.")
@@ -63,6 +66,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/pause")
                 .summary("Whether Souz is paused.")
                 .tag("settings")
+                .operator()
                 .response::<PauseState>(200, "The pause state."),
             pause_state,
         )
@@ -75,6 +79,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                      new ones are refused (409 `paused`). Calls the policy allows still run.",
                 )
                 .tag("settings")
+                .operator()
                 .request::<SetPause>()
                 .response::<PauseState>(200, "The new state."),
             set_pause,
@@ -82,7 +87,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 }
 
 async fn show(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<ConfigDocument>, Response> {
     handle
@@ -94,7 +99,7 @@ async fn show(
 }
 
 async fn replace(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigReplace>,
 ) -> Result<axum::Json<ConfigSaved>, Response> {
@@ -107,7 +112,7 @@ async fn replace(
 }
 
 async fn patch(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigPatch>,
 ) -> Result<axum::Json<ConfigSaved>, Response> {
@@ -146,15 +151,12 @@ fn rejection(error: ConfigEditError) -> Response {
     }
 }
 
-async fn pause_state(
-    _: Authenticated,
-    State(handle): State<RuntimeHandle>,
-) -> axum::Json<PauseState> {
+async fn pause_state(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<PauseState> {
     axum::Json(handle.pause_state())
 }
 
 async fn set_pause(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<SetPause>,
 ) -> Result<axum::Json<PauseState>, ApiError> {

@@ -1,4 +1,5 @@
-//! `WS /v1/events`: durable runtime events, replayed from a sequence number and then live.
+//! `WS /v1/events`: durable runtime events, replayed from a sequence number and then live. The
+//! daemon's own stream (every chat's approvals included): an operator route.
 
 use std::pin::pin;
 
@@ -16,7 +17,7 @@ use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiQuery;
-use crate::gateway::perimeter::Authenticated;
+use crate::gateway::identity::Operator;
 use crate::runtime::{FollowItem, RuntimeHandle};
 
 /// Close code sent when a follower fell behind and must reconnect.
@@ -55,6 +56,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                  `after_seq=N`.",
             )
             .tag("events")
+            .operator()
             .query::<EventsQuery>()
             .websocket::<EventFrame>(),
         events,
@@ -62,7 +64,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 }
 
 async fn events(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiQuery(query): ApiQuery<EventsQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,

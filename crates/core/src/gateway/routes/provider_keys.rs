@@ -1,26 +1,27 @@
-//! `/v1/me/provider-keys`: list, store and delete provider API keys. Keys go in, only hints
-//! come out.
+//! `/v1/me/provider-keys`: list, store and delete the caller's provider API keys (each user has
+//! their own; the local user without trusted-proxy mode). Keys go in, only hints come out.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use souz_protocol::{ProviderKeyList, ProviderKeyResponse, PutProviderKey};
 
+use crate::chat::ChatUser;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
-use crate::gateway::perimeter::Authenticated;
 use crate::runtime::RuntimeHandle;
 
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
         .route(
             Operation::get("/v1/me/provider-keys")
-                .summary("Configured provider keys (hints only), sorted by provider.")
+                .summary("Your configured provider keys (hints only), sorted by provider.")
                 .description(
-                    "Keys stored through this API come first for their provider; keys from the \
-                     daemon's environment (`OPENAI_API_KEY`, ...) are listed for the other \
-                     providers with `source: environment`.",
+                    "Keys you stored through this API come first for their provider; keys from \
+                     the daemon's environment (`OPENAI_API_KEY`, ...) are listed for the other \
+                     providers with `source: environment`. Behind a trusted proxy each user \
+                     has their own keys, and their chat turns use them before the daemon's.",
                 )
                 .tag("llm")
                 .response::<ProviderKeyList>(200, "The configured keys."),
@@ -50,32 +51,37 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 }
 
 async fn list(
-    _: Authenticated,
+    user: ChatUser,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<ProviderKeyList>, ApiError> {
-    let items = handle.llm().provider_keys().await?;
+    let items = handle.llm().for_user(&user.0).provider_keys().await?;
     Ok(axum::Json(ProviderKeyList { items }))
 }
 
 async fn put(
-    _: Authenticated,
+    user: ChatUser,
     State(handle): State<RuntimeHandle>,
     Path(provider): Path<String>,
     ApiJson(body): ApiJson<PutProviderKey>,
 ) -> Result<axum::Json<ProviderKeyResponse>, ApiError> {
     let provider_key = handle
         .llm()
+        .for_user(&user.0)
         .set_provider_key(&provider, &body.api_key)
         .await?;
     Ok(axum::Json(ProviderKeyResponse { provider_key }))
 }
 
 async fn delete(
-    _: Authenticated,
+    user: ChatUser,
     State(handle): State<RuntimeHandle>,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    handle.llm().delete_provider_key(&provider).await?;
+    handle
+        .llm()
+        .for_user(&user.0)
+        .delete_provider_key(&provider)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,4 +1,5 @@
-//! `/v1/tools` and `/v1/tool-calls`: the catalog and running tools through the gate.
+//! `/v1/tools` and `/v1/tool-calls`: the catalog and running tools through the gate (operator
+//! routes: a call made here is the daemon's, not a user's).
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
-use crate::gateway::perimeter::Authenticated;
+use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 use crate::tools::gate::CallRequest;
 
@@ -25,6 +26,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/tools")
                 .summary("The tool catalog with schemas and effective policy.")
                 .tag("tools")
+                .operator()
                 .response::<ToolList>(200, "Every tool, sorted by name."),
             list,
         )
@@ -39,6 +41,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                      the souz CLI.",
                 )
                 .tag("tools")
+                .operator()
                 .request::<ToolCallRequest>()
                 .response::<ToolCall>(200, "The call is over; `result` holds its outcome.")
                 .response::<ToolCall>(202, "The call goes on (waiting for approval or running)."),
@@ -48,20 +51,21 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/tool-calls/{id}")
                 .summary("A tool call's status and, once over, its result.")
                 .tag("tools")
+                .operator()
                 .response::<ToolCall>(200, "The call.")
                 .response::<ErrorBody>(404, "No such call."),
             show,
         )
 }
 
-async fn list(_: Authenticated, State(handle): State<RuntimeHandle>) -> axum::Json<ToolList> {
+async fn list(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<ToolList> {
     axum::Json(ToolList {
         items: handle.gate().tools(),
     })
 }
 
 async fn call(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     headers: HeaderMap,
     ApiJson(request): ApiJson<ToolCallRequest>,
@@ -103,7 +107,7 @@ async fn call(
 }
 
 async fn show(
-    _: Authenticated,
+    _: Operator,
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<ToolCall>, ApiError> {

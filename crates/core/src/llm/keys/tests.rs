@@ -219,3 +219,84 @@ async fn a_key_file_readable_by_others_is_made_owner_only() {
     );
     assert_eq!(mode(keys.key_file()), 0o600);
 }
+
+#[tokio::test]
+async fn keys_belong_to_their_user_and_older_keys_to_the_local_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("souz.db");
+    let key_file = dir.path().join("provider-keys.key");
+    {
+        // A database as the Souz before per-user keys left it, with one key stored.
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let before = crate::store::MIGRATIONS.len() - 1;
+        assert_eq!(
+            crate::store::MIGRATIONS[before].name,
+            "provider_keys_per_user"
+        );
+        for (version, migration) in (1_i64..).zip(&crate::store::MIGRATIONS[..before]) {
+            connection.execute_batch(migration.sql).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+                    rusqlite::params![version, migration.name],
+                )
+                .unwrap();
+        }
+        connection
+            .pragma_update(None, "user_version", before as i64)
+            .unwrap();
+        let data_key = create_data_key(&key_file).unwrap();
+        let sealed = seal(&data_key, ProviderId::OpenAi, SECRET).unwrap();
+        connection
+            .execute(
+                "INSERT INTO provider_keys (provider, ciphertext, key_hint, updated_at) \
+                 VALUES ('openai', ?1, '...7f3a', '2026-01-01T00:00:00.000Z')",
+                [sealed],
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).await.unwrap();
+    let local = KeyStore::new(store, &key_file);
+    assert_eq!(local.user(), crate::LOCAL_USER);
+    let alice = local.for_user("alice");
+    assert_eq!(
+        local
+            .get(ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        SECRET,
+        "the older key is the local user's"
+    );
+    assert_eq!(alice.get(ProviderId::OpenAi).await.unwrap(), None);
+    assert!(alice.list().await.unwrap().is_empty());
+
+    // Alice's own key, under the same data key, changes nobody else's.
+    alice
+        .put(ProviderId::OpenAi, ApiKey::new("sk-alice-0000-1111"))
+        .await
+        .unwrap();
+    assert_eq!(
+        alice
+            .get(ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "sk-alice-0000-1111"
+    );
+    assert_eq!(
+        local
+            .get(ProviderId::OpenAi)
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        SECRET
+    );
+    assert!(!alice.delete(ProviderId::Anthropic).await.unwrap());
+    assert!(alice.delete(ProviderId::OpenAi).await.unwrap());
+    assert_eq!(local.list().await.unwrap().len(), 1);
+    assert!(alice.list().await.unwrap().is_empty());
+}
