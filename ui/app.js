@@ -8,7 +8,7 @@ import { settingsPage } from "./settings.js";
 const routes = { ...pages, settings: settingsPage };
 const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
 
-/** Pages subscribe to runtime events (approval.*, tool.call.*, daemon.*) through this. */
+/** Pages subscribe to runtime events (approval.*, option.*, tool.call.*, daemon.*) through this. */
 export function onRuntimeEvent(listener) {
   state.listeners.add(listener);
   return () => state.listeners.delete(listener);
@@ -20,10 +20,14 @@ export function isPaused() {
 
 function el(id) { return document.getElementById(id); }
 
+/** The badge counts what waits for the person: approvals and the agents' questions. */
 async function refreshPending() {
   try {
-    const { items } = await api("GET", "/v1/approvals?status=pending&limit=500");
-    state.pending = items.length;
+    const [{ items }, { items: questions }] = await Promise.all([
+      api("GET", "/v1/approvals?status=pending&limit=500"),
+      api("GET", "/v1/options?limit=500"),
+    ]);
+    state.pending = items.length + questions.length;
     const badge = el("queue-count");
     badge.textContent = String(state.pending);
     badge.hidden = state.pending === 0;
@@ -60,7 +64,7 @@ function startRuntimeEvents() {
       }
       if (typeof frame.seq === "number") lastSeq = frame.seq;
       const type = frame.event?.type || "";
-      if (type.startsWith("approval.")) refreshPending();
+      if (type.startsWith("approval.") || type.startsWith("option.")) refreshPending();
       if (type === "daemon.paused" || type === "daemon.resumed") refreshPause();
       for (const listener of state.listeners) listener(frame.event, frame);
     },

@@ -1,8 +1,10 @@
-// The Queue, Live turns, Chat, Grants and Audit pages. Each page renders into `main` and
-// returns a function that stops its subscriptions.
+// The Queue (approvals, and the agents' questions from questions.js), Live turns, Chat, Grants
+// and Audit pages. Each page renders into `main` and returns a function that stops its
+// subscriptions.
 
 import { api, follow } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
+import { pendingQuestions, questionCard } from "./questions.js";
 
 /** Builds an element: h("div.card", {onclick}, child, ...). */
 export function h(tag, attributes = {}, ...children) {
@@ -37,16 +39,29 @@ function diffView(diff) {
 
 async function queue(main, [focus]) {
   const list = h("div#queue-list");
-  main.append(h("h1", {}, "Waiting for you"), list);
-  const render = async () => {
+  const questions = h("div#question-list");
+  main.append(h("h1", {}, "Waiting for you"), questions, list);
+  const renderApprovals = async () => {
     const { items } = await api("GET", "/v1/approvals?status=pending&limit=500");
     list.replaceChildren();
     if (!items.length) list.append(h("p.empty", {}, "Nothing is waiting for your approval."));
     for (const approval of items.reverse()) list.append(approvalCard(approval, approval.id === focus));
-    list.querySelector(".focus")?.scrollIntoView({ block: "center" });
   };
-  await render();
-  return onRuntimeEvent((event) => { if (event?.type?.startsWith("approval.")) render(); });
+  // A card being answered keeps its state (the text typed so far) until its question ends.
+  const renderQuestions = async () => {
+    const items = await pendingQuestions();
+    const open = new Set(items.map((question) => question.id));
+    for (const card of questions.querySelectorAll("[data-option]")) if (!open.has(card.dataset.option)) card.remove();
+    for (const question of items) {
+      if (!questions.querySelector(`[data-option="${question.id}"]`)) questions.append(questionCard(question, question.id === focus));
+    }
+  };
+  await Promise.all([renderApprovals(), renderQuestions()]);
+  main.querySelector(".focus")?.scrollIntoView({ block: "center" });
+  return onRuntimeEvent((event) => {
+    if (event?.type?.startsWith("approval.")) renderApprovals();
+    if (event?.type?.startsWith("option.")) renderQuestions();
+  });
 }
 
 function approvalCard(approval, focused) {

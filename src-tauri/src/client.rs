@@ -5,7 +5,7 @@
 use futures::{SinkExt, StreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use souz_protocol::chat::{ChatEvent, TurnList};
+use souz_protocol::chat::{ChatEvent, OptionAnswer, OptionAnswerResponse, QuestionList, TurnList};
 use souz_protocol::config::{PauseState, SetPause};
 use souz_protocol::{
     ApprovalList, DecisionRequest, DecisionResponse, EventEnvelope, ScopeKind, StreamControl,
@@ -81,6 +81,25 @@ impl DaemonClient {
     /// Pending approvals, newest first.
     pub async fn pending(&self) -> Result<ApprovalList, ClientError> {
         self.get("/v1/approvals?status=pending&limit=500").await
+    }
+
+    /// Questions the agents wait on, oldest first.
+    pub async fn questions(&self) -> Result<QuestionList, ClientError> {
+        self.get("/v1/options?limit=500").await
+    }
+
+    /// Answers a question with one choice.
+    pub async fn answer(
+        &self,
+        option_id: &str,
+        choice_id: &str,
+    ) -> Result<OptionAnswerResponse, ClientError> {
+        let body = OptionAnswer {
+            selected_option_ids: vec![choice_id.to_owned()],
+            ..OptionAnswer::default()
+        };
+        self.post(&format!("/v1/options/{option_id}/answer"), &body)
+            .await
     }
 
     /// Running agent turns.

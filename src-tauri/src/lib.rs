@@ -3,9 +3,9 @@
 //! Starting the app starts the daemon (`daemon`): the same runtime and gateway as `souz serve`,
 //! on the same port; if a headless `souz serve` already owns it, the app attaches to it. The
 //! shell then only shows and forwards: the tray (`tray`, desktop only), native notifications
-//! with Approve/Deny (`notify`), the window with the web UI the gateway serves (`window`), and
-//! start at login. Everything it shows comes from the gateway API (`client`), folded into plain
-//! state (`state`) that is tested without Tauri. Commands (`commands`) are generic over
+//! with Approve/Deny and for the agents' questions (`notify`), the window with the web UI the
+//! gateway serves (`window`), and start at login. Everything it shows comes from the gateway
+//! API (`client`), folded into plain state (`state`) that is tested without Tauri. Commands (`commands`) are generic over
 //! `tauri::Runtime`, so the mock runtime drives them in tests.
 
 pub mod client;
@@ -214,7 +214,11 @@ async fn follow<R: Runtime>(
                                 &event.chat_id,
                                 event.execution_id.as_deref(),
                             );
-                            if event.kind.starts_with("execution.") {
+                            // Turns start and end, or wait on a question (no longer working):
+                            // redraw for those, not for every delta.
+                            if event.kind.starts_with("execution.")
+                                || event.kind == "option.requested"
+                            {
                                 handle(&app, notices);
                             }
                         }
@@ -233,11 +237,16 @@ async fn follow<R: Runtime>(
                     );
                     tokio::spawn(async move {
                         match reload(&client).await {
-                            Ok((pending, turns, paused)) => {
+                            Ok(Reloaded {
+                                pending,
+                                questions,
+                                turns,
+                                paused,
+                            }) => {
                                 let notices = {
                                     let mut state = shell.state();
                                     state.connection = connection;
-                                    state.reset(pending, turns, paused)
+                                    state.reset(pending, questions, turns, paused)
                                 };
                                 handle(&app, notices);
                             }
@@ -266,19 +275,27 @@ async fn follow<R: Runtime>(
     }
 }
 
-async fn reload(
-    client: &DaemonClient,
-) -> Result<
-    (
-        Vec<souz_protocol::Approval>,
-        Vec<souz_protocol::chat::ActiveTurn>,
-        bool,
-    ),
-    client::ClientError,
-> {
-    let (pending, turns, pause) =
-        tokio::try_join!(client.pending(), client.turns(), client.pause_state())?;
-    Ok((pending.items, turns.items, pause.paused))
+/// What the daemon reports at (re)connection.
+struct Reloaded {
+    pending: Vec<souz_protocol::Approval>,
+    questions: Vec<souz_protocol::chat::Question>,
+    turns: Vec<souz_protocol::chat::ActiveTurn>,
+    paused: bool,
+}
+
+async fn reload(client: &DaemonClient) -> Result<Reloaded, client::ClientError> {
+    let (pending, questions, turns, pause) = tokio::try_join!(
+        client.pending(),
+        client.questions(),
+        client.turns(),
+        client.pause_state()
+    )?;
+    Ok(Reloaded {
+        pending: pending.items,
+        questions: questions.items,
+        turns: turns.items,
+        paused: pause.paused,
+    })
 }
 
 /// Posts or withdraws notifications, then redraws the tray.
@@ -321,6 +338,18 @@ pub fn decide<R: Runtime>(
         };
         if let Err(error) = client.decide(&approval_id, verdict, via).await {
             tracing::warn!(%error, %approval_id, "could not decide the approval");
+        }
+    });
+}
+
+/// Answers a question with one choice, from the tray.
+pub fn answer<R: Runtime>(app: &AppHandle<R>, option_id: String, choice_id: String) {
+    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
+        return;
+    };
+    tauri::async_runtime::spawn(async move {
+        if let Err(error) = client.answer(&option_id, &choice_id).await {
+            tracing::warn!(%error, %option_id, "could not answer the question");
         }
     });
 }

@@ -1,7 +1,9 @@
 //! Native notifications: every approval request is posted with who asks, the tool and the key
 //! argument, and Approve / Deny actions that decide it through the gate; a click on the body
-//! opens the window at that approval; a decision made anywhere else withdraws it. Approvals that
-//! expire and turns that end are posted too, as `[notifications]` in config.toml says.
+//! opens the window at that approval; a decision made anywhere else withdraws it. Every question
+//! an agent asks is posted as "Souz asks" with the question and its choices; a click opens the
+//! window at the question, and an answer given anywhere withdraws it. Approvals that expire and
+//! turns that end are posted too, as `[notifications]` in config.toml says.
 //!
 //! Linux and the BSDs: `tauri-plugin-notification` speaks the freedesktop protocol over D-Bus,
 //! with actions and withdrawal. macOS: the plugin's NSUserNotification path folds two actions
@@ -17,7 +19,7 @@ use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
 use crate::Shell;
-use crate::state::{Notice, approval_text};
+use crate::state::{Notice, approval_text, question_text};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -29,37 +31,46 @@ pub const APPROVE: &str = "approve";
 /// The Deny action.
 pub const DENY: &str = "deny";
 
-/// Approval notifications on screen: approval id -> notification id.
+/// What a notification on screen is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A pending approval (its id).
+    Approval(String),
+    /// A question an agent asks (its option id).
+    Question(String),
+}
+
+/// Notifications on screen: what each is about -> notification id.
 #[derive(Default)]
 pub struct Posted {
-    ids: Mutex<HashMap<String, i32>>,
+    ids: Mutex<HashMap<Subject, i32>>,
     next: AtomicI32,
 }
 
 impl Posted {
-    fn assign(&self, approval_id: &str) -> i32 {
+    fn assign(&self, subject: Subject) -> i32 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         self.ids
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(approval_id.to_owned(), id);
+            .insert(subject, id);
         id
     }
 
-    fn take(&self, approval_id: &str) -> Option<i32> {
+    fn take(&self, subject: &Subject) -> Option<i32> {
         self.ids
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(approval_id)
+            .remove(subject)
     }
 
-    fn approval_of(&self, notification_id: i32) -> Option<String> {
+    fn subject_of(&self, notification_id: i32) -> Option<Subject> {
         self.ids
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .find(|(_, id)| **id == notification_id)
-            .map(|(approval, _)| approval.clone())
+            .map(|(subject, _)| subject.clone())
     }
 }
 
@@ -83,17 +94,33 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
             return;
         };
         let shell = handle.state::<Arc<Shell>>();
-        let approval_id = active
-            .extra()
-            .get("approvalId")
-            .and_then(|value| value.as_str())
-            .map(str::to_owned)
-            .or_else(|| shell.notifications.approval_of(active.id()));
-        let Some(approval_id) = approval_id else {
-            return;
+        let extra = |key: &str| {
+            active
+                .extra()
+                .get(key)
+                .and_then(|value| value.as_str())
+                .map(str::to_owned)
         };
-        acted(&handle, &approval_id, performed.action_id());
+        let subject = extra("approvalId")
+            .map(Subject::Approval)
+            .or_else(|| extra("optionId").map(Subject::Question))
+            .or_else(|| shell.notifications.subject_of(active.id()));
+        match subject {
+            Some(Subject::Approval(approval_id)) => {
+                acted(&handle, &approval_id, performed.action_id());
+            }
+            Some(Subject::Question(option_id)) => {
+                asked(&handle, &option_id, performed.action_id());
+            }
+            None => {}
+        }
     });
+}
+
+/// What a person did on a question's notification: any click shows it in the window.
+pub fn asked<R: Runtime>(app: &AppHandle<R>, option_id: &str, action: &str) {
+    tracing::info!(%option_id, %action, "notification action");
+    crate::window::open(app, Some(&format!("/queue/{option_id}")));
 }
 
 /// What a person did on an approval notification.
@@ -119,7 +146,9 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         Notice::Approval(approval) if preferences.approval_requested => {
             let started = Instant::now();
             let (title, body) = approval_text(&approval);
-            let id = shell.notifications.assign(&approval.id);
+            let id = shell
+                .notifications
+                .assign(Subject::Approval(approval.id.clone()));
             #[cfg(target_os = "macos")]
             let posted = macos::post_approval(&approval.id, &title, &body);
             #[cfg(not(target_os = "macos"))]
@@ -143,17 +172,59 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
                 Err(error) => tracing::warn!(%error, "could not post a notification"),
             }
         }
+        Notice::Question(question) if preferences.question_asked => {
+            let (title, body) = question_text(&question);
+            let id = shell
+                .notifications
+                .assign(Subject::Question(question.id.clone()));
+            #[cfg(target_os = "macos")]
+            let posted = macos::post_question(&question.id, &title, &body);
+            #[cfg(not(target_os = "macos"))]
+            let posted = app
+                .notification()
+                .builder()
+                .id(id)
+                .title(title)
+                .body(body)
+                .extra("optionId", question.id.clone())
+                .show()
+                .map_err(|error| error.to_string());
+            match posted {
+                Ok(()) => tracing::info!(
+                    option_id = %question.id,
+                    notification_id = id,
+                    "question notification posted"
+                ),
+                Err(error) => tracing::warn!(%error, "could not post a notification"),
+            }
+        }
+        Notice::WithdrawQuestion { option_id } => {
+            if let Some(id) = shell
+                .notifications
+                .take(&Subject::Question(option_id.clone()))
+            {
+                #[cfg(target_os = "macos")]
+                {
+                    let _ = id;
+                    macos::withdraw_question(&option_id);
+                }
+                #[cfg(not(target_os = "macos"))]
+                close(app, id);
+                tracing::info!(%option_id, "question notification withdrawn");
+            }
+        }
         Notice::Withdraw { approval_id } => {
-            if let Some(id) = shell.notifications.take(&approval_id) {
+            if let Some(id) = shell
+                .notifications
+                .take(&Subject::Approval(approval_id.clone()))
+            {
                 #[cfg(target_os = "macos")]
                 {
                     let _ = id;
                     macos::withdraw(&approval_id);
                 }
                 #[cfg(not(target_os = "macos"))]
-                if let Err(error) = app.notification().remove_active(vec![id]) {
-                    tracing::debug!(%error, "could not withdraw a notification");
-                }
+                close(app, id);
             }
         }
         Notice::Expired { tool, .. } if preferences.approval_expired => {
@@ -169,6 +240,20 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         }
         _ => {}
     }
+}
+
+/// Closes a posted notification. On Linux the plugin closes it with a blocking D-Bus call, and
+/// zbus (with the `tokio` feature another dependency turns on) blocks by starting a runtime,
+/// which panics on the async runtime's worker threads that deliver events here: so it runs on
+/// the blocking pool.
+#[cfg(not(target_os = "macos"))]
+fn close<R: Runtime>(app: &AppHandle<R>, id: i32) {
+    let app = app.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        if let Err(error) = app.notification().remove_active(vec![id]) {
+            tracing::debug!(%error, "could not withdraw a notification");
+        }
+    });
 }
 
 fn plain<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {

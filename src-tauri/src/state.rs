@@ -1,14 +1,16 @@
-//! What the shell shows, as plain data: pending approvals, live turns, the pause switch and the
-//! connection, folded from the daemon's events; and what each change means for the tray and for
-//! notifications. Nothing here touches Tauri, so it is tested as ordinary code.
+//! What the shell shows, as plain data: pending approvals, the agents' pending questions, live
+//! turns, the pause switch and the connection, folded from the daemon's events; and what each
+//! change means for the tray and for notifications. Nothing here touches Tauri, so it is tested
+//! as ordinary code.
 //!
 //! Invariants: the state is rebuilt from the API on every (re)connection and then only moved by
 //! events, so a missed event heals at the next reconnect; a notification is posted once per
-//! approval and withdrawn as soon as the approval is decided or expires anywhere.
+//! approval or question and withdrawn as soon as it is decided, answered, withdrawn or expires
+//! anywhere.
 
 use std::collections::BTreeMap;
 
-use souz_protocol::chat::ActiveTurn;
+use souz_protocol::chat::{ActiveTurn, Question, SelectionMode};
 use souz_protocol::{Approval, RuntimeEvent};
 
 /// How the shell reaches the daemon.
@@ -63,6 +65,8 @@ pub struct ShellState {
     pub connection: Connection,
     /// Pending approvals by id.
     pub pending: BTreeMap<String, Approval>,
+    /// Questions the agents wait on, by option id.
+    pub questions: BTreeMap<String, Question>,
     /// Running turns by execution id.
     pub turns: BTreeMap<String, LiveTurn>,
     /// Whether Souz is paused.
@@ -76,6 +80,7 @@ impl Default for ShellState {
         Self {
             connection: Connection::Starting,
             pending: BTreeMap::new(),
+            questions: BTreeMap::new(),
             turns: BTreeMap::new(),
             paused: false,
             autostart: false,
@@ -90,7 +95,7 @@ pub enum TrayIcon {
     Idle,
     /// An agent turn is running.
     Busy,
-    /// Approvals wait for the person (with the count).
+    /// Approvals or questions wait for the person (with the count).
     Attention(usize),
 }
 
@@ -103,6 +108,13 @@ pub enum Notice {
     Withdraw {
         /// The approval.
         approval_id: String,
+    },
+    /// An agent asks a question: "Souz asks", the question and its choices.
+    Question(Box<Question>),
+    /// Withdraw the question's notification (answered, cancelled or expired anywhere).
+    WithdrawQuestion {
+        /// The option id.
+        option_id: String,
     },
     /// An approval expired unanswered (a denial).
     Expired {
@@ -123,10 +135,16 @@ pub enum Notice {
 }
 
 impl ShellState {
-    /// The icon for the current state: approvals beat running turns beat idle.
+    /// What waits for the person: approvals and questions.
+    pub fn waiting(&self) -> usize {
+        self.pending.len() + self.questions.len()
+    }
+
+    /// The icon for the current state: what waits for the person beats running turns beats
+    /// idle.
     pub fn icon(&self) -> TrayIcon {
-        if !self.pending.is_empty() {
-            TrayIcon::Attention(self.pending.len())
+        if self.waiting() > 0 {
+            TrayIcon::Attention(self.waiting())
         } else if !self.turns.is_empty() {
             TrayIcon::Busy
         } else {
@@ -145,6 +163,11 @@ impl ShellState {
             1 => parts.push("1 approval waiting".to_owned()),
             count => parts.push(format!("{count} approvals waiting")),
         }
+        match self.questions.len() {
+            0 => {}
+            1 => parts.push("1 question waiting".to_owned()),
+            count => parts.push(format!("{count} questions waiting")),
+        }
         match self.turns.len() {
             0 => {}
             1 => parts.push("1 agent turn running".to_owned()),
@@ -153,10 +176,12 @@ impl ShellState {
         parts.join(" — ")
     }
 
-    /// Replaces what the API reported at (re)connection; returns the approvals that are new.
+    /// Replaces what the API reported at (re)connection; returns the notifications to post
+    /// for approvals and questions that are new and to withdraw for ones that went away.
     pub fn reset(
         &mut self,
         pending: Vec<Approval>,
+        questions: Vec<Question>,
         turns: Vec<ActiveTurn>,
         paused: bool,
     ) -> Vec<Notice> {
@@ -178,6 +203,23 @@ impl ShellState {
             }
         }
         self.pending = fresh;
+        let fresh: BTreeMap<String, Question> = questions
+            .into_iter()
+            .map(|question| (question.id.clone(), question))
+            .collect();
+        for id in self.questions.keys() {
+            if !fresh.contains_key(id) {
+                notices.push(Notice::WithdrawQuestion {
+                    option_id: id.clone(),
+                });
+            }
+        }
+        for (id, question) in &fresh {
+            if !self.questions.contains_key(id) {
+                notices.push(Notice::Question(Box::new(question.clone())));
+            }
+        }
+        self.questions = fresh;
         self.turns = turns
             .into_iter()
             .map(|turn| {
@@ -228,6 +270,25 @@ impl ShellState {
                         tool: tool.clone(),
                     },
                 ]
+            }
+            RuntimeEvent::OptionRequested { option } => {
+                if self
+                    .questions
+                    .insert(option.id.clone(), (**option).clone())
+                    .is_none()
+                {
+                    vec![Notice::Question(option.clone())]
+                } else {
+                    Vec::new()
+                }
+            }
+            RuntimeEvent::OptionAnswered { option_id, .. }
+            | RuntimeEvent::OptionCancelled { option_id, .. }
+            | RuntimeEvent::OptionExpired { option_id, .. } => {
+                self.questions.remove(option_id);
+                vec![Notice::WithdrawQuestion {
+                    option_id: option_id.clone(),
+                }]
             }
             RuntimeEvent::DaemonPaused { .. } => {
                 self.paused = true;
@@ -323,6 +384,107 @@ pub fn approval_text(approval: &Approval) -> (String, String) {
         body.push_str(&argument);
     }
     (title, body)
+}
+
+/// Who asks a question, in words: the chat's title, or its short id.
+pub fn asker(question: &Question) -> String {
+    match &question.chat_title {
+        Some(title) if !title.trim().is_empty() => title.clone(),
+        _ => format!(
+            "Chat {}",
+            shorten(&question.chat_id, 8).trim_end_matches('…')
+        ),
+    }
+}
+
+/// The notification's title and body for a question: "Souz asks", the question, its choices.
+pub fn question_text(question: &Question) -> (String, String) {
+    let mut body = shorten(&question.title, 200);
+    let choices: Vec<&str> = question
+        .options
+        .iter()
+        .map(|choice| choice.label.as_str())
+        .collect();
+    if !choices.is_empty() {
+        body.push('\n');
+        body.push_str(&shorten(&choices.join(" · "), 200));
+    }
+    ("Souz asks".to_owned(), body)
+}
+
+/// A tray menu entry: its id (what choosing it does) and its label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MenuEntry {
+    /// `question:<option id>` opens the window at the question;
+    /// `answer:<option id>:<choice id>` answers it with that choice.
+    pub id: String,
+    /// What the menu shows.
+    pub label: String,
+}
+
+/// The tray entries of a question: who asks and the question; for a single-choice question
+/// each choice, which answers it; "Answer in Souz…" when the answer takes more than one click
+/// (several choices, or words of one's own).
+pub fn question_entries(question: &Question) -> Vec<MenuEntry> {
+    let open = format!("question:{}", question.id);
+    let mut entries = vec![MenuEntry {
+        id: open.clone(),
+        label: format!(
+            "{} asks: {}",
+            shorten(&asker(question), 30),
+            shorten(&question.title, 70)
+        ),
+    }];
+    let one_click = question.selection_mode == SelectionMode::Single;
+    if one_click {
+        entries.extend(question.options.iter().map(|choice| MenuEntry {
+            id: format!("answer:{}:{}", question.id, choice.id),
+            label: format!("    {}", shorten(&choice.label, 60)),
+        }));
+    }
+    if !one_click || question.free_text || question.options.is_empty() {
+        entries.push(MenuEntry {
+            id: format!("question-open:{}", question.id),
+            label: "    Answer in Souz…".to_owned(),
+        });
+    }
+    entries
+}
+
+/// What a question's tray entry asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionAction {
+    /// Open the window at the question.
+    Open {
+        /// The option id.
+        option_id: String,
+    },
+    /// Answer it with one choice.
+    Answer {
+        /// The option id.
+        option_id: String,
+        /// The choice id.
+        choice_id: String,
+    },
+}
+
+/// Reads a menu id made by [`question_entries`]; `None` for other ids.
+pub fn question_action(id: &str) -> Option<QuestionAction> {
+    let (kind, rest) = id.split_once(':')?;
+    match kind {
+        "question" | "question-open" if !rest.is_empty() => Some(QuestionAction::Open {
+            option_id: rest.to_owned(),
+        }),
+        // Option ids are UUIDs (no colon); the choice id is everything after them.
+        "answer" => {
+            let (option_id, choice_id) = rest.split_once(':')?;
+            (!option_id.is_empty() && !choice_id.is_empty()).then(|| QuestionAction::Answer {
+                option_id: option_id.to_owned(),
+                choice_id: choice_id.to_owned(),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Cuts `text` to `limit` characters, marking the cut.

@@ -1,8 +1,9 @@
 //! The tray icon and its menu, redrawn from [`ShellState`] after every change: the icon shows
-//! idle, a turn running, or approvals waiting (with the count in the title); the menu lists
-//! pending approvals (who asks, what, Approve / Deny), live turns, Open Souz, Pause, Start at
-//! login and Quit. Desktop only; never built under the mock runtime (GTK is not initialised
-//! there).
+//! idle, a turn running, or approvals and questions waiting (with the count in the title); the
+//! menu lists pending approvals (who asks, what, Approve / Deny), the agents' questions (who
+//! asks, the question, a choice per item or "Answer in Souz…", from
+//! [`question_entries`]), live turns, Open Souz, Pause, Start at login and Quit. Desktop only;
+//! never built under the mock runtime (GTK is not initialised there).
 
 use std::sync::Arc;
 
@@ -12,12 +13,17 @@ use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::Shell;
-use crate::state::{ShellState, TrayIcon as IconState, key_argument, shorten};
+use crate::state::{
+    QuestionAction, ShellState, TrayIcon as IconState, key_argument, question_action,
+    question_entries, shorten,
+};
 
 /// The tray icon's id.
 pub const TRAY: &str = "souz";
 /// Approvals listed in the menu before "more…".
 const LISTED_APPROVALS: usize = 6;
+/// Questions listed in the menu before "more…".
+const LISTED_QUESTIONS: usize = 4;
 
 // macOS tints template images itself; other systems get the white icon for dark panels.
 #[cfg(target_os = "macos")]
@@ -140,6 +146,36 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             )?));
         }
     }
+    if !state.questions.is_empty() {
+        items.push(Box::new(PredefinedMenuItem::separator(app)?));
+        items.push(Box::new(label(
+            "questions",
+            format!("Questions for you ({})", state.questions.len()),
+        )?));
+        // Oldest first, like the approvals.
+        let mut questions: Vec<_> = state.questions.values().collect();
+        questions.sort_by_key(|question| question.created_at);
+        for question in questions.iter().take(LISTED_QUESTIONS) {
+            for entry in question_entries(question) {
+                items.push(Box::new(MenuItem::with_id(
+                    app,
+                    entry.id,
+                    entry.label,
+                    true,
+                    None::<&str>,
+                )?));
+            }
+        }
+        if questions.len() > LISTED_QUESTIONS {
+            items.push(Box::new(MenuItem::with_id(
+                app,
+                "open:/queue",
+                format!("{} more…", questions.len() - LISTED_QUESTIONS),
+                true,
+                None::<&str>,
+            )?));
+        }
+    }
     if !state.turns.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
         items.push(Box::new(label("turns", "Agents working".into())?));
@@ -196,6 +232,16 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
     let id = event.id().as_ref().to_owned();
     tracing::info!(item = %id, "tray menu");
+    match question_action(&id) {
+        Some(QuestionAction::Answer {
+            option_id,
+            choice_id,
+        }) => return crate::answer(app, option_id, choice_id),
+        Some(QuestionAction::Open { option_id }) => {
+            return crate::window::open(app, Some(&format!("/queue/{option_id}")));
+        }
+        None => {}
+    }
     match id.split_once(':') {
         Some(("approve", approval)) => crate::decide(app, approval.to_owned(), true, "tray"),
         Some(("deny", approval)) => crate::decide(app, approval.to_owned(), false, "tray"),

@@ -2,8 +2,11 @@
 # The real Souz app under Xvfb with trayer as the tray host and dunst as the notification
 # server: a pending approval created through the API shows in the tray menu and choosing
 # Approve decides it; a notification's Deny action decides another; a decision made elsewhere
-# withdraws the notification. Also measures idle RSS/CPU and notification latency.
-# Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin.
+# withdraws the notification; a question asked by a real agent turn (AskUser, against the fake
+# OpenAI server of tests/ui) is notified as "Souz asks", shows in the tray menu, and choosing one
+# of its choices there answers it, withdraws the notification and lets the turn finish with that
+# answer. Also measures idle RSS/CPU and notification latency.
+# Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin, node.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -28,14 +31,31 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- app log"; tail -40 "$work/app.log" || true; exit 1; }
 
+# The model: a fake OpenAI server scripted to ask a question, then to answer. Turn-finished
+# notifications are off so that the only notifications on screen are the ones under test.
+setsid node "$here/fake-provider.mjs" "$work/provider-url" "$work/provider-requests.json" >"$work/provider.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do [ -s "$work/provider-url" ] && break; sleep 0.1; done
+[ -s "$work/provider-url" ] || { echo "FAIL: the fake provider did not start"; cat "$work/provider.log"; exit 1; }
+cat > "$SOUZ_HOME/config.toml" <<CONFIG
+[llm]
+openai_base_url = "$(cat "$work/provider-url")/v1"
+
+[agent]
+default_agent = "skills"
+
+[notifications]
+turn_finished = false
+CONFIG
+export OPENAI_API_KEY="sk-app-test-key"
+
 setsid Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 & pids+=($!)
 for _ in $(seq 50); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
 
 # dunst runs its chooser with its own environment, so the test tells it what to pick through a
 # file; dunstctl and the app share the session bus, whose address the session writes down.
-export SOUZ_CHOICE_FILE="$work/choice"
+export SOUZ_CHOICE_FILE="$work/choice" SOUZ_NOTIFICATION_LOG="$work/notifications"
 echo Approve > "$SOUZ_CHOICE_FILE"
-sed "s|CHOOSER|$here/choose-action|" "$here/dunstrc" > "$work/dunstrc"
+sed -e "s|CHOOSER|$here/choose-action|" -e "s|RECORDER|$here/record-notification|" "$here/dunstrc" > "$work/dunstrc"
 cat > "$work/session.sh" <<SESSION
 set -euo pipefail
 echo "\$DBUS_SESSION_BUS_ADDRESS" > "$work/bus"
@@ -133,6 +153,51 @@ logged "notification action approval_id=$fourth action=tap" || fail "the click w
 api -X POST "$base/v1/approvals/$fourth/decision" -d '{"decision":"deny"}' >/dev/null
 wait_displayed 0
 echo "PASS a click opens the window; a decision made elsewhere withdraws the notification"
+
+# --- a question from a real turn: notified, listed in the tray, answered by choosing a choice
+chat=$(api -X POST "$base/v1/chats" -d '{"title":"Logo"}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["chat"]["id"])')
+api -X POST "$base/v1/chats/$chat/messages" -d '{"content":"Pick a color for the logo"}' >/dev/null
+question=""
+for _ in $(seq 100); do
+  question=$(api "$base/v1/options" | python3 -c 'import json,sys;items=json.load(sys.stdin)["items"];print(items[0]["id"] if items else "")')
+  [ -n "$question" ] && break; sleep 0.1
+done
+[ -n "$question" ] || fail "the turn asked no question"
+wait_displayed 1
+for _ in $(seq 50); do logged "question notification posted option_id=$question" && break; sleep 0.1; done
+logged "question notification posted option_id=$question" || fail "no notification was posted for question $question"
+grep -A2 -x "Souz asks" "$work/notifications" | grep -q "Which color should the logo be?" || fail "the notification did not carry the question: $(cat "$work/notifications")"
+grep -A2 -x "Souz asks" "$work/notifications" | grep -q "Red · Blue" || fail "the notification did not carry the choices: $(cat "$work/notifications")"
+shot notification-question
+sleep 0.5
+before=$(visible)
+xdotool mousemove $((X + WIDTH / 2)) $((Y + HEIGHT / 2)) click 1
+for _ in $(seq 50); do [ "$(visible)" -gt "$before" ] && break; sleep 0.1; done
+[ "$(visible)" -gt "$before" ] || fail "a click on the tray icon showed no menu"
+sleep 0.3
+shot tray-menu-question
+# No approval waits now: the first item that can be chosen is the question, then Red, then Blue.
+xdotool key Down Down Down Return
+for _ in $(seq 50); do logged "tray menu item=answer:$question:choice-2" && break; sleep 0.1; done
+logged "tray menu item=answer:$question:choice-2" || fail "the tray did not offer Blue as an answer to $question"
+answered=$(api "$base/v1/options/$question" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], ",".join((d.get("answer") or {}).get("selectedOptionIds", [])))')
+for _ in $(seq 50); do [ "$answered" = "answered choice-2" ] && break; sleep 0.1
+  answered=$(api "$base/v1/options/$question" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], ",".join((d.get("answer") or {}).get("selectedOptionIds", [])))'); done
+[ "$answered" = "answered choice-2" ] || fail "question $question is '$answered', expected answered with Blue"
+wait_displayed 0
+reply=""
+for _ in $(seq 100); do
+  reply=$(api "$base/v1/chats/$chat/messages" | python3 -c 'import json,sys;m=json.load(sys.stdin)["items"][-1];print(m["content"] if m["role"]=="assistant" else "")')
+  [ -n "$reply" ] && break; sleep 0.1
+done
+[ "$reply" = "Blue it is." ] || fail "the turn did not finish after the answer (last message: '$reply')"
+python3 - "$work/provider-requests.json" <<'PY' || fail "the model did not get the answer"
+import json, sys
+requests = json.load(open(sys.argv[1]))
+last_user = [m for m in requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+assert len(requests) == 2 and "Blue" in last_user, (len(requests), last_user)
+PY
+echo "PASS a question from a turn is notified, listed in the tray, and choosing Blue there answers it"
 
 # --- figure: approval.requested (the approval's created_at) to the notification posted
 python3 - "$SOUZ_HOME" "$token" "$base" "$second" "$third" "$fourth" <<'PY'

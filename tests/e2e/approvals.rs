@@ -235,7 +235,7 @@ fn cli_tools_and_validation() {
     let (ok, _, stderr) = cli_output(&daemon, &["approvals", "approve", "zzzz"]);
     assert!(!ok);
     assert!(
-        stderr.contains("no approval or grant id starts with `zzzz`"),
+        stderr.contains("no approval id starts with `zzzz`"),
         "{stderr}"
     );
 }

@@ -6,4 +6,5 @@ mod config;
 mod daemon;
 mod keys;
 mod mcp;
+mod questions;
 mod sandbox;

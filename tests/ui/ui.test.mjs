@@ -1,7 +1,8 @@
 // Drives the Souz web UI (/app) in headless Chromium against a real `souz serve` with its own
 // Souz home: approve from the Queue and see the tool's effect, deny, edit settings with an
 // invalid value and see the positioned error, then a valid one and see it applied; and a live
-// turn streaming from a fake OpenAI server (fake-openai.mjs) into the Live turns page.
+// turn streaming from a fake OpenAI server (fake-openai.mjs) into the Live turns page; and a
+// question the agent asks (AskUser) answered in the Queue, with the turn going on.
 // Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set.
 
 import { test, before, after } from "node:test";
@@ -285,5 +286,98 @@ test("a live turn streams from the model into the Live turns page", async () => 
     await provider.close();
     rmSync(liveHome, { recursive: true, force: true });
     rmSync(liveUser, { recursive: true, force: true });
+  }
+});
+
+test("a question the agent asks is answered in the Queue and the turn goes on", async () => {
+  // A daemon of its own whose model calls AskUser (a real turn against the fake provider).
+  const provider = await startFakeOpenAi();
+  const askHome = mkdtempSync(join(tmpdir(), "souz-ui-ask-home-"));
+  const askUser = mkdtempSync(join(tmpdir(), "souz-ui-ask-user-"));
+  writeFileSync(join(askHome, "config.toml"),
+    `[llm]\nopenai_base_url = "${provider.url}/v1"\n\n[agent]\ndefault_agent = "skills"\n`);
+  const asking = await startDaemon(askHome, askUser, { OPENAI_API_KEY: "sk-ui-test-key" });
+  const call = async (method, path, body) => {
+    const response = await fetch(asking.url + path, {
+      method,
+      headers: { Authorization: `Bearer ${asking.token}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  const lastUserMessage = (request) => request.messages.filter((message) => message.role === "user").at(-1).content;
+  const contexts = [];
+  const open = async (route) => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+    contexts.push(context);
+    const tab = await context.newPage();
+    tab.on("pageerror", (error) => { throw error; });
+    await tab.goto(`${asking.url}/app/#token=${asking.token}&go=${route}`);
+    await tab.waitForSelector("#connection.up");
+    return tab;
+  };
+  try {
+    provider.push(toolCall("ask-1", "AskUser", { question: "Which color should the logo be?", choices: ["Red", "Blue"] }));
+    provider.push(text(["Blue it is."]));
+    const tab = await open("/queue");
+    const chat = await call("POST", "/v1/chats", { title: "Logo" });
+    const chatId = chat.body.chat.id;
+    const posted = await call("POST", `/v1/chats/${chatId}/messages`, { content: "Pick a logo color" });
+    assert.equal(posted.status, 200, JSON.stringify(posted.body));
+
+    // It appears live, with who asks, the question and a button per choice.
+    const card = await tab.waitForSelector("#question-list [data-option]");
+    const optionId = await card.getAttribute("data-option");
+    const selector = `[data-option="${optionId}"]`;
+    assert.match(await tab.textContent(`${selector} h2`), /^Logo asks$/);
+    assert.equal(await tab.textContent(`${selector} .question-text`), "Which color should the logo be?");
+    assert.deepEqual(await tab.locator(`${selector} button.choice`).allTextContents(), ["Red", "Blue"]);
+    assert.equal(await tab.locator(`${selector} input[type=checkbox]`).count(), 0);
+    await tab.waitForSelector("#queue-count:text('1')");
+    await shot(tab, "queue-question");
+
+    // A deep link highlights it.
+    const linked = await open(`/queue/${optionId}`);
+    await linked.waitForSelector(`${selector}.focus`);
+
+    await tab.click(`${selector} button.choice:text('Blue')`);
+    await tab.waitForSelector(selector, { state: "detached" });
+    await linked.waitForSelector(selector, { state: "detached" });
+    await tab.waitForSelector("#queue-count", { state: "hidden" });
+    const answered = await call("GET", `/v1/options/${optionId}`);
+    assert.equal(answered.body.status, "answered");
+    assert.deepEqual(answered.body.answer.selectedOptionIds, ["choice-2"]);
+    const reply = await waitFor(async () => {
+      const { body } = await call("GET", `/v1/chats/${chatId}/messages`);
+      const last = body.items.at(-1);
+      return last?.role === "assistant" ? last : null;
+    }, "the answer after the question");
+    assert.equal(reply.content, "Blue it is.");
+    assert.equal(provider.requests.length, 2);
+    assert.match(lastUserMessage(provider.requests[1]), /Which color should the logo be\?.*Blue/);
+
+    // Several choices: checkboxes, plus words of one's own.
+    provider.push(toolCall("ask-2", "AskUser", {
+      question: "Which fonts?", choices: ["Serif", "Sans", "Mono"], multiple: true, allowFreeText: true,
+    }));
+    provider.push(text(["Sans and Mono, rounded."]));
+    await call("POST", `/v1/chats/${chatId}/messages`, { content: "And the fonts?" });
+    const second = await tab.waitForSelector("#question-list [data-option]");
+    const secondSelector = `[data-option="${await second.getAttribute("data-option")}"]`;
+    assert.equal(await tab.locator(`${secondSelector} button.choice`).count(), 0);
+    assert.equal(await tab.locator(`${secondSelector} input[type=checkbox]`).count(), 3);
+    await tab.check(`${secondSelector} label.choice:has-text('Sans') input`);
+    await tab.check(`${secondSelector} label.choice:has-text('Mono') input`);
+    await tab.fill(`${secondSelector} .answer-text`, "rounded corners");
+    await tab.click(`${secondSelector} button.send-answer`);
+    await tab.waitForSelector(secondSelector, { state: "detached" });
+    await waitFor(() => provider.requests.length === 4, "the resumed turn's request");
+    assert.match(lastUserMessage(provider.requests[3]), /Which fonts\?.*Sans; Mono; rounded corners/);
+  } finally {
+    for (const context of contexts) await context.close();
+    await stopDaemon(asking.child);
+    await provider.close();
+    rmSync(askHome, { recursive: true, force: true });
+    rmSync(askUser, { recursive: true, force: true });
   }
 });

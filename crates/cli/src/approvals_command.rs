@@ -165,7 +165,11 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
         }
         GrantsCommand::Revoke { id } => {
             let list: GrantList = client.get("/v1/grants").await?;
-            let id = resolve_prefix(&id, list.items.iter().map(|grant| grant.id.as_str()))?;
+            let id = resolve_prefix(
+                "grant",
+                &id,
+                list.items.iter().map(|grant| grant.id.as_str()),
+            )?;
             client.delete(&format!("/v1/grants/{id}")).await?;
             say!("Revoked grant {id}.");
             Ok(())
@@ -178,7 +182,11 @@ async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
         return Ok(approval);
     }
     let list: ApprovalList = client.get("/v1/approvals?limit=500").await?;
-    let full = resolve_prefix(id, list.items.iter().map(|approval| approval.id.as_str()))?;
+    let full = resolve_prefix(
+        "approval",
+        id,
+        list.items.iter().map(|approval| approval.id.as_str()),
+    )?;
     client.get(&format!("/v1/approvals/{full}")).await
 }
 

@@ -145,12 +145,22 @@ impl DaemonClient {
     }
 }
 
-/// Finds the one id in `ids` that starts with `prefix` (full ids match exactly).
-pub fn resolve_prefix<'a>(prefix: &str, ids: impl Iterator<Item = &'a str>) -> Result<String> {
+/// Finds the one id in `ids` that starts with `prefix` (full ids match exactly; a trailing
+/// `…`, as the lists print shortened ids, is ignored). `what` names the ids in the error
+/// (`approval`, `grant`, `question`).
+pub fn resolve_prefix<'a>(
+    what: &str,
+    prefix: &str,
+    ids: impl Iterator<Item = &'a str>,
+) -> Result<String> {
+    let prefix = prefix.trim().trim_end_matches('…');
+    if prefix.is_empty() {
+        bail!("give a {what} id (or the start of one)");
+    }
     let matches: Vec<&str> = ids.filter(|id| id.starts_with(prefix)).collect();
     match matches.as_slice() {
         [one] => Ok((*one).to_owned()),
-        [] => bail!("no approval or grant id starts with `{prefix}`"),
+        [] => bail!("no {what} id starts with `{prefix}`"),
         many => bail!(
             "`{prefix}` matches {} ids; give more characters",
             many.len()

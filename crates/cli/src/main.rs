@@ -8,6 +8,7 @@ mod config_command;
 mod mcp_config;
 mod mcp_stdio;
 mod output;
+mod questions_command;
 mod serve;
 mod tools_command;
 
@@ -47,6 +48,11 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         command: Option<approvals_command::ApprovalsCommand>,
+    },
+    /// Questions Souz's agents wait on: list, show, answer (default: list).
+    Questions {
+        #[command(subcommand)]
+        command: Option<questions_command::QuestionsCommand>,
     },
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
     /// daemon's /mcp with the token from the Souz home. stdout carries protocol only.
@@ -95,6 +101,11 @@ fn main() -> ExitCode {
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {
             approvals_command::run_approvals(command)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Questions { command } => client_command(async {
+            questions_command::run(command)
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),

@@ -17,6 +17,7 @@
 pub mod engine;
 pub mod events;
 pub mod live;
+pub mod options;
 pub mod records;
 pub mod settings;
 pub mod turns;
@@ -32,24 +33,25 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use souz_protocol::chat::{
     Chat, ChatEventList, ChatList, CreateChat, CreateChatResponse, Execution, ExecutionStatus,
-    MessageList, OptionAnswer, OptionAnswerResponse, OptionState, PostMessage, PostMessageResponse,
-    Settings, SettingsPatch, Usage,
+    MessageList, OptionStatus, PostMessage, PostMessageResponse, Settings, SettingsPatch, Usage,
 };
 use souz_protocol::llm::KeySource;
-use souz_protocol::{Capabilities, ModelCapability, ToolCapability};
+use souz_protocol::{Capabilities, ModelCapability, RuntimeEvent, ToolCapability};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::events::{ChatEvents, NewChatEvent};
-use self::records::{ExecutionRow, OptionRow};
+use self::options::records::{self as option_records, OptionRow};
+use self::records::ExecutionRow;
 use self::settings::SettingsDefaults;
 use self::turns::{
     SharedEngine, Turn, TurnEvent, TurnInput, TurnOutcome, add_usage, event_payload,
 };
 use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::{LlmService, LlmServiceError};
-use crate::store::codec::{from_json, now, to_json};
+use crate::runtime::EventBus;
+use crate::store::codec::{now, to_json};
 use crate::store::{Store, StoreError};
 
 /// How long an execution's lease lasts, and how often it is renewed.
@@ -120,9 +122,11 @@ pub struct Chats {
 }
 
 impl Chats {
-    /// The service. `tasks` and `shutdown` come from the runtime: turns are its tasks.
+    /// The service. `runtime`, `tasks` and `shutdown` come from the runtime: turns are its
+    /// tasks, and questions are announced on its event bus too.
     pub fn new(
         store: Store,
+        runtime: EventBus,
         llm: Arc<LlmService>,
         defaults: SettingsDefaults,
         tasks: TaskTracker,
@@ -130,7 +134,7 @@ impl Chats {
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                events: ChatEvents::new(store.clone()),
+                events: ChatEvents::new(store.clone(), runtime),
                 store,
                 llm,
                 defaults: RwLock::new(defaults),
@@ -903,12 +907,13 @@ impl Chats {
         let (ended, _) = self
             .inner
             .events
-            .publish_with(move |tx| {
+            .publish_with_runtime(move |tx| {
                 let Some(row) = records::load_execution(tx, &chat_id, &execution_id)? else {
-                    return Ok((None, Vec::new()));
+                    return Ok((None, Vec::new(), Vec::new()));
                 };
                 let at = now();
                 let mut events = Vec::new();
+                let mut runtime = Vec::new();
                 let event = |kind: &'static str, payload: serde_json::Value| NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: Some(execution_id.clone()),
@@ -928,7 +933,7 @@ impl Chats {
                     TurnOutcome::Completed { text, usage } => {
                         let message_id = row.reply_message_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Completed, at, None, Some(usage), Some(&message_id))? {
-                            return Ok((None, Vec::new()));
+                            return Ok((None, Vec::new(), Vec::new()));
                         }
                         let message = records::insert_message(tx, &message_id, &chat_id, "assistant", text, &BTreeMap::new(), at)?;
                         records::touch_chat(tx, &chat_id, at)?;
@@ -944,7 +949,7 @@ impl Chats {
                     }
                     TurnOutcome::Asked { question, usage } => {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::WaitingOption, at, None, Some(usage), None)? {
-                            return Ok((None, Vec::new()));
+                            return Ok((None, Vec::new(), Vec::new()));
                         }
                         let option = OptionRow {
                             id: uuid::Uuid::now_v7().to_string(),
@@ -952,13 +957,16 @@ impl Chats {
                             execution_id: execution_id.clone(),
                             kind: question.kind.clone(),
                             title: question.title.clone(),
-                            selection_mode: question.selection_mode.clone(),
+                            selection_mode: question.selection_mode,
                             choices: question.choices.clone(),
                             free_text: question.free_text,
-                            status: "pending".into(),
+                            status: OptionStatus::Pending,
                             expires_at: Some(at + OPTION_LIFETIME),
                         };
-                        records::insert_option(tx, &option, at)?;
+                        option_records::insert_option(tx, &option, at)?;
+                        if let Some(asked) = option_records::question_by_id(tx, &option.id)? {
+                            runtime.push(RuntimeEvent::OptionRequested { option: Box::new(asked) });
+                        }
                         events.push(event("option.requested", json!({
                             "optionId": option.id, "kind": option.kind, "title": option.title,
                             "selectionMode": option.selection_mode, "options": option.choices,
@@ -968,9 +976,15 @@ impl Chats {
                     }
                     TurnOutcome::Failed { code, message, usage } => {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Failed, at, Some((code, message)), Some(usage), None)? {
-                            return Ok((None, Vec::new()));
+                            return Ok((None, Vec::new(), Vec::new()));
                         }
-                        records::cancel_options(tx, &execution_id, at)?;
+                        for option_id in option_records::cancel_options(tx, &execution_id, at)? {
+                            runtime.push(RuntimeEvent::OptionCancelled {
+                                option_id,
+                                chat_id: chat_id.clone(),
+                                execution_id: execution_id.clone(),
+                            });
+                        }
                         events.push(event("execution.failed", json!({
                             "executionId": execution_id, "errorCode": code, "errorMessage": message,
                         })));
@@ -979,9 +993,15 @@ impl Chats {
                     TurnOutcome::Cancelled { usage } => {
                         let error = ("agent_execution_cancelled", "Agent execution was cancelled.");
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Cancelled, at, Some(error), Some(usage), None)? {
-                            return Ok((None, Vec::new()));
+                            return Ok((None, Vec::new(), Vec::new()));
                         }
-                        records::cancel_options(tx, &execution_id, at)?;
+                        for option_id in option_records::cancel_options(tx, &execution_id, at)? {
+                            runtime.push(RuntimeEvent::OptionCancelled {
+                                option_id,
+                                chat_id: chat_id.clone(),
+                                execution_id: execution_id.clone(),
+                            });
+                        }
                         events.push(event("execution.cancelled", json!({"executionId": execution_id})));
                         true
                     }
@@ -991,7 +1011,7 @@ impl Chats {
                 } else {
                     None
                 };
-                Ok::<_, ChatError>((ended, events))
+                Ok::<_, ChatError>((ended, events, runtime))
             })
             .await?;
         Ok(ended)
@@ -1113,151 +1133,6 @@ impl Chats {
     /// Checks the chat exists for the user before a live stream is opened.
     pub async fn authorize_stream(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
         self.require_chat(user, chat_id).await.map(|_| ())
-    }
-
-    // ----- options --------------------------------------------------------------------------
-
-    /// Answers a question the agent asked and resumes its turn (with the execution's settings
-    /// snapshot, not the current settings).
-    pub async fn answer_option(
-        &self,
-        user: &ChatUser,
-        option_id: &str,
-        answer: OptionAnswer,
-    ) -> Result<OptionAnswerResponse, ChatError> {
-        let (user_id, id) = (user.0.clone(), option_id.to_owned());
-        let option = self
-            .inner
-            .store
-            .read(move |c| records::load_option(c, &user_id, &id))
-            .await?
-            .ok_or(ChatError::OptionNotFound)?;
-        if option.status != "pending" {
-            return Err(ChatError::Invalid("Option is not pending.".into()));
-        }
-        self.refuse_if_paused()?;
-        let at = now();
-        if option.expires_at.is_some_and(|expires| expires <= at) {
-            let id = option.id.clone();
-            self.inner
-                .store
-                .write(move |tx| records::settle_option(tx, &id, "expired", None, now()))
-                .await?;
-            return Err(ChatError::Invalid("Option has expired.".into()));
-        }
-        let selected_ids: Vec<String> = answer
-            .selected_option_ids
-            .iter()
-            .map(|id| id.trim().to_owned())
-            .collect();
-        let free_text = answer
-            .free_text
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned);
-        if selected_ids.iter().any(String::is_empty) {
-            return Err(ChatError::Invalid(
-                "selectedOptionIds must not contain blank ids.".into(),
-            ));
-        }
-        if selected_ids.is_empty() && !(option.free_text && free_text.is_some()) {
-            return Err(ChatError::Invalid(
-                "selectedOptionIds must not be empty.".into(),
-            ));
-        }
-        if option.selection_mode == "single" && selected_ids.len() > 1 {
-            return Err(ChatError::Invalid(
-                "Exactly one option must be selected.".into(),
-            ));
-        }
-        let mut selected = Vec::new();
-        for id in &selected_ids {
-            match option.choices.iter().find(|choice| &choice.id == id) {
-                Some(choice) => selected.push(choice.clone()),
-                None => return Err(ChatError::Invalid(format!("Unknown option id: {id}."))),
-            }
-        }
-        if answer.metadata.keys().any(|key| key.trim().is_empty()) {
-            return Err(ChatError::Invalid(
-                "metadata keys must not be blank.".into(),
-            ));
-        }
-        let stored_answer = json!({"selectedOptionIds": selected_ids, "freeText": free_text, "metadata": answer.metadata});
-        let (option_row, chat_id, execution_id) = (
-            option.clone(),
-            option.chat_id.clone(),
-            option.execution_id.clone(),
-        );
-        let answered_payload = json!({
-            "optionId": option.id, "status": "answered", "selectedOptionIds": selected_ids,
-            "freeText": free_text.clone().unwrap_or_default(), "metadata": answer.metadata,
-        });
-        let ((execution_row, usage), _) = self
-            .inner
-            .events
-            .publish_with(move |tx| {
-                if !records::settle_option(
-                    tx,
-                    &option_row.id,
-                    "answered",
-                    Some(&stored_answer),
-                    at,
-                )? {
-                    return Err(ChatError::Invalid("Option is not pending.".into()));
-                }
-                if !records::transition(
-                    tx,
-                    &execution_id,
-                    &[ExecutionStatus::WaitingOption],
-                    ExecutionStatus::Running,
-                    at,
-                    None,
-                    None,
-                    None,
-                )? {
-                    return Err(ChatError::Invalid(
-                        "Execution is not waiting for this option.".into(),
-                    ));
-                }
-                let row = records::load_execution(tx, &chat_id, &execution_id)?
-                    .ok_or(ChatError::ExecutionNotFound)?;
-                let usage = row.execution.usage.clone().unwrap_or_default();
-                let event = NewChatEvent {
-                    chat_id: chat_id.clone(),
-                    execution_id: Some(execution_id.clone()),
-                    kind: "option.answered",
-                    payload: answered_payload,
-                };
-                Ok(((row, usage), vec![event]))
-            })
-            .await?;
-        let snapshot: Settings = from_json("executions.settings", &execution_row.settings)?;
-        let turn = Turn {
-            user_id: user.0.clone(),
-            chat_id: option.chat_id.clone(),
-            execution_id: option.execution_id.clone(),
-            message_id: execution_row
-                .reply_message_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
-            input: TurnInput::OptionAnswer {
-                option_id: option.id.clone(),
-                question: option.title.clone(),
-                selected,
-                free_text,
-                metadata: answer.metadata.clone(),
-            },
-            settings: snapshot,
-        };
-        self.launch(turn, usage)?;
-        Ok(OptionAnswerResponse {
-            option: OptionState {
-                id: option.id,
-                status: "answered".into(),
-            },
-            execution: execution_row.execution,
-        })
     }
 }
 

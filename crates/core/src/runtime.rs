@@ -208,6 +208,7 @@ impl Runtime {
         };
         let chats = Chats::new(
             store.clone(),
+            events.clone(),
             Arc::clone(&llm),
             defaults,
             tasks.clone(),

@@ -353,8 +353,116 @@ pub struct OptionChoice {
     pub content: Option<String>,
 }
 
-/// `POST /v1/options/{optionId}/answer`.
+/// How many choices an answer to a question may pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionMode {
+    /// At most one choice.
+    Single,
+    /// Any number of choices.
+    Multiple,
+}
+
+impl SelectionMode {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::Multiple => "multiple",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "single" => Some(Self::Single),
+            "multiple" => Some(Self::Multiple),
+            _ => None,
+        }
+    }
+}
+
+/// Where a question stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionStatus {
+    /// Waiting for the person's answer; its execution is `waiting_option`.
+    Pending,
+    /// Answered; its execution resumed.
+    Answered,
+    /// Its execution ended (cancelled or failed) before an answer came.
+    Cancelled,
+    /// Nobody answered before `expiresAt`.
+    Expired,
+}
+
+impl OptionStatus {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Answered => "answered",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(Self::Pending),
+            "answered" => Some(Self::Answered),
+            "cancelled" => Some(Self::Cancelled),
+            "expired" => Some(Self::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// A question an agent asked the person (an option, in the original API's words): what
+/// `GET /v1/options` lists and the runtime event `option.requested` carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    /// Option id (answer it with `POST /v1/options/{id}/answer`).
+    pub id: String,
+    /// The chat whose agent asks.
+    pub chat_id: String,
+    /// That chat's title, if it has one.
+    pub chat_title: Option<String>,
+    /// The execution (agent turn) that waits for the answer.
+    pub execution_id: String,
+    /// Kind (`generic_selection`, ...).
+    pub kind: String,
+    /// The question.
+    pub title: String,
+    /// Whether one or several choices may be picked.
+    pub selection_mode: SelectionMode,
+    /// The choices (empty for a free-text question).
+    pub options: Vec<OptionChoice>,
+    /// Whether an answer in the person's own words is accepted.
+    pub free_text: bool,
+    /// Where it stands.
+    pub status: OptionStatus,
+    /// When it was asked.
+    pub created_at: DateTime<Utc>,
+    /// When it stops waiting.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was answered, cancelled or expired.
+    pub answered_at: Option<DateTime<Utc>>,
+    /// The answer, once there is one.
+    pub answer: Option<OptionAnswer>,
+}
+
+/// `GET /v1/options`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionList {
+    /// Pending questions of the user's chats, oldest first.
+    pub items: Vec<Question>,
+}
+
+/// `POST /v1/options/{optionId}/answer`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OptionAnswer {
     /// Chosen choice ids (at least one unless `freeText` is given for a free-text question).
@@ -372,7 +480,7 @@ pub struct OptionAnswer {
 pub struct OptionState {
     /// Option id.
     pub id: String,
-    /// `pending`, `answered`, `cancelled` or `expired`.
+    /// `pending`, `answered`, `cancelled` or `expired` (see [`OptionStatus`]).
     pub status: String,
 }
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::{Approval, ExpiryReason, RecordedDecision, Requester};
+use crate::chat::Question;
 use crate::tools::Outcome;
 
 /// A stored runtime event with its position in the stream.
@@ -83,6 +84,47 @@ pub enum RuntimeEvent {
         /// Why.
         reason: ExpiryReason,
     },
+    /// An agent asked the person a question; its turn waits for the answer
+    /// (`POST /v1/options/{id}/answer`).
+    #[serde(rename = "option.requested")]
+    OptionRequested {
+        /// The question, its choices and who asks.
+        option: Box<Question>,
+    },
+    /// A question was answered; its turn resumes.
+    #[serde(rename = "option.answered")]
+    OptionAnswered {
+        /// Option id.
+        option_id: String,
+        /// The chat.
+        chat_id: String,
+        /// The execution that resumes.
+        execution_id: String,
+        /// The chosen choice ids.
+        selected_option_ids: Vec<String>,
+        /// The answer in the person's words, if any.
+        free_text: Option<String>,
+    },
+    /// A question stopped waiting because its execution ended (cancelled or failed).
+    #[serde(rename = "option.cancelled")]
+    OptionCancelled {
+        /// Option id.
+        option_id: String,
+        /// The chat.
+        chat_id: String,
+        /// The execution that ended.
+        execution_id: String,
+    },
+    /// A question stopped waiting because nobody answered in time.
+    #[serde(rename = "option.expired")]
+    OptionExpired {
+        /// Option id.
+        option_id: String,
+        /// The chat.
+        chat_id: String,
+        /// The execution it belonged to.
+        execution_id: String,
+    },
     /// A tool call was allowed and started running.
     #[serde(rename = "tool.call.started")]
     ToolCallStarted {
@@ -130,6 +172,10 @@ impl RuntimeEvent {
             Self::ApprovalRequested { .. } => "approval.requested",
             Self::ApprovalDecided { .. } => "approval.decided",
             Self::ApprovalExpired { .. } => "approval.expired",
+            Self::OptionRequested { .. } => "option.requested",
+            Self::OptionAnswered { .. } => "option.answered",
+            Self::OptionCancelled { .. } => "option.cancelled",
+            Self::OptionExpired { .. } => "option.expired",
             Self::ToolCallStarted { .. } => "tool.call.started",
             Self::ToolCallFinished { .. } => "tool.call.finished",
             Self::ToolCallFailed { .. } => "tool.call.failed",
@@ -169,6 +215,23 @@ mod tests {
             },
             RuntimeEvent::DaemonPaused { via: "tray".into() },
             RuntimeEvent::DaemonResumed { via: "ui".into() },
+            RuntimeEvent::OptionAnswered {
+                option_id: "o".into(),
+                chat_id: "c".into(),
+                execution_id: "e".into(),
+                selected_option_ids: vec!["choice-1".into()],
+                free_text: None,
+            },
+            RuntimeEvent::OptionCancelled {
+                option_id: "o".into(),
+                chat_id: "c".into(),
+                execution_id: "e".into(),
+            },
+            RuntimeEvent::OptionExpired {
+                option_id: "o".into(),
+                chat_id: "c".into(),
+                execution_id: "e".into(),
+            },
         ];
         for event in events {
             let json = serde_json::to_value(&event).unwrap();

@@ -1,10 +1,11 @@
-//! macOS: approval notifications through UNUserNotificationCenter, whose categories give real
-//! side-by-side Approve and Deny buttons (the plugin's NSUserNotification path folds them into
-//! an "Options" menu). Needs the signed `.app` (a bundle identifier); the plugin still posts
-//! the plain notifications.
+//! macOS: approval and question notifications through UNUserNotificationCenter, whose
+//! categories give approvals real side-by-side Approve and Deny buttons (the plugin's
+//! NSUserNotification path folds them into an "Options" menu). Needs the signed `.app` (a
+//! bundle identifier); the plugin still posts the plain notifications.
 //!
-//! The delegate hands every response to [`super::acted`] through the app handle stored at
-//! [`init`]; `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
+//! Requests are named `approval.<id>` or `question.<option id>`. The delegate hands every
+//! response to [`super::acted`] or [`super::asked`] through the app handle stored at [`init`];
+//! `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
 #![allow(unsafe_code)] // Objective-C calls through objc2; each block says what it relies on.
 
 use std::sync::OnceLock;
@@ -25,7 +26,7 @@ use tauri::{AppHandle, Runtime};
 
 use super::{APPROVAL_ACTIONS, APPROVE, DENY};
 
-/// Where responses go: (approval id, action id).
+/// Where responses go: (request identifier, action id).
 type Responder = Box<dyn Fn(String, String) + Send + Sync>;
 static RESPONDER: OnceLock<Responder> = OnceLock::new();
 
@@ -47,9 +48,7 @@ define_class!(
         ) {
             let action = response.actionIdentifier().to_string();
             let identifier = response.notification().request().identifier().to_string();
-            if let (Some(approval_id), Some(responder)) =
-                (identifier.strip_prefix("approval."), RESPONDER.get())
-            {
+            if let Some(responder) = RESPONDER.get() {
                 // SAFETY: reading a constant NSString the framework exports.
                 let default_action = unsafe { UNNotificationDefaultActionIdentifier }.to_string();
                 let action = if action == default_action {
@@ -57,7 +56,7 @@ define_class!(
                 } else {
                     action
                 };
-                responder(approval_id.to_owned(), action);
+                responder(identifier, action);
             }
             completion.call(());
         }
@@ -89,8 +88,12 @@ static DELEGATE: OnceLock<usize> = OnceLock::new();
 /// Registers the category with the two buttons, sets the delegate and asks for permission.
 pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
-    let _ = RESPONDER.set(Box::new(move |approval_id, action| {
-        super::acted(&handle, &approval_id, &action);
+    let _ = RESPONDER.set(Box::new(move |identifier, action| {
+        if let Some(approval_id) = identifier.strip_prefix("approval.") {
+            super::acted(&handle, approval_id, &action);
+        } else if let Some(option_id) = identifier.strip_prefix("question.") {
+            super::asked(&handle, option_id, &action);
+        }
     }));
     let center = UNUserNotificationCenter::currentNotificationCenter();
     let approve = UNNotificationAction::actionWithIdentifier_title_options(
@@ -129,19 +132,35 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
 
 /// Posts an approval notification with Approve and Deny buttons.
 pub fn post_approval(approval_id: &str, title: &str, body: &str) -> Result<(), String> {
+    post(
+        &format!("approval.{approval_id}"),
+        title,
+        body,
+        Some(APPROVAL_ACTIONS),
+    )
+}
+
+/// Posts a question's notification (no buttons: a click opens the window at it).
+pub fn post_question(option_id: &str, title: &str, body: &str) -> Result<(), String> {
+    post(&format!("question.{option_id}"), title, body, None)
+}
+
+fn post(identifier: &str, title: &str, body: &str, category: Option<&str>) -> Result<(), String> {
     let content = UNMutableNotificationContent::new();
     content.setTitle(&NSString::from_str(title));
     content.setBody(&NSString::from_str(body));
-    content.setCategoryIdentifier(&NSString::from_str(APPROVAL_ACTIONS));
+    if let Some(category) = category {
+        content.setCategoryIdentifier(&NSString::from_str(category));
+    }
     content.setUserInfo(&NSDictionary::new());
     let request = UNNotificationRequest::requestWithIdentifier_content_trigger(
-        &NSString::from_str(&format!("approval.{approval_id}")),
+        &NSString::from_str(identifier),
         &content,
         None,
     );
     let done = RcBlock::new(|error: *mut NSError| {
         if !error.is_null() {
-            tracing::warn!("macOS refused an approval notification");
+            tracing::warn!("macOS refused a notification");
         }
     });
     UNUserNotificationCenter::currentNotificationCenter()
@@ -151,8 +170,16 @@ pub fn post_approval(approval_id: &str, title: &str, body: &str) -> Result<(), S
 
 /// Withdraws an approval's notification (decided elsewhere).
 pub fn withdraw(approval_id: &str) {
-    let identifiers =
-        NSArray::from_retained_slice(&[NSString::from_str(&format!("approval.{approval_id}"))]);
+    remove(&format!("approval.{approval_id}"));
+}
+
+/// Withdraws a question's notification (answered, cancelled or expired).
+pub fn withdraw_question(option_id: &str) {
+    remove(&format!("question.{option_id}"));
+}
+
+fn remove(identifier: &str) {
+    let identifiers = NSArray::from_retained_slice(&[NSString::from_str(identifier)]);
     let center = UNUserNotificationCenter::currentNotificationCenter();
     center.removeDeliveredNotificationsWithIdentifiers(&identifiers);
     center.removePendingNotificationRequestsWithIdentifiers(&identifiers);

@@ -1,6 +1,8 @@
-//! The shell's state as events move it: icon, tooltip, notifications to post and withdraw.
+//! The shell's state as events move it: icon, tooltip, notifications to post and withdraw, and
+//! the tray entries of the agents' questions.
 
 use serde_json::json;
+use souz_protocol::chat::{OptionChoice, OptionStatus};
 use souz_protocol::{
     ApprovalStatus, ExpiryReason, RecordedDecision, Requester, Risk, ScopeKind, SuggestedScope,
     Verdict,
@@ -103,7 +105,12 @@ fn decisions_and_expiry_withdraw_the_notification() {
 fn reset_posts_new_and_withdraws_vanished_approvals() {
     let mut state = ShellState::default();
     state.apply_runtime(&requested(approval("old", json!({}))));
-    let notices = state.reset(vec![approval("new", json!({}))], Vec::new(), true);
+    let notices = state.reset(
+        vec![approval("new", json!({}))],
+        Vec::new(),
+        Vec::new(),
+        true,
+    );
     assert!(notices.contains(&Notice::Withdraw {
         approval_id: "old".into()
     }));
@@ -116,7 +123,12 @@ fn reset_posts_new_and_withdraws_vanished_approvals() {
     // Reconnecting with the same state posts nothing twice.
     assert!(
         state
-            .reset(vec![approval("new", json!({}))], Vec::new(), true)
+            .reset(
+                vec![approval("new", json!({}))],
+                Vec::new(),
+                Vec::new(),
+                true
+            )
             .is_empty()
     );
 }
@@ -149,4 +161,205 @@ fn notification_text_names_who_what_and_the_key_argument() {
     let long = "x".repeat(300);
     assert_eq!(shorten(&long, 10).chars().count(), 11);
     assert_eq!(key_argument(&approval("n", json!({"other": 1}))), None);
+}
+
+fn question(id: &str, mode: SelectionMode, labels: &[&str], free_text: bool) -> Question {
+    let now = chrono::Utc::now();
+    Question {
+        id: id.into(),
+        chat_id: "0193f2ab-0000-7000-8000-000000000001".into(),
+        chat_title: Some("Logo".into()),
+        execution_id: format!("execution-{id}"),
+        kind: "generic_selection".into(),
+        title: "Which color should the logo be?".into(),
+        selection_mode: mode,
+        options: labels
+            .iter()
+            .enumerate()
+            .map(|(index, label)| OptionChoice {
+                id: format!("choice-{}", index + 1),
+                label: (*label).into(),
+                content: None,
+            })
+            .collect(),
+        free_text,
+        status: OptionStatus::Pending,
+        created_at: now,
+        expires_at: None,
+        answered_at: None,
+        answer: None,
+    }
+}
+
+fn asked(question: Question) -> RuntimeEvent {
+    RuntimeEvent::OptionRequested {
+        option: Box::new(question),
+    }
+}
+
+#[test]
+fn a_question_is_notified_once_counted_and_withdrawn_when_answered_anywhere() {
+    let mut state = ShellState::default();
+    let q = question("q1", SelectionMode::Single, &["Red", "Blue"], false);
+    let notices = state.apply_runtime(&asked(q.clone()));
+    assert!(matches!(&notices[..], [Notice::Question(posted)] if posted.id == "q1"));
+    assert!(
+        state.apply_runtime(&asked(q)).is_empty(),
+        "a replay posts nothing"
+    );
+    assert_eq!(state.icon(), TrayIcon::Attention(1));
+    state.apply_runtime(&requested(approval("a1", json!({}))));
+    assert_eq!(state.icon(), TrayIcon::Attention(2));
+    assert_eq!(
+        state.tooltip(),
+        "Souz — 1 approval waiting — 1 question waiting"
+    );
+    let answered = state.apply_runtime(&RuntimeEvent::OptionAnswered {
+        option_id: "q1".into(),
+        chat_id: "c".into(),
+        execution_id: "e".into(),
+        selected_option_ids: vec!["choice-2".into()],
+        free_text: None,
+    });
+    assert_eq!(
+        answered,
+        [Notice::WithdrawQuestion {
+            option_id: "q1".into()
+        }]
+    );
+    assert!(state.questions.is_empty());
+    for ended in [
+        RuntimeEvent::OptionCancelled {
+            option_id: "q2".into(),
+            chat_id: "c".into(),
+            execution_id: "e".into(),
+        },
+        RuntimeEvent::OptionExpired {
+            option_id: "q2".into(),
+            chat_id: "c".into(),
+            execution_id: "e".into(),
+        },
+    ] {
+        state.apply_runtime(&asked(question(
+            "q2",
+            SelectionMode::Multiple,
+            &["A"],
+            true,
+        )));
+        assert_eq!(state.questions.len(), 1);
+        assert_eq!(
+            state.apply_runtime(&ended),
+            [Notice::WithdrawQuestion {
+                option_id: "q2".into()
+            }]
+        );
+        assert!(state.questions.is_empty());
+    }
+}
+
+#[test]
+fn reset_posts_new_and_withdraws_vanished_questions() {
+    let mut state = ShellState::default();
+    state.apply_runtime(&asked(question(
+        "old",
+        SelectionMode::Single,
+        &["A"],
+        false,
+    )));
+    let fresh = question("new", SelectionMode::Single, &["A"], false);
+    let notices = state.reset(Vec::new(), vec![fresh.clone()], Vec::new(), false);
+    assert!(notices.contains(&Notice::WithdrawQuestion {
+        option_id: "old".into()
+    }));
+    assert!(
+        notices
+            .iter()
+            .any(|n| matches!(n, Notice::Question(q) if q.id == "new"))
+    );
+    assert!(
+        state
+            .reset(Vec::new(), vec![fresh], Vec::new(), false)
+            .is_empty()
+    );
+}
+
+#[test]
+fn question_notifications_say_souz_asks_with_the_question_and_choices() {
+    let (title, body) = question_text(&question(
+        "q",
+        SelectionMode::Single,
+        &["Red", "Blue"],
+        false,
+    ));
+    assert_eq!(title, "Souz asks");
+    assert_eq!(body, "Which color should the logo be?\nRed · Blue");
+    let (_, free) = question_text(&question("q", SelectionMode::Single, &[], true));
+    assert_eq!(free, "Which color should the logo be?");
+}
+
+#[test]
+fn single_choice_questions_answer_from_the_tray_others_open_the_window() {
+    let single = question_entries(&question(
+        "q1",
+        SelectionMode::Single,
+        &["Red", "Blue"],
+        false,
+    ));
+    let ids: Vec<&str> = single.iter().map(|entry| entry.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["question:q1", "answer:q1:choice-1", "answer:q1:choice-2"]
+    );
+    assert_eq!(
+        single[0].label,
+        "Logo asks: Which color should the logo be?"
+    );
+    assert_eq!(single[2].label, "    Blue");
+    assert_eq!(
+        question_action(&single[2].id),
+        Some(QuestionAction::Answer {
+            option_id: "q1".into(),
+            choice_id: "choice-2".into()
+        })
+    );
+    assert_eq!(
+        question_action(&single[0].id),
+        Some(QuestionAction::Open {
+            option_id: "q1".into()
+        })
+    );
+
+    let several = question_entries(&question("q2", SelectionMode::Multiple, &["A", "B"], false));
+    assert_eq!(several.len(), 2, "{several:?}");
+    assert_eq!(several[1].label, "    Answer in Souz…");
+    assert_eq!(
+        question_action(&several[1].id),
+        Some(QuestionAction::Open {
+            option_id: "q2".into()
+        })
+    );
+    // Own words: the choices still answer in one click, and the window takes the words.
+    let words = question_entries(&question("q3", SelectionMode::Single, &["A"], true));
+    assert_eq!(words.len(), 3);
+    assert!(words[1].id.starts_with("answer:"));
+    assert_eq!(words[2].label, "    Answer in Souz…");
+    let mut untitled = question("q4", SelectionMode::Single, &[], true);
+    untitled.chat_title = None;
+    let entries = question_entries(&untitled);
+    assert_eq!(
+        entries[0].label,
+        "Chat 0193f2ab asks: Which color should the logo be?"
+    );
+    assert_eq!(entries.len(), 2);
+
+    for other in [
+        "approve:a1",
+        "open:/queue",
+        "answer:q1",
+        "answer::x",
+        "question:",
+        "quit",
+    ] {
+        assert_eq!(question_action(other), None, "{other}");
+    }
 }

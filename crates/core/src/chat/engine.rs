@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use souz_protocol::chat::{OptionChoice, Usage};
+use souz_protocol::chat::{OptionChoice, SelectionMode, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -52,7 +52,11 @@ fn question(asked: &crate::agent::context::Question) -> Question {
     Question {
         kind: "generic_selection".to_owned(),
         title: asked.title.clone(),
-        selection_mode: if asked.multiple { "multiple" } else { "single" }.to_owned(),
+        selection_mode: if asked.multiple {
+            SelectionMode::Multiple
+        } else {
+            SelectionMode::Single
+        },
         choices: asked
             .choices
             .iter()

@@ -1,7 +1,10 @@
 //! Chat events: a per-chat stream with chat-local sequence numbers, stored before they are
 //! announced, replayable from any number, plus live-only events (`message.delta`) that are
 //! never stored. One async lock orders "store, then announce" so the live order equals the
-//! sequence order; followers use the shared replay-then-live follower.
+//! sequence order; followers use the shared replay-then-live follower. A chat change that other
+//! surfaces follow too (a question asked, answered, withdrawn) stores its runtime events in the
+//! same transaction (`publish_with_runtime`): the chat lock is taken before the runtime bus's,
+//! never the other way round.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,9 +12,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::Stream;
 use rusqlite::{Connection, Transaction, params};
 use serde_json::Value;
+use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::ChatEvent;
 use tokio::sync::broadcast;
 
+use crate::runtime::EventBus;
 use crate::runtime::follow::{FollowItem, Replay, Sequenced, follow};
 use crate::store::codec::{from_json, from_time, now, to_json, to_time};
 use crate::store::{Store, StoreError};
@@ -42,6 +47,8 @@ pub struct NewChatEvent {
 #[derive(Clone)]
 pub struct ChatEvents {
     store: Store,
+    /// The daemon's runtime event bus.
+    runtime: EventBus,
     channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<ChatEvent>>>>>,
     /// Every announced event of every chat, for the live-turns view and the menu-bar app.
     all: broadcast::Sender<Arc<ChatEvent>>,
@@ -49,10 +56,11 @@ pub struct ChatEvents {
 }
 
 impl ChatEvents {
-    /// Events over `store`.
-    pub fn new(store: Store) -> Self {
+    /// Events over `store`; runtime events go to `runtime`.
+    pub fn new(store: Store, runtime: EventBus) -> Self {
         Self {
             store,
+            runtime,
             channels: Arc::new(Mutex::new(HashMap::new())),
             all: broadcast::channel(LIVE_CAPACITY).0,
             order: Arc::new(tokio::sync::Mutex::new(())),
@@ -79,6 +87,38 @@ impl ChatEvents {
                     .collect::<Result<Vec<_>, StoreError>>()
                     .map_err(E::from)?;
                 Ok::<_, E>((value, stored))
+            })
+            .await?;
+        for event in &stored {
+            self.announce(Arc::clone(event));
+        }
+        Ok((value, stored))
+    }
+
+    /// [`Self::publish_with`], and the runtime events `work` returns are stored in the same
+    /// transaction and announced on the runtime bus after the commit.
+    pub async fn publish_with_runtime<T, E, F>(
+        &self,
+        work: F,
+    ) -> Result<(T, Vec<Arc<ChatEvent>>), E>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<(T, Vec<NewChatEvent>, Vec<RuntimeEvent>), E>
+            + Send
+            + 'static,
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        let _order = self.order.lock().await;
+        let ((value, stored), _) = self
+            .runtime
+            .publish_with(move |transaction| {
+                let (value, events, runtime) = work(transaction)?;
+                let stored = events
+                    .into_iter()
+                    .map(|event| append(transaction, event).map(Arc::new))
+                    .collect::<Result<Vec<_>, StoreError>>()
+                    .map_err(E::from)?;
+                Ok::<_, E>(((value, stored), runtime))
             })
             .await?;
         for event in &stored {

@@ -1,14 +1,12 @@
-//! SQL for the chat domain's tables: users and their settings, chats, messages, executions
-//! and options. Every query that reads or changes a chat is scoped by its owner, so a foreign
-//! id behaves exactly like a missing one.
+//! SQL for the chat domain's tables: users and their settings, chats, messages and executions
+//! (options are in `options::records`). Every query that reads or changes a chat is scoped by
+//! its owner, so a foreign id behaves exactly like a missing one.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use souz_protocol::chat::{
-    Chat, Execution, ExecutionStatus, Message, OptionChoice, SettingsPatch, Usage,
-};
+use souz_protocol::chat::{Chat, Execution, ExecutionStatus, Message, SettingsPatch, Usage};
 
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
@@ -588,155 +586,4 @@ pub fn orphaned_executions(
         .query_map([owner], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<Vec<(String, String)>, _>>()?;
     Ok(rows)
-}
-
-/// A question an agent asked the person.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OptionRow {
-    /// Option id.
-    pub id: String,
-    /// Chat id.
-    pub chat_id: String,
-    /// Execution id.
-    pub execution_id: String,
-    /// Kind (`generic_selection`, ...).
-    pub kind: String,
-    /// The question.
-    pub title: String,
-    /// `single` or `multiple`.
-    pub selection_mode: String,
-    /// The choices.
-    pub choices: Vec<OptionChoice>,
-    /// Whether a free-text answer is accepted.
-    pub free_text: bool,
-    /// `pending`, `answered`, `cancelled`, `expired`.
-    pub status: String,
-    /// When it expires.
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-/// Inserts a pending option.
-pub fn insert_option(
-    connection: &Connection,
-    option: &OptionRow,
-    at: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    connection.execute(
-        "INSERT INTO options (id, chat_id, execution_id, kind, title, selection_mode, choices, \
-         free_text, status, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            option.id,
-            option.chat_id,
-            option.execution_id,
-            option.kind,
-            option.title,
-            option.selection_mode,
-            to_json(&option.choices)?,
-            option.free_text,
-            option.status,
-            to_time(at),
-            option.expires_at.map(to_time),
-        ],
-    )?;
-    Ok(())
-}
-
-/// An option row before its choices and time are parsed.
-type RawOption = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    bool,
-    String,
-    Option<String>,
-);
-
-/// An option of a chat owned by `user_id`.
-pub fn load_option(
-    connection: &Connection,
-    user_id: &str,
-    id: &str,
-) -> Result<Option<OptionRow>, StoreError> {
-    let raw: Option<RawOption> = connection
-        .query_row(
-            "SELECT o.id, o.chat_id, o.execution_id, o.kind, o.title, o.selection_mode, o.choices, \
-             o.free_text, o.status, o.expires_at FROM options o JOIN chats c ON c.id = o.chat_id \
-             WHERE c.user_id = ?1 AND o.id = ?2",
-            params![user_id, id],
-            |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                    row.get(6)?,
-                    row.get(7)?,
-                    row.get(8)?,
-                    row.get(9)?,
-                ))
-            },
-        )
-        .optional()?;
-    raw.map(
-        |(
-            id,
-            chat_id,
-            execution_id,
-            kind,
-            title,
-            selection_mode,
-            choices,
-            free_text,
-            status,
-            expires_at,
-        )| {
-            Ok(OptionRow {
-                id,
-                chat_id,
-                execution_id,
-                kind,
-                title,
-                selection_mode,
-                choices: from_json("options.choices", &choices)?,
-                free_text,
-                status,
-                expires_at: from_time_opt("options.expires_at", expires_at)?,
-            })
-        },
-    )
-    .transpose()
-}
-
-/// Records an answer (or an expiry) if the option is still pending.
-pub fn settle_option(
-    connection: &Connection,
-    id: &str,
-    status: &str,
-    answer: Option<&serde_json::Value>,
-    at: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let changed = connection.execute(
-        "UPDATE options SET status = ?2, answer = ?3, answered_at = ?4 WHERE id = ?1 AND status = 'pending'",
-        params![id, status, answer.map(to_json).transpose()?, to_time(at)],
-    )?;
-    Ok(changed == 1)
-}
-
-/// Cancels the pending options of an execution.
-pub fn cancel_options(
-    connection: &Connection,
-    execution_id: &str,
-    at: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    connection.execute(
-        "UPDATE options SET status = 'cancelled', answered_at = ?2 WHERE execution_id = ?1 AND status = 'pending'",
-        params![execution_id, to_time(at)],
-    )?;
-    Ok(())
 }

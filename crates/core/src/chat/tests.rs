@@ -4,13 +4,15 @@
 use std::sync::Mutex as StdMutex;
 
 use futures::StreamExt;
-use souz_protocol::chat::{OptionChoice, TurnOptions};
+use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
 
 use super::turns::{Question, TurnEngine};
 use super::*;
 use crate::config::{Config, SouzPaths};
 use crate::llm::service::Environment;
 use crate::runtime::FollowItem;
+
+mod questions;
 
 /// An engine whose behavior depends on the message text.
 #[derive(Default)]
@@ -62,7 +64,7 @@ impl TurnEngine for Script {
                         question: Question {
                             kind: "generic_selection".into(),
                             title: "Which one?".into(),
-                            selection_mode: "single".into(),
+                            selection_mode: souz_protocol::chat::SelectionMode::Single,
                             choices: vec![
                                 OptionChoice {
                                     id: "a".into(),
@@ -122,6 +124,7 @@ impl TurnEngine for Script {
 struct Fixture {
     _dir: tempfile::TempDir,
     store: Store,
+    bus: EventBus,
     chats: Chats,
     script: Arc<Script>,
     llm: Arc<LlmService>,
@@ -146,10 +149,12 @@ async fn fixture() -> Fixture {
         .unwrap(),
     );
     let tasks = TaskTracker::new();
-    let (chats, script) = chats_over(&store, &llm, &tasks);
+    let bus = EventBus::new(store.clone(), 1024);
+    let (chats, script) = chats_over(&store, &bus, &llm, &tasks);
     Fixture {
         _dir: dir,
         store,
+        bus,
         chats,
         script,
         llm,
@@ -157,7 +162,12 @@ async fn fixture() -> Fixture {
     }
 }
 
-fn chats_over(store: &Store, llm: &Arc<LlmService>, tasks: &TaskTracker) -> (Chats, Arc<Script>) {
+fn chats_over(
+    store: &Store,
+    bus: &EventBus,
+    llm: &Arc<LlmService>,
+    tasks: &TaskTracker,
+) -> (Chats, Arc<Script>) {
     let defaults = SettingsDefaults {
         default_model: String::new(),
         context_size: 16000,
@@ -168,6 +178,7 @@ fn chats_over(store: &Store, llm: &Arc<LlmService>, tasks: &TaskTracker) -> (Cha
     };
     let chats = Chats::new(
         store.clone(),
+        bus.clone(),
         Arc::clone(llm),
         defaults,
         tasks.clone(),
@@ -686,7 +697,7 @@ async fn a_restart_fails_what_a_dead_process_left_running() {
     .await;
 
     // A new process (another owner) starts over the same database.
-    let (restarted, _) = chats_over(&f.store, &f.llm, &f.tasks);
+    let (restarted, _) = chats_over(&f.store, &f.bus, &f.llm, &f.tasks);
     let recovered = restarted.recover().await.unwrap();
     assert_eq!(recovered, 1);
     let failed = f.execution(&chat_id, &running.execution.id).await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use souz_protocol::chat::{ExecutionStatus, OptionChoice, Settings, Usage};
+use souz_protocol::chat::{ExecutionStatus, OptionChoice, SelectionMode, Settings, Usage};
 use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -135,8 +135,8 @@ pub struct Question {
     pub kind: String,
     /// The question.
     pub title: String,
-    /// `single` or `multiple`.
-    pub selection_mode: String,
+    /// One choice or several.
+    pub selection_mode: SelectionMode,
     /// Choices (may be empty when free text is accepted).
     pub choices: Vec<OptionChoice>,
     /// Whether a free-text answer is accepted.

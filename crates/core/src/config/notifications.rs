@@ -8,6 +8,8 @@ config_section! {
     pub struct NotificationsConfig {
         /// Notify when a tool call waits for your approval, with Approve and Deny buttons.
         pub approval_requested: bool = true,
+        /// Notify when an agent asks you a question (its turn waits for the answer).
+        pub question_asked: bool = true,
         /// Notify when an approval expired unanswered (which denied the call).
         pub approval_expired: bool = true,
         /// Notify when an agent turn finishes, fails or is cancelled.

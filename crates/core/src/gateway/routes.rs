@@ -6,6 +6,7 @@ pub mod audit;
 pub mod chats;
 pub mod config;
 pub mod events;
+pub mod options;
 pub mod provider_keys;
 pub mod system;
 pub mod tools;
@@ -23,6 +24,7 @@ pub fn all() -> ApiRouter<AppState> {
         .merge(tools::routes())
         .merge(audit::routes())
         .merge(chats::routes())
+        .merge(options::routes())
         .merge(provider_keys::routes())
         .merge(config::routes())
         .merge(turns::routes())

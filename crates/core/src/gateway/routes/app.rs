@@ -47,6 +47,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/pages.js"),
     ),
     (
+        "questions.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/questions.js"),
+    ),
+    (
         "settings.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/settings.js"),

@@ -1,5 +1,6 @@
 //! The chat API (original §1.4): settings, onboarding, chats, messages, events (HTTP replay and
-//! the live WebSocket), options, cancellation. Handlers are a few lines over `Chats`.
+//! the live WebSocket), cancellation (options are in `options`). Handlers are a few lines over
+//! `Chats`.
 
 use std::pin::pin;
 
@@ -14,8 +15,8 @@ use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::chat::{
     Chat, ChatEvent, ChatEventList, ChatList, CreateChat, CreateChatResponse, ExecutionResponse,
-    MessageList, OnboardingCompleted, OnboardingState, OptionAnswer, OptionAnswerResponse,
-    PostMessage, PostMessageResponse, RenameChat, SettingsPatch, SettingsResponse,
+    MessageList, OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse,
+    RenameChat, SettingsPatch, SettingsResponse,
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
@@ -193,15 +194,6 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             follow,
         )
         .route(
-            Operation::post("/v1/options/{optionId}/answer")
-                .summary("Answer a question the agent asked; its turn resumes.")
-                .tag("chats")
-                .request::<OptionAnswer>()
-                .response::<OptionAnswerResponse>(200, "Answered; the execution runs again.")
-                .response::<ErrorBody>(404, "No such option (`option_not_found`)."),
-            answer_option,
-        )
-        .route(
             Operation::post("/v1/chats/{chatId}/cancel-active")
                 .summary("Cancel the chat's running turn.")
                 .tag("chats")
@@ -221,7 +213,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 
 /// Parses a positive integer query value: default when absent, 400 when not positive,
 /// clamped to `max`.
-fn positive(
+pub(super) fn positive(
     name: &str,
     value: Option<&str>,
     default: usize,
@@ -495,20 +487,6 @@ async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
         }
     })
     .await;
-}
-
-async fn answer_option(
-    user: ChatUser,
-    State(handle): State<RuntimeHandle>,
-    UuidPath([option_id]): UuidPath<1>,
-    ApiJson(answer): ApiJson<OptionAnswer>,
-) -> Result<axum::Json<OptionAnswerResponse>, ApiError> {
-    Ok(axum::Json(
-        handle
-            .chats()
-            .answer_option(&user, &option_id, answer)
-            .await?,
-    ))
 }
 
 async fn cancel_active(

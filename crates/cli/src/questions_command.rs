@@ -1,0 +1,242 @@
+//! `souz questions`: the questions Souz's agents wait on (`AskUser`), from a terminal — list,
+//! show one, answer one (which resumes its turn). Ids may be shortened to a unique prefix, as
+//! with `souz approvals`.
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use souz_protocol::chat::{
+    OptionAnswer, OptionAnswerResponse, OptionChoice, OptionStatus, Question, QuestionList,
+    SelectionMode,
+};
+
+use crate::client::{DaemonClient, resolve_prefix};
+use crate::output::{age, print_json, say, truncate};
+
+#[derive(Debug, Subcommand)]
+pub enum QuestionsCommand {
+    /// List the pending questions.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one question with its choices.
+    Show {
+        /// Question id (a unique prefix is enough).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a pending question; the agent's turn resumes with the answer.
+    Answer(AnswerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// Question id (a unique prefix is enough).
+    id: String,
+    /// A choice: its number (1, 2, ...), its label or its id. Repeat for several when the
+    /// question allows it.
+    #[arg(long = "choice", value_name = "CHOICE")]
+    choices: Vec<String>,
+    /// An answer in your own words, when the question accepts one.
+    #[arg(long)]
+    text: Option<String>,
+}
+
+pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
+    let client = DaemonClient::discover()?;
+    match command.unwrap_or(QuestionsCommand::List { json: false }) {
+        QuestionsCommand::List { json } => {
+            let list: QuestionList = client.get("/v1/options?limit=500").await?;
+            if json {
+                return print_json(&list);
+            }
+            if list.items.is_empty() {
+                say!("No agent is waiting for an answer.");
+                return Ok(());
+            }
+            say!(
+                "{:<10} {:>5}  {:<20} {:<40} CHOICES",
+                "ID",
+                "AGE",
+                "WHO",
+                "QUESTION"
+            );
+            for question in &list.items {
+                say!(
+                    "{:<10} {:>5}  {:<20} {:<40} {}",
+                    truncate(&question.id, 10),
+                    age(question.created_at),
+                    truncate(&asker(question), 20),
+                    truncate(&question.title, 40),
+                    truncate(&choices_line(question), 60),
+                );
+            }
+            Ok(())
+        }
+        QuestionsCommand::Show { id, json } => {
+            let question = find(&client, &id).await?;
+            if json {
+                return print_json(&question);
+            }
+            print_question(&question);
+            Ok(())
+        }
+        QuestionsCommand::Answer(args) => answer(&client, args).await,
+    }
+}
+
+/// Who asks, in words: the chat's title, or its short id.
+fn asker(question: &Question) -> String {
+    match &question.chat_title {
+        Some(title) => format!("chat {title}"),
+        None => format!("chat {}", truncate(&question.chat_id, 8)),
+    }
+}
+
+fn choices_line(question: &Question) -> String {
+    let mut parts: Vec<String> = question
+        .options
+        .iter()
+        .enumerate()
+        .map(|(index, choice)| format!("{}. {}", index + 1, choice.label))
+        .collect();
+    if question.free_text {
+        parts.push("(own words)".to_owned());
+    }
+    parts.join("  ")
+}
+
+async fn find(client: &DaemonClient, id: &str) -> Result<Question> {
+    if let Ok(question) = client.get::<Question>(&format!("/v1/options/{id}")).await {
+        return Ok(question);
+    }
+    let list: QuestionList = client.get("/v1/options?limit=500").await?;
+    let full = resolve_prefix(
+        "question",
+        id,
+        list.items.iter().map(|question| question.id.as_str()),
+    )?;
+    client.get(&format!("/v1/options/{full}")).await
+}
+
+/// The choice `wanted` names: its id, its label (ignoring case) or its number.
+fn choose<'a>(question: &'a Question, wanted: &str) -> Result<&'a OptionChoice> {
+    let wanted = wanted.trim();
+    let by_id = question.options.iter().find(|choice| choice.id == wanted);
+    let by_label = || {
+        let wanted = wanted.to_lowercase();
+        question
+            .options
+            .iter()
+            .find(|choice| choice.label.to_lowercase() == wanted)
+    };
+    let by_number = || {
+        wanted
+            .parse::<usize>()
+            .ok()
+            .and_then(|number| number.checked_sub(1))
+            .and_then(|index| question.options.get(index))
+    };
+    match by_id.or_else(by_label).or_else(by_number) {
+        Some(choice) => Ok(choice),
+        None => bail!(
+            "`{wanted}` is not one of the choices: {}",
+            choices_line(question)
+        ),
+    }
+}
+
+async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
+    let question = find(client, &args.id).await?;
+    if question.status != OptionStatus::Pending {
+        bail!(
+            "question {} is already {}",
+            question.id,
+            question.status.as_str()
+        );
+    }
+    if args.choices.is_empty() && args.text.is_none() {
+        bail!(
+            "give --choice (or --text); the choices are: {}",
+            choices_line(&question)
+        );
+    }
+    if question.selection_mode == SelectionMode::Single && args.choices.len() > 1 {
+        bail!("this question takes one choice");
+    }
+    if args.text.is_some() && !question.free_text {
+        bail!("this question takes no answer in your own words; pick a --choice");
+    }
+    let mut selected = Vec::new();
+    for wanted in &args.choices {
+        selected.push(choose(&question, wanted)?.clone());
+    }
+    let body = OptionAnswer {
+        selected_option_ids: selected.iter().map(|choice| choice.id.clone()).collect(),
+        free_text: args.text.clone(),
+        ..OptionAnswer::default()
+    };
+    let (_, response): (u16, OptionAnswerResponse) = client
+        .post(&format!("/v1/options/{}/answer", question.id), &body)
+        .await?;
+    let mut said: Vec<String> = selected.into_iter().map(|choice| choice.label).collect();
+    said.extend(args.text);
+    say!(
+        "Answered \"{}\": {}. The agent continues (execution {}).",
+        question.title,
+        said.join(", "),
+        response.execution.id
+    );
+    Ok(())
+}
+
+fn print_question(question: &Question) {
+    say!("Question  {}", question.id);
+    say!("Status    {}", question.status.as_str());
+    say!("Who       {}", asker(question));
+    say!("Asks      {}", question.title);
+    say!(
+        "Asked     {} ago{}",
+        age(question.created_at),
+        question
+            .expires_at
+            .map(|at| format!("; expires {}", at.format("%Y-%m-%d %H:%M UTC")))
+            .unwrap_or_default()
+    );
+    let mode = match question.selection_mode {
+        SelectionMode::Single => "pick one",
+        SelectionMode::Multiple => "pick any",
+    };
+    if !question.options.is_empty() {
+        say!("Choices   ({mode})");
+        for (index, choice) in question.options.iter().enumerate() {
+            say!("  {}. {}", index + 1, choice.label);
+        }
+    }
+    if question.free_text {
+        say!("Own words accepted (--text)");
+    }
+    if let Some(answer) = &question.answer {
+        let labels: Vec<&str> = answer
+            .selected_option_ids
+            .iter()
+            .filter_map(|id| question.options.iter().find(|choice| &choice.id == id))
+            .map(|choice| choice.label.as_str())
+            .chain(answer.free_text.as_deref())
+            .collect();
+        say!("Answer    {}", labels.join(", "));
+    }
+    if question.status == OptionStatus::Pending {
+        let short = question.id.get(..12).unwrap_or(&question.id);
+        match question.options.first() {
+            Some(first) => say!(
+                "\n  souz questions answer {short} --choice {:?}",
+                first.label
+            ),
+            None => say!("\n  souz questions answer {short} --text \"...\""),
+        }
+    }
+}
