@@ -113,6 +113,8 @@ struct Inner {
     pause: RwLock<Option<crate::runtime::pause::PauseSwitch>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
+    /// Wakes the question expiry task when a question is asked.
+    asked: tokio::sync::Notify,
 }
 
 /// The chat service. Cheap to clone.
@@ -144,6 +146,7 @@ impl Chats {
                 pause: RwLock::new(None),
                 tasks,
                 shutdown,
+                asked: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -168,7 +171,8 @@ impl Chats {
     }
 
     /// Fails executions a dead process left running, with their terminal events; then keeps
-    /// this process's leases fresh until shutdown. Call once at start.
+    /// this process's leases fresh and ends questions nobody answered in time, until shutdown.
+    /// Call once at start.
     pub async fn recover(&self) -> Result<usize, ChatError> {
         let owner = self.inner.owner.clone();
         let orphans = self
@@ -194,6 +198,7 @@ impl Chats {
             )
             .await?;
         }
+        self.inner.tasks.spawn(self.clone().expire_questions());
         let chats = self.clone();
         self.inner.tasks.spawn(async move {
             let mut interval = tokio::time::interval(LEASE_RENEWAL);
@@ -904,6 +909,7 @@ impl Chats {
     ) -> Result<Option<Execution>, ChatError> {
         let (chat_id, execution_id) = (chat_id.to_owned(), execution_id.to_owned());
         let from = from.to_vec();
+        let asks = matches!(outcome, TurnOutcome::Asked { .. });
         let (ended, _) = self
             .inner
             .events
@@ -1014,6 +1020,10 @@ impl Chats {
                 Ok::<_, ChatError>((ended, events, runtime))
             })
             .await?;
+        if asks && ended.is_some() {
+            // A new question: the expiry task learns when it runs out.
+            self.inner.asked.notify_one();
+        }
         Ok(ended)
     }
 

@@ -191,7 +191,50 @@ impl Chats {
         })
     }
 
-    /// Marks a question that ran out of time as expired, and says so on the runtime bus.
+    /// Ends questions nobody answered in time, so their chats are free again: sleeps until
+    /// the next expiry (woken when a question is asked), never polls. Runs until shutdown.
+    pub(crate) async fn expire_questions(self) {
+        loop {
+            let next = match self.inner.store.read(records::next_expiry).await {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read when the next question expires");
+                    None
+                }
+            };
+            let wait = next.map(|at| (at - now()).to_std().unwrap_or_default());
+            tokio::select! {
+                () = self.inner.shutdown.cancelled() => return,
+                () = self.inner.asked.notified() => continue,
+                () = async {
+                    match wait {
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+            let due = match self
+                .inner
+                .store
+                .read(|c| records::due_questions(c, now()))
+                .await
+            {
+                Ok(due) => due,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the questions that expired");
+                    continue;
+                }
+            };
+            for option in due {
+                if let Err(error) = self.expire(&option).await {
+                    tracing::warn!(%error, option_id = %option.id, "could not expire a question");
+                }
+            }
+        }
+    }
+
+    /// Marks a question that ran out of time as expired, says so on the runtime bus, and ends
+    /// the turn that waited for it (failed, `option_expired`), which frees the chat.
     async fn expire(&self, option: &Question) -> Result<(), ChatError> {
         let event = RuntimeEvent::OptionExpired {
             option_id: option.id.clone(),
@@ -207,6 +250,17 @@ impl Chats {
                 Ok::<_, ChatError>(((), Vec::new(), events))
             })
             .await?;
+        self.end_execution(
+            &option.chat_id,
+            &option.execution_id,
+            &[ExecutionStatus::WaitingOption],
+            super::turns::TurnOutcome::Failed {
+                code: "option_expired".into(),
+                message: "Nobody answered the question in time, so the turn stopped.".into(),
+                usage: Default::default(),
+            },
+        )
+        .await?;
         Ok(())
     }
 }

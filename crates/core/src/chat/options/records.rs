@@ -181,6 +181,34 @@ pub fn pending_questions(
     rows.into_iter().map(decode).collect()
 }
 
+/// When the first pending question with a time limit expires.
+pub fn next_expiry(connection: &Connection) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let next: Option<String> = connection.query_row(
+        "SELECT min(expires_at) FROM options WHERE status = 'pending' AND expires_at IS NOT NULL",
+        [],
+        |row| row.get(0),
+    )?;
+    next.map(|text| from_time("options.expires_at", &text))
+        .transpose()
+}
+
+/// Pending questions whose time ran out by `at`, of every user.
+pub fn due_questions(
+    connection: &Connection,
+    at: DateTime<Utc>,
+) -> Result<Vec<Question>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM options o JOIN chats c ON c.id = o.chat_id \
+         WHERE o.status = 'pending' AND o.expires_at IS NOT NULL AND o.expires_at <= ?1 \
+         ORDER BY o.expires_at"
+    );
+    let mut statement = connection.prepare_cached(&sql)?;
+    let rows = statement
+        .query_map(params![to_time(at)], raw)?
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter().map(decode).collect()
+}
+
 /// Records an answer (or an expiry) if the option is still pending.
 pub fn settle_option(
     connection: &Connection,

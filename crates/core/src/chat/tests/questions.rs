@@ -229,3 +229,56 @@ async fn an_expired_question_is_not_listed_and_expires_when_answered() {
         OptionStatus::Expired
     );
 }
+
+#[tokio::test]
+async fn a_question_nobody_answers_expires_on_time_and_frees_the_chat() {
+    let f = fixture().await;
+    tokio::spawn(f.chats.clone().expire_questions());
+    let chat_id = f.chat().await;
+    let mut events = f.bus.subscribe();
+    let execution = f.asked(&chat_id).await;
+    let RuntimeEvent::OptionRequested { option } = next(&mut events).await else {
+        panic!("expected option.requested");
+    };
+    // Nearly out of time (instead of 24 hours), and the expiry task told to look again.
+    let id = option.id.clone();
+    let soon = crate::store::codec::to_time(now() + chrono::Duration::milliseconds(300));
+    f.store
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE options SET expires_at = ?2 WHERE id = ?1",
+                [&id, &soon],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    f.chats.inner.asked.notify_one();
+
+    assert_eq!(
+        next(&mut events).await,
+        RuntimeEvent::OptionExpired {
+            option_id: option.id.clone(),
+            chat_id: chat_id.clone(),
+            execution_id: execution.clone(),
+        }
+    );
+    let ended = f
+        .until_status(&chat_id, &execution, ExecutionStatus::Failed)
+        .await;
+    assert_eq!(ended.error_code.as_deref(), Some("option_expired"));
+    assert_eq!(
+        f.kinds(&chat_id)
+            .await
+            .iter()
+            .filter(|kind| kind.starts_with("execution.") && *kind != "execution.started")
+            .collect::<Vec<_>>(),
+        ["execution.failed"],
+        "exactly one terminal event"
+    );
+    // The chat takes a new message.
+    f.chats
+        .post_message(&me(), &chat_id, message("hello again"))
+        .await
+        .unwrap();
+}
