@@ -13,6 +13,7 @@ pub mod extract;
 pub mod identity;
 pub mod perimeter;
 pub mod routes;
+mod ws;
 
 use std::future::Future;
 use std::net::SocketAddr;

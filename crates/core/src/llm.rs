@@ -64,13 +64,26 @@ pub async fn complete(
 
 /// Collects a stream into one [`ChatResponse`]. A stream that ends without
 /// [`StreamEvent::Finish`] is an error.
-pub async fn collect(mut stream: EventStream) -> Result<ChatResponse, LlmError> {
+pub async fn collect(stream: EventStream) -> Result<ChatResponse, LlmError> {
+    collect_with(stream, |_| {}).await
+}
+
+/// [`collect`], handing each non-empty text delta to `on_text` as it arrives (after it was
+/// added to the answer), for callers that stream the answer on.
+pub async fn collect_with(
+    mut stream: EventStream,
+    mut on_text: impl FnMut(String),
+) -> Result<ChatResponse, LlmError> {
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     let mut usage = None;
     while let Some(event) = stream.next().await {
         match event? {
-            StreamEvent::TextDelta(text) => content.push_str(&text),
+            StreamEvent::TextDelta(text) if text.is_empty() => {}
+            StreamEvent::TextDelta(text) => {
+                content.push_str(&text);
+                on_text(text);
+            }
             StreamEvent::ToolCallDelta { .. } => {}
             StreamEvent::ToolCall(call) => tool_calls.push(call),
             StreamEvent::Usage(reported) => usage = Some(reported),

@@ -23,6 +23,8 @@ pub use migrations::{MIGRATIONS, Migration, SCHEMA_VERSION};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reader connections kept open between calls.
 const MAX_IDLE_READERS: usize = 4;
+/// Prepared statements each connection keeps (see [`CachedStatements`]).
+const STATEMENT_CACHE: usize = 128;
 
 /// What can go wrong in the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -221,6 +223,34 @@ where
         .map_err(|error| E::from(StoreError::Task(error.to_string())))?
 }
 
+/// `execute` and `query_row` through the connection's statement cache: the statements of the
+/// hot paths (a tool call's row, events, audit, chat records) are parsed once per connection
+/// instead of on every use. A transaction is a connection too (it derefs to one).
+pub trait CachedStatements {
+    /// [`Connection::execute`] with a cached statement.
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+
+    /// [`Connection::query_row`] with a cached statement.
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl CachedStatements for Connection {
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn query_row_cached<T, P, F>(&self, sql: &str, params: P, row: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, row)
+    }
+}
+
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let open_error = |source| StoreError::Open {
         path: path.to_owned(),
@@ -229,6 +259,7 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let existed = path.exists();
     let mut connection = Connection::open(path).map_err(open_error)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // Refuse a newer schema before anything (even the WAL switch) writes to the file.
     let found = user_version(&connection).map_err(open_error)?;
     if found > SCHEMA_VERSION {
@@ -267,6 +298,7 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     )
     .map_err(open_error)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     connection
         .execute_batch("PRAGMA foreign_keys = ON;")
         .map_err(open_error)?;

@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use super::context::{AgentContext, ChatOutcome, Reply};
 use crate::graph::Step;
 use crate::llm::{Message, Usage};
+use crate::store::CachedStatements;
 use crate::store::codec::{
     from_json, from_json_opt, from_time, from_time_opt, now, to_json, to_time,
 };
@@ -222,7 +223,7 @@ impl Sessions {
         self.store
             .write(move |transaction| {
                 transaction
-                    .execute(
+                    .execute_cached(
                         "UPDATE agent_turns SET status = 'interrupted', finished_at = ?1
                          WHERE status = 'running'",
                         rusqlite::params![finished_at],
@@ -238,7 +239,7 @@ impl Sessions {
         self.store
             .read(move |connection| {
                 let text: Option<String> = connection
-                    .query_row(
+                    .query_row_cached(
                         "SELECT history FROM agent_conversations WHERE chat_id = ?1",
                         rusqlite::params![chat_id],
                         |row| row.get(0),
@@ -265,7 +266,7 @@ impl Sessions {
         );
         self.store
             .write(move |transaction| {
-                transaction.execute(
+                transaction.execute_cached(
                     "INSERT INTO agent_turns (id, chat_id, agent, model, input, status, started_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
                     rusqlite::params![turn_id, chat_id, agent, model, input, to_time(start.at)],
@@ -311,14 +312,14 @@ impl Sessions {
         let finished_at = to_time(now());
         self.store
             .write(move |transaction| {
-                transaction.execute(
+                transaction.execute_cached(
                     "UPDATE agent_turns SET status = ?2, reply = ?3, error = ?4, usage = ?5,
                          finished_at = ?6
                      WHERE id = ?1",
                     rusqlite::params![turn_id, status.as_str(), reply, error, usage, finished_at],
                 )?;
                 if status.committed() {
-                    transaction.execute(
+                    transaction.execute_cached(
                         "INSERT INTO agent_conversations (chat_id, history, updated_at)
                          VALUES (?1, ?2, ?3)
                          ON CONFLICT (chat_id) DO UPDATE
@@ -396,7 +397,7 @@ impl Sessions {
         let turn_id = turn_id.to_owned();
         self.store
             .read(move |connection| {
-                let chat_id: String = connection.query_row(
+                let chat_id: String = connection.query_row_cached(
                     "SELECT chat_id FROM agent_turns WHERE id = ?1",
                     rusqlite::params![turn_id],
                     |row| row.get(0),
@@ -433,11 +434,11 @@ impl Sessions {
         let chat_id = chat_id.to_owned();
         self.store
             .write(move |transaction| {
-                transaction.execute(
+                transaction.execute_cached(
                     "DELETE FROM agent_turns WHERE chat_id = ?1",
                     rusqlite::params![chat_id],
                 )?;
-                transaction.execute(
+                transaction.execute_cached(
                     "DELETE FROM agent_conversations WHERE chat_id = ?1",
                     rusqlite::params![chat_id],
                 )?;
@@ -487,7 +488,7 @@ fn insert_step(
     step: &StepRecord,
 ) -> Result<(), StoreError> {
     let change = step.history_change.as_ref().map(to_json).transpose()?;
-    transaction.execute(
+    transaction.execute_cached(
         "INSERT INTO agent_steps (turn_id, ordinal, step_index, node, graph, depth, attempts,
              elapsed_ms, summary, data, history_change, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",

@@ -8,6 +8,7 @@ use souz_protocol::{Action, AuditEntry, DecisionSource, Outcome, Requester, Risk
 
 use super::audience::Audience;
 use super::redact;
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, now, to_json, to_time};
 
@@ -39,7 +40,7 @@ pub struct NewAuditEntry<'a> {
 /// Appends a row; returns its id.
 pub fn append(connection: &Connection, entry: &NewAuditEntry<'_>) -> Result<i64, StoreError> {
     let result = entry.result.map(redact::result_preview);
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO audit_log (at, call_id, requester, tool, risk, arguments, result, decision, \
          decided_by, outcome, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![

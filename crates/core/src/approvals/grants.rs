@@ -6,6 +6,7 @@ use rusqlite::{Connection, Row, params};
 use souz_protocol::{ArgumentMatch, Effect, Grant, Requester};
 
 use super::policy::GrantRule;
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
@@ -42,7 +43,7 @@ pub fn active(connection: &Connection, now: DateTime<Utc>) -> Result<Vec<Grant>,
 
 /// Revokes an active grant. Returns whether there was one.
 pub fn revoke(connection: &Connection, id: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    let changed = connection.execute(
+    let changed = connection.execute_cached(
         "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
         params![id, to_time(now)],
     )?;

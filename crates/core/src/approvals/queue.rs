@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, RecordedDecision};
 
 use super::audience::Audience;
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time};
 
@@ -114,7 +115,7 @@ pub fn decide(
     decision: &RecordedDecision,
     expiry: Option<ExpiryReason>,
 ) -> Result<bool, StoreError> {
-    let changed = connection.execute(
+    let changed = connection.execute_cached(
         "UPDATE approvals SET status = ?2, decision = ?3, expiry_reason = ?4 \
          WHERE id = ?1 AND status = 'pending'",
         params![

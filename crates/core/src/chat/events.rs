@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 
 use crate::runtime::EventBus;
 use crate::runtime::follow::{FollowItem, Replay, Sequenced, follow};
+use crate::store::CachedStatements;
 use crate::store::codec::{from_json, from_time, now, to_json, to_time};
 use crate::store::{Store, StoreError};
 
@@ -220,13 +221,13 @@ impl ChatEvents {
 }
 
 fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEvent, StoreError> {
-    let seq: i64 = transaction.query_row(
+    let seq: i64 = transaction.query_row_cached(
         "SELECT coalesce(max(seq), 0) + 1 FROM chat_events WHERE chat_id = ?1",
         [&event.chat_id],
         |row| row.get(0),
     )?;
     let created_at = now();
-    transaction.execute(
+    transaction.execute_cached(
         "INSERT INTO chat_events (chat_id, seq, execution_id, type, payload, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![

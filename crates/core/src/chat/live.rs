@@ -7,6 +7,7 @@ use souz_protocol::chat::ActiveTurn;
 use super::records::{self, ExecutionRow};
 use super::{ChatError, ChatUser, Chats};
 use crate::runtime::pause::PauseSwitch;
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use std::sync::PoisonError;
 
@@ -111,7 +112,7 @@ impl Chats {
                 .store
                 .read(move |connection| {
                     let chat_id: Option<String> =
-                        rusqlite::OptionalExtension::optional(connection.query_row(
+                        rusqlite::OptionalExtension::optional(connection.query_row_cached(
                             "SELECT chat_id FROM executions WHERE id = ?1",
                             [&id],
                             |row| row.get(0),

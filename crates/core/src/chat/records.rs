@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use souz_protocol::chat::{Chat, Execution, ExecutionStatus, Message, SettingsPatch, Usage};
 
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
@@ -18,7 +19,7 @@ pub fn ensure_user(
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let stale = to_time(at - chrono::Duration::minutes(10));
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO users (id, created_at, last_seen_at) VALUES (?1, ?2, ?2) \
          ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at \
          WHERE users.last_seen_at < ?3",
@@ -33,7 +34,7 @@ pub fn load_settings(
     user_id: &str,
 ) -> Result<(SettingsPatch, Option<DateTime<Utc>>), StoreError> {
     let row: Option<(String, Option<String>)> = connection
-        .query_row(
+        .query_row_cached(
             "SELECT settings, onboarding_completed_at FROM user_settings WHERE user_id = ?1",
             [user_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
@@ -56,7 +57,7 @@ pub fn save_settings(
     onboarding_completed_at: Option<DateTime<Utc>>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO user_settings (user_id, settings, onboarding_completed_at, updated_at) \
          VALUES (?1, ?2, ?3, ?4) ON CONFLICT (user_id) DO UPDATE SET settings = excluded.settings, \
          onboarding_completed_at = coalesce(user_settings.onboarding_completed_at, excluded.onboarding_completed_at), \
@@ -119,7 +120,7 @@ pub fn chat_by_request(
     request_id: &str,
 ) -> Result<Option<(String, Option<String>)>, StoreError> {
     Ok(connection
-        .query_row(
+        .query_row_cached(
             "SELECT id, payload_hash FROM chats WHERE user_id = ?1 AND request_id = ?2",
             params![user_id, request_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
@@ -136,7 +137,7 @@ pub fn insert_chat(
     request: Option<(&str, &str)>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO chats (id, user_id, title, archived, request_id, payload_hash, created_at, updated_at) \
          VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?6)",
         params![
@@ -183,7 +184,7 @@ pub fn update_chat(
     archived: Option<bool>,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let changed = connection.execute(
+    let changed = connection.execute_cached(
         "UPDATE chats SET title = coalesce(?3, title), archived = coalesce(?4, archived), \
          updated_at = ?5 WHERE user_id = ?1 AND id = ?2",
         params![user_id, chat_id, title, archived, to_time(at)],
@@ -197,7 +198,7 @@ pub fn touch_chat(
     chat_id: &str,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "UPDATE chats SET updated_at = ?2 WHERE id = ?1",
         params![chat_id, to_time(at)],
     )?;
@@ -245,7 +246,7 @@ pub fn insert_message(
     metadata: &BTreeMap<String, String>,
     at: DateTime<Utc>,
 ) -> Result<Message, StoreError> {
-    let seq: i64 = connection.query_row(
+    let seq: i64 = connection.query_row_cached(
         "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE chat_id = ?1",
         [chat_id],
         |row| row.get(0),
@@ -565,7 +566,7 @@ pub fn renew_leases(
     owner: &str,
     until: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
-    Ok(connection.execute(
+    Ok(connection.execute_cached(
         "UPDATE executions SET lease_until = ?2 WHERE owner = ?1 \
          AND status IN ('queued', 'running', 'cancelling')",
         params![owner, to_time(until)],

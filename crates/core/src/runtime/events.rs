@@ -17,6 +17,7 @@ use souz_protocol::{EventEnvelope, RuntimeEvent};
 use tokio::sync::{Mutex, broadcast};
 
 use super::follow::{FollowItem, Replay, Sequenced, follow};
+use crate::store::CachedStatements;
 use crate::store::{Store, StoreError};
 
 /// Durable, ordered runtime events.
@@ -93,7 +94,7 @@ impl EventBus {
         self.store
             .read(|connection| {
                 connection
-                    .query_row("SELECT max(seq) FROM runtime_events", [], |row| {
+                    .query_row_cached("SELECT max(seq) FROM runtime_events", [], |row| {
                         row.get::<_, Option<i64>>(0)
                     })
                     .map(Option::unwrap_or_default)
@@ -129,7 +130,7 @@ fn append(transaction: &Transaction<'_>, event: RuntimeEvent) -> Result<EventEnv
     let at = Utc::now();
     let payload =
         serde_json::to_string(&event).map_err(|error| StoreError::Corrupt(error.to_string()))?;
-    transaction.execute(
+    transaction.execute_cached(
         "INSERT INTO runtime_events (kind, payload, created_at) VALUES (?1, ?2, ?3)",
         params![event.kind(), payload, at.to_rfc3339()],
     )?;

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 use souz_protocol::{Requester, ToolCall, ToolCallStatus, ToolResult};
 
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
@@ -19,7 +20,7 @@ pub fn ensure(
     arguments: &Value,
     created_at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO tool_calls (id, tool, requester, arguments, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, 'planning', ?5) ON CONFLICT (id) DO NOTHING",
         params![
@@ -41,7 +42,7 @@ pub fn advance(
     summary: Option<&str>,
     approval_id: Option<&str>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "UPDATE tool_calls SET status = ?2, summary = coalesce(?3, summary), \
          approval_id = coalesce(?4, approval_id) WHERE id = ?1 AND finished_at IS NULL",
         params![id, status.as_str(), summary, approval_id],
@@ -57,10 +58,62 @@ pub fn finish(
     result: &ToolResult,
     finished_at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "UPDATE tool_calls SET status = ?2, result = ?3, finished_at = ?4 \
          WHERE id = ?1 AND finished_at IS NULL",
         params![id, status.as_str(), to_json(result)?, to_time(finished_at)],
+    )?;
+    Ok(())
+}
+
+/// A call's whole story, for [`store_finished`].
+pub struct FinishedCall<'a> {
+    /// Call id.
+    pub id: &'a str,
+    /// Tool name.
+    pub tool: &'a str,
+    /// Who asked.
+    pub requester: &'a Requester,
+    /// The arguments as sent.
+    pub arguments: &'a Value,
+    /// The final status.
+    pub status: ToolCallStatus,
+    /// What the person was shown, when planning got that far.
+    pub summary: Option<&'a str>,
+    /// The approval, when a person was asked.
+    pub approval_id: Option<&'a str>,
+    /// The result.
+    pub result: &'a ToolResult,
+    /// When it was asked for.
+    pub created_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: DateTime<Utc>,
+}
+
+/// Records the end of a call in one statement: the same as [`ensure`], [`advance`] and
+/// [`finish`] in a row (a call that was never stored is inserted finished; a stored one is
+/// finished unless it already was), for the gate's batch of ended calls.
+pub fn store_finished(connection: &Connection, call: &FinishedCall<'_>) -> Result<(), StoreError> {
+    connection.execute_cached(
+        "INSERT INTO tool_calls (id, tool, requester, arguments, status, summary, approval_id, \
+         result, created_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+         summary = coalesce(excluded.summary, tool_calls.summary), \
+         approval_id = coalesce(excluded.approval_id, tool_calls.approval_id), \
+         result = excluded.result, finished_at = excluded.finished_at \
+         WHERE tool_calls.finished_at IS NULL",
+        params![
+            call.id,
+            call.tool,
+            to_json(call.requester)?,
+            to_json(call.arguments)?,
+            call.status.as_str(),
+            call.summary,
+            call.approval_id,
+            to_json(call.result)?,
+            to_time(call.created_at),
+            to_time(call.finished_at)
+        ],
     )?;
     Ok(())
 }
@@ -72,7 +125,7 @@ pub fn mark_delivered(
     id: &str,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let changed = connection.execute(
+    let changed = connection.execute_cached(
         "UPDATE tool_calls SET delivered_at = ?2 \
          WHERE id = ?1 AND finished_at IS NOT NULL AND delivered_at IS NULL",
         params![id, to_time(at)],
@@ -83,7 +136,7 @@ pub fn mark_delivered(
 /// One call.
 pub fn load(connection: &Connection, id: &str) -> Result<Option<ToolCall>, StoreError> {
     connection
-        .query_row(
+        .query_row_cached(
             "SELECT id, tool, requester, status, summary, approval_id, result, created_at, \
              finished_at FROM tool_calls WHERE id = ?1",
             [id],

@@ -879,11 +879,21 @@ fn store_end(
     outcome: Outcome,
     elapsed: Duration,
 ) -> Result<(), StoreError> {
-    record.store_as(status)(
+    calls::store_finished(
         transaction,
-        record.approval_id.as_deref().unwrap_or_default(),
+        &calls::FinishedCall {
+            id: &record.call_id,
+            tool: &record.request.tool,
+            requester: &record.request.requester,
+            arguments: &record.request.arguments,
+            status,
+            summary: record.summary.as_deref(),
+            approval_id: record.approval_id.as_deref().filter(|id| !id.is_empty()),
+            result,
+            created_at: record.created_at,
+            finished_at: now(),
+        },
     )?;
-    calls::finish(transaction, &record.call_id, status, result, now())?;
     audit::append(
         transaction,
         &NewAuditEntry {

@@ -14,14 +14,12 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-
 use crate::agent::context::{AgentContext, ChatOutcome};
 use crate::agent::events::TurnEvent;
 use crate::agent::scope::TurnScope;
 use crate::agent::steering::{Mailbox, NextStep};
 use crate::graph::{BoxError, Cancelled};
-use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, StreamEvent};
+use crate::llm::{self, ChatRequest, ChatResponse, LlmError, Message};
 
 fn request(scope: &TurnScope, context: &AgentContext<String>) -> ChatRequest {
     ChatRequest {
@@ -52,37 +50,14 @@ async fn stream_unbounded(
     request: ChatRequest,
     attempt: u64,
 ) -> Result<ChatResponse, LlmError> {
-    let mut stream = scope
+    let stream = scope
         .model
         .client
         .stream(request, scope.cancel.child_token());
-    let mut content = String::new();
-    let mut tool_calls = Vec::new();
-    let mut usage = None;
-    while let Some(event) = stream.next().await {
-        match event? {
-            StreamEvent::TextDelta(text) if text.is_empty() => {}
-            StreamEvent::TextDelta(text) => {
-                content.push_str(&text);
-                scope.sink.send(TurnEvent::TextDelta { attempt, text });
-            }
-            StreamEvent::ToolCallDelta { .. } => {}
-            StreamEvent::ToolCall(call) => tool_calls.push(call),
-            StreamEvent::Usage(reported) => usage = Some(reported),
-            StreamEvent::Finish(finish_reason) => {
-                return Ok(ChatResponse {
-                    content,
-                    tool_calls,
-                    usage,
-                    finish_reason,
-                });
-            }
-        }
-    }
-    Err(LlmError::Interrupted {
-        provider: None,
-        detail: "the stream ended without a finish event".to_owned(),
+    llm::collect_with(stream, |text| {
+        scope.sink.send(TurnEvent::TextDelta { attempt, text });
     })
+    .await
 }
 
 fn outcome(

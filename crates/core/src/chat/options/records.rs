@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use souz_protocol::chat::{OptionAnswer, OptionChoice, OptionStatus, Question, SelectionMode};
 
+use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
@@ -40,7 +41,7 @@ pub fn insert_option(
     option: &OptionRow,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    connection.execute(
+    connection.execute_cached(
         "INSERT INTO options (id, chat_id, execution_id, kind, title, selection_mode, choices, \
          free_text, status, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
@@ -183,7 +184,7 @@ pub fn pending_questions(
 
 /// When the first pending question with a time limit expires.
 pub fn next_expiry(connection: &Connection) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let next: Option<String> = connection.query_row(
+    let next: Option<String> = connection.query_row_cached(
         "SELECT min(expires_at) FROM options WHERE status = 'pending' AND expires_at IS NOT NULL",
         [],
         |row| row.get(0),
@@ -217,7 +218,7 @@ pub fn settle_option(
     answer: Option<&serde_json::Value>,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let changed = connection.execute(
+    let changed = connection.execute_cached(
         "UPDATE options SET status = ?2, answer = ?3, answered_at = ?4 WHERE id = ?1 AND status = 'pending'",
         params![id, status.as_str(), answer.map(to_json).transpose()?, to_time(at)],
     )?;

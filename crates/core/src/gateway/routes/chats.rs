@@ -2,14 +2,11 @@
 //! the live WebSocket), cancellation (options are in `options`). Handlers are a few lines over
 //! `Chats`.
 
-use std::pin::pin;
-
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message as Frame, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -25,10 +22,8 @@ use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
-use crate::runtime::{FollowItem, RuntimeHandle};
-
-/// Close code sent when a follower fell behind and must reconnect.
-const CLOSE_RESYNC: u16 = 4000;
+use crate::gateway::ws::{self, Outgoing};
+use crate::runtime::RuntimeHandle;
 
 /// Query of `GET /v1/chats`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -418,75 +413,28 @@ async fn follow(
     ApiQuery(query): ApiQuery<EventsQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let upgrade = upgrade.map_err(|rejection| {
-        ApiError::invalid(format!(
-            "WebSocket upgrade required: {}",
-            rejection.body_text()
-        ))
-    })?;
+    let upgrade = ws::upgrade(upgrade)?;
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
     handle.chats().authorize_stream(&user, &chat_id).await?;
     Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)))
 }
 
-async fn stream(mut socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {
-    let shutdown = handle.shutdown_signal();
-    let mut items = pin!(handle.chats().events().follow(&chat_id, after));
-    loop {
-        tokio::select! {
-            biased;
-            item = items.next() => {
-                let Some(item) = item else { return };
-                let (frame, resync) = match item {
-                    FollowItem::Event(event) => {
-                        let mut value = serde_json::to_value(&*event).unwrap_or_default();
-                        value["kind"] = json!("event");
-                        (value, false)
-                    }
-                    FollowItem::Live { last_seq } => (json!({"kind": "live", "lastSeq": last_seq}), false),
-                    FollowItem::Resync { last_seq } => (json!({"kind": "resync", "lastSeq": last_seq}), true),
-                    FollowItem::Failed(error) => {
-                        tracing::error!(%error, "chat event replay failed");
-                        close(socket, 1011, "event replay failed").await;
-                        return;
-                    }
-                };
-                if socket.send(Frame::Text(frame.to_string().into())).await.is_err() {
-                    return;
-                }
-                if resync {
-                    close(socket, CLOSE_RESYNC, "fell behind; reconnect with afterSeq").await;
-                    return;
-                }
+async fn stream(socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {
+    let items = handle.chats().events().follow(&chat_id, after);
+    let encode = |item: Outgoing<'_, ChatEvent>| {
+        let frame = match item {
+            Outgoing::Event(event) => {
+                let mut value = serde_json::to_value(event).ok()?;
+                value["kind"] = json!("event");
+                value
             }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Frame::Close(_)) | Err(_)) | None => return,
-                Some(Ok(_)) => {}
-            },
-            () = shutdown.cancelled() => {
-                close(socket, 1001, "Souz is shutting down").await;
-                return;
-            }
-        }
-    }
-}
-
-async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
+            Outgoing::Live { last_seq } => json!({"kind": "live", "lastSeq": last_seq}),
+            Outgoing::Resync { last_seq } => json!({"kind": "resync", "lastSeq": last_seq}),
+        };
+        Some(frame.to_string())
     };
-    if socket.send(Frame::Close(Some(frame))).await.is_err() {
-        return;
-    }
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-        while let Some(Ok(message)) = socket.recv().await {
-            if matches!(message, Frame::Close(_)) {
-                break;
-            }
-        }
-    })
-    .await;
+    let reason = "fell behind; reconnect with afterSeq";
+    ws::follow(socket, handle.shutdown_signal(), items, encode, reason).await;
 }
 
 async fn cancel_active(

@@ -1,13 +1,10 @@
 //! `WS /v1/events`: durable runtime events, replayed from a sequence number and then live. The
 //! daemon's own stream (every chat's approvals included): an operator route.
 
-use std::pin::pin;
-
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::EventEnvelope;
@@ -18,12 +15,8 @@ use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiQuery;
 use crate::gateway::identity::Operator;
-use crate::runtime::{FollowItem, RuntimeHandle};
-
-/// Close code sent when a follower fell behind and must reconnect.
-const CLOSE_RESYNC: u16 = 4000;
-/// How long to wait for the client's close frame.
-const CLOSE_HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(2);
+use crate::gateway::ws::{self, Outgoing};
+use crate::runtime::RuntimeHandle;
 
 /// Query of `WS /v1/events`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -69,12 +62,7 @@ async fn events(
     ApiQuery(query): ApiQuery<EventsQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let upgrade = upgrade.map_err(|rejection| {
-        ApiError::invalid(format!(
-            "WebSocket upgrade required: {}",
-            rejection.body_text()
-        ))
-    })?;
+    let upgrade = ws::upgrade(upgrade)?;
     let after_seq = match (query.after_seq, query.tail) {
         (Some(_), Some(true)) => {
             return Err(ApiError::invalid(
@@ -90,63 +78,18 @@ async fn events(
     Ok(upgrade.on_upgrade(move |socket| follow(socket, handle, after_seq)))
 }
 
-async fn follow(mut socket: WebSocket, handle: RuntimeHandle, after_seq: i64) {
-    let shutdown = handle.shutdown_signal();
-    let mut items = pin!(handle.events().follow(after_seq));
-    loop {
-        // Biased: an event that is already stored (such as `daemon.stopping`) is delivered
-        // before the shutdown closes the socket.
-        tokio::select! {
-            biased;
-            item = items.next() => {
-                let Some(item) = item else { return };
-                let (frame, resync) = match item {
-                    FollowItem::Event(envelope) => (serde_json::to_string(&*envelope), false),
-                    FollowItem::Live { last_seq } => (serde_json::to_string(&StreamControl::Live { last_seq }), false),
-                    FollowItem::Resync { last_seq } => (serde_json::to_string(&StreamControl::Resync { last_seq }), true),
-                    FollowItem::Failed(error) => {
-                        tracing::error!(%error, "event replay failed");
-                        close(socket, 1011, "event replay failed").await;
-                        return;
-                    }
-                };
-                let Ok(frame) = frame else { return };
-                if socket.send(Message::Text(frame.into())).await.is_err() {
-                    return;
-                }
-                if resync {
-                    close(socket, CLOSE_RESYNC, "fell behind; reconnect with after_seq").await;
-                    return;
-                }
-            }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Close(_)) | Err(_)) | None => return,
-                Some(Ok(_)) => {}
-            },
-            () = shutdown.cancelled() => {
-                close(socket, 1001, "Souz is shutting down").await;
-                return;
+async fn follow(socket: WebSocket, handle: RuntimeHandle, after_seq: i64) {
+    let items = handle.events().follow(after_seq);
+    let encode = |item: Outgoing<'_, EventEnvelope>| {
+        match item {
+            Outgoing::Event(envelope) => serde_json::to_string(envelope),
+            Outgoing::Live { last_seq } => serde_json::to_string(&StreamControl::Live { last_seq }),
+            Outgoing::Resync { last_seq } => {
+                serde_json::to_string(&StreamControl::Resync { last_seq })
             }
         }
-    }
-}
-
-/// Sends a close frame and waits (briefly) for the client's answer, so the TCP connection
-/// ends cleanly instead of with a reset.
-async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
+        .ok()
     };
-    if socket.send(Message::Close(Some(frame))).await.is_err() {
-        return;
-    }
-    let _ = tokio::time::timeout(CLOSE_HANDSHAKE, async {
-        while let Some(Ok(message)) = socket.recv().await {
-            if matches!(message, Message::Close(_)) {
-                break;
-            }
-        }
-    })
-    .await;
+    let reason = "fell behind; reconnect with after_seq";
+    ws::follow(socket, handle.shutdown_signal(), items, encode, reason).await;
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message as Frame, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{Message as Frame, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use serde_json::json;
 use souz_protocol::chat::{ChatEvent, TurnList};
@@ -16,10 +16,9 @@ use crate::chat::ChatUser;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
+use crate::gateway::ws::{self, CLOSE_RESYNC};
 use crate::runtime::RuntimeHandle;
 
-/// Close code sent when a follower fell behind and must reconnect (and re-read `/v1/turns`).
-const CLOSE_RESYNC: u16 = 4000;
 /// Ownership answers remembered per socket; bounded so a long session does not grow forever.
 const OWNERSHIP_CACHE: usize = 4096;
 
@@ -65,12 +64,7 @@ async fn follow(
     State(handle): State<RuntimeHandle>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let upgrade = upgrade.map_err(|rejection| {
-        ApiError::invalid(format!(
-            "WebSocket upgrade required: {}",
-            rejection.body_text()
-        ))
-    })?;
+    let upgrade = ws::upgrade(upgrade)?;
     Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, user)))
 }
 
@@ -110,37 +104,18 @@ async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
                 Err(RecvError::Lagged(_)) => {
                     let resync = json!({"kind": "resync"}).to_string();
                     let _ = socket.send(Frame::Text(resync.into())).await;
-                    close(socket, CLOSE_RESYNC, "fell behind; reload the active turns").await;
+                    ws::close(socket, CLOSE_RESYNC, "fell behind; reload the active turns").await;
                     return;
                 }
                 Err(RecvError::Closed) => return,
             },
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Frame::Close(_)) | Err(_)) | None => return,
-                Some(Ok(_)) => {}
+            incoming = socket.recv() => if ws::client_left(&incoming) {
+                return;
             },
             () = shutdown.cancelled() => {
-                close(socket, 1001, "Souz is shutting down").await;
+                ws::close_for_shutdown(socket).await;
                 return;
             }
         }
     }
-}
-
-async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
-    };
-    if socket.send(Frame::Close(Some(frame))).await.is_err() {
-        return;
-    }
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-        while let Some(Ok(message)) = socket.recv().await {
-            if matches!(message, Frame::Close(_)) {
-                break;
-            }
-        }
-    })
-    .await;
 }

@@ -20,6 +20,7 @@ mod diff;
 mod edit_file;
 mod find_files;
 mod find_folders;
+mod folder;
 mod list_files;
 mod move_file;
 mod new_file;
@@ -31,7 +32,12 @@ mod walk;
 #[cfg(test)]
 mod testing;
 
-use crate::tools::{CatalogBuilder, CatalogError, ToolError};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::Sandbox;
+use crate::tools::{CatalogBuilder, CatalogError, ToolContext, ToolError};
 
 pub use delete_file::{DeleteFile, DeleteFileArgs};
 pub use edit_file::{EditFile, EditFileArgs};
@@ -69,11 +75,15 @@ pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     Ok(())
 }
 
-/// Runs blocking filesystem work off the async runtime.
+/// Runs blocking filesystem work off the async runtime, handing it the call's sandbox and
+/// cancellation token (the work cannot borrow them from `ctx`, so it gets its own handles).
 async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+    ctx: &ToolContext,
+    work: impl FnOnce(&Sandbox, &CancellationToken) -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
+    let sandbox = Arc::clone(&ctx.sandbox);
+    let cancel = ctx.cancel.clone();
+    tokio::task::spawn_blocking(move || work(&sandbox, &cancel))
         .await
         .map_err(|error| ToolError::Internal(format!("file task failed: {error}")))?
 }

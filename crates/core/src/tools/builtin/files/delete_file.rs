@@ -58,13 +58,11 @@ impl Tool for DeleteFile {
         args: &DeleteFileArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<Located>, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
         let raw = args.path.clone();
-        blocking(move || {
-            let located = target::locate_existing(&sandbox, &raw)?;
-            target::refuse_removing_anchor(&sandbox, &located.path)?;
-            let (detail, protected) = describe(&sandbox, &located, &cancel)?;
+        blocking(ctx, move |sandbox, cancel| {
+            let located = target::locate_existing(sandbox, &raw)?;
+            target::refuse_removing_anchor(sandbox, &located.path)?;
+            let (detail, protected) = describe(sandbox, &located, cancel)?;
             let summary = format!(
                 "Move {} {} to the Trash{detail}",
                 located.kind.noun(),
@@ -87,9 +85,8 @@ impl Tool for DeleteFile {
         located: Located,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        blocking(move || {
-            target::recheck_located(&sandbox, &args.path, &located)?;
+        blocking(ctx, move |sandbox, _| {
+            target::recheck_located(sandbox, &args.path, &located)?;
             let shown = sandbox.display(&located.path);
             trash::delete(&located.path).map_err(|error| {
                 ToolError::Failed(format!(

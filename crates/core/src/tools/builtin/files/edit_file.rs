@@ -81,15 +81,14 @@ impl Tool for EditFile {
         args: &EditFileArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<EditPlan>, ToolError> {
-        let sandbox = ctx.sandbox.clone();
         let args = args.clone();
-        blocking(move || {
+        blocking(ctx, move |sandbox, _| {
             let resolved = sandbox.resolve(&args.path, Access::Write)?;
             if !resolved.exists {
                 return Err(SandboxError::NotFound(args.path.clone()).into());
             }
             let shown = sandbox.display(&resolved.path);
-            let original = read_editable(&sandbox, &resolved.path)?;
+            let original = read_editable(sandbox, &resolved.path)?;
             let original_sha256 = sha256(&original);
             let content = text::decode_editable(original)?;
             let replacement = text::replace(
@@ -99,14 +98,7 @@ impl Tool for EditFile {
                 args.replace_all,
             )?;
             let count = replacement.count;
-            let summary = format!(
-                "Edit {shown} (replace {count} {})",
-                if count == 1 {
-                    "occurrence"
-                } else {
-                    "occurrences"
-                }
-            );
+            let summary = format!("Edit {shown} (replace {count} {})", occurrences(count));
             let diff = diff::unified(
                 &shown,
                 &replacement.original_normalized,
@@ -131,16 +123,15 @@ impl Tool for EditFile {
         prepared: EditPlan,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        blocking(move || {
-            let resolved = target::recheck(&sandbox, &args.path, Access::Write, &prepared.path)?;
+        blocking(ctx, move |sandbox, _| {
+            let resolved = target::recheck(sandbox, &args.path, Access::Write, &prepared.path)?;
             let shown = sandbox.display(&resolved.path);
             if !resolved.exists {
                 return Err(ToolError::Conflict(format!(
                     "`{shown}` was removed after the edit was planned; nothing was written"
                 )));
             }
-            let current = read_editable(&sandbox, &resolved.path)?;
+            let current = read_editable(sandbox, &resolved.path)?;
             if sha256(&current) != prepared.original_sha256 {
                 return Err(ToolError::Conflict(format!(
                     "`{shown}` changed after the edit was planned, so it was not applied; read \
@@ -152,11 +143,7 @@ impl Tool for EditFile {
             let count = prepared.count;
             Ok(ToolOutput::text(format!(
                 "Edited {shown}: replaced {count} {}",
-                if count == 1 {
-                    "occurrence"
-                } else {
-                    "occurrences"
-                }
+                occurrences(count)
             )))
         })
         .await
@@ -183,6 +170,15 @@ fn read_editable(sandbox: &Sandbox, path: &Path) -> Result<Vec<u8>, ToolError> {
     }
     target::read_regular_file(path, EDIT_FILE_LIMIT_BYTES)
         .map_err(|error| target::io_failure("read", &shown, &error))
+}
+
+/// "occurrence" or "occurrences", as `count` asks.
+fn occurrences(count: usize) -> &'static str {
+    if count == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    }
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {

@@ -4,11 +4,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::list_files::{home, resolve_folder};
-use super::walk::{self, EntryKind, Flow, WalkOptions};
-use super::{OUTPUT_LIMIT_CHARS, RESULT_LIMIT, WALK_ENTRY_LIMIT, blocking, target};
-use crate::sandbox::{Access, ResolvedPath};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use super::folder::{self, CappedResults, FolderSearch, home};
+use super::walk::{self, EntryKind, Flow};
+use super::{RESULT_LIMIT, blocking};
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
 /// Finds files by name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,16 +36,9 @@ pub struct FindFilesByNameOutput {
     pub truncated: bool,
 }
 
-/// What `plan` hands to `run`.
-#[derive(Debug)]
-pub struct FindFilesPlan {
-    folder: ResolvedPath,
-    needle: String,
-}
-
 impl Tool for FindFilesByName {
     type Args = FindFilesByNameArgs;
-    type Prepared = FindFilesPlan;
+    type Prepared = FolderSearch;
 
     fn name(&self) -> &'static str {
         "FindFilesByName"
@@ -75,64 +67,46 @@ impl Tool for FindFilesByName {
         &self,
         args: &FindFilesByNameArgs,
         ctx: &ToolContext,
-    ) -> Result<Planned<FindFilesPlan>, ToolError> {
-        let needle = args.file_name.trim().to_lowercase();
-        if needle.is_empty() {
-            return Err(ToolError::InvalidArguments(
-                "fileName must not be empty".into(),
-            ));
-        }
-        let folder = resolve_folder(ctx, &args.path)?;
-        let summary = format!(
-            "Find files named like {:?} under {}",
-            args.file_name.trim(),
-            ctx.sandbox.display(&folder.path)
-        );
-        Ok(Plan::new(summary)
-            .path(&folder, Access::Read)
-            .with(FindFilesPlan { folder, needle }))
+    ) -> Result<Planned<FolderSearch>, ToolError> {
+        folder::plan_search(
+            ctx,
+            &args.path,
+            "fileName",
+            &args.file_name,
+            |name, shown| format!("Find files named like {name:?} under {shown}"),
+        )
     }
 
     async fn run(
         &self,
         args: FindFilesByNameArgs,
-        prepared: FindFilesPlan,
+        prepared: FolderSearch,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
-        blocking(move || {
-            let folder =
-                target::recheck(&sandbox, &args.path, Access::Read, &prepared.folder.path)?;
-            let options = WalkOptions {
-                max_depth: None,
-                include_hidden: args.include_hidden,
-                max_entries: WALK_ENTRY_LIMIT,
-            };
-            let mut files = Vec::new();
-            let mut chars = 0usize;
-            let mut full = false;
-            let summary = walk::walk(
-                &sandbox,
-                &folder.path,
-                folder.protected,
-                options,
-                &cancel,
+        blocking(ctx, move |sandbox, cancel| {
+            let mut files = CappedResults::new(RESULT_LIMIT);
+            let (_, summary) = folder::recheck_and_walk(
+                sandbox,
+                &args.path,
+                &prepared.folder.path,
+                None,
+                args.include_hidden,
+                cancel,
                 |entry| {
                     let name = entry.name.to_string_lossy().to_lowercase();
                     if entry.kind != EntryKind::File || !name.contains(&prepared.needle) {
                         return Flow::Continue;
                     }
                     let path = walk::path_text(&entry.path);
-                    chars += path.chars().count() + 3;
-                    if files.len() >= RESULT_LIMIT || chars > OUTPUT_LIMIT_CHARS {
-                        full = true;
-                        return Flow::Stop;
+                    let chars = path.chars().count() + 3;
+                    if files.push(path, chars) {
+                        Flow::Continue
+                    } else {
+                        Flow::Stop
                     }
-                    files.push(path);
-                    Flow::Continue
                 },
             )?;
+            let (files, full) = files.finish();
             Ok(ToolOutput::json(FindFilesByNameOutput {
                 files,
                 truncated: full || summary.budget_exhausted,

@@ -10,8 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
+use super::folder::{CappedResults, needle};
 use super::walk::{self, EntryKind, Flow, WalkOptions};
-use super::{FOLDER_RESULT_LIMIT, OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, blocking};
+use super::{FOLDER_RESULT_LIMIT, WALK_ENTRY_LIMIT, blocking};
 use crate::sandbox::{Access, Sandbox};
 use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
@@ -74,10 +75,7 @@ impl Tool for FindFolders {
         args: &FindFoldersArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<FindFoldersPlan>, ToolError> {
-        let needle = args.name.trim().to_lowercase();
-        if needle.is_empty() {
-            return Err(ToolError::InvalidArguments("name must not be empty".into()));
-        }
+        let needle = needle("name", &args.name)?;
         let roots = outermost_roots(&ctx.sandbox);
         if roots.is_empty() {
             return Err(ToolError::Failed(
@@ -102,14 +100,11 @@ impl Tool for FindFolders {
 
     async fn run(
         &self,
-        args: FindFoldersArgs,
+        _args: FindFoldersArgs,
         prepared: FindFoldersPlan,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
-        blocking(move || {
-            let exact = args.name.trim().to_lowercase();
+        blocking(ctx, move |sandbox, cancel| {
             let mut found: Vec<(bool, String)> = Vec::new();
             let mut budget_exhausted = false;
             let mut budget = WALK_ENTRY_LIMIT;
@@ -123,18 +118,18 @@ impl Tool for FindFolders {
                     max_entries: budget,
                 };
                 let summary = walk::walk(
-                    &sandbox,
+                    sandbox,
                     root,
                     sandbox.is_protected(root),
                     options,
-                    &cancel,
+                    cancel,
                     |entry| {
                         if entry.kind != EntryKind::Folder {
                             return Flow::Continue;
                         }
                         let name = entry.name.to_string_lossy().to_lowercase();
                         if name.contains(&prepared.needle) {
-                            found.push((name == exact, walk::path_text(&entry.path)));
+                            found.push((name == prepared.needle, walk::path_text(&entry.path)));
                         }
                         Flow::Continue
                     },
@@ -152,15 +147,14 @@ impl Tool for FindFolders {
                     .then_with(|| left.cmp(right))
             });
             let total = found.len();
-            let mut folders = Vec::new();
-            let mut chars = 0usize;
+            let mut folders = CappedResults::new(FOLDER_RESULT_LIMIT);
             for (_, path) in found {
-                chars += path.chars().count() + 3;
-                if folders.len() >= FOLDER_RESULT_LIMIT || chars > OUTPUT_LIMIT_CHARS {
+                let chars = path.chars().count() + 3;
+                if !folders.push(path, chars) {
                     break;
                 }
-                folders.push(path);
             }
+            let (folders, _) = folders.finish();
             Ok(ToolOutput::json(FindFoldersOutput {
                 truncated: budget_exhausted || folders.len() < total,
                 folders,

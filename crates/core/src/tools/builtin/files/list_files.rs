@@ -8,10 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::walk::{self, EntryKind, Flow, WalkOptions};
-use super::{OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, blocking, target};
-use crate::sandbox::{Access, ResolvedPath};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use super::folder::{self, home};
+use super::walk::{self, EntryKind, Flow};
+use super::{OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, blocking};
+use crate::sandbox::ResolvedPath;
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
 /// Lists files and folders.
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,10 +31,6 @@ pub struct ListFilesArgs {
     /// Also list hidden entries (names starting with `.`). Default false.
     #[serde(default)]
     pub include_hidden: bool,
-}
-
-pub(super) fn home() -> String {
-    "~".to_owned()
 }
 
 /// What `ListFiles` returns.
@@ -77,39 +74,30 @@ impl Tool for ListFiles {
         args: &ListFilesArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<ResolvedPath>, ToolError> {
-        let folder = resolve_folder(ctx, &args.path)?;
         let depth = match walk::depth_limit(args.depth) {
             Some(1) => " (direct children)".to_owned(),
             Some(depth) => format!(" (depth {depth})"),
             None => String::new(),
         };
-        let summary = format!("List {}{depth}", ctx.sandbox.display(&folder.path));
-        Ok(Plan::new(summary).path(&folder, Access::Read).with(folder))
+        folder::plan_read(ctx, &args.path, |shown| format!("List {shown}{depth}"))
     }
 
     async fn run(
         &self,
         args: ListFilesArgs,
-        folder: ResolvedPath,
+        planned: ResolvedPath,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
-        blocking(move || {
-            let folder = target::recheck(&sandbox, &args.path, Access::Read, &folder.path)?;
-            let options = WalkOptions {
-                max_depth: walk::depth_limit(args.depth),
-                include_hidden: args.include_hidden,
-                max_entries: WALK_ENTRY_LIMIT,
-            };
+        blocking(ctx, move |sandbox, cancel| {
             let mut entries = Vec::new();
             let mut chars = 2;
-            let summary = walk::walk(
-                &sandbox,
-                &folder.path,
-                folder.protected,
-                options,
-                &cancel,
+            let (folder, summary) = folder::recheck_and_walk(
+                sandbox,
+                &args.path,
+                &planned.path,
+                walk::depth_limit(args.depth),
+                args.include_hidden,
+                cancel,
                 |entry| {
                     let mut text = walk::path_text(&entry.path);
                     if entry.kind == EntryKind::Folder {
@@ -147,24 +135,12 @@ impl Tool for ListFiles {
     }
 }
 
-/// Resolves `raw` as an existing folder to read.
-pub(super) fn resolve_folder(ctx: &ToolContext, raw: &str) -> Result<ResolvedPath, ToolError> {
-    let folder = ctx.sandbox.resolve(raw, Access::Read)?;
-    if !folder.path.is_dir() {
-        return Err(ToolError::InvalidArguments(format!(
-            "`{}` is not a folder",
-            ctx.sandbox.display(&folder.path)
-        )));
-    }
-    Ok(folder)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::sandbox::SandboxError;
+    use crate::sandbox::{Access, SandboxError};
     use crate::tools::Target;
     use crate::tools::builtin::files::testing::{TestHome, call, plan};
 

@@ -14,7 +14,6 @@
 //! - A workspace root, the user's home, or a folder holding one is never moved, nor is a folder
 //!   moved into itself.
 
-use std::fs;
 use std::io;
 use std::path::PathBuf;
 
@@ -77,18 +76,16 @@ impl Tool for MoveFile {
         args: &MoveFileArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<MovePlan>, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
         let args = args.clone();
-        blocking(move || {
-            let source = target::locate_existing(&sandbox, &args.source_path)?;
+        blocking(ctx, move |sandbox, cancel| {
+            let source = target::locate_existing(sandbox, &args.source_path)?;
             let from = sandbox.display(&source.path);
             if source.kind == Kind::Special {
                 return Err(ToolError::InvalidArguments(format!(
                     "`{from}` is a special file (a pipe, socket or device); it cannot be moved"
                 )));
             }
-            target::refuse_removing_anchor(&sandbox, &source.path)?;
+            target::refuse_removing_anchor(sandbox, &source.path)?;
             let destination = sandbox.resolve(&args.destination_path, Access::Write)?;
             let to = sandbox.display(&destination.path);
             if destination.path == source.path {
@@ -108,8 +105,8 @@ impl Tool for MoveFile {
                     "`{from}` cannot be moved into itself (`{to}`)"
                 )));
             }
-            target::require_folder_ancestor(&sandbox, &destination.path)?;
-            let (detail, source_protected) = describe(&sandbox, &source, &cancel)?;
+            target::require_folder_ancestor(sandbox, &destination.path)?;
+            let (detail, source_protected) = describe(sandbox, &source, cancel)?;
             let summary = format!("Move {} {from} to {to}{detail}", source.kind.noun());
             Ok(Plan::new(summary)
                 .target(Target::Path {
@@ -132,11 +129,10 @@ impl Tool for MoveFile {
         prepared: MovePlan,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        blocking(move || {
-            target::recheck_located(&sandbox, &args.source_path, &prepared.source)?;
+        blocking(ctx, move |sandbox, _| {
+            target::recheck_located(sandbox, &args.source_path, &prepared.source)?;
             let destination = target::recheck(
-                &sandbox,
+                sandbox,
                 &args.destination_path,
                 Access::Write,
                 &prepared.destination,
@@ -152,10 +148,7 @@ impl Tool for MoveFile {
             if Kind::of(&destination.path).is_ok() {
                 return Err(taken());
             }
-            if let Some(parent) = destination.path.parent() {
-                fs::create_dir_all(parent)
-                    .map_err(|error| target::io_failure("create the folders for", &to, &error))?;
-            }
+            target::create_parent_folders(&destination.path, &to)?;
             match atomic::move_path(&prepared.source.path, &destination.path) {
                 Ok(()) => Ok(ToolOutput::text(format!("Moved {from} to {to}"))),
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Err(taken()),

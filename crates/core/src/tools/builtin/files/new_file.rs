@@ -105,9 +105,8 @@ impl Tool for NewFile {
         prepared: NewFilePlan,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        blocking(move || {
-            let resolved = target::recheck(&sandbox, &args.path, Access::Write, &prepared.path)?;
+        blocking(ctx, move |sandbox, _| {
+            let resolved = target::recheck(sandbox, &args.path, Access::Write, &prepared.path)?;
             let shown = sandbox.display(&resolved.path);
             let appeared = || {
                 ToolError::Conflict(format!(
@@ -118,11 +117,7 @@ impl Tool for NewFile {
             if resolved.exists {
                 return Err(appeared());
             }
-            if let Some(parent) = resolved.path.parent() {
-                fs::create_dir_all(parent).map_err(|error| {
-                    target::io_failure("create the folders for", &shown, &error)
-                })?;
-            }
+            target::create_parent_folders(&resolved.path, &shown)?;
             let created = if prepared.folder {
                 fs::create_dir(&resolved.path)
             } else {

@@ -8,14 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::list_files::{home, resolve_folder};
+use super::folder::{self, CappedResults, FolderSearch, home};
 use super::text::is_likely_binary;
-use super::walk::{self, EntryKind, Flow, WalkOptions};
-use super::{
-    OUTPUT_LIMIT_CHARS, RESULT_LIMIT, SEARCH_FILE_LIMIT_BYTES, WALK_ENTRY_LIMIT, blocking, target,
-};
-use crate::sandbox::{Access, ResolvedPath};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use super::walk::{self, EntryKind, Flow};
+use super::{RESULT_LIMIT, SEARCH_FILE_LIMIT_BYTES, blocking, target};
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
 /// Characters of a matching line shown before the match (when the line is long).
 const LINE_CONTEXT_BEFORE: usize = 150;
@@ -61,16 +58,9 @@ pub struct SearchOutput {
     pub truncated: bool,
 }
 
-/// What `plan` hands to `run`.
-#[derive(Debug)]
-pub struct SearchPlan {
-    folder: ResolvedPath,
-    needle: String,
-}
-
 impl Tool for SearchFileContent {
     type Args = SearchFileContentArgs;
-    type Prepared = SearchPlan;
+    type Prepared = FolderSearch;
 
     fn name(&self) -> &'static str {
         "SearchFileContent"
@@ -99,50 +89,28 @@ impl Tool for SearchFileContent {
         &self,
         args: &SearchFileContentArgs,
         ctx: &ToolContext,
-    ) -> Result<Planned<SearchPlan>, ToolError> {
-        let needle = args.query.trim().to_lowercase();
-        if needle.is_empty() {
-            return Err(ToolError::InvalidArguments(
-                "query must not be empty".into(),
-            ));
-        }
-        let folder = resolve_folder(ctx, &args.path)?;
-        let summary = format!(
-            "Search for {:?} in the files under {}",
-            args.query.trim(),
-            ctx.sandbox.display(&folder.path)
-        );
-        Ok(Plan::new(summary)
-            .path(&folder, Access::Read)
-            .with(SearchPlan { folder, needle }))
+    ) -> Result<Planned<FolderSearch>, ToolError> {
+        folder::plan_search(ctx, &args.path, "query", &args.query, |query, shown| {
+            format!("Search for {query:?} in the files under {shown}")
+        })
     }
 
     async fn run(
         &self,
         args: SearchFileContentArgs,
-        prepared: SearchPlan,
+        prepared: FolderSearch,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let sandbox = ctx.sandbox.clone();
-        let cancel = ctx.cancel.clone();
-        blocking(move || {
-            let folder =
-                target::recheck(&sandbox, &args.path, Access::Read, &prepared.folder.path)?;
+        blocking(ctx, move |sandbox, cancel| {
             let needle = prepared.needle;
-            let options = WalkOptions {
-                max_depth: None,
-                include_hidden: args.include_hidden,
-                max_entries: WALK_ENTRY_LIMIT,
-            };
-            let mut matches = Vec::new();
-            let mut chars = 0usize;
-            let mut full = false;
-            let summary = walk::walk(
-                &sandbox,
-                &folder.path,
-                folder.protected,
-                options,
-                &cancel,
+            let mut matches = CappedResults::new(RESULT_LIMIT);
+            let (_, summary) = folder::recheck_and_walk(
+                sandbox,
+                &args.path,
+                &prepared.folder.path,
+                None,
+                args.include_hidden,
+                cancel,
                 |entry| {
                     if entry.kind != EntryKind::File || entry.size > SEARCH_FILE_LIMIT_BYTES {
                         return Flow::Continue;
@@ -164,16 +132,15 @@ impl Tool for SearchFileContent {
                             line_number: index + 1,
                             line: window(line, &lowered[..position]),
                         };
-                        chars += found.path.chars().count() + found.line.chars().count() + 40;
-                        if matches.len() >= RESULT_LIMIT || chars > OUTPUT_LIMIT_CHARS {
-                            full = true;
+                        let chars = found.path.chars().count() + found.line.chars().count() + 40;
+                        if !matches.push(found, chars) {
                             return Flow::Stop;
                         }
-                        matches.push(found);
                     }
                     Flow::Continue
                 },
             )?;
+            let (matches, full) = matches.finish();
             Ok(ToolOutput::json(SearchOutput {
                 matches,
                 truncated: full || summary.budget_exhausted,

@@ -259,6 +259,16 @@ pub(super) fn require_folder_ancestor(sandbox: &Sandbox, path: &Path) -> Result<
     )))
 }
 
+/// Creates the missing parent folders of `path` (shown to people as `shown`) before something
+/// is put there.
+pub(super) fn create_parent_folders(path: &Path, shown: &str) -> Result<(), ToolError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|error| io_failure("create the folders for", shown, &error))?;
+    }
+    Ok(())
+}
+
 /// What is inside a folder, counted without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Census {
