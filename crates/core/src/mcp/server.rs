@@ -113,10 +113,11 @@ pub fn route<S>(handle: RuntimeHandle, mount: &Mount) -> axum::routing::MethodRo
 where
     S: Clone + Send + Sync + 'static,
 {
-    let service = http_service(handle, mount);
+    // Shared, not cloned per request: a clone copies rmcp's whole config (hosts, origins).
+    let service = Arc::new(http_service(handle, mount));
     let body_limit = mount.body_limit;
     axum::routing::any(move |request: axum::extract::Request| {
-        front::handle(service.clone(), body_limit, request)
+        front::handle(Arc::clone(&service), body_limit, request)
     })
 }
 

@@ -16,6 +16,8 @@
 //! Everything else — including GET (the server's event stream) and DELETE (end of session) —
 //! goes to rmcp untouched, body bytes included.
 
+use std::sync::Arc;
+
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -58,7 +60,7 @@ const TYPED_METHODS: &[&str] = &[
 ];
 
 /// Handles one request to `/mcp`.
-pub async fn handle(service: HttpService, body_limit: usize, request: Request) -> Response {
+pub async fn handle(service: Arc<HttpService>, body_limit: usize, request: Request) -> Response {
     if request.method() == Method::DELETE {
         // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
         let mut response = service.handle(request).await.into_response();
