@@ -178,16 +178,14 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
 }
 
 async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
-    if let Ok(approval) = client.get::<Approval>(&format!("/v1/approvals/{id}")).await {
-        return Ok(approval);
-    }
-    let list: ApprovalList = client.get("/v1/approvals?limit=500").await?;
-    let full = resolve_prefix(
-        "approval",
-        id,
-        list.items.iter().map(|approval| approval.id.as_str()),
-    )?;
-    client.get(&format!("/v1/approvals/{full}")).await
+    client
+        .find("approval", "/v1/approvals", id, |list: &ApprovalList| {
+            list.items
+                .iter()
+                .map(|approval| approval.id.as_str())
+                .collect()
+        })
+        .await
 }
 
 async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Result<()> {

@@ -99,6 +99,25 @@ impl DaemonClient {
         Err(Self::error(response).await)
     }
 
+    /// The item at `{collection}/{id}`, where `id` may be the start of an id as the lists print
+    /// it: a full id is fetched at once, else it is matched ([`resolve_prefix`]) against the ids
+    /// `ids` reads from the first 500 items of the list at `collection`. `what` names the items
+    /// in errors.
+    pub async fn find<T: DeserializeOwned, L: DeserializeOwned>(
+        &self,
+        what: &str,
+        collection: &str,
+        id: &str,
+        ids: impl Fn(&L) -> Vec<&str>,
+    ) -> Result<T> {
+        if let Ok(item) = self.get::<T>(&format!("{collection}/{id}")).await {
+            return Ok(item);
+        }
+        let list: L = self.get(&format!("{collection}?limit=500")).await?;
+        let full = resolve_prefix(what, id, ids(&list).into_iter())?;
+        self.get(&format!("{collection}/{full}")).await
+    }
+
     async fn send<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> Result<T> {
         let response = self
             .authorized(request)

@@ -9,7 +9,7 @@ use souz_protocol::chat::{
     SelectionMode,
 };
 
-use crate::client::{DaemonClient, resolve_prefix};
+use crate::client::DaemonClient;
 use crate::output::{age, print_json, say, truncate};
 
 #[derive(Debug, Subcommand)]
@@ -110,16 +110,14 @@ fn choices_line(question: &Question) -> String {
 }
 
 async fn find(client: &DaemonClient, id: &str) -> Result<Question> {
-    if let Ok(question) = client.get::<Question>(&format!("/v1/options/{id}")).await {
-        return Ok(question);
-    }
-    let list: QuestionList = client.get("/v1/options?limit=500").await?;
-    let full = resolve_prefix(
-        "question",
-        id,
-        list.items.iter().map(|question| question.id.as_str()),
-    )?;
-    client.get(&format!("/v1/options/{full}")).await
+    client
+        .find("question", "/v1/options", id, |list: &QuestionList| {
+            list.items
+                .iter()
+                .map(|question| question.id.as_str())
+                .collect()
+        })
+        .await
 }
 
 /// The choice `wanted` names: its id, its label (ignoring case) or its number.

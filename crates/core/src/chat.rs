@@ -984,13 +984,7 @@ impl Chats {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Failed, at, Some((code, message)), Some(usage), None)? {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
-                        for option_id in option_records::cancel_options(tx, &execution_id, at)? {
-                            runtime.push(RuntimeEvent::OptionCancelled {
-                                option_id,
-                                chat_id: chat_id.clone(),
-                                execution_id: execution_id.clone(),
-                            });
-                        }
+                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
                         events.push(event("execution.failed", json!({
                             "executionId": execution_id, "errorCode": code, "errorMessage": message,
                         })));
@@ -1001,13 +995,7 @@ impl Chats {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Cancelled, at, Some(error), Some(usage), None)? {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
-                        for option_id in option_records::cancel_options(tx, &execution_id, at)? {
-                            runtime.push(RuntimeEvent::OptionCancelled {
-                                option_id,
-                                chat_id: chat_id.clone(),
-                                execution_id: execution_id.clone(),
-                            });
-                        }
+                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
                         events.push(event("execution.cancelled", json!({"executionId": execution_id})));
                         true
                     }
@@ -1176,6 +1164,24 @@ struct Relay {
     message_id: String,
     streaming: bool,
     show_tools: bool,
+}
+
+/// Cancels the questions an ending execution left pending; returns their runtime events.
+fn cancel_questions(
+    tx: &rusqlite::Transaction<'_>,
+    chat_id: &str,
+    execution_id: &str,
+    at: chrono::DateTime<Utc>,
+) -> Result<Vec<RuntimeEvent>, StoreError> {
+    let cancelled = option_records::cancel_options(tx, execution_id, at)?;
+    Ok(cancelled
+        .into_iter()
+        .map(|option_id| RuntimeEvent::OptionCancelled {
+            option_id,
+            chat_id: chat_id.to_owned(),
+            execution_id: execution_id.to_owned(),
+        })
+        .collect())
 }
 
 fn llm_error(error: LlmServiceError) -> ChatError {

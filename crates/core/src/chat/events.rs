@@ -82,12 +82,7 @@ impl ChatEvents {
             .store
             .write(move |transaction| {
                 let (value, events) = work(transaction)?;
-                let stored = events
-                    .into_iter()
-                    .map(|event| append(transaction, event).map(Arc::new))
-                    .collect::<Result<Vec<_>, StoreError>>()
-                    .map_err(E::from)?;
-                Ok::<_, E>((value, stored))
+                Ok::<_, E>((value, append_all(transaction, events)?))
             })
             .await?;
         for event in &stored {
@@ -114,12 +109,7 @@ impl ChatEvents {
             .runtime
             .publish_with(move |transaction| {
                 let (value, events, runtime) = work(transaction)?;
-                let stored = events
-                    .into_iter()
-                    .map(|event| append(transaction, event).map(Arc::new))
-                    .collect::<Result<Vec<_>, StoreError>>()
-                    .map_err(E::from)?;
-                Ok::<_, E>(((value, stored), runtime))
+                Ok::<_, E>(((value, append_all(transaction, events)?), runtime))
             })
             .await?;
         for event in &stored {
@@ -218,6 +208,17 @@ impl ChatEvents {
             }
         }
     }
+}
+
+/// Stores `events` in order, each with the next sequence number of its chat.
+fn append_all(
+    transaction: &Transaction<'_>,
+    events: Vec<NewChatEvent>,
+) -> Result<Vec<Arc<ChatEvent>>, StoreError> {
+    events
+        .into_iter()
+        .map(|event| append(transaction, event).map(Arc::new))
+        .collect()
 }
 
 fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEvent, StoreError> {

@@ -250,6 +250,15 @@ impl Chats {
                 Ok::<_, ChatError>(((), Vec::new(), events))
             })
             .await?;
+        // The turn's usage so far stays: ending it writes the usage it is given.
+        let (chat_id, execution_id) = (option.chat_id.clone(), option.execution_id.clone());
+        let usage = self
+            .inner
+            .store
+            .read(move |c| chat_records::load_execution(c, &chat_id, &execution_id))
+            .await?
+            .and_then(|row| row.execution.usage)
+            .unwrap_or_default();
         self.end_execution(
             &option.chat_id,
             &option.execution_id,
@@ -257,7 +266,7 @@ impl Chats {
             super::turns::TurnOutcome::Failed {
                 code: "option_expired".into(),
                 message: "Nobody answered the question in time, so the turn stopped.".into(),
-                usage: Default::default(),
+                usage,
             },
         )
         .await?;
