@@ -82,8 +82,13 @@ fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
         .clone()
 }
 
-/// Waits for the first stored event for which `wanted` holds.
-fn wait_matching(daemon: &Daemon, chat: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+/// Waits up to 30 s for the first stored event for which `wanted` holds (`what` it is).
+fn wait_matching(
+    daemon: &Daemon,
+    chat: &str,
+    what: &str,
+    wanted: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(event) = events(daemon, chat).into_iter().find(&wanted) {
@@ -91,26 +96,16 @@ fn wait_matching(daemon: &Daemon, chat: &str, wanted: impl Fn(&Value) -> bool) -
         }
         assert!(
             Instant::now() < deadline,
-            "no such event in {:?}",
+            "no {what} in {:?}",
             events(daemon, chat)
         );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
+/// Waits for the first stored event of type `kind`.
 pub(crate) fn wait_event(daemon: &Daemon, chat: &str, kind: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(event) = events(daemon, chat).into_iter().find(|e| e["type"] == kind) {
-            return event;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {kind} in {:?}",
-            events(daemon, chat)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_matching(daemon, chat, kind, |event| event["type"] == kind)
 }
 
 /// Waits up to 10 s for `done` to hold.
@@ -120,6 +115,32 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "waited 10 s for {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The `AskUser` call `q1` with `arguments`, as the model streams it.
+pub(crate) fn ask_user(arguments: Value) -> souz_testkit::Reply {
+    openai::tool_calls(&[("q1", "AskUser", &arguments.to_string())], 3)
+}
+
+/// The latest model request, and the content of the last user message in it.
+pub(crate) fn last_request(setup: &Setup) -> (Value, String) {
+    let request = setup
+        .provider
+        .requests_to(COMPLETIONS)
+        .last()
+        .expect("a model request")
+        .json();
+    let last_user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .expect("a user message")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (request, last_user)
 }
 
 fn kinds(daemon: &Daemon, chat: &str) -> Vec<String> {
@@ -398,14 +419,7 @@ fn a_question_waits_for_the_answer_and_the_turn_resumes() {
     let setup = provider();
     setup.provider.push(
         COMPLETIONS,
-        openai::tool_calls(
-            &[(
-                "q1",
-                "AskUser",
-                r#"{"question":"Red or blue?","choices":["Red","Blue"]}"#,
-            )],
-            2,
-        ),
+        ask_user(json!({"question": "Red or blue?", "choices": ["Red", "Blue"]})),
     );
     setup
         .provider
@@ -448,25 +462,10 @@ fn a_question_waits_for_the_answer_and_the_turn_resumes() {
         "Blue it is."
     );
     // The resumed request carries the answer, with the snapshot's model.
-    let resumed = setup
-        .provider
-        .requests_to(COMPLETIONS)
-        .last()
-        .unwrap()
-        .json();
+    let (resumed, last_user) = last_request(&setup);
     assert_eq!(resumed["model"], first_model);
     assert_ne!(resumed["model"], "gpt-5.2");
-    let last_user = resumed["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap();
-    assert!(
-        last_user["content"].as_str().unwrap().contains("Blue"),
-        "{last_user}"
-    );
+    assert!(last_user.contains("Blue"), "{last_user}");
 }
 
 #[test]
@@ -557,9 +556,12 @@ fn approvals_and_results_of_a_turn_are_chat_events_with_their_payloads() {
     );
 
     let asked = |id: &str| {
-        wait_matching(&daemon, &chat, |e| {
-            e["type"] == "approval.requested" && e["payload"]["toolCallId"] == id
-        })
+        wait_matching(
+            &daemon,
+            &chat,
+            &format!("approval.requested of {id}"),
+            |e| e["type"] == "approval.requested" && e["payload"]["toolCallId"] == id,
+        )
     };
     let decide = |event: &Value, decision: &str| {
         let approval_id = event["payload"]["approvalId"].as_str().unwrap();

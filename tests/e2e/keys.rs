@@ -117,13 +117,8 @@ fn a_stored_key_lives_in_the_keychain_and_reaches_the_provider_after_a_restart()
     assert_eq!(posted.status, 200, "{}", posted.body);
     wait_event(&daemon, &chat, "execution.finished");
     let requests = setup.provider.requests_to(COMPLETIONS);
-    let authorization = requests[0]
-        .headers
-        .iter()
-        .find(|(name, _)| *name == "authorization")
-        .map(|(_, value)| value.clone());
     assert_eq!(
-        authorization.as_deref(),
+        requests[0].header("authorization"),
         Some(format!("Bearer {key}").as_str())
     );
 

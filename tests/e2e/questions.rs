@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use souz_e2e::Daemon;
 use tungstenite::client::IntoClientRequest;
 
-use crate::chats::{COMPLETIONS, daemon, new_chat, post, provider, wait_event};
+use crate::chats::{
+    COMPLETIONS, ask_user, daemon, last_request, new_chat, post, provider, wait_event,
+};
 use souz_testkit::openai;
 
 fn cli(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
@@ -28,6 +30,11 @@ fn runtime_events(daemon: &Daemon) -> Vec<Value> {
         format!("Bearer {}", daemon.token).parse().unwrap(),
     );
     let (mut socket, _) = tungstenite::connect(request).unwrap();
+    if let tungstenite::stream::MaybeTlsStream::Plain(stream) = socket.get_ref() {
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+    }
     let mut events = Vec::new();
     loop {
         if let tungstenite::Message::Text(text) = socket.read().unwrap() {
@@ -45,14 +52,12 @@ fn the_cli_lists_shows_and_answers_a_question() {
     let setup = provider();
     setup.provider.push(
         COMPLETIONS,
-        openai::tool_calls(
-            &[(
-                "q1",
-                "AskUser",
-                r#"{"question":"Which colors for the logo?","choices":["Red","Green","Blue"],"multiple":true,"allowFreeText":true}"#,
-            )],
-            3,
-        ),
+        ask_user(json!({
+            "question": "Which colors for the logo?",
+            "choices": ["Red", "Green", "Blue"],
+            "multiple": true,
+            "allowFreeText": true,
+        })),
     );
     setup
         .provider
@@ -84,7 +89,7 @@ fn the_cli_lists_shows_and_answers_a_question() {
     assert!(stdout.contains("Own words accepted"), "{stdout}");
     let (ok, stdout, _) = cli(&daemon, &["questions", "show", prefix, "--json"]);
     assert!(ok);
-    let shown: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let shown: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(shown["executionId"], posted["execution"]["id"]);
     assert_eq!(shown["selectionMode"], "multiple");
 
@@ -128,22 +133,7 @@ fn the_cli_lists_shows_and_answers_a_question() {
         "{stdout}"
     );
     wait_event(&daemon, &chat, "execution.finished");
-    let resumed = setup
-        .provider
-        .requests_to(COMPLETIONS)
-        .last()
-        .unwrap()
-        .json();
-    let last_user = resumed["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|message| message["role"] == "user")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, last_user) = last_request(&setup);
     assert!(
         last_user.contains("Red; Blue; and some gold"),
         "the model reads the answer: {last_user}"

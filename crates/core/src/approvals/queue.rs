@@ -41,15 +41,7 @@ pub fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreE
 
 /// Loads one approval.
 pub fn load(connection: &Connection, id: &str) -> Result<Option<Approval>, StoreError> {
-    connection
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
-            [id],
-            RawApproval::from_row,
-        )
-        .optional()?
-        .map(RawApproval::decode)
-        .transpose()
+    load_for(connection, id, &Audience::Everyone)
 }
 
 /// Loads one approval if `audience` owns it (`None` for a foreign one, as for a missing one).

@@ -131,6 +131,18 @@ async fn recalled_memory_sits_right_before_the_message_and_is_replaced_each_turn
     assert_eq!(third.status, TurnStatus::Completed);
     assert_eq!(third.reply.unwrap().text, "Still here.");
     assert!(memory_blocks(&f.llm.requests()[2].messages).is_empty());
+    // Every turn asked, so the empty and the failing recall were really met.
+    let queries: Vec<String> = memory
+        .queries
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, query)| query.clone())
+        .collect();
+    assert_eq!(
+        queries,
+        ["What should I drink?", "And later?", "Anything else?"]
+    );
 }
 
 /// Offers `FetchPage` (a gate tool the classification would not show for a FILES request) as an

@@ -19,6 +19,16 @@ async fn next(events: &mut broadcast::Receiver<Arc<souz_protocol::EventEnvelope>
         .clone()
 }
 
+/// The next runtime event, which must be `option.requested`: its question.
+async fn requested(
+    events: &mut broadcast::Receiver<Arc<souz_protocol::EventEnvelope>>,
+) -> Box<souz_protocol::chat::Question> {
+    match next(events).await {
+        RuntimeEvent::OptionRequested { option } => option,
+        other => panic!("expected option.requested, got {other:?}"),
+    }
+}
+
 fn answer(ids: &[&str]) -> OptionAnswer {
     OptionAnswer {
         selected_option_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
@@ -53,6 +63,26 @@ impl Fixture {
             .await;
         execution
     }
+
+    /// The questions pending for `user`.
+    async fn pending(&self, user: &ChatUser) -> Vec<souz_protocol::chat::Question> {
+        self.chats.questions(user, 100).await.unwrap().items
+    }
+
+    /// Moves the deadline of question `option_id` to `expires_at` (a stored time).
+    async fn expires_at(&self, option_id: &str, expires_at: String) {
+        let id = option_id.to_owned();
+        self.store
+            .write(move |tx| {
+                tx.execute(
+                    "UPDATE options SET expires_at = ?2 WHERE id = ?1",
+                    [&id, &expires_at],
+                )
+                .map_err(StoreError::from)
+            })
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test]
@@ -62,9 +92,7 @@ async fn a_question_is_announced_listed_and_withdrawn_when_answered() {
     let mut events = f.bus.subscribe();
     let execution = f.asked(&chat_id).await;
 
-    let RuntimeEvent::OptionRequested { option } = next(&mut events).await else {
-        panic!("expected option.requested first");
-    };
+    let option = requested(&mut events).await;
     assert_eq!(option.chat_id, chat_id);
     assert_eq!(option.chat_title.as_deref(), Some("Fruit"));
     assert_eq!(option.execution_id, execution);
@@ -86,19 +114,12 @@ async fn a_question_is_announced_listed_and_withdrawn_when_answered() {
         |e| matches!(&e.event, RuntimeEvent::OptionRequested { option: o } if o.id == option.id)
     ));
 
-    let listed = f.chats.questions(&me(), 100).await.unwrap().items;
+    let listed = f.pending(&me()).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0], *option);
     assert_eq!(f.chats.question(&me(), &option.id).await.unwrap(), *option);
     let stranger = ChatUser("stranger".into());
-    assert!(
-        f.chats
-            .questions(&stranger, 100)
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(f.pending(&stranger).await.is_empty());
     assert!(matches!(
         f.chats.question(&stranger, &option.id).await,
         Err(ChatError::OptionNotFound)
@@ -125,14 +146,7 @@ async fn a_question_is_announced_listed_and_withdrawn_when_answered() {
         }
         other => panic!("expected option.answered, got {other:?}"),
     }
-    assert!(
-        f.chats
-            .questions(&me(), 100)
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(f.pending(&me()).await.is_empty());
     let settled = f.chats.question(&me(), &option.id).await.unwrap();
     assert_eq!(settled.status, OptionStatus::Answered);
     assert_eq!(settled.answer.unwrap().selected_option_ids, ["b"]);
@@ -147,9 +161,7 @@ async fn cancelling_a_waiting_turn_withdraws_its_question() {
     let chat_id = f.chat().await;
     let mut events = f.bus.subscribe();
     let execution = f.asked(&chat_id).await;
-    let RuntimeEvent::OptionRequested { option } = next(&mut events).await else {
-        panic!("expected option.requested");
-    };
+    let option = requested(&mut events).await;
     assert_eq!(option.chat_title, None);
 
     let cancelled = f.chats.cancel_active(&me(), &chat_id).await.unwrap();
@@ -162,14 +174,7 @@ async fn cancelling_a_waiting_turn_withdraws_its_question() {
             execution_id: execution,
         }
     );
-    assert!(
-        f.chats
-            .questions(&me(), 100)
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(f.pending(&me()).await.is_empty());
     assert_eq!(
         f.chats.question(&me(), &option.id).await.unwrap().status,
         OptionStatus::Cancelled
@@ -187,28 +192,10 @@ async fn an_expired_question_is_not_listed_and_expires_when_answered() {
     let chat_id = f.chat().await;
     let mut events = f.bus.subscribe();
     let execution = f.asked(&chat_id).await;
-    let RuntimeEvent::OptionRequested { option } = next(&mut events).await else {
-        panic!("expected option.requested");
-    };
-    let id = option.id.clone();
-    f.store
-        .write(move |tx| {
-            tx.execute(
-                "UPDATE options SET expires_at = '2000-01-01T00:00:00.000Z' WHERE id = ?1",
-                [&id],
-            )
-            .map_err(StoreError::from)
-        })
-        .await
-        .unwrap();
-    assert!(
-        f.chats
-            .questions(&me(), 100)
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    let option = requested(&mut events).await;
+    f.expires_at(&option.id, "2000-01-01T00:00:00.000Z".into())
+        .await;
+    assert!(f.pending(&me()).await.is_empty());
 
     let error = f
         .chats
@@ -237,22 +224,21 @@ async fn a_question_nobody_answers_expires_on_time_and_frees_the_chat() {
     let chat_id = f.chat().await;
     let mut events = f.bus.subscribe();
     let execution = f.asked(&chat_id).await;
-    let RuntimeEvent::OptionRequested { option } = next(&mut events).await else {
-        panic!("expected option.requested");
-    };
+    let option = requested(&mut events).await;
+    let waiting = f
+        .until_status(&chat_id, &execution, ExecutionStatus::WaitingOption)
+        .await;
+    assert!(
+        waiting
+            .usage
+            .as_ref()
+            .is_some_and(|usage| usage.total_tokens > 0),
+        "the turn used tokens before it asked: {:?}",
+        waiting.usage
+    );
     // Nearly out of time (instead of 24 hours), and the expiry task told to look again.
-    let id = option.id.clone();
     let soon = crate::store::codec::to_time(now() + chrono::Duration::milliseconds(300));
-    f.store
-        .write(move |tx| {
-            tx.execute(
-                "UPDATE options SET expires_at = ?2 WHERE id = ?1",
-                [&id, &soon],
-            )
-            .map_err(StoreError::from)
-        })
-        .await
-        .unwrap();
+    f.expires_at(&option.id, soon).await;
     f.chats.inner.asked.notify_one();
 
     assert_eq!(
@@ -267,6 +253,7 @@ async fn a_question_nobody_answers_expires_on_time_and_frees_the_chat() {
         .until_status(&chat_id, &execution, ExecutionStatus::Failed)
         .await;
     assert_eq!(ended.error_code.as_deref(), Some("option_expired"));
+    assert_eq!(ended.usage, waiting.usage, "the usage so far is kept");
     assert_eq!(
         f.kinds(&chat_id)
             .await

@@ -104,7 +104,7 @@ async fn pending_questions_are_listed_per_user_and_answered() {
     assert_eq!(status, StatusCode::OK, "{posted}");
 
     let mut listed = Value::Null;
-    for _ in 0..200 {
+    for _ in 0..1000 {
         listed = f.send_as("GET", "/v1/options", "alice", None).await.1;
         if listed["items"]
             .as_array()
@@ -114,6 +114,11 @@ async fn pending_questions_are_listed_per_user_and_answered() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+    assert_eq!(
+        listed["items"].as_array().map(Vec::len),
+        Some(1),
+        "one pending question: {listed}"
+    );
     let question = listed["items"][0].clone();
     assert_eq!(question["chatId"], chat_id.as_str(), "{listed}");
     assert_eq!(question["chatTitle"], "Paint");
@@ -147,6 +152,7 @@ async fn pending_questions_are_listed_per_user_and_answered() {
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(code(&body), "option_not_found");
 
     let (status, answered) = f
         .send_as(
@@ -157,6 +163,7 @@ async fn pending_questions_are_listed_per_user_and_answered() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answered}");
+    assert_eq!(answered["execution"]["id"], posted["execution"]["id"]);
     let (_, after) = f.send_as("GET", "/v1/options", "alice", None).await;
     assert_eq!(after["items"], json!([]));
     let (_, settled) = f

@@ -443,45 +443,35 @@ async fn provider_keys_are_per_user_and_a_turn_uses_its_owners_key_then_the_serv
     let f = daemon(&provider).await;
     store_key(&f, "alice", ALICE_KEY).await;
 
-    // Alice sees her key; bob sees only the server's.
-    let keys = ok(
-        &f,
-        call(&f, Some("alice"), "GET", "/v1/me/provider-keys", None),
-    )
-    .await;
-    assert_eq!(keys["items"][0]["source"], "stored");
-    assert_eq!(keys["items"][0]["keyHint"], "...1111");
-    let keys = ok(
-        &f,
-        call(&f, Some("bob"), "GET", "/v1/me/provider-keys", None),
-    )
-    .await;
-    assert_eq!(keys["items"][0]["source"], "environment");
-    assert_eq!(keys["items"][0]["keyHint"], "...0000");
+    // Alice sees her key; bob sees only the server's, in the key list and in the bootstrap.
+    for (user, source, hint, own_key) in [
+        ("alice", "stored", "...1111", true),
+        ("bob", "environment", "...0000", false),
+    ] {
+        let keys = ok(
+            &f,
+            call(&f, Some(user), "GET", "/v1/me/provider-keys", None),
+        )
+        .await;
+        assert_eq!(keys["items"][0]["source"], source, "{user}");
+        assert_eq!(keys["items"][0]["keyHint"], hint, "{user}");
+        let bootstrap = ok(&f, call(&f, Some(user), "GET", "/v1/bootstrap", None)).await;
+        let model = &bootstrap["capabilities"]["models"][0];
+        assert_eq!(
+            (
+                model["userManagedKey"].clone(),
+                model["serverManagedKey"].clone()
+            ),
+            (json!(own_key), json!(!own_key)),
+            "{user}"
+        );
+    }
     let handle = f.runtime.handle();
     let stored = |user: &str| handle.llm().for_user(user).key_store().clone();
     assert!(stored("bob").list().await.unwrap().is_empty());
     assert!(
         handle.llm().key_store().list().await.unwrap().is_empty(),
         "the local user's keys are untouched"
-    );
-    let bootstrap = ok(&f, call(&f, Some("alice"), "GET", "/v1/bootstrap", None)).await;
-    let model = &bootstrap["capabilities"]["models"][0];
-    assert_eq!(
-        (
-            model["userManagedKey"].clone(),
-            model["serverManagedKey"].clone()
-        ),
-        (json!(true), json!(false))
-    );
-    let bootstrap = ok(&f, call(&f, Some("bob"), "GET", "/v1/bootstrap", None)).await;
-    let model = &bootstrap["capabilities"]["models"][0];
-    assert_eq!(
-        (
-            model["userManagedKey"].clone(),
-            model["serverManagedKey"].clone()
-        ),
-        (json!(false), json!(true))
     );
 
     // A turn uses its owner's key, else the server's.

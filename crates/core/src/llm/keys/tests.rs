@@ -10,6 +10,16 @@ async fn key_store(dir: &Path) -> (Store, KeyStore) {
 
 const SECRET: &str = "sk-proj-SECRETSECRETSECRET-7f3a";
 
+/// The plaintext of the key `keys` holds for `provider` (there must be one).
+async fn stored_secret(keys: &KeyStore, provider: ProviderId) -> String {
+    keys.get(provider)
+        .await
+        .unwrap()
+        .unwrap()
+        .expose()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn keys_round_trip_encrypted_with_hints_only_in_the_clear() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,14 +41,7 @@ async fn keys_round_trip_encrypted_with_hints_only_in_the_clear() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        keys.get(ProviderId::OpenAi)
-            .await
-            .unwrap()
-            .unwrap()
-            .expose(),
-        SECRET
-    );
+    assert_eq!(stored_secret(&keys, ProviderId::OpenAi).await, SECRET);
     assert_eq!(keys.get(ProviderId::Qwen).await.unwrap(), None);
     let listed: Vec<_> = keys
         .list()
@@ -97,7 +100,7 @@ async fn replacing_and_deleting_keys() {
         .await
         .unwrap();
     assert_eq!(
-        keys.get(ProviderId::Giga).await.unwrap().unwrap().expose(),
+        stored_secret(&keys, ProviderId::Giga).await,
         "second-giga-key-bbbb"
     );
     assert_eq!(keys.list().await.unwrap().len(), 1);
@@ -209,14 +212,7 @@ async fn a_key_file_readable_by_others_is_made_owner_only() {
     assert_eq!(mode(keys.key_file()), 0o600);
     // Someone (a backup restore, a careless copy) made it world-readable.
     std::fs::set_permissions(keys.key_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert_eq!(
-        keys.get(ProviderId::OpenAi)
-            .await
-            .unwrap()
-            .unwrap()
-            .expose(),
-        SECRET
-    );
+    assert_eq!(stored_secret(&keys, ProviderId::OpenAi).await, SECRET);
     assert_eq!(mode(keys.key_file()), 0o600);
 }
 
@@ -228,11 +224,11 @@ async fn keys_belong_to_their_user_and_older_keys_to_the_local_user() {
     {
         // A database as the Souz before per-user keys left it, with one key stored.
         let connection = rusqlite::Connection::open(&path).unwrap();
-        let before = crate::store::MIGRATIONS.len() - 1;
-        assert_eq!(
-            crate::store::MIGRATIONS[before].name,
-            "provider_keys_per_user"
-        );
+        // Every migration before per-user keys (later ones may follow it).
+        let before = crate::store::MIGRATIONS
+            .iter()
+            .position(|migration| migration.name == "provider_keys_per_user")
+            .expect("a provider_keys_per_user migration");
         for (version, migration) in (1_i64..).zip(&crate::store::MIGRATIONS[..before]) {
             connection.execute_batch(migration.sql).unwrap();
             connection
@@ -260,12 +256,7 @@ async fn keys_belong_to_their_user_and_older_keys_to_the_local_user() {
     assert_eq!(local.user(), crate::LOCAL_USER);
     let alice = local.for_user("alice");
     assert_eq!(
-        local
-            .get(ProviderId::OpenAi)
-            .await
-            .unwrap()
-            .unwrap()
-            .expose(),
+        stored_secret(&local, ProviderId::OpenAi).await,
         SECRET,
         "the older key is the local user's"
     );
@@ -278,23 +269,10 @@ async fn keys_belong_to_their_user_and_older_keys_to_the_local_user() {
         .await
         .unwrap();
     assert_eq!(
-        alice
-            .get(ProviderId::OpenAi)
-            .await
-            .unwrap()
-            .unwrap()
-            .expose(),
+        stored_secret(&alice, ProviderId::OpenAi).await,
         "sk-alice-0000-1111"
     );
-    assert_eq!(
-        local
-            .get(ProviderId::OpenAi)
-            .await
-            .unwrap()
-            .unwrap()
-            .expose(),
-        SECRET
-    );
+    assert_eq!(stored_secret(&local, ProviderId::OpenAi).await, SECRET);
     assert!(!alice.delete(ProviderId::Anthropic).await.unwrap());
     assert!(alice.delete(ProviderId::OpenAi).await.unwrap());
     assert_eq!(local.list().await.unwrap().len(), 1);
