@@ -3,6 +3,7 @@
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
 import { pages } from "./pages.js";
+import { pendingQuestions } from "./questions.js";
 import { settingsPage } from "./settings.js";
 
 const routes = { ...pages, settings: settingsPage };
@@ -23,9 +24,9 @@ function el(id) { return document.getElementById(id); }
 /** The badge counts what waits for the person: approvals and the agents' questions. */
 async function refreshPending() {
   try {
-    const [{ items }, { items: questions }] = await Promise.all([
+    const [{ items }, questions] = await Promise.all([
       api("GET", "/v1/approvals?status=pending&limit=500"),
-      api("GET", "/v1/options?limit=500"),
+      pendingQuestions(),
     ]);
     state.pending = items.length + questions.length;
     const badge = el("queue-count");

@@ -5,8 +5,8 @@
 //! shell then only shows and forwards: the tray (`tray`, desktop only), native notifications
 //! with Approve/Deny and for the agents' questions (`notify`), the window with the web UI the
 //! gateway serves (`window`), and start at login. Everything it shows comes from the gateway
-//! API (`client`), folded into plain state (`state`) that is tested without Tauri. Commands (`commands`) are generic over
-//! `tauri::Runtime`, so the mock runtime drives them in tests.
+//! API (`client`), folded into plain state (`state`) that is tested without Tauri. Commands
+//! (`commands`) are generic over `tauri::Runtime`, so the mock runtime drives them in tests.
 
 pub mod client;
 pub mod commands;
@@ -320,6 +320,16 @@ pub fn refresh_autostart<R: Runtime>(app: &AppHandle<R>) {
     app.state::<Arc<Shell>>().state().autostart = enabled;
 }
 
+/// Runs a call to the daemon in the background, once the app has a client for it.
+fn call_daemon<R: Runtime, F>(app: &AppHandle<R>, call: impl FnOnce(DaemonClient) -> F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    if let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() {
+        tauri::async_runtime::spawn(call(client));
+    }
+}
+
 /// Decides an approval from the tray or a notification.
 pub fn decide<R: Runtime>(
     app: &AppHandle<R>,
@@ -327,10 +337,7 @@ pub fn decide<R: Runtime>(
     approve: bool,
     via: &'static str,
 ) {
-    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
-        return;
-    };
-    tauri::async_runtime::spawn(async move {
+    call_daemon(app, |client| async move {
         let verdict = if approve {
             souz_protocol::Verdict::Approve
         } else {
@@ -344,10 +351,7 @@ pub fn decide<R: Runtime>(
 
 /// Answers a question with one choice, from the tray.
 pub fn answer<R: Runtime>(app: &AppHandle<R>, option_id: String, choice_id: String) {
-    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
-        return;
-    };
-    tauri::async_runtime::spawn(async move {
+    call_daemon(app, |client| async move {
         if let Err(error) = client.answer(&option_id, &choice_id).await {
             tracing::warn!(%error, %option_id, "could not answer the question");
         }
@@ -356,10 +360,7 @@ pub fn answer<R: Runtime>(app: &AppHandle<R>, option_id: String, choice_id: Stri
 
 /// Pauses or resumes from the tray.
 pub fn set_paused<R: Runtime>(app: &AppHandle<R>, paused: bool) {
-    let Some(client) = app.state::<Arc<Shell>>().client.get().cloned() else {
-        return;
-    };
-    tauri::async_runtime::spawn(async move {
+    call_daemon(app, |client| async move {
         if let Err(error) = client.set_paused(paused, "tray").await {
             tracing::warn!(%error, "could not change the pause state");
         }

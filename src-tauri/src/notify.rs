@@ -40,6 +40,54 @@ pub enum Subject {
     Question(String),
 }
 
+impl Subject {
+    /// The approval's or the question's id.
+    fn id(&self) -> &str {
+        match self {
+            Self::Approval(id) | Self::Question(id) => id,
+        }
+    }
+
+    /// The action type its notification carries: Approve / Deny for approvals; none for
+    /// questions (a click opens the window at them).
+    fn actions(&self) -> Option<&'static str> {
+        match self {
+            Self::Approval(_) => Some(APPROVAL_ACTIONS),
+            Self::Question(_) => None,
+        }
+    }
+
+    /// The key of the notification's `extra` that names it.
+    #[cfg(not(target_os = "macos"))]
+    fn extra_key(&self) -> &'static str {
+        match self {
+            Self::Approval(_) => "approvalId",
+            Self::Question(_) => "optionId",
+        }
+    }
+
+    /// Its UNNotificationRequest identifier: `approval.<id>` or `question.<option id>`.
+    #[cfg(target_os = "macos")]
+    fn identifier(&self) -> String {
+        match self {
+            Self::Approval(id) => format!("approval.{id}"),
+            Self::Question(id) => format!("question.{id}"),
+        }
+    }
+
+    /// Reads an identifier made by [`Subject::identifier`].
+    #[cfg(target_os = "macos")]
+    fn from_identifier(identifier: &str) -> Option<Self> {
+        if let Some(id) = identifier.strip_prefix("approval.") {
+            Some(Self::Approval(id.to_owned()))
+        } else {
+            identifier
+                .strip_prefix("question.")
+                .map(|id| Self::Question(id.to_owned()))
+        }
+    }
+}
+
 /// Notifications on screen: what each is about -> notification id.
 #[derive(Default)]
 pub struct Posted {
@@ -105,16 +153,18 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
             .map(Subject::Approval)
             .or_else(|| extra("optionId").map(Subject::Question))
             .or_else(|| shell.notifications.subject_of(active.id()));
-        match subject {
-            Some(Subject::Approval(approval_id)) => {
-                acted(&handle, &approval_id, performed.action_id());
-            }
-            Some(Subject::Question(option_id)) => {
-                asked(&handle, &option_id, performed.action_id());
-            }
-            None => {}
+        if let Some(subject) = subject {
+            respond(&handle, subject, performed.action_id());
         }
     });
+}
+
+/// What a person did on a notification, by what it is about.
+fn respond<R: Runtime>(app: &AppHandle<R>, subject: Subject, action: &str) {
+    match subject {
+        Subject::Approval(approval_id) => acted(app, &approval_id, action),
+        Subject::Question(option_id) => asked(app, &option_id, action),
+    }
 }
 
 /// What a person did on a question's notification: any click shows it in the window.
@@ -143,88 +193,25 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     match notice {
-        Notice::Approval(approval) if preferences.approval_requested => {
-            let started = Instant::now();
-            let (title, body) = approval_text(&approval);
-            let id = shell
-                .notifications
-                .assign(Subject::Approval(approval.id.clone()));
-            #[cfg(target_os = "macos")]
-            let posted = macos::post_approval(&approval.id, &title, &body);
-            #[cfg(not(target_os = "macos"))]
-            let posted = app
-                .notification()
-                .builder()
-                .id(id)
-                .title(title)
-                .body(body)
-                .action_type_id(APPROVAL_ACTIONS)
-                .extra("approvalId", approval.id.clone())
-                .show()
-                .map_err(|error| error.to_string());
-            match posted {
-                Ok(()) => tracing::info!(
-                    approval_id = %approval.id,
-                    notification_id = id,
-                    micros = started.elapsed().as_micros() as u64,
-                    "approval notification posted"
-                ),
-                Err(error) => tracing::warn!(%error, "could not post a notification"),
-            }
-        }
-        Notice::Question(question) if preferences.question_asked => {
-            let (title, body) = question_text(&question);
-            let id = shell
-                .notifications
-                .assign(Subject::Question(question.id.clone()));
-            #[cfg(target_os = "macos")]
-            let posted = macos::post_question(&question.id, &title, &body);
-            #[cfg(not(target_os = "macos"))]
-            let posted = app
-                .notification()
-                .builder()
-                .id(id)
-                .title(title)
-                .body(body)
-                .extra("optionId", question.id.clone())
-                .show()
-                .map_err(|error| error.to_string());
-            match posted {
-                Ok(()) => tracing::info!(
-                    option_id = %question.id,
-                    notification_id = id,
-                    "question notification posted"
-                ),
-                Err(error) => tracing::warn!(%error, "could not post a notification"),
-            }
+        Notice::Approval(approval) if preferences.approval_requested => post(
+            app,
+            &shell.notifications,
+            Subject::Approval(approval.id.clone()),
+            approval_text(&approval),
+        ),
+        Notice::Question(question) if preferences.question_asked => post(
+            app,
+            &shell.notifications,
+            Subject::Question(question.id.clone()),
+            question_text(&question),
+        ),
+        Notice::Withdraw { approval_id } => {
+            withdraw(app, &shell.notifications, &Subject::Approval(approval_id));
         }
         Notice::WithdrawQuestion { option_id } => {
-            if let Some(id) = shell
-                .notifications
-                .take(&Subject::Question(option_id.clone()))
-            {
-                #[cfg(target_os = "macos")]
-                {
-                    let _ = id;
-                    macos::withdraw_question(&option_id);
-                }
-                #[cfg(not(target_os = "macos"))]
-                close(app, id);
-                tracing::info!(%option_id, "question notification withdrawn");
-            }
-        }
-        Notice::Withdraw { approval_id } => {
-            if let Some(id) = shell
-                .notifications
-                .take(&Subject::Approval(approval_id.clone()))
-            {
-                #[cfg(target_os = "macos")]
-                {
-                    let _ = id;
-                    macos::withdraw(&approval_id);
-                }
-                #[cfg(not(target_os = "macos"))]
-                close(app, id);
+            let subject = Subject::Question(option_id);
+            if withdraw(app, &shell.notifications, &subject) {
+                tracing::info!(option_id = %subject.id(), "question notification withdrawn");
             }
         }
         Notice::Expired { tool, .. } if preferences.approval_expired => {
@@ -240,6 +227,67 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         }
         _ => {}
     }
+}
+
+/// Posts the notification of an approval or a question (title and body) and remembers it, so
+/// that it can be withdrawn.
+fn post<R: Runtime>(
+    app: &AppHandle<R>,
+    notifications: &Posted,
+    subject: Subject,
+    (title, body): (String, String),
+) {
+    let started = Instant::now();
+    let id = notifications.assign(subject.clone());
+    #[cfg(target_os = "macos")]
+    let posted = macos::post(&subject.identifier(), &title, &body, subject.actions());
+    #[cfg(not(target_os = "macos"))]
+    let posted = {
+        let mut builder = app
+            .notification()
+            .builder()
+            .id(id)
+            .title(title)
+            .body(body)
+            .extra(subject.extra_key(), subject.id());
+        if let Some(actions) = subject.actions() {
+            builder = builder.action_type_id(actions);
+        }
+        builder.show().map_err(|error| error.to_string())
+    };
+    #[cfg(target_os = "macos")]
+    let _ = app;
+    let micros = started.elapsed().as_micros() as u64;
+    match (posted, &subject) {
+        (Ok(()), Subject::Approval(approval_id)) => tracing::info!(
+            %approval_id,
+            notification_id = id,
+            micros,
+            "approval notification posted"
+        ),
+        (Ok(()), Subject::Question(option_id)) => tracing::info!(
+            %option_id,
+            notification_id = id,
+            micros,
+            "question notification posted"
+        ),
+        (Err(error), _) => tracing::warn!(%error, "could not post a notification"),
+    }
+}
+
+/// Withdraws the notification of an approval or a question; false if none was on screen.
+fn withdraw<R: Runtime>(app: &AppHandle<R>, notifications: &Posted, subject: &Subject) -> bool {
+    let Some(id) = notifications.take(subject) else {
+        return false;
+    };
+    #[cfg(target_os = "macos")]
+    {
+        let _ = (app, id);
+        macos::remove(&subject.identifier());
+    }
+    #[cfg(not(target_os = "macos"))]
+    close(app, id);
+    true
 }
 
 /// Closes a posted notification. On Linux the plugin closes it with a blocking D-Bus call, and

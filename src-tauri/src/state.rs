@@ -392,7 +392,7 @@ pub fn asker(question: &Question) -> String {
         Some(title) if !title.trim().is_empty() => title.clone(),
         _ => format!(
             "Chat {}",
-            shorten(&question.chat_id, 8).trim_end_matches('…')
+            question.chat_id.chars().take(8).collect::<String>()
         ),
     }
 }
@@ -415,7 +415,7 @@ pub fn question_text(question: &Question) -> (String, String) {
 /// A tray menu entry: its id (what choosing it does) and its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MenuEntry {
-    /// `question:<option id>` opens the window at the question;
+    /// `show:<option id>` opens the window at the question, as for an approval;
     /// `answer:<option id>:<choice id>` answers it with that choice.
     pub id: String,
     /// What the menu shows.
@@ -426,7 +426,7 @@ pub struct MenuEntry {
 /// each choice, which answers it; "Answer in Souz…" when the answer takes more than one click
 /// (several choices, or words of one's own).
 pub fn question_entries(question: &Question) -> Vec<MenuEntry> {
-    let open = format!("question:{}", question.id);
+    let open = format!("show:{}", question.id);
     let mut entries = vec![MenuEntry {
         id: open.clone(),
         label: format!(
@@ -444,47 +444,19 @@ pub fn question_entries(question: &Question) -> Vec<MenuEntry> {
     }
     if !one_click || question.free_text || question.options.is_empty() {
         entries.push(MenuEntry {
-            id: format!("question-open:{}", question.id),
+            id: open,
             label: "    Answer in Souz…".to_owned(),
         });
     }
     entries
 }
 
-/// What a question's tray entry asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QuestionAction {
-    /// Open the window at the question.
-    Open {
-        /// The option id.
-        option_id: String,
-    },
-    /// Answer it with one choice.
-    Answer {
-        /// The option id.
-        option_id: String,
-        /// The choice id.
-        choice_id: String,
-    },
-}
-
-/// Reads a menu id made by [`question_entries`]; `None` for other ids.
-pub fn question_action(id: &str) -> Option<QuestionAction> {
-    let (kind, rest) = id.split_once(':')?;
-    match kind {
-        "question" | "question-open" if !rest.is_empty() => Some(QuestionAction::Open {
-            option_id: rest.to_owned(),
-        }),
-        // Option ids are UUIDs (no colon); the choice id is everything after them.
-        "answer" => {
-            let (option_id, choice_id) = rest.split_once(':')?;
-            (!option_id.is_empty() && !choice_id.is_empty()).then(|| QuestionAction::Answer {
-                option_id: option_id.to_owned(),
-                choice_id: choice_id.to_owned(),
-            })
-        }
-        _ => None,
-    }
+/// Reads an `answer:<option id>:<choice id>` menu id made by [`question_entries`] into the
+/// option and the choice; `None` for other ids.
+pub fn answer_choice(id: &str) -> Option<(&str, &str)> {
+    // Option ids are UUIDs (no colon); the choice id is everything after them.
+    let (option_id, choice_id) = id.strip_prefix("answer:")?.split_once(':')?;
+    (!option_id.is_empty() && !choice_id.is_empty()).then_some((option_id, choice_id))
 }
 
 /// Cuts `text` to `limit` characters, marking the cut.

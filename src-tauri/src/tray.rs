@@ -14,8 +14,7 @@ use tauri::{AppHandle, Manager, Runtime};
 
 use crate::Shell;
 use crate::state::{
-    QuestionAction, ShellState, TrayIcon as IconState, key_argument, question_action,
-    question_entries, shorten,
+    ShellState, TrayIcon as IconState, answer_choice, key_argument, question_entries, shorten,
 };
 
 /// The tray icon's id.
@@ -232,20 +231,14 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
     let id = event.id().as_ref().to_owned();
     tracing::info!(item = %id, "tray menu");
-    match question_action(&id) {
-        Some(QuestionAction::Answer {
-            option_id,
-            choice_id,
-        }) => return crate::answer(app, option_id, choice_id),
-        Some(QuestionAction::Open { option_id }) => {
-            return crate::window::open(app, Some(&format!("/queue/{option_id}")));
-        }
-        None => {}
+    if let Some((option_id, choice_id)) = answer_choice(&id) {
+        return crate::answer(app, option_id.to_owned(), choice_id.to_owned());
     }
     match id.split_once(':') {
         Some(("approve", approval)) => crate::decide(app, approval.to_owned(), true, "tray"),
         Some(("deny", approval)) => crate::decide(app, approval.to_owned(), false, "tray"),
-        Some(("show", approval)) => crate::window::open(app, Some(&format!("/queue/{approval}"))),
+        // An approval or a question: the window at it in the Queue.
+        Some(("show", id)) => crate::window::open(app, Some(&format!("/queue/{id}"))),
         Some(("open", route)) => crate::window::open(app, Some(route)),
         _ => match id.as_str() {
             "open" => crate::window::open(app, None),

@@ -180,9 +180,9 @@ shot tray-menu-question
 xdotool key Down Down Down Return
 for _ in $(seq 50); do logged "tray menu item=answer:$question:choice-2" && break; sleep 0.1; done
 logged "tray menu item=answer:$question:choice-2" || fail "the tray did not offer Blue as an answer to $question"
-answered=$(api "$base/v1/options/$question" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], ",".join((d.get("answer") or {}).get("selectedOptionIds", [])))')
-for _ in $(seq 50); do [ "$answered" = "answered choice-2" ] && break; sleep 0.1
-  answered=$(api "$base/v1/options/$question" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], ",".join((d.get("answer") or {}).get("selectedOptionIds", [])))'); done
+answer_of() { api "$base/v1/options/$1" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], ",".join((d.get("answer") or {}).get("selectedOptionIds", [])))'; }
+answered=""
+for _ in $(seq 50); do answered=$(answer_of "$question"); [ "$answered" = "answered choice-2" ] && break; sleep 0.1; done
 [ "$answered" = "answered choice-2" ] || fail "question $question is '$answered', expected answered with Blue"
 wait_displayed 0
 reply=""

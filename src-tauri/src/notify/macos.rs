@@ -3,9 +3,9 @@
 //! NSUserNotification path folds them into an "Options" menu). Needs the signed `.app` (a
 //! bundle identifier); the plugin still posts the plain notifications.
 //!
-//! Requests are named `approval.<id>` or `question.<option id>`. The delegate hands every
-//! response to [`super::acted`] or [`super::asked`] through the app handle stored at [`init`];
-//! `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
+//! Requests are named `approval.<id>` or `question.<option id>` ([`super::Subject`]). The
+//! delegate hands every response to [`super::respond`] through the app handle stored at
+//! [`init`]; `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
 #![allow(unsafe_code)] // Objective-C calls through objc2; each block says what it relies on.
 
 use std::sync::OnceLock;
@@ -89,10 +89,8 @@ static DELEGATE: OnceLock<usize> = OnceLock::new();
 pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
     let _ = RESPONDER.set(Box::new(move |identifier, action| {
-        if let Some(approval_id) = identifier.strip_prefix("approval.") {
-            super::acted(&handle, approval_id, &action);
-        } else if let Some(option_id) = identifier.strip_prefix("question.") {
-            super::asked(&handle, option_id, &action);
+        if let Some(subject) = super::Subject::from_identifier(&identifier) {
+            super::respond(&handle, subject, &action);
         }
     }));
     let center = UNUserNotificationCenter::currentNotificationCenter();
@@ -130,22 +128,14 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     );
 }
 
-/// Posts an approval notification with Approve and Deny buttons.
-pub fn post_approval(approval_id: &str, title: &str, body: &str) -> Result<(), String> {
-    post(
-        &format!("approval.{approval_id}"),
-        title,
-        body,
-        Some(APPROVAL_ACTIONS),
-    )
-}
-
-/// Posts a question's notification (no buttons: a click opens the window at it).
-pub fn post_question(option_id: &str, title: &str, body: &str) -> Result<(), String> {
-    post(&format!("question.{option_id}"), title, body, None)
-}
-
-fn post(identifier: &str, title: &str, body: &str, category: Option<&str>) -> Result<(), String> {
+/// Posts a notification under `identifier` (see [`super::Subject::identifier`]); `category`
+/// gives it buttons (approvals: Approve and Deny), none leaves it a click that opens the window.
+pub fn post(
+    identifier: &str,
+    title: &str,
+    body: &str,
+    category: Option<&str>,
+) -> Result<(), String> {
     let content = UNMutableNotificationContent::new();
     content.setTitle(&NSString::from_str(title));
     content.setBody(&NSString::from_str(body));
@@ -168,17 +158,8 @@ fn post(identifier: &str, title: &str, body: &str, category: Option<&str>) -> Re
     Ok(())
 }
 
-/// Withdraws an approval's notification (decided elsewhere).
-pub fn withdraw(approval_id: &str) {
-    remove(&format!("approval.{approval_id}"));
-}
-
-/// Withdraws a question's notification (answered, cancelled or expired).
-pub fn withdraw_question(option_id: &str) {
-    remove(&format!("question.{option_id}"));
-}
-
-fn remove(identifier: &str) {
+/// Withdraws the notification posted under `identifier` (decided, answered or gone elsewhere).
+pub fn remove(identifier: &str) {
     let identifiers = NSArray::from_retained_slice(&[NSString::from_str(identifier)]);
     let center = UNUserNotificationCenter::currentNotificationCenter();
     center.removeDeliveredNotificationsWithIdentifiers(&identifiers);

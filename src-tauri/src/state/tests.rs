@@ -306,43 +306,27 @@ fn single_choice_questions_answer_from_the_tray_others_open_the_window() {
         false,
     ));
     let ids: Vec<&str> = single.iter().map(|entry| entry.id.as_str()).collect();
-    assert_eq!(
-        ids,
-        ["question:q1", "answer:q1:choice-1", "answer:q1:choice-2"]
-    );
+    assert_eq!(ids, ["show:q1", "answer:q1:choice-1", "answer:q1:choice-2"]);
     assert_eq!(
         single[0].label,
         "Logo asks: Which color should the logo be?"
     );
     assert_eq!(single[2].label, "    Blue");
-    assert_eq!(
-        question_action(&single[2].id),
-        Some(QuestionAction::Answer {
-            option_id: "q1".into(),
-            choice_id: "choice-2".into()
-        })
-    );
-    assert_eq!(
-        question_action(&single[0].id),
-        Some(QuestionAction::Open {
-            option_id: "q1".into()
-        })
-    );
+    assert_eq!(answer_choice(&single[2].id), Some(("q1", "choice-2")));
+    // The question itself opens the window at it, through the tray's `show:` as approvals do.
+    assert_eq!(answer_choice(&single[0].id), None);
 
     let several = question_entries(&question("q2", SelectionMode::Multiple, &["A", "B"], false));
     assert_eq!(several.len(), 2, "{several:?}");
     assert_eq!(several[1].label, "    Answer in Souz…");
-    assert_eq!(
-        question_action(&several[1].id),
-        Some(QuestionAction::Open {
-            option_id: "q2".into()
-        })
-    );
+    assert_eq!(several[1].id, "show:q2");
+    assert_eq!(answer_choice(&several[1].id), None);
     // Own words: the choices still answer in one click, and the window takes the words.
     let words = question_entries(&question("q3", SelectionMode::Single, &["A"], true));
     assert_eq!(words.len(), 3);
     assert!(words[1].id.starts_with("answer:"));
     assert_eq!(words[2].label, "    Answer in Souz…");
+    assert_eq!(words[2].id, "show:q3");
     let mut untitled = question("q4", SelectionMode::Single, &[], true);
     untitled.chat_title = None;
     let entries = question_entries(&untitled);
@@ -357,9 +341,10 @@ fn single_choice_questions_answer_from_the_tray_others_open_the_window() {
         "open:/queue",
         "answer:q1",
         "answer::x",
-        "question:",
+        "answer:x:",
+        "show:q1",
         "quit",
     ] {
-        assert_eq!(question_action(other), None, "{other}");
+        assert_eq!(answer_choice(other), None, "{other}");
     }
 }
