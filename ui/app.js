@@ -2,7 +2,7 @@
 // queue count and the pause state current, and the login for a page opened without a token.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
-import { pages } from "./pages.js";
+import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { settingsPage } from "./settings.js";
 
@@ -96,7 +96,7 @@ async function route() {
     main.innerHTML = "";
     const message = document.createElement("p");
     message.className = "error";
-    message.textContent = error.message;
+    message.textContent = visible(error.message);
     main.append(message);
   }
 }

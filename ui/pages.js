@@ -6,7 +6,18 @@ import { api, follow } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
 import { pendingQuestions, questionCard } from "./questions.js";
 
-/** Builds an element: h("div.card", {onclick}, child, ...). */
+/**
+ * Text as it may be shown: controls and characters that hide or reorder text (ESC, C0/C1,
+ * bidirectional embeddings, overrides and isolates, zero-width characters, invisible tags)
+ * become visible escapes such as \u{202E}; newlines and tabs stay. The same rule as
+ * `souz_protocol::display` for the CLI, tray and notifications.
+ */
+const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F]/g;
+export function visible(text) {
+  return String(text).replace(HIDDEN, (character) => `\\u{${character.codePointAt(0).toString(16).toUpperCase()}}`);
+}
+
+/** Builds an element: h("div.card", {onclick}, child, ...); text children are shown with visible(). */
 export function h(tag, attributes = {}, ...children) {
   const [head, id] = tag.split("#");
   const [name, ...classes] = head.split(".");
@@ -21,7 +32,8 @@ export function h(tag, attributes = {}, ...children) {
     else node.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children.flat()) {
-    if (child !== null && child !== undefined && child !== false) node.append(child);
+    if (child === null || child === undefined || child === false) continue;
+    node.append(typeof child === "string" || typeof child === "number" ? visible(child) : child);
   }
   return node;
 }
@@ -70,9 +82,9 @@ function approvalCard(approval, focused) {
     for (const button of card.querySelectorAll("button")) button.disabled = true;
     try {
       const response = await api("POST", `/v1/approvals/${approval.id}/decision`, { decision, scope, via: "ui", ...extra });
-      status.textContent = response.warning || "";
+      status.textContent = visible(response.warning || "");
     } catch (error) {
-      status.textContent = error.message;
+      status.textContent = visible(error.message);
       status.className = "error";
       for (const button of card.querySelectorAll("button")) button.disabled = false;
     }
@@ -149,7 +161,7 @@ async function live(main) {
     }
     return call;
   };
-  const show = (call, state, text) => { call.line.className = "tool-call " + state; call.line.textContent = text; };
+  const show = (call, state, text) => { call.line.className = "tool-call " + state; call.line.textContent = visible(text); };
 
   const apply = (event) => {
     if (!event.executionId) return;
@@ -167,11 +179,11 @@ async function live(main) {
         // Each model request (attempt) streams into its own span, so a discarded one can go.
         let span = turn.attempts.get(payload.attempt);
         if (!span) { span = h("span", { dataset: { attempt: String(payload.attempt ?? "") } }); turn.attempts.set(payload.attempt, span); turn.text.append(span); }
-        span.textContent += payload.delta || "";
+        span.textContent += visible(payload.delta || "");
         break;
       }
       case "message.discarded": turn.attempts.get(payload.attempt)?.remove(); turn.attempts.delete(payload.attempt); break;
-      case "message.completed": if (payload.role === "assistant") { turn.attempts.clear(); turn.text.textContent = payload.content || ""; } break;
+      case "message.completed": if (payload.role === "assistant") { turn.attempts.clear(); turn.text.textContent = visible(payload.content || ""); } break;
       case "tool.call.started": {
         const call = toolLine(turn, payload);
         call.label = toolLabel(payload, call.label);
@@ -283,7 +295,7 @@ async function chat(main, [selected]) {
       }
       let span = streaming.attempts.get(payload.attempt);
       if (!span) { span = h("span"); streaming.attempts.set(payload.attempt, span); streaming.node.append(span); }
-      span.textContent += payload.delta || "";
+      span.textContent += visible(payload.delta || "");
     } else if (frame.type === "message.discarded") {
       if (streaming && streaming.id === payload.messageId) { streaming.attempts.get(payload.attempt)?.remove(); streaming.attempts.delete(payload.attempt); }
     } else if (frame.type === "message.created") {
@@ -291,7 +303,7 @@ async function chat(main, [selected]) {
       if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
       addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
     } else if (frame.type === "execution.failed") {
-      notice.textContent = payload.errorMessage || "The turn failed."; notice.className = "error";
+      notice.textContent = visible(payload.errorMessage || "The turn failed."); notice.className = "error";
       send.disabled = false;
     } else if (frame.type.startsWith("execution.")) {
       send.disabled = false;
@@ -308,7 +320,7 @@ async function chat(main, [selected]) {
       addMessage(response.message);
       input.value = "";
     } catch (error) {
-      notice.textContent = error.message; notice.className = "error";
+      notice.textContent = visible(error.message); notice.className = "error";
       send.disabled = false;
     }
   });

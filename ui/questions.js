@@ -5,7 +5,7 @@
 // `.expired`) arrives on the runtime event stream, wherever the answer was given.
 
 import { api } from "./api.js";
-import { h } from "./pages.js";
+import { h, visible } from "./pages.js";
 
 /** The pending questions of the user's chats, oldest first. */
 export async function pendingQuestions() {
@@ -34,7 +34,7 @@ export function questionCard(question, focused) {
       status.textContent = "Answered; the agent continues.";
       status.className = "meta";
     } catch (error) {
-      status.textContent = error.message;
+      status.textContent = visible(error.message);
       status.className = "error";
       for (const control of card.querySelectorAll("button, input")) control.disabled = false;
     }

@@ -237,6 +237,7 @@ fn post<R: Runtime>(
     subject: Subject,
     (title, body): (String, String),
 ) {
+    let (title, body) = shown(&title, &body);
     let started = Instant::now();
     let id = notifications.assign(subject.clone());
     #[cfg(target_os = "macos")]
@@ -304,7 +305,17 @@ fn close<R: Runtime>(app: &AppHandle<R>, id: i32) {
     });
 }
 
+/// A notification's title and body as they may be shown: terminal controls and bidirectional
+/// or invisible characters from tool names, summaries and chat titles escaped.
+fn shown(title: &str, body: &str) -> (String, String) {
+    (
+        souz_protocol::display::display_line(title).into_owned(),
+        souz_protocol::display::display_text(body).into_owned(),
+    )
+}
+
 fn plain<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
+    let (title, body) = shown(title, body);
     if let Err(error) = app.notification().builder().title(title).body(body).show() {
         tracing::warn!(%error, "could not post a notification");
     }

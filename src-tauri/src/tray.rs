@@ -84,7 +84,8 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
 
 fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Menu<R>> {
     let mut items: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
-    let label = |id: &str, text: String| MenuItem::with_id(app, id, text, false, None::<&str>);
+    let label =
+        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     items.push(Box::new(label("status", state.connection.describe())?));
     if state.paused {
         items.push(Box::new(label(
@@ -111,26 +112,26 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             items.push(Box::new(MenuItem::with_id(
                 app,
                 format!("show:{}", approval.id),
-                format!(
+                shown(&format!(
                     "{} · {} · {}",
                     approval.requester_label,
                     approval.tool,
                     shorten(&what, 60)
-                ),
+                )),
                 true,
                 None::<&str>,
             )?));
             items.push(Box::new(MenuItem::with_id(
                 app,
                 format!("approve:{}", approval.id),
-                format!("    Approve {}", approval.tool),
+                shown(&format!("    Approve {}", approval.tool)),
                 true,
                 None::<&str>,
             )?));
             items.push(Box::new(MenuItem::with_id(
                 app,
                 format!("deny:{}", approval.id),
-                format!("    Deny {}", approval.tool),
+                shown(&format!("    Deny {}", approval.tool)),
                 true,
                 None::<&str>,
             )?));
@@ -159,7 +160,7 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
                 items.push(Box::new(MenuItem::with_id(
                     app,
                     entry.id,
-                    entry.label,
+                    shown(&entry.label),
                     true,
                     None::<&str>,
                 )?));
@@ -186,7 +187,7 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             items.push(Box::new(MenuItem::with_id(
                 app,
                 "open:/live",
-                format!("    {title}"),
+                shown(&format!("    {title}")),
                 true,
                 None::<&str>,
             )?));
@@ -226,6 +227,12 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
     )?));
     let references: Vec<&dyn IsMenuItem<R>> = items.iter().map(AsRef::as_ref).collect();
     Menu::with_items(app, &references)
+}
+
+/// A menu label as it may be shown: names, summaries and arguments come from models and
+/// clients, so terminal controls and bidirectional or invisible characters are escaped.
+fn shown(text: &str) -> String {
+    souz_protocol::display::display_line(text).into_owned()
 }
 
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {

@@ -399,3 +399,36 @@ fn audit_pages_and_filters() {
     );
     assert_eq!(daemon.get("/v1/audit?requester=robot").status, 400);
 }
+
+#[test]
+fn the_cli_shows_terminal_controls_and_bidi_characters_escaped() {
+    let daemon = Daemon::start();
+    // A command whose text would retitle the terminal, clear it, and show `exe.txt` for
+    // `txt.exe` if printed raw.
+    let command = "echo \u{1b}]0;pwned\u{7}\u{1b}[2J invoice\u{202e}txt.exe";
+    let (_call, approval_id) =
+        start_waiting_call(&daemon, "RunCommand", json!({"command": command}));
+    for args in [
+        vec!["approvals", "list"],
+        vec!["approvals", "show", approval_id.as_str()],
+        vec!["approvals", "show", approval_id.as_str(), "--json"],
+    ] {
+        let (ok, stdout, stderr) = cli_output(&daemon, &args);
+        assert!(ok, "{args:?}: {stderr}");
+        for raw in ['\u{1b}', '\u{7}', '\u{202e}'] {
+            assert!(
+                !stdout.contains(raw),
+                "{args:?} printed {raw:?} raw: {stdout}"
+            );
+        }
+        if args.contains(&"--json") {
+            let shown: Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(
+                shown["arguments"]["command"], command,
+                "JSON keeps the value"
+            );
+        } else {
+            assert!(stdout.contains(r"\u{202E}"), "{args:?}: {stdout}");
+        }
+    }
+}

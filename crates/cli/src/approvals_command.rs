@@ -244,7 +244,10 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
         say!("Added to config.toml:\n{rule}");
     }
     if let Some(warning) = &response.warning {
-        eprintln!("warning: {warning}");
+        eprintln!(
+            "warning: {}",
+            souz_protocol::display::display_text(&warning.to_string())
+        );
     }
     Ok(())
 }

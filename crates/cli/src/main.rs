@@ -224,7 +224,8 @@ fn sandbox_exec(arguments: Vec<std::ffi::OsString>) -> ExitCode {
 
 /// Prints `souz: <message>` to stderr and returns exit code 1.
 fn fail(message: &str) -> ExitCode {
-    eprintln!("souz: {message}");
+    // Errors quote names and arguments the daemon or a config file gave us.
+    eprintln!("souz: {}", souz_protocol::display::display_text(message));
     ExitCode::FAILURE
 }
 

@@ -2,12 +2,16 @@
 //!
 //! Everything the commands print to stdout goes through [`say!`]: a reader that stops early
 //! (`souz approvals | head`) ends the program quietly with success, as with any Unix tool,
-//! instead of a panic from `println!`.
+//! instead of a panic from `println!`. It also makes what it prints safe for a terminal:
+//! control sequences and bidirectional or invisible characters in summaries, arguments and
+//! names (which come from models, clients and files) are shown escaped
+//! ([`souz_protocol::display`]); JSON keeps its value ([`print_json`]).
 
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use souz_protocol::display;
 
 /// Prints a line to stdout (see the module header).
 macro_rules! say {
@@ -17,10 +21,13 @@ macro_rules! say {
 }
 pub(crate) use say;
 
-/// Writes one line to stdout; a closed pipe exits 0, another write error exits 1.
+/// Writes one line to stdout, escaped for the terminal (newlines and tabs kept); a closed
+/// pipe exits 0, another write error exits 1.
 pub fn line(text: std::fmt::Arguments<'_>) {
+    let text = text.to_string();
+    let shown = display::display_text(&text);
     let mut stdout = std::io::stdout().lock();
-    if let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+    if let Err(error) = writeln!(stdout, "{shown}").and_then(|()| stdout.flush()) {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
@@ -29,9 +36,10 @@ pub fn line(text: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Prints `value` as pretty JSON.
+/// Prints `value` as pretty JSON (hiding characters as JSON escapes: same value, visible).
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    say!("{}", serde_json::to_string_pretty(value)?);
+    let json = serde_json::to_string_pretty(value)?;
+    say!("{}", display::display_json(&json));
     Ok(())
 }
 

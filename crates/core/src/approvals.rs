@@ -19,6 +19,7 @@
 
 pub mod audience;
 pub mod audit;
+pub mod command_pattern;
 pub mod grants;
 pub mod policy;
 pub mod queue;

@@ -20,6 +20,7 @@ pub mod log;
 pub mod mcp;
 pub mod notifications;
 pub mod paths;
+pub mod protected;
 pub mod sandbox;
 pub mod section;
 pub mod server;

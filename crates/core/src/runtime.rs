@@ -154,6 +154,8 @@ impl Runtime {
                 source,
             })?;
         let token = ApiToken::load_or_create(&config.paths.token())?;
+        // The token has no recognizable format: name it so logs and audit previews drop it.
+        crate::approvals::redact::register_secret(token.expose());
         let store = Store::open(config.paths.database()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
         let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;

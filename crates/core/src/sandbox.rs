@@ -91,6 +91,8 @@ pub struct ResolvedPath {
 struct ProtectedPath {
     path: PathBuf,
     folded: FoldedPath,
+    /// From `[sandbox] protected_readable`: commands may read it (never write it).
+    commands_may_read: bool,
 }
 
 /// The sandbox of one daemon.
@@ -127,27 +129,39 @@ impl Sandbox {
             }
         }
         let mut protected = Vec::new();
-        let mut protect = |path: PathBuf| {
+        let mut protect = |path: PathBuf, commands_may_read: bool| {
             let folded = FoldedPath::new(&path, case_insensitive);
             if !protected
                 .iter()
                 .any(|known: &ProtectedPath| known.folded == folded)
             {
-                protected.push(ProtectedPath { path, folded });
+                protected.push(ProtectedPath {
+                    path,
+                    folded,
+                    commands_may_read,
+                });
             }
         };
+        // Unreadable entries first: a path in both lists stays unreadable.
         let configured = config
             .protected
             .iter()
-            .map(|raw| expand_home(raw, &user_home));
-        for path in configured.chain(std::iter::once(paths.home().to_path_buf())) {
+            .map(|raw| (expand_home(raw, &user_home), false))
+            .chain(std::iter::once((paths.home().to_path_buf(), false)))
+            .chain(
+                config
+                    .protected_readable
+                    .iter()
+                    .map(|raw| (expand_home(raw, &user_home), true)),
+            );
+        for (path, commands_may_read) in configured {
             let lexical = normalize_lexically(&path);
             // Both where the path is written and where it really leads are protected: writing
             // `~/.bashrc` that links into a dotfiles folder still changes the shell's profile.
             if let Ok((real, _)) = paths::resolve_real(&lexical) {
-                protect(real);
+                protect(real, commands_may_read);
             }
-            protect(lexical);
+            protect(lexical, commands_may_read);
         }
         Ok(Self {
             user_home,
@@ -297,6 +311,31 @@ impl Sandbox {
         self.protected
             .iter()
             .any(|protected| protected.folded.strictly_inside(&folded))
+    }
+
+    /// Whether commands may not read `path` (resolved): it is inside a protected path that
+    /// is not in `[sandbox] protected_readable`.
+    pub(crate) fn is_read_protected(&self, path: &Path) -> bool {
+        let folded = FoldedPath::new(path, self.case_insensitive);
+        self.protected
+            .iter()
+            .any(|protected| !protected.commands_may_read && folded.starts_with(&protected.folded))
+    }
+
+    /// Whether some path commands may not read lies strictly inside `folder`.
+    pub(crate) fn holds_read_protected(&self, folder: &Path) -> bool {
+        let folded = FoldedPath::new(folder, self.case_insensitive);
+        self.protected.iter().any(|protected| {
+            !protected.commands_may_read && protected.folded.strictly_inside(&folded)
+        })
+    }
+
+    /// The protected paths commands may not read (as written and as resolved).
+    pub fn read_protected_paths(&self) -> impl Iterator<Item = &Path> {
+        self.protected
+            .iter()
+            .filter(|protected| !protected.commands_may_read)
+            .map(|protected| protected.path.as_path())
     }
 
     /// Whether a listing or search may show `path` (resolved): inside a root, not protected.

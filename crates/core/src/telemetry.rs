@@ -2,16 +2,24 @@
 //! rotated daily and bounded by `[log] retention_days`.
 //!
 //! Nothing secret is ever passed to a log macro: tokens and provider keys have redacting
-//! `Debug` implementations and are never formatted with `Display`.
+//! `Debug` implementations and are never formatted with `Display`. As a second line, every
+//! formatted line goes through [`redact_text`] before it reaches stderr or a file, so a secret
+//! of a known format (or a registered one, such as the operator token) that slips into a
+//! message or field is replaced. Secrets of no known format that were never registered (a
+//! provider key read from an unusual variable, a password without a `password=` label) can
+//! still reach a log line if code logs them.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::approvals::redact::redact_text;
 
 use crate::config::LogConfig;
 use crate::config::paths::create_private_dir;
@@ -62,7 +70,7 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
         })
     };
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(Redacting(std::io::stderr))
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .with_filter(filter()?);
@@ -89,7 +97,7 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
         let layer = tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(false)
-            .with_writer(writer)
+            .with_writer(Redacting(writer))
             .with_filter(filter()?);
         (Some(layer), Some(guard))
     } else {
@@ -102,4 +110,54 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
         .with(file_layer)
         .try_init();
     Ok(TelemetryGuard { _file: guard })
+}
+
+/// Makes writers that redact secrets from what they are given ([`redact_text`]). The `fmt`
+/// layer writes each formatted event with one `write_all`, so a line is redacted whole.
+#[derive(Debug, Clone)]
+struct Redacting<M>(M);
+
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Redacting<M> {
+    type Writer = RedactingWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingWriter(self.0.make_writer())
+    }
+}
+
+/// One redacting writer (see [`Redacting`]).
+#[derive(Debug)]
+struct RedactingWriter<W>(W);
+
+impl<W: Write> Write for RedactingWriter<W> {
+    fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buffer);
+        self.0.write_all(redact_text(&text).as_bytes())?;
+        Ok(buffer.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_are_redacted_before_they_are_written() {
+        let mut sink = Vec::new();
+        {
+            let mut writer = RedactingWriter(&mut sink);
+            let line = "{\"message\":\"calling https://bot:hunter22@api.example with sk_live_0123456789abcdef\"}\n";
+            writer
+                .write_all(line.as_bytes())
+                .unwrap_or_else(|error| panic!("{error}"));
+        }
+        let written = String::from_utf8_lossy(&sink);
+        assert!(!written.contains("hunter22"), "{written}");
+        assert!(!written.contains("0123456789abcdef"), "{written}");
+        assert!(written.ends_with("}\n"), "{written}");
+    }
 }

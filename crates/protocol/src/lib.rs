@@ -9,6 +9,7 @@
 pub mod approvals;
 pub mod chat;
 pub mod config;
+pub mod display;
 pub mod error;
 pub mod event;
 pub mod llm;

@@ -9,15 +9,22 @@
 //!
 //! Deny and ask matchers fire when *any* target matches; allow matchers need *every* target of
 //! their kind to match (a rule allowing `~/notes` does not allow a move from `~/notes` to
-//! `~/.ssh`), and never match a command line the shell reader cannot vouch for.
+//! `~/.ssh`), and never match a command line the shell reader cannot vouch for. A command
+//! matches an allow rule or grant only as [`CommandPattern`] says: the same program file, no
+//! environment assignment the rule does not list, no wrapper looked through. Deny and ask
+//! rules compare programs by name, through wrappers, so they fire on more, never on less.
+//!
+//! The only effect is finding program files, through the injected [`ProgramLookup`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use souz_protocol::{
     Action, ArgumentMatch, DecisionSource, Effect, EffectivePolicy, Requester, Risk,
 };
 
+use super::command_pattern::{CommandPattern, ProgramLookup, SystemPrograms};
 use super::shell;
 use crate::config::{ApprovalsConfig, RuleConfig};
 use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
@@ -162,11 +169,19 @@ impl PathMatcher {
     }
 }
 
+/// A rule's command: its words by program name (deny, ask) and its exact pattern (allow).
+#[derive(Debug, Clone)]
+struct CommandMatcher {
+    words: Vec<String>,
+    /// `None` when the text is not one plain command: then it allows nothing.
+    pattern: Option<CommandPattern>,
+}
+
 /// Argument matchers shared by rules and grants.
 #[derive(Debug, Clone, Default)]
 struct Matchers {
     path: Option<PathMatcher>,
-    command: Option<Vec<String>>,
+    command: Option<CommandMatcher>,
     domain: Option<String>,
 }
 
@@ -183,8 +198,11 @@ impl Matchers {
             None => None,
         };
         let command = command
-            .map(shell::prefix_words)
-            .filter(|words| !words.is_empty());
+            .map(|text| CommandMatcher {
+                words: shell::prefix_words(text),
+                pattern: CommandPattern::new(text),
+            })
+            .filter(|matcher| !matcher.words.is_empty());
         Some(Self {
             path,
             command,
@@ -192,7 +210,7 @@ impl Matchers {
         })
     }
 
-    fn matches(&self, targets: &[Target], mode: Mode) -> bool {
+    fn matches(&self, targets: &[Target], mode: Mode, programs: &dyn ProgramLookup) -> bool {
         if let Some(matcher) = &self.path {
             // A command's working folder counts for deny and ask (conservative), never for
             // allow: a rule allowing a folder for file tools must not allow any command there.
@@ -205,26 +223,31 @@ impl Matchers {
                 return false;
             }
         }
-        if let Some(prefix) = &self.command {
-            let lines: Vec<shell::CommandLine> = targets
+        if let Some(matcher) = &self.command {
+            let lines: Vec<(shell::CommandLine, &Path)> = targets
                 .iter()
                 .filter_map(|target| match target {
-                    Target::Command { command, .. } => Some(shell::parse(command)),
+                    Target::Command { command, cwd } => {
+                        Some((shell::parse(command), cwd.as_path()))
+                    }
                     _ => None,
                 })
                 .collect();
             let matched = match mode {
                 Mode::All => {
                     !lines.is_empty()
-                        && lines.iter().all(|line| {
-                            !line.opaque
-                                && !line.commands.is_empty()
-                                && line.commands.iter().all(|c| shell::starts_with(c, prefix))
+                        && lines.iter().all(|(line, cwd)| {
+                            matcher
+                                .pattern
+                                .as_ref()
+                                .is_some_and(|pattern| pattern.allows(line, cwd, programs))
                         })
                 }
-                Mode::Any => lines
-                    .iter()
-                    .any(|line| line.commands.iter().any(|c| shell::starts_with(c, prefix))),
+                Mode::Any => lines.iter().any(|(line, _)| {
+                    line.commands
+                        .iter()
+                        .any(|c| shell::starts_with(c, &matcher.words))
+                }),
             };
             if !matched {
                 return false;
@@ -277,7 +300,7 @@ struct CompiledRule {
 }
 
 impl CompiledRule {
-    fn matches(&self, facts: &CallFacts<'_>) -> bool {
+    fn matches(&self, facts: &CallFacts<'_>, programs: &dyn ProgramLookup) -> bool {
         let config = &self.config;
         if let Some(tool) = &config.tool
             && !wildcard_matches(tool, facts.tool)
@@ -295,7 +318,7 @@ impl CompiledRule {
             return false;
         }
         self.matchers
-            .matches(facts.targets, Mode::for_action(config.action))
+            .matches(facts.targets, Mode::for_action(config.action), programs)
     }
 
     /// A rule that depends only on the tool (and maybe risk), not on arguments or requester.
@@ -357,6 +380,8 @@ pub struct Policy {
     home: PathBuf,
     /// Whether paths are compared ignoring letter case (as the filesystem does).
     case_insensitive: bool,
+    /// Where command rules find program files.
+    programs: Arc<dyn ProgramLookup>,
 }
 
 impl Policy {
@@ -406,7 +431,15 @@ impl Policy {
             rules,
             home: home.to_path_buf(),
             case_insensitive,
+            programs: Arc::new(SystemPrograms::for_commands()),
         }
+    }
+
+    /// Finds program files for command rules through `programs` (tests supply a fake
+    /// filesystem and `PATH`).
+    pub fn with_programs(mut self, programs: Arc<dyn ProgramLookup>) -> Self {
+        self.programs = programs;
+        self
     }
 
     /// The configuration this policy was compiled from.
@@ -422,9 +455,9 @@ impl Policy {
         now: DateTime<Utc>,
     ) -> Decision {
         let matching = |action: Action| {
-            self.rules
-                .iter()
-                .filter(move |rule| rule.config.action == action && rule.matches(facts))
+            self.rules.iter().filter(move |rule| {
+                rule.config.action == action && rule.matches(facts, self.programs.as_ref())
+            })
         };
         let grant_matching = |effect: Effect| {
             grants.iter().filter(move |grant| {
@@ -510,7 +543,8 @@ impl Policy {
             &self.home,
             self.case_insensitive,
         );
-        matchers.is_some_and(|matchers| matchers.matches(facts.targets, mode))
+        matchers
+            .is_some_and(|matchers| matchers.matches(facts.targets, mode, self.programs.as_ref()))
     }
 
     /// How a tool is treated before its arguments are known: for tool listings (a tool denied

@@ -6,10 +6,15 @@
 //! arrays their first 8 items (plus `"[TRUNCATED N more items]"`); strings are cut at 160
 //! characters with `...`; a preview whose JSON is longer than 1024 characters becomes a cut JSON
 //! string. Keys that name secrets (`apiKey`, `token`, `password`, `authorization`, ...) have
-//! their values replaced by `"[REDACTED]"`, and secrets inside text (`Bearer x`, `sk-...`,
-//! `password=x`, GitHub/Slack/AWS tokens, JWTs) are replaced too.
+//! their values replaced by `"[REDACTED]"`, and secrets inside text are replaced too:
+//! `Bearer x`, `password=x`, passwords in URLs (`https://user:pass@host`), PEM private keys
+//! (the whole block, or to the end when it is cut), OpenAI/Anthropic `sk-...`, GitHub, AWS,
+//! Google API keys and OAuth tokens (`ya29.`, `1//` refresh tokens), Stripe (`sk_live_`,
+//! `rk_live_`, `whsec_`), Slack (`xoxb-`, `xoxp-`, `xapp-`, webhook URLs), JWTs, Souz client
+//! tokens (`souz_...`), and the values registered with [`register_secret`] (the operator
+//! token). Replacements never contain quotes, so redacting a JSON log line keeps it JSON.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, RwLock};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -50,16 +55,59 @@ static BEARER: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}").ok());
 static KEY_VALUE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|passphrase|cookie|session|credentials?|private[-_]?key|api[-_]?key|client[-_]?secret|auth)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;]+)"#,
+        r#"(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|passphrase|cookie|session|credentials?|private[-_]?key|api[-_]?key|client[-_]?secret|auth)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;"'\\]+)"#,
     )
     .ok()
 });
 static TOKENS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?:sk-[A-Za-z0-9_-]{8,}",
+        r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}",
+        r"|xox[abposre]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}",
+        r"|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}",
+        r"|AIza[0-9A-Za-z_-]{20,}|ya29\.[0-9A-Za-z_-]{10,}|1//0[0-9A-Za-z_-]{20,}",
+        r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z+/=]{10,}",
+        r"|souz_[0-9A-Za-z_-]{16,}",
+        r"|eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)",
+    ))
+    .ok()
+});
+/// `scheme://user:password@`: the password goes, the user stays (it says which account).
+static URL_PASSWORD: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@"'\\]*):[^/\s@"'\\]+@"#).ok());
+/// Slack's incoming webhooks carry their secret in the path.
+static SLACK_WEBHOOK: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(hooks\.slack\.com/(?:services|workflows|triggers))/[A-Za-z0-9/_-]+").ok()
+});
+/// A PEM private key: the whole block, or everything after its start when the end is cut off.
+static PEM_PRIVATE_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"\b(?:sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|xox[abposr]-[A-Za-z0-9-]{8,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{20,}|eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,})",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|[\s\S]*)",
     )
     .ok()
 });
+
+/// Secret values known to this process (the operator token), redacted wherever they appear.
+static KNOWN_SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Shortest value [`register_secret`] accepts: shorter ones would redact ordinary words.
+const MIN_KNOWN_SECRET: usize = 12;
+
+/// Redacts `secret` from every later preview, error and log line of this process (for
+/// secrets without a recognizable format, such as the operator token). Values shorter than
+/// 12 characters are ignored.
+pub fn register_secret(secret: &str) {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_KNOWN_SECRET {
+        return;
+    }
+    let mut known = KNOWN_SECRETS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !known.iter().any(|existing| existing == secret) {
+        known.push(secret.to_owned());
+    }
+}
 
 /// Whether a JSON key names a secret (case and `-`/`_` ignored).
 pub fn is_sensitive_key(key: &str) -> bool {
@@ -71,9 +119,35 @@ pub fn is_sensitive_key(key: &str) -> bool {
     SENSITIVE_KEYS.contains(&folded.as_str())
 }
 
-/// Replaces secrets inside free text.
+/// Replaces secrets inside free text: the registered ones and every known format.
 pub fn redact_text(text: &str) -> String {
+    let known = KNOWN_SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    redact_text_with(text, &known)
+}
+
+/// [`redact_text`] with `known` as the secret values to replace, besides the formats.
+pub fn redact_text_with(text: &str, known: &[String]) -> String {
     let mut out = text.to_owned();
+    for secret in known {
+        if !secret.is_empty() && out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), REDACTED);
+        }
+    }
+    if let Some(regex) = PEM_PRIVATE_KEY.as_ref() {
+        out = regex.replace_all(&out, REDACTED).into_owned();
+    }
+    if let Some(regex) = URL_PASSWORD.as_ref() {
+        out = regex
+            .replace_all(&out, format!("$1:{REDACTED}@"))
+            .into_owned();
+    }
+    if let Some(regex) = SLACK_WEBHOOK.as_ref() {
+        out = regex
+            .replace_all(&out, format!("$1/{REDACTED}"))
+            .into_owned();
+    }
     if let Some(regex) = BEARER.as_ref() {
         out = regex
             .replace_all(&out, format!("$1 {REDACTED}"))
@@ -242,6 +316,139 @@ mod tests {
             assert!(out.contains(REDACTED), "{text} -> {out}");
         }
         assert_eq!(redact_text("ls -la ~/projects"), "ls -la ~/projects");
+    }
+
+    /// Each sample: the text, and the secret that must be gone (`None`: nothing to redact, the
+    /// text comes out unchanged).
+    #[test]
+    fn secret_formats_table() {
+        let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----";
+        let operator = "3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f0a1c3e5b7d9f1a3c5e7b9d0f2a";
+        let samples: Vec<(String, Option<&str>)> = vec![
+            (
+                "git clone https://alice:s3cretpw@github.com/x/y".into(),
+                Some("s3cretpw"),
+            ),
+            (
+                "postgres://app:pa55word@db:5432/main".into(),
+                Some("pa55word"),
+            ),
+            ("redis://:justapass@cache:6379".into(), Some("justapass")),
+            (
+                "key sk_live_51HabcdefGHIJKLmnop here".into(),
+                Some("51HabcdefGHIJKLmnop"),
+            ),
+            (
+                "rk_live_0123456789abcdefXYZ".into(),
+                Some("0123456789abcdefXYZ"),
+            ),
+            (
+                "sk_test_4eC39HqLyjWDarjtT1zdp7dc".into(),
+                Some("4eC39HqLyjWDarjtT1zdp7dc"),
+            ),
+            (
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+                Some("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            ),
+            (
+                "SLACK xoxb-123456789012-1234567890123-AbCdEfGh".into(),
+                Some("1234567890123-AbCdEfGh"),
+            ),
+            ("xoxp-1234-5678-abcdefgh".into(), Some("abcdefgh")),
+            (
+                "xapp-1-A0123456789-1234567890-abcdef".into(),
+                Some("A0123456789"),
+            ),
+            (
+                "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX".into(),
+                Some("XXXXXXXXXXXXXXXX"),
+            ),
+            (
+                "ya29.a0AfH6SMBx3kL9-abcdefghijkl".into(),
+                Some("a0AfH6SMBx3kL9"),
+            ),
+            (
+                "refresh 1//0gLm3abcdefghijklmnopqrstuvw".into(),
+                Some("0gLm3abcdefghijklmnop"),
+            ),
+            (pem.into(), Some("b3BlbnNzaC1rZXktdjEAAAAABG5vbmU")),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7cut".into(),
+                Some("MIIEowIBAAKCAQEA7cut"),
+            ),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r".into(),
+                Some("dBjftJeZ4CVP"),
+            ),
+            (
+                "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.".into(),
+                Some("eyJzdWIiOiJhIn0"),
+            ),
+            (
+                "client souz_ct_0123456789abcdefghij".into(),
+                Some("0123456789abcdefghij"),
+            ),
+            (
+                "AIzaSyA-1234567890abcdefghijklmno".into(),
+                Some("1234567890abcdefghijklmno"),
+            ),
+            ("ASIAABCDEFGHIJKLMNOP".into(), Some("ASIAABCDEFGHIJKLMNOP")),
+            (
+                format!("curl -H 'X-Key: {operator}' localhost"),
+                Some(operator),
+            ),
+            (
+                format!("{{\"message\":\"password={operator}\"}}"),
+                Some(operator),
+            ),
+            // Negatives: ordinary text comes out as it went in.
+            ("see https://github.com/user/repo@main".into(), None),
+            ("ssh git@github.com:org/repo.git".into(), None),
+            ("http://localhost:8080/path".into(), None),
+            ("sk_live is the prefix Stripe uses".into(), None),
+            (
+                "commit 3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f0a".into(),
+                None,
+            ),
+            (
+                "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYI\n-----END PUBLIC KEY-----".into(),
+                None,
+            ),
+            ("ls -la ~/projects && cargo test".into(), None),
+            ("version 1//2 of the plan".into(), None),
+        ];
+        assert!(samples.len() >= 25);
+        let known = vec![operator.to_owned()];
+        for (text, secret) in &samples {
+            let out = redact_text_with(text, &known);
+            match secret {
+                Some(secret) => {
+                    assert!(!out.contains(secret), "{text} -> {out}");
+                    assert!(out.contains(REDACTED), "{text} -> {out}");
+                }
+                None => assert_eq!(&out, text),
+            }
+        }
+        let line = format!("{{\"message\":\"fetch https://u:pw1234@h/ password={operator}\"}}");
+        let out = redact_text_with(&line, &known);
+        assert!(
+            serde_json::from_str::<Value>(&out).is_ok(),
+            "a redacted JSON line stays JSON: {out}"
+        );
+    }
+
+    #[test]
+    fn registered_secrets_are_redacted_everywhere() {
+        let secret = "c0ffee00c0ffee00c0ffee00registered";
+        register_secret("short");
+        register_secret(secret);
+        assert_eq!(redact_text("short"), "short", "too short to register");
+        assert_eq!(
+            redact_text(&format!("x {secret} y")),
+            format!("x {REDACTED} y")
+        );
+        assert_eq!(error_preview(secret), REDACTED);
+        assert_eq!(preview(&json!({"note": secret}))["note"], REDACTED);
     }
 
     #[test]

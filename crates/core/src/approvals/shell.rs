@@ -7,6 +7,10 @@
 //! file, compound statements) marks the line *opaque*. Allow-rules never match an opaque line;
 //! deny- and ask-rules still see every command that could be read, including the ones inside
 //! `$(...)` and backticks.
+//!
+//! Besides the commands seen through wrappers (what deny and ask rules look at), it keeps each
+//! top-level simple command exactly as the shell will start it ([`Invocation`]: its leading
+//! assignments and its program as written), which is what allow rules and grants must match.
 
 /// The commands a command line runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -15,6 +19,32 @@ pub struct CommandLine {
     pub commands: Vec<Vec<String>>,
     /// Whether something could not be vouched for (see the module docs).
     pub opaque: bool,
+    /// Each top-level simple command as the shell starts it, wrappers not looked through. A
+    /// statement made only of assignments (`HOME=/tmp/x;`) is an invocation with no words.
+    pub invocations: Vec<Invocation>,
+}
+
+/// One simple command as the shell starts it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Invocation {
+    /// Its leading `NAME=value` assignments, in order.
+    pub assignments: Vec<(String, String)>,
+    /// The program as written (not reduced to its basename), then its arguments; empty for a
+    /// statement that only assigns variables.
+    pub words: Vec<String>,
+}
+
+/// Programs that run another program (or a script) given in their arguments.
+pub const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "nohup", "exec", "builtin", "command", "time", "nice", "stdbuf",
+    "timeout", "xargs", "sh", "bash", "zsh", "dash", "ksh", "fish", "su", "setsid", "chroot",
+    "ionice", "taskset", "unshare", "nsenter", "runuser", "watch", "flock", "strace", "ltrace",
+    "script", "busybox", "eval", "source", ".",
+];
+
+/// Whether `program` (by basename) runs another program given in its arguments.
+pub fn is_wrapper(program: &str) -> bool {
+    WRAPPERS.contains(&basename(program))
 }
 
 /// Deepest `sh -c` / substitution nesting followed before giving up (opaque).
@@ -100,9 +130,10 @@ fn parse_into(line: &str, depth: usize, out: &mut CommandLine) {
 
 fn finish_command(words: Vec<Word>, depth: usize, out: &mut CommandLine) {
     let mut words: Vec<Word> = words;
+    let mut assignments = Vec::new();
     // Leading assignments: `NAME=value cmd`.
     while let Some(first) = words.first() {
-        let Some((name, _)) = first.text.split_once('=') else {
+        let Some((name, value)) = first.text.split_once('=') else {
             break;
         };
         if first.quoted_start || name.is_empty() || !is_identifier(name) {
@@ -111,7 +142,14 @@ fn finish_command(words: Vec<Word>, depth: usize, out: &mut CommandLine) {
         if dangerous_variable(name) {
             out.opaque = true;
         }
+        assignments.push((name.to_owned(), value.to_owned()));
         words.remove(0);
+    }
+    if depth == 0 {
+        out.invocations.push(Invocation {
+            assignments,
+            words: words.iter().map(|word| word.text.clone()).collect(),
+        });
     }
     let Some(program) = words.first() else {
         return;

@@ -154,11 +154,21 @@ fn command_prefix(commands: &[&str]) -> Option<String> {
     let mut prefix: Option<Vec<String>> = None;
     for command in commands {
         let line = shell::parse(command);
-        if line.opaque || line.commands.is_empty() {
+        if line.opaque || line.invocations.is_empty() {
             return None;
         }
-        for words in &line.commands {
+        for invocation in &line.invocations {
+            // A grant names exactly what runs: never an environment assignment, a wrapper
+            // (a grant for `env` or `sudo` would run anything) or a path relative to the
+            // working folder (another folder's `./build.sh` is another program).
+            if !invocation.assignments.is_empty() {
+                return None;
+            }
+            let words = &invocation.words;
             let program = words.first()?;
+            if shell::is_wrapper(program) || (program.contains('/') && !program.starts_with('/')) {
+                return None;
+            }
             let mut candidate = vec![program.clone()];
             if SUBCOMMAND_PROGRAMS.contains(&program.as_str())
                 && let Some(sub) = words.get(1).filter(|word| !word.starts_with('-'))
@@ -263,6 +273,17 @@ mod tests {
         assert_eq!(s.scope, ScopeKind::Once, "no shared prefix: once only");
         let s = suggest(&claude(), "RunCommand", &[command("echo $(id)")], &display);
         assert_eq!(s.scope, ScopeKind::Once);
+        for line in [
+            "GIT_CONFIG_PARAMETERS=x git status",
+            "env A=1 git status",
+            "sudo git status",
+            "sh -c 'git status'",
+            "./git status",
+            "HOME=/tmp/x; git status",
+        ] {
+            let s = suggest(&claude(), "RunCommand", &[command(line)], &display);
+            assert_eq!(s.scope, ScopeKind::Once, "{line}");
+        }
 
         let url = Target::Url {
             url: "https://docs.rs/x".into(),

@@ -94,6 +94,17 @@ impl RuleConfig {
         {
             return Err("command is empty".to_owned());
         }
+        if let Some(command) = &self.command
+            && self.action == Action::Allow
+            && crate::approvals::command_pattern::CommandPattern::new(command).is_none()
+        {
+            return Err(format!(
+                "command `{command}` of an allow rule must be one plain command: a program \
+                 (a name, or a path without ~ or wildcards), its first arguments, and any \
+                 NAME=value it may run with (not PATH, LD_*, ...); no ;, |, &&, $(...) or \
+                 redirections"
+            ));
+        }
         if let Some(domain) = &self.domain {
             let valid = !domain.is_empty()
                 && domain

@@ -12,31 +12,19 @@ config_section! {
         /// so nothing outside these folders can be reached through them.
         pub roots: Vec<String> = vec!["~".to_owned()],
         /// Paths no tool touches without asking you, even when a rule or grant would allow the
-        /// call. The Souz home itself is always protected. Listings and searches skip them, and
-        /// commands cannot write them where the system confines commands (see /health).
-        pub protected: Vec<String> = [
-            "~/.ssh",
-            "~/.gnupg",
-            "~/.aws",
-            "~/.config/gcloud",
-            "~/.kube",
-            "~/.docker",
-            "~/.netrc",
-            "~/.bash_history",
-            "~/.zsh_history",
-            "~/.bashrc",
-            "~/.bash_profile",
-            "~/.bash_login",
-            "~/.profile",
-            "~/.zshrc",
-            "~/.zprofile",
-            "~/.zshenv",
-            "~/.zlogin",
-            "~/Library",
-        ]
-        .iter()
-        .map(|path| (*path).to_owned())
-        .collect(),
+        /// call: credentials and private data (the default lists SSH and GnuPG keys, cloud and
+        /// package-manager tokens, git credentials, coding agents' settings, browser profiles,
+        /// histories, shell startup files). The Souz home itself is always protected. Listings
+        /// and searches skip them, and commands can neither read nor write them where the
+        /// system confines commands (see /health).
+        pub protected: Vec<String> = super::protected::secrets(),
+        /// Paths protected like `protected` (tools ask before reading or writing them, commands
+        /// cannot write them) that commands may still read: configuration that makes programs
+        /// run code and that they read on every run (the default lists git's configuration,
+        /// `~/.local/bin` and `~/bin`, autostart and user service folders, editors' startup
+        /// files). An approved command can run `git status`, but cannot plant a git hook, a
+        /// program shim or a login item.
+        pub protected_readable: Vec<String> = super::protected::code_config(),
         /// Whether commands may read files inside protected paths. Off (the default): where the
         /// system confines commands (see /health), a command cannot open a file inside a
         /// protected path, so even an approved command cannot read your SSH keys, shell

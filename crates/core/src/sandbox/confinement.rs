@@ -9,8 +9,8 @@
 //!
 //! What may be written: inside the workspace roots except protected paths, the temporary
 //! folders, and a few device files (`/dev/null`, ...). What may be read: everything but the
-//! files inside protected paths (unless `[sandbox] commands_read_protected`); names stay
-//! listable. Network access is not restricted (the approval gate decides whether a command
+//! files inside protected paths other than `[sandbox] protected_readable` (unless
+//! `[sandbox] commands_read_protected`); names stay listable. Network access is not restricted (the approval gate decides whether a command
 //! runs at all).
 //!
 //! Invariants:
@@ -215,7 +215,7 @@ fn temporary_folders(sandbox: &Sandbox) -> Vec<PathBuf> {
 pub fn writable_paths(sandbox: &Sandbox) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     for root in sandbox.roots() {
-        grant_around_protected(sandbox, root, &mut paths);
+        grant_around_protected(sandbox, root, Use::Write, &mut paths);
     }
     paths.extend(temporary_folders(sandbox));
     paths.extend(
@@ -236,17 +236,33 @@ pub fn readable_paths(sandbox: &Sandbox) -> Option<Vec<PathBuf>> {
         return None;
     }
     let mut paths = Vec::new();
-    grant_around_protected(sandbox, Path::new("/"), &mut paths);
+    grant_around_protected(sandbox, Path::new("/"), Use::Read, &mut paths);
     paths.sort();
     paths.dedup();
     Some(paths)
 }
 
-fn grant_around_protected(sandbox: &Sandbox, folder: &Path, paths: &mut Vec<PathBuf>) {
-    if sandbox.is_protected(folder) {
+/// What a split around protected paths grants: writing avoids every protected path, reading
+/// only those commands may not read (`[sandbox] protected_readable` stays readable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Read,
+    Write,
+}
+
+fn grant_around_protected(sandbox: &Sandbox, folder: &Path, what: Use, paths: &mut Vec<PathBuf>) {
+    let is_protected = |path: &Path| match what {
+        Use::Read => sandbox.is_read_protected(path),
+        Use::Write => sandbox.is_protected(path),
+    };
+    let holds_protected = |path: &Path| match what {
+        Use::Read => sandbox.holds_read_protected(path),
+        Use::Write => sandbox.holds_protected(path),
+    };
+    if is_protected(folder) {
         return;
     }
-    if !sandbox.holds_protected(folder) {
+    if !holds_protected(folder) {
         paths.push(folder.to_path_buf());
         return;
     }
@@ -258,11 +274,11 @@ fn grant_around_protected(sandbox: &Sandbox, folder: &Path, paths: &mut Vec<Path
             continue;
         };
         let path = entry.path();
-        if file_type.is_symlink() || sandbox.is_protected(&path) {
+        if file_type.is_symlink() || is_protected(&path) {
             continue;
         }
         if file_type.is_dir() {
-            grant_around_protected(sandbox, &path, paths);
+            grant_around_protected(sandbox, &path, what, paths);
         } else {
             paths.push(path);
         }
@@ -288,6 +304,10 @@ pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
         .protected_paths()
         .map(|path| format!("(subpath {})", seatbelt_string(path)))
         .collect();
+    let unreadable: Vec<String> = sandbox
+        .read_protected_paths()
+        .map(|path| format!("(subpath {})", seatbelt_string(path)))
+        .collect();
     let mut profile = String::from("(version 1)\n(allow default)\n");
     profile.push_str(&format!(
         "(deny file-write*\n    (require-all\n        {}))\n",
@@ -298,10 +318,10 @@ pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
             "(deny file-write*\n    {})\n",
             protected.join("\n    ")
         ));
-        if !sandbox.config().commands_read_protected {
+        if !sandbox.config().commands_read_protected && !unreadable.is_empty() {
             profile.push_str(&format!(
                 "(deny file-read-data\n    {})\n",
-                protected.join("\n    ")
+                unreadable.join("\n    ")
             ));
         }
     }

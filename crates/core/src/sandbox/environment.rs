@@ -21,6 +21,17 @@ pub const FALLBACK_PATH: &str = if cfg!(target_os = "macos") {
     "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 };
 
+/// The `PATH` a command gets when the daemon's environment is `environment`: the inherited
+/// one, or [`FALLBACK_PATH`].
+pub fn command_search_path(
+    environment: impl IntoIterator<Item = (OsString, OsString)>,
+) -> OsString {
+    inheritable(environment)
+        .into_iter()
+        .find(|(name, _)| name == "PATH")
+        .map_or_else(|| OsString::from(FALLBACK_PATH), |(_, value)| value)
+}
+
 /// Whether a variable name looks like it carries a secret (API keys, tokens, passwords, cloud
 /// credentials, agent sockets that unlock keys).
 pub fn looks_like_secret(name: &str) -> bool {

@@ -372,3 +372,5 @@ fn default_configuration_protects_the_usual_secrets_and_the_souz_home() {
     assert_eq!(resolved.path, home.join(".ssh/id_rsa"));
     assert!(resolved.protected);
 }
+
+mod protected;
