@@ -254,3 +254,64 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
         assert!(!stdout.contains("the-souz-token"), "{outcome:?}");
     }
 }
+
+#[tokio::test]
+async fn confined_commands_read_code_configuration_but_cannot_plant_hooks_shims_or_credentials() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = dir.path().canonicalize().unwrap().join("home");
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::fs::create_dir_all(home.join("project")).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\n\tname = P\n").unwrap();
+    std::fs::write(home.join(".npmrc"), "//registry/:_authToken=NPM-TOKEN\n").unwrap();
+    let tool = home.join(".local/bin/tool");
+    std::fs::write(&tool, "#!/bin/sh\necho ran-tool\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The defaults: the whole home is a root; the default protected paths apply.
+    let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
+    let sandbox = Sandbox::new(&SandboxConfig::default(), &paths)
+        .unwrap()
+        .with_confinement_helper(souz_bin());
+    let confined = sandbox.confinement().kind() == souz_protocol::ConfinementKind::Landlock;
+    let script = "cd \"$HOME\"; \
+         grep -q name .gitconfig && echo ok-read-gitconfig; \
+         .local/bin/tool; \
+         echo x > project/a.txt && echo ok-project; \
+         echo '[core] fsmonitor = evil' >> .gitconfig || echo refused-gitconfig; \
+         echo x > .git-credentials || echo refused-credentials; \
+         mkdir -p .config/autostart || echo refused-autostart; \
+         mkdir -p .config/systemd/user || echo refused-systemd; \
+         echo x > .local/bin/git || echo refused-shim; \
+         cat .npmrc || echo refused-read-npmrc";
+    let outcome = sandbox
+        .run_command(CommandRequest::shell(script), &CancellationToken::new())
+        .await
+        .unwrap();
+    let stdout = &outcome.stdout.text;
+    let seen = |line: &str| stdout.lines().any(|seen| seen == line);
+    for line in ["ok-read-gitconfig", "ran-tool", "ok-project"] {
+        assert!(seen(line), "missing {line}: {outcome:?}");
+    }
+    if confined {
+        for line in [
+            "refused-gitconfig",
+            "refused-credentials",
+            "refused-autostart",
+            "refused-systemd",
+            "refused-shim",
+            "refused-read-npmrc",
+        ] {
+            assert!(seen(line), "missing {line}: {outcome:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(home.join(".gitconfig")).unwrap(),
+            "[user]\n\tname = P\n"
+        );
+        for planted in [".git-credentials", ".config", ".local/bin/git"] {
+            assert!(!home.join(planted).exists(), "{planted} was created");
+        }
+        assert!(!stdout.contains("NPM-TOKEN"), "{outcome:?}");
+    }
+}
