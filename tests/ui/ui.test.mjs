@@ -154,6 +154,25 @@ test("denying from the Queue refuses the call", async () => {
   await tab.context().close();
 });
 
+test("the Queue shows control and bidirectional characters escaped", async () => {
+  const started = await api("POST", "/v1/tool-calls", {
+    tool: "NewFile", arguments: { path: join(user, "shown.txt"), text: "invoice\u202Etxt.exe \u2066hidden\u2069" }, wait_ms: 0,
+  });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  const call = await waitFor(async () => {
+    const { body } = await api("GET", `/v1/tool-calls/${started.body.id}`);
+    return body.approval_id ? body : null;
+  }, "the approval");
+  const tab = await page(`/queue/${call.approval_id}`);
+  const card = `[data-approval="${call.approval_id}"]`;
+  await tab.waitForSelector(`${card}.focus`);
+  const shown = await tab.textContent(card);
+  for (const raw of ["\u202E", "\u2066", "\u2069"]) assert.ok(!shown.includes(raw), `raw ${escape(raw)} in ${shown}`);
+  assert.ok(shown.includes("\\u{202E}"), shown);
+  await api("POST", `/v1/approvals/${call.approval_id}/decision`, { decision: "deny" });
+  await tab.context().close();
+});
+
 test("settings show positioned problems, then save and apply a valid change", async () => {
   const tab = await page("/settings/raw");
   await tab.waitForSelector("#raw-toml");

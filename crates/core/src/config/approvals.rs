@@ -102,7 +102,7 @@ impl RuleConfig {
                 "command `{command}` of an allow rule must be one plain command: a program \
                  (a name, or a path without ~ or wildcards), its first arguments, and any \
                  NAME=value it may run with (not PATH, LD_*, ...); no ;, |, &&, $(...) or \
-                 redirections"
+                 output to files"
             ));
         }
         if let Some(domain) = &self.domain {
@@ -254,6 +254,38 @@ mod tests {
         assert!(problems[3].starts_with("rule 4: path"));
         assert!(problems[4].starts_with("rule 5: requester"));
         assert!(problems[5].starts_with("rule 6: command is empty"));
+    }
+
+    #[test]
+    fn allow_rules_for_commands_name_one_plain_command() {
+        let check = |action: Action, command: &str| {
+            RuleConfig {
+                command: Some(command.into()),
+                ..rule(action)
+            }
+            .check()
+        };
+        for good in [
+            "git status",
+            "RUST_LOG=debug cargo test",
+            "/usr/bin/make -j4",
+            "echo",
+        ] {
+            assert_eq!(check(Action::Allow, good), Ok(()), "{good}");
+        }
+        for bad in [
+            "git status; rm -rf ~",
+            "git status && curl x",
+            "$(which git) status",
+            "~/bin/tool",
+            "LD_PRELOAD=/tmp/x.so git status",
+            "PATH=/tmp git status",
+        ] {
+            let problem = check(Action::Allow, bad).expect_err(bad);
+            assert!(problem.contains("one plain command"), "{bad}: {problem}");
+            // Deny and ask rules match through all of that, so they stay valid.
+            assert_eq!(check(Action::Deny, bad), Ok(()), "{bad}");
+        }
     }
 
     #[test]
