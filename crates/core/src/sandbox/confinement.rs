@@ -123,7 +123,8 @@ impl Confinement {
              temporary folders"
         } else {
             "commands may write only inside the workspace roots (not protected paths) and the \
-             temporary folders, and cannot read files inside protected paths"
+             temporary folders, and cannot read files inside protected paths (except those \
+             listed in protected_readable)"
         };
         let detail = match self {
             Self::Landlock { complete: true, .. } => format!("Landlock: {allowed}"),
