@@ -20,7 +20,9 @@
 pub mod audience;
 pub mod audit;
 pub mod grants;
+pub mod limits;
 pub mod policy;
+pub mod preview;
 pub mod queue;
 pub mod redact;
 pub mod shell;
@@ -39,6 +41,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use audience::Audience;
+pub use limits::{PendingCap, PendingLimits};
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
 
 use crate::config::edit::append_rule;
@@ -75,6 +78,17 @@ pub enum ApprovalError {
     #[error("{0}")]
     Forbidden(String),
     /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a call could not be put before a person.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Too many calls are waiting already; nothing was stored.
+    #[error(transparent)]
+    TooMany(#[from] PendingCap),
+    /// The database failed; nothing was stored.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -140,11 +154,18 @@ struct PolicyState {
     grants: Arc<Vec<GrantRule>>,
 }
 
+/// A pending approval's waiting call: how to tell it the outcome, and whose it is (for the
+/// [`limits`]).
+struct Waiter {
+    sender: watch::Sender<Option<Resolution>>,
+    requester: String,
+}
+
 struct Inner {
     store: Store,
     events: EventBus,
     state: RwLock<PolicyState>,
-    waiters: Mutex<HashMap<String, watch::Sender<Option<Resolution>>>>,
+    waiters: Mutex<HashMap<String, Waiter>>,
     changes: watch::Sender<u64>,
     pause: PauseSwitch,
 }
@@ -321,17 +342,20 @@ impl Approvals {
     }
 
     /// Stores a pending approval, announces it, and returns the means to wait for it.
-    pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, StoreError> {
+    pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, RequestError> {
         self.request_with(new, |_, _| Ok(())).await
     }
 
     /// Like [`Approvals::request`], running `prelude` (given the new approval's id) first in the
     /// same transaction, so the caller's own record and the approval become durable together.
+    ///
+    /// Over a [`limits`] cap nothing is stored and `prelude` does not run. The whole approval
+    /// is stored; the one announced and returned is its [`preview`].
     pub async fn request_with<F>(
         &self,
         new: NewApproval,
         prelude: F,
-    ) -> Result<PendingApproval, StoreError>
+    ) -> Result<PendingApproval, RequestError>
     where
         F: FnOnce(&rusqlite::Transaction<'_>, &str) -> Result<(), StoreError> + Send + 'static,
     {
@@ -354,26 +378,90 @@ impl Approvals {
             decision: None,
             expiry_reason: None,
         };
+        let shown = preview::of(&approval);
         let (sender, receiver) = watch::channel(None);
-        self.waiters().insert(approval.id.clone(), sender);
-        let stored = approval.clone();
+        {
+            let limits = self.pending_limits();
+            let mut waiters = self.waiters();
+            limits.admit(
+                &approval.requester,
+                waiters.values().map(|waiter| waiter.requester.as_str()),
+            )?;
+            waiters.insert(
+                approval.id.clone(),
+                Waiter {
+                    sender,
+                    requester: limits::requester_key(&approval.requester),
+                },
+            );
+        }
+        let id = approval.id.clone();
+        let announced = shown.clone();
         let result = self
             .inner
             .events
             .publish_with(move |transaction| {
-                prelude(transaction, &stored.id)?;
-                queue::insert(transaction, &stored)?;
+                prelude(transaction, &approval.id)?;
+                queue::insert(transaction, &approval)?;
                 let event = RuntimeEvent::ApprovalRequested {
-                    approval: Box::new(stored),
+                    approval: Box::new(announced),
                 };
                 Ok::<_, StoreError>(((), vec![event]))
             })
             .await;
         if let Err(error) = result {
-            self.waiters().remove(&approval.id);
-            return Err(error);
+            self.waiters().remove(&id);
+            return Err(error.into());
         }
-        Ok(PendingApproval { approval, receiver })
+        Ok(PendingApproval {
+            approval: shown,
+            receiver,
+        })
+    }
+
+    fn pending_limits(&self) -> PendingLimits {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        PendingLimits {
+            total: state.config.approvals.max_pending,
+            per_requester: state.config.approvals.max_pending_per_requester,
+        }
+    }
+
+    /// Whether users behind the trusted proxy decide their own chats' approvals.
+    fn users_decide(&self) -> bool {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.config.server.proxy_users_decide
+    }
+
+    /// Whose approvals `audience` sees: in trusted-proxy mode the operator decides users'
+    /// chats' approvals too (so sees them), unless `[server] proxy_users_decide` lets users
+    /// decide their own.
+    fn seen_by(&self, audience: &Audience) -> Audience {
+        match audience {
+            Audience::Operator if !self.users_decide() => Audience::Everyone,
+            other => other.clone(),
+        }
+    }
+
+    /// Why `audience` may not decide the approvals it sees, if it may not: a user behind the
+    /// trusted proxy decides nothing unless `[server] proxy_users_decide` is on.
+    fn may_not_decide(&self, audience: &Audience) -> Option<ApprovalError> {
+        (matches!(audience, Audience::User(_)) && !self.users_decide()).then(|| {
+            ApprovalError::Forbidden(
+                "tool calls in this chat are approved by the daemon's operator; users behind \
+                 the trusted proxy cannot decide them (the operator can let them with \
+                 [server] proxy_users_decide = true)"
+                    .to_owned(),
+            )
+        })
     }
 
     /// A person's decision. The first one wins; a later one is `AlreadyDecided`.
@@ -393,6 +481,8 @@ impl Approvals {
         request: DecisionRequest,
         audience: &Audience,
     ) -> Result<DecisionResponse, ApprovalError> {
+        let refusal = self.may_not_decide(audience);
+        let audience = &self.seen_by(audience);
         let minutes = match request.scope {
             ScopeKind::Minutes => match request.minutes {
                 Some(minutes) if (1..=MAX_SCOPE_MINUTES).contains(&minutes) => Some(minutes),
@@ -426,6 +516,10 @@ impl Approvals {
             .publish_with(move |transaction| {
                 let approval = queue::load_for(transaction, &id, &audience)?
                     .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+                // After the lookup: a foreign or missing id stays "not found".
+                if let Some(refusal) = refusal {
+                    return Err(refusal);
+                }
                 if scope == ScopeKind::Always && audience.owner().is_some() {
                     return Err(ApprovalError::Forbidden(
                         "scope `always` adds a rule to config.toml for everyone; only the \
@@ -525,7 +619,7 @@ impl Approvals {
             (None, None)
         };
         Ok(DecisionResponse {
-            approval,
+            approval: preview::approval(approval),
             grant,
             rule,
             warning,
@@ -594,7 +688,7 @@ impl Approvals {
 
     /// One approval `audience` owns (a foreign one is `NotFound`, like a missing one).
     pub async fn get_for(&self, id: &str, audience: &Audience) -> Result<Approval, ApprovalError> {
-        let (id, audience) = (id.to_owned(), audience.clone());
+        let (id, audience) = (id.to_owned(), self.seen_by(audience));
         self.inner
             .store
             .read(move |connection| {
@@ -619,7 +713,7 @@ impl Approvals {
         status: Option<ApprovalStatus>,
         limit: usize,
     ) -> Result<Vec<Approval>, StoreError> {
-        let audience = audience.clone();
+        let audience = self.seen_by(audience);
         self.inner
             .store
             .read(move |connection| queue::list(connection, &audience, status, limit))
@@ -724,9 +818,7 @@ impl Approvals {
         }
     }
 
-    fn waiters(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<Option<Resolution>>>> {
+    fn waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.inner
             .waiters
             .lock()
@@ -734,8 +826,8 @@ impl Approvals {
     }
 
     fn resolve(&self, id: &str, resolution: Resolution) {
-        if let Some(sender) = self.waiters().remove(id) {
-            let _ = sender.send(Some(resolution));
+        if let Some(waiter) = self.waiters().remove(id) {
+            let _ = waiter.sender.send(Some(resolution));
         }
     }
 }

@@ -180,6 +180,7 @@ impl Runtime {
             tasks.clone(),
             shutdown.clone(),
         );
+        gate.set_proxy_user_roots(&config.server.proxy_user_roots);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         let recovered = gate.recover().await?;
         if recovered > 0 {
