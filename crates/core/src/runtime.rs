@@ -9,6 +9,7 @@ pub mod config_editor;
 pub mod discovery;
 pub mod events;
 pub mod follow;
+pub mod memory;
 pub mod pause;
 
 use std::future::Future;
@@ -142,6 +143,7 @@ impl Runtime {
 
     /// [`Runtime::start`] with options from the embedding binary.
     pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        memory::return_large_blocks();
         let environment = options
             .environment
             .clone()
