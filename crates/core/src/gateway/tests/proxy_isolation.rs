@@ -208,7 +208,7 @@ async fn the_operator_decides_proxied_users_approvals_unless_users_may() {
         call(&f, None, "GET", "/v1/approvals?status=pending", None),
     )
     .await;
-    assert_eq!(ids(&list), [approval.clone()]);
+    assert_eq!(ids(&list), std::slice::from_ref(&approval));
     provider.push(openai::CHAT_PATH, openai::text(&["Saved."]));
     let approve = json!({"decision": "approve"});
     ok(&f, call(&f, None, "POST", &decide, Some(approve))).await;
