@@ -441,27 +441,8 @@ impl Approvals {
         state.config.server.proxy_users_decide
     }
 
-    /// Whose approvals `audience` sees: in trusted-proxy mode the operator decides users'
-    /// chats' approvals too (so sees them), unless `[server] proxy_users_decide` lets users
-    /// decide their own.
     fn seen_by(&self, audience: &Audience) -> Audience {
-        match audience {
-            Audience::Operator if !self.users_decide() => Audience::Everyone,
-            other => other.clone(),
-        }
-    }
-
-    /// Why `audience` may not decide the approvals it sees, if it may not: a user behind the
-    /// trusted proxy decides nothing unless `[server] proxy_users_decide` is on.
-    fn may_not_decide(&self, audience: &Audience) -> Option<ApprovalError> {
-        (matches!(audience, Audience::User(_)) && !self.users_decide()).then(|| {
-            ApprovalError::Forbidden(
-                "tool calls in this chat are approved by the daemon's operator; users behind \
-                 the trusted proxy cannot decide them (the operator can let them with \
-                 [server] proxy_users_decide = true)"
-                    .to_owned(),
-            )
-        })
+        audience.seeing(self.users_decide())
     }
 
     /// A person's decision. The first one wins; a later one is `AlreadyDecided`.
@@ -481,7 +462,9 @@ impl Approvals {
         request: DecisionRequest,
         audience: &Audience,
     ) -> Result<DecisionResponse, ApprovalError> {
-        let refusal = self.may_not_decide(audience);
+        let refusal = audience
+            .decision_refusal(self.users_decide())
+            .map(ApprovalError::Forbidden);
         let audience = &self.seen_by(audience);
         let minutes = match request.scope {
             ScopeKind::Minutes => match request.minutes {

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Catalog, PlannedCall, ToolContext, ToolError, calls};
+use super::{Catalog, PlannedCall, ToolError, calls};
 use crate::approvals::audit::{self, NewAuditEntry};
 use crate::approvals::{
     Approvals, CallFacts, Decision, NewApproval, RequestError, Resolution, redact, suggest::suggest,
@@ -588,30 +588,12 @@ impl Gate {
         };
         let spec = tool.spec().clone();
         record.risk = Some(spec.risk);
-        let workspace = match self
-            .inner
-            .workspaces
-            .for_call(
-                &self.inner.store,
-                &self.inner.sandbox,
-                &record.request.requester,
-            )
+        let ctx = match self
+            .context(&record.request.requester, spec.risk, cancel)
             .await
         {
-            Ok(workspace) => workspace,
+            Ok(ctx) => ctx,
             Err(message) => return failure(message),
-        };
-        if workspace.proxied_user.is_some() && spec.risk == Risk::Exec {
-            return failure(
-                "Commands are not available in chats of users behind Souz's trusted proxy: \
-                 Souz cannot keep a command from reading files outside your folder."
-                    .into(),
-            );
-        }
-        let ctx = ToolContext {
-            sandbox: workspace.sandbox,
-            cancel: cancel.clone(),
-            requester: record.request.requester.clone(),
         };
 
         // Plan (validates, resolves paths, computes diffs) before anyone is asked.
@@ -790,13 +772,13 @@ impl Gate {
         }
         let planned = match (planned, fingerprint) {
             (Some(planned), _) => planned,
-            (None, Some(fingerprint)) => {
+            (None, fingerprint) => {
                 let approval_id = record.approval_id.clone().unwrap_or_default();
                 let replanned = held::replan(
                     &self.inner.approvals,
                     &tool,
                     &approval_id,
-                    &fingerprint,
+                    fingerprint.as_ref(),
                     &ctx,
                 );
                 match guarded(replanned, cancel).await {
@@ -805,7 +787,6 @@ impl Gate {
                     Err(error) => return failure(error.to_string()),
                 }
             }
-            (None, None) => return failure("the call lost its plan; this is a bug in Souz".into()),
         };
         if record.side_effects {
             self.start_running(record, state).await;

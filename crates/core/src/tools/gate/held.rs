@@ -59,14 +59,17 @@ pub(super) fn hold(
 }
 
 /// Plans an approved large call again from its stored arguments; fails with a conflict if the
-/// plan is not the one the person approved.
+/// plan is not the one the person approved (or nothing was kept to compare it with).
 pub(super) async fn replan(
     approvals: &Approvals,
     tool: &Arc<dyn DynTool>,
     approval_id: &str,
-    fingerprint: &Fingerprint,
+    fingerprint: Option<&Fingerprint>,
     ctx: &ToolContext,
 ) -> Result<PlannedCall, ToolError> {
+    let Some(fingerprint) = fingerprint else {
+        return Err(ToolError::Internal("the call lost its plan".into()));
+    };
     let approval = approvals.get(approval_id).await.map_err(|error| {
         tracing::error!(%error, "could not read an approved call's arguments back");
         ToolError::Internal("could not read the approved call back".into())

@@ -8,7 +8,7 @@ use super::*;
 use crate::approvals::audit::AuditQuery;
 use crate::config::{Config, RuleConfig, SouzPaths};
 use crate::sandbox::Access;
-use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolOutput};
+use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -11,10 +11,41 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rusqlite::OptionalExtension;
-use souz_protocol::Requester;
+use souz_protocol::{Requester, Risk};
+use tokio_util::sync::CancellationToken;
 
+use super::Gate;
 use crate::sandbox::Sandbox;
 use crate::store::{Store, StoreError};
+use crate::tools::ToolContext;
+
+impl Gate {
+    /// The context a call from `requester` runs in, or why it may not run at all.
+    pub(super) async fn context(
+        &self,
+        requester: &Requester,
+        risk: Risk,
+        cancel: &CancellationToken,
+    ) -> Result<ToolContext, String> {
+        let workspace = self
+            .inner
+            .workspaces
+            .for_call(&self.inner.store, &self.inner.sandbox, requester)
+            .await?;
+        if workspace.proxied_user.is_some() && risk == Risk::Exec {
+            return Err(
+                "Commands are not available in chats of users behind Souz's trusted proxy: \
+                 Souz cannot keep a command from reading files outside your folder."
+                    .into(),
+            );
+        }
+        Ok(ToolContext {
+            sandbox: workspace.sandbox,
+            cancel: cancel.clone(),
+            requester: requester.clone(),
+        })
+    }
+}
 
 /// Where calls run.
 #[derive(Default)]
