@@ -54,6 +54,9 @@ impl Tool for Probe {
         ));
         if let Some(path) = &args.path {
             let resolved = ctx.sandbox.resolve(path, Access::Write)?;
+            if args.text.is_some() && resolved.path.exists() {
+                plan.summary.push_str(" (replacing it)");
+            }
             plan = plan.path(&resolved, Access::Write);
         }
         plan.diff = args.text.as_ref().map(|text| format!("+{text}"));
@@ -674,4 +677,21 @@ async fn a_large_call_waits_holding_a_preview_and_runs_whole_once_approved() {
     let structured = state.result.unwrap().structured.unwrap();
     assert_eq!(structured["text_bytes"], text.len());
     assert_eq!(f.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_large_call_whose_plan_changed_while_it_waited_does_not_run() {
+    let f = fixture(|_| {}).await;
+    let text = "x".repeat(100_000);
+    let arguments = serde_json::json!({"path": "c.txt", "text": text});
+    let mut handle = f.gate.start(call("Change", arguments)).await.unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    // The file appears while the call waits: what was approved is no longer what would run.
+    std::fs::write(f._dir.path().join("c.txt"), "meanwhile").unwrap();
+    f.decide(&approval_id, Verdict::Approve).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Failed, "{state:?}");
+    let text = state.result.unwrap().text;
+    assert!(text.contains("changed while it waited for approval"), "{text}");
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
 }
