@@ -118,6 +118,35 @@ mod tests {
         assert!(user_folder(template, &"x".repeat(256)).is_err());
     }
 
+    #[test]
+    fn a_proxied_users_sandbox_has_only_their_folder_or_nothing() {
+        use crate::config::{SandboxConfig, SouzPaths};
+        use crate::sandbox::Access;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        std::fs::write(home.join("operator.txt"), "x").unwrap();
+        let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
+        let daemon = Sandbox::new(&SandboxConfig::default(), &paths).unwrap();
+        assert!(daemon.resolve("~/operator.txt", Access::Read).is_ok());
+
+        let template = format!("{}/users/{{user}}", home.display());
+        let alice = daemon.for_proxied_user(&template, "alice").unwrap();
+        assert_eq!(alice.roots(), [home.join("users/alice")]);
+        assert!(alice.resolve("~/notes.txt", Access::Write).is_ok());
+        for outside in ["~/../../operator.txt", "../bob/x", "/etc/hostname"] {
+            assert!(alice.resolve(outside, Access::Read).is_err(), "{outside}");
+        }
+        let operator_file = home.join("operator.txt").display().to_string();
+        assert!(alice.resolve(&operator_file, Access::Read).is_err());
+
+        // No template: no folder at all, so nothing that touches a file can run.
+        let nobody = daemon.for_proxied_user("", "alice").unwrap();
+        assert!(nobody.roots().is_empty());
+        for path in ["~/notes.txt", "notes.txt", operator_file.as_str()] {
+            assert!(nobody.resolve(path, Access::Read).is_err(), "{path}");
+        }
+    }
+
     #[cfg(unix)]
     #[test]
     fn the_folder_is_created_owner_only_and_a_symlink_is_refused() {
