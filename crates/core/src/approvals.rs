@@ -166,6 +166,9 @@ struct Inner {
     events: EventBus,
     state: RwLock<PolicyState>,
     waiters: Mutex<HashMap<String, Waiter>>,
+    /// `[server] proxy_users_decide` as the daemon started (a `[server]` key: it changes on
+    /// restart, like the rest of the section).
+    users_decide: bool,
     changes: watch::Sender<u64>,
     pause: PauseSwitch,
 }
@@ -184,6 +187,7 @@ impl Approvals {
             .read(|connection| grants::active(connection, now()))
             .await?;
         let policy = Arc::new(Policy::new(&config.approvals, config.paths.user_home()));
+        let users_decide = config.server.proxy_users_decide;
         let (changes, _) = watch::channel(0);
         let approvals = Self {
             inner: Arc::new(Inner {
@@ -195,6 +199,7 @@ impl Approvals {
                     grants: Arc::new(grants.iter().map(grants::as_rule).collect()),
                 }),
                 waiters: Mutex::new(HashMap::new()),
+                users_decide,
                 changes,
                 pause: PauseSwitch::new(None),
             }),
@@ -433,12 +438,7 @@ impl Approvals {
 
     /// Whether users behind the trusted proxy decide their own chats' approvals.
     fn users_decide(&self) -> bool {
-        let state = self
-            .inner
-            .state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        state.config.server.proxy_users_decide
+        self.inner.users_decide
     }
 
     fn seen_by(&self, audience: &Audience) -> Audience {

@@ -15,8 +15,13 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with(|_| {}).await
+}
+
+async fn fixture_with(adjust: impl FnOnce(&mut Config)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let config = config_in(dir.path());
+    let mut config = config_in(dir.path());
+    adjust(&mut config);
     let store = Store::open(dir.path().join("souz.db")).await.unwrap();
     let events = EventBus::new(store.clone(), 1024);
     let approvals = Approvals::open(store.clone(), events.clone(), config)
@@ -570,11 +575,8 @@ async fn an_expiring_grant_is_announced_when_its_time_is_up() {
 
 #[tokio::test]
 async fn every_approval_has_one_owner_a_chats_user_or_else_the_operator() {
-    let f = fixture().await;
     // Users decide their own chats' approvals here (see the next test for the default).
-    let mut config = config_in(f.dir.path());
-    config.server.proxy_users_decide = true;
-    f.approvals.apply_config(config);
+    let f = fixture_with(|config| config.server.proxy_users_decide = true).await;
     f.store
         .write(|tx| {
             tx.execute_batch(

@@ -692,6 +692,9 @@ async fn a_large_call_whose_plan_changed_while_it_waited_does_not_run() {
     let state = handle.finished().await;
     assert_eq!(state.status, ToolCallStatus::Failed, "{state:?}");
     let text = state.result.unwrap().text;
-    assert!(text.contains("changed while it waited for approval"), "{text}");
+    assert!(
+        text.contains("changed while it waited for approval"),
+        "{text}"
+    );
     assert_eq!(f.runs.load(Ordering::SeqCst), 0);
 }
