@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `souz` binary, a temporary `SOUZ_HOME`, real sockets and signals.
 
 mod approvals;
+mod bounds;
 mod chats;
 mod config;
 mod daemon;

@@ -21,7 +21,9 @@ pub mod audience;
 pub mod audit;
 pub mod command_pattern;
 pub mod grants;
+pub mod limits;
 pub mod policy;
+pub mod preview;
 pub mod queue;
 pub mod redact;
 pub mod shell;
@@ -40,6 +42,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use audience::Audience;
+pub use limits::{PendingCap, PendingLimits};
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
 
 use crate::config::edit::append_rule;
@@ -76,6 +79,17 @@ pub enum ApprovalError {
     #[error("{0}")]
     Forbidden(String),
     /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a call could not be put before a person.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Too many calls are waiting already; nothing was stored.
+    #[error(transparent)]
+    TooMany(#[from] PendingCap),
+    /// The database failed; nothing was stored.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -141,11 +155,21 @@ struct PolicyState {
     grants: Arc<Vec<GrantRule>>,
 }
 
+/// A pending approval's waiting call: how to tell it the outcome, and whose it is (for the
+/// [`limits`]).
+struct Waiter {
+    sender: watch::Sender<Option<Resolution>>,
+    requester: String,
+}
+
 struct Inner {
     store: Store,
     events: EventBus,
     state: RwLock<PolicyState>,
-    waiters: Mutex<HashMap<String, watch::Sender<Option<Resolution>>>>,
+    waiters: Mutex<HashMap<String, Waiter>>,
+    /// `[server] proxy_users_decide` as the daemon started (a `[server]` key: it changes on
+    /// restart, like the rest of the section).
+    users_decide: bool,
     changes: watch::Sender<u64>,
     pause: PauseSwitch,
 }
@@ -164,6 +188,7 @@ impl Approvals {
             .read(|connection| grants::active(connection, now()))
             .await?;
         let policy = Arc::new(Policy::new(&config.approvals, config.paths.user_home()));
+        let users_decide = config.server.proxy_users_decide;
         let (changes, _) = watch::channel(0);
         let approvals = Self {
             inner: Arc::new(Inner {
@@ -175,6 +200,7 @@ impl Approvals {
                     grants: Arc::new(grants.iter().map(grants::as_rule).collect()),
                 }),
                 waiters: Mutex::new(HashMap::new()),
+                users_decide,
                 changes,
                 pause: PauseSwitch::new(None),
             }),
@@ -322,17 +348,20 @@ impl Approvals {
     }
 
     /// Stores a pending approval, announces it, and returns the means to wait for it.
-    pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, StoreError> {
+    pub async fn request(&self, new: NewApproval) -> Result<PendingApproval, RequestError> {
         self.request_with(new, |_, _| Ok(())).await
     }
 
     /// Like [`Approvals::request`], running `prelude` (given the new approval's id) first in the
     /// same transaction, so the caller's own record and the approval become durable together.
+    ///
+    /// Over a [`limits`] cap nothing is stored and `prelude` does not run. The whole approval
+    /// is stored; the one announced and returned is its [`preview`].
     pub async fn request_with<F>(
         &self,
         new: NewApproval,
         prelude: F,
-    ) -> Result<PendingApproval, StoreError>
+    ) -> Result<PendingApproval, RequestError>
     where
         F: FnOnce(&rusqlite::Transaction<'_>, &str) -> Result<(), StoreError> + Send + 'static,
     {
@@ -355,26 +384,66 @@ impl Approvals {
             decision: None,
             expiry_reason: None,
         };
+        let shown = preview::of(&approval);
         let (sender, receiver) = watch::channel(None);
-        self.waiters().insert(approval.id.clone(), sender);
-        let stored = approval.clone();
+        {
+            let limits = self.pending_limits();
+            let mut waiters = self.waiters();
+            limits.admit(
+                &approval.requester,
+                waiters.values().map(|waiter| waiter.requester.as_str()),
+            )?;
+            waiters.insert(
+                approval.id.clone(),
+                Waiter {
+                    sender,
+                    requester: limits::requester_key(&approval.requester),
+                },
+            );
+        }
+        let id = approval.id.clone();
+        let announced = shown.clone();
         let result = self
             .inner
             .events
             .publish_with(move |transaction| {
-                prelude(transaction, &stored.id)?;
-                queue::insert(transaction, &stored)?;
+                prelude(transaction, &approval.id)?;
+                queue::insert(transaction, &approval)?;
                 let event = RuntimeEvent::ApprovalRequested {
-                    approval: Box::new(stored),
+                    approval: Box::new(announced),
                 };
                 Ok::<_, StoreError>(((), vec![event]))
             })
             .await;
         if let Err(error) = result {
-            self.waiters().remove(&approval.id);
-            return Err(error);
+            self.waiters().remove(&id);
+            return Err(error.into());
         }
-        Ok(PendingApproval { approval, receiver })
+        Ok(PendingApproval {
+            approval: shown,
+            receiver,
+        })
+    }
+
+    fn pending_limits(&self) -> PendingLimits {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        PendingLimits {
+            total: state.config.approvals.max_pending,
+            per_requester: state.config.approvals.max_pending_per_requester,
+        }
+    }
+
+    /// Whether users behind the trusted proxy decide their own chats' approvals.
+    fn users_decide(&self) -> bool {
+        self.inner.users_decide
+    }
+
+    fn seen_by(&self, audience: &Audience) -> Audience {
+        audience.seeing(self.users_decide())
     }
 
     /// A person's decision. The first one wins; a later one is `AlreadyDecided`.
@@ -394,6 +463,10 @@ impl Approvals {
         request: DecisionRequest,
         audience: &Audience,
     ) -> Result<DecisionResponse, ApprovalError> {
+        let refusal = audience
+            .decision_refusal(self.users_decide())
+            .map(ApprovalError::Forbidden);
+        let audience = &self.seen_by(audience);
         let minutes = match request.scope {
             ScopeKind::Minutes => match request.minutes {
                 Some(minutes) if (1..=MAX_SCOPE_MINUTES).contains(&minutes) => Some(minutes),
@@ -427,6 +500,10 @@ impl Approvals {
             .publish_with(move |transaction| {
                 let approval = queue::load_for(transaction, &id, &audience)?
                     .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+                // After the lookup: a foreign or missing id stays "not found".
+                if let Some(refusal) = refusal {
+                    return Err(refusal);
+                }
                 if scope == ScopeKind::Always && audience.owner().is_some() {
                     return Err(ApprovalError::Forbidden(
                         "scope `always` adds a rule to config.toml for everyone; only the \
@@ -526,7 +603,7 @@ impl Approvals {
             (None, None)
         };
         Ok(DecisionResponse {
-            approval,
+            approval: preview::approval(approval),
             grant,
             rule,
             warning,
@@ -595,7 +672,7 @@ impl Approvals {
 
     /// One approval `audience` owns (a foreign one is `NotFound`, like a missing one).
     pub async fn get_for(&self, id: &str, audience: &Audience) -> Result<Approval, ApprovalError> {
-        let (id, audience) = (id.to_owned(), audience.clone());
+        let (id, audience) = (id.to_owned(), self.seen_by(audience));
         self.inner
             .store
             .read(move |connection| {
@@ -620,7 +697,7 @@ impl Approvals {
         status: Option<ApprovalStatus>,
         limit: usize,
     ) -> Result<Vec<Approval>, StoreError> {
-        let audience = audience.clone();
+        let audience = self.seen_by(audience);
         self.inner
             .store
             .read(move |connection| queue::list(connection, &audience, status, limit))
@@ -725,9 +802,7 @@ impl Approvals {
         }
     }
 
-    fn waiters(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<Option<Resolution>>>> {
+    fn waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.inner
             .waiters
             .lock()
@@ -735,8 +810,8 @@ impl Approvals {
     }
 
     fn resolve(&self, id: &str, resolution: Resolution) {
-        if let Some(sender) = self.waiters().remove(id) {
-            let _ = sender.send(Some(resolution));
+        if let Some(waiter) = self.waiters().remove(id) {
+            let _ = waiter.sender.send(Some(resolution));
         }
     }
 }

@@ -8,6 +8,7 @@
 //! same list.
 
 pub mod api;
+pub mod connections;
 pub mod error;
 pub mod extract;
 pub mod identity;
@@ -24,7 +25,6 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::from_fn_with_state;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use self::error::ApiError;
@@ -89,7 +89,11 @@ pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
         body_limit,
     };
     routes
-        .route("/mcp", mcp::server::route(handle.clone(), &mount))
+        .route(
+            "/mcp",
+            mcp::server::route(handle.clone(), &mount)
+                .layer(axum::middleware::from_fn(refuse_proxied_mcp)),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(AppState {
@@ -99,6 +103,27 @@ pub fn router(handle: RuntimeHandle, bound: SocketAddr) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(from_fn_with_state(handle, perimeter::authenticate))
         .layer(from_fn_with_state(perimeter, perimeter::guard))
+}
+
+/// `/mcp` serves the operator's own MCP clients only: a request carrying the trusted proxy's
+/// headers (a proxied user's, or one pretending to be) gets 403 whether or not trusted-proxy
+/// mode is on, so a user behind the proxy never reaches the operator's tools through it.
+async fn refuse_proxied_mcp(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let headers = request.headers();
+    if headers.contains_key(identity::PROXY_AUTH_HEADER)
+        || headers.contains_key(identity::USER_ID_HEADER)
+    {
+        return ApiError::forbidden(
+            "/mcp serves the daemon's own MCP clients; requests from behind the trusted proxy \
+             (X-Souz-Proxy-Auth, X-User-Id) cannot use it.",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {
@@ -201,16 +226,15 @@ impl Gateway {
                 draining.notify_one();
             }
         };
-        // Answers (SSE events, WebSocket frames) go out in small writes; with Nagle's algorithm
-        // each would wait for the client's delayed ACK (about 40 ms on Linux).
-        let listener = self.listener.tap_io(|stream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(%error, "could not set TCP_NODELAY");
-            }
-        });
-        let server = axum::serve(listener, app).with_graceful_shutdown(graceful);
+        let limits = connections::ConnectionLimits {
+            max_connections: handle.config().server.max_connections,
+            header_read_timeout: Duration::from_secs(
+                handle.config().server.header_read_timeout_seconds,
+            ),
+        };
+        let server = connections::serve(self.listener, app, limits, graceful);
         tokio::select! {
-            result = server => result,
+            () = server => Ok(()),
             () = async {
                 draining.notified().await;
                 tokio::time::sleep(grace).await;

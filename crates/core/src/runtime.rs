@@ -9,6 +9,7 @@ pub mod config_editor;
 pub mod discovery;
 pub mod events;
 pub mod follow;
+pub mod memory;
 pub mod pause;
 
 use std::future::Future;
@@ -142,6 +143,7 @@ impl Runtime {
 
     /// [`Runtime::start`] with options from the embedding binary.
     pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        memory::return_large_blocks();
         let environment = options
             .environment
             .clone()
@@ -182,6 +184,7 @@ impl Runtime {
             tasks.clone(),
             shutdown.clone(),
         );
+        gate.set_proxy_user_roots(&config.server.proxy_user_roots);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         let recovered = gate.recover().await?;
         if recovered > 0 {

@@ -22,6 +22,7 @@ pub mod confinement;
 pub mod environment;
 pub mod net;
 pub mod paths;
+pub mod users;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

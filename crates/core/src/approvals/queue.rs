@@ -64,7 +64,8 @@ pub fn load_for(
         .transpose()
 }
 
-/// The approvals `audience` owns, newest first, optionally only those with `status`.
+/// The approvals `audience` owns, newest first, optionally only those with `status`, large
+/// ones as [`super::preview`]s.
 pub fn list(
     connection: &Connection,
     audience: &Audience,
@@ -85,8 +86,14 @@ pub fn list(
         ],
         RawApproval::from_row,
     )?;
-    rows.map(|row| row.map_err(StoreError::from).and_then(RawApproval::decode))
-        .collect()
+    // A page of approvals holds previews: each row is cut as it is read, so listing many large
+    // pending calls never holds all of their arguments at once (one approval has them all).
+    rows.map(|row| {
+        row.map_err(StoreError::from)
+            .and_then(RawApproval::decode)
+            .map(super::preview::approval)
+    })
+    .collect()
 }
 
 /// Ids of every pending approval.

@@ -15,8 +15,13 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with(|_| {}).await
+}
+
+async fn fixture_with(adjust: impl FnOnce(&mut Config)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let config = config_in(dir.path());
+    let mut config = config_in(dir.path());
+    adjust(&mut config);
     let store = Store::open(dir.path().join("souz.db")).await.unwrap();
     let events = EventBus::new(store.clone(), 1024);
     let approvals = Approvals::open(store.clone(), events.clone(), config)
@@ -570,7 +575,8 @@ async fn an_expiring_grant_is_announced_when_its_time_is_up() {
 
 #[tokio::test]
 async fn every_approval_has_one_owner_a_chats_user_or_else_the_operator() {
-    let f = fixture().await;
+    // Users decide their own chats' approvals here (see the next test for the default).
+    let f = fixture_with(|config| config.server.proxy_users_decide = true).await;
     f.store
         .write(|tx| {
             tx.execute_batch(
@@ -667,4 +673,71 @@ async fn every_approval_has_one_owner_a_chats_user_or_else_the_operator() {
         .await
         .unwrap();
     assert!(decided.rule.is_some(), "{decided:?}");
+}
+
+#[tokio::test]
+async fn by_default_the_operator_decides_users_approvals_and_users_cannot() {
+    let f = fixture().await;
+    f.store
+        .write(|tx| {
+            tx.execute_batch(
+                "INSERT INTO users (id, created_at, last_seen_at) VALUES ('alice', 'now', 'now');
+                 INSERT INTO chats (id, user_id, created_at, updated_at) VALUES
+                     ('chat-a', 'alice', 'now', 'now');",
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let chat = Requester::Chat {
+        chat_id: "chat-a".into(),
+    };
+    let alices = f.ask_as("EditFile", chat.clone()).await.approval.id;
+    let other = f.ask_as("EditFile", chat).await.approval.id;
+    let alice = Audience::User("alice".into());
+
+    // Alice sees hers, but deciding (any way) is the operator's.
+    assert_eq!(
+        f.approvals.get_for(&alices, &alice).await.unwrap().id,
+        alices
+    );
+    for scope in [ScopeKind::Once, ScopeKind::Requester] {
+        assert!(matches!(
+            f.approvals
+                .decide_for(&alices, approve(scope), &alice)
+                .await,
+            Err(ApprovalError::Forbidden(_))
+        ));
+    }
+    assert_eq!(
+        f.approvals.get(&alices).await.unwrap().status,
+        ApprovalStatus::Pending
+    );
+    // A foreign or missing id stays "not found", not "forbidden".
+    let missing = uuid::Uuid::now_v7().to_string();
+    assert!(matches!(
+        f.approvals
+            .decide_for(&missing, approve(ScopeKind::Once), &alice)
+            .await,
+        Err(ApprovalError::NotFound(_))
+    ));
+    // The operator lists and decides them.
+    let mut listed: Vec<String> = f
+        .approvals
+        .list_for(&Audience::Operator, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|approval| approval.id)
+        .collect();
+    listed.sort();
+    let mut expected = vec![alices.clone(), other];
+    expected.sort();
+    assert_eq!(listed, expected);
+    let decided = f
+        .approvals
+        .decide_for(&alices, approve(ScopeKind::Once), &Audience::Operator)
+        .await
+        .unwrap();
+    assert_eq!(decided.approval.status, ApprovalStatus::Approved);
 }

@@ -159,6 +159,12 @@ config_section! {
         pub exec: Action = Action::Ask,
         /// Seconds a pending approval waits for an answer before it is denied.
         pub timeout_seconds: u64 = 300,
+        /// Most calls waiting for approval at once, from everyone together. A call over the cap
+        /// is refused with a clear error (nothing runs; the waiting calls stay decidable).
+        pub max_pending: usize = 200,
+        /// Most calls waiting for approval at once from one requester (one chat, one MCP
+        /// client, the CLI, scripts, one skill).
+        pub max_pending_per_requester: usize = 50,
         /// Ordered rules (see the examples above); `always` decisions append here.
         pub rules: Vec<RuleConfig> = Vec::new(),
     }
@@ -182,6 +188,15 @@ impl ApprovalsConfig {
             problems.push(Invalid::new(
                 "timeout_seconds",
                 "must be between 5 and 86400",
+            ));
+        }
+        if !(1..=100_000).contains(&self.max_pending) {
+            problems.push(Invalid::new("max_pending", "must be between 1 and 100000"));
+        }
+        if !(1..=self.max_pending.max(1)).contains(&self.max_pending_per_requester) {
+            problems.push(Invalid::new(
+                "max_pending_per_requester",
+                "must be between 1 and max_pending",
             ));
         }
         for (index, rule) in self.rules.iter().enumerate() {

@@ -31,12 +31,26 @@ config_section! {
         pub body_limit: ByteSize = ByteSize::mib(10),
         /// Seconds to let in-flight requests finish after SIGINT/SIGTERM.
         pub shutdown_grace_seconds: u64 = 10,
+        /// Seconds a client gets to send a request's headers (the whole header block, also on
+        /// a kept-alive connection between requests); a slower one is disconnected.
+        pub header_read_timeout_seconds: u64 = 10,
+        /// Most connections served at once (WebSockets and MCP streams included). A connection
+        /// over the cap is answered 503 `busy` and closed at once; nothing waits.
+        pub max_connections: usize = 256,
         /// Trusted-proxy mode for server deployments (empty: off). When set, a request whose
         /// `X-Souz-Proxy-Auth` carries this secret acts for the user named by `X-User-Id`: chats,
         /// settings, provider keys, and their chats' approvals and audit rows are scoped to that
         /// user, and daemon-wide routes (config, pause, grants, tools, runtime events) answer 403.
         /// A request with neither header is the operator. Prefer setting it with SOUZ_PROXY_TOKEN.
         pub trusted_proxy_token: String = String::new(),
+        /// Trusted-proxy mode: the folder each proxied user's agent and tools work in, a
+        /// template with `{user}` (e.g. "/srv/souz/users/{user}"). Created 0700 on first use;
+        /// it is that user's only root, never the operator's. Empty: proxied users' tools get
+        /// no folder at all (file tools and commands are refused).
+        pub proxy_user_roots: String = String::new(),
+        /// Trusted-proxy mode: whether proxied users decide their own chats' tool approvals.
+        /// Off (the default): only the operator decides them, and a user's decision gets 403.
+        pub proxy_users_decide: bool = false,
     }
 }
 
@@ -83,6 +97,21 @@ impl ServerConfig {
                 "must be at least 16 characters (or empty to switch trusted-proxy mode off)",
             ));
         }
+        if !(1..=3600).contains(&self.header_read_timeout_seconds) {
+            problems.push(Invalid::new(
+                "header_read_timeout_seconds",
+                "must be between 1 and 3600",
+            ));
+        }
+        if !(1..=65_536).contains(&self.max_connections) {
+            problems.push(Invalid::new(
+                "max_connections",
+                "must be between 1 and 65536",
+            ));
+        }
+        if let Err(message) = check_user_roots(&self.proxy_user_roots) {
+            problems.push(Invalid::new("proxy_user_roots", message));
+        }
         if self.shutdown_grace_seconds > 300 {
             problems.push(Invalid::new(
                 "shutdown_grace_seconds",
@@ -96,6 +125,28 @@ impl ServerConfig {
     pub fn ip(&self) -> Option<IpAddr> {
         parse_host(&self.host)
     }
+}
+
+/// The placeholder in `proxy_user_roots` replaced by the user id.
+pub const USER_PLACEHOLDER: &str = "{user}";
+
+fn check_user_roots(template: &str) -> Result<(), String> {
+    let template = template.trim();
+    if template.is_empty() {
+        return Ok(());
+    }
+    if !template.starts_with('/') {
+        return Err(format!("`{template}` must be an absolute path"));
+    }
+    if !template.contains(USER_PLACEHOLDER) {
+        return Err(format!(
+            "`{template}` must contain {USER_PLACEHOLDER}, so every user gets a folder of their own"
+        ));
+    }
+    if template.split('/').any(|part| part == "..") {
+        return Err(format!("`{template}` must not contain `..`"));
+    }
+    Ok(())
 }
 
 fn parse_host(host: &str) -> Option<IpAddr> {
@@ -150,6 +201,30 @@ mod tests {
         assert!(problems[0].message.contains("allow_non_loopback"));
         config.allow_non_loopback = true;
         assert_eq!(config.validate(), vec![]);
+    }
+
+    #[test]
+    fn bounds_and_user_roots_are_validated() {
+        let config = ServerConfig {
+            header_read_timeout_seconds: 0,
+            max_connections: 0,
+            proxy_user_roots: "srv/{user}".into(),
+            ..ServerConfig::default()
+        };
+        let keys: Vec<&str> = config.validate().iter().map(|p| p.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "header_read_timeout_seconds",
+                "max_connections",
+                "proxy_user_roots"
+            ]
+        );
+        for bad in ["/srv/souz/users", "/srv/../{user}", "relative/{user}"] {
+            assert!(check_user_roots(bad).is_err(), "{bad}");
+        }
+        assert!(check_user_roots("/srv/souz/users/{user}").is_ok());
+        assert!(check_user_roots("").is_ok());
     }
 
     #[test]

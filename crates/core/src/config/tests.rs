@@ -128,7 +128,8 @@ retention_days = 0
                 .to_owned(),
             "config.toml:3:1: unknown key `colour` in [server]; known keys: host, port, \
              allow_non_loopback, allowed_hosts, allowed_origins, body_limit, shutdown_grace_seconds, \
-             trusted_proxy_token"
+             header_read_timeout_seconds, max_connections, trusted_proxy_token, proxy_user_roots, \
+             proxy_users_decide"
                 .to_owned(),
             "config.toml:4:8: [server] host: `0.0.0.0` is not a loopback address; Souz listens \
              on loopback only unless `allow_non_loopback = true` is set"

@@ -26,10 +26,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Catalog, PlannedCall, ToolContext, ToolError, calls};
+use super::{Catalog, PlannedCall, ToolError, calls};
 use crate::approvals::audit::{self, NewAuditEntry};
 use crate::approvals::{
-    Approvals, CallFacts, Decision, NewApproval, Resolution, redact, suggest::suggest,
+    Approvals, CallFacts, Decision, NewApproval, RequestError, Resolution, redact, suggest::suggest,
 };
 use crate::runtime::EventBus;
 use crate::sandbox::Sandbox;
@@ -164,6 +164,7 @@ struct Inner {
     shutdown: CancellationToken,
     live: Mutex<LiveCalls>,
     recorder: mpsc::UnboundedSender<Recording>,
+    workspaces: workspace::Workspaces,
 }
 
 /// Calls running in this process: their state, their cancellation, and what they are (a call
@@ -207,6 +208,7 @@ impl Gate {
                 shutdown,
                 live: Mutex::new(HashMap::new()),
                 recorder,
+                workspaces: workspace::Workspaces::default(),
             }),
         };
         let recording = gate.clone();
@@ -214,6 +216,12 @@ impl Gate {
             .tasks
             .spawn(async move { recording.record_in_batches(recordings).await });
         gate
+    }
+
+    /// Trusted-proxy mode: the folder template (`[server] proxy_user_roots`) of the sandbox
+    /// that calls in proxied users' chats run in (empty: such calls get no folder).
+    pub fn set_proxy_user_roots(&self, template: &str) {
+        self.inner.workspaces.set_template(template);
     }
 
     /// The catalog.
@@ -580,10 +588,12 @@ impl Gate {
         };
         let spec = tool.spec().clone();
         record.risk = Some(spec.risk);
-        let ctx = ToolContext {
-            sandbox: Arc::clone(&self.inner.sandbox),
-            cancel: cancel.clone(),
-            requester: record.request.requester.clone(),
+        let ctx = match self
+            .context(&record.request.requester, spec.risk, cancel)
+            .await
+        {
+            Ok(ctx) => ctx,
+            Err(message) => return failure(message),
         };
 
         // Plan (validates, resolves paths, computes diffs) before anyone is asked.
@@ -602,7 +612,11 @@ impl Gate {
             requester: &record.request.requester,
             targets: &planned.plan.targets,
         };
-        match self.inner.approvals.decide_call(&facts) {
+        let decision = self.inner.approvals.decide_call(&facts);
+        // `None` while a large call waits holding only its fingerprint (see `held`).
+        let mut planned = Some(planned);
+        let mut fingerprint = None;
+        match decision {
             Decision::Allow(source) => {
                 record.decision = Some(Action::Allow);
                 record.decided_by = source;
@@ -626,15 +640,21 @@ impl Gate {
                 );
             }
             Decision::Ask { reason } => {
-                let sandbox = Arc::clone(&self.inner.sandbox);
+                let sandbox = Arc::clone(&ctx.sandbox);
                 let display = move |path: &std::path::Path| sandbox.display(path);
-                let suggested = suggest(
-                    &record.request.requester,
-                    spec.name,
-                    &planned.plan.targets,
-                    &display,
-                );
+                let targets = planned
+                    .as_ref()
+                    .map(|planned| planned.plan.targets.as_slice())
+                    .unwrap_or_default();
+                let suggested = suggest(&record.request.requester, spec.name, targets, &display);
                 record.side_effects = true;
+                // A large call waits holding only a preview: its arguments and diff go to the
+                // database, and it is planned again from there once approved.
+                let (arguments, diff) = held::hold(
+                    &mut record.request.arguments,
+                    &mut planned,
+                    &mut fingerprint,
+                );
                 let pending = self
                     .inner
                     .approvals
@@ -644,9 +664,9 @@ impl Gate {
                             requester: record.request.requester.clone(),
                             tool: spec.name.to_owned(),
                             risk: spec.risk,
-                            arguments: record.request.arguments.clone(),
-                            summary: planned.plan.summary.clone(),
-                            diff: planned.plan.diff.clone(),
+                            arguments,
+                            summary: record.summary.clone().unwrap_or_default(),
+                            diff,
                             reason,
                             suggested,
                         },
@@ -655,7 +675,13 @@ impl Gate {
                     .await;
                 let mut pending = match pending {
                     Ok(pending) => pending,
-                    Err(error) => {
+                    Err(RequestError::TooMany(cap)) => {
+                        record.decision = Some(Action::Deny);
+                        return denial(format!(
+                            "Souz did not ask the person about this call: {cap}. Nothing ran."
+                        ));
+                    }
+                    Err(RequestError::Store(error)) => {
                         tracing::error!(%error, "could not store a pending approval; denying");
                         record.decision = Some(Action::Deny);
                         return denial(
@@ -744,6 +770,24 @@ impl Gate {
         if cancel.is_cancelled() {
             return cancelled("The call was cancelled.");
         }
+        let planned = match (planned, fingerprint) {
+            (Some(planned), _) => planned,
+            (None, fingerprint) => {
+                let approval_id = record.approval_id.clone().unwrap_or_default();
+                let replanned = held::replan(
+                    &self.inner.approvals,
+                    &tool,
+                    &approval_id,
+                    fingerprint.as_ref(),
+                    &ctx,
+                );
+                match guarded(replanned, cancel).await {
+                    Ok(planned) => planned,
+                    Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
+                    Err(error) => return failure(error.to_string()),
+                }
+            }
+        };
         if record.side_effects {
             self.start_running(record, state).await;
         } else {
@@ -1032,5 +1076,7 @@ fn cancelled(text: &str) -> (ToolCallStatus, ToolResult) {
     )
 }
 
+mod held;
 #[cfg(test)]
 mod tests;
+mod workspace;

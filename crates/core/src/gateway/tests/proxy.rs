@@ -21,14 +21,21 @@ const ALICE_KEY: &str = "sk-alice-own-key-1111";
 const BOB_KEY: &str = "sk-bob-own-key-2222";
 
 /// A proxy-mode daemon whose OpenAI endpoint is `provider`, with `OPENAI_API_KEY` (the server's
-/// key) in its environment.
+/// key) in its environment. The operator's home is the fixture's folder; each user's folder is
+/// `users/<user>` in it, and users decide their own chats' approvals.
 async fn daemon(provider: &FakeServer) -> Fixture {
+    daemon_with(provider, |config| config.server.proxy_users_decide = true).await
+}
+
+async fn daemon_with(provider: &FakeServer, adjust: impl FnOnce(&mut Config)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
     let mut config = Config::defaults(paths);
     config.server.trusted_proxy_token = SECRET.into();
+    config.server.proxy_user_roots = format!("{}/users/{{user}}", dir.path().display());
     config.llm.openai_base_url = format!("{}/v1", provider.url());
     config.agent.default_agent = "skills".into();
+    adjust(&mut config);
     let environment: Environment =
         Arc::new(|name: &str| (name == "OPENAI_API_KEY").then(|| SERVER_KEY.to_owned()));
     let runtime = Runtime::start_with_environment(config, environment)
@@ -155,6 +162,9 @@ fn keys_used(provider: &FakeServer) -> Vec<String> {
         })
         .collect()
 }
+
+#[path = "proxy_isolation.rs"]
+mod isolation;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_chats() {

@@ -8,7 +8,7 @@ use super::*;
 use crate::approvals::audit::AuditQuery;
 use crate::config::{Config, RuleConfig, SouzPaths};
 use crate::sandbox::Access;
-use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolOutput};
+use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +21,8 @@ struct ProbeArgs {
     panic: Option<bool>,
     /// Fail in run with this message.
     fail: Option<String>,
+    /// Text to "write": shown as the diff, its length reported by run.
+    text: Option<String>,
 }
 
 struct Probe {
@@ -52,8 +54,12 @@ impl Tool for Probe {
         ));
         if let Some(path) = &args.path {
             let resolved = ctx.sandbox.resolve(path, Access::Write)?;
+            if args.text.is_some() && resolved.path.exists() {
+                plan.summary.push_str(" (replacing it)");
+            }
             plan = plan.path(&resolved, Access::Write);
         }
+        plan.diff = args.text.as_ref().map(|text| format!("+{text}"));
         Ok(plan.ready())
     }
     async fn run(
@@ -75,9 +81,11 @@ impl Tool for Probe {
             return Err(ToolError::Failed(message));
         }
         self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolOutput::json(
-            serde_json::json!({"ran": self.name, "token": "sk-secretsecret123"}),
-        ))
+        Ok(ToolOutput::json(serde_json::json!({
+            "ran": self.name,
+            "token": "sk-secretsecret123",
+            "text_bytes": args.text.map(|text| text.len()),
+        })))
     }
 }
 
@@ -557,4 +565,136 @@ async fn tool_listing_carries_the_effective_policy() {
     let change = tools.iter().find(|t| t.name == "Change").unwrap();
     assert_eq!(change.policy.action, Action::Ask);
     assert_eq!(change.input_schema["type"], "object");
+}
+
+fn call_as(tool: &str, requester: Requester) -> CallRequest {
+    CallRequest {
+        requester,
+        ..call(tool, serde_json::json!({"path": "a.txt"}))
+    }
+}
+
+#[tokio::test]
+async fn calls_over_the_pending_caps_are_refused_and_the_waiting_ones_stay_decidable() {
+    let f = fixture(|config| {
+        config.approvals.max_pending = 3;
+        config.approvals.max_pending_per_requester = 2;
+    })
+    .await;
+    let mut first = f
+        .gate
+        .start(call_as("Change", Requester::Api))
+        .await
+        .unwrap();
+    let mut second = f
+        .gate
+        .start(call_as("Change", Requester::Api))
+        .await
+        .unwrap();
+    let first_id = f.waiting(&mut first).await;
+    let second_id = f.waiting(&mut second).await;
+
+    // A third from the same requester: refused at once, nothing asked, nothing run.
+    let refused = f
+        .gate
+        .call(call_as("Change", Requester::Api))
+        .await
+        .unwrap();
+    assert_eq!(refused.status, ToolCallStatus::Denied);
+    let text = refused.result.unwrap().text;
+    assert!(
+        text.contains("too many calls are waiting for approval (2) from an API client; decide or deny some first"),
+        "{text}"
+    );
+    // Another requester still fits under the total, then the total is reached.
+    let mut third = f
+        .gate
+        .start(call_as("Change", Requester::Cli))
+        .await
+        .unwrap();
+    let third_id = f.waiting(&mut third).await;
+    let skill = Requester::Skill {
+        skill_id: "s".into(),
+    };
+    let refused = f.gate.call(call_as("Change", skill.clone())).await.unwrap();
+    assert_eq!(refused.status, ToolCallStatus::Denied);
+    let text = refused.result.unwrap().text;
+    assert!(
+        text.contains("too many calls are waiting for approval (3); decide or deny some first"),
+        "{text}"
+    );
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+    let pending = f
+        .gate
+        .approvals()
+        .list(Some(ApprovalStatus::Pending), 100)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 3, "the refused calls left no approval");
+
+    // Nothing lost: the waiting calls are decided as usual, and their slots come back.
+    f.decide(&first_id, Verdict::Approve).await;
+    f.decide(&second_id, Verdict::Deny).await;
+    f.decide(&third_id, Verdict::Approve).await;
+    assert_eq!(first.finished().await.status, ToolCallStatus::Succeeded);
+    assert_eq!(second.finished().await.status, ToolCallStatus::Denied);
+    assert_eq!(third.finished().await.status, ToolCallStatus::Succeeded);
+    assert_eq!(f.runs.load(Ordering::SeqCst), 2);
+    let mut again = f.gate.start(call_as("Change", skill)).await.unwrap();
+    f.waiting(&mut again).await;
+}
+
+#[tokio::test]
+async fn a_large_call_waits_holding_a_preview_and_runs_whole_once_approved() {
+    let f = fixture(|_| {}).await;
+    let text = "line of a large file\n".repeat(50_000);
+    let arguments = serde_json::json!({"path": "big.txt", "text": text});
+    let mut handle = f.gate.start(call("Change", arguments)).await.unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+
+    // What every follower keeps (the announced approval) is a preview...
+    let events = f.events.replay(0, 100).await.unwrap();
+    let announced = events
+        .iter()
+        .find_map(|envelope| match &envelope.event {
+            RuntimeEvent::ApprovalRequested { approval } => Some(approval.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let shown = announced.arguments["text"].as_str().unwrap();
+    assert!(shown.len() < 4_096, "{}", shown.len());
+    assert!(shown.contains("more bytes not shown"));
+    assert!(announced.diff.as_deref().unwrap().len() < 20_000);
+    // ...and the stored approval has everything the person may want to read.
+    let stored = f.gate.approvals().get(&approval_id).await.unwrap();
+    assert_eq!(stored.arguments["text"].as_str(), Some(text.as_str()));
+    assert_eq!(stored.diff.as_deref().map(str::len), Some(text.len() + 1));
+
+    // Approved, it runs with the whole text, read back from the store.
+    f.decide(&approval_id, Verdict::Approve).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
+    let structured = state.result.unwrap().structured.unwrap();
+    assert_eq!(structured["text_bytes"], text.len());
+    assert_eq!(f.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_large_call_whose_plan_changed_while_it_waited_does_not_run() {
+    let f = fixture(|_| {}).await;
+    let text = "x".repeat(100_000);
+    let arguments = serde_json::json!({"path": "c.txt", "text": text});
+    let mut handle = f.gate.start(call("Change", arguments)).await.unwrap();
+    let approval_id = f.waiting(&mut handle).await;
+    // The file appears while the call waits: what was approved is no longer what would run.
+    std::fs::write(f._dir.path().join("c.txt"), "meanwhile").unwrap();
+    f.decide(&approval_id, Verdict::Approve).await;
+    let state = handle.finished().await;
+    assert_eq!(state.status, ToolCallStatus::Failed, "{state:?}");
+    let text = state.result.unwrap().text;
+    assert!(
+        text.contains("changed while it waited for approval"),
+        "{text}"
+    );
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
 }

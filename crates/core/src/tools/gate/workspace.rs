@@ -1,0 +1,147 @@
+//! Which sandbox a call runs in: the daemon's, or, for a call made in the chat of a user behind
+//! the trusted proxy, that user's own ([`Sandbox::for_proxied_user`]).
+//!
+//! Invariants: a chat's owner is read from the `chats` table for every call (never taken from
+//! the caller); a call in a proxied user's chat never gets the daemon's sandbox, and when that
+//! user's folder cannot be prepared the call fails instead. Commands are refused for proxied
+//! users: their confinement limits what a command writes to its roots, not everything it
+//! reads, so a command could read the operator's or another user's files.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use rusqlite::OptionalExtension;
+use souz_protocol::{Requester, Risk};
+use tokio_util::sync::CancellationToken;
+
+use super::Gate;
+use crate::sandbox::Sandbox;
+use crate::store::{Store, StoreError};
+use crate::tools::ToolContext;
+
+impl Gate {
+    /// The context a call from `requester` runs in, or why it may not run at all.
+    pub(super) async fn context(
+        &self,
+        requester: &Requester,
+        risk: Risk,
+        cancel: &CancellationToken,
+    ) -> Result<ToolContext, String> {
+        let workspace = self
+            .inner
+            .workspaces
+            .for_call(&self.inner.store, &self.inner.sandbox, requester)
+            .await?;
+        if workspace.proxied_user.is_some() && risk == Risk::Exec {
+            return Err(
+                "Commands are not available in chats of users behind Souz's trusted proxy: \
+                 Souz cannot keep a command from reading files outside your folder."
+                    .into(),
+            );
+        }
+        Ok(ToolContext {
+            sandbox: workspace.sandbox,
+            cancel: cancel.clone(),
+            requester: requester.clone(),
+        })
+    }
+}
+
+/// Where calls run.
+#[derive(Default)]
+pub(super) struct Workspaces {
+    /// `[server] proxy_user_roots`.
+    template: RwLock<String>,
+    /// Each proxied user's sandbox, made on first use.
+    users: Mutex<HashMap<String, Arc<Sandbox>>>,
+}
+
+/// The sandbox for a call, and whether it is a proxied user's.
+pub(super) struct Workspace {
+    pub sandbox: Arc<Sandbox>,
+    pub proxied_user: Option<String>,
+}
+
+impl Workspaces {
+    /// Sets the folder template of proxied users (forgetting sandboxes made from another).
+    pub fn set_template(&self, template: &str) {
+        *self
+            .template
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = template.trim().to_owned();
+        self.users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// The sandbox a call from `requester` runs in.
+    pub async fn for_call(
+        &self,
+        store: &Store,
+        daemon: &Arc<Sandbox>,
+        requester: &Requester,
+    ) -> Result<Workspace, String> {
+        let Requester::Chat { chat_id } = requester else {
+            return Ok(Workspace {
+                sandbox: Arc::clone(daemon),
+                proxied_user: None,
+            });
+        };
+        let id = chat_id.clone();
+        let owner = store
+            .read(move |connection| {
+                connection
+                    .query_row("SELECT user_id FROM chats WHERE id = ?1", [&id], |row| {
+                        row.get::<_, String>(0)
+                    })
+                    .optional()
+                    .map_err(StoreError::from)
+            })
+            .await
+            .map_err(|error| {
+                tracing::error!(%error, "could not read a chat's owner");
+                "Souz could not tell whose chat this is, so the call did not run.".to_owned()
+            })?;
+        let user = match owner {
+            Some(user) if user != crate::LOCAL_USER => user,
+            _ => {
+                return Ok(Workspace {
+                    sandbox: Arc::clone(daemon),
+                    proxied_user: None,
+                });
+            }
+        };
+        let sandbox = self.for_user(daemon, &user)?;
+        Ok(Workspace {
+            sandbox,
+            proxied_user: Some(user),
+        })
+    }
+
+    fn for_user(&self, daemon: &Sandbox, user: &str) -> Result<Arc<Sandbox>, String> {
+        if let Some(sandbox) = self
+            .users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(user)
+        {
+            return Ok(Arc::clone(sandbox));
+        }
+        let template = self
+            .template
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let sandbox = Arc::new(
+            daemon
+                .for_proxied_user(&template, user)
+                .map_err(|error| format!("{error}; the call did not run."))?,
+        );
+        self.users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(user.to_owned(), Arc::clone(&sandbox));
+        Ok(sandbox)
+    }
+}
