@@ -19,10 +19,13 @@ pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
 /// Codes waiting to be used, at most.
 const MAX_OUTSTANDING: usize = 16;
 
+/// An outstanding code: its SHA-256 and when it stops working.
+type Outstanding = ([u8; 32], Instant);
+
 /// The outstanding codes. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct UiCodes {
-    codes: Arc<Mutex<VecDeque<([u8; 32], Instant)>>>,
+    codes: Arc<Mutex<VecDeque<Outstanding>>>,
 }
 
 impl std::fmt::Debug for UiCodes {
