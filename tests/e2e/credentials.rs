@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,7 +20,11 @@ struct Squatter {
 
 impl Squatter {
     fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Self::start_on("127.0.0.1:0")
+    }
+
+    fn start_on(address: &str) -> Self {
+        let listener = TcpListener::bind(address).unwrap();
         let port = listener.local_addr().unwrap().port();
         let received = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&received);
@@ -288,4 +292,78 @@ fn ui_open_opens_a_one_time_code_not_the_token() {
     assert_eq!(signed_in.status, 200, "{}", signed_in.body);
     assert_eq!(signed_in.json()["token"], daemon.token.as_str());
     assert_eq!(exchange(code).status, 401, "a code works once");
+}
+
+#[test]
+fn the_bridge_proves_the_listener_again_when_the_daemon_dies() {
+    let daemon = Daemon::start();
+    let configured = daemon
+        .cli()
+        .args(["mcp-config", "claude-desktop"])
+        .output()
+        .unwrap();
+    assert!(configured.status.success(), "{configured:?}");
+    let home = daemon.home.path().to_path_buf();
+    let token = std::fs::read_to_string(home.join("clients/claude-desktop.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let mut bridge = souz(&home)
+        .arg("mcp-stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    let stdout = bridge.stdout.take().unwrap();
+    let (sender, lines) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut ask = |message: Value| -> Value {
+        writeln!(stdin, "{message}").unwrap();
+        loop {
+            let line = lines.recv_timeout(Duration::from_secs(20)).unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == message["id"] {
+                return answer;
+            }
+        }
+    };
+    let initialized = ask(
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}),
+    );
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"], "souz",
+        "{initialized}"
+    );
+    let listed = ask(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+
+    // Killed: daemon.json stays behind, naming the port a squatter now takes.
+    let address = daemon.address.clone();
+    let _stopped = daemon.stop("KILL");
+    assert!(home.join("daemon.json").exists());
+    let squatter = Squatter::start_on(&address);
+    let answer = ask(json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}));
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("it is not Souz"), "{answer}");
+    drop(stdin);
+    let _ = bridge.kill();
+    let _ = bridge.wait();
+    let seen = squatter.received();
+    assert!(
+        !seen.contains(&token),
+        "the client token reached the squatter: {seen}"
+    );
+    assert!(
+        !seen.to_ascii_lowercase().contains("authorization"),
+        "{seen}"
+    );
 }

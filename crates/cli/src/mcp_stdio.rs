@@ -43,6 +43,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::client::{Endpoint, ListenerError, verify_listener};
+use souz_core::runtime::discovery;
 use souz_core::token::ApiToken;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -93,6 +94,23 @@ struct SessionState {
 struct Target {
     base: String,
     token: String,
+    /// `daemon.json` as it was when the listener proved itself. The proof is reused only
+    /// while that file is unchanged and its process lives: when the daemon stops, is killed or
+    /// restarts, the listener must prove itself again before the next request, so a squatter
+    /// that takes over the port gets no token.
+    daemon_file: Option<FileStamp>,
+}
+
+/// What tells one version of a file from another.
+type FileStamp = (std::time::SystemTime, u64);
+
+/// The stamp of the daemon file at `path` if it names a living process.
+fn live_daemon_file(path: &std::path::Path) -> Option<FileStamp> {
+    let metadata = std::fs::metadata(path).ok()?;
+    let stamp = (metadata.modified().ok()?, metadata.len());
+    discovery::read(path)
+        .filter(discovery::process_exists)
+        .map(|_| stamp)
 }
 
 struct Bridge {
@@ -224,15 +242,18 @@ impl Bridge {
     /// The daemon's address and the client token, once the listener there proved it is the
     /// daemon that knows the token (cached until a failure).
     async fn target(&self) -> Result<Target, String> {
+        let paths = Endpoint::paths().map_err(|error| format!("{error:#}"))?;
+        let daemon_file = live_daemon_file(&paths.daemon_file());
         if let Some(target) = self
             .target
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+            && daemon_file.is_some()
+            && target.daemon_file == daemon_file
         {
             return Ok(target);
         }
-        let paths = Endpoint::paths().map_err(|error| format!("{error:#}"))?;
         let file = paths.client_token(&self.client);
         let token = ApiToken::load(&file).map_err(|error| {
             format!(
@@ -250,6 +271,7 @@ impl Bridge {
         let target = Target {
             base,
             token: token.expose().to_owned(),
+            daemon_file,
         };
         *self.target.lock().unwrap_or_else(PoisonError::into_inner) = Some(target.clone());
         Ok(target)
