@@ -1,18 +1,34 @@
 // The one way the page talks to the Souz daemon: fetch with the bearer token, and WebSockets
 // that present the token as the `souz.token.<token>` subprotocol (browsers cannot set headers
-// on WebSockets). The token comes from the URL fragment (`#token=...`), never from the server.
+// on WebSockets). The token comes from the URL fragment (`#token=...`), never from the server,
+// or from a one-time code (`#code=...`, what `souz ui --open` opens) traded for it once.
 
 const TOKEN_KEY = "souz.token";
 
-/** Reads `#token=` (and an optional `go=` route) from the fragment, keeps the token for this
- *  tab, and removes it from the address bar and history. Returns the route to open. */
-export function takeTokenFromFragment() {
+/** Reads `#token=` or `#code=` (and an optional `go=` route) from the fragment, removes it
+ *  from the address bar and history, and keeps the token for this tab (a code is traded for
+ *  it first: it works once, for about a minute). Resolves to the route to open, or null. */
+export async function takeTokenFromFragment() {
   const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
   const token = fragment.get("token");
-  if (!token) return null;
-  sessionStorage.setItem(TOKEN_KEY, token);
+  const code = fragment.get("code");
+  if (!token && !code) return null;
   const route = fragment.get("go") || "/queue";
   history.replaceState(null, "", location.pathname + location.search + "#" + route);
+  if (token) {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    return route;
+  }
+  const response = await fetch("/v1/ui-codes/exchange", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code }),
+    cache: "no-store",
+  });
+  const text = await response.text();
+  const parsed = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, parsed);
+  sessionStorage.setItem(TOKEN_KEY, parsed.token);
   return route;
 }
 

@@ -1,4 +1,4 @@
-// The Souz web UI: a hash router over six pages, the runtime event stream that keeps the
+// The Souz web UI: a hash router over seven pages, the runtime event stream that keeps the
 // queue count and the pause state current, and the login for a page opened without a token.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
@@ -125,7 +125,8 @@ async function start() {
   route();
 }
 
-takeTokenFromFragment();
 el("pause").addEventListener("click", () => togglePause().catch((error) => alert(error.message)));
 window.addEventListener("hashchange", () => { if (token()) route(); });
-if (token()) start(); else login();
+takeTokenFromFragment()
+  .then(() => (token() ? start() : login()))
+  .catch((error) => login(error.message));

@@ -1,5 +1,5 @@
-// The Queue (approvals, and the agents' questions from questions.js), Live turns, Chat, Grants
-// and Audit pages. Each page renders into `main` and returns a function that stops its
+// The Queue (approvals, and the agents' questions from questions.js), Live turns, Chat, Grants,
+// Clients and Audit pages. Each page renders into `main` and returns a function that stops its
 // subscriptions.
 
 import { api, follow } from "./api.js";
@@ -345,6 +345,44 @@ async function grants(main) {
   return onRuntimeEvent((event) => { if (event?.type === "approval.decided") render(); });
 }
 
+// ----- Clients ------------------------------------------------------------------------------
+
+// MCP client tokens: each client its own, valid on /mcp only. A new token is shown once.
+async function clients(main) {
+  const body = h("tbody");
+  const name = h("input", { placeholder: "client name, e.g. my-agent", required: true, pattern: "[A-Za-z0-9._-]{1,64}" });
+  const shown = h("p.created");
+  const form = h("form.inline", {}, name, h("button", { type: "submit" }, "Create token"));
+  main.append(h("h1", {}, "MCP clients"),
+    h("p", {}, "Each MCP client gets its own token: it reaches /mcp only, approvals name it, and grants bind to it. ",
+      h("code", {}, "souz mcp-config claude-code"), " makes one for Claude Code."),
+    form, shown,
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Id"), h("th", {}, "Created"), h("th"))), body));
+  const render = async () => {
+    const { items } = await api("GET", "/v1/clients");
+    body.replaceChildren(...items.map((client) => h("tr", {},
+      h("td", {}, client.name),
+      h("td", {}, h("code", {}, client.id.slice(0, 8))),
+      h("td", {}, time(client.created_at)),
+      h("td", {}, h("button", { onclick: async () => { await api("DELETE", `/v1/clients/${client.id}`); shown.replaceChildren(); render(); } }, "Revoke")))));
+    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, "No client tokens.")));
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const created = await api("POST", "/v1/clients", { name: name.value.trim() });
+      name.value = "";
+      shown.className = "created";
+      shown.replaceChildren(`Token for ${created.name} (shown once; Souz keeps only its hash): `, h("code.token", {}, created.token));
+      await render();
+    } catch (error) {
+      shown.className = "error";
+      shown.textContent = error.message;
+    }
+  });
+  await render();
+}
+
 // ----- Audit --------------------------------------------------------------------------------
 
 async function audit(main) {
@@ -359,7 +397,7 @@ async function audit(main) {
     for (const entry of page.items) {
       body.append(h("tr", {},
         h("td", {}, time(entry.at)),
-        h("td", {}, entry.requester.kind === "mcp" ? entry.requester.client_name : entry.requester.kind),
+        h("td", {}, who(entry.requester)),
         h("td", {}, entry.tool),
         h("td", {}, entry.decided_by.kind + (entry.decided_by.via ? ` (${entry.decided_by.via})` : "")),
         h("td", {}, h("span.tag." + entry.outcome, {}, entry.outcome)),
@@ -373,4 +411,10 @@ async function audit(main) {
   return onRuntimeEvent((event) => { if (event?.type?.startsWith("tool.call.f")) load(true); });
 }
 
-export const pages = { queue, live, chat, grants, audit };
+/** Who asked, for a table cell: an MCP client by its token's name, what it calls itself after. */
+function who(requester) {
+  if (requester.kind !== "mcp") return requester.kind;
+  return requester.token_name ? `${requester.token_name} ("${requester.client_name}")` : `"${requester.client_name}"`;
+}
+
+export const pages = { queue, live, chat, grants, clients, audit };

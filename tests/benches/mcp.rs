@@ -320,6 +320,14 @@ fn main() {
             http_row(&runtime, &reference, workers, seconds),
         ));
     }
+    // The bridge uses a client token of its own, which `souz mcp-config` leaves in the home.
+    let configured = Command::new(souz_bin())
+        .args(["mcp-config", "claude-desktop"])
+        .env("SOUZ_HOME", daemon.home.path())
+        .env_remove("SOUZ_PORT")
+        .output()
+        .unwrap();
+    assert!(configured.status.success(), "{configured:?}");
     let mut bridge = Command::new(souz_bin());
     bridge
         .arg("mcp-stdio")

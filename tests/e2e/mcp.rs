@@ -62,6 +62,7 @@ fn run_python_scenarios(daemon: &Daemon, transport: &str) {
         .env_remove("SOUZ_PORT")
         .current_dir(daemon.user_home());
     if transport == "stdio" {
+        configure_desktop(daemon.home.path());
         command.arg(souz_bin());
     }
     let output = command.output().unwrap();
@@ -109,6 +110,16 @@ fn run_python_scenarios(daemon: &Daemon, transport: &str) {
             by_client.iter().any(|entry| entry["outcome"] == outcome),
             "an audited {outcome} call by the Python client over {transport}: {audit}"
         );
+    }
+    // Who asked is the token's identity: the operator token over HTTP here, the bridge's
+    // own client token through the bridge.
+    let identity = if transport == "stdio" {
+        "claude-desktop"
+    } else {
+        "operator"
+    };
+    for entry in &by_client {
+        assert_eq!(entry["requester"]["token_name"], identity, "{entry}");
     }
 }
 
@@ -459,8 +470,21 @@ struct Bridge {
     lines: mpsc::Receiver<String>,
 }
 
+/// Makes the client token the bridge uses (`souz mcp-config claude-desktop` writes it into
+/// the Souz home); the daemon of `daemon_home` must be running.
+fn configure_desktop(daemon_home: &Path) {
+    let output = Command::new(souz_bin())
+        .args(["mcp-config", "claude-desktop"])
+        .env("SOUZ_HOME", daemon_home)
+        .env_remove("SOUZ_PORT")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
 impl Bridge {
     fn start(daemon_home: &Path) -> Self {
+        configure_desktop(daemon_home);
         let mut child = Command::new(souz_bin())
             .arg("mcp-stdio")
             .env("SOUZ_HOME", daemon_home)
@@ -600,13 +624,13 @@ fn mcp_config_prints_what_to_paste() {
         .unwrap();
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        text.trim(),
-        format!(
-            "claude mcp add --transport http souz http://{}/mcp --header \"Authorization: Bearer {}\"",
-            daemon.address, daemon.token
-        )
+    // A client token of its own, never the operator token (see `credentials.rs`).
+    let prefix = format!(
+        "claude mcp add --transport http souz http://{}/mcp --header \"Authorization: Bearer souz_client_",
+        daemon.address
     );
+    assert!(text.trim().starts_with(&prefix), "{text}");
+    assert!(!text.contains(&daemon.token), "{text}");
 
     let output = daemon
         .cli()

@@ -108,6 +108,37 @@ after(async () => {
   rmSync(user, { recursive: true, force: true });
 });
 
+test("a one-time code signs the page in once, and the Clients page makes and revokes tokens", async () => {
+  const issued = await api("POST", "/v1/ui-codes");
+  assert.equal(issued.status, 201, JSON.stringify(issued.body));
+  const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${base}/app/#code=${issued.body.code}&go=/clients`);
+  await tab.waitForSelector("#connection.up");
+  assert.ok(!tab.url().includes(issued.body.code), "the code leaves the address bar");
+  await tab.fill("form.inline input", "ui-test-client");
+  await tab.click("form.inline button");
+  await tab.waitForSelector("code.token");
+  const shown = await tab.textContent("code.token");
+  assert.match(shown, /^souz_client_/);
+  await tab.waitForSelector("td:text('ui-test-client')");
+  await shot(tab, "clients");
+  const listed = await api("GET", "/v1/clients");
+  assert.ok(!JSON.stringify(listed.body).includes(shown), "the list never shows a token");
+  await tab.click("tbody button:text('Revoke')");
+  await waitFor(async () => (await api("GET", "/v1/clients")).body.items.length === 0, "the revocation");
+  await context.close();
+
+  // The code was used: a second page with it is asked for the token.
+  const again = await browser.newContext();
+  const second = await again.newPage();
+  await second.goto(`${base}/app/#code=${issued.body.code}`);
+  await second.waitForSelector("#login-error:not([hidden])");
+  assert.match(await second.textContent("#login-error"), /unknown, used or expired/);
+  await again.close();
+});
+
 test("a page without the token asks for it and refuses a wrong one", async () => {
   const context = await browser.newContext();
   const tab = await context.newPage();

@@ -87,7 +87,7 @@ pub enum GrantsCommand {
 }
 
 pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
-    let client = DaemonClient::discover()?;
+    let client = DaemonClient::discover().await?;
     match command.unwrap_or(ApprovalsCommand::List {
         all: false,
         json: false,
@@ -148,7 +148,7 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
 }
 
 pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
-    let client = DaemonClient::discover()?;
+    let client = DaemonClient::discover().await?;
     match command.unwrap_or(GrantsCommand::List { json: false }) {
         GrantsCommand::List { json } => {
             let list: GrantList = client.get("/v1/grants").await?;

@@ -4,6 +4,7 @@
 
 mod approvals_command;
 mod client;
+mod clients_command;
 mod config_command;
 mod mcp_config;
 mod mcp_stdio;
@@ -55,16 +56,28 @@ enum Command {
         command: Option<questions_command::QuestionsCommand>,
     },
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
-    /// daemon's /mcp with the token from the Souz home. stdout carries protocol only.
-    McpStdio,
-    /// Print how to connect an MCP client: `claude-code` (the `claude mcp add` command) or
-    /// `claude-desktop` (the claude_desktop_config.json block).
+    /// daemon's /mcp with the client token `souz mcp-config claude-desktop` left in the Souz
+    /// home (clients/<name>.token). stdout carries protocol only.
+    McpStdio {
+        /// Which client token to use.
+        #[arg(long, default_value = mcp_config::DESKTOP_CLIENT)]
+        client: String,
+    },
+    /// Make a client token and print how to connect an MCP client with it: `claude-code`
+    /// (the `claude mcp add` command) or `claude-desktop` (the claude_desktop_config.json
+    /// block; the bridge reads the token from the Souz home). Replaces that client's old token.
     McpConfig {
         /// Which client.
         #[arg(value_enum)]
         client: mcp_config::McpClient,
     },
-    /// Print the address of the web UI (with the token in its fragment); `--open` opens it.
+    /// MCP client tokens: list, add, revoke (default: list).
+    Clients {
+        #[command(subcommand)]
+        command: Option<clients_command::ClientsCommand>,
+    },
+    /// Print the address of the web UI (with the token in its fragment); `--open` opens it
+    /// with a one-time sign-in code instead, so the token is in no process argument.
     Ui {
         /// Open it in the default browser.
         #[arg(long)]
@@ -96,8 +109,13 @@ fn main() -> ExitCode {
         Command::Serve => serve::run(),
         Command::Token => print_token(),
         Command::Config { command } => config_command::run(command),
-        Command::McpStdio => mcp_stdio::run(),
-        Command::McpConfig { client } => mcp_config::run(client),
+        Command::McpStdio { client } => mcp_stdio::run(client),
+        Command::McpConfig { client } => client_command(mcp_config::run(client)),
+        Command::Clients { command } => client_command(async {
+            clients_command::run(command)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {
             approvals_command::run_approvals(command)
@@ -122,10 +140,12 @@ fn main() -> ExitCode {
 
 /// `souz ui`: the web UI's address, checked against the running daemon.
 async fn ui(open: bool) -> anyhow::Result<ExitCode> {
-    let client = client::DaemonClient::discover()?;
+    let client = client::DaemonClient::discover().await?;
     let _: serde_json::Value = client.get("/v1/pause").await?;
-    let url = client.ui_url();
     if open {
+        // A one-time code, not the token: the browser's arguments are visible to every local
+        // user (`ps`), and the code works once, for about a minute.
+        let url = client.ui_code_url().await?;
         let opener = if cfg!(target_os = "macos") {
             "open"
         } else {
@@ -141,7 +161,7 @@ async fn ui(open: bool) -> anyhow::Result<ExitCode> {
         }
     } else {
         {
-            say!("{url}");
+            say!("{}", client.ui_url());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -149,7 +169,7 @@ async fn ui(open: bool) -> anyhow::Result<ExitCode> {
 
 /// `souz pause` / `souz resume`.
 async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
-    let client = client::DaemonClient::discover()?;
+    let client = client::DaemonClient::discover().await?;
     let state: souz_protocol::config::PauseState = client
         .put(
             "/v1/pause",

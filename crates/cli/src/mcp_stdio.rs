@@ -1,7 +1,13 @@
 //! `souz mcp-stdio`: a stdio MCP server for clients that only speak stdio (Claude Desktop),
-//! forwarding every message to the running daemon's `/mcp` with the token from the Souz home.
+//! forwarding every message to the running daemon's `/mcp` with a client token of its own:
+//! `<SOUZ_HOME>/clients/<name>.token` (`--client`, default `claude-desktop`), written by
+//! `souz mcp-config claude-desktop`. Never the operator token: the bridge's client can reach
+//! `/mcp` and nothing else, and is named by that token to the person deciding.
 //!
 //! Invariants:
+//! - No token leaves the bridge before the listener proved it is the daemon that knows it
+//!   ([`verify_listener`]); the proof is checked again whenever the address is read again
+//!   (after a failure), so a squatter on a freed port gets nothing.
 //! - stdout carries protocol bytes only: one JSON-RPC message per line, exactly as the daemon
 //!   sent it (messages are forwarded as raw JSON, never re-serialized through typed models, so
 //!   no field a client needs can be dropped). Everything else goes to stderr.
@@ -36,7 +42,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::client::Endpoint;
+use crate::client::{Endpoint, ListenerError, verify_listener};
+use souz_core::runtime::discovery;
+use souz_core::token::ApiToken;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -44,8 +52,8 @@ const ACCEPT: &str = "application/json, text/event-stream";
 /// The longest line accepted from the client (the daemon's own body limit applies as well).
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Runs the bridge until stdin closes.
-pub fn run() -> ExitCode {
+/// Runs the bridge, with the client token named `client`, until stdin closes.
+pub fn run(client: String) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -57,7 +65,7 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve()) {
+    match runtime.block_on(serve(client)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("souz mcp-stdio: {error:#}");
@@ -86,10 +94,29 @@ struct SessionState {
 struct Target {
     base: String,
     token: String,
+    /// `daemon.json` as it was when the listener proved itself. The proof is reused only
+    /// while that file is unchanged and its process lives: when the daemon stops, is killed or
+    /// restarts, the listener must prove itself again before the next request, so a squatter
+    /// that takes over the port gets no token.
+    daemon_file: Option<FileStamp>,
+}
+
+/// What tells one version of a file from another.
+type FileStamp = (std::time::SystemTime, u64);
+
+/// The stamp of the daemon file at `path` if it names a living process.
+fn live_daemon_file(path: &std::path::Path) -> Option<FileStamp> {
+    let metadata = std::fs::metadata(path).ok()?;
+    let stamp = (metadata.modified().ok()?, metadata.len());
+    discovery::read(path)
+        .filter(discovery::process_exists)
+        .map(|_| stamp)
 }
 
 struct Bridge {
     http: reqwest::Client,
+    /// The name of the client token to use.
+    client: String,
     /// Read from the Souz home on first use and again after a failure (the daemon may have
     /// restarted on another port, or its token changed).
     target: Mutex<Option<Target>>,
@@ -99,7 +126,7 @@ struct Bridge {
     out: mpsc::UnboundedSender<String>,
 }
 
-async fn serve() -> Result<()> {
+async fn serve(client: String) -> Result<()> {
     let http = reqwest::Client::builder()
         .no_proxy()
         .connect_timeout(Duration::from_secs(5))
@@ -121,6 +148,7 @@ async fn serve() -> Result<()> {
     });
     let bridge = Arc::new(Bridge {
         http,
+        client,
         target: Mutex::new(None),
         state: Mutex::new(SessionState::default()),
         reinitializing: tokio::sync::Mutex::new(()),
@@ -211,18 +239,41 @@ impl Bridge {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The daemon's address and token (cached).
-    fn target(&self) -> Result<Target, String> {
-        let mut cached = self.target.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(target) = cached.as_ref() {
-            return Ok(target.clone());
+    /// The daemon's address and the client token, once the listener there proved it is the
+    /// daemon that knows the token (cached until a failure).
+    async fn target(&self) -> Result<Target, String> {
+        let paths = Endpoint::paths().map_err(|error| format!("{error:#}"))?;
+        let daemon_file = live_daemon_file(&paths.daemon_file());
+        if let Some(target) = self
+            .target
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            && daemon_file.is_some()
+            && target.daemon_file == daemon_file
+        {
+            return Ok(target);
         }
-        let endpoint = Endpoint::discover().map_err(|error| format!("{error:#}"))?;
+        let file = paths.client_token(&self.client);
+        let token = ApiToken::load(&file).map_err(|error| {
+            format!(
+                "no usable client token for `{}` ({error}); make one with `souz mcp-config \
+                 claude-desktop` while Souz runs",
+                self.client
+            )
+        })?;
+        let base = Endpoint::base(&paths);
+        match verify_listener(&self.http, &base, token.expose()).await {
+            Ok(()) => {}
+            Err(ListenerError::Unreachable { .. }) => return Err(not_running(&base)),
+            Err(error) => return Err(error.to_string()),
+        }
         let target = Target {
-            base: endpoint.base,
-            token: endpoint.token.expose().to_owned(),
+            base,
+            token: token.expose().to_owned(),
+            daemon_file,
         };
-        *cached = Some(target.clone());
+        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = Some(target.clone());
         Ok(target)
     }
 
@@ -249,7 +300,7 @@ impl Bridge {
     }
 
     async fn check_daemon(&self) -> Result<(), String> {
-        let endpoint = self.target()?;
+        let endpoint = self.target().await?;
         let url = format!("{}/health", endpoint.base);
         match self.http.get(&url).send().await {
             Ok(response) if response.status().is_success() => Ok(()),
@@ -382,7 +433,9 @@ impl Bridge {
                 state.session_id.clone()
             };
             let Some(session) = session else { return };
-            let Ok(endpoint) = self.target() else { return };
+            let Ok(endpoint) = self.target().await else {
+                return;
+            };
             let mut request = self
                 .http
                 .get(format!("{}/mcp", endpoint.base))
@@ -415,7 +468,7 @@ impl Bridge {
     /// POSTs one message and forwards what comes back to stdout — except the answer to a
     /// replayed handshake (`from_client` false), which the client already had.
     async fn post(&self, message: &Value, session: Option<&str>, from_client: bool) -> Posted {
-        let endpoint = match self.target() {
+        let endpoint = match self.target().await {
             Ok(endpoint) => endpoint,
             Err(reason) => return Posted::Unreachable(reason),
         };
@@ -441,11 +494,12 @@ impl Bridge {
             Err(_) => {
                 // The daemon may have restarted elsewhere: look again before giving up.
                 self.forget_target();
-                return match self.target() {
+                return match self.target().await {
                     Ok(fresh) if fresh.base != endpoint.base => {
                         Box::pin(self.post(message, session, from_client)).await
                     }
-                    _ => Posted::Unreachable(not_running(&endpoint.base)),
+                    Ok(_) => Posted::Unreachable(not_running(&endpoint.base)),
+                    Err(reason) => Posted::Unreachable(reason),
                 };
             }
         };
@@ -505,8 +559,8 @@ impl Bridge {
             self.send_error(
                 &id,
                 -32603,
-                "Souz refused the token in the Souz home (SOUZ_HOME); is this bridge using the \
-                 same home as the daemon?",
+                "Souz refused this bridge's client token (revoked?); run `souz mcp-config \
+                 claude-desktop` again, with the same SOUZ_HOME as the daemon.",
             );
             return Posted::Done;
         }
@@ -566,7 +620,9 @@ impl Bridge {
         let Some(session) = self.state().session_id.clone() else {
             return;
         };
-        let Ok(endpoint) = self.target() else { return };
+        let Ok(endpoint) = self.target().await else {
+            return;
+        };
         let _ = self
             .http
             .delete(format!("{}/mcp", endpoint.base))

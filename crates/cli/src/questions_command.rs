@@ -46,7 +46,7 @@ pub struct AnswerArgs {
 }
 
 pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
-    let client = DaemonClient::discover()?;
+    let client = DaemonClient::discover().await?;
     match command.unwrap_or(QuestionsCommand::List { json: false }) {
         QuestionsCommand::List { json } => {
             let list: QuestionList = client.get("/v1/options?limit=500").await?;

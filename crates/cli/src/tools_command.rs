@@ -32,7 +32,7 @@ pub enum ToolsCommand {
 }
 
 pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
-    let client = DaemonClient::discover()?;
+    let client = DaemonClient::discover().await?;
     match command {
         ToolsCommand::List { json } => {
             let list: ToolList = client.get("/v1/tools").await?;

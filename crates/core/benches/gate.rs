@@ -117,6 +117,8 @@ fn policy(c: &mut Criterion) {
         client_name: "Claude Code".into(),
         client_version: "2".into(),
         session_id: "s".into(),
+        token_id: "c-claude".into(),
+        token_name: "claude-code".into(),
     };
     let command = [Target::Command {
         command: "sudo bash -lc 'git status -s && ls -la ~/src'".into(),

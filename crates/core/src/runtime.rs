@@ -33,7 +33,9 @@ use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
-use crate::token::{ApiToken, TokenError};
+use crate::token::clients::ClientTokens;
+use crate::token::ui_codes::UiCodes;
+use crate::token::{ApiToken, Credential, TokenError, proof};
 use crate::tools::gate::Gate;
 use crate::tools::{CatalogError, builtin};
 
@@ -109,6 +111,8 @@ struct State {
     events: EventBus,
     gate: Gate,
     token: ApiToken,
+    clients: ClientTokens,
+    ui_codes: UiCodes,
     llm: Arc<LlmService>,
     chats: Chats,
     config_editor: ConfigEditor,
@@ -159,6 +163,7 @@ impl Runtime {
         // The token has no recognizable format: name it so logs and audit previews drop it.
         crate::approvals::redact::register_secret(token.expose());
         let store = Store::open(config.paths.database()).await?;
+        let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
         let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
         let paused_since = store.read(pause::load).await?;
@@ -257,6 +262,8 @@ impl Runtime {
                 events,
                 gate,
                 token,
+                clients,
+                ui_codes: UiCodes::default(),
                 llm,
                 agents,
                 chats,
@@ -403,9 +410,44 @@ impl RuntimeHandle {
         &self.state.agents
     }
 
-    /// Whether `presented` is the API token.
+    /// Whether `presented` is the operator token.
     pub fn verify_token(&self, presented: &str) -> bool {
         self.state.token.matches(presented)
+    }
+
+    /// What `presented` is: the operator token, an active client token, or nothing.
+    pub fn authenticate(&self, presented: &str) -> Option<Credential> {
+        if self.state.token.matches(presented) {
+            return Some(Credential::Operator);
+        }
+        self.state.clients.verify(presented).map(Credential::Client)
+    }
+
+    /// The MCP client tokens.
+    pub fn clients(&self) -> &ClientTokens {
+        &self.state.clients
+    }
+
+    /// The web UI's one-time sign-in codes.
+    pub fn ui_codes(&self) -> &UiCodes {
+        &self.state.ui_codes
+    }
+
+    /// The operator token's text, for the web UI's sign-in exchange.
+    pub fn operator_token(&self) -> &str {
+        self.state.token.expose()
+    }
+
+    /// The proof of identity for the credential named `key` (see [`proof`]), or `None` when
+    /// no active credential has that key id.
+    pub fn identity_proof(&self, key: &str, nonce: &str, host: &str) -> Option<String> {
+        let operator = self.state.token.digest();
+        let digest = if proof::key_id(operator) == key {
+            *operator
+        } else {
+            self.state.clients.digest_for_key(key)?
+        };
+        Some(proof::prove(&digest, nonce, host))
     }
 
     /// Cancelled when the daemon begins to shut down; long-lived connections watch it.

@@ -1,7 +1,16 @@
-//! The bearer token that stands for the local user on `/v1/**` and `/mcp`.
+//! Credentials, separated by capability:
+//! - the operator token ([`ApiToken`]): the person's credential (menu-bar app, CLI, web UI),
+//!   valid on `/v1/**` and `/mcp`. Made at first start from 256 random bits, stored in
+//!   `<SOUZ_HOME>/token` with mode 0600, and compared in constant time. It is never logged:
+//!   `Debug` prints a fixed placeholder.
+//! - MCP client tokens ([`clients`]): one per client, valid on `/mcp` only, stored hashed.
 //!
-//! Made at first start from 256 random bits, stored in `<SOUZ_HOME>/token` with mode 0600, and
-//! compared in constant time. It is never logged: `Debug` prints a fixed placeholder.
+//! [`proof`] lets a client check that a listener is this daemon before sending either;
+//! [`ui_codes`] signs the web UI in without putting the token in an address or argument.
+
+pub mod clients;
+pub mod proof;
+pub mod ui_codes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,6 +44,33 @@ pub enum TokenError {
     /// The system random source failed.
     #[error("cannot generate a token: {0}")]
     Random(String),
+}
+
+/// What a request's bearer token turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// The operator token: everything.
+    Operator,
+    /// An MCP client's token: `/mcp` only, and the requester is this identity.
+    Client(clients::ClientIdentity),
+}
+
+impl Credential {
+    /// The id requesters carry: the client id, or `operator`.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Operator => souz_protocol::OPERATOR_IDENTITY,
+            Self::Client(identity) => &identity.id,
+        }
+    }
+
+    /// The name requesters carry: the client's name, or `operator`.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Operator => souz_protocol::OPERATOR_IDENTITY,
+            Self::Client(identity) => &identity.name,
+        }
+    }
 }
 
 /// The API token. Cheap to clone; never printed by `Debug`.
@@ -127,6 +163,11 @@ impl ApiToken {
     pub fn matches(&self, presented: &str) -> bool {
         let presented: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         self.digest.ct_eq(&presented).into()
+    }
+
+    /// The token's SHA-256 (keys the identity proof).
+    pub fn digest(&self) -> &[u8; 32] {
+        &self.digest
     }
 
     /// The token text, for `souz token` and for clients that must send it.

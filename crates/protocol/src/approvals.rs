@@ -12,14 +12,22 @@ pub enum Requester {
         /// The chat id.
         chat_id: String,
     },
-    /// An MCP client (Claude Code, Claude Desktop, ...).
+    /// An MCP client (Claude Code, Claude Desktop, ...). Who it is comes from the token it
+    /// presented (`token_id`, `token_name`); `clientInfo` is only what it calls itself.
     Mcp {
-        /// `clientInfo.name` from the MCP handshake.
+        /// `clientInfo.name` from the MCP handshake: self-declared, shown as a detail only.
         client_name: String,
-        /// `clientInfo.version`.
+        /// `clientInfo.version`: self-declared.
         client_version: String,
         /// The MCP session id.
         session_id: String,
+        /// The id of the client token the request carried (`operator` for the operator
+        /// token). Grants and rules bind to it. Empty on records made before client tokens.
+        #[serde(default)]
+        token_id: String,
+        /// That token's name (`operator` for the operator token).
+        #[serde(default)]
+        token_name: String,
     },
     /// The `souz` command line.
     Cli,
@@ -40,12 +48,19 @@ impl Requester {
             Self::Mcp {
                 client_name,
                 client_version,
+                token_name,
                 ..
             } => {
-                if client_version.is_empty() {
+                let declared = if client_version.is_empty() {
                     client_name.clone()
                 } else {
                     format!("{client_name} {client_version}")
+                };
+                // The token's name first: what a client calls itself is only a detail.
+                if token_name.is_empty() {
+                    format!("unidentified MCP client \"{declared}\"")
+                } else {
+                    format!("{token_name} (MCP client \"{declared}\")")
                 }
             }
             Self::Cli => "the souz CLI".to_owned(),
@@ -320,4 +335,39 @@ pub struct DecisionResponse {
     /// Something that did not work out but did not undo the decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_mcp_label_names_the_token_before_what_the_client_calls_itself() {
+        let spoof = Requester::Mcp {
+            client_name: "the souz CLI".into(),
+            client_version: String::new(),
+            session_id: "s".into(),
+            token_id: "c1".into(),
+            token_name: "claude-code".into(),
+        };
+        assert_eq!(spoof.label(), "claude-code (MCP client \"the souz CLI\")");
+        assert_ne!(spoof.label(), Requester::Cli.label());
+    }
+
+    #[test]
+    fn mcp_requesters_stored_before_client_tokens_still_decode() {
+        let old =
+            r#"{"kind":"mcp","client_name":"claude-code","client_version":"2.1","session_id":"s"}"#;
+        let requester: Requester = serde_json::from_str(old).unwrap();
+        let Requester::Mcp {
+            token_id,
+            token_name,
+            ..
+        } = &requester
+        else {
+            panic!("{requester:?}")
+        };
+        assert!(token_id.is_empty() && token_name.is_empty());
+        assert!(requester.label().starts_with("unidentified MCP client"));
+    }
 }

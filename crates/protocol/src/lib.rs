@@ -8,6 +8,7 @@
 
 pub mod approvals;
 pub mod chat;
+pub mod clients;
 pub mod config;
 pub mod display;
 pub mod error;
@@ -20,6 +21,10 @@ pub use approvals::{
     Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
     Effect, ExpiryReason, Grant, GrantList, RecordedDecision, Requester, ScopeKind, SuggestedScope,
     Verdict,
+};
+pub use clients::{
+    ClientList, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,
+    OPERATOR_IDENTITY, UiCode, UiCodeExchange, UiSession,
 };
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;

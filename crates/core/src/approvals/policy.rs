@@ -95,12 +95,14 @@ pub struct GrantRule {
 }
 
 /// Whether two requesters are "the same requester" for grants: the same chat, the same MCP
-/// client (by name, across sessions and versions), the same skill, or the same kind otherwise.
+/// client (by the token it presented, across sessions, versions and whatever its `clientInfo`
+/// says; a requester without a token identity is nobody's), the same skill, or the same kind
+/// otherwise.
 pub fn same_requester(a: &Requester, b: &Requester) -> bool {
     match (a, b) {
         (Requester::Chat { chat_id: x }, Requester::Chat { chat_id: y }) => x == y,
-        (Requester::Mcp { client_name: x, .. }, Requester::Mcp { client_name: y, .. }) => {
-            x.eq_ignore_ascii_case(y)
+        (Requester::Mcp { token_id: x, .. }, Requester::Mcp { token_id: y, .. }) => {
+            !x.is_empty() && x == y
         }
         (Requester::Skill { skill_id: x }, Requester::Skill { skill_id: y }) => x == y,
         (Requester::Cli, Requester::Cli) | (Requester::Api, Requester::Api) => true,
@@ -365,8 +367,10 @@ fn requester_matches(pattern: &str, requester: &Requester) -> bool {
         ("chat", Requester::Chat { chat_id }) => name.is_none_or(|n| n == chat_id),
         ("cli", Requester::Cli) | ("api", Requester::Api) => true,
         ("skill", Requester::Skill { skill_id }) => name.is_none_or(|n| n == skill_id),
-        ("mcp", Requester::Mcp { client_name, .. }) => {
-            name.is_none_or(|n| n.eq_ignore_ascii_case(client_name))
+        // `mcp:<name>` names a client token (its name is unique among active tokens), never
+        // what the client calls itself.
+        ("mcp", Requester::Mcp { token_name, .. }) => {
+            name.is_none_or(|n| !token_name.is_empty() && n.eq_ignore_ascii_case(token_name))
         }
         _ => false,
     }

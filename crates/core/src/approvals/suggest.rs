@@ -211,6 +211,8 @@ mod tests {
             client_name: "Claude Code".into(),
             client_version: String::new(),
             session_id: "s".into(),
+            token_id: "c-claude".into(),
+            token_name: "claude-code".into(),
         }
     }
 
@@ -241,7 +243,8 @@ mod tests {
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p/src"));
         assert_eq!(
             s.label,
-            "Always allow Claude Code to use EditFile in ~/p/src (until revoked)"
+            "Always allow claude-code (MCP client \"Claude Code\") to use EditFile in ~/p/src \
+             (until revoked)"
         );
 
         let s = suggest(

@@ -46,6 +46,8 @@ fn claude() -> Requester {
         client_name: "Claude Code".into(),
         client_version: "2.0".into(),
         session_id: "s1".into(),
+        token_id: "c-claude".into(),
+        token_name: "claude-code".into(),
     }
 }
 
@@ -138,7 +140,10 @@ async fn a_decision_reaches_the_waiter_and_the_first_one_wins() {
         .unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, pending.approval.id);
-    assert_eq!(listed[0].requester_label, "Claude Code 2.0");
+    assert_eq!(
+        listed[0].requester_label,
+        "claude-code (MCP client \"Claude Code 2.0\")"
+    );
     assert_eq!(listed[0].diff.as_deref(), Some("--- a\n+++ b\n"));
 
     let response = f
@@ -331,7 +336,7 @@ async fn scoped_approvals_create_grants_that_the_policy_uses_until_revoked() {
     assert_eq!(grant.effect, Effect::Allow);
     assert_eq!(
         grant.label,
-        "Allow Claude Code 2.0 to use EditFile in ~/p (until revoked)"
+        "Allow claude-code (MCP client \"Claude Code 2.0\") to use EditFile in ~/p (until revoked)"
     );
     assert_eq!(
         response.approval.decision.unwrap().grant_id.as_deref(),

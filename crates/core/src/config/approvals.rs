@@ -26,7 +26,8 @@ pub struct RuleConfig {
     /// A risk class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk: Option<Risk>,
-    /// Who asks: `chat`, `cli`, `api`, `skill`, `mcp`, or `mcp:<client name>`.
+    /// Who asks: `chat`, `cli`, `api`, `skill`, `mcp`, or `mcp:<client name>` (the name of the
+    /// client's token, `souz clients list`; never what the client calls itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
     /// Why the rule exists; shown with decisions it makes.
@@ -119,7 +120,7 @@ impl RuleConfig {
             let kind = requester.split(':').next().unwrap_or_default();
             if !matches!(kind, "chat" | "cli" | "api" | "skill" | "mcp") {
                 return Err(format!(
-                    "requester `{requester}` must be chat, cli, api, skill, mcp or mcp:<client name>"
+                    "requester `{requester}` must be chat, cli, api, skill, mcp or mcp:<client token name>"
                 ));
             }
         }

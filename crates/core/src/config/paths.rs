@@ -71,6 +71,16 @@ impl SouzPaths {
         self.home.join("token")
     }
 
+    /// The folder of MCP client tokens kept for bridges (`souz mcp-stdio`), owner-only.
+    pub fn client_tokens(&self) -> PathBuf {
+        self.home.join("clients")
+    }
+
+    /// The token file of the client named `name` (mode 0600), written by `souz mcp-config`.
+    pub fn client_token(&self, name: &str) -> PathBuf {
+        self.client_tokens().join(format!("{name}.token"))
+    }
+
     /// The data key that encrypts stored provider API keys (mode 0600, made on first use).
     pub fn provider_key_file(&self) -> PathBuf {
         self.home.join("provider-keys.key")

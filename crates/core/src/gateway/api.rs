@@ -321,7 +321,8 @@ pub fn openapi(operations: &[Operation], version: &str) -> Value {
                             (`souz token` prints it). Behind a trusted proxy (`[server] trusted_proxy_token`), \
                             requests with `X-Souz-Proxy-Auth` and `X-User-Id` act for that user and get 403 \
                             `forbidden` on operator routes (`x-souz-operator`); requests without them are \
-                            the operator's.",
+                            the operator's. An MCP client token (`/v1/clients`) is valid on `/mcp` \
+                            only: every `/v1` route answers it 403 `forbidden`.",
         },
         "servers": [{"url": "/"}],
         "paths": paths,

@@ -15,6 +15,7 @@ use crate::chat::ChatError;
 use crate::llm::keys::KeyStoreError;
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
+use crate::token::clients::ClientTokenError;
 
 /// An error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +124,19 @@ impl From<ApprovalError> for ApiError {
             ApprovalError::Invalid(message) => Self::invalid(message),
             ApprovalError::Forbidden(message) => Self::forbidden(message),
             ApprovalError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ClientTokenError> for ApiError {
+    fn from(error: ClientTokenError) -> Self {
+        match error {
+            ClientTokenError::InvalidName(_) => Self::invalid(error.to_string()),
+            ClientTokenError::NameTaken(_) => {
+                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
+            }
+            ClientTokenError::Random(_) => Self::internal(&error),
+            ClientTokenError::Store(error) => error.into(),
         }
     }
 }

@@ -6,8 +6,12 @@
 //! 2. A body whose declared length is over the limit gets 413 before it is read; a chunked body
 //!    is cut off at the limit.
 //! 3. `/v1/**` and `/mcp` need `Authorization: Bearer <token>` (constant-time check): else 401.
-//!    `/`, `/health`, `/docs*`, the web UI (`/app*`) and OAuth discovery (`/.well-known/*`) are
+//!    `/`, `/health`, `/docs*`, the web UI (`/app*`), OAuth discovery (`/.well-known/*`) and
+//!    the [`PUBLIC_V1`] routes (the daemon's identity proof, the web UI's code exchange) are
 //!    public.
+//! 4. Capabilities: the operator token reaches everything; an MCP client token reaches `/mcp`
+//!    only, and gets 403 `forbidden` anywhere else. The [`Credential`] goes with the request,
+//!    so the MCP server names the requester by its token, never by what it calls itself.
 //!
 //! Browsers cannot set headers on `new WebSocket(...)`, so a WebSocket upgrade may present the
 //! token as the subprotocol `souz.token.<token>` instead, offered together with `souz`; the
@@ -30,6 +34,7 @@ use super::error::ApiError;
 use crate::config::ServerConfig;
 use crate::config::server::normalize_origin;
 use crate::runtime::RuntimeHandle;
+use crate::token::Credential;
 
 /// Which hosts and origins are accepted, and how big a body may be.
 #[derive(Debug, Clone)]
@@ -149,12 +154,21 @@ pub async fn guard(State(perimeter): State<Perimeter>, request: Request, next: N
     next.run(Request::from_parts(parts, body)).await
 }
 
+/// Routes under `/v1` that need no token: a client checks the daemon's identity before it
+/// sends one, and the web UI trades a one-time code for one.
+pub const PUBLIC_V1: &[&str] = &["/v1/identity", "/v1/ui-codes/exchange"];
+
 /// Whether a path needs the bearer token.
 pub fn requires_token(path: &str) -> bool {
     let protected = ["/v1", "/mcp"]
         .iter()
         .any(|prefix| path == *prefix || path.starts_with(&format!("{prefix}/")));
-    protected && !path.contains("/.well-known/")
+    protected && !path.contains("/.well-known/") && !PUBLIC_V1.contains(&path)
+}
+
+/// Whether a client token may call `path` (`/mcp` and below only).
+fn client_may_call(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/")
 }
 
 /// The subprotocol a browser offers with [`TOKEN_SUBPROTOCOL_PREFIX`], and the one selected.
@@ -180,11 +194,19 @@ pub async fn authenticate(
         Some(token) => (Some(token), false),
         None => (websocket_token(request.headers()), true),
     };
-    match presented {
-        Some(token) if handle.verify_token(token) => {
+    match presented.map(|token| handle.authenticate(token)) {
+        Some(Some(Credential::Client(_))) if !client_may_call(request.uri().path()) => {
+            ApiError::forbidden(
+                "An MCP client token is valid on /mcp only; this route needs the operator \
+                 token (`souz token`).",
+            )
+            .into_response()
+        }
+        Some(Some(credential)) => {
             let offered_souz =
                 via_subprotocol && offers_subprotocol(request.headers(), SUBPROTOCOL);
             request.extensions_mut().insert(Authenticated);
+            request.extensions_mut().insert(credential);
             let mut response = next.run(request).await;
             if offered_souz
                 && response.status() == StatusCode::SWITCHING_PROTOCOLS
@@ -199,7 +221,7 @@ pub async fn authenticate(
             }
             response
         }
-        Some(_) => ApiError::unauthorized("The bearer token is not valid; see `souz token`.")
+        Some(None) => ApiError::unauthorized("The bearer token is not valid; see `souz token`.")
             .into_response(),
         None => ApiError::unauthorized(
             "Send Authorization: Bearer <token>; `souz token` prints the token.",
@@ -340,9 +362,15 @@ mod tests {
             "/app",
             "/app/",
             "/app/app.js",
+            "/v1/identity",
+            "/v1/ui-codes/exchange",
         ] {
             assert!(!requires_token(public), "{public}");
         }
+        assert!(requires_token("/v1/ui-codes"));
+        assert!(requires_token("/v1/identity/x"));
+        assert!(client_may_call("/mcp") && client_may_call("/mcp/x"));
+        assert!(!client_may_call("/mcpx") && !client_may_call("/v1/clients"));
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod app;
 pub mod approvals;
 pub mod audit;
 pub mod chats;
+pub mod clients;
 pub mod config;
 pub mod events;
 pub mod options;
@@ -21,6 +22,7 @@ pub fn all() -> ApiRouter<AppState> {
         .merge(system::routes())
         .merge(events::routes())
         .merge(approvals::routes())
+        .merge(clients::routes())
         .merge(tools::routes())
         .merge(audit::routes())
         .merge(chats::routes())

@@ -9,7 +9,8 @@
 //!   output schema), and a change of rules or grants — a grant expiring included — that changes
 //!   the list sends `notifications/tools/list_changed`: to a session from its `initialize` on,
 //!   and on protocol 2026-07-28 on each `subscriptions/listen` stream that asks for it.
-//! - `tools/call` ([`calls`]) starts a gate call with the client as the requester, keeps the
+//! - `tools/call` ([`calls`]) starts a gate call with the client as the requester (named by
+//!   the token it presented, never by its `clientInfo`), keeps the
 //!   client informed with progress while a person decides, and answers "waiting for approval"
 //!   before the client's own time limit; `AwaitApproval` picks the result up later, once.
 //! - [`sessions`]: rmcp's session manager, watched, so that a session's end withdraws its calls.
@@ -51,6 +52,7 @@ use self::listing::Listing;
 use self::sessions::{SessionCalls, Sessions};
 use crate::config::McpConfig;
 use crate::runtime::RuntimeHandle;
+use crate::token::Credential;
 
 /// The name Souz gives itself in `serverInfo`.
 pub const SERVER_NAME: &str = "souz";
@@ -203,9 +205,10 @@ impl SouzServer {
         }
     }
 
-    /// Who is asking, as the approval gate and the person see it: the client's `clientInfo`
-    /// (from the handshake, or from the request's `_meta` on session-less protocol versions)
-    /// and the session id.
+    /// Who is asking, as the approval gate and the person see it: the credential the request
+    /// carried (put there by the perimeter), with the client's `clientInfo` (from the
+    /// handshake, or from the request's `_meta` on session-less protocol versions) and the
+    /// session id as details.
     fn requester(&self, context: &RequestContext<RoleServer>) -> Requester {
         let client = context.client_info().or_else(|| {
             self.session
@@ -214,14 +217,14 @@ impl SouzServer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone()
         });
-        let session_id = context
-            .extensions
-            .get::<http::request::Parts>()
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session_id = parts
             .and_then(|parts| parts.headers.get(SESSION_HEADER))
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        requester_for(client.as_ref(), session_id)
+        let credential = parts.and_then(|parts| parts.extensions.get::<Credential>());
+        requester_for(credential, client.as_ref(), session_id)
     }
 
     /// Starts the task that tells this session's client when its tool list changes.
@@ -251,8 +254,14 @@ impl SouzServer {
     }
 }
 
-/// The requester for a client identity and session.
-pub fn requester_for(client: Option<&Implementation>, session_id: String) -> Requester {
+/// The requester for a credential, a self-declared client identity and a session. Without a
+/// credential (which the perimeter always adds) the requester has no token identity, so no
+/// grant or `mcp:<name>` rule can match it.
+pub fn requester_for(
+    credential: Option<&Credential>,
+    client: Option<&Implementation>,
+    session_id: String,
+) -> Requester {
     let (client_name, client_version) = match client {
         Some(client) if !client.name.trim().is_empty() => (
             client.name.trim().to_owned(),
@@ -260,10 +269,15 @@ pub fn requester_for(client: Option<&Implementation>, session_id: String) -> Req
         ),
         _ => ("an unnamed MCP client".to_owned(), String::new()),
     };
+    let (token_id, token_name) = credential.map_or_else(Default::default, |credential| {
+        (credential.id().to_owned(), credential.name().to_owned())
+    });
     Requester::Mcp {
         client_name,
         client_version,
         session_id,
+        token_id,
+        token_name,
     }
 }
 
@@ -375,7 +389,11 @@ impl ServerHandler for SouzServer {
             .client
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(request.client_info.clone());
-        let requester = requester_for(Some(&request.client_info), String::new());
+        let credential = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Credential>());
+        let requester = requester_for(credential, Some(&request.client_info), String::new());
         self.watch_tool_list(context.peer.clone(), requester);
         self.negotiate_initialize(&request)
     }

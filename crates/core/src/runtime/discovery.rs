@@ -32,6 +32,21 @@ pub fn read(path: &Path) -> Option<DaemonInfo> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// Whether the process `info` names still exists (a daemon killed without cleaning up leaves
+/// its file behind). A process of another user counts as existing.
+pub fn process_exists(info: &DaemonInfo) -> bool {
+    let Some(pid) = i32::try_from(info.pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(error) => error != rustix::io::Errno::SRCH,
+    }
+}
+
 /// Removes `path` if it names this process.
 pub fn remove_if_ours(path: &Path) {
     if read(path).is_some_and(|info| info.pid == std::process::id()) {
@@ -42,6 +57,20 @@ pub fn remove_if_ours(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_process_exists_and_a_reaped_one_does_not() {
+        let ours = DaemonInfo {
+            pid: std::process::id(),
+            url: "http://127.0.0.1:1".into(),
+            version: "0".into(),
+        };
+        assert!(process_exists(&ours));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!process_exists(&DaemonInfo { pid, ..ours }));
+    }
 
     #[test]
     fn round_trip_and_owner_only_removal() {

@@ -287,6 +287,20 @@ pub const MIGRATIONS: &[Migration] = &[
               DROP TABLE provider_keys;
               ALTER TABLE provider_keys_by_user RENAME TO provider_keys;",
     },
+    Migration {
+        // MCP client tokens (issue 11 §1): named, revocable, valid on `/mcp` only. Only the
+        // token's SHA-256 is kept; active names are unique so `mcp:<name>` rules name one.
+        name: "client_tokens",
+        sql: "CREATE TABLE client_tokens (
+                  id           TEXT PRIMARY KEY,
+                  name         TEXT NOT NULL,
+                  token_sha256 BLOB NOT NULL UNIQUE,
+                  created_at   TEXT NOT NULL,
+                  revoked_at   TEXT
+              ) STRICT;
+              CREATE UNIQUE INDEX client_tokens_active_name
+                  ON client_tokens (name COLLATE NOCASE) WHERE revoked_at IS NULL;",
+    },
 ];
 
 /// The schema version this binary produces.

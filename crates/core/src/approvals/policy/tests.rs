@@ -68,6 +68,19 @@ fn claude() -> Requester {
         client_name: "Claude Code".into(),
         client_version: "2.0".into(),
         session_id: "s1".into(),
+        token_id: "c-claude".into(),
+        token_name: "claude code".into(),
+    }
+}
+
+/// An MCP requester holding token `token_id` named `token_name`, calling itself `declared`.
+fn token_client(token_id: &str, token_name: &str, declared: &str) -> Requester {
+    Requester::Mcp {
+        client_name: declared.into(),
+        client_version: "1.0".into(),
+        session_id: "s9".into(),
+        token_id: token_id.into(),
+        token_name: token_name.into(),
     }
 }
 
@@ -601,6 +614,8 @@ fn cases() -> Vec<Case> {
                 client_name: "Claude Code".into(),
                 client_version: "1.0".into(),
                 session_id: "old".into(),
+                token_id: "c-claude".into(),
+                token_name: "claude code".into(),
             }),
             argument_match: ArgumentMatch {
                 path_prefix: Some("~/p".into()),
@@ -622,6 +637,56 @@ fn cases() -> Vec<Case> {
             ..grant("g1", Effect::Allow, "EditFile")
         }])
         .from(claude()),
+        // A requester is its token: the same clientInfo with another token is someone else,
+        // and a grant from before client tokens (no token identity) is nobody's.
+        case(
+            "grant for one client token does not reach another token naming itself the same",
+            "EditFile",
+            Write,
+            vec![path("/home/u/p/a.rs")],
+            Ask,
+        )
+        .grants(vec![GrantRule {
+            requester: Some(token_client("c-other", "other", "Claude Code")),
+            ..grant("g1", Effect::Allow, "EditFile")
+        }])
+        .from(claude()),
+        case(
+            "grant without a token identity matches no client",
+            "EditFile",
+            Write,
+            vec![path("/home/u/p/a.rs")],
+            Ask,
+        )
+        .grants(vec![GrantRule {
+            requester: Some(token_client("", "", "Claude Code")),
+            ..grant("g1", Effect::Allow, "EditFile")
+        }])
+        .from(token_client("", "", "Claude Code")),
+        case(
+            "mcp:<name> rule names the token, not what the client calls itself",
+            "RunCommand",
+            Exec,
+            vec![cmd("ls")],
+            Ask,
+        )
+        .rules(vec![RuleConfig {
+            requester: Some("mcp:trusted".into()),
+            ..rule(Allow)
+        }])
+        .from(token_client("c-claude", "claude code", "trusted")),
+        case(
+            "mcp:<name> rule matches the token's name",
+            "RunCommand",
+            Exec,
+            vec![cmd("ls")],
+            Allow,
+        )
+        .rules(vec![RuleConfig {
+            requester: Some("mcp:trusted".into()),
+            ..rule(Allow)
+        }])
+        .from(token_client("c-trusted", "trusted", "anything")),
         case(
             "grant outside its folder does not apply",
             "EditFile",
@@ -903,11 +968,15 @@ fn effective_policy_for_one_requester() {
         client_name: "claude-code".into(),
         client_version: "2.1".into(),
         session_id: "s1".into(),
+        token_id: "c1".into(),
+        token_name: "claude-code".into(),
     };
     let desktop = Requester::Mcp {
         client_name: "claude-ai".into(),
         client_version: "0.9".into(),
         session_id: "s2".into(),
+        token_id: "c2".into(),
+        token_name: "claude-ai".into(),
     };
     let config = ApprovalsConfig {
         rules: vec![

@@ -284,7 +284,9 @@ async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_c
 
 /// The operator routes, as the registry marks them.
 const OPERATOR_ROUTES: &[&str] = &[
+    "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
+    "GET /v1/clients",
     "GET /v1/config",
     "GET /v1/events",
     "GET /v1/grants",
@@ -292,7 +294,9 @@ const OPERATOR_ROUTES: &[&str] = &[
     "GET /v1/tool-calls/{id}",
     "GET /v1/tools",
     "PATCH /v1/config",
+    "POST /v1/clients",
     "POST /v1/tool-calls",
+    "POST /v1/ui-codes",
     "PUT /v1/config",
     "PUT /v1/pause",
 ];

@@ -11,6 +11,8 @@ use super::listing::{Listing, REQUIRES_USER_INTERACTION, mcp_tool, title};
 use super::*;
 use crate::config::{Config, RuleConfig, SouzPaths};
 use crate::runtime::Runtime;
+use crate::token::Credential;
+use crate::token::clients::ClientIdentity;
 use crate::tools::gate::CallState;
 
 async fn runtime(adjust: impl FnOnce(&mut Config)) -> (tempfile::TempDir, Runtime) {
@@ -21,8 +23,17 @@ async fn runtime(adjust: impl FnOnce(&mut Config)) -> (tempfile::TempDir, Runtim
     (dir, runtime)
 }
 
+/// A client holding a token named `name` (and calling itself that too).
 fn client(name: &str) -> Requester {
-    requester_for(Some(&Implementation::new(name, "1.0")), "s".to_owned())
+    let credential = Credential::Client(ClientIdentity {
+        id: format!("id-{name}"),
+        name: name.to_owned(),
+    });
+    requester_for(
+        Some(&credential),
+        Some(&Implementation::new(name, "1.0")),
+        "s".to_owned(),
+    )
 }
 
 fn asks(tool: &rmcp::model::Tool) -> bool {
@@ -111,6 +122,21 @@ async fn the_listing_follows_the_policy_for_each_client() {
         "RunCommand is allowed for `trusted`, so it keeps its output schema"
     );
     assert!(listing.tool("RunCommand").unwrap().output_schema.is_some());
+    // A client is its token: calling itself `trusted` does not bring `trusted`'s rule along.
+    let spoof = requester_for(
+        Some(&Credential::Client(ClientIdentity {
+            id: "id-claude-code".into(),
+            name: "claude-code".into(),
+        })),
+        Some(&Implementation::new("trusted", "9.9")),
+        "s".to_owned(),
+    );
+    let for_spoof = listing.tools(handle.approvals(), &spoof);
+    let run_spoof = for_spoof
+        .iter()
+        .find(|tool| tool.name == "RunCommand")
+        .unwrap();
+    assert!(asks(run_spoof), "a spoofed clientInfo inherits nothing");
 
     // The signature (what decides `tools/list_changed`) differs exactly where the lists do.
     let code = listing.signature(handle.approvals(), &client("claude-code"));
@@ -323,22 +349,38 @@ fn origins_get_explicit_ports_for_rmcp() {
 }
 
 #[test]
-fn requesters_name_the_client_and_session() {
+fn requesters_are_their_token_with_client_info_as_a_detail() {
+    let credential = Credential::Client(ClientIdentity {
+        id: "c1".into(),
+        name: "claude-code".into(),
+    });
     let requester = requester_for(
-        Some(&Implementation::new(" claude-code ", "2.1.0")),
+        Some(&credential),
+        Some(&Implementation::new(" the souz CLI ", "2.1.0")),
         "sess".to_owned(),
     );
     assert_eq!(
         requester,
         Requester::Mcp {
-            client_name: "claude-code".into(),
+            client_name: "the souz CLI".into(),
             client_version: "2.1.0".into(),
             session_id: "sess".into(),
+            token_id: "c1".into(),
+            token_name: "claude-code".into(),
         }
     );
-    assert_eq!(requester.label(), "claude-code 2.1.0");
-    let anonymous = requester_for(None, String::new());
-    assert_eq!(anonymous.label(), "an unnamed MCP client");
+    assert_eq!(
+        requester.label(),
+        "claude-code (MCP client \"the souz CLI 2.1.0\")"
+    );
+    let operator = requester_for(Some(&Credential::Operator), None, String::new());
+    assert_eq!(
+        operator.label(),
+        "operator (MCP client \"an unnamed MCP client\")"
+    );
+    // Without a credential (the perimeter always adds one) the requester is nobody's.
+    let anonymous = requester_for(None, None, String::new());
+    assert!(matches!(&anonymous, Requester::Mcp { token_id, .. } if token_id.is_empty()));
 }
 
 #[test]

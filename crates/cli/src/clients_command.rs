@@ -1,0 +1,102 @@
+//! `souz clients`: the MCP client tokens (list, add, revoke), and the rotation `souz
+//! mcp-config` uses to give a client a fresh token under its name.
+
+use anyhow::Result;
+use clap::Subcommand;
+use souz_protocol::{ClientList, CreatedClient, NewClient};
+
+use crate::client::{DaemonClient, resolve_prefix};
+use crate::output::{age, print_json, say, truncate};
+
+#[derive(Debug, Subcommand)]
+pub enum ClientsCommand {
+    /// List the active client tokens (never the tokens themselves).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a token for an MCP client; it is printed once.
+    Add {
+        /// A name for the client (letters, digits, `-`, `_`, `.`).
+        name: String,
+    },
+    /// Revoke a client token: from then on it is refused.
+    Revoke {
+        /// Client id (a unique prefix is enough) or name.
+        id: String,
+    },
+}
+
+pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
+    let client = DaemonClient::discover().await?;
+    match command.unwrap_or(ClientsCommand::List { json: false }) {
+        ClientsCommand::List { json } => {
+            let list: ClientList = client.get("/v1/clients").await?;
+            if json {
+                return print_json(&list);
+            }
+            if list.items.is_empty() {
+                say!(
+                    "No client tokens. Make one with `souz clients add NAME` or `souz mcp-config`."
+                );
+            }
+            for item in &list.items {
+                say!(
+                    "{:<10} {:<24} made {} ago",
+                    truncate(&item.id, 10),
+                    item.name,
+                    age(item.created_at)
+                );
+            }
+            Ok(())
+        }
+        ClientsCommand::Add { name } => {
+            let created = create(&client, &name).await?;
+            say!(
+                "Client {} ({}). Its token, shown this once:",
+                created.name,
+                created.id
+            );
+            say!("{}", created.token);
+            Ok(())
+        }
+        ClientsCommand::Revoke { id } => {
+            let list: ClientList = client.get("/v1/clients").await?;
+            let by_name = list.items.iter().find(|item| item.name == id);
+            let id = match by_name {
+                Some(item) => item.id.clone(),
+                None => resolve_prefix("client", &id, list.items.iter().map(|c| c.id.as_str()))?,
+            };
+            client.delete(&format!("/v1/clients/{id}")).await?;
+            say!("Revoked client {id}.");
+            Ok(())
+        }
+    }
+}
+
+async fn create(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
+    let (_, created): (u16, CreatedClient) = client
+        .post(
+            "/v1/clients",
+            &NewClient {
+                name: name.to_owned(),
+            },
+        )
+        .await?;
+    Ok(created)
+}
+
+/// A fresh token for the client `name`: the active one of that name (if any) is revoked
+/// first, so a client configured again stops using its old token.
+pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
+    let list: ClientList = client.get("/v1/clients").await?;
+    for old in list
+        .items
+        .iter()
+        .filter(|item| item.name.eq_ignore_ascii_case(name))
+    {
+        client.delete(&format!("/v1/clients/{}", old.id)).await?;
+    }
+    create(client, name).await
+}
