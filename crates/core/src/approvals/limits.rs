@@ -66,7 +66,20 @@ impl PendingLimits {
 pub fn requester_key(requester: &Requester) -> String {
     match requester {
         Requester::Chat { chat_id } => format!("chat:{chat_id}"),
-        Requester::Mcp { client_name, .. } => format!("mcp:{client_name}"),
+        // Who an MCP client is comes from its token, never from the name it gives itself: a
+        // client that renames itself on every session is still one requester. Records made
+        // before client tokens have no token id and fall back to the declared name.
+        Requester::Mcp {
+            token_id,
+            client_name,
+            ..
+        } => {
+            if token_id.is_empty() {
+                format!("mcp:{client_name}")
+            } else {
+                format!("mcp-token:{token_id}")
+            }
+        }
         Requester::Cli => "cli".to_owned(),
         Requester::Api => "api".to_owned(),
         Requester::Skill { skill_id } => format!("skill:{skill_id}"),
@@ -82,7 +95,40 @@ mod tests {
             client_name: name.into(),
             client_version: "1".into(),
             session_id: session.into(),
+            token_id: String::new(),
+            token_name: String::new(),
         }
+    }
+
+    fn mcp_with_token(name: &str, token_id: &str) -> Requester {
+        Requester::Mcp {
+            client_name: name.into(),
+            client_version: "1".into(),
+            session_id: format!("session-{name}"),
+            token_id: token_id.into(),
+            token_name: "claude-code".into(),
+        }
+    }
+
+    #[test]
+    fn a_client_that_renames_itself_is_still_one_requester() {
+        let limits = PendingLimits {
+            total: 100,
+            per_requester: 2,
+        };
+        let first = requester_key(&mcp_with_token("claude", "tok-1"));
+        let second = requester_key(&mcp_with_token("totally-new-name", "tok-1"));
+        assert_eq!(first, second);
+        let waiting = [first.as_str(), second.as_str()];
+        assert!(matches!(
+            limits.admit(&mcp_with_token("yet-another", "tok-1"), waiting.into_iter()),
+            Err(PendingCap::Requester(2, _))
+        ));
+        // Another token is another requester, whatever it calls itself.
+        assert_eq!(
+            limits.admit(&mcp_with_token("claude", "tok-2"), waiting.into_iter()),
+            Ok(())
+        );
     }
 
     #[test]
