@@ -141,7 +141,10 @@ mod tests {
         // A new session of the same client is the same requester.
         assert_eq!(
             limits.admit(&mcp("claude", "s2"), waiting.into_iter()),
-            Err(PendingCap::Requester(2, "claude 1".into()))
+            Err(PendingCap::Requester(
+                2,
+                "unidentified MCP client \"claude 1\"".into()
+            ))
         );
         assert_eq!(limits.admit(&Requester::Cli, waiting.into_iter()), Ok(()));
         let full = ["mcp:claude", "mcp:claude", "cli"];
