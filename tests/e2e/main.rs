@@ -3,6 +3,7 @@
 mod approvals;
 mod chats;
 mod config;
+mod confinement;
 mod daemon;
 mod keys;
 mod mcp;

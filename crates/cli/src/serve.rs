@@ -9,6 +9,11 @@ use souz_core::{Runtime, RuntimeOptions, telemetry};
 use souz_protocol::DaemonInfo;
 
 pub fn run() -> ExitCode {
+    // Before any secret is read: other processes of this user (and the commands it runs) must
+    // not read this process's memory or environment.
+    if let Err(error) = souz_core::sandbox::daemon_process::protect() {
+        return crate::fail(&format!("cannot protect the daemon's memory: {error}"));
+    }
     // Configuration first: a bad file is reported before anything else happens.
     let config = match crate::load_config() {
         Ok(config) => config,

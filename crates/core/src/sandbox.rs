@@ -19,9 +19,11 @@
 
 pub mod command;
 pub mod confinement;
+pub mod daemon_process;
 pub mod environment;
 pub mod net;
 pub mod paths;
+pub mod process_tree;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -168,6 +170,13 @@ impl Sandbox {
         self
     }
 
+    /// Uses `confinement` as it is, without probing the machine (tests force one; embedders
+    /// may run commands through their own launcher).
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = confinement;
+        self
+    }
+
     /// Uses `environment` instead of this process's environment as what commands may inherit
     /// (it is scrubbed the same way). For tests and embedders.
     pub fn with_inherited_environment(
@@ -197,7 +206,19 @@ impl Sandbox {
 
     /// How commands are confined, as `/health` reports it.
     pub fn confinement_status(&self) -> souz_protocol::SandboxStatus {
-        self.confinement.status(self.config.commands_read_protected)
+        let mut status = self.confinement.status(&self.config);
+        match daemon_process::is_protected() {
+            Some(true) => status.detail.push_str(
+                "; the daemon is not dumpable (other processes cannot read its memory or \
+                 environment)",
+            ),
+            Some(false) => status.detail.push_str(
+                "; the daemon is dumpable (processes of this user can read its memory and \
+                 environment)",
+            ),
+            None => {}
+        }
+        status
     }
 
     /// The `[sandbox]` settings this sandbox was built from.

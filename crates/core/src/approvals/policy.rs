@@ -3,7 +3,8 @@
 //!
 //! Order of precedence (deny beats ask beats allow):
 //! 1. a matching deny rule, then a matching deny grant → Deny;
-//! 2. a matching ask rule → Ask; a protected target → Ask; an unknown tool → Ask;
+//! 2. a matching ask rule → Ask; an unconfined command → Ask; a protected target → Ask; an
+//!    unknown tool → Ask;
 //! 3. a matching allow rule, then a matching allow grant → Allow;
 //! 4. the default for the tool's risk class.
 //!
@@ -449,6 +450,14 @@ impl Policy {
         if let Some(rule) = matching(Action::Ask).next() {
             return Decision::Ask {
                 reason: format!("asked by {}", rule.reason()),
+            };
+        }
+        if let Some(reason) = facts.targets.iter().find_map(|target| match target {
+            Target::Unconfined { reason } => Some(reason),
+            _ => None,
+        }) {
+            return Decision::Ask {
+                reason: format!("the command would run unconfined ({reason})"),
             };
         }
         if let Some(path) = facts.targets.iter().find_map(|target| match target {

@@ -137,16 +137,26 @@ impl Tool for RunCommand {
         let cwd = sandbox
             .command_cwd(args.cwd.as_deref())
             .map_err(command_error)?;
-        let mut plan = Plan::new(format!(
+        let unconfined = sandbox.unconfined_commands().map_err(command_error)?;
+        let mut summary = format!(
             "Run `{}` in {} (time limit {} s)",
             summary_of(command),
             sandbox.display(&cwd.path),
             timeout.as_secs()
-        ))
-        .target(Target::Command {
+        );
+        if unconfined.is_some() {
+            summary.push_str(", unconfined: nothing limits what it can touch");
+        }
+        let mut plan = Plan::new(summary).target(Target::Command {
             command: command.to_owned(),
             cwd: cwd.path.clone(),
         });
+        if let Some(reason) = unconfined {
+            // Rules and grants never allow an unconfined command: the policy asks.
+            plan = plan.target(Target::Unconfined {
+                reason: reason.to_owned(),
+            });
+        }
         if cwd.protected {
             // A command working inside a protected folder can change it: the policy must ask.
             plan = plan.path(&cwd, Access::Write);
@@ -201,7 +211,9 @@ fn command_error(error: CommandError) -> ToolError {
     match error {
         CommandError::Sandbox(error) => ToolError::Sandbox(error),
         CommandError::InvalidRequest(message) => ToolError::InvalidArguments(message),
-        CommandError::Spawn { .. } => ToolError::Failed(error.to_string()),
+        CommandError::Spawn { .. } | CommandError::Unconfined(_) => {
+            ToolError::Failed(error.to_string())
+        }
     }
 }
 
