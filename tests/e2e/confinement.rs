@@ -72,10 +72,15 @@ fn processes_with(marker: &str) -> Vec<String> {
             continue;
         };
         let command_line = String::from_utf8_lossy(&command_line).replace('\0', " ");
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')));
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        });
         if command_line.contains(marker) && !zombie {
-            found.push(format!("{}: {command_line}", entry.file_name().to_string_lossy()));
+            found.push(format!(
+                "{}: {command_line}",
+                entry.file_name().to_string_lossy()
+            ));
         }
     }
     found
@@ -183,8 +188,7 @@ impl SocketServer {
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
                 let mut request = [0u8; 1024];
                 let _ = stream.read(&mut request);
-                let _ = stream
-                    .write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+                let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
             }
         });
         Self { accepted }
@@ -272,8 +276,8 @@ fn commands_cannot_read_the_daemons_secrets() {
     assert!(detail.contains("the daemon is not dumpable"), "{detail}");
     let pid = daemon.pid();
     let command = format!(
-        "head -c 4096 /proc/{pid}/mem | od -c | head -n 3; grep -a -o 'sk-ant-[a-z0-9-]*' \
-         /proc/{pid}/mem; echo done"
+        "tr '\\0' '\\n' < /proc/{pid}/environ; grep -a -o 'sk-ant-[a-z0-9-]*' \
+         /proc/{pid}/environ; head -c 4096 /proc/{pid}/mem | od -c | head -n 3; echo done"
     );
     let response = daemon.post(
         "/v1/tool-calls",

@@ -227,7 +227,10 @@ async fn confines_commands_around_protected_paths(parent: &Path) {
     if !confined {
         // Nothing can confine it, and running unconfined was not allowed: it did not run.
         assert!(
-            matches!(outcome, Err(souz_core::sandbox::CommandError::Unconfined(_))),
+            matches!(
+                outcome,
+                Err(souz_core::sandbox::CommandError::Unconfined(_))
+            ),
             "{outcome:?}"
         );
         assert!(!home.join("project/output.txt").exists());

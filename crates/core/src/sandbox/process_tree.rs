@@ -128,7 +128,9 @@ mod tests {
         let root = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
         let found = live_descendants(root);
         assert!(
-            found.iter().any(|pid| pid.as_raw_nonzero().get() == grandchild),
+            found
+                .iter()
+                .any(|pid| pid.as_raw_nonzero().get() == grandchild),
             "{found:?}"
         );
         assert!(kill_all_below(root, || {}));

@@ -247,7 +247,15 @@ async fn secrets_in_the_daemon_environment_do_not_reach_the_command() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["HOME", "LANG", "PATH", "SOUZ_SKILL_ID", "TEMP", "TMP", "TMPDIR"],
+        [
+            "HOME",
+            "LANG",
+            "PATH",
+            "SOUZ_SKILL_ID",
+            "TEMP",
+            "TMP",
+            "TMPDIR"
+        ],
         "{}",
         outcome.stdout.text
     );

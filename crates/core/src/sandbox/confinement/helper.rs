@@ -280,8 +280,7 @@ mod supervisor {
         }
         if process_tree::kill_all_below(me, reap_ready) {
             // Only dying processes and zombies are left: wait for every one of them.
-            while rustix::process::wait(WaitOptions::empty()).is_ok_and(|reaped| reaped.is_some())
-            {
+            while rustix::process::wait(WaitOptions::empty()).is_ok_and(|reaped| reaped.is_some()) {
             }
         }
         exit_like(me, status)

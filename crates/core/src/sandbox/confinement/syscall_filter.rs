@@ -115,7 +115,9 @@ fn refuse_x32(program: &mut BpfProgram) -> Result<(), String> {
             .all(|(instruction, code)| instruction.code == code)
         && program[1].jt == 1;
     if !starts_as_expected {
-        return Err("the seccomp filter does not start with the expected architecture check".into());
+        return Err(
+            "the seccomp filter does not start with the expected architecture check".into(),
+        );
     }
     let prefix = [
         // Load the system-call number (offset 0 of `struct seccomp_data`).

@@ -76,7 +76,10 @@ fn writable_paths_split_roots_around_protected_paths() {
     assert!(!writable.iter().any(|path| path.starts_with("/etc")));
     // The command's private temporary folder and the null device are writable; the shared
     // temporary folders are not (commands would tamper with each other's files there).
-    assert!(writable.contains(&temporary.path().to_path_buf()), "{writable:?}");
+    assert!(
+        writable.contains(&temporary.path().to_path_buf()),
+        "{writable:?}"
+    );
     for shared in ["/tmp", "/var/tmp", "/dev/shm"] {
         let shared = Path::new(shared);
         let real = shared.canonicalize().unwrap_or(shared.to_path_buf());
@@ -201,7 +204,9 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
         "protected paths are unreadable by default: {profile}"
     );
     assert!(
-        profile.contains(&format!("(require-not (subpath \"{quoted_home}/tmp-private\"))")),
+        profile.contains(&format!(
+            "(require-not (subpath \"{quoted_home}/tmp-private\"))"
+        )),
         "{profile}"
     );
     // No UNIX socket but the listed one, which is allowed after the refusal (later rules win).
@@ -215,7 +220,10 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
         .expect(&profile);
     assert!(refuse < allow, "{profile}");
     // No network unless the call may.
-    assert!(profile.contains("(deny network-outbound (remote ip))"), "{profile}");
+    assert!(
+        profile.contains("(deny network-outbound (remote ip))"),
+        "{profile}"
+    );
     let with_network = seatbelt_profile(
         &sandbox,
         &CommandScope {
@@ -285,7 +293,11 @@ fn wrapping_puts_the_command_behind_the_launcher() {
         ..scope
     };
     let (_, wrapped) = landlock.wrap(&sandbox, &with_network, OsStr::new("/bin/sh"), &args);
-    assert!(HelperArguments::parse(wrapped.into_iter().skip(1)).unwrap().network);
+    assert!(
+        HelperArguments::parse(wrapped.into_iter().skip(1))
+            .unwrap()
+            .network
+    );
     let seatbelt = Confinement::Seatbelt {
         launcher: PathBuf::from(SANDBOX_EXEC),
     };
@@ -413,7 +425,10 @@ fn status_names_the_confinement_and_the_reason() {
     );
     let detail = landlock.status(&config).detail;
     assert!(detail.contains("partial"), "{detail}");
-    assert!(detail.contains("cannot connect to UNIX sockets"), "{detail}");
+    assert!(
+        detail.contains("cannot connect to UNIX sockets"),
+        "{detail}"
+    );
     assert!(detail.contains("stopped when the call ends"), "{detail}");
     assert!(
         landlock

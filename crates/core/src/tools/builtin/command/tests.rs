@@ -293,9 +293,15 @@ async fn unconfined_commands_are_refused_unless_allowed_and_then_always_ask() {
     // without asking.
     let ctx = unconfined(true);
     let planned = fixture.tool().plan(command, &ctx).await.unwrap();
-    assert!(planned.plan.summary.contains("unconfined"), "{}", planned.plan.summary);
+    assert!(
+        planned.plan.summary.contains("unconfined"),
+        "{}",
+        planned.plan.summary
+    );
     let approvals = crate::config::ApprovalsConfig {
-        rules: vec![serde_json::from_value(json!({"action": "allow", "tool": "RunCommand"})).unwrap()],
+        rules: vec![
+            serde_json::from_value(json!({"action": "allow", "tool": "RunCommand"})).unwrap(),
+        ],
         ..crate::config::ApprovalsConfig::default()
     };
     let policy = crate::approvals::policy::Policy::new(&approvals, &fixture.home);
