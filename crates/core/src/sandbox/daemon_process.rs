@@ -41,9 +41,12 @@ pub fn is_secret_variable(name: &str) -> bool {
     looks_like_secret(name.strip_prefix("SOUZ_").unwrap_or(name))
 }
 
+/// Looks up a variable (the shape `RuntimeOptions::environment` takes).
+pub type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The process environment as it is now, for the daemon to read after
-/// [`scrub_environment`] (the shape `RuntimeOptions::environment` takes).
-pub fn environment_snapshot() -> Arc<dyn Fn(&str) -> Option<String> + Send + Sync> {
+/// [`scrub_environment`].
+pub fn environment_snapshot() -> EnvironmentLookup {
     let snapshot: HashMap<String, String> = std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .collect();
