@@ -309,3 +309,35 @@ fn commands_cannot_read_the_daemons_secrets() {
     assert_eq!(ended["status"], "succeeded", "{ended}");
     assert!(text.contains("done"), "{ended}");
 }
+
+#[tokio::test]
+async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else {
+                return;
+            };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+        }
+    });
+    let script = format!("curl -s -m 5 http://127.0.0.1:{port}/; echo \" exit=$?\"");
+    let fixture = confined(|_| {});
+    let Some(offline) = fixture.run(CommandRequest::shell(&script)).await else {
+        return;
+    };
+    assert!(!offline.stdout.text.contains("reached"), "{offline:?}");
+    assert!(!offline.stdout.text.contains("exit=0"), "{offline:?}");
+    let mut request = CommandRequest::shell(&script);
+    request.network = true;
+    let online = fixture.run(request).await.unwrap();
+    assert_eq!(online.stdout.text, "reached exit=0\n", "{online:?}");
+    // `[sandbox] command_network` grants it to every command.
+    let open = confined(|config| config.command_network = true);
+    let outcome = open.run(CommandRequest::shell(&script)).await.unwrap();
+    assert_eq!(outcome.stdout.text, "reached exit=0\n", "{outcome:?}");
+}

@@ -65,6 +65,9 @@ pub enum Target {
         /// Why nothing confines it, in words.
         reason: String,
     },
+    /// A program that may use the network (TCP): the policy applies `[approvals] network`
+    /// (ask by default) besides what rules and grants say about the command.
+    Network,
     /// A URL fetched.
     Url {
         /// The full URL.

@@ -63,8 +63,12 @@ config_section! {
         /// kernel cannot tell socket paths apart (Linux before 7.1, see /health), any entry
         /// here lets commands connect to every path-named UNIX socket.
         pub unix_socket_allow: Vec<String> = Vec::new(),
-        /// Whether confined commands may use the network (TCP).
-        pub command_network: bool = true,
+        /// Whether every confined command may use the network (TCP) without asking for it.
+        /// Off (the default): a RunCommand call gets the network only when it asks for it
+        /// (`network: true`), and such a call is a network call the approval policy asks
+        /// about ([approvals] network); other commands cannot connect or listen over TCP where
+        /// the system confines commands (see /health).
+        pub command_network: bool = false,
     }
 }
 

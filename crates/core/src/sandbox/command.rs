@@ -89,6 +89,9 @@ pub struct CommandRequest {
     pub env: Vec<(String, String)>,
     /// Bytes written to the command's standard input (then closed); `None`: empty input.
     pub stdin: Option<Vec<u8>>,
+    /// Whether the command may use the network (TCP) where confinement can refuse it;
+    /// `[sandbox] command_network` grants it to every command.
+    pub network: bool,
 }
 
 impl CommandRequest {
@@ -100,6 +103,7 @@ impl CommandRequest {
             timeout: None,
             env: Vec::new(),
             stdin: None,
+            network: false,
         }
     }
 
@@ -236,7 +240,7 @@ impl Sandbox {
         let environment = self.command_environment(temporary.path(), &request.env)?;
         let scope = super::confinement::CommandScope {
             temporary: temporary.path(),
-            network: self.config.command_network,
+            network: request.network || self.config.command_network,
         };
         let (launcher, launcher_args) = self.confinement().wrap(self, &scope, &program, &args);
         let supervised = matches!(self.confinement(), super::Confinement::Landlock { .. });

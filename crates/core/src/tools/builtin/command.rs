@@ -40,6 +40,11 @@ pub struct RunCommandArgs {
     /// Default 60; the configured maximum applies.
     #[serde(default)]
     pub timeout_seconds: Option<u64>,
+    /// Whether the command needs the network (downloads, package installs, git fetch/push,
+    /// talking to a local server). Without it the command cannot open TCP connections or
+    /// listen on a port. Asking for it makes the call a network call the person approves.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// What `RunCommand` returns.
@@ -144,6 +149,10 @@ impl Tool for RunCommand {
             sandbox.display(&cwd.path),
             timeout.as_secs()
         );
+        let network = args.network && !sandbox.config().command_network;
+        if network {
+            summary.push_str(", with network access");
+        }
         if unconfined.is_some() {
             summary.push_str(", unconfined: nothing limits what it can touch");
         }
@@ -151,6 +160,9 @@ impl Tool for RunCommand {
             command: command.to_owned(),
             cwd: cwd.path.clone(),
         });
+        if network {
+            plan = plan.target(Target::Network);
+        }
         if let Some(reason) = unconfined {
             // Rules and grants never allow an unconfined command: the policy asks.
             plan = plan.target(Target::Unconfined {
@@ -176,6 +188,7 @@ impl Tool for RunCommand {
         let mut request = CommandRequest::shell(args.command.trim());
         request.cwd = Some(prepared.cwd.display().to_string());
         request.timeout = Some(prepared.timeout);
+        request.network = args.network;
         let outcome = ctx
             .sandbox
             .run_command(request, &ctx.cancel)

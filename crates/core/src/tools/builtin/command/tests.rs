@@ -231,7 +231,7 @@ fn the_spec_describes_arguments_and_output() {
     assert_eq!(spec.risk, Risk::Exec);
     assert_eq!(spec.category, ToolCategory::Commands);
     let properties = &spec.input_schema["properties"];
-    for name in ["command", "cwd", "timeoutSeconds"] {
+    for name in ["command", "cwd", "timeoutSeconds", "network"] {
         assert!(
             properties[name]["description"].is_string(),
             "{name}: {properties}"
@@ -335,4 +335,61 @@ async fn unconfined_commands_are_refused_unless_allowed_and_then_always_ask() {
         policy.decide(&facts, &[], chrono::Utc::now()),
         crate::approvals::policy::Decision::Allow(_)
     ));
+}
+
+#[tokio::test]
+async fn a_command_that_asks_for_the_network_is_a_network_call() {
+    let fixture = fixture();
+    // Confined (the policy view does not depend on how): no unconfined target in the way.
+    let ctx = ToolContext {
+        sandbox: Arc::new(fixture.ctx.sandbox.as_ref().clone().with_confinement(
+            Confinement::Landlock {
+                helper: PathBuf::from("/opt/souz"),
+                complete: true,
+            },
+        )),
+        ..fixture.ctx.clone()
+    };
+    let offline = fixture
+        .tool()
+        .plan(json!({"command": "cargo build"}), &ctx)
+        .await
+        .unwrap();
+    assert!(!offline.plan.targets.contains(&Target::Network));
+    assert!(!offline.plan.summary.contains("network"));
+    let online = fixture
+        .tool()
+        .plan(json!({"command": "cargo build", "network": true}), &ctx)
+        .await
+        .unwrap();
+    assert!(online.plan.targets.contains(&Target::Network));
+    assert!(
+        online.plan.summary.ends_with(", with network access"),
+        "{}",
+        online.plan.summary
+    );
+
+    let decide = |network: &str, targets: &[Target]| {
+        let approvals: crate::config::ApprovalsConfig = serde_json::from_value(json!({
+            "network": network,
+            "rules": [{"action": "allow", "tool": "RunCommand", "command": "cargo build"}],
+        }))
+        .unwrap();
+        let policy = crate::approvals::policy::Policy::new(&approvals, &fixture.home);
+        let facts = crate::approvals::policy::CallFacts {
+            tool: "RunCommand",
+            known: true,
+            risk: Risk::Exec,
+            requester: &Requester::Cli,
+            targets,
+        };
+        policy.decide(&facts, &[], chrono::Utc::now()).action()
+    };
+    use souz_protocol::Action;
+    // The rule allows the command; asking for the network still asks (or follows the
+    // network default when that allows or denies).
+    assert_eq!(decide("ask", &offline.plan.targets), Action::Allow);
+    assert_eq!(decide("ask", &online.plan.targets), Action::Ask);
+    assert_eq!(decide("deny", &online.plan.targets), Action::Deny);
+    assert_eq!(decide("allow", &online.plan.targets), Action::Allow);
 }
