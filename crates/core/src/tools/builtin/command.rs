@@ -99,8 +99,10 @@ impl Tool for RunCommand {
         "Runs a shell command (bash -c) on this computer and returns its exit code, stdout and \
          stderr. The working folder must be inside the workspace folders; the environment holds \
          no secrets; each output stream is cut at a size limit; the command and every process \
-         it started are stopped at the time limit. Use the file tools to read, search or edit \
-         files; use this for builds, tests, git and other programs."
+         it started are stopped at the time limit (and when it exits). It has no network unless \
+         you set `network: true` (downloads, installs, git fetch/push), which the person \
+         approves. Use the file tools to read, search or edit files; use this for builds, \
+         tests, git and other programs."
     }
 
     fn category(&self) -> ToolCategory {
