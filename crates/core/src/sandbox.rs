@@ -2,9 +2,10 @@
 //!
 //! Owns workspace roots and protected paths (from `[sandbox]`), path resolution that cannot
 //! escape the roots (`paths`: `~`, relative paths, `..`, symlinks at every level, odd unicode),
-//! the command runner (`command`, with its scrubbed environment in `environment`), OS
-//! confinement of commands (`confinement`: Landlock on Linux, Seatbelt on macOS), and the
-//! SSRF-safe web client (`net`).
+//! the command runner (`command`, with its scrubbed environment in `environment` and the
+//! processes below a command in `process_tree`), OS confinement of commands (`confinement`:
+//! Landlock and seccomp on Linux, Seatbelt on macOS), the daemon's own process protection
+//! (`daemon_process`), and the SSRF-safe web client (`net`).
 //!
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
@@ -12,8 +13,9 @@
 //! - The Souz home is always protected. Protected paths are reported, not silently allowed: the
 //!   approval policy turns them into a question for the person. Matching them ignores Unicode
 //!   normalization, and letter case where the filesystem does.
-//! - Commands run with an environment built from an allowlist, in their own process group, and
-//!   never outlive their call.
+//! - Commands run with an environment built from an allowlist, their own private temporary
+//!   folder, in their own process group, and never outlive their call. Where nothing can
+//!   confine them they do not run, unless `[sandbox] allow_unconfined_commands`.
 //! - Network tools reach loopback, private, link-local and other non-public addresses only for
 //!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 

@@ -2,10 +2,15 @@
 //! inside a root, a time limit, capped output, a scrubbed environment and OS confinement.
 //!
 //! Invariants:
-//! - The command runs in its own process group; the whole group is ended (SIGTERM, then
-//!   SIGKILL after [`TERMINATE_GRACE`]) on timeout, on cancellation, when the caller drops the
-//!   call, and after the command exits — nothing it started outlives the call unless it left
-//!   the group on purpose (`setsid`).
+//! - The command runs in its own process group; the whole group and every process below it
+//!   are ended (SIGTERM, then SIGKILL after [`TERMINATE_GRACE`]) on timeout, on cancellation,
+//!   when the caller drops the call, and after the command exits. Under Landlock the helper's
+//!   supervisor adopts every orphan, so also processes that left the group (`setsid`) or lost
+//!   their parent (a double fork) are ended; elsewhere those are out of reach.
+//! - Each command gets a private temporary folder (0700, `TMPDIR`/`TMP`/`TEMP`), removed when
+//!   the call ends; the shared temporary folders are not writable for confined commands.
+//! - Nothing runs unconfined unless `[sandbox] allow_unconfined_commands` (see
+//!   [`Sandbox::unconfined_commands`]).
 //! - Background children that keep stdout/stderr open cannot hang the call: after the command
 //!   exits, output is drained for at most [`DRAIN_GRACE`], then the group is killed.
 //! - Each stream keeps at most `command_output_limit` bytes; the rest is counted and replaced
