@@ -78,6 +78,12 @@ pub fn run() {
         eprintln!("souz-app: {error}");
         std::process::exit(i32::from(confinement::HELPER_FAILURE_EXIT_CODE));
     }
+    // Before any secret is read: other processes of this user (and the commands the daemon
+    // runs) must not read this process's memory or environment.
+    if let Err(error) = souz_core::sandbox::daemon_process::protect() {
+        eprintln!("souz-app: cannot protect the daemon's memory: {error}");
+        std::process::exit(1);
+    }
     let app =
         match builder(tauri::Builder::default(), Launch::App).build(tauri::generate_context!()) {
             Ok(app) => app,

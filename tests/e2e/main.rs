@@ -4,6 +4,7 @@ mod approvals;
 mod bounds;
 mod chats;
 mod config;
+mod confinement;
 mod credentials;
 mod daemon;
 mod keys;

@@ -26,7 +26,7 @@ fn sandbox_exec(allowed: &[&Path], script: &str) -> Output {
 }
 
 /// Whether the helper can confine on this kernel (`/bin/true` under an empty ruleset).
-fn landlock_works() -> bool {
+pub(crate) fn landlock_works() -> bool {
     let output = sandbox_exec(&[], "true");
     match output.status.code() {
         Some(0) => true,
@@ -167,8 +167,16 @@ fn sandbox_exec_program(program: &str) -> Output {
 
 #[tokio::test]
 async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
-    // Not under /tmp: confined commands may write the temporary folders.
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Wherever the repository (and so the target folder) is cloned, and with a home under the
+    // system's temporary folder, where the split around protected paths must still leave the
+    // command a writable $TMPDIR.
+    for parent in [Path::new(env!("CARGO_TARGET_TMPDIR")), Path::new("/tmp")] {
+        confines_commands_around_protected_paths(parent).await;
+    }
+}
+
+async fn confines_commands_around_protected_paths(parent: &Path) {
+    let dir = tempfile::tempdir_in(parent).unwrap();
     let base = dir.path().canonicalize().unwrap();
     let home = base.join("home");
     let outside = base.join("outside");
@@ -203,18 +211,32 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
          echo x > {outside}/escape.txt || echo refused-outside; \
          echo x > \"$TMPDIR/souz-e2e-$$\" && echo ok-tmp; \
          rm -f \"$TMPDIR/souz-e2e-$$\"; \
+         echo x > {shared}/souz-e2e-shared-$$ || echo refused-shared-tmp; \
          cat notes.txt > /dev/null && echo ok-read-notes; \
          ls .ssh | grep -q id_ed25519 && echo ok-list-protected; \
          cat .ssh/id_ed25519 || echo refused-read-key; \
          cat .souz/token || echo refused-read-token; \
          cat /proc/self/root{home}/.ssh/id_ed25519 || echo refused-read-through-proc",
         outside = outside.display(),
-        home = home.display()
+        home = home.display(),
+        shared = std::env::temp_dir().display(),
     );
     let outcome = sandbox
         .run_command(CommandRequest::shell(script), &CancellationToken::new())
-        .await
-        .unwrap();
+        .await;
+    if !confined {
+        // Nothing can confine it, and running unconfined was not allowed: it did not run.
+        assert!(
+            matches!(
+                outcome,
+                Err(souz_core::sandbox::CommandError::Unconfined(_))
+            ),
+            "{outcome:?}"
+        );
+        assert!(!home.join("project/output.txt").exists());
+        return;
+    }
+    let outcome = outcome.unwrap();
     let stdout = &outcome.stdout.text;
     for line in [
         "ok-project",
@@ -239,6 +261,7 @@ async fn the_runner_confines_commands_to_the_roots_around_protected_paths() {
             "refused-read-key",
             "refused-read-token",
             "refused-read-through-proc",
+            "refused-shared-tmp",
         ] {
             assert!(
                 stdout.lines().any(|seen| seen == line),

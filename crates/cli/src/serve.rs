@@ -9,6 +9,11 @@ use souz_core::{Runtime, RuntimeOptions, telemetry};
 use souz_protocol::DaemonInfo;
 
 pub fn run() -> ExitCode {
+    // Before any secret is read: other processes of this user (and the commands it runs) must
+    // not read this process's memory or environment.
+    if let Err(error) = souz_core::sandbox::daemon_process::protect() {
+        return crate::fail(&format!("cannot protect the daemon's memory: {error}"));
+    }
     // Configuration first: a bad file is reported before anything else happens.
     let config = match crate::load_config() {
         Ok(config) => config,
@@ -18,6 +23,11 @@ pub fn run() -> ExitCode {
         Ok(guard) => guard,
         Err(error) => return crate::fail(&error.to_string()),
     };
+    // The configuration has been read; no thread reads the environment yet. From here on the daemon
+    // reads its environment from a snapshot, and secret values are gone from the block that
+    // /proc/<pid>/environ shows (root reads it although the process is not dumpable).
+    let environment = souz_core::sandbox::daemon_process::environment_snapshot();
+    let scrubbed = souz_core::sandbox::daemon_process::scrub_environment();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("souz")
@@ -26,10 +36,20 @@ pub fn run() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return crate::fail(&format!("cannot start the async runtime: {error}")),
     };
-    runtime.block_on(serve(config))
+    match scrubbed {
+        Ok(names) if !names.is_empty() => {
+            tracing::info!(variables = ?names, "secret variables removed from the environment block");
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "could not scrub secrets from the environment block"),
+    }
+    runtime.block_on(serve(config, environment))
 }
 
-async fn serve(config: souz_core::config::Config) -> ExitCode {
+async fn serve(
+    config: souz_core::config::Config,
+    environment: souz_core::llm::service::Environment,
+) -> ExitCode {
     if !config.server.ip().is_some_and(|ip| ip.is_loopback()) {
         tracing::warn!(
             host = %config.server.host,
@@ -46,7 +66,7 @@ async fn serve(config: souz_core::config::Config) -> ExitCode {
     // Commands are confined by re-running this very binary as the sandbox helper.
     let options = RuntimeOptions {
         sandbox_helper: std::env::current_exe().ok(),
-        ..RuntimeOptions::default()
+        environment: Some(environment),
     };
     let runtime = match Runtime::start_with(config, options).await {
         Ok(runtime) => runtime,

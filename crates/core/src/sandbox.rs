@@ -2,9 +2,10 @@
 //!
 //! Owns workspace roots and protected paths (from `[sandbox]`), path resolution that cannot
 //! escape the roots (`paths`: `~`, relative paths, `..`, symlinks at every level, odd unicode),
-//! the command runner (`command`, with its scrubbed environment in `environment`), OS
-//! confinement of commands (`confinement`: Landlock on Linux, Seatbelt on macOS), and the
-//! SSRF-safe web client (`net`).
+//! the command runner (`command`, with its scrubbed environment in `environment` and the
+//! processes below a command in `process_tree`), OS confinement of commands (`confinement`:
+//! Landlock and seccomp on Linux, Seatbelt on macOS), the daemon's own process protection
+//! (`daemon_process`), and the SSRF-safe web client (`net`).
 //!
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
@@ -12,16 +13,19 @@
 //! - The Souz home is always protected. Protected paths are reported, not silently allowed: the
 //!   approval policy turns them into a question for the person. Matching them ignores Unicode
 //!   normalization, and letter case where the filesystem does.
-//! - Commands run with an environment built from an allowlist, in their own process group, and
-//!   never outlive their call.
+//! - Commands run with an environment built from an allowlist, their own private temporary
+//!   folder, in their own process group, and never outlive their call. Where nothing can
+//!   confine them they do not run, unless `[sandbox] allow_unconfined_commands`.
 //! - Network tools reach loopback, private, link-local and other non-public addresses only for
 //!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 
 pub mod command;
 pub mod confinement;
+pub mod daemon_process;
 pub mod environment;
 pub mod net;
 pub mod paths;
+pub mod process_tree;
 pub mod users;
 
 use std::ffi::OsString;
@@ -183,6 +187,13 @@ impl Sandbox {
         self
     }
 
+    /// Uses `confinement` as it is, without probing the machine (tests force one; embedders
+    /// may run commands through their own launcher).
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = confinement;
+        self
+    }
+
     /// Uses `environment` instead of this process's environment as what commands may inherit
     /// (it is scrubbed the same way). For tests and embedders.
     pub fn with_inherited_environment(
@@ -212,7 +223,19 @@ impl Sandbox {
 
     /// How commands are confined, as `/health` reports it.
     pub fn confinement_status(&self) -> souz_protocol::SandboxStatus {
-        self.confinement.status(self.config.commands_read_protected)
+        let mut status = self.confinement.status(&self.config);
+        match daemon_process::is_protected() {
+            Some(true) => status.detail.push_str(
+                "; the daemon is not dumpable (other processes cannot read its memory or \
+                 environment)",
+            ),
+            Some(false) => status.detail.push_str(
+                "; the daemon is dumpable (processes of this user can read its memory and \
+                 environment)",
+            ),
+            None => {}
+        }
+        status
     }
 
     /// The `[sandbox]` settings this sandbox was built from.

@@ -59,6 +59,15 @@ pub enum Target {
         /// Working directory.
         cwd: PathBuf,
     },
+    /// The call runs a program outside OS confinement (the machine cannot confine commands
+    /// and `[sandbox] allow_unconfined_commands` is on): the policy always asks.
+    Unconfined {
+        /// Why nothing confines it, in words.
+        reason: String,
+    },
+    /// A program that may use the network (TCP): the policy applies `[approvals] network`
+    /// (ask by default) besides what rules and grants say about the command.
+    Network,
     /// A URL fetched.
     Url {
         /// The full URL.

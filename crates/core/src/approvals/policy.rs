@@ -3,7 +3,8 @@
 //!
 //! Order of precedence (deny beats ask beats allow):
 //! 1. a matching deny rule, then a matching deny grant → Deny;
-//! 2. a matching ask rule → Ask; a protected target → Ask; an unknown tool → Ask;
+//! 2. a matching ask rule → Ask; an unconfined command → Ask; a command asking for the network
+//!    → the `network` default (unless it allows); a protected target → Ask; an unknown tool → Ask;
 //! 3. a matching allow rule, then a matching allow grant → Allow;
 //! 4. the default for the tool's risk class.
 //!
@@ -487,6 +488,38 @@ impl Policy {
             return Decision::Ask {
                 reason: format!("asked by {}", rule.reason()),
             };
+        }
+        if let Some(reason) = facts.targets.iter().find_map(|target| match target {
+            Target::Unconfined { reason } => Some(reason),
+            _ => None,
+        }) {
+            return Decision::Ask {
+                reason: format!("the command would run unconfined ({reason})"),
+            };
+        }
+        if facts
+            .targets
+            .iter()
+            .any(|target| matches!(target, Target::Network))
+        {
+            // A command that asks for the network is a network call: rules and grants for the
+            // command do not lift the network default.
+            match self.config.network {
+                Action::Deny => {
+                    return Decision::Deny {
+                        reason: "network tools are denied by default".to_owned(),
+                        source: DecisionSource::Default {
+                            risk: Risk::Network,
+                        },
+                    };
+                }
+                Action::Ask => {
+                    return Decision::Ask {
+                        reason: "the command asks for network access".to_owned(),
+                    };
+                }
+                Action::Allow => {}
+            }
         }
         if let Some(path) = facts.targets.iter().find_map(|target| match target {
             Target::Path {

@@ -40,6 +40,23 @@ config_section! {
         /// Hosts network tools may reach although they are loopback, private or link-local
         /// (e.g. "intranet.example" or "127.0.0.1:8080"). Everything else of that kind is refused.
         pub network_allow_hosts: Vec<String> = Vec::new(),
+        /// Whether commands may run when this machine cannot confine them (an old kernel, or
+        /// Landlock missing from the kernel's LSM list; see /health). Off (the default):
+        /// RunCommand is refused there. On: such commands run unconfined, and every one of
+        /// them asks you first, saying "unconfined" (rules and grants never allow it alone).
+        pub allow_unconfined_commands: bool = false,
+        /// UNIX sockets confined commands may connect to (e.g. "/run/user/1000/bus" for the
+        /// user's D-Bus). Empty (the default): none, so a command cannot ask a tmux or screen
+        /// server, the Docker daemon, D-Bus or `systemd-run --user` to act for it. Where the
+        /// kernel cannot tell socket paths apart (Linux before 7.1, see /health), any entry
+        /// here lets commands connect to every path-named UNIX socket.
+        pub unix_socket_allow: Vec<String> = Vec::new(),
+        /// Whether every confined command may use the network (TCP) without asking for it.
+        /// Off (the default): a RunCommand call gets the network only when it asks for it
+        /// (`network: true`), and such a call is a network call the approval policy asks
+        /// about ([approvals] network); other commands cannot connect or listen over TCP where
+        /// the system confines commands (see /health).
+        pub command_network: bool = false,
     }
 }
 
@@ -71,6 +88,14 @@ impl SandboxConfig {
                 "command_output_limit",
                 "must be at least 1KiB",
             ));
+        }
+        for entry in &self.unix_socket_allow {
+            if !(entry.starts_with('/') || entry.starts_with("~/")) {
+                problems.push(Invalid::new(
+                    "unix_socket_allow",
+                    format!("`{entry}` is not an absolute path (or one starting with ~/)"),
+                ));
+            }
         }
         for entry in &self.network_allow_hosts {
             if !is_host_entry(entry) {

@@ -2,10 +2,15 @@
 //! inside a root, a time limit, capped output, a scrubbed environment and OS confinement.
 //!
 //! Invariants:
-//! - The command runs in its own process group; the whole group is ended (SIGTERM, then
-//!   SIGKILL after [`TERMINATE_GRACE`]) on timeout, on cancellation, when the caller drops the
-//!   call, and after the command exits — nothing it started outlives the call unless it left
-//!   the group on purpose (`setsid`).
+//! - The command runs in its own process group; the whole group and every process below it
+//!   are ended (SIGTERM, then SIGKILL after [`TERMINATE_GRACE`]) on timeout, on cancellation,
+//!   when the caller drops the call, and after the command exits. Under Landlock the helper's
+//!   supervisor adopts every orphan, so also processes that left the group (`setsid`) or lost
+//!   their parent (a double fork) are ended; elsewhere those are out of reach.
+//! - Each command gets a private temporary folder (0700, `TMPDIR`/`TMP`/`TEMP`), removed when
+//!   the call ends; the shared temporary folders are not writable for confined commands.
+//! - Nothing runs unconfined unless `[sandbox] allow_unconfined_commands` (see
+//!   [`Sandbox::unconfined_commands`]).
 //! - Background children that keep stdout/stderr open cannot hang the call: after the command
 //!   exits, output is drained for at most [`DRAIN_GRACE`], then the group is killed.
 //! - Each stream keeps at most `command_output_limit` bytes; the rest is counted and replaced
@@ -89,6 +94,9 @@ pub struct CommandRequest {
     pub env: Vec<(String, String)>,
     /// Bytes written to the command's standard input (then closed); `None`: empty input.
     pub stdin: Option<Vec<u8>>,
+    /// Whether the command may use the network (TCP) where confinement can refuse it;
+    /// `[sandbox] command_network` grants it to every command.
+    pub network: bool,
 }
 
 impl CommandRequest {
@@ -100,6 +108,7 @@ impl CommandRequest {
             timeout: None,
             env: Vec::new(),
             stdin: None,
+            network: false,
         }
     }
 
@@ -158,6 +167,12 @@ pub enum CommandError {
     /// The request is malformed.
     #[error("{0}")]
     InvalidRequest(String),
+    /// This machine cannot confine commands and `[sandbox] allow_unconfined_commands` is off.
+    #[error(
+        "commands are refused: Souz cannot confine them on this machine ({0}). Set `[sandbox] \
+         allow_unconfined_commands = true` to run them unconfined, each one only after you approve it"
+    )]
+    Unconfined(String),
     /// The program could not be started.
     #[error("cannot start `{program}`: {reason}")]
     Spawn {
@@ -175,6 +190,18 @@ impl Sandbox {
         requested
             .unwrap_or(Duration::from_secs(self.config.command_timeout_seconds))
             .min(maximum)
+    }
+
+    /// Why commands would run unconfined here (`None` when the system confines them), or
+    /// [`CommandError::Unconfined`] when they may not run at all.
+    pub fn unconfined_commands(&self) -> Result<Option<&str>, CommandError> {
+        match &self.confinement {
+            super::Confinement::None { reason } if self.config.allow_unconfined_commands => {
+                Ok(Some(reason.as_str()))
+            }
+            super::Confinement::None { reason } => Err(CommandError::Unconfined(reason.clone())),
+            _ => Ok(None),
+        }
     }
 
     /// Resolves a command's working folder (see [`CommandRequest::cwd`]).
@@ -204,6 +231,7 @@ impl Sandbox {
         request: CommandRequest,
         cancel: &CancellationToken,
     ) -> Result<CommandOutcome, CommandError> {
+        self.unconfined_commands()?;
         let (program, args) = program_and_args(&request.program)?;
         let cwd = self.command_cwd(request.cwd.as_deref())?.path;
         let timeout = self.command_timeout(request.timeout);
@@ -212,8 +240,15 @@ impl Sandbox {
                 "the time limit must be at least one second".into(),
             ));
         }
-        let environment = self.command_environment(&request.env)?;
-        let (launcher, launcher_args) = self.confinement().wrap(self, &program, &args);
+        // Dropped last: removed once nothing the command started is left.
+        let temporary = self.private_temporary_folder()?;
+        let environment = self.command_environment(temporary.path(), &request.env)?;
+        let scope = super::confinement::CommandScope {
+            temporary: temporary.path(),
+            network: request.network || self.config.command_network,
+        };
+        let (launcher, launcher_args) = self.confinement().wrap(self, &scope, &program, &args);
+        let supervised = matches!(self.confinement(), super::Confinement::Landlock { .. });
 
         let mut command = tokio::process::Command::new(&launcher);
         command
@@ -242,7 +277,7 @@ impl Sandbox {
                 )
             },
         })?;
-        let group = ProcessGroup::of(&child);
+        let mut group = ProcessGroup::of(&child, supervised);
         let limit = self.config.command_output_limit.bytes();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
 
@@ -284,7 +319,10 @@ impl Sandbox {
                 }
             };
             status = match ended {
-                Some(status) => Some(status),
+                Some(status) => {
+                    group.reaped();
+                    Some(status)
+                }
                 None => group.terminate(&mut child).await,
             };
             if !captured {
@@ -318,17 +356,48 @@ impl Sandbox {
         })
     }
 
+    /// A new private temporary folder for one command (0700, under the system's temporary
+    /// folder), removed when the returned handle is dropped.
+    fn private_temporary_folder(&self) -> Result<tempfile::TempDir, CommandError> {
+        let system = std::env::temp_dir();
+        let system = system.canonicalize().unwrap_or(system);
+        // A temporary folder that is (or holds) a protected path would not be granted.
+        let parent = if self.is_protected(&system) || self.holds_protected(&system) {
+            PathBuf::from("/tmp")
+        } else {
+            system
+        };
+        let folder = tempfile::Builder::new()
+            .prefix("souz-command-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&parent)
+            .map_err(|error| CommandError::Spawn {
+                program: "the command".to_owned(),
+                reason: format!(
+                    "cannot create its temporary folder in {}: {error}",
+                    parent.display()
+                ),
+            })?;
+        Ok(folder)
+    }
+
     /// The environment of a command: the inherited allowlist, `HOME` set to the user's home,
-    /// fallbacks for `PATH` and `TMPDIR`, then the caller's additions (injection variables
-    /// refused).
+    /// a fallback for `PATH`, `TMPDIR` (and `TMP`, `TEMP`) set to its private temporary folder,
+    /// then the caller's additions (injection variables refused).
     fn command_environment(
         &self,
+        temporary: &Path,
         additions: &[(String, String)],
     ) -> Result<Vec<(OsString, OsString)>, CommandError> {
         let mut environment: Vec<(OsString, OsString)> = self
             .inherited_environment
             .iter()
-            .filter(|(name, _)| name != "HOME")
+            .filter(|(name, _)| {
+                name != "HOME"
+                    && !environment::TEMPORARY_FOLDER_VARIABLES
+                        .iter()
+                        .any(|variable| name == variable)
+            })
             .cloned()
             .collect();
         environment.push((
@@ -341,12 +410,9 @@ impl Sandbox {
                 OsString::from(environment::FALLBACK_PATH),
             ));
         }
-        if !environment.iter().any(|(name, _)| name == "TMPDIR") {
-            // Confined commands may write the temporary folder: tell them where it is.
-            environment.push((
-                OsString::from("TMPDIR"),
-                std::env::temp_dir().into_os_string(),
-            ));
+        for name in environment::TEMPORARY_FOLDER_VARIABLES {
+            // The only temporary folder confined commands may write: tell them where it is.
+            environment.push((OsString::from(name), temporary.as_os_str().to_owned()));
         }
         for (name, value) in additions {
             if name.is_empty() || name.contains('=') || name.contains('\0') || value.contains('\0')
@@ -414,37 +480,70 @@ fn describe(status: Option<ExitStatus>) -> (Option<i32>, Option<i32>) {
     }
 }
 
-/// The process group of a spawned command (its id is the command's pid). Killed on drop, so a
-/// caller that abandons the call does not leave the command running.
+/// The processes of a spawned command: its process group (its id is the launched process's
+/// pid) and, on Linux, every process below it. Killed on drop, so a caller that abandons the
+/// call does not leave the command running.
+///
+/// `supervised`: the launched process is the sandbox helper's supervisor, a subreaper that
+/// adopts every orphan of the command and ends them all before it exits. It must outlive the
+/// command's processes, so signals go to the processes below it, and it is killed last.
+/// Otherwise (no confinement, Seatbelt) the group and the processes still linked below the
+/// command are signalled; a process that left the group and lost its parent is out of reach.
 struct ProcessGroup {
     id: Option<rustix::process::Pid>,
+    supervised: bool,
+    /// The launched process was reaped: its pid may belong to someone else now, so nothing is
+    /// walked below it any more.
+    reaped: bool,
 }
 
 impl ProcessGroup {
-    fn of(child: &tokio::process::Child) -> Self {
+    fn of(child: &tokio::process::Child, supervised: bool) -> Self {
         let id = child
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .and_then(rustix::process::Pid::from_raw);
-        Self { id }
+        Self {
+            id,
+            supervised,
+            reaped: false,
+        }
+    }
+
+    fn reaped(&mut self) {
+        self.reaped = true;
     }
 
     fn signal(&self, signal: rustix::process::Signal) {
-        if let Some(id) = self.id {
+        let Some(id) = self.id else {
+            return;
+        };
+        if !self.supervised || self.reaped {
+            // The command and its group first, all at once, as a terminal would.
             // ESRCH (already gone) is the expected outcome more often than not.
             let _ = rustix::process::kill_process_group(id, signal);
+        }
+        if !self.reaped {
+            super::process_tree::signal_all_below(id, signal);
         }
     }
 
     fn kill(&self) {
-        self.signal(rustix::process::Signal::KILL);
+        let Some(id) = self.id else {
+            return;
+        };
+        if !self.reaped {
+            super::process_tree::kill_all_below(id, || {});
+        }
+        let _ = rustix::process::kill_process_group(id, rustix::process::Signal::KILL);
     }
 
-    /// SIGTERM to the group, a short grace for the command to exit, then SIGKILL.
-    async fn terminate(&self, child: &mut tokio::process::Child) -> Option<ExitStatus> {
+    /// SIGTERM to the command's processes, a short grace for the command to exit, then SIGKILL.
+    async fn terminate(&mut self, child: &mut tokio::process::Child) -> Option<ExitStatus> {
         self.signal(rustix::process::Signal::TERM);
-        match tokio::time::timeout(TERMINATE_GRACE, child.wait()).await {
+        let status = match tokio::time::timeout(TERMINATE_GRACE, child.wait()).await {
             Ok(status) => {
+                self.reaped();
                 self.kill();
                 status.ok()
             }
@@ -452,7 +551,9 @@ impl ProcessGroup {
                 self.kill();
                 child.wait().await.ok()
             }
-        }
+        };
+        self.reaped();
+        status
     }
 }
 

@@ -1,17 +1,23 @@
-//! OS confinement of commands: what a command may write, enforced by the kernel.
+//! OS confinement of commands: what a command may write, read and reach, enforced by the
+//! kernel, and that nothing it starts outlives it.
 //!
-//! - Linux: Landlock. The runner does not restrict itself; it starts the daemon's own binary
-//!   with the hidden subcommand `__sandbox-exec`, which applies a Landlock ruleset to itself
-//!   and then `exec`s the command, so the restriction is inherited by the command and all its
-//!   children and nothing unsafe runs between `fork` and `exec`.
+//! - Linux: Landlock plus a seccomp filter. The runner does not restrict itself; it starts the
+//!   daemon's own binary with the hidden subcommand `__sandbox-exec` (see `helper`): a
+//!   supervisor that adopts every orphan of the command and ends them all when it exits, and
+//!   below it a confiner that applies Landlock and the filter to itself and then `exec`s the
+//!   command, so the restrictions are inherited by the command and all its children.
 //! - macOS: a Seatbelt profile run through `/usr/bin/sandbox-exec`.
-//! - Elsewhere, or when the kernel lacks support: none, with the reason (reported in `/health`).
+//! - Elsewhere, or when the kernel lacks support: none, with the reason (reported in `/health`);
+//!   commands are then refused unless `[sandbox] allow_unconfined_commands` (see `command`).
 //!
-//! What may be written: inside the workspace roots except protected paths, the temporary
-//! folders, and a few device files (`/dev/null`, ...). What may be read: everything but the
-//! files inside protected paths other than `[sandbox] protected_readable` (unless
-//! `[sandbox] commands_read_protected`); names stay listable. Network access is not restricted (the approval gate decides whether a command
-//! runs at all).
+//! What may be written: inside the workspace roots except protected paths, the command's own
+//! private temporary folder (never the shared ones: commands would read and tamper with each
+//! other's and other programs' files), and a few device files (`/dev/null`, ...). What may be
+//! read: everything but the files inside protected paths other than `[sandbox] protected_readable`
+//! (unless `[sandbox] commands_read_protected`); names stay listable. What may be reached: no UNIX
+//! socket (path-named: seccomp, and Landlock where the kernel has ABI 9; abstract: Landlock
+//! scoping) except those in `[sandbox] unix_socket_allow`; TCP only when the call may use the
+//! network; no signal or ptrace to processes outside the command's domain (the daemon).
 //!
 //! Invariants:
 //! - When confinement is active and cannot be applied to a command, the command does not run
@@ -23,14 +29,16 @@
 //!   a command cannot create or delete entries directly in such a folder (e.g. the home folder
 //!   when it is a root), only inside its unprotected subfolders and files. Reading is split the
 //!   same way from `/`: a file created in such a folder after the rules were made (by the
-//!   command itself) cannot be read by it.
+//!   command itself) cannot be read by it. The private temporary folder is granted by its own
+//!   rule, so it works wherever it lies (also when a root or the home is under `/tmp`).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use souz_protocol::{ConfinementKind, SandboxStatus};
 
-use super::Sandbox;
+use super::{Sandbox, expand_home};
+use crate::config::SandboxConfig;
 
 /// The hidden subcommand of the `souz` binary that confines itself and runs a command.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
@@ -53,7 +61,8 @@ pub enum Confinement {
         /// The binary that implements [`HELPER_SUBCOMMAND`].
         helper: PathBuf,
         /// Whether the kernel supports every restriction Souz asks for (older kernels enforce
-        /// a subset: e.g. no truncate restriction before Linux 6.2).
+        /// a subset: e.g. no truncate restriction before Linux 6.2, no TCP rules before 6.7,
+        /// no signal or abstract-socket scoping before 6.12).
         complete: bool,
     },
     /// Seatbelt through `sandbox-exec`.
@@ -66,6 +75,15 @@ pub enum Confinement {
         /// Why.
         reason: String,
     },
+}
+
+/// What one command gets beyond the sandbox's fixed rules.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandScope<'a> {
+    /// Its private temporary folder (writable, readable).
+    pub temporary: &'a Path,
+    /// Whether it may use the network.
+    pub network: bool,
 }
 
 impl Confinement {
@@ -116,25 +134,62 @@ impl Confinement {
         }
     }
 
-    /// What `/health` reports, saying whether commands may read protected paths.
-    pub fn status(&self, reads_protected: bool) -> SandboxStatus {
-        let allowed = if reads_protected {
-            "commands may write only inside the workspace roots (not protected paths) and the \
-             temporary folders"
+    /// What `/health` reports: the kind and, in words, every layer that is active.
+    pub fn status(&self, config: &SandboxConfig) -> SandboxStatus {
+        let mut allowed = String::from(
+            "commands may write only inside the workspace roots (not protected paths) and their \
+             own private temporary folder",
+        );
+        if !config.commands_read_protected {
+            allowed.push_str(
+                ", and cannot read files inside protected paths (except those listed in \
+                 protected_readable)",
+            );
+        }
+        let sockets = if config.unix_socket_allow.is_empty() {
+            "; they cannot connect to UNIX sockets".to_owned()
+        } else if self.filters_unix_socket_paths() {
+            format!(
+                "; they can connect only to these UNIX sockets: {}",
+                config.unix_socket_allow.join(", ")
+            )
         } else {
-            "commands may write only inside the workspace roots (not protected paths) and the \
-             temporary folders, and cannot read files inside protected paths (except those \
-             listed in protected_readable)"
+            format!(
+                "; [sandbox] unix_socket_allow is set ({}), and this kernel cannot tell socket \
+                 paths apart, so commands can connect to every path-named UNIX socket (abstract \
+                 ones stay refused)",
+                config.unix_socket_allow.join(", ")
+            )
         };
+        let network = if config.command_network {
+            "; they may use the network"
+        } else {
+            "; they may use the network only when a call asks for it"
+        };
+        let descendants = "; every process a command starts is stopped when the call ends";
         let detail = match self {
-            Self::Landlock { complete: true, .. } => format!("Landlock: {allowed}"),
+            Self::Landlock { complete: true, .. } => {
+                format!("Landlock and seccomp: {allowed}{sockets}{network}{descendants}")
+            }
             Self::Landlock {
                 complete: false, ..
             } => format!(
-                "Landlock (partial: this kernel supports only some of the restrictions): {allowed}"
+                "Landlock and seccomp (partial: this kernel supports only some of the \
+                 restrictions; a command may be able to reach the network or signal other \
+                 processes): {allowed}{sockets}{network}{descendants}"
             ),
-            Self::Seatbelt { .. } => format!("Seatbelt (sandbox-exec): {allowed}"),
-            Self::None { reason } => format!("commands are not confined: {reason}"),
+            Self::Seatbelt { .. } => format!(
+                "Seatbelt (sandbox-exec): {allowed}{sockets}{network}; processes that leave the \
+                 command's process group are not stopped"
+            ),
+            Self::None { reason } if config.allow_unconfined_commands => format!(
+                "commands are not confined: {reason}; [sandbox] allow_unconfined_commands is on, \
+                 so each command runs unconfined after you approve it"
+            ),
+            Self::None { reason } => format!(
+                "commands are not confined: {reason}; RunCommand is refused (set [sandbox] \
+                 allow_unconfined_commands = true to run commands unconfined, each one asking you)"
+            ),
         };
         SandboxStatus {
             confinement: self.kind(),
@@ -142,83 +197,74 @@ impl Confinement {
         }
     }
 
+    /// Whether allowlisted UNIX sockets are told apart from others by path here (Landlock ABI
+    /// 9, or Seatbelt).
+    fn filters_unix_socket_paths(&self) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            Self::Landlock { .. } => landlock_rules::resolves_unix_sockets(),
+            Self::Seatbelt { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The program and arguments that run `program args` under this confinement.
     pub(crate) fn wrap(
         &self,
         sandbox: &Sandbox,
+        scope: &CommandScope<'_>,
         program: &OsStr,
         args: &[OsString],
     ) -> (OsString, Vec<OsString>) {
-        let mut wrapped = Vec::new();
-        let launcher = match self {
+        match self {
             Self::Landlock { helper, .. } => {
-                wrapped.push(OsString::from(HELPER_SUBCOMMAND));
-                for path in writable_paths(sandbox) {
-                    wrapped.push(OsString::from("--allow-write"));
-                    wrapped.push(path.into_os_string());
-                }
-                if let Some(readable) = readable_paths(sandbox) {
-                    // Also for an empty list: the helper then restricts reading to nothing.
-                    wrapped.push(OsString::from("--restrict-read"));
-                    for path in readable {
-                        wrapped.push(OsString::from("--allow-read"));
-                        wrapped.push(path.into_os_string());
-                    }
-                }
-                helper.as_os_str().to_owned()
+                let arguments = HelperArguments {
+                    stage: HelperStage::Supervise,
+                    writable: writable_paths(sandbox, scope.temporary),
+                    unix_sockets: unix_sockets(sandbox),
+                    network: scope.network,
+                    readable: readable_paths(sandbox, scope.temporary),
+                    program: program.to_owned(),
+                    args: args.to_vec(),
+                };
+                let mut wrapped = vec![OsString::from(HELPER_SUBCOMMAND)];
+                wrapped.extend(arguments.to_arguments());
+                (helper.as_os_str().to_owned(), wrapped)
             }
             Self::Seatbelt { launcher } => {
-                wrapped.push(OsString::from("-p"));
-                wrapped.push(OsString::from(seatbelt_profile(sandbox)));
-                launcher.as_os_str().to_owned()
+                let mut wrapped = vec![
+                    OsString::from("-p"),
+                    OsString::from(seatbelt_profile(sandbox, scope)),
+                    OsString::from("--"),
+                    program.to_owned(),
+                ];
+                wrapped.extend(args.iter().cloned());
+                (launcher.as_os_str().to_owned(), wrapped)
             }
-            Self::None { .. } => return (program.to_owned(), args.to_vec()),
-        };
-        wrapped.push(OsString::from("--"));
-        wrapped.push(program.to_owned());
-        wrapped.extend(args.iter().cloned());
-        (launcher, wrapped)
+            Self::None { .. } => (program.to_owned(), args.to_vec()),
+        }
     }
 }
 
-/// Temporary folders commands may write (real paths of those that exist). A folder that would
-/// open up more than temporary files — `/`, an ancestor of the home folder, or one holding a
-/// protected path (say `TMPDIR=/home/person`) — is left out.
-fn temporary_folders(sandbox: &Sandbox) -> Vec<PathBuf> {
-    let mut folders = vec![
-        PathBuf::from("/tmp"),
-        PathBuf::from("/var/tmp"),
-        PathBuf::from("/dev/shm"),
-        std::env::temp_dir(),
-    ];
-    if cfg!(target_os = "macos") {
-        // `TMPDIR` lives under here; `/tmp` is a link to `/private/tmp`.
-        folders.push(PathBuf::from("/private/var/folders"));
-    }
-    let mut real: Vec<PathBuf> = folders
-        .into_iter()
-        .filter_map(|folder| folder.canonicalize().ok())
-        .filter(|folder| {
-            folder.parent().is_some()
-                && !sandbox.user_home().starts_with(folder)
-                && !sandbox.is_protected(folder)
-                && !sandbox.holds_protected(folder)
-        })
-        .collect();
-    real.sort();
-    real.dedup();
-    real
+/// The allowlisted UNIX sockets (`[sandbox] unix_socket_allow`, `~` expanded).
+pub fn unix_sockets(sandbox: &Sandbox) -> Vec<PathBuf> {
+    sandbox
+        .config()
+        .unix_socket_allow
+        .iter()
+        .map(|raw| expand_home(raw, sandbox.user_home()))
+        .collect()
 }
 
-/// Everything a confined command may write: each root, split around protected paths, plus the
-/// temporary folders and device files. Symbolic links inside a root get no rule (their targets
-/// are covered where they are, if that is inside a root).
-pub fn writable_paths(sandbox: &Sandbox) -> Vec<PathBuf> {
+/// Everything a confined command may write: each root, split around protected paths, plus its
+/// private temporary folder and the device files. Symbolic links inside a root get no rule
+/// (their targets are covered where they are, if that is inside a root).
+pub fn writable_paths(sandbox: &Sandbox, temporary: &Path) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     for root in sandbox.roots() {
         grant_around_protected(sandbox, root, Use::Write, &mut paths);
     }
-    paths.extend(temporary_folders(sandbox));
+    paths.push(temporary.to_path_buf());
     paths.extend(
         WRITABLE_DEVICES
             .iter()
@@ -231,12 +277,12 @@ pub fn writable_paths(sandbox: &Sandbox) -> Vec<PathBuf> {
 }
 
 /// What a confined command may read, when reading is restricted (`None` when it is not):
-/// everything from `/` down, split around protected paths.
-pub fn readable_paths(sandbox: &Sandbox) -> Option<Vec<PathBuf>> {
+/// everything from `/` down, split around protected paths, and its private temporary folder.
+pub fn readable_paths(sandbox: &Sandbox, temporary: &Path) -> Option<Vec<PathBuf>> {
     if sandbox.config().commands_read_protected {
         return None;
     }
-    let mut paths = Vec::new();
+    let mut paths = vec![temporary.to_path_buf()];
     grant_around_protected(sandbox, Path::new("/"), Use::Read, &mut paths);
     paths.sort();
     paths.dedup();
@@ -286,13 +332,16 @@ fn grant_around_protected(sandbox: &Sandbox, folder: &Path, what: Use, paths: &m
     }
 }
 
-/// A Seatbelt profile that allows everything except writing outside the roots, the temporary
-/// folders and a few devices, writing protected paths and (unless allowed) reading them.
-pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
+/// A Seatbelt profile that allows everything except writing outside the roots, the command's
+/// private temporary folder and a few devices, writing protected paths and (unless allowed)
+/// reading them, connecting to UNIX sockets other than the allowlisted ones, and (unless the
+/// call may) using the network.
+pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
     let mut writable: Vec<String> = sandbox
         .roots()
         .iter()
-        .chain(temporary_folders(sandbox).iter())
+        .map(PathBuf::as_path)
+        .chain(std::iter::once(scope.temporary))
         .map(|path| format!("(require-not (subpath {}))", seatbelt_string(path)))
         .collect();
     writable.extend(WRITABLE_DEVICES.iter().map(|device| {
@@ -326,6 +375,17 @@ pub fn seatbelt_profile(sandbox: &Sandbox) -> String {
             ));
         }
     }
+    if !scope.network {
+        profile.push_str("(deny network-outbound (remote ip))\n(deny network-bind (local ip))\n");
+    }
+    // Later rules win: refuse every UNIX socket, then allow the listed ones.
+    profile.push_str("(deny network-outbound (remote unix-socket))\n");
+    for socket in unix_sockets(sandbox) {
+        profile.push_str(&format!(
+            "(allow network-outbound (remote unix-socket (path-literal {})))\n",
+            seatbelt_string(&socket)
+        ));
+    }
     profile
 }
 
@@ -344,196 +404,13 @@ fn seatbelt_string(path: &Path) -> String {
     quoted
 }
 
-/// Why the helper could not run a command.
-#[derive(Debug, thiserror::Error)]
-pub enum HelperError {
-    /// The arguments are not of the helper's form.
-    #[error(
-        "usage: souz {HELPER_SUBCOMMAND} [--allow-write PATH]... [--restrict-read [--allow-read PATH]...] -- PROGRAM [ARGS]..."
-    )]
-    Usage,
-    /// Confinement could not be applied.
-    #[error("cannot confine the command: {0}")]
-    Confine(String),
-    /// The command could not be started.
-    #[error("cannot run `{program}`: {source}")]
-    Exec {
-        /// The program.
-        program: String,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-/// The parsed arguments of the helper.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HelperArguments {
-    /// Files and folders the command may write.
-    pub writable: Vec<PathBuf>,
-    /// Files and folders the command may read, when reading is restricted.
-    pub readable: Option<Vec<PathBuf>>,
-    /// The program.
-    pub program: OsString,
-    /// Its arguments.
-    pub args: Vec<OsString>,
-}
-
-impl HelperArguments {
-    /// Parses what follows the subcommand name.
-    pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Self, HelperError> {
-        let mut arguments = arguments.into_iter();
-        let mut writable = Vec::new();
-        let mut readable: Option<Vec<PathBuf>> = None;
-        loop {
-            let argument = arguments.next().ok_or(HelperError::Usage)?;
-            if argument == "--" {
-                break;
-            }
-            if argument == "--restrict-read" && readable.is_none() {
-                readable = Some(Vec::new());
-                continue;
-            }
-            let list = match (argument.to_str(), readable.as_mut()) {
-                (Some("--allow-write"), None) => &mut writable,
-                (Some("--allow-read"), Some(readable)) => readable,
-                _ => return Err(HelperError::Usage),
-            };
-            list.push(PathBuf::from(arguments.next().ok_or(HelperError::Usage)?));
-        }
-        let program = arguments.next().ok_or(HelperError::Usage)?;
-        Ok(Self {
-            writable,
-            readable,
-            program,
-            args: arguments.collect(),
-        })
-    }
-}
-
-/// The helper: confines this process, then replaces it with the command. Returns only on
-/// failure (the command never runs unconfined). The process must still be single-threaded:
-/// Landlock restricts the calling thread and what it starts afterwards.
-pub fn run_helper(arguments: HelperArguments) -> HelperError {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        if let Err(reason) =
-            landlock_rules::restrict_self(&arguments.writable, arguments.readable.as_deref())
-        {
-            return HelperError::Confine(reason);
-        }
-        let source = std::process::Command::new(&arguments.program)
-            .args(&arguments.args)
-            .exec();
-        HelperError::Exec {
-            program: arguments.program.to_string_lossy().into_owned(),
-            source,
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = arguments;
-        HelperError::Confine("Landlock exists only on Linux".to_owned())
-    }
-}
-
+mod helper;
 #[cfg(target_os = "linux")]
-mod landlock_rules {
-    //! The Landlock ruleset: writes handled, allowed beneath the given paths; reading files
-    //! handled when asked, allowed beneath the readable paths (listing folders and executing
-    //! are not handled); signals scoped so a command cannot signal processes outside its
-    //! domain (such as the daemon).
+mod landlock_rules;
+#[cfg(target_os = "linux")]
+mod syscall_filter;
 
-    use std::path::PathBuf;
-
-    use landlock::{
-        ABI, AccessFs, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, RulesetStatus, Scope,
-    };
-    use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
-    use rustix::io::Errno;
-
-    /// The newest Landlock ABI whose rights Souz asks for (tested on this ABI and older).
-    const REQUESTED_ABI: ABI = ABI::V6;
-
-    /// `Ok(complete)` when Landlock works here, `complete` when every requested right is
-    /// supported. Creates (and drops) rulesets; restricts nothing.
-    pub fn probe() -> Result<bool, String> {
-        Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_write(ABI::V1))
-            .and_then(|ruleset| ruleset.create())
-            .map_err(|error| error.to_string())?;
-        let complete = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_write(REQUESTED_ABI))
-            .and_then(|ruleset| ruleset.scope(Scope::Signal))
-            .and_then(|ruleset| ruleset.create())
-            .is_ok();
-        Ok(complete)
-    }
-
-    /// Restricts this thread (and what it executes) to writing beneath `writable` and, when
-    /// given, to reading files beneath `readable`.
-    pub fn restrict_self(writable: &[PathBuf], readable: Option<&[PathBuf]>) -> Result<(), String> {
-        let write = AccessFs::from_write(REQUESTED_ABI);
-        let file_write = write & AccessFs::from_file(REQUESTED_ABI);
-        let read = if readable.is_some() {
-            AccessFs::ReadFile.into()
-        } else {
-            landlock::BitFlags::empty()
-        };
-        let mut ruleset = Ruleset::default()
-            .handle_access(write | read)
-            .and_then(|ruleset| ruleset.scope(Scope::Signal))
-            .and_then(|ruleset| ruleset.create())
-            .map_err(|error| error.to_string())?;
-        for path in writable {
-            if let Some(rule) = rule_beneath(path, write, file_write)? {
-                ruleset = ruleset.add_rule(rule).map_err(|error| error.to_string())?;
-            }
-        }
-        for path in readable.unwrap_or_default() {
-            if let Some(rule) = rule_beneath(path, read, read)? {
-                ruleset = ruleset.add_rule(rule).map_err(|error| error.to_string())?;
-            }
-        }
-        let status = ruleset.restrict_self().map_err(|error| error.to_string())?;
-        if status.ruleset == RulesetStatus::NotEnforced {
-            return Err("the kernel did not enforce the Landlock ruleset".to_owned());
-        }
-        Ok(())
-    }
-
-    /// A rule granting `folder_access` beneath a folder or `file_access` on a file; `None` for
-    /// a path that is gone or is a symbolic link (grant nothing).
-    fn rule_beneath(
-        path: &std::path::Path,
-        folder_access: landlock::BitFlags<AccessFs>,
-        file_access: landlock::BitFlags<AccessFs>,
-    ) -> Result<Option<PathBeneath<rustix::fd::OwnedFd>>, String> {
-        let descriptor = match rustix::fs::openat2(
-            CWD,
-            path,
-            OFlags::PATH | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-            Mode::empty(),
-            ResolveFlags::NO_SYMLINKS,
-        ) {
-            Ok(descriptor) => descriptor,
-            // Gone or replaced by a link since the daemon listed it: grant nothing.
-            Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => return Ok(None),
-            Err(error) => return Err(format!("cannot open {}: {error}", path.display())),
-        };
-        let stat = rustix::fs::fstat(&descriptor)
-            .map_err(|error| format!("cannot inspect {}: {error}", path.display()))?;
-        let access = match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Directory => folder_access,
-            FileType::Symlink => return Ok(None),
-            _ => file_access,
-        };
-        Ok(Some(PathBeneath::new(descriptor, access)))
-    }
-}
+pub use helper::{HelperArguments, HelperError, HelperStage, LINGER, run_helper};
 
 #[cfg(test)]
 mod tests;

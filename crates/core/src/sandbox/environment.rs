@@ -11,8 +11,12 @@ use std::ffi::{OsStr, OsString};
 
 /// Variables a command inherits from the daemon (when set), besides `LC_*`.
 pub const INHERITED: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "SHELL", "TZ",
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "SHELL", "TZ",
 ];
+
+/// Variables that name the temporary folder: the runner sets each to the command's private
+/// one (never inherited).
+pub const TEMPORARY_FOLDER_VARIABLES: &[&str] = &["TMPDIR", "TMP", "TEMP"];
 
 /// The `PATH` commands get when the daemon has none.
 pub const FALLBACK_PATH: &str = if cfg!(target_os = "macos") {

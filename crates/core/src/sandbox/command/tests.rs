@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::config::{ByteSize, SandboxConfig, SouzPaths};
+use crate::sandbox::Confinement;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -17,7 +18,16 @@ fn fixture_with(config: SandboxConfig) -> Fixture {
     let home = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(home.join("work")).unwrap();
     let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
-    let sandbox = Sandbox::new(&config, &paths).unwrap();
+    // The runner's own mechanics, without OS confinement (the e2e tests run the real helper).
+    let config = SandboxConfig {
+        allow_unconfined_commands: true,
+        ..config
+    };
+    let sandbox = Sandbox::new(&config, &paths)
+        .unwrap()
+        .with_confinement(Confinement::None {
+            reason: "not confined in unit tests".into(),
+        });
     Fixture {
         _dir: dir,
         home,
@@ -237,7 +247,15 @@ async fn secrets_in_the_daemon_environment_do_not_reach_the_command() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["HOME", "LANG", "PATH", "SOUZ_SKILL_ID", "TMPDIR"],
+        [
+            "HOME",
+            "LANG",
+            "PATH",
+            "SOUZ_SKILL_ID",
+            "TEMP",
+            "TMP",
+            "TMPDIR"
+        ],
         "{}",
         outcome.stdout.text
     );
@@ -258,7 +276,9 @@ async fn the_real_process_environment_is_scrubbed_too() {
     for line in outcome.stdout.text.lines() {
         let name = line.split_once('=').map_or(line, |(name, _)| name);
         assert!(
-            environment::INHERITED.contains(&name) || name.starts_with("LC_"),
+            environment::INHERITED.contains(&name)
+                || name.starts_with("LC_")
+                || environment::TEMPORARY_FOLDER_VARIABLES.contains(&name),
             "`{name}` leaked into the command's environment"
         );
     }
@@ -457,4 +477,41 @@ fn commands_display_as_a_person_would_type_them() {
         .display(),
         "git commit -m 'it'\\''s done'"
     );
+}
+
+#[tokio::test]
+async fn each_command_gets_its_own_private_temporary_folder_removed_afterwards() {
+    let fixture = fixture();
+    // The daemon's own TMPDIR is not handed down: it is shared with everything else.
+    let sandbox = fixture
+        .sandbox
+        .clone()
+        .with_inherited_environment([(OsString::from("TMPDIR"), OsString::from("/var/tmp"))]);
+    let script = "echo \"$TMPDIR|$TMP|$TEMP\"; stat -c %a \"$TMPDIR\"; \
+                  echo data > \"$TMPDIR/file\" && echo wrote";
+    let first = run(&sandbox, CommandRequest::shell(script)).await;
+    let second = run(&sandbox, CommandRequest::shell(script)).await;
+    let folder = |outcome: &CommandOutcome| {
+        let lines: Vec<&str> = outcome.stdout.text.lines().collect();
+        assert_eq!(lines.len(), 3, "{outcome:?}");
+        let (tmpdir, rest) = lines[0].split_once('|').unwrap();
+        assert_eq!(rest, format!("{tmpdir}|{tmpdir}"), "{outcome:?}");
+        assert_eq!(lines[1], "700", "{outcome:?}");
+        assert_eq!(lines[2], "wrote", "{outcome:?}");
+        PathBuf::from(tmpdir)
+    };
+    let (first, second) = (folder(&first), folder(&second));
+    assert_ne!(first, second);
+    for folder in [&first, &second] {
+        assert!(
+            folder
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("souz-command-"),
+            "{folder:?}"
+        );
+        assert!(!folder.starts_with("/var/tmp"), "{folder:?}");
+        assert!(!folder.exists(), "{folder:?} was not removed");
+    }
 }

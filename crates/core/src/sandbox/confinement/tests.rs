@@ -39,7 +39,8 @@ fn writable_paths_split_roots_around_protected_paths() {
     symlink(home.join("projects"), home.join("projects_link")).unwrap();
 
     let sandbox = sandbox_with_home(&home);
-    let writable = writable_paths(&sandbox);
+    let temporary = tempfile::tempdir().unwrap();
+    let writable = writable_paths(&sandbox, temporary.path());
     let granted = |relative: &str| writable.contains(&home.join(relative));
 
     // Unprotected entries of folders holding protected paths get their own rules.
@@ -73,11 +74,20 @@ fn writable_paths_split_roots_around_protected_paths() {
         );
     }
     assert!(!writable.iter().any(|path| path.starts_with("/etc")));
-    // Temporary folders that do not hold the home, and the null device, are writable.
-    let tmp = Path::new("/tmp").canonicalize().unwrap();
-    let var_tmp = Path::new("/var/tmp").canonicalize().unwrap();
-    assert!(writable.contains(&tmp), "{writable:?}");
-    assert!(!writable.contains(&var_tmp), "{writable:?}");
+    // The command's private temporary folder and the null device are writable; the shared
+    // temporary folders are not (commands would tamper with each other's files there).
+    assert!(
+        writable.contains(&temporary.path().to_path_buf()),
+        "{writable:?}"
+    );
+    for shared in ["/tmp", "/var/tmp", "/dev/shm"] {
+        let shared = Path::new(shared);
+        let real = shared.canonicalize().unwrap_or(shared.to_path_buf());
+        assert!(
+            !writable.iter().any(|path| real.starts_with(path)),
+            "{shared:?}: {writable:?}"
+        );
+    }
     assert!(writable.contains(&PathBuf::from("/dev/null")));
 }
 
@@ -91,7 +101,9 @@ fn readable_paths_cover_everything_but_protected_paths() {
     std::fs::write(home.join("notes.txt"), "n").unwrap();
     std::fs::write(home.join(".zshrc"), "z").unwrap();
     let sandbox = sandbox_with_home(&home);
-    let readable = readable_paths(&sandbox).unwrap();
+    let temporary = home.join("private-tmp");
+    let readable = readable_paths(&sandbox, &temporary).unwrap();
+    assert!(readable.contains(&temporary), "{readable:?}");
     // Nothing granted contains a protected path (or the Souz home).
     for protected in [".ssh", ".config/secret", ".zshrc", ".souz"] {
         assert!(
@@ -122,23 +134,27 @@ fn readable_paths_cover_everything_but_protected_paths() {
     };
     let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
     assert_eq!(
-        readable_paths(&Sandbox::new(&config, &paths).unwrap()),
+        readable_paths(&Sandbox::new(&config, &paths).unwrap(), &temporary),
         None
     );
 }
 
 #[test]
-fn temporary_folders_never_open_up_the_home_or_protected_paths() {
-    // A home under /tmp (as in tests, or a strange TMPDIR): /tmp would contain it, so /tmp is
-    // not granted wholesale; the root is still split around its protected paths.
+fn a_home_under_tmp_keeps_its_protected_paths_and_a_writable_temporary_folder() {
+    // A home under /tmp (as in tests, or a checkout there): /tmp is not granted wholesale; the
+    // root is still split around its protected paths.
     let dir = tempfile::tempdir_in("/tmp").unwrap();
     let home = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::create_dir_all(home.join("work")).unwrap();
     let sandbox = sandbox_with_home(&home);
-    let writable = writable_paths(&sandbox);
+    // The private temporary folder lies under /tmp too, and is granted by its own rule.
+    let temporary = tempfile::tempdir_in("/tmp").unwrap();
+    let temporary = temporary.path().canonicalize().unwrap();
+    let writable = writable_paths(&sandbox, &temporary);
     let tmp = Path::new("/tmp").canonicalize().unwrap();
     assert!(!writable.contains(&tmp), "{writable:?}");
+    assert!(writable.contains(&temporary), "{writable:?}");
     assert!(
         !writable
             .iter()
@@ -154,8 +170,20 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().canonicalize().unwrap().join("with \"quote\"");
     std::fs::create_dir_all(&home).unwrap();
-    let sandbox = sandbox_with_home(&home);
-    let profile = seatbelt_profile(&sandbox);
+    let config = SandboxConfig {
+        roots: vec!["~".to_owned()],
+        protected: vec!["~/.ssh".to_owned()],
+        unix_socket_allow: vec!["~/agent.sock".to_owned()],
+        ..SandboxConfig::default()
+    };
+    let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
+    let sandbox = Sandbox::new(&config, &paths).unwrap();
+    let temporary = home.join("tmp-private");
+    let scope = CommandScope {
+        temporary: &temporary,
+        network: false,
+    };
+    let profile = seatbelt_profile(&sandbox, &scope);
     let quoted_home = home.display().to_string().replace('"', "\\\"");
     assert!(profile.starts_with("(version 1)\n(allow default)\n"));
     assert!(
@@ -175,6 +203,36 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
         profile.contains("(deny file-read-data\n"),
         "protected paths are unreadable by default: {profile}"
     );
+    assert!(
+        profile.contains(&format!(
+            "(require-not (subpath \"{quoted_home}/tmp-private\"))"
+        )),
+        "{profile}"
+    );
+    // No UNIX socket but the listed one, which is allowed after the refusal (later rules win).
+    let refuse = profile
+        .find("(deny network-outbound (remote unix-socket))")
+        .expect(&profile);
+    let allow = profile
+        .find(&format!(
+            "(allow network-outbound (remote unix-socket (path-literal \"{quoted_home}/agent.sock\")))"
+        ))
+        .expect(&profile);
+    assert!(refuse < allow, "{profile}");
+    // No network unless the call may.
+    assert!(
+        profile.contains("(deny network-outbound (remote ip))"),
+        "{profile}"
+    );
+    let with_network = seatbelt_profile(
+        &sandbox,
+        &CommandScope {
+            network: true,
+            ..scope
+        },
+    );
+    assert!(!with_network.contains("(remote ip)"), "{with_network}");
+    assert!(with_network.contains("(deny network-outbound (remote unix-socket))"));
     // Balanced parentheses outside string literals.
     let mut depth = 0i32;
     let mut in_string = false;
@@ -198,34 +256,52 @@ fn wrapping_puts_the_command_behind_the_launcher() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().canonicalize().unwrap();
     let sandbox = sandbox_with_home(&home);
+    let temporary = home.join("tmp-private");
+    let scope = CommandScope {
+        temporary: &temporary,
+        network: false,
+    };
     let args = [OsString::from("-c"), OsString::from("echo hi")];
     let none = Confinement::None {
         reason: "test".into(),
     };
     assert_eq!(
-        none.wrap(&sandbox, OsStr::new("/bin/sh"), &args),
+        none.wrap(&sandbox, &scope, OsStr::new("/bin/sh"), &args),
         (OsString::from("/bin/sh"), args.to_vec())
     );
     let landlock = Confinement::Landlock {
         helper: PathBuf::from("/opt/souz"),
         complete: true,
     };
-    let (program, wrapped) = landlock.wrap(&sandbox, OsStr::new("/bin/sh"), &args);
+    let (program, wrapped) = landlock.wrap(&sandbox, &scope, OsStr::new("/bin/sh"), &args);
     assert_eq!(program, "/opt/souz");
     assert_eq!(wrapped[0], HELPER_SUBCOMMAND);
     let parsed = HelperArguments::parse(wrapped.into_iter().skip(1)).unwrap();
+    assert_eq!(parsed.stage, HelperStage::Supervise);
     assert_eq!(parsed.program, "/bin/sh");
     assert_eq!(parsed.args, args);
-    assert_eq!(parsed.writable, writable_paths(&sandbox));
-    assert_eq!(parsed.readable, readable_paths(&sandbox));
+    assert_eq!(parsed.writable, writable_paths(&sandbox, &temporary));
+    assert_eq!(parsed.readable, readable_paths(&sandbox, &temporary));
+    assert!(parsed.unix_sockets.is_empty(), "no UNIX socket by default");
+    assert!(!parsed.network);
     assert!(
         parsed.readable.is_some(),
         "reading is restricted by default"
     );
+    let with_network = CommandScope {
+        network: true,
+        ..scope
+    };
+    let (_, wrapped) = landlock.wrap(&sandbox, &with_network, OsStr::new("/bin/sh"), &args);
+    assert!(
+        HelperArguments::parse(wrapped.into_iter().skip(1))
+            .unwrap()
+            .network
+    );
     let seatbelt = Confinement::Seatbelt {
         launcher: PathBuf::from(SANDBOX_EXEC),
     };
-    let (program, wrapped) = seatbelt.wrap(&sandbox, OsStr::new("/bin/sh"), &args);
+    let (program, wrapped) = seatbelt.wrap(&sandbox, &scope, OsStr::new("/bin/sh"), &args);
     assert_eq!(program, SANDBOX_EXEC);
     assert_eq!(wrapped[0], "-p");
     assert_eq!(
@@ -252,11 +328,39 @@ fn helper_arguments_are_strict() {
         .unwrap(),
         HelperArguments {
             writable: vec![PathBuf::from("/a"), PathBuf::from("/b")],
-            readable: None,
             program: OsString::from("ls"),
             args: ["-l", "--", "x"].map(OsString::from).to_vec(),
+            ..HelperArguments::default()
         }
     );
+    let full = parse(&[
+        "--confine",
+        "--allow-unix",
+        "/run/a.sock",
+        "--allow-network",
+        "--allow-write",
+        "/a",
+        "--restrict-read",
+        "--allow-read",
+        "/",
+        "--",
+        "ls",
+    ])
+    .unwrap();
+    assert_eq!(
+        full,
+        HelperArguments {
+            stage: HelperStage::Confine,
+            writable: vec![PathBuf::from("/a")],
+            unix_sockets: vec![PathBuf::from("/run/a.sock")],
+            network: true,
+            readable: Some(vec![PathBuf::from("/")]),
+            program: OsString::from("ls"),
+            args: Vec::new(),
+        }
+    );
+    // What the daemon writes is what the helper reads.
+    assert_eq!(HelperArguments::parse(full.to_arguments()).unwrap(), full);
     assert_eq!(
         parse(&[
             "--allow-write",
@@ -287,6 +391,11 @@ fn helper_arguments_are_strict() {
         &["--allow-read", "/a", "--", "ls"],
         &["--restrict-read", "--allow-write", "/a", "--", "ls"],
         &["--restrict-read", "--restrict-read", "--", "ls"],
+        // The stage comes first; each flag in its place, network once.
+        &["--allow-write", "/a", "--confine", "--", "ls"],
+        &["--allow-network", "--allow-network", "--", "ls"],
+        &["--restrict-read", "--allow-unix", "/s", "--", "ls"],
+        &["--allow-unix", "--", "ls"],
     ] {
         assert!(matches!(parse(bad), Err(HelperError::Usage)), "{bad:?}");
     }
@@ -297,31 +406,50 @@ fn status_names_the_confinement_and_the_reason() {
     let none = Confinement::None {
         reason: "Landlock is not available on this kernel: ENOSYS".into(),
     };
-    let status = none.status(false);
+    let config = SandboxConfig::default();
+    let status = none.status(&config);
     assert_eq!(status.confinement, ConfinementKind::None);
     assert!(status.detail.contains("ENOSYS"), "{}", status.detail);
+    assert!(
+        status.detail.contains("allow_unconfined_commands"),
+        "{}",
+        status.detail
+    );
     let landlock = Confinement::Landlock {
         helper: PathBuf::from("/x"),
         complete: false,
     };
     assert_eq!(
-        landlock.status(false).confinement,
+        landlock.status(&config).confinement,
         ConfinementKind::Landlock
     );
-    assert!(landlock.status(false).detail.contains("partial"));
+    let detail = landlock.status(&config).detail;
+    assert!(detail.contains("partial"), "{detail}");
+    assert!(
+        detail.contains("cannot connect to UNIX sockets"),
+        "{detail}"
+    );
+    assert!(detail.contains("stopped when the call ends"), "{detail}");
     assert!(
         landlock
-            .status(false)
+            .status(&config)
             .detail
             .contains("cannot read files inside protected paths")
     );
-    assert!(!landlock.status(true).detail.contains("cannot read"));
+    let reads = SandboxConfig {
+        commands_read_protected: true,
+        unix_socket_allow: vec!["/run/user/1000/bus".into()],
+        ..SandboxConfig::default()
+    };
+    let detail = landlock.status(&reads).detail;
+    assert!(!detail.contains("cannot read"), "{detail}");
+    assert!(detail.contains("/run/user/1000/bus"), "{detail}");
     // Without a helper, Linux reports no confinement and says why.
     if cfg!(target_os = "linux") {
         let detected = Confinement::detect(None);
         assert_eq!(detected.kind(), ConfinementKind::None);
         assert!(
-            detected.status(false).detail.contains("Landlock"),
+            detected.status(&config).detail.contains("Landlock"),
             "{detected:?}"
         );
     }

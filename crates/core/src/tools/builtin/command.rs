@@ -40,6 +40,11 @@ pub struct RunCommandArgs {
     /// Default 60; the configured maximum applies.
     #[serde(default)]
     pub timeout_seconds: Option<u64>,
+    /// Whether the command needs the network (downloads, package installs, git fetch/push,
+    /// talking to a local server). Without it the command cannot open TCP connections or
+    /// listen on a port. Asking for it makes the call a network call the person approves.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// What `RunCommand` returns.
@@ -94,8 +99,10 @@ impl Tool for RunCommand {
         "Runs a shell command (bash -c) on this computer and returns its exit code, stdout and \
          stderr. The working folder must be inside the workspace folders; the environment holds \
          no secrets; each output stream is cut at a size limit; the command and every process \
-         it started are stopped at the time limit. Use the file tools to read, search or edit \
-         files; use this for builds, tests, git and other programs."
+         it started are stopped at the time limit (and when it exits). It has no network unless \
+         you set `network: true` (downloads, installs, git fetch/push), which the person \
+         approves. Use the file tools to read, search or edit files; use this for builds, \
+         tests, git and other programs."
     }
 
     fn category(&self) -> ToolCategory {
@@ -137,16 +144,33 @@ impl Tool for RunCommand {
         let cwd = sandbox
             .command_cwd(args.cwd.as_deref())
             .map_err(command_error)?;
-        let mut plan = Plan::new(format!(
+        let unconfined = sandbox.unconfined_commands().map_err(command_error)?;
+        let mut summary = format!(
             "Run `{}` in {} (time limit {} s)",
             summary_of(command),
             sandbox.display(&cwd.path),
             timeout.as_secs()
-        ))
-        .target(Target::Command {
+        );
+        let network = args.network && !sandbox.config().command_network;
+        if network {
+            summary.push_str(", with network access");
+        }
+        if unconfined.is_some() {
+            summary.push_str(", unconfined: nothing limits what it can touch");
+        }
+        let mut plan = Plan::new(summary).target(Target::Command {
             command: command.to_owned(),
             cwd: cwd.path.clone(),
         });
+        if network {
+            plan = plan.target(Target::Network);
+        }
+        if let Some(reason) = unconfined {
+            // Rules and grants never allow an unconfined command: the policy asks.
+            plan = plan.target(Target::Unconfined {
+                reason: reason.to_owned(),
+            });
+        }
         if cwd.protected {
             // A command working inside a protected folder can change it: the policy must ask.
             plan = plan.path(&cwd, Access::Write);
@@ -166,6 +190,7 @@ impl Tool for RunCommand {
         let mut request = CommandRequest::shell(args.command.trim());
         request.cwd = Some(prepared.cwd.display().to_string());
         request.timeout = Some(prepared.timeout);
+        request.network = args.network;
         let outcome = ctx
             .sandbox
             .run_command(request, &ctx.cancel)
@@ -201,7 +226,9 @@ fn command_error(error: CommandError) -> ToolError {
     match error {
         CommandError::Sandbox(error) => ToolError::Sandbox(error),
         CommandError::InvalidRequest(message) => ToolError::InvalidArguments(message),
-        CommandError::Spawn { .. } => ToolError::Failed(error.to_string()),
+        CommandError::Spawn { .. } | CommandError::Unconfined(_) => {
+            ToolError::Failed(error.to_string())
+        }
     }
 }
 

@@ -8,7 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::{SandboxConfig, SouzPaths};
-use crate::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{Confinement, Sandbox, SandboxError};
+
+/// Why commands are not confined in these tests.
+const UNIT_TEST_REASON: &str = "not confined in unit tests";
 use crate::tools::{Catalog, CatalogBuilder, DynTool};
 
 struct Fixture {
@@ -25,11 +28,18 @@ fn fixture() -> Fixture {
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     let config = SandboxConfig {
         command_max_timeout_seconds: 120,
+        allow_unconfined_commands: true,
         ..SandboxConfig::default()
     };
     let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
+    // Real commands run here without OS confinement (the e2e tests run the real helper).
+    let sandbox = Sandbox::new(&config, &paths)
+        .unwrap()
+        .with_confinement(Confinement::None {
+            reason: UNIT_TEST_REASON.into(),
+        });
     let ctx = ToolContext {
-        sandbox: Arc::new(Sandbox::new(&config, &paths).unwrap()),
+        sandbox: Arc::new(sandbox),
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
     };
@@ -67,14 +77,20 @@ async fn plans_name_the_command_and_folder_then_runs_it() {
         .unwrap();
     assert_eq!(
         planned.plan.summary,
-        "Run `echo hello; echo oops >&2` in ~/work (time limit 60 s)"
+        "Run `echo hello; echo oops >&2` in ~/work (time limit 60 s), unconfined: nothing \
+         limits what it can touch"
     );
     assert_eq!(
         planned.plan.targets,
-        [Target::Command {
-            command: "echo hello; echo oops >&2".to_owned(),
-            cwd: fixture.home.join("work"),
-        }]
+        [
+            Target::Command {
+                command: "echo hello; echo oops >&2".to_owned(),
+                cwd: fixture.home.join("work"),
+            },
+            Target::Unconfined {
+                reason: UNIT_TEST_REASON.to_owned()
+            }
+        ]
     );
     let output = planned.run(fixture.ctx.clone()).await.unwrap();
     let structured = output.structured.unwrap();
@@ -200,7 +216,7 @@ async fn a_protected_working_folder_is_a_protected_target() {
         .unwrap();
     assert_eq!(
         planned.plan.summary,
-        "Run `cd /tmp…` in ~ (time limit 60 s)"
+        "Run `cd /tmp…` in ~ (time limit 60 s), unconfined: nothing limits what it can touch"
     );
     assert!(matches!(
         &planned.plan.targets[0],
@@ -215,7 +231,7 @@ fn the_spec_describes_arguments_and_output() {
     assert_eq!(spec.risk, Risk::Exec);
     assert_eq!(spec.category, ToolCategory::Commands);
     let properties = &spec.input_schema["properties"];
-    for name in ["command", "cwd", "timeoutSeconds"] {
+    for name in ["command", "cwd", "timeoutSeconds", "network"] {
         assert!(
             properties[name]["description"].is_string(),
             "{name}: {properties}"
@@ -226,4 +242,154 @@ fn the_spec_describes_arguments_and_output() {
     for name in ["exitCode", "stdout", "stderr", "timedOut", "confinement"] {
         assert!(output["properties"][name].is_object(), "{name}: {output}");
     }
+}
+
+#[tokio::test]
+async fn unconfined_commands_are_refused_unless_allowed_and_then_always_ask() {
+    let fixture = fixture();
+    let unconfined = |allow: bool| {
+        let config = SandboxConfig {
+            allow_unconfined_commands: allow,
+            ..fixture.ctx.sandbox.config().clone()
+        };
+        let paths = SouzPaths::new(fixture.home.join(".souz")).with_user_home(&fixture.home);
+        ToolContext {
+            sandbox: Arc::new(Sandbox::new(&config, &paths).unwrap().with_confinement(
+                Confinement::None {
+                    reason: "Landlock is not available on this kernel: ENOSYS".into(),
+                },
+            )),
+            ..fixture.ctx.clone()
+        }
+    };
+    // Off (the default): refused before anything runs, naming the cause and the setting.
+    assert!(!SandboxConfig::default().allow_unconfined_commands);
+    let marker = fixture.home.join("ran");
+    let command = json!({"command": format!("touch {}", marker.display())});
+    let error = fixture
+        .tool()
+        .plan(command.clone(), &unconfined(false))
+        .await
+        .err()
+        .unwrap();
+    let message = error.to_string();
+    assert!(message.contains("ENOSYS"), "{message}");
+    assert!(message.contains("allow_unconfined_commands"), "{message}");
+    // The runner refuses too (skills call it directly).
+    let refused = unconfined(false)
+        .sandbox
+        .run_command(
+            crate::sandbox::CommandRequest::shell(format!("touch {}", marker.display())),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(crate::sandbox::CommandError::Unconfined(_))),
+        "{refused:?}"
+    );
+    assert!(!marker.exists());
+
+    // On: the plan says so, and an allow rule or grant for the command does not let it run
+    // without asking.
+    let ctx = unconfined(true);
+    let planned = fixture.tool().plan(command, &ctx).await.unwrap();
+    assert!(
+        planned.plan.summary.contains("unconfined"),
+        "{}",
+        planned.plan.summary
+    );
+    let approvals = crate::config::ApprovalsConfig {
+        rules: vec![
+            serde_json::from_value(json!({"action": "allow", "tool": "RunCommand"})).unwrap(),
+        ],
+        ..crate::config::ApprovalsConfig::default()
+    };
+    let policy = crate::approvals::policy::Policy::new(&approvals, &fixture.home);
+    let facts = crate::approvals::policy::CallFacts {
+        tool: "RunCommand",
+        known: true,
+        risk: Risk::Exec,
+        requester: &Requester::Cli,
+        targets: &planned.plan.targets,
+    };
+    match policy.decide(&facts, &[], chrono::Utc::now()) {
+        crate::approvals::policy::Decision::Ask { reason } => {
+            assert!(reason.contains("unconfined"), "{reason}");
+            assert!(reason.contains("ENOSYS"), "{reason}");
+        }
+        other => panic!("an unconfined command must ask: {other:?}"),
+    }
+    // The same call, confined, is allowed by the rule.
+    let confined: Vec<_> = planned
+        .plan
+        .targets
+        .iter()
+        .filter(|target| !matches!(target, Target::Unconfined { .. }))
+        .cloned()
+        .collect();
+    let facts = crate::approvals::policy::CallFacts {
+        targets: &confined,
+        ..facts
+    };
+    assert!(matches!(
+        policy.decide(&facts, &[], chrono::Utc::now()),
+        crate::approvals::policy::Decision::Allow(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_command_that_asks_for_the_network_is_a_network_call() {
+    let fixture = fixture();
+    // Confined (the policy view does not depend on how): no unconfined target in the way.
+    let ctx = ToolContext {
+        sandbox: Arc::new(fixture.ctx.sandbox.as_ref().clone().with_confinement(
+            Confinement::Landlock {
+                helper: PathBuf::from("/opt/souz"),
+                complete: true,
+            },
+        )),
+        ..fixture.ctx.clone()
+    };
+    let offline = fixture
+        .tool()
+        .plan(json!({"command": "cargo build"}), &ctx)
+        .await
+        .unwrap();
+    assert!(!offline.plan.targets.contains(&Target::Network));
+    assert!(!offline.plan.summary.contains("network"));
+    let online = fixture
+        .tool()
+        .plan(json!({"command": "cargo build", "network": true}), &ctx)
+        .await
+        .unwrap();
+    assert!(online.plan.targets.contains(&Target::Network));
+    assert!(
+        online.plan.summary.ends_with(", with network access"),
+        "{}",
+        online.plan.summary
+    );
+
+    let decide = |network: &str, targets: &[Target]| {
+        let approvals: crate::config::ApprovalsConfig = serde_json::from_value(json!({
+            "network": network,
+            "rules": [{"action": "allow", "tool": "RunCommand", "command": "cargo build"}],
+        }))
+        .unwrap();
+        let policy = crate::approvals::policy::Policy::new(&approvals, &fixture.home);
+        let facts = crate::approvals::policy::CallFacts {
+            tool: "RunCommand",
+            known: true,
+            risk: Risk::Exec,
+            requester: &Requester::Cli,
+            targets,
+        };
+        policy.decide(&facts, &[], chrono::Utc::now()).action()
+    };
+    use souz_protocol::Action;
+    // The rule allows the command; asking for the network still asks (or follows the
+    // network default when that allows or denies).
+    assert_eq!(decide("ask", &offline.plan.targets), Action::Allow);
+    assert_eq!(decide("ask", &online.plan.targets), Action::Ask);
+    assert_eq!(decide("deny", &online.plan.targets), Action::Deny);
+    assert_eq!(decide("allow", &online.plan.targets), Action::Allow);
 }
