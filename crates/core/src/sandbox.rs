@@ -4,7 +4,9 @@
 //! escape the roots (`paths`: `~`, relative paths, `..`, symlinks at every level, odd unicode),
 //! the command runner (`command`, with its scrubbed environment in `environment`), OS
 //! confinement of commands (`confinement`: Landlock on Linux, Seatbelt on macOS), and the
-//! SSRF-safe web client (`net`).
+//! SSRF-safe web client (`net`). Using a resolved path goes through [`beneath`], which opens it
+//! relative to its root's directory handle and refuses every symbolic link on the way, so a
+//! swap between the check and the use fails instead of escaping.
 //!
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
@@ -17,6 +19,7 @@
 //! - Network tools reach loopback, private, link-local and other non-public addresses only for
 //!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 
+pub mod beneath;
 pub mod command;
 pub mod confinement;
 pub mod environment;
@@ -106,6 +109,8 @@ pub struct Sandbox {
     confinement: Confinement,
     /// Built on first use: most sandboxes never fetch anything.
     web: Arc<OnceLock<Result<WebClient, WebError>>>,
+    /// Where deleted items go instead of the user's Trash (tests and embedders).
+    trash_folder: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -158,6 +163,7 @@ impl Sandbox {
             inherited_environment: environment::inheritable(std::env::vars_os()),
             confinement: Confinement::detect(None),
             web: Arc::new(OnceLock::new()),
+            trash_folder: None,
         })
     }
 
@@ -184,6 +190,18 @@ impl Sandbox {
         let _ = cell.set(Ok(client));
         self.web = Arc::new(cell);
         self
+    }
+
+    /// Moves deleted items to the Trash folder `folder` (with `files` and `info` inside)
+    /// instead of the user's own Trash. For tests and embedders.
+    pub fn with_trash_folder(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.trash_folder = Some(folder.into());
+        self
+    }
+
+    /// The Trash folder set with [`Sandbox::with_trash_folder`], if any.
+    pub fn trash_folder(&self) -> Option<&Path> {
+        self.trash_folder.as_deref()
     }
 
     /// Overrides how protected paths compare letter case (the platform decides by default).

@@ -27,8 +27,11 @@ mod new_file;
 mod search_content;
 mod target;
 mod text;
+mod trashing;
 mod walk;
 
+#[cfg(test)]
+mod race_tests;
 #[cfg(test)]
 mod testing;
 
