@@ -45,7 +45,7 @@ pub(super) fn replace(beneath: &Beneath<'_>, path: &Path, content: &[u8]) -> io:
             "it is not a regular file",
         ));
     }
-    let permissions = permission_bits(stat.st_mode as u32);
+    let permissions = permission_bits(stat.st_mode);
     let temporary = TemporaryFile::create_next_to(beneath, path, 0o600)?;
     temporary.fill(content, Some(permissions))?;
     beneath.rename(&temporary.path, path, false)?;
@@ -146,14 +146,14 @@ fn staging_name(name: &OsStr) -> OsString {
 }
 
 /// The permission bits (with set-id and sticky bits) of a raw mode.
-fn permission_bits(mode: u32) -> Mode {
-    Mode::from_bits_truncate((mode & 0o7777) as _)
+fn permission_bits(mode: rustix::fs::RawMode) -> Mode {
+    Mode::from_bits_truncate(mode & 0o7777)
 }
 
 /// Copies `from` (a name in an opened folder) to the new name `to`, never following a link.
 fn copy_tree(from: (BorrowedFd<'_>, &OsStr), to: (BorrowedFd<'_>, &OsStr)) -> io::Result<()> {
     let stat = rustix::fs::statat(from.0, from.1, AtFlags::SYMLINK_NOFOLLOW)?;
-    let permissions = permission_bits(stat.st_mode as u32);
+    let permissions = permission_bits(stat.st_mode);
     match FileType::from_raw_mode(stat.st_mode as _) {
         FileType::Symlink => {
             let target = rustix::fs::readlinkat(from.0, from.1, Vec::new())?;

@@ -64,6 +64,7 @@ impl Race {
         }
         home.write_outside(&format!("box/sub{SECRET}/inner.txt"), SECRET);
         home.write_outside("box/sub/inner.txt", format!("harmless {SECRET}"));
+        home.write_outside(&format!("box/sub/inner-{SECRET}.txt"), SECRET);
         let swap = home.symlink(&outside, "w/swap");
         let inside = rustix::fs::open(
             home.path("w/box"),
@@ -88,7 +89,6 @@ impl Race {
                     rustix::fs::renameat_with(CWD, &folder, CWD, &swap, RenameFlags::EXCHANGE)
                         .unwrap();
                     swapped = !swapped;
-                    std::thread::yield_now();
                 }
                 if swapped {
                     rustix::fs::renameat_with(CWD, &folder, CWD, &swap, RenameFlags::EXCHANGE)

@@ -48,8 +48,11 @@ mod linux {
     use crate::sandbox::Sandbox;
     use crate::sandbox::beneath::{open_child_dir, rename_between};
 
-    /// Most numbered names tried when the Trash already holds items of the same name.
-    const NAME_ATTEMPTS: usize = 10_000;
+    /// Names tried when the Trash already holds items of the same name: the name itself, a few
+    /// numbered ones (`a.txt.1`), then random suffixes, so a full Trash costs a few opens.
+    const NAME_ATTEMPTS: usize = 32;
+    /// Numbered names tried before random ones.
+    const NUMBERED_NAMES: usize = 8;
 
     pub(super) fn move_to_trash(sandbox: &Sandbox, path: &Path) -> io::Result<()> {
         let (parent, name) = sandbox.beneath().open_parent(path)?;
@@ -141,7 +144,9 @@ mod linux {
         let record = record(original);
         for attempt in 0..NAME_ATTEMPTS {
             let mut candidate = name.to_os_string();
-            if attempt > 0 {
+            if attempt > NUMBERED_NAMES {
+                candidate.push(format!(".{}", uuid::Uuid::new_v4().simple()));
+            } else if attempt > 0 {
                 candidate.push(format!(".{attempt}"));
             }
             let mut info_name = candidate.clone();
