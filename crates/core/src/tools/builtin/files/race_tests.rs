@@ -47,24 +47,43 @@ struct Race {
     refused: usize,
 }
 
+/// Where the swapped-in link leads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LinkTo {
+    /// A folder outside every root.
+    Outside,
+    /// A protected folder inside the root (`~/.ssh`): reaching it needs the person's yes,
+    /// which these calls never get.
+    Protected,
+}
+
 impl Race {
     fn start() -> Self {
+        Self::start_to(LinkTo::Outside)
+    }
+
+    fn start_to(link_to: LinkTo) -> Self {
         let home = TestHome::new();
         home.write("w/box/doc.txt", "harmless text\n");
         home.write("w/box/sub/inner.txt", "inner harmless\n");
         home.write("w/box/edit.txt", "v");
         home.folder("w/stable");
-        let outside = home.outside("box");
+        let outside = match link_to {
+            LinkTo::Outside => home.outside("box"),
+            LinkTo::Protected => home.path(".ssh"),
+        };
         for (name, content) in [
             ("doc.txt".to_owned(), format!("harmless {SECRET}\n")),
             ("edit.txt".to_owned(), format!("v {SECRET}")),
             (format!("inner-{SECRET}.txt"), format!("harmless {SECRET}")),
+            (format!("sub{SECRET}/inner.txt"), SECRET.to_owned()),
+            ("sub/inner.txt".to_owned(), format!("harmless {SECRET}")),
+            (format!("sub/inner-{SECRET}.txt"), SECRET.to_owned()),
         ] {
-            home.write_outside(&format!("box/{name}"), content);
+            let path = outside.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
         }
-        home.write_outside(&format!("box/sub{SECRET}/inner.txt"), SECRET);
-        home.write_outside("box/sub/inner.txt", format!("harmless {SECRET}"));
-        home.write_outside(&format!("box/sub/inner-{SECRET}.txt"), SECRET);
         let swap = home.symlink(&outside, "w/swap");
         let inside = rustix::fs::open(
             home.path("w/box"),
@@ -215,13 +234,28 @@ fn snapshot(folder: &Path) -> BTreeMap<OsString, Vec<u8>> {
     files
 }
 
-/// Plans and runs one call as an approved call would; a refused plan is the result.
+/// Plans and runs one call as an approved call would; a refused plan is the result. A plan
+/// that names a protected path is denied, as the person would be asked and say no.
 async fn call<T: Tool>(
     tool: &T,
     ctx: &ToolContext,
     args: impl Fn() -> T::Args,
 ) -> Result<ToolOutput, ToolError> {
     let planned = tool.plan(&args(), ctx).await?;
+    let protected = planned.plan.targets.iter().any(|target| {
+        matches!(
+            target,
+            crate::tools::Target::Path {
+                protected: true,
+                ..
+            }
+        )
+    });
+    if protected {
+        return Err(ToolError::Failed(
+            "denied: the plan names a protected path".into(),
+        ));
+    }
     tool.run(args(), planned.prepared, ctx).await
 }
 
@@ -386,4 +420,48 @@ async fn deleting_never_escapes_a_swapped_folder() {
         "a file from outside was trashed"
     );
     assert_eq!(escapes, 0, "deletes escaped the root");
+}
+
+#[tokio::test]
+async fn reading_never_reaches_a_protected_folder_swapped_in() {
+    let mut race = Race::start_to(LinkTo::Protected);
+    for _ in 0..CALLS {
+        let result = call(&ExtractTextFromFile, &race.ctx, || ExtractTextArgs {
+            file_path: "~/w/box/doc.txt".into(),
+        })
+        .await;
+        race.check_result(&result);
+    }
+    assert_eq!(race.finish(), 0, "reads reached the protected folder");
+}
+
+#[tokio::test]
+async fn searching_never_reaches_a_protected_folder_swapped_in() {
+    let mut race = Race::start_to(LinkTo::Protected);
+    for _ in 0..CALLS {
+        let result = call(&SearchFileContent, &race.ctx, || SearchFileContentArgs {
+            path: "~/w/box".into(),
+            query: "harmless".into(),
+            include_hidden: false,
+        })
+        .await;
+        race.check_result(&result);
+    }
+    assert_eq!(race.finish(), 0, "searches reached the protected folder");
+}
+
+#[tokio::test]
+async fn writing_never_reaches_a_protected_folder_swapped_in() {
+    let mut race = Race::start_to(LinkTo::Protected);
+    for index in 0..CALLS {
+        let path = format!("~/w/box/new-{index}.txt");
+        let result = call(&NewFile, &race.ctx, || NewFileArgs {
+            path: path.clone(),
+            text: "new".into(),
+        })
+        .await;
+        race.check_result(&result);
+        race.check_outside();
+    }
+    assert_eq!(race.finish(), 0, "writes reached the protected folder");
 }
