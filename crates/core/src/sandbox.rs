@@ -11,6 +11,8 @@
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
 //!   real location (every symlink resolved) is inside a root.
+//! - File tools use that path only through [`beneath`]: relative to the root's handle, with no
+//!   symlink followed at any level, so what they touch is what was checked.
 //! - The Souz home is always protected. Protected paths are reported, not silently allowed: the
 //!   approval policy turns them into a question for the person. Matching them ignores Unicode
 //!   normalization, and letter case where the filesystem does.

