@@ -162,3 +162,34 @@ fn paths_outside_the_roots_or_not_resolved_are_refused() {
         .unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error:?}");
 }
+
+/// The walk macOS uses (and Linux without `openat2`), exercised here on Linux.
+#[test]
+fn the_per_component_walk_refuses_links_too() {
+    let fixture = fixture();
+    let root = open_root(&fixture.work).unwrap();
+    let open = |relative: &str| {
+        let path = fixture.work.join(relative);
+        open_per_component(
+            root.as_fd(),
+            &path,
+            Path::new(relative),
+            OFlags::RDONLY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+        .map_err(|error| refine(error, &path))
+    };
+    let mut text = String::new();
+    File::from(open("real/a.txt").unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(text, "a");
+    assert_swapped(open("swapped/secret.txt"), "folder link");
+    assert_swapped(open("swapped/inner"), "folder link, then a folder");
+    assert_swapped(open("inside_link/a.txt"), "inner link");
+    assert_swapped(open("swapped"), "final link");
+    assert_eq!(
+        open("real/../real/a.txt").unwrap_err().kind(),
+        io::ErrorKind::InvalidInput
+    );
+}
