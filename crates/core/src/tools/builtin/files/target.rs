@@ -402,9 +402,15 @@ pub(super) fn read_regular_file(sandbox: &Sandbox, path: &Path, limit: u64) -> i
     Ok(content)
 }
 
-/// An I/O error as a tool failure naming the path.
+/// An I/O error as a tool failure naming the path; a swap caught by
+/// [`crate::sandbox::beneath`] is a conflict (the world moved since the check), not a failure.
 pub(super) fn io_failure(action: &str, path: &str, error: &io::Error) -> ToolError {
-    ToolError::Failed(format!("cannot {action} `{path}`: {error}"))
+    let message = format!("cannot {action} `{path}`: {error}");
+    if crate::sandbox::beneath::is_swapped(error) {
+        ToolError::Conflict(message)
+    } else {
+        ToolError::Failed(message)
+    }
 }
 
 #[cfg(test)]
@@ -567,6 +573,29 @@ mod tests {
             )
         );
         assert!(require_folder_ancestor(&home.ctx.sandbox, &home.path("w/new/deep.txt")).is_ok());
+    }
+
+    #[test]
+    fn a_swap_is_a_conflict_naming_the_path() {
+        let home = TestHome::new();
+        let outside = home.write_outside("secret.txt", "s");
+        home.symlink(outside.parent().unwrap(), "w/swapped");
+        let error = read_regular_file(&home.ctx.sandbox, &home.path("w/swapped/secret.txt"), 10)
+            .unwrap_err();
+        let ToolError::Conflict(message) = io_failure("read", "~/w/swapped/secret.txt", &error)
+        else {
+            panic!("a swap is a conflict: {error:?}");
+        };
+        assert!(
+            message.starts_with("cannot read `~/w/swapped/secret.txt`: `")
+                && message.contains("changed while Souz was using it"),
+            "{message}"
+        );
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        assert!(matches!(
+            io_failure("read", "x", &missing),
+            ToolError::Failed(_)
+        ));
     }
 
     #[test]
