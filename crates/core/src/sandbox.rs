@@ -5,11 +5,16 @@
 //! the command runner (`command`, with its scrubbed environment in `environment` and the
 //! processes below a command in `process_tree`), OS confinement of commands (`confinement`:
 //! Landlock and seccomp on Linux, Seatbelt on macOS), the daemon's own process protection
-//! (`daemon_process`), and the SSRF-safe web client (`net`).
+//! (`daemon_process`), per-user folders in trusted-proxy mode (`users`), and the SSRF-safe web
+//! client (`net`). Using a resolved path goes through [`beneath`], which opens it relative to
+//! its root's directory handle and refuses every symbolic link on the way, so a swap between
+//! the check and the use fails instead of escaping.
 //!
 //! Invariants:
 //! - A path a tool receives from the sandbox is absolute, has no `.`/`..` components, and its
 //!   real location (every symlink resolved) is inside a root.
+//! - File tools use that path only through [`beneath`]: relative to the root's handle, with no
+//!   symlink followed at any level, so what they touch is what was checked.
 //! - The Souz home is always protected. Protected paths are reported, not silently allowed: the
 //!   approval policy turns them into a question for the person. Matching them ignores Unicode
 //!   normalization, and letter case where the filesystem does.
@@ -19,6 +24,7 @@
 //! - Network tools reach loopback, private, link-local and other non-public addresses only for
 //!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 
+pub mod beneath;
 pub mod command;
 pub mod confinement;
 pub mod daemon_process;
@@ -113,6 +119,8 @@ pub struct Sandbox {
     confinement: Confinement,
     /// Built on first use: most sandboxes never fetch anything.
     web: Arc<OnceLock<Result<WebClient, WebError>>>,
+    /// Where deleted items go instead of the user's Trash (tests and embedders).
+    trash_folder: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -177,6 +185,7 @@ impl Sandbox {
             inherited_environment: environment::inheritable(std::env::vars_os()),
             confinement: Confinement::detect(None),
             web: Arc::new(OnceLock::new()),
+            trash_folder: None,
         })
     }
 
@@ -210,6 +219,18 @@ impl Sandbox {
         let _ = cell.set(Ok(client));
         self.web = Arc::new(cell);
         self
+    }
+
+    /// Moves deleted items to the Trash folder `folder` (with `files` and `info` inside)
+    /// instead of the user's own Trash. For tests and embedders.
+    pub fn with_trash_folder(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.trash_folder = Some(folder.into());
+        self
+    }
+
+    /// The Trash folder set with [`Sandbox::with_trash_folder`], if any.
+    pub fn trash_folder(&self) -> Option<&Path> {
+        self.trash_folder.as_deref()
     }
 
     /// Overrides how protected paths compare letter case (the platform decides by default).

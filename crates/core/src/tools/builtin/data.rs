@@ -18,7 +18,7 @@ use std::path::Path;
 
 use super::documents::DocumentError;
 use super::documents::spreadsheet::{CellValue, Grid};
-use crate::sandbox::{Access, ResolvedPath};
+use crate::sandbox::{Access, ResolvedPath, Sandbox};
 use crate::tools::{CatalogBuilder, CatalogError, ToolContext, ToolError};
 
 /// Registers this module's tools.
@@ -185,21 +185,26 @@ pub(crate) fn check_extension(path: &Path, extension: &str) -> Result<(), ToolEr
 
 /// Writes `bytes` to a file that must not exist yet, creating missing parent folders. The
 /// existence check and the creation are one step (`create_new`), so a file that appeared since
-/// planning is not overwritten.
-pub(crate) fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+/// planning is not overwritten; folders and the file are created beneath the root and never
+/// through a symlink ([`crate::sandbox::beneath`]), so a folder swapped for a link meanwhile
+/// fails the write instead of leading it outside the roots.
+pub(crate) fn write_new_file(
+    sandbox: &Sandbox,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), ToolError> {
     use std::io::Write;
+    let beneath = sandbox.beneath();
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|error| {
+        beneath.create_dir_all(parent).map_err(|error| {
             ToolError::Failed(format!(
                 "cannot create the folder {}: {error}",
                 parent.display()
             ))
         })?;
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
+    let mut file = beneath
+        .create_new(path, 0o666)
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::AlreadyExists => ToolError::Conflict(format!(
                 "{} was created by something else meanwhile; nothing was written",
@@ -210,7 +215,7 @@ pub(crate) fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), ToolError>
     if let Err(error) = file.write_all(bytes).and_then(|()| file.sync_all()) {
         // Leave no half-written file behind.
         drop(file);
-        let _ = std::fs::remove_file(path);
+        let _ = beneath.remove_file(path);
         return Err(ToolError::Failed(format!(
             "cannot write {}: {error}",
             path.display()

@@ -165,14 +165,19 @@ pub(crate) fn resolve_readable_file(
 ) -> Result<crate::sandbox::ResolvedPath, ToolError> {
     let resolved = ctx.sandbox.resolve(raw, Access::Read)?;
     let shown = ctx.sandbox.display(&resolved.path);
-    let metadata = std::fs::metadata(&resolved.path)
+    // Looked at beneath the root, never through a symlink (as the read itself will be).
+    let stat = ctx
+        .sandbox
+        .beneath()
+        .stat(&resolved.path)
         .map_err(|error| ToolError::Failed(format!("cannot read {shown}: {error}")))?;
-    if metadata.is_dir() {
+    let file_type = rustix::fs::FileType::from_raw_mode(stat.st_mode as _);
+    if file_type == rustix::fs::FileType::Directory {
         return Err(ToolError::Failed(format!(
             "{shown} is a folder, not a file"
         )));
     }
-    if !metadata.is_file() {
+    if file_type != rustix::fs::FileType::RegularFile {
         return Err(ToolError::Failed(format!(
             "{shown} is not a regular file (a pipe or device), so it is not read"
         )));
@@ -195,7 +200,7 @@ pub(crate) fn open_planned(
             ctx.sandbox.display(planned)
         )));
     }
-    Ok(SourceFile::open(planned)?)
+    Ok(SourceFile::open(&ctx.sandbox, planned)?)
 }
 
 /// Text gathered up to [`TEXT_CHAR_LIMIT`] characters; later pushes are dropped and flagged.

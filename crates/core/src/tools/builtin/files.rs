@@ -2,7 +2,10 @@
 //! (read-only), `NewFile`, `EditFile`, `MoveFile` (write) and `DeleteFile` (to the Trash).
 //!
 //! Every path goes through [`Sandbox::resolve`](crate::sandbox::Sandbox::resolve), so no tool
-//! reaches outside the workspace roots. On top of that, this module owns:
+//! reaches outside the workspace roots, and every use of the resolved path (open, list,
+//! create, rename, trash) goes through [`Sandbox::beneath`](crate::sandbox::Sandbox::beneath),
+//! so a folder swapped for a symlink between the check and the use is refused, never followed.
+//! On top of that, this module owns:
 //! - walking ([`walk`]): never through a symlink, never into hidden (unless asked) or protected
 //!   entries, in a deterministic order, bounded in entries visited, results and output size;
 //! - changes that are planned before they are approved and then done exactly as planned: `plan`
@@ -27,8 +30,11 @@ mod new_file;
 mod search_content;
 mod target;
 mod text;
+mod trashing;
 mod walk;
 
+#[cfg(test)]
+mod race_tests;
 #[cfg(test)]
 mod testing;
 

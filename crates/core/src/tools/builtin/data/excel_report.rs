@@ -160,14 +160,14 @@ impl Tool for ExcelReport {
         &self,
         _args: ExcelReportArgs,
         report: Report,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let bytes =
             tokio::task::spawn_blocking(move || build(&report).map(|bytes| (bytes, report)))
                 .await
                 .map_err(|error| ToolError::Internal(format!("report writer: {error}")))?;
         let (bytes, report) = bytes?;
-        write_new_file(&report.path, &bytes)?;
+        write_new_file(&ctx.sandbox, &report.path, &bytes)?;
         Ok(ToolOutput::text(format!(
             "Created report {} (sheet '{}', {} data rows)",
             report.path.display(),

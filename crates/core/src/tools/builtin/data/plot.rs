@@ -195,7 +195,7 @@ impl Tool for CreatePlot {
         let input = resolve_readable_file(ctx, &args.path)?;
         // The data is read while planning, so the plan can name the columns and refuse a
         // chart that has nothing to draw before anyone is asked.
-        let source = SourceFile::open(&input.path)?;
+        let source = SourceFile::open(&ctx.sandbox, &input.path)?;
         let table = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |_stop| {
             let format = SpreadsheetFormat::of(&source)?;
             Ok(Table::from_grid(
@@ -238,7 +238,7 @@ impl Tool for CreatePlot {
         &self,
         _args: CreatePlotArgs,
         job: PlotJob,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let (chart, output, open) = match job {
             PlotJob::Headers(headers) => {
@@ -258,7 +258,7 @@ impl Tool for CreatePlot {
         let png = tokio::task::spawn_blocking(move || render_png(&chart))
             .await
             .map_err(|error| ToolError::Internal(format!("chart renderer: {error}")))??;
-        write_new_file(&output, &png)?;
+        write_new_file(&ctx.sandbox, &output, &png)?;
         let mut message = format!("Plot saved to {}", output.display());
         if skipped > 0 {
             message.push_str(&format!(

@@ -1,6 +1,8 @@
 //! The file a reader reads, opened once and checked on the handle.
 //!
-//! Invariants: the open does not follow a final symlink and does not wait on a FIFO, and the
+//! Invariants: the open is made beneath the path's root and follows no symlink at any level
+//! ([`crate::sandbox::beneath`]), so a folder swapped for a link after the check fails the
+//! open; it does not wait on a FIFO, and the
 //! "is it a regular file, how big is it" checks are made on the opened handle, so a file
 //! swapped for a link, a pipe or a device after the plan looked at it is refused, never read.
 //! Every reader (format detection, PDF, ZIP packages, calamine, CSV) reads through this handle
@@ -11,6 +13,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::{DOCUMENT_BYTE_LIMIT, DocumentError, io_error};
+use crate::sandbox::Sandbox;
 
 /// A regular file opened for reading.
 #[derive(Debug)]
@@ -21,16 +24,14 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    /// Opens `path` (already resolved by the sandbox) if it is a regular file.
-    pub fn open(path: &Path) -> Result<Self, DocumentError> {
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let file = options.open(path).map_err(io_error)?;
+    /// Opens `path` (already resolved by `sandbox`) beneath its root if it is a regular file.
+    pub fn open(sandbox: &Sandbox, path: &Path) -> Result<Self, DocumentError> {
+        let file = sandbox.beneath().open_read(path).map_err(io_error)?;
+        Self::from_file(file, path)
+    }
+
+    /// Takes a file already opened (at `path`) if it is a regular file.
+    pub fn from_file(file: File, path: &Path) -> Result<Self, DocumentError> {
         let metadata = file.metadata().map_err(io_error)?;
         if !metadata.is_file() {
             return Err(DocumentError::Unsupported(

@@ -206,7 +206,7 @@ async fn pipes_and_devices_are_not_read() {
         "~/pipe.txt is not a regular file (a pipe or device), so it is not read"
     );
     // Opening it directly neither blocks nor reads.
-    let error = SourceFile::open(&fifo).unwrap_err();
+    let error = SourceFile::open(&home.ctx.sandbox, &fifo).unwrap_err();
     assert!(error.to_string().contains("not a regular file"), "{error}");
 }
 
@@ -637,7 +637,10 @@ fn detects_kinds_from_contents() {
         std::fs::write(&path, bytes).unwrap();
         path
     };
-    let detect = |path: &Path| DocumentKind::detect(&SourceFile::open(path).unwrap()).unwrap();
+    let detect = |path: &Path| {
+        let file = std::fs::File::open(path).unwrap();
+        DocumentKind::detect(&SourceFile::from_file(file, path).unwrap()).unwrap()
+    };
     assert_eq!(
         detect(&write("a.bin", &fixtures::pdf(&["x"]))),
         DocumentKind::Pdf

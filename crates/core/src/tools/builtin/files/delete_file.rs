@@ -1,6 +1,7 @@
 //! `DeleteFile`: moves a file or folder to the operating system's Trash, where the person can
-//! restore it (the freedesktop.org Trash on Linux, Finder's Trash on macOS, via the `trash`
-//! crate). Nothing is ever deleted permanently: if the Trash cannot take it, the call fails.
+//! restore it (the freedesktop.org Trash on Linux, moved there through folder handles by
+//! [`super::trashing`]; Finder's Trash on macOS, via the `trash` crate). Nothing is ever
+//! deleted permanently: if the Trash cannot take it, the call fails.
 //!
 //! Invariants:
 //! - A symlink is trashed as itself; what it points to is untouched.
@@ -13,7 +14,7 @@ use serde::Deserialize;
 use souz_protocol::{Risk, ToolCategory};
 
 use super::target::{self, Census, Kind, Located};
-use super::{WALK_ENTRY_LIMIT, blocking};
+use super::{WALK_ENTRY_LIMIT, blocking, trashing};
 use crate::sandbox::{Access, Sandbox};
 use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput};
 use tokio_util::sync::CancellationToken;
@@ -88,7 +89,7 @@ impl Tool for DeleteFile {
         blocking(ctx, move |sandbox, _| {
             target::recheck_located(sandbox, &args.path, &located)?;
             let shown = sandbox.display(&located.path);
-            trash::delete(&located.path).map_err(|error| {
+            trashing::move_to_trash(sandbox, &located.path).map_err(|error| {
                 ToolError::Failed(format!(
                     "could not move `{shown}` to the Trash ({error}); it was not deleted"
                 ))
@@ -121,8 +122,10 @@ pub(super) fn describe(
             ))
         }
         Kind::File => {
-            let size = std::fs::symlink_metadata(&located.path)
-                .map(|metadata| metadata.len())
+            let size = sandbox
+                .beneath()
+                .stat(&located.path)
+                .map(|stat| u64::try_from(stat.st_size).unwrap_or(0))
                 .unwrap_or(0);
             Ok((
                 format!(" ({})", target::human_size(size)),

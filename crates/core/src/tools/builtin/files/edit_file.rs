@@ -9,7 +9,6 @@
 //!
 //! [`text`]: super::text
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -138,7 +137,7 @@ impl Tool for EditFile {
                      the file again and retry"
                 )));
             }
-            atomic::replace(&resolved.path, &prepared.updated)
+            atomic::replace(&sandbox.beneath(), &resolved.path, &prepared.updated)
                 .map_err(|error| target::io_failure("write", &shown, &error))?;
             let count = prepared.count;
             Ok(ToolOutput::text(format!(
@@ -153,22 +152,26 @@ impl Tool for EditFile {
 /// Reads a file `EditFile` may edit: a regular file with a text extension, not too large.
 fn read_editable(sandbox: &Sandbox, path: &Path) -> Result<Vec<u8>, ToolError> {
     let shown = sandbox.display(path);
-    let metadata =
-        fs::metadata(path).map_err(|error| target::io_failure("read", &shown, &error))?;
-    if !metadata.is_file() {
+    // Looked at beneath the root, never through a symlink (the open below is too).
+    let stat = sandbox
+        .beneath()
+        .stat(path)
+        .map_err(|error| target::io_failure("read", &shown, &error))?;
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode as _) != rustix::fs::FileType::RegularFile {
         return Err(ToolError::InvalidArguments(format!(
             "`{shown}` is not a regular file"
         )));
     }
     require_text_extension(path, "edited")?;
-    if metadata.len() > EDIT_FILE_LIMIT_BYTES {
+    if size > EDIT_FILE_LIMIT_BYTES {
         return Err(ToolError::InvalidArguments(format!(
             "`{shown}` is {}, larger than the {} EditFile handles",
-            target::human_size(metadata.len()),
+            target::human_size(size),
             target::human_size(EDIT_FILE_LIMIT_BYTES)
         )));
     }
-    target::read_regular_file(path, EDIT_FILE_LIMIT_BYTES)
+    target::read_regular_file(sandbox, path, EDIT_FILE_LIMIT_BYTES)
         .map_err(|error| target::io_failure("read", &shown, &error))
 }
 

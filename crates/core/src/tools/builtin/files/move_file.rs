@@ -148,8 +148,9 @@ impl Tool for MoveFile {
             if Kind::of(&destination.path).is_ok() {
                 return Err(taken());
             }
-            target::create_parent_folders(&destination.path, &to)?;
-            match atomic::move_path(&prepared.source.path, &destination.path) {
+            target::create_parent_folders(sandbox, &destination.path, &to)?;
+            let beneath = sandbox.beneath();
+            match atomic::move_path(&beneath, &prepared.source.path, &destination.path) {
                 Ok(()) => Ok(ToolOutput::text(format!("Moved {from} to {to}"))),
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Err(taken()),
                 Err(error) => Err(ToolError::Failed(format!(

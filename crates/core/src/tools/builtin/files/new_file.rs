@@ -4,7 +4,6 @@
 //! step is a rename that fails if something appeared meanwhile. Missing parent folders are
 //! created. The plan shows the new content as a diff against nothing.
 
-use std::fs;
 use std::io;
 use std::path::PathBuf;
 
@@ -117,11 +116,12 @@ impl Tool for NewFile {
             if resolved.exists {
                 return Err(appeared());
             }
-            target::create_parent_folders(&resolved.path, &shown)?;
+            target::create_parent_folders(sandbox, &resolved.path, &shown)?;
+            let beneath = sandbox.beneath();
             let created = if prepared.folder {
-                fs::create_dir(&resolved.path)
+                beneath.create_dir(&resolved.path)
             } else {
-                atomic::write_new(&resolved.path, args.text.as_bytes())
+                atomic::write_new(&beneath, &resolved.path, args.text.as_bytes())
             };
             match created {
                 Ok(()) if prepared.folder => {
@@ -170,7 +170,9 @@ mod tests {
         let output = run(&NewFile, &home, arguments, planned).await.unwrap();
         assert_eq!(output.text, "File created at ~/notes/2024/todo.md");
         assert_eq!(home.read("notes/2024/todo.md"), "- milk\n- bread\n");
-        let leftovers: Vec<_> = fs::read_dir(home.path("notes/2024")).unwrap().collect();
+        let leftovers: Vec<_> = std::fs::read_dir(home.path("notes/2024"))
+            .unwrap()
+            .collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
     }
 

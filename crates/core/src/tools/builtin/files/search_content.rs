@@ -12,6 +12,7 @@ use super::folder::{self, CappedResults, FolderSearch, home};
 use super::text::is_likely_binary;
 use super::walk::{self, EntryKind, Flow};
 use super::{RESULT_LIMIT, SEARCH_FILE_LIMIT_BYTES, blocking, target};
+use crate::sandbox::Sandbox;
 use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
 /// Characters of a matching line shown before the match (when the line is long).
@@ -115,7 +116,7 @@ impl Tool for SearchFileContent {
                     if entry.kind != EntryKind::File || entry.size > SEARCH_FILE_LIMIT_BYTES {
                         return Flow::Continue;
                     }
-                    let Some(content) = read_text(&entry.real) else {
+                    let Some(content) = read_text(sandbox, &entry.real) else {
                         return Flow::Continue;
                     };
                     if !content.to_lowercase().contains(&needle) {
@@ -151,8 +152,8 @@ impl Tool for SearchFileContent {
 }
 
 /// The content of a regular file of at most 1 MB that looks like UTF-8 text, or `None`.
-fn read_text(path: &std::path::Path) -> Option<String> {
-    let bytes = target::read_regular_file(path, SEARCH_FILE_LIMIT_BYTES).ok()?;
+fn read_text(sandbox: &Sandbox, path: &std::path::Path) -> Option<String> {
+    let bytes = target::read_regular_file(sandbox, path, SEARCH_FILE_LIMIT_BYTES).ok()?;
     if is_likely_binary(&bytes) {
         return None;
     }

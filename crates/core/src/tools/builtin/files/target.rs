@@ -260,10 +260,16 @@ pub(super) fn require_folder_ancestor(sandbox: &Sandbox, path: &Path) -> Result<
 }
 
 /// Creates the missing parent folders of `path` (shown to people as `shown`) before something
-/// is put there.
-pub(super) fn create_parent_folders(path: &Path, shown: &str) -> Result<(), ToolError> {
+/// is put there, one component at a time beneath its root (never through a symlink).
+pub(super) fn create_parent_folders(
+    sandbox: &Sandbox,
+    path: &Path,
+    shown: &str,
+) -> Result<(), ToolError> {
     if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent)
+        sandbox
+            .beneath()
+            .create_dir_all(parent)
             .map_err(|error| io_failure("create the folders for", shown, &error))?;
     }
     Ok(())
@@ -312,36 +318,37 @@ impl Census {
         let mut census = Self::default();
         let mut looked_at = 0usize;
         let mut pending = vec![folder.to_path_buf()];
+        let beneath = sandbox.beneath();
         while let Some(current) = pending.pop() {
-            let Ok(read) = fs::read_dir(&current) else {
+            let Ok(entries) = beneath.read_dir(&current) else {
                 continue;
             };
-            for entry in read {
+            for entry in entries {
                 if cancel.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
-                let Ok(entry) = entry else { continue };
                 looked_at += 1;
                 if looked_at > max_entries {
                     census.incomplete = true;
                     return Ok(census);
                 }
-                let path = entry.path();
+                let path = current.join(&entry.name);
                 if sandbox.is_protected(&path) {
                     census.protected_inside = true;
                 }
-                match entry.file_type() {
-                    Ok(file_type) if file_type.is_dir() => {
+                match entry.file_type {
+                    rustix::fs::FileType::Directory => {
                         census.folders += 1;
                         pending.push(path);
                     }
-                    Ok(file_type) => {
+                    rustix::fs::FileType::RegularFile => {
                         census.files += 1;
-                        if file_type.is_file() {
-                            census.bytes += entry.metadata().map(|meta| meta.len()).unwrap_or(0);
-                        }
+                        census.bytes += beneath
+                            .stat(&path)
+                            .map(|stat| u64::try_from(stat.st_size).unwrap_or(0))
+                            .unwrap_or(0);
                     }
-                    Err(_) => census.files += 1,
+                    _ => census.files += 1,
                 }
             }
         }
@@ -364,18 +371,12 @@ pub(super) fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// Reads the regular file at `path`, at most `limit` bytes (more is an error). The checks are
-/// made on the opened handle, and the open neither follows a final symlink nor waits on a pipe,
-/// so a file swapped for a link or a FIFO after it was looked at is refused, never read.
-pub(super) fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
+/// Reads the regular file at `path` (resolved), at most `limit` bytes (more is an error). The
+/// checks are made on the opened handle, and the open (beneath the root, see
+/// [`crate::sandbox::beneath`]) follows no symlink at any level nor waits on a pipe, so a file
+/// or folder swapped for a link or a FIFO after it was looked at is refused, never read.
+pub(super) fn read_regular_file(sandbox: &Sandbox, path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = sandbox.beneath().open_read(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Err(io::Error::new(
@@ -401,9 +402,15 @@ pub(super) fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> 
     Ok(content)
 }
 
-/// An I/O error as a tool failure naming the path.
+/// An I/O error as a tool failure naming the path; a swap caught by
+/// [`crate::sandbox::beneath`] is a conflict (the world moved since the check), not a failure.
 pub(super) fn io_failure(action: &str, path: &str, error: &io::Error) -> ToolError {
-    ToolError::Failed(format!("cannot {action} `{path}`: {error}"))
+    let message = format!("cannot {action} `{path}`: {error}");
+    if crate::sandbox::beneath::is_swapped(error) {
+        ToolError::Conflict(message)
+    } else {
+        ToolError::Failed(message)
+    }
 }
 
 #[cfg(test)]
@@ -528,14 +535,15 @@ mod tests {
     fn reading_refuses_links_pipes_and_oversized_files() {
         let home = TestHome::new();
         let file = home.write("w/a.txt", "hello");
-        assert_eq!(read_regular_file(&file, 5).unwrap(), b"hello");
+        let sandbox = &home.ctx.sandbox;
+        assert_eq!(read_regular_file(sandbox, &file, 5).unwrap(), b"hello");
         assert_eq!(
-            read_regular_file(&file, 4).unwrap_err().kind(),
+            read_regular_file(sandbox, &file, 4).unwrap_err().kind(),
             io::ErrorKind::FileTooLarge
         );
         let link = home.symlink(&file, "w/link.txt");
         assert!(
-            read_regular_file(&link, 100).is_err(),
+            read_regular_file(sandbox, &link, 100).is_err(),
             "a final symlink is not followed"
         );
         let pipe = home.path("w/pipe");
@@ -546,7 +554,7 @@ mod tests {
         assert!(status.success());
         // Would block forever if the open waited for a writer.
         assert_eq!(
-            read_regular_file(&pipe, 100).unwrap_err().kind(),
+            read_regular_file(sandbox, &pipe, 100).unwrap_err().kind(),
             io::ErrorKind::InvalidInput
         );
     }
@@ -565,6 +573,29 @@ mod tests {
             )
         );
         assert!(require_folder_ancestor(&home.ctx.sandbox, &home.path("w/new/deep.txt")).is_ok());
+    }
+
+    #[test]
+    fn a_swap_is_a_conflict_naming_the_path() {
+        let home = TestHome::new();
+        let outside = home.write_outside("secret.txt", "s");
+        home.symlink(outside.parent().unwrap(), "w/swapped");
+        let error = read_regular_file(&home.ctx.sandbox, &home.path("w/swapped/secret.txt"), 10)
+            .unwrap_err();
+        let ToolError::Conflict(message) = io_failure("read", "~/w/swapped/secret.txt", &error)
+        else {
+            panic!("a swap is a conflict: {error:?}");
+        };
+        assert!(
+            message.starts_with("cannot read `~/w/swapped/secret.txt`: `")
+                && message.contains("changed while Souz was using it"),
+            "{message}"
+        );
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        assert!(matches!(
+            io_failure("read", "x", &missing),
+            ToolError::Failed(_)
+        ));
     }
 
     #[test]

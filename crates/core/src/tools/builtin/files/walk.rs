@@ -13,14 +13,20 @@
 //!   was cut short. Cancellation is checked at every entry.
 //! - Only regular files and folders are reported: FIFOs, sockets and devices are skipped, so no
 //!   reader ever blocks on one.
+//! - Folders are read and entries looked at through handles opened beneath the root
+//!   ([`crate::sandbox::beneath`]): a folder swapped for a symlink during the walk is skipped,
+//!   never read through. Readers open `real` the same way.
 
 use std::ffi::OsString;
-use std::fs::{self, FileType};
+use std::fs;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::FileType;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::Sandbox;
+use crate::sandbox::beneath::Beneath;
 use crate::tools::ToolError;
 
 /// How far and what to walk.
@@ -98,25 +104,34 @@ pub(super) fn walk(
         |path: &Path| sandbox.inside_roots(path) && (base_protected || !sandbox.is_protected(path));
     let mut looked_at = 0usize;
     let mut stack: Vec<Pending> = Vec::new();
+    let beneath = sandbox.beneath();
     let end = 'walk: {
-        if !push_children(base, 1, options, &mut stack, &mut looked_at) {
+        if !push_children(&beneath, base, 1, options, &mut stack, &mut looked_at) {
             break 'walk End::BudgetExhausted;
         }
         while let Some(pending) = stack.pop() {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }
-            let Some(entry) = classify(&pending, &visible) else {
+            let Some(entry) = classify(&beneath, &pending, &visible) else {
                 continue;
             };
             let descend = entry.kind == EntryKind::Folder
-                && !pending.file_type.is_symlink()
+                && pending.file_type != FileType::Symlink
                 && options.max_depth.is_none_or(|max| pending.depth < max);
             if visit(entry) == Flow::Stop {
                 break 'walk End::Stopped;
             }
             let depth = pending.depth + 1;
-            if descend && !push_children(&pending.path, depth, options, &mut stack, &mut looked_at)
+            if descend
+                && !push_children(
+                    &beneath,
+                    &pending.path,
+                    depth,
+                    options,
+                    &mut stack,
+                    &mut looked_at,
+                )
             {
                 break 'walk End::BudgetExhausted;
             }
@@ -141,34 +156,30 @@ enum End {
 /// smallest name is popped first. Returns false when the entry budget ran out. Folders that
 /// cannot be read (permissions, removed meanwhile) are skipped, as `ls -R` would.
 fn push_children(
+    beneath: &Beneath<'_>,
     folder: &Path,
     depth: usize,
     options: WalkOptions,
     stack: &mut Vec<Pending>,
     looked_at: &mut usize,
 ) -> bool {
-    let Ok(read) = fs::read_dir(folder) else {
+    let Ok(entries) = beneath.read_dir(folder) else {
         return true;
     };
     let mut children = Vec::new();
-    for entry in read {
-        let Ok(entry) = entry else { continue };
+    for entry in entries {
         *looked_at += 1;
         if *looked_at > options.max_entries {
             return false;
         }
-        let name = entry.file_name();
-        if !options.include_hidden && is_hidden(&name) {
+        if !options.include_hidden && is_hidden(&entry.name) {
             continue;
         }
-        // `DirEntry::file_type` does not follow symlinks.
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
+        // The entry's type as the folder lists it: a symlink is a symlink.
         children.push(Pending {
-            path: entry.path(),
-            name,
-            file_type,
+            path: folder.join(&entry.name),
+            name: entry.name,
+            file_type: entry.file_type,
             depth,
         });
     }
@@ -178,26 +189,28 @@ fn push_children(
 }
 
 /// Turns a pending entry into a reported one, or `None` when it must not be reported.
-fn classify(pending: &Pending, visible: &impl Fn(&Path) -> bool) -> Option<WalkEntry> {
-    let (real, metadata) = if pending.file_type.is_symlink() {
+fn classify(
+    beneath: &Beneath<'_>,
+    pending: &Pending,
+    visible: &impl Fn(&Path) -> bool,
+) -> Option<WalkEntry> {
+    let is_link = pending.file_type == FileType::Symlink;
+    let real = if is_link {
         // Reported as its target, only when the whole target is visible; never entered.
-        let real = fs::canonicalize(&pending.path).ok()?;
-        let metadata = fs::metadata(&real).ok()?;
-        (real, metadata)
+        fs::canonicalize(&pending.path).ok()?
     } else {
         // The base is canonical and no link was followed, so this path is real.
-        let metadata = fs::symlink_metadata(&pending.path).ok()?;
-        (pending.path.clone(), metadata)
+        pending.path.clone()
     };
-    if !visible(&real) || (pending.file_type.is_symlink() && !visible(&pending.path)) {
+    if !visible(&real) || (is_link && !visible(&pending.path)) {
         return None;
     }
-    let kind = if metadata.is_dir() {
-        EntryKind::Folder
-    } else if metadata.is_file() {
-        EntryKind::File
-    } else {
-        return None;
+    // Looked at beneath the root: a target swapped meanwhile is not described.
+    let stat = beneath.stat(&real).ok()?;
+    let kind = match FileType::from_raw_mode(stat.st_mode as _) {
+        FileType::Directory => EntryKind::Folder,
+        FileType::RegularFile => EntryKind::File,
+        _ => return None,
     };
     Some(WalkEntry {
         path: pending.path.clone(),
@@ -205,7 +218,7 @@ fn classify(pending: &Pending, visible: &impl Fn(&Path) -> bool) -> Option<WalkE
         name: pending.name.clone(),
         kind,
         size: if kind == EntryKind::File {
-            metadata.len()
+            u64::try_from(stat.st_size).unwrap_or(0)
         } else {
             0
         },

@@ -1,3 +1,5 @@
+use std::fs;
+
 use serde_json::json;
 
 use super::*;
