@@ -142,7 +142,9 @@ fn commands_cannot_write_protected_paths_even_before_they_exist() {
     }
     std::fs::write(home.join(".gitconfig"), "[user]\n").unwrap();
     std::fs::write(home.join(".local/bin/tool"), "#!/bin/sh\n").unwrap();
-    let writable = confinement::writable_paths(&sandbox);
+    // The command's private temporary folder lies outside the home, as in real runs.
+    let temporary = tempfile::tempdir().unwrap();
+    let writable = confinement::writable_paths(&sandbox, temporary.path());
     let writable_through = |relative: &str| {
         let path = home.join(relative);
         writable
@@ -173,7 +175,7 @@ fn commands_cannot_write_protected_paths_even_before_they_exist() {
     }
     // Commands read code configuration (git needs its config, programs in ~/.local/bin run),
     // not secrets.
-    if let Some(readable) = confinement::readable_paths(&sandbox) {
+    if let Some(readable) = confinement::readable_paths(&sandbox, temporary.path()) {
         let readable_through = |relative: &str| {
             readable
                 .iter()
