@@ -56,6 +56,7 @@ async fn serve(
             "listening on a non-loopback address: anyone who can reach this port and has the token can use your tools"
         );
     }
+    let stop = stop_signal();
     // Bind before opening the database, so "port in use" touches nothing.
     let gateway = match Gateway::bind(&config.server).await {
         Ok(gateway) => gateway,
@@ -82,7 +83,7 @@ async fn serve(
     }
     tracing::info!(url = %info.url, version = %info.version, "Souz is listening");
 
-    let served = gateway.serve(runtime.handle(), stop_signal()).await;
+    let served = gateway.serve(runtime.handle(), stop).await;
     let closed = runtime.shutdown("signal").await;
     discovery::remove_if_ours(&daemon_file);
     match (served, closed) {
@@ -95,27 +96,34 @@ async fn serve(
     }
 }
 
-/// Resolves with the signal's name on SIGINT or SIGTERM.
-async fn stop_signal() -> String {
+/// Installs the SIGINT and SIGTERM handlers now (before anyone can reach the daemon, so a
+/// signal sent right after the first healthy answer is never met by the default action) and
+/// returns a future that resolves with the signal's name.
+fn stop_signal() -> impl Future<Output = String> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
+        let handlers = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) else {
-            tracing::error!("cannot install signal handlers; stop Souz with Ctrl-C");
-            let _ = tokio::signal::ctrl_c().await;
-            return "SIGINT".to_owned();
-        };
-        tokio::select! {
-            _ = interrupt.recv() => "SIGINT".to_owned(),
-            _ = terminate.recv() => "SIGTERM".to_owned(),
+        );
+        async move {
+            let (Ok(mut interrupt), Ok(mut terminate)) = handlers else {
+                tracing::error!("cannot install signal handlers; stop Souz with Ctrl-C");
+                let _ = tokio::signal::ctrl_c().await;
+                return "SIGINT".to_owned();
+            };
+            tokio::select! {
+                _ = interrupt.recv() => "SIGINT".to_owned(),
+                _ = terminate.recv() => "SIGTERM".to_owned(),
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C".to_owned()
+        async move {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C".to_owned()
+        }
     }
 }

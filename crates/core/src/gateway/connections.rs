@@ -49,6 +49,9 @@ pub async fn serve(
     let mut stop = pin!(stop);
     loop {
         let (stream, _remote) = tokio::select! {
+            // The stop comes first: a loaded listener must not keep a stop from being seen.
+            biased;
+            () = &mut stop => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -58,7 +61,6 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut stop => break,
         };
         // Answers (SSE events, WebSocket frames) go out in small writes; with Nagle's algorithm
         // each would wait for the client's delayed ACK (about 40 ms on Linux).
