@@ -22,7 +22,7 @@ pub mod records;
 pub mod settings;
 pub mod turns;
 
-pub use crate::runtime::FollowItem;
+pub use crate::bus::FollowItem;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -48,9 +48,9 @@ use self::settings::SettingsDefaults;
 use self::turns::{
     SharedEngine, Turn, TurnEvent, TurnInput, TurnOutcome, add_usage, event_payload,
 };
+use crate::bus::EventBus;
 use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::{LlmService, LlmServiceError};
-use crate::runtime::EventBus;
 use crate::store::codec::{now, to_json};
 use crate::store::{Store, StoreError};
 
@@ -110,7 +110,7 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
-    pause: RwLock<Option<crate::runtime::pause::PauseSwitch>>,
+    pause: RwLock<Option<crate::bus::PauseSwitch>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
     /// Wakes the question expiry task when a question is asked.

@@ -8,9 +8,9 @@ use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
 
 use super::turns::{Question, TurnEngine};
 use super::*;
+use crate::bus::FollowItem;
 use crate::config::{Config, SouzPaths};
 use crate::llm::service::Environment;
-use crate::runtime::FollowItem;
 
 mod questions;
 

@@ -224,7 +224,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
                     "toolCallId": call_id,
                     "name": tool,
                     "argumentKeys": keys,
-                    "argumentsPreview": crate::approvals::redact::preview(arguments),
+                    "argumentsPreview": crate::redact::preview(arguments),
                 }),
             ))
         }
@@ -254,7 +254,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
                 "toolCallId": call_id,
                 "name": tool,
                 "status": "failed",
-                "error": crate::approvals::redact::error_preview(error),
+                "error": crate::redact::error_preview(error),
                 "durationMs": duration_ms,
             }),
         )),
