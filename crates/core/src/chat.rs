@@ -93,6 +93,10 @@ pub enum ChatError {
     /// Souz is paused; turns start again once the person resumes it.
     #[error("Souz is paused; resume it to start agent turns.")]
     Paused,
+    /// The LLM layer failed (provider keys, models); the HTTP edge maps it as it maps the
+    /// LLM layer's own errors.
+    #[error(transparent)]
+    Llm(#[from] LlmServiceError),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -340,11 +344,7 @@ impl Chats {
         unavailable: &str,
     ) -> Result<(), ChatError> {
         let resolved = self.resolve_model("defaultModel", name)?;
-        let available = self
-            .llm(user)
-            .available_models(ModelKind::Chat)
-            .await
-            .map_err(llm_error)?;
+        let available = self.llm(user).available_models(ModelKind::Chat).await?;
         if available
             .iter()
             .any(|model| model.qualified() == resolved.qualified())
@@ -368,11 +368,10 @@ impl Chats {
     ) -> Result<(Settings, Capabilities), ChatError> {
         let settings = self.settings(user).await?;
         let llm = self.llm(user);
-        let keys = llm.provider_keys().await.map_err(llm_error)?;
+        let keys = llm.provider_keys().await?;
         let models = llm
             .available_models(ModelKind::Chat)
-            .await
-            .map_err(llm_error)?
+            .await?
             .into_iter()
             .map(|model| {
                 let source = keys
@@ -1182,15 +1181,6 @@ fn cancel_questions(
             execution_id: execution_id.to_owned(),
         })
         .collect())
-}
-
-fn llm_error(error: LlmServiceError) -> ChatError {
-    match error {
-        LlmServiceError::Keys(crate::llm::keys::KeyStoreError::Store(store)) => {
-            ChatError::Store(store)
-        }
-        other => ChatError::Invalid(other.to_string()),
-    }
 }
 
 #[cfg(test)]

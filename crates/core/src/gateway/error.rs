@@ -275,6 +275,7 @@ impl From<ChatError> for ApiError {
                 ErrorCode::Paused,
                 "Souz is paused; resume it (tray, Settings, or PUT /v1/pause) to start agent turns.",
             ),
+            ChatError::Llm(error) => error.into(),
             ChatError::Store(error) => error.into(),
         }
     }
@@ -381,6 +382,32 @@ mod tests {
         let io: ApiError = ConfigEditError::Io("disk /secret full".into()).into();
         let body = body_json(io.into_response()).await;
         assert!(!body.to_string().contains("secret"));
+    }
+
+    /// A chat operation that fails in the LLM layer answers exactly as the LLM layer's own
+    /// routes do: one mapping, not a second one in `chat`.
+    #[test]
+    fn chat_errors_from_the_llm_layer_map_like_the_llm_layers_own() {
+        let broken_key_file = || {
+            LlmServiceError::Keys(KeyStoreError::KeyFile {
+                path: "/home/u/.souz/provider-keys.key".into(),
+                problem: "it is 3 bytes long, not 32".into(),
+            })
+        };
+        let unknown = || LlmServiceError::UnknownProvider("nope".into());
+        let no_ca = || LlmServiceError::CaFile {
+            path: "/etc/ca.pem".into(),
+            source: std::io::Error::other("gone"),
+        };
+        for error in [broken_key_file, unknown, no_ca] {
+            let through_chat: ApiError = ChatError::from(error()).into();
+            let direct: ApiError = error().into();
+            assert_eq!(through_chat, direct);
+        }
+        let through_chat: ApiError = ChatError::from(broken_key_file()).into();
+        assert_eq!(through_chat.status(), StatusCode::CONFLICT);
+        let through_chat: ApiError = ChatError::from(no_ca()).into();
+        assert_eq!(through_chat.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[tokio::test]
