@@ -14,15 +14,14 @@ use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use souz_core::approvals::CallTarget;
 use souz_core::approvals::{Approvals, CallFacts, GrantRule, Policy};
+use souz_core::bus::EventBus;
 use souz_core::config::{Config, RuleConfig, SouzPaths};
-use souz_core::runtime::EventBus;
 use souz_core::sandbox::{Access, Sandbox};
 use souz_core::store::Store;
 use souz_core::tools::gate::{CallRequest, Gate};
-use souz_core::tools::{
-    CatalogBuilder, Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput,
-};
+use souz_core::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 use souz_protocol::{Action, ArgumentMatch, Effect, Requester, Risk, ToolCategory};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -120,11 +119,11 @@ fn policy(c: &mut Criterion) {
         token_id: "c-claude".into(),
         token_name: "claude-code".into(),
     };
-    let command = [Target::Command {
+    let command = [CallTarget::Command {
         command: "sudo bash -lc 'git status -s && ls -la ~/src'".into(),
         cwd: PathBuf::from("/home/u/src"),
     }];
-    let edit = [Target::Path {
+    let edit = [CallTarget::Path {
         path: PathBuf::from("/home/u/work/p7/src/lib.rs"),
         access: Access::Write,
         protected: false,

@@ -106,4 +106,4 @@ pub enum AgentError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

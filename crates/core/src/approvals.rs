@@ -19,14 +19,13 @@
 
 pub mod audience;
 pub mod audit;
+pub mod call_target;
 pub mod command_pattern;
 pub mod grants;
 pub mod limits;
 pub mod policy;
 pub mod preview;
 pub mod queue;
-pub mod redact;
-pub mod shell;
 pub mod suggest;
 
 use std::collections::HashMap;
@@ -42,13 +41,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use audience::Audience;
+pub use call_target::CallTarget;
 pub use limits::{PendingCap, PendingLimits};
 pub use policy::{CallFacts, Decision, GrantRule, Policy};
 
+use crate::bus::{EventBus, PauseSwitch};
 use crate::config::edit::append_rule;
 use crate::config::{Config, RuleConfig};
-use crate::runtime::EventBus;
-use crate::runtime::pause::PauseSwitch;
 use crate::store::codec::now;
 use crate::store::{Store, StoreError};
 
@@ -292,7 +291,7 @@ impl Approvals {
     }
 
     /// When the first active time-limited grant ends.
-    fn next_grant_expiry(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+    pub(crate) fn next_grant_expiry(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         let (_, grants) = self.snapshot();
         grants.iter().filter_map(|grant| grant.expires_at).min()
     }
@@ -740,7 +739,7 @@ impl Approvals {
         Ok(())
     }
 
-    async fn reload_grants(&self) -> Result<(), StoreError> {
+    pub(crate) async fn reload_grants(&self) -> Result<(), StoreError> {
         let active = self.grants().await?;
         {
             let mut state = self

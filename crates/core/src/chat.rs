@@ -22,7 +22,7 @@ pub mod records;
 pub mod settings;
 pub mod turns;
 
-pub use crate::runtime::FollowItem;
+pub use crate::bus::FollowItem;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -48,9 +48,9 @@ use self::settings::SettingsDefaults;
 use self::turns::{
     SharedEngine, Turn, TurnEvent, TurnInput, TurnOutcome, add_usage, event_payload,
 };
+use crate::bus::EventBus;
 use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::{LlmService, LlmServiceError};
-use crate::runtime::EventBus;
 use crate::store::codec::{now, to_json};
 use crate::store::{Store, StoreError};
 
@@ -93,6 +93,10 @@ pub enum ChatError {
     /// Souz is paused; turns start again once the person resumes it.
     #[error("Souz is paused; resume it to start agent turns.")]
     Paused,
+    /// The LLM layer failed (provider keys, models); the HTTP edge maps it as it maps the
+    /// LLM layer's own errors.
+    #[error(transparent)]
+    Llm(#[from] LlmServiceError),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -110,7 +114,7 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
-    pause: RwLock<Option<crate::runtime::pause::PauseSwitch>>,
+    pause: RwLock<Option<crate::bus::PauseSwitch>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
     /// Wakes the question expiry task when a question is asked.
@@ -340,11 +344,7 @@ impl Chats {
         unavailable: &str,
     ) -> Result<(), ChatError> {
         let resolved = self.resolve_model("defaultModel", name)?;
-        let available = self
-            .llm(user)
-            .available_models(ModelKind::Chat)
-            .await
-            .map_err(llm_error)?;
+        let available = self.llm(user).available_models(ModelKind::Chat).await?;
         if available
             .iter()
             .any(|model| model.qualified() == resolved.qualified())
@@ -368,11 +368,10 @@ impl Chats {
     ) -> Result<(Settings, Capabilities), ChatError> {
         let settings = self.settings(user).await?;
         let llm = self.llm(user);
-        let keys = llm.provider_keys().await.map_err(llm_error)?;
+        let keys = llm.provider_keys().await?;
         let models = llm
             .available_models(ModelKind::Chat)
-            .await
-            .map_err(llm_error)?
+            .await?
             .into_iter()
             .map(|model| {
                 let source = keys
@@ -1182,15 +1181,6 @@ fn cancel_questions(
             execution_id: execution_id.to_owned(),
         })
         .collect())
-}
-
-fn llm_error(error: LlmServiceError) -> ChatError {
-    match error {
-        LlmServiceError::Keys(crate::llm::keys::KeyStoreError::Store(store)) => {
-            ChatError::Store(store)
-        }
-        other => ChatError::Invalid(other.to_string()),
-    }
 }
 
 #[cfg(test)]

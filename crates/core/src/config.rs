@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 pub use agent::AgentConfig;
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
-pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, Target, process_env};
+pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::McpConfig;
@@ -319,7 +319,7 @@ impl Config {
         }
 
         for variable in ENV_OVERRIDES {
-            let Target::Key { section, key } = variable.target else {
+            let OverrideTarget::Key { section, key } = variable.target else {
                 continue;
             };
             let Some(raw) = env(variable.name) else {

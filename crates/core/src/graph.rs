@@ -4,7 +4,7 @@
 //!
 //! Invariants:
 //! - Types are checked when the graph is built: an edge from a node producing `T` can only go
-//!   to a node taking `T` ([`NodeHandle`], [`Target`]). Inside, contexts travel type-erased.
+//!   to a node taking `T` ([`NodeHandle`], [`EdgeTarget`]). Inside, contexts travel type-erased.
 //! - Traversal is FIFO (breadth first): every transition of a step is queued behind those
 //!   already waiting. The run ends when a branch reaches the graph's exit; other queued
 //!   branches are dropped. A branch whose node has no transition is a leaf and just ends.
@@ -68,7 +68,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-pub use builder::{GraphBuildError, GraphBuilder, NodeHandle, Target};
+pub use builder::{EdgeTarget, GraphBuildError, GraphBuilder, NodeHandle};
 pub use run::Graph;
 
 /// Steps a run may take before it is stopped as a probable loop.

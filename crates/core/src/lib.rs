@@ -1,25 +1,63 @@
 //! Souz core: all domain logic and the gateway. Never depends on Tauri.
 //!
-//! Imports point down only: (`gateway`, `mcp::server`) -> `runtime` -> `chat` -> `agent` ->
-//! (`llm`, `graph`, `tools`) -> (`approvals`, `sandbox`, `store`, `token`) -> `config` ->
-//! `souz_protocol`. `telemetry` is used by binaries only. See `docs/architecture.md`.
+//! Its modules form the layers of [`LAYERS`], bottom to top; imports point down (or within a
+//! layer) only, and the `layering` test fails on any that points up. `docs/architecture.md`
+//! draws the same table.
 
 pub mod agent;
 pub mod approvals;
+pub mod bus;
 pub mod chat;
 pub mod config;
 pub mod gateway;
 pub mod graph;
 pub mod llm;
 pub mod mcp;
+pub mod redact;
 pub mod runtime;
 pub mod sandbox;
+pub mod shell;
 pub mod store;
 pub mod telemetry;
 pub mod token;
 pub mod tools;
 
+#[cfg(test)]
+mod layering;
+
 pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};
+
+/// The layers of this crate, bottom to top, each a list of modules (`module::submodule` where a
+/// part of a module sits in another layer than the rest: the most specific entry counts). A
+/// module may use its own layer and the layers below it, never one above.
+pub const LAYERS: &[&[&str]] = &[
+    // Pure text functions: the shell lexer, redaction of secrets.
+    &["shell", "redact"],
+    // `config.toml`, paths, the environment registry.
+    &["config"],
+    // SQLite and credentials.
+    &["store", "token"],
+    // The event bus, its followers, the pause switch.
+    &["bus"],
+    &["telemetry"],
+    // Roots, checked paths, the command runner, confinement, the web client.
+    &["sandbox"],
+    // The policy and what it matches on, the pending queue, grants, audit.
+    &["approvals"],
+    // The tool trait, the catalog, the gate, built-in tools.
+    &["tools"],
+    &["llm"],
+    &["graph"],
+    // What agents use through a trait: memory, skills, and `mcp` without its server (the MCP
+    // client, when it lands).
+    &["mcp"],
+    &["agent"],
+    &["chat"],
+    // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
+    &["runtime"],
+    // The adapters.
+    &["gateway", "mcp::server"],
+];
 
 /// The id of the person at this machine: the one user of a daemon without trusted-proxy mode,
 /// and the owner of everything stored before that mode was switched on. Reserved: a trusted

@@ -7,10 +7,7 @@
 
 pub mod config_editor;
 pub mod discovery;
-pub mod events;
-pub mod follow;
 pub mod memory;
-pub mod pause;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -27,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
+use crate::bus::{EventBus, pause};
 use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats};
 use crate::config::Config;
@@ -40,8 +38,6 @@ use crate::tools::gate::Gate;
 use crate::tools::{CatalogError, builtin};
 
 pub use config_editor::ConfigEditor;
-pub use events::EventBus;
-pub use follow::FollowItem;
 
 /// Live events buffered per follower before it is told to resync.
 const EVENT_CHANNEL_CAPACITY: usize = 1024;
@@ -161,7 +157,7 @@ impl Runtime {
             })?;
         let token = ApiToken::load_or_create(&config.paths.token())?;
         // The token has no recognizable format: name it so logs and audit previews drop it.
-        crate::approvals::redact::register_secret(token.expose());
+        crate::redact::register_secret(token.expose());
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
@@ -531,3 +527,6 @@ impl RuntimeHandle {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -19,7 +19,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::approvals::redact::redact_text;
+use crate::redact::redact_text;
 
 use crate::config::LogConfig;
 use crate::config::paths::create_private_dir;

@@ -17,7 +17,6 @@ pub mod gate;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -27,6 +26,7 @@ use serde_json::Value;
 use souz_protocol::{Requester, Risk, ToolAnnotations, ToolCategory, ToolResult};
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox, SandboxError};
 
 /// Everything a tool may use while it plans and runs.
@@ -40,50 +40,13 @@ pub struct ToolContext {
     pub requester: Requester,
 }
 
-/// Something a call will touch; the policy matches rules against these.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A file or folder.
-    Path {
-        /// Resolved absolute path.
-        path: PathBuf,
-        /// How it is used.
-        access: Access,
-        /// Whether it is protected (the policy then always asks).
-        protected: bool,
-    },
-    /// A program run.
-    Command {
-        /// The command line as the person would read it.
-        command: String,
-        /// Working directory.
-        cwd: PathBuf,
-    },
-    /// The call runs a program outside OS confinement (the machine cannot confine commands
-    /// and `[sandbox] allow_unconfined_commands` is on): the policy always asks.
-    Unconfined {
-        /// Why nothing confines it, in words.
-        reason: String,
-    },
-    /// A program that may use the network (TCP): the policy applies `[approvals] network`
-    /// (ask by default) besides what rules and grants say about the command.
-    Network,
-    /// A URL fetched.
-    Url {
-        /// The full URL.
-        url: String,
-        /// Its host (lower case), for domain rules.
-        host: String,
-    },
-}
-
 /// What a call will do, computed before approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// One line for people: "Edit ~/notes/todo.md (replace 1 occurrence)".
     pub summary: String,
     /// What it touches.
-    pub targets: Vec<Target>,
+    pub targets: Vec<CallTarget>,
     /// For file changes: the unified diff of what will change.
     pub diff: Option<String>,
 }
@@ -100,7 +63,7 @@ impl Plan {
 
     /// Adds a path target (use the sandbox's resolved path).
     pub fn path(mut self, resolved: &crate::sandbox::ResolvedPath, access: Access) -> Self {
-        self.targets.push(Target::Path {
+        self.targets.push(CallTarget::Path {
             path: resolved.path.clone(),
             access,
             protected: resolved.protected,
@@ -109,7 +72,7 @@ impl Plan {
     }
 
     /// Adds any target.
-    pub fn target(mut self, target: Target) -> Self {
+    pub fn target(mut self, target: CallTarget) -> Self {
         self.targets.push(target);
         self
     }

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::context::Question;
+use super::context::AskedQuestion;
 use crate::llm;
 use crate::tools::{input_schema, parse_arguments};
 
@@ -47,7 +47,7 @@ pub fn spec() -> llm::ToolSpec {
 }
 
 /// Checks the arguments and makes the question.
-pub fn question(arguments: serde_json::Value) -> Result<Question, String> {
+pub fn question(arguments: serde_json::Value) -> Result<AskedQuestion, String> {
     let args: AskUserArgs = parse_arguments(arguments).map_err(|error| error.to_string())?;
     let title = args.question.trim().to_owned();
     if title.is_empty() {
@@ -70,7 +70,7 @@ pub fn question(arguments: serde_json::Value) -> Result<Question, String> {
     if choices.is_empty() && !free_text {
         return Err("give choices, or allow a free-text answer".to_owned());
     }
-    Ok(Question {
+    Ok(AskedQuestion {
         title,
         multiple: args.multiple && choices.len() > 1,
         choices,

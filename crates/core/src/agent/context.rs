@@ -117,12 +117,12 @@ pub struct Reply {
     /// Set when the turn ended by asking the person a question (`AskUser`); the answer comes
     /// as the next turn's input.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub question: Option<Question>,
+    pub question: Option<AskedQuestion>,
 }
 
 /// A question the agent asked the person with `AskUser`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Question {
+pub struct AskedQuestion {
     /// The question.
     pub title: String,
     /// The choices, as `(id, label)`; empty for a free-text question.

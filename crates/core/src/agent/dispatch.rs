@@ -21,8 +21,8 @@ use super::core_tools::CoreCall;
 use super::events::{TurnEvent, TurnSink};
 use super::knowledge;
 use super::scope::TurnScope;
-use crate::approvals::redact;
 use crate::llm::{Message, ToolCall};
+use crate::redact;
 use crate::store::StoreError;
 use crate::tools::gate::{CallRequest, Gate};
 

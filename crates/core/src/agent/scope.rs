@@ -53,7 +53,7 @@ pub(crate) struct TurnScope {
     /// Whether the model may ask the person a question (`AskUser`; chat turns).
     pub ask_user: bool,
     /// The question the model asked, which ends the turn.
-    pub question: std::sync::Mutex<Option<super::context::Question>>,
+    pub question: std::sync::Mutex<Option<super::context::AskedQuestion>>,
     /// The catalog tools the turn may list and run.
     pub tools: ToolFilter,
     /// How long one model request may take, start to finished answer (`None`: the provider

@@ -1,9 +1,8 @@
 //! Agent tests with the scripted `FakeLlm` and a real gate (real approvals, real audit, real
-//! SQLite) over small probe tools; one test runs a turn against the fake OpenAI server through
-//! the real `LlmService`.
+//! SQLite) over small probe tools. A turn against the fake OpenAI server through the real
+//! `LlmService` and the whole runtime is a runtime test (`runtime::tests::agent_turn`).
 
 mod inventory;
-mod provider;
 mod seams;
 mod sessions;
 mod steering;
@@ -25,10 +24,10 @@ use tokio_util::task::TaskTracker;
 use super::nodes::information::{ContextItem, ContextSource};
 use super::*;
 use crate::approvals::Approvals;
+use crate::bus::EventBus;
 use crate::config::{Config, RuleConfig, SouzPaths};
 use crate::llm::fake::FakeLlm;
 use crate::llm::{FinishReason, LlmError, StreamEvent, ToolCall, Usage};
-use crate::runtime::EventBus;
 use crate::sandbox::Sandbox;
 use crate::store::Store;
 use crate::tools::gate::Gate;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use souz_protocol::{Action, AuditEntry, DecisionSource, Outcome, Requester, Risk, ToolResult};
 
 use super::audience::Audience;
-use super::redact;
+use crate::redact;
 use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, now, to_json, to_time};

@@ -21,7 +21,7 @@ use std::ffi::OsString;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
-use super::shell::{self, CommandLine, Invocation};
+use crate::shell::{self, CommandLine, Invocation};
 
 /// How program names become files: the `PATH` commands get and the filesystem.
 pub trait ProgramLookup: Debug + Send + Sync {
@@ -97,14 +97,8 @@ impl CommandPattern {
     /// Compiles `text` (`git status`, `RUST_LOG=debug cargo test`, `./scripts/test.sh`).
     /// `None` when it is not one plain simple command.
     pub fn new(text: &str) -> Option<Self> {
-        let line = shell::parse(text);
-        let [invocation] = line.invocations.as_slice() else {
-            return None;
-        };
+        let invocation = shell::plain_command(text)?;
         let (program, arguments) = invocation.words.split_first()?;
-        if line.opaque || !plain_program(program) {
-            return None;
-        }
         Some(Self {
             assignments: invocation.assignments.clone(),
             program: program.clone(),
@@ -133,7 +127,7 @@ impl CommandPattern {
             .all(|assignment| self.assignments.contains(assignment));
         let arguments_match = arguments.len() >= self.arguments.len()
             && arguments.iter().zip(&self.arguments).all(|(a, b)| a == b);
-        if !listed || !arguments_match || !plain_program(program) {
+        if !listed || !arguments_match || !shell::plain_program(program) {
             return false;
         }
         if SHELL_BUILTINS.contains(&self.program.as_str()) {
@@ -158,14 +152,6 @@ impl CommandPattern {
 
 fn file_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
-}
-
-/// A program word the shell will not expand further (no `~`, globs or braces).
-fn plain_program(program: &str) -> bool {
-    program == "["
-        || (!program.is_empty()
-            && !program.starts_with('~')
-            && !program.contains(['*', '?', '[', '{', '$']))
 }
 
 /// The file the shell runs for `program` in `cwd` with `PATH` = `search_path`.

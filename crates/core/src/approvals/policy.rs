@@ -26,11 +26,11 @@ use souz_protocol::{
 };
 
 use super::command_pattern::{CommandPattern, ProgramLookup, SystemPrograms};
-use super::shell;
+use crate::approvals::CallTarget;
 use crate::config::{ApprovalsConfig, RuleConfig};
 use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
 use crate::sandbox::{expand_home, normalize_lexically};
-use crate::tools::Target;
+use crate::shell;
 use unicode_normalization::UnicodeNormalization;
 
 /// The facts about one call the policy decides on.
@@ -45,7 +45,7 @@ pub struct CallFacts<'a> {
     /// Who asks.
     pub requester: &'a Requester,
     /// What the call touches.
-    pub targets: &'a [Target],
+    pub targets: &'a [CallTarget],
 }
 
 /// The policy's answer.
@@ -213,13 +213,13 @@ impl Matchers {
         })
     }
 
-    fn matches(&self, targets: &[Target], mode: Mode, programs: &dyn ProgramLookup) -> bool {
+    fn matches(&self, targets: &[CallTarget], mode: Mode, programs: &dyn ProgramLookup) -> bool {
         if let Some(matcher) = &self.path {
             // A command's working folder counts for deny and ask (conservative), never for
             // allow: a rule allowing a folder for file tools must not allow any command there.
             let paths = targets.iter().filter_map(|target| match target {
-                Target::Path { path, .. } => Some(path.as_path()),
-                Target::Command { cwd, .. } if mode == Mode::Any => Some(cwd.as_path()),
+                CallTarget::Path { path, .. } => Some(path.as_path()),
+                CallTarget::Command { cwd, .. } if mode == Mode::Any => Some(cwd.as_path()),
                 _ => None,
             });
             if !holds(paths, mode, |path| matcher.matches(path)) {
@@ -230,7 +230,7 @@ impl Matchers {
             let lines: Vec<(shell::CommandLine, &Path)> = targets
                 .iter()
                 .filter_map(|target| match target {
-                    Target::Command { command, cwd } => {
+                    CallTarget::Command { command, cwd } => {
                         Some((shell::parse(command), cwd.as_path()))
                     }
                     _ => None,
@@ -258,7 +258,7 @@ impl Matchers {
         }
         if let Some(domain) = &self.domain {
             let hosts = targets.iter().filter_map(|target| match target {
-                Target::Url { host, .. } => Some(host.as_str()),
+                CallTarget::Url { host, .. } => Some(host.as_str()),
                 _ => None,
             });
             if !holds(hosts, mode, |host| domain_matches(host, domain)) {
@@ -490,7 +490,7 @@ impl Policy {
             };
         }
         if let Some(reason) = facts.targets.iter().find_map(|target| match target {
-            Target::Unconfined { reason } => Some(reason),
+            CallTarget::Unconfined { reason } => Some(reason),
             _ => None,
         }) {
             return Decision::Ask {
@@ -500,7 +500,7 @@ impl Policy {
         if facts
             .targets
             .iter()
-            .any(|target| matches!(target, Target::Network))
+            .any(|target| matches!(target, CallTarget::Network))
         {
             // A command that asks for the network is a network call: rules and grants for the
             // command do not lift the network default.
@@ -522,7 +522,7 @@ impl Policy {
             }
         }
         if let Some(path) = facts.targets.iter().find_map(|target| match target {
-            Target::Path {
+            CallTarget::Path {
                 path,
                 protected: true,
                 ..

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope};
 
-use super::shell;
-use crate::tools::Target;
+use crate::approvals::CallTarget;
+use crate::shell;
 
 /// Programs whose first argument is a subcommand worth keeping in the prefix (`git status`).
 const SUBCOMMAND_PROGRAMS: &[&str] = &[
@@ -37,7 +37,7 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
 pub fn suggest(
     requester: &Requester,
     tool: &str,
-    targets: &[Target],
+    targets: &[CallTarget],
     display: &dyn Fn(&Path) -> String,
 ) -> SuggestedScope {
     let once = |label: String| SuggestedScope {
@@ -50,7 +50,7 @@ pub fn suggest(
     if targets.iter().any(|target| {
         matches!(
             target,
-            Target::Path {
+            CallTarget::Path {
                 protected: true,
                 ..
             }
@@ -65,7 +65,7 @@ pub fn suggest(
     let paths: Vec<&Path> = targets
         .iter()
         .filter_map(|target| match target {
-            Target::Path { path, .. } => Some(path.as_path()),
+            CallTarget::Path { path, .. } => Some(path.as_path()),
             _ => None,
         })
         .collect();
@@ -77,7 +77,7 @@ pub fn suggest(
     let commands: Vec<&str> = targets
         .iter()
         .filter_map(|target| match target {
-            Target::Command { command, .. } => Some(command.as_str()),
+            CallTarget::Command { command, .. } => Some(command.as_str()),
             _ => None,
         })
         .collect();
@@ -94,7 +94,7 @@ pub fn suggest(
     let hosts: Vec<&str> = targets
         .iter()
         .filter_map(|target| match target {
-            Target::Url { host, .. } => Some(host.as_str()),
+            CallTarget::Url { host, .. } => Some(host.as_str()),
             _ => None,
         })
         .collect();
@@ -216,16 +216,16 @@ mod tests {
         }
     }
 
-    fn file(path: &str, protected: bool) -> Target {
-        Target::Path {
+    fn file(path: &str, protected: bool) -> CallTarget {
+        CallTarget::Path {
             path: PathBuf::from(path),
             access: Access::Write,
             protected,
         }
     }
 
-    fn command(line: &str) -> Target {
-        Target::Command {
+    fn command(line: &str) -> CallTarget {
+        CallTarget::Command {
             command: line.into(),
             cwd: PathBuf::from("/home/u"),
         }
@@ -288,7 +288,7 @@ mod tests {
             assert_eq!(s.scope, ScopeKind::Once, "{line}");
         }
 
-        let url = Target::Url {
+        let url = CallTarget::Url {
             url: "https://docs.rs/x".into(),
             host: "Docs.rs:443".into(),
         };

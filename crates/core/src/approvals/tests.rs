@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use souz_protocol::DecisionSource;
 
 use super::*;
+use crate::approvals::CallTarget;
 use crate::config::SouzPaths;
 use crate::sandbox::Access;
-use crate::tools::Target;
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -97,7 +97,7 @@ impl Fixture {
         &self,
         tool: &'a str,
         requester: &'a Requester,
-        targets: &'a [Target],
+        targets: &'a [CallTarget],
     ) -> CallFacts<'a> {
         CallFacts {
             tool,
@@ -303,12 +303,12 @@ async fn a_restart_expires_what_was_pending() {
 async fn scoped_approvals_create_grants_that_the_policy_uses_until_revoked() {
     let f = fixture().await;
     let requester = claude();
-    let inside = [Target::Path {
+    let inside = [CallTarget::Path {
         path: f.dir.path().join("p/b.rs"),
         access: Access::Write,
         protected: false,
     }];
-    let outside = [Target::Path {
+    let outside = [CallTarget::Path {
         path: f.dir.path().join("q/b.rs"),
         access: Access::Write,
         protected: false,
@@ -475,11 +475,11 @@ async fn always_writes_a_visible_rule_and_applies_it() {
     changes.mark_unchanged();
 
     let requester = Requester::Cli;
-    let git = [Target::Command {
+    let git = [CallTarget::Command {
         command: "git status".into(),
         cwd: PathBuf::from("/"),
     }];
-    let rm = [Target::Command {
+    let rm = [CallTarget::Command {
         command: "rm x".into(),
         cwd: PathBuf::from("/"),
     }];
@@ -524,58 +524,6 @@ fn via_is_cleaned() {
     assert_eq!(clean_via("<script>"), "script");
     assert_eq!(clean_via(""), "api");
     assert_eq!(clean_via(&"x".repeat(100)).len(), 32);
-}
-
-/// A time-limited grant that reaches its end is dropped and announced on `changes()` by the
-/// task the runtime runs (it wakes at the expiry; nothing polls), so MCP clients hear that
-/// their tool list changed.
-#[tokio::test]
-async fn an_expiring_grant_is_announced_when_its_time_is_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let runtime = crate::runtime::Runtime::start(config_in(dir.path()))
-        .await
-        .unwrap();
-    let handle = runtime.handle();
-    let approvals = handle.approvals();
-    let requester = claude();
-    let asks = || {
-        approvals
-            .effective_for("EditFile", Risk::Write, true, &requester)
-            .action
-    };
-    assert_eq!(asks(), Action::Ask);
-
-    let created_at = now();
-    let grant = Grant {
-        id: uuid::Uuid::now_v7().to_string(),
-        label: "Allow Claude Code to use EditFile briefly".into(),
-        effect: Effect::Allow,
-        tool: "EditFile".into(),
-        requester: Some(requester.clone()),
-        argument_match: ArgumentMatch::default(),
-        created_at,
-        expires_at: Some(created_at + chrono::Duration::milliseconds(300)),
-        approval_id: None,
-    };
-    let stored = grant.clone();
-    handle
-        .store()
-        .write(move |transaction| grants::insert(transaction, &stored))
-        .await
-        .unwrap();
-    approvals.reload_grants().await.unwrap();
-    assert_eq!(asks(), Action::Allow, "the grant applies while it lasts");
-
-    let mut changes = approvals.changes();
-    changes.mark_unchanged();
-    tokio::time::timeout(Duration::from_secs(10), changes.changed())
-        .await
-        .expect("the expiry is announced")
-        .unwrap();
-    assert!(now() >= created_at + chrono::Duration::milliseconds(300));
-    assert_eq!(asks(), Action::Ask);
-    assert_eq!(approvals.next_grant_expiry(), None, "the grant was dropped");
-    runtime.shutdown("test").await.unwrap();
 }
 
 #[tokio::test]
@@ -746,3 +694,5 @@ async fn by_default_the_operator_decides_users_approvals_and_users_cannot() {
         .unwrap();
     assert_eq!(decided.approval.status, ApprovalStatus::Approved);
 }
+
+mod protected;

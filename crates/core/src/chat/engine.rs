@@ -11,7 +11,7 @@ use souz_protocol::chat::{OptionChoice, SelectionMode, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::turns::{Question, Turn, TurnEngine, TurnEvent, TurnInput, TurnOutcome};
+use super::turns::{NewQuestion, Turn, TurnEngine, TurnEvent, TurnInput, TurnOutcome};
 use crate::agent::sessions::TurnStatus;
 use crate::agent::turn::TurnRequest;
 use crate::agent::{AgentError, Agents, events as agent_events};
@@ -48,8 +48,8 @@ fn usage(usage: &llm::Usage) -> Usage {
     }
 }
 
-fn question(asked: &crate::agent::context::Question) -> Question {
-    Question {
+fn question(asked: &crate::agent::context::AskedQuestion) -> NewQuestion {
+    NewQuestion {
         kind: "generic_selection".to_owned(),
         title: asked.title.clone(),
         selection_mode: if asked.multiple {
@@ -197,7 +197,7 @@ impl TurnEngine for AgentEngine {
                         (TurnStatus::Cancelled, _) => TurnOutcome::Cancelled { usage: used },
                         (_, Some(reply)) if reply.question.is_some() => TurnOutcome::Asked {
                             question: reply.question.as_ref().map(question).unwrap_or_else(|| {
-                                question(&crate::agent::context::Question {
+                                question(&crate::agent::context::AskedQuestion {
                                     title: reply.text.clone(),
                                     choices: Vec::new(),
                                     multiple: false,

@@ -16,8 +16,8 @@ use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::ChatEvent;
 use tokio::sync::broadcast;
 
-use crate::runtime::EventBus;
-use crate::runtime::follow::{FollowItem, Replay, Sequenced, follow};
+use crate::bus::EventBus;
+use crate::bus::follow::{FollowItem, Replay, Sequenced, follow};
 use crate::store::CachedStatements;
 use crate::store::codec::{from_json, from_time, now, to_json, to_time};
 use crate::store::{Store, StoreError};

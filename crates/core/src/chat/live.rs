@@ -6,7 +6,7 @@ use souz_protocol::chat::ActiveTurn;
 
 use super::records::{self, ExecutionRow};
 use super::{ChatError, ChatUser, Chats};
-use crate::runtime::pause::PauseSwitch;
+use crate::bus::PauseSwitch;
 use crate::store::CachedStatements;
 use crate::store::StoreError;
 use std::sync::PoisonError;

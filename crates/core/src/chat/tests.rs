@@ -6,11 +6,11 @@ use std::sync::Mutex as StdMutex;
 use futures::StreamExt;
 use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
 
-use super::turns::{Question, TurnEngine};
+use super::turns::{NewQuestion, TurnEngine};
 use super::*;
+use crate::bus::FollowItem;
 use crate::config::{Config, SouzPaths};
 use crate::llm::service::Environment;
-use crate::runtime::FollowItem;
 
 mod questions;
 
@@ -61,7 +61,7 @@ impl TurnEngine for Script {
                         TurnOutcome::Cancelled { usage }
                     }
                     "ask" => TurnOutcome::Asked {
-                        question: Question {
+                        question: NewQuestion {
                             kind: "generic_selection".into(),
                             title: "Which one?".into(),
                             selection_mode: souz_protocol::chat::SelectionMode::Single,

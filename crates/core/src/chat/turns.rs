@@ -128,9 +128,10 @@ pub enum TurnEvent {
     },
 }
 
-/// A question for the person (the `AskUser` tool).
+/// A question for the person (the `AskUser` tool) before the chat stores it as an option (with
+/// its id, chat and status: `souz_protocol::chat::Question`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Question {
+pub struct NewQuestion {
     /// Kind (`generic_selection`, `text_edit_variant`, ...).
     pub kind: String,
     /// The question.
@@ -156,7 +157,7 @@ pub enum TurnOutcome {
     /// The agent asked the person a question; the turn resumes with the answer.
     Asked {
         /// The question.
-        question: Question,
+        question: NewQuestion,
         /// Tokens used so far.
         usage: Usage,
     },
@@ -224,7 +225,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
                     "toolCallId": call_id,
                     "name": tool,
                     "argumentKeys": keys,
-                    "argumentsPreview": crate::approvals::redact::preview(arguments),
+                    "argumentsPreview": crate::redact::preview(arguments),
                 }),
             ))
         }
@@ -254,7 +255,7 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
                 "toolCallId": call_id,
                 "name": tool,
                 "status": "failed",
-                "error": crate::approvals::redact::error_preview(error),
+                "error": crate::redact::error_preview(error),
                 "durationMs": duration_ms,
             }),
         )),

@@ -91,13 +91,13 @@ impl RuleConfig {
             globset::Glob::new(path).map_err(|error| format!("path `{path}`: {error}"))?;
         }
         if let Some(command) = &self.command
-            && crate::approvals::shell::prefix_words(command).is_empty()
+            && crate::shell::prefix_words(command).is_empty()
         {
             return Err("command is empty".to_owned());
         }
         if let Some(command) = &self.command
             && self.action == Action::Allow
-            && crate::approvals::command_pattern::CommandPattern::new(command).is_none()
+            && crate::shell::plain_command(command).is_none()
         {
             return Err(format!(
                 "command `{command}` of an allow rule must be one plain command: a program \

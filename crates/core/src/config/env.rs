@@ -14,7 +14,7 @@ pub fn process_env(name: &str) -> Option<String> {
 
 /// What an environment variable overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub enum OverrideTarget {
     /// The Souz home folder itself.
     Home,
     /// One key of `config.toml`.
@@ -32,7 +32,7 @@ pub struct EnvOverride {
     /// Variable name.
     pub name: &'static str,
     /// What it overrides.
-    pub target: Target,
+    pub target: OverrideTarget,
     /// One line for the README and `--help`.
     pub doc: &'static str,
 }
@@ -41,12 +41,12 @@ pub struct EnvOverride {
 pub const ENV_OVERRIDES: &[EnvOverride] = &[
     EnvOverride {
         name: "SOUZ_HOME",
-        target: Target::Home,
+        target: OverrideTarget::Home,
         doc: "Folder for config.toml, token, database and logs (default ~/.souz).",
     },
     EnvOverride {
         name: "SOUZ_HOST",
-        target: Target::Key {
+        target: OverrideTarget::Key {
             section: "server",
             key: "host",
         },
@@ -54,7 +54,7 @@ pub const ENV_OVERRIDES: &[EnvOverride] = &[
     },
     EnvOverride {
         name: "SOUZ_PORT",
-        target: Target::Key {
+        target: OverrideTarget::Key {
             section: "server",
             key: "port",
         },
@@ -62,7 +62,7 @@ pub const ENV_OVERRIDES: &[EnvOverride] = &[
     },
     EnvOverride {
         name: "SOUZ_PROXY_TOKEN",
-        target: Target::Key {
+        target: OverrideTarget::Key {
             section: "server",
             key: "trusted_proxy_token",
         },
@@ -70,7 +70,7 @@ pub const ENV_OVERRIDES: &[EnvOverride] = &[
     },
     EnvOverride {
         name: "SOUZ_LOG",
-        target: Target::Key {
+        target: OverrideTarget::Key {
             section: "log",
             key: "level",
         },

@@ -7,13 +7,15 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use souz_protocol::{ErrorBody, ErrorCode};
+use souz_protocol::config::{ConfigProblem, ConfigRejected};
+use souz_protocol::{ErrorBody, ErrorCode, ErrorDetail};
 
 use super::identity::IdentityError;
 use crate::approvals::ApprovalError;
 use crate::chat::ChatError;
 use crate::llm::keys::KeyStoreError;
 use crate::llm::service::LlmServiceError;
+use crate::runtime::config_editor::{ConfigEditError, problem_on_wire};
 use crate::store::StoreError;
 use crate::token::clients::ClientTokenError;
 
@@ -23,6 +25,16 @@ pub struct ApiError {
     status: StatusCode,
     code: ErrorCode,
     message: String,
+    /// For a rejected `config.toml`: every problem and the text that was validated, sent
+    /// beside the envelope (`ConfigRejected`).
+    config: Option<Box<RejectedConfig>>,
+}
+
+/// What a rejected `config.toml` adds to the error envelope.
+#[derive(Debug, Clone, PartialEq)]
+struct RejectedConfig {
+    problems: Vec<ConfigProblem>,
+    text: String,
 }
 
 impl ApiError {
@@ -32,6 +44,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            config: None,
         }
     }
 
@@ -87,6 +100,17 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if let Some(config) = self.config {
+            let body = ConfigRejected {
+                error: ErrorDetail {
+                    code: self.code,
+                    message: self.message,
+                },
+                problems: config.problems,
+                text: config.text,
+            };
+            return (self.status, axum::Json(body)).into_response();
+        }
         let body = ErrorBody::new(self.code, self.message);
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
@@ -124,6 +148,34 @@ impl From<ApprovalError> for ApiError {
             ApprovalError::Invalid(message) => Self::invalid(message),
             ApprovalError::Forbidden(message) => Self::forbidden(message),
             ApprovalError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ConfigEditError> for ApiError {
+    fn from(error: ConfigEditError) -> Self {
+        match error {
+            ConfigEditError::Invalid { problems, text } => {
+                let summary = match problems.first() {
+                    Some(first) if problems.len() == 1 => format!("Not saved: {first}"),
+                    Some(first) => {
+                        format!("Not saved: {first} (and {} more)", problems.len() - 1)
+                    }
+                    None => "Not saved.".to_owned(),
+                };
+                Self {
+                    config: Some(Box::new(RejectedConfig {
+                        problems: problems.iter().map(problem_on_wire).collect(),
+                        text,
+                    })),
+                    ..Self::invalid(summary)
+                }
+            }
+            ConfigEditError::Conflict { .. } => {
+                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
+            }
+            ConfigEditError::BadChange(message) => Self::invalid(message),
+            ConfigEditError::Io(detail) => Self::internal(&detail),
         }
     }
 }
@@ -223,6 +275,7 @@ impl From<ChatError> for ApiError {
                 ErrorCode::Paused,
                 "Souz is paused; resume it (tray, Settings, or PUT /v1/pause) to start agent turns.",
             ),
+            ChatError::Llm(error) => error.into(),
             ChatError::Store(error) => error.into(),
         }
     }
@@ -281,6 +334,80 @@ mod tests {
         assert_eq!(corrupt.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = body_json(corrupt.into_response()).await;
         assert!(!body.to_string().contains("row 5"));
+    }
+
+    /// A rejected `config.toml` is mapped here like every other error: the envelope, plus
+    /// every problem and the text that was validated.
+    #[tokio::test]
+    async fn a_rejected_config_keeps_its_problems_beside_the_envelope() {
+        use crate::config::{Location, Problem};
+        let problem = |line| Problem {
+            location: Location::File {
+                path: "config.toml".into(),
+                line,
+                column: 3,
+            },
+            message: "unknown key `x`".into(),
+        };
+        let error: ApiError = ConfigEditError::Invalid {
+            problems: vec![problem(2), problem(5)],
+            text: "x = 1\n".into(),
+        }
+        .into();
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = body_json(response).await;
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "error": {
+                    "code": "invalid_request",
+                    "message": "Not saved: config.toml:2:3: unknown key `x` (and 1 more)",
+                },
+                "problems": [
+                    {"line": 2, "column": 3, "message": "unknown key `x`",
+                     "display": "config.toml:2:3: unknown key `x`"},
+                    {"line": 5, "column": 3, "message": "unknown key `x`",
+                     "display": "config.toml:5:3: unknown key `x`"},
+                ],
+                "text": "x = 1\n",
+            })
+        );
+        let conflict: ApiError = ConfigEditError::Conflict {
+            current: "r2".into(),
+        }
+        .into();
+        assert_eq!(conflict.status(), StatusCode::CONFLICT);
+        assert_eq!(conflict.code(), ErrorCode::Conflict);
+        let io: ApiError = ConfigEditError::Io("disk /secret full".into()).into();
+        let body = body_json(io.into_response()).await;
+        assert!(!body.to_string().contains("secret"));
+    }
+
+    /// A chat operation that fails in the LLM layer answers exactly as the LLM layer's own
+    /// routes do: one mapping, not a second one in `chat`.
+    #[test]
+    fn chat_errors_from_the_llm_layer_map_like_the_llm_layers_own() {
+        let broken_key_file = || {
+            LlmServiceError::Keys(KeyStoreError::KeyFile {
+                path: "/home/u/.souz/provider-keys.key".into(),
+                problem: "it is 3 bytes long, not 32".into(),
+            })
+        };
+        let unknown = || LlmServiceError::UnknownProvider("nope".into());
+        let no_ca = || LlmServiceError::CaFile {
+            path: "/etc/ca.pem".into(),
+            source: std::io::Error::other("gone"),
+        };
+        for error in [broken_key_file, unknown, no_ca] {
+            let through_chat: ApiError = ChatError::from(error()).into();
+            let direct: ApiError = error().into();
+            assert_eq!(through_chat, direct);
+        }
+        let through_chat: ApiError = ChatError::from(broken_key_file()).into();
+        assert_eq!(through_chat.status(), StatusCode::CONFLICT);
+        let through_chat: ApiError = ChatError::from(no_ca()).into();
+        assert_eq!(through_chat.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[tokio::test]

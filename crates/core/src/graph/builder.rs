@@ -128,8 +128,8 @@ impl<I, O> std::fmt::Debug for NodeHandle<I, O> {
 
 impl<I, O> NodeHandle<I, O> {
     /// This node as an edge target.
-    pub fn target(self) -> Target<I> {
-        Target {
+    pub fn target(self) -> EdgeTarget<I> {
+        EdgeTarget {
             builder: self.builder,
             index: self.index,
             types: PhantomData,
@@ -138,27 +138,27 @@ impl<I, O> NodeHandle<I, O> {
 }
 
 /// Something an edge may lead to: a node taking `I`, or the exit of a graph producing `I`.
-pub struct Target<I> {
+pub struct EdgeTarget<I> {
     builder: u64,
     index: usize,
     types: PhantomData<fn(I)>,
 }
 
-impl<I> Clone for Target<I> {
+impl<I> Clone for EdgeTarget<I> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<I> Copy for Target<I> {}
+impl<I> Copy for EdgeTarget<I> {}
 
-impl<I> std::fmt::Debug for Target<I> {
+impl<I> std::fmt::Debug for EdgeTarget<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Target({})", self.index)
+        write!(f, "EdgeTarget({})", self.index)
     }
 }
 
-impl<I, O> From<NodeHandle<I, O>> for Target<I> {
+impl<I, O> From<NodeHandle<I, O>> for EdgeTarget<I> {
     fn from(handle: NodeHandle<I, O>) -> Self {
         handle.target()
     }
@@ -242,8 +242,8 @@ where
     }
 
     /// The graph's exit: reaching it ends the run with the value that arrives.
-    pub fn exit(&self) -> Target<O> {
-        Target {
+    pub fn exit(&self) -> EdgeTarget<O> {
+        EdgeTarget {
             builder: self.id,
             index: EXIT,
             types: PhantomData,
@@ -294,7 +294,11 @@ where
     }
 
     /// A static edge: after `from`, always go to `to`. Several edges from one node fan out.
-    pub fn edge<A, T>(&mut self, from: NodeHandle<A, T>, to: impl Into<Target<T>>) -> &mut Self {
+    pub fn edge<A, T>(
+        &mut self,
+        from: NodeHandle<A, T>,
+        to: impl Into<EdgeTarget<T>>,
+    ) -> &mut Self {
         let to = to.into();
         if self.check(from.builder, from.index) && self.check_target(to.builder, to.index) {
             self.slots[from.index]
@@ -309,7 +313,7 @@ where
     pub fn route<A, T>(
         &mut self,
         from: NodeHandle<A, T>,
-        router: impl Fn(&T) -> Option<Target<T>> + Send + Sync + 'static,
+        router: impl Fn(&T) -> Option<EdgeTarget<T>> + Send + Sync + 'static,
     ) -> &mut Self
     where
         T: 'static,

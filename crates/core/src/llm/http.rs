@@ -282,9 +282,9 @@ fn credentials_sent(headers: &HeaderMap) -> Vec<String> {
 pub fn scrub(text: &str, secrets: &[String]) -> String {
     let mut scrubbed = text.to_owned();
     for secret in secrets {
-        scrubbed = scrubbed.replace(secret.as_str(), crate::approvals::redact::REDACTED);
+        scrubbed = scrubbed.replace(secret.as_str(), crate::redact::REDACTED);
     }
-    crate::approvals::redact::redact_text(&scrubbed)
+    crate::redact::redact_text(&scrubbed)
 }
 
 /// The human part of a provider's error body: `error.message`, `message`, or the text.

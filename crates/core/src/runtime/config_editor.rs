@@ -23,7 +23,7 @@ use toml_edit::DocumentMut;
 
 use crate::approvals::Approvals;
 use crate::config::edit::{self, EditError};
-use crate::config::{Config, ENV_OVERRIDES, Location, Problem, Target};
+use crate::config::{Config, ENV_OVERRIDES, Location, OverrideTarget, Problem};
 
 /// Sections whose every key applies without a restart: `[approvals]` (rules, defaults per risk
 /// class, timeout) is re-read by the policy on every call.
@@ -190,7 +190,7 @@ impl ConfigEditor {
                     .any(|(name, _)| name == variable.name)
             })
             .filter_map(|variable| match variable.target {
-                Target::Key { section, key } => Some((section, key, variable.name)),
+                OverrideTarget::Key { section, key } => Some((section, key, variable.name)),
                 _ => None,
             })
             .collect();

@@ -29,9 +29,10 @@ use tokio_util::task::TaskTracker;
 use super::{Catalog, PlannedCall, ToolError, calls};
 use crate::approvals::audit::{self, NewAuditEntry};
 use crate::approvals::{
-    Approvals, CallFacts, Decision, NewApproval, RequestError, Resolution, redact, suggest::suggest,
+    Approvals, CallFacts, Decision, NewApproval, RequestError, Resolution, suggest::suggest,
 };
-use crate::runtime::EventBus;
+use crate::bus::EventBus;
+use crate::redact;
 use crate::sandbox::Sandbox;
 use crate::store::codec::now;
 use crate::store::{Store, StoreError};

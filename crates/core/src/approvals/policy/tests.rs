@@ -33,31 +33,31 @@ fn tool(action: Action, name: &str) -> RuleConfig {
     }
 }
 
-fn path(p: &str) -> Target {
-    Target::Path {
+fn path(p: &str) -> CallTarget {
+    CallTarget::Path {
         path: PathBuf::from(p),
         access: Access::Write,
         protected: false,
     }
 }
 
-fn protected(p: &str) -> Target {
-    Target::Path {
+fn protected(p: &str) -> CallTarget {
+    CallTarget::Path {
         path: PathBuf::from(p),
         access: Access::Write,
         protected: true,
     }
 }
 
-fn cmd(c: &str) -> Target {
-    Target::Command {
+fn cmd(c: &str) -> CallTarget {
+    CallTarget::Command {
         command: c.into(),
         cwd: PathBuf::from(HOME),
     }
 }
 
-fn url(host: &str) -> Target {
-    Target::Url {
+fn url(host: &str) -> CallTarget {
+    CallTarget::Url {
         url: format!("https://{host}/x"),
         host: host.into(),
     }
@@ -103,7 +103,7 @@ struct Case {
     known: bool,
     risk: Risk,
     requester: Requester,
-    targets: Vec<Target>,
+    targets: Vec<CallTarget>,
     expect: Action,
     /// `rule:N`, `grant:ID`, `default`, or "" when not checked.
     source: &'static str,
@@ -113,7 +113,7 @@ fn case(
     name: &'static str,
     tool: &'static str,
     risk: Risk,
-    targets: Vec<Target>,
+    targets: Vec<CallTarget>,
     expect: Action,
 ) -> Case {
     Case {

@@ -2,12 +2,10 @@
 //! (the pause switch): operator routes. Handlers are a few lines over [`RuntimeHandle`].
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use souz_protocol::ErrorBody;
 use souz_protocol::config::{
     ConfigDocument, ConfigPatch, ConfigRejected, ConfigReplace, ConfigSaved, PauseState, SetPause,
 };
-use souz_protocol::{ErrorBody, ErrorCode, ErrorDetail};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -15,7 +13,6 @@ use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
-use crate::runtime::config_editor::{ConfigEditError, problem_on_wire};
 
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
@@ -89,66 +86,39 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 async fn show(
     _: Operator,
     State(handle): State<RuntimeHandle>,
-) -> Result<axum::Json<ConfigDocument>, Response> {
+) -> Result<axum::Json<ConfigDocument>, ApiError> {
     handle
         .config_editor()
         .document()
         .await
         .map(axum::Json)
-        .map_err(rejection)
+        .map_err(ApiError::from)
 }
 
 async fn replace(
     _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigReplace>,
-) -> Result<axum::Json<ConfigSaved>, Response> {
+) -> Result<axum::Json<ConfigSaved>, ApiError> {
     handle
         .config_editor()
         .replace(request.text, request.base_revision)
         .await
         .map(axum::Json)
-        .map_err(rejection)
+        .map_err(ApiError::from)
 }
 
 async fn patch(
     _: Operator,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigPatch>,
-) -> Result<axum::Json<ConfigSaved>, Response> {
+) -> Result<axum::Json<ConfigSaved>, ApiError> {
     handle
         .config_editor()
         .patch(request.set, request.base_revision)
         .await
         .map(axum::Json)
-        .map_err(rejection)
-}
-
-fn rejection(error: ConfigEditError) -> Response {
-    match error {
-        ConfigEditError::Invalid { problems, text } => {
-            let summary = match problems.first() {
-                Some(first) if problems.len() == 1 => format!("Not saved: {first}"),
-                Some(first) => format!("Not saved: {first} (and {} more)", problems.len() - 1),
-                None => "Not saved.".to_owned(),
-            };
-            let body = ConfigRejected {
-                error: ErrorDetail {
-                    code: ErrorCode::InvalidRequest,
-                    message: summary,
-                },
-                problems: problems.iter().map(problem_on_wire).collect(),
-                text,
-            };
-            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
-        }
-        ConfigEditError::Conflict { .. } => {
-            ApiError::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
-                .into_response()
-        }
-        ConfigEditError::BadChange(message) => ApiError::invalid(message).into_response(),
-        ConfigEditError::Io(detail) => ApiError::internal(&detail).into_response(),
-    }
+        .map_err(ApiError::from)
 }
 
 async fn pause_state(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<PauseState> {

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{BOUND, Fixture, code};
-use crate::chat::turns::{Question, Turn, TurnEngine, TurnEvent, TurnOutcome};
+use crate::chat::turns::{NewQuestion, Turn, TurnEngine, TurnEvent, TurnOutcome};
 
 const SECRET: &str = "proxy-secret-0123456789";
 
@@ -33,7 +33,7 @@ impl TurnEngine for Asks {
         };
         Box::pin(async move {
             TurnOutcome::Asked {
-                question: Question {
+                question: NewQuestion {
                     kind: "generic_selection".into(),
                     title: "Which colors?".into(),
                     selection_mode: SelectionMode::Multiple,

@@ -354,11 +354,7 @@ async fn pause_denies_asks_stops_turns_and_refuses_new_ones_until_resumed() {
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(code(&refused), "paused");
     // The pause survives a restart of the runtime's view (it is stored).
-    let stored = handle
-        .store()
-        .read(crate::runtime::pause::load)
-        .await
-        .unwrap();
+    let stored = handle.store().read(crate::bus::pause::load).await.unwrap();
     assert!(stored.is_some());
 
     let (_, resumed) = f

@@ -12,9 +12,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{ConfinementKind, Risk, ToolCategory};
 
+use crate::approvals::CallTarget;
 use crate::sandbox::{Access, CommandError, CommandOutcome, CommandRequest};
 use crate::tools::{
-    CatalogBuilder, CatalogError, Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput,
+    CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
 };
 
 /// Longest command shown in a plan's one-line summary (the target keeps all of it).
@@ -158,16 +159,16 @@ impl Tool for RunCommand {
         if unconfined.is_some() {
             summary.push_str(", unconfined: nothing limits what it can touch");
         }
-        let mut plan = Plan::new(summary).target(Target::Command {
+        let mut plan = Plan::new(summary).target(CallTarget::Command {
             command: command.to_owned(),
             cwd: cwd.path.clone(),
         });
         if network {
-            plan = plan.target(Target::Network);
+            plan = plan.target(CallTarget::Network);
         }
         if let Some(reason) = unconfined {
             // Rules and grants never allow an unconfined command: the policy asks.
-            plan = plan.target(Target::Unconfined {
+            plan = plan.target(CallTarget::Unconfined {
                 reason: reason.to_owned(),
             });
         }

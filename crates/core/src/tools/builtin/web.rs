@@ -13,10 +13,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
 
+use crate::approvals::CallTarget;
 use crate::sandbox::WebError;
 use crate::sandbox::net::{Fetched, Refusal};
 use crate::tools::{
-    CatalogBuilder, CatalogError, Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput,
+    CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
 };
 
 /// Characters returned by default.
@@ -121,7 +122,7 @@ impl Tool for WebPageText {
         let url = client.check_url(&args.url).map_err(web_error)?;
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
         Ok(Plan::new(format!("Read the web page {url}"))
-            .target(Target::Url {
+            .target(CallTarget::Url {
                 url: url.to_string(),
                 host,
             })

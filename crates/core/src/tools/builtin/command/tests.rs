@@ -83,11 +83,11 @@ async fn plans_name_the_command_and_folder_then_runs_it() {
     assert_eq!(
         planned.plan.targets,
         [
-            Target::Command {
+            CallTarget::Command {
                 command: "echo hello; echo oops >&2".to_owned(),
                 cwd: fixture.home.join("work"),
             },
-            Target::Unconfined {
+            CallTarget::Unconfined {
                 reason: UNIT_TEST_REASON.to_owned()
             }
         ]
@@ -206,7 +206,7 @@ async fn a_protected_working_folder_is_a_protected_target() {
         .unwrap();
     assert!(planned.plan.targets.iter().any(|target| matches!(
         target,
-        Target::Path { protected: true, path, .. } if *path == fixture.home.join(".ssh")
+        CallTarget::Path { protected: true, path, .. } if *path == fixture.home.join(".ssh")
     )));
     // Multi-line commands are summarized by their first line; the target keeps all of it.
     let planned = fixture
@@ -220,7 +220,7 @@ async fn a_protected_working_folder_is_a_protected_target() {
     );
     assert!(matches!(
         &planned.plan.targets[0],
-        Target::Command { command, .. } if command == "cd /tmp\nrm -rf junk"
+        CallTarget::Command { command, .. } if command == "cd /tmp\nrm -rf junk"
     ));
 }
 
@@ -324,7 +324,7 @@ async fn unconfined_commands_are_refused_unless_allowed_and_then_always_ask() {
         .plan
         .targets
         .iter()
-        .filter(|target| !matches!(target, Target::Unconfined { .. }))
+        .filter(|target| !matches!(target, CallTarget::Unconfined { .. }))
         .cloned()
         .collect();
     let facts = crate::approvals::policy::CallFacts {
@@ -355,21 +355,21 @@ async fn a_command_that_asks_for_the_network_is_a_network_call() {
         .plan(json!({"command": "cargo build"}), &ctx)
         .await
         .unwrap();
-    assert!(!offline.plan.targets.contains(&Target::Network));
+    assert!(!offline.plan.targets.contains(&CallTarget::Network));
     assert!(!offline.plan.summary.contains("network"));
     let online = fixture
         .tool()
         .plan(json!({"command": "cargo build", "network": true}), &ctx)
         .await
         .unwrap();
-    assert!(online.plan.targets.contains(&Target::Network));
+    assert!(online.plan.targets.contains(&CallTarget::Network));
     assert!(
         online.plan.summary.ends_with(", with network access"),
         "{}",
         online.plan.summary
     );
 
-    let decide = |network: &str, targets: &[Target]| {
+    let decide = |network: &str, targets: &[CallTarget]| {
         let approvals: crate::config::ApprovalsConfig = serde_json::from_value(json!({
             "network": network,
             "rules": [{"action": "allow", "tool": "RunCommand", "command": "cargo build"}],

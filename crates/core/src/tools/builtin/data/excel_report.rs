@@ -320,7 +320,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::Target;
+    use crate::approvals::CallTarget;
     use crate::tools::builtin::data::register;
     use crate::tools::builtin::documents::fixtures::TestHome;
 
@@ -345,7 +345,7 @@ mod tests {
         );
         assert_eq!(
             planned.plan.targets,
-            vec![Target::Path {
+            vec![CallTarget::Path {
                 path: path.clone(),
                 access: Access::Write,
                 protected: false

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 use super::fixtures::{self, Cell, TestHome, docx, paragraph};
 use super::source::SourceFile;
 use super::*;
-use crate::tools::{Catalog, Target};
+use crate::approvals::CallTarget;
+use crate::tools::Catalog;
 
 fn catalog() -> Catalog {
     let mut builder = CatalogBuilder::default();
@@ -80,7 +81,7 @@ async fn plans_name_the_resolved_file() {
     assert_eq!(planned.plan.summary, "Read the text of ~/docs/report.pdf");
     assert_eq!(
         planned.plan.targets,
-        vec![Target::Path {
+        vec![CallTarget::Path {
             path: path.clone(),
             access: Access::Read,
             protected: false,
@@ -110,7 +111,7 @@ async fn plans_name_the_resolved_file() {
         .unwrap();
     assert!(matches!(
         planned.plan.targets[0],
-        Target::Path {
+        CallTarget::Path {
             protected: true,
             ..
         }

@@ -15,8 +15,9 @@ use souz_protocol::{Risk, ToolCategory};
 
 use super::target::{self, Census, Kind, Located};
 use super::{WALK_ENTRY_LIMIT, blocking, trashing};
+use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
-use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 /// Moves files and folders to the Trash.
@@ -70,7 +71,7 @@ impl Tool for DeleteFile {
                 sandbox.display(&located.path)
             );
             Ok(Plan::new(summary)
-                .target(Target::Path {
+                .target(CallTarget::Path {
                     path: located.path.clone(),
                     access: Access::Delete,
                     protected,

@@ -13,8 +13,9 @@ use souz_protocol::{Risk, ToolCategory};
 use super::folder::{CappedResults, needle};
 use super::walk::{self, EntryKind, Flow, WalkOptions};
 use super::{FOLDER_RESULT_LIMIT, WALK_ENTRY_LIMIT, blocking};
+use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
-use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
 
 /// Finds folders by name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -89,7 +90,7 @@ impl Tool for FindFolders {
             shown.join(", ")
         ));
         for root in &roots {
-            plan = plan.target(Target::Path {
+            plan = plan.target(CallTarget::Path {
                 path: root.clone(),
                 access: Access::Read,
                 protected: ctx.sandbox.is_protected(root),

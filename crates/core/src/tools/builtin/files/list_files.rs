@@ -140,8 +140,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::approvals::CallTarget;
     use crate::sandbox::{Access, SandboxError};
-    use crate::tools::Target;
     use crate::tools::builtin::files::testing::{TestHome, call, plan};
 
     fn listing(home: &TestHome, output: &ToolOutput) -> Vec<String> {
@@ -200,7 +200,7 @@ mod tests {
         assert_eq!(planned.plan.summary, "List ~");
         assert_eq!(
             planned.plan.targets,
-            [Target::Path {
+            [CallTarget::Path {
                 path: home.home.clone(),
                 access: Access::Read,
                 protected: false
@@ -219,7 +219,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             planned.plan.targets[0],
-            Target::Path {
+            CallTarget::Path {
                 protected: true,
                 ..
             }

@@ -24,8 +24,9 @@ use souz_protocol::{Risk, ToolCategory};
 use super::delete_file::describe;
 use super::target::{self, Kind, Located};
 use super::{atomic, blocking};
+use crate::approvals::CallTarget;
 use crate::sandbox::Access;
-use crate::tools::{Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Moves files and folders.
 #[derive(Debug, Clone, Copy, Default)]
@@ -109,7 +110,7 @@ impl Tool for MoveFile {
             let (detail, source_protected) = describe(sandbox, &source, cancel)?;
             let summary = format!("Move {} {from} to {to}{detail}", source.kind.noun());
             Ok(Plan::new(summary)
-                .target(Target::Path {
+                .target(CallTarget::Path {
                     path: source.path.clone(),
                     access: Access::Delete,
                     protected: source_protected,

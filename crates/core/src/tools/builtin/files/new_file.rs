@@ -141,8 +141,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::approvals::CallTarget;
     use crate::sandbox::SandboxError;
-    use crate::tools::Target;
     use crate::tools::builtin::files::testing::{TestHome, call, plan, run};
 
     #[tokio::test]
@@ -160,7 +160,7 @@ mod tests {
         );
         assert_eq!(
             planned.plan.targets,
-            [Target::Path {
+            [CallTarget::Path {
                 path: home.path("notes/2024/todo.md"),
                 access: Access::Write,
                 protected: false
@@ -277,7 +277,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             planned.plan.targets[0],
-            Target::Path {
+            CallTarget::Path {
                 protected: true,
                 ..
             }

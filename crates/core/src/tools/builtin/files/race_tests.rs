@@ -247,7 +247,7 @@ async fn call<T: Tool>(
     let protected = planned.plan.targets.iter().any(|target| {
         matches!(
             target,
-            crate::tools::Target::Path {
+            crate::approvals::CallTarget::Path {
                 protected: true,
                 ..
             }

@@ -64,7 +64,7 @@ async fn reads_the_main_content_of_an_article() {
     assert_eq!(planned.plan.summary, format!("Read the web page {url}"));
     assert_eq!(
         planned.plan.targets,
-        [Target::Url {
+        [CallTarget::Url {
             url: url.clone(),
             host: "127.0.0.1".to_owned()
         }]

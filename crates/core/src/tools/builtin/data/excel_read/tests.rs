@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tools::Target;
+use crate::approvals::CallTarget;
 use crate::tools::builtin::data::register;
 use crate::tools::builtin::documents::fixtures::{self, Cell, TestHome};
 
@@ -131,7 +131,7 @@ async fn spec_and_plan() {
     );
     assert_eq!(
         planned.plan.targets,
-        vec![Target::Path {
+        vec![CallTarget::Path {
             path: home.0.root.join("sales.xlsx"),
             access: Access::Read,
             protected: false

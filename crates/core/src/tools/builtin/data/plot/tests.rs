@@ -3,7 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::tools::Target;
+use crate::approvals::CallTarget;
 use crate::tools::builtin::data::register;
 use crate::tools::builtin::documents::fixtures::{self, Cell, TestHome};
 use crate::tools::builtin::documents::spreadsheet::CellValue;
@@ -117,12 +117,12 @@ async fn draws_a_bar_chart_to_the_default_path_and_never_overwrites() {
     assert_eq!(
         planned.plan.targets,
         vec![
-            Target::Path {
+            CallTarget::Path {
                 path: home.root.join("sales.csv"),
                 access: Access::Read,
                 protected: false
             },
-            Target::Path {
+            CallTarget::Path {
                 path: first.clone(),
                 access: Access::Write,
                 protected: false

@@ -74,7 +74,7 @@ async fn a_deleted_file_is_in_the_trash_and_can_be_restored() {
     );
     assert_eq!(
         planned.plan.targets,
-        [Target::Path {
+        [CallTarget::Path {
             path: path.clone(),
             access: Access::Delete,
             protected: false
@@ -227,7 +227,7 @@ async fn only_the_protected_path_itself_is_marked_protected() {
         .unwrap();
     assert!(matches!(
         planned.plan.targets[0],
-        Target::Path {
+        CallTarget::Path {
             protected: true,
             ..
         }
@@ -238,7 +238,7 @@ async fn only_the_protected_path_itself_is_marked_protected() {
     assert!(
         matches!(
             planned.plan.targets[0],
-            Target::Path {
+            CallTarget::Path {
                 protected: false,
                 ..
             }
@@ -263,7 +263,7 @@ async fn a_folder_containing_a_protected_path_asks() {
     );
     assert!(matches!(
         planned.plan.targets[0],
-        Target::Path {
+        CallTarget::Path {
             protected: true,
             ..
         }

@@ -3,7 +3,7 @@ use std::fs;
 use serde_json::json;
 
 use super::*;
-use crate::tools::Target;
+use crate::approvals::CallTarget;
 use crate::tools::builtin::files::testing::{TestHome, call, plan, run};
 
 fn refusal(error: ToolError) -> String {
@@ -33,7 +33,7 @@ async fn plan_shows_the_diff_and_changes_nothing_then_run_applies_it() {
     );
     assert_eq!(
         planned.plan.targets,
-        [Target::Path {
+        [CallTarget::Path {
             path: home.path("notes/todo.md"),
             access: Access::Write,
             protected: false
@@ -301,7 +301,7 @@ async fn protected_files_are_marked_for_the_policy() {
     .unwrap();
     assert!(matches!(
         planned.plan.targets[0],
-        Target::Path {
+        CallTarget::Path {
             protected: true,
             ..
         }

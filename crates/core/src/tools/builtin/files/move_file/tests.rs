@@ -28,12 +28,12 @@ async fn moves_a_file_creating_parents() {
     assert_eq!(
         planned.plan.targets,
         [
-            Target::Path {
+            CallTarget::Path {
                 path: source.clone(),
                 access: Access::Delete,
                 protected: false
             },
-            Target::Path {
+            CallTarget::Path {
                 path: home.path("archive/2024/report.txt"),
                 access: Access::Write,
                 protected: false
@@ -236,12 +236,12 @@ async fn a_protected_source_is_marked_for_the_policy() {
     assert!(matches!(
         planned.plan.targets[..],
         [
-            Target::Path {
+            CallTarget::Path {
                 protected: true,
                 access: Access::Delete,
                 ..
             },
-            Target::Path {
+            CallTarget::Path {
                 protected: false,
                 access: Access::Write,
                 ..

@@ -13,6 +13,10 @@
 //! `rk_live_`, `whsec_`), Slack (`xoxb-`, `xoxp-`, `xapp-`, webhook URLs), JWTs, Souz client
 //! tokens (`souz_...`), and the values registered with [`register_secret`] (the operator
 //! token). Replacements never contain quotes, so redacting a JSON log line keeps it JSON.
+//!
+//! Pure text and JSON in, redacted text out: it sits at the bottom of the layer table and
+//! imports nothing from the crate, so every layer (logs in `telemetry`, provider errors in
+//! `llm`, audit rows in `approvals`, chat events) redacts the same way.
 
 use std::sync::{LazyLock, RwLock};
 

@@ -2,11 +2,15 @@
 //! catalog and gate, the runtime's agents.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 use souz_testkit::{FakeServer, openai};
+use tokio_util::sync::CancellationToken;
 
-use super::*;
+use crate::agent::tests::{Recorder, core_names};
+use crate::agent::{TurnEvent, TurnRequest, TurnStatus};
+use crate::config::{Config, SouzPaths};
 use crate::runtime::Runtime;
 
 #[tokio::test]

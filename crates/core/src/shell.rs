@@ -11,6 +11,9 @@
 //! Besides the commands seen through wrappers (what deny and ask rules look at), it keeps each
 //! top-level simple command exactly as the shell will start it ([`Invocation`]: its leading
 //! assignments and its program as written), which is what allow rules and grants must match.
+//!
+//! Pure text in, words out: it sits at the bottom of the layer table (below `config`, which
+//! validates rule commands with it) and imports nothing from the crate.
 
 /// The commands a command line runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -85,6 +88,29 @@ pub fn starts_with(command: &[String], prefix: &[String]) -> bool {
                 word == expected
             }
         })
+}
+
+/// `line` as one plain simple command, the form an allow rule's or grant's command must have:
+/// exactly one top-level invocation with a program, nothing opaque, and a program word the
+/// shell will not expand further. `None` otherwise.
+pub fn plain_command(line: &str) -> Option<Invocation> {
+    let parsed = parse(line);
+    let [invocation] = parsed.invocations.as_slice() else {
+        return None;
+    };
+    let program = invocation.words.first()?;
+    if parsed.opaque || !plain_program(program) {
+        return None;
+    }
+    Some(invocation.clone())
+}
+
+/// A program word the shell will not expand further (no `~`, globs or braces).
+pub fn plain_program(program: &str) -> bool {
+    program == "["
+        || (!program.is_empty()
+            && !program.starts_with('~')
+            && !program.contains(['*', '?', '[', '{', '$']))
 }
 
 fn basename(word: &str) -> &str {

@@ -1,0 +1,46 @@
+//! What a tool call will touch, as the approval policy sees it: a [`CallTarget`] per path,
+//! command, URL or network use, computed by the tool's plan before anyone is asked.
+//!
+//! It lives next to the policy that matches rules and grants against it, so `approvals` needs
+//! nothing from `tools` (which sits above it).
+
+use std::path::PathBuf;
+
+use crate::sandbox::Access;
+
+/// Something a call will touch; the policy matches rules against these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallTarget {
+    /// A file or folder.
+    Path {
+        /// Resolved absolute path.
+        path: PathBuf,
+        /// How it is used.
+        access: Access,
+        /// Whether it is protected (the policy then always asks).
+        protected: bool,
+    },
+    /// A program run.
+    Command {
+        /// The command line as the person would read it.
+        command: String,
+        /// Working directory.
+        cwd: PathBuf,
+    },
+    /// The call runs a program outside OS confinement (the machine cannot confine commands
+    /// and `[sandbox] allow_unconfined_commands` is on): the policy always asks.
+    Unconfined {
+        /// Why nothing confines it, in words.
+        reason: String,
+    },
+    /// A program that may use the network (TCP): the policy applies `[approvals] network`
+    /// (ask by default) besides what rules and grants say about the command.
+    Network,
+    /// A URL fetched.
+    Url {
+        /// The full URL.
+        url: String,
+        /// Its host (lower case), for domain rules.
+        host: String,
+    },
+}

@@ -1,0 +1,393 @@
+//! The layering test: every `crate::` path, and every `super::` path that leaves its module,
+//! points into the importing module's own layer of [`crate::LAYERS`] or a layer below it.
+//!
+//! It reads the sources as text (no parser): comment lines are skipped, `use` groups are
+//! followed through braces and across lines, and the most specific table entry that is a
+//! prefix of a module path gives its layer (so `mcp::server` can sit above the rest of
+//! `mcp`). Names re-exported at the crate root (`crate::Runtime`) count as the module they come
+//! from. A module file whose top-level module is not in the table fails the test too, so a new
+//! module must be placed before it can land.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::LAYERS;
+
+/// Modules that exist only in test builds (this one) and import nothing from the crate.
+const TEST_ONLY: &[&str] = &["layering"];
+
+/// A module path, segment by segment (`["mcp", "server", "calls"]`).
+type ModulePath = Vec<String>;
+
+/// One path a file names, with the line it is on.
+#[derive(Debug, PartialEq, Eq)]
+struct Reference {
+    line: usize,
+    path: ModulePath,
+}
+
+/// The layer index of `path`: the most specific entry of the table that is a prefix of it.
+fn layer_of(path: &[String]) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (layer, names) in LAYERS.iter().enumerate() {
+        for name in names.iter() {
+            let entry: Vec<&str> = name.split("::").collect();
+            let matches = path.len() >= entry.len()
+                && entry
+                    .iter()
+                    .zip(path)
+                    .all(|(expected, got)| *expected == got);
+            if matches && best.is_none_or(|(length, _)| entry.len() > length) {
+                best = Some((entry.len(), layer));
+            }
+        }
+    }
+    best.map(|(_, layer)| layer)
+}
+
+/// The module a source file defines, from its path below `src/` (`a/b.rs` is `a::b`).
+fn module_of(relative: &Path) -> ModulePath {
+    let mut segments: ModulePath = relative
+        .components()
+        .map(|component| component.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = segments.last_mut()
+        && let Some(stem) = last.strip_suffix(".rs")
+    {
+        *last = stem.to_owned();
+    }
+    if segments.last().is_some_and(|last| last == "mod") {
+        segments.pop();
+    }
+    if segments.as_slice() == ["lib"] {
+        segments.clear();
+    }
+    segments
+}
+
+fn is_identifier_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+/// `text` with every comment line blanked (line numbers kept).
+fn without_comment_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.trim_start().starts_with("//") {
+                ""
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads the path (or brace group of paths) at `*position`, each prefixed by `prefix`, and
+/// pushes every full path with the byte offset of its last segment.
+fn read_paths(
+    bytes: &[u8],
+    position: &mut usize,
+    prefix: ModulePath,
+    out: &mut Vec<(ModulePath, usize)>,
+) {
+    let skip_space = |position: &mut usize| {
+        while *position < bytes.len() && bytes[*position].is_ascii_whitespace() {
+            *position += 1;
+        }
+    };
+    skip_space(position);
+    if bytes.get(*position) == Some(&b'{') {
+        *position += 1;
+        loop {
+            skip_space(position);
+            match bytes.get(*position) {
+                None => return,
+                Some(b'}') => {
+                    *position += 1;
+                    return;
+                }
+                Some(b',') => *position += 1,
+                Some(_) => {
+                    let before = *position;
+                    read_paths(bytes, position, prefix.clone(), out);
+                    if *position == before {
+                        // Something this scan does not read (`*` is consumed below): skip it.
+                        *position += 1;
+                    }
+                    // Skip an `as name` rename.
+                    while *position < bytes.len() && !matches!(bytes[*position], b',' | b'}') {
+                        *position += 1;
+                    }
+                }
+            }
+        }
+    }
+    let start = *position;
+    while *position < bytes.len() && is_identifier_byte(bytes[*position]) {
+        *position += 1;
+    }
+    if start == *position {
+        if bytes.get(*position) == Some(&b'*') {
+            *position += 1;
+        }
+        out.push((prefix, start));
+        return;
+    }
+    let name = String::from_utf8_lossy(&bytes[start..*position]).into_owned();
+    let mut path = prefix;
+    if name != "self" {
+        path.push(name);
+    }
+    if bytes[*position..].starts_with(b"::") {
+        *position += 2;
+        read_paths(bytes, position, path, out);
+    } else {
+        out.push((path, start));
+    }
+}
+
+/// Every `crate::` path in `text`, and every `super::` path resolved from `module`, as full
+/// paths from the crate root.
+fn references(module: &[String], text: &str) -> Vec<Reference> {
+    let text = without_comment_lines(text);
+    let bytes = text.as_bytes();
+    let line_of = |offset: usize| bytes[..offset].iter().filter(|b| **b == b'\n').count() + 1;
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < bytes.len() {
+        let preceded_by_path = index > 0
+            && (is_identifier_byte(bytes[index - 1]) || matches!(bytes[index - 1], b'$' | b':'));
+        let rest = &bytes[index..];
+        let base = if preceded_by_path {
+            None
+        } else if rest.starts_with(b"crate::") {
+            index += "crate::".len();
+            Some(Vec::new())
+        } else if rest.starts_with(b"super::") {
+            let mut levels = 0;
+            while bytes[index..].starts_with(b"super::") {
+                levels += 1;
+                index += "super::".len();
+            }
+            module
+                .len()
+                .checked_sub(levels)
+                .map(|keep| module[..keep].to_vec())
+        } else {
+            None
+        };
+        match base {
+            Some(base) => {
+                let mut paths = Vec::new();
+                read_paths(bytes, &mut index, base, &mut paths);
+                found.extend(paths.into_iter().map(|(path, offset)| Reference {
+                    line: line_of(offset),
+                    path,
+                }));
+            }
+            None => index += 1,
+        }
+    }
+    found
+}
+
+/// Names the crate root re-exports (`pub use runtime::{Runtime, ...}`), each with its path.
+fn root_reexports(lib: &str) -> HashMap<String, ModulePath> {
+    let text = without_comment_lines(lib);
+    let bytes = text.as_bytes();
+    let mut reexports = HashMap::new();
+    let mut search = 0;
+    while let Some(found) = text[search..].find("pub use ") {
+        let mut position = search + found + "pub use ".len();
+        let mut paths = Vec::new();
+        read_paths(bytes, &mut position, Vec::new(), &mut paths);
+        for (path, _) in paths {
+            if let Some(name) = path.last() {
+                reexports.insert(name.clone(), path.clone());
+            }
+        }
+        search = position;
+    }
+    reexports
+}
+
+fn rust_files(folder: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rust_files(&path, out)?;
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Every import of the sources under `src` that points up the table, and every module file
+/// outside it, as `file:line: what` lines.
+fn violations(src: &Path) -> std::io::Result<Vec<String>> {
+    let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs"))?);
+    let mut files = Vec::new();
+    rust_files(src, &mut files)?;
+    files.sort();
+    let mut problems = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap_or(&file);
+        let module = module_of(relative);
+        let Some(top) = module.first() else {
+            continue;
+        };
+        if TEST_ONLY.contains(&top.as_str()) {
+            continue;
+        }
+        let shown = Path::new("crates/core/src").join(relative);
+        let Some(own) = layer_of(&module) else {
+            problems.push(format!(
+                "{}: module `{top}` is not in the layer table (crate::LAYERS in lib.rs)",
+                shown.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file)?;
+        for reference in references(&module, &text) {
+            let path = match reference.path.first() {
+                Some(first) if layer_of(&reference.path[..1]).is_none() => {
+                    match reexports.get(first) {
+                        Some(original) => original.clone(),
+                        // A plain item of the crate root (`crate::LOCAL_USER`).
+                        None => continue,
+                    }
+                }
+                Some(_) => reference.path,
+                None => continue,
+            };
+            if let Some(target) = layer_of(&path)
+                && target > own
+            {
+                problems.push(format!(
+                    "{}:{}: `{}` (layer {own}) uses `crate::{}` (layer {target}), which is above it",
+                    shown.display(),
+                    reference.line,
+                    module.join("::"),
+                    path.join("::"),
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+fn strings(path: &[&str]) -> ModulePath {
+    path.iter().map(|segment| (*segment).to_owned()).collect()
+}
+
+#[test]
+fn imports_point_down_the_layer_table() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let problems = violations(&src).unwrap();
+    assert!(
+        problems.is_empty(),
+        "imports that point up the layer table (move the code down, or the import up):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_table_entry_is_a_module_once() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut seen = Vec::new();
+    for name in LAYERS.iter().flat_map(|names| names.iter()) {
+        assert!(!seen.contains(name), "`{name}` is in the table twice");
+        seen.push(name);
+        let file = src.join(format!("{}.rs", name.replace("::", "/")));
+        assert!(
+            file.is_file(),
+            "`{name}` names no module ({})",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn the_most_specific_entry_gives_the_layer() {
+    let top = LAYERS.len() - 1;
+    assert_eq!(layer_of(&strings(&["mcp", "server", "calls"])), Some(top));
+    assert!(layer_of(&strings(&["mcp", "client"])) < Some(top));
+    assert_eq!(layer_of(&strings(&["config", "env"])), Some(1));
+    assert_eq!(layer_of(&strings(&["nowhere"])), None);
+}
+
+#[test]
+fn groups_across_lines_super_paths_and_comments_are_read() {
+    let text = "//! [`crate::runtime::Runtime`] in a comment is not an import\n\
+                use crate::{\n    config::Config,\n    store::{self, Store},\n};\n\
+                use super::super::runtime::RuntimeHandle;\n\
+                let x = crate::bus::EventBus::new(s, 1);\n\
+                use souz_protocol::crate_like::x; $crate::nothing;\n";
+    let found = references(&strings(&["approvals", "queue", "inner"]), text);
+    let expected = [
+        (3, vec!["config", "Config"]),
+        (4, vec!["store"]),
+        (4, vec!["store", "Store"]),
+        (6, vec!["approvals", "runtime", "RuntimeHandle"]),
+        (7, vec!["bus", "EventBus", "new"]),
+    ];
+    let expected: Vec<Reference> = expected
+        .into_iter()
+        .map(|(line, path)| Reference {
+            line,
+            path: strings(&path),
+        })
+        .collect();
+    assert_eq!(found, expected);
+    let from_root = references(
+        &strings(&["approvals", "queue"]),
+        "use super::super::runtime;",
+    );
+    assert_eq!(from_root[0].path, strings(&["runtime"]));
+}
+
+/// The test fails, naming the file and line, when an upward import is added.
+#[test]
+fn an_upward_import_is_reported_with_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub use runtime::{Runtime, RuntimeHandle};\npub const LOCAL_USER: &str = \"local\";\n",
+    )
+    .unwrap();
+    std::fs::create_dir(src.join("approvals")).unwrap();
+    std::fs::write(src.join("approvals.rs"), "use crate::store::Store;\n").unwrap();
+    std::fs::write(
+        src.join("approvals/queue.rs"),
+        "use crate::{\n    bus::EventBus,\n    runtime::RuntimeHandle,\n};\nfn f() { crate::LOCAL_USER; crate::Runtime::start(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("gateway.rs"),
+        "use crate::runtime::RuntimeHandle;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("elsewhere.rs"), "").unwrap();
+    let problems = violations(src).unwrap();
+    let runtime = layer_of(&strings(&["runtime"])).unwrap();
+    let approvals = layer_of(&strings(&["approvals"])).unwrap();
+    assert_eq!(
+        problems,
+        [
+            format!(
+                "crates/core/src/approvals/queue.rs:3: `approvals::queue` (layer {approvals}) \
+                 uses `crate::runtime::RuntimeHandle` (layer {runtime}), which is above it"
+            ),
+            format!(
+                "crates/core/src/approvals/queue.rs:5: `approvals::queue` (layer {approvals}) \
+                 uses `crate::runtime::Runtime` (layer {runtime}), which is above it"
+            ),
+            "crates/core/src/elsewhere.rs: module `elsewhere` is not in the layer table \
+             (crate::LAYERS in lib.rs)"
+                .to_owned(),
+        ]
+    );
+}
