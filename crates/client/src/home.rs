@@ -85,13 +85,17 @@ impl Home {
     /// Where the daemon listens (`daemon.json`, else `fallback()`, the configured address)
     /// and the operator token. Sends nothing: see [`crate::DaemonClient::connect`].
     pub fn discover(&self, fallback: impl FnOnce() -> String) -> Result<Discovered, ClientError> {
-        let base = self
-            .daemon_info()
-            .map_or_else(fallback, |info| info.url)
-            .trim_end_matches('/')
-            .to_owned();
+        let base = self.base(fallback);
         let token = self.operator_token()?;
         Ok(Discovered { base, token })
+    }
+
+    /// Where the daemon listens: `daemon.json`, else `fallback()` (the configured address).
+    pub fn base(&self, fallback: impl FnOnce() -> String) -> String {
+        self.daemon_info()
+            .map_or_else(fallback, |info| info.url)
+            .trim_end_matches('/')
+            .to_owned()
     }
 }
 

@@ -125,9 +125,7 @@ async fn squatter() -> (String, Shared) {
         record(&seen, &headers);
         axum::Json(serde_json::json!({"proof": "00", "paused": false}))
     };
-    let router = Router::new()
-        .fallback(answer)
-        .with_state(Arc::clone(&seen));
+    let router = Router::new().fallback(answer).with_state(Arc::clone(&seen));
     (serve(router).await, seen)
 }
 
@@ -160,7 +158,11 @@ async fn discovery_reads_daemon_json_and_the_token_then_calls_with_the_token() {
     assert_eq!(client.base(), base);
     assert!(client.pause_state().await.unwrap().paused);
     let sent = seen.lock().unwrap().authorizations.clone();
-    assert_eq!(sent, [format!("Bearer {TOKEN}")], "the proof request carries no token");
+    assert_eq!(
+        sent,
+        [format!("Bearer {TOKEN}")],
+        "the proof request carries no token"
+    );
 }
 
 #[tokio::test]
@@ -187,7 +189,10 @@ async fn a_squatter_gets_no_token() {
         .await
         .unwrap_err();
     assert!(matches!(error, ClientError::NotSouz { .. }), "{error}");
-    assert!(error.to_string().contains("not sending the token"), "{error}");
+    assert!(
+        error.to_string().contains("not sending the token"),
+        "{error}"
+    );
     assert!(seen.lock().unwrap().authorizations.is_empty());
 }
 
@@ -213,7 +218,10 @@ async fn the_error_envelope_is_decoded_with_its_code() {
     assert_eq!(error.status(), Some(StatusCode::NOT_FOUND));
     assert_eq!(error.to_string(), "no such question (404 Not Found)");
 
-    let error = client.get::<serde_json::Value>("/elsewhere").await.unwrap_err();
+    let error = client
+        .get::<serde_json::Value>("/elsewhere")
+        .await
+        .unwrap_err();
     assert!(matches!(error, ClientError::Status { .. }), "{error}");
     assert_eq!(error.code(), None);
 }
@@ -243,6 +251,9 @@ async fn a_follower_reconnects_after_the_daemon_drops_it() {
             }
         })
         .await;
-    assert_eq!(items, ["live", "1", "disconnected", "live", "2", "disconnected"]);
+    assert_eq!(
+        items,
+        ["live", "1", "disconnected", "live", "2", "disconnected"]
+    );
     assert_eq!(seen.lock().unwrap().connections, 2);
 }
