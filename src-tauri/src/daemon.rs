@@ -10,7 +10,7 @@ use souz_core::{Runtime, RuntimeOptions};
 use souz_protocol::DaemonInfo;
 use tokio::sync::oneshot;
 
-use crate::client::DaemonClient;
+use souz_client::{DaemonClient, Home};
 
 /// Why the daemon could not be started or reached.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +80,7 @@ impl Daemon {
         }
         let token = ApiToken::load(&handle.config().paths.token())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let client = DaemonClient::new(url.clone(), token.expose())
+        let client = DaemonClient::for_own_daemon(&url, token.expose())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
@@ -120,19 +120,17 @@ impl Daemon {
 }
 
 async fn attach(config: &Config, host: &str, port: u16) -> Result<Daemon, DaemonError> {
-    let url = discovery::read(&config.paths.daemon_file())
-        .map(|info| info.url)
-        .unwrap_or_else(|| format!("http://{host}:{port}"));
     let taken = || {
         DaemonError::PortTaken(format!(
             "port {port} on {host} is in use by another program; change [server] port in \
              config.toml or set SOUZ_PORT"
         ))
     };
-    let token = ApiToken::load(&config.paths.token()).map_err(|_| taken())?;
-    let client = DaemonClient::new(url, token.expose()).map_err(|_| taken())?;
-    // Only our own daemon accepts this home's token.
-    client.pause_state().await.map_err(|_| taken())?;
+    // Only our own daemon can prove it knows this home's token; nothing else is sent it.
+    let home = Home::new(config.paths.home());
+    let client = DaemonClient::discover(&home, || format!("http://{host}:{port}"))
+        .await
+        .map_err(|_| taken())?;
     tracing::info!(url = %client.base(), "attached to a running souz serve");
     Ok(Daemon::Attached { client })
 }
