@@ -1,6 +1,8 @@
 //! `souz-client` against small local servers: a fake daemon that proves its identity, serves
 //! a few routes and an event stream that drops its clients, and a squatter that cannot prove.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // test code: a failed step is a failed test
+
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
