@@ -10,7 +10,7 @@ use souz_core::{Runtime, RuntimeOptions};
 use souz_protocol::DaemonInfo;
 use tokio::sync::oneshot;
 
-use crate::client::DaemonClient;
+use souz_client::{DaemonClient, Home};
 
 /// Why the daemon could not be started or reached.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +80,7 @@ impl Daemon {
         }
         let token = ApiToken::load(&handle.config().paths.token())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let client = DaemonClient::new(url.clone(), token.expose())
+        let client = DaemonClient::for_own_daemon(&url, token.expose())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
@@ -120,19 +120,17 @@ impl Daemon {
 }
 
 async fn attach(config: &Config, host: &str, port: u16) -> Result<Daemon, DaemonError> {
-    let url = discovery::read(&config.paths.daemon_file())
-        .map(|info| info.url)
-        .unwrap_or_else(|| format!("http://{host}:{port}"));
     let taken = || {
         DaemonError::PortTaken(format!(
             "port {port} on {host} is in use by another program; change [server] port in \
              config.toml or set SOUZ_PORT"
         ))
     };
-    let token = ApiToken::load(&config.paths.token()).map_err(|_| taken())?;
-    let client = DaemonClient::new(url, token.expose()).map_err(|_| taken())?;
-    // Only our own daemon accepts this home's token.
-    client.pause_state().await.map_err(|_| taken())?;
+    // Only our own daemon can prove it knows this home's token; nothing else is sent it.
+    let home = Home::new(config.paths.home());
+    let client = DaemonClient::discover(&home, || format!("http://{host}:{port}"))
+        .await
+        .map_err(|_| taken())?;
     tracing::info!(url = %client.base(), "attached to a running souz serve");
     Ok(Daemon::Attached { client })
 }
@@ -143,4 +141,64 @@ fn sandbox_helper() -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let sibling = exe.with_file_name(format!("souz{}", std::env::consts::EXE_SUFFIX));
     sibling.exists().then_some(sibling)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+
+    use souz_core::config::SouzPaths;
+
+    use super::*;
+
+    /// A program on the configured port that answers every request with 200 and a body that
+    /// fits both a made-up identity proof and a pause state, and keeps what it was sent.
+    fn squatter() -> (u16, Arc<Mutex<Vec<String>>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut buffer = [0u8; 4096];
+                let read = stream.read(&mut buffer).unwrap_or(0);
+                let request = String::from_utf8_lossy(&buffer[..read]).into_owned();
+                seen.lock().unwrap().push(request);
+                let body = r#"{"proof":"00","paused":false,"since":null}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (port, requests)
+    }
+
+    #[tokio::test]
+    async fn a_squatter_on_the_port_is_not_attached_to_and_never_gets_the_token() {
+        let home = tempfile::tempdir().unwrap();
+        let token = "a-token-of-this-souz-home-0123456789abcdef";
+        std::fs::write(home.path().join("token"), token).unwrap();
+        let (port, requests) = squatter();
+        let mut config = Config::defaults(SouzPaths::new(home.path()));
+        config.server.host = "127.0.0.1".to_owned();
+        config.server.port = port;
+
+        let outcome = Daemon::start_with(config).await;
+
+        assert!(
+            matches!(outcome, Err(DaemonError::PortTaken(_))),
+            "attached to a squatter"
+        );
+        let requests = requests.lock().unwrap();
+        assert!(!requests.is_empty(), "the identity check reached the port");
+        assert!(
+            requests.iter().all(|request| !request.contains(token)),
+            "the token was sent: {requests:?}"
+        );
+    }
 }

@@ -5,10 +5,9 @@
 //! shell then only shows and forwards: the tray (`tray`, desktop only), native notifications
 //! with Approve/Deny and for the agents' questions (`notify`), the window with the web UI the
 //! gateway serves (`window`), and start at login. Everything it shows comes from the gateway
-//! API (`client`), folded into plain state (`state`) that is tested without Tauri. Commands
+//! API (through `souz-client`), folded into plain state (`state`) that is tested without Tauri. Commands
 //! (`commands`) are generic over `tauri::Runtime`, so the mock runtime drives them in tests.
 
-pub mod client;
 pub mod commands;
 pub mod daemon;
 pub mod notify;
@@ -17,15 +16,15 @@ pub mod state;
 pub mod tray;
 pub mod window;
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 
 use souz_core::sandbox::confinement;
 use tauri::{AppHandle, Manager, RunEvent, Runtime};
 
-use crate::client::{DaemonClient, StreamItem};
 use crate::daemon::Daemon;
 use crate::state::{Connection, Notice, ShellState};
+use souz_client::{ClientError, DaemonClient, EventStream, Reconnect, StreamItem};
 
 /// What the shell keeps for the app's lifetime (managed Tauri state).
 pub struct Shell {
@@ -198,42 +197,22 @@ async fn start<R: Runtime>(app: AppHandle<R>) {
     follow(app, shell, client, connection).await;
 }
 
-/// Follows the daemon's events for as long as the app runs, reconnecting with backoff.
+/// Follows the daemon's events for as long as the app runs; the client reconnects with
+/// backoff, and each reconnection reloads the state at `Live`.
 async fn follow<R: Runtime>(
     app: AppHandle<R>,
     shell: Arc<Shell>,
     client: DaemonClient,
     connection: Connection,
 ) {
-    let mut delay = Duration::from_millis(250);
-    loop {
-        let chats = {
-            let app = app.clone();
-            let shell = Arc::clone(&shell);
-            let client = client.clone();
-            tokio::spawn(async move {
-                let _ = client
-                    .follow_chats(|item| {
-                        if let StreamItem::Chat(event) = item {
-                            let notices = shell.state().apply_chat(
-                                &event.kind,
-                                &event.chat_id,
-                                event.execution_id.as_deref(),
-                            );
-                            // Turns start and end, or wait on a question (no longer working):
-                            // redraw for those, not for every delta.
-                            if event.kind.starts_with("execution.")
-                                || event.kind == "option.requested"
-                            {
-                                handle(&app, notices);
-                            }
-                        }
-                    })
-                    .await;
-            })
-        };
-        let result = client
-            .follow_runtime(|item| match item {
+    let chats = tokio::spawn(follow_chats(
+        app.clone(),
+        Arc::clone(&shell),
+        client.clone(),
+    ));
+    client
+        .follow(EventStream::Runtime, Reconnect::default(), |item| {
+            match item {
                 StreamItem::Live => {
                     let (app, shell, client, connection) = (
                         app.clone(),
@@ -266,19 +245,37 @@ async fn follow<R: Runtime>(
                     let notices = shell.state().apply_runtime(&envelope.event);
                     handle(&app, notices);
                 }
+                StreamItem::Disconnected(reason) => {
+                    shell.state().connection = Connection::Disconnected { reason };
+                    changed(&app);
+                }
                 StreamItem::Chat(_) => {}
-            })
-            .await;
-        chats.abort();
-        let reason = match result {
-            Ok(()) => "the daemon closed the connection".to_owned(),
-            Err(error) => error.to_string(),
-        };
-        shell.state().connection = Connection::Disconnected { reason };
-        changed(&app);
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(10));
-    }
+            }
+            ControlFlow::Continue(())
+        })
+        .await;
+    chats.abort();
+}
+
+/// Follows every chat's events: turns start and end, or wait on a question.
+async fn follow_chats<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>, client: DaemonClient) {
+    client
+        .follow(EventStream::Chats, Reconnect::default(), |item| {
+            if let StreamItem::Chat(event) = item {
+                let notices = shell.state().apply_chat(
+                    &event.kind,
+                    &event.chat_id,
+                    event.execution_id.as_deref(),
+                );
+                // Turns start and end, or wait on a question (no longer working): redraw for
+                // those, not for every delta.
+                if event.kind.starts_with("execution.") || event.kind == "option.requested" {
+                    handle(&app, notices);
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .await;
 }
 
 /// What the daemon reports at (re)connection.
@@ -289,9 +286,9 @@ struct Reloaded {
     paused: bool,
 }
 
-async fn reload(client: &DaemonClient) -> Result<Reloaded, client::ClientError> {
+async fn reload(client: &DaemonClient) -> Result<Reloaded, ClientError> {
     let (pending, questions, turns, pause) = tokio::try_join!(
-        client.pending(),
+        client.pending_approvals(500),
         client.questions(),
         client.turns(),
         client.pause_state()
@@ -349,7 +346,14 @@ pub fn decide<R: Runtime>(
         } else {
             souz_protocol::Verdict::Deny
         };
-        if let Err(error) = client.decide(&approval_id, verdict, via).await {
+        let request = souz_protocol::DecisionRequest {
+            decision: verdict,
+            scope: souz_protocol::ScopeKind::Once,
+            minutes: None,
+            argument_match: None,
+            via: Some(via.to_owned()),
+        };
+        if let Err(error) = client.decide(&approval_id, &request).await {
             tracing::warn!(%error, %approval_id, "could not decide the approval");
         }
     });
@@ -358,7 +362,11 @@ pub fn decide<R: Runtime>(
 /// Answers a question with one choice, from the tray.
 pub fn answer<R: Runtime>(app: &AppHandle<R>, option_id: String, choice_id: String) {
     call_daemon(app, |client| async move {
-        if let Err(error) = client.answer(&option_id, &choice_id).await {
+        let answer = souz_protocol::chat::OptionAnswer {
+            selected_option_ids: vec![choice_id],
+            ..Default::default()
+        };
+        if let Err(error) = client.answer(&option_id, &answer).await {
             tracing::warn!(%error, %option_id, "could not answer the question");
         }
     });

@@ -3,6 +3,7 @@
 mod approvals;
 mod bounds;
 mod chats;
+mod client;
 mod config;
 mod confinement;
 mod credentials;

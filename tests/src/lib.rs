@@ -1,5 +1,10 @@
 //! Helpers for end-to-end tests: start the real `souz` binary with a temporary `SOUZ_HOME`,
-//! find it through `daemon.json`, talk HTTP to it, stop it with a signal.
+//! find it through `daemon.json` (read by `souz-client`), talk to it, stop it with a signal.
+//!
+//! Two ways to talk: [`Daemon::client`] is the typed client every user of the daemon uses
+//! (`souz-client`, identity proof included); [`http`] and [`Daemon::get`]/[`Daemon::post`]…
+//! send raw HTTP/1.1 on purpose, so tests can check the exact status, headers and bytes on the
+//! wire and send requests no well-behaved client would.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -211,10 +216,9 @@ impl Daemon {
             .unwrap_or_else(|error| panic!("spawn souz: {error}"));
         let info = wait_for_daemon_file(home.path(), Duration::from_secs(20));
         let address = info.trim_start_matches("http://").to_owned();
-        let token = std::fs::read_to_string(home.path().join("token"))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let token = souz_client::Home::new(home.path())
+            .operator_token()
+            .unwrap_or_default();
         let daemon = Self {
             home,
             user,
@@ -249,6 +253,15 @@ impl Daemon {
         let mut command = souz(self.home.path());
         command.env("HOME", self.user_home());
         command
+    }
+
+    /// The typed client of this daemon, connected as every client connects: found through
+    /// `daemon.json` and the token file, after the daemon proved its identity.
+    pub async fn client(&self) -> souz_client::DaemonClient {
+        let home = souz_client::Home::new(self.home.path());
+        souz_client::DaemonClient::discover(&home, || format!("http://{}", self.address))
+            .await
+            .unwrap_or_else(|error| panic!("souz-client cannot connect: {error}"))
     }
 
     /// POST JSON with the bearer token.
@@ -376,16 +389,13 @@ impl Drop for Daemon {
 
 /// Waits until `daemon.json` appears in `home`; returns the URL in it.
 pub fn wait_for_daemon_file(home: &Path, timeout: Duration) -> String {
-    let path = home.join("daemon.json");
+    let home = souz_client::Home::new(home);
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(&path)
-            && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)
-            && let Some(url) = info["url"].as_str()
-        {
-            return url.to_owned();
+        if let Some(info) = home.daemon_info() {
+            return info.url;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    panic!("{} did not appear", path.display());
+    panic!("{} did not appear", home.daemon_file().display());
 }

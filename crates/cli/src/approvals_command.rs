@@ -3,8 +3,7 @@
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use souz_protocol::{
-    Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
-    GrantList, ScopeKind, Verdict,
+    Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, ScopeKind, Verdict,
 };
 
 use crate::client::{DaemonClient, resolve_prefix};
@@ -87,18 +86,17 @@ pub enum GrantsCommand {
 }
 
 pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
-    let client = DaemonClient::discover().await?;
+    let client = crate::client::connect().await?;
     match command.unwrap_or(ApprovalsCommand::List {
         all: false,
         json: false,
     }) {
         ApprovalsCommand::List { all, json } => {
-            let path = if all {
-                "/v1/approvals?limit=100".to_owned()
+            let list: ApprovalList = if all {
+                client.approvals(100).await?
             } else {
-                "/v1/approvals?status=pending&limit=100".to_owned()
+                client.pending_approvals(100).await?
             };
-            let list: ApprovalList = client.get(&path).await?;
             if json {
                 return print_json(&list);
             }
@@ -148,10 +146,10 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
 }
 
 pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
-    let client = DaemonClient::discover().await?;
+    let client = crate::client::connect().await?;
     match command.unwrap_or(GrantsCommand::List { json: false }) {
         GrantsCommand::List { json } => {
-            let list: GrantList = client.get("/v1/grants").await?;
+            let list = client.grants().await?;
             if json {
                 return print_json(&list);
             }
@@ -164,13 +162,13 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
             Ok(())
         }
         GrantsCommand::Revoke { id } => {
-            let list: GrantList = client.get("/v1/grants").await?;
+            let list = client.grants().await?;
             let id = resolve_prefix(
                 "grant",
                 &id,
                 list.items.iter().map(|grant| grant.id.as_str()),
             )?;
-            client.delete(&format!("/v1/grants/{id}")).await?;
+            client.revoke_grant(&id).await?;
             say!("Revoked grant {id}.");
             Ok(())
         }
@@ -178,14 +176,19 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
 }
 
 async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
-    client
-        .find("approval", "/v1/approvals", id, |list: &ApprovalList| {
+    crate::client::find(
+        client,
+        "approval",
+        "/v1/approvals",
+        id,
+        |list: &ApprovalList| {
             list.items
                 .iter()
                 .map(|approval| approval.id.as_str())
                 .collect()
-        })
-        .await
+        },
+    )
+    .await
 }
 
 async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Result<()> {
@@ -229,9 +232,7 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
         argument_match,
         via: Some("cli".to_owned()),
     };
-    let (_, response): (u16, DecisionResponse) = client
-        .post(&format!("/v1/approvals/{}/decision", approval.id), &request)
-        .await?;
+    let response = client.decide(&approval.id, &request).await?;
     let verb = match verdict {
         Verdict::Approve => "Approved",
         Verdict::Deny => "Denied",

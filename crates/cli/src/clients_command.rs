@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Subcommand;
-use souz_protocol::{ClientList, CreatedClient, NewClient};
+use souz_protocol::CreatedClient;
 
 use crate::client::{DaemonClient, resolve_prefix};
 use crate::output::{age, print_json, say, truncate};
@@ -29,10 +29,10 @@ pub enum ClientsCommand {
 }
 
 pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
-    let client = DaemonClient::discover().await?;
+    let client = crate::client::connect().await?;
     match command.unwrap_or(ClientsCommand::List { json: false }) {
         ClientsCommand::List { json } => {
-            let list: ClientList = client.get("/v1/clients").await?;
+            let list = client.clients().await?;
             if json {
                 return print_json(&list);
             }
@@ -62,13 +62,13 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
             Ok(())
         }
         ClientsCommand::Revoke { id } => {
-            let list: ClientList = client.get("/v1/clients").await?;
+            let list = client.clients().await?;
             let by_name = list.items.iter().find(|item| item.name == id);
             let id = match by_name {
                 Some(item) => item.id.clone(),
                 None => resolve_prefix("client", &id, list.items.iter().map(|c| c.id.as_str()))?,
             };
-            client.delete(&format!("/v1/clients/{id}")).await?;
+            client.revoke_client(&id).await?;
             say!("Revoked client {id}.");
             Ok(())
         }
@@ -76,27 +76,19 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
 }
 
 async fn create(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
-    let (_, created): (u16, CreatedClient) = client
-        .post(
-            "/v1/clients",
-            &NewClient {
-                name: name.to_owned(),
-            },
-        )
-        .await?;
-    Ok(created)
+    Ok(client.create_client(name).await?)
 }
 
 /// A fresh token for the client `name`: the active one of that name (if any) is revoked
 /// first, so a client configured again stops using its old token.
 pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
-    let list: ClientList = client.get("/v1/clients").await?;
+    let list = client.clients().await?;
     for old in list
         .items
         .iter()
         .filter(|item| item.name.eq_ignore_ascii_case(name))
     {
-        client.delete(&format!("/v1/clients/{}", old.id)).await?;
+        client.revoke_client(&old.id).await?;
     }
     create(client, name).await
 }

@@ -140,8 +140,8 @@ fn main() -> ExitCode {
 
 /// `souz ui`: the web UI's address, checked against the running daemon.
 async fn ui(open: bool) -> anyhow::Result<ExitCode> {
-    let client = client::DaemonClient::discover().await?;
-    let _: serde_json::Value = client.get("/v1/pause").await?;
+    let client = client::connect().await?;
+    client.pause_state().await?;
     if open {
         // A one-time code, not the token: the browser's arguments are visible to every local
         // user (`ps`), and the code works once, for about a minute.
@@ -161,7 +161,7 @@ async fn ui(open: bool) -> anyhow::Result<ExitCode> {
         }
     } else {
         {
-            say!("{}", client.ui_url());
+            say!("{}", client.ui_url(None));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -169,16 +169,8 @@ async fn ui(open: bool) -> anyhow::Result<ExitCode> {
 
 /// `souz pause` / `souz resume`.
 async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
-    let client = client::DaemonClient::discover().await?;
-    let state: souz_protocol::config::PauseState = client
-        .put(
-            "/v1/pause",
-            &souz_protocol::config::SetPause {
-                paused,
-                via: Some("cli".to_owned()),
-            },
-        )
-        .await?;
+    let client = client::connect().await?;
+    let state = client.set_paused(paused, "cli").await?;
     {
         say!(
             "{}",

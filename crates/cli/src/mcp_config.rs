@@ -18,7 +18,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::client::DaemonClient;
 use crate::clients_command::rotate;
 use crate::output::say;
 
@@ -38,7 +37,7 @@ pub enum McpClient {
 
 /// Makes the client's token and prints the configuration for `client`.
 pub async fn run(client: McpClient) -> Result<ExitCode> {
-    let daemon = DaemonClient::discover().await?;
+    let daemon = crate::client::connect().await?;
     let text = match client {
         McpClient::ClaudeCode => {
             let created = rotate(&daemon, CODE_CLIENT).await?;
@@ -48,7 +47,7 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
             let binary = std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .context("cannot find the path of this souz binary")?;
-            let paths = crate::client::Endpoint::paths()?;
+            let paths = crate::client::paths()?;
             let created = rotate(&daemon, DESKTOP_CLIENT).await?;
             write_private(
                 &paths.client_tokens(),

@@ -42,9 +42,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::client::{Endpoint, ListenerError, verify_listener};
+use souz_client::ClientError;
+use souz_client::home::Home;
+use souz_client::identity::verify_listener;
 use souz_core::runtime::discovery;
-use souz_core::token::ApiToken;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -104,11 +105,11 @@ struct Target {
 /// What tells one version of a file from another.
 type FileStamp = (std::time::SystemTime, u64);
 
-/// The stamp of the daemon file at `path` if it names a living process.
-fn live_daemon_file(path: &std::path::Path) -> Option<FileStamp> {
-    let metadata = std::fs::metadata(path).ok()?;
+/// The stamp of the daemon file of `home` if it names a living process.
+fn live_daemon_file(home: &Home) -> Option<FileStamp> {
+    let metadata = std::fs::metadata(home.daemon_file()).ok()?;
     let stamp = (metadata.modified().ok()?, metadata.len());
-    discovery::read(path)
+    home.daemon_info()
         .filter(discovery::process_exists)
         .map(|_| stamp)
 }
@@ -242,8 +243,9 @@ impl Bridge {
     /// The daemon's address and the client token, once the listener there proved it is the
     /// daemon that knows the token (cached until a failure).
     async fn target(&self) -> Result<Target, String> {
-        let paths = Endpoint::paths().map_err(|error| format!("{error:#}"))?;
-        let daemon_file = live_daemon_file(&paths.daemon_file());
+        let paths = crate::client::paths().map_err(|error| format!("{error:#}"))?;
+        let home = crate::client::home(&paths);
+        let daemon_file = live_daemon_file(&home);
         if let Some(target) = self
             .target
             .lock()
@@ -254,23 +256,22 @@ impl Bridge {
         {
             return Ok(target);
         }
-        let file = paths.client_token(&self.client);
-        let token = ApiToken::load(&file).map_err(|error| {
+        let token = home.client_token(&self.client).map_err(|error| {
             format!(
                 "no usable client token for `{}` ({error}); make one with `souz mcp-config \
                  claude-desktop` while Souz runs",
                 self.client
             )
         })?;
-        let base = Endpoint::base(&paths);
-        match verify_listener(&self.http, &base, token.expose()).await {
+        let base = home.base(|| crate::client::configured_base(&paths));
+        match verify_listener(&self.http, &base, &token).await {
             Ok(()) => {}
-            Err(ListenerError::Unreachable { .. }) => return Err(not_running(&base)),
+            Err(ClientError::Unreachable { .. }) => return Err(not_running(&base)),
             Err(error) => return Err(error.to_string()),
         }
         let target = Target {
             base,
-            token: token.expose().to_owned(),
+            token,
             daemon_file,
         };
         *self.target.lock().unwrap_or_else(PoisonError::into_inner) = Some(target.clone());

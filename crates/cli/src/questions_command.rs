@@ -5,8 +5,7 @@
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use souz_protocol::chat::{
-    OptionAnswer, OptionAnswerResponse, OptionChoice, OptionStatus, Question, QuestionList,
-    SelectionMode,
+    OptionAnswer, OptionChoice, OptionStatus, Question, QuestionList, SelectionMode,
 };
 
 use crate::client::DaemonClient;
@@ -46,10 +45,10 @@ pub struct AnswerArgs {
 }
 
 pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
-    let client = DaemonClient::discover().await?;
+    let client = crate::client::connect().await?;
     match command.unwrap_or(QuestionsCommand::List { json: false }) {
         QuestionsCommand::List { json } => {
-            let list: QuestionList = client.get("/v1/options?limit=500").await?;
+            let list = client.questions().await?;
             if json {
                 return print_json(&list);
             }
@@ -110,14 +109,19 @@ fn choices_line(question: &Question) -> String {
 }
 
 async fn find(client: &DaemonClient, id: &str) -> Result<Question> {
-    client
-        .find("question", "/v1/options", id, |list: &QuestionList| {
+    crate::client::find(
+        client,
+        "question",
+        "/v1/options",
+        id,
+        |list: &QuestionList| {
             list.items
                 .iter()
                 .map(|question| question.id.as_str())
                 .collect()
-        })
-        .await
+        },
+    )
+    .await
 }
 
 /// The choice `wanted` names: its id, its label (ignoring case) or its number.
@@ -177,9 +181,7 @@ async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
         free_text: args.text.clone(),
         ..OptionAnswer::default()
     };
-    let (_, response): (u16, OptionAnswerResponse) = client
-        .post(&format!("/v1/options/{}/answer", question.id), &body)
-        .await?;
+    let response = client.answer(&question.id, &body).await?;
     let mut said: Vec<String> = selected.into_iter().map(|choice| choice.label).collect();
     said.extend(args.text);
     say!(

@@ -2,9 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use souz_protocol::{ToolCall, ToolCallRequest, ToolCallStatus, ToolList};
+use souz_protocol::{ToolCallRequest, ToolCallStatus};
 
-use crate::client::DaemonClient;
 use crate::output::{print_json, say, truncate};
 
 #[derive(Debug, Subcommand)]
@@ -32,10 +31,10 @@ pub enum ToolsCommand {
 }
 
 pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
-    let client = DaemonClient::discover().await?;
+    let client = crate::client::connect().await?;
     match command {
         ToolsCommand::List { json } => {
-            let list: ToolList = client.get("/v1/tools").await?;
+            let list = client.tools().await?;
             if json {
                 print_json(&list)?;
                 return Ok(std::process::ExitCode::SUCCESS);
@@ -66,7 +65,7 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
                 arguments,
                 wait_ms: Some(wait.saturating_mul(1000).min(600_000)),
             };
-            let (_, call): (u16, ToolCall) = client.post("/v1/tool-calls", &request).await?;
+            let (_, call) = client.call_tool(&request).await?;
             if json {
                 print_json(&call)?;
             } else if let Some(result) = &call.result {

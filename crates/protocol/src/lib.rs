@@ -1,9 +1,9 @@
 //! The Souz wire contract.
 //!
 //! Everything a client of the daemon sees on the wire is declared here: response bodies, the
-//! error envelope and its stable codes, and runtime events. The crate depends on serde and
-//! schemars only, so any client (the menu-bar app, the CLI, tests) can use it without pulling in
-//! the daemon. Wire enums are `#[serde(tag = "type", rename_all = "snake_case")]` and every
+//! error envelope and its stable codes, runtime events, and the daemon's proof of identity
+//! (`identity`). The crate depends on serde, schemars and the hashes of that proof only, so any
+//! client (the menu-bar app, the CLI, tests) can use it without pulling in the daemon. Wire enums are `#[serde(tag = "type", rename_all = "snake_case")]` and every
 //! variant carries a doc line, because the docs become the OpenAPI descriptions.
 
 pub mod approvals;
@@ -13,6 +13,7 @@ pub mod config;
 pub mod display;
 pub mod error;
 pub mod event;
+pub mod identity;
 pub mod llm;
 pub mod system;
 pub mod tools;

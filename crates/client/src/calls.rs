@@ -1,0 +1,127 @@
+//! The typed calls the daemon's users make, one method per route, with the request and
+//! response types of `souz-protocol`. Paths and bodies are exactly the gateway's.
+
+use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, QuestionList, TurnList};
+use souz_protocol::config::{PauseState, SetPause};
+use souz_protocol::{
+    ApprovalList, ClientList, CreatedClient, DecisionRequest, DecisionResponse, GrantList, Health,
+    NewClient, ToolCall, ToolCallRequest, ToolList, UiCode,
+};
+
+use crate::{ClientError, DaemonClient};
+
+impl DaemonClient {
+    /// `GET /health`.
+    pub async fn health(&self) -> Result<Health, ClientError> {
+        self.get("/health").await
+    }
+
+    /// Pending approvals, newest first (at most `limit`).
+    pub async fn pending_approvals(&self, limit: u32) -> Result<ApprovalList, ClientError> {
+        self.get(&format!("/v1/approvals?status=pending&limit={limit}"))
+            .await
+    }
+
+    /// Approvals in any state, newest first (at most `limit`).
+    pub async fn approvals(&self, limit: u32) -> Result<ApprovalList, ClientError> {
+        self.get(&format!("/v1/approvals?limit={limit}")).await
+    }
+
+    /// Decides the approval `approval_id`.
+    pub async fn decide(
+        &self,
+        approval_id: &str,
+        request: &DecisionRequest,
+    ) -> Result<DecisionResponse, ClientError> {
+        self.post(&format!("/v1/approvals/{approval_id}/decision"), request)
+            .await
+    }
+
+    /// Active grants.
+    pub async fn grants(&self) -> Result<GrantList, ClientError> {
+        self.get("/v1/grants").await
+    }
+
+    /// Revokes the grant `grant_id`.
+    pub async fn revoke_grant(&self, grant_id: &str) -> Result<(), ClientError> {
+        self.delete(&format!("/v1/grants/{grant_id}")).await
+    }
+
+    /// Questions the agents wait on, oldest first (at most 500).
+    pub async fn questions(&self) -> Result<QuestionList, ClientError> {
+        self.get("/v1/options?limit=500").await
+    }
+
+    /// Answers the question `option_id`.
+    pub async fn answer(
+        &self,
+        option_id: &str,
+        answer: &OptionAnswer,
+    ) -> Result<OptionAnswerResponse, ClientError> {
+        self.post(&format!("/v1/options/{option_id}/answer"), answer)
+            .await
+    }
+
+    /// Running agent turns.
+    pub async fn turns(&self) -> Result<TurnList, ClientError> {
+        self.get("/v1/turns").await
+    }
+
+    /// The pause state.
+    pub async fn pause_state(&self) -> Result<PauseState, ClientError> {
+        self.get("/v1/pause").await
+    }
+
+    /// Pauses or resumes; `via` names where the person did it (`tray`, `cli`).
+    pub async fn set_paused(&self, paused: bool, via: &str) -> Result<PauseState, ClientError> {
+        let body = SetPause {
+            paused,
+            via: Some(via.to_owned()),
+        };
+        self.put("/v1/pause", &body).await
+    }
+
+    /// The tool catalog.
+    pub async fn tools(&self) -> Result<ToolList, ClientError> {
+        self.get("/v1/tools").await
+    }
+
+    /// Calls a tool through the gate; the status is `200` when it finished and `202` while it
+    /// waits for an approval.
+    pub async fn call_tool(
+        &self,
+        request: &ToolCallRequest,
+    ) -> Result<(u16, ToolCall), ClientError> {
+        self.post_with_status("/v1/tool-calls", request).await
+    }
+
+    /// The MCP client tokens.
+    pub async fn clients(&self) -> Result<ClientList, ClientError> {
+        self.get("/v1/clients").await
+    }
+
+    /// Makes an MCP client token named `name`.
+    pub async fn create_client(&self, name: &str) -> Result<CreatedClient, ClientError> {
+        let body = NewClient {
+            name: name.to_owned(),
+        };
+        self.post("/v1/clients", &body).await
+    }
+
+    /// Revokes the MCP client token `client_id`.
+    pub async fn revoke_client(&self, client_id: &str) -> Result<(), ClientError> {
+        self.delete(&format!("/v1/clients/{client_id}")).await
+    }
+
+    /// A one-time sign-in code for the web UI.
+    pub async fn ui_code(&self) -> Result<UiCode, ClientError> {
+        self.post("/v1/ui-codes", &serde_json::json!({})).await
+    }
+
+    /// The web UI's address with a one-time sign-in code (valid once, for about a minute), so
+    /// the token never appears in a browser's process arguments.
+    pub async fn ui_code_url(&self) -> Result<String, ClientError> {
+        let code = self.ui_code().await?;
+        Ok(format!("{}/app/#code={}", self.base(), code.code))
+    }
+}
