@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -448,13 +449,9 @@ impl Bridge {
             }
             match request.send().await {
                 Ok(response) if response.status().is_success() => {
-                    let mut events = response.bytes_stream();
-                    let mut buffer = Vec::new();
-                    while let Some(Ok(chunk)) = events.next().await {
-                        buffer.extend_from_slice(&chunk);
-                        while let Some(event) = take_event(&mut buffer) {
-                            self.send(event);
-                        }
+                    let mut events = std::pin::pin!(messages(response.bytes_stream()));
+                    while let Some(event) = events.next().await {
+                        self.send(event);
                     }
                 }
                 // The session is gone (or the daemon offers no stream): the next request
@@ -530,15 +527,10 @@ impl Bridge {
             .filter(|id| !id.is_null());
         if is_stream {
             let mut answered = request_id.is_none();
-            let mut events = response.bytes_stream();
-            let mut buffer = Vec::new();
-            while let Some(chunk) = events.next().await {
-                let Ok(chunk) = chunk else { break };
-                buffer.extend_from_slice(&chunk);
-                while let Some(event) = take_event(&mut buffer) {
-                    answered = answered || request_id.is_some_and(|id| answers(&event, id));
-                    self.relay(event, is_handshake, replay);
-                }
+            let mut events = std::pin::pin!(messages(response.bytes_stream()));
+            while let Some(event) = events.next().await {
+                answered = answered || request_id.is_some_and(|id| answers(&event, id));
+                self.relay(event, is_handshake, replay);
             }
             return match request_id {
                 Some(id) if !answered => self.unanswered(id, &endpoint.base, replay).await,
@@ -635,36 +627,24 @@ impl Bridge {
     }
 }
 
-/// Takes one complete server-sent event off the front of `buffer`; returns its data (empty
-/// events, such as the priming one, are skipped).
-fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
-    loop {
-        let end = find_event_end(buffer)?;
-        let (event, separator) = end;
-        let raw: Vec<u8> = buffer.drain(..event + separator).collect();
-        let text = String::from_utf8_lossy(&raw[..event]);
-        let data: Vec<&str> = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| data.strip_prefix(' ').unwrap_or(data))
-            .collect();
-        let data = data.join("\n");
-        if !data.trim().is_empty() {
-            return Some(data);
-        }
-    }
-}
-
-/// Where the first event in `buffer` ends: (length of the event, length of the separator).
-fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|window| window == b"\n\n");
-    let crlf = buffer.windows(4).position(|window| window == b"\r\n\r\n");
-    match (lf, crlf) {
-        (Some(a), Some(b)) if b < a => Some((b, 4)),
-        (Some(a), _) => Some((a, 2)),
-        (None, Some(b)) => Some((b, 4)),
-        (None, None) => None,
-    }
+/// The messages in a server-sent event stream: each event's data, through the same SSE parser
+/// as the rest of Souz (`eventsource-stream`). Events without data (the server's priming events
+/// carry only an id and a retry) are skipped; the stream ends at the first transport error.
+fn messages<S, B, E>(bytes: S) -> impl futures::Stream<Item = String>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    bytes
+        .eventsource()
+        .take_while(|item| std::future::ready(item.is_ok()))
+        .filter_map(|item| {
+            std::future::ready(
+                item.ok()
+                    .map(|event| event.data)
+                    .filter(|data| !data.trim().is_empty()),
+            )
+        })
 }
 
 /// Whether the server message `data` is the answer (a result or an error) to request `id`.
@@ -716,16 +696,26 @@ mod tests {
         assert!(!answers("not json", &id));
     }
 
-    #[test]
-    fn events_are_split_and_empty_ones_skipped() {
-        let mut buffer =
-            b"data: \nid: 0\nretry: 3000\n\ndata: {\"a\":1}\n\ndata: {\"b\":\r\n\r\ndata: par"
-                .to_vec();
-        assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"a\":1}"));
-        assert_eq!(take_event(&mut buffer).as_deref(), Some("{\"b\":"));
-        assert_eq!(take_event(&mut buffer), None, "an incomplete event waits");
-        assert_eq!(buffer, b"data: par");
-        buffer.extend_from_slice(b"tial\n\n");
-        assert_eq!(take_event(&mut buffer).as_deref(), Some("partial"));
+    #[tokio::test]
+    async fn events_are_split_and_empty_ones_skipped() {
+        // Chunks cut anywhere, LF and CRLF separators, a priming event without data.
+        let chunks: Vec<Result<&[u8], std::io::Error>> = vec![
+            Ok(b"data: \nid: 0\nretry: 3000\n\ndata: {\"a\":1}\n\nda"),
+            Ok(b"ta: {\"b\":\r\n\r\ndata: par"),
+            Ok(b"tial\n\n"),
+        ];
+        let messages: Vec<String> = messages(futures::stream::iter(chunks)).collect().await;
+        assert_eq!(messages, ["{\"a\":1}", "{\"b\":", "partial"]);
+    }
+
+    #[tokio::test]
+    async fn a_transport_error_ends_the_messages() {
+        let chunks: Vec<Result<&[u8], std::io::Error>> = vec![
+            Ok(b"data: 1\n\n"),
+            Err(std::io::Error::other("reset")),
+            Ok(b"data: 2\n\n"),
+        ];
+        let messages: Vec<String> = messages(futures::stream::iter(chunks)).collect().await;
+        assert_eq!(messages, ["1"]);
     }
 }
