@@ -1,0 +1,52 @@
+//! [`TestHome`]: a temporary folder for one test's Souz home and user home. Its two layouts:
+//! [`TestHome::paths`] (the Souz home in `.souz` below the user home, as on a real machine)
+//! and [`TestHome::flat_paths`] (the folder is both). The folder lives as long as the value.
+
+use std::path::Path;
+
+use crate::config::{Config, SouzPaths};
+
+/// A temporary folder removed when dropped.
+pub struct TestHome {
+    dir: tempfile::TempDir,
+}
+
+impl TestHome {
+    /// A new empty folder.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("a temporary folder for the test home"),
+        }
+    }
+
+    /// The folder itself (the user home of [`TestHome::paths`]).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The Souz home in `.souz`, the folder as the user home (`~`).
+    pub fn paths(&self) -> SouzPaths {
+        SouzPaths::new(self.path().join(".souz")).with_user_home(self.path())
+    }
+
+    /// The folder as both the Souz home and the user home.
+    pub fn flat_paths(&self) -> SouzPaths {
+        SouzPaths::new(self.path())
+    }
+
+    /// The configuration read back from the `config.toml` template written into the home of
+    /// `paths`, as a first start leaves it (the home is created).
+    pub fn template_config(paths: SouzPaths) -> Config {
+        paths.ensure_home().expect("the Souz home");
+        crate::config::write_template_if_missing(&paths.config_file())
+            .expect("the config.toml template");
+        Config::load_file(paths.clone(), &paths.config_file(), &|_| None)
+            .expect("the config.toml template loads")
+    }
+}
+
+impl Default for TestHome {
+    fn default() -> Self {
+        Self::new()
+    }
+}
