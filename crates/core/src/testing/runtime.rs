@@ -113,7 +113,11 @@ impl TestRuntimeBuilder {
 
     /// Starts the runtime on a new [`TestHome`].
     pub async fn start(self) -> TestRuntime {
-        let home = TestHome::new();
+        self.start_in(TestHome::new()).await
+    }
+
+    /// Starts the runtime on `home` (prepared by the test, e.g. with files in the user home).
+    pub async fn start_in(self, home: TestHome) -> TestRuntime {
         let paths = if self.flat {
             home.flat_paths()
         } else {
