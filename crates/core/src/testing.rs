@@ -23,6 +23,9 @@ mod home;
 pub mod probes;
 mod runtime;
 
+#[cfg(test)]
+mod tests;
+
 pub use gate::TestGate;
 pub use home::TestHome;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder};

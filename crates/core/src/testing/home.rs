@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::config::{Config, SouzPaths};
+use crate::store::Store;
 
 /// A temporary folder removed when dropped.
 pub struct TestHome {
@@ -32,6 +33,14 @@ impl TestHome {
     /// The folder as both the Souz home and the user home.
     pub fn flat_paths(&self) -> SouzPaths {
         SouzPaths::new(self.path())
+    }
+
+    /// The database `souz.db` directly in the folder (outside any Souz home), for tests of
+    /// what is built on the store alone.
+    pub async fn store(&self) -> Store {
+        Store::open(self.path().join("souz.db"))
+            .await
+            .expect("the test database")
     }
 
     /// The configuration read back from the `config.toml` template written into the home of

@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::testing::TestHome;
 
-async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (tempfile::TempDir, LlmService) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (TestHome, LlmService) {
+    let dir = TestHome::new();
+    let store = dir.store().await;
     let env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -166,8 +167,8 @@ async fn the_default_model_follows_keys_and_configuration() {
         default_model: "gpt-5-min".into(),
         ..LlmConfig::default()
     };
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+    let dir = TestHome::new();
+    let store = dir.store().await;
     let error = LlmService::new(
         &config,
         store,
