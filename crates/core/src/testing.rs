@@ -28,4 +28,4 @@ mod tests;
 
 pub use gate::TestGate;
 pub use home::TestHome;
-pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder};
+pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};

@@ -9,11 +9,22 @@ use souz_testkit::FakeServer;
 
 use super::TestHome;
 use crate::config::Config;
+use crate::llm::service::Environment;
 use crate::runtime::{Runtime, RuntimeHandle, RuntimeOptions};
 use crate::store::StoreError;
 
 /// The OpenAI key [`TestRuntimeBuilder::with_llm`] puts in the runtime's environment.
 pub const FAKE_OPENAI_KEY: &str = "sk-test-1234567890";
+
+/// A fixed environment of `(name, value)` pairs, for what reads provider keys from one
+/// (`LlmService`, the runtime); no other variable is set.
+pub fn environment(pairs: &[(&str, &str)]) -> Environment {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    Arc::new(move |name: &str| map.get(name).cloned())
+}
 
 type Adjust = Box<dyn FnOnce(&mut Config, &TestHome)>;
 

@@ -1,23 +1,16 @@
 //! The service: key precedence, validation of stored keys, model choice and clients.
 
-use std::collections::HashMap;
-
 use super::*;
-use crate::testing::TestHome;
+use crate::testing::{self, TestHome};
 
 async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (TestHome, LlmService) {
     let dir = TestHome::new();
     let store = dir.store().await;
-    let env: HashMap<String, String> = env
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let environment: Environment = Arc::new(move |name: &str| env.get(name).cloned());
     let service = LlmService::new(
         &config,
         store,
         dir.path().join("provider-keys.key"),
-        environment,
+        testing::environment(env),
     )
     .unwrap();
     (dir, service)
