@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
+use souz_core::RuntimeHandle;
 use souz_core::agent::{
     AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnEvent, TurnRequest, TurnStatus,
 };
 use souz_core::llm::fake::FakeLlm;
 use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
-use souz_core::RuntimeHandle;
 use souz_core::testing::TestRuntime;
 use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;

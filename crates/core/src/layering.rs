@@ -271,8 +271,8 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
                 Some(_) => reference.path,
                 None => continue,
             };
-            let test_kit = is_test_module(&module)
-                && path.first().is_some_and(|first| first == TEST_KIT);
+            let test_kit =
+                is_test_module(&module) && path.first().is_some_and(|first| first == TEST_KIT);
             if let Some(target) = layer_of(&path)
                 && target > own
                 && !test_kit
@@ -412,7 +412,11 @@ fn only_test_modules_may_use_the_test_kit_from_below() {
     std::fs::write(src.join("lib.rs"), "").unwrap();
     std::fs::create_dir_all(src.join("agent/tests")).unwrap();
     std::fs::write(src.join("agent.rs"), "use crate::testing::TestHome;\n").unwrap();
-    std::fs::write(src.join("agent/tests.rs"), "use crate::testing::TestHome;\n").unwrap();
+    std::fs::write(
+        src.join("agent/tests.rs"),
+        "use crate::testing::TestHome;\n",
+    )
+    .unwrap();
     std::fs::write(
         src.join("agent/tests/turns.rs"),
         "use crate::testing::probes::Probe;\nuse crate::gateway::router;\n",

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::retrieval::{compile, find, get_knowledge, search_knowledge};
-use crate::testing::TestHome;
 use super::*;
+use crate::testing::TestHome;
 
 async fn store() -> (TestHome, KnowledgeStore) {
     let home = TestHome::new();

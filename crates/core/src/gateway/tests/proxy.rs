@@ -25,10 +25,7 @@ async fn daemon(provider: &FakeServer) -> Fixture {
     daemon_with(provider, |config| config.server.proxy_users_decide = true).await
 }
 
-async fn daemon_with(
-    provider: &FakeServer,
-    adjust: impl FnOnce(&mut Config) + 'static,
-) -> Fixture {
+async fn daemon_with(provider: &FakeServer, adjust: impl FnOnce(&mut Config) + 'static) -> Fixture {
     let runtime = TestRuntime::builder()
         .with_llm(provider)
         .with_env("OPENAI_API_KEY", SERVER_KEY)

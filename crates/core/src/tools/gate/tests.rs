@@ -7,8 +7,8 @@ use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, ToolCategory, Ve
 use super::*;
 use crate::approvals::audit::AuditQuery;
 use crate::config::{Config, RuleConfig};
-use crate::testing::{TestGate, TestHome};
 use crate::sandbox::Access;
+use crate::testing::{TestGate, TestHome};
 use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
