@@ -27,5 +27,5 @@ mod runtime;
 mod tests;
 
 pub use gate::TestGate;
-pub use home::TestHome;
+pub use home::{TestHome, tool_context};
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};

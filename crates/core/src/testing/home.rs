@@ -3,9 +3,15 @@
 //! and [`TestHome::flat_paths`] (the folder is both). The folder lives as long as the value.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::config::{Config, SouzPaths};
+use souz_protocol::Requester;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, SandboxConfig, SouzPaths};
+use crate::sandbox::Sandbox;
 use crate::store::Store;
+use crate::tools::ToolContext;
 
 /// A temporary folder removed when dropped.
 pub struct TestHome {
@@ -43,6 +49,12 @@ impl TestHome {
             .expect("the test database")
     }
 
+    /// A context for calling tools directly (as the CLI, not cancelled) whose sandbox has
+    /// `config` on [`TestHome::paths`].
+    pub fn tool_context(&self, config: &SandboxConfig) -> ToolContext {
+        tool_context(Sandbox::new(config, &self.paths()).expect("the test sandbox"))
+    }
+
     /// The configuration read back from the `config.toml` template written into the home of
     /// `paths`, as a first start leaves it (the home is created).
     pub fn template_config(paths: SouzPaths) -> Config {
@@ -51,6 +63,16 @@ impl TestHome {
             .expect("the config.toml template");
         Config::load_file(paths.clone(), &paths.config_file(), &|_| None)
             .expect("the config.toml template loads")
+    }
+}
+
+/// A context for calling tools directly over `sandbox`: the CLI as the requester, a fresh
+/// cancellation token.
+pub fn tool_context(sandbox: Sandbox) -> ToolContext {
+    ToolContext {
+        sandbox: Arc::new(sandbox),
+        cancel: CancellationToken::new(),
+        requester: Requester::Cli,
     }
 }
 
