@@ -10,19 +10,19 @@ cargo build --release --bin souz
 export SOUZ_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/souz"
 case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
-  gate) cargo bench -p souz-core --bench gate ;;
+  gate) cargo bench -p souz-core --features test-support --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
-  chat) cargo bench -p souz-core --bench chat ;;
+  chat) cargo bench -p souz-core --features test-support --bench chat ;;
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
-  agent) cargo bench -p souz-core --bench agent ;;
+  agent) cargo bench -p souz-core --features test-support --bench agent ;;
   all)
     cargo bench -p souz-e2e --bench startup
-    cargo bench -p souz-core --bench gate
+    cargo bench -p souz-core --features test-support --bench gate
     cargo bench -p souz-core --bench llm
-    cargo bench -p souz-core --bench chat
+    cargo bench -p souz-core --features test-support --bench chat
     souz_install_clients
     cargo bench -p souz-e2e --bench mcp
-    cargo bench -p souz-core --bench agent
+    cargo bench -p souz-core --features test-support --bench agent
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

@@ -20,7 +20,6 @@
 
 #![allow(clippy::expect_used, clippy::panic)] // a benchmark may stop loudly
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,13 +27,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
+use souz_core::RuntimeHandle;
 use souz_core::agent::{
     AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnEvent, TurnRequest, TurnStatus,
 };
-use souz_core::config::{Config, SouzPaths};
 use souz_core::llm::fake::FakeLlm;
 use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
-use souz_core::{Runtime, RuntimeHandle};
+use souz_core::testing::TestRuntime;
 use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;
 
@@ -62,31 +61,16 @@ fn thinking_reply(think: Duration) -> Reply {
 
 /// A daemon on a temporary home whose OpenAI endpoint is `server`.
 struct Daemon {
-    _dir: tempfile::TempDir,
-    runtime: Runtime,
+    runtime: TestRuntime,
     handle: RuntimeHandle,
     chats: Arc<AtomicU64>,
 }
 
 impl Daemon {
     async fn start(server: &FakeServer) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-        let mut config = Config::defaults(paths);
-        config.llm.openai_base_url = format!("{}/v1", server.url());
-        let environment: HashMap<String, String> = HashMap::from([(
-            "OPENAI_API_KEY".to_owned(),
-            "sk-bench-000000000000".to_owned(),
-        )]);
-        let runtime = Runtime::start_with_environment(
-            config,
-            Arc::new(move |name: &str| environment.get(name).cloned()),
-        )
-        .await
-        .expect("runtime");
+        let runtime = TestRuntime::builder().with_llm(server).start().await;
         let handle = runtime.handle();
         Self {
-            _dir: dir,
             runtime,
             handle,
             chats: Arc::new(AtomicU64::new(0)),

@@ -4,7 +4,7 @@
 //! - fan-out of `message.delta` to 100 WebSocket subscribers over loopback through the real
 //!   gateway: added latency from publish to receipt, p50/p99 over all deliveries.
 //!
-//! Run: `cargo bench -p souz-core --bench chat` (or `scripts/bench.sh chat`).
+//! Run: `cargo bench -p souz-core --features test-support --bench chat` (or `scripts/bench.sh chat`).
 
 // A benchmark fails loudly on setup errors.
 #![allow(
@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use souz_core::chat::{ChatUser, FollowItem};
-use souz_core::config::{Config, SouzPaths};
 use souz_core::gateway::Gateway;
-use souz_core::runtime::Runtime;
+use souz_core::testing::TestRuntime;
 use souz_protocol::chat::CreateChat;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -36,12 +35,13 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-        let mut config = Config::defaults(paths);
-        config.log.file = false;
-        config.server.port = 0;
-        let souz = Runtime::start(config).await.unwrap();
+        let souz = TestRuntime::builder()
+            .with_config(|config| {
+                config.log.file = false;
+                config.server.port = 0;
+            })
+            .start()
+            .await;
         let handle = souz.handle();
         let user = ChatUser("local".into());
         let chat = handle.chats().create_chat(&user, CreateChat::default()).await.unwrap().0.chat.id;
@@ -112,7 +112,7 @@ fn main() {
             let _ = stopped.await;
             "bench".to_owned()
         }));
-        let token = std::fs::read_to_string(dir.path().join(".souz/token")).unwrap();
+        let token = souz.token().to_owned();
         let start = Arc::new(tokio::sync::Barrier::new(SUBSCRIBERS + 1));
         let mut clients = Vec::new();
         for _ in 0..SUBSCRIBERS {

@@ -2,29 +2,26 @@
 //! run, record: three SQLite transactions, two events, one audit row) for an allowed
 //! read-only call.
 //!
-//! Run: `cargo bench -p souz-core --bench gate` (or `scripts/bench.sh gate`).
+//! Run: `cargo bench -p souz-core --features test-support --bench gate` (or `scripts/bench.sh gate`).
 
 // A benchmark fails loudly on setup errors.
 #![allow(clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use chrono::Utc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_core::approvals::CallTarget;
-use souz_core::approvals::{Approvals, CallFacts, GrantRule, Policy};
-use souz_core::bus::EventBus;
+use souz_core::approvals::{CallFacts, GrantRule, Policy};
 use souz_core::config::{Config, RuleConfig, SouzPaths};
-use souz_core::sandbox::{Access, Sandbox};
+use souz_core::sandbox::Access;
 use souz_core::store::Store;
-use souz_core::tools::gate::{CallRequest, Gate};
+use souz_core::testing::{TestGate, TestHome};
+use souz_core::tools::gate::CallRequest;
 use souz_core::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 use souz_protocol::{Action, ArgumentMatch, Effect, Requester, Risk, ToolCategory};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 fn rule(action: Action) -> RuleConfig {
     RuleConfig {
@@ -188,29 +185,14 @@ fn gate(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let gate = runtime.block_on(async {
-        let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-        paths.ensure_home().expect("home");
-        let config = Config::defaults(paths.clone());
-        let store = Store::open(paths.database()).await.expect("store");
-        let events = EventBus::new(store.clone(), 1024);
-        let approvals = Approvals::open(store.clone(), events.clone(), config.clone())
-            .await
-            .expect("approvals");
-        let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).expect("sandbox"));
+    let stack = runtime.block_on(async {
+        let home = TestHome::new();
+        let config = Config::defaults(home.paths());
         let mut catalog = CatalogBuilder::default();
         catalog.add(Nothing).expect("catalog");
-        Gate::new(
-            catalog.build(),
-            sandbox,
-            approvals,
-            events,
-            store,
-            TaskTracker::new(),
-            CancellationToken::new(),
-        )
+        TestGate::start(home, config, catalog.build()).await
     });
+    let gate = &stack.gate;
     let mut group = c.benchmark_group("gate");
     group.bench_function("allowed_read_only_call", |b| {
         b.iter(|| {

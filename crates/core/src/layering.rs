@@ -6,7 +6,8 @@
 //! prefix of a module path gives its layer (so `mcp::server` can sit above the rest of
 //! `mcp`). Names re-exported at the crate root (`crate::Runtime`) count as the module they come
 //! from. A module file whose top-level module is not in the table fails the test too, so a new
-//! module must be placed before it can land.
+//! module must be placed before it can land. Test modules (a `tests` segment in their path) of
+//! any layer may use the test kit, `crate::testing`, though it sits in the top layer.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,14 @@ use crate::LAYERS;
 
 /// Modules that exist only in test builds (this one) and import nothing from the crate.
 const TEST_ONLY: &[&str] = &["layering"];
+
+/// The module every test module may use whatever its layer: the test kit.
+const TEST_KIT: &str = "testing";
+
+/// Whether `module` is a test module (`agent::tests`, `agent::tests::turns`).
+fn is_test_module(module: &[String]) -> bool {
+    module.iter().any(|segment| segment == "tests")
+}
 
 /// A module path, segment by segment (`["mcp", "server", "calls"]`).
 type ModulePath = Vec<String>;
@@ -262,8 +271,11 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
                 Some(_) => reference.path,
                 None => continue,
             };
+            let test_kit =
+                is_test_module(&module) && path.first().is_some_and(|first| first == TEST_KIT);
             if let Some(target) = layer_of(&path)
                 && target > own
+                && !test_kit
             {
                 problems.push(format!(
                     "{}:{}: `{}` (layer {own}) uses `crate::{}` (layer {target}), which is above it",
@@ -388,6 +400,42 @@ fn an_upward_import_is_reported_with_its_file_and_line() {
             "crates/core/src/elsewhere.rs: module `elsewhere` is not in the layer table \
              (crate::LAYERS in lib.rs)"
                 .to_owned(),
+        ]
+    );
+}
+
+/// Test modules of any layer may use the test kit; other modules of a lower layer may not.
+#[test]
+fn only_test_modules_may_use_the_test_kit_from_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "").unwrap();
+    std::fs::create_dir_all(src.join("agent/tests")).unwrap();
+    std::fs::write(src.join("agent.rs"), "use crate::testing::TestHome;\n").unwrap();
+    std::fs::write(
+        src.join("agent/tests.rs"),
+        "use crate::testing::TestHome;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("agent/tests/turns.rs"),
+        "use crate::testing::probes::Probe;\nuse crate::gateway::router;\n",
+    )
+    .unwrap();
+    let problems = violations(src).unwrap();
+    let agent = layer_of(&strings(&["agent"])).unwrap();
+    let top = LAYERS.len() - 1;
+    assert_eq!(
+        problems,
+        [
+            format!(
+                "crates/core/src/agent/tests/turns.rs:2: `agent::tests::turns` (layer {agent}) \
+                 uses `crate::gateway::router` (layer {top}), which is above it"
+            ),
+            format!(
+                "crates/core/src/agent.rs:1: `agent` (layer {agent}) uses \
+                 `crate::testing::TestHome` (layer {top}), which is above it"
+            ),
         ]
     );
 }

@@ -19,6 +19,8 @@ pub mod sandbox;
 pub mod shell;
 pub mod store;
 pub mod telemetry;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod token;
 pub mod tools;
 
@@ -55,8 +57,9 @@ pub const LAYERS: &[&[&str]] = &[
     &["chat"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
     &["runtime"],
-    // The adapters.
-    &["gateway", "mcp::server"],
+    // The adapters, and the test kit (which may use everything; test modules of any layer may
+    // use it).
+    &["gateway", "mcp::server", "testing"],
 ];
 
 /// The id of the person at this machine: the one user of a daemon without trusted-proxy mode,

@@ -8,126 +8,26 @@ mod sessions;
 mod steering;
 mod turns;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::{Action, DecisionRequest, Risk, ScopeKind, ToolCategory, Verdict};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::nodes::information::{ContextItem, ContextSource};
 use super::*;
-use crate::approvals::Approvals;
-use crate::bus::EventBus;
-use crate::config::{Config, RuleConfig, SouzPaths};
+use crate::config::{Config, RuleConfig};
 use crate::llm::fake::FakeLlm;
 use crate::llm::{FinishReason, LlmError, StreamEvent, ToolCall, Usage};
-use crate::sandbox::Sandbox;
 use crate::store::Store;
+use crate::testing::probes::{Probe, Probes};
+use crate::testing::{TestGate, TestHome};
+use crate::tools::CatalogBuilder;
 use crate::tools::gate::Gate;
-use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
-
-/// Arguments of the probe tools.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ProbeArgs {
-    /// A path.
-    path: Option<String>,
-    /// Answer this many characters.
-    size: Option<usize>,
-}
-
-/// What the probes share with the test.
-pub(crate) struct Probes {
-    /// Names of the probes that ran, in order.
-    pub runs: Mutex<Vec<String>>,
-    /// `Wait` blocks until a permit is added.
-    pub release: Semaphore,
-    /// Signalled when `Wait` starts.
-    pub waiting: Notify,
-    /// How many `Wait` calls started.
-    pub waits: AtomicUsize,
-}
-
-impl Default for Probes {
-    fn default() -> Self {
-        Self {
-            runs: Mutex::new(Vec::new()),
-            release: Semaphore::new(0),
-            waiting: Notify::new(),
-            waits: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl Probes {
-    pub(crate) fn runs(&self) -> Vec<String> {
-        self.runs.lock().unwrap().clone()
-    }
-}
-
-struct Probe {
-    name: &'static str,
-    category: ToolCategory,
-    risk: Risk,
-    probes: Arc<Probes>,
-}
-
-impl Tool for Probe {
-    type Args = ProbeArgs;
-    type Prepared = ();
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn description(&self) -> &'static str {
-        "A probe tool for agent tests."
-    }
-    fn category(&self) -> ToolCategory {
-        self.category
-    }
-    fn risk(&self) -> Risk {
-        self.risk
-    }
-    async fn plan(&self, args: &ProbeArgs, _: &ToolContext) -> Result<Planned<()>, ToolError> {
-        Ok(Plan::new(format!(
-            "{} {}",
-            self.name,
-            args.path.as_deref().unwrap_or("-")
-        ))
-        .ready())
-    }
-    async fn run(
-        &self,
-        args: ProbeArgs,
-        (): (),
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        if self.name == "Wait" {
-            self.probes.waits.fetch_add(1, Ordering::SeqCst);
-            self.probes.waiting.notify_waiters();
-            tokio::select! {
-                permit = self.probes.release.acquire() => permit.map(|permit| permit.forget())
-                    .map_err(|_| ToolError::Cancelled)?,
-                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-            }
-        }
-        self.probes.runs.lock().unwrap().push(self.name.to_owned());
-        Ok(match args.size {
-            Some(size) => ToolOutput::text("n".repeat(size)),
-            None => ToolOutput::text(format!(
-                "{} done for {}",
-                self.name,
-                args.path.as_deref().unwrap_or("-")
-            )),
-        })
-    }
-}
 
 /// Background facts that do not depend on the clock.
 pub(crate) struct FixedFacts;
@@ -178,7 +78,7 @@ impl Recorder {
 }
 
 pub(crate) struct Fixture {
-    pub _dir: tempfile::TempDir,
+    pub _stack: TestGate,
     pub gate: Gate,
     pub store: Store,
     pub llm: Arc<FakeLlm>,
@@ -193,10 +93,8 @@ pub(crate) async fn fixture() -> Fixture {
 }
 
 pub(crate) async fn fixture_with(adjust: impl FnOnce(&mut AgentParts)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-    paths.ensure_home().unwrap();
-    let mut config = Config::defaults(paths.clone());
+    let home = TestHome::new();
+    let mut config = Config::defaults(home.paths());
     config.approvals.rules.push(RuleConfig {
         action: Action::Deny,
         tool: Some("Forbidden".into()),
@@ -207,11 +105,6 @@ pub(crate) async fn fixture_with(adjust: impl FnOnce(&mut AgentParts)) -> Fixtur
         requester: None,
         note: Some("tests".into()),
     });
-    let store = Store::open(paths.database()).await.unwrap();
-    let events = EventBus::new(store.clone(), 4096);
-    let approvals = Approvals::open(store.clone(), events.clone(), config.clone())
-        .await
-        .unwrap();
     let probes = Arc::new(Probes::default());
     let mut builder = CatalogBuilder::default();
     for (name, category, risk) in [
@@ -219,35 +112,24 @@ pub(crate) async fn fixture_with(adjust: impl FnOnce(&mut AgentParts)) -> Fixtur
         ("WriteNote", ToolCategory::Files, Risk::Write),
         ("FetchPage", ToolCategory::WebSearch, Risk::ReadOnly),
         ("Compute", ToolCategory::Calculator, Risk::ReadOnly),
-        ("Wait", ToolCategory::Commands, Risk::ReadOnly),
         ("Forbidden", ToolCategory::Commands, Risk::Exec),
     ] {
         builder
-            .add(Probe {
-                name,
-                category,
-                risk,
-                probes: Arc::clone(&probes),
-            })
+            .add(Probe::new(name, category, risk, &probes))
             .unwrap();
     }
-    let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).unwrap());
-    let gate = Gate::new(
-        builder.build(),
-        sandbox,
-        approvals,
-        events,
-        store.clone(),
-        TaskTracker::new(),
-        CancellationToken::new(),
-    );
+    builder
+        .add(Probe::new("Wait", ToolCategory::Commands, Risk::ReadOnly, &probes).blocking())
+        .unwrap();
+    let stack = TestGate::start(home, config, builder.build()).await;
+    let (gate, store) = (stack.gate.clone(), stack.store.clone());
     let llm = Arc::new(FakeLlm::new());
     let models = Arc::new(FixedModel::new("fake-model", llm.clone()));
     let mut parts = AgentParts::new(gate.clone(), store.clone(), models);
     parts.context = Arc::new(FixedFacts);
     adjust(&mut parts);
     Fixture {
-        _dir: dir,
+        _stack: stack,
         gate,
         store,
         llm,

@@ -4,11 +4,11 @@ use souz_protocol::DecisionSource;
 
 use super::*;
 use crate::approvals::CallTarget;
-use crate::config::SouzPaths;
 use crate::sandbox::Access;
+use crate::testing::TestHome;
 
 struct Fixture {
-    dir: tempfile::TempDir,
+    dir: TestHome,
     store: Store,
     events: EventBus,
     approvals: Approvals,
@@ -19,10 +19,10 @@ async fn fixture() -> Fixture {
 }
 
 async fn fixture_with(adjust: impl FnOnce(&mut Config)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = config_in(dir.path());
+    let dir = TestHome::new();
+    let mut config = TestHome::template_config(dir.flat_paths());
     adjust(&mut config);
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+    let store = dir.store().await;
     let events = EventBus::new(store.clone(), 1024);
     let approvals = Approvals::open(store.clone(), events.clone(), config)
         .await
@@ -33,12 +33,6 @@ async fn fixture_with(adjust: impl FnOnce(&mut Config)) -> Fixture {
         events,
         approvals,
     }
-}
-
-fn config_in(dir: &std::path::Path) -> Config {
-    let paths = SouzPaths::new(dir).with_user_home(dir);
-    crate::config::write_template_if_missing(&paths.config_file()).unwrap();
-    Config::load_file(paths.clone(), &paths.config_file(), &|_| None).unwrap()
 }
 
 fn claude() -> Requester {
@@ -284,7 +278,7 @@ async fn expiry_is_a_denial_and_blocks_later_decisions() {
 async fn a_restart_expires_what_was_pending() {
     let f = fixture().await;
     let pending = f.ask("DeleteFile").await;
-    let config = config_in(f.dir.path());
+    let config = TestHome::template_config(f.dir.flat_paths());
     let reopened = Approvals::open(f.store.clone(), f.events.clone(), config)
         .await
         .unwrap();

@@ -9,8 +9,8 @@ use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
 use super::turns::{NewQuestion, TurnEngine};
 use super::*;
 use crate::bus::FollowItem;
-use crate::config::{Config, SouzPaths};
-use crate::llm::service::Environment;
+use crate::config::Config;
+use crate::testing::{self, TestHome};
 
 mod questions;
 
@@ -122,7 +122,7 @@ impl TurnEngine for Script {
 }
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: TestHome,
     store: Store,
     bus: EventBus,
     chats: Chats,
@@ -132,19 +132,17 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
+    let dir = TestHome::new();
+    let paths = dir.paths();
     paths.ensure_home().unwrap();
     let config = Config::defaults(paths.clone());
     let store = Store::open(paths.database()).await.unwrap();
-    let environment: Environment =
-        Arc::new(|name: &str| (name == "OPENAI_API_KEY").then(|| "sk-test-key-0000".to_owned()));
     let llm = Arc::new(
         LlmService::new(
             &config.llm,
             store.clone(),
             paths.provider_key_file(),
-            environment,
+            testing::environment(&[("OPENAI_API_KEY", "sk-test-key-0000")]),
         )
         .unwrap(),
     );

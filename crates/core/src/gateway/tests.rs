@@ -11,8 +11,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tower::ServiceExt;
 
 use super::*;
-use crate::config::{Config, SouzPaths};
-use crate::runtime::Runtime;
+use crate::config::Config;
+use crate::testing::TestRuntime;
 
 const BOUND: &str = "127.0.0.1:8383";
 
@@ -24,8 +24,7 @@ mod proxy;
 mod settings;
 
 struct Fixture {
-    _dir: tempfile::TempDir,
-    runtime: Runtime,
+    runtime: TestRuntime,
     token: String,
 }
 
@@ -34,20 +33,18 @@ impl Fixture {
         Self::with(|_| {}).await
     }
 
-    async fn with(adjust: impl FnOnce(&mut Config)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::defaults(SouzPaths::new(dir.path()));
-        adjust(&mut config);
-        let runtime = Runtime::start(config).await.unwrap();
-        let token = std::fs::read_to_string(dir.path().join("token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        Self {
-            _dir: dir,
-            runtime,
-            token,
-        }
+    async fn with(adjust: impl FnOnce(&mut Config) + 'static) -> Self {
+        let runtime = TestRuntime::builder()
+            .flat_home()
+            .with_config(adjust)
+            .start()
+            .await;
+        Self::on(runtime)
+    }
+
+    fn on(runtime: TestRuntime) -> Self {
+        let token = runtime.token().to_owned();
+        Self { runtime, token }
     }
 
     fn app(&self) -> Router {

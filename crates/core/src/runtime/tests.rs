@@ -7,15 +7,8 @@ use std::time::Duration;
 
 use souz_protocol::{Action, ArgumentMatch, Effect, Grant, Requester, Risk};
 
-use crate::config::{Config, SouzPaths};
-use crate::runtime::Runtime;
 use crate::store::codec::now;
-
-fn config_in(dir: &std::path::Path) -> Config {
-    let paths = SouzPaths::new(dir).with_user_home(dir);
-    crate::config::write_template_if_missing(&paths.config_file()).unwrap();
-    Config::load_file(paths.clone(), &paths.config_file(), &|_| None).unwrap()
-}
+use crate::testing::TestRuntime;
 
 fn claude() -> Requester {
     Requester::Mcp {
@@ -32,8 +25,11 @@ fn claude() -> Requester {
 /// their tool list changed.
 #[tokio::test]
 async fn an_expiring_grant_is_announced_when_its_time_is_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime::start(config_in(dir.path())).await.unwrap();
+    let runtime = TestRuntime::builder()
+        .flat_home()
+        .from_template()
+        .start()
+        .await;
     let handle = runtime.handle();
     let approvals = handle.approvals();
     let requester = claude();

@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::*;
-use crate::config::{SandboxConfig, SouzPaths};
+use crate::config::SandboxConfig;
+use crate::testing::TestHome;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -57,15 +58,6 @@ impl Tool for Echo {
     }
 }
 
-fn context(dir: &std::path::Path) -> ToolContext {
-    let paths = SouzPaths::new(dir.join(".souz")).with_user_home(dir);
-    ToolContext {
-        sandbox: Arc::new(Sandbox::new(&SandboxConfig::default(), &paths).unwrap()),
-        cancel: CancellationToken::new(),
-        requester: Requester::Cli,
-    }
-}
-
 fn catalog(runs: &Arc<AtomicUsize>) -> Catalog {
     let mut builder = CatalogBuilder::default();
     builder
@@ -78,8 +70,8 @@ fn catalog(runs: &Arc<AtomicUsize>) -> Catalog {
 
 #[tokio::test]
 async fn plan_then_run_through_the_erased_tool() {
-    let dir = tempfile::tempdir().unwrap();
-    let ctx = context(dir.path());
+    let dir = TestHome::new();
+    let ctx = dir.tool_context(&SandboxConfig::default());
     let runs = Arc::new(AtomicUsize::new(0));
     let catalog = catalog(&runs);
     let tool = catalog.get("Echo").unwrap();
@@ -103,8 +95,8 @@ async fn plan_then_run_through_the_erased_tool() {
 
 #[tokio::test]
 async fn bad_arguments_are_errors_not_panics() {
-    let dir = tempfile::tempdir().unwrap();
-    let ctx = context(dir.path());
+    let dir = TestHome::new();
+    let ctx = dir.tool_context(&SandboxConfig::default());
     let catalog = catalog(&Arc::new(AtomicUsize::new(0)));
     let tool = catalog.get("Echo").unwrap();
     for bad in [

@@ -5,11 +5,12 @@ use serde_json::{Value, json};
 
 use super::retrieval::{compile, find, get_knowledge, search_knowledge};
 use super::*;
+use crate::testing::TestHome;
 
-async fn store() -> (tempfile::TempDir, KnowledgeStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
-    (dir, KnowledgeStore::new(store))
+async fn store() -> (TestHome, KnowledgeStore) {
+    let home = TestHome::new();
+    let store = home.store().await;
+    (home, KnowledgeStore::new(store))
 }
 
 fn parse(content: &str) -> Value {

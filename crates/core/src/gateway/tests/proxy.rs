@@ -3,7 +3,6 @@
 //! approvals and audit rows of their own chats, operator routes answer 403 to proxied users and
 //! work for the operator, and provider keys are per user, a turn using its owner's key.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
@@ -13,7 +12,6 @@ use souz_testkit::{FakeServer, openai};
 
 use super::*;
 use crate::llm::ProviderId;
-use crate::llm::service::Environment;
 
 const SECRET: &str = "proxy-secret-0123456789";
 const SERVER_KEY: &str = "sk-server-environment-key-0000";
@@ -27,29 +25,19 @@ async fn daemon(provider: &FakeServer) -> Fixture {
     daemon_with(provider, |config| config.server.proxy_users_decide = true).await
 }
 
-async fn daemon_with(provider: &FakeServer, adjust: impl FnOnce(&mut Config)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-    let mut config = Config::defaults(paths);
-    config.server.trusted_proxy_token = SECRET.into();
-    config.server.proxy_user_roots = format!("{}/users/{{user}}", dir.path().display());
-    config.llm.openai_base_url = format!("{}/v1", provider.url());
-    config.agent.default_agent = "skills".into();
-    adjust(&mut config);
-    let environment: Environment =
-        Arc::new(|name: &str| (name == "OPENAI_API_KEY").then(|| SERVER_KEY.to_owned()));
-    let runtime = Runtime::start_with_environment(config, environment)
-        .await
-        .unwrap();
-    let token = std::fs::read_to_string(runtime.handle().config().paths.token())
-        .unwrap()
-        .trim()
-        .to_owned();
-    Fixture {
-        _dir: dir,
-        runtime,
-        token,
-    }
+async fn daemon_with(provider: &FakeServer, adjust: impl FnOnce(&mut Config) + 'static) -> Fixture {
+    let runtime = TestRuntime::builder()
+        .with_llm(provider)
+        .with_env("OPENAI_API_KEY", SERVER_KEY)
+        .with_config_in(|config, home| {
+            config.server.trusted_proxy_token = SECRET.into();
+            config.server.proxy_user_roots = format!("{}/users/{{user}}", home.path().display());
+            config.agent.default_agent = "skills".into();
+        })
+        .with_config(adjust)
+        .start()
+        .await;
+    Fixture::on(runtime)
 }
 
 /// A request with the bearer token, as `user` through the proxy (`None`: as the operator).

@@ -74,7 +74,7 @@ async fn a_proxied_users_agent_reaches_only_that_users_folder() {
     let f = daemon_with(&provider, |_| {}).await;
     store_key(&f, "alice", ALICE_KEY).await;
     store_key(&f, "bob", BOB_KEY).await;
-    let home = f._dir.path().canonicalize().unwrap();
+    let home = f.runtime.home().path().canonicalize().unwrap();
     std::fs::write(home.join("operator-secret.txt"), "OPERATOR-SECRET-1").unwrap();
     let (alice_chat, bob_chat) = (new_chat(&f, "alice").await, new_chat(&f, "bob").await);
 
@@ -213,7 +213,7 @@ async fn the_operator_decides_proxied_users_approvals_unless_users_may() {
     let approve = json!({"decision": "approve"});
     ok(&f, call(&f, None, "POST", &decide, Some(approve))).await;
     wait_event(&f, "alice", &chat, "execution.finished").await;
-    let home = f._dir.path();
+    let home = f.runtime.home().path();
     assert_eq!(
         std::fs::read_to_string(home.join("users/alice/alice.txt")).unwrap(),
         "milk\n"

@@ -1,10 +1,12 @@
 //! Provider keys at rest: encryption round trip, hints, key file handling.
 
 use super::*;
+use crate::testing::TestHome;
 
-async fn key_store(dir: &Path) -> (Store, KeyStore) {
-    let store = Store::open(dir.join("souz.db")).await.unwrap();
-    let keys = KeyStore::new(store.clone(), dir.join("provider-keys.key"));
+/// Keys in `souz.db` of `dir`, under the data key in its `provider-keys.key`.
+async fn key_store(dir: &TestHome) -> (Store, KeyStore) {
+    let store = dir.store().await;
+    let keys = KeyStore::new(store.clone(), dir.path().join("provider-keys.key"));
     (store, keys)
 }
 
@@ -22,8 +24,8 @@ async fn stored_secret(keys: &KeyStore, provider: ProviderId) -> String {
 
 #[tokio::test]
 async fn keys_round_trip_encrypted_with_hints_only_in_the_clear() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, keys) = key_store(dir.path()).await;
+    let dir = TestHome::new();
+    let (store, keys) = key_store(&dir).await;
     assert!(keys.list().await.unwrap().is_empty());
     assert!(
         !keys.key_file().exists(),
@@ -91,8 +93,8 @@ async fn keys_round_trip_encrypted_with_hints_only_in_the_clear() {
 
 #[tokio::test]
 async fn replacing_and_deleting_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, keys) = key_store(dir.path()).await;
+    let dir = TestHome::new();
+    let (_, keys) = key_store(&dir).await;
     keys.put(ProviderId::Giga, ApiKey::new("first-giga-key-aaaa"))
         .await
         .unwrap();
@@ -111,8 +113,8 @@ async fn replacing_and_deleting_keys() {
 
 #[tokio::test]
 async fn a_replaced_missing_or_malformed_key_file_is_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, keys) = key_store(dir.path()).await;
+    let dir = TestHome::new();
+    let (store, keys) = key_store(&dir).await;
     keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
         .await
         .unwrap();
@@ -169,8 +171,8 @@ async fn a_replaced_missing_or_malformed_key_file_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_row_moved_to_another_provider_does_not_decrypt() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, keys) = key_store(dir.path()).await;
+    let dir = TestHome::new();
+    let (store, keys) = key_store(&dir).await;
     keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
         .await
         .unwrap();
@@ -203,8 +205,8 @@ fn keys_never_show_in_debug_or_display_and_short_keys_show_nothing() {
 #[tokio::test]
 async fn a_key_file_readable_by_others_is_made_owner_only() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let (_store, keys) = key_store(dir.path()).await;
+    let dir = TestHome::new();
+    let (_store, keys) = key_store(&dir).await;
     keys.put(ProviderId::OpenAi, ApiKey::new(SECRET))
         .await
         .unwrap();

@@ -1,22 +1,16 @@
 //! The service: key precedence, validation of stored keys, model choice and clients.
 
-use std::collections::HashMap;
-
 use super::*;
+use crate::testing::{self, TestHome};
 
-async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (tempfile::TempDir, LlmService) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
-    let env: HashMap<String, String> = env
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let environment: Environment = Arc::new(move |name: &str| env.get(name).cloned());
+async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (TestHome, LlmService) {
+    let dir = TestHome::new();
+    let store = dir.store().await;
     let service = LlmService::new(
         &config,
         store,
         dir.path().join("provider-keys.key"),
-        environment,
+        testing::environment(env),
     )
     .unwrap();
     (dir, service)
@@ -166,8 +160,8 @@ async fn the_default_model_follows_keys_and_configuration() {
         default_model: "gpt-5-min".into(),
         ..LlmConfig::default()
     };
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+    let dir = TestHome::new();
+    let store = dir.store().await;
     let error = LlmService::new(
         &config,
         store,

@@ -9,19 +9,11 @@ use super::calls::{META_APPROVAL_ID, META_STATUS, pending_result, tool_result};
 use super::front::check;
 use super::listing::{Listing, REQUIRES_USER_INTERACTION, mcp_tool, title};
 use super::*;
-use crate::config::{Config, RuleConfig, SouzPaths};
-use crate::runtime::Runtime;
+use crate::config::RuleConfig;
+use crate::testing::TestRuntime;
 use crate::token::Credential;
 use crate::token::clients::ClientIdentity;
 use crate::tools::gate::CallState;
-
-async fn runtime(adjust: impl FnOnce(&mut Config)) -> (tempfile::TempDir, Runtime) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::defaults(SouzPaths::new(dir.path()));
-    adjust(&mut config);
-    let runtime = Runtime::start(config).await.unwrap();
-    (dir, runtime)
-}
 
 /// A client holding a token named `name` (and calling itself that too).
 fn client(name: &str) -> Requester {
@@ -58,13 +50,16 @@ fn rule(action: Action, tool: &str, requester: &str) -> RuleConfig {
 
 #[tokio::test]
 async fn the_listing_follows_the_policy_for_each_client() {
-    let (_dir, runtime) = runtime(|config| {
-        config.approvals.rules.extend([
-            rule(Action::Deny, "RunCommand", "mcp:claude-ai"),
-            rule(Action::Allow, "RunCommand", "mcp:trusted"),
-        ]);
-    })
-    .await;
+    let runtime = TestRuntime::builder()
+        .flat_home()
+        .with_config(|config| {
+            config.approvals.rules.extend([
+                rule(Action::Deny, "RunCommand", "mcp:claude-ai"),
+                rule(Action::Allow, "RunCommand", "mcp:trusted"),
+            ]);
+        })
+        .start()
+        .await;
     let handle = runtime.handle();
     let listing = Listing::new(handle.gate().catalog());
     let names = |tools: &[rmcp::model::Tool]| -> Vec<String> {

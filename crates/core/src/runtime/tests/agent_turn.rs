@@ -1,7 +1,6 @@
 //! One turn through the real runtime: `LlmService` against the fake OpenAI server, the real
 //! catalog and gate, the runtime's agents.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -10,8 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::tests::{Recorder, core_names};
 use crate::agent::{TurnEvent, TurnRequest, TurnStatus};
-use crate::config::{Config, SouzPaths};
-use crate::runtime::Runtime;
+use crate::testing::{TestHome, TestRuntime};
 
 #[tokio::test]
 async fn a_skills_turn_against_the_fake_openai_server() {
@@ -27,20 +25,13 @@ async fn a_skills_turn_against_the_fake_openai_server() {
         openai::text(&["Your home ", "holds ", "notes.txt."]),
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-    let mut config = Config::defaults(paths);
-    config.llm.openai_base_url = format!("{}/v1", server.url());
-    config.agent.default_agent = "skills".into();
-    let environment: HashMap<String, String> =
-        HashMap::from([("OPENAI_API_KEY".to_owned(), "sk-test-1234567890".to_owned())]);
-    let runtime = Runtime::start_with_environment(
-        config,
-        Arc::new(move |name: &str| environment.get(name).cloned()),
-    )
-    .await
-    .unwrap();
+    let home = TestHome::new();
+    std::fs::write(home.path().join("notes.txt"), "hello").unwrap();
+    let runtime = TestRuntime::builder()
+        .with_llm(&server)
+        .with_config(|config| config.agent.default_agent = "skills".into())
+        .start_in(home)
+        .await;
     let handle = runtime.handle();
     let sink = Arc::new(Recorder::default());
     let outcome = handle

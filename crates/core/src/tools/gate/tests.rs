@@ -6,8 +6,9 @@ use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, ToolCategory, Ve
 
 use super::*;
 use crate::approvals::audit::AuditQuery;
-use crate::config::{Config, RuleConfig, SouzPaths};
+use crate::config::{Config, RuleConfig};
 use crate::sandbox::Access;
+use crate::testing::{TestGate, TestHome};
 use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -90,7 +91,7 @@ impl Tool for Probe {
 }
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    stack: TestGate,
     gate: Gate,
     events: EventBus,
     store: Store,
@@ -100,17 +101,9 @@ struct Fixture {
 }
 
 async fn fixture(adjust: impl FnOnce(&mut Config)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-    paths.ensure_home().unwrap();
-    crate::config::write_template_if_missing(&paths.config_file()).unwrap();
-    let mut config = Config::load_file(paths.clone(), &paths.config_file(), &|_| None).unwrap();
+    let home = TestHome::new();
+    let mut config = TestHome::template_config(home.paths());
     adjust(&mut config);
-    let store = Store::open(paths.database()).await.unwrap();
-    let events = EventBus::new(store.clone(), 4096);
-    let approvals = Approvals::open(store.clone(), events.clone(), config.clone())
-        .await
-        .unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let mut builder = CatalogBuilder::default();
     builder
@@ -127,26 +120,15 @@ async fn fixture(adjust: impl FnOnce(&mut Config)) -> Fixture {
             runs: Arc::clone(&runs),
         })
         .unwrap();
-    let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).unwrap());
-    let tasks = TaskTracker::new();
-    let shutdown = CancellationToken::new();
-    let gate = Gate::new(
-        builder.build(),
-        sandbox,
-        approvals,
-        events.clone(),
-        store.clone(),
-        tasks.clone(),
-        shutdown.clone(),
-    );
+    let stack = TestGate::start(home, config, builder.build()).await;
     Fixture {
-        _dir: dir,
-        gate,
-        events,
-        store,
+        gate: stack.gate.clone(),
+        events: stack.events.clone(),
+        store: stack.store.clone(),
         runs,
-        tasks,
-        shutdown,
+        tasks: stack.tasks.clone(),
+        shutdown: stack.shutdown.clone(),
+        stack,
     }
 }
 
@@ -687,7 +669,7 @@ async fn a_large_call_whose_plan_changed_while_it_waited_does_not_run() {
     let mut handle = f.gate.start(call("Change", arguments)).await.unwrap();
     let approval_id = f.waiting(&mut handle).await;
     // The file appears while the call waits: what was approved is no longer what would run.
-    std::fs::write(f._dir.path().join("c.txt"), "meanwhile").unwrap();
+    std::fs::write(f.stack.home().path().join("c.txt"), "meanwhile").unwrap();
     f.decide(&approval_id, Verdict::Approve).await;
     let state = handle.finished().await;
     assert_eq!(state.status, ToolCallStatus::Failed, "{state:?}");

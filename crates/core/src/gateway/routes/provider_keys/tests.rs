@@ -1,44 +1,30 @@
 //! `/v1/me/provider-keys` through the router.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::config::{Config, SouzPaths};
 use crate::gateway::router;
-use crate::runtime::Runtime;
+use crate::testing::TestRuntime;
 
 const BOUND: &str = "127.0.0.1:8383";
 const SECRET: &str = "sk-route-test-SECRET-4242";
 
 struct Fixture {
-    _dir: tempfile::TempDir,
-    runtime: Runtime,
+    runtime: TestRuntime,
     token: String,
 }
 
 impl Fixture {
     async fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = Config::defaults(SouzPaths::new(dir.path()));
-        let environment = Arc::new(|name: &str| {
-            (name == "AITUNNEL_KEY").then(|| "tunnel-env-key-9876".to_owned())
-        });
-        let runtime = Runtime::start_with_environment(config, environment)
-            .await
-            .unwrap();
-        let token = std::fs::read_to_string(dir.path().join("token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        Self {
-            _dir: dir,
-            runtime,
-            token,
-        }
+        let runtime = TestRuntime::builder()
+            .flat_home()
+            .with_env("AITUNNEL_KEY", "tunnel-env-key-9876")
+            .start()
+            .await;
+        let token = runtime.token().to_owned();
+        Self { runtime, token }
     }
 
     async fn send(
@@ -178,7 +164,7 @@ async fn a_replaced_key_file_is_reported_as_a_conflict_without_secrets() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    std::fs::write(f._dir.path().join("provider-keys.key"), "garbage").unwrap();
+    std::fs::write(f.runtime.home().path().join("provider-keys.key"), "garbage").unwrap();
     let (status, body, text) = f
         .send(
             "PUT",

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::config::{SandboxConfig, SouzPaths};
 use crate::sandbox::{Confinement, Sandbox, SandboxError};
+use crate::testing::tool_context;
 
 /// Why commands are not confined in these tests.
 const UNIT_TEST_REASON: &str = "not confined in unit tests";
@@ -38,11 +39,7 @@ fn fixture() -> Fixture {
         .with_confinement(Confinement::None {
             reason: UNIT_TEST_REASON.into(),
         });
-    let ctx = ToolContext {
-        sandbox: Arc::new(sandbox),
-        cancel: CancellationToken::new(),
-        requester: Requester::Cli,
-    };
+    let ctx = tool_context(sandbox);
     let mut builder = CatalogBuilder::default();
     register(&mut builder).unwrap();
     Fixture {

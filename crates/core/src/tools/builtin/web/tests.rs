@@ -3,33 +3,25 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use souz_protocol::Requester;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::config::{SandboxConfig, SouzPaths};
-use crate::sandbox::Sandbox;
+use crate::config::SandboxConfig;
 use crate::sandbox::net::test_server::TestServer;
+use crate::testing::TestHome;
 use crate::tools::{Catalog, CatalogBuilder, DynTool};
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: TestHome,
     ctx: ToolContext,
     catalog: Catalog,
 }
 
 fn fixture(allow_hosts: Vec<String>) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let config = SandboxConfig {
+    let dir = TestHome::new();
+    let ctx = dir.tool_context(&SandboxConfig {
         network_allow_hosts: allow_hosts,
         ..SandboxConfig::default()
-    };
-    let paths = SouzPaths::new(dir.path().join(".souz")).with_user_home(dir.path());
-    let ctx = ToolContext {
-        sandbox: Arc::new(Sandbox::new(&config, &paths).unwrap()),
-        cancel: CancellationToken::new(),
-        requester: Requester::Cli,
-    };
+    });
     let mut builder = CatalogBuilder::default();
     register(&mut builder).unwrap();
     Fixture {
