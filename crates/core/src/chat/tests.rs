@@ -1,14 +1,22 @@
 //! The chat service with a scripted engine at the `TurnEngine` boundary: event order and
 //! durability, one active turn, idempotency, cancellation, questions, recovery, scoping.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
 
 use futures::StreamExt;
-use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
+use serde_json::json;
+use souz_protocol::RuntimeEvent;
+use souz_protocol::chat::{
+    CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch, TurnOptions,
+};
+use tokio::sync::mpsc;
 
-use super::turns::{Question, TurnEngine};
+use super::preferences::check_model;
+use super::turns::{Question, Turn, TurnEngine, TurnEvent, TurnInput};
 use super::*;
 use crate::config::{Config, SouzPaths};
+use crate::llm::models::Resolution;
 use crate::llm::service::Environment;
 use crate::runtime::FollowItem;
 
