@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 use super::events::NewChatEvent;
 use super::options::records::{self as option_records, OptionRow};
 use super::records::ExecutionRow;
-use super::turns::{SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload};
+use super::turns::{
+    Question, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload,
+};
 use super::{ChatError, ChatUser, Chats, OPTION_LIFETIME, records};
 use crate::store::StoreError;
 use crate::store::codec::now;
@@ -221,18 +223,7 @@ impl Chats {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::WaitingOption, at, None, Some(usage), None)? {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
-                        let option = OptionRow {
-                            id: uuid::Uuid::now_v7().to_string(),
-                            chat_id: chat_id.clone(),
-                            execution_id: execution_id.clone(),
-                            kind: question.kind.clone(),
-                            title: question.title.clone(),
-                            selection_mode: question.selection_mode,
-                            choices: question.choices.clone(),
-                            free_text: question.free_text,
-                            status: OptionStatus::Pending,
-                            expires_at: Some(at + OPTION_LIFETIME),
-                        };
+                        let option = new_option(&chat_id, &execution_id, question, at);
                         option_records::insert_option(tx, &option, at)?;
                         if let Some(asked) = option_records::question_by_id(tx, &option.id)? {
                             runtime.push(RuntimeEvent::OptionRequested { option: Box::new(asked) });
@@ -407,4 +398,25 @@ pub(super) fn cancel_questions(
             execution_id: execution_id.to_owned(),
         })
         .collect())
+}
+
+/// The question an execution asks, pending until it expires.
+fn new_option(
+    chat_id: &str,
+    execution_id: &str,
+    question: &Question,
+    at: chrono::DateTime<Utc>,
+) -> OptionRow {
+    OptionRow {
+        id: uuid::Uuid::now_v7().to_string(),
+        chat_id: chat_id.to_owned(),
+        execution_id: execution_id.to_owned(),
+        kind: question.kind.clone(),
+        title: question.title.clone(),
+        selection_mode: question.selection_mode,
+        choices: question.choices.clone(),
+        free_text: question.free_text,
+        status: OptionStatus::Pending,
+        expires_at: Some(at + OPTION_LIFETIME),
+    }
 }

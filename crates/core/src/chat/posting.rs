@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use souz_protocol::chat::{Execution, ExecutionStatus, PostMessage, PostMessageResponse, Usage};
+use souz_protocol::chat::{
+    Execution, ExecutionStatus, PostMessage, PostMessageResponse, Settings, TurnOptions, Usage,
+};
 
 use super::events::NewChatEvent;
 use super::turns::{Turn, TurnInput};
 use super::{ChatError, ChatUser, Chats, LEASE, records, settings};
-use crate::llm::models::{ModelKind, Resolution};
+use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
 use crate::store::codec::{now, to_json};
@@ -41,50 +43,10 @@ impl Chats {
             return Ok(existing);
         }
 
-        let mut snapshot = self.settings(user).await?;
-        if let Some(options) = &request.options {
-            let patch = settings::normalize(&settings::turn_patch(options), &self.defaults().tools)
-                .map_err(ChatError::Invalid)?;
-            if let Some(model) = &patch.default_model {
-                self.resolve_model("model", model)?;
-            }
-            snapshot = settings::overlay(snapshot, &patch);
-        }
-        if snapshot.default_model.is_empty() {
-            return Err(ChatError::UnsupportedModel(
-                LlmServiceError::NoModel.to_string(),
-            ));
-        }
-        // The effective model (maybe a stored or configured one) must serve chats (§1.7).
-        let model = match self
-            .inner
-            .llm
-            .resolution(&snapshot.default_model, ModelKind::Chat)
-        {
-            Resolution::Resolved(model) => model,
-            other => return Err(ChatError::UnsupportedModel(other.describe())),
-        };
-        snapshot.default_model = model.qualified();
+        let (snapshot, model) = self.turn_settings(user, request.options.as_ref()).await?;
 
         let at = now();
-        let execution = Execution {
-            id: uuid::Uuid::now_v7().to_string(),
-            chat_id: chat_id.to_owned(),
-            user_message_id: Some(uuid::Uuid::now_v7().to_string()),
-            assistant_message_id: None,
-            status: ExecutionStatus::Running,
-            request_id: None,
-            client_message_id: client_message_id.clone(),
-            model: Some(model.qualified()),
-            provider: Some(model.provider.to_string().to_ascii_uppercase()),
-            started_at: Some(at),
-            finished_at: None,
-            cancel_requested: false,
-            error_code: None,
-            error_message: None,
-            usage: None,
-            metadata: BTreeMap::new(),
-        };
+        let execution = new_execution(chat_id, client_message_id.clone(), &model, at);
         let settings_json = to_json(&snapshot)?;
         // The answer's id, named by every `message.delta` of the execution (§1.8).
         let reply_message_id = uuid::Uuid::now_v7().to_string();
@@ -165,7 +127,41 @@ impl Chats {
         })
     }
 
-    pub(super) async fn by_client_message(
+    /// The settings a new turn runs with (the user's, overlaid with the message's options) and
+    /// its model, which must serve chats.
+    async fn turn_settings(
+        &self,
+        user: &ChatUser,
+        options: Option<&TurnOptions>,
+    ) -> Result<(Settings, ResolvedModel), ChatError> {
+        let mut snapshot = self.settings(user).await?;
+        if let Some(options) = options {
+            let patch = settings::normalize(&settings::turn_patch(options), &self.defaults().tools)
+                .map_err(ChatError::Invalid)?;
+            if let Some(model) = &patch.default_model {
+                self.resolve_model("model", model)?;
+            }
+            snapshot = settings::overlay(snapshot, &patch);
+        }
+        if snapshot.default_model.is_empty() {
+            return Err(ChatError::UnsupportedModel(
+                LlmServiceError::NoModel.to_string(),
+            ));
+        }
+        // The effective model (maybe a stored or configured one) must serve chats (§1.7).
+        let model = match self
+            .inner
+            .llm
+            .resolution(&snapshot.default_model, ModelKind::Chat)
+        {
+            Resolution::Resolved(model) => model,
+            other => return Err(ChatError::UnsupportedModel(other.describe())),
+        };
+        snapshot.default_model = model.qualified();
+        Ok((snapshot, model))
+    }
+
+    async fn by_client_message(
         &self,
         chat_id: &str,
         key: &str,
@@ -195,5 +191,32 @@ impl Chats {
             })
             .await?;
         Ok(found)
+    }
+}
+
+/// A new running execution of `chat_id` on `model`.
+fn new_execution(
+    chat_id: &str,
+    client_message_id: Option<String>,
+    model: &ResolvedModel,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Execution {
+    Execution {
+        id: uuid::Uuid::now_v7().to_string(),
+        chat_id: chat_id.to_owned(),
+        user_message_id: Some(uuid::Uuid::now_v7().to_string()),
+        assistant_message_id: None,
+        status: ExecutionStatus::Running,
+        request_id: None,
+        client_message_id,
+        model: Some(model.qualified()),
+        provider: Some(model.provider.to_string().to_ascii_uppercase()),
+        started_at: Some(at),
+        finished_at: None,
+        cancel_requested: false,
+        error_code: None,
+        error_message: None,
+        usage: None,
+        metadata: BTreeMap::new(),
     }
 }
