@@ -1,7 +1,10 @@
 use std::path::PathBuf;
 
-use souz_protocol::DecisionSource;
+use souz_protocol::{
+    Action, ArgumentMatch, DecisionRequest, DecisionSource, Effect, ScopeKind, Verdict,
+};
 
+use super::decisions::{MAX_SCOPE_MINUTES, clean_via};
 use super::*;
 use crate::config::SouzPaths;
 use crate::sandbox::Access;
