@@ -474,6 +474,7 @@ async fn cancelling_mid_stream_keeps_no_partial_answer() {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
 async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     let f = fixture().await;
     let chat_id = f.chat().await;

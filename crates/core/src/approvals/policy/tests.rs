@@ -153,6 +153,7 @@ impl Case {
     }
 }
 
+#[allow(clippy::too_many_lines, reason = "a table of policy cases")]
 fn cases() -> Vec<Case> {
     use Action::{Allow, Ask, Deny};
     use Risk::{Delete, Exec, Network, ReadOnly, Write};
