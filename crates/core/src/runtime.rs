@@ -165,19 +165,9 @@ impl Runtime {
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
-        let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
-        let paused_since = store.read(pause::load).await?;
-        approvals.pause().set(paused_since);
-        if paused_since.is_some() {
-            tracing::warn!("Souz is paused: approval requests are denied until it is resumed");
-        }
+        let approvals = open_approvals(&store, &events, &config).await?;
         let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
-        let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
-        if let Some(helper) = options.sandbox_helper {
-            sandbox = sandbox.with_confinement_helper(helper);
-        }
-        tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
-        let sandbox = Arc::new(sandbox);
+        let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
         let gate = Gate::new(
@@ -204,18 +194,7 @@ impl Runtime {
             config.paths.provider_key_file(),
             environment,
         )?);
-        let defaults = SettingsDefaults {
-            default_model: config.llm.default_model.trim().to_owned(),
-            context_size: config.llm.context_size,
-            temperature: config.llm.temperature as f32,
-            request_timeout_millis: config.llm.request_timeout_seconds.saturating_mul(1000),
-            tools: gate
-                .catalog()
-                .iter()
-                .map(|tool| tool.spec().name.to_owned())
-                .collect(),
-            time_zone: chat::settings::system_time_zone(),
-        };
+        let defaults = chat_defaults(&config, &gate);
         let chats = Chats::new(
             store.clone(),
             events.clone(),
@@ -238,22 +217,8 @@ impl Runtime {
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
-        let interrupted = agents.recover().await.map_err(|error| match error {
-            crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
-            other => RuntimeError::Agents(other.to_string()),
-        })?;
-        if interrupted > 0 {
-            tracing::warn!(
-                turns = interrupted,
-                "marked agent turns left running by the previous run as interrupted"
-            );
-        }
-        let user = LocalUser {
-            id: "local".to_owned(),
-            name: std::env::var("USER")
-                .or_else(|_| std::env::var("LOGNAME"))
-                .unwrap_or_else(|_| "local".to_owned()),
-        };
+        recover_agents(&agents).await?;
+        let user = local_user();
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 sandbox,
@@ -529,5 +494,71 @@ impl RuntimeHandle {
             capabilities,
             settings,
         })
+    }
+}
+
+/// Opens the approvals and restores the pause switch from the database.
+async fn open_approvals(
+    store: &Store,
+    events: &EventBus,
+    config: &Config,
+) -> Result<Approvals, RuntimeError> {
+    let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
+    let paused_since = store.read(pause::load).await?;
+    approvals.pause().set(paused_since);
+    if paused_since.is_some() {
+        tracing::warn!("Souz is paused: approval requests are denied until it is resumed");
+    }
+    Ok(approvals)
+}
+
+/// The sandbox, with the embedding binary's confinement helper if it has one.
+fn open_sandbox(config: &Config, helper: Option<PathBuf>) -> Result<Arc<Sandbox>, RuntimeError> {
+    let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
+    if let Some(helper) = helper {
+        sandbox = sandbox.with_confinement_helper(helper);
+    }
+    tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
+    Ok(Arc::new(sandbox))
+}
+
+/// What chat settings default to, from the configuration and the gate's catalog.
+fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
+    SettingsDefaults {
+        default_model: config.llm.default_model.trim().to_owned(),
+        context_size: config.llm.context_size,
+        temperature: config.llm.temperature as f32,
+        request_timeout_millis: config.llm.request_timeout_seconds.saturating_mul(1000),
+        tools: gate
+            .catalog()
+            .iter()
+            .map(|tool| tool.spec().name.to_owned())
+            .collect(),
+        time_zone: chat::settings::system_time_zone(),
+    }
+}
+
+/// Marks agent turns a previous run left running as interrupted.
+async fn recover_agents(agents: &Agents) -> Result<(), RuntimeError> {
+    let interrupted = agents.recover().await.map_err(|error| match error {
+        crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
+        other => RuntimeError::Agents(other.to_string()),
+    })?;
+    if interrupted > 0 {
+        tracing::warn!(
+            turns = interrupted,
+            "marked agent turns left running by the previous run as interrupted"
+        );
+    }
+    Ok(())
+}
+
+/// The person running the daemon, as the local user.
+fn local_user() -> LocalUser {
+    LocalUser {
+        id: "local".to_owned(),
+        name: std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| "local".to_owned()),
     }
 }
