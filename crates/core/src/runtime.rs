@@ -181,13 +181,7 @@ impl Runtime {
         );
         gate.set_proxy_user_roots(&config.server.proxy_user_roots);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
-        let recovered = gate.recover().await?;
-        if recovered > 0 {
-            tracing::warn!(
-                calls = recovered,
-                "marked tool calls left unfinished by the previous run as failed"
-            );
-        }
+        recover_calls(&gate).await?;
         let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
@@ -536,6 +530,18 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .collect(),
         time_zone: chat::settings::system_time_zone(),
     }
+}
+
+/// Marks tool calls a previous run left unfinished as failed.
+async fn recover_calls(gate: &Gate) -> Result<(), RuntimeError> {
+    let recovered = gate.recover().await?;
+    if recovered > 0 {
+        tracing::warn!(
+            calls = recovered,
+            "marked tool calls left unfinished by the previous run as failed"
+        );
+    }
+    Ok(())
 }
 
 /// Marks agent turns a previous run left running as interrupted.

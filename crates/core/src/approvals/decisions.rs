@@ -119,24 +119,12 @@ impl Approvals {
             })
             .await?;
 
-        let decision = approval.decision.clone();
-        if let Some(decision) = decision {
-            self.resolve(
-                &approval.id,
-                match verdict {
-                    Verdict::Approve => Resolution::Approved(decision),
-                    Verdict::Deny => Resolution::Denied(decision),
-                },
-            );
-        }
+        self.wake_waiter(&approval, verdict);
         if grant.is_some() {
             self.reload_grants().await?;
         }
         let (rule, warning) = if scope == ScopeKind::Always {
-            match self.write_rule(&approval, verdict, argument_match.as_ref()) {
-                Ok(rule) => (Some(rule), None),
-                Err(message) => (None, Some(message)),
-            }
+            self.always_rule(&approval, verdict, argument_match.as_ref())
         } else {
             (None, None)
         };
@@ -201,6 +189,32 @@ impl Approvals {
             self.resolve(id, Resolution::Expired(reason));
         }
         Ok(expired)
+    }
+
+    /// Hands a decided approval's decision to the call waiting for it.
+    fn wake_waiter(&self, approval: &Approval, verdict: Verdict) {
+        if let Some(decision) = approval.decision.clone() {
+            self.resolve(
+                &approval.id,
+                match verdict {
+                    Verdict::Approve => Resolution::Approved(decision),
+                    Verdict::Deny => Resolution::Denied(decision),
+                },
+            );
+        }
+    }
+
+    /// Writes the rule an `always` decision asks for: the rule, or a warning that it could not.
+    fn always_rule(
+        &self,
+        approval: &Approval,
+        verdict: Verdict,
+        argument_match: Option<&ArgumentMatch>,
+    ) -> (Option<String>, Option<String>) {
+        match self.write_rule(approval, verdict, argument_match) {
+            Ok(rule) => (Some(rule), None),
+            Err(message) => (None, Some(message)),
+        }
     }
 
     pub(super) fn write_rule(

@@ -5,6 +5,7 @@
 use sha2::{Digest, Sha256};
 use souz_protocol::chat::{Chat, ChatList, CreateChat, CreateChatResponse, MessageList};
 
+use super::records::ChatKey;
 use super::{ChatError, ChatUser, Chats, records};
 use crate::store::codec::now;
 
@@ -70,7 +71,16 @@ impl Chats {
                     return Ok((chat, false));
                 }
                 let request = stored_request.as_deref().map(|id| (id, hash.as_str()));
-                records::insert_chat(tx, &user_id, &chat_id, title.as_deref(), request, now())?;
+                records::insert_chat(
+                    tx,
+                    ChatKey {
+                        user_id: &user_id,
+                        chat_id: &chat_id,
+                    },
+                    title.as_deref(),
+                    request,
+                    now(),
+                )?;
                 let chat =
                     records::load_chat(tx, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)?;
                 Ok::<_, ChatError>((chat, true))
@@ -141,8 +151,16 @@ impl Chats {
         self.inner
             .store
             .write(move |tx| {
-                if !records::update_chat(tx, &user_id, &chat_id, title.as_deref(), archived, now())?
-                {
+                if !records::update_chat(
+                    tx,
+                    ChatKey {
+                        user_id: &user_id,
+                        chat_id: &chat_id,
+                    },
+                    title.as_deref(),
+                    archived,
+                    now(),
+                )? {
                     return Err(ChatError::ChatNotFound);
                 }
                 records::load_chat(tx, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::NewChatEvent;
 use super::options::records::{self as option_records, OptionRow};
-use super::records::ExecutionRow;
+use super::records::{ExecutionRow, NewMessage};
 use super::turns::{
     Question, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload,
 };
@@ -207,7 +207,7 @@ impl Chats {
                         if !records::transition(tx, &execution_id, &from, ExecutionStatus::Completed, at, None, Some(usage), Some(&message_id))? {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
-                        let message = records::insert_message(tx, &message_id, &chat_id, "assistant", text, &BTreeMap::new(), at)?;
+                        let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &chat_id, role: "assistant", content: text, metadata: &BTreeMap::new(), at })?;
                         records::touch_chat(tx, &chat_id, at)?;
                         let body = json!({"messageId": message.id, "seq": message.seq, "role": "assistant", "content": message.content});
                         events.push(event("message.created", body.clone()));

@@ -10,6 +10,7 @@ use souz_protocol::chat::{
 };
 
 use super::events::NewChatEvent;
+use super::records::{NewExecution, NewMessage};
 use super::turns::{Turn, TurnInput};
 use super::{ChatError, ChatUser, Chats, LEASE, records, settings};
 use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
@@ -65,8 +66,9 @@ impl Chats {
                     metadata.insert("clientMessageId".to_owned(), key.clone());
                 }
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
-                let message = records::insert_message(tx, &message_id, &stored.chat_id, "user", &text, &metadata, at)?;
-                match records::insert_execution(tx, &stored, &settings_json, &stored_reply_id, &owner, lease_until, at) {
+                let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &stored.chat_id, role: "user", content: &text, metadata: &metadata, at })?;
+                let new = NewExecution { execution: &stored, settings: &settings_json, reply_message_id: &stored_reply_id, owner: &owner, lease_until, at };
+                match records::insert_execution(tx, &new) {
                     Ok(()) => {}
                     Err(rusqlite::Error::SqliteFailure(failure, _))
                         if failure.code == rusqlite::ErrorCode::ConstraintViolation =>

@@ -225,6 +225,17 @@ impl Sandbox {
         Ok(resolved)
     }
 
+    /// The command's time limit, which must not be zero.
+    fn nonzero_timeout(&self, requested: Option<Duration>) -> Result<Duration, CommandError> {
+        let timeout = self.command_timeout(requested);
+        if timeout.is_zero() {
+            return Err(CommandError::InvalidRequest(
+                "the time limit must be at least one second".into(),
+            ));
+        }
+        Ok(timeout)
+    }
+
     /// Runs a command to completion, time limit or cancellation.
     pub async fn run_command(
         &self,
@@ -234,12 +245,7 @@ impl Sandbox {
         self.unconfined_commands()?;
         let (program, args) = program_and_args(&request.program)?;
         let cwd = self.command_cwd(request.cwd.as_deref())?.path;
-        let timeout = self.command_timeout(request.timeout);
-        if timeout.is_zero() {
-            return Err(CommandError::InvalidRequest(
-                "the time limit must be at least one second".into(),
-            ));
-        }
+        let timeout = self.nonzero_timeout(request.timeout)?;
         // Dropped last: removed once nothing the command started is left.
         let temporary = self.private_temporary_folder()?;
         let environment = self.command_environment(temporary.path(), &request.env)?;

@@ -196,7 +196,14 @@ impl Record {
             self.summary.clone(),
         );
         move |transaction, approval_id| {
-            calls::ensure(transaction, &id, &tool, &requester, &arguments, created_at)?;
+            let call = calls::NewCall {
+                id: &id,
+                tool: &tool,
+                requester: &requester,
+                arguments: &arguments,
+                created_at,
+            };
+            calls::ensure(transaction, &call)?;
             let approval_id = Some(approval_id).filter(|id| !id.is_empty());
             calls::advance(transaction, &id, status, summary.as_deref(), approval_id)
         }
