@@ -19,7 +19,7 @@ use souz_core::config::{Config, RuleConfig, SouzPaths};
 use souz_core::runtime::EventBus;
 use souz_core::sandbox::{Access, Sandbox};
 use souz_core::store::Store;
-use souz_core::tools::gate::{CallRequest, Gate};
+use souz_core::tools::gate::{CallRequest, Gate, GateParts};
 use souz_core::tools::{
     CatalogBuilder, Plan, Planned, Target, Tool, ToolContext, ToolError, ToolOutput,
 };
@@ -202,15 +202,15 @@ fn gate(c: &mut Criterion) {
         let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).expect("sandbox"));
         let mut catalog = CatalogBuilder::default();
         catalog.add(Nothing).expect("catalog");
-        Gate::new(
-            catalog.build(),
+        Gate::new(GateParts {
+            catalog: catalog.build(),
             sandbox,
             approvals,
             events,
             store,
-            TaskTracker::new(),
-            CancellationToken::new(),
-        )
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+        })
     });
     let mut group = c.benchmark_group("gate");
     group.bench_function("allowed_read_only_call", |b| {

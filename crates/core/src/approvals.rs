@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use audience::Audience;
 pub use limits::{PendingCap, PendingLimits};
-pub use policy::{CallFacts, Decision, GrantRule, Policy};
+pub use policy::{CallFacts, Decision, GrantRule, ListedTool, Policy};
 
 use crate::config::Config;
 use crate::runtime::EventBus;
@@ -216,7 +216,12 @@ impl Approvals {
     /// How a tool is treated before its arguments are known.
     pub fn effective(&self, tool: &str, risk: Risk, known: bool) -> EffectivePolicy {
         let (policy, grants) = self.snapshot();
-        policy.effective(tool, risk, known, &grants, now())
+        let tool = ListedTool {
+            name: tool,
+            risk,
+            known,
+        };
+        policy.effective(tool, &grants, now())
     }
 
     /// How a tool is treated for `requester` before its arguments are known (see
@@ -229,7 +234,12 @@ impl Approvals {
         requester: &Requester,
     ) -> EffectivePolicy {
         let (policy, grants) = self.snapshot();
-        policy.effective_for(tool, risk, known, requester, &grants, now())
+        let tool = ListedTool {
+            name: tool,
+            risk,
+            known,
+        };
+        policy.effective_for(tool, requester, &grants, now())
     }
 
     /// The pause switch: while it is on, calls that would ask are denied without asking.

@@ -26,6 +26,7 @@ pub mod records;
 pub mod settings;
 pub mod turns;
 
+pub use self::conversations::MessagePage;
 pub use crate::runtime::FollowItem;
 
 use std::collections::HashMap;
@@ -107,6 +108,16 @@ struct Inner {
     asked: tokio::sync::Notify,
 }
 
+/// What the chat service is made of (see [`Chats::new`]).
+pub struct ChatsParts {
+    pub store: Store,
+    pub events: EventBus,
+    pub llm: Arc<LlmService>,
+    pub defaults: SettingsDefaults,
+    pub tasks: TaskTracker,
+    pub shutdown: CancellationToken,
+}
+
 /// The chat service. Cheap to clone.
 #[derive(Clone)]
 pub struct Chats {
@@ -114,16 +125,17 @@ pub struct Chats {
 }
 
 impl Chats {
-    /// The service. `runtime`, `tasks` and `shutdown` come from the runtime: turns are its
+    /// The service. `events`, `tasks` and `shutdown` come from the runtime: turns are its
     /// tasks, and questions are announced on its event bus too.
-    pub fn new(
-        store: Store,
-        runtime: EventBus,
-        llm: Arc<LlmService>,
-        defaults: SettingsDefaults,
-        tasks: TaskTracker,
-        shutdown: CancellationToken,
-    ) -> Self {
+    pub fn new(parts: ChatsParts) -> Self {
+        let ChatsParts {
+            store,
+            events: runtime,
+            llm,
+            defaults,
+            tasks,
+            shutdown,
+        } = parts;
         Self {
             inner: Arc::new(Inner {
                 events: ChatEvents::new(store.clone(), runtime),

@@ -28,7 +28,7 @@ use tokio_util::task::TaskTracker;
 use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::chat::settings::SettingsDefaults;
-use crate::chat::{self, ChatError, Chats};
+use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
@@ -36,7 +36,7 @@ use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
 use crate::token::ui_codes::UiCodes;
 use crate::token::{ApiToken, Credential, TokenError, proof};
-use crate::tools::gate::Gate;
+use crate::tools::gate::{Gate, GateParts};
 use crate::tools::{CatalogError, builtin};
 
 pub use config_editor::ConfigEditor;
@@ -170,15 +170,15 @@ impl Runtime {
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let gate = Gate::new(
-            builtin::catalog()?,
-            Arc::clone(&sandbox),
+        let gate = Gate::new(GateParts {
+            catalog: builtin::catalog()?,
+            sandbox: Arc::clone(&sandbox),
             approvals,
-            events.clone(),
-            store.clone(),
-            tasks.clone(),
-            shutdown.clone(),
-        );
+            events: events.clone(),
+            store: store.clone(),
+            tasks: tasks.clone(),
+            shutdown: shutdown.clone(),
+        });
         gate.set_proxy_user_roots(&config.server.proxy_user_roots);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
@@ -189,14 +189,14 @@ impl Runtime {
             environment,
         )?);
         let defaults = chat_defaults(&config, &gate);
-        let chats = Chats::new(
-            store.clone(),
-            events.clone(),
-            Arc::clone(&llm),
+        let chats = Chats::new(ChatsParts {
+            store: store.clone(),
+            events: events.clone(),
+            llm: Arc::clone(&llm),
             defaults,
-            tasks.clone(),
-            shutdown.clone(),
-        );
+            tasks: tasks.clone(),
+            shutdown: shutdown.clone(),
+        });
         chats.set_pause(gate.approvals().pause().clone());
         let failed = chats.recover().await?;
         if failed > 0 {

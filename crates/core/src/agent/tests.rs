@@ -31,7 +31,7 @@ use crate::llm::{FinishReason, LlmError, StreamEvent, ToolCall, Usage};
 use crate::runtime::EventBus;
 use crate::sandbox::Sandbox;
 use crate::store::Store;
-use crate::tools::gate::Gate;
+use crate::tools::gate::{Gate, GateParts};
 use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Arguments of the probe tools.
@@ -233,15 +233,15 @@ pub(crate) async fn fixture_with(adjust: impl FnOnce(&mut AgentParts)) -> Fixtur
             .unwrap();
     }
     let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).unwrap());
-    let gate = Gate::new(
-        builder.build(),
+    let gate = Gate::new(GateParts {
+        catalog: builder.build(),
         sandbox,
         approvals,
         events,
-        store.clone(),
-        TaskTracker::new(),
-        CancellationToken::new(),
-    );
+        store: store.clone(),
+        tasks: TaskTracker::new(),
+        shutdown: CancellationToken::new(),
+    });
     let llm = Arc::new(FakeLlm::new());
     let models = Arc::new(FixedModel::new("fake-model", llm.clone()));
     let mut parts = AgentParts::new(gate.clone(), store.clone(), models);

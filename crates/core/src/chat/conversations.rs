@@ -189,10 +189,13 @@ impl Chats {
         &self,
         user: &ChatUser,
         chat_id: &str,
-        before: Option<i64>,
-        after: Option<i64>,
-        limit: usize,
+        page: MessagePage,
     ) -> Result<MessageList, ChatError> {
+        let MessagePage {
+            before,
+            after,
+            limit,
+        } = page;
         self.require_chat(user, chat_id).await?;
         let chat_id = chat_id.to_owned();
         let items = self
@@ -205,4 +208,13 @@ impl Chats {
             next_before_seq: None,
         })
     }
+}
+
+/// Which messages of a chat to read: those before and after the given sequence numbers (when
+/// given), at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct MessagePage {
+    pub before: Option<i64>,
+    pub after: Option<i64>,
+    pub limit: usize,
 }

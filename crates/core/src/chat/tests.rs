@@ -184,14 +184,14 @@ fn chats_over(
         tools: vec!["Calculator".into(), "ListFiles".into()],
         time_zone: "UTC".into(),
     };
-    let chats = Chats::new(
-        store.clone(),
-        bus.clone(),
-        Arc::clone(llm),
+    let chats = Chats::new(ChatsParts {
+        store: store.clone(),
+        events: bus.clone(),
+        llm: Arc::clone(llm),
         defaults,
-        tasks.clone(),
-        CancellationToken::new(),
-    );
+        tasks: tasks.clone(),
+        shutdown: CancellationToken::new(),
+    });
     let script = Arc::new(Script::default());
     chats.set_engine(script.clone());
     (chats, script)
@@ -322,7 +322,15 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
     );
     let messages = f
         .chats
-        .messages(&me(), &chat_id, None, None, 100)
+        .messages(
+            &me(),
+            &chat_id,
+            MessagePage {
+                before: None,
+                after: None,
+                limit: 100,
+            },
+        )
         .await
         .unwrap()
         .items;
@@ -363,7 +371,15 @@ async fn one_active_turn_per_chat() {
     );
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -409,7 +425,15 @@ async fn retrying_with_the_same_client_message_id_returns_the_original() {
     assert_eq!(again.execution.client_message_id.as_deref(), Some("k1"));
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -443,7 +467,15 @@ async fn cancelling_mid_stream_keeps_no_partial_answer() {
     );
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -560,7 +592,15 @@ async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     );
     let messages = f
         .chats
-        .messages(&me(), &chat_id, None, None, 100)
+        .messages(
+            &me(),
+            &chat_id,
+            MessagePage {
+                before: None,
+                after: None,
+                limit: 100,
+            },
+        )
         .await
         .unwrap()
         .items;
@@ -733,7 +773,17 @@ async fn chats_are_scoped_to_their_user() {
     let chat_id = f.chat().await;
     let stranger = ChatUser("stranger".into());
     assert!(matches!(
-        f.chats.messages(&stranger, &chat_id, None, None, 10).await,
+        f.chats
+            .messages(
+                &stranger,
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 10
+                }
+            )
+            .await,
         Err(ChatError::ChatNotFound)
     ));
     assert!(matches!(

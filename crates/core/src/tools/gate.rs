@@ -176,6 +176,18 @@ struct LiveCall {
     created_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// What a gate is made of: its catalog and sandbox, the approvals it asks, where it announces
+/// and stores calls, and the runtime's task tracker and shutdown signal.
+pub struct GateParts {
+    pub catalog: Catalog,
+    pub sandbox: Arc<Sandbox>,
+    pub approvals: Approvals,
+    pub events: EventBus,
+    pub store: Store,
+    pub tasks: TaskTracker,
+    pub shutdown: CancellationToken,
+}
+
 /// The gate. Cheap to clone.
 #[derive(Clone)]
 pub struct Gate {
@@ -183,16 +195,18 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// A gate over `catalog`. Calls run as tasks on `tasks` and stop when `shutdown` fires.
-    pub fn new(
-        catalog: Catalog,
-        sandbox: Arc<Sandbox>,
-        approvals: Approvals,
-        events: EventBus,
-        store: Store,
-        tasks: TaskTracker,
-        shutdown: CancellationToken,
-    ) -> Self {
+    /// A gate over `parts.catalog`. Calls run as tasks on `parts.tasks` and stop when
+    /// `parts.shutdown` fires.
+    pub fn new(parts: GateParts) -> Self {
+        let GateParts {
+            catalog,
+            sandbox,
+            approvals,
+            events,
+            store,
+            tasks,
+            shutdown,
+        } = parts;
         let (recorder, recordings) = mpsc::unbounded_channel();
         let gate = Self {
             inner: Arc::new(Inner {

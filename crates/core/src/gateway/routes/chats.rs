@@ -17,7 +17,7 @@ use souz_protocol::chat::{
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
-use crate::chat::ChatUser;
+use crate::chat::{ChatUser, MessagePage};
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
@@ -392,7 +392,15 @@ async fn list_messages(
     Ok(axum::Json(
         handle
             .chats()
-            .messages(&user, &chat_id, bound(before), bound(after), limit)
+            .messages(
+                &user,
+                &chat_id,
+                MessagePage {
+                    before: bound(before),
+                    after: bound(after),
+                    limit,
+                },
+            )
             .await?,
     ))
 }

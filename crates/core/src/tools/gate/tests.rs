@@ -132,15 +132,15 @@ async fn fixture(adjust: impl FnOnce(&mut Config)) -> Fixture {
     let sandbox = Arc::new(Sandbox::new(&config.sandbox, &config.paths).unwrap());
     let tasks = TaskTracker::new();
     let shutdown = CancellationToken::new();
-    let gate = Gate::new(
-        builder.build(),
+    let gate = Gate::new(GateParts {
+        catalog: builder.build(),
         sandbox,
         approvals,
-        events.clone(),
-        store.clone(),
-        tasks.clone(),
-        shutdown.clone(),
-    );
+        events: events.clone(),
+        store: store.clone(),
+        tasks: tasks.clone(),
+        shutdown: shutdown.clone(),
+    });
     Fixture {
         _dir: dir,
         gate,
