@@ -118,18 +118,7 @@ pub async fn call(
             ]),
             false,
         ),
-        "test_tool_with_logging" => {
-            for step in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
-                if server.wants_log(LoggingLevel::Info) {
-                    let message =
-                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(step))
-                            .with_logger("conformance");
-                    let _ = peer.notify_logging_message(message).await;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            text_result("Tool with logging executed successfully")
-        }
+        "test_tool_with_logging" => log_steps(server, peer).await,
         "test_error_handling" => result(
             json!([{ "type": "text", "text": "This tool intentionally returns an error for testing" }]),
             true,
@@ -146,58 +135,16 @@ pub async fn call(
             }
             text_result("Progress tool completed")
         }
-        "test_sampling" => {
-            let prompt = argument("prompt");
-            let request = typed::<CreateMessageRequestParams>(json!({
-                "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
-                "maxTokens": 100,
-            }));
-            match request {
-                Ok(request) => match peer.create_message(request).await {
-                    Ok(answer) => text_result(&format!(
-                        "LLM response: {}",
-                        serde_json::to_value(&answer.message.content).unwrap_or_default()
-                    )),
-                    Err(error) => result(json!([{ "type": "text", "text": format!("Sampling failed: {error}") }]), true),
-                },
-                Err(error) => Err(error),
-            }
-        }
+        "test_sampling" => sample(peer, &argument("prompt")).await,
         "test_elicitation" => {
             let message = argument("message");
-            elicit(
-                peer,
-                &message,
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "username": { "type": "string", "description": "User's response" },
-                        "email": { "type": "string", "description": "User's email address" },
-                    },
-                    "required": ["username", "email"],
-                }),
-            )
-            .await
+            elicit(peer, &message, contact_schema()).await
         }
         "test_elicitation_sep1034_defaults" => {
             elicit(
                 peer,
                 "Please review and update the form fields with defaults",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "name": { "type": "string", "description": "User name", "default": "John Doe" },
-                        "age": { "type": "integer", "description": "User age", "default": 30 },
-                        "score": { "type": "number", "description": "User score", "default": 95.5 },
-                        "status": {
-                            "type": "string",
-                            "description": "User status",
-                            "enum": ["active", "inactive", "pending"],
-                            "default": "active",
-                        },
-                        "verified": { "type": "boolean", "description": "Verification status", "default": true },
-                    },
-                }),
+                defaults_schema(),
             )
             .await
         }
@@ -205,45 +152,122 @@ pub async fn call(
             elicit(
                 peer,
                 "Please select options from the enum fields",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
-                        "titledSingle": {
-                            "type": "string",
-                            "oneOf": [
-                                { "const": "value1", "title": "First Option" },
-                                { "const": "value2", "title": "Second Option" },
-                                { "const": "value3", "title": "Third Option" },
-                            ],
-                        },
-                        "legacyEnum": {
-                            "type": "string",
-                            "enum": ["opt1", "opt2", "opt3"],
-                            "enumNames": ["Option One", "Option Two", "Option Three"],
-                        },
-                        "untitledMulti": {
-                            "type": "array",
-                            "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
-                        },
-                        "titledMulti": {
-                            "type": "array",
-                            "items": {
-                                "anyOf": [
-                                    { "const": "value1", "title": "First Choice" },
-                                    { "const": "value2", "title": "Second Choice" },
-                                    { "const": "value3", "title": "Third Choice" },
-                                ],
-                            },
-                        },
-                    },
-                }),
+                enums_schema(),
             )
             .await
         }
         _ => return None,
     };
     Some(outcome)
+}
+
+/// The form `test_elicitation` asks for.
+fn contact_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "username": { "type": "string", "description": "User's response" },
+            "email": { "type": "string", "description": "User's email address" },
+        },
+        "required": ["username", "email"],
+    })
+}
+
+/// The form with default values (SEP-1034).
+fn defaults_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": { "type": "string", "description": "User name", "default": "John Doe" },
+            "age": { "type": "integer", "description": "User age", "default": 30 },
+            "score": { "type": "number", "description": "User score", "default": 95.5 },
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": { "type": "boolean", "description": "Verification status", "default": true },
+        },
+    })
+}
+
+/// The form with every kind of enum field (SEP-1330).
+fn enums_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    { "const": "value1", "title": "First Option" },
+                    { "const": "value2", "title": "Second Option" },
+                    { "const": "value3", "title": "Third Option" },
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                        { "const": "value3", "title": "Third Choice" },
+                    ],
+                },
+            },
+        },
+    })
+}
+
+/// Asks the client's model (sampling) and returns its answer.
+async fn sample(peer: &rmcp::Peer<RoleServer>, prompt: &str) -> Result<CallToolResult, McpError> {
+    let request = typed::<CreateMessageRequestParams>(json!({
+        "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
+        "maxTokens": 100,
+    }));
+    match request {
+        Ok(request) => match peer.create_message(request).await {
+            Ok(answer) => text_result(&format!(
+                "LLM response: {}",
+                serde_json::to_value(&answer.message.content).unwrap_or_default()
+            )),
+            Err(error) => result(
+                json!([{ "type": "text", "text": format!("Sampling failed: {error}") }]),
+                true,
+            ),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// Sends three log messages (when the client wants them), then answers.
+async fn log_steps(
+    server: &SouzServer,
+    peer: &rmcp::Peer<RoleServer>,
+) -> Result<CallToolResult, McpError> {
+    for step in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ] {
+        if server.wants_log(LoggingLevel::Info) {
+            let message = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(step))
+                .with_logger("conformance");
+            let _ = peer.notify_logging_message(message).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    text_result("Tool with logging executed successfully")
 }
 
 async fn elicit(
