@@ -151,7 +151,7 @@ impl Runtime {
         let environment = options
             .environment
             .clone()
-            .unwrap_or_else(|| Arc::new(|name: &str| std::env::var(name).ok()));
+            .unwrap_or_else(|| Arc::new(crate::config::env::process_env));
         config
             .paths
             .ensure_home()
@@ -561,10 +561,11 @@ async fn recover_agents(agents: &Agents) -> Result<(), RuntimeError> {
 
 /// The person running the daemon, as the local user.
 fn local_user() -> LocalUser {
+    use crate::config::env::process_env;
     LocalUser {
         id: "local".to_owned(),
-        name: std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "local".to_owned()),
+        name: process_env("USER")
+            .or_else(|| process_env("LOGNAME"))
+            .unwrap_or_else(|| "local".to_owned()),
     }
 }
