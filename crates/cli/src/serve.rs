@@ -67,6 +67,7 @@ async fn serve(
     let options = RuntimeOptions {
         sandbox_helper: std::env::current_exe().ok(),
         environment: Some(environment),
+        mcp_extension: mcp_extension(),
     };
     let runtime = match Runtime::start_with(config, options).await {
         Ok(runtime) => runtime,
@@ -118,4 +119,13 @@ async fn stop_signal() -> String {
         let _ = tokio::signal::ctrl_c().await;
         "Ctrl-C".to_owned()
     }
+}
+
+/// What the MCP server serves beside Souz's tools: the conformance suite's fixtures in a build
+/// with the `conformance` feature (tests only), nothing otherwise.
+fn mcp_extension() -> Option<std::sync::Arc<dyn souz_core::mcp::server::McpExtension>> {
+    #[cfg(feature = "conformance")]
+    return Some(std::sync::Arc::new(crate::conformance::Fixtures));
+    #[cfg(not(feature = "conformance"))]
+    None
 }

