@@ -83,7 +83,7 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
 }
 
 fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Menu<R>> {
-    let mut items: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
+    let mut items: MenuItems<R> = Vec::new();
     let label =
         |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     items.push(Box::new(label("status", state.connection.describe())?));
@@ -94,6 +94,25 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
         )?));
     }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    approval_items(app, state, &mut items)?;
+    question_items(app, state, &mut items)?;
+    turn_items(app, state, &mut items)?;
+    control_items(app, state, &mut items)?;
+    let references: Vec<&dyn IsMenuItem<R>> = items.iter().map(AsRef::as_ref).collect();
+    Menu::with_items(app, &references)
+}
+
+/// A tray menu's items, in order.
+type MenuItems<R> = Vec<Box<dyn IsMenuItem<R>>>;
+
+/// The approvals waiting for the person, oldest first, each with Approve and Deny.
+fn approval_items<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &ShellState,
+    items: &mut MenuItems<R>,
+) -> tauri::Result<()> {
+    let label =
+        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if state.pending.is_empty() {
         items.push(Box::new(label(
             "no-approvals",
@@ -146,6 +165,17 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             )?));
         }
     }
+    Ok(())
+}
+
+/// The questions agents asked, oldest first.
+fn question_items<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &ShellState,
+    items: &mut MenuItems<R>,
+) -> tauri::Result<()> {
+    let label =
+        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if !state.questions.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
         items.push(Box::new(label(
@@ -176,6 +206,17 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             )?));
         }
     }
+    Ok(())
+}
+
+/// The agent turns running now.
+fn turn_items<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &ShellState,
+    items: &mut MenuItems<R>,
+) -> tauri::Result<()> {
+    let label =
+        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if !state.turns.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
         items.push(Box::new(label("turns", "Agents working".into())?));
@@ -193,6 +234,15 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             )?));
         }
     }
+    Ok(())
+}
+
+/// Open, Pause, Start at login and Quit.
+fn control_items<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &ShellState,
+    items: &mut MenuItems<R>,
+) -> tauri::Result<()> {
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     items.push(Box::new(MenuItem::with_id(
         app,
@@ -225,8 +275,7 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
         true,
         None::<&str>,
     )?));
-    let references: Vec<&dyn IsMenuItem<R>> = items.iter().map(AsRef::as_ref).collect();
-    Menu::with_items(app, &references)
+    Ok(())
 }
 
 /// A menu label as it may be shown: names, summaries and arguments come from models and

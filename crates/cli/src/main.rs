@@ -6,12 +6,19 @@ mod approvals_command;
 mod client;
 mod clients_command;
 mod config_command;
+#[cfg(feature = "conformance")]
+mod conformance;
 mod mcp_config;
 mod mcp_stdio;
 mod output;
 mod questions_command;
 mod serve;
 mod tools_command;
+
+// The conformance fixtures answer test tools without the approval gate: they must never reach
+// a build people run.
+#[cfg(all(feature = "conformance", not(debug_assertions)))]
+compile_error!("the `conformance` feature is for tests only and cannot be built in release mode");
 
 use crate::output::say;
 use std::process::ExitCode;

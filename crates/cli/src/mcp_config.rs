@@ -54,7 +54,8 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
                 &paths.client_token(DESKTOP_CLIENT),
                 &created.token,
             )?;
-            let home = std::env::var_os("SOUZ_HOME").map(std::path::PathBuf::from);
+            let home =
+                souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);
             claude_desktop(&binary.to_string_lossy(), home.as_deref())
         }
     };

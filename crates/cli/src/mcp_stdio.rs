@@ -463,15 +463,15 @@ impl Bridge {
         }
     }
 
-    /// POSTs one message and forwards what comes back to stdout — except the answer to a
-    /// replayed handshake (`from_client` false), which the client already had.
-    async fn post(&self, message: &Value, session: Option<&str>, from_client: bool) -> Posted {
-        let endpoint = match self.target().await {
-            Ok(endpoint) => endpoint,
-            Err(reason) => return Posted::Unreachable(reason),
-        };
-        let is_handshake = message.get("method").and_then(Value::as_str) == Some("initialize");
-        let replay = is_handshake && !from_client;
+    /// The POST of one message to the daemon's `/mcp`, with the session and (after the
+    /// handshake) the negotiated protocol version.
+    fn request(
+        &self,
+        endpoint: &Target,
+        message: &Value,
+        session: Option<&str>,
+        is_handshake: bool,
+    ) -> reqwest::RequestBuilder {
         let mut request = self
             .http
             .post(format!("{}/mcp", endpoint.base))
@@ -487,6 +487,31 @@ impl Bridge {
         {
             request = request.header(VERSION_HEADER, version);
         }
+        request
+    }
+
+    /// Keeps the session a successful handshake answer opened.
+    fn note_session(&self, response: &reqwest::Response) {
+        let session_id = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let mut state = self.state();
+        state.session_id = session_id;
+        state.generation += 1;
+    }
+
+    /// POSTs one message and forwards what comes back to stdout — except the answer to a
+    /// replayed handshake (`from_client` false), which the client already had.
+    async fn post(&self, message: &Value, session: Option<&str>, from_client: bool) -> Posted {
+        let endpoint = match self.target().await {
+            Ok(endpoint) => endpoint,
+            Err(reason) => return Posted::Unreachable(reason),
+        };
+        let is_handshake = message.get("method").and_then(Value::as_str) == Some("initialize");
+        let replay = is_handshake && !from_client;
+        let request = self.request(&endpoint, message, session, is_handshake);
         let response = match request.send().await {
             Ok(response) => response,
             Err(_) => {
@@ -506,14 +531,7 @@ impl Bridge {
             return Posted::SessionGone;
         }
         if is_handshake && status.is_success() {
-            let session_id = response
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
-            let mut state = self.state();
-            state.session_id = session_id;
-            state.generation += 1;
+            self.note_session(&response);
         }
         let is_stream = response
             .headers()

@@ -68,6 +68,7 @@ async fn serve(
     let options = RuntimeOptions {
         sandbox_helper: std::env::current_exe().ok(),
         environment: Some(environment),
+        mcp_extension: mcp_extension(),
     };
     let runtime = match Runtime::start_with(config, options).await {
         Ok(runtime) => runtime,
@@ -126,4 +127,13 @@ fn stop_signal() -> impl Future<Output = String> + Send + 'static {
             "Ctrl-C".to_owned()
         }
     }
+}
+
+/// What the MCP server serves beside Souz's tools: the conformance suite's fixtures in a build
+/// with the `conformance` feature (tests only), nothing otherwise.
+fn mcp_extension() -> Option<std::sync::Arc<dyn souz_core::mcp::extension::McpExtension>> {
+    #[cfg(feature = "conformance")]
+    return Some(std::sync::Arc::new(crate::conformance::Fixtures));
+    #[cfg(not(feature = "conformance"))]
+    None
 }

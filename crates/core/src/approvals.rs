@@ -33,9 +33,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use souz_protocol::{
-    Action, Approval, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse, Effect,
-    EffectivePolicy, ExpiryReason, Grant, RecordedDecision, Requester, Risk, RuntimeEvent,
-    ScopeKind, SuggestedScope, Verdict,
+    Approval, ApprovalStatus, EffectivePolicy, ExpiryReason, Grant, RecordedDecision, Requester,
+    Risk, RuntimeEvent, SuggestedScope,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -43,16 +42,12 @@ use tokio_util::sync::CancellationToken;
 pub use audience::Audience;
 pub use call_target::CallTarget;
 pub use limits::{PendingCap, PendingLimits};
-pub use policy::{CallFacts, Decision, GrantRule, Policy};
+pub use policy::{CallFacts, Decision, GrantRule, ListedTool, Policy};
 
 use crate::bus::{EventBus, PauseSwitch};
-use crate::config::edit::append_rule;
-use crate::config::{Config, RuleConfig};
+use crate::config::Config;
 use crate::store::codec::now;
 use crate::store::{Store, StoreError};
-
-/// Longest `minutes` scope: one week.
-const MAX_SCOPE_MINUTES: u32 = 7 * 24 * 60;
 
 /// Why an approval operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -220,7 +215,12 @@ impl Approvals {
     /// How a tool is treated before its arguments are known.
     pub fn effective(&self, tool: &str, risk: Risk, known: bool) -> EffectivePolicy {
         let (policy, grants) = self.snapshot();
-        policy.effective(tool, risk, known, &grants, now())
+        let tool = ListedTool {
+            name: tool,
+            risk,
+            known,
+        };
+        policy.effective(tool, &grants, now())
     }
 
     /// How a tool is treated for `requester` before its arguments are known (see
@@ -233,7 +233,12 @@ impl Approvals {
         requester: &Requester,
     ) -> EffectivePolicy {
         let (policy, grants) = self.snapshot();
-        policy.effective_for(tool, risk, known, requester, &grants, now())
+        let tool = ListedTool {
+            name: tool,
+            risk,
+            known,
+        };
+        policy.effective_for(tool, requester, &grants, now())
     }
 
     /// The pause switch: while it is on, calls that would ask are denied without asking.
@@ -445,225 +450,6 @@ impl Approvals {
         audience.seeing(self.users_decide())
     }
 
-    /// A person's decision. The first one wins; a later one is `AlreadyDecided`.
-    pub async fn decide(
-        &self,
-        id: &str,
-        request: DecisionRequest,
-    ) -> Result<DecisionResponse, ApprovalError> {
-        self.decide_for(id, request, &Audience::Everyone).await
-    }
-
-    /// A decision by `audience`, which must own the approval (else `NotFound`). Only the
-    /// operator (or the local user) may choose `always`: the rule it writes applies to everyone.
-    pub async fn decide_for(
-        &self,
-        id: &str,
-        request: DecisionRequest,
-        audience: &Audience,
-    ) -> Result<DecisionResponse, ApprovalError> {
-        let refusal = audience
-            .decision_refusal(self.users_decide())
-            .map(ApprovalError::Forbidden);
-        let audience = &self.seen_by(audience);
-        let minutes = match request.scope {
-            ScopeKind::Minutes => match request.minutes {
-                Some(minutes) if (1..=MAX_SCOPE_MINUTES).contains(&minutes) => Some(minutes),
-                _ => {
-                    return Err(ApprovalError::Invalid(format!(
-                        "scope `minutes` needs `minutes` between 1 and {MAX_SCOPE_MINUTES}"
-                    )));
-                }
-            },
-            _ if request.minutes.is_some() => {
-                return Err(ApprovalError::Invalid(
-                    "`minutes` is only valid with scope `minutes`".to_owned(),
-                ));
-            }
-            _ => None,
-        };
-        let argument_match = match request.scope {
-            ScopeKind::Once => None,
-            _ => request.argument_match.filter(|m| !m.is_empty()),
-        };
-        let via = clean_via(request.via.as_deref().unwrap_or("api"));
-        let decided_at = now();
-        let id = id.to_owned();
-        let verdict = request.decision;
-        let scope = request.scope;
-        let stored_match = argument_match.clone();
-        let audience = audience.clone();
-        let ((approval, grant), _) = self
-            .inner
-            .events
-            .publish_with(move |transaction| {
-                let approval = queue::load_for(transaction, &id, &audience)?
-                    .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
-                // After the lookup: a foreign or missing id stays "not found".
-                if let Some(refusal) = refusal {
-                    return Err(refusal);
-                }
-                if scope == ScopeKind::Always && audience.owner().is_some() {
-                    return Err(ApprovalError::Forbidden(
-                        "scope `always` adds a rule to config.toml for everyone; only the \
-                         daemon's operator can choose it (choose `once`, `requester` or \
-                         `minutes`)"
-                            .to_owned(),
-                    ));
-                }
-                if approval.status != ApprovalStatus::Pending {
-                    return Err(ApprovalError::AlreadyDecided {
-                        id: id.clone(),
-                        status: approval.status.as_str(),
-                    });
-                }
-                let grant = matches!(scope, ScopeKind::Requester | ScopeKind::Minutes).then(|| {
-                    let effect = match verdict {
-                        Verdict::Approve => Effect::Allow,
-                        Verdict::Deny => Effect::Deny,
-                    };
-                    let argument_match = stored_match.clone().unwrap_or_default();
-                    let expires_at = minutes
-                        .map(|minutes| decided_at + chrono::Duration::minutes(i64::from(minutes)));
-                    Grant {
-                        id: uuid::Uuid::now_v7().to_string(),
-                        label: grants::label(
-                            effect,
-                            &approval.tool,
-                            Some(&approval.requester),
-                            &argument_match,
-                            expires_at,
-                        ),
-                        effect,
-                        tool: approval.tool.clone(),
-                        requester: Some(approval.requester.clone()),
-                        argument_match,
-                        created_at: decided_at,
-                        expires_at,
-                        approval_id: Some(id.clone()),
-                    }
-                });
-                if let Some(grant) = &grant {
-                    grants::insert(transaction, grant)?;
-                }
-                let decision = RecordedDecision {
-                    decision: verdict,
-                    scope,
-                    minutes,
-                    argument_match: stored_match,
-                    via,
-                    decided_at,
-                    grant_id: grant.as_ref().map(|grant| grant.id.clone()),
-                };
-                let status = match verdict {
-                    Verdict::Approve => ApprovalStatus::Approved,
-                    Verdict::Deny => ApprovalStatus::Denied,
-                };
-                if !queue::decide(transaction, &id, status, &decision, None)? {
-                    return Err(ApprovalError::AlreadyDecided {
-                        id: id.clone(),
-                        status: "decided",
-                    });
-                }
-                let event = RuntimeEvent::ApprovalDecided {
-                    approval_id: id.clone(),
-                    call_id: approval.call_id.clone(),
-                    tool: approval.tool.clone(),
-                    decision: decision.clone(),
-                };
-                let decided = Approval {
-                    status,
-                    decision: Some(decision),
-                    ..approval
-                };
-                Ok(((decided, grant), vec![event]))
-            })
-            .await?;
-
-        let decision = approval.decision.clone();
-        if let Some(decision) = decision {
-            self.resolve(
-                &approval.id,
-                match verdict {
-                    Verdict::Approve => Resolution::Approved(decision),
-                    Verdict::Deny => Resolution::Denied(decision),
-                },
-            );
-        }
-        if grant.is_some() {
-            self.reload_grants().await?;
-        }
-        let (rule, warning) = if scope == ScopeKind::Always {
-            match self.write_rule(&approval, verdict, argument_match.as_ref()) {
-                Ok(rule) => (Some(rule), None),
-                Err(message) => (None, Some(message)),
-            }
-        } else {
-            (None, None)
-        };
-        Ok(DecisionResponse {
-            approval: preview::approval(approval),
-            grant,
-            rule,
-            warning,
-        })
-    }
-
-    /// Ends a pending approval without a decision (a denial). Returns the approval if it was
-    /// still pending; `None` if it had already been decided.
-    pub async fn expire(
-        &self,
-        id: &str,
-        reason: ExpiryReason,
-    ) -> Result<Option<Approval>, StoreError> {
-        let id_owned = id.to_owned();
-        let decided_at = now();
-        let (expired, _) = self
-            .inner
-            .events
-            .publish_with(move |transaction| {
-                let Some(approval) = queue::load(transaction, &id_owned)? else {
-                    return Ok((None, Vec::new()));
-                };
-                let decision = RecordedDecision {
-                    decision: Verdict::Deny,
-                    scope: ScopeKind::Once,
-                    minutes: None,
-                    argument_match: None,
-                    via: expiry_name(reason).to_owned(),
-                    decided_at,
-                    grant_id: None,
-                };
-                if !queue::decide(
-                    transaction,
-                    &id_owned,
-                    ApprovalStatus::Expired,
-                    &decision,
-                    Some(reason),
-                )? {
-                    return Ok((None, Vec::new()));
-                }
-                let event = RuntimeEvent::ApprovalExpired {
-                    approval_id: id_owned.clone(),
-                    call_id: approval.call_id.clone(),
-                    tool: approval.tool.clone(),
-                    reason,
-                };
-                let expired = Approval {
-                    status: ApprovalStatus::Expired,
-                    decision: Some(decision),
-                    expiry_reason: Some(reason),
-                    ..approval
-                };
-                Ok::<_, StoreError>((Some(expired), vec![event]))
-            })
-            .await?;
-        if expired.is_some() {
-            self.resolve(id, Resolution::Expired(reason));
-        }
-        Ok(expired)
-    }
-
     /// One approval.
     pub async fn get(&self, id: &str) -> Result<Approval, ApprovalError> {
         self.get_for(id, &Audience::Everyone).await
@@ -753,54 +539,6 @@ impl Approvals {
         Ok(())
     }
 
-    fn write_rule(
-        &self,
-        approval: &Approval,
-        verdict: Verdict,
-        argument_match: Option<&ArgumentMatch>,
-    ) -> Result<String, String> {
-        let argument_match = argument_match.cloned().unwrap_or_default();
-        let rule = RuleConfig {
-            action: match verdict {
-                Verdict::Approve => Action::Allow,
-                Verdict::Deny => Action::Deny,
-            },
-            tool: Some(approval.tool.clone()),
-            path: argument_match.path_prefix,
-            command: argument_match.command_prefix,
-            domain: argument_match.domain,
-            risk: None,
-            requester: None,
-            note: Some(format!("from approval {}", approval.id)),
-        };
-        let current = {
-            let state = self
-                .inner
-                .state
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            state.config.clone()
-        };
-        let comment = format!(
-            "Added by Souz on {} when you chose \"always\" for {} ({}).",
-            now().format("%Y-%m-%d %H:%M UTC"),
-            approval.tool,
-            approval.summary.replace('\n', " "),
-        );
-        match append_rule(&current, &rule, &comment) {
-            Ok((next, rendered)) => {
-                self.apply_config(next);
-                Ok(rendered)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "could not write an `always` rule");
-                Err(format!(
-                    "the decision applies to this call, but the rule could not be saved: {error}"
-                ))
-            }
-        }
-    }
-
     fn waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
         self.inner
             .waiters
@@ -823,30 +561,6 @@ async fn sleep_for(wait: Option<Duration>) {
     }
 }
 
-fn expiry_name(reason: ExpiryReason) -> &'static str {
-    match reason {
-        ExpiryReason::Timeout => "timeout",
-        ExpiryReason::Restart => "restart",
-        ExpiryReason::Withdrawn => "withdrawn",
-        ExpiryReason::Shutdown => "shutdown",
-        ExpiryReason::Paused => "paused",
-    }
-}
-
-/// Keeps `via` to a short lower-case label.
-fn clean_via(via: &str) -> String {
-    let cleaned: String = via
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(32)
-        .flat_map(char::to_lowercase)
-        .collect();
-    if cleaned.is_empty() {
-        "api".to_owned()
-    } else {
-        cleaned
-    }
-}
-
+mod decisions;
 #[cfg(test)]
 mod tests;

@@ -243,6 +243,45 @@ impl Config {
         Self::parse(paths, file, &text, env).map_err(ConfigError::Problems)
     }
 
+    /// Applies the environment's overrides, noting where each value came from and every
+    /// override that does not fit.
+    fn apply_env(
+        &mut self,
+        env: EnvLookup<'_>,
+        origins: &mut HashMap<(&'static str, &'static str), Origin>,
+        problems: &mut Vec<Problem>,
+    ) {
+        for variable in ENV_OVERRIDES {
+            let OverrideTarget::Key { section, key } = variable.target else {
+                continue;
+            };
+            let Some(raw) = env(variable.name) else {
+                continue;
+            };
+            let outcome = match self.set(section, key, env::env_value(&raw)) {
+                SetOutcome::Invalid(_) => {
+                    self.set(section, key, toml_edit::Value::from(raw.as_str()))
+                }
+                other => other,
+            };
+            match outcome {
+                SetOutcome::Set => {
+                    origins.insert((section, key), Origin::Env(variable.name));
+                    self.env_overrides
+                        .push((variable.name.to_owned(), raw.clone()));
+                }
+                SetOutcome::Invalid(error) => problems.push(Problem {
+                    location: Location::Env(variable.name),
+                    message: format!("[{section}] {key}: {}", error.message.trim()),
+                }),
+                SetOutcome::UnknownKey(_) | SetOutcome::UnknownSection => problems.push(Problem {
+                    location: Location::Env(variable.name),
+                    message: format!("overrides unknown key [{section}] {key}"),
+                }),
+            }
+        }
+    }
+
     /// Parses `text` (the contents of `file`), applies environment overrides and validates,
     /// reporting every problem found.
     pub fn parse(
@@ -318,36 +357,7 @@ impl Config {
             }
         }
 
-        for variable in ENV_OVERRIDES {
-            let OverrideTarget::Key { section, key } = variable.target else {
-                continue;
-            };
-            let Some(raw) = env(variable.name) else {
-                continue;
-            };
-            let outcome = match config.set(section, key, env::env_value(&raw)) {
-                SetOutcome::Invalid(_) => {
-                    config.set(section, key, toml_edit::Value::from(raw.as_str()))
-                }
-                other => other,
-            };
-            match outcome {
-                SetOutcome::Set => {
-                    origins.insert((section, key), Origin::Env(variable.name));
-                    config
-                        .env_overrides
-                        .push((variable.name.to_owned(), raw.clone()));
-                }
-                SetOutcome::Invalid(error) => problems.push(Problem {
-                    location: Location::Env(variable.name),
-                    message: format!("[{section}] {key}: {}", error.message.trim()),
-                }),
-                SetOutcome::UnknownKey(_) | SetOutcome::UnknownSection => problems.push(Problem {
-                    location: Location::Env(variable.name),
-                    message: format!("overrides unknown key [{section}] {key}"),
-                }),
-            }
-        }
+        config.apply_env(env, &mut origins, &mut problems);
 
         for (section_name, invalid) in config.invalid() {
             let location = match origins.get(&(section_name, invalid.key)) {

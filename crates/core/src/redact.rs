@@ -325,6 +325,7 @@ mod tests {
     /// Each sample: the text, and the secret that must be gone (`None`: nothing to redact, the
     /// text comes out unchanged).
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of secret formats")]
     fn secret_formats_table() {
         let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----";
         let operator = "3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f0a1c3e5b7d9f1a3c5e7b9d0f2a";

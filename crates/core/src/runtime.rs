@@ -26,7 +26,7 @@ use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::bus::{EventBus, pause};
 use crate::chat::settings::SettingsDefaults;
-use crate::chat::{self, ChatError, Chats};
+use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
@@ -34,7 +34,7 @@ use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
 use crate::token::ui_codes::UiCodes;
 use crate::token::{ApiToken, Credential, TokenError, proof};
-use crate::tools::gate::Gate;
+use crate::tools::gate::{Gate, GateParts};
 use crate::tools::{CatalogError, builtin};
 
 pub use config_editor::ConfigEditor;
@@ -87,6 +87,9 @@ pub struct RuntimeOptions {
     /// Where provider keys in environment variables are read from (default: the process
     /// environment). Tests pass their own.
     pub environment: Option<Environment>,
+    /// What the MCP server serves beside Souz's tools: only the conformance suite's fixtures
+    /// (`souz-cli`'s `conformance` feature, tests only); none in a normal build.
+    pub mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -119,6 +122,7 @@ struct State {
     shutdown: CancellationToken,
     stopping: AtomicBool,
     tasks: TaskTracker,
+    mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
 }
 
 impl Runtime {
@@ -147,7 +151,7 @@ impl Runtime {
         let environment = options
             .environment
             .clone()
-            .unwrap_or_else(|| Arc::new(|name: &str| std::env::var(name).ok()));
+            .unwrap_or_else(|| Arc::new(crate::config::env::process_env));
         config
             .paths
             .ensure_home()
@@ -161,65 +165,38 @@ impl Runtime {
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
-        let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
-        let paused_since = store.read(pause::load).await?;
-        approvals.pause().set(paused_since);
-        if paused_since.is_some() {
-            tracing::warn!("Souz is paused: approval requests are denied until it is resumed");
-        }
+        let approvals = open_approvals(&store, &events, &config).await?;
         let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
-        let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
-        if let Some(helper) = options.sandbox_helper {
-            sandbox = sandbox.with_confinement_helper(helper);
-        }
-        tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
-        let sandbox = Arc::new(sandbox);
+        let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let gate = Gate::new(
-            builtin::catalog()?,
-            Arc::clone(&sandbox),
+        let gate = Gate::new(GateParts {
+            catalog: builtin::catalog()?,
+            sandbox: Arc::clone(&sandbox),
             approvals,
-            events.clone(),
-            store.clone(),
-            tasks.clone(),
-            shutdown.clone(),
-        );
+            events: events.clone(),
+            store: store.clone(),
+            tasks: tasks.clone(),
+            shutdown: shutdown.clone(),
+        });
         gate.set_proxy_user_roots(&config.server.proxy_user_roots);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
-        let recovered = gate.recover().await?;
-        if recovered > 0 {
-            tracing::warn!(
-                calls = recovered,
-                "marked tool calls left unfinished by the previous run as failed"
-            );
-        }
+        recover_calls(&gate).await?;
         let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
             config.paths.provider_key_file(),
             environment,
         )?);
-        let defaults = SettingsDefaults {
-            default_model: config.llm.default_model.trim().to_owned(),
-            context_size: config.llm.context_size,
-            temperature: config.llm.temperature as f32,
-            request_timeout_millis: config.llm.request_timeout_seconds.saturating_mul(1000),
-            tools: gate
-                .catalog()
-                .iter()
-                .map(|tool| tool.spec().name.to_owned())
-                .collect(),
-            time_zone: chat::settings::system_time_zone(),
-        };
-        let chats = Chats::new(
-            store.clone(),
-            events.clone(),
-            Arc::clone(&llm),
+        let defaults = chat_defaults(&config, &gate);
+        let chats = Chats::new(ChatsParts {
+            store: store.clone(),
+            events: events.clone(),
+            llm: Arc::clone(&llm),
             defaults,
-            tasks.clone(),
-            shutdown.clone(),
-        );
+            tasks: tasks.clone(),
+            shutdown: shutdown.clone(),
+        });
         chats.set_pause(gate.approvals().pause().clone());
         let failed = chats.recover().await?;
         if failed > 0 {
@@ -234,22 +211,8 @@ impl Runtime {
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
-        let interrupted = agents.recover().await.map_err(|error| match error {
-            crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
-            other => RuntimeError::Agents(other.to_string()),
-        })?;
-        if interrupted > 0 {
-            tracing::warn!(
-                turns = interrupted,
-                "marked agent turns left running by the previous run as interrupted"
-            );
-        }
-        let user = LocalUser {
-            id: "local".to_owned(),
-            name: std::env::var("USER")
-                .or_else(|_| std::env::var("LOGNAME"))
-                .unwrap_or_else(|_| "local".to_owned()),
-        };
+        recover_agents(&agents).await?;
+        let user = local_user();
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 sandbox,
@@ -269,6 +232,7 @@ impl Runtime {
                 shutdown,
                 stopping: AtomicBool::new(false),
                 tasks,
+                mcp_extension: options.mcp_extension,
             }),
         };
         handle
@@ -326,6 +290,11 @@ impl RuntimeHandle {
     /// The approval gate every tool call passes.
     pub fn gate(&self) -> &Gate {
         &self.state.gate
+    }
+
+    /// What the MCP server serves beside Souz's tools (see [`RuntimeOptions::mcp_extension`]).
+    pub fn mcp_extension(&self) -> Option<Arc<dyn crate::mcp::extension::McpExtension>> {
+        self.state.mcp_extension.clone()
     }
 
     /// The approval service (pending approvals, decisions, grants).
@@ -530,3 +499,81 @@ impl RuntimeHandle {
 
 #[cfg(test)]
 mod tests;
+/// Opens the approvals and restores the pause switch from the database.
+async fn open_approvals(
+    store: &Store,
+    events: &EventBus,
+    config: &Config,
+) -> Result<Approvals, RuntimeError> {
+    let approvals = Approvals::open(store.clone(), events.clone(), config.clone()).await?;
+    let paused_since = store.read(pause::load).await?;
+    approvals.pause().set(paused_since);
+    if paused_since.is_some() {
+        tracing::warn!("Souz is paused: approval requests are denied until it is resumed");
+    }
+    Ok(approvals)
+}
+
+/// The sandbox, with the embedding binary's confinement helper if it has one.
+fn open_sandbox(config: &Config, helper: Option<PathBuf>) -> Result<Arc<Sandbox>, RuntimeError> {
+    let mut sandbox = Sandbox::new(&config.sandbox, &config.paths)?;
+    if let Some(helper) = helper {
+        sandbox = sandbox.with_confinement_helper(helper);
+    }
+    tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
+    Ok(Arc::new(sandbox))
+}
+
+/// What chat settings default to, from the configuration and the gate's catalog.
+fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
+    SettingsDefaults {
+        default_model: config.llm.default_model.trim().to_owned(),
+        context_size: config.llm.context_size,
+        temperature: config.llm.temperature as f32,
+        request_timeout_millis: config.llm.request_timeout_seconds.saturating_mul(1000),
+        tools: gate
+            .catalog()
+            .iter()
+            .map(|tool| tool.spec().name.to_owned())
+            .collect(),
+        time_zone: chat::settings::system_time_zone(),
+    }
+}
+
+/// Marks tool calls a previous run left unfinished as failed.
+async fn recover_calls(gate: &Gate) -> Result<(), RuntimeError> {
+    let recovered = gate.recover().await?;
+    if recovered > 0 {
+        tracing::warn!(
+            calls = recovered,
+            "marked tool calls left unfinished by the previous run as failed"
+        );
+    }
+    Ok(())
+}
+
+/// Marks agent turns a previous run left running as interrupted.
+async fn recover_agents(agents: &Agents) -> Result<(), RuntimeError> {
+    let interrupted = agents.recover().await.map_err(|error| match error {
+        crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
+        other => RuntimeError::Agents(other.to_string()),
+    })?;
+    if interrupted > 0 {
+        tracing::warn!(
+            turns = interrupted,
+            "marked agent turns left running by the previous run as interrupted"
+        );
+    }
+    Ok(())
+}
+
+/// The person running the daemon, as the local user.
+fn local_user() -> LocalUser {
+    use crate::config::env::process_env;
+    LocalUser {
+        id: "local".to_owned(),
+        name: process_env("USER")
+            .or_else(|| process_env("LOGNAME"))
+            .unwrap_or_else(|| "local".to_owned()),
+    }
+}

@@ -182,7 +182,9 @@ impl Sandbox {
             protected,
             case_insensitive,
             config: config.clone(),
-            inherited_environment: environment::inheritable(std::env::vars_os()),
+            inherited_environment: environment::inheritable(
+                crate::config::env::process_environment_os(),
+            ),
             confinement: Confinement::detect(None),
             web: Arc::new(OnceLock::new()),
             trash_folder: None,

@@ -48,15 +48,26 @@ pub fn text_block(mut sse: SseBuilder, index: usize, pieces: &[&str]) -> SseBuil
     )
 }
 
+/// A tool call the fake model makes: its id, the tool's name and the input JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolUse<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub input_json: &'a str,
+}
+
 /// Adds a tool_use block at `index` whose input JSON arrives in `split` pieces.
 pub fn tool_use_block(
     mut sse: SseBuilder,
     index: usize,
-    id: &str,
-    name: &str,
-    input_json: &str,
+    tool_use: ToolUse<'_>,
     split: usize,
 ) -> SseBuilder {
+    let ToolUse {
+        id,
+        name,
+        input_json,
+    } = tool_use;
     sse = sse.event(
         "content_block_start",
         json!({"type": "content_block_start", "index": index,

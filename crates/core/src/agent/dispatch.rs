@@ -26,16 +26,30 @@ use crate::redact;
 use crate::store::StoreError;
 use crate::tools::gate::{CallRequest, Gate};
 
-/// Runs `tool` through the gate for `chat_id`, reporting an approval wait and its outcome to
-/// `sink`.
+/// A call through the gate from a chat turn: which tool, for which chat and model tool call,
+/// and where its approval events go.
+#[derive(Clone, Copy)]
+pub(crate) struct GateCall<'a> {
+    pub gate: &'a Gate,
+    pub chat_id: &'a str,
+    pub tool: &'a str,
+    pub tool_call_id: &'a str,
+    pub sink: &'a dyn TurnSink,
+}
+
+/// Runs `call.tool` through the gate for `call.chat_id`, reporting an approval wait and its
+/// outcome to `call.sink`.
 pub(crate) async fn call_gate(
-    gate: &Gate,
-    chat_id: &str,
-    tool: &str,
+    call: GateCall<'_>,
     arguments: Value,
-    tool_call_id: &str,
-    sink: &dyn TurnSink,
 ) -> Result<ToolResult, StoreError> {
+    let GateCall {
+        gate,
+        chat_id,
+        tool,
+        tool_call_id,
+        sink,
+    } = call;
     let mut handle = gate
         .start(CallRequest {
             tool: tool.to_owned(),
@@ -112,29 +126,9 @@ pub(crate) async fn execute(
             true,
         ),
         (Some(ToolBinding::Gate), Ok(arguments)) => {
-            let services = &scope.services;
-            match call_gate(
-                &services.gate,
-                &scope.chat_id,
-                &call.name,
-                arguments,
-                &call.id,
-                sink,
-            )
-            .await
-            {
-                Ok(result) => {
-                    gate_preview = Some(redact::result_preview(&result));
-                    (result.text, result.is_error)
-                }
-                Err(error) => {
-                    tracing::error!(%error, tool = %call.name, "could not start a tool call");
-                    (
-                        "Souz could not start this call because of an internal error.".to_owned(),
-                        true,
-                    )
-                }
-            }
+            let (content, is_error, preview) = through_gate(scope, call, arguments).await;
+            gate_preview = preview;
+            (content, is_error)
         }
         (Some(ToolBinding::AskUser), Ok(arguments)) => match super::ask_user::question(arguments) {
             Ok(question) => {
@@ -190,5 +184,34 @@ pub(crate) async fn execute(
         name: call.name.clone(),
         content,
         is_error,
+    }
+}
+
+/// Runs a catalog tool through the gate: its text, whether it is an error, and its preview.
+async fn through_gate(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+) -> (String, bool, Option<Value>) {
+    let gate_call = GateCall {
+        gate: &scope.services.gate,
+        chat_id: &scope.chat_id,
+        tool: &call.name,
+        tool_call_id: &call.id,
+        sink: scope.sink.as_ref(),
+    };
+    match call_gate(gate_call, arguments).await {
+        Ok(result) => {
+            let preview = redact::result_preview(&result);
+            (result.text, result.is_error, Some(preview))
+        }
+        Err(error) => {
+            tracing::error!(%error, tool = %call.name, "could not start a tool call");
+            (
+                "Souz could not start this call because of an internal error.".to_owned(),
+                true,
+                None,
+            )
+        }
     }
 }

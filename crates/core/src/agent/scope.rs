@@ -62,16 +62,28 @@ pub(crate) struct TurnScope {
     attempts: AtomicU64,
 }
 
+/// What a turn's scope is made of (see the fields of [`TurnScope`]).
+pub(crate) struct ScopeParts {
+    pub chat_id: String,
+    pub owner: String,
+    pub model: ChatModel,
+    pub sink: Arc<dyn TurnSink>,
+    pub mailbox: Option<Arc<Mailbox>>,
+    pub cancel: CancellationToken,
+    pub services: Arc<Services>,
+}
+
 impl TurnScope {
-    pub(crate) fn new(
-        chat_id: String,
-        owner: String,
-        model: ChatModel,
-        sink: Arc<dyn TurnSink>,
-        mailbox: Option<Arc<Mailbox>>,
-        cancel: CancellationToken,
-        services: Arc<Services>,
-    ) -> Self {
+    pub(crate) fn new(parts: ScopeParts) -> Self {
+        let ScopeParts {
+            chat_id,
+            owner,
+            model,
+            sink,
+            mailbox,
+            cancel,
+            services,
+        } = parts;
         Self {
             chat_id,
             owner,

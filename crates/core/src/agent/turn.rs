@@ -27,7 +27,7 @@ use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{McpTools, NoMcpTools};
 use super::nodes::names;
 use super::prompts::{GRAPH_SYSTEM_PROMPT, SKILLS_SYSTEM_PROMPT};
-use super::scope::{Services, TurnScope};
+use super::scope::{ScopeParts, Services, TurnScope};
 use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
 };
@@ -563,15 +563,15 @@ impl Turn {
         let turn_cancel = self.cancel.clone();
         let context = self.initial_context(&inner.services.gate);
         let scope = Arc::new(
-            TurnScope::new(
-                self.chat_id.clone(),
-                inner.owner.clone(),
-                self.model.clone(),
+            TurnScope::new(ScopeParts {
+                chat_id: self.chat_id.clone(),
+                owner: inner.owner.clone(),
+                model: self.model.clone(),
                 sink,
-                self.mailbox.clone(),
-                turn_cancel.clone(),
-                Arc::clone(&inner.services),
-            )
+                mailbox: self.mailbox.clone(),
+                cancel: turn_cancel.clone(),
+                services: Arc::clone(&inner.services),
+            })
             .with_ask_user(self.ask_user)
             .with_tools(self.tools.clone())
             .with_request_timeout(self.request_timeout),

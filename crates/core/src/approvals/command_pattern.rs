@@ -42,7 +42,7 @@ impl SystemPrograms {
     /// runner's fallback).
     pub fn for_commands() -> Self {
         Self::with_search_path(crate::sandbox::environment::command_search_path(
-            std::env::vars_os(),
+            crate::config::env::process_environment_os(),
         ))
     }
 

@@ -33,6 +33,15 @@ use crate::sandbox::{expand_home, normalize_lexically};
 use crate::shell;
 use unicode_normalization::UnicodeNormalization;
 
+/// A tool as listed, before any call's arguments are known: its name, risk class, and whether
+/// the catalog knows it.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedTool<'a> {
+    pub name: &'a str,
+    pub risk: Risk,
+    pub known: bool,
+}
+
 /// The facts about one call the policy decides on.
 #[derive(Debug, Clone, Copy)]
 pub struct CallFacts<'a> {
@@ -588,12 +597,15 @@ impl Policy {
     /// by a tool-wide rule is hidden from MCP clients; one that asks is marked so).
     pub fn effective(
         &self,
-        tool: &str,
-        risk: Risk,
-        known: bool,
+        tool: ListedTool<'_>,
         grants: &[GrantRule],
         now: DateTime<Utc>,
     ) -> EffectivePolicy {
+        let ListedTool {
+            name: tool,
+            risk,
+            known,
+        } = tool;
         let requester_free = Requester::Api;
         let facts = CallFacts {
             tool,
@@ -652,13 +664,16 @@ impl Policy {
     /// that may still change the outcome depending on the arguments.
     pub fn effective_for(
         &self,
-        tool: &str,
-        risk: Risk,
-        known: bool,
+        tool: ListedTool<'_>,
         requester: &Requester,
         grants: &[GrantRule],
         now: DateTime<Utc>,
     ) -> EffectivePolicy {
+        let ListedTool {
+            name: tool,
+            risk,
+            known,
+        } = tool;
         let facts = CallFacts {
             tool,
             known,

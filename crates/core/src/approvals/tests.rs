@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
-use souz_protocol::DecisionSource;
+use souz_protocol::{ArgumentMatch, DecisionRequest, DecisionSource, Effect, ScopeKind, Verdict};
 
+use super::decisions::{MAX_SCOPE_MINUTES, clean_via};
 use super::*;
 use crate::approvals::CallTarget;
 use crate::sandbox::Access;

@@ -12,8 +12,8 @@ pub mod records;
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::{
-    ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionState, OptionStatus, Question,
-    QuestionList, SelectionMode, Settings,
+    ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState, OptionStatus,
+    Question, QuestionList, SelectionMode, Settings,
 };
 
 use super::events::NewChatEvent;
@@ -69,44 +69,11 @@ impl Chats {
             self.expire(&option).await?;
             return Err(ChatError::Invalid("Option has expired.".into()));
         }
-        let selected_ids: Vec<String> = answer
-            .selected_option_ids
-            .iter()
-            .map(|id| id.trim().to_owned())
-            .collect();
-        let free_text = answer
-            .free_text
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned);
-        if selected_ids.iter().any(String::is_empty) {
-            return Err(ChatError::Invalid(
-                "selectedOptionIds must not contain blank ids.".into(),
-            ));
-        }
-        if selected_ids.is_empty() && !(option.free_text && free_text.is_some()) {
-            return Err(ChatError::Invalid(
-                "selectedOptionIds must not be empty.".into(),
-            ));
-        }
-        if option.selection_mode == SelectionMode::Single && selected_ids.len() > 1 {
-            return Err(ChatError::Invalid(
-                "Exactly one option must be selected.".into(),
-            ));
-        }
-        let mut selected = Vec::new();
-        for id in &selected_ids {
-            match option.options.iter().find(|choice| &choice.id == id) {
-                Some(choice) => selected.push(choice.clone()),
-                None => return Err(ChatError::Invalid(format!("Unknown option id: {id}."))),
-            }
-        }
-        if answer.metadata.keys().any(|key| key.trim().is_empty()) {
-            return Err(ChatError::Invalid(
-                "metadata keys must not be blank.".into(),
-            ));
-        }
+        let Answer {
+            selected_ids,
+            free_text,
+            selected,
+        } = check_answer(&option, &answer)?;
         let stored_answer = json!({"selectedOptionIds": selected_ids, "freeText": free_text, "metadata": answer.metadata});
         let (option_id, chat_id, execution_id) = (
             option.id.clone(),
@@ -272,4 +239,59 @@ impl Chats {
         .await?;
         Ok(())
     }
+}
+
+/// An answer, checked against the question it answers.
+struct Answer {
+    selected_ids: Vec<String>,
+    free_text: Option<String>,
+    selected: Vec<OptionChoice>,
+}
+
+/// Checks an answer against its question: known, non-blank ids (one for a single-choice
+/// question; none only with free text where the question takes it) and non-blank metadata keys.
+fn check_answer(option: &Question, answer: &OptionAnswer) -> Result<Answer, ChatError> {
+    let selected_ids: Vec<String> = answer
+        .selected_option_ids
+        .iter()
+        .map(|id| id.trim().to_owned())
+        .collect();
+    let free_text = answer
+        .free_text
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
+    if selected_ids.iter().any(String::is_empty) {
+        return Err(ChatError::Invalid(
+            "selectedOptionIds must not contain blank ids.".into(),
+        ));
+    }
+    if selected_ids.is_empty() && !(option.free_text && free_text.is_some()) {
+        return Err(ChatError::Invalid(
+            "selectedOptionIds must not be empty.".into(),
+        ));
+    }
+    if option.selection_mode == SelectionMode::Single && selected_ids.len() > 1 {
+        return Err(ChatError::Invalid(
+            "Exactly one option must be selected.".into(),
+        ));
+    }
+    let mut selected = Vec::new();
+    for id in &selected_ids {
+        match option.options.iter().find(|choice| &choice.id == id) {
+            Some(choice) => selected.push(choice.clone()),
+            None => return Err(ChatError::Invalid(format!("Unknown option id: {id}."))),
+        }
+    }
+    if answer.metadata.keys().any(|key| key.trim().is_empty()) {
+        return Err(ChatError::Invalid(
+            "metadata keys must not be blank.".into(),
+        ));
+    }
+    Ok(Answer {
+        selected_ids,
+        free_text,
+        selected,
+    })
 }

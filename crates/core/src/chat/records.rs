@@ -128,15 +128,22 @@ pub fn chat_by_request(
         .optional()?)
 }
 
+/// A chat of a user, as rows name it.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatKey<'a> {
+    pub user_id: &'a str,
+    pub chat_id: &'a str,
+}
+
 /// Inserts a chat.
 pub fn insert_chat(
     connection: &Connection,
-    user_id: &str,
-    chat_id: &str,
+    chat: ChatKey<'_>,
     title: Option<&str>,
     request: Option<(&str, &str)>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    let ChatKey { user_id, chat_id } = chat;
     connection.execute_cached(
         "INSERT INTO chats (id, user_id, title, archived, request_id, payload_hash, created_at, updated_at) \
          VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?6)",
@@ -178,12 +185,12 @@ pub fn list_chats(
 /// Changes a chat's title or archived flag; bumps `updated_at`. Returns whether it exists.
 pub fn update_chat(
     connection: &Connection,
-    user_id: &str,
-    chat_id: &str,
+    chat: ChatKey<'_>,
     title: Option<&str>,
     archived: Option<bool>,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let ChatKey { user_id, chat_id } = chat;
     let changed = connection.execute_cached(
         "UPDATE chats SET title = coalesce(?3, title), archived = coalesce(?4, archived), \
          updated_at = ?5 WHERE user_id = ?1 AND id = ?2",
@@ -236,16 +243,30 @@ fn decode_message(
     })
 }
 
+/// A message to store.
+#[derive(Debug)]
+pub struct NewMessage<'a> {
+    pub id: &'a str,
+    pub chat_id: &'a str,
+    pub role: &'a str,
+    pub content: &'a str,
+    pub metadata: &'a BTreeMap<String, String>,
+    pub at: DateTime<Utc>,
+}
+
 /// Appends a message with the chat's next sequence number.
 pub fn insert_message(
     connection: &Connection,
-    id: &str,
-    chat_id: &str,
-    role: &str,
-    content: &str,
-    metadata: &BTreeMap<String, String>,
-    at: DateTime<Utc>,
+    message: &NewMessage<'_>,
 ) -> Result<Message, StoreError> {
+    let &NewMessage {
+        id,
+        chat_id,
+        role,
+        content,
+        metadata,
+        at,
+    } = message;
     let seq: i64 = connection.query_row_cached(
         "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE chat_id = ?1",
         [chat_id],
@@ -426,17 +447,32 @@ fn decode_execution(raw: RawExecution) -> Result<ExecutionRow, StoreError> {
     })
 }
 
+/// A running execution to store: its settings snapshot (JSON), the id its answer will have,
+/// and the process that owns it until `lease_until`.
+#[derive(Debug)]
+pub struct NewExecution<'a> {
+    pub execution: &'a Execution,
+    pub settings: &'a str,
+    pub reply_message_id: &'a str,
+    pub owner: &'a str,
+    pub lease_until: DateTime<Utc>,
+    pub at: DateTime<Utc>,
+}
+
 /// Inserts a running execution. A second active execution in the chat violates the unique
 /// index: the caller maps that to 409.
 pub fn insert_execution(
     connection: &Connection,
-    execution: &Execution,
-    settings: &str,
-    reply_message_id: &str,
-    owner: &str,
-    lease_until: DateTime<Utc>,
-    at: DateTime<Utc>,
+    new: &NewExecution<'_>,
 ) -> Result<(), rusqlite::Error> {
+    let &NewExecution {
+        execution,
+        settings,
+        reply_message_id,
+        owner,
+        lease_until,
+        at,
+    } = new;
     connection.execute(
         &format!(
             "INSERT INTO executions ({EXECUTION_COLUMNS}, owner, lease_until, created_at) \

@@ -245,7 +245,7 @@ pub fn valid_time_zone(name: &str) -> bool {
 
 /// The machine's time zone, or `UTC`.
 pub fn system_time_zone() -> String {
-    if let Ok(zone) = std::env::var("TZ") {
+    if let Some(zone) = crate::config::env::process_env("TZ") {
         let zone = zone.trim_start_matches(':').to_owned();
         if valid_time_zone(&zone) {
             return zone;

@@ -1,15 +1,23 @@
 //! The chat service with a scripted engine at the `TurnEngine` boundary: event order and
 //! durability, one active turn, idempotency, cancellation, questions, recovery, scoping.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
 
 use futures::StreamExt;
-use souz_protocol::chat::{OptionAnswer, OptionChoice, TurnOptions};
+use serde_json::json;
+use souz_protocol::RuntimeEvent;
+use souz_protocol::chat::{
+    CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch, TurnOptions,
+};
+use tokio::sync::mpsc;
 
-use super::turns::{NewQuestion, TurnEngine};
+use super::preferences::check_model;
+use super::turns::{NewQuestion, Turn, TurnEngine, TurnEvent, TurnInput};
 use super::*;
 use crate::bus::FollowItem;
 use crate::config::Config;
+use crate::llm::models::Resolution;
 use crate::testing::{self, TestHome};
 
 mod questions;
@@ -174,14 +182,14 @@ fn chats_over(
         tools: vec!["Calculator".into(), "ListFiles".into()],
         time_zone: "UTC".into(),
     };
-    let chats = Chats::new(
-        store.clone(),
-        bus.clone(),
-        Arc::clone(llm),
+    let chats = Chats::new(ChatsParts {
+        store: store.clone(),
+        events: bus.clone(),
+        llm: Arc::clone(llm),
         defaults,
-        tasks.clone(),
-        CancellationToken::new(),
-    );
+        tasks: tasks.clone(),
+        shutdown: CancellationToken::new(),
+    });
     let script = Arc::new(Script::default());
     chats.set_engine(script.clone());
     (chats, script)
@@ -312,7 +320,15 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
     );
     let messages = f
         .chats
-        .messages(&me(), &chat_id, None, None, 100)
+        .messages(
+            &me(),
+            &chat_id,
+            MessagePage {
+                before: None,
+                after: None,
+                limit: 100,
+            },
+        )
         .await
         .unwrap()
         .items;
@@ -353,7 +369,15 @@ async fn one_active_turn_per_chat() {
     );
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -399,7 +423,15 @@ async fn retrying_with_the_same_client_message_id_returns_the_original() {
     assert_eq!(again.execution.client_message_id.as_deref(), Some("k1"));
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -433,7 +465,15 @@ async fn cancelling_mid_stream_keeps_no_partial_answer() {
     );
     assert_eq!(
         f.chats
-            .messages(&me(), &chat_id, None, None, 100)
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 100
+                }
+            )
             .await
             .unwrap()
             .items
@@ -464,6 +504,7 @@ async fn cancelling_mid_stream_keeps_no_partial_answer() {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
 async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     let f = fixture().await;
     let chat_id = f.chat().await;
@@ -549,7 +590,15 @@ async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     );
     let messages = f
         .chats
-        .messages(&me(), &chat_id, None, None, 100)
+        .messages(
+            &me(),
+            &chat_id,
+            MessagePage {
+                before: None,
+                after: None,
+                limit: 100,
+            },
+        )
         .await
         .unwrap()
         .items;
@@ -722,7 +771,17 @@ async fn chats_are_scoped_to_their_user() {
     let chat_id = f.chat().await;
     let stranger = ChatUser("stranger".into());
     assert!(matches!(
-        f.chats.messages(&stranger, &chat_id, None, None, 10).await,
+        f.chats
+            .messages(
+                &stranger,
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 10
+                }
+            )
+            .await,
         Err(ChatError::ChatNotFound)
     ));
     assert!(matches!(

@@ -8,8 +8,30 @@
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Reads the real process environment.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place that reads the process environment"
+)]
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// Reads one variable of the real process environment as it is (not necessarily UTF-8).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place that reads the process environment"
+)]
+pub fn process_env_os(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name)
+}
+
+/// The whole process environment (for what commands inherit and what the daemon passes on).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place that reads the process environment"
+)]
+pub fn process_environment_os() -> std::env::VarsOs {
+    std::env::vars_os()
 }
 
 /// What an environment variable overrides.

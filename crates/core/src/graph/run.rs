@@ -183,37 +183,48 @@ where
                 }
             };
 
-            let mut targets: Vec<usize> = Vec::with_capacity(slot.transitions.len());
-            for transition in &slot.transitions {
-                let target = match transition {
-                    Transition::Static(target) => Some(*target),
-                    Transition::Dynamic(router) => match router(output.as_any()) {
-                        Some((builder, target)) if builder == self.builder => Some(target),
-                        Some(_) => {
-                            let error = Box::new(ForeignRoute(slot.name.clone()));
-                            return Err(self.node_error(slot, 1, error, last));
-                        }
-                        None => None,
-                    },
-                };
-                // The same next node twice in one step runs once.
-                if let Some(target) = target
-                    && !targets.contains(&target)
-                {
-                    targets.push(target);
-                }
-            }
-            if let Some((&final_target, rest)) = targets.split_last() {
-                for &target in rest {
-                    queue.push_back((target, output.clone_value()));
-                }
-                queue.push_back((final_target, output));
+            if let Err(error) = self.route(slot, output, &mut queue) {
+                return Err(self.node_error(slot, 1, error, last));
             }
         }
         Err(GraphError::ExitNotReached {
             graph: self.name.clone(),
             last_context: last.into_context(),
         })
+    }
+
+    /// Queues the nodes `slot`'s transitions pick for `output` (the same node once); a router
+    /// naming a node of another graph is an error.
+    fn route(
+        &self,
+        slot: &Slot,
+        output: Boxed,
+        queue: &mut VecDeque<(usize, Boxed)>,
+    ) -> Result<(), BoxError> {
+        let mut targets: Vec<usize> = Vec::with_capacity(slot.transitions.len());
+        for transition in &slot.transitions {
+            let target = match transition {
+                Transition::Static(target) => Some(*target),
+                Transition::Dynamic(router) => match router(output.as_any()) {
+                    Some((builder, target)) if builder == self.builder => Some(target),
+                    Some(_) => return Err(Box::new(ForeignRoute(slot.name.clone()))),
+                    None => None,
+                },
+            };
+            // The same next node twice in one step runs once.
+            if let Some(target) = target
+                && !targets.contains(&target)
+            {
+                targets.push(target);
+            }
+        }
+        if let Some((&final_target, rest)) = targets.split_last() {
+            for &target in rest {
+                queue.push_back((target, output.clone_value()));
+            }
+            queue.push_back((final_target, output));
+        }
+        Ok(())
     }
 
     fn cancelled(&self, last: LastGood) -> GraphError {

@@ -265,6 +265,76 @@ pub fn stop_reason(reason: &str) -> FinishReason {
     }
 }
 
+impl MessagesDecoder {
+    /// A content block starts: a tool call's first delta, or text that came with the block.
+    fn block_start(
+        &mut self,
+        index: usize,
+        content_block: &Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) {
+        if content_block.get("type").and_then(Value::as_str) == Some("tool_use") {
+            let block = ToolBlock {
+                position: self.tool_count,
+                id: text_of(content_block, "id"),
+                name: text_of(content_block, "name"),
+                input: String::new(),
+            };
+            self.tool_count += 1;
+            out.push_back(StreamEvent::ToolCallDelta {
+                index: block.position,
+                id: Some(block.id.clone()),
+                name: Some(block.name.clone()),
+                arguments: String::new(),
+            });
+            self.blocks.insert(index, block);
+        } else if let Some(text) = content_block.get("text").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            out.push_back(StreamEvent::TextDelta(text.to_owned()));
+        }
+    }
+
+    /// A content block grows: answer text, or a fragment of a tool call's arguments.
+    fn block_delta(
+        &mut self,
+        index: usize,
+        delta: &Value,
+        out: &mut VecDeque<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let provider = ProviderId::Anthropic;
+        match delta.get("type").and_then(Value::as_str) {
+            Some("text_delta") => {
+                let text = text_of(delta, "text");
+                if !text.is_empty() {
+                    out.push_back(StreamEvent::TextDelta(text));
+                }
+            }
+            Some("input_json_delta") => {
+                let Some(block) = self.blocks.get_mut(&index) else {
+                    return Err(LlmError::Malformed {
+                        provider,
+                        detail: format!(
+                            "input_json_delta for block {index}, which is not a tool_use block"
+                        ),
+                    });
+                };
+                let fragment = text_of(delta, "partial_json");
+                block.input.push_str(&fragment);
+                out.push_back(StreamEvent::ToolCallDelta {
+                    index: block.position,
+                    id: None,
+                    name: None,
+                    arguments: fragment,
+                });
+            }
+            // Thinking and signature deltas are not part of the answer.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl SseDecoder for MessagesDecoder {
     fn event(&mut self, event: &Event, out: &mut VecDeque<StreamEvent>) -> Result<bool, LlmError> {
         let provider = ProviderId::Anthropic;
@@ -285,58 +355,8 @@ impl SseDecoder for MessagesDecoder {
             Payload::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                if content_block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                    let block = ToolBlock {
-                        position: self.tool_count,
-                        id: text_of(&content_block, "id"),
-                        name: text_of(&content_block, "name"),
-                        input: String::new(),
-                    };
-                    self.tool_count += 1;
-                    out.push_back(StreamEvent::ToolCallDelta {
-                        index: block.position,
-                        id: Some(block.id.clone()),
-                        name: Some(block.name.clone()),
-                        arguments: String::new(),
-                    });
-                    self.blocks.insert(index, block);
-                } else if let Some(text) = content_block.get("text").and_then(Value::as_str)
-                    && !text.is_empty()
-                {
-                    out.push_back(StreamEvent::TextDelta(text.to_owned()));
-                }
-            }
-            Payload::ContentBlockDelta { index, delta } => {
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        let text = text_of(&delta, "text");
-                        if !text.is_empty() {
-                            out.push_back(StreamEvent::TextDelta(text));
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        let Some(block) = self.blocks.get_mut(&index) else {
-                            return Err(LlmError::Malformed {
-                                provider,
-                                detail: format!(
-                                    "input_json_delta for block {index}, which is not a tool_use block"
-                                ),
-                            });
-                        };
-                        let fragment = text_of(&delta, "partial_json");
-                        block.input.push_str(&fragment);
-                        out.push_back(StreamEvent::ToolCallDelta {
-                            index: block.position,
-                            id: None,
-                            name: None,
-                            arguments: fragment,
-                        });
-                    }
-                    // Thinking and signature deltas are not part of the answer.
-                    _ => {}
-                }
-            }
+            } => self.block_start(index, &content_block, out),
+            Payload::ContentBlockDelta { index, delta } => self.block_delta(index, &delta, out)?,
             Payload::ContentBlockStop { index } => {
                 if let Some(block) = self.blocks.remove(&index) {
                     if block.id.is_empty() || block.name.is_empty() {

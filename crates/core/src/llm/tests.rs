@@ -52,6 +52,11 @@ pub(crate) fn text_of(events: &[Result<StreamEvent, LlmError>]) -> String {
 /// The checks shared by every streaming provider. `partial` is a started answer (a text
 /// delta `partial` already sent), `complete` a whole answer whose text is `Hello`, `error`
 /// an error reply in the provider's shape.
+#[allow(
+    clippy::too_many_lines,
+    clippy::too_many_arguments,
+    reason = "the shared list of checks every streaming provider passes, one reply shape each"
+)]
 pub(crate) async fn common_stream_behaviour(
     server: &FakeServer,
     path: &str,

@@ -26,8 +26,8 @@
 #![allow(deprecated)]
 
 pub mod calls;
-#[cfg(feature = "conformance")]
-pub mod conformance;
+
+pub use super::extension::McpExtension;
 pub mod front;
 pub mod listing;
 pub mod sessions;
@@ -182,6 +182,8 @@ struct Session {
     log_level: Mutex<Option<LoggingLevel>>,
     /// Stops the `tools/list_changed` watcher when the session (this value) goes away.
     watcher: Mutex<Option<DropGuard>>,
+    /// What the embedding binary serves beside Souz's tools (tests only; see [`extension`]).
+    extension: Option<Arc<dyn McpExtension>>,
 }
 
 impl SouzServer {
@@ -194,13 +196,14 @@ impl SouzServer {
     ) -> Self {
         Self {
             session: Arc::new(Session {
-                handle,
+                handle: handle.clone(),
                 listing,
                 calls,
                 settings,
                 client: Mutex::new(None),
                 log_level: Mutex::new(None),
                 watcher: Mutex::new(None),
+                extension: handle.mcp_extension(),
             }),
         }
     }
@@ -351,18 +354,13 @@ pub fn instructions(settings: &Settings) -> String {
 
 impl ServerHandler for SouzServer {
     fn get_info(&self) -> ServerConfig {
-        #[allow(unused_mut)]
         let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        #[cfg(feature = "conformance")]
-        {
-            capabilities.resources =
-                serde_json::from_value(serde_json::json!({"subscribe": true})).ok();
-            capabilities.prompts = Some(Default::default());
-            capabilities.completions = Some(Default::default());
+        if let Some(extension) = &self.session.extension {
+            extension.add_capabilities(&mut capabilities);
         }
         ServerConfig::new(capabilities)
             .with_server_info(
@@ -404,13 +402,13 @@ impl ServerHandler for SouzServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let requester = self.requester(&context);
-        #[allow(unused_mut)]
         let mut tools = self
             .session
             .listing
             .tools(self.session.handle.approvals(), &requester);
-        #[cfg(feature = "conformance")]
-        tools.extend(conformance::tools());
+        if let Some(extension) = &self.session.extension {
+            tools.extend(extension.tools());
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -423,11 +421,17 @@ impl ServerHandler for SouzServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        #[cfg(feature = "conformance")]
-        if let Some(outcome) =
-            conformance::call(self, &request.name, request.arguments.as_ref(), &context).await
-        {
-            return outcome.map(CallToolResponse::Complete);
+        if let Some(extension) = &self.session.extension {
+            let wants_log = |level| self.wants_log(level);
+            let called = extension.call(
+                &request.name,
+                request.arguments.as_ref(),
+                &context,
+                &wants_log,
+            );
+            if let Some(outcome) = called.await {
+                return outcome.map(CallToolResponse::Complete);
+            }
         }
         let requester = self.requester(&context);
         calls::call(self, request, requester, context)
@@ -479,76 +483,108 @@ impl ServerHandler for SouzServer {
         Ok(())
     }
 
-    #[cfg(feature = "conformance")]
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        conformance::resources()
+        match &self.session.extension {
+            Some(extension) => extension.resources(),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::ListResourcesRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        conformance::resource_templates()
+        match &self.session.extension {
+            Some(extension) => extension.resource_templates(),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::ListResourceTemplatesRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        conformance::read(&request).map(Into::into)
+        match &self.session.extension {
+            Some(extension) => extension.read(&request).map(Into::into),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::ReadResourceRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn subscribe(
         &self,
         _request: rmcp::model::SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        Ok(())
+        match &self.session.extension {
+            Some(_) => Ok(()),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::SubscribeRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn unsubscribe(
         &self,
         _request: rmcp::model::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        Ok(())
+        match &self.session.extension {
+            Some(_) => Ok(()),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::UnsubscribeRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        conformance::prompts()
+        match &self.session.extension {
+            Some(extension) => extension.prompts(),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        conformance::prompt(&request).map(Into::into)
+        match &self.session.extension {
+            Some(extension) => extension.prompt(&request).map(Into::into),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::GetPromptRequestMethod,
+            >()),
+        }
     }
 
-    #[cfg(feature = "conformance")]
     async fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
-        conformance::complete(&request)
+        match &self.session.extension {
+            Some(extension) => extension.complete(&request),
+            None => Err(McpError::method_not_found::<
+                rmcp::model::CompleteRequestMethod,
+            >()),
+        }
     }
 }
 

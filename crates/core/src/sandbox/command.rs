@@ -18,7 +18,7 @@
 //!   character cut by the limit is dropped whole).
 //! - The environment starts empty: see `environment` for what is inherited and what is refused.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -225,6 +225,17 @@ impl Sandbox {
         Ok(resolved)
     }
 
+    /// The command's time limit, which must not be zero.
+    fn nonzero_timeout(&self, requested: Option<Duration>) -> Result<Duration, CommandError> {
+        let timeout = self.command_timeout(requested);
+        if timeout.is_zero() {
+            return Err(CommandError::InvalidRequest(
+                "the time limit must be at least one second".into(),
+            ));
+        }
+        Ok(timeout)
+    }
+
     /// Runs a command to completion, time limit or cancellation.
     pub async fn run_command(
         &self,
@@ -234,12 +245,7 @@ impl Sandbox {
         self.unconfined_commands()?;
         let (program, args) = program_and_args(&request.program)?;
         let cwd = self.command_cwd(request.cwd.as_deref())?.path;
-        let timeout = self.command_timeout(request.timeout);
-        if timeout.is_zero() {
-            return Err(CommandError::InvalidRequest(
-                "the time limit must be at least one second".into(),
-            ));
-        }
+        let timeout = self.nonzero_timeout(request.timeout)?;
         // Dropped last: removed once nothing the command started is left.
         let temporary = self.private_temporary_folder()?;
         let environment = self.command_environment(temporary.path(), &request.env)?;
@@ -250,33 +256,17 @@ impl Sandbox {
         let (launcher, launcher_args) = self.confinement().wrap(self, &scope, &program, &args);
         let supervised = matches!(self.confinement(), super::Confinement::Landlock { .. });
 
-        let mut command = tokio::process::Command::new(&launcher);
-        command
-            .args(&launcher_args)
-            .env_clear()
-            .envs(environment)
-            .current_dir(&cwd)
-            .process_group(0)
-            .stdin(if request.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let mut command = command(
+            &launcher,
+            &launcher_args,
+            environment,
+            &cwd,
+            request.stdin.is_some(),
+        );
         let started = Instant::now();
-        let mut child = command.spawn().map_err(|error| CommandError::Spawn {
-            program: program.to_string_lossy().into_owned(),
-            reason: if launcher == program {
-                error.to_string()
-            } else {
-                format!(
-                    "the sandbox launcher {} failed: {error}",
-                    launcher.to_string_lossy()
-                )
-            },
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|error| spawn_error(&program, &launcher, &error))?;
         let mut group = ProcessGroup::of(&child, supervised);
         let limit = self.config.command_output_limit.bytes();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
@@ -430,6 +420,48 @@ impl Sandbox {
             environment.push((OsString::from(name), OsString::from(value)));
         }
         Ok(environment)
+    }
+}
+
+/// The command that starts `launcher` (the program, or the sandbox's launcher around it) in
+/// `cwd` with only `environment`, in its own process group, its output piped.
+fn command(
+    launcher: &OsStr,
+    launcher_args: &[OsString],
+    environment: Vec<(OsString, OsString)>,
+    cwd: &Path,
+    piped_stdin: bool,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(launcher);
+    command
+        .args(launcher_args)
+        .env_clear()
+        .envs(environment)
+        .current_dir(cwd)
+        .process_group(0)
+        .stdin(if piped_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// Why a command could not start: its own error, or its sandbox launcher's.
+fn spawn_error(program: &OsStr, launcher: &OsStr, error: &std::io::Error) -> CommandError {
+    CommandError::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        reason: if launcher == program {
+            error.to_string()
+        } else {
+            format!(
+                "the sandbox launcher {} failed: {error}",
+                launcher.to_string_lossy()
+            )
+        },
     }
 }
 

@@ -47,7 +47,7 @@ pub type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// The process environment as it is now, for the daemon to read after
 /// [`scrub_environment`].
 pub fn environment_snapshot() -> EnvironmentLookup {
-    let snapshot: HashMap<String, String> = std::env::vars_os()
+    let snapshot: HashMap<String, String> = crate::config::env::process_environment_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .collect();
     Arc::new(move |name: &str| snapshot.get(name).cloned())

@@ -78,6 +78,7 @@ enum Expect {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "a table of escape attempts")]
 fn escape_attempts_are_refused_and_honest_paths_resolve() {
     let fixture = fixture();
     let home = fixture.home.display().to_string();

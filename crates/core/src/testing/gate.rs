@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::sandbox::Sandbox;
 use crate::store::Store;
 use crate::tools::Catalog;
-use crate::tools::gate::Gate;
+use crate::tools::gate::{Gate, GateParts};
 
 /// Room for events on the bus of a [`TestGate`].
 const EVENT_CAPACITY: usize = 4096;
@@ -52,15 +52,15 @@ impl TestGate {
             Arc::new(Sandbox::new(&config.sandbox, &config.paths).expect("the test sandbox"));
         let tasks = TaskTracker::new();
         let shutdown = CancellationToken::new();
-        let gate = Gate::new(
+        let gate = Gate::new(GateParts {
             catalog,
             sandbox,
             approvals,
-            events.clone(),
-            store.clone(),
-            tasks.clone(),
-            shutdown.clone(),
-        );
+            events: events.clone(),
+            store: store.clone(),
+            tasks: tasks.clone(),
+            shutdown: shutdown.clone(),
+        });
         Self {
             gate,
             store,

@@ -10,16 +10,26 @@ use crate::store::CachedStatements;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
+/// A call as first stored.
+#[derive(Debug)]
+pub struct NewCall<'a> {
+    pub id: &'a str,
+    pub tool: &'a str,
+    pub requester: &'a Requester,
+    pub arguments: &'a Value,
+    pub created_at: DateTime<Utc>,
+}
+
 /// Inserts a call in the `planning` state unless it is stored already. Calls are stored lazily,
 /// in the same transaction as their first state change, to keep the gate's hot path short.
-pub fn ensure(
-    connection: &Connection,
-    id: &str,
-    tool: &str,
-    requester: &Requester,
-    arguments: &Value,
-    created_at: DateTime<Utc>,
-) -> Result<(), StoreError> {
+pub fn ensure(connection: &Connection, call: &NewCall<'_>) -> Result<(), StoreError> {
+    let &NewCall {
+        id,
+        tool,
+        requester,
+        arguments,
+        created_at,
+    } = call;
     connection.execute_cached(
         "INSERT INTO tool_calls (id, tool, requester, arguments, status, created_at) \
          VALUES (?1, ?2, ?3, ?4, 'planning', ?5) ON CONFLICT (id) DO NOTHING",

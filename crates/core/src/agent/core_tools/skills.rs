@@ -11,7 +11,7 @@ use serde_json::Value;
 use souz_protocol::ToolCategory;
 
 use super::{CoreCall, CoreOutput};
-use crate::agent::dispatch::call_gate;
+use crate::agent::dispatch::{GateCall, call_gate};
 use crate::agent::skills::{Lookup, by_category, enabled_tools, lookup, parse_category};
 use crate::tools::{ToolError, ToolSpec, parse_arguments};
 
@@ -288,16 +288,14 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
             let arguments = args
                 .arguments
                 .unwrap_or_else(|| Value::Object(Default::default()));
-            match call_gate(
-                call.gate,
-                call.chat_id,
-                tool.spec().name,
-                arguments,
-                call.tool_call_id,
-                call.sink,
-            )
-            .await
-            {
+            let gate_call = GateCall {
+                gate: call.gate,
+                chat_id: call.chat_id,
+                tool: tool.spec().name,
+                tool_call_id: call.tool_call_id,
+                sink: call.sink,
+            };
+            match call_gate(gate_call, arguments).await {
                 Ok(result) => CoreOutput {
                     content: result.text,
                     is_error: result.is_error,

@@ -153,6 +153,7 @@ impl Case {
     }
 }
 
+#[allow(clippy::too_many_lines, reason = "a table of policy cases")]
 fn cases() -> Vec<Case> {
     use Action::{Allow, Ask, Deny};
     use Risk::{Delete, Exec, Network, ReadOnly, Write};
@@ -928,12 +929,22 @@ fn effective_policy_for_listings() {
     };
     let policy = Policy::new(&config, Path::new(HOME));
     let now = Utc::now();
-    let run = policy.effective("RunCommand", Risk::Exec, true, &[], now);
+    let run = policy.effective(
+        ListedTool {
+            name: "RunCommand",
+            risk: Risk::Exec,
+            known: true,
+        },
+        &[],
+        now,
+    );
     assert_eq!(run.action, Action::Deny);
     let edit = policy.effective(
-        "EditFile",
-        Risk::Write,
-        true,
+        ListedTool {
+            name: "EditFile",
+            risk: Risk::Write,
+            known: true,
+        },
         &[grant("g", Effect::Allow, "EditFile")],
         now,
     );
@@ -942,11 +953,35 @@ fn effective_policy_for_listings() {
         edit.conditional, 2,
         "one path rule and one grant may change it"
     );
-    let web = policy.effective("WebPageText", Risk::Network, true, &[], now);
+    let web = policy.effective(
+        ListedTool {
+            name: "WebPageText",
+            risk: Risk::Network,
+            known: true,
+        },
+        &[],
+        now,
+    );
     assert_eq!(web.action, Action::Allow);
-    let list = policy.effective("ListFiles", Risk::ReadOnly, true, &[], now);
+    let list = policy.effective(
+        ListedTool {
+            name: "ListFiles",
+            risk: Risk::ReadOnly,
+            known: true,
+        },
+        &[],
+        now,
+    );
     assert_eq!(list.action, Action::Allow);
-    let unknown = policy.effective("Mystery", Risk::ReadOnly, false, &[], now);
+    let unknown = policy.effective(
+        ListedTool {
+            name: "Mystery",
+            risk: Risk::ReadOnly,
+            known: false,
+        },
+        &[],
+        now,
+    );
     assert_eq!(unknown.action, Action::Ask);
 }
 
@@ -995,7 +1030,18 @@ fn effective_policy_for_one_requester() {
     let now = Utc::now();
 
     // A rule naming one client hides the tool from that client only.
-    let run = |who: &Requester| policy.effective_for("RunCommand", Risk::Exec, true, who, &[], now);
+    let run = |who: &Requester| {
+        policy.effective_for(
+            ListedTool {
+                name: "RunCommand",
+                risk: Risk::Exec,
+                known: true,
+            },
+            who,
+            &[],
+            now,
+        )
+    };
     assert_eq!(run(&desktop).action, Action::Deny);
     assert_eq!(run(&claude).action, Action::Ask);
 
@@ -1007,8 +1053,18 @@ fn effective_policy_for_one_requester() {
     narrowed.requester = Some(desktop.clone());
     narrowed.argument_match.path_prefix = Some("~/notes".into());
     let grants = [for_claude, narrowed];
-    let new_file =
-        |who: &Requester| policy.effective_for("NewFile", Risk::Write, true, who, &grants, now);
+    let new_file = |who: &Requester| {
+        policy.effective_for(
+            ListedTool {
+                name: "NewFile",
+                risk: Risk::Write,
+                known: true,
+            },
+            who,
+            &grants,
+            now,
+        )
+    };
     assert_eq!(new_file(&claude).action, Action::Allow);
     assert!(new_file(&claude).reason.contains("g1"));
     assert_eq!(new_file(&desktop).action, Action::Ask);
@@ -1016,14 +1072,32 @@ fn effective_policy_for_one_requester() {
     assert_eq!(new_file(&claude).conditional, 0);
 
     // An argument-specific allow rule leaves the default in place.
-    let edit = policy.effective_for("EditFile", Risk::Write, true, &claude, &[], now);
+    let edit = policy.effective_for(
+        ListedTool {
+            name: "EditFile",
+            risk: Risk::Write,
+            known: true,
+        },
+        &claude,
+        &[],
+        now,
+    );
     assert_eq!(edit.action, Action::Ask);
     assert_eq!(edit.conditional, 1);
 
     // An expired grant no longer counts.
     let mut expired = grant("g3", Effect::Deny, "ListFiles");
     expired.expires_at = Some(now - Duration::minutes(1));
-    let list = policy.effective_for("ListFiles", Risk::ReadOnly, true, &claude, &[expired], now);
+    let list = policy.effective_for(
+        ListedTool {
+            name: "ListFiles",
+            risk: Risk::ReadOnly,
+            known: true,
+        },
+        &claude,
+        &[expired],
+        now,
+    );
     assert_eq!(list.action, Action::Allow);
 }
 

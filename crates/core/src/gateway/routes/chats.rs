@@ -17,7 +17,7 @@ use souz_protocol::chat::{
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
-use crate::chat::ChatUser;
+use crate::chat::{ChatUser, MessagePage};
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
@@ -58,7 +58,12 @@ pub struct EventsQuery {
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
-    ApiRouter::default()
+    turn_routes(chat_routes(setting_routes(ApiRouter::default())))
+}
+
+/// Bootstrap, onboarding and the user's settings.
+fn setting_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
         .route(
             Operation::get("/v1/bootstrap")
                 .summary("Version, features, usable models, tools and settings, for a client's first call.")
@@ -97,6 +102,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<SettingsResponse>(200, "The new settings."),
             patch_settings,
         )
+}
+
+/// Chats and their messages.
+fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
         .route(
             Operation::get("/v1/chats")
                 .summary("List chats, most recently changed first.")
@@ -112,7 +122,10 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .request::<CreateChat>()
                 .response::<CreateChatResponse>(201, "Created.")
                 .response::<CreateChatResponse>(200, "The chat this requestId created before.")
-                .response::<ErrorBody>(409, "requestId was used with a different payload (`idempotency_conflict`)."),
+                .response::<ErrorBody>(
+                    409,
+                    "requestId was used with a different payload (`idempotency_conflict`).",
+                ),
             create_chat,
         )
         .route(
@@ -149,6 +162,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
             list_messages,
         )
+}
+
+/// Posting a message (a turn), following a chat's events, and cancelling turns.
+fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
         .route(
             Operation::post("/v1/chats/{chatId}/messages")
                 .summary("Post a message; starts an agent turn (an execution).")
@@ -374,7 +392,15 @@ async fn list_messages(
     Ok(axum::Json(
         handle
             .chats()
-            .messages(&user, &chat_id, bound(before), bound(after), limit)
+            .messages(
+                &user,
+                &chat_id,
+                MessagePage {
+                    before: bound(before),
+                    after: bound(after),
+                    limit,
+                },
+            )
             .await?,
     ))
 }

@@ -78,6 +78,7 @@ impl Fixture {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines, reason = "a table of invalid requests")]
 async fn chat_routes_validate_their_input() {
     let f = Fixture::new().await;
     let chat = f.new_chat().await;

@@ -304,6 +304,10 @@ fn concrete(path: &str) -> String {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario over every operator route"
+)]
 async fn operator_routes_answer_403_to_proxied_users_and_serve_the_operator() {
     let provider = FakeServer::start().await;
     let f = daemon(&provider).await;

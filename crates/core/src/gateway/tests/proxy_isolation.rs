@@ -13,6 +13,10 @@ fn uses(id: &str, tool: &str, arguments: Value) -> souz_testkit::Reply {
 
 /// Runs one agent turn of `user` that calls `tool` once; returns the tool result the model was
 /// given (the last `tool` message of the turn's second request).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a test step: which daemon and model, who asks in which chat, which tool with what"
+)]
 async fn tool_result(
     f: &Fixture,
     provider: &FakeServer,

@@ -269,6 +269,7 @@ impl TurnEngine for Waiting {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
 async fn pause_denies_asks_stops_turns_and_refuses_new_ones_until_resumed() {
     let f = Fixture::with(|config| config.llm.local_models = vec!["ollama/llama3.2".into()]).await;
     let handle = f.runtime.handle();

@@ -102,15 +102,18 @@ async fn streams_text_with_usage_and_sends_the_messages_shape() {
 async fn tool_use_input_split_across_deltas_is_assembled() {
     let server = FakeServer::start().await;
     let sse = anthropic::text_block(anthropic::start_frames(), 0, &["Let me look."]);
-    let sse = anthropic::tool_use_block(
-        sse,
-        1,
-        "toolu_a",
-        "ReadFile",
-        r#"{"path":"/tmp/notes.md","lines":[1,2]}"#,
-        6,
-    );
-    let sse = anthropic::tool_use_block(sse, 2, "toolu_b", "Now", "", 1);
+    let read = anthropic::ToolUse {
+        id: "toolu_a",
+        name: "ReadFile",
+        input_json: r#"{"path":"/tmp/notes.md","lines":[1,2]}"#,
+    };
+    let sse = anthropic::tool_use_block(sse, 1, read, 6);
+    let now = anthropic::ToolUse {
+        id: "toolu_b",
+        name: "Now",
+        input_json: "",
+    };
+    let sse = anthropic::tool_use_block(sse, 2, now, 1);
     server.push(MESSAGES_PATH, anthropic::finish(sse, "tool_use", 40));
     let response = collect(client(&server).stream(request(), CancellationToken::new()))
         .await

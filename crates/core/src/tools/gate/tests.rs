@@ -2,14 +2,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, ToolCategory, Verdict};
+use souz_protocol::{
+    Action, ApprovalStatus, DecisionRequest, ExpiryReason, Risk, ScopeKind, ToolCategory, Verdict,
+};
 
 use super::*;
 use crate::approvals::audit::AuditQuery;
 use crate::config::{Config, RuleConfig};
 use crate::sandbox::Access;
 use crate::testing::{TestGate, TestHome};
-use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolOutput};
+use crate::tools::{CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -27,6 +27,7 @@ fn granted(name: &'static str, line: &str, prefix: &str, expect: Action) -> Case
 }
 
 /// Lines a `git status` rule (or another rule named in the row) used to allow.
+#[allow(clippy::too_many_lines, reason = "a table of command lines")]
 fn doors() -> Vec<Case> {
     use Action::Ask;
     let git = "git status";
@@ -144,6 +145,7 @@ fn doors() -> Vec<Case> {
 }
 
 /// Lines that asked before and still ask, and lines a rule still allows.
+#[allow(clippy::too_many_lines, reason = "a table of command lines")]
 fn kept() -> Vec<Case> {
     use Action::{Allow, Ask};
     let git = "git status";

@@ -65,6 +65,7 @@ fn evaluates_expressions() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "a table of inputs and errors")]
 fn rejects_bad_input_with_clear_errors() {
     use CalculationError as E;
     let cases: Vec<(&str, CalculationError)> = vec![

@@ -522,25 +522,12 @@ fn query(args: &ExcelReadArgs, table: &Table) -> Result<String, DocumentError> {
     }
 }
 
-fn aggregate(
-    args: &ExcelReadArgs,
-    table: &Table,
-    rows: &[&Vec<CellValue>],
-    limit: usize,
-) -> Result<String, DocumentError> {
-    let aggregation = args.aggregation.unwrap_or(Aggregation::Count);
-    let value_column = args
-        .column
-        .as_deref()
-        .map(|column| table.column(column))
-        .transpose()?;
-    let group_column = args
-        .group_by
-        .as_deref()
-        .map(|column| table.column(column))
-        .transpose()?;
-
-    // Groups in order of first appearance (ties in sorting keep it).
+/// Rows grouped by `group_column`'s text (one group, `total`, without one), groups in order of
+/// first appearance (ties in sorting keep it).
+fn group_rows<'a>(
+    rows: &[&'a Vec<CellValue>],
+    group_column: Option<usize>,
+) -> (Vec<String>, HashMap<String, Vec<&'a Vec<CellValue>>>) {
     let mut keys: Vec<String> = Vec::new();
     let mut members: HashMap<String, Vec<&Vec<CellValue>>> = HashMap::new();
     for row in rows {
@@ -563,6 +550,54 @@ fn aggregate(
             })
             .push(row);
     }
+    (keys, members)
+}
+
+/// One group's value of `aggregation` over `value_column` (`None`: no numbers to aggregate).
+fn aggregate_group(
+    group: &[&Vec<CellValue>],
+    value_column: Option<usize>,
+    aggregation: Aggregation,
+) -> Option<f64> {
+    let numbers = || {
+        group
+            .iter()
+            .filter_map(|row| value_column.and_then(|index| row[index].number()))
+    };
+    match aggregation {
+        Aggregation::Count => Some(match value_column {
+            Some(index) => group.iter().filter(|row| !row[index].is_empty()).count() as f64,
+            None => group.len() as f64,
+        }),
+        Aggregation::Sum => Some(numbers().sum()),
+        Aggregation::Avg => {
+            let values: Vec<f64> = numbers().collect();
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        }
+        Aggregation::Min => numbers().reduce(f64::min),
+        Aggregation::Max => numbers().reduce(f64::max),
+    }
+}
+
+fn aggregate(
+    args: &ExcelReadArgs,
+    table: &Table,
+    rows: &[&Vec<CellValue>],
+    limit: usize,
+) -> Result<String, DocumentError> {
+    let aggregation = args.aggregation.unwrap_or(Aggregation::Count);
+    let value_column = args
+        .column
+        .as_deref()
+        .map(|column| table.column(column))
+        .transpose()?;
+    let group_column = args
+        .group_by
+        .as_deref()
+        .map(|column| table.column(column))
+        .transpose()?;
+
+    let (keys, members) = group_rows(rows, group_column);
     if keys.is_empty() {
         return Ok("No rows match.".into());
     }
@@ -570,24 +605,7 @@ fn aggregate(
         .into_iter()
         .map(|key| {
             let group = &members[&key];
-            let numbers = || {
-                group
-                    .iter()
-                    .filter_map(|row| value_column.and_then(|index| row[index].number()))
-            };
-            let value = match aggregation {
-                Aggregation::Count => Some(match value_column {
-                    Some(index) => group.iter().filter(|row| !row[index].is_empty()).count() as f64,
-                    None => group.len() as f64,
-                }),
-                Aggregation::Sum => Some(numbers().sum()),
-                Aggregation::Avg => {
-                    let values: Vec<f64> = numbers().collect();
-                    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-                }
-                Aggregation::Min => numbers().reduce(f64::min),
-                Aggregation::Max => numbers().reduce(f64::max),
-            };
+            let value = aggregate_group(group, value_column, aggregation);
             (key, value)
         })
         .collect();

@@ -335,6 +335,33 @@ fn resolve_output(ctx: &ToolContext, output: Option<&str>) -> Result<ResolvedPat
     )))
 }
 
+/// A pie chart's slices: totals per label, largest first, the smallest folded into "Other".
+fn pie(pairs: Vec<(String, Option<f64>, f64)>, y_label: &str) -> Result<Series, ToolError> {
+    let mut slices = summed(pairs.into_iter().map(|(x, _, y)| (x, y)));
+    if slices.iter().any(|(_, value)| *value < 0.0) {
+        return Err(ToolError::Failed(format!(
+            "a pie chart needs values that are not negative, and '{y_label}' has negative totals"
+        )));
+    }
+    slices.retain(|(_, value)| *value > 0.0);
+    if slices.is_empty() {
+        return Err(ToolError::Failed(format!(
+            "every '{y_label}' total is zero; a pie chart needs a whole"
+        )));
+    }
+    slices.sort_by(|left, right| right.1.total_cmp(&left.1));
+    if slices.len() > MAX_SLICES {
+        let other: f64 = slices[MAX_SLICES - 1..]
+            .iter()
+            .map(|(_, value)| value)
+            .sum();
+        slices.truncate(MAX_SLICES - 1);
+        slices.push(("Other".to_owned(), other));
+    }
+    let (labels, values) = slices.into_iter().unzip();
+    Ok(Series::Categories { labels, values })
+}
+
 /// Builds the chart's data from two columns of a table.
 pub fn chart_from_table(
     table: &Table,
@@ -409,31 +436,7 @@ pub fn chart_from_table(
             }
             Series::Categories { labels, values }
         }
-        ChartType::Pie => {
-            let mut slices = summed(pairs.into_iter().map(|(x, _, y)| (x, y)));
-            if slices.iter().any(|(_, value)| *value < 0.0) {
-                return Err(ToolError::Failed(format!(
-                    "a pie chart needs values that are not negative, and '{y_label}' has negative totals"
-                )));
-            }
-            slices.retain(|(_, value)| *value > 0.0);
-            if slices.is_empty() {
-                return Err(ToolError::Failed(format!(
-                    "every '{y_label}' total is zero; a pie chart needs a whole"
-                )));
-            }
-            slices.sort_by(|left, right| right.1.total_cmp(&left.1));
-            if slices.len() > MAX_SLICES {
-                let other: f64 = slices[MAX_SLICES - 1..]
-                    .iter()
-                    .map(|(_, value)| value)
-                    .sum();
-                slices.truncate(MAX_SLICES - 1);
-                slices.push(("Other".to_owned(), other));
-            }
-            let (labels, values) = slices.into_iter().unzip();
-            Series::Categories { labels, values }
-        }
+        ChartType::Pie => pie(pairs, &y_label)?,
     };
     Ok(Chart {
         kind,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::folder::{self, CappedResults, FolderSearch, home};
+use super::folder::{self, CappedResults, FolderSearch, FolderWalk, home};
 use super::walk::{self, EntryKind, Flow};
 use super::{RESULT_LIMIT, blocking};
 use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
@@ -87,10 +87,12 @@ impl Tool for FindFilesByName {
             let mut files = CappedResults::new(RESULT_LIMIT);
             let (_, summary) = folder::recheck_and_walk(
                 sandbox,
-                &args.path,
-                &prepared.folder.path,
-                None,
-                args.include_hidden,
+                FolderWalk {
+                    raw: &args.path,
+                    planned: &prepared.folder.path,
+                    max_depth: None,
+                    include_hidden: args.include_hidden,
+                },
                 cancel,
                 |entry| {
                     let name = entry.name.to_string_lossy().to_lowercase();

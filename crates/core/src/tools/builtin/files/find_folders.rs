@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
 use super::folder::{CappedResults, needle};
-use super::walk::{self, EntryKind, Flow, WalkOptions};
+use super::walk::{self, EntryKind, Flow, WalkBase, WalkOptions};
 use super::{FOLDER_RESULT_LIMIT, WALK_ENTRY_LIMIT, blocking};
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
@@ -118,23 +118,20 @@ impl Tool for FindFolders {
                     include_hidden: false,
                     max_entries: budget,
                 };
-                let summary = walk::walk(
-                    sandbox,
-                    root,
-                    sandbox.is_protected(root),
-                    options,
-                    cancel,
-                    |entry| {
-                        if entry.kind != EntryKind::Folder {
-                            return Flow::Continue;
-                        }
-                        let name = entry.name.to_string_lossy().to_lowercase();
-                        if name.contains(&prepared.needle) {
-                            found.push((name == prepared.needle, walk::path_text(&entry.path)));
-                        }
-                        Flow::Continue
-                    },
-                )?;
+                let base = WalkBase {
+                    path: root,
+                    protected: sandbox.is_protected(root),
+                };
+                let summary = walk::walk(sandbox, base, options, cancel, |entry| {
+                    if entry.kind != EntryKind::Folder {
+                        return Flow::Continue;
+                    }
+                    let name = entry.name.to_string_lossy().to_lowercase();
+                    if name.contains(&prepared.needle) {
+                        found.push((name == prepared.needle, walk::path_text(&entry.path)));
+                    }
+                    Flow::Continue
+                })?;
                 budget = budget.saturating_sub(summary.looked_at);
                 if summary.budget_exhausted || budget == 0 {
                     budget_exhausted = true;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{self, Flow, WalkEntry, WalkOptions, WalkSummary};
+use super::walk::{self, Flow, WalkBase, WalkEntry, WalkOptions, WalkSummary};
 use super::{OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, target};
 use crate::sandbox::{Access, ResolvedPath, Sandbox};
 use crate::tools::{Plan, Planned, ToolContext, ToolError};
@@ -83,33 +83,43 @@ pub(super) fn plan_search(
     Ok(plan.with(FolderSearch { folder, needle }))
 }
 
+/// A planned folder walk: the path as given (`raw`), the folder it resolved to when planned,
+/// how deep to go (`None`: all the way) and whether hidden entries are included.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FolderWalk<'a> {
+    pub raw: &'a str,
+    pub planned: &'a Path,
+    pub max_depth: Option<usize>,
+    pub include_hidden: bool,
+}
+
 /// At run time: re-checks that `raw` still resolves to the `planned` folder, then walks it down
 /// to `max_depth` (`None`: all the way), hidden entries only if `include_hidden`, looking at no
 /// more than [`WALK_ENTRY_LIMIT`] entries, and calls `visit` for each visible entry. Returns the
 /// folder and how the walk ended.
 pub(super) fn recheck_and_walk(
     sandbox: &Sandbox,
-    raw: &str,
-    planned: &Path,
-    max_depth: Option<usize>,
-    include_hidden: bool,
+    walk: FolderWalk<'_>,
     cancel: &CancellationToken,
     visit: impl FnMut(WalkEntry) -> Flow,
 ) -> Result<(ResolvedPath, WalkSummary), ToolError> {
+    let FolderWalk {
+        raw,
+        planned,
+        max_depth,
+        include_hidden,
+    } = walk;
     let folder = target::recheck(sandbox, raw, Access::Read, planned)?;
     let options = WalkOptions {
         max_depth,
         include_hidden,
         max_entries: WALK_ENTRY_LIMIT,
     };
-    let summary = walk::walk(
-        sandbox,
-        &folder.path,
-        folder.protected,
-        options,
-        cancel,
-        visit,
-    )?;
+    let base = WalkBase {
+        path: &folder.path,
+        protected: folder.protected,
+    };
+    let summary = walk::walk(sandbox, base, options, cancel, visit)?;
     Ok((folder, summary))
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::folder::{self, home};
+use super::folder::{self, FolderWalk, home};
 use super::walk::{self, EntryKind, Flow};
 use super::{OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, blocking};
 use crate::sandbox::ResolvedPath;
@@ -93,10 +93,12 @@ impl Tool for ListFiles {
             let mut chars = 2;
             let (folder, summary) = folder::recheck_and_walk(
                 sandbox,
-                &args.path,
-                &planned.path,
-                walk::depth_limit(args.depth),
-                args.include_hidden,
+                FolderWalk {
+                    raw: &args.path,
+                    planned: &planned.path,
+                    max_depth: walk::depth_limit(args.depth),
+                    include_hidden: args.include_hidden,
+                },
                 cancel,
                 |entry| {
                     let mut text = walk::path_text(&entry.path);

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::folder::{self, CappedResults, FolderSearch, home};
+use super::folder::{self, CappedResults, FolderSearch, FolderWalk, home};
 use super::text::is_likely_binary;
 use super::walk::{self, EntryKind, Flow};
 use super::{RESULT_LIMIT, SEARCH_FILE_LIMIT_BYTES, blocking, target};
@@ -107,10 +107,12 @@ impl Tool for SearchFileContent {
             let mut matches = CappedResults::new(RESULT_LIMIT);
             let (_, summary) = folder::recheck_and_walk(
                 sandbox,
-                &args.path,
-                &prepared.folder.path,
-                None,
-                args.include_hidden,
+                FolderWalk {
+                    raw: &args.path,
+                    planned: &prepared.folder.path,
+                    max_depth: None,
+                    include_hidden: args.include_hidden,
+                },
                 cancel,
                 |entry| {
                     if entry.kind != EntryKind::File || entry.size > SEARCH_FILE_LIMIT_BYTES {

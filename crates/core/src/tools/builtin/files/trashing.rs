@@ -75,10 +75,12 @@ mod linux {
     }
 
     fn default_home_trash() -> io::Result<PathBuf> {
-        if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|data| !data.is_empty()) {
+        if let Some(data) =
+            crate::config::env::process_env_os("XDG_DATA_HOME").filter(|data| !data.is_empty())
+        {
             return Ok(PathBuf::from(data).join("Trash"));
         }
-        let home = std::env::var_os("HOME").filter(|home| !home.is_empty());
+        let home = crate::config::env::process_env_os("HOME").filter(|home| !home.is_empty());
         home.map(|home| PathBuf::from(home).join(".local/share/Trash"))
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no home folder for the Trash"))
     }

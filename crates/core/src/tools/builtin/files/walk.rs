@@ -73,6 +73,14 @@ pub(super) enum Flow {
     Stop,
 }
 
+/// The folder a walk starts from: resolved and existing, and whether it is itself protected
+/// (then protected paths beneath it are shown; otherwise they are hidden).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WalkBase<'a> {
+    pub path: &'a Path,
+    pub protected: bool,
+}
+
 /// How a walk ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct WalkSummary {
@@ -82,6 +90,13 @@ pub(super) struct WalkSummary {
     pub stopped: bool,
     /// Directory entries looked at (reported or not).
     pub looked_at: usize,
+}
+
+/// What is left to walk (popped smallest name first), and how many entries were looked at.
+#[derive(Default)]
+struct Frontier {
+    stack: Vec<Pending>,
+    looked_at: usize,
 }
 
 struct Pending {
@@ -94,22 +109,24 @@ struct Pending {
 /// Walks `base` (a resolved, existing folder) and calls `visit` for each visible entry.
 pub(super) fn walk(
     sandbox: &Sandbox,
-    base: &Path,
-    base_protected: bool,
+    base: WalkBase<'_>,
     options: WalkOptions,
     cancel: &CancellationToken,
     mut visit: impl FnMut(WalkEntry) -> Flow,
 ) -> Result<WalkSummary, ToolError> {
+    let WalkBase {
+        path: base,
+        protected: base_protected,
+    } = base;
     let visible =
         |path: &Path| sandbox.inside_roots(path) && (base_protected || !sandbox.is_protected(path));
-    let mut looked_at = 0usize;
-    let mut stack: Vec<Pending> = Vec::new();
+    let mut frontier = Frontier::default();
     let beneath = sandbox.beneath();
     let end = 'walk: {
-        if !push_children(&beneath, base, 1, options, &mut stack, &mut looked_at) {
+        if !push_children(&beneath, base, 1, options, &mut frontier) {
             break 'walk End::BudgetExhausted;
         }
-        while let Some(pending) = stack.pop() {
+        while let Some(pending) = frontier.stack.pop() {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }
@@ -123,16 +140,7 @@ pub(super) fn walk(
                 break 'walk End::Stopped;
             }
             let depth = pending.depth + 1;
-            if descend
-                && !push_children(
-                    &beneath,
-                    &pending.path,
-                    depth,
-                    options,
-                    &mut stack,
-                    &mut looked_at,
-                )
-            {
+            if descend && !push_children(&beneath, &pending.path, depth, options, &mut frontier) {
                 break 'walk End::BudgetExhausted;
             }
         }
@@ -141,7 +149,7 @@ pub(super) fn walk(
     Ok(WalkSummary {
         budget_exhausted: end == End::BudgetExhausted,
         stopped: end == End::Stopped,
-        looked_at,
+        looked_at: frontier.looked_at,
     })
 }
 
@@ -160,16 +168,15 @@ fn push_children(
     folder: &Path,
     depth: usize,
     options: WalkOptions,
-    stack: &mut Vec<Pending>,
-    looked_at: &mut usize,
+    frontier: &mut Frontier,
 ) -> bool {
     let Ok(entries) = beneath.read_dir(folder) else {
         return true;
     };
     let mut children = Vec::new();
     for entry in entries {
-        *looked_at += 1;
-        if *looked_at > options.max_entries {
+        frontier.looked_at += 1;
+        if frontier.looked_at > options.max_entries {
             return false;
         }
         if !options.include_hidden && is_hidden(&entry.name) {
@@ -184,7 +191,7 @@ fn push_children(
         });
     }
     children.sort_by(|left, right| right.name.cmp(&left.name));
-    stack.extend(children);
+    frontier.stack.extend(children);
     true
 }
 
@@ -253,8 +260,10 @@ mod tests {
         let mut seen = Vec::new();
         let summary = walk(
             &home.ctx.sandbox,
-            &base,
-            false,
+            WalkBase {
+                path: &base,
+                protected: false,
+            },
             options,
             &CancellationToken::new(),
             |entry| {
@@ -365,8 +374,10 @@ mod tests {
         cancel.cancel();
         let result = walk(
             &home.ctx.sandbox,
-            &home.path("w"),
-            false,
+            WalkBase {
+                path: &home.path("w"),
+                protected: false,
+            },
             unlimited(),
             &cancel,
             |_| Flow::Continue,

@@ -1,11 +1,17 @@
 //! The official MCP conformance suite's fixtures (cargo feature `conformance`, for tests only;
 //! a release build with it does not compile): the test tools, resources, prompts and
-//! completion the suite's scenarios call, served by [`SouzServer`] next to the real catalog.
+//! completion the suite's scenarios call, served through the MCP server's extension point
+//! ([`McpExtension`]) next to the real catalog.
 //!
 //! With them the whole active suite runs against Souz's own stack — perimeter, front door,
 //! rmcp sessions, this handler — so logging, progress, sampling, elicitation, resources,
 //! prompts and completion are proven end to end. The fixtures are protocol exercises, not
 //! tools: they touch nothing and do not pass the approval gate.
+
+#![allow(
+    deprecated,
+    reason = "the suite exercises logging and sampling, which rmcp marks deprecated (SEP-2577)"
+)]
 
 use rmcp::model::{
     CallToolResult, CompleteRequestParams, CompleteResult, CreateMessageRequestParams,
@@ -19,7 +25,59 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::SouzServer;
+use futures::future::BoxFuture;
+use rmcp::model::{JsonObject, ServerCapabilities};
+use souz_core::mcp::extension::{McpExtension, WantsLog};
+
+/// The fixtures, as the MCP server's extension.
+#[derive(Debug, Clone, Copy)]
+pub struct Fixtures;
+
+impl McpExtension for Fixtures {
+    fn add_capabilities(&self, capabilities: &mut ServerCapabilities) {
+        capabilities.resources = serde_json::from_value(json!({"subscribe": true})).ok();
+        capabilities.prompts = Some(Default::default());
+        capabilities.completions = Some(Default::default());
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        tools()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
+        context: &'a RequestContext<RoleServer>,
+        wants_log: WantsLog<'a>,
+    ) -> BoxFuture<'a, Option<Result<CallToolResult, McpError>>> {
+        Box::pin(call(wants_log, name, arguments, context))
+    }
+
+    fn resources(&self) -> Result<ListResourcesResult, McpError> {
+        resources()
+    }
+
+    fn resource_templates(&self) -> Result<ListResourceTemplatesResult, McpError> {
+        resource_templates()
+    }
+
+    fn read(&self, request: &ReadResourceRequestParams) -> Result<ReadResourceResult, McpError> {
+        read(request)
+    }
+
+    fn prompts(&self) -> Result<ListPromptsResult, McpError> {
+        prompts()
+    }
+
+    fn prompt(&self, request: &GetPromptRequestParams) -> Result<GetPromptResult, McpError> {
+        prompt(request)
+    }
+
+    fn complete(&self, request: &CompleteRequestParams) -> Result<CompleteResult, McpError> {
+        complete(request)
+    }
+}
 
 /// A 1×1 transparent PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -39,7 +97,7 @@ fn tool(name: &'static str, description: &'static str) -> Tool {
 }
 
 /// The suite's test tools.
-pub fn tools() -> Vec<Tool> {
+fn tools() -> Vec<Tool> {
     vec![
         tool("test_simple_text", "Returns a simple text."),
         tool("test_image_content", "Returns an image."),
@@ -85,10 +143,10 @@ fn embedded() -> Value {
 }
 
 /// Runs a test tool; `None` when `name` is not one.
-pub async fn call(
-    server: &SouzServer,
+async fn call(
+    wants_log: WantsLog<'_>,
     name: &str,
-    arguments: Option<&rmcp::model::JsonObject>,
+    arguments: Option<&JsonObject>,
     context: &RequestContext<RoleServer>,
 ) -> Option<Result<CallToolResult, McpError>> {
     let argument = |key: &str| {
@@ -118,18 +176,7 @@ pub async fn call(
             ]),
             false,
         ),
-        "test_tool_with_logging" => {
-            for step in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
-                if server.wants_log(LoggingLevel::Info) {
-                    let message =
-                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(step))
-                            .with_logger("conformance");
-                    let _ = peer.notify_logging_message(message).await;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            text_result("Tool with logging executed successfully")
-        }
+        "test_tool_with_logging" => log_steps(wants_log, peer).await,
         "test_error_handling" => result(
             json!([{ "type": "text", "text": "This tool intentionally returns an error for testing" }]),
             true,
@@ -146,58 +193,16 @@ pub async fn call(
             }
             text_result("Progress tool completed")
         }
-        "test_sampling" => {
-            let prompt = argument("prompt");
-            let request = typed::<CreateMessageRequestParams>(json!({
-                "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
-                "maxTokens": 100,
-            }));
-            match request {
-                Ok(request) => match peer.create_message(request).await {
-                    Ok(answer) => text_result(&format!(
-                        "LLM response: {}",
-                        serde_json::to_value(&answer.message.content).unwrap_or_default()
-                    )),
-                    Err(error) => result(json!([{ "type": "text", "text": format!("Sampling failed: {error}") }]), true),
-                },
-                Err(error) => Err(error),
-            }
-        }
+        "test_sampling" => sample(peer, &argument("prompt")).await,
         "test_elicitation" => {
             let message = argument("message");
-            elicit(
-                peer,
-                &message,
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "username": { "type": "string", "description": "User's response" },
-                        "email": { "type": "string", "description": "User's email address" },
-                    },
-                    "required": ["username", "email"],
-                }),
-            )
-            .await
+            elicit(peer, &message, contact_schema()).await
         }
         "test_elicitation_sep1034_defaults" => {
             elicit(
                 peer,
                 "Please review and update the form fields with defaults",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "name": { "type": "string", "description": "User name", "default": "John Doe" },
-                        "age": { "type": "integer", "description": "User age", "default": 30 },
-                        "score": { "type": "number", "description": "User score", "default": 95.5 },
-                        "status": {
-                            "type": "string",
-                            "description": "User status",
-                            "enum": ["active", "inactive", "pending"],
-                            "default": "active",
-                        },
-                        "verified": { "type": "boolean", "description": "Verification status", "default": true },
-                    },
-                }),
+                defaults_schema(),
             )
             .await
         }
@@ -205,45 +210,122 @@ pub async fn call(
             elicit(
                 peer,
                 "Please select options from the enum fields",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
-                        "titledSingle": {
-                            "type": "string",
-                            "oneOf": [
-                                { "const": "value1", "title": "First Option" },
-                                { "const": "value2", "title": "Second Option" },
-                                { "const": "value3", "title": "Third Option" },
-                            ],
-                        },
-                        "legacyEnum": {
-                            "type": "string",
-                            "enum": ["opt1", "opt2", "opt3"],
-                            "enumNames": ["Option One", "Option Two", "Option Three"],
-                        },
-                        "untitledMulti": {
-                            "type": "array",
-                            "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
-                        },
-                        "titledMulti": {
-                            "type": "array",
-                            "items": {
-                                "anyOf": [
-                                    { "const": "value1", "title": "First Choice" },
-                                    { "const": "value2", "title": "Second Choice" },
-                                    { "const": "value3", "title": "Third Choice" },
-                                ],
-                            },
-                        },
-                    },
-                }),
+                enums_schema(),
             )
             .await
         }
         _ => return None,
     };
     Some(outcome)
+}
+
+/// The form `test_elicitation` asks for.
+fn contact_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "username": { "type": "string", "description": "User's response" },
+            "email": { "type": "string", "description": "User's email address" },
+        },
+        "required": ["username", "email"],
+    })
+}
+
+/// The form with default values (SEP-1034).
+fn defaults_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": { "type": "string", "description": "User name", "default": "John Doe" },
+            "age": { "type": "integer", "description": "User age", "default": 30 },
+            "score": { "type": "number", "description": "User score", "default": 95.5 },
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": { "type": "boolean", "description": "Verification status", "default": true },
+        },
+    })
+}
+
+/// The form with every kind of enum field (SEP-1330).
+fn enums_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    { "const": "value1", "title": "First Option" },
+                    { "const": "value2", "title": "Second Option" },
+                    { "const": "value3", "title": "Third Option" },
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                        { "const": "value3", "title": "Third Choice" },
+                    ],
+                },
+            },
+        },
+    })
+}
+
+/// Asks the client's model (sampling) and returns its answer.
+async fn sample(peer: &rmcp::Peer<RoleServer>, prompt: &str) -> Result<CallToolResult, McpError> {
+    let request = typed::<CreateMessageRequestParams>(json!({
+        "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
+        "maxTokens": 100,
+    }));
+    match request {
+        Ok(request) => match peer.create_message(request).await {
+            Ok(answer) => text_result(&format!(
+                "LLM response: {}",
+                serde_json::to_value(&answer.message.content).unwrap_or_default()
+            )),
+            Err(error) => result(
+                json!([{ "type": "text", "text": format!("Sampling failed: {error}") }]),
+                true,
+            ),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// Sends three log messages (when the client wants them), then answers.
+async fn log_steps(
+    wants_log: WantsLog<'_>,
+    peer: &rmcp::Peer<RoleServer>,
+) -> Result<CallToolResult, McpError> {
+    for step in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ] {
+        if wants_log(LoggingLevel::Info) {
+            let message = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(step))
+                .with_logger("conformance");
+            let _ = peer.notify_logging_message(message).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    text_result("Tool with logging executed successfully")
 }
 
 async fn elicit(
@@ -270,7 +352,7 @@ async fn elicit(
 }
 
 /// `resources/list`.
-pub fn resources() -> Result<ListResourcesResult, McpError> {
+fn resources() -> Result<ListResourcesResult, McpError> {
     typed(json!({
         "resources": [
             { "uri": "test://static-text", "name": "Static text", "mimeType": "text/plain" },
@@ -281,7 +363,7 @@ pub fn resources() -> Result<ListResourcesResult, McpError> {
 }
 
 /// `resources/templates/list`.
-pub fn resource_templates() -> Result<ListResourceTemplatesResult, McpError> {
+fn resource_templates() -> Result<ListResourceTemplatesResult, McpError> {
     typed(json!({
         "resourceTemplates": [{
             "uriTemplate": "test://template/{id}/data",
@@ -292,7 +374,7 @@ pub fn resource_templates() -> Result<ListResourceTemplatesResult, McpError> {
 }
 
 /// `resources/read`.
-pub fn read(request: &ReadResourceRequestParams) -> Result<ReadResourceResult, McpError> {
+fn read(request: &ReadResourceRequestParams) -> Result<ReadResourceResult, McpError> {
     let uri = request.uri.as_str();
     let contents = match uri {
         "test://static-text" | "test://watched-resource" => json!([{
@@ -320,7 +402,7 @@ pub fn read(request: &ReadResourceRequestParams) -> Result<ReadResourceResult, M
 }
 
 /// `prompts/list`.
-pub fn prompts() -> Result<ListPromptsResult, McpError> {
+fn prompts() -> Result<ListPromptsResult, McpError> {
     typed(json!({
         "prompts": [
             { "name": "test_simple_prompt", "description": "A simple prompt without arguments" },
@@ -343,7 +425,7 @@ pub fn prompts() -> Result<ListPromptsResult, McpError> {
 }
 
 /// `prompts/get`.
-pub fn prompt(request: &GetPromptRequestParams) -> Result<GetPromptResult, McpError> {
+fn prompt(request: &GetPromptRequestParams) -> Result<GetPromptResult, McpError> {
     let argument = |key: &str| {
         request
             .arguments
@@ -389,7 +471,7 @@ pub fn prompt(request: &GetPromptRequestParams) -> Result<GetPromptResult, McpEr
 }
 
 /// `completion/complete`.
-pub fn complete(_request: &CompleteRequestParams) -> Result<CompleteResult, McpError> {
+fn complete(_request: &CompleteRequestParams) -> Result<CompleteResult, McpError> {
     typed(
         json!({ "completion": { "values": ["testValue1", "testValue2"], "total": 2, "hasMore": false } }),
     )

@@ -1,0 +1,220 @@
+//! Conversations: creating, listing, renaming and archiving a user's chats, and reading their
+//! messages. Every query is scoped by the user: a foreign chat is "not found", like a missing
+//! one.
+
+use sha2::{Digest, Sha256};
+use souz_protocol::chat::{Chat, ChatList, CreateChat, CreateChatResponse, MessageList};
+
+use super::records::ChatKey;
+use super::{ChatError, ChatUser, Chats, records};
+use crate::store::codec::now;
+
+impl Chats {
+    /// Creates a chat (idempotent by `requestId`). Returns whether it is new.
+    pub async fn create_chat(
+        &self,
+        user: &ChatUser,
+        request: CreateChat,
+    ) -> Result<(CreateChatResponse, bool), ChatError> {
+        if let Some(claimed) = &request.user_id
+            && claimed.trim() != user.0
+        {
+            return Err(ChatError::Invalid(
+                "userId must be the authenticated user.".into(),
+            ));
+        }
+        if let Some(kind) = &request.client_type
+            && !matches!(kind.as_str(), "backend" | "mobile_app")
+        {
+            return Err(ChatError::Invalid(
+                "clientType must be backend or mobile_app.".into(),
+            ));
+        }
+        let request_id = match &request.request_id {
+            Some(id) if id.trim().is_empty() => {
+                return Err(ChatError::Invalid("requestId must not be blank.".into()));
+            }
+            Some(id) => Some(id.trim().to_owned()),
+            None => None,
+        };
+        let title = request
+            .title
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned);
+        let hash = hex::encode(Sha256::digest(
+            format!(
+                "{}\u{0}{}",
+                title.as_deref().unwrap_or_default(),
+                request.client_type.as_deref().unwrap_or_default()
+            )
+            .as_bytes(),
+        ));
+        let user_id = user.0.clone();
+        let chat_id = uuid::Uuid::now_v7().to_string();
+        let stored_request = request_id.clone();
+        let (chat, created) = self
+            .inner
+            .store
+            .write(move |tx| {
+                records::ensure_user(tx, &user_id, now())?;
+                if let Some(request_id) = &stored_request
+                    && let Some((existing, existing_hash)) =
+                        records::chat_by_request(tx, &user_id, request_id)?
+                {
+                    if existing_hash.as_deref() != Some(hash.as_str()) {
+                        return Err(ChatError::IdempotencyConflict);
+                    }
+                    let chat = records::load_chat(tx, &user_id, &existing)?
+                        .ok_or(ChatError::ChatNotFound)?;
+                    return Ok((chat, false));
+                }
+                let request = stored_request.as_deref().map(|id| (id, hash.as_str()));
+                records::insert_chat(
+                    tx,
+                    ChatKey {
+                        user_id: &user_id,
+                        chat_id: &chat_id,
+                    },
+                    title.as_deref(),
+                    request,
+                    now(),
+                )?;
+                let chat =
+                    records::load_chat(tx, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)?;
+                Ok::<_, ChatError>((chat, true))
+            })
+            .await?;
+        Ok((
+            CreateChatResponse {
+                request_id,
+                duplicate: !created,
+                chat,
+            },
+            created,
+        ))
+    }
+
+    /// The user's chats.
+    pub async fn list_chats(
+        &self,
+        user: &ChatUser,
+        limit: usize,
+        include_archived: bool,
+    ) -> Result<ChatList, ChatError> {
+        let user_id = user.0.clone();
+        let items = self
+            .inner
+            .store
+            .read(move |c| records::list_chats(c, &user_id, include_archived, limit))
+            .await?;
+        Ok(ChatList {
+            items,
+            next_cursor: None,
+        })
+    }
+
+    /// Renames a chat.
+    pub async fn rename(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        title: &str,
+    ) -> Result<Chat, ChatError> {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(ChatError::Invalid("title must not be blank.".into()));
+        }
+        self.update_chat(user, chat_id, Some(title.to_owned()), None)
+            .await
+    }
+
+    /// Archives or unarchives a chat (reversible).
+    pub async fn set_archived(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        archived: bool,
+    ) -> Result<Chat, ChatError> {
+        self.update_chat(user, chat_id, None, Some(archived)).await
+    }
+
+    pub(super) async fn update_chat(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        title: Option<String>,
+        archived: Option<bool>,
+    ) -> Result<Chat, ChatError> {
+        let (user_id, chat_id) = (user.0.clone(), chat_id.to_owned());
+        self.inner
+            .store
+            .write(move |tx| {
+                if !records::update_chat(
+                    tx,
+                    ChatKey {
+                        user_id: &user_id,
+                        chat_id: &chat_id,
+                    },
+                    title.as_deref(),
+                    archived,
+                    now(),
+                )? {
+                    return Err(ChatError::ChatNotFound);
+                }
+                records::load_chat(tx, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)
+            })
+            .await
+    }
+
+    pub(super) async fn require_chat(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<Chat, ChatError> {
+        let (user_id, chat_id) = (user.0.clone(), chat_id.to_owned());
+        self.inner
+            .store
+            .read(move |c| {
+                records::load_chat(c, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)
+            })
+            .await
+    }
+
+    // ----- messages and turns ---------------------------------------------------------------
+
+    /// Messages of a chat.
+    pub async fn messages(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        page: MessagePage,
+    ) -> Result<MessageList, ChatError> {
+        let MessagePage {
+            before,
+            after,
+            limit,
+        } = page;
+        self.require_chat(user, chat_id).await?;
+        let chat_id = chat_id.to_owned();
+        let items = self
+            .inner
+            .store
+            .read(move |c| records::list_messages(c, &chat_id, before, after, limit))
+            .await?;
+        Ok(MessageList {
+            items,
+            next_before_seq: None,
+        })
+    }
+}
+
+/// Which messages of a chat to read: those before and after the given sequence numbers (when
+/// given), at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct MessagePage {
+    pub before: Option<i64>,
+    pub after: Option<i64>,
+    pub limit: usize,
+}

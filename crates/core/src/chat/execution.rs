@@ -1,0 +1,422 @@
+//! An execution's life after it starts: the agent turn runs as a runtime task, its events are
+//! relayed as chat events as they come, and it ends exactly once (a conditional state
+//! transition with its terminal event in one transaction), by finishing, asking a question,
+//! failing or being cancelled.
+
+use std::collections::BTreeMap;
+use std::sync::PoisonError;
+
+use chrono::Utc;
+use serde_json::json;
+use souz_protocol::RuntimeEvent;
+use souz_protocol::chat::{Execution, ExecutionStatus, OptionStatus, Usage};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::events::NewChatEvent;
+use super::options::records::{self as option_records, OptionRow};
+use super::records::{ExecutionRow, NewMessage};
+use super::turns::{
+    NewQuestion, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload,
+};
+use super::{ChatError, ChatUser, Chats, OPTION_LIFETIME, records};
+use crate::store::StoreError;
+use crate::store::codec::now;
+
+impl Chats {
+    /// Adds input to the chat's running turn (steering); false when no turn can take it.
+    pub fn steer(&self, chat_id: &str, input: &str) -> bool {
+        self.engine()
+            .is_some_and(|engine| engine.steer(chat_id, input))
+    }
+
+    pub(super) fn engine(&self) -> Option<SharedEngine> {
+        self.inner
+            .engine
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs a turn as a runtime task.
+    pub(super) fn launch(&self, turn: Turn, usage_so_far: Usage) -> Result<(), ChatError> {
+        let cancel = self.inner.shutdown.child_token();
+        // Paused after the caller's check: the turn starts cancelled, so it ends at once.
+        if self.is_paused() {
+            cancel.cancel();
+        }
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(turn.execution_id.clone(), cancel.clone());
+        let chats = self.clone();
+        self.inner.tasks.spawn(async move {
+            let execution_id = turn.execution_id.clone();
+            let chat_id = turn.chat_id.clone();
+            let mut outcome = chats.drive(turn, cancel).await;
+            let (TurnOutcome::Completed { usage, .. }
+            | TurnOutcome::Asked { usage, .. }
+            | TurnOutcome::Failed { usage, .. }
+            | TurnOutcome::Cancelled { usage }) = &mut outcome;
+            let mut total = usage_so_far.clone();
+            add_usage(&mut total, usage);
+            *usage = total;
+            let from = [ExecutionStatus::Running, ExecutionStatus::Cancelling];
+            if let Err(error) = chats
+                .end_execution(&chat_id, &execution_id, &from, outcome)
+                .await
+            {
+                tracing::error!(%error, %execution_id, "could not record the end of an execution");
+            }
+            chats
+                .inner
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&execution_id);
+        });
+        Ok(())
+    }
+
+    /// Runs the engine, turning its events into chat events as they come.
+    pub(super) async fn drive(&self, turn: Turn, cancel: CancellationToken) -> TurnOutcome {
+        let Some(engine) = self.engine() else {
+            return TurnOutcome::Failed {
+                code: "agent_execution_failed".into(),
+                message: "No agent is available in this daemon.".into(),
+                usage: Usage::default(),
+            };
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let relay = Relay {
+            chat_id: turn.chat_id.clone(),
+            execution_id: turn.execution_id.clone(),
+            message_id: turn.message_id.clone(),
+            streaming: turn.settings.streaming_messages,
+            show_tools: turn.settings.show_tool_events,
+        };
+        let mut running = engine.run(turn, sender, cancel);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(event) = receiver.recv() => self.relay(&relay, event).await,
+                outcome = &mut running => break outcome,
+            }
+        };
+        while let Ok(event) = receiver.try_recv() {
+            self.relay(&relay, event).await;
+        }
+        outcome
+    }
+
+    pub(super) async fn relay(&self, relay: &Relay, event: TurnEvent) {
+        let (chat_id, execution_id) = (relay.chat_id.as_str(), relay.execution_id.as_str());
+        match &event {
+            // `messageId` is the answer's id (original §1.8); the rest tells steered attempts
+            // apart.
+            TurnEvent::Delta { attempt, text } => {
+                if relay.streaming {
+                    self.inner.events.publish_live(
+                        chat_id,
+                        Some(execution_id),
+                        "message.delta",
+                        json!({
+                            "messageId": relay.message_id, "executionId": execution_id,
+                            "attempt": attempt, "delta": text,
+                        }),
+                    );
+                }
+                return;
+            }
+            TurnEvent::Discarded { attempt } => {
+                if relay.streaming {
+                    self.inner.events.publish_live(
+                        chat_id,
+                        Some(execution_id),
+                        "message.discarded",
+                        json!({
+                            "messageId": relay.message_id, "executionId": execution_id,
+                            "attempt": attempt,
+                        }),
+                    );
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some((kind, payload)) = event_payload(&event, relay.show_tools) else {
+            return;
+        };
+        let new = NewChatEvent {
+            chat_id: chat_id.to_owned(),
+            execution_id: Some(execution_id.to_owned()),
+            kind,
+            payload,
+        };
+        if let Err(error) = self
+            .inner
+            .events
+            .publish_with(move |_| Ok::<_, StoreError>(((), vec![new])))
+            .await
+        {
+            tracing::warn!(%error, "could not record a chat event");
+        }
+    }
+
+    /// Ends an execution once: the outcome's state, its data, and its event, in one
+    /// transaction, only if the execution is in one of `from`.
+    pub(super) async fn end_execution(
+        &self,
+        chat_id: &str,
+        execution_id: &str,
+        from: &[ExecutionStatus],
+        outcome: TurnOutcome,
+    ) -> Result<Option<Execution>, ChatError> {
+        let (chat_id, execution_id) = (chat_id.to_owned(), execution_id.to_owned());
+        let from = from.to_vec();
+        let asks = matches!(outcome, TurnOutcome::Asked { .. });
+        let (ended, _) = self
+            .inner
+            .events
+            .publish_with_runtime(move |tx| {
+                let Some(row) = records::load_execution(tx, &chat_id, &execution_id)? else {
+                    return Ok((None, Vec::new(), Vec::new()));
+                };
+                let at = now();
+                let mut events = Vec::new();
+                let mut runtime = Vec::new();
+                let event = |kind: &'static str, payload: serde_json::Value| NewChatEvent {
+                    chat_id: chat_id.clone(),
+                    execution_id: Some(execution_id.clone()),
+                    kind,
+                    payload,
+                };
+                // A turn that completed after cancellation was requested counts as cancelled.
+                let outcome = match outcome {
+                    TurnOutcome::Completed { usage, .. } | TurnOutcome::Asked { usage, .. }
+                        if row.execution.status == ExecutionStatus::Cancelling =>
+                    {
+                        TurnOutcome::Cancelled { usage }
+                    }
+                    other => other,
+                };
+                let transitioned = match &outcome {
+                    TurnOutcome::Completed { text, usage } => {
+                        let message_id = row.reply_message_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Completed, at, None, Some(usage), Some(&message_id))? {
+                            return Ok((None, Vec::new(), Vec::new()));
+                        }
+                        let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &chat_id, role: "assistant", content: text, metadata: &BTreeMap::new(), at })?;
+                        records::touch_chat(tx, &chat_id, at)?;
+                        let body = json!({"messageId": message.id, "seq": message.seq, "role": "assistant", "content": message.content});
+                        events.push(event("message.created", body.clone()));
+                        events.push(event("message.completed", body));
+                        events.push(event("execution.finished", json!({
+                            "executionId": execution_id, "assistantMessageId": message.id, "status": "completed",
+                            "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
+                            "totalTokens": usage.total_tokens, "precachedTokens": usage.precached_tokens,
+                        })));
+                        true
+                    }
+                    TurnOutcome::Asked { question, usage } => {
+                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::WaitingOption, at, None, Some(usage), None)? {
+                            return Ok((None, Vec::new(), Vec::new()));
+                        }
+                        let option = new_option(&chat_id, &execution_id, question, at);
+                        option_records::insert_option(tx, &option, at)?;
+                        if let Some(asked) = option_records::question_by_id(tx, &option.id)? {
+                            runtime.push(RuntimeEvent::OptionRequested { option: Box::new(asked) });
+                        }
+                        events.push(event("option.requested", json!({
+                            "optionId": option.id, "kind": option.kind, "title": option.title,
+                            "selectionMode": option.selection_mode, "options": option.choices,
+                            "freeText": option.free_text, "expiresAt": option.expires_at,
+                        })));
+                        true
+                    }
+                    TurnOutcome::Failed { code, message, usage } => {
+                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Failed, at, Some((code, message)), Some(usage), None)? {
+                            return Ok((None, Vec::new(), Vec::new()));
+                        }
+                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
+                        events.push(event("execution.failed", json!({
+                            "executionId": execution_id, "errorCode": code, "errorMessage": message,
+                        })));
+                        true
+                    }
+                    TurnOutcome::Cancelled { usage } => {
+                        let error = ("agent_execution_cancelled", "Agent execution was cancelled.");
+                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Cancelled, at, Some(error), Some(usage), None)? {
+                            return Ok((None, Vec::new(), Vec::new()));
+                        }
+                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
+                        events.push(event("execution.cancelled", json!({"executionId": execution_id})));
+                        true
+                    }
+                };
+                let ended = if transitioned {
+                    records::load_execution(tx, &chat_id, &execution_id)?.map(|row| row.execution)
+                } else {
+                    None
+                };
+                Ok::<_, ChatError>((ended, events, runtime))
+            })
+            .await?;
+        if asks && ended.is_some() {
+            // A new question: the expiry task learns when it runs out.
+            self.inner.asked.notify_one();
+        }
+        Ok(ended)
+    }
+
+    /// Cancels the chat's active execution.
+    pub async fn cancel_active(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<Execution, ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let chat = chat_id.to_owned();
+        let active = self
+            .inner
+            .store
+            .read(move |c| records::active_execution(c, &chat))
+            .await?
+            .ok_or_else(|| ChatError::Invalid("Chat has no active execution.".into()))?;
+        self.cancel(chat_id, active).await
+    }
+
+    /// Cancels one execution of a chat.
+    pub async fn cancel_execution(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        execution_id: &str,
+    ) -> Result<Execution, ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let (chat, id) = (chat_id.to_owned(), execution_id.to_owned());
+        let row = self
+            .inner
+            .store
+            .read(move |c| records::load_execution(c, &chat, &id))
+            .await?
+            .ok_or(ChatError::ExecutionNotFound)?;
+        if !row.execution.status.is_active() {
+            return Err(ChatError::Invalid("Execution is not active.".into()));
+        }
+        self.cancel(chat_id, row).await
+    }
+
+    pub(super) async fn cancel(
+        &self,
+        chat_id: &str,
+        row: ExecutionRow,
+    ) -> Result<Execution, ChatError> {
+        let execution_id = row.execution.id.clone();
+        let local = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&execution_id)
+            .cloned();
+        match local {
+            Some(cancel) => {
+                let (chat, id) = (chat_id.to_owned(), execution_id.clone());
+                let marked = self
+                    .inner
+                    .store
+                    .write(move |tx| {
+                        records::transition(
+                            tx,
+                            &id,
+                            &[ExecutionStatus::Queued, ExecutionStatus::Running],
+                            ExecutionStatus::Cancelling,
+                            now(),
+                            None,
+                            None,
+                            None,
+                        )?;
+                        Ok::<_, StoreError>(
+                            records::load_execution(tx, &chat, &id)?.map(|row| row.execution),
+                        )
+                    })
+                    .await?;
+                cancel.cancel();
+                marked.ok_or(ChatError::ExecutionNotFound)
+            }
+            None => {
+                // Not running here (waiting for an answer, or left by another process).
+                let from = [
+                    ExecutionStatus::Queued,
+                    ExecutionStatus::Running,
+                    ExecutionStatus::WaitingOption,
+                    ExecutionStatus::Cancelling,
+                ];
+                let ended = self
+                    .end_execution(
+                        chat_id,
+                        &execution_id,
+                        &from,
+                        TurnOutcome::Cancelled {
+                            usage: Usage::default(),
+                        },
+                    )
+                    .await?;
+                match ended {
+                    Some(execution) => Ok(execution),
+                    None => Err(ChatError::Invalid("Execution is not active.".into())),
+                }
+            }
+        }
+    }
+}
+
+/// Where a running turn's events go.
+pub(super) struct Relay {
+    chat_id: String,
+    execution_id: String,
+    message_id: String,
+    streaming: bool,
+    show_tools: bool,
+}
+
+/// Cancels the questions an ending execution left pending; returns their runtime events.
+pub(super) fn cancel_questions(
+    tx: &rusqlite::Transaction<'_>,
+    chat_id: &str,
+    execution_id: &str,
+    at: chrono::DateTime<Utc>,
+) -> Result<Vec<RuntimeEvent>, StoreError> {
+    let cancelled = option_records::cancel_options(tx, execution_id, at)?;
+    Ok(cancelled
+        .into_iter()
+        .map(|option_id| RuntimeEvent::OptionCancelled {
+            option_id,
+            chat_id: chat_id.to_owned(),
+            execution_id: execution_id.to_owned(),
+        })
+        .collect())
+}
+
+/// The question an execution asks, pending until it expires.
+fn new_option(
+    chat_id: &str,
+    execution_id: &str,
+    question: &NewQuestion,
+    at: chrono::DateTime<Utc>,
+) -> OptionRow {
+    OptionRow {
+        id: uuid::Uuid::now_v7().to_string(),
+        chat_id: chat_id.to_owned(),
+        execution_id: execution_id.to_owned(),
+        kind: question.kind.clone(),
+        title: question.title.clone(),
+        selection_mode: question.selection_mode,
+        choices: question.choices.clone(),
+        free_text: question.free_text,
+        status: OptionStatus::Pending,
+        expires_at: Some(at + OPTION_LIFETIME),
+    }
+}

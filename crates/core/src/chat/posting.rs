@@ -1,0 +1,224 @@
+//! Posting a user's message: it is stored with its execution (one active per chat, enforced by
+//! a unique index) and their events in one transaction, idempotently by `clientMessageId`,
+//! and only then is the agent turn launched.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use souz_protocol::chat::{
+    Execution, ExecutionStatus, PostMessage, PostMessageResponse, Settings, TurnOptions, Usage,
+};
+
+use super::events::NewChatEvent;
+use super::records::{NewExecution, NewMessage};
+use super::turns::{Turn, TurnInput};
+use super::{ChatError, ChatUser, Chats, LEASE, records, settings};
+use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
+use crate::llm::service::LlmServiceError;
+use crate::store::StoreError;
+use crate::store::codec::{now, to_json};
+
+impl Chats {
+    /// Stores the user's message and starts an agent turn on it.
+    pub async fn post_message(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        request: PostMessage,
+    ) -> Result<PostMessageResponse, ChatError> {
+        let content = request.content.trim().to_owned();
+        if content.is_empty() {
+            return Err(ChatError::Invalid("content must not be blank.".into()));
+        }
+        self.refuse_if_paused()?;
+        let client_message_id = request
+            .client_message_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned);
+        self.require_chat(user, chat_id).await?;
+        if let Some(key) = &client_message_id
+            && let Some(existing) = self.by_client_message(chat_id, key).await?
+        {
+            return Ok(existing);
+        }
+
+        let (snapshot, model) = self.turn_settings(user, request.options.as_ref()).await?;
+
+        let at = now();
+        let execution = new_execution(chat_id, client_message_id.clone(), &model, at);
+        let settings_json = to_json(&snapshot)?;
+        // The answer's id, named by every `message.delta` of the execution (§1.8).
+        let reply_message_id = uuid::Uuid::now_v7().to_string();
+        let stored_reply_id = reply_message_id.clone();
+        let owner = self.inner.owner.clone();
+        let lease_until = at + chrono::Duration::from_std(LEASE).unwrap_or_default();
+        let stored = execution.clone();
+        let text = content.clone();
+        let streaming = snapshot.streaming_messages;
+        let result = self
+            .inner
+            .events
+            .publish_with(move |tx| {
+                let mut metadata = BTreeMap::new();
+                if let Some(key) = &stored.client_message_id {
+                    metadata.insert("clientMessageId".to_owned(), key.clone());
+                }
+                let message_id = stored.user_message_id.clone().unwrap_or_default();
+                let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &stored.chat_id, role: "user", content: &text, metadata: &metadata, at })?;
+                let new = NewExecution { execution: &stored, settings: &settings_json, reply_message_id: &stored_reply_id, owner: &owner, lease_until, at };
+                match records::insert_execution(tx, &new) {
+                    Ok(()) => {}
+                    Err(rusqlite::Error::SqliteFailure(failure, _))
+                        if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        return Err(ChatError::ActiveExecution);
+                    }
+                    Err(error) => return Err(ChatError::Store(error.into())),
+                }
+                records::touch_chat(tx, &stored.chat_id, at)?;
+                let mut created = json!({
+                    "messageId": message.id, "seq": message.seq, "role": "user", "content": message.content,
+                });
+                if let Some(key) = &stored.client_message_id {
+                    created["clientMessageId"] = json!(key);
+                }
+                let events = vec![
+                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), kind: "message.created", payload: created },
+                    NewChatEvent {
+                        chat_id: stored.chat_id.clone(),
+                        execution_id: Some(stored.id.clone()),
+                        kind: "execution.started",
+                        payload: json!({
+                            "executionId": stored.id, "userMessageId": message.id,
+                            "model": stored.model, "provider": stored.provider, "streamingMessages": streaming,
+                        }),
+                    },
+                ];
+                Ok((message, events))
+            })
+            .await;
+        let (message, _) = match result {
+            Ok(done) => done,
+            // A concurrent retry with the same key won the race: answer with its execution.
+            Err(ChatError::ActiveExecution) if client_message_id.is_some() => {
+                if let Some(existing) = self
+                    .by_client_message(chat_id, client_message_id.as_deref().unwrap_or_default())
+                    .await?
+                {
+                    return Ok(existing);
+                }
+                return Err(ChatError::ActiveExecution);
+            }
+            Err(error) => return Err(error),
+        };
+        let turn = Turn {
+            user_id: user.0.clone(),
+            chat_id: chat_id.to_owned(),
+            execution_id: execution.id.clone(),
+            message_id: reply_message_id,
+            input: TurnInput::Message(content),
+            settings: snapshot,
+        };
+        self.launch(turn, Usage::default())?;
+        Ok(PostMessageResponse {
+            message,
+            assistant_message: None,
+            execution,
+        })
+    }
+
+    /// The settings a new turn runs with (the user's, overlaid with the message's options) and
+    /// its model, which must serve chats.
+    async fn turn_settings(
+        &self,
+        user: &ChatUser,
+        options: Option<&TurnOptions>,
+    ) -> Result<(Settings, ResolvedModel), ChatError> {
+        let mut snapshot = self.settings(user).await?;
+        if let Some(options) = options {
+            let patch = settings::normalize(&settings::turn_patch(options), &self.defaults().tools)
+                .map_err(ChatError::Invalid)?;
+            if let Some(model) = &patch.default_model {
+                self.resolve_model("model", model)?;
+            }
+            snapshot = settings::overlay(snapshot, &patch);
+        }
+        if snapshot.default_model.is_empty() {
+            return Err(ChatError::UnsupportedModel(
+                LlmServiceError::NoModel.to_string(),
+            ));
+        }
+        // The effective model (maybe a stored or configured one) must serve chats (§1.7).
+        let model = match self
+            .inner
+            .llm
+            .resolution(&snapshot.default_model, ModelKind::Chat)
+        {
+            Resolution::Resolved(model) => model,
+            other => return Err(ChatError::UnsupportedModel(other.describe())),
+        };
+        snapshot.default_model = model.qualified();
+        Ok((snapshot, model))
+    }
+
+    async fn by_client_message(
+        &self,
+        chat_id: &str,
+        key: &str,
+    ) -> Result<Option<PostMessageResponse>, ChatError> {
+        let (chat_id, key) = (chat_id.to_owned(), key.to_owned());
+        let found = self
+            .inner
+            .store
+            .read(move |c| {
+                let Some(row) = records::execution_by_client_message(c, &chat_id, &key)? else {
+                    return Ok(None);
+                };
+                let execution = row.execution;
+                let message = match &execution.user_message_id {
+                    Some(id) => records::load_message(c, &chat_id, id)?,
+                    None => None,
+                };
+                let assistant = match &execution.assistant_message_id {
+                    Some(id) => records::load_message(c, &chat_id, id)?,
+                    None => None,
+                };
+                Ok::<_, StoreError>(message.map(|message| PostMessageResponse {
+                    message,
+                    assistant_message: assistant,
+                    execution,
+                }))
+            })
+            .await?;
+        Ok(found)
+    }
+}
+
+/// A new running execution of `chat_id` on `model`.
+fn new_execution(
+    chat_id: &str,
+    client_message_id: Option<String>,
+    model: &ResolvedModel,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Execution {
+    Execution {
+        id: uuid::Uuid::now_v7().to_string(),
+        chat_id: chat_id.to_owned(),
+        user_message_id: Some(uuid::Uuid::now_v7().to_string()),
+        assistant_message_id: None,
+        status: ExecutionStatus::Running,
+        request_id: None,
+        client_message_id,
+        model: Some(model.qualified()),
+        provider: Some(model.provider.to_string().to_ascii_uppercase()),
+        started_at: Some(at),
+        finished_at: None,
+        cancel_requested: false,
+        error_code: None,
+        error_message: None,
+        usage: None,
+        metadata: BTreeMap::new(),
+    }
+}

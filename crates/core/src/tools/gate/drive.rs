@@ -1,0 +1,409 @@
+//! Driving one call: plan, decide by policy, ask a person if the policy says so, run. Every
+//! path ends in a status and a result; nothing runs unless allowed or approved, and a tool that
+//! panics or overstays its cancellation becomes an error result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use souz_protocol::{Action, DecisionSource, ExpiryReason, Risk, ToolCallStatus, ToolResult};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::record::Record;
+use super::{CallState, Gate, held};
+use crate::approvals::{
+    CallFacts, Decision, NewApproval, PendingApproval, RequestError, Resolution, suggest::suggest,
+};
+use crate::store::codec::now;
+use crate::tools::{PlannedCall, ToolContext, ToolError, ToolSpec};
+
+/// How long a cancelled tool gets to stop on its own before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// How a call ended: its final status and result.
+type Ended = (ToolCallStatus, ToolResult);
+
+/// What a call carries while a person is asked about it.
+struct Asking<'a> {
+    spec: &'a ToolSpec,
+    ctx: &'a ToolContext,
+    cancel: &'a CancellationToken,
+    state: &'a watch::Sender<CallState>,
+}
+
+/// A call's plan while it waits: `planned` is `None` while a large call waits holding only its
+/// fingerprint (see `held`).
+struct Held {
+    planned: Option<PlannedCall>,
+    fingerprint: Option<held::Fingerprint>,
+}
+
+impl Gate {
+    /// Plans, decides, waits, runs. Returns the final status and result.
+    pub(super) async fn drive(
+        &self,
+        record: &mut Record,
+        cancel: &CancellationToken,
+        state: &watch::Sender<CallState>,
+    ) -> Ended {
+        let Some(tool) = self.inner.catalog.get(&record.request.tool).cloned() else {
+            return failure(format!(
+                "There is no tool named `{}` in Souz.",
+                record.request.tool
+            ));
+        };
+        let spec = tool.spec().clone();
+        record.risk = Some(spec.risk);
+        let ctx = match self
+            .context(&record.request.requester, spec.risk, cancel)
+            .await
+        {
+            Ok(ctx) => ctx,
+            Err(message) => return failure(message),
+        };
+
+        // Plan (validates, resolves paths, computes diffs) before anyone is asked.
+        let arguments = record.request.arguments.clone();
+        let planned: PlannedCall = match guarded(tool.plan(arguments, &ctx), cancel).await {
+            Ok(planned) => planned,
+            Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
+            Err(error) => return failure(error.to_string()),
+        };
+        record.summary = Some(planned.plan.summary.clone());
+
+        let facts = CallFacts {
+            tool: spec.name,
+            known: true,
+            risk: spec.risk,
+            requester: &record.request.requester,
+            targets: &planned.plan.targets,
+        };
+        let decision = self.inner.approvals.decide_call(&facts);
+        let mut held = Held {
+            planned: Some(planned),
+            fingerprint: None,
+        };
+        let asking = Asking {
+            spec: &spec,
+            ctx: &ctx,
+            cancel,
+            state,
+        };
+        if let Err(ended) = self.decide(record, decision, &asking, &mut held).await {
+            return ended;
+        }
+
+        if cancel.is_cancelled() {
+            return cancelled("The call was cancelled.");
+        }
+        let planned = match held {
+            Held {
+                planned: Some(planned),
+                ..
+            } => planned,
+            Held {
+                planned: None,
+                fingerprint,
+            } => {
+                let approval_id = record.approval_id.clone().unwrap_or_default();
+                let replanned = held::replan(
+                    &self.inner.approvals,
+                    &tool,
+                    &approval_id,
+                    fingerprint.as_ref(),
+                    &ctx,
+                );
+                match guarded(replanned, cancel).await {
+                    Ok(planned) => planned,
+                    Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
+                    Err(error) => return failure(error.to_string()),
+                }
+            }
+        };
+        if record.side_effects {
+            self.start_running(record, state).await;
+        } else {
+            self.advance(record, ToolCallStatus::Running, state);
+        }
+        match guarded(planned.run(ctx), cancel).await {
+            Ok(output) => (
+                ToolCallStatus::Succeeded,
+                ToolResult {
+                    text: output.text,
+                    structured: output.structured,
+                    is_error: false,
+                },
+            ),
+            Err(ToolError::Cancelled) => cancelled("The call was cancelled while it ran."),
+            Err(error) => failure(error.to_string()),
+        }
+    }
+
+    /// Applies the policy's decision: allowed calls go on, denied ones end, and for the rest a
+    /// person is asked (unless Souz is paused).
+    async fn decide(
+        &self,
+        record: &mut Record,
+        decision: Decision,
+        asking: &Asking<'_>,
+        held: &mut Held,
+    ) -> Result<(), Ended> {
+        match decision {
+            Decision::Allow(source) => {
+                record.decision = Some(Action::Allow);
+                record.decided_by = source;
+                record.side_effects = asking.spec.risk != Risk::ReadOnly;
+                Ok(())
+            }
+            Decision::Deny { reason, source } => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = source;
+                Err(denial(format!(
+                    "Souz's policy refused this call ({reason}). Do not retry it; tell the person \
+                     what you wanted to do instead."
+                )))
+            }
+            Decision::Ask { .. } if self.inner.approvals.pause().is_paused() => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = DecisionSource::Paused;
+                Err(denial(
+                    "Souz is paused, so calls that need the person's approval are denied without \
+                     asking. Do not retry it until they resume Souz."
+                        .into(),
+                ))
+            }
+            Decision::Ask { reason } => self.ask(record, reason, asking, held).await,
+        }
+    }
+
+    /// Asks a person about the call and waits for their decision (or its expiry).
+    async fn ask(
+        &self,
+        record: &mut Record,
+        reason: String,
+        asking: &Asking<'_>,
+        held: &mut Held,
+    ) -> Result<(), Ended> {
+        let spec = asking.spec;
+        let sandbox = Arc::clone(&asking.ctx.sandbox);
+        let display = move |path: &std::path::Path| sandbox.display(path);
+        let targets = held
+            .planned
+            .as_ref()
+            .map(|planned| planned.plan.targets.as_slice())
+            .unwrap_or_default();
+        let suggested = suggest(&record.request.requester, spec.name, targets, &display);
+        record.side_effects = true;
+        // A large call waits holding only a preview: its arguments and diff go to the
+        // database, and it is planned again from there once approved.
+        let (arguments, diff) = held::hold(
+            &mut record.request.arguments,
+            &mut held.planned,
+            &mut held.fingerprint,
+        );
+        let pending = self
+            .inner
+            .approvals
+            .request_with(
+                NewApproval {
+                    call_id: record.call_id.clone(),
+                    requester: record.request.requester.clone(),
+                    tool: spec.name.to_owned(),
+                    risk: spec.risk,
+                    arguments,
+                    summary: record.summary.clone().unwrap_or_default(),
+                    diff,
+                    reason,
+                    suggested,
+                },
+                record.store_as(ToolCallStatus::WaitingApproval),
+            )
+            .await;
+        let mut pending = match pending {
+            Ok(pending) => pending,
+            Err(RequestError::TooMany(cap)) => {
+                record.decision = Some(Action::Deny);
+                return Err(denial(format!(
+                    "Souz did not ask the person about this call: {cap}. Nothing ran."
+                )));
+            }
+            Err(RequestError::Store(error)) => {
+                tracing::error!(%error, "could not store a pending approval; denying");
+                record.decision = Some(Action::Deny);
+                return Err(denial(
+                    "Souz could not record the approval request, so the call was denied.".into(),
+                ));
+            }
+        };
+        let approval_id = pending.approval.id.clone();
+        record.approval_id = Some(approval_id.clone());
+        // Paused between the check above and the store: the pause sweep may have missed
+        // this approval, so end it here.
+        if self.inner.approvals.pause().is_paused()
+            && let Err(error) = self
+                .inner
+                .approvals
+                .expire(&approval_id, ExpiryReason::Paused)
+                .await
+        {
+            tracing::warn!(%error, "could not expire an approval asked while pausing");
+        }
+        self.advance(record, ToolCallStatus::WaitingApproval, asking.state);
+        let resolution = self.await_person(&mut pending, asking.cancel).await;
+        self.settle(record, approval_id, resolution)
+    }
+
+    /// Waits for the person's decision on a pending approval; expiry, withdrawal and shutdown
+    /// end it.
+    async fn await_person(
+        &self,
+        pending: &mut PendingApproval,
+        cancel: &CancellationToken,
+    ) -> Resolution {
+        let approval_id = pending.approval.id.clone();
+        let deadline = tokio::time::Instant::now()
+            + (pending.approval.expires_at - now())
+                .to_std()
+                .unwrap_or_default();
+        tokio::select! {
+            resolution = pending.resolved() => resolution,
+            () = tokio::time::sleep_until(deadline) => {
+                self.expire_or_read(&approval_id, ExpiryReason::Timeout, pending).await
+            }
+            () = cancel.cancelled() => {
+                let reason = if self.inner.shutdown.is_cancelled() {
+                    ExpiryReason::Shutdown
+                } else {
+                    ExpiryReason::Withdrawn
+                };
+                self.expire_or_read(&approval_id, reason, pending).await
+            }
+        }
+    }
+
+    /// Records how the person's approval ended; only an approval lets the call go on.
+    fn settle(
+        &self,
+        record: &mut Record,
+        approval_id: String,
+        resolution: Resolution,
+    ) -> Result<(), Ended> {
+        match resolution {
+            Resolution::Approved(decision) => {
+                record.decision = Some(Action::Allow);
+                record.decided_by = DecisionSource::Person {
+                    approval_id,
+                    via: decision.via,
+                };
+                Ok(())
+            }
+            Resolution::Denied(decision) => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = DecisionSource::Person {
+                    approval_id,
+                    via: decision.via,
+                };
+                Err(denial("The person denied this call in Souz. Do not retry it; ask them what they would like instead.".into()))
+            }
+            Resolution::Expired(reason) => {
+                record.decision = Some(Action::Deny);
+                record.decided_by = DecisionSource::Expiry {
+                    approval_id,
+                    reason,
+                };
+                let timeout = self.inner.approvals.timeout().as_secs();
+                Err(match reason {
+                    ExpiryReason::Timeout => denial(format!(
+                        "Nobody approved this call within {timeout} s, so Souz denied it."
+                    )),
+                    ExpiryReason::Withdrawn => {
+                        cancelled("The call was cancelled before it was approved.")
+                    }
+                    ExpiryReason::Paused => denial(
+                        "Souz was paused before this call was approved, so it was denied. \
+                         Do not retry it until the person resumes Souz."
+                            .into(),
+                    ),
+                    ExpiryReason::Restart | ExpiryReason::Shutdown => denial(
+                        "Souz stopped before this call was approved, so it was denied.".into(),
+                    ),
+                })
+            }
+        }
+    }
+
+    pub(super) async fn expire_or_read(
+        &self,
+        approval_id: &str,
+        reason: ExpiryReason,
+        pending: &mut PendingApproval,
+    ) -> Resolution {
+        match self.inner.approvals.expire(approval_id, reason).await {
+            Ok(Some(_)) => Resolution::Expired(reason),
+            // Decided a moment before: that decision stands.
+            Ok(None) => pending.resolved().await,
+            Err(error) => {
+                tracing::error!(%error, "could not record an approval expiry; denying");
+                Resolution::Expired(reason)
+            }
+        }
+    }
+}
+
+/// Drives a tool future, turning panics into errors and honouring cancellation (with a grace
+/// period for the tool to stop on its own). Runs in the call's own task: no extra spawn.
+async fn guarded<T>(
+    task: impl std::future::Future<Output = Result<T, ToolError>>,
+    cancel: &CancellationToken,
+) -> Result<T, ToolError> {
+    let mut task = std::pin::pin!(std::panic::AssertUnwindSafe(task).catch_unwind());
+    let joined = tokio::select! {
+        joined = &mut task => joined,
+        () = cancel.cancelled() => {
+            match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
+                Ok(joined) => joined,
+                Err(_) => return Err(ToolError::Cancelled),
+            }
+        }
+    };
+    joined.unwrap_or_else(|_| {
+        tracing::error!("a tool panicked");
+        Err(ToolError::Internal(
+            "the tool crashed; this is a bug in Souz".into(),
+        ))
+    })
+}
+
+fn failure(text: String) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Failed,
+        ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        },
+    )
+}
+
+fn denial(text: String) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Denied,
+        ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        },
+    )
+}
+
+fn cancelled(text: &str) -> (ToolCallStatus, ToolResult) {
+    (
+        ToolCallStatus::Cancelled,
+        ToolResult {
+            text: text.to_owned(),
+            structured: None,
+            is_error: true,
+        },
+    )
+}
