@@ -51,6 +51,18 @@ impl Chats {
         user: &ChatUser,
         patch: SettingsPatch,
     ) -> Result<Settings, ChatError> {
+        self.save_patch(user, patch, false).await?;
+        self.settings(user).await
+    }
+
+    /// Validates `patch` (its default model must be usable by `user` now), merges it into the
+    /// stored settings and saves them, marking onboarding done when `completes_onboarding`.
+    async fn save_patch(
+        &self,
+        user: &ChatUser,
+        patch: SettingsPatch,
+        completes_onboarding: bool,
+    ) -> Result<(), ChatError> {
         let patch =
             settings::normalize(&patch, &self.defaults().tools).map_err(ChatError::Invalid)?;
         if let Some(model) = &patch.default_model {
@@ -66,9 +78,13 @@ impl Chats {
         let user_id = user.0.clone();
         self.inner
             .store
-            .write(move |tx| records::save_settings(tx, &user_id, &merged, None, now()))
+            .write(move |tx| {
+                let at = now();
+                let completed = completes_onboarding.then_some(at);
+                records::save_settings(tx, &user_id, &merged, completed, at)
+            })
             .await?;
-        self.settings(user).await
+        Ok(())
     }
 
     /// Whether onboarding is done, and what is missing.
@@ -89,24 +105,7 @@ impl Chats {
                 "Add a provider key or a local model before finishing onboarding.".into(),
             ));
         }
-        let patch =
-            settings::normalize(&patch, &self.defaults().tools).map_err(ChatError::Invalid)?;
-        if let Some(model) = &patch.default_model {
-            self.require_available_model(
-                user,
-                model,
-                "defaultModel must be available to the current user.",
-            )
-            .await?;
-        }
-        let (stored, _) = self.stored_settings(user).await?;
-        let merged = settings::merge(&stored, &patch);
-        let user_id = user.0.clone();
-        self.inner
-            .store
-            .write(move |tx| records::save_settings(tx, &user_id, &merged, Some(now()), now()))
-            .await?;
-        Ok(())
+        self.save_patch(user, patch, true).await
     }
 
     pub(super) async fn stored_settings(
