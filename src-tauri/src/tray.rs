@@ -84,11 +84,10 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
 
 fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Menu<R>> {
     let mut items: MenuItems<R> = Vec::new();
-    let label =
-        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
-    items.push(Box::new(label("status", state.connection.describe())?));
+    items.push(Box::new(label(app, "status", state.connection.describe())?));
     if state.paused {
         items.push(Box::new(label(
+            app,
             "paused",
             "Paused: asks are denied, agents stopped".into(),
         )?));
@@ -111,15 +110,15 @@ fn approval_items<R: Runtime>(
     state: &ShellState,
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
-    let label =
-        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if state.pending.is_empty() {
         items.push(Box::new(label(
+            app,
             "no-approvals",
             "Nothing waits for your approval".into(),
         )?));
     } else {
         items.push(Box::new(label(
+            app,
             "approvals",
             format!("Waiting for you ({})", state.pending.len()),
         )?));
@@ -128,7 +127,7 @@ fn approval_items<R: Runtime>(
         pending.sort_by_key(|approval| approval.created_at);
         for approval in pending.iter().take(LISTED_APPROVALS) {
             let what = key_argument(approval).unwrap_or_else(|| shorten(&approval.summary, 60));
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 format!("show:{}", approval.id),
                 shown(&format!(
@@ -137,31 +136,23 @@ fn approval_items<R: Runtime>(
                     approval.tool,
                     shorten(&what, 60)
                 )),
-                true,
-                None::<&str>,
             )?));
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 format!("approve:{}", approval.id),
                 shown(&format!("    Approve {}", approval.tool)),
-                true,
-                None::<&str>,
             )?));
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 format!("deny:{}", approval.id),
                 shown(&format!("    Deny {}", approval.tool)),
-                true,
-                None::<&str>,
             )?));
         }
         if pending.len() > LISTED_APPROVALS {
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 "open:/queue",
                 format!("{} more…", pending.len() - LISTED_APPROVALS),
-                true,
-                None::<&str>,
             )?));
         }
     }
@@ -174,11 +165,10 @@ fn question_items<R: Runtime>(
     state: &ShellState,
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
-    let label =
-        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if !state.questions.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
         items.push(Box::new(label(
+            app,
             "questions",
             format!("Questions for you ({})", state.questions.len()),
         )?));
@@ -187,22 +177,14 @@ fn question_items<R: Runtime>(
         questions.sort_by_key(|question| question.created_at);
         for question in questions.iter().take(LISTED_QUESTIONS) {
             for entry in question_entries(question) {
-                items.push(Box::new(MenuItem::with_id(
-                    app,
-                    entry.id,
-                    shown(&entry.label),
-                    true,
-                    None::<&str>,
-                )?));
+                items.push(Box::new(item(app, entry.id, shown(&entry.label))?));
             }
         }
         if questions.len() > LISTED_QUESTIONS {
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 "open:/queue",
                 format!("{} more…", questions.len() - LISTED_QUESTIONS),
-                true,
-                None::<&str>,
             )?));
         }
     }
@@ -215,22 +197,18 @@ fn turn_items<R: Runtime>(
     state: &ShellState,
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
-    let label =
-        |id: &str, text: String| MenuItem::with_id(app, id, shown(&text), false, None::<&str>);
     if !state.turns.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
-        items.push(Box::new(label("turns", "Agents working".into())?));
+        items.push(Box::new(label(app, "turns", "Agents working".into())?));
         for turn in state.turns.values() {
             let title = turn
                 .title
                 .clone()
                 .unwrap_or_else(|| format!("Chat {}", shorten(&turn.chat_id, 8)));
-            items.push(Box::new(MenuItem::with_id(
+            items.push(Box::new(item(
                 app,
                 "open:/live",
                 shown(&format!("    {title}")),
-                true,
-                None::<&str>,
             )?));
         }
     }
@@ -244,13 +222,7 @@ fn control_items<R: Runtime>(
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(MenuItem::with_id(
-        app,
-        "open",
-        "Open Souz",
-        true,
-        None::<&str>,
-    )?));
+    items.push(Box::new(item(app, "open", "Open Souz")?));
     items.push(Box::new(CheckMenuItem::with_id(
         app,
         "pause",
@@ -268,14 +240,22 @@ fn control_items<R: Runtime>(
         None::<&str>,
     )?));
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(MenuItem::with_id(
-        app,
-        "quit",
-        "Quit Souz",
-        true,
-        None::<&str>,
-    )?));
+    items.push(Box::new(item(app, "quit", "Quit Souz")?));
     Ok(())
+}
+
+/// A line that only informs (greyed out).
+fn label<R: Runtime>(app: &AppHandle<R>, id: &str, text: String) -> tauri::Result<MenuItem<R>> {
+    MenuItem::with_id(app, id, shown(&text), false, None::<&str>)
+}
+
+/// A line that does something when clicked.
+fn item<R: Runtime>(
+    app: &AppHandle<R>,
+    id: impl AsRef<str>,
+    text: impl AsRef<str>,
+) -> tauri::Result<MenuItem<R>> {
+    MenuItem::with_id(app, id.as_ref(), text.as_ref(), true, None::<&str>)
 }
 
 /// A menu label as it may be shown: names, summaries and arguments come from models and
