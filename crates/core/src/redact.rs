@@ -83,10 +83,13 @@ static URL_PASSWORD: LazyLock<Option<Regex>> =
 static SLACK_WEBHOOK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(hooks\.slack\.com/(?:services|workflows|triggers))/[A-Za-z0-9/_-]+").ok()
 });
-/// A PEM private key: the whole block, or everything after its start when the end is cut off.
+/// A PEM private key: the whole block, or, when the end is cut off, the key material after its
+/// start: base64, blanks, escaped newlines (`\n` inside a JSON string) and real line breaks
+/// followed by more base64. It stops at anything else, so a cut-off key inside a JSON log line
+/// keeps the line's closing `"}` and never swallows the next line.
 static PEM_PRIVATE_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|[\s\S]*)",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=\\ \t]|\r?\n[A-Za-z0-9+/=])*)",
     )
     .ok()
 });
@@ -501,5 +504,33 @@ mod tests {
         let preview = error_preview(&message);
         assert!(preview.chars().count() <= MAX_ERROR);
         assert!(!preview.contains("sk-abcdefghijkl"));
+    }
+
+    /// A cut-off key inside a JSON log line is redacted without eating the line's end or the
+    /// next line: both stay JSON.
+    #[test]
+    fn a_cut_off_key_in_a_json_line_keeps_the_lines_apart() {
+        let first = serde_json::json!({
+            "message": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7cut",
+            "level": "WARN",
+        });
+        let text = format!("{first}\n{{\"message\":\"next\"}}\n");
+        let redacted = redact_text_with(&text, &[]);
+        assert!(!redacted.contains("MIIEowIBAAKCAQEA7cut"), "{redacted}");
+        let lines: Vec<&str> = redacted.lines().collect();
+        assert_eq!(lines.len(), 2, "{redacted}");
+        let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(first["level"], "WARN");
+        let second: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(second["message"], "next");
+        // In plain text a cut-off key's further lines go too.
+        let plain = redact_text_with(
+            "-----BEGIN PRIVATE KEY-----\nMIIEabc\nDEFghi\nnot key: text",
+            &[],
+        );
+        assert!(
+            !plain.contains("MIIEabc") && !plain.contains("DEFghi"),
+            "{plain}"
+        );
     }
 }
