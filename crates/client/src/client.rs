@@ -19,6 +19,10 @@ pub struct DaemonClient {
     http: reqwest::Client,
     /// Sent as `X-Souz-Client` (the daemon names the requester by it, e.g. `cli`).
     name: Option<String>,
+    /// Whether a new connection must first prove the listener is the daemon again (every
+    /// client but the daemon's own: the daemon may have died and something else taken its
+    /// port since the last proof).
+    proves_listener: bool,
 }
 
 impl std::fmt::Debug for DaemonClient {
@@ -34,8 +38,11 @@ impl DaemonClient {
     /// A client of the daemon at `base` (`http://127.0.0.1:8383`) holding `token`, once the
     /// listener there proved it is that daemon; nothing else gets the token.
     pub async fn connect(base: &str, token: &str) -> Result<Self, ClientError> {
-        let client = Self::unverified(base, token)?;
-        verify_listener(&client.http, &client.base, &client.token).await?;
+        let client = Self {
+            proves_listener: true,
+            ..Self::unverified(base, token)?
+        };
+        client.prove_listener().await?;
         Ok(client)
     }
 
@@ -61,7 +68,17 @@ impl DaemonClient {
             token: token.to_owned(),
             http: http_client()?,
             name: None,
+            proves_listener: false,
         })
+    }
+
+    /// Checks again that the listener is the daemon, before a new connection carries the
+    /// token (nothing to check for the daemon's own client).
+    pub(crate) async fn prove_listener(&self) -> Result<(), ClientError> {
+        if self.proves_listener {
+            verify_listener(&self.http, &self.base, &self.token).await?;
+        }
+        Ok(())
     }
 
     /// Names this client to the daemon (`X-Souz-Client`, e.g. `cli`).

@@ -137,6 +137,9 @@ impl DaemonClient {
             base: self.base().to_owned(),
             reason,
         };
+        // Every connection proves the listener first: a reconnect may reach whatever took the
+        // port after the daemon died.
+        self.prove_listener().await?;
         let url = format!("{}{}", self.base().replacen("http", "ws", 1), stream.path());
         let mut request = url
             .into_client_request()

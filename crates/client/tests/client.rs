@@ -259,3 +259,65 @@ async fn a_follower_reconnects_after_the_daemon_drops_it() {
     );
     assert_eq!(seen.lock().unwrap().connections, 2);
 }
+
+/// The daemon dies and a squatter takes its port (here: the same listener starts answering as
+/// a squatter would): the follower's reconnects prove the listener first and never hand it the
+/// token.
+#[tokio::test]
+async fn a_follower_never_reconnects_to_a_squatter_with_the_token() {
+    let seen = Shared::default();
+    let squatting = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let squatted = Shared::default();
+    let router = {
+        let (squatting, squatted) = (Arc::clone(&squatting), Arc::clone(&squatted));
+        Router::new()
+            .route("/v1/identity", get(identity))
+            .route("/v1/events", get(events))
+            .with_state(Arc::clone(&seen))
+            .layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let (squatting, squatted) = (Arc::clone(&squatting), Arc::clone(&squatted));
+                    async move {
+                        if squatting.load(std::sync::atomic::Ordering::SeqCst) {
+                            record(&squatted, request.headers());
+                            return axum::Json(serde_json::json!({"proof": "00"})).into_response();
+                        }
+                        next.run(request).await
+                    }
+                },
+            ))
+    };
+    let base = serve(router).await;
+    let client = DaemonClient::connect(&base, TOKEN).await.unwrap();
+
+    let mut items = Vec::new();
+    let reconnect = Reconnect {
+        first: Duration::from_millis(1),
+        max: Duration::from_millis(5),
+    };
+    client
+        .follow(EventStream::Runtime, reconnect, |item| {
+            if let StreamItem::Disconnected(reason) = &item {
+                items.push(reason.clone());
+                // The daemon is gone; from now on a squatter answers on its port.
+                squatting.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            if items.len() == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await;
+    assert!(items[1].contains("not sending the token"), "{items:?}");
+    assert_eq!(seen.lock().unwrap().connections, 1);
+    let squatted = squatted.lock().unwrap();
+    assert!(
+        squatted
+            .authorizations
+            .iter()
+            .all(|value| !value.contains(TOKEN)),
+        "the squatter got the token: {:?}",
+        squatted.authorizations
+    );
+}
