@@ -375,11 +375,6 @@ impl RuntimeHandle {
         &self.state.agents
     }
 
-    /// Whether `presented` is the operator token.
-    pub fn verify_token(&self, presented: &str) -> bool {
-        self.state.token.matches(presented)
-    }
-
     /// What `presented` is: the operator token, an active client token, or nothing.
     pub fn authenticate(&self, presented: &str) -> Option<Credential> {
         if self.state.token.matches(presented) {

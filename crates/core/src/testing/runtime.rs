@@ -150,10 +150,7 @@ impl TestRuntimeBuilder {
         let runtime = Runtime::start_with(config, options)
             .await
             .expect("the test runtime starts");
-        let token = std::fs::read_to_string(runtime.handle().config().paths.token())
-            .expect("the token file")
-            .trim()
-            .to_owned();
+        let token = runtime.handle().operator_token().to_owned();
         TestRuntime {
             runtime,
             token,

@@ -54,10 +54,16 @@ async fn the_home_layouts_and_the_template() {
     assert_eq!(paths.home(), nested.home().path().join(".souz"));
     assert_eq!(paths.user_home(), nested.home().path());
     assert!(!paths.config_file().exists(), "defaults, no template");
+    // The token the runtime holds is the one written in the nested home, and it is the
+    // operator's.
     assert_eq!(
         std::fs::read_to_string(paths.token()).unwrap().trim(),
         nested.token()
     );
+    assert!(matches!(
+        nested.handle().authenticate(nested.token()),
+        Some(crate::token::Credential::Operator)
+    ));
 
     let flat = TestRuntime::builder()
         .flat_home()
