@@ -146,19 +146,21 @@ impl Confinement {
                  protected_readable)",
             );
         }
+        // `/health` is public: it counts the allowlisted sockets but never names them (their
+        // paths tell user names and which helpers run).
+        let listed = match config.unix_socket_allow.len() {
+            1 => "the 1 UNIX socket".to_owned(),
+            count => format!("the {count} UNIX sockets"),
+        };
         let sockets = if config.unix_socket_allow.is_empty() {
             "; they cannot connect to UNIX sockets".to_owned()
         } else if self.filters_unix_socket_paths() {
-            format!(
-                "; they can connect only to these UNIX sockets: {}",
-                config.unix_socket_allow.join(", ")
-            )
+            format!("; they can connect only to {listed} listed in [sandbox] unix_socket_allow")
         } else {
             format!(
-                "; [sandbox] unix_socket_allow is set ({}), and this kernel cannot tell socket \
-                 paths apart, so commands can connect to every path-named UNIX socket (abstract \
-                 ones stay refused)",
-                config.unix_socket_allow.join(", ")
+                "; [sandbox] unix_socket_allow lists {listed}, and this kernel cannot tell \
+                 socket paths apart, so commands can connect to every path-named UNIX socket \
+                 (abstract ones stay refused)"
             )
         };
         let network = if config.command_network {

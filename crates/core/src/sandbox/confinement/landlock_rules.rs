@@ -52,12 +52,17 @@ pub fn probe() -> Result<bool, String> {
 }
 
 /// Whether the kernel restricts connecting to path-named UNIX sockets (Landlock ABI 9).
+/// The kernel is asked once per process (a ruleset is created to find out); `/health` and
+/// every command ask again for free.
 pub fn resolves_unix_sockets() -> bool {
-    Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::ResolveUnix)
-        .and_then(|ruleset| ruleset.create())
-        .is_ok()
+    static RESOLVES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *RESOLVES.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::ResolveUnix)
+            .and_then(|ruleset| ruleset.create())
+            .is_ok()
+    })
 }
 
 /// Restricts this thread (and what it executes) as `restrictions` say.
