@@ -52,7 +52,7 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
             Ok(())
         }
         ClientsCommand::Add { name } => {
-            let created = create(&client, &name).await?;
+            let created = client.create_client(&name).await?;
             say!(
                 "Client {} ({}). Its token, shown this once:",
                 created.name,
@@ -75,10 +75,6 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
     }
 }
 
-async fn create(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
-    Ok(client.create_client(name).await?)
-}
-
 /// A fresh token for the client `name`: the active one of that name (if any) is revoked
 /// first, so a client configured again stops using its old token.
 pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
@@ -90,5 +86,5 @@ pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> 
     {
         client.revoke_client(&old.id).await?;
     }
-    create(client, name).await
+    Ok(client.create_client(name).await?)
 }
