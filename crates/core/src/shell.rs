@@ -277,6 +277,54 @@ fn unwrap(words: Vec<String>, depth: usize, out: &mut CommandLine) {
             }
             None
         }
+        // Programs that run a command line given as a string.
+        "su" | "runuser" | "script" => {
+            if let Some(script) = shell_script(rest) {
+                parse_into(&script, depth + 1, out);
+                return;
+            }
+            // `runuser -u USER -- cmd`; `su USER` alone runs a login shell.
+            (program == "runuser")
+                .then(|| skip_options(rest, &["-u", "-g", "-G", "-s"]))
+                .filter(|inner| !inner.is_empty())
+        }
+        "eval" => {
+            parse_into(&rest.join(" "), depth + 1, out);
+            return;
+        }
+        "watch" => {
+            let line = skip_options(rest, &["-n", "--interval", "-d", "-q", "--equexit"]);
+            parse_into(&line.join(" "), depth + 1, out);
+            return;
+        }
+        "flock" => {
+            if let Some(script) = shell_script(rest) {
+                parse_into(&script, depth + 1, out);
+                return;
+            }
+            // `flock [options] FILE cmd ...`.
+            let after = skip_options(rest, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+            Some(after.get(1..).map(<[String]>::to_vec).unwrap_or_default())
+        }
+        "setsid" | "unshare" | "busybox" => Some(skip_options(rest, &[])),
+        "ionice" => Some(skip_options(rest, &["-c", "-n", "-p", "-P", "-u"])),
+        "nsenter" => Some(skip_options(rest, &["-t", "--target", "-S", "-G"])),
+        "strace" | "ltrace" => Some(skip_options(
+            rest,
+            &[
+                "-o", "-e", "-p", "-s", "-u", "-a", "-I", "-b", "-X", "-P", "-E",
+            ],
+        )),
+        // The mask, or the new root, comes before the command.
+        "taskset" | "chroot" => {
+            let after = skip_options(rest, &["--userspec", "--groups"]);
+            Some(after.get(1..).map(<[String]>::to_vec).unwrap_or_default())
+        }
+        // A script file whose commands cannot be read here.
+        "source" | "." => {
+            out.opaque = true;
+            None
+        }
         _ => None,
     };
     match inner {
@@ -621,10 +669,49 @@ mod tests {
             ("sudo bash -c 'env X=1 /bin/rm -f y'", "rm -f y"),
             ("exec rm x", "rm x"),
             ("command -p rm x", "rm x"),
+            ("setsid rm -rf x", "rm -rf x"),
+            ("setsid -f rm x", "rm x"),
+            ("su -c 'rm -rf x' root", "rm -rf x"),
+            ("runuser -u bob -- rm x", "rm x"),
+            ("script -qc 'rm x' /dev/null", "rm x"),
+            ("eval rm -rf x", "rm -rf x"),
+            ("watch -n 1 rm x", "rm x"),
+            ("flock /tmp/lock rm x", "rm x"),
+            ("flock -c 'rm x' /tmp/lock", "rm x"),
+            ("ionice -c 3 rm x", "rm x"),
+            ("taskset -c 0 rm x", "rm x"),
+            ("chroot / rm x", "rm x"),
+            ("unshare -r rm x", "rm x"),
+            ("nsenter -t 1 -m rm x", "rm x"),
+            ("strace -o /dev/null rm x", "rm x"),
+            ("busybox rm x", "rm x"),
         ] {
             let (found, _) = commands(line);
             assert_eq!(found, vec![expected.to_owned()], "{line}");
         }
+    }
+
+    /// Every wrapper in the list is seen through by `unwrap` (a deny rule for `rm` must fire
+    /// on `W ... rm`), or makes the line opaque.
+    #[test]
+    fn every_listed_wrapper_is_handled() {
+        for wrapper in WRAPPERS {
+            // Some take one argument before the command (a duration, a mask, a root, a file).
+            let line = match *wrapper {
+                "timeout" | "taskset" | "chroot" | "flock" => format!("{wrapper} 1 rm x"),
+                other => format!("{other} rm x"),
+            };
+            let (found, opaque) = commands(&line);
+            let seen = found.iter().any(|command| command.starts_with("rm"));
+            // Without `-c` these take a user, a script file or a transcript file, not a command.
+            let deferred = matches!(
+                *wrapper,
+                "su" | "script" | "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish"
+            );
+            assert!(seen || opaque || deferred, "{wrapper}: {found:?}");
+        }
+        let (_, opaque) = commands("source ./setup.sh");
+        assert!(opaque);
     }
 
     #[test]
