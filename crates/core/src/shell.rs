@@ -244,32 +244,7 @@ fn unwrap(words: Vec<String>, depth: usize, out: &mut CommandLine) {
                 "-n", "-I", "-L", "-P", "-d", "-s", "-E", "-a", "-i", "-l", "-e",
             ],
         )),
-        "env" => {
-            let mut index = 0;
-            while let Some(word) = rest.get(index) {
-                if word == "-u" || word == "-C" || word == "-S" {
-                    if word == "-S" {
-                        // `env -S "cmd args"` splits a string into a command line.
-                        out.opaque = true;
-                    }
-                    index += 2;
-                } else if word.starts_with('-') {
-                    index += 1;
-                } else if let Some((name, _)) = word.split_once('=') {
-                    if dangerous_variable(name) {
-                        out.opaque = true;
-                    }
-                    index += 1;
-                } else {
-                    break;
-                }
-            }
-            Some(
-                rest.get(index..)
-                    .map(<[String]>::to_vec)
-                    .unwrap_or_default(),
-            )
-        }
+        "env" => Some(after_env(rest, out)),
         "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" => {
             if let Some(script) = shell_script(rest) {
                 parse_into(&script, depth + 1, out);
@@ -337,6 +312,33 @@ fn unwrap(words: Vec<String>, depth: usize, out: &mut CommandLine) {
         }
         None => out.commands.push(words),
     }
+}
+
+/// What `env [options] [NAME=value...] cmd ...` runs; `-S` and dangerous assignments make the
+/// line opaque.
+fn after_env(rest: &[String], out: &mut CommandLine) -> Vec<String> {
+    let mut index = 0;
+    while let Some(word) = rest.get(index) {
+        if word == "-u" || word == "-C" || word == "-S" {
+            if word == "-S" {
+                // `env -S "cmd args"` splits a string into a command line.
+                out.opaque = true;
+            }
+            index += 2;
+        } else if word.starts_with('-') {
+            index += 1;
+        } else if let Some((name, _)) = word.split_once('=') {
+            if dangerous_variable(name) {
+                out.opaque = true;
+            }
+            index += 1;
+        } else {
+            break;
+        }
+    }
+    rest.get(index..)
+        .map(<[String]>::to_vec)
+        .unwrap_or_default()
 }
 
 /// Skips leading options; those listed in `with_value` also consume the next word.
