@@ -70,6 +70,8 @@ impl Sandbox {
             reason,
         })?;
         sandbox.roots = vec![real.clone()];
+        // Deleted files go to the user's own Trash, inside their folder, never the operator's.
+        sandbox.trash_folder = Some(real.join(".local/share/Trash"));
         sandbox.user_home = real;
         Ok(sandbox)
     }
@@ -138,6 +140,11 @@ mod tests {
         }
         let operator_file = home.join("operator.txt").display().to_string();
         assert!(alice.resolve(&operator_file, Access::Read).is_err());
+        // What alice deletes goes to a Trash inside her folder.
+        assert_eq!(
+            alice.trash_folder(),
+            Some(home.join("users/alice/.local/share/Trash").as_path())
+        );
 
         // No template: no folder at all, so nothing that touches a file can run.
         let nobody = daemon.for_proxied_user("", "alice").unwrap();
