@@ -77,6 +77,8 @@ pub fn run() {
         eprintln!("souz-app: {error}");
         std::process::exit(i32::from(confinement::HELPER_FAILURE_EXIT_CODE));
     }
+    // Once per process, before any thread allocates: freed large blocks go back at once.
+    souz_core::runtime::memory::return_large_blocks();
     // Before any secret is read: other processes of this user (and the commands the daemon
     // runs) must not read this process's memory or environment.
     if let Err(error) = souz_core::sandbox::daemon_process::protect() {

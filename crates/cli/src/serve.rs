@@ -11,6 +11,8 @@ use souz_protocol::DaemonInfo;
 pub fn run() -> ExitCode {
     // Before any secret is read: other processes of this user (and the commands it runs) must
     // not read this process's memory or environment.
+    // Once per process, before any thread allocates: freed large blocks go back at once.
+    souz_core::runtime::memory::return_large_blocks();
     if let Err(error) = souz_core::sandbox::daemon_process::protect() {
         return crate::fail(&format!("cannot protect the daemon's memory: {error}"));
     }

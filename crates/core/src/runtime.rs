@@ -147,7 +147,6 @@ impl Runtime {
 
     /// [`Runtime::start`] with options from the embedding binary.
     pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
-        memory::return_large_blocks();
         let environment = options
             .environment
             .clone()

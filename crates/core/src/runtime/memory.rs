@@ -8,8 +8,9 @@
 //! blocks of 1 MiB or more are always mapped and unmapped, and heaps are trimmed past 4 MiB
 //! of free space at their top.
 //!
-//! Invariant: only `mallopt` on glibc, once per process, before the runtime's threads start
-//! allocating much; elsewhere (musl, macOS) this is a no-op.
+//! Invariant: only `mallopt` on glibc, called once per process by the binaries (`souz serve`,
+//! the app) before their async runtime starts, never by the library; elsewhere (musl, macOS)
+//! this is a no-op.
 
 /// Blocks at least this large are always mapped (and unmapped when freed).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

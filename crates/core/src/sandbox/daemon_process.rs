@@ -18,8 +18,9 @@
 //! cannot read the daemon's memory.
 //!
 //! Invariants: [`protect`] runs before the daemon reads any secret or starts any command;
-//! [`scrub_environment`] runs before any other thread starts (it changes bytes the C library
-//! reads) and after the configuration was loaded.
+//! [`scrub_environment`] runs after the configuration was loaded and before any thread that
+//! reads the environment starts (it changes bytes the C library reads): in `souz serve` only the
+//! log writer's thread exists by then, and it reads no variable.
 
 use std::collections::HashMap;
 use std::sync::Arc;
