@@ -178,7 +178,8 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
         });
-        gate.set_proxy_user_roots(&config.server.proxy_user_roots);
+        let proxy_mode = !config.server.trusted_proxy_token.trim().is_empty();
+        gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
         let llm = Arc::new(LlmService::new(

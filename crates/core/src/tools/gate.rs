@@ -229,9 +229,10 @@ impl Gate {
         gate
     }
 
-    /// Trusted-proxy mode: the folder template (`[server] proxy_user_roots`) of the sandbox
-    /// that calls in proxied users' chats run in (empty: such calls get no folder).
-    pub fn set_proxy_user_roots(&self, template: &str) {
+    /// Trusted-proxy mode: `Some` folder template (`[server] proxy_user_roots`) of the sandbox
+    /// that calls in proxied users' chats run in (empty: such calls get no folder); `None`
+    /// without the mode, when every call runs in the daemon's sandbox without a look-up.
+    pub fn set_proxy_user_roots(&self, template: Option<&str>) {
         self.inner.workspaces.set_template(template);
     }
 

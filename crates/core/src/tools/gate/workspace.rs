@@ -1,8 +1,9 @@
 //! Which sandbox a call runs in: the daemon's, or, for a call made in the chat of a user behind
 //! the trusted proxy, that user's own ([`Sandbox::for_proxied_user`]).
 //!
-//! Invariants: a chat's owner is read from the `chats` table for every call (never taken from
-//! the caller); a call in a proxied user's chat never gets the daemon's sandbox, and when that
+//! Invariants: in trusted-proxy mode a chat's owner is read from the `chats` table for every
+//! call (never taken from the caller); without it nobody but the local user can start a call,
+//! so nothing is read; a call in a proxied user's chat never gets the daemon's sandbox, and when that
 //! user's folder cannot be prepared the call fails instead. Commands are refused for proxied
 //! users: their confinement limits what a command writes to its roots, not everything it
 //! reads, so a command could read the operator's or another user's files.
@@ -50,8 +51,8 @@ impl Gate {
 /// Where calls run.
 #[derive(Default)]
 pub(super) struct Workspaces {
-    /// `[server] proxy_user_roots`.
-    template: RwLock<String>,
+    /// `[server] proxy_user_roots` in trusted-proxy mode; `None` without it.
+    template: RwLock<Option<String>>,
     /// Each proxied user's sandbox, made on first use.
     users: Mutex<HashMap<String, Arc<Sandbox>>>,
 }
@@ -63,12 +64,13 @@ pub(super) struct Workspace {
 }
 
 impl Workspaces {
-    /// Sets the folder template of proxied users (forgetting sandboxes made from another).
-    pub fn set_template(&self, template: &str) {
+    /// Sets trusted-proxy mode and the folder template of proxied users (`None`: the mode is
+    /// off), forgetting sandboxes made from another.
+    pub fn set_template(&self, template: Option<&str>) {
         *self
             .template
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = template.trim().to_owned();
+            .unwrap_or_else(PoisonError::into_inner) = template.map(|t| t.trim().to_owned());
         self.users
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -82,12 +84,23 @@ impl Workspaces {
         daemon: &Arc<Sandbox>,
         requester: &Requester,
     ) -> Result<Workspace, String> {
+        let proxy_mode = self
+            .template
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
         let Requester::Chat { chat_id } = requester else {
             return Ok(Workspace {
                 sandbox: Arc::clone(daemon),
                 proxied_user: None,
             });
         };
+        if !proxy_mode {
+            return Ok(Workspace {
+                sandbox: Arc::clone(daemon),
+                proxied_user: None,
+            });
+        }
         let id = chat_id.clone();
         let owner = store
             .read(move |connection| {
@@ -132,7 +145,8 @@ impl Workspaces {
             .template
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+            .clone()
+            .unwrap_or_default();
         let sandbox = Arc::new(
             daemon
                 .for_proxied_user(&template, user)
