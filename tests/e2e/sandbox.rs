@@ -310,31 +310,41 @@ async fn confined_commands_read_code_configuration_but_cannot_plant_hooks_shims_
          cat .npmrc || echo refused-read-npmrc";
     let outcome = sandbox
         .run_command(CommandRequest::shell(script), &CancellationToken::new())
-        .await
-        .unwrap();
+        .await;
+    if !confined {
+        // Nothing can confine it, and running unconfined was not allowed: it did not run.
+        assert!(
+            matches!(
+                outcome,
+                Err(souz_core::sandbox::CommandError::Unconfined(_))
+            ),
+            "{outcome:?}"
+        );
+        assert!(!home.join("project/a.txt").exists());
+        return;
+    }
+    let outcome = outcome.unwrap();
     let stdout = &outcome.stdout.text;
     let seen = |line: &str| stdout.lines().any(|seen| seen == line);
     for line in ["ok-read-gitconfig", "ran-tool", "ok-project"] {
         assert!(seen(line), "missing {line}: {outcome:?}");
     }
-    if confined {
-        for line in [
-            "refused-gitconfig",
-            "refused-credentials",
-            "refused-autostart",
-            "refused-systemd",
-            "refused-shim",
-            "refused-read-npmrc",
-        ] {
-            assert!(seen(line), "missing {line}: {outcome:?}");
-        }
-        assert_eq!(
-            std::fs::read_to_string(home.join(".gitconfig")).unwrap(),
-            "[user]\n\tname = P\n"
-        );
-        for planted in [".git-credentials", ".config", ".local/bin/git"] {
-            assert!(!home.join(planted).exists(), "{planted} was created");
-        }
-        assert!(!stdout.contains("NPM-TOKEN"), "{outcome:?}");
+    for line in [
+        "refused-gitconfig",
+        "refused-credentials",
+        "refused-autostart",
+        "refused-systemd",
+        "refused-shim",
+        "refused-read-npmrc",
+    ] {
+        assert!(seen(line), "missing {line}: {outcome:?}");
     }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".gitconfig")).unwrap(),
+        "[user]\n\tname = P\n"
+    );
+    for planted in [".git-credentials", ".config", ".local/bin/git"] {
+        assert!(!home.join(planted).exists(), "{planted} was created");
+    }
+    assert!(!stdout.contains("NPM-TOKEN"), "{outcome:?}");
 }
