@@ -59,65 +59,11 @@ pub(crate) struct TurnScope {
     /// How long one model request may take, start to finished answer (`None`: the provider
     /// client's own limits only).
     pub request_timeout: Option<Duration>,
-    attempts: AtomicU64,
-}
-
-/// What a turn's scope is made of (see the fields of [`TurnScope`]).
-pub(crate) struct ScopeParts {
-    pub chat_id: String,
-    pub owner: String,
-    pub model: ChatModel,
-    pub sink: Arc<dyn TurnSink>,
-    pub mailbox: Option<Arc<Mailbox>>,
-    pub cancel: CancellationToken,
-    pub services: Arc<Services>,
+    /// Model requests made so far (start at 0).
+    pub attempts: AtomicU64,
 }
 
 impl TurnScope {
-    pub(crate) fn new(parts: ScopeParts) -> Self {
-        let ScopeParts {
-            chat_id,
-            owner,
-            model,
-            sink,
-            mailbox,
-            cancel,
-            services,
-        } = parts;
-        Self {
-            chat_id,
-            owner,
-            model,
-            sink,
-            mailbox,
-            cancel,
-            services,
-            ask_user: false,
-            question: std::sync::Mutex::new(None),
-            tools: ToolFilter::all(),
-            request_timeout: None,
-            attempts: AtomicU64::new(0),
-        }
-    }
-
-    /// Limits the catalog tools the turn may list and run.
-    pub(crate) fn with_tools(mut self, tools: ToolFilter) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Bounds each model request of the turn.
-    pub(crate) fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Lets the model ask the person (`AskUser`).
-    pub(crate) fn with_ask_user(mut self, ask_user: bool) -> Self {
-        self.ask_user = ask_user;
-        self
-    }
-
     /// Whether the model asked the person a question.
     pub(crate) fn asked(&self) -> bool {
         self.question

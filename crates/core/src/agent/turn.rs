@@ -27,7 +27,7 @@ use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{McpTools, NoMcpTools};
 use super::nodes::names;
 use super::prompts::{GRAPH_SYSTEM_PROMPT, SKILLS_SYSTEM_PROMPT};
-use super::scope::{ScopeParts, Services, TurnScope};
+use super::scope::{Services, TurnScope};
 use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
 };
@@ -562,20 +562,20 @@ impl Turn {
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
         let context = self.initial_context(&inner.services.gate);
-        let scope = Arc::new(
-            TurnScope::new(ScopeParts {
-                chat_id: self.chat_id.clone(),
-                owner: inner.owner.clone(),
-                model: self.model.clone(),
-                sink,
-                mailbox: self.mailbox.clone(),
-                cancel: turn_cancel.clone(),
-                services: Arc::clone(&inner.services),
-            })
-            .with_ask_user(self.ask_user)
-            .with_tools(self.tools.clone())
-            .with_request_timeout(self.request_timeout),
-        );
+        let scope = Arc::new(TurnScope {
+            chat_id: self.chat_id.clone(),
+            owner: inner.owner.clone(),
+            model: self.model.clone(),
+            sink,
+            mailbox: self.mailbox.clone(),
+            cancel: turn_cancel.clone(),
+            services: Arc::clone(&inner.services),
+            ask_user: self.ask_user,
+            question: Mutex::new(None),
+            tools: self.tools.clone(),
+            request_timeout: self.request_timeout,
+            attempts: std::sync::atomic::AtomicU64::new(0),
+        });
         let graph = graphs::build(self.kind, &scope)
             .map_err(|error| AgentError::Internal(error.to_string()))?;
         let start = StepRecord {
