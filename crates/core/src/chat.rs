@@ -105,7 +105,7 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
-    pause: RwLock<Option<crate::bus::PauseSwitch>>,
+    pause: crate::bus::PauseSwitch,
     tasks: TaskTracker,
     shutdown: CancellationToken,
     /// Wakes the question expiry task when a question is asked.
@@ -120,6 +120,8 @@ pub struct ChatsParts {
     pub defaults: SettingsDefaults,
     pub tasks: TaskTracker,
     pub shutdown: CancellationToken,
+    /// The runtime's pause switch: while it is on, new turns are refused.
+    pub pause: crate::bus::PauseSwitch,
 }
 
 /// The chat service. Cheap to clone.
@@ -139,6 +141,7 @@ impl Chats {
             defaults,
             tasks,
             shutdown,
+            pause,
         } = parts;
         Self {
             inner: Arc::new(Inner {
@@ -149,7 +152,7 @@ impl Chats {
                 engine: RwLock::new(None),
                 owner: uuid::Uuid::new_v4().to_string(),
                 running: Mutex::new(HashMap::new()),
-                pause: RwLock::new(None),
+                pause,
                 tasks,
                 shutdown,
                 asked: tokio::sync::Notify::new(),

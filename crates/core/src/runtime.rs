@@ -196,8 +196,8 @@ impl Runtime {
             defaults,
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
+            pause: gate.approvals().pause().clone(),
         });
-        chats.set_pause(gate.approvals().pause().clone());
         let failed = chats.recover().await?;
         if failed > 0 {
             tracing::warn!(

@@ -6,7 +6,6 @@ use souz_protocol::chat::ActiveTurn;
 
 use super::records::{self, ExecutionRow};
 use super::{ChatError, ChatUser, Chats};
-use crate::bus::PauseSwitch;
 use crate::store::CachedStatements;
 use crate::store::StoreError;
 use std::sync::PoisonError;
@@ -15,22 +14,8 @@ use std::sync::PoisonError;
 const MAX_ACTIVE_TURNS: usize = 500;
 
 impl Chats {
-    /// Gives the chats the runtime's pause switch: while it is on, new turns are refused.
-    pub fn set_pause(&self, pause: PauseSwitch) {
-        *self
-            .inner
-            .pause
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(pause);
-    }
-
     pub(super) fn is_paused(&self) -> bool {
-        self.inner
-            .pause
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(PauseSwitch::is_paused)
+        self.inner.pause.is_paused()
     }
 
     pub(super) fn refuse_if_paused(&self) -> Result<(), ChatError> {

@@ -189,6 +189,7 @@ fn chats_over(
         defaults,
         tasks: tasks.clone(),
         shutdown: CancellationToken::new(),
+        pause: crate::bus::PauseSwitch::new(None),
     });
     let script = Arc::new(Script::default());
     chats.set_engine(script.clone());
