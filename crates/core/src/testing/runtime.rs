@@ -19,11 +19,17 @@ pub const FAKE_OPENAI_KEY: &str = "sk-test-1234567890";
 /// A fixed environment of `(name, value)` pairs, for what reads provider keys from one
 /// (`LlmService`, the runtime); no other variable is set.
 pub fn environment(pairs: &[(&str, &str)]) -> Environment {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-        .collect();
-    Arc::new(move |name: &str| map.get(name).cloned())
+    lookup(
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect(),
+    )
+}
+
+/// The environment that holds exactly `variables`.
+fn lookup(variables: HashMap<String, String>) -> Environment {
+    Arc::new(move |name: &str| variables.get(name).cloned())
 }
 
 type Adjust = Box<dyn FnOnce(&mut Config, &TestHome)>;
@@ -58,11 +64,6 @@ impl TestRuntime {
     /// A handle to the runtime.
     pub fn handle(&self) -> RuntimeHandle {
         self.runtime.handle()
-    }
-
-    /// The runtime itself.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
     }
 
     /// The operator's bearer token (the `token` file of the home).
@@ -142,9 +143,8 @@ impl TestRuntimeBuilder {
         for adjust in self.adjust {
             adjust(&mut config, &home);
         }
-        let environment = self.environment;
         let options = RuntimeOptions {
-            environment: Some(Arc::new(move |name: &str| environment.get(name).cloned())),
+            environment: Some(lookup(self.environment)),
             ..RuntimeOptions::default()
         };
         let runtime = Runtime::start_with(config, options)
