@@ -11,6 +11,8 @@
 
 use souz_protocol::Requester;
 
+use super::policy::requester_identity;
+
 /// Which cap a call ran into.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PendingCap {
@@ -62,28 +64,10 @@ impl PendingLimits {
     }
 }
 
-/// The requester whose waiting calls count together.
+/// The requester whose waiting calls count together: [`requester_identity`]; the ones without
+/// a token identity (records from before client tokens) count together as one.
 pub fn requester_key(requester: &Requester) -> String {
-    match requester {
-        Requester::Chat { chat_id } => format!("chat:{chat_id}"),
-        // Who an MCP client is comes from its token, never from the name it gives itself: a
-        // client that renames itself on every session is still one requester. Records made
-        // before client tokens have no token id and fall back to the declared name.
-        Requester::Mcp {
-            token_id,
-            client_name,
-            ..
-        } => {
-            if token_id.is_empty() {
-                format!("mcp:{client_name}")
-            } else {
-                format!("mcp-token:{token_id}")
-            }
-        }
-        Requester::Cli => "cli".to_owned(),
-        Requester::Api => "api".to_owned(),
-        Requester::Skill { skill_id } => format!("skill:{skill_id}"),
-    }
+    requester_identity(requester).unwrap_or_else(|| "mcp-unidentified".to_owned())
 }
 
 #[cfg(test)]
@@ -137,7 +121,8 @@ mod tests {
             total: 3,
             per_requester: 2,
         };
-        let waiting = ["mcp:claude", "mcp:claude"];
+        let claude = requester_key(&mcp("claude", "s1"));
+        let waiting = [claude.as_str(), claude.as_str()];
         // A new session of the same client is the same requester.
         assert_eq!(
             limits.admit(&mcp("claude", "s2"), waiting.into_iter()),
@@ -147,7 +132,7 @@ mod tests {
             ))
         );
         assert_eq!(limits.admit(&Requester::Cli, waiting.into_iter()), Ok(()));
-        let full = ["mcp:claude", "mcp:claude", "cli"];
+        let full = [claude.as_str(), claude.as_str(), "cli"];
         assert_eq!(
             limits.admit(&Requester::Api, full.into_iter()),
             Err(PendingCap::Total(3))

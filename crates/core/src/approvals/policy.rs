@@ -109,14 +109,21 @@ pub struct GrantRule {
 /// says; a requester without a token identity is nobody's), the same skill, or the same kind
 /// otherwise.
 pub fn same_requester(a: &Requester, b: &Requester) -> bool {
-    match (a, b) {
-        (Requester::Chat { chat_id: x }, Requester::Chat { chat_id: y }) => x == y,
-        (Requester::Mcp { token_id: x, .. }, Requester::Mcp { token_id: y, .. }) => {
-            !x.is_empty() && x == y
+    matches!((requester_identity(a), requester_identity(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Who a requester is, as one key: its chat, its MCP client token (never the name the client
+/// gives itself), its skill, or its kind. `None` for an MCP requester without a token identity
+/// (records made before client tokens): nobody's.
+pub fn requester_identity(requester: &Requester) -> Option<String> {
+    match requester {
+        Requester::Chat { chat_id } => Some(format!("chat:{chat_id}")),
+        Requester::Mcp { token_id, .. } => {
+            (!token_id.is_empty()).then(|| format!("mcp-token:{token_id}"))
         }
-        (Requester::Skill { skill_id: x }, Requester::Skill { skill_id: y }) => x == y,
-        (Requester::Cli, Requester::Cli) | (Requester::Api, Requester::Api) => true,
-        _ => false,
+        Requester::Skill { skill_id } => Some(format!("skill:{skill_id}")),
+        Requester::Cli => Some("cli".to_owned()),
+        Requester::Api => Some("api".to_owned()),
     }
 }
 
