@@ -19,16 +19,9 @@ export async function takeTokenFromFragment() {
     sessionStorage.setItem(TOKEN_KEY, token);
     return route;
   }
-  const response = await fetch("/v1/ui-codes/exchange", {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ code }),
-    cache: "no-store",
-  });
-  const text = await response.text();
-  const parsed = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new ApiError(response.status, parsed);
-  sessionStorage.setItem(TOKEN_KEY, parsed.token);
+  // The exchange is public: it carries the code, no token.
+  const exchanged = await request("POST", "/v1/ui-codes/exchange", { code }, {});
+  sessionStorage.setItem(TOKEN_KEY, exchanged.token);
   return route;
 }
 
@@ -55,7 +48,11 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${token()}` };
+  return request(method, path, body, { Authorization: `Bearer ${token()}` });
+}
+
+/** One call of the daemon with `headers`; a failing answer becomes an ApiError. */
+async function request(method, path, body, headers) {
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
     method,

@@ -364,21 +364,31 @@ async function clients(main) {
       h("td", {}, client.name),
       h("td", {}, h("code", {}, client.id.slice(0, 8))),
       h("td", {}, time(client.created_at)),
-      h("td", {}, h("button", { onclick: async () => { await api("DELETE", `/v1/clients/${client.id}`); shown.replaceChildren(); render(); } }, "Revoke")))));
+      h("td", {}, h("button", { onclick: () => attempt(async () => {
+        await api("DELETE", `/v1/clients/${client.id}`);
+        shown.replaceChildren();
+        await render();
+      }) }, "Revoke")))));
     if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, "No client tokens.")));
   };
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  // A failure shows its message (escaped like every text from the daemon), never silently.
+  const attempt = async (step) => {
     try {
+      await step();
+    } catch (error) {
+      shown.className = "error";
+      shown.replaceChildren(visible(error.message));
+    }
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(async () => {
       const created = await api("POST", "/v1/clients", { name: name.value.trim() });
       name.value = "";
       shown.className = "created";
       shown.replaceChildren(`Token for ${created.name} (shown once; Souz keeps only its hash): `, h("code.token", {}, created.token));
       await render();
-    } catch (error) {
-      shown.className = "error";
-      shown.textContent = error.message;
-    }
+    });
   });
   await render();
 }
