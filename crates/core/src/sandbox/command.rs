@@ -570,17 +570,31 @@ impl ProcessGroup {
         let _ = rustix::process::kill_process_group(id, rustix::process::Signal::KILL);
     }
 
+    /// [`Self::kill`] off the async workers: the walk rescans `/proc` and pauses between
+    /// rounds until nothing is left below the command.
+    async fn kill_off_workers(&self) {
+        let Some(id) = self.id else {
+            return;
+        };
+        if !self.reaped {
+            let _ =
+                tokio::task::spawn_blocking(move || super::process_tree::kill_all_below(id, || {}))
+                    .await;
+        }
+        let _ = rustix::process::kill_process_group(id, rustix::process::Signal::KILL);
+    }
+
     /// SIGTERM to the command's processes, a short grace for the command to exit, then SIGKILL.
     async fn terminate(&mut self, child: &mut tokio::process::Child) -> Option<ExitStatus> {
         self.signal(rustix::process::Signal::TERM);
         let status = match tokio::time::timeout(TERMINATE_GRACE, child.wait()).await {
             Ok(status) => {
                 self.reaped();
-                self.kill();
+                self.kill_off_workers().await;
                 status.ok()
             }
             Err(_) => {
-                self.kill();
+                self.kill_off_workers().await;
                 child.wait().await.ok()
             }
         };
