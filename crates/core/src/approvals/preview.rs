@@ -1,9 +1,10 @@
 //! Bounded previews of large pending calls.
 //!
 //! A call waiting for approval can wait for minutes, and many can wait at once: what stays in
-//! memory meanwhile must not grow with its arguments. Its full arguments and diff are stored
-//! (the `approvals` and `tool_calls` rows) and read back when it is approved; in memory (the
-//! gate's record, the `approval.requested` event every follower keeps) it holds a preview.
+//! memory meanwhile must not grow with its arguments. Its full arguments and diff are stored in
+//! the `approvals` row and read back from there when it is approved; everywhere else (the
+//! gate's record and so the `tool_calls` and audit rows, the `approval.requested` event every
+//! follower keeps) it holds a preview.
 //!
 //! Invariant: a call whose arguments are at most [`LARGE_ARGUMENTS`] bytes of text is kept
 //! whole everywhere (its preview *is* its arguments); only larger ones are cut, and a cut value
