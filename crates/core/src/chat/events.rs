@@ -157,7 +157,7 @@ impl ChatEvents {
         chat_id: &str,
         after_seq: i64,
     ) -> impl Stream<Item = FollowItem<ChatEvent>> + Send + 'static {
-        let receiver = self.channel(chat_id).subscribe();
+        let receiver = self.subscribe(chat_id);
         let store = self.store.clone();
         let chat = chat_id.to_owned();
         let replay: Replay<ChatEvent> = Arc::new(move |after, limit| {
@@ -181,12 +181,15 @@ impl ChatEvents {
             .map_or(0, broadcast::Sender::receiver_count)
     }
 
-    fn channel(&self, chat_id: &str) -> broadcast::Sender<Arc<ChatEvent>> {
+    /// A receiver on the chat's channel, made while holding the map's lock: `announce` prunes a
+    /// channel without receivers under the same lock, so a new receiver is never left on a
+    /// pruned channel (whose stream would end with the next `announce`).
+    fn subscribe(&self, chat_id: &str) -> broadcast::Receiver<Arc<ChatEvent>> {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
         channels
             .entry(chat_id.to_owned())
             .or_insert_with(|| broadcast::channel(LIVE_CAPACITY).0)
-            .clone()
+            .subscribe()
     }
 
     /// Every event of every chat announced from now on (durable and live-only), in announce
@@ -286,4 +289,52 @@ fn replay(
         })
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A follower that subscribes while another task announces (and so prunes channels nobody
+    /// listens to) must still be subscribed to the channel later events go to: it sees its own
+    /// event rather than a closed stream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_follower_joining_while_events_are_announced_keeps_its_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+        let events = ChatEvents::new(store.clone(), EventBus::new(store, 16));
+        let noise = {
+            let events = events.clone();
+            std::thread::spawn(move || {
+                for n in 0..400_000 {
+                    events.publish_live("chat", None, "message.delta", json!({"n": n}));
+                }
+            })
+        };
+        for round in 0..3000 {
+            let mut follower = Box::pin(events.follow("chat", 0));
+            assert!(matches!(
+                follower.next().await,
+                Some(FollowItem::Live { last_seq: 0 })
+            ));
+            let mine = json!({"round": round});
+            events.publish_live("chat", None, "message.delta", mine.clone());
+            loop {
+                match follower.next().await {
+                    Some(FollowItem::Event(event)) if event.payload == mine => break,
+                    Some(FollowItem::Event(_)) => {}
+                    // Lagging behind the noise is fine; losing the channel is not.
+                    Some(FollowItem::Resync { .. }) => break,
+                    other => panic!("round {round}: the follower lost its channel: {other:?}"),
+                }
+            }
+            if noise.is_finished() {
+                break;
+            }
+        }
+        noise.join().unwrap();
+    }
 }

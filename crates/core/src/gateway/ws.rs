@@ -100,7 +100,11 @@ pub async fn follow<E>(
         tokio::select! {
             biased;
             item = items.next() => {
-                let Some(item) = item else { return };
+                let Some(item) = item else {
+                    // The live channel closed under the follower: end cleanly, not with a reset.
+                    close(socket, CLOSE_INTERNAL, "event stream ended").await;
+                    return;
+                };
                 let (frame, resync) = match &item {
                     FollowItem::Event(event) => (encode(Outgoing::Event(event)), false),
                     FollowItem::Live { last_seq } => {
