@@ -19,22 +19,22 @@
 //! the original had no producer of questions); a turn's events
 //! arrive in order from the turn's own task; nothing the person sent while a turn ran is lost.
 
-pub mod ask_user;
-pub mod context;
-pub mod core_tools;
+pub(crate) mod ask_user;
+pub(crate) mod context;
+pub(crate) mod core_tools;
 pub(crate) mod dispatch;
-pub mod events;
-pub mod graphs;
-pub mod knowledge;
-pub mod memory;
-pub mod models;
-pub mod nodes;
-pub mod prompts;
+pub(crate) mod events;
+pub(crate) mod graphs;
+pub(crate) mod knowledge;
+pub(crate) mod memory;
+pub(crate) mod models;
+pub(crate) mod nodes;
+pub(crate) mod prompts;
 pub(crate) mod scope;
-pub mod sessions;
-pub mod skills;
-pub mod steering;
-pub mod turn;
+pub(crate) mod sessions;
+pub(crate) mod skills;
+pub(crate) mod steering;
+pub(crate) mod turn;
 
 use serde::{Deserialize, Serialize};
 

@@ -17,16 +17,16 @@
 //! grant reaching its end included: [`Approvals::expire_grants`] (a task the runtime runs) sleeps
 //! until the next grant expiry, never polling, and drops the grant then.
 
-pub mod audience;
-pub mod audit;
-pub mod call_target;
-pub mod command_pattern;
-pub mod grants;
-pub mod limits;
-pub mod policy;
-pub mod preview;
-pub mod queue;
-pub mod suggest;
+pub(crate) mod audience;
+pub(crate) mod audit;
+pub(crate) mod call_target;
+pub(crate) mod command_pattern;
+pub(crate) mod grants;
+pub(crate) mod limits;
+pub(crate) mod policy;
+pub(crate) mod preview;
+pub(crate) mod queue;
+pub(crate) mod suggest;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

@@ -5,10 +5,10 @@
 //! Invariant: this module needs only `store` (and `souz_protocol`); everything from `approvals`
 //! up publishes to it and follows it, so it must never import from above.
 
-pub mod events;
-pub mod follow;
-pub mod pause;
+pub(crate) mod events;
+pub(crate) mod follow;
+pub(crate) mod pause;
 
-pub use events::EventBus;
+pub(crate) use events::EventBus;
 pub use follow::FollowItem;
-pub use pause::PauseSwitch;
+pub(crate) use pause::PauseSwitch;

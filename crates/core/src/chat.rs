@@ -15,16 +15,16 @@
 //!   offered, checked and called with the user's own provider keys, then the daemon's.
 
 mod conversations;
-pub mod engine;
-pub mod events;
+pub(crate) mod engine;
+pub(crate) mod events;
 mod execution;
-pub mod live;
-pub mod options;
+pub(crate) mod live;
+pub(crate) mod options;
 mod posting;
 mod preferences;
-pub mod records;
-pub mod settings;
-pub mod turns;
+pub(crate) mod records;
+pub(crate) mod settings;
+pub(crate) mod turns;
 
 pub use self::conversations::MessagePage;
 pub use crate::bus::FollowItem;

@@ -10,20 +10,20 @@
 //!   Souz never overwrites it afterwards.
 //! - No globals: the environment is passed in, tests build their own `Config`.
 
-pub mod agent;
-pub mod approvals;
-pub mod byte_size;
-pub mod edit;
+pub(crate) mod agent;
+pub(crate) mod approvals;
+pub(crate) mod byte_size;
+pub(crate) mod edit;
 pub mod env;
-pub mod llm;
-pub mod log;
-pub mod mcp;
-pub mod notifications;
+pub(crate) mod llm;
+pub(crate) mod log;
+pub(crate) mod mcp;
+pub(crate) mod notifications;
 pub mod paths;
-pub mod protected;
-pub mod sandbox;
-pub mod section;
-pub mod server;
+pub(crate) mod protected;
+pub(crate) mod sandbox;
+pub(crate) mod section;
+pub(crate) mod server;
 
 use std::collections::HashMap;
 use std::fmt;

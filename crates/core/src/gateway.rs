@@ -7,13 +7,13 @@
 //! Routes are added through [`api::ApiRouter`] so the OpenAPI document is generated from the
 //! same list.
 
-pub mod api;
-pub mod connections;
-pub mod error;
-pub mod extract;
-pub mod identity;
-pub mod perimeter;
-pub mod routes;
+pub(crate) mod api;
+pub(crate) mod connections;
+pub(crate) mod error;
+pub(crate) mod extract;
+pub(crate) mod identity;
+pub(crate) mod perimeter;
+pub(crate) mod routes;
 mod ws;
 
 use std::future::Future;

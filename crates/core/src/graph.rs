@@ -68,17 +68,17 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-pub use builder::{EdgeTarget, GraphBuildError, GraphBuilder, NodeHandle};
-pub use run::Graph;
+pub(crate) use builder::{GraphBuildError, GraphBuilder, NodeHandle};
+pub(crate) use run::Graph;
 
 /// Steps a run may take before it is stopped as a probable loop.
-pub const DEFAULT_MAX_STEPS: usize = 1000;
+pub(crate) const DEFAULT_MAX_STEPS: usize = 1000;
 
 /// Any error a node returns.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A unit of work: takes `I`, produces `O`.
-pub trait Node<I, O>: Send + Sync {
+pub(crate) trait Node<I, O>: Send + Sync {
     /// Name shown in traces and errors.
     fn name(&self) -> &str;
 
@@ -88,13 +88,13 @@ pub trait Node<I, O>: Send + Sync {
 }
 
 /// A node made from an async closure. See [`node_fn`].
-pub struct FnNode<F> {
+pub(crate) struct FnNode<F> {
     name: String,
     function: F,
 }
 
 /// Makes a node from an async closure `|input| async { Ok(output) }`.
-pub fn node_fn<I, O, F, Fut>(name: impl Into<String>, function: F) -> FnNode<F>
+pub(crate) fn node_fn<I, O, F, Fut>(name: impl Into<String>, function: F) -> FnNode<F>
 where
     F: Fn(I) -> Fut + Send + Sync,
     Fut: Future<Output = Result<O, BoxError>> + Send + 'static,
@@ -120,11 +120,11 @@ where
 }
 
 /// Whether a failed attempt may be retried, given the error and the attempt number (from 1).
-pub type RetryPredicate = Arc<dyn Fn(&BoxError, u32) -> bool + Send + Sync>;
+pub(crate) type RetryPredicate = Arc<dyn Fn(&BoxError, u32) -> bool + Send + Sync>;
 
 /// How often a failing node is tried and how long to wait in between.
 #[derive(Clone)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     max_attempts: u32,
     delay: Duration,
     should_retry: RetryPredicate,
@@ -147,12 +147,12 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// One attempt, no retry.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self::attempts(1)
     }
 
     /// Up to `max_attempts` attempts (at least one) on any error except cancellation.
-    pub fn attempts(max_attempts: u32) -> Self {
+    pub(crate) fn attempts(max_attempts: u32) -> Self {
         Self {
             max_attempts: max_attempts.max(1),
             delay: Duration::ZERO,
@@ -161,23 +161,12 @@ impl RetryPolicy {
     }
 
     /// Retries only errors for which `predicate(error, attempt)` holds.
-    pub fn when(
+    pub(crate) fn when(
         mut self,
         predicate: impl Fn(&BoxError, u32) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.should_retry = Arc::new(predicate);
         self
-    }
-
-    /// Waits `delay` before each retry (cancellation interrupts the wait).
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    /// The most attempts a node gets.
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
     }
 
     fn allows(&self, error: &BoxError, attempt: u32) -> bool {
@@ -190,11 +179,11 @@ impl RetryPolicy {
 /// What a node returns to say it stopped because it was cancelled (never retried).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("cancelled")]
-pub struct Cancelled;
+pub(crate) struct Cancelled;
 
 /// Whether `error` means cancellation: [`Cancelled`] or a nested graph's
 /// [`GraphError::Cancelled`].
-pub fn is_cancellation(error: &BoxError) -> bool {
+pub(crate) fn is_cancellation(error: &BoxError) -> bool {
     error.downcast_ref::<Cancelled>().is_some()
         || matches!(
             error.downcast_ref::<GraphError>(),
@@ -204,7 +193,7 @@ pub fn is_cancellation(error: &BoxError) -> bool {
 
 /// A context that survived a failed or cancelled run. Its type depends on where the run
 /// stopped, so it is recovered with [`LastContext::downcast`].
-pub struct LastContext {
+pub(crate) struct LastContext {
     node: String,
     // A mutex so the error stays `Sync` (errors cross threads) without requiring contexts to
     // be `Sync`; it is only locked to inspect or take the value.
@@ -221,12 +210,12 @@ impl std::fmt::Debug for LastContext {
 
 impl LastContext {
     /// The node that produced it (`<graph>::start` for the graph's input).
-    pub fn node(&self) -> &str {
+    pub(crate) fn node(&self) -> &str {
         &self.node
     }
 
     /// Whether the context is a `T`.
-    pub fn is<T: Any>(&self) -> bool {
+    pub(crate) fn is<T: Any>(&self) -> bool {
         self.value
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -234,7 +223,7 @@ impl LastContext {
     }
 
     /// The context if it is a `T`; else `self` back.
-    pub fn downcast<T: Any>(self) -> Result<T, Self> {
+    pub(crate) fn downcast<T: Any>(self) -> Result<T, Self> {
         let node = self.node;
         let value = self
             .value
@@ -252,7 +241,7 @@ impl LastContext {
 
 /// Why a run stopped without an output.
 #[derive(Debug, thiserror::Error)]
-pub enum GraphError {
+pub(crate) enum GraphError {
     /// The run's cancellation token fired (or a node reported [`Cancelled`]).
     #[error("graph `{graph}` was cancelled")]
     Cancelled {
@@ -296,8 +285,9 @@ pub enum GraphError {
 }
 
 impl GraphError {
+    #[cfg(test)]
     /// The last good context, whatever the failure.
-    pub fn last_context(&self) -> &LastContext {
+    pub(crate) fn last_context(&self) -> &LastContext {
         match self {
             Self::Cancelled { last_context, .. }
             | Self::Node { last_context, .. }
@@ -307,7 +297,7 @@ impl GraphError {
     }
 
     /// Takes the last good context out of the error.
-    pub fn into_last_context(self) -> LastContext {
+    pub(crate) fn into_last_context(self) -> LastContext {
         match self {
             Self::Cancelled { last_context, .. }
             | Self::Node { last_context, .. }
@@ -319,7 +309,7 @@ impl GraphError {
 
 /// One completed step, as the step callback sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepInfo {
+pub(crate) struct StepInfo {
     /// Global step number of the run, from 0 (nested graphs share the counter).
     pub index: usize,
     /// The node that ran.
@@ -336,13 +326,13 @@ pub struct StepInfo {
 
 impl StepInfo {
     /// Whether the node belongs to a nested graph.
-    pub fn is_subgraph(&self) -> bool {
+    pub(crate) fn is_subgraph(&self) -> bool {
         self.depth > 0
     }
 }
 
 /// A step as passed to the step callback: its description and the node's output.
-pub struct Step<'a> {
+pub(crate) struct Step<'a> {
     /// What ran.
     pub info: StepInfo,
     /// The node's output (downcast it to inspect).
@@ -353,7 +343,7 @@ type StepCallback = Arc<dyn Fn(&Step<'_>) + Send + Sync>;
 
 /// How a run is driven: cancellation, step tracing, the step limit.
 #[derive(Clone)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     cancel: CancellationToken,
     on_step: Option<StepCallback>,
     max_steps: usize,
@@ -380,19 +370,20 @@ impl Default for RunOptions {
 
 impl RunOptions {
     /// Stops the run when `cancel` fires.
-    pub fn cancel(mut self, cancel: CancellationToken) -> Self {
+    pub(crate) fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
     }
 
     /// Calls `callback` after every completed step, nested graphs included.
-    pub fn on_step(mut self, callback: impl Fn(&Step<'_>) + Send + Sync + 'static) -> Self {
+    pub(crate) fn on_step(mut self, callback: impl Fn(&Step<'_>) + Send + Sync + 'static) -> Self {
         self.on_step = Some(Arc::new(callback));
         self
     }
 
+    #[cfg(test)]
     /// Stops the run after `max_steps` steps (default [`DEFAULT_MAX_STEPS`]).
-    pub fn max_steps(mut self, max_steps: usize) -> Self {
+    pub(crate) fn max_steps(mut self, max_steps: usize) -> Self {
         self.max_steps = max_steps;
         self
     }
@@ -400,7 +391,7 @@ impl RunOptions {
 
 /// The state of one run, shared by nested graphs; handed to every node.
 #[derive(Clone)]
-pub struct GraphRuntime {
+pub(crate) struct GraphRuntime {
     shared: Arc<run::Shared>,
     depth: usize,
 }
@@ -415,18 +406,8 @@ impl std::fmt::Debug for GraphRuntime {
 }
 
 impl GraphRuntime {
-    /// Fires when the run is cancelled; long nodes should watch it.
-    pub fn cancellation(&self) -> &CancellationToken {
-        &self.shared.options.cancel
-    }
-
-    /// Nesting depth of the graph running the node (0 for the graph that was run).
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
     /// Steps taken so far in the whole run.
-    pub fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         self.shared.steps.load(std::sync::atomic::Ordering::Acquire)
     }
 }

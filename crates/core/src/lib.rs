@@ -3,20 +3,25 @@
 //! Its modules form the layers of [`LAYERS`], bottom to top; imports point down (or within a
 //! layer) only, and the `layering` test fails on any that points up. `docs/architecture.md`
 //! draws the same table.
+//!
+//! Its public surface is what the adapters (CLI, app, end-to-end tests, benches) use; every
+//! other item is `pub(crate)` and `unreachable_pub` keeps it so.
+
+#![warn(unreachable_pub)]
 
 pub mod agent;
 pub mod approvals;
-pub mod bus;
+pub(crate) mod bus;
 pub mod chat;
 pub mod config;
 pub mod gateway;
-pub mod graph;
+pub(crate) mod graph;
 pub mod llm;
 pub mod mcp;
-pub mod redact;
+pub(crate) mod redact;
 pub mod runtime;
 pub mod sandbox;
-pub mod shell;
+pub(crate) mod shell;
 pub mod store;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]

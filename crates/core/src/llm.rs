@@ -16,17 +16,17 @@
 //!   HTTP request; the stream then yields [`LlmError::Cancelled`].
 //! - Provider keys never appear in logs, errors or `Debug` output ([`keys::ApiKey`]).
 
-pub mod anthropic;
-pub mod embeddings;
+pub(crate) mod anthropic;
+pub(crate) mod embeddings;
 pub mod fake;
-pub mod gigachat;
+pub(crate) mod gigachat;
 pub mod http;
 pub mod keys;
-pub mod models;
+pub(crate) mod models;
 pub mod openai;
-pub mod openai_compatible;
+pub(crate) mod openai_compatible;
 pub mod service;
-pub mod types;
+pub(crate) mod types;
 
 use std::time::Duration;
 

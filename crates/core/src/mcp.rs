@@ -8,4 +8,4 @@
 //! makes is a [`crate::tools::gate::Gate`] call with the client as the requester.
 
 pub mod extension;
-pub mod server;
+pub(crate) mod server;

@@ -30,7 +30,7 @@ const MAX_STRING: usize = 160;
 const MAX_PREVIEW: usize = 1024;
 const MAX_ERROR: usize = 240;
 /// What stands in for a secret.
-pub const REDACTED: &str = "[REDACTED]";
+pub(crate) const REDACTED: &str = "[REDACTED]";
 
 const SENSITIVE_KEYS: &[&str] = &[
     "apikey",
@@ -103,7 +103,7 @@ const MIN_KNOWN_SECRET: usize = 12;
 /// Redacts `secret` from every later preview, error and log line of this process (for
 /// secrets without a recognizable format, such as the operator token). Values shorter than
 /// 12 characters are ignored.
-pub fn register_secret(secret: &str) {
+pub(crate) fn register_secret(secret: &str) {
     let secret = secret.trim();
     if secret.chars().count() < MIN_KNOWN_SECRET {
         return;
@@ -117,7 +117,7 @@ pub fn register_secret(secret: &str) {
 }
 
 /// Whether a JSON key names a secret (case and `-`/`_` ignored).
-pub fn is_sensitive_key(key: &str) -> bool {
+pub(crate) fn is_sensitive_key(key: &str) -> bool {
     let folded: String = key
         .chars()
         .filter(|c| *c != '-' && *c != '_')
@@ -127,7 +127,7 @@ pub fn is_sensitive_key(key: &str) -> bool {
 }
 
 /// Replaces secrets inside free text: the registered ones and every known format.
-pub fn redact_text(text: &str) -> String {
+pub(crate) fn redact_text(text: &str) -> String {
     let known = KNOWN_SECRETS
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -135,7 +135,7 @@ pub fn redact_text(text: &str) -> String {
 }
 
 /// [`redact_text`] with `known` as the secret values to replace, besides the formats.
-pub fn redact_text_with(text: &str, known: &[String]) -> String {
+pub(crate) fn redact_text_with(text: &str, known: &[String]) -> String {
     let mut out = text.to_owned();
     for secret in known {
         if !secret.is_empty() && out.contains(secret.as_str()) {
@@ -172,7 +172,7 @@ pub fn redact_text_with(text: &str, known: &[String]) -> String {
 }
 
 /// The audit preview of a value (arguments or a structured result).
-pub fn preview(value: &Value) -> Value {
+pub(crate) fn preview(value: &Value) -> Value {
     let sanitized = sanitize(value, 0);
     let rendered = sanitized.to_string();
     if rendered.chars().count() > MAX_PREVIEW {
@@ -183,7 +183,7 @@ pub fn preview(value: &Value) -> Value {
 }
 
 /// The audit preview of text output (parsed as JSON when it is JSON).
-pub fn preview_text(text: &str) -> Value {
+pub(crate) fn preview_text(text: &str) -> Value {
     match serde_json::from_str::<Value>(text.trim()) {
         Ok(value @ (Value::Object(_) | Value::Array(_))) => preview(&value),
         _ => preview(&Value::String(text.to_owned())),
@@ -192,7 +192,7 @@ pub fn preview_text(text: &str) -> Value {
 
 /// The preview of a tool's result for audits and events: its structured value when it has
 /// one, else its text (an error's text as an [`error_preview`]).
-pub fn result_preview(result: &souz_protocol::ToolResult) -> Value {
+pub(crate) fn result_preview(result: &souz_protocol::ToolResult) -> Value {
     match &result.structured {
         Some(structured) => preview(structured),
         None if result.is_error => Value::String(error_preview(&result.text)),
@@ -201,7 +201,7 @@ pub fn result_preview(result: &souz_protocol::ToolResult) -> Value {
 }
 
 /// An error message for audits and events: redacted, at most 240 characters.
-pub fn error_preview(message: &str) -> String {
+pub(crate) fn error_preview(message: &str) -> String {
     cut(&redact_text(message), MAX_ERROR)
 }
 

@@ -5,7 +5,7 @@
 //! spawns such tasks (through its `TaskTracker`), so `shutdown` can stop and await all of them
 //! before closing the database.
 
-pub mod config_editor;
+pub(crate) mod config_editor;
 pub mod discovery;
 pub mod memory;
 

@@ -24,15 +24,15 @@
 //! - Network tools reach loopback, private, link-local and other non-public addresses only for
 //!   hosts the configuration allows, checked for IP literals, after DNS, and on every redirect.
 
-pub mod beneath;
-pub mod command;
+pub(crate) mod beneath;
+pub(crate) mod command;
 pub mod confinement;
 pub mod daemon_process;
-pub mod environment;
-pub mod net;
-pub mod paths;
-pub mod process_tree;
-pub mod users;
+pub(crate) mod environment;
+pub(crate) mod net;
+pub(crate) mod paths;
+pub(crate) mod process_tree;
+pub(crate) mod users;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@
 
 /// The commands a command line runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CommandLine {
+pub(crate) struct CommandLine {
     /// Each simple command as its words (program first, wrappers removed, program by basename).
     pub commands: Vec<Vec<String>>,
     /// Whether something could not be vouched for (see the module docs).
@@ -29,7 +29,7 @@ pub struct CommandLine {
 
 /// One simple command as the shell starts it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// Its leading `NAME=value` assignments, in order.
     pub assignments: Vec<(String, String)>,
     /// The program as written (not reduced to its basename), then its arguments; empty for a
@@ -38,7 +38,7 @@ pub struct Invocation {
 }
 
 /// Programs that run another program (or a script) given in their arguments.
-pub const WRAPPERS: &[&str] = &[
+pub(crate) const WRAPPERS: &[&str] = &[
     "sudo", "doas", "env", "nohup", "exec", "builtin", "command", "time", "nice", "stdbuf",
     "timeout", "xargs", "sh", "bash", "zsh", "dash", "ksh", "fish", "su", "setsid", "chroot",
     "ionice", "taskset", "unshare", "nsenter", "runuser", "watch", "flock", "strace", "ltrace",
@@ -46,7 +46,7 @@ pub const WRAPPERS: &[&str] = &[
 ];
 
 /// Whether `program` (by basename) runs another program given in its arguments.
-pub fn is_wrapper(program: &str) -> bool {
+pub(crate) fn is_wrapper(program: &str) -> bool {
     WRAPPERS.contains(&basename(program))
 }
 
@@ -54,14 +54,14 @@ pub fn is_wrapper(program: &str) -> bool {
 const MAX_DEPTH: usize = 8;
 
 /// Parses `line`.
-pub fn parse(line: &str) -> CommandLine {
+pub(crate) fn parse(line: &str) -> CommandLine {
     let mut out = CommandLine::default();
     parse_into(line, 0, &mut out);
     out
 }
 
 /// The words of a rule's command prefix (`git status` -> ["git", "status"]).
-pub fn prefix_words(prefix: &str) -> Vec<String> {
+pub(crate) fn prefix_words(prefix: &str) -> Vec<String> {
     let mut lexer = Lexer::new(prefix);
     let mut words = Vec::new();
     while let Some(token) = lexer.next_token() {
@@ -73,7 +73,7 @@ pub fn prefix_words(prefix: &str) -> Vec<String> {
 }
 
 /// Whether `command` starts with `prefix` (the program compared by basename).
-pub fn starts_with(command: &[String], prefix: &[String]) -> bool {
+pub(crate) fn starts_with(command: &[String], prefix: &[String]) -> bool {
     if prefix.is_empty() || command.len() < prefix.len() {
         return false;
     }
@@ -93,7 +93,7 @@ pub fn starts_with(command: &[String], prefix: &[String]) -> bool {
 /// `line` as one plain simple command, the form an allow rule's or grant's command must have:
 /// exactly one top-level invocation with a program, nothing opaque, and a program word the
 /// shell will not expand further. `None` otherwise.
-pub fn plain_command(line: &str) -> Option<Invocation> {
+pub(crate) fn plain_command(line: &str) -> Option<Invocation> {
     let parsed = parse(line);
     let [invocation] = parsed.invocations.as_slice() else {
         return None;
@@ -106,7 +106,7 @@ pub fn plain_command(line: &str) -> Option<Invocation> {
 }
 
 /// A program word the shell will not expand further (no `~`, globs or braces).
-pub fn plain_program(program: &str) -> bool {
+pub(crate) fn plain_program(program: &str) -> bool {
     program == "["
         || (!program.is_empty()
             && !program.starts_with('~')

@@ -7,8 +7,8 @@
 //! a write is in progress). Each domain owns its tables and brings its migrations to
 //! [`migrations::MIGRATIONS`].
 
-pub mod codec;
-pub mod migrations;
+pub(crate) mod codec;
+pub(crate) mod migrations;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,9 +8,9 @@
 //! [`proof`] lets a client check that a listener is this daemon before sending either;
 //! [`ui_codes`] signs the web UI in without putting the token in an address or argument.
 
-pub mod clients;
-pub mod proof;
-pub mod ui_codes;
+pub(crate) mod clients;
+pub(crate) mod proof;
+pub(crate) mod ui_codes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -11,8 +11,8 @@
 //! for the model (`is_error: true`). Tools never panic on bad input; a panic is caught by the
 //! gate and reported as an error result too.
 
-pub mod builtin;
-pub mod calls;
+pub(crate) mod builtin;
+pub(crate) mod calls;
 pub mod gate;
 
 use std::collections::BTreeMap;

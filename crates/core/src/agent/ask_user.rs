@@ -11,14 +11,14 @@ use crate::llm;
 use crate::tools::{input_schema, parse_arguments};
 
 /// The tool's name.
-pub const ASK_USER: &str = "AskUser";
+pub(crate) const ASK_USER: &str = "AskUser";
 /// Most choices offered at once.
 const MAX_CHOICES: usize = 20;
 
 /// Arguments of `AskUser`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AskUserArgs {
+pub(crate) struct AskUserArgs {
     /// The question, in the person's language, complete enough to answer without context.
     pub question: String,
     /// Choices to pick from (short labels). Leave empty for a free-text answer.
@@ -33,7 +33,7 @@ pub struct AskUserArgs {
 }
 
 /// The tool as the model sees it.
-pub fn spec() -> llm::ToolSpec {
+pub(crate) fn spec() -> llm::ToolSpec {
     llm::ToolSpec {
         name: ASK_USER.to_owned(),
         description: "Ask the person a question and stop until they answer: when a choice \
@@ -47,7 +47,7 @@ pub fn spec() -> llm::ToolSpec {
 }
 
 /// Checks the arguments and makes the question.
-pub fn question(arguments: serde_json::Value) -> Result<AskedQuestion, String> {
+pub(crate) fn question(arguments: serde_json::Value) -> Result<AskedQuestion, String> {
     let args: AskUserArgs = parse_arguments(arguments).map_err(|error| error.to_string())?;
     let title = args.question.trim().to_owned();
     if title.is_empty() {
@@ -79,7 +79,7 @@ pub fn question(arguments: serde_json::Value) -> Result<AskedQuestion, String> {
 }
 
 /// What the model reads after asking.
-pub const ASKED: &str = "The question is shown to the person. Stop here and wait: their answer \
+pub(crate) const ASKED: &str = "The question is shown to the person. Stop here and wait: their answer \
                          arrives as their next message.";
 
 #[cfg(test)]

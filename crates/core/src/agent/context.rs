@@ -146,29 +146,29 @@ const MEMORY_OPEN: &str = "<souz_memory_context>\n";
 const MEMORY_CLOSE: &str = "\n</souz_memory_context>";
 
 /// Opening of the background-context message (the original's wording, kept byte for byte).
-pub const CONTEXT_PREFIX: &str = "<context>\nBackground information. Use ONLY if strictly relevant to the user query. If irrelevant (e.g. chitchat), IGNORE completely. Do NOT reference this data in output.\n---\n";
+pub(crate) const CONTEXT_PREFIX: &str = "<context>\nBackground information. Use ONLY if strictly relevant to the user query. If irrelevant (e.g. chitchat), IGNORE completely. Do NOT reference this data in output.\n---\n";
 /// Closing of the background-context message.
-pub const CONTEXT_SUFFIX: &str = "</context>";
+pub(crate) const CONTEXT_SUFFIX: &str = "</context>";
 
 /// The user message carrying recalled memory.
-pub fn memory_message(block: &str) -> Message {
+pub(crate) fn memory_message(block: &str) -> Message {
     Message::user(format!("{MEMORY_OPEN}{block}{MEMORY_CLOSE}"))
 }
 
 /// Whether `message` is a recalled-memory message Souz injected.
-pub fn is_injected_memory(message: &Message) -> bool {
+pub(crate) fn is_injected_memory(message: &Message) -> bool {
     matches!(message, Message::User { content }
         if content.starts_with(MEMORY_OPEN) && content.ends_with(MEMORY_CLOSE))
 }
 
 /// Whether `message` is a background-context message Souz injected.
-pub fn is_injected_context(message: &Message) -> bool {
+pub(crate) fn is_injected_context(message: &Message) -> bool {
     matches!(message, Message::User { content }
         if content.starts_with(CONTEXT_PREFIX) && content.ends_with(CONTEXT_SUFFIX))
 }
 
 /// Index of the last user message that Souz did not inject (the person's current message).
-pub fn current_user_index(history: &[Message]) -> Option<usize> {
+pub(crate) fn current_user_index(history: &[Message]) -> Option<usize> {
     history.iter().rposition(|message| {
         matches!(message, Message::User { .. })
             && !is_injected_memory(message)
@@ -177,7 +177,7 @@ pub fn current_user_index(history: &[Message]) -> Option<usize> {
 }
 
 /// The text the model is charged for, in UTF-16 units (the original's measure).
-pub fn message_chars(message: &Message) -> usize {
+pub(crate) fn message_chars(message: &Message) -> usize {
     let units = |text: &str| text.encode_utf16().count();
     match message {
         Message::System { content } | Message::User { content } => units(content),

@@ -10,8 +10,8 @@
 //!   `SearchMemory` (the shapes of the original).
 //! - Arguments are checked before anything is looked up.
 
-pub mod memory;
-pub mod skills;
+pub(crate) mod memory;
+pub(crate) mod skills;
 
 use serde_json::Value;
 
@@ -161,7 +161,7 @@ impl CoreTool {
 
 /// What a core tool answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CoreOutput {
+pub(crate) struct CoreOutput {
     /// The result text (JSON).
     pub content: String,
     /// Whether it reports a problem.
@@ -170,7 +170,7 @@ pub struct CoreOutput {
 
 impl CoreOutput {
     /// A successful result.
-    pub fn ok(content: impl Into<String>) -> Self {
+    pub(crate) fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: false,
@@ -178,7 +178,7 @@ impl CoreOutput {
     }
 
     /// `{"error":{"code","message"}}`.
-    pub fn error(code: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn error(code: &str, message: impl Into<String>) -> Self {
         let body = serde_json::json!({"error": {"code": code, "message": message.into()}});
         Self {
             content: body.to_string(),

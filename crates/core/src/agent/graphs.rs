@@ -33,9 +33,9 @@ use crate::graph::{Graph, GraphBuildError, GraphBuilder, NodeHandle};
 pub(crate) type AgentGraph = Graph<AgentContext<String>, AgentContext<Reply>>;
 
 /// Name of the graph agent's graph.
-pub const GRAPH_AGENT: &str = "Agent";
+pub(crate) const GRAPH_AGENT: &str = "Agent";
 /// Name of the skills agent's graph.
-pub const SKILLS_AGENT: &str = "Skills Agent";
+pub(crate) const SKILLS_AGENT: &str = "Skills Agent";
 
 /// Builds the graph of `kind` for one turn.
 pub(crate) fn build(

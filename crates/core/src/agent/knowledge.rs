@@ -18,7 +18,7 @@
 //! - A stored row is checked when read; one that does not add up is a `storage_failure`, never
 //!   a wrong answer.
 
-pub mod retrieval;
+pub(crate) mod retrieval;
 
 use rusqlite::OptionalExtension;
 use serde::Serialize;
@@ -28,19 +28,19 @@ use crate::store::codec::{now, to_time};
 use crate::store::{Store, StoreError};
 
 /// Results longer than this many UTF-8 bytes are offloaded.
-pub const OFFLOAD_THRESHOLD_BYTES: usize = 8192;
+pub(crate) const OFFLOAD_THRESHOLD_BYTES: usize = 8192;
 /// Results up to this many UTF-8 bytes are kept whole.
-pub const RETAIN_LIMIT_BYTES: usize = 1024 * 1024;
+pub(crate) const RETAIN_LIMIT_BYTES: usize = 1024 * 1024;
 /// Budget of the head and of the tail of a longer result, each, in UTF-8 bytes.
-pub const SEGMENT_BUDGET_BYTES: usize = 512 * 1024;
+pub(crate) const SEGMENT_BUDGET_BYTES: usize = 512 * 1024;
 /// How often a fresh id is tried if one collides.
 const ID_ATTEMPTS: usize = 16;
 
 /// What the model is told to do with a reference.
-pub const REFERENCE_INSTRUCTION: &str = "Call GetKnowledge with this knowledgeId for all retained content, or SearchKnowledge for targeted regex retrieval.";
+pub(crate) const REFERENCE_INSTRUCTION: &str = "Call GetKnowledge with this knowledgeId for all retained content, or SearchKnowledge for targeted regex retrieval.";
 
 /// Length of `text` in UTF-16 code units.
-pub fn utf16_len(text: &str) -> usize {
+pub(crate) fn utf16_len(text: &str) -> usize {
     text.chars().map(char::len_utf16).sum()
 }
 
@@ -155,7 +155,7 @@ impl From<StoreError> for KnowledgeError {
 }
 
 /// The canonical form of a Knowledge id, or `None` if `id` is not a hyphenated UUID.
-pub fn canonical_id(id: &str) -> Option<String> {
+pub(crate) fn canonical_id(id: &str) -> Option<String> {
     let id = id.trim();
     if id.len() != 36 {
         return None;
@@ -324,13 +324,18 @@ fn checked_entry(
 }
 
 /// Whether results of `tool` always stay inline (discovery and Knowledge tools).
-pub fn always_inline(tool: &str) -> bool {
+pub(crate) fn always_inline(tool: &str) -> bool {
     CoreTool::parse(tool).is_some_and(CoreTool::always_inline)
 }
 
 /// The content to put in the conversation for a result of `tool`: the result itself, or a
 /// reference to where it was stored. Storage problems keep it inline (and are logged).
-pub async fn offload(store: &KnowledgeStore, chat_id: &str, tool: &str, content: String) -> String {
+pub(crate) async fn offload(
+    store: &KnowledgeStore,
+    chat_id: &str,
+    tool: &str,
+    content: String,
+) -> String {
     if content.len() <= OFFLOAD_THRESHOLD_BYTES || always_inline(tool) {
         return content;
     }

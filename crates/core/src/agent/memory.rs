@@ -86,7 +86,7 @@ pub trait MemoryRecall: Send + Sync {
 
 /// No memory: recalls nothing, searches answer [`MemoryError::Unavailable`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoMemory;
+pub(crate) struct NoMemory;
 
 impl MemoryRecall for NoMemory {
     fn recall<'a>(

@@ -31,27 +31,27 @@ fn always_denied(gate: &Gate, spec: &ToolSpec) -> bool {
 
 /// Which catalog tools a turn may use: all of them, or only the named ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolFilter(Option<Arc<BTreeSet<String>>>);
+pub(crate) struct ToolFilter(Option<Arc<BTreeSet<String>>>);
 
 impl ToolFilter {
     /// Every catalog tool.
-    pub fn all() -> Self {
+    pub(crate) fn all() -> Self {
         Self(None)
     }
 
     /// Only the tools named in `names` (names the catalog does not know select nothing).
-    pub fn only(names: impl IntoIterator<Item = String>) -> Self {
+    pub(crate) fn only(names: impl IntoIterator<Item = String>) -> Self {
         Self(Some(Arc::new(names.into_iter().collect())))
     }
 
     /// Whether the tool named `name` may be used.
-    pub fn allows(&self, name: &str) -> bool {
+    pub(crate) fn allows(&self, name: &str) -> bool {
         self.0.as_ref().is_none_or(|names| names.contains(name))
     }
 }
 
 /// Catalog tools the agents may use in a turn limited by `filter`, sorted by name.
-pub fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn DynTool>> {
+pub(crate) fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn DynTool>> {
     gate.catalog()
         .iter()
         .filter(|tool| filter.allows(tool.spec().name) && !always_denied(gate, tool.spec()))
@@ -61,7 +61,7 @@ pub fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn DynTool>> 
 
 /// What a skill id names in the catalog.
 #[derive(Clone)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// An enabled tool.
     Enabled(Arc<dyn DynTool>),
     /// A tool the policy always refuses.
@@ -71,7 +71,7 @@ pub enum Lookup {
 }
 
 /// Looks `name` up in the catalog, for a turn limited by `filter`.
-pub fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
+pub(crate) fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
     match gate.catalog().get(name) {
         Some(tool) if !filter.allows(tool.spec().name) || always_denied(gate, tool.spec()) => {
             Lookup::Disabled
@@ -82,7 +82,7 @@ pub fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
 }
 
 /// Enabled tools by category (categories without tools are absent), names sorted.
-pub fn by_category(tools: &[Arc<dyn DynTool>]) -> BTreeMap<ToolCategory, Vec<&ToolSpec>> {
+pub(crate) fn by_category(tools: &[Arc<dyn DynTool>]) -> BTreeMap<ToolCategory, Vec<&ToolSpec>> {
     let mut categories: BTreeMap<ToolCategory, Vec<&ToolSpec>> = BTreeMap::new();
     for tool in tools {
         let spec = tool.spec();
@@ -95,7 +95,7 @@ pub fn by_category(tools: &[Arc<dyn DynTool>]) -> BTreeMap<ToolCategory, Vec<&To
 }
 
 /// A catalog tool as the model sees it.
-pub fn model_spec(spec: &ToolSpec) -> llm::ToolSpec {
+pub(crate) fn model_spec(spec: &ToolSpec) -> llm::ToolSpec {
     llm::ToolSpec {
         name: spec.name.to_owned(),
         description: spec.description.to_owned(),
@@ -105,7 +105,7 @@ pub fn model_spec(spec: &ToolSpec) -> llm::ToolSpec {
 
 /// Every category name, in declaration order (from the wire enum's own schema, so a new
 /// category appears here without edits).
-pub fn category_names() -> Vec<String> {
+pub(crate) fn category_names() -> Vec<String> {
     let schema = schemars::schema_for!(ToolCategory).to_value();
     let mut names: Vec<String> = schema
         .get("enum")
@@ -136,7 +136,7 @@ pub fn category_names() -> Vec<String> {
 }
 
 /// Parses a category name, ignoring case.
-pub fn parse_category(name: &str) -> Option<ToolCategory> {
+pub(crate) fn parse_category(name: &str) -> Option<ToolCategory> {
     serde_json::from_value(serde_json::Value::String(name.trim().to_ascii_uppercase())).ok()
 }
 
@@ -148,7 +148,7 @@ pub trait SkillBundles: Send + Sync {
 
 /// No file-backed skills.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoSkillBundles;
+pub(crate) struct NoSkillBundles;
 
 impl SkillBundles for NoSkillBundles {
     fn inventory_ids<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {

@@ -72,7 +72,7 @@ pub(crate) enum NextStep {
 
 /// The input queue of one running turn. See the module documentation.
 #[derive(Debug)]
-pub struct Mailbox {
+pub(crate) struct Mailbox {
     state: Mutex<State>,
     // Bumped after every transition; waiters subscribe before they look at the state, so a
     // transition between their look and their wait is never missed.
@@ -87,7 +87,7 @@ impl Default for Mailbox {
 
 impl Mailbox {
     /// An open, empty mailbox.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             state: Mutex::new(State {
                 phase: Phase::Open,
@@ -116,7 +116,7 @@ impl Mailbox {
     }
 
     /// Accepts `input` while the turn is open; returns the new revision.
-    pub fn submit(&self, input: impl Into<String>) -> Result<u64, SteerError> {
+    pub(crate) fn submit(&self, input: impl Into<String>) -> Result<u64, SteerError> {
         let input = input.into();
         if input.trim().is_empty() {
             return Err(SteerError::Empty);
@@ -136,7 +136,7 @@ impl Mailbox {
 
     /// Holds the mailbox open for an input that is being committed elsewhere first. Publish it
     /// with [`Reservation::publish`]; dropping the reservation releases it without input.
-    pub fn reserve(self: &Arc<Self>) -> Result<Reservation, SteerError> {
+    pub(crate) fn reserve(self: &Arc<Self>) -> Result<Reservation, SteerError> {
         let mut state = self.lock();
         if state.phase != Phase::Open {
             return Err(Self::rejection(state.phase));
@@ -151,7 +151,7 @@ impl Mailbox {
     /// only if it succeeded. The commit and the publication run on their own task, so a caller
     /// that gives up while the commit runs cannot lose an input that was committed: it is still
     /// published (or handed back as undelivered when the turn ends).
-    pub async fn submit_after<F, E>(
+    pub(crate) async fn submit_after<F, E>(
         self: &Arc<Self>,
         input: String,
         commit: F,
@@ -176,12 +176,13 @@ impl Mailbox {
     }
 
     /// The number of inputs accepted so far.
-    pub fn revision(&self) -> u64 {
+    pub(crate) fn revision(&self) -> u64 {
         self.lock().revision
     }
 
+    #[cfg(test)]
     /// Whether the mailbox still accepts input.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.lock().phase == Phase::Open
     }
 
@@ -299,7 +300,7 @@ pub enum SubmitAfterError<E> {
 /// A pending input slot; see [`Mailbox::reserve`]. Publish or drop it promptly: sealing and
 /// the end of the turn wait for it.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     mailbox: Option<Arc<Mailbox>>,
 }
 
@@ -307,7 +308,7 @@ impl Reservation {
     /// Publishes the input and returns the new revision. The reservation kept the mailbox from
     /// sealing and closing, so the input is always accepted: the turn drains it, or its close
     /// hands it back as undelivered.
-    pub fn publish(mut self, input: String) -> u64 {
+    pub(crate) fn publish(mut self, input: String) -> u64 {
         let Some(mailbox) = self.mailbox.take() else {
             return 0;
         };

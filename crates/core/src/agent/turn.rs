@@ -41,7 +41,7 @@ use crate::store::codec::now;
 use crate::tools::gate::Gate;
 
 /// The context window assumed when neither the request nor the configuration says.
-pub const DEFAULT_CONTEXT_SIZE: u32 = 16_000;
+pub(crate) const DEFAULT_CONTEXT_SIZE: u32 = 16_000;
 
 /// Everything the agents are made of.
 pub struct AgentParts {

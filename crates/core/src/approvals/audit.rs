@@ -14,7 +14,7 @@ use crate::store::codec::{from_json, from_json_opt, from_time, now, to_json, to_
 
 /// A row about to be written; previews are made here.
 #[derive(Debug, Clone)]
-pub struct NewAuditEntry<'a> {
+pub(crate) struct NewAuditEntry<'a> {
     /// Call id.
     pub call_id: &'a str,
     /// Who asked.
@@ -38,7 +38,10 @@ pub struct NewAuditEntry<'a> {
 }
 
 /// Appends a row; returns its id.
-pub fn append(connection: &Connection, entry: &NewAuditEntry<'_>) -> Result<i64, StoreError> {
+pub(crate) fn append(
+    connection: &Connection,
+    entry: &NewAuditEntry<'_>,
+) -> Result<i64, StoreError> {
     let result = entry.result.map(redact::result_preview);
     connection.execute_cached(
         "INSERT INTO audit_log (at, call_id, requester, tool, risk, arguments, result, decision, \
@@ -82,7 +85,10 @@ pub struct AuditQuery {
 }
 
 /// Rows matching `query`, newest first.
-pub fn page(connection: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+pub(crate) fn page(
+    connection: &Connection,
+    query: &AuditQuery,
+) -> Result<Vec<AuditEntry>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT id, at, call_id, requester, tool, risk, arguments, result, decision, decided_by, \
          outcome, duration_ms FROM audit_log \

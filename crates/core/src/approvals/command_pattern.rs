@@ -33,21 +33,21 @@ pub trait ProgramLookup: Debug + Send + Sync {
 
 /// The real lookup: this machine's filesystem and the `PATH` the runner gives commands.
 #[derive(Debug, Clone)]
-pub struct SystemPrograms {
+pub(crate) struct SystemPrograms {
     search_path: String,
 }
 
 impl SystemPrograms {
     /// The lookup for commands started by this process (the `PATH` they inherit, or the
     /// runner's fallback).
-    pub fn for_commands() -> Self {
+    pub(crate) fn for_commands() -> Self {
         Self::with_search_path(crate::sandbox::environment::command_search_path(
             crate::config::env::process_environment_os(),
         ))
     }
 
     /// A lookup with the given `PATH`.
-    pub fn with_search_path(search_path: impl Into<OsString>) -> Self {
+    pub(crate) fn with_search_path(search_path: impl Into<OsString>) -> Self {
         Self {
             search_path: search_path.into().to_string_lossy().into_owned(),
         }
@@ -87,7 +87,7 @@ const SHELL_BUILTINS: &[&str] = &[
 
 /// A rule's or grant's command, compiled for allow matching.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandPattern {
+pub(crate) struct CommandPattern {
     assignments: Vec<(String, String)>,
     program: String,
     arguments: Vec<String>,
@@ -96,7 +96,7 @@ pub struct CommandPattern {
 impl CommandPattern {
     /// Compiles `text` (`git status`, `RUST_LOG=debug cargo test`, `./scripts/test.sh`).
     /// `None` when it is not one plain simple command.
-    pub fn new(text: &str) -> Option<Self> {
+    pub(crate) fn new(text: &str) -> Option<Self> {
         let invocation = shell::plain_command(text)?;
         let (program, arguments) = invocation.words.split_first()?;
         Some(Self {
@@ -108,7 +108,12 @@ impl CommandPattern {
 
     /// Whether every command of `line`, run in `cwd`, is this pattern's program with its
     /// leading arguments and no unlisted assignments.
-    pub fn allows(&self, line: &CommandLine, cwd: &Path, lookup: &dyn ProgramLookup) -> bool {
+    pub(crate) fn allows(
+        &self,
+        line: &CommandLine,
+        cwd: &Path,
+        lookup: &dyn ProgramLookup,
+    ) -> bool {
         !line.opaque
             && !line.invocations.is_empty()
             && line
@@ -155,7 +160,7 @@ fn file_name(program: &str) -> &str {
 }
 
 /// The file the shell runs for `program` in `cwd` with `PATH` = `search_path`.
-pub fn resolve(
+pub(crate) fn resolve(
     program: &str,
     cwd: &Path,
     search_path: &str,

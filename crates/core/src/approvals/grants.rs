@@ -13,7 +13,7 @@ use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to
 const COLUMNS: &str = "id, effect, tool, requester, match, created_at, expires_at, approval_id";
 
 /// Inserts a grant.
-pub fn insert(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
+pub(crate) fn insert(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
     connection.execute(
         &format!("INSERT INTO grants ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
         params![
@@ -31,7 +31,10 @@ pub fn insert(connection: &Connection, grant: &Grant) -> Result<(), StoreError> 
 }
 
 /// Grants that are neither revoked nor expired at `now`, newest first.
-pub fn active(connection: &Connection, now: DateTime<Utc>) -> Result<Vec<Grant>, StoreError> {
+pub(crate) fn active(
+    connection: &Connection,
+    now: DateTime<Utc>,
+) -> Result<Vec<Grant>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM grants WHERE revoked_at IS NULL \
          AND (expires_at IS NULL OR expires_at > ?1) ORDER BY created_at DESC, id DESC"
@@ -42,7 +45,11 @@ pub fn active(connection: &Connection, now: DateTime<Utc>) -> Result<Vec<Grant>,
 }
 
 /// Revokes an active grant. Returns whether there was one.
-pub fn revoke(connection: &Connection, id: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+pub(crate) fn revoke(
+    connection: &Connection,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
     let changed = connection.execute_cached(
         "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
         params![id, to_time(now)],
@@ -51,7 +58,7 @@ pub fn revoke(connection: &Connection, id: &str, now: DateTime<Utc>) -> Result<b
 }
 
 /// The policy's view of a grant.
-pub fn as_rule(grant: &Grant) -> GrantRule {
+pub(crate) fn as_rule(grant: &Grant) -> GrantRule {
     GrantRule {
         id: grant.id.clone(),
         effect: grant.effect,
@@ -63,7 +70,7 @@ pub fn as_rule(grant: &Grant) -> GrantRule {
 }
 
 /// A grant in words: "Allow Claude Code to use EditFile in ~/p (until revoked)".
-pub fn label(
+pub(crate) fn label(
     effect: Effect,
     tool: &str,
     requester: Option<&Requester>,

@@ -66,7 +66,7 @@ impl PendingLimits {
 
 /// The requester whose waiting calls count together: [`requester_identity`]; the ones without
 /// a token identity (records from before client tokens) count together as one.
-pub fn requester_key(requester: &Requester) -> String {
+pub(crate) fn requester_key(requester: &Requester) -> String {
     requester_identity(requester).unwrap_or_else(|| "mcp-unidentified".to_owned())
 }
 

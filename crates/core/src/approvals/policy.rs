@@ -108,14 +108,14 @@ pub struct GrantRule {
 /// client (by the token it presented, across sessions, versions and whatever its `clientInfo`
 /// says; a requester without a token identity is nobody's), the same skill, or the same kind
 /// otherwise.
-pub fn same_requester(a: &Requester, b: &Requester) -> bool {
+pub(crate) fn same_requester(a: &Requester, b: &Requester) -> bool {
     matches!((requester_identity(a), requester_identity(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Who a requester is, as one key: its chat, its MCP client token (never the name the client
 /// gives itself), its skill, or its kind. `None` for an MCP requester without a token identity
 /// (records made before client tokens): nobody's.
-pub fn requester_identity(requester: &Requester) -> Option<String> {
+pub(crate) fn requester_identity(requester: &Requester) -> Option<String> {
     match requester {
         Requester::Chat { chat_id } => Some(format!("chat:{chat_id}")),
         Requester::Mcp { token_id, .. } => {
@@ -298,7 +298,7 @@ fn holds<T>(items: impl Iterator<Item = T>, mode: Mode, predicate: impl Fn(&T) -
 }
 
 /// Whether `host` is `domain` or a subdomain of it (ports ignored).
-pub fn domain_matches(host: &str, domain: &str) -> bool {
+pub(crate) fn domain_matches(host: &str, domain: &str) -> bool {
     let host = host.rsplit_once(':').map_or(host, |(name, port)| {
         if port.chars().all(|c| c.is_ascii_digit()) {
             name
@@ -361,7 +361,7 @@ impl CompiledRule {
 }
 
 /// `*` matches any run of characters, `?` one character; case-sensitive like tool names.
-pub fn wildcard_matches(pattern: &str, text: &str) -> bool {
+pub(crate) fn wildcard_matches(pattern: &str, text: &str) -> bool {
     fn go(pattern: &[char], text: &[char]) -> bool {
         match pattern.split_first() {
             None => text.is_empty(),

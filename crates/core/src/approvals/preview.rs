@@ -14,14 +14,14 @@ use serde_json::Value;
 use souz_protocol::Approval;
 
 /// Calls with more text than this in their arguments keep only a preview in memory.
-pub const LARGE_ARGUMENTS: usize = 64 * 1024;
+pub(crate) const LARGE_ARGUMENTS: usize = 64 * 1024;
 /// Longest string kept whole in a preview.
 const PREVIEW_CHARS: usize = 2048;
 /// Longest diff kept whole in a preview.
 const PREVIEW_DIFF_CHARS: usize = 16 * 1024;
 
 /// Whether `arguments` hold more than [`LARGE_ARGUMENTS`] bytes of text.
-pub fn is_large(arguments: &Value) -> bool {
+pub(crate) fn is_large(arguments: &Value) -> bool {
     text_size(arguments) > LARGE_ARGUMENTS
 }
 
@@ -39,7 +39,7 @@ fn text_size(value: &Value) -> usize {
 }
 
 /// The arguments with every long string cut (all of them unchanged unless [`is_large`]).
-pub fn arguments(arguments: &Value) -> Value {
+pub(crate) fn arguments(arguments: &Value) -> Value {
     if !is_large(arguments) {
         return arguments.clone();
     }
@@ -61,7 +61,7 @@ fn cut_strings(value: &Value) -> Value {
 }
 
 /// `text` cut to about `limit` characters, saying how much was left out.
-pub fn cut(text: &str, limit: usize) -> String {
+pub(crate) fn cut(text: &str, limit: usize) -> String {
     match text.char_indices().nth(limit) {
         None => text.to_owned(),
         Some((end, _)) => format!(
@@ -74,7 +74,7 @@ pub fn cut(text: &str, limit: usize) -> String {
 
 /// The approval as kept in memory, announced and listed: itself when small, else with its
 /// arguments and diff cut.
-pub fn approval(approval: Approval) -> Approval {
+pub(crate) fn approval(approval: Approval) -> Approval {
     if !is_large(&approval.arguments) {
         return approval;
     }
@@ -82,7 +82,7 @@ pub fn approval(approval: Approval) -> Approval {
 }
 
 /// Like [`approval`], leaving the original alone.
-pub fn of(approval: &Approval) -> Approval {
+pub(crate) fn of(approval: &Approval) -> Approval {
     if !is_large(&approval.arguments) {
         return approval.clone();
     }

@@ -17,7 +17,7 @@ const COLUMNS: &str = "id, call_id, status, requester, tool, risk, arguments, su
                        reason, suggested, created_at, expires_at, decision, expiry_reason";
 
 /// Inserts a new pending approval.
-pub fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
+pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
     connection.execute(
         &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL)"),
         params![
@@ -40,12 +40,12 @@ pub fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreE
 }
 
 /// Loads one approval.
-pub fn load(connection: &Connection, id: &str) -> Result<Option<Approval>, StoreError> {
+pub(crate) fn load(connection: &Connection, id: &str) -> Result<Option<Approval>, StoreError> {
     load_for(connection, id, &Audience::Everyone)
 }
 
 /// Loads one approval if `audience` owns it (`None` for a foreign one, as for a missing one).
-pub fn load_for(
+pub(crate) fn load_for(
     connection: &Connection,
     id: &str,
     audience: &Audience,
@@ -66,7 +66,7 @@ pub fn load_for(
 
 /// The approvals `audience` owns, newest first, optionally only those with `status`, large
 /// ones as [`super::preview`]s.
-pub fn list(
+pub(crate) fn list(
     connection: &Connection,
     audience: &Audience,
     status: Option<ApprovalStatus>,
@@ -97,7 +97,7 @@ pub fn list(
 }
 
 /// Ids of every pending approval.
-pub fn pending_ids(connection: &Connection) -> Result<Vec<String>, StoreError> {
+pub(crate) fn pending_ids(connection: &Connection) -> Result<Vec<String>, StoreError> {
     let mut statement =
         connection.prepare_cached("SELECT id FROM approvals WHERE status = 'pending'")?;
     let ids = statement
@@ -107,7 +107,7 @@ pub fn pending_ids(connection: &Connection) -> Result<Vec<String>, StoreError> {
 }
 
 /// Records a decision if the approval is still pending. Returns whether it was.
-pub fn decide(
+pub(crate) fn decide(
     connection: &Connection,
     id: &str,
     status: ApprovalStatus,
@@ -191,6 +191,6 @@ impl RawApproval {
 }
 
 /// When an approval created now expires.
-pub fn expiry(created_at: DateTime<Utc>, timeout: std::time::Duration) -> DateTime<Utc> {
+pub(crate) fn expiry(created_at: DateTime<Utc>, timeout: std::time::Duration) -> DateTime<Utc> {
     created_at + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX)
 }

@@ -34,7 +34,7 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
 
 /// The suggestion for a call by `requester` to `tool` touching `targets`. `display` renders a
 /// path for people (`~/x`).
-pub fn suggest(
+pub(crate) fn suggest(
     requester: &Requester,
     tool: &str,
     targets: &[CallTarget],

@@ -17,16 +17,16 @@ use tokio::sync::broadcast;
 use crate::store::StoreError;
 
 /// Events fetched per replay query.
-pub const REPLAY_PAGE: usize = 1000;
+pub(crate) const REPLAY_PAGE: usize = 1000;
 
 /// An event with a position in its stream (`None` for live-only events).
-pub trait Sequenced: Send + Sync + 'static {
+pub(crate) trait Sequenced: Send + Sync + 'static {
     /// Its sequence number, if stored.
     fn seq(&self) -> Option<i64>;
 }
 
 /// Reads stored events with `seq > after`, oldest first, at most `limit`.
-pub type Replay<E> =
+pub(crate) type Replay<E> =
     Arc<dyn Fn(i64, usize) -> BoxFuture<'static, Result<Vec<E>, StoreError>> + Send + Sync>;
 
 /// What a follower receives.
@@ -64,7 +64,7 @@ impl<E> Clone for FollowItem<E> {
 }
 
 /// Follows a stream: stored events after `after_seq`, then `Live`, then live events.
-pub fn follow<E: Sequenced>(
+pub(crate) fn follow<E: Sequenced>(
     receiver: broadcast::Receiver<Arc<E>>,
     replay: Replay<E>,
     after_seq: i64,

@@ -19,19 +19,23 @@ use crate::llm;
 
 /// Runs chat turns on the agents.
 #[derive(Clone)]
-pub struct AgentEngine {
+pub(crate) struct AgentEngine {
     agents: Agents,
 }
 
 impl AgentEngine {
     /// An engine over `agents`.
-    pub fn new(agents: Agents) -> Self {
+    pub(crate) fn new(agents: Agents) -> Self {
         Self { agents }
     }
 }
 
 /// The text an option answer becomes as the person's next message.
-pub fn answer_text(question: &str, selected: &[OptionChoice], free_text: Option<&str>) -> String {
+pub(crate) fn answer_text(
+    question: &str,
+    selected: &[OptionChoice],
+    free_text: Option<&str>,
+) -> String {
     let mut parts: Vec<String> = selected.iter().map(|choice| choice.label.clone()).collect();
     if let Some(text) = free_text {
         parts.push(text.to_owned());

@@ -7,7 +7,7 @@
 //! see an approval: `option.requested` when it is asked, then one of `option.answered`,
 //! `option.cancelled` (its execution ended) or `option.expired`.
 
-pub mod records;
+pub(crate) mod records;
 
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
@@ -22,7 +22,7 @@ use super::{ChatError, ChatUser, Chats, records as chat_records};
 use crate::store::codec::{from_json, now};
 
 /// At most this many pending questions are listed.
-pub const MAX_LISTED: usize = 500;
+pub(crate) const MAX_LISTED: usize = 500;
 
 impl Chats {
     /// The user's pending questions (not expired), oldest first.

@@ -13,7 +13,7 @@ use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to_json, to_time};
 
 /// Makes sure `user_id` exists; refreshes `last_seen_at` at most every 10 minutes.
-pub fn ensure_user(
+pub(crate) fn ensure_user(
     connection: &Connection,
     user_id: &str,
     at: DateTime<Utc>,
@@ -29,7 +29,7 @@ pub fn ensure_user(
 }
 
 /// The stored settings patch and onboarding time of a user.
-pub fn load_settings(
+pub(crate) fn load_settings(
     connection: &Connection,
     user_id: &str,
 ) -> Result<(SettingsPatch, Option<DateTime<Utc>>), StoreError> {
@@ -50,7 +50,7 @@ pub fn load_settings(
 }
 
 /// Stores a settings patch (and, if given, the onboarding time — set once).
-pub fn save_settings(
+pub(crate) fn save_settings(
     connection: &Connection,
     user_id: &str,
     patch: &SettingsPatch,
@@ -97,7 +97,7 @@ fn decode_chat(raw: RawChat) -> Result<Chat, StoreError> {
 }
 
 /// One chat of `user_id`.
-pub fn load_chat(
+pub(crate) fn load_chat(
     connection: &Connection,
     user_id: &str,
     chat_id: &str,
@@ -114,7 +114,7 @@ pub fn load_chat(
 }
 
 /// The chat a `request_id` created for `user_id`, with the hash of that request.
-pub fn chat_by_request(
+pub(crate) fn chat_by_request(
     connection: &Connection,
     user_id: &str,
     request_id: &str,
@@ -130,13 +130,13 @@ pub fn chat_by_request(
 
 /// A chat of a user, as rows name it.
 #[derive(Debug, Clone, Copy)]
-pub struct ChatKey<'a> {
+pub(crate) struct ChatKey<'a> {
     pub user_id: &'a str,
     pub chat_id: &'a str,
 }
 
 /// Inserts a chat.
-pub fn insert_chat(
+pub(crate) fn insert_chat(
     connection: &Connection,
     chat: ChatKey<'_>,
     title: Option<&str>,
@@ -160,7 +160,7 @@ pub fn insert_chat(
 }
 
 /// Chats of `user_id`, most recently changed first.
-pub fn list_chats(
+pub(crate) fn list_chats(
     connection: &Connection,
     user_id: &str,
     include_archived: bool,
@@ -183,7 +183,7 @@ pub fn list_chats(
 }
 
 /// Changes a chat's title or archived flag; bumps `updated_at`. Returns whether it exists.
-pub fn update_chat(
+pub(crate) fn update_chat(
     connection: &Connection,
     chat: ChatKey<'_>,
     title: Option<&str>,
@@ -200,7 +200,7 @@ pub fn update_chat(
 }
 
 /// Bumps a chat's `updated_at`.
-pub fn touch_chat(
+pub(crate) fn touch_chat(
     connection: &Connection,
     chat_id: &str,
     at: DateTime<Utc>,
@@ -245,7 +245,7 @@ fn decode_message(
 
 /// A message to store.
 #[derive(Debug)]
-pub struct NewMessage<'a> {
+pub(crate) struct NewMessage<'a> {
     pub id: &'a str,
     pub chat_id: &'a str,
     pub role: &'a str,
@@ -255,7 +255,7 @@ pub struct NewMessage<'a> {
 }
 
 /// Appends a message with the chat's next sequence number.
-pub fn insert_message(
+pub(crate) fn insert_message(
     connection: &Connection,
     message: &NewMessage<'_>,
 ) -> Result<Message, StoreError> {
@@ -296,7 +296,7 @@ pub fn insert_message(
 }
 
 /// One message of a chat.
-pub fn load_message(
+pub(crate) fn load_message(
     connection: &Connection,
     chat_id: &str,
     id: &str,
@@ -314,7 +314,7 @@ pub fn load_message(
 
 /// Messages of a chat, ascending, `after < seq < before`, at most `limit`; with `before`
 /// the newest such messages are returned.
-pub fn list_messages(
+pub(crate) fn list_messages(
     connection: &Connection,
     chat_id: &str,
     before: Option<i64>,
@@ -350,7 +350,7 @@ pub fn list_messages(
 
 /// An execution as stored, with the internal columns the API never shows.
 #[derive(Debug, Clone)]
-pub struct ExecutionRow {
+pub(crate) struct ExecutionRow {
     /// The public view.
     pub execution: Execution,
     /// The settings snapshot the turn runs with (JSON of `Settings`).
@@ -450,7 +450,7 @@ fn decode_execution(raw: RawExecution) -> Result<ExecutionRow, StoreError> {
 /// A running execution to store: its settings snapshot (JSON), the id its answer will have,
 /// and the process that owns it until `lease_until`.
 #[derive(Debug)]
-pub struct NewExecution<'a> {
+pub(crate) struct NewExecution<'a> {
     pub execution: &'a Execution,
     pub settings: &'a str,
     pub reply_message_id: &'a str,
@@ -461,7 +461,7 @@ pub struct NewExecution<'a> {
 
 /// Inserts a running execution. A second active execution in the chat violates the unique
 /// index: the caller maps that to 409.
-pub fn insert_execution(
+pub(crate) fn insert_execution(
     connection: &Connection,
     new: &NewExecution<'_>,
 ) -> Result<(), rusqlite::Error> {
@@ -499,7 +499,7 @@ pub fn insert_execution(
 }
 
 /// One execution of a chat.
-pub fn load_execution(
+pub(crate) fn load_execution(
     connection: &Connection,
     chat_id: &str,
     id: &str,
@@ -516,7 +516,7 @@ pub fn load_execution(
 }
 
 /// The active execution of a chat, if any.
-pub fn active_execution(
+pub(crate) fn active_execution(
     connection: &Connection,
     chat_id: &str,
 ) -> Result<Option<ExecutionRow>, StoreError> {
@@ -535,7 +535,7 @@ pub fn active_execution(
 }
 
 /// The execution started by a `client_message_id`.
-pub fn execution_by_client_message(
+pub(crate) fn execution_by_client_message(
     connection: &Connection,
     chat_id: &str,
     client_message_id: &str,
@@ -554,7 +554,7 @@ pub fn execution_by_client_message(
 /// Moves an execution from one of `from` to `to`, with optional end data. Returns whether it
 /// was in one of `from` (the transition is conditional, so racing ends cannot both win).
 #[allow(clippy::too_many_arguments)]
-pub fn transition(
+pub(crate) fn transition(
     connection: &Connection,
     id: &str,
     from: &[ExecutionStatus],
@@ -597,7 +597,7 @@ pub fn transition(
 }
 
 /// Extends the lease of this process's running executions.
-pub fn renew_leases(
+pub(crate) fn renew_leases(
     connection: &Connection,
     owner: &str,
     until: DateTime<Utc>,
@@ -611,7 +611,7 @@ pub fn renew_leases(
 
 /// Executions some process left running (queued, running or cancelling) that `owner` does not
 /// own. `waiting_option` is not a crash: a question can be answered after a restart.
-pub fn orphaned_executions(
+pub(crate) fn orphaned_executions(
     connection: &Connection,
     owner: &str,
 ) -> Result<Vec<(String, String)>, StoreError> {

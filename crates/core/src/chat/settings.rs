@@ -23,7 +23,7 @@ pub struct SettingsDefaults {
 }
 
 /// The settings a user has: defaults overlaid with `stored`.
-pub fn effective(defaults: &SettingsDefaults, stored: &SettingsPatch) -> Settings {
+pub(crate) fn effective(defaults: &SettingsDefaults, stored: &SettingsPatch) -> Settings {
     let base = Settings {
         default_model: defaults.default_model.clone(),
         context_size: defaults.context_size,
@@ -47,7 +47,7 @@ pub fn effective(defaults: &SettingsDefaults, stored: &SettingsPatch) -> Setting
 }
 
 /// `patch` applied over `settings` (absent fields keep their value).
-pub fn overlay(mut settings: Settings, patch: &SettingsPatch) -> Settings {
+pub(crate) fn overlay(mut settings: Settings, patch: &SettingsPatch) -> Settings {
     if let Some(model) = &patch.default_model {
         settings.default_model = model.clone();
     }
@@ -88,7 +88,7 @@ pub fn overlay(mut settings: Settings, patch: &SettingsPatch) -> Settings {
 }
 
 /// Merges `next` into `stored` (fields `next` sets replace stored ones).
-pub fn merge(stored: &SettingsPatch, next: &SettingsPatch) -> SettingsPatch {
+pub(crate) fn merge(stored: &SettingsPatch, next: &SettingsPatch) -> SettingsPatch {
     fn pick<T: Clone>(next: &Option<T>, stored: &Option<T>) -> Option<T> {
         next.clone().or_else(|| stored.clone())
     }
@@ -109,7 +109,7 @@ pub fn merge(stored: &SettingsPatch, next: &SettingsPatch) -> SettingsPatch {
 }
 
 /// Turn options as a patch.
-pub fn turn_patch(options: &TurnOptions) -> SettingsPatch {
+pub(crate) fn turn_patch(options: &TurnOptions) -> SettingsPatch {
     SettingsPatch {
         default_model: options.model.clone(),
         context_size: options.context_size,
@@ -123,7 +123,10 @@ pub fn turn_patch(options: &TurnOptions) -> SettingsPatch {
 
 /// Normalizes and validates a patch (trims strings, dedups tools). Model names are checked by
 /// the caller, which knows the registry. Returns the first problem as the original did.
-pub fn normalize(patch: &SettingsPatch, known_tools: &[String]) -> Result<SettingsPatch, String> {
+pub(crate) fn normalize(
+    patch: &SettingsPatch,
+    known_tools: &[String],
+) -> Result<SettingsPatch, String> {
     let mut patch = patch.clone();
     if let Some(model) = &patch.default_model {
         let model = model.trim();
@@ -197,7 +200,7 @@ pub fn normalize(patch: &SettingsPatch, known_tools: &[String]) -> Result<Settin
 /// A BCP 47 tag whose language is a recognised one (original §1.6: the language must have a
 /// display name): an ISO 639-1 code, or an ISO 639-3 code that names a language (`und`, `mul`,
 /// `mis`, `zxx` do not), then alphanumeric subtags of 1–8.
-pub fn valid_locale(tag: &str) -> bool {
+pub(crate) fn valid_locale(tag: &str) -> bool {
     let mut parts = tag.split(['-', '_']);
     let Some(language) = parts.next() else {
         return false;
@@ -225,7 +228,7 @@ fn recognised_language(code: &str) -> bool {
 
 /// An IANA zone name (`UTC`, `Europe/Berlin`); checked against the system zone database
 /// when one is installed.
-pub fn valid_time_zone(name: &str) -> bool {
+pub(crate) fn valid_time_zone(name: &str) -> bool {
     let syntactic = !name.is_empty()
         && !name.starts_with('/')
         && !name.contains("..")
@@ -244,7 +247,7 @@ pub fn valid_time_zone(name: &str) -> bool {
 }
 
 /// The machine's time zone, or `UTC`.
-pub fn system_time_zone() -> String {
+pub(crate) fn system_time_zone() -> String {
     if let Some(zone) = crate::config::env::process_env("TZ") {
         let zone = zone.trim_start_matches(':').to_owned();
         if valid_time_zone(&zone) {

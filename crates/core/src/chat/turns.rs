@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use souz_protocol::chat::{ExecutionStatus, OptionChoice, SelectionMode, Settings, Usage};
+use souz_protocol::chat::{OptionChoice, SelectionMode, Settings, Usage};
 use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -195,10 +195,10 @@ pub trait TurnEngine: Send + Sync + 'static {
 }
 
 /// A shareable engine.
-pub type SharedEngine = Arc<dyn TurnEngine>;
+pub(crate) type SharedEngine = Arc<dyn TurnEngine>;
 
 /// Adds `more` to `usage`.
-pub fn add_usage(usage: &mut Usage, more: &Usage) {
+pub(crate) fn add_usage(usage: &mut Usage, more: &Usage) {
     usage.prompt_tokens += more.prompt_tokens;
     usage.completion_tokens += more.completion_tokens;
     usage.total_tokens += more.total_tokens;
@@ -206,7 +206,10 @@ pub fn add_usage(usage: &mut Usage, more: &Usage) {
 }
 
 /// The payload of a chat event for an engine event, or `None` when the settings hide it.
-pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'static str, Value)> {
+pub(crate) fn event_payload(
+    event: &TurnEvent,
+    show_tool_events: bool,
+) -> Option<(&'static str, Value)> {
     match event {
         TurnEvent::Delta { .. } | TurnEvent::Discarded { .. } => None,
         TurnEvent::ToolCallStarted {
@@ -305,15 +308,5 @@ pub fn event_payload(event: &TurnEvent, show_tool_events: bool) -> Option<(&'sta
             Some((kind, payload))
         }
         _ => None,
-    }
-}
-
-/// The status an execution ends in for an outcome.
-pub fn final_status(outcome: &TurnOutcome) -> ExecutionStatus {
-    match outcome {
-        TurnOutcome::Completed { .. } => ExecutionStatus::Completed,
-        TurnOutcome::Asked { .. } => ExecutionStatus::WaitingOption,
-        TurnOutcome::Failed { .. } => ExecutionStatus::Failed,
-        TurnOutcome::Cancelled { .. } => ExecutionStatus::Cancelled,
     }
 }

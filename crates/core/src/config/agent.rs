@@ -3,7 +3,7 @@
 use super::section::{Invalid, config_section};
 
 /// Agent names `default_agent` accepts.
-pub const AGENT_NAMES: &[&str] = &["graph", "skills"];
+pub(crate) const AGENT_NAMES: &[&str] = &["graph", "skills"];
 
 config_section! {
     /// Souz's own agents: which one a chat uses by default, and the context window to plan for.

@@ -11,7 +11,7 @@ use super::{Config, Problem, RuleConfig};
 
 /// Why a change was not written.
 #[derive(Debug, thiserror::Error)]
-pub enum EditError {
+pub(crate) enum EditError {
     /// The new text has problems; nothing was written.
     #[error("the change was not saved: {}", display(.0))]
     Invalid(Vec<Problem>),
@@ -37,12 +37,12 @@ fn display(problems: &[Problem]) -> String {
 /// `config.toml` (the settings editor, `always` rules) takes it, so two edits cannot interleave,
 /// in this process or another one.
 #[derive(Debug)]
-pub struct EditLock {
+pub(crate) struct EditLock {
     _file: std::fs::File,
 }
 
 /// Takes the edit lock of `config_file`, waiting for another holder to finish.
-pub fn lock(config_file: &Path) -> Result<EditLock, EditError> {
+pub(crate) fn lock(config_file: &Path) -> Result<EditLock, EditError> {
     let path = config_file.with_extension("toml.lock");
     let io_error = |error: std::io::Error| EditError::Io {
         path: path.display().to_string(),
@@ -62,7 +62,7 @@ pub fn lock(config_file: &Path) -> Result<EditLock, EditError> {
 
 /// Validates `text` as the new `config.toml` of `current` and writes it. Returns the
 /// configuration it describes. The caller holds the [`lock`] when it read the file first.
-pub fn write_validated(current: &Config, text: &str) -> Result<Config, EditError> {
+pub(crate) fn write_validated(current: &Config, text: &str) -> Result<Config, EditError> {
     let next = current.reparse(text).map_err(EditError::Invalid)?;
     let file = current.paths.config_file();
     write_atomically(&file, text).map_err(|error| EditError::Io {
@@ -73,7 +73,7 @@ pub fn write_validated(current: &Config, text: &str) -> Result<Config, EditError
 }
 
 /// Appends `rule` to `[[approvals.rules]]` with a comment saying where it came from.
-pub fn append_rule(
+pub(crate) fn append_rule(
     current: &Config,
     rule: &RuleConfig,
     comment: &str,

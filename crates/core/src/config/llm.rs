@@ -80,10 +80,10 @@ config_section! {
 }
 
 /// Values `[llm] key_storage` accepts.
-pub const KEY_STORAGES: &[&str] = &["auto", "file"];
+pub(crate) const KEY_STORAGES: &[&str] = &["auto", "file"];
 
 /// Providers that are local OpenAI-compatible servers.
-pub const LOCAL_SERVERS: [ProviderId; 3] = [
+pub(crate) const LOCAL_SERVERS: [ProviderId; 3] = [
     ProviderId::Ollama,
     ProviderId::LmStudio,
     ProviderId::LlamaCpp,

@@ -32,7 +32,7 @@ impl LogConfig {
 }
 
 /// Checks a `tracing` filter: comma-separated `level` or `target=level` directives.
-pub fn check_filter(filter: &str) -> Result<(), String> {
+pub(crate) fn check_filter(filter: &str) -> Result<(), String> {
     if filter.trim().is_empty() {
         return Err("must not be empty; use e.g. \"info\"".to_owned());
     }

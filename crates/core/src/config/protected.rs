@@ -178,7 +178,7 @@ const PLATFORM_CODE_CONFIG: &[&str] = &[
 const PLATFORM_CODE_CONFIG: &[&str] = &[];
 
 /// Credentials and private data (see the module docs).
-pub fn secrets() -> Vec<String> {
+pub(crate) fn secrets() -> Vec<String> {
     COMMON_SECRETS
         .iter()
         .chain(PLATFORM_SECRETS)
@@ -187,7 +187,7 @@ pub fn secrets() -> Vec<String> {
 }
 
 /// Configuration that runs code (see the module docs).
-pub fn code_config() -> Vec<String> {
+pub(crate) fn code_config() -> Vec<String> {
     COMMON_CODE_CONFIG
         .iter()
         .chain(PLATFORM_CODE_CONFIG)

@@ -67,7 +67,7 @@ pub trait Section: Default {
 }
 
 /// Deserializes one TOML value into a field type, keeping the parser's position on failure.
-pub fn parse_value<T: DeserializeOwned>(value: toml_edit::Value) -> Result<T, FieldError> {
+pub(crate) fn parse_value<T: DeserializeOwned>(value: toml_edit::Value) -> Result<T, FieldError> {
     T::deserialize(value.into_deserializer()).map_err(|error| FieldError {
         message: error.message().to_owned(),
         span: error.span(),
@@ -75,7 +75,7 @@ pub fn parse_value<T: DeserializeOwned>(value: toml_edit::Value) -> Result<T, Fi
 }
 
 /// Renders a default value as TOML for the generated template.
-pub fn render_default<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn render_default<T: serde::Serialize>(value: &T) -> String {
     match value.serialize(toml_edit::ser::ValueSerializer::new()) {
         Ok(rendered) => rendered.to_string().trim().to_owned(),
         // Only reachable for types TOML cannot express (e.g. `None`); sections avoid them.

@@ -128,7 +128,7 @@ impl ServerConfig {
 }
 
 /// The placeholder in `proxy_user_roots` replaced by the user id.
-pub const USER_PLACEHOLDER: &str = "{user}";
+pub(crate) const USER_PLACEHOLDER: &str = "{user}";
 
 fn check_user_roots(template: &str) -> Result<(), String> {
     let template = template.trim();
@@ -160,7 +160,7 @@ fn parse_host(host: &str) -> Option<IpAddr> {
 }
 
 /// Checks an origin (`scheme://host[:port]`, no path) and returns it lower-cased.
-pub fn normalize_origin(origin: &str) -> Result<String, String> {
+pub(crate) fn normalize_origin(origin: &str) -> Result<String, String> {
     let lower = origin.trim().to_ascii_lowercase();
     let Some((scheme, rest)) = lower.split_once("://") else {
         return Err(format!(

@@ -25,7 +25,7 @@ fn root_schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
 
 /// One documented route.
 #[derive(Clone)]
-pub struct Operation {
+pub(crate) struct Operation {
     method: Method,
     path: &'static str,
     summary: &'static str,
@@ -57,63 +57,63 @@ impl Operation {
     }
 
     /// A `GET` route.
-    pub fn get(path: &'static str) -> Self {
+    pub(crate) fn get(path: &'static str) -> Self {
         Self::new(Method::GET, path)
     }
 
     /// A `POST` route.
-    pub fn post(path: &'static str) -> Self {
+    pub(crate) fn post(path: &'static str) -> Self {
         Self::new(Method::POST, path)
     }
 
     /// A `PUT` route.
-    pub fn put(path: &'static str) -> Self {
+    pub(crate) fn put(path: &'static str) -> Self {
         Self::new(Method::PUT, path)
     }
 
     /// A `PATCH` route.
-    pub fn patch(path: &'static str) -> Self {
+    pub(crate) fn patch(path: &'static str) -> Self {
         Self::new(Method::PATCH, path)
     }
 
     /// A `DELETE` route.
-    pub fn delete(path: &'static str) -> Self {
+    pub(crate) fn delete(path: &'static str) -> Self {
         Self::new(Method::DELETE, path)
     }
 
     /// One-line summary.
-    pub fn summary(mut self, summary: &'static str) -> Self {
+    pub(crate) fn summary(mut self, summary: &'static str) -> Self {
         self.summary = summary;
         self
     }
 
     /// Longer description (Markdown).
-    pub fn description(mut self, description: &'static str) -> Self {
+    pub(crate) fn description(mut self, description: &'static str) -> Self {
         self.description = Some(description);
         self
     }
 
     /// Group in the docs.
-    pub fn tag(mut self, tag: &'static str) -> Self {
+    pub(crate) fn tag(mut self, tag: &'static str) -> Self {
         self.tag = tag;
         self
     }
 
     /// Needs no token.
-    pub fn public(mut self) -> Self {
+    pub(crate) fn public(mut self) -> Self {
         self.public = true;
         self
     }
 
     /// Serves the daemon's operator only: in trusted-proxy mode a proxied user gets 403
     /// `forbidden` (the handler must take [`Operator`](super::identity::Operator)).
-    pub fn operator(mut self) -> Self {
+    pub(crate) fn operator(mut self) -> Self {
         self.operator = true;
         self
     }
 
     /// A WebSocket upgrade; `T` is the type of the frames the server sends.
-    pub fn websocket<T: JsonSchema>(mut self) -> Self {
+    pub(crate) fn websocket<T: JsonSchema>(mut self) -> Self {
         self.websocket = true;
         self.responses.push((
             101,
@@ -124,58 +124,66 @@ impl Operation {
     }
 
     /// JSON request body of type `T`.
-    pub fn request<T: JsonSchema>(mut self) -> Self {
+    pub(crate) fn request<T: JsonSchema>(mut self) -> Self {
         self.request = Some(schema_of::<T>);
         self
     }
 
     /// Query parameters: the fields of `T`.
-    pub fn query<T: JsonSchema>(mut self) -> Self {
+    pub(crate) fn query<T: JsonSchema>(mut self) -> Self {
         self.query = Some(root_schema_of::<T>);
         self
     }
 
     /// A JSON response of type `T`.
-    pub fn response<T: JsonSchema>(mut self, status: u16, description: &'static str) -> Self {
+    pub(crate) fn response<T: JsonSchema>(
+        mut self,
+        status: u16,
+        description: &'static str,
+    ) -> Self {
         self.responses
             .push((status, description, Some(schema_of::<T>)));
         self
     }
 
     /// A response with no body, or a non-JSON one.
-    pub fn plain_response(mut self, status: u16, description: &'static str) -> Self {
+    pub(crate) fn plain_response(mut self, status: u16, description: &'static str) -> Self {
         self.responses.push((status, description, None));
         self
     }
 
     /// `METHOD /path`.
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("{} {}", self.method, self.path)
     }
 
+    #[cfg(test)]
     /// The path template.
-    pub fn path(&self) -> &'static str {
+    pub(crate) fn path(&self) -> &'static str {
         self.path
     }
 
+    #[cfg(test)]
     /// The method.
-    pub fn method(&self) -> &Method {
+    pub(crate) fn method(&self) -> &Method {
         &self.method
     }
 
+    #[cfg(test)]
     /// Whether the route needs no token.
-    pub fn is_public(&self) -> bool {
+    pub(crate) fn is_public(&self) -> bool {
         self.public
     }
 
+    #[cfg(test)]
     /// Whether the route serves the daemon's operator only.
-    pub fn is_operator(&self) -> bool {
+    pub(crate) fn is_operator(&self) -> bool {
         self.operator
     }
 }
 
 /// A router that remembers the documentation of its routes.
-pub struct ApiRouter<S> {
+pub(crate) struct ApiRouter<S> {
     router: Router<S>,
     operations: Vec<Operation>,
 }
@@ -191,7 +199,7 @@ impl<S: Clone + Send + Sync + 'static> Default for ApiRouter<S> {
 
 impl<S: Clone + Send + Sync + 'static> ApiRouter<S> {
     /// Adds a documented route.
-    pub fn route<H, T>(mut self, operation: Operation, handler: H) -> Self
+    pub(crate) fn route<H, T>(mut self, operation: Operation, handler: H) -> Self
     where
         H: Handler<T, S>,
         T: 'static,
@@ -203,14 +211,14 @@ impl<S: Clone + Send + Sync + 'static> ApiRouter<S> {
     }
 
     /// Adds every route of `other`.
-    pub fn merge(mut self, other: Self) -> Self {
+    pub(crate) fn merge(mut self, other: Self) -> Self {
         self.router = self.router.merge(other.router);
         self.operations.extend(other.operations);
         self
     }
 
     /// The router and its documentation.
-    pub fn finish(self) -> (Router<S>, Vec<Operation>) {
+    pub(crate) fn finish(self) -> (Router<S>, Vec<Operation>) {
         (self.router, self.operations)
     }
 }
@@ -226,7 +234,7 @@ fn method_filter(method: &Method) -> MethodFilter {
 }
 
 /// Builds the OpenAPI 3.1 document for `operations`.
-pub fn openapi(operations: &[Operation], version: &str) -> Value {
+pub(crate) fn openapi(operations: &[Operation], version: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
     settings.meta_schema = None;

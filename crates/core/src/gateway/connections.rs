@@ -29,7 +29,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 /// The bounds on connections.
 #[derive(Debug, Clone, Copy)]
-pub struct ConnectionLimits {
+pub(crate) struct ConnectionLimits {
     /// Most connections open at once.
     pub max_connections: usize,
     /// Time to send a request's headers.
@@ -37,7 +37,7 @@ pub struct ConnectionLimits {
 }
 
 /// Serves `app` on `listener` within `limits` until `stop` completes, then drains.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,

@@ -7,18 +7,18 @@ use super::error::ApiError;
 /// `axum::Json` with the error envelope on rejection.
 #[derive(Debug, FromRequest)]
 #[from_request(via(axum::Json), rejection(ApiError))]
-pub struct ApiJson<T>(pub T);
+pub(crate) struct ApiJson<T>(pub T);
 
 /// `axum::extract::Query` with the error envelope on rejection.
 #[derive(Debug, FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
-pub struct ApiQuery<T>(pub T);
+pub(crate) struct ApiQuery<T>(pub T);
 
 /// The path's ids (chat, execution, option ids: UUIDs), in path order. An id that is not a
 /// UUID is 400 `invalid_request` ("chatId must be a valid UUID.") before anything is looked
 /// up (original §1.3); ids come back in their stored form (lower-case, hyphenated).
 #[derive(Debug)]
-pub struct UuidPath<const N: usize>(pub [String; N]);
+pub(crate) struct UuidPath<const N: usize>(pub [String; N]);
 
 impl<S: Send + Sync, const N: usize> FromRequestParts<S> for UuidPath<N> {
     type Rejection = ApiError;

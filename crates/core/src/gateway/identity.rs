@@ -30,18 +30,18 @@ use super::perimeter::Authenticated;
 use crate::approvals::Audience;
 use crate::chat::ChatUser;
 
-pub use crate::LOCAL_USER;
+pub(crate) use crate::LOCAL_USER;
 
 /// Longest accepted user id.
 const MAX_USER_ID: usize = 256;
 /// The header carrying the trusted proxy's secret.
-pub const PROXY_AUTH_HEADER: &str = "x-souz-proxy-auth";
+pub(crate) const PROXY_AUTH_HEADER: &str = "x-souz-proxy-auth";
 /// The header naming the proxied user.
-pub const USER_ID_HEADER: &str = "x-user-id";
+pub(crate) const USER_ID_HEADER: &str = "x-user-id";
 
 /// Who sent an authenticated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
+pub(crate) enum Caller {
     /// The person at this machine, without trusted-proxy mode: user and operator at once.
     Local,
     /// The daemon's operator in trusted-proxy mode (the bearer token, no proxy headers).
@@ -80,7 +80,7 @@ pub enum IdentityError {
 
 impl Caller {
     /// Identifies the caller of an authenticated request.
-    pub fn identify(parts: &Parts, proxy_secret: &str) -> Result<Self, IdentityError> {
+    pub(crate) fn identify(parts: &Parts, proxy_secret: &str) -> Result<Self, IdentityError> {
         let secret = proxy_secret.trim();
         if secret.is_empty() {
             return Ok(Self::Local);
@@ -114,7 +114,7 @@ impl Caller {
     }
 
     /// The user a per-user route acts for.
-    pub fn user(self) -> Result<ChatUser, IdentityError> {
+    pub(crate) fn user(self) -> Result<ChatUser, IdentityError> {
         match self {
             Self::Local => Ok(ChatUser(LOCAL_USER.to_owned())),
             Self::Proxied(user) => Ok(ChatUser(user)),
@@ -123,7 +123,7 @@ impl Caller {
     }
 
     /// Whose approvals and audit rows the caller sees.
-    pub fn audience(self) -> Audience {
+    pub(crate) fn audience(self) -> Audience {
         match self {
             Self::Local => Audience::Everyone,
             Self::Operator => Audience::Operator,
@@ -171,7 +171,7 @@ impl FromRequestParts<AppState> for Audience {
 
 /// Proof that the request is the operator's (or the local user's): daemon-wide routes take it.
 #[derive(Debug, Clone, Copy)]
-pub struct Operator;
+pub(crate) struct Operator;
 
 impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;

@@ -38,7 +38,7 @@ use crate::token::Credential;
 
 /// Which hosts and origins are accepted, and how big a body may be.
 #[derive(Debug, Clone)]
-pub struct Perimeter {
+pub(crate) struct Perimeter {
     hosts: Arc<HashSet<String>>,
     origins: Arc<HashSet<String>>,
     body_limit: u64,
@@ -46,7 +46,7 @@ pub struct Perimeter {
 
 impl Perimeter {
     /// The perimeter of a gateway bound to `bound` with `server` settings.
-    pub fn new(server: &ServerConfig, bound: SocketAddr) -> Self {
+    pub(crate) fn new(server: &ServerConfig, bound: SocketAddr) -> Self {
         let port = bound.port();
         let mut hosts: HashSet<String> = HashSet::new();
         hosts.insert(format!("localhost:{port}"));
@@ -77,36 +77,36 @@ impl Perimeter {
     }
 
     /// Every accepted `Host` value, sorted (for rmcp's own check on `/mcp`).
-    pub fn hosts(&self) -> Vec<String> {
+    pub(crate) fn hosts(&self) -> Vec<String> {
         let mut hosts: Vec<String> = self.hosts.iter().cloned().collect();
         hosts.sort();
         hosts
     }
 
     /// Every accepted `Origin` value, sorted (for rmcp's own check on `/mcp`).
-    pub fn origins(&self) -> Vec<String> {
+    pub(crate) fn origins(&self) -> Vec<String> {
         let mut origins: Vec<String> = self.origins.iter().cloned().collect();
         origins.sort();
         origins
     }
 
     /// Whether `host` (the `Host` header) names this daemon.
-    pub fn host_allowed(&self, host: &str) -> bool {
+    pub(crate) fn host_allowed(&self, host: &str) -> bool {
         self.hosts.contains(&host.trim().to_ascii_lowercase())
     }
 
     /// Whether `origin` (the `Origin` header) may call this daemon.
-    pub fn origin_allowed(&self, origin: &str) -> bool {
+    pub(crate) fn origin_allowed(&self, origin: &str) -> bool {
         self.origins.contains(&origin.trim().to_ascii_lowercase())
     }
 
     /// The body limit in bytes.
-    pub fn body_limit(&self) -> u64 {
+    pub(crate) fn body_limit(&self) -> u64 {
         self.body_limit
     }
 
     /// Checks `Host` and `Origin`.
-    pub fn check_headers(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+    pub(crate) fn check_headers(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let host = headers
             .get(header::HOST)
             .and_then(|value| value.to_str().ok())
@@ -136,7 +136,11 @@ impl Perimeter {
 }
 
 /// Middleware: Host/Origin checks and the body limit (steps 1 and 2).
-pub async fn guard(State(perimeter): State<Perimeter>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(perimeter): State<Perimeter>,
+    request: Request,
+    next: Next,
+) -> Response {
     if let Err(error) = perimeter.check_headers(request.headers()) {
         return error.into_response();
     }
@@ -156,10 +160,10 @@ pub async fn guard(State(perimeter): State<Perimeter>, request: Request, next: N
 
 /// Routes under `/v1` that need no token: a client checks the daemon's identity before it
 /// sends one, and the web UI trades a one-time code for one.
-pub const PUBLIC_V1: &[&str] = &["/v1/identity", "/v1/ui-codes/exchange"];
+pub(crate) const PUBLIC_V1: &[&str] = &["/v1/identity", "/v1/ui-codes/exchange"];
 
 /// Whether a path needs the bearer token.
-pub fn requires_token(path: &str) -> bool {
+pub(crate) fn requires_token(path: &str) -> bool {
     let protected = ["/v1", "/mcp"]
         .iter()
         .any(|prefix| path == *prefix || path.starts_with(&format!("{prefix}/")));
@@ -172,17 +176,17 @@ fn client_may_call(path: &str) -> bool {
 }
 
 /// The subprotocol a browser offers with [`TOKEN_SUBPROTOCOL_PREFIX`], and the one selected.
-pub const SUBPROTOCOL: &str = "souz";
+pub(crate) const SUBPROTOCOL: &str = "souz";
 /// Prefix of the subprotocol that carries the token on a browser's WebSocket upgrade.
-pub const TOKEN_SUBPROTOCOL_PREFIX: &str = "souz.token.";
+pub(crate) const TOKEN_SUBPROTOCOL_PREFIX: &str = "souz.token.";
 
 /// Proof, inserted by [`authenticate`], that the request carried the token. Handlers take it as
 /// an extractor; without the middleware it fails closed.
 #[derive(Debug, Clone, Copy)]
-pub struct Authenticated;
+pub(crate) struct Authenticated;
 
 /// Middleware: the bearer token on `/v1/**` and `/mcp` (step 3).
-pub async fn authenticate(
+pub(crate) async fn authenticate(
     State(handle): State<RuntimeHandle>,
     mut request: Request,
     next: Next,

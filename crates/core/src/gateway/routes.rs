@@ -1,23 +1,23 @@
 //! Every route of the gateway, each a few lines over [`RuntimeHandle`](crate::RuntimeHandle).
 
-pub mod app;
-pub mod approvals;
-pub mod audit;
-pub mod chats;
-pub mod clients;
-pub mod config;
-pub mod events;
-pub mod options;
-pub mod provider_keys;
-pub mod system;
-pub mod tools;
-pub mod turns;
+pub(crate) mod app;
+pub(crate) mod approvals;
+pub(crate) mod audit;
+pub(crate) mod chats;
+pub(crate) mod clients;
+pub(crate) mod config;
+pub(crate) mod events;
+pub(crate) mod options;
+pub(crate) mod provider_keys;
+pub(crate) mod system;
+pub(crate) mod tools;
+pub(crate) mod turns;
 
 use super::AppState;
 use super::api::ApiRouter;
 
 /// All documented routes.
-pub fn all() -> ApiRouter<AppState> {
+pub(crate) fn all() -> ApiRouter<AppState> {
     ApiRouter::default()
         .merge(system::routes())
         .merge(events::routes())

@@ -15,7 +15,7 @@ use crate::bus::FollowItem;
 use crate::gateway::error::ApiError;
 
 /// Close code sent when a follower fell behind and must reconnect.
-pub const CLOSE_RESYNC: u16 = 4000;
+pub(super) const CLOSE_RESYNC: u16 = 4000;
 /// Close code sent when the daemon stops.
 const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close code sent when reading stored events failed.
@@ -24,7 +24,7 @@ const CLOSE_INTERNAL: u16 = 1011;
 const CLOSE_HANDSHAKE: Duration = Duration::from_secs(2);
 
 /// The upgrade, or a 400 `invalid_request` that says why the request is not one.
-pub fn upgrade(
+pub(super) fn upgrade(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<WebSocketUpgrade, ApiError> {
     upgrade.map_err(|rejection| {
@@ -37,13 +37,13 @@ pub fn upgrade(
 
 /// Whether what the client sent means it is gone: a close frame, an error or the end of the
 /// connection. Anything else a client sends on these streams is ignored.
-pub fn client_left(incoming: &Option<Result<Message, axum::Error>>) -> bool {
+pub(super) fn client_left(incoming: &Option<Result<Message, axum::Error>>) -> bool {
     matches!(incoming, Some(Ok(Message::Close(_)) | Err(_)) | None)
 }
 
 /// Sends a close frame and waits (briefly) for the client's answer, so the TCP connection
 /// ends cleanly instead of with a reset.
-pub async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
+pub(super) async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
     let frame = CloseFrame {
         code,
         reason: reason.into(),
@@ -62,12 +62,12 @@ pub async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
 }
 
 /// Closes the socket because the daemon is stopping.
-pub async fn close_for_shutdown(socket: WebSocket) {
+pub(super) async fn close_for_shutdown(socket: WebSocket) {
     close(socket, CLOSE_GOING_AWAY, "Souz is shutting down").await;
 }
 
 /// What a follower hands to the socket, for a stream to encode as one text frame.
-pub enum Outgoing<'a, E> {
+pub(super) enum Outgoing<'a, E> {
     /// A stored or live event.
     Event(&'a E),
     /// Replay is complete; what follows is live.
@@ -86,7 +86,7 @@ pub enum Outgoing<'a, E> {
 /// or the follower falls behind (the resync frame, then close code 4000 with `resync_reason`).
 /// `encode` turns each item into a text frame; `None` (it cannot be encoded) ends the stream.
 /// A failed replay is logged and closes the socket with 1011.
-pub async fn follow<E>(
+pub(super) async fn follow<E>(
     mut socket: WebSocket,
     shutdown: CancellationToken,
     items: impl Stream<Item = FollowItem<E>>,

@@ -60,7 +60,7 @@ struct Typed<N, I, O> {
 /// unreachable, so it means a bug in this module.
 #[derive(Debug, thiserror::Error)]
 #[error("internal graph error: node received a context of an unexpected type")]
-pub struct ContextTypeMismatch;
+pub(super) struct ContextTypeMismatch;
 
 impl<N, I, O> ErasedNode for Typed<N, I, O>
 where
@@ -106,7 +106,7 @@ pub(super) struct Slot {
 }
 
 /// A node added to a builder: takes `I`, produces `O`. Cheap to copy.
-pub struct NodeHandle<I, O> {
+pub(crate) struct NodeHandle<I, O> {
     builder: u64,
     index: usize,
     types: PhantomData<fn(I) -> O>,
@@ -128,7 +128,7 @@ impl<I, O> std::fmt::Debug for NodeHandle<I, O> {
 
 impl<I, O> NodeHandle<I, O> {
     /// This node as an edge target.
-    pub fn target(self) -> EdgeTarget<I> {
+    pub(crate) fn target(self) -> EdgeTarget<I> {
         EdgeTarget {
             builder: self.builder,
             index: self.index,
@@ -138,7 +138,7 @@ impl<I, O> NodeHandle<I, O> {
 }
 
 /// Something an edge may lead to: a node taking `I`, or the exit of a graph producing `I`.
-pub struct EdgeTarget<I> {
+pub(crate) struct EdgeTarget<I> {
     builder: u64,
     index: usize,
     types: PhantomData<fn(I)>,
@@ -166,7 +166,7 @@ impl<I, O> From<NodeHandle<I, O>> for EdgeTarget<I> {
 
 /// Why a graph could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GraphBuildError {
+pub(crate) enum GraphBuildError {
     /// The start leads nowhere.
     #[error("graph `{0}`: the start has no edge")]
     NoStartEdge(String),
@@ -183,7 +183,7 @@ pub enum GraphBuildError {
 
 /// Builds a [`Graph`] taking `I` and producing `O`. See the module documentation for an
 /// example.
-pub struct GraphBuilder<I, O> {
+pub(crate) struct GraphBuilder<I, O> {
     name: String,
     id: u64,
     slots: Vec<Slot>,
@@ -207,7 +207,7 @@ where
     O: Clone + Send + 'static,
 {
     /// A builder for a graph called `name`, with no retries by default.
-    pub fn new(name: impl Into<String>) -> Self {
+    pub(crate) fn new(name: impl Into<String>) -> Self {
         let name = name.into();
         let pseudo = |suffix: &str| Slot {
             name: format!("{name}::{suffix}"),
@@ -227,13 +227,13 @@ where
     }
 
     /// The retry policy of every node that has none of its own.
-    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+    pub(crate) fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
     }
 
     /// The graph's input, as a node whose output is the input.
-    pub fn start(&self) -> NodeHandle<I, I> {
+    pub(crate) fn start(&self) -> NodeHandle<I, I> {
         NodeHandle {
             builder: self.id,
             index: START,
@@ -242,7 +242,7 @@ where
     }
 
     /// The graph's exit: reaching it ends the run with the value that arrives.
-    pub fn exit(&self) -> EdgeTarget<O> {
+    pub(crate) fn exit(&self) -> EdgeTarget<O> {
         EdgeTarget {
             builder: self.id,
             index: EXIT,
@@ -251,23 +251,13 @@ where
     }
 
     /// Adds a node (a graph is a node too).
-    pub fn add<NI, NO, N>(&mut self, node: N) -> NodeHandle<NI, NO>
+    pub(crate) fn add<NI, NO, N>(&mut self, node: N) -> NodeHandle<NI, NO>
     where
         N: Node<NI, NO> + 'static,
         NI: Clone + Send + 'static,
         NO: Clone + Send + 'static,
     {
         self.push(node, None)
-    }
-
-    /// Adds a node with its own retry policy.
-    pub fn add_with_retry<NI, NO, N>(&mut self, node: N, policy: RetryPolicy) -> NodeHandle<NI, NO>
-    where
-        N: Node<NI, NO> + 'static,
-        NI: Clone + Send + 'static,
-        NO: Clone + Send + 'static,
-    {
-        self.push(node, Some(policy))
     }
 
     fn push<NI, NO, N>(&mut self, node: N, retry: Option<RetryPolicy>) -> NodeHandle<NI, NO>
@@ -294,7 +284,7 @@ where
     }
 
     /// A static edge: after `from`, always go to `to`. Several edges from one node fan out.
-    pub fn edge<A, T>(
+    pub(crate) fn edge<A, T>(
         &mut self,
         from: NodeHandle<A, T>,
         to: impl Into<EdgeTarget<T>>,
@@ -310,7 +300,7 @@ where
 
     /// A dynamic edge: after `from`, `router` looks at the output and names the next node, or
     /// `None` for no transition from this router.
-    pub fn route<A, T>(
+    pub(crate) fn route<A, T>(
         &mut self,
         from: NodeHandle<A, T>,
         router: impl Fn(&T) -> Option<EdgeTarget<T>> + Send + Sync + 'static,
@@ -355,7 +345,7 @@ where
     }
 
     /// Checks the graph and freezes it.
-    pub fn build(mut self) -> Result<Graph<I, O>, GraphBuildError> {
+    pub(crate) fn build(mut self) -> Result<Graph<I, O>, GraphBuildError> {
         if let Some(error) = self.errors.drain(..).next() {
             return Err(error);
         }

@@ -22,7 +22,7 @@ pub(super) struct Shared {
 
 /// A built graph taking `I` and producing `O`. Cheap to clone; a graph is a [`Node`], so it
 /// can be added to another graph.
-pub struct Graph<I, O> {
+pub(crate) struct Graph<I, O> {
     name: String,
     builder: u64,
     slots: Arc<[Slot]>,
@@ -72,13 +72,8 @@ where
         }
     }
 
-    /// The graph's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Runs the graph on `input` until a branch reaches the exit.
-    pub async fn run(&self, input: I, options: RunOptions) -> Result<O, GraphError> {
+    pub(crate) async fn run(&self, input: I, options: RunOptions) -> Result<O, GraphError> {
         let runtime = GraphRuntime {
             shared: Arc::new(Shared {
                 options,

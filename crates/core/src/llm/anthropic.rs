@@ -24,14 +24,12 @@ use super::{
     ToolCall, Usage,
 };
 
-/// The Anthropic API.
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
 /// The API version header value.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A Messages API client for one key.
 #[derive(Clone, Debug)]
-pub struct AnthropicClient {
+pub(crate) struct AnthropicClient {
     http: ProviderHttp,
     base_url: String,
     key: ApiKey,
@@ -40,7 +38,7 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     /// A client for `base_url` (up to `/v1`).
-    pub fn new(
+    pub(crate) fn new(
         http: ProviderHttp,
         base_url: impl Into<String>,
         key: ApiKey,
@@ -55,7 +53,7 @@ impl AnthropicClient {
     }
 
     /// The JSON body sent for `request`.
-    pub fn body(&self, request: &ChatRequest) -> Result<Value, LlmError> {
+    pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, LlmError> {
         request_body(request, self.default_max_tokens)
     }
 }
@@ -182,7 +180,7 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value,
 
 /// Decodes Messages API events.
 #[derive(Default)]
-pub struct MessagesDecoder {
+pub(crate) struct MessagesDecoder {
     blocks: BTreeMap<usize, ToolBlock>,
     tool_count: usize,
     usage: Usage,
@@ -255,7 +253,7 @@ fn text_of(value: &Value, key: &str) -> String {
 }
 
 /// Maps Anthropic stop reasons.
-pub fn stop_reason(reason: &str) -> FinishReason {
+pub(crate) fn stop_reason(reason: &str) -> FinishReason {
     match reason {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "max_tokens" => FinishReason::Length,

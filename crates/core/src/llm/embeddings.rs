@@ -27,7 +27,7 @@ pub trait EmbeddingClient: Send + Sync {
 
 /// An embeddings client for one OpenAI-style endpoint.
 #[derive(Clone, Debug)]
-pub struct OpenAiEmbeddings {
+pub(crate) struct OpenAiEmbeddings {
     http: ProviderHttp,
     provider: ProviderId,
     base_url: String,
@@ -36,7 +36,7 @@ pub struct OpenAiEmbeddings {
 
 impl OpenAiEmbeddings {
     /// A client for `base_url` (up to `/v1`).
-    pub fn new(
+    pub(crate) fn new(
         http: ProviderHttp,
         provider: ProviderId,
         base_url: impl Into<String>,

@@ -30,14 +30,8 @@ use super::{
     ToolCall, Usage,
 };
 
-/// The GigaChat API.
-pub const GIGACHAT_BASE_URL: &str = "https://api.giga.chat/v1";
-/// The OAuth endpoint that issues access tokens.
-pub const GIGACHAT_AUTH_URL: &str = "https://ngw.devices.sberbank.ru:9443/api/v2/oauth";
-/// The scope of personal API keys.
-pub const GIGACHAT_SCOPE: &str = "GIGACHAT_API_PERS";
 /// Tokens this close to expiry are refreshed before use.
-pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 const PROVIDER: ProviderId = ProviderId::Giga;
 
@@ -49,7 +43,7 @@ struct Token {
 
 /// Exchanges authorization keys for access tokens and caches them. Shared by every GigaChat
 /// client of the process.
-pub struct GigaChatAuth {
+pub(crate) struct GigaChatAuth {
     http: ProviderHttp,
     auth_url: String,
     scope: String,
@@ -76,7 +70,11 @@ struct TokenResponse {
 
 impl GigaChatAuth {
     /// Token exchange at `auth_url` for `scope`.
-    pub fn new(http: ProviderHttp, auth_url: impl Into<String>, scope: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        http: ProviderHttp,
+        auth_url: impl Into<String>,
+        scope: impl Into<String>,
+    ) -> Self {
         Self {
             http,
             auth_url: auth_url.into(),
@@ -94,7 +92,7 @@ impl GigaChatAuth {
     }
 
     /// A valid access token for `key`: the cached one, or a fresh exchange.
-    pub async fn token(
+    pub(crate) async fn token(
         &self,
         key: &ApiKey,
         cancel: &CancellationToken,
@@ -113,7 +111,7 @@ impl GigaChatAuth {
     }
 
     /// Forgets the cached token of `key` (after the API refused it).
-    pub async fn invalidate(&self, key: &ApiKey) {
+    pub(crate) async fn invalidate(&self, key: &ApiKey) {
         let cache_key = self.cache_key(key);
         self.cache.lock().await.remove(&cache_key);
     }
@@ -180,7 +178,7 @@ impl GigaChatAuth {
 
 /// A GigaChat chat client for one authorization key.
 #[derive(Clone, Debug)]
-pub struct GigaChatClient {
+pub(crate) struct GigaChatClient {
     http: ProviderHttp,
     auth: Arc<GigaChatAuth>,
     base_url: String,
@@ -190,7 +188,7 @@ pub struct GigaChatClient {
 
 impl GigaChatClient {
     /// A client for `base_url` (up to `/api/v1`), using `auth` for tokens.
-    pub fn new(
+    pub(crate) fn new(
         http: ProviderHttp,
         auth: Arc<GigaChatAuth>,
         base_url: impl Into<String>,
@@ -207,7 +205,7 @@ impl GigaChatClient {
     }
 
     /// The JSON body sent for `request`.
-    pub fn body(&self, request: &ChatRequest) -> Value {
+    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
         request_body(request, self.default_max_tokens)
     }
 }
@@ -323,7 +321,7 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Value {
 
 /// Decodes GigaChat's streamed chunks.
 #[derive(Default)]
-pub struct FunctionsDecoder {
+pub(crate) struct FunctionsDecoder {
     call: Option<PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,

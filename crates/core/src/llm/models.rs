@@ -35,7 +35,7 @@ impl ModelKind {
 
 /// A catalog entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     /// The provider's name for the model.
     pub id: &'static str,
     /// Who serves it.
@@ -71,7 +71,7 @@ const fn embedding(provider: ProviderId, id: &'static str) -> ModelInfo {
 use ProviderId::{AiTunnel, Anthropic, Giga, Local, OpenAi, Qwen};
 
 /// Every known model.
-pub const CATALOG: &[ModelInfo] = &[
+pub(crate) const CATALOG: &[ModelInfo] = &[
     chat(OpenAi, "gpt-5.2", &[]),
     chat(OpenAi, "gpt-5-mini", &[]),
     embedding(OpenAi, "text-embedding-3-small"),
@@ -115,7 +115,7 @@ pub const CATALOG: &[ModelInfo] = &[
 ];
 
 /// Providers with keys, in the order a default model is picked, with their default model.
-pub const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 5] = [
+pub(crate) const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 5] = [
     (OpenAi, "gpt-5-mini"),
     (Anthropic, "claude-haiku-4-5-20251001"),
     (Qwen, "qwen-max"),
@@ -194,7 +194,7 @@ impl Resolution {
 
 /// The catalog plus configured aliases and disabled providers.
 #[derive(Debug, Clone, Default)]
-pub struct ModelRegistry {
+pub(crate) struct ModelRegistry {
     aliases: BTreeMap<String, String>,
     disabled: Vec<ProviderId>,
 }
@@ -202,7 +202,7 @@ pub struct ModelRegistry {
 impl ModelRegistry {
     /// A registry with the user's `aliases` (lower-cased name → target name) and
     /// `disabled` providers.
-    pub fn new(aliases: &BTreeMap<String, String>, disabled: Vec<ProviderId>) -> Self {
+    pub(crate) fn new(aliases: &BTreeMap<String, String>, disabled: Vec<ProviderId>) -> Self {
         Self {
             aliases: aliases
                 .iter()
@@ -226,7 +226,7 @@ impl ModelRegistry {
     }
 
     /// Resolves `name` to a model of `kind`.
-    pub fn resolve(&self, name: &str, kind: ModelKind) -> Resolution {
+    pub(crate) fn resolve(&self, name: &str, kind: ModelKind) -> Resolution {
         let name = name.trim();
         if let Some(target) = self.aliases.get(&name.to_lowercase()) {
             // Aliases point at real names; an alias of an alias is not followed.
@@ -335,7 +335,7 @@ impl ModelRegistry {
 
     /// Catalog models of `kind` whose provider `reachable` says can be called, plus `extra`
     /// (configured local models), catalog order.
-    pub fn available(
+    pub(crate) fn available(
         &self,
         kind: ModelKind,
         reachable: impl Fn(ProviderId) -> bool,

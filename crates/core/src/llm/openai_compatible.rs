@@ -9,19 +9,19 @@ use super::ProviderId;
 use super::openai::OpenAiEndpoint;
 
 /// DashScope's OpenAI-compatible mode (international).
-pub const QWEN_BASE_URL: &str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1";
+pub(crate) const QWEN_BASE_URL: &str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1";
 /// AiTunnel.
-pub const AI_TUNNEL_BASE_URL: &str = "https://api.aitunnel.ru/v1";
+pub(crate) const AI_TUNNEL_BASE_URL: &str = "https://api.aitunnel.ru/v1";
 /// Ollama's default local address.
-pub const OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+pub(crate) const OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 /// LM Studio's default local address.
-pub const LM_STUDIO_BASE_URL: &str = "http://127.0.0.1:1234/v1";
+pub(crate) const LM_STUDIO_BASE_URL: &str = "http://127.0.0.1:1234/v1";
 /// The llama.cpp server's default local address.
-pub const LLAMA_CPP_BASE_URL: &str = "http://127.0.0.1:8080/v1";
+pub(crate) const LLAMA_CPP_BASE_URL: &str = "http://127.0.0.1:8080/v1";
 
 /// A compatible provider's preset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Preset {
+pub(crate) struct Preset {
     /// The provider.
     pub provider: ProviderId,
     /// Where it listens unless configured otherwise.
@@ -33,7 +33,7 @@ pub struct Preset {
 }
 
 /// Every compatible preset.
-pub const PRESETS: [Preset; 5] = [
+pub(crate) const PRESETS: [Preset; 5] = [
     Preset {
         provider: ProviderId::Qwen,
         default_base_url: QWEN_BASE_URL,
@@ -67,7 +67,7 @@ pub const PRESETS: [Preset; 5] = [
 ];
 
 /// The preset of `provider`, if it is OpenAI-compatible.
-pub fn preset(provider: ProviderId) -> Option<Preset> {
+pub(crate) fn preset(provider: ProviderId) -> Option<Preset> {
     PRESETS
         .into_iter()
         .find(|preset| preset.provider == provider)
@@ -75,7 +75,7 @@ pub fn preset(provider: ProviderId) -> Option<Preset> {
 
 impl Preset {
     /// The Chat Completions endpoint of this preset at `base_url`.
-    pub fn endpoint(&self, base_url: impl Into<String>) -> OpenAiEndpoint {
+    pub(crate) fn endpoint(&self, base_url: impl Into<String>) -> OpenAiEndpoint {
         OpenAiEndpoint {
             provider: self.provider,
             base_url: base_url.into(),

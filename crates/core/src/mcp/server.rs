@@ -25,12 +25,12 @@
 // MCP logging is deprecated by SEP-2577 (2026-07-28) but is what 2025-era clients speak.
 #![allow(deprecated)]
 
-pub mod calls;
+pub(crate) mod calls;
 
-pub use super::extension::McpExtension;
-pub mod front;
-pub mod listing;
-pub mod sessions;
+pub(crate) use super::extension::McpExtension;
+pub(crate) mod front;
+pub(crate) mod listing;
+pub(crate) mod sessions;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -55,14 +55,14 @@ use crate::runtime::RuntimeHandle;
 use crate::token::Credential;
 
 /// The name Souz gives itself in `serverInfo`.
-pub const SERVER_NAME: &str = "souz";
+pub(crate) const SERVER_NAME: &str = "souz";
 
 /// The `Mcp-Session-Id` header.
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What the HTTP service needs to know about the gateway it is mounted in.
 #[derive(Debug, Clone)]
-pub struct Mount {
+pub(crate) struct Mount {
     /// `Host` values the gateway accepts (`host:port`).
     pub allowed_hosts: Vec<String>,
     /// `Origin` values the gateway accepts (`scheme://host[:port]`).
@@ -72,10 +72,10 @@ pub struct Mount {
 }
 
 /// The rmcp service type mounted at `/mcp`.
-pub type HttpService = StreamableHttpService<SouzServer, Sessions>;
+pub(crate) type HttpService = StreamableHttpService<SouzServer, Sessions>;
 
 /// The streamable HTTP service for `/mcp`, ready for [`front::handle`].
-pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
+pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
     let settings = Settings::from_config(&handle.config().mcp);
     let listing = Arc::new(Listing::new(handle.gate().catalog()));
     let calls = Arc::new(SessionCalls::new(handle.gate().clone()));
@@ -111,7 +111,7 @@ pub fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
 }
 
 /// `/mcp` as an axum route: [`front::handle`] in front of the rmcp service.
-pub fn route<S>(handle: RuntimeHandle, mount: &Mount) -> axum::routing::MethodRouter<S>
+pub(crate) fn route<S>(handle: RuntimeHandle, mount: &Mount) -> axum::routing::MethodRouter<S>
 where
     S: Clone + Send + Sync + 'static,
 {
@@ -146,7 +146,7 @@ fn explicit_port(origin: &str) -> String {
 
 /// `[mcp]` settings in the units the server uses.
 #[derive(Debug, Clone, Copy)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// How long a call waits for a person before answering "waiting for approval".
     pub approval_wait: Duration,
     /// Time between progress notifications.
@@ -157,7 +157,7 @@ pub struct Settings {
 
 impl Settings {
     /// From `[mcp]`.
-    pub fn from_config(config: &McpConfig) -> Self {
+    pub(crate) fn from_config(config: &McpConfig) -> Self {
         Self {
             approval_wait: Duration::from_secs(config.approval_wait_seconds),
             progress_interval: Duration::from_secs(config.progress_interval_seconds),
@@ -168,7 +168,7 @@ impl Settings {
 
 /// One MCP session's handler (one per request for protocol versions without sessions).
 #[derive(Clone)]
-pub struct SouzServer {
+pub(crate) struct SouzServer {
     session: Arc<Session>,
 }
 
@@ -188,7 +188,7 @@ struct Session {
 
 impl SouzServer {
     /// A handler for a new session.
-    pub fn new(
+    pub(crate) fn new(
         handle: RuntimeHandle,
         listing: Arc<Listing>,
         calls: Arc<SessionCalls>,
@@ -260,7 +260,7 @@ impl SouzServer {
 /// The requester for a credential, a self-declared client identity and a session. Without a
 /// credential (which the perimeter always adds) the requester has no token identity, so no
 /// grant or `mcp:<name>` rule can match it.
-pub fn requester_for(
+pub(crate) fn requester_for(
     credential: Option<&Credential>,
     client: Option<&Implementation>,
     session_id: String,
@@ -334,7 +334,7 @@ fn severity(level: LoggingLevel) -> u8 {
 }
 
 /// What the server tells the model about itself (`instructions`).
-pub fn instructions(settings: &Settings) -> String {
+pub(crate) fn instructions(settings: &Settings) -> String {
     format!(
         "Souz is the local assistant daemon on this person's computer. Its tools read and \
          change files, run commands and fetch web pages on this machine, and every call passes \

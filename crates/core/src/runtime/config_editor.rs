@@ -27,7 +27,7 @@ use crate::config::{Config, ENV_OVERRIDES, Location, OverrideTarget, Problem};
 
 /// Sections whose every key applies without a restart: `[approvals]` (rules, defaults per risk
 /// class, timeout) is re-read by the policy on every call.
-pub const LIVE_SECTIONS: &[&str] = &["approvals"];
+pub(crate) const LIVE_SECTIONS: &[&str] = &["approvals"];
 
 /// Why a change was not saved.
 #[derive(Debug, thiserror::Error)]
@@ -255,7 +255,7 @@ impl ConfigEditor {
 }
 
 /// `section.key` of every key whose value differs between `before` and `after`.
-pub fn changed_keys(before: &Config, after: &Config) -> Vec<String> {
+pub(crate) fn changed_keys(before: &Config, after: &Config) -> Vec<String> {
     let mut changed = BTreeSet::new();
     for section in Config::sections() {
         let old = before.section_json(section.name).unwrap_or(Value::Null);
@@ -270,18 +270,18 @@ pub fn changed_keys(before: &Config, after: &Config) -> Vec<String> {
 }
 
 /// Whether a change of `section.key` applies without a restart.
-pub fn is_live(key: &str) -> bool {
+pub(crate) fn is_live(key: &str) -> bool {
     key.split_once('.')
         .is_some_and(|(section, _)| LIVE_SECTIONS.contains(&section))
 }
 
 /// A fingerprint of a file's text.
-pub fn revision(text: &str) -> String {
+pub(crate) fn revision(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// A problem as the API sends it.
-pub fn problem_on_wire(problem: &Problem) -> ConfigProblem {
+pub(crate) fn problem_on_wire(problem: &Problem) -> ConfigProblem {
     let (line, column) = match &problem.location {
         Location::File { line, column, .. } => (Some(*line), Some(*column)),
         _ => (None, None),

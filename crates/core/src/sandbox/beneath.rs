@@ -45,10 +45,10 @@ const RACE_RETRIES: usize = 32;
     "`{0}` changed while Souz was using it (a folder on the way was replaced by a symbolic link \
      or moved); nothing was done there"
 )]
-pub struct Swapped(pub String);
+pub(crate) struct Swapped(pub String);
 
 /// The `io::Error` for a swap detected at `path`.
-pub fn swapped(path: &Path) -> io::Error {
+pub(crate) fn swapped(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
         Swapped(path.display().to_string()),
@@ -56,7 +56,7 @@ pub fn swapped(path: &Path) -> io::Error {
 }
 
 /// Whether `error` is a refusal made by this module (a swap, not an ordinary I/O failure).
-pub fn is_swapped(error: &io::Error) -> bool {
+pub(crate) fn is_swapped(error: &io::Error) -> bool {
     error
         .get_ref()
         .is_some_and(|inner| inner.downcast_ref::<Swapped>().is_some())
@@ -359,7 +359,7 @@ fn refine(error: io::Error, path: &Path) -> io::Error {
 }
 
 /// Reads all entries of an opened folder.
-pub fn read_entries(folder: BorrowedFd<'_>) -> io::Result<Vec<Entry>> {
+pub(crate) fn read_entries(folder: BorrowedFd<'_>) -> io::Result<Vec<Entry>> {
     let mut entries = Vec::new();
     let mut dir = rustix::fs::Dir::read_from(folder)?;
     while let Some(entry) = dir.read() {
@@ -389,7 +389,7 @@ fn bytes_to_name(bytes: &[u8]) -> OsString {
 }
 
 /// Renames between two opened folders; see [`Beneath::rename`].
-pub fn rename_between(
+pub(crate) fn rename_between(
     from: (BorrowedFd<'_>, &OsStr),
     to: (BorrowedFd<'_>, &OsStr),
     no_replace: bool,
@@ -417,7 +417,7 @@ pub fn rename_between(
 }
 
 /// Removes `name` inside `parent`, recursively for a folder, never following a link.
-pub fn remove_tree(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+pub(crate) fn remove_tree(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     let stat = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
         Err(rustix::io::Errno::NOENT) => return Ok(()),
@@ -434,12 +434,12 @@ pub fn remove_tree(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 }
 
 /// Opens `name` inside `folder` as a folder, never following a link.
-pub fn open_child_dir(folder: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
+pub(crate) fn open_child_dir(folder: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
     open_component(folder, name, directory_flags())
 }
 
 /// Opens `name` inside `folder` for reading, never following a link nor waiting on a FIFO.
-pub fn open_child_file(folder: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
+pub(crate) fn open_child_file(folder: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
     Ok(File::from(open_component(
         folder,
         name,

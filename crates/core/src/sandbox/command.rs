@@ -31,10 +31,10 @@ use super::{Access, Sandbox, SandboxError};
 
 /// How long output is still read after the command exited (background children may hold the
 /// pipes open).
-pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// How long the group gets between SIGTERM and SIGKILL.
-pub const TERMINATE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const TERMINATE_GRACE: Duration = Duration::from_millis(500);
 
 /// The shell that runs command lines (`-c`): bash where present, else the POSIX shell.
 fn shell() -> &'static str {

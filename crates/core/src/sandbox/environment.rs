@@ -10,16 +10,16 @@
 use std::ffi::{OsStr, OsString};
 
 /// Variables a command inherits from the daemon (when set), besides `LC_*`.
-pub const INHERITED: &[&str] = &[
+pub(crate) const INHERITED: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "SHELL", "TZ",
 ];
 
 /// Variables that name the temporary folder: the runner sets each to the command's private
 /// one (never inherited).
-pub const TEMPORARY_FOLDER_VARIABLES: &[&str] = &["TMPDIR", "TMP", "TEMP"];
+pub(crate) const TEMPORARY_FOLDER_VARIABLES: &[&str] = &["TMPDIR", "TMP", "TEMP"];
 
 /// The `PATH` commands get when the daemon has none.
-pub const FALLBACK_PATH: &str = if cfg!(target_os = "macos") {
+pub(crate) const FALLBACK_PATH: &str = if cfg!(target_os = "macos") {
     "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 } else {
     "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
@@ -27,7 +27,7 @@ pub const FALLBACK_PATH: &str = if cfg!(target_os = "macos") {
 
 /// The `PATH` a command gets when the daemon's environment is `environment`: the inherited
 /// one, or [`FALLBACK_PATH`].
-pub fn command_search_path(
+pub(crate) fn command_search_path(
     environment: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> OsString {
     inheritable(environment)
@@ -38,7 +38,7 @@ pub fn command_search_path(
 
 /// Whether a variable name looks like it carries a secret (API keys, tokens, passwords, cloud
 /// credentials, agent sockets that unlock keys).
-pub fn looks_like_secret(name: &str) -> bool {
+pub(crate) fn looks_like_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     const SUFFIXES: &[&str] = &["_KEY", "_TOKEN", "_SECRET", "_PAT", "_AUTH", "_SESSION"];
     const PARTS: &[&str] = &[
@@ -60,7 +60,7 @@ pub fn looks_like_secret(name: &str) -> bool {
 }
 
 /// Whether a variable can make a program load or run code it did not ask for.
-pub fn is_injection_variable(name: &str) -> bool {
+pub(crate) fn is_injection_variable(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     upper.starts_with("DYLD_")
         || upper.starts_with("LD_")
@@ -74,7 +74,7 @@ pub fn is_injection_variable(name: &str) -> bool {
 }
 
 /// Whether a command may inherit the daemon's variable `name`.
-pub fn may_inherit(name: &OsStr) -> bool {
+pub(crate) fn may_inherit(name: &OsStr) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };
@@ -83,7 +83,7 @@ pub fn may_inherit(name: &OsStr) -> bool {
 }
 
 /// Reduces an environment to what commands may inherit.
-pub fn inheritable(
+pub(crate) fn inheritable(
     environment: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
     let mut kept: Vec<(OsString, OsString)> = environment

@@ -14,7 +14,7 @@
 //! Invariants: the inner `reqwest::Client` never leaves this module, so a request cannot skip
 //! step 1.
 
-pub mod policy;
+pub(crate) mod policy;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -27,13 +27,13 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect::Policy as RedirectPolicy;
 use tokio_util::sync::CancellationToken;
 
-pub use policy::{NetworkPolicy, Refusal, non_public_reason};
+pub(crate) use policy::{NetworkPolicy, Refusal};
 
 /// Redirects followed before giving up.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// A browser-like user agent: many sites refuse or degrade unknown clients.
-pub const USER_AGENT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 \
+pub(crate) const USER_AGENT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 \
                               (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 
 /// Limits of the client.
@@ -131,7 +131,7 @@ pub trait HostLookup: Send + Sync + 'static {
 
 /// The system resolver (`getaddrinfo`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemLookup;
+pub(crate) struct SystemLookup;
 
 impl HostLookup for SystemLookup {
     fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
@@ -143,21 +143,24 @@ impl HostLookup for SystemLookup {
     }
 }
 
+#[cfg(test)]
 /// Fixed answers, for tests: names map to addresses; other names do not exist.
 #[derive(Debug, Clone, Default)]
-pub struct StaticLookup {
+pub(crate) struct StaticLookup {
     answers: Vec<(String, Vec<IpAddr>)>,
 }
 
+#[cfg(test)]
 impl StaticLookup {
     /// Adds an answer.
-    pub fn with(mut self, name: &str, addresses: &[IpAddr]) -> Self {
+    pub(crate) fn with(mut self, name: &str, addresses: &[IpAddr]) -> Self {
         self.answers
             .push((name.to_ascii_lowercase(), addresses.to_vec()));
         self
     }
 }
 
+#[cfg(test)]
 impl HostLookup for StaticLookup {
     fn lookup(&self, host: &str) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> {
         let host = host.trim_end_matches('.').to_ascii_lowercase();

@@ -25,19 +25,20 @@ use std::path::{Component, Path, PathBuf};
 use unicode_normalization::UnicodeNormalization;
 
 /// Symbolic links followed while resolving one path before giving up (Linux's `MAXSYMLINKS`).
-pub const MAX_SYMLINK_HOPS: usize = 40;
+pub(crate) const MAX_SYMLINK_HOPS: usize = 40;
 
 /// Whether letter case is ignored when matching protected paths on this platform: macOS
 /// (APFS and HFS+ by default) and Windows treat `~/.SSH` and `~/.ssh` as the same folder.
-pub const CASE_INSENSITIVE_FILESYSTEM: bool = cfg!(any(target_os = "macos", target_os = "windows"));
+pub(crate) const CASE_INSENSITIVE_FILESYSTEM: bool =
+    cfg!(any(target_os = "macos", target_os = "windows"));
 
 /// Why a path could not be turned into an absolute candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError(pub String);
+pub(crate) struct InputError(pub String);
 
 /// Why the filesystem walk failed.
 #[derive(Debug)]
-pub enum WalkError {
+pub(crate) enum WalkError {
     /// Too many symbolic links (a loop).
     Loop,
     /// A component that should be a folder is something else.
@@ -140,7 +141,7 @@ const DISGUISING_CHARACTERS: &[(char, &str, Disguise)] = &[
 ];
 
 /// Refuses characters that could make a path look like something it is not.
-pub fn screen_characters(text: &str) -> Result<(), InputError> {
+pub(crate) fn screen_characters(text: &str) -> Result<(), InputError> {
     for character in text.chars() {
         if character == '\0' {
             return Err(InputError("it contains a NUL character".to_owned()));
@@ -177,7 +178,7 @@ pub fn screen_characters(text: &str) -> Result<(), InputError> {
 
 /// Turns what a model or a person wrote into an absolute, lexically normalized path, without
 /// touching the filesystem.
-pub fn absolute_input(raw: &str, home: &Path) -> Result<PathBuf, InputError> {
+pub(crate) fn absolute_input(raw: &str, home: &Path) -> Result<PathBuf, InputError> {
     let trimmed = raw.trim();
     let unquoted = strip_quotes(trimmed).trim();
     if unquoted.is_empty() {
@@ -291,7 +292,7 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
 /// Walks an absolute path on the real filesystem, following every symbolic link, and returns
 /// the real location plus whether all of it exists. Components after the first missing one are
 /// taken literally (they will be created there).
-pub fn resolve_real(path: &Path) -> Result<(PathBuf, bool), WalkError> {
+pub(crate) fn resolve_real(path: &Path) -> Result<(PathBuf, bool), WalkError> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
     let mut resolved = PathBuf::from("/");
     push_components(&mut pending, path);
@@ -355,11 +356,11 @@ fn push_components(into: &mut VecDeque<OsString>, path: &Path) {
 /// A path reduced to a form for comparing protected paths: each component in Unicode NFC and,
 /// where the filesystem ignores case, lower case.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FoldedPath(Vec<String>);
+pub(crate) struct FoldedPath(Vec<String>);
 
 impl FoldedPath {
     /// Folds `path` (absolute, normalized).
-    pub fn new(path: &Path, case_insensitive: bool) -> Self {
+    pub(crate) fn new(path: &Path, case_insensitive: bool) -> Self {
         Self(
             path.components()
                 .filter_map(|component| match component {
@@ -371,12 +372,12 @@ impl FoldedPath {
     }
 
     /// Whether `self` is `ancestor` or inside it.
-    pub fn starts_with(&self, ancestor: &FoldedPath) -> bool {
+    pub(crate) fn starts_with(&self, ancestor: &FoldedPath) -> bool {
         self.0.starts_with(&ancestor.0)
     }
 
     /// Whether `self` is strictly inside `ancestor`.
-    pub fn strictly_inside(&self, ancestor: &FoldedPath) -> bool {
+    pub(crate) fn strictly_inside(&self, ancestor: &FoldedPath) -> bool {
         self.0.len() > ancestor.0.len() && self.starts_with(ancestor)
     }
 }

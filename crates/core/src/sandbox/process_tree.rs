@@ -22,13 +22,13 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal};
 
 /// Walks before [`kill_all_below`] gives up on a tree that keeps forking.
-pub const MAX_KILL_ROUNDS: usize = 200;
+pub(crate) const MAX_KILL_ROUNDS: usize = 200;
 
 /// Pause between two kill rounds (lets the kernel deliver the signals).
 const KILL_ROUND_PAUSE: Duration = Duration::from_millis(2);
 
 /// The live (not zombie) processes below `root`, parents before their children.
-pub fn live_descendants(root: Pid) -> Vec<Pid> {
+pub(crate) fn live_descendants(root: Pid) -> Vec<Pid> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -73,7 +73,7 @@ fn parent_and_state(stat: &str) -> Option<(i32, bool)> {
 }
 
 /// Sends `signal` to every live process below `root` (one walk).
-pub fn signal_all_below(root: Pid, signal: Signal) -> usize {
+pub(crate) fn signal_all_below(root: Pid, signal: Signal) -> usize {
     let found = live_descendants(root);
     for pid in &found {
         // ESRCH: it ended in between.
@@ -84,7 +84,7 @@ pub fn signal_all_below(root: Pid, signal: Signal) -> usize {
 
 /// Sends SIGKILL below `root` until a walk finds nothing alive; `between` runs after each
 /// round (the helper reaps its adopted children there). Returns whether the tree is empty.
-pub fn kill_all_below(root: Pid, mut between: impl FnMut()) -> bool {
+pub(crate) fn kill_all_below(root: Pid, mut between: impl FnMut()) -> bool {
     for _ in 0..MAX_KILL_ROUNDS {
         if signal_all_below(root, Signal::KILL) == 0 {
             between();

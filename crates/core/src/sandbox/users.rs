@@ -37,7 +37,7 @@ pub enum UserFolderError {
 }
 
 /// The folder of `user` from `template` (not created).
-pub fn user_folder(template: &str, user: &str) -> Result<PathBuf, UserFolderError> {
+pub(crate) fn user_folder(template: &str, user: &str) -> Result<PathBuf, UserFolderError> {
     let unusable = user.is_empty()
         || user == "."
         || user == ".."

@@ -8,17 +8,17 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 
 /// JSON text of `value`.
-pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|error| StoreError::Corrupt(error.to_string()))
 }
 
 /// Parses JSON text from `column`.
-pub fn from_json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
+pub(crate) fn from_json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|error| StoreError::Corrupt(format!("{column}: {error}")))
 }
 
 /// Parses optional JSON text from `column`.
-pub fn from_json_opt<T: DeserializeOwned>(
+pub(crate) fn from_json_opt<T: DeserializeOwned>(
     column: &str,
     text: Option<String>,
 ) -> Result<Option<T>, StoreError> {
@@ -26,19 +26,19 @@ pub fn from_json_opt<T: DeserializeOwned>(
 }
 
 /// A time as stored.
-pub fn to_time(at: DateTime<Utc>) -> String {
+pub(crate) fn to_time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Parses a stored time from `column`.
-pub fn from_time(column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
+pub(crate) fn from_time(column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
     DateTime::parse_from_rfc3339(text)
         .map(|at| at.with_timezone(&Utc))
         .map_err(|error| StoreError::Corrupt(format!("{column}: {error}")))
 }
 
 /// Parses an optional stored time from `column`.
-pub fn from_time_opt(
+pub(crate) fn from_time_opt(
     column: &str,
     text: Option<String>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
@@ -46,7 +46,7 @@ pub fn from_time_opt(
 }
 
 /// Now, at the precision times are stored with (so round trips compare equal).
-pub fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     let now = Utc::now();
     from_time("now", &to_time(now)).unwrap_or(now)
 }

@@ -21,7 +21,7 @@ use crate::store::codec::{from_time, now, to_time};
 use crate::store::{Store, StoreError};
 
 /// Prefix of every client token, so one found in a file or a log is recognisable.
-pub const TOKEN_PREFIX: &str = "souz_client_";
+pub(crate) const TOKEN_PREFIX: &str = "souz_client_";
 /// Longest client name.
 const MAX_NAME: usize = 64;
 
@@ -240,7 +240,7 @@ impl ClientTokens {
 }
 
 /// Whether `name` can name a client.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name

@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 use super::proof;
 
 /// How long a code works.
-pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+pub(crate) const CODE_LIFETIME: Duration = Duration::from_secs(60);
 /// Codes waiting to be used, at most.
 const MAX_OUTSTANDING: usize = 16;
 

@@ -1,17 +1,17 @@
 //! The built-in tools: the original's backend-safe catalog (files, documents, data, web,
 //! calculator) plus `RunCommand`. Each submodule registers its tools.
 
-pub mod calculator;
-pub mod command;
-pub mod data;
-pub mod documents;
-pub mod files;
-pub mod web;
+pub(crate) mod calculator;
+pub(crate) mod command;
+pub(crate) mod data;
+pub(crate) mod documents;
+pub(crate) mod files;
+pub(crate) mod web;
 
 use super::{Catalog, CatalogBuilder, CatalogError};
 
 /// Every built-in tool.
-pub fn catalog() -> Result<Catalog, CatalogError> {
+pub(crate) fn catalog() -> Result<Catalog, CatalogError> {
     let mut builder = CatalogBuilder::default();
     files::register(&mut builder)?;
     documents::register(&mut builder)?;

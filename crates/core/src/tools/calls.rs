@@ -12,7 +12,7 @@ use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to
 
 /// A call as first stored.
 #[derive(Debug)]
-pub struct NewCall<'a> {
+pub(crate) struct NewCall<'a> {
     pub id: &'a str,
     pub tool: &'a str,
     pub requester: &'a Requester,
@@ -22,7 +22,7 @@ pub struct NewCall<'a> {
 
 /// Inserts a call in the `planning` state unless it is stored already. Calls are stored lazily,
 /// in the same transaction as their first state change, to keep the gate's hot path short.
-pub fn ensure(connection: &Connection, call: &NewCall<'_>) -> Result<(), StoreError> {
+pub(crate) fn ensure(connection: &Connection, call: &NewCall<'_>) -> Result<(), StoreError> {
     let &NewCall {
         id,
         tool,
@@ -45,7 +45,7 @@ pub fn ensure(connection: &Connection, call: &NewCall<'_>) -> Result<(), StoreEr
 }
 
 /// Moves an unfinished call to a new non-final state.
-pub fn advance(
+pub(crate) fn advance(
     connection: &Connection,
     id: &str,
     status: ToolCallStatus,
@@ -61,7 +61,7 @@ pub fn advance(
 }
 
 /// Records the end of a call.
-pub fn finish(
+pub(crate) fn finish(
     connection: &Connection,
     id: &str,
     status: ToolCallStatus,
@@ -77,7 +77,7 @@ pub fn finish(
 }
 
 /// A call's whole story, for [`store_finished`].
-pub struct FinishedCall<'a> {
+pub(crate) struct FinishedCall<'a> {
     /// Call id.
     pub id: &'a str,
     /// Tool name.
@@ -103,7 +103,10 @@ pub struct FinishedCall<'a> {
 /// Records the end of a call in one statement: the same as [`ensure`], [`advance`] and
 /// [`finish`] in a row (a call that was never stored is inserted finished; a stored one is
 /// finished unless it already was), for the gate's batch of ended calls.
-pub fn store_finished(connection: &Connection, call: &FinishedCall<'_>) -> Result<(), StoreError> {
+pub(crate) fn store_finished(
+    connection: &Connection,
+    call: &FinishedCall<'_>,
+) -> Result<(), StoreError> {
     connection.execute_cached(
         "INSERT INTO tool_calls (id, tool, requester, arguments, status, summary, approval_id, \
          result, created_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
@@ -130,7 +133,7 @@ pub fn store_finished(connection: &Connection, call: &FinishedCall<'_>) -> Resul
 
 /// Marks a finished call's result as handed to its requester; returns false if it already was
 /// (`AwaitApproval` delivers a result once).
-pub fn mark_delivered(
+pub(crate) fn mark_delivered(
     connection: &Connection,
     id: &str,
     at: DateTime<Utc>,
@@ -144,7 +147,7 @@ pub fn mark_delivered(
 }
 
 /// One call.
-pub fn load(connection: &Connection, id: &str) -> Result<Option<ToolCall>, StoreError> {
+pub(crate) fn load(connection: &Connection, id: &str) -> Result<Option<ToolCall>, StoreError> {
     connection
         .query_row_cached(
             "SELECT id, tool, requester, status, summary, approval_id, result, created_at, \
@@ -159,7 +162,7 @@ pub fn load(connection: &Connection, id: &str) -> Result<Option<ToolCall>, Store
 
 /// A call that never finished (left by a process that died).
 #[derive(Debug, Clone)]
-pub struct UnfinishedCall {
+pub(crate) struct UnfinishedCall {
     /// Call id.
     pub id: String,
     /// Tool name.
@@ -173,7 +176,7 @@ pub struct UnfinishedCall {
 }
 
 /// Calls that never finished.
-pub fn unfinished(connection: &Connection) -> Result<Vec<UnfinishedCall>, StoreError> {
+pub(crate) fn unfinished(connection: &Connection) -> Result<Vec<UnfinishedCall>, StoreError> {
     let mut statement = connection.prepare(
         "SELECT id, tool, requester, arguments, created_at FROM tool_calls WHERE finished_at IS NULL",
     )?;

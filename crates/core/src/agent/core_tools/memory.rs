@@ -11,16 +11,16 @@ use crate::agent::memory::{MemoryError, MemoryFact, MemoryScope, MemorySearch};
 use crate::tools::{ToolError, parse_arguments};
 
 /// Facts returned when the caller does not say.
-pub const DEFAULT_MAX_FACTS: i64 = 8;
+pub(crate) const DEFAULT_MAX_FACTS: i64 = 8;
 /// Most facts a search returns.
-pub const MAX_FACTS: i64 = 16;
+pub(crate) const MAX_FACTS: i64 = 16;
 /// Most lexical hints a search takes.
-pub const MAX_LEXICAL_HINTS: usize = 16;
+pub(crate) const MAX_LEXICAL_HINTS: usize = 16;
 
 /// Arguments of `SearchMemory`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SearchMemoryArgs {
+pub(crate) struct SearchMemoryArgs {
     /// Standalone description in English of the needed fact, with the relevant entities and
     /// properties.
     pub semantic_query: String,

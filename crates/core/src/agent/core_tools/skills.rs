@@ -18,7 +18,7 @@ use crate::tools::{ToolError, ToolSpec, parse_arguments};
 /// Arguments of `GetSkillByName`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SkillIdArgs {
+pub(crate) struct SkillIdArgs {
     /// Exact skill id to inspect.
     pub skill_id: String,
 }
@@ -26,7 +26,7 @@ pub struct SkillIdArgs {
 /// Arguments of the category tools.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CategoryArgs {
+pub(crate) struct CategoryArgs {
     /// Skill category name.
     pub category: String,
 }
@@ -34,7 +34,7 @@ pub struct CategoryArgs {
 /// Arguments of `RunSkillCommand`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RunSkillArgs {
+pub(crate) struct RunSkillArgs {
     /// Exact skill id returned by a skill discovery tool.
     pub skill_id: String,
     /// Arguments matching the input schema a skill discovery tool returned.
@@ -46,7 +46,7 @@ pub struct RunSkillArgs {
 /// A lookup problem, as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DiscoveryError {
+pub(crate) struct DiscoveryError {
     /// The skill it is about, if any.
     pub skill_id: Option<String>,
     /// Stable code.
@@ -68,7 +68,7 @@ impl DiscoveryError {
 /// A tool-backed skill in full.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SkillDetail {
+pub(crate) struct SkillDetail {
     /// Its id (the tool's name).
     pub skill_id: String,
     /// Its name.

@@ -25,20 +25,20 @@ use super::{KnowledgeContent, KnowledgeEntry, KnowledgeError, KnowledgeStore, ut
 use crate::agent::core_tools::CoreOutput;
 
 /// Context around a match, in UTF-16 units, when none is asked for.
-pub const DEFAULT_CONTEXT_CHARS: i64 = 256;
+pub(crate) const DEFAULT_CONTEXT_CHARS: i64 = 256;
 /// Largest context a caller may ask for.
-pub const MAX_CONTEXT_CHARS: i64 = 4096;
+pub(crate) const MAX_CONTEXT_CHARS: i64 = 4096;
 /// Matches returned when none is asked for.
-pub const DEFAULT_MAX_MATCHES: i64 = 20;
+pub(crate) const DEFAULT_MAX_MATCHES: i64 = 20;
 /// Most matches a caller may ask for.
-pub const MAX_MATCHES: i64 = 100;
+pub(crate) const MAX_MATCHES: i64 = 100;
 /// Largest compiled pattern accepted.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Arguments of `GetKnowledge`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GetKnowledgeArgs {
+pub(crate) struct GetKnowledgeArgs {
     /// Opaque Knowledge ID from a tool result in this conversation.
     pub knowledge_id: String,
 }
@@ -46,7 +46,7 @@ pub struct GetKnowledgeArgs {
 /// Arguments of `SearchKnowledge`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SearchKnowledgeArgs {
+pub(crate) struct SearchKnowledgeArgs {
     /// Opaque Knowledge ID from a tool result in this conversation.
     pub knowledge_id: String,
     /// RE2-style regular expression (no backreferences or lookaround); case-sensitive unless
@@ -141,7 +141,7 @@ struct FullRead<'a> {
 /// One match: its text and UTF-16 range, and the surrounding excerpt when it is wider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct KnowledgeMatch {
+pub(crate) struct KnowledgeMatch {
     /// The matched text.
     pub text: String,
     /// Start offset in the original result.
@@ -206,7 +206,11 @@ async fn load(
 }
 
 /// `GetKnowledge`: everything that was kept of an entry.
-pub async fn get_knowledge(store: &KnowledgeStore, chat_id: &str, arguments: Value) -> CoreOutput {
+pub(crate) async fn get_knowledge(
+    store: &KnowledgeStore,
+    chat_id: &str,
+    arguments: Value,
+) -> CoreOutput {
     let args: GetKnowledgeArgs = match parse(arguments) {
         Ok(args) => args,
         Err(output) => return output,
@@ -268,7 +272,7 @@ fn check_range(
 }
 
 /// Compiles a Knowledge search pattern.
-pub fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
@@ -276,7 +280,7 @@ pub fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 }
 
 /// `SearchKnowledge`: matches of a pattern in what was kept of an entry.
-pub async fn search_knowledge(
+pub(crate) async fn search_knowledge(
     store: &KnowledgeStore,
     chat_id: &str,
     arguments: Value,
@@ -335,7 +339,7 @@ pub async fn search_knowledge(
 }
 
 /// Matches of `regex` in the kept parts of `entry`, head first, at most `most`.
-pub fn find(
+pub(crate) fn find(
     entry: &KnowledgeEntry,
     regex: &Regex,
     before: usize,

@@ -24,7 +24,7 @@ use crate::llm::{ChatRequest, LlmError, Message, complete};
 
 /// A category the classifier may pick, or `HELP` (a question about Souz: everything).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
+pub(crate) enum Choice {
     /// A tool category.
     Category(ToolCategory),
     /// A question about what Souz can do.
@@ -33,7 +33,7 @@ pub enum Choice {
 
 /// A parsed classifier answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Classification {
+pub(crate) struct Classification {
     /// Chosen categories, strongest first.
     pub choices: Vec<Choice>,
     /// Confidence 0..=100.
@@ -95,7 +95,7 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
 
 /// The local classifier: choices whose patterns occur in `text`, earliest occurrence first,
 /// among `available` categories (`HELP` is always available).
-pub fn classify_locally(text: &str, available: &[ToolCategory]) -> Vec<Choice> {
+pub(crate) fn classify_locally(text: &str, available: &[ToolCategory]) -> Vec<Choice> {
     let mut found: Vec<(usize, Choice)> = PATTERNS
         .iter()
         .filter(|pattern| match pattern.choice {
@@ -114,7 +114,7 @@ pub fn classify_locally(text: &str, available: &[ToolCategory]) -> Vec<Choice> {
 }
 
 /// Parses `CATEGORY1,CATEGORY2 NN` (quotes and unknown names tolerated).
-pub fn parse_answer(answer: &str) -> Option<Classification> {
+pub(crate) fn parse_answer(answer: &str) -> Option<Classification> {
     let answer = answer
         .trim()
         .trim_matches(|c| c == '"' || c == '`' || c == '\'');
@@ -150,7 +150,7 @@ pub fn parse_answer(answer: &str) -> Option<Classification> {
 
 /// The original's rule: the model's choice when it is confident or agrees with the local
 /// first choice, else nothing (which means everything).
-pub fn combine(local: &[Choice], model: &Classification) -> Vec<Choice> {
+pub(crate) fn combine(local: &[Choice], model: &Classification) -> Vec<Choice> {
     if model.confidence > 50 || model.choices.first() == local.first() {
         model.choices.clone()
     } else {
@@ -159,7 +159,7 @@ pub fn combine(local: &[Choice], model: &Classification) -> Vec<Choice> {
 }
 
 /// The categories to advertise, given what was chosen.
-pub fn selected(choices: &[Choice], available: &[ToolCategory]) -> Vec<ToolCategory> {
+pub(crate) fn selected(choices: &[Choice], available: &[ToolCategory]) -> Vec<ToolCategory> {
     if choices.is_empty() || choices.contains(&Choice::Help) {
         return available.to_vec();
     }

@@ -22,10 +22,10 @@ use crate::graph::{BoxError, Cancelled, Graph, GraphBuildError, GraphBuilder, Re
 use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, complete};
 
 /// The history is summarized at this fraction of the context window.
-pub const SUMMARIZE_AT: f64 = 0.8;
+pub(crate) const SUMMARIZE_AT: f64 = 0.8;
 
 /// Estimated tokens of the history (see the module documentation).
-pub fn estimated_tokens<I>(context: &AgentContext<I>) -> u64 {
+pub(crate) fn estimated_tokens<I>(context: &AgentContext<I>) -> u64 {
     if let Some(usage) = context.last_chat_usage
         && usage.input_tokens > 0
     {
@@ -39,7 +39,7 @@ pub fn estimated_tokens<I>(context: &AgentContext<I>) -> u64 {
 }
 
 /// Whether the history should be summarized now.
-pub fn history_is_too_big<I>(context: &AgentContext<I>) -> bool {
+pub(crate) fn history_is_too_big<I>(context: &AgentContext<I>) -> bool {
     estimated_tokens(context) as f64 >= f64::from(context.settings.context_size) * SUMMARIZE_AT
 }
 

@@ -28,7 +28,7 @@ pub trait ContextSource: Send + Sync {
 
 /// The local clock: the current date, time and UTC offset.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct LocalFacts;
+pub(crate) struct LocalFacts;
 
 impl ContextSource for LocalFacts {
     fn items<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Vec<ContextItem>> {
@@ -47,7 +47,7 @@ impl ContextSource for LocalFacts {
 }
 
 /// The background-context message for `items`.
-pub fn context_message(items: &[ContextItem]) -> Message {
+pub(crate) fn context_message(items: &[ContextItem]) -> Message {
     let mut text = String::from(CONTEXT_PREFIX);
     for item in items {
         text.push_str(&format!("- [{}]: {}\n", item.kind, item.text));

@@ -22,7 +22,7 @@ use crate::tools::ToolSpec;
 /// Quotes a file-backed skill id as data: JSON escapes for `\ " \b \f \n \r \t`, `\u003c`,
 /// `\u003e`, `\u0026` for `< > &`, and `\uXXXX` (lowercase hex) for U+2028, U+2029 and control
 /// characters.
-pub fn escape_skill_id(id: &str) -> String {
+pub(crate) fn escape_skill_id(id: &str) -> String {
     let mut quoted = String::with_capacity(id.len() + 2);
     quoted.push('"');
     for character in id.chars() {
@@ -49,7 +49,7 @@ pub fn escape_skill_id(id: &str) -> String {
 
 /// The `<skill_inventory>` block: tool-backed skills by category (categories sorted by name,
 /// ids sorted), then file-backed skill ids.
-pub fn inventory_block(
+pub(crate) fn inventory_block(
     tool_backed: &BTreeMap<ToolCategory, Vec<&ToolSpec>>,
     file_backed: &[String],
 ) -> String {

@@ -20,7 +20,7 @@ pub trait McpTools: Send + Sync {
 
 /// No external tools (the MCP client arrives in a later issue).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoMcpTools;
+pub(crate) struct NoMcpTools;
 
 impl McpTools for NoMcpTools {
     fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>> {

@@ -12,7 +12,7 @@ use crate::store::codec::{from_json, from_json_opt, from_time, from_time_opt, to
 
 /// A question an agent asked the person, as the chat service handles it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OptionRow {
+pub(crate) struct OptionRow {
     /// Option id.
     pub id: String,
     /// Chat id.
@@ -36,7 +36,7 @@ pub struct OptionRow {
 }
 
 /// Inserts a pending option.
-pub fn insert_option(
+pub(crate) fn insert_option(
     connection: &Connection,
     option: &OptionRow,
     at: DateTime<Utc>,
@@ -128,7 +128,7 @@ fn decode(raw: RawQuestion) -> Result<Question, StoreError> {
 }
 
 /// The question `id` of a chat owned by `user_id`; `None` for a foreign or missing id.
-pub fn load_question(
+pub(crate) fn load_question(
     connection: &Connection,
     user_id: &str,
     id: &str,
@@ -145,7 +145,10 @@ pub fn load_question(
 }
 
 /// The question `id`, whoever owns it (for the events the service itself publishes).
-pub fn question_by_id(connection: &Connection, id: &str) -> Result<Option<Question>, StoreError> {
+pub(crate) fn question_by_id(
+    connection: &Connection,
+    id: &str,
+) -> Result<Option<Question>, StoreError> {
     let sql =
         format!("SELECT {COLUMNS} FROM options o JOIN chats c ON c.id = o.chat_id WHERE o.id = ?1");
     connection
@@ -156,7 +159,7 @@ pub fn question_by_id(connection: &Connection, id: &str) -> Result<Option<Questi
 }
 
 /// Pending questions of `user_id`'s chats that have not expired at `at`, oldest first.
-pub fn pending_questions(
+pub(crate) fn pending_questions(
     connection: &Connection,
     user_id: &str,
     at: DateTime<Utc>,
@@ -183,7 +186,7 @@ pub fn pending_questions(
 }
 
 /// When the first pending question with a time limit expires.
-pub fn next_expiry(connection: &Connection) -> Result<Option<DateTime<Utc>>, StoreError> {
+pub(crate) fn next_expiry(connection: &Connection) -> Result<Option<DateTime<Utc>>, StoreError> {
     let next: Option<String> = connection.query_row_cached(
         "SELECT min(expires_at) FROM options WHERE status = 'pending' AND expires_at IS NOT NULL",
         [],
@@ -194,7 +197,7 @@ pub fn next_expiry(connection: &Connection) -> Result<Option<DateTime<Utc>>, Sto
 }
 
 /// Pending questions whose time ran out by `at`, of every user.
-pub fn due_questions(
+pub(crate) fn due_questions(
     connection: &Connection,
     at: DateTime<Utc>,
 ) -> Result<Vec<Question>, StoreError> {
@@ -211,7 +214,7 @@ pub fn due_questions(
 }
 
 /// Records an answer (or an expiry) if the option is still pending.
-pub fn settle_option(
+pub(crate) fn settle_option(
     connection: &Connection,
     id: &str,
     status: OptionStatus,
@@ -226,7 +229,7 @@ pub fn settle_option(
 }
 
 /// Cancels the pending options of an execution; returns their ids.
-pub fn cancel_options(
+pub(crate) fn cancel_options(
     connection: &Connection,
     execution_id: &str,
     at: DateTime<Utc>,

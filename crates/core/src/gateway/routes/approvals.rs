@@ -20,7 +20,7 @@ use crate::runtime::RuntimeHandle;
 /// Query of `GET /v1/approvals`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalsQuery {
+pub(crate) struct ApprovalsQuery {
     /// Only approvals with this status (`pending`, `approved`, `denied`, `expired`); default all.
     pub status: Option<ApprovalStatus>,
     /// At most this many (default 50, at most 500).

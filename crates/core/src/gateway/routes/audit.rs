@@ -17,7 +17,7 @@ use crate::runtime::RuntimeHandle;
 /// Query of `GET /v1/audit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AuditParams {
+pub(crate) struct AuditParams {
     /// Only rows older than this id (from `next_before` of the previous page).
     pub before: Option<i64>,
     /// At most this many rows (default 50, at most 500).
@@ -37,7 +37,7 @@ pub struct AuditParams {
 /// The kinds of requester, as the `requester` filter names them.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum RequesterKind {
+pub(crate) enum RequesterKind {
     /// Souz's own agents, in a chat.
     Chat,
     /// MCP clients.

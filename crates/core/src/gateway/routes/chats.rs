@@ -28,7 +28,7 @@ use crate::runtime::RuntimeHandle;
 /// Query of `GET /v1/chats`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ChatsQuery {
+pub(crate) struct ChatsQuery {
     /// At most this many (default 50, at most 100).
     pub limit: Option<String>,
     /// `true` to include archived chats (default `false`).
@@ -38,7 +38,7 @@ pub struct ChatsQuery {
 /// Query of `GET /v1/chats/{chatId}/messages`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MessagesQuery {
+pub(crate) struct MessagesQuery {
     /// Only messages before this sequence number (the newest of them).
     pub before_seq: Option<String>,
     /// Only messages after this sequence number.
@@ -50,7 +50,7 @@ pub struct MessagesQuery {
 /// Query of the chat event routes.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EventsQuery {
+pub(crate) struct EventsQuery {
     /// Only events after this sequence number (default 0).
     pub after_seq: Option<String>,
     /// At most this many (default 100, at most 1000; HTTP replay only).

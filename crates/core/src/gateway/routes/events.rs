@@ -20,7 +20,7 @@ use crate::runtime::RuntimeHandle;
 
 /// Query of `WS /v1/events`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct EventsQuery {
+pub(crate) struct EventsQuery {
     /// Replay stored events with a sequence number greater than this, then follow live.
     /// Default 0: everything stored.
     pub after_seq: Option<i64>,

@@ -20,7 +20,7 @@ use crate::runtime::RuntimeHandle;
 /// Query of `GET /v1/options`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OptionsQuery {
+pub(crate) struct OptionsQuery {
     /// At most this many (default 100, at most 500).
     pub limit: Option<String>,
 }

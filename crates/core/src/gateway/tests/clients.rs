@@ -183,8 +183,15 @@ async fn the_daemon_proves_its_identity_for_operator_and_client_tokens() {
             .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         let answer = answer["proof"].as_str().unwrap();
-        assert!(proof::verify(&digest, &nonce, BOUND, answer));
-        assert!(!proof::verify(&digest, &nonce, "127.0.0.1:9999", answer));
+        assert!(souz_protocol::identity::verify(
+            &digest, &nonce, BOUND, answer
+        ));
+        assert!(!souz_protocol::identity::verify(
+            &digest,
+            &nonce,
+            "127.0.0.1:9999",
+            answer
+        ));
         assert!(!answer.contains(&token));
     }
     let unknown = proof::key_id(&proof::digest("not-a-token-of-this-daemon"));

@@ -22,7 +22,7 @@ fn client(server: &FakeServer) -> GigaChatClient {
     let auth = Arc::new(GigaChatAuth::new(
         http(),
         format!("{}{OAUTH_PATH}", server.url()),
-        GIGACHAT_SCOPE,
+        "GIGACHAT_API_PERS",
     ));
     GigaChatClient::new(
         http(),

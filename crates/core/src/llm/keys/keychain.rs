@@ -113,7 +113,7 @@ mod backend {
         unavailable(error.to_string())
     }
 
-    pub async fn load(account: &str) -> Result<Option<Zeroizing<String>>, KeychainError> {
+    pub(super) async fn load(account: &str) -> Result<Option<Zeroizing<String>>, KeychainError> {
         let service = SecretService::connect(EncryptionType::Dh)
             .await
             .map_err(failed)?;
@@ -135,7 +135,7 @@ mod backend {
         Ok(Some(Zeroizing::new(text.to_owned())))
     }
 
-    pub async fn store(account: &str, text: Zeroizing<String>) -> Result<(), KeychainError> {
+    pub(super) async fn store(account: &str, text: Zeroizing<String>) -> Result<(), KeychainError> {
         let service = SecretService::connect(EncryptionType::Dh)
             .await
             .map_err(failed)?;

@@ -42,19 +42,19 @@ use crate::tools::gate::{CallRequest, CallState};
 use crate::tools::{input_schema, parse_arguments};
 
 /// The server's own tool that waits for a pending approval and returns the call's result.
-pub const AWAIT_APPROVAL: &str = "AwaitApproval";
+pub(crate) const AWAIT_APPROVAL: &str = "AwaitApproval";
 
 /// `_meta` keys on "waiting for approval" results, for clients and tests that want the id
 /// without reading the text.
-pub const META_APPROVAL_ID: &str = "souz/approvalId";
+pub(crate) const META_APPROVAL_ID: &str = "souz/approvalId";
 /// See [`META_APPROVAL_ID`]: where the call stands (`waiting_approval`, `running`).
-pub const META_STATUS: &str = "souz/status";
+pub(crate) const META_STATUS: &str = "souz/status";
 
 /// Arguments of `AwaitApproval`: advertised in snake_case (`approval_id`, `wait_seconds`), the
 /// camelCase spellings accepted as well.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AwaitArgs {
+pub(crate) struct AwaitArgs {
     /// The approval id from a "waiting for approval" result.
     #[serde(alias = "approvalId")]
     pub approval_id: String,
@@ -65,7 +65,7 @@ pub struct AwaitArgs {
 }
 
 /// `AwaitApproval` in MCP form.
-pub fn await_approval_tool() -> Tool {
+pub(crate) fn await_approval_tool() -> Tool {
     let schema = match input_schema::<AwaitArgs>() {
         Value::Object(map) => map,
         _ => JsonObject::new(),
@@ -99,7 +99,7 @@ enum Followed {
 }
 
 /// Runs `tools/call`.
-pub async fn call(
+pub(crate) async fn call(
     server: &SouzServer,
     request: CallToolRequestParams,
     requester: Requester,
@@ -387,7 +387,7 @@ async fn deliver(server: &SouzServer, call_id: &str) -> Result<(), McpError> {
 }
 
 /// The MCP result of a finished call.
-pub fn final_result(state: &CallState) -> CallToolResult {
+pub(crate) fn final_result(state: &CallState) -> CallToolResult {
     match &state.result {
         Some(result) => tool_result(result),
         None => error_result("The call ended without a result.".to_owned()),
@@ -395,7 +395,7 @@ pub fn final_result(state: &CallState) -> CallToolResult {
 }
 
 /// A gate result in MCP form.
-pub fn tool_result(result: &ToolResult) -> CallToolResult {
+pub(crate) fn tool_result(result: &ToolResult) -> CallToolResult {
     let content = vec![ContentBlock::text(result.text.clone())];
     let mut converted = if result.is_error {
         CallToolResult::error(content)
@@ -410,7 +410,7 @@ pub fn tool_result(result: &ToolResult) -> CallToolResult {
 /// that a normal result of a tool with an output schema carries matching structured content,
 /// which a notice cannot: that is why [`listing`](super::listing) lists tools that ask
 /// without their output schema.
-pub fn pending_result(tool: &str, state: &CallState) -> CallToolResult {
+pub(crate) fn pending_result(tool: &str, state: &CallState) -> CallToolResult {
     let id = state.approval_id.as_deref().unwrap_or_default();
     let summary = state.summary.as_deref().unwrap_or(tool);
     let text = if state.status == ToolCallStatus::WaitingApproval {

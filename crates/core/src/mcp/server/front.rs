@@ -60,7 +60,11 @@ const TYPED_METHODS: &[&str] = &[
 ];
 
 /// Handles one request to `/mcp`.
-pub async fn handle(service: Arc<HttpService>, body_limit: usize, request: Request) -> Response {
+pub(crate) async fn handle(
+    service: Arc<HttpService>,
+    body_limit: usize,
+    request: Request,
+) -> Response {
     if request.method() == Method::DELETE {
         // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
         let mut response = service.handle(request).await.into_response();
@@ -94,7 +98,7 @@ pub async fn handle(service: Arc<HttpService>, body_limit: usize, request: Reque
 }
 
 /// Checks one POSTed message; `Err` is the answer to send instead of passing it on.
-pub fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
+pub(crate) fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
@@ -197,7 +201,7 @@ fn diagnose(bytes: &Bytes, typed_error: &serde_json::Error) -> Rejection {
 
 /// A message refused at the door: the JSON-RPC error to answer with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// HTTP status.
     pub status: StatusCode,
     /// The request's id, or `null`.

@@ -19,7 +19,7 @@ use crate::approvals::Approvals;
 use crate::tools::{Catalog, ToolSpec};
 
 /// The `_meta` key Anthropic's clients read to know a tool will ask the person.
-pub const REQUIRES_USER_INTERACTION: &str = "anthropic/requiresUserInteraction";
+pub(crate) const REQUIRES_USER_INTERACTION: &str = "anthropic/requiresUserInteraction";
 
 /// A catalog tool in its MCP form.
 struct Entry {
@@ -28,14 +28,14 @@ struct Entry {
 }
 
 /// The catalog in MCP form, built once per gateway.
-pub struct Listing {
+pub(crate) struct Listing {
     entries: Vec<Entry>,
     await_approval: Tool,
 }
 
 impl Listing {
     /// MCP forms of every tool in `catalog`.
-    pub fn new(catalog: &Catalog) -> Self {
+    pub(crate) fn new(catalog: &Catalog) -> Self {
         let entries = catalog
             .iter()
             .map(|tool| {
@@ -54,7 +54,7 @@ impl Listing {
 
     /// The tools `requester` may call, as `tools/list` shows them (sorted by name, with
     /// `AwaitApproval` last).
-    pub fn tools(&self, approvals: &Approvals, requester: &Requester) -> Vec<Tool> {
+    pub(crate) fn tools(&self, approvals: &Approvals, requester: &Requester) -> Vec<Tool> {
         let mut tools: Vec<Tool> = self
             .entries
             .iter()
@@ -81,7 +81,11 @@ impl Listing {
     }
 
     /// What decides whether the list changed: each listed tool and whether it asks.
-    pub fn signature(&self, approvals: &Approvals, requester: &Requester) -> Vec<(String, bool)> {
+    pub(crate) fn signature(
+        &self,
+        approvals: &Approvals,
+        requester: &Requester,
+    ) -> Vec<(String, bool)> {
         self.tools(approvals, requester)
             .into_iter()
             .map(|tool| {
@@ -95,7 +99,7 @@ impl Listing {
     }
 
     /// One tool's MCP form, whatever the policy says (for rmcp's header validation).
-    pub fn tool(&self, name: &str) -> Option<Tool> {
+    pub(crate) fn tool(&self, name: &str) -> Option<Tool> {
         if name == calls::AWAIT_APPROVAL {
             return Some(self.await_approval.clone());
         }
@@ -107,7 +111,7 @@ impl Listing {
 }
 
 /// A catalog tool's MCP form: schemas, a title, and the annotations.
-pub fn mcp_tool(spec: &ToolSpec) -> Tool {
+pub(crate) fn mcp_tool(spec: &ToolSpec) -> Tool {
     let annotations = ToolAnnotations::with_title(title(spec.name))
         .read_only(spec.annotations.read_only_hint)
         .destructive(spec.annotations.destructive_hint)
@@ -129,7 +133,7 @@ pub fn mcp_tool(spec: &ToolSpec) -> Tool {
 }
 
 /// `EditFile` → "Edit file".
-pub fn title(name: &str) -> String {
+pub(crate) fn title(name: &str) -> String {
     let mut words = String::with_capacity(name.len() + 4);
     for (index, character) in name.chars().enumerate() {
         if index > 0 && character.is_uppercase() {

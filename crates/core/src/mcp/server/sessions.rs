@@ -39,7 +39,7 @@ use crate::tools::gate::Gate;
 
 /// The session a request came in on, and whether its response stream is still there.
 #[derive(Debug, Clone)]
-pub struct SessionStream {
+pub(crate) struct SessionStream {
     /// The session id.
     pub session_id: String,
     /// Cancelled when the request's SSE response was dropped before it ended.
@@ -47,14 +47,14 @@ pub struct SessionStream {
 }
 
 /// The calls each open session started (call ids; finished ones are pruned as new ones come).
-pub struct SessionCalls {
+pub(crate) struct SessionCalls {
     gate: Gate,
     open: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl SessionCalls {
     /// No sessions yet; calls are cancelled through `gate`.
-    pub fn new(gate: Gate) -> Self {
+    pub(crate) fn new(gate: Gate) -> Self {
         Self {
             gate,
             open: Mutex::new(HashMap::new()),
@@ -66,13 +66,13 @@ impl SessionCalls {
     }
 
     /// A session started.
-    pub fn opened(&self, session_id: &str) {
+    pub(crate) fn opened(&self, session_id: &str) {
         self.open().entry(session_id.to_owned()).or_default();
     }
 
     /// Ties a call to its session. `false` when the session is not open (it ended while the
     /// call started): the caller must cancel the call.
-    pub fn track(&self, session_id: &str, call_id: &str) -> bool {
+    pub(crate) fn track(&self, session_id: &str, call_id: &str) -> bool {
         let mut open = self.open();
         let Some(calls) = open.get_mut(session_id) else {
             return false;
@@ -83,7 +83,7 @@ impl SessionCalls {
     }
 
     /// The session ended: cancels each of its calls still going. Returns how many were.
-    pub fn end(&self, session_id: &str) -> usize {
+    pub(crate) fn end(&self, session_id: &str) -> usize {
         let calls = self.open().remove(session_id).unwrap_or_default();
         let cancelled = calls
             .iter()
@@ -98,22 +98,17 @@ impl SessionCalls {
         }
         cancelled
     }
-
-    /// Whether the session is open (for tests).
-    pub fn is_open(&self, session_id: &str) -> bool {
-        self.open().contains_key(session_id)
-    }
 }
 
 /// rmcp's in-memory session manager, with session ends and dropped streams reported.
-pub struct Sessions {
+pub(crate) struct Sessions {
     inner: LocalSessionManager,
     calls: Arc<SessionCalls>,
 }
 
 impl Sessions {
     /// Wraps `inner`; session ends cancel calls tracked in `calls`.
-    pub fn new(inner: LocalSessionManager, calls: Arc<SessionCalls>) -> Self {
+    pub(crate) fn new(inner: LocalSessionManager, calls: Arc<SessionCalls>) -> Self {
         Self { inner, calls }
     }
 }
@@ -233,7 +228,7 @@ impl<S: Stream> Stream for Answered<S> {
 
 /// A session's transport that ends the session's calls when it closes: when rmcp's session
 /// worker stops (the transport yields nothing more), is closed, or is dropped.
-pub struct Ending<T> {
+pub(crate) struct Ending<T> {
     inner: T,
     calls: Arc<SessionCalls>,
     session_id: Option<String>,

@@ -21,7 +21,7 @@ const REQUESTED_ABI: ABI = ABI::V6;
 
 /// What one command may do.
 #[derive(Debug, Clone, Copy)]
-pub struct Restrictions<'a> {
+pub(super) struct Restrictions<'a> {
     /// Beneath these it may write.
     pub writable: &'a [PathBuf],
     /// Beneath these it may read files, when reading is restricted.
@@ -35,7 +35,7 @@ pub struct Restrictions<'a> {
 /// `Ok(complete)` when Landlock works here, `complete` when every requested right is
 /// supported (writes of ABI 6, TCP rules, signal and abstract-socket scoping). Creates (and
 /// drops) rulesets; restricts nothing.
-pub fn probe() -> Result<bool, String> {
+pub(super) fn probe() -> Result<bool, String> {
     Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_write(ABI::V1))
@@ -54,7 +54,7 @@ pub fn probe() -> Result<bool, String> {
 /// Whether the kernel restricts connecting to path-named UNIX sockets (Landlock ABI 9).
 /// The kernel is asked once per process (a ruleset is created to find out); `/health` and
 /// every command ask again for free.
-pub fn resolves_unix_sockets() -> bool {
+pub(super) fn resolves_unix_sockets() -> bool {
     static RESOLVES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RESOLVES.get_or_init(|| {
         Ruleset::default()
@@ -66,7 +66,7 @@ pub fn resolves_unix_sockets() -> bool {
 }
 
 /// Restricts this thread (and what it executes) as `restrictions` say.
-pub fn restrict_self(restrictions: &Restrictions<'_>) -> Result<(), String> {
+pub(super) fn restrict_self(restrictions: &Restrictions<'_>) -> Result<(), String> {
     let write = AccessFs::from_write(REQUESTED_ABI);
     let file_write = write & AccessFs::from_file(REQUESTED_ABI);
     let read = if restrictions.readable.is_some() {

@@ -29,14 +29,14 @@ const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
 /// What the filter refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SyscallFilter {
+pub(super) struct SyscallFilter {
     /// Refuse creating UNIX sockets (off when `[sandbox] unix_socket_allow` names sockets).
     pub unix_sockets: bool,
 }
 
 impl SyscallFilter {
     /// The compiled filter for this binary's architecture.
-    pub fn program(&self) -> Result<BpfProgram, String> {
+    pub(super) fn program(&self) -> Result<BpfProgram, String> {
         let failed = |error: seccompiler::BackendError| error.to_string();
         let unix = || {
             SeccompCondition::new(
@@ -89,7 +89,7 @@ impl SyscallFilter {
     }
 
     /// Installs the filter on this thread (inherited by everything it executes).
-    pub fn install(&self) -> Result<(), String> {
+    pub(super) fn install(&self) -> Result<(), String> {
         let program = self.program()?;
         seccompiler::apply_filter(&program).map_err(|error| error.to_string())
     }

@@ -15,7 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use reqwest::Url;
 
 /// Why `ip` is not a public address, or `None` when it is one.
-pub fn non_public_reason(ip: IpAddr) -> Option<String> {
+pub(crate) fn non_public_reason(ip: IpAddr) -> Option<String> {
     match ip {
         IpAddr::V4(v4) => ipv4_reason(v4).map(str::to_owned),
         IpAddr::V6(v6) => ipv6_reason(v6),
@@ -124,14 +124,14 @@ impl HostName {
 
 /// One `network_allow_hosts` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedHost {
+pub(crate) struct AllowedHost {
     host: HostName,
     port: Option<u16>,
 }
 
 impl AllowedHost {
     /// Parses `host`, `host:port`, an IP address, or `[v6]:port`.
-    pub fn parse(entry: &str) -> Result<Self, String> {
+    pub(crate) fn parse(entry: &str) -> Result<Self, String> {
         let entry = entry.trim();
         if entry.is_empty() {
             return Err("an entry is empty".to_owned());

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 /// A running test server; stops when dropped.
-pub struct TestServer {
+pub(crate) struct TestServer {
     /// Where it listens.
     pub address: SocketAddr,
     hits: Arc<AtomicUsize>,
@@ -31,7 +31,7 @@ impl TestServer {
     /// - `/slow`: answers after 30 s
     /// - `/status?code=N`: an empty answer with that status
     /// - `/binary`: bytes labelled application/octet-stream
-    pub async fn start(ip: &str) -> Self {
+    pub(crate) async fn start(ip: &str) -> Self {
         let hits = Arc::new(AtomicUsize::new(0));
         let router = Router::new()
             .route("/text", get(|| async { "hello from the test server" }))
@@ -67,17 +67,17 @@ impl TestServer {
     }
 
     /// `http://<address><path>`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
     /// Requests received so far.
-    pub fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
 
     /// `host:port` as an allow-list entry.
-    pub fn allow_entry(&self) -> String {
+    pub(crate) fn allow_entry(&self) -> String {
         self.address.to_string()
     }
 }
@@ -137,7 +137,7 @@ async fn html(Query(query): Query<HashMap<String, String>>) -> Response {
 /// Fixture pages: `article` (a real-looking article with navigation, ads and scripts around
 /// it), `cp1251` (Windows-1251 text declared in the header), `tiny` (a page too short for
 /// article extraction).
-pub fn page(name: &str) -> Option<(&'static str, Vec<u8>)> {
+pub(crate) fn page(name: &str) -> Option<(&'static str, Vec<u8>)> {
     match name {
         "article" => Some(("text/html; charset=utf-8", ARTICLE.as_bytes().to_vec())),
         "cp1251" => {

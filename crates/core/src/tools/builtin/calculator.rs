@@ -37,7 +37,7 @@ const SUMMARY_CHARS: usize = 120;
 const MAX_DEPTH: usize = 64;
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(Calculator)?;
     Ok(())
 }
@@ -45,7 +45,7 @@ pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
 /// Arguments of `Calculator`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CalculatorArgs {
+pub(crate) struct CalculatorArgs {
     /// The expression to evaluate, e.g. `128 * 453`, `10 + 5 / 2`, `(2 + 3) ^ 2`,
     /// `sqrt(144)`, `sin(30)` (degrees). Operators: + - * / ^ and parentheses.
     pub expression: String,
@@ -53,7 +53,7 @@ pub struct CalculatorArgs {
 
 /// `Calculator`: evaluates an arithmetic expression.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Calculator;
+pub(crate) struct Calculator;
 
 impl Tool for Calculator {
     type Args = CalculatorArgs;
@@ -112,7 +112,7 @@ impl Tool for Calculator {
 
 /// Why an expression could not be parsed or evaluated. Positions are 1-based character columns.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CalculationError {
+pub(crate) enum CalculationError {
     /// Nothing to evaluate.
     #[error("the expression is empty")]
     Empty,
@@ -176,7 +176,7 @@ pub enum CalculationError {
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Expression {
+pub(crate) enum Expression {
     /// A literal.
     Number(f64),
     /// `-x`.
@@ -189,7 +189,7 @@ pub enum Expression {
 
 /// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
+pub(crate) enum Operator {
     /// `+`
     Add,
     /// `-`
@@ -204,7 +204,7 @@ pub enum Operator {
 
 /// A built-in function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Function {
+pub(crate) enum Function {
     /// Square root.
     Sqrt,
     /// Sine of degrees.
@@ -217,7 +217,7 @@ pub enum Function {
 
 impl Expression {
     /// Evaluates the tree; every intermediate result must be finite.
-    pub fn evaluate(&self) -> Result<f64, CalculationError> {
+    pub(crate) fn evaluate(&self) -> Result<f64, CalculationError> {
         let value = match self {
             Self::Number(value) => *value,
             Self::Negate(inner) => -inner.evaluate()?,
@@ -288,7 +288,7 @@ fn sine_degrees(degrees: f64) -> f64 {
 /// Formats a number for people: integers without decimals, others rounded to 15 significant
 /// digits (which hides binary noise such as `0.30000000000000004`), very large or very small
 /// magnitudes in scientific notation.
-pub fn format_number(value: f64) -> String {
+pub(crate) fn format_number(value: f64) -> String {
     if !value.is_finite() {
         return value.to_string();
     }
@@ -305,7 +305,7 @@ pub fn format_number(value: f64) -> String {
 }
 
 /// Parses an expression.
-pub fn parse(text: &str) -> Result<Expression, CalculationError> {
+pub(crate) fn parse(text: &str) -> Result<Expression, CalculationError> {
     if text.chars().count() > MAX_EXPRESSION_CHARS {
         return Err(CalculationError::TooLong);
     }

@@ -22,7 +22,7 @@ use crate::tools::{
 const SUMMARY_COMMAND_CHARS: usize = 160;
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(RunCommand)?;
     Ok(())
 }
@@ -30,7 +30,7 @@ pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
 /// Arguments of `RunCommand`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RunCommandArgs {
+pub(crate) struct RunCommandArgs {
     /// The command line, run with bash (`bash -c`), e.g. `ls -la` or `cargo test 2>&1 | tail -n 30`.
     pub command: String,
     /// Working folder (`~/project`, an absolute path, or relative to the home folder); it must be
@@ -51,7 +51,7 @@ pub struct RunCommandArgs {
 /// What `RunCommand` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunCommandOutput {
+pub(crate) struct RunCommandOutput {
     /// The exit code; absent when the command was ended by a signal (time limit, crash).
     pub exit_code: Option<i32>,
     /// The signal that ended the command, if one did.
@@ -79,14 +79,14 @@ pub struct RunCommandOutput {
 
 /// What `plan` hands to `run`.
 #[derive(Debug)]
-pub struct PreparedCommand {
+pub(crate) struct PreparedCommand {
     cwd: PathBuf,
     timeout: Duration,
 }
 
 /// `RunCommand`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RunCommand;
+pub(crate) struct RunCommand;
 
 impl Tool for RunCommand {
     type Args = RunCommandArgs;

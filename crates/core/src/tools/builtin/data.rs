@@ -10,9 +10,9 @@
 //! `CreatePlot` refuses an explicit output path that exists but picks a free numbered name
 //! (`plot-2.png`) for its default path, so repeated charts do not fail.
 
-pub mod excel_read;
-pub mod excel_report;
-pub mod plot;
+pub(crate) mod excel_read;
+pub(crate) mod excel_report;
+pub(crate) mod plot;
 
 use std::path::Path;
 
@@ -22,7 +22,7 @@ use crate::sandbox::{Access, ResolvedPath, Sandbox};
 use crate::tools::{CatalogBuilder, CatalogError, ToolContext, ToolError};
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(excel_read::ExcelRead)?;
     builder.add(excel_report::ExcelReport)?;
     builder.add(plot::CreatePlot::default())?;
@@ -31,7 +31,7 @@ pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
 
 /// A sheet seen as a table: a header row and data rows.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Table {
+pub(crate) struct Table {
     /// The sheet's name.
     pub sheet: String,
     /// Column names; a blank header cell is named by its column letter (`C`).
@@ -44,7 +44,7 @@ pub struct Table {
 
 impl Table {
     /// The table of a grid whose first row is the header.
-    pub fn from_grid(grid: Grid) -> Self {
+    pub(crate) fn from_grid(grid: Grid) -> Self {
         let mut rows = grid.rows.into_iter();
         let headers: Vec<String> = rows
             .next()
@@ -69,7 +69,7 @@ impl Table {
     }
 
     /// The index of the column called `name` (any case; or its letter, like `B`).
-    pub fn column(&self, name: &str) -> Result<usize, DocumentError> {
+    pub(crate) fn column(&self, name: &str) -> Result<usize, DocumentError> {
         let wanted = name.trim().to_lowercase();
         if let Some(index) = self
             .headers
@@ -99,7 +99,7 @@ impl Table {
 }
 
 /// `A`, `B`, ..., `Z`, `AA`, ... for a 0-based column index.
-pub fn column_letters(index: u32) -> String {
+pub(crate) fn column_letters(index: u32) -> String {
     let mut number = u64::from(index) + 1;
     let mut letters = Vec::new();
     while number > 0 {
@@ -111,7 +111,7 @@ pub fn column_letters(index: u32) -> String {
 }
 
 /// Parses an A1-style reference (`B5`, `$B$5`, `aa10`) into a 0-based (row, column).
-pub fn parse_cell_reference(reference: &str) -> Result<(u32, u32), DocumentError> {
+pub(crate) fn parse_cell_reference(reference: &str) -> Result<(u32, u32), DocumentError> {
     let invalid = || {
         DocumentError::Invalid(format!(
             "invalid cell reference '{reference}': use a cell like B5 or a range like A1:C10"

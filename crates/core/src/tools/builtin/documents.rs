@@ -15,12 +15,12 @@
 //! `plan`; `run` resolves it again and refuses ([`ToolError::Conflict`]) if it now leads
 //! somewhere else, then reads only through a [`source::SourceFile`].
 
-pub mod office;
-pub mod pdf;
-pub mod source;
-pub mod spreadsheet;
-pub mod text;
-pub mod worker;
+pub(crate) mod office;
+pub(crate) mod pdf;
+pub(crate) mod source;
+pub(crate) mod spreadsheet;
+pub(crate) mod text;
+pub(crate) mod worker;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -46,10 +46,10 @@ use crate::tools::{
 };
 
 /// Largest document (other than plain text, which is read only as far as needed) read whole.
-pub const DOCUMENT_BYTE_LIMIT: u64 = 256 << 20;
+pub(crate) const DOCUMENT_BYTE_LIMIT: u64 = 256 << 20;
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(ExtractTextFromFile)?;
     builder.add(ReadPdfPages)?;
     Ok(())
@@ -96,7 +96,7 @@ pub(crate) fn io_error(error: std::io::Error) -> DocumentError {
 
 /// What a file is, judged by its contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DocumentKind {
+pub(crate) enum DocumentKind {
     /// A PDF.
     Pdf,
     /// A Word document (`.docx`, `.docm`).
@@ -115,7 +115,7 @@ pub enum DocumentKind {
 
 impl DocumentKind {
     /// Looks at the first bytes of `source` (and, for ZIP packages, the names of their parts).
-    pub fn detect(source: &SourceFile) -> Result<Self, DocumentError> {
+    pub(crate) fn detect(source: &SourceFile) -> Result<Self, DocumentError> {
         let (head, _) = source.prefix(1024)?;
         // The PDF header may follow a little junk (readers accept it within 1024 bytes); off
         // the start it counts only for a `.pdf` name, so a text file that mentions `%PDF-`
@@ -380,7 +380,7 @@ fn file_name(path: &Path) -> String {
 /// Arguments of `ExtractTextFromFile`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ExtractTextArgs {
+pub(crate) struct ExtractTextArgs {
     /// Path to the file (pdf, docx, pptx, xlsx, xls, ods, csv, txt, md or any text file).
     /// `~` is the home folder.
     pub file_path: String,
@@ -388,7 +388,7 @@ pub struct ExtractTextArgs {
 
 /// `ExtractTextFromFile`: a read-only text preview of a document.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ExtractTextFromFile;
+pub(crate) struct ExtractTextFromFile;
 
 impl Tool for ExtractTextFromFile {
     type Args = ExtractTextArgs;
@@ -444,7 +444,7 @@ impl Tool for ExtractTextFromFile {
 /// Arguments of `ReadPdfPages`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ReadPdfPagesArgs {
+pub(crate) struct ReadPdfPagesArgs {
     /// Path to the PDF file. `~` is the home folder.
     pub file_path: String,
     /// First page to read (1-based). Default: 1.
@@ -458,7 +458,7 @@ pub struct ReadPdfPagesArgs {
 
 /// The page range a `ReadPdfPages` call asked for.
 #[derive(Debug, Clone)]
-pub struct PageRequest {
+pub(crate) struct PageRequest {
     path: PathBuf,
     start: u32,
     end: u32,
@@ -466,7 +466,7 @@ pub struct PageRequest {
 
 /// `ReadPdfPages`: the text of a range of PDF pages.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ReadPdfPages;
+pub(crate) struct ReadPdfPages;
 
 impl Tool for ReadPdfPages {
     type Args = ReadPdfPagesArgs;

@@ -45,30 +45,36 @@ use tokio_util::sync::CancellationToken;
 use crate::sandbox::Sandbox;
 use crate::tools::{CatalogBuilder, CatalogError, ToolContext, ToolError};
 
-pub use delete_file::{DeleteFile, DeleteFileArgs};
-pub use edit_file::{EditFile, EditFileArgs};
-pub use find_files::{FindFilesByName, FindFilesByNameArgs, FindFilesByNameOutput};
-pub use find_folders::{FindFolders, FindFoldersArgs, FindFoldersOutput};
-pub use list_files::{ListFiles, ListFilesArgs, ListFilesOutput};
-pub use move_file::{MoveFile, MoveFileArgs};
-pub use new_file::{NewFile, NewFileArgs};
-pub use search_content::{ContentMatch, SearchFileContent, SearchFileContentArgs, SearchOutput};
+pub(crate) use delete_file::DeleteFile;
+pub(crate) use edit_file::EditFile;
+pub(crate) use find_files::FindFilesByName;
+pub(crate) use find_folders::FindFolders;
+pub(crate) use list_files::ListFiles;
+pub(crate) use move_file::MoveFile;
+pub(crate) use new_file::NewFile;
+pub(crate) use search_content::SearchFileContent;
+#[cfg(test)]
+use {
+    delete_file::DeleteFileArgs, edit_file::EditFileArgs, find_files::FindFilesByNameArgs,
+    find_folders::FindFoldersArgs, list_files::ListFilesArgs, move_file::MoveFileArgs,
+    new_file::NewFileArgs, search_content::SearchFileContentArgs,
+};
 
 /// Most characters a listing or search returns (the original's limit).
-pub const OUTPUT_LIMIT_CHARS: usize = 25_000;
+pub(crate) const OUTPUT_LIMIT_CHARS: usize = 25_000;
 /// Most results a search returns.
-pub const RESULT_LIMIT: usize = 200;
+pub(crate) const RESULT_LIMIT: usize = 200;
 /// Largest file `SearchFileContent` reads.
-pub const SEARCH_FILE_LIMIT_BYTES: u64 = 1_000_000;
+pub(crate) const SEARCH_FILE_LIMIT_BYTES: u64 = 1_000_000;
 /// Most folders `FindFolders` returns.
-pub const FOLDER_RESULT_LIMIT: usize = 50;
+pub(crate) const FOLDER_RESULT_LIMIT: usize = 50;
 /// Most directory entries one walk looks at, so a search over a huge home folder ends.
-pub const WALK_ENTRY_LIMIT: usize = 200_000;
+pub(crate) const WALK_ENTRY_LIMIT: usize = 200_000;
 /// Largest file `EditFile` edits (the whole file is held in memory twice, plus a diff).
-pub const EDIT_FILE_LIMIT_BYTES: u64 = 10 << 20;
+pub(crate) const EDIT_FILE_LIMIT_BYTES: u64 = 10 << 20;
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder
         .add(ListFiles)?
         .add(SearchFileContent)?

@@ -21,14 +21,14 @@ use crate::tools::{
 };
 
 /// Characters returned by default.
-pub const DEFAULT_MAX_CHARS: usize = 6000;
+pub(crate) const DEFAULT_MAX_CHARS: usize = 6000;
 /// Most characters a call may ask for.
-pub const MAX_MAX_CHARS: usize = 100_000;
+pub(crate) const MAX_MAX_CHARS: usize = 100_000;
 /// Elements Readability scores at most (bounds the work on huge pages).
 const MAX_ELEMENTS: usize = 200_000;
 
 /// Registers this module's tools.
-pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
+pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(WebPageText)?;
     Ok(())
 }
@@ -36,7 +36,7 @@ pub fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
 /// Arguments of `WebPageText`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct WebPageTextArgs {
+pub(crate) struct WebPageTextArgs {
     /// The page to read: a full http:// or https:// URL.
     pub url: String,
     /// Most characters of text to return (default 6000, at most 100000); longer text is cut
@@ -48,7 +48,7 @@ pub struct WebPageTextArgs {
 /// What `WebPageText` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WebPageTextOutput {
+pub(crate) struct WebPageTextOutput {
     /// The URL asked for.
     pub url: String,
     /// The URL the text came from, after redirects.
@@ -67,7 +67,7 @@ pub struct WebPageTextOutput {
 
 /// `WebPageText`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WebPageText;
+pub(crate) struct WebPageText;
 
 impl Tool for WebPageText {
     type Args = WebPageTextArgs;
@@ -198,7 +198,7 @@ fn web_error(error: WebError) -> ToolError {
 
 /// A page reduced to text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageText {
+pub(crate) struct PageText {
     /// Its title.
     pub title: Option<String>,
     /// Its readable text.
@@ -206,7 +206,7 @@ pub struct PageText {
 }
 
 /// The readable text of a fetched page: main content of HTML, text types as they are.
-pub fn readable_text(fetched: &Fetched) -> Result<PageText, ToolError> {
+pub(crate) fn readable_text(fetched: &Fetched) -> Result<PageText, ToolError> {
     let media_type = fetched
         .content_type
         .as_deref()

@@ -66,7 +66,7 @@ pub(super) struct Workspace {
 impl Workspaces {
     /// Sets trusted-proxy mode and the folder template of proxied users (`None`: the mode is
     /// off), forgetting sandboxes made from another.
-    pub fn set_template(&self, template: Option<&str>) {
+    pub(super) fn set_template(&self, template: Option<&str>) {
         *self
             .template
             .write()
@@ -78,7 +78,7 @@ impl Workspaces {
     }
 
     /// The sandbox a call from `requester` runs in.
-    pub async fn for_call(
+    pub(super) async fn for_call(
         &self,
         store: &Store,
         daemon: &Arc<Sandbox>,

@@ -46,7 +46,7 @@ const SAMPLES_PER_COLUMN: usize = 5;
 /// What `ExcelRead` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum ReadOperation {
+pub(crate) enum ReadOperation {
     /// Columns, row count and statistics.
     #[serde(alias = "structure", alias = "Structure")]
     Structure,
@@ -63,7 +63,7 @@ pub enum ReadOperation {
 
 impl ReadOperation {
     /// The name as written in calls.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Structure => "STRUCTURE",
             Self::Query => "QUERY",
@@ -76,7 +76,7 @@ impl ReadOperation {
 /// How QUERY combines values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Aggregation {
+pub(crate) enum Aggregation {
     /// Total.
     #[serde(alias = "sum", alias = "Sum")]
     Sum,
@@ -96,7 +96,7 @@ pub enum Aggregation {
 
 impl Aggregation {
     /// The name as written in calls.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Sum => "SUM",
             Self::Count => "COUNT",
@@ -110,7 +110,7 @@ impl Aggregation {
 /// Sort direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum SortOrder {
+pub(crate) enum SortOrder {
     /// Smallest first.
     #[serde(alias = "asc", alias = "Asc")]
     Asc,
@@ -122,7 +122,7 @@ pub enum SortOrder {
 /// A value given as text or as a number.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum TextOrNumber {
+pub(crate) enum TextOrNumber {
     /// Text.
     Text(String),
     /// A number.
@@ -141,7 +141,7 @@ impl TextOrNumber {
 /// Arguments of `ExcelRead`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ExcelReadArgs {
+pub(crate) struct ExcelReadArgs {
     /// Path to the spreadsheet: .xlsx, .xlsm, .xlsb, .xls, .ods or .csv. `~` is the home folder.
     pub path: String,
     /// STRUCTURE (use first to learn the columns), QUERY, CELL or LOOKUP.
@@ -177,7 +177,7 @@ pub struct ExcelReadArgs {
 
 /// `ExcelRead`: read-only queries over a sheet.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ExcelRead;
+pub(crate) struct ExcelRead;
 
 impl Tool for ExcelRead {
     type Args = ExcelReadArgs;

@@ -29,7 +29,7 @@ const MAX_CELLS: usize = 1_000_000;
 /// Arguments of `ExcelReport`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ExcelReportArgs {
+pub(crate) struct ExcelReportArgs {
     /// Path of the new file; must end in .xlsx and must not exist yet. `~` is the home folder.
     pub path: String,
     /// Column names for the first row, comma-separated, e.g. `Name, Age, City`.
@@ -43,7 +43,7 @@ pub struct ExcelReportArgs {
 
 /// What planning prepared for writing.
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     path: PathBuf,
     sheet: String,
     headers: Vec<String>,
@@ -52,7 +52,7 @@ pub struct Report {
 
 /// `ExcelReport`: creates a new Excel file.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ExcelReport;
+pub(crate) struct ExcelReport;
 
 impl Tool for ExcelReport {
     type Args = ExcelReportArgs;

@@ -35,11 +35,11 @@ use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Where charts go when no `output` is given (as the original).
-pub const DEFAULT_OUTPUT: &str = "~/souz/Documents/plot.png";
+pub(crate) const DEFAULT_OUTPUT: &str = "~/souz/Documents/plot.png";
 /// Image size in pixels (as the original).
-pub const WIDTH: u32 = 800;
+pub(crate) const WIDTH: u32 = 800;
 /// Image size in pixels (as the original).
-pub const HEIGHT: u32 = 600;
+pub(crate) const HEIGHT: u32 = 600;
 /// Most bars or line categories drawn.
 const MAX_CATEGORIES: usize = 200;
 /// Most slices drawn; the smallest rest becomes "Other".
@@ -55,7 +55,7 @@ const FAMILY: &str = "sans-serif";
 /// The kind of chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum ChartType {
+pub(crate) enum ChartType {
     /// Bars per x value.
     #[default]
     #[serde(alias = "bar", alias = "Bar")]
@@ -85,7 +85,7 @@ impl ChartType {
 /// Arguments of `CreatePlot`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreatePlotArgs {
+pub(crate) struct CreatePlotArgs {
     /// Path to the data file: CSV, XLSX, XLS or ODS (first sheet). `~` is the home folder.
     pub path: String,
     /// Column for the x axis (categories). Omit to list the file's headers.
@@ -105,7 +105,7 @@ pub struct CreatePlotArgs {
 
 /// What the chart shows.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Series {
+pub(crate) enum Series {
     /// One value per category, in order.
     Categories {
         /// Category names.
@@ -126,7 +126,7 @@ pub enum Series {
 
 /// A chart ready to draw.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Chart {
+pub(crate) struct Chart {
     /// Its kind.
     pub kind: ChartType,
     /// Title ("Revenue by Month", as the original).
@@ -143,7 +143,7 @@ pub struct Chart {
 
 /// What planning prepared.
 #[derive(Debug)]
-pub enum PlotJob {
+pub(crate) enum PlotJob {
     /// No columns were given: report the headers.
     Headers(Vec<String>),
     /// Draw and save a chart.
@@ -159,7 +159,7 @@ pub enum PlotJob {
 
 /// `CreatePlot`: draws a chart into a PNG file.
 #[derive(Debug, Clone, Default)]
-pub struct CreatePlot {
+pub(crate) struct CreatePlot {
     /// The program (and leading arguments) that opens a file for the person; `None` means the
     /// platform's (`open` on macOS, `xdg-open` elsewhere).
     pub opener: Option<Vec<OsString>>,
@@ -363,7 +363,7 @@ fn pie(pairs: Vec<(String, Option<f64>, f64)>, y_label: &str) -> Result<Series, 
 }
 
 /// Builds the chart's data from two columns of a table.
-pub fn chart_from_table(
+pub(crate) fn chart_from_table(
     table: &Table,
     x_column: &str,
     y_column: &str,
@@ -482,7 +482,7 @@ fn register_font() -> Result<(), ToolError> {
 }
 
 /// Draws the chart and encodes it as an RGB PNG of [`WIDTH`] x [`HEIGHT`].
-pub fn render_png(chart: &Chart) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn render_png(chart: &Chart) -> Result<Vec<u8>, ToolError> {
     register_font()?;
     let mut pixels = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {

@@ -22,7 +22,7 @@ use crate::tools::{
 };
 
 /// A tool context whose home folder (and only root) is `home`.
-pub fn context(home: &Path) -> ToolContext {
+pub(crate) fn context(home: &Path) -> ToolContext {
     let paths = SouzPaths::new(home.join(".souz")).with_user_home(home);
     ToolContext {
         sandbox: Arc::new(Sandbox::new(&SandboxConfig::default(), &paths).unwrap()),
@@ -32,7 +32,7 @@ pub fn context(home: &Path) -> ToolContext {
 }
 
 /// A temporary home folder with a catalog of some tools, for calling them as a client would.
-pub struct TestHome {
+pub(crate) struct TestHome {
     _dir: tempfile::TempDir,
     /// The home folder (canonical).
     pub root: PathBuf,
@@ -44,7 +44,7 @@ pub struct TestHome {
 
 impl TestHome {
     /// A fresh home with the tools `register` adds.
-    pub fn new(register: fn(&mut CatalogBuilder) -> Result<(), CatalogError>) -> Self {
+    pub(crate) fn new(register: fn(&mut CatalogBuilder) -> Result<(), CatalogError>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let ctx = context(&root);
@@ -59,7 +59,7 @@ impl TestHome {
     }
 
     /// Writes a file under the home folder (parents created); returns its path.
-    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let path = self.root.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
@@ -67,7 +67,7 @@ impl TestHome {
     }
 
     /// Plans a call.
-    pub async fn plan(
+    pub(crate) async fn plan(
         &self,
         tool: &str,
         arguments: serde_json::Value,
@@ -80,7 +80,7 @@ impl TestHome {
     }
 
     /// Plans and runs a call.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Value,
@@ -93,7 +93,7 @@ impl TestHome {
 }
 
 /// A PDF with one page per entry; lines of an entry become lines of text on the page.
-pub fn pdf(pages: &[&str]) -> Vec<u8> {
+pub(crate) fn pdf(pages: &[&str]) -> Vec<u8> {
     let mut document = Document::with_version("1.5");
     let pages_id = document.new_object_id();
     let font_id = document.add_object(dictionary! {
@@ -151,7 +151,7 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
 }
 
 /// A ZIP package with the given parts.
-pub fn package(parts: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn package(parts: &[(&str, &str)]) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     for (name, content) in parts {
         writer
@@ -165,7 +165,7 @@ pub fn package(parts: &[(&str, &str)]) -> Vec<u8> {
 const WORD_NAMESPACES: &str = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006""#;
 
 /// A Word document whose body is `body` (WordprocessingML inside `<w:body>`).
-pub fn docx(body: &str) -> Vec<u8> {
+pub(crate) fn docx(body: &str) -> Vec<u8> {
     let document = format!(
         r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {WORD_NAMESPACES}><w:body>{body}<w:sectPr/></w:body></w:document>"#
     );
@@ -183,12 +183,12 @@ pub fn docx(body: &str) -> Vec<u8> {
 }
 
 /// A Word paragraph of one run.
-pub fn paragraph(text: &str) -> String {
+pub(crate) fn paragraph(text: &str) -> String {
     format!(r#"<w:p><w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>"#)
 }
 
 /// An OpenDocument spreadsheet with one sheet; cells that parse as numbers are numbers.
-pub fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
+pub(crate) fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
     let mut table = String::new();
     for row in rows {
         table.push_str("<table:table-row>");
@@ -220,7 +220,7 @@ pub fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
 
 /// A presentation whose slides hold `slides` (one text box each, lines as paragraphs), listed
 /// in the presentation in `order` (indexes into `slides`).
-pub fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {
+pub(crate) fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {
     let mut parts: Vec<(String, String)> = Vec::new();
     let mut overrides = String::new();
     let mut relationships = String::new();
@@ -286,7 +286,7 @@ pub fn pptx(slides: &[&str], order: &[usize]) -> Vec<u8> {
 
 /// A workbook cell for [`xlsx`].
 #[derive(Debug, Clone)]
-pub enum Cell {
+pub(crate) enum Cell {
     /// Text.
     Text(&'static str),
     /// A number.
@@ -300,10 +300,10 @@ pub enum Cell {
 }
 
 /// A sheet for [`xlsx`]: its name, where its rows start (row, column), and the rows.
-pub type SheetSpec<'a> = (&'a str, (u32, u16), Vec<Vec<Cell>>);
+pub(crate) type SheetSpec<'a> = (&'a str, (u32, u16), Vec<Vec<Cell>>);
 
 /// An `.xlsx` workbook with the given sheets.
-pub fn xlsx(sheets: &[SheetSpec<'_>]) -> Vec<u8> {
+pub(crate) fn xlsx(sheets: &[SheetSpec<'_>]) -> Vec<u8> {
     let mut workbook = rust_xlsxwriter::Workbook::new();
     let date_format = rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd");
     for (name, (origin_row, origin_column), rows) in sheets {

@@ -23,7 +23,9 @@ use super::worker::Stop;
 const PART_BYTE_LIMIT: u64 = 64 << 20;
 
 /// The text of a Word document's body.
-pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, DocumentError> {
+pub(crate) fn word_text<R: Read + Seek>(
+    archive: &mut ZipArchive<R>,
+) -> Result<String, DocumentError> {
     let xml = read_part(archive, "word/document.xml")?;
     let mut reader = Reader::from_str(&xml);
     let mut out = String::new();
@@ -92,7 +94,7 @@ pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, 
 }
 
 /// The text of each slide of a presentation, in presentation order.
-pub fn slide_texts<R: Read + Seek>(
+pub(crate) fn slide_texts<R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     stop: &Stop,
 ) -> Result<Vec<String>, DocumentError> {
@@ -235,7 +237,7 @@ fn trim_trailing_spaces(out: &mut String) {
 }
 
 /// Reads one part of the package as text, refusing oversized parts.
-pub fn read_part<R: Read + Seek>(
+pub(crate) fn read_part<R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     name: &str,
 ) -> Result<String, DocumentError> {

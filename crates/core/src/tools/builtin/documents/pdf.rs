@@ -14,14 +14,14 @@ use super::text::tidy;
 use super::worker::Stop;
 
 /// An opened PDF.
-pub struct Pdf {
+pub(crate) struct Pdf {
     document: Document,
     page_count: u32,
 }
 
 /// One page's text, or why it has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageText {
+pub(crate) struct PageText {
     /// 1-based page number.
     pub number: u32,
     /// Its text (tidied), or the reason extraction failed.
@@ -30,7 +30,7 @@ pub struct PageText {
 
 impl Pdf {
     /// Parses a PDF from its bytes.
-    pub fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
+    pub(crate) fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
         let loaded = catch_unwind(|| Document::load_mem(bytes)).map_err(|_| {
             DocumentError::Malformed("PDF".into(), "its structure is broken".into())
         })?;
@@ -47,12 +47,12 @@ impl Pdf {
     }
 
     /// Number of pages.
-    pub fn page_count(&self) -> u32 {
+    pub(crate) fn page_count(&self) -> u32 {
         self.page_count
     }
 
     /// Text of the pages in `pages` (1-based, within the page count), stopping early if asked.
-    pub fn pages(
+    pub(crate) fn pages(
         &self,
         pages: RangeInclusive<u32>,
         stop: &Stop,
@@ -83,7 +83,7 @@ impl Pdf {
 }
 
 /// Renders pages as the readers show them: a marker line per page, then its text.
-pub fn render_pages(pages: &[PageText]) -> String {
+pub(crate) fn render_pages(pages: &[PageText]) -> String {
     let mut out = String::new();
     for page in pages {
         if !out.is_empty() {

@@ -17,7 +17,7 @@ use crate::sandbox::Sandbox;
 
 /// A regular file opened for reading.
 #[derive(Debug)]
-pub struct SourceFile {
+pub(crate) struct SourceFile {
     file: File,
     path: PathBuf,
     size: u64,
@@ -25,13 +25,13 @@ pub struct SourceFile {
 
 impl SourceFile {
     /// Opens `path` (already resolved by `sandbox`) beneath its root if it is a regular file.
-    pub fn open(sandbox: &Sandbox, path: &Path) -> Result<Self, DocumentError> {
+    pub(crate) fn open(sandbox: &Sandbox, path: &Path) -> Result<Self, DocumentError> {
         let file = sandbox.beneath().open_read(path).map_err(io_error)?;
         Self::from_file(file, path)
     }
 
     /// Takes a file already opened (at `path`) if it is a regular file.
-    pub fn from_file(file: File, path: &Path) -> Result<Self, DocumentError> {
+    pub(crate) fn from_file(file: File, path: &Path) -> Result<Self, DocumentError> {
         let metadata = file.metadata().map_err(io_error)?;
         if !metadata.is_file() {
             return Err(DocumentError::Unsupported(
@@ -46,17 +46,12 @@ impl SourceFile {
     }
 
     /// The path it was opened at.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Its size when opened.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-
     /// Whether its name ends in `.extension` (any case).
-    pub fn has_extension(&self, extension: &str) -> bool {
+    pub(crate) fn has_extension(&self, extension: &str) -> bool {
         self.path
             .extension()
             .is_some_and(|found| found.eq_ignore_ascii_case(extension))
@@ -64,14 +59,14 @@ impl SourceFile {
 
     /// A buffered reader from the start of the file. Readers share the handle's position, so
     /// use one at a time.
-    pub fn reader(&self) -> Result<BufReader<File>, DocumentError> {
+    pub(crate) fn reader(&self) -> Result<BufReader<File>, DocumentError> {
         let mut file = self.file.try_clone().map_err(io_error)?;
         file.seek(SeekFrom::Start(0)).map_err(io_error)?;
         Ok(BufReader::new(file))
     }
 
     /// At most `limit` bytes from the start; also says whether that was the whole file.
-    pub fn prefix(&self, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
+    pub(crate) fn prefix(&self, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
         let mut bytes = Vec::new();
         self.reader()?
             .take(limit as u64 + 1)
@@ -84,7 +79,7 @@ impl SourceFile {
 
     /// The whole file, refused past `limit` bytes (checked on the handle and while reading, as
     /// the file may grow).
-    pub fn bytes(&self, limit: u64) -> Result<Vec<u8>, DocumentError> {
+    pub(crate) fn bytes(&self, limit: u64) -> Result<Vec<u8>, DocumentError> {
         self.check_size(limit)?;
         let mut bytes = Vec::with_capacity(usize::try_from(self.size).unwrap_or(0));
         self.reader()?
@@ -98,7 +93,7 @@ impl SourceFile {
     }
 
     /// Refuses a file over `limit` bytes.
-    pub fn check_size(&self, limit: u64) -> Result<(), DocumentError> {
+    pub(crate) fn check_size(&self, limit: u64) -> Result<(), DocumentError> {
         if self.size > limit {
             Err(too_large(self.size, limit))
         } else {
@@ -107,7 +102,7 @@ impl SourceFile {
     }
 
     /// Refuses a file over [`DOCUMENT_BYTE_LIMIT`].
-    pub fn check_document_size(&self) -> Result<(), DocumentError> {
+    pub(crate) fn check_document_size(&self) -> Result<(), DocumentError> {
         self.check_size(DOCUMENT_BYTE_LIMIT)
     }
 }

@@ -23,7 +23,7 @@ const CSV_BYTE_LIMIT: u64 = 256 << 20;
 
 /// One cell's value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CellValue {
+pub(crate) enum CellValue {
     /// Nothing.
     Empty,
     /// A number.
@@ -40,7 +40,7 @@ pub enum CellValue {
 
 impl CellValue {
     /// The value as people read it.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match self {
             Self::Empty => String::new(),
             Self::Number(value) => format_number(*value),
@@ -51,7 +51,7 @@ impl CellValue {
     }
 
     /// The value as a number: numbers, and text that reads as one (`1 234,5`, `-3.2e2`).
-    pub fn number(&self) -> Option<f64> {
+    pub(crate) fn number(&self) -> Option<f64> {
         match self {
             Self::Number(value) => Some(*value),
             Self::Text(text) => parse_number(text),
@@ -60,7 +60,7 @@ impl CellValue {
     }
 
     /// Whether the cell holds nothing (or only spaces).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         match self {
             Self::Empty => true,
             Self::Text(text) => text.trim().is_empty(),
@@ -109,7 +109,7 @@ fn render_duration(days: f64) -> String {
 
 /// Reads a number written by a person: spaces and no-break spaces as thousands separators, a
 /// decimal comma (`3,5`) or point, or both (`1.234,5` / `1,234.5`: the last one is decimal).
-pub fn parse_number(text: &str) -> Option<f64> {
+pub(crate) fn parse_number(text: &str) -> Option<f64> {
     let compact: String = text
         .trim()
         .chars()
@@ -138,7 +138,7 @@ pub fn parse_number(text: &str) -> Option<f64> {
 
 /// A sheet's used range.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Grid {
+pub(crate) struct Grid {
     /// Sheet name (the file name without extension for CSV).
     pub name: String,
     /// Absolute (row, column) of `rows[0][0]`, 0-based.
@@ -149,14 +149,14 @@ pub struct Grid {
 
 impl Grid {
     /// The cell at an absolute 0-based position, if inside the used range.
-    pub fn cell(&self, row: u32, column: u32) -> Option<&CellValue> {
+    pub(crate) fn cell(&self, row: u32, column: u32) -> Option<&CellValue> {
         let row = row.checked_sub(self.origin.0)? as usize;
         let column = column.checked_sub(self.origin.1)? as usize;
         self.rows.get(row)?.get(column)
     }
 
     /// The rows as tab-separated lines, trailing empty cells left out.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         for row in &self.rows {
             let used = row
@@ -176,7 +176,7 @@ impl Grid {
 
 /// Which reader a spreadsheet file needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpreadsheetFormat {
+pub(crate) enum SpreadsheetFormat {
     /// Office Open XML workbook.
     Xlsx,
     /// Excel binary workbook.
@@ -191,7 +191,7 @@ pub enum SpreadsheetFormat {
 
 impl SpreadsheetFormat {
     /// The spreadsheet format of `path`, judged by its contents (CSV by its extension).
-    pub fn of(source: &SourceFile) -> Result<Self, DocumentError> {
+    pub(crate) fn of(source: &SourceFile) -> Result<Self, DocumentError> {
         let csv_extension = ["csv", "tsv", "txt"]
             .iter()
             .any(|extension| source.has_extension(extension));
@@ -206,7 +206,7 @@ impl SpreadsheetFormat {
 }
 
 /// A workbook open for reading sheets.
-pub struct Workbook {
+pub(crate) struct Workbook {
     source: Source,
 }
 
@@ -217,7 +217,10 @@ enum Source {
 
 impl Workbook {
     /// Opens `file`, which has `format`.
-    pub fn open(file: &SourceFile, format: SpreadsheetFormat) -> Result<Self, DocumentError> {
+    pub(crate) fn open(
+        file: &SourceFile,
+        format: SpreadsheetFormat,
+    ) -> Result<Self, DocumentError> {
         let open = || {
             file.check_document_size()?;
             file.reader()
@@ -239,7 +242,7 @@ impl Workbook {
     }
 
     /// Sheet names in workbook order.
-    pub fn sheet_names(&self) -> Vec<String> {
+    pub(crate) fn sheet_names(&self) -> Vec<String> {
         match &self.source {
             Source::Calamine(sheets) => sheets.sheet_names(),
             Source::Csv(grid) => vec![grid.name.clone()],
@@ -248,7 +251,7 @@ impl Workbook {
 
     /// Reads a sheet by name (case-insensitive), or the first sheet. A CSV file has one sheet,
     /// which any name selects.
-    pub fn sheet(&mut self, name: Option<&str>) -> Result<Grid, DocumentError> {
+    pub(crate) fn sheet(&mut self, name: Option<&str>) -> Result<Grid, DocumentError> {
         let names = self.sheet_names();
         match &mut self.source {
             Source::Csv(grid) => Ok(grid.clone()),
@@ -274,7 +277,7 @@ impl Workbook {
     }
 
     /// Reads every sheet in order, stopping early if asked.
-    pub fn all_sheets(&mut self, stop: &Stop) -> Result<Vec<Grid>, DocumentError> {
+    pub(crate) fn all_sheets(&mut self, stop: &Stop) -> Result<Vec<Grid>, DocumentError> {
         match &mut self.source {
             Source::Csv(grid) => Ok(vec![grid.clone()]),
             Source::Calamine(sheets) => {
@@ -306,7 +309,7 @@ fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, 
 }
 
 /// Reads a CSV or TSV file into one grid.
-pub fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
+pub(crate) fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
     let bytes = file.bytes(CSV_BYTE_LIMIT)?;
     let text = decode(&bytes, true)
         .map_err(|_| DocumentError::Unsupported("the file is binary, not CSV text".into()))?
@@ -321,7 +324,11 @@ pub fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
 }
 
 /// Parses CSV text into a grid; `delimiter` is sniffed from the first line when not given.
-pub fn parse_csv(text: &str, name: String, delimiter: Option<u8>) -> Result<Grid, DocumentError> {
+pub(crate) fn parse_csv(
+    text: &str,
+    name: String,
+    delimiter: Option<u8>,
+) -> Result<Grid, DocumentError> {
     let delimiter = delimiter.unwrap_or_else(|| sniff_delimiter(text));
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)

@@ -17,15 +17,15 @@ use crate::tools::ToolError;
 
 /// Time a document may take to parse before the call gives up (the original allowed 30 s; a
 /// debug build or a slow disk deserves some slack).
-pub const PARSE_TIME_LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const PARSE_TIME_LIMIT: Duration = Duration::from_secs(60);
 
 /// Tells running work to stop at its next check.
 #[derive(Debug, Clone, Default)]
-pub struct Stop(Arc<AtomicBool>);
+pub(crate) struct Stop(Arc<AtomicBool>);
 
 impl Stop {
     /// Returns an error once stopping was asked for.
-    pub fn check(&self) -> Result<(), DocumentError> {
+    pub(crate) fn check(&self) -> Result<(), DocumentError> {
         if self.0.load(Ordering::Relaxed) {
             Err(DocumentError::Stopped)
         } else {
@@ -39,7 +39,7 @@ impl Stop {
 }
 
 /// Runs `work` on the blocking pool; see the module docs for how it ends.
-pub async fn run_blocking<T, F>(
+pub(crate) async fn run_blocking<T, F>(
     cancel: &CancellationToken,
     limit: Duration,
     work: F,

@@ -22,12 +22,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Moves files and folders to the Trash.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct DeleteFile;
+pub(crate) struct DeleteFile;
 
 /// Arguments of `DeleteFile`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteFileArgs {
+pub(crate) struct DeleteFileArgs {
     /// The file or folder to move to the Trash; `~` is the home folder, relative paths start
     /// there.
     pub path: String,

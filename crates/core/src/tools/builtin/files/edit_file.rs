@@ -23,12 +23,12 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Edits text files.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct EditFile;
+pub(crate) struct EditFile;
 
 /// Arguments of `EditFile`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct EditFileArgs {
+pub(crate) struct EditFileArgs {
     /// The file to modify; `~` is the home folder, relative paths start there.
     pub path: String,
     /// Exact text to replace; must match the current content (line endings may be `\n` even
@@ -44,7 +44,7 @@ pub struct EditFileArgs {
 /// What `plan` hands to `run`: the file, the hash of the content the edit was planned on, and
 /// the exact bytes to write.
 #[derive(Debug)]
-pub struct EditPlan {
+pub(crate) struct EditPlan {
     path: PathBuf,
     original_sha256: [u8; 32],
     updated: Vec<u8>,

@@ -11,12 +11,12 @@ use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_sche
 
 /// Finds files by name.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FindFilesByName;
+pub(crate) struct FindFilesByName;
 
 /// Arguments of `FindFilesByName`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FindFilesByNameArgs {
+pub(crate) struct FindFilesByNameArgs {
     /// Folder to search in; `~` is the home folder, relative paths start there. Default `~`.
     #[serde(default = "home")]
     pub path: String,
@@ -29,7 +29,7 @@ pub struct FindFilesByNameArgs {
 
 /// What `FindFilesByName` returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct FindFilesByNameOutput {
+pub(crate) struct FindFilesByNameOutput {
     /// Absolute paths of matching files, depth first, sorted by name.
     pub files: Vec<String>,
     /// More matches may exist: a limit (200 results, output size, or files looked at) was reached.

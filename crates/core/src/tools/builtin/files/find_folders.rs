@@ -19,19 +19,19 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, inpu
 
 /// Finds folders by name.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FindFolders;
+pub(crate) struct FindFolders;
 
 /// Arguments of `FindFolders`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FindFoldersArgs {
+pub(crate) struct FindFoldersArgs {
     /// Name or part of the name of the folder (e.g. "Downloads", "Project X"), case-insensitive.
     pub name: String,
 }
 
 /// What `FindFolders` returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct FindFoldersOutput {
+pub(crate) struct FindFoldersOutput {
     /// Absolute paths: exact name matches first, then shorter paths first.
     pub folders: Vec<String>,
     /// More matches exist, or the search stopped at the limit of entries looked at.
@@ -40,7 +40,7 @@ pub struct FindFoldersOutput {
 
 /// What `plan` hands to `run`.
 #[derive(Debug)]
-pub struct FindFoldersPlan {
+pub(crate) struct FindFoldersPlan {
     roots: Vec<PathBuf>,
     needle: String,
 }

@@ -22,7 +22,7 @@ pub(super) fn home() -> String {
 /// What a search's `plan` hands to `run`: the folder searched and the text looked for
 /// (trimmed, lowercased).
 #[derive(Debug)]
-pub struct FolderSearch {
+pub(crate) struct FolderSearch {
     /// The folder, as resolved when planning.
     pub(super) folder: ResolvedPath,
     /// The text looked for, trimmed and lowercased.
@@ -135,7 +135,7 @@ pub(super) struct CappedResults<T> {
 
 impl<T> CappedResults<T> {
     /// No results yet; at most `limit` will be kept.
-    pub fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         Self {
             items: Vec::new(),
             limit,
@@ -146,7 +146,7 @@ impl<T> CappedResults<T> {
 
     /// Keeps `item`, which takes `chars` characters of output, unless that would pass a limit:
     /// then it is dropped, the results are full, and `false` says to stop looking.
-    pub fn push(&mut self, item: T, chars: usize) -> bool {
+    pub(super) fn push(&mut self, item: T, chars: usize) -> bool {
         self.chars += chars;
         if self.items.len() >= self.limit || self.chars > OUTPUT_LIMIT_CHARS {
             self.full = true;
@@ -157,7 +157,7 @@ impl<T> CappedResults<T> {
     }
 
     /// The results kept, and whether one was dropped because a limit was reached.
-    pub fn finish(self) -> (Vec<T>, bool) {
+    pub(super) fn finish(self) -> (Vec<T>, bool) {
         (self.items, self.full)
     }
 }

@@ -16,12 +16,12 @@ use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_sche
 
 /// Lists files and folders.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ListFiles;
+pub(crate) struct ListFiles;
 
 /// Arguments of `ListFiles`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ListFilesArgs {
+pub(crate) struct ListFilesArgs {
     /// Folder to list; `~` is the home folder, relative paths start there. Default `~`.
     #[serde(default = "home")]
     pub path: String,
@@ -35,7 +35,7 @@ pub struct ListFilesArgs {
 
 /// What `ListFiles` returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ListFilesOutput {
+pub(crate) struct ListFilesOutput {
     /// The folder listed (absolute).
     pub path: String,
     /// Absolute paths of everything under it, depth first, sorted by name; folders end in `/`.

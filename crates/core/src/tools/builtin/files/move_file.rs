@@ -30,12 +30,12 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Moves files and folders.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct MoveFile;
+pub(crate) struct MoveFile;
 
 /// Arguments of `MoveFile`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct MoveFileArgs {
+pub(crate) struct MoveFileArgs {
     /// The file or folder to move (full path, name included); `~` is the home folder.
     pub source_path: String,
     /// The full new path, name included (not just the folder to move into). It must not
@@ -45,7 +45,7 @@ pub struct MoveFileArgs {
 
 /// What `plan` hands to `run`.
 #[derive(Debug)]
-pub struct MovePlan {
+pub(crate) struct MovePlan {
     source: Located,
     destination: PathBuf,
 }

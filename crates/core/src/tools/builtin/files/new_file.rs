@@ -18,12 +18,12 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Creates files and folders.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NewFile;
+pub(crate) struct NewFile;
 
 /// Arguments of `NewFile`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NewFileArgs {
+pub(crate) struct NewFileArgs {
     /// Where to create it; `~` is the home folder, relative paths start there. End the path
     /// with `/` to create a folder instead of a file.
     pub path: String,
@@ -34,7 +34,7 @@ pub struct NewFileArgs {
 
 /// What `plan` hands to `run`.
 #[derive(Debug)]
-pub struct NewFilePlan {
+pub(crate) struct NewFilePlan {
     path: PathBuf,
     folder: bool,
 }

@@ -22,12 +22,12 @@ const LINE_WINDOW: usize = 400;
 
 /// Searches file contents.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SearchFileContent;
+pub(crate) struct SearchFileContent;
 
 /// Arguments of `SearchFileContent`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SearchFileContentArgs {
+pub(crate) struct SearchFileContentArgs {
     /// Folder to search in; `~` is the home folder, relative paths start there. Default `~`.
     #[serde(default = "home")]
     pub path: String,
@@ -41,7 +41,7 @@ pub struct SearchFileContentArgs {
 /// One matching line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ContentMatch {
+pub(crate) struct ContentMatch {
     /// The file (absolute path).
     pub path: String,
     /// 1-based line number.
@@ -52,7 +52,7 @@ pub struct ContentMatch {
 
 /// What `SearchFileContent` returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SearchOutput {
+pub(crate) struct SearchOutput {
     /// Matching lines, in walk order (depth first, by name) and line order.
     pub matches: Vec<ContentMatch>,
     /// More matches may exist: a limit (results, output size, or files looked at) was reached.

@@ -22,7 +22,7 @@ use crate::tools::ToolError;
 
 /// What an existing path is, without following a final symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A regular file.
     File,
     /// A folder.
@@ -35,7 +35,7 @@ pub enum Kind {
 
 impl Kind {
     /// How people call it.
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             Self::File => "file",
             Self::Folder => "folder",
@@ -45,7 +45,7 @@ impl Kind {
     }
 
     /// The kind of what is at `path` (not following a final symlink).
-    pub fn of(path: &Path) -> io::Result<Self> {
+    pub(crate) fn of(path: &Path) -> io::Result<Self> {
         let file_type = fs::symlink_metadata(path)?.file_type();
         Ok(if file_type.is_symlink() {
             Self::Symlink
@@ -61,7 +61,7 @@ impl Kind {
 
 /// An existing path a delete or move acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Located {
+pub(crate) struct Located {
     /// The path acted on: the resolved path, or the symlink itself when the argument names one.
     pub path: PathBuf,
     /// What it is.
@@ -292,7 +292,7 @@ pub(super) struct Census {
 
 impl Census {
     /// "12 files, 3 folders, 1.2 MB" (with "at least" when incomplete).
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let prefix = if self.incomplete { "at least " } else { "" };
         format!(
             "{prefix}{} {}, {} {}, {}",
@@ -309,7 +309,7 @@ impl Census {
     }
 
     /// Counts what is under `folder`, looking at no more than `max_entries` entries.
-    pub fn of(
+    pub(super) fn of(
         sandbox: &Sandbox,
         folder: &Path,
         max_entries: usize,

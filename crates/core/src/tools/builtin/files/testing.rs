@@ -25,12 +25,12 @@ pub(crate) struct TestHome {
 
 impl TestHome {
     /// A home with the default `[sandbox]` settings (so `~/.ssh` etc. are protected).
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::with_config(SandboxConfig::default())
     }
 
     /// A home where `protected` (paths like `~/x`) are protected in addition to the defaults.
-    pub fn with_protected(protected: &[&str]) -> Self {
+    pub(super) fn with_protected(protected: &[&str]) -> Self {
         let mut config = SandboxConfig::default();
         config
             .protected
@@ -39,13 +39,13 @@ impl TestHome {
     }
 
     /// A home with these `[sandbox]` settings.
-    pub fn with_config(config: SandboxConfig) -> Self {
+    pub(super) fn with_config(config: SandboxConfig) -> Self {
         Self::with_setup(config, |_| {})
     }
 
     /// A home with these `[sandbox]` settings, where `setup` fills the home folder before the
     /// sandbox is built (roots must exist by then).
-    pub fn with_setup(config: SandboxConfig, setup: impl FnOnce(&Path)) -> Self {
+    pub(super) fn with_setup(config: SandboxConfig, setup: impl FnOnce(&Path)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let home = base.join("home");
@@ -68,34 +68,34 @@ impl TestHome {
     }
 
     /// `~/relative` as an absolute path.
-    pub fn path(&self, relative: &str) -> PathBuf {
+    pub(super) fn path(&self, relative: &str) -> PathBuf {
         self.home.join(relative)
     }
 
     /// A path outside the roots.
-    pub fn outside(&self, relative: &str) -> PathBuf {
+    pub(super) fn outside(&self, relative: &str) -> PathBuf {
         self.outside.join(relative)
     }
 
     /// Writes `~/relative` (creating folders).
-    pub fn write(&self, relative: &str, content: impl AsRef<[u8]>) -> PathBuf {
+    pub(super) fn write(&self, relative: &str, content: impl AsRef<[u8]>) -> PathBuf {
         write_file(&self.path(relative), content.as_ref())
     }
 
     /// Writes a file outside the roots.
-    pub fn write_outside(&self, relative: &str, content: impl AsRef<[u8]>) -> PathBuf {
+    pub(super) fn write_outside(&self, relative: &str, content: impl AsRef<[u8]>) -> PathBuf {
         write_file(&self.outside(relative), content.as_ref())
     }
 
     /// Makes folder `~/relative`.
-    pub fn folder(&self, relative: &str) -> PathBuf {
+    pub(super) fn folder(&self, relative: &str) -> PathBuf {
         let path = self.path(relative);
         std::fs::create_dir_all(&path).unwrap();
         path
     }
 
     /// Makes a symlink at `~/relative` pointing to `target`.
-    pub fn symlink(&self, target: &Path, relative: &str) -> PathBuf {
+    pub(super) fn symlink(&self, target: &Path, relative: &str) -> PathBuf {
         let link = self.path(relative);
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         #[cfg(unix)]
@@ -104,12 +104,12 @@ impl TestHome {
     }
 
     /// Reads `~/relative` as text.
-    pub fn read(&self, relative: &str) -> String {
+    pub(super) fn read(&self, relative: &str) -> String {
         std::fs::read_to_string(self.path(relative)).unwrap()
     }
 
     /// Whether `~/relative` exists (a dangling symlink counts).
-    pub fn exists(&self, relative: &str) -> bool {
+    pub(super) fn exists(&self, relative: &str) -> bool {
         std::fs::symlink_metadata(self.path(relative)).is_ok()
     }
 }
