@@ -95,7 +95,10 @@ async fn pending_questions_are_listed_per_user_and_answered() {
         config.llm.local_models = vec!["ollama/llama3.2".into()];
     })
     .await;
-    f.runtime.handle().chats().set_engine(Arc::new(Asks::default()));
+    f.runtime
+        .handle()
+        .chats()
+        .set_engine(Arc::new(Asks::default()));
     let (status, chat) = f
         .send_as(
             "POST",
