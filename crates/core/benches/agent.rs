@@ -33,7 +33,7 @@ use souz_core::agent::{
 };
 use souz_core::llm::fake::FakeLlm;
 use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
-use souz_core::testing::TestRuntime;
+use souz_core::testing::{RuntimeInternals, TestRuntime};
 use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;
 

@@ -21,7 +21,7 @@ use futures::StreamExt;
 use souz_core::chat::{ChatUser, FollowItem};
 use souz_core::gateway::Gateway;
 use souz_core::runtime::RuntimeHandle;
-use souz_core::testing::TestRuntime;
+use souz_core::testing::{RuntimeInternals, TestRuntime};
 use souz_protocol::chat::CreateChat;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 

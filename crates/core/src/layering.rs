@@ -8,6 +8,9 @@
 //! from. A module file whose top-level module is not in the table fails the test too, so a new
 //! module must be placed before it can land. Test modules (a `tests` segment in their path) of
 //! any layer may use the test kit, `crate::testing`, though it sits in the top layer.
+//!
+//! Adapters (the gateway's routes, the MCP server) go further: they use the runtime's facade
+//! and protocol types only, never a service behind it ([`BEHIND_FACADE`]) by name.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,29 @@ const TEST_KIT: &str = "testing";
 /// Whether `module` is a test module (`agent::tests`, `agent::tests::turns`).
 fn is_test_module(module: &[String]) -> bool {
     module.iter().any(|segment| segment == "tests")
+}
+
+/// The adapters' modules: the gateway (its routes, identity extractors, WebSocket plumbing and
+/// error mapper) and the MCP server. They reach the domain through the runtime's facade
+/// (`crate::runtime`: `RuntimeHandle`, `ServiceError`, `runtime::facade`) and use
+/// `souz_protocol` types; test modules among them are free.
+const ADAPTERS: &[&str] = &["gateway", "mcp::server"];
+
+/// The services behind the facade, which adapters never name.
+const BEHIND_FACADE: &[&str] = &["store", "chat", "approvals", "tools", "llm", "agent", "bus"];
+
+/// Whether `module` is an adapter module (not a test) that names `path`, a service behind the
+/// facade.
+fn bypasses_facade(module: &[String], path: &[String]) -> bool {
+    let adapter = ADAPTERS.iter().any(|adapter| {
+        let prefix: Vec<&str> = adapter.split("::").collect();
+        module.len() >= prefix.len() && prefix.iter().zip(module).all(|(a, b)| *a == b)
+    });
+    adapter
+        && !is_test_module(module)
+        && path
+            .first()
+            .is_some_and(|first| BEHIND_FACADE.contains(&first.as_str()))
 }
 
 /// A module path, segment by segment (`["mcp", "server", "calls"]`).
@@ -271,6 +297,16 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
                 Some(_) => reference.path,
                 None => continue,
             };
+            if bypasses_facade(&module, &path) {
+                problems.push(format!(
+                    "{}:{}: adapter `{}` uses `crate::{}`; go through the runtime's facade \
+                     (`RuntimeHandle`, `crate::runtime::facade`)",
+                    shown.display(),
+                    reference.line,
+                    module.join("::"),
+                    path.join("::"),
+                ));
+            }
             let test_kit =
                 is_test_module(&module) && path.first().is_some_and(|first| first == TEST_KIT);
             if let Some(target) = layer_of(&path)
@@ -436,6 +472,54 @@ fn only_test_modules_may_use_the_test_kit_from_below() {
                 "crates/core/src/agent.rs:1: `agent` (layer {agent}) uses \
                  `crate::testing::TestHome` (layer {top}), which is above it"
             ),
+        ]
+    );
+}
+
+/// An adapter that names a service behind the facade is reported; the facade, protocol types,
+/// its own gateway modules and its test modules are not.
+#[test]
+fn adapters_use_only_the_facade() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "").unwrap();
+    std::fs::create_dir_all(src.join("gateway/routes/chats")).unwrap();
+    std::fs::create_dir_all(src.join("mcp/server")).unwrap();
+    std::fs::write(
+        src.join("gateway/routes/chats.rs"),
+        "use crate::runtime::facade::ChatUser;\nuse crate::gateway::error::ApiError;\n\
+         use crate::chat::ChatUser as Direct;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("gateway/routes/chats/tests.rs"),
+        "use crate::store::Store;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("mcp/server/calls.rs"),
+        "use super::super::super::tools::gate::Gate;\nuse crate::runtime::RuntimeHandle;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("gateway/error.rs"),
+        "use crate::runtime::ServiceError;\nuse crate::llm::service::LlmServiceError;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("gateway/tests.rs"), "use crate::store::Store;\n").unwrap();
+    let problems = violations(src).unwrap();
+    assert_eq!(
+        problems,
+        [
+            "crates/core/src/gateway/error.rs:2: adapter `gateway::error` uses \
+             `crate::llm::service::LlmServiceError`; go through the runtime's facade \
+             (`RuntimeHandle`, `crate::runtime::facade`)",
+            "crates/core/src/gateway/routes/chats.rs:3: adapter `gateway::routes::chats` uses \
+             `crate::chat::ChatUser`; go through the runtime's facade (`RuntimeHandle`, \
+             `crate::runtime::facade`)",
+            "crates/core/src/mcp/server/calls.rs:1: adapter `mcp::server::calls` uses \
+             `crate::tools::gate::Gate`; go through the runtime's facade (`RuntimeHandle`, \
+             `crate::runtime::facade`)",
         ]
     );
 }

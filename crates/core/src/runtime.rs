@@ -7,6 +7,7 @@
 
 pub(crate) mod config_editor;
 pub mod discovery;
+pub mod facade;
 pub mod memory;
 
 use std::future::Future;
@@ -15,10 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use souz_protocol::config::PauseState;
-use souz_protocol::{
-    Bootstrap, ComponentStatus, ExpiryReason, Features, Health, LocalUser, RuntimeEvent,
-};
+use souz_protocol::{Bootstrap, ComponentStatus, Features, Health, LocalUser, RuntimeEvent};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -38,6 +36,7 @@ use crate::tools::gate::{Gate, GateParts};
 use crate::tools::{CatalogError, builtin};
 
 pub use config_editor::ConfigEditor;
+pub use facade::ServiceError;
 
 /// Live events buffered per follower before it is told to resync.
 const EVENT_CHANNEL_CAPACITY: usize = 1024;
@@ -98,7 +97,8 @@ pub struct Runtime {
     handle: RuntimeHandle,
 }
 
-/// Cheap-clone access to the running daemon.
+/// Cheap-clone access to the running daemon: the facade the adapters use (its methods by
+/// concept in [`facade`], errors as [`ServiceError`]).
 #[derive(Clone)]
 pub struct RuntimeHandle {
     state: Arc<State>,
@@ -115,6 +115,8 @@ struct State {
     llm: Arc<LlmService>,
     chats: Chats,
     config_editor: ConfigEditor,
+    // Read by tests and benchmarks (`agents()`); the daemon reaches the agents through chats.
+    #[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
     agents: Agents,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
@@ -273,22 +275,18 @@ impl RuntimeHandle {
     }
 
     /// The database.
-    pub fn store(&self) -> &Store {
+    #[cfg(any(test, feature = "test-support"))]
+    pub(crate) fn store(&self) -> &Store {
         &self.state.store
     }
 
-    /// The sandbox tools run in.
-    pub fn sandbox(&self) -> &Arc<Sandbox> {
-        &self.state.sandbox
-    }
-
     /// The runtime event bus.
-    pub fn events(&self) -> &EventBus {
+    pub(crate) fn events(&self) -> &EventBus {
         &self.state.events
     }
 
     /// The approval gate every tool call passes.
-    pub fn gate(&self) -> &Gate {
+    pub(crate) fn gate(&self) -> &Gate {
         &self.state.gate
     }
 
@@ -298,80 +296,28 @@ impl RuntimeHandle {
     }
 
     /// The approval service (pending approvals, decisions, grants).
-    pub fn approvals(&self) -> &Approvals {
+    pub(crate) fn approvals(&self) -> &Approvals {
         self.state.gate.approvals()
     }
 
     /// Chats, messages and agent turns.
-    pub fn chats(&self) -> &Chats {
+    pub(crate) fn chats(&self) -> &Chats {
         &self.state.chats
     }
 
     /// The settings editor (`config.toml`).
-    pub fn config_editor(&self) -> &ConfigEditor {
+    pub(crate) fn config_editor(&self) -> &ConfigEditor {
         &self.state.config_editor
     }
 
-    /// Whether Souz is paused, and since when.
-    pub fn pause_state(&self) -> PauseState {
-        let since = self.approvals().pause().since();
-        PauseState {
-            paused: since.is_some(),
-            since,
-        }
-    }
-
-    /// Pauses or resumes Souz. Pausing denies every pending approval, cancels running agent
-    /// turns, and from then on denies calls that would ask and refuses new turns. Idempotent.
-    pub async fn set_paused(&self, paused: bool, via: &str) -> Result<PauseState, StoreError> {
-        let switch = self.approvals().pause().clone();
-        if switch.is_paused() != paused {
-            let since = paused.then(crate::store::codec::now);
-            let via = via.to_owned();
-            self.events()
-                .publish_with(move |transaction| {
-                    pause::store(transaction, since)?;
-                    let event = if paused {
-                        RuntimeEvent::DaemonPaused { via }
-                    } else {
-                        RuntimeEvent::DaemonResumed { via }
-                    };
-                    Ok::<_, StoreError>(((), vec![event]))
-                })
-                .await?;
-            // Flip first, then sweep: anything asked after the flip is refused by its producer.
-            switch.set(since);
-        }
-        if paused {
-            let expired = self
-                .approvals()
-                .expire_pending(ExpiryReason::Paused)
-                .await?;
-            let stopped = match self.chats().stop_running().await {
-                Ok(stopped) => stopped,
-                Err(error) => {
-                    tracing::warn!(%error, "could not stop every agent turn while pausing");
-                    0
-                }
-            };
-            if expired > 0 || stopped > 0 {
-                tracing::info!(
-                    approvals = expired,
-                    turns = stopped,
-                    "paused: denied and stopped"
-                );
-            }
-        }
-        Ok(self.pause_state())
-    }
-
     /// Language models: provider keys, the model registry, clients.
-    pub fn llm(&self) -> &LlmService {
+    pub(crate) fn llm(&self) -> &LlmService {
         &self.state.llm
     }
 
     /// Souz's own agents: run a turn, steer or cancel it, inspect sessions.
-    pub fn agents(&self) -> &Agents {
+    #[cfg(any(test, feature = "test-support"))]
+    pub(crate) fn agents(&self) -> &Agents {
         &self.state.agents
     }
 
@@ -384,12 +330,12 @@ impl RuntimeHandle {
     }
 
     /// The MCP client tokens.
-    pub fn clients(&self) -> &ClientTokens {
+    pub(crate) fn clients(&self) -> &ClientTokens {
         &self.state.clients
     }
 
     /// The web UI's one-time sign-in codes.
-    pub fn ui_codes(&self) -> &UiCodes {
+    pub(crate) fn ui_codes(&self) -> &UiCodes {
         &self.state.ui_codes
     }
 
@@ -463,7 +409,7 @@ impl RuntimeHandle {
     }
 
     /// What a client needs before its first real call.
-    pub async fn bootstrap(&self, user: &chat::ChatUser) -> Result<Bootstrap, ChatError> {
+    pub async fn bootstrap(&self, user: &chat::ChatUser) -> Result<Bootstrap, ServiceError> {
         let (settings, capabilities) = self.state.chats.capabilities(user).await?;
         Ok(Bootstrap {
             version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -7,7 +7,9 @@
 //!   value keeps the home and the runtime alive;
 //! - [`TestGate`]: the gate stack alone (store, event bus, approvals, sandbox, gate) over a
 //!   catalog of the test's own tools;
-//! - [`probes`]: shared probe tools (a tool that records its calls, one of each risk class).
+//! - [`probes`]: shared probe tools (a tool that records its calls, one of each risk class);
+//! - [`RuntimeInternals`]: the services behind the runtime's facade, for other crates' tests
+//!   and benchmarks that work below it.
 //!
 //! Compiled for this crate's tests and, with the `test-support` feature, for other crates'
 //! tests and benchmarks; never part of a release build. Setup failures panic: a fixture that
@@ -20,6 +22,7 @@
 
 mod gate;
 mod home;
+mod internals;
 pub mod probes;
 mod runtime;
 
@@ -28,4 +31,5 @@ mod tests;
 
 pub use gate::TestGate;
 pub use home::{TestHome, tool_context};
+pub use internals::RuntimeInternals;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};

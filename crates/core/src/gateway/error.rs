@@ -1,8 +1,9 @@
 //! The one place where errors become HTTP responses.
 //!
-//! Every failure leaves the gateway as `{"error":{"code","message"}}` with a stable code. Domain
-//! errors convert into [`ApiError`] here and nowhere else; 5xx responses carry a generic message
-//! and the details go to the log.
+//! Every failure leaves the gateway as `{"error":{"code","message"}}` with a stable code. The
+//! runtime's one error type, [`ServiceError`] (domain errors became it in `runtime::facade`),
+//! converts into [`ApiError`] here and nowhere else; 5xx responses carry a generic message and
+//! the details go to the log.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -11,13 +12,7 @@ use souz_protocol::config::{ConfigProblem, ConfigRejected};
 use souz_protocol::{ErrorBody, ErrorCode, ErrorDetail};
 
 use super::identity::IdentityError;
-use crate::approvals::ApprovalError;
-use crate::chat::ChatError;
-use crate::llm::keys::KeyStoreError;
-use crate::llm::service::LlmServiceError;
-use crate::runtime::config_editor::{ConfigEditError, problem_on_wire};
-use crate::store::StoreError;
-use crate::token::clients::ClientTokenError;
+use crate::runtime::ServiceError;
 
 /// An error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,72 +118,39 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
         match error {
-            StoreError::Closed => Self::new(
+            ServiceError::Invalid(message) => Self::invalid(message),
+            ServiceError::ConfigRejected {
+                message,
+                problems,
+                text,
+            } => Self {
+                config: Some(Box::new(RejectedConfig { problems, text })),
+                ..Self::invalid(message)
+            },
+            ServiceError::NotFound { code, message } => {
+                Self::new(StatusCode::NOT_FOUND, code, message)
+            }
+            ServiceError::Conflict { code, message } => {
+                Self::new(StatusCode::CONFLICT, code, message)
+            }
+            ServiceError::Forbidden(message) => Self::forbidden(message),
+            ServiceError::Unavailable => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::Unavailable,
                 "Souz is shutting down.",
             ),
-            other => Self::internal(&other),
-        }
-    }
-}
-
-impl From<ApprovalError> for ApiError {
-    fn from(error: ApprovalError) -> Self {
-        match error {
-            ApprovalError::NotFound(_) | ApprovalError::GrantNotFound(_) => {
-                Self::not_found(error.to_string())
+            ServiceError::StartFailed(detail) => {
+                tracing::error!(%detail, "an agent turn could not start");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorCode::AgentExecutionFailed,
+                    "The agent could not be started.",
+                )
             }
-            ApprovalError::AlreadyDecided { .. } => {
-                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
-            }
-            ApprovalError::Invalid(message) => Self::invalid(message),
-            ApprovalError::Forbidden(message) => Self::forbidden(message),
-            ApprovalError::Store(error) => error.into(),
-        }
-    }
-}
-
-impl From<ConfigEditError> for ApiError {
-    fn from(error: ConfigEditError) -> Self {
-        match error {
-            ConfigEditError::Invalid { problems, text } => {
-                let summary = match problems.first() {
-                    Some(first) if problems.len() == 1 => format!("Not saved: {first}"),
-                    Some(first) => {
-                        format!("Not saved: {first} (and {} more)", problems.len() - 1)
-                    }
-                    None => "Not saved.".to_owned(),
-                };
-                Self {
-                    config: Some(Box::new(RejectedConfig {
-                        problems: problems.iter().map(problem_on_wire).collect(),
-                        text,
-                    })),
-                    ..Self::invalid(summary)
-                }
-            }
-            ConfigEditError::Conflict { .. } => {
-                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
-            }
-            ConfigEditError::BadChange(message) => Self::invalid(message),
-            ConfigEditError::Io(detail) => Self::internal(&detail),
-        }
-    }
-}
-
-impl From<ClientTokenError> for ApiError {
-    fn from(error: ClientTokenError) -> Self {
-        match error {
-            ClientTokenError::InvalidName(_) => Self::invalid(error.to_string()),
-            ClientTokenError::NameTaken(_) => {
-                Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string())
-            }
-            ClientTokenError::Random(_) => Self::internal(&error),
-            ClientTokenError::Store(error) => error.into(),
+            ServiceError::Internal(detail) => Self::internal(&detail),
         }
     }
 }
@@ -206,77 +168,6 @@ impl From<IdentityError> for ApiError {
                 unauthorized(ErrorCode::InvalidUserIdentity)
             }
             IdentityError::OperatorOnly => Self::forbidden(message),
-        }
-    }
-}
-
-impl From<LlmServiceError> for ApiError {
-    fn from(error: LlmServiceError) -> Self {
-        match error {
-            LlmServiceError::UnknownProvider(_)
-            | LlmServiceError::KeylessProvider(_)
-            | LlmServiceError::InvalidKey(_)
-            | LlmServiceError::Model(_) => Self::invalid(error.to_string()),
-            // The key file or a stored key is unusable: the message says how to fix it and
-            // holds no secret, so it goes to the client.
-            LlmServiceError::Keys(
-                KeyStoreError::KeyFile { .. } | KeyStoreError::Decrypt { .. },
-            ) => Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, error.to_string()),
-            LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
-            other => Self::internal(&other),
-        }
-    }
-}
-
-impl From<ChatError> for ApiError {
-    fn from(error: ChatError) -> Self {
-        let message = error.to_string();
-        match error {
-            ChatError::ChatNotFound => {
-                Self::new(StatusCode::NOT_FOUND, ErrorCode::ChatNotFound, message)
-            }
-            ChatError::ExecutionNotFound => {
-                Self::new(StatusCode::NOT_FOUND, ErrorCode::ExecutionNotFound, message)
-            }
-            ChatError::OptionNotFound => {
-                Self::new(StatusCode::NOT_FOUND, ErrorCode::OptionNotFound, message)
-            }
-            ChatError::Invalid(message) => Self::invalid(message),
-            ChatError::ActiveExecution => Self::new(
-                StatusCode::CONFLICT,
-                ErrorCode::ChatAlreadyHasActiveExecution,
-                message,
-            ),
-            ChatError::IdempotencyConflict => Self::new(
-                StatusCode::CONFLICT,
-                ErrorCode::IdempotencyConflict,
-                message,
-            ),
-            ChatError::UnsupportedModel(message) => Self::new(
-                StatusCode::CONFLICT,
-                ErrorCode::UnsupportedBackendModel,
-                message,
-            ),
-            ChatError::RequiresModelAccess(message) => Self::new(
-                StatusCode::CONFLICT,
-                ErrorCode::OnboardingRequiresModelAccess,
-                message,
-            ),
-            ChatError::StartFailed(detail) => {
-                tracing::error!(%detail, "an agent turn could not start");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    ErrorCode::AgentExecutionFailed,
-                    "The agent could not be started.",
-                )
-            }
-            ChatError::Paused => Self::new(
-                StatusCode::CONFLICT,
-                ErrorCode::Paused,
-                "Souz is paused; resume it (tray, Settings, or PUT /v1/pause) to start agent turns.",
-            ),
-            ChatError::Llm(error) => error.into(),
-            ChatError::Store(error) => error.into(),
         }
     }
 }
@@ -307,115 +198,4 @@ impl From<QueryRejection> for ApiError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn body_json(response: Response) -> serde_json::Value {
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-            .await
-            .unwrap();
-        serde_json::from_slice(&bytes).unwrap()
-    }
-
-    #[tokio::test]
-    async fn internal_errors_hide_details() {
-        let response = ApiError::internal(&"disk /secret/path exploded").into_response();
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        let body = body_json(response).await;
-        assert_eq!(body["error"]["code"], "internal_error");
-        assert!(!body.to_string().contains("secret"));
-    }
-
-    #[tokio::test]
-    async fn store_errors_map_by_kind() {
-        let closed: ApiError = StoreError::Closed.into();
-        assert_eq!(closed.status(), StatusCode::SERVICE_UNAVAILABLE);
-        let corrupt: ApiError = StoreError::Corrupt("row 5".into()).into();
-        assert_eq!(corrupt.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        let body = body_json(corrupt.into_response()).await;
-        assert!(!body.to_string().contains("row 5"));
-    }
-
-    /// A rejected `config.toml` is mapped here like every other error: the envelope, plus
-    /// every problem and the text that was validated.
-    #[tokio::test]
-    async fn a_rejected_config_keeps_its_problems_beside_the_envelope() {
-        use crate::config::{Location, Problem};
-        let problem = |line| Problem {
-            location: Location::File {
-                path: "config.toml".into(),
-                line,
-                column: 3,
-            },
-            message: "unknown key `x`".into(),
-        };
-        let error: ApiError = ConfigEditError::Invalid {
-            problems: vec![problem(2), problem(5)],
-            text: "x = 1\n".into(),
-        }
-        .into();
-        let response = error.into_response();
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-        let body = body_json(response).await;
-        assert_eq!(
-            body,
-            serde_json::json!({
-                "error": {
-                    "code": "invalid_request",
-                    "message": "Not saved: config.toml:2:3: unknown key `x` (and 1 more)",
-                },
-                "problems": [
-                    {"line": 2, "column": 3, "message": "unknown key `x`",
-                     "display": "config.toml:2:3: unknown key `x`"},
-                    {"line": 5, "column": 3, "message": "unknown key `x`",
-                     "display": "config.toml:5:3: unknown key `x`"},
-                ],
-                "text": "x = 1\n",
-            })
-        );
-        let conflict: ApiError = ConfigEditError::Conflict {
-            current: "r2".into(),
-        }
-        .into();
-        assert_eq!(conflict.status(), StatusCode::CONFLICT);
-        assert_eq!(conflict.code(), ErrorCode::Conflict);
-        let io: ApiError = ConfigEditError::Io("disk /secret full".into()).into();
-        let body = body_json(io.into_response()).await;
-        assert!(!body.to_string().contains("secret"));
-    }
-
-    /// A chat operation that fails in the LLM layer answers exactly as the LLM layer's own
-    /// routes do: one mapping, not a second one in `chat`.
-    #[test]
-    fn chat_errors_from_the_llm_layer_map_like_the_llm_layers_own() {
-        let broken_key_file = || {
-            LlmServiceError::Keys(KeyStoreError::KeyFile {
-                path: "/home/u/.souz/provider-keys.key".into(),
-                problem: "it is 3 bytes long, not 32".into(),
-            })
-        };
-        let unknown = || LlmServiceError::UnknownProvider("nope".into());
-        let no_ca = || LlmServiceError::CaFile {
-            path: "/etc/ca.pem".into(),
-            source: std::io::Error::other("gone"),
-        };
-        for error in [broken_key_file, unknown, no_ca] {
-            let through_chat: ApiError = ChatError::from(error()).into();
-            let direct: ApiError = error().into();
-            assert_eq!(through_chat, direct);
-        }
-        let through_chat: ApiError = ChatError::from(broken_key_file()).into();
-        assert_eq!(through_chat.status(), StatusCode::CONFLICT);
-        let through_chat: ApiError = ChatError::from(no_ca()).into();
-        assert_eq!(through_chat.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    }
-
-    #[tokio::test]
-    async fn unauthorized_carries_a_challenge() {
-        let response = ApiError::unauthorized("no token").into_response();
-        assert_eq!(
-            response.headers().get(header::WWW_AUTHENTICATE).unwrap(),
-            "Bearer realm=\"souz\""
-        );
-    }
-}
+mod tests;

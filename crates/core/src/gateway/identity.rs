@@ -27,8 +27,7 @@ use subtle::ConstantTimeEq;
 use super::AppState;
 use super::error::ApiError;
 use super::perimeter::Authenticated;
-use crate::approvals::Audience;
-use crate::chat::ChatUser;
+use crate::runtime::facade::{Audience, ChatUser};
 
 pub(crate) use crate::LOCAL_USER;
 

@@ -11,8 +11,8 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::FollowItem;
 use crate::gateway::error::ApiError;
+use crate::runtime::facade::FollowItem;
 
 /// Close code sent when a follower fell behind and must reconnect.
 pub(super) const CLOSE_RESYNC: u16 = 4000;

@@ -51,7 +51,7 @@ use tokio_util::sync::DropGuard;
 use self::listing::Listing;
 use self::sessions::{SessionCalls, Sessions};
 use crate::config::McpConfig;
-use crate::runtime::RuntimeHandle;
+use crate::runtime::{RuntimeHandle, ServiceError};
 use crate::token::Credential;
 
 /// The name Souz gives itself in `serverInfo`.
@@ -77,8 +77,8 @@ pub(crate) type HttpService = StreamableHttpService<SouzServer, Sessions>;
 /// The streamable HTTP service for `/mcp`, ready for [`front::handle`].
 pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
     let settings = Settings::from_config(&handle.config().mcp);
-    let listing = Arc::new(Listing::new(handle.gate().catalog()));
-    let calls = Arc::new(SessionCalls::new(handle.gate().clone()));
+    let listing = Arc::new(Listing::new(handle.tool_specs()));
+    let calls = Arc::new(SessionCalls::new(handle.clone()));
     let mut local = LocalSessionManager::default();
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(settings.session_idle);
@@ -296,9 +296,9 @@ async fn follow_tool_list<N, Sent>(
     N: FnMut() -> Sent,
     Sent: Future<Output = bool>,
 {
-    let mut changes = handle.approvals().changes();
+    let mut changes = handle.policy_changes();
     changes.mark_unchanged();
-    let mut shown = listing.signature(handle.approvals(), requester);
+    let mut shown = listing.signature(handle, requester);
     let mut stop = std::pin::pin!(stop);
     loop {
         tokio::select! {
@@ -309,7 +309,7 @@ async fn follow_tool_list<N, Sent>(
                 }
             }
         }
-        let now = listing.signature(handle.approvals(), requester);
+        let now = listing.signature(handle, requester);
         if now != shown {
             shown = now;
             if !notify().await {
@@ -317,6 +317,14 @@ async fn follow_tool_list<N, Sent>(
             }
         }
     }
+}
+
+/// The one mapping of the runtime's errors to MCP errors. Whatever failed inside (the database,
+/// a shutdown), the client gets one generic internal error and the log gets the detail; a tool
+/// that ran and failed is a tool result, never this.
+pub(crate) fn mcp_error(error: ServiceError) -> McpError {
+    tracing::error!(%error, "MCP tool call failed inside Souz");
+    McpError::internal_error("Souz could not record the call; see its log.", None)
 }
 
 /// Log levels from least to most severe.
@@ -402,10 +410,7 @@ impl ServerHandler for SouzServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let requester = self.requester(&context);
-        let mut tools = self
-            .session
-            .listing
-            .tools(self.session.handle.approvals(), &requester);
+        let mut tools = self.session.listing.tools(&self.session.handle, &requester);
         if let Some(extension) = &self.session.extension {
             tools.extend(extension.tools());
         }

@@ -63,7 +63,7 @@ struct Active {
 
 /// The client tokens of this daemon. Cheap to clone.
 #[derive(Clone)]
-pub struct ClientTokens {
+pub(crate) struct ClientTokens {
     store: Store,
     active: Arc<RwLock<Vec<Active>>>,
 }
@@ -76,7 +76,7 @@ impl std::fmt::Debug for ClientTokens {
 
 impl ClientTokens {
     /// Loads the active tokens' digests.
-    pub async fn open(store: Store) -> Result<Self, StoreError> {
+    pub(crate) async fn open(store: Store) -> Result<Self, StoreError> {
         let rows = store
             .read(|connection| {
                 let mut statement = connection.prepare(
@@ -111,7 +111,7 @@ impl ClientTokens {
     }
 
     /// Active tokens, oldest first.
-    pub async fn list(&self) -> Result<Vec<ClientToken>, StoreError> {
+    pub(crate) async fn list(&self) -> Result<Vec<ClientToken>, StoreError> {
         self.store
             .read(|connection| {
                 let mut statement = connection.prepare(
@@ -139,7 +139,7 @@ impl ClientTokens {
     }
 
     /// Makes a token for a client named `name`; the answer is the only place it is shown.
-    pub async fn create(&self, name: &str) -> Result<CreatedClient, ClientTokenError> {
+    pub(crate) async fn create(&self, name: &str) -> Result<CreatedClient, ClientTokenError> {
         let name = name.trim().to_owned();
         if !valid_name(&name) {
             return Err(ClientTokenError::InvalidName(name));
@@ -196,7 +196,7 @@ impl ClientTokens {
     }
 
     /// Revokes the active token `id`; from then on it gets 401. Returns whether there was one.
-    pub async fn revoke(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn revoke(&self, id: &str) -> Result<bool, StoreError> {
         let owned = id.to_owned();
         let revoked = self
             .store
@@ -217,7 +217,7 @@ impl ClientTokens {
 
     /// The identity of `presented` if it is an active client token (constant time over every
     /// active token).
-    pub fn verify(&self, presented: &str) -> Option<ClientIdentity> {
+    pub(crate) fn verify(&self, presented: &str) -> Option<ClientIdentity> {
         let presented = proof::digest(presented);
         let active = self.active.read().unwrap_or_else(PoisonError::into_inner);
         let mut found = None;
@@ -230,7 +230,7 @@ impl ClientTokens {
     }
 
     /// The digest of the active token whose key id is `key_id` (for the identity proof).
-    pub fn digest_for_key(&self, key_id: &str) -> Option<[u8; 32]> {
+    pub(crate) fn digest_for_key(&self, key_id: &str) -> Option<[u8; 32]> {
         let active = self.active.read().unwrap_or_else(PoisonError::into_inner);
         active
             .iter()

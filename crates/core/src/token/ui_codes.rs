@@ -24,7 +24,7 @@ type Outstanding = ([u8; 32], Instant);
 
 /// The outstanding codes. Cheap to clone.
 #[derive(Clone, Default)]
-pub struct UiCodes {
+pub(crate) struct UiCodes {
     codes: Arc<Mutex<VecDeque<Outstanding>>>,
 }
 
@@ -36,7 +36,7 @@ impl std::fmt::Debug for UiCodes {
 
 impl UiCodes {
     /// A new code, valid from `now` for [`CODE_LIFETIME`].
-    pub fn issue(&self, now: Instant) -> Result<String, getrandom::Error> {
+    pub(crate) fn issue(&self, now: Instant) -> Result<String, getrandom::Error> {
         let code = proof::new_nonce()?;
         let mut codes = self.codes.lock().unwrap_or_else(PoisonError::into_inner);
         codes.retain(|(_, expires)| *expires > now);
@@ -48,7 +48,7 @@ impl UiCodes {
     }
 
     /// Whether `code` is outstanding and unexpired at `now`; it is used up either way.
-    pub fn redeem(&self, code: &str, now: Instant) -> bool {
+    pub(crate) fn redeem(&self, code: &str, now: Instant) -> bool {
         let presented = proof::digest(code.trim());
         let mut codes = self.codes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut found = None;

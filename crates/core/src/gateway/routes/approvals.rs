@@ -9,13 +9,13 @@ use souz_protocol::{
     Approval, ApprovalList, ApprovalStatus, DecisionRequest, DecisionResponse, ErrorBody, GrantList,
 };
 
-use crate::approvals::Audience;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery};
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::Audience;
 
 /// Query of `GET /v1/approvals`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -101,8 +101,7 @@ async fn list(
         Some(_) => return Err(ApiError::invalid("limit must be between 1 and 500")),
     };
     let items = handle
-        .approvals()
-        .list_for(&audience, query.status, limit)
+        .list_approvals(&audience, query.status, limit)
         .await?;
     Ok(axum::Json(ApprovalList { items }))
 }
@@ -112,9 +111,7 @@ async fn show(
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<Approval>, ApiError> {
-    Ok(axum::Json(
-        handle.approvals().get_for(&id, &audience).await?,
-    ))
+    Ok(axum::Json(handle.approval_for(&id, &audience).await?))
 }
 
 async fn decide(
@@ -123,10 +120,7 @@ async fn decide(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<DecisionRequest>,
 ) -> Result<axum::Json<DecisionResponse>, ApiError> {
-    let decided = handle
-        .approvals()
-        .decide_for(&id, request, &audience)
-        .await?;
+    let decided = handle.decide_approval(&id, request, &audience).await?;
     Ok(axum::Json(decided))
 }
 
@@ -134,7 +128,7 @@ async fn grants(
     _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<GrantList>, ApiError> {
-    let items = handle.approvals().grants().await?;
+    let items = handle.grants().await?;
     Ok(axum::Json(GrantList { items }))
 }
 
@@ -143,6 +137,6 @@ async fn revoke(
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    handle.approvals().revoke(&id).await?;
+    handle.revoke_grant(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -6,13 +6,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::{AuditPage, Outcome};
 
-use crate::approvals::Audience;
-use crate::approvals::audit::AuditQuery;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiQuery;
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::{Audience, AuditQuery};
 
 /// Query of `GET /v1/audit`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -97,9 +96,7 @@ async fn page(
         chat_id: params.chat_id,
         audience,
     };
-    // Calls that changed nothing are recorded in batches; include the ones that just ended.
-    handle.gate().flushed().await;
-    let mut items = handle.approvals().audit(query).await?;
+    let mut items = handle.audit(query).await?;
     let next_before = if items.len() > limit {
         items.truncate(limit);
         items.last().map(|entry| entry.id)

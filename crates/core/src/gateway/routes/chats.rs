@@ -17,13 +17,13 @@ use souz_protocol::chat::{
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
-use crate::chat::{ChatUser, MessagePage};
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::gateway::ws::{self, Outgoing};
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::{ChatUser, MessagePage};
 
 /// Query of `GET /v1/chats`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -261,29 +261,7 @@ async fn onboarding_state(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<OnboardingState>, ApiError> {
-    let (completed, has_model) = handle.chats().onboarding(&user).await?;
-    let settings = handle.chats().settings(&user).await?;
-    let mut reasons = Vec::new();
-    if !has_model {
-        reasons.push("missing_model_access".to_owned());
-    }
-    if !completed {
-        reasons.push("preferences_incomplete".to_owned());
-    }
-    let current_step = if !has_model {
-        "provider"
-    } else if !completed {
-        "preferences"
-    } else {
-        "done"
-    };
-    Ok(axum::Json(OnboardingState {
-        required: !reasons.is_empty(),
-        completed,
-        current_step: current_step.to_owned(),
-        reasons,
-        recommended_default_model: Some(settings.default_model).filter(|model| !model.is_empty()),
-    }))
+    Ok(axum::Json(handle.onboarding_state(&user).await?))
 }
 
 async fn onboarding_complete(
@@ -291,7 +269,7 @@ async fn onboarding_complete(
     State(handle): State<RuntimeHandle>,
     ApiJson(patch): ApiJson<SettingsPatch>,
 ) -> Result<axum::Json<OnboardingCompleted>, ApiError> {
-    handle.chats().complete_onboarding(&user, patch).await?;
+    handle.complete_onboarding(&user, patch).await?;
     Ok(axum::Json(OnboardingCompleted { completed: true }))
 }
 
@@ -299,7 +277,7 @@ async fn get_settings(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<SettingsResponse>, ApiError> {
-    let settings = handle.chats().settings(&user).await?;
+    let settings = handle.settings(&user).await?;
     Ok(axum::Json(SettingsResponse { settings }))
 }
 
@@ -308,7 +286,7 @@ async fn patch_settings(
     State(handle): State<RuntimeHandle>,
     ApiJson(patch): ApiJson<SettingsPatch>,
 ) -> Result<axum::Json<SettingsResponse>, ApiError> {
-    let settings = handle.chats().patch_settings(&user, patch).await?;
+    let settings = handle.patch_settings(&user, patch).await?;
     Ok(axum::Json(SettingsResponse { settings }))
 }
 
@@ -324,10 +302,7 @@ async fn list_chats(
         Some(_) => return Err(ApiError::invalid("includeArchived must be true or false.")),
     };
     Ok(axum::Json(
-        handle
-            .chats()
-            .list_chats(&user, limit, include_archived)
-            .await?,
+        handle.list_chats(&user, limit, include_archived).await?,
     ))
 }
 
@@ -336,7 +311,7 @@ async fn create_chat(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<CreateChat>,
 ) -> Result<Response, ApiError> {
-    let (response, created) = handle.chats().create_chat(&user, request).await?;
+    let (response, created) = handle.create_chat(&user, request).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -352,10 +327,7 @@ async fn rename_chat(
     ApiJson(request): ApiJson<RenameChat>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
-        handle
-            .chats()
-            .rename(&user, &chat_id, &request.title)
-            .await?,
+        handle.rename_chat(&user, &chat_id, &request.title).await?,
     ))
 }
 
@@ -365,7 +337,7 @@ async fn archive_chat(
     UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
-        handle.chats().set_archived(&user, &chat_id, true).await?,
+        handle.set_chat_archived(&user, &chat_id, true).await?,
     ))
 }
 
@@ -375,7 +347,7 @@ async fn unarchive_chat(
     UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<Chat>, ApiError> {
     Ok(axum::Json(
-        handle.chats().set_archived(&user, &chat_id, false).await?,
+        handle.set_chat_archived(&user, &chat_id, false).await?,
     ))
 }
 
@@ -391,7 +363,6 @@ async fn list_messages(
     let bound = |value: usize| (value > 0).then(|| i64::try_from(value).unwrap_or(i64::MAX));
     Ok(axum::Json(
         handle
-            .chats()
             .messages(
                 &user,
                 &chat_id,
@@ -412,10 +383,7 @@ async fn post_message(
     ApiJson(request): ApiJson<PostMessage>,
 ) -> Result<axum::Json<PostMessageResponse>, ApiError> {
     Ok(axum::Json(
-        handle
-            .chats()
-            .post_message(&user, &chat_id, request)
-            .await?,
+        handle.post_message(&user, &chat_id, request).await?,
     ))
 }
 
@@ -428,7 +396,7 @@ async fn replay_events(
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
     let limit = positive("limit", query.limit.as_deref(), 100, 1000)?;
     Ok(axum::Json(
-        handle.chats().replay(&user, &chat_id, after, limit).await?,
+        handle.replay_chat(&user, &chat_id, after, limit).await?,
     ))
 }
 
@@ -441,12 +409,12 @@ async fn follow(
 ) -> Result<Response, ApiError> {
     let upgrade = ws::upgrade(upgrade)?;
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
-    handle.chats().authorize_stream(&user, &chat_id).await?;
+    handle.authorize_chat_stream(&user, &chat_id).await?;
     Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)))
 }
 
 async fn stream(socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {
-    let items = handle.chats().events().follow(&chat_id, after);
+    let items = handle.follow_chat(&chat_id, after);
     let encode = |item: Outgoing<'_, ChatEvent>| {
         let frame = match item {
             Outgoing::Event(event) => {
@@ -468,7 +436,7 @@ async fn cancel_active(
     State(handle): State<RuntimeHandle>,
     UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<ExecutionResponse>, ApiError> {
-    let execution = handle.chats().cancel_active(&user, &chat_id).await?;
+    let execution = handle.cancel_active(&user, &chat_id).await?;
     Ok(axum::Json(ExecutionResponse { execution }))
 }
 
@@ -478,7 +446,6 @@ async fn cancel_execution(
     UuidPath([chat_id, execution_id]): UuidPath<2>,
 ) -> Result<axum::Json<ExecutionResponse>, ApiError> {
     let execution = handle
-        .chats()
         .cancel_execution(&user, &chat_id, &execution_id)
         .await?;
     Ok(axum::Json(ExecutionResponse { execution }))

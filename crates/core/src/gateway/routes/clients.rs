@@ -1,8 +1,6 @@
 //! Credentials: `/v1/clients` (MCP client tokens, the operator's), `GET /v1/identity` (the
 //! daemon's proof of identity, public) and `/v1/ui-codes` (the web UI's one-time sign-in).
 
-use std::time::Instant;
-
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use souz_protocol::{
@@ -16,7 +14,6 @@ use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery};
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
-use crate::token::{proof, ui_codes};
 
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
@@ -97,7 +94,7 @@ async fn list(
     _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<ClientList>, ApiError> {
-    let items = handle.clients().list().await?;
+    let items = handle.list_clients().await?;
     Ok(axum::Json(ClientList { items }))
 }
 
@@ -106,7 +103,7 @@ async fn create(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<NewClient>,
 ) -> Result<(StatusCode, axum::Json<CreatedClient>), ApiError> {
-    let created = handle.clients().create(&request.name).await?;
+    let created = handle.create_client(&request.name).await?;
     tracing::info!(client = %created.name, id = %created.id, "client token created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
@@ -116,9 +113,7 @@ async fn revoke(
     State(handle): State<RuntimeHandle>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if !handle.clients().revoke(&id).await? {
-        return Err(ApiError::not_found(format!("No active client {id}.")));
-    }
+    handle.revoke_client(&id).await?;
     tracing::info!(%id, "client token revoked");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -128,50 +123,33 @@ async fn identity(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<IdentityQuery>,
 ) -> Result<axum::Json<IdentityProof>, ApiError> {
-    if !proof::valid_nonce(&query.nonce) {
-        return Err(ApiError::invalid("nonce must be 32 to 128 hex characters."));
-    }
     // The perimeter already refused a Host that does not name this daemon.
     let host = headers
         .get(header::HOST)
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
-    handle
-        .identity_proof(query.key.trim(), &query.nonce, host)
-        .map(|proof| axum::Json(IdentityProof { proof }))
-        .ok_or_else(|| {
-            ApiError::not_found("No active credential has this key; was its token revoked?")
-        })
+    Ok(axum::Json(handle.prove_identity(
+        &query.key,
+        &query.nonce,
+        host,
+    )?))
 }
 
 async fn issue_code(
     _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<(StatusCode, axum::Json<UiCode>), ApiError> {
-    let code = handle
-        .ui_codes()
-        .issue(Instant::now())
-        .map_err(|error| ApiError::internal(&error))?;
-    let lifetime = chrono::Duration::from_std(ui_codes::CODE_LIFETIME).unwrap_or_default();
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(UiCode {
-            code,
-            expires_at: chrono::Utc::now() + lifetime,
-        }),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(handle.issue_ui_code()?)))
 }
 
 async fn exchange_code(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<UiCodeExchange>,
 ) -> Result<axum::Json<UiSession>, ApiError> {
-    if !handle.ui_codes().redeem(&request.code, Instant::now()) {
-        return Err(ApiError::unauthorized(
+    let token = handle.redeem_ui_code(&request.code).ok_or_else(|| {
+        ApiError::unauthorized(
             "This sign-in code is unknown, used or expired; run `souz ui --open` again.",
-        ));
-    }
-    Ok(axum::Json(UiSession {
-        token: handle.operator_token().to_owned(),
-    }))
+        )
+    })?;
+    Ok(axum::Json(UiSession { token }))
 }

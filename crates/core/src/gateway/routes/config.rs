@@ -87,12 +87,7 @@ async fn show(
     _: Operator,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<ConfigDocument>, ApiError> {
-    handle
-        .config_editor()
-        .document()
-        .await
-        .map(axum::Json)
-        .map_err(ApiError::from)
+    Ok(axum::Json(handle.config_document().await?))
 }
 
 async fn replace(
@@ -100,12 +95,10 @@ async fn replace(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigReplace>,
 ) -> Result<axum::Json<ConfigSaved>, ApiError> {
-    handle
-        .config_editor()
-        .replace(request.text, request.base_revision)
-        .await
-        .map(axum::Json)
-        .map_err(ApiError::from)
+    let saved = handle
+        .replace_config(request.text, request.base_revision)
+        .await?;
+    Ok(axum::Json(saved))
 }
 
 async fn patch(
@@ -113,12 +106,10 @@ async fn patch(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigPatch>,
 ) -> Result<axum::Json<ConfigSaved>, ApiError> {
-    handle
-        .config_editor()
-        .patch(request.set, request.base_revision)
-        .await
-        .map(axum::Json)
-        .map_err(ApiError::from)
+    let saved = handle
+        .patch_config(request.set, request.base_revision)
+        .await?;
+    Ok(axum::Json(saved))
 }
 
 async fn pause_state(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<PauseState> {
@@ -131,15 +122,5 @@ async fn set_pause(
     ApiJson(request): ApiJson<SetPause>,
 ) -> Result<axum::Json<PauseState>, ApiError> {
     let via = request.via.as_deref().unwrap_or("api");
-    let via: String = via
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(32)
-        .collect();
-    let via = if via.is_empty() {
-        "api".to_owned()
-    } else {
-        via
-    };
-    Ok(axum::Json(handle.set_paused(request.paused, &via).await?))
+    Ok(axum::Json(handle.set_paused(request.paused, via).await?))
 }

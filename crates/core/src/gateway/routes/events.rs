@@ -69,7 +69,7 @@ async fn events(
                 "give either after_seq or tail=true, not both",
             ));
         }
-        (_, Some(true)) => handle.events().last_seq().await?,
+        (_, Some(true)) => handle.last_event_seq().await?,
         (after_seq, _) => after_seq.unwrap_or(0),
     };
     if after_seq < 0 {
@@ -79,7 +79,7 @@ async fn events(
 }
 
 async fn follow(socket: WebSocket, handle: RuntimeHandle, after_seq: i64) {
-    let items = handle.events().follow(after_seq);
+    let items = handle.follow_events(after_seq);
     let encode = |item: Outgoing<'_, EventEnvelope>| {
         match item {
             Outgoing::Event(envelope) => serde_json::to_string(envelope),

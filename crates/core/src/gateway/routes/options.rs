@@ -9,13 +9,12 @@ use souz_protocol::ErrorBody;
 use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, Question, QuestionList};
 
 use super::chats::positive;
-use crate::chat::ChatUser;
-use crate::chat::options::MAX_LISTED;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::{ChatUser, MAX_LISTED_QUESTIONS};
 
 /// Query of `GET /v1/options`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,8 +64,8 @@ async fn list(
     State(handle): State<RuntimeHandle>,
     ApiQuery(query): ApiQuery<OptionsQuery>,
 ) -> Result<axum::Json<QuestionList>, ApiError> {
-    let limit = positive("limit", query.limit.as_deref(), 100, MAX_LISTED)?;
-    Ok(axum::Json(handle.chats().questions(&user, limit).await?))
+    let limit = positive("limit", query.limit.as_deref(), 100, MAX_LISTED_QUESTIONS)?;
+    Ok(axum::Json(handle.questions(&user, limit).await?))
 }
 
 async fn show(
@@ -74,9 +73,7 @@ async fn show(
     State(handle): State<RuntimeHandle>,
     UuidPath([option_id]): UuidPath<1>,
 ) -> Result<axum::Json<Question>, ApiError> {
-    Ok(axum::Json(
-        handle.chats().question(&user, &option_id).await?,
-    ))
+    Ok(axum::Json(handle.question(&user, &option_id).await?))
 }
 
 async fn answer(
@@ -86,9 +83,6 @@ async fn answer(
     ApiJson(answer): ApiJson<OptionAnswer>,
 ) -> Result<axum::Json<OptionAnswerResponse>, ApiError> {
     Ok(axum::Json(
-        handle
-            .chats()
-            .answer_option(&user, &option_id, answer)
-            .await?,
+        handle.answer_question(&user, &option_id, answer).await?,
     ))
 }

@@ -5,12 +5,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use souz_protocol::{ProviderKeyList, ProviderKeyResponse, PutProviderKey};
 
-use crate::chat::ChatUser;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::ChatUser;
 
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
@@ -54,7 +54,7 @@ async fn list(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<ProviderKeyList>, ApiError> {
-    let items = handle.llm().for_user(&user.0).provider_keys().await?;
+    let items = handle.provider_keys(&user).await?;
     Ok(axum::Json(ProviderKeyList { items }))
 }
 
@@ -65,9 +65,7 @@ async fn put(
     ApiJson(body): ApiJson<PutProviderKey>,
 ) -> Result<axum::Json<ProviderKeyResponse>, ApiError> {
     let provider_key = handle
-        .llm()
-        .for_user(&user.0)
-        .set_provider_key(&provider, &body.api_key)
+        .set_provider_key(&user, &provider, &body.api_key)
         .await?;
     Ok(axum::Json(ProviderKeyResponse { provider_key }))
 }
@@ -77,11 +75,7 @@ async fn delete(
     State(handle): State<RuntimeHandle>,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    handle
-        .llm()
-        .for_user(&user.0)
-        .delete_provider_key(&provider)
-        .await?;
+    handle.delete_provider_key(&user, &provider).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -14,7 +14,7 @@ use crate::gateway::error::ApiError;
 use crate::gateway::extract::ApiJson;
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
-use crate::tools::gate::CallRequest;
+use crate::runtime::facade::CallRequest;
 
 /// Default and largest `wait_ms` of `POST /v1/tool-calls`.
 const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -60,7 +60,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
 
 async fn list(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<ToolList> {
     axum::Json(ToolList {
-        items: handle.gate().tools(),
+        items: handle.tools(),
     })
 }
 
@@ -84,8 +84,7 @@ async fn call(
         _ => Requester::Api,
     };
     let mut call = handle
-        .gate()
-        .start(CallRequest {
+        .start_call(CallRequest {
             tool: request.tool,
             arguments: request.arguments,
             requester,
@@ -99,8 +98,7 @@ async fn call(
     };
     let call_id = call.detach();
     let stored = handle
-        .gate()
-        .get(&call_id)
+        .tool_call(&call_id)
         .await?
         .ok_or_else(|| ApiError::internal(&"a started call has no row"))?;
     Ok((status, axum::Json(stored)).into_response())
@@ -112,8 +110,7 @@ async fn show(
     Path(id): Path<String>,
 ) -> Result<axum::Json<ToolCall>, ApiError> {
     handle
-        .gate()
-        .get(&id)
+        .tool_call(&id)
         .await?
         .map(axum::Json)
         .ok_or_else(|| ApiError::not_found(format!("no tool call with id `{id}`")))

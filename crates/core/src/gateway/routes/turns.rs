@@ -12,12 +12,12 @@ use serde_json::json;
 use souz_protocol::chat::{ChatEvent, TurnList};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::chat::ChatUser;
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 use crate::gateway::ws::{self, CLOSE_RESYNC};
 use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::ChatUser;
 
 /// Ownership answers remembered per socket; bounded so a long session does not grow forever.
 const OWNERSHIP_CACHE: usize = 4096;
@@ -55,7 +55,7 @@ async fn list(
     user: ChatUser,
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<TurnList>, ApiError> {
-    let items = handle.chats().active_turns(&user).await?;
+    let items = handle.active_turns(&user).await?;
     Ok(axum::Json(TurnList { items }))
 }
 
@@ -70,7 +70,7 @@ async fn follow(
 
 async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
     let shutdown = handle.shutdown_signal();
-    let mut events = handle.chats().events().subscribe_all();
+    let mut events = handle.subscribe_chat_events();
     let mut owned: HashMap<String, bool> = HashMap::new();
     let live = json!({"kind": "live"}).to_string();
     if socket.send(Frame::Text(live.into())).await.is_err() {
@@ -84,7 +84,7 @@ async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
                     let mine = match owned.get(&event.chat_id) {
                         Some(mine) => *mine,
                         None => {
-                            let mine = handle.chats().owns(&user, &event.chat_id).await.unwrap_or(false);
+                            let mine = handle.owns_chat(&user, &event.chat_id).await.unwrap_or(false);
                             if owned.len() >= OWNERSHIP_CACHE {
                                 owned.clear();
                             }

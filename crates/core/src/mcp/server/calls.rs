@@ -34,12 +34,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::SouzServer;
 use super::sessions::SessionStream;
-use crate::approvals::ApprovalError;
-use crate::approvals::policy::same_requester;
-use crate::tools::gate::{CallRequest, CallState};
-use crate::tools::{input_schema, parse_arguments};
+use super::{SouzServer, mcp_error};
+use crate::runtime::ServiceError;
+use crate::runtime::facade::{
+    CallRequest, CallState, input_schema, parse_arguments, same_requester,
+};
 
 /// The server's own tool that waits for a pending approval and returns the call's result.
 pub(crate) const AWAIT_APPROVAL: &str = "AwaitApproval";
@@ -113,22 +113,22 @@ pub(crate) async fn call(
     let stop = Stop::new(&context);
     // An unknown tool goes to the gate too: it answers with an error result the model can
     // read ("There is no tool named ..."), and the attempt is audited.
-    let gate = session.handle.gate();
-    let call = gate
-        .start(CallRequest {
+    let handle = &session.handle;
+    let call = handle
+        .start_call(CallRequest {
             tool: name.to_owned(),
             arguments: Value::Object(request.arguments.unwrap_or_default()),
             requester,
         })
         .await
-        .map_err(internal)?;
+        .map_err(mcp_error)?;
     if let Some(stream) = &stop.stream
         && !session.calls.track(&stream.session_id, &call.call_id)
     {
         // The session ended while the call started.
         call.cancel();
     }
-    let mut state = match gate.watch(&call.call_id) {
+    let mut state = match handle.watch_call(&call.call_id) {
         Some(receiver) => receiver,
         // Already over and forgotten by the gate: its handle holds the final state.
         None => watch::channel(call.state()).1,
@@ -169,15 +169,16 @@ async fn await_approval(
         Err(error) => return Ok(error_result(error.to_string())),
     };
     let session = &server.session;
-    let approval = match session.handle.approvals().get(&args.approval_id).await {
+    let approval = match session.handle.approval(&args.approval_id).await {
         Ok(approval) => approval,
-        Err(ApprovalError::NotFound(id)) => {
+        Err(ServiceError::NotFound { .. }) => {
             return Ok(error_result(format!(
-                "There is no approval with id `{id}` in Souz. Use the id from the \"waiting for \
-                 approval\" result exactly as given."
+                "There is no approval with id `{}` in Souz. Use the id from the \"waiting for \
+                 approval\" result exactly as given.",
+                args.approval_id
             )));
         }
-        Err(error) => return Err(internal(error)),
+        Err(error) => return Err(mcp_error(error)),
     };
     if !same_requester(&approval.requester, &requester) {
         return Ok(error_result(format!(
@@ -190,9 +191,9 @@ async fn await_approval(
         .wait_seconds
         .map_or(budget, Duration::from_secs)
         .min(budget);
-    let gate = session.handle.gate();
+    let handle = &session.handle;
     let call_id = approval.call_id;
-    let state = match gate.watch(&call_id) {
+    let state = match handle.watch_call(&call_id) {
         Some(mut receiver) => {
             let mut progress = Progress::new(server, &context);
             let stop = Stop::new(&context);
@@ -202,7 +203,7 @@ async fn await_approval(
                     return Ok(pending_result(&approval.tool, &state));
                 }
                 Followed::Cancelled => {
-                    gate.cancel(&call_id);
+                    handle.cancel_call(&call_id);
                     return Ok(error_result(
                         "Cancelled; the approval request was withdrawn.".to_owned(),
                     ));
@@ -210,7 +211,7 @@ async fn await_approval(
             }
         }
         None => {
-            let Some(stored) = gate.get(&call_id).await.map_err(internal)? else {
+            let Some(stored) = handle.tool_call(&call_id).await.map_err(mcp_error)? else {
                 return Err(McpError::internal_error(
                     "an approval names a call Souz has no record of",
                     None,
@@ -231,7 +232,7 @@ async fn await_approval(
             }
         }
     };
-    if !gate.mark_delivered(&call_id).await.map_err(internal)? {
+    if !handle.mark_delivered(&call_id).await.map_err(mcp_error)? {
         return Ok(error_result(format!(
             "The result of approval `{}` was already returned; each result is returned once.",
             approval.id
@@ -379,11 +380,10 @@ async fn deliver(server: &SouzServer, call_id: &str) -> Result<(), McpError> {
     server
         .session
         .handle
-        .gate()
         .mark_delivered(call_id)
         .await
         .map(|_| ())
-        .map_err(internal)
+        .map_err(mcp_error)
 }
 
 /// The MCP result of a finished call.
@@ -440,9 +440,4 @@ pub(crate) fn pending_result(tool: &str, state: &CallState) -> CallToolResult {
 
 fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-fn internal(error: impl std::fmt::Display) -> McpError {
-    tracing::error!(%error, "MCP tool call failed inside Souz");
-    McpError::internal_error("Souz could not record the call; see its log.", None)
 }

@@ -15,8 +15,8 @@ use serde_json::Value;
 use souz_protocol::{Action, Requester};
 
 use super::calls;
-use crate::approvals::Approvals;
-use crate::tools::{Catalog, ToolSpec};
+use crate::runtime::RuntimeHandle;
+use crate::runtime::facade::ToolSpec;
 
 /// The `_meta` key Anthropic's clients read to know a tool will ask the person.
 pub(crate) const REQUIRES_USER_INTERACTION: &str = "anthropic/requiresUserInteraction";
@@ -34,16 +34,13 @@ pub(crate) struct Listing {
 }
 
 impl Listing {
-    /// MCP forms of every tool in `catalog`.
-    pub(crate) fn new(catalog: &Catalog) -> Self {
-        let entries = catalog
-            .iter()
-            .map(|tool| {
-                let spec = tool.spec().clone();
-                Entry {
-                    tool: mcp_tool(&spec),
-                    spec,
-                }
+    /// MCP forms of every tool of the catalog (`specs`).
+    pub(crate) fn new(specs: Vec<ToolSpec>) -> Self {
+        let entries = specs
+            .into_iter()
+            .map(|spec| Entry {
+                tool: mcp_tool(&spec),
+                spec,
             })
             .collect();
         Self {
@@ -54,13 +51,13 @@ impl Listing {
 
     /// The tools `requester` may call, as `tools/list` shows them (sorted by name, with
     /// `AwaitApproval` last).
-    pub(crate) fn tools(&self, approvals: &Approvals, requester: &Requester) -> Vec<Tool> {
+    pub(crate) fn tools(&self, handle: &RuntimeHandle, requester: &Requester) -> Vec<Tool> {
         let mut tools: Vec<Tool> = self
             .entries
             .iter()
             .filter_map(|entry| {
-                let action = approvals
-                    .effective_for(entry.spec.name, entry.spec.risk, true, requester)
+                let action = handle
+                    .tool_policy_for(entry.spec.name, entry.spec.risk, requester)
                     .action;
                 match action {
                     Action::Deny => None,
@@ -83,10 +80,10 @@ impl Listing {
     /// What decides whether the list changed: each listed tool and whether it asks.
     pub(crate) fn signature(
         &self,
-        approvals: &Approvals,
+        handle: &RuntimeHandle,
         requester: &Requester,
     ) -> Vec<(String, bool)> {
-        self.tools(approvals, requester)
+        self.tools(handle, requester)
             .into_iter()
             .map(|tool| {
                 let asks = tool

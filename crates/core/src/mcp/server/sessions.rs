@@ -35,7 +35,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::tools::gate::Gate;
+use crate::runtime::RuntimeHandle;
 
 /// The session a request came in on, and whether its response stream is still there.
 #[derive(Debug, Clone)]
@@ -48,15 +48,15 @@ pub(crate) struct SessionStream {
 
 /// The calls each open session started (call ids; finished ones are pruned as new ones come).
 pub(crate) struct SessionCalls {
-    gate: Gate,
+    handle: RuntimeHandle,
     open: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl SessionCalls {
-    /// No sessions yet; calls are cancelled through `gate`.
-    pub(crate) fn new(gate: Gate) -> Self {
+    /// No sessions yet; calls are cancelled through `handle`.
+    pub(crate) fn new(handle: RuntimeHandle) -> Self {
         Self {
-            gate,
+            handle,
             open: Mutex::new(HashMap::new()),
         }
     }
@@ -77,7 +77,7 @@ impl SessionCalls {
         let Some(calls) = open.get_mut(session_id) else {
             return false;
         };
-        calls.retain(|id| self.gate.watch(id).is_some());
+        calls.retain(|id| self.handle.watch_call(id).is_some());
         calls.push(call_id.to_owned());
         true
     }
@@ -87,7 +87,7 @@ impl SessionCalls {
         let calls = self.open().remove(session_id).unwrap_or_default();
         let cancelled = calls
             .iter()
-            .filter(|call_id| self.gate.cancel(call_id))
+            .filter(|call_id| self.handle.cancel_call(call_id))
             .count();
         if cancelled > 0 {
             tracing::info!(

@@ -61,13 +61,13 @@ async fn the_listing_follows_the_policy_for_each_client() {
         .start()
         .await;
     let handle = runtime.handle();
-    let listing = Listing::new(handle.gate().catalog());
+    let listing = Listing::new(handle.tool_specs());
     let names = |tools: &[rmcp::model::Tool]| -> Vec<String> {
         tools.iter().map(|tool| tool.name.to_string()).collect()
     };
 
-    let for_code = listing.tools(handle.approvals(), &client("claude-code"));
-    let for_desktop = listing.tools(handle.approvals(), &client("claude-ai"));
+    let for_code = listing.tools(&handle, &client("claude-code"));
+    let for_desktop = listing.tools(&handle, &client("claude-ai"));
     assert!(names(&for_code).contains(&"RunCommand".to_owned()));
     assert!(
         !names(&for_desktop).contains(&"RunCommand".to_owned()),
@@ -106,7 +106,7 @@ async fn the_listing_follows_the_policy_for_each_client() {
         by_name("RunCommand").output_schema.is_none(),
         "RunCommand asks claude-code, so it is listed without an output schema"
     );
-    let for_trusted = listing.tools(handle.approvals(), &client("trusted"));
+    let for_trusted = listing.tools(&handle, &client("trusted"));
     let run_trusted = for_trusted
         .iter()
         .find(|tool| tool.name == "RunCommand")
@@ -126,7 +126,7 @@ async fn the_listing_follows_the_policy_for_each_client() {
         Some(&Implementation::new("trusted", "9.9")),
         "s".to_owned(),
     );
-    let for_spoof = listing.tools(handle.approvals(), &spoof);
+    let for_spoof = listing.tools(&handle, &spoof);
     let run_spoof = for_spoof
         .iter()
         .find(|tool| tool.name == "RunCommand")
@@ -134,13 +134,10 @@ async fn the_listing_follows_the_policy_for_each_client() {
     assert!(asks(run_spoof), "a spoofed clientInfo inherits nothing");
 
     // The signature (what decides `tools/list_changed`) differs exactly where the lists do.
-    let code = listing.signature(handle.approvals(), &client("claude-code"));
-    let desktop = listing.signature(handle.approvals(), &client("claude-ai"));
+    let code = listing.signature(&handle, &client("claude-code"));
+    let desktop = listing.signature(&handle, &client("claude-ai"));
     assert_ne!(code, desktop);
-    assert_eq!(
-        code,
-        listing.signature(handle.approvals(), &client("Claude-Code"))
-    );
+    assert_eq!(code, listing.signature(&handle, &client("Claude-Code")));
     runtime.shutdown("test").await.unwrap();
 }
 

@@ -1,0 +1,224 @@
+//! The facade the adapters (gateway routes, the MCP server; the CLI and the app reach the daemon
+//! through the gateway) use: [`RuntimeHandle`](super::RuntimeHandle) methods grouped by concept,
+//! one module per concept, each a few lines over the domain services.
+//!
+//! Invariants:
+//! - Every fallible method returns [`ServiceError`], the one error type that crosses the edge.
+//!   Domain errors (`ChatError`, `ApprovalError`, `StoreError`, `LlmServiceError`,
+//!   `ConfigEditError`, `ClientTokenError`) become a `ServiceError` here and nowhere else; the
+//!   gateway maps it to HTTP in `gateway::error` only, the MCP server to MCP errors in one
+//!   function.
+//! - What an adapter needs of a domain type (a request struct, a state it watches) is
+//!   re-exported here, so adapter modules import `crate::runtime` and `souz_protocol`, never
+//!   `store`, `chat`, `approvals`, `tools` or `llm` (the `layering` test checks it).
+//! - A `ServiceError` keeps what the client may be told apart from what only the log may see:
+//!   `Internal` and `StartFailed` carry details for the log, never for the wire.
+
+mod approvals;
+mod calls;
+mod chats;
+mod credentials;
+mod events;
+mod settings;
+
+use souz_protocol::ErrorCode;
+use souz_protocol::config::ConfigProblem;
+
+use super::config_editor::{ConfigEditError, problem_on_wire};
+use crate::approvals::ApprovalError;
+use crate::chat::ChatError;
+use crate::llm::keys::KeyStoreError;
+use crate::llm::service::LlmServiceError;
+use crate::store::StoreError;
+use crate::token::clients::ClientTokenError;
+
+pub(crate) use crate::approvals::Audience;
+pub(crate) use crate::approvals::audit::AuditQuery;
+pub(crate) use crate::approvals::policy::same_requester;
+pub(crate) use crate::bus::FollowItem;
+pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
+pub(crate) use crate::chat::{ChatUser, MessagePage};
+pub(crate) use crate::tools::gate::{CallRequest, CallState};
+pub(crate) use crate::tools::{ToolSpec, input_schema, parse_arguments};
+
+/// Why an operation of the runtime failed, as every adapter sees it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ServiceError {
+    /// The request is malformed or names something unusable; nothing changed.
+    #[error("{0}")]
+    Invalid(String),
+    /// A `config.toml` that does not validate; nothing was written.
+    #[error("{message}")]
+    ConfigRejected {
+        /// What the client is told first.
+        message: String,
+        /// Every problem, with its position.
+        problems: Vec<ConfigProblem>,
+        /// The text that was validated.
+        text: String,
+    },
+    /// No such thing (for this caller); `code` says which kind of thing.
+    #[error("{message}")]
+    NotFound {
+        /// `not_found`, `chat_not_found`, `execution_not_found` or `option_not_found`.
+        code: ErrorCode,
+        /// What the client is told.
+        message: String,
+    },
+    /// The request conflicts with the state; `code` says how.
+    #[error("{message}")]
+    Conflict {
+        /// The stable code (`conflict`, `paused`, `idempotency_conflict`, ...).
+        code: ErrorCode,
+        /// What the client is told.
+        message: String,
+    },
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The daemon is shutting down (the database is closed).
+    #[error("Souz is shutting down.")]
+    Unavailable,
+    /// An agent turn could not be started; the detail is for the log only.
+    #[error("the agent could not be started: {0}")]
+    StartFailed(String),
+    /// Something broke inside; the detail is for the log only.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::NotFound {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn internal(detail: &dyn std::fmt::Display) -> Self {
+        Self::Internal(detail.to_string())
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Closed => Self::Unavailable,
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<ApprovalError> for ServiceError {
+    fn from(error: ApprovalError) -> Self {
+        match error {
+            ApprovalError::NotFound(_) | ApprovalError::GrantNotFound(_) => {
+                Self::not_found(ErrorCode::NotFound, error.to_string())
+            }
+            ApprovalError::AlreadyDecided { .. } => {
+                Self::conflict(ErrorCode::Conflict, error.to_string())
+            }
+            ApprovalError::Invalid(message) => Self::Invalid(message),
+            ApprovalError::Forbidden(message) => Self::Forbidden(message),
+            ApprovalError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ConfigEditError> for ServiceError {
+    fn from(error: ConfigEditError) -> Self {
+        match error {
+            ConfigEditError::Invalid { problems, text } => {
+                let message = match problems.first() {
+                    Some(first) if problems.len() == 1 => format!("Not saved: {first}"),
+                    Some(first) => {
+                        format!("Not saved: {first} (and {} more)", problems.len() - 1)
+                    }
+                    None => "Not saved.".to_owned(),
+                };
+                Self::ConfigRejected {
+                    message,
+                    problems: problems.iter().map(problem_on_wire).collect(),
+                    text,
+                }
+            }
+            ConfigEditError::Conflict { .. } => {
+                Self::conflict(ErrorCode::Conflict, error.to_string())
+            }
+            ConfigEditError::BadChange(message) => Self::Invalid(message),
+            ConfigEditError::Io(detail) => Self::Internal(detail),
+        }
+    }
+}
+
+impl From<ClientTokenError> for ServiceError {
+    fn from(error: ClientTokenError) -> Self {
+        match error {
+            ClientTokenError::InvalidName(_) => Self::Invalid(error.to_string()),
+            ClientTokenError::NameTaken(_) => {
+                Self::conflict(ErrorCode::Conflict, error.to_string())
+            }
+            ClientTokenError::Random(_) => Self::internal(&error),
+            ClientTokenError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<LlmServiceError> for ServiceError {
+    fn from(error: LlmServiceError) -> Self {
+        match error {
+            LlmServiceError::UnknownProvider(_)
+            | LlmServiceError::KeylessProvider(_)
+            | LlmServiceError::InvalidKey(_)
+            | LlmServiceError::Model(_) => Self::Invalid(error.to_string()),
+            // The key file or a stored key is unusable: the message says how to fix it and
+            // holds no secret, so it goes to the client.
+            LlmServiceError::Keys(
+                KeyStoreError::KeyFile { .. } | KeyStoreError::Decrypt { .. },
+            ) => Self::conflict(ErrorCode::Conflict, error.to_string()),
+            LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<ChatError> for ServiceError {
+    fn from(error: ChatError) -> Self {
+        let message = error.to_string();
+        match error {
+            ChatError::ChatNotFound => Self::not_found(ErrorCode::ChatNotFound, message),
+            ChatError::ExecutionNotFound => Self::not_found(ErrorCode::ExecutionNotFound, message),
+            ChatError::OptionNotFound => Self::not_found(ErrorCode::OptionNotFound, message),
+            ChatError::Invalid(message) => Self::Invalid(message),
+            ChatError::ActiveExecution => {
+                Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
+            }
+            ChatError::IdempotencyConflict => {
+                Self::conflict(ErrorCode::IdempotencyConflict, message)
+            }
+            ChatError::UnsupportedModel(message) => {
+                Self::conflict(ErrorCode::UnsupportedBackendModel, message)
+            }
+            ChatError::RequiresModelAccess(message) => {
+                Self::conflict(ErrorCode::OnboardingRequiresModelAccess, message)
+            }
+            ChatError::StartFailed(detail) => Self::StartFailed(detail),
+            ChatError::Paused => Self::conflict(
+                ErrorCode::Paused,
+                "Souz is paused; resume it (tray, Settings, or PUT /v1/pause) to start agent turns.",
+            ),
+            ChatError::Llm(error) => error.into(),
+            ChatError::Store(error) => error.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

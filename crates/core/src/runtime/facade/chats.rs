@@ -1,0 +1,230 @@
+//! Chats for the adapters: the user's settings and onboarding, chats and messages, posting a
+//! message (an agent turn), a chat's events (replay and follow), cancelling turns, the
+//! agents' questions, and the turns running now. Every call acts for one [`ChatUser`]; a
+//! foreign id is "not found".
+
+use std::sync::Arc;
+
+use futures::Stream;
+use souz_protocol::chat::{
+    ActiveTurn, Chat, ChatEvent, ChatEventList, ChatList, CreateChat, CreateChatResponse,
+    Execution, MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
+    PostMessageResponse, Question, QuestionList, Settings, SettingsPatch,
+};
+use tokio::sync::broadcast;
+
+use super::ServiceError;
+use crate::bus::FollowItem;
+use crate::chat::{ChatUser, MessagePage};
+use crate::runtime::RuntimeHandle;
+
+impl RuntimeHandle {
+    /// The user's effective settings.
+    pub async fn settings(&self, user: &ChatUser) -> Result<Settings, ServiceError> {
+        Ok(self.chats().settings(user).await?)
+    }
+
+    /// Changes the user's settings; absent fields keep their value.
+    pub async fn patch_settings(
+        &self,
+        user: &ChatUser,
+        patch: SettingsPatch,
+    ) -> Result<Settings, ServiceError> {
+        Ok(self.chats().patch_settings(user, patch).await?)
+    }
+
+    /// Whether onboarding is needed, what is missing, and the step to show.
+    pub async fn onboarding_state(&self, user: &ChatUser) -> Result<OnboardingState, ServiceError> {
+        let (completed, has_model) = self.chats().onboarding(user).await?;
+        let settings = self.chats().settings(user).await?;
+        let mut reasons = Vec::new();
+        if !has_model {
+            reasons.push("missing_model_access".to_owned());
+        }
+        if !completed {
+            reasons.push("preferences_incomplete".to_owned());
+        }
+        let current_step = if !has_model {
+            "provider"
+        } else if !completed {
+            "preferences"
+        } else {
+            "done"
+        };
+        Ok(OnboardingState {
+            required: !reasons.is_empty(),
+            completed,
+            current_step: current_step.to_owned(),
+            reasons,
+            recommended_default_model: Some(settings.default_model)
+                .filter(|model| !model.is_empty()),
+        })
+    }
+
+    /// Finishes onboarding with optional preferences.
+    pub async fn complete_onboarding(
+        &self,
+        user: &ChatUser,
+        patch: SettingsPatch,
+    ) -> Result<(), ServiceError> {
+        Ok(self.chats().complete_onboarding(user, patch).await?)
+    }
+
+    /// The user's chats, most recently changed first.
+    pub async fn list_chats(
+        &self,
+        user: &ChatUser,
+        limit: usize,
+        include_archived: bool,
+    ) -> Result<ChatList, ServiceError> {
+        Ok(self
+            .chats()
+            .list_chats(user, limit, include_archived)
+            .await?)
+    }
+
+    /// Creates a chat (idempotent by `requestId`); `true` when it is new.
+    pub async fn create_chat(
+        &self,
+        user: &ChatUser,
+        request: CreateChat,
+    ) -> Result<(CreateChatResponse, bool), ServiceError> {
+        Ok(self.chats().create_chat(user, request).await?)
+    }
+
+    /// Renames a chat.
+    pub async fn rename_chat(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        title: &str,
+    ) -> Result<Chat, ServiceError> {
+        Ok(self.chats().rename(user, chat_id, title).await?)
+    }
+
+    /// Archives (or unarchives) a chat.
+    pub async fn set_chat_archived(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        archived: bool,
+    ) -> Result<Chat, ServiceError> {
+        Ok(self.chats().set_archived(user, chat_id, archived).await?)
+    }
+
+    /// A page of a chat's messages, ascending.
+    pub async fn messages(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        page: MessagePage,
+    ) -> Result<MessageList, ServiceError> {
+        Ok(self.chats().messages(user, chat_id, page).await?)
+    }
+
+    /// Stores a message and starts its agent turn.
+    pub async fn post_message(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        request: PostMessage,
+    ) -> Result<PostMessageResponse, ServiceError> {
+        Ok(self.chats().post_message(user, chat_id, request).await?)
+    }
+
+    /// A chat's stored events after `after_seq`, ascending.
+    pub async fn replay_chat(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<ChatEventList, ServiceError> {
+        Ok(self.chats().replay(user, chat_id, after_seq, limit).await?)
+    }
+
+    /// Checks that the user may follow a chat (before a WebSocket upgrade).
+    pub async fn authorize_chat_stream(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<(), ServiceError> {
+        Ok(self.chats().authorize_stream(user, chat_id).await?)
+    }
+
+    /// A chat's stored events after `after_seq`, then `Live`, then live events (deltas
+    /// included). Check access first with [`RuntimeHandle::authorize_chat_stream`].
+    pub fn follow_chat(
+        &self,
+        chat_id: &str,
+        after_seq: i64,
+    ) -> impl Stream<Item = FollowItem<ChatEvent>> + Send + 'static {
+        self.chats().events().follow(chat_id, after_seq)
+    }
+
+    /// Cancels the chat's running turn.
+    pub async fn cancel_active(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<Execution, ServiceError> {
+        Ok(self.chats().cancel_active(user, chat_id).await?)
+    }
+
+    /// Cancels one execution of a chat.
+    pub async fn cancel_execution(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        execution_id: &str,
+    ) -> Result<Execution, ServiceError> {
+        Ok(self
+            .chats()
+            .cancel_execution(user, chat_id, execution_id)
+            .await?)
+    }
+
+    /// The questions the agents of the user's chats wait on, oldest first.
+    pub async fn questions(
+        &self,
+        user: &ChatUser,
+        limit: usize,
+    ) -> Result<QuestionList, ServiceError> {
+        Ok(self.chats().questions(user, limit).await?)
+    }
+
+    /// One question, whatever its status.
+    pub async fn question(
+        &self,
+        user: &ChatUser,
+        option_id: &str,
+    ) -> Result<Question, ServiceError> {
+        Ok(self.chats().question(user, option_id).await?)
+    }
+
+    /// Answers a question; its turn resumes.
+    pub async fn answer_question(
+        &self,
+        user: &ChatUser,
+        option_id: &str,
+        answer: OptionAnswer,
+    ) -> Result<OptionAnswerResponse, ServiceError> {
+        Ok(self.chats().answer_option(user, option_id, answer).await?)
+    }
+
+    /// The user's turns running now, oldest first.
+    pub async fn active_turns(&self, user: &ChatUser) -> Result<Vec<ActiveTurn>, ServiceError> {
+        Ok(self.chats().active_turns(user).await?)
+    }
+
+    /// Every event of every chat announced from now on (filter with
+    /// [`RuntimeHandle::owns_chat`]).
+    pub fn subscribe_chat_events(&self) -> broadcast::Receiver<Arc<ChatEvent>> {
+        self.chats().events().subscribe_all()
+    }
+
+    /// Whether the chat is the user's.
+    pub async fn owns_chat(&self, user: &ChatUser, chat_id: &str) -> Result<bool, ServiceError> {
+        Ok(self.chats().owns(user, chat_id).await?)
+    }
+}

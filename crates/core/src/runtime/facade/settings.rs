@@ -1,0 +1,144 @@
+//! Settings for the adapters: `config.toml` through the settings editor, the pause switch, and
+//! the caller's provider keys (keys go in, only hints come out).
+
+use souz_protocol::config::{ConfigDocument, ConfigSaved, ConfigValue, PauseState};
+use souz_protocol::{ExpiryReason, ProviderKeyInfo, RuntimeEvent};
+
+use super::ServiceError;
+use crate::bus::pause;
+use crate::chat::ChatUser;
+use crate::runtime::RuntimeHandle;
+use crate::store::StoreError;
+
+/// The longest `via` a pause change records.
+const MAX_VIA: usize = 32;
+
+impl RuntimeHandle {
+    /// `config.toml`: its text, its schema with the values it sets, and what applies live.
+    pub async fn config_document(&self) -> Result<ConfigDocument, ServiceError> {
+        Ok(self.config_editor().document().await?)
+    }
+
+    /// Replaces `config.toml` with `text` (validated first; `base_revision` guards against a
+    /// concurrent edit).
+    pub async fn replace_config(
+        &self,
+        text: String,
+        base_revision: Option<String>,
+    ) -> Result<ConfigSaved, ServiceError> {
+        Ok(self.config_editor().replace(text, base_revision).await?)
+    }
+
+    /// Sets or resets single keys of `config.toml`, keeping its comments.
+    pub async fn patch_config(
+        &self,
+        changes: Vec<ConfigValue>,
+        base_revision: Option<String>,
+    ) -> Result<ConfigSaved, ServiceError> {
+        Ok(self.config_editor().patch(changes, base_revision).await?)
+    }
+
+    /// Whether Souz is paused, and since when.
+    pub fn pause_state(&self) -> PauseState {
+        let since = self.approvals().pause().since();
+        PauseState {
+            paused: since.is_some(),
+            since,
+        }
+    }
+
+    /// Pauses or resumes Souz. Pausing denies every pending approval, cancels running agent
+    /// turns, and from then on denies calls that would ask and refuses new turns. Idempotent.
+    /// `via` (who flipped it) keeps at most 32 letters, digits, `-` and `_`; `api` when
+    /// nothing is left.
+    pub async fn set_paused(&self, paused: bool, via: &str) -> Result<PauseState, ServiceError> {
+        let switch = self.approvals().pause().clone();
+        if switch.is_paused() != paused {
+            let since = paused.then(crate::store::codec::now);
+            let via = recorded_via(via);
+            self.events()
+                .publish_with(move |transaction| {
+                    pause::store(transaction, since)?;
+                    let event = if paused {
+                        RuntimeEvent::DaemonPaused { via }
+                    } else {
+                        RuntimeEvent::DaemonResumed { via }
+                    };
+                    Ok::<_, StoreError>(((), vec![event]))
+                })
+                .await?;
+            // Flip first, then sweep: anything asked after the flip is refused by its producer.
+            switch.set(since);
+        }
+        if paused {
+            let expired = self
+                .approvals()
+                .expire_pending(ExpiryReason::Paused)
+                .await?;
+            let stopped = match self.chats().stop_running().await {
+                Ok(stopped) => stopped,
+                Err(error) => {
+                    tracing::warn!(%error, "could not stop every agent turn while pausing");
+                    0
+                }
+            };
+            if expired > 0 || stopped > 0 {
+                tracing::info!(
+                    approvals = expired,
+                    turns = stopped,
+                    "paused: denied and stopped"
+                );
+            }
+        }
+        Ok(self.pause_state())
+    }
+
+    /// The user's configured provider keys (hints only), sorted by provider.
+    pub async fn provider_keys(
+        &self,
+        user: &ChatUser,
+    ) -> Result<Vec<ProviderKeyInfo>, ServiceError> {
+        Ok(self.llm().for_user(&user.0).provider_keys().await?)
+    }
+
+    /// Stores (or replaces) the user's key for `provider`, encrypted at rest.
+    pub async fn set_provider_key(
+        &self,
+        user: &ChatUser,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<ProviderKeyInfo, ServiceError> {
+        Ok(self
+            .llm()
+            .for_user(&user.0)
+            .set_provider_key(provider, api_key)
+            .await?)
+    }
+
+    /// Deletes the user's stored key for `provider` (idempotent).
+    pub async fn delete_provider_key(
+        &self,
+        user: &ChatUser,
+        provider: &str,
+    ) -> Result<(), ServiceError> {
+        Ok(self
+            .llm()
+            .for_user(&user.0)
+            .delete_provider_key(provider)
+            .await?)
+    }
+}
+
+/// `via` as a pause event records it.
+fn recorded_via(via: &str) -> String {
+    let via: String = via
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(MAX_VIA)
+        .collect();
+    if via.is_empty() {
+        "api".to_owned()
+    } else {
+        via
+    }
+}
