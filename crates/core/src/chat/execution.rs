@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
 use chrono::Utc;
-use serde_json::json;
 use souz_protocol::RuntimeEvent;
-use souz_protocol::chat::{Execution, ExecutionStatus, OptionStatus, Usage};
+use souz_protocol::chat::events::{
+    ExecutionCancelledPayload, ExecutionFailedPayload, ExecutionFinishedPayload,
+    MessageDeltaPayload, MessageDiscardedPayload, MessagePayload, OptionRequestedPayload,
+};
+use souz_protocol::chat::{ChatEventBody, Execution, ExecutionStatus, OptionStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +20,7 @@ use super::events::NewChatEvent;
 use super::options::records::{self as option_records, OptionRow};
 use super::records::{ExecutionRow, NewMessage};
 use super::turns::{
-    NewQuestion, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload,
+    NewQuestion, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_body,
 };
 use super::{ChatError, ChatUser, Chats, OPTION_LIFETIME, records};
 use crate::store::StoreError;
@@ -117,42 +120,40 @@ impl Chats {
             // apart.
             TurnEvent::Delta { attempt, text } => {
                 if relay.streaming {
-                    self.inner.events.publish_live(
-                        chat_id,
-                        Some(execution_id),
-                        "message.delta",
-                        json!({
-                            "messageId": relay.message_id, "executionId": execution_id,
-                            "attempt": attempt, "delta": text,
-                        }),
-                    );
+                    let body = ChatEventBody::MessageDelta(MessageDeltaPayload {
+                        message_id: relay.message_id.clone(),
+                        execution_id: execution_id.to_owned(),
+                        attempt: *attempt,
+                        delta: text.clone(),
+                    });
+                    self.inner
+                        .events
+                        .publish_live(chat_id, Some(execution_id), body);
                 }
                 return;
             }
             TurnEvent::Discarded { attempt } => {
                 if relay.streaming {
-                    self.inner.events.publish_live(
-                        chat_id,
-                        Some(execution_id),
-                        "message.discarded",
-                        json!({
-                            "messageId": relay.message_id, "executionId": execution_id,
-                            "attempt": attempt,
-                        }),
-                    );
+                    let body = ChatEventBody::MessageDiscarded(MessageDiscardedPayload {
+                        message_id: relay.message_id.clone(),
+                        execution_id: execution_id.to_owned(),
+                        attempt: *attempt,
+                    });
+                    self.inner
+                        .events
+                        .publish_live(chat_id, Some(execution_id), body);
                 }
                 return;
             }
             _ => {}
         }
-        let Some((kind, payload)) = event_payload(&event, relay.show_tools) else {
+        let Some(body) = event_body(&event, relay.show_tools) else {
             return;
         };
         let new = NewChatEvent {
             chat_id: chat_id.to_owned(),
             execution_id: Some(execution_id.to_owned()),
-            kind,
-            payload,
+            body,
         };
         if let Err(error) = self
             .inner
@@ -186,11 +187,10 @@ impl Chats {
                 let at = now();
                 let mut events = Vec::new();
                 let mut runtime = Vec::new();
-                let event = |kind: &'static str, payload: serde_json::Value| NewChatEvent {
+                let event = |body: ChatEventBody| NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: Some(execution_id.clone()),
-                    kind,
-                    payload,
+                    body,
                 };
                 // A turn that completed after cancellation was requested counts as cancelled.
                 let outcome = match outcome {
@@ -209,13 +209,13 @@ impl Chats {
                         }
                         let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &chat_id, role: "assistant", content: text, metadata: &BTreeMap::new(), at })?;
                         records::touch_chat(tx, &chat_id, at)?;
-                        let body = json!({"messageId": message.id, "seq": message.seq, "role": "assistant", "content": message.content});
-                        events.push(event("message.created", body.clone()));
-                        events.push(event("message.completed", body));
-                        events.push(event("execution.finished", json!({
-                            "executionId": execution_id, "assistantMessageId": message.id, "status": "completed",
-                            "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
-                            "totalTokens": usage.total_tokens, "precachedTokens": usage.precached_tokens,
+                        let body = MessagePayload { message_id: message.id.clone(), seq: message.seq, role: "assistant".into(), content: message.content.clone(), client_message_id: None };
+                        events.push(event(ChatEventBody::MessageCreated(body.clone())));
+                        events.push(event(ChatEventBody::MessageCompleted(body)));
+                        events.push(event(ChatEventBody::ExecutionFinished(ExecutionFinishedPayload {
+                            execution_id: execution_id.clone(), assistant_message_id: message.id.clone(), status: "completed".into(),
+                            prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+                            total_tokens: usage.total_tokens, precached_tokens: usage.precached_tokens,
                         })));
                         true
                     }
@@ -228,10 +228,10 @@ impl Chats {
                         if let Some(asked) = option_records::question_by_id(tx, &option.id)? {
                             runtime.push(RuntimeEvent::OptionRequested { option: Box::new(asked) });
                         }
-                        events.push(event("option.requested", json!({
-                            "optionId": option.id, "kind": option.kind, "title": option.title,
-                            "selectionMode": option.selection_mode, "options": option.choices,
-                            "freeText": option.free_text, "expiresAt": option.expires_at,
+                        events.push(event(ChatEventBody::OptionRequested(OptionRequestedPayload {
+                            option_id: option.id.clone(), kind: option.kind.clone(), title: option.title.clone(),
+                            selection_mode: option.selection_mode, options: option.choices.clone(),
+                            free_text: option.free_text, expires_at: option.expires_at,
                         })));
                         true
                     }
@@ -240,8 +240,8 @@ impl Chats {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
                         runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
-                        events.push(event("execution.failed", json!({
-                            "executionId": execution_id, "errorCode": code, "errorMessage": message,
+                        events.push(event(ChatEventBody::ExecutionFailed(ExecutionFailedPayload {
+                            execution_id: execution_id.clone(), error_code: code.clone(), error_message: message.clone(),
                         })));
                         true
                     }
@@ -251,7 +251,7 @@ impl Chats {
                             return Ok((None, Vec::new(), Vec::new()));
                         }
                         runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
-                        events.push(event("execution.cancelled", json!({"executionId": execution_id})));
+                        events.push(event(ChatEventBody::ExecutionCancelled(ExecutionCancelledPayload { execution_id: execution_id.clone() })));
                         true
                     }
                 };

@@ -11,7 +11,8 @@ pub mod records;
 
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
-use souz_protocol::chat::{
+use souz_protocol::chat::events::OptionAnsweredPayload;
+use souz_protocol::chat::{ChatEventBody, 
     ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState, OptionStatus,
     Question, QuestionList, SelectionMode, Settings,
 };
@@ -80,9 +81,12 @@ impl Chats {
             option.chat_id.clone(),
             option.execution_id.clone(),
         );
-        let answered_payload = json!({
-            "optionId": option.id, "status": "answered", "selectedOptionIds": selected_ids,
-            "freeText": free_text.clone().unwrap_or_default(), "metadata": answer.metadata,
+        let answered_body = ChatEventBody::OptionAnswered(OptionAnsweredPayload {
+            option_id: option.id.clone(),
+            status: "answered".into(),
+            selected_option_ids: selected_ids.clone(),
+            free_text: free_text.clone().unwrap_or_default(),
+            metadata: answer.metadata.clone(),
         });
         let answered_event = RuntimeEvent::OptionAnswered {
             option_id: option.id.clone(),
@@ -124,8 +128,7 @@ impl Chats {
                 let event = NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: Some(execution_id.clone()),
-                    kind: "option.answered",
-                    payload: answered_payload,
+                    body: answered_body,
                 };
                 Ok(((row, usage), vec![event], vec![answered_event]))
             })

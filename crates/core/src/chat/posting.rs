@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-use souz_protocol::chat::{
+use souz_protocol::chat::events::{ExecutionStartedPayload, MessagePayload};
+use souz_protocol::chat::{ChatEventBody, 
     Execution, ExecutionStatus, PostMessage, PostMessageResponse, Settings, TurnOptions, Usage,
 };
 
@@ -78,23 +78,17 @@ impl Chats {
                     Err(error) => return Err(ChatError::Store(error.into())),
                 }
                 records::touch_chat(tx, &stored.chat_id, at)?;
-                let mut created = json!({
-                    "messageId": message.id, "seq": message.seq, "role": "user", "content": message.content,
-                });
-                if let Some(key) = &stored.client_message_id {
-                    created["clientMessageId"] = json!(key);
-                }
+                let created = MessagePayload {
+                    message_id: message.id.clone(), seq: message.seq, role: "user".into(), content: message.content.clone(),
+                    client_message_id: stored.client_message_id.clone(),
+                };
+                let started = ExecutionStartedPayload {
+                    execution_id: stored.id.clone(), user_message_id: message.id.clone(),
+                    model: stored.model.clone(), provider: stored.provider.clone(), streaming_messages: streaming,
+                };
                 let events = vec![
-                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), kind: "message.created", payload: created },
-                    NewChatEvent {
-                        chat_id: stored.chat_id.clone(),
-                        execution_id: Some(stored.id.clone()),
-                        kind: "execution.started",
-                        payload: json!({
-                            "executionId": stored.id, "userMessageId": message.id,
-                            "model": stored.model, "provider": stored.provider, "streamingMessages": streaming,
-                        }),
-                    },
+                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), body: ChatEventBody::MessageCreated(created) },
+                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), body: ChatEventBody::ExecutionStarted(started) },
                 ];
                 Ok((message, events))
             })
