@@ -165,12 +165,14 @@ fn turns_end_with_a_notice_and_pause_events_flip_the_switch() {
     state.apply_chat(&started());
     assert!(
         state
-            .apply_chat(&chat_event(ChatEventBody::MessageDelta(MessageDeltaPayload {
-                message_id: "m2".into(),
-                execution_id: "e1".into(),
-                attempt: 1,
-                delta: "hi".into(),
-            })))
+            .apply_chat(&chat_event(ChatEventBody::MessageDelta(
+                MessageDeltaPayload {
+                    message_id: "m2".into(),
+                    execution_id: "e1".into(),
+                    attempt: 1,
+                    delta: "hi".into(),
+                }
+            )))
             .is_empty()
     );
     let ended = state.apply_chat(&chat_event(ChatEventBody::ExecutionFailed(
@@ -205,9 +207,11 @@ fn a_question_stops_the_turn_without_a_notice_and_a_cancel_says_so() {
     assert!(state.apply_chat(&asked).is_empty());
     assert!(state.turns.is_empty());
     state.apply_chat(&started());
-    let cancelled = chat_event(ChatEventBody::ExecutionCancelled(ExecutionCancelledPayload {
-        execution_id: "e1".into(),
-    }));
+    let cancelled = chat_event(ChatEventBody::ExecutionCancelled(
+        ExecutionCancelledPayload {
+            execution_id: "e1".into(),
+        },
+    ));
     let ended = state.apply_chat(&cancelled);
     assert!(matches!(&ended[..], [Notice::TurnEnded { how, .. }] if how == "cancelled"));
     // A kind this shell does not know moves nothing.

@@ -331,7 +331,10 @@ mod tests {
         let bodies: Vec<ChatEventBody> = stored
             .iter()
             .map(|(kind, payload)| {
-                ChatEventBody::from_parts((*kind).to_owned(), serde_json::from_str(payload).unwrap())
+                ChatEventBody::from_parts(
+                    (*kind).to_owned(),
+                    serde_json::from_str(payload).unwrap(),
+                )
             })
             .collect();
         assert!(
@@ -360,8 +363,9 @@ mod tests {
             .unwrap();
         let columns: Vec<(String, String)> = store
             .read(|connection| {
-                let mut statement = connection
-                    .prepare("SELECT type, payload FROM chat_events WHERE chat_id = 'chat' ORDER BY seq")?;
+                let mut statement = connection.prepare(
+                    "SELECT type, payload FROM chat_events WHERE chat_id = 'chat' ORDER BY seq",
+                )?;
                 let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
                 Ok::<_, StoreError>(rows.collect::<Result<Vec<_>, _>>()?)
             })

@@ -9,12 +9,14 @@
 
 pub mod records;
 
+use std::collections::BTreeMap;
+
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::events::OptionAnsweredPayload;
-use souz_protocol::chat::{ChatEventBody, 
-    ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState, OptionStatus,
-    Question, QuestionList, SelectionMode, Settings,
+use souz_protocol::chat::{
+    ChatEventBody, ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState,
+    OptionStatus, Question, QuestionList, SelectionMode, Settings,
 };
 
 use super::events::NewChatEvent;
@@ -81,20 +83,8 @@ impl Chats {
             option.chat_id.clone(),
             option.execution_id.clone(),
         );
-        let answered_body = ChatEventBody::OptionAnswered(OptionAnsweredPayload {
-            option_id: option.id.clone(),
-            status: "answered".into(),
-            selected_option_ids: selected_ids.clone(),
-            free_text: free_text.clone().unwrap_or_default(),
-            metadata: answer.metadata.clone(),
-        });
-        let answered_event = RuntimeEvent::OptionAnswered {
-            option_id: option.id.clone(),
-            chat_id: option.chat_id.clone(),
-            execution_id: option.execution_id.clone(),
-            selected_option_ids: selected_ids.clone(),
-            free_text: free_text.clone(),
-        };
+        let (answered_body, answered_event) =
+            answered_events(&option, &selected_ids, free_text.as_ref(), &answer.metadata);
         let ((execution_row, usage), _) = self
             .inner
             .events
@@ -242,6 +232,30 @@ impl Chats {
         .await?;
         Ok(())
     }
+}
+
+/// The chat event and the runtime event of an answered question.
+fn answered_events(
+    option: &Question,
+    selected_ids: &[String],
+    free_text: Option<&String>,
+    metadata: &BTreeMap<String, String>,
+) -> (ChatEventBody, RuntimeEvent) {
+    let body = ChatEventBody::OptionAnswered(OptionAnsweredPayload {
+        option_id: option.id.clone(),
+        status: "answered".into(),
+        selected_option_ids: selected_ids.to_vec(),
+        free_text: free_text.cloned().unwrap_or_default(),
+        metadata: metadata.clone(),
+    });
+    let event = RuntimeEvent::OptionAnswered {
+        option_id: option.id.clone(),
+        chat_id: option.chat_id.clone(),
+        execution_id: option.execution_id.clone(),
+        selected_option_ids: selected_ids.to_vec(),
+        free_text: free_text.cloned(),
+    };
+    (body, event)
 }
 
 /// An answer, checked against the question it answers.

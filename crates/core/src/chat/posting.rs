@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use souz_protocol::chat::events::{ExecutionStartedPayload, MessagePayload};
-use souz_protocol::chat::{ChatEventBody, 
-    Execution, ExecutionStatus, PostMessage, PostMessageResponse, Settings, TurnOptions, Usage,
+use souz_protocol::chat::{
+    ChatEventBody, Execution, ExecutionStatus, Message, PostMessage, PostMessageResponse, Settings,
+    TurnOptions, Usage,
 };
 
 use super::events::NewChatEvent;
@@ -66,8 +67,25 @@ impl Chats {
                     metadata.insert("clientMessageId".to_owned(), key.clone());
                 }
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
-                let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &stored.chat_id, role: "user", content: &text, metadata: &metadata, at })?;
-                let new = NewExecution { execution: &stored, settings: &settings_json, reply_message_id: &stored_reply_id, owner: &owner, lease_until, at };
+                let message = records::insert_message(
+                    tx,
+                    &NewMessage {
+                        id: &message_id,
+                        chat_id: &stored.chat_id,
+                        role: "user",
+                        content: &text,
+                        metadata: &metadata,
+                        at,
+                    },
+                )?;
+                let new = NewExecution {
+                    execution: &stored,
+                    settings: &settings_json,
+                    reply_message_id: &stored_reply_id,
+                    owner: &owner,
+                    lease_until,
+                    at,
+                };
                 match records::insert_execution(tx, &new) {
                     Ok(()) => {}
                     Err(rusqlite::Error::SqliteFailure(failure, _))
@@ -78,18 +96,7 @@ impl Chats {
                     Err(error) => return Err(ChatError::Store(error.into())),
                 }
                 records::touch_chat(tx, &stored.chat_id, at)?;
-                let created = MessagePayload {
-                    message_id: message.id.clone(), seq: message.seq, role: "user".into(), content: message.content.clone(),
-                    client_message_id: stored.client_message_id.clone(),
-                };
-                let started = ExecutionStartedPayload {
-                    execution_id: stored.id.clone(), user_message_id: message.id.clone(),
-                    model: stored.model.clone(), provider: stored.provider.clone(), streaming_messages: streaming,
-                };
-                let events = vec![
-                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), body: ChatEventBody::MessageCreated(created) },
-                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), body: ChatEventBody::ExecutionStarted(started) },
-                ];
+                let events = started_events(&stored, &message, streaming);
                 Ok((message, events))
             })
             .await;
@@ -215,4 +222,33 @@ fn new_execution(
         usage: None,
         metadata: BTreeMap::new(),
     }
+}
+
+/// The events of a started execution: the user's message, then `execution.started`.
+fn started_events(execution: &Execution, message: &Message, streaming: bool) -> Vec<NewChatEvent> {
+    let created = MessagePayload {
+        message_id: message.id.clone(),
+        seq: message.seq,
+        role: "user".into(),
+        content: message.content.clone(),
+        client_message_id: execution.client_message_id.clone(),
+    };
+    let started = ExecutionStartedPayload {
+        execution_id: execution.id.clone(),
+        user_message_id: message.id.clone(),
+        model: execution.model.clone(),
+        provider: execution.provider.clone(),
+        streaming_messages: streaming,
+    };
+    [
+        ChatEventBody::MessageCreated(created),
+        ChatEventBody::ExecutionStarted(started),
+    ]
+    .into_iter()
+    .map(|body| NewChatEvent {
+        chat_id: execution.chat_id.clone(),
+        execution_id: Some(execution.id.clone()),
+        body,
+    })
+    .collect()
 }

@@ -8,8 +8,8 @@ use futures::StreamExt;
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::{
-    ChatEventBody,
-    CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch, TurnOptions,
+    ChatEventBody, CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch,
+    TurnOptions,
 };
 use tokio::sync::mpsc;
 

@@ -10,7 +10,9 @@ use souz_protocol::chat::events::{
     ApprovalRequestedPayload, ApprovalResolvedPayload, ToolCallFailedPayload,
     ToolCallFinishedPayload, ToolCallStartedPayload,
 };
-use souz_protocol::chat::{ChatEventBody, ExecutionStatus, OptionChoice, SelectionMode, Settings, Usage};
+use souz_protocol::chat::{
+    ChatEventBody, ExecutionStatus, OptionChoice, SelectionMode, Settings, Usage,
+};
 use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -122,10 +122,8 @@ fn every_kind_round_trips_to_the_exact_stored_and_sent_text() {
         let again: ChatEvent = serde_json::from_str(&text).unwrap();
         assert_eq!(again, parsed);
         // From the columns, as replay reads them.
-        let columns = ChatEventBody::from_parts(
-            (*kind).to_owned(),
-            serde_json::from_str(payload).unwrap(),
-        );
+        let columns =
+            ChatEventBody::from_parts((*kind).to_owned(), serde_json::from_str(payload).unwrap());
         assert_eq!(columns, parsed.body);
     }
 }
@@ -167,7 +165,10 @@ fn unknown_kinds_and_unfitting_payloads_are_kept_verbatim() {
         // A kind from another version.
         ("test.tick", r#"{"n":1,"nested":{"b":[1,2],"a":null}}"#),
         // A known kind with a field this version does not know.
-        ("execution.cancelled", r#"{"executionId":"e-1","reason":"user"}"#),
+        (
+            "execution.cancelled",
+            r#"{"executionId":"e-1","reason":"user"}"#,
+        ),
         // A known kind missing a field.
         ("execution.failed", r#"{"executionId":"e-1"}"#),
         // A known kind whose payload is not an object.
