@@ -138,6 +138,41 @@ fn the_fixtures_cover_every_kind() {
     for alternative in alternatives {
         let kind = alternative["properties"]["type"]["const"].as_str().unwrap();
         assert!(kinds.contains(kind), "no fixture for {kind}");
+        // The documented payload is the one the kind is read as.
+        let (_, payload) = FIXTURES.iter().find(|(known, _)| *known == kind).unwrap();
+        let body =
+            ChatEventBody::from_parts(kind.to_owned(), serde_json::from_str(payload).unwrap());
+        let documented = alternative["properties"]["payload"]["$ref"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            documented,
+            format!("#/$defs/{}", payload_type(&body)),
+            "{kind}"
+        );
+    }
+}
+
+/// The payload struct of each variant (no wildcard: a new variant must be added here).
+fn payload_type(body: &ChatEventBody) -> &'static str {
+    match body {
+        ChatEventBody::MessageCreated(_) | ChatEventBody::MessageCompleted(_) => "MessagePayload",
+        ChatEventBody::MessageDelta(_) => "MessageDeltaPayload",
+        ChatEventBody::MessageDiscarded(_) => "MessageDiscardedPayload",
+        ChatEventBody::ToolCallStarted(_) => "ToolCallStartedPayload",
+        ChatEventBody::ToolCallFinished(_) => "ToolCallFinishedPayload",
+        ChatEventBody::ToolCallFailed(_) => "ToolCallFailedPayload",
+        ChatEventBody::ApprovalRequested(_) => "ApprovalRequestedPayload",
+        ChatEventBody::ApprovalDecided(_) | ChatEventBody::ApprovalExpired(_) => {
+            "ApprovalResolvedPayload"
+        }
+        ChatEventBody::OptionRequested(_) => "OptionRequestedPayload",
+        ChatEventBody::OptionAnswered(_) => "OptionAnsweredPayload",
+        ChatEventBody::ExecutionStarted(_) => "ExecutionStartedPayload",
+        ChatEventBody::ExecutionFinished(_) => "ExecutionFinishedPayload",
+        ChatEventBody::ExecutionFailed(_) => "ExecutionFailedPayload",
+        ChatEventBody::ExecutionCancelled(_) => "ExecutionCancelledPayload",
+        ChatEventBody::Other { .. } => "(not documented)",
     }
 }
 
