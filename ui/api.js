@@ -1,3 +1,4 @@
+// @ts-check
 // The one way the page talks to the Souz daemon: fetch with the bearer token, and WebSockets
 // that present the token as the `souz.token.<token>` subprotocol (browsers cannot set headers
 // on WebSockets). The token comes from the URL fragment (`#token=...`), never from the server,
@@ -39,6 +40,7 @@ export function forgetToken() {
 
 /** An API error with the daemon's envelope (`code`, `message`) and the whole body. */
 export class ApiError extends Error {
+  /** @param {number} status @param {import("./types.js").ErrorBody | null} body */
   constructor(status, body) {
     super(body?.error?.message || `HTTP ${status}`);
     this.status = status;
@@ -47,11 +49,17 @@ export class ApiError extends Error {
   }
 }
 
+/** One authenticated call. The answer is the parsed JSON body: callers name its type from
+ *  ./types.js (generated from the OpenAPI document) with a JSDoc cast.
+ *  @param {string} method @param {string} path @param {unknown} [body]
+ *  @returns {Promise<any>} */
 export async function api(method, path, body) {
   return request(method, path, body, { Authorization: `Bearer ${token()}` });
 }
 
-/** One call of the daemon with `headers`; a failing answer becomes an ApiError. */
+/** One call of the daemon with `headers`; a failing answer becomes an ApiError.
+ *  @param {string} method @param {string} path @param {unknown} body
+ *  @param {Record<string, string>} headers @returns {Promise<any>} */
 async function request(method, path, body, headers) {
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
@@ -69,7 +77,11 @@ async function request(method, path, body, headers) {
 /** Opens a WebSocket to `path` and calls `onFrame` with each parsed frame. Reconnects with
  *  backoff while `keep()` is true; `onOpen` runs before each (re)connection so the caller can
  *  pick where to resume (it returns the path to use). Returns a function that closes it. */
-export function follow(pathFor, onFrame, { onState = () => {}, keep = () => true } = {}) {
+/** @template Frame The frame type the stream sends (from ./types.js), named by `onFrame`.
+ *  @param {() => string} pathFor @param {(frame: Frame) => void} onFrame
+ *  @param {{onState?: (up: boolean) => void, keep?: () => boolean}} [options]
+ *  @returns {() => void} */
+export function follow(pathFor, onFrame, { onState = (_up) => {}, keep = () => true } = {}) {
   let socket = null;
   let closed = false;
   let delay = 500;
@@ -92,7 +104,11 @@ export function follow(pathFor, onFrame, { onState = () => {}, keep = () => true
   return () => { closed = true; socket?.close(); };
 }
 
-/** The Tauri bridge when the page runs inside the menu-bar app, else null. */
+/** @typedef {{invoke: (command: string, args?: Record<string, unknown>) => Promise<any>}} TauriCore */
+
+/** The Tauri bridge when the page runs inside the menu-bar app, else null.
+ *  @returns {TauriCore | null} */
 export function tauri() {
-  return window.__TAURI__?.core ?? null;
+  const page = /** @type {{__TAURI__?: {core?: TauriCore}}} */ (/** @type {unknown} */ (window));
+  return page.__TAURI__?.core ?? null;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // The Souz web UI: a hash router over seven pages, the runtime event stream that keeps the
 // queue count and the pause state current, and the login for a page opened without a token.
 
@@ -6,10 +7,18 @@ import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { settingsPage } from "./settings.js";
 
+/** @typedef {import("./types.js").ApprovalList} ApprovalList */
+/** @typedef {import("./types.js").EventFrame} EventFrame */
+/** @typedef {import("./types.js").PauseState} PauseState */
+/** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
+/** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
+
 const routes = { ...pages, settings: settingsPage };
+/** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
 
-/** Pages subscribe to runtime events (approval.*, option.*, tool.call.*, daemon.*) through this. */
+/** Pages subscribe to runtime events (approval.*, option.*, tool.call.*, daemon.*) through this.
+ *  @param {RuntimeListener} listener @returns {() => void} */
 export function onRuntimeEvent(listener) {
   state.listeners.add(listener);
   return () => state.listeners.delete(listener);
@@ -19,13 +28,19 @@ export function isPaused() {
   return state.paused;
 }
 
-function el(id) { return document.getElementById(id); }
+/** An element of index.html (missing: a bug in the page, reported as such).
+ *  @param {string} id @returns {HTMLElement} */
+function el(id) {
+  const node = document.getElementById(id);
+  if (!node) throw new Error(`the page has no #${id}`);
+  return node;
+}
 
 /** The badge counts what waits for the person: approvals and the agents' questions. */
 async function refreshPending() {
   try {
     const [{ items }, questions] = await Promise.all([
-      api("GET", "/v1/approvals?status=pending&limit=500"),
+      /** @type {Promise<ApprovalList>} */ (api("GET", "/v1/approvals?status=pending&limit=500")),
       pendingQuestions(),
     ]);
     state.pending = items.length + questions.length;
@@ -46,20 +61,20 @@ function showPause(paused) {
 }
 
 async function refreshPause() {
-  try { showPause((await api("GET", "/v1/pause")).paused); } catch (error) { console.warn(error); }
+  try { showPause(/** @type {PauseState} */ (await api("GET", "/v1/pause")).paused); } catch (error) { console.warn(error); }
 }
 
 async function togglePause() {
   const next = !state.paused;
-  showPause((await api("PUT", "/v1/pause", { paused: next, via: "ui" })).paused);
+  showPause(/** @type {PauseState} */ (await api("PUT", "/v1/pause", { paused: next, via: "ui" })).paused);
 }
 
 function startRuntimeEvents() {
   let lastSeq = null;
   return follow(
     () => (lastSeq === null ? "/v1/events?tail=true" : `/v1/events?after_seq=${lastSeq}`),
-    (frame) => {
-      if (frame.type === "live" || frame.type === "resync") {
+    /** @param {EventFrame} frame */ (frame) => {
+      if ("type" in frame && (frame.type === "live" || frame.type === "resync")) {
         if (lastSeq === null) lastSeq = frame.last_seq;
         return;
       }
@@ -78,11 +93,12 @@ function startRuntimeEvents() {
   );
 }
 
+/** @type {(() => void) | null} */
 let current = null;
 async function route() {
   const [, name = "queue", ...rest] = location.hash.replace(/^#/, "").split("/");
   const page = routes[name] ? name : "queue";
-  for (const link of document.querySelectorAll("#nav a")) {
+  for (const link of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll("#nav a"))) {
     link.classList.toggle("active", link.dataset.page === page);
   }
   current?.();
@@ -101,15 +117,16 @@ async function route() {
   }
 }
 
+/** @param {string} [problem] */
 function login(problem) {
   forgetToken();
   state.dispose?.();
   const main = el("main");
-  main.replaceChildren(el("login").content.cloneNode(true));
+  main.replaceChildren(/** @type {HTMLTemplateElement} */ (el("login")).content.cloneNode(true));
   if (problem) { el("login-error").hidden = false; el("login-error").textContent = problem; }
   el("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    setToken(el("login-token").value);
+    setToken(/** @type {HTMLInputElement} */ (el("login-token")).value);
     start();
   });
 }

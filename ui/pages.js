@@ -1,3 +1,4 @@
+// @ts-check
 // The Queue (approvals, and the agents' questions from questions.js), Live turns, Chat, Grants,
 // Clients and Audit pages. Each page renders into `main` and returns a function that stops its
 // subscriptions.
@@ -5,6 +6,25 @@
 import { api, follow } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
 import { pendingQuestions, questionCard } from "./questions.js";
+
+/** @typedef {import("./types.js").Approval} Approval */
+/** @typedef {import("./types.js").ApprovalList} ApprovalList */
+/** @typedef {import("./types.js").AuditPage} AuditPage */
+/** @typedef {import("./types.js").ChatEvent} ChatEvent */
+/** @typedef {import("./types.js").ChatEventList} ChatEventList */
+/** @typedef {import("./types.js").ChatList} ChatList */
+/** @typedef {import("./types.js").ClientList} ClientList */
+/** @typedef {import("./types.js").CreateChatResponse} CreateChatResponse */
+/** @typedef {import("./types.js").CreatedClient} CreatedClient */
+/** @typedef {import("./types.js").DecisionResponse} DecisionResponse */
+/** @typedef {import("./types.js").GrantList} GrantList */
+/** @typedef {import("./types.js").MessageList} MessageList */
+/** @typedef {import("./types.js").PostMessageResponse} PostMessageResponse */
+/** @typedef {import("./types.js").Requester} Requester */
+/** @typedef {import("./types.js").TurnList} TurnList */
+/** A frame of `WS /v1/turns/ws` (and `/v1/chats/{id}/ws`): a chat event marked `kind: "event"`,
+ *  or a stream control frame.
+ *  @typedef {(ChatEvent & {kind: "event"}) | {kind: "live" | "resync", lastSeq: number}} ChatFrame */
 
 /**
  * Text as it may be shown: controls and characters that hide or reorder text (ESC, C0/C1,
@@ -14,7 +34,7 @@ import { pendingQuestions, questionCard } from "./questions.js";
  */
 const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F]/g;
 export function visible(text) {
-  return String(text).replace(HIDDEN, (character) => `\\u{${character.codePointAt(0).toString(16).toUpperCase()}}`);
+  return String(text).replace(HIDDEN, (character) => `\\u{${(character.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`);
 }
 
 /** Builds an element: h("div.card", {onclick}, child, ...); text children are shown with visible(). */
@@ -54,7 +74,7 @@ async function queue(main, [focus]) {
   const questions = h("div#question-list");
   main.append(h("h1", {}, "Waiting for you"), questions, list);
   const renderApprovals = async () => {
-    const { items } = await api("GET", "/v1/approvals?status=pending&limit=500");
+    const { items } = /** @type {ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
     list.replaceChildren();
     if (!items.length) list.append(h("p.empty", {}, "Nothing is waiting for your approval."));
     for (const approval of items.reverse()) list.append(approvalCard(approval, approval.id === focus));
@@ -76,12 +96,13 @@ async function queue(main, [focus]) {
   });
 }
 
+/** @param {Approval} approval @param {boolean} focused */
 function approvalCard(approval, focused) {
   const status = h("span.meta");
   const decide = async (decision, scope, extra = {}) => {
     for (const button of card.querySelectorAll("button")) button.disabled = true;
     try {
-      const response = await api("POST", `/v1/approvals/${approval.id}/decision`, { decision, scope, via: "ui", ...extra });
+      const response = /** @type {DecisionResponse} */ (await api("POST", `/v1/approvals/${approval.id}/decision`, { decision, scope, via: "ui", ...extra }));
       status.textContent = visible(response.warning || "");
     } catch (error) {
       status.textContent = visible(error.message);
@@ -115,13 +136,21 @@ function approvalCard(approval, focused) {
 // ----- Live turns ---------------------------------------------------------------------------
 
 /** What a tool line says about the call `payload` is about: its name, and for a skill run the
- *  skill (`RunSkillCommand` → `NewFile`). */
+ *  skill (`RunSkillCommand` → `NewFile`).
+ *  @param {import("./types.js").ToolCallStartedPayload} payload @param {string} known */
 function toolLabel(payload, known) {
-  const skill = payload.argumentsPreview?.skillId;
+  const skill = field(payload.argumentsPreview, "skillId");
   if (payload.name === "RunSkillCommand" && typeof skill === "string") return `${skill} (RunSkillCommand)`;
   return known && payload.name === "RunSkillCommand" ? known : (payload.name || known || "tool");
 }
 
+/** `value[name]` when `value` (a redacted preview, any JSON) is an object, else undefined.
+ *  @param {unknown} value @param {string} name @returns {unknown} */
+function field(value, name) {
+  return value && typeof value === "object" && name in value ? value[name] : undefined;
+}
+
+/** @param {unknown} value */
 const preview = (value) => {
   if (value === undefined || value === null || value === "") return "";
   const text = typeof value === "string" ? value : JSON.stringify(value);
@@ -151,6 +180,7 @@ async function live(main) {
   };
 
   // One line per tool call, keyed by the model's call id, updated as the call moves on.
+  /** @param {{toolCallId: string, approvalId?: string}} payload */
   const toolLine = (turn, payload) => {
     const id = payload.toolCallId || payload.approvalId;
     let call = turn.calls.get(id);
@@ -163,6 +193,7 @@ async function live(main) {
   };
   const show = (call, state, text) => { call.line.className = "tool-call " + state; call.line.textContent = visible(text); };
 
+  /** @param {ChatEvent} event */
   const apply = (event) => {
     if (!event.executionId) return;
     if (event.seq) {
@@ -173,8 +204,8 @@ async function live(main) {
     }
     const turn = view(event.executionId, event.chatId, null);
     if (event.seq) turn.seen.add(`${event.chatId}:${event.seq}`);
-    const payload = event.payload || {};
-    switch (event.type) {
+    const { type, payload } = event;
+    switch (type) {
       case "message.delta": {
         // Each model request (attempt) streams into its own span, so a discarded one can go.
         let span = turn.attempts.get(payload.attempt);
@@ -187,7 +218,7 @@ async function live(main) {
       case "tool.call.started": {
         const call = toolLine(turn, payload);
         call.label = toolLabel(payload, call.label);
-        const args = payload.argumentsPreview?.arguments ?? payload.argumentsPreview;
+        const args = field(payload.argumentsPreview, "arguments") ?? payload.argumentsPreview;
         show(call, "running", `▶ ${call.label} ${preview(args)}`);
         break;
       }
@@ -227,13 +258,13 @@ async function live(main) {
     }
   };
 
-  const stop = follow(() => "/v1/turns/ws", async (frame) => {
+  const stop = follow(() => "/v1/turns/ws", async (/** @type {ChatFrame} */ frame) => {
     if (frame.kind === "live") {
       // (Re)connected: load the turns running now and what they did so far.
-      const { items } = await api("GET", "/v1/turns");
+      const { items } = /** @type {TurnList} */ (await api("GET", "/v1/turns"));
       for (const item of items) {
         view(item.execution.id, item.execution.chatId, item.chatTitle);
-        const { items: events } = await api("GET", `/v1/chats/${item.execution.chatId}/events?afterSeq=${item.afterSeq}&limit=500`);
+        const { items: events } = /** @type {ChatEventList} */ (await api("GET", `/v1/chats/${item.execution.chatId}/events?afterSeq=${item.afterSeq}&limit=500`));
         for (const event of events) if (event.executionId === item.execution.id) apply(event);
       }
       refreshEmpty();
@@ -263,11 +294,11 @@ async function chat(main, [selected]) {
   let streaming = null;
 
   const newChat = async () => {
-    const { chat } = await api("POST", "/v1/chats", { title: "Chat " + new Date().toLocaleString() });
+    const { chat } = /** @type {CreateChatResponse} */ (await api("POST", "/v1/chats", { title: "Chat " + new Date().toLocaleString() }));
     location.hash = `#/chat/${chat.id}`;
   };
   const listChats = async () => {
-    const { items } = await api("GET", "/v1/chats?limit=100");
+    const { items } = /** @type {ChatList} */ (await api("GET", "/v1/chats?limit=100"));
     chatList.replaceChildren(...items.map((item) =>
       h("button" + (item.id === selected ? ".active" : ""), { onclick: () => { location.hash = `#/chat/${item.id}`; } },
         item.title || item.id.slice(0, 8))));
@@ -277,17 +308,18 @@ async function chat(main, [selected]) {
   if (!selected && items.length) selected = items[0].id;
   if (!selected) { messages.append(h("p.empty", {}, "Start a new chat.")); form.hidden = true; return; }
 
+  /** @param {{id: string, role: string, content: string}} message */
   const addMessage = (message) => {
     if (messages.querySelector(`[data-message="${message.id}"]`)) return;
     messages.append(h("div.message." + message.role, { dataset: { message: message.id } }, message.content));
   };
-  const { items: history } = await api("GET", `/v1/chats/${selected}/messages?limit=100`);
+  const { items: history } = /** @type {MessageList} */ (await api("GET", `/v1/chats/${selected}/messages?limit=100`));
   history.forEach(addMessage);
   // Live only: the history above came from the API; the all-chats stream brings what follows.
-  stopStream = follow(() => "/v1/turns/ws", (frame) => {
+  stopStream = follow(() => "/v1/turns/ws", (/** @type {ChatFrame} */ frame) => {
     if (frame.kind !== "event" || frame.chatId !== selected) return;
-    const payload = frame.payload || {};
-    if (frame.type === "message.delta") {
+    const { type, payload } = frame;
+    if (type === "message.delta") {
       if (!streaming || streaming.id !== payload.messageId) {
         streaming?.node.remove();
         streaming = { id: payload.messageId, node: h("div.message.assistant.streaming", { dataset: { streaming: payload.messageId } }), attempts: new Map() };
@@ -296,16 +328,16 @@ async function chat(main, [selected]) {
       let span = streaming.attempts.get(payload.attempt);
       if (!span) { span = h("span"); streaming.attempts.set(payload.attempt, span); streaming.node.append(span); }
       span.textContent += visible(payload.delta || "");
-    } else if (frame.type === "message.discarded") {
+    } else if (type === "message.discarded") {
       if (streaming && streaming.id === payload.messageId) { streaming.attempts.get(payload.attempt)?.remove(); streaming.attempts.delete(payload.attempt); }
-    } else if (frame.type === "message.created") {
+    } else if (type === "message.created") {
       // The stored answer has the id the deltas named: it replaces the streamed text.
       if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
       addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
-    } else if (frame.type === "execution.failed") {
+    } else if (type === "execution.failed") {
       notice.textContent = visible(payload.errorMessage || "The turn failed."); notice.className = "error";
       send.disabled = false;
-    } else if (frame.type.startsWith("execution.")) {
+    } else if (type.startsWith("execution.")) {
       send.disabled = false;
     }
   });
@@ -316,7 +348,7 @@ async function chat(main, [selected]) {
     send.disabled = true;
     notice.textContent = "";
     try {
-      const response = await api("POST", `/v1/chats/${selected}/messages`, { content, clientMessageId: crypto.randomUUID() });
+      const response = /** @type {PostMessageResponse} */ (await api("POST", `/v1/chats/${selected}/messages`, { content, clientMessageId: crypto.randomUUID() }));
       addMessage(response.message);
       input.value = "";
     } catch (error) {
@@ -333,7 +365,7 @@ async function grants(main) {
   const body = h("tbody");
   main.append(h("h1", {}, "Standing grants"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Grant"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th"))), body));
   const render = async () => {
-    const { items } = await api("GET", "/v1/grants");
+    const { items } = /** @type {GrantList} */ (await api("GET", "/v1/grants"));
     body.replaceChildren(...items.map((grant) => h("tr", {},
       h("td", {}, h("span.tag." + grant.effect, {}, grant.effect), " ", grant.label),
       h("td", {}, time(grant.created_at)),
@@ -359,7 +391,7 @@ async function clients(main) {
     form, shown,
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Id"), h("th", {}, "Created"), h("th"))), body));
   const render = async () => {
-    const { items } = await api("GET", "/v1/clients");
+    const { items } = /** @type {ClientList} */ (await api("GET", "/v1/clients"));
     body.replaceChildren(...items.map((client) => h("tr", {},
       h("td", {}, client.name),
       h("td", {}, h("code", {}, client.id.slice(0, 8))),
@@ -383,7 +415,7 @@ async function clients(main) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     attempt(async () => {
-      const created = await api("POST", "/v1/clients", { name: name.value.trim() });
+      const created = /** @type {CreatedClient} */ (await api("POST", "/v1/clients", { name: name.value.trim() }));
       name.value = "";
       shown.className = "created";
       shown.replaceChildren(`Token for ${created.name} (shown once; Souz keeps only its hash): `, h("code.token", {}, created.token));
@@ -402,14 +434,14 @@ async function audit(main) {
     h("th", {}, "When"), h("th", {}, "Who"), h("th", {}, "Tool"), h("th", {}, "Decided by"), h("th", {}, "Outcome"), h("th", {}, "Arguments"))), body), h("p", {}, more));
   let before = null;
   const load = async (reset) => {
-    const page = await api("GET", "/v1/audit?limit=50" + (before && !reset ? `&before=${before}` : ""));
+    const page = /** @type {AuditPage} */ (await api("GET", "/v1/audit?limit=50" + (before && !reset ? `&before=${before}` : "")));
     if (reset) body.replaceChildren();
     for (const entry of page.items) {
       body.append(h("tr", {},
         h("td", {}, time(entry.at)),
         h("td", {}, who(entry.requester)),
         h("td", {}, entry.tool),
-        h("td", {}, entry.decided_by.kind + (entry.decided_by.via ? ` (${entry.decided_by.via})` : "")),
+        h("td", {}, decidedBy(entry.decided_by)),
         h("td", {}, h("span.tag." + entry.outcome, {}, entry.outcome)),
         h("td", {}, h("code", {}, JSON.stringify(entry.arguments).slice(0, 160)))));
     }
@@ -421,7 +453,14 @@ async function audit(main) {
   return onRuntimeEvent((event) => { if (event?.type?.startsWith("tool.call.f")) load(true); });
 }
 
-/** Who asked, for a table cell: an MCP client by its token's name, what it calls itself after. */
+/** What decided a call, for a table cell: a person's decision says where it was made.
+ *  @param {import("./types.js").DecisionSource} source */
+function decidedBy(source) {
+  return source.kind + (source.kind === "person" && source.via ? ` (${source.via})` : "");
+}
+
+/** Who asked, for a table cell: an MCP client by its token's name, what it calls itself after.
+ *  @param {Requester} requester */
 function who(requester) {
   if (requester.kind !== "mcp") return requester.kind;
   return requester.token_name ? `${requester.token_name} ("${requester.client_name}")` : `"${requester.client_name}"`;

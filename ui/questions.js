@@ -1,3 +1,4 @@
+// @ts-check
 // Questions the agents ask (`AskUser`), shown in the Queue next to approvals: who asks (the
 // chat), the question, its choices — a button per choice when one is picked, checkboxes when
 // several may be — and a text field when an answer in one's own words is accepted. Answering
@@ -7,14 +8,19 @@
 import { api } from "./api.js";
 import { h, visible } from "./pages.js";
 
-/** The pending questions of the user's chats, oldest first. */
+/** @typedef {import("./types.js").Question} Question */
+
+/** The pending questions of the user's chats, oldest first.
+ *  @returns {Promise<Question[]>} */
 export async function pendingQuestions() {
-  const { items } = await api("GET", "/v1/options?limit=500");
+  const { items } = /** @type {import("./types.js").QuestionList} */ (await api("GET", "/v1/options?limit=500"));
   return items;
 }
 
+/** @param {Question} question */
 const asker = (question) => question.chatTitle || `Chat ${question.chatId.slice(0, 8)}`;
 
+/** @param {Question} question @param {boolean} focused */
 export function questionCard(question, focused) {
   const status = h("span.meta");
   const text = question.freeText

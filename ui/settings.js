@@ -1,3 +1,4 @@
+// @ts-check
 // Settings: config.toml as a form and as raw TOML (validated by the daemon before anything is
 // written; problems come back with line and column), plus Start at login when the page runs
 // inside the menu-bar app.
@@ -5,7 +6,13 @@
 import { api, tauri } from "./api.js";
 import { h } from "./pages.js";
 
+/** @typedef {import("./types.js").ConfigDocument} ConfigDocument */
+/** @typedef {import("./types.js").ConfigProblem} ConfigProblem */
+/** @typedef {import("./types.js").ConfigSaved} ConfigSaved */
+/** @typedef {{doc: ConfigDocument}} DocumentState */
+
 export async function settingsPage(main, [tab = "form"]) {
+  /** @type {DocumentState} */
   const documentState = { doc: await api("GET", "/v1/config") };
   const result = h("div#settings-result");
   const body = h("div");
@@ -32,6 +39,7 @@ async function appSection() {
   return h("div.card", {}, h("label.row", {}, box, "Start Souz at login"), note);
 }
 
+/** @param {HTMLElement} result @param {ConfigSaved} saved */
 function showSaved(result, saved) {
   result.replaceChildren(h("div.card.ok", {},
     h("strong", {}, "Saved. "),
@@ -41,12 +49,15 @@ function showSaved(result, saved) {
     h("span.meta", {}, `Previous version kept in ${saved.backup}.`)));
 }
 
+/** A refused save: a conflict (409), or the problems the daemon found (a `ConfigRejected` body).
+ *  @param {HTMLElement} result @param {import("./api.js").ApiError} error
+ *  @param {(problem: ConfigProblem) => void} [onLocate] */
 function showProblems(result, error, onLocate) {
   if (error.status === 409) {
     result.replaceChildren(h("div.card.error", {}, error.message + " ", h("button", { onclick: () => location.reload() }, "Reload")));
     return;
   }
-  const problems = error.body?.problems;
+  const problems = rejected(error);
   if (!problems) { result.replaceChildren(h("div.card.error", {}, error.message)); return; }
   result.replaceChildren(h("div.card", {}, h("strong.error", {}, "Not saved: the daemon found problems."),
     h("ul.problems#problems", {}, problems.map((problem) => h("li", {},
@@ -54,17 +65,31 @@ function showProblems(result, error, onLocate) {
       ": ", problem.message)))));
 }
 
+/** The problems of a `ConfigRejected` answer, or null for any other error.
+ *  @param {import("./api.js").ApiError} error @returns {ConfigProblem[] | null} */
+function rejected(error) {
+  const body = /** @type {Partial<import("./types.js").ConfigRejected> | null} */ (error.body);
+  return body?.problems ?? null;
+}
+
+/** The items of a list key's value (any JSON; `null` when unset).
+ *  @param {unknown} value @returns {unknown[]} */
+function items(value) {
+  return Array.isArray(value) ? value : [];
+}
+
+/** @param {HTMLElement} body @param {HTMLElement} result @param {DocumentState} documentState */
 function formEditor(body, result, documentState) {
   const { doc } = documentState;
   const fields = [];
   for (const section of doc.sections) {
-    const keys = section.keys.filter((key) => key.kind !== "list" || (key.value || []).every((item) => typeof item !== "object"));
+    const keys = section.keys.filter((key) => key.kind !== "list" || items(key.value).every((item) => typeof item !== "object"));
     body.append(h("section.card", {}, h("h2", {}, `[${section.name}]`), h("p.meta", {}, section.doc),
       keys.map((key) => {
         const id = `field-${section.name}-${key.name}`;
         let input;
         if (key.kind === "boolean") input = h("input", { type: "checkbox", id, checked: Boolean(key.value) });
-        else if (key.kind === "list") input = h("textarea", { id, rows: 2, value: (key.value || []).join("\n") });
+        else if (key.kind === "list") input = h("textarea", { id, rows: 2, value: items(key.value).join("\n") });
         else input = h("input", { type: key.kind === "integer" || key.kind === "float" ? "number" : "text", step: key.kind === "float" ? "any" : undefined, id, value: key.value ?? "" });
         const read = () => {
           if (key.kind === "boolean") return input.checked;
@@ -94,13 +119,13 @@ function formEditor(body, result, documentState) {
     for (const field of fields) field.row.classList.remove("invalid");
     if (!set.length) { result.replaceChildren(h("div.card", {}, "Nothing changed.")); return; }
     try {
-      const saved = await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision });
+      const saved = /** @type {ConfigSaved} */ (await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision }));
       showSaved(result, saved);
       documentState.doc = await api("GET", "/v1/config");
       for (const field of fields) field.dirty = false;
     } catch (error) {
       showProblems(result, error);
-      for (const problem of error.body?.problems || []) {
+      for (const problem of rejected(error) || []) {
         const match = /^\[([a-z_]+)\] ([a-z_]+):/.exec(problem.message);
         if (!match) continue;
         fields.find((field) => field.section === match[1] && field.key === match[2])?.row.classList.add("invalid");
@@ -109,26 +134,29 @@ function formEditor(body, result, documentState) {
   });
 }
 
+/** @param {HTMLElement} body @param {HTMLElement} result @param {DocumentState} documentState */
 function rawEditor(body, result, documentState) {
   const area = h("textarea.raw#raw-toml", { spellcheck: false, value: documentState.doc.text });
   const save = h("button.primary#raw-save", {}, "Validate and save");
   body.append(h("p.meta", {}, documentState.doc.path), area, h("div.row", {}, save));
+  /** @param {ConfigProblem} problem */
   const locate = (problem) => {
     const lines = area.value.split("\n");
     let offset = 0;
-    for (let index = 0; index < problem.line - 1 && index < lines.length; index++) offset += lines[index].length + 1;
-    offset += Math.max(0, problem.column - 1);
+    const [line, column] = [problem.line ?? 0, problem.column ?? 0];
+    for (let index = 0; index < line - 1 && index < lines.length; index++) offset += lines[index].length + 1;
+    offset += Math.max(0, column - 1);
     area.focus();
     area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
   };
   save.addEventListener("click", async () => {
     try {
-      const saved = await api("PUT", "/v1/config", { text: area.value, baseRevision: documentState.doc.revision });
+      const saved = /** @type {ConfigSaved} */ (await api("PUT", "/v1/config", { text: area.value, baseRevision: documentState.doc.revision }));
       showSaved(result, saved);
       documentState.doc = await api("GET", "/v1/config");
     } catch (error) {
       showProblems(result, error, locate);
-      const first = error.body?.problems?.find((problem) => problem.line);
+      const first = rejected(error)?.find((problem) => problem.line);
       if (first) locate(first);
     }
   });

@@ -264,14 +264,10 @@ async fn follow_chats<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>, client: 
     client
         .follow(EventStream::Chats, Reconnect::default(), |item| {
             if let StreamItem::Chat(event) = item {
-                let notices = shell.state().apply_chat(
-                    &event.kind,
-                    &event.chat_id,
-                    event.execution_id.as_deref(),
-                );
+                let notices = shell.state().apply_chat(&event);
                 // Turns start and end, or wait on a question (no longer working): redraw for
                 // those, not for every delta.
-                if event.kind.starts_with("execution.") || event.kind == "option.requested" {
+                if ShellState::moves_turns(&event) {
                     handle(&app, notices);
                 }
             }

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use souz_protocol::chat::{ActiveTurn, Question, SelectionMode};
+use souz_protocol::chat::{ActiveTurn, ChatEvent, ChatEventBody, Question, SelectionMode};
 use souz_protocol::{Approval, RuntimeEvent};
 
 /// How the shell reaches the daemon.
@@ -302,18 +302,14 @@ impl ShellState {
         }
     }
 
-    /// Applies a chat event (`type`, chat, execution): turns start and end.
-    pub fn apply_chat(
-        &mut self,
-        kind: &str,
-        chat_id: &str,
-        execution_id: Option<&str>,
-    ) -> Vec<Notice> {
-        let Some(execution_id) = execution_id else {
+    /// Applies a chat event: turns start and end, or wait on a question.
+    pub fn apply_chat(&mut self, event: &ChatEvent) -> Vec<Notice> {
+        let Some(execution_id) = event.execution_id.as_deref() else {
             return Vec::new();
         };
-        match kind {
-            "execution.started" => {
+        let chat_id = event.chat_id.as_str();
+        let how = match &event.body {
+            ChatEventBody::ExecutionStarted(_) => {
                 self.turns
                     .entry(execution_id.to_owned())
                     .or_insert_with(|| LiveTurn {
@@ -321,24 +317,33 @@ impl ShellState {
                         chat_id: chat_id.to_owned(),
                         title: None,
                     });
-                Vec::new()
-            }
-            "execution.finished" | "execution.failed" | "execution.cancelled" => {
-                let ended = self.turns.remove(execution_id);
-                let how = kind.trim_start_matches("execution.").to_owned();
-                vec![Notice::TurnEnded {
-                    chat_id: chat_id.to_owned(),
-                    how,
-                    title: ended.and_then(|turn| turn.title),
-                }]
+                return Vec::new();
             }
             // A question for the person: the turn waits, it does not run.
-            "option.requested" => {
+            ChatEventBody::OptionRequested(_) => {
                 self.turns.remove(execution_id);
-                Vec::new()
+                return Vec::new();
             }
-            _ => Vec::new(),
-        }
+            ChatEventBody::ExecutionFinished(_) => "finished",
+            ChatEventBody::ExecutionFailed(_) => "failed",
+            ChatEventBody::ExecutionCancelled(_) => "cancelled",
+            _ => return Vec::new(),
+        };
+        let ended = self.turns.remove(execution_id);
+        vec![Notice::TurnEnded {
+            chat_id: chat_id.to_owned(),
+            how: how.to_owned(),
+            title: ended.and_then(|turn| turn.title),
+        }]
+    }
+
+    /// Whether a chat event changes what the shell shows (turns start and end, or wait on a
+    /// question): deltas and tool lines do not.
+    pub fn moves_turns(event: &ChatEvent) -> bool {
+        matches!(
+            event.body,
+            ChatEventBody::ExecutionStarted(_) | ChatEventBody::OptionRequested(_)
+        ) || event.body.ends_execution()
     }
 }
 

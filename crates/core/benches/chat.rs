@@ -22,7 +22,8 @@ use souz_core::chat::{ChatUser, FollowItem};
 use souz_core::gateway::Gateway;
 use souz_core::runtime::RuntimeHandle;
 use souz_core::testing::{RuntimeInternals, TestRuntime};
-use souz_protocol::chat::CreateChat;
+use souz_protocol::chat::events::MessageDeltaPayload;
+use souz_protocol::chat::{ChatEventBody, CreateChat};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const EVENTS: usize = 100_000;
@@ -172,7 +173,7 @@ async fn fan_out(handle: &RuntimeHandle, user: &ChatUser, token: &str) {
                 let frame = socket.next().await.unwrap().unwrap();
                 let text = frame.to_text().unwrap();
                 let value: serde_json::Value = serde_json::from_str(text).unwrap();
-                let sent = value["payload"]["sentNanos"].as_u64().unwrap();
+                let sent: u64 = value["payload"]["delta"].as_str().unwrap().parse().unwrap();
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap()
@@ -189,12 +190,17 @@ async fn fan_out(handle: &RuntimeHandle, user: &ChatUser, token: &str) {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos() as u64;
-        handle.chats().events().publish_live(
-            &chat,
-            None,
-            "message.delta",
-            serde_json::json!({"delta": format!("token {index} "), "sentNanos": sent}),
-        );
+        // The delta's text carries when it was sent; the attempt numbers the deltas.
+        let delta = MessageDeltaPayload {
+            message_id: "message".into(),
+            execution_id: "execution".into(),
+            attempt: index as u64,
+            delta: sent.to_string(),
+        };
+        handle
+            .chats()
+            .events()
+            .publish_live(&chat, None, ChatEventBody::MessageDelta(delta));
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let mut all: Vec<u64> = Vec::new();

@@ -7,6 +7,10 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod events;
+
+pub use events::ChatEventBody;
+
 /// A user's effective settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -322,16 +326,18 @@ pub struct ChatEvent {
     pub chat_id: String,
     /// The execution it belongs to, if any.
     pub execution_id: Option<String>,
-    /// `message.created`, `message.delta`, `message.completed`, `tool.call.started`,
-    /// `tool.call.finished`, `tool.call.failed`, `approval.requested`, `approval.decided`,
-    /// `approval.expired`, `option.requested`, `option.answered`, `execution.started`,
-    /// `execution.finished`, `execution.failed`, `execution.cancelled`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Type-specific payload.
-    pub payload: serde_json::Value,
+    /// Its `type` and type-specific `payload`.
+    #[serde(flatten)]
+    pub body: ChatEventBody,
     /// When it happened.
     pub created_at: DateTime<Utc>,
+}
+
+impl ChatEvent {
+    /// The dotted type (`message.created`).
+    pub fn kind(&self) -> &str {
+        self.body.kind()
+    }
 }
 
 /// `GET /v1/chats/{chatId}/events`.

@@ -2,6 +2,10 @@
 //! the tray entries of the agents' questions.
 
 use serde_json::json;
+use souz_protocol::chat::events::{
+    ExecutionCancelledPayload, ExecutionFailedPayload, ExecutionStartedPayload,
+    MessageDeltaPayload, OptionRequestedPayload,
+};
 use souz_protocol::chat::{OptionChoice, OptionStatus};
 use souz_protocol::{
     ApprovalStatus, ExpiryReason, RecordedDecision, Requester, Risk, ScopeKind, SuggestedScope,
@@ -37,6 +41,28 @@ fn approval(id: &str, arguments: serde_json::Value) -> Approval {
     }
 }
 
+/// An event of chat `c1`, execution `e1`.
+fn chat_event(body: ChatEventBody) -> ChatEvent {
+    ChatEvent {
+        seq: Some(1),
+        durable: true,
+        chat_id: "c1".into(),
+        execution_id: Some("e1".into()),
+        body,
+        created_at: chrono::Utc::now(),
+    }
+}
+
+fn started() -> ChatEvent {
+    chat_event(ChatEventBody::ExecutionStarted(ExecutionStartedPayload {
+        execution_id: "e1".into(),
+        user_message_id: "m1".into(),
+        model: None,
+        provider: None,
+        streaming_messages: true,
+    }))
+}
+
 fn requested(approval: Approval) -> RuntimeEvent {
     RuntimeEvent::ApprovalRequested {
         approval: Box::new(approval),
@@ -47,7 +73,7 @@ fn requested(approval: Approval) -> RuntimeEvent {
 fn icon_follows_approvals_then_turns() {
     let mut state = ShellState::default();
     assert_eq!(state.icon(), TrayIcon::Idle);
-    state.apply_chat("execution.started", "c1", Some("e1"));
+    state.apply_chat(&started());
     assert_eq!(state.icon(), TrayIcon::Busy);
     let notices = state.apply_runtime(&requested(approval("a1", json!({"command": "git push"}))));
     assert!(matches!(&notices[..], [Notice::Approval(a)] if a.id == "a1"));
@@ -136,19 +162,67 @@ fn reset_posts_new_and_withdraws_vanished_approvals() {
 #[test]
 fn turns_end_with_a_notice_and_pause_events_flip_the_switch() {
     let mut state = ShellState::default();
-    state.apply_chat("execution.started", "c1", Some("e1"));
+    state.apply_chat(&started());
     assert!(
         state
-            .apply_chat("message.delta", "c1", Some("e1"))
+            .apply_chat(&chat_event(ChatEventBody::MessageDelta(
+                MessageDeltaPayload {
+                    message_id: "m2".into(),
+                    execution_id: "e1".into(),
+                    attempt: 1,
+                    delta: "hi".into(),
+                }
+            )))
             .is_empty()
     );
-    let ended = state.apply_chat("execution.failed", "c1", Some("e1"));
+    let ended = state.apply_chat(&chat_event(ChatEventBody::ExecutionFailed(
+        ExecutionFailedPayload {
+            execution_id: "e1".into(),
+            error_code: "agent_execution_failed".into(),
+            error_message: "boom".into(),
+        },
+    )));
     assert!(matches!(&ended[..], [Notice::TurnEnded { how, .. }] if how == "failed"));
     assert!(state.turns.is_empty());
     state.apply_runtime(&RuntimeEvent::DaemonPaused { via: "ui".into() });
     assert!(state.paused && state.tooltip().contains("paused"));
     state.apply_runtime(&RuntimeEvent::DaemonResumed { via: "ui".into() });
     assert!(!state.paused);
+}
+
+#[test]
+fn a_question_stops_the_turn_without_a_notice_and_a_cancel_says_so() {
+    let mut state = ShellState::default();
+    state.apply_chat(&started());
+    let asked = chat_event(ChatEventBody::OptionRequested(OptionRequestedPayload {
+        option_id: "o1".into(),
+        kind: "generic_selection".into(),
+        title: "Which?".into(),
+        selection_mode: SelectionMode::Single,
+        options: Vec::new(),
+        free_text: true,
+        expires_at: None,
+    }));
+    assert!(ShellState::moves_turns(&asked));
+    assert!(state.apply_chat(&asked).is_empty());
+    assert!(state.turns.is_empty());
+    state.apply_chat(&started());
+    let cancelled = chat_event(ChatEventBody::ExecutionCancelled(
+        ExecutionCancelledPayload {
+            execution_id: "e1".into(),
+        },
+    ));
+    let ended = state.apply_chat(&cancelled);
+    assert!(matches!(&ended[..], [Notice::TurnEnded { how, .. }] if how == "cancelled"));
+    // A kind this shell does not know moves nothing.
+    let unknown = chat_event(ChatEventBody::Other {
+        kind: "execution.paused".into(),
+        payload: json!({}),
+    });
+    assert!(!ShellState::moves_turns(&unknown));
+    state.apply_chat(&started());
+    assert!(state.apply_chat(&unknown).is_empty());
+    assert_eq!(state.turns.len(), 1);
 }
 
 #[test]

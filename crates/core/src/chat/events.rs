@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::Stream;
 use rusqlite::{Connection, Transaction, params};
-use serde_json::Value;
 use souz_protocol::RuntimeEvent;
-use souz_protocol::chat::ChatEvent;
+use souz_protocol::chat::{ChatEvent, ChatEventBody};
 use tokio::sync::broadcast;
 
 use crate::bus::EventBus;
@@ -38,10 +37,8 @@ pub struct NewChatEvent {
     pub chat_id: String,
     /// The execution, if any.
     pub execution_id: Option<String>,
-    /// Dotted type (`message.created`).
-    pub kind: &'static str,
-    /// Payload.
-    pub payload: Value,
+    /// Its type and payload.
+    pub body: ChatEventBody,
 }
 
 /// Per-chat durable and live events.
@@ -119,20 +116,13 @@ impl ChatEvents {
     }
 
     /// Announces a live-only event (never stored, `seq: null`).
-    pub fn publish_live(
-        &self,
-        chat_id: &str,
-        execution_id: Option<&str>,
-        kind: &str,
-        payload: Value,
-    ) {
+    pub fn publish_live(&self, chat_id: &str, execution_id: Option<&str>, body: ChatEventBody) {
         let event = ChatEvent {
             seq: None,
             durable: false,
             chat_id: chat_id.to_owned(),
             execution_id: execution_id.map(str::to_owned),
-            kind: kind.to_owned(),
-            payload,
+            body,
             created_at: now(),
         };
         self.announce(Arc::new(event));
@@ -231,6 +221,10 @@ fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEven
         |row| row.get(0),
     )?;
     let created_at = now();
+    let payload = event
+        .body
+        .payload()
+        .map_err(|error| StoreError::Corrupt(format!("chat_events.payload: {error}")))?;
     transaction.execute_cached(
         "INSERT INTO chat_events (chat_id, seq, execution_id, type, payload, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -238,8 +232,8 @@ fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEven
             event.chat_id,
             seq,
             event.execution_id,
-            event.kind,
-            to_json(&event.payload)?,
+            event.body.kind(),
+            to_json(&payload)?,
             to_time(created_at),
         ],
     )?;
@@ -248,8 +242,7 @@ fn append(transaction: &Transaction<'_>, event: NewChatEvent) -> Result<ChatEven
         durable: true,
         chat_id: event.chat_id,
         execution_id: event.execution_id,
-        kind: event.kind.to_owned(),
-        payload: event.payload,
+        body: event.body,
         created_at,
     })
 }
@@ -283,8 +276,8 @@ fn replay(
             durable: true,
             chat_id: chat_id.to_owned(),
             execution_id,
-            kind,
-            payload: from_json("chat_events.payload", &payload)?,
+            // A kind or payload this version does not know is kept as it was stored.
+            body: ChatEventBody::from_parts(kind, from_json("chat_events.payload", &payload)?),
             created_at: from_time("chat_events.created_at", &created_at)?,
         })
     })
@@ -294,9 +287,102 @@ fn replay(
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
-    use serde_json::json;
+    use souz_protocol::chat::events::MessageDeltaPayload;
 
     use super::*;
+
+    fn delta(attempt: u64) -> ChatEventBody {
+        ChatEventBody::MessageDelta(MessageDeltaPayload {
+            message_id: "message".into(),
+            execution_id: "execution".into(),
+            attempt,
+            delta: String::new(),
+        })
+    }
+
+    /// Typed events land in `chat_events` as the untyped producers wrote them: the dotted
+    /// `type` and the payload text with sorted keys, absent optional fields absent, `null` ones
+    /// `null`; and replay reads them back as the same typed values.
+    #[tokio::test]
+    async fn typed_events_are_stored_in_the_columns_as_before() {
+        let stored = [
+            (
+                "message.created",
+                r#"{"clientMessageId":"k-1","content":"hi","messageId":"m-1","role":"user","seq":1}"#,
+            ),
+            (
+                "execution.started",
+                r#"{"executionId":"e-1","model":null,"provider":"openai","streamingMessages":true,"userMessageId":"m-1"}"#,
+            ),
+            (
+                "approval.expired",
+                r#"{"approvalId":"a-1","callId":"g-1","name":"RunCommand","reason":"restart","status":"expired","toolCallId":"t-1"}"#,
+            ),
+            (
+                "option.requested",
+                r#"{"expiresAt":null,"freeText":false,"kind":"generic_selection","optionId":"o-1","options":[{"content":null,"id":"c-1","label":"Yes"}],"selectionMode":"single","title":"Go?"}"#,
+            ),
+            ("execution.cancelled", r#"{"executionId":"e-1"}"#),
+            ("future.kind", r#"{"b":1,"a":[true]}"#),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+        let events = ChatEvents::new(store.clone(), EventBus::new(store.clone(), 16));
+        let bodies: Vec<ChatEventBody> = stored
+            .iter()
+            .map(|(kind, payload)| {
+                ChatEventBody::from_parts(
+                    (*kind).to_owned(),
+                    serde_json::from_str(payload).unwrap(),
+                )
+            })
+            .collect();
+        assert!(
+            bodies[..5]
+                .iter()
+                .all(|body| !matches!(body, ChatEventBody::Other { .. }))
+        );
+        let new = bodies
+            .iter()
+            .map(|body| NewChatEvent {
+                chat_id: "chat".into(),
+                execution_id: Some("e-1".into()),
+                body: body.clone(),
+            })
+            .collect();
+        events
+            .publish_with(move |transaction| {
+                transaction.execute_batch(
+                    "INSERT INTO users VALUES ('me', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');
+                     INSERT INTO chats (id, user_id, created_at, updated_at)
+                     VALUES ('chat', 'me', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');",
+                )?;
+                Ok::<_, StoreError>(((), new))
+            })
+            .await
+            .unwrap();
+        let columns: Vec<(String, String)> = store
+            .read(|connection| {
+                let mut statement = connection.prepare(
+                    "SELECT type, payload FROM chat_events WHERE chat_id = 'chat' ORDER BY seq",
+                )?;
+                let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+                Ok::<_, StoreError>(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .await
+            .unwrap();
+        // The known kinds' fixtures are already in stored form; an unknown kind's payload is
+        // stored with sorted keys, as a `Value` always was.
+        let mut expected: Vec<(String, String)> = stored
+            .iter()
+            .map(|(kind, payload)| ((*kind).to_owned(), (*payload).to_owned()))
+            .collect();
+        expected[5].1 = r#"{"a":[true],"b":1}"#.to_owned();
+        assert_eq!(columns, expected);
+        let replayed = events.replay("chat", 0, 100).await.unwrap();
+        let replayed: Vec<ChatEventBody> = replayed.into_iter().map(|event| event.body).collect();
+        assert_eq!(replayed, bodies);
+    }
 
     /// A follower that subscribes while another task announces (and so prunes channels nobody
     /// listens to) must still be subscribed to the channel later events go to: it sees its own
@@ -310,7 +396,7 @@ mod tests {
             let events = events.clone();
             std::thread::spawn(move || {
                 for n in 0..400_000 {
-                    events.publish_live("chat", None, "message.delta", json!({"n": n}));
+                    events.publish_live("chat", None, delta(n));
                 }
             })
         };
@@ -320,11 +406,11 @@ mod tests {
                 follower.next().await,
                 Some(FollowItem::Live { last_seq: 0 })
             ));
-            let mine = json!({"round": round});
-            events.publish_live("chat", None, "message.delta", mine.clone());
+            let mine = delta(1_000_000 + round);
+            events.publish_live("chat", None, mine.clone());
             loop {
                 match follower.next().await {
-                    Some(FollowItem::Event(event)) if event.payload == mine => break,
+                    Some(FollowItem::Event(event)) if event.body == mine => break,
                     Some(FollowItem::Event(_)) => {}
                     // Lagging behind the noise is fine; losing the channel is not.
                     Some(FollowItem::Resync { .. }) => break,

@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
 use chrono::Utc;
-use serde_json::json;
 use souz_protocol::RuntimeEvent;
-use souz_protocol::chat::{Execution, ExecutionStatus, OptionStatus, Usage};
+use souz_protocol::chat::events::{
+    ExecutionCancelledPayload, ExecutionFailedPayload, ExecutionFinishedPayload,
+    MessageDeltaPayload, MessageDiscardedPayload, MessagePayload, OptionRequestedPayload,
+};
+use souz_protocol::chat::{ChatEventBody, Execution, ExecutionStatus, OptionStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +20,7 @@ use super::events::NewChatEvent;
 use super::options::records::{self as option_records, OptionRow};
 use super::records::{ExecutionRow, NewMessage};
 use super::turns::{
-    NewQuestion, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_payload,
+    NewQuestion, SharedEngine, Turn, TurnEvent, TurnOutcome, add_usage, event_body,
 };
 use super::{ChatError, ChatUser, Chats, OPTION_LIFETIME, records};
 use crate::store::StoreError;
@@ -117,42 +120,40 @@ impl Chats {
             // apart.
             TurnEvent::Delta { attempt, text } => {
                 if relay.streaming {
-                    self.inner.events.publish_live(
-                        chat_id,
-                        Some(execution_id),
-                        "message.delta",
-                        json!({
-                            "messageId": relay.message_id, "executionId": execution_id,
-                            "attempt": attempt, "delta": text,
-                        }),
-                    );
+                    let body = ChatEventBody::MessageDelta(MessageDeltaPayload {
+                        message_id: relay.message_id.clone(),
+                        execution_id: execution_id.to_owned(),
+                        attempt: *attempt,
+                        delta: text.clone(),
+                    });
+                    self.inner
+                        .events
+                        .publish_live(chat_id, Some(execution_id), body);
                 }
                 return;
             }
             TurnEvent::Discarded { attempt } => {
                 if relay.streaming {
-                    self.inner.events.publish_live(
-                        chat_id,
-                        Some(execution_id),
-                        "message.discarded",
-                        json!({
-                            "messageId": relay.message_id, "executionId": execution_id,
-                            "attempt": attempt,
-                        }),
-                    );
+                    let body = ChatEventBody::MessageDiscarded(MessageDiscardedPayload {
+                        message_id: relay.message_id.clone(),
+                        execution_id: execution_id.to_owned(),
+                        attempt: *attempt,
+                    });
+                    self.inner
+                        .events
+                        .publish_live(chat_id, Some(execution_id), body);
                 }
                 return;
             }
             _ => {}
         }
-        let Some((kind, payload)) = event_payload(&event, relay.show_tools) else {
+        let Some(body) = event_body(&event, relay.show_tools) else {
             return;
         };
         let new = NewChatEvent {
             chat_id: chat_id.to_owned(),
             execution_id: Some(execution_id.to_owned()),
-            kind,
-            payload,
+            body,
         };
         if let Err(error) = self
             .inner
@@ -180,87 +181,14 @@ impl Chats {
             .inner
             .events
             .publish_with_runtime(move |tx| {
-                let Some(row) = records::load_execution(tx, &chat_id, &execution_id)? else {
-                    return Ok((None, Vec::new(), Vec::new()));
+                let ending = Ending {
+                    tx,
+                    chat_id: &chat_id,
+                    execution_id: &execution_id,
+                    from: &from,
+                    at: now(),
                 };
-                let at = now();
-                let mut events = Vec::new();
-                let mut runtime = Vec::new();
-                let event = |kind: &'static str, payload: serde_json::Value| NewChatEvent {
-                    chat_id: chat_id.clone(),
-                    execution_id: Some(execution_id.clone()),
-                    kind,
-                    payload,
-                };
-                // A turn that completed after cancellation was requested counts as cancelled.
-                let outcome = match outcome {
-                    TurnOutcome::Completed { usage, .. } | TurnOutcome::Asked { usage, .. }
-                        if row.execution.status == ExecutionStatus::Cancelling =>
-                    {
-                        TurnOutcome::Cancelled { usage }
-                    }
-                    other => other,
-                };
-                let transitioned = match &outcome {
-                    TurnOutcome::Completed { text, usage } => {
-                        let message_id = row.reply_message_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Completed, at, None, Some(usage), Some(&message_id))? {
-                            return Ok((None, Vec::new(), Vec::new()));
-                        }
-                        let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &chat_id, role: "assistant", content: text, metadata: &BTreeMap::new(), at })?;
-                        records::touch_chat(tx, &chat_id, at)?;
-                        let body = json!({"messageId": message.id, "seq": message.seq, "role": "assistant", "content": message.content});
-                        events.push(event("message.created", body.clone()));
-                        events.push(event("message.completed", body));
-                        events.push(event("execution.finished", json!({
-                            "executionId": execution_id, "assistantMessageId": message.id, "status": "completed",
-                            "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
-                            "totalTokens": usage.total_tokens, "precachedTokens": usage.precached_tokens,
-                        })));
-                        true
-                    }
-                    TurnOutcome::Asked { question, usage } => {
-                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::WaitingOption, at, None, Some(usage), None)? {
-                            return Ok((None, Vec::new(), Vec::new()));
-                        }
-                        let option = new_option(&chat_id, &execution_id, question, at);
-                        option_records::insert_option(tx, &option, at)?;
-                        if let Some(asked) = option_records::question_by_id(tx, &option.id)? {
-                            runtime.push(RuntimeEvent::OptionRequested { option: Box::new(asked) });
-                        }
-                        events.push(event("option.requested", json!({
-                            "optionId": option.id, "kind": option.kind, "title": option.title,
-                            "selectionMode": option.selection_mode, "options": option.choices,
-                            "freeText": option.free_text, "expiresAt": option.expires_at,
-                        })));
-                        true
-                    }
-                    TurnOutcome::Failed { code, message, usage } => {
-                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Failed, at, Some((code, message)), Some(usage), None)? {
-                            return Ok((None, Vec::new(), Vec::new()));
-                        }
-                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
-                        events.push(event("execution.failed", json!({
-                            "executionId": execution_id, "errorCode": code, "errorMessage": message,
-                        })));
-                        true
-                    }
-                    TurnOutcome::Cancelled { usage } => {
-                        let error = ("agent_execution_cancelled", "Agent execution was cancelled.");
-                        if !records::transition(tx, &execution_id, &from, ExecutionStatus::Cancelled, at, Some(error), Some(usage), None)? {
-                            return Ok((None, Vec::new(), Vec::new()));
-                        }
-                        runtime.extend(cancel_questions(tx, &chat_id, &execution_id, at)?);
-                        events.push(event("execution.cancelled", json!({"executionId": execution_id})));
-                        true
-                    }
-                };
-                let ended = if transitioned {
-                    records::load_execution(tx, &chat_id, &execution_id)?.map(|row| row.execution)
-                } else {
-                    None
-                };
-                Ok::<_, ChatError>((ended, events, runtime))
+                ending.end(outcome)
             })
             .await?;
         if asks && ended.is_some() {
@@ -398,6 +326,180 @@ pub(super) fn cancel_questions(
             execution_id: execution_id.to_owned(),
         })
         .collect())
+}
+
+/// Chat events (bodies) and runtime events of an execution that ended; `None` when it was no
+/// longer in a state it could end from.
+type Ended = Option<(Vec<ChatEventBody>, Vec<RuntimeEvent>)>;
+
+/// What the ending transaction gives back: the ended execution, its chat and runtime events.
+type Recorded = (Option<Execution>, Vec<NewChatEvent>, Vec<RuntimeEvent>);
+
+/// An execution's end, inside the transaction that records it.
+struct Ending<'a> {
+    tx: &'a rusqlite::Transaction<'a>,
+    chat_id: &'a str,
+    execution_id: &'a str,
+    /// The states it may end from.
+    from: &'a [ExecutionStatus],
+    at: chrono::DateTime<Utc>,
+}
+
+impl Ending<'_> {
+    /// Ends the execution with `outcome` if it is still in one of `from`: its state, its data
+    /// and its events; the execution as it ended, or `None` when another end won.
+    fn end(&self, outcome: TurnOutcome) -> Result<Recorded, ChatError> {
+        let Some(row) = records::load_execution(self.tx, self.chat_id, self.execution_id)? else {
+            return Ok((None, Vec::new(), Vec::new()));
+        };
+        // A turn that completed after cancellation was requested counts as cancelled.
+        let outcome = match outcome {
+            TurnOutcome::Completed { usage, .. } | TurnOutcome::Asked { usage, .. }
+                if row.execution.status == ExecutionStatus::Cancelling =>
+            {
+                TurnOutcome::Cancelled { usage }
+            }
+            other => other,
+        };
+        let ended = match &outcome {
+            TurnOutcome::Completed { text, usage } => {
+                self.completed(row.reply_message_id, text, usage)?
+            }
+            TurnOutcome::Asked { question, usage } => self.asked(question, usage)?,
+            TurnOutcome::Failed {
+                code,
+                message,
+                usage,
+            } => self.failed(code, message, usage)?,
+            TurnOutcome::Cancelled { usage } => self.cancelled(usage)?,
+        };
+        let Some((bodies, runtime)) = ended else {
+            return Ok((None, Vec::new(), Vec::new()));
+        };
+        let execution = records::load_execution(self.tx, self.chat_id, self.execution_id)?
+            .map(|row| row.execution);
+        let events = bodies
+            .into_iter()
+            .map(|body| NewChatEvent {
+                chat_id: self.chat_id.to_owned(),
+                execution_id: Some(self.execution_id.to_owned()),
+                body,
+            })
+            .collect();
+        Ok((execution, events, runtime))
+    }
+
+    /// Moves the execution to `to`; false when it is no longer in one of `from`.
+    fn transition(
+        &self,
+        to: ExecutionStatus,
+        error: Option<(&str, &str)>,
+        usage: &Usage,
+        message_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let (tx, id, from, at) = (self.tx, self.execution_id, self.from, self.at);
+        records::transition(tx, id, from, to, at, error, Some(usage), message_id)
+    }
+
+    /// The answer is stored under the id allocated at the start (deltas named it).
+    fn completed(
+        &self,
+        reply_message_id: Option<String>,
+        text: &str,
+        usage: &Usage,
+    ) -> Result<Ended, ChatError> {
+        let message_id = reply_message_id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        if !self.transition(ExecutionStatus::Completed, None, usage, Some(&message_id))? {
+            return Ok(None);
+        }
+        let new = NewMessage {
+            id: &message_id,
+            chat_id: self.chat_id,
+            role: "assistant",
+            content: text,
+            metadata: &BTreeMap::new(),
+            at: self.at,
+        };
+        let message = records::insert_message(self.tx, &new)?;
+        records::touch_chat(self.tx, self.chat_id, self.at)?;
+        let body = MessagePayload {
+            message_id: message.id.clone(),
+            seq: message.seq,
+            role: "assistant".into(),
+            content: message.content,
+            client_message_id: None,
+        };
+        let finished = ExecutionFinishedPayload {
+            execution_id: self.execution_id.to_owned(),
+            assistant_message_id: message.id,
+            status: "completed".into(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens,
+            precached_tokens: usage.precached_tokens,
+        };
+        let bodies = vec![
+            ChatEventBody::MessageCreated(body.clone()),
+            ChatEventBody::MessageCompleted(body),
+            ChatEventBody::ExecutionFinished(finished),
+        ];
+        Ok(Some((bodies, Vec::new())))
+    }
+
+    /// The question is stored as a pending option; the execution waits for its answer.
+    fn asked(&self, question: &NewQuestion, usage: &Usage) -> Result<Ended, ChatError> {
+        if !self.transition(ExecutionStatus::WaitingOption, None, usage, None)? {
+            return Ok(None);
+        }
+        let option = new_option(self.chat_id, self.execution_id, question, self.at);
+        option_records::insert_option(self.tx, &option, self.at)?;
+        let runtime = option_records::question_by_id(self.tx, &option.id)?
+            .map(|asked| RuntimeEvent::OptionRequested {
+                option: Box::new(asked),
+            })
+            .into_iter()
+            .collect();
+        let body = ChatEventBody::OptionRequested(OptionRequestedPayload {
+            option_id: option.id,
+            kind: option.kind,
+            title: option.title,
+            selection_mode: option.selection_mode,
+            options: option.choices,
+            free_text: option.free_text,
+            expires_at: option.expires_at,
+        });
+        Ok(Some((vec![body], runtime)))
+    }
+
+    /// Failed: its questions are withdrawn.
+    fn failed(&self, code: &str, message: &str, usage: &Usage) -> Result<Ended, ChatError> {
+        if !self.transition(ExecutionStatus::Failed, Some((code, message)), usage, None)? {
+            return Ok(None);
+        }
+        let runtime = cancel_questions(self.tx, self.chat_id, self.execution_id, self.at)?;
+        let body = ChatEventBody::ExecutionFailed(ExecutionFailedPayload {
+            execution_id: self.execution_id.to_owned(),
+            error_code: code.to_owned(),
+            error_message: message.to_owned(),
+        });
+        Ok(Some((vec![body], runtime)))
+    }
+
+    /// Cancelled: its questions are withdrawn.
+    fn cancelled(&self, usage: &Usage) -> Result<Ended, ChatError> {
+        let error = (
+            "agent_execution_cancelled",
+            "Agent execution was cancelled.",
+        );
+        if !self.transition(ExecutionStatus::Cancelled, Some(error), usage, None)? {
+            return Ok(None);
+        }
+        let runtime = cancel_questions(self.tx, self.chat_id, self.execution_id, self.at)?;
+        let body = ChatEventBody::ExecutionCancelled(ExecutionCancelledPayload {
+            execution_id: self.execution_id.to_owned(),
+        });
+        Ok(Some((vec![body], runtime)))
+    }
 }
 
 /// The question an execution asks, pending until it expires.

@@ -9,11 +9,14 @@
 
 pub(crate) mod records;
 
+use std::collections::BTreeMap;
+
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
+use souz_protocol::chat::events::OptionAnsweredPayload;
 use souz_protocol::chat::{
-    ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState, OptionStatus,
-    Question, QuestionList, SelectionMode, Settings,
+    ChatEventBody, ExecutionStatus, OptionAnswer, OptionAnswerResponse, OptionChoice, OptionState,
+    OptionStatus, Question, QuestionList, SelectionMode, Settings,
 };
 
 use super::events::NewChatEvent;
@@ -80,17 +83,8 @@ impl Chats {
             option.chat_id.clone(),
             option.execution_id.clone(),
         );
-        let answered_payload = json!({
-            "optionId": option.id, "status": "answered", "selectedOptionIds": selected_ids,
-            "freeText": free_text.clone().unwrap_or_default(), "metadata": answer.metadata,
-        });
-        let answered_event = RuntimeEvent::OptionAnswered {
-            option_id: option.id.clone(),
-            chat_id: option.chat_id.clone(),
-            execution_id: option.execution_id.clone(),
-            selected_option_ids: selected_ids.clone(),
-            free_text: free_text.clone(),
-        };
+        let (answered_body, answered_event) =
+            answered_events(&option, &selected_ids, free_text.as_ref(), &answer.metadata);
         let ((execution_row, usage), _) = self
             .inner
             .events
@@ -124,8 +118,7 @@ impl Chats {
                 let event = NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: Some(execution_id.clone()),
-                    kind: "option.answered",
-                    payload: answered_payload,
+                    body: answered_body,
                 };
                 Ok(((row, usage), vec![event], vec![answered_event]))
             })
@@ -239,6 +232,30 @@ impl Chats {
         .await?;
         Ok(())
     }
+}
+
+/// The chat event and the runtime event of an answered question.
+fn answered_events(
+    option: &Question,
+    selected_ids: &[String],
+    free_text: Option<&String>,
+    metadata: &BTreeMap<String, String>,
+) -> (ChatEventBody, RuntimeEvent) {
+    let body = ChatEventBody::OptionAnswered(OptionAnsweredPayload {
+        option_id: option.id.clone(),
+        status: "answered".into(),
+        selected_option_ids: selected_ids.to_vec(),
+        free_text: free_text.cloned().unwrap_or_default(),
+        metadata: metadata.clone(),
+    });
+    let event = RuntimeEvent::OptionAnswered {
+        option_id: option.id.clone(),
+        chat_id: option.chat_id.clone(),
+        execution_id: option.execution_id.clone(),
+        selected_option_ids: selected_ids.to_vec(),
+        free_text: free_text.cloned(),
+    };
+    (body, event)
 }
 
 /// An answer, checked against the question it answers.

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use souz_protocol::chat::events::{ExecutionStartedPayload, MessagePayload};
 use souz_protocol::chat::{
-    Execution, ExecutionStatus, PostMessage, PostMessageResponse, Settings, TurnOptions, Usage,
+    ChatEventBody, Execution, ExecutionStatus, Message, PostMessage, PostMessageResponse, Settings,
+    TurnOptions, Usage,
 };
 
 use super::events::NewChatEvent;
@@ -66,8 +67,25 @@ impl Chats {
                     metadata.insert("clientMessageId".to_owned(), key.clone());
                 }
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
-                let message = records::insert_message(tx, &NewMessage { id: &message_id, chat_id: &stored.chat_id, role: "user", content: &text, metadata: &metadata, at })?;
-                let new = NewExecution { execution: &stored, settings: &settings_json, reply_message_id: &stored_reply_id, owner: &owner, lease_until, at };
+                let message = records::insert_message(
+                    tx,
+                    &NewMessage {
+                        id: &message_id,
+                        chat_id: &stored.chat_id,
+                        role: "user",
+                        content: &text,
+                        metadata: &metadata,
+                        at,
+                    },
+                )?;
+                let new = NewExecution {
+                    execution: &stored,
+                    settings: &settings_json,
+                    reply_message_id: &stored_reply_id,
+                    owner: &owner,
+                    lease_until,
+                    at,
+                };
                 match records::insert_execution(tx, &new) {
                     Ok(()) => {}
                     Err(rusqlite::Error::SqliteFailure(failure, _))
@@ -78,24 +96,7 @@ impl Chats {
                     Err(error) => return Err(ChatError::Store(error.into())),
                 }
                 records::touch_chat(tx, &stored.chat_id, at)?;
-                let mut created = json!({
-                    "messageId": message.id, "seq": message.seq, "role": "user", "content": message.content,
-                });
-                if let Some(key) = &stored.client_message_id {
-                    created["clientMessageId"] = json!(key);
-                }
-                let events = vec![
-                    NewChatEvent { chat_id: stored.chat_id.clone(), execution_id: Some(stored.id.clone()), kind: "message.created", payload: created },
-                    NewChatEvent {
-                        chat_id: stored.chat_id.clone(),
-                        execution_id: Some(stored.id.clone()),
-                        kind: "execution.started",
-                        payload: json!({
-                            "executionId": stored.id, "userMessageId": message.id,
-                            "model": stored.model, "provider": stored.provider, "streamingMessages": streaming,
-                        }),
-                    },
-                ];
+                let events = started_events(&stored, &message, streaming);
                 Ok((message, events))
             })
             .await;
@@ -221,4 +222,33 @@ fn new_execution(
         usage: None,
         metadata: BTreeMap::new(),
     }
+}
+
+/// The events of a started execution: the user's message, then `execution.started`.
+fn started_events(execution: &Execution, message: &Message, streaming: bool) -> Vec<NewChatEvent> {
+    let created = MessagePayload {
+        message_id: message.id.clone(),
+        seq: message.seq,
+        role: "user".into(),
+        content: message.content.clone(),
+        client_message_id: execution.client_message_id.clone(),
+    };
+    let started = ExecutionStartedPayload {
+        execution_id: execution.id.clone(),
+        user_message_id: message.id.clone(),
+        model: execution.model.clone(),
+        provider: execution.provider.clone(),
+        streaming_messages: streaming,
+    };
+    [
+        ChatEventBody::MessageCreated(created),
+        ChatEventBody::ExecutionStarted(started),
+    ]
+    .into_iter()
+    .map(|body| NewChatEvent {
+        chat_id: execution.chat_id.clone(),
+        execution_id: Some(execution.id.clone()),
+        body,
+    })
+    .collect()
 }

@@ -8,7 +8,8 @@ use futures::StreamExt;
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::{
-    CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch, TurnOptions,
+    ChatEventBody, CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch,
+    TurnOptions,
 };
 use tokio::sync::mpsc;
 
@@ -226,7 +227,7 @@ impl Fixture {
             .unwrap()
             .items
             .into_iter()
-            .map(|e| e.kind)
+            .map(|e| e.kind().to_owned())
             .collect()
     }
 
@@ -289,12 +290,12 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
         let Some(FollowItem::Event(event)) = live.next().await else {
             panic!("stream ended")
         };
-        if event.kind == "message.delta" {
-            assert_eq!(event.payload["executionId"], response.execution.id.as_str());
-            assert_eq!(event.payload["attempt"], 1);
-            delta_ids.push(event.payload["messageId"].as_str().unwrap().to_owned());
+        if let ChatEventBody::MessageDelta(delta) = &event.body {
+            assert_eq!(delta.execution_id, response.execution.id);
+            assert_eq!(delta.attempt, 1);
+            delta_ids.push(delta.message_id.clone());
         }
-        seen.push(event.kind.clone());
+        seen.push(event.kind().to_owned());
     }
     assert_eq!(
         seen,
@@ -530,10 +531,13 @@ async fn a_question_waits_and_the_answer_resumes_with_the_snapshot() {
     let events = f.chats.replay(&me(), &chat_id, 0, 100).await.unwrap().items;
     let asked = events
         .iter()
-        .find(|e| e.kind == "option.requested")
+        .find_map(|e| match &e.body {
+            ChatEventBody::OptionRequested(asked) => Some(asked),
+            _ => None,
+        })
         .unwrap();
-    assert_eq!(asked.payload["title"], "Which one?");
-    let option_id = asked.payload["optionId"].as_str().unwrap().to_owned();
+    assert_eq!(asked.title, "Which one?");
+    let option_id = asked.option_id.clone();
 
     // Settings change meanwhile; the resumed turn must use the execution's snapshot.
     f.chats
@@ -650,14 +654,14 @@ async fn tool_events_are_redacted_and_follow_the_setting() {
     let events = f.chats.replay(&me(), &chat_id, 0, 100).await.unwrap().items;
     let started = events
         .iter()
-        .find(|e| e.kind == "tool.call.started")
+        .find_map(|e| match &e.body {
+            ChatEventBody::ToolCallStarted(started) => Some(started),
+            _ => None,
+        })
         .unwrap();
-    assert_eq!(
-        started.payload["argumentKeys"],
-        json!(["expression", "token"])
-    );
-    assert_eq!(started.payload["argumentsPreview"]["token"], "[REDACTED]");
-    assert!(events.iter().any(|e| e.kind == "tool.call.finished"));
+    assert_eq!(started.argument_keys, ["expression", "token"]);
+    assert_eq!(started.arguments_preview["token"], "[REDACTED]");
+    assert!(events.iter().any(|e| e.kind() == "tool.call.finished"));
 
     f.chats
         .patch_settings(

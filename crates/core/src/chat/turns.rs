@@ -5,8 +5,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
-use souz_protocol::chat::{OptionChoice, SelectionMode, Settings, Usage};
+use serde_json::Value;
+use souz_protocol::chat::events::{
+    ApprovalRequestedPayload, ApprovalResolvedPayload, ToolCallFailedPayload,
+    ToolCallFinishedPayload, ToolCallStartedPayload,
+};
+use souz_protocol::chat::{ChatEventBody, OptionChoice, SelectionMode, Settings, Usage};
 use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -205,11 +209,9 @@ pub(crate) fn add_usage(usage: &mut Usage, more: &Usage) {
     usage.precached_tokens += more.precached_tokens;
 }
 
-/// The payload of a chat event for an engine event, or `None` when the settings hide it.
-pub(crate) fn event_payload(
-    event: &TurnEvent,
-    show_tool_events: bool,
-) -> Option<(&'static str, Value)> {
+/// The chat event for an engine event, or `None` when the settings hide it (deltas and
+/// discards are live-only and published by the relay itself).
+pub(crate) fn event_body(event: &TurnEvent, show_tool_events: bool) -> Option<ChatEventBody> {
     match event {
         TurnEvent::Delta { .. } | TurnEvent::Discarded { .. } => None,
         TurnEvent::ToolCallStarted {
@@ -217,64 +219,55 @@ pub(crate) fn event_payload(
             tool,
             arguments,
         } if show_tool_events => {
-            let mut keys: Vec<&String> = arguments
+            let mut keys: Vec<String> = arguments
                 .as_object()
-                .map(|object| object.keys().collect())
+                .map(|object| object.keys().cloned().collect())
                 .unwrap_or_default();
             keys.sort();
-            Some((
-                "tool.call.started",
-                json!({
-                    "toolCallId": call_id,
-                    "name": tool,
-                    "argumentKeys": keys,
-                    "argumentsPreview": crate::redact::preview(arguments),
-                }),
-            ))
+            Some(ChatEventBody::ToolCallStarted(ToolCallStartedPayload {
+                tool_call_id: call_id.clone(),
+                name: tool.clone(),
+                argument_keys: keys,
+                arguments_preview: crate::redact::preview(arguments),
+            }))
         }
         TurnEvent::ToolCallFinished {
             call_id,
             tool,
             duration_ms,
             result_preview,
-        } if show_tool_events => Some((
-            "tool.call.finished",
-            json!({
-                "toolCallId": call_id,
-                "name": tool,
-                "status": "finished",
-                "durationMs": duration_ms,
-                "resultPreview": result_preview,
-            }),
-        )),
+        } if show_tool_events => Some(ChatEventBody::ToolCallFinished(ToolCallFinishedPayload {
+            tool_call_id: call_id.clone(),
+            name: tool.clone(),
+            status: "finished".into(),
+            duration_ms: *duration_ms,
+            result_preview: result_preview.clone(),
+        })),
         TurnEvent::ToolCallFailed {
             call_id,
             tool,
             duration_ms,
             error,
-        } if show_tool_events => Some((
-            "tool.call.failed",
-            json!({
-                "toolCallId": call_id,
-                "name": tool,
-                "status": "failed",
-                "error": crate::redact::error_preview(error),
-                "durationMs": duration_ms,
-            }),
-        )),
+        } if show_tool_events => Some(ChatEventBody::ToolCallFailed(ToolCallFailedPayload {
+            tool_call_id: call_id.clone(),
+            name: tool.clone(),
+            status: "failed".into(),
+            error: crate::redact::error_preview(error),
+            duration_ms: *duration_ms,
+        })),
         TurnEvent::ApprovalRequested {
             approval_id,
             call_id,
             gate_call_id,
             tool,
             summary,
-        } => Some((
-            "approval.requested",
-            json!({
-                "approvalId": approval_id, "toolCallId": call_id, "callId": gate_call_id,
-                "name": tool, "summary": summary,
-            }),
-        )),
+        } => Some(ChatEventBody::ApprovalRequested(ApprovalRequestedPayload {
+            approval_id: approval_id.clone(),
+            tool_call_id: call_id.clone(),
+            call_id: gate_call_id.clone(),
+            name: tool.clone(),
+            summary: summary.clone(),
+        })),
         TurnEvent::ApprovalResolved {
             approval_id,
             call_id,
@@ -284,28 +277,25 @@ pub(crate) fn event_payload(
             decision,
             expiry_reason,
         } => {
-            let mut payload = json!({
-                "approvalId": approval_id, "toolCallId": call_id, "callId": gate_call_id,
-                "name": tool, "status": status.as_str(),
-            });
             // An expiry is recorded as a denial "via" its reason: the reason says it.
-            if let Some(decision) = decision.as_ref().filter(|_| expiry_reason.is_none()) {
-                payload["scope"] = json!(decision.scope);
-                payload["via"] = json!(decision.via);
-                payload["decidedAt"] = json!(decision.decided_at);
-                if let Some(grant) = &decision.grant_id {
-                    payload["grantId"] = json!(grant);
-                }
-            }
-            if let Some(reason) = expiry_reason {
-                payload["reason"] = json!(reason);
-            }
-            let kind = if *status == ApprovalStatus::Expired {
-                "approval.expired"
-            } else {
-                "approval.decided"
+            let decision = decision.as_ref().filter(|_| expiry_reason.is_none());
+            let payload = ApprovalResolvedPayload {
+                approval_id: approval_id.clone(),
+                tool_call_id: call_id.clone(),
+                call_id: gate_call_id.clone(),
+                name: tool.clone(),
+                status: *status,
+                scope: decision.map(|decision| decision.scope),
+                via: decision.map(|decision| decision.via.clone()),
+                decided_at: decision.map(|decision| decision.decided_at),
+                grant_id: decision.and_then(|decision| decision.grant_id.clone()),
+                reason: *expiry_reason,
             };
-            Some((kind, payload))
+            Some(if *status == ApprovalStatus::Expired {
+                ChatEventBody::ApprovalExpired(payload)
+            } else {
+                ChatEventBody::ApprovalDecided(payload)
+            })
         }
         _ => None,
     }

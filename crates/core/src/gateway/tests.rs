@@ -219,6 +219,28 @@ async fn openapi_documents_every_route_the_router_serves() {
     assert!(doc["components"]["schemas"]["Health"]["properties"]["uptime_s"].is_object());
 }
 
+/// The checked-in OpenAPI document (`docs/openapi.json`) is the one the daemon serves: the web
+/// UI's typedefs are generated from it (`tests/ui`), so a renamed field fails here first. On a
+/// difference the test rewrites the file (review it with `git diff`) and fails.
+#[tokio::test]
+async fn checked_in_openapi_document_is_current() {
+    let f = Fixture::new().await;
+    let (status, doc) = f
+        .send(f.get("/docs/openapi.json").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let rendered = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+    let stored = std::fs::read_to_string(&path).unwrap_or_default();
+    if stored != rendered {
+        std::fs::write(&path, &rendered).unwrap();
+        panic!(
+            "{} was out of date and has been rewritten: review and commit it",
+            path.display()
+        );
+    }
+}
+
 #[tokio::test]
 async fn foreign_host_is_refused_everywhere() {
     let f = Fixture::new().await;

@@ -5,6 +5,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use souz_protocol::chat::ChatEventBody;
+use souz_protocol::chat::events::MessageDeltaPayload;
 
 use super::*;
 use crate::chat::events::NewChatEvent;
@@ -40,13 +42,26 @@ async fn follow_at(address: std::net::SocketAddr, token: &str, chat: &str, after
     tokio_tungstenite::connect_async(request).await.unwrap().0
 }
 
+/// A live-only delta.
+fn live_delta(attempt: u64, delta: String) -> ChatEventBody {
+    ChatEventBody::MessageDelta(MessageDeltaPayload {
+        message_id: "message".into(),
+        execution_id: "execution".into(),
+        attempt,
+        delta,
+    })
+}
+
 /// Stores one event in `chat` (and announces it).
 async fn store_event(f: &Fixture, chat: &str, n: usize) {
     let event = NewChatEvent {
         chat_id: chat.to_owned(),
         execution_id: None,
-        kind: "test.tick",
-        payload: json!({"n": n}),
+        // A kind the protocol does not know: stored, replayed and sent as it is.
+        body: ChatEventBody::Other {
+            kind: "test.tick".into(),
+            payload: json!({"n": n}),
+        },
     };
     f.runtime
         .handle()
@@ -76,12 +91,7 @@ async fn a_follower_that_falls_behind_is_told_to_resync_and_closed() {
     let delta = "x".repeat(64 * 1024);
     let started = Instant::now();
     for attempt in 0..2500 {
-        events.publish_live(
-            &chat,
-            None,
-            "message.delta",
-            json!({"attempt": attempt, "delta": delta}),
-        );
+        events.publish_live(&chat, None, live_delta(attempt, delta.clone()));
     }
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -173,8 +183,7 @@ async fn replay_then_live_has_no_gap_and_no_duplicate_while_events_are_written()
                     f.runtime.handle().chats().events().publish_live(
                         &chat,
                         None,
-                        "message.delta",
-                        json!({"delta": n}),
+                        live_delta(0, n.to_string()),
                     );
                 }
                 if n % 25 == 0 {
