@@ -17,45 +17,8 @@
 //!   running node by dropping its future. The error keeps the last good context of the graph
 //!   that was run: its input, or the output of the last step that completed.
 //!
-//! ```
-//! use souz_core::graph::{GraphBuilder, RetryPolicy, RunOptions, node_fn};
-//!
-//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! // A nested graph: trims its input.
-//! let mut inner = GraphBuilder::<String, String>::new("clean");
-//! let trim = inner.add(node_fn("trim", |text: String| async move {
-//!     Ok(text.trim().to_owned())
-//! }));
-//! inner.edge(inner.start(), trim);
-//! inner.edge(trim, inner.exit());
-//! let clean = inner.build().unwrap();
-//!
-//! // The outer graph: clean, count words, then route on the count.
-//! let mut outer = GraphBuilder::<String, String>::new("pipeline")
-//!     .retry_policy(RetryPolicy::attempts(2));
-//! let clean = outer.add(clean);
-//! let count = outer.add(node_fn("count", |text: String| async move {
-//!     Ok(text.split_whitespace().count())
-//! }));
-//! let short = outer.add(node_fn("short", |n: usize| async move { Ok(format!("{n} word(s)")) }));
-//! let long = outer.add(node_fn("long", |n: usize| async move { Ok(format!("{n} words!")) }));
-//! outer.edge(outer.start(), clean);
-//! outer.edge(clean, count);
-//! let (short_target, long_target) = (short.target(), long.target());
-//! outer.route(count, move |n: &usize| Some(if *n < 3 { short_target } else { long_target }));
-//! outer.edge(short, outer.exit());
-//! outer.edge(long, outer.exit());
-//! let pipeline = outer.build().unwrap();
-//!
-//! let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-//! let seen = steps.clone();
-//! let options = RunOptions::default()
-//!     .on_step(move |step| seen.lock().unwrap().push(step.info.node.clone()));
-//! let answer = pipeline.run("  to be or not  ".to_owned(), options).await.unwrap();
-//! assert_eq!(answer, "4 words!");
-//! assert_eq!(*steps.lock().unwrap(), ["trim", "clean", "count", "long"]);
-//! # });
-//! ```
+//! `tests::a_pipeline_nests_retries_and_routes` builds and runs a whole example: a nested graph,
+//! a retry policy, a route on a node's output and a step callback.
 
 mod builder;
 mod run;
