@@ -230,6 +230,11 @@ async fn follow<R: Runtime>(
                                 turns,
                                 paused,
                             }) => {
+                                tracing::debug!(
+                                    approvals = pending.len(),
+                                    questions = questions.len(),
+                                    "daemon state reloaded"
+                                );
                                 let notices = {
                                     let mut state = shell.state();
                                     state.connection = connection;
@@ -244,6 +249,11 @@ async fn follow<R: Runtime>(
                     });
                 }
                 StreamItem::Runtime(envelope) => {
+                    tracing::debug!(
+                        seq = envelope.seq,
+                        kind = envelope.event.kind(),
+                        "runtime event"
+                    );
                     let notices = shell.state().apply_runtime(&envelope.event);
                     handle(&app, notices);
                 }

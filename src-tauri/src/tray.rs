@@ -59,8 +59,20 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<TrayIcon<R>> {
         .build(app)
 }
 
-/// Redraws the icon, title, tooltip and menu from the current state.
+/// Redraws the icon, title, tooltip and menu from the current state, on the main thread.
+///
+/// The event followers redraw from their own threads, often at once (a question arrives as a
+/// runtime event and as a chat event). Each redraw reads the state when it runs on the main
+/// thread, so the last one shows the newest state; read beforehand, an older snapshot's menu
+/// could be set last and hide what just arrived.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
+    let handle = app.clone();
+    if let Err(error) = app.run_on_main_thread(move || redraw(&handle)) {
+        tracing::warn!(%error, "could not update the tray");
+    }
+}
+
+fn redraw<R: Runtime>(app: &AppHandle<R>) {
     let Some(tray) = app.tray_by_id(TRAY) else {
         return;
     };
@@ -77,8 +89,13 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
         .and_then(|()| tray.set_tooltip(Some(state.tooltip())))
         .and_then(|()| menu(app, &state))
         .and_then(|menu| tray.set_menu(Some(menu)));
-    if let Err(error) = result {
-        tracing::warn!(%error, "could not update the tray");
+    match result {
+        Ok(()) => tracing::debug!(
+            approvals = state.pending.len(),
+            questions = state.questions.len(),
+            "tray redrawn"
+        ),
+        Err(error) => tracing::warn!(%error, "could not update the tray"),
     }
 }
 

@@ -14,7 +14,7 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 app="${SOUZ_APP:-$target/debug/souz-app}"
 shots="${SOUZ_SCREENSHOTS:+$root/docs/screenshots}"
 work="$(mktemp -d)"
-export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info" NO_AT_BRIDGE=1
+export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info,souz_app=debug" NO_AT_BRIDGE=1
 mkdir -p "$SOUZ_HOME" "$HOME"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export SOUZ_PORT="$port"
@@ -169,6 +169,9 @@ logged "question notification posted option_id=$question" || fail "no notificati
 grep -A2 -x "Souz asks" "$work/notifications" | grep -q "Which color should the logo be?" || fail "the notification did not carry the question: $(cat "$work/notifications")"
 grep -A2 -x "Souz asks" "$work/notifications" | grep -q "Red · Blue" || fail "the notification did not carry the choices: $(cat "$work/notifications")"
 shot notification-question
+# The menu is redrawn after the notification is posted: open it once it lists the question.
+for _ in $(seq 50); do logged "tray redrawn approvals=0 questions=1" && break; sleep 0.1; done
+logged "tray redrawn approvals=0 questions=1" || fail "the tray was not redrawn with the question $question"
 sleep 0.5
 before=$(visible)
 xdotool mousemove $((X + WIDTH / 2)) $((Y + HEIGHT / 2)) click 1
