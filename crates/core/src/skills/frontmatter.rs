@@ -233,25 +233,15 @@ fn legacy_value(value: &Value) -> Option<String> {
     }
 }
 
-/// Parses `text` (a whole `SKILL.md`), whose folder is named `folder` when known.
-pub(crate) fn parse(text: &str, folder: Option<&str>) -> Result<SkillMarkdown, Vec<SpecProblem>> {
-    let (yaml, body) = split(text).map_err(|problem| vec![problem])?;
-    let value: Value = yaml_serde::from_str(&yaml).map_err(|error| {
-        vec![problem(
-            "spec.yaml",
-            format!("invalid YAML in frontmatter: {error}"),
-        )]
-    })?;
-    let Value::Mapping(map) = value else {
-        return Err(vec![problem(
-            "spec.yaml",
-            "SKILL.md frontmatter must be a YAML mapping",
-        )]);
-    };
-    let mut problems = Vec::new();
+/// Checks the top-level keys: legacy fields go into the returned metadata (and are named),
+/// unknown ones are problems.
+fn top_level_fields(
+    map: &yaml_serde::Mapping,
+    problems: &mut Vec<SpecProblem>,
+) -> (BTreeMap<String, String>, Vec<String>) {
     let mut legacy_fields = Vec::new();
     let mut metadata = BTreeMap::new();
-    for (key, value) in &map {
+    for (key, value) in map {
         let key = key_text(key);
         if LEGACY_FIELDS.contains(&key.as_str()) {
             match legacy_value(value) {
@@ -275,6 +265,26 @@ pub(crate) fn parse(text: &str, folder: Option<&str>) -> Result<SkillMarkdown, V
             ));
         }
     }
+    (metadata, legacy_fields)
+}
+
+/// Parses `text` (a whole `SKILL.md`), whose folder is named `folder` when known.
+pub(crate) fn parse(text: &str, folder: Option<&str>) -> Result<SkillMarkdown, Vec<SpecProblem>> {
+    let (yaml, body) = split(text).map_err(|problem| vec![problem])?;
+    let value: Value = yaml_serde::from_str(&yaml).map_err(|error| {
+        vec![problem(
+            "spec.yaml",
+            format!("invalid YAML in frontmatter: {error}"),
+        )]
+    })?;
+    let Value::Mapping(map) = value else {
+        return Err(vec![problem(
+            "spec.yaml",
+            "SKILL.md frontmatter must be a YAML mapping",
+        )]);
+    };
+    let mut problems = Vec::new();
+    let (mut metadata, legacy_fields) = top_level_fields(&map, &mut problems);
     let name = match text_field(&map, "name", &mut problems) {
         Some(name) => {
             let name: String = name.trim().nfkc().collect();
@@ -347,6 +357,7 @@ pub(crate) fn parse(text: &str, folder: Option<&str>) -> Result<SkillMarkdown, V
 
 /// Every problem the strict specification finds: [`parse`]'s, plus each legacy field (which an
 /// import accepts by moving it into `metadata`).
+#[cfg(test)]
 pub(crate) fn strict_problems(text: &str, folder: Option<&str>) -> Vec<SpecProblem> {
     match parse(text, folder) {
         Ok(parsed) => parsed

@@ -22,7 +22,7 @@ use rusqlite::OptionalExtension;
 
 use super::SkillError;
 use super::archive::read_zip;
-use super::bundle::Bundle;
+use super::bundle::{Bundle, LoadError};
 use super::frontmatter::{self, SkillMarkdown};
 use super::rules::{self, Finding, POLICY_VERSION};
 use crate::store::{Store, StoreError};
@@ -111,20 +111,21 @@ fn store_error(error: rusqlite::Error) -> SkillError {
 }
 
 impl Registry {
-    /// The stores under `souz_home`, importing from `user_home`'s and `project`'s folders.
+    /// The stores under `souz_home`, importing from the folders of `projects` (in order) and
+    /// `user_home`.
     pub(crate) fn new(
         souz_home: &Path,
         user_home: &Path,
-        project: Option<&Path>,
+        projects: &[PathBuf],
         store: Store,
     ) -> Self {
-        let mut imports = Vec::new();
-        if let Some(project) = project {
-            imports.push(ImportRoot {
+        let mut imports: Vec<ImportRoot> = projects
+            .iter()
+            .map(|project| ImportRoot {
                 source: Source::Project,
                 path: project.join(".agents").join("skills"),
-            });
-        }
+            })
+            .collect();
         imports.push(ImportRoot {
             source: Source::UserAgents,
             path: user_home.join(".agents").join("skills"),
@@ -167,6 +168,49 @@ impl Registry {
             &path.display().to_string(),
         )
         .await
+    }
+
+    /// Installs a folder, or a `.zip` when `path` names a file.
+    pub(crate) async fn install_path(&self, path: &Path) -> Result<Installed, SkillError> {
+        if path.is_file() {
+            self.install_zip(path).await
+        } else {
+            self.install_folder(path).await
+        }
+    }
+
+    /// Validates the folder or `.zip` at `path` without installing or caching it: its id
+    /// (when `SKILL.md` parses), hash (when it loads) and findings (a loader refusal is one).
+    pub(crate) fn validate_path(&self, path: &Path) -> Checked {
+        let loaded = if path.is_file() {
+            std::fs::File::open(path)
+                .map_err(|error| LoadError::Io {
+                    path: path.display().to_string(),
+                    message: error.to_string(),
+                })
+                .and_then(|file| read_zip(std::io::BufReader::new(file)))
+                .map(|archived| (archived.bundle, archived.folder))
+        } else {
+            let folder = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .map(str::to_owned);
+            Bundle::read_folder(path).map(|bundle| (bundle, folder))
+        };
+        match loaded {
+            Ok((bundle, folder)) => Checked {
+                id: frontmatter::parse(bundle.skill_md(), None)
+                    .ok()
+                    .map(|parsed| parsed.frontmatter.name),
+                hash: Some(bundle.hash()),
+                findings: rules::validate(&bundle, folder.as_deref()),
+            },
+            Err(error) => Checked {
+                id: None,
+                hash: None,
+                findings: vec![Finding::error(error.code(), error.to_string(), None)],
+            },
+        }
     }
 
     async fn install(
@@ -400,6 +444,17 @@ impl Registry {
         }
         Ok(())
     }
+}
+
+/// A validation without installing.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    /// The skill's name, if `SKILL.md` parsed.
+    pub id: Option<String>,
+    /// The bundle hash, if it loaded.
+    pub hash: Option<String>,
+    /// What was found.
+    pub findings: Vec<Finding>,
 }
 
 /// A skill that was installed.

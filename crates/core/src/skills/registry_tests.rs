@@ -3,7 +3,6 @@ use std::path::Path;
 
 use super::*;
 use crate::skills::archive::read_zip;
-use crate::skills::bundle::LoadError;
 
 struct Fixture {
     temp: tempfile::TempDir,
@@ -20,7 +19,7 @@ async fn fixture() -> Fixture {
     let registry = Registry::new(
         &temp.path().join("souz"),
         &temp.path().join("home"),
-        Some(&temp.path().join("project")),
+        &[temp.path().join("project")],
         store.clone(),
     );
     Fixture {
