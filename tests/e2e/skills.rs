@@ -34,6 +34,12 @@ fn install_list_show_disable_remove_through_the_cli() {
     let daemon = Daemon::start();
     let sources = tempfile::tempdir().unwrap();
     let folder = skill(sources.path(), "notes", "Take notes.", "echo hi\n");
+    std::fs::create_dir_all(folder.join("agents")).unwrap();
+    std::fs::write(
+        folder.join("agents/souz.toml"),
+        "[permissions]\nwrite = [\"~/notes\"]\ntime_limit_seconds = 20\n",
+    )
+    .unwrap();
     // An import in ~/.claude/skills with the same id is shadowed once installed.
     skill(
         &daemon.user_home().join(".claude/skills"),
@@ -62,7 +68,12 @@ fn install_list_show_disable_remove_through_the_cli() {
 
     let detail = daemon.get("/v1/skills/notes").json();
     assert_eq!(detail["metadata"]["author"], "Ann", "{detail}");
-    assert_eq!(detail["files"], json!(["scripts/run.sh"]));
+    assert_eq!(
+        detail["files"],
+        json!(["agents/souz.toml", "scripts/run.sh"])
+    );
+    assert_eq!(detail["permissions"]["write"], json!(["~/notes"]));
+    assert_eq!(detail["permissions"]["time_limit_seconds"], 20);
     assert_eq!(detail["validation"]["approved"], true);
 
     let (ok, text) = cli(&daemon, &["disable", "notes"]);

@@ -219,17 +219,18 @@ impl Runtime {
                 "failed agent turns left running by the previous run"
             );
         }
+        let skills = open_skills(&config, &sandbox, &store);
         let agents = Agents::new(AgentParts {
+            bundles: Arc::new(skills.clone()),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         recover_agents(&agents).await?;
-        let user = local_user();
         let handle = RuntimeHandle {
             state: Arc::new(State {
-                skills: open_skills(&config, &sandbox, &store),
+                skills,
                 sandbox,
                 config,
                 store,
@@ -242,7 +243,7 @@ impl Runtime {
                 agents,
                 chats,
                 config_editor,
-                user,
+                user: local_user(),
                 started: Instant::now(),
                 shutdown,
                 stopping: AtomicBool::new(false),

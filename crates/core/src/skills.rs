@@ -3,6 +3,7 @@
 //! - [`frontmatter`]: the specification's rules for `SKILL.md`.
 //! - [`bundle`]: the loader limits and the canonical hash.
 //! - [`archive`]: reading a `.zip` within the same limits.
+//! - [`manifest`]: the permissions sidecar `agents/souz.toml`.
 //! - [`rules`]: validation (specification, structure, static rules) and its findings.
 //! - [`registry`]: installed and imported skills, precedence, the verdict cache.
 //!
@@ -13,6 +14,7 @@
 pub(crate) mod archive;
 pub(crate) mod bundle;
 pub(crate) mod frontmatter;
+pub(crate) mod manifest;
 pub(crate) mod registry;
 pub(crate) mod rules;
 

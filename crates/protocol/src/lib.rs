@@ -35,8 +35,8 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
 };
 pub use skills::{
-    FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath, SkillSource,
-    SkillSummary, SkillValidation,
+    FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
+    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,

@@ -108,6 +108,9 @@ pub struct SkillDetail {
     pub body: String,
     /// Its files other than `SKILL.md`.
     pub files: Vec<String>,
+    /// Its permissions manifest (`agents/souz.toml`), when it has a valid one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<SkillPermissions>,
     /// Its validation.
     pub validation: SkillValidation,
 }
@@ -129,4 +132,23 @@ pub struct InstalledSkill {
     pub hash: String,
     /// Its validation (approved: rejected skills are not installed).
     pub validation: SkillValidation,
+}
+
+/// A skill's permissions manifest (`agents/souz.toml`, `[permissions]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillPermissions {
+    /// Folders it may read.
+    pub read: Vec<String>,
+    /// Folders it may write.
+    pub write: Vec<String>,
+    /// Hosts it may reach.
+    pub hosts: Vec<String>,
+    /// Programs it runs.
+    pub programs: Vec<String>,
+    /// Environment variables passed through to it.
+    pub env: Vec<String>,
+    /// Souz tools it may call.
+    pub tools: Vec<String>,
+    /// Per-command time limit, in seconds.
+    pub time_limit_seconds: u64,
 }

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::bundle::{Bundle, SKILL_MD};
-use super::frontmatter;
+use super::{frontmatter, manifest};
 
 /// The version of the rules below.
 pub(crate) const POLICY_VERSION: &str = "skills-policy/v1";
@@ -143,7 +143,7 @@ pub(crate) fn static_findings(bundle: &Bundle) -> Vec<Finding> {
 }
 
 /// Every finding for `bundle` in a folder named `folder`: specification problems (legacy fields
-/// are information: an import moves them), then the static rules.
+/// are information: an import moves them), manifest problems, then the static rules.
 pub(crate) fn validate(bundle: &Bundle, folder: Option<&str>) -> Vec<Finding> {
     let mut findings: Vec<Finding> = match frontmatter::parse(bundle.skill_md(), folder) {
         Ok(parsed) => parsed
@@ -162,6 +162,13 @@ pub(crate) fn validate(bundle: &Bundle, folder: Option<&str>) -> Vec<Finding> {
             .map(|problem| Finding::error(problem.code, problem.message, Some(SKILL_MD)))
             .collect(),
     };
+    if let Some(text) = bundle.files().get(manifest::MANIFEST_PATH)
+        && let Err(problems) = manifest::parse(text)
+    {
+        findings.extend(problems.into_iter().map(|problem| {
+            Finding::error("manifest.invalid", problem, Some(manifest::MANIFEST_PATH))
+        }));
+    }
     findings.extend(static_findings(bundle));
     findings
 }

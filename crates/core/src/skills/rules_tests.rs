@@ -89,3 +89,21 @@ fn validate_combines_spec_and_static_findings() {
     assert_eq!(codes, ["spec.name_folder", "static.destructive_command"]);
     assert!(validate(&bundle_with("echo hi"), Some("demo")).is_empty());
 }
+
+#[test]
+fn an_invalid_manifest_rejects() {
+    let bundle = Bundle::from_files(vec![
+        (
+            "SKILL.md".to_owned(),
+            b"---\nname: demo\ndescription: A demo.\n---\nBody\n".to_vec(),
+        ),
+        (
+            "agents/souz.toml".to_owned(),
+            b"[permissions]\nwrite_everything = true\n".to_vec(),
+        ),
+    ])
+    .unwrap();
+    let findings = validate(&bundle, Some("demo"));
+    assert_eq!(findings[0].code, "manifest.invalid");
+    assert!(rejects(&findings));
+}

@@ -4,13 +4,14 @@
 use std::path::Path;
 
 use souz_protocol::{
-    ErrorCode, FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillSource,
-    SkillSummary, SkillValidation,
+    ErrorCode, FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList,
+    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 
 use super::ServiceError;
 use crate::runtime::RuntimeHandle;
 use crate::skills::SkillError;
+use crate::skills::manifest::{self, MANIFEST_PATH};
 use crate::skills::registry::{Listed, Source, Verdict};
 use crate::skills::rules::{Finding, Severity};
 
@@ -108,6 +109,20 @@ impl RuntimeHandle {
             metadata: front.metadata,
             body: loaded.markdown.body,
             files: loaded.bundle.supporting_files(),
+            permissions: loaded
+                .bundle
+                .files()
+                .get(MANIFEST_PATH)
+                .and_then(|text| manifest::parse(text).ok())
+                .map(|p| SkillPermissions {
+                    read: p.read,
+                    write: p.write,
+                    hosts: p.hosts,
+                    programs: p.programs,
+                    env: p.env,
+                    tools: p.tools,
+                    time_limit_seconds: p.time_limit_seconds,
+                }),
             validation: validation(Some(id.to_owned()), Some(hash), verdict),
             summary: summary(loaded.listed),
         })
