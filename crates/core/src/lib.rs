@@ -58,8 +58,8 @@ pub const LAYERS: &[&[&str]] = &[
     &["skills"],
     &["llm"],
     &["graph"],
-    // What agents use through a trait: memory, skills, and `mcp` without its server (the MCP
-    // client, when it lands).
+    // What agents use through a trait: memory, and `mcp` without its server (the MCP client,
+    // when it lands).
     &["mcp"],
     &["agent"],
     &["chat"],

@@ -21,8 +21,7 @@ use futures::future::BoxFuture;
 use souz_protocol::{Action, ToolCategory};
 
 use crate::llm;
-use crate::skills::SkillError;
-use crate::skills::registry::{Registry, Source};
+use crate::skills::registry::{Listed, Registry, Source};
 use crate::skills::rules::Severity;
 use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
@@ -215,9 +214,10 @@ impl SkillBundles for Registry {
                 if !skill.enabled || skill.error.is_some() {
                     continue;
                 }
+                let id = skill.id.clone();
                 // Validation is cached by hash: only a new or changed bundle is checked again.
-                if let Ok(BundleLookup::Found(_)) = self.lookup("", &skill.id).await {
-                    ids.push(skill.id);
+                if let Ok(BundleLookup::Found(_)) = self.lookup_listed(skill).await {
+                    ids.push(id);
                 }
             }
             Ok(ids)
@@ -234,36 +234,47 @@ impl SkillBundles for Registry {
         id: &'a str,
     ) -> BoxFuture<'a, Result<BundleLookup, String>> {
         Box::pin(async move {
-            let loaded = match self.load(id).await {
-                Ok(loaded) => loaded,
-                Err(SkillError::NotFound(_)) => return Ok(BundleLookup::Missing),
-                Err(error) => return Ok(BundleLookup::Rejected(error.to_string())),
-            };
-            if !loaded.listed.enabled {
-                return Ok(BundleLookup::Disabled);
+            let listed = self.list().await.map_err(|error| error.to_string())?;
+            match listed.into_iter().find(|skill| skill.id == id) {
+                Some(skill) => self.lookup_listed(skill).await,
+                None => Ok(BundleLookup::Missing),
             }
-            let folder = (loaded.listed.source != Source::Installed).then_some(id);
-            let verdict = self
-                .verdict(id, &loaded.bundle, folder)
-                .await
-                .map_err(|error| error.to_string())?;
-            if !verdict.approved {
-                let reasons: Vec<String> = verdict
-                    .findings
-                    .into_iter()
-                    .filter(|finding| finding.severity == Severity::Error)
-                    .map(|finding| finding.message)
-                    .collect();
-                return Ok(BundleLookup::Rejected(reasons.join("; ")));
-            }
-            let front = loaded.markdown.frontmatter;
-            Ok(BundleLookup::Found(BundleSkill {
-                skill_id: id.to_owned(),
-                name: front.name,
-                description: front.description,
-                skill_markdown_body: loaded.markdown.body,
-                supporting_files: loaded.bundle.supporting_files(),
-            }))
         })
+    }
+}
+
+impl Registry {
+    /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.
+    async fn lookup_listed(&self, skill: Listed) -> Result<BundleLookup, String> {
+        if !skill.enabled {
+            return Ok(BundleLookup::Disabled);
+        }
+        let id = skill.id.clone();
+        let loaded = match Registry::open(skill) {
+            Ok(loaded) => loaded,
+            Err(error) => return Ok(BundleLookup::Rejected(error.to_string())),
+        };
+        let folder = (loaded.listed.source != Source::Installed).then_some(id.as_str());
+        let verdict = self
+            .verdict(&id, &loaded.bundle, folder)
+            .await
+            .map_err(|error| error.to_string())?;
+        if !verdict.approved {
+            let reasons: Vec<String> = verdict
+                .findings
+                .into_iter()
+                .filter(|finding| finding.severity == Severity::Error)
+                .map(|finding| finding.message)
+                .collect();
+            return Ok(BundleLookup::Rejected(reasons.join("; ")));
+        }
+        let front = loaded.markdown.frontmatter;
+        Ok(BundleLookup::Found(BundleSkill {
+            skill_id: id,
+            name: front.name,
+            description: front.description,
+            skill_markdown_body: loaded.markdown.body,
+            supporting_files: loaded.bundle.supporting_files(),
+        }))
     }
 }

@@ -388,6 +388,13 @@ impl Registry {
             .into_iter()
             .find(|entry| entry.id == id)
             .ok_or_else(|| SkillError::NotFound(id.to_owned()))?;
+        Self::open(listed)
+    }
+
+    /// The listed skill `listed`, loaded and parsed (installed bundles checked against their
+    /// hash).
+    pub(crate) fn open(listed: Listed) -> Result<Loaded, SkillError> {
+        let id = listed.id.as_str();
         let bundle = Bundle::read_folder(&listed.path)?;
         // Installed bundles live in a folder named by hash; the id is the name checked.
         let folder = (listed.source != Source::Installed).then_some(id);
