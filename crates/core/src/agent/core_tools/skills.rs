@@ -357,9 +357,28 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
             "skill_disabled",
             format!("Tool-backed Skill is disabled: {skill_id}"),
         ),
-        Lookup::Missing => CoreOutput::error(
-            "skill_not_found",
-            format!("Skill is unavailable: {skill_id}"),
-        ),
+        Lookup::Missing => match call.bundles.lookup(call.owner, skill_id).await {
+            // Confined execution of a bundle's scripts (per its manifest) is not built yet:
+            // say so rather than run them unconfined or claim the skill does not exist.
+            Ok(BundleLookup::Found(_)) => CoreOutput::error(
+                "skill_invocation_failed",
+                format!(
+                    "Skill {skill_id} is instructions only here: Souz does not run the scripts of \
+                     file-backed skills yet. Follow its instructions (GetSkillByName) with the \
+                     tools you have."
+                ),
+            ),
+            Ok(BundleLookup::Disabled) => {
+                CoreOutput::error("skill_disabled", format!("Skill is disabled: {skill_id}"))
+            }
+            Ok(BundleLookup::Rejected(reason)) => CoreOutput::error(
+                "skill_validation_rejected",
+                format!("Skill {skill_id} was rejected by validation: {reason}"),
+            ),
+            Ok(BundleLookup::Missing) | Err(_) => CoreOutput::error(
+                "skill_not_found",
+                format!("Skill is unavailable: {skill_id}"),
+            ),
+        },
     }
 }

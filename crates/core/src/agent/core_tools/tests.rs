@@ -406,6 +406,21 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     assert!(!is_error, "{found}");
     assert_eq!(found["skill"]["skillMarkdownBody"], "Step one.");
     assert_eq!(found["skill"]["supportingFiles"], json!(["scripts/run.sh"]));
+    // Its scripts do not run (no confined runner for bundles yet), and the answer says so.
+    let output = CoreTool::RunSkillCommand
+        .run(&call, json!({"skillId": "notes", "arguments": {}}))
+        .await;
+    assert!(output.is_error);
+    assert!(
+        output.content.contains("skill_invocation_failed"),
+        "{}",
+        output.content
+    );
+    assert!(
+        output.content.contains("does not run the scripts"),
+        "{}",
+        output.content
+    );
     let (rejected, is_error) = ask("wiper").await;
     assert!(is_error);
     assert_eq!(
