@@ -12,3 +12,4 @@ mod keys;
 mod mcp;
 mod questions;
 mod sandbox;
+mod skills;

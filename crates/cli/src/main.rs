@@ -13,6 +13,7 @@ mod mcp_stdio;
 mod output;
 mod questions_command;
 mod serve;
+mod skills_command;
 mod tools_command;
 
 // The conformance fixtures answer test tools without the approval gate: they must never reach
@@ -83,6 +84,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<clients_command::ClientsCommand>,
     },
+    /// File-backed skills: list, show, install, validate, enable, disable, remove (default:
+    /// list).
+    Skills {
+        #[command(subcommand)]
+        command: Option<skills_command::SkillsCommand>,
+    },
     /// Print the address of the web UI (with the token in its fragment); `--open` opens it
     /// with a one-time sign-in code instead, so the token is in no process argument.
     Ui {
@@ -123,6 +130,7 @@ fn main() -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
+        Command::Skills { command } => client_command(skills_command::run(command)),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {
             approvals_command::run_approvals(command)

@@ -5,7 +5,8 @@ use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, QuestionList, Turn
 use souz_protocol::config::{PauseState, SetPause};
 use souz_protocol::{
     ApprovalList, ClientList, CreatedClient, DecisionRequest, DecisionResponse, GrantList, Health,
-    NewClient, ToolCall, ToolCallRequest, ToolList, UiCode,
+    InstalledSkill, NewClient, SkillDetail, SkillList, SkillPath, SkillSummary, SkillValidation,
+    ToolCall, ToolCallRequest, ToolList, UiCode,
 };
 
 use crate::{ClientError, DaemonClient};
@@ -111,6 +112,48 @@ impl DaemonClient {
     /// Revokes the MCP client token `client_id`.
     pub async fn revoke_client(&self, client_id: &str) -> Result<(), ClientError> {
         self.delete(&format!("/v1/clients/{client_id}")).await
+    }
+
+    /// Every skill by precedence.
+    pub async fn skills(&self) -> Result<SkillList, ClientError> {
+        self.get("/v1/skills").await
+    }
+
+    /// One skill in full.
+    pub async fn skill(&self, id: &str) -> Result<SkillDetail, ClientError> {
+        self.get(&format!("/v1/skills/{id}")).await
+    }
+
+    /// Installs the skill folder or `.zip` at `path` (absolute, on the daemon's machine).
+    pub async fn install_skill(&self, path: &str) -> Result<InstalledSkill, ClientError> {
+        let body = SkillPath {
+            path: path.to_owned(),
+        };
+        self.post("/v1/skills", &body).await
+    }
+
+    /// Validates the skill folder or `.zip` at `path` without installing it.
+    pub async fn validate_skill(&self, path: &str) -> Result<SkillValidation, ClientError> {
+        let body = SkillPath {
+            path: path.to_owned(),
+        };
+        self.post("/v1/skills/validate", &body).await
+    }
+
+    /// Enables or disables the installed skill `id`.
+    pub async fn set_skill_enabled(
+        &self,
+        id: &str,
+        enabled: bool,
+    ) -> Result<SkillSummary, ClientError> {
+        let action = if enabled { "enable" } else { "disable" };
+        self.post(&format!("/v1/skills/{id}/{action}"), &serde_json::json!({}))
+            .await
+    }
+
+    /// Removes the installed skill `id`.
+    pub async fn remove_skill(&self, id: &str) -> Result<(), ClientError> {
+        self.delete(&format!("/v1/skills/{id}")).await
     }
 
     /// A one-time sign-in code for the web UI.

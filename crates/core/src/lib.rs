@@ -22,6 +22,7 @@ pub(crate) mod redact;
 pub mod runtime;
 pub mod sandbox;
 pub(crate) mod shell;
+pub(crate) mod skills;
 pub mod store;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]
@@ -53,10 +54,12 @@ pub const LAYERS: &[&[&str]] = &[
     &["approvals"],
     // The tool trait, the catalog, the gate, built-in tools.
     &["tools"],
+    // File-backed skills: bundles, validation, the registry.
+    &["skills"],
     &["llm"],
     &["graph"],
-    // What agents use through a trait: memory, skills, and `mcp` without its server (the MCP
-    // client, when it lands).
+    // What agents use through a trait: memory, and `mcp` without its server (the MCP client,
+    // when it lands).
     &["mcp"],
     &["agent"],
     &["chat"],

@@ -28,6 +28,7 @@ use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
 use crate::sandbox::{Sandbox, SandboxError};
+use crate::skills::registry::Registry;
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
 use crate::token::ui_codes::UiCodes;
@@ -97,6 +98,16 @@ pub struct Runtime {
     handle: RuntimeHandle,
 }
 
+/// The skill registry of the Souz home, importing from the user's and the roots' folders.
+fn open_skills(config: &Config, sandbox: &Sandbox, store: &Store) -> Registry {
+    Registry::new(
+        config.paths.home(),
+        config.paths.user_home(),
+        sandbox.roots(),
+        store.clone(),
+    )
+}
+
 /// Cheap-clone access to the running daemon: the facade the adapters use (its methods by
 /// concept in [`facade`], errors as [`ServiceError`]).
 #[derive(Clone)]
@@ -120,6 +131,7 @@ struct State {
     agents: Agents,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
+    skills: Registry,
     started: Instant,
     shutdown: CancellationToken,
     stopping: AtomicBool,
@@ -207,16 +219,18 @@ impl Runtime {
                 "failed agent turns left running by the previous run"
             );
         }
+        let skills = open_skills(&config, &sandbox, &store);
         let agents = Agents::new(AgentParts {
+            bundles: Arc::new(skills.clone()),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         recover_agents(&agents).await?;
-        let user = local_user();
         let handle = RuntimeHandle {
             state: Arc::new(State {
+                skills,
                 sandbox,
                 config,
                 store,
@@ -229,7 +243,7 @@ impl Runtime {
                 agents,
                 chats,
                 config_editor,
-                user,
+                user: local_user(),
                 started: Instant::now(),
                 shutdown,
                 stopping: AtomicBool::new(false),
@@ -327,6 +341,11 @@ impl RuntimeHandle {
             return Some(Credential::Operator);
         }
         self.state.clients.verify(presented).map(Credential::Client)
+    }
+
+    /// The skill registry (installed and imported skills).
+    pub(crate) fn skills(&self) -> &Registry {
+        &self.state.skills
     }
 
     /// The MCP client tokens.

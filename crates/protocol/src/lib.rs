@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod identity;
 pub mod llm;
+pub mod skills;
 pub mod system;
 pub mod tools;
 
@@ -32,6 +33,10 @@ pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
+};
+pub use skills::{
+    FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
+    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,

@@ -205,13 +205,15 @@ pub(crate) struct CoreCall<'a> {
     pub memory: &'a dyn MemoryRecall,
     /// Where approval requests are reported.
     pub sink: &'a dyn TurnSink,
+    /// File-backed skills.
+    pub bundles: &'a dyn super::skills::SkillBundles,
 }
 
 impl CoreTool {
     /// Runs the tool.
     pub(crate) async fn run(self, call: &CoreCall<'_>, arguments: Value) -> CoreOutput {
         match self {
-            Self::GetSkillByName => skills::get_skill_by_name(call, arguments),
+            Self::GetSkillByName => skills::get_skill_by_name(call, arguments).await,
             Self::GetSkillsByCategory => skills::get_skills_by_category(call, arguments),
             Self::GetSkillsNamesByCategory => skills::get_skill_names_by_category(call, arguments),
             Self::GetKnowledge => {

@@ -151,6 +151,7 @@ pub(crate) async fn execute(
                 knowledge: &services.knowledge,
                 memory: services.memory.as_ref(),
                 sink,
+                bundles: services.bundles.as_ref(),
             };
             let output = tool.run(&core, arguments).await;
             (output.content, output.is_error)

@@ -10,8 +10,9 @@
 //! `enabledTools` snapshot, original §1.7): tools outside it are neither listed nor run, and
 //! are answered `skill_disabled` like policy-disabled ones.
 //!
-//! File-backed skill bundles arrive in a later issue; [`SkillBundles`] is the seam they plug
-//! into (today only their ids, for the inventory).
+//! File-backed skills come through [`SkillBundles`] (the registry of [`crate::skills`]): their
+//! ids for the inventory, their instructions on demand (`GetSkillByName`); a disabled or
+//! rejected one answers `skill_disabled` / `skill_validation_rejected`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use futures::future::BoxFuture;
 use souz_protocol::{Action, ToolCategory};
 
 use crate::llm;
+use crate::skills::registry::{Listed, Registry, Source};
+use crate::skills::rules::Severity;
 use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
 
@@ -140,10 +143,53 @@ pub(crate) fn parse_category(name: &str) -> Option<ToolCategory> {
     serde_json::from_value(serde_json::Value::String(name.trim().to_ascii_uppercase())).ok()
 }
 
-/// File-backed skill bundles (a later issue brings the store).
+/// A file-backed skill as `GetSkillByName` answers it (the original's stored-bundle shape).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BundleSkill {
+    /// Its id.
+    pub skill_id: String,
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The Markdown body of its `SKILL.md`: the instructions.
+    pub skill_markdown_body: String,
+    /// Its other files.
+    pub supporting_files: Vec<String>,
+}
+
+/// What a skill id names among the file-backed skills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BundleLookup {
+    /// An enabled, approved skill.
+    Found(BundleSkill),
+    /// A disabled one.
+    Disabled,
+    /// One validation rejected (the reason).
+    Rejected(String),
+    /// None.
+    Missing,
+}
+
+/// File-backed skill bundles.
 pub trait SkillBundles: Send + Sync {
-    /// Ids of the stored bundles of `user` (tool-backed ids are removed by the caller).
+    /// Ids of the usable bundles of `user` (tool-backed ids are removed by the caller).
     fn inventory_ids<'a>(&'a self, user: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+
+    /// The bundle `id` of `user`, in full.
+    #[allow(
+        private_interfaces,
+        reason = "the answer is crate-internal; implementors are too"
+    )]
+    fn lookup<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<BundleLookup, String>> {
+        let _ = (user, id);
+        Box::pin(async { Ok(BundleLookup::Missing) })
+    }
 }
 
 /// No file-backed skills.
@@ -153,5 +199,82 @@ pub(crate) struct NoSkillBundles;
 impl SkillBundles for NoSkillBundles {
     fn inventory_ids<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
         Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// The registry's skills (one registry per daemon; `user` is not used: skills are the
+/// operator's, as the original's local sandbox). Only enabled skills that load and pass
+/// validation are listed.
+impl SkillBundles for Registry {
+    fn inventory_ids<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            let listed = self.list().await.map_err(|error| error.to_string())?;
+            let mut ids = Vec::new();
+            for skill in listed {
+                if !skill.enabled || skill.error.is_some() {
+                    continue;
+                }
+                let id = skill.id.clone();
+                // Validation is cached by hash: only a new or changed bundle is checked again.
+                if let Ok(BundleLookup::Found(_)) = self.lookup_listed(skill).await {
+                    ids.push(id);
+                }
+            }
+            Ok(ids)
+        })
+    }
+
+    #[allow(
+        private_interfaces,
+        reason = "the answer is crate-internal; implementors are too"
+    )]
+    fn lookup<'a>(
+        &'a self,
+        _: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<BundleLookup, String>> {
+        Box::pin(async move {
+            let listed = self.list().await.map_err(|error| error.to_string())?;
+            match listed.into_iter().find(|skill| skill.id == id) {
+                Some(skill) => self.lookup_listed(skill).await,
+                None => Ok(BundleLookup::Missing),
+            }
+        })
+    }
+}
+
+impl Registry {
+    /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.
+    async fn lookup_listed(&self, skill: Listed) -> Result<BundleLookup, String> {
+        if !skill.enabled {
+            return Ok(BundleLookup::Disabled);
+        }
+        let id = skill.id.clone();
+        let loaded = match Registry::open(skill) {
+            Ok(loaded) => loaded,
+            Err(error) => return Ok(BundleLookup::Rejected(error.to_string())),
+        };
+        let folder = (loaded.listed.source != Source::Installed).then_some(id.as_str());
+        let verdict = self
+            .verdict(&id, &loaded.bundle, folder)
+            .await
+            .map_err(|error| error.to_string())?;
+        if !verdict.approved {
+            let reasons: Vec<String> = verdict
+                .findings
+                .into_iter()
+                .filter(|finding| finding.severity == Severity::Error)
+                .map(|finding| finding.message)
+                .collect();
+            return Ok(BundleLookup::Rejected(reasons.join("; ")));
+        }
+        let front = loaded.markdown.frontmatter;
+        Ok(BundleLookup::Found(BundleSkill {
+            skill_id: id,
+            name: front.name,
+            description: front.description,
+            skill_markdown_body: loaded.markdown.body,
+            supporting_files: loaded.bundle.supporting_files(),
+        }))
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod config;
 pub(crate) mod events;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod skills;
 pub(crate) mod system;
 pub(crate) mod tools;
 pub(crate) mod turns;
@@ -23,6 +24,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(events::routes())
         .merge(approvals::routes())
         .merge(clients::routes())
+        .merge(skills::routes())
         .merge(tools::routes())
         .merge(audit::routes())
         .merge(chats::routes())

@@ -20,6 +20,7 @@ mod chats;
 mod credentials;
 mod events;
 mod settings;
+mod skills;
 
 use souz_protocol::ErrorCode;
 use souz_protocol::config::ConfigProblem;

@@ -220,8 +220,9 @@ impl<'a> Beneath<'a> {
     }
 }
 
-/// Opens a root folder (canonical, from the configuration; its ancestors are trusted).
-fn open_root(root: &Path) -> io::Result<OwnedFd> {
+/// Opens a root folder (canonical, from the configuration; its ancestors are trusted), never
+/// through a final symlink.
+pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -253,7 +254,11 @@ fn components<'p>(path: &Path, relative: &'p Path) -> io::Result<Vec<&'p OsStr>>
 }
 
 /// Opens one name inside `folder`, never following a symlink.
-fn open_component(folder: BorrowedFd<'_>, name: &OsStr, flags: OFlags) -> io::Result<OwnedFd> {
+pub(crate) fn open_component(
+    folder: BorrowedFd<'_>,
+    name: &OsStr,
+    flags: OFlags,
+) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
         folder,
         name,

@@ -301,6 +301,27 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE UNIQUE INDEX client_tokens_active_name
                   ON client_tokens (name COLLATE NOCASE) WHERE revoked_at IS NULL;",
     },
+    Migration {
+        // File-backed skills (issue 14): the current bundle of each installed skill, and the
+        // validation verdicts by (skill, bundle hash, policy version).
+        name: "skills",
+        sql: "CREATE TABLE skills (
+                  id           TEXT PRIMARY KEY,
+                  hash         TEXT NOT NULL,
+                  enabled      INTEGER NOT NULL,
+                  origin       TEXT NOT NULL,
+                  installed_at TEXT NOT NULL
+              ) STRICT;
+              CREATE TABLE skill_verdicts (
+                  skill_id       TEXT NOT NULL,
+                  bundle_hash    TEXT NOT NULL,
+                  policy_version TEXT NOT NULL,
+                  approved       INTEGER NOT NULL,
+                  findings       TEXT NOT NULL,
+                  created_at     TEXT NOT NULL,
+                  PRIMARY KEY (skill_id, bundle_hash, policy_version)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -12,7 +12,9 @@ use souz_protocol::ToolCategory;
 
 use super::{CoreCall, CoreOutput};
 use crate::agent::dispatch::{GateCall, call_gate};
-use crate::agent::skills::{Lookup, by_category, enabled_tools, lookup, parse_category};
+use crate::agent::skills::{
+    BundleLookup, BundleSkill, Lookup, by_category, enabled_tools, lookup, parse_category,
+};
 use crate::tools::{ToolError, ToolSpec, parse_arguments};
 
 /// Arguments of `GetSkillByName`.
@@ -99,8 +101,16 @@ impl SkillDetail {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SkillLookup {
-    skill: Option<SkillDetail>,
+    skill: Option<FoundSkill>,
     error: Option<DiscoveryError>,
+}
+
+/// What `GetSkillByName` found: a tool or a file-backed skill (the original's two shapes).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum FoundSkill {
+    Tool(SkillDetail),
+    Bundle(BundleSkill),
 }
 
 #[derive(Serialize)]
@@ -161,11 +171,48 @@ pub(crate) fn find_skill(
     }
 }
 
+/// Looks `requested` up among the tools, then (when no tool has that id) the file-backed skills.
+async fn find_any_skill(
+    call: &CoreCall<'_>,
+    requested: &str,
+) -> Result<FoundSkill, DiscoveryError> {
+    let error = match find_skill(call, requested) {
+        Ok(skill) => return Ok(FoundSkill::Tool(skill)),
+        Err(error) if error.code == "skill_not_found" => error,
+        Err(error) => return Err(error),
+    };
+    let skill_id = requested.trim();
+    match call.bundles.lookup(call.owner, skill_id).await {
+        Ok(BundleLookup::Found(skill)) => Ok(FoundSkill::Bundle(skill)),
+        Ok(BundleLookup::Missing) => Err(error),
+        Ok(BundleLookup::Disabled) => Err(DiscoveryError::new(
+            Some(skill_id),
+            "skill_disabled",
+            format!("Skill is disabled: {skill_id}"),
+        )),
+        Ok(BundleLookup::Rejected(reason)) => Err(DiscoveryError::new(
+            Some(skill_id),
+            "skill_validation_rejected",
+            format!("Skill {skill_id} was rejected by validation: {reason}"),
+        )),
+        Err(reason) => Err(DiscoveryError::new(
+            Some(skill_id),
+            "skill_unavailable",
+            format!("Skill {skill_id} is unavailable: {reason}"),
+        )),
+    }
+}
+
 /// `GetSkillByName`.
-pub(crate) fn get_skill_by_name(call: &CoreCall<'_>, arguments: Value) -> CoreOutput {
-    let found = parse_arguments::<SkillIdArgs>(arguments)
-        .map_err(|problem| DiscoveryError::new(None, "invalid_skill_id", argument_problem(problem)))
-        .and_then(|args| find_skill(call, &args.skill_id));
+pub(crate) async fn get_skill_by_name(call: &CoreCall<'_>, arguments: Value) -> CoreOutput {
+    let found = match parse_arguments::<SkillIdArgs>(arguments) {
+        Ok(args) => find_any_skill(call, &args.skill_id).await,
+        Err(problem) => Err(DiscoveryError::new(
+            None,
+            "invalid_skill_id",
+            argument_problem(problem),
+        )),
+    };
     match found {
         Ok(skill) => json(
             &SkillLookup {
@@ -310,9 +357,28 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
             "skill_disabled",
             format!("Tool-backed Skill is disabled: {skill_id}"),
         ),
-        Lookup::Missing => CoreOutput::error(
-            "skill_not_found",
-            format!("Skill is unavailable: {skill_id}"),
-        ),
+        Lookup::Missing => match call.bundles.lookup(call.owner, skill_id).await {
+            // Confined execution of a bundle's scripts (per its manifest) is not built yet:
+            // say so rather than run them unconfined or claim the skill does not exist.
+            Ok(BundleLookup::Found(_)) => CoreOutput::error(
+                "skill_invocation_failed",
+                format!(
+                    "Skill {skill_id} is instructions only here: Souz does not run the scripts of \
+                     file-backed skills yet. Follow its instructions (GetSkillByName) with the \
+                     tools you have."
+                ),
+            ),
+            Ok(BundleLookup::Disabled) => {
+                CoreOutput::error("skill_disabled", format!("Skill is disabled: {skill_id}"))
+            }
+            Ok(BundleLookup::Rejected(reason)) => CoreOutput::error(
+                "skill_validation_rejected",
+                format!("Skill {skill_id} was rejected by validation: {reason}"),
+            ),
+            Ok(BundleLookup::Missing) | Err(_) => CoreOutput::error(
+                "skill_not_found",
+                format!("Skill is unavailable: {skill_id}"),
+            ),
+        },
     }
 }

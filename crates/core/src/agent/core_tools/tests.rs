@@ -8,7 +8,7 @@ use crate::agent::events::NoSink;
 use crate::agent::memory::{
     MemoryError, MemoryFact, MemoryScope, MemorySearch, NoMemory, RecalledMemory,
 };
-use crate::agent::skills::category_names;
+use crate::agent::skills::{NoSkillBundles, SkillBundles, category_names};
 use crate::agent::tests::{Fixture, fixture};
 
 async fn answer(
@@ -27,6 +27,7 @@ async fn answer(
         knowledge: &knowledge,
         memory,
         sink: &NoSink,
+        bundles: &NoSkillBundles,
     };
     let output = tool.run(&call, arguments).await;
     (
@@ -213,6 +214,7 @@ async fn run_skill_command_reports_why_it_cannot_run() {
         knowledge: &knowledge,
         memory: &NoMemory,
         sink: &NoSink,
+        bundles: &NoSkillBundles,
     };
     // Arguments sent as a JSON string are accepted like an object.
     let output = CoreTool::RunSkillCommand
@@ -348,4 +350,92 @@ fn specs_name_the_seven_tools_with_strict_schemas() {
     );
     assert_eq!(CoreTool::parse("ReadNote"), None);
     assert!(CoreTool::GetKnowledge.always_inline() && !CoreTool::RunSkillCommand.always_inline());
+}
+
+/// `GetSkillByName` over the registry: an installed skill's instructions, a disabled one, a
+/// rejected import, and the inventory's ids.
+#[tokio::test]
+async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
+    let f = fixture().await;
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("home");
+    let registry = crate::skills::registry::Registry::new(
+        &temp.path().join("souz"),
+        &home,
+        &[],
+        f.store.clone(),
+    );
+    let write = |folder: &std::path::Path, name: &str, script: &str| {
+        let dir = folder.join(name);
+        std::fs::create_dir_all(dir.join("scripts")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: About {name}.\n---\nStep one.\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
+        dir
+    };
+    let notes = write(temp.path(), "notes", "echo hi\n");
+    registry.install_folder(&notes).await.unwrap();
+    write(&home.join(".claude/skills"), "wiper", "rm -rf ~/\n");
+    let knowledge = KnowledgeStore::new(f.store.clone());
+    let call = CoreCall {
+        chat_id: "chat",
+        owner: "local",
+        tool_call_id: "call-1",
+        gate: &f.gate,
+        tools: &ToolFilter::all(),
+        knowledge: &knowledge,
+        memory: &NoMemory,
+        sink: &NoSink,
+        bundles: &registry,
+    };
+    let ask = |id: &str| {
+        let arguments = json!({"skillId": id});
+        let call = &call;
+        async move {
+            let output = CoreTool::GetSkillByName.run(call, arguments).await;
+            (
+                serde_json::from_str::<Value>(&output.content).unwrap(),
+                output.is_error,
+            )
+        }
+    };
+    let (found, is_error) = ask("notes").await;
+    assert!(!is_error, "{found}");
+    assert_eq!(found["skill"]["skillMarkdownBody"], "Step one.");
+    assert_eq!(found["skill"]["supportingFiles"], json!(["scripts/run.sh"]));
+    // Its scripts do not run (no confined runner for bundles yet), and the answer says so.
+    let output = CoreTool::RunSkillCommand
+        .run(&call, json!({"skillId": "notes", "arguments": {}}))
+        .await;
+    assert!(output.is_error);
+    assert!(
+        output.content.contains("skill_invocation_failed"),
+        "{}",
+        output.content
+    );
+    assert!(
+        output.content.contains("does not run the scripts"),
+        "{}",
+        output.content
+    );
+    let (rejected, is_error) = ask("wiper").await;
+    assert!(is_error);
+    assert_eq!(
+        rejected["error"]["code"], "skill_validation_rejected",
+        "{rejected}"
+    );
+    // The inventory lists usable skills only (not the rejected one).
+    assert_eq!(
+        registry.inventory_ids("local").await.unwrap(),
+        ["notes".to_owned()]
+    );
+    registry.set_enabled("notes", false).await.unwrap();
+    let (disabled, _) = ask("notes").await;
+    assert_eq!(disabled["error"]["code"], "skill_disabled");
+    let (missing, _) = ask("ghost").await;
+    assert_eq!(missing["error"]["code"], "skill_not_found");
+    assert!(registry.inventory_ids("local").await.unwrap().is_empty());
 }

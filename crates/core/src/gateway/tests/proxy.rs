@@ -274,15 +274,22 @@ async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_c
 const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
+    "DELETE /v1/skills/{id}",
     "GET /v1/clients",
     "GET /v1/config",
     "GET /v1/events",
     "GET /v1/grants",
     "GET /v1/pause",
+    "GET /v1/skills",
+    "GET /v1/skills/{id}",
     "GET /v1/tool-calls/{id}",
     "GET /v1/tools",
     "PATCH /v1/config",
     "POST /v1/clients",
+    "POST /v1/skills",
+    "POST /v1/skills/validate",
+    "POST /v1/skills/{id}/disable",
+    "POST /v1/skills/{id}/enable",
     "POST /v1/tool-calls",
     "POST /v1/ui-codes",
     "PUT /v1/config",
@@ -351,7 +358,13 @@ async fn operator_routes_answer_403_to_proxied_users_and_serve_the_operator() {
     }
 
     // The same routes serve the operator.
-    for path in ["/v1/config", "/v1/pause", "/v1/grants", "/v1/tools"] {
+    for path in [
+        "/v1/config",
+        "/v1/pause",
+        "/v1/grants",
+        "/v1/tools",
+        "/v1/skills",
+    ] {
         let (status, body) = f.send(call(&f, None, "GET", path, None)).await;
         assert_eq!(status, StatusCode::OK, "{path} {body}");
     }

@@ -1,0 +1,175 @@
+//! `souz skills`: file-backed skills (list, show, install, validate, enable, disable, remove)
+//! through the daemon. Paths are made absolute here, since the daemon reads them.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use souz_protocol::{FindingSeverity, SkillFinding, SkillSource};
+
+use crate::output::{print_json, say};
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// List every skill: installed, then a project's `.agents/skills`, `~/.agents/skills`,
+    /// `~/.claude/skills` (the first of an id wins).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one skill: its metadata, files and validation.
+    Show {
+        /// The skill's id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a skill from a folder or a `.zip`; a rejected skill is not installed.
+    Install {
+        /// The skill folder or `.zip`.
+        path: String,
+    },
+    /// Validate a skill folder or `.zip` without installing it (exit 1 when rejected).
+    Validate {
+        /// The skill folder or `.zip`.
+        path: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let the agents use an installed skill.
+    Enable {
+        /// The skill's id.
+        id: String,
+    },
+    /// Hide an installed skill from the agents.
+    Disable {
+        /// The skill's id.
+        id: String,
+    },
+    /// Remove an installed skill and all its stored bundles.
+    Remove {
+        /// The skill's id.
+        id: String,
+    },
+}
+
+fn absolute(path: &str) -> Result<String> {
+    let path = std::path::absolute(Path::new(path))
+        .with_context(|| format!("cannot make `{path}` absolute"))?;
+    Ok(path.display().to_string())
+}
+
+fn source(source: SkillSource) -> &'static str {
+    match source {
+        SkillSource::Installed => "installed",
+        SkillSource::Project => "project",
+        SkillSource::UserAgents => "~/.agents",
+        SkillSource::UserClaude => "~/.claude",
+    }
+}
+
+fn print_findings(findings: &[SkillFinding]) {
+    for finding in findings {
+        let severity = match finding.severity {
+            FindingSeverity::Info => "info",
+            FindingSeverity::Warning => "warning",
+            FindingSeverity::Error => "error",
+        };
+        say!("  {severity:<7} {:<32} {}", finding.code, finding.message);
+    }
+}
+
+pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
+    let client = crate::client::connect().await?;
+    match command.unwrap_or(SkillsCommand::List { json: false }) {
+        SkillsCommand::List { json } => {
+            let list = client.skills().await?;
+            if json {
+                print_json(&list)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if list.items.is_empty() {
+                say!("No skills. Install one with `souz skills install PATH`.");
+            }
+            for skill in &list.items {
+                let state = match (&skill.error, skill.enabled) {
+                    (Some(_), _) => "invalid",
+                    (None, true) => "enabled",
+                    (None, false) => "disabled",
+                };
+                say!(
+                    "{:<32} {:<10} {:<9} {}",
+                    skill.id,
+                    source(skill.source),
+                    state,
+                    skill.error.as_deref().unwrap_or(&skill.description)
+                );
+            }
+        }
+        SkillsCommand::Show { id, json } => {
+            let detail = client.skill(&id).await?;
+            if json {
+                print_json(&detail)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            say!("{} ({})", detail.summary.id, source(detail.summary.source));
+            say!("{}", detail.summary.description);
+            say!("folder: {}", detail.summary.path);
+            say!("hash:   {}", detail.summary.hash);
+            say!("enabled: {}", detail.summary.enabled);
+            for (key, value) in &detail.metadata {
+                say!("{key}: {value}");
+            }
+            say!("files: {}", detail.files.join(", "));
+            let verdict = if detail.validation.approved {
+                "approved"
+            } else {
+                "rejected"
+            };
+            say!("validation: {verdict}");
+            print_findings(&detail.validation.findings);
+        }
+        SkillsCommand::Install { path } => {
+            let installed = client.install_skill(&absolute(&path)?).await?;
+            say!("Installed {} ({}).", installed.id, installed.hash);
+            print_findings(&installed.validation.findings);
+        }
+        SkillsCommand::Validate { path, json } => {
+            let validation = client.validate_skill(&absolute(&path)?).await?;
+            if json {
+                print_json(&validation)?;
+            } else {
+                let verdict = if validation.approved {
+                    "valid"
+                } else {
+                    "rejected"
+                };
+                say!(
+                    "{}: {verdict}",
+                    validation.id.as_deref().unwrap_or(path.as_str())
+                );
+                print_findings(&validation.findings);
+            }
+            if !validation.approved {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        SkillsCommand::Enable { id } => {
+            client.set_skill_enabled(&id, true).await?;
+            say!("Enabled {id}.");
+        }
+        SkillsCommand::Disable { id } => {
+            client.set_skill_enabled(&id, false).await?;
+            say!("Disabled {id}.");
+        }
+        SkillsCommand::Remove { id } => {
+            client.remove_skill(&id).await?;
+            say!("Removed {id}.");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

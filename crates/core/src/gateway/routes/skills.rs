@@ -1,0 +1,148 @@
+//! `/v1/skills`: file-backed skills (list, show, install from a folder or `.zip`, validate,
+//! enable, disable, remove). Operator only: installing reads a path on the daemon's machine.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use souz_protocol::{
+    ErrorBody, InstalledSkill, SkillDetail, SkillList, SkillPath, SkillSummary, SkillValidation,
+};
+
+use crate::gateway::AppState;
+use crate::gateway::api::{ApiRouter, Operation};
+use crate::gateway::error::ApiError;
+use crate::gateway::extract::ApiJson;
+use crate::gateway::identity::Operator;
+use crate::runtime::RuntimeHandle;
+
+pub(super) fn routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
+        .route(
+            Operation::get("/v1/skills")
+                .summary("Every skill: installed, then a project's `.agents/skills`, `~/.agents/skills`, `~/.claude/skills` (the first of an id wins).")
+                .tag("skills")
+                .operator()
+                .response::<SkillList>(200, "The skills."),
+            list,
+        )
+        .route(
+            Operation::post("/v1/skills")
+                .summary("Install a skill from a folder or a `.zip` on the daemon's machine.")
+                .description(
+                    "The bundle must follow the Agent Skills specification, stay within the \
+                     loader limits (64 files, 128 KiB each, 512 KiB in all, allowed extensions, \
+                     UTF-8, no links) and pass the static rules; a rejected skill is not \
+                     installed (400 with the findings). Bundles are stored by their canonical \
+                     hash; reinstalling a changed skill keeps the old bundle until removal.",
+                )
+                .tag("skills")
+                .operator()
+                .request::<SkillPath>()
+                .response::<InstalledSkill>(201, "Installed.")
+                .response::<ErrorBody>(400, "Not a valid skill, or rejected."),
+            install,
+        )
+        .route(
+            Operation::post("/v1/skills/validate")
+                .summary("Validate a skill folder or `.zip` without installing it.")
+                .tag("skills")
+                .operator()
+                .request::<SkillPath>()
+                .response::<SkillValidation>(200, "The findings."),
+            validate,
+        )
+        .route(
+            Operation::get("/v1/skills/{id}")
+                .summary("One skill: its `SKILL.md`, files and validation.")
+                .tag("skills")
+                .operator()
+                .response::<SkillDetail>(200, "The skill.")
+                .response::<ErrorBody>(404, "No such skill."),
+            show,
+        )
+        .route(
+            Operation::delete("/v1/skills/{id}")
+                .summary("Remove an installed skill and all its bundles.")
+                .tag("skills")
+                .operator()
+                .plain_response(204, "Removed.")
+                .response::<ErrorBody>(404, "No such installed skill."),
+            remove,
+        )
+        .route(
+            Operation::post("/v1/skills/{id}/enable")
+                .summary("Let the agents use an installed skill.")
+                .tag("skills")
+                .operator()
+                .response::<SkillSummary>(200, "Enabled.")
+                .response::<ErrorBody>(404, "No such installed skill."),
+            enable,
+        )
+        .route(
+            Operation::post("/v1/skills/{id}/disable")
+                .summary("Hide an installed skill from the agents.")
+                .tag("skills")
+                .operator()
+                .response::<SkillSummary>(200, "Disabled.")
+                .response::<ErrorBody>(404, "No such installed skill."),
+            disable,
+        )
+}
+
+async fn list(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<SkillList>, ApiError> {
+    Ok(axum::Json(handle.list_skills().await?))
+}
+
+async fn install(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<SkillPath>,
+) -> Result<(StatusCode, axum::Json<InstalledSkill>), ApiError> {
+    let installed = handle.install_skill(&request.path).await?;
+    tracing::info!(skill = %installed.id, hash = %installed.hash, "skill installed");
+    Ok((StatusCode::CREATED, axum::Json(installed)))
+}
+
+async fn validate(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<SkillPath>,
+) -> Result<axum::Json<SkillValidation>, ApiError> {
+    Ok(axum::Json(handle.validate_skill(&request.path)?))
+}
+
+async fn show(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SkillDetail>, ApiError> {
+    Ok(axum::Json(handle.show_skill(&id).await?))
+}
+
+async fn remove(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    handle.remove_skill(&id).await?;
+    tracing::info!(skill = %id, "skill removed");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn enable(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SkillSummary>, ApiError> {
+    Ok(axum::Json(handle.set_skill_enabled(&id, true).await?))
+}
+
+async fn disable(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SkillSummary>, ApiError> {
+    Ok(axum::Json(handle.set_skill_enabled(&id, false).await?))
+}

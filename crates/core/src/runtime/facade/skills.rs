@@ -1,0 +1,178 @@
+//! File-backed skills for the adapters: list, show, install (folder or `.zip`), validate,
+//! enable, disable, remove. Paths are the daemon machine's and must be absolute.
+
+use std::path::Path;
+
+use souz_protocol::{
+    ErrorCode, FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList,
+    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
+};
+
+use super::ServiceError;
+use crate::runtime::RuntimeHandle;
+use crate::skills::SkillError;
+use crate::skills::manifest::{self, MANIFEST_PATH};
+use crate::skills::registry::{Listed, Source, Verdict};
+use crate::skills::rules::{Finding, Severity};
+
+impl From<SkillError> for ServiceError {
+    fn from(error: SkillError) -> Self {
+        match error {
+            SkillError::NotFound(_) | SkillError::NotInstalled(_) => {
+                Self::not_found(ErrorCode::NotFound, error.to_string())
+            }
+            SkillError::Load(_) | SkillError::Spec(_) | SkillError::Rejected { .. } => {
+                Self::Invalid(error.to_string())
+            }
+            SkillError::Tampered(_) => Self::conflict(ErrorCode::Conflict, error.to_string()),
+            SkillError::Store(store) => store.into(),
+            SkillError::Io(_) => Self::internal(&error),
+        }
+    }
+}
+
+fn source(source: Source) -> SkillSource {
+    match source {
+        Source::Installed => SkillSource::Installed,
+        Source::Project => SkillSource::Project,
+        Source::UserAgents => SkillSource::UserAgents,
+        Source::UserClaude => SkillSource::UserClaude,
+    }
+}
+
+fn summary(listed: Listed) -> SkillSummary {
+    SkillSummary {
+        id: listed.id,
+        source: source(listed.source),
+        path: listed.path.display().to_string(),
+        description: listed.description,
+        hash: listed.hash,
+        enabled: listed.enabled,
+        error: listed.error,
+    }
+}
+
+fn finding(finding: Finding) -> SkillFinding {
+    SkillFinding {
+        code: finding.code,
+        message: finding.message,
+        severity: match finding.severity {
+            Severity::Info => FindingSeverity::Info,
+            Severity::Warning => FindingSeverity::Warning,
+            Severity::Error => FindingSeverity::Error,
+        },
+        file: finding.file_path,
+    }
+}
+
+fn validation(id: Option<String>, hash: Option<String>, verdict: Verdict) -> SkillValidation {
+    SkillValidation {
+        approved: verdict.approved,
+        id,
+        hash,
+        findings: verdict.findings.into_iter().map(finding).collect(),
+    }
+}
+
+fn absolute(path: &str) -> Result<&Path, ServiceError> {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(ServiceError::Invalid(format!(
+            "`{}` is not an absolute path",
+            path.display()
+        )))
+    }
+}
+
+impl RuntimeHandle {
+    /// Every skill by precedence.
+    pub async fn list_skills(&self) -> Result<SkillList, ServiceError> {
+        let items = self.skills().list().await?;
+        Ok(SkillList {
+            items: items.into_iter().map(summary).collect(),
+        })
+    }
+
+    /// One skill in full, with its (cached) validation.
+    pub async fn show_skill(&self, id: &str) -> Result<SkillDetail, ServiceError> {
+        let loaded = self.skills().load(id).await?;
+        let folder = (loaded.listed.source != Source::Installed).then_some(id);
+        let verdict = self.skills().verdict(id, &loaded.bundle, folder).await?;
+        let hash = loaded.bundle.hash();
+        let front = loaded.markdown.frontmatter;
+        Ok(SkillDetail {
+            license: front.license,
+            compatibility: front.compatibility,
+            allowed_tools: front.allowed_tools,
+            metadata: front.metadata,
+            body: loaded.markdown.body,
+            files: loaded.bundle.supporting_files(),
+            permissions: loaded
+                .bundle
+                .files()
+                .get(MANIFEST_PATH)
+                .and_then(|text| manifest::parse(text).ok())
+                .map(|p| SkillPermissions {
+                    read: p.read,
+                    write: p.write,
+                    hosts: p.hosts,
+                    programs: p.programs,
+                    env: p.env,
+                    tools: p.tools,
+                    time_limit_seconds: p.time_limit_seconds,
+                }),
+            validation: validation(Some(id.to_owned()), Some(hash), verdict),
+            summary: summary(loaded.listed),
+        })
+    }
+
+    /// Installs the skill folder or `.zip` at `path` (rejected skills are not installed).
+    pub async fn install_skill(&self, path: &str) -> Result<InstalledSkill, ServiceError> {
+        let installed = self.skills().install_path(absolute(path)?).await?;
+        Ok(InstalledSkill {
+            validation: validation(
+                Some(installed.id.clone()),
+                Some(installed.hash.clone()),
+                installed.verdict,
+            ),
+            id: installed.id,
+            hash: installed.hash,
+        })
+    }
+
+    /// Validates the skill folder or `.zip` at `path` without installing it.
+    pub fn validate_skill(&self, path: &str) -> Result<SkillValidation, ServiceError> {
+        let checked = self.skills().validate_path(absolute(path)?);
+        let approved = !crate::skills::rules::rejects(&checked.findings);
+        Ok(SkillValidation {
+            approved,
+            id: checked.id,
+            hash: checked.hash,
+            findings: checked.findings.into_iter().map(finding).collect(),
+        })
+    }
+
+    /// Enables or disables an installed skill; the skill as listed afterwards.
+    pub async fn set_skill_enabled(
+        &self,
+        id: &str,
+        enabled: bool,
+    ) -> Result<SkillSummary, ServiceError> {
+        self.skills().set_enabled(id, enabled).await?;
+        let listed = self.skills().list().await?;
+        listed
+            .into_iter()
+            .find(|skill| skill.id == id)
+            .map(summary)
+            .ok_or_else(|| {
+                ServiceError::not_found(ErrorCode::NotFound, format!("no skill named `{id}`"))
+            })
+    }
+
+    /// Removes an installed skill and all its bundles.
+    pub async fn remove_skill(&self, id: &str) -> Result<(), ServiceError> {
+        Ok(self.skills().remove(id).await?)
+    }
+}

@@ -1,0 +1,70 @@
+//! File-backed skills: `SKILL.md` bundles in the open Agent Skills format.
+//!
+//! - [`frontmatter`]: the specification's rules for `SKILL.md`.
+//! - [`bundle`]: the loader limits and the canonical hash.
+//! - [`archive`]: reading a `.zip` within the same limits.
+//! - [`manifest`]: the permissions sidecar `agents/souz.toml`.
+//! - [`rules`]: validation (specification, structure, static rules) and its findings.
+//! - [`registry`]: installed and imported skills, precedence, the verdict cache.
+//!
+//! Invariants: nothing here follows a symlink out of a bundle or writes into an import folder;
+//! a bundle that fails any check is not installed (fail-closed); a validation that could not
+//! complete rejects and is not cached.
+
+pub(crate) mod archive;
+pub(crate) mod bundle;
+pub(crate) mod frontmatter;
+pub(crate) mod manifest;
+pub(crate) mod registry;
+pub(crate) mod rules;
+
+use bundle::LoadError;
+use frontmatter::SpecProblem;
+use rules::Finding;
+
+use crate::store::StoreError;
+
+/// Why a skill operation failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SkillError {
+    /// The bundle breaks a loader limit.
+    #[error("{0}")]
+    Load(#[from] LoadError),
+    /// `SKILL.md` breaks the specification.
+    #[error("SKILL.md does not follow the Agent Skills specification: {}", join(.0))]
+    Spec(Vec<SpecProblem>),
+    /// Validation rejected it.
+    #[error("skill `{id}` was rejected: {}", findings.iter().filter(|f| f.severity == rules::Severity::Error).map(|f| f.message.as_str()).collect::<Vec<_>>().join("; "))]
+    Rejected {
+        /// The skill.
+        id: String,
+        /// Everything found.
+        findings: Vec<Finding>,
+    },
+    /// No such skill.
+    #[error("no skill named `{0}`")]
+    NotFound(String),
+    /// No such installed skill.
+    #[error("no installed skill named `{0}`")]
+    NotInstalled(String),
+    /// An installed bundle no longer matches its hash.
+    #[error("the installed files of skill `{0}` were changed; reinstall it")]
+    Tampered(String),
+    /// Reading or writing failed.
+    #[error("{0}")]
+    Io(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn join(problems: &[SpecProblem]) -> String {
+    problems
+        .iter()
+        .map(|problem| problem.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod oracle_tests;
