@@ -558,6 +558,11 @@
  */
 
 /**
+ * How serious a validation finding is.
+ * @typedef {"info" | "warning" | "error"} FindingSeverity
+ */
+
+/**
  * A standing decision created by a scoped approval; revocable.
  * @typedef {{
  *   approval_id?: string | null;
@@ -595,6 +600,15 @@
  * @typedef {{
  *   proof: string;
  * }} IdentityProof
+ */
+
+/**
+ * `POST /v1/skills` response.
+ * @typedef {{
+ *   hash: string;
+ *   id: string;
+ *   validation: SkillValidation;
+ * }} InstalledSkill
  */
 
 /**
@@ -1053,6 +1067,86 @@
  * @typedef {{
  *   settings: Settings;
  * }} SettingsResponse
+ */
+
+/**
+ * `GET /v1/skills/{id}`.
+ * @typedef {{
+ *   allowed_tools: Array<string>;
+ *   body: string;
+ *   compatibility?: string | null;
+ *   files: Array<string>;
+ *   license?: string | null;
+ *   metadata: Record<string, string>;
+ *   permissions?: SkillPermissions | null;
+ *   summary: SkillSummary;
+ *   validation: SkillValidation;
+ * }} SkillDetail
+ */
+
+/**
+ * One thing validation found.
+ * @typedef {{
+ *   code: string;
+ *   file?: string | null;
+ *   message: string;
+ *   severity: FindingSeverity;
+ * }} SkillFinding
+ */
+
+/**
+ * `GET /v1/skills`.
+ * @typedef {{
+ *   items: Array<SkillSummary>;
+ * }} SkillList
+ */
+
+/**
+ * `POST /v1/skills` and `POST /v1/skills/validate`.
+ * @typedef {{
+ *   path: string;
+ * }} SkillPath
+ */
+
+/**
+ * A skill's permissions manifest (`agents/souz.toml`, `[permissions]`).
+ * @typedef {{
+ *   env: Array<string>;
+ *   hosts: Array<string>;
+ *   programs: Array<string>;
+ *   read: Array<string>;
+ *   time_limit_seconds: number;
+ *   tools: Array<string>;
+ *   write: Array<string>;
+ * }} SkillPermissions
+ */
+
+/**
+ * Where a skill comes from; earlier sources shadow later ones with the same id.
+ * @typedef {"installed" | "project" | "user_agents" | "user_claude"} SkillSource
+ */
+
+/**
+ * A skill as listed.
+ * @typedef {{
+ *   description: string;
+ *   enabled: boolean;
+ *   error?: string | null;
+ *   hash: string;
+ *   id: string;
+ *   path: string;
+ *   source: SkillSource;
+ * }} SkillSummary
+ */
+
+/**
+ * A validation's outcome.
+ * @typedef {{
+ *   approved: boolean;
+ *   findings: Array<SkillFinding>;
+ *   hash?: string | null;
+ *   id?: string | null;
+ * }} SkillValidation
  */
 
 /**
