@@ -13,6 +13,7 @@ pub mod gateway;
 pub mod graph;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod redact;
 pub mod runtime;
 pub mod sandbox;
@@ -52,7 +53,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["graph"],
     // What agents use through a trait: memory, skills, and `mcp` without its server (the MCP
     // client, when it lands).
-    &["mcp"],
+    &["memory", "mcp"],
     &["agent"],
     &["chat"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
