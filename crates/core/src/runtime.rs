@@ -22,6 +22,7 @@ use souz_protocol::{
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::memory::LongTermMemory;
 use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::bus::{EventBus, pause};
@@ -29,6 +30,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
+use crate::memory::Memory;
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
@@ -116,6 +118,7 @@ struct State {
     chats: Chats,
     config_editor: ConfigEditor,
     agents: Agents,
+    memory: Memory,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     started: Instant,
@@ -205,7 +208,11 @@ impl Runtime {
                 "failed agent turns left running by the previous run"
             );
         }
+        let memory = Memory::lexical(store.clone());
+        let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
+        tasks.spawn(capture_worker.run(shutdown.clone()));
         let agents = Agents::new(AgentParts {
+            memory: Arc::new(long_term),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
@@ -225,6 +232,7 @@ impl Runtime {
                 ui_codes: UiCodes::default(),
                 llm,
                 agents,
+                memory,
                 chats,
                 config_editor,
                 user,
@@ -300,6 +308,11 @@ impl RuntimeHandle {
     /// The approval service (pending approvals, decisions, grants).
     pub fn approvals(&self) -> &Approvals {
         self.state.gate.approvals()
+    }
+
+    /// Long-term memory.
+    pub fn memory(&self) -> &Memory {
+        &self.state.memory
     }
 
     /// Chats, messages and agent turns.
