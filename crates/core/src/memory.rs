@@ -32,7 +32,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 pub use capture::{Candidate, Evidence, EvidenceKind, NoWriter, TurnRecord, Writer, WriterError};
-pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder};
+pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder, ProviderEmbedder};
 pub use model::{Context, Fact, Kind, Retention, Scope, Status};
 pub use recall::{Selected, Trace};
 
@@ -113,6 +113,8 @@ struct Inner {
     embedder: Option<Arc<dyn Embedder>>,
     writer: Arc<dyn Writer>,
     capture: tokio::sync::Mutex<()>,
+    /// Wakes the embedding retry loop when a job fails (so it learns its due time).
+    retry: tokio::sync::Notify,
 }
 
 /// Long-term memory. Cheap to clone.
@@ -227,6 +229,7 @@ impl Memory {
                 embedder: parts.embedder,
                 writer: parts.writer,
                 capture: tokio::sync::Mutex::new(()),
+                retry: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -640,7 +643,12 @@ impl Memory {
             }
         });
         match write.await {
-            Ok(stored) => stored,
+            Ok(stored) => {
+                if !stored {
+                    self.inner.retry.notify_one();
+                }
+                stored
+            }
             Err(error) => {
                 tracing::warn!(%error, "could not record a memory embedding");
                 false
@@ -670,6 +678,52 @@ impl Memory {
         Ok(stored)
     }
 }
+
+impl Memory {
+    /// Retries failed embedding jobs when they fall due, until `shutdown` fires. Sleeps while
+    /// nothing is pending (a failure wakes it); does nothing without an embedder.
+    pub async fn retry_embeddings(self, shutdown: tokio_util::sync::CancellationToken) {
+        let Some(model) = self.embedding_model().map(str::to_owned) else {
+            return;
+        };
+        loop {
+            if let Err(error) = self.embed_pending(RETRY_BATCH).await {
+                tracing::warn!(%error, "memory embedding retries failed");
+            }
+            let model = model.clone();
+            let due = self
+                .inner
+                .store
+                .read(move |connection| {
+                    Ok::<_, MemoryError>(vectors::next_due(connection, &model)?)
+                })
+                .await;
+            let wait = match due {
+                Ok(Some(due)) => crate::store::codec::from_time("next_attempt_at", &due)
+                    .ok()
+                    .and_then(|due| (due - now()).to_std().ok())
+                    .unwrap_or(Duration::ZERO)
+                    .max(MIN_RETRY_WAIT),
+                Ok(None) => Duration::MAX,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read memory embedding jobs");
+                    MAX_RETRY_WAIT
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = self.inner.retry.notified() => {}
+                () = tokio::time::sleep(wait.min(MAX_RETRY_WAIT)), if wait != Duration::MAX => {}
+            }
+        }
+    }
+}
+
+/// Jobs retried per round.
+const RETRY_BATCH: usize = 32;
+/// The shortest and longest sleep of the retry loop.
+const MIN_RETRY_WAIT: Duration = Duration::from_secs(1);
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(3600);
 
 /// Stores accepted candidates with one source event (removed again if nothing was stored);
 /// tombstones and closed scopes are checked here, inside the write.

@@ -30,7 +30,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
-use crate::memory::Memory;
+use crate::memory::{Memory, MemoryParts, NoWriter, ProviderEmbedder};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
@@ -208,11 +208,17 @@ impl Runtime {
                 "failed agent turns left running by the previous run"
             );
         }
-        let memory = Memory::lexical(store.clone());
+        let memory = open_memory(&config, &store, &llm).await;
         let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
-        tasks.spawn(capture_worker.run(shutdown.clone()));
+        let agent_memory: Arc<dyn crate::agent::memory::MemoryRecall> = if config.memory.enabled {
+            tasks.spawn(capture_worker.run(shutdown.clone()));
+            tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
+            Arc::new(long_term)
+        } else {
+            Arc::new(crate::agent::memory::NoMemory)
+        };
         let agents = Agents::new(AgentParts {
-            memory: Arc::new(long_term),
+            memory: agent_memory,
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
@@ -546,6 +552,32 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .collect(),
         time_zone: chat::settings::system_time_zone(),
     }
+}
+
+/// Long-term memory over the database, with the `[memory] embeddings_model` embedder when
+/// one is named and can be used now (otherwise recall by words only, with a warning).
+async fn open_memory(config: &Config, store: &Store, llm: &LlmService) -> Memory {
+    let model = config.memory.embeddings_model.trim();
+    let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
+        None
+    } else {
+        match llm.embedding_client(model).await {
+            Ok((resolved, client)) => Some(Arc::new(ProviderEmbedder::new(
+                resolved.qualified(),
+                resolved.model.clone(),
+                client,
+            ))),
+            Err(error) => {
+                tracing::warn!(%error, "memory embeddings are unavailable; recalling by words only");
+                None
+            }
+        }
+    };
+    Memory::new(MemoryParts {
+        store: store.clone(),
+        embedder,
+        writer: Arc::new(NoWriter),
+    })
 }
 
 /// Marks tool calls a previous run left unfinished as failed.

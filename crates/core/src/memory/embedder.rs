@@ -1,13 +1,19 @@
-//! Turning text into vectors for dense recall: the [`Embedder`] seam, the deterministic
+//! Turning text into vectors for dense recall: the [`Embedder`] seam, [`ProviderEmbedder`]
+//! over the providers' embeddings endpoints (`[memory] embeddings_model`), the deterministic
 //! [`HashEmbedder`] (tests, and a fallback that needs no model), the stored vector format
 //! (little-endian `f32`) and cosine similarity.
 //!
 //! Invariant: an embedder names its model; vectors are only ever compared with vectors of the
 //! same model and dimension (recall ignores the rest).
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use super::text::{stem, words};
+use crate::llm::LlmError;
+use crate::llm::embeddings::EmbeddingClient;
 
 /// What a text is embedded as (some models prefix queries and documents differently).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +55,74 @@ pub trait Embedder: Send + Sync {
         texts: Vec<String>,
         role: EmbedRole,
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>>;
+}
+
+/// An embedder over a provider's embeddings endpoint.
+#[derive(Clone)]
+pub struct ProviderEmbedder {
+    label: String,
+    request_name: String,
+    client: Arc<dyn EmbeddingClient>,
+}
+
+impl std::fmt::Debug for ProviderEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderEmbedder")
+            .field("model", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderEmbedder {
+    /// Embeds with `client`, sending `request_name` as the model and storing vectors under
+    /// `label` (the model's full name, `provider/model`).
+    pub fn new(
+        label: impl Into<String>,
+        request_name: impl Into<String>,
+        client: Arc<dyn EmbeddingClient>,
+    ) -> Self {
+        Self {
+            label: label.into(),
+            request_name: request_name.into(),
+            client,
+        }
+    }
+}
+
+fn provider_error(error: &LlmError) -> EmbedError {
+    let code = match error {
+        LlmError::Status { status, .. } => format!("http_{status}"),
+        LlmError::Timeout { .. } => "timeout".to_owned(),
+        LlmError::Malformed { .. } => "malformed".to_owned(),
+        _ => "provider_error".to_owned(),
+    };
+    EmbedError::new(code, error.to_string())
+}
+
+impl Embedder for ProviderEmbedder {
+    fn model(&self) -> &str {
+        &self.label
+    }
+
+    fn embed(
+        &self,
+        texts: Vec<String>,
+        _: EmbedRole,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>> {
+        let request = self
+            .client
+            .embed(self.request_name.clone(), texts, CancellationToken::new());
+        Box::pin(async move {
+            let vectors = request.await.map_err(|error| provider_error(&error))?;
+            if vectors.iter().any(Vec::is_empty) {
+                return Err(EmbedError::new(
+                    "empty_vector",
+                    "the provider returned an empty vector",
+                ));
+            }
+            Ok(vectors)
+        })
+    }
 }
 
 /// A deterministic embedder: each stemmed word adds ±1 to one of `dimension` buckets chosen by

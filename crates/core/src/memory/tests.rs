@@ -811,3 +811,130 @@ async fn cleanup_racing_captures_never_leaves_session_facts() {
             .is_empty()
     );
 }
+
+/// An embedder that fails while `down` is set, then embeds like the hash embedder.
+struct Flaky {
+    down: std::sync::atomic::AtomicBool,
+    inner: HashEmbedder,
+}
+
+impl Embedder for Flaky {
+    fn model(&self) -> &str {
+        "flaky"
+    }
+
+    fn embed(
+        &self,
+        texts: Vec<String>,
+        role: EmbedRole,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>> {
+        if self.down.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(EmbedError::new("http_503", "busy")) });
+        }
+        self.inner.embed(texts, role)
+    }
+}
+
+#[tokio::test]
+async fn a_failed_embedding_is_retried_when_due_and_then_used() {
+    let flaky = Arc::new(Flaky {
+        down: true.into(),
+        inner: HashEmbedder::new(64),
+    });
+    let (_home, store, memory) =
+        memory_with(Some(flaky.clone() as Arc<dyn Embedder>), Arc::new(NoWriter)).await;
+    memory
+        .create_fact(fact(Scope::global(), "Colour", "favourite colour blue"))
+        .await
+        .unwrap();
+    flaky.down.store(false, Ordering::SeqCst);
+    assert_eq!(memory.embed_pending(10).await.unwrap(), 0, "not due yet");
+    store
+        .write(|tx| {
+            tx.execute(
+                "UPDATE memory_index_jobs SET next_attempt_at = '2000-01-01T00:00:00.000Z'",
+                [],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    assert_eq!(memory.embed_pending(10).await.unwrap(), 1);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM memory_index_jobs WHERE status = 'COMPLETED' AND attempt_count = 2").await,
+        1
+    );
+    let hints = ["zzzz".to_owned()];
+    let (selected, trace) = memory
+        .select(recall::Query {
+            context: &context("c"),
+            semantic_query: "favourite colour",
+            lexical_hints: &hints,
+            max_facts: 8,
+            token_budget: 700,
+            scopes: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(trace.dense, 1);
+    assert_eq!(selected.len(), 1);
+}
+
+/// A provider embeddings client answering a fixed result.
+struct FixedClient(Result<Vec<Vec<f32>>, crate::llm::LlmError>);
+
+impl crate::llm::embeddings::EmbeddingClient for FixedClient {
+    fn embed(
+        &self,
+        model: String,
+        inputs: Vec<String>,
+        _: tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, crate::llm::LlmError>> {
+        assert_eq!(model, "text-embedding-3-small");
+        assert_eq!(inputs.len(), 1);
+        let answer = self.0.clone();
+        Box::pin(async move { answer })
+    }
+}
+
+#[tokio::test]
+async fn provider_embedders_name_their_model_and_map_failures_to_codes() {
+    let ok = ProviderEmbedder::new(
+        "openai/text-embedding-3-small",
+        "text-embedding-3-small",
+        Arc::new(FixedClient(Ok(vec![vec![0.5, 0.5]]))),
+    );
+    assert_eq!(ok.model(), "openai/text-embedding-3-small");
+    assert_eq!(
+        ok.embed(vec!["x".into()], EmbedRole::Query).await.unwrap(),
+        vec![vec![0.5, 0.5]]
+    );
+    let failing = ProviderEmbedder::new(
+        "openai/text-embedding-3-small",
+        "text-embedding-3-small",
+        Arc::new(FixedClient(Err(crate::llm::LlmError::Status {
+            provider: crate::llm::ProviderId::OpenAi,
+            status: 429,
+            message: "slow down".into(),
+            retry_after: None,
+        }))),
+    );
+    let error = failing
+        .embed(vec!["x".into()], EmbedRole::Document)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, "http_429");
+    let empty = ProviderEmbedder::new(
+        "m",
+        "text-embedding-3-small",
+        Arc::new(FixedClient(Ok(vec![Vec::new()]))),
+    );
+    assert_eq!(
+        empty
+            .embed(vec!["x".into()], EmbedRole::Query)
+            .await
+            .unwrap_err()
+            .code,
+        "empty_vector"
+    );
+}

@@ -201,3 +201,13 @@ pub fn dense(
     }
     Ok(hits)
 }
+
+/// When the next pending job of `model` is due, if there is one.
+pub fn next_due(connection: &Connection, model: &str) -> rusqlite::Result<Option<String>> {
+    connection.query_row_cached(
+        "SELECT min(next_attempt_at) FROM memory_index_jobs \
+         WHERE status = 'PENDING' AND embedding_model = ?1",
+        [model],
+        |row| row.get(0),
+    )
+}
