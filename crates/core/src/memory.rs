@@ -7,7 +7,8 @@
 //!   weighted reciprocal rank, cut to a budget and rendered as untrusted data.
 //! - [`capture`] and [`intent`]: what a finished turn adds, forgets or deletes;
 //!   [`redaction`]: secrets and private details removed before anything is stored.
-//! - [`embedder`]: the [`Embedder`] seam and a deterministic hash embedder.
+//! - [`embedder`]: the [`Embedder`] seam, provider embeddings and a deterministic hash
+//!   embedder; [`writer`]: the LLM writer that proposes facts after a turn.
 //!
 //! Invariants: everything stored is redacted first; one active fact per (owner, scope,
 //! canonical key), a new one supersedes the old; a forgotten fact leaves a tombstone that stops
@@ -25,6 +26,7 @@ pub mod recall;
 pub mod redaction;
 pub mod text;
 pub mod vectors;
+pub mod writer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,7 @@ pub use capture::{Candidate, Evidence, EvidenceKind, NoWriter, TurnRecord, Write
 pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder, ProviderEmbedder};
 pub use model::{Context, Fact, Kind, Retention, Scope, Status};
 pub use recall::{Selected, Trace};
+pub use writer::{FixedWriterModel, LlmWriter, WriterModel};
 
 use self::facts::{EvidenceRef, Filter, NewSourceEvent, Tombstone};
 use self::intent::Intent;

@@ -30,7 +30,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
-use crate::memory::{Memory, MemoryParts, NoWriter, ProviderEmbedder};
+use crate::memory::{LlmWriter, Memory, MemoryParts, NoWriter, ProviderEmbedder};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
@@ -555,8 +555,9 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
 }
 
 /// Long-term memory over the database, with the `[memory] embeddings_model` embedder when
-/// one is named and can be used now (otherwise recall by words only, with a warning).
-async fn open_memory(config: &Config, store: &Store, llm: &LlmService) -> Memory {
+/// one is named and can be used now (otherwise recall by words only, with a warning), and the
+/// LLM writer when `[memory] writer` is on.
+async fn open_memory(config: &Config, store: &Store, llm: &Arc<LlmService>) -> Memory {
     let model = config.memory.embeddings_model.trim();
     let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
         None
@@ -573,10 +574,15 @@ async fn open_memory(config: &Config, store: &Store, llm: &LlmService) -> Memory
             }
         }
     };
+    let writer: Arc<dyn crate::memory::Writer> = if config.memory.writer {
+        Arc::new(LlmWriter::new(llm.clone()))
+    } else {
+        Arc::new(NoWriter)
+    };
     Memory::new(MemoryParts {
         store: store.clone(),
         embedder,
-        writer: Arc::new(NoWriter),
+        writer,
     })
 }
 

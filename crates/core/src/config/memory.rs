@@ -15,6 +15,9 @@ config_section! {
         /// The embedding model for recall by meaning, named as in [llm] (for example
         /// "text-embedding-3-small" or "qwen/text-embedding-v3"). Empty: recall by words only.
         pub embeddings_model: String = String::new(),
+        /// After each answered turn, ask the chat model which facts are worth keeping (one
+        /// extra model request per turn). Off: only what you explicitly ask to remember.
+        pub writer: bool = false,
     }
 }
 

@@ -938,3 +938,40 @@ async fn provider_embedders_name_their_model_and_map_failures_to_codes() {
         "empty_vector"
     );
 }
+
+#[tokio::test]
+async fn the_llm_writer_sends_the_redacted_turn_and_its_candidates_are_grounded() {
+    use crate::llm::fake::FakeLlm;
+    let llm = Arc::new(FakeLlm::new());
+    llm.push_text(
+        r#"Sure: [{"shouldSave": true, "kind": "PREFERENCE", "title": "Tea",
+            "body": "Prefers green tea", "requestedScope": "GLOBAL",
+            "canonicalKey": "user.preference.drink", "confidence": 0.9,
+            "evidenceText": "I prefer green tea"},
+           {"shouldSave": true, "kind": "SEMANTIC", "title": "Yacht", "body": "Owns a yacht",
+            "scopeType": "global", "confidence": 0.9, "evidenceText": "owns a yacht"}]"#,
+    );
+    let writer = Arc::new(LlmWriter::new(Arc::new(FixedWriterModel(
+        llm.clone(),
+        "writer-model".into(),
+    ))));
+    let (_home, _store, memory) = memory_with(None, writer).await;
+    let created = memory
+        .capture(turn("c", "I prefer green tea; write to ivan@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(created.len(), 1, "the ungrounded candidate is refused");
+    assert_eq!(created[0].canonical_key.as_deref(), Some("user.preference.drink"));
+    let request = &llm.requests()[0];
+    assert_eq!(request.temperature, Some(0.0));
+    assert_eq!(request.max_tokens, Some(writer::MAX_TOKENS));
+    let crate::llm::Message::User { content } = &request.messages[1] else {
+        panic!("the turn goes as a user message")
+    };
+    assert!(content.contains("- SESSION"), "{content}");
+    assert!(!content.contains("ivan@example.com"), "{content}");
+    // Malformed answers are errors (retried, then the capture fails).
+    assert!(writer::parse_candidates("no json here").is_err());
+    assert!(writer::parse_candidates("[{\"kind\": \"NOPE\"}]").is_err());
+    assert_eq!(writer::parse_candidates("[]").unwrap(), Vec::new());
+}
