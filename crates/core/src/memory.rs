@@ -20,6 +20,7 @@
 pub mod capture;
 pub mod embedder;
 pub mod facts;
+pub mod index;
 pub mod intent;
 pub mod model;
 pub mod recall;
@@ -40,9 +41,9 @@ pub use recall::{Selected, Trace};
 pub use writer::{FixedWriterModel, LlmWriter, WriterModel};
 
 use self::facts::{EvidenceRef, Filter, NewSourceEvent, Tombstone};
+use self::index::{DenseQuery, VectorIndex};
 use self::intent::Intent;
 use self::model::{SCOPE_CLOSED_SUBJECT, content_hash, normalize_canonical_key, subject_key};
-use self::recall::QueryVector;
 use self::redaction::redact;
 use crate::store::codec::{now, to_time};
 use crate::store::{Store, StoreError};
@@ -118,6 +119,15 @@ struct Inner {
     capture: tokio::sync::Mutex<()>,
     /// Wakes the embedding retry loop when a job fails (so it learns its due time).
     retry: tokio::sync::Notify,
+    /// The embedder's vectors in memory (dense recall).
+    vectors: Arc<std::sync::RwLock<VectorIndex>>,
+}
+
+/// The query's vector, from the embedder's model.
+#[derive(Debug, Clone)]
+struct QueryVector {
+    model: String,
+    vector: Vec<f32>,
 }
 
 /// Long-term memory. Cheap to clone.
@@ -233,6 +243,7 @@ impl Memory {
                 writer: parts.writer,
                 capture: tokio::sync::Mutex::new(()),
                 retry: tokio::sync::Notify::new(),
+                vectors: Arc::default(),
             }),
         }
     }
@@ -397,12 +408,17 @@ impl Memory {
     ) -> Result<(Vec<Selected>, Trace), MemoryError> {
         let vector = self.query_vector(query.semantic_query).await;
         let owned = OwnedQuery::from(&query);
+        let index = Arc::clone(&self.inner.vectors);
         let (selected, trace) = self
             .inner
             .store
             .read(move |connection| {
                 let query = owned.borrow();
-                Ok::<_, MemoryError>(recall::select(connection, &query, vector.as_ref())?)
+                let dense = match &vector {
+                    Some(vector) => dense_candidates(connection, &index, &query, vector)?,
+                    None => Vec::new(),
+                };
+                Ok::<_, MemoryError>(recall::select(connection, &query, dense)?)
             })
             .await?;
         let ids: Vec<String> = selected
@@ -629,15 +645,25 @@ impl Memory {
             )),
             Err(error) => Err(error),
         };
+        let index = Arc::clone(&self.inner.vectors);
         let write = self.inner.store.write(move |tx| -> Result<bool, MemoryError> {
             match outcome {
-                Ok(vector) => Ok(vectors::store_vector(
-                    tx,
-                    &job.fact_id,
-                    &job.model,
-                    &job.content_hash,
-                    &vector,
-                )?),
+                Ok(vector) => {
+                    let stored = vectors::store_vector(
+                        tx,
+                        &job.fact_id,
+                        &job.model,
+                        &job.content_hash,
+                        &vector,
+                    )?;
+                    if stored && let Some(fact) = facts::get(tx, &job.fact_id)? {
+                        index
+                            .write()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .put(&job.model, &fact, &vector);
+                    }
+                    Ok(stored)
+                }
                 Err(error) => {
                     tracing::warn!(%error, fact_id = %job.fact_id, "embedding a memory fact failed");
                     vectors::fail_job(tx, &job, &error.code, MAX_EMBED_ATTEMPTS)?;
@@ -799,6 +825,45 @@ fn store_captured(
         facts::delete_source_event_if_unused(tx, &source)?;
     }
     Ok(created)
+}
+
+/// Dense candidates from the vector index, loading it first if it holds another model or
+/// dimension.
+fn dense_candidates(
+    connection: &Connection,
+    index: &std::sync::RwLock<VectorIndex>,
+    query: &recall::Query<'_>,
+    vector: &QueryVector,
+) -> rusqlite::Result<Vec<Fact>> {
+    if query.semantic_query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let needs_load = index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .needs_load(&vector.model, vector.vector.len());
+    if needs_load {
+        index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .load(connection, &vector.model, vector.vector.len())?;
+    }
+    let scopes = recall::query_scopes(query);
+    let hits = index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .search(
+            connection,
+            &DenseQuery {
+                owner: &query.context.owner,
+                scopes: &scopes,
+                model: &vector.model,
+                vector: &vector.vector,
+                min_score: recall::DENSE_MIN_SCORE,
+                limit: recall::DENSE_LIMIT,
+            },
+        )?;
+    Ok(hits.into_iter().map(|(fact, _)| fact).collect())
 }
 
 /// A [`recall::Query`] that can move into a blocking task.

@@ -17,7 +17,6 @@ use rusqlite::Connection;
 use super::facts::{self, Filter};
 use super::model::{Context, Fact, Retention, Scope, Status, normalize_canonical_key, terms};
 use super::text::match_query;
-use super::vectors;
 
 /// Facts automatic recall adds to a prompt by default, and at most.
 pub const AUTOMATIC_MAX_FACTS: usize = 8;
@@ -32,7 +31,8 @@ const MIN_TOKEN_BUDGET: usize = 80;
 
 const EXACT_LIMIT: usize = 20;
 const LEXICAL_LIMIT: usize = 40;
-const DENSE_LIMIT: usize = 40;
+/// Most dense candidates.
+pub const DENSE_LIMIT: usize = 40;
 const PRIORITY_LIMIT: usize = 20;
 /// Recent facts per scope the exact source looks through.
 const EXACT_SCAN: usize = 100;
@@ -55,15 +55,6 @@ pub struct Query<'a> {
     pub token_budget: usize,
     /// The scopes to read (`None`: the context's retrieval scopes).
     pub scopes: Option<Vec<Scope>>,
-}
-
-/// The query's vector, from the embedder's model.
-#[derive(Debug, Clone)]
-pub struct QueryVector {
-    /// The model.
-    pub model: String,
-    /// The vector.
-    pub vector: Vec<f32>,
 }
 
 /// A chosen fact.
@@ -249,22 +240,28 @@ pub fn estimate_tokens(text: &str) -> usize {
     ((text.chars().count() as f64 / 4.0).round() as usize).max(1)
 }
 
-/// Chooses facts for `query` (see the module documentation); `vector` is the query's
-/// embedding when one could be made.
-pub fn select(
-    connection: &Connection,
-    query: &Query<'_>,
-    vector: Option<&QueryVector>,
-) -> rusqlite::Result<(Vec<Selected>, Trace)> {
-    let context = query.context;
-    let owner = context.owner.as_str();
+/// The scopes `query` reads, with their legacy aliases.
+pub fn query_scopes(query: &Query<'_>) -> Vec<Scope> {
     let requested = query
         .scopes
         .clone()
-        .unwrap_or_else(|| context.retrieval_scopes());
+        .unwrap_or_else(|| query.context.retrieval_scopes());
     let mut scopes: Vec<Scope> = requested.iter().flat_map(Scope::compatible).collect();
     scopes.sort();
     scopes.dedup();
+    scopes
+}
+
+/// Chooses facts for `query` (see the module documentation); `dense` are the dense
+/// candidates, best first (found in the vector index by the caller).
+pub fn select(
+    connection: &Connection,
+    query: &Query<'_>,
+    dense: Vec<Fact>,
+) -> rusqlite::Result<(Vec<Selected>, Trace)> {
+    let context = query.context;
+    let owner = context.owner.as_str();
+    let scopes = query_scopes(query);
     if scopes.is_empty() {
         return Ok((Vec::new(), Trace::default()));
     }
@@ -289,21 +286,6 @@ pub fn select(
             .map(|(fact, _)| fact)
             .collect(),
         None => Vec::new(),
-    };
-    let dense: Vec<Fact> = match vector {
-        Some(vector) if !semantic.is_empty() => vectors::dense(
-            connection,
-            owner,
-            &scopes,
-            &vector.model,
-            &vector.vector,
-            DENSE_MIN_SCORE,
-            DENSE_LIMIT,
-        )?
-        .into_iter()
-        .map(|(fact, _)| fact)
-        .collect(),
-        _ => Vec::new(),
     };
     let priority_query = if lexical_query.is_empty() {
         semantic

@@ -294,9 +294,42 @@ async fn pinned_facts_come_first_among_equals() {
     assert!(selected[0].sources.contains(&"priority"));
 }
 
+/// The hash embedder under a fixed model name, at any dimension.
+struct Named(HashEmbedder);
+
+impl Embedder for Named {
+    fn model(&self) -> &str {
+        "named"
+    }
+
+    fn embed(
+        &self,
+        texts: Vec<String>,
+        role: EmbedRole,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>> {
+        self.0.embed(texts, role)
+    }
+}
+
+async fn dense_count(memory: &Memory, text: &str) -> (usize, Vec<Selected>) {
+    let hints = ["zzzz".to_owned()];
+    let (selected, trace) = memory
+        .select(recall::Query {
+            context: &context("c"),
+            semantic_query: text,
+            lexical_hints: &hints,
+            max_facts: 8,
+            token_budget: 700,
+            scopes: None,
+        })
+        .await
+        .unwrap();
+    (trace.dense, selected)
+}
+
 #[tokio::test]
 async fn dense_recall_finds_by_vector_and_ignores_stale_or_foreign_vectors() {
-    let embedder: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(64));
+    let embedder: Arc<dyn Embedder> = Arc::new(Named(HashEmbedder::new(64)));
     let (_home, store, memory) = memory_with(Some(embedder), Arc::new(NoWriter)).await;
     let stored = memory
         .create_fact(fact(Scope::global(), "Colour", "favourite colour blue"))
@@ -314,49 +347,42 @@ async fn dense_recall_finds_by_vector_and_ignores_stale_or_foreign_vectors() {
         .await,
         1
     );
-    let query = |text: &'static str| {
-        let memory = memory.clone();
-        async move {
-            let hints = ["zzzz".to_owned()];
-            memory
-                .select(recall::Query {
-                    context: &context("c"),
-                    semantic_query: text,
-                    lexical_hints: &hints,
-                    max_facts: 8,
-                    token_budget: 700,
-                    scopes: None,
-                })
-                .await
-                .unwrap()
-        }
-    };
-    let (selected, trace) = query("favourite colour").await;
-    assert_eq!(trace.dense, 1);
+    let (dense, selected) = dense_count(&memory, "favourite colour").await;
+    assert_eq!(dense, 1);
     assert_eq!(selected[0].fact.id, stored.id);
-    // A vector of older content is never used.
+    // A fact added after the index was loaded is found too.
+    memory
+        .create_fact(fact(
+            Scope::global(),
+            "Colour two",
+            "second favourite colour green",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(dense_count(&memory, "favourite colour").await.0, 2);
+    // The same model at another dimension never meets these vectors.
+    let wider = Memory::new(MemoryParts {
+        store: store.clone(),
+        embedder: Some(Arc::new(Named(HashEmbedder::new(32)))),
+        writer: Arc::new(NoWriter),
+    });
+    assert_eq!(dense_count(&wider, "favourite colour").await.0, 0);
+    // A fact whose content changed since its vector was made is not found by that vector,
+    // whether the index was loaded before or after the change.
     store
         .write(|tx| {
-            tx.execute("UPDATE memory_fact_embeddings SET content_hash = 'old'", [])
+            tx.execute("UPDATE memory_facts SET content_hash = 'edited'", [])
                 .map_err(StoreError::from)
         })
         .await
         .unwrap();
-    assert_eq!(query("favourite colour").await.1.dense, 0);
-    // Nor one of another dimension.
-    store
-        .write(|tx| {
-            tx.execute(
-                "UPDATE memory_fact_embeddings SET content_hash = \
-                 (SELECT content_hash FROM memory_facts), dimension = 32, \
-                 embedding_blob = substr(embedding_blob, 1, 128)",
-                [],
-            )
-            .map_err(StoreError::from)
-        })
-        .await
-        .unwrap();
-    assert_eq!(query("favourite colour").await.1.dense, 0);
+    assert_eq!(dense_count(&memory, "favourite colour").await.0, 0);
+    let fresh = Memory::new(MemoryParts {
+        store: store.clone(),
+        embedder: Some(Arc::new(Named(HashEmbedder::new(64)))),
+        writer: Arc::new(NoWriter),
+    });
+    assert_eq!(dense_count(&fresh, "favourite colour").await.0, 0);
 }
 
 /// An embedder that always fails, counting its calls.
@@ -961,7 +987,10 @@ async fn the_llm_writer_sends_the_redacted_turn_and_its_candidates_are_grounded(
         .await
         .unwrap();
     assert_eq!(created.len(), 1, "the ungrounded candidate is refused");
-    assert_eq!(created[0].canonical_key.as_deref(), Some("user.preference.drink"));
+    assert_eq!(
+        created[0].canonical_key.as_deref(),
+        Some("user.preference.drink")
+    );
     let request = &llm.requests()[0];
     assert_eq!(request.temperature, Some(0.0));
     assert_eq!(request.max_tokens, Some(writer::MAX_TOKENS));

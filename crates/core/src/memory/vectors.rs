@@ -4,14 +4,15 @@
 //! Invariants: a fact has at most one vector, tagged with the model, its dimension and the
 //! content hash it was computed from; dense search reads only vectors of the query's model and
 //! dimension whose hash is the fact's current one (a stale or foreign vector is never mixed
-//! in). A job is keyed by (fact, model, hash): editing a fact queues a new one.
+//! in; see `index`, which holds them in memory). A job is keyed by (fact, model, hash):
+//! editing a fact queues a new one.
 
 use chrono::Duration;
-use rusqlite::{Connection, params, params_from_iter};
+use rusqlite::{Connection, params};
 
-use super::embedder::{cosine, from_blob, to_blob};
-use super::facts::{FACT_COLUMNS, fact_from_row, scope_clause};
-use super::model::{Fact, Scope};
+use super::embedder::to_blob;
+use super::facts::{FACT_COLUMNS, fact_from_row};
+use super::model::Fact;
 use crate::store::CachedStatements;
 use crate::store::codec::{now, to_time};
 
@@ -157,49 +158,6 @@ pub fn due_jobs(connection: &Connection, model: &str, limit: usize) -> rusqlite:
             })
         })?
         .collect()
-}
-
-/// Active facts of `owner` in `scopes` by cosine similarity to `query` (vectors of `model`
-/// with the query's dimension and the fact's current hash only), best first, at least
-/// `min_score`.
-pub fn dense(
-    connection: &Connection,
-    owner: &str,
-    scopes: &[Scope],
-    model: &str,
-    query: &[f32],
-    min_score: f32,
-    limit: usize,
-) -> rusqlite::Result<Vec<(Fact, f32)>> {
-    let mut params = vec![owner.to_owned(), model.to_owned(), query.len().to_string()];
-    let Some(clause) = scope_clause(scopes, &mut params) else {
-        return Ok(Vec::new());
-    };
-    let sql = format!(
-        "SELECT f.id, e.embedding_blob FROM memory_facts f \
-         JOIN memory_fact_embeddings e ON e.fact_id = f.id \
-         WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND e.embedding_model = ? \
-         AND e.dimension = CAST(? AS INTEGER) AND e.content_hash = f.content_hash AND {clause}"
-    );
-    let mut scored: Vec<(String, f32)> = Vec::new();
-    let mut statement = connection.prepare_cached(&sql)?;
-    let mut rows = statement.query(params_from_iter(params.iter()))?;
-    while let Some(row) = rows.next()? {
-        let blob = row.get_ref(1)?.as_blob().unwrap_or_default();
-        let score = cosine(query, &from_blob(blob));
-        if score >= min_score {
-            scored.push((row.get(0)?, score));
-        }
-    }
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    scored.truncate(limit);
-    let mut hits = Vec::with_capacity(scored.len());
-    for (id, score) in scored {
-        if let Some(fact) = super::facts::get(connection, &id)? {
-            hits.push((fact, score));
-        }
-    }
-    Ok(hits)
 }
 
 /// When the next pending job of `model` is due, if there is one.

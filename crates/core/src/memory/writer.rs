@@ -156,7 +156,10 @@ pub fn user_prompt(turn: &TurnRecord) -> String {
                 super::capture::EvidenceKind::ToolOutput => "TOOL_OUTPUT",
                 super::capture::EvidenceKind::AssistantSynthesis => "ASSISTANT_SYNTHESIS",
             };
-            prompt.push_str(&format!("[{label}{source}]\n{}\n", redact(item.text.trim())));
+            prompt.push_str(&format!(
+                "[{label}{source}]\n{}\n",
+                redact(item.text.trim())
+            ));
         }
     }
     prompt
@@ -177,10 +180,17 @@ pub fn parse_candidates(answer: &str) -> Result<Vec<Candidate>, WriterError> {
     let text = answer.trim();
     let json = match (text.find('['), text.rfind(']')) {
         (Some(start), Some(end)) if end > start => &text[start..=end],
-        _ => return Err(WriterError("the memory writer returned malformed JSON".into())),
+        _ => {
+            return Err(WriterError(
+                "the memory writer returned malformed JSON".into(),
+            ));
+        }
     };
-    let items: Vec<serde_json::Value> = serde_json::from_str(json)
-        .map_err(|error| WriterError(format!("the memory writer returned malformed JSON: {error}")))?;
+    let items: Vec<serde_json::Value> = serde_json::from_str(json).map_err(|error| {
+        WriterError(format!(
+            "the memory writer returned malformed JSON: {error}"
+        ))
+    })?;
     let mut candidates = Vec::with_capacity(items.len());
     for item in items {
         let mut candidate: Candidate = serde_json::from_value(item.clone())
@@ -218,13 +228,18 @@ impl Writer for LlmWriter {
             let (client, model) = self.model.model(&turn.context.owner).await?;
             let mut request = ChatRequest::new(
                 model,
-                vec![Message::system(WRITER_PROMPT), Message::user(user_prompt(turn))],
+                vec![
+                    Message::system(WRITER_PROMPT),
+                    Message::user(user_prompt(turn)),
+                ],
             );
             request.temperature = Some(0.0);
             request.max_tokens = Some(MAX_TOKENS);
             let response = complete(client.as_ref(), request, CancellationToken::new())
                 .await
-                .map_err(|error| WriterError(format!("the memory writer's model failed: {error}")))?;
+                .map_err(|error| {
+                    WriterError(format!("the memory writer's model failed: {error}"))
+                })?;
             parse_candidates(&response.content)
         })
     }
