@@ -96,7 +96,7 @@ impl Lcg {
 fn fact(index: usize, random: &mut Lcg) -> Fact {
     let title = format!("{} {index}", random.words(3));
     let body = random.words(14);
-    let scope = if index % 10 == 0 {
+    let scope = if index.is_multiple_of(10) {
         Scope::session(&format!("chat-{}", index % 50))
     } else {
         Scope::global()
@@ -118,7 +118,7 @@ fn fact(index: usize, random: &mut Lcg) -> Fact {
         status: Status::Active,
         confidence: 0.8,
         importance: 0.5,
-        pinned: index % 1000 == 0,
+        pinned: index.is_multiple_of(1000),
         created_by: "writer".into(),
         created_at: "2026-01-01T00:00:00.000Z".into(),
         updated_at: format!("2026-01-01T00:00:{:02}.000Z", index % 60),

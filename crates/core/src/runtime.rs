@@ -209,16 +209,8 @@ impl Runtime {
             );
         }
         let memory = open_memory(&config, &store, &llm).await;
-        let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
-        let agent_memory: Arc<dyn crate::agent::memory::MemoryRecall> = if config.memory.enabled {
-            tasks.spawn(capture_worker.run(shutdown.clone()));
-            tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
-            Arc::new(long_term)
-        } else {
-            Arc::new(crate::agent::memory::NoMemory)
-        };
         let agents = Agents::new(AgentParts {
-            memory: agent_memory,
+            memory: start_memory(&config, &memory, &tasks, &shutdown),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
@@ -552,6 +544,23 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .collect(),
         time_zone: chat::settings::system_time_zone(),
     }
+}
+
+/// The agents' view of `memory`, with its capture worker and embedding retries running under
+/// `shutdown`; no memory at all when `[memory] enabled` is off.
+fn start_memory(
+    config: &Config,
+    memory: &Memory,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Arc<dyn crate::agent::memory::MemoryRecall> {
+    if !config.memory.enabled {
+        return Arc::new(crate::agent::memory::NoMemory);
+    }
+    let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
+    tasks.spawn(capture_worker.run(shutdown.clone()));
+    tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
+    Arc::new(long_term)
 }
 
 /// Long-term memory over the database, with the `[memory] embeddings_model` embedder when

@@ -566,6 +566,29 @@ impl Turn {
         outcome
     }
 
+    /// Queues a turn that answered for memory capture (failed, cancelled and asking turns
+    /// teach nothing).
+    fn hand_to_memory(&self, inner: &Inner, outcome: &TurnOutcome) {
+        if outcome.status != TurnStatus::Completed {
+            return;
+        }
+        let Some(reply) = &outcome.reply else { return };
+        if reply.failure.is_some() || reply.question.is_some() {
+            return;
+        }
+        let scope = MemoryScope {
+            owner: inner.owner.clone(),
+            chat_id: self.chat_id.clone(),
+        };
+        inner.services.memory.capture(turn_record(
+            &scope,
+            &self.turn_id,
+            &self.request_input,
+            &reply.text,
+            &outcome.history,
+        ));
+    }
+
     /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
     pub async fn run(
         self,
@@ -663,23 +686,7 @@ impl Turn {
         {
             tracing::error!(%error, turn_id = %self.turn_id, "could not record the end of a turn");
         }
-        if outcome.status == TurnStatus::Completed
-            && let Some(reply) = &outcome.reply
-            && reply.failure.is_none()
-            && reply.question.is_none()
-        {
-            let scope = MemoryScope {
-                owner: inner.owner.clone(),
-                chat_id: self.chat_id.clone(),
-            };
-            inner.services.memory.capture(turn_record(
-                &scope,
-                &self.turn_id,
-                &self.request_input,
-                &reply.text,
-                &outcome.history,
-            ));
-        }
+        self.hand_to_memory(&inner, &outcome);
         drop(self.claim);
         Ok(outcome)
     }

@@ -75,20 +75,17 @@ evidenceText must be an exact excerpt from the user message or turn evidence. As
 Use canonicalKey only for stable namespaces such as user.preference.response_language or project.rule.test_command.
 If there is no durable memory, return []."#;
 
+/// A chat client and the model name to send to it.
+pub type WriterClient = (Arc<dyn LlmClient>, String);
+
 /// Where the writer's model comes from: a client and the model name to send, for an owner.
 pub trait WriterModel: Send + Sync {
     /// The model for `owner`.
-    fn model<'a>(
-        &'a self,
-        owner: &'a str,
-    ) -> BoxFuture<'a, Result<(Arc<dyn LlmClient>, String), WriterError>>;
+    fn model<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<WriterClient, WriterError>>;
 }
 
 impl WriterModel for LlmService {
-    fn model<'a>(
-        &'a self,
-        owner: &'a str,
-    ) -> BoxFuture<'a, Result<(Arc<dyn LlmClient>, String), WriterError>> {
+    fn model<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<WriterClient, WriterError>> {
         Box::pin(async move {
             let service = self.for_user(owner);
             let error = |e: crate::llm::service::LlmServiceError| WriterError(e.to_string());
@@ -106,10 +103,7 @@ impl WriterModel for LlmService {
 pub struct FixedWriterModel(pub Arc<dyn LlmClient>, pub String);
 
 impl WriterModel for FixedWriterModel {
-    fn model<'a>(
-        &'a self,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<(Arc<dyn LlmClient>, String), WriterError>> {
+    fn model<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<WriterClient, WriterError>> {
         Box::pin(async move { Ok((Arc::clone(&self.0), self.1.clone())) })
     }
 }
