@@ -18,6 +18,7 @@ pub mod env;
 pub(crate) mod llm;
 pub(crate) mod log;
 pub(crate) mod mcp;
+pub(crate) mod memory;
 pub(crate) mod notifications;
 pub mod paths;
 pub(crate) mod protected;
@@ -38,6 +39,7 @@ pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env
 pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::McpConfig;
+pub use memory::MemoryConfig;
 pub use notifications::NotificationsConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
@@ -125,6 +127,7 @@ config_sections! {
     mcp: McpConfig,
     notifications: NotificationsConfig,
     agent: AgentConfig,
+    memory: MemoryConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -18,6 +18,7 @@ pub mod gateway;
 pub(crate) mod graph;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub(crate) mod redact;
 pub mod runtime;
 pub mod sandbox;
@@ -58,9 +59,8 @@ pub const LAYERS: &[&[&str]] = &[
     &["skills"],
     &["llm"],
     &["graph"],
-    // What agents use through a trait: memory, and `mcp` without its server (the MCP client,
-    // when it lands).
-    &["mcp"],
+    // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
+    &["memory", "mcp"],
     &["agent"],
     &["chat"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.

@@ -20,6 +20,7 @@ use souz_protocol::{Bootstrap, ComponentStatus, Features, Health, LocalUser, Run
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::memory::LongTermMemory;
 use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::bus::{EventBus, pause};
@@ -27,6 +28,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
+use crate::memory::{LlmWriter, Memory, MemoryParts, NoWriter, ProviderEmbedder};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::skills::registry::Registry;
 use crate::store::{Store, StoreError};
@@ -129,6 +131,7 @@ struct State {
     // Read by tests and benchmarks (`agents()`); the daemon reaches the agents through chats.
     #[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
     agents: Agents,
+    memory: Memory,
     user: LocalUser,
     sandbox: Arc<Sandbox>,
     skills: Registry,
@@ -220,8 +223,10 @@ impl Runtime {
             );
         }
         let skills = open_skills(&config, &sandbox, &store);
+        let memory = open_memory(&config, &store, &llm).await;
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
+            memory: start_memory(&config, &memory, &tasks, &shutdown),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
@@ -241,6 +246,7 @@ impl Runtime {
                 ui_codes: UiCodes::default(),
                 llm,
                 agents,
+                memory,
                 chats,
                 config_editor,
                 user: local_user(),
@@ -312,6 +318,11 @@ impl RuntimeHandle {
     /// The approval service (pending approvals, decisions, grants).
     pub(crate) fn approvals(&self) -> &Approvals {
         self.state.gate.approvals()
+    }
+
+    /// Long-term memory.
+    pub fn memory(&self) -> &Memory {
+        &self.state.memory
     }
 
     /// Chats, messages and agent turns.
@@ -498,6 +509,55 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .collect(),
         time_zone: chat::settings::system_time_zone(),
     }
+}
+
+/// The agents' view of `memory`, with its capture worker and embedding retries running under
+/// `shutdown`; no memory at all when `[memory] enabled` is off.
+fn start_memory(
+    config: &Config,
+    memory: &Memory,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Arc<dyn crate::agent::memory::MemoryRecall> {
+    if !config.memory.enabled {
+        return Arc::new(crate::agent::memory::NoMemory);
+    }
+    let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
+    tasks.spawn(capture_worker.run(shutdown.clone()));
+    tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
+    Arc::new(long_term)
+}
+
+/// Long-term memory over the database, with the `[memory] embeddings_model` embedder when
+/// one is named and can be used now (otherwise recall by words only, with a warning), and the
+/// LLM writer when `[memory] writer` is on.
+async fn open_memory(config: &Config, store: &Store, llm: &Arc<LlmService>) -> Memory {
+    let model = config.memory.embeddings_model.trim();
+    let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
+        None
+    } else {
+        match llm.embedding_client(model).await {
+            Ok((resolved, client)) => Some(Arc::new(ProviderEmbedder::new(
+                resolved.qualified(),
+                resolved.model.clone(),
+                client,
+            ))),
+            Err(error) => {
+                tracing::warn!(%error, "memory embeddings are unavailable; recalling by words only");
+                None
+            }
+        }
+    };
+    let writer: Arc<dyn crate::memory::Writer> = if config.memory.writer {
+        Arc::new(LlmWriter::new(llm.clone()))
+    } else {
+        Arc::new(NoWriter)
+    };
+    Memory::new(MemoryParts {
+        store: store.clone(),
+        embedder,
+        writer,
+    })
 }
 
 /// Marks tool calls a previous run left unfinished as failed.

@@ -1,12 +1,22 @@
-//! The agents' view of long-term memory: automatic recall before the model is asked, and the
-//! explicit `SearchMemory` tool.
+//! The agents' view of long-term memory: automatic recall before the model is asked, the
+//! explicit `SearchMemory` tool, capture after a finished turn, and the cleanup of a
+//! conversation.
 //!
-//! The memory store arrives in a later issue; until then [`NoMemory`] recalls nothing and
-//! `SearchMemory` answers `memory_unavailable`. Memory is data, never instructions: recalled
-//! facts enter the prompt inside an envelope that says so.
+//! [`LongTermMemory`] serves all of it from [`crate::memory::Memory`]; [`NoMemory`] recalls
+//! nothing and `SearchMemory` answers `memory_unavailable`. Memory is data, never
+//! instructions: recalled facts enter the prompt inside an envelope that says so.
+//!
+//! Invariants: capture never delays a reply — [`MemoryRecall::capture`] only queues the turn
+//! (a bounded queue; a full one drops the capture with a warning) and one [`CaptureWorker`]
+//! runs the queue in order; a recall or capture that fails is logged and changes nothing.
 
 use futures::future::BoxFuture;
 use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::Message;
+use crate::memory::{self, Evidence, EvidenceKind, Memory, TurnRecord, recall};
 
 /// Whose memory and which conversation a recall is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +92,18 @@ pub trait MemoryRecall: Send + Sync {
         &'a self,
         request: &'a MemorySearch,
     ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>>;
+
+    /// Hands a finished turn to capture; returns at once (nothing by default).
+    fn capture(&self, turn: TurnRecord) {
+        let _ = turn;
+    }
+
+    /// Forgets a conversation: closes its session scope for capture and deletes its session
+    /// facts (nothing by default).
+    fn forget_chat<'a>(&'a self, scope: &'a MemoryScope) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let _ = scope;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// No memory: recalls nothing, searches answer [`MemoryError::Unavailable`].
@@ -102,5 +124,194 @@ impl MemoryRecall for NoMemory {
         _: &'a MemorySearch,
     ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
         Box::pin(async { Err(MemoryError::Unavailable) })
+    }
+}
+
+/// Turns waiting for capture, at most.
+pub(crate) const CAPTURE_QUEUE: usize = 64;
+
+/// Long-term memory over [`Memory`]: recall and search read it, captures go through a queue.
+#[derive(Debug, Clone)]
+pub(crate) struct LongTermMemory {
+    memory: Memory,
+    captures: mpsc::Sender<TurnRecord>,
+}
+
+/// Runs queued captures one after another (see [`LongTermMemory::new`]).
+#[derive(Debug)]
+pub(crate) struct CaptureWorker {
+    memory: Memory,
+    queue: mpsc::Receiver<TurnRecord>,
+}
+
+impl LongTermMemory {
+    /// Memory for the agents, and the worker that must run for captures to happen.
+    pub(crate) fn new(memory: Memory) -> (Self, CaptureWorker) {
+        let (captures, queue) = mpsc::channel(CAPTURE_QUEUE);
+        (
+            Self {
+                memory: memory.clone(),
+                captures,
+            },
+            CaptureWorker { memory, queue },
+        )
+    }
+}
+
+impl CaptureWorker {
+    /// Captures queued turns in order until `shutdown` fires or every sender is gone.
+    pub(crate) async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            let turn = tokio::select! {
+                () = shutdown.cancelled() => return,
+                turn = self.queue.recv() => turn,
+            };
+            let Some(turn) = turn else { return };
+            self.capture(turn).await;
+        }
+    }
+
+    #[cfg(test)]
+    /// Captures the turns queued now, in order; how many.
+    pub(crate) async fn run_queued(&mut self) -> usize {
+        let mut count = 0;
+        while let Ok(turn) = self.queue.try_recv() {
+            self.capture(turn).await;
+            count += 1;
+        }
+        count
+    }
+
+    async fn capture(&self, turn: TurnRecord) {
+        match self.memory.capture(turn).await {
+            Ok(facts) if !facts.is_empty() => {
+                tracing::debug!(facts = facts.len(), "memory captured facts from a turn");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "memory capture failed; nothing was stored"),
+        }
+    }
+}
+
+fn context(scope: &MemoryScope) -> memory::Context {
+    memory::Context {
+        owner: scope.owner.clone(),
+        session: Some(scope.chat_id.clone()),
+        project: None,
+    }
+}
+
+fn fact(selected: memory::Selected) -> MemoryFact {
+    MemoryFact {
+        scope: selected.fact.scope.normalized().kind,
+        kind: selected.fact.kind.as_str().to_owned(),
+        fact_id: selected.fact.id,
+        title: selected.fact.title,
+        body: selected.fact.body,
+        score: selected.score,
+    }
+}
+
+impl MemoryRecall for LongTermMemory {
+    fn recall<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+        query: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecalledMemory>, MemoryError>> {
+        Box::pin(async move {
+            let (block, selected) = self
+                .memory
+                .recall(&context(scope), query, recall::AUTOMATIC_MAX_FACTS)
+                .await
+                .map_err(|error| MemoryError::Failed(error.to_string()))?;
+            if block.trim().is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(RecalledMemory {
+                block,
+                facts: selected.into_iter().map(fact).collect(),
+            }))
+        })
+    }
+
+    fn search<'a>(
+        &'a self,
+        request: &'a MemorySearch,
+    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
+        Box::pin(async move {
+            let selected = self
+                .memory
+                .search(
+                    &context(&request.scope),
+                    &request.semantic_query,
+                    &request.lexical_hints,
+                    request.max_facts,
+                )
+                .await
+                .map_err(|error| MemoryError::Failed(error.to_string()))?;
+            Ok(selected.into_iter().map(fact).collect())
+        })
+    }
+
+    fn capture(&self, turn: TurnRecord) {
+        if let Err(error) = self.captures.try_send(turn) {
+            tracing::warn!(%error, "the memory capture queue is full or closed; this turn is not captured");
+        }
+    }
+
+    fn forget_chat<'a>(&'a self, scope: &'a MemoryScope) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(async move {
+            self.memory
+                .close_session(&scope.owner, &scope.chat_id)
+                .await
+                .map(|_| ())
+                .map_err(|error| MemoryError::Failed(error.to_string()))
+        })
+    }
+}
+
+/// What capture gets from a finished turn: the person's message, the final answer, and as
+/// evidence what came after the person's last message in `history` — tool results (named by
+/// their tool) and the assistant's text between tool calls — bounded as the original bounds
+/// it.
+pub(crate) fn turn_record(
+    scope: &MemoryScope,
+    turn_id: &str,
+    user_message: &str,
+    answer: &str,
+    history: &[Message],
+) -> TurnRecord {
+    let start = super::context::current_user_index(history).map_or(history.len(), |at| at + 1);
+    let mut after: Vec<&Message> = history.iter().skip(start).collect();
+    // The final answer is context, not evidence.
+    if matches!(after.last(), Some(Message::Assistant { tool_calls, .. }) if tool_calls.is_empty())
+    {
+        after.pop();
+    }
+    let evidence = after
+        .into_iter()
+        .filter_map(|message| match message {
+            Message::Tool { name, content, .. } => Some(Evidence {
+                kind: EvidenceKind::ToolOutput,
+                source: Some(name.clone()),
+                text: content.clone(),
+            }),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() && !content.trim().is_empty() => Some(Evidence {
+                kind: EvidenceKind::AssistantSynthesis,
+                source: None,
+                text: content.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    TurnRecord {
+        context: context(scope),
+        user_message: user_message.to_owned(),
+        assistant_message: answer.to_owned(),
+        evidence: memory::capture::bounded(evidence),
+        turn_id: Some(turn_id.to_owned()),
     }
 }

@@ -3,6 +3,7 @@
 //! `LlmService` and the whole runtime is a runtime test (`runtime::tests::agent_turn`).
 
 mod inventory;
+mod memory;
 mod seams;
 mod sessions;
 mod steering;

@@ -9,6 +9,8 @@
 //!   tokens it used.
 //! - A summary that fails after the answer was produced does not fail the turn: the answer is
 //!   returned and the history stays unsummarized (the next turn tries again).
+//! - A turn that completed with an answer is handed to memory capture once it is recorded;
+//!   capture only queues it, so the reply never waits for memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,7 +23,7 @@ use super::core_tools::CoreTool;
 use super::events::TurnSink;
 use super::graphs;
 use super::knowledge::KnowledgeStore;
-use super::memory::{MemoryRecall, NoMemory};
+use super::memory::{MemoryRecall, MemoryScope, NoMemory, turn_record};
 use super::models::{ChatModel, ChatModels};
 use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{McpTools, NoMcpTools};
@@ -282,13 +284,25 @@ impl Agents {
         Some(turn.turn_id.clone())
     }
 
-    /// Deletes the sessions and Knowledge of `chat_id` (refused while a turn runs there).
+    /// Forgets `chat_id` (refused while a turn runs there): closes its memory session scope
+    /// for capture and deletes its session facts, then deletes its sessions and Knowledge.
+    /// Call it when a chat is deleted or cleared.
     pub async fn forget_chat(&self, chat_id: &str) -> Result<(), AgentError> {
         if self.is_running(chat_id) {
             return Err(AgentError::Busy {
                 chat_id: chat_id.to_owned(),
             });
         }
+        let scope = MemoryScope {
+            owner: self.inner.owner.clone(),
+            chat_id: chat_id.to_owned(),
+        };
+        self.inner
+            .services
+            .memory
+            .forget_chat(&scope)
+            .await
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
         self.inner.sessions.forget_chat(chat_id).await?;
         self.inner
             .services
@@ -552,6 +566,29 @@ impl Turn {
         outcome
     }
 
+    /// Queues a turn that answered for memory capture (failed, cancelled and asking turns
+    /// teach nothing).
+    fn hand_to_memory(&self, inner: &Inner, outcome: &TurnOutcome) {
+        if outcome.status != TurnStatus::Completed {
+            return;
+        }
+        let Some(reply) = &outcome.reply else { return };
+        if reply.failure.is_some() || reply.question.is_some() {
+            return;
+        }
+        let scope = MemoryScope {
+            owner: inner.owner.clone(),
+            chat_id: self.chat_id.clone(),
+        };
+        inner.services.memory.capture(turn_record(
+            &scope,
+            &self.turn_id,
+            &self.request_input,
+            &reply.text,
+            &outcome.history,
+        ));
+    }
+
     /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
     pub async fn run(
         self,
@@ -649,6 +686,7 @@ impl Turn {
         {
             tracing::error!(%error, turn_id = %self.turn_id, "could not record the end of a turn");
         }
+        self.hand_to_memory(&inner, &outcome);
         drop(self.claim);
         Ok(outcome)
     }

@@ -322,6 +322,114 @@ pub const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (skill_id, bundle_hash, policy_version)
               ) STRICT;",
     },
+    Migration {
+        // Long-term memory (issue 13, original §6.5): facts with their evidence and source
+        // events, embeddings, embedding jobs, tombstones, retrieval stats, and a lexical index
+        // of stemmed text (its rowid is the fact's rowid; `memory` keeps it in step).
+        name: "memory",
+        sql: "CREATE TABLE memory_source_events (
+                  id            TEXT PRIMARY KEY,
+                  owner_id      TEXT NOT NULL,
+                  scope_type    TEXT NOT NULL,
+                  scope_id      TEXT NOT NULL,
+                  source_type   TEXT NOT NULL,
+                  source_ref    TEXT,
+                  text          TEXT NOT NULL,
+                  metadata_json TEXT NOT NULL DEFAULT '{}',
+                  created_at    TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX memory_source_events_owner_scope
+                  ON memory_source_events (owner_id, scope_type, scope_id, created_at);
+
+              CREATE TABLE memory_facts (
+                  id                 TEXT PRIMARY KEY,
+                  owner_id           TEXT NOT NULL,
+                  scope_type         TEXT NOT NULL,
+                  scope_id           TEXT NOT NULL,
+                  kind               TEXT NOT NULL CHECK (kind IN ('SEMANTIC', 'PREFERENCE',
+                                     'PROCEDURE', 'PROJECT_RULE', 'EPISODE_NOTE',
+                                     'PROJECT_DECISION')),
+                  title              TEXT NOT NULL,
+                  body               TEXT NOT NULL,
+                  canonical_key      TEXT,
+                  status             TEXT NOT NULL CHECK (status IN ('ACTIVE', 'RETIRED')),
+                  retention          TEXT NOT NULL CHECK (retention IN ('DURABLE',
+                                     'CHAT_LIFETIME', 'SESSION_LIFETIME')),
+                  confidence         REAL NOT NULL,
+                  importance         REAL NOT NULL,
+                  pinned             INTEGER NOT NULL DEFAULT 0,
+                  created_by         TEXT NOT NULL,
+                  content_hash       TEXT NOT NULL,
+                  created_at         TEXT NOT NULL,
+                  updated_at         TEXT NOT NULL,
+                  supersedes_fact_id TEXT
+              ) STRICT;
+              CREATE INDEX memory_facts_owner_scope
+                  ON memory_facts (owner_id, scope_type, scope_id, status, updated_at);
+              CREATE UNIQUE INDEX memory_facts_active_canonical
+                  ON memory_facts (owner_id, scope_type, scope_id, canonical_key)
+                  WHERE status = 'ACTIVE' AND canonical_key IS NOT NULL;
+              CREATE INDEX memory_facts_content_hash ON memory_facts (content_hash);
+              CREATE INDEX memory_facts_pinned ON memory_facts (owner_id)
+                  WHERE pinned = 1 AND status = 'ACTIVE';
+
+              CREATE TABLE memory_fact_evidence (
+                  fact_id         TEXT NOT NULL REFERENCES memory_facts (id) ON DELETE CASCADE,
+                  source_event_id TEXT NOT NULL REFERENCES memory_source_events (id),
+                  evidence_text   TEXT,
+                  PRIMARY KEY (fact_id, source_event_id)
+              ) STRICT;
+              CREATE INDEX memory_fact_evidence_source ON memory_fact_evidence (source_event_id);
+
+              CREATE TABLE memory_fact_embeddings (
+                  fact_id         TEXT PRIMARY KEY REFERENCES memory_facts (id) ON DELETE CASCADE,
+                  embedding_model TEXT NOT NULL,
+                  embedding_blob  BLOB NOT NULL,
+                  dimension       INTEGER NOT NULL,
+                  content_hash    TEXT NOT NULL,
+                  created_at      TEXT NOT NULL
+              ) STRICT;
+
+              CREATE TABLE memory_fact_stats (
+                  fact_id           TEXT PRIMARY KEY REFERENCES memory_facts (id) ON DELETE CASCADE,
+                  last_retrieved_at TEXT,
+                  retrieval_count   INTEGER NOT NULL DEFAULT 0
+              ) STRICT;
+
+              CREATE TABLE memory_index_jobs (
+                  fact_id         TEXT NOT NULL REFERENCES memory_facts (id) ON DELETE CASCADE,
+                  owner_id        TEXT NOT NULL,
+                  embedding_model TEXT NOT NULL,
+                  content_hash    TEXT NOT NULL,
+                  status          TEXT NOT NULL CHECK (status IN ('PENDING', 'COMPLETED',
+                                  'FAILED')),
+                  attempt_count   INTEGER NOT NULL DEFAULT 0,
+                  next_attempt_at TEXT NOT NULL,
+                  last_error_code TEXT,
+                  created_at      TEXT NOT NULL,
+                  updated_at      TEXT NOT NULL,
+                  PRIMARY KEY (fact_id, embedding_model, content_hash)
+              ) STRICT;
+              CREATE INDEX memory_index_jobs_due ON memory_index_jobs (status, next_attempt_at);
+
+              CREATE TABLE memory_tombstones (
+                  id            TEXT PRIMARY KEY,
+                  owner_id      TEXT NOT NULL,
+                  scope_type    TEXT NOT NULL,
+                  scope_id      TEXT NOT NULL,
+                  canonical_key TEXT,
+                  subject_key   TEXT,
+                  reason        TEXT NOT NULL,
+                  created_at    TEXT NOT NULL,
+                  expires_at    TEXT
+              ) STRICT;
+              CREATE INDEX memory_tombstones_lookup
+                  ON memory_tombstones (owner_id, scope_type, scope_id);
+
+              CREATE VIRTUAL TABLE memory_facts_fts USING fts5 (
+                  terms, tokenize = 'unicode61 remove_diacritics 0'
+              );",
+    },
 ];
 
 /// The schema version this binary produces.

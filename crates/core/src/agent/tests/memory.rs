@@ -1,0 +1,182 @@
+//! Long-term memory in real turns: a completed turn is captured after the reply (never
+//! before), the next turn recalls it in another chat, a failed turn captures nothing,
+//! `SearchMemory` finds the fact, and forgetting a chat deletes its session facts and closes
+//! its scope.
+
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use super::*;
+use crate::agent::context::is_injected_memory;
+use crate::agent::memory::{CaptureWorker, LongTermMemory};
+use crate::llm::{LlmError, Message};
+use crate::memory::facts::Filter;
+use crate::memory::{Memory, NewFact, Scope, Status};
+
+struct MemoryFixture {
+    f: Fixture,
+    memory: Memory,
+    worker: CaptureWorker,
+}
+
+async fn memory_fixture() -> MemoryFixture {
+    let slot: Arc<Mutex<Option<(Memory, CaptureWorker)>>> = Arc::default();
+    let inner = slot.clone();
+    let f = fixture_with(move |parts| {
+        let memory = Memory::lexical(parts.store.clone());
+        let (long_term, worker) = LongTermMemory::new(memory.clone());
+        parts.memory = Arc::new(long_term);
+        *inner.lock().unwrap() = Some((memory, worker));
+    })
+    .await;
+    let (memory, worker) = slot.lock().unwrap().take().unwrap();
+    MemoryFixture { f, memory, worker }
+}
+
+async fn active(memory: &Memory) -> Vec<crate::memory::Fact> {
+    memory
+        .list(Filter {
+            owner: "local".into(),
+            limit: 100,
+            ..Filter::default()
+        })
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_remembered_fact_is_captured_after_the_turn_and_recalled_in_another_chat() {
+    let mut m = memory_fixture().await;
+    m.f.llm.push_text("Noted.");
+    let (outcome, _) =
+        m.f.run(skills("chat-a", "Remember that I prefer green tea"))
+            .await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    // Queued, not stored: the reply did not wait for capture.
+    assert!(active(&m.memory).await.is_empty());
+    assert_eq!(m.worker.run_queued().await, 1);
+    let facts = active(&m.memory).await;
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].body, "I prefer green tea");
+
+    m.f.llm.push_text("Green tea.");
+    m.f.run(skills("chat-b", "Which tea should I buy?")).await;
+    let sent = &m.f.llm.requests()[1].messages;
+    let block = sent
+        .iter()
+        .find(|message| is_injected_memory(message))
+        .expect("memory was recalled");
+    let Message::User { content } = block else {
+        unreachable!()
+    };
+    assert!(
+        content.contains("- [semantic] I prefer green tea: I prefer green tea"),
+        "{content}"
+    );
+    assert!(content.contains("untrusted user memory"));
+}
+
+#[tokio::test]
+async fn a_failed_turn_captures_nothing() {
+    let mut m = memory_fixture().await;
+    m.f.llm.push_error(LlmError::Status {
+        provider: crate::llm::ProviderId::OpenAi,
+        status: 402,
+        message: "no money".into(),
+        retry_after: None,
+    });
+    let (outcome, _) =
+        m.f.run(skills("chat-a", "Remember that I prefer green tea"))
+            .await;
+    assert_eq!(outcome.status, TurnStatus::Failed);
+    assert_eq!(m.worker.run_queued().await, 0);
+    assert!(active(&m.memory).await.is_empty());
+}
+
+#[tokio::test]
+async fn search_memory_finds_stored_facts() {
+    let m = memory_fixture().await;
+    m.memory
+        .create_fact(NewFact {
+            owner: "local".into(),
+            scope: Scope::global(),
+            kind: crate::memory::Kind::Preference,
+            title: "Editor".into(),
+            body: "The person edits code in helix".into(),
+            canonical_key: None,
+            confidence: 1.0,
+            importance: None,
+            pinned: false,
+        })
+        .await
+        .unwrap();
+    m.f.llm.push_tool_calls(vec![call(
+        "c1",
+        "SearchMemory",
+        json!({"semanticQuery": "code editor", "lexicalHints": ["editor", "helix"]}),
+    )]);
+    m.f.llm.push_text("You use helix.");
+    let (outcome, _) = m.f.run(skills("chat-a", "What editor do I use?")).await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let result = outcome
+        .history
+        .iter()
+        .find_map(|message| match message {
+            Message::Tool { name, content, .. } if name == "SearchMemory" => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["error"], serde_json::Value::Null);
+    assert_eq!(result["facts"][0]["title"], "Editor");
+    assert_eq!(result["facts"][0]["scope"], "global");
+    assert_eq!(result["facts"][0]["kind"], "PREFERENCE");
+}
+
+#[tokio::test]
+async fn forgetting_a_chat_deletes_its_session_facts_and_closes_its_scope() {
+    let mut m = memory_fixture().await;
+    for (scope, title) in [(Scope::session("chat-a"), "Plan"), (Scope::global(), "Tea")] {
+        m.memory
+            .create_fact(NewFact {
+                owner: "local".into(),
+                scope,
+                kind: crate::memory::Kind::EpisodeNote,
+                title: title.into(),
+                body: format!("{title} body"),
+                canonical_key: None,
+                confidence: 1.0,
+                importance: None,
+                pinned: false,
+            })
+            .await
+            .unwrap();
+    }
+    // A turn finished before the cleanup, its capture still queued.
+    m.f.llm.push_text("Noted.");
+    m.f.run(skills("chat-a", "Remember that the trip is in May"))
+        .await;
+    m.f.agents.forget_chat("chat-a").await.unwrap();
+    m.worker.run_queued().await;
+    let titles: Vec<String> = active(&m.memory)
+        .await
+        .into_iter()
+        .map(|f| f.title)
+        .collect();
+    // The explicit fact is global, so it is kept; the session's own facts are gone.
+    assert!(titles.contains(&"Tea".to_owned()), "{titles:?}");
+    assert!(!titles.contains(&"Plan".to_owned()), "{titles:?}");
+    let retired = m
+        .memory
+        .list(Filter {
+            owner: "local".into(),
+            statuses: vec![Status::Retired],
+            scopes: vec![Scope::session("chat-a")],
+            limit: 10,
+            ..Filter::default()
+        })
+        .await
+        .unwrap();
+    assert!(retired.is_empty());
+}

@@ -1,0 +1,906 @@
+//! Long-term memory (original §6): facts about the person and their work, remembered across
+//! conversations, recalled when they matter, forgotten on request.
+//!
+//! - [`model`]: scopes, kinds, retentions, canonical keys, content hashes; [`facts`] and
+//!   [`vectors`]: the `memory_*` tables; [`text`]: stemmed text for the FTS5 index.
+//! - [`recall`]: exact, lexical (FTS5, bm25), dense (cosine) and priority candidates fused by
+//!   weighted reciprocal rank, cut to a budget and rendered as untrusted data.
+//! - [`capture`] and [`intent`]: what a finished turn adds, forgets or deletes;
+//!   [`redaction`]: secrets and private details removed before anything is stored.
+//! - [`embedder`]: the [`Embedder`] seam, provider embeddings and a deterministic hash
+//!   embedder; [`writer`]: the LLM writer that proposes facts after a turn.
+//!
+//! Invariants: everything stored is redacted first; one active fact per (owner, scope,
+//! canonical key), a new one supersedes the old; a forgotten fact leaves a tombstone that stops
+//! capture from storing it again, and a cleaned-up conversation's scope is closed the same way
+//! (checked in the transaction that would store, so a capture racing the cleanup cannot bring
+//! a fact back); captures run one at a time; a failed embedding never fails a write or a
+//! recall (the fact stays lexically findable and its job is retried).
+
+pub mod capture;
+pub mod embedder;
+pub mod facts;
+pub mod index;
+pub mod intent;
+pub mod model;
+pub mod recall;
+pub mod redaction;
+pub mod text;
+pub mod vectors;
+pub mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+pub use capture::{Candidate, Evidence, EvidenceKind, NoWriter, TurnRecord, Writer, WriterError};
+pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder, ProviderEmbedder};
+pub use model::{Context, Fact, Kind, Retention, Scope, Status};
+pub use recall::{Selected, Trace};
+pub use writer::{FixedWriterModel, LlmWriter, WriterModel};
+
+use self::facts::{EvidenceRef, Filter, NewSourceEvent, Tombstone};
+use self::index::{DenseQuery, VectorIndex};
+use self::intent::Intent;
+use self::model::{SCOPE_CLOSED_SUBJECT, content_hash, normalize_canonical_key, subject_key};
+use self::redaction::redact;
+use crate::store::codec::{now, to_time};
+use crate::store::{Store, StoreError};
+
+/// Attempts of an embedding job before it is given up.
+pub const MAX_EMBED_ATTEMPTS: u32 = 5;
+/// Attempts of the writer per turn, and the pauses between them.
+const WRITER_ATTEMPTS: usize = 3;
+const WRITER_PAUSES: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(1)];
+/// Active facts per scope a forget request looks through for a title match.
+const FORGET_SCAN: usize = 100;
+
+/// Why a memory operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// No such fact.
+    #[error("memory fact {0} not found")]
+    NotFound(String),
+    /// The request is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// The writer failed and there was nothing explicit to fall back on.
+    #[error(transparent)]
+    Writer(#[from] WriterError),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for MemoryError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Store(StoreError::Sqlite(error))
+    }
+}
+
+/// A fact to store by hand (`created_by` = `user`).
+#[derive(Debug, Clone)]
+pub struct NewFact {
+    /// Whose.
+    pub owner: String,
+    /// Where it applies.
+    pub scope: Scope,
+    /// What it is.
+    pub kind: Kind,
+    /// Short title.
+    pub title: String,
+    /// The fact.
+    pub body: String,
+    /// A controlled key (dropped when it does not normalise).
+    pub canonical_key: Option<String>,
+    /// 0..1 (1 for facts the person wrote).
+    pub confidence: f64,
+    /// 0..1 (`None`: the confidence).
+    pub importance: Option<f64>,
+    /// Whether it is pinned.
+    pub pinned: bool,
+}
+
+/// What memory is made of.
+pub struct MemoryParts {
+    /// The database.
+    pub store: Store,
+    /// Dense recall's embedder (`None`: lexical recall only).
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// What proposes facts after a turn.
+    pub writer: Arc<dyn Writer>,
+}
+
+struct Inner {
+    store: Store,
+    embedder: Option<Arc<dyn Embedder>>,
+    writer: Arc<dyn Writer>,
+    capture: tokio::sync::Mutex<()>,
+    /// Wakes the embedding retry loop when a job fails (so it learns its due time).
+    retry: tokio::sync::Notify,
+    /// The embedder's vectors in memory (dense recall).
+    vectors: Arc<std::sync::RwLock<VectorIndex>>,
+}
+
+/// The query's vector, from the embedder's model.
+#[derive(Debug, Clone)]
+struct QueryVector {
+    model: String,
+    vector: Vec<f32>,
+}
+
+/// Long-term memory. Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field(
+                "embedder",
+                &self.inner.embedder.as_ref().map(|e| e.model().to_owned()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a stored fact needs besides its content.
+struct FactSpec<'a> {
+    owner: &'a str,
+    scope: Scope,
+    kind: Kind,
+    title: String,
+    body: String,
+    canonical_key: Option<String>,
+    confidence: f64,
+    importance: f64,
+    pinned: bool,
+    created_by: &'a str,
+}
+
+fn build_fact(spec: FactSpec<'_>) -> Fact {
+    let at = to_time(now());
+    let scope = spec.scope.normalized();
+    Fact {
+        id: uuid::Uuid::now_v7().to_string(),
+        owner: spec.owner.to_owned(),
+        retention: scope.retention(),
+        scope,
+        kind: spec.kind,
+        content_hash: content_hash(
+            spec.kind,
+            spec.canonical_key.as_deref(),
+            &spec.title,
+            &spec.body,
+        ),
+        title: spec.title,
+        body: spec.body,
+        canonical_key: spec.canonical_key,
+        status: Status::Active,
+        confidence: spec.confidence,
+        importance: spec.importance.clamp(0.0, 1.0),
+        pinned: spec.pinned,
+        created_by: spec.created_by.to_owned(),
+        created_at: at.clone(),
+        updated_at: at,
+        supersedes_fact_id: None,
+    }
+}
+
+/// The single fact a forget request names: by canonical key, else by exact title or key.
+fn forget_match(
+    connection: &Connection,
+    owner: &str,
+    scopes: &[Scope],
+    target: &str,
+) -> rusqlite::Result<Option<Fact>> {
+    let target = target.trim().trim_end_matches(['.', '!', '?', ';']).trim();
+    if target.is_empty() {
+        return Ok(None);
+    }
+    let mut matches: Vec<Fact> = Vec::new();
+    if let Some(key) = normalize_canonical_key(target) {
+        for scope in scopes {
+            matches.extend(facts::find_active_by_key(connection, owner, scope, &key)?);
+        }
+    } else {
+        let lower = target.to_lowercase();
+        for scope in scopes {
+            let recent = facts::list(
+                connection,
+                &Filter {
+                    owner: owner.to_owned(),
+                    scopes: vec![scope.clone()],
+                    limit: FORGET_SCAN,
+                    ..Filter::default()
+                },
+            )?;
+            matches.extend(recent.into_iter().filter(|fact| {
+                fact.title.trim().to_lowercase() == lower
+                    || fact.canonical_key.as_deref().map(str::trim) == Some(lower.as_str())
+            }));
+        }
+    }
+    matches.sort_by(|a, b| a.id.cmp(&b.id));
+    matches.dedup_by(|a, b| a.id == b.id);
+    Ok(if matches.len() == 1 {
+        matches.pop()
+    } else {
+        None
+    })
+}
+
+impl Memory {
+    /// Memory over `parts`.
+    pub fn new(parts: MemoryParts) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store: parts.store,
+                embedder: parts.embedder,
+                writer: parts.writer,
+                capture: tokio::sync::Mutex::new(()),
+                retry: tokio::sync::Notify::new(),
+                vectors: Arc::default(),
+            }),
+        }
+    }
+
+    /// Memory with lexical recall only and no writer.
+    pub fn lexical(store: Store) -> Self {
+        Self::new(MemoryParts {
+            store,
+            embedder: None,
+            writer: Arc::new(NoWriter),
+        })
+    }
+
+    /// The embedder's model, if there is one.
+    pub fn embedding_model(&self) -> Option<&str> {
+        self.inner
+            .embedder
+            .as_deref()
+            .map(|embedder| embedder.model())
+    }
+
+    /// Stores a fact the person wrote, with a `manual` source event as its evidence; a fact
+    /// holding the same canonical key in the scope is superseded.
+    pub async fn create_fact(&self, new: NewFact) -> Result<Fact, MemoryError> {
+        let title = redact(new.title.trim());
+        let body = redact(new.body.trim());
+        if title.is_empty() || body.is_empty() {
+            return Err(MemoryError::Invalid(
+                "a fact needs a title and a body".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&new.confidence)
+            || new.importance.is_some_and(|i| !(0.0..=1.0).contains(&i))
+        {
+            return Err(MemoryError::Invalid(
+                "confidence and importance must be between 0 and 1".into(),
+            ));
+        }
+        let mut fact = build_fact(FactSpec {
+            owner: &new.owner,
+            scope: new.scope,
+            kind: new.kind,
+            canonical_key: new
+                .canonical_key
+                .as_deref()
+                .and_then(normalize_canonical_key),
+            confidence: new.confidence,
+            importance: new.importance.unwrap_or(new.confidence),
+            pinned: new.pinned,
+            created_by: "user",
+            title,
+            body,
+        });
+        let model = self.embedding_model().map(str::to_owned);
+        let fact = self
+            .inner
+            .store
+            .write(move |tx| -> Result<Fact, MemoryError> {
+                let metadata = serde_json::json!({"kind": fact.kind, "title": fact.title});
+                let source = facts::insert_source_event(
+                    tx,
+                    &NewSourceEvent {
+                        owner: &fact.owner,
+                        scope: &fact.scope,
+                        source_type: "manual",
+                        source_ref: None,
+                        text: &format!("{}\n{}", fact.title, fact.body),
+                        metadata_json: &metadata.to_string(),
+                    },
+                )?;
+                let evidence = [EvidenceRef {
+                    source_event_id: source,
+                    evidence_text: Some(fact.body.clone()),
+                }];
+                facts::insert(tx, &mut fact, &evidence)?;
+                if let Some(model) = &model {
+                    vectors::enqueue(tx, &fact, model)?;
+                }
+                Ok(fact)
+            })
+            .await?;
+        self.embed_fact(&fact).await;
+        Ok(fact)
+    }
+
+    /// One fact.
+    pub async fn get(&self, fact_id: &str) -> Result<Option<Fact>, MemoryError> {
+        let id = fact_id.to_owned();
+        self.inner
+            .store
+            .read(move |connection| Ok(facts::get(connection, &id)?))
+            .await
+    }
+
+    /// Facts matching `filter`, most recently updated first.
+    pub async fn list(&self, filter: Filter) -> Result<Vec<Fact>, MemoryError> {
+        self.inner
+            .store
+            .read(move |connection| Ok(facts::list(connection, &filter)?))
+            .await
+    }
+
+    /// Retires a fact (kept, never recalled).
+    pub async fn retire(&self, fact_id: &str) -> Result<(), MemoryError> {
+        let id = fact_id.to_owned();
+        let found = self
+            .inner
+            .store
+            .write(move |tx| Ok::<_, MemoryError>(facts::set_status(tx, &id, Status::Retired)?))
+            .await?;
+        found
+            .then_some(())
+            .ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))
+    }
+
+    /// Deletes a fact with its evidence and vector.
+    pub async fn delete(&self, fact_id: &str) -> Result<(), MemoryError> {
+        let id = fact_id.to_owned();
+        let found = self
+            .inner
+            .store
+            .write(move |tx| Ok::<_, MemoryError>(facts::delete(tx, &id)?))
+            .await?;
+        found
+            .then_some(())
+            .ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))
+    }
+
+    async fn query_vector(&self, text: &str) -> Option<QueryVector> {
+        let embedder = self.inner.embedder.as_ref()?;
+        if text.trim().is_empty() {
+            return None;
+        }
+        match embedder
+            .embed(vec![text.to_owned()], EmbedRole::Query)
+            .await
+        {
+            Ok(mut vectors) if vectors.len() == 1 => {
+                let vector = vectors.pop().filter(|vector| !vector.is_empty())?;
+                Some(QueryVector {
+                    model: embedder.model().to_owned(),
+                    vector,
+                })
+            }
+            Ok(_) => {
+                tracing::warn!(
+                    "the embedder answered the wrong number of vectors; lexical recall only"
+                );
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not embed the memory query; lexical recall only");
+                None
+            }
+        }
+    }
+
+    /// Chooses facts for a query (see [`recall`]) and counts their retrieval.
+    pub async fn select(
+        &self,
+        query: recall::Query<'_>,
+    ) -> Result<(Vec<Selected>, Trace), MemoryError> {
+        let vector = self.query_vector(query.semantic_query).await;
+        let owned = OwnedQuery::from(&query);
+        let index = Arc::clone(&self.inner.vectors);
+        let (selected, trace) = self
+            .inner
+            .store
+            .read(move |connection| {
+                let query = owned.borrow();
+                let dense = match &vector {
+                    Some(vector) => dense_candidates(connection, &index, &query, vector)?,
+                    None => Vec::new(),
+                };
+                Ok::<_, MemoryError>(recall::select(connection, &query, dense)?)
+            })
+            .await?;
+        let ids: Vec<String> = selected
+            .iter()
+            .map(|chosen| chosen.fact.id.clone())
+            .collect();
+        if !ids.is_empty()
+            && let Err(error) = self
+                .inner
+                .store
+                .write(move |tx| Ok::<_, MemoryError>(facts::record_retrieval(tx, &ids)?))
+                .await
+        {
+            tracing::warn!(%error, "could not record memory retrieval stats");
+        }
+        Ok((selected, trace))
+    }
+
+    /// Automatic recall for a turn's input: at most `max_facts` (1..32) within 700 tokens of
+    /// the context's scopes; returns the prompt block (empty for none) and the facts.
+    pub async fn recall(
+        &self,
+        context: &Context,
+        input: &str,
+        max_facts: usize,
+    ) -> Result<(String, Vec<Selected>), MemoryError> {
+        if input.trim().is_empty() {
+            return Ok((String::new(), Vec::new()));
+        }
+        let hints = [input.to_owned()];
+        let (selected, _) = self
+            .select(recall::Query {
+                context,
+                semantic_query: input,
+                lexical_hints: &hints,
+                max_facts: max_facts.clamp(1, recall::AUTOMATIC_MAX_FACTS_LIMIT),
+                token_budget: recall::AUTOMATIC_TOKEN_BUDGET,
+                scopes: None,
+            })
+            .await?;
+        Ok((recall::render(&selected), selected))
+    }
+
+    /// An explicit search of global memory and the context's session, within 1,400 tokens.
+    pub async fn search(
+        &self,
+        context: &Context,
+        semantic_query: &str,
+        lexical_hints: &[String],
+        max_facts: usize,
+    ) -> Result<Vec<Selected>, MemoryError> {
+        let mut scopes = vec![Scope::global()];
+        scopes.extend(context.session.as_deref().map(Scope::session));
+        let (selected, _) = self
+            .select(recall::Query {
+                context,
+                semantic_query,
+                lexical_hints,
+                max_facts,
+                token_budget: recall::SEARCH_TOKEN_BUDGET,
+                scopes: Some(scopes),
+            })
+            .await?;
+        Ok(selected)
+    }
+
+    /// Acts on a "forget" (retire and tombstone) or "delete from memory" (delete) request
+    /// naming one fact by canonical key or exact title; how many facts it touched (0 or 1).
+    pub async fn forget_from_text(
+        &self,
+        context: &Context,
+        text: &str,
+        hard: bool,
+    ) -> Result<usize, MemoryError> {
+        let owner = context.owner.clone();
+        let scopes = context.retrieval_scopes();
+        let target = intent::forget_target(text);
+        self.inner
+            .store
+            .write(move |tx| -> Result<usize, MemoryError> {
+                let Some(fact) = forget_match(tx, &owner, &scopes, &target)? else {
+                    return Ok(0);
+                };
+                if hard {
+                    facts::delete(tx, &fact.id)?;
+                } else {
+                    facts::set_status(tx, &fact.id, Status::Retired)?;
+                    facts::insert_tombstone(
+                        tx,
+                        &Tombstone {
+                            owner: &fact.owner,
+                            scope: &fact.scope,
+                            canonical_key: fact.canonical_key.as_deref(),
+                            subject_key: subject_key(&fact.title).as_deref(),
+                            reason: "explicit_forget",
+                        },
+                    )?;
+                }
+                Ok(1)
+            })
+            .await
+    }
+
+    /// Closes a conversation's session scope for capture and deletes its facts (session and
+    /// legacy chat scopes), in one transaction; how many facts went.
+    pub async fn close_session(&self, owner: &str, chat_id: &str) -> Result<usize, MemoryError> {
+        let owner = owner.to_owned();
+        let chat_id = chat_id.to_owned();
+        self.inner
+            .store
+            .write(move |tx| -> Result<usize, MemoryError> {
+                let session = Scope::session(&chat_id);
+                facts::insert_tombstone(
+                    tx,
+                    &Tombstone {
+                        owner: &owner,
+                        scope: &session,
+                        canonical_key: None,
+                        subject_key: Some(SCOPE_CLOSED_SUBJECT),
+                        reason: "scope_closed",
+                    },
+                )?;
+                Ok(facts::delete_scope(tx, &owner, &session)?
+                    + facts::delete_scope(tx, &owner, &Scope::chat(&chat_id))?)
+            })
+            .await
+    }
+
+    async fn writer_candidates(
+        &self,
+        turn: &TurnRecord,
+        explicit: bool,
+    ) -> Result<Vec<Candidate>, MemoryError> {
+        let fallback = if explicit {
+            capture::remember_candidate(turn)
+        } else {
+            None
+        };
+        let mut failure = None;
+        for attempt in 0..WRITER_ATTEMPTS {
+            match self.inner.writer.candidates(turn).await {
+                Ok(candidates) if candidates.is_empty() => {
+                    return Ok(fallback.into_iter().collect());
+                }
+                Ok(candidates) => return Ok(candidates),
+                Err(error) => {
+                    tracing::debug!(%error, attempt, "the memory writer failed");
+                    failure = Some(error);
+                    if let Some(pause) = WRITER_PAUSES.get(attempt) {
+                        tokio::time::sleep(*pause).await;
+                    }
+                }
+            }
+        }
+        match (fallback, failure) {
+            (Some(fallback), _) => Ok(vec![fallback]),
+            (None, Some(error)) => Err(error.into()),
+            (None, None) => Ok(Vec::new()),
+        }
+    }
+
+    /// Captures what a finished turn should add to memory (see [`capture`]); returns the facts
+    /// stored. Captures run one at a time.
+    pub async fn capture(&self, turn: TurnRecord) -> Result<Vec<Fact>, MemoryError> {
+        let _serial = self.inner.capture.lock().await;
+        let intent = intent::parse(&turn.user_message);
+        match intent {
+            Intent::DoNotCapture => return Ok(Vec::new()),
+            Intent::Forget | Intent::Delete => {
+                self.forget_from_text(&turn.context, &turn.user_message, intent == Intent::Delete)
+                    .await?;
+                return Ok(Vec::new());
+            }
+            Intent::Remember | Intent::None => {}
+        }
+        let explicit = intent == Intent::Remember;
+        let candidates = self.writer_candidates(&turn, explicit).await?;
+        let accepted = capture::accept(&turn, candidates, explicit);
+        if accepted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let text = capture::source_text(&turn);
+        let model = self.embedding_model().map(str::to_owned);
+        let created = self
+            .inner
+            .store
+            .write(move |tx| store_captured(tx, &turn, &accepted, &text, model.as_deref()))
+            .await?;
+        for fact in &created {
+            self.embed_fact(fact).await;
+        }
+        Ok(created)
+    }
+
+    async fn embed_fact(&self, fact: &Fact) {
+        let Some(embedder) = self.inner.embedder.clone() else {
+            return;
+        };
+        let job = vectors::Job {
+            fact_id: fact.id.clone(),
+            model: embedder.model().to_owned(),
+            content_hash: fact.content_hash.clone(),
+            attempts: 0,
+            text: vectors::embedding_text(fact),
+        };
+        self.run_job(embedder.as_ref(), job).await;
+    }
+
+    async fn run_job(&self, embedder: &dyn Embedder, job: vectors::Job) -> bool {
+        let outcome = match embedder
+            .embed(vec![job.text.clone()], EmbedRole::Document)
+            .await
+        {
+            Ok(mut vectors) if vectors.len() == 1 => match vectors.pop() {
+                Some(vector) if !vector.is_empty() => Ok(vector),
+                _ => Err(EmbedError::new(
+                    "empty_vector",
+                    "the embedder returned an empty vector",
+                )),
+            },
+            Ok(_) => Err(EmbedError::new(
+                "vector_count",
+                "the embedder returned the wrong number of vectors",
+            )),
+            Err(error) => Err(error),
+        };
+        let index = Arc::clone(&self.inner.vectors);
+        let write = self.inner.store.write(move |tx| -> Result<bool, MemoryError> {
+            match outcome {
+                Ok(vector) => {
+                    let stored = vectors::store_vector(
+                        tx,
+                        &job.fact_id,
+                        &job.model,
+                        &job.content_hash,
+                        &vector,
+                    )?;
+                    if stored && let Some(fact) = facts::get(tx, &job.fact_id)? {
+                        index
+                            .write()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .put(&job.model, &fact, &vector);
+                    }
+                    Ok(stored)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, fact_id = %job.fact_id, "embedding a memory fact failed");
+                    vectors::fail_job(tx, &job, &error.code, MAX_EMBED_ATTEMPTS)?;
+                    Ok(false)
+                }
+            }
+        });
+        match write.await {
+            Ok(stored) => {
+                if !stored {
+                    self.inner.retry.notify_one();
+                }
+                stored
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not record a memory embedding");
+                false
+            }
+        }
+    }
+
+    /// Runs up to `limit` embedding jobs that are due; how many stored a vector.
+    pub async fn embed_pending(&self, limit: usize) -> Result<usize, MemoryError> {
+        let Some(embedder) = self.inner.embedder.clone() else {
+            return Ok(0);
+        };
+        let model = embedder.model().to_owned();
+        let jobs = self
+            .inner
+            .store
+            .read(move |connection| {
+                Ok::<_, MemoryError>(vectors::due_jobs(connection, &model, limit)?)
+            })
+            .await?;
+        let mut stored = 0;
+        for job in jobs {
+            if self.run_job(embedder.as_ref(), job).await {
+                stored += 1;
+            }
+        }
+        Ok(stored)
+    }
+}
+
+impl Memory {
+    /// Retries failed embedding jobs when they fall due, until `shutdown` fires. Sleeps while
+    /// nothing is pending (a failure wakes it); does nothing without an embedder.
+    pub async fn retry_embeddings(self, shutdown: tokio_util::sync::CancellationToken) {
+        let Some(model) = self.embedding_model().map(str::to_owned) else {
+            return;
+        };
+        loop {
+            if let Err(error) = self.embed_pending(RETRY_BATCH).await {
+                tracing::warn!(%error, "memory embedding retries failed");
+            }
+            let model = model.clone();
+            let due = self
+                .inner
+                .store
+                .read(move |connection| {
+                    Ok::<_, MemoryError>(vectors::next_due(connection, &model)?)
+                })
+                .await;
+            let wait = match due {
+                Ok(Some(due)) => crate::store::codec::from_time("next_attempt_at", &due)
+                    .ok()
+                    .and_then(|due| (due - now()).to_std().ok())
+                    .unwrap_or(Duration::ZERO)
+                    .max(MIN_RETRY_WAIT),
+                Ok(None) => Duration::MAX,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read memory embedding jobs");
+                    MAX_RETRY_WAIT
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = self.inner.retry.notified() => {}
+                () = tokio::time::sleep(wait.min(MAX_RETRY_WAIT)), if wait != Duration::MAX => {}
+            }
+        }
+    }
+}
+
+/// Jobs retried per round.
+const RETRY_BATCH: usize = 32;
+/// The shortest and longest sleep of the retry loop.
+const MIN_RETRY_WAIT: Duration = Duration::from_secs(1);
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(3600);
+
+/// Stores accepted candidates with one source event (removed again if nothing was stored);
+/// tombstones and closed scopes are checked here, inside the write.
+fn store_captured(
+    tx: &Connection,
+    turn: &TurnRecord,
+    accepted: &[capture::Accepted],
+    text: &str,
+    model: Option<&str>,
+) -> Result<Vec<Fact>, MemoryError> {
+    let owner = turn.context.owner.as_str();
+    let source_scope = turn
+        .context
+        .session
+        .as_deref()
+        .map_or_else(Scope::global, Scope::session);
+    let metadata = serde_json::json!({
+        "conversationId": turn.context.session,
+        "turnId": turn.turn_id,
+    });
+    let source = facts::insert_source_event(
+        tx,
+        &NewSourceEvent {
+            owner,
+            scope: &source_scope,
+            source_type: "turn",
+            source_ref: turn.turn_id.as_deref().or(turn.context.session.as_deref()),
+            text,
+            metadata_json: &metadata.to_string(),
+        },
+    )?;
+    let mut created = Vec::new();
+    for item in accepted {
+        let candidate = &item.candidate;
+        let title = redact(candidate.title.trim());
+        if facts::is_scope_closed(tx, owner, &item.scope)?
+            || facts::has_tombstone(
+                tx,
+                owner,
+                &item.scope,
+                item.canonical_key.as_deref(),
+                subject_key(&title).as_deref(),
+            )?
+        {
+            continue;
+        }
+        let mut fact = build_fact(FactSpec {
+            owner,
+            scope: item.scope.clone(),
+            kind: candidate.kind,
+            body: redact(candidate.body.trim()),
+            title,
+            canonical_key: item.canonical_key.clone(),
+            confidence: candidate.confidence,
+            importance: candidate.importance.unwrap_or(candidate.confidence),
+            pinned: false,
+            created_by: "writer",
+        });
+        let evidence = [EvidenceRef {
+            source_event_id: source.clone(),
+            evidence_text: Some(redact(candidate.evidence_text.trim())),
+        }];
+        facts::insert(tx, &mut fact, &evidence)?;
+        if let Some(model) = model {
+            vectors::enqueue(tx, &fact, model)?;
+        }
+        created.push(fact);
+    }
+    if created.is_empty() {
+        facts::delete_source_event_if_unused(tx, &source)?;
+    }
+    Ok(created)
+}
+
+/// Dense candidates from the vector index, loading it first if it holds another model or
+/// dimension.
+fn dense_candidates(
+    connection: &Connection,
+    index: &std::sync::RwLock<VectorIndex>,
+    query: &recall::Query<'_>,
+    vector: &QueryVector,
+) -> rusqlite::Result<Vec<Fact>> {
+    if query.semantic_query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let needs_load = index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .needs_load(&vector.model, vector.vector.len());
+    if needs_load {
+        index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .load(connection, &vector.model, vector.vector.len())?;
+    }
+    let scopes = recall::query_scopes(query);
+    let hits = index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .search(
+            connection,
+            &DenseQuery {
+                owner: &query.context.owner,
+                scopes: &scopes,
+                model: &vector.model,
+                vector: &vector.vector,
+                min_score: recall::DENSE_MIN_SCORE,
+                limit: recall::DENSE_LIMIT,
+            },
+        )?;
+    Ok(hits.into_iter().map(|(fact, _)| fact).collect())
+}
+
+/// A [`recall::Query`] that can move into a blocking task.
+struct OwnedQuery {
+    context: Context,
+    semantic_query: String,
+    lexical_hints: Vec<String>,
+    max_facts: usize,
+    token_budget: usize,
+    scopes: Option<Vec<Scope>>,
+}
+
+impl From<&recall::Query<'_>> for OwnedQuery {
+    fn from(query: &recall::Query<'_>) -> Self {
+        Self {
+            context: query.context.clone(),
+            semantic_query: query.semantic_query.to_owned(),
+            lexical_hints: query.lexical_hints.to_vec(),
+            max_facts: query.max_facts,
+            token_budget: query.token_budget,
+            scopes: query.scopes.clone(),
+        }
+    }
+}
+
+impl OwnedQuery {
+    fn borrow(&self) -> recall::Query<'_> {
+        recall::Query {
+            context: &self.context,
+            semantic_query: &self.semantic_query,
+            lexical_hints: &self.lexical_hints,
+            max_facts: self.max_facts,
+            token_budget: self.token_budget,
+            scopes: self.scopes.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
