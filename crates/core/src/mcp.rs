@@ -9,3 +9,4 @@
 
 pub mod extension;
 pub(crate) mod server;
+pub(crate) mod client;

@@ -27,6 +27,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
+use crate::mcp::client::{McpClientParts, McpClients};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
@@ -125,6 +126,7 @@ struct State {
     stopping: AtomicBool,
     tasks: TaskTracker,
     mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
+    mcp_clients: McpClients,
 }
 
 impl Runtime {
@@ -184,6 +186,13 @@ impl Runtime {
         gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
+        let mcp_clients = McpClients::new(McpClientParts {
+            config: config.clone(),
+            gate: gate.clone(),
+            lookup: Arc::clone(&environment),
+            inherited: sandbox.inherited_environment().to_vec(),
+        });
+        tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
@@ -235,6 +244,7 @@ impl Runtime {
                 stopping: AtomicBool::new(false),
                 tasks,
                 mcp_extension: options.mcp_extension,
+                mcp_clients,
             }),
         };
         handle
@@ -293,6 +303,11 @@ impl RuntimeHandle {
     /// What the MCP server serves beside Souz's tools (see [`RuntimeOptions::mcp_extension`]).
     pub fn mcp_extension(&self) -> Option<Arc<dyn crate::mcp::extension::McpExtension>> {
         self.state.mcp_extension.clone()
+    }
+
+    /// The sessions with external MCP servers.
+    pub(crate) fn mcp_clients(&self) -> &McpClients {
+        &self.state.mcp_clients
     }
 
     /// The approval service (pending approvals, decisions, grants).

@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod identity;
 pub mod llm;
+pub mod mcp;
 pub mod system;
 pub mod tools;
 
@@ -30,6 +31,7 @@ pub use clients::{
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
+pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
 };
