@@ -31,10 +31,10 @@ pub use clients::{
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
-pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
 };
+pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,
     LocalUser, ModelCapability, RouteIndex, SandboxStatus, ToolCapability,

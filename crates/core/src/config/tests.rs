@@ -280,15 +280,24 @@ fn mcp_servers_are_tables_checked_with_positions() {
     let rendered = rendered(&problems);
     assert_eq!(rendered.len(), 1, "{rendered:?}");
     assert!(rendered[0].starts_with("config.toml:3:1:"), "{rendered:?}");
-    assert!(rendered[0].contains("unknown field `timeout`"), "{rendered:?}");
-
-    let problems = parse("[mcp.servers.web]\nurl = \"https://x\"\ncommand = \"npx\"\n").unwrap_err();
     assert!(
-        rendered_contains(&problems, "server `web`: set either `command` or `url`, not both"),
+        rendered[0].contains("unknown field `timeout`"),
+        "{rendered:?}"
+    );
+
+    let problems =
+        parse("[mcp.servers.web]\nurl = \"https://x\"\ncommand = \"npx\"\n").unwrap_err();
+    assert!(
+        rendered_contains(
+            &problems,
+            "server `web`: set either `command` or `url`, not both"
+        ),
         "{problems:?}"
     );
 }
 
 fn rendered_contains(problems: &[Problem], needle: &str) -> bool {
-    problems.iter().any(|problem| problem.to_string().contains(needle))
+    problems
+        .iter()
+        .any(|problem| problem.to_string().contains(needle))
 }

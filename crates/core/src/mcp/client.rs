@@ -22,9 +22,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{Peer, ServiceError};
-use rmcp::RoleClient;
 use souz_protocol::McpServerStatus;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -233,7 +233,9 @@ impl Server {
                 return Err(format!(
                     "the MCP server `{}` is unavailable ({error}); Souz tries again in {} s",
                     self.name,
-                    at.saturating_duration_since(Instant::now()).as_secs().max(1)
+                    at.saturating_duration_since(Instant::now())
+                        .as_secs()
+                        .max(1)
                 ));
             }
         }
@@ -287,7 +289,9 @@ impl Server {
     /// Forgets the session of `generation` (broken); the next call starts a new one at once.
     async fn drop_session(&self, generation: u64) {
         let mut slot = self.session.lock().await;
-        if slot.as_ref().is_some_and(|live| live.generation == generation)
+        if slot
+            .as_ref()
+            .is_some_and(|live| live.generation == generation)
             && let Some(old) = slot.take()
         {
             close(old.session).await;
@@ -349,7 +353,8 @@ impl Server {
         loop {
             attempt += 1;
             let (peer, generation) = self.peer().await.map_err(ToolError::Failed)?;
-            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+            let params =
+                CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
             let answer = tokio::select! {
                 answer = tokio::time::timeout(limit, peer.call_tool(params)) => answer,
                 () = cancel.cancelled() => return Err(ToolError::Cancelled),

@@ -96,7 +96,9 @@ impl McpServerConfig {
         let has_url = !self.url.trim().is_empty();
         match (self.is_stdio(), has_url) {
             (true, true) => problem("set either `command` or `url`, not both".into()),
-            (false, false) => problem("set `command` (a program) or `url` (streamable HTTP)".into()),
+            (false, false) => {
+                problem("set `command` (a program) or `url` (streamable HTTP)".into())
+            }
             _ => {}
         }
         if has_url {
@@ -176,7 +178,11 @@ mod tests {
         };
         let problems = server.check("bad__name");
         assert_eq!(problems.len(), 6, "{problems:?}");
-        assert!(problems.iter().all(|p| p.starts_with("server `bad__name`: ")));
+        assert!(
+            problems
+                .iter()
+                .all(|p| p.starts_with("server `bad__name`: "))
+        );
         assert!(McpServerConfig::default().check("x")[0].contains("set `command`"));
     }
 

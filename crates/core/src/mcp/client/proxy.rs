@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(tool_name("files", "read", &mut taken), "mcp__files__read");
         assert_eq!(tool_name("files", "read", &mut taken), "mcp__files__read_2");
         assert_eq!(tool_name("files", "re.ad", &mut taken), "mcp__files__re_ad");
-        assert_eq!(tool_name("files", "re ad", &mut taken), "mcp__files__re_ad_2");
+        assert_eq!(
+            tool_name("files", "re ad", &mut taken),
+            "mcp__files__re_ad_2"
+        );
         let long = tool_name("files", &"x".repeat(100), &mut taken);
         assert_eq!(long.len(), MAX_NAME_LENGTH);
         let again = tool_name("files", &"x".repeat(100), &mut taken);
