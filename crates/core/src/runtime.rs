@@ -189,6 +189,7 @@ impl Runtime {
         let mcp_clients = McpClients::new(McpClientParts {
             config: config.clone(),
             gate: gate.clone(),
+            store: store.clone(),
             lookup: Arc::clone(&environment),
             inherited: sandbox.inherited_environment().to_vec(),
         });

@@ -513,6 +513,14 @@ impl Policy {
                 reason: format!("the command would run unconfined ({reason})"),
             };
         }
+        if let Some(reason) = facts.targets.iter().find_map(|target| match target {
+            CallTarget::Untrusted { reason } => Some(reason),
+            _ => None,
+        }) {
+            return Decision::Ask {
+                reason: reason.clone(),
+            };
+        }
         if facts
             .targets
             .iter()

@@ -15,6 +15,7 @@
 
 pub(crate) mod connection;
 pub(crate) mod proxy;
+pub(crate) mod trust;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -30,8 +31,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use self::connection::{Connect, Events, Lookup, Session};
+use self::trust::{Definition, Trust};
 use crate::config::Config;
 use crate::config::McpServerConfig;
+use crate::store::Store;
 use crate::tools::external::ExternalTool;
 use crate::tools::gate::Gate;
 use crate::tools::{ToolError, ToolOutput};
@@ -45,6 +48,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) struct McpClientParts {
     pub config: Config,
     pub gate: Gate,
+    /// Where trusted tool definitions are kept.
+    pub store: Store,
     /// The daemon's environment (`env_vars`, `bearer_token_env`).
     pub lookup: Lookup,
     /// What programs may inherit of the daemon's environment (scrubbed).
@@ -62,6 +67,7 @@ pub(crate) struct Server {
     pub(crate) name: String,
     config: McpServerConfig,
     gate: Gate,
+    store: Store,
     lookup: Lookup,
     inherited: Vec<(OsString, OsString)>,
     home: PathBuf,
@@ -94,6 +100,7 @@ impl McpClients {
         let McpClientParts {
             config,
             gate,
+            store,
             lookup,
             inherited,
         } = parts;
@@ -107,6 +114,7 @@ impl McpClients {
                     name: name.clone(),
                     config: server.clone(),
                     gate: gate.clone(),
+                    store: store.clone(),
                     lookup: Arc::clone(&lookup),
                     inherited: inherited.clone(),
                     home: config.paths.home().to_owned(),
@@ -315,22 +323,35 @@ impl Server {
             .map_err(|_| "`tools/list` did not answer in time".to_owned())?
             .map_err(|error| format!("`tools/list` failed: {error}"))?;
         let mut taken = HashSet::new();
-        let tools: Vec<ExternalTool> = listed
+        let mut tools: Vec<ExternalTool> = Vec::new();
+        for tool in listed
             .iter()
             .filter(|tool| self.config.uses_tool(&tool.name))
-            .map(|tool| {
-                let name = proxy::tool_name(&self.name, &tool.name, &mut taken);
-                ExternalTool {
-                    tool: Arc::new(proxy::ProxyTool {
-                        spec: proxy::spec(&self.name, &name, tool),
-                        server: Arc::clone(self),
-                        remote: tool.name.to_string(),
-                    }),
-                    server: self.name.clone(),
-                    exposed: self.config.expose_to_mcp_clients,
+        {
+            let definition = Definition::of(tool);
+            let untrusted = match trust::check(&self.store, &self.name, &tool.name, &definition)
+                .await
+                .map_err(|error| format!("cannot read the trusted definitions: {error}"))?
+            {
+                Trust::Trusted => None,
+                Trust::Changed { diff } => {
+                    tracing::warn!(server = %self.name, tool = %tool.name, "an MCP tool's definition changed; it asks until approved");
+                    Some(diff)
                 }
-            })
-            .collect();
+            };
+            let name = proxy::tool_name(&self.name, &tool.name, &mut taken);
+            tools.push(ExternalTool {
+                tool: Arc::new(proxy::ProxyTool {
+                    spec: proxy::spec(&self.name, &name, tool),
+                    server: Arc::clone(self),
+                    remote: tool.name.to_string(),
+                    definition,
+                    untrusted: Arc::new(Mutex::new(untrusted)),
+                }),
+                server: self.name.clone(),
+                exposed: self.config.expose_to_mcp_clients,
+            });
+        }
         let count = tools.len();
         self.gate.set_external_tools(&self.name, tools);
         self.health
@@ -338,6 +359,14 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner)
             .tools = count;
         Ok(count)
+    }
+
+    /// Trusts `definition` of `tool` (the person approved a call that showed it), and marks
+    /// the registered proxy trusted.
+    pub(crate) async fn trust(&self, tool: &str, definition: &Definition) -> Result<(), ToolError> {
+        trust::accept(&self.store, &self.name, tool, definition)
+            .await
+            .map_err(|error| ToolError::Internal(error.to_string()))
     }
 
     /// Calls `tool` with `arguments`: within the tool timeout, cancelled with `cancel`, sent

@@ -301,6 +301,19 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE UNIQUE INDEX client_tokens_active_name
                   ON client_tokens (name COLLATE NOCASE) WHERE revoked_at IS NULL;",
     },
+    Migration {
+        // External MCP tools trusted on first use (issue 15): the definition (description and
+        // schemas) the person trusts, per server and tool; a changed one asks again.
+        name: "mcp_tool_definitions",
+        sql: "CREATE TABLE mcp_tool_definitions (
+                  server     TEXT NOT NULL,
+                  tool       TEXT NOT NULL,
+                  sha256     TEXT NOT NULL,
+                  definition TEXT NOT NULL,
+                  trusted_at TEXT NOT NULL,
+                  PRIMARY KEY (server, tool)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -15,6 +15,8 @@ use serde_json::Value;
 use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
 
 use super::Server;
+use super::trust::Definition;
+use crate::approvals::CallTarget;
 use crate::tools::{DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Longest tool name (what model providers accept).
@@ -26,6 +28,10 @@ pub(crate) struct ProxyTool {
     pub(crate) server: Arc<Server>,
     /// The tool's name on its server.
     pub(crate) remote: String,
+    /// Its definition as listed.
+    pub(crate) definition: Definition,
+    /// While the listed definition is not the trusted one: the diff from the trusted one.
+    pub(crate) untrusted: Arc<Mutex<Option<String>>>,
 }
 
 impl DynTool for ProxyTool {
@@ -40,14 +46,39 @@ impl DynTool for ProxyTool {
     ) -> BoxFuture<'a, Result<PlannedCall, ToolError>> {
         Box::pin(async move {
             let arguments = object_arguments(arguments)?;
-            let plan = Plan::new(format!(
+            let mut plan = Plan::new(format!(
                 "Call `{}` on the MCP server `{}`",
                 self.remote, self.server.name
             ));
+            let untrusted = self
+                .untrusted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            let accept = untrusted.is_some();
+            if let Some(diff) = untrusted {
+                plan = plan
+                    .target(CallTarget::Untrusted {
+                        reason: format!(
+                            "the MCP server `{}` changed the definition of `{}` since you \
+                             trusted it; approving trusts the new one",
+                            self.server.name, self.remote
+                        ),
+                    })
+                    .diff(diff);
+            }
             let server = Arc::clone(&self.server);
             let remote = self.remote.clone();
+            let definition = self.definition.clone();
+            let marker = Arc::clone(&self.untrusted);
             Ok(PlannedCall::new(plan, move |ctx: ToolContext| {
-                Box::pin(async move { server.call(&remote, arguments, &ctx.cancel).await })
+                Box::pin(async move {
+                    if accept {
+                        server.trust(&remote, &definition).await?;
+                        *marker.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                    }
+                    server.call(&remote, arguments, &ctx.cancel).await
+                })
             }))
         })
     }

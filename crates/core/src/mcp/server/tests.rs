@@ -396,11 +396,17 @@ fn instructions_explain_souz_and_the_wait() {
 fn external_server(state: &std::path::Path, expose: bool) -> crate::config::McpServerConfig {
     let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/clients");
     let python = clients.join(".venv/bin/python");
-    assert!(python.exists(), "run scripts/test.sh to install the MCP test servers");
+    assert!(
+        python.exists(),
+        "run scripts/test.sh to install the MCP test servers"
+    );
     crate::config::McpServerConfig {
         command: python.display().to_string(),
         args: vec![
-            clients.join("python/misbehaving_server.py").display().to_string(),
+            clients
+                .join("python/misbehaving_server.py")
+                .display()
+                .to_string(),
             state.display().to_string(),
         ],
         expose_to_mcp_clients: expose,
@@ -445,10 +451,20 @@ async fn external_tools_are_re_exported_per_server_and_called_as_the_client() {
         .find(|tool| tool.name == "mcp__odd__echo")
         .expect("the exposed server's tool is listed");
     assert!(asks(echo), "an external tool asks by default");
-    assert!(listed.iter().all(|tool| !tool.name.starts_with("mcp__hidden__")));
+    assert!(
+        listed
+            .iter()
+            .all(|tool| !tool.name.starts_with("mcp__hidden__"))
+    );
     let trusted = listing.tools(&handle, &client("trusted"));
-    let echo = trusted.iter().find(|tool| tool.name == "mcp__odd__echo").unwrap();
-    assert!(!asks(echo), "a rule allows the server's tools for this client");
+    let echo = trusted
+        .iter()
+        .find(|tool| tool.name == "mcp__odd__echo")
+        .unwrap();
+    assert!(
+        !asks(echo),
+        "a rule allows the server's tools for this client"
+    );
 
     let call = |tool: &str, requester: Requester| {
         let handle = handle.clone();
@@ -463,7 +479,11 @@ async fn external_tools_are_re_exported_per_server_and_called_as_the_client() {
         }
     };
     let done = call("mcp__odd__echo", client("trusted")).await;
-    assert_eq!(done.status, souz_protocol::ToolCallStatus::Succeeded, "{done:?}");
+    assert_eq!(
+        done.status,
+        souz_protocol::ToolCallStatus::Succeeded,
+        "{done:?}"
+    );
     assert_eq!(done.result.unwrap().text, "via souz");
     let refused = call("mcp__hidden__echo", client("trusted")).await;
     assert_eq!(refused.status, souz_protocol::ToolCallStatus::Failed);
