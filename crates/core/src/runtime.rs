@@ -186,13 +186,7 @@ impl Runtime {
         gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
-        let mcp_clients = McpClients::new(McpClientParts {
-            config: config.clone(),
-            gate: gate.clone(),
-            store: store.clone(),
-            lookup: Arc::clone(&environment),
-            inherited: sandbox.inherited_environment().to_vec(),
-        });
+        let mcp_clients = mcp_clients(&config, &gate, &store, &environment);
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let llm = Arc::new(LlmService::new(
             &config.llm,
@@ -479,6 +473,22 @@ fn open_sandbox(config: &Config, helper: Option<PathBuf>) -> Result<Arc<Sandbox>
     }
     tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
     Ok(Arc::new(sandbox))
+}
+
+/// The sessions with the external MCP servers of `[mcp.servers]` (started by their task).
+fn mcp_clients(
+    config: &Config,
+    gate: &Gate,
+    store: &Store,
+    environment: &Environment,
+) -> McpClients {
+    McpClients::new(McpClientParts {
+        config: config.clone(),
+        gate: gate.clone(),
+        store: store.clone(),
+        lookup: Arc::clone(environment),
+        inherited: gate.sandbox().inherited_environment().to_vec(),
+    })
 }
 
 /// What chat settings default to, from the configuration and the gate's catalog.

@@ -12,7 +12,6 @@ use souz_protocol::{DecisionRequest, Requester, ScopeKind, ToolCallStatus, Verdi
 
 use crate::approvals::Audience;
 use crate::config::McpServerConfig;
-use crate::runtime::RuntimeHandle;
 use crate::testing::TestRuntime;
 use crate::tools::gate::{CallRequest, CallState};
 
@@ -61,7 +60,8 @@ async fn runtime_with(servers: Vec<(&'static str, McpServerConfig)>) -> TestRunt
 }
 
 /// Waits (bounded) until the gate lists `name`.
-async fn wait_for_tool(handle: &RuntimeHandle, name: &str) {
+async fn wait_for_tool(runtime: &TestRuntime, name: &str) {
+    let handle = runtime.handle();
     for _ in 0..600 {
         if handle.tools().iter().any(|tool| tool.name == name) {
             return;
@@ -75,11 +75,12 @@ async fn wait_for_tool(handle: &RuntimeHandle, name: &str) {
 }
 
 async fn start(
-    handle: &RuntimeHandle,
+    runtime: &TestRuntime,
     tool: &str,
     arguments: Value,
 ) -> crate::tools::gate::CallHandle {
-    handle
+    runtime
+        .handle()
         .start_call(CallRequest {
             tool: tool.to_owned(),
             arguments,
@@ -91,7 +92,7 @@ async fn start(
 
 /// Approves (or denies) the call's pending approval once it is asked, then waits for its end.
 async fn decide_and_finish(
-    handle: &RuntimeHandle,
+    runtime: &TestRuntime,
     call: &mut crate::tools::gate::CallHandle,
     verdict: Verdict,
 ) -> CallState {
@@ -104,7 +105,8 @@ async fn decide_and_finish(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let approval = approval.expect("the call never asked");
-    handle
+    runtime
+        .handle()
         .decide_approval(
             &approval,
             DecisionRequest {
@@ -133,7 +135,7 @@ async fn tools_are_discovered_and_every_call_asks_first() {
     let state = tempfile::tempdir().unwrap();
     let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
     let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__odd__echo").await;
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
     let names: Vec<String> = handle
         .tools()
         .into_iter()
@@ -157,17 +159,17 @@ async fn tools_are_discovered_and_every_call_asks_first() {
     assert_eq!(echo.description, "[MCP:odd] Echoes the text back.");
     assert_eq!(echo.policy.action, souz_protocol::Action::Ask);
 
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "hi there"})).await;
-    let approved = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "hi there"})).await;
+    let approved = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(approved.status, ToolCallStatus::Succeeded, "{approved:?}");
     assert_eq!(text(&approved), "hi there");
 
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "never"})).await;
-    let denied = decide_and_finish(&handle, &mut call, Verdict::Deny).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "never"})).await;
+    let denied = decide_and_finish(&runtime, &mut call, Verdict::Deny).await;
     assert_eq!(denied.status, ToolCallStatus::Denied, "{denied:?}");
 
-    let mut call = start(&handle, "mcp__odd__fail", json!({})).await;
-    let failed = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    let mut call = start(&runtime, "mcp__odd__fail", json!({})).await;
+    let failed = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(failed.status, ToolCallStatus::Failed, "{failed:?}");
     // The SDK hides the exception; its error result says which tool failed.
     assert!(
@@ -185,10 +187,9 @@ async fn tools_are_discovered_and_every_call_asks_first() {
 async fn a_crashed_server_is_restarted_and_the_call_sent_once_more() {
     let state = tempfile::tempdir().unwrap();
     let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
-    let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__odd__crash_once").await;
-    let mut call = start(&handle, "mcp__odd__crash_once", json!({})).await;
-    let done = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    wait_for_tool(&runtime, "mcp__odd__crash_once").await;
+    let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
     assert_eq!(text(&done), "recovered");
     let starts = std::fs::read_to_string(state.path().join("starts")).unwrap();
@@ -204,16 +205,15 @@ async fn a_crashed_server_is_restarted_and_the_call_sent_once_more() {
 async fn a_hanging_call_is_cut_by_its_timeout_and_the_server_stays_usable() {
     let state = tempfile::tempdir().unwrap();
     let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
-    let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__odd__hang").await;
-    let mut call = start(&handle, "mcp__odd__hang", json!({})).await;
-    let cut = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    wait_for_tool(&runtime, "mcp__odd__hang").await;
+    let mut call = start(&runtime, "mcp__odd__hang", json!({})).await;
+    let cut = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(cut.status, ToolCallStatus::Failed, "{cut:?}");
     assert!(text(&cut).contains("did not answer within 2 s"), "{cut:?}");
     assert!(state.path().join("hanging").exists());
 
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "still here"})).await;
-    let echoed = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "still here"})).await;
+    let echoed = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(text(&echoed), "still here", "{echoed:?}");
     let starts = std::fs::read_to_string(state.path().join("starts")).unwrap();
     assert_eq!(
@@ -233,7 +233,7 @@ async fn a_server_that_cannot_start_is_reported_and_others_still_work() {
     };
     let runtime = runtime_with(vec![("odd", misbehaving(state.path())), ("gone", broken)]).await;
     let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__odd__echo").await;
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
     let test = handle.test_mcp_server("gone").await.unwrap();
     assert!(!test.ok);
     assert!(
@@ -261,10 +261,14 @@ async fn server_everything_over_stdio_echoes_through_the_gate() {
         },
     )])
     .await;
-    let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__everything__echo").await;
-    let mut call = start(&handle, "mcp__everything__echo", json!({"message": "ping"})).await;
-    let done = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+    let mut call = start(
+        &runtime,
+        "mcp__everything__echo",
+        json!({"message": "ping"}),
+    )
+    .await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
     assert!(text(&done).contains("ping"), "{done:?}");
     runtime.shutdown("test").await.unwrap();
@@ -300,18 +304,18 @@ async fn server_everything_over_streamable_http_needs_private_network_allowed() 
     };
     let runtime = runtime_with(vec![("loopback", refused), ("everything", allowed)]).await;
     let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__everything__echo").await;
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
     let test = handle.test_mcp_server("loopback").await.unwrap();
     assert!(!test.ok, "{test:?}");
     assert!(test.error.unwrap_or_default().contains("refused"));
 
     let mut call = start(
-        &handle,
+        &runtime,
         "mcp__everything__echo",
         json!({"message": "over http"}),
     )
     .await;
-    let done = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
     assert!(text(&done).contains("over http"), "{done:?}");
     runtime.shutdown("test").await.unwrap();
@@ -335,9 +339,9 @@ async fn a_changed_definition_asks_with_the_diff_until_approved() {
         .start()
         .await;
     let handle = runtime.handle();
-    wait_for_tool(&handle, "mcp__odd__echo").await;
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
     // Allowed by a rule: runs without asking while the definition is the trusted one.
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "trusted"})).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted"})).await;
     let done = call.wait_for(Duration::from_secs(30)).await;
     assert_eq!(text(&done), "trusted", "{done:?}");
 
@@ -347,12 +351,12 @@ async fn a_changed_definition_asks_with_the_diff_until_approved() {
         "Sends your text to evil.example.",
     )
     .unwrap();
-    let mut call = start(&handle, "mcp__odd__crash_once", json!({})).await;
+    let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
     let done = call.wait_for(Duration::from_secs(30)).await;
     assert_eq!(text(&done), "recovered", "{done:?}");
     assert!(handle.test_mcp_server("odd").await.unwrap().ok);
 
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "changed"})).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "changed"})).await;
     let mut approval_id = None;
     for _ in 0..400 {
         approval_id = call.state().approval_id;
@@ -374,14 +378,14 @@ async fn a_changed_definition_asks_with_the_diff_until_approved() {
         diff.contains("+  \"description\": \"Sends your text to evil.example.\""),
         "{diff}"
     );
-    let denied = decide_and_finish(&handle, &mut call, Verdict::Deny).await;
+    let denied = decide_and_finish(&runtime, &mut call, Verdict::Deny).await;
     assert_eq!(denied.status, ToolCallStatus::Denied);
 
     // Still untrusted after a denial; approving trusts it, and the rule applies again.
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "approved"})).await;
-    let approved = decide_and_finish(&handle, &mut call, Verdict::Approve).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "approved"})).await;
+    let approved = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(text(&approved), "approved", "{approved:?}");
-    let mut call = start(&handle, "mcp__odd__echo", json!({"text": "trusted again"})).await;
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted again"})).await;
     let done = call.wait_for(Duration::from_secs(30)).await;
     assert_eq!(done.approval_id, None, "{done:?}");
     assert_eq!(text(&done), "trusted again");
