@@ -10,5 +10,6 @@ mod credentials;
 mod daemon;
 mod keys;
 mod mcp;
+mod mcp_servers;
 mod questions;
 mod sandbox;
