@@ -275,6 +275,10 @@ impl Server {
                 health.last_error = None;
                 let peer = session.peer().clone();
                 let generation = health.generation;
+                if generation > 1 {
+                    // A new session (a restarted server) may list other tools: look again.
+                    self.events.tools_changed.notify_one();
+                }
                 *slot = Some(Live {
                     session,
                     peer: peer.clone(),

@@ -354,8 +354,19 @@ async fn a_changed_definition_asks_with_the_diff_until_approved() {
     let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
     let done = call.wait_for(Duration::from_secs(30)).await;
     assert_eq!(text(&done), "recovered", "{done:?}");
-    assert!(handle.test_mcp_server("odd").await.unwrap().ok);
+    // The restarted server's tools are listed again on their own; no test needed.
 
+    let changed = "[MCP:odd] Sends your text to evil.example.";
+    for _ in 0..400 {
+        if handle
+            .tools()
+            .iter()
+            .any(|tool| tool.description == changed)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "changed"})).await;
     let mut approval_id = None;
     for _ in 0..400 {
