@@ -104,3 +104,36 @@ fn is_zombie(pid: u32) -> bool {
             .is_some_and(|rest| rest.trim_start().starts_with('Z'))
     })
 }
+
+#[test]
+fn a_claude_desktop_file_is_imported_as_checked_sections() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("claude_desktop_config.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server-filesystem"]},
+            "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer s3cret"}}}}"#,
+    )
+    .unwrap();
+    let output = souz_e2e::souz(folder.path())
+        .args(["mcp", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("[mcp.servers.files]"), "{stdout}");
+    assert!(
+        stdout.contains("url = \"https://mcp.example.com/mcp\""),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+
+    std::fs::write(&file, "{\"other\": 1}").unwrap();
+    let refused = souz_e2e::souz(folder.path())
+        .args(["mcp", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+}

@@ -1,6 +1,6 @@
 //! `souz mcp servers`: the external MCP servers of `[mcp.servers]` (through the daemon).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use crate::output::{print_json, say, truncate};
@@ -11,6 +11,13 @@ pub enum McpCommand {
     Servers {
         #[command(subcommand)]
         command: Option<ServersCommand>,
+    },
+    /// Print the servers of Claude Desktop's claude_desktop_config.json, Claude Code's
+    /// .mcp.json or an `{"mcpServers": …}` file as [mcp.servers.<name>] sections to add to
+    /// config.toml (checked like it; secrets in headers are left out, never copied).
+    Import {
+        /// The JSON file.
+        file: std::path::PathBuf,
     },
 }
 
@@ -30,8 +37,21 @@ pub enum ServersCommand {
 }
 
 pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
+    let command = match command {
+        McpCommand::Import { file } => {
+            let json = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            return match souz_core::config::import_servers(&json) {
+                Ok(text) => {
+                    say!("{}", text.trim_end());
+                    Ok(std::process::ExitCode::SUCCESS)
+                }
+                Err(problems) => anyhow::bail!("{}: {problems}", file.display()),
+            };
+        }
+        McpCommand::Servers { command } => command,
+    };
     let client = crate::client::connect().await?;
-    let McpCommand::Servers { command } = command;
     match command.unwrap_or(ServersCommand::List { json: false }) {
         ServersCommand::List { json } => {
             let list = client.mcp_servers().await?;

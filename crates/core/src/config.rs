@@ -37,7 +37,7 @@ pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
-pub use mcp::{McpConfig, McpServerConfig};
+pub use mcp::{McpConfig, McpServerConfig, import_servers};
 pub use notifications::NotificationsConfig;
 pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;

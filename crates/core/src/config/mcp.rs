@@ -1,12 +1,14 @@
 //! `[mcp]`: how the MCP server treats clients such as Claude Code and Claude Desktop, and the
 //! external MCP servers Souz connects to (`[mcp.servers.<name>]`, see [`McpServerConfig`]).
 
+pub(crate) mod import;
 pub(crate) mod servers;
 
 use std::collections::BTreeMap;
 
 use super::section::{Invalid, config_section};
 
+pub use import::import_servers;
 pub use servers::McpServerConfig;
 
 config_section! {
