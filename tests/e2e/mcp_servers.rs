@@ -43,7 +43,9 @@ fn servers_are_listed_tested_and_stopped_with_the_daemon() {
             .as_array()
             .into_iter()
             .flatten()
-            .any(|server| server["name"] == "odd" && server["connected"] == true)
+            .any(|server| {
+                server["name"] == "odd" && server["connected"] == true && server["tools"] == 4
+            })
     });
     let tools = daemon.get("/v1/tools").json();
     assert!(
