@@ -357,11 +357,12 @@ impl Server {
             });
         }
         let count = tools.len();
-        self.gate.set_external_tools(&self.name, tools);
+        // The count first: whoever sees the tools in the gate sees the status that lists them.
         self.health
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .tools = count;
+        self.gate.set_external_tools(&self.name, tools);
         Ok(count)
     }
 
