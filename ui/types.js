@@ -625,6 +625,36 @@
  */
 
 /**
+ * `GET /v1/mcp/servers`.
+ * @typedef {{
+ *   servers: Array<McpServerStatus>;
+ * }} McpServerList
+ */
+
+/**
+ * One configured external MCP server and where it stands.
+ * @typedef {{
+ *   connected: boolean;
+ *   enabled: boolean;
+ *   error?: string | null;
+ *   expose_to_mcp_clients: boolean;
+ *   name: string;
+ *   tools: number;
+ *   transport: string;
+ * }} McpServerStatus
+ */
+
+/**
+ * `POST /v1/mcp/servers/{name}/test`: the server connected and listed its tools, or why not.
+ * @typedef {{
+ *   error?: string | null;
+ *   name: string;
+ *   ok: boolean;
+ *   tools: number;
+ * }} McpServerTest
+ */
+
+/**
  * A message of a chat.
  * @typedef {{
  *   chatId: string;

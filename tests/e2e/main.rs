@@ -10,6 +10,7 @@ mod credentials;
 mod daemon;
 mod keys;
 mod mcp;
+mod mcp_servers;
 mod questions;
 mod sandbox;
 mod skills;

@@ -9,6 +9,7 @@ mod config_command;
 #[cfg(feature = "conformance")]
 mod conformance;
 mod mcp_config;
+mod mcp_servers_command;
 mod mcp_stdio;
 mod output;
 mod questions_command;
@@ -79,6 +80,11 @@ enum Command {
         #[arg(value_enum)]
         client: mcp_config::McpClient,
     },
+    /// External MCP servers Souz connects to: `souz mcp servers list|test NAME`.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_servers_command::McpCommand,
+    },
     /// MCP client tokens: list, add, revoke (default: list).
     Clients {
         #[command(subcommand)]
@@ -125,6 +131,7 @@ fn main() -> ExitCode {
         Command::Config { command } => config_command::run(command),
         Command::McpStdio { client } => mcp_stdio::run(client),
         Command::McpConfig { client } => client_command(mcp_config::run(client)),
+        Command::Mcp { command } => client_command(mcp_servers_command::run(command)),
         Command::Clients { command } => client_command(async {
             clients_command::run(command)
                 .await

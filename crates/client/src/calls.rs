@@ -96,6 +96,20 @@ impl DaemonClient {
         self.post_with_status("/v1/tool-calls", request).await
     }
 
+    /// The external MCP servers and where each stands.
+    pub async fn mcp_servers(&self) -> Result<souz_protocol::McpServerList, ClientError> {
+        self.get("/v1/mcp/servers").await
+    }
+
+    /// Connects to the external MCP server `name` (if it is not) and lists its tools.
+    pub async fn test_mcp_server(
+        &self,
+        name: &str,
+    ) -> Result<souz_protocol::McpServerTest, ClientError> {
+        let path = format!("/v1/mcp/servers/{}/test", encode_segment(name));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
     /// The MCP client tokens.
     pub async fn clients(&self) -> Result<ClientList, ClientError> {
         self.get("/v1/clients").await
@@ -167,4 +181,17 @@ impl DaemonClient {
         let code = self.ui_code().await?;
         Ok(format!("{}/app/#code={}", self.base(), code.code))
     }
+}
+
+/// A path segment with everything but unreserved characters percent-encoded.
+fn encode_segment(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
 }

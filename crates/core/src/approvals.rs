@@ -274,6 +274,12 @@ impl Approvals {
         self.inner.changes.subscribe()
     }
 
+    /// The set of tools changed (an external MCP server's list): whatever follows
+    /// [`Approvals::changes`] to keep a tool listing current looks again.
+    pub(crate) fn tools_changed(&self) {
+        self.inner.changes.send_modify(|version| *version += 1);
+    }
+
     /// Ends time-limited grants when their time is up: sleeps until the next grant expiry (or
     /// a change of grants, which may bring an earlier one), then drops the expired grants and
     /// announces the change. Runs until `stop` is cancelled; idle when no grant expires.

@@ -38,7 +38,7 @@ pub use byte_size::ByteSize;
 pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
-pub use mcp::McpConfig;
+pub use mcp::{McpConfig, McpServerConfig, import_servers};
 pub use memory::MemoryConfig;
 pub use notifications::NotificationsConfig;
 pub use paths::SouzPaths;

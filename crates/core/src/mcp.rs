@@ -7,5 +7,6 @@
 //! Both sides use rmcp; nothing here bypasses the approval gate: every tool call an MCP client
 //! makes is a [`crate::tools::gate::Gate`] call with the client as the requester.
 
+pub(crate) mod client;
 pub mod extension;
 pub(crate) mod server;

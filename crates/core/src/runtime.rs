@@ -28,6 +28,7 @@ use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
 use crate::llm::service::{Environment, LlmService, LlmServiceError};
+use crate::mcp::client::{McpClientParts, McpClients};
 use crate::memory::{LlmWriter, Memory, MemoryParts, NoWriter, ProviderEmbedder};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::skills::registry::Registry;
@@ -140,6 +141,7 @@ struct State {
     stopping: AtomicBool,
     tasks: TaskTracker,
     mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
+    mcp_clients: McpClients,
 }
 
 impl Runtime {
@@ -168,16 +170,7 @@ impl Runtime {
             .environment
             .clone()
             .unwrap_or_else(|| Arc::new(crate::config::env::process_env));
-        config
-            .paths
-            .ensure_home()
-            .map_err(|source| RuntimeError::Home {
-                path: config.paths.home().display().to_string(),
-                source,
-            })?;
-        let token = ApiToken::load_or_create(&config.paths.token())?;
-        // The token has no recognizable format: name it so logs and audit previews drop it.
-        crate::redact::register_secret(token.expose());
+        let token = open_home(&config)?;
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
@@ -199,6 +192,8 @@ impl Runtime {
         gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
+        let mcp_clients = mcp_clients(&config, &gate, &store, &environment);
+        tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
@@ -215,13 +210,7 @@ impl Runtime {
             shutdown: shutdown.clone(),
             pause: gate.approvals().pause().clone(),
         });
-        let failed = chats.recover().await?;
-        if failed > 0 {
-            tracing::warn!(
-                executions = failed,
-                "failed agent turns left running by the previous run"
-            );
-        }
+        recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store);
         let memory = open_memory(&config, &store, &llm).await;
         let agents = Agents::new(AgentParts {
@@ -255,6 +244,7 @@ impl Runtime {
                 stopping: AtomicBool::new(false),
                 tasks,
                 mcp_extension: options.mcp_extension,
+                mcp_clients,
             }),
         };
         handle
@@ -313,6 +303,11 @@ impl RuntimeHandle {
     /// What the MCP server serves beside Souz's tools (see [`RuntimeOptions::mcp_extension`]).
     pub fn mcp_extension(&self) -> Option<Arc<dyn crate::mcp::extension::McpExtension>> {
         self.state.mcp_extension.clone()
+    }
+
+    /// The sessions with external MCP servers.
+    pub(crate) fn mcp_clients(&self) -> &McpClients {
+        &self.state.mcp_clients
     }
 
     /// The approval service (pending approvals, decisions, grants).
@@ -471,6 +466,33 @@ impl RuntimeHandle {
 #[cfg(test)]
 mod tests;
 /// Opens the approvals and restores the pause switch from the database.
+/// Makes sure the Souz home exists and loads (or creates) the operator token, named as a secret
+/// so logs and audit previews drop it (it has no recognizable format).
+fn open_home(config: &Config) -> Result<ApiToken, RuntimeError> {
+    config
+        .paths
+        .ensure_home()
+        .map_err(|source| RuntimeError::Home {
+            path: config.paths.home().display().to_string(),
+            source,
+        })?;
+    let token = ApiToken::load_or_create(&config.paths.token())?;
+    crate::redact::register_secret(token.expose());
+    Ok(token)
+}
+
+/// Marks the turns the previous run left running as failed, and says so.
+async fn recover_chats(chats: &Chats) -> Result<(), RuntimeError> {
+    let failed = chats.recover().await?;
+    if failed > 0 {
+        tracing::warn!(
+            executions = failed,
+            "failed agent turns left running by the previous run"
+        );
+    }
+    Ok(())
+}
+
 async fn open_approvals(
     store: &Store,
     events: &EventBus,
@@ -493,6 +515,22 @@ fn open_sandbox(config: &Config, helper: Option<PathBuf>) -> Result<Arc<Sandbox>
     }
     tracing::info!(confinement = %sandbox.confinement_status().detail, "sandbox ready");
     Ok(Arc::new(sandbox))
+}
+
+/// The sessions with the external MCP servers of `[mcp.servers]` (started by their task).
+fn mcp_clients(
+    config: &Config,
+    gate: &Gate,
+    store: &Store,
+    environment: &Environment,
+) -> McpClients {
+    McpClients::new(McpClientParts {
+        config: config.clone(),
+        gate: gate.clone(),
+        store: store.clone(),
+        lookup: Arc::clone(environment),
+        inherited: gate.sandbox().inherited_environment().to_vec(),
+    })
 }
 
 /// What chat settings default to, from the configuration and the gate's catalog.

@@ -215,6 +215,12 @@ impl Sandbox {
         self
     }
 
+    /// What programs the daemon starts may inherit of its environment (scrubbed: see
+    /// `environment`).
+    pub(crate) fn inherited_environment(&self) -> &[(OsString, OsString)] {
+        &self.inherited_environment
+    }
+
     /// Uses `client` for network tools (e.g. one with a test DNS resolver).
     pub fn with_web_client(mut self, client: WebClient) -> Self {
         let cell = OnceLock::new();

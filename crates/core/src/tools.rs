@@ -13,6 +13,7 @@
 
 pub(crate) mod builtin;
 pub(crate) mod calls;
+pub(crate) mod external;
 pub mod gate;
 
 use std::collections::BTreeMap;
@@ -237,6 +238,20 @@ impl std::fmt::Debug for PlannedCall {
 }
 
 impl PlannedCall {
+    /// A planned call that `runner` carries out (for tools that are not typed [`Tool`]s, such
+    /// as the proxies of external MCP servers' tools).
+    pub(crate) fn new(
+        plan: Plan,
+        runner: impl FnOnce(ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+        + Send
+        + 'static,
+    ) -> Self {
+        Self {
+            plan,
+            runner: Box::new(runner),
+        }
+    }
+
     /// Runs the call.
     pub fn run(self, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         (self.runner)(ctx)

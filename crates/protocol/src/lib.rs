@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod identity;
 pub mod llm;
+pub mod mcp;
 pub mod skills;
 pub mod system;
 pub mod tools;
@@ -34,6 +35,7 @@ pub use event::{EventEnvelope, RuntimeEvent};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
 };
+pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

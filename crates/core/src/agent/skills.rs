@@ -27,7 +27,7 @@ use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
 
 /// Whether the policy refuses every call of the tool named `name` with risk `risk`.
-fn always_denied(gate: &Gate, spec: &ToolSpec) -> bool {
+pub(crate) fn always_denied(gate: &Gate, spec: &ToolSpec) -> bool {
     let policy = gate.approvals().effective(spec.name, spec.risk, true);
     policy.action == Action::Deny && policy.conditional == 0
 }
@@ -53,11 +53,16 @@ impl ToolFilter {
     }
 }
 
-/// Catalog tools the agents may use in a turn limited by `filter`, sorted by name.
+/// Catalog tools the agents may use in a turn limited by `filter`, then the external MCP
+/// servers' tools (which the filter, a choice among catalog tools, does not limit), each
+/// group sorted by name.
 pub(crate) fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn DynTool>> {
+    let external = gate.external_tools();
     gate.catalog()
         .iter()
-        .filter(|tool| filter.allows(tool.spec().name) && !always_denied(gate, tool.spec()))
+        .filter(|tool| filter.allows(tool.spec().name))
+        .chain(external.values().map(|entry| &entry.tool))
+        .filter(|tool| !always_denied(gate, tool.spec()))
         .cloned()
         .collect()
 }
@@ -75,6 +80,13 @@ pub(crate) enum Lookup {
 
 /// Looks `name` up in the catalog, for a turn limited by `filter`.
 pub(crate) fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
+    if let Some(entry) = gate.external_tools().get(name) {
+        return if always_denied(gate, entry.tool.spec()) {
+            Lookup::Disabled
+        } else {
+            Lookup::Enabled(Arc::clone(&entry.tool))
+        };
+    }
     match gate.catalog().get(name) {
         Some(tool) if !filter.allows(tool.spec().name) || always_denied(gate, tool.spec()) => {
             Lookup::Disabled

@@ -26,7 +26,7 @@ use super::knowledge::KnowledgeStore;
 use super::memory::{MemoryRecall, MemoryScope, NoMemory, turn_record};
 use super::models::{ChatModel, ChatModels};
 use super::nodes::information::{ContextSource, LocalFacts};
-use super::nodes::mcp::{McpTools, NoMcpTools};
+use super::nodes::mcp::{GateMcpTools, McpTools};
 use super::nodes::names;
 use super::prompts::{GRAPH_SYSTEM_PROMPT, SKILLS_SYSTEM_PROMPT};
 use super::scope::{Services, TurnScope};
@@ -70,15 +70,16 @@ pub struct AgentParts {
 }
 
 impl AgentParts {
-    /// Parts with no memory, no MCP tools, no file-backed skills and the local clock as
-    /// background context.
+    /// Parts with no memory, the external MCP tools the gate knows, no file-backed skills and
+    /// the local clock as background context.
     pub fn new(gate: Gate, store: Store, models: Arc<dyn ChatModels>) -> Self {
+        let mcp = Arc::new(GateMcpTools { gate: gate.clone() });
         Self {
             gate,
             store,
             models,
             memory: Arc::new(NoMemory),
-            mcp: Arc::new(NoMcpTools),
+            mcp,
             bundles: Arc::new(NoSkillBundles),
             context: Arc::new(LocalFacts),
             owner: "local".to_owned(),

@@ -33,6 +33,13 @@ pub enum CallTarget {
         /// Why nothing confines it, in words.
         reason: String,
     },
+    /// What the call runs changed since the person trusted it (an external MCP tool whose
+    /// description or schema changed): the policy always asks, and the approval carries the
+    /// change as its diff.
+    Untrusted {
+        /// What changed, in words.
+        reason: String,
+    },
     /// A program that may use the network (TCP): the policy applies `[approvals] network`
     /// (ask by default) besides what rules and grants say about the command.
     Network,

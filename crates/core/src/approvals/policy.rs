@@ -506,12 +506,13 @@ impl Policy {
             };
         }
         if let Some(reason) = facts.targets.iter().find_map(|target| match target {
-            CallTarget::Unconfined { reason } => Some(reason),
+            CallTarget::Unconfined { reason } => {
+                Some(format!("the command would run unconfined ({reason})"))
+            }
+            CallTarget::Untrusted { reason } => Some(reason.clone()),
             _ => None,
         }) {
-            return Decision::Ask {
-                reason: format!("the command would run unconfined ({reason})"),
-            };
+            return Decision::Ask { reason };
         }
         if facts
             .targets

@@ -1,6 +1,15 @@
-//! `[mcp]`: how the MCP server treats clients such as Claude Code and Claude Desktop.
+//! `[mcp]`: how the MCP server treats clients such as Claude Code and Claude Desktop, and the
+//! external MCP servers Souz connects to (`[mcp.servers.<name>]`, see [`McpServerConfig`]).
+
+pub(crate) mod import;
+pub(crate) mod servers;
+
+use std::collections::BTreeMap;
 
 use super::section::{Invalid, config_section};
+
+pub use import::import_servers;
+pub use servers::McpServerConfig;
 
 config_section! {
     /// The MCP server at `/mcp` (and the `souz mcp-stdio` bridge that forwards to it).
@@ -17,6 +26,21 @@ config_section! {
         /// Minutes an MCP session may stay idle before it is closed; a client whose session
         /// was closed simply initializes again.
         pub session_idle_minutes: u64 = 1440,
+        /// External MCP servers whose tools Souz's agents (and, with `expose_to_mcp_clients`,
+        /// your MCP clients through Souz) may call, each call through the approval gate. A
+        /// server runs as a program (`command`) or is reached over streamable HTTP (`url`):
+        ///
+        ///   [mcp.servers.files]
+        ///   command = "npx"
+        ///   args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
+        ///
+        ///   [mcp.servers.tracker]
+        ///   url = "https://mcp.example.com/mcp"
+        ///   bearer_token_env = "TRACKER_TOKEN"
+        ///
+        /// Their tools appear as `mcp__<server>__<tool>` and ask before every call unless a
+        /// rule allows them (a rule's `tool` may be `mcp__files__*`).
+        pub servers: BTreeMap<String, McpServerConfig> = BTreeMap::new(),
     }
 }
 
@@ -41,6 +65,11 @@ impl McpConfig {
                 "must be between 1 and 10080 (a week)",
             ));
         }
+        for (name, server) in &self.servers {
+            for message in server.check(name) {
+                problems.push(Invalid::new("servers", message));
+            }
+        }
         problems
     }
 }
@@ -57,6 +86,7 @@ mod tests {
             approval_wait_seconds: 0,
             progress_interval_seconds: 61,
             session_idle_minutes: 0,
+            servers: BTreeMap::new(),
         };
         let keys: Vec<&str> = config.validate().iter().map(|p| p.key).collect();
         assert_eq!(

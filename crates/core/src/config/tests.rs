@@ -263,3 +263,41 @@ fn unreadable_file_is_a_problem() {
         "{error}"
     );
 }
+
+#[test]
+fn mcp_servers_are_tables_checked_with_positions() {
+    let config = parse(
+        "[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\n\n\
+         [mcp.servers.tracker]\nurl = \"https://mcp.example.com/mcp\"\nexpose_to_mcp_clients = false\n",
+    )
+    .unwrap();
+    assert_eq!(config.mcp.servers.len(), 2);
+    assert_eq!(config.mcp.servers["files"].args, ["-y", "server"]);
+    assert!(config.mcp.servers["files"].is_stdio());
+    assert!(!config.mcp.servers["tracker"].expose_to_mcp_clients);
+
+    let problems = parse("[mcp.servers.files]\ncommand = \"npx\"\ntimeout = 3\n").unwrap_err();
+    let rendered = rendered(&problems);
+    assert_eq!(rendered.len(), 1, "{rendered:?}");
+    assert!(rendered[0].starts_with("config.toml:3:1:"), "{rendered:?}");
+    assert!(
+        rendered[0].contains("unknown field `timeout`"),
+        "{rendered:?}"
+    );
+
+    let problems =
+        parse("[mcp.servers.web]\nurl = \"https://x\"\ncommand = \"npx\"\n").unwrap_err();
+    assert!(
+        rendered_contains(
+            &problems,
+            "server `web`: set either `command` or `url`, not both"
+        ),
+        "{problems:?}"
+    );
+}
+
+fn rendered_contains(problems: &[Problem], needle: &str) -> bool {
+    problems
+        .iter()
+        .any(|problem| problem.to_string().contains(needle))
+}

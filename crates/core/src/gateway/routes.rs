@@ -7,6 +7,7 @@ pub(crate) mod chats;
 pub(crate) mod clients;
 pub(crate) mod config;
 pub(crate) mod events;
+pub(crate) mod mcp_servers;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
 pub(crate) mod skills;
@@ -26,6 +27,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(clients::routes())
         .merge(skills::routes())
         .merge(tools::routes())
+        .merge(mcp_servers::routes())
         .merge(audit::routes())
         .merge(chats::routes())
         .merge(options::routes())

@@ -418,7 +418,10 @@ impl ServerHandler for SouzServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.session.listing.tool(name)
+        self.session
+            .listing
+            .tool(name)
+            .or_else(|| Listing::external_tool(&self.session.handle, name))
     }
 
     async fn call_tool(

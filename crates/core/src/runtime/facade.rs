@@ -19,6 +19,7 @@ mod calls;
 mod chats;
 mod credentials;
 mod events;
+mod mcp;
 mod settings;
 mod skills;
 

@@ -12,7 +12,9 @@
 //! capped; connecting, reading and the whole request have time limits.
 //!
 //! Invariants: the inner `reqwest::Client` never leaves this module, so a request cannot skip
-//! step 1.
+//! step 1. The one exception is [`transport_client`], for a transport that talks to one fixed
+//! URL (an MCP server's endpoint): its caller checks that URL with the same policy first
+//! ([`NetworkPolicy::check_url`]); DNS answers and redirects are checked here as for every request.
 
 pub(crate) mod policy;
 
@@ -241,6 +243,38 @@ pub struct Fetched {
     pub content_type: Option<String>,
     /// The body (at most `max_body_bytes`).
     pub body: Bytes,
+}
+
+/// A client for a transport bound to one URL its caller has checked against `policy` (the
+/// MCP client's streamable HTTP): names are checked after DNS and every redirect is checked, as
+/// for [`WebClient`]; no overall request time limit (streams stay open), a read timeout instead.
+pub(crate) fn transport_client(
+    policy: Arc<NetworkPolicy>,
+    lookup: Arc<dyn HostLookup>,
+    options: &WebOptions,
+) -> Result<reqwest::Client, WebError> {
+    let redirect_policy = {
+        let policy = Arc::clone(&policy);
+        RedirectPolicy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                return attempt.error(TooManyRedirects);
+            }
+            match policy.check_url(attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(refusal) => {
+                    let url = attempt.url().to_string();
+                    attempt.error(RedirectRefused { url, refusal })
+                }
+            }
+        })
+    };
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(redirect_policy)
+        .dns_resolver(Arc::new(GuardedResolver { policy, lookup }))
+        .connect_timeout(options.connect_timeout)
+        .build()
+        .map_err(|error| WebError::Setup(error.to_string()))
 }
 
 /// The SSRF-safe client. Cheap to clone.

@@ -430,6 +430,19 @@ pub const MIGRATIONS: &[Migration] = &[
                   terms, tokenize = 'unicode61 remove_diacritics 0'
               );",
     },
+    Migration {
+        // External MCP tools trusted on first use (issue 15): the definition (description and
+        // schemas) the person trusts, per server and tool; a changed one asks again.
+        name: "mcp_tool_definitions",
+        sql: "CREATE TABLE mcp_tool_definitions (
+                  server     TEXT NOT NULL,
+                  tool       TEXT NOT NULL,
+                  sha256     TEXT NOT NULL,
+                  definition TEXT NOT NULL,
+                  trusted_at TEXT NOT NULL,
+                  PRIMARY KEY (server, tool)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -12,7 +12,7 @@
 //! one audit row and one `tool.call.finished` or `tool.call.failed` event, written in the same
 //! transaction as its final state.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Catalog, calls};
+use super::external::{ExternalTool, ExternalTools};
+use super::{Catalog, DynTool, calls};
 use crate::approvals::Approvals;
 use crate::approvals::audit::{self, NewAuditEntry};
 use crate::bus::EventBus;
@@ -153,6 +154,7 @@ async fn wait_final(state: &mut watch::Receiver<CallState>) -> CallState {
 
 struct Inner {
     catalog: Catalog,
+    external: ExternalTools,
     sandbox: Arc<Sandbox>,
     approvals: Approvals,
     events: EventBus,
@@ -211,6 +213,7 @@ impl Gate {
         let gate = Self {
             inner: Arc::new(Inner {
                 catalog,
+                external: ExternalTools::default(),
                 sandbox,
                 approvals,
                 events,
@@ -241,6 +244,30 @@ impl Gate {
         &self.inner.catalog
     }
 
+    /// A tool by name for `requester`: the catalog's, or an external MCP server's (for an MCP
+    /// client only one of a server with `expose_to_mcp_clients`).
+    pub(crate) fn tool(&self, name: &str, requester: &Requester) -> Option<Arc<dyn DynTool>> {
+        if let Some(tool) = self.inner.catalog.get(name) {
+            return Some(Arc::clone(tool));
+        }
+        let entry = self.inner.external.get(name)?;
+        let hidden = matches!(requester, Requester::Mcp { .. }) && !entry.exposed;
+        (!hidden).then_some(entry.tool)
+    }
+
+    /// The tools of external MCP servers registered now, by name.
+    pub(crate) fn external_tools(&self) -> Arc<BTreeMap<String, ExternalTool>> {
+        self.inner.external.snapshot()
+    }
+
+    /// Replaces the tools of the external server `server`; tool listings (agents, `/mcp`)
+    /// follow, and MCP clients are told when their list changed.
+    pub(crate) fn set_external_tools(&self, server: &str, tools: Vec<ExternalTool>) {
+        if self.inner.external.replace_server(server, tools) {
+            self.inner.approvals.tools_changed();
+        }
+    }
+
     /// The approval service.
     pub fn approvals(&self) -> &Approvals {
         &self.inner.approvals
@@ -253,9 +280,12 @@ impl Gate {
 
     /// The catalog with each tool's effective policy.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.inner
+        let external = self.inner.external.snapshot();
+        let mut tools: Vec<ToolInfo> = self
+            .inner
             .catalog
             .iter()
+            .chain(external.values().map(|entry| &entry.tool))
             .map(|tool| {
                 let spec = tool.spec();
                 ToolInfo {
@@ -269,7 +299,9 @@ impl Gate {
                     policy: self.inner.approvals.effective(spec.name, spec.risk, true),
                 }
             })
-            .collect()
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
     }
 
     /// Marks calls left unfinished by a process that died as failed, with an audit row each.

@@ -9,8 +9,10 @@ use futures::future::BoxFuture;
 
 use crate::agent::context::{AgentContext, ToolBinding};
 use crate::agent::scope::TurnScope;
+use crate::agent::skills::{always_denied, model_spec};
 use crate::graph::BoxError;
 use crate::llm::ToolSpec;
+use crate::tools::gate::Gate;
 
 /// Where external tools come from.
 pub trait McpTools: Send + Sync {
@@ -18,13 +20,25 @@ pub trait McpTools: Send + Sync {
     fn tools<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>>;
 }
 
-/// No external tools (the MCP client arrives in a later issue).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoMcpTools;
+/// The external tools the gate knows now (the MCP client registers them as `mcp__<server>__<tool>`),
+/// less those the policy always refuses.
+#[derive(Clone)]
+pub(crate) struct GateMcpTools {
+    pub(crate) gate: Gate,
+}
 
-impl McpTools for NoMcpTools {
+impl McpTools for GateMcpTools {
     fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>> {
-        Box::pin(async { Ok(Vec::new()) })
+        Box::pin(async move {
+            Ok(self
+                .gate
+                .external_tools()
+                .values()
+                .map(|entry| entry.tool.spec())
+                .filter(|spec| !always_denied(&self.gate, spec))
+                .map(model_spec)
+                .collect())
+        })
     }
 }
 

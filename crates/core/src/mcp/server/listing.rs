@@ -6,7 +6,8 @@
 //! `_meta["anthropic/requiresUserInteraction"] = true` and no output schema: its answer may be
 //! the "waiting for approval" notice, a normal result without structured content, which clients
 //! would reject against a declared schema. Allowed tools keep their output schema.
-//! `AwaitApproval`, the server's own tool, is always listed.
+//! `AwaitApproval`, the server's own tool, is always listed. The external MCP servers' tools
+//! (those of servers with `expose_to_mcp_clients`) follow the catalog's, read at each listing.
 
 use std::sync::Arc;
 
@@ -52,9 +53,18 @@ impl Listing {
     /// The tools `requester` may call, as `tools/list` shows them (sorted by name, with
     /// `AwaitApproval` last).
     pub(crate) fn tools(&self, handle: &RuntimeHandle, requester: &Requester) -> Vec<Tool> {
+        let external: Vec<Entry> = handle
+            .exposed_external_tools()
+            .into_iter()
+            .map(|spec| Entry {
+                tool: mcp_tool(&spec),
+                spec,
+            })
+            .collect();
         let mut tools: Vec<Tool> = self
             .entries
             .iter()
+            .chain(&external)
             .filter_map(|entry| {
                 let action = handle
                     .tool_policy_for(entry.spec.name, entry.spec.risk, requester)
@@ -104,6 +114,15 @@ impl Listing {
             .iter()
             .find(|entry| entry.spec.name == name)
             .map(|entry| entry.tool.clone())
+    }
+
+    /// One exposed external tool's MCP form (they come and go while the daemon runs).
+    pub(crate) fn external_tool(handle: &RuntimeHandle, name: &str) -> Option<Tool> {
+        handle
+            .exposed_external_tools()
+            .iter()
+            .find(|spec| spec.name == name)
+            .map(mcp_tool)
     }
 }
 

@@ -391,3 +391,102 @@ fn instructions_explain_souz_and_the_wait() {
         assert!(text.contains(part), "{part}");
     }
 }
+
+/// The misbehaving Python SDK server of `tests/clients` (installed by `scripts/test.sh`).
+fn external_server(state: &std::path::Path, expose: bool) -> crate::config::McpServerConfig {
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/clients");
+    let python = clients.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "run scripts/test.sh to install the MCP test servers"
+    );
+    crate::config::McpServerConfig {
+        command: python.display().to_string(),
+        args: vec![
+            clients
+                .join("python/misbehaving_server.py")
+                .display()
+                .to_string(),
+            state.display().to_string(),
+        ],
+        expose_to_mcp_clients: expose,
+        ..crate::config::McpServerConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn external_tools_are_re_exported_per_server_and_called_as_the_client() {
+    let exposed = tempfile::tempdir().unwrap();
+    let hidden = tempfile::tempdir().unwrap();
+    let (exposed_config, hidden_config) = (
+        external_server(exposed.path(), true),
+        external_server(hidden.path(), false),
+    );
+    let runtime = TestRuntime::builder()
+        .flat_home()
+        .with_config(move |config| {
+            config.mcp.servers.insert("odd".into(), exposed_config);
+            config.mcp.servers.insert("hidden".into(), hidden_config);
+            config
+                .approvals
+                .rules
+                .push(rule(Action::Allow, "mcp__odd__*", "mcp:trusted"));
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    for _ in 0..600 {
+        let names: Vec<String> = handle.tools().into_iter().map(|tool| tool.name).collect();
+        if names.iter().any(|name| name == "mcp__odd__echo")
+            && names.iter().any(|name| name == "mcp__hidden__echo")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let listing = Listing::new(handle.tool_specs());
+    let listed = listing.tools(&handle, &client("claude-code"));
+    let echo = listed
+        .iter()
+        .find(|tool| tool.name == "mcp__odd__echo")
+        .expect("the exposed server's tool is listed");
+    assert!(asks(echo), "an external tool asks by default");
+    assert!(
+        listed
+            .iter()
+            .all(|tool| !tool.name.starts_with("mcp__hidden__"))
+    );
+    let trusted = listing.tools(&handle, &client("trusted"));
+    let echo = trusted
+        .iter()
+        .find(|tool| tool.name == "mcp__odd__echo")
+        .unwrap();
+    assert!(
+        !asks(echo),
+        "a rule allows the server's tools for this client"
+    );
+
+    let call = |tool: &str, requester: Requester| {
+        let handle = handle.clone();
+        let request = crate::tools::gate::CallRequest {
+            tool: tool.to_owned(),
+            arguments: serde_json::json!({"text": "via souz"}),
+            requester,
+        };
+        async move {
+            let mut call = handle.start_call(request).await.unwrap();
+            call.wait_for(std::time::Duration::from_secs(30)).await
+        }
+    };
+    let done = call("mcp__odd__echo", client("trusted")).await;
+    assert_eq!(
+        done.status,
+        souz_protocol::ToolCallStatus::Succeeded,
+        "{done:?}"
+    );
+    assert_eq!(done.result.unwrap().text, "via souz");
+    let refused = call("mcp__hidden__echo", client("trusted")).await;
+    assert_eq!(refused.status, souz_protocol::ToolCallStatus::Failed);
+    assert!(refused.result.unwrap().text.contains("no tool named"));
+    runtime.shutdown("test").await.unwrap();
+}

@@ -47,7 +47,7 @@ impl Gate {
         cancel: &CancellationToken,
         state: &watch::Sender<CallState>,
     ) -> Ended {
-        let Some(tool) = self.inner.catalog.get(&record.request.tool).cloned() else {
+        let Some(tool) = self.tool(&record.request.tool, &record.request.requester) else {
             return failure(format!(
                 "There is no tool named `{}` in Souz.",
                 record.request.tool

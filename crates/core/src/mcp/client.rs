@@ -1,0 +1,440 @@
+//! The MCP client: Souz's sessions with the external MCP servers of `[mcp.servers.<name>]`,
+//! whose tools it registers with the gate as `mcp__<server>__<tool>` (see [`proxy`]), so that
+//! Souz's agents and, per server `expose_to_mcp_clients`, the MCP clients at `/mcp` call them
+//! through the one approval gate like every other tool.
+//!
+//! Lifecycle (one [`McpClients::run`] task, spawned by the runtime): each enabled server is
+//! started (or connected) and its tools listed (every page) within `startup_timeout_seconds`;
+//! a server that fails is tried again after a backoff (1 s doubling to a minute); a
+//! `tools/list_changed` notification lists the tools again. On shutdown every session is
+//! closed and every child's process group stopped.
+//!
+//! Calls: each within `tool_timeout_seconds` (then cancelled on the server with
+//! `notifications/cancelled`), cancelled when the gate's call is; a call that finds the session
+//! broken (a crashed server, a closed connection) starts a new session and is sent once more.
+
+pub(crate) mod connection;
+pub(crate) mod proxy;
+pub(crate) mod trust;
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::service::{Peer, ServiceError};
+use souz_protocol::McpServerStatus;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use self::connection::{Connect, Events, Lookup, Session};
+use self::trust::{Definition, Trust};
+use crate::config::Config;
+use crate::config::McpServerConfig;
+use crate::store::Store;
+use crate::tools::external::ExternalTool;
+use crate::tools::gate::Gate;
+use crate::tools::{ToolError, ToolOutput};
+
+/// The longest wait before a failed server is tried again.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How long closing a session may take before its process group is killed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the client needs from the runtime.
+pub(crate) struct McpClientParts {
+    pub config: Config,
+    pub gate: Gate,
+    /// Where trusted tool definitions are kept.
+    pub store: Store,
+    /// The daemon's environment (`env_vars`, `bearer_token_env`).
+    pub lookup: Lookup,
+    /// What programs may inherit of the daemon's environment (scrubbed).
+    pub inherited: Vec<(OsString, OsString)>,
+}
+
+/// Every configured server. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct McpClients {
+    servers: Arc<Vec<Arc<Server>>>,
+}
+
+/// One server and its session.
+pub(crate) struct Server {
+    pub(crate) name: String,
+    config: McpServerConfig,
+    gate: Gate,
+    store: Store,
+    lookup: Lookup,
+    inherited: Vec<(OsString, OsString)>,
+    home: PathBuf,
+    allow_hosts: Vec<String>,
+    events: Events,
+    /// The live session; held across a connect so one server is started once at a time.
+    session: tokio::sync::Mutex<Option<Live>>,
+    health: Mutex<Health>,
+}
+
+struct Live {
+    session: Session,
+    peer: Peer<RoleClient>,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Health {
+    generation: u64,
+    connected: bool,
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: Option<String>,
+    tools: usize,
+}
+
+impl McpClients {
+    /// A client per enabled server of `[mcp.servers]` (nothing is started yet).
+    pub(crate) fn new(parts: McpClientParts) -> Self {
+        let McpClientParts {
+            config,
+            gate,
+            store,
+            lookup,
+            inherited,
+        } = parts;
+        let servers = config
+            .mcp
+            .servers
+            .iter()
+            .filter(|(_, server)| server.enabled)
+            .map(|(name, server)| {
+                Arc::new(Server {
+                    name: name.clone(),
+                    config: server.clone(),
+                    gate: gate.clone(),
+                    store: store.clone(),
+                    lookup: Arc::clone(&lookup),
+                    inherited: inherited.clone(),
+                    home: config.paths.home().to_owned(),
+                    allow_hosts: config.sandbox.network_allow_hosts.clone(),
+                    events: Events {
+                        tools_changed: Arc::new(Notify::new()),
+                    },
+                    session: tokio::sync::Mutex::new(None),
+                    health: Mutex::new(Health::default()),
+                })
+            })
+            .collect();
+        Self {
+            servers: Arc::new(servers),
+        }
+    }
+
+    /// Keeps every server connected and its tools listed until `stop`; then closes them all.
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        let keepers = self
+            .servers
+            .iter()
+            .map(|server| Arc::clone(server).keep(stop.clone()));
+        futures::future::join_all(keepers).await;
+    }
+
+    /// Where each configured server stands (enabled ones live; disabled ones as configured).
+    pub(crate) fn status(&self, config: &Config) -> Vec<McpServerStatus> {
+        config
+            .mcp
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let live = self.servers.iter().find(|live| &live.name == name);
+                let health = live.map(|live| live.health());
+                McpServerStatus {
+                    name: name.clone(),
+                    transport: if server.is_stdio() { "stdio" } else { "http" }.to_owned(),
+                    enabled: server.enabled,
+                    connected: health.as_ref().is_some_and(|h| h.connected),
+                    tools: health.as_ref().map_or(0, |h| h.tools),
+                    error: health.and_then(|h| h.last_error),
+                    expose_to_mcp_clients: server.expose_to_mcp_clients,
+                }
+            })
+            .collect()
+    }
+
+    /// Connects to `name` now (if it is not) and lists its tools again; the number listed.
+    pub(crate) async fn test(&self, name: &str) -> Option<Result<usize, String>> {
+        let server = self.servers.iter().find(|server| server.name == name)?;
+        Some(match server.peer().await {
+            Ok((peer, _)) => server.list_tools(&peer).await,
+            Err(error) => Err(error),
+        })
+    }
+}
+
+struct HealthView {
+    connected: bool,
+    tools: usize,
+    last_error: Option<String>,
+}
+
+impl Server {
+    fn health(&self) -> HealthView {
+        let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        HealthView {
+            connected: health.connected,
+            tools: health.tools,
+            last_error: health.last_error.clone(),
+        }
+    }
+
+    fn startup_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.startup_timeout_seconds)
+    }
+
+    async fn keep(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let retry_in = match self.peer().await {
+                Ok((peer, _)) => {
+                    if let Err(error) = self.list_tools(&peer).await {
+                        tracing::warn!(server = %self.name, %error, "cannot list the MCP server's tools");
+                    }
+                    None
+                }
+                Err(_) => self.retry_in(),
+            };
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = self.events.tools_changed.notified() => {}
+                () = sleep_or_forever(retry_in) => {}
+            }
+        }
+        self.close().await;
+    }
+
+    fn retry_in(&self) -> Option<Duration> {
+        let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        health
+            .retry_at
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// The live session's peer, connecting first when there is none (not before the backoff
+    /// of the last failure is over).
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let mut slot = self.session.lock().await;
+        if let Some(live) = slot.as_ref()
+            && !live.peer.is_transport_closed()
+        {
+            return Ok((live.peer.clone(), live.generation));
+        }
+        if let Some(old) = slot.take() {
+            close(old.session).await;
+        }
+        {
+            let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = health.retry_at
+                && at > Instant::now()
+            {
+                let error = health.last_error.clone().unwrap_or_default();
+                return Err(format!(
+                    "the MCP server `{}` is unavailable ({error}); Souz tries again in {} s",
+                    self.name,
+                    at.saturating_duration_since(Instant::now())
+                        .as_secs()
+                        .max(1)
+                ));
+            }
+        }
+        let connecting = connection::connect(
+            Connect {
+                name: &self.name,
+                config: &self.config,
+                lookup: &self.lookup,
+                inherited: &self.inherited,
+                home: &self.home,
+                allow_hosts: &self.allow_hosts,
+            },
+            self.events.clone(),
+        );
+        let outcome = match tokio::time::timeout(self.startup_timeout(), connecting).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "no answer within {} s",
+                self.config.startup_timeout_seconds
+            )),
+        };
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        match outcome {
+            Ok(session) => {
+                health.generation += 1;
+                health.connected = true;
+                health.failures = 0;
+                health.retry_at = None;
+                health.last_error = None;
+                let peer = session.peer().clone();
+                let generation = health.generation;
+                if generation > 1 {
+                    // A new session (a restarted server) may list other tools: look again.
+                    self.events.tools_changed.notify_one();
+                }
+                *slot = Some(Live {
+                    session,
+                    peer: peer.clone(),
+                    generation,
+                });
+                Ok((peer, generation))
+            }
+            Err(error) => {
+                tracing::warn!(server = %self.name, %error, "cannot start the MCP server");
+                health.connected = false;
+                health.failures = health.failures.saturating_add(1);
+                let backoff = Duration::from_secs(1 << health.failures.min(6).saturating_sub(1));
+                health.retry_at = Some(Instant::now() + backoff.min(MAX_BACKOFF));
+                health.last_error = Some(error.clone());
+                Err(format!("the MCP server `{}`: {error}", self.name))
+            }
+        }
+    }
+
+    /// Forgets the session of `generation` (broken); the next call starts a new one at once.
+    async fn drop_session(&self, generation: u64) {
+        let mut slot = self.session.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|live| live.generation == generation)
+            && let Some(old) = slot.take()
+        {
+            close(old.session).await;
+            let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            health.connected = false;
+        }
+    }
+
+    async fn close(&self) {
+        if let Some(live) = self.session.lock().await.take() {
+            close(live.session).await;
+        }
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        health.connected = false;
+    }
+
+    /// Lists the server's tools (every page) and registers the ones in use with the gate.
+    async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<usize, String> {
+        let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
+            .await
+            .map_err(|_| "`tools/list` did not answer in time".to_owned())?
+            .map_err(|error| format!("`tools/list` failed: {error}"))?;
+        let mut taken = HashSet::new();
+        let mut tools: Vec<ExternalTool> = Vec::new();
+        for tool in listed
+            .iter()
+            .filter(|tool| self.config.uses_tool(&tool.name))
+        {
+            let definition = Definition::of(tool);
+            let untrusted = match trust::check(&self.store, &self.name, &tool.name, &definition)
+                .await
+                .map_err(|error| format!("cannot read the trusted definitions: {error}"))?
+            {
+                Trust::Trusted => None,
+                Trust::Changed { diff } => {
+                    tracing::warn!(server = %self.name, tool = %tool.name, "an MCP tool's definition changed; it asks until approved");
+                    Some(diff)
+                }
+            };
+            let name = proxy::tool_name(&self.name, &tool.name, &mut taken);
+            tools.push(ExternalTool {
+                tool: Arc::new(proxy::ProxyTool {
+                    spec: proxy::spec(&self.name, &name, tool),
+                    server: Arc::clone(self),
+                    remote: tool.name.to_string(),
+                    definition,
+                    untrusted: Arc::new(Mutex::new(untrusted)),
+                }),
+                server: self.name.clone(),
+                exposed: self.config.expose_to_mcp_clients,
+            });
+        }
+        let count = tools.len();
+        // The count first: whoever sees the tools in the gate sees the status that lists them.
+        self.health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .tools = count;
+        self.gate.set_external_tools(&self.name, tools);
+        Ok(count)
+    }
+
+    /// Trusts `definition` of `tool` (the person approved a call that showed it), and marks
+    /// the registered proxy trusted.
+    pub(crate) async fn trust(&self, tool: &str, definition: &Definition) -> Result<(), ToolError> {
+        trust::accept(&self.store, &self.name, tool, definition)
+            .await
+            .map_err(|error| ToolError::Internal(error.to_string()))
+    }
+
+    /// Calls `tool` with `arguments`: within the tool timeout, cancelled with `cancel`, sent
+    /// once more on a new session when the first finds it broken.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let limit = Duration::from_secs(self.config.tool_timeout_seconds);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (peer, generation) = self.peer().await.map_err(ToolError::Failed)?;
+            let params =
+                CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+            let answer = tokio::select! {
+                answer = tokio::time::timeout(limit, peer.call_tool(params)) => answer,
+                () = cancel.cancelled() => return Err(ToolError::Cancelled),
+            };
+            match answer {
+                Err(_) => {
+                    return Err(ToolError::Failed(format!(
+                        "`{tool}` on the MCP server `{}` did not answer within {} s; it was cancelled",
+                        self.name, self.config.tool_timeout_seconds
+                    )));
+                }
+                Ok(Ok(result)) => return proxy::output(result),
+                Ok(Err(ServiceError::McpError(error))) => {
+                    return Err(ToolError::Failed(error.message.to_string()));
+                }
+                Ok(Err(error)) if attempt == 1 => {
+                    tracing::warn!(server = %self.name, %error, "the MCP session broke; starting a new one");
+                    self.drop_session(generation).await;
+                }
+                Ok(Err(error)) => {
+                    self.drop_session(generation).await;
+                    return Err(ToolError::Failed(format!(
+                        "the MCP server `{}` failed: {error}",
+                        self.name
+                    )));
+                }
+            }
+        }
+    }
+}
+
+async fn close(mut session: Session) {
+    if tokio::time::timeout(CLOSE_TIMEOUT, session.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("an MCP session did not close in time; its process group is killed");
+    }
+}
+
+async fn sleep_or_forever(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

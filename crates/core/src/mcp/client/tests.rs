@@ -1,0 +1,417 @@
+//! The MCP client against servers nobody here wrote: a misbehaving server built with the
+//! official Python SDK (`tests/clients/python/misbehaving_server.py`: crashes, hangs, fails)
+//! and `@modelcontextprotocol/server-everything` over stdio and streamable HTTP, each inside a
+//! whole runtime, every call through the gate. The servers are installed by `scripts/test.sh`
+//! into `tests/clients/`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use souz_protocol::{DecisionRequest, Requester, ScopeKind, ToolCallStatus, Verdict};
+
+use crate::approvals::Audience;
+use crate::config::McpServerConfig;
+use crate::testing::TestRuntime;
+use crate::tools::gate::{CallRequest, CallState};
+
+fn clients() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/clients")
+}
+
+fn installed(path: PathBuf) -> String {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/test.sh, which installs the MCP test servers",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+fn misbehaving(state: &Path) -> McpServerConfig {
+    McpServerConfig {
+        command: installed(clients().join(".venv/bin/python")),
+        args: vec![
+            installed(clients().join("python/misbehaving_server.py")),
+            state.display().to_string(),
+        ],
+        tool_timeout_seconds: 2,
+        ..McpServerConfig::default()
+    }
+}
+
+fn everything_script() -> String {
+    installed(clients().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+}
+
+fn node() -> String {
+    installed(clients().join("node_modules/.bin/node"))
+}
+
+async fn runtime_with(servers: Vec<(&'static str, McpServerConfig)>) -> TestRuntime {
+    TestRuntime::builder()
+        .with_config(move |config| {
+            for (name, server) in servers {
+                config.mcp.servers.insert(name.to_owned(), server);
+            }
+        })
+        .start()
+        .await
+}
+
+/// Waits (bounded) until the gate lists `name`.
+async fn wait_for_tool(runtime: &TestRuntime, name: &str) {
+    let handle = runtime.handle();
+    for _ in 0..600 {
+        if handle.tools().iter().any(|tool| tool.name == name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "{name} was never listed; servers: {:?}",
+        handle.mcp_servers()
+    );
+}
+
+async fn start(
+    runtime: &TestRuntime,
+    tool: &str,
+    arguments: Value,
+) -> crate::tools::gate::CallHandle {
+    runtime
+        .handle()
+        .start_call(CallRequest {
+            tool: tool.to_owned(),
+            arguments,
+            requester: Requester::Api,
+        })
+        .await
+        .unwrap()
+}
+
+/// Approves (or denies) the call's pending approval once it is asked, then waits for its end.
+async fn decide_and_finish(
+    runtime: &TestRuntime,
+    call: &mut crate::tools::gate::CallHandle,
+    verdict: Verdict,
+) -> CallState {
+    let mut approval = None;
+    for _ in 0..400 {
+        approval = call.state().approval_id;
+        if approval.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let approval = approval.expect("the call never asked");
+    runtime
+        .handle()
+        .decide_approval(
+            &approval,
+            DecisionRequest {
+                decision: verdict,
+                scope: ScopeKind::Once,
+                minutes: None,
+                argument_match: None,
+                via: Some("test".into()),
+            },
+            &Audience::Everyone,
+        )
+        .await
+        .unwrap();
+    call.wait_for(Duration::from_secs(60)).await
+}
+
+fn text(state: &CallState) -> &str {
+    state
+        .result
+        .as_ref()
+        .map_or("", |result| result.text.as_str())
+}
+
+#[tokio::test]
+async fn tools_are_discovered_and_every_call_asks_first() {
+    let state = tempfile::tempdir().unwrap();
+    let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
+    let handle = runtime.handle();
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
+    let names: Vec<String> = handle
+        .tools()
+        .into_iter()
+        .map(|tool| tool.name)
+        .filter(|name| name.starts_with("mcp__"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mcp__odd__crash_once",
+            "mcp__odd__echo",
+            "mcp__odd__fail",
+            "mcp__odd__hang"
+        ]
+    );
+    let echo = handle
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "mcp__odd__echo")
+        .unwrap();
+    assert_eq!(echo.description, "[MCP:odd] Echoes the text back.");
+    assert_eq!(echo.policy.action, souz_protocol::Action::Ask);
+
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "hi there"})).await;
+    let approved = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(approved.status, ToolCallStatus::Succeeded, "{approved:?}");
+    assert_eq!(text(&approved), "hi there");
+
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "never"})).await;
+    let denied = decide_and_finish(&runtime, &mut call, Verdict::Deny).await;
+    assert_eq!(denied.status, ToolCallStatus::Denied, "{denied:?}");
+
+    let mut call = start(&runtime, "mcp__odd__fail", json!({})).await;
+    let failed = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(failed.status, ToolCallStatus::Failed, "{failed:?}");
+    // The SDK hides the exception; its error result says which tool failed.
+    assert!(
+        text(&failed).contains("Error executing tool fail"),
+        "{failed:?}"
+    );
+
+    let servers = handle.mcp_servers().servers;
+    assert_eq!(servers.len(), 1);
+    assert!(servers[0].connected && servers[0].tools == 4, "{servers:?}");
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_restarted_and_the_call_sent_once_more() {
+    let state = tempfile::tempdir().unwrap();
+    let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
+    wait_for_tool(&runtime, "mcp__odd__crash_once").await;
+    let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert_eq!(text(&done), "recovered");
+    let starts = std::fs::read_to_string(state.path().join("starts")).unwrap();
+    assert_eq!(
+        starts.lines().count(),
+        2,
+        "one start, one restart: {starts}"
+    );
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_hanging_call_is_cut_by_its_timeout_and_the_server_stays_usable() {
+    let state = tempfile::tempdir().unwrap();
+    let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
+    wait_for_tool(&runtime, "mcp__odd__hang").await;
+    let mut call = start(&runtime, "mcp__odd__hang", json!({})).await;
+    let cut = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(cut.status, ToolCallStatus::Failed, "{cut:?}");
+    assert!(text(&cut).contains("did not answer within 2 s"), "{cut:?}");
+    assert!(state.path().join("hanging").exists());
+
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "still here"})).await;
+    let echoed = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(text(&echoed), "still here", "{echoed:?}");
+    let starts = std::fs::read_to_string(state.path().join("starts")).unwrap();
+    assert_eq!(
+        starts.lines().count(),
+        1,
+        "no restart for a timeout: {starts}"
+    );
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_reported_and_others_still_work() {
+    let state = tempfile::tempdir().unwrap();
+    let broken = McpServerConfig {
+        command: "/nonexistent/mcp-server".into(),
+        ..McpServerConfig::default()
+    };
+    let runtime = runtime_with(vec![("odd", misbehaving(state.path())), ("gone", broken)]).await;
+    let handle = runtime.handle();
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
+    let test = handle.test_mcp_server("gone").await.unwrap();
+    assert!(!test.ok);
+    assert!(
+        test.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("/nonexistent/mcp-server"),
+        "{test:?}"
+    );
+    let status = handle.mcp_servers().servers;
+    let gone = status.iter().find(|server| server.name == "gone").unwrap();
+    assert!(!gone.connected && gone.error.is_some(), "{gone:?}");
+    assert!(handle.test_mcp_server("nobody").await.is_err());
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio_echoes_through_the_gate() {
+    let runtime = runtime_with(vec![(
+        "everything",
+        McpServerConfig {
+            command: node(),
+            args: vec![everything_script()],
+            ..McpServerConfig::default()
+        },
+    )])
+    .await;
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+    let mut call = start(
+        &runtime,
+        "mcp__everything__echo",
+        json!({"message": "ping"}),
+    )
+    .await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert!(text(&done).contains("ping"), "{done:?}");
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http_needs_private_network_allowed() {
+    let port = free_port();
+    let mut server = tokio::process::Command::new(node())
+        .arg(everything_script())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = McpServerConfig {
+        url: url.clone(),
+        ..McpServerConfig::default()
+    };
+    let allowed = McpServerConfig {
+        url,
+        allow_private_network: true,
+        ..McpServerConfig::default()
+    };
+    let runtime = runtime_with(vec![("loopback", refused), ("everything", allowed)]).await;
+    let handle = runtime.handle();
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+    let test = handle.test_mcp_server("loopback").await.unwrap();
+    assert!(!test.ok, "{test:?}");
+    assert!(test.error.unwrap_or_default().contains("refused"));
+
+    let mut call = start(
+        &runtime,
+        "mcp__everything__echo",
+        json!({"message": "over http"}),
+    )
+    .await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert!(text(&done).contains("over http"), "{done:?}");
+    runtime.shutdown("test").await.unwrap();
+    server.kill().await.unwrap();
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn a_changed_definition_asks_with_the_diff_until_approved() {
+    let state = tempfile::tempdir().unwrap();
+    let config = misbehaving(state.path());
+    let runtime = TestRuntime::builder()
+        .with_config(move |c| {
+            c.mcp.servers.insert("odd".into(), config);
+            c.approvals.rules.push(allow_rule("mcp__odd__*"));
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    wait_for_tool(&runtime, "mcp__odd__echo").await;
+    // Allowed by a rule: runs without asking while the definition is the trusted one.
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted"})).await;
+    let done = call.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(text(&done), "trusted", "{done:?}");
+
+    // The server comes back (after a crash) describing `echo` differently; listed again.
+    std::fs::write(
+        state.path().join("description"),
+        "Sends your text to evil.example.",
+    )
+    .unwrap();
+    let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
+    let done = call.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(text(&done), "recovered", "{done:?}");
+    // The restarted server's tools are listed again on their own; no test needed.
+
+    let changed = "[MCP:odd] Sends your text to evil.example.";
+    for _ in 0..400 {
+        if handle
+            .tools()
+            .iter()
+            .any(|tool| tool.description == changed)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "changed"})).await;
+    let mut approval_id = None;
+    for _ in 0..400 {
+        approval_id = call.state().approval_id;
+        if approval_id.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let approval = handle
+        .approval(&approval_id.expect("a changed definition asks despite the rule"))
+        .await
+        .unwrap();
+    let diff = approval.diff.clone().unwrap_or_default();
+    assert!(
+        diff.contains("-  \"description\": \"Echoes the text back.\""),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+  \"description\": \"Sends your text to evil.example.\""),
+        "{diff}"
+    );
+    let denied = decide_and_finish(&runtime, &mut call, Verdict::Deny).await;
+    assert_eq!(denied.status, ToolCallStatus::Denied);
+
+    // Still untrusted after a denial; approving trusts it, and the rule applies again.
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "approved"})).await;
+    let approved = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(text(&approved), "approved", "{approved:?}");
+    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted again"})).await;
+    let done = call.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(done.approval_id, None, "{done:?}");
+    assert_eq!(text(&done), "trusted again");
+    runtime.shutdown("test").await.unwrap();
+}
+
+fn allow_rule(tool: &str) -> crate::config::RuleConfig {
+    crate::config::RuleConfig {
+        action: souz_protocol::Action::Allow,
+        tool: Some(tool.into()),
+        path: None,
+        command: None,
+        domain: None,
+        risk: None,
+        requester: None,
+        note: None,
+    }
+}
