@@ -1,6 +1,8 @@
 //! Recall latency over 10k and 100k stored facts, inside the daemon's code path (SQLite reads,
-//! FTS5, cosine over stored vectors, fusion, the retrieval-stats write), excluding the cost of
-//! embedding the query: the query vector comes from the hash embedder (microseconds).
+//! FTS5, cosine over stored vectors, fusion; the retrieval-stats write runs in the background),
+//! excluding the cost of embedding the query: the query vector comes from the hash embedder
+//! (microseconds). Facts and queries draw from a 5,000-word vocabulary skewed towards common
+//! words.
 //!
 //! - `recall/lexical/N`: automatic recall with no embedder (exact, lexical, priority).
 //! - `recall/dense384/N`: the same with 384-dimension vectors stored for every fact.
@@ -19,7 +21,8 @@ use souz_core::memory::model::{Context, Fact, Kind, Retention, Scope, Status, co
 use souz_core::memory::{Embedder, Memory, MemoryParts, NoWriter, facts, vectors};
 use souz_core::store::{Store, StoreError};
 
-const WORDS: &[&str] = &[
+/// Real words mixed into the vocabulary (English and Russian, so both stemmers run).
+const COMMON: &[&str] = &[
     "tea",
     "coffee",
     "project",
@@ -72,6 +75,13 @@ const WORDS: &[&str] = &[
     "команда",
     "релиз",
 ];
+/// Syllables the synthetic words are made of.
+const SYLLABLES: &[&str] = &[
+    "ka", "lo", "mi", "ren", "sa", "tor", "vel", "un", "bri", "da", "fen", "gor", "hil", "jo",
+    "mar", "nes", "pol", "qui", "ras", "tel", "ver", "wen", "xo", "zan", "ко", "ла", "ми", "ран",
+];
+/// Distinct words in the vocabulary: a person's notes use thousands, not dozens.
+const VOCABULARY: usize = 5_000;
 const DIMENSION: usize = 384;
 
 struct Lcg(u64);
@@ -85,17 +95,39 @@ impl Lcg {
         (self.0 >> 33) as usize
     }
 
-    fn words(&mut self, count: usize) -> String {
+    /// `count` words of `vocabulary`, skewed towards its start (the smaller of two uniform
+    /// draws), as word frequencies in real text are.
+    fn words(&mut self, vocabulary: &[String], count: usize) -> String {
         (0..count)
-            .map(|_| WORDS[self.next() % WORDS.len()])
+            .map(|_| {
+                let at = (self.next() % vocabulary.len()).min(self.next() % vocabulary.len());
+                vocabulary[at].as_str()
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
 }
 
-fn fact(index: usize, random: &mut Lcg) -> Fact {
-    let title = format!("{} {index}", random.words(3));
-    let body = random.words(14);
+/// The common words, then synthetic ones of two to four syllables, `VOCABULARY` in all.
+fn vocabulary() -> Vec<String> {
+    let mut random = Lcg(3);
+    let mut words: Vec<String> = COMMON.iter().map(|word| (*word).to_owned()).collect();
+    let mut seen: std::collections::HashSet<String> = words.iter().cloned().collect();
+    while words.len() < VOCABULARY {
+        let syllables = 2 + random.next() % 3;
+        let word: String = (0..syllables)
+            .map(|_| SYLLABLES[random.next() % SYLLABLES.len()])
+            .collect();
+        if seen.insert(word.clone()) {
+            words.push(word);
+        }
+    }
+    words
+}
+
+fn fact(index: usize, random: &mut Lcg, vocabulary: &[String]) -> Fact {
+    let title = format!("{} {index}", random.words(vocabulary, 3));
+    let body = random.words(vocabulary, 14);
     let scope = if index.is_multiple_of(10) {
         Scope::session(&format!("chat-{}", index % 50))
     } else {
@@ -128,10 +160,11 @@ fn fact(index: usize, random: &mut Lcg) -> Fact {
 
 async fn populate(store: &Store, count: usize, embedder: Option<HashEmbedder>) {
     let mut random = Lcg(7);
+    let vocabulary = vocabulary();
     let batch = 5_000;
     for start in (0..count).step_by(batch) {
         let mut batch_facts: Vec<Fact> = (start..(start + batch).min(count))
-            .map(|index| fact(index, &mut random))
+            .map(|index| fact(index, &mut random, &vocabulary))
             .collect();
         let embedder = embedder.clone();
         store
@@ -192,7 +225,8 @@ fn bench_recall(c: &mut Criterion) {
                 project: None,
             };
             let mut random = Lcg(99);
-            let queries: Vec<String> = (0..200).map(|_| random.words(4)).collect();
+            let vocabulary = vocabulary();
+            let queries: Vec<String> = (0..200).map(|_| random.words(&vocabulary, 4)).collect();
             let name = format!("{}/{count}", if dense { "dense384" } else { "lexical" });
             let samples: Vec<Duration> = runtime.block_on(async {
                 let mut samples = Vec::new();

@@ -25,6 +25,7 @@ pub mod intent;
 pub mod model;
 pub mod recall;
 pub mod redaction;
+mod stats;
 pub mod text;
 pub mod vectors;
 pub mod writer;
@@ -121,6 +122,8 @@ struct Inner {
     retry: tokio::sync::Notify,
     /// The embedder's vectors in memory (dense recall).
     vectors: Arc<std::sync::RwLock<VectorIndex>>,
+    /// Retrievals waiting to be counted (written off the recall path).
+    retrievals: Arc<stats::RetrievalLog>,
 }
 
 /// The query's vector, from the embedder's model.
@@ -244,6 +247,7 @@ impl Memory {
                 capture: tokio::sync::Mutex::new(()),
                 retry: tokio::sync::Notify::new(),
                 vectors: Arc::default(),
+                retrievals: Arc::default(),
             }),
         }
     }
@@ -401,7 +405,8 @@ impl Memory {
         }
     }
 
-    /// Chooses facts for a query (see [`recall`]) and counts their retrieval.
+    /// Chooses facts for a query (see [`recall`]) and counts their retrieval (in the
+    /// background: see [`stats`]).
     pub async fn select(
         &self,
         query: recall::Query<'_>,
@@ -425,15 +430,7 @@ impl Memory {
             .iter()
             .map(|chosen| chosen.fact.id.clone())
             .collect();
-        if !ids.is_empty()
-            && let Err(error) = self
-                .inner
-                .store
-                .write(move |tx| Ok::<_, MemoryError>(facts::record_retrieval(tx, &ids)?))
-                .await
-        {
-            tracing::warn!(%error, "could not record memory retrieval stats");
-        }
+        self.inner.retrievals.note(&self.inner.store, ids);
         Ok((selected, trace))
     }
 

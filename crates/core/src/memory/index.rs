@@ -8,7 +8,7 @@
 //! result, never change it. It is loaded on first use for a (model, dimension) and kept in step
 //! by this process's writes ([`VectorIndex::put`]); a query of another dimension reloads it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rusqlite::Connection;
 
@@ -181,11 +181,14 @@ impl VectorIndex {
         };
         let mut unit = vector.to_vec();
         normalize(&mut unit);
-        let wanted: HashSet<(String, String)> = scopes
+        // A handful of scopes: comparing strings is cheaper than hashing them per entry.
+        let mut wanted: Vec<(String, String)> = scopes
             .iter()
             .flat_map(Scope::compatible)
             .map(|scope| (scope.kind, scope.id))
             .collect();
+        wanted.sort();
+        wanted.dedup();
         let mut scored: Vec<(f32, &String, &Entry)> = loaded
             .entries
             .iter()

@@ -1004,3 +1004,53 @@ async fn the_llm_writer_sends_the_redacted_turn_and_its_candidates_are_grounded(
     assert!(writer::parse_candidates("[{\"kind\": \"NOPE\"}]").is_err());
     assert_eq!(writer::parse_candidates("[]").unwrap(), Vec::new());
 }
+
+#[tokio::test]
+async fn retrievals_are_counted_off_the_recall_path_without_loss() {
+    // A recall returns before its retrieval is written; flushing writes whatever is noted and
+    // not yet written, so each recall counts exactly once however the flushes interleave.
+    let (_home, store, memory) = lexical().await;
+    let tea = memory
+        .create_fact(fact(Scope::global(), "Drinks", "green tea every morning"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let (_, selected) = memory.recall(&context("c1"), "tea", 8).await.unwrap();
+        assert_eq!(titles(&selected), ["Drinks"]);
+    }
+    memory.inner.retrievals.flush(&store).await;
+    let counted = store
+        .read(move |connection| {
+            connection
+                .query_row(
+                    "SELECT retrieval_count FROM memory_fact_stats WHERE fact_id = ?1",
+                    [&tea.id],
+                    |row| row.get::<_, i64>(0),
+                )
+                .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    assert_eq!(counted, 2);
+}
+
+#[tokio::test]
+async fn lexical_search_ranks_inside_the_index_and_still_filters_owner_and_status() {
+    let (_home, store, memory) = lexical().await;
+    let mut foreign = fact(Scope::global(), "Someone else", "prefers tea");
+    foreign.owner = "other".into();
+    memory.create_fact(foreign).await.unwrap();
+    let mine = memory
+        .create_fact(fact(Scope::global(), "Mine", "prefers tea too"))
+        .await
+        .unwrap();
+    let scopes = vec![Scope::global()];
+    let found = store
+        .read(move |connection| {
+            facts::lexical(connection, "local", &scopes, "\"tea\"", 10).map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let ids: Vec<String> = found.into_iter().map(|(fact, _)| fact.id).collect();
+    assert_eq!(ids, [mine.id]);
+}
