@@ -517,11 +517,6 @@ pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fa
         .collect()
 }
 
-/// Best-ranked FTS5 matches the lexical search looks through before the owner, status and
-/// scope filters: a match of another owner or scope, or a retired fact, beyond this rank is
-/// not found lexically (the other recall sources still see it).
-pub const LEXICAL_SCAN: usize = 2_000;
-
 /// Active facts of `owner` in `scopes` whose stemmed text matches the FTS5 `query`, best
 /// bm25 first.
 pub fn lexical(
@@ -535,14 +530,11 @@ pub fn lexical(
     let Some(clause) = scope_clause(scopes, &mut params) else {
         return Ok(Vec::new());
     };
-    // FTS5 ranks inside its own index (`ORDER BY rank LIMIT` keeps only the best rows), so
-    // only the best `LEXICAL_SCAN` matches are joined to their facts and filtered.
     let sql = format!(
-        "SELECT {FACT_COLUMNS}, m.rank FROM (SELECT rowid, rank FROM memory_facts_fts \
-         WHERE memory_facts_fts MATCH ? ORDER BY rank LIMIT {LEXICAL_SCAN}) m \
-         JOIN memory_facts f ON f.rowid = m.rowid \
-         WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND {clause} \
-         ORDER BY m.rank LIMIT {limit}"
+        "SELECT {FACT_COLUMNS}, bm25(memory_facts_fts) AS rank FROM memory_facts_fts \
+         JOIN memory_facts f ON f.rowid = memory_facts_fts.rowid \
+         WHERE memory_facts_fts MATCH ? AND f.owner_id = ? AND f.status = 'ACTIVE' AND {clause} \
+         ORDER BY rank LIMIT {limit}"
     );
     connection
         .prepare_cached(&sql)?

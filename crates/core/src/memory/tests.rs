@@ -1035,7 +1035,7 @@ async fn retrievals_are_counted_off_the_recall_path_without_loss() {
 }
 
 #[tokio::test]
-async fn lexical_search_ranks_inside_the_index_and_still_filters_owner_and_status() {
+async fn lexical_search_returns_only_the_owners_facts() {
     let (_home, store, memory) = lexical().await;
     let mut foreign = fact(Scope::global(), "Someone else", "prefers tea");
     foreign.owner = "other".into();
