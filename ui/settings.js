@@ -61,7 +61,7 @@ async function keysSection() {
         h("td", {}, key.source === "stored"
           ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
           : ""))));
-    if (!keys.items.length) note.textContent = "No provider key yet: a chat needs one (or a local server).";
+    if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, "No provider key yet: a chat needs one (or a local server).")));
   };
   /** @param {() => Promise<unknown>} call @param {string} done what to say when `call` says nothing */
   const act = async (call, done) => {
