@@ -1,10 +1,14 @@
 //! `souz keys`: a key set from standard input is stored (only its hint printed or listed),
-//! bad input fails clearly without touching the stored key, and `rm` deletes it.
+//! bad input fails clearly without touching the stored key, `rm` deletes it, and `test` makes
+//! a real request through the (fake) provider with the key.
 
 use std::io::Write;
 use std::process::{Output, Stdio};
 
 use souz_e2e::Daemon;
+use souz_testkit::openai;
+
+use crate::chats::{COMPLETIONS, daemon_configured, provider};
 
 /// `souz keys ARGS` with `input` on standard input.
 fn keys(daemon: &Daemon, args: &[&str], input: &str) -> Output {
@@ -80,4 +84,43 @@ fn keys_are_set_from_stdin_listed_by_hint_and_removed() {
     assert!(!listed.contains("openai"), "{listed}");
     // Idempotent.
     assert!(keys(&daemon, &["rm", "openai"], "").status.success());
+}
+
+#[test]
+fn a_key_is_tested_with_a_real_request_and_a_refusal_is_a_clear_failure() {
+    let setup = provider();
+    let daemon = daemon_configured(&setup, "", |_| {});
+    let key = "sk-e2e-test-route-0123456789abcd";
+
+    // No key at all: the daemon says so.
+    let missing = keys(&daemon, &["test", "openai"], "");
+    assert!(!missing.status.success(), "{missing:?}");
+    assert!(
+        text(&missing.stderr).to_lowercase().contains("key"),
+        "{missing:?}"
+    );
+
+    assert!(keys(&daemon, &["set", "openai"], key).status.success());
+    setup.provider.push(COMPLETIONS, openai::text(&["pong"]));
+    let works = keys(&daemon, &["test", "openai"], "");
+    assert!(works.status.success(), "{works:?}");
+    assert!(text(&works.stdout).contains("works"), "{works:?}");
+    let request = setup.provider.requests_to(COMPLETIONS).remove(0);
+    assert_eq!(
+        request.headers.get("authorization").map(String::as_str),
+        Some(format!("Bearer {key}").as_str())
+    );
+
+    setup.provider.push(
+        COMPLETIONS,
+        openai::error(401, "Incorrect API key provided"),
+    );
+    let refused = keys(&daemon, &["test", "openai"], "");
+    assert!(!refused.status.success(), "{refused:?}");
+    let said = text(&refused.stderr);
+    assert!(said.contains("did not work"), "{said}");
+    assert!(
+        !said.contains(key) && !text(&refused.stdout).contains(key),
+        "{said}"
+    );
 }

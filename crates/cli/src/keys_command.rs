@@ -1,8 +1,9 @@
 //! `souz keys`: the caller's provider API keys through the daemon — list (hints only), set,
-//! rm. Keys are secrets: `set` reads the key from standard input (without echo when that is a
+//! rm, test (a one-token request through the provider). Keys are secrets: `set` reads the key from standard input (without echo when that is a
 //! terminal), never from an argument, and nothing here prints more than the daemon's hint.
 
 use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
@@ -26,6 +27,12 @@ pub enum KeysCommand {
         /// openai, anthropic, qwen, ai_tunnel, giga, ... (case-insensitive, `-` for `_`).
         provider: String,
     },
+    /// Check a provider's key with a one-token request to its default model; exit 1 if the
+    /// provider refuses it or cannot be reached.
+    Test {
+        /// The provider.
+        provider: String,
+    },
     /// Delete a provider's stored key (keys from the environment stay).
     Rm {
         /// The provider.
@@ -33,8 +40,37 @@ pub enum KeysCommand {
     },
 }
 
-pub async fn run(command: Option<KeysCommand>) -> Result<()> {
+pub async fn run(command: Option<KeysCommand>) -> Result<ExitCode> {
     match command.unwrap_or(KeysCommand::List { json: false }) {
+        KeysCommand::Test { provider } => test(&provider).await,
+        other => manage(other).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// `souz keys test`: success when the provider answered, else its error on stderr and exit 1.
+async fn test(provider: &str) -> Result<ExitCode> {
+    let client = crate::client::connect().await?;
+    let tested = client.test_provider_key(provider).await?;
+    if tested.ok {
+        say!(
+            "The {} key works ({} answered).",
+            tested.provider,
+            tested.model
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "The {} key did not work with {}: {}",
+        tested.provider,
+        tested.model,
+        souz_protocol::display::display_text(tested.error.as_deref().unwrap_or("no answer"))
+    );
+    Ok(ExitCode::FAILURE)
+}
+
+/// list, set, rm (`test` is [`test`]).
+async fn manage(command: KeysCommand) -> Result<()> {
+    match command {
         KeysCommand::List { json } => {
             let client = crate::client::connect().await?;
             let list = client.provider_keys().await?;
@@ -66,6 +102,7 @@ pub async fn run(command: Option<KeysCommand>) -> Result<()> {
             );
             Ok(())
         }
+        KeysCommand::Test { provider } => test(&provider).await.map(drop),
         KeysCommand::Rm { provider } => {
             let client = crate::client::connect().await?;
             client.delete_provider_key(&provider).await?;

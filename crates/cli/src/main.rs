@@ -65,7 +65,7 @@ enum Command {
         #[command(subcommand)]
         command: Option<questions_command::QuestionsCommand>,
     },
-    /// Provider API keys: list (hints only), set (the key from standard input), rm (default:
+    /// Provider API keys: list (hints only), set (the key from standard input), rm, test (default:
     /// list).
     Keys {
         #[command(subcommand)]
@@ -156,9 +156,7 @@ fn main() -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
-        Command::Keys { command } => {
-            client_command(async { keys_command::run(command).await.map(|()| ExitCode::SUCCESS) })
-        }
+        Command::Keys { command } => client_command(keys_command::run(command)),
         Command::Ui { open } => client_command(ui(open)),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),

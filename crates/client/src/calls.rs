@@ -128,6 +128,15 @@ impl DaemonClient {
         self.put(&path, &body).await
     }
 
+    /// Checks the caller's key for `provider` with a one-token request through the provider.
+    pub async fn test_provider_key(
+        &self,
+        provider: &str,
+    ) -> Result<souz_protocol::ProviderKeyTest, ClientError> {
+        let path = format!("/v1/me/provider-keys/{}/test", encode_segment(provider));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
     /// Deletes the caller's stored key for `provider` (idempotent).
     pub async fn delete_provider_key(&self, provider: &str) -> Result<(), ClientError> {
         let path = format!("/v1/me/provider-keys/{}", encode_segment(provider));
