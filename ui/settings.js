@@ -1,7 +1,7 @@
 // @ts-check
 // Settings: config.toml as a form and as raw TOML (validated by the daemon before anything is
 // written; problems come back with line and column), plus Start at login when the page runs
-// inside the menu-bar app.
+// inside the menu-bar app, and the caller's provider keys (hints only: a key goes in, never out).
 
 import { api, tauri } from "./api.js";
 import { h } from "./pages.js";
@@ -9,7 +9,12 @@ import { h } from "./pages.js";
 /** @typedef {import("./types.js").ConfigDocument} ConfigDocument */
 /** @typedef {import("./types.js").ConfigProblem} ConfigProblem */
 /** @typedef {import("./types.js").ConfigSaved} ConfigSaved */
+/** @typedef {import("./types.js").ProviderKeyList} ProviderKeyList */
+/** @typedef {import("./types.js").ProviderKeyResponse} ProviderKeyResponse */
 /** @typedef {{doc: ConfigDocument}} DocumentState */
+
+/** Providers that take a key (local servers need none). */
+const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
 
 export async function settingsPage(main, [tab = "form"]) {
   /** @type {DocumentState} */
@@ -19,7 +24,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, "Form"),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, "Raw TOML"));
-  main.append(h("h1", {}, "Settings"), await appSection(), tabs, result, body);
+  main.append(h("h1", {}, "Settings"), await appSection(), await keysSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -37,6 +42,47 @@ async function appSection() {
   });
   await show();
   return h("div.card", {}, h("label.row", {}, box, "Start Souz at login"), note);
+}
+
+/** Provider keys: the configured ones with their hints (remove a stored one), and a form that
+ *  stores or replaces a key. The key field is a password field, cleared once sent. */
+async function keysSection() {
+  const list = h("table#provider-keys");
+  const note = h("span.meta#keys-note");
+  const provider = /** @type {HTMLSelectElement} */ (h("select#key-provider", {},
+    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, name))));
+  const input = /** @type {HTMLInputElement} */ (h("input#key-value", { type: "password", autocomplete: "off", placeholder: "API key" }));
+  const show = async () => {
+    /** @type {ProviderKeyList} */
+    const keys = await api("GET", "/v1/me/provider-keys");
+    list.replaceChildren(h("tr", {}, h("th", {}, "Provider"), h("th", {}, "Key"), h("th", {}, "Source"), h("th")),
+      ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, key.provider), h("td", {}, key.keyHint),
+        h("td", {}, key.source === "stored" ? `stored ${key.updatedAt ? new Date(key.updatedAt).toLocaleString() : ""}` : "environment"),
+        h("td", {}, key.source === "stored"
+          ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
+          : ""))));
+    if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, "No provider key yet: a chat needs one (or a local server).")));
+  };
+  /** @param {() => Promise<unknown>} call @param {string} done what to say when `call` says nothing */
+  const act = async (call, done) => {
+    try { const said = await call(); note.textContent = typeof said === "string" ? said : done; }
+    catch (error) { note.textContent = String(error instanceof Error ? error.message : error); }
+    await show();
+  };
+  const save = h("button.primary#key-save", {
+    onclick: () => {
+      const value = input.value.trim();
+      input.value = "";
+      if (!value) { note.textContent = "Paste a key first."; return; }
+      act(async () => {
+        /** @type {ProviderKeyResponse} */
+        const stored = await api("PUT", `/v1/me/provider-keys/${provider.value}`, { apiKey: value });
+        return `Stored the ${stored.providerKey.provider} key ${stored.providerKey.keyHint}.`;
+      }, `Stored the ${provider.value} key.`);
+    },
+  }, "Store key");
+  await show();
+  return h("div.card#keys", {}, h("h2", {}, "Provider keys"), list, h("div.row", {}, provider, input, save), note);
 }
 
 /** @param {HTMLElement} result @param {ConfigSaved} saved */

@@ -865,6 +865,17 @@
  */
 
 /**
+ * `POST /v1/me/provider-keys/{provider}/test` answer: a one-token request to the provider's
+ * default chat model with the caller's key, and how it went.
+ * @typedef {{
+ *   error?: string | null;
+ *   model: string;
+ *   ok: boolean;
+ *   provider: ProviderId;
+ * }} ProviderKeyTest
+ */
+
+/**
  * `PUT /v1/me/provider-keys/{provider}` body.
  * @typedef {{
  *   apiKey: string;

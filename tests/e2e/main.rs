@@ -9,6 +9,7 @@ mod confinement;
 mod credentials;
 mod daemon;
 mod keys;
+mod keys_cli;
 mod mcp;
 mod mcp_servers;
 mod questions;

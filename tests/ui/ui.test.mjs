@@ -241,6 +241,33 @@ test("settings show positioned problems, then save and apply a valid change", as
   await tab.context().close();
 });
 
+test("provider keys are stored from Settings, shown by hint only, and removed", async () => {
+  const tab = await page("/settings/form");
+  await tab.waitForSelector("#keys #key-save");
+  const key = "sk-ui-secret-0123456789qrst";
+  await tab.selectOption("#key-provider", "anthropic");
+  await tab.fill("#key-value", key);
+  await tab.click("#key-save");
+  await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]');
+  const row = await tab.textContent('#provider-keys tr[data-provider="anthropic"]');
+  assert.match(row, /\.\.\.qrst/);
+  assert.match(await tab.textContent("#keys-note"), /Stored the anthropic key \.\.\.qrst/);
+  assert.ok(!(await tab.content()).includes(key), "the key is never shown back");
+  assert.equal(await tab.inputValue("#key-value"), "", "the field is cleared");
+  const { body } = await api("GET", "/v1/me/provider-keys");
+  assert.ok(body.items.some((item) => item.provider === "anthropic" && item.source === "stored"));
+
+  await tab.click("#key-save");
+  assert.match(await tab.textContent("#keys-note"), /Paste a key first/);
+
+  await tab.click('#provider-keys tr[data-provider="anthropic"] .remove-key');
+  await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]', { state: "detached" });
+  assert.match(await tab.textContent("#keys-note"), /Removed the anthropic key/);
+  const after = await api("GET", "/v1/me/provider-keys");
+  assert.ok(!after.body.items.some((item) => item.provider === "anthropic"));
+  await tab.context().close();
+});
+
 test("pause from the header denies what waits and resumes", async () => {
   const call = await askingCall("paused.txt");
   const tab = await page("/grants");

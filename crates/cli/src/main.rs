@@ -8,6 +8,7 @@ mod clients_command;
 mod config_command;
 #[cfg(feature = "conformance")]
 mod conformance;
+mod keys_command;
 mod mcp_config;
 mod mcp_servers_command;
 mod mcp_stdio;
@@ -63,6 +64,12 @@ enum Command {
     Questions {
         #[command(subcommand)]
         command: Option<questions_command::QuestionsCommand>,
+    },
+    /// Provider API keys: list (hints only), set (the key from standard input), rm, test (default:
+    /// list).
+    Keys {
+        #[command(subcommand)]
+        command: Option<keys_command::KeysCommand>,
     },
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
     /// daemon's /mcp with the client token `souz mcp-config claude-desktop` left in the Souz
@@ -149,6 +156,7 @@ fn main() -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
+        Command::Keys { command } => client_command(keys_command::run(command)),
         Command::Ui { open } => client_command(ui(open)),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),

@@ -110,6 +110,39 @@ impl DaemonClient {
         self.post(&path, &serde_json::json!({})).await
     }
 
+    /// The caller's configured provider keys (hints only), sorted by provider.
+    pub async fn provider_keys(&self) -> Result<souz_protocol::ProviderKeyList, ClientError> {
+        self.get("/v1/me/provider-keys").await
+    }
+
+    /// Stores (or replaces) the caller's key for `provider`; the answer has its hint only.
+    pub async fn set_provider_key(
+        &self,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<souz_protocol::ProviderKeyResponse, ClientError> {
+        let path = format!("/v1/me/provider-keys/{}", encode_segment(provider));
+        let body = souz_protocol::PutProviderKey {
+            api_key: api_key.to_owned(),
+        };
+        self.put(&path, &body).await
+    }
+
+    /// Checks the caller's key for `provider` with a one-token request through the provider.
+    pub async fn test_provider_key(
+        &self,
+        provider: &str,
+    ) -> Result<souz_protocol::ProviderKeyTest, ClientError> {
+        let path = format!("/v1/me/provider-keys/{}/test", encode_segment(provider));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
+    /// Deletes the caller's stored key for `provider` (idempotent).
+    pub async fn delete_provider_key(&self, provider: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/me/provider-keys/{}", encode_segment(provider));
+        self.delete(&path).await
+    }
+
     /// The MCP client tokens.
     pub async fn clients(&self) -> Result<ClientList, ClientError> {
         self.get("/v1/clients").await

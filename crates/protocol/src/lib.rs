@@ -33,7 +33,8 @@ pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use llm::{
-    KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, PutProviderKey,
+    KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
+    PutProviderKey,
 };
 pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use skills::{

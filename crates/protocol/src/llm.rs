@@ -152,6 +152,21 @@ pub struct ProviderKeyResponse {
     pub provider_key: ProviderKeyInfo,
 }
 
+/// `POST /v1/me/provider-keys/{provider}/test` answer: a one-token request to the provider's
+/// default chat model with the caller's key, and how it went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderKeyTest {
+    /// The provider.
+    pub provider: ProviderId,
+    /// The model asked.
+    pub model: String,
+    /// Whether the provider answered.
+    pub ok: bool,
+    /// Why not, when it failed (the provider's refusal, an unreachable server, ...).
+    pub error: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

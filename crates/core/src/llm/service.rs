@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use souz_protocol::{KeySource, ProviderKeyInfo};
+use souz_protocol::{KeySource, ProviderKeyInfo, ProviderKeyTest};
+use tokio_util::sync::CancellationToken;
 
 use super::anthropic::AnthropicClient;
 use super::embeddings::{EmbeddingClient, OpenAiEmbeddings};
@@ -274,6 +275,36 @@ impl LlmService {
             tracing::info!(%provider, user = self.user(), "provider key deleted");
         }
         Ok(())
+    }
+
+    /// Checks `provider`'s key (stored or from the environment) with a real one-token request
+    /// to its default chat model. The provider's refusal is the answer's `error`; a provider
+    /// without a key, or an unknown one, is an `Err`.
+    pub async fn test_provider_key(
+        &self,
+        provider: &str,
+    ) -> Result<ProviderKeyTest, LlmServiceError> {
+        let provider = key_provider(provider)?;
+        let Some((_, model)) = DEFAULT_CHAT_MODELS
+            .iter()
+            .find(|(candidate, _)| *candidate == provider)
+        else {
+            return Err(LlmServiceError::Model(format!(
+                "provider {provider} has no default chat model to test its key with"
+            )));
+        };
+        let (resolved, client) = self.chat_client(&format!("{provider}/{model}")).await?;
+        let mut request =
+            super::ChatRequest::new(resolved.model.clone(), vec![super::Message::user("ping")]);
+        request.max_tokens = Some(1);
+        let outcome = super::complete(client.as_ref(), request, CancellationToken::new()).await;
+        tracing::info!(%provider, user = self.user(), ok = outcome.is_ok(), "provider key tested");
+        Ok(ProviderKeyTest {
+            provider,
+            model: resolved.model,
+            ok: outcome.is_ok(),
+            error: outcome.err().map(|error| error.to_string()),
+        })
     }
 
     fn environment_key(&self, provider: ProviderId) -> Option<ApiKey> {

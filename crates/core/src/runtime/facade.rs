@@ -186,6 +186,10 @@ impl From<LlmServiceError> for ServiceError {
                 KeyStoreError::KeyFile { .. } | KeyStoreError::Decrypt { .. },
             ) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
+            // No key to use: the message names the route and variables that give one.
+            LlmServiceError::Llm(crate::llm::LlmError::MissingKey { .. }) => {
+                Self::conflict(ErrorCode::Conflict, error.to_string())
+            }
             other => Self::internal(&other),
         }
     }

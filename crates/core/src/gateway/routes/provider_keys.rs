@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use souz_protocol::{ProviderKeyList, ProviderKeyResponse, PutProviderKey};
+use souz_protocol::{ProviderKeyList, ProviderKeyResponse, ProviderKeyTest, PutProviderKey};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -48,6 +48,19 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .plain_response(204, "Deleted, or there was none."),
             delete,
         )
+        .route(
+            Operation::post("/v1/me/provider-keys/{provider}/test")
+                .summary("Check a provider's key with a one-token request to its default model.")
+                .description(
+                    "Uses the key a chat turn would use (yours, else the daemon's environment). \
+                     A refused key or an unreachable provider is `ok: false` with the error; a \
+                     provider without any key is an error response.",
+                )
+                .tag("llm")
+                .response::<ProviderKeyTest>(200, "How the request went.")
+                .response::<souz_protocol::ErrorBody>(409, "The provider has no key."),
+            test,
+        )
 }
 
 async fn list(
@@ -77,6 +90,16 @@ async fn delete(
 ) -> Result<StatusCode, ApiError> {
     handle.delete_provider_key(&user, &provider).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn test(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    Path(provider): Path<String>,
+) -> Result<axum::Json<ProviderKeyTest>, ApiError> {
+    Ok(axum::Json(
+        handle.test_provider_key(&user, &provider).await?,
+    ))
 }
 
 #[cfg(test)]

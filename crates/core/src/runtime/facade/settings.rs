@@ -115,6 +115,19 @@ impl RuntimeHandle {
             .await?)
     }
 
+    /// Checks the user's key for `provider` with a one-token request through the provider.
+    pub async fn test_provider_key(
+        &self,
+        user: &ChatUser,
+        provider: &str,
+    ) -> Result<souz_protocol::ProviderKeyTest, ServiceError> {
+        Ok(self
+            .llm()
+            .for_user(&user.0)
+            .test_provider_key(provider)
+            .await?)
+    }
+
     /// Deletes the user's stored key for `provider` (idempotent).
     pub async fn delete_provider_key(
         &self,

@@ -1,0 +1,140 @@
+//! `souz keys`: the caller's provider API keys through the daemon — list (hints only), set,
+//! rm, test (a one-token request through the provider). Keys are secrets: `set` reads the key from standard input (without echo when that is a
+//! terminal), never from an argument, and nothing here prints more than the daemon's hint.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+
+use crate::output::{print_json, say};
+
+/// The longest key read from standard input, in bytes (the daemon allows fewer characters).
+const MAX_INPUT_BYTES: u64 = 64 * 1024;
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// The configured keys: provider, hint, where it comes from (stored or environment).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Store (or replace) a provider's key, encrypted at rest. The key is read from standard
+    /// input (`souz keys set openai < key.txt`, or typed without echo at a terminal).
+    Set {
+        /// openai, anthropic, qwen, ai_tunnel, giga, ... (case-insensitive, `-` for `_`).
+        provider: String,
+    },
+    /// Check a provider's key with a one-token request to its default model; exit 1 if the
+    /// provider refuses it or cannot be reached.
+    Test {
+        /// The provider.
+        provider: String,
+    },
+    /// Delete a provider's stored key (keys from the environment stay).
+    Rm {
+        /// The provider.
+        provider: String,
+    },
+}
+
+pub async fn run(command: Option<KeysCommand>) -> Result<ExitCode> {
+    match command.unwrap_or(KeysCommand::List { json: false }) {
+        KeysCommand::Test { provider } => test(&provider).await,
+        other => manage(other).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// `souz keys test`: success when the provider answered, else its error on stderr and exit 1.
+async fn test(provider: &str) -> Result<ExitCode> {
+    let client = crate::client::connect().await?;
+    let tested = client.test_provider_key(provider).await?;
+    if tested.ok {
+        say!(
+            "The {} key works ({} answered).",
+            tested.provider,
+            tested.model
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "The {} key did not work with {}: {}",
+        tested.provider,
+        tested.model,
+        souz_protocol::display::display_text(tested.error.as_deref().unwrap_or("no answer"))
+    );
+    Ok(ExitCode::FAILURE)
+}
+
+/// list, set, rm (`test` is [`test`]).
+async fn manage(command: KeysCommand) -> Result<()> {
+    match command {
+        KeysCommand::List { json } => {
+            let client = crate::client::connect().await?;
+            let list = client.provider_keys().await?;
+            if json {
+                return print_json(&list);
+            }
+            if list.items.is_empty() {
+                say!("No provider key is configured; add one with `souz keys set PROVIDER`.");
+                return Ok(());
+            }
+            say!("{:<12} {:<12} SOURCE", "PROVIDER", "KEY");
+            for key in &list.items {
+                let source = match key.updated_at {
+                    Some(at) => format!("stored {}", at.format("%Y-%m-%d %H:%M")),
+                    None => "environment".to_owned(),
+                };
+                say!("{:<12} {:<12} {source}", key.provider, key.key_hint);
+            }
+            Ok(())
+        }
+        KeysCommand::Set { provider } => {
+            let api_key = read_key(&provider)?;
+            let client = crate::client::connect().await?;
+            let stored = client.set_provider_key(&provider, &api_key).await?;
+            say!(
+                "Stored the {} key {}.",
+                stored.provider_key.provider,
+                stored.provider_key.key_hint
+            );
+            Ok(())
+        }
+        KeysCommand::Test { provider } => test(&provider).await.map(drop),
+        KeysCommand::Rm { provider } => {
+            let client = crate::client::connect().await?;
+            client.delete_provider_key(&provider).await?;
+            say!("Deleted the stored {provider} key (if there was one).");
+            Ok(())
+        }
+    }
+}
+
+/// The key from standard input: typed without echo at a terminal, else the whole input with
+/// surrounding whitespace removed. An empty input is an error, not an empty key.
+fn read_key(provider: &str) -> Result<String> {
+    let key = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("{provider} API key (not echoed): "))
+            .context("cannot read the key from the terminal")?
+    } else {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read the key from standard input")?;
+        if bytes.len() as u64 > MAX_INPUT_BYTES {
+            bail!("the key on standard input is longer than {MAX_INPUT_BYTES} bytes");
+        }
+        String::from_utf8(bytes).context("the key on standard input is not UTF-8")?
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        bail!(
+            "no key on standard input: pipe it in (`souz keys set {provider} < key.txt`) or \
+             type it at the prompt"
+        );
+    }
+    Ok(key.to_owned())
+}
