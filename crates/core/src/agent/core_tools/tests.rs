@@ -406,18 +406,31 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     assert!(!is_error, "{found}");
     assert_eq!(found["skill"]["skillMarkdownBody"], "Step one.");
     assert_eq!(found["skill"]["supportingFiles"], json!(["scripts/run.sh"]));
-    // Its scripts do not run (no confined runner for bundles yet), and the answer says so.
+    // Its scripts run through the sandbox's command runner; a path out of the bundle is
+    // refused before anything runs.
     let output = CoreTool::RunSkillCommand
-        .run(&call, json!({"skillId": "notes", "arguments": {}}))
+        .run(
+            &call,
+            json!({"skillId": "notes", "arguments": {"scriptPath": "../notes/scripts/run.sh"}}),
+        )
         .await;
     assert!(output.is_error);
     assert!(
-        output.content.contains("skill_invocation_failed"),
+        output.content.contains("inside the skill's folder"),
         "{}",
         output.content
     );
+    let output = CoreTool::RunSkillCommand
+        .run(
+            &call,
+            json!({"skillId": "notes", "arguments": {"scriptPath": "scripts/run.sh"}}),
+        )
+        .await;
+    // This kit's sandbox has no confinement helper: the runner refuses rather than run it
+    // unconfined (the e2e tests run it confined).
+    assert!(output.is_error);
     assert!(
-        output.content.contains("does not run the scripts"),
+        output.content.contains("commands are refused"),
         "{}",
         output.content
     );
