@@ -317,9 +317,11 @@ impl SkillBundles for Registry {
             };
             let outcome = crate::skills::run::run(
                 run.sandbox,
-                run.id,
-                &loaded.bundle,
-                &permissions,
+                crate::skills::run::SkillFiles {
+                    id: run.id,
+                    bundle: &loaded.bundle,
+                    permissions: &permissions,
+                },
                 run.args,
                 run.cancel,
             )

@@ -199,25 +199,33 @@ pub(crate) fn stage(bundle: &Bundle) -> Result<tempfile::TempDir, RunError> {
     Ok(folder)
 }
 
-/// Stages `bundle` and runs one command of it, confined to `permissions`.
+/// The skill a command belongs to.
+pub(crate) struct SkillFiles<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its files.
+    pub bundle: &'a Bundle,
+    /// Its manifest.
+    pub permissions: &'a Permissions,
+}
+
+/// Stages the skill's bundle and runs one command of it, confined to its manifest.
 pub(crate) async fn run(
     sandbox: &Sandbox,
-    skill_id: &str,
-    bundle: &Bundle,
-    permissions: &Permissions,
+    skill: SkillFiles<'_>,
     args: &SkillCommandArgs,
     cancel: &CancellationToken,
 ) -> Result<CommandOutcome, RunError> {
-    let staged = stage(bundle)?;
+    let staged = stage(skill.bundle)?;
     let root = staged
         .path()
         .canonicalize()
         .map_err(|error| RunError::Stage(error.to_string()))?;
-    let request = request(skill_id, &root, permissions, args, |name| {
+    let request = request(skill.id, &root, skill.permissions, args, |name| {
         crate::config::env::process_env(name)
     })?;
     let scoped = sandbox
-        .for_skill(&root, &permissions.write)
+        .for_skill(&root, &skill.permissions.write)
         .map_err(CommandError::from)?;
     Ok(scoped.run_command(request, cancel).await?)
 }
