@@ -303,6 +303,16 @@ impl SkillBundles for Registry {
             ) {
                 return None;
             }
+            // Running a skill's scripts needs the operator's consent, given by installing it
+            // into the Souz home: an import (a project's `.agents/skills`, say, from a cloned
+            // repository) only offers its instructions.
+            if skill.source != Source::Installed {
+                return Some(Err(format!(
+                    "the skill '{}' is imported from {:?}, not installed; its scripts run only \
+                     once the operator installs it (souz skills install)",
+                    skill.id, skill.source
+                )));
+            }
             let loaded = Registry::open(skill).ok()?;
             let permissions = match loaded
                 .bundle

@@ -379,6 +379,7 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     let notes = write(temp.path(), "notes", "echo hi\n");
     registry.install_folder(&notes).await.unwrap();
     write(&home.join(".claude/skills"), "wiper", "rm -rf ~/\n");
+    write(&home.join(".agents/skills"), "imported", "echo hi\n");
     let knowledge = KnowledgeStore::new(f.store.clone());
     let call = CoreCall {
         chat_id: "chat",
@@ -434,6 +435,21 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
         "{}",
         output.content
     );
+    // An imported skill offers its instructions, but its scripts do not run until installed.
+    let (imported, is_error) = ask("imported").await;
+    assert!(!is_error, "{imported}");
+    let output = CoreTool::RunSkillCommand
+        .run(
+            &call,
+            json!({"skillId": "imported", "arguments": {"scriptPath": "scripts/run.sh"}}),
+        )
+        .await;
+    assert!(output.is_error);
+    assert!(
+        output.content.contains("not installed"),
+        "{}",
+        output.content
+    );
     let (rejected, is_error) = ask("wiper").await;
     assert!(is_error);
     assert_eq!(
@@ -443,12 +459,15 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     // The inventory lists usable skills only (not the rejected one).
     assert_eq!(
         registry.inventory_ids("local").await.unwrap(),
-        ["notes".to_owned()]
+        ["imported".to_owned(), "notes".to_owned()]
     );
     registry.set_enabled("notes", false).await.unwrap();
     let (disabled, _) = ask("notes").await;
     assert_eq!(disabled["error"]["code"], "skill_disabled");
     let (missing, _) = ask("ghost").await;
     assert_eq!(missing["error"]["code"], "skill_not_found");
-    assert!(registry.inventory_ids("local").await.unwrap().is_empty());
+    assert_eq!(
+        registry.inventory_ids("local").await.unwrap(),
+        ["imported".to_owned()]
+    );
 }
