@@ -352,6 +352,19 @@ fn specs_name_the_seven_tools_with_strict_schemas() {
     assert!(CoreTool::GetKnowledge.always_inline() && !CoreTool::RunSkillCommand.always_inline());
 }
 
+/// Writes a skill folder `name` with one script under `folder`.
+fn write_skill(folder: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
+    let dir = folder.join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: About {name}.\n---\nStep one.\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
+    dir
+}
+
 /// `GetSkillByName` over the registry: an installed skill's instructions, a disabled one, a
 /// rejected import, and the inventory's ids.
 #[tokio::test]
@@ -365,17 +378,7 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
         &[],
         f.store.clone(),
     );
-    let write = |folder: &std::path::Path, name: &str, script: &str| {
-        let dir = folder.join(name);
-        std::fs::create_dir_all(dir.join("scripts")).unwrap();
-        std::fs::write(
-            dir.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: About {name}.\n---\nStep one.\n"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
-        dir
-    };
+    let write = write_skill;
     let notes = write(temp.path(), "notes", "echo hi\n");
     registry.install_folder(&notes).await.unwrap();
     write(&home.join(".claude/skills"), "wiper", "rm -rf ~/\n");
