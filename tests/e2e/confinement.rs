@@ -343,3 +343,79 @@ async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
     let outcome = open.run(CommandRequest::shell(&script)).await.unwrap();
     assert_eq!(outcome.stdout.text, "reached exit=0\n", "{outcome:?}");
 }
+
+/// A skill's sandbox (`Sandbox::for_skill`): writes only to its bundle and manifest folders;
+/// no protected reads, no network and no UNIX sockets even where `RunCommand` has them.
+#[tokio::test]
+async fn a_skill_command_cannot_escape_its_manifest() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else {
+                return;
+            };
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+        }
+    });
+    let sockets = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let socket = sockets.path().canonicalize().unwrap().join("skill.sock");
+    let socket_server = SocketServer::start(UnixListener::bind(&socket).unwrap());
+    let fixture = confined(|config| {
+        config.command_network = true;
+        config.unix_socket_allow = vec![socket.display().to_string()];
+    });
+    let home = &fixture.home;
+    std::fs::create_dir_all(home.join("work/out")).unwrap();
+    std::fs::create_dir_all(home.join(".souz")).unwrap();
+    std::fs::write(home.join(".souz/secret"), "daemon-secret").unwrap();
+    let bundle = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // A manifest may not widen the roots or write protected paths.
+    assert!(
+        fixture
+            .sandbox
+            .for_skill(bundle.path(), &["/etc".to_owned()])
+            .is_err()
+    );
+    assert!(
+        fixture
+            .sandbox
+            .for_skill(bundle.path(), &["~/.souz".to_owned()])
+            .is_err()
+    );
+    let skill = fixture
+        .sandbox
+        .for_skill(bundle.path(), &["~/work/out".to_owned()])
+        .unwrap();
+    let script = format!(
+        "echo ok > {home}/work/out/ok.txt && echo wrote-listed; \
+         echo x > {home}/work/escape.txt && echo wrote-outside; \
+         echo x > bundle.txt && echo wrote-bundle; \
+         cat {home}/.souz/secret; \
+         curl -s -m 5 http://127.0.0.1:{port}/; echo \" tcp-exit=$?\"; \
+         curl -s -m 5 --unix-socket {socket} http://souz.test/; echo \" unix-exit=$?\"",
+        home = home.display(),
+        socket = socket.display(),
+    );
+    let mut request = CommandRequest::shell(script);
+    request.cwd = Some(bundle.path().display().to_string());
+    let outcome = skill.run_command(request, &CancellationToken::new()).await;
+    if !landlock_works() {
+        assert!(
+            matches!(outcome, Err(CommandError::Unconfined(_))),
+            "{outcome:?}"
+        );
+        return;
+    }
+    let outcome = outcome.unwrap();
+    let stdout = &outcome.stdout.text;
+    assert!(stdout.contains("wrote-listed"), "{outcome:?}");
+    assert!(stdout.contains("wrote-bundle"), "{outcome:?}");
+    assert!(!stdout.contains("wrote-outside"), "{outcome:?}");
+    assert!(!home.join("work/escape.txt").exists());
+    assert!(!stdout.contains("daemon-secret"), "{outcome:?}");
+    assert!(!stdout.contains("reached"), "{outcome:?}");
+    assert!(!stdout.contains("tcp-exit=0"), "{outcome:?}");
+    assert!(!stdout.contains("unix-exit=0"), "{outcome:?}");
+    assert_eq!(socket_server.connections(), 0);
+}

@@ -32,6 +32,7 @@ pub(crate) mod environment;
 pub(crate) mod net;
 pub(crate) mod paths;
 pub(crate) mod process_tree;
+mod scoped;
 pub(crate) mod users;
 
 use std::ffi::OsString;

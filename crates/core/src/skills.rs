@@ -17,6 +17,7 @@ pub(crate) mod frontmatter;
 pub(crate) mod manifest;
 pub(crate) mod registry;
 pub(crate) mod rules;
+pub(crate) mod run;
 
 use bundle::LoadError;
 use frontmatter::SpecProblem;

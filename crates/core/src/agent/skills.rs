@@ -20,9 +20,14 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use souz_protocol::{Action, ToolCategory};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::llm;
+use crate::sandbox::{CommandOutcome, Sandbox};
+use crate::skills::manifest::Permissions;
 use crate::skills::registry::{Listed, Registry, Source};
 use crate::skills::rules::Severity;
+use crate::skills::run::SkillCommandArgs;
 use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
 
@@ -202,6 +207,32 @@ pub trait SkillBundles: Send + Sync {
         let _ = (user, id);
         Box::pin(async { Ok(BundleLookup::Missing) })
     }
+
+    /// Runs one command of the approved bundle `id`, confined by its manifest in `sandbox`
+    /// (`None` when there is no such usable bundle).
+    #[allow(
+        private_interfaces,
+        reason = "the arguments are crate-internal; implementors are too"
+    )]
+    fn run_command<'a>(
+        &'a self,
+        run: BundleRun<'a>,
+    ) -> BoxFuture<'a, Option<Result<CommandOutcome, String>>> {
+        let _ = run;
+        Box::pin(async { None })
+    }
+}
+
+/// One `RunSkillCommand` of a file-backed skill.
+pub(crate) struct BundleRun<'a> {
+    /// The skill.
+    pub id: &'a str,
+    /// What to run.
+    pub args: &'a SkillCommandArgs,
+    /// The sandbox to narrow.
+    pub sandbox: &'a Sandbox,
+    /// Ends the command.
+    pub cancel: &'a CancellationToken,
 }
 
 /// No file-backed skills.
@@ -251,6 +282,61 @@ impl SkillBundles for Registry {
                 Some(skill) => self.lookup_listed(skill).await,
                 None => Ok(BundleLookup::Missing),
             }
+        })
+    }
+
+    #[allow(
+        private_interfaces,
+        reason = "the arguments are crate-internal; implementors are too"
+    )]
+    fn run_command<'a>(
+        &'a self,
+        run: BundleRun<'a>,
+    ) -> BoxFuture<'a, Option<Result<CommandOutcome, String>>> {
+        Box::pin(async move {
+            let listed = self.list().await.ok()?;
+            let skill = listed.into_iter().find(|skill| skill.id == run.id)?;
+            // Only what the agents could find: enabled, loading, approved by validation.
+            if !matches!(
+                self.lookup_listed(skill.clone()).await,
+                Ok(BundleLookup::Found(_))
+            ) {
+                return None;
+            }
+            // Running a skill's scripts needs the operator's consent, given by installing it
+            // into the Souz home: an import (a project's `.agents/skills`, say, from a cloned
+            // repository) only offers its instructions.
+            if skill.source != Source::Installed {
+                return Some(Err(format!(
+                    "the skill '{}' is imported from {:?}, not installed; its scripts run only \
+                     once the operator installs it (souz skills install)",
+                    skill.id, skill.source
+                )));
+            }
+            let loaded = Registry::open(skill).ok()?;
+            let permissions = match loaded
+                .bundle
+                .files()
+                .get(crate::skills::manifest::MANIFEST_PATH)
+            {
+                Some(text) => match crate::skills::manifest::parse(text) {
+                    Ok(permissions) => permissions,
+                    Err(problems) => return Some(Err(problems.join("; "))),
+                },
+                None => Permissions::default(),
+            };
+            let outcome = crate::skills::run::run(
+                run.sandbox,
+                crate::skills::run::SkillFiles {
+                    id: run.id,
+                    bundle: &loaded.bundle,
+                    permissions: &permissions,
+                },
+                run.args,
+                run.cancel,
+            )
+            .await;
+            Some(outcome.map_err(|error| error.to_string()))
         })
     }
 }

@@ -11,10 +11,14 @@ use serde_json::Value;
 use souz_protocol::ToolCategory;
 
 use super::{CoreCall, CoreOutput};
+use tokio_util::sync::CancellationToken;
+
 use crate::agent::dispatch::{GateCall, call_gate};
 use crate::agent::skills::{
-    BundleLookup, BundleSkill, Lookup, by_category, enabled_tools, lookup, parse_category,
+    BundleLookup, BundleRun, BundleSkill, Lookup, by_category, enabled_tools, lookup,
+    parse_category,
 };
+use crate::skills::run::SkillCommandArgs;
 use crate::tools::{ToolError, ToolSpec, parse_arguments};
 
 /// Arguments of `GetSkillByName`.
@@ -318,7 +322,55 @@ pub(crate) fn get_skills_by_category(call: &CoreCall<'_>, arguments: Value) -> C
     }
 }
 
-/// `RunSkillCommand`: runs a tool-backed skill through the gate.
+/// What a file-backed skill's command did (the original's `SandboxCommandResult`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SkillRunResult {
+    exit_code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+}
+
+/// Runs one command of the file-backed skill `skill_id`, confined by its manifest.
+async fn run_bundle(call: &CoreCall<'_>, skill_id: &str, arguments: Option<Value>) -> CoreOutput {
+    let arguments = arguments.unwrap_or_else(|| Value::Object(Default::default()));
+    let args = match serde_json::from_value::<SkillCommandArgs>(arguments) {
+        Ok(args) => args,
+        Err(problem) => {
+            return CoreOutput::error("skill_invocation_failed", problem.to_string());
+        }
+    };
+    let cancel = CancellationToken::new();
+    let run = BundleRun {
+        id: skill_id,
+        args: &args,
+        sandbox: call.gate.sandbox(),
+        cancel: &cancel,
+    };
+    match call.bundles.run_command(run).await {
+        Some(Ok(outcome)) => json(
+            &SkillRunResult {
+                exit_code: outcome.exit_code,
+                stdout: outcome.stdout.text,
+                stderr: outcome.stderr.text,
+                timed_out: outcome.timed_out,
+            },
+            outcome.exit_code != Some(0),
+        ),
+        Some(Err(problem)) => CoreOutput::error(
+            "skill_invocation_failed",
+            format!("Skill {skill_id} did not run: {problem}"),
+        ),
+        None => CoreOutput::error(
+            "skill_not_found",
+            format!("Skill is unavailable: {skill_id}"),
+        ),
+    }
+}
+
+/// `RunSkillCommand`: runs a tool-backed skill through the gate, or a file-backed skill's
+/// command confined by its manifest.
 pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> CoreOutput {
     let args = match parse_arguments::<RunSkillArgs>(arguments) {
         Ok(args) => args,
@@ -358,16 +410,7 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
             format!("Tool-backed Skill is disabled: {skill_id}"),
         ),
         Lookup::Missing => match call.bundles.lookup(call.owner, skill_id).await {
-            // Confined execution of a bundle's scripts (per its manifest) is not built yet:
-            // say so rather than run them unconfined or claim the skill does not exist.
-            Ok(BundleLookup::Found(_)) => CoreOutput::error(
-                "skill_invocation_failed",
-                format!(
-                    "Skill {skill_id} is instructions only here: Souz does not run the scripts of \
-                     file-backed skills yet. Follow its instructions (GetSkillByName) with the \
-                     tools you have."
-                ),
-            ),
+            Ok(BundleLookup::Found(_)) => run_bundle(call, skill_id, args.arguments).await,
             Ok(BundleLookup::Disabled) => {
                 CoreOutput::error("skill_disabled", format!("Skill is disabled: {skill_id}"))
             }

@@ -352,6 +352,19 @@ fn specs_name_the_seven_tools_with_strict_schemas() {
     assert!(CoreTool::GetKnowledge.always_inline() && !CoreTool::RunSkillCommand.always_inline());
 }
 
+/// Writes a skill folder `name` with one script under `folder`.
+fn write_skill(folder: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
+    let dir = folder.join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: About {name}.\n---\nStep one.\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
+    dir
+}
+
 /// `GetSkillByName` over the registry: an installed skill's instructions, a disabled one, a
 /// rejected import, and the inventory's ids.
 #[tokio::test]
@@ -365,20 +378,11 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
         &[],
         f.store.clone(),
     );
-    let write = |folder: &std::path::Path, name: &str, script: &str| {
-        let dir = folder.join(name);
-        std::fs::create_dir_all(dir.join("scripts")).unwrap();
-        std::fs::write(
-            dir.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: About {name}.\n---\nStep one.\n"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("scripts/run.sh"), script).unwrap();
-        dir
-    };
+    let write = write_skill;
     let notes = write(temp.path(), "notes", "echo hi\n");
     registry.install_folder(&notes).await.unwrap();
     write(&home.join(".claude/skills"), "wiper", "rm -rf ~/\n");
+    write(&home.join(".agents/skills"), "imported", "echo hi\n");
     let knowledge = KnowledgeStore::new(f.store.clone());
     let call = CoreCall {
         chat_id: "chat",
@@ -406,18 +410,46 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     assert!(!is_error, "{found}");
     assert_eq!(found["skill"]["skillMarkdownBody"], "Step one.");
     assert_eq!(found["skill"]["supportingFiles"], json!(["scripts/run.sh"]));
-    // Its scripts do not run (no confined runner for bundles yet), and the answer says so.
+    // Its scripts run through the sandbox's command runner; a path out of the bundle is
+    // refused before anything runs.
     let output = CoreTool::RunSkillCommand
-        .run(&call, json!({"skillId": "notes", "arguments": {}}))
+        .run(
+            &call,
+            json!({"skillId": "notes", "arguments": {"scriptPath": "../notes/scripts/run.sh"}}),
+        )
         .await;
     assert!(output.is_error);
     assert!(
-        output.content.contains("skill_invocation_failed"),
+        output.content.contains("inside the skill's folder"),
         "{}",
         output.content
     );
+    let output = CoreTool::RunSkillCommand
+        .run(
+            &call,
+            json!({"skillId": "notes", "arguments": {"scriptPath": "scripts/run.sh"}}),
+        )
+        .await;
+    // This kit's sandbox has no confinement helper: the runner refuses rather than run it
+    // unconfined (the e2e tests run it confined).
+    assert!(output.is_error);
     assert!(
-        output.content.contains("does not run the scripts"),
+        output.content.contains("commands are refused"),
+        "{}",
+        output.content
+    );
+    // An imported skill offers its instructions, but its scripts do not run until installed.
+    let (imported, is_error) = ask("imported").await;
+    assert!(!is_error, "{imported}");
+    let output = CoreTool::RunSkillCommand
+        .run(
+            &call,
+            json!({"skillId": "imported", "arguments": {"scriptPath": "scripts/run.sh"}}),
+        )
+        .await;
+    assert!(output.is_error);
+    assert!(
+        output.content.contains("not installed"),
         "{}",
         output.content
     );
@@ -430,12 +462,15 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     // The inventory lists usable skills only (not the rejected one).
     assert_eq!(
         registry.inventory_ids("local").await.unwrap(),
-        ["notes".to_owned()]
+        ["imported".to_owned(), "notes".to_owned()]
     );
     registry.set_enabled("notes", false).await.unwrap();
     let (disabled, _) = ask("notes").await;
     assert_eq!(disabled["error"]["code"], "skill_disabled");
     let (missing, _) = ask("ghost").await;
     assert_eq!(missing["error"]["code"], "skill_not_found");
-    assert!(registry.inventory_ids("local").await.unwrap().is_empty());
+    assert_eq!(
+        registry.inventory_ids("local").await.unwrap(),
+        ["imported".to_owned()]
+    );
 }
