@@ -211,21 +211,11 @@ fn forget_match(
         }
     } else {
         let lower = target.to_lowercase();
-        for scope in scopes {
-            let recent = facts::list(
-                connection,
-                &Filter {
-                    owner: owner.to_owned(),
-                    scopes: vec![scope.clone()],
-                    limit: FORGET_SCAN,
-                    ..Filter::default()
-                },
-            )?;
-            matches.extend(recent.into_iter().filter(|fact| {
-                fact.title.trim().to_lowercase() == lower
-                    || fact.canonical_key.as_deref().map(str::trim) == Some(lower.as_str())
-            }));
-        }
+        let recent = facts::recent_in_scopes(connection, owner, scopes, FORGET_SCAN)?;
+        matches.extend(recent.into_iter().filter(|fact| {
+            fact.title.trim().to_lowercase() == lower
+                || fact.canonical_key.as_deref().map(str::trim) == Some(lower.as_str())
+        }));
     }
     matches.sort_by(|a, b| a.id.cmp(&b.id));
     matches.dedup_by(|a, b| a.id == b.id);

@@ -456,6 +456,27 @@ pub struct Filter {
     pub offset: usize,
 }
 
+/// The active facts of `owner` most recently updated in each of `scopes`, at most `limit` per
+/// scope, scope by scope (the scans of exact recall and of "forget <title>").
+pub fn recent_in_scopes(
+    connection: &Connection,
+    owner: &str,
+    scopes: &[Scope],
+    limit: usize,
+) -> rusqlite::Result<Vec<Fact>> {
+    let mut recent = Vec::new();
+    for scope in scopes {
+        let filter = Filter {
+            owner: owner.to_owned(),
+            scopes: vec![scope.clone()],
+            limit,
+            ..Filter::default()
+        };
+        recent.extend(list(connection, &filter)?);
+    }
+    Ok(recent)
+}
+
 /// Facts matching `filter`, most recently updated first.
 pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fact>> {
     let mut params = vec![filter.owner.clone()];

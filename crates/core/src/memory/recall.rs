@@ -115,21 +115,11 @@ fn exact(
         .take(8)
         .collect();
     if !identifiers.is_empty() {
-        for scope in scopes {
-            let recent = facts::list(
-                connection,
-                &Filter {
-                    owner: owner.to_owned(),
-                    scopes: vec![scope.clone()],
-                    limit: EXACT_SCAN,
-                    ..Filter::default()
-                },
-            )?;
-            found.extend(recent.into_iter().filter(|fact| {
-                let text = lowercase_text(fact);
-                identifiers.iter().any(|term| text.contains(term.as_str()))
-            }));
-        }
+        let recent = facts::recent_in_scopes(connection, owner, scopes, EXACT_SCAN)?;
+        found.extend(recent.into_iter().filter(|fact| {
+            let text = lowercase_text(fact);
+            identifiers.iter().any(|term| text.contains(term.as_str()))
+        }));
     }
     let mut seen = HashSet::new();
     found.retain(|fact| seen.insert(fact.id.clone()));
