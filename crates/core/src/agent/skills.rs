@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::llm;
 use crate::sandbox::{CommandOutcome, Sandbox};
 use crate::skills::manifest::Permissions;
-use crate::skills::registry::{Listed, Registry, Source};
+use crate::skills::registry::{Listed, Loaded, Registry, Source};
 use crate::skills::rules::Severity;
 use crate::skills::run::SkillCommandArgs;
 use crate::tools::gate::Gate;
@@ -277,8 +277,7 @@ impl SkillBundles for Registry {
         id: &'a str,
     ) -> BoxFuture<'a, Result<BundleLookup, String>> {
         Box::pin(async move {
-            let listed = self.list().await.map_err(|error| error.to_string())?;
-            match listed.into_iter().find(|skill| skill.id == id) {
+            match self.find(id).await.map_err(|error| error.to_string())? {
                 Some(skill) => self.lookup_listed(skill).await,
                 None => Ok(BundleLookup::Missing),
             }
@@ -294,15 +293,7 @@ impl SkillBundles for Registry {
         run: BundleRun<'a>,
     ) -> BoxFuture<'a, Option<Result<CommandOutcome, String>>> {
         Box::pin(async move {
-            let listed = self.list().await.ok()?;
-            let skill = listed.into_iter().find(|skill| skill.id == run.id)?;
-            // Only what the agents could find: enabled, loading, approved by validation.
-            if !matches!(
-                self.lookup_listed(skill.clone()).await,
-                Ok(BundleLookup::Found(_))
-            ) {
-                return None;
-            }
+            let skill = self.find(run.id).await.ok()??;
             // Running a skill's scripts needs the operator's consent, given by installing it
             // into the Souz home: an import (a project's `.agents/skills`, say, from a cloned
             // repository) only offers its instructions.
@@ -313,7 +304,10 @@ impl SkillBundles for Registry {
                     skill.id, skill.source
                 )));
             }
-            let loaded = Registry::open(skill).ok()?;
+            // Only what the agents could find: enabled, loading, approved by validation.
+            let Ok(Ok(loaded)) = self.usable(skill).await else {
+                return None;
+            };
             let permissions = match loaded
                 .bundle
                 .files()
@@ -342,19 +336,20 @@ impl SkillBundles for Registry {
 }
 
 impl Registry {
-    /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.
-    async fn lookup_listed(&self, skill: Listed) -> Result<BundleLookup, String> {
+    /// The listed skill `skill` loaded once, if it is enabled, loads and passes validation;
+    /// otherwise why not (disabled, or rejected with the reasons).
+    async fn usable(&self, skill: Listed) -> Result<Result<Loaded, BundleLookup>, String> {
         if !skill.enabled {
-            return Ok(BundleLookup::Disabled);
+            return Ok(Err(BundleLookup::Disabled));
         }
-        let id = skill.id.clone();
         let loaded = match Registry::open(skill) {
             Ok(loaded) => loaded,
-            Err(error) => return Ok(BundleLookup::Rejected(error.to_string())),
+            Err(error) => return Ok(Err(BundleLookup::Rejected(error.to_string()))),
         };
-        let folder = (loaded.listed.source != Source::Installed).then_some(id.as_str());
+        let id = loaded.listed.id.as_str();
+        let folder = (loaded.listed.source != Source::Installed).then_some(id);
         let verdict = self
-            .verdict(&id, &loaded.bundle, folder)
+            .verdict(id, &loaded.bundle, folder)
             .await
             .map_err(|error| error.to_string())?;
         if !verdict.approved {
@@ -364,8 +359,18 @@ impl Registry {
                 .filter(|finding| finding.severity == Severity::Error)
                 .map(|finding| finding.message)
                 .collect();
-            return Ok(BundleLookup::Rejected(reasons.join("; ")));
+            return Ok(Err(BundleLookup::Rejected(reasons.join("; "))));
         }
+        Ok(Ok(loaded))
+    }
+
+    /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.
+    async fn lookup_listed(&self, skill: Listed) -> Result<BundleLookup, String> {
+        let loaded = match self.usable(skill).await? {
+            Ok(loaded) => loaded,
+            Err(unusable) => return Ok(unusable),
+        };
+        let id = loaded.listed.id.clone();
         let front = loaded.markdown.frontmatter;
         Ok(BundleLookup::Found(BundleSkill {
             skill_id: id,

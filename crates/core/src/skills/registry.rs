@@ -380,13 +380,16 @@ impl Registry {
             .collect())
     }
 
+    /// The skill `id` by precedence, as listed (`None` when there is none).
+    pub(crate) async fn find(&self, id: &str) -> Result<Option<Listed>, SkillError> {
+        Ok(self.list().await?.into_iter().find(|entry| entry.id == id))
+    }
+
     /// The skill `id` by precedence, loaded and parsed.
     pub(crate) async fn load(&self, id: &str) -> Result<Loaded, SkillError> {
         let listed = self
-            .list()
+            .find(id)
             .await?
-            .into_iter()
-            .find(|entry| entry.id == id)
             .ok_or_else(|| SkillError::NotFound(id.to_owned()))?;
         Self::open(listed)
     }
