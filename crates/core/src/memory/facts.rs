@@ -162,19 +162,27 @@ pub struct EvidenceRef {
     pub evidence_text: Option<String>,
 }
 
+/// Retires another active holder of `fact`'s canonical key (in its owner and scope) and notes it
+/// in `fact.supersedes_fact_id`: one active fact per key.
+fn supersede_holder(connection: &Connection, fact: &mut Fact) -> rusqlite::Result<()> {
+    if let (Some(key), Status::Active) = (fact.canonical_key.clone(), fact.status)
+        && let Some(holder) = find_active_by_key(connection, &fact.owner, &fact.scope, &key)?
+        && holder.id != fact.id
+    {
+        set_status(connection, &holder.id, Status::Retired)?;
+        fact.supersedes_fact_id = Some(holder.id);
+    }
+    Ok(())
+}
+
 /// Stores `fact` (its id, hash and times already set), retiring the active holder of its
-/// canonical key; returns the id of the fact it superseded.
+/// canonical key (`fact.supersedes_fact_id` names it).
 pub fn insert(
     connection: &Connection,
     fact: &mut Fact,
     evidence: &[EvidenceRef],
 ) -> rusqlite::Result<()> {
-    if let (Some(key), Status::Active) = (fact.canonical_key.clone(), fact.status)
-        && let Some(holder) = find_active_by_key(connection, &fact.owner, &fact.scope, &key)?
-    {
-        set_status(connection, &holder.id, Status::Retired)?;
-        fact.supersedes_fact_id = Some(holder.id);
-    }
+    supersede_holder(connection, fact)?;
     connection.execute_cached(
         "INSERT INTO memory_facts (id, owner_id, scope_type, scope_id, kind, title, body, \
          canonical_key, status, retention, confidence, importance, pinned, created_by, \
@@ -214,13 +222,7 @@ pub fn insert(
 /// Rewrites a stored fact's mutable fields (after an edit), retiring another active holder of
 /// its canonical key.
 pub fn update(connection: &Connection, fact: &mut Fact) -> rusqlite::Result<()> {
-    if let (Some(key), Status::Active) = (fact.canonical_key.clone(), fact.status)
-        && let Some(holder) = find_active_by_key(connection, &fact.owner, &fact.scope, &key)?
-        && holder.id != fact.id
-    {
-        set_status(connection, &holder.id, Status::Retired)?;
-        fact.supersedes_fact_id = Some(holder.id);
-    }
+    supersede_holder(connection, fact)?;
     connection.execute_cached(
         "UPDATE memory_facts SET scope_type = ?2, scope_id = ?3, kind = ?4, title = ?5, \
          body = ?6, canonical_key = ?7, status = ?8, retention = ?9, confidence = ?10, \
