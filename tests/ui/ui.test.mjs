@@ -3,42 +3,20 @@
 // invalid value and see the positioned error, then a valid one and see it applied; and a live
 // turn streaming from a fake OpenAI server (fake-openai.mjs) into the Live turns page; and a
 // question the agent asks (AskUser) answered in the Queue, with the turn going on.
-// Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set.
+// Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set. The daemon and
+// browser harness is harness.mjs; other pages have test files of their own (*.test.mjs).
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
 import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
+import { shot, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
 
-const root = resolve(import.meta.dirname, "../..");
-const souz = process.env.SOUZ_BIN || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "debug", "souz");
-const shots = process.env.SOUZ_SCREENSHOTS ? join(root, "docs", "screenshots") : null;
-
-let daemon, browser, base, token, home, user;
-
-async function waitFor(check, what, timeout = 15000) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-}
-
-async function api(method, path, body) {
-  const response = await fetch(base + path, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
+let session, browser, base, token, home, user;
+const api = (...args) => session.api(...args);
+const page = (...args) => session.page(...args);
 
 /** Starts a call that asks and returns its id once its approval is pending. */
 async function askingCall(name) {
@@ -53,59 +31,13 @@ async function askingCall(name) {
   return call;
 }
 
-async function page(route = "/queue") {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
-  const tab = await context.newPage();
-  tab.on("pageerror", (error) => { throw error; });
-  await tab.goto(`${base}/app/#token=${token}&go=${route}`);
-  await tab.waitForSelector("#connection.up");
-  return tab;
-}
-
-async function shot(tab, name) {
-  if (!shots) return;
-  mkdirSync(shots, { recursive: true });
-  await tab.screenshot({ path: join(shots, `${name}.png`) });
-}
-
-/** Starts `souz serve` in `home` (with `env` added); resolves to the process, its URL and
- *  token once `daemon.json` is written. */
-async function startDaemon(home, user, env = {}) {
-  const child = spawn(souz, ["serve"], {
-    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn", ...env },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  const info = await waitFor(() => {
-    try { return JSON.parse(readFileSync(join(home, "daemon.json"), "utf8")); } catch { return null; }
-  }, "daemon.json");
-  return { child, url: info.url, token: readFileSync(join(home, "token"), "utf8").trim() };
-}
-
-async function stopDaemon(child) {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((done) => child.once("exit", done));
-  child.kill("SIGTERM");
-  await exited;
-}
-
 before(async () => {
-  home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
-  user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
-  const started = await startDaemon(home, user);
-  daemon = started.child;
-  base = started.url;
-  token = started.token;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  session = await startSession();
+  ({ browser, base, token, home, user } = session);
 });
 
 after(async () => {
-  await browser?.close();
-  await stopDaemon(daemon);
-  rmSync(home, { recursive: true, force: true });
-  rmSync(user, { recursive: true, force: true });
+  await session?.close();
 });
 
 test("a one-time code signs the page in once, and the Clients page makes and revokes tokens", async () => {
