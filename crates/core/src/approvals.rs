@@ -531,6 +531,49 @@ impl Approvals {
         Ok(())
     }
 
+    /// Whether a standing consent covers every call of `tool`: an active allow grant for
+    /// anyone, with no argument match and no end (as [`Approvals::grant_standing`] writes).
+    pub(crate) fn has_standing_allow(&self, tool: &str) -> bool {
+        let (_, grants) = self.snapshot();
+        grants.iter().any(|grant| {
+            grant.effect == souz_protocol::Effect::Allow
+                && grant.tool == tool
+                && grant.requester.is_none()
+                && grant.argument_match.is_empty()
+                && grant.expires_at.is_none()
+        })
+    }
+
+    /// Records a standing consent to every call of `tool`, by anyone, until revoked (an allow
+    /// grant listed and revocable like the others), given by the approval `approval_id` if
+    /// known. Used where approving one call consents to a whole thing (a skill bundle).
+    pub(crate) async fn grant_standing(
+        &self,
+        tool: &str,
+        approval_id: Option<String>,
+    ) -> Result<souz_protocol::Grant, StoreError> {
+        let argument_match = souz_protocol::ArgumentMatch::default();
+        let effect = souz_protocol::Effect::Allow;
+        let grant = souz_protocol::Grant {
+            id: uuid::Uuid::now_v7().to_string(),
+            label: grants::label(effect, tool, None, &argument_match, None),
+            effect,
+            tool: tool.to_owned(),
+            requester: None,
+            argument_match,
+            created_at: now(),
+            expires_at: None,
+            approval_id,
+        };
+        let stored = grant.clone();
+        self.inner
+            .store
+            .write(move |transaction| grants::insert(transaction, &stored))
+            .await?;
+        self.reload_grants().await?;
+        Ok(grant)
+    }
+
     pub(crate) async fn reload_grants(&self) -> Result<(), StoreError> {
         let active = self.grants().await?;
         {

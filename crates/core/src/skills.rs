@@ -6,6 +6,8 @@
 //! - [`manifest`]: the permissions sidecar `agents/souz.toml`.
 //! - [`rules`]: validation (specification, structure, static rules) and its findings.
 //! - [`registry`]: installed and imported skills, precedence, the verdict cache.
+//! - [`run`]: one command of a skill, confined to its manifest.
+//! - [`command_tool`]: that command as a gate call, with consent per (skill, bundle hash).
 //!
 //! Invariants: nothing here follows a symlink out of a bundle or writes into an import folder;
 //! a bundle that fails any check is not installed (fail-closed); a validation that could not
@@ -13,6 +15,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod bundle;
+pub(crate) mod command_tool;
 pub(crate) mod frontmatter;
 pub(crate) mod manifest;
 pub(crate) mod registry;

@@ -426,5 +426,23 @@ pub fn into_result(outcome: Result<ToolOutput, ToolError>) -> ToolResult {
     }
 }
 
+/// Specs name their tools with `&'static str`: names and descriptions made at run time (external
+/// MCP tools, skill bundles) are kept once for the life of the process (a changed one adds its
+/// new text, nothing more).
+pub(crate) fn intern(text: &str) -> &'static str {
+    static TEXTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<&'static str>>> =
+        std::sync::OnceLock::new();
+    let mut texts = TEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(existing) = texts.get(text) {
+        return existing;
+    }
+    let leaked: &'static str = Box::leak(text.to_owned().into_boxed_str());
+    texts.insert(leaked);
+    leaked
+}
+
 #[cfg(test)]
 mod tests;

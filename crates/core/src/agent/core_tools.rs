@@ -230,3 +230,5 @@ impl CoreTool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod skill_gate_tests;

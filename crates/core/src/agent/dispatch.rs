@@ -43,6 +43,16 @@ pub(crate) async fn call_gate(
     call: GateCall<'_>,
     arguments: Value,
 ) -> Result<ToolResult, StoreError> {
+    call_gate_with(call, arguments, None).await
+}
+
+/// [`call_gate`] with `supplied`, a tool made for this call (named `call.tool`), instead of
+/// one found by name.
+pub(crate) async fn call_gate_with(
+    call: GateCall<'_>,
+    arguments: Value,
+    supplied: Option<std::sync::Arc<dyn crate::tools::DynTool>>,
+) -> Result<ToolResult, StoreError> {
     let GateCall {
         gate,
         chat_id,
@@ -50,15 +60,17 @@ pub(crate) async fn call_gate(
         tool_call_id,
         sink,
     } = call;
-    let mut handle = gate
-        .start(CallRequest {
-            tool: tool.to_owned(),
-            arguments,
-            requester: Requester::Chat {
-                chat_id: chat_id.to_owned(),
-            },
-        })
-        .await?;
+    let request = CallRequest {
+        tool: tool.to_owned(),
+        arguments,
+        requester: Requester::Chat {
+            chat_id: chat_id.to_owned(),
+        },
+    };
+    let mut handle = match supplied {
+        Some(supplied) => gate.start_with(request, supplied).await?,
+        None => gate.start(request).await?,
+    };
     let state = handle.settled().await;
     if state.status == ToolCallStatus::WaitingApproval
         && let Some(approval_id) = state.approval_id

@@ -18,16 +18,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use souz_protocol::{Action, ToolCategory};
+use souz_protocol::{Action, ToolCategory, ToolResult};
 
-use tokio_util::sync::CancellationToken;
-
+use crate::agent::dispatch::{GateCall, call_gate_with};
 use crate::llm;
-use crate::sandbox::{CommandOutcome, Sandbox};
-use crate::skills::manifest::Permissions;
+use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
+use crate::skills::manifest::{MANIFEST_PATH, Permissions};
 use crate::skills::registry::{Listed, Loaded, Registry, Source};
 use crate::skills::rules::Severity;
-use crate::skills::run::SkillCommandArgs;
 use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
 
@@ -208,7 +206,8 @@ pub trait SkillBundles: Send + Sync {
         Box::pin(async { Ok(BundleLookup::Missing) })
     }
 
-    /// Runs one command of the approved bundle `id`, confined by its manifest in `sandbox`
+    /// Runs one command of the approved bundle `id` through the gate (one call of the
+    /// bundle's own tool, see [`crate::skills::command_tool`]), confined by its manifest
     /// (`None` when there is no such usable bundle).
     #[allow(
         private_interfaces,
@@ -217,7 +216,7 @@ pub trait SkillBundles: Send + Sync {
     fn run_command<'a>(
         &'a self,
         run: BundleRun<'a>,
-    ) -> BoxFuture<'a, Option<Result<CommandOutcome, String>>> {
+    ) -> BoxFuture<'a, Option<Result<ToolResult, String>>> {
         let _ = run;
         Box::pin(async { None })
     }
@@ -227,12 +226,10 @@ pub trait SkillBundles: Send + Sync {
 pub(crate) struct BundleRun<'a> {
     /// The skill.
     pub id: &'a str,
-    /// What to run.
-    pub args: &'a SkillCommandArgs,
-    /// The sandbox to narrow.
-    pub sandbox: &'a Sandbox,
-    /// Ends the command.
-    pub cancel: &'a CancellationToken,
+    /// What to run (a [`crate::skills::run::SkillCommandArgs`] object).
+    pub arguments: serde_json::Value,
+    /// The gate call it becomes (its `tool` is replaced by the bundle's tool).
+    pub call: GateCall<'a>,
 }
 
 /// No file-backed skills.
@@ -291,7 +288,7 @@ impl SkillBundles for Registry {
     fn run_command<'a>(
         &'a self,
         run: BundleRun<'a>,
-    ) -> BoxFuture<'a, Option<Result<CommandOutcome, String>>> {
+    ) -> BoxFuture<'a, Option<Result<ToolResult, String>>> {
         Box::pin(async move {
             let skill = self.find(run.id).await.ok()??;
             // Running a skill's scripts needs the operator's consent, given by installing it
@@ -308,29 +305,31 @@ impl SkillBundles for Registry {
             let Ok(Ok(loaded)) = self.usable(skill).await else {
                 return None;
             };
-            let permissions = match loaded
-                .bundle
-                .files()
-                .get(crate::skills::manifest::MANIFEST_PATH)
-            {
+            let permissions = match loaded.bundle.files().get(MANIFEST_PATH) {
                 Some(text) => match crate::skills::manifest::parse(text) {
                     Ok(permissions) => permissions,
                     Err(problems) => return Some(Err(problems.join("; "))),
                 },
                 None => Permissions::default(),
             };
-            let outcome = crate::skills::run::run(
-                run.sandbox,
-                crate::skills::run::SkillFiles {
-                    id: run.id,
-                    bundle: &loaded.bundle,
-                    permissions: &permissions,
-                },
-                run.args,
-                run.cancel,
-            )
-            .await;
-            Some(outcome.map_err(|error| error.to_string()))
+            // Cached by hash: `usable` has just validated this bundle.
+            let findings = match self.verdict(run.id, &loaded.bundle, None).await {
+                Ok(verdict) => verdict.findings,
+                Err(error) => return Some(Err(error.to_string())),
+            };
+            let tool = Arc::new(SkillCommandTool::new(SkillCommandParts {
+                id: run.id.to_owned(),
+                bundle: loaded.bundle,
+                permissions,
+                findings,
+                approvals: run.call.gate.approvals().clone(),
+            }));
+            let call = GateCall {
+                tool: tool.spec().name,
+                ..run.call
+            };
+            let result = call_gate_with(call, run.arguments, Some(tool)).await;
+            Some(result.map_err(|error| error.to_string()))
         })
     }
 }

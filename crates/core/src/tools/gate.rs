@@ -359,6 +359,25 @@ impl Gate {
 
     /// Starts a call: stores it, then runs it as a task. The handle cancels it when dropped.
     pub async fn start(&self, request: CallRequest) -> Result<CallHandle, StoreError> {
+        self.start_call(request, None).await
+    }
+
+    /// Starts a call of `tool`, a tool made for this call rather than found by name (a skill
+    /// bundle's command: its spec names the skill and bundle): planned, decided, asked, run
+    /// and recorded like any other call under `request.tool`, which must be its spec's name.
+    pub(crate) async fn start_with(
+        &self,
+        request: CallRequest,
+        tool: Arc<dyn DynTool>,
+    ) -> Result<CallHandle, StoreError> {
+        self.start_call(request, Some(tool)).await
+    }
+
+    async fn start_call(
+        &self,
+        request: CallRequest,
+        supplied: Option<Arc<dyn DynTool>>,
+    ) -> Result<CallHandle, StoreError> {
         let call_id = uuid::Uuid::now_v7().to_string();
         let created_at = now();
         let cancel = self.inner.shutdown.child_token();
@@ -388,7 +407,7 @@ impl Gate {
                 approval_id: None,
                 side_effects: false,
             };
-            let recorded = gate.run(record, task_cancel, sender).await;
+            let recorded = gate.run(record, supplied, task_cancel, sender).await;
             if recorded {
                 gate.live().remove(&task_id);
             }
@@ -473,12 +492,13 @@ impl Gate {
     async fn run(
         &self,
         mut record: Record,
+        supplied: Option<Arc<dyn DynTool>>,
         cancel: CancellationToken,
         state: watch::Sender<CallState>,
     ) -> bool {
         let started = Instant::now();
         let call_id = record.call_id.clone();
-        let (status, result) = self.drive(&mut record, &cancel, &state).await;
+        let (status, result) = self.drive(&mut record, supplied, &cancel, &state).await;
         let final_state = CallState {
             status,
             summary: record.summary.clone(),

@@ -11,7 +11,6 @@ use serde_json::Value;
 use souz_protocol::ToolCategory;
 
 use super::{CoreCall, CoreOutput};
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::dispatch::{GateCall, call_gate};
 use crate::agent::skills::{
@@ -322,41 +321,41 @@ pub(crate) fn get_skills_by_category(call: &CoreCall<'_>, arguments: Value) -> C
     }
 }
 
-/// What a file-backed skill's command did (the original's `SandboxCommandResult`).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SkillRunResult {
-    exit_code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    timed_out: bool,
-}
-
-/// Runs one command of the file-backed skill `skill_id`, confined by its manifest.
+/// Runs one command of the file-backed skill `skill_id` through the gate, confined by its
+/// manifest (the first command of a bundle asks for consent to it).
 async fn run_bundle(call: &CoreCall<'_>, skill_id: &str, arguments: Option<Value>) -> CoreOutput {
     let arguments = arguments.unwrap_or_else(|| Value::Object(Default::default()));
-    let args = match serde_json::from_value::<SkillCommandArgs>(arguments) {
-        Ok(args) => args,
-        Err(problem) => {
-            return CoreOutput::error("skill_invocation_failed", problem.to_string());
-        }
-    };
-    let cancel = CancellationToken::new();
+    if let Err(problem) = serde_json::from_value::<SkillCommandArgs>(arguments.clone()) {
+        return CoreOutput::error("skill_invocation_failed", problem.to_string());
+    }
     let run = BundleRun {
         id: skill_id,
-        args: &args,
-        sandbox: call.gate.sandbox(),
-        cancel: &cancel,
+        arguments,
+        call: GateCall {
+            gate: call.gate,
+            chat_id: call.chat_id,
+            tool: skill_id,
+            tool_call_id: call.tool_call_id,
+            sink: call.sink,
+        },
     };
     match call.bundles.run_command(run).await {
-        Some(Ok(outcome)) => json(
-            &SkillRunResult {
-                exit_code: outcome.exit_code,
-                stdout: outcome.stdout.text,
-                stderr: outcome.stderr.text,
-                timed_out: outcome.timed_out,
-            },
-            outcome.exit_code != Some(0),
+        // It ran: the command's own result (a failing exit code is an error).
+        Some(Ok(result)) if !result.is_error && result.structured.is_some() => {
+            let exit_code = result
+                .structured
+                .as_ref()
+                .and_then(|structured| structured.get("exitCode"))
+                .and_then(Value::as_i64);
+            CoreOutput {
+                content: result.text,
+                is_error: exit_code != Some(0),
+            }
+        }
+        // Refused, denied, invalid or failed before it ran: the gate says why.
+        Some(Ok(result)) => CoreOutput::error(
+            "skill_invocation_failed",
+            format!("Skill {skill_id} did not run: {}", result.text),
         ),
         Some(Err(problem)) => CoreOutput::error(
             "skill_invocation_failed",

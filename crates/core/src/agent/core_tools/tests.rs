@@ -424,6 +424,13 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
         "{}",
         output.content
     );
+    // Consent to this bundle (see `skill_gate_tests`), so the command does not wait for it.
+    let hash = registry.find("notes").await.unwrap().unwrap().hash;
+    f.gate
+        .approvals()
+        .grant_standing(&crate::skills::command_tool::tool_name("notes", &hash), None)
+        .await
+        .unwrap();
     let output = CoreTool::RunSkillCommand
         .run(
             &call,

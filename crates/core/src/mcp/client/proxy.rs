@@ -7,7 +7,7 @@
 //! [`MAX_NAME_LENGTH`], and a name already taken gets `_2`, `_3`, ….
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, JsonObject};
@@ -17,7 +17,9 @@ use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
 use super::Server;
 use super::trust::Definition;
 use crate::approvals::CallTarget;
-use crate::tools::{DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tools::{
+    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
+};
 
 /// Longest tool name (what model providers accept).
 pub(crate) const MAX_NAME_LENGTH: usize = 64;
@@ -150,22 +152,6 @@ pub(crate) fn spec(server: &str, name: &str, tool: &rmcp::model::Tool) -> ToolSp
             .as_ref()
             .map(|schema| Value::Object((**schema).clone())),
     }
-}
-
-/// Specs name their tools with `&'static str`: external names and descriptions are kept once
-/// for the life of the process (a server that changes them adds its new texts, nothing more).
-fn intern(text: &str) -> &'static str {
-    static TEXTS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut texts = TEXTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if let Some(existing) = texts.get(text) {
-        return existing;
-    }
-    let leaked: &'static str = Box::leak(text.to_owned().into_boxed_str());
-    texts.insert(leaked);
-    leaked
 }
 
 /// A server's answer as the caller sees it: `isError` answers are failures (with their text).

@@ -16,7 +16,7 @@ use crate::approvals::{
     CallFacts, Decision, NewApproval, PendingApproval, RequestError, Resolution, suggest::suggest,
 };
 use crate::store::codec::now;
-use crate::tools::{PlannedCall, ToolContext, ToolError, ToolSpec};
+use crate::tools::{DynTool, PlannedCall, ToolContext, ToolError, ToolSpec};
 
 /// How long a cancelled tool gets to stop on its own before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -44,10 +44,14 @@ impl Gate {
     pub(super) async fn drive(
         &self,
         record: &mut Record,
+        supplied: Option<Arc<dyn DynTool>>,
         cancel: &CancellationToken,
         state: &watch::Sender<CallState>,
     ) -> Ended {
-        let Some(tool) = self.tool(&record.request.tool, &record.request.requester) else {
+        let found = supplied
+            .filter(|tool| tool.spec().name == record.request.tool)
+            .or_else(|| self.tool(&record.request.tool, &record.request.requester));
+        let Some(tool) = found else {
             return failure(format!(
                 "There is no tool named `{}` in Souz.",
                 record.request.tool

@@ -1,0 +1,244 @@
+//! A skill bundle's command as the gate sees it: a tool made for one installed bundle, named
+//! `skill:<id>@<hash>` (the first 32 hex digits of its bundle hash), risk `exec`, so each
+//! command is one gate call (plan → policy → ask → run → audit row and events; pause and deny
+//! rules apply as to any tool; `tool = "skill:*"` rules name all skills).
+//!
+//! Consent is per (skill id, bundle hash), and the manifest is a bundle file, so a changed
+//! manifest is a changed hash. Until a standing allow grant for the tool's name exists, the
+//! plan carries [`CallTarget::Untrusted`] (the policy then always asks, whatever `exec` says)
+//! and the approval's preview shows the manifest (folders, hosts, programs, environment, time
+//! limit), the hash and the validation findings. Approving it writes that grant (for anyone,
+//! until revoked, listed with the other grants) before the command runs, so the bundle's later
+//! commands run without prompts, still confined to the manifest; a denial runs nothing.
+//!
+//! Invariants: where commands would run unconfined (`[sandbox] allow_unconfined_commands`),
+//! every command asks, consent or not; arguments are checked (paths inside the bundle, listed programs) at plan time,
+//! before anyone is asked; the command runs in the sandbox of the call's context narrowed to
+//! the manifest.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::Value;
+use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
+
+use super::bundle::Bundle;
+use super::manifest::{MANIFEST_PATH, Permissions};
+use super::rules::Finding;
+use super::run::{self, SkillCommandArgs, SkillFiles};
+use crate::approvals::{Approvals, CallTarget};
+use crate::tools::{
+    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
+};
+
+/// Hex digits of the bundle hash in the tool's name (128 bits).
+const HASH_DIGITS: usize = 32;
+
+/// The gate's name for the commands of bundle `hash` of skill `id`.
+pub(crate) fn tool_name(id: &str, hash: &str) -> String {
+    let short: String = hash.chars().take(HASH_DIGITS).collect();
+    format!("skill:{id}@{short}")
+}
+
+/// One installed, validated bundle whose commands go through the gate.
+pub(crate) struct SkillCommandTool {
+    spec: ToolSpec,
+    id: String,
+    hash: String,
+    bundle: Arc<Bundle>,
+    permissions: Permissions,
+    findings: Vec<Finding>,
+    approvals: Approvals,
+}
+
+/// What a skill bundle's command is made of.
+pub(crate) struct SkillCommandParts {
+    /// The skill's id.
+    pub id: String,
+    /// Its files (hashed here).
+    pub bundle: Bundle,
+    /// Its manifest.
+    pub permissions: Permissions,
+    /// What validation found (shown with the consent).
+    pub findings: Vec<Finding>,
+    /// Where consent is looked up and written.
+    pub approvals: Approvals,
+}
+
+/// What a skill's command did (the original's `SandboxCommandResult`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SkillRunResult {
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl SkillCommandTool {
+    pub(crate) fn new(parts: SkillCommandParts) -> Self {
+        let hash = parts.bundle.hash();
+        let name = tool_name(&parts.id, &hash);
+        let spec = ToolSpec {
+            name: intern(&name),
+            description: intern(&format!(
+                "A command of the installed skill `{}`, confined to its manifest",
+                parts.id
+            )),
+            category: ToolCategory::Commands,
+            risk: Risk::Exec,
+            annotations: ToolAnnotations::for_risk(Risk::Exec),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+        };
+        Self {
+            spec,
+            id: parts.id,
+            hash,
+            bundle: Arc::new(parts.bundle),
+            permissions: parts.permissions,
+            findings: parts.findings,
+            approvals: parts.approvals,
+        }
+    }
+
+    /// What the person consents to: the manifest, the hash and the findings.
+    pub(crate) fn preview(&self) -> String {
+        let permissions = &self.permissions;
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "(none)".to_owned()
+            } else {
+                items.join(", ")
+            }
+        };
+        let mut text = format!(
+            "Skill `{}`\nBundle sha256: {}\n\nPermissions ({MANIFEST_PATH}{}):\n",
+            self.id,
+            self.hash,
+            if self.bundle.files().contains_key(MANIFEST_PATH) {
+                ""
+            } else {
+                ", absent: nothing beyond its own folder"
+            }
+        );
+        let _ = writeln!(text, "  read folders:  {}", list(&permissions.read));
+        let _ = writeln!(text, "  write folders: {}", list(&permissions.write));
+        let _ = writeln!(text, "  hosts:         {}", list(&permissions.hosts));
+        let _ = writeln!(text, "  programs:      {}", list(&permissions.programs));
+        let _ = writeln!(text, "  environment:   {}", list(&permissions.env));
+        let _ = writeln!(text, "  tools:         {}", list(&permissions.tools));
+        let _ = writeln!(
+            text,
+            "  time limit:    {} s per command",
+            permissions.time_limit_seconds
+        );
+        text.push_str("\nValidation findings:\n");
+        if self.findings.is_empty() {
+            text.push_str("  (none)\n");
+        }
+        for finding in &self.findings {
+            let _ = writeln!(
+                text,
+                "  - {:?} {}: {}{}",
+                finding.severity,
+                finding.code,
+                finding.message,
+                finding
+                    .file_path
+                    .as_deref()
+                    .map(|file| format!(" ({file})"))
+                    .unwrap_or_default()
+            );
+        }
+        text
+    }
+}
+
+impl DynTool for SkillCommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn plan<'a>(
+        &'a self,
+        arguments: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<PlannedCall, ToolError>> {
+        Box::pin(async move {
+            let args: SkillCommandArgs = serde_json::from_value(arguments)
+                .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
+            // The same checks the run makes, on a placeholder root: nothing is staged yet.
+            let checked = run::request(&self.id, Path::new("."), &self.permissions, &args, |_| {
+                None
+            })
+            .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
+            let short: String = self.hash.chars().take(12).collect();
+            let command = checked.program.display();
+            let mut plan = Plan::new(format!(
+                "Run `{command}` of the skill `{}` (bundle {short})",
+                self.id
+            ))
+            .target(CallTarget::Command {
+                command,
+                cwd: checked.cwd.clone().map(Into::into).unwrap_or_default(),
+            });
+            if let Ok(Some(reason)) = ctx.sandbox.unconfined_commands() {
+                // As for `RunCommand`: consent never covers an unconfined command.
+                plan = plan.target(CallTarget::Unconfined {
+                    reason: reason.to_owned(),
+                });
+            }
+            let consent = !self.approvals.has_standing_allow(self.spec.name);
+            if consent {
+                plan = plan
+                    .target(CallTarget::Untrusted {
+                        reason: format!(
+                            "the skill `{}` has not been approved in this version (bundle \
+                             {short}); approving lets its commands run inside the permissions \
+                             shown, without asking again until the skill changes",
+                            self.id
+                        ),
+                    })
+                    .diff(self.preview());
+            }
+            let tool = self.spec.name;
+            let approvals = self.approvals.clone();
+            let (id, bundle) = (self.id.clone(), Arc::clone(&self.bundle));
+            let permissions = self.permissions.clone();
+            Ok(PlannedCall::new(plan, move |ctx: ToolContext| {
+                Box::pin(async move {
+                    if consent {
+                        approvals
+                            .grant_standing(tool, None)
+                            .await
+                            .map_err(|error| ToolError::Internal(error.to_string()))?;
+                    }
+                    let files = SkillFiles {
+                        id: &id,
+                        bundle: &bundle,
+                        permissions: &permissions,
+                    };
+                    let outcome = run::run(&ctx.sandbox, files, &args, &ctx.cancel)
+                        .await
+                        .map_err(|error| ToolError::Failed(error.to_string()))?;
+                    let result = SkillRunResult {
+                        exit_code: outcome.exit_code,
+                        stdout: outcome.stdout.text,
+                        stderr: outcome.stderr.text,
+                        timed_out: outcome.timed_out,
+                    };
+                    let structured = serde_json::to_value(&result)
+                        .map_err(|error| ToolError::Internal(error.to_string()))?;
+                    Ok(ToolOutput {
+                        text: structured.to_string(),
+                        structured: Some(structured),
+                    })
+                })
+            }))
+        })
+    }
+}
