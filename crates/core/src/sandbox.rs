@@ -26,6 +26,7 @@
 
 pub(crate) mod beneath;
 pub(crate) mod command;
+pub(crate) mod egress;
 pub mod confinement;
 pub mod daemon_process;
 pub(crate) mod environment;
@@ -122,6 +123,9 @@ pub struct Sandbox {
     web: Arc<OnceLock<Result<WebClient, WebError>>>,
     /// Where deleted items go instead of the user's Trash (tests and embedders).
     trash_folder: Option<PathBuf>,
+    /// The port of the loopback egress proxy a confined command may connect to (TCP), if
+    /// any (see `egress`; set by [`Sandbox::with_egress_port`]).
+    egress_port: Option<u16>,
 }
 
 impl Sandbox {
@@ -189,6 +193,7 @@ impl Sandbox {
             confinement: Confinement::detect(None),
             web: Arc::new(OnceLock::new()),
             trash_folder: None,
+            egress_port: None,
         })
     }
 

@@ -199,6 +199,15 @@ impl Confinement {
         }
     }
 
+    /// Whether TCP connections can be limited to one port here (Landlock's network rules,
+    /// ABI 4, are part of a complete ruleset; Seatbelt).
+    pub(crate) fn limits_tcp_ports(&self) -> bool {
+        matches!(
+            self,
+            Self::Landlock { complete: true, .. } | Self::Seatbelt { .. }
+        )
+    }
+
     /// Whether allowlisted UNIX sockets are told apart from others by path here (Landlock ABI
     /// 9, or Seatbelt).
     fn filters_unix_socket_paths(&self) -> bool {
@@ -225,6 +234,7 @@ impl Confinement {
                     writable: writable_paths(sandbox, scope.temporary),
                     unix_sockets: unix_sockets(sandbox),
                     network: scope.network,
+                    connect_ports: sandbox.egress_port().into_iter().collect(),
                     readable: readable_paths(sandbox, scope.temporary),
                     program: program.to_owned(),
                     args: args.to_vec(),
@@ -379,6 +389,11 @@ pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
     }
     if !scope.network {
         profile.push_str("(deny network-outbound (remote ip))\n(deny network-bind (local ip))\n");
+        if let Some(port) = sandbox.egress_port() {
+            profile.push_str(&format!(
+                "(allow network-outbound (remote tcp \"localhost:{port}\"))\n"
+            ));
+        }
     }
     // Later rules win: refuse every UNIX socket, then allow the listed ones.
     profile.push_str("(deny network-outbound (remote unix-socket))\n");

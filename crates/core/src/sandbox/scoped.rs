@@ -8,6 +8,8 @@
 //!   for writing) inside a workspace root, must not be protected, and must be an existing folder.
 //! - The narrowed sandbox keeps every protected path and read rule of the original.
 //! - `[sandbox] unix_socket_allow` and `[sandbox] command_network` do not apply to skills.
+//! - A skill's network is its egress proxy's port only ([`Sandbox::with_egress_port`]), where
+//!   the confinement can limit TCP by port ([`Sandbox::limits_tcp_ports`]).
 
 use std::path::Path;
 
@@ -45,5 +47,30 @@ impl Sandbox {
         scoped.config.unix_socket_allow.clear();
         scoped.config.command_network = false;
         Ok(scoped)
+    }
+
+    /// This sandbox with TCP `connect` allowed to `port` only (the egress proxy of one
+    /// command), where the confinement can limit TCP by port.
+    pub(crate) fn with_egress_port(mut self, port: u16) -> Sandbox {
+        self.egress_port = Some(port);
+        self
+    }
+
+    /// The egress proxy port commands may connect to, if any.
+    pub(crate) fn egress_port(&self) -> Option<u16> {
+        self.egress_port
+    }
+
+    /// Whether this machine's confinement can limit a command's TCP connections to one port
+    /// (Landlock with ABI 4 or later, Seatbelt).
+    pub(crate) fn limits_tcp_ports(&self) -> bool {
+        self.confinement.limits_tcp_ports()
+    }
+
+    /// The SSRF policy of this sandbox (`[sandbox] network_allow_hosts`), for an egress proxy.
+    pub(crate) fn network_policy(&self) -> Result<super::net::NetworkPolicy, SandboxError> {
+        super::net::NetworkPolicy::new(&self.config.network_allow_hosts).map_err(|reason| {
+            SandboxError::Io(format!("[sandbox] network_allow_hosts: {reason}"))
+        })
     }
 }

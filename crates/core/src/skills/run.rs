@@ -8,14 +8,17 @@
 //!   folder must be relative and stay inside it (`..` and absolute paths are refused).
 //! - Writes go only to the staged bundle, the manifest's `write` folders (each inside a
 //!   workspace root, never protected) and the command's private temporary folder.
-//! - A skill whose manifest lists `hosts` is refused: this kernel's Landlock cannot filter by
-//!   host, so the network would be all-or-nothing; without hosts there is no network.
+//! - Without `hosts` a command has no network. With them it gets a loopback egress proxy of
+//!   its own (`sandbox::egress`) that reaches only those hosts (through the SSRF policy), the
+//!   proxy variables in its environment, and TCP `connect` to the proxy's port only; where the
+//!   confinement cannot limit TCP by port, such a skill is refused (never all-or-nothing).
 //! - The environment is the runner's scrubbed one, the manifest's `env` variables taken from
 //!   the daemon, `SOUZ_SKILL_ID`/`SOUZ_SKILL_ROOT`, then the caller's additions.
 //! - The time limit is the caller's (default 60 s), clamped to the manifest's limit.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -23,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::bundle::Bundle;
 use super::manifest::Permissions;
+use crate::sandbox::egress::{EgressProxy, EgressRules};
+use crate::sandbox::net::SystemLookup;
 use crate::sandbox::{CommandError, CommandOutcome, CommandProgram, CommandRequest, Sandbox};
 
 /// What interprets the command.
@@ -81,9 +86,12 @@ pub(crate) enum RunError {
     Invalid(String),
     #[error(
         "this skill lists hosts in agents/souz.toml, but this system cannot limit a command's \
-         network to named hosts (it would be all-or-nothing), so Souz refuses to run it"
+         network to its egress proxy (that needs Landlock ABI 4, Linux 6.7+, or Seatbelt), so \
+         Souz refuses to run it rather than give it the whole network"
     )]
     HostsNotEnforceable,
+    #[error("cannot start the skill's egress proxy: {0}")]
+    Proxy(String),
     #[error("{0}")]
     Command(#[from] CommandError),
     #[error("cannot stage the skill's files: {0}")]
@@ -145,9 +153,6 @@ pub(crate) fn request(
     args: &SkillCommandArgs,
     daemon_env: impl Fn(&str) -> Option<String>,
 ) -> Result<CommandRequest, RunError> {
-    if !permissions.hosts.is_empty() {
-        return Err(RunError::HostsNotEnforceable);
-    }
     let argv = argv(permissions, args)?;
     let cwd = match &args.working_directory {
         Some(raw) => root.join(inside_bundle(raw, "workingDirectory")?),
@@ -221,13 +226,33 @@ pub(crate) async fn run(
         .path()
         .canonicalize()
         .map_err(|error| RunError::Stage(error.to_string()))?;
-    let request = request(skill.id, &root, skill.permissions, args, |name| {
+    let mut request = request(skill.id, &root, skill.permissions, args, |name| {
         crate::config::env::process_env(name)
     })?;
-    let scoped = sandbox
+    let mut scoped = sandbox
         .for_skill(&root, &skill.permissions.write)
         .map_err(CommandError::from)?;
-    Ok(scoped.run_command(request, cancel).await?)
+    // Kept until the command ends: dropping it stops the proxy.
+    let mut proxy = None;
+    if !skill.permissions.hosts.is_empty() {
+        if !scoped.limits_tcp_ports() {
+            return Err(RunError::HostsNotEnforceable);
+        }
+        let policy = scoped.network_policy().map_err(CommandError::from)?;
+        let started = EgressProxy::start(EgressRules {
+            hosts: skill.permissions.hosts.clone(),
+            policy: Arc::new(policy),
+            lookup: Arc::new(SystemLookup),
+        })
+        .await
+        .map_err(|error| RunError::Proxy(error.to_string()))?;
+        scoped = scoped.with_egress_port(started.port());
+        request.env.extend(started.environment());
+        proxy = Some(started);
+    }
+    let outcome = scoped.run_command(request, cancel).await;
+    drop(proxy);
+    Ok(outcome?)
 }
 
 #[cfg(test)]

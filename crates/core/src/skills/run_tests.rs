@@ -43,15 +43,13 @@ fn script_paths_and_working_folders_stay_inside_the_bundle() {
 }
 
 #[test]
-fn hosts_are_refused_and_process_programs_must_be_listed() {
+fn hosts_get_no_direct_network_and_process_programs_must_be_listed() {
     let hosts = Permissions {
         hosts: vec!["api.example.com".into()],
         ..Permissions::default()
     };
-    assert!(matches!(
-        build(&hosts, r#"{"script":"true"}"#),
-        Err(RunError::HostsNotEnforceable)
-    ));
+    // The network is the egress proxy's, added at run time: never the request's own.
+    assert!(!build(&hosts, r#"{"script":"true"}"#).unwrap().network);
     let listed = Permissions {
         programs: vec!["jq".into()],
         ..Permissions::default()

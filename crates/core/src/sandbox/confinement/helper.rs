@@ -36,7 +36,7 @@ pub const LINGER: Duration = Duration::from_secs(1);
 pub enum HelperError {
     /// The arguments are not of the helper's form.
     #[error(
-        "usage: souz {HELPER_SUBCOMMAND} [--confine] [--allow-write PATH | --allow-unix PATH | --allow-network]... [--restrict-read [--allow-read PATH]...] -- PROGRAM [ARGS]..."
+        "usage: souz {HELPER_SUBCOMMAND} [--confine] [--allow-write PATH | --allow-unix PATH | --allow-network | --allow-connect PORT]... [--restrict-read [--allow-read PATH]...] -- PROGRAM [ARGS]..."
     )]
     Usage,
     /// Confinement could not be applied.
@@ -74,6 +74,8 @@ pub struct HelperArguments {
     pub unix_sockets: Vec<PathBuf>,
     /// Whether the command may use TCP (connect and bind).
     pub network: bool,
+    /// Without `network`: the TCP ports it may still connect to (an egress proxy's).
+    pub connect_ports: Vec<u16>,
     /// Files and folders the command may read, when reading is restricted.
     pub readable: Option<Vec<PathBuf>>,
     /// The program.
@@ -102,6 +104,16 @@ impl HelperArguments {
             }
             if argument == "--allow-network" && parsed.readable.is_none() && !parsed.network {
                 parsed.network = true;
+                continue;
+            }
+            if argument == "--allow-connect" && parsed.readable.is_none() {
+                let port = arguments.next().ok_or(HelperError::Usage)?;
+                let port = port
+                    .to_str()
+                    .and_then(|port| port.parse::<u16>().ok())
+                    .filter(|port| *port > 0)
+                    .ok_or(HelperError::Usage)?;
+                parsed.connect_ports.push(port);
                 continue;
             }
             let list = match (argument.to_str(), parsed.readable.as_mut()) {
@@ -134,6 +146,10 @@ impl HelperArguments {
         }
         if self.network {
             arguments.push(OsString::from("--allow-network"));
+        }
+        for port in &self.connect_ports {
+            arguments.push(OsString::from("--allow-connect"));
+            arguments.push(OsString::from(port.to_string()));
         }
         if let Some(readable) = &self.readable {
             // Also for an empty list: the helper then restricts reading to nothing.
@@ -177,6 +193,7 @@ fn confine_and_exec(arguments: HelperArguments) -> HelperError {
         readable: arguments.readable.as_deref(),
         unix_sockets: &arguments.unix_sockets,
         network: arguments.network,
+        connect_ports: &arguments.connect_ports,
     };
     if let Err(reason) = drop_process_tracing() {
         return HelperError::Confine(reason);

@@ -1,7 +1,7 @@
 //! The Landlock ruleset of a confined command: writes handled, allowed beneath the given
 //! paths; reading files handled when asked, allowed beneath the readable paths (listing
-//! folders and executing are not handled); TCP connect and bind handled (nothing allowed)
-//! unless the call may use the network; connecting to path-named UNIX sockets handled where
+//! folders and executing are not handled); TCP connect and bind handled (nothing allowed but
+//! connecting to an egress proxy's port) unless the call may use the network; connecting to path-named UNIX sockets handled where
 //! the kernel can (ABI 9), allowed only to the allowlisted sockets; signals and abstract UNIX
 //! sockets scoped, so the command cannot signal or reach processes outside its domain (the
 //! daemon, the supervisor, a D-Bus or tmux server listening on an abstract address).
@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
+    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
+    RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
@@ -30,6 +31,8 @@ pub(super) struct Restrictions<'a> {
     pub unix_sockets: &'a [PathBuf],
     /// Whether it may use TCP.
     pub network: bool,
+    /// Without `network`: TCP ports it may connect to (on any address: a port rule).
+    pub connect_ports: &'a [u16],
 }
 
 /// `Ok(complete)` when Landlock works here, `complete` when every requested right is
@@ -90,6 +93,13 @@ pub(super) fn restrict_self(restrictions: &Restrictions<'_>) -> Result<(), Strin
             .map_err(|error| error.to_string())?;
     }
     let mut ruleset = ruleset.create().map_err(|error| error.to_string())?;
+    if !restrictions.network {
+        for port in restrictions.connect_ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(|error| error.to_string())?;
+        }
+    }
     let grants = [
         (restrictions.writable, write, file_write),
         (restrictions.readable.unwrap_or_default(), read, read),

@@ -338,6 +338,8 @@ fn helper_arguments_are_strict() {
         "--allow-unix",
         "/run/a.sock",
         "--allow-network",
+        "--allow-connect",
+        "3128",
         "--allow-write",
         "/a",
         "--restrict-read",
@@ -354,6 +356,7 @@ fn helper_arguments_are_strict() {
             writable: vec![PathBuf::from("/a")],
             unix_sockets: vec![PathBuf::from("/run/a.sock")],
             network: true,
+            connect_ports: vec![3128],
             readable: Some(vec![PathBuf::from("/")]),
             program: OsString::from("ls"),
             args: Vec::new(),
@@ -394,6 +397,9 @@ fn helper_arguments_are_strict() {
         // The stage comes first; each flag in its place, network once.
         &["--allow-write", "/a", "--confine", "--", "ls"],
         &["--allow-network", "--allow-network", "--", "ls"],
+        &["--allow-connect", "0", "--", "ls"],
+        &["--allow-connect", "http", "--", "ls"],
+        &["--allow-connect", "--", "ls"],
         &["--restrict-read", "--allow-unix", "/s", "--", "ls"],
         &["--allow-unix", "--", "ls"],
     ] {
