@@ -419,3 +419,58 @@ async fn a_skill_command_cannot_escape_its_manifest() {
     assert!(!stdout.contains("unix-exit=0"), "{outcome:?}");
     assert_eq!(socket_server.connections(), 0);
 }
+
+/// A skill whose manifest lists hosts (`Sandbox::with_egress`): its command reaches a listed
+/// host only through its own egress proxy; an unlisted host is refused by the proxy, a direct
+/// connection past the proxy by the confinement, and UNIX sockets stay out of reach.
+#[tokio::test]
+async fn a_skill_reaches_only_its_listed_hosts_through_its_egress_proxy() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else {
+                return;
+            };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+        }
+    });
+    let sockets = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let socket = sockets.path().canonicalize().unwrap().join("egress.sock");
+    let socket_server = SocketServer::start(UnixListener::bind(&socket).unwrap());
+    // Loopback is private: the test allows it explicitly, as an operator would.
+    let fixture = confined(|config| config.network_allow_hosts = vec!["127.0.0.1".to_owned()]);
+    let bundle = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let skill = fixture.sandbox.for_skill(bundle.path(), &[]).unwrap();
+    let hosts = [format!("127.0.0.1:{port}")];
+    if !landlock_works() || !skill.limits_tcp_ports() {
+        assert!(skill.with_egress(&hosts).await.is_err());
+        return;
+    }
+    let (skill, proxy) = skill.with_egress(&hosts).await.unwrap();
+    let script = format!(
+        "curl -s -m 5 http://127.0.0.1:{port}/; echo \" listed-exit=$?\"; \
+         curl -s -m 5 http://unlisted.invalid:{port}/; echo \" unlisted-exit=$?\"; \
+         curl -s -m 5 --noproxy '*' http://127.0.0.1:{port}/; echo \" direct-exit=$?\"; \
+         curl -s -m 5 --unix-socket {socket} http://souz.test/; echo \" unix-exit=$?\"",
+        socket = socket.display(),
+    );
+    let mut request = CommandRequest::shell(script);
+    request.cwd = Some(bundle.path().display().to_string());
+    request.env = proxy.environment();
+    let outcome = skill
+        .run_command(request, &CancellationToken::new())
+        .await
+        .unwrap();
+    let stdout = &outcome.stdout.text;
+    assert!(stdout.contains("reached listed-exit=0"), "{outcome:?}");
+    assert!(stdout.contains("is not among the hosts"), "{outcome:?}");
+    assert!(!stdout.contains("reached unlisted"), "{outcome:?}");
+    assert!(!stdout.contains("reached direct"), "{outcome:?}");
+    assert!(!stdout.contains("direct-exit=0"), "{outcome:?}");
+    assert!(!stdout.contains("unix-exit=0"), "{outcome:?}");
+    assert_eq!(socket_server.connections(), 0);
+}

@@ -26,7 +26,7 @@
 
 pub(crate) mod beneath;
 pub(crate) mod command;
-pub(crate) mod egress;
+pub mod egress;
 pub mod confinement;
 pub mod daemon_process;
 pub(crate) mod environment;

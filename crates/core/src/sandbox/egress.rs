@@ -46,7 +46,7 @@ pub(crate) struct EgressRules {
 }
 
 /// A running proxy; it stops when dropped.
-pub(crate) struct EgressProxy {
+pub struct EgressProxy {
     port: u16,
     _stop: DropGuard,
 }
@@ -84,17 +84,17 @@ impl EgressProxy {
     }
 
     /// Its port on 127.0.0.1.
-    pub(crate) fn port(&self) -> u16 {
+    pub fn port(&self) -> u16 {
         self.port
     }
 
     /// Its URL, for the proxy environment variables.
-    pub(crate) fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The environment a command needs to use it.
-    pub(crate) fn environment(&self) -> Vec<(String, String)> {
+    pub fn environment(&self) -> Vec<(String, String)> {
         let url = self.url();
         [
             "HTTP_PROXY",

@@ -12,7 +12,10 @@
 //!   the confinement can limit TCP by port ([`Sandbox::limits_tcp_ports`]).
 
 use std::path::Path;
+use std::sync::Arc;
 
+use super::egress::{EgressProxy, EgressRules};
+use super::net::{NetworkPolicy, SystemLookup};
 use super::{Access, Sandbox, SandboxError};
 
 impl Sandbox {
@@ -63,14 +66,34 @@ impl Sandbox {
 
     /// Whether this machine's confinement can limit a command's TCP connections to one port
     /// (Landlock with ABI 4 or later, Seatbelt).
-    pub(crate) fn limits_tcp_ports(&self) -> bool {
+    pub fn limits_tcp_ports(&self) -> bool {
         self.confinement.limits_tcp_ports()
     }
 
-    /// The SSRF policy of this sandbox (`[sandbox] network_allow_hosts`), for an egress proxy.
-    pub(crate) fn network_policy(&self) -> Result<super::net::NetworkPolicy, SandboxError> {
-        super::net::NetworkPolicy::new(&self.config.network_allow_hosts).map_err(|reason| {
+    /// A fresh egress proxy to `hosts` (as a manifest lists them) through this sandbox's SSRF
+    /// policy, and this sandbox with TCP `connect` allowed to the proxy's port only. Commands
+    /// need [`EgressProxy::environment`] to use it; the proxy stops when dropped. Refused where
+    /// the confinement cannot limit TCP by port.
+    pub async fn with_egress(
+        &self,
+        hosts: &[String],
+    ) -> Result<(Sandbox, EgressProxy), SandboxError> {
+        if !self.limits_tcp_ports() {
+            return Err(SandboxError::Io(
+                "this system cannot limit a command's network to one port".to_owned(),
+            ));
+        }
+        let policy = NetworkPolicy::new(&self.config.network_allow_hosts).map_err(|reason| {
             SandboxError::Io(format!("[sandbox] network_allow_hosts: {reason}"))
+        })?;
+        let proxy = EgressProxy::start(EgressRules {
+            hosts: hosts.to_vec(),
+            policy: Arc::new(policy),
+            lookup: Arc::new(SystemLookup),
         })
+        .await
+        .map_err(|error| SandboxError::Io(format!("cannot start the egress proxy: {error}")))?;
+        let narrowed = self.clone().with_egress_port(proxy.port());
+        Ok((narrowed, proxy))
     }
 }

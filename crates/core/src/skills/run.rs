@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -26,8 +25,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::bundle::Bundle;
 use super::manifest::Permissions;
-use crate::sandbox::egress::{EgressProxy, EgressRules};
-use crate::sandbox::net::SystemLookup;
 use crate::sandbox::{CommandError, CommandOutcome, CommandProgram, CommandRequest, Sandbox};
 
 /// What interprets the command.
@@ -238,15 +235,11 @@ pub(crate) async fn run(
         if !scoped.limits_tcp_ports() {
             return Err(RunError::HostsNotEnforceable);
         }
-        let policy = scoped.network_policy().map_err(CommandError::from)?;
-        let started = EgressProxy::start(EgressRules {
-            hosts: skill.permissions.hosts.clone(),
-            policy: Arc::new(policy),
-            lookup: Arc::new(SystemLookup),
-        })
-        .await
-        .map_err(|error| RunError::Proxy(error.to_string()))?;
-        scoped = scoped.with_egress_port(started.port());
+        let (narrowed, started) = scoped
+            .with_egress(&skill.permissions.hosts)
+            .await
+            .map_err(|error| RunError::Proxy(error.to_string()))?;
+        scoped = narrowed;
         request.env.extend(started.environment());
         proxy = Some(started);
     }
