@@ -26,9 +26,9 @@
 
 pub(crate) mod beneath;
 pub(crate) mod command;
-pub mod egress;
 pub mod confinement;
 pub mod daemon_process;
+pub mod egress;
 pub(crate) mod environment;
 pub(crate) mod net;
 pub(crate) mod paths;

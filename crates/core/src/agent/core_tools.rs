@@ -229,6 +229,6 @@ impl CoreTool {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod skill_gate_tests;
+#[cfg(test)]
+mod tests;

@@ -324,10 +324,11 @@ async fn serve(mut client: TcpStream, rules: &EgressRules) {
         Err(reason) => return refuse(&mut client, "502 Bad Gateway", &reason).await,
     };
     let sent = match &request {
-        Request::Tunnel { .. } => client
-            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            .await
-            .map(|()| ()),
+        Request::Tunnel { .. } => {
+            client
+                .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                .await
+        }
         Request::Forward { head, .. } => upstream.write_all(head).await,
     };
     if sent.is_err() || upstream.write_all(&buffer[end..]).await.is_err() {

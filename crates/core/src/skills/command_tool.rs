@@ -172,10 +172,9 @@ impl DynTool for SkillCommandTool {
             let args: SkillCommandArgs = serde_json::from_value(arguments)
                 .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
             // The same checks the run makes, on a placeholder root: nothing is staged yet.
-            let checked = run::request(&self.id, Path::new("."), &self.permissions, &args, |_| {
-                None
-            })
-            .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
+            let checked =
+                run::request(&self.id, Path::new("."), &self.permissions, &args, |_| None)
+                    .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
             let short: String = self.hash.chars().take(12).collect();
             let command = checked.program.display();
             let mut plan = Plan::new(format!(

@@ -136,7 +136,11 @@ async fn a_bundle_is_consented_once_and_asked_again_when_its_manifest_changes() 
     // (this kit's sandbox cannot confine, so the runner refuses it, unconfined never).
     let (output, asked) = run_notes(&f, &registry, Verdict::Approve).await;
     assert!(asked.is_some(), "a denial does not consent");
-    assert!(output.content.contains("commands are refused"), "{}", output.content);
+    assert!(
+        output.content.contains("commands are refused"),
+        "{}",
+        output.content
+    );
     let grants = f.gate.approvals().grants().await.unwrap();
     assert_eq!(grants.len(), 1, "{grants:?}");
     let first_tool = grants[0].tool.clone();
@@ -145,7 +149,11 @@ async fn a_bundle_is_consented_once_and_asked_again_when_its_manifest_changes() 
     // Later commands of the same bundle do not ask.
     let (output, asked) = run_notes(&f, &registry, Verdict::Deny).await;
     assert!(asked.is_none(), "asked again: {asked:?}");
-    assert!(output.content.contains("commands are refused"), "{}", output.content);
+    assert!(
+        output.content.contains("commands are refused"),
+        "{}",
+        output.content
+    );
 
     // A changed manifest is another bundle: it asks again, showing the new manifest.
     let folder = write_notes(
@@ -210,15 +218,12 @@ async fn invalid_arguments_fail_before_anyone_is_asked_and_pause_denies() {
             json!({"skillId": "notes", "arguments": {"scriptPath": "../x.sh"}}),
         )
         .await;
-    assert!(output.content.contains("inside the skill's folder"), "{}", output.content);
     assert!(
-        f.gate
-            .approvals()
-            .list(None, 10)
-            .await
-            .unwrap()
-            .is_empty()
+        output.content.contains("inside the skill's folder"),
+        "{}",
+        output.content
     );
+    assert!(f.gate.approvals().list(None, 10).await.unwrap().is_empty());
     // Paused: the consent cannot be asked, so the command is denied.
     f.gate.approvals().pause().set(Some(chrono::Utc::now()));
     let output = CoreTool::RunSkillCommand

@@ -365,6 +365,18 @@ fn write_skill(folder: &std::path::Path, name: &str, script: &str) -> std::path:
     dir
 }
 
+/// Consents to the installed bundle of skill `id` (see `skill_gate_tests`), so its commands
+/// do not wait for an approval.
+async fn consent(f: &Fixture, registry: &crate::skills::registry::Registry, id: &str) {
+    let hash = registry.find(id).await.unwrap().unwrap().hash;
+    let tool = crate::skills::command_tool::tool_name(id, &hash);
+    f.gate
+        .approvals()
+        .grant_standing(&tool, None)
+        .await
+        .unwrap();
+}
+
 /// `GetSkillByName` over the registry: an installed skill's instructions, a disabled one, a
 /// rejected import, and the inventory's ids.
 #[tokio::test]
@@ -424,13 +436,7 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
         "{}",
         output.content
     );
-    // Consent to this bundle (see `skill_gate_tests`), so the command does not wait for it.
-    let hash = registry.find("notes").await.unwrap().unwrap().hash;
-    f.gate
-        .approvals()
-        .grant_standing(&crate::skills::command_tool::tool_name("notes", &hash), None)
-        .await
-        .unwrap();
+    consent(&f, &registry, "notes").await;
     let output = CoreTool::RunSkillCommand
         .run(
             &call,

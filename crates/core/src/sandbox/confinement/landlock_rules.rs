@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
-    RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;

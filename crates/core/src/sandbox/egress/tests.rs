@@ -14,10 +14,10 @@ fn heads_parse_as_tunnels_or_forwards() {
             port: 443
         }
     );
-    let Request::Forward { host, port, head } = parse_head(
-        b"GET http://api.example.com/a/b?c=1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n",
-    )
-    .unwrap() else {
+    let Request::Forward { host, port, head } =
+        parse_head(b"GET http://api.example.com/a/b?c=1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n")
+            .unwrap()
+    else {
         panic!("not a forward");
     };
     assert_eq!((host.as_str(), port), ("api.example.com", 80));
@@ -87,8 +87,7 @@ async fn only_listed_hosts_that_pass_the_network_policy_are_reached() {
     let rules = |hosts: Vec<String>, allow: &[&str]| EgressRules {
         hosts,
         policy: Arc::new(
-            NetworkPolicy::new(&allow.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
-                .unwrap(),
+            NetworkPolicy::new(&allow.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()).unwrap(),
         ),
         lookup: Arc::new(lookup.clone()),
     };
@@ -123,7 +122,11 @@ async fn only_listed_hosts_that_pass_the_network_policy_are_reached() {
         assert!(answer.starts_with("HTTP/1.1 403"), "{request}: {answer}");
         assert!(!answer.contains("reached"), "{answer}");
     }
-    assert!(through(port, "nonsense\r\n\r\n").await.starts_with("HTTP/1.1 400"));
+    assert!(
+        through(port, "nonsense\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 400")
+    );
     drop(proxy);
 
     // Listed, but private and not allowed by the network policy: refused.
