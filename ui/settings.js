@@ -24,7 +24,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, "Form"),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, "Raw TOML"));
-  main.append(h("h1", {}, "Settings"), await appSection(), await keysSection(), tabs, result, body);
+  main.append(h("h1", {}, "Settings"), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, "Run the first-run setup again"), restartButton("restart")), await appSection(), await keysSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -58,9 +58,10 @@ async function keysSection() {
     list.replaceChildren(h("tr", {}, h("th", {}, "Provider"), h("th", {}, "Key"), h("th", {}, "Source"), h("th")),
       ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, key.provider), h("td", {}, key.keyHint),
         h("td", {}, key.source === "stored" ? `stored ${key.updatedAt ? new Date(key.updatedAt).toLocaleString() : ""}` : "environment"),
-        h("td", {}, key.source === "stored"
-          ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
-          : ""))));
+        h("td", {}, h("button.test-key", { onclick: () => act(() => testKey(key.provider), "") }, "Test"), " ",
+          key.source === "stored"
+            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
+            : ""))));
     if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, "No provider key yet: a chat needs one (or a local server).")));
   };
   /** @param {() => Promise<unknown>} call @param {string} done what to say when `call` says nothing */
@@ -85,12 +86,55 @@ async function keysSection() {
   return h("div.card#keys", {}, h("h2", {}, "Provider keys"), list, h("div.row", {}, provider, input, save), note);
 }
 
+/** "Restart Souz": the daemon restarts in place (same address, config.toml read again); the
+ *  page reloads once the event stream has dropped (the old runtime stopped) and come back.
+ *  @param {string} id */
+function restartButton(id) {
+  const note = h("span.meta", { id: `${id}-note` });
+  const connection = () => document.getElementById("connection")?.className || "";
+  /** @param {(name: string) => boolean} check */
+  const until = async (check) => {
+    for (let tries = 0; tries < 200; tries++) {
+      if (check(connection())) return true;
+      await new Promise((done) => setTimeout(done, 150));
+    }
+    return false;
+  };
+  const button = h("button", {
+    id,
+    onclick: async () => {
+      button.disabled = true;
+      try {
+        await api("POST", "/v1/restart");
+        note.textContent = " Restarting…";
+        if (await until((name) => name.includes("down")) && await until((name) => name.includes("up"))) {
+          location.reload();
+          return;
+        }
+        note.textContent = " Souz did not come back; check its log.";
+      } catch (error) {
+        note.textContent = ` ${error instanceof Error ? error.message : error}`;
+      } finally { button.disabled = false; }
+    },
+  }, "Restart Souz");
+  return h("span", {}, button, note);
+}
+
+/** Checks a provider's key with a one-token request; resolves to what to tell the person.
+ *  @param {string} provider @returns {Promise<string>} */
+async function testKey(provider) {
+  /** @type {import("./types.js").ProviderKeyTest} */
+  const tested = await api("POST", `/v1/me/provider-keys/${provider}/test`);
+  return tested.ok ? `The ${provider} key works (model ${tested.model}).` : `${provider} refused the check: ${tested.error || "no answer"}`;
+}
+
 /** @param {HTMLElement} result @param {ConfigSaved} saved */
 function showSaved(result, saved) {
   result.replaceChildren(h("div.card.ok", {},
     h("strong", {}, "Saved. "),
     saved.applied.length ? `Applied now: ${saved.applied.join(", ")}. ` : "",
     saved.restartRequired.length ? `Takes effect after a restart: ${saved.restartRequired.join(", ")}. ` : "",
+    saved.restartRequired.length ? restartButton("restart-now") : "",
     !saved.applied.length && !saved.restartRequired.length ? "Nothing changed. " : "",
     h("span.meta", {}, `Previous version kept in ${saved.backup}.`)));
 }

@@ -9,6 +9,7 @@ use souz_core::token::ApiToken;
 use souz_core::{Runtime, RuntimeOptions};
 use souz_protocol::DaemonInfo;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use souz_client::{DaemonClient, Home};
 
@@ -61,11 +62,8 @@ impl Daemon {
         };
         let address = gateway.local_addr();
         let daemon_file = config.paths.daemon_file();
-        let options = RuntimeOptions {
-            sandbox_helper: sandbox_helper(),
-            ..RuntimeOptions::default()
-        };
-        let runtime = Runtime::start_with(config, options)
+        let restart = CancellationToken::new();
+        let runtime = Runtime::start_with(config, options(&restart))
             .await
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let handle = runtime.handle();
@@ -83,21 +81,15 @@ impl Daemon {
         let client = DaemonClient::for_own_daemon(&url, token.expose())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(async move {
-            let served = gateway
-                .serve(runtime.handle(), async move {
-                    let _ = stopped.await;
-                    "quit".to_owned()
-                })
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "the gateway failed");
+        let quit = CancellationToken::new();
+        tokio::spawn({
+            let quit = quit.clone();
+            async move {
+                let _ = stopped.await;
+                quit.cancel();
             }
-            if let Err(error) = runtime.shutdown("quit").await {
-                tracing::error!(%error, "could not close the database cleanly");
-            }
-            discovery::remove_if_ours(&daemon_file);
         });
+        let done = tokio::spawn(serve_rounds(gateway, runtime, restart, quit));
         tracing::info!(%url, "Souz is listening (in the app)");
         Ok(Self::Embedded {
             client,
@@ -116,6 +108,70 @@ impl Daemon {
                 let _ = done.await;
             }
         }
+    }
+}
+
+/// Serves runtime after runtime on the gateway's socket: "Restart Souz" (`POST /v1/restart`)
+/// ends a round, and the next starts with `config.toml` read again; quitting ends the last.
+async fn serve_rounds(
+    gateway: Gateway,
+    mut runtime: Runtime,
+    mut restart: CancellationToken,
+    quit: CancellationToken,
+) {
+    let daemon_file = runtime.handle().config().paths.daemon_file();
+    loop {
+        let round_stop = {
+            let (quit, restart) = (quit.clone(), restart.clone());
+            async move {
+                tokio::select! {
+                    () = quit.cancelled() => "quit".to_owned(),
+                    () = restart.cancelled() => "restart".to_owned(),
+                }
+            }
+        };
+        if let Err(error) = gateway.serve_round(runtime.handle(), round_stop).await {
+            tracing::error!(%error, "the gateway failed");
+        }
+        let config = runtime.handle().config().clone();
+        let reason = if quit.is_cancelled() {
+            "quit"
+        } else {
+            "restart"
+        };
+        if let Err(error) = runtime.shutdown(reason).await {
+            tracing::error!(%error, "could not close the database cleanly");
+        }
+        if quit.is_cancelled() || !restart.is_cancelled() {
+            break;
+        }
+        let config = match Config::load(&souz_core::config::process_env) {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::warn!(%error, "config.toml has problems now; restarting with the configuration loaded before");
+                config
+            }
+        };
+        restart = CancellationToken::new();
+        runtime = match Runtime::start_with(config, options(&restart)).await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::error!(%error, "Souz could not restart");
+                break;
+            }
+        };
+        tracing::info!("Souz restarted in place (in the app)");
+    }
+    drop(gateway);
+    discovery::remove_if_ours(&daemon_file);
+}
+
+/// What the embedded runtime is started with.
+fn options(restart: &CancellationToken) -> RuntimeOptions {
+    RuntimeOptions {
+        sandbox_helper: sandbox_helper(),
+        restart: Some(restart.clone()),
+        ..RuntimeOptions::default()
     }
 }
 

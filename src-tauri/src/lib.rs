@@ -388,3 +388,15 @@ pub fn set_paused<R: Runtime>(app: &AppHandle<R>, paused: bool) {
         }
     });
 }
+
+/// Restarts the daemon in place ("Restart Souz" in the tray): the embedded runtime stops and a
+/// new one starts on the same address with `config.toml` read again.
+pub fn restart_daemon<R: Runtime>(app: &AppHandle<R>) {
+    call_daemon(app, |client| async move {
+        let restarted: Result<souz_protocol::Restarting, _> =
+            client.post("/v1/restart", &serde_json::json!({})).await;
+        if let Err(error) = restarted {
+            tracing::warn!(%error, "could not restart Souz");
+        }
+    });
+}
