@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
+import { restartButton } from "./settings.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -203,6 +204,7 @@ function serverRow(server, note, changed) {
         ]);
         note.className = "ok";
         note.textContent = `${t("using_server", { model: model.value, provider: server.provider })} ${said}`;
+        if (said) note.append(" ", restartButton("setup-restart"));
       } catch (error) {
         note.className = "error";
         note.textContent = String(error instanceof Error ? error.message : error);
@@ -231,6 +233,7 @@ async function modelSection(card) {
         const said = await setLlm([{ key: "default_model", value: select.value }]);
         note.className = "ok";
         note.textContent = `${t("default_now", { model: select.value })} ${said}`;
+        if (said) note.append(" ", restartButton("setup-model-restart"));
       } catch (error) {
         note.className = "error";
         note.textContent = String(error instanceof Error ? error.message : error);

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { shot, startDaemon, stopDaemon, waitFor } from "./harness.mjs";
 
-const BAD = "[server]\nmax_connections = \"many\"\n\n[log]\nlevel = \"shout\"\n";
+const BAD = "[server]\nmax_connections = \"many\"\n\n[llm]\ntemperature = \"hot\"\n";
 let daemon, browser, home, user;
 
 before(async () => {
@@ -42,12 +42,12 @@ test("an invalid config.toml opens recovery; a valid save starts Souz; Restart S
   const problems = await tab.locator("#recovery-problems li").allTextContents();
   assert.equal(problems.length, 2, problems.join("\n"));
   assert.match(problems[0], /line 2, column 19: .*max_connections/);
-  assert.match(problems[1], /line 5, column 9: .*level/);
+  assert.match(problems[1], /line 5, column 15: .*temperature/);
   assert.equal(await tab.inputValue("#recovery-toml"), BAD);
   await shot(tab, "recovery");
 
   // Still a problem: refused, nothing written, the remaining problem shown.
-  await tab.fill("#recovery-toml", "[log]\nlevel = \"shout\"\n");
+  await tab.fill("#recovery-toml", "[llm]\ntemperature = \"hot\"\n");
   await tab.click("#recovery-save");
   await tab.waitForSelector("#recovery-note.error");
   assert.equal((await tab.locator("#recovery-problems li").allTextContents()).length, 1);
