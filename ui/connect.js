@@ -154,7 +154,7 @@ function renderChange(body, note, change, refresh) {
     },
   }, t("desktop_apply"));
   body.replaceChildren(
-    change.exists ? null : h("p.meta", {}, t("desktop_new_file")),
+    change.exists ? "" : h("p.meta", {}, t("desktop_new_file")),
     h("pre.diff#desktop-diff", {}, change.diff.split("\n").map((line) => {
       const kind = line.startsWith("+") && !line.startsWith("+++") ? ".add" : line.startsWith("-") && !line.startsWith("---") ? ".del" : "";
       return h("span" + kind, {}, line + "\n");

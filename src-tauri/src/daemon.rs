@@ -2,7 +2,8 @@
 //! same `[server]` address, in this process. If a headless `souz serve` of the same Souz home
 //! already owns the port, the app becomes its client instead of failing.
 
-use souz_core::config::Config;
+use souz_core::config::{Config, Problem};
+use souz_core::gateway::recovery::RecoveryEnd;
 use souz_core::gateway::{BindError, Gateway};
 use souz_core::runtime::discovery;
 use souz_core::token::ApiToken;
@@ -91,6 +92,75 @@ impl Daemon {
         });
         let done = tokio::spawn(serve_rounds(gateway, runtime, restart, quit));
         tracing::info!(%url, "Souz is listening (in the app)");
+        Ok(Self::Embedded {
+            client,
+            stop: Some(stop),
+            done: Some(done),
+        })
+    }
+
+    /// Starts in recovery mode (`config.toml` has `problems`; `base` is the defaults with the
+    /// environment's overrides): only the UI, health and the config routes, until a valid file
+    /// is saved; then the runtime starts on the same socket as in [`start_with`](Self::start_with).
+    pub async fn start_recovering(
+        base: Config,
+        problems: Vec<Problem>,
+    ) -> Result<Self, DaemonError> {
+        let gateway = match Gateway::bind(&base.server).await {
+            Ok(gateway) => gateway,
+            Err(BindError::InUse { host, port }) => return attach(&base, &host, port).await,
+            Err(error) => return Err(DaemonError::Start(error.to_string())),
+        };
+        let url = format!("http://{}", gateway.local_addr());
+        let token = ApiToken::load_or_create(&base.paths.token())
+            .map_err(|error| DaemonError::Start(error.to_string()))?;
+        let daemon_file = base.paths.daemon_file();
+        let info = DaemonInfo {
+            pid: std::process::id(),
+            url: url.clone(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        if let Err(error) = discovery::write(&daemon_file, &info) {
+            tracing::warn!(%error, "could not write daemon.json");
+        }
+        let client = DaemonClient::for_own_daemon(&url, token.expose())
+            .map_err(|error| DaemonError::Start(error.to_string()))?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let quit = CancellationToken::new();
+        tokio::spawn({
+            let quit = quit.clone();
+            async move {
+                let _ = stopped.await;
+                quit.cancel();
+            }
+        });
+        let secret = token.expose().to_owned();
+        let done = tokio::spawn(async move {
+            let waiting = quit.clone();
+            let ended = gateway
+                .serve_recovery(base, problems, secret, async move {
+                    waiting.cancelled().await;
+                    "quit".to_owned()
+                })
+                .await;
+            let config = match ended {
+                Ok(RecoveryEnd::Fixed(config)) => *config,
+                Ok(RecoveryEnd::Stopped(_)) => return discovery::remove_if_ours(&daemon_file),
+                Err(error) => {
+                    tracing::error!(%error, "recovery mode failed");
+                    return discovery::remove_if_ours(&daemon_file);
+                }
+            };
+            let restart = CancellationToken::new();
+            match Runtime::start_with(config, options(&restart)).await {
+                Ok(runtime) => serve_rounds(gateway, runtime, restart, quit).await,
+                Err(error) => {
+                    tracing::error!(%error, "Souz could not start after recovery");
+                    discovery::remove_if_ours(&daemon_file);
+                }
+            }
+        });
+        tracing::warn!(%url, "config.toml has problems: recovery mode (in the app)");
         Ok(Self::Embedded {
             client,
             stop: Some(stop),

@@ -9,9 +9,18 @@ use crate::testing::TestHome;
 
 const BAD: &str = "[server]\nport = \"x\"\n\n[log]\nlevel = \"shout\"\n";
 
-#[tokio::test]
-async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
-    let home = TestHome::new();
+type Served = tokio::task::JoinHandle<std::io::Result<RecoveryEnd>>;
+
+/// Recovery mode over `BAD` on a free loopback port: its URL, the config file, the server task
+/// and what stops it.
+async fn start_recovery(
+    home: &TestHome,
+) -> (
+    String,
+    std::path::PathBuf,
+    Served,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let paths = home.flat_paths();
     paths.ensure_home().unwrap();
     let file = paths.config_file();
@@ -30,6 +39,13 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
             })
             .await
     });
+    (url, file, served, stop)
+}
+
+#[tokio::test]
+async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
+    let home = TestHome::new();
+    let (url, file, served, stop) = start_recovery(&home).await;
     let http = reqwest::Client::new();
     let call = |method: reqwest::Method, path: &str, token: Option<&str>| {
         let request = http.request(method, format!("{url}{path}"));
@@ -53,8 +69,15 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
         .iter()
         .map(|problem| (problem["line"].clone(), problem["column"].clone()))
         .collect();
-    assert_eq!(lines, vec![(json!(2), json!(8)), (json!(5), json!(9))], "{health}");
-    let page = call(reqwest::Method::GET, "/app/", None).send().await.unwrap();
+    assert_eq!(
+        lines,
+        vec![(json!(2), json!(8)), (json!(5), json!(9))],
+        "{health}"
+    );
+    let page = call(reqwest::Method::GET, "/app/", None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.status(), 200);
 
     let anonymous = call(reqwest::Method::GET, "/v1/config", None)
