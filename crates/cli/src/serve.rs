@@ -82,8 +82,11 @@ fn load_start() -> Result<Start, ExitCode> {
             };
             let paths = SouzPaths::resolve(&process_env).map_err(|error| crate::fail(&error))?;
             let file = paths.config_file();
-            let base = Config::parse(paths, &file, "", &process_env)
-                .map_err(|problems| crate::fail(&ConfigError::Problems(problems).to_string()))?;
+            // Problems of the environment's overrides remain without the file: nothing to
+            // edit in recovery mode, so the daemon stops as before.
+            let Ok(base) = Config::parse(paths, &file, "", &process_env) else {
+                return Err(ExitCode::from(2));
+            };
             eprintln!("souz: starting in recovery mode: fix config.toml in Settings (souz ui)");
             Ok(Start::Recovery { base, problems })
         }
