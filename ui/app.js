@@ -6,6 +6,9 @@ import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { settingsPage } from "./settings.js";
+import { setupPage } from "./setup.js";
+import { connectPage } from "./connect.js";
+import { inRecovery, recoveryPage } from "./recovery.js";
 
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
 /** @typedef {import("./types.js").EventFrame} EventFrame */
@@ -13,7 +16,9 @@ import { settingsPage } from "./settings.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, settings: settingsPage };
+const routes = { ...pages, settings: settingsPage, setup: setupPage, connect: connectPage };
+/** Whether the page was opened on a named route (then the first-run setup does not take over). */
+const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
 
@@ -131,7 +136,27 @@ function login(problem) {
   });
 }
 
+/** The first time the window opens (the daemon keeps whether the setup was done or skipped),
+ *  the setup comes first, unless the page was opened on a named route. */
+async function offerSetup() {
+  if (explicitRoute) return;
+  try {
+    const setup = /** @type {import("./types.js").SetupState} */ (await api("GET", "/v1/setup"));
+    if (!setup.completed) history.replaceState(null, "", location.pathname + location.search + "#/setup");
+  } catch (error) { console.warn(error); }
+}
+
 async function start() {
+  if (await inRecovery()) {
+    // config.toml has problems: only the config routes answer; the page offers to fix it.
+    const main = el("main");
+    main.replaceChildren();
+    try { await recoveryPage(main); } catch (error) {
+      if (error.status === 401) return login("The token was not accepted.");
+      main.append(Object.assign(document.createElement("p"), { className: "error", textContent: visible(error.message) }));
+    }
+    return;
+  }
   try {
     await api("GET", "/v1/pause");
   } catch (error) {
@@ -139,6 +164,7 @@ async function start() {
   }
   state.dispose = startRuntimeEvents();
   await Promise.all([refreshPending(), refreshPause()]);
+  await offerSetup();
   route();
 }
 

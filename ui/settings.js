@@ -4,7 +4,31 @@
 // inside the menu-bar app, and the caller's provider keys (hints only: a key goes in, never out).
 
 import { api, tauri } from "./api.js";
+import { strings } from "./i18n.js";
 import { h } from "./pages.js";
+
+const t = strings({
+  en: {
+    restart: "Restart Souz",
+    restarting: "Restarting…",
+    not_back: "Souz did not come back; check its log.",
+    test: "Test",
+    key_works: "The {provider} key works (model {model}).",
+    key_refused: "{provider} refused the check: {error}",
+    no_answer: "no answer",
+    run_setup: "Run the first-run setup again",
+  },
+  ru: {
+    restart: "Перезапустить Souz",
+    restarting: "Перезапуск…",
+    not_back: "Souz не вернулся; посмотрите его журнал.",
+    test: "Проверить",
+    key_works: "Ключ {provider} работает (модель {model}).",
+    key_refused: "{provider} не принял проверку: {error}",
+    no_answer: "нет ответа",
+    run_setup: "Пройти первоначальную настройку снова",
+  },
+});
 
 /** @typedef {import("./types.js").ConfigDocument} ConfigDocument */
 /** @typedef {import("./types.js").ConfigProblem} ConfigProblem */
@@ -24,7 +48,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, "Form"),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, "Raw TOML"));
-  main.append(h("h1", {}, "Settings"), await appSection(), await keysSection(), tabs, result, body);
+  main.append(h("h1", {}, "Settings"), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -58,9 +82,10 @@ async function keysSection() {
     list.replaceChildren(h("tr", {}, h("th", {}, "Provider"), h("th", {}, "Key"), h("th", {}, "Source"), h("th")),
       ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, key.provider), h("td", {}, key.keyHint),
         h("td", {}, key.source === "stored" ? `stored ${key.updatedAt ? new Date(key.updatedAt).toLocaleString() : ""}` : "environment"),
-        h("td", {}, key.source === "stored"
-          ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
-          : ""))));
+        h("td", {}, h("button.test-key", { onclick: () => act(() => testKey(key.provider), "") }, t("test")), " ",
+          key.source === "stored"
+            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
+            : ""))));
     if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, "No provider key yet: a chat needs one (or a local server).")));
   };
   /** @param {() => Promise<unknown>} call @param {string} done what to say when `call` says nothing */
@@ -85,12 +110,55 @@ async function keysSection() {
   return h("div.card#keys", {}, h("h2", {}, "Provider keys"), list, h("div.row", {}, provider, input, save), note);
 }
 
+/** "Restart Souz": the daemon restarts in place (same address, config.toml read again); the
+ *  page reloads once the event stream has dropped (the old runtime stopped) and come back.
+ *  @param {string} id */
+export function restartButton(id) {
+  const note = h("span.meta", { id: `${id}-note` });
+  const connection = () => document.getElementById("connection")?.className || "";
+  /** @param {(name: string) => boolean} check */
+  const until = async (check) => {
+    for (let tries = 0; tries < 200; tries++) {
+      if (check(connection())) return true;
+      await new Promise((done) => setTimeout(done, 150));
+    }
+    return false;
+  };
+  const button = h("button", {
+    id,
+    onclick: async () => {
+      button.disabled = true;
+      try {
+        await api("POST", "/v1/restart");
+        note.textContent = ` ${t("restarting")}`;
+        if (await until((name) => name.includes("down")) && await until((name) => name.includes("up"))) {
+          location.reload();
+          return;
+        }
+        note.textContent = ` ${t("not_back")}`;
+      } catch (error) {
+        note.textContent = ` ${error instanceof Error ? error.message : error}`;
+      } finally { button.disabled = false; }
+    },
+  }, t("restart"));
+  return h("span", {}, button, note);
+}
+
+/** Checks a provider's key with a one-token request; resolves to what to tell the person.
+ *  @param {string} provider @returns {Promise<string>} */
+async function testKey(provider) {
+  /** @type {import("./types.js").ProviderKeyTest} */
+  const tested = await api("POST", `/v1/me/provider-keys/${provider}/test`);
+  return tested.ok ? t("key_works", { provider, model: tested.model }) : t("key_refused", { provider, error: tested.error || t("no_answer") });
+}
+
 /** @param {HTMLElement} result @param {ConfigSaved} saved */
 function showSaved(result, saved) {
   result.replaceChildren(h("div.card.ok", {},
     h("strong", {}, "Saved. "),
     saved.applied.length ? `Applied now: ${saved.applied.join(", ")}. ` : "",
     saved.restartRequired.length ? `Takes effect after a restart: ${saved.restartRequired.join(", ")}. ` : "",
+    saved.restartRequired.length ? restartButton("restart-now") : "",
     !saved.applied.length && !saved.restartRequired.length ? "Nothing changed. " : "",
     h("span.meta", {}, `Previous version kept in ${saved.backup}.`)));
 }

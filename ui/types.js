@@ -18,6 +18,13 @@
  */
 
 /**
+ * `POST /v1/connect/claude-desktop` body.
+ * @typedef {{
+ *   revision: string;
+ * }} ApplyDesktopConfig
+ */
+
+/**
  * A request for a person's decision about one tool call.
  * @typedef {{
  *   arguments: unknown;
@@ -220,6 +227,13 @@
  */
 
 /**
+ * `POST /v1/connect/claude-code`: the command, with a fresh token of its own.
+ * @typedef {{
+ *   command: string;
+ * }} ClaudeCodeCommand
+ */
+
+/**
  * `GET /v1/clients`.
  * @typedef {{
  *   items: Array<ClientToken>;
@@ -339,6 +353,27 @@
  */
 
 /**
+ * `GET /v1/connect`.
+ * @typedef {{
+ *   clients: Array<ConnectedClient>;
+ *   desktopConfigPath: string;
+ *   desktopConfigured: boolean;
+ * }} ConnectStatus
+ */
+
+/**
+ * One MCP client token and what it did and may do.
+ * @typedef {{
+ *   calls: number;
+ *   createdAt: string;
+ *   grants: Array<string>;
+ *   id: string;
+ *   lastCallAt?: string | null;
+ *   name: string;
+ * }} ConnectedClient
+ */
+
+/**
  * `POST /v1/chats`.
  * @typedef {{
  *   clientType?: string | null;
@@ -413,6 +448,25 @@
  * } | {
  *   kind: "paused";
  * }} DecisionSource
+ */
+
+/**
+ * `POST /v1/connect/claude-desktop` answer.
+ * @typedef {{
+ *   backup?: string | null;
+ *   path: string;
+ * }} DesktopConfigApplied
+ */
+
+/**
+ * `GET /v1/connect/claude-desktop`: the change adding Souz would make (nothing is written).
+ * @typedef {{
+ *   after: string;
+ *   diff: string;
+ *   exists: boolean;
+ *   path: string;
+ *   revision: string;
+ * }} DesktopConfigChange
  */
 
 /**
@@ -614,6 +668,22 @@
 /**
  * Where a provider's key comes from.
  * @typedef {"stored" | "environment"} KeySource
+ */
+
+/**
+ * One local OpenAI-compatible server that answered with its models.
+ * @typedef {{
+ *   baseUrl: string;
+ *   models: Array<string>;
+ *   provider: string;
+ * }} LocalServer
+ */
+
+/**
+ * `GET /v1/setup/local-servers`.
+ * @typedef {{
+ *   items: Array<LocalServer>;
+ * }} LocalServerList
  */
 
 /**
@@ -883,6 +953,13 @@
  */
 
 /**
+ * `PUT /v1/setup` body.
+ * @typedef {{
+ *   completed: boolean;
+ * }} PutSetupState
+ */
+
+/**
  * A question an agent asked the person (an option, in the original API's words): what
  * `GET /v1/options` lists and the runtime event `option.requested` carries.
  * @typedef {{
@@ -955,6 +1032,13 @@
 /**
  * The kinds of requester, as the `requester` filter names them.
  * @typedef {"chat" | "mcp" | "cli" | "api" | "skill"} RequesterKind
+ */
+
+/**
+ * `POST /v1/restart` answer.
+ * @typedef {{
+ *   restarting: boolean;
+ * }} Restarting
  */
 
 /**
@@ -1108,6 +1192,14 @@
  * @typedef {{
  *   settings: Settings;
  * }} SettingsResponse
+ */
+
+/**
+ * `GET /v1/setup` and the answer of `PUT /v1/setup`.
+ * @typedef {{
+ *   completed: boolean;
+ *   completedAt?: string | null;
+ * }} SetupState
  */
 
 /**

@@ -2,13 +2,15 @@
 //! same `[server]` address, in this process. If a headless `souz serve` of the same Souz home
 //! already owns the port, the app becomes its client instead of failing.
 
-use souz_core::config::Config;
+use souz_core::config::{Config, Problem};
+use souz_core::gateway::recovery::RecoveryEnd;
 use souz_core::gateway::{BindError, Gateway};
 use souz_core::runtime::discovery;
 use souz_core::token::ApiToken;
 use souz_core::{Runtime, RuntimeOptions};
 use souz_protocol::DaemonInfo;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use souz_client::{DaemonClient, Home};
 
@@ -61,11 +63,8 @@ impl Daemon {
         };
         let address = gateway.local_addr();
         let daemon_file = config.paths.daemon_file();
-        let options = RuntimeOptions {
-            sandbox_helper: sandbox_helper(),
-            ..RuntimeOptions::default()
-        };
-        let runtime = Runtime::start_with(config, options)
+        let restart = CancellationToken::new();
+        let runtime = Runtime::start_with(config, options(&restart))
             .await
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let handle = runtime.handle();
@@ -83,22 +82,85 @@ impl Daemon {
         let client = DaemonClient::for_own_daemon(&url, token.expose())
             .map_err(|error| DaemonError::Start(error.to_string()))?;
         let (stop, stopped) = oneshot::channel::<()>();
+        let quit = CancellationToken::new();
+        tokio::spawn({
+            let quit = quit.clone();
+            async move {
+                let _ = stopped.await;
+                quit.cancel();
+            }
+        });
+        let done = tokio::spawn(serve_rounds(gateway, runtime, restart, quit));
+        tracing::info!(%url, "Souz is listening (in the app)");
+        Ok(Self::Embedded {
+            client,
+            stop: Some(stop),
+            done: Some(done),
+        })
+    }
+
+    /// Starts in recovery mode (`config.toml` has `problems`; `base` is the defaults with the
+    /// environment's overrides): only the UI, health and the config routes, until a valid file
+    /// is saved; then the runtime starts on the same socket as in [`start_with`](Self::start_with).
+    pub async fn start_recovering(
+        base: Config,
+        problems: Vec<Problem>,
+    ) -> Result<Self, DaemonError> {
+        let gateway = match Gateway::bind(&base.server).await {
+            Ok(gateway) => gateway,
+            Err(BindError::InUse { host, port }) => return attach(&base, &host, port).await,
+            Err(error) => return Err(DaemonError::Start(error.to_string())),
+        };
+        let url = format!("http://{}", gateway.local_addr());
+        let token = ApiToken::load_or_create(&base.paths.token())
+            .map_err(|error| DaemonError::Start(error.to_string()))?;
+        let daemon_file = base.paths.daemon_file();
+        let info = DaemonInfo {
+            pid: std::process::id(),
+            url: url.clone(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        if let Err(error) = discovery::write(&daemon_file, &info) {
+            tracing::warn!(%error, "could not write daemon.json");
+        }
+        let client = DaemonClient::for_own_daemon(&url, token.expose())
+            .map_err(|error| DaemonError::Start(error.to_string()))?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let quit = CancellationToken::new();
+        tokio::spawn({
+            let quit = quit.clone();
+            async move {
+                let _ = stopped.await;
+                quit.cancel();
+            }
+        });
+        let secret = token.expose().to_owned();
         let done = tokio::spawn(async move {
-            let served = gateway
-                .serve(runtime.handle(), async move {
-                    let _ = stopped.await;
+            let waiting = quit.clone();
+            let ended = gateway
+                .serve_recovery(base, problems, secret, async move {
+                    waiting.cancelled().await;
                     "quit".to_owned()
                 })
                 .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "the gateway failed");
+            let config = match ended {
+                Ok(RecoveryEnd::Fixed(config)) => *config,
+                Ok(RecoveryEnd::Stopped(_)) => return discovery::remove_if_ours(&daemon_file),
+                Err(error) => {
+                    tracing::error!(%error, "recovery mode failed");
+                    return discovery::remove_if_ours(&daemon_file);
+                }
+            };
+            let restart = CancellationToken::new();
+            match Runtime::start_with(config, options(&restart)).await {
+                Ok(runtime) => serve_rounds(gateway, runtime, restart, quit).await,
+                Err(error) => {
+                    tracing::error!(%error, "Souz could not start after recovery");
+                    discovery::remove_if_ours(&daemon_file);
+                }
             }
-            if let Err(error) = runtime.shutdown("quit").await {
-                tracing::error!(%error, "could not close the database cleanly");
-            }
-            discovery::remove_if_ours(&daemon_file);
         });
-        tracing::info!(%url, "Souz is listening (in the app)");
+        tracing::warn!(%url, "config.toml has problems: recovery mode (in the app)");
         Ok(Self::Embedded {
             client,
             stop: Some(stop),
@@ -116,6 +178,70 @@ impl Daemon {
                 let _ = done.await;
             }
         }
+    }
+}
+
+/// Serves runtime after runtime on the gateway's socket: "Restart Souz" (`POST /v1/restart`)
+/// ends a round, and the next starts with `config.toml` read again; quitting ends the last.
+async fn serve_rounds(
+    gateway: Gateway,
+    mut runtime: Runtime,
+    mut restart: CancellationToken,
+    quit: CancellationToken,
+) {
+    let daemon_file = runtime.handle().config().paths.daemon_file();
+    loop {
+        let round_stop = {
+            let (quit, restart) = (quit.clone(), restart.clone());
+            async move {
+                tokio::select! {
+                    () = quit.cancelled() => "quit".to_owned(),
+                    () = restart.cancelled() => "restart".to_owned(),
+                }
+            }
+        };
+        if let Err(error) = gateway.serve_round(runtime.handle(), round_stop).await {
+            tracing::error!(%error, "the gateway failed");
+        }
+        let config = runtime.handle().config().clone();
+        let reason = if quit.is_cancelled() {
+            "quit"
+        } else {
+            "restart"
+        };
+        if let Err(error) = runtime.shutdown(reason).await {
+            tracing::error!(%error, "could not close the database cleanly");
+        }
+        if quit.is_cancelled() || !restart.is_cancelled() {
+            break;
+        }
+        let config = match Config::load(&souz_core::config::process_env) {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::warn!(%error, "config.toml has problems now; restarting with the configuration loaded before");
+                config
+            }
+        };
+        restart = CancellationToken::new();
+        runtime = match Runtime::start_with(config, options(&restart)).await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::error!(%error, "Souz could not restart");
+                break;
+            }
+        };
+        tracing::info!("Souz restarted in place (in the app)");
+    }
+    drop(gateway);
+    discovery::remove_if_ours(&daemon_file);
+}
+
+/// What the embedded runtime is started with.
+fn options(restart: &CancellationToken) -> RuntimeOptions {
+    RuntimeOptions {
+        sandbox_helper: sandbox_helper(),
+        restart: Some(restart.clone()),
+        ..RuntimeOptions::default()
     }
 }
 

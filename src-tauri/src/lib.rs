@@ -156,20 +156,24 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
 async fn start<R: Runtime>(app: AppHandle<R>) {
     let shell = app.state::<Arc<Shell>>().inner().clone();
     refresh_autostart(&app);
-    let started = match souz_core::config::Config::load(&souz_core::config::process_env) {
-        Ok(config) => {
-            match souz_core::telemetry::init(&config.log, &config.paths.logs()) {
-                Ok(guard) => {
-                    *shell.logging.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
-                }
-                Err(error) => eprintln!("souz-app: logging is off: {error}"),
+    let (started, recovering) =
+        match souz_core::config::Config::load(&souz_core::config::process_env) {
+            Ok(config) => {
+                init_logging(&shell, &config);
+                let started = Daemon::start_with(config.clone())
+                    .await
+                    .map(|daemon| (daemon, config));
+                (started, false)
             }
-            Daemon::start_with(config.clone())
-                .await
-                .map(|daemon| (daemon, config))
-        }
-        Err(error) => Err(daemon::DaemonError::Config(error.to_string())),
-    };
+            Err(souz_core::config::ConfigError::Problems(problems)) => {
+                let started = recover(problems).await;
+                if let Ok((_, base)) = &started {
+                    init_logging(&shell, base);
+                }
+                (started, true)
+            }
+            Err(error) => (Err(daemon::DaemonError::Config(error.to_string())), false),
+        };
     let (daemon, config) = match started {
         Ok(started) => started,
         Err(error) => {
@@ -196,7 +200,41 @@ async fn start<R: Runtime>(app: AppHandle<R>) {
     };
     *shell.daemon.lock().await = Some(daemon);
     let _ = shell.client.set(client.clone());
+    if recovering {
+        // config.toml has problems: the window shows them and lets the person fix the file.
+        crate::window::open(&app, None);
+    }
     follow(app, shell, client, connection).await;
+}
+
+/// Logs to stderr and the logs folder as `[log]` says.
+fn init_logging(shell: &Shell, config: &souz_core::config::Config) {
+    match souz_core::telemetry::init(&config.log, &config.paths.logs()) {
+        Ok(guard) => {
+            *shell.logging.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+        }
+        Err(error) => eprintln!("souz-app: logging is off: {error}"),
+    }
+}
+
+/// Starts the embedded daemon in recovery mode: `config.toml` has `problems`, so it serves the
+/// UI, health and the config routes only until a valid file is saved.
+async fn recover(
+    problems: Vec<souz_core::config::Problem>,
+) -> Result<(Daemon, souz_core::config::Config), daemon::DaemonError> {
+    let env = &souz_core::config::process_env;
+    let paths = souz_core::config::SouzPaths::resolve(env).map_err(daemon::DaemonError::Config)?;
+    let file = paths.config_file();
+    let base = souz_core::config::Config::parse(paths, &file, "", env).map_err(|problems| {
+        daemon::DaemonError::Config(souz_core::config::ConfigError::Problems(problems).to_string())
+    })?;
+    tracing::warn!(
+        problems = problems.len(),
+        "config.toml has problems: starting in recovery mode"
+    );
+    Daemon::start_recovering(base.clone(), problems)
+        .await
+        .map(|daemon| (daemon, base))
 }
 
 /// Follows the daemon's events for as long as the app runs; the client reconnects with
@@ -385,6 +423,18 @@ pub fn set_paused<R: Runtime>(app: &AppHandle<R>, paused: bool) {
     call_daemon(app, |client| async move {
         if let Err(error) = client.set_paused(paused, "tray").await {
             tracing::warn!(%error, "could not change the pause state");
+        }
+    });
+}
+
+/// Restarts the daemon in place ("Restart Souz" in the tray): the embedded runtime stops and a
+/// new one starts on the same address with `config.toml` read again.
+pub fn restart_daemon<R: Runtime>(app: &AppHandle<R>) {
+    call_daemon(app, |client| async move {
+        let restarted: Result<souz_protocol::Restarting, _> =
+            client.post("/v1/restart", &serde_json::json!({})).await;
+        if let Err(error) = restarted {
+            tracing::warn!(%error, "could not restart Souz");
         }
     });
 }

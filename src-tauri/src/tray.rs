@@ -240,6 +240,8 @@ fn control_items<R: Runtime>(
 ) -> tauri::Result<()> {
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     items.push(Box::new(item(app, "open", "Open Souz")?));
+    items.push(Box::new(item(app, "open:/setup", "Set up Souz…")?));
+    items.push(Box::new(item(app, "open:/connect", "Connect Claude…")?));
     items.push(Box::new(CheckMenuItem::with_id(
         app,
         "pause",
@@ -257,6 +259,7 @@ fn control_items<R: Runtime>(
         None::<&str>,
     )?));
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    items.push(Box::new(item(app, "restart", "Restart Souz")?));
     items.push(Box::new(item(app, "quit", "Quit Souz")?));
     Ok(())
 }
@@ -307,6 +310,7 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
                 crate::refresh_autostart(app);
                 refresh(app);
             }
+            "restart" => crate::restart_daemon(app),
             "quit" => app.exit(0),
             _ => {}
         },

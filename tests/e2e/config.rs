@@ -66,21 +66,53 @@ fn check_reports_every_problem_with_positions_and_exits_2() {
 }
 
 #[test]
-fn serve_with_a_bad_config_exits_2_and_leaves_everything_alone() {
+fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() {
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("config.toml");
     let bad = "[server]\nport = 99999\n";
     std::fs::write(&file, bad).unwrap();
-    let output = souz(home.path()).arg("serve").output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(&format!("{}:2:8:", file.display())),
-        "{stderr}"
-    );
+    let daemon = souz_e2e::Daemon::start_in(home, |_| {});
+    let file = daemon.home.path().join("config.toml");
+
+    // Only health, the UI and the config routes answer; every problem has its position.
+    let health = daemon.get("/health").json();
+    assert_eq!(health["status"], "recovery", "{health}");
+    assert_eq!(health["problems"][0]["line"], 2, "{health}");
+    assert_eq!(health["problems"][0]["column"], 8, "{health}");
+    assert_eq!(daemon.get("/v1/pause").status, 503);
+    let document = daemon.get("/v1/config").json();
+    assert_eq!(document["text"], bad);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
-    assert!(!home.path().join("souz.db").exists());
-    assert!(!home.path().join("token").exists());
+    assert!(
+        !daemon.home.path().join("souz.db").exists(),
+        "no database is opened in recovery mode"
+    );
+
+    // A text that still has problems is refused and writes nothing.
+    let refused = daemon.put(
+        "/v1/config",
+        &serde_json::json!({"text": "[server]\nport = -1\n", "baseRevision": document["revision"]}),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
+
+    // A valid one is saved and the daemon starts normally on the same address.
+    let fixed = daemon.put(
+        "/v1/config",
+        &serde_json::json!({"text": "[approvals]\ntimeout_seconds = 90\n", "baseRevision": document["revision"]}),
+    );
+    assert_eq!(fixed.status, 200, "{}", fixed.body);
+    let paused = daemon.wait_until("/health", |health| health["status"] == "ok");
+    assert_eq!(paused["status"], "ok");
+    assert_eq!(daemon.get("/v1/pause").status, 200);
+    assert!(daemon.home.path().join("souz.db").exists());
+    let stopped = daemon.stop("TERM");
+    assert!(stopped.status.success(), "{}", stopped.stderr);
+    assert!(
+        stopped.stderr.contains(":2:8:"),
+        "the problems were printed: {}",
+        stopped.stderr
+    );
 }
 
 #[test]

@@ -13,5 +13,6 @@ mod keys_cli;
 mod mcp;
 mod mcp_servers;
 mod questions;
+mod restart;
 mod sandbox;
 mod skills;

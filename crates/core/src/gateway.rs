@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod identity;
 pub(crate) mod perimeter;
+pub mod recovery;
 pub(crate) mod routes;
 mod ws;
 
@@ -169,7 +170,7 @@ pub enum BindError {
 
 /// A bound, not yet serving, gateway socket.
 pub struct Gateway {
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     address: SocketAddr,
 }
 
@@ -199,7 +200,10 @@ impl Gateway {
             port: server.port,
             source,
         })?;
-        Ok(Self { listener, address })
+        Ok(Self {
+            listener: Arc::new(listener),
+            address,
+        })
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -213,35 +217,59 @@ impl Gateway {
     where
         F: Future<Output = String> + Send + 'static,
     {
-        let app = router(handle.clone(), self.address);
-        let grace = Duration::from_secs(handle.config().server.shutdown_grace_seconds);
-        let draining = Arc::new(tokio::sync::Notify::new());
-        let graceful = {
-            let draining = Arc::clone(&draining);
-            let handle = handle.clone();
-            async move {
-                let reason = stop.await;
-                tracing::info!(%reason, "shutting down: no new connections, draining requests");
-                handle.begin_shutdown(&reason).await;
-                draining.notify_one();
-            }
-        };
-        let limits = connections::ConnectionLimits {
-            max_connections: handle.config().server.max_connections,
-            header_read_timeout: Duration::from_secs(
-                handle.config().server.header_read_timeout_seconds,
-            ),
-        };
-        let server = connections::serve(self.listener, app, limits, graceful);
-        tokio::select! {
-            () = server => Ok(()),
-            () = async {
-                draining.notified().await;
-                tokio::time::sleep(grace).await;
-            } => {
-                tracing::warn!(seconds = grace.as_secs(), "requests still running after the grace period; stopping anyway");
-                Ok(())
-            }
+        serve_on(self.listener, self.address, handle, stop).await
+    }
+
+    /// Serves `handle` like [`serve`](Self::serve), but the socket stays bound after `stop`
+    /// (new connections wait in its backlog) so the next runtime serves on the same address:
+    /// how the daemon restarts in place.
+    pub async fn serve_round<F>(&self, handle: RuntimeHandle, stop: F) -> std::io::Result<()>
+    where
+        F: Future<Output = String> + Send + 'static,
+    {
+        serve_on(Arc::clone(&self.listener), self.address, handle, stop).await
+    }
+}
+
+/// Serves `handle` on `listener` until `stop`, then drains (the listener is dropped before the
+/// drain: when it was the last reference, new connections are refused from then on).
+async fn serve_on<F>(
+    listener: Arc<TcpListener>,
+    address: SocketAddr,
+    handle: RuntimeHandle,
+    stop: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = String> + Send + 'static,
+{
+    let app = router(handle.clone(), address);
+    let grace = Duration::from_secs(handle.config().server.shutdown_grace_seconds);
+    let draining = Arc::new(tokio::sync::Notify::new());
+    let graceful = {
+        let draining = Arc::clone(&draining);
+        let handle = handle.clone();
+        async move {
+            let reason = stop.await;
+            tracing::info!(%reason, "shutting down: no new connections, draining requests");
+            handle.begin_shutdown(&reason).await;
+            draining.notify_one();
+        }
+    };
+    let limits = connections::ConnectionLimits {
+        max_connections: handle.config().server.max_connections,
+        header_read_timeout: Duration::from_secs(
+            handle.config().server.header_read_timeout_seconds,
+        ),
+    };
+    let server = connections::serve(listener, app, limits, graceful);
+    tokio::select! {
+        () = server => Ok(()),
+        () = async {
+            draining.notified().await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!(seconds = grace.as_secs(), "requests still running after the grace period; stopping anyway");
+            Ok(())
         }
     }
 }

@@ -6,9 +6,11 @@
 //! before closing the database.
 
 pub(crate) mod config_editor;
+pub mod connect;
 pub mod discovery;
 pub mod facade;
 pub mod memory;
+pub(crate) mod setup;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -93,6 +95,10 @@ pub struct RuntimeOptions {
     /// What the MCP server serves beside Souz's tools: only the conformance suite's fixtures
     /// (`souz-cli`'s `conformance` feature, tests only); none in a normal build.
     pub mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
+    /// Cancelled when the person asks to restart Souz (`POST /v1/restart`): the embedding
+    /// binary then stops this runtime and starts a new one on the same address. Without it
+    /// a restart is refused (the daemon cannot restart itself).
+    pub restart: Option<CancellationToken>,
 }
 
 /// The running daemon core. Dropping it without `shutdown` leaves the database to close when
@@ -142,6 +148,10 @@ struct State {
     tasks: TaskTracker,
     mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
     mcp_clients: McpClients,
+    /// The `souz` binary (the bridge Claude Desktop runs), when known.
+    souz_binary: Option<PathBuf>,
+    /// What asks the embedding binary to restart the runtime, when it can.
+    restart: Option<CancellationToken>,
 }
 
 impl Runtime {
@@ -176,6 +186,7 @@ impl Runtime {
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
         let approvals = open_approvals(&store, &events, &config).await?;
         let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
+        let souz_binary = options.sandbox_helper.clone();
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -245,6 +256,8 @@ impl Runtime {
                 tasks,
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
+                souz_binary,
+                restart: options.restart,
             }),
         };
         handle
@@ -285,9 +298,18 @@ impl RuntimeHandle {
     }
 
     /// The database.
-    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// What asks the embedding binary to restart the runtime in place (`None`: it cannot).
+    pub(crate) fn restart_switch(&self) -> Option<&CancellationToken> {
+        self.state.restart.as_ref()
+    }
+
+    /// The `souz` binary of this installation (the MCP stdio bridge), when known.
+    pub(crate) fn souz_binary(&self) -> Option<&std::path::Path> {
+        self.state.souz_binary.as_deref()
     }
 
     /// The runtime event bus.

@@ -10,12 +10,14 @@ pub mod approvals;
 pub mod chat;
 pub mod clients;
 pub mod config;
+pub mod connect;
 pub mod display;
 pub mod error;
 pub mod event;
 pub mod identity;
 pub mod llm;
 pub mod mcp;
+pub mod setup;
 pub mod skills;
 pub mod system;
 pub mod tools;
@@ -29,6 +31,10 @@ pub use clients::{
     ClientList, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,
     OPERATOR_IDENTITY, UiCode, UiCodeExchange, UiSession,
 };
+pub use connect::{
+    ApplyDesktopConfig, ClaudeCodeCommand, ConnectStatus, ConnectedClient, DesktopConfigApplied,
+    DesktopConfigChange,
+};
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
@@ -37,6 +43,7 @@ pub use llm::{
     PutProviderKey,
 };
 pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
+pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

@@ -84,6 +84,38 @@ pub struct AuditQuery {
     pub audience: Audience,
 }
 
+/// Per MCP client token: its latest call and how many it made since `since`.
+pub(crate) fn recent_mcp_calls(
+    connection: &Connection,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<(String, chrono::DateTime<chrono::Utc>, u64)>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT json_extract(requester, '$.token_id') AS token, MAX(at), COUNT(*) \
+         FROM audit_log \
+         WHERE json_extract(requester, '$.kind') = 'mcp' AND at >= ?1 \
+         GROUP BY token",
+    )?;
+    let rows = statement.query_map([to_time(since)], |row| {
+        Ok((
+            row.get::<_, Option<String>>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut recent = Vec::new();
+    for row in rows {
+        let (token, at, count) = row?;
+        if let Some(token) = token {
+            recent.push((
+                token,
+                from_time("audit_log.at", &at)?,
+                u64::try_from(count).unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(recent)
+}
+
 /// Rows matching `query`, newest first.
 pub(crate) fn page(
     connection: &Connection,

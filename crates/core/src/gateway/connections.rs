@@ -38,7 +38,7 @@ pub(crate) struct ConnectionLimits {
 
 /// Serves `app` on `listener` within `limits` until `stop` completes, then drains.
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     app: Router,
     limits: ConnectionLimits,
     stop: impl Future<Output = ()>,

@@ -6,10 +6,12 @@ pub(crate) mod audit;
 pub(crate) mod chats;
 pub(crate) mod clients;
 pub(crate) mod config;
+pub(crate) mod connect;
 pub(crate) mod events;
 pub(crate) mod mcp_servers;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod system;
 pub(crate) mod tools;
@@ -33,6 +35,8 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(options::routes())
         .merge(provider_keys::routes())
         .merge(config::routes())
+        .merge(setup::routes())
+        .merge(connect::routes())
         .merge(turns::routes())
         .merge(app::routes())
 }

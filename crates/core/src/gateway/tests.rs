@@ -21,7 +21,9 @@ mod chats;
 mod clients;
 mod options;
 mod proxy;
+mod recovery;
 mod settings;
+mod setup;
 
 struct Fixture {
     runtime: TestRuntime,

@@ -80,6 +80,11 @@ impl ConfigEditor {
         }
     }
 
+    /// The configuration as last saved through this editor (the running one before any save).
+    pub(crate) async fn current(&self) -> Config {
+        self.inner.saved.lock().await.clone()
+    }
+
     /// The file, its schema with the values it sets, and what applies live.
     pub async fn document(&self) -> Result<ConfigDocument, ConfigEditError> {
         let saved = self.inner.saved.lock().await.clone();

@@ -17,10 +17,12 @@
 mod approvals;
 mod calls;
 mod chats;
+mod connect;
 mod credentials;
 mod events;
 mod mcp;
 mod settings;
+mod setup;
 mod skills;
 
 use souz_protocol::ErrorCode;

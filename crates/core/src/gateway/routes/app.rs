@@ -57,6 +57,26 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/settings.js"),
     ),
     (
+        "i18n.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/i18n.js"),
+    ),
+    (
+        "setup.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/setup.js"),
+    ),
+    (
+        "connect.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/connect.js"),
+    ),
+    (
+        "recovery.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/recovery.js"),
+    ),
+    (
         "icon.svg",
         "image/svg+xml",
         include_bytes!("../../../../../ui/icon.svg"),
@@ -106,7 +126,7 @@ async fn file(Path(name): Path<String>) -> Response {
     serve(&name)
 }
 
-fn serve(name: &str) -> Response {
+pub(crate) fn serve(name: &str) -> Response {
     match FILES.iter().find(|(file, _, _)| *file == name) {
         Some((_, content_type, bytes)) => (
             StatusCode::OK,

@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use souz_protocol::ErrorBody;
+use souz_protocol::Restarting;
 use souz_protocol::config::{
     ConfigDocument, ConfigPatch, ConfigRejected, ConfigReplace, ConfigSaved, PauseState, SetPause,
 };
@@ -60,6 +61,21 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             patch,
         )
         .route(
+            Operation::post("/v1/restart")
+                .summary("Restart Souz in place: a new runtime with config.toml read again.")
+                .description(
+                    "The answer goes out first; then the daemon stops accepting, drains, stops \
+                     the runtime (running agent turns end as interrupted) and starts a new one \
+                     on the same address. Settings that `restartRequired` named apply then. \
+                     A daemon that cannot restart itself answers 409.",
+                )
+                .tag("settings")
+                .operator()
+                .response::<Restarting>(200, "Restarting.")
+                .response::<ErrorBody>(409, "This daemon cannot restart itself."),
+            restart,
+        )
+        .route(
             Operation::get("/v1/pause")
                 .summary("Whether Souz is paused.")
                 .tag("settings")
@@ -110,6 +126,13 @@ async fn patch(
         .patch_config(request.set, request.base_revision)
         .await?;
     Ok(axum::Json(saved))
+}
+
+async fn restart(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+) -> Result<axum::Json<Restarting>, ApiError> {
+    Ok(axum::Json(handle.request_restart()?))
 }
 
 async fn pause_state(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<PauseState> {

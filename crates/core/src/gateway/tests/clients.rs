@@ -94,6 +94,22 @@ async fn a_client_token_reaches_mcp_only() {
         ),
         ("POST", "/v1/ui-codes".into(), None),
         ("GET", "/v1/bootstrap".into(), None),
+        ("GET", "/v1/setup".into(), None),
+        (
+            "PUT",
+            "/v1/setup".into(),
+            Some(serde_json::json!({"completed": true})),
+        ),
+        ("GET", "/v1/setup/local-servers".into(), None),
+        ("GET", "/v1/connect".into(), None),
+        ("POST", "/v1/restart".into(), None),
+        ("POST", "/v1/connect/claude-code".into(), None),
+        ("GET", "/v1/connect/claude-desktop".into(), None),
+        (
+            "POST",
+            "/v1/connect/claude-desktop".into(),
+            Some(serde_json::json!({"revision": "x"})),
+        ),
     ];
     for (method, path, body) in forbidden {
         let (status, answer) = f.request_as(&token, method, &path, body.clone()).await;
@@ -237,4 +253,74 @@ async fn a_ui_code_signs_in_once() {
     );
     let (status, _) = f.send(exchange("0123456789abcdef0123456789abcdef")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn connect_claude_code_gives_a_working_command_and_revokes_the_previous_one() {
+    let f = Fixture::new().await;
+    let (status, listed) = f.request_as(&f.token, "GET", "/v1/connect", None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["clients"], serde_json::json!([]));
+    assert_eq!(listed["desktopConfigured"], false);
+
+    let command = |answer: &Value| {
+        let command = answer["command"].as_str().unwrap().to_owned();
+        let prefix = format!(
+            "claude mcp add --transport http souz http://{BOUND}/mcp --header \"Authorization: Bearer "
+        );
+        assert!(command.starts_with(&prefix), "{command}");
+        command[prefix.len()..command.len() - 1].to_owned()
+    };
+    let (status, first) = f
+        .request_as(&f.token, "POST", "/v1/connect/claude-code", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let first = command(&first);
+    assert_eq!(f.mcp_initialize_status(&first).await, StatusCode::OK);
+    let (_, second) = f
+        .request_as(&f.token, "POST", "/v1/connect/claude-code", None)
+        .await;
+    let second = command(&second);
+    assert_eq!(f.mcp_initialize_status(&second).await, StatusCode::OK);
+    assert_eq!(
+        f.mcp_initialize_status(&first).await,
+        StatusCode::UNAUTHORIZED,
+        "the previous command's token is revoked"
+    );
+    let (_, listed) = f.request_as(&f.token, "GET", "/v1/connect", None).await;
+    let clients = listed["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 1, "{listed}");
+    assert_eq!(clients[0]["name"], "claude-code");
+    assert_eq!(clients[0]["calls"], 0);
+    assert!(
+        !listed.to_string().contains(&second),
+        "tokens are never listed"
+    );
+}
+
+#[tokio::test]
+async fn claude_desktop_is_not_touched_without_the_bridge_binary_or_with_a_stale_revision() {
+    // The test runtime names no `souz` binary: nothing can be added, and nothing is written.
+    let f = Fixture::new().await;
+    let path =
+        crate::runtime::connect::desktop_config_path(f.runtime.handle().config().paths.user_home());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "{\"mcpServers\": {\"files\": {}}}").unwrap();
+    let (status, answer) = f
+        .request_as(&f.token, "GET", "/v1/connect/claude-desktop", None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    let (status, _) = f
+        .request_as(
+            &f.token,
+            "POST",
+            "/v1/connect/claude-desktop",
+            Some(serde_json::json!({"revision": "0"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"mcpServers\": {\"files\": {}}}"
+    );
 }

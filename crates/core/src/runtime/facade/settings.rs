@@ -38,6 +38,20 @@ impl RuntimeHandle {
         Ok(self.config_editor().patch(changes, base_revision).await?)
     }
 
+    /// Asks the embedding binary to restart the runtime in place (the answer goes out first:
+    /// the gateway drains in-flight requests before the runtime stops).
+    pub fn request_restart(&self) -> Result<souz_protocol::Restarting, ServiceError> {
+        let switch = self
+            .restart_switch()
+            .ok_or_else(|| ServiceError::Conflict {
+                code: souz_protocol::ErrorCode::Conflict,
+                message: "This Souz cannot restart itself; stop it and start it again.".to_owned(),
+            })?;
+        tracing::info!("restart requested");
+        switch.cancel();
+        Ok(souz_protocol::Restarting { restarting: true })
+    }
+
     /// Whether Souz is paused, and since when.
     pub fn pause_state(&self) -> PauseState {
         let since = self.approvals().pause().since();

@@ -1,0 +1,79 @@
+//! Connecting Claude on the wire (`/v1/connect`): the Claude Code command, the change Souz would
+//! make to `claude_desktop_config.json` (shown before it is made), and which MCP clients used
+//! Souz recently and what they may do.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/connect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectStatus {
+    /// Where Claude Desktop keeps its configuration on this machine.
+    pub desktop_config_path: String,
+    /// Whether that file already has a `souz` server.
+    pub desktop_configured: bool,
+    /// Active client tokens with their recent calls (last 30 days) and grants.
+    pub clients: Vec<ConnectedClient>,
+}
+
+/// One MCP client token and what it did and may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectedClient {
+    /// Client id (what grants and audit rows name).
+    pub id: String,
+    /// Its name (`claude-code`, `claude-desktop`, ...).
+    pub name: String,
+    /// When its token was made.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Its latest tool call in the last 30 days.
+    pub last_call_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Its tool calls in the last 30 days.
+    pub calls: u64,
+    /// What it may do without asking beyond the rules: its active grants, in words.
+    pub grants: Vec<String>,
+}
+
+/// `POST /v1/connect/claude-code`: the command, with a fresh token of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaudeCodeCommand {
+    /// `claude mcp add --transport http souz <url>/mcp --header "Authorization: Bearer …"`.
+    /// The previous `claude-code` token is revoked.
+    pub command: String,
+}
+
+/// `GET /v1/connect/claude-desktop`: the change adding Souz would make (nothing is written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DesktopConfigChange {
+    /// The file.
+    pub path: String,
+    /// Whether it exists now.
+    pub exists: bool,
+    /// SHA-256 of its text now (send it back to apply exactly this change).
+    pub revision: String,
+    /// Its text after the change.
+    pub after: String,
+    /// The change as a unified diff (empty: nothing to change).
+    pub diff: String,
+}
+
+/// `POST /v1/connect/claude-desktop` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyDesktopConfig {
+    /// The `revision` of the change shown; a file changed since is not touched (409).
+    pub revision: String,
+}
+
+/// `POST /v1/connect/claude-desktop` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DesktopConfigApplied {
+    /// The file written.
+    pub path: String,
+    /// The copy of the previous file (absent when there was none).
+    pub backup: Option<String>,
+}

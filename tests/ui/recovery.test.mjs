@@ -1,0 +1,81 @@
+// Settings that never lock the person out: a `souz serve` whose config.toml has problems
+// starts in recovery mode; the page lists every problem with line and column, refuses a text
+// that still has problems (writing nothing), and once a valid one is saved Souz starts and the
+// page becomes the normal app. Then "Restart Souz" on the Settings page restarts the daemon in
+// place (same address) and the page comes back.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { shot, startDaemon, stopDaemon, waitFor } from "./harness.mjs";
+
+const BAD = "[server]\nmax_connections = \"many\"\n\n[llm]\ntemperature = \"hot\"\n";
+let daemon, browser, home, user;
+
+before(async () => {
+  home = mkdtempSync(join(tmpdir(), "souz-ui-recovery-home-"));
+  user = mkdtempSync(join(tmpdir(), "souz-ui-recovery-user-"));
+  writeFileSync(join(home, "config.toml"), BAD);
+  daemon = await startDaemon(home, user);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await stopDaemon(daemon?.child);
+  if (home) rmSync(home, { recursive: true, force: true });
+  if (user) rmSync(user, { recursive: true, force: true });
+});
+
+test("an invalid config.toml opens recovery; a valid save starts Souz; Restart Souz restarts it", async () => {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${daemon.url}/app/#token=${daemon.token}`);
+  await tab.waitForSelector("#recovery-problems li");
+  const problems = await tab.locator("#recovery-problems li").allTextContents();
+  assert.equal(problems.length, 2, problems.join("\n"));
+  assert.match(problems[0], /line 2, column 19: .*max_connections/);
+  assert.match(problems[1], /line 5, column 15: .*temperature/);
+  assert.equal(await tab.inputValue("#recovery-toml"), BAD);
+  await shot(tab, "recovery");
+
+  // Still a problem: refused, nothing written, the remaining problem shown.
+  await tab.fill("#recovery-toml", "[llm]\ntemperature = \"hot\"\n");
+  await tab.click("#recovery-save");
+  await tab.waitForSelector("#recovery-note.error");
+  assert.equal((await tab.locator("#recovery-problems li").allTextContents()).length, 1);
+  assert.equal(readFileSync(join(home, "config.toml"), "utf8"), BAD, "nothing written");
+
+  // Valid: saved, Souz starts, the page reloads into the app.
+  await tab.fill("#recovery-toml", "[log]\nlevel = \"info\"\n\n[agent]\ndefault_agent = \"graph\"\n");
+  await tab.click("#recovery-save");
+  await tab.waitForSelector("#connection.up", { timeout: 30000 });
+  assert.match(readFileSync(join(home, "config.toml"), "utf8"), /default_agent = "graph"/);
+
+  // A restart-bound change, then Restart Souz from Settings: same address, back up.
+  await tab.goto(`${daemon.url}/app/#/settings/form`);
+  await tab.waitForSelector("#field-agent-default_agent");
+  await tab.fill("#field-agent-default_agent", "skills");
+  await tab.click("#settings-save");
+  await tab.waitForSelector("#settings-result .ok");
+  assert.match(await tab.textContent("#settings-result"), /Takes effect after a restart: agent\.default_agent/);
+  const pending = await fetch(`${daemon.url}/v1/config`, { headers: { Authorization: `Bearer ${daemon.token}` } }).then((answer) => answer.json());
+  assert.deepEqual(pending.pendingRestart, ["agent.default_agent"]);
+  await tab.click("#restart-now");
+  await waitFor(async () => {
+    try {
+      const answer = await fetch(`${daemon.url}/v1/config`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+      return answer.ok && (await answer.json()).pendingRestart.length === 0;
+    } catch { return false; }
+  }, "the restarted daemon", 30000);
+  await tab.waitForSelector("#settings-save", { timeout: 30000 });
+  await tab.waitForSelector("#connection.up");
+  await context.close();
+});

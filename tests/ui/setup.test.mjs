@@ -1,0 +1,172 @@
+// The first-run setup (ui/setup.js) against a real `souz serve`: the window opens on it the
+// first time, a key is stored and checked with a real call to a fake OpenAI server (a refusal
+// is said clearly), a fake "Ollama" on a loopback port (its endpoint set through
+// `[llm] ollama_base_url`) is offered with its models and chosen, and once skipped the window
+// opens on the Queue. Also the Test button of the Settings page's Provider keys card.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { startFakeOpenAi, text } from "./fake-openai.mjs";
+import { shot, startDaemon, stopDaemon, waitFor } from "./harness.mjs";
+
+let provider, ollama, daemon, browser, home, user;
+
+/** A loopback server answering `GET /v1/models` the way Ollama's OpenAI-compatible API does. */
+async function startFakeOllama(models) {
+  const server = createServer((request, response) => {
+    if (request.method === "GET" && request.url === "/v1/models") {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.end(JSON.stringify({ object: "list", data: models.map((id) => ({ id, object: "model" })) }));
+      return;
+    }
+    response.writeHead(404).end();
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((done) => server.close(done)) };
+}
+
+/** A loopback port nothing answers on (so a real local server on this machine is not found). */
+async function closedPort() {
+  const server = createServer();
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address();
+  await new Promise((done) => server.close(done));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+const api = async (method, path, body) => {
+  const response = await fetch(daemon.url + path, {
+    method,
+    headers: { Authorization: `Bearer ${daemon.token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const answer = await response.text();
+  return { status: response.status, body: answer ? JSON.parse(answer) : null };
+};
+
+/** Opens the app the way the menu-bar app does ("Open Souz": no route named). */
+async function openWindow(route) {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${daemon.url}/app/#token=${daemon.token}${route ? `&go=${route}` : ""}`);
+  await tab.waitForSelector("#connection.up");
+  return tab;
+}
+
+before(async () => {
+  provider = await startFakeOpenAi();
+  ollama = await startFakeOllama(["llama3.2", "qwen3:8b"]);
+  home = mkdtempSync(join(tmpdir(), "souz-ui-setup-home-"));
+  user = mkdtempSync(join(tmpdir(), "souz-ui-setup-user-"));
+  writeFileSync(join(home, "config.toml"), [
+    "[llm]",
+    `openai_base_url = "${provider.url}/v1"`,
+    `ollama_base_url = "${ollama.url}/v1"`,
+    `lm_studio_base_url = "${await closedPort()}"`,
+    `llama_cpp_base_url = "${await closedPort()}"`,
+    "max_retries = 0",
+    "",
+  ].join("\n"));
+  daemon = await startDaemon(home, user);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await stopDaemon(daemon?.child);
+  await provider?.close();
+  await ollama?.close();
+  if (home) rmSync(home, { recursive: true, force: true });
+  if (user) rmSync(user, { recursive: true, force: true });
+});
+
+test("the first window opens on the setup: a key is stored and checked, a refusal is clear", async () => {
+  const tab = await openWindow();
+  await tab.waitForSelector("#setup-key-card");
+  assert.equal(new URL(tab.url()).hash, "#/setup");
+
+  // The fake provider has no reply scripted: it answers 500, which the check reports.
+  await tab.selectOption("#setup-provider", "openai");
+  await tab.fill("#setup-key", "sk-setup-test-0123456789wxyz");
+  await tab.click("#setup-key-save");
+  await tab.waitForSelector("#setup-key-note.error");
+  assert.match(await tab.textContent("#setup-key-note"), /The key was stored, but openai refused the check: .+/);
+  assert.equal(await tab.inputValue("#setup-key"), "", "the field is cleared");
+  assert.match(await tab.textContent("#setup-keys-present"), /openai \(\.\.\.wxyz\)/);
+  assert.ok(!(await tab.content()).includes("sk-setup-test-0123456789wxyz"), "the key is never shown back");
+
+  // Now the provider answers: the check says so, with a real request carrying the key.
+  provider.push(text(["ok"]));
+  const before = provider.requests.length;
+  await tab.fill("#setup-key", "sk-setup-test-0123456789wxyz");
+  await tab.click("#setup-key-save");
+  await tab.waitForSelector("#setup-key-note.ok");
+  assert.match(await tab.textContent("#setup-key-note"), /The openai key works \(model .+\)/);
+  assert.equal(provider.requests.length, before + 1, "one real request checked the key");
+
+  // The default model can be picked among the usable ones.
+  await waitFor(async () => (await tab.locator("#setup-default-model option").count()) > 0, "usable models");
+  const options = await tab.locator("#setup-default-model option").allTextContents();
+  assert.ok(options.some((name) => name.startsWith("openai/")), options.join(", "));
+  await tab.context().close();
+});
+
+test("a local server that answers is offered with its models and chosen", async () => {
+  const tab = await openWindow("/setup");
+  await tab.waitForSelector('.local-server[data-provider="ollama"]');
+  assert.equal(await tab.locator(".local-server").count(), 1, "only the server that answers");
+  const models = await tab.locator('.local-server[data-provider="ollama"] .local-model option').allTextContents();
+  assert.deepEqual(models, ["llama3.2", "qwen3:8b"]);
+  await shot(tab, "setup");
+  await tab.selectOption('.local-server[data-provider="ollama"] .local-model', "qwen3:8b");
+  await tab.click('.local-server[data-provider="ollama"] .use-server');
+  await tab.waitForSelector("#local-note.ok");
+  assert.match(await tab.textContent("#local-note"), /Souz will use qwen3:8b on ollama/);
+  const config = readFileSync(join(home, "config.toml"), "utf8");
+  assert.match(config, /local_models = \["ollama\/qwen3:8b"\]/);
+  assert.match(config, /default_model = "ollama\/qwen3:8b"/);
+  assert.match(config, /max_retries = 0/, "the rest of the file is kept");
+  await tab.waitForSelector("#setup-current-model");
+  await tab.context().close();
+});
+
+test("skipping ends the setup: the next window opens on the Queue; it can be resumed", async () => {
+  const tab = await openWindow();
+  await tab.waitForSelector("#setup-skip");
+  await tab.click("#setup-skip");
+  await waitFor(async () => new URL(tab.url()).hash === "#/queue", "the Queue");
+  const { body } = await api("GET", "/v1/setup");
+  assert.equal(body.completed, true);
+  await tab.context().close();
+
+  const again = await openWindow();
+  await again.waitForSelector("#main");
+  await waitFor(async () => (await again.locator("#main > *").count()) > 0, "a page");
+  assert.notEqual(new URL(again.url()).hash, "#/setup");
+  // Resumable from Settings.
+  await again.goto(`${daemon.url}/app/#/settings`);
+  await again.waitForSelector("#run-setup");
+  await again.click("#run-setup");
+  await again.waitForSelector("#setup-key-card");
+  await again.context().close();
+});
+
+test("the Provider keys card tests a key", async () => {
+  provider.push(text(["ok"]));
+  const tab = await openWindow("/settings/form");
+  await tab.waitForSelector('#provider-keys tr[data-provider="openai"] .test-key');
+  await tab.click('#provider-keys tr[data-provider="openai"] .test-key');
+  await waitFor(async () => /The openai key works/.test(await tab.textContent("#keys-note")), "the test result");
+  await tab.click('#provider-keys tr[data-provider="openai"] .test-key');
+  await waitFor(async () => /openai refused the check/.test(await tab.textContent("#keys-note")), "a refusal");
+  await tab.context().close();
+});
