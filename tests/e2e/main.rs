@@ -14,4 +14,5 @@ mod mcp;
 mod mcp_servers;
 mod questions;
 mod sandbox;
+mod skill_prompts;
 mod skills;
