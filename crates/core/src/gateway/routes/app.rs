@@ -57,6 +57,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/settings.js"),
     ),
     (
+        "i18n.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/i18n.js"),
+    ),
+    (
+        "skills.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/skills.js"),
+    ),
+    (
         "icon.svg",
         "image/svg+xml",
         include_bytes!("../../../../../ui/icon.svg"),
