@@ -242,6 +242,18 @@ fn method_filter(method: &Method) -> MethodFilter {
     }
 }
 
+/// The `requestBody` of `operation`: JSON of its request type, or a raw upload.
+fn request_body(operation: &Operation, generator: &mut SchemaGenerator) -> Option<Value> {
+    if let Some(request) = operation.request {
+        return Some(
+            json!({"required": true, "content": {"application/json": {"schema": request(generator)}}}),
+        );
+    }
+    operation.binary_request.map(|media_type| {
+        json!({"required": true, "content": {media_type: {"schema": {"type": "string", "contentMediaType": media_type}}}})
+    })
+}
+
 /// Builds the OpenAPI 3.1 document for `operations`.
 pub(crate) fn openapi(operations: &[Operation], version: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
@@ -278,17 +290,8 @@ pub(crate) fn openapi(operations: &[Operation], version: &str) -> Value {
         if !parameters.is_empty() {
             op.insert("parameters".into(), Value::Array(parameters));
         }
-        if let Some(request) = operation.request {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {"application/json": {"schema": request(&mut generator)}}}),
-            );
-        }
-        if let Some(media_type) = operation.binary_request {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {media_type: {"schema": {"type": "string", "contentMediaType": media_type}}}}),
-            );
+        if let Some(body) = request_body(operation, &mut generator) {
+            op.insert("requestBody".into(), body);
         }
 
         let mut responses = Map::new();

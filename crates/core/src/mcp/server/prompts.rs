@@ -58,22 +58,58 @@ async fn signature(handle: &RuntimeHandle) -> Option<Vec<UsableSkill>> {
     handle.usable_skills().await.ok()
 }
 
+/// What a follower of the prompt list starts from: its subscriptions (taken before the list is
+/// read, so no change is missed) and the list as shown.
+pub(crate) struct Followed {
+    skills: tokio::sync::watch::Receiver<u64>,
+    policy: tokio::sync::watch::Receiver<u64>,
+    shown: Option<Vec<UsableSkill>>,
+}
+
+/// Subscribes to the changes that may change the prompt list, then reads the list.
+pub(crate) async fn start(handle: &RuntimeHandle) -> Followed {
+    let mut skills = handle.skill_changes();
+    skills.mark_unchanged();
+    let mut policy = handle.policy_changes();
+    policy.mark_unchanged();
+    let shown = signature(handle).await;
+    Followed {
+        skills,
+        policy,
+        shown,
+    }
+}
+
 /// Calls `notify` each time the prompt list changes (skills installed, enabled, disabled,
 /// removed; approval rules changed), until `stop` completes or `notify` says the client
 /// cannot be told any more.
 pub(crate) async fn follow<N, Sent>(
     handle: &RuntimeHandle,
     stop: impl Future<Output = ()>,
+    notify: N,
+) where
+    N: FnMut() -> Sent,
+    Sent: Future<Output = bool>,
+{
+    let followed = start(handle).await;
+    follow_from(handle, followed, stop, notify).await;
+}
+
+/// [`follow`] from a [`start`] already made.
+pub(crate) async fn follow_from<N, Sent>(
+    handle: &RuntimeHandle,
+    followed: Followed,
+    stop: impl Future<Output = ()>,
     mut notify: N,
 ) where
     N: FnMut() -> Sent,
     Sent: Future<Output = bool>,
 {
-    let mut skills = handle.skill_changes();
-    skills.mark_unchanged();
-    let mut policy = handle.policy_changes();
-    policy.mark_unchanged();
-    let mut shown = signature(handle).await;
+    let Followed {
+        mut skills,
+        mut policy,
+        mut shown,
+    } = followed;
     let mut stop = std::pin::pin!(stop);
     loop {
         tokio::select! {
