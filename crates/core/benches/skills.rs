@@ -31,7 +31,7 @@ fn write_skills(root: &Path, count: usize) -> Vec<PathBuf> {
             let folder = root.join(&name);
             std::fs::create_dir_all(folder.join("scripts")).expect("skill folder");
             let description = format!(
-                "Skill number {n}: converts, checks and summarises documents of kind {n} for \
+                "Skill number {n} converts, checks and summarises documents of kind {n} for \
                  the person, keeping originals untouched."
             );
             let body = "Follow these steps carefully and report what changed.\n".repeat(40);
@@ -74,7 +74,7 @@ fn scan_and_validate(c: &mut Criterion) {
                 let checked = handle
                     .validate_skill(folder.to_str().expect("utf-8 path"))
                     .expect("validate");
-                assert!(checked.approved);
+                assert!(checked.approved, "{:?}", checked.findings);
             }
         });
     });
