@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|skills|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ case "$which" in
   chat) cargo bench -p souz-core --features test-support --bench chat ;;
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
   agent) cargo bench -p souz-core --features test-support --bench agent ;;
+  skills) cargo bench -p souz-core --features test-support --bench skills ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --features test-support --bench gate
@@ -23,6 +24,7 @@ case "$which" in
     souz_install_clients
     cargo bench -p souz-e2e --bench mcp
     cargo bench -p souz-core --features test-support --bench agent
+    cargo bench -p souz-core --features test-support --bench skills
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

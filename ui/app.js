@@ -9,6 +9,7 @@ import { settingsPage } from "./settings.js";
 import { setupPage } from "./setup.js";
 import { connectPage } from "./connect.js";
 import { inRecovery, recoveryPage } from "./recovery.js";
+import { skillsPage } from "./skills.js";
 
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
 /** @typedef {import("./types.js").EventFrame} EventFrame */
@@ -16,7 +17,7 @@ import { inRecovery, recoveryPage } from "./recovery.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, skills: skillsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */

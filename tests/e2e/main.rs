@@ -15,4 +15,5 @@ mod mcp_servers;
 mod questions;
 mod restart;
 mod sandbox;
+mod skill_prompts;
 mod skills;

@@ -172,6 +172,7 @@ const APPLICABLE_SCENARIOS: &[&str] = &[
     "tools-list",
     "tools-call-simple-text",
     "tools-call-error",
+    "prompts-list",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];

@@ -187,10 +187,39 @@ pub(crate) enum BundleLookup {
     Missing,
 }
 
+/// A usable file-backed skill as the inventory lists it: its id and description (data from
+/// the skill's author, shown escaped; never its instructions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InventoryEntry {
+    /// Its id.
+    pub id: String,
+    /// Its description (may be empty).
+    pub description: String,
+}
+
 /// File-backed skill bundles.
 pub trait SkillBundles: Send + Sync {
     /// Ids of the usable bundles of `user` (tool-backed ids are removed by the caller).
     fn inventory_ids<'a>(&'a self, user: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+
+    /// The usable bundles of `user` with their descriptions, highest precedence first (the
+    /// inventory drops from the end when over its budget). By default: the ids, without
+    /// descriptions.
+    fn inventory<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<InventoryEntry>, String>> {
+        Box::pin(async move {
+            let ids = self.inventory_ids(user).await?;
+            Ok(ids
+                .into_iter()
+                .map(|id| InventoryEntry {
+                    id,
+                    description: String::new(),
+                })
+                .collect())
+        })
+    }
 
     /// The bundle `id` of `user`, in full.
     #[allow(
@@ -246,21 +275,34 @@ impl SkillBundles for NoSkillBundles {
 /// operator's, as the original's local sandbox). Only enabled skills that load and pass
 /// validation are listed.
 impl SkillBundles for Registry {
-    fn inventory_ids<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+    fn inventory_ids<'a>(&'a self, user: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
         Box::pin(async move {
-            let listed = self.list().await.map_err(|error| error.to_string())?;
-            let mut ids = Vec::new();
+            let entries = self.inventory(user).await?;
+            let mut ids: Vec<String> = entries.into_iter().map(|entry| entry.id).collect();
+            ids.sort();
+            Ok(ids)
+        })
+    }
+
+    /// Installed skills first, then a project's, `~/.agents`', `~/.claude`'s; by id within one.
+    fn inventory<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<InventoryEntry>, String>> {
+        Box::pin(async move {
+            let mut listed = self.list().await.map_err(|error| error.to_string())?;
+            listed.sort_by(|a, b| (a.source, &a.id).cmp(&(b.source, &b.id)));
+            let mut entries = Vec::new();
             for skill in listed {
                 if !skill.enabled || skill.error.is_some() {
                     continue;
                 }
-                let id = skill.id.clone();
                 // Validation is cached by hash: only a new or changed bundle is checked again.
-                if let Ok(BundleLookup::Found(_)) = self.lookup_listed(skill).await {
-                    ids.push(id);
+                if let Ok(BundleLookup::Found(found)) = self.lookup_listed(skill).await {
+                    entries.push(InventoryEntry {
+                        id: found.skill_id,
+                        description: found.description,
+                    });
                 }
             }
-            Ok(ids)
+            Ok(entries)
         })
     }
 

@@ -35,6 +35,8 @@ pub(crate) struct Operation {
     operator: bool,
     websocket: bool,
     request: Option<SchemaFn>,
+    /// A non-JSON request body: its media type.
+    binary_request: Option<&'static str>,
     query: Option<SchemaFn>,
     responses: Vec<(u16, &'static str, Option<SchemaFn>)>,
 }
@@ -51,6 +53,7 @@ impl Operation {
             operator: false,
             websocket: false,
             request: None,
+            binary_request: None,
             query: None,
             responses: Vec::new(),
         }
@@ -126,6 +129,12 @@ impl Operation {
     /// JSON request body of type `T`.
     pub(crate) fn request<T: JsonSchema>(mut self) -> Self {
         self.request = Some(schema_of::<T>);
+        self
+    }
+
+    /// A raw request body of media type `media_type` (an upload).
+    pub(crate) fn binary_request(mut self, media_type: &'static str) -> Self {
+        self.binary_request = Some(media_type);
         self
     }
 
@@ -233,6 +242,18 @@ fn method_filter(method: &Method) -> MethodFilter {
     }
 }
 
+/// The `requestBody` of `operation`: JSON of its request type, or a raw upload.
+fn request_body(operation: &Operation, generator: &mut SchemaGenerator) -> Option<Value> {
+    if let Some(request) = operation.request {
+        return Some(
+            json!({"required": true, "content": {"application/json": {"schema": request(generator)}}}),
+        );
+    }
+    operation.binary_request.map(|media_type| {
+        json!({"required": true, "content": {media_type: {"schema": {"type": "string", "contentMediaType": media_type}}}})
+    })
+}
+
 /// Builds the OpenAPI 3.1 document for `operations`.
 pub(crate) fn openapi(operations: &[Operation], version: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
@@ -269,11 +290,8 @@ pub(crate) fn openapi(operations: &[Operation], version: &str) -> Value {
         if !parameters.is_empty() {
             op.insert("parameters".into(), Value::Array(parameters));
         }
-        if let Some(request) = operation.request {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": {"application/json": {"schema": request(&mut generator)}}}),
-            );
+        if let Some(body) = request_body(operation, &mut generator) {
+            op.insert("requestBody".into(), body);
         }
 
         let mut responses = Map::new();

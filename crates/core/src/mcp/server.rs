@@ -13,6 +13,8 @@
 //!   the token it presented, never by its `clientInfo`), keeps the
 //!   client informed with progress while a person decides, and answers "waiting for approval"
 //!   before the client's own time limit; `AwaitApproval` picks the result up later, once.
+//! - `prompts/list` and `prompts/get` ([`prompts`]): the usable skills as prompts, with
+//!   `notifications/prompts/list_changed` when they change.
 //! - [`sessions`]: rmcp's session manager, watched, so that a session's end withdraws its calls.
 //!
 //! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
@@ -30,6 +32,7 @@ pub(crate) mod calls;
 pub(crate) use super::extension::McpExtension;
 pub(crate) mod front;
 pub(crate) mod listing;
+pub(crate) mod prompts;
 pub(crate) mod sessions;
 
 use std::borrow::Cow;
@@ -240,9 +243,15 @@ impl SouzServer {
             .unwrap_or_else(PoisonError::into_inner) = Some(stop.clone().drop_guard());
         let handle = self.session.handle.clone();
         let listing = Arc::clone(&self.session.listing);
+        let (prompt_peer, prompt_stop) = (peer.clone(), stop.clone());
         self.session.handle.spawn(async move {
             let notify = || async { peer.notify_tool_list_changed().await.is_ok() };
             follow_tool_list(&handle, &listing, &requester, stop.cancelled(), notify).await;
+        });
+        let handle = self.session.handle.clone();
+        self.session.handle.spawn(async move {
+            let notify = || async { prompt_peer.notify_prompt_list_changed().await.is_ok() };
+            prompts::follow(&handle, prompt_stop.cancelled(), notify).await;
         });
     }
 
@@ -364,6 +373,8 @@ impl ServerHandler for SouzServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
+            .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -468,26 +479,50 @@ impl ServerHandler for SouzServer {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .build(),
+        )
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let shutdown = self.session.handle.shutdown_signal();
-        let stop = async {
+        let stop = || async {
             tokio::select! {
                 () = context.cancelled() => {}
                 () = shutdown.cancelled() => {}
             }
         };
-        if context.accepted().tools_list_changed != Some(true) {
-            stop.await;
-            return Ok(());
-        }
+        let accepted = context.accepted();
         let requester = self.requester(context.request_context());
         let sink = context.sink();
-        let notify = || async { sink.notify_tool_list_changed().await.is_ok() };
         let session = &self.session;
-        follow_tool_list(&session.handle, &session.listing, &requester, stop, notify).await;
+        let tools = async {
+            if accepted.tools_list_changed == Some(true) {
+                let notify = || async { sink.notify_tool_list_changed().await.is_ok() };
+                follow_tool_list(
+                    &session.handle,
+                    &session.listing,
+                    &requester,
+                    stop(),
+                    notify,
+                )
+                .await;
+            } else {
+                stop().await;
+            }
+        };
+        let prompts = async {
+            if accepted.prompts_list_changed == Some(true) {
+                let notify = || async { sink.notify_prompt_list_changed().await.is_ok() };
+                prompts::follow(&session.handle, stop(), notify).await;
+            } else {
+                stop().await;
+            }
+        };
+        tokio::join!(tools, prompts);
         Ok(())
     }
 
@@ -561,12 +596,11 @@ impl ServerHandler for SouzServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        match &self.session.extension {
-            Some(extension) => extension.prompts(),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ListPromptsRequestMethod,
-            >()),
+        let mut listed = prompts::list(&self.session.handle).await?;
+        if let Some(extension) = &self.session.extension {
+            listed.extend(extension.prompts()?.prompts);
         }
+        Ok(rmcp::model::ListPromptsResult::with_all_items(listed))
     }
 
     async fn get_prompt(
@@ -574,11 +608,15 @@ impl ServerHandler for SouzServer {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if let Some(found) = prompts::get(&self.session.handle, &request.name).await? {
+            return Ok(found.into());
+        }
         match &self.session.extension {
             Some(extension) => extension.prompt(&request).map(Into::into),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::GetPromptRequestMethod,
-            >()),
+            None => Err(McpError::invalid_params(
+                format!("no prompt named `{}`", request.name),
+                None,
+            )),
         }
     }
 

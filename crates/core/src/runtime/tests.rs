@@ -2,6 +2,7 @@
 //! expiry of `approvals`) and one agent turn through the whole runtime (`agent_turn`).
 
 mod agent_turn;
+mod skill_inventory;
 
 use std::time::Duration;
 

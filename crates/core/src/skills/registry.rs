@@ -100,6 +100,8 @@ pub(crate) struct Registry {
     installed: PathBuf,
     imports: Vec<ImportRoot>,
     store: Store,
+    /// Counts installs, enable/disable and removals (import folders are not watched).
+    changes: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 fn now() -> String {
@@ -138,7 +140,19 @@ impl Registry {
             installed: souz_home.join("skills"),
             imports,
             store,
+            changes: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
         }
+    }
+
+    /// Follows changes of the installed skills (an install, enable, disable or removal); the
+    /// value is a counter, only its changing means something.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     /// The folder of the installed bundle `hash` of `id`.
@@ -168,6 +182,13 @@ impl Registry {
             &path.display().to_string(),
         )
         .await
+    }
+
+    /// Installs the skill in a zip archive held in memory (an upload).
+    pub(crate) async fn install_zip_bytes(&self, bytes: &[u8]) -> Result<Installed, SkillError> {
+        let archived = read_zip(std::io::Cursor::new(bytes))?;
+        self.install(archived.bundle, archived.folder.as_deref(), "upload")
+            .await
     }
 
     /// Installs a folder, or a `.zip` when `path` names a file.
@@ -243,6 +264,7 @@ impl Registry {
                 .map_err(store_error)
             })
             .await?;
+        self.changed();
         Ok(Installed { id, hash, verdict })
     }
 
@@ -428,6 +450,7 @@ impl Registry {
         if changed == 0 {
             return Err(SkillError::NotInstalled(id.to_owned()));
         }
+        self.changed();
         Ok(())
     }
 
@@ -447,6 +470,7 @@ impl Registry {
         if changed == 0 {
             return Err(SkillError::NotInstalled(id.to_owned()));
         }
+        self.changed();
         let folder = self.installed.join(id);
         if folder.exists() {
             make_writable(&folder);

@@ -77,6 +77,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/recovery.js"),
     ),
     (
+        "skills.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/skills.js"),
+    ),
+    (
         "icon.svg",
         "image/svg+xml",
         include_bytes!("../../../../../ui/icon.svg"),

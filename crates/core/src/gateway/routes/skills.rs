@@ -42,6 +42,21 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             install,
         )
         .route(
+            Operation::post("/v1/skills/archive")
+                .summary("Install a skill from an uploaded `.zip` (the request body).")
+                .description(
+                    "The archive holds one skill: `SKILL.md` at its root or in one top-level \
+                     folder. Same limits, validation and storage as installing from a path; a \
+                     rejected skill is not installed (400 with the findings).",
+                )
+                .tag("skills")
+                .operator()
+                .binary_request("application/zip")
+                .response::<InstalledSkill>(201, "Installed.")
+                .response::<ErrorBody>(400, "Not a valid skill archive, or rejected."),
+            install_archive,
+        )
+        .route(
             Operation::post("/v1/skills/validate")
                 .summary("Validate a skill folder or `.zip` without installing it.")
                 .tag("skills")
@@ -102,6 +117,16 @@ async fn install(
 ) -> Result<(StatusCode, axum::Json<InstalledSkill>), ApiError> {
     let installed = handle.install_skill(&request.path).await?;
     tracing::info!(skill = %installed.id, hash = %installed.hash, "skill installed");
+    Ok((StatusCode::CREATED, axum::Json(installed)))
+}
+
+async fn install_archive(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, axum::Json<InstalledSkill>), ApiError> {
+    let installed = handle.install_skill_archive(&body).await?;
+    tracing::info!(skill = %installed.id, hash = %installed.hash, "skill installed from an upload");
     Ok((StatusCode::CREATED, axum::Json(installed)))
 }
 

@@ -490,3 +490,65 @@ async fn external_tools_are_re_exported_per_server_and_called_as_the_client() {
     assert!(refused.result.unwrap().text.contains("no tool named"));
     runtime.shutdown("test").await.unwrap();
 }
+
+/// Usable skills are prompts (their instructions as the text); a disabled one is neither listed
+/// nor served; an install and a disable are announced to a following session.
+#[tokio::test]
+async fn usable_skills_are_prompts_and_their_changes_are_announced() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let runtime = TestRuntime::builder().flat_home().start().await;
+    let handle = runtime.handle();
+    let folder = runtime.home().path().join("sources").join("notes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nWrite Markdown files.\n",
+    )
+    .unwrap();
+    assert!(prompts::list(&handle).await.unwrap().is_empty());
+
+    let told = Arc::new(AtomicUsize::new(0));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let followed = prompts::start(&handle).await;
+    let follower = {
+        let (handle, told, wake, stop) = (handle.clone(), told.clone(), wake.clone(), stop.clone());
+        tokio::spawn(async move {
+            let notify = || async {
+                told.fetch_add(1, Ordering::SeqCst);
+                wake.notify_one();
+                true
+            };
+            prompts::follow_from(&handle, followed, stop.cancelled(), notify).await;
+        })
+    };
+    handle
+        .install_skill(folder.to_str().unwrap())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), wake.notified())
+        .await
+        .expect("the install is announced");
+    let listed = prompts::list(&handle).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, "notes");
+    assert_eq!(listed[0].description.as_deref(), Some("Take notes."));
+    let got = prompts::get(&handle, "notes").await.unwrap().unwrap();
+    let text = serde_json::to_value(&got.messages[0]).unwrap();
+    assert_eq!(
+        text["content"]["text"],
+        "Skill `notes`: Take notes.\n\nWrite Markdown files."
+    );
+    assert_eq!(text["role"], "user");
+
+    handle.set_skill_enabled("notes", false).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), wake.notified())
+        .await
+        .expect("the disable is announced");
+    assert!(prompts::list(&handle).await.unwrap().is_empty());
+    assert!(prompts::get(&handle, "notes").await.unwrap().is_none());
+    assert_eq!(told.load(Ordering::SeqCst), 2);
+    stop.cancel();
+    follower.await.unwrap();
+}

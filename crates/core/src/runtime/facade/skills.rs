@@ -9,6 +9,7 @@ use souz_protocol::{
 };
 
 use super::ServiceError;
+use crate::agent::skills::{BundleLookup, BundleSkill, SkillBundles};
 use crate::runtime::RuntimeHandle;
 use crate::skills::SkillError;
 use crate::skills::manifest::{self, MANIFEST_PATH};
@@ -142,6 +143,23 @@ impl RuntimeHandle {
         })
     }
 
+    /// Installs the skill in the uploaded `.zip` `bytes` (rejected skills are not installed).
+    pub async fn install_skill_archive(
+        &self,
+        bytes: &[u8],
+    ) -> Result<InstalledSkill, ServiceError> {
+        let installed = self.skills().install_zip_bytes(bytes).await?;
+        Ok(InstalledSkill {
+            validation: validation(
+                Some(installed.id.clone()),
+                Some(installed.hash.clone()),
+                installed.verdict,
+            ),
+            id: installed.id,
+            hash: installed.hash,
+        })
+    }
+
     /// Validates the skill folder or `.zip` at `path` without installing it.
     pub fn validate_skill(&self, path: &str) -> Result<SkillValidation, ServiceError> {
         let checked = self.skills().validate_path(absolute(path)?);
@@ -174,5 +192,46 @@ impl RuntimeHandle {
     /// Removes an installed skill and all its bundles.
     pub async fn remove_skill(&self, id: &str) -> Result<(), ServiceError> {
         Ok(self.skills().remove(id).await?)
+    }
+}
+
+/// A usable skill (enabled, loading, approved by validation) as the MCP server offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UsableSkill {
+    /// Its id (the spec name).
+    pub id: String,
+    /// What it does.
+    pub description: String,
+}
+
+impl RuntimeHandle {
+    /// The skills the agents may use (enabled, loading, approved), sorted by id.
+    pub(crate) async fn usable_skills(&self) -> Result<Vec<UsableSkill>, ServiceError> {
+        let mut skills: Vec<UsableSkill> = SkillBundles::inventory(self.skills(), "")
+            .await
+            .map_err(|error| ServiceError::internal(&error))?
+            .into_iter()
+            .map(|entry| UsableSkill {
+                id: entry.id,
+                description: entry.description,
+            })
+            .collect();
+        skills.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(skills)
+    }
+
+    /// The usable skill `id` with its instructions; `None` when there is no usable skill of
+    /// that id (missing, disabled or rejected).
+    pub(crate) async fn usable_skill(&self, id: &str) -> Result<Option<BundleSkill>, ServiceError> {
+        match SkillBundles::lookup(self.skills(), "", id).await {
+            Ok(BundleLookup::Found(skill)) => Ok(Some(skill)),
+            Ok(_) => Ok(None),
+            Err(error) => Err(ServiceError::internal(&error)),
+        }
+    }
+
+    /// Follows changes of the installed skills (install, enable, disable, remove).
+    pub(crate) fn skill_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.skills().changes()
     }
 }
