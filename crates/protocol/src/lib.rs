@@ -36,7 +36,7 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
     PutProviderKey,
 };
-pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
+pub use mcp::{McpServerEnabled, McpServerList, McpServerPut, McpServerStatus, McpServerTest};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,
