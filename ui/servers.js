@@ -89,7 +89,7 @@ export async function serversPage(main) {
       h("td", {}, server.name),
       h("td", {}, server.transport),
       h("td.state", {}, state,
-        server.restartRequired ? h("span.tag.restart", {}, t("restart")) : null,
+        server.restart_required ? h("span.tag.restart", {}, t("restart")) : null,
         server.error ? h("div.meta.error", {}, server.error) : null),
       h("td.tools", {}, String(server.tools)),
       h("td", {},

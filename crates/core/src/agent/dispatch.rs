@@ -242,3 +242,6 @@ async fn through_gate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
