@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|skills|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|mcp-gateway|skills|all]
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ case "$which" in
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
   agent) cargo bench -p souz-core --features test-support --bench agent ;;
   skills) cargo bench -p souz-core --features test-support --bench skills ;;
+  mcp-gateway) souz_install_clients; tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN" ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --features test-support --bench gate
@@ -23,6 +24,7 @@ case "$which" in
     cargo bench -p souz-core --features test-support --bench chat
     souz_install_clients
     cargo bench -p souz-e2e --bench mcp
+    tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN"
     cargo bench -p souz-core --features test-support --bench agent
     cargo bench -p souz-core --features test-support --bench skills
     ;;

@@ -115,6 +115,7 @@ function approvalCard(approval, focused) {
     h("div.row", {},
       h("h2", {}, `${approval.requester_label} wants to use ${approval.tool}`),
       h("span.spacer"),
+      approval.server ? h("span.tag.server", { title: "The external MCP server this tool belongs to" }, `MCP server ${approval.server}`) : null,
       h("span.tag", {}, approval.risk)),
     h("p", {}, approval.summary),
     h("p.meta", {}, `${approval.reason} · asked ${time(approval.created_at)} · denied automatically at ${time(approval.expires_at)}`),
@@ -238,6 +239,13 @@ async function live(main) {
       case "approval.expired": {
         const call = toolLine(turn, payload);
         show(call, "failed", `✗ ${call.label || payload.name}: ${call.summary} (no answer: ${payload.reason || "expired"})`);
+        break;
+      }
+      case "tool.call.progress": {
+        const call = toolLine(turn, payload);
+        call.label = call.label || payload.name;
+        const done = payload.total ? `${payload.progress}/${payload.total}` : `${payload.progress}`;
+        show(call, "running", `▶ ${call.label} … ${done}${payload.message ? " " + payload.message : ""}`);
         break;
       }
       case "tool.call.finished": {

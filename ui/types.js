@@ -39,6 +39,7 @@
  *   requester: Requester;
  *   requester_label: string;
  *   risk: Risk;
+ *   server?: string | null;
  *   status: ApprovalStatus;
  *   suggested: SuggestedScope;
  *   summary: string;
@@ -175,6 +176,9 @@
  * } | {
  *   payload: ToolCallStartedPayload;
  *   type: "tool.call.started";
+ * } | {
+ *   payload: ToolCallProgressPayload;
+ *   type: "tool.call.progress";
  * } | {
  *   payload: ToolCallFinishedPayload;
  *   type: "tool.call.finished";
@@ -695,10 +699,27 @@
  */
 
 /**
+ * `PUT /v1/mcp/servers/{name}/enabled`: turn a configured server on or off.
+ * @typedef {{
+ *   enabled: boolean;
+ * }} McpServerEnabled
+ */
+
+/**
  * `GET /v1/mcp/servers`.
  * @typedef {{
  *   servers: Array<McpServerStatus>;
  * }} McpServerList
+ */
+
+/**
+ * `PUT /v1/mcp/servers/{name}`: the whole `[mcp.servers.<name>]` table, written to
+ * `config.toml` (validated like every config edit; a problem comes back with its line and
+ * column and nothing is written).
+ * @typedef {{
+ *   baseRevision?: string | null;
+ *   settings: Record<string, unknown>;
+ * }} McpServerPut
  */
 
 /**
@@ -709,6 +730,8 @@
  *   error?: string | null;
  *   expose_to_mcp_clients: boolean;
  *   name: string;
+ *   restart_required?: boolean;
+ *   settings?: unknown;
  *   tools: number;
  *   transport: string;
  * }} McpServerStatus
@@ -1348,6 +1371,18 @@
  *   status: string;
  *   toolCallId: string;
  * }} ToolCallFinishedPayload
+ */
+
+/**
+ * A running tool call reported progress (live only: an external MCP server's
+ * `notifications/progress`).
+ * @typedef {{
+ *   message?: string | null;
+ *   name: string;
+ *   progress: number;
+ *   toolCallId: string;
+ *   total?: number | null;
+ * }} ToolCallProgressPayload
  */
 
 /**

@@ -375,11 +375,21 @@ pub fn key_argument(approval: &Approval) -> Option<String> {
     None
 }
 
+/// The tool an approval is about, with the external MCP server it belongs to if any
+/// ("mcp__files__read from the MCP server files").
+pub fn tool_label(approval: &Approval) -> String {
+    match &approval.server {
+        Some(server) => format!("{} from the MCP server {server}", approval.tool),
+        None => approval.tool.clone(),
+    }
+}
+
 /// The notification's title and body for an approval.
 pub fn approval_text(approval: &Approval) -> (String, String) {
     let title = format!(
         "{} wants to use {}",
-        approval.requester_label, approval.tool
+        approval.requester_label,
+        tool_label(approval)
     );
     let mut body = shorten(&approval.summary, 200);
     if let Some(argument) = key_argument(approval)

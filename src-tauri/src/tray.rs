@@ -150,7 +150,7 @@ fn approval_items<R: Runtime>(
                 shown(&format!(
                     "{} · {} · {}",
                     approval.requester_label,
-                    approval.tool,
+                    crate::state::tool_label(approval),
                     shorten(&what, 60)
                 )),
             )?));

@@ -11,6 +11,7 @@ mod daemon;
 mod keys;
 mod keys_cli;
 mod mcp;
+mod mcp_gateway;
 mod mcp_servers;
 mod questions;
 mod restart;

@@ -139,3 +139,91 @@ fn a_claude_desktop_file_is_imported_as_checked_sections() {
         .unwrap();
     assert!(!refused.status.success());
 }
+
+#[test]
+fn servers_are_added_refused_disabled_and_removed_from_the_cli() {
+    let daemon = Daemon::start();
+    let cli = |args: &[&str]| {
+        let output = daemon.cli().args(args).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    };
+    let config = daemon.home.path().join("config.toml");
+
+    let (ok, text) = cli(&[
+        "mcp",
+        "servers",
+        "add",
+        "web",
+        "--url",
+        "ftp://example.org/mcp",
+    ]);
+    assert!(!ok, "{text}");
+    // The problem with its position in the file: `…/config.toml:<line>:<column>: …`.
+    assert!(
+        text.contains("config.toml:") && text.contains("http(s) URL"),
+        "{text}"
+    );
+    assert!(
+        !std::fs::read_to_string(&config)
+            .unwrap_or_default()
+            .contains("web")
+    );
+
+    let (ok, text) = cli(&[
+        "mcp",
+        "servers",
+        "add",
+        "files",
+        "--env",
+        "LEVEL=2",
+        "--",
+        "/usr/bin/true",
+        "--flag",
+    ]);
+    assert!(ok, "{text}");
+    assert!(text.contains("Restart Souz"), "{text}");
+    let written = std::fs::read_to_string(&config).unwrap();
+    let section = |text: &str| {
+        text.lines()
+            .any(|line| line.trim() == "[mcp.servers.files]")
+    };
+    assert!(section(&written), "{written}");
+    assert!(written.contains("command = \"/usr/bin/true\""), "{written}");
+    assert!(written.contains("\"--flag\""), "{written}");
+    assert!(written.contains("LEVEL = \"2\""), "{written}");
+    let (ok, text) = cli(&["mcp", "servers"]);
+    assert!(
+        ok && text.contains("files") && text.contains("restart to apply"),
+        "{text}"
+    );
+
+    let (ok, text) = cli(&["mcp", "servers", "disable", "files"]);
+    assert!(ok, "{text}");
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("enabled = false")
+    );
+    let (ok, text) = cli(&["mcp", "servers"]);
+    assert!(ok && text.contains("disabled"), "{text}");
+    let (ok, text) = cli(&["mcp", "servers", "enable", "files"]);
+    assert!(ok, "{text}");
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("enabled = true")
+    );
+
+    let (ok, text) = cli(&["mcp", "servers", "rm", "files"]);
+    assert!(ok, "{text}");
+    let left = std::fs::read_to_string(&config).unwrap();
+    assert!(!section(&left) && !left.contains("/usr/bin/true"), "{left}");
+    let (ok, text) = cli(&["mcp", "servers", "rm", "files"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("no [mcp.servers.files]"), "{text}");
+}

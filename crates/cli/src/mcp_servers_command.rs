@@ -7,7 +7,7 @@ use crate::output::{print_json, say, truncate};
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
-    /// External MCP servers: list (default), test.
+    /// External MCP servers: list (default), test, add, rm, enable, disable.
     Servers {
         #[command(subcommand)]
         command: Option<ServersCommand>,
@@ -34,6 +34,82 @@ pub enum ServersCommand {
         /// The server's name in config.toml.
         name: String,
     },
+    /// Add (or replace) a server in config.toml: a program after `--`, or `--url`.
+    /// Applies at the next start of the daemon.
+    Add(AddServer),
+    /// Remove a server from config.toml (applies at the next start).
+    Rm {
+        /// The server's name in config.toml.
+        name: String,
+    },
+    /// Turn a server on in config.toml (applies at the next start).
+    Enable {
+        /// The server's name in config.toml.
+        name: String,
+    },
+    /// Turn a server off in config.toml (applies at the next start).
+    Disable {
+        /// The server's name in config.toml.
+        name: String,
+    },
+}
+
+/// `souz mcp servers add`.
+#[derive(Debug, clap::Args)]
+pub struct AddServer {
+    /// Its name (its tools become `mcp__<name>__<tool>`).
+    name: String,
+    /// A streamable HTTP endpoint instead of a program.
+    #[arg(long)]
+    url: Option<String>,
+    /// `NAME=VALUE` set in the program's environment (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// Add it turned off.
+    #[arg(long)]
+    disabled: bool,
+    /// Keep its tools from MCP clients at Souz's /mcp (Souz's agents still see them).
+    #[arg(long)]
+    no_expose: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+impl AddServer {
+    fn request(&self) -> Result<souz_protocol::McpServerPut> {
+        let mut settings = serde_json::Map::new();
+        match (&self.url, self.command.split_first()) {
+            (Some(url), None) => {
+                settings.insert("url".into(), url.clone().into());
+            }
+            (None, Some((program, args))) => {
+                settings.insert("command".into(), program.clone().into());
+                settings.insert("args".into(), args.to_vec().into());
+            }
+            _ => anyhow::bail!("give either --url URL or a program after `--`, not both"),
+        }
+        if !self.env.is_empty() {
+            let mut env = serde_json::Map::new();
+            for pair in &self.env {
+                let (name, value) = pair
+                    .split_once('=')
+                    .with_context(|| format!("`{pair}` is not NAME=VALUE"))?;
+                env.insert(name.to_owned(), value.into());
+            }
+            settings.insert("env".into(), env.into());
+        }
+        if self.disabled {
+            settings.insert("enabled".into(), false.into());
+        }
+        if self.no_expose {
+            settings.insert("expose_to_mcp_clients".into(), false.into());
+        }
+        Ok(souz_protocol::McpServerPut {
+            settings,
+            base_revision: None,
+        })
+    }
 }
 
 pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
@@ -69,7 +145,7 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                     (true, false) => "not connected",
                 };
                 say!(
-                    "{:<20} {:<6} {:<14} {} tool(s){}{}",
+                    "{:<20} {:<6} {:<14} {} tool(s){}{}{}",
                     server.name,
                     server.transport,
                     state,
@@ -79,6 +155,11 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                     } else {
                         ", not exposed at /mcp"
                     },
+                    if server.restart_required {
+                        ", changed: restart to apply"
+                    } else {
+                        ""
+                    },
                     server
                         .error
                         .as_deref()
@@ -86,6 +167,13 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                         .unwrap_or_default()
                 );
             }
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        edit @ (ServersCommand::Add(_)
+        | ServersCommand::Rm { .. }
+        | ServersCommand::Enable { .. }
+        | ServersCommand::Disable { .. }) => {
+            change(&client, edit).await?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         ServersCommand::Test { name } => {
@@ -99,4 +187,36 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
             }
         }
     }
+}
+
+/// Adds, removes, enables or disables a server in config.toml through the daemon.
+async fn change(client: &crate::client::DaemonClient, command: ServersCommand) -> Result<()> {
+    let (name, saved) = match command {
+        ServersCommand::Add(add) => {
+            let saved = client.put_mcp_server(&add.name, &add.request()?).await?;
+            say!("Saved [mcp.servers.{}] to config.toml.", add.name);
+            (add.name, Some(saved))
+        }
+        ServersCommand::Rm { name } => {
+            client.remove_mcp_server(&name).await?;
+            say!("Removed [mcp.servers.{name}] from config.toml.");
+            (name, None)
+        }
+        ServersCommand::Enable { name } => {
+            let saved = client.set_mcp_server_enabled(&name, true).await?;
+            say!("Enabled [mcp.servers.{name}] in config.toml.");
+            (name, Some(saved))
+        }
+        ServersCommand::Disable { name } => {
+            let saved = client.set_mcp_server_enabled(&name, false).await?;
+            say!("Disabled [mcp.servers.{name}] in config.toml.");
+            (name, Some(saved))
+        }
+        ServersCommand::List { .. } | ServersCommand::Test { .. } => return Ok(()),
+    };
+    let waits = saved.is_none_or(|saved| !saved.restart_required.is_empty());
+    if waits {
+        say!("Restart Souz to apply the change to `{name}`.");
+    }
+    Ok(())
 }

@@ -110,6 +110,33 @@ impl DaemonClient {
         self.post(&path, &serde_json::json!({})).await
     }
 
+    /// Adds or replaces `[mcp.servers.<name>]` in config.toml (applies at the next start).
+    pub async fn put_mcp_server(
+        &self,
+        name: &str,
+        request: &souz_protocol::McpServerPut,
+    ) -> Result<souz_protocol::config::ConfigSaved, ClientError> {
+        let path = format!("/v1/mcp/servers/{}", encode_segment(name));
+        self.put(&path, request).await
+    }
+
+    /// Removes `[mcp.servers.<name>]` from config.toml (applies at the next start).
+    pub async fn remove_mcp_server(&self, name: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/mcp/servers/{}", encode_segment(name));
+        self.delete(&path).await
+    }
+
+    /// Turns `[mcp.servers.<name>]` on or off (applies at the next start).
+    pub async fn set_mcp_server_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<souz_protocol::config::ConfigSaved, ClientError> {
+        let path = format!("/v1/mcp/servers/{}/enabled", encode_segment(name));
+        self.put(&path, &souz_protocol::McpServerEnabled { enabled })
+            .await
+    }
+
     /// The caller's configured provider keys (hints only), sorted by provider.
     pub async fn provider_keys(&self) -> Result<souz_protocol::ProviderKeyList, ClientError> {
         self.get("/v1/me/provider-keys").await

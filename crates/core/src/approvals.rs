@@ -108,6 +108,8 @@ pub struct NewApproval {
     pub requester: Requester,
     /// Tool name.
     pub tool: String,
+    /// The external MCP server the tool belongs to (`None` for Souz's own).
+    pub server: Option<String>,
     /// Risk class.
     pub risk: Risk,
     /// Full arguments.
@@ -383,6 +385,7 @@ impl Approvals {
             requester_label: new.requester.label(),
             requester: new.requester,
             tool: new.tool,
+            server: new.server,
             risk: new.risk,
             arguments: new.arguments,
             summary: new.summary,

@@ -15,6 +15,7 @@ pub(crate) mod builtin;
 pub(crate) mod calls;
 pub(crate) mod external;
 pub mod gate;
+pub mod progress;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox, SandboxError};
+pub use progress::{ProgressSink, ToolProgress};
 
 /// Everything a tool may use while it plans and runs.
 #[derive(Clone)]
@@ -39,6 +41,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Who asked for the call.
     pub requester: Requester,
+    /// Where a running tool reports its progress (nowhere unless the gate runs it).
+    pub progress: ProgressSink,
 }
 
 /// What a call will do, computed before approval.

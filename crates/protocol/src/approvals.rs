@@ -241,6 +241,10 @@ pub struct Approval {
     pub requester_label: String,
     /// The tool.
     pub tool: String,
+    /// The external MCP server (`[mcp.servers.<name>]`) the tool belongs to; absent for
+    /// Souz's own tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// Its risk class.
     pub risk: crate::Risk,
     /// The full arguments.

@@ -42,7 +42,7 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
     PutProviderKey,
 };
-pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
+pub use mcp::{McpServerEnabled, McpServerList, McpServerPut, McpServerStatus, McpServerTest};
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,

@@ -21,6 +21,13 @@ pub struct McpServerStatus {
     pub error: Option<String>,
     /// Whether MCP clients at Souz's `/mcp` see its tools.
     pub expose_to_mcp_clients: bool,
+    /// Its table in `config.toml` now (every key, defaults included), for editing.
+    #[serde(default)]
+    pub settings: serde_json::Value,
+    /// Whether `config.toml` was changed for it since Souz started: the change applies at the
+    /// next start.
+    #[serde(default)]
+    pub restart_required: bool,
 }
 
 /// `GET /v1/mcp/servers`.
@@ -41,4 +48,26 @@ pub struct McpServerTest {
     pub tools: usize,
     /// Why not, when it failed.
     pub error: Option<String>,
+}
+
+/// `PUT /v1/mcp/servers/{name}`: the whole `[mcp.servers.<name>]` table, written to
+/// `config.toml` (validated like every config edit; a problem comes back with its line and
+/// column and nothing is written).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpServerPut {
+    /// The table's keys as in `config.toml` (`command`, `args`, `env`, `url`, `enabled`, …);
+    /// `null` values are left out.
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// The config `revision` the edit started from; a mismatch is 409 and nothing is written.
+    #[serde(default)]
+    pub base_revision: Option<String>,
+}
+
+/// `PUT /v1/mcp/servers/{name}/enabled`: turn a configured server on or off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpServerEnabled {
+    /// On or off.
+    pub enabled: bool,
 }

@@ -23,6 +23,7 @@ fn approval(id: &str, arguments: serde_json::Value) -> Approval {
         requester: Requester::Cli,
         requester_label: "Claude Code 1.2".into(),
         tool: "RunCommand".into(),
+        server: None,
         risk: Risk::Exec,
         arguments,
         summary: "Run a command".into(),
@@ -235,6 +236,22 @@ fn notification_text_names_who_what_and_the_key_argument() {
     let long = "x".repeat(300);
     assert_eq!(shorten(&long, 10).chars().count(), 11);
     assert_eq!(key_argument(&approval("n", json!({"other": 1}))), None);
+}
+
+#[test]
+fn an_external_tool_is_named_with_its_mcp_server() {
+    let mut external = approval("m", json!({"path": "/tmp/a"}));
+    external.tool = "mcp__files__read_file".into();
+    external.server = Some("files".into());
+    let (title, _) = approval_text(&external);
+    assert_eq!(
+        title,
+        "Claude Code 1.2 wants to use mcp__files__read_file from the MCP server files"
+    );
+    assert_eq!(
+        tool_label(&external),
+        "mcp__files__read_file from the MCP server files"
+    );
 }
 
 fn question(id: &str, mode: SelectionMode, labels: &[&str], free_text: bool) -> Question {

@@ -24,7 +24,7 @@ use super::scope::TurnScope;
 use crate::llm::{Message, ToolCall};
 use crate::redact;
 use crate::store::StoreError;
-use crate::tools::gate::{CallRequest, Gate};
+use crate::tools::gate::{CallHandle, CallRequest, CallState, Gate};
 
 /// A call through the gate from a chat turn: which tool, for which chat and model tool call,
 /// and where its approval events go.
@@ -99,12 +99,38 @@ pub(crate) async fn call_gate_with(
             }
         }
     }
-    let state = handle.finished().await;
+    let state = follow_progress(&mut handle, tool, tool_call_id, sink).await;
     Ok(state.result.unwrap_or_else(|| ToolResult {
         text: "The call ended without a result.".to_owned(),
         structured: None,
         is_error: true,
     }))
+}
+
+/// Waits for the call to end, reporting each progress report it makes on the way.
+async fn follow_progress(
+    handle: &mut CallHandle,
+    tool: &str,
+    tool_call_id: &str,
+    sink: &dyn TurnSink,
+) -> CallState {
+    let mut seen = None;
+    loop {
+        let state = handle.progressed(seen.as_ref()).await;
+        if state.status.is_final() {
+            return state;
+        }
+        if let Some(report) = &state.progress {
+            sink.send(TurnEvent::ToolCallProgress {
+                tool_call_id: tool_call_id.to_owned(),
+                tool: tool.to_owned(),
+                progress: report.progress,
+                total: report.total,
+                message: report.message.as_deref().map(redact::error_preview),
+            });
+        }
+        seen = state.progress;
+    }
 }
 
 /// Runs one call of the model and returns the tool message for the history.
@@ -228,3 +254,6 @@ async fn through_gate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -78,6 +78,19 @@ pub enum TurnEvent {
         /// Why it expired, when it did.
         expiry_reason: Option<ExpiryReason>,
     },
+    /// The running call reported progress (an external MCP server's `notifications/progress`).
+    ToolCallProgress {
+        /// The model's id for the call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// How far along.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The tool's message.
+        message: Option<String>,
+    },
     /// The call produced a result.
     ToolCallFinished {
         /// The model's id for the call.

@@ -105,6 +105,7 @@ fn shallow(approval: &Approval) -> Approval {
         requester: approval.requester.clone(),
         requester_label: approval.requester_label.clone(),
         tool: approval.tool.clone(),
+        server: approval.server.clone(),
         risk: approval.risk,
         arguments: Value::Null,
         summary: approval.summary.clone(),

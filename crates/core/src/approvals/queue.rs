@@ -14,12 +14,12 @@ use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time};
 
 const COLUMNS: &str = "id, call_id, status, requester, tool, risk, arguments, summary, diff, \
-                       reason, suggested, created_at, expires_at, decision, expiry_reason";
+                       reason, suggested, created_at, expires_at, decision, expiry_reason, server";
 
 /// Inserts a new pending approval.
 pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
     connection.execute(
-        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL)"),
+        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14)"),
         params![
             approval.id,
             approval.call_id,
@@ -34,6 +34,7 @@ pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(),
             to_json(&approval.suggested)?,
             to_time(approval.created_at),
             to_time(approval.expires_at),
+            approval.server,
         ],
     )?;
     Ok(())
@@ -143,6 +144,7 @@ struct RawApproval {
     expires_at: String,
     decision: Option<String>,
     expiry_reason: Option<String>,
+    server: Option<String>,
 }
 
 impl RawApproval {
@@ -163,6 +165,7 @@ impl RawApproval {
             expires_at: row.get(12)?,
             decision: row.get(13)?,
             expiry_reason: row.get(14)?,
+            server: row.get(15)?,
         })
     }
 
@@ -183,6 +186,7 @@ impl RawApproval {
             id: self.id,
             call_id: self.call_id,
             tool: self.tool,
+            server: self.server,
             summary: self.summary,
             diff: self.diff,
             reason: self.reason,

@@ -72,6 +72,7 @@ impl Fixture {
                 call_id,
                 requester,
                 tool: tool.into(),
+                server: None,
                 risk: Risk::Write,
                 arguments: serde_json::json!({"path": "~/p/a.rs"}),
                 summary: format!("{tool} ~/p/a.rs"),

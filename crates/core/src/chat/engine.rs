@@ -100,6 +100,19 @@ fn relay(event: agent_events::TurnEvent) -> Option<TurnEvent> {
             duration_ms,
             result_preview,
         }),
+        Agent::ToolCallProgress {
+            tool_call_id,
+            tool,
+            progress,
+            total,
+            message,
+        } => Some(TurnEvent::ToolCallProgress {
+            call_id: tool_call_id,
+            tool,
+            progress,
+            total,
+            message,
+        }),
         Agent::ToolCallFailed {
             tool_call_id,
             tool,

@@ -11,6 +11,7 @@ use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::events::{
     ExecutionCancelledPayload, ExecutionFailedPayload, ExecutionFinishedPayload,
     MessageDeltaPayload, MessageDiscardedPayload, MessagePayload, OptionRequestedPayload,
+    ToolCallProgressPayload,
 };
 use souz_protocol::chat::{ChatEventBody, Execution, ExecutionStatus, OptionStatus, Usage};
 use tokio::sync::mpsc;
@@ -138,6 +139,27 @@ impl Chats {
                         message_id: relay.message_id.clone(),
                         execution_id: execution_id.to_owned(),
                         attempt: *attempt,
+                    });
+                    self.inner
+                        .events
+                        .publish_live(chat_id, Some(execution_id), body);
+                }
+                return;
+            }
+            TurnEvent::ToolCallProgress {
+                call_id,
+                tool,
+                progress,
+                total,
+                message,
+            } => {
+                if relay.show_tools {
+                    let body = ChatEventBody::ToolCallProgress(ToolCallProgressPayload {
+                        tool_call_id: call_id.clone(),
+                        name: tool.clone(),
+                        progress: *progress,
+                        total: *total,
+                        message: message.clone(),
                     });
                     self.inner
                         .events

@@ -69,6 +69,19 @@ pub enum TurnEvent {
         /// The model request.
         attempt: u64,
     },
+    /// A running tool call reported progress (live only).
+    ToolCallProgress {
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// How far along.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The tool's message.
+        message: Option<String>,
+    },
     /// A tool call started running.
     ToolCallStarted {
         /// Call id.
@@ -213,7 +226,9 @@ pub(crate) fn add_usage(usage: &mut Usage, more: &Usage) {
 /// discards are live-only and published by the relay itself).
 pub(crate) fn event_body(event: &TurnEvent, show_tool_events: bool) -> Option<ChatEventBody> {
     match event {
-        TurnEvent::Delta { .. } | TurnEvent::Discarded { .. } => None,
+        TurnEvent::Delta { .. }
+        | TurnEvent::Discarded { .. }
+        | TurnEvent::ToolCallProgress { .. } => None,
         TurnEvent::ToolCallStarted {
             call_id,
             tool,

@@ -23,9 +23,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, JsonObject};
-use rmcp::service::{Peer, ServiceError};
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, JsonObject, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use souz_protocol::McpServerStatus;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -37,7 +42,7 @@ use crate::config::McpServerConfig;
 use crate::store::Store;
 use crate::tools::external::ExternalTool;
 use crate::tools::gate::Gate;
-use crate::tools::{ToolError, ToolOutput};
+use crate::tools::{ProgressSink, ToolError, ToolOutput, ToolProgress};
 
 /// The longest wait before a failed server is tried again.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -121,6 +126,7 @@ impl McpClients {
                     allow_hosts: config.sandbox.network_allow_hosts.clone(),
                     events: Events {
                         tools_changed: Arc::new(Notify::new()),
+                        progress: ProgressDispatcher::new(),
                     },
                     session: tokio::sync::Mutex::new(None),
                     health: Mutex::new(Health::default()),
@@ -141,15 +147,17 @@ impl McpClients {
         futures::future::join_all(keepers).await;
     }
 
-    /// Where each configured server stands (enabled ones live; disabled ones as configured).
-    pub(crate) fn status(&self, config: &Config) -> Vec<McpServerStatus> {
-        config
+    /// Where each server of `current` (the file now) stands: enabled ones of `running` (what
+    /// Souz started with) live, the rest as configured.
+    pub(crate) fn status(&self, current: &Config, running: &Config) -> Vec<McpServerStatus> {
+        current
             .mcp
             .servers
             .iter()
             .map(|(name, server)| {
                 let live = self.servers.iter().find(|live| &live.name == name);
                 let health = live.map(|live| live.health());
+                let restart_required = running.mcp.servers.get(name) != Some(server);
                 McpServerStatus {
                     name: name.clone(),
                     transport: if server.is_stdio() { "stdio" } else { "http" }.to_owned(),
@@ -158,6 +166,8 @@ impl McpClients {
                     tools: health.as_ref().map_or(0, |h| h.tools),
                     error: health.and_then(|h| h.last_error),
                     expose_to_mcp_clients: server.expose_to_mcp_clients,
+                    settings: serde_json::to_value(server).unwrap_or_default(),
+                    restart_required,
                 }
             })
             .collect()
@@ -375,12 +385,13 @@ impl Server {
     }
 
     /// Calls `tool` with `arguments`: within the tool timeout, cancelled with `cancel`, sent
-    /// once more on a new session when the first finds it broken.
+    /// once more on a new session when the first finds it broken; the server's progress
+    /// notifications go to `progress`.
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: JsonObject,
-        cancel: &CancellationToken,
+        run: &Run<'_>,
     ) -> Result<ToolOutput, ToolError> {
         let limit = Duration::from_secs(self.config.tool_timeout_seconds);
         let mut attempt = 0;
@@ -389,26 +400,23 @@ impl Server {
             let (peer, generation) = self.peer().await.map_err(ToolError::Failed)?;
             let params =
                 CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
-            let answer = tokio::select! {
-                answer = tokio::time::timeout(limit, peer.call_tool(params)) => answer,
-                () = cancel.cancelled() => return Err(ToolError::Cancelled),
-            };
-            match answer {
-                Err(_) => {
+            match send_call(&peer, params, limit, run, &self.events.progress).await {
+                Sent::Cancelled => return Err(ToolError::Cancelled),
+                Sent::TimedOut => {
                     return Err(ToolError::Failed(format!(
                         "`{tool}` on the MCP server `{}` did not answer within {} s; it was cancelled",
                         self.name, self.config.tool_timeout_seconds
                     )));
                 }
-                Ok(Ok(result)) => return proxy::output(result),
-                Ok(Err(ServiceError::McpError(error))) => {
+                Sent::Answer(Ok(result)) => return proxy::output(result),
+                Sent::Answer(Err(ServiceError::McpError(error))) => {
                     return Err(ToolError::Failed(error.message.to_string()));
                 }
-                Ok(Err(error)) if attempt == 1 => {
+                Sent::Answer(Err(error)) if attempt == 1 => {
                     tracing::warn!(server = %self.name, %error, "the MCP session broke; starting a new one");
                     self.drop_session(generation).await;
                 }
-                Ok(Err(error)) => {
+                Sent::Answer(Err(error)) => {
                     self.drop_session(generation).await;
                     return Err(ToolError::Failed(format!(
                         "the MCP server `{}` failed: {error}",
@@ -416,6 +424,91 @@ impl Server {
                     )));
                 }
             }
+        }
+    }
+}
+
+/// What a call follows besides its arguments: its cancellation and where progress goes.
+pub(crate) struct Run<'a> {
+    pub cancel: &'a CancellationToken,
+    pub progress: &'a ProgressSink,
+}
+
+/// How one `tools/call` request ended.
+enum Sent {
+    Answer(Result<CallToolResult, ServiceError>),
+    TimedOut,
+    Cancelled,
+}
+
+/// Sends one `tools/call` and waits for its answer within `limit`, passing the server's
+/// progress notifications (under the token rmcp gave the request) to `run.progress`. A call
+/// given up (timed out, cancelled) is cancelled on the server with `notifications/cancelled`.
+async fn send_call(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    limit: Duration,
+    run: &Run<'_>,
+    progress: &ProgressDispatcher,
+) -> Sent {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = match peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(error) => return Sent::Answer(Err(error)),
+    };
+    let mut reports = progress.subscribe(handle.progress_token.clone()).await;
+    let mut abandoned = Abandoned {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let response = tokio::time::timeout(limit, handle.await_response());
+    tokio::pin!(response);
+    let sent = loop {
+        tokio::select! {
+            answer = &mut response => break match answer {
+                Err(_) => Sent::TimedOut,
+                Ok(answer) => Sent::Answer(answer.and_then(|result| match result {
+                    ServerResult::CallToolResult(result) => Ok(result),
+                    _ => Err(ServiceError::UnexpectedResponse),
+                })),
+            },
+            () = run.cancel.cancelled() => break Sent::Cancelled,
+            Some(report) = reports.next() => run.progress.report(ToolProgress {
+                progress: report.progress,
+                total: report.total,
+                message: report.message,
+            }),
+        }
+    };
+    if matches!(sent, Sent::Answer(_)) {
+        abandoned.id = None;
+    }
+    sent
+}
+
+/// A request given up before its answer: the server is told with `notifications/cancelled`.
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let notice = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the call was given up".to_owned()),
+                );
+                let _ = peer.notify_cancelled(notice).await;
+            });
         }
     }
 }

@@ -11,6 +11,8 @@
 //! - What a change did is reported per key: applied now, or waiting for a restart. The keys in
 //!   [`LIVE_SECTIONS`] apply live; every other change waits for the next start.
 
+mod mcp_servers;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -46,6 +48,9 @@ pub enum ConfigEditError {
         /// The text that was validated.
         text: String,
     },
+    /// The edit names something the file does not have.
+    #[error("{0}")]
+    NotFound(String),
     /// A `PATCH` names something that cannot be set this way.
     #[error("{0}")]
     BadChange(String),

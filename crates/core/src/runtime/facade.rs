@@ -158,6 +158,10 @@ impl From<ConfigEditError> for ServiceError {
                 Self::conflict(ErrorCode::Conflict, error.to_string())
             }
             ConfigEditError::BadChange(message) => Self::Invalid(message),
+            ConfigEditError::NotFound(message) => Self::NotFound {
+                code: ErrorCode::NotFound,
+                message,
+            },
             ConfigEditError::Io(detail) => Self::Internal(detail),
         }
     }

@@ -443,6 +443,12 @@ pub const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (server, tool)
               ) STRICT;",
     },
+    Migration {
+        // Which external MCP server an approval's tool belongs to (issue 15), for the Queue
+        // page, notifications and the tray; NULL for Souz's own tools.
+        name: "approvals_server",
+        sql: "ALTER TABLE approvals ADD COLUMN server TEXT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -73,6 +73,7 @@ pub fn tool_context(sandbox: Sandbox) -> ToolContext {
         sandbox: Arc::new(sandbox),
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
+        progress: crate::tools::ProgressSink::default(),
     }
 }
 

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::external::{ExternalTool, ExternalTools};
-use super::{Catalog, DynTool, calls};
+use super::{Catalog, DynTool, ToolProgress, calls};
 use crate::approvals::Approvals;
 use crate::approvals::audit::{self, NewAuditEntry};
 use crate::bus::EventBus;
@@ -59,6 +59,8 @@ pub struct CallState {
     pub approval_id: Option<String>,
     /// The result, once final.
     pub result: Option<ToolResult>,
+    /// The latest progress the running tool reported.
+    pub progress: Option<ToolProgress>,
 }
 
 impl CallState {
@@ -68,6 +70,7 @@ impl CallState {
             summary: None,
             approval_id: None,
             result: None,
+            progress: None,
         }
     }
 }
@@ -108,6 +111,17 @@ impl CallHandle {
             .wait_for(|state| {
                 state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
             })
+            .await
+            .map(|state| state.clone());
+        result.unwrap_or_else(|_| self.state())
+    }
+
+    /// Waits until the call is over or reports progress other than `seen`; returns the state
+    /// then.
+    pub async fn progressed(&mut self, seen: Option<&ToolProgress>) -> CallState {
+        let result = self
+            .state
+            .wait_for(|state| state.status.is_final() || state.progress.as_ref() != seen)
             .await
             .map(|state| state.clone());
         result.unwrap_or_else(|_| self.state())
@@ -504,6 +518,7 @@ impl Gate {
             summary: record.summary.clone(),
             approval_id: record.approval_id.clone(),
             result: Some(result.clone()),
+            progress: None,
         };
         if !record.side_effects {
             // Nothing ran that could change anything (an allowed read-only call, a refusal, an

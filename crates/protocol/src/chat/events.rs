@@ -78,6 +78,25 @@ pub struct ToolCallStartedPayload {
     pub arguments_preview: Value,
 }
 
+/// A running tool call reported progress (live only: an external MCP server's
+/// `notifications/progress`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolCallProgressPayload {
+    /// The model's call id.
+    pub tool_call_id: String,
+    /// Tool name.
+    pub name: String,
+    /// How far along (increases with each report).
+    pub progress: f64,
+    /// The total, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// The tool's message, redacted and shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// A tool call produced a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -262,6 +281,8 @@ pub enum ChatEventBody {
     MessageCompleted(MessagePayload),
     /// `tool.call.started`.
     ToolCallStarted(ToolCallStartedPayload),
+    /// `tool.call.progress`: a running call's progress (live only).
+    ToolCallProgress(ToolCallProgressPayload),
     /// `tool.call.finished`.
     ToolCallFinished(ToolCallFinishedPayload),
     /// `tool.call.failed`.
@@ -302,6 +323,7 @@ impl ChatEventBody {
             Self::MessageDiscarded(_) => "message.discarded",
             Self::MessageCompleted(_) => "message.completed",
             Self::ToolCallStarted(_) => "tool.call.started",
+            Self::ToolCallProgress(_) => "tool.call.progress",
             Self::ToolCallFinished(_) => "tool.call.finished",
             Self::ToolCallFailed(_) => "tool.call.failed",
             Self::ApprovalRequested(_) => "approval.requested",
@@ -326,6 +348,7 @@ impl ChatEventBody {
             Self::MessageDelta(payload) => serde_json::to_value(payload),
             Self::MessageDiscarded(payload) => serde_json::to_value(payload),
             Self::ToolCallStarted(payload) => serde_json::to_value(payload),
+            Self::ToolCallProgress(payload) => serde_json::to_value(payload),
             Self::ToolCallFinished(payload) => serde_json::to_value(payload),
             Self::ToolCallFailed(payload) => serde_json::to_value(payload),
             Self::ApprovalRequested(payload) => serde_json::to_value(payload),
@@ -361,6 +384,7 @@ impl ChatEventBody {
             "message.discarded" => typed(kind, payload, Self::MessageDiscarded),
             "message.completed" => typed(kind, payload, Self::MessageCompleted),
             "tool.call.started" => typed(kind, payload, Self::ToolCallStarted),
+            "tool.call.progress" => typed(kind, payload, Self::ToolCallProgress),
             "tool.call.finished" => typed(kind, payload, Self::ToolCallFinished),
             "tool.call.failed" => typed(kind, payload, Self::ToolCallFailed),
             "approval.requested" => typed(kind, payload, Self::ApprovalRequested),
@@ -432,6 +456,9 @@ enum Documented {
     /// A tool call started.
     #[serde(rename = "tool.call.started")]
     ToolCallStarted(ToolCallStartedPayload),
+    /// A running tool call reported progress (live only: `seq` is `null`).
+    #[serde(rename = "tool.call.progress")]
+    ToolCallProgress(ToolCallProgressPayload),
     /// A tool call produced a result.
     #[serde(rename = "tool.call.finished")]
     ToolCallFinished(ToolCallFinishedPayload),

@@ -274,6 +274,7 @@ async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_c
 const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
+    "DELETE /v1/mcp/servers/{name}",
     "DELETE /v1/skills/{id}",
     "GET /v1/clients",
     "GET /v1/config",
@@ -303,6 +304,8 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/tool-calls",
     "POST /v1/ui-codes",
     "PUT /v1/config",
+    "PUT /v1/mcp/servers/{name}",
+    "PUT /v1/mcp/servers/{name}/enabled",
     "PUT /v1/pause",
     "PUT /v1/setup",
 ];

@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -40,6 +41,8 @@ pub(crate) type Session = RunningService<RoleClient, Events>;
 pub(crate) struct Events {
     /// Woken by `notifications/tools/list_changed`.
     pub tools_changed: Arc<Notify>,
+    /// `notifications/progress`, to the call that sent the token.
+    pub progress: ProgressDispatcher,
 }
 
 impl ClientHandler for Events {
@@ -52,6 +55,14 @@ impl ClientHandler for Events {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
     }
 }
 

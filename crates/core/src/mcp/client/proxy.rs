@@ -79,7 +79,16 @@ impl DynTool for ProxyTool {
                         server.trust(&remote, &definition).await?;
                         *marker.lock().unwrap_or_else(PoisonError::into_inner) = None;
                     }
-                    server.call(&remote, arguments, &ctx.cancel).await
+                    server
+                        .call(
+                            &remote,
+                            arguments,
+                            &super::Run {
+                                cancel: &ctx.cancel,
+                                progress: &ctx.progress,
+                            },
+                        )
+                        .await
                 })
             }))
         })

@@ -70,7 +70,7 @@ async fn wait_for_tool(runtime: &TestRuntime, name: &str) {
     }
     panic!(
         "{name} was never listed; servers: {:?}",
-        handle.mcp_servers()
+        handle.mcp_servers().await
     );
 }
 
@@ -177,7 +177,7 @@ async fn tools_are_discovered_and_every_call_asks_first() {
         "{failed:?}"
     );
 
-    let servers = handle.mcp_servers().servers;
+    let servers = handle.mcp_servers().await.servers;
     assert_eq!(servers.len(), 1);
     assert!(servers[0].connected && servers[0].tools == 4, "{servers:?}");
     runtime.shutdown("test").await.unwrap();
@@ -243,7 +243,7 @@ async fn a_server_that_cannot_start_is_reported_and_others_still_work() {
             .contains("/nonexistent/mcp-server"),
         "{test:?}"
     );
-    let status = handle.mcp_servers().servers;
+    let status = handle.mcp_servers().await.servers;
     let gone = status.iter().find(|server| server.name == "gone").unwrap();
     assert!(!gone.connected && gone.error.is_some(), "{gone:?}");
     assert!(handle.test_mcp_server("nobody").await.is_err());
@@ -268,6 +268,15 @@ async fn server_everything_over_stdio_echoes_through_the_gate() {
         json!({"message": "ping"}),
     )
     .await;
+    // The approval says which server the tool belongs to (Queue page, notifications, tray).
+    let state = call.settled().await;
+    let approval_id = state.approval_id.expect("the call asks");
+    let approval = runtime.handle().approval(&approval_id).await.unwrap();
+    assert_eq!(
+        approval.server.as_deref(),
+        Some("everything"),
+        "{approval:?}"
+    );
     let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
     assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
     assert!(text(&done).contains("ping"), "{done:?}");
@@ -414,4 +423,61 @@ fn allow_rule(tool: &str) -> crate::config::RuleConfig {
         requester: None,
         note: None,
     }
+}
+
+/// server-everything's long-running operation reports progress under the token Souz sends;
+/// each report reaches whoever follows the gate's call, in order, with its total.
+#[tokio::test]
+async fn progress_of_an_external_call_reaches_the_caller() {
+    let runtime = TestRuntime::builder()
+        .with_config(|config| {
+            config.mcp.servers.insert(
+                "everything".into(),
+                McpServerConfig {
+                    command: node(),
+                    args: vec![everything_script()],
+                    ..McpServerConfig::default()
+                },
+            );
+            config.approvals.rules.push(allow_rule(
+                "mcp__everything__trigger-long-running-operation",
+            ));
+        })
+        .start()
+        .await;
+    let tool = "mcp__everything__trigger-long-running-operation";
+    wait_for_tool(&runtime, tool).await;
+    let mut call = start(&runtime, tool, json!({"duration": 1, "steps": 4})).await;
+    let mut seen: Vec<(f64, Option<f64>)> = Vec::new();
+    let mut last = None;
+    let done = loop {
+        let state = tokio::time::timeout(Duration::from_secs(30), call.progressed(last.as_ref()))
+            .await
+            .expect("the call neither ended nor reported progress");
+        if state.status.is_final() {
+            break state;
+        }
+        if let Some(report) = &state.progress {
+            seen.push((report.progress, report.total));
+        }
+        last = state.progress;
+    };
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert!(text(&done).contains("Steps: 4"), "{done:?}");
+    // A watch may skip a report overwritten before it looked (the last step is followed at
+    // once by the result); what it saw is the server's steps, in order, with their total.
+    assert!(
+        seen.len() >= 2,
+        "progress did not reach the caller: {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|pair| pair[0].0 < pair[1].0),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|(step, total)| (1.0..=4.0).contains(step) && *total == Some(4.0)),
+        "{seen:?}"
+    );
+    runtime.shutdown("test").await.unwrap();
 }

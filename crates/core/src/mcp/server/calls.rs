@@ -40,6 +40,7 @@ use crate::runtime::ServiceError;
 use crate::runtime::facade::{
     CallRequest, CallState, input_schema, parse_arguments, same_requester,
 };
+use crate::tools::ToolProgress;
 
 /// The server's own tool that waits for a pending approval and returns the call's result.
 pub(crate) const AWAIT_APPROVAL: &str = "AwaitApproval";
@@ -229,6 +230,7 @@ async fn await_approval(
                 summary: stored.summary,
                 approval_id: stored.approval_id,
                 result: stored.result,
+                progress: None,
             }
         }
     };
@@ -269,7 +271,8 @@ impl Stop {
 }
 
 /// Follows a call until it is over, the client cancels, or — once a person is involved (the
-/// call has an approval) — `deadline` passes.
+/// call has an approval) — `deadline` passes. Progress the running tool reports is passed on
+/// as it comes.
 async fn follow(
     state: &mut watch::Receiver<CallState>,
     progress: &mut Progress<'_>,
@@ -281,7 +284,9 @@ async fn follow(
         biased;
         () = stop.cancelled() => return Followed::Cancelled,
         settled = state.wait_for(|state| {
-            state.status.is_final() || state.status == ToolCallStatus::WaitingApproval
+            state.status.is_final()
+                || state.status == ToolCallStatus::WaitingApproval
+                || state.progress.is_some()
         }) => settled.ok().map(|settled| settled.clone()),
         // A call that runs long without asking anyone gets progress too, from the first
         // interval on.
@@ -296,16 +301,21 @@ async fn follow(
         if current.approval_id.is_some() && now >= deadline {
             return Followed::Pending(current);
         }
-        progress.report(&current).await;
+        if !progress.pass_on(current.progress.as_ref()).await {
+            progress.report(&current).await;
+        }
         let slice = if current.approval_id.is_some() {
             interval.min(deadline - now)
         } else {
             interval
         };
+        let seen = current.progress.clone();
         let waited = tokio::select! {
             biased;
             () = stop.cancelled() => return Followed::Cancelled,
-            waited = tokio::time::timeout(slice, state.wait_for(|state| state.status.is_final())) => {
+            waited = tokio::time::timeout(slice, state.wait_for(|state| {
+                state.status.is_final() || state.progress != seen
+            })) => {
                 match waited {
                     Ok(Ok(done)) => Some(done.clone()),
                     _ => None,
@@ -317,13 +327,21 @@ async fn follow(
 }
 
 /// Progress notifications (and, for clients that set a log level, one log message) about a
-/// call that waits.
+/// call that waits, and the running tool's own progress passed on.
+///
+/// Invariant: the values sent under one token only increase. Souz's own notices count 1, 2, …;
+/// a tool's reports are sent shifted by the last value sent before its first one (nothing
+/// when no notice came first, so a tool allowed without asking keeps its own figures).
 struct Progress<'a> {
     server: &'a SouzServer,
     peer: &'a Peer<RoleServer>,
     token: Option<ProgressToken>,
     interval: Duration,
-    sent: u32,
+    sent: f64,
+    /// Set at the tool's first report: what its values are shifted by.
+    offset: Option<f64>,
+    /// The tool's last report passed on.
+    passed: Option<ToolProgress>,
     logged_approval: bool,
 }
 
@@ -334,9 +352,37 @@ impl<'a> Progress<'a> {
             peer: &context.peer,
             token: context.meta.get_progress_token(),
             interval: server.session.settings.progress_interval,
-            sent: 0,
+            sent: 0.0,
+            offset: None,
+            passed: None,
             logged_approval: false,
         }
+    }
+
+    /// Passes the tool's `report` on when it is new; whether the tool reports progress at all
+    /// (then Souz's own "running" notices stop).
+    async fn pass_on(&mut self, report: Option<&ToolProgress>) -> bool {
+        let Some(report) = report else {
+            return self.offset.is_some();
+        };
+        if self.passed.as_ref() == Some(report) {
+            return true;
+        }
+        self.passed = Some(report.clone());
+        let offset = *self.offset.get_or_insert(self.sent);
+        let value = offset + report.progress;
+        let Some(token) = &self.token else {
+            return true;
+        };
+        if value <= self.sent {
+            return true;
+        }
+        self.sent = value;
+        let mut notification = ProgressNotificationParam::new(token.clone(), value);
+        notification.total = report.total.map(|total| offset + total);
+        notification.message = report.message.clone();
+        let _ = self.peer.notify_progress(notification).await;
+        true
     }
 
     async fn report(&mut self, state: &CallState) {
@@ -368,9 +414,9 @@ impl<'a> Progress<'a> {
         let Some(token) = &self.token else {
             return;
         };
-        self.sent += 1;
-        let notification = ProgressNotificationParam::new(token.clone(), f64::from(self.sent))
-            .with_message(message);
+        self.sent = self.sent.floor() + 1.0;
+        let notification =
+            ProgressNotificationParam::new(token.clone(), self.sent).with_message(message);
         // A client that went away cannot be told; the call's own cancellation handles that.
         let _ = self.peer.notify_progress(notification).await;
     }

@@ -87,12 +87,13 @@ impl Listing {
         tools
     }
 
-    /// What decides whether the list changed: each listed tool and whether it asks.
+    /// What decides whether the list changed: each listed tool, its definition (description
+    /// and input schema) and whether it asks.
     pub(crate) fn signature(
         &self,
         handle: &RuntimeHandle,
         requester: &Requester,
-    ) -> Vec<(String, bool)> {
+    ) -> Vec<(String, bool, String)> {
         self.tools(handle, requester)
             .into_iter()
             .map(|tool| {
@@ -100,7 +101,14 @@ impl Listing {
                     .meta
                     .as_ref()
                     .is_some_and(|meta| meta.0.contains_key(REQUIRES_USER_INTERACTION));
-                (tool.name.into_owned(), asks)
+                // An external server may change a tool's description or schema under the
+                // same name: that is a new list too.
+                let definition = format!(
+                    "{}\n{}",
+                    tool.description.as_deref().unwrap_or_default(),
+                    serde_json::Value::Object((*tool.input_schema).clone())
+                );
+                (tool.name.into_owned(), asks, definition)
             })
             .collect()
     }

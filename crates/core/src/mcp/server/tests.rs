@@ -189,6 +189,7 @@ fn a_pending_result_names_the_approval_and_how_to_continue() {
         summary: Some("Create ~/notes.md (3 lines)".into()),
         approval_id: Some("0190-abc".into()),
         result: None,
+        progress: None,
     };
     let result = pending_result("NewFile", &state);
     assert_eq!(

@@ -1,18 +1,62 @@
 //! External MCP servers for the adapters: where each configured server stands, a test that
 //! connects to one and lists its tools, and the external tools MCP clients may see at `/mcp`.
 
-use souz_protocol::{ErrorCode, McpServerList, McpServerTest};
+use serde_json::Value;
+use souz_protocol::config::ConfigSaved;
+use souz_protocol::{ErrorCode, McpServerList, McpServerPut, McpServerTest};
 
 use super::ServiceError;
+use crate::config::McpServerConfig;
 use crate::runtime::RuntimeHandle;
 use crate::tools::ToolSpec;
 
 impl RuntimeHandle {
-    /// Every configured external MCP server and where it stands, by name.
-    pub fn mcp_servers(&self) -> McpServerList {
+    /// Every external MCP server of `config.toml` (as the file says now) and where it stands,
+    /// by name.
+    pub async fn mcp_servers(&self) -> McpServerList {
+        let current = self.config_editor().current_config().await;
         McpServerList {
-            servers: self.mcp_clients().status(self.config()),
+            servers: self.mcp_clients().status(&current, self.config()),
         }
+    }
+
+    /// Adds or replaces `[mcp.servers.<name>]` with `put.settings` (keys left at their
+    /// default are not written). Applies at the next start.
+    pub async fn put_mcp_server(
+        &self,
+        name: &str,
+        put: McpServerPut,
+    ) -> Result<ConfigSaved, ServiceError> {
+        let defaults = match serde_json::to_value(McpServerConfig::default()) {
+            Ok(Value::Object(defaults)) => defaults,
+            _ => serde_json::Map::new(),
+        };
+        let settings = put
+            .settings
+            .into_iter()
+            .filter(|(key, value)| defaults.get(key) != Some(value))
+            .collect();
+        Ok(self
+            .config_editor()
+            .put_mcp_server(name, settings, put.base_revision)
+            .await?)
+    }
+
+    /// Removes `[mcp.servers.<name>]`. Applies at the next start.
+    pub async fn remove_mcp_server(&self, name: &str) -> Result<ConfigSaved, ServiceError> {
+        Ok(self.config_editor().remove_mcp_server(name).await?)
+    }
+
+    /// Turns `[mcp.servers.<name>]` on or off. Applies at the next start.
+    pub async fn set_mcp_server_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<ConfigSaved, ServiceError> {
+        Ok(self
+            .config_editor()
+            .set_mcp_server_enabled(name, enabled)
+            .await?)
     }
 
     /// Connects to the server `name` (if it is not) and lists its tools again.

@@ -16,7 +16,7 @@ use crate::approvals::{
     CallFacts, Decision, NewApproval, PendingApproval, RequestError, Resolution, suggest::suggest,
 };
 use crate::store::codec::now;
-use crate::tools::{DynTool, PlannedCall, ToolContext, ToolError, ToolSpec};
+use crate::tools::{DynTool, PlannedCall, ProgressSink, ToolContext, ToolError, ToolSpec};
 
 /// How long a cancelled tool gets to stop on its own before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -130,6 +130,17 @@ impl Gate {
         } else {
             self.advance(record, ToolCallStatus::Running, state);
         }
+        let mut ctx = ctx;
+        let reports = state.clone();
+        ctx.progress = ProgressSink::new(move |progress| {
+            reports.send_if_modified(|state| {
+                let running = state.status == ToolCallStatus::Running;
+                if running {
+                    state.progress = Some(progress);
+                }
+                running
+            });
+        });
         match guarded(planned.run(ctx), cancel).await {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
@@ -214,6 +225,11 @@ impl Gate {
                     call_id: record.call_id.clone(),
                     requester: record.request.requester.clone(),
                     tool: spec.name.to_owned(),
+                    server: self
+                        .inner
+                        .external
+                        .get(spec.name)
+                        .map(|external| external.server),
                     risk: spec.risk,
                     arguments,
                     summary: record.summary.clone().unwrap_or_default(),

@@ -27,6 +27,7 @@ impl Gate {
             summary: record.summary.clone(),
             approval_id: record.approval_id.clone(),
             result: None,
+            progress: None,
         });
     }
 

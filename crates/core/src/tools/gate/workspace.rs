@@ -44,6 +44,7 @@ impl Gate {
             sandbox: workspace.sandbox,
             cancel: cancel.clone(),
             requester: requester.clone(),
+            progress: crate::tools::ProgressSink::default(),
         })
     }
 }

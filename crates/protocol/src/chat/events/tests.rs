@@ -32,6 +32,10 @@ const FIXTURES: &[(&str, &str)] = &[
         r#"{"argumentKeys":["command","path"],"argumentsPreview":{"command":"ls","path":"/tmp"},"name":"RunCommand","toolCallId":"t-1"}"#,
     ),
     (
+        "tool.call.progress",
+        r#"{"message":"Step 2 of 5","name":"mcp__everything__trigger-long-running-operation","progress":2.0,"toolCallId":"t-1","total":5.0}"#,
+    ),
+    (
         "tool.call.finished",
         r#"{"durationMs":12,"name":"RunCommand","resultPreview":"done","status":"finished","toolCallId":"t-1"}"#,
     ),
@@ -133,7 +137,7 @@ fn the_fixtures_cover_every_kind() {
     let kinds: std::collections::BTreeSet<&str> = FIXTURES.iter().map(|(kind, _)| *kind).collect();
     let documented = serde_json::to_value(schemars::schema_for!(ChatEventBody)).unwrap();
     let alternatives = documented["oneOf"].as_array().unwrap();
-    assert_eq!(alternatives.len(), 16);
+    assert_eq!(alternatives.len(), 17);
     assert_eq!(kinds.len(), alternatives.len());
     for alternative in alternatives {
         let kind = alternative["properties"]["type"]["const"].as_str().unwrap();
@@ -160,6 +164,7 @@ fn payload_type(body: &ChatEventBody) -> &'static str {
         ChatEventBody::MessageDelta(_) => "MessageDeltaPayload",
         ChatEventBody::MessageDiscarded(_) => "MessageDiscardedPayload",
         ChatEventBody::ToolCallStarted(_) => "ToolCallStartedPayload",
+        ChatEventBody::ToolCallProgress(_) => "ToolCallProgressPayload",
         ChatEventBody::ToolCallFinished(_) => "ToolCallFinishedPayload",
         ChatEventBody::ToolCallFailed(_) => "ToolCallFailedPayload",
         ChatEventBody::ApprovalRequested(_) => "ApprovalRequestedPayload",

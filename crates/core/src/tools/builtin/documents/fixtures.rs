@@ -28,6 +28,7 @@ pub(crate) fn context(home: &Path) -> ToolContext {
         sandbox: Arc::new(Sandbox::new(&SandboxConfig::default(), &paths).unwrap()),
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
+        progress: crate::tools::ProgressSink::default(),
     }
 }
 

@@ -63,6 +63,7 @@ impl TestHome {
                 sandbox: Arc::new(sandbox),
                 cancel: CancellationToken::new(),
                 requester: Requester::Cli,
+                progress: crate::tools::ProgressSink::default(),
             },
         }
     }
