@@ -67,11 +67,6 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/settings.js"),
     ),
     (
-        "i18n.js",
-        "text/javascript; charset=utf-8",
-        include_bytes!("../../../../../ui/i18n.js"),
-    ),
-    (
         "setup.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/setup.js"),
