@@ -217,13 +217,14 @@ fn bench_recall(c: &mut Criterion) {
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
     // A name filter (`cargo bench ... -- lexical/10000`) also skips populating other cases.
-    let filter: Option<String> = std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'));
+    let filter: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     for count in [10_000, 100_000] {
         for dense in [false, true] {
             let name = format!("{}/{count}", if dense { "dense384" } else { "lexical" });
-            if filter.as_deref().is_some_and(|filter| !name.contains(filter)) {
+            if filter
+                .as_deref()
+                .is_some_and(|filter| !name.contains(filter))
+            {
                 continue;
             }
             let dir = tempfile::tempdir().expect("tempdir");

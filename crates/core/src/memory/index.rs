@@ -285,7 +285,9 @@ impl VectorIndex {
         }
         let mut hits = Vec::new();
         for at in 0..scored.len() {
-            if at == head && let Some(rest) = scored.get_mut(head..) {
+            if at == head
+                && let Some(rest) = scored.get_mut(head..)
+            {
                 rest.sort_unstable_by(by_score);
             }
             let Some(&(score, row)) = scored.get(at) else {
