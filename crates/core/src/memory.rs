@@ -8,7 +8,8 @@
 //! - [`capture`] and [`intent`]: what a finished turn adds, forgets or deletes;
 //!   [`redaction`]: secrets and private details removed before anything is stored.
 //! - [`embedder`]: the [`Embedder`] seam, provider embeddings and a deterministic hash
-//!   embedder; [`writer`]: the LLM writer that proposes facts after a turn.
+//!   embedder; [`local`]: a model run in process (candle), fetched by [`download`];
+//!   [`writer`]: the LLM writer that proposes facts after a turn.
 //!
 //! Invariants: everything stored is redacted first; one active fact per (owner, scope,
 //! canonical key), a new one supersedes the old; a forgotten fact leaves a tombstone that stops
@@ -18,10 +19,12 @@
 //! recall (the fact stays lexically findable and its job is retried).
 
 pub mod capture;
+pub mod download;
 pub mod embedder;
 pub mod facts;
 pub mod index;
 pub mod intent;
+pub mod local;
 pub mod model;
 pub mod recall;
 pub mod redaction;
@@ -388,6 +391,10 @@ impl Memory {
                 );
                 None
             }
+            Err(error) if error.code == vectors::NOT_READY => {
+                tracing::debug!(%error, "the embedding model is not ready; lexical recall only");
+                None
+            }
             Err(error) => {
                 tracing::warn!(%error, "could not embed the memory query; lexical recall only");
                 None
@@ -652,7 +659,11 @@ impl Memory {
                     Ok(stored)
                 }
                 Err(error) => {
-                    tracing::warn!(%error, fact_id = %job.fact_id, "embedding a memory fact failed");
+                    if error.code == vectors::NOT_READY {
+                        tracing::debug!(%error, fact_id = %job.fact_id, "embedding waits for its model");
+                    } else {
+                        tracing::warn!(%error, fact_id = %job.fact_id, "embedding a memory fact failed");
+                    }
                     vectors::fail_job(tx, &job, &error.code, MAX_EMBED_ATTEMPTS)?;
                     Ok(false)
                 }

@@ -8,6 +8,7 @@
 pub(crate) mod config_editor;
 pub mod connect;
 pub mod discovery;
+mod embeddings;
 pub mod facade;
 pub mod memory;
 pub(crate) mod setup;
@@ -223,7 +224,7 @@ impl Runtime {
         });
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store);
-        let memory = open_memory(&config, &store, &llm).await;
+        let memory = open_memory(&config, &store, &llm, &events).await;
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
             memory: start_memory(&config, &memory, &tasks, &shutdown),
@@ -589,12 +590,19 @@ fn start_memory(
 }
 
 /// Long-term memory over the database, with the `[memory] embeddings_model` embedder when
-/// one is named and can be used now (otherwise recall by words only, with a warning), and the
+/// one is named (a local model, fetched on first use, or a provider's) and can be used now (otherwise recall by words only, with a warning), and the
 /// LLM writer when `[memory] writer` is on.
-async fn open_memory(config: &Config, store: &Store, llm: &Arc<LlmService>) -> Memory {
+async fn open_memory(
+    config: &Config,
+    store: &Store,
+    llm: &Arc<LlmService>,
+    events: &EventBus,
+) -> Memory {
     let model = config.memory.embeddings_model.trim();
     let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
         None
+    } else if let Some(local) = embeddings::local_embedder(config, model, events) {
+        Some(Arc::new(local))
     } else {
         match llm.embedding_client(model).await {
             Ok((resolved, client)) => Some(Arc::new(ProviderEmbedder::new(

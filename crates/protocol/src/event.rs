@@ -159,6 +159,31 @@ pub enum RuntimeEvent {
         /// Why, redacted and truncated.
         error: String,
     },
+    /// A local embedding model is being downloaded (sent every few megabytes).
+    #[serde(rename = "memory.model.download.progress")]
+    MemoryModelDownloadProgress {
+        /// The model (`local/<name>`).
+        model: String,
+        /// Bytes received so far.
+        received: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+    /// A local embedding model's download finished and verified; recall by meaning starts.
+    #[serde(rename = "memory.model.download.completed")]
+    MemoryModelDownloadCompleted {
+        /// The model (`local/<name>`).
+        model: String,
+    },
+    /// A local embedding model's download failed (retried on a later use; recall by words
+    /// meanwhile).
+    #[serde(rename = "memory.model.download.failed")]
+    MemoryModelDownloadFailed {
+        /// The model (`local/<name>`).
+        model: String,
+        /// Why.
+        error: String,
+    },
 }
 
 impl RuntimeEvent {
@@ -179,6 +204,9 @@ impl RuntimeEvent {
             Self::ToolCallStarted { .. } => "tool.call.started",
             Self::ToolCallFinished { .. } => "tool.call.finished",
             Self::ToolCallFailed { .. } => "tool.call.failed",
+            Self::MemoryModelDownloadProgress { .. } => "memory.model.download.progress",
+            Self::MemoryModelDownloadCompleted { .. } => "memory.model.download.completed",
+            Self::MemoryModelDownloadFailed { .. } => "memory.model.download.failed",
         }
     }
 }
@@ -231,6 +259,18 @@ mod tests {
                 option_id: "o".into(),
                 chat_id: "c".into(),
                 execution_id: "e".into(),
+            },
+            RuntimeEvent::MemoryModelDownloadProgress {
+                model: "local/m".into(),
+                received: 1,
+                total: 2,
+            },
+            RuntimeEvent::MemoryModelDownloadCompleted {
+                model: "local/m".into(),
+            },
+            RuntimeEvent::MemoryModelDownloadFailed {
+                model: "local/m".into(),
+                error: "e".into(),
             },
         ];
         for event in events {

@@ -2,6 +2,10 @@
 
 use super::section::{Invalid, config_section};
 
+/// The models `local/<name>` may name (the profiles of `memory::local`, which a test keeps
+/// in step).
+pub(crate) const LOCAL_MODELS: &[&str] = &["multilingual-e5-small", "all-minilm-l6-v2"];
+
 /// The longest model name accepted.
 const MAX_MODEL_NAME: usize = 200;
 
@@ -13,8 +17,15 @@ config_section! {
         /// Remember facts from conversations and recall them in later ones.
         pub enabled: bool = true,
         /// The embedding model for recall by meaning, named as in [llm] (for example
-        /// "text-embedding-3-small" or "qwen/text-embedding-v3"). Empty: recall by words only.
+        /// "text-embedding-3-small" or "qwen/text-embedding-v3"), or a model run inside Souz
+        /// on this computer: "local/multilingual-e5-small" (Russian, English and ~100 more
+        /// languages; about 470 MB, downloaded into the Souz home on first use, recall by
+        /// words until it is there) or "local/all-minilm-l6-v2" (English only, 90 MB).
+        /// Empty: recall by words only.
         pub embeddings_model: String = String::new(),
+        /// A local embedding model is dropped from memory after this many seconds unused
+        /// (and loaded again when needed).
+        pub local_model_idle_seconds: u64 = 600,
         /// After each answered turn, ask the chat model which facts are worth keeping (one
         /// extra model request per turn). Off: only what you explicitly ask to remember.
         pub writer: bool = false,
@@ -37,6 +48,24 @@ impl MemoryConfig {
                 ),
             ));
         }
+        if let Some(name) = model.strip_prefix("local/")
+            && !LOCAL_MODELS.contains(&name)
+        {
+            let known: Vec<String> = LOCAL_MODELS
+                .iter()
+                .map(|name| format!("local/{name}"))
+                .collect();
+            problems.push(Invalid::new(
+                "embeddings_model",
+                format!("unknown local model; known: {}", known.join(", ")),
+            ));
+        }
+        if self.local_model_idle_seconds == 0 {
+            problems.push(Invalid::new(
+                "local_model_idle_seconds",
+                "must be at least 1".to_owned(),
+            ));
+        }
         problems
     }
 }
@@ -54,7 +83,14 @@ mod tests {
             ..MemoryConfig::default()
         };
         assert!(named.validate().is_empty());
-        for bad in [" padded", "two words", "tab\tname"] {
+        for good in ["local/multilingual-e5-small", "local/all-minilm-l6-v2"] {
+            let config = MemoryConfig {
+                embeddings_model: good.into(),
+                ..MemoryConfig::default()
+            };
+            assert!(config.validate().is_empty(), "{good}");
+        }
+        for bad in [" padded", "two words", "tab\tname", "local/no-such-model"] {
             let config = MemoryConfig {
                 embeddings_model: bad.into(),
                 ..MemoryConfig::default()

@@ -540,8 +540,14 @@ pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fa
         .collect()
 }
 
+/// FTS5 matches ranked before the owner and scope filters apply: the join reads at most this
+/// many rows (times the limit), whatever the number of matches. A scope holding few of the
+/// matches can lose some of its weaker ones to this cut; the strongest stay.
+const LEXICAL_OVERFETCH: usize = 8;
+
 /// Active facts of `owner` in `scopes` whose stemmed text matches the FTS5 `query`, best
-/// bm25 first.
+/// bm25 first. The index is ranked and cut first (`LEXICAL_OVERFETCH` × `limit`), so only
+/// that many rows are joined with the facts table.
 pub fn lexical(
     connection: &Connection,
     owner: &str,
@@ -554,10 +560,13 @@ pub fn lexical(
         return Ok(Vec::new());
     };
     let sql = format!(
-        "SELECT {FACT_COLUMNS}, bm25(memory_facts_fts) AS rank FROM memory_facts_fts \
-         JOIN memory_facts f ON f.rowid = memory_facts_fts.rowid \
-         WHERE memory_facts_fts MATCH ? AND f.owner_id = ? AND f.status = 'ACTIVE' AND {clause} \
-         ORDER BY rank LIMIT {limit}"
+        "SELECT {FACT_COLUMNS}, m.rank FROM \
+         (SELECT rowid, bm25(memory_facts_fts) AS rank FROM memory_facts_fts \
+          WHERE memory_facts_fts MATCH ? ORDER BY rank LIMIT {fetch}) m \
+         JOIN memory_facts f ON f.rowid = m.rowid \
+         WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND {clause} \
+         ORDER BY m.rank LIMIT {limit}",
+        fetch = limit.saturating_mul(LEXICAL_OVERFETCH)
     );
     connection
         .prepare_cached(&sql)?

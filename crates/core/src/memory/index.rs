@@ -2,6 +2,12 @@
 //! contiguous floats instead of reading every blob from SQLite (100k × 384-dimension vectors
 //! are 150 MB of blobs; the scan takes milliseconds).
 //!
+//! Layout: one `Vec<f32>` holds every vector back to back (row `i` is
+//! `data[i * dimension..(i + 1) * dimension]`, unit length), and a parallel `Vec<u32>` names
+//! each row's (owner, scope) group, so a search first decides which groups it may read (a
+//! handful of string comparisons) and then scans rows with one array lookup and one dot product
+//! each; the best `limit` come out of a partial selection, not a sort of every row.
+//!
 //! Invariants: the index is only a way to find candidates. Every hit is checked against the
 //! database before it is used — the fact must still be active and its content hash must still
 //! be the one the vector was computed from — so a stale, deleted or foreign entry can narrow a
@@ -16,18 +22,79 @@ use super::embedder::{from_blob, normalize};
 use super::facts;
 use super::model::{Fact, Scope, Status};
 
-struct Entry {
-    owner: String,
-    scope: (String, String),
+/// Whose and where: the part of a fact a search filters on.
+type Group = (String, String, String);
+
+/// One row's identity (its vector lives in [`Loaded::data`]).
+struct Row {
+    fact_id: String,
     content_hash: String,
-    /// Unit length.
-    vector: Vec<f32>,
 }
 
 struct Loaded {
     model: String,
     dimension: usize,
-    entries: HashMap<String, Entry>,
+    /// Every vector, back to back, unit length.
+    data: Vec<f32>,
+    /// Row `i`'s group (an index into `groups`).
+    row_groups: Vec<u32>,
+    rows: Vec<Row>,
+    by_id: HashMap<String, usize>,
+    groups: Vec<Group>,
+    group_ids: HashMap<Group, u32>,
+}
+
+impl Loaded {
+    fn new(model: &str, dimension: usize) -> Self {
+        Self {
+            model: model.to_owned(),
+            dimension,
+            data: Vec::new(),
+            row_groups: Vec::new(),
+            rows: Vec::new(),
+            by_id: HashMap::new(),
+            groups: Vec::new(),
+            group_ids: HashMap::new(),
+        }
+    }
+
+    fn group(&mut self, group: Group) -> u32 {
+        if let Some(&id) = self.group_ids.get(&group) {
+            return id;
+        }
+        let id = u32::try_from(self.groups.len()).unwrap_or(u32::MAX);
+        self.groups.push(group.clone());
+        self.group_ids.insert(group, id);
+        id
+    }
+
+    /// Adds or replaces the row of `fact_id` (`vector` already unit length, of the dimension).
+    fn upsert(&mut self, fact_id: &str, group: Group, content_hash: String, vector: &[f32]) {
+        let group = self.group(group);
+        match self.by_id.get(fact_id) {
+            Some(&row) => {
+                let start = row * self.dimension;
+                if let Some(slot) = self.data.get_mut(start..start + self.dimension) {
+                    slot.copy_from_slice(vector);
+                }
+                if let Some(slot) = self.row_groups.get_mut(row) {
+                    *slot = group;
+                }
+                if let Some(slot) = self.rows.get_mut(row) {
+                    slot.content_hash = content_hash;
+                }
+            }
+            None => {
+                self.by_id.insert(fact_id.to_owned(), self.rows.len());
+                self.data.extend_from_slice(vector);
+                self.row_groups.push(group);
+                self.rows.push(Row {
+                    fact_id: fact_id.to_owned(),
+                    content_hash,
+                });
+            }
+        }
+    }
 }
 
 /// A dense search.
@@ -56,16 +123,14 @@ pub struct VectorIndex {
 impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorIndex")
-            .field(
-                "entries",
-                &self.loaded.as_ref().map_or(0, |l| l.entries.len()),
-            )
+            .field("entries", &self.loaded.as_ref().map_or(0, |l| l.rows.len()))
             .finish()
     }
 }
 
-/// Dot product in eight lanes (vectorised by the compiler).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// Dot product of two equally long slices in eight independent lanes, so the compiler keeps
+/// them in SIMD registers (no dependency between consecutive additions).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0_f32; 8];
     let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
     let (rest_a, rest_b) = (chunks_a.remainder(), chunks_b.remainder());
@@ -76,6 +141,11 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     let rest: f32 = rest_a.iter().zip(rest_b).map(|(x, y)| x * y).sum();
     lanes.iter().sum::<f32>() + rest
+}
+
+/// Best first.
+fn by_score(a: &(f32, usize), b: &(f32, usize)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0)
 }
 
 impl VectorIndex {
@@ -92,7 +162,7 @@ impl VectorIndex {
         model: &str,
         dimension: usize,
     ) -> rusqlite::Result<()> {
-        let mut entries = HashMap::new();
+        let mut loaded = Loaded::new(model, dimension);
         let mut statement = connection.prepare(
             "SELECT f.id, f.owner_id, f.scope_type, f.scope_id, e.content_hash, e.embedding_blob \
              FROM memory_fact_embeddings e JOIN memory_facts f ON f.id = e.fact_id \
@@ -105,22 +175,19 @@ impl VectorIndex {
         ])?;
         while let Some(row) = rows.next()? {
             let mut vector = from_blob(row.get_ref(5)?.as_blob().unwrap_or_default());
+            if vector.len() != dimension {
+                continue;
+            }
             normalize(&mut vector);
-            entries.insert(
-                row.get(0)?,
-                Entry {
-                    owner: row.get(1)?,
-                    scope: (row.get(2)?, row.get(3)?),
-                    content_hash: row.get(4)?,
-                    vector,
-                },
+            let id: String = row.get(0)?;
+            loaded.upsert(
+                &id,
+                (row.get(1)?, row.get(2)?, row.get(3)?),
+                row.get(4)?,
+                &vector,
             );
         }
-        self.loaded = Some(Loaded {
-            model: model.to_owned(),
-            dimension,
-            entries,
-        });
+        self.loaded = Some(loaded);
         Ok(())
     }
 
@@ -133,22 +200,16 @@ impl VectorIndex {
         {
             let mut vector = vector.to_vec();
             normalize(&mut vector);
-            loaded.entries.insert(
-                fact.id.clone(),
-                Entry {
-                    owner: fact.owner.clone(),
-                    scope: (fact.scope.kind.clone(), fact.scope.id.clone()),
-                    content_hash: fact.content_hash.clone(),
-                    vector,
-                },
+            loaded.upsert(
+                &fact.id,
+                (
+                    fact.owner.clone(),
+                    fact.scope.kind.clone(),
+                    fact.scope.id.clone(),
+                ),
+                fact.content_hash.clone(),
+                &vector,
             );
-        }
-    }
-
-    /// Forgets a fact's vector.
-    pub fn remove(&mut self, fact_id: &str) {
-        if let Some(loaded) = &mut self.loaded {
-            loaded.entries.remove(fact_id);
         }
     }
 
@@ -179,36 +240,87 @@ impl VectorIndex {
         else {
             return Ok(Vec::new());
         };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut unit = vector.to_vec();
         normalize(&mut unit);
-        // A handful of scopes: comparing strings is cheaper than hashing them per entry.
-        let mut wanted: Vec<(String, String)> = scopes
+        let wanted: Vec<(String, String)> = scopes
             .iter()
             .flat_map(Scope::compatible)
             .map(|scope| (scope.kind, scope.id))
             .collect();
-        wanted.sort();
-        wanted.dedup();
-        let mut scored: Vec<(f32, &String, &Entry)> = loaded
-            .entries
+        let allowed: Vec<bool> = loaded
+            .groups
             .iter()
-            .filter(|(_, entry)| entry.owner == owner && wanted.contains(&entry.scope))
-            .map(|(id, entry)| (dot(&unit, &entry.vector), id, entry))
-            .filter(|(score, _, _)| *score >= min_score)
+            .map(|(group_owner, kind, id)| {
+                group_owner == owner
+                    && wanted
+                        .iter()
+                        .any(|(want_kind, want_id)| want_kind == kind && want_id == id)
+            })
             .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut scored: Vec<(f32, usize)> = loaded
+            .data
+            .chunks_exact(loaded.dimension)
+            .zip(&loaded.row_groups)
+            .enumerate()
+            .filter(|(_, (_, group))| {
+                allowed
+                    .get(usize::try_from(**group).unwrap_or(usize::MAX))
+                    .copied()
+                    .unwrap_or(false)
+            })
+            .map(|(row, (row_vector, _))| (dot(&unit, row_vector), row))
+            .filter(|(score, _)| *score >= min_score)
+            .collect();
+        // The best few first (twice the limit, for hits the database turns down); the rest
+        // are sorted only if those run out.
+        let head = (limit * 2).min(scored.len());
+        if head > 0 && head < scored.len() {
+            scored.select_nth_unstable_by(head - 1, by_score);
+        }
+        if let Some(best) = scored.get_mut(..head) {
+            best.sort_unstable_by(by_score);
+        }
         let mut hits = Vec::new();
-        for (score, id, entry) in scored {
-            if hits.len() == limit {
-                break;
+        for at in 0..scored.len() {
+            if at == head
+                && let Some(rest) = scored.get_mut(head..)
+            {
+                rest.sort_unstable_by(by_score);
             }
-            if let Some(fact) = facts::get(connection, id)?
+            let Some(&(score, row)) = scored.get(at) else {
+                break;
+            };
+            let Some(entry) = loaded.rows.get(row) else {
+                continue;
+            };
+            if let Some(fact) = facts::get(connection, &entry.fact_id)?
                 && fact.status == Status::Active
                 && fact.content_hash == entry.content_hash
             {
                 hits.push((fact, score));
+                if hits.len() == limit {
+                    break;
+                }
             }
         }
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_the_plain_sum_at_every_remainder() {
+        for length in [0, 1, 7, 8, 9, 384, 385] {
+            let a: Vec<f32> = (0..length).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..length).map(|i| (i as f32 * 0.11).cos()).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - plain).abs() < 1e-3, "{length}");
+        }
     }
 }

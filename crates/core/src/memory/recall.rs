@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::facts::{self, Filter};
 use super::model::{Context, Fact, Retention, Scope, Status, normalize_canonical_key, terms};
-use super::text::match_query;
+use super::text::{is_stop_word, match_query};
 
 /// Facts automatic recall adds to a prompt by default, and at most.
 pub const AUTOMATIC_MAX_FACTS: usize = 8;
@@ -111,7 +111,7 @@ fn exact(
     }
     let identifiers: Vec<String> = terms(lexical_query)
         .into_iter()
-        .filter(|term| term.chars().count() >= 3)
+        .filter(|term| term.chars().count() >= 3 && !is_stop_word(term))
         .take(8)
         .collect();
     if !identifiers.is_empty() {

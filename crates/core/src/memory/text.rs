@@ -43,13 +43,195 @@ pub fn stemmed(text: &str) -> String {
         .join(" ")
 }
 
+/// English and Russian function words: they occur in most facts, so a query term among them
+/// would match (and make the index rank) nearly everything while telling nothing apart.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "he",
+    "her",
+    "here",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "me",
+    "my",
+    "no",
+    "not",
+    "of",
+    "on",
+    "or",
+    "our",
+    "she",
+    "should",
+    "so",
+    "some",
+    "tell",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "us",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "who",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "а",
+    "без",
+    "бы",
+    "был",
+    "была",
+    "были",
+    "было",
+    "быть",
+    "в",
+    "вам",
+    "вас",
+    "во",
+    "вот",
+    "все",
+    "всё",
+    "вы",
+    "где",
+    "да",
+    "для",
+    "до",
+    "его",
+    "ее",
+    "её",
+    "ей",
+    "если",
+    "есть",
+    "еще",
+    "ещё",
+    "же",
+    "за",
+    "и",
+    "из",
+    "или",
+    "им",
+    "их",
+    "к",
+    "как",
+    "какая",
+    "какие",
+    "какое",
+    "какой",
+    "когда",
+    "кто",
+    "ли",
+    "мне",
+    "мной",
+    "мое",
+    "моё",
+    "моего",
+    "моей",
+    "мои",
+    "мой",
+    "мою",
+    "моя",
+    "мы",
+    "на",
+    "над",
+    "нас",
+    "не",
+    "него",
+    "нее",
+    "неё",
+    "нет",
+    "ни",
+    "но",
+    "о",
+    "об",
+    "он",
+    "она",
+    "они",
+    "оно",
+    "от",
+    "по",
+    "под",
+    "при",
+    "про",
+    "с",
+    "со",
+    "так",
+    "там",
+    "то",
+    "тоже",
+    "только",
+    "ты",
+    "у",
+    "уже",
+    "что",
+    "чтобы",
+    "эта",
+    "эти",
+    "это",
+    "этот",
+    "я",
+];
+
+/// Whether `word` (lowercase) is a function word (see `STOP_WORDS`).
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(&word)
+}
+
 /// An FTS5 query matching any of the stems of words of at least `min_chars` characters in
-/// `text` (at most `max_terms` distinct stems); `None` when there is none. Every stem is
-/// quoted, so nothing in the text is read as FTS5 syntax.
+/// `text` (at most `max_terms` distinct stems); `None` when there is none. Function words are
+/// left out unless the text has nothing else. Every stem is quoted, so nothing in the text is
+/// read as FTS5 syntax.
 pub fn match_query(text: &str, min_chars: usize, max_terms: usize) -> Option<String> {
+    let content = words(text).any(|word| word.chars().count() >= min_chars && !is_stop_word(&word));
     let mut stems: Vec<String> = Vec::new();
     for word in words(text) {
-        if word.chars().count() < min_chars {
+        if word.chars().count() < min_chars || (content && is_stop_word(&word)) {
             continue;
         }
         let stem = stem(&word);
@@ -82,10 +264,26 @@ mod tests {
     }
 
     #[test]
+    fn function_words_are_left_out_of_queries_unless_alone() {
+        assert_eq!(
+            match_query("what is my favourite tea", 2, 8).as_deref(),
+            Some("\"favourit\" OR \"tea\"")
+        );
+        assert_eq!(
+            match_query("какой мой любимый чай", 2, 8).as_deref(),
+            Some("\"любим\" OR \"ча\"")
+        );
+        assert_eq!(
+            match_query("who is it", 2, 8).as_deref(),
+            Some("\"who\" OR \"is\" OR \"it\"")
+        );
+    }
+
+    #[test]
     fn queries_quote_every_stem() {
         assert_eq!(
-            match_query("Tea? \"or\" coffee; x", 2, 8).as_deref(),
-            Some("\"tea\" OR \"or\" OR \"coffe\"")
+            match_query("Tea? \"oolong\" coffee; x", 2, 8).as_deref(),
+            Some("\"tea\" OR \"oolong\" OR \"coffe\"")
         );
         assert_eq!(match_query("a b", 2, 8), None);
         assert_eq!(

@@ -81,15 +81,24 @@ pub fn retry_delay(attempts: u32) -> Duration {
     Duration::seconds(seconds.min(86_400))
 }
 
+/// The error code of an embedder whose model is not there yet (a local model being
+/// downloaded): the job waits without using up an attempt.
+pub const NOT_READY: &str = "model_not_ready";
+
 /// Records a failed attempt: the job stays pending with a later `next_attempt_at`, or is
-/// `FAILED` for good after `max_attempts`.
+/// `FAILED` for good after `max_attempts`. A [`NOT_READY`] failure counts no attempt (the job
+/// comes due again after the first retry delay).
 pub fn fail_job(
     connection: &Connection,
     job: &Job,
     code: &str,
     max_attempts: u32,
 ) -> rusqlite::Result<()> {
-    let attempts = job.attempts.saturating_add(1);
+    let attempts = if code == NOT_READY {
+        job.attempts
+    } else {
+        job.attempts.saturating_add(1)
+    };
     let status = if attempts >= max_attempts {
         "FAILED"
     } else {
@@ -107,7 +116,7 @@ pub fn fail_job(
             status,
             attempts,
             code,
-            to_time(at + retry_delay(attempts)),
+            to_time(at + retry_delay(attempts.max(1))),
             to_time(at)
         ],
     )?;

@@ -1,0 +1,179 @@
+//! Fetching a local embedding model's files into the Souz home: through the SSRF-safe web
+//! client, resumable (an interrupted file continues with an HTTP `Range` request from what
+//! its `.part` file holds), and verified against the pinned SHA-256 before it takes its name.
+//!
+//! Invariants: a file under its final name is complete and matched its checksum when it was
+//! written (nothing else renames `.part` files); a checksum mismatch removes the `.part` file,
+//! so the next attempt starts afresh instead of resuming garbage; progress is reported at most
+//! every [`PROGRESS_STEP`] bytes per file (and at its end).
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::net::{WebClient, WebError};
+
+/// Bytes between two progress reports of one file.
+pub const PROGRESS_STEP: u64 = 4 << 20;
+
+/// One file of a model, pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelFile {
+    /// The file's name in the model's folder.
+    pub name: &'static str,
+    /// Where it is downloaded from.
+    pub url: &'static str,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: &'static str,
+    /// Its size in bytes (for progress before the server says).
+    pub bytes: u64,
+}
+
+/// Why a download failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// The request failed or was refused.
+    #[error(transparent)]
+    Web(#[from] WebError),
+    /// The file arrived but is not the pinned one (the partial file was removed).
+    #[error("{name} does not match its checksum (expected {expected}, got {actual}); removed")]
+    Checksum {
+        /// The file.
+        name: String,
+        /// The pinned SHA-256.
+        expected: String,
+        /// What arrived.
+        actual: String,
+    },
+    /// Another download of the same model is running.
+    #[error("the model is being downloaded already")]
+    Busy,
+    /// Reading or writing the model folder failed.
+    #[error("model file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DownloadError + '_ {
+    move |source| DownloadError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Progress of one file: bytes of it on disk so far and its expected size.
+pub type Progress<'a> = &'a (dyn Fn(&ModelFile, u64) + Send + Sync);
+
+/// The SHA-256 of a file, lowercase hex (read in a blocking task).
+pub async fn sha256_file(path: &Path) -> Result<String, DownloadError> {
+    let owned = path.to_owned();
+    tokio::task::spawn_blocking(move || -> std::io::Result<String> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(&owned)?;
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0_u8; 1 << 16];
+        loop {
+            let read = file.read(&mut buffer)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(buffer.get(..read).unwrap_or_default());
+        }
+        Ok(hex::encode(hasher.finalize()))
+    })
+    .await
+    .map_err(|error| DownloadError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(error.to_string()),
+    })?
+    .map_err(io(path))
+}
+
+/// Fetches `file` into `dir` unless it is there already; resumes a `.part` file left by an
+/// interrupted attempt.
+pub async fn fetch_file(
+    client: &WebClient,
+    dir: &Path,
+    file: &ModelFile,
+    progress: Progress<'_>,
+    cancel: &CancellationToken,
+) -> Result<(), DownloadError> {
+    let target = dir.join(file.name);
+    if tokio::fs::try_exists(&target).await.map_err(io(&target))? {
+        progress(file, file.bytes);
+        return Ok(());
+    }
+    tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
+    let part = dir.join(format!("{}.part", file.name));
+    let have = tokio::fs::metadata(&part)
+        .await
+        .map(|metadata| metadata.len())
+        .unwrap_or(0);
+    let mut request = client.request(reqwest::Method::GET, file.url)?;
+    if have > 0 {
+        request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
+    }
+    let mut response = client.send(request, cancel).await?;
+    let status = response.status().as_u16();
+    let resumed = status == 206 && have > 0;
+    if !(200..300).contains(&status) {
+        // 416: the part file is longer than the file; start again next time.
+        if status == 416 {
+            let _ = tokio::fs::remove_file(&part).await;
+        }
+        return Err(WebError::Status {
+            url: file.url.to_owned(),
+            status,
+        }
+        .into());
+    }
+    let mut output = tokio::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(resumed)
+        .truncate(!resumed)
+        .open(&part)
+        .await
+        .map_err(io(&part))?;
+    let mut written = if resumed { have } else { 0 };
+    let mut reported = written;
+    progress(file, written);
+    loop {
+        let chunk = tokio::select! {
+            chunk = response.chunk() => chunk.map_err(|error| WebError::Network {
+                url: file.url.to_owned(),
+                reason: error.to_string(),
+            })?,
+            () = cancel.cancelled() => return Err(WebError::Cancelled.into()),
+        };
+        let Some(chunk) = chunk else { break };
+        output.write_all(&chunk).await.map_err(io(&part))?;
+        written += chunk.len() as u64;
+        if written - reported >= PROGRESS_STEP {
+            reported = written;
+            progress(file, written);
+        }
+    }
+    output.flush().await.map_err(io(&part))?;
+    drop(output);
+    let actual = sha256_file(&part).await?;
+    if actual != file.sha256 {
+        let _ = tokio::fs::remove_file(&part).await;
+        return Err(DownloadError::Checksum {
+            name: file.name.to_owned(),
+            expected: file.sha256.to_owned(),
+            actual,
+        });
+    }
+    tokio::fs::rename(&part, &target)
+        .await
+        .map_err(io(&target))?;
+    progress(file, written);
+    Ok(())
+}

