@@ -3,6 +3,7 @@
 // queue count and the pause state current, and the login for a page opened without a token.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
+import { chatPage } from "./chat.js";
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { settingsPage } from "./settings.js";
@@ -13,7 +14,7 @@ import { settingsPage } from "./settings.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, settings: settingsPage };
+const routes = { ...pages, chat: chatPage, settings: settingsPage };
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
 
