@@ -212,11 +212,38 @@
  */
 
 /**
+ * `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.
+ * @typedef {{
+ *   clientMessageId?: string | null;
+ *   content: string;
+ * }} ChatInput
+ */
+
+/**
+ * `POST /v1/chats/{chatId}/input` response.
+ * @typedef {{
+ *   delivery: InputDelivery;
+ *   execution: Execution;
+ *   message: Message;
+ * }} ChatInputResponse
+ */
+
+/**
  * `GET /v1/chats`.
  * @typedef {{
  *   items: Array<Chat>;
  *   nextCursor?: string | null;
  * }} ChatList
+ */
+
+/**
+ * `GET`/`PUT /v1/chats/{chatId}/settings`: what one chat uses instead of the user's settings
+ * (`null`: the user's, or the configured default).
+ * @typedef {{
+ *   agent?: string | null;
+ *   enabledTools?: Array<string> | null;
+ *   model?: string | null;
+ * }} ChatSettings
  */
 
 /**
@@ -600,6 +627,11 @@
  * @typedef {{
  *   proof: string;
  * }} IdentityProof
+ */
+
+/**
+ * What became of input sent with `POST /v1/chats/{chatId}/input`.
+ * @typedef {"turn" | "steered" | "queued"} InputDelivery
  */
 
 /**
