@@ -165,12 +165,23 @@ async function live(main) {
     const text = h("div.stream");
     const tools = h("div.tools");
     const status = h("span.tag", {}, "running");
+    const stop = h("button.danger.stop", { type: "button" }, "Stop");
+    stop.addEventListener("click", async () => {
+      stop.disabled = true;
+      try {
+        await api("POST", `/v1/chats/${chatId}/executions/${executionId}/cancel`);
+        stop.textContent = "Stopping…";
+      } catch (error) {
+        stop.disabled = false;
+        status.textContent = visible(error.message);
+      }
+    });
     const card = h("article.card", { dataset: { execution: executionId } },
-      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), status),
+      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), stop, status),
       tools, text);
     empty.remove();
     list.append(card);
-    const turn = { card, text, tools, status, calls: new Map(), attempts: new Map(), seen: new Set() };
+    const turn = { card, text, tools, status, stop, calls: new Map(), attempts: new Map(), seen: new Set() };
     turns.set(executionId, turn);
     return turn;
   };
@@ -248,9 +259,9 @@ async function live(main) {
         show(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
         break;
       }
-      case "execution.finished": turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
-      case "execution.failed": turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
-      case "execution.cancelled": turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
+      case "execution.finished": turn.stop.remove(); turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
+      case "execution.failed": turn.stop.remove(); turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
+      case "execution.cancelled": turn.stop.remove(); turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
     }
   };
 
