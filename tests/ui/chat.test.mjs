@@ -104,7 +104,7 @@ test("chats are searched, renamed, archived and deleted from the list", async ()
 });
 
 test("answers are Markdown: code with Copy, tables, safe links, and no injected script", async () => {
-  const live = await liveDaemon("graph");
+  const live = await liveDaemon("skills");
   try {
     const answer = [
       "## Result\n\nHere is **bold**, *italic* and `inline code`.\n\n",
@@ -150,7 +150,10 @@ test("answers are Markdown: code with Copy, tables, safe links, and no injected 
 test("Stop ends the turn, and a follow-up sent while it works starts the next turn", async () => {
   const live = await liveDaemon("graph");
   try {
+    // The graph agent asks the model which tools a message needs first (`HELP 100`: all).
+    live.provider.push(text(["HELP 100"]));
     live.provider.push(text(["Counting ", "slowly: ", "one, ", "two, ", "three, ", "four, ", "five."], 1500));
+    live.provider.push(text(["HELP 100"]));
     live.provider.push(text(["Metric it is: ", "**5 km**."]));
     const { body } = await live.call("POST", "/v1/chats", { title: "Follow-up" });
     const tab = await live.open(`/chat/${body.chat.id}`);
@@ -167,8 +170,8 @@ test("Stop ends the turn, and a follow-up sent while it works starts the next tu
     await shot(tab, "chat");
 
     await tab.click("#chat-stop");
-    await waitFor(() => live.provider.requests.length === 2, "the follow-up's turn");
-    assert.equal(lastUserMessage(live.provider.requests[1]), "Use metric units");
+    await waitFor(() => live.provider.requests.length === 4, "the follow-up's turn");
+    assert.equal(lastUserMessage(live.provider.requests[3]), "Use metric units");
     await tab.waitForSelector(".message.assistant:not(.streaming) strong");
     assert.equal(await tab.textContent(".message.assistant:not(.streaming) strong"), "5 km");
     await waitFor(async () => await tab.isHidden("#chat-stop"), "Stop hidden once no turn runs");
