@@ -3,6 +3,7 @@
 // queue count and the pause state current, and the login for a page opened without a token.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
+import { chatPage } from "./chat.js";
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { serversPage } from "./servers.js";
@@ -18,7 +19,7 @@ import { skillsPage } from "./skills.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, skills: skillsPage, servers: serversPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */

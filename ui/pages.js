@@ -1,7 +1,7 @@
 // @ts-check
-// The Queue (approvals, and the agents' questions from questions.js), Live turns, Chat, Grants,
-// Clients and Audit pages. Each page renders into `main` and returns a function that stops its
-// subscriptions.
+// The Queue (approvals, and the agents' questions from questions.js), Live turns, Grants,
+// Clients and Audit pages (the Chat is in chat.js). Each page renders into `main` and returns a
+// function that stops its subscriptions.
 
 import { api, follow } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
@@ -12,14 +12,10 @@ import { pendingQuestions, questionCard } from "./questions.js";
 /** @typedef {import("./types.js").AuditPage} AuditPage */
 /** @typedef {import("./types.js").ChatEvent} ChatEvent */
 /** @typedef {import("./types.js").ChatEventList} ChatEventList */
-/** @typedef {import("./types.js").ChatList} ChatList */
 /** @typedef {import("./types.js").ClientList} ClientList */
-/** @typedef {import("./types.js").CreateChatResponse} CreateChatResponse */
 /** @typedef {import("./types.js").CreatedClient} CreatedClient */
 /** @typedef {import("./types.js").DecisionResponse} DecisionResponse */
 /** @typedef {import("./types.js").GrantList} GrantList */
-/** @typedef {import("./types.js").MessageList} MessageList */
-/** @typedef {import("./types.js").PostMessageResponse} PostMessageResponse */
 /** @typedef {import("./types.js").Requester} Requester */
 /** @typedef {import("./types.js").TurnList} TurnList */
 /** A frame of `WS /v1/turns/ws` (and `/v1/chats/{id}/ws`): a chat event marked `kind: "event"`,
@@ -170,12 +166,23 @@ async function live(main) {
     const text = h("div.stream");
     const tools = h("div.tools");
     const status = h("span.tag", {}, "running");
+    const stop = h("button.danger.stop", { type: "button" }, "Stop");
+    stop.addEventListener("click", async () => {
+      stop.disabled = true;
+      try {
+        await api("POST", `/v1/chats/${chatId}/executions/${executionId}/cancel`);
+        stop.textContent = "Stopping…";
+      } catch (error) {
+        stop.disabled = false;
+        status.textContent = visible(error.message);
+      }
+    });
     const card = h("article.card", { dataset: { execution: executionId } },
-      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), status),
+      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), stop, status),
       tools, text);
     empty.remove();
     list.append(card);
-    const turn = { card, text, tools, status, calls: new Map(), attempts: new Map(), seen: new Set() };
+    const turn = { card, text, tools, status, stop, calls: new Map(), attempts: new Map(), seen: new Set() };
     turns.set(executionId, turn);
     return turn;
   };
@@ -260,9 +267,9 @@ async function live(main) {
         show(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
         break;
       }
-      case "execution.finished": turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
-      case "execution.failed": turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
-      case "execution.cancelled": turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
+      case "execution.finished": turn.stop.remove(); turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
+      case "execution.failed": turn.stop.remove(); turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
+      case "execution.cancelled": turn.stop.remove(); turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
     }
   };
 
@@ -282,89 +289,6 @@ async function live(main) {
   });
   refreshEmpty();
   return stop;
-}
-
-// ----- Chat ---------------------------------------------------------------------------------
-
-async function chat(main, [selected]) {
-  const chatList = h("div.chat-list");
-  const messages = h("div.messages");
-  const input = h("textarea#chat-input", { placeholder: "Message Souz's agent…" });
-  const notice = h("p.meta");
-  const send = h("button.primary#chat-send", { type: "submit" }, "Send");
-  const form = h("form.compose", {}, input, send);
-  main.append(h("h1", {}, "Chat"), h("div.chat", {},
-    h("div", {}, h("button#new-chat", { onclick: () => newChat() }, "New chat"), chatList),
-    h("div", {}, messages, form, notice)));
-  let stopStream = null;
-  // The answer being streamed: its element (keyed by the answer's message id) and one span
-  // per model request, so a discarded request's text can be removed.
-  let streaming = null;
-
-  const newChat = async () => {
-    const { chat } = /** @type {CreateChatResponse} */ (await api("POST", "/v1/chats", { title: "Chat " + new Date().toLocaleString() }));
-    location.hash = `#/chat/${chat.id}`;
-  };
-  const listChats = async () => {
-    const { items } = /** @type {ChatList} */ (await api("GET", "/v1/chats?limit=100"));
-    chatList.replaceChildren(...items.map((item) =>
-      h("button" + (item.id === selected ? ".active" : ""), { onclick: () => { location.hash = `#/chat/${item.id}`; } },
-        item.title || item.id.slice(0, 8))));
-    return items;
-  };
-  const items = await listChats();
-  if (!selected && items.length) selected = items[0].id;
-  if (!selected) { messages.append(h("p.empty", {}, "Start a new chat.")); form.hidden = true; return; }
-
-  /** @param {{id: string, role: string, content: string}} message */
-  const addMessage = (message) => {
-    if (messages.querySelector(`[data-message="${message.id}"]`)) return;
-    messages.append(h("div.message." + message.role, { dataset: { message: message.id } }, message.content));
-  };
-  const { items: history } = /** @type {MessageList} */ (await api("GET", `/v1/chats/${selected}/messages?limit=100`));
-  history.forEach(addMessage);
-  // Live only: the history above came from the API; the all-chats stream brings what follows.
-  stopStream = follow(() => "/v1/turns/ws", (/** @type {ChatFrame} */ frame) => {
-    if (frame.kind !== "event" || frame.chatId !== selected) return;
-    const { type, payload } = frame;
-    if (type === "message.delta") {
-      if (!streaming || streaming.id !== payload.messageId) {
-        streaming?.node.remove();
-        streaming = { id: payload.messageId, node: h("div.message.assistant.streaming", { dataset: { streaming: payload.messageId } }), attempts: new Map() };
-        messages.append(streaming.node);
-      }
-      let span = streaming.attempts.get(payload.attempt);
-      if (!span) { span = h("span"); streaming.attempts.set(payload.attempt, span); streaming.node.append(span); }
-      span.textContent += visible(payload.delta || "");
-    } else if (type === "message.discarded") {
-      if (streaming && streaming.id === payload.messageId) { streaming.attempts.get(payload.attempt)?.remove(); streaming.attempts.delete(payload.attempt); }
-    } else if (type === "message.created") {
-      // The stored answer has the id the deltas named: it replaces the streamed text.
-      if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
-      addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
-    } else if (type === "execution.failed") {
-      notice.textContent = visible(payload.errorMessage || "The turn failed."); notice.className = "error";
-      send.disabled = false;
-    } else if (type.startsWith("execution.")) {
-      send.disabled = false;
-    }
-  });
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const content = input.value.trim();
-    if (!content) return;
-    send.disabled = true;
-    notice.textContent = "";
-    try {
-      const response = /** @type {PostMessageResponse} */ (await api("POST", `/v1/chats/${selected}/messages`, { content, clientMessageId: crypto.randomUUID() }));
-      addMessage(response.message);
-      input.value = "";
-    } catch (error) {
-      notice.textContent = visible(error.message); notice.className = "error";
-      send.disabled = false;
-    }
-  });
-  return () => stopStream?.();
 }
 
 // ----- Grants -------------------------------------------------------------------------------
@@ -474,4 +398,4 @@ function who(requester) {
   return requester.token_name ? `${requester.token_name} ("${requester.client_name}")` : `"${requester.client_name}"`;
 }
 
-export const pages = { queue, live, chat, grants, clients, audit };
+export const pages = { queue, live, grants, clients, audit };

@@ -18,8 +18,10 @@ mod conversations;
 pub(crate) mod engine;
 pub(crate) mod events;
 mod execution;
+mod followups;
 pub(crate) mod live;
 pub(crate) mod options;
+mod per_chat;
 mod posting;
 mod preferences;
 pub(crate) mod records;
@@ -81,6 +83,11 @@ pub enum ChatError {
     /// The agent turn could not be started.
     #[error("the agent could not be started: {0}")]
     StartFailed(String),
+    /// The agent waits for the answer to its question; input goes there first.
+    #[error(
+        "The agent is waiting for the answer to its question; answer it (or cancel the turn) first."
+    )]
+    AwaitingAnswer,
     /// Souz is paused; turns start again once the person resumes it.
     #[error("Souz is paused; resume it to start agent turns.")]
     Paused,
@@ -105,6 +112,8 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
+    /// Input sent while a turn ran that it could not take, by chat (see `followups`).
+    queued: Mutex<HashMap<String, followups::Queued>>,
     pause: crate::bus::PauseSwitch,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -152,6 +161,7 @@ impl Chats {
                 engine: RwLock::new(None),
                 owner: uuid::Uuid::new_v4().to_string(),
                 running: Mutex::new(HashMap::new()),
+                queued: Mutex::new(HashMap::new()),
                 pause,
                 tasks,
                 shutdown,

@@ -359,7 +359,6 @@ impl RuntimeHandle {
     }
 
     /// Souz's own agents: run a turn, steer or cancel it, inspect sessions.
-    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn agents(&self) -> &Agents {
         &self.state.agents
     }

@@ -307,6 +307,57 @@ pub struct PostMessageResponse {
     pub execution: Execution,
 }
 
+/// `GET`/`PUT /v1/chats/{chatId}/settings`: what one chat uses instead of the user's settings
+/// (`null`: the user's, or the configured default).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatSettings {
+    /// Model (alias or `provider/model`) available to the user; `null`: their default model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Agent: `graph` or `skills`; `null`: the configured default agent.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Tools the agent may use (names from the catalog); `null`: the user's enabled tools.
+    #[serde(default)]
+    pub enabled_tools: Option<Vec<String>>,
+}
+
+/// `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatInput {
+    /// The user's message (trimmed, non-empty).
+    pub content: String,
+    /// Kept with the stored message (and, when it starts a turn, its idempotency key).
+    pub client_message_id: Option<String>,
+}
+
+/// What became of input sent with `POST /v1/chats/{chatId}/input`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputDelivery {
+    /// No turn was running: it started one, like `POST .../messages`.
+    Turn,
+    /// The running turn takes it at its next step (the skills agent).
+    Steered,
+    /// The running turn cannot take it (the graph agent, or a turn that already has its
+    /// answer): it starts the next turn when this one ends.
+    Queued,
+}
+
+/// `POST /v1/chats/{chatId}/input` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatInputResponse {
+    /// The stored user message.
+    pub message: Message,
+    /// What became of it.
+    pub delivery: InputDelivery,
+    /// The execution it started (`turn`) or the running one it went to.
+    pub execution: Execution,
+}
+
 /// `{execution}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExecutionResponse {

@@ -1,9 +1,11 @@
-//! Conversations: creating, listing, renaming and archiving a user's chats, and reading their
-//! messages. Every query is scoped by the user: a foreign chat is "not found", like a missing
-//! one.
+//! Conversations: creating, listing (and searching by title), renaming, archiving and deleting a
+//! user's chats, and reading their messages. Every query is scoped by the user: a foreign chat is
+//! "not found", like a missing one.
 
 use sha2::{Digest, Sha256};
-use souz_protocol::chat::{Chat, ChatList, CreateChat, CreateChatResponse, MessageList};
+use souz_protocol::chat::{
+    Chat, ChatList, CreateChat, CreateChatResponse, ExecutionStatus, MessageList,
+};
 
 use super::records::ChatKey;
 use super::{ChatError, ChatUser, Chats, records};
@@ -96,18 +98,24 @@ impl Chats {
         ))
     }
 
-    /// The user's chats.
+    /// The user's chats; with `title_contains`, those whose title contains it (any case).
     pub async fn list_chats(
         &self,
         user: &ChatUser,
         limit: usize,
         include_archived: bool,
+        title_contains: Option<String>,
     ) -> Result<ChatList, ChatError> {
         let user_id = user.0.clone();
+        let needle = title_contains
+            .map(|text| text.trim().to_owned())
+            .filter(|text| !text.is_empty());
         let items = self
             .inner
             .store
-            .read(move |c| records::list_chats(c, &user_id, include_archived, limit))
+            .read(move |c| {
+                records::list_chats(c, &user_id, include_archived, needle.as_deref(), limit)
+            })
             .await?;
         Ok(ChatList {
             items,
@@ -138,6 +146,49 @@ impl Chats {
         archived: bool,
     ) -> Result<Chat, ChatError> {
         self.update_chat(user, chat_id, None, Some(archived)).await
+    }
+
+    /// Refuses when the chat is missing (or foreign) or a turn runs in it (a question waiting
+    /// for its answer is no turn running). Checked before the agents forget the chat.
+    pub async fn check_deletable(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let chat_id = chat_id.to_owned();
+        let active = self
+            .inner
+            .store
+            .read(move |c| records::active_execution(c, &chat_id))
+            .await?;
+        match active {
+            Some(row) if row.execution.status != ExecutionStatus::WaitingOption => {
+                Err(ChatError::ActiveExecution)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes a chat with its messages, executions, events and questions (for good). The
+    /// agents' memory of it is forgotten by the caller first (see the facade).
+    pub async fn delete_chat(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
+        let (user_id, chat_id) = (user.0.clone(), chat_id.to_owned());
+        self.inner
+            .store
+            .write(move |tx| {
+                if let Some(row) = records::active_execution(tx, &chat_id)?
+                    && row.execution.status != ExecutionStatus::WaitingOption
+                {
+                    return Err(ChatError::ActiveExecution);
+                }
+                let key = ChatKey {
+                    user_id: &user_id,
+                    chat_id: &chat_id,
+                };
+                if records::delete_chat(tx, key)? {
+                    Ok(())
+                } else {
+                    Err(ChatError::ChatNotFound)
+                }
+            })
+            .await
     }
 
     pub(super) async fn update_chat(

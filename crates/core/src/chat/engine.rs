@@ -182,7 +182,7 @@ impl TurnEngine for AgentEngine {
                 user_id: Some(turn.user_id.clone()),
                 input,
                 history: None,
-                agent: None,
+                agent: turn.agent,
                 model: Some(turn.settings.default_model.clone()),
                 temperature: Some(turn.settings.temperature),
                 context_size: Some(turn.settings.context_size),

@@ -79,6 +79,8 @@ impl Chats {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&execution_id);
+            // Input that came while it ran and that it could not take starts the next turn.
+            chats.start_queued(&chat_id).await;
         });
         Ok(())
     }

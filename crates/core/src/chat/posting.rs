@@ -1,19 +1,21 @@
 //! Posting a user's message: it is stored with its execution (one active per chat, enforced by
 //! a unique index) and their events in one transaction, idempotently by `clientMessageId`,
-//! and only then is the agent turn launched.
+//! and only then is the agent turn launched. Input queued while a turn ran starts its turn the
+//! same way, on its already stored message.
 
 use std::collections::BTreeMap;
 
 use souz_protocol::chat::events::{ExecutionStartedPayload, MessagePayload};
 use souz_protocol::chat::{
-    ChatEventBody, Execution, ExecutionStatus, Message, PostMessage, PostMessageResponse, Settings,
-    TurnOptions, Usage,
+    ChatEventBody, ChatSettings, Execution, ExecutionStatus, Message, PostMessage,
+    PostMessageResponse, Settings, TurnOptions, Usage,
 };
 
 use super::events::NewChatEvent;
 use super::records::{NewExecution, NewMessage};
 use super::turns::{Turn, TurnInput};
-use super::{ChatError, ChatUser, Chats, LEASE, records, settings};
+use super::{ChatError, ChatUser, Chats, LEASE, per_chat, records, settings};
+use crate::agent::AgentKind;
 use crate::llm::models::{ModelKind, Resolution, ResolvedModel};
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
@@ -45,10 +47,43 @@ impl Chats {
             return Ok(existing);
         }
 
-        let (snapshot, model) = self.turn_settings(user, request.options.as_ref()).await?;
+        self.start_turn(
+            user,
+            chat_id,
+            NewTurn {
+                content,
+                client_message_id,
+                options: request.options,
+                stored: None,
+            },
+        )
+        .await
+    }
+
+    /// Starts a turn on `new.content`: stores the message (unless it is stored already) with a
+    /// running execution and their events in one transaction, then launches the turn.
+    pub(super) async fn start_turn(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        new: NewTurn,
+    ) -> Result<PostMessageResponse, ChatError> {
+        let NewTurn {
+            content,
+            client_message_id,
+            options,
+            stored: stored_message,
+        } = new;
+        let chat_settings = self.stored_chat_settings(chat_id).await?;
+        let (snapshot, model) = self
+            .turn_settings(user, &chat_settings, options.as_ref())
+            .await?;
 
         let at = now();
-        let execution = new_execution(chat_id, client_message_id.clone(), &model, at);
+        let mut execution = new_execution(chat_id, client_message_id.clone(), &model, at);
+        if let Some(message) = &stored_message {
+            execution.user_message_id = Some(message.id.clone());
+        }
         let settings_json = to_json(&snapshot)?;
         // The answer's id, named by every `message.delta` of the execution (§1.8).
         let reply_message_id = uuid::Uuid::now_v7().to_string();
@@ -67,17 +102,21 @@ impl Chats {
                     metadata.insert("clientMessageId".to_owned(), key.clone());
                 }
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
-                let message = records::insert_message(
-                    tx,
-                    &NewMessage {
-                        id: &message_id,
-                        chat_id: &stored.chat_id,
-                        role: "user",
-                        content: &text,
-                        metadata: &metadata,
-                        at,
-                    },
-                )?;
+                let fresh = stored_message.is_none();
+                let message = match stored_message {
+                    Some(message) => message,
+                    None => records::insert_message(
+                        tx,
+                        &NewMessage {
+                            id: &message_id,
+                            chat_id: &stored.chat_id,
+                            role: "user",
+                            content: &text,
+                            metadata: &metadata,
+                            at,
+                        },
+                    )?,
+                };
                 let new = NewExecution {
                     execution: &stored,
                     settings: &settings_json,
@@ -96,7 +135,7 @@ impl Chats {
                     Err(error) => return Err(ChatError::Store(error.into())),
                 }
                 records::touch_chat(tx, &stored.chat_id, at)?;
-                let events = started_events(&stored, &message, streaming);
+                let events = started_events(&stored, &message, streaming, fresh);
                 Ok((message, events))
             })
             .await;
@@ -115,6 +154,7 @@ impl Chats {
             Err(error) => return Err(error),
         };
         let turn = Turn {
+            agent: chat_settings.agent.as_deref().map(AgentKind::parse),
             user_id: user.0.clone(),
             chat_id: chat_id.to_owned(),
             execution_id: execution.id.clone(),
@@ -130,14 +170,15 @@ impl Chats {
         })
     }
 
-    /// The settings a new turn runs with (the user's, overlaid with the message's options) and
-    /// its model, which must serve chats.
+    /// The settings a new turn runs with (the user's, overlaid with the chat's own, then with
+    /// the message's options) and its model, which must serve chats.
     async fn turn_settings(
         &self,
         user: &ChatUser,
+        chat: &ChatSettings,
         options: Option<&TurnOptions>,
     ) -> Result<(Settings, ResolvedModel), ChatError> {
-        let mut snapshot = self.settings(user).await?;
+        let mut snapshot = settings::overlay(self.settings(user).await?, &per_chat::as_patch(chat));
         if let Some(options) = options {
             let patch = settings::normalize(&settings::turn_patch(options), &self.defaults().tools)
                 .map_err(ChatError::Invalid)?;
@@ -197,6 +238,18 @@ impl Chats {
     }
 }
 
+/// A turn to start (see [`Chats::start_turn`]).
+pub(super) struct NewTurn {
+    /// What the person said.
+    pub content: String,
+    /// The idempotency key.
+    pub client_message_id: Option<String>,
+    /// Per-turn overrides.
+    pub options: Option<TurnOptions>,
+    /// The person's message when it is stored already (input queued while a turn ran).
+    pub stored: Option<Message>,
+}
+
 /// A new running execution of `chat_id` on `model`.
 fn new_execution(
     chat_id: &str,
@@ -224,8 +277,14 @@ fn new_execution(
     }
 }
 
-/// The events of a started execution: the user's message, then `execution.started`.
-fn started_events(execution: &Execution, message: &Message, streaming: bool) -> Vec<NewChatEvent> {
+/// The events of a started execution: the user's message (when it is `fresh`, not stored and
+/// announced before), then `execution.started`.
+fn started_events(
+    execution: &Execution,
+    message: &Message,
+    streaming: bool,
+    fresh: bool,
+) -> Vec<NewChatEvent> {
     let created = MessagePayload {
         message_id: message.id.clone(),
         seq: message.seq,
@@ -241,10 +300,11 @@ fn started_events(execution: &Execution, message: &Message, streaming: bool) -> 
         streaming_messages: streaming,
     };
     [
-        ChatEventBody::MessageCreated(created),
-        ChatEventBody::ExecutionStarted(started),
+        fresh.then_some(ChatEventBody::MessageCreated(created)),
+        Some(ChatEventBody::ExecutionStarted(started)),
     ]
     .into_iter()
+    .flatten()
     .map(|body| NewChatEvent {
         chat_id: execution.chat_id.clone(),
         execution_id: Some(execution.id.clone()),

@@ -159,27 +159,73 @@ pub(crate) fn insert_chat(
     Ok(())
 }
 
-/// Chats of `user_id`, most recently changed first.
+/// Chats of `user_id`, most recently changed first; with `title_contains`, only those whose
+/// title contains it, ignoring case (Unicode-aware, so it is matched here rather than in SQL,
+/// whose `lower()` folds ASCII only).
 pub(crate) fn list_chats(
     connection: &Connection,
     user_id: &str,
     include_archived: bool,
+    title_contains: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Chat>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT {CHAT_COLUMNS} FROM chats c WHERE c.user_id = ?1 AND (?2 OR c.archived = 0) \
          ORDER BY c.updated_at DESC, c.id DESC LIMIT ?3"
     ))?;
-    let rows = statement.query_map(
-        params![
-            user_id,
-            include_archived,
-            i64::try_from(limit).unwrap_or(i64::MAX)
-        ],
-        chat_from_row,
+    let sql_limit = match title_contains {
+        Some(_) => -1,
+        None => i64::try_from(limit).unwrap_or(i64::MAX),
+    };
+    let needle = title_contains.map(str::to_lowercase);
+    let rows = statement.query_map(params![user_id, include_archived, sql_limit], chat_from_row)?;
+    let mut chats = Vec::new();
+    for row in rows {
+        let chat = decode_chat(row?)?;
+        let wanted = needle.as_deref().is_none_or(|needle| {
+            chat.title
+                .as_deref()
+                .is_some_and(|title| title.to_lowercase().contains(needle))
+        });
+        if wanted {
+            chats.push(chat);
+            if chats.len() >= limit {
+                break;
+            }
+        }
+    }
+    Ok(chats)
+}
+
+/// Deletes a chat of `user_id` with its messages, executions, events and questions. Returns
+/// whether it existed.
+pub(crate) fn delete_chat(connection: &Connection, chat: ChatKey<'_>) -> Result<bool, StoreError> {
+    let ChatKey { user_id, chat_id } = chat;
+    let owned: bool = connection.query_row_cached(
+        "SELECT EXISTS (SELECT 1 FROM chats WHERE user_id = ?1 AND id = ?2)",
+        params![user_id, chat_id],
+        |row| row.get(0),
     )?;
-    rows.map(|row| row.map_err(StoreError::from).and_then(decode_chat))
-        .collect()
+    if !owned {
+        return Ok(false);
+    }
+    for table in [
+        "options",
+        "chat_events",
+        "executions",
+        "messages",
+        "chat_settings",
+    ] {
+        connection.execute(
+            &format!("DELETE FROM {table} WHERE chat_id = ?1"),
+            [chat_id],
+        )?;
+    }
+    connection.execute_cached(
+        "DELETE FROM chats WHERE user_id = ?1 AND id = ?2",
+        params![user_id, chat_id],
+    )?;
+    Ok(true)
 }
 
 /// Changes a chat's title or archived flag; bumps `updated_at`. Returns whether it exists.

@@ -344,7 +344,7 @@ async fn a_turn_stores_messages_and_events_in_order_and_streams_deltas_live() {
     assert_eq!(delta_ids, [messages[1].id.clone(), messages[1].id.clone()]);
     let chat = f
         .chats
-        .list_chats(&me(), 10, false)
+        .list_chats(&me(), 10, false, None)
         .await
         .unwrap()
         .items
@@ -805,7 +805,7 @@ async fn chats_are_scoped_to_their_user() {
     ));
     assert!(
         f.chats
-            .list_chats(&stranger, 10, true)
+            .list_chats(&stranger, 10, true, None)
             .await
             .unwrap()
             .items
@@ -855,7 +855,7 @@ async fn chat_creation_is_idempotent_by_request_id() {
     assert!(archived.archived);
     assert!(
         f.chats
-            .list_chats(&me(), 10, false)
+            .list_chats(&me(), 10, false, None)
             .await
             .unwrap()
             .items
@@ -863,7 +863,7 @@ async fn chat_creation_is_idempotent_by_request_id() {
     );
     assert_eq!(
         f.chats
-            .list_chats(&me(), 10, true)
+            .list_chats(&me(), 10, true, None)
             .await
             .unwrap()
             .items

@@ -31,6 +31,8 @@ pub struct Turn {
     pub input: TurnInput,
     /// The settings snapshot the execution started with.
     pub settings: Settings,
+    /// The agent the chat runs on (`None`: the configured default).
+    pub agent: Option<crate::agent::AgentKind>,
 }
 
 /// The person's input to a turn.

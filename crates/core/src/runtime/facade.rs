@@ -213,6 +213,9 @@ impl From<ChatError> for ServiceError {
             ChatError::ActiveExecution => {
                 Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
             }
+            ChatError::AwaitingAnswer => {
+                Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
+            }
             ChatError::IdempotencyConflict => {
                 Self::conflict(ErrorCode::IdempotencyConflict, message)
             }

@@ -449,6 +449,15 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "approvals_server",
         sql: "ALTER TABLE approvals ADD COLUMN server TEXT;",
     },
+    Migration {
+        // What one chat uses instead of the user's settings (issue 17): model, agent, tools.
+        name: "chat_settings",
+        sql: "CREATE TABLE chat_settings (
+                  chat_id    TEXT PRIMARY KEY REFERENCES chats (id),
+                  settings   TEXT NOT NULL,
+                  updated_at TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -42,6 +42,21 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/api.js"),
     ),
     (
+        "chat.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/chat.js"),
+    ),
+    (
+        "i18n.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/i18n.js"),
+    ),
+    (
+        "markdown.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/markdown.js"),
+    ),
+    (
         "pages.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/pages.js"),
@@ -50,11 +65,6 @@ const FILES: &[(&str, &str, &[u8])] = &[
         "questions.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/questions.js"),
-    ),
-    (
-        "i18n.js",
-        "text/javascript; charset=utf-8",
-        include_bytes!("../../../../../ui/i18n.js"),
     ),
     (
         "servers.js",

@@ -11,9 +11,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::chat::{
-    Chat, ChatEvent, ChatEventList, ChatList, CreateChat, CreateChatResponse, ExecutionResponse,
-    MessageList, OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse,
-    RenameChat, SettingsPatch, SettingsResponse,
+    Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList, ChatSettings,
+    CreateChat, CreateChatResponse, ExecutionResponse, MessageList, OnboardingCompleted,
+    OnboardingState, PostMessage, PostMessageResponse, RenameChat, SettingsPatch, SettingsResponse,
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
@@ -33,6 +33,8 @@ pub(crate) struct ChatsQuery {
     pub limit: Option<String>,
     /// `true` to include archived chats (default `false`).
     pub include_archived: Option<String>,
+    /// Only chats whose title contains this text, ignoring case (blank: all).
+    pub q: Option<String>,
 }
 
 /// Query of `GET /v1/chats/{chatId}/messages`.
@@ -154,6 +156,45 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
             unarchive_chat,
         )
         .route(
+            Operation::get("/v1/chats/{chatId}/settings")
+                .summary("The chat's own model, agent and enabled tools (`null`: the user's).")
+                .tag("chats")
+                .response::<ChatSettings>(200, "The chat's settings.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            get_chat_settings,
+        )
+        .route(
+            Operation::put("/v1/chats/{chatId}/settings")
+                .summary("Replace the chat's own model, agent and enabled tools.")
+                .description(
+                    "Its next turns use them over the user's settings (a message's own options \
+                     still win). `null` or absent: the user's setting. The model must be \
+                     available to the user; the agent is `graph` or `skills`; tools are catalog \
+                     names.",
+                )
+                .tag("chats")
+                .request::<ChatSettings>()
+                .response::<ChatSettings>(200, "The stored settings.")
+                .response::<ErrorBody>(400, "An unknown model, agent or tool.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            put_chat_settings,
+        )
+        .route(
+            Operation::delete("/v1/chats/{chatId}")
+                .summary("Delete a chat for good, with everything the agents keep about it.")
+                .description(
+                    "Its messages, executions, events and questions are deleted, and the agents \
+                     forget it: its session memory is closed and its session facts, turns and \
+                     Knowledge are deleted. 409 `chat_already_has_active_execution` while a turn \
+                     runs (cancel it first).",
+                )
+                .tag("chats")
+                .plain_response(204, "Deleted.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`).")
+                .response::<ErrorBody>(409, "A turn is running in the chat."),
+            delete_chat,
+        )
+        .route(
             Operation::get("/v1/chats/{chatId}/messages")
                 .summary("Messages of a chat, ascending.")
                 .tag("chats")
@@ -182,6 +223,27 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .response::<ErrorBody>(404, "No such chat (`chat_not_found`).")
                 .response::<ErrorBody>(409, "A turn is running, or the model is not usable."),
             post_message,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/input")
+                .summary("Send a message whether or not the chat's agent is working.")
+                .description(
+                    "The message is stored and announced first. With no turn running it starts \
+                     one (`delivery: turn`, like `POST .../messages`); a running skills-agent \
+                     turn takes it at its next step (`steered`); otherwise it waits and starts \
+                     the next turn when the running one ends (`queued`: the graph agent, or a \
+                     turn that already has its answer). 409 while the agent waits for the \
+                     answer to its question.",
+                )
+                .tag("chats")
+                .request::<ChatInput>()
+                .response::<ChatInputResponse>(200, "Stored; what became of it.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`).")
+                .response::<ErrorBody>(
+                    409,
+                    "The agent waits for an answer, Souz is paused, or the model is not usable.",
+                ),
+            send_input,
         )
         .route(
             Operation::get("/v1/chats/{chatId}/events")
@@ -302,8 +364,38 @@ async fn list_chats(
         Some(_) => return Err(ApiError::invalid("includeArchived must be true or false.")),
     };
     Ok(axum::Json(
-        handle.list_chats(&user, limit, include_archived).await?,
+        handle
+            .list_chats(&user, limit, include_archived, query.q)
+            .await?,
     ))
+}
+
+async fn get_chat_settings(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+) -> Result<axum::Json<ChatSettings>, ApiError> {
+    Ok(axum::Json(handle.chat_settings(&user, &chat_id).await?))
+}
+
+async fn put_chat_settings(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+    ApiJson(settings): ApiJson<ChatSettings>,
+) -> Result<axum::Json<ChatSettings>, ApiError> {
+    Ok(axum::Json(
+        handle.set_chat_settings(&user, &chat_id, settings).await?,
+    ))
+}
+
+async fn delete_chat(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+) -> Result<StatusCode, ApiError> {
+    handle.delete_chat(&user, &chat_id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn create_chat(
@@ -385,6 +477,15 @@ async fn post_message(
     Ok(axum::Json(
         handle.post_message(&user, &chat_id, request).await?,
     ))
+}
+
+async fn send_input(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+    ApiJson(input): ApiJson<ChatInput>,
+) -> Result<axum::Json<ChatInputResponse>, ApiError> {
+    Ok(axum::Json(handle.send_input(&user, &chat_id, input).await?))
 }
 
 async fn replay_events(

@@ -14,7 +14,7 @@ use super::{BOUND, Fixture, code};
 use crate::chat::turns::{Turn, TurnEngine, TurnEvent, TurnOutcome};
 
 /// Turns that wait until cancelled, so a chat stays busy.
-struct Busy;
+pub(super) struct Busy;
 
 impl TurnEngine for Busy {
     fn run(
@@ -33,7 +33,7 @@ impl TurnEngine for Busy {
 }
 
 impl Fixture {
-    fn json(&self, method: &str, path: &str, body: &Value) -> Request<Body> {
+    pub(super) fn json(&self, method: &str, path: &str, body: &Value) -> Request<Body> {
         Request::builder()
             .method(method)
             .uri(path)
@@ -44,7 +44,7 @@ impl Fixture {
             .unwrap()
     }
 
-    fn bare(&self, method: &str, path: &str) -> Request<Body> {
+    pub(super) fn bare(&self, method: &str, path: &str) -> Request<Body> {
         Request::builder()
             .method(method)
             .uri(path)
@@ -54,7 +54,7 @@ impl Fixture {
             .unwrap()
     }
 
-    async fn expect(
+    pub(super) async fn expect(
         &self,
         request: Request<Body>,
         status: StatusCode,
@@ -70,7 +70,7 @@ impl Fixture {
         );
     }
 
-    async fn new_chat(&self) -> String {
+    pub(super) async fn new_chat(&self) -> String {
         let (status, body) = self.send(self.json("POST", "/v1/chats", &json!({}))).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         body["chat"]["id"].as_str().unwrap().to_owned()

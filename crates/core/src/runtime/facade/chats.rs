@@ -1,21 +1,23 @@
-//! Chats for the adapters: the user's settings and onboarding, chats and messages, posting a
-//! message (an agent turn), a chat's events (replay and follow), cancelling turns, the
-//! agents' questions, and the turns running now. Every call acts for one [`ChatUser`]; a
+//! Chats for the adapters: the user's settings and onboarding, chats (deleting one makes the
+//! agents forget it) and messages, posting a message (an agent turn), a chat's events (replay
+//! and follow), cancelling turns, the agents' questions, and the turns running now. Every call acts for one [`ChatUser`]; a
 //! foreign id is "not found".
 
 use std::sync::Arc;
 
 use futures::Stream;
 use souz_protocol::chat::{
-    ActiveTurn, Chat, ChatEvent, ChatEventList, ChatList, CreateChat, CreateChatResponse,
-    Execution, MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
-    PostMessageResponse, Question, QuestionList, Settings, SettingsPatch,
+    ActiveTurn, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
+    ChatSettings, CreateChat, CreateChatResponse, Execution, MessageList, OnboardingState,
+    OptionAnswer, OptionAnswerResponse, PostMessage, PostMessageResponse, Question, QuestionList,
+    Settings, SettingsPatch,
 };
 use tokio::sync::broadcast;
 
 use super::ServiceError;
+use crate::agent::AgentError;
 use crate::bus::FollowItem;
-use crate::chat::{ChatUser, MessagePage};
+use crate::chat::{ChatError, ChatUser, MessagePage};
 use crate::runtime::RuntimeHandle;
 
 impl RuntimeHandle {
@@ -70,17 +72,35 @@ impl RuntimeHandle {
         Ok(self.chats().complete_onboarding(user, patch).await?)
     }
 
-    /// The user's chats, most recently changed first.
+    /// The user's chats, most recently changed first; with `title_contains`, only those whose
+    /// title contains it (any case).
     pub async fn list_chats(
         &self,
         user: &ChatUser,
         limit: usize,
         include_archived: bool,
+        title_contains: Option<String>,
     ) -> Result<ChatList, ServiceError> {
         Ok(self
             .chats()
-            .list_chats(user, limit, include_archived)
+            .list_chats(user, limit, include_archived, title_contains)
             .await?)
+    }
+
+    /// Deletes a chat for good: refused while a turn runs in it; first the agents forget it
+    /// (its session memory is closed and its session facts, turns and Knowledge deleted), then
+    /// its messages, executions, events and questions go. A failure part-way leaves the chat
+    /// in place, so deleting again finishes the job.
+    pub async fn delete_chat(&self, user: &ChatUser, chat_id: &str) -> Result<(), ServiceError> {
+        self.chats().check_deletable(user, chat_id).await?;
+        self.agents()
+            .forget_chat(chat_id)
+            .await
+            .map_err(|error| match error {
+                AgentError::Busy { .. } => ChatError::ActiveExecution.into(),
+                other => ServiceError::Internal(other.to_string()),
+            })?;
+        Ok(self.chats().delete_chat(user, chat_id).await?)
     }
 
     /// Creates a chat (idempotent by `requestId`); `true` when it is new.
@@ -112,6 +132,28 @@ impl RuntimeHandle {
         Ok(self.chats().set_archived(user, chat_id, archived).await?)
     }
 
+    /// The chat's own settings (model, agent, enabled tools; `null`: the user's).
+    pub async fn chat_settings(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<ChatSettings, ServiceError> {
+        Ok(self.chats().chat_settings(user, chat_id).await?)
+    }
+
+    /// Replaces the chat's own settings; its next turns use them.
+    pub async fn set_chat_settings(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        settings: ChatSettings,
+    ) -> Result<ChatSettings, ServiceError> {
+        Ok(self
+            .chats()
+            .set_chat_settings(user, chat_id, settings)
+            .await?)
+    }
+
     /// A page of a chat's messages, ascending.
     pub async fn messages(
         &self,
@@ -130,6 +172,17 @@ impl RuntimeHandle {
         request: PostMessage,
     ) -> Result<PostMessageResponse, ServiceError> {
         Ok(self.chats().post_message(user, chat_id, request).await?)
+    }
+
+    /// Sends input to the chat whether or not its agent works: it starts a turn, steers the
+    /// running one (the skills agent), or waits for the next turn (the graph agent).
+    pub async fn send_input(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        input: ChatInput,
+    ) -> Result<ChatInputResponse, ServiceError> {
+        Ok(self.chats().send_input(user, chat_id, input).await?)
     }
 
     /// A chat's stored events after `after_seq`, ascending.

@@ -1,0 +1,247 @@
+// The Chat page in headless Chromium against a real `souz serve`: the chat list (search by
+// title, rename, archive, delete with a confirmation), answers rendered as Markdown with no
+// path to script injection, Stop and a follow-up sent while the agent works (queued for the
+// graph agent's next turn), and a tool call's approval given inline in the chat. Models are
+// the fake OpenAI server (fake-openai.mjs). Screenshot: `chat`.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
+import { shot, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
+
+let session;
+before(async () => { session = await startSession(); });
+after(async () => { await session?.close(); });
+
+/** A daemon of its own whose models are a fake OpenAI server, with `agent` as its agent. */
+async function liveDaemon(agent) {
+  const provider = await startFakeOpenAi();
+  const home = mkdtempSync(join(tmpdir(), "souz-ui-chat-home-"));
+  const user = mkdtempSync(join(tmpdir(), "souz-ui-chat-user-"));
+  writeFileSync(join(home, "config.toml"),
+    `[llm]\nopenai_base_url = "${provider.url}/v1"\n\n[agent]\ndefault_agent = "${agent}"\n`);
+  const daemon = await startDaemon(home, user, { OPENAI_API_KEY: "sk-ui-test-key" });
+  const call = async (method, path, body) => {
+    const response = await fetch(daemon.url + path, {
+      method,
+      headers: { Authorization: `Bearer ${daemon.token}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const answer = await response.text();
+    return { status: response.status, body: answer ? JSON.parse(answer) : null };
+  };
+  const context = await session.browser.newContext({ viewport: { width: 1200, height: 820 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: daemon.url });
+  const open = async (route) => {
+    const tab = await context.newPage();
+    tab.on("pageerror", (error) => { throw error; });
+    await tab.goto(`${daemon.url}/app/#token=${daemon.token}&go=${route}`);
+    await tab.waitForSelector("#connection.up");
+    return tab;
+  };
+  const close = async () => {
+    await context.close();
+    await stopDaemon(daemon.child);
+    await provider.close();
+    rmSync(home, { recursive: true, force: true });
+    rmSync(user, { recursive: true, force: true });
+  };
+  return { provider, call, open, close, user };
+}
+
+const lastUserMessage = (request) => request.messages.filter((message) => message.role === "user").at(-1).content;
+
+test("chats are searched, renamed, archived and deleted from the list", async () => {
+  const { api } = session;
+  const made = {};
+  for (const title of ["Рецепт борща", "Trip plans", "Budget 2027"]) {
+    const { status, body } = await api("POST", "/v1/chats", { title });
+    assert.equal(status, 201, JSON.stringify(body));
+    made[title] = body.chat.id;
+  }
+  const tab = await session.page(`/chat/${made["Trip plans"]}`);
+  await tab.waitForSelector(`.chat-list [data-chat="${made["Budget 2027"]}"]`);
+  const listed = async () => (await tab.locator(".chat-list button").allTextContents());
+
+  // Search by title, in any case, Cyrillic too.
+  await tab.fill("#chat-search", "БОРЩ");
+  await waitFor(async () => (await listed()).length === 1, "the search result");
+  assert.deepEqual(await listed(), ["Рецепт борща"]);
+  await tab.fill("#chat-search", "");
+  await waitFor(async () => (await listed()).length === 3, "all chats again");
+
+  // Rename the open chat.
+  await tab.click("#chat-rename");
+  await tab.fill("#chat-title-input", "Trip to Kazan");
+  await tab.click(".chat-head form.inline button.primary");
+  await waitFor(async () => (await tab.textContent("#chat-title")) === "Trip to Kazan", "the new title");
+  await waitFor(async () => (await listed()).includes("Trip to Kazan"), "the renamed chat in the list");
+  assert.equal((await api("GET", "/v1/chats?q=kazan")).body.items[0].id, made["Trip plans"]);
+
+  // Archive: it leaves the list, and comes back (marked) with "Show archived".
+  await tab.click("#chat-archive");
+  await waitFor(async () => !(await listed()).some((title) => title.startsWith("Trip to Kazan")), "the archived chat gone");
+  await tab.check("#show-archived");
+  await waitFor(async () => (await listed()).some((title) => title.startsWith("Trip to Kazan")), "the archived chat shown");
+  assert.match(await tab.textContent(`.chat-list [data-chat="${made["Trip plans"]}"] .tag`), /archived/);
+  await tab.click("#chat-archive");
+  await waitFor(async () => !(await tab.locator(`.chat-list [data-chat="${made["Trip plans"]}"] .tag`).count()), "unarchived");
+
+  // Delete asks first; "Keep" keeps it, "Delete for good" deletes it.
+  await tab.click("#chat-delete");
+  await tab.waitForSelector("#chat-delete-ask");
+  await tab.click("#chat-delete-keep");
+  await tab.waitForSelector("#chat-title");
+  assert.equal((await api("GET", `/v1/chats/${made["Trip plans"]}/messages`)).status, 200);
+  await tab.click("#chat-delete");
+  await tab.click("#chat-delete-confirm");
+  await waitFor(async () => (await api("GET", `/v1/chats/${made["Trip plans"]}/messages`)).status === 404, "the chat deleted");
+  await waitFor(async () => !(await listed()).some((title) => title.startsWith("Trip to Kazan")), "the deleted chat gone from the list");
+  await tab.context().close();
+});
+
+test("answers are Markdown: code with Copy, tables, safe links, and no injected script", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    const answer = [
+      "## Result\n\nHere is **bold**, *italic* and `inline code`.\n\n",
+      "```js\nconst answer = 42;\n```\n\n",
+      "| Fruit | Count |\n|---|---:|\n| apple | 3 |\n| pear | 5 |\n\n",
+      "- one\n- two\n\n",
+      "<img src=x onerror=\"window.__pwned = 1\"> <script>window.__pwned = 2</script>\n\n",
+      "[docs](https://example.com/docs) and [bad](javascript:window.__pwned=3) and [data](data:text/html,<b>x</b>)\n",
+    ];
+    live.provider.push(text(answer));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Markdown" });
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    await tab.fill("#chat-input", "Show me some Markdown");
+    await tab.click("#chat-send");
+    const reply = ".messages .message.assistant:not(.streaming)";
+    await tab.waitForSelector(`${reply} table`);
+
+    assert.equal(await tab.textContent(`${reply} h4, ${reply} .md-heading`), "Result");
+    assert.equal(await tab.textContent(`${reply} strong`), "bold");
+    assert.equal(await tab.textContent(`${reply} em`), "italic");
+    assert.deepEqual(await tab.locator(`${reply} table td`).allTextContents(), ["apple", "3", "pear", "5"]);
+    assert.deepEqual(await tab.locator(`${reply} ul li`).allTextContents(), ["one", "two"]);
+    // No element from the model's HTML; it shows as text, and nothing ran.
+    assert.equal(await tab.locator(`${reply} img, ${reply} script`).count(), 0);
+    assert.match(await tab.textContent(reply), /<img src=x onerror=/);
+    // Only the https link is a link, and it opens in a new tab without access to this one.
+    const links = tab.locator(`${reply} a`);
+    assert.equal(await links.count(), 1);
+    assert.equal(await links.getAttribute("href"), "https://example.com/docs");
+    assert.equal(await links.getAttribute("target"), "_blank");
+    assert.match(await links.getAttribute("rel"), /noopener/);
+    assert.match(await tab.textContent(reply), /\[bad\]\(javascript:window\.__pwned=3\)/);
+    // Copy puts the code (and only the code) on the clipboard.
+    await tab.click(`${reply} .code-block .copy`);
+    await waitFor(async () => (await tab.textContent(`${reply} .code-block .copy`)) !== "Copy", "the copy");
+    assert.equal(await tab.evaluate(() => navigator.clipboard.readText()), "const answer = 42;");
+    assert.equal(await tab.evaluate(() => /** @type {any} */ (window).__pwned), undefined);
+  } finally {
+    await live.close();
+  }
+});
+
+test("Stop ends the turn, and a follow-up sent while it works starts the next turn", async () => {
+  const live = await liveDaemon("graph");
+  try {
+    // The graph agent asks the model which tools a message needs first (`HELP 100`: all).
+    live.provider.push(text(["HELP 100"]));
+    live.provider.push(text(["Counting ", "slowly: ", "one, ", "two, ", "three, ", "four, ", "five."], 1500));
+    live.provider.push(text(["HELP 100"]));
+    live.provider.push(text(["Metric it is: ", "**5 km**."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Follow-up" });
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    await tab.fill("#chat-input", "Count to five");
+    await tab.click("#chat-send");
+    await tab.waitForSelector("#chat-stop:not([hidden])");
+    await tab.waitForSelector(".message.assistant.streaming");
+
+    // The box stays usable: the graph agent takes the follow-up as its next turn.
+    await tab.fill("#chat-input", "Use metric units");
+    await tab.click("#chat-send");
+    await waitFor(async () => (await tab.locator(".message.user").allTextContents()).includes("Use metric units"), "the follow-up shown");
+    assert.match(await tab.textContent("#chat-notice"), /new turn/);
+    await shot(tab, "chat");
+
+    await tab.click("#chat-stop");
+    await waitFor(() => live.provider.requests.length === 4, "the follow-up's turn");
+    assert.equal(lastUserMessage(live.provider.requests[3]), "Use metric units");
+    await tab.waitForSelector(".message.assistant:not(.streaming) strong");
+    assert.equal(await tab.textContent(".message.assistant:not(.streaming) strong"), "5 km");
+    await waitFor(async () => await tab.isHidden("#chat-stop"), "Stop hidden once no turn runs");
+    const { body: events } = await live.call("GET", `/v1/chats/${body.chat.id}/events?limit=1000`);
+    const kinds = events.items.map((event) => event.type);
+    assert.ok(kinds.includes("execution.cancelled"), kinds.join(","));
+    assert.equal(kinds.filter((kind) => kind === "execution.started").length, 2, kinds.join(","));
+  } finally {
+    await live.close();
+  }
+});
+
+test("a turn's tool call is approved inline in the chat", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    const target = join(live.user, "shopping.txt");
+    live.provider.push(toolCall("write-1", "RunSkillCommand", { skillId: "NewFile", arguments: { path: target, text: "milk\n" } }));
+    live.provider.push(text(["Written."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Approvals" });
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    await tab.fill("#chat-input", "Start a shopping list");
+    await tab.click("#chat-send");
+    const approve = ".messages .tool-call.waiting button[data-approve]";
+    await tab.waitForSelector(approve);
+    assert.match(await tab.textContent(".messages .tool-call.waiting"), /NewFile|RunSkillCommand/);
+    assert.equal(existsSync(target), false, "nothing written before the approval");
+    await tab.click(approve);
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+    assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Written.");
+    assert.equal(existsSync(target), true);
+    assert.equal(await tab.locator(".messages .tool-call button").count(), 0, "no buttons once decided");
+  } finally {
+    await live.close();
+  }
+});
+
+test("a chat's own agent is picked in the chat; the skills agent takes a follow-up at its next step", async () => {
+  const live = await liveDaemon("graph");
+  try {
+    live.provider.push(text(["Counting ", "slowly: ", "one, ", "two, ", "three, ", "four, ", "five."], 1500));
+    live.provider.push(text(["Metric it is: 5 km."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Steering" });
+    const chatId = body.chat.id;
+    const tab = await live.open(`/chat/${chatId}`);
+    await tab.waitForSelector("#chat-agent");
+    await tab.selectOption("#chat-agent", "skills");
+    await waitFor(async () => (await live.call("GET", `/v1/chats/${chatId}/settings`)).body.agent === "skills", "the agent saved");
+    // Tools: unchecking one stores the chat's own list.
+    await tab.click(".chat-tools summary");
+    const first = tab.locator(".chat-tools input[type=checkbox]:checked").first();
+    const name = await first.getAttribute("value");
+    await first.uncheck();
+    await waitFor(async () => {
+      const { enabledTools } = (await live.call("GET", `/v1/chats/${chatId}/settings`)).body;
+      return Array.isArray(enabledTools) && !enabledTools.includes(name);
+    }, "the tools saved");
+
+    await tab.fill("#chat-input", "Count to five");
+    await tab.click("#chat-send");
+    await tab.waitForSelector(".message.assistant.streaming");
+    await tab.fill("#chat-input", "Use metric units");
+    await tab.click("#chat-send");
+    await waitFor(async () => /next step/.test((await tab.textContent("#chat-notice")) || ""), "the steered notice");
+    await waitFor(() => live.provider.requests.length === 2, "the model asked again with the input");
+    assert.match(JSON.stringify(live.provider.requests[1].messages), /Use metric units/);
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+    assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Metric it is: 5 km.");
+    const { body: events } = await live.call("GET", `/v1/chats/${chatId}/events?limit=1000`);
+    assert.equal(events.items.filter((event) => event.type === "execution.started").length, 1, "one turn");
+  } finally {
+    await live.close();
+  }
+});

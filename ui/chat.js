@@ -1,0 +1,453 @@
+// @ts-check
+// The Chat page: the chat list (new, search by title, rename, archive, delete), a chat's
+// messages with the answer streaming in and rendered as Markdown, its tool calls inline with
+// their approvals (Approve/Deny right there), Stop, and one box that sends a message whether
+// or not the agent is working (`POST /v1/chats/{id}/input`: a new turn, input the running
+// turn takes at its next step, or input queued for the next turn). Renders into `main` and
+// returns a function that stops its stream.
+
+import { api, follow } from "./api.js";
+import { strings } from "./i18n.js";
+import { renderMarkdown } from "./markdown.js";
+import { h, visible } from "./pages.js";
+
+/** @typedef {import("./types.js").Bootstrap} Bootstrap */
+/** @typedef {import("./types.js").Chat} Chat */
+/** @typedef {import("./types.js").ChatSettings} ChatSettings */
+/** @typedef {import("./types.js").ChatInputResponse} ChatInputResponse */
+/** @typedef {import("./types.js").ChatList} ChatList */
+/** @typedef {import("./types.js").CreateChatResponse} CreateChatResponse */
+/** @typedef {import("./types.js").MessageList} MessageList */
+/** @typedef {import("./types.js").TurnList} TurnList */
+/** @typedef {import("./pages.js").ChatFrame} ChatFrame */
+
+const t = strings({
+  en: {
+    title: "Chat",
+    new_chat: "New chat",
+    search: "Search chats",
+    show_archived: "Show archived",
+    archived: "archived",
+    no_chats: "No chats yet.",
+    no_match: "No chat title matches.",
+    start: "Start a new chat.",
+    untitled: "Chat {id}",
+    new_title: "Chat {when}",
+    rename: "Rename",
+    save: "Save",
+    cancel: "Cancel",
+    archive: "Archive",
+    unarchive: "Unarchive",
+    delete: "Delete",
+    delete_confirm: "Delete this chat for good? Its messages go, and Souz forgets what it remembered and kept from it.",
+    delete_yes: "Delete for good",
+    keep: "Keep",
+    placeholder: "Message Souz's agent…",
+    placeholder_busy: "Add to what the agent is doing…",
+    send: "Send",
+    stop: "Stop",
+    stopping: "Stopping…",
+    working: "The agent is working. What you send now goes to it.",
+    steered: "The agent takes this at its next step.",
+    queued: "Queued: the agent reads this in a new turn once the current one ends.",
+    failed: "The turn failed.",
+    cancelled: "Stopped.",
+    approve: "Approve",
+    deny: "Deny",
+    waiting: "waiting for your approval",
+    approved: "approved",
+    denied: "denied",
+    expired: "no answer",
+    model: "Model",
+    agent: "Agent",
+    tools: "Tools ({n} on)",
+    default_model: "My default ({model})",
+    default_agent: "Configured default",
+    agent_graph: "Graph agent (chooses tools for the task)",
+    agent_skills: "Skills agent (takes input while it works)",
+    tools_default: "Use my settings",
+    saved: "Saved: this chat's next turns use it.",
+  },
+  ru: {
+    title: "Чат",
+    new_chat: "Новый чат",
+    search: "Поиск по чатам",
+    show_archived: "Показать архив",
+    archived: "в архиве",
+    no_chats: "Чатов пока нет.",
+    no_match: "Нет чатов с таким названием.",
+    start: "Начните новый чат.",
+    untitled: "Чат {id}",
+    new_title: "Чат {when}",
+    rename: "Переименовать",
+    save: "Сохранить",
+    cancel: "Отмена",
+    archive: "В архив",
+    unarchive: "Из архива",
+    delete: "Удалить",
+    delete_confirm: "Удалить этот чат навсегда? Сообщения будут удалены, а Souz забудет всё, что запомнил и сохранил из него.",
+    delete_yes: "Удалить навсегда",
+    keep: "Оставить",
+    placeholder: "Сообщение агенту Souz…",
+    placeholder_busy: "Дополните то, что делает агент…",
+    send: "Отправить",
+    stop: "Остановить",
+    stopping: "Останавливаю…",
+    working: "Агент работает. То, что вы отправите сейчас, дойдёт до него.",
+    steered: "Агент учтёт это на следующем шаге.",
+    queued: "В очереди: агент прочтёт это в новом ходе, когда закончит текущий.",
+    failed: "Ход завершился ошибкой.",
+    cancelled: "Остановлено.",
+    approve: "Разрешить",
+    deny: "Запретить",
+    waiting: "ждёт вашего разрешения",
+    approved: "разрешено",
+    denied: "запрещено",
+    expired: "нет ответа",
+    model: "Модель",
+    agent: "Агент",
+    tools: "Инструменты (включено: {n})",
+    default_model: "По умолчанию ({model})",
+    default_agent: "Как в настройках",
+    agent_graph: "Графовый агент (подбирает инструменты под задачу)",
+    agent_skills: "Агент навыков (принимает сообщения во время работы)",
+    tools_default: "Как в моих настройках",
+    saved: "Сохранено: следующие ходы этого чата используют это.",
+  },
+});
+
+/** The text of a tool call's line. @param {unknown} value */
+const preview = (value) => {
+  if (value === undefined || value === null || value === "") return "";
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > 120 ? text.slice(0, 117) + "..." : text;
+};
+
+/** A message bubble: the person's text as typed, an answer as Markdown.
+ *  @param {{id: string, role: string, content: string}} message */
+function bubble(message) {
+  const element = h("div.message." + message.role, { dataset: { message: message.id } });
+  if (message.role === "assistant") {
+    element.classList.add("markdown");
+    element.append(renderMarkdown(message.content));
+  } else {
+    element.append(visible(message.content));
+  }
+  return element;
+}
+
+export async function chatPage(main, [selected]) {
+  const state = { query: "", archived: false, running: /** @type {string | null} */ (null) };
+  const chatList = h("div.chat-list");
+  const search = h("input#chat-search", { type: "search", placeholder: t("search"), "aria-label": t("search") });
+  const showArchived = h("input#show-archived", { type: "checkbox" });
+  const head = h("div.chat-head");
+  const options = h("div.chat-options");
+  const messages = h("div.messages");
+  const input = h("textarea#chat-input", { placeholder: t("placeholder") });
+  const notice = h("p.meta#chat-notice");
+  const send = h("button.primary#chat-send", { type: "submit" }, t("send"));
+  const stop = h("button.danger#chat-stop", { type: "button", hidden: true }, t("stop"));
+  const form = h("form.compose", {}, input, send, stop);
+  main.append(h("h1", {}, t("title")), h("div.chat", {},
+    h("div.chat-side", {},
+      h("button#new-chat", { onclick: () => newChat() }, t("new_chat")),
+      search,
+      h("label.check", {}, showArchived, " ", t("show_archived")),
+      chatList),
+    h("div.chat-main", {}, head, options, messages, form, notice)));
+
+  const say = (text, error = false) => { notice.textContent = visible(text); notice.className = error ? "error" : "meta"; };
+  const attempt = async (step) => {
+    try { await step(); } catch (error) { say(error.message, true); }
+  };
+
+  const newChat = () => attempt(async () => {
+    const { chat } = /** @type {CreateChatResponse} */ (await api("POST", "/v1/chats", { title: t("new_title", { when: new Date().toLocaleString() }) }));
+    location.hash = `#/chat/${chat.id}`;
+  });
+  /** @param {Chat} item */
+  const label = (item) => item.title || t("untitled", { id: item.id.slice(0, 8) });
+  const listChats = async () => {
+    const params = new URLSearchParams({ limit: "100" });
+    if (state.archived) params.set("includeArchived", "true");
+    if (state.query.trim()) params.set("q", state.query.trim());
+    const { items } = /** @type {ChatList} */ (await api("GET", `/v1/chats?${params}`));
+    chatList.replaceChildren(...items.map((item) =>
+      h("button" + (item.id === selected ? ".active" : ""), { dataset: { chat: item.id }, onclick: () => { location.hash = `#/chat/${item.id}`; } },
+        label(item), item.archived ? h("span.tag", {}, t("archived")) : null)));
+    if (!items.length) chatList.append(h("p.empty", {}, state.query.trim() ? t("no_match") : t("no_chats")));
+    return items;
+  };
+  let searching = 0;
+  search.addEventListener("input", () => {
+    state.query = search.value;
+    clearTimeout(searching);
+    searching = window.setTimeout(() => attempt(listChats), 200);
+  });
+  showArchived.addEventListener("change", () => { state.archived = showArchived.checked; attempt(listChats); });
+
+  const items = await listChats();
+  if (!selected && items.length) selected = items[0].id;
+  if (!selected) { messages.append(h("p.empty", {}, t("start"))); form.hidden = true; return; }
+  /** @type {Chat} */
+  let chat = (await api("GET", "/v1/chats?limit=100&includeArchived=true")).items.find((item) => item.id === selected)
+    ?? { id: selected, title: null, archived: false, createdAt: "", updatedAt: "", lastMessagePreview: null };
+
+  // ----- the chat's header: title, rename, archive, delete -----
+  const renderHead = () => {
+    const title = h("h2#chat-title", {}, label(chat));
+    const rename = h("button#chat-rename", { type: "button", onclick: () => editTitle() }, t("rename"));
+    const archive = h("button#chat-archive", { type: "button", onclick: () => attempt(async () => {
+      chat = await api("POST", `/v1/chats/${chat.id}/${chat.archived ? "unarchive" : "archive"}`);
+      renderHead();
+      await listChats();
+    }) }, chat.archived ? t("unarchive") : t("archive"));
+    const remove = h("button.danger#chat-delete", { type: "button", onclick: () => confirmDelete() }, t("delete"));
+    head.replaceChildren(title, h("span.spacer"), rename, archive, remove);
+  };
+  const editTitle = () => {
+    const field = h("input#chat-title-input", { value: chat.title || "", "aria-label": t("rename") });
+    const editor = h("form.inline", {}, field, h("button.primary", { type: "submit" }, t("save")),
+      h("button", { type: "button", onclick: renderHead }, t("cancel")));
+    editor.addEventListener("submit", (event) => {
+      event.preventDefault();
+      attempt(async () => {
+        chat = await api("PATCH", `/v1/chats/${chat.id}/title`, { title: field.value });
+        renderHead();
+        await listChats();
+      });
+    });
+    head.replaceChildren(editor);
+    field.focus();
+  };
+  const confirmDelete = () => {
+    head.replaceChildren(h("div.confirm#chat-delete-ask", {},
+      h("p", {}, t("delete_confirm")),
+      h("button.danger#chat-delete-confirm", { type: "button", onclick: () => attempt(async () => {
+        await api("DELETE", `/v1/chats/${chat.id}`);
+        location.hash = "#/chat";
+      }) }, t("delete_yes")),
+      h("button#chat-delete-keep", { type: "button", onclick: renderHead }, t("keep"))));
+  };
+  renderHead();
+  await chatOptions(options, chat.id, say);
+
+  // ----- running state: Stop, and the box that adds to a running turn -----
+  const setRunning = (executionId) => {
+    state.running = executionId;
+    stop.hidden = !executionId;
+    stop.disabled = false;
+    stop.textContent = t("stop");
+    input.placeholder = executionId ? t("placeholder_busy") : t("placeholder");
+  };
+  stop.addEventListener("click", () => attempt(async () => {
+    stop.disabled = true;
+    stop.textContent = t("stopping");
+    await api("POST", `/v1/chats/${chat.id}/cancel-active`);
+  }));
+
+  // ----- messages, the streamed answer, tool calls and approvals -----
+  // The answer being streamed: its element (keyed by the answer's message id) and one span
+  // per model request, so a discarded request's text can be removed.
+  let streaming = null;
+  /** @type {Map<string, {line: HTMLElement, text: HTMLElement, actions: HTMLElement, label: string}>} */
+  const calls = new Map();
+  /** The line of each approval asked in this chat, by approval id. @type {Map<string, any>} */
+  const approvals = new Map();
+  /** @param {{id: string, role: string, content: string}} message */
+  const addMessage = (message) => {
+    if (messages.querySelector(`[data-message="${message.id}"]`)) return;
+    messages.append(bubble(message));
+  };
+  const callLine = (id, name) => {
+    let call = calls.get(id);
+    if (!call) {
+      const text = h("span.text");
+      const actions = h("span.actions");
+      call = { line: h("div.tool-call", { dataset: { toolCall: id } }, text, actions), text, actions, label: name || "tool" };
+      calls.set(id, call);
+      if (streaming) messages.insertBefore(call.line, streaming.node); else messages.append(call.line);
+    }
+    return call;
+  };
+  const showCall = (call, kind, text) => { call.line.className = "tool-call " + kind; call.text.textContent = visible(text); };
+  const decide = (call, approvalId, decision) => attempt(async () => {
+    for (const button of call.actions.querySelectorAll("button")) button.disabled = true;
+    try {
+      await api("POST", `/v1/approvals/${approvalId}/decision`, { decision, scope: "once", via: "ui" });
+    } catch (error) {
+      for (const button of call.actions.querySelectorAll("button")) button.disabled = false;
+      throw error;
+    }
+  });
+
+  const { items: history } = /** @type {MessageList} */ (await api("GET", `/v1/chats/${selected}/messages?limit=100`));
+  history.forEach(addMessage);
+  const { items: turns } = /** @type {TurnList} */ (await api("GET", "/v1/turns"));
+  setRunning(turns.find((turn) => turn.execution.chatId === selected)?.execution.id ?? null);
+  // Pending approvals of this chat's turn, asked before the page opened.
+  const pending = /** @type {import("./types.js").ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
+  for (const approval of pending.items) {
+    const { requester } = approval;
+    if (requester.kind === "chat" && requester.chat_id === selected) applyApproval(approval.id, `approval-${approval.id}`, approval.tool, approval.summary);
+  }
+
+  /** @param {string} approvalId @param {string} id @param {string} name @param {string} summary */
+  function applyApproval(approvalId, id, name, summary) {
+    const call = callLine(id, name);
+    approvals.set(approvalId, call);
+    showCall(call, "waiting", `⏸ ${call.label}: ${summary} (${t("waiting")})`);
+    call.actions.replaceChildren(
+      h("button.primary", { type: "button", dataset: { approve: approvalId }, onclick: () => decide(call, approvalId, "approve") }, t("approve")),
+      h("button.danger", { type: "button", dataset: { deny: approvalId }, onclick: () => decide(call, approvalId, "deny") }, t("deny")));
+  }
+
+  /** @param {ChatFrame & {kind: "event"}} frame */
+  const apply = (frame) => {
+    const { type, payload } = frame;
+    switch (type) {
+      case "message.delta": {
+        if (!streaming || streaming.id !== payload.messageId) {
+          streaming?.node.remove();
+          streaming = { id: payload.messageId, node: h("div.message.assistant.streaming", { dataset: { streaming: payload.messageId } }), attempts: new Map() };
+          messages.append(streaming.node);
+        }
+        let span = streaming.attempts.get(payload.attempt);
+        if (!span) { span = h("span"); streaming.attempts.set(payload.attempt, span); streaming.node.append(span); }
+        span.textContent += visible(payload.delta || "");
+        break;
+      }
+      case "message.discarded":
+        if (streaming && streaming.id === payload.messageId) { streaming.attempts.get(payload.attempt)?.remove(); streaming.attempts.delete(payload.attempt); }
+        break;
+      case "message.created":
+        // The stored answer has the id the deltas named: it replaces the streamed text.
+        if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
+        addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
+        break;
+      case "tool.call.started": {
+        const call = callLine(payload.toolCallId, payload.name);
+        const shown = /** @type {unknown} */ (payload.argumentsPreview);
+        const args = shown && typeof shown === "object" && "arguments" in shown ? shown.arguments : shown;
+        showCall(call, "running", `▶ ${call.label} ${preview(args)}`);
+        break;
+      }
+      case "tool.call.finished": {
+        const call = callLine(payload.toolCallId, payload.name);
+        showCall(call, "finished", `✓ ${call.label} (${payload.durationMs ?? "?"} ms) ${preview(payload.resultPreview)}`);
+        break;
+      }
+      case "tool.call.failed": {
+        const call = callLine(payload.toolCallId, payload.name);
+        showCall(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
+        break;
+      }
+      case "approval.requested": applyApproval(payload.approvalId, payload.toolCallId || payload.approvalId, payload.name, payload.summary || ""); break;
+      case "approval.decided":
+      case "approval.expired": {
+        const call = approvals.get(payload.approvalId) ?? callLine(payload.toolCallId || payload.approvalId, payload.name);
+        call.actions.replaceChildren();
+        const approved = type === "approval.decided" && payload.status === "approved";
+        const outcome = type === "approval.expired" ? t("expired") : approved ? t("approved") : t("denied");
+        showCall(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label}: ${outcome}${payload.via ? " (" + payload.via + ")" : ""}`);
+        break;
+      }
+      case "execution.started": setRunning(frame.executionId ?? payload.executionId ?? null); break;
+      case "execution.failed":
+        say(payload.errorMessage || t("failed"), true);
+        if (frame.executionId === state.running) setRunning(null);
+        break;
+      case "execution.cancelled":
+        streaming?.node.remove(); streaming = null;
+        say(t("cancelled"));
+        if (frame.executionId === state.running) setRunning(null);
+        break;
+      case "execution.finished":
+        if (frame.executionId === state.running) setRunning(null);
+        break;
+    }
+  };
+  // Live only: the history above came from the API; the all-chats stream brings what follows.
+  const stopStream = follow(() => "/v1/turns/ws", (/** @type {ChatFrame} */ frame) => {
+    if (frame.kind === "event" && frame.chatId === selected) apply(frame);
+  });
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const content = input.value.trim();
+    if (!content) return;
+    send.disabled = true;
+    say("");
+    try {
+      const response = /** @type {ChatInputResponse} */ (await api("POST", `/v1/chats/${selected}/input`, { content, clientMessageId: crypto.randomUUID() }));
+      addMessage(response.message);
+      input.value = "";
+      if (response.delivery === "turn") setRunning(response.execution.id);
+      else say(response.delivery === "steered" ? t("steered") : t("queued"));
+    } catch (error) {
+      say(error.message, true);
+    } finally {
+      send.disabled = false;
+    }
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+  });
+  return () => { stopStream(); clearTimeout(searching); };
+}
+
+/** The chat's own model, agent and tools: each change is saved at once (`PUT .../settings`)
+ *  and used by the chat's next turns.
+ *  @param {HTMLElement} box @param {string} chatId @param {(text: string, error?: boolean) => void} say */
+async function chatOptions(box, chatId, say) {
+  const [boot, current] = await Promise.all([
+    /** @type {Promise<Bootstrap>} */ (api("GET", "/v1/bootstrap")),
+    /** @type {Promise<ChatSettings>} */ (api("GET", `/v1/chats/${chatId}/settings`)),
+  ]);
+  /** @type {ChatSettings} */
+  let stored = current;
+  const model = h("select#chat-model", { "aria-label": t("model") },
+    h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel || "—" })),
+    boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, `${provider}/${name}`)));
+  // A stored model no longer offered stays shown (and selected) rather than silently changing.
+  if (stored.model && ![...model.options].some((option) => option.value === stored.model)) model.append(h("option", { value: stored.model }, stored.model));
+  model.value = stored.model ?? "";
+  const agent = h("select#chat-agent", { "aria-label": t("agent") },
+    h("option", { value: "" }, t("default_agent")),
+    h("option", { value: "graph" }, t("agent_graph")),
+    h("option", { value: "skills" }, t("agent_skills")));
+  agent.value = stored.agent ?? "";
+  const userTools = new Set(boot.capabilities.tools.filter((tool) => tool.enabled).map((tool) => tool.name));
+  const checks = boot.capabilities.tools.map((tool) => h("label.check", {},
+    h("input", { type: "checkbox", value: tool.name, checked: (stored.enabledTools ? stored.enabledTools.includes(tool.name) : userTools.has(tool.name)) }), " ", tool.name));
+  const summary = h("summary");
+  const reset = h("button#chat-tools-default", { type: "button" }, t("tools_default"));
+  const tools = h("details.chat-tools", {}, summary, h("div.tool-checks", {}, checks), reset);
+  const count = () => { summary.textContent = t("tools", { n: checks.filter((label) => label.querySelector("input")?.checked).length }); };
+  count();
+  /** @param {ChatSettings} next */
+  const save = async (next) => {
+    try {
+      stored = /** @type {ChatSettings} */ (await api("PUT", `/v1/chats/${chatId}/settings`, next));
+      say(t("saved"));
+    } catch (error) {
+      say(error.message, true);
+      model.value = stored.model ?? "";
+      agent.value = stored.agent ?? "";
+    }
+  };
+  model.addEventListener("change", () => save({ ...stored, model: model.value || null }));
+  agent.addEventListener("change", () => save({ ...stored, agent: agent.value || null }));
+  tools.addEventListener("change", () => {
+    count();
+    const enabled = checks.map((label) => label.querySelector("input")).filter((input) => input?.checked).map((input) => input?.value ?? "");
+    save({ ...stored, enabledTools: enabled });
+  });
+  reset.addEventListener("click", async () => {
+    for (const label of checks) { const input = label.querySelector("input"); if (input) input.checked = userTools.has(input.value); }
+    count();
+    await save({ ...stored, enabledTools: null });
+  });
+  box.replaceChildren(h("label", {}, t("model"), " ", model), h("label", {}, t("agent"), " ", agent), tools);
+}
