@@ -36,7 +36,9 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
     PutProviderKey,
 };
-pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
+pub use mcp::{
+    McpLogin, McpOAuthCallback, McpServerList, McpServerStatus, McpServerTest, McpToken,
+};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

@@ -138,9 +138,7 @@ impl McpServerConfig {
                 problem("set either `bearer_token_env` or `bearer_token_key`, not both".into());
             }
             if !is_secret_name(&self.bearer_token_key) {
-                problem(
-                    "`bearer_token_key` may use only letters, digits, `_`, `-` and `.`".into(),
-                );
+                problem("`bearer_token_key` may use only letters, digits, `_`, `-` and `.`".into());
             }
         }
         if self.is_stdio()

@@ -1,12 +1,19 @@
-//! `/v1/mcp/servers`: the external MCP servers of `[mcp.servers]`, where each stands, and a
-//! test that connects to one and lists its tools (operator routes).
+//! `/v1/mcp/servers`: the external MCP servers of `[mcp.servers]`, where each stands, a test
+//! that connects to one and lists its tools, its stored bearer token and its OAuth login
+//! (operator routes); and `/v1/mcp/oauth/callback`, where the authorization server sends the
+//! browser back (no token: the one-use `state` of a login the operator started is the proof).
 
-use axum::extract::{Path, State};
-use souz_protocol::{ErrorBody, McpServerList, McpServerTest};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Html;
+use souz_protocol::{
+    ErrorBody, McpLogin, McpOAuthCallback, McpServerList, McpServerTest, McpToken,
+};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
+use crate::gateway::extract::ApiJson;
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 
@@ -29,6 +36,56 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<ErrorBody>(404, "No enabled server has that name."),
             test,
         )
+        .route(
+            Operation::put("/v1/mcp/servers/{name}/token")
+                .summary("Store an external MCP server's bearer token (encrypted, never shown).")
+                .description(
+                    "Kept in the encrypted key store under the server's `bearer_token_key`; the \
+                     server is connected again with it.",
+                )
+                .tag("mcp")
+                .operator()
+                .request::<McpToken>()
+                .plain_response(204, "Stored.")
+                .response::<ErrorBody>(400, "The server names no `bearer_token_key`.")
+                .response::<ErrorBody>(404, "No server has that name."),
+            put_token,
+        )
+        .route(
+            Operation::delete("/v1/mcp/servers/{name}/token")
+                .summary("Delete an external MCP server's stored bearer token.")
+                .tag("mcp")
+                .operator()
+                .plain_response(204, "Deleted (or there was none).")
+                .response::<ErrorBody>(404, "No server has that name."),
+            delete_token,
+        )
+        .route(
+            Operation::post("/v1/mcp/servers/{name}/login")
+                .summary("Start an OAuth login for an external MCP server.")
+                .description(
+                    "Discovers the server's authorization server, registers Souz (or uses \
+                     `oauth_client_id`) and returns the page to open; the browser comes back \
+                     to `/v1/mcp/oauth/callback` within ten minutes.",
+                )
+                .tag("mcp")
+                .operator()
+                .response::<McpLogin>(200, "The page to open.")
+                .response::<ErrorBody>(404, "No enabled server has that name.")
+                .response::<ErrorBody>(409, "Discovery or registration failed."),
+            login,
+        )
+        .route(
+            Operation::get("/v1/mcp/oauth/callback")
+                .summary("Where the authorization server sends the browser back after a login.")
+                .tag("mcp")
+                .public()
+                .query::<McpOAuthCallback>()
+                .plain_response(200, "An HTML page: signed in.")
+                .response::<ErrorBody>(400, "The authorization server refused.")
+                .response::<ErrorBody>(403, "No login this daemon started has that `state`."),
+            callback,
+        )
 }
 
 async fn list(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<McpServerList> {
@@ -41,4 +98,51 @@ async fn test(
     Path(name): Path<String>,
 ) -> Result<axum::Json<McpServerTest>, ApiError> {
     Ok(axum::Json(handle.test_mcp_server(&name).await?))
+}
+
+async fn put_token(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<McpToken>,
+) -> Result<StatusCode, ApiError> {
+    handle.set_mcp_token(&name, &body.token).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_token(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    handle.delete_mcp_token(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn login(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+) -> Result<axum::Json<McpLogin>, ApiError> {
+    Ok(axum::Json(handle.start_mcp_login(&name).await?))
+}
+
+async fn callback(
+    State(handle): State<RuntimeHandle>,
+    Query(query): Query<McpOAuthCallback>,
+) -> Result<Html<String>, ApiError> {
+    let server = handle.finish_mcp_login(&query).await?;
+    tracing::info!(%server, "signed in to an MCP server");
+    Ok(Html(format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>Souz</title>\
+         <p>Souz is signed in to the MCP server <b>{}</b>. You can close this tab.</p>",
+        html_escape(&server)
+    )))
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use rusqlite::OptionalExtension;
 
-use super::{
-    ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, seal_with,
-};
+use super::{ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, seal_with};
 
 fn associated_data(name: &str) -> Vec<u8> {
     format!("souz secret v1:{name}").into_bytes()
@@ -118,7 +116,9 @@ mod tests {
     async fn a_row_moved_under_another_name_does_not_decrypt() {
         let dir = TestHome::new();
         let keys = keys(&dir).await;
-        keys.put_secret("a", &ApiKey::new("secret-a")).await.unwrap();
+        keys.put_secret("a", &ApiKey::new("secret-a"))
+            .await
+            .unwrap();
         keys.store
             .write(|t| {
                 t.execute("UPDATE secrets SET name = 'b'", [])?;
@@ -136,7 +136,9 @@ mod tests {
     async fn a_secret_alone_keeps_the_data_key_from_being_remade() {
         let dir = TestHome::new();
         let keys = keys(&dir).await;
-        keys.put_secret("a", &ApiKey::new("secret-a")).await.unwrap();
+        keys.put_secret("a", &ApiKey::new("secret-a"))
+            .await
+            .unwrap();
         std::fs::remove_file(dir.path().join("provider-keys.key")).unwrap();
         // Rows exist: writing must not make a new data key that would orphan them.
         assert!(keys.put_secret("b", &ApiKey::new("x")).await.is_err());
