@@ -625,6 +625,15 @@
  */
 
 /**
+ * `POST /v1/mcp/servers/{name}/login`: the page the person opens to sign in; it sends the
+ * browser back to the daemon's `/v1/mcp/oauth/callback`.
+ * @typedef {{
+ *   authorization_url: string;
+ *   name: string;
+ * }} McpLogin
+ */
+
+/**
  * `GET /v1/mcp/servers`.
  * @typedef {{
  *   servers: Array<McpServerStatus>;
@@ -639,6 +648,7 @@
  *   error?: string | null;
  *   expose_to_mcp_clients: boolean;
  *   name: string;
+ *   needs_login?: boolean;
  *   tools: number;
  *   transport: string;
  * }} McpServerStatus
@@ -652,6 +662,14 @@
  *   ok: boolean;
  *   tools: number;
  * }} McpServerTest
+ */
+
+/**
+ * `PUT /v1/mcp/servers/{name}/token`: a bearer token kept in the encrypted key store under
+ * the server's `bearer_token_key`.
+ * @typedef {{
+ *   token: string;
+ * }} McpToken
  */
 
 /**

@@ -274,6 +274,7 @@ async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_c
 const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
+    "DELETE /v1/mcp/servers/{name}/token",
     "DELETE /v1/skills/{id}",
     "GET /v1/clients",
     "GET /v1/config",
@@ -287,6 +288,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "GET /v1/tools",
     "PATCH /v1/config",
     "POST /v1/clients",
+    "POST /v1/mcp/servers/{name}/login",
     "POST /v1/mcp/servers/{name}/test",
     "POST /v1/skills",
     "POST /v1/skills/validate",
@@ -295,6 +297,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/tool-calls",
     "POST /v1/ui-codes",
     "PUT /v1/config",
+    "PUT /v1/mcp/servers/{name}/token",
     "PUT /v1/pause",
 ];
 

@@ -177,11 +177,23 @@ impl Flows {
             .map_err(describe)?;
         manager.set_metadata(resolution.metadata);
         let mut request = AuthorizationRequest::new(login.redirect_uri).with_client_name("Souz");
-        if let Some(challenge) = login.challenge {
+        if let Some(challenge) = login.challenge.clone() {
             request = request.with_challenge(challenge);
         }
+        // The configured scopes and the ones a step-up challenge asks for, together.
+        let mut scopes = login.config.oauth_scopes.clone();
+        for scope in login
+            .challenge
+            .as_deref()
+            .map(challenged_scopes)
+            .unwrap_or_default()
+        {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
         if !login.config.oauth_scopes.is_empty() {
-            request = request.with_scopes(&login.config.oauth_scopes);
+            request = request.with_scopes(&scopes);
         }
         if !login.config.oauth_client_id.is_empty() {
             request = request.with_preregistered_client(login.config.oauth_client_id.clone());
@@ -274,4 +286,31 @@ pub(crate) enum CallbackError {
 /// any token at all.
 pub(crate) fn is_step_up(challenge: &str) -> bool {
     challenge.contains("insufficient_scope")
+}
+
+/// The `scope="…"` a challenge names, split.
+fn challenged_scopes(challenge: &str) -> Vec<String> {
+    let Some(start) = challenge.find("scope=\"") else {
+        return Vec::new();
+    };
+    let rest = &challenge[start + "scope=\"".len()..];
+    rest.split('"')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_challenge_names_its_scopes() {
+        let challenge = "Bearer error=\"insufficient_scope\", scope=\"read write\", \
+                         resource_metadata=\"https://x/.well-known/oauth-protected-resource\"";
+        assert_eq!(super::challenged_scopes(challenge), ["read", "write"]);
+        assert!(super::is_step_up(challenge));
+        assert!(super::challenged_scopes("Bearer realm=\"x\"").is_empty());
+        assert!(!super::is_step_up("Bearer realm=\"x\""));
+    }
 }

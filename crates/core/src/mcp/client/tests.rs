@@ -415,3 +415,6 @@ fn allow_rule(tool: &str) -> crate::config::RuleConfig {
         note: None,
     }
 }
+
+mod oauth;
+mod oauth_mock;
