@@ -17,6 +17,7 @@
 //! login ([`oauth`]): its status says `needs_login` until the operator completes one; tokens
 //! are refreshed without asking while refreshing works.
 
+pub(crate) mod conformance;
 pub(crate) mod connection;
 pub(crate) mod oauth;
 pub(crate) mod proxy;
