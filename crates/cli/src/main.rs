@@ -155,7 +155,8 @@ fn main() -> ExitCode {
                 uuid_like()
             ));
             std::fs::create_dir_all(&home)?;
-            let outcome = souz_core::mcp::run_conformance_client(&url, &home).await;
+            let outcome =
+                souz_core::mcp::run_conformance_client(&url, &home, conformance_context()).await;
             let _ = std::fs::remove_dir_all(&home);
             outcome.map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
@@ -312,4 +313,13 @@ fn uuid_like() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_nanos())
+}
+
+/// The pre-registered client the conformance suite passes in `MCP_CONFORMANCE_CONTEXT`.
+#[cfg(feature = "conformance")]
+fn conformance_context() -> Option<(String, Option<String>)> {
+    let context = process_env("MCP_CONFORMANCE_CONTEXT")?;
+    let context: serde_json::Value = serde_json::from_str(&context).ok()?;
+    let id = context["client_id"].as_str()?.to_owned();
+    Some((id, context["client_secret"].as_str().map(str::to_owned)))
 }

@@ -231,6 +231,7 @@ impl McpClients {
                     keys: &self.keys,
                     challenge,
                     redirect_uri: self.redirect_uri.to_string(),
+                    client_secret: None,
                 })
                 .await,
         )
@@ -501,7 +502,10 @@ impl Server {
         let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
             .await
             .map_err(|_| "`tools/list` did not answer in time".to_owned())?
-            .map_err(|error| format!("`tools/list` failed: {error}"))?;
+            .map_err(|error| match error.auth_challenge() {
+                Some(challenge) => self.login_needed(challenge.to_owned()),
+                None => format!("`tools/list` failed: {error}"),
+            })?;
         let mut taken = HashSet::new();
         let mut tools: Vec<ExternalTool> = Vec::new();
         for tool in listed

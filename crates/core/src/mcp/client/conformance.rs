@@ -30,10 +30,17 @@ struct Client {
     lookup: Lookup,
     home: std::path::PathBuf,
     flows: Flows,
+    client_secret: Option<String>,
 }
 
 /// Runs the client against `url`; what went wrong, if anything.
-pub async fn run_conformance_client(url: &str, home: &Path) -> Result<(), String> {
+/// `preregistered`: a client id (and secret) the authorization server knows, instead of
+/// dynamic registration.
+pub async fn run_conformance_client(
+    url: &str,
+    home: &Path,
+    preregistered: Option<(String, Option<String>)>,
+) -> Result<(), String> {
     let store = Store::open(home.join("souz.db"))
         .await
         .map_err(|error| error.to_string())?;
@@ -41,8 +48,13 @@ pub async fn run_conformance_client(url: &str, home: &Path) -> Result<(), String
         config: McpServerConfig {
             url: url.to_owned(),
             allow_private_network: true,
+            oauth_client_id: preregistered
+                .as_ref()
+                .map(|(id, _)| id.clone())
+                .unwrap_or_default(),
             ..McpServerConfig::default()
         },
+        client_secret: preregistered.and_then(|(_, secret)| secret),
         keys: KeyStore::new(store, home.join("provider-keys.key")),
         lookup: Arc::new(|_| None),
         home: home.to_owned(),
@@ -50,11 +62,20 @@ pub async fn run_conformance_client(url: &str, home: &Path) -> Result<(), String
     };
     let mut sign_ins = 0;
     let mut session = client.open(&mut sign_ins).await?;
-    let tools = session
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|error| format!("tools/list: {error}"))?;
+    let tools = loop {
+        match session.peer().list_all_tools().await {
+            Ok(tools) => break tools,
+            Err(error) if error.auth_challenge().is_some() && sign_ins < 2 => {
+                sign_ins += 1;
+                client
+                    .sign_in(error.auth_challenge().map(str::to_owned))
+                    .await?;
+                let _ = session.close().await;
+                session = client.open(&mut sign_ins).await?;
+            }
+            Err(error) => return Err(format!("tools/list: {error}")),
+        }
+    };
     for tool in tools {
         let call = || {
             session
@@ -130,6 +151,7 @@ impl Client {
                 keys: &self.keys,
                 challenge,
                 redirect_uri: REDIRECT_URI.to_owned(),
+                client_secret: self.client_secret.clone(),
             })
             .await?;
         let browser = reqwest::Client::builder()

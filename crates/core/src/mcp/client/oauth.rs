@@ -148,6 +148,8 @@ pub(crate) struct Login<'a> {
     pub challenge: Option<String>,
     /// Where the authorization server sends the browser back.
     pub redirect_uri: String,
+    /// The secret of the configured client (`oauth_client_id`), if it has one.
+    pub client_secret: Option<String>,
 }
 
 struct Pending {
@@ -197,6 +199,9 @@ impl Flows {
         }
         if !login.config.oauth_client_id.is_empty() {
             request = request.with_preregistered_client(login.config.oauth_client_id.clone());
+            if let Some(secret) = login.client_secret {
+                request = request.with_client_secret(secret);
+            }
         }
         let session = AuthorizationSession::new(manager, request)
             .await
