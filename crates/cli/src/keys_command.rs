@@ -112,11 +112,20 @@ async fn manage(command: KeysCommand) -> Result<()> {
     }
 }
 
-/// The key from standard input: typed without echo at a terminal, else the whole input with
-/// surrounding whitespace removed. An empty input is an error, not an empty key.
+/// A provider's key from standard input (see [`read_secret`]).
 fn read_key(provider: &str) -> Result<String> {
+    read_secret(
+        &format!("{provider} API key"),
+        &format!("souz keys set {provider} < key.txt"),
+    )
+}
+
+/// A secret from standard input: typed without echo at a terminal, else the whole input with
+/// surrounding whitespace removed. An empty input is an error, not an empty secret; `usage`
+/// shows how to pipe it in.
+pub(crate) fn read_secret(what: &str, usage: &str) -> Result<String> {
     let key = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("{provider} API key (not echoed): "))
+        rpassword::prompt_password(format!("{what} (not echoed): "))
             .context("cannot read the key from the terminal")?
     } else {
         let mut bytes = Vec::new();
@@ -131,10 +140,7 @@ fn read_key(provider: &str) -> Result<String> {
     };
     let key = key.trim();
     if key.is_empty() {
-        bail!(
-            "no key on standard input: pipe it in (`souz keys set {provider} < key.txt`) or \
-             type it at the prompt"
-        );
+        bail!("no key on standard input: pipe it in (`{usage}`) or type it at the prompt");
     }
     Ok(key.to_owned())
 }

@@ -87,6 +87,14 @@ enum Command {
         #[arg(value_enum)]
         client: mcp_config::McpClient,
     },
+    /// (Tests only) The MCP conformance suite's client under test: connect to URL as Souz's
+    /// MCP client does, signing in with OAuth when asked, and call each tool once.
+    #[cfg(feature = "conformance")]
+    #[command(hide = true)]
+    ConformanceClient {
+        /// The server's URL (the suite appends it).
+        url: String,
+    },
     /// External MCP servers Souz connects to: `souz mcp servers list|test NAME`.
     Mcp {
         #[command(subcommand)]
@@ -139,6 +147,20 @@ fn main() -> ExitCode {
         Command::McpStdio { client } => mcp_stdio::run(client),
         Command::McpConfig { client } => client_command(mcp_config::run(client)),
         Command::Mcp { command } => client_command(mcp_servers_command::run(command)),
+        #[cfg(feature = "conformance")]
+        Command::ConformanceClient { url } => client_command(async move {
+            let home = std::env::temp_dir().join(format!(
+                "souz-conformance-client-{}-{}",
+                std::process::id(),
+                uuid_like()
+            ));
+            std::fs::create_dir_all(&home)?;
+            let outcome =
+                souz_core::mcp::run_conformance_client(&url, &home, conformance_context()).await;
+            let _ = std::fs::remove_dir_all(&home);
+            outcome.map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
+        }),
         Command::Clients { command } => client_command(async {
             clients_command::run(command)
                 .await
@@ -283,4 +305,21 @@ fn load_config() -> Result<Config, ExitCode> {
         souz_core::config::ConfigError::Problems(_) => config_problems(&error),
         other => fail(&other.to_string()),
     })
+}
+
+/// A name part no other run picks at the same time (the clock's nanoseconds).
+#[cfg(feature = "conformance")]
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos())
+}
+
+/// The pre-registered client the conformance suite passes in `MCP_CONFORMANCE_CONTEXT`.
+#[cfg(feature = "conformance")]
+fn conformance_context() -> Option<(String, Option<String>)> {
+    let context = process_env("MCP_CONFORMANCE_CONTEXT")?;
+    let context: serde_json::Value = serde_json::from_str(&context).ok()?;
+    let id = context["client_id"].as_str()?.to_owned();
+    Some((id, context["client_secret"].as_str().map(str::to_owned)))
 }

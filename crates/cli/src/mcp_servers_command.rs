@@ -19,6 +19,36 @@ pub enum McpCommand {
         /// The JSON file.
         file: std::path::PathBuf,
     },
+    /// A server's bearer token in the encrypted key store (the server names it with
+    /// `bearer_token_key`): `souz mcp token set NAME < token.txt`, `souz mcp token rm NAME`.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Sign in to an HTTP server with OAuth: opens the authorization page in the browser (or
+    /// prints it with --print); the browser comes back to the daemon, which keeps the tokens
+    /// encrypted and refreshes them.
+    Login {
+        /// The server's name in config.toml.
+        name: String,
+        /// Print the page's address instead of opening it.
+        #[arg(long)]
+        print: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Store the token read from standard input (typed without echo at a terminal).
+    Set {
+        /// The server's name in config.toml.
+        name: String,
+    },
+    /// Delete the stored token.
+    Rm {
+        /// The server's name in config.toml.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,6 +155,8 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                 Err(problems) => anyhow::bail!("{}: {problems}", file.display()),
             };
         }
+        McpCommand::Token { command } => return token(command).await,
+        McpCommand::Login { name, print } => return login(&name, print).await,
         McpCommand::Servers { command } => command,
     };
     let client = crate::client::connect().await?;
@@ -139,10 +171,11 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                 say!("No MCP servers are configured ([mcp.servers.<name>] in config.toml).");
             }
             for server in &list.servers {
-                let state = match (server.enabled, server.connected) {
-                    (false, _) => "disabled",
-                    (true, true) => "connected",
-                    (true, false) => "not connected",
+                let state = match (server.enabled, server.connected, server.needs_login) {
+                    (false, _, _) => "disabled",
+                    (true, true, _) => "connected",
+                    (true, false, true) => "needs login",
+                    (true, false, false) => "not connected",
                 };
                 say!(
                     "{:<20} {:<6} {:<14} {} tool(s){}{}{}",
@@ -219,4 +252,49 @@ async fn change(client: &crate::client::DaemonClient, command: ServersCommand) -
         say!("Restart Souz to apply the change to `{name}`.");
     }
     Ok(())
+}
+
+async fn token(command: TokenCommand) -> Result<std::process::ExitCode> {
+    let client = crate::client::connect().await?;
+    match command {
+        TokenCommand::Set { name } => {
+            let token = crate::keys_command::read_secret(
+                &format!("{name} bearer token"),
+                &format!("souz mcp token set {name} < token.txt"),
+            )?;
+            client.set_mcp_token(&name, &token).await?;
+            say!("Stored the bearer token of `{name}` (encrypted); it connects with it now.");
+        }
+        TokenCommand::Rm { name } => {
+            client.delete_mcp_token(&name).await?;
+            say!("Deleted the stored bearer token of `{name}` (if there was one).");
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+async fn login(name: &str, print: bool) -> Result<std::process::ExitCode> {
+    let client = crate::client::connect().await?;
+    let login = client.mcp_login(name).await?;
+    if print {
+        say!("{}", login.authorization_url);
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let opened = std::process::Command::new(opener)
+        .arg(&login.authorization_url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !opened {
+        say!("Open this page to sign in to `{name}`:");
+    }
+    say!("{}", login.authorization_url);
+    say!("`souz mcp servers` shows `{name}` connected once the sign-in is done.");
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -137,6 +137,27 @@ impl DaemonClient {
             .await
     }
 
+    /// Stores the bearer token of the external MCP server `name` (encrypted, in the daemon).
+    pub async fn set_mcp_token(&self, name: &str, token: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/mcp/servers/{}/token", encode_segment(name));
+        let body = souz_protocol::McpToken {
+            token: token.to_owned(),
+        };
+        self.put_empty(&path, &body).await
+    }
+
+    /// Deletes the stored bearer token of the external MCP server `name`.
+    pub async fn delete_mcp_token(&self, name: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/mcp/servers/{}/token", encode_segment(name));
+        self.delete(&path).await
+    }
+
+    /// Starts an OAuth login for the external MCP server `name`: the page to open.
+    pub async fn mcp_login(&self, name: &str) -> Result<souz_protocol::McpLogin, ClientError> {
+        let path = format!("/v1/mcp/servers/{}/login", encode_segment(name));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
     /// The caller's configured provider keys (hints only), sorted by provider.
     pub async fn provider_keys(&self) -> Result<souz_protocol::ProviderKeyList, ClientError> {
         self.get("/v1/me/provider-keys").await

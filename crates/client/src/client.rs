@@ -153,6 +153,13 @@ impl DaemonClient {
         Ok((status, decode(&bytes)?))
     }
 
+    /// PUT `body` to `path`; the answer's body, if any, is ignored (`204 No Content`).
+    pub async fn put_empty<B: Serialize>(&self, path: &str, body: &B) -> Result<(), ClientError> {
+        self.exchange(self.http.put(self.url(path)).json(body))
+            .await?;
+        Ok(())
+    }
+
     /// DELETE `path` (the answer's body, if any, is ignored).
     pub async fn delete(&self, path: &str) -> Result<(), ClientError> {
         self.exchange(self.http.delete(self.url(path))).await?;

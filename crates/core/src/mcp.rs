@@ -8,5 +8,6 @@
 //! makes is a [`crate::tools::gate::Gate`] call with the client as the requester.
 
 pub(crate) mod client;
+pub use client::conformance::run_conformance_client;
 pub mod extension;
 pub(crate) mod server;

@@ -204,14 +204,14 @@ impl Runtime {
         gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
-        let mcp_clients = mcp_clients(&config, &gate, &store, &environment);
-        tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let llm = Arc::new(LlmService::new(
             &config.llm,
             store.clone(),
             config.paths.provider_key_file(),
-            environment,
+            Arc::clone(&environment),
         )?);
+        let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store());
+        tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let defaults = chat_defaults(&config, &gate);
         let chats = Chats::new(ChatsParts {
             store: store.clone(),
@@ -545,13 +545,30 @@ fn mcp_clients(
     gate: &Gate,
     store: &Store,
     environment: &Environment,
+    keys: &crate::llm::keys::KeyStore,
 ) -> McpClients {
+    let host = match config.server.host.trim() {
+        "" | "0.0.0.0" | "::" | "[::]" => "127.0.0.1",
+        host => host,
+    };
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
     McpClients::new(McpClientParts {
         config: config.clone(),
         gate: gate.clone(),
         store: store.clone(),
         lookup: Arc::clone(environment),
         inherited: gate.sandbox().inherited_environment().to_vec(),
+        // The daemon's own keys, whoever asks: MCP servers are the daemon's.
+        keys: keys.for_user(crate::LOCAL_USER),
+        redirect_uri: format!(
+            "http://{host}:{}{}",
+            config.server.port,
+            crate::mcp::client::oauth::CALLBACK_PATH
+        ),
     })
 }
 

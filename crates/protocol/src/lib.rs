@@ -42,7 +42,10 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
     PutProviderKey,
 };
-pub use mcp::{McpServerEnabled, McpServerList, McpServerPut, McpServerStatus, McpServerTest};
+pub use mcp::{
+    McpLogin, McpOAuthCallback, McpServerEnabled, McpServerList, McpServerPut, McpServerStatus,
+    McpServerTest, McpToken,
+};
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,

@@ -28,6 +28,10 @@ pub struct McpServerStatus {
     /// next start.
     #[serde(default)]
     pub restart_required: bool,
+    /// Whether the server asks for an OAuth login (or a wider scope) that refreshing could
+    /// not give: `POST /v1/mcp/servers/{name}/login` starts one.
+    #[serde(default)]
+    pub needs_login: bool,
 }
 
 /// `GET /v1/mcp/servers`.
@@ -70,4 +74,53 @@ pub struct McpServerPut {
 pub struct McpServerEnabled {
     /// On or off.
     pub enabled: bool,
+}
+
+/// `POST /v1/mcp/servers/{name}/login`: the page the person opens to sign in; it sends the
+/// browser back to the daemon's `/v1/mcp/oauth/callback`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpLogin {
+    /// The server.
+    pub name: String,
+    /// The authorization server's page (valid for a few minutes, once).
+    pub authorization_url: String,
+}
+
+/// `PUT /v1/mcp/servers/{name}/token`: a bearer token kept in the encrypted key store under
+/// the server's `bearer_token_key`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpToken {
+    /// The token (never shown again).
+    pub token: String,
+}
+
+impl std::fmt::Debug for McpToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpToken(..)")
+    }
+}
+
+/// The query of `GET /v1/mcp/oauth/callback` (what the authorization server sends back).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct McpOAuthCallback {
+    /// The authorization code.
+    pub code: Option<String>,
+    /// The flow it answers.
+    pub state: Option<String>,
+    /// The issuer (RFC 9207), when the authorization server sends it.
+    pub iss: Option<String>,
+    /// Why the authorization server refused.
+    pub error: Option<String>,
+    /// Its explanation.
+    pub error_description: Option<String>,
+}
+
+impl std::fmt::Debug for McpOAuthCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOAuthCallback")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
 }

@@ -7,8 +7,8 @@
 //!    is cut off at the limit.
 //! 3. `/v1/**` and `/mcp` need `Authorization: Bearer <token>` (constant-time check): else 401.
 //!    `/`, `/health`, `/docs*`, the web UI (`/app*`), OAuth discovery (`/.well-known/*`) and
-//!    the [`PUBLIC_V1`] routes (the daemon's identity proof, the web UI's code exchange) are
-//!    public.
+//!    the [`PUBLIC_V1`] routes (the daemon's identity proof, the web UI's code exchange, the
+//!    MCP OAuth redirect, which only completes a login the operator started) are public.
 //! 4. Capabilities: the operator token reaches everything; an MCP client token reaches `/mcp`
 //!    only, and gets 403 `forbidden` anywhere else. The [`Credential`] goes with the request,
 //!    so the MCP server names the requester by its token, never by what it calls itself.
@@ -159,8 +159,13 @@ pub(crate) async fn guard(
 }
 
 /// Routes under `/v1` that need no token: a client checks the daemon's identity before it
-/// sends one, and the web UI trades a one-time code for one.
-pub(crate) const PUBLIC_V1: &[&str] = &["/v1/identity", "/v1/ui-codes/exchange"];
+/// sends one, the web UI trades a one-time code for one, and an authorization server sends
+/// the browser back with a code for a login the operator started (its `state` is the proof).
+pub(crate) const PUBLIC_V1: &[&str] = &[
+    "/v1/identity",
+    "/v1/ui-codes/exchange",
+    "/v1/mcp/oauth/callback",
+];
 
 /// Whether a path needs the bearer token.
 pub(crate) fn requires_token(path: &str) -> bool {

@@ -390,6 +390,30 @@ async fn oauth_discovery_gets_json_404_without_a_token() {
 }
 
 #[tokio::test]
+async fn the_mcp_oauth_callback_needs_no_token_but_a_login_this_daemon_started() {
+    let f = Fixture::new().await;
+    let path = "/v1/mcp/oauth/callback?code=stolen&state=not-a-login";
+    let (status, body) = f.send(f.get(path).body(Body::empty()).unwrap()).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+    let refused = "/v1/mcp/oauth/callback?error=access_denied&state=not-a-login";
+    let (status, body) = f.send(f.get(refused).body(Body::empty()).unwrap()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "invalid_request")
+    );
+    // The Host check applies here as everywhere.
+    let foreign = Request::get(path)
+        .header(header::HOST, "evil.example:8383")
+        .body(Body::empty())
+        .unwrap();
+    let (status, body) = f.send(foreign).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::FORBIDDEN, "forbidden_host")
+    );
+}
+
+#[tokio::test]
 async fn unknown_routes_and_methods_get_the_envelope() {
     let f = Fixture::new().await;
     let (status, body) = f.send(f.get("/nope").body(Body::empty()).unwrap()).await;

@@ -36,6 +36,7 @@ use super::ProviderId;
 use crate::store::{Store, StoreError};
 
 mod keychain;
+mod secrets;
 
 /// Format version written as the first byte of every sealed key.
 const SEALED_VERSION: u8 = 1;
@@ -126,6 +127,17 @@ pub enum KeyStoreError {
         /// The keychain asked.
         keychain: &'static str,
         /// The key file looked for.
+        path: PathBuf,
+    },
+    /// A stored secret does not decrypt with the current data key.
+    #[error(
+        "the stored secret `{name}` cannot be decrypted with the key file {path} (the file was \
+         replaced, or the database comes from another machine); store it again"
+    )]
+    SecretDecrypt {
+        /// The secret's name.
+        name: String,
+        /// The key file used.
         path: PathBuf,
     },
     /// The system random source failed.
@@ -364,14 +376,17 @@ impl KeyStore {
         }
     }
 
-    /// Whether any user has a stored key (all rows share the one data key).
+    /// Whether any key or secret is stored (all rows share the one data key).
     async fn has_rows(&self) -> Result<bool, KeyStoreError> {
         self.store
             .read(|connection| {
                 connection
-                    .query_row("SELECT EXISTS (SELECT 1 FROM provider_keys)", [], |row| {
-                        row.get::<_, bool>(0)
-                    })
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM provider_keys) \
+                         OR EXISTS (SELECT 1 FROM secrets)",
+                        [],
+                        |row| row.get::<_, bool>(0),
+                    )
                     .map_err(KeyStoreError::from)
             })
             .await
@@ -477,17 +492,21 @@ fn associated_data(provider: ProviderId) -> Vec<u8> {
 }
 
 fn seal(data_key: &DataKey, provider: ProviderId, key: &str) -> Result<Vec<u8>, KeyStoreError> {
+    seal_with(data_key, &associated_data(provider), key)
+}
+
+/// Seals `plain` with a fresh nonce, `aad` authenticated with it.
+fn seal_with(data_key: &DataKey, aad: &[u8], plain: &str) -> Result<Vec<u8>, KeyStoreError> {
     let cipher = Aes256Gcm::new_from_slice(data_key.as_slice())
         .map_err(|_| KeyStoreError::Random("invalid data key length".to_owned()))?;
     let mut nonce = [0u8; NONCE_BYTES];
     getrandom::fill(&mut nonce).map_err(|error| KeyStoreError::Random(error.to_string()))?;
-    let aad = associated_data(provider);
     let ciphertext = cipher
         .encrypt(
             Nonce::from_slice(&nonce),
             Payload {
-                msg: key.as_bytes(),
-                aad: &aad,
+                msg: plain.as_bytes(),
+                aad,
             },
         )
         .map_err(|_| KeyStoreError::Random("encryption failed".to_owned()))?;
@@ -499,19 +518,23 @@ fn seal(data_key: &DataKey, provider: ProviderId, key: &str) -> Result<Vec<u8>, 
 }
 
 fn open(data_key: &DataKey, provider: ProviderId, sealed: &[u8]) -> Option<String> {
+    open_with(data_key, &associated_data(provider), sealed)
+}
+
+/// Opens what [`seal_with`] sealed with the same `aad`; `None` if it does not authenticate.
+fn open_with(data_key: &DataKey, aad: &[u8], sealed: &[u8]) -> Option<String> {
     let (&version, rest) = sealed.split_first()?;
     if version != SEALED_VERSION || rest.len() < NONCE_BYTES {
         return None;
     }
     let (nonce, ciphertext) = rest.split_at(NONCE_BYTES);
     let cipher = Aes256Gcm::new_from_slice(data_key.as_slice()).ok()?;
-    let aad = associated_data(provider);
     let plain = cipher
         .decrypt(
             Nonce::from_slice(nonce),
             Payload {
                 msg: ciphertext,
-                aad: &aad,
+                aad,
             },
         )
         .ok()?;

@@ -12,8 +12,14 @@
 //! Calls: each within `tool_timeout_seconds` (then cancelled on the server with
 //! `notifications/cancelled`), cancelled when the gate's call is; a call that finds the session
 //! broken (a crashed server, a closed connection) starts a new session and is sent once more.
+//!
+//! Credentials: an HTTP server that answers 401 (or 403 `insufficient_scope`, step-up) needs a
+//! login ([`oauth`]): its status says `needs_login` until the operator completes one; tokens
+//! are refreshed without asking while refreshing works.
 
+pub(crate) mod conformance;
 pub(crate) mod connection;
+pub(crate) mod oauth;
 pub(crate) mod proxy;
 pub(crate) mod trust;
 
@@ -35,10 +41,12 @@ use souz_protocol::McpServerStatus;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use self::connection::{Connect, Events, Lookup, Session};
+use self::connection::{Connect, ConnectError, Events, Lookup, Session};
+use self::oauth::{CallbackError, Flows, Login};
 use self::trust::{Definition, Trust};
 use crate::config::Config;
 use crate::config::McpServerConfig;
+use crate::llm::keys::{ApiKey, KeyStore, KeyStoreError};
 use crate::store::Store;
 use crate::tools::external::ExternalTool;
 use crate::tools::gate::Gate;
@@ -59,12 +67,19 @@ pub(crate) struct McpClientParts {
     pub lookup: Lookup,
     /// What programs may inherit of the daemon's environment (scrubbed).
     pub inherited: Vec<(OsString, OsString)>,
+    /// Bearer tokens and OAuth credentials (encrypted).
+    pub keys: KeyStore,
+    /// The daemon's OAuth redirect URI (its own `/v1/mcp/oauth/callback`).
+    pub redirect_uri: String,
 }
 
 /// Every configured server. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct McpClients {
     servers: Arc<Vec<Arc<Server>>>,
+    keys: KeyStore,
+    flows: Arc<Flows>,
+    redirect_uri: Arc<str>,
 }
 
 /// One server and its session.
@@ -77,6 +92,7 @@ pub(crate) struct Server {
     inherited: Vec<(OsString, OsString)>,
     home: PathBuf,
     allow_hosts: Vec<String>,
+    keys: KeyStore,
     events: Events,
     /// The live session; held across a connect so one server is started once at a time.
     session: tokio::sync::Mutex<Option<Live>>,
@@ -97,6 +113,10 @@ struct Health {
     retry_at: Option<Instant>,
     last_error: Option<String>,
     tools: usize,
+    /// The server asked for a login (or a wider scope) that refreshing could not give.
+    needs_login: bool,
+    /// Its last `WWW-Authenticate` challenge, which a login starts from.
+    challenge: Option<String>,
 }
 
 impl McpClients {
@@ -108,6 +128,8 @@ impl McpClients {
             store,
             lookup,
             inherited,
+            keys,
+            redirect_uri,
         } = parts;
         let servers = config
             .mcp
@@ -124,6 +146,7 @@ impl McpClients {
                     inherited: inherited.clone(),
                     home: config.paths.home().to_owned(),
                     allow_hosts: config.sandbox.network_allow_hosts.clone(),
+                    keys: keys.clone(),
                     events: Events {
                         tools_changed: Arc::new(Notify::new()),
                         progress: ProgressDispatcher::new(),
@@ -135,6 +158,9 @@ impl McpClients {
             .collect();
         Self {
             servers: Arc::new(servers),
+            keys,
+            flows: Arc::new(Flows::default()),
+            redirect_uri: Arc::from(redirect_uri),
         }
     }
 
@@ -164,6 +190,7 @@ impl McpClients {
                     enabled: server.enabled,
                     connected: health.as_ref().is_some_and(|h| h.connected),
                     tools: health.as_ref().map_or(0, |h| h.tools),
+                    needs_login: health.as_ref().is_some_and(|h| h.needs_login),
                     error: health.and_then(|h| h.last_error),
                     expose_to_mcp_clients: server.expose_to_mcp_clients,
                     settings: serde_json::to_value(server).unwrap_or_default(),
@@ -181,12 +208,119 @@ impl McpClients {
             Err(error) => Err(error),
         })
     }
+
+    fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.iter().find(|server| server.name == name)
+    }
+
+    /// Starts an OAuth login for the enabled HTTP server `name`: the authorization URL the
+    /// person opens (its redirect comes back to [`McpClients::complete_login`]).
+    pub(crate) async fn login(&self, name: &str) -> Option<Result<String, String>> {
+        let server = self.server(name)?;
+        if server.config.is_stdio() {
+            return Some(Err(format!(
+                "`{name}` is a program (stdio); only `url` servers sign in"
+            )));
+        }
+        let client = match connection::oauth_client(&server.config, &server.allow_hosts) {
+            Ok(client) => client,
+            Err(error) => return Some(Err(error)),
+        };
+        let challenge = server
+            .health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .challenge
+            .clone();
+        Some(
+            self.flows
+                .start(Login {
+                    server: name,
+                    config: &server.config,
+                    client,
+                    keys: &self.keys,
+                    challenge,
+                    redirect_uri: self.redirect_uri.to_string(),
+                    client_secret: None,
+                })
+                .await,
+        )
+    }
+
+    /// Completes the login `state` names (the redirect's `code` and `iss`), then connects
+    /// the server again with its new tokens; the server's name.
+    pub(crate) async fn complete_login(
+        &self,
+        state: &str,
+        code: &str,
+        issuer: Option<&str>,
+    ) -> Result<String, CallbackError> {
+        let name = self.flows.complete(state, code, issuer).await?;
+        if let Some(server) = self.server(&name) {
+            server.reconnect().await;
+        }
+        Ok(name)
+    }
+
+    /// Forgets the login `state` names (the authorization server refused it).
+    pub(crate) fn abandon_login(&self, state: &str) {
+        self.flows.abandon(state);
+    }
+
+    /// Stores (`Some`) or deletes the bearer token of the server `name` under its
+    /// `bearer_token_key`, then connects it again.
+    pub(crate) async fn set_token(
+        &self,
+        config: &Config,
+        name: &str,
+        token: Option<ApiKey>,
+    ) -> Result<(), TokenError> {
+        let server = config
+            .mcp
+            .servers
+            .get(name)
+            .ok_or_else(|| TokenError::UnknownServer(name.to_owned()))?;
+        let secret = server
+            .bearer_token_secret()
+            .ok_or_else(|| TokenError::NoTokenKey(name.to_owned()))?;
+        match token {
+            Some(token) => {
+                crate::redact::register_secret(token.expose());
+                self.keys.put_secret(&secret, &token).await?;
+            }
+            None => {
+                self.keys.delete_secret(&secret).await?;
+            }
+        }
+        if let Some(server) = self.server(name) {
+            server.reconnect().await;
+        }
+        Ok(())
+    }
+}
+
+/// Why a bearer token could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TokenError {
+    /// No server of that name is configured.
+    #[error("No MCP server is named `{0}`.")]
+    UnknownServer(String),
+    /// The server names no key-store token.
+    #[error(
+        "The MCP server `{0}` takes no stored token: add `bearer_token_key = \"{0}\"` to \
+         [mcp.servers.{0}] in config.toml first."
+    )]
+    NoTokenKey(String),
+    /// The key store failed.
+    #[error(transparent)]
+    Keys(#[from] KeyStoreError),
 }
 
 struct HealthView {
     connected: bool,
     tools: usize,
     last_error: Option<String>,
+    needs_login: bool,
 }
 
 impl Server {
@@ -196,6 +330,41 @@ impl Server {
             connected: health.connected,
             tools: health.tools,
             last_error: health.last_error.clone(),
+            needs_login: health.needs_login,
+        }
+    }
+
+    /// Forgets the session and the backoff so the keeper connects again now (new credentials).
+    async fn reconnect(&self) {
+        if let Some(old) = self.session.lock().await.take() {
+            close(old.session).await;
+        }
+        {
+            let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            health.connected = false;
+            health.retry_at = None;
+            health.failures = 0;
+        }
+        self.events.tools_changed.notify_one();
+    }
+
+    /// Records that a call was refused for want of a (wider) login; the message to return.
+    fn login_needed(&self, challenge: String) -> String {
+        let step_up = oauth::is_step_up(&challenge);
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        health.needs_login = true;
+        health.challenge = Some(challenge);
+        if step_up {
+            format!(
+                "the MCP server `{}` asks for a wider scope: sign in again with `souz mcp login {}`",
+                self.name, self.name
+            )
+        } else {
+            format!(
+                "the MCP server `{}` asks for a login (its token could not be refreshed): \
+                 `souz mcp login {}`",
+                self.name, self.name
+            )
         }
     }
 
@@ -265,15 +434,16 @@ impl Server {
                 inherited: &self.inherited,
                 home: &self.home,
                 allow_hosts: &self.allow_hosts,
+                keys: &self.keys,
             },
             self.events.clone(),
         );
         let outcome = match tokio::time::timeout(self.startup_timeout(), connecting).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(format!(
+            Err(_) => Err(ConnectError::from(format!(
                 "no answer within {} s",
                 self.config.startup_timeout_seconds
-            )),
+            ))),
         };
         let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         match outcome {
@@ -283,6 +453,8 @@ impl Server {
                 health.failures = 0;
                 health.retry_at = None;
                 health.last_error = None;
+                health.needs_login = false;
+                health.challenge = None;
                 let peer = session.peer().clone();
                 let generation = health.generation;
                 if generation > 1 {
@@ -296,8 +468,13 @@ impl Server {
                 });
                 Ok((peer, generation))
             }
-            Err(error) => {
+            Err(ConnectError { message, challenge }) => {
+                let error = message;
                 tracing::warn!(server = %self.name, %error, "cannot start the MCP server");
+                if challenge.is_some() {
+                    health.needs_login = true;
+                    health.challenge = challenge;
+                }
                 health.connected = false;
                 health.failures = health.failures.saturating_add(1);
                 let backoff = Duration::from_secs(1 << health.failures.min(6).saturating_sub(1));
@@ -335,7 +512,10 @@ impl Server {
         let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
             .await
             .map_err(|_| "`tools/list` did not answer in time".to_owned())?
-            .map_err(|error| format!("`tools/list` failed: {error}"))?;
+            .map_err(|error| match error.auth_challenge() {
+                Some(challenge) => self.login_needed(challenge.to_owned()),
+                None => format!("`tools/list` failed: {error}"),
+            })?;
         let mut taken = HashSet::new();
         let mut tools: Vec<ExternalTool> = Vec::new();
         for tool in listed
@@ -411,6 +591,10 @@ impl Server {
                 Sent::Answer(Ok(result)) => return proxy::output(result),
                 Sent::Answer(Err(ServiceError::McpError(error))) => {
                     return Err(ToolError::Failed(error.message.to_string()));
+                }
+                Sent::Answer(Err(error)) if error.auth_challenge().is_some() => {
+                    let challenge = error.auth_challenge().unwrap_or_default().to_owned();
+                    return Err(ToolError::Failed(self.login_needed(challenge)));
                 }
                 Sent::Answer(Err(error)) if attempt == 1 => {
                     tracing::warn!(server = %self.name, %error, "the MCP session broke; starting a new one");

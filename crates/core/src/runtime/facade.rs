@@ -202,6 +202,31 @@ impl From<LlmServiceError> for ServiceError {
     }
 }
 
+impl From<crate::mcp::client::TokenError> for ServiceError {
+    fn from(error: crate::mcp::client::TokenError) -> Self {
+        use crate::mcp::client::TokenError;
+        match error {
+            TokenError::UnknownServer(_) => Self::not_found(ErrorCode::NotFound, error.to_string()),
+            TokenError::NoTokenKey(_) => Self::Invalid(error.to_string()),
+            TokenError::Keys(KeyStoreError::Store(store)) => store.into(),
+            // The key file is unusable: the message says how to fix it and holds no secret.
+            TokenError::Keys(keys) => Self::conflict(ErrorCode::Conflict, keys.to_string()),
+        }
+    }
+}
+
+impl From<crate::mcp::client::oauth::CallbackError> for ServiceError {
+    fn from(error: crate::mcp::client::oauth::CallbackError) -> Self {
+        use crate::mcp::client::oauth::CallbackError;
+        match error {
+            CallbackError::UnknownState => Self::Forbidden(error.to_string()),
+            CallbackError::Exchange { .. } => {
+                Self::conflict(ErrorCode::Conflict, error.to_string())
+            }
+        }
+    }
+}
+
 impl From<ChatError> for ServiceError {
     fn from(error: ChatError) -> Self {
         let message = error.to_string();

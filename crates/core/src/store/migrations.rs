@@ -458,6 +458,16 @@ pub const MIGRATIONS: &[Migration] = &[
                   updated_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        // Secrets that are not provider keys (issue 15): MCP servers' bearer tokens and OAuth
+        // credentials, sealed like provider keys (same data key; the name is authenticated).
+        name: "secrets",
+        sql: "CREATE TABLE secrets (
+                  name       TEXT PRIMARY KEY,
+                  ciphertext BLOB NOT NULL,
+                  updated_at TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -3,7 +3,8 @@
 //!
 //! Invariants: a server has exactly one transport (`command` or `url`); a secret is never
 //! written inline (a bearer token comes from an environment variable named by
-//! `bearer_token_env`, and an `Authorization` header is refused); names are what the tool
+//! `bearer_token_env` or from the encrypted key store under `bearer_token_key`, OAuth tokens
+//! only from the key store, and an `Authorization` header is refused); names are what the tool
 //! names are made of, so they are plain (`[A-Za-z0-9_-]`, no `__`).
 
 use std::collections::BTreeMap;
@@ -30,6 +31,14 @@ pub struct McpServerConfig {
     pub headers: BTreeMap<String, String>,
     /// The environment variable holding a bearer token for `url`.
     pub bearer_token_env: String,
+    /// The name of a bearer token for `url` kept in the encrypted key store (set with
+    /// `souz mcp token set <server>`). Exclusive with `bearer_token_env`.
+    pub bearer_token_key: String,
+    /// A client id registered with the server's authorization server for OAuth (empty:
+    /// dynamic client registration).
+    pub oauth_client_id: String,
+    /// Scopes asked for at OAuth login (empty: what the server's challenge or metadata asks).
+    pub oauth_scopes: Vec<String>,
     /// Whether `url` may be on this machine or a private network (refused by default, like
     /// every web request of Souz's tools).
     pub allow_private_network: bool,
@@ -58,6 +67,9 @@ impl Default for McpServerConfig {
             url: String::new(),
             headers: BTreeMap::new(),
             bearer_token_env: String::new(),
+            bearer_token_key: String::new(),
+            oauth_client_id: String::new(),
+            oauth_scopes: Vec::new(),
             allow_private_network: false,
             enabled: true,
             startup_timeout_seconds: 30,
@@ -121,6 +133,21 @@ impl McpServerConfig {
         if !self.bearer_token_env.is_empty() && !is_variable_name(&self.bearer_token_env) {
             problem("`bearer_token_env` must name an environment variable".into());
         }
+        if !self.bearer_token_key.is_empty() {
+            if !self.bearer_token_env.is_empty() {
+                problem("set either `bearer_token_env` or `bearer_token_key`, not both".into());
+            }
+            if !is_secret_name(&self.bearer_token_key) {
+                problem("`bearer_token_key` may use only letters, digits, `_`, `-` and `.`".into());
+            }
+        }
+        if self.is_stdio()
+            && (!self.bearer_token_key.is_empty()
+                || !self.oauth_client_id.is_empty()
+                || !self.oauth_scopes.is_empty())
+        {
+            problem("tokens and OAuth apply to `url` servers only".into());
+        }
         if let Some(bad) = self
             .env
             .keys()
@@ -136,6 +163,22 @@ impl McpServerConfig {
             problem("`tool_timeout_seconds` must be between 1 and 3600".into());
         }
         problems
+    }
+}
+
+/// A name for a secret in the key store: plain, short.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl McpServerConfig {
+    /// The key-store name of this server's bearer token, if it uses one.
+    pub fn bearer_token_secret(&self) -> Option<String> {
+        (!self.bearer_token_key.is_empty()).then(|| format!("mcp-token:{}", self.bearer_token_key))
     }
 }
 
@@ -184,6 +227,32 @@ mod tests {
                 .all(|p| p.starts_with("server `bad__name`: "))
         );
         assert!(McpServerConfig::default().check("x")[0].contains("set `command`"));
+    }
+
+    #[test]
+    fn a_key_store_token_is_named_plainly_and_alone() {
+        let http = McpServerConfig {
+            url: "https://mcp.example.com/mcp".into(),
+            bearer_token_key: "tracker".into(),
+            ..McpServerConfig::default()
+        };
+        assert!(http.check("tracker").is_empty());
+        assert_eq!(
+            http.bearer_token_secret().as_deref(),
+            Some("mcp-token:tracker")
+        );
+        let both = McpServerConfig {
+            bearer_token_env: "TOKEN".into(),
+            bearer_token_key: "a b".into(),
+            ..http.clone()
+        };
+        let problems = both.check("tracker");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        let stdio_token = McpServerConfig {
+            bearer_token_key: "x".into(),
+            ..stdio()
+        };
+        assert!(stdio_token.check("files")[0].contains("`url` servers only"));
     }
 
     #[test]

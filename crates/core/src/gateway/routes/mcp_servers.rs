@@ -1,10 +1,17 @@
 //! `/v1/mcp/servers`: the external MCP servers of `[mcp.servers]`, where each stands, a test
-//! that connects to one and lists its tools, and adding, editing, removing and turning one on
-//! or off (written to `config.toml` by the settings editor; operator routes).
+//! that connects to one and lists its tools, adding, editing, removing and turning one on or off
+//! (written to `config.toml` by the settings editor), its stored bearer token and its OAuth login
+//! (operator routes); and `/v1/mcp/oauth/callback`, where the authorization server sends the
+//! browser back (no token: the one-use `state` of a login the operator started is the proof).
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Html;
 use souz_protocol::config::{ConfigRejected, ConfigSaved};
-use souz_protocol::{ErrorBody, McpServerEnabled, McpServerList, McpServerPut, McpServerTest};
+use souz_protocol::{
+    ErrorBody, McpLogin, McpOAuthCallback, McpServerEnabled, McpServerList, McpServerPut,
+    McpServerTest, McpToken,
+};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -68,6 +75,56 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<ErrorBody>(404, "config.toml has no server of that name."),
             enable,
         )
+        .route(
+            Operation::put("/v1/mcp/servers/{name}/token")
+                .summary("Store an external MCP server's bearer token (encrypted, never shown).")
+                .description(
+                    "Kept in the encrypted key store under the server's `bearer_token_key`; the \
+                     server is connected again with it.",
+                )
+                .tag("mcp")
+                .operator()
+                .request::<McpToken>()
+                .plain_response(204, "Stored.")
+                .response::<ErrorBody>(400, "The server names no `bearer_token_key`.")
+                .response::<ErrorBody>(404, "No server has that name."),
+            put_token,
+        )
+        .route(
+            Operation::delete("/v1/mcp/servers/{name}/token")
+                .summary("Delete an external MCP server's stored bearer token.")
+                .tag("mcp")
+                .operator()
+                .plain_response(204, "Deleted (or there was none).")
+                .response::<ErrorBody>(404, "No server has that name."),
+            delete_token,
+        )
+        .route(
+            Operation::post("/v1/mcp/servers/{name}/login")
+                .summary("Start an OAuth login for an external MCP server.")
+                .description(
+                    "Discovers the server's authorization server, registers Souz (or uses \
+                     `oauth_client_id`) and returns the page to open; the browser comes back \
+                     to `/v1/mcp/oauth/callback` within ten minutes.",
+                )
+                .tag("mcp")
+                .operator()
+                .response::<McpLogin>(200, "The page to open.")
+                .response::<ErrorBody>(404, "No enabled server has that name.")
+                .response::<ErrorBody>(409, "Discovery or registration failed."),
+            login,
+        )
+        .route(
+            Operation::get("/v1/mcp/oauth/callback")
+                .summary("Where the authorization server sends the browser back after a login.")
+                .tag("mcp")
+                .public()
+                .query::<McpOAuthCallback>()
+                .plain_response(200, "An HTML page: signed in.")
+                .response::<ErrorBody>(400, "The authorization server refused.")
+                .response::<ErrorBody>(403, "No login this daemon started has that `state`."),
+            callback,
+        )
 }
 
 async fn list(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<McpServerList> {
@@ -110,4 +167,51 @@ async fn enable(
             .set_mcp_server_enabled(&name, request.enabled)
             .await?,
     ))
+}
+
+async fn put_token(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<McpToken>,
+) -> Result<StatusCode, ApiError> {
+    handle.set_mcp_token(&name, &body.token).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_token(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    handle.delete_mcp_token(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn login(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(name): Path<String>,
+) -> Result<axum::Json<McpLogin>, ApiError> {
+    Ok(axum::Json(handle.start_mcp_login(&name).await?))
+}
+
+async fn callback(
+    State(handle): State<RuntimeHandle>,
+    Query(query): Query<McpOAuthCallback>,
+) -> Result<Html<String>, ApiError> {
+    let server = handle.finish_mcp_login(&query).await?;
+    tracing::info!(%server, "signed in to an MCP server");
+    Ok(Html(format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>Souz</title>\
+         <p>Souz is signed in to the MCP server <b>{}</b>. You can close this tab.</p>",
+        html_escape(&server)
+    )))
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -275,6 +275,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
     "DELETE /v1/mcp/servers/{name}",
+    "DELETE /v1/mcp/servers/{name}/token",
     "DELETE /v1/skills/{id}",
     "GET /v1/clients",
     "GET /v1/config",
@@ -294,6 +295,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/clients",
     "POST /v1/connect/claude-code",
     "POST /v1/connect/claude-desktop",
+    "POST /v1/mcp/servers/{name}/login",
     "POST /v1/mcp/servers/{name}/test",
     "POST /v1/restart",
     "POST /v1/skills",
@@ -306,6 +308,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "PUT /v1/config",
     "PUT /v1/mcp/servers/{name}",
     "PUT /v1/mcp/servers/{name}/enabled",
+    "PUT /v1/mcp/servers/{name}/token",
     "PUT /v1/pause",
     "PUT /v1/setup",
 ];

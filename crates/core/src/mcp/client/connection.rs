@@ -9,6 +9,9 @@
 //!   environment, then `env`; loader and shell injection variables are refused from both.
 //! - An HTTP endpoint is checked against the network policy before anything is sent; loopback
 //!   and private addresses are reachable only with `allow_private_network`.
+//! - An HTTP server's credential is a bearer token (from the environment or the key store) or
+//!   OAuth tokens from the key store ([`super::oauth`]); a 401 or 403 at connect time is kept
+//!   as the challenge a login starts from.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -21,12 +24,17 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::auth::AuthClient;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::Notify;
 
+use super::oauth;
 use crate::config::McpServerConfig;
+use crate::llm::keys::KeyStore;
 use crate::sandbox::environment::is_injection_variable;
 use crate::sandbox::net::{self, NetworkPolicy, SystemLookup, WebOptions};
 
@@ -80,22 +88,103 @@ pub(crate) struct Connect<'a> {
     pub home: &'a Path,
     /// `[sandbox] network_allow_hosts`.
     pub allow_hosts: &'a [String],
+    /// Bearer tokens (`bearer_token_key`) and OAuth credentials.
+    pub keys: &'a KeyStore,
+}
+
+/// Why a session did not open.
+#[derive(Debug)]
+pub(crate) struct ConnectError {
+    pub message: String,
+    /// The server's `WWW-Authenticate` challenge when it answered 401 or 403.
+    pub challenge: Option<String>,
+}
+
+impl From<String> for ConnectError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            challenge: None,
+        }
+    }
 }
 
 /// Starts or opens a session (not bounded in time: the caller is).
-pub(crate) async fn connect(connect: Connect<'_>, events: Events) -> Result<Session, String> {
+pub(crate) async fn connect(connect: Connect<'_>, events: Events) -> Result<Session, ConnectError> {
     if connect.config.is_stdio() {
         let transport = child_transport(&connect)?;
-        events
+        return events
             .serve(transport)
             .await
-            .map_err(|error| format!("the server did not start: {error}"))
-    } else {
-        let transport = http_transport(&connect)?;
-        events
-            .serve(transport)
+            .map_err(|error| format!("the server did not start: {error}").into());
+    }
+    let config = connect.config;
+    let url = config.url.trim();
+    let client = http_client(config, connect.allow_hosts, false)?;
+    let mut transport_config = transport_config(config)?;
+    if let Some(token) = bearer_token(&connect).await? {
+        crate::redact::register_secret(&token);
+        transport_config = transport_config.auth_header(token);
+        return serve_http(events, client, transport_config).await;
+    }
+    if oauth::has_tokens(connect.keys, connect.name).await? {
+        let oauth_client = oauth_client(config, connect.allow_hosts)?;
+        let mut manager = oauth::manager(url, oauth_client, connect.keys, connect.name)
             .await
-            .map_err(|error| format!("the server did not answer: {error}"))
+            .map_err(|error| format!("OAuth: {error}"))?;
+        // Tokens from another authorization server are dropped; the server then asks again.
+        manager
+            .initialize_from_store()
+            .await
+            .map_err(|error| format!("OAuth: {error}"))?;
+        return serve_http(events, AuthClient::new(client, manager), transport_config).await;
+    }
+    serve_http(events, client, transport_config).await
+}
+
+async fn serve_http<C>(
+    events: Events,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+) -> Result<Session, ConnectError>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    events.serve(transport).await.map_err(|error| ConnectError {
+        challenge: error.auth_challenge().map(str::to_owned),
+        message: if error.is_authorization_required() {
+            "the server asks for a login (`souz mcp login <server>`)".to_owned()
+        } else {
+            format!("the server did not answer: {error}")
+        },
+    })
+}
+
+/// The configured bearer token: from the environment (`bearer_token_env`) or the key store
+/// (`bearer_token_key`); `None` when neither is configured.
+async fn bearer_token(connect: &Connect<'_>) -> Result<Option<String>, String> {
+    let config = connect.config;
+    if !config.bearer_token_env.is_empty() {
+        return (connect.lookup)(&config.bearer_token_env)
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "the bearer token variable `{}` is not set",
+                    config.bearer_token_env
+                )
+            });
+    }
+    let Some(secret) = config.bearer_token_secret() else {
+        return Ok(None);
+    };
+    match connect.keys.get_secret(&secret).await {
+        Ok(Some(token)) => Ok(Some(token.expose().to_owned())),
+        Ok(None) => Err(format!(
+            "no bearer token is stored under `{}`: set it with `souz mcp token set {}`",
+            config.bearer_token_key, connect.name
+        )),
+        Err(error) => Err(error.to_string()),
     }
 }
 
@@ -148,29 +237,51 @@ fn child_transport(connect: &Connect<'_>) -> Result<TokioChildProcess, String> {
     Ok(transport)
 }
 
-fn http_transport(
-    connect: &Connect<'_>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    let config = connect.config;
+/// The SSRF-safe client for the server's URL (checked first). With `allow_private_network`,
+/// the server's own host:port is allowed; `oauth` widens that to the host at any port (its
+/// authorization server), never to other private hosts.
+fn http_client(
+    config: &McpServerConfig,
+    allow_hosts: &[String],
+    oauth: bool,
+) -> Result<reqwest::Client, String> {
     let url = config.url.trim();
     let parsed = reqwest::Url::parse(url).map_err(|error| format!("`{url}`: {error}"))?;
-    let mut allowed: Vec<String> = connect.allow_hosts.to_vec();
+    let mut allowed: Vec<String> = allow_hosts.to_vec();
     if config.allow_private_network
         && let Some(host) = parsed.host_str()
     {
         let host = host.trim_start_matches('[').trim_end_matches(']');
+        let bracketed = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
         allowed.push(match parsed.port_or_known_default() {
-            Some(port) if host.contains(':') => format!("[{host}]:{port}"),
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
+            Some(port) if !oauth => format!("{bracketed}:{port}"),
+            _ => bracketed,
         });
     }
     let policy = Arc::new(NetworkPolicy::new(&allowed)?);
     policy
         .check_url(&parsed)
         .map_err(|refusal| format!("`{url}` is refused: {refusal}"))?;
-    let client = net::transport_client(policy, Arc::new(SystemLookup), &WebOptions::default())
-        .map_err(|error| error.to_string())?;
+    net::transport_client(policy, Arc::new(SystemLookup), &WebOptions::default())
+        .map_err(|error| error.to_string())
+}
+
+/// The SSRF-safe client for the server's OAuth traffic (see [`http_client`]).
+pub(crate) fn oauth_client(
+    config: &McpServerConfig,
+    allow_hosts: &[String],
+) -> Result<reqwest::Client, String> {
+    http_client(config, allow_hosts, true)
+}
+
+/// The transport's URL and extra headers (no credential).
+fn transport_config(
+    config: &McpServerConfig,
+) -> Result<StreamableHttpClientTransportConfig, String> {
     let mut headers = HashMap::new();
     for (name, value) in &config.headers {
         let name = HeaderName::try_from(name.as_str())
@@ -179,21 +290,5 @@ fn http_transport(
             .map_err(|_| format!("the value of `{name}` is not a header value"))?;
         headers.insert(name, value);
     }
-    let mut transport_config =
-        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-    if !config.bearer_token_env.is_empty() {
-        let token = (connect.lookup)(&config.bearer_token_env).ok_or_else(|| {
-            format!(
-                "the bearer token variable `{}` is not set",
-                config.bearer_token_env
-            )
-        })?;
-        crate::redact::register_secret(&token);
-        transport_config = transport_config.auth_header(token);
-    }
-    let _ = connect.name;
-    Ok(StreamableHttpClientTransport::with_client(
-        client,
-        transport_config,
-    ))
+    Ok(StreamableHttpClientTransportConfig::with_uri(config.url.trim()).custom_headers(headers))
 }

@@ -481,3 +481,6 @@ async fn progress_of_an_external_call_reaches_the_caller() {
     );
     runtime.shutdown("test").await.unwrap();
 }
+
+mod oauth;
+mod oauth_mock;

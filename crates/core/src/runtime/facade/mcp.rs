@@ -1,12 +1,16 @@
 //! External MCP servers for the adapters: where each configured server stands, a test that
-//! connects to one and lists its tools, and the external tools MCP clients may see at `/mcp`.
+//! connects to one and lists its tools, its credentials (a stored bearer token, an OAuth
+//! login and its redirect), and the external tools MCP clients may see at `/mcp`.
 
 use serde_json::Value;
 use souz_protocol::config::ConfigSaved;
-use souz_protocol::{ErrorCode, McpServerList, McpServerPut, McpServerTest};
+use souz_protocol::{
+    ErrorCode, McpLogin, McpOAuthCallback, McpServerList, McpServerPut, McpServerTest,
+};
 
 use super::ServiceError;
 use crate::config::McpServerConfig;
+use crate::llm::keys::{ApiKey, MAX_KEY_CHARS};
 use crate::runtime::RuntimeHandle;
 use crate::tools::ToolSpec;
 
@@ -81,6 +85,77 @@ impl RuntimeHandle {
                 error: Some(error),
             },
         })
+    }
+
+    /// Stores the bearer token of the server `name` (under its `bearer_token_key`, encrypted)
+    /// and connects it again.
+    pub async fn set_mcp_token(&self, name: &str, token: &str) -> Result<(), ServiceError> {
+        let token = token.trim();
+        if token.is_empty()
+            || token.chars().count() > MAX_KEY_CHARS
+            || token.contains(char::is_control)
+        {
+            return Err(ServiceError::Invalid(format!(
+                "A token is 1 to {MAX_KEY_CHARS} characters, without spaces around it or control \
+                 characters."
+            )));
+        }
+        let config = self.config().clone();
+        Ok(self
+            .mcp_clients()
+            .set_token(&config, name, Some(ApiKey::new(token)))
+            .await?)
+    }
+
+    /// Deletes the stored bearer token of the server `name`.
+    pub async fn delete_mcp_token(&self, name: &str) -> Result<(), ServiceError> {
+        let config = self.config().clone();
+        Ok(self.mcp_clients().set_token(&config, name, None).await?)
+    }
+
+    /// Starts an OAuth login for the server `name`: the page the person opens.
+    pub async fn start_mcp_login(&self, name: &str) -> Result<McpLogin, ServiceError> {
+        match self.mcp_clients().login(name).await {
+            None => Err(ServiceError::NotFound {
+                code: ErrorCode::NotFound,
+                message: format!("No enabled MCP server is named `{name}`."),
+            }),
+            Some(Err(error)) => Err(ServiceError::conflict(ErrorCode::Conflict, error)),
+            Some(Ok(authorization_url)) => Ok(McpLogin {
+                name: name.to_owned(),
+                authorization_url,
+            }),
+        }
+    }
+
+    /// Completes an OAuth login from the authorization server's redirect; the server's name.
+    pub async fn finish_mcp_login(
+        &self,
+        callback: &McpOAuthCallback,
+    ) -> Result<String, ServiceError> {
+        if let Some(error) = &callback.error {
+            // Still use the flow up, so a refused login cannot be replayed.
+            if let Some(state) = &callback.state {
+                self.mcp_clients().abandon_login(state);
+            }
+            return Err(ServiceError::Invalid(format!(
+                "The sign-in was refused: {error}{}",
+                callback
+                    .error_description
+                    .as_deref()
+                    .map(|text| format!(" ({text})"))
+                    .unwrap_or_default()
+            )));
+        }
+        let (Some(code), Some(state)) = (&callback.code, &callback.state) else {
+            return Err(ServiceError::Invalid(
+                "The redirect has no `code` and `state`.".to_owned(),
+            ));
+        };
+        Ok(self
+            .mcp_clients()
+            .complete_login(state, code, callback.iss.as_deref())
+            .await?)
     }
 
     /// The external servers' tools offered to MCP clients (servers with

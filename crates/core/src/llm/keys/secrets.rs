@@ -1,0 +1,147 @@
+//! Named secrets that are not provider keys (an MCP server's bearer token, its OAuth
+//! credentials), kept in the `secrets` table under the same data key as provider keys.
+//!
+//! Invariants: a secret is the daemon's, not a user's (the servers it serves are configured
+//! for the daemon); each row is sealed with a fresh nonce and its name as authenticated data,
+//! so a row copied under another name does not decrypt; a secret is only ever held as
+//! [`ApiKey`], which never prints it.
+
+use std::sync::Arc;
+
+use rusqlite::OptionalExtension;
+
+use super::{ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, seal_with};
+
+fn associated_data(name: &str) -> Vec<u8> {
+    format!("souz secret v1:{name}").into_bytes()
+}
+
+impl KeyStore {
+    /// Stores (or replaces) the secret `name`.
+    pub async fn put_secret(&self, name: &str, secret: &ApiKey) -> Result<(), KeyStoreError> {
+        let data_key = self.data_key_for_writing().await?;
+        let sealed = seal_with(&data_key, &associated_data(name), secret.expose())?;
+        let name: Arc<str> = Arc::from(name);
+        let updated_at = format_time(now_millis());
+        self.store
+            .write(move |transaction| {
+                transaction.execute(
+                    "INSERT INTO secrets (name, ciphertext, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (name) DO UPDATE SET
+                         ciphertext = excluded.ciphertext,
+                         updated_at = excluded.updated_at",
+                    rusqlite::params![&*name, sealed, updated_at],
+                )?;
+                Ok::<_, KeyStoreError>(())
+            })
+            .await
+    }
+
+    /// The secret `name`, decrypted; `None` when none is stored.
+    pub async fn get_secret(&self, name: &str) -> Result<Option<ApiKey>, KeyStoreError> {
+        let key: Arc<str> = Arc::from(name);
+        let sealed: Option<Vec<u8>> = self
+            .store
+            .read(move |connection| {
+                connection
+                    .query_row(
+                        "SELECT ciphertext FROM secrets WHERE name = ?1",
+                        [&*key],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                    .map_err(KeyStoreError::from)
+            })
+            .await?;
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let data_key = self.data_key_for_reading().await?;
+        open_with(&data_key, &associated_data(name), &sealed)
+            .map(|secret| Some(ApiKey::new(secret)))
+            .ok_or_else(|| KeyStoreError::SecretDecrypt {
+                name: name.to_owned(),
+                path: self.key_file.clone(),
+            })
+    }
+
+    /// Deletes the secret `name`. Returns whether one was stored.
+    pub async fn delete_secret(&self, name: &str) -> Result<bool, KeyStoreError> {
+        let name: Arc<str> = Arc::from(name);
+        self.store
+            .write(move |transaction| {
+                let deleted =
+                    transaction.execute("DELETE FROM secrets WHERE name = ?1", [&*name])?;
+                Ok::<_, KeyStoreError>(deleted > 0)
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestHome;
+
+    async fn keys(dir: &TestHome) -> KeyStore {
+        KeyStore::new(dir.store().await, dir.path().join("provider-keys.key"))
+    }
+
+    #[tokio::test]
+    async fn a_secret_round_trips_sealed_and_is_deleted() {
+        let dir = TestHome::new();
+        let keys = keys(&dir).await;
+        assert!(keys.get_secret("mcp:tracker").await.unwrap().is_none());
+        keys.put_secret("mcp:tracker", &ApiKey::new("tok-12345678"))
+            .await
+            .unwrap();
+        let got = keys.get_secret("mcp:tracker").await.unwrap().unwrap();
+        assert_eq!(got.expose(), "tok-12345678");
+        // Sealed at rest: the token is not in the row.
+        let raw: Vec<u8> = keys
+            .store
+            .read(|c| {
+                c.query_row("SELECT ciphertext FROM secrets", [], |row| row.get(0))
+                    .map_err(KeyStoreError::from)
+            })
+            .await
+            .unwrap();
+        assert!(!raw.windows(12).any(|w| w == b"tok-12345678"));
+        assert!(keys.delete_secret("mcp:tracker").await.unwrap());
+        assert!(!keys.delete_secret("mcp:tracker").await.unwrap());
+        assert!(keys.get_secret("mcp:tracker").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_row_moved_under_another_name_does_not_decrypt() {
+        let dir = TestHome::new();
+        let keys = keys(&dir).await;
+        keys.put_secret("a", &ApiKey::new("secret-a"))
+            .await
+            .unwrap();
+        keys.store
+            .write(|t| {
+                t.execute("UPDATE secrets SET name = 'b'", [])?;
+                Ok::<_, KeyStoreError>(())
+            })
+            .await
+            .unwrap();
+        assert!(matches!(
+            keys.get_secret("b").await,
+            Err(KeyStoreError::SecretDecrypt { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_secret_alone_keeps_the_data_key_from_being_remade() {
+        let dir = TestHome::new();
+        let keys = keys(&dir).await;
+        keys.put_secret("a", &ApiKey::new("secret-a"))
+            .await
+            .unwrap();
+        std::fs::remove_file(dir.path().join("provider-keys.key")).unwrap();
+        // Rows exist: writing must not make a new data key that would orphan them.
+        assert!(keys.put_secret("b", &ApiKey::new("x")).await.is_err());
+        assert!(!dir.path().join("provider-keys.key").exists());
+    }
+}
