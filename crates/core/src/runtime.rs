@@ -213,6 +213,7 @@ impl Runtime {
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store);
         let memory = open_memory(&config, &store, &llm).await;
+        memory.announce_to(events.clone());
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
             memory: start_memory(&config, &memory, &tasks, &shutdown),

@@ -16,6 +16,7 @@ pub mod event;
 pub mod identity;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod skills;
 pub mod system;
 pub mod tools;
@@ -37,6 +38,11 @@ pub use llm::{
     PutProviderKey,
 };
 pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
+pub use memory::{
+    MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryKind,
+    MemoryQuery, MemorySearchHit, MemorySearchRequest, MemorySearchResult, MemoryStatus,
+    MemoryStatusFilter, NewMemoryFact,
+};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

@@ -20,6 +20,7 @@ mod chats;
 mod credentials;
 mod events;
 mod mcp;
+mod memory;
 mod settings;
 mod skills;
 
@@ -42,6 +43,7 @@ pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
 pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
 pub(crate) use crate::tools::{ToolSpec, input_schema, parse_arguments};
+pub(crate) use memory::MemoryOrigin;
 
 /// Why an operation of the runtime failed, as every adapter sees it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
