@@ -12,6 +12,7 @@ mod keys;
 mod keys_cli;
 mod mcp;
 mod mcp_servers;
+mod memory;
 mod questions;
 mod sandbox;
 mod skills;

@@ -23,6 +23,7 @@ pub mod embedder;
 pub mod facts;
 pub mod index;
 pub mod intent;
+pub(crate) mod mcp_tools;
 pub mod model;
 pub mod recall;
 pub mod redaction;

@@ -214,6 +214,12 @@ impl Runtime {
         let skills = open_skills(&config, &sandbox, &store);
         let memory = open_memory(&config, &store, &llm).await;
         memory.announce_to(events.clone());
+        if config.memory.enabled {
+            gate.set_external_tools(
+                crate::memory::mcp_tools::TOOLS_SERVER,
+                crate::memory::mcp_tools::external_tools(&memory),
+            );
+        }
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
             memory: start_memory(&config, &memory, &tasks, &shutdown),

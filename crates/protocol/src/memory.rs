@@ -217,7 +217,7 @@ pub struct MemoryEvidenceList {
 pub struct MemorySearchRequest {
     /// What is needed, in words.
     pub query: String,
-    /// Words likely to occur in matching facts.
+    /// Words likely to occur in matching facts (default: the query itself).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
     /// Most facts (1..20, default 8).

@@ -13,6 +13,11 @@ use souz_protocol::memory::{MemoryFact, MemoryKind, MemoryStatus};
 use super::model::{Fact, Kind, Scope, Status};
 use super::{Memory, MemoryError};
 
+/// Longest title a surface may store, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Longest body a surface may store, in characters.
+pub const MAX_BODY_CHARS: usize = 4_000;
+
 /// A kind on the wire.
 pub fn kind_to_wire(kind: Kind) -> MemoryKind {
     match kind {

@@ -16,7 +16,9 @@ use souz_protocol::memory::{
 use super::ServiceError;
 use crate::LOCAL_USER;
 use crate::memory::facts::Filter;
-use crate::memory::wire::{fact_to_wire, kind_from_wire, parse_scope};
+use crate::memory::wire::{
+    MAX_BODY_CHARS, MAX_TITLE_CHARS, fact_to_wire, kind_from_wire, parse_scope,
+};
 use crate::memory::{
     Context, EvidenceRecord, FactEdit, Kind, MemoryError, NewFact, Scope, Status,
     checked_canonical_key,
@@ -25,10 +27,6 @@ use crate::runtime::RuntimeHandle;
 
 pub(crate) use crate::memory::Origin as MemoryOrigin;
 
-/// Longest title, in characters.
-pub(crate) const MAX_TITLE_CHARS: usize = 200;
-/// Longest body, in characters.
-pub(crate) const MAX_BODY_CHARS: usize = 4_000;
 /// Longest search query, in characters.
 const MAX_QUERY_CHARS: usize = 2_000;
 /// Most hints of a search.
@@ -314,11 +312,15 @@ impl RuntimeHandle {
             session: request.chat_id.filter(|chat| !chat.trim().is_empty()),
             project: None,
         };
-        let hints: Vec<String> = request
+        let mut hints: Vec<String> = request
             .hints
             .into_iter()
             .filter(|hint| !hint.trim().is_empty())
             .collect();
+        if hints.is_empty() {
+            // As automatic recall does: the query's own words are the lexical hints.
+            hints.push(request.query.clone());
+        }
         let found = self
             .memory()
             .search(
