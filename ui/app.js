@@ -5,6 +5,7 @@
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
+import { memoryPage } from "./memory.js";
 import { settingsPage } from "./settings.js";
 
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
@@ -13,7 +14,7 @@ import { settingsPage } from "./settings.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, settings: settingsPage };
+const routes = { ...pages, memory: memoryPage, settings: settingsPage };
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
 

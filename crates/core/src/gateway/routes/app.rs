@@ -52,6 +52,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/questions.js"),
     ),
     (
+        "i18n.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/i18n.js"),
+    ),
+    (
+        "memory.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/memory.js"),
+    ),
+    (
         "settings.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/settings.js"),
