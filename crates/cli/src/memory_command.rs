@@ -161,6 +161,25 @@ async fn show(client: &souz_client::DaemonClient, id: &str, json: bool) -> Resul
     Ok(())
 }
 
+async fn search(
+    client: &souz_client::DaemonClient,
+    request: MemorySearchRequest,
+    json: bool,
+) -> Result<()> {
+    let found = client.search_memory(&request).await?;
+    if json {
+        print_json(&found)?;
+    } else if found.items.is_empty() {
+        say!("Nothing found.");
+    } else {
+        for hit in &found.items {
+            say!("{:.3} {}", hit.score, hit.fact.title);
+            say!("      {}  {}", hit.fact.id, truncate(&hit.fact.body, 100));
+        }
+    }
+    Ok(())
+}
+
 pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
     let client = crate::client::connect().await?;
     let command = command.unwrap_or(MemoryCommand::List {
@@ -208,23 +227,17 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
             limit,
             json,
         } => {
-            let request = MemorySearchRequest {
-                query,
-                hints: Vec::new(),
-                limit,
-                chat_id: chat,
-            };
-            let found = client.search_memory(&request).await?;
-            if json {
-                print_json(&found)?;
-            } else if found.items.is_empty() {
-                say!("Nothing found.");
-            } else {
-                for hit in &found.items {
-                    say!("{:.3} {}", hit.score, hit.fact.title);
-                    say!("      {}  {}", hit.fact.id, truncate(&hit.fact.body, 100));
-                }
-            }
+            search(
+                &client,
+                MemorySearchRequest {
+                    query,
+                    hints: Vec::new(),
+                    limit,
+                    chat_id: chat,
+                },
+                json,
+            )
+            .await?;
         }
         MemoryCommand::Add {
             body,
