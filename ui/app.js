@@ -7,6 +7,7 @@ import { chatPage } from "./chat.js";
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { serversPage } from "./servers.js";
+import { memoryPage } from "./memory.js";
 import { settingsPage } from "./settings.js";
 import { setupPage } from "./setup.js";
 import { connectPage } from "./connect.js";
@@ -19,7 +20,7 @@ import { skillsPage } from "./skills.js";
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, memory: memoryPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */

@@ -748,6 +748,112 @@
  */
 
 /**
+ * Where a fact came from.
+ * @typedef {{
+ *   chat_id?: string | null;
+ *   client?: string | null;
+ *   created_at: string;
+ *   excerpt?: string | null;
+ *   source_event_id: string;
+ *   source_type: string;
+ *   text: string;
+ *   turn_id?: string | null;
+ * }} MemoryEvidence
+ */
+
+/**
+ * `GET /v1/memory/{id}/evidence`.
+ * @typedef {{
+ *   fact_id: string;
+ *   items: Array<MemoryEvidence>;
+ * }} MemoryEvidenceList
+ */
+
+/**
+ * One remembered fact.
+ * @typedef {{
+ *   body: string;
+ *   canonical_key?: string | null;
+ *   confidence: number;
+ *   created_at: string;
+ *   created_by: string;
+ *   id: string;
+ *   importance: number;
+ *   kind: MemoryKind;
+ *   pinned: boolean;
+ *   retention: string;
+ *   scope: string;
+ *   status: MemoryStatus;
+ *   supersedes_fact_id?: string | null;
+ *   title: string;
+ *   updated_at: string;
+ * }} MemoryFact
+ */
+
+/**
+ * `GET /v1/memory`: a page of facts, most recently updated first.
+ * @typedef {{
+ *   items: Array<MemoryFact>;
+ *   next_offset?: number | null;
+ * }} MemoryFactList
+ */
+
+/**
+ * `PATCH /v1/memory/{id}`: the fields to change (absent fields stay). A change of text, kind,
+ * key or scope re-embeds the fact.
+ * @typedef {{
+ *   body?: string | null;
+ *   canonical_key?: string | null;
+ *   importance?: number | null;
+ *   kind?: MemoryKind | null;
+ *   pinned?: boolean | null;
+ *   scope?: string | null;
+ *   title?: string | null;
+ * }} MemoryFactPatch
+ */
+
+/**
+ * What a fact is.
+ * @typedef {"SEMANTIC" | "PREFERENCE" | "PROCEDURE" | "PROJECT_RULE" | "EPISODE_NOTE" | "PROJECT_DECISION"} MemoryKind
+ */
+
+/**
+ * One fact a search found.
+ * @typedef {{
+ *   fact: MemoryFact;
+ *   score: number;
+ *   sources: Array<string>;
+ * }} MemorySearchHit
+ */
+
+/**
+ * `POST /v1/memory/search`: the recall `SearchMemory` uses.
+ * @typedef {{
+ *   chat_id?: string | null;
+ *   hints?: Array<string>;
+ *   limit?: number | null;
+ *   query: string;
+ * }} MemorySearchRequest
+ */
+
+/**
+ * `POST /v1/memory/search`: the facts found, best first.
+ * @typedef {{
+ *   items: Array<MemorySearchHit>;
+ * }} MemorySearchResult
+ */
+
+/**
+ * Whether a fact is in use.
+ * @typedef {"ACTIVE" | "RETIRED"} MemoryStatus
+ */
+
+/**
+ * Which facts a listing returns by status.
+ * @typedef {"ACTIVE" | "RETIRED" | "ALL"} MemoryStatusFilter
+ */
+
+/**
  * A message of a chat.
  * @typedef {{
  *   chatId: string;
@@ -813,6 +919,19 @@
  * @typedef {{
  *   name: string;
  * }} NewClient
+ */
+
+/**
+ * `POST /v1/memory`: a fact the person writes.
+ * @typedef {{
+ *   body: string;
+ *   canonical_key?: string | null;
+ *   importance?: number | null;
+ *   kind?: MemoryKind | null;
+ *   pinned?: boolean;
+ *   scope?: string | null;
+ *   title?: string | null;
+ * }} NewMemoryFact
  */
 
 /**
@@ -1145,6 +1264,24 @@
  *   outcome: Outcome;
  *   tool: string;
  *   type: "tool.call.failed";
+ * } | {
+ *   created_by: string;
+ *   fact_id: string;
+ *   kind: MemoryKind;
+ *   scope: string;
+ *   type: "memory.fact.created";
+ * } | {
+ *   fact_id: string;
+ *   kind: MemoryKind;
+ *   pinned: boolean;
+ *   scope: string;
+ *   type: "memory.fact.updated";
+ * } | {
+ *   fact_id: string;
+ *   type: "memory.fact.retired";
+ * } | {
+ *   fact_id: string;
+ *   type: "memory.fact.deleted";
  * }} RuntimeEvent
  */
 

@@ -13,6 +13,7 @@ mod keys_cli;
 mod mcp;
 mod mcp_gateway;
 mod mcp_servers;
+mod memory;
 mod questions;
 mod restart;
 mod sandbox;

@@ -12,6 +12,7 @@ mod keys_command;
 mod mcp_config;
 mod mcp_servers_command;
 mod mcp_stdio;
+mod memory_command;
 mod output;
 mod questions_command;
 mod serve;
@@ -105,6 +106,11 @@ enum Command {
         #[command(subcommand)]
         command: Option<clients_command::ClientsCommand>,
     },
+    /// Long-term memory: list, search, add, forget, show (default: list).
+    Memory {
+        #[command(subcommand)]
+        command: Option<memory_command::MemoryCommand>,
+    },
     /// File-backed skills: list, show, install, validate, enable, disable, remove (default:
     /// list).
     Skills {
@@ -166,6 +172,7 @@ fn main() -> ExitCode {
                 .await
                 .map(|()| ExitCode::SUCCESS)
         }),
+        Command::Memory { command } => client_command(memory_command::run(command)),
         Command::Skills { command } => client_command(skills_command::run(command)),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {

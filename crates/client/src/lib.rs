@@ -19,6 +19,7 @@ mod error;
 pub mod follow;
 pub mod home;
 pub mod identity;
+mod memory;
 
 pub use client::DaemonClient;
 pub use error::ClientError;

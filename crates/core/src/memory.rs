@@ -20,17 +20,20 @@
 
 pub mod capture;
 pub mod download;
+mod editing;
 pub mod embedder;
 pub mod facts;
 pub mod index;
 pub mod intent;
 pub mod local;
+pub(crate) mod mcp_tools;
 pub mod model;
 pub mod recall;
 pub mod redaction;
 mod stats;
 pub mod text;
 pub mod vectors;
+pub mod wire;
 pub mod writer;
 
 use std::sync::Arc;
@@ -39,6 +42,8 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 pub use capture::{Candidate, Evidence, EvidenceKind, NoWriter, TurnRecord, Writer, WriterError};
+pub(crate) use editing::checked_canonical_key;
+pub use editing::{EvidenceRecord, FactEdit, Origin};
 pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder, ProviderEmbedder};
 pub use model::{Context, Fact, Kind, Retention, Scope, Status};
 pub use recall::{Selected, Trace};
@@ -127,6 +132,8 @@ struct Inner {
     vectors: Arc<std::sync::RwLock<VectorIndex>>,
     /// Retrievals waiting to be counted (written off the recall path).
     retrievals: Arc<stats::RetrievalLog>,
+    /// Where changes are announced (see [`wire`]).
+    events: std::sync::OnceLock<crate::bus::EventBus>,
 }
 
 /// The query's vector, from the embedder's model.
@@ -241,6 +248,7 @@ impl Memory {
                 retry: tokio::sync::Notify::new(),
                 vectors: Arc::default(),
                 retrievals: Arc::default(),
+                events: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -265,6 +273,17 @@ impl Memory {
     /// Stores a fact the person wrote, with a `manual` source event as its evidence; a fact
     /// holding the same canonical key in the scope is superseded.
     pub async fn create_fact(&self, new: NewFact) -> Result<Fact, MemoryError> {
+        self.create_fact_from(new, Origin::MANUAL).await
+    }
+
+    /// Stores a fact written by hand or by a client (see [`Origin`]), with a source event of
+    /// the origin's type as its evidence; a fact holding the same canonical key in the scope is
+    /// superseded.
+    pub async fn create_fact_from(
+        &self,
+        new: NewFact,
+        origin: Origin<'_>,
+    ) -> Result<Fact, MemoryError> {
         let title = redact(new.title.trim());
         let body = redact(new.body.trim());
         if title.is_empty() || body.is_empty() {
@@ -290,11 +309,13 @@ impl Memory {
             confidence: new.confidence,
             importance: new.importance.unwrap_or(new.confidence),
             pinned: new.pinned,
-            created_by: "user",
+            created_by: origin.created_by,
             title,
             body,
         });
         let model = self.embedding_model().map(str::to_owned);
+        let source_type = origin.source_type.to_owned();
+        let source_ref = origin.source_ref.map(str::to_owned);
         let fact = self
             .inner
             .store
@@ -305,8 +326,8 @@ impl Memory {
                     &NewSourceEvent {
                         owner: &fact.owner,
                         scope: &fact.scope,
-                        source_type: "manual",
-                        source_ref: None,
+                        source_type: &source_type,
+                        source_ref: source_ref.as_deref(),
                         text: &format!("{}\n{}", fact.title, fact.body),
                         metadata_json: &metadata.to_string(),
                     },
@@ -323,6 +344,8 @@ impl Memory {
             })
             .await?;
         self.embed_fact(&fact).await;
+        self.announce(wire::Change::Created, std::slice::from_ref(&fact))
+            .await;
         Ok(fact)
     }
 
@@ -349,11 +372,18 @@ impl Memory {
         let found = self
             .inner
             .store
-            .write(move |tx| Ok::<_, MemoryError>(facts::set_status(tx, &id, Status::Retired)?))
+            .write(move |tx| {
+                Ok::<_, MemoryError>(
+                    facts::set_status(tx, &id, Status::Retired)?
+                        .then(|| facts::get(tx, &id))
+                        .transpose()?
+                        .flatten(),
+                )
+            })
             .await?;
-        found
-            .then_some(())
-            .ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))
+        let fact = found.ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))?;
+        self.announce(wire::Change::Retired, &[fact]).await;
+        Ok(())
     }
 
     /// Deletes a fact with its evidence and vector.
@@ -362,11 +392,15 @@ impl Memory {
         let found = self
             .inner
             .store
-            .write(move |tx| Ok::<_, MemoryError>(facts::delete(tx, &id)?))
+            .write(move |tx| {
+                let fact = facts::get(tx, &id)?;
+                facts::delete(tx, &id)?;
+                Ok::<_, MemoryError>(fact)
+            })
             .await?;
-        found
-            .then_some(())
-            .ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))
+        let fact = found.ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))?;
+        self.announce(wire::Change::Deleted, &[fact]).await;
+        Ok(())
     }
 
     async fn query_vector(&self, text: &str) -> Option<QueryVector> {
@@ -490,11 +524,12 @@ impl Memory {
         let owner = context.owner.clone();
         let scopes = context.retrieval_scopes();
         let target = intent::forget_target(text);
-        self.inner
+        let touched = self
+            .inner
             .store
-            .write(move |tx| -> Result<usize, MemoryError> {
+            .write(move |tx| -> Result<Option<Fact>, MemoryError> {
                 let Some(fact) = forget_match(tx, &owner, &scopes, &target)? else {
-                    return Ok(0);
+                    return Ok(None);
                 };
                 if hard {
                     facts::delete(tx, &fact.id)?;
@@ -511,9 +546,19 @@ impl Memory {
                         },
                     )?;
                 }
-                Ok(1)
+                Ok(Some(fact))
             })
-            .await
+            .await?;
+        let Some(fact) = touched else {
+            return Ok(0);
+        };
+        let change = if hard {
+            wire::Change::Deleted
+        } else {
+            wire::Change::Retired
+        };
+        self.announce(change, &[fact]).await;
+        Ok(1)
     }
 
     /// Closes a conversation's session scope for capture and deletes its facts (session and
@@ -604,6 +649,7 @@ impl Memory {
         for fact in &created {
             self.embed_fact(fact).await;
         }
+        self.announce(wire::Change::Created, &created).await;
         Ok(created)
     }
 

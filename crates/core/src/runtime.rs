@@ -225,6 +225,13 @@ impl Runtime {
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store);
         let memory = open_memory(&config, &store, &llm, &events).await;
+        memory.announce_to(events.clone());
+        if config.memory.enabled {
+            gate.set_external_tools(
+                crate::memory::mcp_tools::TOOLS_SERVER,
+                crate::memory::mcp_tools::external_tools(&memory),
+            );
+        }
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
             memory: start_memory(&config, &memory, &tasks, &shutdown),

@@ -350,6 +350,23 @@ pub struct Catalog {
     tools: Arc<BTreeMap<&'static str, Arc<dyn DynTool>>>,
 }
 
+/// `tool` with its types erased (the catalog's form; also for tools registered beside it).
+pub(crate) fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
+    let spec = ToolSpec {
+        name: tool.name(),
+        description: tool.description(),
+        category: tool.category(),
+        risk: tool.risk(),
+        annotations: tool.annotations(),
+        input_schema: input_schema::<T::Args>(),
+        output_schema: tool.output_schema(),
+    };
+    Arc::new(Erased {
+        tool: Arc::new(tool),
+        spec,
+    })
+}
+
 /// Builds a [`Catalog`].
 #[derive(Default)]
 pub struct CatalogBuilder {
@@ -359,19 +376,7 @@ pub struct CatalogBuilder {
 impl CatalogBuilder {
     /// Adds a tool; a second tool with the same name is an error.
     pub fn add<T: Tool>(&mut self, tool: T) -> Result<&mut Self, CatalogError> {
-        let spec = ToolSpec {
-            name: tool.name(),
-            description: tool.description(),
-            category: tool.category(),
-            risk: tool.risk(),
-            annotations: tool.annotations(),
-            input_schema: input_schema::<T::Args>(),
-            output_schema: tool.output_schema(),
-        };
-        self.add_dyn(Arc::new(Erased {
-            tool: Arc::new(tool),
-            spec,
-        }))
+        self.add_dyn(erase(tool))
     }
 
     /// Adds an already erased tool (e.g. one proxied from an MCP server).

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::{Approval, ExpiryReason, RecordedDecision, Requester};
 use crate::chat::Question;
+use crate::memory::MemoryKind;
 use crate::tools::Outcome;
 
 /// A stored runtime event with its position in the stream.
@@ -184,6 +185,42 @@ pub enum RuntimeEvent {
         /// Why.
         error: String,
     },
+    /// A memory fact was stored (by hand, by an MCP client or by capture after a turn).
+    #[serde(rename = "memory.fact.created")]
+    MemoryFactCreated {
+        /// Fact id.
+        fact_id: String,
+        /// Its kind.
+        kind: MemoryKind,
+        /// Its scope (`global`, `session:<chat id>`, `project:<id>`).
+        scope: String,
+        /// Who stored it (`user`, `writer`, `mcp:<client>`).
+        created_by: String,
+    },
+    /// A memory fact was edited, pinned or unpinned.
+    #[serde(rename = "memory.fact.updated")]
+    MemoryFactUpdated {
+        /// Fact id.
+        fact_id: String,
+        /// Its kind.
+        kind: MemoryKind,
+        /// Its scope.
+        scope: String,
+        /// Whether it is pinned now.
+        pinned: bool,
+    },
+    /// A memory fact was retired (kept, never recalled).
+    #[serde(rename = "memory.fact.retired")]
+    MemoryFactRetired {
+        /// Fact id.
+        fact_id: String,
+    },
+    /// A memory fact was deleted with its evidence; a tombstone keeps it from coming back.
+    #[serde(rename = "memory.fact.deleted")]
+    MemoryFactDeleted {
+        /// Fact id.
+        fact_id: String,
+    },
 }
 
 impl RuntimeEvent {
@@ -207,6 +244,10 @@ impl RuntimeEvent {
             Self::MemoryModelDownloadProgress { .. } => "memory.model.download.progress",
             Self::MemoryModelDownloadCompleted { .. } => "memory.model.download.completed",
             Self::MemoryModelDownloadFailed { .. } => "memory.model.download.failed",
+            Self::MemoryFactCreated { .. } => "memory.fact.created",
+            Self::MemoryFactUpdated { .. } => "memory.fact.updated",
+            Self::MemoryFactRetired { .. } => "memory.fact.retired",
+            Self::MemoryFactDeleted { .. } => "memory.fact.deleted",
         }
     }
 }

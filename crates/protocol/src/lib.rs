@@ -18,6 +18,7 @@ pub mod identity;
 pub mod llm;
 pub mod mcp;
 pub mod setup;
+pub mod memory;
 pub mod skills;
 pub mod system;
 pub mod tools;
@@ -47,6 +48,11 @@ pub use mcp::{
     McpServerTest, McpToken,
 };
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
+pub use memory::{
+    MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryKind,
+    MemoryQuery, MemorySearchHit, MemorySearchRequest, MemorySearchResult, MemoryStatus,
+    MemoryStatusFilter, NewMemoryFact,
+};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

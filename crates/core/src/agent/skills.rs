@@ -64,7 +64,12 @@ pub(crate) fn enabled_tools(gate: &Gate, filter: &ToolFilter) -> Vec<Arc<dyn Dyn
     gate.catalog()
         .iter()
         .filter(|tool| filter.allows(tool.spec().name))
-        .chain(external.values().map(|entry| &entry.tool))
+        .chain(
+            external
+                .values()
+                .filter(|entry| entry.agents)
+                .map(|entry| &entry.tool),
+        )
         .filter(|tool| !always_denied(gate, tool.spec()))
         .cloned()
         .collect()
@@ -83,7 +88,7 @@ pub(crate) enum Lookup {
 
 /// Looks `name` up in the catalog, for a turn limited by `filter`.
 pub(crate) fn lookup(gate: &Gate, filter: &ToolFilter, name: &str) -> Lookup {
-    if let Some(entry) = gate.external_tools().get(name) {
+    if let Some(entry) = gate.external_tools().get(name).filter(|entry| entry.agents) {
         return if always_denied(gate, entry.tool.spec()) {
             Lookup::Disabled
         } else {

@@ -9,6 +9,7 @@ pub(crate) mod config;
 pub(crate) mod connect;
 pub(crate) mod events;
 pub(crate) mod mcp_servers;
+pub(crate) mod memory;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
 pub(crate) mod setup;
@@ -31,6 +32,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(tools::routes())
         .merge(mcp_servers::routes())
         .merge(audit::routes())
+        .merge(memory::routes())
         .merge(chats::routes())
         .merge(options::routes())
         .merge(provider_keys::routes())

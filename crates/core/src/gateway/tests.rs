@@ -20,6 +20,7 @@ mod chat_manage;
 mod chat_stream;
 mod chats;
 mod clients;
+mod memory;
 mod options;
 mod proxy;
 mod recovery;

@@ -544,6 +544,7 @@ impl Server {
                 }),
                 server: self.name.clone(),
                 exposed: self.config.expose_to_mcp_clients,
+                agents: true,
             });
         }
         let count = tools.len();

@@ -21,6 +21,7 @@ mod connect;
 mod credentials;
 mod events;
 mod mcp;
+mod memory;
 mod settings;
 mod setup;
 mod skills;
@@ -45,6 +46,7 @@ pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
 pub(crate) use crate::tools::{ToolSpec, input_schema, parse_arguments};
 pub(crate) use skills::UsableSkill;
+pub(crate) use memory::MemoryOrigin;
 
 /// Why an operation of the runtime failed, as every adapter sees it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -18,6 +18,9 @@ pub(crate) struct ExternalTool {
     pub server: String,
     /// Whether MCP clients at Souz's `/mcp` see it.
     pub exposed: bool,
+    /// Whether Souz's own agents see it (memory's MCP tools are for MCP clients only: the
+    /// agents have `SearchMemory` and capture).
+    pub agents: bool,
 }
 
 /// The registered external tools, by name.
@@ -55,7 +58,10 @@ impl ExternalTools {
         }
         let changed = next.len() != current.len()
             || next.iter().zip(current.iter()).any(|((a, x), (b, y))| {
-                a != b || x.exposed != y.exposed || x.tool.spec() != y.tool.spec()
+                a != b
+                    || x.exposed != y.exposed
+                    || x.agents != y.agents
+                    || x.tool.spec() != y.tool.spec()
             });
         *current = Arc::new(next);
         changed

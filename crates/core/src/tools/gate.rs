@@ -265,7 +265,11 @@ impl Gate {
             return Some(Arc::clone(tool));
         }
         let entry = self.inner.external.get(name)?;
-        let hidden = matches!(requester, Requester::Mcp { .. }) && !entry.exposed;
+        let hidden = match requester {
+            Requester::Mcp { .. } => !entry.exposed,
+            Requester::Chat { .. } | Requester::Skill { .. } => !entry.agents,
+            Requester::Cli | Requester::Api => false,
+        };
         (!hidden).then_some(entry.tool)
     }
 

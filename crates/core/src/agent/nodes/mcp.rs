@@ -34,6 +34,7 @@ impl McpTools for GateMcpTools {
                 .gate
                 .external_tools()
                 .values()
+                .filter(|entry| entry.agents)
                 .map(|entry| entry.tool.spec())
                 .filter(|spec| !always_denied(&self.gate, spec))
                 .map(model_spec)

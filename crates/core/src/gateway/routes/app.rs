@@ -72,6 +72,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/servers.js"),
     ),
     (
+        "memory.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/memory.js"),
+    ),
+    (
         "settings.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/settings.js"),

@@ -105,6 +105,7 @@ impl Client {
     async fn connect(&self) -> Result<Session, ConnectError> {
         let events = Events {
             tools_changed: Arc::new(Notify::new()),
+            progress: rmcp::handler::client::progress::ProgressDispatcher::new(),
         };
         connection::connect(
             Connect {

@@ -15,6 +15,8 @@ use crate::token::Credential;
 use crate::token::clients::ClientIdentity;
 use crate::tools::gate::CallState;
 
+mod memory;
+
 /// A client holding a token named `name` (and calling itself that too).
 fn client(name: &str) -> Requester {
     let credential = Credential::Client(ClientIdentity {

@@ -15,18 +15,18 @@ use crate::config::McpServerConfig;
 use crate::runtime::RuntimeHandle;
 use crate::testing::TestRuntime;
 
-fn status(handle: &RuntimeHandle) -> McpServerStatus {
-    handle.mcp_servers().servers.remove(0)
+async fn status(handle: &RuntimeHandle) -> McpServerStatus {
+    handle.mcp_servers().await.servers.remove(0)
 }
 
 async fn wait_until(handle: &RuntimeHandle, what: &str, ok: impl Fn(&McpServerStatus) -> bool) {
     for _ in 0..400 {
-        if ok(&status(handle)) {
+        if ok(&status(handle).await) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("never {what}: {:?}", status(handle));
+    panic!("never {what}: {:?}", status(handle).await);
 }
 
 /// Opens `url` as a browser would, and returns what it was redirected back with (not
@@ -128,13 +128,13 @@ async fn an_oauth_server_is_signed_in_refreshed_stepped_up_and_asks_again_when_r
     assert_eq!(text(&done), "again");
     let (_, authorizations, _, refreshes) = mock.counts();
     assert_eq!((authorizations, refreshes), (1, 1));
-    assert!(!status(&handle).needs_login);
+    assert!(!status(&handle).await.needs_login);
 
     // A tool that needs a wider scope: refused, the server asks for a login with it.
     let refused = call(&runtime, "mcp__guarded__admin", "x").await;
     assert_eq!(refused.status, ToolCallStatus::Failed, "{refused:?}");
     assert!(text(&refused).contains("wider scope"), "{refused:?}");
-    assert!(status(&handle).needs_login);
+    assert!(status(&handle).await.needs_login);
     let url = login(&runtime, &redirect).await;
     let scope = reqwest::Url::parse(&url)
         .unwrap()

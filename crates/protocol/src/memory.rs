@@ -1,0 +1,247 @@
+//! Long-term memory on the wire: `/v1/memory` (list, show, create, edit, pin, retire, delete,
+//! evidence, search) and the `memory.fact.*` runtime events.
+//!
+//! A scope is written `global`, `session:<chat id>` or `project:<id>` (the legacy `chat:<id>`
+//! and `thread:<id>` are read too). Kinds and statuses are the stored upper-case names.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a fact is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MemoryKind {
+    /// Something true about the person or the world.
+    Semantic,
+    /// How the person likes things done.
+    Preference,
+    /// A reusable procedure.
+    Procedure,
+    /// A rule of a project.
+    ProjectRule,
+    /// Working notes of a conversation (plans, blockers, next steps).
+    EpisodeNote,
+    /// A decision taken in a project.
+    ProjectDecision,
+}
+
+/// Whether a fact is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MemoryStatus {
+    /// Recalled.
+    Active,
+    /// Kept for history (superseded or retired), never recalled.
+    Retired,
+}
+
+/// Which facts a listing returns by status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MemoryStatusFilter {
+    /// Active facts only (the default).
+    #[default]
+    Active,
+    /// Retired facts only.
+    Retired,
+    /// Both.
+    All,
+}
+
+/// One remembered fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryFact {
+    /// Its id.
+    pub id: String,
+    /// Where it applies (`global`, `session:<chat id>`, `project:<id>`).
+    pub scope: String,
+    /// What it is.
+    pub kind: MemoryKind,
+    /// Short title.
+    pub title: String,
+    /// The fact (secrets were removed before it was stored).
+    pub body: String,
+    /// Its controlled key (`user.preference.language`, ...), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_key: Option<String>,
+    /// Active or retired.
+    pub status: MemoryStatus,
+    /// How long it lives: `DURABLE`, `SESSION_LIFETIME` or `CHAT_LIFETIME`.
+    pub retention: String,
+    /// How sure its writer was (0..1).
+    pub confidence: f64,
+    /// How much it matters (0..1).
+    pub importance: f64,
+    /// Pinned facts are offered even without a strong match.
+    pub pinned: bool,
+    /// Who stored it: `user` (by hand), `writer` (captured after a turn), `mcp:<client>`.
+    pub created_by: String,
+    /// When it was stored (RFC 3339).
+    pub created_at: String,
+    /// When it last changed (RFC 3339).
+    pub updated_at: String,
+    /// The fact this one replaced (same canonical key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes_fact_id: Option<String>,
+}
+
+/// Query of `GET /v1/memory`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryQuery {
+    /// Only this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    /// Only this scope (`global`, `session:<chat id>`, `project:<id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Active (default), retired or all facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MemoryStatusFilter>,
+    /// Only facts whose title, body or key contains this text (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Only pinned (`true`) or only unpinned (`false`) facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+    /// At most this many facts (default 50, at most 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Facts skipped first (from `next_offset` of the previous page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u32>,
+}
+
+/// `GET /v1/memory`: a page of facts, most recently updated first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryFactList {
+    /// The facts.
+    pub items: Vec<MemoryFact>,
+    /// The `offset` of the next page, when there may be one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u32>,
+}
+
+/// `POST /v1/memory`: a fact the person writes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMemoryFact {
+    /// The fact.
+    pub body: String,
+    /// Short title (default: the body's first line, shortened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is (default `SEMANTIC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    /// Where it applies (default `global`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// A controlled key (`user.preference.<name>`, `project.rule.<name>`, ...); a fact holding
+    /// the same key in the scope is superseded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_key: Option<String>,
+    /// Whether to pin it.
+    #[serde(default)]
+    pub pinned: bool,
+    /// How much it matters (0..1, default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f64>,
+}
+
+/// `PATCH /v1/memory/{id}`: the fields to change (absent fields stay). A change of text, kind,
+/// key or scope re-embeds the fact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryFactPatch {
+    /// New title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// New body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// New kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    /// New scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// New canonical key (empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_key: Option<String>,
+    /// Pin or unpin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+    /// New importance (0..1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f64>,
+}
+
+/// Where a fact came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryEvidence {
+    /// The source event.
+    pub source_event_id: String,
+    /// `manual` (written by hand), `turn` (captured after an agent turn), `mcp` (an MCP client).
+    pub source_type: String,
+    /// The chat the turn belonged to, for captured facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The turn (execution), for captured facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// The MCP client, for facts an MCP client stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The supporting excerpt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+    /// The source text (the user's message and tool outputs of the turn, redacted), shortened.
+    pub text: String,
+    /// When it was recorded (RFC 3339).
+    pub created_at: String,
+}
+
+/// `GET /v1/memory/{id}/evidence`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryEvidenceList {
+    /// The fact.
+    pub fact_id: String,
+    /// Its evidence, oldest first.
+    pub items: Vec<MemoryEvidence>,
+}
+
+/// `POST /v1/memory/search`: the recall `SearchMemory` uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySearchRequest {
+    /// What is needed, in words.
+    pub query: String,
+    /// Words likely to occur in matching facts (default: the query itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<String>,
+    /// Most facts (1..20, default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Also search this chat's session facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+}
+
+/// One fact a search found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemorySearchHit {
+    /// The fact.
+    pub fact: MemoryFact,
+    /// Its fused relevance score.
+    pub score: f64,
+    /// Which candidate lists found it (`exact`, `lexical`, `dense`, `priority`).
+    pub sources: Vec<String>,
+}
+
+/// `POST /v1/memory/search`: the facts found, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemorySearchResult {
+    /// The facts.
+    pub items: Vec<MemorySearchHit>,
+}

@@ -1,0 +1,132 @@
+//! Memory end to end: `souz memory` on a real daemon — add (secrets removed), list with
+//! filters, search with scores, show with evidence, forget (gone, and a clear error for an
+//! unknown id), retire; bad input exits non-zero and stores nothing.
+
+use souz_e2e::Daemon;
+
+fn cli(daemon: &Daemon, args: &[&str]) -> (bool, String) {
+    let output = daemon.cli().arg("memory").args(args).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+fn json(daemon: &Daemon, args: &[&str]) -> serde_json::Value {
+    let (ok, text) = cli(daemon, args);
+    assert!(ok, "{args:?}: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{error}: {text}"))
+}
+
+#[test]
+fn add_list_search_show_and_forget_through_the_cli() {
+    let daemon = Daemon::start();
+    let (ok, text) = cli(&daemon, &["list"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("Nothing remembered"), "{text}");
+
+    let editor = json(
+        &daemon,
+        &[
+            "add",
+            "Prefers helix over vim; token sk-abcdefghijklmnopqrstuvwx",
+            "--kind",
+            "preference",
+            "--title",
+            "Editor",
+            "--key",
+            "user.preference.editor",
+            "--json",
+        ],
+    );
+    assert_eq!(editor["kind"], "PREFERENCE");
+    assert_eq!(editor["canonical_key"], "user.preference.editor");
+    let body = editor["body"].as_str().unwrap();
+    assert!(!body.contains("sk-abcdefghijklmnopqrstuvwx"), "{body}");
+    let editor_id = editor["id"].as_str().unwrap().to_owned();
+    let (ok, text) = cli(
+        &daemon,
+        &[
+            "add",
+            "Deploys go through staging first",
+            "--scope",
+            "project:souz",
+            "--pin",
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(text.starts_with("Remembered "), "{text}");
+
+    let page = json(&daemon, &["list", "--json"]);
+    assert_eq!(page["items"].as_array().unwrap().len(), 2, "{page}");
+    let page = json(&daemon, &["list", "--kind", "PREFERENCE", "--json"]);
+    assert_eq!(page["items"][0]["id"], editor_id.as_str());
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    let page = json(&daemon, &["list", "--pinned", "--json"]);
+    assert_eq!(page["items"][0]["scope"], "project:souz", "{page}");
+    let (ok, text) = cli(&daemon, &["list", "--text", "helix"]);
+    assert!(
+        ok && text.contains(&editor_id) && !text.contains("staging"),
+        "{text}"
+    );
+
+    let found = json(
+        &daemon,
+        &["search", "which editor does he prefer", "--json"],
+    );
+    assert_eq!(
+        found["items"][0]["fact"]["id"],
+        editor_id.as_str(),
+        "{found}"
+    );
+    assert!(found["items"][0]["score"].as_f64().unwrap() > 0.0);
+    let (ok, text) = cli(&daemon, &["search", "quantum chromodynamics"]);
+    assert!(ok && text.contains("Nothing found"), "{text}");
+
+    let (ok, text) = cli(&daemon, &["show", &editor_id]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("Editor") && text.contains("user.preference.editor"),
+        "{text}"
+    );
+    assert!(text.contains("evidence: manual (written by hand"), "{text}");
+
+    let (ok, text) = cli(&daemon, &["forget", &editor_id]);
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&daemon, &["show", &editor_id]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("not found"), "{text}");
+    let page = json(&daemon, &["list", "--status", "all", "--json"]);
+    assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
+    let staging = page["items"][0]["id"].as_str().unwrap().to_owned();
+    let (ok, text) = cli(&daemon, &["forget", "--retire", &staging]);
+    assert!(ok, "{text}");
+    let page = json(&daemon, &["list", "--status", "retired", "--json"]);
+    assert_eq!(page["items"][0]["status"], "RETIRED", "{page}");
+    assert_eq!(
+        json(&daemon, &["list", "--json"])["items"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn bad_input_exits_non_zero_and_stores_nothing() {
+    let daemon = Daemon::start();
+    for args in [
+        vec!["add", "   "],
+        vec!["add", "ok", "--kind", "gossip"],
+        vec!["add", "ok", "--scope", "galaxy:far"],
+        vec!["add", "ok", "--key", "not.controlled"],
+        vec!["list", "--status", "sometimes"],
+        vec!["search", " "],
+        vec!["forget", "no-such-fact"],
+    ] {
+        let (ok, text) = cli(&daemon, &args);
+        assert!(!ok, "{args:?}: {text}");
+        assert!(!text.trim().is_empty(), "{args:?}: a clear message");
+    }
+    let page = json(&daemon, &["list", "--status", "all", "--json"]);
+    assert_eq!(page["items"], serde_json::json!([]));
+}
