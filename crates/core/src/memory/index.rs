@@ -95,6 +95,27 @@ impl Loaded {
             }
         }
     }
+
+    /// Drops the row of `fact_id`; the last row moves into its place.
+    fn remove(&mut self, fact_id: &str) {
+        let Some(row) = self.by_id.remove(fact_id) else {
+            return;
+        };
+        let last = self.rows.len().saturating_sub(1);
+        let dimension = self.dimension;
+        if row != last {
+            self.data
+                .copy_within(last * dimension..(last + 1) * dimension, row * dimension);
+            self.row_groups.swap(row, last);
+            self.rows.swap(row, last);
+            if let Some(moved) = self.rows.get(row) {
+                self.by_id.insert(moved.fact_id.clone(), row);
+            }
+        }
+        self.data.truncate(last * dimension);
+        self.row_groups.truncate(last);
+        self.rows.truncate(last);
+    }
 }
 
 /// A dense search.
@@ -213,6 +234,13 @@ impl VectorIndex {
         }
     }
 
+    /// Forgets the vector of `fact_id` (a retired or deleted fact).
+    pub fn remove(&mut self, fact_id: &str) {
+        if let Some(loaded) = &mut self.loaded {
+            loaded.remove(fact_id);
+        }
+    }
+
     /// Whether the index must be loaded before searching `model` at `dimension`.
     pub fn needs_load(&self, model: &str, dimension: usize) -> bool {
         !self.is_loaded(model, dimension)
@@ -322,5 +350,27 @@ mod tests {
             let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((dot(&a, &b) - plain).abs() < 1e-3, "{length}");
         }
+    }
+
+    #[test]
+    fn a_removed_row_leaves_the_others_whole() {
+        let group = || ("local".to_owned(), "global".to_owned(), String::new());
+        let mut loaded = Loaded::new("m", 2);
+        loaded.upsert("a", group(), "ha".into(), &[1.0, 0.0]);
+        loaded.upsert("b", group(), "hb".into(), &[0.0, 1.0]);
+        loaded.upsert("c", group(), "hc".into(), &[0.6, 0.8]);
+        loaded.remove("a");
+        loaded.remove("missing");
+        assert!(!loaded.by_id.contains_key("a"));
+        assert_eq!(loaded.rows.len(), 2);
+        assert_eq!(loaded.data.len(), 4);
+        for (id, vector) in [("b", [0.0, 1.0]), ("c", [0.6, 0.8])] {
+            let row = loaded.by_id[id];
+            assert_eq!(loaded.rows[row].fact_id, id);
+            assert_eq!(&loaded.data[row * 2..row * 2 + 2], &vector);
+        }
+        loaded.remove("c");
+        loaded.remove("b");
+        assert!(loaded.rows.is_empty() && loaded.data.is_empty() && loaded.by_id.is_empty());
     }
 }
