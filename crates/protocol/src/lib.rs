@@ -17,8 +17,8 @@ pub mod event;
 pub mod identity;
 pub mod llm;
 pub mod mcp;
-pub mod setup;
 pub mod memory;
+pub mod setup;
 pub mod skills;
 pub mod system;
 pub mod tools;
@@ -47,12 +47,12 @@ pub use mcp::{
     McpLogin, McpOAuthCallback, McpServerEnabled, McpServerList, McpServerPut, McpServerStatus,
     McpServerTest, McpToken,
 };
-pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use memory::{
     MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryKind,
     MemoryQuery, MemorySearchHit, MemorySearchRequest, MemorySearchResult, MemoryStatus,
     MemoryStatusFilter, NewMemoryFact,
 };
+pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,

@@ -45,8 +45,8 @@ pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
 pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
 pub(crate) use crate::tools::{ToolSpec, input_schema, parse_arguments};
-pub(crate) use skills::UsableSkill;
 pub(crate) use memory::MemoryOrigin;
+pub(crate) use skills::UsableSkill;
 
 /// Why an operation of the runtime failed, as every adapter sees it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
