@@ -166,6 +166,8 @@ struct Inner {
     users_decide: bool,
     changes: watch::Sender<u64>,
     pause: PauseSwitch,
+    /// Standing consents asked and not yet settled ([`standing`]), by tool name.
+    standing: Mutex<HashMap<String, standing::Asked>>,
 }
 
 /// The approval service. Cheap to clone.
@@ -197,6 +199,7 @@ impl Approvals {
                 users_decide,
                 changes,
                 pause: PauseSwitch::new(None),
+                standing: Mutex::new(HashMap::new()),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -611,5 +614,6 @@ async fn sleep_for(wait: Option<Duration>) {
 }
 
 mod decisions;
+mod standing;
 #[cfg(test)]
 mod tests;

@@ -38,7 +38,7 @@ pub use llm::{
 };
 pub use mcp::{McpServerList, McpServerStatus, McpServerTest};
 pub use skills::{
-    FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
+    FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 pub use system::{
