@@ -605,6 +605,8 @@
 /**
  * `POST /v1/skills` response.
  * @typedef {{
+ *   consent?: SkillConsent;
+ *   consent_approval_id?: string | null;
  *   hash: string;
  *   id: string;
  *   validation: SkillValidation;
@@ -1108,6 +1110,11 @@
  * @typedef {{
  *   settings: Settings;
  * }} SettingsResponse
+ */
+
+/**
+ * Whether an installed bundle's commands may run without asking.
+ * @typedef {"granted" | "pending"} SkillConsent
  */
 
 /**
