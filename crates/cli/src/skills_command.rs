@@ -137,6 +137,12 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
             let installed = client.install_skill(&absolute(&path)?).await?;
             say!("Installed {} ({}).", installed.id, installed.hash);
             print_findings(&installed.validation.findings);
+            match installed.consent_approval_id {
+                Some(approval) => say!(
+                    "Consent pending: approve {approval} (souz approvals) to let its commands run."
+                ),
+                None => say!("Consent: this bundle was approved before."),
+            }
         }
         SkillsCommand::Validate { path, json } => {
             let validation = client.validate_skill(&absolute(&path)?).await?;

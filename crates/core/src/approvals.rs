@@ -168,6 +168,8 @@ struct Inner {
     users_decide: bool,
     changes: watch::Sender<u64>,
     pause: PauseSwitch,
+    /// Standing consents asked and not yet settled ([`standing`]), by tool name.
+    standing: Mutex<HashMap<String, standing::Asked>>,
 }
 
 /// The approval service. Cheap to clone.
@@ -199,6 +201,7 @@ impl Approvals {
                 users_decide,
                 changes,
                 pause: PauseSwitch::new(None),
+                standing: Mutex::new(HashMap::new()),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -614,5 +617,6 @@ async fn sleep_for(wait: Option<Duration>) {
 }
 
 mod decisions;
+mod standing;
 #[cfg(test)]
 mod tests;

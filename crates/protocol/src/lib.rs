@@ -54,7 +54,7 @@ pub use memory::{
 };
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
-    FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList, SkillPath,
+    FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillList, SkillPath,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 pub use system::{

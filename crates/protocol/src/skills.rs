@@ -132,6 +132,24 @@ pub struct InstalledSkill {
     pub hash: String,
     /// Its validation (approved: rejected skills are not installed).
     pub validation: SkillValidation,
+    /// Consent to run its commands: `granted` when this bundle was approved before, else
+    /// `pending` (one approval showing the manifest, hash and findings is waiting).
+    #[serde(default)]
+    pub consent: SkillConsent,
+    /// The pending consent approval's id (`consent` is `pending`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consent_approval_id: Option<String>,
+}
+
+/// Whether an installed bundle's commands may run without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillConsent {
+    /// Approved (a standing grant for this bundle exists).
+    Granted,
+    /// Asked, not yet decided: the first command waits for that approval.
+    #[default]
+    Pending,
 }
 
 /// A skill's permissions manifest (`agents/souz.toml`, `[permissions]`).

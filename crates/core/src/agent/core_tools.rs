@@ -229,6 +229,8 @@ impl CoreTool {
 }
 
 #[cfg(test)]
+mod skill_consent_tests;
+#[cfg(test)]
 mod skill_gate_tests;
 #[cfg(test)]
 mod tests;

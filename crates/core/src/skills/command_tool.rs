@@ -23,13 +23,14 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
-use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
+use souz_protocol::{Risk, ToolAnnotations, ToolCallStatus, ToolCategory};
 
 use super::bundle::Bundle;
 use super::manifest::{MANIFEST_PATH, Permissions};
 use super::rules::Finding;
 use super::run::{self, SkillCommandArgs, SkillFiles};
-use crate::approvals::{Approvals, CallTarget};
+use crate::approvals::{Approvals, CallTarget, NewApproval, RequestError};
+use crate::tools::calls;
 use crate::tools::{
     DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
 };
@@ -105,6 +106,92 @@ impl SkillCommandTool {
         }
     }
 
+    fn short_hash(&self) -> String {
+        self.hash.chars().take(12).collect()
+    }
+
+    /// Why the first command of a bundle asks.
+    fn consent_reason(&self) -> String {
+        format!(
+            "the skill `{}` has not been approved in this version (bundle {}); approving lets \
+             its commands run inside the permissions shown, without asking again until the \
+             skill changes",
+            self.id,
+            self.short_hash()
+        )
+    }
+
+    /// Asks for consent to this bundle now (as when it is installed) without waiting for the
+    /// answer: `None` if it was given before, else the pending approval's id (one per
+    /// bundle: the open one if it is being asked already). Its first command waits for it.
+    pub(crate) async fn ask_consent(&self) -> Result<Option<String>, RequestError> {
+        if self.approvals.has_standing_allow(self.spec.name) {
+            return Ok(None);
+        }
+        let call_id = uuid::Uuid::now_v7().to_string();
+        let requester = souz_protocol::Requester::Skill {
+            skill_id: self.id.clone(),
+        };
+        let arguments = serde_json::json!({"skillId": self.id, "hash": self.hash});
+        let new = NewApproval {
+            call_id: call_id.clone(),
+            requester: requester.clone(),
+            tool: self.spec.name.to_owned(),
+            risk: Risk::Exec,
+            arguments: arguments.clone(),
+            summary: format!(
+                "Let the skill `{}` (bundle {}) run its commands inside its permissions",
+                self.id,
+                self.short_hash()
+            ),
+            diff: Some(self.preview()),
+            reason: self.consent_reason(),
+            suggested: souz_protocol::SuggestedScope {
+                scope: souz_protocol::ScopeKind::Once,
+                minutes: None,
+                argument_match: souz_protocol::ArgumentMatch::default(),
+                label: "Approve this version of the skill".to_owned(),
+            },
+        };
+        // The approval refers to a call row of its own: the consent, ended when decided.
+        let (tool, settled_id) = (self.spec.name, call_id.clone());
+        let record = move |transaction: &rusqlite::Transaction<'_>, approval_id: &str| {
+            let call = calls::NewCall {
+                id: &call_id,
+                tool,
+                requester: &requester,
+                arguments: &arguments,
+                created_at: chrono::Utc::now(),
+            };
+            calls::ensure(transaction, &call)?;
+            let status = ToolCallStatus::WaitingApproval;
+            calls::advance(transaction, &call_id, status, None, Some(approval_id))
+        };
+        let settle = move |transaction: &rusqlite::Transaction<'_>, approved: bool| {
+            let (status, text) = if approved {
+                (ToolCallStatus::Succeeded, "consent recorded")
+            } else {
+                (ToolCallStatus::Denied, "consent not given")
+            };
+            let result = souz_protocol::ToolResult {
+                text: text.to_owned(),
+                structured: None,
+                is_error: !approved,
+            };
+            calls::finish(
+                transaction,
+                &settled_id,
+                status,
+                &result,
+                chrono::Utc::now(),
+            )
+        };
+        self.approvals
+            .ask_standing(new, record, settle)
+            .await
+            .map(Some)
+    }
+
     /// What the person consents to: the manifest, the hash and the findings.
     pub(crate) fn preview(&self) -> String {
         let permissions = &self.permissions;
@@ -175,7 +262,20 @@ impl DynTool for SkillCommandTool {
             let checked =
                 run::request(&self.id, Path::new("."), &self.permissions, &args, |_| None)
                     .map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
-            let short: String = self.hash.chars().take(12).collect();
+            let short = self.short_hash();
+            // Consent asked at install and not yet decided: wait for that one approval
+            // rather than asking a second time.
+            let asked = tokio::select! {
+                settled = self.approvals.standing_decision(self.spec.name) => settled,
+                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            };
+            if asked == Some(false) {
+                return Err(ToolError::Failed(format!(
+                    "the skill `{}` (bundle {short}) was not approved: its consent was denied \
+                     or expired; its next command asks again",
+                    self.id
+                )));
+            }
             let command = checked.program.display();
             let mut plan = Plan::new(format!(
                 "Run `{command}` of the skill `{}` (bundle {short})",
@@ -195,12 +295,7 @@ impl DynTool for SkillCommandTool {
             if consent {
                 plan = plan
                     .target(CallTarget::Untrusted {
-                        reason: format!(
-                            "the skill `{}` has not been approved in this version (bundle \
-                             {short}); approving lets its commands run inside the permissions \
-                             shown, without asking again until the skill changes",
-                            self.id
-                        ),
+                        reason: self.consent_reason(),
                     })
                     .diff(self.preview());
             }

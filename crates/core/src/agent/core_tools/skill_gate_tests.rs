@@ -16,7 +16,7 @@ use crate::approvals::audit::AuditQuery;
 use crate::skills::registry::Registry;
 
 /// Writes the skill `notes` with `manifest` under `root`.
-fn write_notes(root: &std::path::Path, manifest: &str) -> std::path::PathBuf {
+pub(super) fn write_notes(root: &std::path::Path, manifest: &str) -> std::path::PathBuf {
     let dir = root.join("notes");
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
     std::fs::create_dir_all(dir.join("agents")).unwrap();
@@ -32,7 +32,7 @@ fn write_notes(root: &std::path::Path, manifest: &str) -> std::path::PathBuf {
 
 /// Runs `scripts/run.sh` of `notes` while `verdict` (if any) decides the one approval it
 /// may ask; returns the output and the approval asked, if one was.
-async fn run_notes(
+pub(super) async fn run_notes(
     f: &Fixture,
     registry: &Registry,
     verdict: Verdict,

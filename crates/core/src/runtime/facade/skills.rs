@@ -4,16 +4,19 @@
 use std::path::Path;
 
 use souz_protocol::{
-    ErrorCode, FindingSeverity, InstalledSkill, SkillDetail, SkillFinding, SkillList,
+    ErrorCode, FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillList,
     SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 
 use super::ServiceError;
 use crate::agent::skills::{BundleLookup, BundleSkill, SkillBundles};
+use crate::approvals::RequestError;
 use crate::runtime::RuntimeHandle;
 use crate::skills::SkillError;
+use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
+use crate::skills::manifest::Permissions;
 use crate::skills::manifest::{self, MANIFEST_PATH};
-use crate::skills::registry::{Listed, Source, Verdict};
+use crate::skills::registry::{Installed, Listed, Source, Verdict};
 use crate::skills::rules::{Finding, Severity};
 
 impl From<SkillError> for ServiceError {
@@ -129,9 +132,36 @@ impl RuntimeHandle {
         })
     }
 
-    /// Installs the skill folder or `.zip` at `path` (rejected skills are not installed).
+    /// Installs the skill folder or `.zip` at `path` (rejected skills are not installed) and
+    /// asks, without waiting, for consent to run its commands (unless this bundle has it).
     pub async fn install_skill(&self, path: &str) -> Result<InstalledSkill, ServiceError> {
         let installed = self.skills().install_path(absolute(path)?).await?;
+        self.installed_skill(installed).await
+    }
+
+    /// The install's answer, after asking for consent to the installed bundle: one pending
+    /// approval showing its manifest, hash and findings (see `skills::command_tool`).
+    async fn installed_skill(&self, installed: Installed) -> Result<InstalledSkill, ServiceError> {
+        let loaded = self.skills().load(&installed.id).await?;
+        let permissions = match loaded.bundle.files().get(MANIFEST_PATH) {
+            Some(text) => manifest::parse(text)
+                .map_err(|problems| ServiceError::Invalid(problems.join("; ")))?,
+            None => Permissions::default(),
+        };
+        let tool = SkillCommandTool::new(SkillCommandParts {
+            id: installed.id.clone(),
+            bundle: loaded.bundle,
+            permissions,
+            findings: installed.verdict.findings.clone(),
+            approvals: self.approvals().clone(),
+        });
+        let asked = tool.ask_consent().await.map_err(|error| match error {
+            RequestError::TooMany(cap) => ServiceError::Invalid(format!(
+                "installed, but its consent could not be asked: {cap}; run one of its commands \
+                 to be asked"
+            )),
+            RequestError::Store(store) => store.into(),
+        })?;
         Ok(InstalledSkill {
             validation: validation(
                 Some(installed.id.clone()),
@@ -140,6 +170,12 @@ impl RuntimeHandle {
             ),
             id: installed.id,
             hash: installed.hash,
+            consent: if asked.is_some() {
+                SkillConsent::Pending
+            } else {
+                SkillConsent::Granted
+            },
+            consent_approval_id: asked,
         })
     }
 
