@@ -97,7 +97,7 @@ async function switchLanguage(/** @type {string} */ lang) {
 /** The user's `interfaceLanguage` (the system locale's until set) guides an unchosen browser. */
 async function loadDaemonLanguage() {
   try {
-    followDaemonLanguage(/** @type {import("./types.js").Settings} */ (await api("GET", "/v1/me/settings")).interfaceLanguage);
+    followDaemonLanguage(/** @type {import("./types.js").SettingsResponse} */ (await api("GET", "/v1/me/settings")).settings.interfaceLanguage);
     translateChrome();
   } catch (error) { console.warn(error); }
 }

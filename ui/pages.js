@@ -53,6 +53,12 @@ const t = strings({
     tool: "Tool",
     decided_by: "Decided by",
     outcome: "Outcome",
+    chat: "Chat",
+    new_chat: "New chat",
+    start_chat: "Start a new chat.",
+    send: "Send",
+    message_placeholder: "Message Souz's agent…",
+    turn_failed: "The turn failed.",
   },
   ru: {
     waiting: "Ждёт вашего решения",
@@ -98,6 +104,12 @@ const t = strings({
     tool: "Инструмент",
     decided_by: "Кем решено",
     outcome: "Итог",
+    chat: "Чат",
+    new_chat: "Новый чат",
+    start_chat: "Начните новый чат.",
+    send: "Отправить",
+    message_placeholder: "Сообщение агенту Souz…",
+    turn_failed: "Ход завершился ошибкой.",
   },
 });
 
@@ -375,12 +387,12 @@ async function live(main) {
 async function chat(main, [selected]) {
   const chatList = h("div.chat-list");
   const messages = h("div.messages");
-  const input = h("textarea#chat-input", { placeholder: "Message Souz's agent…" });
+  const input = h("textarea#chat-input", { placeholder: t("message_placeholder") });
   const notice = h("p.meta");
-  const send = h("button.primary#chat-send", { type: "submit" }, "Send");
+  const send = h("button.primary#chat-send", { type: "submit" }, t("send"));
   const form = h("form.compose", {}, input, send);
-  main.append(h("h1", {}, "Chat"), h("div.chat", {},
-    h("div", {}, h("button#new-chat", { onclick: () => newChat() }, "New chat"), chatList),
+  main.append(h("h1", {}, t("chat")), h("div.chat", {},
+    h("div", {}, h("button#new-chat", { onclick: () => newChat() }, t("new_chat")), chatList),
     h("div", {}, messages, form, notice)));
   let stopStream = null;
   // The answer being streamed: its element (keyed by the answer's message id) and one span
@@ -400,7 +412,7 @@ async function chat(main, [selected]) {
   };
   const items = await listChats();
   if (!selected && items.length) selected = items[0].id;
-  if (!selected) { messages.append(h("p.empty", {}, "Start a new chat.")); form.hidden = true; return; }
+  if (!selected) { messages.append(h("p.empty", {}, t("start_chat"))); form.hidden = true; return; }
 
   /** @param {{id: string, role: string, content: string}} message */
   const addMessage = (message) => {
@@ -429,7 +441,7 @@ async function chat(main, [selected]) {
       if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
       addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
     } else if (type === "execution.failed") {
-      notice.textContent = visible(payload.errorMessage || "The turn failed."); notice.className = "error";
+      notice.textContent = visible(payload.errorMessage || t("turn_failed")); notice.className = "error";
       send.disabled = false;
     } else if (type.startsWith("execution.")) {
       send.disabled = false;
