@@ -19,8 +19,8 @@ use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
 use crate::Shell;
-use crate::texts::{fill, tr};
 use crate::state::{Notice, approval_text, question_text};
+use crate::texts::{fill, tr};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -131,7 +131,9 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let actions = ActionType::builder(APPROVAL_ACTIONS)
         .actions(vec![
             Action::builder(APPROVE, tr("Approve", "Разрешить")).build(),
-            Action::builder(DENY, tr("Deny", "Отклонить")).destructive(true).build(),
+            Action::builder(DENY, tr("Deny", "Отклонить"))
+                .destructive(true)
+                .build(),
         ])
         .build();
     if let Err(error) = notification.register_action_types(vec![actions]) {

@@ -23,7 +23,9 @@ pub fn tr(en: &'static str, ru: &'static str) -> &'static str {
 
 /// `template` with each `{name}` replaced by its value.
 pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    values.iter().fold(template.to_owned(), |text, (name, value)| {
-        text.replace(&format!("{{{name}}}"), value)
-    })
+    values
+        .iter()
+        .fold(template.to_owned(), |text, (name, value)| {
+            text.replace(&format!("{{{name}}}"), value)
+        })
 }

@@ -13,10 +13,10 @@ use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::Shell;
-use crate::texts::{fill, tr};
 use crate::state::{
     ShellState, TrayIcon as IconState, answer_choice, key_argument, question_entries, shorten,
 };
+use crate::texts::{fill, tr};
 
 /// The tray icon's id.
 pub const TRAY: &str = "souz";
@@ -169,12 +169,20 @@ fn approval_items<R: Runtime>(
             items.push(Box::new(item(
                 app,
                 format!("approve:{}", approval.id),
-                shown(&format!("    {} {}", tr("Approve", "Разрешить"), approval.tool)),
+                shown(&format!(
+                    "    {} {}",
+                    tr("Approve", "Разрешить"),
+                    approval.tool
+                )),
             )?));
             items.push(Box::new(item(
                 app,
                 format!("deny:{}", approval.id),
-                shown(&format!("    {} {}", tr("Deny", "Отклонить"), approval.tool)),
+                shown(&format!(
+                    "    {} {}",
+                    tr("Deny", "Отклонить"),
+                    approval.tool
+                )),
             )?));
         }
         if pending.len() > LISTED_APPROVALS {
@@ -237,7 +245,11 @@ fn turn_items<R: Runtime>(
 ) -> tauri::Result<()> {
     if !state.turns.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
-        items.push(Box::new(label(app, "turns", tr("Agents working", "Агенты работают").into())?));
+        items.push(Box::new(label(
+            app,
+            "turns",
+            tr("Agents working", "Агенты работают").into(),
+        )?));
         for turn in state.turns.values() {
             let title = turn
                 .title
@@ -260,7 +272,11 @@ fn control_items<R: Runtime>(
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(item(app, "open", tr("Open Souz", "Открыть Souz"))?));
+    items.push(Box::new(item(
+        app,
+        "open",
+        tr("Open Souz", "Открыть Souz"),
+    )?));
     items.push(Box::new(item(
         app,
         "open:/setup",
@@ -288,8 +304,16 @@ fn control_items<R: Runtime>(
         None::<&str>,
     )?));
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(item(app, "restart", tr("Restart Souz", "Перезапустить Souz"))?));
-    items.push(Box::new(item(app, "quit", tr("Quit Souz", "Выйти из Souz"))?));
+    items.push(Box::new(item(
+        app,
+        "restart",
+        tr("Restart Souz", "Перезапустить Souz"),
+    )?));
+    items.push(Box::new(item(
+        app,
+        "quit",
+        tr("Quit Souz", "Выйти из Souz"),
+    )?));
     Ok(())
 }
 

@@ -107,7 +107,10 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
                     if all {
                         tr("No approvals.", "Одобрений нет.")
                     } else {
-                        tr("Nothing is waiting for you.", "Ничто не ждёт вашего решения.")
+                        tr(
+                            "Nothing is waiting for you.",
+                            "Ничто не ждёт вашего решения.",
+                        )
                     }
                 );
                 return Ok(());
@@ -172,7 +175,10 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
             client.revoke_grant(&id).await?;
             say!(
                 "{}",
-                fill(tr("Revoked grant {id}.", "Разрешение {id} отозвано."), &[("id", &id)])
+                fill(
+                    tr("Revoked grant {id}.", "Разрешение {id} отозвано."),
+                    &[("id", &id)]
+                )
             );
             Ok(())
         }
@@ -248,7 +254,12 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
     };
     say!("{verb}: {}", response.approval.summary);
     if let Some(grant) = &response.grant {
-        say!("{} {}: {}", tr("Grant", "Разрешение"), grant.id, grant.label);
+        say!(
+            "{} {}: {}",
+            tr("Grant", "Разрешение"),
+            grant.id,
+            grant.label
+        );
     }
     if let Some(rule) = &response.rule {
         say!(

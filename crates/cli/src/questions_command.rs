@@ -193,7 +193,10 @@ async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
     if question.selection_mode == SelectionMode::Single && args.choices.len() > 1 {
         bail!(
             "{}",
-            tr("this question takes one choice", "этот вопрос принимает один вариант")
+            tr(
+                "this question takes one choice",
+                "этот вопрос принимает один вариант"
+            )
         );
     }
     if args.text.is_some() && !question.free_text {

@@ -44,7 +44,10 @@ mod tests {
         assert_eq!(pick(Language::Ru, "Denied", "Отклонено"), "Отклонено");
         assert_eq!(pick(Language::En, "Denied", "Отклонено"), "Denied");
         assert_eq!(
-            fill("question {id} is already {status}", &[("id", &"q1"), ("status", &"answered")]),
+            fill(
+                "question {id} is already {status}",
+                &[("id", &"q1"), ("status", &"answered")]
+            ),
             "question q1 is already answered"
         );
     }

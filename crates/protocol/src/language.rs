@@ -78,7 +78,10 @@ mod tests {
             Language::from_locale_vars([Some("en_US.UTF-8"), None, Some("ru_RU.UTF-8")]),
             Language::En
         );
-        assert_eq!(Language::from_locale_vars([None, None, Some("C")]), Language::En);
+        assert_eq!(
+            Language::from_locale_vars([None, None, Some("C")]),
+            Language::En
+        );
         assert_eq!(Language::from_locale_vars([None, None, None]), Language::En);
     }
 }

@@ -29,7 +29,6 @@ use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{GateMcpTools, McpTools};
 use super::nodes::names;
 use super::prompts::default_system_prompt;
-use souz_protocol::language::Language;
 use super::scope::{Services, TurnScope};
 use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
@@ -42,6 +41,7 @@ use crate::llm::{Message, Usage};
 use crate::store::Store;
 use crate::store::codec::now;
 use crate::tools::gate::Gate;
+use souz_protocol::language::Language;
 
 /// The context window assumed when neither the request nor the configuration says.
 pub(crate) const DEFAULT_CONTEXT_SIZE: u32 = 16_000;

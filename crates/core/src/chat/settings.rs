@@ -303,7 +303,10 @@ mod tests {
             ..SettingsPatch::default()
         };
         assert_eq!(effective(&russian, &chosen).interface_language, "en");
-        assert_eq!(effective(&defaults(), &SettingsPatch::default()).interface_language, "en");
+        assert_eq!(
+            effective(&defaults(), &SettingsPatch::default()).interface_language,
+            "en"
+        );
     }
 
     #[test]

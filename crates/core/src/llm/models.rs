@@ -536,8 +536,14 @@ mod tests {
     fn the_default_model_order_follows_the_region() {
         use souz_protocol::language::Language;
         let order = |language| default_chat_models(language).map(|(provider, _)| provider);
-        assert_eq!(order(Language::Ru), [AiTunnel, Giga, Qwen, OpenAi, Anthropic]);
-        assert_eq!(order(Language::En), DEFAULT_CHAT_MODELS.map(|(provider, _)| provider));
+        assert_eq!(
+            order(Language::Ru),
+            [AiTunnel, Giga, Qwen, OpenAi, Anthropic]
+        );
+        assert_eq!(
+            order(Language::En),
+            DEFAULT_CHAT_MODELS.map(|(provider, _)| provider)
+        );
         assert_eq!(order(Language::En)[..3], [OpenAi, Anthropic, Qwen]);
     }
 }

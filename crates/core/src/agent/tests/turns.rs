@@ -249,14 +249,20 @@ async fn the_graph_agent_speaks_the_interface_language_and_the_skills_agent_stay
         language: souz_protocol::language::Language::Ru,
         ..request
     };
-    f.run(russian(graph("chat-ru", "сколько будет 2 + 2"))).await;
-    f.run(russian(skills("chat-ru-s", "сколько будет 2 + 2"))).await;
+    f.run(russian(graph("chat-ru", "сколько будет 2 + 2")))
+        .await;
+    f.run(russian(skills("chat-ru-s", "сколько будет 2 + 2")))
+        .await;
     let requests = f.llm.requests();
     let system = |index: usize| match &requests[index].messages[0] {
         Message::System { content } => content.clone(),
         other => panic!("a system prompt comes first, not {other:?}"),
     };
-    assert!(system(1).starts_with(GRAPH_SYSTEM_PROMPT_RU), "{}", system(1));
+    assert!(
+        system(1).starts_with(GRAPH_SYSTEM_PROMPT_RU),
+        "{}",
+        system(1)
+    );
     assert!(system(2).starts_with(SKILLS_SYSTEM_PROMPT), "{}", system(2));
 }
 
