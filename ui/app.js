@@ -13,6 +13,98 @@ import { setupPage } from "./setup.js";
 import { connectPage } from "./connect.js";
 import { inRecovery, recoveryPage } from "./recovery.js";
 import { skillsPage } from "./skills.js";
+import { followDaemonLanguage, language, setLanguage, strings } from "./i18n.js";
+
+// The page chrome: nav labels by the link's data-page (a page merged later adds its own pair
+// here), and index.html's static text marked with data-i18n, data-i18n-html (our own markup
+// only), data-i18n-title and data-i18n-placeholder.
+const t = strings({
+  en: {
+    nav_queue: "Queue",
+    nav_live: "Live turns",
+    nav_chat: "Chat",
+    nav_memory: "Memory",
+    nav_servers: "Servers",
+    nav_skills: "Skills",
+    nav_grants: "Grants",
+    nav_clients: "Clients",
+    nav_connect: "Connect Claude",
+    nav_audit: "Audit",
+    nav_settings: "Settings",
+    pause: "Pause",
+    resume: "Resume",
+    language: "Language",
+    connection: "Connection to the Souz daemon",
+    paused_banner: "Souz is paused: approval requests are denied and agents are stopped until you resume.",
+    login_title: "Connect to Souz",
+    login_help: "Open this page with <code>souz ui</code>, or paste the token that <code>souz token</code> prints.",
+    login_token: "token",
+    login_connect: "Connect",
+    token_refused: "The token was not accepted.",
+  },
+  ru: {
+    nav_queue: "Очередь",
+    nav_live: "Текущие ходы",
+    nav_chat: "Чат",
+    nav_memory: "Память",
+    nav_servers: "Серверы",
+    nav_skills: "Навыки",
+    nav_grants: "Разрешения",
+    nav_clients: "Клиенты",
+    nav_connect: "Подключить Claude",
+    nav_audit: "Аудит",
+    nav_settings: "Настройки",
+    pause: "Пауза",
+    resume: "Продолжить",
+    language: "Язык",
+    connection: "Соединение с демоном Souz",
+    paused_banner: "Souz на паузе: запросы на одобрение отклоняются, агенты остановлены, пока вы не продолжите.",
+    login_title: "Подключение к Souz",
+    login_help: "Откройте эту страницу командой <code>souz ui</code> или вставьте токен, который печатает <code>souz token</code>.",
+    login_token: "токен",
+    login_connect: "Подключиться",
+    token_refused: "Токен не принят.",
+  },
+});
+
+/** Puts the chrome (or `root`, e.g. the cloned login form) in the current language.
+ *  @param {ParentNode} [root] */
+function translateChrome(root = document) {
+  for (const link of /** @type {NodeListOf<HTMLAnchorElement>} */ (root.querySelectorAll("#nav a[data-page]"))) {
+    const key = `nav_${link.dataset.page}`;
+    const label = [...link.childNodes].find((node) => node.nodeType === Node.TEXT_NODE && node.textContent?.trim());
+    if (label && t(key) !== key) label.textContent = t(key) + (link.children.length ? " " : "");
+  }
+  for (const node of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll("[data-i18n]"))) node.textContent = t(node.dataset.i18n || "");
+  for (const node of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll("[data-i18n-html]"))) node.innerHTML = t(node.dataset.i18nHtml || "");
+  for (const node of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll("[data-i18n-title]"))) node.title = t(node.dataset.i18nTitle || "");
+  for (const node of /** @type {NodeListOf<HTMLInputElement>} */ (root.querySelectorAll("[data-i18n-placeholder]"))) node.placeholder = t(node.dataset.i18nPlaceholder || "");
+  const select = /** @type {HTMLSelectElement | null} */ (document.getElementById("language"));
+  if (select) { select.value = language(); select.setAttribute("aria-label", t("language")); }
+  document.documentElement.lang = language();
+}
+
+/** The EN/RU switch: remembered in this browser and kept as the user's `interfaceLanguage`
+ *  (the tray, notifications and the agents' prompts follow it). */
+async function switchLanguage(/** @type {string} */ lang) {
+  if (lang !== "en" && lang !== "ru") return;
+  setLanguage(lang);
+  followDaemonLanguage(lang);
+  translateChrome();
+  if (!el("pause").hidden) showPause(state.paused);
+  if (token()) {
+    route();
+    try { await api("PATCH", "/v1/me/settings", { interfaceLanguage: lang }); } catch (error) { console.warn(error); }
+  }
+}
+
+/** The user's `interfaceLanguage` (the system locale's until set) guides an unchosen browser. */
+async function loadDaemonLanguage() {
+  try {
+    followDaemonLanguage(/** @type {import("./types.js").SettingsResponse} */ (await api("GET", "/v1/me/settings")).settings.interfaceLanguage);
+    translateChrome();
+  } catch (error) { console.warn(error); }
+}
 
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
 /** @typedef {import("./types.js").EventFrame} EventFrame */
@@ -64,7 +156,7 @@ function showPause(paused) {
   state.paused = paused;
   const button = el("pause");
   button.hidden = false;
-  button.textContent = paused ? "Resume" : "Pause";
+  button.textContent = paused ? t("resume") : t("pause");
   button.classList.toggle("on", paused);
   el("paused-banner").hidden = !paused;
 }
@@ -117,7 +209,7 @@ async function route() {
   try {
     current = (await routes[page](main, rest.map(decodeURIComponent))) || null;
   } catch (error) {
-    if (error.status === 401) return login("The token was not accepted.");
+    if (error.status === 401) return login(t("token_refused"));
     main.innerHTML = "";
     const message = document.createElement("p");
     message.className = "error";
@@ -132,6 +224,7 @@ function login(problem) {
   state.dispose?.();
   const main = el("main");
   main.replaceChildren(/** @type {HTMLTemplateElement} */ (el("login")).content.cloneNode(true));
+  translateChrome(main);
   if (problem) { el("login-error").hidden = false; el("login-error").textContent = problem; }
   el("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -156,7 +249,7 @@ async function start() {
     const main = el("main");
     main.replaceChildren();
     try { await recoveryPage(main); } catch (error) {
-      if (error.status === 401) return login("The token was not accepted.");
+      if (error.status === 401) return login(t("token_refused"));
       main.append(Object.assign(document.createElement("p"), { className: "error", textContent: visible(error.message) }));
     }
     return;
@@ -164,14 +257,17 @@ async function start() {
   try {
     await api("GET", "/v1/pause");
   } catch (error) {
-    return login(error.status === 401 ? "The token was not accepted." : error.message);
+    return login(error.status === 401 ? t("token_refused") : error.message);
   }
+  await loadDaemonLanguage();
   state.dispose = startRuntimeEvents();
   await Promise.all([refreshPending(), refreshPause()]);
   await offerSetup();
   route();
 }
 
+translateChrome();
+el("language").addEventListener("change", (event) => { switchLanguage(/** @type {HTMLSelectElement} */ (event.target).value); });
 el("pause").addEventListener("click", () => togglePause().catch((error) => alert(error.message)));
 window.addEventListener("hashchange", () => { if (token()) route(); });
 takeTokenFromFragment()

@@ -6,6 +6,116 @@
 import { api, follow } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
 import { pendingQuestions, questionCard } from "./questions.js";
+import { strings } from "./i18n.js";
+
+const t = strings({
+  en: {
+    waiting: "Waiting for you",
+    nothing_waiting: "Nothing is waiting for your approval.",
+    wants_to_use: "{who} wants to use {tool}",
+    asked_meta: "{reason} · asked {asked} · denied automatically at {expires}",
+    arguments: "Arguments",
+    approve_once: "Approve once",
+    approve_30: "Approve for 30 minutes",
+    always_allow: "Always allow",
+    always_title: "Adds a rule to config.toml",
+    deny: "Deny",
+    live_turns: "Live turns",
+    no_agent: "No agent is working right now.",
+    running: "running",
+    stop: "Stop",
+    stopping: "Stopping…",
+    finished: "finished",
+    failed: "failed",
+    cancelled: "cancelled",
+    chat_n: "Chat {id}",
+    waiting_approval: "waiting for approval",
+    no_answer: "no answer",
+    via: "via",
+    standing_grants: "Standing grants",
+    grant: "Grant",
+    created: "Created",
+    expires: "Expires",
+    until_revoked: "until revoked",
+    revoke: "Revoke",
+    no_grants: "No grants. Scoped approvals create them.",
+    client_placeholder: "client name, e.g. my-agent",
+    create_token: "Create token",
+    mcp_clients: "MCP clients",
+    clients_intro: "Each MCP client gets its own token: it reaches /mcp only, approvals name it, and grants bind to it. ",
+    clients_claude: " makes one for Claude Code.",
+    name: "Name",
+    id: "Id",
+    no_clients: "No client tokens.",
+    token_for: "Token for {name} (shown once; Souz keeps only its hash): ",
+    older: "Older",
+    audit_log: "Audit log",
+    when: "When",
+    who: "Who",
+    tool: "Tool",
+    decided_by: "Decided by",
+    outcome: "Outcome",
+    chat: "Chat",
+    new_chat: "New chat",
+    start_chat: "Start a new chat.",
+    send: "Send",
+    message_placeholder: "Message Souz's agent…",
+    turn_failed: "The turn failed.",
+  },
+  ru: {
+    waiting: "Ждёт вашего решения",
+    nothing_waiting: "Ничто не ждёт вашего одобрения.",
+    wants_to_use: "{who} хочет использовать {tool}",
+    asked_meta: "{reason} · запрошено {asked} · будет автоматически отклонено {expires}",
+    arguments: "Аргументы",
+    approve_once: "Разрешить один раз",
+    approve_30: "Разрешить на 30 минут",
+    always_allow: "Разрешать всегда",
+    always_title: "Добавляет правило в config.toml",
+    deny: "Отклонить",
+    live_turns: "Текущие ходы",
+    no_agent: "Сейчас ни один агент не работает.",
+    running: "выполняется",
+    stop: "Остановить",
+    stopping: "Останавливается…",
+    finished: "завершён",
+    failed: "ошибка",
+    cancelled: "отменён",
+    chat_n: "Чат {id}",
+    waiting_approval: "ждёт одобрения",
+    no_answer: "нет ответа",
+    via: "через",
+    standing_grants: "Постоянные разрешения",
+    grant: "Разрешение",
+    created: "Создано",
+    expires: "Истекает",
+    until_revoked: "до отзыва",
+    revoke: "Отозвать",
+    no_grants: "Разрешений нет. Их создают одобрения с областью действия.",
+    client_placeholder: "имя клиента, например my-agent",
+    create_token: "Создать токен",
+    mcp_clients: "MCP-клиенты",
+    clients_intro: "У каждого MCP-клиента свой токен: он открывает только /mcp, одобрения называют клиента, разрешения привязаны к нему. ",
+    clients_claude: " создаёт такой токен для Claude Code.",
+    name: "Имя",
+    id: "Идентификатор",
+    no_clients: "Токенов клиентов нет.",
+    token_for: "Токен для {name} (показан один раз; Souz хранит только его хеш): ",
+    older: "Раньше",
+    audit_log: "Журнал аудита",
+    when: "Когда",
+    who: "Кто",
+    tool: "Инструмент",
+    decided_by: "Кем решено",
+    outcome: "Итог",
+    chat: "Чат",
+    new_chat: "Новый чат",
+    start_chat: "Начните новый чат.",
+    send: "Отправить",
+    message_placeholder: "Сообщение агенту Souz…",
+    turn_failed: "Ход завершился ошибкой.",
+  },
+});
 
 /** @typedef {import("./types.js").Approval} Approval */
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
@@ -68,11 +178,11 @@ function diffView(diff) {
 async function queue(main, [focus]) {
   const list = h("div#queue-list");
   const questions = h("div#question-list");
-  main.append(h("h1", {}, "Waiting for you"), questions, list);
+  main.append(h("h1", {}, t("waiting")), questions, list);
   const renderApprovals = async () => {
     const { items } = /** @type {ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
     list.replaceChildren();
-    if (!items.length) list.append(h("p.empty", {}, "Nothing is waiting for your approval."));
+    if (!items.length) list.append(h("p.empty", {}, t("nothing_waiting")));
     for (const approval of items.reverse()) list.append(approvalCard(approval, approval.id === focus));
   };
   // A card being answered keeps its state (the text typed so far) until its question ends.
@@ -109,23 +219,23 @@ function approvalCard(approval, focused) {
   const suggested = approval.suggested;
   const card = h("article.card" + (focused ? ".focus" : ""), { dataset: { approval: approval.id } },
     h("div.row", {},
-      h("h2", {}, `${approval.requester_label} wants to use ${approval.tool}`),
+      h("h2", {}, t("wants_to_use", { who: approval.requester_label, tool: approval.tool })),
       h("span.spacer"),
       approval.server ? h("span.tag.server", { title: "The external MCP server this tool belongs to" }, `MCP server ${approval.server}`) : null,
       h("span.tag", {}, approval.risk)),
     h("p", {}, approval.summary),
-    h("p.meta", {}, `${approval.reason} · asked ${time(approval.created_at)} · denied automatically at ${time(approval.expires_at)}`),
+    h("p.meta", {}, t("asked_meta", { reason: approval.reason, asked: time(approval.created_at), expires: time(approval.expires_at) })),
     approval.diff ? diffView(approval.diff) : null,
-    h("details", { open: !approval.diff }, h("summary", {}, "Arguments"), h("pre", {}, JSON.stringify(approval.arguments, null, 2))),
+    h("details", { open: !approval.diff }, h("summary", {}, t("arguments")), h("pre", {}, JSON.stringify(approval.arguments, null, 2))),
     h("div.row", {},
-      h("button.primary", { onclick: () => decide("approve", "once") }, "Approve once"),
+      h("button.primary", { onclick: () => decide("approve", "once") }, t("approve_once")),
       suggested && suggested.scope !== "once"
         ? h("button", { onclick: () => decide("approve", suggested.scope, { minutes: suggested.minutes, match: suggested.match }) }, suggested.label)
         : null,
-      h("button", { onclick: () => decide("approve", "minutes", { minutes: 30, match: suggested?.match }) }, "Approve for 30 minutes"),
-      h("button", { onclick: () => decide("approve", "always", { match: suggested?.match }), title: "Adds a rule to config.toml" }, "Always allow"),
+      h("button", { onclick: () => decide("approve", "minutes", { minutes: 30, match: suggested?.match }) }, t("approve_30")),
+      h("button", { onclick: () => decide("approve", "always", { match: suggested?.match }), title: t("always_title") }, t("always_allow")),
       h("span.spacer"),
-      h("button.danger", { onclick: () => decide("deny", "once") }, "Deny")),
+      h("button.danger", { onclick: () => decide("deny", "once") }, t("deny"))),
     status);
   return card;
 }
@@ -156,29 +266,29 @@ const preview = (value) => {
 
 async function live(main) {
   const list = h("div#turns");
-  main.append(h("h1", {}, "Live turns"), list);
+  main.append(h("h1", {}, t("live_turns")), list);
   const turns = new Map();
-  const empty = h("p.empty", {}, "No agent is working right now.");
+  const empty = h("p.empty", {}, t("no_agent"));
   const refreshEmpty = () => { if (!turns.size && !list.querySelector(".card")) list.replaceChildren(empty); else empty.remove(); };
 
   const view = (executionId, chatId, title) => {
     if (turns.has(executionId)) return turns.get(executionId);
     const text = h("div.stream");
     const tools = h("div.tools");
-    const status = h("span.tag", {}, "running");
-    const stop = h("button.danger.stop", { type: "button" }, "Stop");
+    const status = h("span.tag", {}, t("running"));
+    const stop = h("button.danger.stop", { type: "button" }, t("stop"));
     stop.addEventListener("click", async () => {
       stop.disabled = true;
       try {
         await api("POST", `/v1/chats/${chatId}/executions/${executionId}/cancel`);
-        stop.textContent = "Stopping…";
+        stop.textContent = t("stopping");
       } catch (error) {
         stop.disabled = false;
         status.textContent = visible(error.message);
       }
     });
     const card = h("article.card", { dataset: { execution: executionId } },
-      h("div.row", {}, h("h2", {}, title || `Chat ${chatId.slice(0, 8)}`), h("span.spacer"), stop, status),
+      h("div.row", {}, h("h2", {}, title || t("chat_n", { id: chatId.slice(0, 8) })), h("span.spacer"), stop, status),
       tools, text);
     empty.remove();
     list.append(card);
@@ -234,18 +344,18 @@ async function live(main) {
         const call = toolLine(turn, payload);
         call.label = call.label || payload.name;
         call.summary = payload.summary || "";
-        show(call, "waiting", `⏸ ${call.label}: ${call.summary} (waiting for approval)`);
+        show(call, "waiting", `⏸ ${call.label}: ${call.summary} (${t("waiting_approval")})`);
         break;
       }
       case "approval.decided": {
         const call = toolLine(turn, payload);
         const approved = payload.status === "approved";
-        show(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label || payload.name}: ${call.summary} (${payload.status}${payload.via ? " via " + payload.via : ""})`);
+        show(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label || payload.name}: ${call.summary} (${payload.status}${payload.via ? ` ${t("via")} ` + payload.via : ""})`);
         break;
       }
       case "approval.expired": {
         const call = toolLine(turn, payload);
-        show(call, "failed", `✗ ${call.label || payload.name}: ${call.summary} (no answer: ${payload.reason || "expired"})`);
+        show(call, "failed", `✗ ${call.label || payload.name}: ${call.summary} (${t("no_answer")}: ${payload.reason || "expired"})`);
         break;
       }
       case "tool.call.progress": {
@@ -267,9 +377,9 @@ async function live(main) {
         show(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
         break;
       }
-      case "execution.finished": turn.stop.remove(); turn.status.textContent = "finished"; turn.status.className = "tag succeeded"; break;
-      case "execution.failed": turn.stop.remove(); turn.status.textContent = "failed"; turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
-      case "execution.cancelled": turn.stop.remove(); turn.status.textContent = "cancelled"; turn.status.className = "tag denied"; break;
+      case "execution.finished": turn.stop.remove(); turn.status.textContent = t("finished"); turn.status.className = "tag succeeded"; break;
+      case "execution.failed": turn.stop.remove(); turn.status.textContent = t("failed"); turn.status.className = "tag failed"; turn.text.append(h("p.error", {}, payload.errorMessage || "")); break;
+      case "execution.cancelled": turn.stop.remove(); turn.status.textContent = t("cancelled"); turn.status.className = "tag denied"; break;
     }
   };
 
@@ -295,15 +405,15 @@ async function live(main) {
 
 async function grants(main) {
   const body = h("tbody");
-  main.append(h("h1", {}, "Standing grants"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Grant"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th"))), body));
+  main.append(h("h1", {}, t("standing_grants")), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("grant")), h("th", {}, t("created")), h("th", {}, t("expires")), h("th"))), body));
   const render = async () => {
     const { items } = /** @type {GrantList} */ (await api("GET", "/v1/grants"));
     body.replaceChildren(...items.map((grant) => h("tr", {},
       h("td", {}, h("span.tag." + grant.effect, {}, grant.effect), " ", grant.label),
       h("td", {}, time(grant.created_at)),
-      h("td", {}, grant.expires_at ? time(grant.expires_at) : "until revoked"),
-      h("td", {}, h("button", { onclick: async () => { await api("DELETE", `/v1/grants/${grant.id}`); render(); } }, "Revoke")))));
-    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, "No grants. Scoped approvals create them.")));
+      h("td", {}, grant.expires_at ? time(grant.expires_at) : t("until_revoked")),
+      h("td", {}, h("button", { onclick: async () => { await api("DELETE", `/v1/grants/${grant.id}`); render(); } }, t("revoke"))))));
+    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, t("no_grants"))));
   };
   await render();
   return onRuntimeEvent((event) => { if (event?.type === "approval.decided") render(); });
@@ -314,14 +424,14 @@ async function grants(main) {
 // MCP client tokens: each client its own, valid on /mcp only. A new token is shown once.
 async function clients(main) {
   const body = h("tbody");
-  const name = h("input", { placeholder: "client name, e.g. my-agent", required: true, pattern: "[A-Za-z0-9._-]{1,64}" });
+  const name = h("input", { placeholder: t("client_placeholder"), required: true, pattern: "[A-Za-z0-9._-]{1,64}" });
   const shown = h("p.created");
-  const form = h("form.inline", {}, name, h("button", { type: "submit" }, "Create token"));
-  main.append(h("h1", {}, "MCP clients"),
-    h("p", {}, "Each MCP client gets its own token: it reaches /mcp only, approvals name it, and grants bind to it. ",
-      h("code", {}, "souz mcp-config claude-code"), " makes one for Claude Code."),
+  const form = h("form.inline", {}, name, h("button", { type: "submit" }, t("create_token")));
+  main.append(h("h1", {}, t("mcp_clients")),
+    h("p", {}, t("clients_intro"),
+      h("code", {}, "souz mcp-config claude-code"), t("clients_claude")),
     form, shown,
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Id"), h("th", {}, "Created"), h("th"))), body));
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("name")), h("th", {}, t("id")), h("th", {}, t("created")), h("th"))), body));
   const render = async () => {
     const { items } = /** @type {ClientList} */ (await api("GET", "/v1/clients"));
     body.replaceChildren(...items.map((client) => h("tr", {},
@@ -332,8 +442,8 @@ async function clients(main) {
         await api("DELETE", `/v1/clients/${client.id}`);
         shown.replaceChildren();
         await render();
-      }) }, "Revoke")))));
-    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, "No client tokens.")));
+      }) }, t("revoke"))))));
+    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, t("no_clients"))));
   };
   // A failure shows its message (escaped like every text from the daemon), never silently.
   const attempt = async (step) => {
@@ -350,7 +460,7 @@ async function clients(main) {
       const created = /** @type {CreatedClient} */ (await api("POST", "/v1/clients", { name: name.value.trim() }));
       name.value = "";
       shown.className = "created";
-      shown.replaceChildren(`Token for ${created.name} (shown once; Souz keeps only its hash): `, h("code.token", {}, created.token));
+      shown.replaceChildren(t("token_for", { name: created.name }), h("code.token", {}, created.token));
       await render();
     });
   });
@@ -361,9 +471,9 @@ async function clients(main) {
 
 async function audit(main) {
   const body = h("tbody");
-  const more = h("button", {}, "Older");
-  main.append(h("h1", {}, "Audit log"), h("table", {}, h("thead", {}, h("tr", {},
-    h("th", {}, "When"), h("th", {}, "Who"), h("th", {}, "Tool"), h("th", {}, "Decided by"), h("th", {}, "Outcome"), h("th", {}, "Arguments"))), body), h("p", {}, more));
+  const more = h("button", {}, t("older"));
+  main.append(h("h1", {}, t("audit_log")), h("table", {}, h("thead", {}, h("tr", {},
+    h("th", {}, t("when")), h("th", {}, t("who")), h("th", {}, t("tool")), h("th", {}, t("decided_by")), h("th", {}, t("outcome")), h("th", {}, t("arguments")))), body), h("p", {}, more));
   let before = null;
   const load = async (reset) => {
     const page = /** @type {AuditPage} */ (await api("GET", "/v1/audit?limit=50" + (before && !reset ? `&before=${before}` : "")));

@@ -17,6 +17,39 @@ const t = strings({
     key_refused: "{provider} refused the check: {error}",
     no_answer: "no answer",
     run_setup: "Run the first-run setup again",
+    form: "Form",
+    raw: "Raw TOML",
+    settings: "Settings",
+    app_only: "Start at login and notifications are set in the Souz menu-bar app.",
+    start_at_login: "Start Souz at login",
+    api_key: "API key",
+    provider: "Provider",
+    key: "Key",
+    source: "Source",
+    stored_at: "stored {at}",
+    environment: "environment",
+    removed_key: "Removed the {provider} key.",
+    remove: "Remove",
+    no_keys: "No provider key yet: a chat needs one (or a local server).",
+    paste_first: "Paste a key first.",
+    stored_key: "Stored the {provider} key {hint}.",
+    stored_key_short: "Stored the {provider} key.",
+    store_key: "Store key",
+    provider_keys: "Provider keys",
+    saved: "Saved. ",
+    applied_now: "Applied now: {keys}. ",
+    after_restart: "Takes effect after a restart: {keys}. ",
+    nothing_changed: "Nothing changed. ",
+    backup: "Previous version kept in {path}.",
+    reload: "Reload",
+    not_saved: "Not saved: the daemon found problems.",
+    line_column: "line {line}, column {column}",
+    applies_at_once: "applies at once",
+    needs_restart: "needs a restart",
+    overridden_by: "overridden by {name}",
+    rules_in_raw: "Approval rules ([[approvals.rules]]) are edited in Raw TOML.",
+    save: "Save",
+    validate_save: "Validate and save",
   },
   ru: {
     restart: "Перезапустить Souz",
@@ -27,6 +60,39 @@ const t = strings({
     key_refused: "{provider} не принял проверку: {error}",
     no_answer: "нет ответа",
     run_setup: "Пройти первоначальную настройку снова",
+    form: "Форма",
+    raw: "TOML как есть",
+    settings: "Настройки",
+    app_only: "Запуск при входе и уведомления настраиваются в приложении Souz в строке меню.",
+    start_at_login: "Запускать Souz при входе",
+    api_key: "API-ключ",
+    provider: "Провайдер",
+    key: "Ключ",
+    source: "Источник",
+    stored_at: "сохранён {at}",
+    environment: "окружение",
+    removed_key: "Ключ {provider} удалён.",
+    remove: "Удалить",
+    no_keys: "Ключей провайдеров пока нет: чату нужен ключ (или локальный сервер).",
+    paste_first: "Сначала вставьте ключ.",
+    stored_key: "Ключ {provider} {hint} сохранён.",
+    stored_key_short: "Ключ {provider} сохранён.",
+    store_key: "Сохранить ключ",
+    provider_keys: "Ключи провайдеров",
+    saved: "Сохранено. ",
+    applied_now: "Применено сразу: {keys}. ",
+    after_restart: "Вступит в силу после перезапуска: {keys}. ",
+    nothing_changed: "Ничего не изменилось. ",
+    backup: "Предыдущая версия сохранена в {path}.",
+    reload: "Перезагрузить",
+    not_saved: "Не сохранено: демон нашёл ошибки.",
+    line_column: "строка {line}, столбец {column}",
+    applies_at_once: "применяется сразу",
+    needs_restart: "нужен перезапуск",
+    overridden_by: "переопределено {name}",
+    rules_in_raw: "Правила одобрения ([[approvals.rules]]) редактируются в режиме TOML.",
+    save: "Сохранить",
+    validate_save: "Проверить и сохранить",
   },
 });
 
@@ -46,9 +112,9 @@ export async function settingsPage(main, [tab = "form"]) {
   const result = h("div#settings-result");
   const body = h("div");
   const tabs = h("div.tabs", {},
-    h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, "Form"),
-    h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, "Raw TOML"));
-  main.append(h("h1", {}, "Settings"), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), tabs, result, body);
+    h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, t("form")),
+    h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, t("raw")));
+  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -56,7 +122,7 @@ export async function settingsPage(main, [tab = "form"]) {
 /** Start at login: only inside the app, and always read back from the system. */
 async function appSection() {
   const bridge = tauri();
-  if (!bridge) return h("p.meta", {}, "Start at login and notifications are set in the Souz menu-bar app.");
+  if (!bridge) return h("p.meta", {}, t("app_only"));
   const box = h("input#autostart", { type: "checkbox" });
   const note = h("span.meta");
   const show = async () => { box.checked = await bridge.invoke("autostart_enabled"); };
@@ -65,7 +131,7 @@ async function appSection() {
     catch (error) { note.textContent = String(error); await show(); }
   });
   await show();
-  return h("div.card", {}, h("label.row", {}, box, "Start Souz at login"), note);
+  return h("div.card", {}, h("label.row", {}, box, t("start_at_login")), note);
 }
 
 /** Provider keys: the configured ones with their hints (remove a stored one), and a form that
@@ -75,18 +141,18 @@ async function keysSection() {
   const note = h("span.meta#keys-note");
   const provider = /** @type {HTMLSelectElement} */ (h("select#key-provider", {},
     ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, name))));
-  const input = /** @type {HTMLInputElement} */ (h("input#key-value", { type: "password", autocomplete: "off", placeholder: "API key" }));
+  const input = /** @type {HTMLInputElement} */ (h("input#key-value", { type: "password", autocomplete: "off", placeholder: t("api_key") }));
   const show = async () => {
     /** @type {ProviderKeyList} */
     const keys = await api("GET", "/v1/me/provider-keys");
-    list.replaceChildren(h("tr", {}, h("th", {}, "Provider"), h("th", {}, "Key"), h("th", {}, "Source"), h("th")),
+    list.replaceChildren(h("tr", {}, h("th", {}, t("provider")), h("th", {}, t("key")), h("th", {}, t("source")), h("th")),
       ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, key.provider), h("td", {}, key.keyHint),
-        h("td", {}, key.source === "stored" ? `stored ${key.updatedAt ? new Date(key.updatedAt).toLocaleString() : ""}` : "environment"),
+        h("td", {}, key.source === "stored" ? t("stored_at", { at: key.updatedAt ? new Date(key.updatedAt).toLocaleString() : "" }) : t("environment")),
         h("td", {}, h("button.test-key", { onclick: () => act(() => testKey(key.provider), "") }, t("test")), " ",
           key.source === "stored"
-            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), `Removed the ${key.provider} key.`) }, "Remove")
+            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), t("removed_key", { provider: key.provider })) }, t("remove"))
             : ""))));
-    if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, "No provider key yet: a chat needs one (or a local server).")));
+    if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, t("no_keys"))));
   };
   /** @param {() => Promise<unknown>} call @param {string} done what to say when `call` says nothing */
   const act = async (call, done) => {
@@ -98,16 +164,16 @@ async function keysSection() {
     onclick: () => {
       const value = input.value.trim();
       input.value = "";
-      if (!value) { note.textContent = "Paste a key first."; return; }
+      if (!value) { note.textContent = t("paste_first"); return; }
       act(async () => {
         /** @type {ProviderKeyResponse} */
         const stored = await api("PUT", `/v1/me/provider-keys/${provider.value}`, { apiKey: value });
-        return `Stored the ${stored.providerKey.provider} key ${stored.providerKey.keyHint}.`;
-      }, `Stored the ${provider.value} key.`);
+        return t("stored_key", { provider: stored.providerKey.provider, hint: stored.providerKey.keyHint });
+      }, t("stored_key_short", { provider: provider.value }));
     },
-  }, "Store key");
+  }, t("store_key"));
   await show();
-  return h("div.card#keys", {}, h("h2", {}, "Provider keys"), list, h("div.row", {}, provider, input, save), note);
+  return h("div.card#keys", {}, h("h2", {}, t("provider_keys")), list, h("div.row", {}, provider, input, save), note);
 }
 
 /** "Restart Souz": the daemon restarts in place (same address, config.toml read again); the
@@ -155,12 +221,12 @@ async function testKey(provider) {
 /** @param {HTMLElement} result @param {ConfigSaved} saved */
 function showSaved(result, saved) {
   result.replaceChildren(h("div.card.ok", {},
-    h("strong", {}, "Saved. "),
-    saved.applied.length ? `Applied now: ${saved.applied.join(", ")}. ` : "",
-    saved.restartRequired.length ? `Takes effect after a restart: ${saved.restartRequired.join(", ")}. ` : "",
+    h("strong", {}, t("saved")),
+    saved.applied.length ? t("applied_now", { keys: saved.applied.join(", ") }) : "",
+    saved.restartRequired.length ? t("after_restart", { keys: saved.restartRequired.join(", ") }) : "",
     saved.restartRequired.length ? restartButton("restart-now") : "",
-    !saved.applied.length && !saved.restartRequired.length ? "Nothing changed. " : "",
-    h("span.meta", {}, `Previous version kept in ${saved.backup}.`)));
+    !saved.applied.length && !saved.restartRequired.length ? t("nothing_changed") : "",
+    h("span.meta", {}, t("backup", { path: saved.backup }))));
 }
 
 /** A refused save: a conflict (409), or the problems the daemon found (a `ConfigRejected` body).
@@ -168,14 +234,14 @@ function showSaved(result, saved) {
  *  @param {(problem: ConfigProblem) => void} [onLocate] */
 function showProblems(result, error, onLocate) {
   if (error.status === 409) {
-    result.replaceChildren(h("div.card.error", {}, error.message + " ", h("button", { onclick: () => location.reload() }, "Reload")));
+    result.replaceChildren(h("div.card.error", {}, error.message + " ", h("button", { onclick: () => location.reload() }, t("reload"))));
     return;
   }
   const problems = rejected(error);
   if (!problems) { result.replaceChildren(h("div.card.error", {}, error.message)); return; }
-  result.replaceChildren(h("div.card", {}, h("strong.error", {}, "Not saved: the daemon found problems."),
+  result.replaceChildren(h("div.card", {}, h("strong.error", {}, t("not_saved")),
     h("ul.problems#problems", {}, problems.map((problem) => h("li", {},
-      problem.line ? h("a", { onclick: () => onLocate?.(problem) }, `line ${problem.line}, column ${problem.column}`) : "environment",
+      problem.line ? h("a", { onclick: () => onLocate?.(problem) }, t("line_column", { line: problem.line ?? "", column: problem.column ?? "" })) : "environment",
       ": ", problem.message)))));
 }
 
@@ -214,8 +280,8 @@ function formEditor(body, result, documentState) {
         };
         const row = h("div.field", { dataset: { key: `${section.name}.${key.name}` } },
           h("div", {}, h("label", { for: id }, key.name),
-            h("div.meta", {}, key.live ? "applies at once" : "needs a restart"),
-            key.overriddenBy ? h("div.meta.error", {}, `overridden by ${key.overriddenBy}`) : null),
+            h("div.meta", {}, key.live ? t("applies_at_once") : t("needs_restart")),
+            key.overriddenBy ? h("div.meta.error", {}, t("overridden_by", { name: key.overriddenBy })) : null),
           h("div", {}, input, h("div.doc", {}, key.doc)));
         const field = { section: section.name, key: key.name, read, dirty: false, row };
         input.addEventListener("input", () => { field.dirty = true; });
@@ -224,14 +290,14 @@ function formEditor(body, result, documentState) {
         return row;
       })));
   }
-  body.append(h("p.meta", {}, "Approval rules ([[approvals.rules]]) are edited in Raw TOML."));
-  const save = h("button.primary#settings-save", {}, "Save");
+  body.append(h("p.meta", {}, t("rules_in_raw")));
+  const save = h("button.primary#settings-save", {}, t("save"));
   body.append(save);
   save.addEventListener("click", async () => {
     const set = fields.filter((field) => field.dirty)
       .map((field) => ({ section: field.section, key: field.key, value: field.read() }));
     for (const field of fields) field.row.classList.remove("invalid");
-    if (!set.length) { result.replaceChildren(h("div.card", {}, "Nothing changed.")); return; }
+    if (!set.length) { result.replaceChildren(h("div.card", {}, t("nothing_changed").trim())); return; }
     try {
       const saved = /** @type {ConfigSaved} */ (await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision }));
       showSaved(result, saved);
@@ -251,7 +317,7 @@ function formEditor(body, result, documentState) {
 /** @param {HTMLElement} body @param {HTMLElement} result @param {DocumentState} documentState */
 function rawEditor(body, result, documentState) {
   const area = h("textarea.raw#raw-toml", { spellcheck: false, value: documentState.doc.text });
-  const save = h("button.primary#raw-save", {}, "Validate and save");
+  const save = h("button.primary#raw-save", {}, t("validate_save"));
   body.append(h("p.meta", {}, documentState.doc.path), area, h("div.row", {}, save));
   /** @param {ConfigProblem} problem */
   const locate = (problem) => {

@@ -12,6 +12,7 @@ pub mod commands;
 pub mod daemon;
 pub mod notify;
 pub mod state;
+pub mod texts;
 #[cfg(desktop)]
 pub mod tray;
 pub mod window;

@@ -20,6 +20,7 @@ use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
 use crate::Shell;
 use crate::state::{Notice, approval_text, question_text};
+use crate::texts::{fill, tr};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -129,8 +130,10 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let notification = app.notification();
     let actions = ActionType::builder(APPROVAL_ACTIONS)
         .actions(vec![
-            Action::builder(APPROVE, "Approve").build(),
-            Action::builder(DENY, "Deny").destructive(true).build(),
+            Action::builder(APPROVE, tr("Approve", "Разрешить")).build(),
+            Action::builder(DENY, tr("Deny", "Отклонить"))
+                .destructive(true)
+                .build(),
         ])
         .build();
     if let Err(error) = notification.register_action_types(vec![actions]) {
@@ -217,12 +220,18 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         Notice::Expired { tool, .. } if preferences.approval_expired => {
             plain(
                 app,
-                "Approval expired",
-                &format!("Nobody answered, so {tool} was denied."),
+                tr("Approval expired", "Срок одобрения истёк"),
+                &fill(
+                    tr(
+                        "Nobody answered, so {tool} was denied.",
+                        "Никто не ответил, поэтому {tool} отклонён.",
+                    ),
+                    &[("tool", &tool)],
+                ),
             );
         }
         Notice::TurnEnded { how, title, .. } if preferences.turn_finished => {
-            let chat = title.unwrap_or_else(|| "A chat".to_owned());
+            let chat = title.unwrap_or_else(|| tr("A chat", "Чат").to_owned());
             plain(app, &format!("Agent turn {how}"), &chat);
         }
         _ => {}

@@ -16,6 +16,7 @@ use crate::Shell;
 use crate::state::{
     ShellState, TrayIcon as IconState, answer_choice, key_argument, question_entries, shorten,
 };
+use crate::texts::{fill, tr};
 
 /// The tray icon's id.
 pub const TRAY: &str = "souz";
@@ -106,7 +107,11 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
         items.push(Box::new(label(
             app,
             "paused",
-            "Paused: asks are denied, agents stopped".into(),
+            tr(
+                "Paused: asks are denied, agents stopped",
+                "Пауза: запросы отклоняются, агенты остановлены",
+            )
+            .into(),
         )?));
     }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
@@ -131,13 +136,20 @@ fn approval_items<R: Runtime>(
         items.push(Box::new(label(
             app,
             "no-approvals",
-            "Nothing waits for your approval".into(),
+            tr(
+                "Nothing waits for your approval",
+                "Ничто не ждёт вашего одобрения",
+            )
+            .into(),
         )?));
     } else {
         items.push(Box::new(label(
             app,
             "approvals",
-            format!("Waiting for you ({})", state.pending.len()),
+            fill(
+                tr("Waiting for you ({n})", "Ждут вашего решения ({n})"),
+                &[("n", &state.pending.len().to_string())],
+            ),
         )?));
         // Oldest first: the one that expires soonest.
         let mut pending: Vec<_> = state.pending.values().collect();
@@ -157,19 +169,30 @@ fn approval_items<R: Runtime>(
             items.push(Box::new(item(
                 app,
                 format!("approve:{}", approval.id),
-                shown(&format!("    Approve {}", approval.tool)),
+                shown(&format!(
+                    "    {} {}",
+                    tr("Approve", "Разрешить"),
+                    approval.tool
+                )),
             )?));
             items.push(Box::new(item(
                 app,
                 format!("deny:{}", approval.id),
-                shown(&format!("    Deny {}", approval.tool)),
+                shown(&format!(
+                    "    {} {}",
+                    tr("Deny", "Отклонить"),
+                    approval.tool
+                )),
             )?));
         }
         if pending.len() > LISTED_APPROVALS {
             items.push(Box::new(item(
                 app,
                 "open:/queue",
-                format!("{} more…", pending.len() - LISTED_APPROVALS),
+                fill(
+                    tr("{n} more…", "ещё {n}…"),
+                    &[("n", &(pending.len() - LISTED_APPROVALS).to_string())],
+                ),
             )?));
         }
     }
@@ -187,7 +210,10 @@ fn question_items<R: Runtime>(
         items.push(Box::new(label(
             app,
             "questions",
-            format!("Questions for you ({})", state.questions.len()),
+            fill(
+                tr("Questions for you ({n})", "Вопросы к вам ({n})"),
+                &[("n", &state.questions.len().to_string())],
+            ),
         )?));
         // Oldest first, like the approvals.
         let mut questions: Vec<_> = state.questions.values().collect();
@@ -201,7 +227,10 @@ fn question_items<R: Runtime>(
             items.push(Box::new(item(
                 app,
                 "open:/queue",
-                format!("{} more…", questions.len() - LISTED_QUESTIONS),
+                fill(
+                    tr("{n} more…", "ещё {n}…"),
+                    &[("n", &(questions.len() - LISTED_QUESTIONS).to_string())],
+                ),
             )?));
         }
     }
@@ -216,12 +245,16 @@ fn turn_items<R: Runtime>(
 ) -> tauri::Result<()> {
     if !state.turns.is_empty() {
         items.push(Box::new(PredefinedMenuItem::separator(app)?));
-        items.push(Box::new(label(app, "turns", "Agents working".into())?));
+        items.push(Box::new(label(
+            app,
+            "turns",
+            tr("Agents working", "Агенты работают").into(),
+        )?));
         for turn in state.turns.values() {
             let title = turn
                 .title
                 .clone()
-                .unwrap_or_else(|| format!("Chat {}", shorten(&turn.chat_id, 8)));
+                .unwrap_or_else(|| format!("{} {}", tr("Chat", "Чат"), shorten(&turn.chat_id, 8)));
             items.push(Box::new(item(
                 app,
                 "open:/live",
@@ -239,13 +272,25 @@ fn control_items<R: Runtime>(
     items: &mut MenuItems<R>,
 ) -> tauri::Result<()> {
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(item(app, "open", "Open Souz")?));
-    items.push(Box::new(item(app, "open:/setup", "Set up Souz…")?));
-    items.push(Box::new(item(app, "open:/connect", "Connect Claude…")?));
+    items.push(Box::new(item(
+        app,
+        "open",
+        tr("Open Souz", "Открыть Souz"),
+    )?));
+    items.push(Box::new(item(
+        app,
+        "open:/setup",
+        tr("Set up Souz…", "Настроить Souz…"),
+    )?));
+    items.push(Box::new(item(
+        app,
+        "open:/connect",
+        tr("Connect Claude…", "Подключить Claude…"),
+    )?));
     items.push(Box::new(CheckMenuItem::with_id(
         app,
         "pause",
-        "Pause",
+        tr("Pause", "Пауза"),
         true,
         state.paused,
         None::<&str>,
@@ -253,14 +298,22 @@ fn control_items<R: Runtime>(
     items.push(Box::new(CheckMenuItem::with_id(
         app,
         "autostart",
-        "Start at login",
+        tr("Start at login", "Запускать при входе"),
         true,
         state.autostart,
         None::<&str>,
     )?));
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
-    items.push(Box::new(item(app, "restart", "Restart Souz")?));
-    items.push(Box::new(item(app, "quit", "Quit Souz")?));
+    items.push(Box::new(item(
+        app,
+        "restart",
+        tr("Restart Souz", "Перезапустить Souz"),
+    )?));
+    items.push(Box::new(item(
+        app,
+        "quit",
+        tr("Quit Souz", "Выйти из Souz"),
+    )?));
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use souz_protocol::{
 
 use crate::client::{DaemonClient, resolve_prefix};
 use crate::output::{age, print_json, say, truncate};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
@@ -104,9 +105,12 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
                 say!(
                     "{}",
                     if all {
-                        "No approvals."
+                        tr("No approvals.", "Одобрений нет.")
                     } else {
-                        "Nothing is waiting for you."
+                        tr(
+                            "Nothing is waiting for you.",
+                            "Ничто не ждёт вашего решения.",
+                        )
                     }
                 );
                 return Ok(());
@@ -154,7 +158,7 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
                 return print_json(&list);
             }
             if list.items.is_empty() {
-                say!("No active grants.");
+                say!("{}", tr("No active grants.", "Действующих разрешений нет."));
             }
             for grant in &list.items {
                 say!("{:<10} {}", truncate(&grant.id, 10), grant.label);
@@ -169,7 +173,13 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
                 list.items.iter().map(|grant| grant.id.as_str()),
             )?;
             client.revoke_grant(&id).await?;
-            say!("Revoked grant {id}.");
+            say!(
+                "{}",
+                fill(
+                    tr("Revoked grant {id}.", "Разрешение {id} отозвано."),
+                    &[("id", &id)]
+                )
+            );
             Ok(())
         }
     }
@@ -195,9 +205,14 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
     let approval = find(client, &args.id).await?;
     if approval.status != ApprovalStatus::Pending {
         bail!(
-            "approval {} is already {}",
-            approval.id,
-            approval.status.as_str()
+            "{}",
+            fill(
+                tr(
+                    "approval {id} is already {status}",
+                    "одобрение {id} уже в состоянии {status}"
+                ),
+                &[("id", &approval.id), ("status", &approval.status.as_str())]
+            )
         );
     }
     let (scope, minutes, argument_match) = if args.suggested {
@@ -234,19 +249,28 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
     };
     let response = client.decide(&approval.id, &request).await?;
     let verb = match verdict {
-        Verdict::Approve => "Approved",
-        Verdict::Deny => "Denied",
+        Verdict::Approve => tr("Approved", "Одобрено"),
+        Verdict::Deny => tr("Denied", "Отклонено"),
     };
     say!("{verb}: {}", response.approval.summary);
     if let Some(grant) = &response.grant {
-        say!("Grant {}: {}", grant.id, grant.label);
+        say!(
+            "{} {}: {}",
+            tr("Grant", "Разрешение"),
+            grant.id,
+            grant.label
+        );
     }
     if let Some(rule) = &response.rule {
-        say!("Added to config.toml:\n{rule}");
+        say!(
+            "{}\n{rule}",
+            tr("Added to config.toml:", "Добавлено в config.toml:")
+        );
     }
     if let Some(warning) = &response.warning {
         eprintln!(
-            "warning: {}",
+            "{}: {}",
+            tr("warning", "предупреждение"),
             souz_protocol::display::display_text(&warning.to_string())
         );
     }
@@ -275,7 +299,10 @@ fn print_approval(approval: &Approval) {
     if approval.status == ApprovalStatus::Pending {
         say!("Suggested {}", approval.suggested.label);
         let short = truncate(&approval.id, 12);
-        say!("\n  souz approvals approve {short}              # this call only");
+        say!(
+            "\n  souz approvals approve {short}              # {}",
+            tr("this call only", "только этот вызов")
+        );
         say!(
             "  souz approvals approve {short} --suggested  # {}",
             approval.suggested.label

@@ -17,6 +17,7 @@ mod output;
 mod questions_command;
 mod serve;
 mod skills_command;
+mod texts;
 mod tools_command;
 
 // The conformance fixtures answer test tools without the approval gate: they must never reach

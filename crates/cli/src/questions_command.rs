@@ -10,6 +10,7 @@ use souz_protocol::chat::{
 
 use crate::client::DaemonClient;
 use crate::output::{age, print_json, say, truncate};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum QuestionsCommand {
@@ -53,7 +54,13 @@ pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
                 return print_json(&list);
             }
             if list.items.is_empty() {
-                say!("No agent is waiting for an answer.");
+                say!(
+                    "{}",
+                    tr(
+                        "No agent is waiting for an answer.",
+                        "Ни один агент не ждёт ответа."
+                    )
+                );
                 return Ok(());
             }
             say!(
@@ -90,8 +97,8 @@ pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
 /// Who asks, in words: the chat's title, or its short id.
 fn asker(question: &Question) -> String {
     match &question.chat_title {
-        Some(title) => format!("chat {title}"),
-        None => format!("chat {}", truncate(&question.chat_id, 8)),
+        Some(title) => format!("{} {title}", tr("chat", "чат")),
+        None => format!("{} {}", tr("chat", "чат"), truncate(&question.chat_id, 8)),
     }
 }
 
@@ -103,7 +110,7 @@ fn choices_line(question: &Question) -> String {
         .map(|(index, choice)| format!("{}. {}", index + 1, choice.label))
         .collect();
     if question.free_text {
-        parts.push("(own words)".to_owned());
+        parts.push(tr("(own words)", "(своими словами)").to_owned());
     }
     parts.join("  ")
 }
@@ -145,8 +152,14 @@ fn choose<'a>(question: &'a Question, wanted: &str) -> Result<&'a OptionChoice> 
     match by_id.or_else(by_label).or_else(by_number) {
         Some(choice) => Ok(choice),
         None => bail!(
-            "`{wanted}` is not one of the choices: {}",
-            choices_line(question)
+            "{}",
+            fill(
+                tr(
+                    "`{wanted}` is not one of the choices: {choices}",
+                    "`{wanted}` — не один из вариантов: {choices}"
+                ),
+                &[("wanted", &wanted), ("choices", &choices_line(question))]
+            )
         ),
     }
 }
@@ -155,22 +168,45 @@ async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
     let question = find(client, &args.id).await?;
     if question.status != OptionStatus::Pending {
         bail!(
-            "question {} is already {}",
-            question.id,
-            question.status.as_str()
+            "{}",
+            fill(
+                tr(
+                    "question {id} is already {status}",
+                    "вопрос {id} уже в состоянии {status}"
+                ),
+                &[("id", &question.id), ("status", &question.status.as_str())]
+            )
         );
     }
     if args.choices.is_empty() && args.text.is_none() {
         bail!(
-            "give --choice (or --text); the choices are: {}",
-            choices_line(&question)
+            "{}",
+            fill(
+                tr(
+                    "give --choice (or --text); the choices are: {choices}",
+                    "укажите --choice (или --text); варианты: {choices}"
+                ),
+                &[("choices", &choices_line(&question))]
+            )
         );
     }
     if question.selection_mode == SelectionMode::Single && args.choices.len() > 1 {
-        bail!("this question takes one choice");
+        bail!(
+            "{}",
+            tr(
+                "this question takes one choice",
+                "этот вопрос принимает один вариант"
+            )
+        );
     }
     if args.text.is_some() && !question.free_text {
-        bail!("this question takes no answer in your own words; pick a --choice");
+        bail!(
+            "{}",
+            tr(
+                "this question takes no answer in your own words; pick a --choice",
+                "этот вопрос не принимает ответ своими словами; выберите --choice"
+            )
+        );
     }
     let mut selected = Vec::new();
     for wanted in &args.choices {
@@ -185,10 +221,18 @@ async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
     let mut said: Vec<String> = selected.into_iter().map(|choice| choice.label).collect();
     said.extend(args.text);
     say!(
-        "Answered \"{}\": {}. The agent continues (execution {}).",
-        question.title,
-        said.join(", "),
-        response.execution.id
+        "{}",
+        fill(
+            tr(
+                "Answered \"{title}\": {said}. The agent continues (execution {execution}).",
+                "Ответ на «{title}»: {said}. Агент продолжает (выполнение {execution})."
+            ),
+            &[
+                ("title", &question.title),
+                ("said", &said.join(", ")),
+                ("execution", &response.execution.id)
+            ]
+        )
     );
     Ok(())
 }
@@ -207,8 +251,8 @@ fn print_question(question: &Question) {
             .unwrap_or_default()
     );
     let mode = match question.selection_mode {
-        SelectionMode::Single => "pick one",
-        SelectionMode::Multiple => "pick any",
+        SelectionMode::Single => tr("pick one", "один вариант"),
+        SelectionMode::Multiple => tr("pick any", "несколько вариантов"),
     };
     if !question.options.is_empty() {
         say!("Choices   ({mode})");
@@ -217,7 +261,13 @@ fn print_question(question: &Question) {
         }
     }
     if question.free_text {
-        say!("Own words accepted (--text)");
+        say!(
+            "{}",
+            tr(
+                "Own words accepted (--text)",
+                "Можно ответить своими словами (--text)"
+            )
+        );
     }
     if let Some(answer) = &question.answer {
         let labels: Vec<&str> = answer

@@ -35,7 +35,9 @@ use std::path::{Path, PathBuf};
 pub use agent::AgentConfig;
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
-pub use env::{ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env};
+pub use env::{
+    ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env, system_language,
+};
 pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::{McpConfig, McpServerConfig, import_servers};

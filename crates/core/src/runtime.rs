@@ -592,6 +592,7 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .map(|tool| tool.spec().name.to_owned())
             .collect(),
         time_zone: chat::settings::system_time_zone(),
+        interface_language: crate::config::system_language(&crate::config::process_env),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod display;
 pub mod error;
 pub mod event;
 pub mod identity;
+pub mod language;
 pub mod llm;
 pub mod mcp;
 pub mod memory;

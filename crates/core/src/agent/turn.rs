@@ -28,7 +28,7 @@ use super::models::{ChatModel, ChatModels};
 use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{GateMcpTools, McpTools};
 use super::nodes::names;
-use super::prompts::{GRAPH_SYSTEM_PROMPT, SKILLS_SYSTEM_PROMPT};
+use super::prompts::default_system_prompt;
 use super::scope::{Services, TurnScope};
 use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
@@ -41,6 +41,7 @@ use crate::llm::{Message, Usage};
 use crate::store::Store;
 use crate::store::codec::now;
 use crate::tools::gate::Gate;
+use souz_protocol::language::Language;
 
 /// The context window assumed when neither the request nor the configuration says.
 pub(crate) const DEFAULT_CONTEXT_SIZE: u32 = 16_000;
@@ -111,6 +112,8 @@ pub struct TurnRequest {
     pub context_size: Option<u32>,
     /// A system prompt replacing the agent's default.
     pub system_prompt: Option<String>,
+    /// The language of the agent's default system prompt (the user's interface language).
+    pub language: Language,
     /// Whether the model may ask the person a question with `AskUser`, which ends the turn
     /// (chat turns, where the answer can come back).
     pub ask_user: bool,
@@ -378,6 +381,7 @@ impl Agents {
             temperature: request.temperature,
             context_size: request.context_size.unwrap_or(self.inner.context_size),
             system_prompt: request.system_prompt,
+            language: request.language,
             ask_user: request.ask_user,
             tools: request
                 .enabled_tools
@@ -415,6 +419,7 @@ pub struct Turn {
     temperature: Option<f32>,
     context_size: u32,
     system_prompt: Option<String>,
+    language: Language,
     ask_user: bool,
     tools: ToolFilter,
     request_timeout: Option<Duration>,
@@ -462,13 +467,10 @@ impl Turn {
     }
 
     fn initial_context(&self, gate: &Gate) -> AgentContext<String> {
-        let system_prompt = self.system_prompt.clone().unwrap_or_else(|| {
-            match self.kind {
-                AgentKind::Graph => GRAPH_SYSTEM_PROMPT,
-                AgentKind::Skills => SKILLS_SYSTEM_PROMPT,
-            }
-            .to_owned()
-        });
+        let system_prompt = self
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| default_system_prompt(self.kind, self.language).to_owned());
         let mut context = AgentContext {
             input: self.request_input.clone(),
             user_input: self.request_input.clone(),

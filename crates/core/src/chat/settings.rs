@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use souz_protocol::chat::{Settings, SettingsPatch, TurnOptions};
+use souz_protocol::language::Language;
 
 /// Where the defaults come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +21,8 @@ pub struct SettingsDefaults {
     pub tools: Vec<String>,
     /// The machine's time zone.
     pub time_zone: String,
+    /// The interface language until the user sets one (the system locale's).
+    pub interface_language: Language,
 }
 
 /// The settings a user has: defaults overlaid with `stored`.
@@ -28,13 +31,18 @@ pub(crate) fn effective(defaults: &SettingsDefaults, stored: &SettingsPatch) -> 
         default_model: defaults.default_model.clone(),
         context_size: defaults.context_size,
         temperature: defaults.temperature,
-        locale: "en-US".to_owned(),
+        // Until the user sets them, the locale and the interface follow the system's language.
+        locale: match defaults.interface_language {
+            Language::Ru => "ru-RU",
+            Language::En => "en-US",
+        }
+        .to_owned(),
         time_zone: defaults.time_zone.clone(),
         system_prompt: None,
         enabled_tools: defaults.tools.clone(),
         show_tool_events: true,
         streaming_messages: true,
-        interface_language: "en".to_owned(),
+        interface_language: defaults.interface_language.code().to_owned(),
         request_timeout_millis: defaults.request_timeout_millis,
         use_few_shot_examples: true,
     };
@@ -277,7 +285,28 @@ mod tests {
             request_timeout_millis: 400_000,
             tools: vec!["ListFiles".into(), "Calculator".into()],
             time_zone: "UTC".into(),
+            interface_language: Language::En,
         }
+    }
+
+    #[test]
+    fn the_system_language_is_the_default_until_the_user_sets_one() {
+        let russian = SettingsDefaults {
+            interface_language: Language::Ru,
+            ..defaults()
+        };
+        let unset = effective(&russian, &SettingsPatch::default());
+        assert_eq!(unset.interface_language, "ru");
+        assert_eq!(unset.locale, "ru-RU");
+        let chosen = SettingsPatch {
+            interface_language: Some("en".into()),
+            ..SettingsPatch::default()
+        };
+        assert_eq!(effective(&russian, &chosen).interface_language, "en");
+        assert_eq!(
+            effective(&defaults(), &SettingsPatch::default()).interface_language,
+            "en"
+        );
     }
 
     #[test]

@@ -182,6 +182,7 @@ fn chats_over(
         request_timeout_millis: 400_000,
         tools: vec!["Calculator".into(), "ListFiles".into()],
         time_zone: "UTC".into(),
+        interface_language: souz_protocol::language::Language::En,
     };
     let chats = Chats::new(ChatsParts {
         store: store.clone(),

@@ -34,6 +34,13 @@ pub fn process_environment_os() -> std::env::VarsOs {
     std::env::vars_os()
 }
 
+/// The system's interface language: the first set of `LC_ALL`, `LC_MESSAGES` and `LANG`
+/// (English when it names neither Russian nor English).
+pub fn system_language(env: EnvLookup<'_>) -> souz_protocol::language::Language {
+    let values = ["LC_ALL", "LC_MESSAGES", "LANG"].map(env);
+    souz_protocol::language::Language::from_locale_vars(values.iter().map(Option::as_deref))
+}
+
 /// What an environment variable overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverrideTarget {

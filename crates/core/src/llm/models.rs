@@ -123,6 +123,20 @@ pub(crate) const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 5] = [
     (Giga, "GigaChat-2-Max"),
 ];
 
+/// [`DEFAULT_CHAT_MODELS`] in the order of the system language's region (the original's
+/// region priorities): Russian puts AI Tunnel, GigaChat and Qwen first; English keeps OpenAI,
+/// Anthropic and Qwen first.
+pub(crate) fn default_chat_models(
+    language: souz_protocol::language::Language,
+) -> [(ProviderId, &'static str); 5] {
+    const RU_ORDER: [ProviderId; 5] = [AiTunnel, Giga, Qwen, OpenAi, Anthropic];
+    let mut models = DEFAULT_CHAT_MODELS;
+    if language == souz_protocol::language::Language::Ru {
+        models.sort_by_key(|(provider, _)| RU_ORDER.iter().position(|wanted| wanted == provider));
+    }
+    models
+}
+
 /// A model ready to call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedModel {
@@ -516,5 +530,20 @@ mod tests {
         for (provider, id) in DEFAULT_CHAT_MODELS {
             assert!(model(registry.resolve(&format!("{provider}/{id}"), ModelKind::Chat)).listed);
         }
+    }
+
+    #[test]
+    fn the_default_model_order_follows_the_region() {
+        use souz_protocol::language::Language;
+        let order = |language| default_chat_models(language).map(|(provider, _)| provider);
+        assert_eq!(
+            order(Language::Ru),
+            [AiTunnel, Giga, Qwen, OpenAi, Anthropic]
+        );
+        assert_eq!(
+            order(Language::En),
+            DEFAULT_CHAT_MODELS.map(|(provider, _)| provider)
+        );
+        assert_eq!(order(Language::En)[..3], [OpenAi, Anthropic, Qwen]);
     }
 }

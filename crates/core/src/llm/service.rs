@@ -395,7 +395,8 @@ impl LlmService {
         }
         let reachable = self.reachable_providers().await?;
         let disabled = self.shared.config.disabled();
-        for (provider, model) in DEFAULT_CHAT_MODELS {
+        let language = crate::config::system_language(&crate::config::process_env);
+        for (provider, model) in super::models::default_chat_models(language) {
             if reachable.contains(&provider) && !disabled.contains(&provider) {
                 return self.resolve(&format!("{provider}/{model}"), ModelKind::Chat);
             }

@@ -9,7 +9,8 @@ use super::*;
 use crate::agent::context::{CONTEXT_PREFIX, is_injected_context};
 use crate::agent::nodes::names;
 use crate::agent::prompts::{
-    CONTEXT_RESET, NO_BALANCE, SKILLS_SYSTEM_PROMPT, SUMMARY_PREFIX, SUMMARY_PROMPT, TIMEOUT,
+    CONTEXT_RESET, GRAPH_SYSTEM_PROMPT_RU, NO_BALANCE, SKILLS_SYSTEM_PROMPT, SUMMARY_PREFIX,
+    SUMMARY_PROMPT, TIMEOUT,
 };
 use crate::approvals::audit::AuditQuery;
 use crate::llm::{Message, Role};
@@ -236,6 +237,33 @@ async fn the_graph_agent_runs_its_nodes_in_order_and_narrows_only_what_is_advert
         .find(|step| step.node == names::CLASSIFY)
         .unwrap();
     assert_eq!(classified.data["categories"], json!(["CALCULATOR"]));
+}
+
+#[tokio::test]
+async fn the_graph_agent_speaks_the_interface_language_and_the_skills_agent_stays_english() {
+    let f = fixture().await;
+    f.llm.push_text("CALCULATOR 90");
+    f.llm.push_text("готово");
+    f.llm.push_text("done");
+    let russian = |request: TurnRequest| TurnRequest {
+        language: souz_protocol::language::Language::Ru,
+        ..request
+    };
+    f.run(russian(graph("chat-ru", "сколько будет 2 + 2")))
+        .await;
+    f.run(russian(skills("chat-ru-s", "сколько будет 2 + 2")))
+        .await;
+    let requests = f.llm.requests();
+    let system = |index: usize| match &requests[index].messages[0] {
+        Message::System { content } => content.clone(),
+        other => panic!("a system prompt comes first, not {other:?}"),
+    };
+    assert!(
+        system(1).starts_with(GRAPH_SYSTEM_PROMPT_RU),
+        "{}",
+        system(1)
+    );
+    assert!(system(2).starts_with(SKILLS_SYSTEM_PROMPT), "{}", system(2));
 }
 
 #[tokio::test]

@@ -1,0 +1,54 @@
+//! The CLI's messages a person reads most (approvals, grants and questions), in English and
+//! Russian. The language is the system locale's (`LC_ALL`, `LC_MESSAGES`, then `LANG`, read
+//! through `souz_core::config`), decided once per process; English when it names neither.
+//! Commands, flags, ids and JSON output stay as they are in both languages.
+
+use std::fmt::Display;
+use std::sync::OnceLock;
+
+use souz_protocol::language::Language;
+
+/// The language of this process's messages.
+pub fn language() -> Language {
+    static LANGUAGE: OnceLock<Language> = OnceLock::new();
+    *LANGUAGE.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_env))
+}
+
+/// `en` or `ru`, by [`language`].
+pub fn tr(en: &'static str, ru: &'static str) -> &'static str {
+    pick(language(), en, ru)
+}
+
+fn pick(language: Language, en: &'static str, ru: &'static str) -> &'static str {
+    match language {
+        Language::En => en,
+        Language::Ru => ru,
+    }
+}
+
+/// `template` with each `{name}` replaced by its value.
+pub fn fill(template: &str, values: &[(&str, &dyn Display)]) -> String {
+    values
+        .iter()
+        .fold(template.to_owned(), |text, (name, value)| {
+            text.replace(&format!("{{{name}}}"), &value.to_string())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_language_and_fills_placeholders() {
+        assert_eq!(pick(Language::Ru, "Denied", "Отклонено"), "Отклонено");
+        assert_eq!(pick(Language::En, "Denied", "Отклонено"), "Denied");
+        assert_eq!(
+            fill(
+                "question {id} is already {status}",
+                &[("id", &"q1"), ("status", &"answered")]
+            ),
+            "question q1 is already answered"
+        );
+    }
+}
