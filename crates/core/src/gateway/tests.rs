@@ -19,6 +19,7 @@ const BOUND: &str = "127.0.0.1:8383";
 mod chat_stream;
 mod chats;
 mod clients;
+mod live_settings;
 mod options;
 mod proxy;
 mod recovery;
