@@ -130,3 +130,19 @@ async fn an_agent_change_is_used_by_the_next_turn() {
         "the second turn ran the graph agent"
     );
 }
+
+#[tokio::test]
+async fn notification_changes_apply_and_server_changes_wait_for_a_restart() {
+    let f = Fixture::new().await;
+    let saved = put_config(
+        &f,
+        "[notifications]\nturn_finished = false\n\n[server]\nport = 9111\n",
+    )
+    .await;
+    assert_eq!(
+        saved["applied"],
+        json!(["notifications.turn_finished"]),
+        "{saved}"
+    );
+    assert_eq!(saved["restartRequired"], json!(["server.port"]));
+}
