@@ -538,7 +538,7 @@ impl LlmService {
         let client = OpenAiEmbeddings::new(
             self.shared().http.clone(),
             provider,
-            &self.base_url(provider),
+            self.base_url(provider),
             key,
         );
         Ok((resolved, Arc::new(client)))
