@@ -187,14 +187,24 @@ pub fn acted<R: Runtime>(app: &AppHandle<R>, approval_id: &str, action: &str) {
     }
 }
 
+/// `[notifications]` as `config.toml` says now, so a change saved in Settings applies to the
+/// next notice without a restart; the last good ones while the file does not load.
+fn current_preferences(shell: &Shell) -> souz_core::config::NotificationsConfig {
+    let mut preferences = shell
+        .preferences
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    match souz_core::config::Config::load(&souz_core::config::process_env) {
+        Ok(config) => *preferences = config.notifications,
+        Err(error) => tracing::debug!(%error, "kept the last [notifications] settings"),
+    }
+    preferences.clone()
+}
+
 /// Posts or withdraws the notification a state change calls for.
 pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
     let shell = app.state::<Arc<Shell>>();
-    let preferences = shell
-        .preferences
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let preferences = current_preferences(&shell);
     match notice {
         Notice::Approval(approval) if preferences.approval_requested => post(
             app,

@@ -241,6 +241,7 @@ impl Runtime {
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         recover_agents(&agents).await?;
+        reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
@@ -577,6 +578,34 @@ fn mcp_clients(
             crate::mcp::client::oauth::CALLBACK_PATH
         ),
     })
+}
+
+/// What a settings save applies live: `[llm]` (the LLM service's models, base URLs, timeouts
+/// and CA files, and the chat defaults it sets) and `[agent]` (the default agent and context
+/// size of new turns). `[notifications]` is the app's: it re-reads the section before each
+/// notice, so nothing here holds it.
+fn reload_on_save(
+    editor: &ConfigEditor,
+    llm: &Arc<LlmService>,
+    chats: &Chats,
+    agents: &Agents,
+    gate: &Gate,
+) {
+    let (llm, chats, gate) = (Arc::clone(llm), chats.clone(), gate.clone());
+    editor.on_save("llm", move |config| {
+        llm.reload(&config.llm).map_err(|error| error.to_string())?;
+        chats.set_defaults(chat_defaults(config, &gate));
+        Ok(())
+    });
+    editor.on_save("notifications", |_| Ok(()));
+    let agents = agents.clone();
+    editor.on_save("agent", move |config| {
+        agents.set_defaults(
+            AgentKind::parse(&config.agent.default_agent),
+            config.agent.context_size,
+        );
+        Ok(())
+    });
 }
 
 /// What chat settings default to, from the configuration and the gate's catalog.

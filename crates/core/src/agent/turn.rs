@@ -201,8 +201,8 @@ struct Inner {
     sessions: Sessions,
     models: Arc<dyn ChatModels>,
     owner: String,
-    default_agent: AgentKind,
-    context_size: u32,
+    /// `[agent] default_agent` and `context_size`; a settings save swaps them for new turns.
+    defaults: std::sync::RwLock<(AgentKind, u32)>,
     active: Mutex<HashMap<String, ActiveTurn>>,
 }
 
@@ -215,7 +215,7 @@ pub struct Agents {
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agents")
-            .field("default_agent", &self.inner.default_agent)
+            .field("defaults", &self.defaults())
             .finish_non_exhaustive()
     }
 }
@@ -236,11 +236,28 @@ impl Agents {
                 sessions: Sessions::new(parts.store),
                 models: parts.models,
                 owner: parts.owner,
-                default_agent: parts.default_agent,
-                context_size: parts.context_size,
+                defaults: std::sync::RwLock::new((parts.default_agent, parts.context_size)),
                 active: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// The agent and context size a turn that names none uses.
+    fn defaults(&self) -> (AgentKind, u32) {
+        *self
+            .inner
+            .defaults
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Changes what turns started from now on use when they name no agent or context size.
+    pub fn set_defaults(&self, default_agent: AgentKind, context_size: u32) {
+        *self
+            .inner
+            .defaults
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = (default_agent, context_size);
     }
 
     /// Persisted turns and steps.
@@ -337,7 +354,7 @@ impl Agents {
         if request.input.trim().is_empty() {
             return Err(AgentError::EmptyInput);
         }
-        let kind = request.agent.unwrap_or(self.inner.default_agent);
+        let kind = request.agent.unwrap_or(self.defaults().0);
         let mailbox = (kind == AgentKind::Skills).then(|| Arc::new(Mailbox::new()));
         let turn_id = uuid::Uuid::now_v7().to_string();
         let cancel = CancellationToken::new();
@@ -379,7 +396,7 @@ impl Agents {
             history: request.history.or(stored).unwrap_or_default(),
             request_input: request.input,
             temperature: request.temperature,
-            context_size: request.context_size.unwrap_or(self.inner.context_size),
+            context_size: request.context_size.unwrap_or(self.defaults().1),
             system_prompt: request.system_prompt,
             language: request.language,
             ask_user: request.ask_user,

@@ -21,6 +21,7 @@ mod chat_stream;
 mod chats;
 mod clients;
 mod memory;
+mod live_settings;
 mod options;
 mod proxy;
 mod recovery;

@@ -6,10 +6,12 @@
 //! builds is the local user's) and only ever reads that user's stored keys; a stored key wins
 //! over the environment (original §1.11: user key, then server key); a provider is reachable
 //! when it has a key (or, for local servers, a configured model); a model that does not
-//! resolve explicitly is an error, never a substitute.
+//! resolve explicitly is an error, never a substitute. A settings save swaps the whole
+//! configuration (client, registry, base URLs) at once with [`LlmService::reload`]: calls that
+//! started keep what they had, the next call uses the new one, every user's view included.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use souz_protocol::{KeySource, ProviderKeyInfo, ProviderKeyTest};
@@ -91,7 +93,8 @@ fn env_names() -> String {
 
 /// Configuration, one user's keys, registry and the shared HTTP client.
 pub struct LlmService {
-    shared: Arc<Shared>,
+    /// The current configuration, shared by every user's view and swapped on reload.
+    cell: Arc<RwLock<Arc<Shared>>>,
     keys: KeyStore,
 }
 
@@ -109,6 +112,38 @@ impl std::fmt::Debug for LlmService {
         f.debug_struct("LlmService")
             .field("keys", &self.keys)
             .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Reads the extra CA files and builds the one HTTP client and the registry.
+    fn build(config: &LlmConfig, environment: Environment) -> Result<Self, LlmServiceError> {
+        let mut extra_ca = Vec::new();
+        for path in &config.extra_ca_files {
+            let pem = std::fs::read(path).map_err(|source| LlmServiceError::CaFile {
+                path: path.clone(),
+                source,
+            })?;
+            extra_ca.push((path.clone(), pem));
+        }
+        let http = ProviderHttp::new(
+            http_settings(config),
+            Duration::from_secs(config.connect_timeout_seconds),
+            &extra_ca,
+        )?;
+        let registry = ModelRegistry::new(&config.aliases, config.disabled());
+        let giga_auth = Arc::new(GigaChatAuth::new(
+            http.clone(),
+            config.giga_auth_url.clone(),
+            config.giga_scope.clone(),
+        ));
+        Ok(Self {
+            config: config.clone(),
+            http,
+            environment,
+            registry,
+            giga_auth,
+        })
     }
 }
 
@@ -132,33 +167,8 @@ impl LlmService {
         key_file: PathBuf,
         environment: Environment,
     ) -> Result<Self, LlmServiceError> {
-        let mut extra_ca = Vec::new();
-        for path in &config.extra_ca_files {
-            let pem = std::fs::read(path).map_err(|source| LlmServiceError::CaFile {
-                path: path.clone(),
-                source,
-            })?;
-            extra_ca.push((path.clone(), pem));
-        }
-        let http = ProviderHttp::new(
-            http_settings(config),
-            Duration::from_secs(config.connect_timeout_seconds),
-            &extra_ca,
-        )?;
-        let registry = ModelRegistry::new(&config.aliases, config.disabled());
-        let giga_auth = Arc::new(GigaChatAuth::new(
-            http.clone(),
-            config.giga_auth_url.clone(),
-            config.giga_scope.clone(),
-        ));
         let service = Self {
-            shared: Arc::new(Shared {
-                config: config.clone(),
-                http,
-                environment,
-                registry,
-                giga_auth,
-            }),
+            cell: Arc::new(RwLock::new(Arc::new(Shared::build(config, environment)?))),
             keys: {
                 let keychain = match config.key_storage.as_str() {
                     "file" => None,
@@ -177,10 +187,37 @@ impl LlmService {
         Ok(service)
     }
 
+    /// Applies a new `[llm]` section: the next call uses its models, base URLs, timeouts and
+    /// CA files. Nothing changes when it is not usable (a CA file that cannot be read, a
+    /// default model that does not resolve).
+    pub fn reload(&self, config: &LlmConfig) -> Result<(), LlmServiceError> {
+        let environment = Arc::clone(&self.shared().environment);
+        let next = Shared::build(config, environment)?;
+        if !config.default_model.trim().is_empty() {
+            let resolution = next
+                .registry
+                .resolve(&config.default_model, ModelKind::Chat);
+            if !matches!(resolution, Resolution::Resolved(_)) {
+                return Err(LlmServiceError::Model(format!(
+                    "in [llm] default_model: {}",
+                    resolution.describe()
+                )));
+            }
+        }
+        *self.cell.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        tracing::info!("[llm] settings applied");
+        Ok(())
+    }
+
+    /// The configuration now.
+    fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.cell.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// The same service acting for `user`: their stored keys, then the environment's.
     pub fn for_user(&self, user: &str) -> Self {
         Self {
-            shared: Arc::clone(&self.shared),
+            cell: Arc::clone(&self.cell),
             keys: self.keys.for_user(user),
         }
     }
@@ -196,8 +233,8 @@ impl LlmService {
     }
 
     /// The shared HTTP client and settings.
-    pub fn http(&self) -> &ProviderHttp {
-        &self.shared.http
+    pub fn http(&self) -> ProviderHttp {
+        self.shared().http.clone()
     }
 
     /// Configured keys (this user's stored ones, then environment ones for other providers), by
@@ -311,7 +348,7 @@ impl LlmService {
         provider
             .key_variables()
             .iter()
-            .filter_map(|name| (self.shared.environment)(name))
+            .filter_map(|name| (self.shared().environment)(name))
             .map(|value| value.trim().to_owned())
             .find(|value| !value.is_empty())
             .map(ApiKey::new)
@@ -335,7 +372,7 @@ impl LlmService {
             .map(|key| key.provider)
             .collect();
         let local: Vec<ProviderId> = self
-            .shared
+            .shared()
             .config
             .local()
             .iter()
@@ -353,12 +390,12 @@ impl LlmService {
 
     /// How a model name resolves, every outcome told apart (for validation messages).
     pub fn resolution(&self, name: &str, kind: ModelKind) -> Resolution {
-        self.shared.registry.resolve(name, kind)
+        self.shared().registry.resolve(name, kind)
     }
 
     /// Resolves a model name explicitly.
     pub fn resolve(&self, name: &str, kind: ModelKind) -> Result<ResolvedModel, LlmServiceError> {
-        match self.shared.registry.resolve(name, kind) {
+        match self.shared().registry.resolve(name, kind) {
             Resolution::Resolved(model) => Ok(model),
             other => Err(LlmServiceError::Model(other.describe())),
         }
@@ -371,7 +408,7 @@ impl LlmService {
     ) -> Result<Vec<ResolvedModel>, LlmServiceError> {
         let reachable = self.reachable_providers().await?;
         let local: Vec<ResolvedModel> = self
-            .shared
+            .shared()
             .config
             .local()
             .into_iter()
@@ -383,18 +420,18 @@ impl LlmService {
             })
             .collect();
         Ok(self
-            .shared
+            .shared()
             .registry
             .available(kind, |provider| reachable.contains(&provider), &local))
     }
 
     /// The configured default model, or the first reachable one by priority.
     pub async fn default_model(&self) -> Result<ResolvedModel, LlmServiceError> {
-        if !self.shared.config.default_model.trim().is_empty() {
-            return self.resolve(&self.shared.config.default_model, ModelKind::Chat);
+        if !self.shared().config.default_model.trim().is_empty() {
+            return self.resolve(&self.shared().config.default_model, ModelKind::Chat);
         }
         let reachable = self.reachable_providers().await?;
-        let disabled = self.shared.config.disabled();
+        let disabled = self.shared().config.disabled();
         let language = crate::config::system_language(&crate::config::process_env);
         for (provider, model) in super::models::default_chat_models(language) {
             if reachable.contains(&provider) && !disabled.contains(&provider) {
@@ -402,7 +439,7 @@ impl LlmService {
             }
         }
         match self
-            .shared
+            .shared()
             .config
             .local()
             .into_iter()
@@ -413,17 +450,19 @@ impl LlmService {
         }
     }
 
-    fn base_url(&self, provider: ProviderId) -> &str {
-        match provider {
-            ProviderId::OpenAi => &self.shared.config.openai_base_url,
-            ProviderId::Anthropic => &self.shared.config.anthropic_base_url,
-            ProviderId::Qwen => &self.shared.config.qwen_base_url,
-            ProviderId::AiTunnel => &self.shared.config.ai_tunnel_base_url,
-            ProviderId::Giga => &self.shared.config.giga_base_url,
-            ProviderId::Ollama => &self.shared.config.ollama_base_url,
-            ProviderId::LmStudio => &self.shared.config.lm_studio_base_url,
-            ProviderId::LlamaCpp | ProviderId::Local => &self.shared.config.llama_cpp_base_url,
-        }
+    fn base_url(&self, provider: ProviderId) -> String {
+        let shared = self.shared();
+        let url = match provider {
+            ProviderId::OpenAi => &shared.config.openai_base_url,
+            ProviderId::Anthropic => &shared.config.anthropic_base_url,
+            ProviderId::Qwen => &shared.config.qwen_base_url,
+            ProviderId::AiTunnel => &shared.config.ai_tunnel_base_url,
+            ProviderId::Giga => &shared.config.giga_base_url,
+            ProviderId::Ollama => &shared.config.ollama_base_url,
+            ProviderId::LmStudio => &shared.config.lm_studio_base_url,
+            ProviderId::LlamaCpp | ProviderId::Local => &shared.config.llama_cpp_base_url,
+        };
+        url.clone()
     }
 
     async fn required_key(&self, provider: ProviderId) -> Result<Option<ApiKey>, LlmServiceError> {
@@ -444,31 +483,32 @@ impl LlmService {
         let resolved = self.resolve(model, ModelKind::Chat)?;
         let provider = resolved.provider;
         let key = self.required_key(provider).await?;
-        let base_url = self.base_url(provider).to_owned();
-        let max_tokens = self.shared.config.max_output_tokens;
+        let base_url = self.base_url(provider);
+        let shared = self.shared();
+        let max_tokens = shared.config.max_output_tokens;
         let client: Arc<dyn LlmClient> = match (provider, key) {
             (ProviderId::Anthropic, Some(key)) => Arc::new(AnthropicClient::new(
-                self.shared.http.clone(),
+                shared.http.clone(),
                 base_url,
                 key,
                 max_tokens,
             )),
             (ProviderId::Giga, Some(key)) => Arc::new(GigaChatClient::new(
-                self.shared.http.clone(),
-                Arc::clone(&self.shared.giga_auth),
+                shared.http.clone(),
+                Arc::clone(&shared.giga_auth),
                 base_url,
                 key,
                 max_tokens,
             )),
             (ProviderId::OpenAi, key) => Arc::new(OpenAiClient::new(
-                self.shared.http.clone(),
+                shared.http.clone(),
                 OpenAiEndpoint::official(base_url),
                 key,
                 max_tokens,
             )),
             (other, key) => match preset(other) {
                 Some(preset) => Arc::new(OpenAiClient::new(
-                    self.shared.http.clone(),
+                    shared.http.clone(),
                     preset.endpoint(base_url),
                     key,
                     max_tokens,
@@ -497,7 +537,7 @@ impl LlmService {
         }
         let key = self.required_key(provider).await?;
         let client = OpenAiEmbeddings::new(
-            self.shared.http.clone(),
+            self.shared().http.clone(),
             provider,
             self.base_url(provider),
             key,

@@ -9,7 +9,10 @@
 //!   config edit lock, so a save never overwrites a change made meanwhile (another window, an
 //!   `always` approval, a text editor).
 //! - What a change did is reported per key: applied now, or waiting for a restart. The keys in
-//!   [`LIVE_SECTIONS`] apply live; every other change waits for the next start.
+//!   [`LIVE_SECTIONS`] apply live, and so do the sections a service registered a reload hook
+//!   for ([`ConfigEditor::on_save`]), except the keys in [`RESTART_KEYS`]; a hook that fails
+//!   leaves its section's changes waiting for a restart. Every other change waits for the next
+//!   start.
 
 mod mcp_servers;
 
@@ -30,6 +33,12 @@ use crate::config::{Config, ENV_OVERRIDES, Location, OverrideTarget, Problem};
 /// Sections whose every key applies without a restart: `[approvals]` (rules, defaults per risk
 /// class, timeout) is re-read by the policy on every call.
 pub(crate) const LIVE_SECTIONS: &[&str] = &["approvals"];
+
+/// Keys of sections with a reload hook that still take effect only at the next start.
+pub(crate) const RESTART_KEYS: &[&str] = &["llm.key_storage"];
+
+/// Applies a saved configuration to one service; an error says why it could not.
+pub(crate) type ReloadHook = Arc<dyn Fn(&Config) -> Result<(), String> + Send + Sync>;
 
 /// Why a change was not saved.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +80,8 @@ struct Inner {
     /// The last configuration saved through this editor (or the running one).
     saved: tokio::sync::Mutex<Config>,
     approvals: Approvals,
+    /// Reload hooks by section.
+    hooks: std::sync::RwLock<Vec<(&'static str, ReloadHook)>>,
 }
 
 impl ConfigEditor {
@@ -81,8 +92,58 @@ impl ConfigEditor {
                 saved: tokio::sync::Mutex::new(running.clone()),
                 running,
                 approvals,
+                hooks: std::sync::RwLock::default(),
             }),
         }
+    }
+
+    /// Registers how a save applies `[section]` live: `hook` gets the whole new configuration
+    /// after the file is written and returns an error when it could not apply it.
+    pub(crate) fn on_save(
+        &self,
+        section: &'static str,
+        hook: impl Fn(&Config) -> Result<(), String> + Send + Sync + 'static,
+    ) {
+        self.inner
+            .hooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((section, Arc::new(hook)));
+    }
+
+    fn hooks(&self) -> Vec<(&'static str, ReloadHook)> {
+        self.inner
+            .hooks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether a change of `section.key` applies without a restart in this runtime.
+    fn live(&self, key: &str) -> bool {
+        is_live(key)
+            || (!RESTART_KEYS.contains(&key)
+                && key.split_once('.').is_some_and(|(section, _)| {
+                    self.hooks().iter().any(|(name, _)| *name == section)
+                }))
+    }
+
+    /// Runs the hooks of the sections `changed` touches; the sections whose hook failed.
+    fn reload(&self, changed: &[String], next: &Config) -> BTreeSet<&'static str> {
+        let mut failed = BTreeSet::new();
+        for (section, hook) in self.hooks() {
+            let touched = changed
+                .iter()
+                .any(|key| key.split_once('.').is_some_and(|(name, _)| name == section));
+            if !touched {
+                continue;
+            }
+            if let Err(error) = hook(next) {
+                tracing::warn!(section, %error, "a saved section could not be applied live");
+                failed.insert(section);
+            }
+        }
+        failed
     }
 
     /// The configuration as last saved through this editor (the running one before any save).
@@ -168,8 +229,14 @@ impl ConfigEditor {
         let (before, next, new_revision) = next;
         let changed = changed_keys(&before, &next);
         self.inner.approvals.apply_config(next.clone());
+        let failed = self.reload(&changed, &next);
         let (applied, restart_required): (Vec<String>, Vec<String>) =
-            changed.into_iter().partition(|key| is_live(key));
+            changed.into_iter().partition(|key| {
+                self.live(key)
+                    && !key
+                        .split_once('.')
+                        .is_some_and(|(section, _)| failed.contains(section))
+            });
         *saved = next;
         tracing::info!(
             applied = ?applied,
@@ -225,7 +292,7 @@ impl ConfigEditor {
                             .and_then(|table| table.get(key.name))
                             .is_some(),
                         kind: kind_of(defaults.get(key.name)).to_owned(),
-                        live: is_live(&format!("{}.{}", section.name, key.name)),
+                        live: self.live(&format!("{}.{}", section.name, key.name)),
                         overridden_by: overrides
                             .iter()
                             .find(|(s, k, _)| *s == section.name && *k == key.name)
@@ -247,11 +314,11 @@ impl ConfigEditor {
                     .iter()
                     .map(move |key| format!("{}.{}", section.name, key.name))
             })
-            .filter(|key| is_live(key))
+            .filter(|key| self.live(key))
             .collect();
         let pending_restart = changed_keys(&self.inner.running, current)
             .into_iter()
-            .filter(|key| !is_live(key))
+            .filter(|key| !self.live(key))
             .collect();
         ConfigDocument {
             path: current.paths.config_file().display().to_string(),
