@@ -179,21 +179,14 @@ impl RuntimeHandle {
         })
     }
 
-    /// Installs the skill in the uploaded `.zip` `bytes` (rejected skills are not installed).
+    /// Installs the skill in the uploaded `.zip` `bytes` (rejected skills are not installed) and
+    /// asks for consent like [`Self::install_skill`].
     pub async fn install_skill_archive(
         &self,
         bytes: &[u8],
     ) -> Result<InstalledSkill, ServiceError> {
         let installed = self.skills().install_zip_bytes(bytes).await?;
-        Ok(InstalledSkill {
-            validation: validation(
-                Some(installed.id.clone()),
-                Some(installed.hash.clone()),
-                installed.verdict,
-            ),
-            id: installed.id,
-            hash: installed.hash,
-        })
+        self.installed_skill(installed).await
     }
 
     /// Validates the skill folder or `.zip` at `path` without installing it.
