@@ -223,11 +223,38 @@
  */
 
 /**
+ * `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.
+ * @typedef {{
+ *   clientMessageId?: string | null;
+ *   content: string;
+ * }} ChatInput
+ */
+
+/**
+ * `POST /v1/chats/{chatId}/input` response.
+ * @typedef {{
+ *   delivery: InputDelivery;
+ *   execution: Execution;
+ *   message: Message;
+ * }} ChatInputResponse
+ */
+
+/**
  * `GET /v1/chats`.
  * @typedef {{
  *   items: Array<Chat>;
  *   nextCursor?: string | null;
  * }} ChatList
+ */
+
+/**
+ * `GET`/`PUT /v1/chats/{chatId}/settings`: what one chat uses instead of the user's settings
+ * (`null`: the user's, or the configured default).
+ * @typedef {{
+ *   agent?: string | null;
+ *   enabledTools?: Array<string> | null;
+ *   model?: string | null;
+ * }} ChatSettings
  */
 
 /**
@@ -661,8 +688,15 @@
  */
 
 /**
+ * What became of input sent with `POST /v1/chats/{chatId}/input`.
+ * @typedef {"turn" | "steered" | "queued"} InputDelivery
+ */
+
+/**
  * `POST /v1/skills` response.
  * @typedef {{
+ *   consent?: SkillConsent;
+ *   consent_approval_id?: string | null;
  *   hash: string;
  *   id: string;
  *   validation: SkillValidation;
@@ -699,6 +733,15 @@
  */
 
 /**
+ * `POST /v1/mcp/servers/{name}/login`: the page the person opens to sign in; it sends the
+ * browser back to the daemon's `/v1/mcp/oauth/callback`.
+ * @typedef {{
+ *   authorization_url: string;
+ *   name: string;
+ * }} McpLogin
+ */
+
+/**
  * `PUT /v1/mcp/servers/{name}/enabled`: turn a configured server on or off.
  * @typedef {{
  *   enabled: boolean;
@@ -730,6 +773,7 @@
  *   error?: string | null;
  *   expose_to_mcp_clients: boolean;
  *   name: string;
+ *   needs_login?: boolean;
  *   restart_required?: boolean;
  *   settings?: unknown;
  *   tools: number;
@@ -745,6 +789,14 @@
  *   ok: boolean;
  *   tools: number;
  * }} McpServerTest
+ */
+
+/**
+ * `PUT /v1/mcp/servers/{name}/token`: a bearer token kept in the encrypted key store under
+ * the server's `bearer_token_key`.
+ * @typedef {{
+ *   token: string;
+ * }} McpToken
  */
 
 /**
@@ -1265,6 +1317,18 @@
  *   tool: string;
  *   type: "tool.call.failed";
  * } | {
+ *   model: string;
+ *   received: number;
+ *   total: number;
+ *   type: "memory.model.download.progress";
+ * } | {
+ *   model: string;
+ *   type: "memory.model.download.completed";
+ * } | {
+ *   error: string;
+ *   model: string;
+ *   type: "memory.model.download.failed";
+ * } | {
  *   created_by: string;
  *   fact_id: string;
  *   kind: MemoryKind;
@@ -1360,6 +1424,11 @@
  *   completed: boolean;
  *   completedAt?: string | null;
  * }} SetupState
+ */
+
+/**
+ * Whether an installed bundle's commands may run without asking.
+ * @typedef {"granted" | "pending"} SkillConsent
  */
 
 /**
