@@ -155,6 +155,18 @@ struct State {
     restart: Option<CancellationToken>,
 }
 
+/// Memory's changes go on the event bus; with memory on, its tools are offered to MCP clients
+/// through the gate.
+fn offer_memory(config: &Config, memory: &Memory, events: &EventBus, gate: &Gate) {
+    memory.announce_to(events.clone());
+    if config.memory.enabled {
+        gate.set_external_tools(
+            crate::memory::mcp_tools::TOOLS_SERVER,
+            crate::memory::mcp_tools::external_tools(memory),
+        );
+    }
+}
+
 impl Runtime {
     /// Prepares the Souz home, the token and the database, then announces the start. Provider
     /// keys may come from the process environment.
@@ -225,13 +237,7 @@ impl Runtime {
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store);
         let memory = open_memory(&config, &store, &llm, &events).await;
-        memory.announce_to(events.clone());
-        if config.memory.enabled {
-            gate.set_external_tools(
-                crate::memory::mcp_tools::TOOLS_SERVER,
-                crate::memory::mcp_tools::external_tools(&memory),
-            );
-        }
+        offer_memory(&config, &memory, &events, &gate);
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),
             memory: start_memory(&config, &memory, &tasks, &shutdown),

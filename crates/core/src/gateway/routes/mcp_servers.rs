@@ -21,7 +21,7 @@ use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 
 pub(super) fn routes() -> ApiRouter<AppState> {
-    ApiRouter::default()
+    credential_routes(ApiRouter::default()
         .route(
             Operation::get("/v1/mcp/servers")
                 .summary("The external MCP servers and where each stands.")
@@ -74,7 +74,12 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<ConfigSaved>(200, "Saved; applies at the next start.")
                 .response::<ErrorBody>(404, "config.toml has no server of that name."),
             enable,
-        )
+        ))
+}
+
+/// A server's stored bearer token and its OAuth login.
+fn credential_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
         .route(
             Operation::put("/v1/mcp/servers/{name}/token")
                 .summary("Store an external MCP server's bearer token (encrypted, never shown).")

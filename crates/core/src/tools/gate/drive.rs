@@ -131,16 +131,7 @@ impl Gate {
             self.advance(record, ToolCallStatus::Running, state);
         }
         let mut ctx = ctx;
-        let reports = state.clone();
-        ctx.progress = ProgressSink::new(move |progress| {
-            reports.send_if_modified(|state| {
-                let running = state.status == ToolCallStatus::Running;
-                if running {
-                    state.progress = Some(progress);
-                }
-                running
-            });
-        });
+        ctx.progress = progress_reports(state);
         match guarded(planned.run(ctx), cancel).await {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
@@ -426,4 +417,18 @@ fn cancelled(text: &str) -> (ToolCallStatus, ToolResult) {
             is_error: true,
         },
     )
+}
+
+/// Where a running call's progress goes: its state, while it runs (the latest report wins).
+fn progress_reports(state: &watch::Sender<CallState>) -> ProgressSink {
+    let reports = state.clone();
+    ProgressSink::new(move |progress| {
+        reports.send_if_modified(|state| {
+            let running = state.status == ToolCallStatus::Running;
+            if running {
+                state.progress = Some(progress);
+            }
+            running
+        });
+    })
 }
