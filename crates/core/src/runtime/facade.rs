@@ -44,7 +44,7 @@ pub(crate) use crate::bus::FollowItem;
 pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
 pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
-pub(crate) use crate::tools::{ToolSpec, input_schema, parse_arguments};
+pub(crate) use crate::tools::{ToolProgress, ToolSpec, input_schema, parse_arguments};
 pub(crate) use memory::MemoryOrigin;
 pub(crate) use skills::UsableSkill;
 

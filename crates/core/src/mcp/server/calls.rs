@@ -38,9 +38,8 @@ use super::sessions::SessionStream;
 use super::{SouzServer, mcp_error};
 use crate::runtime::ServiceError;
 use crate::runtime::facade::{
-    CallRequest, CallState, input_schema, parse_arguments, same_requester,
+    CallRequest, CallState, ToolProgress, input_schema, parse_arguments, same_requester,
 };
-use crate::tools::ToolProgress;
 
 /// The server's own tool that waits for a pending approval and returns the call's result.
 pub(crate) const AWAIT_APPROVAL: &str = "AwaitApproval";
