@@ -9,6 +9,7 @@
 //! one); the grant exists before anyone waiting hears "approved"; a denial or an expiry writes
 //! nothing and ends the ask, so the next call of the tool asks again.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use tokio::sync::watch;
@@ -20,6 +21,24 @@ use crate::store::StoreError;
 pub(crate) struct Asked {
     approval_id: String,
     settled: watch::Receiver<Option<bool>>,
+    /// Calls waiting on it now.
+    waiters: Arc<AtomicUsize>,
+}
+
+/// One call counted as waiting on an ask while it lives.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn new(waiters: &Arc<AtomicUsize>) -> Self {
+        waiters.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(waiters))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Approvals {
@@ -56,6 +75,7 @@ impl Approvals {
             Asked {
                 approval_id: id.clone(),
                 settled,
+                waiters: Arc::default(),
             },
         );
         // Weak: a pending ask does not keep a stopped service alive (its waiter then drops,
@@ -109,15 +129,23 @@ impl Approvals {
     /// once approved and recorded, `Some(false)` if denied or expired; `None` when nothing is
     /// being asked.
     pub(crate) async fn standing_decision(&self, tool: &str) -> Option<bool> {
-        let mut settled = self
+        let (mut settled, _waiting) = self
             .standing()
             .get(tool)
-            .map(|asked| asked.settled.clone())?;
+            .map(|asked| (asked.settled.clone(), Waiting::new(&asked.waiters)))?;
         let approved = settled
             .wait_for(Option::is_some)
             .await
             .map(|settled| *settled == Some(true))
             .unwrap_or(false);
         Some(approved)
+    }
+
+    /// How many calls wait on the open ask for `tool` now (tests decide once one waits).
+    #[cfg(test)]
+    pub(crate) fn standing_waiters(&self, tool: &str) -> usize {
+        self.standing()
+            .get(tool)
+            .map_or(0, |asked| asked.waiters.load(Ordering::SeqCst))
     }
 }

@@ -5,7 +5,7 @@
 
 use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, Verdict};
 
-use super::skill_gate_tests::{run_notes, write_notes};
+use super::skill_gate_tests::{run_notes, run_notes_waiting, write_notes};
 use crate::agent::tests::{Fixture, fixture};
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
 use crate::skills::manifest;
@@ -120,8 +120,9 @@ async fn the_first_command_waits_on_the_install_consent_instead_of_asking_again(
     let folder = write_notes(temp.path(), "");
     let asked = install(&f, &registry, &folder).await.expect("install asks");
 
-    // The command waits on the install's approval (the decider approves the one it finds).
-    let (output, prompted) = run_notes(&f, &registry, Verdict::Approve).await;
+    // The command waits on the install's approval (decided once the command waits on it).
+    let tool = f.gate.approvals().get(&asked).await.unwrap().tool;
+    let (output, prompted) = run_notes_waiting(&f, &registry, Verdict::Approve, Some(tool)).await;
     assert_eq!(prompted.map(|approval| approval.id), Some(asked.clone()));
     assert!(
         output.content.contains("commands are refused"),
@@ -142,7 +143,8 @@ async fn a_denied_install_consent_refuses_the_waiting_command_and_the_next_asks_
     // Denied at install: the waiting command is refused, nothing is granted, and the next
     // command asks anew.
     let denied = install(&f, &registry, &folder).await.expect("asks");
-    let (output, prompted) = run_notes(&f, &registry, Verdict::Deny).await;
+    let tool = f.gate.approvals().get(&denied).await.unwrap().tool;
+    let (output, prompted) = run_notes_waiting(&f, &registry, Verdict::Deny, Some(tool)).await;
     assert_eq!(prompted.map(|approval| approval.id), Some(denied.clone()));
     assert!(output.is_error);
     assert!(

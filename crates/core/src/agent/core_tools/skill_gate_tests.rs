@@ -37,6 +37,17 @@ pub(super) async fn run_notes(
     registry: &Registry,
     verdict: Verdict,
 ) -> (CoreOutput, Option<souz_protocol::Approval>) {
+    run_notes_waiting(f, registry, verdict, None).await
+}
+
+/// As [`run_notes`]; with `consent` (a skill tool whose consent is being asked), the decider
+/// waits until the command waits on that consent before it decides.
+pub(super) async fn run_notes_waiting(
+    f: &Fixture,
+    registry: &Registry,
+    verdict: Verdict,
+    consent: Option<String>,
+) -> (CoreOutput, Option<souz_protocol::Approval>) {
     let knowledge = KnowledgeStore::new(f.store.clone());
     let call = CoreCall {
         chat_id: "chat",
@@ -51,6 +62,11 @@ pub(super) async fn run_notes(
     };
     let approvals = f.gate.approvals().clone();
     let decider = tokio::spawn(async move {
+        if let Some(tool) = consent {
+            while approvals.standing_waiters(&tool) == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
         loop {
             let pending = approvals
                 .list(Some(ApprovalStatus::Pending), 10)
