@@ -2,6 +2,8 @@
 //! dense candidates, stale and foreign vectors, a failing embedder, capture intents in Russian
 //! and English, forget then re-mention, redaction, grounding, and conversation cleanup.
 
+mod quality;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
