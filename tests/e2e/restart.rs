@@ -14,17 +14,17 @@ fn restart_applies_restart_bound_settings_in_place() {
     let saved = daemon.patch(
         "/v1/config",
         &json!({
-            "set": [{"section": "agent", "key": "default_agent", "value": "skills"}],
+            "set": [{"section": "server", "key": "max_connections", "value": 128}],
             "baseRevision": document["revision"],
         }),
     );
     assert_eq!(saved.status, 200, "{}", saved.body);
     assert_eq!(
         saved.json()["restartRequired"],
-        json!(["agent.default_agent"])
+        json!(["server.max_connections"])
     );
     let pending = daemon.get("/v1/config").json();
-    assert_eq!(pending["pendingRestart"], json!(["agent.default_agent"]));
+    assert_eq!(pending["pendingRestart"], json!(["server.max_connections"]));
 
     let restarting = daemon.post("/v1/restart", &json!({}));
     assert_eq!(restarting.status, 200, "{}", restarting.body);
