@@ -71,35 +71,7 @@ pub(crate) async fn call_gate_with(
         Some(supplied) => gate.start_with(request, supplied).await?,
         None => gate.start(request).await?,
     };
-    let state = handle.settled().await;
-    if state.status == ToolCallStatus::WaitingApproval
-        && let Some(approval_id) = state.approval_id
-    {
-        sink.send(TurnEvent::ApprovalRequested {
-            tool_call_id: tool_call_id.to_owned(),
-            call_id: handle.call_id.clone(),
-            approval_id: approval_id.clone(),
-            tool: tool.to_owned(),
-            summary: state.summary.unwrap_or_default(),
-        });
-        handle.past_approval().await;
-        // The approval's outcome is stored before the call moves on: read it from there.
-        match gate.approvals().get(&approval_id).await {
-            Ok(approval) => sink.send(TurnEvent::ApprovalResolved {
-                tool_call_id: tool_call_id.to_owned(),
-                call_id: handle.call_id.clone(),
-                approval_id,
-                tool: tool.to_owned(),
-                status: approval.status,
-                decision: approval.decision,
-                expiry_reason: approval.expiry_reason,
-            }),
-            Err(error) => {
-                tracing::warn!(%error, %approval_id, "could not read how an approval ended");
-            }
-        }
-    }
-    let state = follow_progress(&mut handle, tool, tool_call_id, sink).await;
+    let state = follow_call(&mut handle, gate, tool, tool_call_id, sink).await;
     Ok(state.result.unwrap_or_else(|| ToolResult {
         text: "The call ended without a result.".to_owned(),
         structured: None,
@@ -107,9 +79,11 @@ pub(crate) async fn call_gate_with(
     }))
 }
 
-/// Waits for the call to end, reporting each progress report it makes on the way.
-async fn follow_progress(
+/// Waits for the call to end, reporting on the way each progress report it makes and, if it
+/// waits for a person, the approval asked and how it ended.
+async fn follow_call(
     handle: &mut CallHandle,
+    gate: &Gate,
     tool: &str,
     tool_call_id: &str,
     sink: &dyn TurnSink,
@@ -119,6 +93,25 @@ async fn follow_progress(
         let state = handle.progressed(seen.as_ref()).await;
         if state.status.is_final() {
             return state;
+        }
+        if state.status == ToolCallStatus::WaitingApproval {
+            if let Some(approval_id) = state.approval_id {
+                report_approval(
+                    handle,
+                    gate,
+                    ApprovalWait {
+                        approval_id,
+                        tool,
+                        tool_call_id,
+                        summary: state.summary.unwrap_or_default(),
+                        sink,
+                    },
+                )
+                .await;
+            } else {
+                handle.past_approval().await;
+            }
+            continue;
         }
         if let Some(report) = &state.progress {
             sink.send(TurnEvent::ToolCallProgress {
@@ -130,6 +123,49 @@ async fn follow_progress(
             });
         }
         seen = state.progress;
+    }
+}
+
+/// An approval a call waits for, as the turn reports it.
+struct ApprovalWait<'a> {
+    approval_id: String,
+    tool: &'a str,
+    tool_call_id: &'a str,
+    summary: String,
+    sink: &'a dyn TurnSink,
+}
+
+/// Reports the approval asked, waits until it is decided, then reports how it ended.
+async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWait<'_>) {
+    let ApprovalWait {
+        approval_id,
+        tool,
+        tool_call_id,
+        summary,
+        sink,
+    } = wait;
+    sink.send(TurnEvent::ApprovalRequested {
+        tool_call_id: tool_call_id.to_owned(),
+        call_id: handle.call_id.clone(),
+        approval_id: approval_id.clone(),
+        tool: tool.to_owned(),
+        summary,
+    });
+    handle.past_approval().await;
+    // The approval's outcome is stored before the call moves on: read it from there.
+    match gate.approvals().get(&approval_id).await {
+        Ok(approval) => sink.send(TurnEvent::ApprovalResolved {
+            tool_call_id: tool_call_id.to_owned(),
+            call_id: handle.call_id.clone(),
+            approval_id,
+            tool: tool.to_owned(),
+            status: approval.status,
+            decision: approval.decision,
+            expiry_reason: approval.expiry_reason,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, %approval_id, "could not read how an approval ended");
+        }
     }
 }
 

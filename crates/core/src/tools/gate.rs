@@ -116,12 +116,16 @@ impl CallHandle {
         result.unwrap_or_else(|_| self.state())
     }
 
-    /// Waits until the call is over or reports progress other than `seen`; returns the state
-    /// then.
+    /// Waits until the call is over, waits for an approval, or reports progress other than
+    /// `seen`; returns the state then.
     pub async fn progressed(&mut self, seen: Option<&ToolProgress>) -> CallState {
         let result = self
             .state
-            .wait_for(|state| state.status.is_final() || state.progress.as_ref() != seen)
+            .wait_for(|state| {
+                state.status.is_final()
+                    || state.status == ToolCallStatus::WaitingApproval
+                    || state.progress.as_ref() != seen
+            })
             .await
             .map(|state| state.clone());
         result.unwrap_or_else(|_| self.state())
