@@ -61,13 +61,13 @@ test("an invalid config.toml opens recovery; a valid save starts Souz; Restart S
 
   // A restart-bound change, then Restart Souz from Settings: same address, back up.
   await tab.goto(`${daemon.url}/app/#/settings/form`);
-  await tab.waitForSelector("#field-agent-default_agent");
-  await tab.fill("#field-agent-default_agent", "skills");
+  await tab.waitForSelector("#field-server-max_connections");
+  await tab.fill("#field-server-max_connections", "128");
   await tab.click("#settings-save");
   await tab.waitForSelector("#settings-result .ok");
-  assert.match(await tab.textContent("#settings-result"), /Takes effect after a restart: agent\.default_agent/);
+  assert.match(await tab.textContent("#settings-result"), /Takes effect after a restart: server\.max_connections/);
   const pending = await fetch(`${daemon.url}/v1/config`, { headers: { Authorization: `Bearer ${daemon.token}` } }).then((answer) => answer.json());
-  assert.deepEqual(pending.pendingRestart, ["agent.default_agent"]);
+  assert.deepEqual(pending.pendingRestart, ["server.max_connections"]);
   await tab.click("#restart-now");
   await waitFor(async () => {
     try {
