@@ -55,12 +55,6 @@ const t = strings({
     tool: "Tool",
     decided_by: "Decided by",
     outcome: "Outcome",
-    chat: "Chat",
-    new_chat: "New chat",
-    start_chat: "Start a new chat.",
-    send: "Send",
-    message_placeholder: "Message Souz's agent…",
-    turn_failed: "The turn failed.",
   },
   ru: {
     waiting: "Ждёт вашего решения",
@@ -108,12 +102,6 @@ const t = strings({
     tool: "Инструмент",
     decided_by: "Кем решено",
     outcome: "Итог",
-    chat: "Чат",
-    new_chat: "Новый чат",
-    start_chat: "Начните новый чат.",
-    send: "Отправить",
-    message_placeholder: "Сообщение агенту Souz…",
-    turn_failed: "Ход завершился ошибкой.",
   },
 });
 
