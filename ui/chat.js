@@ -9,7 +9,7 @@
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
-import { h, visible } from "./pages.js";
+import { h, preview, visible } from "./pages.js";
 
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
 /** @typedef {import("./types.js").Chat} Chat */
@@ -113,13 +113,6 @@ const t = strings({
     saved: "Сохранено: следующие ходы этого чата используют это.",
   },
 });
-
-/** The text of a tool call's line. @param {unknown} value */
-const preview = (value) => {
-  if (value === undefined || value === null || value === "") return "";
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  return text.length > 120 ? text.slice(0, 117) + "..." : text;
-};
 
 /** A message bubble: the person's text as typed, an answer as Markdown.
  *  @param {{id: string, role: string, content: string}} message */

@@ -245,8 +245,8 @@ function field(value, name) {
   return value && typeof value === "object" && name in value ? value[name] : undefined;
 }
 
-/** @param {unknown} value */
-const preview = (value) => {
+/** A value shortened for a tool call's line. @param {unknown} value */
+export const preview = (value) => {
   if (value === undefined || value === null || value === "") return "";
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return text.length > 120 ? text.slice(0, 117) + "..." : text;
