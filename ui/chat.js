@@ -181,8 +181,10 @@ export async function chatPage(main, [selected]) {
   const items = await listChats();
   if (!selected && items.length) selected = items[0].id;
   if (!selected) { messages.append(h("p.empty", {}, t("start"))); form.hidden = true; return; }
+  // The list just read has the chat unless it is archived (the list hides those by default).
   /** @type {Chat} */
-  let chat = (await api("GET", "/v1/chats?limit=100&includeArchived=true")).items.find((item) => item.id === selected)
+  let chat = items.find((item) => item.id === selected)
+    ?? (await api("GET", "/v1/chats?limit=100&includeArchived=true")).items.find((item) => item.id === selected)
     ?? { id: selected, title: null, archived: false, createdAt: "", updatedAt: "", lastMessagePreview: null };
 
   // ----- the chat's header: title, rename, archive, delete -----
