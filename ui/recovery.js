@@ -36,12 +36,17 @@ const t = strings({
   },
 });
 
-/** Whether the daemon is in recovery mode (its public /health says so). */
-export async function inRecovery() {
+/** The daemon's public /health status, or null while it does not answer (e.g. starting). */
+async function healthStatus() {
   try {
     const health = await fetch("/health").then((answer) => answer.json());
-    return health?.status === "recovery";
-  } catch { return false; }
+    return String(health?.status ?? "");
+  } catch { return null; }
+}
+
+/** Whether the daemon is in recovery mode (its public /health says so). */
+export async function inRecovery() {
+  return (await healthStatus()) === "recovery";
 }
 
 /** @param {HTMLElement} main */
@@ -75,9 +80,8 @@ export async function recoveryPage(main) {
         note.textContent = t("saved");
         for (let tries = 0; tries < 100; tries++) {
           await new Promise((done) => setTimeout(done, 300));
-          if (!(await inRecovery())) {
-            try { await fetch("/health").then((answer) => answer.json()); location.reload(); return; } catch { /* starting */ }
-          }
+          const status = await healthStatus();
+          if (status !== null && status !== "recovery") { location.reload(); return; }
         }
         note.textContent = t("not_started");
       } catch (error) {
