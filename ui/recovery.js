@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
+import { problemItems, selectProblem } from "./settings.js";
 
 /** @typedef {import("./types.js").ConfigProblem} ConfigProblem */
 /** @typedef {{recovery: boolean, path: string, revision: string, text: string, problems: ConfigProblem[]}} RecoveryDocument */
@@ -16,8 +17,6 @@ const t = strings({
     title: "Souz is in recovery mode",
     intro: "config.toml has problems, so Souz has not started. Fix them below; nothing is written until the whole file is valid, and then Souz starts.",
     problems: "Problems",
-    line: "line {line}, column {column}",
-    environment: "environment",
     save: "Validate and save",
     saved: "Saved. Souz is starting…",
     not_started: "Saved, but Souz did not answer yet; reload the page in a moment.",
@@ -27,8 +26,6 @@ const t = strings({
     title: "Souz в режиме восстановления",
     intro: "В config.toml есть ошибки, поэтому Souz не запущен. Исправьте их ниже; файл не записывается, пока он целиком не станет корректным, после этого Souz запустится.",
     problems: "Ошибки",
-    line: "строка {line}, столбец {column}",
-    environment: "окружение",
     save: "Проверить и сохранить",
     saved: "Сохранено. Souz запускается…",
     not_started: "Сохранено, но Souz ещё не ответил; обновите страницу чуть позже.",
@@ -57,18 +54,9 @@ export async function recoveryPage(main) {
   const list = h("ul.problems#recovery-problems");
   const note = h("p#recovery-note");
   /** @param {ConfigProblem} problem */
-  const locate = (problem) => {
-    const lines = area.value.split("\n");
-    let offset = 0;
-    for (let index = 0; index < (problem.line ?? 1) - 1 && index < lines.length; index++) offset += lines[index].length + 1;
-    offset += Math.max(0, (problem.column ?? 1) - 1);
-    area.focus();
-    area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
-  };
+  const locate = (problem) => selectProblem(area, problem);
   /** @param {ConfigProblem[]} problems */
-  const show = (problems) => list.replaceChildren(...problems.map((problem) => h("li", {},
-    problem.line ? h("a", { onclick: () => locate(problem) }, t("line", { line: problem.line, column: problem.column ?? 1 })) : t("environment"),
-    ": ", problem.message)));
+  const show = (problems) => list.replaceChildren(...problemItems(problems, locate));
   show(doc.problems);
   const revision = doc.revision;
   const save = h("button.primary#recovery-save", {

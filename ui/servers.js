@@ -9,6 +9,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h, visible } from "./pages.js";
+import { problemItems } from "./settings.js";
 
 /** @typedef {import("./types.js").McpServerList} McpServerList */
 /** @typedef {import("./types.js").McpServerStatus} McpServerStatus */
@@ -35,7 +36,6 @@ const t = strings({
     toggled: "Saved: {name} is {state}.",
     restart_note: "Restart Souz to apply.",
     problems: "Not saved: the daemon found problems.",
-    line: "line {line}, column {column}",
     bad_env: "`{pair}` is not NAME=VALUE.",
     confirm_remove: "Remove {name} from config.toml?",
   },
@@ -57,7 +57,6 @@ const t = strings({
     toggled: "Сохранено: {name} — {state}.",
     restart_note: "Перезапустите Souz, чтобы применить.",
     problems: "Не сохранено: демон нашёл ошибки.",
-    line: "строка {line}, столбец {column}",
     bad_env: "`{pair}` — не ИМЯ=ЗНАЧЕНИЕ.",
     confirm_remove: "Удалить {name} из config.toml?",
   },
@@ -196,6 +195,5 @@ function showError(where, error) {
     return;
   }
   where.replaceChildren(h("div.card", {}, h("strong.error", {}, t("problems")),
-    h("ul.problems#server-problems", {}, problems.map((problem) => h("li", {},
-      problem.line ? t("line", { line: problem.line, column: problem.column ?? 0 }) : "", problem.line ? ": " : "", problem.message)))));
+    h("ul.problems#server-problems", {}, problemItems(problems))));
 }
