@@ -104,7 +104,7 @@ const t = strings({
 /** @typedef {{doc: ConfigDocument}} DocumentState */
 
 /** Providers that take a key (local servers need none). */
-const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
+export const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
 
 export async function settingsPage(main, [tab = "form"]) {
   /** @type {DocumentState} */

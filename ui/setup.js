@@ -7,7 +7,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
-import { restartButton } from "./settings.js";
+import { KEYED_PROVIDERS, restartButton } from "./settings.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -78,9 +78,6 @@ const t = strings({
     done_note: "Вернуться сюда можно из меню в трее (Настроить Souz…) или из настроек.",
   },
 });
-
-/** Providers that take a key (local servers need none). */
-const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
 
 /** The current value of `[section] key` in a config document.
  *  @param {ConfigDocument} doc @param {string} section @param {string} key @returns {unknown} */
