@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { diffView, h, time } from "./pages.js";
 
 /** @typedef {import("./types.js").ConnectStatus} ConnectStatus */
 /** @typedef {import("./types.js").ClaudeCodeCommand} ClaudeCodeCommand */
@@ -71,8 +71,6 @@ const t = strings({
     only_rules: "то, что разрешают правила",
   },
 });
-
-const time = (/** @type {string | null | undefined} */ at) => (at ? new Date(at).toLocaleString() : "");
 
 /** @param {HTMLElement} main */
 export async function connectPage(main) {
@@ -155,10 +153,7 @@ function renderChange(body, note, change, refresh) {
   }, t("desktop_apply"));
   body.replaceChildren(
     change.exists ? "" : h("p.meta", {}, t("desktop_new_file")),
-    h("pre.diff#desktop-diff", {}, change.diff.split("\n").map((line) => {
-      const kind = line.startsWith("+") && !line.startsWith("+++") ? ".add" : line.startsWith("-") && !line.startsWith("---") ? ".del" : "";
-      return h("span" + kind, {}, line + "\n");
-    })),
+    Object.assign(diffView(change.diff), { id: "desktop-diff" }),
     apply);
 }
 

@@ -156,11 +156,16 @@ export function h(tag, attributes = {}, ...children) {
   return node;
 }
 
-const time = (at) => (at ? new Date(at).toLocaleString() : "");
+/** A time from the daemon in the browser's locale ("" when there is none).
+ *  @param {string | null | undefined} at */
+export const time = (at) => (at ? new Date(at).toLocaleString() : "");
 
-function diffView(diff) {
+/** A unified diff with its added, removed and hunk lines marked (`---`/`+++` name the files).
+ *  @param {string} diff */
+export function diffView(diff) {
   return h("pre.diff", {}, diff.split("\n").map((line) => {
-    const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
+    const header = line.startsWith("+++") || line.startsWith("---");
+    const kind = line.startsWith("@@") ? "hunk" : header ? "" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
     return h("span" + (kind ? "." + kind : ""), {}, line + "\n");
   }));
 }
