@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { diffView, h, time } from "./pages.js";
+import { diffView, h, time, visible } from "./pages.js";
 
 /** @typedef {import("./types.js").ConnectStatus} ConnectStatus */
 /** @typedef {import("./types.js").ClaudeCodeCommand} ClaudeCodeCommand */
@@ -95,13 +95,17 @@ function codeCard(refresh) {
   }, t("copy"));
   const make = h("button.primary#code-make", {
     onclick: async () => {
-      /** @type {ClaudeCodeCommand} */
-      const made = await api("POST", "/v1/connect/claude-code");
-      command.value = made.command;
-      command.hidden = false;
-      copy.hidden = false;
-      note.textContent = "";
-      await refresh();
+      try {
+        /** @type {ClaudeCodeCommand} */
+        const made = await api("POST", "/v1/connect/claude-code");
+        command.value = made.command;
+        command.hidden = false;
+        copy.hidden = false;
+        note.textContent = "";
+        await refresh();
+      } catch (error) {
+        note.textContent = visible(error instanceof Error ? error.message : String(error));
+      }
     },
   }, t("code_make"));
   return h("div.card#connect-code", {}, h("h2", {}, t("code_title")), h("p.meta", {}, t("code_note")),
