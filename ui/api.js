@@ -50,7 +50,8 @@ export class ApiError extends Error {
 }
 
 /** One authenticated call. The answer is the parsed JSON body: callers name its type from
- *  ./types.js (generated from the OpenAPI document) with a JSDoc cast.
+ *  ./types.js (generated from the OpenAPI document) with a JSDoc cast. A `body` is sent as
+ *  JSON, a Blob as its bytes with its own type.
  *  @param {string} method @param {string} path @param {unknown} [body]
  *  @returns {Promise<any>} */
 export async function api(method, path, body) {
@@ -61,11 +62,12 @@ export async function api(method, path, body) {
  *  @param {string} method @param {string} path @param {unknown} body
  *  @param {Record<string, string>} headers @returns {Promise<any>} */
 async function request(method, path, body, headers) {
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const bytes = body instanceof Blob;
+  if (body !== undefined) headers["Content-Type"] = bytes ? body.type || "application/octet-stream" : "application/json";
   const response = await fetch(path, {
     method,
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? undefined : bytes ? body : JSON.stringify(body),
     cache: "no-store",
   });
   const text = await response.text();

@@ -9,7 +9,7 @@
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
-import { h, visible } from "./pages.js";
+import { h, preview, visible } from "./pages.js";
 
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
 /** @typedef {import("./types.js").Chat} Chat */
@@ -47,7 +47,6 @@ const t = strings({
     send: "Send",
     stop: "Stop",
     stopping: "Stopping…",
-    working: "The agent is working. What you send now goes to it.",
     steered: "The agent takes this at its next step.",
     queued: "Queued: the agent reads this in a new turn once the current one ends.",
     failed: "The turn failed.",
@@ -93,7 +92,6 @@ const t = strings({
     send: "Отправить",
     stop: "Остановить",
     stopping: "Останавливаю…",
-    working: "Агент работает. То, что вы отправите сейчас, дойдёт до него.",
     steered: "Агент учтёт это на следующем шаге.",
     queued: "В очереди: агент прочтёт это в новом ходе, когда закончит текущий.",
     failed: "Ход завершился ошибкой.",
@@ -115,13 +113,6 @@ const t = strings({
     saved: "Сохранено: следующие ходы этого чата используют это.",
   },
 });
-
-/** The text of a tool call's line. @param {unknown} value */
-const preview = (value) => {
-  if (value === undefined || value === null || value === "") return "";
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  return text.length > 120 ? text.slice(0, 117) + "..." : text;
-};
 
 /** A message bubble: the person's text as typed, an answer as Markdown.
  *  @param {{id: string, role: string, content: string}} message */
@@ -190,8 +181,10 @@ export async function chatPage(main, [selected]) {
   const items = await listChats();
   if (!selected && items.length) selected = items[0].id;
   if (!selected) { messages.append(h("p.empty", {}, t("start"))); form.hidden = true; return; }
+  // The list just read has the chat unless it is archived (the list hides those by default).
   /** @type {Chat} */
-  let chat = (await api("GET", "/v1/chats?limit=100&includeArchived=true")).items.find((item) => item.id === selected)
+  let chat = items.find((item) => item.id === selected)
+    ?? (await api("GET", "/v1/chats?limit=100&includeArchived=true")).items.find((item) => item.id === selected)
     ?? { id: selected, title: null, archived: false, createdAt: "", updatedAt: "", lastMessagePreview: null };
 
   // ----- the chat's header: title, rename, archive, delete -----

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { diffView, h, time, visible } from "./pages.js";
 
 /** @typedef {import("./types.js").ConnectStatus} ConnectStatus */
 /** @typedef {import("./types.js").ClaudeCodeCommand} ClaudeCodeCommand */
@@ -72,8 +72,6 @@ const t = strings({
   },
 });
 
-const time = (/** @type {string | null | undefined} */ at) => (at ? new Date(at).toLocaleString() : "");
-
 /** @param {HTMLElement} main */
 export async function connectPage(main) {
   /** @type {ConnectStatus} */
@@ -97,13 +95,17 @@ function codeCard(refresh) {
   }, t("copy"));
   const make = h("button.primary#code-make", {
     onclick: async () => {
-      /** @type {ClaudeCodeCommand} */
-      const made = await api("POST", "/v1/connect/claude-code");
-      command.value = made.command;
-      command.hidden = false;
-      copy.hidden = false;
-      note.textContent = "";
-      await refresh();
+      try {
+        /** @type {ClaudeCodeCommand} */
+        const made = await api("POST", "/v1/connect/claude-code");
+        command.value = made.command;
+        command.hidden = false;
+        copy.hidden = false;
+        note.textContent = "";
+        await refresh();
+      } catch (error) {
+        note.textContent = visible(error instanceof Error ? error.message : String(error));
+      }
     },
   }, t("code_make"));
   return h("div.card#connect-code", {}, h("h2", {}, t("code_title")), h("p.meta", {}, t("code_note")),
@@ -155,10 +157,7 @@ function renderChange(body, note, change, refresh) {
   }, t("desktop_apply"));
   body.replaceChildren(
     change.exists ? "" : h("p.meta", {}, t("desktop_new_file")),
-    h("pre.diff#desktop-diff", {}, change.diff.split("\n").map((line) => {
-      const kind = line.startsWith("+") && !line.startsWith("+++") ? ".add" : line.startsWith("-") && !line.startsWith("---") ? ".del" : "";
-      return h("span" + kind, {}, line + "\n");
-    })),
+    Object.assign(diffView(change.diff), { id: "desktop-diff" }),
     apply);
 }
 

@@ -51,9 +51,10 @@ function link(href, label) {
   return anchor;
 }
 
-// Inline spans, tried at each position in this order.
+// Inline spans, tried at each position in this order; only code spans and bare URLs (`anywhere`)
+// may start inside a word.
 const INLINE = [
-  { re: /^`([^`\n]+)`/, make: (m) => { const code = node("code"); code.append(textNode(m[1])); return code; } },
+  { anywhere: true, re: /^`([^`\n]+)`/, make: (m) => { const code = node("code"); code.append(textNode(m[1])); return code; } },
   { re: /^\*\*(?=\S)([\s\S]*?\S)\*\*/, make: (m, links) => wrap("strong", m[1], links) },
   { re: /^__(?=\S)([\s\S]*?\S)__/, make: (m, links) => wrap("strong", m[1], links) },
   { re: /^~~(?=\S)([\s\S]*?\S)~~/, make: (m, links) => wrap("del", m[1], links) },
@@ -67,6 +68,7 @@ const INLINE = [
     },
   },
   {
+    anywhere: true,
     re: /^(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/,
     make: (m, links) => {
       const href = links ? safeUrl(m[1]) : null;
@@ -105,8 +107,8 @@ function inline(text, links = true) {
     let matched = false;
     // A span starts at a word boundary (so snake_case_names stay as they are).
     const boundary = !plain || /[\s([{"'>*_~-]$/.test(plain);
-    for (const { re, make } of INLINE) {
-      if (!boundary && !re.source.startsWith("^`") && !re.source.startsWith("^(https")) continue;
+    for (const { anywhere, re, make } of INLINE) {
+      if (!boundary && !anywhere) continue;
       const match = re.exec(rest);
       if (!match) continue;
       flush();

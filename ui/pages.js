@@ -20,6 +20,8 @@ const t = strings({
     always_allow: "Always allow",
     always_title: "Adds a rule to config.toml",
     deny: "Deny",
+    server: "MCP server {name}",
+    server_title: "The external MCP server this tool belongs to",
     live_turns: "Live turns",
     no_agent: "No agent is working right now.",
     running: "running",
@@ -55,12 +57,6 @@ const t = strings({
     tool: "Tool",
     decided_by: "Decided by",
     outcome: "Outcome",
-    chat: "Chat",
-    new_chat: "New chat",
-    start_chat: "Start a new chat.",
-    send: "Send",
-    message_placeholder: "Message Souz's agent…",
-    turn_failed: "The turn failed.",
   },
   ru: {
     waiting: "Ждёт вашего решения",
@@ -73,6 +69,8 @@ const t = strings({
     always_allow: "Разрешать всегда",
     always_title: "Добавляет правило в config.toml",
     deny: "Отклонить",
+    server: "MCP-сервер {name}",
+    server_title: "Внешний MCP-сервер, которому принадлежит этот инструмент",
     live_turns: "Текущие ходы",
     no_agent: "Сейчас ни один агент не работает.",
     running: "выполняется",
@@ -108,12 +106,6 @@ const t = strings({
     tool: "Инструмент",
     decided_by: "Кем решено",
     outcome: "Итог",
-    chat: "Чат",
-    new_chat: "Новый чат",
-    start_chat: "Начните новый чат.",
-    send: "Отправить",
-    message_placeholder: "Сообщение агенту Souz…",
-    turn_failed: "Ход завершился ошибкой.",
   },
 });
 
@@ -164,11 +156,16 @@ export function h(tag, attributes = {}, ...children) {
   return node;
 }
 
-const time = (at) => (at ? new Date(at).toLocaleString() : "");
+/** A time from the daemon in the browser's locale ("" when there is none).
+ *  @param {string | null | undefined} at */
+export const time = (at) => (at ? new Date(at).toLocaleString() : "");
 
-function diffView(diff) {
+/** A unified diff with its added, removed and hunk lines marked (`---`/`+++` name the files).
+ *  @param {string} diff */
+export function diffView(diff) {
   return h("pre.diff", {}, diff.split("\n").map((line) => {
-    const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
+    const header = line.startsWith("+++") || line.startsWith("---");
+    const kind = line.startsWith("@@") ? "hunk" : header ? "" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
     return h("span" + (kind ? "." + kind : ""), {}, line + "\n");
   }));
 }
@@ -221,7 +218,7 @@ function approvalCard(approval, focused) {
     h("div.row", {},
       h("h2", {}, t("wants_to_use", { who: approval.requester_label, tool: approval.tool })),
       h("span.spacer"),
-      approval.server ? h("span.tag.server", { title: "The external MCP server this tool belongs to" }, `MCP server ${approval.server}`) : null,
+      approval.server ? h("span.tag.server", { title: t("server_title") }, t("server", { name: approval.server })) : null,
       h("span.tag", {}, approval.risk)),
     h("p", {}, approval.summary),
     h("p.meta", {}, t("asked_meta", { reason: approval.reason, asked: time(approval.created_at), expires: time(approval.expires_at) })),
@@ -257,8 +254,8 @@ function field(value, name) {
   return value && typeof value === "object" && name in value ? value[name] : undefined;
 }
 
-/** @param {unknown} value */
-const preview = (value) => {
+/** A value shortened for a tool call's line. @param {unknown} value */
+export const preview = (value) => {
   if (value === undefined || value === null || value === "") return "";
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return text.length > 120 ? text.slice(0, 117) + "..." : text;

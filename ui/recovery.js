@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
+import { problemItems, selectProblem } from "./settings.js";
 
 /** @typedef {import("./types.js").ConfigProblem} ConfigProblem */
 /** @typedef {{recovery: boolean, path: string, revision: string, text: string, problems: ConfigProblem[]}} RecoveryDocument */
@@ -16,8 +17,6 @@ const t = strings({
     title: "Souz is in recovery mode",
     intro: "config.toml has problems, so Souz has not started. Fix them below; nothing is written until the whole file is valid, and then Souz starts.",
     problems: "Problems",
-    line: "line {line}, column {column}",
-    environment: "environment",
     save: "Validate and save",
     saved: "Saved. Souz is starting…",
     not_started: "Saved, but Souz did not answer yet; reload the page in a moment.",
@@ -27,8 +26,6 @@ const t = strings({
     title: "Souz в режиме восстановления",
     intro: "В config.toml есть ошибки, поэтому Souz не запущен. Исправьте их ниже; файл не записывается, пока он целиком не станет корректным, после этого Souz запустится.",
     problems: "Ошибки",
-    line: "строка {line}, столбец {column}",
-    environment: "окружение",
     save: "Проверить и сохранить",
     saved: "Сохранено. Souz запускается…",
     not_started: "Сохранено, но Souz ещё не ответил; обновите страницу чуть позже.",
@@ -36,12 +33,17 @@ const t = strings({
   },
 });
 
-/** Whether the daemon is in recovery mode (its public /health says so). */
-export async function inRecovery() {
+/** The daemon's public /health status, or null while it does not answer (e.g. starting). */
+async function healthStatus() {
   try {
     const health = await fetch("/health").then((answer) => answer.json());
-    return health?.status === "recovery";
-  } catch { return false; }
+    return String(health?.status ?? "");
+  } catch { return null; }
+}
+
+/** Whether the daemon is in recovery mode (its public /health says so). */
+export async function inRecovery() {
+  return (await healthStatus()) === "recovery";
 }
 
 /** @param {HTMLElement} main */
@@ -52,18 +54,9 @@ export async function recoveryPage(main) {
   const list = h("ul.problems#recovery-problems");
   const note = h("p#recovery-note");
   /** @param {ConfigProblem} problem */
-  const locate = (problem) => {
-    const lines = area.value.split("\n");
-    let offset = 0;
-    for (let index = 0; index < (problem.line ?? 1) - 1 && index < lines.length; index++) offset += lines[index].length + 1;
-    offset += Math.max(0, (problem.column ?? 1) - 1);
-    area.focus();
-    area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
-  };
+  const locate = (problem) => selectProblem(area, problem);
   /** @param {ConfigProblem[]} problems */
-  const show = (problems) => list.replaceChildren(...problems.map((problem) => h("li", {},
-    problem.line ? h("a", { onclick: () => locate(problem) }, t("line", { line: problem.line, column: problem.column ?? 1 })) : t("environment"),
-    ": ", problem.message)));
+  const show = (problems) => list.replaceChildren(...problemItems(problems, locate));
   show(doc.problems);
   const revision = doc.revision;
   const save = h("button.primary#recovery-save", {
@@ -75,9 +68,8 @@ export async function recoveryPage(main) {
         note.textContent = t("saved");
         for (let tries = 0; tries < 100; tries++) {
           await new Promise((done) => setTimeout(done, 300));
-          if (!(await inRecovery())) {
-            try { await fetch("/health").then((answer) => answer.json()); location.reload(); return; } catch { /* starting */ }
-          }
+          const status = await healthStatus();
+          if (status !== null && status !== "recovery") { location.reload(); return; }
         }
         note.textContent = t("not_started");
       } catch (error) {

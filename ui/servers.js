@@ -9,6 +9,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h, visible } from "./pages.js";
+import { problemItems } from "./settings.js";
 
 /** @typedef {import("./types.js").McpServerList} McpServerList */
 /** @typedef {import("./types.js").McpServerStatus} McpServerStatus */
@@ -22,7 +23,7 @@ const t = strings({
     intro: "External MCP servers whose tools Souz's agents (and your MCP clients through Souz) call, every call through the approval queue.",
     none: "No MCP server is configured yet.",
     name: "Name", transport: "Transport", state: "State", tools: "Tools", actions: "",
-    connected: "connected", not_connected: "not connected", disabled: "disabled",
+    connected: "connected", not_connected: "not connected", disabled: "disabled", on: "enabled",
     restart: "restart to apply",
     test: "Test", edit: "Edit", remove: "Remove", enable: "Enable", disable: "Disable",
     tested_ok: "{name}: ok, {n} tool(s).", tested_failed: "{name}: failed: {error}",
@@ -35,7 +36,6 @@ const t = strings({
     toggled: "Saved: {name} is {state}.",
     restart_note: "Restart Souz to apply.",
     problems: "Not saved: the daemon found problems.",
-    line: "line {line}, column {column}",
     bad_env: "`{pair}` is not NAME=VALUE.",
     confirm_remove: "Remove {name} from config.toml?",
   },
@@ -44,7 +44,7 @@ const t = strings({
     intro: "Внешние MCP-серверы, чьи инструменты вызывают агенты Souz (и ваши MCP-клиенты через Souz); каждый вызов проходит через очередь подтверждений.",
     none: "MCP-серверы ещё не настроены.",
     name: "Имя", transport: "Транспорт", state: "Состояние", tools: "Инструменты", actions: "",
-    connected: "подключён", not_connected: "не подключён", disabled: "выключен",
+    connected: "подключён", not_connected: "не подключён", disabled: "выключен", on: "включён",
     restart: "применится после перезапуска",
     test: "Проверить", edit: "Изменить", remove: "Удалить", enable: "Включить", disable: "Выключить",
     tested_ok: "{name}: работает, инструментов: {n}.", tested_failed: "{name}: ошибка: {error}",
@@ -57,7 +57,6 @@ const t = strings({
     toggled: "Сохранено: {name} — {state}.",
     restart_note: "Перезапустите Souz, чтобы применить.",
     problems: "Не сохранено: демон нашёл ошибки.",
-    line: "строка {line}, столбец {column}",
     bad_env: "`{pair}` — не ИМЯ=ЗНАЧЕНИЕ.",
     confirm_remove: "Удалить {name} из config.toml?",
   },
@@ -105,7 +104,7 @@ export async function serversPage(main) {
           const enabled = !server.enabled;
           /** @type {ConfigSaved} */
           const saved = await api("PUT", `/v1/mcp/servers/${encodeURIComponent(server.name)}/enabled`, { enabled });
-          say(t("toggled", { name: server.name, state: enabled ? t("connected") : t("disabled") }), saved);
+          say(t("toggled", { name: server.name, state: enabled ? t("on") : t("disabled") }), saved);
         }) }, server.enabled ? t("disable") : t("enable")),
         h("button.remove", { onclick: () => act(async () => {
           if (!confirm(t("confirm_remove", { name: server.name }))) return;
@@ -196,6 +195,5 @@ function showError(where, error) {
     return;
   }
   where.replaceChildren(h("div.card", {}, h("strong.error", {}, t("problems")),
-    h("ul.problems#server-problems", {}, problems.map((problem) => h("li", {},
-      problem.line ? t("line", { line: problem.line, column: problem.column ?? 0 }) : "", problem.line ? ": " : "", problem.message)))));
+    h("ul.problems#server-problems", {}, problemItems(problems))));
 }

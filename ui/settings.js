@@ -104,7 +104,7 @@ const t = strings({
 /** @typedef {{doc: ConfigDocument}} DocumentState */
 
 /** Providers that take a key (local servers need none). */
-const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
+export const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
 
 export async function settingsPage(main, [tab = "form"]) {
   /** @type {DocumentState} */
@@ -240,9 +240,31 @@ function showProblems(result, error, onLocate) {
   const problems = rejected(error);
   if (!problems) { result.replaceChildren(h("div.card.error", {}, error.message)); return; }
   result.replaceChildren(h("div.card", {}, h("strong.error", {}, t("not_saved")),
-    h("ul.problems#problems", {}, problems.map((problem) => h("li", {},
-      problem.line ? h("a", { onclick: () => onLocate?.(problem) }, t("line_column", { line: problem.line ?? "", column: problem.column ?? "" })) : "environment",
-      ": ", problem.message)))));
+    h("ul.problems#problems", {}, problemItems(problems, onLocate))));
+}
+
+/** The list items of config.toml's problems (the Settings, Recovery and Servers pages): where
+ *  each is (a link that selects it when `onLocate` is given) and its message.
+ *  @param {ConfigProblem[]} problems @param {(problem: ConfigProblem) => void} [onLocate] */
+export function problemItems(problems, onLocate) {
+  return problems.map((problem) => {
+    const where = t("line_column", { line: problem.line ?? "", column: problem.column ?? "" });
+    return h("li", {},
+      !problem.line ? t("environment") : onLocate ? h("a", { onclick: () => onLocate(problem) }, where) : where,
+      ": ", problem.message);
+  });
+}
+
+/** Selects the character at `problem`'s line and column in `area`.
+ *  @param {HTMLTextAreaElement} area @param {ConfigProblem} problem */
+export function selectProblem(area, problem) {
+  const lines = area.value.split("\n");
+  let offset = 0;
+  const [line, column] = [problem.line ?? 0, problem.column ?? 0];
+  for (let index = 0; index < line - 1 && index < lines.length; index++) offset += lines[index].length + 1;
+  offset += Math.max(0, column - 1);
+  area.focus();
+  area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
 }
 
 /** The problems of a `ConfigRejected` answer, or null for any other error.
@@ -320,15 +342,7 @@ function rawEditor(body, result, documentState) {
   const save = h("button.primary#raw-save", {}, t("validate_save"));
   body.append(h("p.meta", {}, documentState.doc.path), area, h("div.row", {}, save));
   /** @param {ConfigProblem} problem */
-  const locate = (problem) => {
-    const lines = area.value.split("\n");
-    let offset = 0;
-    const [line, column] = [problem.line ?? 0, problem.column ?? 0];
-    for (let index = 0; index < line - 1 && index < lines.length; index++) offset += lines[index].length + 1;
-    offset += Math.max(0, column - 1);
-    area.focus();
-    area.setSelectionRange(offset, Math.min(area.value.length, offset + 1));
-  };
+  const locate = (problem) => selectProblem(/** @type {HTMLTextAreaElement} */ (area), problem);
   save.addEventListener("click", async () => {
     try {
       const saved = /** @type {ConfigSaved} */ (await api("PUT", "/v1/config", { text: area.value, baseRevision: documentState.doc.revision }));

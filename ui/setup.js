@@ -7,7 +7,7 @@
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
-import { restartButton } from "./settings.js";
+import { KEYED_PROVIDERS, restartButton } from "./settings.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -79,20 +79,19 @@ const t = strings({
   },
 });
 
-/** Providers that take a key (local servers need none). */
-const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
-
 /** The current value of `[section] key` in a config document.
  *  @param {ConfigDocument} doc @param {string} section @param {string} key @returns {unknown} */
 function configValue(doc, section, key) {
   return doc.sections.find((s) => s.name === section)?.keys.find((k) => k.name === key)?.value ?? null;
 }
 
-/** Sets `[llm]` keys; resolves to what the daemon said (applied now or after a restart).
- *  @param {{key: string, value: unknown}[]} changes @returns {Promise<string>} */
-async function setLlm(changes) {
+/** Sets `[llm]` keys against `read` (config.toml as read, now when not given); resolves to what the daemon said
+ *  (applied now or after a restart).
+ *  @param {{key: string, value: unknown}[]} changes @param {ConfigDocument} [read]
+ *  @returns {Promise<string>} */
+async function setLlm(changes, read) {
   /** @type {ConfigDocument} */
-  const doc = await api("GET", "/v1/config");
+  const doc = read ?? await api("GET", "/v1/config");
   /** @type {ConfigSaved} */
   const saved = await api("PATCH", "/v1/config", {
     set: changes.map(({ key, value }) => ({ section: "llm", key, value })),
@@ -201,7 +200,7 @@ function serverRow(server, note, changed) {
         const said = await setLlm([
           { key: "local_models", value: listed.includes(chosen) ? listed : [...listed, chosen] },
           { key: "default_model", value: chosen },
-        ]);
+        ], doc);
         note.className = "ok";
         note.textContent = `${t("using_server", { model: model.value, provider: server.provider })} ${said}`;
         if (said) note.append(" ", restartButton("setup-restart"));

@@ -5,7 +5,7 @@
 // install or validate from a folder or .zip path on the daemon's machine, from an uploaded .zip,
 // or from a URL. Everything the daemon says (descriptions, findings, errors) is shown as text.
 
-import { ApiError, api, token } from "./api.js";
+import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h, visible } from "./pages.js";
 
@@ -223,7 +223,7 @@ export async function skillsPage(main) {
   const upload = () => act(async () => {
     const file = fileInput.files?.[0];
     if (!file) throw new Error(t("need_file"));
-    return installedCard(/** @type {InstalledSkill} */ (await uploadZip(file)));
+    return installedCard(/** @type {InstalledSkill} */ (await api("POST", "/v1/skills/archive", new Blob([file], { type: "application/zip" }))));
   });
 
   main.append(h("h1", {}, t("title")), h("p.meta", {}, t("intro")),
@@ -286,17 +286,3 @@ export async function skillsPage(main) {
   await render();
 }
 
-/** Sends a .zip as the request body of `POST /v1/skills/archive`.
- *  @param {File} file @returns {Promise<unknown>} */
-async function uploadZip(file) {
-  const response = await fetch("/v1/skills/archive", {
-    method: "POST",
-    headers: { Authorization: `Bearer ${token()}`, "Content-Type": "application/zip" },
-    body: file,
-    cache: "no-store",
-  });
-  const text = await response.text();
-  const parsed = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new ApiError(response.status, parsed);
-  return parsed;
-}

@@ -312,8 +312,8 @@ fn commands_cannot_read_the_daemons_secrets() {
     assert!(text.contains("done"), "{ended}");
 }
 
-#[tokio::test]
-async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
+/// A loopback HTTP server answering `reached` to every request; its port.
+fn reached_server() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -327,6 +327,12 @@ async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
             let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
         }
     });
+    port
+}
+
+#[tokio::test]
+async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
+    let port = reached_server();
     let script = format!("curl -s -m 5 http://127.0.0.1:{port}/; echo \" exit=$?\"");
     let fixture = confined(|_| {});
     let Some(offline) = fixture.run(CommandRequest::shell(&script)).await else {
@@ -348,16 +354,7 @@ async fn confined_commands_use_the_network_only_when_the_call_asks_for_it() {
 /// no protected reads, no network and no UNIX sockets even where `RunCommand` has them.
 #[tokio::test]
 async fn a_skill_command_cannot_escape_its_manifest() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else {
-                return;
-            };
-            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
-        }
-    });
+    let port = reached_server();
     let sockets = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let socket = sockets.path().canonicalize().unwrap().join("skill.sock");
     let socket_server = SocketServer::start(UnixListener::bind(&socket).unwrap());
@@ -425,19 +422,7 @@ async fn a_skill_command_cannot_escape_its_manifest() {
 /// connection past the proxy by the confinement, and UNIX sockets stay out of reach.
 #[tokio::test]
 async fn a_skill_reaches_only_its_listed_hosts_through_its_egress_proxy() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else {
-                return;
-            };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut request = [0u8; 1024];
-            let _ = stream.read(&mut request);
-            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
-        }
-    });
+    let port = reached_server();
     let sockets = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let socket = sockets.path().canonicalize().unwrap().join("egress.sock");
     let socket_server = SocketServer::start(UnixListener::bind(&socket).unwrap());

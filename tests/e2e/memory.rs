@@ -51,6 +51,8 @@ fn add_list_search_show_and_forget_through_the_cli() {
         &[
             "add",
             "Deploys go through staging first",
+            "--kind",
+            "project_rule",
             "--scope",
             "project:souz",
             "--pin",
@@ -66,6 +68,8 @@ fn add_list_search_show_and_forget_through_the_cli() {
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     let page = json(&daemon, &["list", "--pinned", "--json"]);
     assert_eq!(page["items"][0]["scope"], "project:souz", "{page}");
+    let (ok, text) = cli(&daemon, &["list", "--pinned"]);
+    assert!(ok && text.contains(" project_rule "), "{text}");
     let (ok, text) = cli(&daemon, &["list", "--text", "helix"]);
     assert!(
         ok && text.contains(&editor_id) && !text.contains("staging"),

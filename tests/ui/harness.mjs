@@ -3,7 +3,7 @@
 // `before` and `session.close()` in `after`.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
@@ -49,11 +49,13 @@ export async function stopDaemon(child) {
   await exited;
 }
 
-/** A daemon in fresh Souz and user homes, and a browser. `daemon`, `base` and `token` may be
- *  replaced by a test that restarts the daemon. */
-export async function startSession(env = {}) {
+/** A daemon in fresh Souz and user homes (its config.toml `config` when given), and a browser.
+ *  `daemon`, `base` and `token` may be replaced by a test that restarts the daemon.
+ *  @param {Record<string, string>} [env] @param {{config?: string}} [options] */
+export async function startSession(env = {}, { config } = {}) {
   const home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
   const user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
+  if (config !== undefined) writeFileSync(join(home, "config.toml"), config);
   const started = await startDaemon(home, user, env);
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -71,12 +73,13 @@ export async function startSession(env = {}) {
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : null };
     },
-    /** Opens the app signed in at `route`, once it is connected. */
-    async page(route = "/queue") {
-      const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
+    /** Opens the app signed in at `route` (none named: where the app opens by itself), once
+     *  it is connected. */
+    async page(route = "/queue", { height = 820 } = {}) {
+      const context = await browser.newContext({ viewport: { width: 1200, height } });
       const tab = await context.newPage();
       tab.on("pageerror", (error) => { throw error; });
-      await tab.goto(`${session.base}/app/#token=${session.token}&go=${route}`);
+      await tab.goto(`${session.base}/app/#token=${session.token}${route ? `&go=${route}` : ""}`);
       await tab.waitForSelector("#connection.up");
       return tab;
     },

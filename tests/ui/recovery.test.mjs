@@ -6,38 +6,22 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
-import { shot, startDaemon, stopDaemon, waitFor } from "./harness.mjs";
+import { shot, startSession, waitFor } from "./harness.mjs";
 
 const BAD = "[server]\nmax_connections = \"many\"\n\n[llm]\ntemperature = \"hot\"\n";
-let daemon, browser, home, user;
+let session;
 
-before(async () => {
-  home = mkdtempSync(join(tmpdir(), "souz-ui-recovery-home-"));
-  user = mkdtempSync(join(tmpdir(), "souz-ui-recovery-user-"));
-  writeFileSync(join(home, "config.toml"), BAD);
-  daemon = await startDaemon(home, user);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
-});
-
-after(async () => {
-  await browser?.close();
-  await stopDaemon(daemon?.child);
-  if (home) rmSync(home, { recursive: true, force: true });
-  if (user) rmSync(user, { recursive: true, force: true });
-});
+before(async () => { session = await startSession({}, { config: BAD }); });
+after(async () => { await session?.close(); });
 
 test("an invalid config.toml opens recovery; a valid save starts Souz; Restart Souz restarts it", async () => {
+  const { browser, home, base, token } = session;
   const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
   const tab = await context.newPage();
   tab.on("pageerror", (error) => { throw error; });
-  await tab.goto(`${daemon.url}/app/#token=${daemon.token}`);
+  await tab.goto(`${base}/app/#token=${token}`);
   await tab.waitForSelector("#recovery-problems li");
   const problems = await tab.locator("#recovery-problems li").allTextContents();
   assert.equal(problems.length, 2, problems.join("\n"));
@@ -60,18 +44,18 @@ test("an invalid config.toml opens recovery; a valid save starts Souz; Restart S
   assert.match(readFileSync(join(home, "config.toml"), "utf8"), /default_agent = "graph"/);
 
   // A restart-bound change, then Restart Souz from Settings: same address, back up.
-  await tab.goto(`${daemon.url}/app/#/settings/form`);
+  await tab.goto(`${base}/app/#/settings/form`);
   await tab.waitForSelector("#field-server-max_connections");
   await tab.fill("#field-server-max_connections", "128");
   await tab.click("#settings-save");
   await tab.waitForSelector("#settings-result .ok");
   assert.match(await tab.textContent("#settings-result"), /Takes effect after a restart: server\.max_connections/);
-  const pending = await fetch(`${daemon.url}/v1/config`, { headers: { Authorization: `Bearer ${daemon.token}` } }).then((answer) => answer.json());
+  const pending = await fetch(`${base}/v1/config`, { headers: { Authorization: `Bearer ${token}` } }).then((answer) => answer.json());
   assert.deepEqual(pending.pendingRestart, ["server.max_connections"]);
   await tab.click("#restart-now");
   await waitFor(async () => {
     try {
-      const answer = await fetch(`${daemon.url}/v1/config`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+      const answer = await fetch(`${base}/v1/config`, { headers: { Authorization: `Bearer ${token}` } });
       return answer.ok && (await answer.json()).pendingRestart.length === 0;
     } catch { return false; }
   }, "the restarted daemon", 30000);

@@ -7,14 +7,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import { startFakeOpenAi, text } from "./fake-openai.mjs";
-import { shot, startDaemon, stopDaemon, waitFor } from "./harness.mjs";
+import { shot, startSession, waitFor } from "./harness.mjs";
 
-let provider, ollama, daemon, browser, home, user;
+let provider, ollama, session;
 
 /** A loopback server answering `GET /v1/models` the way Ollama's OpenAI-compatible API does. */
 async function startFakeOllama(models) {
@@ -39,54 +37,31 @@ async function closedPort() {
   return `http://127.0.0.1:${port}/v1`;
 }
 
-const api = async (method, path, body) => {
-  const response = await fetch(daemon.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${daemon.token}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const answer = await response.text();
-  return { status: response.status, body: answer ? JSON.parse(answer) : null };
-};
+const api = (...args) => session.api(...args);
 
 /** Opens the app the way the menu-bar app does ("Open Souz": no route named). */
-async function openWindow(route) {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-  const tab = await context.newPage();
-  tab.on("pageerror", (error) => { throw error; });
-  await tab.goto(`${daemon.url}/app/#token=${daemon.token}${route ? `&go=${route}` : ""}`);
-  await tab.waitForSelector("#connection.up");
-  return tab;
-}
+const openWindow = (route) => session.page(route ?? null, { height: 900 });
 
 before(async () => {
   provider = await startFakeOpenAi();
   ollama = await startFakeOllama(["llama3.2", "qwen3:8b"]);
-  home = mkdtempSync(join(tmpdir(), "souz-ui-setup-home-"));
-  user = mkdtempSync(join(tmpdir(), "souz-ui-setup-user-"));
-  writeFileSync(join(home, "config.toml"), [
-    "[llm]",
-    `openai_base_url = "${provider.url}/v1"`,
-    `ollama_base_url = "${ollama.url}/v1"`,
-    `lm_studio_base_url = "${await closedPort()}"`,
-    `llama_cpp_base_url = "${await closedPort()}"`,
-    "max_retries = 0",
-    "",
-  ].join("\n"));
-  daemon = await startDaemon(home, user);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  session = await startSession({}, {
+    config: [
+      "[llm]",
+      `openai_base_url = "${provider.url}/v1"`,
+      `ollama_base_url = "${ollama.url}/v1"`,
+      `lm_studio_base_url = "${await closedPort()}"`,
+      `llama_cpp_base_url = "${await closedPort()}"`,
+      "max_retries = 0",
+      "",
+    ].join("\n"),
   });
 });
 
 after(async () => {
-  await browser?.close();
-  await stopDaemon(daemon?.child);
+  await session?.close();
   await provider?.close();
   await ollama?.close();
-  if (home) rmSync(home, { recursive: true, force: true });
-  if (user) rmSync(user, { recursive: true, force: true });
 });
 
 test("the first window opens on the setup: a key is stored and checked, a refusal is clear", async () => {
@@ -131,7 +106,7 @@ test("a local server that answers is offered with its models and chosen", async 
   await tab.click('.local-server[data-provider="ollama"] .use-server');
   await tab.waitForSelector("#local-note.ok");
   assert.match(await tab.textContent("#local-note"), /Souz will use qwen3:8b on ollama/);
-  const config = readFileSync(join(home, "config.toml"), "utf8");
+  const config = readFileSync(join(session.home, "config.toml"), "utf8");
   assert.match(config, /local_models = \["ollama\/qwen3:8b"\]/);
   assert.match(config, /default_model = "ollama\/qwen3:8b"/);
   assert.match(config, /max_retries = 0/, "the rest of the file is kept");
@@ -153,7 +128,7 @@ test("skipping ends the setup: the next window opens on the Queue; it can be res
   await waitFor(async () => (await again.locator("#main > *").count()) > 0, "a page");
   assert.notEqual(new URL(again.url()).hash, "#/setup");
   // Resumable from Settings.
-  await again.goto(`${daemon.url}/app/#/settings`);
+  await again.goto(`${session.base}/app/#/settings`);
   await again.waitForSelector("#run-setup");
   await again.click("#run-setup");
   await again.waitForSelector("#setup-key-card");

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use souz_protocol::{
     MemoryFact, MemoryKind, MemoryQuery, MemorySearchRequest, MemoryStatusFilter, NewMemoryFact,
@@ -101,6 +102,14 @@ fn wire_enum<T: DeserializeOwned>(what: &str, text: &str) -> Result<T> {
         .with_context(|| format!("`{text}` is not a memory {what}"))
 }
 
+/// A wire enum's name in lower case (`project_rule`), as the options take it.
+fn wire_name<T: Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name.to_lowercase(),
+        _ => String::new(),
+    }
+}
+
 fn kind(text: Option<String>) -> Result<Option<MemoryKind>> {
     text.map(|text| wire_enum("kind", &text)).transpose()
 }
@@ -110,7 +119,7 @@ fn print_fact_line(fact: &MemoryFact) {
     say!(
         "{} {pin} {:<16} {:<20} {}: {}",
         fact.id,
-        format!("{:?}", fact.kind).to_lowercase(),
+        wire_name(fact.kind),
         truncate(&fact.scope, 20),
         truncate(&fact.title, 40),
         truncate(&fact.body.replace('\n', " "), 80),
@@ -127,11 +136,11 @@ async fn show(client: &souz_client::DaemonClient, id: &str, json: bool) -> Resul
     say!("{}", fact.title);
     say!("{}", fact.body);
     say!(
-        "id {}  {:?}  {}  {:?}",
+        "id {}  {}  {}  {}",
         fact.id,
-        fact.kind,
+        wire_name(fact.kind),
         fact.scope,
-        fact.status
+        wire_name(fact.status)
     );
     if let Some(key) = &fact.canonical_key {
         say!("key {key}");

@@ -264,8 +264,9 @@ impl DaemonClient {
     }
 }
 
-/// A path segment with everything but unreserved characters percent-encoded.
-fn encode_segment(text: &str) -> String {
+/// A path segment (or query-string value) with everything but unreserved characters
+/// percent-encoded.
+pub(crate) fn encode_segment(text: &str) -> String {
     text.bytes()
         .map(|byte| {
             if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {

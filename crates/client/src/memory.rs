@@ -6,20 +6,8 @@ use souz_protocol::{
     MemorySearchRequest, MemorySearchResult, NewMemoryFact,
 };
 
+use crate::calls::encode_segment as encode;
 use crate::{ClientError, DaemonClient};
-
-/// A query-string value with everything but unreserved characters percent-encoded.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|byte| {
-            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-                (byte as char).to_string()
-            } else {
-                format!("%{byte:02X}")
-            }
-        })
-        .collect()
-}
 
 /// `query` as a query string (`?kind=PREFERENCE&...`, or nothing).
 fn query_string(query: &MemoryQuery) -> Result<String, ClientError> {

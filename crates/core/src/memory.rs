@@ -366,43 +366,6 @@ impl Memory {
             .await
     }
 
-    /// Retires a fact (kept, never recalled).
-    pub async fn retire(&self, fact_id: &str) -> Result<(), MemoryError> {
-        let id = fact_id.to_owned();
-        let found = self
-            .inner
-            .store
-            .write(move |tx| {
-                Ok::<_, MemoryError>(
-                    facts::set_status(tx, &id, Status::Retired)?
-                        .then(|| facts::get(tx, &id))
-                        .transpose()?
-                        .flatten(),
-                )
-            })
-            .await?;
-        let fact = found.ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))?;
-        self.announce(wire::Change::Retired, &[fact]).await;
-        Ok(())
-    }
-
-    /// Deletes a fact with its evidence and vector.
-    pub async fn delete(&self, fact_id: &str) -> Result<(), MemoryError> {
-        let id = fact_id.to_owned();
-        let found = self
-            .inner
-            .store
-            .write(move |tx| {
-                let fact = facts::get(tx, &id)?;
-                facts::delete(tx, &id)?;
-                Ok::<_, MemoryError>(fact)
-            })
-            .await?;
-        let fact = found.ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()))?;
-        self.announce(wire::Change::Deleted, &[fact]).await;
-        Ok(())
-    }
-
     async fn query_vector(&self, text: &str) -> Option<QueryVector> {
         let embedder = self.inner.embedder.as_ref()?;
         if text.trim().is_empty() {

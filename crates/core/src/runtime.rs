@@ -588,8 +588,8 @@ fn mcp_clients(
 
 /// What a settings save applies live: `[llm]` (the LLM service's models, base URLs, timeouts
 /// and CA files, and the chat defaults it sets) and `[agent]` (the default agent and context
-/// size of new turns). `[notifications]` is the app's: it re-reads the section before each
-/// notice, so nothing here holds it.
+/// size of new turns). `[notifications]` is the app's and live without a hook
+/// (`config_editor::LIVE_SECTIONS`).
 fn reload_on_save(
     editor: &ConfigEditor,
     llm: &Arc<LlmService>,
@@ -603,7 +603,6 @@ fn reload_on_save(
         chats.set_defaults(chat_defaults(config, &gate));
         Ok(())
     });
-    editor.on_save("notifications", |_| Ok(()));
     let agents = agents.clone();
     editor.on_save("agent", move |config| {
         agents.set_defaults(

@@ -23,9 +23,8 @@ use souz_protocol::{Action, ToolCategory, ToolResult};
 use crate::agent::dispatch::{GateCall, call_gate_with};
 use crate::llm;
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
-use crate::skills::manifest::{MANIFEST_PATH, Permissions};
 use crate::skills::registry::{Listed, Loaded, Registry, Source};
-use crate::skills::rules::Severity;
+use crate::skills::rules::{Finding, Severity};
 use crate::tools::gate::Gate;
 use crate::tools::{DynTool, ToolSpec};
 
@@ -41,7 +40,7 @@ pub(crate) struct ToolFilter(Option<Arc<BTreeSet<String>>>);
 
 impl ToolFilter {
     /// Every catalog tool.
-    pub(crate) fn all() -> Self {
+    pub(crate) const fn all() -> Self {
         Self(None)
     }
 
@@ -349,28 +348,19 @@ impl SkillBundles for Registry {
                 )));
             }
             // Only what the agents could find: enabled, loading, approved by validation.
-            let Ok(Ok(loaded)) = self.usable(skill).await else {
+            let Ok(Ok((loaded, findings))) = self.usable(skill).await else {
                 return None;
             };
-            let permissions = match loaded.bundle.files().get(MANIFEST_PATH) {
-                Some(text) => match crate::skills::manifest::parse(text) {
-                    Ok(permissions) => permissions,
-                    Err(problems) => return Some(Err(problems.join("; "))),
-                },
-                None => Permissions::default(),
-            };
-            // Cached by hash: `usable` has just validated this bundle.
-            let findings = match self.verdict(run.id, &loaded.bundle, None).await {
-                Ok(verdict) => verdict.findings,
-                Err(error) => return Some(Err(error.to_string())),
-            };
-            let tool = Arc::new(SkillCommandTool::new(SkillCommandParts {
+            let tool = SkillCommandTool::new(SkillCommandParts {
                 id: run.id.to_owned(),
                 bundle: loaded.bundle,
-                permissions,
                 findings,
                 approvals: run.call.gate.approvals().clone(),
-            }));
+            });
+            let tool = match tool {
+                Ok(tool) => Arc::new(tool),
+                Err(problems) => return Some(Err(problems.join("; "))),
+            };
             let call = GateCall {
                 tool: tool.spec().name,
                 ..run.call
@@ -382,9 +372,12 @@ impl SkillBundles for Registry {
 }
 
 impl Registry {
-    /// The listed skill `skill` loaded once, if it is enabled, loads and passes validation;
-    /// otherwise why not (disabled, or rejected with the reasons).
-    async fn usable(&self, skill: Listed) -> Result<Result<Loaded, BundleLookup>, String> {
+    /// The listed skill `skill` loaded once with its validation findings, if it is enabled,
+    /// loads and passes validation; otherwise why not (disabled, or rejected with the reasons).
+    async fn usable(
+        &self,
+        skill: Listed,
+    ) -> Result<Result<(Loaded, Vec<Finding>), BundleLookup>, String> {
         if !skill.enabled {
             return Ok(Err(BundleLookup::Disabled));
         }
@@ -407,13 +400,13 @@ impl Registry {
                 .collect();
             return Ok(Err(BundleLookup::Rejected(reasons.join("; "))));
         }
-        Ok(Ok(loaded))
+        Ok(Ok((loaded, verdict.findings)))
     }
 
     /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.
     async fn lookup_listed(&self, skill: Listed) -> Result<BundleLookup, String> {
         let loaded = match self.usable(skill).await? {
-            Ok(loaded) => loaded,
+            Ok((loaded, _)) => loaded,
             Err(unusable) => return Ok(unusable),
         };
         let id = loaded.listed.id.clone();

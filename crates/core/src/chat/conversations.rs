@@ -152,18 +152,7 @@ impl Chats {
     /// for its answer is no turn running). Checked before the agents forget the chat.
     pub async fn check_deletable(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
         self.require_chat(user, chat_id).await?;
-        let chat_id = chat_id.to_owned();
-        let active = self
-            .inner
-            .store
-            .read(move |c| records::active_execution(c, &chat_id))
-            .await?;
-        match active {
-            Some(row) if row.execution.status != ExecutionStatus::WaitingOption => {
-                Err(ChatError::ActiveExecution)
-            }
-            _ => Ok(()),
-        }
+        refuse_running(self.active(chat_id).await?.as_ref())
     }
 
     /// Deletes a chat with its messages, executions, events and questions (for good). The
@@ -173,11 +162,7 @@ impl Chats {
         self.inner
             .store
             .write(move |tx| {
-                if let Some(row) = records::active_execution(tx, &chat_id)?
-                    && row.execution.status != ExecutionStatus::WaitingOption
-                {
-                    return Err(ChatError::ActiveExecution);
-                }
+                refuse_running(records::active_execution(tx, &chat_id)?.as_ref())?;
                 let key = ChatKey {
                     user_id: &user_id,
                     chat_id: &chat_id,
@@ -268,4 +253,15 @@ pub struct MessagePage {
     pub before: Option<i64>,
     pub after: Option<i64>,
     pub limit: usize,
+}
+
+/// A chat with a turn running is not deleted (a question waiting for its answer is no turn
+/// running).
+fn refuse_running(active: Option<&records::ExecutionRow>) -> Result<(), ChatError> {
+    match active {
+        Some(row) if row.execution.status != ExecutionStatus::WaitingOption => {
+            Err(ChatError::ActiveExecution)
+        }
+        _ => Ok(()),
+    }
 }

@@ -151,7 +151,8 @@ impl Chats {
             .contains_key(execution_id)
     }
 
-    async fn active(&self, chat_id: &str) -> Result<Option<ExecutionRow>, ChatError> {
+    /// The chat's active execution (running or waiting for an answer), if any.
+    pub(super) async fn active(&self, chat_id: &str) -> Result<Option<ExecutionRow>, ChatError> {
         let chat_id = chat_id.to_owned();
         Ok(self
             .inner

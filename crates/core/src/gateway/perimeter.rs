@@ -266,7 +266,8 @@ fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
         .map(str::trim)
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// The token of an `Authorization: Bearer <token>` header (any case of the scheme), if any.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -181,12 +181,7 @@ async fn health(State(shared): State<Recovery>) -> axum::Json<RecoveryHealth> {
 
 /// The operator token, compared in constant time.
 fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default()
-        .trim();
+    let presented = perimeter::bearer(headers).unwrap_or_default();
     if !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(shared.token.as_bytes())) {
         Ok(())
     } else {

@@ -15,7 +15,10 @@ use souz_protocol::memory::MemoryKind;
 use souz_protocol::{Requester, Risk, ToolCategory};
 
 use super::editing::checked_canonical_key;
-use super::wire::{MAX_BODY_CHARS, MAX_TITLE_CHARS, kind_from_wire, scope_label};
+use super::wire::{
+    DEFAULT_SEARCH, MAX_BODY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH, MAX_TITLE_CHARS, kind_from_wire,
+    scope_label, search_hints, shortened,
+};
 use super::{Context, Kind, Memory, MemoryError, NewFact, Origin, Scope, Status};
 use crate::LOCAL_USER;
 use crate::tools::external::ExternalTool;
@@ -24,11 +27,6 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, eras
 /// The name the memory tools are registered under in the gate (no configured MCP server can
 /// have it: server names are TOML keys of `[mcp.servers]` without `/`).
 pub(crate) const TOOLS_SERVER: &str = "@souz/memory";
-/// Facts a search returns by default, and at most.
-const DEFAULT_SEARCH: u32 = 8;
-const MAX_SEARCH: u32 = 20;
-/// Longest query, in characters.
-const MAX_QUERY_CHARS: usize = 2_000;
 
 /// The memory tools for MCP clients.
 pub(crate) fn external_tools(memory: &Memory) -> Vec<ExternalTool> {
@@ -50,13 +48,6 @@ fn tool_error(error: MemoryError) -> ToolError {
         MemoryError::Invalid(message) => ToolError::InvalidArguments(message),
         MemoryError::NotFound(_) => ToolError::Failed(error.to_string()),
         other => ToolError::Internal(other.to_string()),
-    }
-}
-
-fn shortened(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 
@@ -151,14 +142,7 @@ impl Tool for SearchMemory {
             session: None,
             project: None,
         };
-        let mut hints: Vec<String> = args
-            .hints
-            .into_iter()
-            .filter(|hint| !hint.trim().is_empty())
-            .collect();
-        if hints.is_empty() {
-            hints.push(args.query.clone());
-        }
+        let hints = search_hints(&args.query, args.hints);
         let limit = args.limit.unwrap_or(DEFAULT_SEARCH);
         let found = self
             .0

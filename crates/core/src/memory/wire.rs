@@ -17,6 +17,34 @@ use super::{Memory, MemoryError};
 pub const MAX_TITLE_CHARS: usize = 200;
 /// Longest body a surface may store, in characters.
 pub const MAX_BODY_CHARS: usize = 4_000;
+/// Longest search query a surface accepts, in characters.
+pub const MAX_QUERY_CHARS: usize = 2_000;
+/// Facts a surface's search returns by default.
+pub const DEFAULT_SEARCH: u32 = 8;
+/// Facts a surface's search returns at most.
+pub const MAX_SEARCH: u32 = 20;
+
+/// `text` cut to `max` characters, with `…` when something was cut.
+pub(crate) fn shortened(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// The lexical hints of a surface's search: the non-blank `hints`, or (as automatic recall
+/// does) the query's own words when there are none.
+pub(crate) fn search_hints(query: &str, hints: Vec<String>) -> Vec<String> {
+    let hints: Vec<String> = hints
+        .into_iter()
+        .filter(|hint| !hint.trim().is_empty())
+        .collect();
+    if hints.is_empty() {
+        vec![query.to_owned()]
+    } else {
+        hints
+    }
+}
 
 /// A kind on the wire.
 pub fn kind_to_wire(kind: Kind) -> MemoryKind {

@@ -31,8 +31,9 @@ use crate::config::edit::{self, EditError};
 use crate::config::{Config, ENV_OVERRIDES, Location, OverrideTarget, Problem};
 
 /// Sections whose every key applies without a restart: `[approvals]` (rules, defaults per risk
-/// class, timeout) is re-read by the policy on every call.
-pub(crate) const LIVE_SECTIONS: &[&str] = &["approvals"];
+/// class, timeout) is re-read by the policy on every call, `[notifications]` by the app before
+/// each notice.
+pub(crate) const LIVE_SECTIONS: &[&str] = &["approvals", "notifications"];
 
 /// Keys of sections with a reload hook that still take effect only at the next start.
 pub(crate) const RESTART_KEYS: &[&str] = &["llm.key_storage"];

@@ -15,7 +15,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 /// The name of Claude Code's client token.
 pub const CODE_CLIENT: &str = "claude-code";
@@ -82,14 +81,6 @@ pub fn desktop_config_path(user_home: &Path) -> PathBuf {
         user_home.join(".config/Claude")
     };
     folder.join("claude_desktop_config.json")
-}
-
-/// SHA-256 of `text` in hex (empty text: the file does not exist).
-pub(crate) fn revision(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 /// The file's text with `mcpServers.souz` set to `server`, everything else kept. `current` is

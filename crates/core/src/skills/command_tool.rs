@@ -26,7 +26,7 @@ use serde_json::Value;
 use souz_protocol::{Risk, ToolAnnotations, ToolCallStatus, ToolCategory};
 
 use super::bundle::Bundle;
-use super::manifest::{MANIFEST_PATH, Permissions};
+use super::manifest::{self, MANIFEST_PATH, Permissions};
 use super::rules::Finding;
 use super::run::{self, SkillCommandArgs, SkillFiles};
 use crate::approvals::{Approvals, CallTarget, NewApproval, RequestError};
@@ -59,10 +59,8 @@ pub(crate) struct SkillCommandTool {
 pub(crate) struct SkillCommandParts {
     /// The skill's id.
     pub id: String,
-    /// Its files (hashed here).
+    /// Its files (hashed here; its manifest is read from them).
     pub bundle: Bundle,
-    /// Its manifest.
-    pub permissions: Permissions,
     /// What validation found (shown with the consent).
     pub findings: Vec<Finding>,
     /// Where consent is looked up and written.
@@ -80,7 +78,13 @@ pub(crate) struct SkillRunResult {
 }
 
 impl SkillCommandTool {
-    pub(crate) fn new(parts: SkillCommandParts) -> Self {
+    /// The tool of `parts.bundle`, confined by its manifest (none: nothing beyond its own
+    /// folder); the manifest's problems if it does not parse.
+    pub(crate) fn new(parts: SkillCommandParts) -> Result<Self, Vec<String>> {
+        let permissions = match parts.bundle.files().get(MANIFEST_PATH) {
+            Some(text) => manifest::parse(text)?,
+            None => Permissions::default(),
+        };
         let hash = parts.bundle.hash();
         let name = tool_name(&parts.id, &hash);
         let spec = ToolSpec {
@@ -95,15 +99,15 @@ impl SkillCommandTool {
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: None,
         };
-        Self {
+        Ok(Self {
             spec,
             id: parts.id,
             hash,
             bundle: Arc::new(parts.bundle),
-            permissions: parts.permissions,
+            permissions,
             findings: parts.findings,
             approvals: parts.approvals,
-        }
+        })
     }
 
     fn short_hash(&self) -> String {

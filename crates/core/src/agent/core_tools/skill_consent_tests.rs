@@ -5,10 +5,9 @@
 
 use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, Verdict};
 
-use super::skill_gate_tests::{run_notes, run_notes_waiting, write_notes};
+use super::skill_gate_tests::{registry, run_notes, run_notes_waiting, write_notes};
 use crate::agent::tests::{Fixture, fixture};
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
-use crate::skills::manifest;
 use crate::skills::registry::Registry;
 
 /// Installs `folder` and asks for consent as the install route does: the pending approval's
@@ -16,19 +15,13 @@ use crate::skills::registry::Registry;
 async fn install(f: &Fixture, registry: &Registry, folder: &std::path::Path) -> Option<String> {
     let installed = registry.install_folder(folder).await.unwrap();
     let loaded = registry.load(&installed.id).await.unwrap();
-    let permissions = loaded
-        .bundle
-        .files()
-        .get(manifest::MANIFEST_PATH)
-        .map(|text| manifest::parse(text).unwrap())
-        .unwrap_or_default();
     let tool = SkillCommandTool::new(SkillCommandParts {
         id: installed.id,
         bundle: loaded.bundle,
-        permissions,
         findings: installed.verdict.findings,
         approvals: f.gate.approvals().clone(),
-    });
+    })
+    .unwrap();
     tool.ask_consent().await.unwrap()
 }
 
@@ -49,10 +42,6 @@ async fn decide(f: &Fixture, id: &str, decision: Verdict) {
         via: Some("test".into()),
     };
     f.gate.approvals().decide(id, request).await.unwrap();
-}
-
-fn registry(f: &Fixture, temp: &std::path::Path) -> Registry {
-    Registry::new(&temp.join("souz"), &temp.join("home"), &[], f.store.clone())
 }
 
 #[tokio::test]

@@ -8,12 +8,17 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use souz_protocol::{ApprovalStatus, DecisionRequest, Outcome, ScopeKind, Verdict};
 
+use super::tests::core_call;
 use super::*;
-use crate::agent::events::NoSink;
 use crate::agent::memory::NoMemory;
 use crate::agent::tests::{Fixture, fixture};
 use crate::approvals::audit::AuditQuery;
 use crate::skills::registry::Registry;
+
+/// A registry with its Souz home and home folder under `temp`.
+pub(super) fn registry(f: &Fixture, temp: &std::path::Path) -> Registry {
+    Registry::new(&temp.join("souz"), &temp.join("home"), &[], f.store.clone())
+}
 
 /// Writes the skill `notes` with `manifest` under `root`.
 pub(super) fn write_notes(root: &std::path::Path, manifest: &str) -> std::path::PathBuf {
@@ -49,17 +54,7 @@ pub(super) async fn run_notes_waiting(
     consent: Option<String>,
 ) -> (CoreOutput, Option<souz_protocol::Approval>) {
     let knowledge = KnowledgeStore::new(f.store.clone());
-    let call = CoreCall {
-        chat_id: "chat",
-        owner: "local",
-        tool_call_id: "call-1",
-        gate: &f.gate,
-        tools: &ToolFilter::all(),
-        knowledge: &knowledge,
-        memory: &NoMemory,
-        sink: &NoSink,
-        bundles: registry,
-    };
+    let call = core_call(f, &knowledge, &NoMemory, registry);
     let approvals = f.gate.approvals().clone();
     let decider = tokio::spawn(async move {
         if let Some(tool) = consent {
@@ -119,12 +114,7 @@ async fn audit_rows(f: &Fixture) -> Vec<souz_protocol::AuditEntry> {
 async fn a_bundle_is_consented_once_and_asked_again_when_its_manifest_changes() {
     let f = fixture().await;
     let temp = tempfile::tempdir().unwrap();
-    let registry = Registry::new(
-        &temp.path().join("souz"),
-        &temp.path().join("home"),
-        &[],
-        f.store.clone(),
-    );
+    let registry = registry(&f, temp.path());
     let source = temp.path().join("src");
     let folder = write_notes(&source, "[permissions]\ntime_limit_seconds = 20\n");
     registry.install_folder(&folder).await.unwrap();
@@ -208,26 +198,11 @@ async fn a_bundle_is_consented_once_and_asked_again_when_its_manifest_changes() 
 async fn invalid_arguments_fail_before_anyone_is_asked_and_pause_denies() {
     let f = fixture().await;
     let temp = tempfile::tempdir().unwrap();
-    let registry = Registry::new(
-        &temp.path().join("souz"),
-        &temp.path().join("home"),
-        &[],
-        f.store.clone(),
-    );
+    let registry = registry(&f, temp.path());
     let folder = write_notes(temp.path(), "");
     registry.install_folder(&folder).await.unwrap();
     let knowledge = KnowledgeStore::new(f.store.clone());
-    let call = CoreCall {
-        chat_id: "chat",
-        owner: "local",
-        tool_call_id: "call-1",
-        gate: &f.gate,
-        tools: &ToolFilter::all(),
-        knowledge: &knowledge,
-        memory: &NoMemory,
-        sink: &NoSink,
-        bundles: &registry,
-    };
+    let call = core_call(&f, &knowledge, &NoMemory, &registry);
     let output = CoreTool::RunSkillCommand
         .run(
             &call,

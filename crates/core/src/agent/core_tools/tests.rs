@@ -11,6 +11,29 @@ use crate::agent::memory::{
 use crate::agent::skills::{NoSkillBundles, SkillBundles, category_names};
 use crate::agent::tests::{Fixture, fixture};
 
+/// Every catalog tool, for [`core_call`].
+static ALL_TOOLS: ToolFilter = ToolFilter::all();
+
+/// A call of a core tool in the chat `chat` of `local`, through `f`'s gate, with every tool.
+pub(super) fn core_call<'a>(
+    f: &'a Fixture,
+    knowledge: &'a KnowledgeStore,
+    memory: &'a dyn MemoryRecall,
+    bundles: &'a dyn SkillBundles,
+) -> CoreCall<'a> {
+    CoreCall {
+        chat_id: "chat",
+        owner: "local",
+        tool_call_id: "call-1",
+        gate: &f.gate,
+        tools: &ALL_TOOLS,
+        knowledge,
+        memory,
+        sink: &NoSink,
+        bundles,
+    }
+}
+
 async fn answer(
     f: &Fixture,
     memory: &dyn MemoryRecall,
@@ -18,17 +41,7 @@ async fn answer(
     arguments: Value,
 ) -> (Value, bool) {
     let knowledge = KnowledgeStore::new(f.store.clone());
-    let call = CoreCall {
-        chat_id: "chat",
-        owner: "local",
-        tool_call_id: "call-1",
-        gate: &f.gate,
-        tools: &ToolFilter::all(),
-        knowledge: &knowledge,
-        memory,
-        sink: &NoSink,
-        bundles: &NoSkillBundles,
-    };
+    let call = core_call(f, &knowledge, memory, &NoSkillBundles);
     let output = tool.run(&call, arguments).await;
     (
         serde_json::from_str(&output.content).unwrap(),
@@ -205,17 +218,7 @@ async fn run_skill_command_reports_why_it_cannot_run() {
     }
     assert!(f.probes.runs().is_empty());
     let knowledge = KnowledgeStore::new(f.store.clone());
-    let call = CoreCall {
-        chat_id: "chat",
-        owner: "local",
-        tool_call_id: "call-1",
-        gate: &f.gate,
-        tools: &ToolFilter::all(),
-        knowledge: &knowledge,
-        memory: &NoMemory,
-        sink: &NoSink,
-        bundles: &NoSkillBundles,
-    };
+    let call = core_call(&f, &knowledge, &NoMemory, &NoSkillBundles);
     // Arguments sent as a JSON string are accepted like an object.
     let output = CoreTool::RunSkillCommand
         .run(
@@ -396,17 +399,7 @@ async fn get_skill_by_name_answers_file_backed_skills_from_the_registry() {
     write(&home.join(".claude/skills"), "wiper", "rm -rf ~/\n");
     write(&home.join(".agents/skills"), "imported", "echo hi\n");
     let knowledge = KnowledgeStore::new(f.store.clone());
-    let call = CoreCall {
-        chat_id: "chat",
-        owner: "local",
-        tool_call_id: "call-1",
-        gate: &f.gate,
-        tools: &ToolFilter::all(),
-        knowledge: &knowledge,
-        memory: &NoMemory,
-        sink: &NoSink,
-        bundles: &registry,
-    };
+    let call = core_call(&f, &knowledge, &NoMemory, &registry);
     let ask = |id: &str| {
         let arguments = json!({"skillId": id});
         let call = &call;

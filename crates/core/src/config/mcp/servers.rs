@@ -97,12 +97,7 @@ impl McpServerConfig {
     pub(crate) fn check(&self, name: &str) -> Vec<String> {
         let mut problems = Vec::new();
         let mut problem = |message: String| problems.push(format!("server `{name}`: {message}"));
-        if name.is_empty()
-            || name.contains("__")
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
+        if !is_server_name(name) {
             problem("a server name may use only letters, digits, `_` and `-` (no `__`)".into());
         }
         let has_url = !self.url.trim().is_empty();
@@ -166,8 +161,18 @@ impl McpServerConfig {
     }
 }
 
+/// Whether `name` can name a server: what its tools' names (`mcp__<name>__<tool>`) are made of,
+/// so letters, digits, `_` and `-`, without `__`.
+pub(crate) fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains("__")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// A name for a secret in the key store: plain, short.
-pub(crate) fn is_secret_name(name: &str) -> bool {
+fn is_secret_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 100
         && name

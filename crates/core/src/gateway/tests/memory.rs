@@ -5,29 +5,23 @@ use serde_json::json;
 
 use super::*;
 
-fn request(f: &Fixture, method: &str, path: &str, body: Option<&Value>) -> Request<Body> {
-    let builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::HOST, BOUND)
-        .header(header::AUTHORIZATION, format!("Bearer {}", f.token));
-    match body {
-        Some(body) => builder
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap(),
-        None => builder.body(Body::empty()).unwrap(),
-    }
-}
-
 async fn call(f: &Fixture, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    f.send(request(f, method, path, body.as_ref())).await
+    let request = match body {
+        Some(body) => f.json(method, path, &body),
+        None => f.bare(method, path),
+    };
+    f.send(request).await
 }
 
 async fn ok(f: &Fixture, method: &str, path: &str, body: Option<Value>) -> Value {
     let (status, body) = call(f, method, path, body).await;
     assert!(status.is_success(), "{method} {path}: {status} {body}");
     body
+}
+
+/// `POST /v1/memory` with `body`; the stored fact.
+async fn remember(f: &Fixture, body: Value) -> Value {
+    ok(f, "POST", "/v1/memory", Some(body)).await
 }
 
 async fn memory_events(f: &Fixture) -> Vec<Value> {
@@ -55,25 +49,19 @@ fn ids(page: &Value) -> Vec<&str> {
 #[tokio::test]
 async fn create_list_filter_show_and_page() {
     let f = Fixture::new().await;
-    let vim = ok(
+    let vim = remember(
         &f,
-        "POST",
-        "/v1/memory",
-        Some(json!({"body": "Uses vim for every project\nsecond line", "kind": "PREFERENCE"})),
+        json!({"body": "Uses vim for every project\nsecond line", "kind": "PREFERENCE"}),
     )
     .await;
     assert_eq!(vim["title"], "Uses vim for every project", "{vim}");
     assert_eq!(vim["scope"], "global");
     assert_eq!(vim["status"], "ACTIVE");
     assert_eq!(vim["created_by"], "user");
-    let note = ok(
+    let note = remember(
         &f,
-        "POST",
-        "/v1/memory",
-        Some(
-            json!({"title": "Plan", "body": "Ship the memory page", "scope": "session:chat-1",
+        json!({"title": "Plan", "body": "Ship the memory page", "scope": "session:chat-1",
                     "kind": "EPISODE_NOTE", "pinned": true}),
-        ),
     )
     .await;
     assert_eq!(note["scope"], "session:chat-1");
@@ -139,13 +127,7 @@ async fn bad_input_is_a_clear_400_and_nothing_is_stored() {
     assert_eq!(page["items"], json!([]));
     assert!(memory_events(&f).await.is_empty());
 
-    let fact = ok(
-        &f,
-        "POST",
-        "/v1/memory",
-        Some(json!({"body": "Keeps this"})),
-    )
-    .await;
+    let fact = remember(&f, json!({"body": "Keeps this"})).await;
     let path = format!("/v1/memory/{}", fact["id"].as_str().unwrap());
     for patch in [
         json!({"body": ""}),
@@ -183,14 +165,10 @@ async fn bad_input_is_a_clear_400_and_nothing_is_stored() {
 #[tokio::test]
 async fn edit_pin_retire_and_delete_announce_events() {
     let f = Fixture::new().await;
-    let fact = ok(
+    let fact = remember(
         &f,
-        "POST",
-        "/v1/memory",
-        Some(
-            json!({"title": "Editor", "body": "Uses vim", "kind": "PREFERENCE",
+        json!({"title": "Editor", "body": "Uses vim", "kind": "PREFERENCE",
                     "canonical_key": "user.preference.editor"}),
-        ),
     )
     .await;
     let id = fact["id"].as_str().unwrap().to_owned();
@@ -213,14 +191,10 @@ async fn edit_pin_retire_and_delete_announce_events() {
     assert_eq!(unpinned["pinned"], false);
 
     // A new fact with the same key in the same scope supersedes the old one.
-    let newer = ok(
+    let newer = remember(
         &f,
-        "POST",
-        "/v1/memory",
-        Some(
-            json!({"title": "Editor", "body": "Uses zed", "scope": "project:souz",
+        json!({"title": "Editor", "body": "Uses zed", "scope": "project:souz",
                     "canonical_key": "user.preference.editor"}),
-        ),
     )
     .await;
     assert_eq!(newer["supersedes_fact_id"], id.as_str());
@@ -264,23 +238,13 @@ async fn edit_pin_retire_and_delete_announce_events() {
 #[tokio::test]
 async fn evidence_and_search_with_scores() {
     let f = Fixture::new().await;
-    let fact = ok(
+    let fact = remember(
         &f,
-        "POST",
-        "/v1/memory",
-        Some(
-            json!({"title": "Deploy", "body": "Deploys go through the staging cluster first",
+        json!({"title": "Deploy", "body": "Deploys go through the staging cluster first",
                     "kind": "PROCEDURE"}),
-        ),
     )
     .await;
-    ok(
-        &f,
-        "POST",
-        "/v1/memory",
-        Some(json!({"body": "Likes green tea"})),
-    )
-    .await;
+    remember(&f, json!({"body": "Likes green tea"})).await;
     let id = fact["id"].as_str().unwrap();
     let evidence = ok(&f, "GET", &format!("/v1/memory/{id}/evidence"), None).await;
     assert_eq!(evidence["fact_id"], id);

@@ -13,6 +13,7 @@ use toml_edit::{DocumentMut, Item, Table};
 
 use super::{ConfigEditError, ConfigEditor, toml_value};
 use crate::config::Config;
+use crate::config::mcp::servers::is_server_name;
 
 impl ConfigEditor {
     /// The configuration as last saved through this editor (the running one before any
@@ -44,17 +45,7 @@ impl ConfigEditor {
         }
         self.save(base_revision, move |text| {
             edit_servers(text, |servers| {
-                match servers.get_mut(&name).and_then(Item::as_table_mut) {
-                    // Keep the comments above the old table.
-                    Some(existing) => {
-                        let decor = existing.decor().clone();
-                        *existing = table;
-                        *existing.decor_mut() = decor;
-                    }
-                    None => {
-                        servers.insert(&name, Item::Table(table));
-                    }
-                }
+                put_server(servers, &name, table);
                 Ok(())
             })
         })
@@ -65,12 +56,7 @@ impl ConfigEditor {
     pub async fn remove_mcp_server(&self, name: &str) -> Result<ConfigSaved, ConfigEditError> {
         let name = name.to_owned();
         self.save(None, move |text| {
-            edit_servers(text, |servers| {
-                servers
-                    .remove(&name)
-                    .map(drop)
-                    .ok_or_else(|| missing(&name))
-            })
+            edit_servers(text, |servers| remove_server(servers, &name))
         })
         .await
     }
@@ -106,18 +92,34 @@ impl ConfigEditor {
 }
 
 fn check_name(name: &str) -> Result<(), ConfigEditError> {
-    let fits = !name.is_empty()
-        && name.len() <= 40
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if fits {
+    if name.len() <= 40 && is_server_name(name) {
         Ok(())
     } else {
         Err(ConfigEditError::BadChange(format!(
-            "`{name}` cannot name an MCP server: use 1 to 40 letters, digits, `_` or `-`"
+            "`{name}` cannot name an MCP server: use 1 to 40 letters, digits, `_` or `-` \
+             (no `__`)"
         )))
     }
+}
+
+/// Puts `table` as the server `name`: added, or replacing the old table under the comments
+/// above it.
+fn put_server(servers: &mut Table, name: &str, table: Table) {
+    match servers.get_mut(name).and_then(Item::as_table_mut) {
+        Some(existing) => {
+            let decor = existing.decor().clone();
+            *existing = table;
+            *existing.decor_mut() = decor;
+        }
+        None => {
+            servers.insert(name, Item::Table(table));
+        }
+    }
+}
+
+/// Removes the server `name`; `NotFound` when there is none.
+fn remove_server(servers: &mut Table, name: &str) -> Result<(), ConfigEditError> {
+    servers.remove(name).map(drop).ok_or_else(|| missing(name))
 }
 
 fn missing(name: &str) -> ConfigEditError {
@@ -163,15 +165,9 @@ mod tests {
     fn a_server_table_is_added_replaced_and_removed_keeping_the_rest() {
         let text = "# mine\n[mcp]\napproval_wait_seconds = 40\n\n# the files\n[mcp.servers.files]\ncommand = \"old\"\n";
         let replaced = edit_servers(text, |servers| {
-            let table = servers
-                .get_mut("files")
-                .and_then(Item::as_table_mut)
-                .unwrap();
-            let decor = table.decor().clone();
             let mut next = Table::new();
             next.insert("command", Item::Value("npx".into()));
-            *table = next;
-            *table.decor_mut() = decor;
+            put_server(servers, "files", next);
             Ok(())
         })
         .unwrap();
@@ -186,26 +182,17 @@ mod tests {
         assert!(!replaced.contains("old"), "{replaced}");
 
         let added = edit_servers("", |servers| {
-            servers.insert("web", Item::Table(Table::new()));
+            put_server(servers, "web", Table::new());
             Ok(())
         })
         .unwrap();
         assert_eq!(added.trim(), "[mcp.servers.web]");
 
-        let removed = edit_servers(&replaced, |servers| {
-            servers
-                .remove("files")
-                .map(drop)
-                .ok_or_else(|| missing("files"))
-        })
-        .unwrap();
+        let removed = edit_servers(&replaced, |servers| remove_server(servers, "files")).unwrap();
         assert!(!removed.contains("files"), "{removed}");
         assert!(removed.contains("approval_wait_seconds = 40"), "{removed}");
         assert!(matches!(
-            edit_servers(&removed, |servers| servers
-                .remove("files")
-                .map(drop)
-                .ok_or_else(|| missing("files"))),
+            edit_servers(&removed, |servers| remove_server(servers, "files")),
             Err(ConfigEditError::NotFound(_))
         ));
     }
@@ -213,7 +200,7 @@ mod tests {
     #[test]
     fn names_are_kept_to_what_tool_names_can_hold() {
         assert!(check_name("files-2_x").is_ok());
-        for bad in ["", "a b", "a.b", "ф", &"x".repeat(41)] {
+        for bad in ["", "a b", "a.b", "a__b", "ф", &"x".repeat(41)] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
     }

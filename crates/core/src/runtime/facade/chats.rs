@@ -1,7 +1,7 @@
 //! Chats for the adapters: the user's settings and onboarding, chats (deleting one makes the
 //! agents forget it) and messages, posting a message (an agent turn), a chat's events (replay
-//! and follow), cancelling turns, the agents' questions, and the turns running now. Every call acts for one [`ChatUser`]; a
-//! foreign id is "not found".
+//! and follow), cancelling turns, the agents' questions, and the turns running now. Every call
+//! acts for one [`ChatUser`]; a foreign id is "not found".
 
 use std::sync::Arc;
 

@@ -12,6 +12,7 @@ use souz_protocol::{
 use super::ServiceError;
 use crate::approvals::audit;
 use crate::runtime::RuntimeHandle;
+use crate::runtime::config_editor;
 use crate::runtime::connect::{self, CODE_CLIENT, ConnectError, DESKTOP_CLIENT};
 
 /// How far back "recently" reaches.
@@ -20,10 +21,9 @@ const RECENT_DAYS: i64 = 30;
 impl From<ConnectError> for ServiceError {
     fn from(error: ConnectError) -> Self {
         match error {
-            ConnectError::Unreadable { .. } | ConnectError::NoBinary => {
+            ConnectError::Unreadable { .. } | ConnectError::NoBinary | ConnectError::Changed(_) => {
                 Self::conflict(ErrorCode::Conflict, error.to_string())
             }
-            ConnectError::Changed(_) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             ConnectError::Io(detail) => Self::Internal(detail),
         }
     }
@@ -101,7 +101,7 @@ impl RuntimeHandle {
             Ok(DesktopConfigChange {
                 path: path.display().to_string(),
                 exists: current.is_some(),
-                revision: connect::revision(&before),
+                revision: config_editor::revision(&before),
                 diff: connect::diff(&path, &before, &after),
                 after,
             })
@@ -121,7 +121,7 @@ impl RuntimeHandle {
         let check = path.clone();
         let after = blocking(move || {
             let current = connect::read_optional(&check)?;
-            if connect::revision(current.as_deref().unwrap_or_default()) != revision {
+            if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
                 return Err(ConnectError::Changed(check.display().to_string()));
             }
             connect::with_server(&check, current.as_deref(), server)

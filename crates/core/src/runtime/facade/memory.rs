@@ -17,7 +17,8 @@ use super::ServiceError;
 use crate::LOCAL_USER;
 use crate::memory::facts::Filter;
 use crate::memory::wire::{
-    MAX_BODY_CHARS, MAX_TITLE_CHARS, fact_to_wire, kind_from_wire, parse_scope,
+    DEFAULT_SEARCH, MAX_BODY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH, MAX_TITLE_CHARS, fact_to_wire,
+    kind_from_wire, parse_scope, search_hints, shortened,
 };
 use crate::memory::{
     Context, EvidenceRecord, FactEdit, Kind, MemoryError, NewFact, Scope, Status,
@@ -27,16 +28,11 @@ use crate::runtime::RuntimeHandle;
 
 pub(crate) use crate::memory::Origin as MemoryOrigin;
 
-/// Longest search query, in characters.
-const MAX_QUERY_CHARS: usize = 2_000;
 /// Most hints of a search.
 const MAX_HINTS: usize = 16;
 /// Facts per page by default, and at most.
 const DEFAULT_PAGE: u32 = 50;
 const MAX_PAGE: u32 = 500;
-/// Facts a search returns by default, and at most.
-const DEFAULT_SEARCH: u32 = 8;
-const MAX_SEARCH: u32 = 20;
 /// A default title's length, in characters.
 const DEFAULT_TITLE_CHARS: usize = 80;
 /// The longest source text an evidence row shows, in characters.
@@ -67,26 +63,10 @@ fn checked_text(field: &str, text: &str, max: usize) -> Result<(), ServiceError>
     Ok(())
 }
 
-fn shortened(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
 /// The first line of `body`, shortened: a title for a fact given without one.
 fn default_title(body: &str) -> String {
     let line = body.trim().lines().next().unwrap_or_default().trim();
     shortened(line, DEFAULT_TITLE_CHARS)
-}
-
-fn importance(value: Option<f64>) -> Result<Option<f64>, ServiceError> {
-    match value {
-        Some(value) if !(0.0..=1.0).contains(&value) => Err(ServiceError::Invalid(
-            "importance must be between 0 and 1".into(),
-        )),
-        other => Ok(other),
-    }
 }
 
 fn scope_of(text: &str) -> Result<Scope, ServiceError> {
@@ -173,7 +153,7 @@ fn edit(patch: MemoryFactPatch) -> Result<FactEdit, ServiceError> {
             .canonical_key
             .map(|key| (!key.trim().is_empty()).then_some(key)),
         pinned: patch.pinned,
-        importance: importance(patch.importance)?,
+        importance: patch.importance,
     })
 }
 
@@ -235,7 +215,7 @@ impl RuntimeHandle {
                     body: new.body,
                     canonical_key,
                     confidence: 1.0,
-                    importance: importance(new.importance)?,
+                    importance: new.importance,
                     pinned: new.pinned,
                 },
                 origin,
@@ -312,15 +292,7 @@ impl RuntimeHandle {
             session: request.chat_id.filter(|chat| !chat.trim().is_empty()),
             project: None,
         };
-        let mut hints: Vec<String> = request
-            .hints
-            .into_iter()
-            .filter(|hint| !hint.trim().is_empty())
-            .collect();
-        if hints.is_empty() {
-            // As automatic recall does: the query's own words are the lexical hints.
-            hints.push(request.query.clone());
-        }
+        let hints = search_hints(&request.query, request.hints);
         let found = self
             .memory()
             .search(

@@ -14,7 +14,6 @@ use crate::approvals::RequestError;
 use crate::runtime::RuntimeHandle;
 use crate::skills::SkillError;
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
-use crate::skills::manifest::Permissions;
 use crate::skills::manifest::{self, MANIFEST_PATH};
 use crate::skills::registry::{Installed, Listed, Source, Verdict};
 use crate::skills::rules::{Finding, Severity};
@@ -143,18 +142,13 @@ impl RuntimeHandle {
     /// approval showing its manifest, hash and findings (see `skills::command_tool`).
     async fn installed_skill(&self, installed: Installed) -> Result<InstalledSkill, ServiceError> {
         let loaded = self.skills().load(&installed.id).await?;
-        let permissions = match loaded.bundle.files().get(MANIFEST_PATH) {
-            Some(text) => manifest::parse(text)
-                .map_err(|problems| ServiceError::Invalid(problems.join("; ")))?,
-            None => Permissions::default(),
-        };
         let tool = SkillCommandTool::new(SkillCommandParts {
             id: installed.id.clone(),
             bundle: loaded.bundle,
-            permissions,
             findings: installed.verdict.findings.clone(),
             approvals: self.approvals().clone(),
-        });
+        })
+        .map_err(|problems| ServiceError::Invalid(problems.join("; ")))?;
         let asked = tool.ask_consent().await.map_err(|error| match error {
             RequestError::TooMany(cap) => ServiceError::Invalid(format!(
                 "installed, but its consent could not be asked: {cap}; run one of its commands \
@@ -224,27 +218,16 @@ impl RuntimeHandle {
     }
 }
 
-/// A usable skill (enabled, loading, approved by validation) as the MCP server offers it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UsableSkill {
-    /// Its id (the spec name).
-    pub id: String,
-    /// What it does.
-    pub description: String,
-}
+/// A usable skill (enabled, loading, approved by validation) as the MCP server offers it: what
+/// the agents' inventory lists.
+pub(crate) use crate::agent::skills::InventoryEntry as UsableSkill;
 
 impl RuntimeHandle {
     /// The skills the agents may use (enabled, loading, approved), sorted by id.
     pub(crate) async fn usable_skills(&self) -> Result<Vec<UsableSkill>, ServiceError> {
-        let mut skills: Vec<UsableSkill> = SkillBundles::inventory(self.skills(), "")
+        let mut skills = SkillBundles::inventory(self.skills(), "")
             .await
-            .map_err(|error| ServiceError::internal(&error))?
-            .into_iter()
-            .map(|entry| UsableSkill {
-                id: entry.id,
-                description: entry.description,
-            })
-            .collect();
+            .map_err(|error| ServiceError::internal(&error))?;
         skills.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(skills)
     }

@@ -48,9 +48,11 @@ impl Gate {
         cancel: &CancellationToken,
         state: &watch::Sender<CallState>,
     ) -> Ended {
-        let found = supplied
-            .filter(|tool| tool.spec().name == record.request.tool)
-            .or_else(|| self.tool(&record.request.tool, &record.request.requester));
+        // A supplied tool is used only under its own name, never swapped for a catalog tool.
+        let found = match supplied {
+            Some(tool) => (tool.spec().name == record.request.tool).then_some(tool),
+            None => self.tool(&record.request.tool, &record.request.requester),
+        };
         let Some(tool) = found else {
             return failure(format!(
                 "There is no tool named `{}` in Souz.",
