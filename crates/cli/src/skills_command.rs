@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use souz_protocol::{FindingSeverity, SkillFinding, SkillSource};
+use souz_protocol::{FindingSeverity, SkillFinding, SkillGitSource, SkillSource};
 
 use crate::output::{print_json, say};
 
@@ -27,10 +27,19 @@ pub enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Install a skill from a folder or a `.zip`; a rejected skill is not installed.
+    /// Install a skill from a folder, a `.zip` or a git repository's http(s) URL; a rejected
+    /// skill is not installed.
     Install {
-        /// The skill folder or `.zip`.
+        /// The skill folder or `.zip`, or a git URL (a repository, or a GitHub, GitLab or Gitea
+        /// page of the skill's folder).
         path: String,
+        /// With a git URL: the branch, tag or commit (default: the default branch).
+        #[arg(long = "ref", value_name = "REF")]
+        reference: Option<String>,
+        /// With a git URL: the skill's folder in the repository (default: the top, or the only
+        /// folder with a SKILL.md).
+        #[arg(long)]
+        folder: Option<String>,
     },
     /// Validate a skill folder or `.zip` without installing it (exit 1 when rejected).
     Validate {
@@ -70,6 +79,48 @@ fn source(source: SkillSource) -> &'static str {
         SkillSource::UserAgents => "~/.agents",
         SkillSource::UserClaude => "~/.claude",
     }
+}
+
+/// Installs from a folder or `.zip` (`path`) or a git URL (with `reference` and `folder`), and
+/// says what became of the skill's consent.
+async fn install(
+    client: &souz_client::DaemonClient,
+    path: String,
+    reference: Option<String>,
+    folder: Option<String>,
+) -> Result<()> {
+    let installed = if is_url(&path) {
+        let source = SkillGitSource {
+            url: path,
+            reference,
+            folder,
+        };
+        client.install_skill_git(&source).await?
+    } else if reference.is_some() || folder.is_some() {
+        anyhow::bail!("--ref and --folder go with a git URL, not a folder or `.zip`");
+    } else {
+        client.install_skill(&absolute(&path)?).await?
+    };
+    say!("Installed {} ({}).", installed.id, installed.hash);
+    print_findings(&installed.validation.findings);
+    match installed.consent_approval_id {
+        Some(approval) => {
+            say!("Consent pending: approve {approval} (souz approvals) to let its commands run.");
+        }
+        None => say!("Consent: this bundle was approved before."),
+    }
+    Ok(())
+}
+
+/// Whether `text` is a URL rather than a path (`http://`, `https://`, or another scheme the
+/// daemon will refuse with its reason).
+fn is_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+')
+    })
 }
 
 fn print_findings(findings: &[SkillFinding]) {
@@ -133,16 +184,12 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
             say!("validation: {verdict}");
             print_findings(&detail.validation.findings);
         }
-        SkillsCommand::Install { path } => {
-            let installed = client.install_skill(&absolute(&path)?).await?;
-            say!("Installed {} ({}).", installed.id, installed.hash);
-            print_findings(&installed.validation.findings);
-            match installed.consent_approval_id {
-                Some(approval) => say!(
-                    "Consent pending: approve {approval} (souz approvals) to let its commands run."
-                ),
-                None => say!("Consent: this bundle was approved before."),
-            }
+        SkillsCommand::Install {
+            path,
+            reference,
+            folder,
+        } => {
+            install(&client, path, reference, folder).await?;
         }
         SkillsCommand::Validate { path, json } => {
             let validation = client.validate_skill(&absolute(&path)?).await?;

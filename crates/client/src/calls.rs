@@ -5,8 +5,8 @@ use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, QuestionList, Turn
 use souz_protocol::config::{PauseState, SetPause};
 use souz_protocol::{
     ApprovalList, ClientList, CreatedClient, DecisionRequest, DecisionResponse, GrantList, Health,
-    InstalledSkill, NewClient, SkillDetail, SkillList, SkillPath, SkillSummary, SkillValidation,
-    ToolCall, ToolCallRequest, ToolList, UiCode,
+    InstalledSkill, NewClient, SkillDetail, SkillGitSource, SkillList, SkillPath, SkillSummary,
+    SkillValidation, ToolCall, ToolCallRequest, ToolList, UiCode,
 };
 
 use crate::{ClientError, DaemonClient};
@@ -225,6 +225,15 @@ impl DaemonClient {
             path: path.to_owned(),
         };
         self.post("/v1/skills", &body).await
+    }
+
+    /// Installs the skill in a git repository reached over HTTP(S) (`source.url`, with an
+    /// optional ref and folder); the daemon fetches it.
+    pub async fn install_skill_git(
+        &self,
+        source: &SkillGitSource,
+    ) -> Result<InstalledSkill, ClientError> {
+        self.post("/v1/skills/git", source).await
     }
 
     /// Validates the skill folder or `.zip` at `path` without installing it.

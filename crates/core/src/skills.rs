@@ -3,6 +3,7 @@
 //! - [`frontmatter`]: the specification's rules for `SKILL.md`.
 //! - [`bundle`]: the loader limits and the canonical hash.
 //! - [`archive`]: reading a `.zip` within the same limits.
+//! - [`git`]: fetching a skill from a git repository over HTTP(S), through an egress proxy.
 //! - [`manifest`]: the permissions sidecar `agents/souz.toml`.
 //! - [`rules`]: validation (specification, structure, static rules) and its findings.
 //! - [`registry`]: installed and imported skills, precedence, the verdict cache.
@@ -17,6 +18,7 @@ pub(crate) mod archive;
 pub(crate) mod bundle;
 pub(crate) mod command_tool;
 pub(crate) mod frontmatter;
+pub(crate) mod git;
 pub(crate) mod manifest;
 pub(crate) mod registry;
 pub(crate) mod rules;
@@ -54,6 +56,9 @@ pub(crate) enum SkillError {
     /// An installed bundle no longer matches its hash.
     #[error("the installed files of skill `{0}` were changed; reinstall it")]
     Tampered(String),
+    /// A git repository could not give the skill (bad URL, ref or folder; the fetch failed).
+    #[error("{0}")]
+    Git(String),
     /// Reading or writing failed.
     #[error("{0}")]
     Io(String),
@@ -72,3 +77,12 @@ fn join(problems: &[SpecProblem]) -> String {
 
 #[cfg(test)]
 mod oracle_tests;
+
+impl From<git::GitError> for SkillError {
+    fn from(error: git::GitError) -> Self {
+        match error {
+            git::GitError::Load(load) => Self::Load(load),
+            other => Self::Git(other.to_string()),
+        }
+    }
+}

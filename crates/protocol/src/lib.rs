@@ -55,8 +55,8 @@ pub use memory::{
 };
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{
-    FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillList, SkillPath,
-    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
+    FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillGitSource,
+    SkillList, SkillPath, SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,

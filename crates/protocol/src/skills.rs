@@ -123,6 +123,23 @@ pub struct SkillPath {
     pub path: String,
 }
 
+/// `POST /v1/skills/git`: a skill in a git repository reached over HTTP(S).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillGitSource {
+    /// The repository's `http(s)` URL, or a GitHub, GitLab or Gitea page of the skill's folder
+    /// (`https://github.com/owner/repo/tree/main/skills/pdf`), which also gives the ref and
+    /// the folder.
+    pub url: String,
+    /// A branch, tag or commit (default: the repository's default branch).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The skill's folder in the repository (default: the top, or the only folder with a
+    /// `SKILL.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+}
+
 /// `POST /v1/skills` response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct InstalledSkill {

@@ -15,15 +15,20 @@
 //!   and the connection goes to an address that check returned (no second DNS answer).
 //! - Anything else (a malformed request, an unlisted host, a refused address) is answered
 //!   `403` or `400` and closed; nothing is forwarded.
+//! - With a byte limit, the bytes received from upstream over all connections stop there: the
+//!   connection that crosses it is closed (a download cannot fill the disk).
 //!
 //! Not promised: a port rule is not an address rule, so a confined command can still connect
 //! to *another* host on the proxy's port number (a service of that port on the LAN, say).
 
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -43,11 +48,14 @@ pub(crate) struct EgressRules {
     pub policy: Arc<NetworkPolicy>,
     /// Name resolution.
     pub lookup: Arc<dyn HostLookup>,
+    /// Most bytes received from upstream over the proxy's life (`None`: no limit).
+    pub limit: Option<u64>,
 }
 
 /// A running proxy; it stops when dropped.
 pub struct EgressProxy {
     port: u16,
+    rules: Arc<EgressRules>,
     _stop: DropGuard,
 }
 
@@ -59,6 +67,8 @@ impl EgressProxy {
         let stop = CancellationToken::new();
         let token = stop.clone();
         let rules = Arc::new(rules);
+        let kept = Arc::clone(&rules);
+        let left = Arc::new(AtomicU64::new(rules.limit.unwrap_or(u64::MAX)));
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -68,19 +78,26 @@ impl EgressProxy {
                 let Ok((client, _)) = accepted else {
                     continue;
                 };
-                let (rules, token) = (Arc::clone(&rules), token.clone());
+                let (rules, token, left) = (Arc::clone(&rules), token.clone(), Arc::clone(&left));
                 tokio::spawn(async move {
                     tokio::select! {
                         () = token.cancelled() => {}
-                        () = serve(client, &rules) => {}
+                        () = serve(client, &rules, left) => {}
                     }
                 });
             }
         });
         Ok(Self {
             port,
+            rules: kept,
             _stop: stop.drop_guard(),
         })
+    }
+
+    /// Whether the proxy would reach `host:port`, or why not (in the words it answers `403`
+    /// with): to say why before a client that shows only the status is started.
+    pub(crate) async fn check(&self, host: &str, port: u16) -> Result<(), String> {
+        destination(&self.rules, host, port).await.map(drop)
     }
 
     /// Its port on 127.0.0.1.
@@ -301,8 +318,8 @@ async fn refuse(client: &mut TcpStream, status: &str, reason: &str) {
     let _ = client.shutdown().await;
 }
 
-/// Serves one client connection.
-async fn serve(mut client: TcpStream, rules: &EgressRules) {
+/// Serves one client connection; `left` is what the byte limit still allows.
+async fn serve(mut client: TcpStream, rules: &EgressRules, left: Arc<AtomicU64>) {
     let mut buffer = Vec::new();
     let end = match read_head(&mut client, &mut buffer).await {
         Ok(end) => end,
@@ -320,7 +337,10 @@ async fn serve(mut client: TcpStream, rules: &EgressRules) {
         Err(reason) => return refuse(&mut client, "403 Forbidden", &reason).await,
     };
     let mut upstream = match connect(&addresses).await {
-        Ok(stream) => stream,
+        Ok(stream) => Metered {
+            inner: stream,
+            left,
+        },
         Err(reason) => return refuse(&mut client, "502 Bad Gateway", &reason).await,
     };
     let sent = match &request {
@@ -335,6 +355,57 @@ async fn serve(mut client: TcpStream, rules: &EgressRules) {
         return;
     }
     let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// An upstream connection whose reads count against the proxy's byte limit; past it, reading
+/// fails and the connection is closed.
+struct Metered {
+    inner: TcpStream,
+    left: Arc<AtomicU64>,
+}
+
+impl AsyncRead for Metered {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let read = (buf.filled().len() - before) as u64;
+        if read > 0 {
+            let taken = self
+                .left
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                    left.checked_sub(read)
+                });
+            if taken.is_err() {
+                self.left.store(0, Ordering::Release);
+                return Poll::Ready(Err(std::io::Error::other(
+                    "the egress proxy's byte limit was reached",
+                )));
+            }
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Metered {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 #[cfg(test)]

@@ -83,17 +83,29 @@ impl Sandbox {
                 "this system cannot limit a command's network to one port".to_owned(),
             ));
         }
+        let proxy = self.egress_proxy(hosts, None).await?;
+        let narrowed = self.clone().with_egress_port(proxy.port());
+        Ok((narrowed, proxy))
+    }
+
+    /// A fresh egress proxy to `hosts` (`name` or `name:port`, as a manifest lists them)
+    /// through this sandbox's SSRF policy (`[sandbox] network_allow_hosts`), passing at most
+    /// `limit` bytes from upstream if given; it stops when dropped.
+    pub(crate) async fn egress_proxy(
+        &self,
+        hosts: &[String],
+        limit: Option<u64>,
+    ) -> Result<EgressProxy, SandboxError> {
         let policy = NetworkPolicy::new(&self.config.network_allow_hosts).map_err(|reason| {
             SandboxError::Io(format!("[sandbox] network_allow_hosts: {reason}"))
         })?;
-        let proxy = EgressProxy::start(EgressRules {
+        EgressProxy::start(EgressRules {
             hosts: hosts.to_vec(),
             policy: Arc::new(policy),
             lookup: Arc::new(SystemLookup),
+            limit,
         })
         .await
-        .map_err(|error| SandboxError::Io(format!("cannot start the egress proxy: {error}")))?;
-        let narrowed = self.clone().with_egress_port(proxy.port());
-        Ok((narrowed, proxy))
+        .map_err(|error| SandboxError::Io(format!("cannot start the egress proxy: {error}")))
     }
 }

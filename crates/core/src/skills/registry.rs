@@ -21,10 +21,12 @@ use std::path::{Path, PathBuf};
 use rusqlite::OptionalExtension;
 
 use super::SkillError;
-use super::archive::read_zip;
+use super::archive::{ArchivedSkill, read_zip};
 use super::bundle::{Bundle, LoadError};
 use super::frontmatter::{self, SkillMarkdown};
+use super::git::{self, GitSource};
 use super::rules::{self, Finding, POLICY_VERSION};
+use crate::sandbox::Sandbox;
 use crate::store::{Store, StoreError};
 
 /// Where a skill comes from, in precedence order.
@@ -176,18 +178,39 @@ impl Registry {
     pub(crate) async fn install_zip(&self, path: &Path) -> Result<Installed, SkillError> {
         let file = std::fs::File::open(path).map_err(|error| SkillError::Io(error.to_string()))?;
         let archived = read_zip(std::io::BufReader::new(file))?;
-        self.install(
-            archived.bundle,
-            archived.folder.as_deref(),
-            &path.display().to_string(),
-        )
-        .await
+        self.install_archived(archived, &path.display().to_string())
+            .await
     }
 
     /// Installs the skill in a zip archive held in memory (an upload).
     pub(crate) async fn install_zip_bytes(&self, bytes: &[u8]) -> Result<Installed, SkillError> {
         let archived = read_zip(std::io::Cursor::new(bytes))?;
-        self.install(archived.bundle, archived.folder.as_deref(), "upload")
+        self.install_archived(archived, "upload").await
+    }
+
+    /// Installs the skill `source` names in a git repository, fetched through an egress proxy of
+    /// `sandbox` (see `skills::git`); recorded with its URL, commit and folder.
+    pub(crate) async fn install_git(
+        &self,
+        source: &GitSource,
+        sandbox: &Sandbox,
+    ) -> Result<Installed, SkillError> {
+        let fetched = git::fetch(source, sandbox).await?;
+        let origin = GitSource {
+            folder: fetched.folder,
+            ..source.clone()
+        }
+        .origin(&fetched.commit);
+        self.install_archived(fetched.archived, &origin).await
+    }
+
+    /// Installs a skill read from an archive; `origin` says where it came from.
+    async fn install_archived(
+        &self,
+        archived: ArchivedSkill,
+        origin: &str,
+    ) -> Result<Installed, SkillError> {
+        self.install(archived.bundle, archived.folder.as_deref(), origin)
             .await
     }
 

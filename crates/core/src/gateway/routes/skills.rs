@@ -1,10 +1,12 @@
-//! `/v1/skills`: file-backed skills (list, show, install from a folder or `.zip`, validate,
-//! enable, disable, remove). Operator only: installing reads a path on the daemon's machine.
+//! `/v1/skills`: file-backed skills (list, show, install from a folder, a `.zip` or a git URL,
+//! validate, enable, disable, remove). Operator only: installing reads a path on the daemon's
+//! machine or fetches from the network.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use souz_protocol::{
-    ErrorBody, InstalledSkill, SkillDetail, SkillList, SkillPath, SkillSummary, SkillValidation,
+    ErrorBody, InstalledSkill, SkillDetail, SkillGitSource, SkillList, SkillPath, SkillSummary,
+    SkillValidation,
 };
 
 use crate::gateway::AppState;
@@ -14,6 +16,10 @@ use crate::gateway::extract::ApiJson;
 use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one declaration per route, with its documentation"
+)]
 pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
         .route(
@@ -55,6 +61,29 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<InstalledSkill>(201, "Installed.")
                 .response::<ErrorBody>(400, "Not a valid skill archive, or rejected."),
             install_archive,
+        )
+        .route(
+            Operation::post("/v1/skills/git")
+                .summary("Install a skill from a git repository over HTTP(S).")
+                .description(
+                    "One commit of the repository is fetched shallowly by git through a \
+                     loopback egress proxy that reaches the URL's host alone, through the SSRF \
+                     policy (`[sandbox] network_allow_hosts` for hosts that are not public), at \
+                     most 64 MiB within 180 s; nothing is checked out: the skill's folder is \
+                     exported as an archive and read within the loader limits. Same validation \
+                     and storage as installing from a path; a rejected skill is not installed \
+                     (400 with the findings). A repository with several skills and no folder \
+                     given is a 400 naming them.",
+                )
+                .tag("skills")
+                .operator()
+                .request::<SkillGitSource>()
+                .response::<InstalledSkill>(201, "Installed.")
+                .response::<ErrorBody>(
+                    400,
+                    "A bad URL, ref or folder, a failed fetch, not a valid skill, or rejected.",
+                ),
+            install_git,
         )
         .route(
             Operation::post("/v1/skills/validate")
@@ -127,6 +156,16 @@ async fn install_archive(
 ) -> Result<(StatusCode, axum::Json<InstalledSkill>), ApiError> {
     let installed = handle.install_skill_archive(&body).await?;
     tracing::info!(skill = %installed.id, hash = %installed.hash, "skill installed from an upload");
+    Ok((StatusCode::CREATED, axum::Json(installed)))
+}
+
+async fn install_git(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<SkillGitSource>,
+) -> Result<(StatusCode, axum::Json<InstalledSkill>), ApiError> {
+    let installed = handle.install_skill_git(&request).await?;
+    tracing::info!(skill = %installed.id, hash = %installed.hash, "skill installed from git");
     Ok((StatusCode::CREATED, axum::Json(installed)))
 }
 

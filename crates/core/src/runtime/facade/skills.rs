@@ -1,11 +1,11 @@
-//! File-backed skills for the adapters: list, show, install (folder or `.zip`), validate,
+//! File-backed skills for the adapters: list, show, install (folder, `.zip` or git URL), validate,
 //! enable, disable, remove. Paths are the daemon machine's and must be absolute.
 
 use std::path::Path;
 
 use souz_protocol::{
-    ErrorCode, FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillList,
-    SkillPermissions, SkillSource, SkillSummary, SkillValidation,
+    ErrorCode, FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding,
+    SkillGitSource, SkillList, SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
 
 use super::ServiceError;
@@ -14,6 +14,7 @@ use crate::approvals::RequestError;
 use crate::runtime::RuntimeHandle;
 use crate::skills::SkillError;
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
+use crate::skills::git::GitSource;
 use crate::skills::manifest::{self, MANIFEST_PATH};
 use crate::skills::registry::{Installed, Listed, Source, Verdict};
 use crate::skills::rules::{Finding, Severity};
@@ -24,9 +25,10 @@ impl From<SkillError> for ServiceError {
             SkillError::NotFound(_) | SkillError::NotInstalled(_) => {
                 Self::not_found(ErrorCode::NotFound, error.to_string())
             }
-            SkillError::Load(_) | SkillError::Spec(_) | SkillError::Rejected { .. } => {
-                Self::Invalid(error.to_string())
-            }
+            SkillError::Load(_)
+            | SkillError::Spec(_)
+            | SkillError::Rejected { .. }
+            | SkillError::Git(_) => Self::Invalid(error.to_string()),
             SkillError::Tampered(_) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             SkillError::Store(store) => store.into(),
             SkillError::Io(_) => Self::internal(&error),
@@ -180,6 +182,26 @@ impl RuntimeHandle {
         bytes: &[u8],
     ) -> Result<InstalledSkill, ServiceError> {
         let installed = self.skills().install_zip_bytes(bytes).await?;
+        self.installed_skill(installed).await
+    }
+
+    /// Installs the skill in a git repository (see `skills::git`: fetched through an egress
+    /// proxy to the URL's host only, nothing checked out) and asks for consent like
+    /// [`Self::install_skill`].
+    pub async fn install_skill_git(
+        &self,
+        request: &SkillGitSource,
+    ) -> Result<InstalledSkill, ServiceError> {
+        let source = GitSource::parse(
+            &request.url,
+            request.reference.as_deref(),
+            request.folder.as_deref(),
+        )
+        .map_err(SkillError::from)?;
+        let installed = self
+            .skills()
+            .install_git(&source, self.gate().sandbox())
+            .await?;
         self.installed_skill(installed).await
     }
 

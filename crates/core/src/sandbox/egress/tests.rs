@@ -90,6 +90,7 @@ async fn only_listed_hosts_that_pass_the_network_policy_are_reached() {
             NetworkPolicy::new(&allow.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()).unwrap(),
         ),
         lookup: Arc::new(lookup.clone()),
+        limit: None,
     };
     let proxy = EgressProxy::start(rules(
         vec![format!("listed.test:{target}")],
@@ -140,4 +141,29 @@ async fn only_listed_hosts_that_pass_the_network_policy_are_reached() {
     .await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     assert!(answer.contains("127.0.0.1"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_byte_limit_closes_the_connection_that_crosses_it() {
+    let target = server().await;
+    let lookup = StaticLookup::default().with("listed.test", &[IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+    let start = |limit| {
+        EgressProxy::start(EgressRules {
+            hosts: vec![format!("listed.test:{target}")],
+            policy: Arc::new(NetworkPolicy::new(&["listed.test".to_owned()]).unwrap()),
+            lookup: Arc::new(lookup.clone()),
+            limit: Some(limit),
+        })
+    };
+    let request = format!("CONNECT listed.test:{target} HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\n\r\n");
+    // Room for one answer (45 bytes): the first gets through whole, the second is cut off.
+    let proxy = start(60).await.unwrap();
+    let first = through(proxy.port(), &request).await;
+    assert!(first.ends_with("reached"), "{first}");
+    let second = through(proxy.port(), &request).await;
+    assert!(!second.contains("reached"), "{second}");
+    // Too small for even one answer.
+    let tight = start(10).await.unwrap();
+    let cut = through(tight.port(), &request).await;
+    assert!(!cut.contains("reached"), "{cut}");
 }
