@@ -3,7 +3,8 @@
 // imports; the first of an id wins) with its source, hash and state; one skill's manifest,
 // validation findings and files on demand; enable, disable and remove for installed skills;
 // install or validate from a folder or .zip path on the daemon's machine, from an uploaded .zip,
-// or from a URL. Everything the daemon says (descriptions, findings, errors) is shown as text.
+// or from a git repository (its URL or a forge's page of the folder, a ref, a folder).
+// Everything the daemon says (descriptions, findings, errors) is shown as text.
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
@@ -15,6 +16,7 @@ import { h, visible } from "./pages.js";
 /** @typedef {import("./types.js").SkillValidation} SkillValidation */
 /** @typedef {import("./types.js").SkillFinding} SkillFinding */
 /** @typedef {import("./types.js").InstalledSkill} InstalledSkill */
+/** @typedef {import("./types.js").SkillGitSource} SkillGitSource */
 
 const t = strings({
   en: {
@@ -26,8 +28,10 @@ const t = strings({
     validate: "Validate only",
     upload_label: "or upload a .zip:",
     upload: "Upload and install",
-    url_placeholder: "https://… or a git URL",
-    install_url: "Install from URL",
+    url_placeholder: "git repository or its folder page: https://github.com/owner/repo/tree/main/skills/name",
+    ref_placeholder: "branch, tag or commit (optional)",
+    folder_placeholder: "folder in the repository (optional)",
+    install_url: "Install from git",
     need_path: "Enter a path first.",
     need_file: "Choose a .zip file first.",
     need_url: "Enter a URL first.",
@@ -84,8 +88,10 @@ const t = strings({
     validate: "Только проверить",
     upload_label: "или загрузите .zip:",
     upload: "Загрузить и установить",
-    url_placeholder: "https://… или git-URL",
-    install_url: "Установить по URL",
+    url_placeholder: "git-репозиторий или страница папки: https://github.com/owner/repo/tree/main/skills/name",
+    ref_placeholder: "ветка, тег или коммит (необязательно)",
+    folder_placeholder: "папка в репозитории (необязательно)",
+    install_url: "Установить из git",
     need_path: "Сначала укажите путь.",
     need_file: "Сначала выберите .zip-файл.",
     need_url: "Сначала укажите URL.",
@@ -200,6 +206,8 @@ export async function skillsPage(main) {
 
   const pathInput = /** @type {HTMLInputElement} */ (h("input#skill-path", { placeholder: t("path_placeholder"), size: 60 }));
   const urlInput = /** @type {HTMLInputElement} */ (h("input#skill-url", { placeholder: t("url_placeholder"), size: 60 }));
+  const refInput = /** @type {HTMLInputElement} */ (h("input#skill-ref", { placeholder: t("ref_placeholder"), size: 24 }));
+  const folderInput = /** @type {HTMLInputElement} */ (h("input#skill-folder", { placeholder: t("folder_placeholder"), size: 30 }));
   const fileInput = /** @type {HTMLInputElement} */ (h("input#skill-zip", { type: "file", accept: ".zip,application/zip" }));
   /** @param {InstalledSkill} installed */
   const installedCard = (installed) => h("div", {}, h("p.ok", {}, t("installed", { id: installed.id, hash: installed.hash.slice(0, 12) })),
@@ -218,7 +226,13 @@ export async function skillsPage(main) {
   const installUrl = () => act(async () => {
     const url = urlInput.value.trim();
     if (!url) throw new Error(t("need_url"));
-    return installedCard(/** @type {InstalledSkill} */ (await api("POST", "/v1/skills", { url })));
+    /** @type {SkillGitSource} */
+    const source = { url };
+    const reference = refInput.value.trim();
+    const folder = folderInput.value.trim();
+    if (reference) source.ref = reference;
+    if (folder) source.folder = folder;
+    return installedCard(/** @type {InstalledSkill} */ (await api("POST", "/v1/skills/git", source)));
   });
   const upload = () => act(async () => {
     const file = fileInput.files?.[0];
@@ -231,7 +245,8 @@ export async function skillsPage(main) {
       h("div.row", {}, pathInput, h("button.primary#skill-install-path", { onclick: installPath }, t("install")),
         h("button#skill-validate", { onclick: validatePath }, t("validate"))),
       h("div.row", {}, h("span.meta", {}, t("upload_label")), fileInput, h("button#skill-upload", { onclick: upload }, t("upload"))),
-      h("div.row", {}, urlInput, h("button#skill-install-url", { onclick: installUrl }, t("install_url")))),
+      h("div.row", {}, urlInput),
+      h("div.row", {}, refInput, folderInput, h("button#skill-install-url", { onclick: installUrl }, t("install_url")))),
     note,
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("col_skill")), h("th", {}, t("col_source")), h("th", {}, t("col_hash")),
       h("th", {}, t("col_state")), h("th"))), body));

@@ -1457,6 +1457,15 @@
  */
 
 /**
+ * `POST /v1/skills/git`: a skill in a git repository reached over HTTP(S).
+ * @typedef {{
+ *   folder?: string | null;
+ *   ref?: string | null;
+ *   url: string;
+ * }} SkillGitSource
+ */
+
+/**
  * `GET /v1/skills`.
  * @typedef {{
  *   items: Array<SkillSummary>;

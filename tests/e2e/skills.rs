@@ -117,3 +117,122 @@ fn a_rejected_skill_fails_validation_and_is_not_installed() {
     let response = daemon.get("/v1/skills/ghost");
     assert_eq!(response.status, 404, "{}", response.body);
 }
+
+/// `souz skills install <git URL>` against a real git smart-HTTP server on loopback (allowed by
+/// `[sandbox] network_allow_hosts`, as an operator would for a LAN forge): a forge page of a
+/// folder, a ref and folder given as options, a repository with several skills, bad input.
+#[test]
+fn install_from_a_git_url_through_the_cli_and_the_api() {
+    use souz_core::testing::git_server::{GitServer, commit, git, skill_md};
+
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes");
+    commit(
+        &notes,
+        &[("skills/notes/SKILL.md", &skill_md("notes", "One."))],
+        "one",
+    );
+    git(&notes, &["tag", "v1"]);
+    commit(
+        &notes,
+        &[
+            ("skills/notes/SKILL.md", &skill_md("notes", "Two.")),
+            ("skills/other/SKILL.md", &skill_md("other", "Other.")),
+        ],
+        "two",
+    );
+    std::fs::create_dir_all(served.path().join("o")).unwrap();
+    git(
+        &served.path().join("o"),
+        &[
+            "clone",
+            "--quiet",
+            "--bare",
+            notes.to_str().unwrap(),
+            "notes",
+        ],
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(GitServer::start(served.path()));
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[sandbox]\nnetwork_allow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let daemon = Daemon::start_in(home, |_| {});
+
+    // A forge page of the folder at the newest commit.
+    let page = format!("{}/o/notes/tree/main/skills/notes", server.base);
+    let (ok, text) = cli(&daemon, &["install", &page]);
+    assert!(ok && text.contains("Installed notes"), "{text}");
+    assert!(text.contains("Consent pending"), "{text}");
+    let newest = daemon.get("/v1/skills/notes").json();
+    assert!(
+        newest["body"].as_str().unwrap().contains("Two."),
+        "{newest}"
+    );
+
+    // The repository holds two skills: naming none is refused with their folders.
+    let repository = format!("{}/o/notes", server.base);
+    let (ok, text) = cli(&daemon, &["install", &repository]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("skills/notes, skills/other"), "{text}");
+
+    // An older tag, by options: the skill is replaced by that bundle.
+    let (ok, text) = cli(
+        &daemon,
+        &[
+            "install",
+            &repository,
+            "--ref",
+            "v1",
+            "--folder",
+            "skills/notes",
+        ],
+    );
+    assert!(ok, "{text}");
+    let older = daemon.get("/v1/skills/notes").json();
+    assert!(older["body"].as_str().unwrap().contains("One."), "{older}");
+    assert_ne!(older["summary"]["hash"], newest["summary"]["hash"]);
+
+    // Options that go with a URL only, and bad sources through the API: clear errors, nothing
+    // installed.
+    let (ok, text) = cli(
+        &daemon,
+        &["install", work.path().to_str().unwrap(), "--ref", "v1"],
+    );
+    assert!(!ok && text.contains("go with a git URL"), "{text}");
+    for (body, why) in [
+        (
+            json!({"url": "ssh://example.com/r.git"}),
+            "only http and https",
+        ),
+        (json!({"url": repository, "folder": "../x"}), "not a folder"),
+        (
+            json!({"url": repository, "ref": "--upload-pack=x"}),
+            "not a branch",
+        ),
+        (
+            json!({"url": "https://example.com/r.git", "branch": "x"}),
+            "branch",
+        ),
+    ] {
+        let answer = daemon.post("/v1/skills/git", &body);
+        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
+        assert!(answer.body.contains(why), "{body}: {}", answer.body);
+    }
+    let listed = daemon.get("/v1/skills").json();
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["notes"]);
+}

@@ -1,8 +1,8 @@
 // The Skills page (ui/skills.js) in headless Chromium against a real `souz serve`: validate a
 // skill that the static rules reject and see its findings (installing it fails with the
 // daemon's message), install a fixture skill folder by path and see its manifest and verdict,
-// install an uploaded .zip, see the URL field report the daemon's answer, disable a skill,
-// remove one. Every step is checked against the API as well as on the page.
+// install an uploaded .zip, install from a git repository on a loopback git server (and see a
+// refused URL's reason), disable a skill, remove one. Every step is checked against the API as well as on the page.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -11,8 +11,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { shot, startSession, waitFor } from "./harness.mjs";
+import { publishRepository, startGitServer } from "./git-server.mjs";
 
-let session, sources;
+let session, sources, gitServer;
 const api = (...args) => session.api(...args);
 
 /** A skill folder `name` under the fixture folder, with `files` beside its SKILL.md. */
@@ -28,11 +29,20 @@ function skill(name, description, body, files = {}) {
 }
 
 before(async () => {
-  session = await startSession();
+  // The git server is on loopback, which only `network_allow_hosts` lets the daemon reach.
+  session = await startSession({}, { config: "[sandbox]\nnetwork_allow_hosts = [\"127.0.0.1\"]\n" });
   sources = mkdtempSync(join(tmpdir(), "souz-ui-skills-"));
+  mkdirSync(join(sources, "served"));
+  publishRepository(join(sources, "served"), join(sources, "work"), "collection", {
+    "README.md": "Two skills.\n",
+    "skills/fetched/SKILL.md": "---\nname: fetched\ndescription: Comes from git.\n---\nFetched over HTTP.\n",
+    "skills/spare/SKILL.md": "---\nname: spare\ndescription: Stays in git.\n---\nNot installed.\n",
+  });
+  gitServer = await startGitServer(join(sources, "served"));
 });
 
 after(async () => {
+  await gitServer?.close();
   await session?.close();
   if (sources) rmSync(sources, { recursive: true, force: true });
 });
@@ -88,11 +98,23 @@ test("the Skills page validates, installs from a folder and a .zip, shows the ma
   await tab.waitForSelector("tr.skill[data-skill='zipped']");
   assert.ok((await api("GET", "/v1/skills")).body.items.some((item) => item.id === "zipped" && item.source === "installed"));
 
-  // The URL field posts to the API and shows what it answers (success or the daemon's refusal).
-  await tab.fill("#skill-url", "https://example.invalid/skills/none.git");
+  // From git: a refused URL says why; the repository holds two skills, so the folder is named.
+  await tab.fill("#skill-url", "ssh://example.com/skills.git");
   await tab.click("#skill-install-url");
-  await tab.waitForSelector("#skill-note p.error, #skill-note p.ok");
-  assert.ok((await tab.textContent("#skill-note")).trim().length > 0);
+  await tab.waitForSelector("#skill-note p.error");
+  assert.match(await tab.textContent("#skill-note"), /only http and https/);
+  await tab.fill("#skill-url", `${gitServer.base}/collection.git`);
+  await tab.click("#skill-install-url");
+  await tab.waitForSelector("#skill-note p.error:has-text('skills/fetched, skills/spare')");
+  await tab.fill("#skill-folder", "skills/fetched");
+  await tab.fill("#skill-ref", "main");
+  await tab.click("#skill-install-url");
+  await tab.waitForSelector("#skill-note p.ok:has-text('Installed fetched')");
+  await tab.waitForSelector("tr.skill[data-skill='fetched'][data-enabled='true']");
+  const fetched = (await api("GET", "/v1/skills/fetched")).body;
+  assert.match(fetched.body, /Fetched over HTTP/);
+  assert.equal(fetched.summary.source, "installed");
+  assert.ok(!(await api("GET", "/v1/skills")).body.items.some((item) => item.id === "spare"));
 
   // Disable, then remove.
   await tab.click("tr.skill[data-skill='notes'] button.toggle");
@@ -102,6 +124,6 @@ test("the Skills page validates, installs from a folder and a .zip, shows the ma
   tab.on("dialog", (dialog) => dialog.accept());
   await tab.click("tr.skill[data-skill='notes'] button.remove");
   await waitFor(async () => !(await tab.$("tr.skill[data-skill='notes']")), "the removed row to go");
-  assert.deepEqual((await api("GET", "/v1/skills")).body.items.map((item) => item.id), ["zipped"]);
+  assert.deepEqual((await api("GET", "/v1/skills")).body.items.map((item) => item.id), ["fetched", "zipped"]);
   await tab.context().close();
 });

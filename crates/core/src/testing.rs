@@ -8,6 +8,7 @@
 //! - [`TestGate`]: the gate stack alone (store, event bus, approvals, sandbox, gate) over a
 //!   catalog of the test's own tools;
 //! - [`probes`]: shared probe tools (a tool that records its calls, one of each risk class);
+//! - [`git_server`]: a loopback git smart-HTTP server and repository helpers;
 //! - [`RuntimeInternals`]: the services behind the runtime's facade, for other crates' tests
 //!   and benchmarks that work below it.
 //!
@@ -21,6 +22,7 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 mod gate;
+pub mod git_server;
 mod home;
 mod internals;
 pub mod probes;

@@ -552,5 +552,4 @@ fn last_lines(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "git_tests.rs"]
 mod tests;
