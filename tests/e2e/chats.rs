@@ -73,7 +73,7 @@ pub(crate) fn post(daemon: &Daemon, chat: &str, body: Value) -> souz_e2e::HttpRe
     daemon.post(&format!("/v1/chats/{chat}/messages"), &body)
 }
 
-fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
+pub(crate) fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
     daemon
         .get(&format!("/v1/chats/{chat}/events?limit=1000"))
         .json()["items"]
@@ -512,7 +512,7 @@ fn kill_9_mid_turn_loses_nothing_acknowledged_and_recovers() {
 }
 
 /// The `RunSkillCommand` call `id` of `skill` with `arguments`, as the model streams it.
-fn run_skill(id: &str, skill: &str, arguments: Value) -> souz_testkit::Reply {
+pub(crate) fn run_skill(id: &str, skill: &str, arguments: Value) -> souz_testkit::Reply {
     let call = json!({"skillId": skill, "arguments": arguments}).to_string();
     openai::tool_calls(&[(id, "RunSkillCommand", &call)], 3)
 }

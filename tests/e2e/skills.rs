@@ -236,3 +236,106 @@ fn install_from_a_git_url_through_the_cli_and_the_api() {
         .collect();
     assert_eq!(ids, ["notes"]);
 }
+
+/// An installed skill whose consent was approved runs its command for real in an agent turn:
+/// confined by the daemon's helper to its manifest (it writes its `write` folder and nothing
+/// else, cannot read a protected file), without asking again, and its output reaches the model.
+#[test]
+fn an_approved_skill_command_runs_confined_in_a_real_turn() {
+    use crate::chats::{COMPLETIONS, daemon, events, new_chat, post, provider, run_skill, wait_event};
+    use souz_testkit::openai;
+
+    let setup = provider();
+    let daemon = daemon(&setup);
+    let health = daemon.get("/health").json();
+    if health["sandbox"]["confinement"] == "none" {
+        eprintln!("skipped: this machine cannot confine commands ({health})");
+        return;
+    }
+    let home = daemon.user_home();
+    std::fs::create_dir_all(home.join("notes")).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-TEXT\n").unwrap();
+    let sources = tempfile::tempdir().unwrap();
+    let folder = skill(
+        sources.path(),
+        "notes",
+        "Take notes.",
+        "echo \"from skill\" > \"$1\" && echo wrote-notes\n\
+         (echo x > \"$2\") 2>/dev/null && echo wrote-outside || echo outside-refused\n\
+         (cat \"$3\") 2>/dev/null || echo key-refused\n",
+    );
+    std::fs::create_dir_all(folder.join("agents")).unwrap();
+    std::fs::write(
+        folder.join("agents/souz.toml"),
+        "[permissions]\nwrite = [\"~/notes\"]\ntime_limit_seconds = 20\n",
+    )
+    .unwrap();
+
+    // Install, then approve the one consent it asks for.
+    let installed = daemon.post("/v1/skills", &json!({"path": folder}));
+    assert_eq!(installed.status, 201, "{}", installed.body);
+    let consent = installed.json()["consent_approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let decided = daemon.post(
+        &format!("/v1/approvals/{consent}/decision"),
+        &json!({"decision": "approve", "via": "cli"}),
+    );
+    assert_eq!(decided.status, 200, "{}", decided.body);
+
+    let arguments = json!({
+        "runtime": "BASH",
+        "scriptPath": "scripts/run.sh",
+        "args": [
+            home.join("notes/out.txt"),
+            home.join("outside.txt"),
+            home.join(".ssh/id_rsa"),
+        ],
+    });
+    setup
+        .provider
+        .push(COMPLETIONS, run_skill("s1", "notes", arguments));
+    setup.provider.push(COMPLETIONS, openai::text(&["Done."]));
+    let chat = new_chat(&daemon);
+    let posted = post(&daemon, &chat, json!({"content": "Write my note"}));
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    wait_event(&daemon, &chat, "execution.finished");
+
+    // No second ask: the consent covers this bundle.
+    let kinds: Vec<Value> = events(&daemon, &chat)
+        .into_iter()
+        .filter(|event| event["payload"]["toolCallId"] == "s1")
+        .map(|event| event["type"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [json!("tool.call.started"), json!("tool.call.finished")],
+        "{kinds:?}"
+    );
+    // It did what its manifest allows and nothing else.
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes/out.txt")).unwrap(),
+        "from skill\n"
+    );
+    assert!(!home.join("outside.txt").exists());
+    // Its output went back to the model.
+    let request = setup
+        .provider
+        .requests_to(COMPLETIONS)
+        .last()
+        .unwrap()
+        .json();
+    let result = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    for said in ["wrote-notes", "outside-refused", "key-refused"] {
+        assert!(result.contains(said), "{said}: {result}");
+    }
+    assert!(!result.contains("PRIVATE-KEY-TEXT"), "{result}");
+}

@@ -310,6 +310,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/restart",
     "POST /v1/skills",
     "POST /v1/skills/archive",
+    "POST /v1/skills/git",
     "POST /v1/skills/validate",
     "POST /v1/skills/{id}/disable",
     "POST /v1/skills/{id}/enable",
