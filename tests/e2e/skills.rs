@@ -242,7 +242,9 @@ fn install_from_a_git_url_through_the_cli_and_the_api() {
 /// else, cannot read a protected file), without asking again, and its output reaches the model.
 #[test]
 fn an_approved_skill_command_runs_confined_in_a_real_turn() {
-    use crate::chats::{COMPLETIONS, daemon, events, new_chat, post, provider, run_skill, wait_event};
+    use crate::chats::{
+        COMPLETIONS, daemon, events, new_chat, post, provider, run_skill, wait_event,
+    };
     use souz_testkit::openai;
 
     let setup = provider();
@@ -304,7 +306,7 @@ fn an_approved_skill_command_runs_confined_in_a_real_turn() {
     wait_event(&daemon, &chat, "execution.finished");
 
     // No second ask: the consent covers this bundle.
-    let kinds: Vec<Value> = events(&daemon, &chat)
+    let kinds: Vec<serde_json::Value> = events(&daemon, &chat)
         .into_iter()
         .filter(|event| event["payload"]["toolCallId"] == "s1")
         .map(|event| event["type"].clone())
