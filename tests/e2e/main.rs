@@ -12,6 +12,7 @@ mod keys;
 mod keys_cli;
 mod mcp;
 mod mcp_gateway;
+mod mcp_reference;
 mod mcp_servers;
 mod memory;
 mod questions;

@@ -4,6 +4,7 @@
 //! installed by `scripts/test.sh` into `tests/clients/`. [`sessions`]: what a client that goes
 //! away withdraws.
 
+mod client_conformance;
 mod sessions;
 
 use std::io::{BufRead, BufReader, Write};

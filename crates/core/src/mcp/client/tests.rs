@@ -482,5 +482,6 @@ async fn progress_of_an_external_call_reaches_the_caller() {
     runtime.shutdown("test").await.unwrap();
 }
 
+mod knowledge;
 mod oauth;
 mod oauth_mock;
