@@ -715,4 +715,4 @@ async fn sleep_or_forever(duration: Option<Duration>) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -40,11 +40,11 @@ fn misbehaving(state: &Path) -> McpServerConfig {
     }
 }
 
-fn everything_script() -> String {
+pub(crate) fn everything_script() -> String {
     installed(clients().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
 }
 
-fn node() -> String {
+pub(crate) fn node() -> String {
     installed(clients().join("node_modules/.bin/node"))
 }
 
@@ -60,7 +60,7 @@ async fn runtime_with(servers: Vec<(&'static str, McpServerConfig)>) -> TestRunt
 }
 
 /// Waits (bounded) until the gate lists `name`.
-async fn wait_for_tool(runtime: &TestRuntime, name: &str) {
+pub(crate) async fn wait_for_tool(runtime: &TestRuntime, name: &str) {
     let handle = runtime.handle();
     for _ in 0..600 {
         if handle.tools().iter().any(|tool| tool.name == name) {
@@ -412,7 +412,7 @@ async fn a_changed_definition_asks_with_the_diff_until_approved() {
     runtime.shutdown("test").await.unwrap();
 }
 
-fn allow_rule(tool: &str) -> crate::config::RuleConfig {
+pub(crate) fn allow_rule(tool: &str) -> crate::config::RuleConfig {
     crate::config::RuleConfig {
         action: souz_protocol::Action::Allow,
         tool: Some(tool.into()),
@@ -482,6 +482,5 @@ async fn progress_of_an_external_call_reaches_the_caller() {
     runtime.shutdown("test").await.unwrap();
 }
 
-mod knowledge;
 mod oauth;
 mod oauth_mock;

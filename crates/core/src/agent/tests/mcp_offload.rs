@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use souz_testkit::{FakeServer, openai};
 use tokio_util::sync::CancellationToken;
 
-use super::{allow_rule, everything_script, node, wait_for_tool};
 use crate::agent::knowledge::KnowledgeContent;
 use crate::agent::tests::Recorder;
 use crate::agent::{TurnRequest, TurnStatus};
 use crate::config::McpServerConfig;
+use crate::mcp::client::tests::{allow_rule, everything_script, node, wait_for_tool};
 use crate::testing::TestRuntime;
 
 const TOOL: &str = "mcp__everything__echo";
