@@ -341,3 +341,65 @@ fn an_approved_skill_command_runs_confined_in_a_real_turn() {
     }
     assert!(!result.contains("PRIVATE-KEY-TEXT"), "{result}");
 }
+
+/// `[skills] review = true`: the daemon's chat model reviews a bundle the rules approve, with
+/// the bundle as data; its rejection stops the install with its reasons.
+#[test]
+fn a_model_review_rejects_a_bundle_the_rules_let_through() {
+    use crate::chats::{COMPLETIONS, daemon_configured, provider};
+    use souz_testkit::openai;
+
+    let setup = provider();
+    let daemon = daemon_configured(&setup, "\n[skills]\nreview = true\n", |command| {
+        command.env("OPENAI_API_KEY", "sk-test-e2e-key");
+    });
+    let sources = tempfile::tempdir().unwrap();
+    let folder = skill(sources.path(), "notes", "Take notes.", "echo hi\n");
+    setup.provider.push(
+        COMPLETIONS,
+        openai::text(&[
+            r#"{"decision":"reject","confidence":0.93,"riskLevel":"high","#,
+            r#""reasons":["the description hides what the script does"],"findings":[]}"#,
+        ]),
+    );
+    let answer = daemon.post("/v1/skills", &json!({"path": folder}));
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(
+        answer
+            .body
+            .contains("the description hides what the script does"),
+        "{}",
+        answer.body
+    );
+    assert_eq!(daemon.get("/v1/skills").json()["items"], json!([]));
+    let request = setup
+        .provider
+        .requests_to(COMPLETIONS)
+        .last()
+        .unwrap()
+        .json();
+    // (Temperature 0 is asked for; the OpenAI adapter leaves it out for reasoning models.)
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("You review Agent Skills bundles")
+    );
+    let prompt = messages[1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("BEGIN BUNDLE") && prompt.contains("echo hi"),
+        "{prompt}"
+    );
+
+    // Approved by the model: installed, its approval among the findings.
+    setup.provider.push(
+        COMPLETIONS,
+        openai::text(&[r#"{"decision":"approve","confidence":0.9,"reasons":["plain notes"]}"#]),
+    );
+    std::fs::write(folder.join("scripts/run.sh"), "echo hello\n").unwrap();
+    let answer = daemon.post("/v1/skills", &json!({"path": folder}));
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    assert!(answer.body.contains("llm.approved"), "{}", answer.body);
+}

@@ -25,6 +25,7 @@ pub(crate) mod protected;
 pub(crate) mod sandbox;
 pub(crate) mod section;
 pub(crate) mod server;
+pub(crate) mod skills;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -47,6 +48,7 @@ pub use paths::SouzPaths;
 pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
+pub use skills::SkillsConfig;
 
 /// Declares the sections of `config.toml` and generates [`Config`] with per-section dispatch.
 macro_rules! config_sections {
@@ -130,6 +132,7 @@ config_sections! {
     notifications: NotificationsConfig,
     agent: AgentConfig,
     memory: MemoryConfig,
+    skills: SkillsConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

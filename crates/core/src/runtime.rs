@@ -12,6 +12,7 @@ mod embeddings;
 pub mod facade;
 pub mod memory;
 pub(crate) mod setup;
+mod skill_review;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -35,6 +36,7 @@ use crate::mcp::client::{McpClientParts, McpClients};
 use crate::memory::{LlmWriter, Memory, MemoryParts, NoWriter, ProviderEmbedder};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::skills::registry::Registry;
+use crate::skills::review::Review;
 use crate::store::{Store, StoreError};
 use crate::token::clients::ClientTokens;
 use crate::token::ui_codes::UiCodes;
@@ -108,14 +110,30 @@ pub struct Runtime {
     handle: RuntimeHandle,
 }
 
-/// The skill registry of the Souz home, importing from the user's and the roots' folders.
-fn open_skills(config: &Config, sandbox: &Sandbox, store: &Store) -> Registry {
-    Registry::new(
+/// The skill registry of the Souz home, importing from the user's and the roots' folders, with
+/// the model review of `[skills] review`.
+fn open_skills(
+    config: &Config,
+    sandbox: &Sandbox,
+    store: &Store,
+    llm: &Arc<LlmService>,
+) -> Registry {
+    let registry = Registry::new(
         config.paths.home(),
         config.paths.user_home(),
         sandbox.roots(),
         store.clone(),
-    )
+    );
+    if !config.skills.review {
+        return registry;
+    }
+    registry.with_review(Review {
+        reviewer: Arc::new(skill_review::LlmReviewer {
+            llm: Arc::clone(llm),
+            model: config.skills.review_model.clone(),
+        }),
+        min_confidence: config.skills.review_min_confidence,
+    })
 }
 
 /// Cheap-clone access to the running daemon: the facade the adapters use (its methods by
@@ -235,7 +253,7 @@ impl Runtime {
             pause: gate.approvals().pause().clone(),
         });
         recover_chats(&chats).await?;
-        let skills = open_skills(&config, &sandbox, &store);
+        let skills = open_skills(&config, &sandbox, &store, &llm);
         let memory = open_memory(&config, &store, &llm, &events).await;
         offer_memory(&config, &memory, &events, &gate);
         let agents = Agents::new(AgentParts {

@@ -6,6 +6,7 @@
 //! - [`git`]: fetching a skill from a git repository over HTTP(S), through an egress proxy.
 //! - [`manifest`]: the permissions sidecar `agents/souz.toml`.
 //! - [`rules`]: validation (specification, structure, static rules) and its findings.
+//! - [`review`]: the optional model review after the rules, with the original's JSON contract.
 //! - [`registry`]: installed and imported skills, precedence, the verdict cache.
 //! - [`run`]: one command of a skill, confined to its manifest.
 //! - [`command_tool`]: that command as a gate call, with consent per (skill, bundle hash).
@@ -21,6 +22,7 @@ pub(crate) mod frontmatter;
 pub(crate) mod git;
 pub(crate) mod manifest;
 pub(crate) mod registry;
+pub(crate) mod review;
 pub(crate) mod rules;
 pub(crate) mod run;
 

@@ -25,7 +25,8 @@ use super::archive::{ArchivedSkill, read_zip};
 use super::bundle::{Bundle, LoadError};
 use super::frontmatter::{self, SkillMarkdown};
 use super::git::{self, GitSource};
-use super::rules::{self, Finding, POLICY_VERSION};
+use super::review::{self, Review};
+use super::rules::{self, Finding};
 use crate::sandbox::Sandbox;
 use crate::store::{Store, StoreError};
 
@@ -104,6 +105,8 @@ pub(crate) struct Registry {
     store: Store,
     /// Counts installs, enable/disable and removals (import folders are not watched).
     changes: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
+    /// The model review after the rules, if `[skills] review` is on.
+    review: Option<Review>,
 }
 
 fn now() -> String {
@@ -143,7 +146,15 @@ impl Registry {
             imports,
             store,
             changes: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
+            review: None,
         }
+    }
+
+    /// This registry with a model reviewing every bundle the rules approve (see
+    /// `skills::review`).
+    pub(crate) fn with_review(mut self, review: Review) -> Self {
+        self.review = Some(review);
+        self
     }
 
     /// Follows changes of the installed skills (an install, enable, disable or removal); the
@@ -329,10 +340,32 @@ impl Registry {
         folder: Option<&str>,
     ) -> Result<Verdict, SkillError> {
         let hash = bundle.hash();
-        if let Some(cached) = self.cached(id, &hash).await? {
+        let reviewer = self.review.as_ref().map(|review| review.reviewer.name());
+        let policy = review::policy_version(reviewer.as_deref());
+        if let Some(cached) = self.cached(id, &hash, &policy).await? {
             return Ok(cached);
         }
-        let findings = rules::validate(bundle, folder);
+        let mut findings = rules::validate(bundle, folder);
+        if let Some(review) = &self.review
+            && !rules::rejects(&findings)
+        {
+            match review
+                .reviewer
+                .review(&review::prompt(bundle, &findings))
+                .await
+            {
+                Ok(answer) => findings.extend(review::findings(&answer, review.min_confidence)),
+                Err(why) => {
+                    // A review that could not be done rejects, and is not cached.
+                    findings.push(review::failed(&why));
+                    return Ok(Verdict {
+                        approved: false,
+                        findings,
+                        cached: false,
+                    });
+                }
+            }
+        }
         let verdict = Verdict {
             approved: !rules::rejects(&findings),
             findings,
@@ -347,7 +380,7 @@ impl Registry {
                     "INSERT OR REPLACE INTO skill_verdicts
                          (skill_id, bundle_hash, policy_version, approved, findings, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    rusqlite::params![id, hash, POLICY_VERSION, approved, json, now()],
+                    rusqlite::params![id, hash, policy, approved, json, now()],
                 )
                 .map_err(store_error)
             })
@@ -355,8 +388,13 @@ impl Registry {
         Ok(verdict)
     }
 
-    async fn cached(&self, id: &str, hash: &str) -> Result<Option<Verdict>, SkillError> {
-        let (id, hash) = (id.to_owned(), hash.to_owned());
+    async fn cached(
+        &self,
+        id: &str,
+        hash: &str,
+        policy: &str,
+    ) -> Result<Option<Verdict>, SkillError> {
+        let (id, hash, policy) = (id.to_owned(), hash.to_owned(), policy.to_owned());
         let row: Option<(bool, String)> = self
             .store
             .read(move |connection| {
@@ -364,7 +402,7 @@ impl Registry {
                     .query_row(
                         "SELECT approved, findings FROM skill_verdicts
                          WHERE skill_id = ?1 AND bundle_hash = ?2 AND policy_version = ?3",
-                        rusqlite::params![id, hash, POLICY_VERSION],
+                        rusqlite::params![id, hash, policy],
                         |row| Ok((row.get(0)?, row.get(1)?)),
                     )
                     .optional()
