@@ -69,3 +69,27 @@ test("the Memory page searches, filters, edits, pins, shows evidence and forgets
   assert.equal((await api("GET", `/v1/memory/${deploy.body.id}`)).status, 404);
   await tab.context().close();
 });
+
+// The local model's download on the Memory page, from the real event stream: a daemon whose
+// memory uses the local model `all-minilm-l6-v2` starts its download on first use (a fact
+// stored); with no route to the model's host here the download fails, and the page shows the
+// failure and that memory searches by words meanwhile (a model that downloads shows a progress
+// bar, then "ready").
+test("the Memory page shows the local model's download and its failure", async () => {
+  const local = await startSession({}, { config: '[memory]\nembeddings_model = "local/all-minilm-l6-v2"\n' });
+  try {
+    const tab = await local.page("/memory");
+    await tab.waitForSelector("#memory-list");
+    assert.equal(await tab.locator("#memory-model").isHidden(), true, "nothing to show before a download");
+    const stored = await local.api("POST", "/v1/memory", { title: "Tea", body: "Green tea in the morning" });
+    assert.equal(stored.status, 201, JSON.stringify(stored.body));
+    await tab.waitForSelector('#memory-model[data-state="failed"]', { timeout: 60_000 });
+    const text = await tab.locator("#memory-model-text").innerText();
+    assert.match(text, /local\/all-minilm-l6-v2 could not be downloaded: .*huggingface\.co/);
+    assert.match(text, /searches by words meanwhile/);
+    assert.equal(await tab.locator("#memory-model-progress").isHidden(), true);
+    await shot(tab, "memory-model");
+  } finally {
+    await local.close();
+  }
+});
