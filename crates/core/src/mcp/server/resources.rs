@@ -197,7 +197,7 @@ pub(crate) async fn follow<N, Sent>(
 {
     use futures::StreamExt;
 
-    use crate::bus::FollowItem;
+    use crate::runtime::facade::FollowItem;
 
     let mut policy = handle.policy_changes();
     policy.mark_unchanged();

@@ -161,9 +161,6 @@ async fn new_fact(handle: &RuntimeHandle, title: &str, body: &str, scope: Option
 /// denies, or would ask, sees none and its reads are refused; a follower hears about changes.
 #[tokio::test]
 async fn memory_facts_are_resources_readable_under_the_search_policy() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     let runtime = TestRuntime::builder()
         .flat_home()
         .with_config(|config| {
@@ -262,6 +259,19 @@ async fn memory_facts_are_resources_readable_under_the_search_policy() {
         }
     }
 
+    runtime.shutdown("test").await.unwrap();
+}
+
+/// A reader of memory resources hears when a fact it could list goes away.
+#[tokio::test]
+async fn memory_resource_changes_are_announced() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let runtime = TestRuntime::builder().flat_home().start().await;
+    let handle = runtime.handle();
+    let tea = new_fact(&handle, "Tea", "The person drinks green tea", None).await;
+    let code = client("claude-code");
     // A change of the facts is announced to a reader.
     let told = Arc::new(AtomicUsize::new(0));
     let wake = Arc::new(tokio::sync::Notify::new());
