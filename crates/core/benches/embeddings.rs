@@ -69,6 +69,7 @@ fn main() {
             profile: profile("local/all-minilm-l6-v2").expect("profile"),
             dir: embedding_model_dir(),
             client: None,
+            mirror: None,
             idle_unload: Duration::from_secs(3600),
             on_status: None,
         });

@@ -1,13 +1,17 @@
 //! `AskUser`: lets the agent of a chat ask the person a question — with choices or free text —
 //! and end its turn there. The chat shows the question (`option.requested`), the person
 //! answers (`POST /v1/options/{id}/answer`), and the answer starts the next turn of the same
-//! execution as the person's message.
+//! execution as the person's message ([`answer_text`]).
+//!
+//! For memory, a turn that continues after an answer is read back as the person said it
+//! ([`answered`]): the message that led to the question(s) and the answer's own words, never
+//! the question, which is the assistant's text.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::context::AskedQuestion;
-use crate::llm;
+use super::context::{AskedQuestion, is_injected_context, is_injected_memory};
+use crate::llm::{self, Message};
 use crate::tools::{input_schema, parse_arguments};
 
 /// The tool's name.
@@ -82,6 +86,90 @@ pub(crate) fn question(arguments: serde_json::Value) -> Result<AskedQuestion, St
 pub(crate) const ASKED: &str = "The question is shown to the person. Stop here and wait: their answer \
                          arrives as their next message.";
 
+/// The text an answer becomes as the person's next message: the question, then the chosen
+/// labels and the free text (`parts`), `; `-separated.
+pub(crate) fn answer_text(question: &str, parts: &[String]) -> String {
+    format!("{}{}", answer_prefix(question), parts.join("; "))
+}
+
+fn answer_prefix(question: &str) -> String {
+    format!("Answer to \"{question}\": ")
+}
+
+/// Most questions of one execution read back by [`answered`].
+const MAX_QUESTIONS: usize = 8;
+
+/// What the person said over a turn that answers `AskUser` questions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answered {
+    /// The person's messages, first to last: the one that led to the first question, then
+    /// each answer's own words.
+    pub said: Vec<String>,
+    /// The questions asked, in order.
+    pub questions: Vec<String>,
+}
+
+/// The question of `AskUser` called in `message`, if it is such a call.
+fn asked_in(message: &Message) -> Option<String> {
+    let Message::Assistant { tool_calls, .. } = message else {
+        return None;
+    };
+    let call = tool_calls.iter().find(|call| call.name == ASK_USER)?;
+    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    Some(arguments.get("question")?.as_str()?.trim().to_owned())
+}
+
+/// If the person's message at `at` in `history` answers an `AskUser` question (it follows the
+/// question's tool result), the question's index and text.
+fn question_before(history: &[Message], at: usize) -> Option<(usize, String)> {
+    let before = history[..at]
+        .iter()
+        .rposition(|message| !is_injected_memory(message) && !is_injected_context(message))?;
+    if !matches!(&history[before], Message::Tool { name, .. } if name == ASK_USER) {
+        return None;
+    }
+    let call = history[..before]
+        .iter()
+        .rposition(|message| matches!(message, Message::Assistant { .. }))?;
+    Some((call, asked_in(&history[call])?))
+}
+
+fn person_message(history: &[Message], end: usize) -> Option<(usize, &str)> {
+    let at = super::context::current_user_index(&history[..end])?;
+    match &history[at] {
+        Message::User { content } => Some((at, content.as_str())),
+        _ => None,
+    }
+}
+
+/// What the person said over the turn whose current message is the last person's message of
+/// `history`, when that message answers `AskUser` questions (`None` otherwise, or when the
+/// history no longer holds the message that led to them).
+pub(crate) fn answered(history: &[Message]) -> Option<Answered> {
+    let (mut at, answer) = person_message(history, history.len())?;
+    let mut said = vec![answer.to_owned()];
+    let mut questions = Vec::new();
+    while let Some((call, question)) = question_before(history, at) {
+        if questions.len() == MAX_QUESTIONS {
+            break;
+        }
+        let words = said.last_mut()?;
+        if let Some(rest) = words.strip_prefix(&answer_prefix(&question)) {
+            *words = rest.to_owned();
+        }
+        questions.push(question);
+        let (earlier, text) = person_message(history, call)?;
+        said.push(text.to_owned());
+        at = earlier;
+    }
+    if questions.is_empty() {
+        return None;
+    }
+    said.reverse();
+    questions.reverse();
+    Some(Answered { said, questions })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -112,5 +200,56 @@ mod tests {
             assert!(question(bad.clone()).is_err(), "{bad}");
         }
         assert!(spec().parameters["properties"]["question"].is_object());
+    }
+
+    fn ask(id: &str, question: &str) -> [Message; 2] {
+        [
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![llm::ToolCall {
+                    id: id.into(),
+                    name: ASK_USER.into(),
+                    arguments: json!({"question": question}).to_string(),
+                }],
+            },
+            Message::Tool {
+                tool_call_id: id.into(),
+                name: ASK_USER.into(),
+                content: ASKED.into(),
+                is_error: false,
+            },
+        ]
+    }
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            content: text.into(),
+        }
+    }
+
+    #[test]
+    fn an_answer_is_read_back_as_the_persons_words_with_the_questions_apart() {
+        let mut history = vec![user("earlier"), user("Book a table")];
+        history.extend(ask("q1", "Where?"));
+        history.push(user(&answer_text("Where?", &["Uno".into()])));
+        history.extend(ask("q2", "When?"));
+        history.push(user(&answer_text("When?", &["7pm".into(), "or 8".into()])));
+        assert_eq!(
+            answered(&history),
+            Some(Answered {
+                said: vec!["Book a table".into(), "Uno".into(), "7pm; or 8".into()],
+                questions: vec!["Where?".into(), "When?".into()],
+            })
+        );
+        // A message that answers nothing is not read back.
+        assert_eq!(answered(&[user("hi")]), None);
+        let mut plain = vec![user("Book a table")];
+        plain.extend(ask("q1", "Where?"));
+        plain.push(Message::Assistant {
+            content: "Never mind.".into(),
+            tool_calls: Vec::new(),
+        });
+        plain.push(user("Thanks"));
+        assert_eq!(answered(&plain), None);
     }
 }

@@ -273,7 +273,9 @@ impl MemoryRecall for LongTermMemory {
 /// What capture gets from a finished turn: the person's message, the final answer, and as
 /// evidence what came after the person's last message in `history` — tool results (named by
 /// their tool) and the assistant's text between tool calls — bounded as the original bounds
-/// it.
+/// it. A turn that answers `AskUser` questions is the person's message that led to them plus
+/// the answers' own words (the asking turn itself is not captured: it taught nothing yet),
+/// with the questions as the assistant's text.
 pub(crate) fn turn_record(
     scope: &MemoryScope,
     turn_id: &str,
@@ -288,9 +290,19 @@ pub(crate) fn turn_record(
     {
         after.pop();
     }
-    let evidence = after
-        .into_iter()
-        .filter_map(|message| match message {
+    // A turn that answers questions: the person's words are what led to them and the
+    // answers; the questions are the assistant's text (context, not the person's grounding).
+    let (user_message, questions) = match super::ask_user::answered(history) {
+        Some(answered) => (answered.said.join("\n"), answered.questions),
+        None => (user_message.to_owned(), Vec::new()),
+    };
+    let asked = questions.into_iter().map(|question| Evidence {
+        kind: EvidenceKind::AssistantSynthesis,
+        source: Some(super::ask_user::ASK_USER.to_owned()),
+        text: question,
+    });
+    let evidence = asked
+        .chain(after.into_iter().filter_map(|message| match message {
             Message::Tool { name, content, .. } => Some(Evidence {
                 kind: EvidenceKind::ToolOutput,
                 source: Some(name.clone()),
@@ -305,11 +317,11 @@ pub(crate) fn turn_record(
                 text: content.clone(),
             }),
             _ => None,
-        })
+        }))
         .collect();
     TurnRecord {
         context: context(scope),
-        user_message: user_message.to_owned(),
+        user_message,
         assistant_message: answer.to_owned(),
         evidence: memory::capture::bounded(evidence),
         turn_id: Some(turn_id.to_owned()),

@@ -586,8 +586,8 @@ impl Turn {
         outcome
     }
 
-    /// Queues a turn that answered for memory capture (failed, cancelled and asking turns
-    /// teach nothing).
+    /// Queues a turn that answered for memory capture (failed and cancelled turns teach
+    /// nothing; an asking turn is captured with the turn that continues after the answer).
     fn hand_to_memory(&self, inner: &Inner, outcome: &TurnOutcome) {
         if outcome.status != TurnStatus::Completed {
             return;

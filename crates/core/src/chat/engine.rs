@@ -40,7 +40,7 @@ pub(crate) fn answer_text(
     if let Some(text) = free_text {
         parts.push(text.to_owned());
     }
-    format!("Answer to \"{question}\": {}", parts.join("; "))
+    crate::agent::ask_user::answer_text(question, &parts)
 }
 
 fn usage(usage: &llm::Usage) -> Usage {

@@ -26,6 +26,11 @@ config_section! {
         /// A local embedding model is dropped from memory after this many seconds unused
         /// (and loaded again when needed).
         pub local_model_idle_seconds: u64 = 600,
+        /// Where local embedding models are downloaded from instead of their home (Hugging
+        /// Face): a URL under which each model's files are served as `<url>/<model
+        /// name>/<file>` (a mirror inside your network). Each file's checksum is checked all
+        /// the same. Empty: the model's home.
+        pub local_model_mirror: String = String::new(),
         /// After each answered turn, ask the chat model which facts are worth keeping (one
         /// extra model request per turn). Off: only what you explicitly ask to remember.
         pub writer: bool = false,
@@ -35,6 +40,16 @@ config_section! {
 impl MemoryConfig {
     fn check(&self) -> Vec<Invalid> {
         let mut problems = Vec::new();
+        let mirror = &self.local_model_mirror;
+        if !mirror.is_empty()
+            && (!(mirror.starts_with("http://") || mirror.starts_with("https://"))
+                || mirror.chars().any(|c| c.is_whitespace() || c.is_control()))
+        {
+            problems.push(Invalid::new(
+                "local_model_mirror",
+                format!("`{mirror}` is not an http:// or https:// URL"),
+            ));
+        }
         let model = &self.embeddings_model;
         if model.trim() != model
             || model.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -97,6 +112,19 @@ mod tests {
             };
             let keys: Vec<&str> = config.validate().iter().map(|p| p.key).collect();
             assert_eq!(keys, ["embeddings_model"], "{bad:?}");
+        }
+        let mirrored = MemoryConfig {
+            local_model_mirror: "https://models.intranet.example/hf".into(),
+            ..MemoryConfig::default()
+        };
+        assert!(mirrored.validate().is_empty());
+        for bad in ["models.example", "ftp://models.example", "https://a b"] {
+            let config = MemoryConfig {
+                local_model_mirror: bad.into(),
+                ..MemoryConfig::default()
+            };
+            let keys: Vec<&str> = config.validate().iter().map(|p| p.key).collect();
+            assert_eq!(keys, ["local_model_mirror"], "{bad:?}");
         }
     }
 }

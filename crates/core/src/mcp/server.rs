@@ -15,6 +15,9 @@
 //!   before the client's own time limit; `AwaitApproval` picks the result up later, once.
 //! - `prompts/list` and `prompts/get` ([`prompts`]): the usable skills as prompts, with
 //!   `notifications/prompts/list_changed` when they change.
+//! - `resources/list`, `resources/read` and `resources/templates/list` ([`resources`]): the
+//!   person's memory facts as `souz://memory/facts/<id>`, readable when the policy lets the
+//!   client run `search_memory` without asking, with `notifications/resources/list_changed`.
 //! - [`sessions`]: rmcp's session manager, watched, so that a session's end withdraws its calls.
 //!
 //! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
@@ -33,6 +36,7 @@ pub(crate) use super::extension::McpExtension;
 pub(crate) mod front;
 pub(crate) mod listing;
 pub(crate) mod prompts;
+pub(crate) mod resources;
 pub(crate) mod sessions;
 
 use std::borrow::Cow;
@@ -244,6 +248,8 @@ impl SouzServer {
         let handle = self.session.handle.clone();
         let listing = Arc::clone(&self.session.listing);
         let (prompt_peer, prompt_stop) = (peer.clone(), stop.clone());
+        let (resource_peer, resource_stop) = (peer.clone(), stop.clone());
+        let resource_requester = requester.clone();
         self.session.handle.spawn(async move {
             let notify = || async { peer.notify_tool_list_changed().await.is_ok() };
             follow_tool_list(&handle, &listing, &requester, stop.cancelled(), notify).await;
@@ -252,6 +258,12 @@ impl SouzServer {
         self.session.handle.spawn(async move {
             let notify = || async { prompt_peer.notify_prompt_list_changed().await.is_ok() };
             prompts::follow(&handle, prompt_stop.cancelled(), notify).await;
+        });
+        let handle = self.session.handle.clone();
+        self.session.handle.spawn(async move {
+            let notify = || async { resource_peer.notify_resource_list_changed().await.is_ok() };
+            let stop = resource_stop.cancelled();
+            resources::follow(&handle, &resource_requester, None, stop, notify).await;
         });
     }
 
@@ -375,6 +387,8 @@ impl ServerHandler for SouzServer {
             .enable_logging()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -483,6 +497,7 @@ impl ServerHandler for SouzServer {
             SubscriptionFilter::builder()
                 .tools_list_changed()
                 .prompts_list_changed()
+                .resources_list_changed()
                 .build(),
         )
     }
@@ -522,21 +537,33 @@ impl ServerHandler for SouzServer {
                 stop().await;
             }
         };
-        tokio::join!(tools, prompts);
+        let resources = async {
+            if accepted.resources_list_changed == Some(true) {
+                let notify = || async { sink.notify_resource_list_changed().await.is_ok() };
+                resources::follow(&session.handle, &requester, None, stop(), notify).await;
+            } else {
+                stop().await;
+            }
+        };
+        tokio::join!(tools, prompts, resources);
         Ok(())
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        match &self.session.extension {
-            Some(extension) => extension.resources(),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ListResourcesRequestMethod,
-            >()),
+        let requester = self.requester(&context);
+        let mut listed =
+            resources::list(&self.session.handle, &requester, request.as_ref()).await?;
+        // The extension's resources come with the first page.
+        if let Some(extension) = &self.session.extension
+            && request.as_ref().and_then(|r| r.cursor.as_ref()).is_none()
+        {
+            listed.resources.extend(extension.resources()?.resources);
         }
+        Ok(listed)
     }
 
     async fn list_resource_templates(
@@ -544,24 +571,32 @@ impl ServerHandler for SouzServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        match &self.session.extension {
-            Some(extension) => extension.resource_templates(),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ListResourceTemplatesRequestMethod,
-            >()),
+        let mut templates = resources::templates();
+        if let Some(extension) = &self.session.extension {
+            templates.extend(extension.resource_templates()?.resource_templates);
         }
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            templates,
+        ))
     }
 
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if resources::is_memory_uri(&request.uri) {
+            let requester = self.requester(&context);
+            return resources::read(&self.session.handle, &requester, &request.uri)
+                .await
+                .map(Into::into);
+        }
         match &self.session.extension {
             Some(extension) => extension.read(&request).map(Into::into),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ReadResourceRequestMethod,
-            >()),
+            None => Err(McpError::resource_not_found(
+                format!("no resource at `{}`", request.uri),
+                None,
+            )),
         }
     }
 

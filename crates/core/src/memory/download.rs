@@ -104,6 +104,31 @@ pub async fn fetch_file(
     progress: Progress<'_>,
     cancel: &CancellationToken,
 ) -> Result<(), DownloadError> {
+    let at = Source {
+        file,
+        url: file.url,
+    };
+    fetch_file_from(client, dir, at, progress, cancel).await
+}
+
+/// A model file and where to fetch it (its pinned URL or a mirror's).
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The file (name, checksum, size).
+    pub file: &'a ModelFile,
+    /// Where it is fetched from.
+    pub url: &'a str,
+}
+
+/// [`fetch_file`] from `source.url`.
+pub async fn fetch_file_from(
+    client: &WebClient,
+    dir: &Path,
+    source: Source<'_>,
+    progress: Progress<'_>,
+    cancel: &CancellationToken,
+) -> Result<(), DownloadError> {
+    let (file, url) = (source.file, source.url);
     let target = dir.join(file.name);
     if tokio::fs::try_exists(&target).await.map_err(io(&target))? {
         progress(file, file.bytes);
@@ -115,7 +140,7 @@ pub async fn fetch_file(
         .await
         .map(|metadata| metadata.len())
         .unwrap_or(0);
-    let mut request = client.request(reqwest::Method::GET, file.url)?;
+    let mut request = client.request(reqwest::Method::GET, url)?;
     if have > 0 {
         request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
@@ -128,7 +153,7 @@ pub async fn fetch_file(
             let _ = tokio::fs::remove_file(&part).await;
         }
         return Err(WebError::Status {
-            url: file.url.to_owned(),
+            url: url.to_owned(),
             status,
         }
         .into());
@@ -147,7 +172,7 @@ pub async fn fetch_file(
     loop {
         let chunk = tokio::select! {
             chunk = response.chunk() => chunk.map_err(|error| WebError::Network {
-                url: file.url.to_owned(),
+                url: url.to_owned(),
                 reason: error.to_string(),
             })?,
             () = cancel.cancelled() => return Err(WebError::Cancelled.into()),

@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 use tokio_util::sync::CancellationToken;
 
-use super::download::{DownloadError, ModelFile, fetch_file};
+use super::download::{DownloadError, ModelFile, Source, fetch_file_from};
 use super::embedder::{EmbedError, EmbedRole, Embedder, normalize};
 use crate::sandbox::net::WebClient;
 
@@ -154,6 +154,9 @@ pub struct LocalOptions {
     pub dir: PathBuf,
     /// Fetches missing files (`None`: never download; a missing model stays missing).
     pub client: Option<WebClient>,
+    /// Fetch the files from `<mirror>/<model name>/<file>` instead of their pinned URLs
+    /// (`[memory] local_model_mirror`; the checksums stay pinned).
+    pub mirror: Option<String>,
     /// Unloaded after this long unused.
     pub idle_unload: Duration,
     /// Told about status changes.
@@ -499,7 +502,17 @@ impl Shared {
         };
         self.set_status(ModelStatus::Downloading { received: 0, total });
         for file in files {
-            fetch_file(client, &self.options.dir, file, &progress, &self.shutdown).await?;
+            let url = match &self.options.mirror {
+                Some(mirror) => format!(
+                    "{}/{}/{}",
+                    mirror.trim_end_matches('/'),
+                    self.options.profile.name,
+                    file.name
+                ),
+                None => file.url.to_owned(),
+            };
+            let at = Source { file, url: &url };
+            fetch_file_from(client, &self.options.dir, at, &progress, &self.shutdown).await?;
         }
         Ok(())
     }

@@ -28,6 +28,9 @@ use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, eras
 /// have it: server names are TOML keys of `[mcp.servers]` without `/`).
 pub(crate) const TOOLS_SERVER: &str = "@souz/memory";
 
+/// The name of the search tool (its policy also decides reading memory as MCP resources).
+pub(crate) const SEARCH_TOOL: &str = "search_memory";
+
 /// The memory tools for MCP clients.
 pub(crate) fn external_tools(memory: &Memory) -> Vec<ExternalTool> {
     let entry = |tool| ExternalTool {
@@ -97,7 +100,7 @@ impl Tool for SearchMemory {
     type Prepared = ();
 
     fn name(&self) -> &'static str {
-        "search_memory"
+        SEARCH_TOOL
     }
 
     fn description(&self) -> &'static str {

@@ -45,6 +45,8 @@ pub(crate) fn local_embedder(
         profile,
         dir: config.paths.home().join("models").join(profile.name),
         client,
+        mirror: Some(config.memory.local_model_mirror.trim().to_owned())
+            .filter(|mirror| !mirror.is_empty()),
         idle_unload: Duration::from_secs(config.memory.local_model_idle_seconds.max(1)),
         on_status: Some(status_events(events.clone())),
     }))

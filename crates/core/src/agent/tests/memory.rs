@@ -180,3 +180,84 @@ async fn forgetting_a_chat_deletes_its_session_facts_and_closes_its_scope() {
         .unwrap();
     assert!(retired.is_empty());
 }
+
+/// A chat turn that may ask the person (`AskUser` offered).
+fn asking(chat_id: &str, input: &str) -> crate::agent::turn::TurnRequest {
+    crate::agent::turn::TurnRequest {
+        ask_user: true,
+        ..skills(chat_id, input)
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_continues_after_an_answered_question_is_captured_with_the_answer() {
+    let mut m = memory_fixture().await;
+    m.f.llm.push_tool_calls(vec![call(
+        "q1",
+        "AskUser",
+        json!({"question": "Which tea do you mean?", "choices": ["Green tea", "Black tea"]}),
+    )]);
+    let (outcome, _) =
+        m.f.run(asking(
+            "chat-a",
+            "Remember that I drink one tea every morning",
+        ))
+        .await;
+    assert!(outcome.reply.unwrap().question.is_some());
+    assert_eq!(
+        m.worker.run_queued().await,
+        0,
+        "the asking turn waits for its answer"
+    );
+
+    m.f.llm.push_text("Noted: green tea.");
+    let (outcome, _) =
+        m.f.run(asking(
+            "chat-a",
+            "Answer to \"Which tea do you mean?\": Green tea",
+        ))
+        .await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(
+        m.worker.run_queued().await,
+        1,
+        "the answered turn is captured"
+    );
+    let facts = active(&m.memory).await;
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    assert!(facts[0].body.contains("Green tea"), "{}", facts[0].body);
+    assert!(
+        facts[0].body.contains("I drink one tea every morning"),
+        "{}",
+        facts[0].body
+    );
+    assert!(
+        !facts[0].body.contains("Which tea do you mean"),
+        "the question is not the person's words: {}",
+        facts[0].body
+    );
+}
+
+#[tokio::test]
+async fn a_question_that_mentions_remembering_is_not_the_persons_request() {
+    let mut m = memory_fixture().await;
+    m.f.llm.push_tool_calls(vec![call(
+        "q1",
+        "AskUser",
+        json!({"question": "Should I remember that you train on Mondays?", "choices": ["Yes", "No"]}),
+    )]);
+    m.f.run(asking("chat-a", "Plan my week")).await;
+    m.f.llm.push_text("Here is your week.");
+    let (outcome, _) =
+        m.f.run(asking(
+            "chat-a",
+            "Answer to \"Should I remember that you train on Mondays?\": No",
+        ))
+        .await;
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(m.worker.run_queued().await, 1);
+    assert!(
+        active(&m.memory).await.is_empty(),
+        "only the assistant said \"remember\""
+    );
+}

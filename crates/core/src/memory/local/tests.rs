@@ -28,6 +28,7 @@ fn embedder(idle: Duration) -> LocalEmbedder {
         profile: minilm(),
         dir: embedding_model_dir(),
         client: None,
+        mirror: None,
         idle_unload: idle,
         on_status: None,
     })
@@ -183,6 +184,7 @@ async fn a_missing_model_answers_not_ready_without_a_client() {
         profile: minilm(),
         dir: home.paths().home().join("models/none"),
         client: None,
+        mirror: None,
         idle_unload: Duration::from_secs(600),
         on_status: None,
     });
@@ -372,6 +374,7 @@ async fn first_use_downloads_in_the_background_and_reports_progress() {
         profile,
         dir: home.paths().home().join("models/all-minilm-l6-v2"),
         client: Some(local_client()),
+        mirror: None,
         idle_unload: Duration::from_secs(600),
         on_status: Some(Arc::new(move |_: &str, status: &ModelStatus| {
             sink.lock().unwrap().push(status.clone());

@@ -154,6 +154,7 @@ async fn dense_and_fused_recall_at_5_stay_above_the_measured_floors() {
         profile: profile("local/all-minilm-l6-v2").expect("the test model's profile"),
         dir: embedding_model_dir(),
         client: None,
+        mirror: None,
         idle_unload: Duration::from_secs(600),
         on_status: None,
     }));

@@ -7,15 +7,16 @@
 //! bad input is a clear `Invalid` that changes nothing; changes are announced as
 //! `memory.fact.*` events by [`crate::memory::Memory`] itself.
 
-use souz_protocol::ErrorCode;
 use souz_protocol::memory::{
     MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryQuery,
     MemorySearchHit, MemorySearchRequest, MemorySearchResult, MemoryStatusFilter, NewMemoryFact,
 };
+use souz_protocol::{EffectivePolicy, ErrorCode, Requester, Risk};
 
 use super::ServiceError;
 use crate::LOCAL_USER;
 use crate::memory::facts::Filter;
+use crate::memory::mcp_tools::SEARCH_TOOL;
 use crate::memory::wire::{
     DEFAULT_SEARCH, MAX_BODY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH, MAX_TITLE_CHARS, fact_to_wire,
     kind_from_wire, parse_scope, search_hints, shortened,
@@ -158,6 +159,12 @@ fn edit(patch: MemoryFactPatch) -> Result<FactEdit, ServiceError> {
 }
 
 impl RuntimeHandle {
+    /// The one rule for reading memory from outside: the policy of the MCP tool
+    /// `search_memory` for `requester` (its memory resources follow it too).
+    pub fn memory_read_policy(&self, requester: &Requester) -> EffectivePolicy {
+        self.tool_policy_for(SEARCH_TOOL, Risk::ReadOnly, requester)
+    }
+
     /// A page of facts matching `query`, most recently updated first.
     pub async fn list_memory(&self, query: MemoryQuery) -> Result<MemoryFactList, ServiceError> {
         let offset = query.offset.unwrap_or(0);

@@ -136,3 +136,173 @@ async fn memory_writes_from_mcp_clients_ask_and_searches_follow_the_policy() {
     assert!(facts(&handle).await.is_empty());
     runtime.shutdown("test").await.unwrap();
 }
+
+async fn new_fact(handle: &RuntimeHandle, title: &str, body: &str, scope: Option<&str>) -> String {
+    handle
+        .create_memory_fact(
+            souz_protocol::NewMemoryFact {
+                body: body.into(),
+                title: Some(title.into()),
+                kind: Some(souz_protocol::MemoryKind::Preference),
+                scope: scope.map(str::to_owned),
+                canonical_key: Some("user.preference.tea".into()).filter(|_| scope.is_none()),
+                pinned: false,
+                importance: None,
+            },
+            crate::runtime::facade::MemoryOrigin::MANUAL,
+        )
+        .await
+        .unwrap()
+        .id
+}
+
+/// Memory facts as resources follow `search_memory`'s policy: an allowed client lists and
+/// reads the active global facts (not session facts, not retired ones); a client the policy
+/// denies, or would ask, sees none and its reads are refused; a follower hears about changes.
+#[tokio::test]
+async fn memory_facts_are_resources_readable_under_the_search_policy() {
+    let runtime = TestRuntime::builder()
+        .flat_home()
+        .with_config(|config| {
+            config.approvals.rules.extend([
+                rule(Action::Deny, "search_memory", "mcp:blocked"),
+                rule(Action::Ask, "search_memory", "mcp:asker"),
+            ]);
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    let tea = new_fact(&handle, "Tea", "The person drinks green tea", None).await;
+    let session = new_fact(
+        &handle,
+        "Chat note",
+        "Draft is in notes.md",
+        Some("session:c1"),
+    )
+    .await;
+    let retired = {
+        let id = handle
+            .create_memory_fact(
+                souz_protocol::NewMemoryFact {
+                    body: "Old editor was vim".into(),
+                    title: Some("Editor".into()),
+                    kind: None,
+                    scope: None,
+                    canonical_key: None,
+                    pinned: false,
+                    importance: None,
+                },
+                crate::runtime::facade::MemoryOrigin::MANUAL,
+            )
+            .await
+            .unwrap()
+            .id;
+        handle.retire_memory_fact(&id).await.unwrap();
+        id
+    };
+
+    let code = client("claude-code");
+    let listed = resources::list(&handle, &code, None).await.unwrap();
+    let uris: Vec<&str> = listed.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, vec![format!("souz://memory/facts/{tea}")]);
+    let resource = &listed.resources[0];
+    assert_eq!(resource.name, "Tea");
+    assert_eq!(resource.mime_type.as_deref(), Some("text/markdown"));
+    assert_eq!(
+        resource.description.as_deref(),
+        Some("preference memory, global scope")
+    );
+    let read = resources::read(&handle, &code, &resource.uri)
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&read.contents[0]).unwrap();
+    assert_eq!(text["mimeType"], "text/markdown");
+    let text = text["text"].as_str().unwrap();
+    for part in [
+        "# Tea",
+        "The person drinks green tea",
+        "- Kind: preference",
+        "- Scope: global",
+        "- Canonical key: user.preference.tea",
+        "- Updated: ",
+        "Untrusted",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+    for hidden in [&session, &retired] {
+        let uri = format!("souz://memory/facts/{hidden}");
+        let error = resources::read(&handle, &code, &uri).await.unwrap_err();
+        assert_eq!(
+            error.code,
+            rmcp::model::ErrorCode::RESOURCE_NOT_FOUND,
+            "{uri}"
+        );
+    }
+    for bad in [
+        "souz://memory/facts/",
+        "souz://memory/facts/a/b",
+        "souz://memory/x",
+    ] {
+        assert!(resources::read(&handle, &code, bad).await.is_err(), "{bad}");
+    }
+
+    for refused in ["blocked", "asker"] {
+        let requester = client(refused);
+        let listed = resources::list(&handle, &requester, None).await.unwrap();
+        assert!(listed.resources.is_empty(), "{refused} lists nothing");
+        let error = resources::read(&handle, &requester, &resource.uri)
+            .await
+            .unwrap_err();
+        assert_ne!(error.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND);
+        if refused == "asker" {
+            assert!(error.message.contains("search_memory"), "{}", error.message);
+        }
+    }
+
+    runtime.shutdown("test").await.unwrap();
+}
+
+/// A reader of memory resources hears when a fact it could list goes away.
+#[tokio::test]
+async fn memory_resource_changes_are_announced() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let runtime = TestRuntime::builder().flat_home().start().await;
+    let handle = runtime.handle();
+    let tea = new_fact(&handle, "Tea", "The person drinks green tea", None).await;
+    let code = client("claude-code");
+    // A change of the facts is announced to a reader.
+    let told = Arc::new(AtomicUsize::new(0));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let stop = tokio_util::sync::CancellationToken::new();
+    // Followed from the events stored so far: nothing done after this point is missed.
+    let after = handle.last_event_seq().await.unwrap();
+    let follower = {
+        let (handle, told, wake, stop) = (handle.clone(), told.clone(), wake.clone(), stop.clone());
+        tokio::spawn(async move {
+            let notify = || async {
+                told.fetch_add(1, Ordering::SeqCst);
+                wake.notify_one();
+                true
+            };
+            let reader = client("claude-code");
+            resources::follow(&handle, &reader, Some(after), stop.cancelled(), notify).await;
+        })
+    };
+    handle.delete_memory_fact(&tea).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), wake.notified())
+        .await
+        .expect("the deletion is announced");
+    assert!(told.load(Ordering::SeqCst) >= 1);
+    assert!(
+        resources::list(&handle, &code, None)
+            .await
+            .unwrap()
+            .resources
+            .is_empty()
+    );
+    stop.cancel();
+    follower.await.unwrap();
+    runtime.shutdown("test").await.unwrap();
+}
