@@ -34,6 +34,7 @@ pub(crate) mod front;
 pub(crate) mod listing;
 pub(crate) mod prompts;
 pub(crate) mod sessions;
+pub(crate) mod skills_ext;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -375,8 +376,10 @@ impl ServerHandler for SouzServer {
             .enable_logging()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_resources()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_skills()
             .build();
         if let Some(extension) = &self.session.extension {
             extension.add_capabilities(&mut capabilities);
@@ -531,11 +534,10 @@ impl ServerHandler for SouzServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        // Skill files are read by the URIs of their skill's manifest (`skills/get`), not listed.
         match &self.session.extension {
             Some(extension) => extension.resources(),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ListResourcesRequestMethod,
-            >()),
+            None => Ok(rmcp::model::ListResourcesResult::with_all_items(Vec::new())),
         }
     }
 
@@ -557,11 +559,15 @@ impl ServerHandler for SouzServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if let Some(file) = skills_ext::read(&self.session.handle, &request.uri).await? {
+            return Ok(file.into());
+        }
         match &self.session.extension {
             Some(extension) => extension.read(&request).map(Into::into),
-            None => Err(McpError::method_not_found::<
-                rmcp::model::ReadResourceRequestMethod,
-            >()),
+            None => Err(McpError::invalid_params(
+                format!("no resource `{}`", request.uri),
+                None,
+            )),
         }
     }
 
@@ -589,6 +595,22 @@ impl ServerHandler for SouzServer {
                 rmcp::model::UnsubscribeRequestMethod,
             >()),
         }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        skills_ext::list(&self.session.handle).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills_ext::get(&self.session.handle, &request.uri).await
     }
 
     async fn list_prompts(
