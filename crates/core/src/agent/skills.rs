@@ -374,7 +374,7 @@ impl SkillBundles for Registry {
 impl Registry {
     /// The listed skill `skill` loaded once with its validation findings, if it is enabled,
     /// loads and passes validation; otherwise why not (disabled, or rejected with the reasons).
-    async fn usable(
+    pub(crate) async fn usable(
         &self,
         skill: Listed,
     ) -> Result<Result<(Loaded, Vec<Finding>), BundleLookup>, String> {

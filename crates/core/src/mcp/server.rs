@@ -38,6 +38,7 @@ pub(crate) mod listing;
 pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod sessions;
+pub(crate) mod skills_ext;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -391,6 +392,7 @@ impl ServerHandler for SouzServer {
             .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_skills()
             .build();
         if let Some(extension) = &self.session.extension {
             extension.add_capabilities(&mut capabilities);
@@ -557,7 +559,8 @@ impl ServerHandler for SouzServer {
         let requester = self.requester(&context);
         let mut listed =
             resources::list(&self.session.handle, &requester, request.as_ref()).await?;
-        // The extension's resources come with the first page.
+        // The extension's resources come with the first page. (Skill files are read by the URIs
+        // of their skill's manifest, `skills/get`, not listed.)
         if let Some(extension) = &self.session.extension
             && request.as_ref().and_then(|r| r.cursor.as_ref()).is_none()
         {
@@ -590,6 +593,9 @@ impl ServerHandler for SouzServer {
             return resources::read(&self.session.handle, &requester, &request.uri)
                 .await
                 .map(Into::into);
+        }
+        if let Some(file) = skills_ext::read(&self.session.handle, &request.uri).await? {
+            return Ok(file.into());
         }
         match &self.session.extension {
             Some(extension) => extension.read(&request).map(Into::into),
@@ -624,6 +630,22 @@ impl ServerHandler for SouzServer {
                 rmcp::model::UnsubscribeRequestMethod,
             >()),
         }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        skills_ext::list(&self.session.handle).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills_ext::get(&self.session.handle, &request.uri).await
     }
 
     async fn list_prompts(

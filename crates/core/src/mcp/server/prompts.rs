@@ -10,10 +10,8 @@
 //! installed and validation approved. Running a skill's commands stays with the agents and the
 //! gate: a prompt only carries instructions.
 //!
-//! rmcp 3.11 also implements the Skills extension (SEP-2640, `io.modelcontextprotocol/skills`:
-//! `skills/list`, `skills/get`, files over `resources/read`); no client here negotiates it yet
-//! (the Python SDK 2.3 has no skills API), so Souz offers skills as prompts, which every client
-//! speaks.
+//! Clients that negotiate the Skills extension (SEP-2640) get the same skills as manifests and
+//! files too (`skills_ext`); prompts are what every client speaks.
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{GetPromptResult, Prompt, PromptMessage, Role};

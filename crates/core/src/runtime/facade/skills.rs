@@ -264,6 +264,25 @@ impl RuntimeHandle {
         }
     }
 
+    /// The files of the usable skill `id` by path (what [`Self::usable_skill`] offers, as a
+    /// bundle); `None` when no usable skill has that id.
+    pub(crate) async fn usable_skill_files(
+        &self,
+        id: &str,
+    ) -> Result<Option<std::collections::BTreeMap<String, String>>, ServiceError> {
+        if self.usable_skill(id).await?.is_none() {
+            return Ok(None);
+        }
+        let Some(listed) = self.skills().find(id).await? else {
+            return Ok(None);
+        };
+        match self.skills().usable(listed).await {
+            Ok(Ok((loaded, _))) => Ok(Some(loaded.bundle.files().clone())),
+            Ok(Err(_)) => Ok(None),
+            Err(error) => Err(ServiceError::Internal(error)),
+        }
+    }
+
     /// Follows changes of the installed skills (install, enable, disable, remove).
     pub(crate) fn skill_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.skills().changes()
