@@ -243,7 +243,7 @@ fn install_from_a_git_url_through_the_cli_and_the_api() {
 #[test]
 fn an_approved_skill_command_runs_confined_in_a_real_turn() {
     use crate::chats::{
-        COMPLETIONS, daemon, events, new_chat, post, provider, run_skill, wait_event,
+        COMPLETIONS, daemon, events, last_request, new_chat, post, provider, run_skill, wait_event,
     };
     use souz_testkit::openai;
 
@@ -323,12 +323,7 @@ fn an_approved_skill_command_runs_confined_in_a_real_turn() {
     );
     assert!(!home.join("outside.txt").exists());
     // Its output went back to the model.
-    let request = setup
-        .provider
-        .requests_to(COMPLETIONS)
-        .last()
-        .unwrap()
-        .json();
+    let (request, _) = last_request(&setup);
     let result = request["messages"]
         .as_array()
         .unwrap()
@@ -346,7 +341,7 @@ fn an_approved_skill_command_runs_confined_in_a_real_turn() {
 /// the bundle as data; its rejection stops the install with its reasons.
 #[test]
 fn a_model_review_rejects_a_bundle_the_rules_let_through() {
-    use crate::chats::{COMPLETIONS, daemon_configured, provider};
+    use crate::chats::{COMPLETIONS, daemon_configured, last_request, provider};
     use souz_testkit::openai;
 
     let setup = provider();
@@ -372,12 +367,7 @@ fn a_model_review_rejects_a_bundle_the_rules_let_through() {
         answer.body
     );
     assert_eq!(daemon.get("/v1/skills").json()["items"], json!([]));
-    let request = setup
-        .provider
-        .requests_to(COMPLETIONS)
-        .last()
-        .unwrap()
-        .json();
+    let (request, _) = last_request(&setup);
     // (Temperature 0 is asked for; the OpenAI adapter leaves it out for reasoning models.)
     let messages = request["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");

@@ -26,24 +26,15 @@ use crate::runtime::facade::UsableSkill;
 /// The URI scheme of skill files.
 pub(crate) const SCHEME: &str = "skill://";
 
-/// A path of a bundle as one URI: each segment percent-encoded but for unreserved characters.
+/// A path of a bundle as one URI, each segment percent-encoded as a URL path segment.
 fn uri(id: &str, path: &str) -> String {
-    let encoded: Vec<String> = path
-        .split('/')
-        .map(|segment| {
-            segment
-                .bytes()
-                .map(|byte| {
-                    if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-                        (byte as char).to_string()
-                    } else {
-                        format!("%{byte:02X}")
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    format!("{SCHEME}{id}/{}", encoded.join("/"))
+    let Ok(mut url) = reqwest::Url::parse(&format!("{SCHEME}{id}/")) else {
+        return format!("{SCHEME}{id}/{path}");
+    };
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty().extend(path.split('/'));
+    }
+    url.to_string()
 }
 
 fn manifest(skill: &UsableSkill, files: &BTreeMap<String, String>) -> Skill {
