@@ -14,20 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use souz_e2e::{Daemon, http, souz_bin};
-
-fn clients() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
-}
-
-fn installed(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/test.sh, which installs the MCP test clients",
-        path.display()
-    );
-    path
-}
+use souz_e2e::{Daemon, clients, http, installed, souz_bin};
 
 fn python() -> PathBuf {
     installed(clients().join(".venv/bin/python"))

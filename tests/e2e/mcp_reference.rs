@@ -9,19 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use souz_e2e::Daemon;
-
-fn clients() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
-}
+use souz_e2e::{Daemon, clients};
 
 fn installed(path: PathBuf) -> String {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/test.sh, which installs the MCP test clients and servers",
-        path.display()
-    );
-    path.display().to_string()
+    souz_e2e::installed(path).display().to_string()
 }
 
 /// A daemon with one reference server, `[mcp.servers.<name>]` being `server` (its `command`,

@@ -6,11 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use souz_e2e::Daemon;
-
-fn clients() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
-}
+use souz_e2e::{Daemon, clients};
 
 fn python() -> PathBuf {
     let python = clients().join(".venv/bin/python");

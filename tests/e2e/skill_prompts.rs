@@ -6,11 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
-use souz_e2e::Daemon;
-
-fn clients() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
-}
+use souz_e2e::{Daemon, clients};
 
 fn skill(root: &Path, name: &str, description: &str, body: &str) -> PathBuf {
     let folder = root.join(name);

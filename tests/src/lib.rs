@@ -12,6 +12,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// The folder of the test clients and servers `scripts/clients.sh` installs (`tests/clients`).
+pub fn clients() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
+}
+
+/// `path` (under [`clients`]), asserting it was installed.
+pub fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/test.sh, which installs the MCP test clients and servers",
+        path.display()
+    );
+    path
+}
+
 /// The `souz` binary built next to this test (or `SOUZ_BIN`).
 pub fn souz_bin() -> PathBuf {
     if let Some(path) = std::env::var_os("SOUZ_BIN") {
