@@ -21,7 +21,6 @@ use rmcp::model::{
 
 use super::mcp_error;
 use crate::runtime::RuntimeHandle;
-use crate::runtime::facade::UsableSkill;
 
 /// The URI scheme of skill files.
 pub(crate) const SCHEME: &str = "skill://";
@@ -37,14 +36,14 @@ fn uri(id: &str, path: &str) -> String {
     url.to_string()
 }
 
-fn manifest(skill: &UsableSkill, files: &BTreeMap<String, String>) -> Skill {
+fn manifest(id: &str, description: &str, files: &BTreeMap<String, String>) -> Skill {
     let resources = files
         .iter()
-        .map(|(path, text)| SkillResource::from_bytes(uri(&skill.id, path), text.as_bytes()))
+        .map(|(path, text)| SkillResource::from_bytes(uri(id, path), text.as_bytes()))
         .collect();
     Skill::new(
-        uri(&skill.id, "SKILL.md"),
-        SkillFrontmatter::new(skill.id.clone(), skill.description.clone()),
+        uri(id, "SKILL.md"),
+        SkillFrontmatter::new(id, description),
         SkillResources::Files(resources),
     )
 }
@@ -54,12 +53,12 @@ pub(crate) async fn list(handle: &RuntimeHandle) -> Result<ListSkillsResult, Mcp
     let mut skills = Vec::new();
     for skill in handle.usable_skills().await.map_err(mcp_error)? {
         // A skill that stopped being usable since the list was read is left out.
-        if let Some(files) = handle
+        if let Some((description, files)) = handle
             .usable_skill_files(&skill.id)
             .await
             .map_err(mcp_error)?
         {
-            skills.push(manifest(&skill, &files));
+            skills.push(manifest(&skill.id, &description, &files));
         }
     }
     Ok(ListSkillsResult::with_all_items(skills))
@@ -83,17 +82,12 @@ pub(crate) async fn get(
     let Some((id, "SKILL.md")) = split(uri_text) else {
         return Err(not_found(uri_text));
     };
-    let skills = handle.usable_skills().await.map_err(mcp_error)?;
-    let skill = skills
-        .iter()
-        .find(|skill| skill.id == id)
-        .ok_or_else(|| not_found(uri_text))?;
-    let files = handle
+    let (description, files) = handle
         .usable_skill_files(id)
         .await
         .map_err(mcp_error)?
         .ok_or_else(|| not_found(uri_text))?;
-    Ok(GetSkillResult::new(manifest(skill, &files)))
+    Ok(GetSkillResult::new(manifest(id, &description, &files)))
 }
 
 /// `resources/read` of a skill file; `None` when `uri` is not a skill URI.
@@ -105,7 +99,7 @@ pub(crate) async fn read(
         return Ok(None);
     }
     let (id, _) = split(uri_text).ok_or_else(|| not_found(uri_text))?;
-    let files = handle
+    let (_, files) = handle
         .usable_skill_files(id)
         .await
         .map_err(mcp_error)?

@@ -264,20 +264,20 @@ impl RuntimeHandle {
         }
     }
 
-    /// The files of the usable skill `id` by path (what [`Self::usable_skill`] offers, as a
-    /// bundle); `None` when no usable skill has that id.
+    /// The description and files (by path) of the usable skill `id`, loaded and validated once
+    /// (what [`Self::usable_skill`] offers, as a bundle); `None` when no usable skill has that id.
     pub(crate) async fn usable_skill_files(
         &self,
         id: &str,
-    ) -> Result<Option<std::collections::BTreeMap<String, String>>, ServiceError> {
-        if self.usable_skill(id).await?.is_none() {
-            return Ok(None);
-        }
+    ) -> Result<Option<(String, std::collections::BTreeMap<String, String>)>, ServiceError> {
         let Some(listed) = self.skills().find(id).await? else {
             return Ok(None);
         };
         match self.skills().usable(listed).await {
-            Ok(Ok((loaded, _))) => Ok(Some(loaded.bundle.files().clone())),
+            Ok(Ok((loaded, _))) => Ok(Some((
+                loaded.markdown.frontmatter.description,
+                loaded.bundle.files().clone(),
+            ))),
             Ok(Err(_)) => Ok(None),
             Err(error) => Err(ServiceError::Internal(error)),
         }
