@@ -137,9 +137,17 @@ export async function chatPage(main, [selected]) {
   const messages = h("div.messages");
   const input = h("textarea#chat-input", { placeholder: t("placeholder") });
   const notice = h("p.meta#chat-notice");
-  const send = h("button.primary#chat-send", { type: "submit" }, t("send"));
+  // Disabled until the page has what sending needs: a click before would submit the form
+  // natively, reload the page and lose what was typed.
+  const send = h("button.primary#chat-send", { type: "submit", disabled: true }, t("send"));
   const stop = h("button.danger#chat-stop", { type: "button", hidden: true }, t("stop"));
   const form = h("form.compose", {}, input, send, stop);
+  /** Sends the box's text once the chat is loaded (set below). @type {(() => Promise<void>) | null} */
+  let submit = null;
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (submit) submit();
+  });
   main.append(h("h1", {}, t("title")), h("div.chat", {},
     h("div.chat-side", {},
       h("button#new-chat", { onclick: () => newChat() }, t("new_chat")),
@@ -366,8 +374,7 @@ export async function chatPage(main, [selected]) {
     if (frame.kind === "event" && frame.chatId === selected) apply(frame);
   });
 
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  submit = async () => {
     const content = input.value.trim();
     if (!content) return;
     send.disabled = true;
@@ -383,7 +390,8 @@ export async function chatPage(main, [selected]) {
     } finally {
       send.disabled = false;
     }
-  });
+  };
+  send.disabled = false;
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
   });
