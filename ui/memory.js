@@ -17,6 +17,7 @@ import { h } from "./pages.js";
 /** @typedef {import("./types.js").MemoryEvidenceList} MemoryEvidenceList */
 /** @typedef {import("./types.js").MemorySearchResult} MemorySearchResult */
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
+/** @typedef {import("./types.js").MemoryModelInfo} MemoryModelInfo */
 
 const t = strings({
   en: {
@@ -59,35 +60,50 @@ function size(bytes) {
   return `${bytes} B`;
 }
 
-/** The local model's download as runtime events tell it: hidden until the first event.
- *  @returns {{node: HTMLElement, update: (event: RuntimeEvent | undefined) => void}} */
+/** The local model's download as `GET /v1/memory/model` says when the page opens, then as
+ *  runtime events tell it: hidden while there is nothing to show.
+ *  @returns {{node: HTMLElement, update: (event: RuntimeEvent | undefined) => void, start: (info: MemoryModelInfo) => void}} */
 function modelPanel() {
   const bar = /** @type {HTMLProgressElement} */ (h("progress#memory-model-progress"));
   const text = h("span#memory-model-text");
   const node = h("div.card#memory-model", { hidden: true }, text, bar);
+  /** @param {string} model @param {number} received @param {number} total */
+  const downloading = (model, received, total) => {
+    node.hidden = false;
+    node.dataset.state = "downloading";
+    bar.hidden = false;
+    bar.max = Math.max(total, 1);
+    bar.value = Math.min(received, bar.max);
+    text.textContent = t("model_downloading", { model, received: size(received), total: size(total) });
+  };
+  /** @param {string} model */
+  const ready = (model) => {
+    node.hidden = false;
+    node.dataset.state = "ready";
+    bar.hidden = true;
+    text.textContent = t("model_ready", { model });
+  };
+  /** @param {string} model @param {string} error */
+  const failed = (model, error) => {
+    node.hidden = false;
+    node.dataset.state = "failed";
+    bar.hidden = true;
+    text.textContent = t("model_failed", { model, error });
+  };
   /** @param {RuntimeEvent | undefined} event */
   const update = (event) => {
     if (!event) return;
-    if (event.type === "memory.model.download.progress") {
-      node.hidden = false;
-      node.dataset.state = "downloading";
-      bar.hidden = false;
-      bar.max = Math.max(event.total, 1);
-      bar.value = Math.min(event.received, bar.max);
-      text.textContent = t("model_downloading", { model: event.model, received: size(event.received), total: size(event.total) });
-    } else if (event.type === "memory.model.download.completed") {
-      node.hidden = false;
-      node.dataset.state = "ready";
-      bar.hidden = true;
-      text.textContent = t("model_ready", { model: event.model });
-    } else if (event.type === "memory.model.download.failed") {
-      node.hidden = false;
-      node.dataset.state = "failed";
-      bar.hidden = true;
-      text.textContent = t("model_failed", { model: event.model, error: event.error });
-    }
+    if (event.type === "memory.model.download.progress") downloading(event.model, event.received, event.total);
+    else if (event.type === "memory.model.download.completed") ready(event.model);
+    else if (event.type === "memory.model.download.failed") failed(event.model, event.error);
   };
-  return { node, update };
+  /** Where the model was when the page opened (an event already shown wins). @param {MemoryModelInfo} info */
+  const start = (info) => {
+    if (!node.hidden || !info.model || !info.local) return;
+    if (info.local.state === "downloading") downloading(info.model, info.local.received, info.local.total);
+    else if (info.local.state === "failed") failed(info.model, info.local.error);
+  };
+  return { node, update, start };
 }
 
 const KINDS = ["SEMANTIC", "PREFERENCE", "PROCEDURE", "PROJECT_RULE", "EPISODE_NOTE", "PROJECT_DECISION"];
@@ -204,6 +220,7 @@ export async function memoryPage(main) {
   scope.addEventListener("change", () => show());
   const model = modelPanel();
   const stop = onRuntimeEvent((event) => model.update(event));
+  api("GET", "/v1/memory/model").then(model.start, () => {});
   main.append(h("h1", {}, t("title")), model.node, searchForm, h("div.row.filters", {}, kind, scope, status), addForm, note, list);
   await show();
   return stop;

@@ -709,6 +709,24 @@
  */
 
 /**
+ * Where an in-process model is in its life.
+ * @typedef {{
+ *   state: "missing";
+ * } | {
+ *   received: number;
+ *   state: "downloading";
+ *   total: number;
+ * } | {
+ *   state: "ready";
+ * } | {
+ *   state: "loaded";
+ * } | {
+ *   error: string;
+ *   state: "failed";
+ * }} LocalModelState
+ */
+
+/**
  * One local OpenAI-compatible server that answered with its models.
  * @typedef {{
  *   baseUrl: string;
@@ -867,6 +885,15 @@
 /**
  * What a fact is.
  * @typedef {"SEMANTIC" | "PREFERENCE" | "PROCEDURE" | "PROJECT_RULE" | "EPISODE_NOTE" | "PROJECT_DECISION"} MemoryKind
+ */
+
+/**
+ * `GET /v1/memory/model`: what searches memory by meaning, and where a local model is (a page
+ * opened during a download shows it without waiting for the next event).
+ * @typedef {{
+ *   local?: LocalModelState | null;
+ *   model?: string | null;
+ * }} MemoryModelInfo
  */
 
 /**

@@ -131,6 +131,12 @@ test("the Memory page shows the local model's download, then that it is ready", 
     assert.match(await tab.locator("#memory-model-text").innerText(),
       /Downloading the local memory model local\/all-minilm-l6-v2: [\d.]+ MB of 8\d\.\d MB/);
     await shot(tab, "memory-model-download");
+    // A page opened now, while the mirror holds back the rest (no progress events come),
+    // shows the download from `GET /v1/memory/model`.
+    const late = await local.page("/memory");
+    await late.waitForSelector('#memory-model[data-state="downloading"]');
+    assert.ok(await late.locator("#memory-model-progress").evaluate((bar) => /** @type {HTMLProgressElement} */ (bar).value) >= 4 << 20);
+    await late.close();
     mirror.release();
     await tab.waitForSelector('#memory-model[data-state="ready"]', { timeout: 120_000 });
     assert.match(await tab.locator("#memory-model-text").innerText(), /local\/all-minilm-l6-v2 is ready/);

@@ -270,6 +270,15 @@ impl Memory {
             .map(|embedder| embedder.model())
     }
 
+    /// Where the embedder's in-process model is (`None`: no embedder, or one with nothing
+    /// to fetch or load).
+    pub fn embedding_status(&self) -> Option<local::ModelStatus> {
+        self.inner
+            .embedder
+            .as_deref()
+            .and_then(|embedder| embedder.local_status())
+    }
+
     /// Stores a fact the person wrote, with a `manual` source event as its evidence; a fact
     /// holding the same canonical key in the scope is superseded.
     pub async fn create_fact(&self, new: NewFact) -> Result<Fact, MemoryError> {

@@ -49,9 +49,9 @@ pub use mcp::{
     McpServerTest, McpToken,
 };
 pub use memory::{
-    MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryKind,
-    MemoryQuery, MemorySearchHit, MemorySearchRequest, MemorySearchResult, MemoryStatus,
-    MemoryStatusFilter, NewMemoryFact,
+    LocalModelState, MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList,
+    MemoryFactPatch, MemoryKind, MemoryModelInfo, MemoryQuery, MemorySearchHit,
+    MemorySearchRequest, MemorySearchResult, MemoryStatus, MemoryStatusFilter, NewMemoryFact,
 };
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{

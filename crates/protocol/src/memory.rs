@@ -245,3 +245,40 @@ pub struct MemorySearchResult {
     /// The facts.
     pub items: Vec<MemorySearchHit>,
 }
+
+/// `GET /v1/memory/model`: what searches memory by meaning, and where a local model is (a page
+/// opened during a download shows it without waiting for the next event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryModelInfo {
+    /// `[memory] embeddings_model` in use (`local/<name>` or a provider's); `None`: memory
+    /// searches by words only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The in-process model's state; `None` for a provider's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalModelState>,
+}
+
+/// Where an in-process model is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LocalModelState {
+    /// Not on disk and not being fetched (fetched on first use).
+    Missing,
+    /// Being fetched.
+    Downloading {
+        /// Bytes on disk so far, all files together.
+        received: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+    /// On disk, not in memory.
+    Ready,
+    /// In memory.
+    Loaded,
+    /// The last download or load failed (tried again on a later use).
+    Failed {
+        /// Why.
+        error: String,
+    },
+}

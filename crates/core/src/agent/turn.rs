@@ -307,15 +307,20 @@ impl Agents {
 
     /// Forgets `chat_id` (refused while a turn runs there): closes its memory session scope
     /// for capture and deletes its session facts, then deletes its sessions and Knowledge.
-    /// Call it when a chat is deleted or cleared.
-    pub async fn forget_chat(&self, chat_id: &str) -> Result<(), AgentError> {
+    /// Call it when a chat is deleted or cleared; `user_id` is the chat's user (`None`: the
+    /// agents' owner, the local user).
+    pub async fn forget_chat(
+        &self,
+        user_id: Option<&str>,
+        chat_id: &str,
+    ) -> Result<(), AgentError> {
         if self.is_running(chat_id) {
             return Err(AgentError::Busy {
                 chat_id: chat_id.to_owned(),
             });
         }
         let scope = MemoryScope {
-            owner: self.inner.owner.clone(),
+            owner: user_id.map_or_else(|| self.inner.owner.clone(), str::to_owned),
             chat_id: chat_id.to_owned(),
         };
         self.inner
@@ -385,6 +390,10 @@ impl Agents {
             )
             .await?;
         let stored = self.inner.sessions.history(&chat_id).await?;
+        let owner = request
+            .user_id
+            .clone()
+            .unwrap_or_else(|| self.inner.owner.clone());
         Ok(Turn {
             agents: self.clone(),
             claim,
@@ -406,6 +415,7 @@ impl Agents {
             request_timeout: request.request_timeout,
             mailbox,
             cancel,
+            owner,
         })
     }
 }
@@ -442,6 +452,9 @@ pub struct Turn {
     request_timeout: Option<Duration>,
     mailbox: Option<Arc<Mailbox>>,
     cancel: CancellationToken,
+    /// Whose memory the turn reads and captures into: the request's user, else the agents'
+    /// owner (the local user). Proxied users never see each other's facts.
+    owner: String,
 }
 
 impl std::fmt::Debug for Turn {
@@ -597,7 +610,7 @@ impl Turn {
             return;
         }
         let scope = MemoryScope {
-            owner: inner.owner.clone(),
+            owner: self.owner.clone(),
             chat_id: self.chat_id.clone(),
         };
         inner.services.memory.capture(turn_record(
@@ -621,7 +634,7 @@ impl Turn {
         let context = self.initial_context(&inner.services.gate);
         let scope = Arc::new(TurnScope {
             chat_id: self.chat_id.clone(),
-            owner: inner.owner.clone(),
+            owner: self.owner.clone(),
             model: self.model.clone(),
             sink,
             mailbox: self.mailbox.clone(),

@@ -55,6 +55,12 @@ pub trait Embedder: Send + Sync {
         texts: Vec<String>,
         role: EmbedRole,
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>>;
+
+    /// Where an in-process model is (downloading, ready, loaded...); `None` for embedders
+    /// with nothing to fetch or load (a provider's endpoint, the hash embedder).
+    fn local_status(&self) -> Option<super::local::ModelStatus> {
+        None
+    }
 }
 
 /// An embedder over a provider's embeddings endpoint.

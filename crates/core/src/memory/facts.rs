@@ -458,29 +458,55 @@ pub struct Filter {
     pub offset: usize,
 }
 
-/// The active facts of `owner` most recently updated in each of `scopes`, at most `limit` per
-/// scope, scope by scope (the scans of exact recall and of "forget <title>").
+/// The active facts of `owner` most recently updated in each of `scopes` (with their legacy
+/// aliases), at most `limit` per stored scope, scope by scope (the scans of exact recall and of
+/// "forget <title>").
+///
+/// One query per stored `(scope_type, scope_id)`, so each reads `memory_facts_owner_scope` in
+/// order and stops after `limit` rows; an `OR` of scopes made SQLite read and sort every fact of
+/// them (100k facts: ~0.5 s per recall).
 pub fn recent_in_scopes(
     connection: &Connection,
     owner: &str,
     scopes: &[Scope],
     limit: usize,
 ) -> rusqlite::Result<Vec<Fact>> {
+    let mut stored: Vec<Scope> = scopes.iter().flat_map(Scope::compatible).collect();
+    stored.sort();
+    stored.dedup();
+    let mut statement = connection.prepare_cached(&recent_query())?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut recent = Vec::new();
-    for scope in scopes {
-        let filter = Filter {
-            owner: owner.to_owned(),
-            scopes: vec![scope.clone()],
-            limit,
-            ..Filter::default()
-        };
-        recent.extend(list(connection, &filter)?);
+    for scope in &stored {
+        let rows =
+            statement.query_map(params![owner, scope.kind, scope.id, limit], fact_from_row)?;
+        for row in rows {
+            recent.push(row?);
+        }
     }
     Ok(recent)
 }
 
+/// The SQL of one scope's part of [`recent_in_scopes`].
+pub(crate) fn recent_query() -> String {
+    format!(
+        "SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.owner_id = ?1 \
+         AND f.scope_type = ?2 AND f.scope_id = ?3 AND f.status = 'ACTIVE' \
+         ORDER BY f.updated_at DESC LIMIT ?4"
+    )
+}
+
 /// Facts matching `filter`, most recently updated first.
 pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fact>> {
+    let (sql, params) = list_query(filter);
+    connection
+        .prepare_cached(&sql)?
+        .query_map(params_from_iter(params.iter()), fact_from_row)?
+        .collect()
+}
+
+/// The SQL of [`list`] and its parameters.
+pub(crate) fn list_query(filter: &Filter) -> (String, Vec<String>) {
     let mut params = vec![filter.owner.clone()];
     let mut conditions = vec!["f.owner_id = ?".to_owned()];
     let statuses: Vec<Status> = if filter.statuses.is_empty() {
@@ -488,11 +514,20 @@ pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fa
     } else {
         filter.statuses.clone()
     };
-    conditions.push(format!(
-        "f.status IN ({})",
-        statuses.iter().map(|_| "?").collect::<Vec<_>>().join(", ")
-    ));
-    params.extend(statuses.iter().map(|status| status.as_str().to_owned()));
+    // Statuses as literals (they are the enum's own words), and one as `=`: the planner uses
+    // the partial index of pinned active facts only when the query repeats its terms
+    // (`status = 'ACTIVE'`, `pinned = 1`) word for word.
+    conditions.push(match statuses.as_slice() {
+        [status] => format!("f.status = '{}'", status.as_str()),
+        _ => format!(
+            "f.status IN ({})",
+            statuses
+                .iter()
+                .map(|status| format!("'{}'", status.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
     if !filter.kinds.is_empty() {
         conditions.push(format!(
             "f.kind IN ({})",
@@ -534,10 +569,7 @@ pub fn list(connection: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Fa
         filter.limit,
         filter.offset
     );
-    connection
-        .prepare_cached(&sql)?
-        .query_map(params_from_iter(params.iter()), fact_from_row)?
-        .collect()
+    (sql, params)
 }
 
 /// FTS5 matches ranked before the owner and scope filters apply: the join reads at most this

@@ -468,6 +468,17 @@ pub const MIGRATIONS: &[Migration] = &[
                   updated_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        // Recall's pinned candidates per scope (issue 13): the old partial index on the owner
+        // alone lost to `memory_facts_owner_scope` in the planner, so every recall walked all
+        // active facts of a scope (100k rows: ~0.5 s). With the scope and status columns it
+        // wins for `pinned = 1 AND status = 'ACTIVE'` and holds only pinned facts.
+        name: "memory_pinned_by_scope",
+        sql: "DROP INDEX memory_facts_pinned;
+              CREATE INDEX memory_facts_pinned
+                  ON memory_facts (owner_id, scope_type, scope_id, status, pinned, updated_at)
+                  WHERE pinned = 1 AND status = 'ACTIVE';",
+    },
 ];
 
 /// The schema version this binary produces.

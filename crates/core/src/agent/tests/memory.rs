@@ -157,7 +157,7 @@ async fn forgetting_a_chat_deletes_its_session_facts_and_closes_its_scope() {
     m.f.llm.push_text("Noted.");
     m.f.run(skills("chat-a", "Remember that the trip is in May"))
         .await;
-    m.f.agents.forget_chat("chat-a").await.unwrap();
+    m.f.agents.forget_chat(None, "chat-a").await.unwrap();
     m.worker.run_queued().await;
     let titles: Vec<String> = active(&m.memory)
         .await
@@ -179,6 +179,62 @@ async fn forgetting_a_chat_deletes_its_session_facts_and_closes_its_scope() {
         .await
         .unwrap();
     assert!(retired.is_empty());
+}
+
+async fn owned_by(memory: &Memory, owner: &str) -> Vec<String> {
+    memory
+        .list(Filter {
+            owner: owner.into(),
+            limit: 100,
+            ..Filter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|fact| fact.body)
+        .collect()
+}
+
+#[tokio::test]
+async fn each_proxied_user_has_their_own_memory() {
+    // Behind a trusted proxy, turns name their user: what Alice asks to remember is hers, and
+    // Bob's turns neither recall it nor can forget it with their chats.
+    let mut m = memory_fixture().await;
+    let as_user = |user: &str, chat: &str, input: &str| TurnRequest {
+        user_id: Some(user.into()),
+        ..skills(chat, input)
+    };
+    m.f.llm.push_text("Noted.");
+    m.f.run(as_user(
+        "alice",
+        "alice-1",
+        "Remember that my locker code is on the blue card",
+    ))
+    .await;
+    m.worker.run_queued().await;
+    assert_eq!(
+        owned_by(&m.memory, "alice").await,
+        ["my locker code is on the blue card"]
+    );
+    assert!(owned_by(&m.memory, "local").await.is_empty());
+    assert!(owned_by(&m.memory, "bob").await.is_empty());
+
+    m.f.llm.push_text("I do not know.");
+    m.f.run(as_user("bob", "bob-1", "Where is my locker code?"))
+        .await;
+    let sent = &m.f.llm.requests()[1].messages;
+    assert!(
+        !sent.iter().any(is_injected_memory),
+        "Bob's turn recalled Alice's fact: {sent:?}"
+    );
+    m.f.llm.push_text("On the blue card.");
+    m.f.run(as_user("alice", "alice-2", "Where is my locker code?"))
+        .await;
+    let sent = &m.f.llm.requests()[2].messages;
+    assert!(
+        sent.iter().any(is_injected_memory),
+        "Alice's own fact recalled"
+    );
 }
 
 /// A chat turn that may ask the person (`AskUser` offered).

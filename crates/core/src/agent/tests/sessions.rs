@@ -133,7 +133,7 @@ async fn forgetting_a_chat_removes_its_sessions_and_knowledge() {
     f.run(skills("chat", "big")).await;
     f.llm.push_text("other");
     f.run(skills("other", "keep me")).await;
-    f.agents.forget_chat("chat").await.unwrap();
+    f.agents.forget_chat(None, "chat").await.unwrap();
     assert!(f.agents.sessions().turns("chat").await.unwrap().is_empty());
     assert_eq!(f.agents.sessions().history("chat").await.unwrap(), None);
     let count: i64 = f

@@ -4,8 +4,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use souz_protocol::{
-    ErrorBody, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryQuery,
-    MemorySearchRequest, MemorySearchResult, NewMemoryFact,
+    ErrorBody, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryModelInfo,
+    MemoryQuery, MemorySearchRequest, MemorySearchResult, NewMemoryFact,
 };
 
 use crate::gateway::AppState;
@@ -41,6 +41,19 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<MemoryFact>(201, "Stored.")
                 .response::<ErrorBody>(400, "Empty or too long text, a bad scope or key."),
             create,
+        )
+        .route(
+            Operation::get("/v1/memory/model")
+                .summary("What searches memory by meaning, and where a local model is.")
+                .description(
+                    "A local model's download progress, readiness or failure, as the \
+                     `memory.model.download.*` events tell it later: a page opened during a \
+                     download starts from here.",
+                )
+                .tag("memory")
+                .operator()
+                .response::<MemoryModelInfo>(200, "The model and its state."),
+            model,
         )
         .route(
             Operation::post("/v1/memory/search")
@@ -134,6 +147,10 @@ async fn create(
 ) -> Result<(StatusCode, axum::Json<MemoryFact>), ApiError> {
     let fact = handle.create_memory_fact(new, MemoryOrigin::MANUAL).await?;
     Ok((StatusCode::CREATED, axum::Json(fact)))
+}
+
+async fn model(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<MemoryModelInfo> {
+    axum::Json(handle.memory_model())
 }
 
 async fn search(

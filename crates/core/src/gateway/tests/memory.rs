@@ -275,3 +275,11 @@ async fn evidence_and_search_with_scores() {
     .await;
     assert_eq!(none["items"], json!([]));
 }
+
+#[tokio::test]
+async fn the_model_route_says_memory_searches_by_words_without_an_embedder() {
+    let f = Fixture::new().await;
+    let info = ok(&f, "GET", "/v1/memory/model", None).await;
+    // No `[memory] embeddings_model`: no model and no local state.
+    assert_eq!(info, json!({}));
+}

@@ -286,6 +286,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "GET /v1/grants",
     "GET /v1/mcp/servers",
     "GET /v1/memory",
+    "GET /v1/memory/model",
     "GET /v1/memory/{id}",
     "GET /v1/memory/{id}/evidence",
     "GET /v1/pause",

@@ -94,7 +94,7 @@ impl RuntimeHandle {
     pub async fn delete_chat(&self, user: &ChatUser, chat_id: &str) -> Result<(), ServiceError> {
         self.chats().check_deletable(user, chat_id).await?;
         self.agents()
-            .forget_chat(chat_id)
+            .forget_chat(Some(&user.0), chat_id)
             .await
             .map_err(|error| match error {
                 AgentError::Busy { .. } => ChatError::ActiveExecution.into(),
