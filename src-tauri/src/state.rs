@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use souz_protocol::chat::{ActiveTurn, ChatEvent, ChatEventBody, Question, SelectionMode};
 use souz_protocol::{Approval, RuntimeEvent};
 
+use crate::texts::{fill, tr};
+
 /// How the shell reaches the daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Connection {
@@ -58,6 +60,54 @@ pub struct LiveTurn {
     pub title: Option<String>,
 }
 
+/// A model the daemon is fetching (memory's local embedding model), as its events tell it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Download {
+    /// The model (`local/<name>`).
+    pub model: String,
+    /// Bytes received so far.
+    pub received: u64,
+    /// Bytes in all.
+    pub total: u64,
+    /// Why the last attempt failed (memory searches by words until a later use fetches it).
+    pub failed: Option<String>,
+}
+
+impl Download {
+    /// One line for the tray menu and tooltip.
+    pub fn describe(&self) -> String {
+        match &self.failed {
+            Some(error) => fill(
+                tr(
+                    "Memory model {model} could not be downloaded: {error}",
+                    "Модель памяти {model} не скачалась: {error}",
+                ),
+                &[("model", &self.model), ("error", &shorten(error, 60))],
+            ),
+            None => fill(
+                tr(
+                    "Downloading memory model {model}: {percent}% of {total} MB",
+                    "Скачивается модель памяти {model}: {percent}% из {total} МБ",
+                ),
+                &[
+                    ("model", &self.model),
+                    ("percent", &percent(self.received, self.total).to_string()),
+                    ("total", &format!("{:.0}", self.total as f64 / 1_048_576.0)),
+                ],
+            ),
+        }
+    }
+}
+
+/// `part` of `whole` in whole percent, 0 to 100 (0 of nothing is 0).
+fn percent(part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        0
+    } else {
+        (u128::from(part.min(whole)) * 100 / u128::from(whole)) as u64
+    }
+}
+
 /// Everything the shell shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShellState {
@@ -73,6 +123,8 @@ pub struct ShellState {
     pub paused: bool,
     /// Whether the app starts at login (as the system reports it).
     pub autostart: bool,
+    /// A model download under way or failed (`None`: nothing to show).
+    pub download: Option<Download>,
 }
 
 impl Default for ShellState {
@@ -84,6 +136,7 @@ impl Default for ShellState {
             turns: BTreeMap::new(),
             paused: false,
             autostart: false,
+            download: None,
         }
     }
 }
@@ -172,6 +225,9 @@ impl ShellState {
             0 => {}
             1 => parts.push("1 agent turn running".to_owned()),
             count => parts.push(format!("{count} agent turns running")),
+        }
+        if let Some(download) = &self.download {
+            parts.push(download.describe());
         }
         parts.join(" — ")
     }
@@ -296,6 +352,36 @@ impl ShellState {
             }
             RuntimeEvent::DaemonResumed { .. } => {
                 self.paused = false;
+                Vec::new()
+            }
+            RuntimeEvent::MemoryModelDownloadProgress {
+                model,
+                received,
+                total,
+            } => {
+                self.download = Some(Download {
+                    model: model.clone(),
+                    received: *received,
+                    total: *total,
+                    failed: None,
+                });
+                Vec::new()
+            }
+            RuntimeEvent::MemoryModelDownloadCompleted { .. } => {
+                self.download = None;
+                Vec::new()
+            }
+            RuntimeEvent::MemoryModelDownloadFailed { model, error } => {
+                let (received, total) = self
+                    .download
+                    .as_ref()
+                    .map_or((0, 0), |download| (download.received, download.total));
+                self.download = Some(Download {
+                    model: model.clone(),
+                    received,
+                    total,
+                    failed: Some(error.clone()),
+                });
                 Vec::new()
             }
             _ => Vec::new(),

@@ -114,6 +114,9 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             .into(),
         )?));
     }
+    if let Some(download) = &state.download {
+        items.push(Box::new(label(app, "download", download.describe())?));
+    }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     approval_items(app, state, &mut items)?;
     question_items(app, state, &mut items)?;

@@ -16,6 +16,11 @@
 //!   1000-token and a 1-token answer, against draining the same scripted streams directly. The
 //!   agent's cost per token is ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
 //!
+//! - `capture/*`: a whole turn asked to remember something ("Remember that I prefer green
+//!   tea"), until its answer is complete, with memory off, with memory on (the explicit intent
+//!   is stored after the reply) and with the LLM writer on too (a second model request after
+//!   the reply): capture runs off the reply path, so the three should be equal.
+//!
 //! Run with `scripts/bench.sh agent`.
 
 #![allow(clippy::expect_used, clippy::panic)] // a benchmark may stop loudly
@@ -68,7 +73,18 @@ struct Daemon {
 
 impl Daemon {
     async fn start(server: &FakeServer) -> Self {
-        let runtime = TestRuntime::builder().with_llm(server).start().await;
+        Self::start_with(server, |_| {}).await
+    }
+
+    async fn start_with(
+        server: &FakeServer,
+        adjust: impl FnOnce(&mut souz_core::config::Config) + 'static,
+    ) -> Self {
+        let runtime = TestRuntime::builder()
+            .with_llm(server)
+            .with_config(adjust)
+            .start()
+            .await;
         let handle = runtime.handle();
         Self {
             runtime,
@@ -79,6 +95,11 @@ impl Daemon {
 
     /// One skills turn in a fresh chat, on a worker; when its first and last delta arrived.
     async fn turn(&self) -> (Instant, Instant) {
+        self.turn_saying("hi").await
+    }
+
+    /// [`Self::turn`] with `input`.
+    async fn turn_saying(&self, input: &'static str) -> (Instant, Instant) {
         let (handle, chats) = (self.handle.clone(), Arc::clone(&self.chats));
         on_worker(async move {
             let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
@@ -94,7 +115,7 @@ impl Daemon {
             let chat = chats.fetch_add(1, Ordering::Relaxed);
             let request = TurnRequest {
                 agent: Some(AgentKind::Skills),
-                ..TurnRequest::new(format!("bench-{chat}"), "hi")
+                ..TurnRequest::new(format!("bench-{chat}"), input)
             };
             let outcome = handle
                 .agents()
@@ -268,6 +289,27 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
+    let memory_off = tokio.block_on(Daemon::start_with(&short, |config| {
+        config.memory.enabled = false;
+    }));
+    let memory_on = tokio.block_on(Daemon::start(&short));
+    let with_writer = tokio.block_on(Daemon::start_with(&short, |config| {
+        config.memory.writer = true;
+    }));
+    let mut group = c.benchmark_group("capture");
+    group.measurement_time(Duration::from_secs(8));
+    for (name, daemon) in [
+        ("memory_off", &memory_off),
+        ("memory_on", &memory_on),
+        ("llm_writer", &with_writer),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&tokio)
+                .iter(|| daemon.turn_saying("Remember that I prefer green tea"));
+        });
+    }
+    group.finish();
+
     // The in-process scripted model: the agent's own cost, without network or server.
     let fake = Arc::new(FakeLlm::new());
     let agents = Agents::new(AgentParts::new(
@@ -292,7 +334,14 @@ fn bench(c: &mut Criterion) {
     drop(agents);
 
     tokio.block_on(async {
-        for daemon in [short_daemon, thinking_daemon, long_daemon] {
+        for daemon in [
+            short_daemon,
+            thinking_daemon,
+            long_daemon,
+            memory_off,
+            memory_on,
+            with_writer,
+        ] {
             daemon.runtime.shutdown("bench").await.expect("shutdown");
         }
     });

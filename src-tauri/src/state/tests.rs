@@ -439,3 +439,39 @@ fn single_choice_questions_answer_from_the_tray_others_open_the_window() {
         assert_eq!(answer_choice(other), None, "{other}");
     }
 }
+
+#[test]
+fn a_model_download_shows_its_progress_until_it_completes_or_fails() {
+    let mut state = ShellState::default();
+    let model = "local/multilingual-e5-small";
+    let progress = |received| RuntimeEvent::MemoryModelDownloadProgress {
+        model: model.into(),
+        received,
+        total: 200 << 20,
+    };
+    assert!(state.apply_runtime(&progress(84 << 20)).is_empty());
+    let line = state.download.as_ref().unwrap().describe();
+    assert!(
+        line.contains(model) && line.contains("42%") && line.contains("200"),
+        "{line}"
+    );
+    assert!(state.tooltip().contains("42%"), "{}", state.tooltip());
+    state.apply_runtime(&progress(200 << 20));
+    assert!(state.download.as_ref().unwrap().describe().contains("100%"));
+    state.apply_runtime(&RuntimeEvent::MemoryModelDownloadCompleted {
+        model: model.into(),
+    });
+    assert_eq!(state.download, None);
+    assert!(!state.tooltip().contains(model));
+
+    // A failure stays shown (memory searches by words) until a later attempt reports again.
+    state.apply_runtime(&progress(1 << 20));
+    state.apply_runtime(&RuntimeEvent::MemoryModelDownloadFailed {
+        model: model.into(),
+        error: "HTTP 500 from the mirror".into(),
+    });
+    let line = state.download.as_ref().unwrap().describe();
+    assert!(line.contains("HTTP 500") && !line.contains('%'), "{line}");
+    state.apply_runtime(&progress(2 << 20));
+    assert_eq!(state.download.as_ref().unwrap().failed, None);
+}

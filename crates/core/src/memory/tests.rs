@@ -1074,9 +1074,10 @@ async fn plan(store: &Store, sql: String, params: Vec<String>) -> String {
 }
 
 #[tokio::test]
-async fn recall_reads_pinned_facts_from_their_index_not_every_fact_of_a_scope() {
-    // Recall asks for the pinned active facts of each scope. Walking the scope's facts to find
-    // them cost ~0.5 s at 100k facts; the partial index holds only pinned active facts.
+async fn recall_reads_indexes_not_every_fact_of_a_scope() {
+    // Each candidate list of recall reads an index that holds what it needs; any of them
+    // walking all of a scope's facts cost 17 ms to 0.5 s at 100k facts (see benches/memory.rs).
+    // Pinned facts: the partial index holds only pinned active facts.
     let (_home, store, _memory) = lexical().await;
     let (sql, params) = facts::list_query(&Filter {
         owner: "local".into(),
@@ -1089,6 +1090,14 @@ async fn recall_reads_pinned_facts_from_their_index_not_every_fact_of_a_scope() 
     assert!(
         chosen.contains("USING INDEX memory_facts_pinned"),
         "pinned facts by scan: {chosen}"
+    );
+    let (sql, params) =
+        facts::lexical_query("local", &[Scope::global()], "\"tea\" OR \"rust\"", 40).unwrap();
+    let chosen = plan(&store, sql, params).await;
+    // Lexical candidates: the ranked matches first, each joined to its fact by rowid.
+    assert!(
+        chosen.contains("SEARCH f USING INTEGER PRIMARY KEY") && !chosen.contains("SEARCH m"),
+        "lexical: {chosen}"
     );
     // Exact recall's recent facts of a scope come from the scope index in order: no sort of
     // every fact of the scope (an `OR` of a scope's aliases made SQLite read and sort them all).
