@@ -289,26 +289,7 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
-    let memory_off = tokio.block_on(Daemon::start_with(&short, |config| {
-        config.memory.enabled = false;
-    }));
-    let memory_on = tokio.block_on(Daemon::start(&short));
-    let with_writer = tokio.block_on(Daemon::start_with(&short, |config| {
-        config.memory.writer = true;
-    }));
-    let mut group = c.benchmark_group("capture");
-    group.measurement_time(Duration::from_secs(8));
-    for (name, daemon) in [
-        ("memory_off", &memory_off),
-        ("memory_on", &memory_on),
-        ("llm_writer", &with_writer),
-    ] {
-        group.bench_function(name, |b| {
-            b.to_async(&tokio)
-                .iter(|| daemon.turn_saying("Remember that I prefer green tea"));
-        });
-    }
-    group.finish();
+    bench_capture(c, &tokio, &short);
 
     // The in-process scripted model: the agent's own cost, without network or server.
     let fake = Arc::new(FakeLlm::new());
@@ -334,14 +315,37 @@ fn bench(c: &mut Criterion) {
     drop(agents);
 
     tokio.block_on(async {
-        for daemon in [
-            short_daemon,
-            thinking_daemon,
-            long_daemon,
-            memory_off,
-            memory_on,
-            with_writer,
-        ] {
+        for daemon in [short_daemon, thinking_daemon, long_daemon] {
+            daemon.runtime.shutdown("bench").await.expect("shutdown");
+        }
+    });
+}
+
+/// `capture/*` (see the module documentation).
+fn bench_capture(c: &mut Criterion, tokio: &tokio::runtime::Runtime, short: &FakeServer) {
+    let memory_off = tokio.block_on(Daemon::start_with(short, |config| {
+        config.memory.enabled = false;
+    }));
+    let memory_on = tokio.block_on(Daemon::start(short));
+    let with_writer = tokio.block_on(Daemon::start_with(short, |config| {
+        config.memory.writer = true;
+    }));
+    let mut group = c.benchmark_group("capture");
+    group.measurement_time(Duration::from_secs(8));
+    for (name, daemon) in [
+        ("memory_off", &memory_off),
+        ("memory_on", &memory_on),
+        ("llm_writer", &with_writer),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(tokio)
+                .iter(|| daemon.turn_saying("Remember that I prefer green tea"));
+        });
+    }
+    group.finish();
+
+    tokio.block_on(async {
+        for daemon in [memory_off, memory_on, with_writer] {
             daemon.runtime.shutdown("bench").await.expect("shutdown");
         }
     });

@@ -65,6 +65,12 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<ErrorBody>(400, "An empty query or a bad limit."),
             search,
         )
+        .merge(fact_routes())
+}
+
+/// The routes of one fact.
+fn fact_routes() -> ApiRouter<AppState> {
+    ApiRouter::default()
         .route(
             Operation::get("/v1/memory/{id}")
                 .summary("One fact.")
