@@ -555,5 +555,7 @@ fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
     Ok(provider)
 }
 
+mod media;
+
 #[cfg(test)]
 mod tests;

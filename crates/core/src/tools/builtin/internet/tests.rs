@@ -1,0 +1,1 @@
+//! Tests of the model-backed web tools against local servers.
