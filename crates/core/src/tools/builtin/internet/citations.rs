@@ -108,14 +108,18 @@ pub(crate) fn filter(answer: &str, sources: &[CitableSource]) -> Filtered {
             continue;
         }
         out.push_str(&linked[last..found.start()]);
-        match source_of(found.as_str(), sources) {
+        // Sentence punctuation after a URL is not part of it.
+        let url = found
+            .as_str()
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', '\'', '"']);
+        match source_of(url, sources) {
             Some(id) => {
                 cited.insert(id);
-                out.push_str(found.as_str());
+                out.push_str(url);
             }
-            None => dropped.push(found.as_str().to_owned()),
+            None => dropped.push(url.to_owned()),
         }
-        last = found.end();
+        last = found.start() + url.len();
     }
     out.push_str(&linked[last..]);
     // Numbered citations: keep the numbers of fetched sources.
@@ -199,7 +203,7 @@ mod tests {
         assert_eq!(filtered.cited, BTreeSet::from([1, 2]));
         assert_eq!(
             filtered.dropped,
-            ["https://evil.example/x", "https://never.example/page."]
+            ["https://evil.example/x", "https://never.example/page"]
         );
     }
 }

@@ -75,15 +75,29 @@ fn query_of(raw: &str) -> Result<String, ToolError> {
     Ok(query)
 }
 
-/// The search endpoints a call may reach, as plan targets.
-fn search_targets(services: &WebServices) -> Vec<CallTarget> {
+/// The search endpoints a call may reach, as plan targets (in `auto`, Brave only when its key
+/// is stored).
+async fn search_targets(services: &WebServices) -> Vec<CallTarget> {
     let config = &services.config;
     let mut urls: Vec<&str> = match config.search_backend.trim() {
         "brave" => vec![&config.brave_url],
         "searxng" => vec![&config.searxng_url],
         "duckduckgo" => config.duckduckgo_urls.iter().map(String::as_str).collect(),
         _ => {
-            let mut urls = vec![config.brave_url.as_str(), config.searxng_url.as_str()];
+            let brave_key = match &services.model {
+                Some(model) => model
+                    .secret(super::BRAVE_KEY_SECRET)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|key| !key.trim().is_empty()),
+                None => false,
+            };
+            let mut urls = Vec::new();
+            if brave_key {
+                urls.push(config.brave_url.as_str());
+            }
+            urls.push(config.searxng_url.as_str());
             urls.extend(config.duckduckgo_urls.iter().map(String::as_str));
             urls
         }
@@ -164,7 +178,7 @@ impl Tool for InternetSearch {
     ) -> Result<Planned<String>, ToolError> {
         let query = query_of(&args.query)?;
         let mut plan = Plan::new(format!("Search the web for \"{query}\" and read the top pages"));
-        for target in search_targets(&self.0) {
+        for target in search_targets(&self.0).await {
             plan = plan.target(target);
         }
         Ok(plan.with(query))
@@ -256,7 +270,7 @@ impl Tool for InternetResearch {
         let mut plan = Plan::new(format!(
             "Research \"{query}\" on the web (a long report is saved to {shown})"
         ));
-        for target in search_targets(&self.0) {
+        for target in search_targets(&self.0).await {
             plan = plan.target(target);
         }
         let plan = plan.path(&resolved, Access::Write);
