@@ -182,6 +182,7 @@ fn web_services(
 ) -> Arc<builtin::internet::WebServices> {
     let model = web_model::LlmModelAccess {
         llm: Arc::clone(llm),
+        store: store.clone(),
         config: config.web.clone(),
     };
     Arc::new(builtin::internet::WebServices::new(

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
+use souz_protocol::Requester;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
@@ -315,6 +316,7 @@ impl ScriptedModel {
 impl ModelAccess for ScriptedModel {
     fn complete<'a>(
         &'a self,
+        _requester: &'a Requester,
         system: &'a str,
         user: &'a str,
         _cancel: &'a CancellationToken,
@@ -331,6 +333,7 @@ impl ModelAccess for ScriptedModel {
 
     fn view_image<'a>(
         &'a self,
+        _requester: &'a Requester,
         question: &'a str,
         image: &'a ImageInput,
         _cancel: &'a CancellationToken,
@@ -346,6 +349,7 @@ impl ModelAccess for ScriptedModel {
 
     fn generate_image<'a>(
         &'a self,
+        _requester: &'a Requester,
         prompt: &'a str,
         _size: &'a str,
         _cancel: &'a CancellationToken,

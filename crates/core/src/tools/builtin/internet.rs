@@ -25,6 +25,7 @@ mod searxng;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use souz_protocol::Requester;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
@@ -45,11 +46,13 @@ pub(crate) struct ImageInput {
     pub bytes: Vec<u8>,
 }
 
-/// What the model-backed tools use of the operator's models and key store.
+/// What the model-backed tools use of the models and key store. `requester` is who made the
+/// call: a chat's calls use that chat's model and its user's keys.
 pub(crate) trait ModelAccess: Send + Sync {
     /// One answer of the chat model to `system` and `user` (temperature 0).
     fn complete<'a>(
         &'a self,
+        requester: &'a Requester,
         system: &'a str,
         user: &'a str,
         cancel: &'a CancellationToken,
@@ -58,6 +61,7 @@ pub(crate) trait ModelAccess: Send + Sync {
     /// A vision-capable model's answer to `question` about `image`.
     fn view_image<'a>(
         &'a self,
+        requester: &'a Requester,
         question: &'a str,
         image: &'a ImageInput,
         cancel: &'a CancellationToken,
@@ -66,6 +70,7 @@ pub(crate) trait ModelAccess: Send + Sync {
     /// A PNG generated from `prompt` by the provider's images API.
     fn generate_image<'a>(
         &'a self,
+        requester: &'a Requester,
         prompt: &'a str,
         size: &'a str,
         cancel: &'a CancellationToken,

@@ -143,7 +143,7 @@ impl Tool for ViewImage {
             bytes,
         };
         let answer = model
-            .view_image(args.question.trim(), &image, &ctx.cancel)
+            .view_image(&ctx.requester, args.question.trim(), &image, &ctx.cancel)
             .await
             .map_err(|error| {
                 if ctx.cancel.is_cancelled() {
@@ -224,7 +224,7 @@ impl Tool for GenerateImage {
     async fn run(&self, args: GenerateImageArgs, planned: ImagePlan, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let model = self.0.model.clone().ok_or_else(no_model)?;
         let png = model
-            .generate_image(args.prompt.trim(), &planned.size, &ctx.cancel)
+            .generate_image(&ctx.requester, args.prompt.trim(), &planned.size, &ctx.cancel)
             .await
             .map_err(|error| {
                 if ctx.cancel.is_cancelled() {

@@ -432,7 +432,7 @@ async fn plan_strategy(
     let Some(model) = model else {
         return Ok(fallback());
     };
-    let answer = match model.complete(STRATEGY_PROMPT, query, &ctx.cancel).await {
+    let answer = match model.complete(&ctx.requester, STRATEGY_PROMPT, query, &ctx.cancel).await {
         Ok(answer) => answer,
         Err(_) if ctx.cancel.is_cancelled() => return Err(ToolError::Cancelled),
         Err(error) => {
@@ -489,7 +489,7 @@ async fn synthesize(
             source.id, source.url
         ));
     }
-    match model.complete(ANSWER_PROMPT, &prompt, &ctx.cancel).await {
+    match model.complete(&ctx.requester, ANSWER_PROMPT, &prompt, &ctx.cancel).await {
         Ok(answer) if answer.trim().is_empty() => Err(ToolError::Failed("the model answered nothing".into())),
         Ok(answer) => Ok(answer.trim().to_owned()),
         Err(_) if ctx.cancel.is_cancelled() => Err(ToolError::Cancelled),
