@@ -13,6 +13,7 @@ Souz's text first (link and image targets, so a URL does not count as extracted 
 Run after `bash scripts/clients.sh` (installs trafilatura into tests/clients/.venv):
     tests/clients/.venv/bin/python scripts/extraction_agreement.py
 Prints one line per page and the mean and median F1; exits 1 if trafilatura is missing.
+SOUZ_EXTRACT_TEXT=<path of a built extract_text example> skips `cargo run`.
 """
 
 import json
@@ -30,10 +31,14 @@ LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
 def souz_texts(pages):
-    command = [
-        "cargo", "run", "-q", "-p", "souz-core", "--features", "test-support",
-        "--example", "extract_text", "--", *[str(page) for page in pages],
-    ]
+    built = os.environ.get("SOUZ_EXTRACT_TEXT")
+    if built:
+        command = [built, *[str(page) for page in pages]]
+    else:
+        command = [
+            "cargo", "run", "-q", "-p", "souz-core", "--features", "test-support",
+            "--example", "extract_text", "--", *[str(page) for page in pages],
+        ]
     output = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
     return json.loads(output.stdout)
 

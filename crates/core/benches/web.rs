@@ -63,14 +63,25 @@ fn extraction(c: &mut Criterion) {
         .expect("the saved pages")
         .map(|entry| {
             let path = entry.expect("an entry").path();
-            let name = path.file_name().expect("a name").to_string_lossy().into_owned();
-            (format!("https://pages.example/{name}"), std::fs::read_to_string(&path).expect("a page"))
+            let name = path
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            (
+                format!("https://pages.example/{name}"),
+                std::fs::read_to_string(&path).expect("a page"),
+            )
         })
         .collect();
     pages.sort();
     assert!(pages.len() >= 20, "{} pages", pages.len());
     let bytes: usize = pages.iter().map(|(_, html)| html.len()).sum();
-    println!("web/extract_pages: {} pages, {} KiB of HTML", pages.len(), bytes / 1024);
+    println!(
+        "web/extract_pages: {} pages, {} KiB of HTML",
+        pages.len(),
+        bytes / 1024
+    );
     let mut group = c.benchmark_group("web");
     group.throughput(Throughput::Elements(pages.len() as u64));
     group.sample_size(10);

@@ -66,10 +66,16 @@ impl WebConfig {
                 "must be set when search_backend is searxng",
             ));
         }
-        for (key, url) in [("searxng_url", &self.searxng_url), ("brave_url", &self.brave_url)]
-            .into_iter()
-            .chain(self.duckduckgo_urls.iter().map(|url| ("duckduckgo_urls", url)))
-        {
+        for (key, url) in [
+            ("searxng_url", &self.searxng_url),
+            ("brave_url", &self.brave_url),
+        ]
+        .into_iter()
+        .chain(
+            self.duckduckgo_urls
+                .iter()
+                .map(|url| ("duckduckgo_urls", url)),
+        ) {
             let url = url.trim();
             if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
                 problems.push(Invalid::new(key, "must be an http:// or https:// URL"));

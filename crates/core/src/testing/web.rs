@@ -77,7 +77,10 @@ impl FixtureSite {
             .route("/searxng/search", get(searxng))
             .route("/brave/res/v1/web/search", get(brave))
             .route("/site/{name}", get(site_page))
-            .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), record))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&state),
+                record,
+            ))
             .with_state(Arc::clone(&state));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
@@ -142,7 +145,12 @@ async fn record(
 }
 
 fn html(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/html; charset=UTF-8")], body).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=UTF-8")],
+        body,
+    )
+        .into_response()
 }
 
 fn json(body: String) -> Response {
@@ -185,7 +193,12 @@ async fn ddg_blocked() -> Response {
 }
 
 async fn ddg_down() -> Response {
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "0")], "down").into_response()
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "0")],
+        "down",
+    )
+        .into_response()
 }
 
 async fn ddg_flaky(
@@ -193,11 +206,18 @@ async fn ddg_flaky(
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let failed = {
-        let mut failed = state.flaky_failed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut failed = state
+            .flaky_failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         std::mem::replace(&mut *failed, true)
     };
     if !failed {
-        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "0")], "slow down")
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "0")],
+            "slow down",
+        )
             .into_response();
     }
     let q = query.get("q").cloned().unwrap_or_default();
@@ -238,7 +258,10 @@ async fn site_page(UrlPath(name): UrlPath<String>) -> Response {
             .into_response();
     }
     let path = fixtures_dir().join("site").join(&name);
-    match (name.contains('/') || name.contains(".."), std::fs::read_to_string(path)) {
+    match (
+        name.contains('/') || name.contains(".."),
+        std::fs::read_to_string(path),
+    ) {
         (false, Ok(page)) => html(StatusCode::OK, page),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
@@ -294,12 +317,18 @@ impl ScriptedModel {
 
     /// Everything it was asked, in order.
     pub fn asked(&self) -> Vec<Asked> {
-        self.asked.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Images it was shown: (media type, bytes).
     pub fn images(&self) -> Vec<(String, usize)> {
-        self.images.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.images
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn note(&self, system: &str, user: &str) {

@@ -97,7 +97,11 @@ impl LlmService {
                 {"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}},
             ]}],
         });
-        let limit = if official { "max_completion_tokens" } else { "max_tokens" };
+        let limit = if official {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
         body[limit] = json!(VISION_MAX_TOKENS);
         let url = endpoint(&base_url, "chat/completions");
         let build = |client: &reqwest::Client| {

@@ -9,9 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::tests::Recorder;
 use crate::agent::{TurnRequest, TurnStatus};
-use souz_protocol::Action;
 use crate::testing::TestRuntime;
 use crate::testing::web::FixtureSite;
+use souz_protocol::Action;
 
 #[tokio::test]
 async fn a_turn_searches_the_web_and_the_runtime_model_writes_the_cited_answer() {
@@ -71,8 +71,14 @@ async fn a_turn_searches_the_web_and_the_runtime_model_writes_the_cited_answer()
         .unwrap();
     let content = tool_result["content"].as_str().unwrap();
     assert!(content.contains("Status: COMPLETE"), "{content}");
-    assert!(content.contains("water deeply [2]; misting.\n"), "{content}");
-    assert!(content.contains("not fetched were removed: [5]"), "{content}");
+    assert!(
+        content.contains("water deeply [2]; misting.\n"),
+        "{content}"
+    );
+    assert!(
+        content.contains("not fetched were removed: [5]"),
+        "{content}"
+    );
     assert_eq!(site.hits("/ddg/"), 1);
     assert_eq!(site.hits("/site/"), 2);
 }

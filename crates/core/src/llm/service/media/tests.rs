@@ -32,16 +32,28 @@ async fn an_image_goes_as_a_data_url_to_chat_completions_and_as_a_block_to_anthr
     let (_dir, service) = service(&server).await;
     server.push(
         "/v1/chat/completions",
-        Reply::json(200, json!({"choices": [{"message": {"role": "assistant", "content": "A tomato."}}]})),
+        Reply::json(
+            200,
+            json!({"choices": [{"message": {"role": "assistant", "content": "A tomato."}}]}),
+        ),
     );
     let cancel = CancellationToken::new();
     let answer = service
-        .view_image("openai/gpt-4o", "What is it?", "image/png", b"PNGDATA", &cancel)
+        .view_image(
+            "openai/gpt-4o",
+            "What is it?",
+            "image/png",
+            b"PNGDATA",
+            &cancel,
+        )
         .await
         .unwrap();
     assert_eq!(answer, "A tomato.");
     let request = server.requests_to("/v1/chat/completions").pop().unwrap();
-    assert_eq!(request.header("authorization"), Some("Bearer sk-test-openai-1111"));
+    assert_eq!(
+        request.header("authorization"),
+        Some("Bearer sk-test-openai-1111")
+    );
     let body = request.json();
     assert_eq!(body["stream"], false);
     assert_eq!(body["messages"][0]["content"][0]["text"], "What is it?");
@@ -52,10 +64,19 @@ async fn an_image_goes_as_a_data_url_to_chat_completions_and_as_a_block_to_anthr
 
     server.push(
         "/anthropic/v1/messages",
-        Reply::json(200, json!({"content": [{"type": "text", "text": "A red tomato."}]})),
+        Reply::json(
+            200,
+            json!({"content": [{"type": "text", "text": "A red tomato."}]}),
+        ),
     );
     let answer = service
-        .view_image("anthropic/claude-sonnet-4-5", "What?", "image/jpeg", b"JPG", &cancel)
+        .view_image(
+            "anthropic/claude-sonnet-4-5",
+            "What?",
+            "image/jpeg",
+            b"JPG",
+            &cancel,
+        )
         .await
         .unwrap();
     assert_eq!(answer, "A red tomato.");
@@ -73,7 +94,10 @@ async fn generated_images_come_back_decoded_and_errors_are_reported() {
     let (_dir, service) = service(&server).await;
     server.push(
         "/v1/images/generations",
-        Reply::json(200, json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]})),
+        Reply::json(
+            200,
+            json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+        ),
     );
     let cancel = CancellationToken::new();
     let png = service
@@ -81,20 +105,34 @@ async fn generated_images_come_back_decoded_and_errors_are_reported() {
         .await
         .unwrap();
     assert_eq!(png, b"\x89PNG\r\n\x1a\n");
-    let body = server.requests_to("/v1/images/generations").pop().unwrap().json();
+    let body = server
+        .requests_to("/v1/images/generations")
+        .pop()
+        .unwrap()
+        .json();
     assert_eq!(body["model"], "gpt-image-1");
     assert_eq!(body["size"], "1024x1024");
-    assert!(body.get("response_format").is_none(), "gpt-image-1 rejects it");
+    assert!(
+        body.get("response_format").is_none(),
+        "gpt-image-1 rejects it"
+    );
 
     server.push(
         "/v1/images/generations",
-        Reply::json(400, json!({"error": {"message": "Your request was rejected by the safety system."}})),
+        Reply::json(
+            400,
+            json!({"error": {"message": "Your request was rejected by the safety system."}}),
+        ),
     );
     let error = service
         .generate_image("dall-e-3", "something", "1024x1024", &cancel)
         .await
         .unwrap_err();
     assert!(error.to_string().contains("safety system"), "{error}");
-    let body = server.requests_to("/v1/images/generations").pop().unwrap().json();
+    let body = server
+        .requests_to("/v1/images/generations")
+        .pop()
+        .unwrap()
+        .json();
     assert_eq!(body["response_format"], "b64_json");
 }

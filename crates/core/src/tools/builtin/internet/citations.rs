@@ -33,9 +33,8 @@ pub(crate) struct Filtered {
 
 static NUMBERED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]").expect("a valid regex"));
-static LINK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)").expect("a valid regex")
-});
+static LINK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)").expect("a valid regex"));
 static BARE_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"<?https?://[^\s<>()\]]+>?").expect("a valid regex"));
 

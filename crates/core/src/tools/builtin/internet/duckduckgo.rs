@@ -33,7 +33,8 @@ impl SearchBackend for DuckDuckGo {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<SearchHit>, SearchFailure>> {
         Box::pin(async move {
-            let mut last = SearchFailure::Unavailable("no DuckDuckGo endpoint is configured".into());
+            let mut last =
+                SearchFailure::Unavailable("no DuckDuckGo endpoint is configured".into());
             for endpoint in &self.endpoints {
                 let url = with_query(endpoint, &[("q", query)])?;
                 let response = match http.get(&url, &[]).await {
@@ -81,7 +82,10 @@ pub(crate) fn parse_results(html: &str, limit: usize) -> Vec<SearchHit> {
         if hits.len() >= limit {
             break;
         }
-        let class = result.attr("class").map(|c| c.to_string()).unwrap_or_default();
+        let class = result
+            .attr("class")
+            .map(|c| c.to_string())
+            .unwrap_or_default();
         if class.contains("result--ad") {
             continue;
         }
@@ -142,6 +146,9 @@ mod tests {
             Some("https://example.com/page")
         );
         assert_eq!(unwrap_link("javascript:alert(1)"), None);
-        assert_eq!(unwrap_link("//duckduckgo.com/l/?uddg=file%3A%2F%2F%2Fetc%2Fpasswd"), None);
+        assert_eq!(
+            unwrap_link("//duckduckgo.com/l/?uddg=file%3A%2F%2F%2Fetc%2Fpasswd"),
+            None
+        );
     }
 }

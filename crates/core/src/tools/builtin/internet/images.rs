@@ -91,9 +91,15 @@ impl Tool for ViewImage {
         Risk::ReadOnly
     }
 
-    async fn plan(&self, args: &ViewImageArgs, ctx: &ToolContext) -> Result<Planned<PathBuf>, ToolError> {
+    async fn plan(
+        &self,
+        args: &ViewImageArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<PathBuf>, ToolError> {
         if args.question.trim().is_empty() {
-            return Err(ToolError::InvalidArguments("`question` must not be empty".into()));
+            return Err(ToolError::InvalidArguments(
+                "`question` must not be empty".into(),
+            ));
         }
         let resolved = resolve_readable_file(ctx, &args.image_path)?;
         let shown = ctx.sandbox.display(&resolved.path);
@@ -103,7 +109,9 @@ impl Tool for ViewImage {
             )));
         }
         let limit = self.0.config.max_image_bytes;
-        let size = std::fs::metadata(&resolved.path).map(|meta| meta.len()).unwrap_or(0);
+        let size = std::fs::metadata(&resolved.path)
+            .map(|meta| meta.len())
+            .unwrap_or(0);
         if size > limit {
             return Err(ToolError::InvalidArguments(format!(
                 "{shown} is {size} bytes; images larger than {limit} bytes are not sent"
@@ -115,7 +123,12 @@ impl Tool for ViewImage {
             .with(path))
     }
 
-    async fn run(&self, args: ViewImageArgs, planned: PathBuf, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(
+        &self,
+        args: ViewImageArgs,
+        planned: PathBuf,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let model = self.0.model.clone().ok_or_else(no_model)?;
         let resolved = ctx.sandbox.resolve(&args.image_path, Access::Read)?;
         let shown = ctx.sandbox.display(&planned);
@@ -185,10 +198,16 @@ impl Tool for GenerateImage {
         Risk::Write
     }
 
-    async fn plan(&self, args: &GenerateImageArgs, ctx: &ToolContext) -> Result<Planned<ImagePlan>, ToolError> {
+    async fn plan(
+        &self,
+        args: &GenerateImageArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<ImagePlan>, ToolError> {
         let prompt = args.prompt.trim();
         if prompt.is_empty() {
-            return Err(ToolError::InvalidArguments("`prompt` must not be empty".into()));
+            return Err(ToolError::InvalidArguments(
+                "`prompt` must not be empty".into(),
+            ));
         }
         let size = args.size.as_deref().map(str::trim).unwrap_or("1024x1024");
         if !SIZES.contains(&size) {
@@ -212,19 +231,31 @@ impl Tool for GenerateImage {
         let resolved = plan_new_output(&ctx.sandbox, &raw)?;
         let shown = ctx.sandbox.display(&resolved.path);
         let short: String = prompt.chars().take(80).collect();
-        Ok(Plan::new(format!("Generate an image of \"{short}\" and save it to {shown}"))
-            .path(&resolved, Access::Write)
-            .with(ImagePlan {
-                raw,
-                path: resolved.path,
-                size: size.to_owned(),
-            }))
+        Ok(Plan::new(format!(
+            "Generate an image of \"{short}\" and save it to {shown}"
+        ))
+        .path(&resolved, Access::Write)
+        .with(ImagePlan {
+            raw,
+            path: resolved.path,
+            size: size.to_owned(),
+        }))
     }
 
-    async fn run(&self, args: GenerateImageArgs, planned: ImagePlan, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(
+        &self,
+        args: GenerateImageArgs,
+        planned: ImagePlan,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let model = self.0.model.clone().ok_or_else(no_model)?;
         let png = model
-            .generate_image(&ctx.requester, args.prompt.trim(), &planned.size, &ctx.cancel)
+            .generate_image(
+                &ctx.requester,
+                args.prompt.trim(),
+                &planned.size,
+                &ctx.cancel,
+            )
             .await
             .map_err(|error| {
                 if ctx.cancel.is_cancelled() {
@@ -234,7 +265,9 @@ impl Tool for GenerateImage {
                 }
             })?;
         if !png.starts_with(b"\x89PNG\r\n\x1a\n") {
-            return Err(ToolError::Failed("the images API did not return a PNG".into()));
+            return Err(ToolError::Failed(
+                "the images API did not return a PNG".into(),
+            ));
         }
         let sandbox = Arc::clone(&ctx.sandbox);
         let bytes = png.len();
@@ -243,6 +276,8 @@ impl Tool for GenerateImage {
         })
         .await
         .map_err(|error| ToolError::Internal(format!("image write failed: {error}")))??;
-        Ok(ToolOutput::text(format!("Image saved to {shown} ({bytes} bytes)")))
+        Ok(ToolOutput::text(format!(
+            "Image saved to {shown} ({bytes} bytes)"
+        )))
     }
 }

@@ -149,8 +149,14 @@ pub(crate) async fn run(
             ..Strategy::default()
         }
     };
-    steps.report(format!("Searching: {}", strategy.search_queries.join(" | ")));
-    let client = ctx.sandbox.web().map_err(|error| ToolError::Internal(error.to_string()))?;
+    steps.report(format!(
+        "Searching: {}",
+        strategy.search_queries.join(" | ")
+    ));
+    let client = ctx
+        .sandbox
+        .web()
+        .map_err(|error| ToolError::Internal(error.to_string()))?;
     let http = SearchHttp {
         client: client.clone(),
         pacer: &services.pacer,
@@ -169,7 +175,14 @@ pub(crate) async fn run(
     };
     steps.report(format!("Reading {} pages", results.len()));
     let concurrency = services.config.max_concurrent_fetches.clamp(1, 16);
-    let sources = fetch_sources(ctx, &results, concurrency, request.chars_per_source, &mut notes).await?;
+    let sources = fetch_sources(
+        ctx,
+        &results,
+        concurrency,
+        request.chars_per_source,
+        &mut notes,
+    )
+    .await?;
     steps.report(format!("Writing the answer from {} sources", sources.len()));
     let written = match (model, sources.is_empty()) {
         (_, true) => None,
@@ -177,19 +190,25 @@ pub(crate) async fn run(
             notes.push("no model is set up to write an answer; the results are listed".into());
             None
         }
-        (Some(model), false) => {
-            match synthesize(model, request, &strategy, &sources, ctx).await {
-                Ok(answer) => Some(answer),
-                Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-                Err(error) => {
-                    notes.push(format!("the model could not write the answer: {error}"));
-                    None
-                }
+        (Some(model), false) => match synthesize(model, request, &strategy, &sources, ctx).await {
+            Ok(answer) => Some(answer),
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(error) => {
+                notes.push(format!("the model could not write the answer: {error}"));
+                None
             }
-        }
+        },
     };
     let output = match written {
-        Some(answer) => cited_output(request, strategy, backend, results, &sources, &answer, notes),
+        Some(answer) => {
+            let findings = Findings {
+                strategy,
+                backend,
+                results,
+                notes,
+            };
+            cited_output(request, findings, &sources, &answer)
+        }
         None => {
             let mut output = ended(request, strategy, Status::Partial, notes);
             output.answer = results_answer(&results, sources.is_empty());
@@ -204,7 +223,10 @@ pub(crate) async fn run(
 }
 
 enum Gathered {
-    Hits { backend: String, hits: Vec<SearchHit> },
+    Hits {
+        backend: String,
+        hits: Vec<SearchHit>,
+    },
     Ended(Status, Option<String>),
 }
 
@@ -223,7 +245,10 @@ async fn gather(
             break;
         }
         match search::search(services, http, query, limit).await {
-            SearchOutcome::Found { backend: name, hits: found } => {
+            SearchOutcome::Found {
+                backend: name,
+                hits: found,
+            } => {
                 backend.get_or_insert(name);
                 for hit in found {
                     if hits.len() < limit && !hits.iter().any(|known| known.url == hit.url) {
@@ -248,7 +273,12 @@ async fn gather(
     })
 }
 
-fn ended(request: &Request, strategy: Strategy, status: Status, notes: Vec<String>) -> ResearchOutput {
+fn ended(
+    request: &Request,
+    strategy: Strategy,
+    status: Status,
+    notes: Vec<String>,
+) -> ResearchOutput {
     let answer = match status {
         Status::NoResults => format!("The web search found nothing for \"{}\".", request.query),
         Status::ProviderBlocked => {
@@ -291,15 +321,26 @@ fn results_answer(results: &[SearchHit], unreadable: bool) -> String {
     answer
 }
 
-fn cited_output(
-    request: &Request,
+/// What a run found before the answer was written.
+struct Findings {
     strategy: Strategy,
     backend: String,
     results: Vec<SearchHit>,
+    notes: Vec<String>,
+}
+
+fn cited_output(
+    request: &Request,
+    findings: Findings,
     sources: &[Source],
     answer: &str,
-    mut notes: Vec<String>,
 ) -> ResearchOutput {
+    let Findings {
+        strategy,
+        backend,
+        results,
+        mut notes,
+    } = findings;
     let citable: Vec<CitableSource> = sources
         .iter()
         .map(|source| CitableSource {
@@ -324,7 +365,10 @@ fn cited_output(
     if !cited.is_empty() {
         report.push_str("\n## Sources\n\n");
         for source in &cited {
-            report.push_str(&format!("{}. [{}]({})\n", source.id, source.title, source.url));
+            report.push_str(&format!(
+                "{}. [{}]({})\n",
+                source.id, source.title, source.url
+            ));
         }
     }
     ResearchOutput {
@@ -350,37 +394,39 @@ async fn fetch_sources(
     chars_per_source: usize,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Source>, ToolError> {
-    let client = ctx.sandbox.web().map_err(|error| ToolError::Internal(error.to_string()))?;
-    let fetched: Vec<(usize, Result<(String, String, String), String>)> =
-        futures::stream::iter(
-            results
-                .iter()
-                .map(|hit| hit.url.clone())
-                .enumerate()
-                .collect::<Vec<_>>(),
-        )
-        .map(|(index, url)| {
-                let client = client.clone();
-                let cancel = ctx.cancel.clone();
-                async move {
-                    let page = async {
-                        let fetched = client
-                            .fetch(&url, &cancel)
-                            .await
-                            .map_err(|error| error.to_string())?;
-                        let final_url = fetched.url.to_string();
-                        let page = tokio::task::spawn_blocking(move || readable_text(&fetched))
-                            .await
-                            .map_err(|error| error.to_string())?
-                            .map_err(|error| error.to_string())?;
-                        Ok((final_url, page.title.unwrap_or_default(), page.text))
-                    };
-                    (index, page.await)
-                }
-            })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
+    let client = ctx
+        .sandbox
+        .web()
+        .map_err(|error| ToolError::Internal(error.to_string()))?;
+    let fetched: Vec<(usize, Result<(String, String, String), String>)> = futures::stream::iter(
+        results
+            .iter()
+            .map(|hit| hit.url.clone())
+            .enumerate()
+            .collect::<Vec<_>>(),
+    )
+    .map(|(index, url)| {
+        let client = client.clone();
+        let cancel = ctx.cancel.clone();
+        async move {
+            let page = async {
+                let fetched = client
+                    .fetch(&url, &cancel)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let final_url = fetched.url.to_string();
+                let page = tokio::task::spawn_blocking(move || readable_text(&fetched))
+                    .await
+                    .map_err(|error| error.to_string())?
+                    .map_err(|error| error.to_string())?;
+                Ok((final_url, page.title.unwrap_or_default(), page.text))
+            };
+            (index, page.await)
+        }
+    })
+    .buffer_unordered(concurrency)
+    .collect()
+    .await;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
@@ -395,7 +441,11 @@ async fn fetch_sources(
             }
             Ok((final_url, title, text)) => sources.push(Source {
                 id: sources.len() + 1,
-                title: if title.trim().is_empty() { hit.title.clone() } else { title },
+                title: if title.trim().is_empty() {
+                    hit.title.clone()
+                } else {
+                    title
+                },
                 url: final_url,
                 requested_url: hit.url.clone(),
                 text: text.chars().take(chars_per_source).collect(),
@@ -432,7 +482,10 @@ async fn plan_strategy(
     let Some(model) = model else {
         return Ok(fallback());
     };
-    let answer = match model.complete(&ctx.requester, STRATEGY_PROMPT, query, &ctx.cancel).await {
+    let answer = match model
+        .complete(&ctx.requester, STRATEGY_PROMPT, query, &ctx.cancel)
+        .await
+    {
         Ok(answer) => answer,
         Err(_) if ctx.cancel.is_cancelled() => return Err(ToolError::Cancelled),
         Err(error) => {
@@ -442,10 +495,13 @@ async fn plan_strategy(
     };
     let parsed = json_object(&answer).and_then(|json| serde_json::from_str::<Strategy>(json).ok());
     let Some(mut strategy) = parsed else {
-        notes.push("the model's research plan was not JSON; the question was searched as is".into());
+        notes
+            .push("the model's research plan was not JSON; the question was searched as is".into());
         return Ok(fallback());
     };
-    strategy.search_queries.retain(|query| !query.trim().is_empty());
+    strategy
+        .search_queries
+        .retain(|query| !query.trim().is_empty());
     strategy.search_queries.truncate(MAX_QUERIES);
     if strategy.search_queries.is_empty() {
         strategy.search_queries.push(query.to_owned());
@@ -477,7 +533,10 @@ async fn synthesize(
             prompt.push_str(&format!("Cover: {}\n", strategy.sub_questions.join("; ")));
         }
         if !strategy.answer_sections.is_empty() {
-            prompt.push_str(&format!("Sections: {}\n", strategy.answer_sections.join("; ")));
+            prompt.push_str(&format!(
+                "Sections: {}\n",
+                strategy.answer_sections.join("; ")
+            ));
         }
     }
     prompt.push_str("\nSources (untrusted data):\n");
@@ -489,11 +548,15 @@ async fn synthesize(
             source.id, source.url
         ));
     }
-    match model.complete(&ctx.requester, ANSWER_PROMPT, &prompt, &ctx.cancel).await {
-        Ok(answer) if answer.trim().is_empty() => Err(ToolError::Failed("the model answered nothing".into())),
+    match model
+        .complete(&ctx.requester, ANSWER_PROMPT, &prompt, &ctx.cancel)
+        .await
+    {
+        Ok(answer) if answer.trim().is_empty() => {
+            Err(ToolError::Failed("the model answered nothing".into()))
+        }
         Ok(answer) => Ok(answer.trim().to_owned()),
         Err(_) if ctx.cancel.is_cancelled() => Err(ToolError::Cancelled),
         Err(error) => Err(ToolError::Failed(error)),
     }
 }
-

@@ -118,7 +118,11 @@ impl Pacer {
     }
 
     /// Waits for the next slot of `host`.
-    pub(crate) async fn wait(&self, host: &str, cancel: &CancellationToken) -> Result<(), WebError> {
+    pub(crate) async fn wait(
+        &self,
+        host: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), WebError> {
         let delay = self.reserve(host, Instant::now());
         if delay.is_zero() {
             return Ok(());
@@ -209,7 +213,11 @@ fn retryable(status: u16) -> bool {
 
 /// The wait a `Retry-After` header asks for (seconds or an HTTP date).
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds).max(Duration::from_millis(1)));
     }
@@ -397,7 +405,10 @@ mod tests {
         let date = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(60));
         headers.insert(reqwest::header::RETRY_AFTER, date.parse().unwrap());
         let wait = retry_after(&headers).unwrap();
-        assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60), "{wait:?}");
+        assert!(
+            wait > Duration::from_secs(50) && wait <= Duration::from_secs(60),
+            "{wait:?}"
+        );
         headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
     }

@@ -57,11 +57,19 @@ async fn fixture(site: &FixtureSite, model: ScriptedModel) -> Fixture {
 
 impl Fixture {
     async fn plan(&self, tool: &str, arguments: Value) -> Result<PlannedCall, ToolError> {
-        self.catalog.get(tool).unwrap().plan(arguments, &self.ctx).await
+        self.catalog
+            .get(tool)
+            .unwrap()
+            .plan(arguments, &self.ctx)
+            .await
     }
 
     async fn call(&self, tool: &str, arguments: Value) -> Result<(String, Value), ToolError> {
-        let output = self.plan(tool, arguments).await?.run(self.ctx.clone()).await?;
+        let output = self
+            .plan(tool, arguments)
+            .await?
+            .run(self.ctx.clone())
+            .await?;
         Ok((output.text, output.structured.unwrap_or(Value::Null)))
     }
 }
@@ -96,8 +104,16 @@ fn duckduckgo_results_are_parsed_without_ads_or_duplicates() {
             "https://garden.example/site/harvest.html",
         ]
     );
-    assert_eq!(hits[0].title, "How Much Sun Do Tomatoes Need? | Garden Notes");
-    assert!(hits[0].snippet.starts_with("Tomatoes need at least six hours"), "{hits:?}");
+    assert_eq!(
+        hits[0].title,
+        "How Much Sun Do Tomatoes Need? | Garden Notes"
+    );
+    assert!(
+        hits[0]
+            .snippet
+            .starts_with("Tomatoes need at least six hours"),
+        "{hits:?}"
+    );
     assert_eq!(parse_results(&page, 2).len(), 2);
     let anomaly = std::fs::read_to_string(fixtures_dir().join("ddg_anomaly.html")).unwrap();
     assert!(is_anti_bot(&anomaly));
@@ -116,7 +132,10 @@ async fn a_search_answers_citing_only_the_pages_it_read() {
     ));
     let f = fixture(&site, model).await;
     let planned = f
-        .plan("InternetSearch", json!({"query": "how to grow tomatoes", "maxSources": 3}))
+        .plan(
+            "InternetSearch",
+            json!({"query": "how to grow tomatoes", "maxSources": 3}),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -135,10 +154,22 @@ async fn a_search_answers_citing_only_the_pages_it_read() {
     assert_eq!(structured["sources"][0]["url"], site_url(&site, "sunlight"));
     assert_eq!(structured["sources"][1]["url"], site_url(&site, "watering"));
     let answer = structured["answer"].as_str().unwrap();
-    assert!(!answer.contains("[7]") && !answer.contains("evil.example"), "{answer}");
+    assert!(
+        !answer.contains("[7]") && !answer.contains("evil.example"),
+        "{answer}"
+    );
     assert!(answer.contains("[1]") && answer.contains("[2]"), "{answer}");
-    assert!(structured["reportMarkdown"].as_str().unwrap().contains("## Sources"));
-    assert!(output.text.starts_with("Status: COMPLETE"), "{}", output.text);
+    assert!(
+        structured["reportMarkdown"]
+            .as_str()
+            .unwrap()
+            .contains("## Sources")
+    );
+    assert!(
+        output.text.starts_with("Status: COMPLETE"),
+        "{}",
+        output.text
+    );
     // The pages reached the model as quoted, untrusted data, without their scripts.
     let asked = f.model.asked();
     assert_eq!(asked.len(), 1);
@@ -156,7 +187,11 @@ async fn a_search_answers_citing_only_the_pages_it_read() {
     let messages: Vec<String> = progress.iter().filter_map(|p| p.message.clone()).collect();
     assert_eq!(messages.len(), 4, "{messages:?}");
     assert!(messages[0].starts_with("Searching"));
-    assert!(progress.windows(2).all(|pair| pair[0].progress < pair[1].progress));
+    assert!(
+        progress
+            .windows(2)
+            .all(|pair| pair[0].progress < pair[1].progress)
+    );
 }
 
 #[tokio::test]
@@ -166,8 +201,17 @@ async fn the_anti_bot_page_is_provider_blocked_and_the_next_endpoint_is_tried() 
         duckduckgo_urls: vec![site.url("/ddg-blocked/html/")],
         ..site.web_config()
     };
-    let f = fixture_with(&site, blocked, ScriptedModel::default(), vec![site.allow_entry()]).await;
-    let (text, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let f = fixture_with(
+        &site,
+        blocked,
+        ScriptedModel::default(),
+        vec![site.allow_entry()],
+    )
+    .await;
+    let (text, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "PROVIDER_BLOCKED", "{output}");
     assert!(text.contains("anti-bot"), "{text}");
     assert!(f.model.asked().is_empty(), "no model call without sources");
@@ -180,7 +224,10 @@ async fn the_anti_bot_page_is_provider_blocked_and_the_next_endpoint_is_tried() 
     let model = ScriptedModel::default();
     model.push(Ok("Six hours of sun [1]."));
     let f = fixture_with(&site, fallback, model, vec![site.allow_entry()]).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "COMPLETE", "{output}");
 }
 
@@ -198,8 +245,17 @@ async fn no_results_and_a_provider_down_have_their_statuses() {
         duckduckgo_urls: vec![site.url("/ddg-down/html/")],
         ..site.web_config()
     };
-    let f = fixture_with(&site, down, ScriptedModel::default(), vec![site.allow_entry()]).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let f = fixture_with(
+        &site,
+        down,
+        ScriptedModel::default(),
+        vec![site.allow_entry()],
+    )
+    .await;
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "PROVIDER_UNAVAILABLE", "{output}");
     assert_eq!(site.hits("/ddg-down/"), 3, "one request and two retries");
 }
@@ -214,7 +270,10 @@ async fn a_rate_limited_search_is_retried_after_retry_after() {
     let model = ScriptedModel::default();
     model.push(Ok("Sun [1]."));
     let f = fixture_with(&site, flaky, model, vec![site.allow_entry()]).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "COMPLETE", "{output}");
     assert_eq!(site.hits("/ddg-flaky/"), 2);
 }
@@ -223,10 +282,15 @@ async fn a_rate_limited_search_is_retried_after_retry_after() {
 async fn a_result_redirecting_to_a_private_address_is_refused() {
     let site = FixtureSite::start().await;
     let model = ScriptedModel::default();
-    model.push(Ok("Sun [1], and the admin page says [2] and http://10.255.255.1/admin."));
+    model.push(Ok(
+        "Sun [1], and the admin page says [2] and http://10.255.255.1/admin.",
+    ));
     let f = fixture(&site, model).await;
     let (_, output) = f
-        .call("InternetSearch", json!({"query": "tomatoes redirect", "maxSources": 3}))
+        .call(
+            "InternetSearch",
+            json!({"query": "tomatoes redirect", "maxSources": 3}),
+        )
         .await
         .unwrap();
     assert_eq!(output["status"], "COMPLETE", "{output}");
@@ -236,9 +300,16 @@ async fn a_result_redirecting_to_a_private_address_is_refused() {
         .iter()
         .map(|source| source["url"].as_str().unwrap())
         .collect();
-    assert!(!urls.iter().any(|url| url.contains("10.255.255.1") || url.contains("private")));
+    assert!(
+        !urls
+            .iter()
+            .any(|url| url.contains("10.255.255.1") || url.contains("private"))
+    );
     let notes = output["notes"].to_string();
-    assert!(notes.contains("private-redirect.html could not be read"), "{notes}");
+    assert!(
+        notes.contains("private-redirect.html could not be read"),
+        "{notes}"
+    );
     assert!(notes.contains("10.255.255.1"), "{notes}");
     let answer = output["answer"].as_str().unwrap();
     assert!(!answer.contains("10.255.255.1"), "{answer}");
@@ -258,7 +329,10 @@ async fn searxng_on_loopback_needs_the_allow_list() {
     let model = ScriptedModel::default();
     model.push(Ok("Water deeply [1]; pH 6.2 to 6.8 [2]."));
     let f = fixture_with(&site, searxng.clone(), model, vec![site.allow_entry()]).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "COMPLETE", "{output}");
     assert_eq!(output["backend"], "searxng");
     let results = output["results"].as_array().unwrap();
@@ -267,7 +341,10 @@ async fn searxng_on_loopback_needs_the_allow_list() {
     assert_eq!(ids(&output), [1, 2]);
 
     let f = fixture_with(&site, searxng, ScriptedModel::default(), Vec::new()).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "PROVIDER_UNAVAILABLE", "{output}");
     assert!(output["notes"].to_string().contains("refused"), "{output}");
     assert_eq!(site.hits("/searxng"), 1, "only the allowed run reached it");
@@ -280,7 +357,10 @@ async fn brave_comes_first_with_a_stored_key_and_a_refused_key_falls_back() {
     let model = with_key(FIXTURE_BRAVE_KEY);
     model.push(Ok("Pick when fully coloured [1]."));
     let f = fixture(&site, model).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["backend"], "brave", "{output}");
     assert_eq!(output["results"][0]["title"], "When to Harvest Tomatoes");
     assert_eq!(site.hits("/ddg/"), 0);
@@ -288,7 +368,10 @@ async fn brave_comes_first_with_a_stored_key_and_a_refused_key_falls_back() {
     let model = with_key("wrong-key");
     model.push(Ok("Sun [1]."));
     let f = fixture(&site, model).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["backend"], "duckduckgo", "{output}");
     assert_eq!(output["status"], "COMPLETE");
 }
@@ -300,14 +383,24 @@ async fn search_results_are_cached() {
     model.push(Ok("Sun [1]."));
     model.push(Ok("Sun [1]."));
     let f = fixture(&site, model).await;
-    f.call("InternetSearch", json!({"query": "How to grow  tomatoes"})).await.unwrap();
-    f.call("InternetSearch", json!({"query": "how to grow tomatoes"})).await.unwrap();
-    assert_eq!(site.hits("/ddg/"), 1, "the second search came from the cache");
+    f.call("InternetSearch", json!({"query": "How to grow  tomatoes"}))
+        .await
+        .unwrap();
+    f.call("InternetSearch", json!({"query": "how to grow tomatoes"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        site.hits("/ddg/"),
+        1,
+        "the second search came from the cache"
+    );
     let rows: i64 = f
         .store
         .read(|connection| {
             connection
-                .query_row("SELECT COUNT(*) FROM web_search_cache", [], |row| row.get(0))
+                .query_row("SELECT COUNT(*) FROM web_search_cache", [], |row| {
+                    row.get(0)
+                })
                 .map_err(crate::store::StoreError::from)
         })
         .await
@@ -321,9 +414,17 @@ async fn a_failing_model_leaves_a_partial_answer_with_the_results() {
     let model = ScriptedModel::default();
     model.push(Err("provider overloaded"));
     let f = fixture(&site, model).await;
-    let (_, output) = f.call("InternetSearch", json!({"query": "tomatoes"})).await.unwrap();
+    let (_, output) = f
+        .call("InternetSearch", json!({"query": "tomatoes"}))
+        .await
+        .unwrap();
     assert_eq!(output["status"], "PARTIAL", "{output}");
-    assert!(output["answer"].as_str().unwrap().contains(&site_url(&site, "sunlight")));
+    assert!(
+        output["answer"]
+            .as_str()
+            .unwrap()
+            .contains(&site_url(&site, "sunlight"))
+    );
     assert!(output["notes"].to_string().contains("provider overloaded"));
     assert!(output["sources"].as_array().unwrap().is_empty());
 }
@@ -356,8 +457,11 @@ async fn research_plans_reads_cites_and_saves_a_long_report_where_planned() {
         )
         .await
         .unwrap();
-    let Some(CallTarget::Path { path: report, access: Access::Write, .. }) =
-        planned.plan.targets.last().cloned()
+    let Some(CallTarget::Path {
+        path: report,
+        access: Access::Write,
+        ..
+    }) = planned.plan.targets.last().cloned()
     else {
         panic!("no write target: {:?}", planned.plan.targets);
     };
@@ -372,13 +476,30 @@ async fn research_plans_reads_cites_and_saves_a_long_report_where_planned() {
     let saved = std::fs::read_to_string(&report).unwrap();
     assert!(saved.starts_with("# grow tomatoes\n"));
     assert!(saved.contains("## Sources") && saved.contains(&site_url(&site, "sunlight")));
-    assert!(structured["reportFilePath"].as_str().unwrap().ends_with("tomatoes.md"));
+    assert!(
+        structured["reportFilePath"]
+            .as_str()
+            .unwrap()
+            .ends_with("tomatoes.md")
+    );
     let asked = f.model.asked();
     assert_eq!(asked.len(), 2);
-    assert!(asked[1].user.contains("Cover: How much sun?; How much water?"));
+    assert!(
+        asked[1]
+            .user
+            .contains("Cover: How much sun?; How much water?")
+    );
     let progress = f.progress.lock().unwrap().clone();
     assert!(progress[0].message.as_deref() == Some("Planning the research"));
-    assert!(progress.last().unwrap().message.as_deref().unwrap().starts_with("Saved the report"));
+    assert!(
+        progress
+            .last()
+            .unwrap()
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("Saved the report")
+    );
     // An existing report path is refused before anything runs.
     let again = f
         .plan(
@@ -386,7 +507,10 @@ async fn research_plans_reads_cites_and_saves_a_long_report_where_planned() {
             json!({"query": "grow tomatoes", "reportPath": "~/notes/tomatoes.md"}),
         )
         .await;
-    assert!(matches!(again, Err(ToolError::InvalidArguments(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(ToolError::InvalidArguments(_))),
+        "{again:?}"
+    );
 }
 
 #[tokio::test]
@@ -397,16 +521,26 @@ async fn research_without_a_usable_plan_searches_the_question() {
     model.push(Ok("Short answer [1]."));
     let f = fixture(&site, model).await;
     let (_, output) = f
-        .call("InternetResearch", json!({"query": "grow tomatoes", "maxSources": 2}))
+        .call(
+            "InternetResearch",
+            json!({"query": "grow tomatoes", "maxSources": 2}),
+        )
         .await
         .unwrap();
     assert_eq!(output["status"], "COMPLETE", "{output}");
-    assert_eq!(output["strategy"]["searchQueries"], json!(["grow tomatoes"]));
+    assert_eq!(
+        output["strategy"]["searchQueries"],
+        json!(["grow tomatoes"])
+    );
     assert!(output["notes"].to_string().contains("not JSON"));
-    assert!(output["reportFilePath"].is_null(), "a short answer is not saved");
+    assert!(
+        output["reportFilePath"].is_null(),
+        "a short answer is not saved"
+    );
 }
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+const PNG: &[u8] =
+    b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
 
 #[tokio::test]
 async fn view_image_sends_a_local_image_within_the_limit() {
@@ -419,23 +553,38 @@ async fn view_image_sends_a_local_image_within_the_limit() {
     let f = fixture_with(&site, config, model, Vec::new()).await;
     std::fs::write(f.home.path().join("photo.png"), PNG).unwrap();
     let (text, _) = f
-        .call("ViewImage", json!({"imagePath": "~/photo.png", "question": "What is it?"}))
+        .call(
+            "ViewImage",
+            json!({"imagePath": "~/photo.png", "question": "What is it?"}),
+        )
         .await
         .unwrap();
     assert_eq!(text, "A red tomato on a table.");
     assert_eq!(f.model.images(), [("image/png".to_owned(), PNG.len())]);
     std::fs::write(f.home.path().join("big.jpg"), vec![0u8; 101]).unwrap();
     let big = f
-        .plan("ViewImage", json!({"imagePath": "~/big.jpg", "question": "What?"}))
+        .plan(
+            "ViewImage",
+            json!({"imagePath": "~/big.jpg", "question": "What?"}),
+        )
         .await;
-    assert!(matches!(&big, Err(ToolError::InvalidArguments(message)) if message.contains("larger than 100")), "{big:?}");
+    assert!(
+        matches!(&big, Err(ToolError::InvalidArguments(message)) if message.contains("larger than 100")),
+        "{big:?}"
+    );
     std::fs::write(f.home.path().join("notes.txt"), "text").unwrap();
     let text_file = f
-        .plan("ViewImage", json!({"imagePath": "~/notes.txt", "question": "What?"}))
+        .plan(
+            "ViewImage",
+            json!({"imagePath": "~/notes.txt", "question": "What?"}),
+        )
         .await;
     assert!(matches!(text_file, Err(ToolError::InvalidArguments(_))));
     let outside = f
-        .plan("ViewImage", json!({"imagePath": "/etc/hostname", "question": "What?"}))
+        .plan(
+            "ViewImage",
+            json!({"imagePath": "/etc/hostname", "question": "What?"}),
+        )
         .await;
     assert!(matches!(outside, Err(ToolError::Sandbox(_))), "{outside:?}");
 }
@@ -446,21 +595,43 @@ async fn generate_image_writes_a_png_only_at_the_planned_path() {
     let model = ScriptedModel::default().with_image(PNG);
     let f = fixture_with(&site, site.web_config(), model, Vec::new()).await;
     let planned = f
-        .plan("GenerateImage", json!({"prompt": "a tomato", "outputPath": "~/art/tomato.png"}))
+        .plan(
+            "GenerateImage",
+            json!({"prompt": "a tomato", "outputPath": "~/art/tomato.png"}),
+        )
         .await
         .unwrap();
-    assert!(planned.plan.summary.contains("a tomato"), "{}", planned.plan.summary);
+    assert!(
+        planned.plan.summary.contains("a tomato"),
+        "{}",
+        planned.plan.summary
+    );
     let output = planned.run(f.ctx.clone()).await.unwrap();
     assert!(output.text.starts_with("Image saved to"), "{}", output.text);
-    assert_eq!(std::fs::read(f.home.path().join("art/tomato.png")).unwrap(), PNG);
+    assert_eq!(
+        std::fs::read(f.home.path().join("art/tomato.png")).unwrap(),
+        PNG
+    );
     let exists = f
-        .plan("GenerateImage", json!({"prompt": "again", "outputPath": "~/art/tomato.png"}))
+        .plan(
+            "GenerateImage",
+            json!({"prompt": "again", "outputPath": "~/art/tomato.png"}),
+        )
         .await;
-    assert!(matches!(exists, Err(ToolError::InvalidArguments(_))), "{exists:?}");
+    assert!(
+        matches!(exists, Err(ToolError::InvalidArguments(_))),
+        "{exists:?}"
+    );
     let jpeg = f
-        .plan("GenerateImage", json!({"prompt": "a tomato", "outputPath": "~/art/tomato.jpg"}))
+        .plan(
+            "GenerateImage",
+            json!({"prompt": "a tomato", "outputPath": "~/art/tomato.jpg"}),
+        )
         .await;
-    assert!(matches!(jpeg, Err(ToolError::InvalidArguments(_))), "{jpeg:?}");
+    assert!(
+        matches!(jpeg, Err(ToolError::InvalidArguments(_))),
+        "{jpeg:?}"
+    );
 }
 
 #[tokio::test]
@@ -473,7 +644,10 @@ async fn without_a_model_the_image_tools_say_so() {
     let planned = catalog
         .get("ViewImage")
         .unwrap()
-        .plan(json!({"imagePath": "~/photo.png", "question": "What?"}), &ctx)
+        .plan(
+            json!({"imagePath": "~/photo.png", "question": "What?"}),
+            &ctx,
+        )
         .await
         .unwrap();
     let error = planned.run(ctx.clone()).await.unwrap_err();

@@ -65,7 +65,9 @@ fn read_only_web() -> ToolAnnotations {
 fn query_of(raw: &str) -> Result<String, ToolError> {
     let query = raw.split_whitespace().collect::<Vec<_>>().join(" ");
     if query.is_empty() {
-        return Err(ToolError::InvalidArguments("`query` must not be empty".into()));
+        return Err(ToolError::InvalidArguments(
+            "`query` must not be empty".into(),
+        ));
     }
     if query.chars().count() > 1_000 {
         return Err(ToolError::InvalidArguments(
@@ -122,7 +124,10 @@ fn render(output: &ResearchOutput) -> Result<ToolOutput, ToolError> {
     if !output.sources.is_empty() {
         text.push_str("\nSources (fetched and cited):\n");
         for source in &output.sources {
-            text.push_str(&format!("[{}] {} — {}\n", source.id, source.title, source.url));
+            text.push_str(&format!(
+                "[{}] {} — {}\n",
+                source.id, source.title, source.url
+            ));
         }
     }
     if let Some(path) = &output.report_file_path {
@@ -177,7 +182,9 @@ impl Tool for InternetSearch {
         _ctx: &ToolContext,
     ) -> Result<Planned<String>, ToolError> {
         let query = query_of(&args.query)?;
-        let mut plan = Plan::new(format!("Search the web for \"{query}\" and read the top pages"));
+        let mut plan = Plan::new(format!(
+            "Search the web for \"{query}\" and read the top pages"
+        ));
         for target in search_targets(&self.0).await {
             plan = plan.target(target);
         }
@@ -300,7 +307,12 @@ impl Tool for InternetResearch {
             let sandbox = Arc::clone(&ctx.sandbox);
             let content = output.report_markdown.clone().into_bytes();
             let shown = tokio::task::spawn_blocking(move || {
-                write_new_output(&sandbox, &planned.report_raw, &planned.report_path, &content)
+                write_new_output(
+                    &sandbox,
+                    &planned.report_raw,
+                    &planned.report_path,
+                    &content,
+                )
             })
             .await
             .map_err(|error| ToolError::Internal(format!("report write failed: {error}")))??;
