@@ -77,7 +77,7 @@ impl WebConfig {
                 .map(|url| ("duckduckgo_urls", url)),
         ) {
             let url = url.trim();
-            if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
                 problems.push(Invalid::new(key, "must be an http:// or https:// URL"));
             }
         }

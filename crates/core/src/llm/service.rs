@@ -557,5 +557,7 @@ fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
 
 mod media;
 
+pub use media::ImageData;
+
 #[cfg(test)]
 mod tests;

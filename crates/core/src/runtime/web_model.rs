@@ -14,7 +14,7 @@ use souz_protocol::Requester;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
-use crate::llm::service::LlmService;
+use crate::llm::service::{ImageData, LlmService};
 use crate::llm::{ChatRequest, Message, complete};
 use crate::store::{Store, StoreError};
 use crate::tools::builtin::internet::{ImageInput, ModelAccess};
@@ -140,7 +140,15 @@ impl ModelAccess for LlmModelAccess {
             let name = caller.model(&self.config.vision_model).await?;
             caller
                 .llm
-                .view_image(&name, question, &image.media_type, &image.bytes, cancel)
+                .view_image(
+                    &name,
+                    question,
+                    ImageData {
+                        media_type: &image.media_type,
+                        bytes: &image.bytes,
+                    },
+                    cancel,
+                )
                 .await
                 .map_err(|error| error.to_string())
         }))

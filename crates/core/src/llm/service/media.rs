@@ -36,17 +36,25 @@ async fn json_body(
         .map_err(|error| malformed(provider, format!("the answer is not JSON: {error}")))
 }
 
+/// An image sent to a model.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageData<'a> {
+    /// Its media type (`image/png`).
+    pub media_type: &'a str,
+    /// Its bytes.
+    pub bytes: &'a [u8],
+}
+
 impl LlmService {
-    /// The answer of the chat model `model` to `question` about an image (`media_type`,
-    /// `bytes`).
+    /// The answer of the chat model `model` to `question` about `image`.
     pub async fn view_image(
         &self,
         model: &str,
         question: &str,
-        media_type: &str,
-        bytes: &[u8],
+        image: ImageData<'_>,
         cancel: &CancellationToken,
     ) -> Result<String, LlmServiceError> {
+        let ImageData { media_type, bytes } = image;
         let resolved = self.resolve(model, ModelKind::Chat)?;
         let provider = resolved.provider;
         let key = self.required_key(provider).await?;

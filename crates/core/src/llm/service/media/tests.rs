@@ -42,8 +42,10 @@ async fn an_image_goes_as_a_data_url_to_chat_completions_and_as_a_block_to_anthr
         .view_image(
             "openai/gpt-4o",
             "What is it?",
-            "image/png",
-            b"PNGDATA",
+            ImageData {
+                media_type: "image/png",
+                bytes: b"PNGDATA",
+            },
             &cancel,
         )
         .await
@@ -73,8 +75,10 @@ async fn an_image_goes_as_a_data_url_to_chat_completions_and_as_a_block_to_anthr
         .view_image(
             "anthropic/claude-sonnet-4-5",
             "What?",
-            "image/jpeg",
-            b"JPG",
+            ImageData {
+                media_type: "image/jpeg",
+                bytes: b"JPG",
+            },
             &cancel,
         )
         .await

@@ -31,12 +31,12 @@ pub(crate) struct Filtered {
     pub dropped: Vec<String>,
 }
 
-static NUMBERED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]").expect("a valid regex"));
-static LINK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)").expect("a valid regex"));
-static BARE_URL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"<?https?://[^\s<>()\]]+>?").expect("a valid regex"));
+static NUMBERED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]").ok());
+static LINK: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)").ok());
+static BARE_URL: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"<?https?://[^\s<>()\]]+>?").ok());
 
 /// A URL as compared: no fragment, no trailing slash or punctuation, lower-case scheme and host.
 fn comparable(url: &str) -> String {
@@ -74,11 +74,21 @@ fn source_of(url: &str, sources: &[CitableSource]) -> Option<usize> {
 
 /// Removes every citation of something not among `sources` from `answer`.
 pub(crate) fn filter(answer: &str, sources: &[CitableSource]) -> Filtered {
+    let (Some(numbered_re), Some(link_re), Some(bare_re)) =
+        (NUMBERED.as_ref(), LINK.as_ref(), BARE_URL.as_ref())
+    else {
+        // The patterns are constants (tested); should one not compile, nothing is cited.
+        return Filtered {
+            answer: answer.to_owned(),
+            cited: BTreeSet::new(),
+            dropped: vec!["(citations could not be checked)".to_owned()],
+        };
+    };
     let ids: BTreeSet<usize> = sources.iter().map(|source| source.id).collect();
     let mut cited = BTreeSet::new();
     let mut dropped = Vec::new();
     // Markdown links first (their URL would otherwise match as a bare URL).
-    let linked = LINK.replace_all(answer, |captures: &regex::Captures<'_>| {
+    let linked = link_re.replace_all(answer, |captures: &regex::Captures<'_>| {
         let text = &captures[1];
         let url = &captures[2];
         match source_of(url, sources) {
@@ -95,11 +105,11 @@ pub(crate) fn filter(answer: &str, sources: &[CitableSource]) -> Filtered {
     // Bare URLs, skipping those inside a kept Markdown link.
     let mut out = String::with_capacity(linked.len());
     let mut last = 0;
-    let kept_links: Vec<(usize, usize)> = LINK
+    let kept_links: Vec<(usize, usize)> = link_re
         .find_iter(&linked)
         .map(|found| (found.start(), found.end()))
         .collect();
-    for found in BARE_URL.find_iter(&linked) {
+    for found in bare_re.find_iter(&linked) {
         if kept_links
             .iter()
             .any(|(start, end)| found.start() >= *start && found.end() <= *end)
@@ -122,7 +132,7 @@ pub(crate) fn filter(answer: &str, sources: &[CitableSource]) -> Filtered {
     }
     out.push_str(&linked[last..]);
     // Numbered citations: keep the numbers of fetched sources.
-    let numbered = NUMBERED.replace_all(&out, |captures: &regex::Captures<'_>| {
+    let numbered = numbered_re.replace_all(&out, |captures: &regex::Captures<'_>| {
         let mut kept = Vec::new();
         for number in captures[1].split(',') {
             let number = number.trim();

@@ -385,6 +385,13 @@ fn cited_output(
     }
 }
 
+/// A result page fetched and reduced to text.
+struct ReadPage {
+    final_url: String,
+    title: String,
+    text: String,
+}
+
 /// Fetches the result pages, at most `concurrency` at a time, and extracts their text.
 /// Failures become notes; sources are numbered in result order.
 async fn fetch_sources(
@@ -398,7 +405,7 @@ async fn fetch_sources(
         .sandbox
         .web()
         .map_err(|error| ToolError::Internal(error.to_string()))?;
-    let fetched: Vec<(usize, Result<(String, String, String), String>)> = futures::stream::iter(
+    let fetched: Vec<(usize, Result<ReadPage, String>)> = futures::stream::iter(
         results
             .iter()
             .map(|hit| hit.url.clone())
@@ -419,7 +426,11 @@ async fn fetch_sources(
                     .await
                     .map_err(|error| error.to_string())?
                     .map_err(|error| error.to_string())?;
-                Ok((final_url, page.title.unwrap_or_default(), page.text))
+                Ok(ReadPage {
+                    final_url,
+                    title: page.title.unwrap_or_default(),
+                    text: page.text,
+                })
             };
             (index, page.await)
         }
@@ -436,10 +447,14 @@ async fn fetch_sources(
     for (index, page) in fetched {
         let hit = &results[index];
         match page {
-            Ok((_, _, text)) if text.trim().is_empty() => {
+            Ok(page) if page.text.trim().is_empty() => {
                 notes.push(format!("{} has no readable text", hit.url));
             }
-            Ok((final_url, title, text)) => sources.push(Source {
+            Ok(ReadPage {
+                final_url,
+                title,
+                text,
+            }) => sources.push(Source {
                 id: sources.len() + 1,
                 title: if title.trim().is_empty() {
                     hit.title.clone()
