@@ -82,3 +82,47 @@ async fn a_turn_searches_the_web_and_the_runtime_model_writes_the_cited_answer()
     assert_eq!(site.hits("/ddg/"), 1);
     assert_eq!(site.hits("/site/"), 2);
 }
+
+#[tokio::test]
+async fn the_brave_key_from_the_environment_puts_brave_first() {
+    let site = FixtureSite::start().await;
+    let server = FakeServer::start().await;
+    server.push(
+        openai::CHAT_PATH,
+        openai::text(&["Pick when coloured [1]."]),
+    );
+    let web = site.web_config();
+    let allow = site.allow_entry();
+    let runtime = TestRuntime::builder()
+        .with_llm(&server)
+        .with_env(
+            "BRAVE_SEARCH_API_KEY",
+            crate::testing::web::FIXTURE_BRAVE_KEY,
+        )
+        .with_config(move |config| {
+            config.web = web;
+            config.sandbox.network_allow_hosts = vec![allow];
+            config.approvals.network = Action::Allow;
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    let tool = handle.gate().catalog().get("InternetSearch").unwrap();
+    let home = crate::testing::TestHome::new();
+    let ctx = home.tool_context(&crate::config::SandboxConfig {
+        network_allow_hosts: vec![site.allow_entry()],
+        ..Default::default()
+    });
+    let planned = tool
+        .plan(serde_json::json!({"query": "tomatoes"}), &ctx)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&planned.plan.targets[0], crate::approvals::CallTarget::Url { url, .. } if url.contains("/brave/")),
+        "{:?}",
+        planned.plan.targets
+    );
+    let output = planned.run(ctx).await.unwrap().structured.unwrap();
+    assert_eq!(output["backend"], "brave", "{output}");
+    assert_eq!(site.hits("/ddg/"), 0);
+}
