@@ -195,3 +195,6 @@ impl ModelAccess for LlmModelAccess {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
