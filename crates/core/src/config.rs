@@ -26,6 +26,7 @@ pub(crate) mod sandbox;
 pub(crate) mod section;
 pub(crate) mod server;
 pub(crate) mod skills;
+pub(crate) mod web;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -49,6 +50,7 @@ pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 pub use skills::SkillsConfig;
+pub use web::WebConfig;
 
 /// Declares the sections of `config.toml` and generates [`Config`] with per-section dispatch.
 macro_rules! config_sections {
@@ -133,6 +135,7 @@ config_sections! {
     agent: AgentConfig,
     memory: MemoryConfig,
     skills: SkillsConfig,
+    web: WebConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -13,6 +13,7 @@ pub mod facade;
 pub mod memory;
 pub(crate) mod setup;
 mod skill_review;
+mod web_model;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -173,6 +174,26 @@ struct State {
     restart: Option<CancellationToken>,
 }
 
+/// What the model-backed web and image tools use: `[web]`, the search cache, the models.
+fn web_services(
+    config: &Config,
+    store: &Store,
+    llm: &Arc<LlmService>,
+    environment: &Environment,
+) -> Arc<builtin::internet::WebServices> {
+    let model = web_model::LlmModelAccess {
+        llm: Arc::clone(llm),
+        store: store.clone(),
+        config: config.web.clone(),
+        environment: Arc::clone(environment),
+    };
+    Arc::new(builtin::internet::WebServices::new(
+        config.web.clone(),
+        Some(store.clone()),
+        Some(Arc::new(model)),
+    ))
+}
+
 /// Memory's changes go on the event bus; with memory on, its tools are offered to MCP clients
 /// through the gate.
 fn offer_memory(config: &Config, memory: &Memory, events: &EventBus, gate: &Gate) {
@@ -221,8 +242,14 @@ impl Runtime {
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
+        let llm = Arc::new(LlmService::new(
+            &config.llm,
+            store.clone(),
+            config.paths.provider_key_file(),
+            Arc::clone(&environment),
+        )?);
         let gate = Gate::new(GateParts {
-            catalog: builtin::catalog()?,
+            catalog: builtin::catalog_with(&web_services(&config, &store, &llm, &environment))?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),
@@ -234,12 +261,6 @@ impl Runtime {
         gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
-        let llm = Arc::new(LlmService::new(
-            &config.llm,
-            store.clone(),
-            config.paths.provider_key_file(),
-            Arc::clone(&environment),
-        )?);
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store());
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let defaults = chat_defaults(&config, &gate);

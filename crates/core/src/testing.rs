@@ -9,6 +9,8 @@
 //!   catalog of the test's own tools;
 //! - [`probes`]: shared probe tools (a tool that records its calls, one of each risk class);
 //! - [`git_server`]: a loopback git smart-HTTP server and repository helpers;
+//! - [`web`]: a loopback fixture site speaking the search backends' formats, a scripted model
+//!   for the model-backed web tools;
 //! - [`RuntimeInternals`]: the services behind the runtime's facade, for other crates' tests
 //!   and benchmarks that work below it.
 //!
@@ -27,6 +29,7 @@ mod home;
 mod internals;
 pub mod probes;
 mod runtime;
+pub mod web;
 
 #[cfg(test)]
 mod tests;

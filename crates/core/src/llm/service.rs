@@ -555,5 +555,9 @@ fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
     Ok(provider)
 }
 
+mod media;
+
+pub use media::ImageData;
+
 #[cfg(test)]
 mod tests;

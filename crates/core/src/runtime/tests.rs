@@ -3,6 +3,7 @@
 
 mod agent_turn;
 mod skill_inventory;
+mod web_tools;
 
 use std::time::Duration;
 

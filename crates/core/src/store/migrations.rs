@@ -479,6 +479,19 @@ pub const MIGRATIONS: &[Migration] = &[
                   ON memory_facts (owner_id, scope_type, scope_id, status, pinned, updated_at)
                   WHERE pinned = 1 AND status = 'ACTIVE';",
     },
+    Migration {
+        // The web search cache (issue 18): results by backend choice and normalized query,
+        // kept `[web] cache_ttl_secs` (expired rows are replaced or pruned on write).
+        name: "web_search_cache",
+        sql: "CREATE TABLE web_search_cache (
+                  cache_key  TEXT NOT NULL,
+                  query      TEXT NOT NULL,
+                  backend    TEXT NOT NULL,
+                  results    TEXT NOT NULL,
+                  fetched_at INTEGER NOT NULL,
+                  PRIMARY KEY (cache_key, query)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

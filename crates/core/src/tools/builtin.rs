@@ -1,23 +1,34 @@
 //! The built-in tools: the original's backend-safe catalog (files, documents, data, web,
-//! calculator) plus `RunCommand`. Each submodule registers its tools.
+//! calculator, the model-backed web and image tools) plus `RunCommand`. Each submodule
+//! registers its tools.
 
 pub(crate) mod calculator;
 pub(crate) mod command;
 pub(crate) mod data;
 pub(crate) mod documents;
 pub(crate) mod files;
+pub(crate) mod internet;
 pub(crate) mod web;
+
+use std::sync::Arc;
 
 use super::{Catalog, CatalogBuilder, CatalogError};
 
-/// Every built-in tool.
+/// Every built-in tool, the model-backed ones without a model or cache (they say so when run).
+#[cfg(test)]
 pub(crate) fn catalog() -> Result<Catalog, CatalogError> {
+    catalog_with(&Arc::new(internet::WebServices::default()))
+}
+
+/// Every built-in tool, the model-backed ones over `web`.
+pub(crate) fn catalog_with(web: &Arc<internet::WebServices>) -> Result<Catalog, CatalogError> {
     let mut builder = CatalogBuilder::default();
     files::register(&mut builder)?;
     documents::register(&mut builder)?;
     data::register(&mut builder)?;
     calculator::register(&mut builder)?;
     web::register(&mut builder)?;
+    internet::register(&mut builder, web)?;
     command::register(&mut builder)?;
     Ok(builder.build())
 }

@@ -27,6 +27,7 @@ mod folder;
 mod list_files;
 mod move_file;
 mod new_file;
+mod output;
 mod search_content;
 mod target;
 mod text;
@@ -52,6 +53,7 @@ pub(crate) use find_folders::FindFolders;
 pub(crate) use list_files::ListFiles;
 pub(crate) use move_file::MoveFile;
 pub(crate) use new_file::NewFile;
+pub(crate) use output::{plan_new_output, write_new_output};
 pub(crate) use search_content::SearchFileContent;
 #[cfg(test)]
 use {
