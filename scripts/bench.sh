@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Benchmarks. Usage: scripts/bench.sh [startup|gate|llm|agent|chat|mcp|mcp-gateway|skills|all]
+# Benchmarks. Usage:
+#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|all]
+# `replay` and `mcp-stdio` are parts of `chat` and `mcp`: the chat replay of 100k events alone,
+# and the stdio rows alone (1 and 16 requests in flight through `souz mcp-stdio` and the
+# reference server's native stdio).
 # Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +17,9 @@ case "$which" in
   gate) cargo bench -p souz-core --features test-support --bench gate ;;
   llm) cargo bench -p souz-core --bench llm ;;
   chat) cargo bench -p souz-core --features test-support --bench chat ;;
+  replay) cargo bench -p souz-core --features test-support --bench chat -- replay ;;
   mcp) souz_install_clients; cargo bench -p souz-e2e --bench mcp ;;
+  mcp-stdio) souz_install_clients; cargo bench -p souz-e2e --bench mcp -- stdio ;;
   agent) cargo bench -p souz-core --features test-support --bench agent ;;
   skills) cargo bench -p souz-core --features test-support --bench skills ;;
   mcp-gateway) souz_install_clients; tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN" ;;
