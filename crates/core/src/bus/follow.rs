@@ -194,3 +194,61 @@ impl<E: Sequenced> Follower<E> {
         FollowItem::Failed(Arc::new(error))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    struct Numbered(i64);
+
+    impl Sequenced for Numbered {
+        fn seq(&self) -> Option<i64> {
+            Some(self.0)
+        }
+    }
+
+    /// A store of events numbered 1..=`stored`.
+    fn stored(stored: i64) -> Replay<Numbered> {
+        Arc::new(move |after, limit| {
+            Box::pin(async move {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                Ok((after + 1..=stored.min(after + limit))
+                    .map(Numbered)
+                    .collect())
+            })
+        })
+    }
+
+    /// Replay across pages read ahead: every stored event once, in order, then `Live` — for a
+    /// last page that is full (the page read ahead is empty), partial, and a start mid-page.
+    #[tokio::test]
+    async fn replay_over_pages_read_ahead_delivers_each_event_once_in_order() {
+        let page = i64::try_from(REPLAY_PAGE).unwrap();
+        for (count, after) in [
+            (2 * page, 0),
+            (2 * page + 500, 0),
+            (2 * page + 500, 999),
+            (3, 0),
+        ] {
+            let (_sender, receiver) = broadcast::channel(4);
+            let mut stream = std::pin::pin!(follow(receiver, stored(count), after));
+            let mut expected = after + 1;
+            loop {
+                match stream.next().await {
+                    Some(FollowItem::Event(event)) => {
+                        assert_eq!(event.0, expected, "{count} from {after}");
+                        expected += 1;
+                    }
+                    Some(FollowItem::Live { last_seq }) => {
+                        assert_eq!(last_seq, count, "{count} from {after}");
+                        break;
+                    }
+                    other => panic!("{count} from {after}: {:?}", other.map(|_| ())),
+                }
+            }
+            assert_eq!(expected, count + 1);
+        }
+    }
+}
