@@ -2,13 +2,16 @@
 //! (`@modelcontextprotocol/server-everything`), measured side by side in one run.
 //!
 //! Rows: streamable HTTP with 1 and 16 concurrent clients (each its own session, one request
-//! in flight at a time), and stdio with 1 client (Souz through `souz mcp-stdio`, the reference
-//! server over its native stdio). Souz calls `Calculator` (`2 + 3 * 4`) through the approval
-//! gate; the reference server calls `echo`. The same Rust client code drives both.
+//! in flight at a time), and stdio with 1 request in flight and with 16 in flight from one
+//! client (Souz through `souz mcp-stdio`, the reference server over its native stdio). Souz
+//! calls `Calculator` (`2 + 3 * 4`) through the approval gate; the reference server calls
+//! `echo`. The same Rust client code drives both.
 //!
-//! Run with `scripts/bench.sh mcp` (release build). `SOUZ_BENCH_SECONDS` sets the measured
-//! time per row (default 5).
+//! Run with `scripts/bench.sh mcp` (release build), or `scripts/bench.sh mcp-stdio` for the
+//! stdio rows only (the bench's argument `http` or `stdio` picks a group). `SOUZ_BENCH_SECONDS`
+//! sets the measured time per row (default 5).
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -179,8 +182,15 @@ fn http_row(
     }
 }
 
-/// One stdio client of `command`, one request at a time.
-fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -> Row {
+/// One stdio client of `command` keeping `in_flight` requests outstanding: a new request is
+/// written as soon as an answer comes, answers are matched to requests by id.
+fn stdio_row(
+    label: &str,
+    mut command: Command,
+    target: &Target,
+    seconds: u64,
+    in_flight: usize,
+) -> Row {
     let mut child: Child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -189,20 +199,15 @@ fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut exchange = |message: &str, id: Option<u64>| -> String {
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-        let Some(id) = id else { return String::new() };
-        let mut line = String::new();
+    let mut line = String::new();
+    // The next answer to a request (notifications and other messages are skipped).
+    let mut answer = |line: &mut String| -> Value {
         loop {
             line.clear();
-            assert!(
-                stdout.read_line(&mut line).unwrap() > 0,
-                "{label} closed stdout"
-            );
-            let value: Value = serde_json::from_str(&line).unwrap();
-            if value["id"] == id {
-                return line.clone();
+            assert!(stdout.read_line(line).unwrap() > 0, "{label} closed stdout");
+            let value: Value = serde_json::from_str(line).unwrap();
+            if value.get("method").is_none() && !value["id"].is_null() {
+                return value;
             }
         }
     };
@@ -211,24 +216,45 @@ fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "souz-bench", "version": "1"}},
     });
-    exchange(&initialize.to_string(), Some(0));
-    exchange(
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
-        None,
-    );
+    writeln!(stdin, "{initialize}").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(answer(&mut line)["id"], 0);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
     let warmup = Instant::now() + Duration::from_secs(1);
     let until = warmup + Duration::from_secs(seconds);
+    let mut sent: HashMap<u64, Instant> = HashMap::new();
     let mut latencies = Vec::new();
-    let mut id = 1;
-    while Instant::now() < until {
-        let started = Instant::now();
-        let answer = exchange(&call_body(target, id), Some(id));
-        let took = started.elapsed();
-        check_answer(&answer, target);
+    let mut next_id = 1;
+    let mut send = |stdin: &mut std::process::ChildStdin, sent: &mut HashMap<u64, Instant>| {
+        writeln!(stdin, "{}", call_body(target, next_id)).unwrap();
+        stdin.flush().unwrap();
+        sent.insert(next_id, Instant::now());
+        next_id += 1;
+    };
+    for _ in 0..in_flight {
+        send(&mut stdin, &mut sent);
+    }
+    let mut measured_from = None;
+    let mut measured_to = warmup;
+    while !sent.is_empty() {
+        let value = answer(&mut line);
+        let id = value["id"].as_u64().expect("a numeric id");
+        let started = sent.remove(&id).expect("an answer to a request in flight");
+        let now = Instant::now();
+        check_answer(line.trim_end(), target);
         if started >= warmup {
-            latencies.push(took);
+            latencies.push(now - started);
+            measured_from.get_or_insert(started);
+            measured_to = now;
         }
-        id += 1;
+        if now < until {
+            send(&mut stdin, &mut sent);
+        }
     }
     drop(stdin);
     let _ = child.kill();
@@ -236,7 +262,7 @@ fn stdio_row(label: &str, mut command: Command, target: &Target, seconds: u64) -
     Row {
         label: label.to_owned(),
         requests: latencies.len(),
-        elapsed: Duration::from_secs(seconds),
+        elapsed: measured_to - measured_from.unwrap_or(warmup),
         latencies,
     }
 }
@@ -313,36 +339,66 @@ fn main() {
             .unwrap(),
     );
 
+    // `http`, `stdio` or nothing (both): the groups of rows to run.
+    let group = std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with('-'))
+        .unwrap_or_default();
     let mut rows = Vec::new();
-    for workers in [1, 16] {
-        rows.push((
-            http_row(&runtime, &souz, workers, seconds),
-            http_row(&runtime, &reference, workers, seconds),
-        ));
+    if group.is_empty() || group == "http" {
+        for workers in [1, 16] {
+            rows.push((
+                http_row(&runtime, &souz, workers, seconds),
+                http_row(&runtime, &reference, workers, seconds),
+            ));
+        }
     }
-    // The bridge uses a client token of its own, which `souz mcp-config` leaves in the home.
-    let configured = Command::new(souz_bin())
-        .args(["mcp-config", "claude-desktop"])
-        .env("SOUZ_HOME", daemon.home.path())
-        .env_remove("SOUZ_PORT")
-        .output()
-        .unwrap();
-    assert!(configured.status.success(), "{configured:?}");
-    let mut bridge = Command::new(souz_bin());
-    bridge
-        .arg("mcp-stdio")
-        .env("SOUZ_HOME", daemon.home.path())
-        .env_remove("SOUZ_PORT");
-    let mut native = Command::new(node());
-    native.arg(everything_entry()).arg("stdio");
-    rows.push((
-        stdio_row("Souz via mcp-stdio c1", bridge, &souz, seconds),
-        stdio_row("server-everything stdio c1", native, &reference, seconds),
-    ));
+    if group.is_empty() || group == "stdio" {
+        // The bridge uses a client token of its own, which `souz mcp-config` leaves in the home.
+        let configured = Command::new(souz_bin())
+            .args(["mcp-config", "claude-desktop"])
+            .env("SOUZ_HOME", daemon.home.path())
+            .env_remove("SOUZ_PORT")
+            .output()
+            .unwrap();
+        assert!(configured.status.success(), "{configured:?}");
+        let bridge = || {
+            let mut bridge = Command::new(souz_bin());
+            bridge
+                .arg("mcp-stdio")
+                .env("SOUZ_HOME", daemon.home.path())
+                .env_remove("SOUZ_PORT");
+            bridge
+        };
+        let native = || {
+            let mut native = Command::new(node());
+            native.arg(everything_entry()).arg("stdio");
+            native
+        };
+        for in_flight in [1, 16] {
+            rows.push((
+                stdio_row(
+                    &format!("Souz via mcp-stdio f{in_flight}"),
+                    bridge(),
+                    &souz,
+                    seconds,
+                    in_flight,
+                ),
+                stdio_row(
+                    &format!("server-everything stdio f{in_flight}"),
+                    native(),
+                    &reference,
+                    seconds,
+                    in_flight,
+                ),
+            ));
+        }
+    }
 
     println!(
         "\nMCP tools/call, {seconds} s per row after 1 s warm-up (Souz: Calculator through the \
-         approval gate; reference: echo)\n"
+         approval gate; reference: echo). cN: N HTTP clients with a request each in flight; \
+         fN: one stdio client with N requests in flight.\n"
     );
     println!(
         "{:<30} {:>10} {:>10} {:>10}",

@@ -604,6 +604,70 @@ fn the_bridge_answers_a_call_in_flight_when_souz_dies() {
     );
 }
 
+/// Sixteen requests in flight through one bridge: a call that waits for a person holds up
+/// none of the fifteen sent after it; each answer comes back whole on its own line, and the
+/// waiting call is answered once the person decides.
+#[test]
+fn the_bridge_answers_requests_in_flight_as_they_complete() {
+    let daemon = Daemon::start();
+    let mut bridge = Bridge::start(daemon.home.path());
+    bridge.send(&serde_json::from_str::<Value>(INITIALIZE).unwrap());
+    assert_eq!(bridge.answer(1)["result"]["serverInfo"]["name"], "souz");
+    bridge.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    bridge.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"NewFile","arguments":{"path":"~/slow.txt","text":"late"}}}));
+    let pending = daemon.wait_until("/v1/approvals?status=pending", |body| {
+        body["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty())
+    });
+    for id in 3..18 {
+        let request = match id % 3 {
+            0 => json!({"jsonrpc":"2.0","id":id,"method":"ping"}),
+            1 => json!({"jsonrpc":"2.0","id":id,"method":"tools/list"}),
+            _ => {
+                json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"Calculator","arguments":{"expression":format!("{id} * 2")}}})
+            }
+        };
+        bridge.send(&request);
+    }
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < 15 {
+        let line = bridge
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the requests behind the waiting call are answered");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("one JSON-RPC message per line, got {line:?}"));
+        if message.get("method").is_some() {
+            continue;
+        }
+        let id = message["id"].as_i64().unwrap();
+        assert_ne!(
+            id, 2,
+            "the waiting call was answered before the person decided"
+        );
+        assert!(message.get("error").is_none(), "{message}");
+        if id % 3 == 2 {
+            let text = message["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains(&(id * 2).to_string()), "{id}: {message}");
+        }
+        assert!(answered.insert(id), "{id} answered twice");
+    }
+    assert_eq!(answered, (3..18).collect());
+    let approval = pending["items"][0]["id"].as_str().unwrap();
+    let decided = daemon.post(
+        &format!("/v1/approvals/{approval}/decision"),
+        &json!({"decision": "approve"}),
+    );
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let slow = bridge.answer(2);
+    assert_eq!(slow["result"]["isError"], false, "{slow}");
+    assert_eq!(
+        std::fs::read_to_string(daemon.user_home().join("slow.txt")).unwrap(),
+        "late"
+    );
+}
+
 #[test]
 fn mcp_config_prints_what_to_paste() {
     let daemon = Daemon::start();

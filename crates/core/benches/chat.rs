@@ -4,7 +4,8 @@
 //! - fan-out of `message.delta` to 100 WebSocket subscribers over loopback through the real
 //!   gateway: added latency from publish to receipt, p50/p99 over all deliveries.
 //!
-//! Run: `cargo bench -p souz-core --features test-support --bench chat` (or `scripts/bench.sh chat`).
+//! Run: `cargo bench -p souz-core --features test-support --bench chat` (or `scripts/bench.sh chat`);
+//! `-- replay` or `-- fan-out` runs one part (`scripts/bench.sh replay` is the first).
 
 // A benchmark fails loudly on setup errors.
 #![allow(
@@ -55,8 +56,17 @@ fn main() {
             .chat
             .id;
 
-        replay(&handle, &chat).await;
-        fan_out(&handle, &user, souz.token()).await;
+        // `replay`, `fan-out` or nothing (both): the parts to run.
+        let part = std::env::args()
+            .skip(1)
+            .find(|arg| !arg.starts_with('-'))
+            .unwrap_or_default();
+        if part.is_empty() || part == "replay" {
+            replay(&handle, &chat).await;
+        }
+        if part.is_empty() || part == "fan-out" {
+            fan_out(&handle, &user, souz.token()).await;
+        }
         souz.shutdown("bench").await.unwrap();
     });
 }

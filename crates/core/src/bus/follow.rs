@@ -6,6 +6,10 @@
 //! filled from the store. Events without a sequence number (live-only, such as text deltas) are
 //! passed through once the follower is live. A follower that falls behind the channel's capacity
 //! gets `Resync` and the stream ends; publishers never wait for it.
+//!
+//! Replay reads pages of [`REPLAY_PAGE`] events; while one page is handed out, the next is
+//! already being read (one page ahead, never more), so the store's thread and the follower's
+//! consumer work side by side.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -75,6 +79,7 @@ pub(crate) fn follow<E: Sequenced>(
         last_seq: after_seq.max(0),
         buffer: VecDeque::new(),
         phase: Phase::Replay,
+        ahead: None,
     };
     futures::stream::unfold(follower, |mut follower| async move {
         let item = follower.next().await?;
@@ -94,6 +99,16 @@ struct Follower<E> {
     last_seq: i64,
     buffer: VecDeque<Arc<E>>,
     phase: Phase,
+    /// The next replay page, being read while the current one is handed out.
+    ahead: Option<tokio::task::JoinHandle<Result<Vec<E>, StoreError>>>,
+}
+
+impl<E> Drop for Follower<E> {
+    fn drop(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            ahead.abort();
+        }
+    }
 }
 
 impl<E: Sequenced> Follower<E> {
@@ -109,7 +124,7 @@ impl<E: Sequenced> Follower<E> {
             }
             match self.phase {
                 Phase::Done => return None,
-                Phase::Replay => match self.fetch(REPLAY_PAGE).await {
+                Phase::Replay => match self.fetch_page().await {
                     Err(error) => return Some(self.fail(error)),
                     Ok(0) => {
                         self.phase = Phase::Live;
@@ -148,6 +163,25 @@ impl<E: Sequenced> Follower<E> {
         }
     }
 
+    /// The next replay page into the buffer (the one read ahead, if any), and starts reading
+    /// the page after it when this one was full.
+    async fn fetch_page(&mut self) -> Result<usize, StoreError> {
+        let page = match self.ahead.take() {
+            Some(ahead) => ahead
+                .await
+                .map_err(|error| StoreError::Task(error.to_string()))??,
+            None => (self.replay)(self.last_seq, REPLAY_PAGE).await?,
+        };
+        let count = page.len();
+        if count == REPLAY_PAGE
+            && let Some(after) = page.last().and_then(|event| event.seq())
+        {
+            self.ahead = Some(tokio::spawn((self.replay)(after, REPLAY_PAGE)));
+        }
+        self.buffer.extend(page.into_iter().map(Arc::new));
+        Ok(count)
+    }
+
     async fn fetch(&mut self, limit: usize) -> Result<usize, StoreError> {
         let page = (self.replay)(self.last_seq, limit).await?;
         let count = page.len();
@@ -158,5 +192,63 @@ impl<E: Sequenced> Follower<E> {
     fn fail(&mut self, error: StoreError) -> FollowItem<E> {
         self.phase = Phase::Done;
         FollowItem::Failed(Arc::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    struct Numbered(i64);
+
+    impl Sequenced for Numbered {
+        fn seq(&self) -> Option<i64> {
+            Some(self.0)
+        }
+    }
+
+    /// A store of events numbered 1..=`stored`.
+    fn stored(stored: i64) -> Replay<Numbered> {
+        Arc::new(move |after, limit| {
+            Box::pin(async move {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                Ok((after + 1..=stored.min(after + limit))
+                    .map(Numbered)
+                    .collect())
+            })
+        })
+    }
+
+    /// Replay across pages read ahead: every stored event once, in order, then `Live` — for a
+    /// last page that is full (the page read ahead is empty), partial, and a start mid-page.
+    #[tokio::test]
+    async fn replay_over_pages_read_ahead_delivers_each_event_once_in_order() {
+        let page = i64::try_from(REPLAY_PAGE).unwrap();
+        for (count, after) in [
+            (2 * page, 0),
+            (2 * page + 500, 0),
+            (2 * page + 500, 999),
+            (3, 0),
+        ] {
+            let (_sender, receiver) = broadcast::channel(4);
+            let mut stream = std::pin::pin!(follow(receiver, stored(count), after));
+            let mut expected = after + 1;
+            loop {
+                match stream.next().await {
+                    Some(FollowItem::Event(event)) => {
+                        assert_eq!(event.0, expected, "{count} from {after}");
+                        expected += 1;
+                    }
+                    Some(FollowItem::Live { last_seq }) => {
+                        assert_eq!(last_seq, count, "{count} from {after}");
+                        break;
+                    }
+                    other => panic!("{count} from {after}: {:?}", other.map(|_| ())),
+                }
+            }
+            assert_eq!(expected, count + 1);
+        }
     }
 }

@@ -16,9 +16,9 @@ use souz_protocol::chat::{ChatEvent, ChatEventBody};
 use tokio::sync::broadcast;
 
 use crate::bus::EventBus;
-use crate::bus::follow::{FollowItem, Replay, Sequenced, follow};
+use crate::bus::follow::{FollowItem, REPLAY_PAGE, Replay, Sequenced, follow};
 use crate::store::CachedStatements;
-use crate::store::codec::{from_json, from_time, now, to_json, to_time};
+use crate::store::codec::{from_time, now, to_json, to_time};
 use crate::store::{Store, StoreError};
 
 /// Live events buffered per follower before it is told to resync.
@@ -257,31 +257,40 @@ fn replay(
         "SELECT seq, execution_id, type, payload, created_at FROM chat_events \
          WHERE chat_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
-    let rows = statement.query_map(
-        params![chat_id, after_seq, i64::try_from(limit).unwrap_or(i64::MAX)],
-        |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, Option<String>>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-                row.get::<_, String>(4)?,
-            ))
-        },
-    )?;
-    rows.map(|row| {
-        let (seq, execution_id, kind, payload, created_at) = row?;
-        Ok(ChatEvent {
-            seq: Some(seq),
+    let mut rows = statement.query(params![
+        chat_id,
+        after_seq,
+        i64::try_from(limit).unwrap_or(i64::MAX)
+    ])?;
+    let mut events = Vec::with_capacity(limit.min(REPLAY_PAGE));
+    // Columns are read in place (no owned copy of the payload text) and the payload goes
+    // straight into its typed struct: no `Value` in between unless it does not fit its kind.
+    while let Some(row) = rows.next()? {
+        let kind = text(row, 2)?;
+        let payload = text(row, 3)?;
+        events.push(ChatEvent {
+            seq: Some(row.get(0)?),
             durable: true,
             chat_id: chat_id.to_owned(),
-            execution_id,
+            execution_id: row.get(1)?,
             // A kind or payload this version does not know is kept as it was stored.
-            body: ChatEventBody::from_parts(kind, from_json("chat_events.payload", &payload)?),
-            created_at: from_time("chat_events.created_at", &created_at)?,
-        })
+            body: ChatEventBody::from_text(kind, payload)
+                .map_err(|error| StoreError::Corrupt(format!("chat_events.payload: {error}")))?,
+            created_at: from_time("chat_events.created_at", text(row, 4)?)?,
+        });
+    }
+    Ok(events)
+}
+
+/// Column `index` of `row` as text, borrowed from the row.
+fn text<'row>(row: &'row rusqlite::Row<'_>, index: usize) -> rusqlite::Result<&'row str> {
+    row.get_ref(index)?.as_str().map_err(|error| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            Box::new(error),
+        )
     })
-    .collect()
 }
 
 #[cfg(test)]

@@ -368,17 +368,35 @@ impl ChatEventBody {
     /// The body for a stored or received `type` and `payload`: typed when the kind is known and
     /// the payload fits it exactly, [`Self::Other`] otherwise.
     pub fn from_parts(kind: String, payload: Value) -> Self {
-        fn typed<T: DeserializeOwned>(
-            kind: String,
-            payload: Value,
+        match Self::decode(&kind, ParsedPayload(payload)) {
+            Ok(body) => body,
+            // A parsed value always converts back to itself.
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Self::from_parts`] straight from the payload's JSON text (as stored), without building
+    /// a [`Value`] first unless the payload does not fit its kind. Fails only when `payload` is
+    /// not JSON.
+    pub fn from_text(kind: &str, payload: &str) -> Result<Self, serde_json::Error> {
+        Self::decode(kind, TextPayload(payload))
+    }
+
+    fn decode<P: PayloadSource>(kind: &str, payload: P) -> Result<Self, P::Error> {
+        fn typed<T: DeserializeOwned, P: PayloadSource>(
+            kind: &str,
+            payload: P,
             variant: fn(T) -> ChatEventBody,
-        ) -> ChatEventBody {
-            match T::deserialize(&payload) {
-                Ok(typed) => variant(typed),
-                Err(_) => ChatEventBody::Other { kind, payload },
+        ) -> Result<ChatEventBody, P::Error> {
+            match payload.typed::<T>() {
+                Some(typed) => Ok(variant(typed)),
+                None => Ok(ChatEventBody::Other {
+                    kind: kind.to_owned(),
+                    payload: payload.value()?,
+                }),
             }
         }
-        match kind.as_str() {
+        match kind {
             "message.created" => typed(kind, payload, Self::MessageCreated),
             "message.delta" => typed(kind, payload, Self::MessageDelta),
             "message.discarded" => typed(kind, payload, Self::MessageDiscarded),
@@ -396,7 +414,10 @@ impl ChatEventBody {
             "execution.finished" => typed(kind, payload, Self::ExecutionFinished),
             "execution.failed" => typed(kind, payload, Self::ExecutionFailed),
             "execution.cancelled" => typed(kind, payload, Self::ExecutionCancelled),
-            _ => Self::Other { kind, payload },
+            _ => Ok(Self::Other {
+                kind: kind.to_owned(),
+                payload: payload.value()?,
+            }),
         }
     }
 
@@ -406,6 +427,45 @@ impl ChatEventBody {
             self,
             Self::ExecutionFinished(_) | Self::ExecutionFailed(_) | Self::ExecutionCancelled(_)
         )
+    }
+}
+
+/// A payload to read a body from: a parsed value, or JSON text read without an intermediate
+/// value.
+trait PayloadSource {
+    /// Why the payload cannot be kept as a value.
+    type Error;
+    /// The payload as `T`, if it fits exactly.
+    fn typed<T: DeserializeOwned>(&self) -> Option<T>;
+    /// The payload as a value (for [`ChatEventBody::Other`]).
+    fn value(self) -> Result<Value, Self::Error>;
+}
+
+struct ParsedPayload(Value);
+
+impl PayloadSource for ParsedPayload {
+    type Error = std::convert::Infallible;
+
+    fn typed<T: DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(&self.0).ok()
+    }
+
+    fn value(self) -> Result<Value, Self::Error> {
+        Ok(self.0)
+    }
+}
+
+struct TextPayload<'a>(&'a str);
+
+impl PayloadSource for TextPayload<'_> {
+    type Error = serde_json::Error;
+
+    fn typed<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_str(self.0).ok()
+    }
+
+    fn value(self) -> Result<Value, Self::Error> {
+        serde_json::from_str(self.0)
     }
 }
 

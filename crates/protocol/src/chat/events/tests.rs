@@ -129,6 +129,9 @@ fn every_kind_round_trips_to_the_exact_stored_and_sent_text() {
         let columns =
             ChatEventBody::from_parts((*kind).to_owned(), serde_json::from_str(payload).unwrap());
         assert_eq!(columns, parsed.body);
+        // Straight from the stored text, as replay reads it.
+        let text = ChatEventBody::from_text(kind, payload).unwrap();
+        assert_eq!(text, parsed.body);
     }
 }
 
@@ -226,6 +229,21 @@ fn unknown_kinds_and_unfitting_payloads_are_kept_verbatim() {
             serde_json::from_str(&serde_json::to_string(&parsed).unwrap()).unwrap();
         assert_eq!(written, expected);
         assert_eq!(parsed.kind(), kind);
+        // Read straight from the stored text: the same verbatim body.
+        let text = ChatEventBody::from_text(kind, payload).unwrap();
+        assert_eq!(text, parsed.body);
+    }
+}
+
+#[test]
+fn stored_text_that_is_not_json_is_an_error() {
+    for kind in ["message.created", "test.tick"] {
+        for payload in ["", "{", r#"{"messageId":"m"#, "not json"] {
+            assert!(
+                ChatEventBody::from_text(kind, payload).is_err(),
+                "{kind}: {payload}"
+            );
+        }
     }
 }
 
