@@ -120,29 +120,8 @@ pub fn profile(model: &str) -> Option<&'static ModelProfile> {
     PROFILES.iter().find(|profile| profile.name == name)
 }
 
-/// Where the local model is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ModelStatus {
-    /// Not on disk and not being fetched.
-    Missing,
-    /// Being fetched.
-    Downloading {
-        /// Bytes on disk so far, all files together.
-        received: u64,
-        /// Bytes in all.
-        total: u64,
-    },
-    /// On disk, not in memory.
-    Ready,
-    /// In memory.
-    Loaded,
-    /// The last download or load failed (retried on a later use).
-    Failed {
-        /// Why.
-        error: String,
-    },
-}
+/// Where the local model is in its life: the wire's own type (`GET /v1/memory/model`).
+pub use souz_protocol::LocalModelState as ModelStatus;
 
 /// Told about every change of [`ModelStatus`] (download progress included).
 pub type StatusSink = Arc<dyn Fn(&str, &ModelStatus) + Send + Sync>;

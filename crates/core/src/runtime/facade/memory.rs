@@ -8,16 +8,15 @@
 //! `memory.fact.*` events by [`crate::memory::Memory`] itself.
 
 use souz_protocol::memory::{
-    LocalModelState, MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList,
-    MemoryFactPatch, MemoryModelInfo, MemoryQuery, MemorySearchHit, MemorySearchRequest,
-    MemorySearchResult, MemoryStatusFilter, NewMemoryFact,
+    MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch,
+    MemoryModelInfo, MemoryQuery, MemorySearchHit, MemorySearchRequest, MemorySearchResult,
+    MemoryStatusFilter, NewMemoryFact,
 };
 use souz_protocol::{EffectivePolicy, ErrorCode, Requester, Risk};
 
 use super::ServiceError;
 use crate::LOCAL_USER;
 use crate::memory::facts::Filter;
-use crate::memory::local::ModelStatus;
 use crate::memory::mcp_tools::SEARCH_TOOL;
 use crate::memory::wire::{
     DEFAULT_SEARCH, MAX_BODY_CHARS, MAX_QUERY_CHARS, MAX_SEARCH, MAX_TITLE_CHARS, fact_to_wire,
@@ -186,15 +185,7 @@ impl RuntimeHandle {
         let memory = self.memory();
         MemoryModelInfo {
             model: memory.embedding_model().map(str::to_owned),
-            local: memory.embedding_status().map(|status| match status {
-                ModelStatus::Missing => LocalModelState::Missing,
-                ModelStatus::Downloading { received, total } => {
-                    LocalModelState::Downloading { received, total }
-                }
-                ModelStatus::Ready => LocalModelState::Ready,
-                ModelStatus::Loaded => LocalModelState::Loaded,
-                ModelStatus::Failed { error } => LocalModelState::Failed { error },
-            }),
+            local: memory.embedding_status(),
         }
     }
 
