@@ -220,6 +220,7 @@ export async function memoryPage(main) {
   scope.addEventListener("change", () => show());
   const model = modelPanel();
   const stop = onRuntimeEvent((event) => model.update(event));
+  // Only a head start: if this read fails, the download's events still fill the panel.
   api("GET", "/v1/memory/model").then(model.start, () => {});
   main.append(h("h1", {}, t("title")), model.node, searchForm, h("div.row.filters", {}, kind, scope, status), addForm, note, list);
   await show();

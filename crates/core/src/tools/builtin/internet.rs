@@ -110,6 +110,20 @@ impl WebServices {
     }
 }
 
+impl WebServices {
+    /// The Brave Search API key, when one is stored (blank counts as none; a key store that
+    /// cannot be read counts as none too: Brave is then skipped, not failed).
+    pub(crate) async fn brave_key(&self) -> Option<String> {
+        let model = self.model.as_ref()?;
+        model
+            .secret(BRAVE_KEY_SECRET)
+            .await
+            .ok()
+            .flatten()
+            .filter(|key| !key.trim().is_empty())
+    }
+}
+
 impl std::fmt::Debug for WebServices {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebServices")

@@ -27,6 +27,17 @@ pub(crate) const MAX_MAX_CHARS: usize = 100_000;
 /// Elements Readability scores at most (bounds the work on huge pages).
 const MAX_ELEMENTS: usize = 200_000;
 
+/// The hints of a tool that reads the web: it changes nothing here, but it does reach the
+/// open world.
+pub(crate) fn read_only_web() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: true,
+        destructive_hint: false,
+        idempotent_hint: true,
+        open_world_hint: true,
+    }
+}
+
 /// Registers this module's tools.
 pub(crate) fn register(builder: &mut CatalogBuilder) -> Result<(), CatalogError> {
     builder.add(WebPageText)?;
@@ -94,13 +105,7 @@ impl Tool for WebPageText {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        // Reading a page changes nothing here, but it does reach the open world.
-        ToolAnnotations {
-            read_only_hint: true,
-            destructive_hint: false,
-            idempotent_hint: true,
-            open_world_hint: true,
-        }
+        read_only_web()
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -252,15 +252,7 @@ pub(crate) enum SearchOutcome {
 /// The backends to try, in order, for the configuration (Brave only with a stored key).
 pub(crate) async fn backends(services: &WebServices) -> Vec<Box<dyn SearchBackend>> {
     let config = &services.config;
-    let brave_key = match &services.model {
-        Some(model) => model
-            .secret(super::BRAVE_KEY_SECRET)
-            .await
-            .ok()
-            .flatten()
-            .filter(|key| !key.trim().is_empty()),
-        None => None,
-    };
+    let brave_key = services.brave_key().await;
     let brave = |key: Option<String>| -> Box<dyn SearchBackend> {
         Box::new(super::brave::Brave {
             url: config.brave_url.trim().to_owned(),

@@ -14,6 +14,7 @@ use super::research::{self, Request, ResearchOutput};
 use crate::approvals::CallTarget;
 use crate::sandbox::Access;
 use crate::tools::builtin::files::{plan_new_output, write_new_output};
+use crate::tools::builtin::web::read_only_web;
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Characters of each page `InternetSearch` gives the model.
@@ -53,15 +54,6 @@ pub(crate) struct InternetSearch(pub Arc<WebServices>);
 /// `InternetResearch`.
 pub(crate) struct InternetResearch(pub Arc<WebServices>);
 
-fn read_only_web() -> ToolAnnotations {
-    ToolAnnotations {
-        read_only_hint: true,
-        destructive_hint: false,
-        idempotent_hint: true,
-        open_world_hint: true,
-    }
-}
-
 fn query_of(raw: &str) -> Result<String, ToolError> {
     let query = raw.split_whitespace().collect::<Vec<_>>().join(" ");
     if query.is_empty() {
@@ -86,17 +78,8 @@ async fn search_targets(services: &WebServices) -> Vec<CallTarget> {
         "searxng" => vec![&config.searxng_url],
         "duckduckgo" => config.duckduckgo_urls.iter().map(String::as_str).collect(),
         _ => {
-            let brave_key = match &services.model {
-                Some(model) => model
-                    .secret(super::BRAVE_KEY_SECRET)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|key| !key.trim().is_empty()),
-                None => false,
-            };
             let mut urls = Vec::new();
-            if brave_key {
+            if services.brave_key().await.is_some() {
                 urls.push(config.brave_url.as_str());
             }
             urls.push(config.searxng_url.as_str());
