@@ -36,6 +36,10 @@ const t = strings({
     stored_key_short: "Stored the {provider} key.",
     store_key: "Store key",
     provider_keys: "Provider keys",
+    web_key: "Web search key (Brave Search API)",
+    web_key_none: "No Brave key: web search uses DuckDuckGo (or SearXNG when configured).",
+    web_key_works: "The Brave key works.",
+    web_key_refused: "Brave refused the check: {error}",
     saved: "Saved. ",
     applied_now: "Applied now: {keys}. ",
     after_restart: "Takes effect after a restart: {keys}. ",
@@ -79,6 +83,10 @@ const t = strings({
     stored_key_short: "Ключ {provider} сохранён.",
     store_key: "Сохранить ключ",
     provider_keys: "Ключи провайдеров",
+    web_key: "Ключ веб-поиска (Brave Search API)",
+    web_key_none: "Ключа Brave нет: веб-поиск идёт через DuckDuckGo (или SearXNG, если настроен).",
+    web_key_works: "Ключ Brave работает.",
+    web_key_refused: "Brave отклонил проверку: {error}",
     saved: "Сохранено. ",
     applied_now: "Применено сразу: {keys}. ",
     after_restart: "Вступит в силу после перезапуска: {keys}. ",
@@ -114,7 +122,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, t("form")),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, t("raw")));
-  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), tabs, result, body);
+  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await webKeySection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -174,6 +182,48 @@ async function keysSection() {
   }, t("store_key"));
   await show();
   return h("div.card#keys", {}, h("h2", {}, t("provider_keys")), list, h("div.row", {}, provider, input, save), note);
+}
+
+/** The Brave Search key of the web tools (a daemon-wide service key): its hint and source, Test
+ *  (one real search), Remove, and a password field that stores or replaces it. */
+async function webKeySection() {
+  const row = h("div#web-key");
+  const note = h("span.meta#web-key-note");
+  const input = /** @type {HTMLInputElement} */ (h("input#web-key-value", { type: "password", autocomplete: "off", placeholder: t("api_key") }));
+  const show = async () => {
+    /** @type {import("./types.js").ServiceKeyList} */
+    const keys = await api("GET", "/v1/settings/service-keys");
+    const brave = keys.items.find((key) => key.name === "brave");
+    if (!brave) { row.replaceChildren(h("p.meta", {}, t("web_key_none"))); return; }
+    const source = brave.source === "stored" ? t("stored_at", { at: brave.updatedAt ? new Date(brave.updatedAt).toLocaleString() : "" }) : `${t("environment")} (${brave.variable})`;
+    row.replaceChildren(h("p.row", {}, h("code#web-key-hint", {}, brave.keyHint), " ", h("span.meta", {}, source), " ",
+      h("button#web-key-test", { onclick: () => act(async () => {
+        /** @type {import("./types.js").ServiceKeyTest} */
+        const tested = await api("POST", "/v1/settings/service-keys/brave/test");
+        return tested.ok ? t("web_key_works") : t("web_key_refused", { error: tested.error || t("no_answer") });
+      }) }, t("test")), " ",
+      brave.source === "stored" ? h("button#web-key-remove", { onclick: () => act(() => api("DELETE", "/v1/settings/service-keys/brave"), t("removed_key", { provider: "Brave" })) }, t("remove")) : ""));
+  };
+  /** @param {() => Promise<unknown>} call @param {string} [done] */
+  const act = async (call, done = "") => {
+    try { const said = await call(); note.textContent = typeof said === "string" ? said : done; }
+    catch (error) { note.textContent = String(error instanceof Error ? error.message : error); }
+    await show();
+  };
+  const save = h("button.primary#web-key-save", {
+    onclick: () => {
+      const value = input.value.trim();
+      input.value = "";
+      if (!value) { note.textContent = t("paste_first"); return; }
+      act(async () => {
+        /** @type {import("./types.js").ServiceKeyInfo} */
+        const stored = await api("PUT", "/v1/settings/service-keys/brave", { apiKey: value });
+        return t("stored_key", { provider: "Brave", hint: stored.keyHint });
+      });
+    },
+  }, t("store_key"));
+  await show();
+  return h("div.card#web-keys", {}, h("h2", {}, t("web_key")), row, h("div.row", {}, input, save), note);
 }
 
 /** "Restart Souz": the daemon restarts in place (same address, config.toml read again); the

@@ -1395,6 +1395,34 @@
  */
 
 /**
+ * A configured service key (one of [`SERVICE_KEYS`]), as clients may see it.
+ * @typedef {{
+ *   keyHint: string;
+ *   name: string;
+ *   source: KeySource;
+ *   updatedAt?: string | null;
+ *   usedBy: string;
+ *   variable: string;
+ * }} ServiceKeyInfo
+ */
+
+/**
+ * `GET /v1/settings/service-keys`.
+ * @typedef {{
+ *   items: Array<ServiceKeyInfo>;
+ * }} ServiceKeyList
+ */
+
+/**
+ * `POST /v1/settings/service-keys/{name}/test` answer.
+ * @typedef {{
+ *   error?: string | null;
+ *   name: string;
+ *   ok: boolean;
+ * }} ServiceKeyTest
+ */
+
+/**
  * `PUT /v1/pause`.
  * @typedef {{
  *   paused: boolean;

@@ -1,6 +1,7 @@
 //! `souz keys`: a key set from standard input is stored (only its hint printed or listed),
 //! bad input fails clearly without touching the stored key, `rm` deletes it, and `test` makes
-//! a real request through the (fake) provider with the key.
+//! a real request through the (fake) provider with the key; the Brave Search service key goes
+//! through the same commands.
 
 use std::io::Write;
 use std::process::{Output, Stdio};
@@ -84,6 +85,23 @@ fn keys_are_set_from_stdin_listed_by_hint_and_removed() {
     assert!(!listed.contains("openai"), "{listed}");
     // Idempotent.
     assert!(keys(&daemon, &["rm", "openai"], "").status.success());
+
+    // The Brave Search key is a service key of the daemon: same commands, its own routes.
+    let brave = "brave-e2e-secret-0123456789qrst";
+    let set = keys(&daemon, &["set", "Brave"], &format!("{brave}\n"));
+    assert!(set.status.success(), "{set:?}");
+    assert!(!text(&set.stdout).contains(brave), "{set:?}");
+    let listed = text(&keys(&daemon, &["list"], "").stdout);
+    assert!(
+        listed.contains("brave") && listed.contains("...qrst") && !listed.contains(brave),
+        "{listed}"
+    );
+    let json = keys(&daemon, &["list", "--json"], "");
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["services"][0]["name"], "brave", "{json}");
+    assert!(keys(&daemon, &["rm", "brave"], "").status.success());
+    let listed = text(&keys(&daemon, &["list"], "").stdout);
+    assert!(!listed.contains("brave"), "{listed}");
 }
 
 #[test]

@@ -200,6 +200,28 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
   await tab.context().close();
 });
 
+test("the Brave web search key is stored from Settings, shown by hint only, and removed", async () => {
+  const tab = await page("/settings/form");
+  await tab.waitForSelector("#web-keys #web-key-save");
+  assert.match(await tab.textContent("#web-key"), /web search uses DuckDuckGo/);
+  const key = "brave-ui-secret-0123456789mnop";
+  await tab.fill("#web-key-value", key);
+  await tab.click("#web-key-save");
+  await tab.waitForSelector("#web-key-hint");
+  assert.equal(await tab.textContent("#web-key-hint"), "...mnop");
+  assert.match(await tab.textContent("#web-key-note"), /Stored the Brave key \.\.\.mnop/);
+  assert.ok(!(await tab.content()).includes(key), "the key is never shown back");
+  assert.equal(await tab.inputValue("#web-key-value"), "", "the field is cleared");
+  const { body } = await api("GET", "/v1/settings/service-keys");
+  assert.deepEqual(body.items.map((item) => [item.name, item.source]), [["brave", "stored"]]);
+
+  await tab.click("#web-key-remove");
+  await tab.waitForSelector("#web-key-hint", { state: "detached" });
+  assert.match(await tab.textContent("#web-key-note"), /Removed the Brave key/);
+  assert.deepEqual((await api("GET", "/v1/settings/service-keys")).body.items, []);
+  await tab.context().close();
+});
+
 test("pause from the header denies what waits and resumes", async () => {
   const call = await askingCall("paused.txt");
   const tab = await page("/grants");

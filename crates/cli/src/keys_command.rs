@@ -1,5 +1,6 @@
-//! `souz keys`: the caller's provider API keys through the daemon — list (hints only), set,
-//! rm, test (a one-token request through the provider). Keys are secrets: `set` reads the key from standard input (without echo when that is a
+//! `souz keys`: the caller's provider API keys and the daemon's service keys (`brave`, for web
+//! search) through the daemon — list (hints only), set, rm, test (a one-token request through
+//! the provider, one search for a service). Keys are secrets: `set` reads the key from standard input (without echo when that is a
 //! terminal), never from an argument, and nothing here prints more than the daemon's hint.
 
 use std::io::{IsTerminal, Read};
@@ -24,7 +25,8 @@ pub enum KeysCommand {
     /// Store (or replace) a provider's key, encrypted at rest. The key is read from standard
     /// input (`souz keys set openai < key.txt`, or typed without echo at a terminal).
     Set {
-        /// openai, anthropic, qwen, ai_tunnel, giga, ... (case-insensitive, `-` for `_`).
+        /// openai, anthropic, qwen, ai_tunnel, giga, ... (case-insensitive, `-` for `_`), or a
+        /// service: brave (the Brave Search API, for web search).
         provider: String,
     },
     /// Check a provider's key with a one-token request to its default model; exit 1 if the
@@ -42,9 +44,49 @@ pub enum KeysCommand {
 
 pub async fn run(command: Option<KeysCommand>) -> Result<ExitCode> {
     match command.unwrap_or(KeysCommand::List { json: false }) {
+        KeysCommand::Test { provider } if is_service(&provider) => test_service(&provider).await,
         KeysCommand::Test { provider } => test(&provider).await,
+        KeysCommand::Set { provider } if is_service(&provider) => {
+            set_service(&provider).await.map(|()| ExitCode::SUCCESS)
+        }
+        KeysCommand::Rm { provider } if is_service(&provider) => {
+            let client = crate::client::connect().await?;
+            client.delete_service_key(&provider).await?;
+            say!("Deleted the stored {provider} key (if there was one).");
+            Ok(ExitCode::SUCCESS)
+        }
         other => manage(other).await.map(|()| ExitCode::SUCCESS),
     }
+}
+
+/// Whether `name` is one of the daemon's service keys rather than a provider.
+fn is_service(name: &str) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    souz_protocol::SERVICE_KEYS.contains(&name.as_str())
+}
+
+async fn set_service(name: &str) -> Result<()> {
+    let api_key = read_key(name)?;
+    let client = crate::client::connect().await?;
+    let stored = client.set_service_key(name, &api_key).await?;
+    say!("Stored the {} key {}.", stored.name, stored.key_hint);
+    Ok(())
+}
+
+/// `souz keys test SERVICE`: one request to the service with the key the tools would use.
+async fn test_service(name: &str) -> Result<ExitCode> {
+    let client = crate::client::connect().await?;
+    let tested = client.test_service_key(name).await?;
+    if tested.ok {
+        say!("The {} key works.", tested.name);
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "The {} key did not work: {}",
+        tested.name,
+        souz_protocol::display::display_text(tested.error.as_deref().unwrap_or("no answer"))
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 /// `souz keys test`: success when the provider answered, else its error on stderr and exit 1.
@@ -74,20 +116,40 @@ async fn manage(command: KeysCommand) -> Result<()> {
         KeysCommand::List { json } => {
             let client = crate::client::connect().await?;
             let list = client.provider_keys().await?;
+            // A client token cannot read the daemon's service keys: they are the operator's.
+            let services = match client.service_keys().await {
+                Ok(services) => services.items,
+                Err(error) if error.code() == Some(souz_protocol::ErrorCode::Forbidden) => {
+                    Vec::new()
+                }
+                Err(error) => return Err(error.into()),
+            };
             if json {
-                return print_json(&list);
+                return print_json(&serde_json::json!({
+                    "items": list.items,
+                    "services": services,
+                }));
             }
-            if list.items.is_empty() {
+            if list.items.is_empty() && services.is_empty() {
                 say!("No provider key is configured; add one with `souz keys set PROVIDER`.");
                 return Ok(());
             }
             say!("{:<12} {:<12} SOURCE", "PROVIDER", "KEY");
-            for key in &list.items {
-                let source = match key.updated_at {
+            let rows = list
+                .items
+                .iter()
+                .map(|key| (key.provider.to_string(), &key.key_hint, key.updated_at))
+                .chain(
+                    services
+                        .iter()
+                        .map(|key| (key.name.clone(), &key.key_hint, key.updated_at)),
+                );
+            for (name, hint, updated_at) in rows {
+                let source = match updated_at {
                     Some(at) => format!("stored {}", at.format("%Y-%m-%d %H:%M")),
                     None => "environment".to_owned(),
                 };
-                say!("{:<12} {:<12} {source}", key.provider, key.key_hint);
+                say!("{name:<12} {hint:<12} {source}");
             }
             Ok(())
         }

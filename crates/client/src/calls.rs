@@ -191,6 +191,39 @@ impl DaemonClient {
         self.delete(&path).await
     }
 
+    /// The daemon's configured service keys (`brave`; hints only).
+    pub async fn service_keys(&self) -> Result<souz_protocol::ServiceKeyList, ClientError> {
+        self.get("/v1/settings/service-keys").await
+    }
+
+    /// Stores (or replaces) the service key `name`; the answer has its hint only.
+    pub async fn set_service_key(
+        &self,
+        name: &str,
+        api_key: &str,
+    ) -> Result<souz_protocol::ServiceKeyInfo, ClientError> {
+        let path = format!("/v1/settings/service-keys/{}", encode_segment(name));
+        let body = souz_protocol::PutProviderKey {
+            api_key: api_key.to_owned(),
+        };
+        self.put(&path, &body).await
+    }
+
+    /// Checks the service key `name` with one real request to the service.
+    pub async fn test_service_key(
+        &self,
+        name: &str,
+    ) -> Result<souz_protocol::ServiceKeyTest, ClientError> {
+        let path = format!("/v1/settings/service-keys/{}/test", encode_segment(name));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
+    /// Deletes the stored service key `name` (idempotent).
+    pub async fn delete_service_key(&self, name: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/settings/service-keys/{}", encode_segment(name));
+        self.delete(&path).await
+    }
+
     /// The MCP client tokens.
     pub async fn clients(&self) -> Result<ClientList, ClientError> {
         self.get("/v1/clients").await

@@ -179,13 +179,11 @@ fn web_services(
     config: &Config,
     store: &Store,
     llm: &Arc<LlmService>,
-    environment: &Environment,
 ) -> Arc<builtin::internet::WebServices> {
     let model = web_model::LlmModelAccess {
         llm: Arc::clone(llm),
         store: store.clone(),
         config: config.web.clone(),
-        environment: Arc::clone(environment),
     };
     Arc::new(builtin::internet::WebServices::new(
         config.web.clone(),
@@ -249,7 +247,7 @@ impl Runtime {
             Arc::clone(&environment),
         )?);
         let gate = Gate::new(GateParts {
-            catalog: builtin::catalog_with(&web_services(&config, &store, &llm, &environment))?,
+            catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),

@@ -42,7 +42,7 @@ pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
-    PutProviderKey,
+    PutProviderKey, SERVICE_KEYS, ServiceKeyInfo, ServiceKeyList, ServiceKeyTest,
 };
 pub use mcp::{
     McpLogin, McpOAuthCallback, McpServerEnabled, McpServerList, McpServerPut, McpServerStatus,

@@ -1,5 +1,6 @@
 //! LLM provider wire types: provider names and the provider-key routes' bodies
-//! (`/v1/me/provider-keys`). Keys themselves never appear here, only hints.
+//! (`/v1/me/provider-keys`) and the service keys of tools (`/v1/settings/service-keys`). Keys
+//! themselves never appear here, only hints.
 
 use std::fmt;
 
@@ -164,6 +165,48 @@ pub struct ProviderKeyTest {
     /// Whether the provider answered.
     pub ok: bool,
     /// Why not, when it failed (the provider's refusal, an unreachable server, ...).
+    pub error: Option<String>,
+}
+
+/// The keys of services other than model providers that tools use (stored under these names,
+/// daemon-wide: `/v1/settings/service-keys/{name}`). `brave`: the Brave Search API, for
+/// `InternetSearch` and `InternetResearch`.
+pub const SERVICE_KEYS: &[&str] = &["brave"];
+
+/// A configured service key (one of [`SERVICE_KEYS`]), as clients may see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceKeyInfo {
+    /// The service (`brave`).
+    pub name: String,
+    /// What uses it.
+    pub used_by: String,
+    /// The environment variable the daemon also reads it from.
+    pub variable: String,
+    /// `...` and the last four characters of the key.
+    pub key_hint: String,
+    /// When the key was stored; `null` for a key from the environment.
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Where the key comes from.
+    pub source: KeySource,
+}
+
+/// `GET /v1/settings/service-keys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ServiceKeyList {
+    /// Configured keys, sorted by name (services without a key are not listed).
+    pub items: Vec<ServiceKeyInfo>,
+}
+
+/// `POST /v1/settings/service-keys/{name}/test` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceKeyTest {
+    /// The service.
+    pub name: String,
+    /// Whether the service accepted the key and answered.
+    pub ok: bool,
+    /// Why not, when it failed (a refused key, an unreachable service, ...).
     pub error: Option<String>,
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod mcp_servers;
 pub(crate) mod memory;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod service_keys;
 pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod system;
@@ -36,6 +37,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(chats::routes())
         .merge(options::routes())
         .merge(provider_keys::routes())
+        .merge(service_keys::routes())
         .merge(config::routes())
         .merge(setup::routes())
         .merge(connect::routes())

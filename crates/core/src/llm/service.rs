@@ -41,6 +41,12 @@ pub enum LlmServiceError {
     /// The provider takes no API key.
     #[error("provider `{0}` does not use an API key")]
     KeylessProvider(ProviderId),
+    /// The service key name is not one we know.
+    #[error(
+        "unknown service key `{0}`; known service keys: {known}",
+        known = souz_protocol::SERVICE_KEYS.join(", ")
+    )]
+    UnknownServiceKey(String),
     /// The key is unusable as given.
     #[error("{0}")]
     InvalidKey(String),
@@ -278,23 +284,8 @@ impl LlmService {
         api_key: &str,
     ) -> Result<ProviderKeyInfo, LlmServiceError> {
         let provider = key_provider(provider)?;
-        let api_key = api_key.trim();
-        if api_key.is_empty() {
-            return Err(LlmServiceError::InvalidKey(
-                "apiKey must not be blank.".to_owned(),
-            ));
-        }
-        if api_key.chars().count() > MAX_KEY_CHARS {
-            return Err(LlmServiceError::InvalidKey(format!(
-                "apiKey must be at most {MAX_KEY_CHARS} characters."
-            )));
-        }
-        if api_key.chars().any(char::is_control) {
-            return Err(LlmServiceError::InvalidKey(
-                "apiKey must be one line without control characters.".to_owned(),
-            ));
-        }
-        let stored = self.keys.put(provider, ApiKey::new(api_key)).await?;
+        let api_key = checked_key(api_key)?;
+        let stored = self.keys.put(provider, api_key).await?;
         tracing::info!(%provider, user = self.user(), hint = %stored.key_hint, "provider key stored");
         Ok(ProviderKeyInfo {
             provider,
@@ -555,7 +546,29 @@ fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
     Ok(provider)
 }
 
+/// `api_key` trimmed, as a key: one line of at most [`MAX_KEY_CHARS`] characters.
+fn checked_key(api_key: &str) -> Result<ApiKey, LlmServiceError> {
+    let api_key = api_key.trim();
+    if api_key.is_empty() {
+        return Err(LlmServiceError::InvalidKey(
+            "apiKey must not be blank.".to_owned(),
+        ));
+    }
+    if api_key.chars().count() > MAX_KEY_CHARS {
+        return Err(LlmServiceError::InvalidKey(format!(
+            "apiKey must be at most {MAX_KEY_CHARS} characters."
+        )));
+    }
+    if api_key.chars().any(char::is_control) {
+        return Err(LlmServiceError::InvalidKey(
+            "apiKey must be one line without control characters.".to_owned(),
+        ));
+    }
+    Ok(ApiKey::new(api_key))
+}
+
 mod media;
+pub(crate) mod service_keys;
 
 pub use media::ImageData;
 

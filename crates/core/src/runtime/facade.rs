@@ -186,6 +186,7 @@ impl From<LlmServiceError> for ServiceError {
     fn from(error: LlmServiceError) -> Self {
         match error {
             LlmServiceError::UnknownProvider(_)
+            | LlmServiceError::UnknownServiceKey(_)
             | LlmServiceError::KeylessProvider(_)
             | LlmServiceError::InvalidKey(_)
             | LlmServiceError::Model(_) => Self::Invalid(error.to_string()),

@@ -3,8 +3,8 @@
 //! settings' `model`, else its user's default) with its user's keys, so a user behind the
 //! trusted proxy never spends the operator's keys; other calls use the operator's default chat
 //! model. Images go to `[web] vision_model` when set, else to the same chat model; generation
-//! uses `[web] image_model`; the Brave key comes from the key store's secret `brave`, else
-//! from `BRAVE_SEARCH_API_KEY` in the environment provider keys come from.
+//! uses `[web] image_model`; the Brave key is the service key `brave` (stored, else
+//! `BRAVE_SEARCH_API_KEY`: `LlmService::service_key`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,26 +15,21 @@ use souz_protocol::Requester;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::WebConfig;
-use crate::llm::service::{Environment, ImageData, LlmService};
+use crate::llm::service::{ImageData, LlmService, LlmServiceError};
 use crate::llm::{ChatRequest, Message, complete};
 use crate::store::{Store, StoreError};
-use crate::tools::builtin::internet::{BRAVE_KEY_SECRET, ImageInput, ModelAccess};
+use crate::tools::builtin::internet::{ImageInput, ModelAccess};
 
 /// Most tokens of a research answer.
 const MAX_TOKENS: u32 = 4_000;
 /// Longest one model call of a tool may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The variable holding the Brave Search key when the key store has none.
-pub(crate) const BRAVE_KEY_VARIABLE: &str = "BRAVE_SEARCH_API_KEY";
-
 /// [`ModelAccess`] over the runtime's LLM service.
 pub(crate) struct LlmModelAccess {
     pub llm: Arc<LlmService>,
     pub store: Store,
     pub config: WebConfig,
-    /// The environment provider keys come from (the Brave key's fallback).
-    pub environment: Environment,
 }
 
 /// The service acting for the caller, and the model to use (`None`: that user's default).
@@ -179,19 +174,11 @@ impl ModelAccess for LlmModelAccess {
 
     fn secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<String>, String>> {
         Box::pin(async move {
-            let stored = self
-                .llm
-                .key_store()
-                .get_secret(name)
-                .await
-                .map(|key| key.map(|key| key.expose().to_owned()))
-                .map_err(|error| error.to_string())?;
-            if stored.is_some() || name != BRAVE_KEY_SECRET {
-                return Ok(stored);
+            match self.llm.service_key(name).await {
+                Ok(key) => Ok(key.map(|key| key.expose().to_owned())),
+                Err(LlmServiceError::UnknownServiceKey(_)) => Ok(None),
+                Err(error) => Err(error.to_string()),
             }
-            Ok((self.environment)(BRAVE_KEY_VARIABLE)
-                .map(|key| key.trim().to_owned())
-                .filter(|key| !key.is_empty()))
         })
     }
 }

@@ -277,6 +277,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/mcp/servers/{name}",
     "DELETE /v1/mcp/servers/{name}/token",
     "DELETE /v1/memory/{id}",
+    "DELETE /v1/settings/service-keys/{name}",
     "DELETE /v1/skills/{id}",
     "GET /v1/clients",
     "GET /v1/config",
@@ -290,6 +291,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "GET /v1/memory/{id}",
     "GET /v1/memory/{id}/evidence",
     "GET /v1/pause",
+    "GET /v1/settings/service-keys",
     "GET /v1/setup",
     "GET /v1/setup/local-servers",
     "GET /v1/skills",
@@ -309,6 +311,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/memory/{id}/retire",
     "POST /v1/memory/{id}/unpin",
     "POST /v1/restart",
+    "POST /v1/settings/service-keys/{name}/test",
     "POST /v1/skills",
     "POST /v1/skills/archive",
     "POST /v1/skills/git",
@@ -322,6 +325,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "PUT /v1/mcp/servers/{name}/enabled",
     "PUT /v1/mcp/servers/{name}/token",
     "PUT /v1/pause",
+    "PUT /v1/settings/service-keys/{name}",
     "PUT /v1/setup",
 ];
 

@@ -8,9 +8,12 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 
-use super::{ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, seal_with};
+use super::{
+    ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, parse_time, seal_with,
+};
 
 fn associated_data(name: &str) -> Vec<u8> {
     format!("souz secret v1:{name}").into_bytes()
@@ -39,30 +42,39 @@ impl KeyStore {
 
     /// The secret `name`, decrypted; `None` when none is stored.
     pub async fn get_secret(&self, name: &str) -> Result<Option<ApiKey>, KeyStoreError> {
+        Ok(self.stored_secret(name).await?.map(|(secret, _)| secret))
+    }
+
+    /// The secret `name`, decrypted, and when it was stored; `None` when none is stored.
+    pub async fn stored_secret(
+        &self,
+        name: &str,
+    ) -> Result<Option<(ApiKey, DateTime<Utc>)>, KeyStoreError> {
         let key: Arc<str> = Arc::from(name);
-        let sealed: Option<Vec<u8>> = self
+        let sealed: Option<(Vec<u8>, String)> = self
             .store
             .read(move |connection| {
                 connection
                     .query_row(
-                        "SELECT ciphertext FROM secrets WHERE name = ?1",
+                        "SELECT ciphertext, updated_at FROM secrets WHERE name = ?1",
                         [&*key],
-                        |row| row.get(0),
+                        |row| Ok((row.get(0)?, row.get(1)?)),
                     )
                     .optional()
                     .map_err(KeyStoreError::from)
             })
             .await?;
-        let Some(sealed) = sealed else {
+        let Some((sealed, updated_at)) = sealed else {
             return Ok(None);
         };
         let data_key = self.data_key_for_reading().await?;
-        open_with(&data_key, &associated_data(name), &sealed)
-            .map(|secret| Some(ApiKey::new(secret)))
-            .ok_or_else(|| KeyStoreError::SecretDecrypt {
+        let secret = open_with(&data_key, &associated_data(name), &sealed).ok_or_else(|| {
+            KeyStoreError::SecretDecrypt {
                 name: name.to_owned(),
                 path: self.key_file.clone(),
-            })
+            }
+        })?;
+        Ok(Some((ApiKey::new(secret), parse_time(&updated_at)?)))
     }
 
     /// Deletes the secret `name`. Returns whether one was stored.

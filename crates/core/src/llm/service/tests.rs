@@ -3,7 +3,7 @@
 use super::*;
 use crate::testing::{self, TestHome};
 
-async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (TestHome, LlmService) {
+pub(super) async fn service(config: LlmConfig, env: &[(&str, &str)]) -> (TestHome, LlmService) {
     let dir = TestHome::new();
     let store = dir.store().await;
     let service = LlmService::new(

@@ -1,8 +1,9 @@
-//! Settings for the adapters: `config.toml` through the settings editor, the pause switch, and
-//! the caller's provider keys (keys go in, only hints come out).
+//! Settings for the adapters: `config.toml` through the settings editor, the pause switch, the
+//! caller's provider keys and the daemon's service keys (keys go in, only hints come out).
 
 use souz_protocol::config::{ConfigDocument, ConfigSaved, ConfigValue, PauseState};
-use souz_protocol::{ExpiryReason, ProviderKeyInfo, RuntimeEvent};
+use souz_protocol::{ExpiryReason, ProviderKeyInfo, RuntimeEvent, ServiceKeyInfo, ServiceKeyTest};
+use tokio_util::sync::CancellationToken;
 
 use super::ServiceError;
 use crate::bus::pause;
@@ -153,6 +154,61 @@ impl RuntimeHandle {
             .for_user(&user.0)
             .delete_provider_key(provider)
             .await?)
+    }
+}
+
+impl RuntimeHandle {
+    /// The daemon's configured service keys (hints only), by name.
+    pub async fn service_keys(&self) -> Result<Vec<ServiceKeyInfo>, ServiceError> {
+        Ok(self.llm().service_keys().await?)
+    }
+
+    /// Stores (or replaces) the service key `name`, encrypted at rest.
+    pub async fn set_service_key(
+        &self,
+        name: &str,
+        api_key: &str,
+    ) -> Result<ServiceKeyInfo, ServiceError> {
+        Ok(self.llm().set_service_key(name, api_key).await?)
+    }
+
+    /// Deletes the stored service key `name` (idempotent).
+    pub async fn delete_service_key(&self, name: &str) -> Result<(), ServiceError> {
+        Ok(self.llm().delete_service_key(name).await?)
+    }
+
+    /// Checks the service key `name` (the one the tools would use) with one real request to
+    /// the service through the SSRF-safe client (`[web] brave_url` for `brave`).
+    pub async fn test_service_key(&self, name: &str) -> Result<ServiceKeyTest, ServiceError> {
+        let key = crate::llm::service::service_keys::service_key(name)?;
+        let Some(api_key) = self.llm().service_key(key.name).await? else {
+            return Err(ServiceError::conflict(
+                souz_protocol::ErrorCode::Conflict,
+                format!(
+                    "No `{}` key is configured: store one (PUT /v1/settings/service-keys/{}) \
+                     or set {}.",
+                    key.name, key.name, key.variable
+                ),
+            ));
+        };
+        let client = self
+            .gate()
+            .sandbox()
+            .web()
+            .map_err(|error| ServiceError::Internal(error.to_string()))?
+            .clone();
+        let checked = crate::tools::builtin::internet::brave::check_key(
+            client,
+            &self.config().web.brave_url,
+            api_key.expose().to_owned(),
+            &CancellationToken::new(),
+        )
+        .await;
+        Ok(ServiceKeyTest {
+            name: key.name.to_owned(),
+            ok: checked.is_ok(),
+            error: checked.err(),
+        })
     }
 }
 

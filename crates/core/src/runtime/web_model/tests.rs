@@ -3,6 +3,7 @@
 use super::*;
 use crate::config::LlmConfig;
 use crate::testing::{self, TestHome};
+use crate::tools::builtin::internet::BRAVE_KEY_SECRET;
 
 async fn access(dir: &TestHome) -> LlmModelAccess {
     let store = dir.store().await;
@@ -10,14 +11,16 @@ async fn access(dir: &TestHome) -> LlmModelAccess {
         &LlmConfig::default(),
         store.clone(),
         dir.path().join("provider-keys.key"),
-        testing::environment(&[("OPENAI_API_KEY", "sk-test-1111")]),
+        testing::environment(&[
+            ("OPENAI_API_KEY", "sk-test-1111"),
+            ("BRAVE_SEARCH_API_KEY", " brave-env "),
+        ]),
     )
     .unwrap();
     LlmModelAccess {
         llm: Arc::new(llm),
         store,
         config: WebConfig::default(),
-        environment: testing::environment(&[("BRAVE_SEARCH_API_KEY", " brave-env ")]),
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) mod research;
 pub(crate) mod search;
 pub(crate) mod tools;
 
-mod brave;
+pub(crate) mod brave;
 mod duckduckgo;
 mod searxng;
 
@@ -34,8 +34,8 @@ use crate::tools::{CatalogBuilder, CatalogError};
 
 pub(crate) use search::Pacer;
 
-/// The name of the Brave Search API key in the key store's secrets.
-pub(crate) const BRAVE_KEY_SECRET: &str = "brave";
+/// The service key of the Brave Search API (`ModelAccess::secret`).
+pub(crate) const BRAVE_KEY_SECRET: &str = crate::llm::service::service_keys::BRAVE.name;
 
 /// An image handed to a vision model.
 #[derive(Debug, Clone)]

@@ -17,6 +17,33 @@ pub(crate) struct Brave {
     pub key: Option<String>,
 }
 
+/// Checks `key` with one real query at `url` (the Brave Search endpoint) through `client`, the
+/// SSRF-safe client: `Ok` when Brave answered, else why not (a refused key, a rate limit, an
+/// unreachable service). The key is sent to `url` only.
+pub(crate) async fn check_key(
+    client: crate::sandbox::WebClient,
+    url: &str,
+    key: String,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> std::result::Result<(), String> {
+    let pacer = super::Pacer::default();
+    let http = SearchHttp {
+        client,
+        pacer: &pacer,
+        cancel,
+        base_backoff: super::search::BASE_BACKOFF,
+    };
+    let brave = Brave {
+        url: url.trim().to_owned(),
+        key: Some(key),
+    };
+    match brave.search(&http, "souz", 1).await {
+        Ok(_) => Ok(()),
+        Err(SearchFailure::Blocked(why) | SearchFailure::Unavailable(why)) => Err(why),
+        Err(SearchFailure::Cancelled) => Err("cancelled".to_owned()),
+    }
+}
+
 #[derive(Deserialize)]
 struct Response {
     #[serde(default)]
