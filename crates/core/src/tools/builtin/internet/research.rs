@@ -190,24 +190,27 @@ pub(crate) async fn run(
             notes.push("no model is set up to write an answer; the results are listed".into());
             None
         }
-        (Some(model), false) => match synthesize(model, request, &strategy, &sources, ctx).await {
-            Ok(answer) => Some(answer),
-            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(error) => {
-                notes.push(format!("the model could not write the answer: {error}"));
-                None
-            }
-        },
+        (Some(model), false) => {
+            let (written, said) = write_answer(model, request, &strategy, &sources, ctx).await?;
+            notes.extend(said);
+            written
+        }
     };
     let output = match written {
-        Some(answer) => {
+        Some(written) => {
             let findings = Findings {
                 strategy,
                 backend,
                 results,
                 notes,
             };
-            cited_output(request, findings, &sources, &answer)
+            // Only what the answer was written from may be cited.
+            let read = sources.get(..written.read).unwrap_or(&sources);
+            let mut output = cited_output(request, findings, read, &written.answer);
+            if written.rescued {
+                output.status = Status::Partial;
+            }
+            output
         }
         None => {
             let mut output = ended(request, strategy, Status::Partial, notes);
@@ -532,6 +535,71 @@ fn json_object(text: &str) -> Option<&str> {
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     (end > start).then(|| &text[start..=end])
+}
+
+/// Sources a rescue synthesis reads at most, and characters of each.
+pub(super) const RESCUE_SOURCES: usize = 3;
+const RESCUE_CHARS: usize = 2_000;
+
+/// An answer the model wrote from the first `read` sources; `rescued` when only the rescue
+/// synthesis succeeded.
+struct Written {
+    answer: String,
+    read: usize,
+    rescued: bool,
+}
+
+/// The answer from the sources; when the model fails on them all (a context too long, a
+/// timeout, an empty answer), one rescue synthesis from the first few sources cut short, as
+/// the original did, before giving up (`None`: the results are listed instead). A rescued
+/// answer is `PARTIAL`, says so in `notes`, and may cite only the sources it was written from.
+async fn write_answer(
+    model: &dyn ModelAccess,
+    request: &Request,
+    strategy: &Strategy,
+    sources: &[Source],
+    ctx: &ToolContext,
+) -> Result<(Option<Written>, Vec<String>), ToolError> {
+    let error = match synthesize(model, request, strategy, sources, ctx).await {
+        Ok(answer) => {
+            let written = Written {
+                answer,
+                read: sources.len(),
+                rescued: false,
+            };
+            return Ok((Some(written), Vec::new()));
+        }
+        Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+        Err(error) => error,
+    };
+    let mut notes = vec![format!("the model could not write the answer: {error}")];
+    let short: Vec<Source> = sources
+        .iter()
+        .take(RESCUE_SOURCES)
+        .map(|source| Source {
+            text: source.text.chars().take(RESCUE_CHARS).collect(),
+            ..source.clone()
+        })
+        .collect();
+    match synthesize(model, request, strategy, &short, ctx).await {
+        Ok(answer) => {
+            notes.push(format!(
+                "the answer was written from the first {} sources, shortened",
+                short.len()
+            ));
+            let written = Written {
+                answer,
+                read: short.len(),
+                rescued: true,
+            };
+            Ok((Some(written), notes))
+        }
+        Err(ToolError::Cancelled) => Err(ToolError::Cancelled),
+        Err(error) => {
+            notes.push(format!("the shortened retry failed too: {error}"));
+            Ok((None, notes))
+        }
+    }
 }
 
 async fn synthesize(

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use super::duckduckgo::{is_anti_bot, parse_results};
+use super::research::RESCUE_SOURCES;
 use crate::approvals::CallTarget;
 use crate::config::{SandboxConfig, WebConfig};
 use crate::sandbox::Access;
@@ -427,6 +428,43 @@ async fn a_failing_model_leaves_a_partial_answer_with_the_results() {
     );
     assert!(output["notes"].to_string().contains("provider overloaded"));
     assert!(output["sources"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_synthesis_is_rescued_from_fewer_shorter_sources() {
+    let site = FixtureSite::start().await;
+    let model = ScriptedModel::default();
+    model.push(Err("context length exceeded"));
+    model.push(Ok(
+        "Six hours of sun [1]; a page never read says otherwise [5].",
+    ));
+    let f = fixture(&site, model).await;
+    let (_, output) = f
+        .call(
+            "InternetSearch",
+            json!({"query": "how to grow tomatoes", "maxSources": 5}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(output["status"], "PARTIAL", "{output}");
+    assert_eq!(ids(&output), [1]);
+    assert!(
+        !output["answer"].as_str().unwrap().contains("[5]"),
+        "{output}"
+    );
+    let notes = output["notes"].to_string();
+    assert!(notes.contains("context length exceeded"), "{notes}");
+    assert!(notes.contains("shortened"), "{notes}");
+    let asked = f.model.asked();
+    assert_eq!(asked.len(), 2);
+    let sources = |user: &str| user.matches("<source id=").count();
+    assert!(
+        sources(&asked[0].user) > RESCUE_SOURCES,
+        "{}",
+        asked[0].user
+    );
+    assert_eq!(sources(&asked[1].user), RESCUE_SOURCES);
+    assert!(asked[1].user.len() < asked[0].user.len());
 }
 
 const STRATEGY: &str = r#"Here is the plan:
