@@ -17,9 +17,11 @@
 //!   agent's cost per token is ((turn_1000 - turn_1) - (drain_1000 - drain_1)) / 999.
 //!
 //! - `capture/*`: a whole turn asked to remember something ("Remember that I prefer green
-//!   tea"), until its answer is complete, with memory off, with memory on (the explicit intent
-//!   is stored after the reply) and with the LLM writer on too (a second model request after
-//!   the reply): capture runs off the reply path, so the three should be equal.
+//!   tea"), until its answer is complete, with memory off, with memory on but `capture` off
+//!   (recall only), with memory on (the explicit intent is stored after the reply) and with
+//!   the LLM writer on too (a second model request after the reply). Capture runs off the
+//!   reply path, so `recall_only`, `memory_on` and `llm_writer` should be equal; `memory_off`
+//!   against `recall_only` is the cost of recall.
 //!
 //! Run with `scripts/bench.sh agent`.
 
@@ -326,6 +328,9 @@ fn bench_capture(c: &mut Criterion, tokio: &tokio::runtime::Runtime, short: &Fak
     let memory_off = tokio.block_on(Daemon::start_with(short, |config| {
         config.memory.enabled = false;
     }));
+    let recall_only = tokio.block_on(Daemon::start_with(short, |config| {
+        config.memory.capture = false;
+    }));
     let memory_on = tokio.block_on(Daemon::start(short));
     let with_writer = tokio.block_on(Daemon::start_with(short, |config| {
         config.memory.writer = true;
@@ -334,6 +339,7 @@ fn bench_capture(c: &mut Criterion, tokio: &tokio::runtime::Runtime, short: &Fak
     group.measurement_time(Duration::from_secs(8));
     for (name, daemon) in [
         ("memory_off", &memory_off),
+        ("recall_only", &recall_only),
         ("memory_on", &memory_on),
         ("llm_writer", &with_writer),
     ] {
@@ -345,7 +351,7 @@ fn bench_capture(c: &mut Criterion, tokio: &tokio::runtime::Runtime, short: &Fak
     group.finish();
 
     tokio.block_on(async {
-        for daemon in [memory_off, memory_on, with_writer] {
+        for daemon in [memory_off, recall_only, memory_on, with_writer] {
             daemon.runtime.shutdown("bench").await.expect("shutdown");
         }
     });

@@ -667,8 +667,8 @@ fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
     }
 }
 
-/// The agents' view of `memory`, with its capture worker and embedding retries running under
-/// `shutdown`; no memory at all when `[memory] enabled` is off.
+/// The agents' view of `memory`, with its capture worker (unless `[memory] capture` is off) and
+/// embedding retries running under `shutdown`; no memory at all when `[memory] enabled` is off.
 fn start_memory(
     config: &Config,
     memory: &Memory,
@@ -678,9 +678,12 @@ fn start_memory(
     if !config.memory.enabled {
         return Arc::new(crate::agent::memory::NoMemory);
     }
+    tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
+    if !config.memory.capture {
+        return Arc::new(LongTermMemory::without_capture(memory.clone()));
+    }
     let (long_term, capture_worker) = LongTermMemory::new(memory.clone());
     tasks.spawn(capture_worker.run(shutdown.clone()));
-    tasks.spawn(memory.clone().retry_embeddings(shutdown.clone()));
     Arc::new(long_term)
 }
 

@@ -134,7 +134,8 @@ pub(crate) const CAPTURE_QUEUE: usize = 64;
 #[derive(Debug, Clone)]
 pub(crate) struct LongTermMemory {
     memory: Memory,
-    captures: mpsc::Sender<TurnRecord>,
+    /// Where finished turns go for capture (`None`: `[memory] capture` is off).
+    captures: Option<mpsc::Sender<TurnRecord>>,
 }
 
 /// Runs queued captures one after another (see [`LongTermMemory::new`]).
@@ -151,10 +152,18 @@ impl LongTermMemory {
         (
             Self {
                 memory: memory.clone(),
-                captures,
+                captures: Some(captures),
             },
             CaptureWorker { memory, queue },
         )
+    }
+
+    /// Memory for the agents that recalls and searches but captures nothing from turns.
+    pub(crate) fn without_capture(memory: Memory) -> Self {
+        Self {
+            memory,
+            captures: None,
+        }
     }
 }
 
@@ -254,7 +263,10 @@ impl MemoryRecall for LongTermMemory {
     }
 
     fn capture(&self, turn: TurnRecord) {
-        if let Err(error) = self.captures.try_send(turn) {
+        let Some(captures) = &self.captures else {
+            return;
+        };
+        if let Err(error) = captures.try_send(turn) {
             tracing::warn!(%error, "the memory capture queue is full or closed; this turn is not captured");
         }
     }

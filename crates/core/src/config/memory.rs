@@ -34,6 +34,10 @@ config_section! {
         /// After each answered turn, ask the chat model which facts are worth keeping (one
         /// extra model request per turn). Off: only what you explicitly ask to remember.
         pub writer: bool = false,
+        /// Store facts from chats: what you ask Souz to remember ("remember that ...") and,
+        /// with `writer`, what the model picks. Off: memory is still recalled, and changes
+        /// only by hand (the Memory page, `souz memory`, the MCP tools).
+        pub capture: bool = true,
     }
 }
 
