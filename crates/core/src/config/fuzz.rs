@@ -50,9 +50,13 @@ fn toml_value() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(2, 8, 3, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|items| format!("[{}]", items.join(", "))),
+            prop::collection::vec(inner.clone(), 0..3)
+                .prop_map(|items| format!("[{}]", items.join(", "))),
             prop::collection::vec(("[a-z_]{1,6}", inner), 0..3).prop_map(|pairs| {
-                let pairs: Vec<String> = pairs.iter().map(|(key, value)| format!("{key} = {value}")).collect();
+                let pairs: Vec<String> = pairs
+                    .iter()
+                    .map(|(key, value)| format!("{key} = {value}"))
+                    .collect();
                 format!("{{ {} }}", pairs.join(", "))
             }),
         ]

@@ -44,7 +44,10 @@ fn message() -> impl Strategy<Value = Value> {
             ".{0,8}".prop_map(Value::from),
             json_value()
         ]),
-        prop_oneof![prop::sample::select(methods).prop_map(Value::from), json_value()],
+        prop_oneof![
+            prop::sample::select(methods).prop_map(Value::from),
+            json_value()
+        ],
         prop::option::of(json_value()),
     )
         .prop_map(|(version, id, method, params)| {

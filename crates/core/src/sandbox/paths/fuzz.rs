@@ -11,7 +11,9 @@ use proptest::prelude::*;
 use super::{WalkError, absolute_input, normalize_lexically, resolve_real};
 
 /// Names the random trees are made of: folders, a file, links, and the special ones.
-const NAMES: &[&str] = &["d0", "d1", "f", "l0", "l1", "l2", "l3", "..", ".", "missing"];
+const NAMES: &[&str] = &[
+    "d0", "d1", "f", "l0", "l1", "l2", "l3", "..", ".", "missing",
+];
 
 fn is_normalized_absolute(path: &Path) -> bool {
     path.is_absolute()
@@ -30,7 +32,11 @@ fn tree_path() -> impl Strategy<Value = (bool, Vec<&'static str>)> {
 }
 
 /// One link: the folder it sits in (`None`: the tree's top), its name, its target.
-type Link = (Option<&'static str>, &'static str, (bool, Vec<&'static str>));
+type Link = (
+    Option<&'static str>,
+    &'static str,
+    (bool, Vec<&'static str>),
+);
 
 fn link() -> impl Strategy<Value = Link> {
     (
