@@ -480,11 +480,13 @@ fn approvals(target: &Target, stats: &Stats, stop: &AtomicBool, started: Instant
                 continue;
             }
         };
-        let (Some(id), Some(approval)) = (call["id"].as_str(), call["approval_id"].as_str()) else {
-            stats.error(
-                started,
-                format!("NewFile did not wait for approval: {call}"),
-            );
+        let Some(id) = call["id"].as_str() else {
+            stats.error(started, format!("NewFile answered without an id: {call}"));
+            continue;
+        };
+        // Answered while still planning: the approval comes a moment later.
+        let Some(approval) = approval_of(target, id) else {
+            stats.error(started, format!("NewFile did not wait for approval: {call}"));
             continue;
         };
         let approve = n % 2 == 1;
@@ -529,6 +531,24 @@ fn approvals(target: &Target, stats: &Stats, stop: &AtomicBool, started: Instant
             std::thread::sleep(Duration::from_millis(5));
         }
     }
+}
+
+/// The approval a call waits for, once it asks (10 s at most).
+fn approval_of(target: &Target, id: &str) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let (_, call) = target
+            .send("GET", &format!("/v1/tool-calls/{id}"), &Value::Null)
+            .ok()?;
+        if let Some(approval) = call["approval_id"].as_str() {
+            return Some(approval.to_owned());
+        }
+        if call["status"] != "planning" {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
 }
 
 /// Follows the chat until `stop`, reconnecting after the last seq it saw when the socket
