@@ -116,7 +116,7 @@ fn kill_nine_at_random_points_loses_nothing_acknowledged() {
         seen.extend(acknowledged.events);
         messages.extend(acknowledged.messages);
         calls.extend(acknowledged.calls);
-        check_nothing_lost(&daemon, &chat, &seen, &messages, &calls, round);
+        check_nothing_lost(&daemon, &chat, (&seen, &messages, &calls), round);
         reads += acknowledged.reads.len();
         reads_lost += unrecorded(&daemon.home.path().join("souz.db"), &acknowledged.reads);
         check_nothing_stuck(&daemon.home.path().join("souz.db"), round);
@@ -263,7 +263,11 @@ fn call_tools(target: &Target, round: u64, acknowledged: &Mutex<Acknowledged>, s
         let Some(approval) = call["approval_id"].as_str() else {
             continue;
         };
-        let decision = if n % 2 == 0 { "approve" } else { "deny" };
+        let decision = if n.is_multiple_of(2) {
+            "approve"
+        } else {
+            "deny"
+        };
         let Some((status, answer)) = target.send(
             "POST",
             &format!("/v1/approvals/{approval}/decision"),
@@ -364,14 +368,11 @@ fn replay(daemon: &Daemon, chat: &str) -> BTreeMap<i64, String> {
     }
 }
 
-fn check_nothing_lost(
-    daemon: &Daemon,
-    chat: &str,
-    seen: &BTreeMap<i64, String>,
-    messages: &[String],
-    calls: &[String],
-    round: u64,
-) {
+/// What the daemon acknowledged so far: events a follower saw, messages, writes.
+type Ledger<'a> = (&'a BTreeMap<i64, String>, &'a [String], &'a [String]);
+
+fn check_nothing_lost(daemon: &Daemon, chat: &str, ledger: Ledger<'_>, round: u64) {
+    let (seen, messages, calls) = ledger;
     let stored = replay(daemon, chat);
     for (seq, kind) in seen {
         assert_eq!(

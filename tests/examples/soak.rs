@@ -151,8 +151,7 @@ fn main() {
         .map(|_| {
             let pause = Duration::from_secs_f64(options.workers as f64 / options.rate as f64);
             runtime.spawn(mcp_worker(
-                format!("http://{}/mcp", target.address),
-                target.token.clone(),
+                target.clone(),
                 pause,
                 Arc::clone(&stats),
                 Arc::clone(&stop),
@@ -217,7 +216,7 @@ fn main() {
     if failed_turns > 0 {
         stats.error(started, format!("{failed_turns} chat turns failed"));
     }
-    if started.elapsed().as_secs() % 60 != 0 || reported == 0 {
+    if !started.elapsed().as_secs().is_multiple_of(60) || reported == 0 {
         report_minute(&stats, reported);
     }
     let lost = lost_events(&replay, &seen);
@@ -344,13 +343,13 @@ impl Target {
 
 /// One MCP client: its own session, a call every `pause`.
 async fn mcp_worker(
-    url: String,
-    token: String,
+    target: Target,
     pause: Duration,
     stats: Arc<Stats>,
     stop: Arc<AtomicBool>,
     started: Instant,
 ) {
+    let (url, token) = (format!("http://{}/mcp", target.address), target.token);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let post = |body: String, session: Option<&str>| {
         let mut request = client
@@ -486,10 +485,13 @@ fn approvals(target: &Target, stats: &Stats, stop: &AtomicBool, started: Instant
         };
         // Answered while still planning: the approval comes a moment later.
         let Some(approval) = approval_of(target, id) else {
-            stats.error(started, format!("NewFile did not wait for approval: {call}"));
+            stats.error(
+                started,
+                format!("NewFile did not wait for approval: {call}"),
+            );
             continue;
         };
-        let approve = n % 2 == 1;
+        let approve = !n.is_multiple_of(2);
         let decision = json!({"decision": if approve { "approve" } else { "deny" }});
         match target.send(
             "POST",
