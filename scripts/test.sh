@@ -51,6 +51,12 @@ else
   cargo test --locked --workspace --no-fail-fast
 fi
 
+# The crash loop (20 kills) and the fuzzing properties (proptest's 256 cases each) ran above
+# with the other tests; the soak's short variant runs here: one minute of mixed load on the
+# debug build, failing on any error or lost event (scripts/soak.sh runs it for hours).
+step "soak (60 s)"
+SOUZ_BIN="${CARGO_TARGET_DIR:-target}/debug/souz" "${CARGO_TARGET_DIR:-target}/debug/examples/soak" --seconds 60 --rate 1000
+
 step "web UI in headless Chromium"
 (cd tests/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 

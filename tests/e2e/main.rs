@@ -6,6 +6,7 @@ mod chats;
 mod client;
 mod config;
 mod confinement;
+mod crash_loop;
 mod credentials;
 mod daemon;
 mod keys;

@@ -47,7 +47,8 @@ use crate::llm::service::{LlmService, LlmServiceError};
 use crate::store::codec::now;
 use crate::store::{Store, StoreError};
 
-/// How long an execution's lease lasts, and how often it is renewed.
+/// How long an execution's lease lasts, and how often it is renewed while this process runs
+/// one (no timer at all while it runs none: an idle daemon does not wake up).
 const LEASE: Duration = Duration::from_secs(120);
 const LEASE_RENEWAL: Duration = Duration::from_secs(30);
 /// How long an agent's question waits for an answer.
@@ -119,6 +120,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Wakes the question expiry task when a question is asked.
     asked: tokio::sync::Notify,
+    /// Wakes the lease renewal task when a turn is launched.
+    launched: tokio::sync::Notify,
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
@@ -166,6 +169,7 @@ impl Chats {
                 tasks,
                 shutdown,
                 asked: tokio::sync::Notify::new(),
+                launched: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -218,23 +222,44 @@ impl Chats {
             .await?;
         }
         self.inner.tasks.spawn(self.clone().expire_questions());
-        let chats = self.clone();
-        self.inner.tasks.spawn(async move {
-            let mut interval = tokio::time::interval(LEASE_RENEWAL);
-            loop {
+        self.inner.tasks.spawn(self.clone().renew_leases());
+        Ok(count)
+    }
+
+    /// Renews the leases of this process's running executions every [`LEASE_RENEWAL`] while
+    /// any runs; while none runs it waits for a launch without a timer.
+    async fn renew_leases(self) {
+        loop {
+            if self.running_count() == 0 {
                 tokio::select! {
-                    () = chats.inner.shutdown.cancelled() => return,
-                    _ = interval.tick() => {
-                        let owner = chats.inner.owner.clone();
-                        let until = now() + chrono::Duration::from_std(LEASE).unwrap_or_default();
-                        if let Err(error) = chats.inner.store.write(move |tx| records::renew_leases(tx, &owner, until)).await {
-                            tracing::warn!(%error, "could not renew execution leases");
-                        }
-                    }
+                    () = self.inner.shutdown.cancelled() => return,
+                    () = self.inner.launched.notified() => continue,
                 }
             }
-        });
-        Ok(count)
+            tokio::select! {
+                () = self.inner.shutdown.cancelled() => return,
+                () = tokio::time::sleep(LEASE_RENEWAL) => {}
+            }
+            let owner = self.inner.owner.clone();
+            let until = now() + chrono::Duration::from_std(LEASE).unwrap_or_default();
+            let renewed = self
+                .inner
+                .store
+                .write(move |tx| records::renew_leases(tx, &owner, until))
+                .await;
+            if let Err(error) = renewed {
+                tracing::warn!(%error, "could not renew execution leases");
+            }
+        }
+    }
+
+    /// How many turns this process runs now.
+    fn running_count(&self) -> usize {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     // ----- events ---------------------------------------------------------------------------

@@ -518,4 +518,6 @@ pub fn write_template_if_missing(file: &Path) -> Result<bool, ConfigError> {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

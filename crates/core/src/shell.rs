@@ -608,6 +608,8 @@ impl<'a> Lexer<'a> {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests {
     use super::*;
 

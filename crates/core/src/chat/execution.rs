@@ -54,6 +54,7 @@ impl Chats {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(turn.execution_id.clone(), cancel.clone());
+        self.inner.launched.notify_one();
         let chats = self.clone();
         self.inner.tasks.spawn(async move {
             let execution_id = turn.execution_id.clone();

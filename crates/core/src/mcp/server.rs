@@ -692,4 +692,6 @@ impl ServerHandler for SouzServer {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

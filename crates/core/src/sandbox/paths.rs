@@ -394,4 +394,6 @@ fn fold_component(part: &OsStr, case_insensitive: bool) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

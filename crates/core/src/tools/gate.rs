@@ -442,6 +442,37 @@ impl Gate {
         })
     }
 
+    /// Stores a call that still runs here and has no row yet (planning, or a read-only call
+    /// whose record waits for its end), so that an answer naming it (`202 Accepted`) survives a
+    /// crash: after a restart [`Gate::recover`] fails it like any call a dead process left
+    /// unfinished. A no-op once the call has a row (or has ended and been stored); its later
+    /// states and its end are stored over this row as usual.
+    pub async fn keep(&self, call_id: &str, arguments: Value) -> Result<(), StoreError> {
+        let Some((tool, requester, created_at)) = self
+            .live()
+            .get(call_id)
+            .map(|call| (call.tool.clone(), call.requester.clone(), call.created_at))
+        else {
+            return Ok(());
+        };
+        let id = call_id.to_owned();
+        self.inner
+            .store
+            .write(move |transaction| {
+                calls::ensure(
+                    transaction,
+                    &calls::NewCall {
+                        id: &id,
+                        tool: &tool,
+                        requester: &requester,
+                        arguments: &arguments,
+                        created_at,
+                    },
+                )
+            })
+            .await
+    }
+
     /// Runs a call to its end.
     pub async fn call(&self, request: CallRequest) -> Result<CallState, StoreError> {
         let mut handle = self.start(request).await?;

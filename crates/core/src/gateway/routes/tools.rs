@@ -83,6 +83,7 @@ async fn call(
         Some(client) if client.eq_ignore_ascii_case("cli") => Requester::Cli,
         _ => Requester::Api,
     };
+    let arguments = request.arguments.clone();
     let mut call = handle
         .start_call(CallRequest {
             tool: request.tool,
@@ -97,6 +98,11 @@ async fn call(
         StatusCode::ACCEPTED
     };
     let call_id = call.detach();
+    if status == StatusCode::ACCEPTED {
+        // Accepted means it can be followed by id, even across a crash (the crash loop found
+        // calls answered 202 while still planning that had no row after a kill -9).
+        handle.keep_call(&call_id, arguments).await?;
+    }
     let stored = handle
         .tool_call(&call_id)
         .await?

@@ -36,7 +36,7 @@ const INVALID_PARAMS: i32 = -32602;
 /// Client request methods rmcp has a typed form for, except `server/discover`: a discover
 /// without the 2026-07-28 `_meta` is answered as unknown, so the client falls back to
 /// `initialize`.
-const TYPED_METHODS: &[&str] = &[
+pub(crate) const TYPED_METHODS: &[&str] = &[
     "initialize",
     "ping",
     "completion/complete",

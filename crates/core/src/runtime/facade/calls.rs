@@ -31,6 +31,16 @@ impl RuntimeHandle {
         Ok(self.gate().start(request).await?)
     }
 
+    /// Stores a call that is still running and has no row yet, before an answer names it as
+    /// accepted (see `Gate::keep`).
+    pub async fn keep_call(
+        &self,
+        call_id: &str,
+        arguments: serde_json::Value,
+    ) -> Result<(), ServiceError> {
+        Ok(self.gate().keep(call_id, arguments).await?)
+    }
+
     /// A call's stored row, or `None` when there is no such call.
     pub async fn tool_call(&self, call_id: &str) -> Result<Option<ToolCall>, ServiceError> {
         Ok(self.gate().get(call_id).await?)

@@ -528,6 +528,42 @@ async fn unfinished_calls_are_failed_after_a_restart() {
 }
 
 #[tokio::test]
+async fn a_kept_call_has_a_row_before_its_end_and_is_failed_after_a_restart() {
+    let f = fixture(|_| {}).await;
+    // A read-only call is stored only when it ends; keeping it stores it now.
+    let arguments = serde_json::json!({"sleep_ms": 60_000});
+    let mut handle = f.gate.start(call("Look", arguments.clone())).await.unwrap();
+    handle
+        .state
+        .wait_for(|s| s.status == ToolCallStatus::Running)
+        .await
+        .unwrap();
+    let call_id = handle.detach();
+    assert!(
+        stored(&f.store, &call_id).await.is_none(),
+        "not stored before it is kept"
+    );
+    f.gate.keep(&call_id, arguments.clone()).await.unwrap();
+    let kept = stored(&f.store, &call_id).await.unwrap();
+    assert_eq!(kept.tool, "Look");
+    // A crash (the task never ends): the next start fails it.
+    assert_eq!(f.gate.recover().await.unwrap(), 1);
+    let recovered = f.gate.get(&call_id).await.unwrap().unwrap();
+    assert_eq!(recovered.status, ToolCallStatus::Failed);
+    // Keeping a call that already has its row changes nothing.
+    f.gate.keep(&call_id, serde_json::json!({})).await.unwrap();
+    assert_eq!(
+        stored(&f.store, &call_id).await.unwrap().status,
+        ToolCallStatus::Failed
+    );
+}
+
+async fn stored(store: &Store, id: &str) -> Option<souz_protocol::ToolCall> {
+    let id = id.to_owned();
+    store.read(move |c| calls::load(c, &id)).await.unwrap()
+}
+
+#[tokio::test]
 async fn results_are_delivered_once() {
     let f = fixture(|_| {}).await;
     let mut handle = f
