@@ -51,6 +51,22 @@ else
   cargo test --locked --workspace --no-fail-fast
 fi
 
+step "local models: llama.cpp with the real test model (feature local-llm)"
+# Built and run apart so the default build does not pay for the C++ build; timed.
+local_started=$SECONDS
+export SOUZ_TEST_LOCAL_LLM="${SOUZ_TEST_LOCAL_LLM:-$PWD/tests/clients/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}"
+cargo clippy --locked -p souz-core -p souz-cli --features souz-cli/local-llm --all-targets -- -D warnings
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --locked -p souz-core --features local-llm llm::local
+  cargo build --locked -p souz-cli --features local-llm
+  cargo nextest run --locked -p souz-e2e --features local-llm local_llm
+else
+  cargo test --locked -p souz-core --features local-llm llm::local
+  cargo build --locked -p souz-cli --features local-llm
+  cargo test --locked -p souz-e2e --features local-llm local_llm
+fi
+echo "local models step: $((SECONDS - local_started)) s"
+
 step "web UI in headless Chromium"
 (cd tests/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)
 

@@ -211,6 +211,8 @@ impl Resolution {
 pub(crate) struct ModelRegistry {
     aliases: BTreeMap<String, String>,
     disabled: Vec<ProviderId>,
+    /// Whether this build runs local models in process (provider `local`).
+    local_engine: bool,
 }
 
 impl ModelRegistry {
@@ -223,14 +225,22 @@ impl ModelRegistry {
                 .map(|(alias, target)| (alias.trim().to_lowercase(), target.trim().to_owned()))
                 .collect(),
             disabled,
+            local_engine: false,
         }
     }
 
+    /// The registry with in-process local models enabled (this build has an engine).
+    pub(crate) fn with_local_engine(mut self, enabled: bool) -> Self {
+        self.local_engine = enabled;
+        self
+    }
+
     fn unusable(&self, provider: ProviderId) -> Option<String> {
-        if provider == ProviderId::Local {
+        if provider == ProviderId::Local && !self.local_engine {
             return Some(
-                "in-process local models are not available in this build; use ollama, \
-                 lm_studio or llama_cpp through `local_models`"
+                "in-process local models are not available in this build (built without local \
+                 models, the `local-llm` feature); use ollama, lm_studio or llama_cpp through \
+                 `local_models`"
                     .to_owned(),
             );
         }
@@ -519,7 +529,7 @@ mod tests {
                 .available(ModelKind::Chat, |_| false, &[])
                 .is_empty()
         );
-        // In-process models are never offered by this build.
+        // In-process models are never offered by a build without an engine.
         assert!(
             registry
                 .available(ModelKind::Chat, |_| true, &[])

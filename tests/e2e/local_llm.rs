@@ -1,0 +1,89 @@
+//! A chat turn end to end on an in-process local model with no provider key: the daemon built
+//! with `local-llm` (`cargo build -p souz-cli --features local-llm`), the test model linked
+//! into its home, `/v1/chats` and the stored events.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use souz_e2e::Daemon;
+
+const PROFILE: &str = "smollm2-135m-instruct";
+
+fn daemon() -> Daemon {
+    let home = tempfile::tempdir().unwrap();
+    let folder = home.path().join("models").join(PROFILE);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(
+        souz_core::testing::local_llm_model(),
+        folder.join("SmolLM2-135M-Instruct.Q4_1.gguf"),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[llm]\ndefault_model = \"local/{PROFILE}\"\nlocal_models = [\"local/{PROFILE}\"]\n\
+             max_output_tokens = 64\nlocal_threads = 2\n\n[agent]\ndefault_agent = \"skills\"\n"
+        ),
+    )
+    .unwrap();
+    Daemon::start_in(home, |command| {
+        for provider in souz_protocol::ProviderId::ALL {
+            for variable in provider.key_variables() {
+                command.env_remove(variable);
+            }
+        }
+    })
+}
+
+fn events(daemon: &Daemon, chat: &str) -> Vec<Value> {
+    daemon
+        .get(&format!("/v1/chats/{chat}/events?limit=1000"))
+        .json()["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_chat_turn_runs_on_a_local_model_without_any_key() {
+    let daemon = daemon();
+    let keys = daemon.get("/v1/me/provider-keys").json();
+    assert_eq!(keys["items"], json!([]), "no provider key: {keys}");
+    let created = daemon.post("/v1/chats", &json!({"title": "local"}));
+    assert_eq!(created.status, 201, "{}", created.body);
+    let chat = created.json()["chat"]["id"].as_str().unwrap().to_owned();
+    let posted = daemon.post(
+        &format!("/v1/chats/{chat}/messages"),
+        &json!({"content": "Say hello in one short sentence."}),
+    );
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let finished = loop {
+        if let Some(event) = events(&daemon, &chat)
+            .into_iter()
+            .find(|event| event["type"] == "execution.finished")
+        {
+            break event;
+        }
+        assert!(Instant::now() < deadline, "{:?}", events(&daemon, &chat));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        finished["payload"]["promptTokens"].as_u64().unwrap_or(0) > 0,
+        "{finished}"
+    );
+    let messages = daemon.get(&format!("/v1/chats/{chat}/messages")).json();
+    let answer = messages["items"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(answer["role"], "assistant", "{messages}");
+    let text = answer["content"].as_str().unwrap_or_default();
+    assert!(!text.trim().is_empty(), "{messages}");
+    assert!(
+        !text.contains("\"type\""),
+        "the contract's JSON is not shown: {text}"
+    );
+}
