@@ -176,6 +176,42 @@ pub trait LoadedModel: Send + Sync {
     fn size_bytes(&self) -> u64;
 }
 
+/// The prompt and the grammar `request` becomes for `profile` under the contract (what
+/// [`LocalClient`] generates from; for benchmarks and tools outside the crate).
+pub fn prepare(profile: &LocalProfile, request: &crate::llm::ChatRequest) -> (String, String) {
+    let turns = contract::render(&request.messages, &request.tools, profile.context);
+    (
+        profile.family.render(&turns),
+        contract::grammar(&request.tools),
+    )
+}
+
+/// Whether `raw` is exactly the contract's JSON, with no recovery: one object, a `final` with
+/// string content or `tool_calls` whose calls each have a string id, a name and an object of
+/// arguments.
+pub fn is_strict_contract(raw: &str) -> bool {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(raw.trim()) else {
+        return false;
+    };
+    match object.get("type").and_then(serde_json::Value::as_str) {
+        Some("final") => object.len() == 2 && object.get("content").is_some_and(|c| c.is_string()),
+        Some("tool_calls") => object
+            .get("calls")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|calls| {
+                !calls.is_empty()
+                    && calls.iter().all(|call| {
+                        call.get("id").is_some_and(serde_json::Value::is_string)
+                            && call.get("name").is_some_and(serde_json::Value::is_string)
+                            && call
+                                .get("arguments")
+                                .is_some_and(serde_json::Value::is_object)
+                    })
+            }),
+        _ => false,
+    }
+}
+
 /// The engine this build has: llama.cpp with the `local-llm` feature, else none.
 pub fn default_backend() -> Option<Arc<dyn LocalBackend>> {
     #[cfg(feature = "local-llm")]

@@ -543,6 +543,41 @@ mod tests {
     }
 
     #[test]
+    fn local_models_resolve_only_with_an_engine() {
+        let without = ModelRegistry::default();
+        let Resolution::Unsupported { reason, .. } =
+            without.resolve("local/smollm2-135m-instruct", ModelKind::Chat)
+        else {
+            panic!("expected unsupported");
+        };
+        assert!(reason.contains("built without local models"), "{reason}");
+        let with = ModelRegistry::default().with_local_engine(true);
+        let test_model = model(with.resolve("local/smollm2-135m-instruct", ModelKind::Chat));
+        assert_eq!(
+            (
+                test_model.provider,
+                test_model.model.as_str(),
+                test_model.listed
+            ),
+            (ProviderId::Local, "smollm2-135m-instruct", false)
+        );
+        assert_eq!(
+            model(with.resolve("local-qwen3-4b-instruct-2507", ModelKind::Chat)).qualified(),
+            "local/local-qwen3-4b-instruct-2507"
+        );
+        assert!(
+            with.available(ModelKind::Chat, |p| p == ProviderId::Local, &[])
+                .iter()
+                .all(|model| model.provider == ProviderId::Local)
+        );
+        assert!(
+            !with
+                .available(ModelKind::Chat, |p| p == ProviderId::Local, &[])
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn the_default_model_order_follows_the_region() {
         use souz_protocol::language::Language;
         let order = |language| default_chat_models(language).map(|(provider, _)| provider);

@@ -324,22 +324,31 @@ pub(crate) fn grammar(tools: &[ToolSpec]) -> String {
         return rules.join("\n") + "\n";
     }
     rules.insert(0, "root ::= final | calls".to_owned());
-    let names: Vec<String> = tools
-        .iter()
-        .map(|tool| gbnf_literal(&format!("\"{}\"", json_escape(&tool.name))))
+    let calls: Vec<String> = (0..tools.len())
+        .map(|index| format!("call{index}"))
         .collect();
-    rules.extend([
-        format!(
-            "calls ::= {} call (\",\" call)* \"]}}\"",
-            gbnf_literal("{\"type\":\"tool_calls\",\"calls\":[")
-        ),
-        format!(
-            "call ::= {} str {} name {} object \"}}\"",
+    rules.push(format!(
+        "calls ::= {} call (\",\" call)* \"]}}\"",
+        gbnf_literal("{\"type\":\"tool_calls\",\"calls\":[")
+    ));
+    rules.push(format!("call ::= {}", calls.join(" | ")));
+    for (index, tool) in tools.iter().enumerate() {
+        rules.push(format!(
+            "call{index} ::= {} str {} args{index} \"}}\"",
             gbnf_literal("{\"id\":"),
-            gbnf_literal(",\"name\":"),
-            gbnf_literal(",\"arguments\":")
-        ),
-        format!("name ::= {}", names.join(" | ")),
+            gbnf_literal(&format!(
+                ",\"name\":\"{}\",\"arguments\":",
+                json_escape(&tool.name)
+            )),
+        ));
+        rules.push(format!(
+            "args{index} ::= {}",
+            arguments_rule(&tool.parameters)
+        ));
+    }
+    rules.extend([
+        "integer ::= \"-\"? ([0-9] | [1-9] [0-9]*)".to_owned(),
+        "boolean ::= \"true\" | \"false\"".to_owned(),
         "object ::= \"{\" ws (pair (ws \",\" ws pair)*)? ws \"}\"".to_owned(),
         "pair ::= str ws \":\" ws value".to_owned(),
         "value ::= object | array | str | number | \"true\" | \"false\" | \"null\"".to_owned(),
@@ -354,6 +363,97 @@ pub(crate) fn grammar(tools: &[ToolSpec]) -> String {
 #[cfg(any(test, feature = "local-llm"))]
 pub(crate) fn calls_grammar(tools: &[ToolSpec]) -> String {
     grammar(tools).replacen("root ::= final | calls", "root ::= calls", 1)
+}
+
+/// Schemas with more properties than this get a plain JSON object as their arguments rule.
+const MAX_GRAMMAR_PROPERTIES: usize = 12;
+
+/// The arguments rule of a tool: its schema's properties, each once, required ones first in
+/// a fixed order, values of their declared type (an enum of strings as its literals); a schema
+/// this cannot express takes any JSON object.
+fn arguments_rule(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return "object".to_owned();
+    };
+    if properties.len() > MAX_GRAMMAR_PROPERTIES {
+        return "object".to_owned();
+    }
+    if properties.is_empty() {
+        return "\"{\" ws \"}\"".to_owned();
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut pairs: Vec<(String, bool)> = required
+        .iter()
+        .filter_map(|name| {
+            properties
+                .get(*name)
+                .map(|property| (pair_rule(name, property), true))
+        })
+        .collect();
+    pairs.extend(
+        properties
+            .iter()
+            .filter(|(name, _)| !required.contains(&name.as_str()))
+            .map(|(name, property)| (pair_rule(name, property), false)),
+    );
+    let comma = "ws \",\" ws";
+    let body = if pairs.first().is_some_and(|(_, required)| *required) {
+        let mut body = pairs
+            .first()
+            .map(|(pair, _)| pair.clone())
+            .unwrap_or_default();
+        for (pair, required) in pairs.iter().skip(1) {
+            if *required {
+                body.push_str(&format!(" {comma} {pair}"));
+            } else {
+                body.push_str(&format!(" ({comma} {pair})?"));
+            }
+        }
+        body
+    } else {
+        let starts: Vec<String> = (0..pairs.len())
+            .map(|start| {
+                let mut alternative = pairs[start].0.clone();
+                for (pair, _) in pairs.iter().skip(start + 1) {
+                    alternative.push_str(&format!(" ({comma} {pair})?"));
+                }
+                alternative
+            })
+            .collect();
+        format!("({})?", starts.join(" | "))
+    };
+    format!("\"{{\" ws {body} ws \"}}\"")
+}
+
+/// `"name" ws ":" ws <value of its type>`.
+fn pair_rule(name: &str, property: &Value) -> String {
+    let key = gbnf_literal(&format!("\"{}\"", json_escape(name)));
+    let strings: Vec<String> = property
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|values| {
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|value| gbnf_literal(&quoted(value)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let value = match property.get("type").and_then(Value::as_str) {
+        Some("string") if !strings.is_empty() => format!("({})", strings.join(" | ")),
+        Some("string") => "str".to_owned(),
+        Some("integer") => "integer".to_owned(),
+        Some("number") => "number".to_owned(),
+        Some("boolean") => "boolean".to_owned(),
+        Some("array") => "array".to_owned(),
+        Some("object") => "object".to_owned(),
+        _ => "value".to_owned(),
+    };
+    format!("{key} ws \":\" ws {value}")
 }
 
 /// `text` as a GBNF string literal.

@@ -17,6 +17,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -87,16 +89,15 @@ impl Loaded {
             params = params
                 .with_embeddings(true)
                 .with_pooling_type(LlamaPoolingType::Mean)
+                .with_n_batch(size)
                 .with_n_ubatch(size);
         }
         self.model.new_context(backend()?, params).map_err(engine)
     }
 
-    fn sampler(&self, generation: &Generation) -> Result<LlamaSampler, LocalError> {
+    /// The sampling chain without the grammar (checked apart: see [`Loaded::next_token`]).
+    fn sampler(generation: &Generation) -> LlamaSampler {
         let mut chain = Vec::new();
-        if let Some(grammar) = &generation.grammar {
-            chain.push(LlamaSampler::grammar(&self.model, grammar, "root").map_err(engine)?);
-        }
         if generation.temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());
         } else {
@@ -107,7 +108,40 @@ impl Loaded {
                 LlamaSampler::dist(generation.seed),
             ]);
         }
-        Ok(LlamaSampler::chain_simple(chain))
+        LlamaSampler::chain_simple(chain)
+    }
+
+    /// The next token: sampled without the grammar, and only when the grammar refuses it
+    /// sampled again from the candidates the grammar allows (what llama.cpp's own sampler
+    /// does: checking one token is far cheaper than filtering the whole vocabulary).
+    fn next_token(
+        context: &LlamaContext<'_>,
+        index: i32,
+        chain: &mut LlamaSampler,
+        grammar: Option<&mut LlamaSampler>,
+    ) -> LlamaToken {
+        let token = chain.sample(context, index);
+        let Some(grammar) = grammar else {
+            return token;
+        };
+        let mut single =
+            LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+        grammar.apply(&mut single);
+        let allowed = single
+            .data
+            .first()
+            .is_some_and(|data| data.logit().is_finite());
+        let token = if allowed {
+            token
+        } else {
+            let mut all = context.token_data_array_ith(index);
+            grammar.apply(&mut all);
+            chain.apply(&mut all);
+            all.selected_token()
+                .unwrap_or_else(|| all.sample_token_greedy())
+        };
+        grammar.accept(token);
+        token
     }
 
     /// Decodes `tokens` from position `start` in batches; logits for the last one only.
@@ -193,7 +227,11 @@ impl LoadedModel for Loaded {
         let room = self.context as usize - prompt.len() - 1;
         let max_tokens = (generation.max_tokens as usize).min(room);
         let mut context = self.new_context(false, self.context)?;
-        let mut sampler = self.sampler(generation)?;
+        let mut chain = Self::sampler(generation);
+        let mut grammar = match &generation.grammar {
+            Some(rules) => Some(LlamaSampler::grammar(&self.model, rules, "root").map_err(engine)?),
+            None => None,
+        };
         let mut batch = LlamaBatch::new(BATCH, 1);
         let mut stats = GenerationStats {
             prompt_tokens,
@@ -214,7 +252,8 @@ impl LoadedModel for Loaded {
                 stats.stop = StopReason::Cancelled;
                 break;
             }
-            let token = sampler.sample(&context, batch.n_tokens() - 1);
+            let token =
+                Self::next_token(&context, batch.n_tokens() - 1, &mut chain, grammar.as_mut());
             if vocab.is_eog(token) {
                 stats.stop = StopReason::End;
                 break;
@@ -246,7 +285,7 @@ impl LoadedModel for Loaded {
             let mut tokens = vocab.tokenize(text.as_bytes(), true, false);
             tokens.truncate(size as usize);
             let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
-            batch.add_sequence(&tokens, 0, false).map_err(engine)?;
+            batch.add_sequence(&tokens, 0, true).map_err(engine)?;
             context.clear_kv_cache();
             context.decode(&mut batch).map_err(engine)?;
             let vector = context.embeddings_seq_ith(0).map_err(engine)?;

@@ -222,7 +222,7 @@ async fn tool_calls_come_out_as_calls_with_their_finish_reason() {
         prompts[0]
             .grammar
             .as_deref()
-            .is_some_and(|g| g.contains("\"\\\"Calculator\\\"\""))
+            .is_some_and(|g| g.contains("\\\"name\\\":\\\"Calculator\\\""))
     );
 }
 

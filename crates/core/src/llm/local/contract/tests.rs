@@ -140,20 +140,70 @@ fn the_grammar_names_exactly_the_requested_tools() {
     let with_tools = grammar(&[tool("ReadFile", ""), tool("weird\"name", "")]);
     assert!(with_tools.starts_with("root ::= final | calls\n"));
     assert!(
-        with_tools.contains(r#"name ::= "\"ReadFile\"" | "\"weird\\\"name\"""#),
+        with_tools.contains("call ::= call0 | call1\n"),
+        "{with_tools}"
+    );
+    assert!(
+        with_tools.contains(
+            r#"call0 ::= "{\"id\":" str ",\"name\":\"ReadFile\",\"arguments\":" args0 "}""#
+        ),
+        "{with_tools}"
+    );
+    assert!(
+        with_tools.contains(r#"\"name\":\"weird\\\"name\""#),
+        "{with_tools}"
+    );
+    // Each property once, the required one first, values of their type.
+    assert!(
+        with_tools.contains(
+            r#"args0 ::= "{" ws "\"path\"" ws ":" ws str (ws "," ws "\"limit\"" ws ":" ws integer)? ws "}""#
+        ),
         "{with_tools}"
     );
     let required = calls_grammar(&[tool("ReadFile", "")]);
     assert!(required.starts_with("root ::= calls\n"), "{required}");
+    // Optional-only and enum properties; a schema it cannot express takes any object.
+    let options = grammar(&[
+        ToolSpec {
+            name: "Set".into(),
+            description: String::new(),
+            parameters: json!({"type":"object","properties":{
+                "mode": {"type":"string","enum":["on","off"]},
+                "level": {"type":"number"},
+            }}),
+        },
+        ToolSpec {
+            name: "Any".into(),
+            description: String::new(),
+            parameters: json!({"type":"object"}),
+        },
+    ]);
+    assert!(
+        options.contains(
+            r#"args0 ::= "{" ws ("\"level\"" ws ":" ws number (ws "," ws "\"mode\"" ws ":" ws ("\"on\"" | "\"off\""))? | "\"mode\"" ws ":" ws ("\"on\"" | "\"off\""))? ws "}""#
+        ),
+        "{options}"
+    );
+    assert!(options.contains("args1 ::= object\n"), "{options}");
     // Every rule used is defined.
-    let defined: Vec<&str> = with_tools
-        .lines()
-        .filter_map(|line| line.split_once(" ::= ").map(|(name, _)| name))
-        .collect();
-    for name in [
-        "root", "final", "calls", "call", "name", "object", "pair", "value", "array", "str",
-        "char", "hex", "number", "ws",
-    ] {
-        assert!(defined.contains(&name), "{name} missing");
+    for text in [&with_tools, &options, &final_only] {
+        let defined: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.split_once(" ::= ").map(|(name, _)| name))
+            .collect();
+        let literals = regex::Regex::new(r#""(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]"#).expect("regex");
+        for line in text.lines() {
+            let (_, body) = line.split_once(" ::= ").expect("a rule");
+            let bare = literals.replace_all(body, " ");
+            for word in bare.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if !word.is_empty() && word.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                {
+                    assert!(
+                        defined.contains(&word),
+                        "{word} is used but not defined in {text}"
+                    );
+                }
+            }
+        }
     }
 }

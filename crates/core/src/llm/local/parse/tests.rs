@@ -153,3 +153,21 @@ fn the_error_names_the_original_message() {
         "{error}"
     );
 }
+
+#[test]
+fn strict_contract_json_is_told_from_what_needs_recovery() {
+    use crate::llm::local::is_strict_contract;
+    assert!(is_strict_contract(r#"{"type":"final","content":"hi"}"#));
+    assert!(is_strict_contract(
+        r#" {"type":"tool_calls","calls":[{"id":"1","name":"A","arguments":{}}]} "#
+    ));
+    for raw in [
+        r#"{"type":"final","content":"hi","extra":1}"#,
+        r#"{"type":"tool_calls","calls":[]}"#,
+        r#"{"type":"tool_calls","calls":[{"id":"1","name":"A","arguments":"{}"}]}"#,
+        r#"Sure: {"type":"final","content":"hi"}"#,
+        r#"{"result":"x"}"#,
+    ] {
+        assert!(!is_strict_contract(raw), "{raw}");
+    }
+}
