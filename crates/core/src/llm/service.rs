@@ -177,10 +177,12 @@ impl LlmService {
         environment: Environment,
     ) -> Result<Self, LlmServiceError> {
         let service = Self {
+            // A build with an engine resolves `local/...` names from the start (the runtime
+            // attaches the models before any call; `[llm] default_model` may name one).
             cell: Arc::new(RwLock::new(Arc::new(Shared::build(
                 config,
                 environment,
-                false,
+                super::local::default_backend().is_some(),
             )?))),
             local: None,
             keys: {
@@ -221,7 +223,8 @@ impl LlmService {
     /// default model that does not resolve).
     pub fn reload(&self, config: &LlmConfig) -> Result<(), LlmServiceError> {
         let environment = Arc::clone(&self.shared().environment);
-        let next = Shared::build(config, environment, self.local.is_some())?;
+        let local_engine = self.local.is_some() || super::local::default_backend().is_some();
+        let next = Shared::build(config, environment, local_engine)?;
         if !config.default_model.trim().is_empty() {
             let resolution = next
                 .registry

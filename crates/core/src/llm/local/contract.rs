@@ -360,7 +360,7 @@ pub(crate) fn grammar(tools: &[ToolSpec]) -> String {
 }
 
 /// [`grammar`] allowing only tool calls (a request that must call a tool: benchmarks and tests).
-#[cfg(any(test, feature = "local-llm"))]
+#[cfg(test)]
 pub(crate) fn calls_grammar(tools: &[ToolSpec]) -> String {
     grammar(tools).replacen("root ::= final | calls", "root ::= calls", 1)
 }
