@@ -122,16 +122,7 @@ impl LlmConfig {
                 problems.push(Invalid::new(key, format!("`{url}` is not an http(s) URL")));
             }
         }
-        let mirror = &self.local_model_mirror;
-        if !mirror.is_empty()
-            && (!(mirror.starts_with("http://") || mirror.starts_with("https://"))
-                || mirror.chars().any(|c| c.is_whitespace() || c.is_control()))
-        {
-            problems.push(Invalid::new(
-                "local_model_mirror",
-                format!("`{mirror}` is not an http:// or https:// URL"),
-            ));
-        }
+        problems.extend(self.mirror_problem());
         if self.giga_scope.trim().is_empty() || self.giga_scope.contains(['&', '=', ' ']) {
             problems.push(Invalid::new(
                 "giga_scope",
@@ -207,6 +198,19 @@ impl LlmConfig {
             ));
         }
         problems
+    }
+
+    fn mirror_problem(&self) -> Option<Invalid> {
+        let mirror = &self.local_model_mirror;
+        let bad = !mirror.is_empty()
+            && (!(mirror.starts_with("http://") || mirror.starts_with("https://"))
+                || mirror.chars().any(|c| c.is_whitespace() || c.is_control()));
+        bad.then(|| {
+            Invalid::new(
+                "local_model_mirror",
+                format!("`{mirror}` is not an http:// or https:// URL"),
+            )
+        })
     }
 
     /// The disabled providers (invalid names are reported by validation).

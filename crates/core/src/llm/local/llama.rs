@@ -185,8 +185,7 @@ impl Utf8Buffer {
             }
         };
         let rest = self.0.split_off(valid);
-        let text = String::from_utf8(std::mem::replace(&mut self.0, rest)).unwrap_or_default();
-        text
+        String::from_utf8(std::mem::replace(&mut self.0, rest)).unwrap_or_default()
     }
 }
 

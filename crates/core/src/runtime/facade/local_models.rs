@@ -193,13 +193,13 @@ impl RuntimeHandle {
                 message: format!("{} is being downloaded", profile.name),
             });
         }
-        if let Some(models) = self.llm().local_models() {
-            if !models.unload(profile.name) {
-                return Err(ServiceError::Conflict {
-                    code: ErrorCode::Conflict,
-                    message: format!("{} is in use; try again when its turn ends", profile.name),
-                });
-            }
+        if let Some(models) = self.llm().local_models()
+            && !models.unload(profile.name)
+        {
+            return Err(ServiceError::Conflict {
+                code: ErrorCode::Conflict,
+                message: format!("{} is in use; try again when its turn ends", profile.name),
+            });
         }
         let path = profile.path(&self.models_dir());
         let part = path.with_file_name(format!("{}.part", profile.file));

@@ -186,12 +186,12 @@ fn the_grammar_names_exactly_the_requested_tools() {
     );
     assert!(options.contains("args1 ::= object\n"), "{options}");
     // Every rule used is defined.
+    let literals = regex::Regex::new(r#""(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]"#).expect("regex");
     for text in [&with_tools, &options, &final_only] {
         let defined: Vec<&str> = text
             .lines()
             .filter_map(|line| line.split_once(" ::= ").map(|(name, _)| name))
             .collect();
-        let literals = regex::Regex::new(r#""(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]"#).expect("regex");
         for line in text.lines() {
             let (_, body) = line.split_once(" ::= ").expect("a rule");
             let bare = literals.replace_all(body, " ");

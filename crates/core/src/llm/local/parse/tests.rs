@@ -12,9 +12,10 @@ fn final_(text: &str) -> Result<Reply, ParseError> {
     Ok(Reply::Final(text.into()))
 }
 
-#[test]
-fn malformed_outputs_are_recovered_by_the_original_rules() {
-    let table: Vec<(&str, &str, Result<Reply, ParseError>)> = vec![
+type Case = (&'static str, &'static str, Result<Reply, ParseError>);
+
+fn final_cases() -> Vec<Case> {
+    vec![
         (
             "well-formed final",
             r#"{"type":"final","content":"Hello"}"#,
@@ -44,6 +45,11 @@ fn malformed_outputs_are_recovered_by_the_original_rules() {
             "Sure! Here you go: {\"type\":\"final\",\"content\":\"42\"} Hope it helps.",
             final_("42"),
         ),
+    ]
+}
+
+fn call_cases() -> Vec<Case> {
+    vec![
         (
             "duplicate and missing ids made unique",
             r#"{"type":"tool_calls","calls":[{"id":"x","name":"A","arguments":{}},{"id":"x","name":"B","arguments":{}},{"name":"C"}]}"#,
@@ -137,8 +143,12 @@ fn malformed_outputs_are_recovered_by_the_original_rules() {
                 preview: "{{{ nope".into(),
             }),
         ),
-    ];
-    for (case, raw, expected) in table {
+    ]
+}
+
+#[test]
+fn malformed_outputs_are_recovered_by_the_original_rules() {
+    for (case, raw, expected) in final_cases().into_iter().chain(call_cases()) {
         assert_eq!(parse_reply(raw), expected, "{case}: {raw}");
     }
 }
