@@ -119,12 +119,19 @@ fn prompt(i: usize) -> String {
     }
 }
 
-/// Share of strictly valid contract answers (and of those, tool calls) over 50 prompts.
+/// Tool-call prompts per validity run: 50, or `SOUZ_BENCH_PROMPTS` (a quick run).
+fn prompts() -> usize {
+    souz_core::config::env::process_env("SOUZ_BENCH_PROMPTS")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(50)
+}
+
+/// Strictly valid contract answers (and of those, tool calls) over [`prompts`] prompts.
 async fn validity(models: &LocalModels, grammar: bool) -> (usize, usize) {
     let profile = profiles::find(PROFILE).expect("profile");
     let model = models.acquire(profile, false).await.expect("load");
     let (mut valid, mut calls) = (0, 0);
-    for i in 0..50 {
+    for i in 0..prompts() {
         let request = ChatRequest {
             tools: tools(),
             ..ChatRequest::new(PROFILE, vec![Message::user(prompt(i))])
@@ -207,8 +214,9 @@ async fn run() {
             for grammar in [true, false] {
                 let (valid, calls) = validity(&models, grammar).await;
                 println!(
-                    "local_llm/contract {} grammar: {valid}/50 strictly valid JSON ({calls} tool calls)",
-                    if grammar { "with" } else { "without" }
+                    "local_llm/contract {} grammar: {valid}/{} strictly valid JSON ({calls} tool calls)",
+                    if grammar { "with" } else { "without" },
+                    prompts()
                 );
             }
         }
