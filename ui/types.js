@@ -673,6 +673,9 @@
  * `GET /health`: liveness and the state of the daemon's parts.
  * @typedef {{
  *   database: ComponentStatus;
+ *   local_models_loaded?: Array<string>;
+ *   rss_bytes?: number | null;
+ *   rss_without_local_models_bytes?: number | null;
  *   sandbox: SandboxStatus;
  *   status: string;
  *   uptime_s: number;
@@ -706,6 +709,43 @@
 /**
  * Where a provider's key comes from.
  * @typedef {"stored" | "environment"} KeySource
+ */
+
+/**
+ * One local model profile.
+ * @typedef {{
+ *   bytes: number;
+ *   contextTokens: number;
+ *   file: string;
+ *   kind: string;
+ *   minRamGb: number;
+ *   name: string;
+ *   path: string;
+ *   pullable: boolean;
+ *   testModel: boolean;
+ * } & ({
+ *   state: "missing";
+ * } | {
+ *   received: number;
+ *   state: "downloading";
+ *   total: number;
+ * } | {
+ *   state: "ready";
+ * } | {
+ *   state: "loaded";
+ * } | {
+ *   error: string;
+ *   state: "failed";
+ * })} LocalModelInfo
+ */
+
+/**
+ * `GET /v1/models/local`.
+ * @typedef {{
+ *   engine?: string | null;
+ *   items: Array<LocalModelInfo>;
+ *   rssBytes?: number | null;
+ * }} LocalModelList
  */
 
 /**

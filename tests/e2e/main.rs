@@ -11,6 +11,8 @@ mod credentials;
 mod daemon;
 mod keys;
 mod keys_cli;
+#[cfg(feature = "local-llm")]
+mod local_llm;
 mod mcp;
 mod mcp_gateway;
 mod mcp_reference;

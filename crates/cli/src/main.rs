@@ -13,6 +13,7 @@ mod mcp_config;
 mod mcp_servers_command;
 mod mcp_stdio;
 mod memory_command;
+mod models_command;
 mod output;
 mod questions_command;
 mod serve;
@@ -112,6 +113,11 @@ enum Command {
         #[command(subcommand)]
         command: Option<memory_command::MemoryCommand>,
     },
+    /// In-process local models: list, pull, rm (default: list).
+    Models {
+        #[command(subcommand)]
+        command: Option<models_command::ModelsCommand>,
+    },
     /// File-backed skills: list, show, install, validate, enable, disable, remove (default:
     /// list).
     Skills {
@@ -174,6 +180,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Memory { command } => client_command(memory_command::run(command)),
+        Command::Models { command } => client_command(models_command::run(command)),
         Command::Skills { command } => client_command(skills_command::run(command)),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {

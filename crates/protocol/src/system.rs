@@ -27,6 +27,16 @@ pub struct Health {
     pub database: ComponentStatus,
     /// How commands run by tools are confined on this machine.
     pub sandbox: SandboxStatus,
+    /// The daemon's resident memory now, in bytes, where the system says (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// The in-process local models loaded now (their weights count in `rss_bytes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_models_loaded: Vec<String>,
+    /// The resident memory measured just before a local model was last loaded with none
+    /// loaded: the daemon without local models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_without_local_models_bytes: Option<u64>,
 }
 
 /// How the operating system confines commands run by tools.

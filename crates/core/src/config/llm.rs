@@ -22,8 +22,10 @@ config_section! {
         /// Your own names for models: an inline table from a name to a listed model or
         /// `provider/model` (for example fast mapped to "openai/gpt-5-mini").
         pub aliases: BTreeMap<String, String> = BTreeMap::new(),
-        /// Models on local OpenAI-compatible servers, as `provider/model` with provider ollama,
-        /// lm_studio or llama_cpp (e.g. "ollama/llama3.2"). Listing one enables its server.
+        /// Local models: on local OpenAI-compatible servers as `provider/model` with provider
+        /// ollama, lm_studio or llama_cpp (e.g. "ollama/llama3.2"), or run in process as
+        /// `local/<profile>` (e.g. "local/qwen3-4b-instruct-2507"; `souz models list`).
+        /// Listing one enables its server.
         pub local_models: Vec<String> = Vec::new(),
         /// Providers never to use, even when a key is available (e.g. ["giga"]).
         pub disabled_providers: Vec<String> = Vec::new(),
@@ -76,17 +78,26 @@ config_section! {
         /// else an owner-only file in the Souz home) or "file" (always the file). A key
         /// already kept in a file stays there.
         pub key_storage: String = "auto".to_owned(),
+        /// In-process local models are unloaded after this many seconds without use.
+        pub local_idle_unload_seconds: u64 = 300,
+        /// Threads of in-process local models; 0 uses every core.
+        pub local_threads: u32 = 0,
+        /// Where `souz models pull` fetches in-process models from: a URL under which each
+        /// profile's file is served as `<url>/<profile>/<file>` (a mirror inside your network).
+        /// Only profiles with a pinned checksum are fetched, and the checksum is checked.
+        pub local_model_mirror: String = String::new(),
     }
 }
 
 /// Values `[llm] key_storage` accepts.
 pub(crate) const KEY_STORAGES: &[&str] = &["auto", "file"];
 
-/// Providers that are local OpenAI-compatible servers.
-pub(crate) const LOCAL_SERVERS: [ProviderId; 3] = [
+/// What `local_models` accepts: the local servers, and `local` (in process).
+const LOCAL_PROVIDERS: [ProviderId; 4] = [
     ProviderId::Ollama,
     ProviderId::LmStudio,
     ProviderId::LlamaCpp,
+    ProviderId::Local,
 ];
 
 impl LlmConfig {
@@ -111,6 +122,7 @@ impl LlmConfig {
                 problems.push(Invalid::new(key, format!("`{url}` is not an http(s) URL")));
             }
         }
+        problems.extend(self.mirror_problem());
         if self.giga_scope.trim().is_empty() || self.giga_scope.contains(['&', '=', ' ']) {
             problems.push(Invalid::new(
                 "giga_scope",
@@ -152,6 +164,7 @@ impl LlmConfig {
                 self.stream_idle_timeout_seconds,
             ),
             ("retry_backoff_base_ms", self.retry_backoff_base_ms),
+            ("local_idle_unload_seconds", self.local_idle_unload_seconds),
         ] {
             if value == 0 {
                 problems.push(Invalid::new(key, "must be at least 1"));
@@ -187,6 +200,19 @@ impl LlmConfig {
         problems
     }
 
+    fn mirror_problem(&self) -> Option<Invalid> {
+        let mirror = &self.local_model_mirror;
+        let bad = !mirror.is_empty()
+            && (!(mirror.starts_with("http://") || mirror.starts_with("https://"))
+                || mirror.chars().any(|c| c.is_whitespace() || c.is_control()));
+        bad.then(|| {
+            Invalid::new(
+                "local_model_mirror",
+                format!("`{mirror}` is not an http:// or https:// URL"),
+            )
+        })
+    }
+
     /// The disabled providers (invalid names are reported by validation).
     pub fn disabled(&self) -> Vec<ProviderId> {
         self.disabled_providers
@@ -209,11 +235,15 @@ fn provider_names() -> String {
 }
 
 fn local_model(text: &str) -> Result<(ProviderId, String), String> {
-    let shape =
-        || format!("`{text}` is not `server/model` with server ollama, lm_studio or llama_cpp");
+    let shape = || {
+        format!(
+            "`{text}` is not `server/model` with server ollama, lm_studio or llama_cpp, nor \
+             `local/<profile>`"
+        )
+    };
     let (server, model) = text.trim().split_once('/').ok_or_else(shape)?;
     let server = ProviderId::parse(server)
-        .filter(|p| LOCAL_SERVERS.contains(p))
+        .filter(|p| LOCAL_PROVIDERS.contains(p))
         .ok_or_else(shape)?;
     if model.trim().is_empty() {
         return Err(shape());
@@ -233,6 +263,7 @@ mod tests {
             openai_base_url: "api.openai.com".into(),
             local_models: vec![
                 "ollama/llama3.2".into(),
+                "local/smollm2-135m-instruct".into(),
                 "openai/gpt".into(),
                 "ollama/".into(),
             ],
@@ -262,7 +293,10 @@ mod tests {
         );
         assert_eq!(
             config.local(),
-            [(ProviderId::Ollama, "llama3.2".to_owned())]
+            [
+                (ProviderId::Ollama, "llama3.2".to_owned()),
+                (ProviderId::Local, "smollm2-135m-instruct".to_owned())
+            ]
         );
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod clients;
 pub(crate) mod config;
 pub(crate) mod connect;
 pub(crate) mod events;
+pub(crate) mod local_models;
 pub(crate) mod mcp_servers;
 pub(crate) mod memory;
 pub(crate) mod options;
@@ -34,6 +35,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(mcp_servers::routes())
         .merge(audit::routes())
         .merge(memory::routes())
+        .merge(local_models::routes())
         .merge(chats::routes())
         .merge(options::routes())
         .merge(provider_keys::routes())

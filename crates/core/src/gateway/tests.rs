@@ -21,6 +21,7 @@ mod chat_stream;
 mod chats;
 mod clients;
 mod live_settings;
+mod local_models;
 mod memory;
 mod options;
 mod proxy;

@@ -211,6 +211,8 @@ impl Resolution {
 pub(crate) struct ModelRegistry {
     aliases: BTreeMap<String, String>,
     disabled: Vec<ProviderId>,
+    /// Whether this build runs local models in process (provider `local`).
+    local_engine: bool,
 }
 
 impl ModelRegistry {
@@ -223,14 +225,22 @@ impl ModelRegistry {
                 .map(|(alias, target)| (alias.trim().to_lowercase(), target.trim().to_owned()))
                 .collect(),
             disabled,
+            local_engine: false,
         }
     }
 
+    /// The registry with in-process local models enabled (this build has an engine).
+    pub(crate) fn with_local_engine(mut self, enabled: bool) -> Self {
+        self.local_engine = enabled;
+        self
+    }
+
     fn unusable(&self, provider: ProviderId) -> Option<String> {
-        if provider == ProviderId::Local {
+        if provider == ProviderId::Local && !self.local_engine {
             return Some(
-                "in-process local models are not available in this build; use ollama, \
-                 lm_studio or llama_cpp through `local_models`"
+                "in-process local models are not available in this build (built without local \
+                 models, the `local-llm` feature); use ollama, lm_studio or llama_cpp through \
+                 `local_models`"
                     .to_owned(),
             );
         }
@@ -519,7 +529,7 @@ mod tests {
                 .available(ModelKind::Chat, |_| false, &[])
                 .is_empty()
         );
-        // In-process models are never offered by this build.
+        // In-process models are never offered by a build without an engine.
         assert!(
             registry
                 .available(ModelKind::Chat, |_| true, &[])
@@ -530,6 +540,41 @@ mod tests {
         for (provider, id) in DEFAULT_CHAT_MODELS {
             assert!(model(registry.resolve(&format!("{provider}/{id}"), ModelKind::Chat)).listed);
         }
+    }
+
+    #[test]
+    fn local_models_resolve_only_with_an_engine() {
+        let without = ModelRegistry::default();
+        let Resolution::Unsupported { reason, .. } =
+            without.resolve("local/smollm2-135m-instruct", ModelKind::Chat)
+        else {
+            panic!("expected unsupported");
+        };
+        assert!(reason.contains("built without local models"), "{reason}");
+        let with = ModelRegistry::default().with_local_engine(true);
+        let test_model = model(with.resolve("local/smollm2-135m-instruct", ModelKind::Chat));
+        assert_eq!(
+            (
+                test_model.provider,
+                test_model.model.as_str(),
+                test_model.listed
+            ),
+            (ProviderId::Local, "smollm2-135m-instruct", false)
+        );
+        assert_eq!(
+            model(with.resolve("local-qwen3-4b-instruct-2507", ModelKind::Chat)).qualified(),
+            "local/local-qwen3-4b-instruct-2507"
+        );
+        assert!(
+            with.available(ModelKind::Chat, |p| p == ProviderId::Local, &[])
+                .iter()
+                .all(|model| model.provider == ProviderId::Local)
+        );
+        assert!(
+            !with
+                .available(ModelKind::Chat, |p| p == ProviderId::Local, &[])
+                .is_empty()
+        );
     }
 
     #[test]

@@ -22,6 +22,8 @@ use super::embeddings::{EmbeddingClient, OpenAiEmbeddings};
 use super::gigachat::{GigaChatAuth, GigaChatClient};
 use super::http::{HttpClientError, HttpSettings, ProviderHttp};
 use super::keys::{ApiKey, KeyStore, KeyStoreError, Keychain, MAX_KEY_CHARS};
+use super::local::LocalModels;
+use super::local::engine::{LocalClient, LocalEmbeddings};
 use super::models::{DEFAULT_CHAT_MODELS, ModelKind, ModelRegistry, Resolution, ResolvedModel};
 use super::openai::{OpenAiClient, OpenAiEndpoint};
 use super::openai_compatible::preset;
@@ -102,6 +104,8 @@ pub struct LlmService {
     /// The current configuration, shared by every user's view and swapped on reload.
     cell: Arc<RwLock<Arc<Shared>>>,
     keys: KeyStore,
+    /// The in-process models, when this build has an engine (provider `local`).
+    local: Option<Arc<LocalModels>>,
 }
 
 /// What every user's view of the service shares.
@@ -123,7 +127,11 @@ impl std::fmt::Debug for LlmService {
 
 impl Shared {
     /// Reads the extra CA files and builds the one HTTP client and the registry.
-    fn build(config: &LlmConfig, environment: Environment) -> Result<Self, LlmServiceError> {
+    fn build(
+        config: &LlmConfig,
+        environment: Environment,
+        local_engine: bool,
+    ) -> Result<Self, LlmServiceError> {
         let mut extra_ca = Vec::new();
         for path in &config.extra_ca_files {
             let pem = std::fs::read(path).map_err(|source| LlmServiceError::CaFile {
@@ -137,7 +145,8 @@ impl Shared {
             Duration::from_secs(config.connect_timeout_seconds),
             &extra_ca,
         )?;
-        let registry = ModelRegistry::new(&config.aliases, config.disabled());
+        let registry =
+            ModelRegistry::new(&config.aliases, config.disabled()).with_local_engine(local_engine);
         let giga_auth = Arc::new(GigaChatAuth::new(
             http.clone(),
             config.giga_auth_url.clone(),
@@ -174,7 +183,14 @@ impl LlmService {
         environment: Environment,
     ) -> Result<Self, LlmServiceError> {
         let service = Self {
-            cell: Arc::new(RwLock::new(Arc::new(Shared::build(config, environment)?))),
+            // A build with an engine resolves `local/...` names from the start (the runtime
+            // attaches the models before any call; `[llm] default_model` may name one).
+            cell: Arc::new(RwLock::new(Arc::new(Shared::build(
+                config,
+                environment,
+                super::local::default_backend().is_some(),
+            )?))),
+            local: None,
             keys: {
                 let keychain = match config.key_storage.as_str() {
                     "file" => None,
@@ -193,12 +209,28 @@ impl LlmService {
         Ok(service)
     }
 
+    /// The same service with in-process models run by `local` (provider `local` becomes
+    /// usable). Keeps every user's view, as they share the configuration.
+    pub fn with_local_models(mut self, local: Arc<LocalModels>) -> Result<Self, LlmServiceError> {
+        let shared = self.shared();
+        let next = Shared::build(&shared.config, Arc::clone(&shared.environment), true)?;
+        *self.cell.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        self.local = Some(local);
+        Ok(self)
+    }
+
+    /// The in-process models, when this build has an engine.
+    pub fn local_models(&self) -> Option<&Arc<LocalModels>> {
+        self.local.as_ref()
+    }
+
     /// Applies a new `[llm]` section: the next call uses its models, base URLs, timeouts and
     /// CA files. Nothing changes when it is not usable (a CA file that cannot be read, a
     /// default model that does not resolve).
     pub fn reload(&self, config: &LlmConfig) -> Result<(), LlmServiceError> {
         let environment = Arc::clone(&self.shared().environment);
-        let next = Shared::build(config, environment)?;
+        let local_engine = self.local.is_some() || super::local::default_backend().is_some();
+        let next = Shared::build(config, environment, local_engine)?;
         if !config.default_model.trim().is_empty() {
             let resolution = next
                 .registry
@@ -225,6 +257,7 @@ impl LlmService {
         Self {
             cell: Arc::clone(&self.cell),
             keys: self.keys.for_user(user),
+            local: self.local.clone(),
         }
     }
 
@@ -478,6 +511,20 @@ impl LlmService {
         let shared = self.shared();
         let max_tokens = shared.config.max_output_tokens;
         let client: Arc<dyn LlmClient> = match (provider, key) {
+            (ProviderId::Local, _) => {
+                let local = self.local.as_ref().ok_or_else(|| {
+                    LlmServiceError::Model(super::local::LocalError::NotBuilt.to_string())
+                })?;
+                Arc::new(
+                    LocalClient::new(
+                        Arc::clone(local),
+                        &resolved.model,
+                        max_tokens,
+                        shared.config.temperature as f32,
+                    )
+                    .map_err(|error| LlmServiceError::Model(error.to_string()))?,
+                )
+            }
             (ProviderId::Anthropic, Some(key)) => Arc::new(AnthropicClient::new(
                 shared.http.clone(),
                 base_url,
@@ -521,6 +568,12 @@ impl LlmService {
     ) -> Result<(ResolvedModel, Arc<dyn EmbeddingClient>), LlmServiceError> {
         let resolved = self.resolve(model, ModelKind::Embedding)?;
         let provider = resolved.provider;
+        if provider == ProviderId::Local {
+            let local = self.local.as_ref().ok_or_else(|| {
+                LlmServiceError::Model(super::local::LocalError::NotBuilt.to_string())
+            })?;
+            return Ok((resolved, Arc::new(LocalEmbeddings::new(Arc::clone(local)))));
+        }
         if !(provider == ProviderId::OpenAi || preset(provider).is_some()) {
             return Err(LlmServiceError::Model(format!(
                 "`{model}` cannot be used: embeddings are supported on OpenAI-style endpoints only"

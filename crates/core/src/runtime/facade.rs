@@ -20,6 +20,7 @@ mod chats;
 mod connect;
 mod credentials;
 mod events;
+mod local_models;
 mod mcp;
 mod memory;
 mod settings;

