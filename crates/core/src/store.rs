@@ -25,8 +25,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE_READERS: usize = 4;
 /// Prepared statements each connection keeps (see [`CachedStatements`]).
 const STATEMENT_CACHE: usize = 128;
-/// Bytes of the database file a reader maps (`PRAGMA mmap_size`).
-const MMAP_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What can go wrong in the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -301,13 +299,8 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     .map_err(open_error)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    // Reads map the file (up to MMAP_BYTES) instead of copying each page into this
-    // connection's cache through a read call: recall over 100k memory facts reads pages all
-    // over the file, and the copies were a tenth of its time.
     connection
-        .execute_batch(&format!(
-            "PRAGMA foreign_keys = ON; PRAGMA mmap_size = {MMAP_BYTES};"
-        ))
+        .execute_batch("PRAGMA foreign_keys = ON;")
         .map_err(open_error)?;
     Ok(connection)
 }
