@@ -34,8 +34,9 @@ use crate::tools::{CatalogBuilder, CatalogError};
 
 pub(crate) use search::Pacer;
 
-/// The service key of the Brave Search API (`ModelAccess::secret`).
-pub(crate) const BRAVE_KEY_SECRET: &str = crate::llm::service::service_keys::BRAVE.name;
+/// The service key of the Brave Search API (`ModelAccess::secret`; the LLM service's
+/// `service_keys::BRAVE`, which a test keeps in step).
+pub(crate) const BRAVE_KEY_SECRET: &str = "brave";
 
 /// An image handed to a vision model.
 #[derive(Debug, Clone)]

@@ -10,6 +10,11 @@ use crate::config::LlmConfig;
 fn the_protocol_names_every_service_key_in_order() {
     let names: Vec<&str> = KNOWN.iter().map(|key| key.name).collect();
     assert_eq!(names, SERVICE_KEYS);
+    assert_eq!(
+        BRAVE.name,
+        crate::tools::builtin::internet::BRAVE_KEY_SECRET,
+        "the web tools ask for the Brave key by this name"
+    );
 }
 
 #[test]
