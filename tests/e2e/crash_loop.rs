@@ -346,34 +346,12 @@ fn socket(target: &Target, chat: &str, after: i64) -> Option<WebSocket<MaybeTlsS
     Some(socket)
 }
 
-/// The whole replay of the chat, page by page: seq → type.
-fn replay(daemon: &Daemon, chat: &str) -> BTreeMap<i64, String> {
-    let mut events = BTreeMap::new();
-    let mut after = 0;
-    loop {
-        let page = daemon
-            .get(&format!(
-                "/v1/chats/{chat}/events?afterSeq={after}&limit=500"
-            ))
-            .json();
-        let items = page["items"].as_array().cloned().unwrap_or_default();
-        if items.is_empty() {
-            return events;
-        }
-        for item in items {
-            let seq = item["seq"].as_i64().unwrap();
-            events.insert(seq, item["type"].as_str().unwrap_or_default().to_owned());
-            after = seq;
-        }
-    }
-}
-
 /// What the daemon acknowledged so far: events a follower saw, messages, writes.
 type Ledger<'a> = (&'a BTreeMap<i64, String>, &'a [String], &'a [String]);
 
 fn check_nothing_lost(daemon: &Daemon, chat: &str, ledger: Ledger<'_>, round: u64) {
     let (seen, messages, calls) = ledger;
-    let stored = replay(daemon, chat);
+    let stored = daemon.chat_events(chat);
     for (seq, kind) in seen {
         assert_eq!(
             stored.get(seq),

@@ -208,7 +208,7 @@ fn main() {
         .into_iter()
         .map(|follower| follower.join().unwrap())
         .collect();
-    let replay = replay(&daemon, &chat);
+    let replay = daemon.chat_events(&chat);
     let failed_turns = replay
         .values()
         .filter(|kind| kind.as_str() == "execution.failed")
@@ -621,30 +621,6 @@ fn socket(target: &Target, chat: &str, after: i64) -> Option<WebSocket<MaybeTlsS
             .ok()?;
     }
     Some(socket)
-}
-
-/// The whole replay of the chat, page by page: seq → type.
-fn replay(daemon: &Daemon, chat: &str) -> BTreeMap<i64, String> {
-    let mut events = BTreeMap::new();
-    let mut after = 0;
-    loop {
-        let page = daemon
-            .get(&format!(
-                "/v1/chats/{chat}/events?afterSeq={after}&limit=500"
-            ))
-            .json();
-        let items = page["items"].as_array().cloned().unwrap_or_default();
-        if items.is_empty() {
-            return events;
-        }
-        for item in items {
-            let Some(seq) = item["seq"].as_i64() else {
-                continue;
-            };
-            events.insert(seq, item["type"].as_str().unwrap_or_default().to_owned());
-            after = seq;
-        }
-    }
 }
 
 fn rss_kib(pid: u32) -> u64 {

@@ -337,6 +337,30 @@ impl Daemon {
             .unwrap_or_else(|error| panic!("GET {path}: {error}"))
     }
 
+    /// The whole replay of `chat`, page by page: seq → event type.
+    pub fn chat_events(&self, chat: &str) -> std::collections::BTreeMap<i64, String> {
+        let mut events = std::collections::BTreeMap::new();
+        let mut after = 0;
+        loop {
+            let page = self
+                .get(&format!(
+                    "/v1/chats/{chat}/events?afterSeq={after}&limit=500"
+                ))
+                .json();
+            let items = page["items"].as_array().cloned().unwrap_or_default();
+            if items.is_empty() {
+                return events;
+            }
+            for item in items {
+                let seq = item["seq"]
+                    .as_i64()
+                    .unwrap_or_else(|| panic!("a replayed event without a seq: {item}"));
+                events.insert(seq, item["type"].as_str().unwrap_or_default().to_owned());
+                after = seq;
+            }
+        }
+    }
+
     /// The daemon's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
