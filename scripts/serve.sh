@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
-exec cargo run --release --locked --features local-llm --bin souz -- serve "$@"
+exec cargo run --release --locked --bin souz -- serve "$@"

