@@ -19,6 +19,8 @@ const t = strings({
     approve_30: "Approve for 30 minutes",
     always_allow: "Always allow",
     always_title: "Adds a rule to config.toml",
+    file_writes_offer: "Let {who} create and edit files in {folder} (until revoked)",
+    file_writes_covers: "That covers NewFile and EditFile in {folder} and its subfolders, nothing else: deleting, moving, commands and the network still ask, and so do protected paths. Revoke it under Grants.",
     deny: "Deny",
     server: "MCP server {name}",
     server_title: "The external MCP server this tool belongs to",
@@ -68,6 +70,8 @@ const t = strings({
     approve_30: "Разрешить на 30 минут",
     always_allow: "Разрешать всегда",
     always_title: "Добавляет правило в config.toml",
+    file_writes_offer: "Разрешить {who} создавать и изменять файлы в {folder} (до отзыва)",
+    file_writes_covers: "Это NewFile и EditFile в {folder} и вложенных папках, и ничего больше: удаление, перемещение, команды и сеть по-прежнему спрашивают, как и защищённые пути. Отозвать можно в разделе «Разрешения».",
     deny: "Отклонить",
     server: "MCP-сервер {name}",
     server_title: "Внешний MCP-сервер, которому принадлежит этот инструмент",
@@ -227,12 +231,17 @@ function approvalCard(approval, focused) {
     h("div.row", {},
       h("button.primary", { onclick: () => decide("approve", "once") }, t("approve_once")),
       suggested && suggested.scope !== "once"
-        ? h("button", { onclick: () => decide("approve", suggested.scope, { minutes: suggested.minutes, match: suggested.match }) }, suggested.label)
+        ? h("button", { dataset: { suggested: suggested.tool_group || "tool" }, onclick: () => decide("approve", suggested.scope, { minutes: suggested.minutes, match: suggested.match, tool_group: suggested.tool_group }) },
+          suggested.tool_group === "file_writes" ? t("file_writes_offer", { who: approval.requester_label, folder: suggested.match?.path_prefix || "" }) : suggested.label)
         : null,
       h("button", { onclick: () => decide("approve", "minutes", { minutes: 30, match: suggested?.match }) }, t("approve_30")),
       h("button", { onclick: () => decide("approve", "always", { match: suggested?.match }), title: t("always_title") }, t("always_allow")),
       h("span.spacer"),
       h("button.danger", { onclick: () => decide("deny", "once") }, t("deny"))),
+    // What the one-click folder scope covers, before the person accepts it.
+    suggested?.tool_group === "file_writes"
+      ? h("p.meta.scope-covers", {}, t("file_writes_covers", { folder: suggested.match?.path_prefix || "" }))
+      : null,
     status);
   return card;
 }

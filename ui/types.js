@@ -440,6 +440,7 @@
  *   match?: ArgumentMatch | null;
  *   minutes?: number | null;
  *   scope?: ScopeKind;
+ *   tool_group?: ToolGroup | null;
  *   via?: string | null;
  * }} DecisionRequest
  */
@@ -1257,6 +1258,7 @@
  *   match?: ArgumentMatch | null;
  *   minutes?: number | null;
  *   scope: ScopeKind;
+ *   tool_group?: ToolGroup | null;
  *   via: string;
  * }} RecordedDecision
  */
@@ -1633,6 +1635,7 @@
  *   match?: ArgumentMatch;
  *   minutes?: number | null;
  *   scope: ScopeKind;
+ *   tool_group?: ToolGroup | null;
  * }} SuggestedScope
  */
 
@@ -1730,6 +1733,11 @@
 /**
  * Groups of tools, as the original catalog names them.
  * @typedef {"FILES" | "WEB_SEARCH" | "DATA_ANALYTICS" | "CALCULATOR" | "COMMANDS" | "SOUZ"} ToolCategory
+ */
+
+/**
+ * Tools a scoped grant may cover together, so a session of related calls asks once.
+ * @typedef {"file_writes"} ToolGroup
  */
 
 /**

@@ -398,6 +398,7 @@ pub fn decide<R: Runtime>(
             scope: souz_protocol::ScopeKind::Once,
             minutes: None,
             argument_match: None,
+            tool_group: None,
             via: Some(via.to_owned()),
         };
         if let Err(error) = client.decide(&approval_id, &request).await {

@@ -41,6 +41,7 @@ async fn typed_calls_and_error_codes_against_the_daemon() {
         scope: ScopeKind::Once,
         minutes: None,
         argument_match: None,
+        tool_group: None,
         via: Some("cli".to_owned()),
     };
     let error = client

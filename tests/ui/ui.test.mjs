@@ -8,7 +8,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
@@ -99,6 +99,39 @@ test("approving from the Queue runs the tool", async () => {
   const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
   assert.equal(body.status, "approved");
   assert.equal(body.decision.via, "ui");
+  await tab.context().close();
+});
+
+test("the folder offer covers the file writes in one folder, says what it covers, and asks once", async () => {
+  const folder = join(user, "ui-project");
+  mkdirSync(folder, { recursive: true });
+  const call = await askingCall("ui-project/one.txt");
+  const tab = await page(`/queue/${call.approval_id}`);
+  const card = `[data-approval="${call.approval_id}"]`;
+  await tab.waitForSelector(`${card} .scope-covers`);
+  const covers = await tab.textContent(`${card} .scope-covers`);
+  assert.match(covers, /NewFile and EditFile in ~\/ui-project/);
+  assert.match(covers, /deleting, moving, commands and the network still ask/);
+  assert.match(await tab.textContent(`${card} button[data-suggested="file_writes"]`), /create and edit files in ~\/ui-project/);
+  await tab.click(`${card} button[data-suggested="file_writes"]`);
+  await waitFor(() => existsSync(join(folder, "one.txt")), "the file the tool writes");
+  const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
+  assert.equal(body.decision.tool_group, "file_writes");
+  // The next create and an edit in the folder run without asking; a delete still asks.
+  const create = await api("POST", "/v1/tool-calls", { tool: "NewFile", arguments: { path: join(folder, "two.txt"), text: "2" } });
+  assert.equal(create.body.status, "succeeded", JSON.stringify(create.body));
+  const edit = await api("POST", "/v1/tool-calls", { tool: "EditFile", arguments: { path: join(folder, "two.txt"), oldString: "2", newString: "3" } });
+  assert.equal(edit.body.status, "succeeded", JSON.stringify(edit.body));
+  assert.equal(readFileSync(join(folder, "two.txt"), "utf8"), "3");
+  const remove = await api("POST", "/v1/tool-calls", { tool: "DeleteFile", arguments: { path: join(folder, "two.txt") }, wait_ms: 0 });
+  assert.equal(remove.status, 202, JSON.stringify(remove.body));
+  const asked = await waitFor(async () => (await api("GET", `/v1/tool-calls/${remove.body.id}`)).body.approval_id, "the delete's approval");
+  await api("POST", `/v1/approvals/${asked}/decision`, { decision: "deny" });
+  assert.ok(existsSync(join(folder, "two.txt")));
+  const grants = await api("GET", "/v1/grants");
+  const grant = grants.body.items.find((item) => item.tool === "@file_writes");
+  assert.ok(grant, JSON.stringify(grants.body));
+  await api("DELETE", `/v1/grants/${grant.id}`);
   await tab.context().close();
 });
 

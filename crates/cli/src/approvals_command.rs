@@ -215,12 +215,13 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
             )
         );
     }
-    let (scope, minutes, argument_match) = if args.suggested {
+    let (scope, minutes, argument_match, tool_group) = if args.suggested {
         let suggested = approval.suggested.clone();
         (
             suggested.scope,
             suggested.minutes,
             Some(suggested.argument_match),
+            suggested.tool_group.filter(|_| verdict == Verdict::Approve),
         )
     } else {
         let scope = match args.scope {
@@ -238,6 +239,7 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
             scope,
             args.minutes,
             (!argument_match.is_empty()).then_some(argument_match),
+            None,
         )
     };
     let request = DecisionRequest {
@@ -245,6 +247,7 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
         scope,
         minutes,
         argument_match,
+        tool_group,
         via: Some("cli".to_owned()),
     };
     let response = client.decide(&approval.id, &request).await?;

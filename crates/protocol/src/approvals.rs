@@ -122,6 +122,58 @@ impl ArgumentMatch {
     }
 }
 
+/// Tools a scoped grant may cover together, so a session of related calls asks once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolGroup {
+    /// Creating and editing files (`NewFile`, `EditFile`) inside one folder: not deleting,
+    /// moving, commands or the network; protected paths still ask.
+    FileWrites,
+}
+
+impl ToolGroup {
+    /// How a grant for the group names it in its `tool` field.
+    pub fn marker(self) -> &'static str {
+        match self {
+            Self::FileWrites => "@file_writes",
+        }
+    }
+
+    /// The group a grant's `tool` field names, if it names one.
+    pub fn from_marker(tool: &str) -> Option<Self> {
+        (tool == Self::FileWrites.marker()).then_some(Self::FileWrites)
+    }
+
+    /// The tools in the group.
+    pub fn members(self) -> &'static [&'static str] {
+        match self {
+            Self::FileWrites => &["NewFile", "EditFile"],
+        }
+    }
+
+    /// Whether `tool` is one of the group's tools.
+    pub fn contains(self, tool: &str) -> bool {
+        self.members().contains(&tool)
+    }
+
+    /// What a grant for the group lets a requester do, in words ("create and edit files").
+    pub fn action(self) -> &'static str {
+        match self {
+            Self::FileWrites => "create and edit files",
+        }
+    }
+
+    /// Exactly what the group covers and what it does not, in words.
+    pub fn covers(self) -> &'static str {
+        match self {
+            Self::FileWrites => {
+                "NewFile and EditFile only: not delete, move, commands or the network; \
+                 protected paths still ask"
+            }
+        }
+    }
+}
+
 /// A scope a person can pick with one click, offered with every pending approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SuggestedScope {
@@ -137,6 +189,10 @@ pub struct SuggestedScope {
         skip_serializing_if = "ArgumentMatch::is_empty"
     )]
     pub argument_match: ArgumentMatch,
+    /// The tools the scope covers together (absent: only the asking tool); pass it back in
+    /// the decision to accept the offer as made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_group: Option<ToolGroup>,
     /// The offer in words: "Allow Claude Code to edit files in ~/project for this session".
     pub label: String,
 }
@@ -156,6 +212,10 @@ pub struct DecisionRequest {
     /// Narrows a scoped decision; without it a scoped decision covers every call of the tool.
     #[serde(rename = "match", default)]
     pub argument_match: Option<ArgumentMatch>,
+    /// Widens a scoped approval from the asking tool to a group of tools (the group must hold
+    /// the tool, the scope must be `requester` or `minutes` and the match must name a folder).
+    #[serde(default)]
+    pub tool_group: Option<ToolGroup>,
     /// Where the person decided (`api`, `cli`, `tray`, `notification`, `ui`); for the audit.
     #[serde(default)]
     pub via: Option<String>,
@@ -216,6 +276,9 @@ pub struct RecordedDecision {
     /// The narrowing match chosen.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub argument_match: Option<ArgumentMatch>,
+    /// The tool group a scoped approval was widened to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_group: Option<ToolGroup>,
     /// Where it was decided (`api`, `cli`, `tray`, `notification`, `ui`), or `timeout`,
     /// `restart`, `withdrawn`, `shutdown` for expiries.
     pub via: String,
@@ -294,7 +357,8 @@ pub struct Grant {
     pub id: String,
     /// Allow or deny.
     pub effect: Effect,
-    /// The tool it covers.
+    /// The tool it covers, or the marker of the tool group it covers ([`ToolGroup::marker`]:
+    /// `@file_writes`).
     pub tool: String,
     /// Only calls from this requester (absent: anyone).
     #[serde(default, skip_serializing_if = "Option::is_none")]

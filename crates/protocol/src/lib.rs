@@ -28,7 +28,7 @@ pub mod tools;
 pub use approvals::{
     Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
     Effect, ExpiryReason, Grant, GrantList, RecordedDecision, Requester, ScopeKind, SuggestedScope,
-    Verdict,
+    ToolGroup, Verdict,
 };
 pub use clients::{
     ClientList, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,

@@ -195,6 +195,7 @@ impl Fixture {
                     scope: ScopeKind::Once,
                     minutes: None,
                     argument_match: None,
+                    tool_group: None,
                     via: Some("test".into()),
                 },
             )

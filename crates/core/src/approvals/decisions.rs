@@ -6,7 +6,7 @@ use std::sync::PoisonError;
 
 use souz_protocol::{
     Action, Approval, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse, Effect,
-    ExpiryReason, Grant, RecordedDecision, RuntimeEvent, ScopeKind, Verdict,
+    ExpiryReason, Grant, RecordedDecision, RuntimeEvent, ScopeKind, ToolGroup, Verdict,
 };
 
 use super::{ApprovalError, Approvals, Audience, Resolution, grants, preview, queue};
@@ -43,8 +43,9 @@ impl Approvals {
         let minutes = scope_minutes(&request)?;
         let argument_match = match request.scope {
             ScopeKind::Once => None,
-            _ => request.argument_match.filter(|m| !m.is_empty()),
+            _ => request.argument_match.clone().filter(|m| !m.is_empty()),
         };
+        let tool_group = checked_group(&request, argument_match.as_ref())?;
         let via = clean_via(request.via.as_deref().unwrap_or("api"));
         let decided_at = now();
         let id = id.to_owned();
@@ -62,26 +63,24 @@ impl Approvals {
                 if let Some(refusal) = refusal {
                     return Err(refusal);
                 }
-                if scope == ScopeKind::Always && audience.owner().is_some() {
-                    return Err(ApprovalError::Forbidden(
-                        "scope `always` adds a rule to config.toml for everyone; only the \
-                         daemon's operator can choose it (choose `once`, `requester` or \
-                         `minutes`)"
-                            .to_owned(),
-                    ));
-                }
-                if approval.status != ApprovalStatus::Pending {
-                    return Err(ApprovalError::AlreadyDecided {
-                        id: id.clone(),
-                        status: approval.status.as_str(),
-                    });
-                }
-                let grant = matches!(scope, ScopeKind::Requester | ScopeKind::Minutes).then(|| {
-                    let argument_match = stored_match.clone().unwrap_or_default();
-                    let expires_at = minutes
-                        .map(|minutes| decided_at + chrono::Duration::minutes(i64::from(minutes)));
-                    new_grant(&approval, verdict, argument_match, decided_at, expires_at)
-                });
+                decidable(&approval, scope, &audience)?;
+                let grant = matches!(scope, ScopeKind::Requester | ScopeKind::Minutes)
+                    .then(|| {
+                        let expires_at = minutes.map(|minutes| {
+                            decided_at + chrono::Duration::minutes(i64::from(minutes))
+                        });
+                        new_grant(
+                            &approval,
+                            verdict,
+                            GrantTerms {
+                                tool_group,
+                                argument_match: stored_match.clone().unwrap_or_default(),
+                                decided_at,
+                                expires_at,
+                            },
+                        )
+                    })
+                    .transpose()?;
                 if let Some(grant) = &grant {
                     grants::insert(transaction, grant)?;
                 }
@@ -90,6 +89,7 @@ impl Approvals {
                     scope,
                     minutes,
                     argument_match: stored_match,
+                    tool_group,
                     via,
                     decided_at,
                     grant_id: grant.as_ref().map(|grant| grant.id.clone()),
@@ -157,6 +157,7 @@ impl Approvals {
                     scope: ScopeKind::Once,
                     minutes: None,
                     argument_match: None,
+                    tool_group: None,
                     via: expiry_name(reason).to_owned(),
                     decided_at,
                     grant_id: None,
@@ -287,35 +288,107 @@ fn scope_minutes(request: &DecisionRequest) -> Result<Option<u32>, ApprovalError
     })
 }
 
-/// The grant a decision with scope `requester` or `minutes` leaves.
-fn new_grant(
+/// The tool group a decision widens its grant to, checked: only an approval, only a standing
+/// scope (`requester`, `minutes`; `always` writes a rule for one tool), only inside a folder.
+fn checked_group(
+    request: &DecisionRequest,
+    argument_match: Option<&ArgumentMatch>,
+) -> Result<Option<ToolGroup>, ApprovalError> {
+    let Some(group) = request.tool_group else {
+        return Ok(None);
+    };
+    let refuse = |why: &str| {
+        Err(ApprovalError::Invalid(format!(
+            "tool group `{}` {why}",
+            group.marker()
+        )))
+    };
+    if request.decision != Verdict::Approve {
+        return refuse("widens approvals only");
+    }
+    if !matches!(request.scope, ScopeKind::Requester | ScopeKind::Minutes) {
+        return refuse("needs scope `requester` or `minutes`");
+    }
+    if argument_match
+        .and_then(|m| m.path_prefix.as_deref())
+        .is_none()
+    {
+        return refuse("needs a folder (`match.path_prefix`)");
+    }
+    Ok(Some(group))
+}
+
+/// Whether `audience` may decide `approval` with `scope` now: only the operator chooses
+/// `always`, and only a pending approval is decided.
+fn decidable(
     approval: &Approval,
-    verdict: Verdict,
+    scope: ScopeKind,
+    audience: &Audience,
+) -> Result<(), ApprovalError> {
+    if scope == ScopeKind::Always && audience.owner().is_some() {
+        return Err(ApprovalError::Forbidden(
+            "scope `always` adds a rule to config.toml for everyone; only the daemon's \
+             operator can choose it (choose `once`, `requester` or `minutes`)"
+                .to_owned(),
+        ));
+    }
+    if approval.status != ApprovalStatus::Pending {
+        return Err(ApprovalError::AlreadyDecided {
+            id: approval.id.clone(),
+            status: approval.status.as_str(),
+        });
+    }
+    Ok(())
+}
+
+/// What a scoped decision's grant covers and for how long.
+struct GrantTerms {
+    /// The tool group it widens to (else the asking tool alone).
+    tool_group: Option<ToolGroup>,
     argument_match: ArgumentMatch,
     decided_at: chrono::DateTime<chrono::Utc>,
     expires_at: Option<chrono::DateTime<chrono::Utc>>,
-) -> Grant {
+}
+
+/// The grant a decision with scope `requester` or `minutes` leaves: for the asking tool, or
+/// for the tool group the person chose, which must hold it.
+fn new_grant(
+    approval: &Approval,
+    verdict: Verdict,
+    terms: GrantTerms,
+) -> Result<Grant, ApprovalError> {
+    let tool = match terms.tool_group {
+        Some(group) if !group.contains(&approval.tool) => {
+            return Err(ApprovalError::Invalid(format!(
+                "tool group `{}` does not hold {}",
+                group.marker(),
+                approval.tool
+            )));
+        }
+        Some(group) => group.marker(),
+        None => approval.tool.as_str(),
+    };
     let effect = match verdict {
         Verdict::Approve => Effect::Allow,
         Verdict::Deny => Effect::Deny,
     };
-    Grant {
+    Ok(Grant {
         id: uuid::Uuid::now_v7().to_string(),
         label: grants::label(
             effect,
-            &approval.tool,
+            tool,
             Some(&approval.requester),
-            &argument_match,
-            expires_at,
+            &terms.argument_match,
+            terms.expires_at,
         ),
         effect,
-        tool: approval.tool.clone(),
+        tool: tool.to_owned(),
         requester: Some(approval.requester.clone()),
-        argument_match,
-        created_at: decided_at,
-        expires_at,
+        argument_match: terms.argument_match,
+        created_at: terms.decided_at,
+        expires_at: terms.expires_at,
         approval_id: Some(approval.id.clone()),
-    }
+    })
 }
 
 fn expiry_name(reason: ExpiryReason) -> &'static str {

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
-use souz_protocol::{ArgumentMatch, Effect, Grant, Requester};
+use souz_protocol::{ArgumentMatch, Effect, Grant, Requester, ToolGroup};
 
 use super::policy::GrantRule;
 use crate::store::CachedStatements;
@@ -69,7 +69,9 @@ pub(crate) fn as_rule(grant: &Grant) -> GrantRule {
     }
 }
 
-/// A grant in words: "Allow Claude Code to use EditFile in ~/p (until revoked)".
+/// A grant in words: "Allow Claude Code to use EditFile in ~/p (until revoked)"; for a tool
+/// group, what it covers and what not: "Allow Claude Code to create and edit files in ~/p
+/// (NewFile and EditFile only: …) (until revoked)".
 pub(crate) fn label(
     effect: Effect,
     tool: &str,
@@ -96,7 +98,14 @@ pub(crate) fn label(
         Some(at) => format!("until {}", at.format("%Y-%m-%d %H:%M UTC")),
         None => "until revoked".to_owned(),
     };
-    format!("{verb} {who} to use {tool}{detail} ({until})")
+    match ToolGroup::from_marker(tool) {
+        Some(group) => format!(
+            "{verb} {who} to {}{detail} ({}) ({until})",
+            group.action(),
+            group.covers()
+        ),
+        None => format!("{verb} {who} to use {tool}{detail} ({until})"),
+    }
 }
 
 fn effect_name(effect: Effect) -> &'static str {

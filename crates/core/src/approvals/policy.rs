@@ -22,12 +22,13 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use souz_protocol::{
-    Action, ArgumentMatch, DecisionSource, Effect, EffectivePolicy, Requester, Risk,
+    Action, ArgumentMatch, DecisionSource, Effect, EffectivePolicy, Requester, Risk, ToolGroup,
 };
 
 use super::command_pattern::{CommandPattern, ProgramLookup, SystemPrograms};
 use crate::approvals::CallTarget;
 use crate::config::{ApprovalsConfig, RuleConfig};
+use crate::sandbox::Access;
 use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
 use crate::sandbox::{expand_home, normalize_lexically};
 use crate::shell;
@@ -94,7 +95,7 @@ pub struct GrantRule {
     pub id: String,
     /// Allow or deny.
     pub effect: Effect,
-    /// The tool it covers (exact name).
+    /// The tool it covers (exact name), or a tool group's marker ([`ToolGroup::marker`]).
     pub tool: String,
     /// Only this requester (compared by [`same_requester`]).
     pub requester: Option<Requester>,
@@ -577,7 +578,7 @@ impl Policy {
     }
 
     fn grant_matches(&self, grant: &GrantRule, facts: &CallFacts<'_>, now: DateTime<Utc>) -> bool {
-        if grant.tool != facts.tool || grant.expires_at.is_some_and(|at| at <= now) {
+        if !grant_covers(grant, facts) || grant.expires_at.is_some_and(|at| at <= now) {
             return false;
         }
         if let Some(requester) = &grant.requester
@@ -633,7 +634,9 @@ impl Policy {
         let conditional = relevant.iter().filter(|rule| !rule.is_tool_wide()).count()
             + grants
                 .iter()
-                .filter(|grant| grant.tool == tool && grant.expires_at.is_none_or(|at| at > now))
+                .filter(|grant| {
+                    grant_names(grant, tool) && grant.expires_at.is_none_or(|at| at > now)
+                })
                 .count();
         let tool_wide = |action: Action| {
             relevant
@@ -728,7 +731,7 @@ impl Policy {
             + grants
                 .iter()
                 .filter(|grant| {
-                    grant.tool == tool
+                    grant_names(grant, tool)
                         && grant.expires_at.is_none_or(|at| at > now)
                         && !grant.argument_match.is_empty()
                         && grant
@@ -748,6 +751,39 @@ impl Policy {
         match path.strip_prefix(&self.home) {
             Ok(rest) => format!("~/{}", rest.display()),
             Err(_) => path.display().to_string(),
+        }
+    }
+}
+
+/// Whether a grant names `tool`: by its name, or as one of its tool group's tools.
+fn grant_names(grant: &GrantRule, tool: &str) -> bool {
+    match ToolGroup::from_marker(&grant.tool) {
+        Some(group) => group.contains(tool),
+        None => grant.tool == tool,
+    }
+}
+
+/// Whether a grant covers this call's tool. A tool group's grant covers only calls of its
+/// tools inside a folder whose targets are all writes to unprotected paths (at least one), so
+/// nothing but a file write in that folder ever rides on it — whatever else a tool of the
+/// same name might touch.
+fn grant_covers(grant: &GrantRule, facts: &CallFacts<'_>) -> bool {
+    match ToolGroup::from_marker(&grant.tool) {
+        None => grant.tool == facts.tool,
+        Some(group) => {
+            group.contains(facts.tool)
+                && grant.argument_match.path_prefix.is_some()
+                && !facts.targets.is_empty()
+                && facts.targets.iter().all(|target| {
+                    matches!(
+                        target,
+                        CallTarget::Path {
+                            access: Access::Write,
+                            protected: false,
+                            ..
+                        }
+                    )
+                })
         }
     }
 }

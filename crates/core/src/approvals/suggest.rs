@@ -1,12 +1,15 @@
 //! The one-click scope offered with every pending approval, so a person can stop a storm of
 //! similar prompts: the folder a file call works in, the command prefix of a command, the
-//! domain of a URL — for this requester, until revoked.
+//! domain of a URL — for this requester, until revoked. A file write offers the folder for
+//! the writing tools together ([`ToolGroup::FileWrites`]), so a session of creates and edits
+//! asks once; deleting, moving, commands and the network keep their own prompts.
 
 use std::path::{Path, PathBuf};
 
-use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope};
+use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope, ToolGroup};
 
 use crate::approvals::CallTarget;
+use crate::sandbox::Access;
 use crate::shell;
 
 /// Programs whose first argument is a subcommand worth keeping in the prefix (`git status`).
@@ -44,6 +47,7 @@ pub(crate) fn suggest(
         scope: ScopeKind::Once,
         minutes: None,
         argument_match: ArgumentMatch::default(),
+        tool_group: None,
         label,
     };
     let who = requester.label();
@@ -70,8 +74,12 @@ pub(crate) fn suggest(
         })
         .collect();
     if let Some(folder) = common_folder(&paths) {
-        what.push(format!("in {}", display(&folder)));
-        argument_match.path_prefix = Some(display(&folder));
+        let folder = display(&folder);
+        if let Some(offer) = folder_writes(&who, tool, targets, &folder) {
+            return offer;
+        }
+        what.push(format!("in {folder}"));
+        argument_match.path_prefix = Some(folder);
     }
 
     let commands: Vec<&str> = targets
@@ -125,8 +133,44 @@ pub(crate) fn suggest(
         scope: ScopeKind::Requester,
         minutes: None,
         argument_match,
+        tool_group: None,
         label: format!("Always allow {who} to use {tool}{detail} (until revoked)"),
     }
+}
+
+/// The folder-wide offer for a file write: the writing tools together in `folder`, when the
+/// call only writes (a delete or a move keeps its own grant) and the folder is not the whole
+/// home folder.
+fn folder_writes(
+    who: &str,
+    tool: &str,
+    targets: &[CallTarget],
+    folder: &str,
+) -> Option<SuggestedScope> {
+    let group = ToolGroup::FileWrites;
+    let writes_only = targets.iter().all(|target| {
+        matches!(
+            target,
+            CallTarget::Path {
+                access: Access::Write,
+                ..
+            }
+        )
+    });
+    (writes_only && group.contains(tool) && folder != "~").then(|| SuggestedScope {
+        scope: ScopeKind::Requester,
+        minutes: None,
+        label: format!(
+            "Always allow {who} to {} in {folder} ({}) (until revoked)",
+            group.action(),
+            group.covers()
+        ),
+        argument_match: ArgumentMatch {
+            path_prefix: Some(folder.to_owned()),
+            ..ArgumentMatch::default()
+        },
+        tool_group: Some(group),
+    })
 }
 
 /// The deepest folder containing every path (a file's folder when there is one path).
@@ -201,9 +245,11 @@ mod tests {
     use crate::sandbox::Access;
 
     fn display(path: &Path) -> String {
-        path.strip_prefix("/home/u")
-            .map(|rest| format!("~/{}", rest.display()))
-            .unwrap_or_else(|_| path.display().to_string())
+        match path.strip_prefix("/home/u") {
+            Ok(rest) if rest.as_os_str().is_empty() => "~".to_owned(),
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => path.display().to_string(),
+        }
     }
 
     fn claude() -> Requester {
@@ -241,11 +287,30 @@ mod tests {
         );
         assert_eq!(s.scope, ScopeKind::Requester);
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p/src"));
+        assert_eq!(s.tool_group, Some(ToolGroup::FileWrites));
         assert_eq!(
             s.label,
-            "Always allow claude-code (MCP client \"Claude Code\") to use EditFile in ~/p/src \
-             (until revoked)"
+            "Always allow claude-code (MCP client \"Claude Code\") to create and edit files in \
+             ~/p/src (NewFile and EditFile only: not delete, move, commands or the network; \
+             protected paths still ask) (until revoked)"
         );
+        let s = suggest(
+            &claude(),
+            "NewFile",
+            &[file("/home/u/p/b.rs", false)],
+            &display,
+        );
+        assert_eq!(s.tool_group, Some(ToolGroup::FileWrites));
+        assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p"));
+        // A file right in the home folder: the offer stays the one tool's.
+        let s = suggest(
+            &claude(),
+            "NewFile",
+            &[file("/home/u/notes.txt", false)],
+            &display,
+        );
+        assert_eq!(s.tool_group, None);
+        assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~"));
 
         let s = suggest(
             &claude(),
@@ -254,6 +319,24 @@ mod tests {
             &display,
         );
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p"));
+        assert_eq!(s.tool_group, None, "a move keeps its own grant");
+        // A delete, or a group tool's call that removes something, keeps its own grant too.
+        let removal = CallTarget::Path {
+            path: PathBuf::from("/home/u/p/x"),
+            access: Access::Delete,
+            protected: false,
+        };
+        for tool in ["DeleteFile", "EditFile"] {
+            let s = suggest(&claude(), tool, std::slice::from_ref(&removal), &display);
+            assert_eq!(s.tool_group, None, "{tool}");
+            assert_eq!(
+                s.label,
+                format!(
+                    "Always allow claude-code (MCP client \"Claude Code\") to use {tool} in ~/p \
+                     (until revoked)"
+                )
+            );
+        }
 
         let s = suggest(
             &claude(),

@@ -1,6 +1,8 @@
 use std::path::PathBuf;
 
-use souz_protocol::{ArgumentMatch, DecisionRequest, DecisionSource, Effect, ScopeKind, Verdict};
+use souz_protocol::{
+    ArgumentMatch, DecisionRequest, DecisionSource, Effect, ScopeKind, ToolGroup, Verdict,
+};
 
 use super::decisions::{MAX_SCOPE_MINUTES, clean_via};
 use super::*;
@@ -82,6 +84,7 @@ impl Fixture {
                     scope: ScopeKind::Requester,
                     minutes: None,
                     argument_match: ArgumentMatch::default(),
+                    tool_group: None,
                     label: "x".into(),
                 },
             })
@@ -121,6 +124,7 @@ fn approve(scope: ScopeKind) -> DecisionRequest {
         scope,
         minutes: None,
         argument_match: None,
+        tool_group: None,
         via: Some("cli".into()),
     }
 }
@@ -437,6 +441,145 @@ async fn malformed_decisions_decide_nothing() {
         f.approvals.decide("nope", approve(ScopeKind::Once)).await,
         Err(ApprovalError::NotFound(_))
     ));
+}
+
+/// A folder for the file-writes group.
+fn in_p() -> Option<ArgumentMatch> {
+    Some(ArgumentMatch {
+        path_prefix: Some("~/p".into()),
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn a_tool_group_widens_only_a_standing_approval_inside_a_folder_for_its_tools() {
+    let f = fixture().await;
+    let group = Some(ToolGroup::FileWrites);
+    let pending = f.ask("EditFile").await;
+    for request in [
+        // A denial, a one-off, a rule for everyone: none of them takes a group.
+        DecisionRequest {
+            decision: Verdict::Deny,
+            argument_match: in_p(),
+            tool_group: group,
+            ..approve(ScopeKind::Requester)
+        },
+        DecisionRequest {
+            argument_match: in_p(),
+            tool_group: group,
+            ..approve(ScopeKind::Once)
+        },
+        DecisionRequest {
+            argument_match: in_p(),
+            tool_group: group,
+            ..approve(ScopeKind::Always)
+        },
+        // Never without a folder.
+        DecisionRequest {
+            tool_group: group,
+            ..approve(ScopeKind::Requester)
+        },
+        DecisionRequest {
+            argument_match: Some(ArgumentMatch {
+                domain: Some("example.com".into()),
+                ..Default::default()
+            }),
+            tool_group: group,
+            ..approve(ScopeKind::Requester)
+        },
+    ] {
+        let result = f.approvals.decide(&pending.approval.id, request).await;
+        assert!(
+            matches!(result, Err(ApprovalError::Invalid(_))),
+            "{result:?}"
+        );
+    }
+    // The group must hold the asking tool.
+    let delete = f.ask("DeleteFile").await;
+    let result = f
+        .approvals
+        .decide(
+            &delete.approval.id,
+            DecisionRequest {
+                argument_match: in_p(),
+                tool_group: group,
+                ..approve(ScopeKind::Requester)
+            },
+        )
+        .await;
+    assert!(
+        matches!(&result, Err(ApprovalError::Invalid(message)) if message.contains("DeleteFile")),
+        "{result:?}"
+    );
+    for id in [&pending.approval.id, &delete.approval.id] {
+        assert_eq!(
+            f.approvals.get(id).await.unwrap().status,
+            ApprovalStatus::Pending
+        );
+    }
+    assert!(f.approvals.grants().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_tool_group_grant_covers_its_tools_writes_in_the_folder() {
+    let f = fixture().await;
+    let group = Some(ToolGroup::FileWrites);
+    let pending = f.ask("EditFile").await;
+    // Accepted as offered: one grant for both tools, recorded with the decision.
+    let response = f
+        .approvals
+        .decide(
+            &pending.approval.id,
+            DecisionRequest {
+                argument_match: in_p(),
+                tool_group: group,
+                ..approve(ScopeKind::Requester)
+            },
+        )
+        .await
+        .unwrap();
+    let grant = response.grant.unwrap();
+    assert_eq!(grant.tool, "@file_writes");
+    assert!(
+        grant.label.starts_with(
+            "Allow claude-code (MCP client \"Claude Code 2.0\") to create and edit files in ~/p \
+             (NewFile and EditFile only"
+        ),
+        "{}",
+        grant.label
+    );
+    assert_eq!(response.approval.decision.unwrap().tool_group, group);
+    let requester = claude();
+    let write = |name: &str| CallTarget::Path {
+        path: f.dir.path().join("p").join(name),
+        access: Access::Write,
+        protected: false,
+    };
+    for tool in ["NewFile", "EditFile"] {
+        assert_eq!(
+            f.approvals
+                .decide_call(&f.facts_for(tool, &requester, &[write("c.rs")])),
+            Decision::Allow(DecisionSource::Grant {
+                grant_id: grant.id.clone()
+            }),
+            "{tool}"
+        );
+    }
+    let removal = [CallTarget::Path {
+        path: f.dir.path().join("p/c.rs"),
+        access: Access::Delete,
+        protected: false,
+    }];
+    assert!(matches!(
+        f.approvals
+            .decide_call(&f.facts_for("DeleteFile", &requester, &removal)),
+        Decision::Ask { .. }
+    ));
+    // Listed with the stored marker, and it survives a reload of the grants.
+    let listed = f.approvals.grants().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].tool, "@file_writes");
+    assert_eq!(listed[0].label, grant.label);
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! expiry of `approvals`) and one agent turn through the whole runtime (`agent_turn`).
 
 mod agent_turn;
+mod folder_writes;
 mod memory_capture;
 mod skill_inventory;
 mod web_tools;

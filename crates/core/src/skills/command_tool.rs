@@ -155,6 +155,7 @@ impl SkillCommandTool {
                 scope: souz_protocol::ScopeKind::Once,
                 minutes: None,
                 argument_match: souz_protocol::ArgumentMatch::default(),
+                tool_group: None,
                 label: "Approve this version of the skill".to_owned(),
             },
         };

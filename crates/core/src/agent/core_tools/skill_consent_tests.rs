@@ -39,6 +39,7 @@ async fn decide(f: &Fixture, id: &str, decision: Verdict) {
         scope: ScopeKind::Once,
         minutes: None,
         argument_match: None,
+        tool_group: None,
         via: Some("test".into()),
     };
     f.gate.approvals().decide(id, request).await.unwrap();

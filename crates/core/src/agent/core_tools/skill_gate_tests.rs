@@ -73,6 +73,7 @@ pub(super) async fn run_notes_waiting(
                     scope: ScopeKind::Once,
                     minutes: None,
                     argument_match: None,
+                    tool_group: None,
                     via: Some("test".into()),
                 };
                 approvals.decide(&approval.id, request).await.unwrap();

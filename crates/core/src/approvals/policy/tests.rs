@@ -749,7 +749,142 @@ fn cases() -> Vec<Case> {
             },
             ..grant("g1", Effect::Allow, "RunCommand")
         }]),
+        // The file writes of one folder, granted together: creating and editing inside it,
+        // nothing else.
+        case(
+            "folder writes: a new file",
+            "NewFile",
+            Write,
+            vec![path("/home/u/p/new.rs")],
+            Allow,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude())
+        .by("grant:w1"),
+        case(
+            "folder writes: an edit in a subfolder",
+            "EditFile",
+            Write,
+            vec![path("/home/u/p/src/a.rs")],
+            Allow,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude())
+        .by("grant:w1"),
+        case(
+            "folder writes: not outside the folder",
+            "NewFile",
+            Write,
+            vec![path("/home/u/q/a.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a folder named like it",
+            "NewFile",
+            Write,
+            vec![path("/home/u/p2/a.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a protected path inside it",
+            "EditFile",
+            Write,
+            vec![protected("/home/u/p/.env")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a delete",
+            "DeleteFile",
+            Delete,
+            vec![removal("/home/u/p/a.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a move inside the folder",
+            "MoveFile",
+            Write,
+            vec![removal("/home/u/p/a.rs"), path("/home/u/p/b.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a group tool's call that removes",
+            "EditFile",
+            Write,
+            vec![removal("/home/u/p/a.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a group tool's call with no path",
+            "EditFile",
+            Write,
+            vec![],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not a command in the folder",
+            "RunCommand",
+            Exec,
+            vec![cmd("git status")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(claude()),
+        case(
+            "folder writes: not another client",
+            "NewFile",
+            Write,
+            vec![path("/home/u/p/new.rs")],
+            Ask,
+        )
+        .grants(vec![writes_grant()])
+        .from(token_client("c-other", "other", "Claude Code")),
+        case(
+            "folder writes: never without a folder",
+            "NewFile",
+            Write,
+            vec![path("/home/u/p/new.rs")],
+            Ask,
+        )
+        .grants(vec![GrantRule {
+            argument_match: ArgumentMatch::default(),
+            ..writes_grant()
+        }])
+        .from(claude()),
     ]
+}
+
+/// Claude's grant for the file writes in `~/p`.
+fn writes_grant() -> GrantRule {
+    GrantRule {
+        requester: Some(claude()),
+        argument_match: ArgumentMatch {
+            path_prefix: Some("~/p".into()),
+            ..Default::default()
+        },
+        ..grant("w1", Effect::Allow, ToolGroup::FileWrites.marker())
+    }
+}
+
+fn removal(p: &str) -> CallTarget {
+    CallTarget::Path {
+        path: PathBuf::from(p),
+        access: Access::Delete,
+        protected: false,
+    }
 }
 
 /// The files and `PATH` command rules see in these tables: `git` in `/usr/bin` (and `/bin`

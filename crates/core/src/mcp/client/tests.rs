@@ -114,6 +114,7 @@ async fn decide_and_finish(
                 scope: ScopeKind::Once,
                 minutes: None,
                 argument_match: None,
+                tool_group: None,
                 via: Some("test".into()),
             },
             &Audience::Everyone,

@@ -187,6 +187,7 @@ impl Fixture {
                     scope: ScopeKind::Once,
                     minutes: None,
                     argument_match: None,
+                    tool_group: None,
                     via: Some("test".into()),
                 },
             )
@@ -358,6 +359,7 @@ async fn a_dropped_waiter_withdraws_the_approval() {
                 scope: ScopeKind::Once,
                 minutes: None,
                 argument_match: None,
+                tool_group: None,
                 via: None,
             },
         )

@@ -45,6 +45,7 @@ async fn decide(handle: &RuntimeHandle, call: &mut CallHandle, verdict: Verdict)
                 scope: ScopeKind::Once,
                 minutes: None,
                 argument_match: None,
+                tool_group: None,
                 via: Some("test".into()),
             },
             &Audience::Everyone,
