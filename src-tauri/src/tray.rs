@@ -94,6 +94,7 @@ fn redraw<R: Runtime>(app: &AppHandle<R>) {
         Ok(()) => tracing::debug!(
             approvals = state.pending.len(),
             questions = state.questions.len(),
+            autostart = state.autostart,
             "tray redrawn"
         ),
         Err(error) => tracing::warn!(%error, "could not update the tray"),

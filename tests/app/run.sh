@@ -5,7 +5,9 @@
 # withdraws the notification; a question asked by a real agent turn (AskUser, against the fake
 # OpenAI server of tests/ui) is notified as "Souz asks", shows in the tray menu, and choosing one
 # of its choices there answers it, withdraws the notification and lets the turn finish with that
-# answer. Also measures idle RSS/CPU and notification latency.
+# answer. Start at login, toggled in the tray, writes the XDG autostart entry with the app's
+# path; a restarted app reads it back into the tray; toggling again removes it. Also measures
+# idle RSS/CPU and notification latency.
 # Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin, node.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,6 +26,7 @@ pids=()
 # Each helper runs in its own process group (setsid), so cleanup also ends what it started (the
 # bus activates accessibility daemons that would otherwise outlive the test and hold its output).
 cleanup() {
+  rm -f "$work/keep-app"
   for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
@@ -62,8 +65,10 @@ echo "\$DBUS_SESSION_BUS_ADDRESS" > "$work/bus"
 dunst -config "$work/dunstrc" >"$work/dunst.log" 2>&1 &
 trayer --edge top --align right --widthtype request --height 32 --tint 0x202830 --transparent true --alpha 0 --SetDockType true >/dev/null 2>&1 &
 sleep 1
-exec "$app" >"$work/app.log" 2>&1
+# The app again whenever it ends while the test wants it (the restart check), on the same bus.
+while [ -e "$work/keep-app" ]; do "$app" >>"$work/app.log" 2>&1 || true; done
 SESSION
+touch "$work/keep-app"
 setsid dbus-run-session -- bash "$work/session.sh" >"$work/session.log" 2>&1 & pids+=($!)
 
 for _ in $(seq 300); do [ -f "$SOUZ_HOME/daemon.json" ] && break; sleep 0.1; done
@@ -224,4 +229,51 @@ for approval in approvals:
     latencies.append((posted[approval] - created).total_seconds() * 1000)
 print("MEASURE approval.requested to notification posted: " + ", ".join(f"{ms:.1f} ms" for ms in latencies))
 PY
+# --- start at login: the tray's toggle writes the XDG autostart entry (Exec = this app), a
+# restarted app reads it back into its tray, and toggling it again removes the entry
+entry="$HOME/.config/autostart/Souz.desktop"
+[ ! -e "$entry" ] || fail "an autostart entry existed before the test"
+toggle_autostart() { # opens the tray menu and chooses Start at login (third from the bottom)
+  panel=$(xdotool search --name '^panel$' | head -1)
+  eval "$(xdotool getwindowgeometry --shell "$panel")"
+  local before; before=$(visible)
+  xdotool mousemove $((X + WIDTH / 2)) $((Y + HEIGHT / 2)) click 1
+  for _ in $(seq 50); do [ "$(visible)" -gt "$before" ] && break; sleep 0.1; done
+  [ "$(visible)" -gt "$before" ] || fail "a click on the tray icon showed no menu"
+  sleep 0.3
+  # From the bottom: Quit, Restart Souz, (a separator), Start at login.
+  xdotool key Up Up Up Return
+}
+log_lines() { wc -l < "$work/app.log"; }
+logged_since() { tail -n "+$(( $1 + 1 ))" "$work/app.log" | grep -q "$2"; }
+mark=$(log_lines)
+toggle_autostart
+for _ in $(seq 50); do logged_since "$mark" "tray menu item=autostart" && break; sleep 0.1; done
+logged_since "$mark" "tray menu item=autostart" || fail "the tray did not choose Start at login"
+for _ in $(seq 50); do [ -f "$entry" ] && break; sleep 0.1; done
+[ -f "$entry" ] || fail "turning Start at login on wrote no $entry"
+grep -qE "^Exec=$(readlink -f "$app")( |$)" "$entry" || fail "the autostart entry does not start this app: $(cat "$entry")"
+grep -qx "Type=Application" "$entry" || fail "the autostart entry is not an application: $(cat "$entry")"
+echo "PASS Start at login writes $entry starting $(readlink -f "$app")"
+
+old_pid=$app_pid
+mark=$(log_lines)
+kill "$old_pid"
+for _ in $(seq 300); do
+  app_pid=$(python3 -c "import json;print(json.load(open('$SOUZ_HOME/daemon.json'))['pid'])" 2>/dev/null || true)
+  [ -n "$app_pid" ] && [ "$app_pid" != "$old_pid" ] && curl -sf "$base/health" >/dev/null && break
+  sleep 0.1
+done
+[ -n "$app_pid" ] && [ "$app_pid" != "$old_pid" ] || fail "the app did not come back after a restart"
+for _ in $(seq 100); do logged_since "$mark" "tray redrawn.*autostart=true" && break; sleep 0.1; done
+logged_since "$mark" "tray redrawn.*autostart=true" || fail "the restarted app's tray does not show Start at login on"
+sleep 1
+mark=$(log_lines)
+toggle_autostart
+for _ in $(seq 50); do [ ! -e "$entry" ] && break; sleep 0.1; done
+[ ! -e "$entry" ] || fail "turning Start at login off left $entry"
+for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*autostart=false" && break; sleep 0.1; done
+logged_since "$mark" "tray redrawn.*autostart=false" || fail "the tray does not show Start at login off"
+echo "PASS after a restart the tray shows Start at login on; turning it off removes the entry"
+
 echo "all app checks passed"
