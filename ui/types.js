@@ -1415,6 +1415,8 @@
  * } | {
  *   fact_id: string;
  *   type: "memory.fact.deleted";
+ * } | {
+ *   type: "settings.changed";
  * }} RuntimeEvent
  */
 

@@ -26,6 +26,7 @@ use tauri::{AppHandle, Manager, RunEvent, Runtime};
 use crate::daemon::Daemon;
 use crate::state::{Connection, Notice, ShellState};
 use souz_client::{ClientError, DaemonClient, EventStream, Reconnect, StreamItem};
+use souz_protocol::RuntimeEvent;
 
 /// What the shell keeps for the app's lifetime (managed Tauri state).
 pub struct Shell {
@@ -285,6 +286,7 @@ async fn follow<R: Runtime>(
                                 tracing::warn!(%error, "could not load the daemon's state")
                             }
                         }
+                        follow_language(&app, &client).await;
                     });
                 }
                 StreamItem::Runtime(envelope) => {
@@ -293,6 +295,10 @@ async fn follow<R: Runtime>(
                         kind = envelope.event.kind(),
                         "runtime event"
                     );
+                    if matches!(envelope.event, RuntimeEvent::SettingsChanged {}) {
+                        let (app, client) = (app.clone(), client.clone());
+                        tokio::spawn(async move { follow_language(&app, &client).await });
+                    }
                     let notices = shell.state().apply_runtime(&envelope.event);
                     handle(&app, notices);
                 }
@@ -326,6 +332,27 @@ async fn follow_chats<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>, client: 
 }
 
 /// What the daemon reports at (re)connection.
+/// Takes the interface language chosen in Souz for the tray and notifications; redraws the
+/// tray when it changed. Without an answer the words stay as they are.
+async fn follow_language<R: Runtime>(app: &AppHandle<R>, client: &DaemonClient) {
+    match client
+        .get::<souz_protocol::chat::SettingsResponse>("/v1/me/settings")
+        .await
+    {
+        Ok(response) => {
+            let chosen =
+                souz_protocol::language::Language::from_code(&response.settings.interface_language);
+            if let Some(chosen) = chosen
+                && texts::set_language(chosen)
+            {
+                tracing::debug!(language = chosen.code(), "interface language");
+                changed(app);
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not read the interface language"),
+    }
+}
+
 struct Reloaded {
     pending: Vec<souz_protocol::Approval>,
     questions: Vec<souz_protocol::chat::Question>,

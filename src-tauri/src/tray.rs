@@ -95,6 +95,7 @@ fn redraw<R: Runtime>(app: &AppHandle<R>) {
             approvals = state.pending.len(),
             questions = state.questions.len(),
             autostart = state.autostart,
+            language = %crate::texts::language().code(),
             "tray redrawn"
         ),
         Err(error) => tracing::warn!(%error, "could not update the tray"),

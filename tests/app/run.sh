@@ -6,7 +6,8 @@
 # OpenAI server of tests/ui) is notified as "Souz asks", shows in the tray menu, and choosing one
 # of its choices there answers it, withdraws the notification and lets the turn finish with that
 # answer. Start at login, toggled in the tray, writes the XDG autostart entry with the app's
-# path; a restarted app reads it back into the tray; toggling again removes it. Also measures
+# path; a restarted app reads it back into the tray; toggling again removes it. The tray follows
+# the interface language chosen in Souz. Also measures
 # idle RSS/CPU and notification latency.
 # Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin, node.
 set -euo pipefail
@@ -275,5 +276,15 @@ for _ in $(seq 50); do [ ! -e "$entry" ] && break; sleep 0.1; done
 for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*autostart=false" && break; sleep 0.1; done
 logged_since "$mark" "tray redrawn.*autostart=false" || fail "the tray does not show Start at login off"
 echo "PASS after a restart the tray shows Start at login on; turning it off removes the entry"
+
+# --- the tray follows the interface language chosen in Souz, without a restart
+mark=$(log_lines)
+api -X PATCH "$base/v1/me/settings" -d '{"interfaceLanguage":"ru"}' >/dev/null
+for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*language=ru" && break; sleep 0.1; done
+logged_since "$mark" "tray redrawn.*language=ru" || fail "the tray was not redrawn in Russian"
+api -X PATCH "$base/v1/me/settings" -d '{"interfaceLanguage":"en"}' >/dev/null
+for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*language=en" && break; sleep 0.1; done
+logged_since "$mark" "tray redrawn.*language=en" || fail "the tray was not redrawn in English again"
+echo "PASS the tray follows interfaceLanguage"
 
 echo "all app checks passed"

@@ -432,3 +432,35 @@ fn the_cli_shows_terminal_controls_and_bidi_characters_escaped() {
         }
     }
 }
+
+#[test]
+fn the_cli_speaks_the_interface_language_chosen_in_souz() {
+    let daemon = Daemon::start();
+    let english = |command: &mut std::process::Command| {
+        command
+            .env("LANG", "en_US.UTF-8")
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES");
+    };
+    let mut command = daemon.cli();
+    english(&mut command);
+    let output = command.args(["approvals"]).output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "Nothing is waiting for you."
+    );
+
+    // Chosen in Souz (the Settings page, PATCH /v1/me/settings): the CLI follows it, whatever
+    // the terminal's locale says.
+    let patched = daemon.patch("/v1/me/settings", &json!({"interfaceLanguage": "ru"}));
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let mut command = daemon.cli();
+    english(&mut command);
+    let output = command.args(["approvals"]).output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "Ничто не ждёт вашего решения."
+    );
+}

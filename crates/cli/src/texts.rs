@@ -1,17 +1,39 @@
 //! The CLI's messages a person reads most (approvals, grants and questions), in English and
-//! Russian. The language is the system locale's (`LC_ALL`, `LC_MESSAGES`, then `LANG`, read
-//! through `souz_core::config`), decided once per process; English when it names neither.
-//! Commands, flags, ids and JSON output stay as they are in both languages.
+//! Russian. The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
+//! once connected: [`follow`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
+//! `LANG`, read through `souz_core::config`); decided once per process, English when nothing
+//! names Russian. Commands, flags, ids and JSON output stay as they are in both languages.
 
 use std::fmt::Display;
 use std::sync::OnceLock;
 
 use souz_protocol::language::Language;
 
+static LANGUAGE: OnceLock<Language> = OnceLock::new();
+
 /// The language of this process's messages.
 pub fn language() -> Language {
-    static LANGUAGE: OnceLock<Language> = OnceLock::new();
     *LANGUAGE.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_env))
+}
+
+/// Takes the interface language the person chose in Souz (`GET /v1/me/settings`) for this
+/// process's messages, unless one was printed already. A daemon that does not say leaves the
+/// system locale's.
+pub async fn follow(client: &souz_client::DaemonClient) {
+    if LANGUAGE.get().is_some() {
+        return;
+    }
+    match client
+        .get::<souz_protocol::chat::SettingsResponse>("/v1/me/settings")
+        .await
+    {
+        Ok(response) => {
+            if let Some(chosen) = Language::from_code(&response.settings.interface_language) {
+                let _ = LANGUAGE.set(chosen);
+            }
+        }
+        Err(error) => tracing::debug!(%error, "no interface language from the daemon"),
+    }
 }
 
 /// `en` or `ru`, by [`language`].

@@ -221,6 +221,11 @@ pub enum RuntimeEvent {
         /// Fact id.
         fact_id: String,
     },
+    /// A user's settings changed (`PATCH /v1/me/settings`: the interface language among them).
+    /// It names no one: a client that shows them (the tray's language) reads its own again
+    /// with `GET /v1/me/settings`.
+    #[serde(rename = "settings.changed")]
+    SettingsChanged {},
 }
 
 impl RuntimeEvent {
@@ -248,6 +253,7 @@ impl RuntimeEvent {
             Self::MemoryFactUpdated { .. } => "memory.fact.updated",
             Self::MemoryFactRetired { .. } => "memory.fact.retired",
             Self::MemoryFactDeleted { .. } => "memory.fact.deleted",
+            Self::SettingsChanged {} => "settings.changed",
         }
     }
 }

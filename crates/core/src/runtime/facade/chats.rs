@@ -32,7 +32,17 @@ impl RuntimeHandle {
         user: &ChatUser,
         patch: SettingsPatch,
     ) -> Result<Settings, ServiceError> {
-        Ok(self.chats().patch_settings(user, patch).await?)
+        let settings = self.chats().patch_settings(user, patch).await?;
+        // Clients that show settings (the tray's language) read theirs again; a failure to
+        // announce it loses nothing stored.
+        if let Err(error) = self
+            .events()
+            .publish(souz_protocol::RuntimeEvent::SettingsChanged {})
+            .await
+        {
+            tracing::warn!(%error, "could not announce a settings change");
+        }
+        Ok(settings)
     }
 
     /// Whether onboarding is needed, what is missing, and the step to show.
