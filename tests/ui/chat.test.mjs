@@ -2,7 +2,8 @@
 // title, rename, archive, delete with a confirmation), answers rendered as Markdown with no
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
 // graph agent's next turn), and a tool call's approval given inline in the chat. Models are
-// the fake OpenAI server (fake-openai.mjs). Screenshot: `chat`.
+// the fake OpenAI server (fake-openai.mjs). Prints two figures (MEASURE lines): the page's
+// first contentful paint, and Send to the first streamed token on the page. Screenshot: `chat`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -241,6 +242,32 @@ test("a chat's own agent is picked in the chat; the skills agent takes a follow-
     assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Metric it is: 5 km.");
     const { body: events } = await live.call("GET", `/v1/chats/${chatId}/events?limit=1000`);
     assert.equal(events.items.filter((event) => event.type === "execution.started").length, 1, "one turn");
+  } finally {
+    await live.close();
+  }
+});
+
+test("figures: the page's first paint, and from Send to the first streamed token on the page", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    // The first piece at once, the rest two seconds later: the first token is on the page
+    // while the answer still streams.
+    live.provider.push([...text(["Hello"]).slice(0, 2), ...text([" there."], 2000).slice(1)]);
+    const { body } = await live.call("POST", "/v1/chats", { title: "Figures" });
+    const opened = performance.now();
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    const ready = performance.now() - opened;
+    const paint = await tab.evaluate(() => performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null);
+    assert.ok(typeof paint === "number" && paint > 0, `a first paint: ${paint}`);
+    await tab.fill("#chat-input", "Say hello");
+    const sent = performance.now();
+    await tab.click("#chat-send");
+    await tab.waitForSelector(".message.assistant.streaming:has-text('Hello')");
+    const firstToken = performance.now() - sent;
+    assert.equal(await tab.locator(".message.assistant.streaming").count(), 1, "still streaming");
+    await tab.waitForSelector(".message.assistant:not(.streaming):has-text('Hello there.')");
+    console.log(`MEASURE first contentful paint ${paint.toFixed(0)} ms; page connected ${ready.toFixed(0)} ms after navigation`);
+    console.log(`MEASURE Send to the first streamed token on the page ${firstToken.toFixed(0)} ms (fake provider, skills agent)`);
   } finally {
     await live.close();
   }
