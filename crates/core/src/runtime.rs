@@ -160,7 +160,6 @@ struct State {
     agents: Agents,
     memory: Memory,
     user: LocalUser,
-    sandbox: Arc<Sandbox>,
     skills: Registry,
     started: Instant,
     shutdown: CancellationToken,
@@ -286,10 +285,11 @@ impl Runtime {
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         recover_agents(&agents).await?;
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
+        reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
-                sandbox,
+
                 config,
                 store,
                 events,
@@ -503,7 +503,7 @@ impl RuntimeHandle {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             uptime_s: self.state.started.elapsed().as_secs(),
             database,
-            sandbox: self.state.sandbox.confinement_status(),
+            sandbox: self.state.gate.sandbox().confinement_status(),
             rss_bytes: crate::llm::local::profiles::resident_memory(),
             local_models_loaded: self
                 .state
@@ -659,6 +659,20 @@ fn reload_on_save(
             AgentKind::parse(&config.agent.default_agent),
             config.agent.context_size,
         );
+        Ok(())
+    });
+}
+
+/// `[sandbox]` applies without a restart: a saved change builds the sandbox again (with the
+/// binary's confinement helper) and the gate runs the calls that start from then on in it. A
+/// sandbox that cannot be built leaves the change waiting for a restart. The skill registry's
+/// import folders and commands' inherited environment are read at the start and stay as
+/// they were.
+fn reload_sandbox_on_save(editor: &ConfigEditor, gate: &Gate, helper: Option<PathBuf>) {
+    let gate = gate.clone();
+    editor.on_save("sandbox", move |config| {
+        let sandbox = open_sandbox(config, helper.clone()).map_err(|error| error.to_string())?;
+        gate.replace_sandbox(sandbox);
         Ok(())
     });
 }

@@ -13,7 +13,7 @@
 //! transaction as its final state.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -173,7 +173,9 @@ async fn wait_final(state: &mut watch::Receiver<CallState>) -> CallState {
 struct Inner {
     catalog: Catalog,
     external: ExternalTools,
-    sandbox: Arc<Sandbox>,
+    /// The daemon's sandbox; replaced whole when `[sandbox]` changes (calls under way keep the
+    /// one they started with).
+    sandbox: RwLock<Arc<Sandbox>>,
     approvals: Approvals,
     events: EventBus,
     store: Store,
@@ -232,7 +234,7 @@ impl Gate {
             inner: Arc::new(Inner {
                 catalog,
                 external: ExternalTools::default(),
-                sandbox,
+                sandbox: RwLock::new(sandbox),
                 approvals,
                 events,
                 store,
@@ -295,9 +297,26 @@ impl Gate {
         &self.inner.approvals
     }
 
-    /// The sandbox tools run in.
-    pub fn sandbox(&self) -> &Arc<Sandbox> {
-        &self.inner.sandbox
+    /// The sandbox tools run in now.
+    pub fn sandbox(&self) -> Arc<Sandbox> {
+        Arc::clone(
+            &self
+                .inner
+                .sandbox
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Runs the calls that start from now on in `sandbox` (a changed `[sandbox]`, applied
+    /// without a restart); proxied users' sandboxes are made again from it.
+    pub fn replace_sandbox(&self, sandbox: Arc<Sandbox>) {
+        *self
+            .inner
+            .sandbox
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = sandbox;
+        self.inner.workspaces.forget_users();
     }
 
     /// The catalog with each tool's effective policy.

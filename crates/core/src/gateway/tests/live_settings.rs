@@ -1,5 +1,6 @@
 //! Settings that apply without a restart: a `PUT /v1/config` that changes `[llm]` or `[agent]`
-//! is used by the next turn, and the save says what applied and what waits for a restart.
+//! is used by the next turn, one that changes `[sandbox]` by the next tool call, and the save
+//! says what applied and what waits for a restart.
 
 use std::sync::Arc;
 
@@ -145,4 +146,51 @@ async fn notification_changes_apply_and_server_changes_wait_for_a_restart() {
         "{saved}"
     );
     assert_eq!(saved["restartRequired"], json!(["server.port"]));
+}
+
+/// A `ListFiles` call by the API on `folder` (relative to the home): whether it ran.
+async fn lists(f: &Fixture, folder: &str) -> bool {
+    let mut call = f
+        .runtime
+        .handle()
+        .start_call(crate::tools::gate::CallRequest {
+            tool: "ListFiles".into(),
+            arguments: json!({ "path": folder }),
+            requester: souz_protocol::Requester::Api,
+        })
+        .await
+        .unwrap();
+    let state = call.wait_for(std::time::Duration::from_secs(30)).await;
+    state.status == souz_protocol::ToolCallStatus::Succeeded
+}
+
+#[tokio::test]
+async fn a_sandbox_change_applies_to_the_next_call() {
+    // The Souz home in `~/.souz`: the roots are folders of the user's home.
+    let runtime = TestRuntime::builder().start().await;
+    let home = runtime.home().path().to_path_buf();
+    for folder in ["a", "b"] {
+        std::fs::create_dir_all(home.join(folder)).unwrap();
+    }
+    let f = Fixture::on(runtime);
+    assert!(
+        lists(&f, "a").await && lists(&f, "b").await,
+        "~ is the root"
+    );
+
+    let saved = put_config(&f, "[sandbox]\nroots = [\"~/a\"]\n").await;
+    assert_eq!(saved["applied"], json!(["sandbox.roots"]), "{saved}");
+    assert_eq!(saved["restartRequired"], json!([]));
+    assert!(lists(&f, "a").await, "inside the new root");
+    assert!(!lists(&f, "b").await, "outside it now, without a restart");
+    let (status, health) = f
+        .send(f.authed("/health").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(health["sandbox"].is_object(), "{health}");
+
+    // And back the other way: the next change replaces it again.
+    let saved = put_config(&f, "[sandbox]\nroots = [\"~/b\"]\n").await;
+    assert_eq!(saved["applied"], json!(["sandbox.roots"]), "{saved}");
+    assert!(!lists(&f, "a").await && lists(&f, "b").await);
 }

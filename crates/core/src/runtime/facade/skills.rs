@@ -200,7 +200,7 @@ impl RuntimeHandle {
         .map_err(SkillError::from)?;
         let installed = self
             .skills()
-            .install_git(&source, self.gate().sandbox())
+            .install_git(&source, &self.gate().sandbox())
             .await?;
         self.installed_skill(installed).await
     }

@@ -31,7 +31,7 @@ impl Gate {
         let workspace = self
             .inner
             .workspaces
-            .for_call(&self.inner.store, &self.inner.sandbox, requester)
+            .for_call(&self.inner.store, &self.sandbox(), requester)
             .await?;
         if workspace.proxied_user.is_some() && risk == Risk::Exec {
             return Err(
@@ -72,6 +72,11 @@ impl Workspaces {
             .template
             .write()
             .unwrap_or_else(PoisonError::into_inner) = template.map(|t| t.trim().to_owned());
+        self.forget_users();
+    }
+
+    /// Forgets the proxied users' sandboxes (made from a daemon sandbox that was replaced).
+    pub(super) fn forget_users(&self) {
         self.users
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
