@@ -167,6 +167,7 @@ async fn patch_sets_and_resets_keys_keeping_comments() {
         {"section": "approvals", "key": "timeout_seconds", "value": 60},
         {"section": "approvals", "key": "exec", "value": null},
         {"section": "sandbox", "key": "network_allow_hosts", "value": ["intranet.example"]},
+        {"section": "server", "key": "port", "value": 9111},
     ]});
     let (status, saved) = f
         .send(request(&f, "PATCH", "/v1/config", Some(&body)))
@@ -174,12 +175,13 @@ async fn patch_sets_and_resets_keys_keeping_comments() {
     assert_eq!(status, StatusCode::OK, "{saved}");
     assert_eq!(
         saved["applied"],
-        json!(["approvals.exec", "approvals.timeout_seconds"])
+        json!([
+            "approvals.exec",
+            "approvals.timeout_seconds",
+            "sandbox.network_allow_hosts"
+        ])
     );
-    assert_eq!(
-        saved["restartRequired"],
-        json!(["sandbox.network_allow_hosts"])
-    );
+    assert_eq!(saved["restartRequired"], json!(["server.port"]));
     let written = std::fs::read_to_string(config_file(&f)).unwrap();
     assert!(written.starts_with("# mine\n[approvals]\n"), "{written}");
     assert!(written.contains("timeout_seconds = 60"), "{written}");
