@@ -24,6 +24,7 @@ pub(crate) mod options;
 mod per_chat;
 mod posting;
 mod preferences;
+mod queued;
 pub(crate) mod records;
 pub(crate) mod settings;
 pub(crate) mod turns;
@@ -113,8 +114,6 @@ struct Inner {
     engine: RwLock<Option<SharedEngine>>,
     owner: String,
     running: Mutex<HashMap<String, CancellationToken>>,
-    /// Input sent while a turn ran that it could not take, by chat (see `followups`).
-    queued: Mutex<HashMap<String, followups::Queued>>,
     pause: crate::bus::PauseSwitch,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -164,7 +163,6 @@ impl Chats {
                 engine: RwLock::new(None),
                 owner: uuid::Uuid::new_v4().to_string(),
                 running: Mutex::new(HashMap::new()),
-                queued: Mutex::new(HashMap::new()),
                 pause,
                 tasks,
                 shutdown,

@@ -283,7 +283,7 @@ impl Runtime {
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
-        recover_agents(&agents).await?;
+        recover_agents(&agents, &chats).await?;
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         let handle = RuntimeHandle {
@@ -765,8 +765,9 @@ async fn recover_calls(gate: &Gate) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// Marks agent turns a previous run left running as interrupted.
-async fn recover_agents(agents: &Agents) -> Result<(), RuntimeError> {
+/// Marks agent turns a previous run left running as interrupted; then starts the turns of
+/// input queued before the restart.
+async fn recover_agents(agents: &Agents, chats: &Chats) -> Result<(), RuntimeError> {
     let interrupted = agents.recover().await.map_err(|error| match error {
         crate::agent::AgentError::Store(error) => RuntimeError::Store(error),
         other => RuntimeError::Agents(other.to_string()),
@@ -775,6 +776,13 @@ async fn recover_agents(agents: &Agents) -> Result<(), RuntimeError> {
         tracing::warn!(
             turns = interrupted,
             "marked agent turns left running by the previous run as interrupted"
+        );
+    }
+    let resumed = chats.resume_queued().await?;
+    if resumed > 0 {
+        tracing::info!(
+            chats = resumed,
+            "started the turns of input queued before a restart"
         );
     }
     Ok(())

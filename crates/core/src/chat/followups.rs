@@ -9,8 +9,8 @@
 //! Invariant: a queued input is taken exactly once. It is pushed before its turn is checked
 //! for having ended, and a turn's end removes the turn from `running` before it takes the
 //! queue, so whichever of the two comes second starts the follow-up turn.
-//! The queue lives in memory: after a restart the stored message stays in the chat, but its
-//! turn does not start (the person sends it again).
+//! The queue is stored (`chat_queued_inputs`, taken in one write transaction): a restart keeps
+//! it, and the next start runs its turn ([`Chats::resume_queued`]).
 
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
@@ -23,17 +23,10 @@ use souz_protocol::chat::{
 
 use super::events::NewChatEvent;
 use super::posting::NewTurn;
+use super::queued::{self, QueuedInput, Taken};
 use super::records::{self, ExecutionRow, NewMessage};
 use super::{ChatError, ChatUser, Chats};
 use crate::store::codec::now;
-
-/// Inputs waiting for the next turn of one chat.
-pub(super) struct Queued {
-    user: ChatUser,
-    texts: Vec<String>,
-    /// The latest of them (the next turn's user message).
-    message: Message,
-}
 
 impl Chats {
     /// Sends `input` to the chat: starts a turn, steers the running one, or queues it for the
@@ -89,7 +82,7 @@ impl Chats {
                 execution,
             });
         }
-        self.queue_input(user, chat_id, content, message.clone());
+        self.queue_input(user, chat_id, content, &message).await?;
         if !self.is_running(&execution.id) {
             self.start_queued(chat_id).await;
         }
@@ -103,20 +96,28 @@ impl Chats {
     /// Starts the next turn of `chat_id` on the inputs queued for it, if any. Called when a
     /// turn ends; a failure to start is logged (the messages stay in the chat).
     pub(super) async fn start_queued(&self, chat_id: &str) {
-        let queued = self
+        let chat = chat_id.to_owned();
+        let taken = match self
             .inner
-            .queued
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(chat_id);
-        let Some(Queued {
-            user,
+            .store
+            .write(move |transaction| queued::take(transaction, &chat))
+            .await
+        {
+            Ok(taken) => taken,
+            Err(error) => {
+                tracing::warn!(%error, %chat_id, "could not take the queued input");
+                return;
+            }
+        };
+        let Some(Taken {
+            user_id,
             texts,
             message,
-        }) = queued
+        }) = taken
         else {
             return;
         };
+        let user = ChatUser(user_id);
         let turn = NewTurn {
             content: texts.join("\n\n"),
             client_message_id: None,
@@ -128,19 +129,41 @@ impl Chats {
         }
     }
 
-    fn queue_input(&self, user: &ChatUser, chat_id: &str, text: String, message: Message) {
-        let mut queued = self
-            .inner
-            .queued
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let entry = queued.entry(chat_id.to_owned()).or_insert_with(|| Queued {
-            user: user.clone(),
-            texts: Vec::new(),
+    /// Starts the turns of input queued before a restart: each chat's queued inputs, together,
+    /// as its next turn, unless a turn is still active there (a question waiting for its
+    /// answer: the queue starts when that turn ends). Call once at start, after
+    /// [`Chats::recover`] and once the engine is set. Returns how many chats it started.
+    pub async fn resume_queued(&self) -> Result<usize, ChatError> {
+        let chats = self.inner.store.read(queued::chats).await?;
+        let mut started = 0;
+        for chat_id in &chats {
+            if self.active(chat_id).await?.is_none() {
+                self.start_queued(chat_id).await;
+                started += 1;
+            }
+        }
+        Ok(started)
+    }
+
+    /// Stores `text` (its stored `message`) for the next turn of `chat_id`.
+    async fn queue_input(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        text: String,
+        message: &Message,
+    ) -> Result<(), ChatError> {
+        let input = QueuedInput {
+            chat_id: chat_id.to_owned(),
+            user_id: user.0.clone(),
+            content: text,
             message: message.clone(),
-        });
-        entry.texts.push(text);
-        entry.message = message;
+        };
+        self.inner
+            .store
+            .write(move |transaction| queued::push(transaction, &input))
+            .await?;
+        Ok(())
     }
 
     fn is_running(&self, execution_id: &str) -> bool {

@@ -211,6 +211,7 @@ pub(crate) fn delete_chat(connection: &Connection, chat: ChatKey<'_>) -> Result<
     }
     for table in [
         "options",
+        "chat_queued_inputs",
         "chat_events",
         "executions",
         "messages",

@@ -8,8 +8,8 @@ use futures::StreamExt;
 use serde_json::json;
 use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::{
-    ChatEventBody, CreateChat, Execution, OptionAnswer, OptionChoice, PostMessage, SettingsPatch,
-    TurnOptions,
+    ChatEventBody, ChatInput, CreateChat, Execution, InputDelivery, OptionAnswer, OptionChoice,
+    PostMessage, SettingsPatch, TurnOptions,
 };
 use tokio::sync::mpsc;
 
@@ -997,4 +997,88 @@ fn model_names_are_checked_like_the_original() {
         ))
         .starts_with("409 `text-embedding-v3` cannot be used")
     );
+}
+
+/// Input queued while a turn ran survives a restart: the next start runs its turn (the inputs
+/// together, in the order sent, on the latest stored message), exactly once.
+#[tokio::test]
+async fn input_queued_before_a_restart_starts_its_turn_after_it() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let running = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let mut last = None;
+    for content in ["first one", "second one"] {
+        let queued = f
+            .chats
+            .send_input(
+                &me(),
+                &chat_id,
+                ChatInput {
+                    content: content.into(),
+                    client_message_id: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(queued.delivery, InputDelivery::Queued);
+        last = Some(queued.message.id);
+    }
+
+    // A new process over the same database: the cut turn fails, the queued input's turn runs.
+    let (restarted, _) = chats_over(&f.store, &f.bus, &f.llm, &f.tasks);
+    assert_eq!(restarted.recover().await.unwrap(), 1);
+    assert_eq!(restarted.resume_queued().await.unwrap(), 1);
+    assert_eq!(
+        f.execution(&chat_id, &running.execution.id).await.status,
+        ExecutionStatus::Failed
+    );
+    let reply = "echo: first one\n\nsecond one";
+    let mut messages = Vec::new();
+    for _ in 0..500 {
+        messages = restarted
+            .messages(
+                &me(),
+                &chat_id,
+                MessagePage {
+                    before: None,
+                    after: None,
+                    limit: 50,
+                },
+            )
+            .await
+            .unwrap()
+            .items;
+        if messages.iter().any(|message| message.content == reply) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        messages.iter().any(|message| message.content == reply),
+        "{messages:?}"
+    );
+    let chat = chat_id.clone();
+    let newest: String = f
+        .store
+        .read(move |c| {
+            c.query_row(
+                "SELECT id FROM executions WHERE chat_id = ?1 ORDER BY rowid DESC LIMIT 1",
+                [&chat],
+                |row| row.get(0),
+            )
+            .map_err(crate::store::StoreError::from)
+        })
+        .await
+        .unwrap();
+    let turn = f.execution(&chat_id, &newest).await;
+    assert_eq!(
+        turn.user_message_id, last,
+        "the turn's message is the latest input"
+    );
+    // Taken once: a second start has nothing to run.
+    assert_eq!(restarted.resume_queued().await.unwrap(), 0);
 }

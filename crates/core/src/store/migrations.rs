@@ -492,6 +492,20 @@ pub const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (cache_key, query)
               ) STRICT;",
     },
+    Migration {
+        // Input queued for a chat's next turn (issue 17), kept across restarts: the text the
+        // turn takes and the message as stored (JSON), in the order sent (rowid).
+        name: "chat_queued_inputs",
+        sql: "CREATE TABLE chat_queued_inputs (
+                  message_id TEXT PRIMARY KEY,
+                  chat_id    TEXT NOT NULL REFERENCES chats (id),
+                  user_id    TEXT NOT NULL,
+                  content    TEXT NOT NULL,
+                  message    TEXT NOT NULL,
+                  queued_at  TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX chat_queued_inputs_chat ON chat_queued_inputs (chat_id);",
+    },
 ];
 
 /// The schema version this binary produces.
