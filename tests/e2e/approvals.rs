@@ -433,34 +433,30 @@ fn the_cli_shows_terminal_controls_and_bidi_characters_escaped() {
     }
 }
 
+/// What `souz approvals` prints in a terminal whose locale is English.
+fn approvals_in_english(daemon: &Daemon) -> String {
+    let output = daemon
+        .cli()
+        .env("LANG", "en_US.UTF-8")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .args(["approvals"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 #[test]
 fn the_cli_speaks_the_interface_language_chosen_in_souz() {
     let daemon = Daemon::start();
-    let english = |command: &mut std::process::Command| {
-        command
-            .env("LANG", "en_US.UTF-8")
-            .env_remove("LC_ALL")
-            .env_remove("LC_MESSAGES");
-    };
-    let mut command = daemon.cli();
-    english(&mut command);
-    let output = command.args(["approvals"]).output().unwrap();
-    assert!(output.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
-        "Nothing is waiting for you."
-    );
-
+    assert_eq!(approvals_in_english(&daemon), "Nothing is waiting for you.");
     // Chosen in Souz (the Settings page, PATCH /v1/me/settings): the CLI follows it, whatever
     // the terminal's locale says.
     let patched = daemon.patch("/v1/me/settings", &json!({"interfaceLanguage": "ru"}));
     assert_eq!(patched.status, 200, "{}", patched.body);
-    let mut command = daemon.cli();
-    english(&mut command);
-    let output = command.args(["approvals"]).output().unwrap();
-    assert!(output.status.success());
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
+        approvals_in_english(&daemon),
         "Ничто не ждёт вашего решения."
     );
 }

@@ -49,20 +49,29 @@ fn person(handle: RuntimeHandle, asked: Arc<AtomicUsize>, stop: CancellationToke
     });
 }
 
-async fn run(
+async fn start(
     handle: &RuntimeHandle,
     tool: &str,
     arguments: serde_json::Value,
     requester: souz_protocol::Requester,
-) -> ToolCallStatus {
-    let mut call = handle
+) -> crate::tools::gate::CallHandle {
+    handle
         .start_call(CallRequest {
             tool: tool.to_owned(),
             arguments,
             requester,
         })
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn run(
+    handle: &RuntimeHandle,
+    tool: &str,
+    arguments: serde_json::Value,
+    requester: souz_protocol::Requester,
+) -> ToolCallStatus {
+    let mut call = start(handle, tool, arguments, requester).await;
     call.wait_for(Duration::from_secs(30)).await.status
 }
 
@@ -73,14 +82,7 @@ async fn asks(
     arguments: serde_json::Value,
     requester: souz_protocol::Requester,
 ) -> bool {
-    let mut call = handle
-        .start_call(CallRequest {
-            tool: tool.to_owned(),
-            arguments,
-            requester,
-        })
-        .await
-        .unwrap();
+    let mut call = start(handle, tool, arguments, requester).await;
     let state = call.settled().await;
     // Dropping the handle withdraws the approval: nothing runs.
     state.status == ToolCallStatus::WaitingApproval
@@ -134,33 +136,6 @@ async fn fifty_edits_in_one_folder_by_one_client_ask_once() {
     );
 
     // Same safety: each of these still asks (and, withdrawn, changes nothing).
-    assert!(
-        asks(
-            &handle,
-            "DeleteFile",
-            json!({"path": "proj/f0.txt"}),
-            claude()
-        )
-        .await
-    );
-    assert!(
-        asks(
-            &handle,
-            "MoveFile",
-            json!({"sourcePath": "proj/f1.txt", "destinationPath": "proj/moved.txt"}),
-            claude()
-        )
-        .await
-    );
-    assert!(
-        asks(
-            &handle,
-            "NewFile",
-            json!({"path": "elsewhere.txt", "text": "x"}),
-            claude()
-        )
-        .await
-    );
     let other = souz_protocol::Requester::Mcp {
         client_name: "Claude Code".into(),
         client_version: "2.0".into(),
@@ -168,15 +143,29 @@ async fn fifty_edits_in_one_folder_by_one_client_ask_once() {
         token_id: "c-other".into(),
         token_name: "other".into(),
     };
-    assert!(
-        asks(
-            &handle,
+    for (tool, arguments, requester) in [
+        ("DeleteFile", json!({"path": "proj/f0.txt"}), claude()),
+        (
+            "MoveFile",
+            json!({"sourcePath": "proj/f1.txt", "destinationPath": "proj/moved.txt"}),
+            claude(),
+        ),
+        (
+            "NewFile",
+            json!({"path": "elsewhere.txt", "text": "x"}),
+            claude(),
+        ),
+        (
             "NewFile",
             json!({"path": "proj/other.txt", "text": "x"}),
-            other
-        )
-        .await
-    );
+            other,
+        ),
+    ] {
+        assert!(
+            asks(&handle, tool, arguments.clone(), requester).await,
+            "{tool} {arguments}"
+        );
+    }
     assert!(project.join("f0.txt").exists() && project.join("f1.txt").exists());
     assert!(!project.join("moved.txt").exists() && !project.join("other.txt").exists());
     runtime.shutdown("test").await.unwrap();
