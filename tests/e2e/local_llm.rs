@@ -69,9 +69,10 @@ fn a_chat_turn_runs_on_a_local_model_without_any_key() {
             .find(|event| event["type"] == "execution.started")
             .cloned();
         if let Some(answer) = stored.iter().find(|event| {
-            event["type"] == "tool.call.succeeded"
+            event["type"] == "tool.call.finished"
                 || event["type"] == "tool.call.failed"
                 || event["type"] == "execution.finished"
+                || event["type"] == "execution.failed"
         }) {
             break (started, answer.clone(), stored);
         }
@@ -82,6 +83,10 @@ fn a_chat_turn_runs_on_a_local_model_without_any_key() {
     let started = started.expect("the turn started");
     assert_eq!(started["payload"]["provider"], "LOCAL", "{started}");
     assert_eq!(started["payload"]["model"], format!("local/{PROFILE}"));
+    assert_ne!(
+        answer["type"], "execution.failed",
+        "the turn on the local model failed: {stored:?}"
+    );
     if answer["type"] == "execution.finished" {
         let messages = daemon.get(&format!("/v1/chats/{chat}/messages")).json();
         let last = messages["items"]
