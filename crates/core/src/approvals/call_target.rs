@@ -51,3 +51,20 @@ pub enum CallTarget {
         host: String,
     },
 }
+
+/// Whether a call only writes files: at least one target, and every one a write to an
+/// unprotected path (no delete or move, command, URL or network use). What a file-writes
+/// group grant may cover ([`souz_protocol::ToolGroup::FileWrites`]).
+pub(crate) fn only_writes(targets: &[CallTarget]) -> bool {
+    !targets.is_empty()
+        && targets.iter().all(|target| {
+            matches!(
+                target,
+                CallTarget::Path {
+                    access: Access::Write,
+                    protected: false,
+                    ..
+                }
+            )
+        })
+}

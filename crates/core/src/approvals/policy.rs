@@ -27,8 +27,8 @@ use souz_protocol::{
 
 use super::command_pattern::{CommandPattern, ProgramLookup, SystemPrograms};
 use crate::approvals::CallTarget;
+use crate::approvals::call_target::only_writes;
 use crate::config::{ApprovalsConfig, RuleConfig};
-use crate::sandbox::Access;
 use crate::sandbox::paths::{CASE_INSENSITIVE_FILESYSTEM, FoldedPath};
 use crate::sandbox::{expand_home, normalize_lexically};
 use crate::shell;
@@ -773,17 +773,7 @@ fn grant_covers(grant: &GrantRule, facts: &CallFacts<'_>) -> bool {
         Some(group) => {
             group.contains(facts.tool)
                 && grant.argument_match.path_prefix.is_some()
-                && !facts.targets.is_empty()
-                && facts.targets.iter().all(|target| {
-                    matches!(
-                        target,
-                        CallTarget::Path {
-                            access: Access::Write,
-                            protected: false,
-                            ..
-                        }
-                    )
-                })
+                && only_writes(facts.targets)
         }
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope, ToolGroup};
 
 use crate::approvals::CallTarget;
-use crate::sandbox::Access;
+use crate::approvals::call_target::only_writes;
 use crate::shell;
 
 /// Programs whose first argument is a subcommand worth keeping in the prefix (`git status`).
@@ -148,16 +148,7 @@ fn folder_writes(
     folder: &str,
 ) -> Option<SuggestedScope> {
     let group = ToolGroup::FileWrites;
-    let writes_only = targets.iter().all(|target| {
-        matches!(
-            target,
-            CallTarget::Path {
-                access: Access::Write,
-                ..
-            }
-        )
-    });
-    (writes_only && group.contains(tool) && folder != "~").then(|| SuggestedScope {
+    (only_writes(targets) && group.contains(tool) && folder != "~").then(|| SuggestedScope {
         scope: ScopeKind::Requester,
         minutes: None,
         label: format!(
