@@ -87,7 +87,7 @@ pub enum GrantsCommand {
 }
 
 pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(ApprovalsCommand::List {
         all: false,
         json: false,
@@ -150,7 +150,7 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
 }
 
 pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(GrantsCommand::List { json: false }) {
         GrantsCommand::List { json } => {
             let list = client.grants().await?;

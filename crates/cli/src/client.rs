@@ -33,11 +33,7 @@ pub fn configured_base(paths: &SouzPaths) -> String {
 pub async fn connect() -> Result<DaemonClient> {
     let paths = paths()?;
     match DaemonClient::discover(&home(&paths), || configured_base(&paths)).await {
-        Ok(client) => {
-            let client = client.named("cli");
-            crate::texts::follow(&client).await;
-            Ok(client)
-        }
+        Ok(client) => Ok(client.named("cli")),
         Err(error @ ClientError::Token { .. }) => Err(error).with_context(|| {
             format!(
                 "cannot read the token in {}; has `souz serve` ever run?",

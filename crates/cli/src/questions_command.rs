@@ -46,7 +46,7 @@ pub struct AnswerArgs {
 }
 
 pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(QuestionsCommand::List { json: false }) {
         QuestionsCommand::List { json } => {
             let list = client.questions().await?;

@@ -1,6 +1,6 @@
 //! The CLI's messages a person reads most (approvals, grants and questions), in English and
 //! Russian. The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
-//! once connected: [`follow`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
+//! once connected: [`connect`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
 //! `LANG`, read through `souz_core::config`); decided once per process, English when nothing
 //! names Russian. Commands, flags, ids and JSON output stay as they are in both languages.
 
@@ -16,10 +16,17 @@ pub fn language() -> Language {
     *LANGUAGE.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_env))
 }
 
-/// Takes the interface language the person chose in Souz (`GET /v1/me/settings`) for this
-/// process's messages, unless one was printed already. A daemon that does not say leaves the
-/// system locale's.
-pub async fn follow(client: &souz_client::DaemonClient) {
+/// Connects (`client::connect`) and takes the interface language the person chose in Souz
+/// (`GET /v1/me/settings`) for this process's messages: for the commands that print them. A
+/// daemon that does not say leaves the system locale's.
+pub async fn connect() -> anyhow::Result<souz_client::DaemonClient> {
+    let client = crate::client::connect().await?;
+    follow(&client).await;
+    Ok(client)
+}
+
+/// Takes the interface language chosen in Souz, unless a message was printed already.
+async fn follow(client: &souz_client::DaemonClient) {
     if LANGUAGE.get().is_some() {
         return;
     }
