@@ -289,7 +289,6 @@ impl Runtime {
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
-
                 config,
                 store,
                 events,

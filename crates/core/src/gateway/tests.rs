@@ -61,6 +61,25 @@ impl Fixture {
         Request::get(path).header(header::HOST, BOUND)
     }
 
+    /// The stored runtime events whose type starts with `prefix`, as sent.
+    async fn runtime_events(&self, prefix: &str) -> Vec<Value> {
+        self.runtime
+            .handle()
+            .events()
+            .replay(0, 1000)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|envelope| serde_json::to_value(envelope.event).unwrap())
+            .filter(|event| {
+                event["type"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(prefix)
+            })
+            .collect()
+    }
+
     fn authed(&self, path: &str) -> axum::http::request::Builder {
         self.get(path)
             .header(header::AUTHORIZATION, format!("Bearer {}", self.token))

@@ -9,8 +9,8 @@
 //! rendering of tool calls and results), the parser with recovery ([`parse`]), the streaming
 //! of a final answer while its JSON is written ([`stream`]), the loaded-model cache with idle
 //! unload and the client ([`engine`]), and the llama.cpp engine ([`llama`], feature
-//! `local-llm`, on by default). Without that feature no engine exists and `local/...` models are refused
-//! with "built without local models".
+//! `local-llm`, on by default). Without that feature no engine exists and `local/...` models
+//! are refused with "built without local models".
 //!
 //! Invariants: an engine runs only on blocking threads, never on the async workers; a
 //! generation stops within one token of its cancellation token firing or its stream being

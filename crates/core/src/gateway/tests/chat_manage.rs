@@ -389,34 +389,19 @@ async fn a_chats_own_model_agent_and_tools_are_validated_stored_and_used_by_its_
 #[tokio::test]
 async fn a_settings_change_is_announced_and_a_refused_one_is_not() {
     let f = Fixture::new().await;
-    let announced = || async {
-        f.runtime
-            .handle()
-            .events()
-            .replay(0, 1000)
-            .await
-            .unwrap()
-            .iter()
-            .filter(|envelope| envelope.event.kind() == "settings.changed")
-            .count()
+    let announced = || async { f.runtime_events("settings.changed").await.len() };
+    let choose = |language: &str| {
+        f.send(f.json(
+            "PATCH",
+            "/v1/me/settings",
+            &json!({ "interfaceLanguage": language }),
+        ))
     };
     let before = announced().await;
-    let (status, _) = f
-        .send(f.json(
-            "PATCH",
-            "/v1/me/settings",
-            &json!({"interfaceLanguage": "de"}),
-        ))
-        .await;
+    let (status, _) = choose("de").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(announced().await, before);
-    let (status, body) = f
-        .send(f.json(
-            "PATCH",
-            "/v1/me/settings",
-            &json!({"interfaceLanguage": "ru"}),
-        ))
-        .await;
+    let (status, body) = choose("ru").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["settings"]["interfaceLanguage"], "ru");
     assert_eq!(announced().await, before + 1);

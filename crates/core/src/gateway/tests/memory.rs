@@ -25,16 +25,7 @@ async fn remember(f: &Fixture, body: Value) -> Value {
 }
 
 async fn memory_events(f: &Fixture) -> Vec<Value> {
-    f.runtime
-        .handle()
-        .events()
-        .replay(0, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|envelope| serde_json::to_value(envelope.event).unwrap())
-        .filter(|event| event["type"].as_str().unwrap().starts_with("memory."))
-        .collect()
+    f.runtime_events("memory.").await
 }
 
 fn ids(page: &Value) -> Vec<&str> {
