@@ -50,7 +50,7 @@ pub use recall::{Selected, Trace};
 pub use writer::{FixedWriterModel, LlmWriter, WriterModel};
 
 use self::facts::{EvidenceRef, Filter, NewSourceEvent, Tombstone};
-use self::index::{DenseQuery, VectorIndex};
+use self::index::{Candidates, DenseQuery, VectorIndex};
 use self::intent::Intent;
 use self::model::{SCOPE_CLOSED_SUBJECT, content_hash, normalize_canonical_key, subject_key};
 use self::redaction::redact;
@@ -415,16 +415,19 @@ impl Memory {
         query: recall::Query<'_>,
     ) -> Result<(Vec<Selected>, Trace), MemoryError> {
         let vector = self.query_vector(query.semantic_query).await;
-        let owned = OwnedQuery::from(&query);
         let index = Arc::clone(&self.inner.vectors);
+        let scan = vector
+            .filter(|_| !query.semantic_query.trim().is_empty())
+            .map(|vector| DenseScan::start(&index, &query, vector));
+        let owned = OwnedQuery::from(&query);
         let (selected, trace) = self
             .inner
             .store
             .read(move |connection| {
                 let query = owned.borrow();
-                let dense = match &vector {
-                    Some(vector) => dense_candidates(connection, &index, &query, vector)?,
-                    None => Vec::new(),
+                let dense = |connection: &Connection| match scan {
+                    Some(scan) => scan.finish(connection, &index, &query),
+                    None => Ok(Vec::new()),
                 };
                 Ok::<_, MemoryError>(recall::select(connection, &query, dense)?)
             })
@@ -843,43 +846,89 @@ fn store_captured(
     Ok(created)
 }
 
-/// Dense candidates from the vector index, loading it first if it holds another model or
-/// dimension.
-fn dense_candidates(
+/// A dense scan on its own thread: it reads only the vectors in memory, so it runs while the
+/// reader connection gathers the other candidates (on two cores recall takes about as long as
+/// its slower half instead of both), and the reader checks its rows against the database
+/// afterwards.
+struct DenseScan {
+    vector: QueryVector,
+    found: std::sync::mpsc::Receiver<Option<Candidates>>,
+}
+
+impl DenseScan {
+    fn start(
+        index: &Arc<std::sync::RwLock<VectorIndex>>,
+        query: &recall::Query<'_>,
+        vector: QueryVector,
+    ) -> Self {
+        let (send, found) = std::sync::mpsc::sync_channel(1);
+        let index = Arc::clone(index);
+        let owner = query.context.owner.clone();
+        let scopes = recall::query_scopes(query);
+        let (model, components) = (vector.model.clone(), vector.vector.clone());
+        tokio::task::spawn_blocking(move || {
+            let candidates = index
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .candidates(&DenseQuery {
+                    owner: &owner,
+                    scopes: &scopes,
+                    model: &model,
+                    vector: &components,
+                    min_score: recall::DENSE_MIN_SCORE,
+                    limit: recall::DENSE_LIMIT,
+                });
+            // The recall may have ended without it (no scope to read).
+            let _ = send.send(candidates);
+        });
+        Self { vector, found }
+    }
+
+    /// The scan's facts, best first, checked against the database; when the index held
+    /// another model or dimension, it is loaded and searched here.
+    fn finish(
+        self,
+        connection: &Connection,
+        index: &std::sync::RwLock<VectorIndex>,
+        query: &recall::Query<'_>,
+    ) -> rusqlite::Result<Vec<Fact>> {
+        let hits = match self.found.recv() {
+            Ok(Some(candidates)) => candidates.verify(connection)?,
+            Ok(None) => load_and_search(connection, index, query, &self.vector)?,
+            Err(_) => {
+                tracing::warn!("the dense memory scan stopped; recall goes on without it");
+                Vec::new()
+            }
+        };
+        Ok(hits.into_iter().map(|(fact, _)| fact).collect())
+    }
+}
+
+/// Loads the vector index for the query's model and dimension, then searches it.
+fn load_and_search(
     connection: &Connection,
     index: &std::sync::RwLock<VectorIndex>,
     query: &recall::Query<'_>,
     vector: &QueryVector,
-) -> rusqlite::Result<Vec<Fact>> {
-    if query.semantic_query.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let needs_load = index
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .needs_load(&vector.model, vector.vector.len());
-    if needs_load {
-        index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .load(connection, &vector.model, vector.vector.len())?;
+) -> rusqlite::Result<Vec<(Fact, f32)>> {
+    let mut index = index
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if index.needs_load(&vector.model, vector.vector.len()) {
+        index.load(connection, &vector.model, vector.vector.len())?;
     }
     let scopes = recall::query_scopes(query);
-    let hits = index
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .search(
-            connection,
-            &DenseQuery {
-                owner: &query.context.owner,
-                scopes: &scopes,
-                model: &vector.model,
-                vector: &vector.vector,
-                min_score: recall::DENSE_MIN_SCORE,
-                limit: recall::DENSE_LIMIT,
-            },
-        )?;
-    Ok(hits.into_iter().map(|(fact, _)| fact).collect())
+    index.search(
+        connection,
+        &DenseQuery {
+            owner: &query.context.owner,
+            scopes: &scopes,
+            model: &vector.model,
+            vector: &vector.vector,
+            min_score: recall::DENSE_MIN_SCORE,
+            limit: recall::DENSE_LIMIT,
+        },
+    )
 }
 
 /// A [`recall::Query`] that can move into a blocking task.

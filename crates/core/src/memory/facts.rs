@@ -474,12 +474,10 @@ pub fn recent_in_scopes(
     let mut stored: Vec<Scope> = scopes.iter().flat_map(Scope::compatible).collect();
     stored.sort();
     stored.dedup();
-    let mut statement = connection.prepare_cached(&recent_query())?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = connection.prepare_cached(&recent_query(limit))?;
     let mut recent = Vec::new();
     for scope in &stored {
-        let rows =
-            statement.query_map(params![owner, scope.kind, scope.id, limit], fact_from_row)?;
+        let rows = statement.query_map(params![owner, scope.kind, scope.id], fact_from_row)?;
         for row in rows {
             recent.push(row?);
         }
@@ -487,12 +485,14 @@ pub fn recent_in_scopes(
     Ok(recent)
 }
 
-/// The SQL of one scope's part of [`recent_in_scopes`].
-pub(crate) fn recent_query() -> String {
+/// The SQL of one scope's part of [`recent_in_scopes`]. The limit is written into it: SQLite
+/// re-prepares a statement whenever a bound `LIMIT` changes, and the statement is run once per
+/// scope with the same one.
+pub(crate) fn recent_query(limit: usize) -> String {
     format!(
         "SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.owner_id = ?1 \
          AND f.scope_type = ?2 AND f.scope_id = ?3 AND f.status = 'ACTIVE' \
-         ORDER BY f.updated_at DESC LIMIT ?4"
+         ORDER BY f.updated_at DESC LIMIT {limit}"
     )
 }
 

@@ -433,6 +433,16 @@ impl VectorIndex {
         connection: &Connection,
         query: &DenseQuery<'_>,
     ) -> rusqlite::Result<Vec<(Fact, f32)>> {
+        match self.candidates(query) {
+            Some(candidates) => candidates.verify(connection),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The rows matching `query` by their vectors alone, to be checked against the database
+    /// ([`Candidates::verify`]); `None` when the index holds another model or dimension. Reads
+    /// no database, so it can run beside the other recall sources.
+    pub fn candidates(&self, query: &DenseQuery<'_>) -> Option<Candidates> {
         let DenseQuery {
             owner,
             scopes,
@@ -441,15 +451,12 @@ impl VectorIndex {
             min_score,
             limit,
         } = *query;
-        let Some(loaded) = self
+        let loaded = self
             .loaded
             .as_ref()
-            .filter(|_| self.is_loaded(model, vector.len()))
-        else {
-            return Ok(Vec::new());
-        };
+            .filter(|_| self.is_loaded(model, vector.len()))?;
         if limit == 0 {
-            return Ok(Vec::new());
+            return Some(Candidates::default());
         }
         let mut unit = vector.to_vec();
         normalize(&mut unit);
@@ -479,27 +486,61 @@ impl VectorIndex {
         if let Some(best) = scored.get_mut(..head) {
             best.sort_unstable_by(by_score);
         }
+        let rows = scored
+            .into_iter()
+            .filter_map(|(score, row)| {
+                let entry = loaded.rows.get(row)?;
+                Some(Candidate {
+                    fact_id: entry.fact_id.clone(),
+                    content_hash: entry.content_hash.clone(),
+                    score,
+                })
+            })
+            .collect();
+        Some(Candidates { rows, head, limit })
+    }
+}
+
+/// A row a dense scan found.
+#[derive(Debug, Clone)]
+struct Candidate {
+    fact_id: String,
+    /// The content its vector was computed from.
+    content_hash: String,
+    score: f32,
+}
+
+/// What a dense scan found, to be checked against the database: the first `head` rows are
+/// sorted best first, the rest only if those run out.
+#[derive(Debug, Default)]
+pub struct Candidates {
+    rows: Vec<Candidate>,
+    head: usize,
+    limit: usize,
+}
+
+impl Candidates {
+    /// The facts still active with the content their vectors were computed from, best first,
+    /// at most the query's limit.
+    pub fn verify(mut self, connection: &Connection) -> rusqlite::Result<Vec<(Fact, f32)>> {
         let mut hits = Vec::new();
-        for at in 0..scored.len() {
-            if at == head
-                && let Some(rest) = scored.get_mut(head..)
-            {
-                rest.sort_unstable_by(by_score);
+        for at in 0..self.rows.len() {
+            if hits.len() == self.limit {
+                break;
             }
-            let Some(&(score, row)) = scored.get(at) else {
+            if at == self.head
+                && let Some(rest) = self.rows.get_mut(at..)
+            {
+                rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
+            }
+            let Some(candidate) = self.rows.get(at) else {
                 break;
             };
-            let Some(entry) = loaded.rows.get(row) else {
-                continue;
-            };
-            if let Some(fact) = facts::get(connection, &entry.fact_id)?
+            if let Some(fact) = facts::get(connection, &candidate.fact_id)?
                 && fact.status == Status::Active
-                && fact.content_hash == entry.content_hash
+                && fact.content_hash == candidate.content_hash
             {
-                hits.push((fact, score));
-                if hits.len() == limit {
-                    break;
-                }
+                hits.push((fact, candidate.score));
             }
         }
         Ok(hits)

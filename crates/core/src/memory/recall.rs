@@ -242,12 +242,13 @@ pub fn query_scopes(query: &Query<'_>) -> Vec<Scope> {
     scopes
 }
 
-/// Chooses facts for `query` (see the module documentation); `dense` are the dense
-/// candidates, best first (found in the vector index by the caller).
+/// Chooses facts for `query` (see the module documentation); `dense` gives the dense
+/// candidates, best first (found in the vector index by the caller). It is called after the
+/// other sources, so a dense scan started beforehand runs while they read the database.
 pub fn select(
     connection: &Connection,
     query: &Query<'_>,
-    dense: Vec<Fact>,
+    dense: impl FnOnce(&Connection) -> rusqlite::Result<Vec<Fact>>,
 ) -> rusqlite::Result<(Vec<Selected>, Trace)> {
     let context = query.context;
     let owner = context.owner.as_str();
@@ -283,6 +284,7 @@ pub fn select(
         &lexical_query
     };
     let priority = priority(connection, owner, &scopes, priority_query)?;
+    let dense = dense(connection)?;
     let trace = Trace {
         exact: exact.len(),
         lexical: lexical.len(),

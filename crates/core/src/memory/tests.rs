@@ -1101,10 +1101,8 @@ async fn recall_reads_indexes_not_every_fact_of_a_scope() {
     );
     // Exact recall's recent facts of a scope come from the scope index in order: no sort of
     // every fact of the scope (an `OR` of a scope's aliases made SQLite read and sort them all).
-    let params = ["local", "global", "global", "100"]
-        .map(str::to_owned)
-        .to_vec();
-    let chosen = plan(&store, facts::recent_query(), params).await;
+    let params = ["local", "global", "global"].map(str::to_owned).to_vec();
+    let chosen = plan(&store, facts::recent_query(100), params).await;
     assert!(
         chosen.contains("USING INDEX memory_facts_owner_scope") && !chosen.contains("B-TREE"),
         "recent facts: {chosen}"
