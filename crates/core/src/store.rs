@@ -25,6 +25,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE_READERS: usize = 4;
 /// Prepared statements each connection keeps (see [`CachedStatements`]).
 const STATEMENT_CACHE: usize = 128;
+/// The most a reader's page cache holds, in KiB (SQLite's default is 2 MiB). It fills only
+/// with pages read, and a commit by the writer empties it; the bigger ceiling keeps one
+/// large read (memory recall over 100k facts ranks thousands of full-text matches) from
+/// evicting its own pages halfway through.
+const READER_CACHE_KIB: usize = 8 * 1024;
 
 /// What can go wrong in the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -300,7 +305,9 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     connection
-        .execute_batch("PRAGMA foreign_keys = ON;")
+        .execute_batch(&format!(
+            "PRAGMA foreign_keys = ON; PRAGMA cache_size = -{READER_CACHE_KIB};"
+        ))
         .map_err(open_error)?;
     Ok(connection)
 }

@@ -1,6 +1,8 @@
 //! Retrieval counts kept off the recall path: a recall notes the facts it chose and returns;
 //! one background task at a time writes the noted ids to `memory_fact_stats` in a single
-//! transaction, so a burst of recalls costs one write instead of one each.
+//! transaction, [`FLUSH_DELAY`] after the first of them, so a burst of recalls costs one write
+//! instead of one each (and a write does not land in the middle of the next recall, which
+//! would also empty the readers' page caches).
 //!
 //! Invariants: the counts are advisory (nothing decides on them), so a failed write is logged
 //! and dropped, and ids noted just before the process exits may be lost. At most one flush
@@ -8,9 +10,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::facts;
 use crate::store::{Store, StoreError};
+
+/// How long noted ids wait before they are written.
+pub(crate) const FLUSH_DELAY: Duration = Duration::from_secs(1);
 
 /// Retrieved fact ids waiting to be counted.
 #[derive(Debug, Default)]
@@ -32,7 +38,10 @@ impl RetrievalLog {
             return;
         }
         let (log, store) = (Arc::clone(self), store.clone());
-        tokio::spawn(async move { log.flush(&store).await });
+        tokio::spawn(async move {
+            tokio::time::sleep(FLUSH_DELAY).await;
+            log.flush(&store).await;
+        });
     }
 
     /// Writes every noted id (the scheduled flag is cleared first, so ids noted during the
