@@ -624,6 +624,17 @@
  */
 
 /**
+ * `GET /v1/chats/{chatId}/executions/{executionId}/trace`: why the agent did what it did in
+ * one execution, from what its turns stored (graph steps, model requests, tool calls,
+ * timings). Texts are redacted (secrets replaced) and cut to a preview length.
+ * @typedef {{
+ *   chatId: string;
+ *   executionId: string;
+ *   turns: Array<TurnTrace>;
+ * }} ExecutionTrace
+ */
+
+/**
  * Why a pending approval expired (which always means: denied).
  * @typedef {"timeout" | "restart" | "withdrawn" | "shutdown" | "paused"} ExpiryReason
  */
@@ -1773,6 +1784,46 @@
  */
 
 /**
+ * A message of a trace, redacted and cut.
+ * @typedef {{
+ *   isError: boolean;
+ *   role: string;
+ *   text: string;
+ *   tool?: string | null;
+ *   toolCalls: Array<TraceToolCall>;
+ *   truncated: boolean;
+ * }} TraceMessage
+ */
+
+/**
+ * One step of a turn's graph.
+ * @typedef {{
+ *   added: Array<TraceMessage>;
+ *   at: string;
+ *   attempts: number;
+ *   data: unknown;
+ *   depth: number;
+ *   elapsedMs: number;
+ *   graph: string;
+ *   kind: string;
+ *   node: string;
+ *   ordinal: number;
+ *   prompt: Array<TraceMessage>;
+ *   summary: string;
+ *   usage?: Usage | null;
+ * }} TraceStep
+ */
+
+/**
+ * A tool call the model asked for.
+ * @typedef {{
+ *   arguments: unknown;
+ *   id: string;
+ *   name: string;
+ * }} TraceToolCall
+ */
+
+/**
  * `GET /v1/turns`.
  * @typedef {{
  *   items: Array<ActiveTurn>;
@@ -1789,6 +1840,22 @@
  *   temperature?: number | null;
  *   timeZone?: string | null;
  * }} TurnOptions
+ */
+
+/**
+ * One agent turn of a trace.
+ * @typedef {{
+ *   agent: string;
+ *   elapsedMs?: number | null;
+ *   error?: string | null;
+ *   finishedAt?: string | null;
+ *   model: string;
+ *   startedAt: string;
+ *   status: string;
+ *   steps: Array<TraceStep>;
+ *   turnId: string;
+ *   usage?: Usage | null;
+ * }} TurnTrace
  */
 
 /**

@@ -9,7 +9,8 @@
 //!   catalog as tool-backed skills.
 //! - [`steering`]: input sent while a skills-agent turn runs (§2.5).
 //! - [`knowledge`]: large tool results stored and read back (§2.6).
-//! - [`sessions`]: turns and graph steps persisted per conversation (§2.8).
+//! - [`sessions`]: turns and graph steps persisted per conversation (§2.8); [`trace`]: a chat
+//!   execution's turns and steps as people read them ("why did it do that").
 //! - [`events`]: what a running turn reports; [`memory`], [`models`]: the seams to long-term
 //!   memory and to language models.
 //!
@@ -34,6 +35,7 @@ pub(crate) mod scope;
 pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod steering;
+pub(crate) mod trace;
 pub(crate) mod turn;
 
 use serde::{Deserialize, Serialize};

@@ -592,3 +592,109 @@ pub struct TurnList {
     /// Active turns, oldest first.
     pub items: Vec<ActiveTurn>,
 }
+
+/// `GET /v1/chats/{chatId}/executions/{executionId}/trace`: why the agent did what it did in
+/// one execution, from what its turns stored (graph steps, model requests, tool calls,
+/// timings). Texts are redacted (secrets replaced) and cut to a preview length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionTrace {
+    /// The execution.
+    pub execution_id: String,
+    /// Its chat.
+    pub chat_id: String,
+    /// Its agent turns, oldest first (one, or more when the agent asked a question and the
+    /// answer resumed it). Empty for an execution that ran no agent turn.
+    pub turns: Vec<TurnTrace>,
+}
+
+/// One agent turn of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnTrace {
+    /// The turn.
+    pub turn_id: String,
+    /// The agent (`graph`, `skills`).
+    pub agent: String,
+    /// The model.
+    pub model: String,
+    /// `running`, `completed`, `failed`, `cancelled` or `interrupted`.
+    pub status: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// How long it took, in milliseconds (`null` while it runs).
+    pub elapsed_ms: Option<u64>,
+    /// Tokens used by all its model requests.
+    pub usage: Option<Usage>,
+    /// Why it failed (redacted).
+    pub error: Option<String>,
+    /// Its graph steps, in order.
+    pub steps: Vec<TraceStep>,
+}
+
+/// One step of a turn's graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceStep {
+    /// Position in the turn (0 is the turn's start).
+    pub ordinal: u32,
+    /// What it was: `start` (the turn began), `model` (a model request answered), `model_failed`
+    /// (a model request failed), `reply` (the answer was settled) or `step` (any other node).
+    pub kind: String,
+    /// The graph node.
+    pub node: String,
+    /// Its graph.
+    pub graph: String,
+    /// Nesting depth.
+    pub depth: u32,
+    /// Attempts it took.
+    pub attempts: u32,
+    /// How long it ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// One line for people.
+    pub summary: String,
+    /// When it completed.
+    pub at: DateTime<Utc>,
+    /// Tokens of this step's model request (`model` steps).
+    pub usage: Option<Usage>,
+    /// The messages the model request was sent with, oldest first (`model` and
+    /// `model_failed` steps; empty otherwise).
+    pub prompt: Vec<TraceMessage>,
+    /// The messages this step added to the conversation: the model's answer with its tool
+    /// calls, tool results.
+    pub added: Vec<TraceMessage>,
+    /// Node details as stored (tools advertised, categories chosen, errors), redacted and cut.
+    pub data: serde_json::Value,
+}
+
+/// A message of a trace, redacted and cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text (a tool's result for `tool`).
+    pub text: String,
+    /// Whether `text` was cut.
+    pub truncated: bool,
+    /// The tool whose result this is (`tool`).
+    pub tool: Option<String>,
+    /// Whether the tool failed (`tool`).
+    pub is_error: bool,
+    /// Tools the model asked to call (`assistant`).
+    pub tool_calls: Vec<TraceToolCall>,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceToolCall {
+    /// The call's id (its result names it).
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments, redacted and cut.
+    pub arguments: serde_json::Value,
+}

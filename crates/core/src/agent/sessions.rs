@@ -103,6 +103,8 @@ pub struct TurnRecord {
     pub started_at: DateTime<Utc>,
     /// When it ended.
     pub finished_at: Option<DateTime<Utc>>,
+    /// The chat execution it ran for, if any.
+    pub execution_id: Option<String>,
 }
 
 /// How one step changed the history: `removed` messages at `at` were replaced by `inserted`.
@@ -200,6 +202,7 @@ pub struct ReplayedStep {
 pub(crate) struct NewTurn<'a> {
     pub turn_id: &'a str,
     pub chat_id: &'a str,
+    pub execution_id: Option<&'a str>,
     pub agent: &'a str,
     pub model: &'a str,
     pub input: &'a str,
@@ -264,12 +267,22 @@ impl Sessions {
             turn.model.to_owned(),
             turn.input.to_owned(),
         );
+        let execution_id = turn.execution_id.map(str::to_owned);
         self.store
             .write(move |transaction| {
                 transaction.execute_cached(
-                    "INSERT INTO agent_turns (id, chat_id, agent, model, input, status, started_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
-                    rusqlite::params![turn_id, chat_id, agent, model, input, to_time(start.at)],
+                    "INSERT INTO agent_turns (id, chat_id, agent, model, input, status, started_at,
+                         execution_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
+                    rusqlite::params![
+                        turn_id,
+                        chat_id,
+                        agent,
+                        model,
+                        input,
+                        to_time(start.at),
+                        execution_id
+                    ],
                 )?;
                 insert_step(transaction, &turn_id, &start)
             })
@@ -336,51 +349,18 @@ impl Sessions {
     pub async fn turns(&self, chat_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
         let chat_id = chat_id.to_owned();
         self.store
-            .read(move |connection| {
-                let mut statement = connection.prepare(
-                    "SELECT id, chat_id, agent, model, input, status, reply, error, usage,
-                            started_at, finished_at
-                     FROM agent_turns WHERE chat_id = ?1 ORDER BY seq",
-                )?;
-                let rows = statement.query_map(rusqlite::params![chat_id], |row| {
-                    Ok((
-                        (
-                            row.get::<_, String>(0)?,
-                            row.get::<_, String>(1)?,
-                            row.get::<_, String>(2)?,
-                            row.get::<_, String>(3)?,
-                            row.get::<_, String>(4)?,
-                        ),
-                        (
-                            row.get::<_, String>(5)?,
-                            row.get::<_, Option<String>>(6)?,
-                            row.get::<_, Option<String>>(7)?,
-                            row.get::<_, Option<String>>(8)?,
-                            row.get::<_, String>(9)?,
-                            row.get::<_, Option<String>>(10)?,
-                        ),
-                    ))
-                })?;
-                let mut turns = Vec::new();
-                for row in rows {
-                    let ((turn_id, chat_id, agent, model, input), rest) = row?;
-                    let (status, reply, error, usage, started_at, finished_at) = rest;
-                    turns.push(TurnRecord {
-                        turn_id,
-                        chat_id,
-                        agent,
-                        model,
-                        input,
-                        status: TurnStatus::parse(&status)?,
-                        reply,
-                        error,
-                        usage: from_json_opt("agent_turns.usage", usage)?,
-                        started_at: from_time("agent_turns.started_at", &started_at)?,
-                        finished_at: from_time_opt("agent_turns.finished_at", finished_at)?,
-                    });
-                }
-                Ok(turns)
-            })
+            .read(move |connection| load_turns(connection, "chat_id", &chat_id))
+            .await
+    }
+
+    /// The turns that ran for chat execution `execution_id`, oldest first.
+    pub async fn turns_of_execution(
+        &self,
+        execution_id: &str,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let execution_id = execution_id.to_owned();
+        self.store
+            .read(move |connection| load_turns(connection, "execution_id", &execution_id))
             .await
     }
 
@@ -394,6 +374,15 @@ impl Sessions {
 
     /// Every step of turn `turn_id` with the history right after it.
     pub async fn replay_turn(&self, turn_id: &str) -> Result<Vec<ReplayedStep>, StoreError> {
+        Ok(self.replay_turn_from(turn_id).await?.1)
+    }
+
+    /// The chat's history before turn `turn_id`, and every step of the turn with the history
+    /// right after it.
+    pub async fn replay_turn_from(
+        &self,
+        turn_id: &str,
+    ) -> Result<(Vec<Message>, Vec<ReplayedStep>), StoreError> {
         let turn_id = turn_id.to_owned();
         self.store
             .read(move |connection| {
@@ -403,6 +392,7 @@ impl Sessions {
                     |row| row.get(0),
                 )?;
                 let (mut history, turns) = fold(connection, &chat_id, Some(&turn_id))?;
+                let before = history.clone();
                 let mut replayed = Vec::new();
                 if let Some((_, steps)) = turns {
                     for step in steps {
@@ -415,7 +405,7 @@ impl Sessions {
                         });
                     }
                 }
-                Ok(replayed)
+                Ok((before, replayed))
             })
             .await
     }
@@ -480,6 +470,59 @@ fn fold(
         }
     }
     Ok((history, None))
+}
+
+/// The turns whose `column` (`chat_id` or `execution_id`) is `value`, oldest first.
+fn load_turns(
+    connection: &rusqlite::Connection,
+    column: &'static str,
+    value: &str,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT id, chat_id, agent, model, input, status, reply, error, usage,
+                started_at, finished_at, execution_id
+         FROM agent_turns WHERE {column} = ?1 ORDER BY seq"
+    ))?;
+    let rows = statement.query_map(rusqlite::params![value], |row| {
+        Ok((
+            (
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, Option<String>>(11)?,
+            ),
+            (
+                row.get::<_, String>(5)?,
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, Option<String>>(7)?,
+                row.get::<_, Option<String>>(8)?,
+                row.get::<_, String>(9)?,
+                row.get::<_, Option<String>>(10)?,
+            ),
+        ))
+    })?;
+    let mut turns = Vec::new();
+    for row in rows {
+        let ((turn_id, chat_id, agent, model, input, execution_id), rest) = row?;
+        let (status, reply, error, usage, started_at, finished_at) = rest;
+        turns.push(TurnRecord {
+            turn_id,
+            chat_id,
+            agent,
+            model,
+            input,
+            status: TurnStatus::parse(&status)?,
+            reply,
+            error,
+            usage: from_json_opt("agent_turns.usage", usage)?,
+            started_at: from_time("agent_turns.started_at", &started_at)?,
+            finished_at: from_time_opt("agent_turns.finished_at", finished_at)?,
+            execution_id,
+        });
+    }
+    Ok(turns)
 }
 
 fn insert_step(

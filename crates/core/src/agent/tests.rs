@@ -8,6 +8,7 @@ mod memory;
 mod seams;
 mod sessions;
 mod steering;
+mod trace;
 mod turns;
 
 use std::sync::atomic::Ordering;

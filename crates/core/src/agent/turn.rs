@@ -122,6 +122,9 @@ pub struct TurnRequest {
     /// How long one model request may take, from sending it to the end of the answer
     /// (`None`: the provider client's own limits only).
     pub request_timeout: Option<Duration>,
+    /// The chat execution the turn runs for, stored with it so the execution's trace finds
+    /// it (`None`: a turn outside a chat execution).
+    pub execution_id: Option<String>,
 }
 
 impl TurnRequest {
@@ -399,6 +402,7 @@ impl Agents {
             claim,
             turn_id,
             chat_id,
+            execution_id: request.execution_id,
             kind,
             model,
             stored_history: stored.clone().unwrap_or_default(),
@@ -438,6 +442,7 @@ pub struct Turn {
     claim: Claim,
     turn_id: String,
     chat_id: String,
+    execution_id: Option<String>,
     kind: AgentKind,
     model: ChatModel,
     stored_history: Vec<Message>,
@@ -675,6 +680,7 @@ impl Turn {
                 &NewTurn {
                     turn_id: &self.turn_id,
                     chat_id: &self.chat_id,
+                    execution_id: self.execution_id.as_deref(),
                     agent: self.kind.as_str(),
                     model: &self.model.label,
                     input: &self.request_input,

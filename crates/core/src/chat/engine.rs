@@ -15,7 +15,6 @@ use super::turns::{NewQuestion, Turn, TurnEngine, TurnEvent, TurnInput, TurnOutc
 use crate::agent::sessions::TurnStatus;
 use crate::agent::turn::TurnRequest;
 use crate::agent::{AgentError, Agents, events as agent_events};
-use crate::llm;
 
 /// Runs chat turns on the agents.
 #[derive(Clone)]
@@ -41,15 +40,6 @@ pub(crate) fn answer_text(
         parts.push(text.to_owned());
     }
     crate::agent::ask_user::answer_text(question, &parts)
-}
-
-fn usage(usage: &llm::Usage) -> Usage {
-    Usage {
-        prompt_tokens: usage.input_tokens,
-        completion_tokens: usage.output_tokens,
-        total_tokens: usage.input_tokens + usage.output_tokens,
-        precached_tokens: usage.cached_input_tokens,
-    }
 }
 
 fn question(asked: &crate::agent::context::AskedQuestion) -> NewQuestion {
@@ -195,6 +185,7 @@ impl TurnEngine for AgentEngine {
                 // The snapshot's list: only these catalog tools are shown and run (§1.7).
                 enabled_tools: Some(turn.settings.enabled_tools.clone()),
                 request_timeout: Some(Duration::from_millis(turn.settings.request_timeout_millis)),
+                execution_id: Some(turn.execution_id.clone()),
             };
             let sink = Arc::new(move |event: agent_events::TurnEvent| {
                 if let Some(event) = relay(event) {
@@ -213,7 +204,7 @@ impl TurnEngine for AgentEngine {
                     usage: Usage::default(),
                 },
                 Ok(outcome) => {
-                    let used = usage(&outcome.usage);
+                    let used = outcome.usage.on_wire();
                     match (outcome.status, outcome.reply) {
                         (TurnStatus::Cancelled, _) => TurnOutcome::Cancelled { usage: used },
                         (_, Some(reply)) if reply.question.is_some() => TurnOutcome::Asked {

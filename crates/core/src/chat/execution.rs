@@ -261,6 +261,23 @@ impl Chats {
         self.cancel(chat_id, row).await
     }
 
+    /// Fails unless `execution_id` is an execution of the user's chat `chat_id`.
+    pub async fn require_execution(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        execution_id: &str,
+    ) -> Result<(), ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let (chat, id) = (chat_id.to_owned(), execution_id.to_owned());
+        self.inner
+            .store
+            .read(move |c| records::load_execution(c, &chat, &id))
+            .await?
+            .ok_or(ChatError::ExecutionNotFound)?;
+        Ok(())
+    }
+
     pub(super) async fn cancel(
         &self,
         chat_id: &str,

@@ -180,6 +180,16 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// As the chat API sends it.
+    pub fn on_wire(&self) -> souz_protocol::chat::Usage {
+        souz_protocol::chat::Usage {
+            prompt_tokens: self.input_tokens,
+            completion_tokens: self.output_tokens,
+            total_tokens: self.total(),
+            precached_tokens: self.cached_input_tokens,
+        }
+    }
+
     /// Input plus output.
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens

@@ -506,6 +506,14 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX chat_queued_inputs_chat ON chat_queued_inputs (chat_id);",
     },
+    Migration {
+        // The execution a chat turn ran for (issue 17, a turn's trace): `NULL` for turns
+        // started outside a chat execution and for turns stored before.
+        name: "agent_turns_execution",
+        sql: "ALTER TABLE agent_turns ADD COLUMN execution_id TEXT;
+              CREATE INDEX agent_turns_by_execution ON agent_turns (execution_id)
+                  WHERE execution_id IS NOT NULL;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::chat::{
     Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList, ChatSettings,
-    CreateChat, CreateChatResponse, ExecutionResponse, MessageList, OnboardingCompleted,
-    OnboardingState, PostMessage, PostMessageResponse, RenameChat, SettingsPatch, SettingsResponse,
+    CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace, MessageList,
+    OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse, RenameChat,
+    SettingsPatch, SettingsResponse,
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
@@ -284,6 +285,23 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .response::<ErrorBody>(404, "No such execution (`execution_not_found`)."),
             cancel_execution,
         )
+        .route(
+            Operation::get("/v1/chats/{chatId}/executions/{executionId}/trace")
+                .summary("Why the agent did what it did in one execution.")
+                .description(
+                    "Its agent turns with their graph steps in order: each model request with \
+                     the messages it was sent with and its usage, the answer and the tool calls \
+                     it asked for, tool results, and how long each step took. Built from what \
+                     the turns stored; texts are redacted (secrets replaced) and cut.",
+                )
+                .tag("chats")
+                .response::<ExecutionTrace>(200, "The trace (no turns: the execution ran none).")
+                .response::<ErrorBody>(
+                    404,
+                    "No such chat or execution (`chat_not_found`, `execution_not_found`).",
+                ),
+            execution_trace,
+        )
 }
 
 /// Parses a positive integer query value: default when absent, 400 when not positive,
@@ -539,6 +557,18 @@ async fn cancel_active(
 ) -> Result<axum::Json<ExecutionResponse>, ApiError> {
     let execution = handle.cancel_active(&user, &chat_id).await?;
     Ok(axum::Json(ExecutionResponse { execution }))
+}
+
+async fn execution_trace(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id, execution_id]): UuidPath<2>,
+) -> Result<axum::Json<ExecutionTrace>, ApiError> {
+    Ok(axum::Json(
+        handle
+            .execution_trace(&user, &chat_id, &execution_id)
+            .await?,
+    ))
 }
 
 async fn cancel_execution(

@@ -264,3 +264,60 @@ async fn mcp_refuses_requests_with_proxy_headers() {
     let response = f.app().oneshot(post(&[])).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executions_trace_shows_its_turn_to_its_user_alone() {
+    let provider = FakeServer::start().await;
+    let f = daemon_with(&provider, |_| {}).await;
+    store_key(&f, "alice", ALICE_KEY).await;
+    store_key(&f, "bob", BOB_KEY).await;
+    let bob_chat = new_chat(&f, "bob").await;
+    tool_result(
+        &f,
+        &provider,
+        "bob",
+        &bob_chat,
+        "ListFiles",
+        json!({"path": "~"}),
+    )
+    .await;
+    settle(&f, "bob", &bob_chat).await;
+    let finished = wait_event(&f, "bob", &bob_chat, "execution.finished").await;
+    let execution = finished["executionId"].as_str().unwrap();
+    let path = format!("/v1/chats/{bob_chat}/executions/{execution}/trace");
+
+    let trace = ok(&f, call(&f, Some("bob"), "GET", &path, None)).await;
+    assert_eq!(trace["executionId"], execution);
+    let turns = trace["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{trace}");
+    assert_eq!(turns[0]["status"], "completed");
+    let steps = turns[0]["steps"].as_array().unwrap();
+    let models: Vec<&Value> = steps.iter().filter(|s| s["kind"] == "model").collect();
+    assert_eq!(models.len(), 2, "two model requests: {trace}");
+    assert_eq!(
+        models[0]["added"][0]["toolCalls"][0]["name"], "RunSkillCommand",
+        "{trace}"
+    );
+    assert!(
+        models[1]["prompt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|message| message["role"] == "tool" && message["tool"] == "RunSkillCommand"),
+        "the second request was sent with the tool's result: {trace}"
+    );
+    assert!(
+        !trace.to_string().contains(BOB_KEY),
+        "no provider key in a trace"
+    );
+
+    // Another user does not see the chat, so not its executions either.
+    let (status, body) = f.send(call(&f, Some("alice"), "GET", &path, None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(code(&body), "chat_not_found");
+    let absent =
+        format!("/v1/chats/{bob_chat}/executions/0190f5a0-0000-7000-8000-000000000000/trace");
+    let (status, body) = f.send(call(&f, Some("bob"), "GET", &absent, None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(code(&body), "execution_not_found");
+}

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use futures::Stream;
 use souz_protocol::chat::{
     ActiveTurn, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
-    ChatSettings, CreateChat, CreateChatResponse, Execution, MessageList, OnboardingState,
-    OptionAnswer, OptionAnswerResponse, PostMessage, PostMessageResponse, Question, QuestionList,
-    Settings, SettingsPatch,
+    ChatSettings, CreateChat, CreateChatResponse, Execution, ExecutionTrace, MessageList,
+    OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage, PostMessageResponse,
+    Question, QuestionList, Settings, SettingsPatch,
 };
 use tokio::sync::broadcast;
 
 use super::ServiceError;
-use crate::agent::AgentError;
+use crate::agent::{AgentError, trace};
 use crate::bus::FollowItem;
 use crate::chat::{ChatError, ChatUser, MessagePage};
 use crate::runtime::RuntimeHandle;
@@ -245,6 +245,20 @@ impl RuntimeHandle {
             .chats()
             .cancel_execution(user, chat_id, execution_id)
             .await?)
+    }
+
+    /// Why the agent did what it did in one execution of the user's chat: its turns, graph
+    /// steps, model requests and tool calls (see [`crate::agent::trace`]).
+    pub async fn execution_trace(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        execution_id: &str,
+    ) -> Result<ExecutionTrace, ServiceError> {
+        self.chats()
+            .require_execution(user, chat_id, execution_id)
+            .await?;
+        Ok(trace::execution_trace(self.agents().sessions(), chat_id, execution_id).await?)
     }
 
     /// The questions the agents of the user's chats wait on, oldest first.
