@@ -19,6 +19,8 @@ import { h, preview, visible } from "./pages.js";
 /** @typedef {import("./types.js").CreateChatResponse} CreateChatResponse */
 /** @typedef {import("./types.js").MessageList} MessageList */
 /** @typedef {import("./types.js").TurnList} TurnList */
+/** @typedef {import("./types.js").ExecutionTrace} ExecutionTrace */
+/** @typedef {import("./types.js").TraceMessage} TraceMessage */
 /** @typedef {import("./pages.js").ChatFrame} ChatFrame */
 
 const t = strings({
@@ -66,6 +68,15 @@ const t = strings({
     agent_skills: "Skills agent (takes input while it works)",
     tools_default: "Use my settings",
     saved: "Saved: this chat's next turns use it.",
+    why: "Why?",
+    why_hide: "Hide the trace",
+    why_title: "Why the agent did this",
+    trace_none: "No agent turn was recorded for this answer.",
+    trace_turn: "{agent} agent, {model}: {status}, {ms} ms, {tokens} tokens",
+    trace_prompt: "Sent to the model ({n} messages)",
+    trace_step: "{node}: {summary} ({ms} ms)",
+    trace_cut: "(cut)",
+    trace_system: "system prompt ({n} characters)",
   },
   ru: {
     title: "Чат",
@@ -111,6 +122,15 @@ const t = strings({
     agent_skills: "Агент навыков (принимает сообщения во время работы)",
     tools_default: "Как в моих настройках",
     saved: "Сохранено: следующие ходы этого чата используют это.",
+    why: "Почему?",
+    why_hide: "Скрыть разбор",
+    why_title: "Почему агент так сделал",
+    trace_none: "Для этого ответа ход агента не записан.",
+    trace_turn: "{agent}-агент, {model}: {status}, {ms} мс, токенов: {tokens}",
+    trace_prompt: "Отправлено модели (сообщений: {n})",
+    trace_step: "{node}: {summary} ({ms} мс)",
+    trace_cut: "(обрезано)",
+    trace_system: "системный промпт (символов: {n})",
   },
 });
 
@@ -125,6 +145,47 @@ function bubble(message) {
     element.append(visible(message.content));
   }
   return element;
+}
+
+/** One message of a trace: its role, its text, the tools it asked for.
+ *  @param {TraceMessage} message */
+function traceMessage(message) {
+  const calls = message.toolCalls.map((call) => h("div.trace-call", {}, `→ ${call.name} ${preview(call.arguments)}`));
+  const who = message.role === "tool" ? `tool ${message.tool ?? ""}${message.isError ? " ✗" : ""}` : message.role;
+  const text = message.text + (message.truncated ? " " + t("trace_cut") : "");
+  // The system prompt is long and the same every time: folded, like a prompt.
+  if (message.role === "system") {
+    return h("details.trace-message", { dataset: { role: message.role } }, h("summary", {}, t("trace_system", { n: message.text.length })), text);
+  }
+  return h("div.trace-message", { dataset: { role: message.role } }, h("b", {}, who + ": "), text, ...calls);
+}
+
+/** "Why did it do that": the execution's turns and graph steps, each model request with what
+ *  it was sent and what it answered, tool results and timings, from
+ *  `GET /v1/chats/{chatId}/executions/{executionId}/trace`.
+ *  @param {ExecutionTrace} trace */
+function renderTrace(trace) {
+  const panel = h("div.trace", {}, h("h3", {}, t("why_title")));
+  if (!trace.turns.length) panel.append(h("p.meta", {}, t("trace_none")));
+  for (const turn of trace.turns) {
+    panel.append(h("p.meta.trace-turn", {}, t("trace_turn", {
+      agent: turn.agent, model: turn.model, status: turn.status,
+      ms: turn.elapsedMs ?? "?", tokens: turn.usage?.totalTokens ?? "?",
+    })));
+    const steps = h("ol.trace-steps");
+    for (const step of turn.steps) {
+      const item = h("li.trace-step." + step.kind, { dataset: { kind: step.kind } },
+        h("div", {}, t("trace_step", { node: step.node, summary: step.summary, ms: step.elapsedMs })));
+      if (step.prompt.length) {
+        item.append(h("details.trace-prompt", {}, h("summary", {}, t("trace_prompt", { n: step.prompt.length })),
+          ...step.prompt.map(traceMessage)));
+      }
+      item.append(...step.added.map(traceMessage));
+      steps.append(item);
+    }
+    panel.append(steps);
+  }
+  return panel;
 }
 
 export async function chatPage(main, [selected]) {
@@ -256,10 +317,26 @@ export async function chatPage(main, [selected]) {
   const calls = new Map();
   /** The line of each approval asked in this chat, by approval id. @type {Map<string, any>} */
   const approvals = new Map();
-  /** @param {{id: string, role: string, content: string}} message */
+  /** @param {{id: string, role: string, content: string, metadata?: Record<string, string>}} message */
   const addMessage = (message) => {
     if (messages.querySelector(`[data-message="${message.id}"]`)) return;
     messages.append(bubble(message));
+    const executionId = message.metadata?.executionId;
+    if (message.role === "assistant" && executionId) messages.append(whyButton(executionId));
+  };
+  /** "Why?" under an answer: shows (and hides) its execution's trace. @param {string} executionId */
+  const whyButton = (executionId) => {
+    const box = h("div.why");
+    const button = h("button.link", { type: "button", dataset: { why: executionId } }, t("why"));
+    button.addEventListener("click", () => attempt(async () => {
+      const shown = box.querySelector(".trace");
+      if (shown) { shown.remove(); button.textContent = t("why"); return; }
+      const trace = /** @type {ExecutionTrace} */ (await api("GET", `/v1/chats/${selected}/executions/${executionId}/trace`));
+      box.append(renderTrace(trace));
+      button.textContent = t("why_hide");
+    }));
+    box.append(button);
+    return box;
   };
   const callLine = (id, name) => {
     let call = calls.get(id);
@@ -325,7 +402,7 @@ export async function chatPage(main, [selected]) {
       case "message.created":
         // The stored answer has the id the deltas named: it replaces the streamed text.
         if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
-        addMessage({ id: payload.messageId, role: payload.role, content: payload.content });
+        addMessage({ id: payload.messageId, role: payload.role, content: payload.content, metadata: frame.executionId ? { executionId: frame.executionId } : {} });
         break;
       case "tool.call.started": {
         const call = callLine(payload.toolCallId, payload.name);

@@ -204,6 +204,22 @@ test("a turn's tool call is approved inline in the chat", async () => {
     assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Written.");
     assert.equal(existsSync(target), true);
     assert.equal(await tab.locator(".messages .tool-call button").count(), 0, "no buttons once decided");
+
+    // "Why?" under the answer: the turn's steps, each model request with what it was sent and
+    // what it answered, and the tool's result.
+    await tab.click(".messages [data-why]");
+    await tab.waitForSelector(".trace .trace-step.model");
+    assert.equal(await tab.locator(".trace .trace-step.model").count(), 2, "two model requests");
+    const first = tab.locator(".trace .trace-step.model").first();
+    assert.match(await first.locator(".trace-call").textContent(), /RunSkillCommand.*NewFile/);
+    assert.match(await first.locator(".trace-prompt").textContent(), /Start a shopping list/);
+    assert.match(await tab.textContent(".trace"), /tool RunSkillCommand/);
+    await shot(tab, "chat-trace");
+    await tab.click(".messages [data-why]");
+    assert.equal(await tab.locator(".trace").count(), 0, "the button hides it again");
+    // An answer loaded with the chat's history has it too.
+    const again = await live.open(`/chat/${body.chat.id}`);
+    await again.waitForSelector(".messages [data-why]");
   } finally {
     await live.close();
   }

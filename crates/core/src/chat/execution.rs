@@ -454,12 +454,14 @@ impl Ending<'_> {
         if !self.transition(ExecutionStatus::Completed, None, usage, Some(&message_id))? {
             return Ok(None);
         }
+        // The execution it answers: its trace (`GET .../executions/{id}/trace`) says why.
+        let metadata = BTreeMap::from([("executionId".to_owned(), self.execution_id.to_owned())]);
         let new = NewMessage {
             id: &message_id,
             chat_id: self.chat_id,
             role: "assistant",
             content: text,
-            metadata: &BTreeMap::new(),
+            metadata: &metadata,
             at: self.at,
         };
         let message = records::insert_message(self.tx, &new)?;
