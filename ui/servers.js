@@ -4,7 +4,8 @@
 // off, removing it, and a form that adds or edits one (a program with arguments, or a
 // streamable HTTP URL). Every change is written to config.toml by the daemon, validated like
 // any settings edit (a problem comes back with its line and column, nothing is written), and
-// applies at the daemon's next start: such servers say "restart to apply".
+// applies at once: the daemon stops, starts or replaces the server (a server says "restart to
+// apply" only for the moment that takes).
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
@@ -24,7 +25,7 @@ const t = strings({
     none: "No MCP server is configured yet.",
     name: "Name", transport: "Transport", state: "State", tools: "Tools", actions: "",
     connected: "connected", not_connected: "not connected", disabled: "disabled", on: "enabled",
-    restart: "restart to apply",
+    restart: "applying…",
     test: "Test", edit: "Edit", remove: "Remove", enable: "Enable", disable: "Disable",
     tested_ok: "{name}: ok, {n} tool(s).", tested_failed: "{name}: failed: {error}",
     add_title: "Add a server", edit_title: "Edit {name}",
@@ -45,7 +46,7 @@ const t = strings({
     none: "MCP-серверы ещё не настроены.",
     name: "Имя", transport: "Транспорт", state: "Состояние", tools: "Инструменты", actions: "",
     connected: "подключён", not_connected: "не подключён", disabled: "выключен", on: "включён",
-    restart: "применится после перезапуска",
+    restart: "применяется…",
     test: "Проверить", edit: "Изменить", remove: "Удалить", enable: "Включить", disable: "Выключить",
     tested_ok: "{name}: работает, инструментов: {n}.", tested_failed: "{name}: ошибка: {error}",
     add_title: "Добавить сервер", edit_title: "Изменить {name}",

@@ -1,14 +1,14 @@
 // The Servers page (ui/servers.js) against a real `souz serve`: add an external MCP server
 // (@modelcontextprotocol/server-everything over stdio, installed by scripts/test.sh into
-// tests/clients/) from the form, see a bad one refused with its line and column, restart the
-// daemon and see the server connected with its tools, test it, see its tool's approval in the
-// Queue named with its server, disable it and remove it.
+// tests/clients/) from the form, see a bad one refused with its line and column, see the
+// server connected with its tools with no restart, test it, see its tool's approval in the
+// Queue named with its server, turn it off (its tools gone at once) and remove it.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { root, shot, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
+import { root, shot, startSession, waitFor } from "./harness.mjs";
 
 const clients = join(root, "tests", "clients");
 const node = join(clients, "node_modules", ".bin", "node");
@@ -28,15 +28,8 @@ after(async () => {
   await session?.close();
 });
 
-/** Restarts the daemon in the same homes (config.toml changes apply at start). */
-async function restart() {
-  await stopDaemon(session.daemon);
-  const started = await startDaemon(session.home, session.user);
-  Object.assign(session, { daemon: started.child, base: started.url, token: started.token });
-}
-
 test("servers are added, refused with positions, tested, named in the Queue, disabled and removed", async () => {
-  let tab = await session.page("/servers");
+  const tab = await session.page("/servers");
   await tab.waitForSelector("#servers td.meta");
 
   // A server with a URL that is not http(s): refused with its position, nothing written.
@@ -52,21 +45,17 @@ test("servers are added, refused with positions, tested, named in the Queue, dis
   const config = join(session.home, "config.toml");
   assert.ok(!existsSync(config) || !readFileSync(config, "utf8").includes("broken"), "nothing was written");
 
-  // A program server: written to config.toml, waiting for a restart.
+  // A program server: written to config.toml and started at once, no restart.
   await tab.fill("#server-name", "everything");
   await tab.selectOption("#server-kind", "program");
   await tab.fill("#server-command", node);
   await tab.fill("#server-args", everything);
   await tab.click("#server-save");
-  await tab.waitForSelector("tr[data-server='everything'] .restart");
+  await tab.waitForSelector("tr[data-server='everything']");
   const text = readFileSync(config, "utf8");
   assert.match(text, /\[mcp\.servers\.everything\]/);
   assert.ok(text.includes(everything), text);
-
-  await restart();
-  await tab.context().close();
-  tab = await session.page("/servers");
-  await tab.waitForSelector("tr[data-server='everything']");
+  assert.doesNotMatch(await tab.textContent("#servers-note"), /Restart Souz/);
   await waitFor(async () => {
     await tab.reload();
     await tab.waitForSelector("#connection.up");
@@ -94,10 +83,19 @@ test("servers are added, refused with positions, tested, named in the Queue, dis
   await queue.click(`article[data-approval='${approvals[0].id}'] button.primary`);
   await queue.context().close();
 
-  // Off, then gone: each written to config.toml.
+  // Off, then gone: each written to config.toml and applied at once.
   await tab.click("tr[data-server='everything'] button.toggle");
-  await tab.waitForSelector("tr[data-server='everything'] .restart");
-  assert.match(readFileSync(config, "utf8"), /enabled = false/);
+  await waitFor(async () => readFileSync(config, "utf8").includes("enabled = false"), "enabled = false written");
+  await waitFor(async () => {
+    const { body } = await api("GET", "/v1/tools");
+    return !JSON.stringify(body).includes("mcp__everything__echo");
+  }, "its tools gone", 30000);
+  await waitFor(async () => {
+    await tab.reload();
+    await tab.waitForSelector("tr[data-server='everything']");
+    return Number(await tab.textContent("tr[data-server='everything'] td.tools")) === 0
+      && !(await tab.$("tr[data-server='everything'] .restart"));
+  }, "the server stopped", 30000);
   tab.once("dialog", (dialog) => dialog.accept());
   await tab.click("tr[data-server='everything'] button.remove");
   await tab.waitForSelector("#servers td.meta");

@@ -286,6 +286,7 @@ impl Runtime {
         recover_agents(&agents, &chats).await?;
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
+        reload_mcp_servers_on_save(&config_editor, &mcp_clients);
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
@@ -672,6 +673,16 @@ fn reload_sandbox_on_save(editor: &ConfigEditor, gate: &Gate, helper: Option<Pat
     editor.on_save("sandbox", move |config| {
         let sandbox = open_sandbox(config, helper.clone()).map_err(|error| error.to_string())?;
         gate.replace_sandbox(sandbox);
+        Ok(())
+    });
+}
+
+/// `[mcp.servers]` applies without a restart: a saved change stops the servers it removed,
+/// turned off or changed and starts the new and changed ones (see [`McpClients::apply`]).
+fn reload_mcp_servers_on_save(editor: &ConfigEditor, clients: &McpClients) {
+    let clients = clients.clone();
+    editor.on_save("mcp", move |config| {
+        clients.apply(config);
         Ok(())
     });
 }

@@ -24,8 +24,8 @@ pub struct McpServerStatus {
     /// Its table in `config.toml` now (every key, defaults included), for editing.
     #[serde(default)]
     pub settings: serde_json::Value,
-    /// Whether `config.toml` was changed for it since Souz started: the change applies at the
-    /// next start.
+    /// Whether a saved change of its table is not applied yet (servers are started, stopped or
+    /// replaced at once; this is true only while that happens).
     #[serde(default)]
     pub restart_required: bool,
     /// Whether the server asks for an OAuth login (or a wider scope) that refreshing could

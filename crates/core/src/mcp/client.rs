@@ -7,7 +7,9 @@
 //! started (or connected) and its tools listed (every page) within `startup_timeout_seconds`;
 //! a server that fails is tried again after a backoff (1 s doubling to a minute); a
 //! `tools/list_changed` notification lists the tools again. On shutdown every session is
-//! closed and every child's process group stopped.
+//! closed and every child's process group stopped. A saved `[mcp.servers]` change applies
+//! live ([`McpClients::apply`]): a server removed, turned off or changed is stopped and its
+//! tools taken off the gate before its replacement or a new server starts.
 //!
 //! Calls: each within `tool_timeout_seconds` (then cancelled on the server with
 //! `notifications/cancelled`), cancelled when the gate's call is; a call that finds the session
@@ -76,10 +78,50 @@ pub(crate) struct McpClientParts {
 /// Every configured server. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct McpClients {
-    servers: Arc<Vec<Arc<Server>>>,
+    /// The servers in use (enabled in the configuration last applied).
+    servers: Arc<std::sync::RwLock<Vec<Arc<Server>>>>,
+    /// What a new server is made with.
+    base: Arc<Base>,
+    /// The keeper task of each started server; also serialises applying a configuration.
+    keepers: Arc<tokio::sync::Mutex<Keepers>>,
     keys: KeyStore,
     flows: Arc<Flows>,
     redirect_uri: Arc<str>,
+}
+
+/// What every server shares.
+struct Base {
+    gate: Gate,
+    store: Store,
+    lookup: Lookup,
+    inherited: Vec<(OsString, OsString)>,
+    keys: KeyStore,
+}
+
+/// The running keepers (once [`McpClients::run`] started them), by server name.
+#[derive(Default)]
+struct Keepers {
+    stop: Option<CancellationToken>,
+    running: std::collections::HashMap<String, (CancellationToken, tokio::task::JoinHandle<()>)>,
+}
+
+impl Keepers {
+    /// Starts `server`'s keeper (when the clients run).
+    fn start(&mut self, server: &Arc<Server>) {
+        if let Some(stop) = &self.stop {
+            let token = stop.child_token();
+            let task = tokio::spawn(Arc::clone(server).keep(token.clone()));
+            self.running.insert(server.name.clone(), (token, task));
+        }
+    }
+
+    /// Stops the keeper of `name` and waits until its session is closed.
+    async fn stop(&mut self, name: &str) {
+        if let Some((token, task)) = self.running.remove(name) {
+            token.cancel();
+            let _ = task.await;
+        }
+    }
 }
 
 /// One server and its session.
@@ -131,33 +173,24 @@ impl McpClients {
             keys,
             redirect_uri,
         } = parts;
+        let base = Arc::new(Base {
+            gate,
+            store,
+            lookup,
+            inherited,
+            keys: keys.clone(),
+        });
         let servers = config
             .mcp
             .servers
             .iter()
             .filter(|(_, server)| server.enabled)
-            .map(|(name, server)| {
-                Arc::new(Server {
-                    name: name.clone(),
-                    config: server.clone(),
-                    gate: gate.clone(),
-                    store: store.clone(),
-                    lookup: Arc::clone(&lookup),
-                    inherited: inherited.clone(),
-                    home: config.paths.home().to_owned(),
-                    allow_hosts: config.sandbox.network_allow_hosts.clone(),
-                    keys: keys.clone(),
-                    events: Events {
-                        tools_changed: Arc::new(Notify::new()),
-                        progress: ProgressDispatcher::new(),
-                    },
-                    session: tokio::sync::Mutex::new(None),
-                    health: Mutex::new(Health::default()),
-                })
-            })
+            .map(|(name, server)| base.server(&config, name, server))
             .collect();
         Self {
-            servers: Arc::new(servers),
+            servers: Arc::new(std::sync::RwLock::new(servers)),
+            base,
+            keepers: Arc::default(),
             keys,
             flows: Arc::new(Flows::default()),
             redirect_uri: Arc::from(redirect_uri),
@@ -166,24 +199,90 @@ impl McpClients {
 
     /// Keeps every server connected and its tools listed until `stop`; then closes them all.
     pub(crate) async fn run(self, stop: CancellationToken) {
-        let keepers = self
-            .servers
-            .iter()
-            .map(|server| Arc::clone(server).keep(stop.clone()));
-        futures::future::join_all(keepers).await;
+        {
+            let mut keepers = self.keepers.lock().await;
+            keepers.stop = Some(stop.clone());
+            for server in self.snapshot() {
+                keepers.start(&server);
+            }
+        }
+        stop.cancelled().await;
+        let running: Vec<_> = self.keepers.lock().await.running.drain().collect();
+        futures::future::join_all(running.into_iter().map(|(_, (_, task))| task)).await;
     }
 
-    /// Where each server of `current` (the file now) stands: enabled ones of `running` (what
-    /// Souz started with) live, the rest as configured.
-    pub(crate) fn status(&self, current: &Config, running: &Config) -> Vec<McpServerStatus> {
+    /// Brings the servers in step with `config` (a saved `config.toml`) without a restart: a
+    /// server removed, turned off or changed is stopped (its session closed, its tools taken
+    /// off the gate) before a changed or new one starts. Runs in the background; the status
+    /// says `restartRequired` until it is done.
+    pub(crate) fn apply(&self, config: &Config) {
+        let (clients, config) = (self.clone(), config.clone());
+        tokio::spawn(async move {
+            let mut keepers = clients.keepers.lock().await;
+            let wanted: Vec<(&String, &McpServerConfig)> = config
+                .mcp
+                .servers
+                .iter()
+                .filter(|(_, server)| server.enabled)
+                .collect();
+            for server in clients.snapshot() {
+                let kept = wanted
+                    .iter()
+                    .any(|(name, wanted)| **name == server.name && **wanted == server.config);
+                if kept {
+                    continue;
+                }
+                keepers.stop(&server.name).await;
+                clients
+                    .base
+                    .gate
+                    .set_external_tools(&server.name, Vec::new());
+                clients
+                    .servers
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|live| !Arc::ptr_eq(live, &server));
+                tracing::info!(server = %server.name, "stopped an MCP server the configuration changed");
+            }
+            for (name, wanted) in wanted {
+                if clients.server(name).is_some() {
+                    continue;
+                }
+                let server = clients.base.server(&config, name, wanted);
+                clients
+                    .servers
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Arc::clone(&server));
+                keepers.start(&server);
+                tracing::info!(server = %name, "started an MCP server the configuration added");
+            }
+        });
+    }
+
+    /// The servers in use now.
+    fn snapshot(&self) -> Vec<Arc<Server>> {
+        self.servers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Where each server of `current` (the file now) stands: the ones in use live, the rest
+    /// as configured. `restart_required` while a saved change is not applied yet.
+    pub(crate) fn status(&self, current: &Config) -> Vec<McpServerStatus> {
+        let servers = self.snapshot();
         current
             .mcp
             .servers
             .iter()
             .map(|(name, server)| {
-                let live = self.servers.iter().find(|live| &live.name == name);
+                let live = servers.iter().find(|live| &live.name == name);
                 let health = live.map(|live| live.health());
-                let restart_required = running.mcp.servers.get(name) != Some(server);
+                let restart_required = match live {
+                    Some(live) => !server.enabled || live.config != *server,
+                    None => server.enabled,
+                };
                 McpServerStatus {
                     name: name.clone(),
                     transport: if server.is_stdio() { "stdio" } else { "http" }.to_owned(),
@@ -202,15 +301,20 @@ impl McpClients {
 
     /// Connects to `name` now (if it is not) and lists its tools again; the number listed.
     pub(crate) async fn test(&self, name: &str) -> Option<Result<usize, String>> {
-        let server = self.servers.iter().find(|server| server.name == name)?;
+        let server = self.server(name)?;
         Some(match server.peer().await {
             Ok((peer, _)) => server.list_tools(&peer).await,
             Err(error) => Err(error),
         })
     }
 
-    fn server(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|server| server.name == name)
+    fn server(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|server| server.name == name)
+            .cloned()
     }
 
     /// Starts an OAuth login for the enabled HTTP server `name`: the authorization URL the
@@ -314,6 +418,29 @@ pub(crate) enum TokenError {
     /// The key store failed.
     #[error(transparent)]
     Keys(#[from] KeyStoreError),
+}
+
+impl Base {
+    /// A server of `config` (not started).
+    fn server(&self, config: &Config, name: &str, server: &McpServerConfig) -> Arc<Server> {
+        Arc::new(Server {
+            name: name.to_owned(),
+            config: server.clone(),
+            gate: self.gate.clone(),
+            store: self.store.clone(),
+            lookup: Arc::clone(&self.lookup),
+            inherited: self.inherited.clone(),
+            home: config.paths.home().to_owned(),
+            allow_hosts: config.sandbox.network_allow_hosts.clone(),
+            keys: self.keys.clone(),
+            events: Events {
+                tools_changed: Arc::new(Notify::new()),
+                progress: ProgressDispatcher::new(),
+            },
+            session: tokio::sync::Mutex::new(None),
+            health: Mutex::new(Health::default()),
+        })
+    }
 }
 
 struct HealthView {

@@ -36,7 +36,13 @@ use crate::config::{Config, ENV_OVERRIDES, Location, OverrideTarget, Problem};
 pub(crate) const LIVE_SECTIONS: &[&str] = &["approvals", "notifications"];
 
 /// Keys of sections with a reload hook that still take effect only at the next start.
-pub(crate) const RESTART_KEYS: &[&str] = &["llm.key_storage"];
+pub(crate) const RESTART_KEYS: &[&str] = &[
+    "llm.key_storage",
+    // The `/mcp` server's own settings; `[mcp.servers]` applies live.
+    "mcp.approval_wait_seconds",
+    "mcp.progress_interval_seconds",
+    "mcp.session_idle_minutes",
+];
 
 /// Applies a saved configuration to one service; an error says why it could not.
 pub(crate) type ReloadHook = Arc<dyn Fn(&Config) -> Result<(), String> + Send + Sync>;

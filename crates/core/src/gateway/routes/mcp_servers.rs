@@ -45,8 +45,8 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .description(
                     "Writes `settings` as the whole `[mcp.servers.<name>]` table (keys at their \
                      default are left out), validated like `PUT /v1/config`: a problem is a 400 \
-                     with its line and column and nothing is written. The change applies at the \
-                     next start (`restartRequired`).",
+                     with its line and column and nothing is written. The change applies at \
+                     once: the server is started, or stopped and started with its new table.",
                 )
                 .tag("mcp")
                 .operator()
@@ -61,7 +61,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .summary("Remove an external MCP server from config.toml.")
                 .tag("mcp")
                 .operator()
-                .response::<ConfigSaved>(200, "Removed; applies at the next start.")
+                .response::<ConfigSaved>(200, "Removed; the server is stopped and its tools are gone.")
                 .response::<ErrorBody>(404, "config.toml has no server of that name."),
             remove,
         )
@@ -71,7 +71,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .tag("mcp")
                 .operator()
                 .request::<McpServerEnabled>()
-                .response::<ConfigSaved>(200, "Saved; applies at the next start.")
+                .response::<ConfigSaved>(200, "Saved; the server is started or stopped.")
                 .response::<ErrorBody>(404, "config.toml has no server of that name."),
             enable,
         ))

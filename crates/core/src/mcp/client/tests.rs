@@ -485,3 +485,103 @@ async fn progress_of_an_external_call_reaches_the_caller() {
 
 mod oauth;
 mod oauth_mock;
+
+/// Waits (bounded) until the status of `name` satisfies `settled`; the last status.
+async fn wait_status(
+    runtime: &TestRuntime,
+    name: &str,
+    settled: impl Fn(Option<&souz_protocol::McpServerStatus>) -> bool,
+) {
+    let handle = runtime.handle();
+    for _ in 0..600 {
+        let servers = handle.mcp_servers().await.servers;
+        if settled(servers.iter().find(|server| server.name == name)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} never settled: {:?}", handle.mcp_servers().await);
+}
+
+#[tokio::test]
+async fn servers_added_changed_turned_off_and_removed_apply_without_a_restart() {
+    let runtime = runtime_with(Vec::new()).await;
+    let handle = runtime.handle();
+    let put = |extra: Value| {
+        let mut settings = json!({"command": node(), "args": [everything_script()]});
+        if let (Some(settings), Some(extra)) = (settings.as_object_mut(), extra.as_object()) {
+            settings.extend(extra.clone());
+        }
+        souz_protocol::McpServerPut {
+            settings: settings.as_object().cloned().unwrap_or_default(),
+            base_revision: None,
+        }
+    };
+    let listed = |name: &str| handle.tools().iter().any(|tool| tool.name == name);
+
+    // Added: started and its tools listed, nothing waits for a restart.
+    let saved = handle
+        .put_mcp_server("everything", put(json!({})))
+        .await
+        .unwrap();
+    assert!(saved.restart_required.is_empty(), "{saved:?}");
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+    wait_status(&runtime, "everything", |status| {
+        status.is_some_and(|s| s.connected && s.tools > 0 && !s.restart_required)
+    })
+    .await;
+    let mut call = start(
+        &runtime,
+        "mcp__everything__echo",
+        json!({"message": "live"}),
+    )
+    .await;
+    let done = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert!(text(&done).contains("live"), "{done:?}");
+
+    // Changed: the running server is replaced by one with the new settings.
+    handle
+        .put_mcp_server("everything", put(json!({"tool_timeout_seconds": 7})))
+        .await
+        .unwrap();
+    wait_status(&runtime, "everything", |status| {
+        status.is_some_and(|s| {
+            s.settings["tool_timeout_seconds"] == 7 && s.connected && !s.restart_required
+        })
+    })
+    .await;
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+
+    // Off: stopped, its tools gone from every listing.
+    let saved = handle
+        .set_mcp_server_enabled("everything", false)
+        .await
+        .unwrap();
+    assert!(saved.restart_required.is_empty(), "{saved:?}");
+    wait_status(&runtime, "everything", |status| {
+        status.is_some_and(|s| !s.enabled && !s.connected && s.tools == 0 && !s.restart_required)
+    })
+    .await;
+    assert!(!listed("mcp__everything__echo"));
+
+    // On again, then removed.
+    handle
+        .set_mcp_server_enabled("everything", true)
+        .await
+        .unwrap();
+    wait_for_tool(&runtime, "mcp__everything__echo").await;
+    handle.remove_mcp_server("everything").await.unwrap();
+    wait_status(&runtime, "everything", |status| status.is_none()).await;
+    for _ in 0..600 {
+        if !listed("mcp__everything__echo") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !listed("mcp__everything__echo"),
+        "a removed server's tools go"
+    );
+    runtime.shutdown("test").await.unwrap();
+}

@@ -20,12 +20,12 @@ impl RuntimeHandle {
     pub async fn mcp_servers(&self) -> McpServerList {
         let current = self.config_editor().current_config().await;
         McpServerList {
-            servers: self.mcp_clients().status(&current, self.config()),
+            servers: self.mcp_clients().status(&current),
         }
     }
 
     /// Adds or replaces `[mcp.servers.<name>]` with `put.settings` (keys left at their
-    /// default are not written). Applies at the next start.
+    /// default are not written). Applies at once: the server is (re)started.
     pub async fn put_mcp_server(
         &self,
         name: &str,
@@ -46,12 +46,13 @@ impl RuntimeHandle {
             .await?)
     }
 
-    /// Removes `[mcp.servers.<name>]`. Applies at the next start.
+    /// Removes `[mcp.servers.<name>]`. Applies at once: the server is stopped and its tools
+    /// are gone.
     pub async fn remove_mcp_server(&self, name: &str) -> Result<ConfigSaved, ServiceError> {
         Ok(self.config_editor().remove_mcp_server(name).await?)
     }
 
-    /// Turns `[mcp.servers.<name>]` on or off. Applies at the next start.
+    /// Turns `[mcp.servers.<name>]` on or off. Applies at once.
     pub async fn set_mcp_server_enabled(
         &self,
         name: &str,
