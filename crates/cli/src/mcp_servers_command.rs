@@ -65,19 +65,19 @@ pub enum ServersCommand {
         name: String,
     },
     /// Add (or replace) a server in config.toml: a program after `--`, or `--url`.
-    /// Applies at the next start of the daemon.
+    /// The daemon starts it (or restarts it with the new settings) at once.
     Add(AddServer),
-    /// Remove a server from config.toml (applies at the next start).
+    /// Remove a server from config.toml (the daemon stops it at once).
     Rm {
         /// The server's name in config.toml.
         name: String,
     },
-    /// Turn a server on in config.toml (applies at the next start).
+    /// Turn a server on in config.toml (the daemon starts it at once).
     Enable {
         /// The server's name in config.toml.
         name: String,
     },
-    /// Turn a server off in config.toml (applies at the next start).
+    /// Turn a server off in config.toml (the daemon stops it at once).
     Disable {
         /// The server's name in config.toml.
         name: String,
@@ -189,7 +189,7 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
                         ", not exposed at /mcp"
                     },
                     if server.restart_required {
-                        ", changed: restart to apply"
+                        ", changed: applying"
                     } else {
                         ""
                     },
@@ -247,9 +247,11 @@ async fn change(client: &crate::client::DaemonClient, command: ServersCommand) -
         }
         ServersCommand::List { .. } | ServersCommand::Test { .. } => return Ok(()),
     };
-    let waits = saved.is_none_or(|saved| !saved.restart_required.is_empty());
+    let waits = saved.is_some_and(|saved| !saved.restart_required.is_empty());
     if waits {
         say!("Restart Souz to apply the change to `{name}`.");
+    } else {
+        say!("Souz applies it now (`souz mcp servers` shows where `{name}` stands).");
     }
     Ok(())
 }

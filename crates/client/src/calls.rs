@@ -110,7 +110,7 @@ impl DaemonClient {
         self.post(&path, &serde_json::json!({})).await
     }
 
-    /// Adds or replaces `[mcp.servers.<name>]` in config.toml (applies at the next start).
+    /// Adds or replaces `[mcp.servers.<name>]` in config.toml (the daemon applies it at once).
     pub async fn put_mcp_server(
         &self,
         name: &str,
@@ -120,13 +120,13 @@ impl DaemonClient {
         self.put(&path, request).await
     }
 
-    /// Removes `[mcp.servers.<name>]` from config.toml (applies at the next start).
+    /// Removes `[mcp.servers.<name>]` from config.toml (the daemon stops it at once).
     pub async fn remove_mcp_server(&self, name: &str) -> Result<(), ClientError> {
         let path = format!("/v1/mcp/servers/{}", encode_segment(name));
         self.delete(&path).await
     }
 
-    /// Turns `[mcp.servers.<name>]` on or off (applies at the next start).
+    /// Turns `[mcp.servers.<name>]` on or off (the daemon applies it at once).
     pub async fn set_mcp_server_enabled(
         &self,
         name: &str,

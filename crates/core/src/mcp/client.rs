@@ -106,9 +106,10 @@ struct Keepers {
 }
 
 impl Keepers {
-    /// Starts `server`'s keeper (when the clients run).
+    /// Starts `server`'s keeper (when the clients run, and not once they are stopping: a
+    /// save during shutdown starts nothing).
     fn start(&mut self, server: &Arc<Server>) {
-        if let Some(stop) = &self.stop {
+        if let Some(stop) = self.stop.as_ref().filter(|stop| !stop.is_cancelled()) {
             let token = stop.child_token();
             let task = tokio::spawn(Arc::clone(server).keep(token.clone()));
             self.running.insert(server.name.clone(), (token, task));
