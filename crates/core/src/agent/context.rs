@@ -24,6 +24,9 @@ pub struct AgentSettings {
     pub temperature: Option<f32>,
     /// The model's context window in tokens; the history is summarized at 80 % of it.
     pub context_size: u32,
+    /// The person's interface language: what the turn's own replies (a failed request) are
+    /// written in.
+    pub language: souz_protocol::language::Language,
 }
 
 /// How a tool the model may call is run.

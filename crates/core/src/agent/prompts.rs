@@ -137,6 +137,33 @@ pub(crate) const TIMEOUT: &str = "The model request timed out.";
 /// Reply when the provider account has no balance (HTTP 402).
 pub(crate) const NO_BALANCE: &str = "The configured provider has no available balance.";
 
+/// A turn's reply to a failed model request, in the person's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailureReply {
+    /// [`CONTEXT_RESET`].
+    ContextReset,
+    /// [`TIMEOUT`].
+    Timeout,
+    /// [`NO_BALANCE`].
+    NoBalance,
+}
+
+impl FailureReply {
+    /// The reply's text in `language`.
+    pub(crate) fn text(self, language: Language) -> &'static str {
+        match (self, language) {
+            (Self::ContextReset, Language::En) => CONTEXT_RESET,
+            (Self::ContextReset, Language::Ru) => {
+                "Контекст сброшен: он превысил допустимый размер."
+            }
+            (Self::Timeout, Language::En) => TIMEOUT,
+            (Self::Timeout, Language::Ru) => "Модель не ответила за отведённое время.",
+            (Self::NoBalance, Language::En) => NO_BALANCE,
+            (Self::NoBalance, Language::Ru) => "На счёте выбранного провайдера нет средств.",
+        }
+    }
+}
+
 /// What the classifier is told about a category, and example requests.
 pub(crate) fn category_guide(category: ToolCategory) -> (&'static str, &'static [&'static str]) {
     match category {

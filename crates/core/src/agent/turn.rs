@@ -514,6 +514,7 @@ impl Turn {
                 model: self.model.request_name.clone(),
                 temperature: self.temperature,
                 context_size: self.context_size,
+                language: self.language,
             },
             system_prompt,
             history: self.history.clone(),

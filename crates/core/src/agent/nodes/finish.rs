@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::agent::context::{AgentContext, ChatOutcome, Reply, ReplyFailure, message_chars};
 use crate::agent::nodes::{names, scoped};
-use crate::agent::prompts::{CONTEXT_RESET, NO_BALANCE, SUMMARY_PREFIX, SUMMARY_PROMPT, TIMEOUT};
+use crate::agent::prompts::{FailureReply, SUMMARY_PREFIX, SUMMARY_PROMPT};
 use crate::agent::scope::TurnScope;
 use crate::graph::{BoxError, Cancelled, Graph, GraphBuildError, GraphBuilder, RetryPolicy};
 use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, complete};
@@ -163,10 +163,11 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
     };
     let detail = error.to_string();
     let mut context = context.with(());
+    let say = |reply: FailureReply| reply.text(context.settings.language);
     let (text, code) = match &error {
         LlmError::Status { status: 413, .. } => {
             context.history.clear();
-            (CONTEXT_RESET.to_owned(), "context_reset")
+            (say(FailureReply::ContextReset).to_owned(), "context_reset")
         }
         LlmError::Status {
             status: 402,
@@ -176,15 +177,16 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
             context.history.clear();
             let is_json =
                 serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(message).is_ok();
+            let no_balance = say(FailureReply::NoBalance);
             let text = if is_json {
-                format!("{NO_BALANCE}\n\n```json\n{message}\n```")
+                format!("{no_balance}\n\n```json\n{message}\n```")
             } else {
-                format!("{NO_BALANCE}\n\n{message}")
+                format!("{no_balance}\n\n{message}")
             };
             (text, "no_balance")
         }
-        LlmError::Timeout { .. } => (TIMEOUT.to_owned(), "timeout"),
-        _ if is_timeout_message(&detail) => (TIMEOUT.to_owned(), "timeout"),
+        LlmError::Timeout { .. } => (say(FailureReply::Timeout).to_owned(), "timeout"),
+        _ if is_timeout_message(&detail) => (say(FailureReply::Timeout).to_owned(), "timeout"),
         _ => (detail.clone(), "model_error"),
     };
     context.with(Reply {

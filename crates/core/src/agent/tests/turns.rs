@@ -979,3 +979,33 @@ async fn the_request_timeout_bounds_each_model_request() {
         "{failure:?}"
     );
 }
+
+#[tokio::test]
+async fn a_failed_request_is_answered_in_the_interface_language() {
+    let russian = |chat: &str| TurnRequest {
+        language: souz_protocol::language::Language::Ru,
+        ..skills(chat, "привет")
+    };
+    let f = fixture().await;
+    f.llm.push_error(LlmError::Timeout {
+        provider: crate::llm::ProviderId::OpenAi,
+        after: Duration::from_secs(60),
+    });
+    let (outcome, _) = f.run(russian("chat-ru-timeout")).await;
+    let reply = outcome.reply.unwrap();
+    assert_eq!(reply.text, "Модель не ответила за отведённое время.");
+    assert_eq!(reply.failure.map(|failure| failure.code), Some("timeout"));
+
+    f.llm.push_error(LlmError::Status {
+        provider: crate::llm::ProviderId::OpenAi,
+        status: 402,
+        message: "no money".into(),
+        retry_after: None,
+    });
+    let (outcome, _) = f.run(russian("chat-ru-balance")).await;
+    assert_eq!(
+        outcome.reply.unwrap().text,
+        "На счёте выбранного провайдера нет средств.\n\nno money",
+        "the provider's own words stay as they came"
+    );
+}
