@@ -1,5 +1,5 @@
 // @ts-check
-// The Souz web UI: a hash router over seven pages, the runtime event stream that keeps the
+// The Souz web UI: a hash router over its pages, the runtime event stream that keeps the
 // queue count and the pause state current, and the login for a page opened without a token.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
@@ -8,6 +8,7 @@ import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { serversPage } from "./servers.js";
 import { memoryPage } from "./memory.js";
+import { modelsPage } from "./models.js";
 import { settingsPage } from "./settings.js";
 import { setupPage } from "./setup.js";
 import { connectPage } from "./connect.js";
@@ -24,6 +25,7 @@ const t = strings({
     nav_live: "Live turns",
     nav_chat: "Chat",
     nav_memory: "Memory",
+    nav_models: "Models",
     nav_servers: "Servers",
     nav_skills: "Skills",
     nav_grants: "Grants",
@@ -47,6 +49,7 @@ const t = strings({
     nav_live: "Текущие ходы",
     nav_chat: "Чат",
     nav_memory: "Память",
+    nav_models: "Модели",
     nav_servers: "Серверы",
     nav_skills: "Навыки",
     nav_grants: "Разрешения",
@@ -112,7 +115,7 @@ async function loadDaemonLanguage() {
 /** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 /** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
-const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, memory: memoryPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */

@@ -10,7 +10,7 @@
 import { api } from "./api.js";
 import { onRuntimeEvent } from "./app.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { h, size } from "./pages.js";
 
 /** @typedef {import("./types.js").MemoryFact} MemoryFact */
 /** @typedef {import("./types.js").MemoryFactList} MemoryFactList */
@@ -52,13 +52,6 @@ const t = strings({
     model_failed: "Не удалось загрузить локальную модель памяти {model}: {error}. Пока память ищет по словам; Souz попробует снова позже.",
   },
 });
-
-/** Bytes in a readable unit (MB with one decimal from 1 MB on). @param {number} bytes */
-function size(bytes) {
-  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
-  return `${bytes} B`;
-}
 
 /** The local model's download as `GET /v1/memory/model` says when the page opens, then as
  *  runtime events tell it: hidden while there is nothing to show.

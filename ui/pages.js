@@ -139,6 +139,14 @@ export function visible(text) {
   return String(text).replace(HIDDEN, (character) => `\\u{${(character.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`);
 }
 
+/** Bytes in a readable unit (GB with one decimal from 1 GB on, MB from 1 MB on). @param {number} bytes */
+export function size(bytes) {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GB`;
+  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${bytes} B`;
+}
+
 /** Builds an element: h("div.card", {onclick}, child, ...); text children are shown with visible(). */
 export function h(tag, attributes = {}, ...children) {
   const [head, id] = tag.split("#");

@@ -1409,6 +1409,21 @@
  *   model: string;
  *   type: "memory.model.download.failed";
  * } | {
+ *   model: string;
+ *   received: number;
+ *   total: number;
+ *   type: "local.model.download.progress";
+ * } | {
+ *   model: string;
+ *   type: "local.model.download.completed";
+ * } | {
+ *   error: string;
+ *   model: string;
+ *   type: "local.model.download.failed";
+ * } | {
+ *   model: string;
+ *   type: "local.model.download.cancelled";
+ * } | {
  *   created_by: string;
  *   fact_id: string;
  *   kind: MemoryKind;

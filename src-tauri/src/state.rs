@@ -63,8 +63,10 @@ pub struct LiveTurn {
 /// A model the daemon is fetching (memory's local embedding model), as its events tell it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Download {
-    /// The model (`local/<name>`).
+    /// The model (`local/<name>` for memory's, the profile for a local chat model).
     pub model: String,
+    /// Whether it is a local model pulled by the person (else memory's embedding model).
+    pub local: bool,
     /// Bytes received so far.
     pub received: u64,
     /// Bytes in all.
@@ -74,21 +76,43 @@ pub struct Download {
 }
 
 impl Download {
+    /// Where it is kept in [`ShellState::downloads`].
+    fn key(local: bool, model: &str) -> String {
+        format!("{}:{model}", if local { "local" } else { "memory" })
+    }
+
     /// One line for the tray menu and tooltip.
     pub fn describe(&self) -> String {
-        match &self.failed {
-            Some(error) => fill(
+        let (failed, running) = if self.local {
+            (
+                tr(
+                    "Local model {model} could not be downloaded: {error}",
+                    "Локальная модель {model} не скачалась: {error}",
+                ),
+                tr(
+                    "Downloading local model {model}: {percent}% of {total} MB",
+                    "Скачивается локальная модель {model}: {percent}% из {total} МБ",
+                ),
+            )
+        } else {
+            (
                 tr(
                     "Memory model {model} could not be downloaded: {error}",
                     "Модель памяти {model} не скачалась: {error}",
                 ),
-                &[("model", &self.model), ("error", &shorten(error, 60))],
-            ),
-            None => fill(
                 tr(
                     "Downloading memory model {model}: {percent}% of {total} MB",
                     "Скачивается модель памяти {model}: {percent}% из {total} МБ",
                 ),
+            )
+        };
+        match &self.failed {
+            Some(error) => fill(
+                failed,
+                &[("model", &self.model), ("error", &shorten(error, 60))],
+            ),
+            None => fill(
+                running,
                 &[
                     ("model", &self.model),
                     ("percent", &percent(self.received, self.total).to_string()),
@@ -123,8 +147,8 @@ pub struct ShellState {
     pub paused: bool,
     /// Whether the app starts at login (as the system reports it).
     pub autostart: bool,
-    /// A model download under way or failed (`None`: nothing to show).
-    pub download: Option<Download>,
+    /// Model downloads under way or failed, memory's and local models' (by kind and model).
+    pub downloads: BTreeMap<String, Download>,
 }
 
 impl Default for ShellState {
@@ -136,7 +160,7 @@ impl Default for ShellState {
             turns: BTreeMap::new(),
             paused: false,
             autostart: false,
-            download: None,
+            downloads: BTreeMap::new(),
         }
     }
 }
@@ -226,7 +250,7 @@ impl ShellState {
             1 => parts.push("1 agent turn running".to_owned()),
             count => parts.push(format!("{count} agent turns running")),
         }
-        if let Some(download) = &self.download {
+        for download in self.downloads.values() {
             parts.push(download.describe());
         }
         parts.join(" — ")
@@ -359,33 +383,63 @@ impl ShellState {
                 received,
                 total,
             } => {
-                self.download = Some(Download {
-                    model: model.clone(),
-                    received: *received,
-                    total: *total,
-                    failed: None,
-                });
+                self.download_progress(false, model, *received, *total);
                 Vec::new()
             }
-            RuntimeEvent::MemoryModelDownloadCompleted { .. } => {
-                self.download = None;
+            RuntimeEvent::LocalModelDownloadProgress {
+                model,
+                received,
+                total,
+            } => {
+                self.download_progress(true, model, *received, *total);
+                Vec::new()
+            }
+            RuntimeEvent::MemoryModelDownloadCompleted { model } => {
+                self.downloads.remove(&Download::key(false, model));
+                Vec::new()
+            }
+            RuntimeEvent::LocalModelDownloadCompleted { model }
+            | RuntimeEvent::LocalModelDownloadCancelled { model } => {
+                self.downloads.remove(&Download::key(true, model));
                 Vec::new()
             }
             RuntimeEvent::MemoryModelDownloadFailed { model, error } => {
-                let (received, total) = self
-                    .download
-                    .as_ref()
-                    .map_or((0, 0), |download| (download.received, download.total));
-                self.download = Some(Download {
-                    model: model.clone(),
-                    received,
-                    total,
-                    failed: Some(error.clone()),
-                });
+                self.download_failed(false, model, error);
+                Vec::new()
+            }
+            RuntimeEvent::LocalModelDownloadFailed { model, error } => {
+                self.download_failed(true, model, error);
                 Vec::new()
             }
             _ => Vec::new(),
         }
+    }
+
+    fn download_progress(&mut self, local: bool, model: &str, received: u64, total: u64) {
+        self.downloads.insert(
+            Download::key(local, model),
+            Download {
+                model: model.to_owned(),
+                local,
+                received,
+                total,
+                failed: None,
+            },
+        );
+    }
+
+    fn download_failed(&mut self, local: bool, model: &str, error: &str) {
+        let download = self
+            .downloads
+            .entry(Download::key(local, model))
+            .or_insert_with(|| Download {
+                model: model.to_owned(),
+                local,
+                received: 0,
+                total: 0,
+                failed: None,
+            });
+        download.failed = Some(error.to_owned());
     }
 
     /// Applies a chat event: turns start and end, or wait on a question.

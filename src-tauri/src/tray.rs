@@ -116,8 +116,12 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             .into(),
         )?));
     }
-    if let Some(download) = &state.download {
-        items.push(Box::new(label(app, "download", download.describe())?));
+    for (key, download) in &state.downloads {
+        items.push(Box::new(label(
+            app,
+            &format!("download:{key}"),
+            download.describe(),
+        )?));
     }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     approval_items(app, state, &mut items)?;

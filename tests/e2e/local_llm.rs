@@ -114,3 +114,105 @@ fn a_chat_turn_runs_on_a_local_model_without_any_key() {
         );
     }
 }
+
+/// A mirror on loopback serving the real test model at `/<profile>/<file>`, 1 MiB every 20 ms
+/// (about two seconds for the whole file), so a follower sees it arrive.
+fn slow_mirror() -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+
+    let model = std::sync::Arc::new(std::fs::read(souz_core::testing::local_llm_model()).unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let model = std::sync::Arc::clone(&model);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                if !first.starts_with(&format!("GET /{PROFILE}/SmolLM2-135M-Instruct.Q4_1.gguf ")) {
+                    let _ =
+                        stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+                    return;
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: application/octet-stream\r\n\r\n",
+                    model.len()
+                );
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                for chunk in model.chunks(1 << 20) {
+                    if stream.write_all(chunk).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
+    });
+    address
+}
+
+/// `souz models pull` starts the download in the daemon and follows it to its end: progress
+/// lines on stderr while it arrives, then the model's line, ready, with the pinned file in
+/// place; `souz models rm` deletes it.
+#[test]
+fn souz_models_pull_follows_the_download_to_the_verified_file() {
+    let address = slow_mirror();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[llm]\nlocal_model_mirror = \"http://{address}\"\n\n\
+             [sandbox]\nnetwork_allow_hosts = [\"127.0.0.1\"]\n"
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start_in(home, |_| {});
+    let output = daemon
+        .cli()
+        .args(["models", "pull", PROFILE])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(PROFILE) && stdout.contains("ready"),
+        "{stdout}"
+    );
+    assert!(stderr.contains(&format!("fetching {PROFILE}")), "{stderr}");
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.trim_start().starts_with(char::is_numeric) && line.contains("% "))
+        .collect();
+    assert!(progress.len() >= 2, "progress while it arrives: {stderr}");
+    let file = daemon
+        .home
+        .path()
+        .join("models")
+        .join(PROFILE)
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        std::fs::metadata(souz_core::testing::local_llm_model())
+            .unwrap()
+            .len()
+    );
+
+    let removed = daemon
+        .cli()
+        .args(["models", "rm", PROFILE])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(!file.exists());
+}

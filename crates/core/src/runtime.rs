@@ -11,6 +11,7 @@ pub mod discovery;
 mod embeddings;
 pub mod facade;
 pub mod memory;
+pub(crate) mod model_downloads;
 pub(crate) mod setup;
 mod skill_review;
 mod web_model;
@@ -167,6 +168,8 @@ struct State {
     tasks: TaskTracker,
     mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
     mcp_clients: McpClients,
+    /// Local model files being fetched (`souz models pull`).
+    model_downloads: model_downloads::ModelDownloads,
     /// The `souz` binary (the bridge Claude Desktop runs), when known.
     souz_binary: Option<PathBuf>,
     /// What asks the embedding binary to restart the runtime, when it can.
@@ -309,6 +312,7 @@ impl Runtime {
                 tasks,
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
+                model_downloads: model_downloads::ModelDownloads::default(),
                 souz_binary,
                 restart: options.restart,
             }),
@@ -383,6 +387,11 @@ impl RuntimeHandle {
     /// The sessions with external MCP servers.
     pub(crate) fn mcp_clients(&self) -> &McpClients {
         &self.state.mcp_clients
+    }
+
+    /// The local model files being fetched.
+    pub(crate) fn model_downloads(&self) -> &model_downloads::ModelDownloads {
+        &self.state.model_downloads
     }
 
     /// The approval service (pending approvals, decisions, grants).

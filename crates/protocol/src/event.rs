@@ -185,6 +185,37 @@ pub enum RuntimeEvent {
         /// Why.
         error: String,
     },
+    /// A local model's file is being downloaded (`souz models pull`, the Models page); sent at
+    /// each whole percent.
+    #[serde(rename = "local.model.download.progress")]
+    LocalModelDownloadProgress {
+        /// The profile (`smollm2-135m-instruct`; the model is `local/<profile>`).
+        model: String,
+        /// Bytes on disk so far.
+        received: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+    /// A local model's file arrived and matched its pinned checksum.
+    #[serde(rename = "local.model.download.completed")]
+    LocalModelDownloadCompleted {
+        /// The profile.
+        model: String,
+    },
+    /// A local model's download failed (what arrived is kept when it can be resumed).
+    #[serde(rename = "local.model.download.failed")]
+    LocalModelDownloadFailed {
+        /// The profile.
+        model: String,
+        /// Why.
+        error: String,
+    },
+    /// A local model's download was stopped (the model removed, or the daemon stopping).
+    #[serde(rename = "local.model.download.cancelled")]
+    LocalModelDownloadCancelled {
+        /// The profile.
+        model: String,
+    },
     /// A memory fact was stored (by hand, by an MCP client or by capture after a turn).
     #[serde(rename = "memory.fact.created")]
     MemoryFactCreated {
@@ -249,6 +280,10 @@ impl RuntimeEvent {
             Self::MemoryModelDownloadProgress { .. } => "memory.model.download.progress",
             Self::MemoryModelDownloadCompleted { .. } => "memory.model.download.completed",
             Self::MemoryModelDownloadFailed { .. } => "memory.model.download.failed",
+            Self::LocalModelDownloadProgress { .. } => "local.model.download.progress",
+            Self::LocalModelDownloadCompleted { .. } => "local.model.download.completed",
+            Self::LocalModelDownloadFailed { .. } => "local.model.download.failed",
+            Self::LocalModelDownloadCancelled { .. } => "local.model.download.cancelled",
             Self::MemoryFactCreated { .. } => "memory.fact.created",
             Self::MemoryFactUpdated { .. } => "memory.fact.updated",
             Self::MemoryFactRetired { .. } => "memory.fact.retired",
@@ -319,6 +354,17 @@ mod tests {
                 model: "local/m".into(),
                 error: "e".into(),
             },
+            RuntimeEvent::LocalModelDownloadProgress {
+                model: "m".into(),
+                received: 1,
+                total: 2,
+            },
+            RuntimeEvent::LocalModelDownloadCompleted { model: "m".into() },
+            RuntimeEvent::LocalModelDownloadFailed {
+                model: "m".into(),
+                error: "e".into(),
+            },
+            RuntimeEvent::LocalModelDownloadCancelled { model: "m".into() },
         ];
         for event in events {
             let json = serde_json::to_value(&event).unwrap();

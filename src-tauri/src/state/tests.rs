@@ -451,19 +451,23 @@ fn a_model_download_shows_its_progress_until_it_completes_or_fails() {
         received,
         total: 200 << 20,
     };
+    let only = |state: &ShellState| {
+        assert_eq!(state.downloads.len(), 1, "{:?}", state.downloads);
+        state.downloads.values().next().unwrap().clone()
+    };
     assert!(state.apply_runtime(&progress(84 << 20)).is_empty());
-    let line = state.download.as_ref().unwrap().describe();
+    let line = only(&state).describe();
     assert!(
         line.contains(model) && line.contains("42%") && line.contains("200"),
         "{line}"
     );
     assert!(state.tooltip().contains("42%"), "{}", state.tooltip());
     state.apply_runtime(&progress(200 << 20));
-    assert!(state.download.as_ref().unwrap().describe().contains("100%"));
+    assert!(only(&state).describe().contains("100%"));
     state.apply_runtime(&RuntimeEvent::MemoryModelDownloadCompleted {
         model: model.into(),
     });
-    assert_eq!(state.download, None);
+    assert!(state.downloads.is_empty());
     assert!(!state.tooltip().contains(model));
 
     // A failure stays shown (memory searches by words) until a later attempt reports again.
@@ -472,8 +476,52 @@ fn a_model_download_shows_its_progress_until_it_completes_or_fails() {
         model: model.into(),
         error: "HTTP 500 from the mirror".into(),
     });
-    let line = state.download.as_ref().unwrap().describe();
+    let line = only(&state).describe();
     assert!(line.contains("HTTP 500") && !line.contains('%'), "{line}");
     state.apply_runtime(&progress(2 << 20));
-    assert_eq!(state.download.as_ref().unwrap().failed, None);
+    assert_eq!(only(&state).failed, None);
+}
+
+#[test]
+fn a_local_model_download_shows_beside_memorys_until_it_completes_fails_or_is_cancelled() {
+    let mut state = ShellState::default();
+    state.apply_runtime(&RuntimeEvent::MemoryModelDownloadProgress {
+        model: "local/multilingual-e5-small".into(),
+        received: 1 << 20,
+        total: 100 << 20,
+    });
+    let local = |received| RuntimeEvent::LocalModelDownloadProgress {
+        model: "qwen3-4b".into(),
+        received,
+        total: 1000 << 20,
+    };
+    state.apply_runtime(&local(250 << 20));
+    assert_eq!(state.downloads.len(), 2);
+    let tooltip = state.tooltip();
+    assert!(
+        tooltip.contains("memory model local/multilingual-e5-small: 1%")
+            && tooltip.contains("local model qwen3-4b: 25% of 1000 MB"),
+        "{tooltip}"
+    );
+    state.apply_runtime(&RuntimeEvent::LocalModelDownloadCancelled {
+        model: "qwen3-4b".into(),
+    });
+    assert!(!state.tooltip().contains("qwen3-4b"));
+    state.apply_runtime(&local(1 << 20));
+    state.apply_runtime(&RuntimeEvent::LocalModelDownloadFailed {
+        model: "qwen3-4b".into(),
+        error: "does not match its checksum".into(),
+    });
+    assert!(
+        state
+            .tooltip()
+            .contains("Local model qwen3-4b could not be downloaded: does not match its checksum"),
+        "{}",
+        state.tooltip()
+    );
+    state.apply_runtime(&local(2 << 20));
+    state.apply_runtime(&RuntimeEvent::LocalModelDownloadCompleted {
+        model: "qwen3-4b".into(),
+    });
+    assert_eq!(state.downloads.len(), 1, "memory's is still going");
 }

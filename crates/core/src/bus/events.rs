@@ -113,7 +113,10 @@ impl EventBus {
             let store = store.clone();
             Box::pin(async move {
                 store
-                    .read(move |connection| replay(connection, after, limit))
+                    .read(move |connection| {
+                        replay(connection, after, limit)
+                            .map(|page| page.into_iter().map(Arc::new).collect())
+                    })
                     .await
             })
         });

@@ -155,7 +155,10 @@ impl ChatEvents {
             let chat = chat.clone();
             Box::pin(async move {
                 store
-                    .read(move |connection| replay(connection, &chat, after, limit))
+                    .read(move |connection| {
+                        replay(connection, &chat, after, limit)
+                            .map(|page| page.into_iter().map(Arc::new).collect())
+                    })
                     .await
             })
         });

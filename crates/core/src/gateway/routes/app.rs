@@ -77,6 +77,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/memory.js"),
     ),
     (
+        "models.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/models.js"),
+    ),
+    (
         "settings.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/settings.js"),

@@ -2,7 +2,8 @@
 //! remove one). Operator only: model files are the machine's, whoever else holds a token.
 
 use axum::extract::{Path, State};
-use souz_protocol::{ErrorBody, LocalModelInfo, LocalModelList};
+use axum::http::StatusCode;
+use souz_protocol::{ErrorBody, LocalModelInfo, LocalModelList, LocalModelState};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -26,28 +27,31 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         )
         .route(
             Operation::post("/v1/models/local/{name}/pull")
-                .summary("Fetch a profile's file into the Souz home; answers when it is there.")
+                .summary("Start fetching a profile's file into the Souz home.")
                 .description(
-                    "Resumable (a `.part` file is continued) and checked against the pinned \
-                     SHA-256 before it takes its name. Only profiles with a pinned checksum and \
+                    "The download runs in the daemon (a client that goes away does not stop \
+                     it; removing the model does): resumable (a `.part` file is continued) and \
+                     checked against the pinned SHA-256 before it takes its name. Its progress \
+                     is on the `local.model.download.progress|completed|failed|cancelled` \
+                     runtime events and in the list. Only profiles with a pinned checksum and \
                      a source (`[llm] local_model_mirror`) are fetched.",
                 )
                 .tag("models")
                 .operator()
-                .response::<LocalModelInfo>(200, "Downloaded (or already there).")
-                .response::<ErrorBody>(400, "Not downloadable, or the download failed.")
-                .response::<ErrorBody>(404, "No such profile.")
-                .response::<ErrorBody>(409, "Being downloaded already."),
+                .response::<LocalModelInfo>(200, "The file is there already.")
+                .response::<LocalModelInfo>(202, "Downloading (started now, or running already).")
+                .response::<ErrorBody>(400, "Not downloadable.")
+                .response::<ErrorBody>(404, "No such profile."),
             pull,
         )
         .route(
             Operation::delete("/v1/models/local/{name}")
-                .summary("Unload a profile's model and delete its file.")
+                .summary("Stop its download, unload a profile's model and delete its file.")
                 .tag("models")
                 .operator()
                 .response::<LocalModelInfo>(200, "Removed (or was not there).")
                 .response::<ErrorBody>(404, "No such profile.")
-                .response::<ErrorBody>(409, "In use or being downloaded."),
+                .response::<ErrorBody>(409, "In use by a turn."),
             remove,
         )
 }
@@ -60,8 +64,13 @@ async fn pull(
     _: Operator,
     State(handle): State<RuntimeHandle>,
     Path(name): Path<String>,
-) -> Result<axum::Json<LocalModelInfo>, ApiError> {
-    Ok(axum::Json(handle.pull_local_model(&name).await?))
+) -> Result<(StatusCode, axum::Json<LocalModelInfo>), ApiError> {
+    let model = handle.pull_local_model(&name).await?;
+    let status = match model.state {
+        LocalModelState::Downloading { .. } => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    Ok((status, axum::Json(model)))
 }
 
 async fn remove(

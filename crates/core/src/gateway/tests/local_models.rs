@@ -1,5 +1,12 @@
-//! `/v1/models/local`: the profiles and their states, removing a model's file, and pulls that
-//! are refused (no pinned checksum, no source, no such profile) without touching anything.
+//! `/v1/models/local`: the profiles and their states, removing a model's file, pulls that are
+//! refused (no pinned checksum, no source, no such profile) without touching anything, and pulls
+//! of the real test model from a local mirror: in the background with ordered progress events,
+//! stopped by removing the model, and a file that is not the pinned one never taking its name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
 
 use super::*;
 
@@ -94,4 +101,222 @@ async fn pulls_without_a_checksum_or_a_source_are_refused_and_change_nothing() {
     );
     let (status, _) = call(&f, "DELETE", "/v1/models/local/nope").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// A mirror on loopback serving `<profile>/<file>`: the real test model (or, with `corrupt`,
+/// bytes of the same length that are not it) in 1 MiB chunks, `pause` apart.
+async fn mirror(corrupt: bool, pause: Duration) -> (String, tokio::task::JoinHandle<()>) {
+    use axum::response::IntoResponse;
+
+    let bytes = std::fs::read(crate::testing::local_llm_model()).unwrap();
+    let bytes = if corrupt {
+        vec![7u8; bytes.len()]
+    } else {
+        bytes
+    };
+    let body = Arc::new(bytes);
+    let router = Router::new().route(
+        &format!("/smollm2-135m-instruct/{FILE}"),
+        axum::routing::get(move || {
+            let body = Arc::clone(&body);
+            async move {
+                let length = body.len();
+                let chunks = futures::stream::unfold(0usize, move |at| {
+                    let body = Arc::clone(&body);
+                    async move {
+                        if at >= body.len() {
+                            return None;
+                        }
+                        if at > 0 {
+                            tokio::time::sleep(pause).await;
+                        }
+                        let end = (at + (1 << 20)).min(body.len());
+                        let chunk = bytes::Bytes::copy_from_slice(&body[at..end]);
+                        Some((Ok::<_, std::io::Error>(chunk), end))
+                    }
+                });
+                (
+                    [(header::CONTENT_LENGTH, length.to_string())],
+                    axum::body::Body::from_stream(chunks),
+                )
+                    .into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (format!("http://{address}"), task)
+}
+
+async fn with_mirror(url: String) -> Fixture {
+    Fixture::with(move |config| {
+        config.llm.local_model_mirror = url;
+        config.sandbox.network_allow_hosts = vec!["127.0.0.1".into()];
+    })
+    .await
+}
+
+/// Polls the list until smollm2 is no longer downloading; answers its entry.
+async fn settled(f: &Fixture) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, list) = call(f, "GET", "/v1/models/local").await;
+        let model = smollm2(&list);
+        if model["state"] != "downloading" {
+            return model;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{model}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The stored `local.model.download.*` events, as sent.
+async fn download_events(f: &Fixture) -> Vec<Value> {
+    f.runtime_events("local.model.download.").await
+}
+
+#[tokio::test]
+async fn a_pull_runs_in_the_background_reports_progress_in_order_and_verifies() {
+    let (url, _server) = mirror(false, Duration::ZERO).await;
+    let f = with_mirror(url).await;
+    let (status, model) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{model}");
+    assert_eq!(model["state"], "downloading", "{model}");
+    assert_eq!(model["pullable"], true);
+    assert_eq!(settled(&f).await["state"], "ready");
+
+    let path = f
+        .runtime
+        .handle()
+        .config()
+        .paths
+        .home()
+        .join("models/smollm2-135m-instruct")
+        .join(FILE);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        std::fs::metadata(crate::testing::local_llm_model())
+            .unwrap()
+            .len()
+    );
+    assert!(!path.with_file_name(format!("{FILE}.part")).exists());
+
+    // Progress from 0 up to every byte, rising, at most once per percent; then `completed`.
+    let events = download_events(&f).await;
+    let (last, progress) = events.split_last().unwrap();
+    assert_eq!(last["type"], "local.model.download.completed", "{events:?}");
+    assert_eq!(last["model"], "smollm2-135m-instruct");
+    let received: Vec<u64> = progress
+        .iter()
+        .map(|event| {
+            assert_eq!(event["type"], "local.model.download.progress", "{event}");
+            assert_eq!(event["total"], 98_362_432);
+            event["received"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(received.first(), Some(&0), "{received:?}");
+    assert_eq!(received.last(), Some(&98_362_432), "{received:?}");
+    assert!(
+        received.windows(2).all(|pair| pair[0] < pair[1]),
+        "{received:?}"
+    );
+    assert!(received.len() >= 3 && received.len() <= 101, "{received:?}");
+
+    // Pulling what is there answers at once and fetches nothing.
+    let (status, model) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
+    assert_eq!(status, StatusCode::OK, "{model}");
+    assert_eq!(model["state"], "ready");
+    assert_eq!(download_events(&f).await.len(), events.len());
+}
+
+#[tokio::test]
+async fn removing_a_model_while_it_downloads_stops_the_download_and_leaves_nothing() {
+    // About 100 chunks 50 ms apart: five seconds, stopped long before.
+    let (url, _server) = mirror(false, Duration::from_millis(50)).await;
+    let f = with_mirror(url).await;
+    let (status, _) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    // A second pull while it runs answers its state and starts nothing more.
+    let (status, again) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+    let dir = f
+        .runtime
+        .handle()
+        .config()
+        .paths
+        .home()
+        .join("models/smollm2-135m-instruct");
+    let part = dir.join(format!("{FILE}.part"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&part).map_or(0, |metadata| metadata.len()) < 2 << 20 {
+        assert!(tokio::time::Instant::now() < deadline, "nothing arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let (status, removed) = call(&f, "DELETE", "/v1/models/local/smollm2-135m-instruct").await;
+    assert_eq!(status, StatusCode::OK, "{removed}");
+    assert_eq!(removed["state"], "missing", "{removed}");
+    assert!(!part.exists() && !dir.join(FILE).exists());
+    // Nothing writes the file after the removal answered.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!part.exists() && !dir.join(FILE).exists());
+
+    let events = download_events(&f).await;
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.first(),
+        Some(&"local.model.download.progress"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last(),
+        Some(&"local.model.download.cancelled"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|kind| **kind != "local.model.download.progress")
+            .count(),
+        1,
+        "one download, one end: {kinds:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_the_pinned_one_fails_and_never_takes_its_name() {
+    let (url, _server) = mirror(true, Duration::ZERO).await;
+    let f = with_mirror(url).await;
+    let (status, _) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let model = settled(&f).await;
+    assert_eq!(model["state"], "failed", "{model}");
+    let error = model["error"].as_str().unwrap();
+    assert!(error.contains("does not match its checksum"), "{error}");
+    let dir = f
+        .runtime
+        .handle()
+        .config()
+        .paths
+        .home()
+        .join("models/smollm2-135m-instruct");
+    assert!(!dir.join(FILE).exists());
+    assert!(!dir.join(format!("{FILE}.part")).exists());
+    let events = download_events(&f).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "local.model.download.failed", "{events:?}");
+    assert_eq!(last["error"], error);
+    // Removing the model forgets the failure.
+    let (_, removed) = call(&f, "DELETE", "/v1/models/local/smollm2-135m-instruct").await;
+    assert_eq!(removed["state"], "missing", "{removed}");
 }

@@ -2,32 +2,31 @@
 //! profiles with their state, fetching a pinned profile's file, removing one.
 //!
 //! Invariants: a fetch goes through the memory model's downloader (SSRF-safe web client,
-//! resumed from a `.part` file, SHA-256-checked before the file takes its name), one at a time
-//! per profile; a profile without a pinned checksum is never fetched; removing a model unloads
-//! it first and refuses while it is in use.
+//! resumed from a `.part` file, SHA-256-checked before the file takes its name) and runs in the
+//! background ([`super::super::model_downloads`]: one at a time per profile, progress on
+//! `local.model.download.*` events); a profile without a pinned checksum is never fetched;
+//! removing a model stops its download first, unloads it, and refuses while it is in use.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use souz_protocol::{ErrorCode, LocalModelInfo, LocalModelList, LocalModelState};
-use tokio_util::sync::CancellationToken;
+use souz_protocol::{ErrorCode, LocalModelInfo, LocalModelList, LocalModelState, RuntimeEvent};
 
 use super::ServiceError;
 use crate::llm::local::profiles::{self, LocalProfile, ProfileKind};
 use crate::memory::download::{DownloadError, ModelFile, Source, fetch_file_from};
 use crate::runtime::RuntimeHandle;
-use crate::sandbox::net::{SystemLookup, WebClient, WebOptions};
+use crate::runtime::model_downloads::Running;
+use crate::sandbox::net::{SystemLookup, WebClient, WebError, WebOptions};
 
 /// A whole model file may take this long.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
 
-/// Downloads running now: profile → (bytes so far, bytes in all).
-static DOWNLOADS: LazyLock<Mutex<HashMap<&'static str, (u64, u64)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-fn downloads() -> std::sync::MutexGuard<'static, HashMap<&'static str, (u64, u64)>> {
-    DOWNLOADS.lock().unwrap_or_else(PoisonError::into_inner)
+/// What one download fetches, and from where.
+struct Transfer {
+    client: WebClient,
+    file: ModelFile,
+    url: String,
 }
 
 fn unknown(error: crate::llm::local::LocalError) -> ServiceError {
@@ -79,11 +78,12 @@ impl RuntimeHandle {
                 .iter()
                 .any(|name| name == profile.name)
         });
-        let downloading = downloads().get(profile.name).copied();
-        let state = match downloading {
-            Some((received, total)) => LocalModelState::Downloading { received, total },
-            None if loaded => LocalModelState::Loaded,
-            None if tokio::fs::try_exists(&path).await.unwrap_or(false) => LocalModelState::Ready,
+        let download = self.model_downloads().state(profile.name);
+        let state = match download {
+            Some(downloading @ LocalModelState::Downloading { .. }) => downloading,
+            _ if loaded => LocalModelState::Loaded,
+            _ if tokio::fs::try_exists(&path).await.unwrap_or(false) => LocalModelState::Ready,
+            Some(failed) => failed,
             None => LocalModelState::Missing,
         };
         LocalModelInfo {
@@ -104,8 +104,10 @@ impl RuntimeHandle {
         }
     }
 
-    /// Fetches the file of the profile `name` (resumable, checksum-verified) and answers its
-    /// state when done. Refused for a profile with no pinned checksum or no source.
+    /// Starts fetching the file of the profile `name` in the background (resumable,
+    /// checksum-verified) and answers its state: `downloading` (also when a fetch of it runs
+    /// already), or `ready`/`loaded` when the file is there. Refused for a profile with no
+    /// pinned checksum or no source.
     pub async fn pull_local_model(&self, name: &str) -> Result<LocalModelInfo, ServiceError> {
         let profile = profiles::find(name).map_err(unknown)?;
         let Some(sha256) = profile.sha256 else {
@@ -124,29 +126,36 @@ impl RuntimeHandle {
                 profile.path(&self.models_dir()).display()
             )));
         };
-        if downloads()
-            .insert(profile.name, (0, profile.bytes))
-            .is_some()
+        let there = tokio::fs::try_exists(profile.path(&self.models_dir()))
+            .await
+            .unwrap_or(false);
+        if there {
+            return Ok(self.local_model_info(profile).await);
+        }
+        let client = self.download_client()?;
+        // Registered before this answers, so the list shows it at once.
+        if let Some(running) =
+            self.model_downloads()
+                .begin(profile.name, profile.bytes, &self.shutdown_signal())
         {
-            return Err(ServiceError::Conflict {
-                code: ErrorCode::Conflict,
-                message: format!("{} is being downloaded already", profile.name),
+            let file = ModelFile {
+                name: profile.file,
+                url: profile.url.unwrap_or_default(),
+                sha256,
+                bytes: profile.bytes,
+            };
+            let handle = self.clone();
+            self.spawn(async move {
+                handle
+                    .download(profile, Transfer { client, file, url }, running)
+                    .await;
             });
         }
-        let outcome = self.fetch(profile, sha256, &url).await;
-        downloads().remove(profile.name);
-        outcome?;
-        tracing::info!(profile = profile.name, "local model downloaded");
         Ok(self.local_model_info(profile).await)
     }
 
-    async fn fetch(
-        &self,
-        profile: &'static LocalProfile,
-        sha256: &'static str,
-        url: &str,
-    ) -> Result<(), ServiceError> {
-        let client = WebClient::with_options(
+    fn download_client(&self) -> Result<WebClient, ServiceError> {
+        WebClient::with_options(
             &self.config().sandbox.network_allow_hosts,
             WebOptions {
                 request_timeout: DOWNLOAD_TIMEOUT,
@@ -154,45 +163,59 @@ impl RuntimeHandle {
             },
             Arc::new(SystemLookup),
         )
-        .map_err(|error| ServiceError::Internal(error.to_string()))?;
-        let file = ModelFile {
-            name: profile.file,
-            url: profile.url.unwrap_or_default(),
-            sha256,
-            bytes: profile.bytes,
-        };
-        let name = profile.name;
-        let progress = move |_: &ModelFile, received: u64| {
-            if let Some(entry) = downloads().get_mut(name) {
-                entry.0 = received;
-            }
-        };
-        fetch_file_from(
-            &client,
-            &profile.dir(&self.models_dir()),
-            Source { file: &file, url },
-            &progress,
-            &CancellationToken::new(),
-        )
-        .await
-        .map_err(|error| match error {
-            DownloadError::Busy => ServiceError::Conflict {
-                code: ErrorCode::Conflict,
-                message: error.to_string(),
-            },
-            other => ServiceError::Invalid(format!("{name}: {other}")),
-        })
+        .map_err(|error| ServiceError::Internal(error.to_string()))
     }
 
-    /// Unloads and deletes the file of the profile `name` (also a partial download).
+    /// Runs one download to its end and publishes its progress and outcome, in order.
+    async fn download(&self, profile: &'static LocalProfile, transfer: Transfer, running: Running) {
+        let Transfer { client, file, url } = transfer;
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<RuntimeEvent>();
+        let events = self.events().clone();
+        let publish = async move {
+            while let Some(event) = receiver.recv().await {
+                if let Err(error) = events.publish(event).await {
+                    tracing::warn!(%error, "could not publish a local model download event");
+                }
+            }
+        };
+        let fetch = async move {
+            let progress = |_: &ModelFile, received: u64| {
+                if let Some(event) = running.progress(received) {
+                    let _ = sender.send(event);
+                }
+            };
+            tracing::info!(profile = profile.name, "local model download started");
+            let outcome = fetch_file_from(
+                &client,
+                &profile.dir(&self.models_dir()),
+                Source {
+                    file: &file,
+                    url: &url,
+                },
+                &progress,
+                running.cancel(),
+            )
+            .await;
+            match &outcome {
+                Ok(()) => tracing::info!(profile = profile.name, "local model downloaded"),
+                Err(DownloadError::Web(WebError::Cancelled)) => {
+                    tracing::info!(profile = profile.name, "local model download stopped")
+                }
+                Err(error) => {
+                    tracing::warn!(profile = profile.name, %error, "local model download failed")
+                }
+            }
+            let _ = sender.send(running.finish(&outcome));
+        };
+        tokio::join!(fetch, publish);
+    }
+
+    /// Stops a download of the profile `name`, unloads it and deletes its file (also a
+    /// partial download).
     pub async fn remove_local_model(&self, name: &str) -> Result<LocalModelInfo, ServiceError> {
         let profile = profiles::find(name).map_err(unknown)?;
-        if downloads().contains_key(profile.name) {
-            return Err(ServiceError::Conflict {
-                code: ErrorCode::Conflict,
-                message: format!("{} is being downloaded", profile.name),
-            });
-        }
+        // A download of it stops first (and has closed its file when this returns).
+        self.model_downloads().stop(profile.name).await;
         if let Some(models) = self.llm().local_models()
             && !models.unload(profile.name)
         {
