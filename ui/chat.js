@@ -11,6 +11,7 @@ import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { h, preview, visible } from "./pages.js";
 
+/** @typedef {import("./types.js").Attachment} Attachment */
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
 /** @typedef {import("./types.js").Chat} Chat */
 /** @typedef {import("./types.js").ChatSettings} ChatSettings */
@@ -77,6 +78,17 @@ const t = strings({
     trace_step: "{node}: {summary} ({ms} ms)",
     trace_cut: "(cut)",
     trace_system: "system prompt ({n} characters)",
+    attach: "Attach files",
+    attach_button: "Attach…",
+    kind_image: "image",
+    kind_text: "text",
+    kind_file: "file",
+    attach_path: "Attach by path",
+    path_placeholder: "A file inside your folders, e.g. ~/Documents/report.pdf",
+    add: "Add",
+    remove_attachment: "Remove {name}",
+    uploading: "Uploading {name}…",
+    attachments_while_running: "Files go with a new message: wait until the agent has finished, or stop it.",
   },
   ru: {
     title: "Чат",
@@ -131,11 +143,31 @@ const t = strings({
     trace_step: "{node}: {summary} ({ms} мс)",
     trace_cut: "(обрезано)",
     trace_system: "системный промпт (символов: {n})",
+    attach: "Прикрепить файлы",
+    attach_button: "Файлы…",
+    kind_image: "изображение",
+    kind_text: "текст",
+    kind_file: "файл",
+    attach_path: "Прикрепить по пути",
+    path_placeholder: "Файл в ваших папках, например ~/Documents/report.pdf",
+    add: "Добавить",
+    remove_attachment: "Убрать {name}",
+    uploading: "Загружаю {name}…",
+    attachments_while_running: "Файлы отправляются с новым сообщением: дождитесь, пока агент закончит, или остановите его.",
   },
 });
 
-/** A message bubble: the person's text as typed, an answer as Markdown.
- *  @param {{id: string, role: string, content: string}} message */
+/** An attachment as a chip: its name and, once the daemon has looked at it, its kind.
+ *  @param {{path: string, name: string, kind?: string}} item @param {...HTMLElement} extra */
+const attachmentChip = (item, ...extra) =>
+  h("span.attachment", { title: item.path, dataset: { attachment: item.path, kind: item.kind || "" } },
+    h("span.name", {}, item.name),
+    item.kind ? h("span.kind", {}, t(item.kind === "image" ? "kind_image" : item.kind === "text" ? "kind_text" : "kind_file")) : null,
+    ...extra);
+
+/** A message bubble: the person's text as typed (with the files they attached), an answer as
+ *  Markdown.
+ *  @param {{id: string, role: string, content: string, attachments?: Attachment[]}} message */
 function bubble(message) {
   const element = h("div.message." + message.role, { dataset: { message: message.id } });
   if (message.role === "assistant") {
@@ -143,6 +175,9 @@ function bubble(message) {
     element.append(renderMarkdown(message.content));
   } else {
     element.append(visible(message.content));
+  }
+  if (message.attachments?.length) {
+    element.append(h("div.attachment-list", {}, message.attachments.map((attachment) => attachmentChip(attachment))));
   }
   return element;
 }
@@ -202,7 +237,33 @@ export async function chatPage(main, [selected]) {
   // natively, reload the page and lose what was typed.
   const send = h("button.primary#chat-send", { type: "submit", disabled: true }, t("send"));
   const stop = h("button.danger#chat-stop", { type: "button", hidden: true }, t("stop"));
-  const form = h("form.compose", {}, input, send, stop);
+  // Files for the next message: uploaded into the chat's folder as they are picked, or named
+  // by a path inside the roots; sent by path with the message.
+  const files = h("input#chat-files", { type: "file", multiple: true, hidden: true });
+  const attach = h("button#chat-attach", { type: "button", title: t("attach"), "aria-label": t("attach"), onclick: () => files.click() }, t("attach_button"));
+  const pathField = h("input#chat-attach-path-input", { type: "text", placeholder: t("path_placeholder"), "aria-label": t("attach_path") });
+  const pathForm = h("span.attach-path#chat-attach-path-form", { hidden: true }, pathField,
+    h("button#chat-attach-path-add", { type: "button", onclick: () => addPath() }, t("add")));
+  const attachPath = h("button.link#chat-attach-path", { type: "button", onclick: () => { pathForm.hidden = !pathForm.hidden; if (!pathForm.hidden) pathField.focus(); } }, t("attach_path"));
+  const attachedList = h("div.attachment-list.pending#chat-attachments");
+  /** @type {{path: string, name: string, kind?: string}[]} */
+  let attached = [];
+  const renderPending = () => {
+    attachedList.replaceChildren(...attached.map((item, index) => attachmentChip(item,
+      h("button.remove", { type: "button", title: t("remove_attachment", { name: item.name }), "aria-label": t("remove_attachment", { name: item.name }), onclick: () => { attached.splice(index, 1); renderPending(); } }, "×"))));
+  };
+  const addPath = () => {
+    const path = pathField.value.trim();
+    if (!path) return;
+    if (!attached.some((item) => item.path === path)) attached.push({ path, name: path.split("/").pop() || path });
+    pathField.value = "";
+    pathForm.hidden = true;
+    renderPending();
+  };
+  pathField.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); addPath(); }
+  });
+  const form = h("form.compose", {}, attach, files, input, send, stop);
   /** Sends the box's text once the chat is loaded (set below). @type {(() => Promise<void>) | null} */
   let submit = null;
   form.addEventListener("submit", (event) => {
@@ -215,7 +276,7 @@ export async function chatPage(main, [selected]) {
       search,
       h("label.check", {}, showArchived, " ", t("show_archived")),
       chatList),
-    h("div.chat-main", {}, head, options, messages, form, notice)));
+    h("div.chat-main", {}, head, options, messages, attachedList, form, h("div.attach-row", {}, attachPath, pathForm), notice)));
 
   const say = (text, error = false) => { notice.textContent = visible(text); notice.className = error ? "error" : "meta"; };
   const attempt = async (step) => {
@@ -317,7 +378,7 @@ export async function chatPage(main, [selected]) {
   const calls = new Map();
   /** The line of each approval asked in this chat, by approval id. @type {Map<string, any>} */
   const approvals = new Map();
-  /** @param {{id: string, role: string, content: string, metadata?: Record<string, string>}} message */
+  /** @param {{id: string, role: string, content: string, metadata?: Record<string, string>, attachments?: Attachment[]}} message */
   const addMessage = (message) => {
     if (messages.querySelector(`[data-message="${message.id}"]`)) return;
     messages.append(bubble(message));
@@ -402,7 +463,7 @@ export async function chatPage(main, [selected]) {
       case "message.created":
         // The stored answer has the id the deltas named: it replaces the streamed text.
         if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
-        addMessage({ id: payload.messageId, role: payload.role, content: payload.content, metadata: frame.executionId ? { executionId: frame.executionId } : {} });
+        addMessage({ id: payload.messageId, role: payload.role, content: payload.content, attachments: payload.attachments, metadata: frame.executionId ? { executionId: frame.executionId } : {} });
         break;
       case "tool.call.started": {
         const call = callLine(payload.toolCallId, payload.name);
@@ -451,15 +512,36 @@ export async function chatPage(main, [selected]) {
     if (frame.kind === "event" && frame.chatId === selected) apply(frame);
   });
 
+  files.addEventListener("change", () => attempt(async () => {
+    const picked = [...(files.files || [])];
+    files.value = "";
+    attach.disabled = true;
+    try {
+      for (const file of picked) {
+        say(t("uploading", { name: file.name }));
+        const saved = /** @type {Attachment} */ (await api("POST", `/v1/chats/${selected}/attachments?name=${encodeURIComponent(file.name)}`, file));
+        attached.push({ path: saved.path, name: saved.name, kind: saved.kind });
+        renderPending();
+      }
+      say("");
+    } finally {
+      attach.disabled = false;
+    }
+  }));
+
   submit = async () => {
     const content = input.value.trim();
-    if (!content) return;
+    if (!content && !attached.length) return;
+    if (attached.length && state.running) { say(t("attachments_while_running"), true); return; }
     send.disabled = true;
     say("");
     try {
-      const response = /** @type {ChatInputResponse} */ (await api("POST", `/v1/chats/${selected}/input`, { content, clientMessageId: crypto.randomUUID() }));
+      const body = { content, clientMessageId: crypto.randomUUID(), attachments: attached.map((item) => item.path) };
+      const response = /** @type {ChatInputResponse} */ (await api("POST", `/v1/chats/${selected}/input`, body));
       addMessage(response.message);
       input.value = "";
+      attached = [];
+      renderPending();
       if (response.delivery === "turn") setRunning(response.execution.id);
       else say(response.delivery === "steered" ? t("steered") : t("queued"));
     } catch (error) {

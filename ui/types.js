@@ -96,6 +96,23 @@
  */
 
 /**
+ * A file attached to a message: a path inside the roots (uploads land in
+ * `~/Documents/souz/attachments/<chatId>/`).
+ * @typedef {{
+ *   kind: AttachmentKind;
+ *   mediaType: string;
+ *   name: string;
+ *   path: string;
+ *   size: number;
+ * }} Attachment
+ */
+
+/**
+ * What kind of file an attachment is, which decides how the model gets it.
+ * @typedef {"image" | "text" | "file"} AttachmentKind
+ */
+
+/**
  * One row of the audit log. Arguments and results are redacted, truncated previews.
  * @typedef {{
  *   arguments: unknown;
@@ -225,6 +242,7 @@
 /**
  * `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.
  * @typedef {{
+ *   attachments?: Array<string>;
  *   clientMessageId?: string | null;
  *   content: string;
  * }} ChatInput
@@ -987,6 +1005,7 @@
 /**
  * A message of a chat.
  * @typedef {{
+ *   attachments?: Array<Attachment>;
  *   chatId: string;
  *   content: string;
  *   createdAt: string;
@@ -1027,6 +1046,7 @@
 /**
  * A message was stored (`message.created`) or an answer completed (`message.completed`).
  * @typedef {{
+ *   attachments?: Array<Attachment>;
  *   clientMessageId?: string | null;
  *   content: string;
  *   messageId: string;
@@ -1162,6 +1182,7 @@
 /**
  * `POST /v1/chats/{chatId}/messages`.
  * @typedef {{
+ *   attachments?: Array<string>;
  *   clientMessageId?: string | null;
  *   content: string;
  *   options?: TurnOptions | null;

@@ -1,9 +1,10 @@
 // The Chat page in headless Chromium against a real `souz serve`: the chat list (search by
 // title, rename, archive, delete with a confirmation), answers rendered as Markdown with no
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
-// graph agent's next turn), and a tool call's approval given inline in the chat. Models are
-// the fake OpenAI server (fake-openai.mjs). Prints two figures (MEASURE lines): the page's
-// first contentful paint, and Send to the first streamed token on the page. Screenshot: `chat`.
+// graph agent's next turn), a tool call's approval given inline in the chat, and files
+// attached by upload and by path. Models are the fake OpenAI server (fake-openai.mjs). Prints
+// two figures (MEASURE lines): the page's first contentful paint, and Send to the first
+// streamed token on the page. Screenshots: `chat`, `chat-attachments`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -180,6 +181,57 @@ test("Stop ends the turn, and a follow-up sent while it works starts the next tu
     const kinds = events.items.map((event) => event.type);
     assert.ok(kinds.includes("execution.cancelled"), kinds.join(","));
     assert.equal(kinds.filter((kind) => kind === "execution.started").length, 2, kinds.join(","));
+  } finally {
+    await live.close();
+  }
+});
+
+test("files are attached by upload and by path: the image reaches the model as an image part", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    writeFileSync(join(live.user, "notes.txt"), "Buy milk and bread.");
+    const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64");
+    live.provider.push(text(["A one-pixel image and a shopping list."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Attachments" });
+    const chatId = body.chat.id;
+    const tab = await live.open(`/chat/${chatId}`);
+    await tab.waitForSelector("#chat-send:not([disabled])");
+
+    // An upload lands in the chat's folder; a path is taken as typed.
+    await tab.setInputFiles("#chat-files", { name: "pixel.png", mimeType: "image/png", buffer: png });
+    await tab.waitForSelector("#chat-attachments .attachment");
+    assert.ok(existsSync(join(live.user, "Documents", "souz", "attachments", chatId, "pixel.png")));
+    await tab.click("#chat-attach-path");
+    await tab.fill("#chat-attach-path-input", "~/notes.txt");
+    await tab.press("#chat-attach-path-input", "Enter");
+    assert.deepEqual(await tab.locator("#chat-attachments .attachment").evaluateAll((chips) => chips.map((chip) => chip.dataset.attachment)),
+      [`~/Documents/souz/attachments/${chatId}/pixel.png`, "~/notes.txt"]);
+    await tab.fill("#chat-input", "What are these?");
+    await shot(tab, "chat-attachments");
+    await tab.click("#chat-send");
+
+    await waitFor(() => live.provider.requests.length === 1, "the model request");
+    const content = lastUserMessage(live.provider.requests[0]);
+    assert.ok(Array.isArray(content), JSON.stringify(content));
+    assert.match(content[0].text, /^What are these\?/);
+    assert.match(content[0].text, /<attached_file path="~\/notes.txt">\nBuy milk and bread\.\n<\/attached_file>/);
+    assert.deepEqual(content[1], { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } });
+    // The message shows its files; the box is empty for the next one.
+    const sent = tab.locator(".messages .message.user").last();
+    assert.deepEqual(await sent.locator(".attachment .name").allTextContents(), ["pixel.png", "notes.txt"]);
+    assert.deepEqual(await sent.locator(".attachment .kind").allTextContents(), ["image", "text"]);
+    assert.equal(await tab.locator("#chat-attachments .attachment").count(), 0);
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+
+    // A path outside the folders is refused with the daemon's reason, and nothing is sent.
+    await tab.click("#chat-attach-path");
+    await tab.fill("#chat-attach-path-input", "/etc/hostname");
+    await tab.click("#chat-attach-path-add");
+    await tab.fill("#chat-input", "And this?");
+    await tab.click("#chat-send");
+    await waitFor(async () => /outside/.test(await tab.textContent("#chat-notice") || ""), "the refusal");
+    assert.equal(live.provider.requests.length, 1);
+    assert.equal(await tab.inputValue("#chat-input"), "And this?", "what was typed is kept");
   } finally {
     await live.close();
   }

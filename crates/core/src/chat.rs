@@ -14,6 +14,7 @@
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones. Models are
 //!   offered, checked and called with the user's own provider keys, then the daemon's.
 
+pub(crate) mod attachments;
 mod conversations;
 pub(crate) mod engine;
 pub(crate) mod events;
@@ -29,6 +30,7 @@ pub(crate) mod records;
 pub(crate) mod settings;
 pub(crate) mod turns;
 
+pub use self::attachments::{ChatFiles, MAX_ATTACHMENTS, UPLOAD_FOLDER};
 pub use self::conversations::MessagePage;
 pub use crate::bus::FollowItem;
 
@@ -121,6 +123,8 @@ struct Inner {
     asked: tokio::sync::Notify,
     /// Wakes the lease renewal task when a turn is launched.
     launched: tokio::sync::Notify,
+    /// Where attachments are read and uploads written.
+    files: Arc<dyn ChatFiles>,
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
@@ -133,6 +137,8 @@ pub struct ChatsParts {
     pub shutdown: CancellationToken,
     /// The runtime's pause switch: while it is on, new turns are refused.
     pub pause: crate::bus::PauseSwitch,
+    /// The sandbox of each chat's files (attachments).
+    pub files: Arc<dyn ChatFiles>,
 }
 
 /// The chat service. Cheap to clone.
@@ -153,6 +159,7 @@ impl Chats {
             tasks,
             shutdown,
             pause,
+            files,
         } = parts;
         Self {
             inner: Arc::new(Inner {
@@ -168,6 +175,7 @@ impl Chats {
                 shutdown,
                 asked: tokio::sync::Notify::new(),
                 launched: tokio::sync::Notify::new(),
+                files,
             }),
         }
     }

@@ -37,7 +37,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use souz_protocol::ProviderId;
 pub use types::{
-    ChatRequest, ChatResponse, FinishReason, Message, Role, StreamEvent, ToolCall, ToolSpec, Usage,
+    ChatRequest, ChatResponse, FinishReason, ImagePart, Message, Role, StreamEvent, ToolCall,
+    ToolSpec, Usage,
 };
 
 /// The events of one streamed answer.

@@ -273,6 +273,7 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
             pause: gate.approvals().pause().clone(),
+            files: Arc::new(gate.clone()),
         });
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store, &llm);

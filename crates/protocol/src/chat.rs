@@ -156,8 +156,41 @@ pub struct Message {
     pub content: String,
     /// String metadata (`clientMessageId`, ...).
     pub metadata: BTreeMap<String, String>,
+    /// Files and images the person attached (user messages only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
     /// When it was stored.
     pub created_at: DateTime<Utc>,
+}
+
+/// What kind of file an attachment is, which decides how the model gets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    /// A PNG, JPEG, GIF or WebP image: sent to the model as an image part (vision models).
+    Image,
+    /// UTF-8 text: its contents go into the message, marked as the person's file.
+    Text,
+    /// Anything else (PDF, Word, a spreadsheet...): the model is told its path and reads it
+    /// with its file tools.
+    File,
+}
+
+/// A file attached to a message: a path inside the roots (uploads land in
+/// `~/Documents/souz/attachments/<chatId>/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    /// The file, as the person sees it (`~/…` inside the home).
+    pub path: String,
+    /// Its file name.
+    pub name: String,
+    /// How the model gets it.
+    pub kind: AttachmentKind,
+    /// Its media type (`image/png`, `text/plain`, `application/octet-stream`...).
+    pub media_type: String,
+    /// Its size in bytes when attached.
+    pub size: u64,
 }
 
 /// `GET /v1/chats/{chatId}/messages`.
@@ -180,6 +213,10 @@ pub struct PostMessage {
     pub client_message_id: Option<String>,
     /// Per-turn overrides.
     pub options: Option<TurnOptions>,
+    /// Files to attach: paths inside the roots (an upload's `path`), at most 10. Images go to
+    /// the model as image parts, text files into the message, other files by path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<String>,
 }
 
 /// Per-turn overrides of `POST /v1/chats/{chatId}/messages`.
@@ -331,6 +368,10 @@ pub struct ChatInput {
     pub content: String,
     /// Kept with the stored message (and, when it starts a turn, its idempotency key).
     pub client_message_id: Option<String>,
+    /// Files to attach, as in `POST .../messages`; only when no turn is running (a running
+    /// turn takes text only: 400 otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<String>,
 }
 
 /// What became of input sent with `POST /v1/chats/{chatId}/input`.

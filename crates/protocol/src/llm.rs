@@ -36,6 +36,13 @@ pub enum ProviderId {
 }
 
 impl ProviderId {
+    /// Whether the provider's chat API takes images in a user message (GigaChat only as
+    /// uploaded files, the in-process engines not at all). Whether a given model can look at
+    /// them is the provider's to answer.
+    pub fn takes_images(self) -> bool {
+        !matches!(self, Self::Giga | Self::Local)
+    }
+
     /// Every provider, in listing order.
     pub const ALL: [ProviderId; 9] = [
         Self::AiTunnel,

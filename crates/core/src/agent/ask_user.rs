@@ -137,7 +137,7 @@ fn question_before(history: &[Message], at: usize) -> Option<(usize, String)> {
 fn person_message(history: &[Message], end: usize) -> Option<(usize, &str)> {
     let at = super::context::current_user_index(&history[..end])?;
     match &history[at] {
-        Message::User { content } => Some((at, content.as_str())),
+        Message::User { content, .. } => Some((at, content.as_str())),
         _ => None,
     }
 }
@@ -222,9 +222,7 @@ mod tests {
     }
 
     fn user(text: &str) -> Message {
-        Message::User {
-            content: text.into(),
-        }
+        Message::user(text)
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use souz_protocol::ToolCategory;
 
 use super::core_tools::CoreTool;
-use crate::llm::{ChatResponse, LlmError, Message, ToolSpec, Usage};
+use crate::llm::{ChatResponse, ImagePart, LlmError, Message, ToolSpec, Usage};
 
 /// Model settings for a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +65,9 @@ pub struct AgentContext<I> {
     pub usage: Usage,
     /// Tokens of the last chat request, when the provider reported them.
     pub last_chat_usage: Option<Usage>,
+    /// Images the person attached to this turn's message, until the input node puts them in
+    /// the history with it.
+    pub images: Vec<ImagePart>,
 }
 
 impl<I> AgentContext<I> {
@@ -82,6 +85,7 @@ impl<I> AgentContext<I> {
             categories: self.categories,
             usage: self.usage,
             last_chat_usage: self.last_chat_usage,
+            images: self.images,
         }
     }
 
@@ -160,13 +164,13 @@ pub(crate) fn memory_message(block: &str) -> Message {
 
 /// Whether `message` is a recalled-memory message Souz injected.
 pub(crate) fn is_injected_memory(message: &Message) -> bool {
-    matches!(message, Message::User { content }
+    matches!(message, Message::User { content, .. }
         if content.starts_with(MEMORY_OPEN) && content.ends_with(MEMORY_CLOSE))
 }
 
 /// Whether `message` is a background-context message Souz injected.
 pub(crate) fn is_injected_context(message: &Message) -> bool {
-    matches!(message, Message::User { content }
+    matches!(message, Message::User { content, .. }
         if content.starts_with(CONTEXT_PREFIX) && content.ends_with(CONTEXT_SUFFIX))
 }
 
@@ -179,11 +183,17 @@ pub(crate) fn current_user_index(history: &[Message]) -> Option<usize> {
     })
 }
 
+/// What one attached image counts for in [`message_chars`].
+const IMAGE_CHARS: usize = 6_000;
+
 /// The text the model is charged for, in UTF-16 units (the original's measure).
 pub(crate) fn message_chars(message: &Message) -> usize {
     let units = |text: &str| text.encode_utf16().count();
     match message {
-        Message::System { content } | Message::User { content } => units(content),
+        Message::System { content } => units(content),
+        // An image is charged as a fixed share of the window (providers bill a ~1 MP image at
+        // roughly 1,000-1,600 tokens; the original's measure is characters, ~4 per token).
+        Message::User { content, images } => units(content) + images.len() * IMAGE_CHARS,
         Message::Assistant {
             content,
             tool_calls,

@@ -138,7 +138,7 @@ fn cut(text: &str) -> (String, bool) {
 fn message(message: &Message) -> TraceMessage {
     let (role, text, tool, is_error, calls) = match message {
         Message::System { content } => ("system", content, None, false, &[][..]),
-        Message::User { content } => ("user", content, None, false, &[][..]),
+        Message::User { content, .. } => ("user", content, None, false, &[][..]),
         Message::Assistant {
             content,
             tool_calls,
@@ -150,7 +150,12 @@ fn message(message: &Message) -> TraceMessage {
             ..
         } => ("tool", content, Some(name.clone()), *is_error, &[][..]),
     };
-    let (text, truncated) = cut(text);
+    let (mut text, truncated) = cut(text);
+    if let Message::User { images, .. } = message {
+        for image in images {
+            text.push_str(&format!("\n[image {} ({})]", image.name, image.media_type));
+        }
+    }
     TraceMessage {
         role: role.to_owned(),
         text,

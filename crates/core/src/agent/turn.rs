@@ -37,7 +37,7 @@ use super::skills::{NoSkillBundles, SkillBundles, ToolFilter, enabled_tools, mod
 use super::steering::{Mailbox, SteerError, SubmitAfterError};
 use super::{AgentError, AgentKind};
 use crate::graph::{GraphError, LastContext, RunOptions};
-use crate::llm::{Message, Usage};
+use crate::llm::{ImagePart, Message, Usage};
 use crate::store::Store;
 use crate::store::codec::now;
 use crate::tools::gate::Gate;
@@ -100,6 +100,9 @@ pub struct TurnRequest {
     pub user_id: Option<String>,
     /// What the person said.
     pub input: String,
+    /// Images the person attached to it (vision models; kept in the history for this turn
+    /// only).
+    pub images: Vec<ImagePart>,
     /// The history to continue; `None` continues the chat's stored history.
     pub history: Option<Vec<Message>>,
     /// Which agent (`None`: the configured default).
@@ -392,6 +395,12 @@ impl Agents {
                 request.model.as_deref(),
             )
             .await?;
+        if !request.images.is_empty()
+            && let Some(provider) = model.provider
+            && !provider.takes_images()
+        {
+            return Err(AgentError::ImagesUnsupported { model: model.label });
+        }
         let stored = self.inner.sessions.history(&chat_id).await?;
         let owner = request
             .user_id
@@ -408,6 +417,7 @@ impl Agents {
             stored_history: stored.clone().unwrap_or_default(),
             history: request.history.or(stored).unwrap_or_default(),
             request_input: request.input,
+            request_images: request.images,
             temperature: request.temperature,
             context_size: request.context_size.unwrap_or(self.defaults().1),
             system_prompt: request.system_prompt,
@@ -448,6 +458,7 @@ pub struct Turn {
     stored_history: Vec<Message>,
     history: Vec<Message>,
     request_input: String,
+    request_images: Vec<ImagePart>,
     temperature: Option<f32>,
     context_size: u32,
     system_prompt: Option<String>,
@@ -523,6 +534,7 @@ impl Turn {
             categories: None,
             usage: Usage::default(),
             last_chat_usage: None,
+            images: self.request_images.clone(),
         };
         match self.kind {
             // Every enabled catalog tool may run; classification narrows only what is shown.
@@ -602,6 +614,12 @@ impl Turn {
                 outcome.usage = usage;
             }
         }
+        // Attached images are sent with the turn they came with; the conversation keeps a
+        // note in their place (the bytes are neither stored again nor re-sent every turn).
+        outcome.history = std::mem::take(&mut outcome.history)
+            .into_iter()
+            .map(Message::without_images)
+            .collect();
         outcome
     }
 

@@ -171,6 +171,7 @@ impl TurnEngine for AgentEngine {
                 // The chat owner's provider keys pay for the turn (original §1.11).
                 user_id: Some(turn.user_id.clone()),
                 input,
+                images: turn.images.clone(),
                 history: None,
                 agent: turn.agent,
                 model: Some(turn.settings.default_model.clone()),
@@ -196,6 +197,11 @@ impl TurnEngine for AgentEngine {
                 Err(AgentError::Busy { .. }) => TurnOutcome::Failed {
                     code: "chat_already_has_active_execution".to_owned(),
                     message: "An agent turn is already running in this chat.".to_owned(),
+                    usage: Usage::default(),
+                },
+                Err(error @ AgentError::ImagesUnsupported { .. }) => TurnOutcome::Failed {
+                    code: "images_unsupported".to_owned(),
+                    message: error.to_string(),
                     usage: Usage::default(),
                 },
                 Err(error) => TurnOutcome::Failed {

@@ -462,6 +462,7 @@ impl Ending<'_> {
             role: "assistant",
             content: text,
             metadata: &metadata,
+            attachments: &[],
             at: self.at,
         };
         let message = records::insert_message(self.tx, &new)?;
@@ -472,6 +473,7 @@ impl Ending<'_> {
             role: "assistant".into(),
             content: message.content,
             client_message_id: None,
+            attachments: Vec::new(),
         };
         let finished = ExecutionFinishedPayload {
             execution_id: self.execution_id.to_owned(),

@@ -38,7 +38,8 @@ impl Chats {
         input: ChatInput,
     ) -> Result<ChatInputResponse, ChatError> {
         let content = input.content.trim().to_owned();
-        if content.is_empty() {
+        if content.is_empty() && input.attachments.is_empty() {
+            // The original API's words; a message of attachments alone may have no text.
             return Err(ChatError::Invalid("content must not be blank.".into()));
         }
         self.refuse_if_paused()?;
@@ -50,6 +51,7 @@ impl Chats {
                     content: content.clone(),
                     client_message_id: input.client_message_id.clone(),
                     options: None,
+                    attachments: input.attachments.clone(),
                 };
                 match self.post_message(user, chat_id, request).await {
                     Ok(posted) => {
@@ -70,6 +72,13 @@ impl Chats {
         };
         if running.execution.status == ExecutionStatus::WaitingOption {
             return Err(ChatError::AwaitingAnswer);
+        }
+        if !input.attachments.is_empty() {
+            return Err(ChatError::Invalid(
+                "Files can be attached only to a message that starts a turn; send them once the \
+                 agent has finished, or stop it first."
+                    .into(),
+            ));
         }
         let execution = running.execution;
         let message = self
@@ -123,6 +132,7 @@ impl Chats {
             client_message_id: None,
             options: None,
             stored: Some(message),
+            attachments: Default::default(),
         };
         if let Err(error) = self.start_turn(&user, chat_id, turn).await {
             tracing::warn!(%error, %chat_id, "could not start the turn of queued input");
@@ -215,6 +225,7 @@ impl Chats {
                         role: "user",
                         content: &text,
                         metadata: &metadata,
+                        attachments: &[],
                         at,
                     },
                 )?;
@@ -225,6 +236,7 @@ impl Chats {
                     role: "user".into(),
                     content: message.content.clone(),
                     client_message_id,
+                    attachments: Vec::new(),
                 };
                 let event = NewChatEvent {
                     chat_id: chat_id.clone(),

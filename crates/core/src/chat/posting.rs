@@ -11,6 +11,7 @@ use souz_protocol::chat::{
     PostMessageResponse, Settings, TurnOptions, Usage,
 };
 
+use super::attachments::Prepared;
 use super::events::NewChatEvent;
 use super::records::{NewExecution, NewMessage};
 use super::turns::{Turn, TurnInput};
@@ -30,7 +31,8 @@ impl Chats {
         request: PostMessage,
     ) -> Result<PostMessageResponse, ChatError> {
         let content = request.content.trim().to_owned();
-        if content.is_empty() {
+        if content.is_empty() && request.attachments.is_empty() {
+            // The original API's words; a message of attachments alone may have no text.
             return Err(ChatError::Invalid("content must not be blank.".into()));
         }
         self.refuse_if_paused()?;
@@ -47,6 +49,9 @@ impl Chats {
             return Ok(existing);
         }
 
+        let attachments = self
+            .prepare_attachments(chat_id, request.attachments)
+            .await?;
         self.start_turn(
             user,
             chat_id,
@@ -55,6 +60,7 @@ impl Chats {
                 client_message_id,
                 options: request.options,
                 stored: None,
+                attachments,
             },
         )
         .await
@@ -73,11 +79,18 @@ impl Chats {
             client_message_id,
             options,
             stored: stored_message,
+            attachments,
         } = new;
         let chat_settings = self.stored_chat_settings(chat_id).await?;
         let (snapshot, model) = self
             .turn_settings(user, &chat_settings, options.as_ref())
             .await?;
+        attachments.check_model(&model)?;
+        let Prepared {
+            records: attached,
+            text: attached_text,
+            images,
+        } = attachments;
 
         let at = now();
         let mut execution = new_execution(chat_id, client_message_id.clone(), &model, at);
@@ -113,6 +126,7 @@ impl Chats {
                             role: "user",
                             content: &text,
                             metadata: &metadata,
+                            attachments: &attached,
                             at,
                         },
                     )?,
@@ -125,15 +139,7 @@ impl Chats {
                     lease_until,
                     at,
                 };
-                match records::insert_execution(tx, &new) {
-                    Ok(()) => {}
-                    Err(rusqlite::Error::SqliteFailure(failure, _))
-                        if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
-                    {
-                        return Err(ChatError::ActiveExecution);
-                    }
-                    Err(error) => return Err(ChatError::Store(error.into())),
-                }
+                insert_running(tx, &new)?;
                 records::touch_chat(tx, &stored.chat_id, at)?;
                 let events = started_events(&stored, &message, streaming, fresh);
                 Ok((message, events))
@@ -159,7 +165,8 @@ impl Chats {
             chat_id: chat_id.to_owned(),
             execution_id: execution.id.clone(),
             message_id: reply_message_id,
-            input: TurnInput::Message(content),
+            input: TurnInput::Message(format!("{content}{attached_text}")),
+            images,
             settings: snapshot,
         };
         self.launch(turn, Usage::default())?;
@@ -248,6 +255,21 @@ pub(super) struct NewTurn {
     pub options: Option<TurnOptions>,
     /// The person's message when it is stored already (input queued while a turn ran).
     pub stored: Option<Message>,
+    /// The files attached to it, checked and read.
+    pub attachments: Prepared,
+}
+
+/// Stores a running execution; a chat that has one already is [`ChatError::ActiveExecution`].
+fn insert_running(tx: &rusqlite::Connection, new: &NewExecution<'_>) -> Result<(), ChatError> {
+    match records::insert_execution(tx, new) {
+        Ok(()) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(failure, _))
+            if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Err(ChatError::ActiveExecution)
+        }
+        Err(error) => Err(ChatError::Store(error.into())),
+    }
 }
 
 /// A new running execution of `chat_id` on `model`.
@@ -291,6 +313,7 @@ fn started_events(
         role: "user".into(),
         content: message.content.clone(),
         client_message_id: execution.client_message_id.clone(),
+        attachments: message.attachments.clone(),
     };
     let started = ExecutionStartedPayload {
         execution_id: execution.id.clone(),

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use souz_protocol::chat::{Chat, Execution, ExecutionStatus, Message, SettingsPatch, Usage};
+use souz_protocol::chat::{
+    Attachment, Chat, Execution, ExecutionStatus, Message, SettingsPatch, Usage,
+};
 
 use crate::store::CachedStatements;
 use crate::store::StoreError;
@@ -259,34 +261,46 @@ pub(crate) fn touch_chat(
     Ok(())
 }
 
-const MESSAGE_COLUMNS: &str = "id, chat_id, seq, role, content, metadata, created_at";
+const MESSAGE_COLUMNS: &str = "id, chat_id, seq, role, content, metadata, created_at, attachments";
 
-fn message_from_row(
-    row: &Row<'_>,
-) -> rusqlite::Result<(String, String, i64, String, String, String, String)> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-    ))
+/// A message row as read.
+struct MessageRow {
+    id: String,
+    chat_id: String,
+    seq: i64,
+    role: String,
+    content: String,
+    metadata: String,
+    created_at: String,
+    attachments: Option<String>,
 }
 
-fn decode_message(
-    raw: (String, String, i64, String, String, String, String),
-) -> Result<Message, StoreError> {
-    let (id, chat_id, seq, role, content, metadata, created_at) = raw;
+fn message_from_row(row: &Row<'_>) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        id: row.get(0)?,
+        chat_id: row.get(1)?,
+        seq: row.get(2)?,
+        role: row.get(3)?,
+        content: row.get(4)?,
+        metadata: row.get(5)?,
+        created_at: row.get(6)?,
+        attachments: row.get(7)?,
+    })
+}
+
+fn decode_message(raw: MessageRow) -> Result<Message, StoreError> {
     Ok(Message {
-        id,
-        chat_id,
-        seq,
-        role,
-        content,
-        metadata: from_json("messages.metadata", &metadata)?,
-        created_at: from_time("messages.created_at", &created_at)?,
+        id: raw.id,
+        chat_id: raw.chat_id,
+        seq: raw.seq,
+        role: raw.role,
+        content: raw.content,
+        metadata: from_json("messages.metadata", &raw.metadata)?,
+        attachments: match &raw.attachments {
+            Some(json) => from_json("messages.attachments", json)?,
+            None => Vec::new(),
+        },
+        created_at: from_time("messages.created_at", &raw.created_at)?,
     })
 }
 
@@ -298,6 +312,8 @@ pub(crate) struct NewMessage<'a> {
     pub role: &'a str,
     pub content: &'a str,
     pub metadata: &'a BTreeMap<String, String>,
+    /// Files the person attached (user messages).
+    pub attachments: &'a [Attachment],
     pub at: DateTime<Utc>,
 }
 
@@ -312,6 +328,7 @@ pub(crate) fn insert_message(
         role,
         content,
         metadata,
+        attachments,
         at,
     } = message;
     let seq: i64 = connection.query_row_cached(
@@ -320,7 +337,9 @@ pub(crate) fn insert_message(
         |row| row.get(0),
     )?;
     connection.execute(
-        &format!("INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        &format!(
+            "INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        ),
         params![
             id,
             chat_id,
@@ -328,7 +347,12 @@ pub(crate) fn insert_message(
             role,
             content,
             to_json(metadata)?,
-            to_time(at)
+            to_time(at),
+            if attachments.is_empty() {
+                None
+            } else {
+                Some(to_json(&attachments)?)
+            }
         ],
     )?;
     Ok(Message {
@@ -338,6 +362,7 @@ pub(crate) fn insert_message(
         role: role.to_owned(),
         content: content.to_owned(),
         metadata: metadata.clone(),
+        attachments: attachments.to_vec(),
         created_at: at,
     })
 }

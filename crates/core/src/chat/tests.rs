@@ -169,6 +169,18 @@ async fn fixture() -> Fixture {
     }
 }
 
+/// Chat files in these tests: none (attachments are tested through the gateway).
+struct NoFiles;
+
+impl super::ChatFiles for NoFiles {
+    fn sandbox<'a>(
+        &'a self,
+        _chat_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Arc<crate::sandbox::Sandbox>, String>> {
+        Box::pin(async { Err("no files in these tests".to_owned()) })
+    }
+}
+
 fn chats_over(
     store: &Store,
     bus: &EventBus,
@@ -192,6 +204,7 @@ fn chats_over(
         tasks: tasks.clone(),
         shutdown: CancellationToken::new(),
         pause: crate::bus::PauseSwitch::new(None),
+        files: Arc::new(NoFiles),
     });
     let script = Arc::new(Script::default());
     chats.set_engine(script.clone());
@@ -207,6 +220,7 @@ fn message(text: &str) -> PostMessage {
         content: text.into(),
         client_message_id: None,
         options: None,
+        attachments: Vec::new(),
     }
 }
 
@@ -1020,6 +1034,7 @@ async fn input_queued_before_a_restart_starts_its_turn_after_it() {
                 ChatInput {
                     content: content.into(),
                     client_message_id: None,
+                    attachments: Vec::new(),
                 },
             )
             .await

@@ -29,6 +29,8 @@ pub struct Turn {
     pub message_id: String,
     /// What the person said (or answered).
     pub input: TurnInput,
+    /// Images the person attached to the message (sent to the model as image parts).
+    pub images: Vec<crate::llm::ImagePart>,
     /// The settings snapshot the execution started with.
     pub settings: Settings,
     /// The agent the chat runs on (`None`: the configured default).

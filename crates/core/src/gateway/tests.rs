@@ -16,6 +16,7 @@ use crate::testing::TestRuntime;
 
 const BOUND: &str = "127.0.0.1:8383";
 
+mod attachments;
 mod chat_manage;
 mod chat_stream;
 mod chats;

@@ -84,6 +84,23 @@ impl LlmClient for AnthropicClient {
     }
 }
 
+/// A user message's blocks: its images first, then the text about them, as Anthropic
+/// recommends.
+fn user_blocks(content: &str, images: &[crate::llm::ImagePart]) -> Vec<Value> {
+    let mut blocks: Vec<Value> = images
+        .iter()
+        .map(|image| {
+            json!({"type": "image", "source": {
+                "type": "base64",
+                "media_type": image.media_type,
+                "data": image.data,
+            }})
+        })
+        .collect();
+    blocks.push(json!({"type": "text", "text": content}));
+    blocks
+}
+
 fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value, LlmError> {
     let mut system = Vec::new();
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
@@ -93,7 +110,7 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value,
                 system.push(json!({"type": "text", "text": content}));
                 continue;
             }
-            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+            Message::User { content, images } => ("user", user_blocks(content, images)),
             Message::Assistant {
                 content,
                 tool_calls,

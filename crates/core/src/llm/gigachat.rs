@@ -262,7 +262,11 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Value {
             Message::System { content } => {
                 messages.push(json!({"role": "system", "content": content}))
             }
-            Message::User { content } => messages.push(json!({"role": "user", "content": content})),
+            // GigaChat takes images only as uploaded files; turns with images are refused
+            // before they get here (`supports_images`).
+            Message::User { content, .. } => {
+                messages.push(json!({"role": "user", "content": content}))
+            }
             Message::Assistant {
                 content,
                 tool_calls,

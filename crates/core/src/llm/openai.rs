@@ -144,7 +144,18 @@ fn request_body(
 fn message_json(message: &Message) -> Value {
     match message {
         Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::User { content, images } if images.is_empty() => {
+            json!({"role": "user", "content": content})
+        }
+        Message::User { content, images } => {
+            let mut parts = vec![json!({"type": "text", "text": content})];
+            parts.extend(
+                images.iter().map(
+                    |image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}),
+                ),
+            );
+            json!({"role": "user", "content": parts})
+        }
         Message::Assistant {
             content,
             tool_calls,

@@ -21,6 +21,10 @@ pub enum Message {
     User {
         /// The text.
         content: String,
+        /// Images the person attached, sent as image parts (kept for the turn they came
+        /// with: [`Message::without_images`] leaves a note in their place).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
     },
     /// What the model answered: text, tool calls, or both.
     Assistant {
@@ -57,6 +61,34 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// A user message with attached images.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<ImagePart>) -> Self {
+        Self::User {
+            content: content.into(),
+            images,
+        }
+    }
+
+    /// This message with each image replaced by a line naming it: what a conversation keeps
+    /// once the turn that showed the images is over (the bytes are not sent again).
+    pub fn without_images(self) -> Self {
+        match self {
+            Self::User { content, images } if !images.is_empty() => {
+                let mut content = content;
+                for image in images {
+                    content.push_str(&format!(
+                        "\n[The person showed you the image {} in this message; it is no longer \
+                         attached.]",
+                        image.name
+                    ));
+                }
+                Self::user(content)
+            }
+            other => other,
         }
     }
 
@@ -86,6 +118,34 @@ impl Message {
             Self::Assistant { .. } => Role::Assistant,
             Self::Tool { .. } => Role::Tool,
         }
+    }
+}
+
+/// An image in a user message.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImagePart {
+    /// The file name it was attached as.
+    pub name: String,
+    /// Its media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+    pub media_type: String,
+    /// Its bytes in standard base64.
+    pub data: String,
+}
+
+impl ImagePart {
+    /// The image as a `data:` URL (Chat Completions' `image_url`).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
+}
+
+impl fmt::Debug for ImagePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ImagePart")
+            .field("name", &self.name)
+            .field("media_type", &self.media_type)
+            .field("base64_len", &self.data.len())
+            .finish()
     }
 }
 

@@ -996,7 +996,7 @@ async fn the_llm_writer_sends_the_redacted_turn_and_its_candidates_are_grounded(
     let request = &llm.requests()[0];
     assert_eq!(request.temperature, Some(0.0));
     assert_eq!(request.max_tokens, Some(writer::MAX_TOKENS));
-    let crate::llm::Message::User { content } = &request.messages[1] else {
+    let crate::llm::Message::User { content, .. } = &request.messages[1] else {
         panic!("the turn goes as a user message")
     };
     assert!(content.contains("- SESSION"), "{content}");

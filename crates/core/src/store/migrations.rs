@@ -514,6 +514,11 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE INDEX agent_turns_by_execution ON agent_turns (execution_id)
                   WHERE execution_id IS NOT NULL;",
     },
+    Migration {
+        // Files attached to a user message (issue 17): JSON, `NULL` when there are none.
+        name: "message_attachments",
+        sql: "ALTER TABLE messages ADD COLUMN attachments TEXT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -36,6 +36,9 @@ pub struct MessagePayload {
     /// The client's idempotency key of a user message, when it sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// The files the person attached to a user message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<super::Attachment>,
 }
 
 /// Streamed answer text (live only).

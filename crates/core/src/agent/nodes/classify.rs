@@ -185,7 +185,7 @@ fn recent_history(history: &[Message], input: &str) -> String {
         .iter()
         .filter(|message| !is_injected_context(message) && !is_injected_memory(message))
         .filter_map(|message| match message {
-            Message::User { content } => Some(format!("user: {content}")),
+            Message::User { content, .. } => Some(format!("user: {content}")),
             Message::Assistant { content, .. } if !content.trim().is_empty() => {
                 Some(format!("assistant: {content}"))
             }

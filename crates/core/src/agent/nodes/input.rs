@@ -5,7 +5,7 @@ use crate::agent::context::AgentContext;
 use crate::graph::BoxError;
 use crate::llm::Message;
 
-/// Appends the turn's input as a user message (after the system prompt on a fresh history).
+/// Appends the turn's input as a user message, with the images attached to it, (after the system prompt on a fresh history).
 pub(crate) fn input_to_history(
     mut context: AgentContext<String>,
 ) -> Result<AgentContext<String>, BoxError> {
@@ -14,6 +14,9 @@ pub(crate) fn input_to_history(
             .history
             .push(Message::system(context.system_prompt.clone()));
     }
-    context.history.push(Message::user(context.input.clone()));
+    let images = std::mem::take(&mut context.images);
+    context
+        .history
+        .push(Message::user_with_images(context.input.clone(), images));
     Ok(context)
 }

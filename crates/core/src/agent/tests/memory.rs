@@ -67,7 +67,7 @@ async fn a_remembered_fact_is_captured_after_the_turn_and_recalled_in_another_ch
         .iter()
         .find(|message| is_injected_memory(message))
         .expect("memory was recalled");
-    let Message::User { content } = block else {
+    let Message::User { content, .. } = block else {
         unreachable!()
     };
     assert!(

@@ -65,7 +65,7 @@ fn memory_blocks(messages: &[Message]) -> Vec<String> {
         .iter()
         .filter(|message| is_injected_memory(message))
         .map(|message| match message {
-            Message::User { content } => content.clone(),
+            Message::User { content, .. } => content.clone(),
             _ => unreachable!(),
         })
         .collect()
@@ -75,7 +75,7 @@ fn memory_blocks(messages: &[Message]) -> Vec<String> {
 fn position_of(messages: &[Message], text: &str) -> usize {
     messages
         .iter()
-        .position(|message| matches!(message, Message::User { content } if content == text))
+        .position(|message| matches!(message, Message::User { content, .. } if content == text))
         .unwrap()
 }
 

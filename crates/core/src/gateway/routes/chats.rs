@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::chat::{
-    Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList, ChatSettings,
-    CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace, MessageList,
+    Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
+    ChatSettings, CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace, MessageList,
     OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse, RenameChat,
     SettingsPatch, SettingsResponse,
 };
@@ -50,6 +50,14 @@ pub(crate) struct MessagesQuery {
     pub limit: Option<String>,
 }
 
+/// Query of `POST /v1/chats/{chatId}/attachments`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct AttachmentQuery {
+    /// The file's name (one plain name: no folders, not hidden).
+    pub name: String,
+}
+
 /// Query of the chat event routes.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -61,7 +69,9 @@ pub(crate) struct EventsQuery {
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
-    turn_routes(chat_routes(setting_routes(ApiRouter::default())))
+    attachment_routes(turn_routes(chat_routes(setting_routes(
+        ApiRouter::default(),
+    ))))
 }
 
 /// Bootstrap, onboarding and the user's settings.
@@ -206,6 +216,33 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
         )
 }
 
+/// Files to attach to a message.
+fn attachment_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router.route(
+        Operation::post("/v1/chats/{chatId}/attachments")
+            .summary("Upload a file to attach to a message (the request body).")
+            .description(
+                "Saved as a new file in `~/Documents/souz/attachments/{chatId}/` (inside \
+                     the roots; a taken name gets a number), then attached by the returned \
+                     `path` in `POST .../messages` `attachments`. Images (PNG, JPEG, GIF, WebP, \
+                     at most 10 MiB) go to vision models as image parts, UTF-8 text into the \
+                     message, other files by path for the agent's file tools. The body is \
+                     limited by `[server] body_limit` (413).",
+            )
+            .tag("chats")
+            .query::<AttachmentQuery>()
+            .binary_request("application/octet-stream")
+            .response::<Attachment>(201, "Saved; attach it by its path.")
+            .response::<ErrorBody>(
+                400,
+                "A bad name, an empty file, or no writable upload folder.",
+            )
+            .response::<ErrorBody>(404, "No such chat (`chat_not_found`).")
+            .response::<ErrorBody>(413, "Larger than `[server] body_limit`."),
+        upload_attachment,
+    )
+}
+
 /// Posting a message (a turn), following a chat's events, and cancelling turns.
 fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
     router
@@ -225,6 +262,7 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .response::<ErrorBody>(409, "A turn is running, or the model is not usable."),
             post_message,
         )
+
         .route(
             Operation::post("/v1/chats/{chatId}/input")
                 .summary("Send a message whether or not the chat's agent is working.")
@@ -495,6 +533,19 @@ async fn post_message(
     Ok(axum::Json(
         handle.post_message(&user, &chat_id, request).await?,
     ))
+}
+
+async fn upload_attachment(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+    ApiQuery(query): ApiQuery<AttachmentQuery>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, axum::Json<Attachment>), ApiError> {
+    let attachment = handle
+        .upload_attachment(&user, &chat_id, &query.name, body)
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(attachment)))
 }
 
 async fn send_input(

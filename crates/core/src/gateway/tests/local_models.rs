@@ -14,6 +14,16 @@ async fn call(f: &Fixture, method: &str, path: &str) -> (StatusCode, Value) {
     f.send(f.bare(method, path)).await
 }
 
+/// Where the test profile's file lives in the fixture's Souz home.
+fn model_folder(f: &Fixture) -> std::path::PathBuf {
+    f.runtime
+        .handle()
+        .config()
+        .paths
+        .home()
+        .join("models/smollm2-135m-instruct")
+}
+
 fn smollm2(list: &Value) -> Value {
     list["items"]
         .as_array()
@@ -47,13 +57,7 @@ async fn profiles_list_with_their_state_and_a_removed_file_is_missing() {
     assert_eq!(model["kind"], "chat");
     assert_eq!(model["pullable"], false, "no source configured");
 
-    let dir = f
-        .runtime
-        .handle()
-        .config()
-        .paths
-        .home()
-        .join("models/smollm2-135m-instruct");
+    let dir = model_folder(&f);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("SmolLM2-135M-Instruct.Q4_1.gguf"), b"gguf").unwrap();
     std::fs::write(dir.join("SmolLM2-135M-Instruct.Q4_1.gguf.part"), b"gg").unwrap();
@@ -90,15 +94,7 @@ async fn pulls_without_a_checksum_or_a_source_are_refused_and_change_nothing() {
     );
     let (status, body) = call(&f, "POST", "/v1/models/local/gpt-5/pull").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    assert!(
-        !f.runtime
-            .handle()
-            .config()
-            .paths
-            .home()
-            .join("models/smollm2-135m-instruct")
-            .exists()
-    );
+    assert!(!model_folder(&f).exists());
     let (status, _) = call(&f, "DELETE", "/v1/models/local/nope").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
@@ -192,14 +188,7 @@ async fn a_pull_runs_in_the_background_reports_progress_in_order_and_verifies() 
     assert_eq!(model["pullable"], true);
     assert_eq!(settled(&f).await["state"], "ready");
 
-    let path = f
-        .runtime
-        .handle()
-        .config()
-        .paths
-        .home()
-        .join("models/smollm2-135m-instruct")
-        .join(FILE);
+    let path = model_folder(&f).join(FILE);
     assert_eq!(
         std::fs::metadata(&path).unwrap().len(),
         std::fs::metadata(crate::testing::local_llm_model())
@@ -246,13 +235,7 @@ async fn removing_a_model_while_it_downloads_stops_the_download_and_leaves_nothi
     // A second pull while it runs answers its state and starts nothing more.
     let (status, again) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
     assert_eq!(status, StatusCode::ACCEPTED, "{again}");
-    let dir = f
-        .runtime
-        .handle()
-        .config()
-        .paths
-        .home()
-        .join("models/smollm2-135m-instruct");
+    let dir = model_folder(&f);
     let part = dir.join(format!("{FILE}.part"));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while std::fs::metadata(&part).map_or(0, |metadata| metadata.len()) < 2 << 20 {
@@ -303,13 +286,7 @@ async fn a_file_that_is_not_the_pinned_one_fails_and_never_takes_its_name() {
     assert_eq!(model["state"], "failed", "{model}");
     let error = model["error"].as_str().unwrap();
     assert!(error.contains("does not match its checksum"), "{error}");
-    let dir = f
-        .runtime
-        .handle()
-        .config()
-        .paths
-        .home()
-        .join("models/smollm2-135m-instruct");
+    let dir = model_folder(&f);
     assert!(!dir.join(FILE).exists());
     assert!(!dir.join(format!("{FILE}.part")).exists());
     let events = download_events(&f).await;

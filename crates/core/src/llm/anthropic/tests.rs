@@ -191,3 +191,32 @@ async fn retries_errors_disconnects_and_cancellation() {
         "ok"
     );
 }
+
+#[tokio::test]
+async fn attached_images_go_before_the_text_as_base64_blocks() {
+    let server = FakeServer::start().await;
+    server.push(MESSAGES_PATH, anthropic::text(&["A cat."]));
+    let mut chat = request();
+    chat.messages.push(Message::user_with_images(
+        "What is this?",
+        vec![crate::llm::ImagePart {
+            name: "cat.png".into(),
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }],
+    ));
+    let events = drain(client(&server).stream(chat, CancellationToken::new())).await;
+    assert_eq!(text_of(&events), "A cat.");
+    let body = server.requests_to(MESSAGES_PATH)[0].json();
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    // Consecutive user messages are merged into one turn: this message's blocks end it.
+    let blocks = last["content"].as_array().unwrap();
+    assert_eq!(
+        blocks[blocks.len() - 2..],
+        [
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}),
+            json!({"type": "text", "text": "What is this?"}),
+        ]
+    );
+}

@@ -223,7 +223,9 @@ pub(crate) fn render(messages: &[Message], tools: &[ToolSpec], context: u32) -> 
     for message in messages {
         match message {
             Message::System { .. } => {}
-            Message::User { content } => turns.push(Turn {
+            // The in-process engines read text only; turns with images are refused before they
+            // get here (`supports_images`).
+            Message::User { content, .. } => turns.push(Turn {
                 role: "user",
                 content: content.clone(),
             }),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::Stream;
 use souz_protocol::chat::{
-    ActiveTurn, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
+    ActiveTurn, Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
     ChatSettings, CreateChat, CreateChatResponse, Execution, ExecutionTrace, MessageList,
     OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage, PostMessageResponse,
     Question, QuestionList, Settings, SettingsPatch,
@@ -182,6 +182,20 @@ impl RuntimeHandle {
         request: PostMessage,
     ) -> Result<PostMessageResponse, ServiceError> {
         Ok(self.chats().post_message(user, chat_id, request).await?)
+    }
+
+    /// Saves an uploaded file in the chat's folder, to attach to a message by its path.
+    pub async fn upload_attachment(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        name: &str,
+        bytes: bytes::Bytes,
+    ) -> Result<Attachment, ServiceError> {
+        Ok(self
+            .chats()
+            .upload_attachment(user, chat_id, name, bytes)
+            .await?)
     }
 
     /// Sends input to the chat whether or not its agent works: it starts a turn, steers the

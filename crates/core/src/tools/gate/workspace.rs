@@ -49,6 +49,26 @@ impl Gate {
     }
 }
 
+/// A chat's attachments are read and uploaded in the sandbox its agent's tools run in.
+impl crate::chat::ChatFiles for Gate {
+    fn sandbox<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Arc<Sandbox>, String>> {
+        Box::pin(async move {
+            let requester = Requester::Chat {
+                chat_id: chat_id.to_owned(),
+            };
+            let workspace = self
+                .inner
+                .workspaces
+                .for_call(&self.inner.store, &self.sandbox(), &requester)
+                .await?;
+            Ok(workspace.sandbox)
+        })
+    }
+}
+
 /// Where calls run.
 #[derive(Default)]
 pub(super) struct Workspaces {

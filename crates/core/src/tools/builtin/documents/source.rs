@@ -50,6 +50,11 @@ impl SourceFile {
         &self.path
     }
 
+    /// Its size in bytes when it was opened.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     /// Whether its name ends in `.extension` (any case).
     pub(crate) fn has_extension(&self, extension: &str) -> bool {
         self.path
