@@ -347,6 +347,37 @@ impl Chats {
         Ok(read.record)
     }
 
+    /// The sandbox `chat_id`'s uploads are removed through when it is deleted (taken while the
+    /// chat still exists: a proxied user's chat names its owner only until then).
+    pub(super) async fn uploads_sandbox(&self, chat_id: &str) -> Option<Arc<Sandbox>> {
+        self.chat_sandbox(chat_id).await.ok()
+    }
+
+    /// Removes the uploads of a deleted chat (its folder under [`UPLOAD_FOLDER`]); a failure is
+    /// logged, never raised: the chat is gone already.
+    pub(super) async fn remove_uploads(&self, sandbox: Arc<Sandbox>, chat_id: &str) {
+        let raw = format!("{UPLOAD_FOLDER}/{chat_id}");
+        let removed = tokio::task::spawn_blocking(move || {
+            let Ok(resolved) = sandbox.resolve(&raw, Access::Delete) else {
+                return Ok(()); // never made, or not reachable: nothing to remove
+            };
+            if resolved.protected {
+                return Ok(());
+            }
+            sandbox.beneath().remove_all(&resolved.path)
+        })
+        .await;
+        match removed {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, %chat_id, "could not remove a deleted chat's uploads")
+            }
+            Err(error) => {
+                tracing::warn!(%error, %chat_id, "removing a deleted chat's uploads failed")
+            }
+        }
+    }
+
     /// Checks and reads the attachments of a message to `chat_id`.
     pub(super) async fn prepare_attachments(
         &self,

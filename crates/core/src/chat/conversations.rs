@@ -155,17 +155,19 @@ impl Chats {
         refuse_running(self.active(chat_id).await?.as_ref())
     }
 
-    /// Deletes a chat with its messages, executions, events and questions (for good). The
-    /// agents' memory of it is forgotten by the caller first (see the facade).
+    /// Deletes a chat with its messages, executions, events and questions (for good), then the
+    /// files uploaded to it. The agents' memory of it is forgotten by the caller first (see
+    /// the facade).
     pub async fn delete_chat(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
-        let (user_id, chat_id) = (user.0.clone(), chat_id.to_owned());
+        let uploads = self.uploads_sandbox(chat_id).await;
+        let (user_id, id) = (user.0.clone(), chat_id.to_owned());
         self.inner
             .store
             .write(move |tx| {
-                refuse_running(records::active_execution(tx, &chat_id)?.as_ref())?;
+                refuse_running(records::active_execution(tx, &id)?.as_ref())?;
                 let key = ChatKey {
                     user_id: &user_id,
-                    chat_id: &chat_id,
+                    chat_id: &id,
                 };
                 if records::delete_chat(tx, key)? {
                     Ok(())
@@ -173,7 +175,11 @@ impl Chats {
                     Err(ChatError::ChatNotFound)
                 }
             })
-            .await
+            .await?;
+        if let Some(sandbox) = uploads {
+            self.remove_uploads(sandbox, chat_id).await;
+        }
+        Ok(())
     }
 
     pub(super) async fn update_chat(

@@ -2,7 +2,7 @@
 //! under a fresh name, a message's image reaches the model as an image part and its text file
 //! as marked content, the next turn carries a note instead of the image, and an attachment
 //! that is outside the roots, protected, missing, a link out, or one too many refuses the
-//! whole message with nothing stored.
+//! whole message with nothing stored; deleting a chat removes its uploads.
 
 use std::time::Duration;
 
@@ -273,6 +273,25 @@ async fn a_bad_attachment_refuses_the_whole_message_and_stores_nothing() {
         .send(f.upload("0190a6d2-0000-7000-8000-000000000000", "a.txt", b"x"))
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
+
+#[tokio::test]
+async fn deleting_a_chat_removes_its_uploads_and_nothing_else() {
+    // Not the flat home: there the user home is the Souz home, which is protected.
+    let f = Fixture::on(TestRuntime::builder().start().await);
+    let home = f.runtime.home().path().to_owned();
+    let (kept, gone) = (f.new_chat().await, f.new_chat().await);
+    for chat in [&kept, &gone] {
+        let (status, body) = f.send(f.upload(chat, "a.txt", b"text")).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    std::fs::write(home.join("Documents/souz/mine.txt"), "the person's own").unwrap();
+    let (status, body) = f.send(f.bare("DELETE", &format!("/v1/chats/{gone}"))).await;
+    assert!(status.is_success(), "{status}: {body}");
+    let folder = |chat: &str| home.join(format!("Documents/souz/attachments/{chat}"));
+    assert!(!folder(&gone).exists());
+    assert!(folder(&kept).join("a.txt").exists());
+    assert!(home.join("Documents/souz/mine.txt").exists());
 }
 
 #[tokio::test]
