@@ -4,7 +4,11 @@
 # bundle ships it — it is the stdio bridge Claude Desktop runs and the helper that confines
 # commands with Landlock, so a package install has both. Run on Debian/Ubuntu:
 #   ./scripts/release-linux.sh            # release build (fat LTO), for distribution
-#   ./scripts/release-linux.sh --debug    # the debug build the tests use (fast once built)
+#   ./scripts/release-linux.sh --debug    # packages the test suite's debug build as it is
+# `--debug` builds nothing new once `scripts/test.sh` has built the workspace: it bundles those
+# binaries (`tauri bundle`), because building the app alone (`tauri build`) resolves the
+# workspace's features differently and compiles the daemon's whole dependency tree again
+# (~10 min on the 2-core CI machine). The window loads the daemon's own web UI in both builds.
 # Output: target/<profile>/bundle/deb/Souz_<version>_<arch>.deb (its path is printed last).
 # The Tauri CLI comes from npm (pinned to the tauri crate's version in Cargo.lock).
 set -euo pipefail
@@ -28,13 +32,21 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 triple="$(rustc -vV | sed -n 's/host: //p')"
 tauri_version="$(sed -n '/^name = "tauri"$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)"
 
-# The CLI first: Tauri copies it into the package as an external binary named souz.
-cargo build "${cargo_profile[@]}" --locked -p souz-cli --bin souz
-mkdir -p src-tauri/binaries
-cp "$target_dir/$profile/souz" "src-tauri/binaries/souz-$triple"
-
-npx --yes "@tauri-apps/cli@$tauri_version" build "${tauri_profile[@]}" --bundles deb \
-  --config '{"bundle":{"externalBin":["binaries/souz"]}}'
+external='{"bundle":{"externalBin":["binaries/souz"]}}'
+if [ "$profile" = debug ]; then
+  # The suite's build: the workspace, every target, one feature set (a no-op after test.sh).
+  cargo build --locked --workspace --all-targets
+  mkdir -p src-tauri/binaries
+  cp "$target_dir/debug/souz" "src-tauri/binaries/souz-$triple"
+  npx --yes "@tauri-apps/cli@$tauri_version" bundle --debug --bundles deb --config "$external"
+else
+  # The CLI first: Tauri copies it into the package as an external binary named souz.
+  cargo build "${cargo_profile[@]}" --locked -p souz-cli --bin souz
+  mkdir -p src-tauri/binaries
+  cp "$target_dir/$profile/souz" "src-tauri/binaries/souz-$triple"
+  npx --yes "@tauri-apps/cli@$tauri_version" build "${tauri_profile[@]}" --bundles deb \
+    --config "$external"
+fi
 
 package="$(ls -t "$target_dir/$profile/bundle/deb/"*.deb | head -n 1)"
 echo "built $package"

@@ -72,7 +72,7 @@ step "web UI in headless Chromium"
 step "the menu-bar app under Xvfb (tray, notifications)"
 tests/app/run.sh
 
-# After the app test: `tauri build` rebuilds the app binary with its bundle feature.
+# The suite's own debug binaries, bundled as they are (`tauri bundle`; nothing is rebuilt).
 step "the Linux package (.deb of the debug build) installed in a clean root"
 tests/package/run.sh
 

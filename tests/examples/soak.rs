@@ -220,6 +220,9 @@ fn main() {
         report_minute(&stats, reported);
     }
     let lost = lost_events(&replay, &seen);
+    // `summarize` exits the process, which runs no destructors: stop the daemon first, or it
+    // outlives the soak (and keeps a core busy through the steps after it).
+    drop(daemon);
     summarize(&stats, &replay, lost, options.duration)
 }
 

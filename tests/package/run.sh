@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Linux package, installed: builds the .deb from the debug build (`scripts/release-linux.sh
-# --debug`), installs it with dpkg into a clean root (a fresh, empty dpkg database; this
-# machine's libraries stand in for the package's dependencies), and checks what a person gets:
+# The Linux package, installed: bundles the suite's debug build into a .deb
+# (`scripts/release-linux.sh --debug`, no rebuild), installs it with dpkg into a clean root (a
+# fresh, empty dpkg database; this machine's libraries stand in for the package's
+# dependencies), and checks what a person gets:
 # the app and the `souz` CLI side by side in /usr/bin (the app runs the CLI found next to
 # itself as its Landlock helper, and Claude Desktop runs it as the stdio bridge), both
 # executable and running, the desktop entry and icon, and the package's declared dependencies.
