@@ -2,7 +2,9 @@
 //! tray or a notification. Closing it keeps the app running in the menu bar.
 
 use std::sync::Arc;
+use std::time::Instant;
 
+use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
 use crate::Shell;
@@ -34,10 +36,18 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, route: Option<&str>) {
             return;
         }
     };
+    let requested = Instant::now();
     let built = WebviewWindowBuilder::new(app, MAIN, WebviewUrl::External(url))
         .title("Souz")
         .inner_size(1040.0, 760.0)
         .min_inner_size(640.0, 480.0)
+        // How long a person waits for the page (the app test reports it).
+        .on_page_load(move |_, payload| {
+            if payload.event() == PageLoadEvent::Finished {
+                let ms = u64::try_from(requested.elapsed().as_millis()).unwrap_or(u64::MAX);
+                tracing::info!(ms, "window page loaded");
+            }
+        })
         .build();
     if let Err(error) = built {
         tracing::error!(%error, "could not open the window");

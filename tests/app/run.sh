@@ -155,6 +155,10 @@ wait_displayed 1
 dunstctl action 0
 for _ in $(seq 100); do xdotool search --name '^Souz$' >/dev/null 2>&1 && break; sleep 0.1; done
 xdotool search --name '^Souz$' >/dev/null 2>&1 || fail "a click on the notification opened no window"
+for _ in $(seq 200); do logged "window page loaded" && break; sleep 0.1; done
+loaded=$(grep -o 'window page loaded ms=[0-9]*' "$work/app.log" | head -n 1 | sed 's/.*ms=//')
+[ -n "$loaded" ] || fail "the window's page never finished loading"
+echo "MEASURE window opened to its page loaded (WebKitGTK): ${loaded} ms"
 logged "notification action approval_id=$fourth action=tap" || fail "the click was not seen as a tap on $fourth"
 api -X POST "$base/v1/approvals/$fourth/decision" -d '{"decision":"deny"}' >/dev/null
 wait_displayed 0

@@ -40,18 +40,18 @@ impl Fixture {
             .unwrap()
     }
 
+    /// The stored events of `chat`.
+    async fn events(&self, chat: &str) -> Vec<Value> {
+        let path = format!("/v1/chats/{chat}/events?afterSeq=0&limit=1000");
+        let (_, events) = self.send(self.bare("GET", &path)).await;
+        events["items"].as_array().unwrap().clone()
+    }
+
     /// Waits until `chat` has `count` finished executions.
     async fn finished(&self, chat: &str, count: usize) {
         for _ in 0..1500 {
-            let (_, events) = self
-                .send(self.bare(
-                    "GET",
-                    &format!("/v1/chats/{chat}/events?afterSeq=0&limit=1000"),
-                ))
-                .await;
-            let done = events["items"]
-                .as_array()
-                .unwrap()
+            let events = self.events(chat).await;
+            let done = events
                 .iter()
                 .filter(|event| event["type"] == "execution.finished")
                 .count();
@@ -154,18 +154,11 @@ async fn an_image_and_a_text_file_reach_the_model_and_the_next_turn_keeps_a_note
         messages["items"][0]["attachments"],
         posted["message"]["attachments"]
     );
-    let (_, events) = f
-        .send(f.bare(
-            "GET",
-            &format!("/v1/chats/{chat}/events?afterSeq=0&limit=1000"),
-        ))
-        .await;
-    let created = events["items"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let created = f
+        .events(&chat)
+        .await
+        .into_iter()
         .find(|event| event["type"] == "message.created")
-        .cloned()
         .unwrap();
     assert_eq!(
         created["payload"]["attachments"],
