@@ -273,7 +273,7 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
             pause: gate.approvals().pause().clone(),
-            files: Arc::new(gate.clone()),
+            files: Arc::new(GateFiles(gate.clone())),
         });
         recover_chats(&chats).await?;
         let skills = open_skills(&config, &sandbox, &store, &llm);
@@ -695,6 +695,18 @@ fn reload_mcp_servers_on_save(editor: &ConfigEditor, clients: &McpClients) {
         clients.apply(config);
         Ok(())
     });
+}
+
+/// A chat's files (attachments) are reached in the sandbox its agent's tools run in.
+struct GateFiles(Gate);
+
+impl crate::chat::ChatFiles for GateFiles {
+    fn sandbox<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Arc<crate::sandbox::Sandbox>, String>> {
+        Box::pin(self.0.chat_sandbox(chat_id))
+    }
 }
 
 /// What chat settings default to, from the configuration and the gate's catalog.

@@ -21,6 +21,20 @@ use crate::store::{Store, StoreError};
 use crate::tools::ToolContext;
 
 impl Gate {
+    /// The sandbox the tools of chat `chat_id` run in (the daemon's, or its proxied user's):
+    /// where the chat's attachments are read and uploads written.
+    pub(crate) async fn chat_sandbox(&self, chat_id: &str) -> Result<Arc<Sandbox>, String> {
+        let requester = Requester::Chat {
+            chat_id: chat_id.to_owned(),
+        };
+        let workspace = self
+            .inner
+            .workspaces
+            .for_call(&self.inner.store, &self.sandbox(), &requester)
+            .await?;
+        Ok(workspace.sandbox)
+    }
+
     /// The context a call from `requester` runs in, or why it may not run at all.
     pub(super) async fn context(
         &self,
@@ -45,26 +59,6 @@ impl Gate {
             cancel: cancel.clone(),
             requester: requester.clone(),
             progress: crate::tools::ProgressSink::default(),
-        })
-    }
-}
-
-/// A chat's attachments are read and uploaded in the sandbox its agent's tools run in.
-impl crate::chat::ChatFiles for Gate {
-    fn sandbox<'a>(
-        &'a self,
-        chat_id: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<Arc<Sandbox>, String>> {
-        Box::pin(async move {
-            let requester = Requester::Chat {
-                chat_id: chat_id.to_owned(),
-            };
-            let workspace = self
-                .inner
-                .workspaces
-                .for_call(&self.inner.store, &self.sandbox(), &requester)
-                .await?;
-            Ok(workspace.sandbox)
         })
     }
 }
