@@ -65,6 +65,12 @@ export async function modelsPage(main) {
   const table = h("table#models");
   /** @type {Map<string, HTMLElement>} model name → its row */
   const rows = new Map();
+  /** The furthest progress an event reported, by model: a list read before that event must not
+   *  move the bar back (the mirror may send nothing more for a while).
+   *  @type {Map<string, number>} */
+  const reached = new Map();
+  /** Counts list reads: only the newest one is shown (answers can arrive out of order). */
+  let reads = 0;
 
   /** @param {string} text @param {boolean} [error] */
   const say = (text, error = false) => note.replaceChildren(h(error ? "div.card.error" : "div.card", {}, visible(text)));
@@ -77,7 +83,7 @@ export async function modelsPage(main) {
   /** @param {LocalModelInfo} model */
   const stateCell = (model) => {
     switch (model.state) {
-      case "downloading": return progress(model.received, model.total);
+      case "downloading": return progress(Math.max(model.received, reached.get(model.name) ?? 0), model.total);
       case "failed": return h("span.error", {}, t("failed", { error: model.error }));
       default: return h("span", {}, t(model.state));
     }
@@ -123,9 +129,11 @@ export async function modelsPage(main) {
   };
 
   const show = async () => {
+    const read = ++reads;
     try {
       /** @type {LocalModelList} */
       const list = await api("GET", "/v1/models/local");
+      if (read !== reads) return;
       summary.textContent = [list.engine ? t("engine", { engine: list.engine }) : t("no_engine"),
         list.rssBytes ? t("memory", { rss: size(list.rssBytes) }) : ""].filter(Boolean).join(" · ");
       rows.clear();
@@ -145,15 +153,18 @@ export async function modelsPage(main) {
   /** A download's progress moves its bar in place; its end reloads the list. @param {RuntimeEvent} event */
   const follow = (event) => {
     if (event.type === "local.model.download.progress") {
+      reached.set(event.model, Math.max(event.received, reached.get(event.model) ?? 0));
       const node = rows.get(event.model);
       const cell = node?.querySelector("td.state");
       if (!node || !cell) { show(); return; }
       if (node.dataset.state !== "downloading") { show(); return; }
-      cell.replaceChildren(progress(event.received, event.total));
+      cell.replaceChildren(progress(reached.get(event.model) ?? event.received, event.total));
     } else if (event.type === "local.model.download.completed") {
+      reached.delete(event.model);
       say(t("done", { name: event.model }));
       show();
     } else if (event.type === "local.model.download.failed" || event.type === "local.model.download.cancelled") {
+      reached.delete(event.model);
       show();
     }
   };
