@@ -119,6 +119,19 @@ pub struct HistoryChange {
 }
 
 impl HistoryChange {
+    /// The change as it is stored: attached images become the note the conversation keeps
+    /// (their bytes are sent to the model, never written to the step log).
+    pub fn without_images(self) -> Self {
+        Self {
+            inserted: self
+                .inserted
+                .into_iter()
+                .map(Message::without_images)
+                .collect(),
+            ..self
+        }
+    }
+
     /// The smallest single splice turning `before` into `after`; `None` when they are equal.
     pub fn between(before: &[Message], after: &[Message]) -> Option<Self> {
         let prefix = before
@@ -641,7 +654,7 @@ impl StepRecorder {
             if change.is_some() {
                 *last = history.to_vec();
             }
-            change
+            change.map(HistoryChange::without_images)
         };
         let record = StepRecord {
             ordinal: self.ordinal.fetch_add(1, Ordering::Relaxed),

@@ -150,12 +150,7 @@ fn message(message: &Message) -> TraceMessage {
             ..
         } => ("tool", content, Some(name.clone()), *is_error, &[][..]),
     };
-    let (mut text, truncated) = cut(text);
-    if let Message::User { images, .. } = message {
-        for image in images {
-            text.push_str(&format!("\n[image {} ({})]", image.name, image.media_type));
-        }
-    }
+    let (text, truncated) = cut(text);
     TraceMessage {
         role: role.to_owned(),
         text,

@@ -690,7 +690,8 @@ impl Turn {
                 "model": self.model.label,
                 "input": self.request_input,
             }),
-            history_change: HistoryChange::between(&self.stored_history, &self.history),
+            history_change: HistoryChange::between(&self.stored_history, &self.history)
+                .map(HistoryChange::without_images),
             at: now(),
         };
         inner

@@ -197,6 +197,33 @@ async fn an_image_and_a_text_file_reach_the_model_and_the_next_turn_keeps_a_note
             .contains("[The person showed you the image photo.png in this message"),
         "{earlier}"
     );
+
+    let execution = posted["execution"]["id"].as_str().unwrap();
+    image_is_stored_nowhere(&f, &chat, execution, &data).await;
+}
+
+/// The image (`data`, base64) went to the model and nowhere else: not the messages, the
+/// conversation or the step log behind "Why?" (which shows the note instead).
+async fn image_is_stored_nowhere(f: &Fixture, chat: &str, execution: &str, data: &str) {
+    let (status, trace) = f
+        .send(f.bare(
+            "GET",
+            &format!("/v1/chats/{chat}/executions/{execution}/trace"),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{trace}");
+    assert!(
+        trace.to_string().contains("showed you the image photo.png"),
+        "{trace}"
+    );
+    let database = f.runtime.handle().config().paths.database();
+    for file in [database.clone(), database.with_extension("db-wal")] {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let found = bytes
+            .windows(data.len())
+            .any(|window| window == data.as_bytes());
+        assert!(!found, "the image's bytes are in {}", file.display());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
