@@ -96,14 +96,6 @@ pub enum AgentError {
     /// The input is empty.
     #[error("the input must not be empty")]
     EmptyInput,
-    /// Images were attached but the model's provider cannot take them.
-    #[error(
-        "{model} cannot look at images; choose a vision-capable model (OpenAI, Anthropic, Qwen, a local server's vision model)"
-    )]
-    ImagesUnsupported {
-        /// The model.
-        model: String,
-    },
     /// The model could not be resolved (unknown name, no key).
     #[error(transparent)]
     Model(#[from] LlmServiceError),

@@ -102,6 +102,9 @@ pub enum ChatError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Souz itself failed (a file task panicked); the detail is for the log.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// The person a request acts for.

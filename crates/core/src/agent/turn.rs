@@ -100,6 +100,10 @@ pub struct TurnRequest {
     pub user_id: Option<String>,
     /// What the person said.
     pub input: String,
+    /// What the person attached, as text appended to their message for the model (the files'
+    /// listing and text contents). Not their words: memory captures from `input` alone, so a
+    /// file cannot speak for the person ("forget …", "remember …").
+    pub attached: String,
     /// Images the person attached to it (vision models; kept in the history for this turn
     /// only).
     pub images: Vec<ImagePart>,
@@ -362,7 +366,7 @@ impl Agents {
         if chat_id.is_empty() {
             return Err(AgentError::InvalidChat);
         }
-        if request.input.trim().is_empty() {
+        if request.input.trim().is_empty() && request.attached.trim().is_empty() {
             return Err(AgentError::EmptyInput);
         }
         let kind = request.agent.unwrap_or(self.defaults().0);
@@ -395,12 +399,6 @@ impl Agents {
                 request.model.as_deref(),
             )
             .await?;
-        if !request.images.is_empty()
-            && let Some(provider) = model.provider
-            && !provider.takes_images()
-        {
-            return Err(AgentError::ImagesUnsupported { model: model.label });
-        }
         let stored = self.inner.sessions.history(&chat_id).await?;
         let owner = request
             .user_id
@@ -417,6 +415,7 @@ impl Agents {
             stored_history: stored.clone().unwrap_or_default(),
             history: request.history.or(stored).unwrap_or_default(),
             request_input: request.input,
+            request_attached: request.attached,
             request_images: request.images,
             temperature: request.temperature,
             context_size: request.context_size.unwrap_or(self.defaults().1),
@@ -458,6 +457,7 @@ pub struct Turn {
     stored_history: Vec<Message>,
     history: Vec<Message>,
     request_input: String,
+    request_attached: String,
     request_images: Vec<ImagePart>,
     temperature: Option<f32>,
     context_size: u32,
@@ -518,8 +518,8 @@ impl Turn {
             .clone()
             .unwrap_or_else(|| default_system_prompt(self.kind, self.language).to_owned());
         let mut context = AgentContext {
-            input: self.request_input.clone(),
-            user_input: self.request_input.clone(),
+            input: format!("{}{}", self.request_input, self.request_attached),
+            user_input: format!("{}{}", self.request_input, self.request_attached),
             chat_id: self.chat_id.clone(),
             settings: AgentSettings {
                 model: self.model.request_name.clone(),
@@ -534,7 +534,7 @@ impl Turn {
             categories: None,
             usage: Usage::default(),
             last_chat_usage: None,
-            images: self.request_images.clone(),
+            images: Vec::new(),
         };
         match self.kind {
             // Every enabled catalog tool may run; classification narrows only what is shown.
@@ -648,14 +648,16 @@ impl Turn {
 
     /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
     pub async fn run(
-        self,
+        mut self,
         sink: Arc<dyn TurnSink>,
         cancel: CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         let inner = Arc::clone(&self.agents.inner);
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
-        let context = self.initial_context(&inner.services.gate);
+        let mut context = self.initial_context(&inner.services.gate);
+        // Moved, not copied: they may be megabytes.
+        context.images = std::mem::take(&mut self.request_images);
         let scope = Arc::new(TurnScope {
             chat_id: self.chat_id.clone(),
             owner: self.owner.clone(),

@@ -13,7 +13,6 @@
 //!   component; an upload into a folder outside the roots is refused, not redirected.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,6 +25,7 @@ use crate::llm::ImagePart;
 use crate::llm::models::ResolvedModel;
 use crate::sandbox::{Access, Sandbox};
 use crate::tools::builtin::documents::source::SourceFile;
+use crate::tools::builtin::files::write_new;
 use crate::tools::builtin::internet::images::media_type;
 
 /// Most files on one message.
@@ -40,6 +40,10 @@ const MAX_INLINE_TOTAL: usize = 200_000;
 const MAX_NAME: usize = 200;
 /// Where uploads go, one folder per chat.
 pub const UPLOAD_FOLDER: &str = "~/Documents/souz/attachments";
+/// The media type of a text attachment.
+const TEXT: &str = "text/plain";
+/// The media type of any other file.
+const BINARY: &str = "application/octet-stream";
 
 /// The sandbox a chat's files are reached through (the one its agent's tools run in).
 pub trait ChatFiles: Send + Sync {
@@ -59,8 +63,18 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// The records, text and images for a turn on `model`; refused when there are images and
+    /// its provider cannot take them.
+    pub(crate) fn for_model(
+        self,
+        model: &ResolvedModel,
+    ) -> Result<(Vec<Attachment>, String, Vec<ImagePart>), ChatError> {
+        self.check_model(model)?;
+        Ok((self.records, self.text, self.images))
+    }
+
     /// Refuses images for a model whose provider cannot take them.
-    pub(crate) fn check_model(&self, model: &ResolvedModel) -> Result<(), ChatError> {
+    fn check_model(&self, model: &ResolvedModel) -> Result<(), ChatError> {
         if self.images.is_empty() || model.provider.takes_images() {
             return Ok(());
         }
@@ -115,7 +129,8 @@ fn write_upload(
     let shown = sandbox.display(folder);
     let failed =
         |error: std::io::Error| invalid(format!("cannot save the file in {shown}: {error}"));
-    sandbox.beneath().create_dir_all(folder).map_err(failed)?;
+    let beneath = sandbox.beneath();
+    beneath.create_dir_all(folder).map_err(failed)?;
     for n in 1..=1000 {
         let candidate = if n == 1 {
             name.to_owned()
@@ -123,15 +138,8 @@ fn write_upload(
             numbered(name, n)
         };
         let path = folder.join(&candidate);
-        match sandbox.beneath().create_new(&path, 0o600) {
-            Ok(mut file) => {
-                let written = file.write_all(bytes).and_then(|()| file.sync_all());
-                if let Err(error) = written {
-                    let _ = sandbox.beneath().remove_file(&path);
-                    return Err(failed(error));
-                }
-                return Ok(path);
-            }
+        match write_new(&beneath, &path, bytes) {
+            Ok(()) => return Ok(path),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(error) => return Err(failed(error)),
         }
@@ -141,16 +149,22 @@ fn write_upload(
     )))
 }
 
+/// The folder of `chat_id`'s uploads, as a path for the sandbox to resolve.
+fn chat_folder(chat_id: &str) -> String {
+    format!("{UPLOAD_FOLDER}/{chat_id}")
+}
+
 /// The folder uploads of `chat_id` go to, resolved for writing.
 fn upload_folder(sandbox: &Sandbox, chat_id: &str) -> Result<PathBuf, ChatError> {
-    let raw = format!("{UPLOAD_FOLDER}/{chat_id}");
-    let resolved = sandbox.resolve(&raw, Access::Write).map_err(|error| {
-        invalid(format!(
-            "uploads go to {UPLOAD_FOLDER}, which Souz may not write: {error}; attach a file \
+    let resolved = sandbox
+        .resolve(&chat_folder(chat_id), Access::Write)
+        .map_err(|error| {
+            invalid(format!(
+                "uploads go to {UPLOAD_FOLDER}, which Souz may not write: {error}; attach a file \
              by its path instead"
-        ))
-    })?;
-    if resolved.protected || sandbox.is_protected(&resolved.path) {
+            ))
+        })?;
+    if resolved.protected {
         return Err(invalid(format!(
             "uploads go to {UPLOAD_FOLDER}, which is a protected path; attach a file by its \
              path instead"
@@ -177,10 +191,7 @@ fn read_one(sandbox: &Sandbox, raw: &str) -> Result<Read, ChatError> {
         .resolve(raw.trim(), Access::Read)
         .map_err(|error| invalid(format!("cannot attach `{raw}`: {error}")))?;
     let shown = sandbox.display(&resolved.path);
-    if resolved.protected
-        || sandbox.is_protected(&resolved.path)
-        || sandbox.is_read_protected(&resolved.path)
-    {
+    if resolved.protected || sandbox.is_read_protected(&resolved.path) {
         return Err(invalid(format!(
             "cannot attach {shown}: it is a protected path, and Souz does not send it to a model"
         )));
@@ -200,28 +211,55 @@ fn read_one(sandbox: &Sandbox, raw: &str) -> Result<Read, ChatError> {
         media_type: media_type.to_owned(),
         size,
     };
+    let unreadable = |error| invalid(format!("cannot attach {shown}: {error}"));
     if let Some(image_type) = media_type(&resolved.path) {
-        let bytes = source
-            .bytes(MAX_IMAGE_BYTES)
-            .map_err(|error| invalid(format!("cannot attach {shown}: {error}")))?;
+        let bytes = source.bytes(MAX_IMAGE_BYTES).map_err(unreadable)?;
         return Ok(Read {
             record: record(AttachmentKind::Image, image_type),
             content: Content::Image(bytes),
         });
     }
-    let (prefix, complete) = source
-        .prefix(MAX_INLINE_TEXT)
-        .map_err(|error| invalid(format!("cannot attach {shown}: {error}")))?;
+    let (prefix, complete) = source.prefix(MAX_INLINE_TEXT).map_err(unreadable)?;
     match text_of(&prefix, complete) {
         Some(text) => Ok(Read {
-            record: record(AttachmentKind::Text, "text/plain"),
+            record: record(AttachmentKind::Text, TEXT),
             content: Content::Text { text, complete },
         }),
         None => Ok(Read {
-            record: record(AttachmentKind::File, "application/octet-stream"),
+            record: record(AttachmentKind::File, BINARY),
             content: Content::File,
         }),
     }
+}
+
+/// What an upload of `bytes` saved at `path` is, as [`read_one`] would judge the file (from the
+/// bytes in hand, not read back).
+fn uploaded(sandbox: &Sandbox, path: &Path, bytes: &[u8]) -> Attachment {
+    let head = &bytes[..bytes.len().min(MAX_INLINE_TEXT)];
+    let (kind, media_type) = match media_type(path) {
+        Some(image_type) => (AttachmentKind::Image, image_type),
+        None if text_of(head, head.len() == bytes.len()).is_some() => (AttachmentKind::Text, TEXT),
+        None => (AttachmentKind::File, BINARY),
+    };
+    Attachment {
+        path: sandbox.display(path),
+        name: path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        kind,
+        media_type: media_type.to_owned(),
+        size: bytes.len() as u64,
+    }
+}
+
+/// Runs file work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ChatError> + Send + 'static,
+) -> Result<T, ChatError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ChatError::Internal(format!("a file task failed: {error}")))?
 }
 
 /// The text of a file's first bytes, or `None` when they are not UTF-8 text (a NUL byte, or
@@ -313,7 +351,7 @@ pub(crate) fn prepare(sandbox: &Sandbox, paths: &[String]) -> Result<Prepared, C
 
 impl Chats {
     /// The sandbox of `chat_id`'s files.
-    async fn chat_sandbox(&self, chat_id: &str) -> Result<Arc<Sandbox>, ChatError> {
+    pub(super) async fn chat_sandbox(&self, chat_id: &str) -> Result<Arc<Sandbox>, ChatError> {
         self.inner
             .files
             .sandbox(chat_id)
@@ -337,44 +375,34 @@ impl Chats {
         self.require_chat(user, chat_id).await?;
         let sandbox = self.chat_sandbox(chat_id).await?;
         let chat_id = chat_id.to_owned();
-        let read = tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let folder = upload_folder(&sandbox, &chat_id)?;
             let path = write_upload(&sandbox, &folder, &name, &bytes)?;
-            read_one(&sandbox, &path.to_string_lossy())
+            Ok(uploaded(&sandbox, &path, &bytes))
         })
         .await
-        .map_err(|error| ChatError::StartFailed(format!("the upload task failed: {error}")))??;
-        Ok(read.record)
     }
 
-    /// The sandbox `chat_id`'s uploads are removed through when it is deleted (taken while the
-    /// chat still exists: a proxied user's chat names its owner only until then).
-    pub(super) async fn uploads_sandbox(&self, chat_id: &str) -> Option<Arc<Sandbox>> {
-        self.chat_sandbox(chat_id).await.ok()
-    }
-
-    /// Removes the uploads of a deleted chat (its folder under [`UPLOAD_FOLDER`]); a failure is
-    /// logged, never raised: the chat is gone already.
+    /// Removes the uploads of a deleted chat (its folder under [`UPLOAD_FOLDER`]) through
+    /// `sandbox`, taken while the chat still existed (a proxied user's chat names its owner
+    /// only until then). A failure is logged, never raised: the chat is gone already.
     pub(super) async fn remove_uploads(&self, sandbox: Arc<Sandbox>, chat_id: &str) {
-        let raw = format!("{UPLOAD_FOLDER}/{chat_id}");
-        let removed = tokio::task::spawn_blocking(move || {
+        let raw = chat_folder(chat_id);
+        let removed = blocking(move || {
             let Ok(resolved) = sandbox.resolve(&raw, Access::Delete) else {
                 return Ok(()); // never made, or not reachable: nothing to remove
             };
             if resolved.protected {
                 return Ok(());
             }
-            sandbox.beneath().remove_all(&resolved.path)
+            sandbox
+                .beneath()
+                .remove_all(&resolved.path)
+                .map_err(|error| ChatError::Internal(error.to_string()))
         })
         .await;
-        match removed {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, %chat_id, "could not remove a deleted chat's uploads")
-            }
-            Err(error) => {
-                tracing::warn!(%error, %chat_id, "removing a deleted chat's uploads failed")
-            }
+        if let Err(error) = removed {
+            tracing::warn!(%error, %chat_id, "could not remove a deleted chat's uploads");
         }
     }
 
@@ -388,11 +416,7 @@ impl Chats {
             return Ok(Prepared::default());
         }
         let sandbox = self.chat_sandbox(chat_id).await?;
-        tokio::task::spawn_blocking(move || prepare(&sandbox, &paths))
-            .await
-            .map_err(|error| {
-                ChatError::StartFailed(format!("reading attachments failed: {error}"))
-            })?
+        blocking(move || prepare(&sandbox, &paths)).await
     }
 }
 

@@ -159,7 +159,8 @@ impl Chats {
     /// files uploaded to it. The agents' memory of it is forgotten by the caller first (see
     /// the facade).
     pub async fn delete_chat(&self, user: &ChatUser, chat_id: &str) -> Result<(), ChatError> {
-        let uploads = self.uploads_sandbox(chat_id).await;
+        // Taken while the chat exists: a proxied user's chat names its owner only until then.
+        let uploads = self.chat_sandbox(chat_id).await.ok();
         let (user_id, id) = (user.0.clone(), chat_id.to_owned());
         self.inner
             .store

@@ -151,7 +151,7 @@ fn relay(event: agent_events::TurnEvent) -> Option<TurnEvent> {
 impl TurnEngine for AgentEngine {
     fn run(
         &self,
-        turn: Turn,
+        mut turn: Turn,
         events: mpsc::UnboundedSender<TurnEvent>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, TurnOutcome> {
@@ -171,7 +171,8 @@ impl TurnEngine for AgentEngine {
                 // The chat owner's provider keys pay for the turn (original §1.11).
                 user_id: Some(turn.user_id.clone()),
                 input,
-                images: turn.images.clone(),
+                attached: std::mem::take(&mut turn.attached),
+                images: std::mem::take(&mut turn.images),
                 history: None,
                 agent: turn.agent,
                 model: Some(turn.settings.default_model.clone()),
@@ -197,11 +198,6 @@ impl TurnEngine for AgentEngine {
                 Err(AgentError::Busy { .. }) => TurnOutcome::Failed {
                     code: "chat_already_has_active_execution".to_owned(),
                     message: "An agent turn is already running in this chat.".to_owned(),
-                    usage: Usage::default(),
-                },
-                Err(error @ AgentError::ImagesUnsupported { .. }) => TurnOutcome::Failed {
-                    code: "images_unsupported".to_owned(),
-                    message: error.to_string(),
                     usage: Usage::default(),
                 },
                 Err(error) => TurnOutcome::Failed {

@@ -134,6 +134,7 @@ impl Chats {
                 .reply_message_id
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+            attached: String::new(),
             images: Vec::new(),
             input: TurnInput::OptionAnswer {
                 option_id: option.id.clone(),

@@ -85,12 +85,7 @@ impl Chats {
         let (snapshot, model) = self
             .turn_settings(user, &chat_settings, options.as_ref())
             .await?;
-        attachments.check_model(&model)?;
-        let Prepared {
-            records: attached,
-            text: attached_text,
-            images,
-        } = attachments;
+        let (records, attached, images) = attachments.for_model(&model)?;
 
         let at = now();
         let mut execution = new_execution(chat_id, client_message_id.clone(), &model, at);
@@ -126,7 +121,7 @@ impl Chats {
                             role: "user",
                             content: &text,
                             metadata: &metadata,
-                            attachments: &attached,
+                            attachments: &records,
                             at,
                         },
                     )?,
@@ -165,7 +160,8 @@ impl Chats {
             chat_id: chat_id.to_owned(),
             execution_id: execution.id.clone(),
             message_id: reply_message_id,
-            input: TurnInput::Message(format!("{content}{attached_text}")),
+            input: TurnInput::Message(content),
+            attached,
             images,
             settings: snapshot,
         };

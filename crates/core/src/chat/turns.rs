@@ -29,6 +29,8 @@ pub struct Turn {
     pub message_id: String,
     /// What the person said (or answered).
     pub input: TurnInput,
+    /// What the person attached, as text for the model (not their words).
+    pub attached: String,
     /// Images the person attached to the message (sent to the model as image parts).
     pub images: Vec<crate::llm::ImagePart>,
     /// The settings snapshot the execution started with.

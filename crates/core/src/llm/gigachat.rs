@@ -262,8 +262,8 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Value {
             Message::System { content } => {
                 messages.push(json!({"role": "system", "content": content}))
             }
-            // GigaChat takes images only as uploaded files; turns with images are refused
-            // before they get here (`supports_images`).
+            // GigaChat takes images only as uploaded files; a message with images for a
+            // GigaChat model is refused when it is posted (`ProviderId::takes_images`).
             Message::User { content, .. } => {
                 messages.push(json!({"role": "user", "content": content}))
             }

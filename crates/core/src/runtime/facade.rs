@@ -261,6 +261,7 @@ impl From<ChatError> for ServiceError {
             ),
             ChatError::Llm(error) => error.into(),
             ChatError::Store(error) => error.into(),
+            ChatError::Internal(detail) => Self::Internal(detail),
         }
     }
 }

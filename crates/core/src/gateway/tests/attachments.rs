@@ -227,6 +227,36 @@ async fn image_is_stored_nowhere(f: &Fixture, chat: &str, execution: &str, data:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_alone_make_a_message() {
+    let provider = FakeServer::start().await;
+    let f = daemon(&provider).await;
+    std::fs::write(
+        f.runtime.home().path().join("notes.md"),
+        "Meeting moved to 10:30.",
+    )
+    .unwrap();
+    let chat = f.new_chat().await;
+    provider.push(openai::CHAT_PATH, openai::text(&["Noted."]));
+    let (status, body) = f
+        .send(f.json(
+            "POST",
+            &format!("/v1/chats/{chat}/messages"),
+            &json!({"content": "", "attachments": ["~/notes.md"]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    f.finished(&chat, 1).await;
+    let user = last_user(&provider.requests_to(openai::CHAT_PATH)[0].json());
+    assert!(
+        user["content"]
+            .as_str()
+            .unwrap()
+            .contains("Meeting moved to 10:30."),
+        "{user}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_attachment_refuses_the_whole_message_and_stores_nothing() {
     let provider = FakeServer::start().await;
     let f = daemon(&provider).await;

@@ -223,8 +223,8 @@ pub(crate) fn render(messages: &[Message], tools: &[ToolSpec], context: u32) -> 
     for message in messages {
         match message {
             Message::System { .. } => {}
-            // The in-process engines read text only; turns with images are refused before they
-            // get here (`supports_images`).
+            // The in-process engines read text only; a message with images for a local model
+            // is refused when it is posted (`ProviderId::takes_images`).
             Message::User { content, .. } => turns.push(Turn {
                 role: "user",
                 content: content.clone(),

@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use crate::sandbox::Sandbox;
 use crate::tools::{CatalogBuilder, CatalogError, ToolContext, ToolError};
 
+pub(crate) use atomic::write_new;
 pub(crate) use delete_file::DeleteFile;
 pub(crate) use edit_file::EditFile;
 pub(crate) use find_files::FindFilesByName;

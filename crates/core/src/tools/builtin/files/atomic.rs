@@ -26,8 +26,9 @@ use crate::sandbox::beneath::{
     Beneath, open_child_dir, open_child_file, read_entries, remove_tree, rename_between,
 };
 
-/// Writes `content` to `path`, which must not exist yet.
-pub(super) fn write_new(beneath: &Beneath<'_>, path: &Path, content: &[u8]) -> io::Result<()> {
+/// Writes `content` to `path`, which must not exist yet (`AlreadyExists` if it does): through
+/// a temporary file renamed into place, so nobody sees it half written.
+pub(crate) fn write_new(beneath: &Beneath<'_>, path: &Path, content: &[u8]) -> io::Result<()> {
     let temporary = TemporaryFile::create_next_to(beneath, path, 0o666)?;
     temporary.fill(content, None)?;
     beneath.rename(&temporary.path, path, true)?;
