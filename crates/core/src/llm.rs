@@ -161,6 +161,15 @@ pub enum LlmError {
         /// What was wrong.
         detail: String,
     },
+    /// The answer reached the output-token limit before it could be used: a tool call cut in
+    /// the middle. (A final answer cut short is kept as what it is.)
+    #[error("{provider}'s answer did not fit in {limit} output tokens (llm.max_output_tokens)")]
+    CutOff {
+        /// The provider.
+        provider: ProviderId,
+        /// The limit the answer reached.
+        limit: u32,
+    },
     /// The provider reported an error inside an otherwise successful response.
     #[error("{provider} reported an error: {message}")]
     Provider {

@@ -143,7 +143,7 @@ pub struct AskedQuestion {
 /// Why a turn ended with an explanation instead of an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplyFailure {
-    /// Stable code: `context_reset`, `no_balance`, `timeout`, `model_error`.
+    /// Stable code: `context_reset`, `no_balance`, `timeout`, `cut_off`, `model_error`.
     pub code: &'static str,
     /// The underlying error.
     pub detail: String,

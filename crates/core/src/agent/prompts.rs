@@ -137,6 +137,11 @@ pub(crate) const TIMEOUT: &str = "The model request timed out.";
 /// Reply when the provider account has no balance (HTTP 402).
 pub(crate) const NO_BALANCE: &str = "The configured provider has no available balance.";
 
+/// Reply when the model's answer did not fit in the output-token limit; `{limit}` is the count.
+pub(crate) const CUT_OFF: &str = "The model's answer did not fit in {limit} output tokens, so \
+it could not be used. Raise the output limit (llm.max_output_tokens in Settings) or ask for \
+something shorter.";
+
 /// A turn's reply to a failed model request, in the person's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FailureReply {
@@ -146,6 +151,8 @@ pub(crate) enum FailureReply {
     Timeout,
     /// [`NO_BALANCE`].
     NoBalance,
+    /// [`CUT_OFF`].
+    CutOff,
 }
 
 impl FailureReply {
@@ -160,6 +167,12 @@ impl FailureReply {
             (Self::Timeout, Language::Ru) => "Модель не ответила за отведённое время.",
             (Self::NoBalance, Language::En) => NO_BALANCE,
             (Self::NoBalance, Language::Ru) => "На счёте выбранного провайдера нет средств.",
+            (Self::CutOff, Language::En) => CUT_OFF,
+            (Self::CutOff, Language::Ru) => {
+                "Ответ модели не уместился в {limit} токенов, и его нельзя использовать. \
+                 Увеличьте лимит ответа (llm.max_output_tokens в настройках) или попросите \
+                 о чём-то покороче."
+            }
         }
     }
 }

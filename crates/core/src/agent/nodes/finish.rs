@@ -50,12 +50,14 @@ pub(crate) struct Summarized {
     summary: String,
 }
 
-/// The retry policy of model calls inside the graphs: two attempts, model errors only.
+/// The retry policy of model calls inside the graphs: two attempts, model errors only (not a
+/// cancellation, and not an answer cut at the output limit: the same request meets the same
+/// limit).
 pub(crate) fn llm_retry_policy() -> RetryPolicy {
     RetryPolicy::attempts(2).when(|error, _| {
         error
             .downcast_ref::<LlmError>()
-            .is_some_and(|error| *error != LlmError::Cancelled)
+            .is_some_and(|error| !matches!(error, LlmError::Cancelled | LlmError::CutOff { .. }))
     })
 }
 
@@ -186,6 +188,10 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
             (text, "no_balance")
         }
         LlmError::Timeout { .. } => (say(FailureReply::Timeout).to_owned(), "timeout"),
+        LlmError::CutOff { limit, .. } => (
+            say(FailureReply::CutOff).replace("{limit}", &limit.to_string()),
+            "cut_off",
+        ),
         _ if is_timeout_message(&detail) => (say(FailureReply::Timeout).to_owned(), "timeout"),
         _ => (detail.clone(), "model_error"),
     };

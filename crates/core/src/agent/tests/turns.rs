@@ -9,8 +9,8 @@ use super::*;
 use crate::agent::context::{CONTEXT_PREFIX, is_injected_context};
 use crate::agent::nodes::names;
 use crate::agent::prompts::{
-    CONTEXT_RESET, GRAPH_SYSTEM_PROMPT_RU, NO_BALANCE, SKILLS_SYSTEM_PROMPT, SUMMARY_PREFIX,
-    SUMMARY_PROMPT, TIMEOUT,
+    CONTEXT_RESET, CUT_OFF, GRAPH_SYSTEM_PROMPT_RU, NO_BALANCE, SKILLS_SYSTEM_PROMPT,
+    SUMMARY_PREFIX, SUMMARY_PROMPT, TIMEOUT,
 };
 use crate::approvals::audit::AuditQuery;
 use crate::llm::{Message, Role};
@@ -562,6 +562,15 @@ async fn the_error_node_maps_provider_failures_like_the_original() {
             status(500, "upstream said request_timeout=30"),
             TIMEOUT.into(),
             "timeout",
+            false,
+        ),
+        (
+            LlmError::CutOff {
+                provider: crate::llm::ProviderId::Local,
+                limit: 64,
+            },
+            CUT_OFF.replace("{limit}", "64"),
+            "cut_off",
             false,
         ),
         (

@@ -21,7 +21,9 @@ use super::contract;
 use super::parse::{Reply, parse_reply};
 use super::profiles::{self, LocalProfile, ProfileKind};
 use super::stream::FinalStreamer;
-use super::{Generation, LoadOptions, LoadedModel, LocalBackend, LocalError, StopReason};
+use super::{
+    Generation, GenerationStats, LoadOptions, LoadedModel, LocalBackend, LocalError, StopReason,
+};
 use crate::llm::embeddings::EmbeddingClient;
 use crate::llm::{
     ChatRequest, EventStream, FinishReason, LlmClient, LlmError, ProviderId, StreamEvent, Usage,
@@ -353,7 +355,7 @@ impl LocalClient {
         if stats.stop == StopReason::Cancelled {
             return Err(LlmError::Cancelled);
         }
-        let finish = finish_events(streamer.raw(), &streamed, stats.stop)?;
+        let finish = finish_events(streamer.raw(), &streamed, &stats)?;
         let usage = Usage {
             input_tokens: stats.prompt_tokens,
             output_tokens: stats.output_tokens,
@@ -374,7 +376,7 @@ impl LocalClient {
 fn finish_events(
     raw: &str,
     streamed: &str,
-    stop: StopReason,
+    stats: &GenerationStats,
 ) -> Result<Vec<StreamEvent>, LlmError> {
     match parse_reply(raw) {
         Ok(Reply::Final(content)) => {
@@ -388,10 +390,13 @@ fn finish_events(
                 .collect())
         }
         Ok(Reply::ToolCalls(calls)) => Ok(calls.into_iter().map(StreamEvent::ToolCall).collect()),
-        Err(error) if stop == StopReason::Length => Err(LlmError::Malformed {
-            provider: ProviderId::Local,
-            detail: format!("the answer was cut at the token limit: {error}"),
-        }),
+        Err(error) if stats.stop == StopReason::Length => {
+            tracing::debug!(%error, "a local model's answer was cut at the token limit");
+            Err(LlmError::CutOff {
+                provider: ProviderId::Local,
+                limit: stats.output_tokens.try_into().unwrap_or(u32::MAX),
+            })
+        }
         Err(error) => Err(LlmError::Malformed {
             provider: ProviderId::Local,
             detail: error.to_string(),

@@ -11,7 +11,8 @@ use futures::StreamExt;
 use super::*;
 use crate::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent, ToolSpec};
 
-/// An engine whose models write scripted outputs, three characters a piece.
+/// An engine whose models write scripted outputs, three characters a piece (one token each, up
+/// to the generation's limit).
 #[derive(Default)]
 struct Scripted {
     outputs: Mutex<VecDeque<Option<String>>>,
@@ -71,6 +72,10 @@ impl LoadedModel for ScriptedModel {
         };
         let chars: Vec<char> = output.chars().collect();
         for piece in chars.chunks(3) {
+            if stats.output_tokens >= u64::from(generation.max_tokens) {
+                stats.stop = StopReason::Length;
+                break;
+            }
             let piece: String = piece.iter().collect();
             stats.output_tokens += 1;
             if cancel.is_cancelled() || !on_piece(&piece) {
@@ -223,6 +228,54 @@ async fn tool_calls_come_out_as_calls_with_their_finish_reason() {
             .grammar
             .as_deref()
             .is_some_and(|g| g.contains("\\\"name\\\":\\\"Calculator\\\""))
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_cut_at_the_token_limit_is_a_cut_off_and_a_cut_answer_is_kept() {
+    let fixture = fixture(true);
+    fixture.script(Some(
+        r#"{"type":"tool_calls","calls":[{"id":"c1","name":"Calculator","arguments":{"expression":"2+2"}}]}"#,
+    ));
+    // Ten tokens of three characters: the tool call is cut inside its name; fifteen: the
+    // answer is cut after its first words.
+    let limited = |tools, limit| ChatRequest {
+        max_tokens: Some(limit),
+        ..request(tools)
+    };
+    let tool = ToolSpec {
+        name: "Calculator".into(),
+        description: "Calculates.".into(),
+        parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
+    };
+    let events = events(&fixture.client(), limited(vec![tool], 10)).await;
+    assert!(
+        matches!(
+            events.as_slice(),
+            [Err(LlmError::CutOff {
+                provider: crate::llm::ProviderId::Local,
+                limit: 10
+            })]
+        ),
+        "{events:?}"
+    );
+    let error = events[0].as_ref().expect_err("cut off").to_string();
+    assert!(!error.contains("tool_calls"), "no raw contract: {error}");
+
+    fixture.script(Some(
+        r#"{"type":"final","content":"Hello there, this answer is long"}"#,
+    ));
+    let response = crate::llm::collect(
+        fixture
+            .client()
+            .stream(limited(Vec::new(), 15), CancellationToken::new()),
+    )
+    .await
+    .expect("a cut final answer is still an answer");
+    assert_eq!(response.finish_reason, FinishReason::Length);
+    assert!(
+        response.content.starts_with("Hello there") && !response.content.ends_with("long"),
+        "{response:?}"
     );
 }
 
