@@ -459,4 +459,34 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         approvals_in_english(&daemon),
         "Ничто не ждёт вашего решения."
     );
+    // What a call will do is said in that language too (the queue, the CLI and the
+    // notifications show it), and still after a restart.
+    let (_, approval) = start_waiting_call(
+        &daemon,
+        "NewFile",
+        json!({"path": "notes/todo.md", "text": "buy milk\nbread\n"}),
+    );
+    let summary = |daemon: &Daemon, approval: &str| {
+        daemon.get(&format!("/v1/approvals/{approval}")).json()["summary"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        summary(&daemon, &approval),
+        "Создать файл ~/notes/todo.md (2 строки, 15 Б)"
+    );
+    assert!(
+        approvals_in_english(&daemon).contains("Создать файл ~/notes/todo.md"),
+        "{}",
+        approvals_in_english(&daemon)
+    );
+    let daemon = Daemon::restart(daemon.stop("TERM"));
+    std::fs::create_dir_all(daemon.user_home().join("old")).unwrap();
+    std::fs::write(daemon.user_home().join("old/a.txt"), "abc").unwrap();
+    let (_, approval) = start_waiting_call(&daemon, "DeleteFile", json!({"path": "~/old"}));
+    assert_eq!(
+        summary(&daemon, &approval),
+        "Переместить папку ~/old в Корзину (1 файл, 0 папок, 3 Б)"
+    );
 }

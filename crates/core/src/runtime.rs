@@ -258,8 +258,7 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
         });
-        let proxy_mode = !config.server.trusted_proxy_token.trim().is_empty();
-        gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
+        set_proxy_mode(&config, &gate);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store());
@@ -276,6 +275,7 @@ impl Runtime {
             files: Arc::new(GateFiles(gate.clone())),
         });
         recover_chats(&chats).await?;
+        summarize_in_local_language(&chats, &gate).await;
         let skills = open_skills(&config, &sandbox, &store, &llm);
         let memory = open_memory(&config, &store, &llm, &events).await;
         offer_memory(&config, &memory, &events, &gate);
@@ -706,6 +706,26 @@ impl crate::chat::ChatFiles for GateFiles {
         chat_id: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<Arc<crate::sandbox::Sandbox>, String>> {
         Box::pin(self.0.chat_sandbox(chat_id))
+    }
+}
+
+/// Trusted-proxy mode, when `[server] trusted_proxy_token` is set: calls in proxied users'
+/// chats run in their folders under `proxy_user_roots`.
+fn set_proxy_mode(config: &Config, gate: &Gate) {
+    let proxy_mode = !config.server.trusted_proxy_token.trim().is_empty();
+    gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
+}
+
+/// Plans are summarized in the local person's interface language from the start (changes
+/// follow through `RuntimeHandle::patch_settings`); English when it cannot be read.
+async fn summarize_in_local_language(chats: &Chats, gate: &Gate) {
+    let user = crate::chat::ChatUser(crate::LOCAL_USER.to_owned());
+    match chats.settings(&user).await {
+        Ok(settings) => gate.set_language(
+            souz_protocol::language::Language::from_code(&settings.interface_language)
+                .unwrap_or_default(),
+        ),
+        Err(error) => tracing::warn!(%error, "could not read the interface language"),
     }
 }
 

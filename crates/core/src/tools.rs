@@ -16,6 +16,7 @@ pub(crate) mod calls;
 pub(crate) mod external;
 pub mod gate;
 pub mod progress;
+pub(crate) mod words;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -25,8 +26,10 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+pub use souz_protocol::language::Language;
 use souz_protocol::{Requester, Risk, ToolAnnotations, ToolCategory, ToolResult};
 use tokio_util::sync::CancellationToken;
+pub(crate) use words::localized;
 
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox, SandboxError};
@@ -43,6 +46,8 @@ pub struct ToolContext {
     pub requester: Requester,
     /// Where a running tool reports its progress (nowhere unless the gate runs it).
     pub progress: ProgressSink,
+    /// The language of the plan's summary (the person's interface language).
+    pub language: Language,
 }
 
 /// What a call will do, computed before approval.

@@ -22,7 +22,9 @@ use super::wire::{
 use super::{Context, Kind, Memory, MemoryError, NewFact, Origin, Scope, Status};
 use crate::LOCAL_USER;
 use crate::tools::external::ExternalTool;
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, erase};
+use crate::tools::{
+    Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, erase, localized,
+};
 
 /// The name the memory tools are registered under in the gate (no configured MCP server can
 /// have it: server names are TOML keys of `[mcp.servers]` without `/`).
@@ -116,7 +118,7 @@ impl Tool for SearchMemory {
         Risk::ReadOnly
     }
 
-    async fn plan(&self, args: &SearchArgs, _: &ToolContext) -> Result<Planned<()>, ToolError> {
+    async fn plan(&self, args: &SearchArgs, ctx: &ToolContext) -> Result<Planned<()>, ToolError> {
         let query = args.query.trim();
         if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
             return Err(ToolError::InvalidArguments(format!(
@@ -131,7 +133,13 @@ impl Tool for SearchMemory {
                 "limit must be between 1 and {MAX_SEARCH}"
             )));
         }
-        Ok(Plan::new(format!("Search memory for \"{}\"", shortened(query, 80))).ready())
+        Ok(Plan::new(localized!(
+            ctx.language,
+            "Search memory for \"{}\"",
+            "Искать в памяти «{}»",
+            shortened(query, 80)
+        ))
+        .ready())
     }
 
     async fn run(
@@ -230,7 +238,7 @@ impl Tool for Remember {
     async fn plan(
         &self,
         args: &RememberArgs,
-        _: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<Planned<NewMemory>, ToolError> {
         let body = args.text.trim();
         if body.is_empty() || body.chars().count() > MAX_BODY_CHARS {
@@ -253,8 +261,10 @@ impl Tool for Remember {
             None | Some("") => None,
             Some(raw) => Some(checked_canonical_key(raw).map_err(tool_error)?),
         };
-        let summary = format!(
+        let summary = localized!(
+            ctx.language,
             "Remember \"{}\": {}",
+            "Запомнить «{}»: {}",
             shortened(&title, 80),
             shortened(&one_line(body), 200)
         );
@@ -335,7 +345,7 @@ impl Tool for Forget {
         Risk::Delete
     }
 
-    async fn plan(&self, args: &ForgetArgs, _: &ToolContext) -> Result<Planned<()>, ToolError> {
+    async fn plan(&self, args: &ForgetArgs, ctx: &ToolContext) -> Result<Planned<()>, ToolError> {
         let fact = self
             .0
             .get(args.fact_id.trim())
@@ -343,13 +353,15 @@ impl Tool for Forget {
             .map_err(tool_error)?
             .filter(|fact| fact.owner == LOCAL_USER)
             .ok_or_else(|| ToolError::Failed(format!("no memory fact {}", args.fact_id)))?;
-        let state = if fact.status == Status::Active {
-            ""
-        } else {
-            " (retired)"
+        let state = match (fact.status == Status::Active, ctx.language) {
+            (true, _) => "",
+            (false, Language::En) => " (retired)",
+            (false, Language::Ru) => " (уже устаревший)",
         };
-        Ok(Plan::new(format!(
+        Ok(Plan::new(localized!(
+            ctx.language,
             "Forget memory fact{state} \"{}\": {}",
+            "Забыть факт{state} «{}»: {}",
             shortened(&fact.title, 80),
             shortened(&one_line(&fact.body), 200)
         ))

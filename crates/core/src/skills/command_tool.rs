@@ -32,7 +32,7 @@ use super::run::{self, SkillCommandArgs, SkillFiles};
 use crate::approvals::{Approvals, CallTarget, NewApproval, RequestError};
 use crate::tools::calls;
 use crate::tools::{
-    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
+    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern, localized,
 };
 
 /// Hex digits of the bundle hash in the tool's name (128 bits).
@@ -283,8 +283,10 @@ impl DynTool for SkillCommandTool {
                 )));
             }
             let command = checked.program.display();
-            let mut plan = Plan::new(format!(
+            let mut plan = Plan::new(localized!(
+                ctx.language,
                 "Run `{command}` of the skill `{}` (bundle {short})",
+                "Выполнить `{command}` навыка `{}` (пакет {short})",
                 self.id
             ))
             .target(CallTarget::Command {

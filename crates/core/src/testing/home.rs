@@ -74,6 +74,7 @@ pub fn tool_context(sandbox: Sandbox) -> ToolContext {
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
         progress: crate::tools::ProgressSink::default(),
+        language: crate::tools::Language::En,
     }
 }
 

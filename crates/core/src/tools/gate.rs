@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use souz_protocol::language::Language;
 use souz_protocol::{
     DecisionSource, Outcome, Requester, RuntimeEvent, ToolCall, ToolCallStatus, ToolInfo,
     ToolResult,
@@ -184,6 +185,9 @@ struct Inner {
     live: Mutex<LiveCalls>,
     recorder: mpsc::UnboundedSender<Recording>,
     workspaces: workspace::Workspaces,
+    /// The language plans are summarized in (the local person's interface language):
+    /// 0 English, 1 Russian.
+    language: std::sync::atomic::AtomicU8,
 }
 
 /// Calls running in this process: their state, their cancellation, and what they are (a call
@@ -243,6 +247,7 @@ impl Gate {
                 live: Mutex::new(HashMap::new()),
                 recorder,
                 workspaces: workspace::Workspaces::default(),
+                language: std::sync::atomic::AtomicU8::new(0),
             }),
         };
         let recording = gate.clone();
@@ -257,6 +262,30 @@ impl Gate {
     /// without the mode, when every call runs in the daemon's sandbox without a look-up.
     pub fn set_proxy_user_roots(&self, template: Option<&str>) {
         self.inner.workspaces.set_template(template);
+    }
+
+    /// Sets the language of the plans' summaries (what approvals, notifications and the
+    /// call list show): the local person's interface language. Calls planned before keep theirs.
+    pub fn set_language(&self, language: Language) {
+        let code = match language {
+            Language::En => 0,
+            Language::Ru => 1,
+        };
+        self.inner
+            .language
+            .store(code, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The language of the plans' summaries.
+    pub fn language(&self) -> Language {
+        match self
+            .inner
+            .language
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            1 => Language::Ru,
+            _ => Language::En,
+        }
     }
 
     /// The catalog.

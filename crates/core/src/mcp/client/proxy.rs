@@ -18,7 +18,7 @@ use super::Server;
 use super::trust::Definition;
 use crate::approvals::CallTarget;
 use crate::tools::{
-    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
+    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern, localized,
 };
 
 /// Longest tool name (what model providers accept).
@@ -44,13 +44,16 @@ impl DynTool for ProxyTool {
     fn plan<'a>(
         &'a self,
         arguments: Value,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<PlannedCall, ToolError>> {
         Box::pin(async move {
             let arguments = object_arguments(arguments)?;
-            let mut plan = Plan::new(format!(
+            let mut plan = Plan::new(localized!(
+                ctx.language,
                 "Call `{}` on the MCP server `{}`",
-                self.remote, self.server.name
+                "Вызвать `{}` на MCP-сервере `{}`",
+                self.remote,
+                self.server.name
             ));
             let untrusted = self
                 .untrusted

@@ -27,6 +27,7 @@ use souz_protocol::{Risk, ToolCategory};
 
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
+    localized,
 };
 
 /// Longest expression accepted, in characters (as the original).
@@ -81,7 +82,7 @@ impl Tool for Calculator {
     async fn plan(
         &self,
         args: &CalculatorArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<Planned<Expression>, ToolError> {
         let expression =
             parse(&args.expression).map_err(|error| ToolError::Failed(error.to_string()))?;
@@ -94,7 +95,12 @@ impl Tool for Calculator {
         if shown.chars().count() > SUMMARY_CHARS {
             shown = shown.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…";
         }
-        Ok(Plan::new(format!("Calculate {shown}")).with(expression))
+        Ok(Plan::new(localized!(
+            ctx.language,
+            "Calculate {shown}",
+            "Вычислить {shown}"
+        ))
+        .with(expression))
     }
 
     async fn run(

@@ -16,6 +16,7 @@ use crate::approvals::CallTarget;
 use crate::sandbox::{Access, CommandError, CommandOutcome, CommandRequest};
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
+    localized,
 };
 
 /// Longest command shown in a plan's one-line summary (the target keeps all of it).
@@ -146,18 +147,28 @@ impl Tool for RunCommand {
             .command_cwd(args.cwd.as_deref())
             .map_err(command_error)?;
         let unconfined = sandbox.unconfined_commands().map_err(command_error)?;
-        let mut summary = format!(
+        let mut summary = localized!(
+            ctx.language,
             "Run `{}` in {} (time limit {} s)",
+            "Выполнить `{}` в {} (не дольше {} с)",
             summary_of(command),
             sandbox.display(&cwd.path),
             timeout.as_secs()
         );
         let network = args.network && !sandbox.config().command_network;
         if network {
-            summary.push_str(", with network access");
+            summary.push_str(&localized!(
+                ctx.language,
+                ", with network access",
+                ", с доступом к сети"
+            ));
         }
         if unconfined.is_some() {
-            summary.push_str(", unconfined: nothing limits what it can touch");
+            summary.push_str(&localized!(
+                ctx.language,
+                ", unconfined: nothing limits what it can touch",
+                ", без ограничений: ему доступно всё"
+            ));
         }
         let mut plan = Plan::new(summary).target(CallTarget::Command {
             command: command.to_owned(),

@@ -43,6 +43,7 @@ use self::worker::{PARSE_TIME_LIMIT, Stop, run_blocking};
 use crate::sandbox::Access;
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
+    localized,
 };
 
 /// Largest document (other than plain text, which is read only as far as needed) read whole.
@@ -420,7 +421,12 @@ impl Tool for ExtractTextFromFile {
         ctx: &ToolContext,
     ) -> Result<Planned<PathBuf>, ToolError> {
         let resolved = resolve_readable_file(ctx, &args.file_path)?;
-        let summary = format!("Read the text of {}", ctx.sandbox.display(&resolved.path));
+        let summary = localized!(
+            ctx.language,
+            "Read the text of {}",
+            "Прочитать текст {}",
+            ctx.sandbox.display(&resolved.path)
+        );
         let path = resolved.path.clone();
         Ok(Plan::new(summary).path(&resolved, Access::Read).with(path))
     }
@@ -509,11 +515,20 @@ impl Tool for ReadPdfPages {
         }
         let resolved = resolve_readable_file(ctx, &args.file_path)?;
         let pages = if start == end {
-            format!("page {start}")
+            localized!(ctx.language, "page {start}", "страницу {start}")
         } else {
-            format!("pages {start}-{end}")
+            localized!(
+                ctx.language,
+                "pages {start}-{end}",
+                "страницы {start}–{end}"
+            )
         };
-        let summary = format!("Read {pages} of {}", ctx.sandbox.display(&resolved.path));
+        let summary = localized!(
+            ctx.language,
+            "Read {pages} of {}",
+            "Прочитать {pages} из {}",
+            ctx.sandbox.display(&resolved.path)
+        );
         let request = PageRequest {
             path: resolved.path.clone(),
             start,

@@ -18,6 +18,7 @@ use crate::sandbox::WebError;
 use crate::sandbox::net::{Fetched, Refusal};
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
+    localized,
 };
 
 /// Characters returned by default.
@@ -126,12 +127,16 @@ impl Tool for WebPageText {
         let client = ctx.sandbox.web().map_err(web_error)?;
         let url = client.check_url(&args.url).map_err(web_error)?;
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-        Ok(Plan::new(format!("Read the web page {url}"))
-            .target(CallTarget::Url {
-                url: url.to_string(),
-                host,
-            })
-            .with(max_chars))
+        Ok(Plan::new(localized!(
+            ctx.language,
+            "Read the web page {url}",
+            "Прочитать веб-страницу {url}"
+        ))
+        .target(CallTarget::Url {
+            url: url.to_string(),
+            host,
+        })
+        .with(max_chars))
     }
 
     async fn run(

@@ -59,6 +59,7 @@ impl Gate {
             cancel: cancel.clone(),
             requester: requester.clone(),
             progress: crate::tools::ProgressSink::default(),
+            language: self.language(),
         })
     }
 }

@@ -32,7 +32,7 @@ use crate::tools::builtin::documents::spreadsheet::{
 use crate::tools::builtin::documents::text::TEXT_CHAR_LIMIT;
 use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::builtin::documents::{open_planned, resolve_readable_file};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Default number of result lines of QUERY (as the original).
 const DEFAULT_LIMIT: u32 = 10;
@@ -211,8 +211,10 @@ impl Tool for ExcelRead {
     ) -> Result<Planned<PathBuf>, ToolError> {
         validate(args).map_err(|error| ToolError::InvalidArguments(error.to_string()))?;
         let resolved = resolve_readable_file(ctx, &args.path)?;
-        let summary = format!(
+        let summary = localized!(
+            ctx.language,
             "Read spreadsheet {} ({})",
+            "Прочитать таблицу {} ({})",
             ctx.sandbox.display(&resolved.path),
             args.operation.as_str()
         );

@@ -19,7 +19,20 @@ use souz_protocol::{Risk, ToolCategory};
 
 use super::{resolve_new_file, write_new_file};
 use crate::sandbox::Access;
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized, words,
+};
+
+/// A row of data in a plan's summary.
+const DATA_ROW: words::Noun = words::Noun {
+    en: ["data row", "data rows"],
+    ru: ["строка данных", "строки данных", "строк данных"],
+};
+/// A column in a plan's summary.
+const COLUMN: words::Noun = words::Noun {
+    en: ["column", "columns"],
+    ru: ["столбец", "столбца", "столбцов"],
+};
 
 /// Default sheet name (as the original).
 const DEFAULT_SHEET: &str = "Report";
@@ -133,17 +146,19 @@ impl Tool for ExcelReport {
         let columns = headers
             .len()
             .max(rows.iter().map(Vec::len).max().unwrap_or(0));
-        let summary = format!(
-            "Create spreadsheet {} (sheet '{sheet}', {}{} data row{}, {columns} column{})",
+        let language = ctx.language;
+        let header = match (headers.is_empty(), language) {
+            (true, _) => "",
+            (false, Language::En) => "a header row and ",
+            (false, Language::Ru) => "строка заголовков и ",
+        };
+        let summary = localized!(
+            language,
+            "Create spreadsheet {} (sheet '{sheet}', {header}{}, {})",
+            "Создать таблицу {} (лист '{sheet}', {header}{}, {})",
             ctx.sandbox.display(&resolved.path),
-            if headers.is_empty() {
-                ""
-            } else {
-                "a header row and "
-            },
-            rows.len(),
-            if rows.len() == 1 { "" } else { "s" },
-            if columns == 1 { "" } else { "s" },
+            DATA_ROW.count(rows.len() as u64, language),
+            COLUMN.count(columns as u64, language),
         );
         let report = Report {
             path: resolved.path.clone(),

@@ -32,7 +32,7 @@ use crate::tools::builtin::documents::resolve_readable_file;
 use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::documents::spreadsheet::{SpreadsheetFormat, Workbook};
 use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Where charts go when no `output` is given (as the original).
 pub(crate) const DEFAULT_OUTPUT: &str = "~/souz/Documents/plot.png";
@@ -72,12 +72,16 @@ pub(crate) enum ChartType {
 }
 
 impl ChartType {
-    fn noun(self) -> &'static str {
-        match self {
-            Self::Bar => "bar chart",
-            Self::Line => "line chart",
-            Self::Scatter => "scatter plot",
-            Self::Pie => "pie chart",
+    fn noun(self, language: Language) -> &'static str {
+        match (self, language) {
+            (Self::Bar, Language::En) => "bar chart",
+            (Self::Line, Language::En) => "line chart",
+            (Self::Scatter, Language::En) => "scatter plot",
+            (Self::Pie, Language::En) => "pie chart",
+            (Self::Bar, Language::Ru) => "столбчатую диаграмму",
+            (Self::Line, Language::Ru) => "линейный график",
+            (Self::Scatter, Language::Ru) => "точечную диаграмму",
+            (Self::Pie, Language::Ru) => "круговую диаграмму",
         }
     }
 }
@@ -206,23 +210,29 @@ impl Tool for CreatePlot {
         let shown_input = ctx.sandbox.display(&input.path);
         let (Some(x_column), Some(y_column)) = (args.x_column.as_deref(), args.y_column.as_deref())
         else {
-            let plan = Plan::new(format!("Read the column names of {shown_input}"))
-                .path(&input, Access::Read);
+            let plan = Plan::new(localized!(
+                ctx.language,
+                "Read the column names of {shown_input}",
+                "Прочитать названия столбцов {shown_input}"
+            ))
+            .path(&input, Access::Read);
             return Ok(plan.with(PlotJob::Headers(table.headers)));
         };
         let chart = chart_from_table(&table, x_column, y_column, args.chart_type)?;
         let output = resolve_output(ctx, args.output.as_deref())?;
-        let summary = format!(
-            "Draw a {} of {} by {} from {shown_input} into {}{}",
-            args.chart_type.noun(),
+        let open = match (args.open_after_create, ctx.language) {
+            (false, _) => "",
+            (true, Language::En) => " and open it",
+            (true, Language::Ru) => " и открыть его",
+        };
+        let summary = localized!(
+            ctx.language,
+            "Draw a {} of {} by {} from {shown_input} into {}{open}",
+            "Построить {} «{}» по «{}» из {shown_input} в {}{open}",
+            args.chart_type.noun(ctx.language),
             chart.y_label,
             chart.x_label,
             ctx.sandbox.display(&output.path),
-            if args.open_after_create {
-                " and open it"
-            } else {
-                ""
-            }
         );
         let plan = Plan::new(summary)
             .path(&input, Access::Read)

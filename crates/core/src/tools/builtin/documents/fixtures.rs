@@ -29,6 +29,7 @@ pub(crate) fn context(home: &Path) -> ToolContext {
         cancel: CancellationToken::new(),
         requester: Requester::Cli,
         progress: crate::tools::ProgressSink::default(),
+        language: crate::tools::Language::En,
     }
 }
 

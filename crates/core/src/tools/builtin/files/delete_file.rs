@@ -17,7 +17,9 @@ use super::target::{self, Census, Kind, Located};
 use super::{WALK_ENTRY_LIMIT, blocking, trashing};
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized, words,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Moves files and folders to the Trash.
@@ -61,13 +63,16 @@ impl Tool for DeleteFile {
         ctx: &ToolContext,
     ) -> Result<Planned<Located>, ToolError> {
         let raw = args.path.clone();
+        let language = ctx.language;
         blocking(ctx, move |sandbox, cancel| {
             let located = target::locate_existing(sandbox, &raw)?;
             target::refuse_removing_anchor(sandbox, &located.path)?;
-            let (detail, protected) = describe(sandbox, &located, cancel)?;
-            let summary = format!(
+            let (detail, protected) = describe(sandbox, &located, cancel, language)?;
+            let summary = localized!(
+                language,
                 "Move {} {} to the Trash{detail}",
-                located.kind.noun(),
+                "Переместить {} {} в Корзину{detail}",
+                located.kind.object(language),
                 sandbox.display(&located.path)
             );
             Ok(Plan::new(summary)
@@ -103,19 +108,24 @@ impl Tool for DeleteFile {
     }
 }
 
-/// The plan's detail for a path about to leave its place (" (3 files, 1 folder, 2.0 KB)") and
-/// whether the policy must treat it as protected.
+/// The plan's detail for a path about to leave its place (" (3 files, 1 folder, 2.0 KB)") in
+/// `language`, and whether the policy must treat it as protected.
 pub(super) fn describe(
     sandbox: &Sandbox,
     located: &Located,
     cancel: &CancellationToken,
+    language: Language,
 ) -> Result<(String, bool), ToolError> {
     match located.kind {
         Kind::Folder => {
             let census = Census::of(sandbox, &located.path, WALK_ENTRY_LIMIT, cancel)?;
-            let mut detail = format!(" ({})", census.describe());
+            let mut detail = format!(" ({})", census.describe(language));
             if census.protected_inside {
-                detail.push_str("; it contains protected paths");
+                detail.push_str(&localized!(
+                    language,
+                    "; it contains protected paths",
+                    "; внутри есть защищённые пути"
+                ));
             }
             Ok((
                 detail,
@@ -129,12 +139,16 @@ pub(super) fn describe(
                 .map(|stat| u64::try_from(stat.st_size).unwrap_or(0))
                 .unwrap_or(0);
             Ok((
-                format!(" ({})", target::human_size(size)),
+                format!(" ({})", words::size(size, language)),
                 located.protected,
             ))
         }
         Kind::Symlink => Ok((
-            " (only the link; what it points to stays)".to_owned(),
+            localized!(
+                language,
+                " (only the link; what it points to stays)",
+                " (только ссылку; то, на что она указывает, останется)"
+            ),
             located.protected,
         )),
         Kind::Special => Ok((String::new(), located.protected)),

@@ -19,7 +19,8 @@ use souz_protocol::{Risk, ToolCategory};
 use super::text::{self, require_text_extension};
 use super::{EDIT_FILE_LIMIT_BYTES, atomic, blocking, diff, target};
 use crate::sandbox::{Access, Sandbox, SandboxError};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized, words};
+use souz_protocol::language::Language;
 
 /// Edits text files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,6 +82,7 @@ impl Tool for EditFile {
         ctx: &ToolContext,
     ) -> Result<Planned<EditPlan>, ToolError> {
         let args = args.clone();
+        let language = ctx.language;
         blocking(ctx, move |sandbox, _| {
             let resolved = sandbox.resolve(&args.path, Access::Write)?;
             if !resolved.exists {
@@ -97,7 +99,12 @@ impl Tool for EditFile {
                 args.replace_all,
             )?;
             let count = replacement.count;
-            let summary = format!("Edit {shown} (replace {count} {})", occurrences(count));
+            let summary = localized!(
+                language,
+                "Edit {shown} (replace {})",
+                "Изменить {shown} (заменить {})",
+                OCCURRENCE.count(count as u64, language)
+            );
             let diff = diff::unified(
                 &shown,
                 &replacement.original_normalized,
@@ -141,8 +148,8 @@ impl Tool for EditFile {
                 .map_err(|error| target::io_failure("write", &shown, &error))?;
             let count = prepared.count;
             Ok(ToolOutput::text(format!(
-                "Edited {shown}: replaced {count} {}",
-                occurrences(count)
+                "Edited {shown}: replaced {}",
+                OCCURRENCE.count(count as u64, Language::En)
             )))
         })
         .await
@@ -176,13 +183,11 @@ fn read_editable(sandbox: &Sandbox, path: &Path) -> Result<Vec<u8>, ToolError> {
 }
 
 /// "occurrence" or "occurrences", as `count` asks.
-fn occurrences(count: usize) -> &'static str {
-    if count == 1 {
-        "occurrence"
-    } else {
-        "occurrences"
-    }
-}
+/// A place the old text occurs.
+const OCCURRENCE: words::Noun = words::Noun {
+    en: ["occurrence", "occurrences"],
+    ru: ["вхождение", "вхождения", "вхождений"],
+};
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()

@@ -7,7 +7,7 @@ use souz_protocol::{Risk, ToolCategory};
 use super::folder::{self, CappedResults, FolderSearch, FolderWalk, home};
 use super::walk::{self, EntryKind, Flow};
 use super::{RESULT_LIMIT, blocking};
-use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema, localized};
 
 /// Finds files by name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,7 +73,13 @@ impl Tool for FindFilesByName {
             &args.path,
             "fileName",
             &args.file_name,
-            |name, shown| format!("Find files named like {name:?} under {shown}"),
+            |name, shown| {
+                localized!(
+                    ctx.language,
+                    "Find files named like {name:?} under {shown}",
+                    "Найти файлы с именем вроде {name:?} в {shown}"
+                )
+            },
         )
     }
 

@@ -15,7 +15,9 @@ use super::walk::{self, EntryKind, Flow, WalkBase, WalkOptions};
 use super::{FOLDER_RESULT_LIMIT, WALK_ENTRY_LIMIT, blocking};
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{
+    Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema, localized,
+};
 
 /// Finds folders by name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -84,8 +86,10 @@ impl Tool for FindFolders {
             ));
         }
         let shown: Vec<String> = roots.iter().map(|root| ctx.sandbox.display(root)).collect();
-        let mut plan = Plan::new(format!(
+        let mut plan = Plan::new(localized!(
+            ctx.language,
             "Find folders named like {:?} under {}",
+            "Найти папки с именем вроде {:?} в {}",
             args.name.trim(),
             shown.join(", ")
         ));

@@ -12,7 +12,7 @@ use super::folder::{self, FolderWalk, home};
 use super::walk::{self, EntryKind, Flow};
 use super::{OUTPUT_LIMIT_CHARS, WALK_ENTRY_LIMIT, blocking};
 use crate::sandbox::ResolvedPath;
-use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema, localized};
 
 /// Lists files and folders.
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,11 +75,21 @@ impl Tool for ListFiles {
         ctx: &ToolContext,
     ) -> Result<Planned<ResolvedPath>, ToolError> {
         let depth = match walk::depth_limit(args.depth) {
-            Some(1) => " (direct children)".to_owned(),
-            Some(depth) => format!(" (depth {depth})"),
+            Some(1) => localized!(
+                ctx.language,
+                " (direct children)",
+                " (только верхний уровень)"
+            ),
+            Some(depth) => localized!(ctx.language, " (depth {depth})", " (глубина {depth})"),
             None => String::new(),
         };
-        folder::plan_read(ctx, &args.path, |shown| format!("List {shown}{depth}"))
+        folder::plan_read(ctx, &args.path, |shown| {
+            localized!(
+                ctx.language,
+                "List {shown}{depth}",
+                "Показать содержимое {shown}{depth}"
+            )
+        })
     }
 
     async fn run(

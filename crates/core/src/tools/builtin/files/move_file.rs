@@ -26,7 +26,7 @@ use super::target::{self, Kind, Located};
 use super::{atomic, blocking};
 use crate::approvals::CallTarget;
 use crate::sandbox::Access;
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Moves files and folders.
 #[derive(Debug, Clone, Copy, Default)]
@@ -78,6 +78,7 @@ impl Tool for MoveFile {
         ctx: &ToolContext,
     ) -> Result<Planned<MovePlan>, ToolError> {
         let args = args.clone();
+        let language = ctx.language;
         blocking(ctx, move |sandbox, cancel| {
             let source = target::locate_existing(sandbox, &args.source_path)?;
             let from = sandbox.display(&source.path);
@@ -107,8 +108,13 @@ impl Tool for MoveFile {
                 )));
             }
             target::require_folder_ancestor(sandbox, &destination.path)?;
-            let (detail, source_protected) = describe(sandbox, &source, cancel)?;
-            let summary = format!("Move {} {from} to {to}{detail}", source.kind.noun());
+            let (detail, source_protected) = describe(sandbox, &source, cancel, language)?;
+            let summary = localized!(
+                language,
+                "Move {} {from} to {to}{detail}",
+                "Переместить {} {from} в {to}{detail}",
+                source.kind.object(language)
+            );
             Ok(Plan::new(summary)
                 .target(CallTarget::Path {
                     path: source.path.clone(),

@@ -14,7 +14,7 @@ use souz_protocol::{Risk, ToolCategory};
 use super::text::require_text_extension;
 use super::{atomic, blocking, diff, target};
 use crate::sandbox::Access;
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized, words};
 
 /// Creates files and folders.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,14 +81,20 @@ impl Tool for NewFile {
         }
         target::require_folder_ancestor(&ctx.sandbox, &resolved.path)?;
         let plan = if folder {
-            Plan::new(format!("Create folder {shown}/"))
+            Plan::new(localized!(
+                ctx.language,
+                "Create folder {shown}/",
+                "Создать папку {shown}/"
+            ))
         } else {
             require_text_extension(&resolved.path, "created with NewFile")?;
             let lines = args.text.lines().count();
-            Plan::new(format!(
-                "Create file {shown} ({lines} {}, {})",
-                if lines == 1 { "line" } else { "lines" },
-                target::human_size(args.text.len() as u64)
+            let lines = words::LINE.count(lines as u64, ctx.language);
+            let size = words::size(args.text.len() as u64, ctx.language);
+            Plan::new(localized!(
+                ctx.language,
+                "Create file {shown} ({lines}, {size})",
+                "Создать файл {shown} ({lines}, {size})"
             ))
             .diff(diff::creation(&shown, &args.text))
         };

@@ -13,7 +13,7 @@ use super::text::is_likely_binary;
 use super::walk::{self, EntryKind, Flow};
 use super::{RESULT_LIMIT, SEARCH_FILE_LIMIT_BYTES, blocking, target};
 use crate::sandbox::Sandbox;
-use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{Planned, Tool, ToolContext, ToolError, ToolOutput, input_schema, localized};
 
 /// Characters of a matching line shown before the match (when the line is long).
 const LINE_CONTEXT_BEFORE: usize = 150;
@@ -92,7 +92,11 @@ impl Tool for SearchFileContent {
         ctx: &ToolContext,
     ) -> Result<Planned<FolderSearch>, ToolError> {
         folder::plan_search(ctx, &args.path, "query", &args.query, |query, shown| {
-            format!("Search for {query:?} in the files under {shown}")
+            localized!(
+                ctx.language,
+                "Search for {query:?} in the files under {shown}",
+                "Искать {query:?} в файлах в {shown}"
+            )
         })
     }
 

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::sandbox::{
     Access, ResolvedPath, Sandbox, SandboxError, expand_home, normalize_lexically,
 };
-use crate::tools::ToolError;
+use crate::tools::{Language, ToolError, words};
 
 /// What an existing path is, without following a final symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,18 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// How a plan's summary names it as the object of its verb ("move the folder ..."; in
+    /// Russian the accusative: "переместить папку ...").
+    pub(crate) fn object(self, language: Language) -> &'static str {
+        match (self, language) {
+            (_, Language::En) => self.noun(),
+            (Self::File, Language::Ru) => "файл",
+            (Self::Folder, Language::Ru) => "папку",
+            (Self::Symlink, Language::Ru) => "символическую ссылку",
+            (Self::Special, Language::Ru) => "специальный файл",
+        }
+    }
+
     /// How people call it.
     pub(crate) fn noun(self) -> &'static str {
         match self {
@@ -291,21 +303,19 @@ pub(super) struct Census {
 }
 
 impl Census {
-    /// "12 files, 3 folders, 1.2 MB" (with "at least" when incomplete).
-    pub(super) fn describe(&self) -> String {
-        let prefix = if self.incomplete { "at least " } else { "" };
-        format!(
-            "{prefix}{} {}, {} {}, {}",
-            self.files,
-            if self.files == 1 { "file" } else { "files" },
-            self.folders,
-            if self.folders == 1 {
-                "folder"
-            } else {
-                "folders"
-            },
-            human_size(self.bytes)
-        )
+    /// "12 files, 3 folders, 1.2 MB" (with "at least" when incomplete), in `language`.
+    pub(super) fn describe(&self, language: Language) -> String {
+        let counts = format!(
+            "{}, {}, {}",
+            words::FILE.count(self.files, language),
+            words::FOLDER.count(self.folders, language),
+            words::size(self.bytes, language)
+        );
+        match (self.incomplete, language) {
+            (false, _) => counts,
+            (true, Language::En) => format!("at least {counts}"),
+            (true, Language::Ru) => format!("не меньше чем {counts}"),
+        }
     }
 
     /// Counts what is under `folder`, looking at no more than `max_entries` entries.
@@ -494,7 +504,8 @@ mod tests {
         .unwrap();
         assert_eq!((census.files, census.folders, census.bytes), (3, 2, 9));
         assert!(census.protected_inside && !census.incomplete);
-        assert_eq!(census.describe(), "3 files, 2 folders, 9 B");
+        assert_eq!(census.describe(Language::En), "3 files, 2 folders, 9 B");
+        assert_eq!(census.describe(Language::Ru), "3 файла, 2 папки, 9 Б");
         let limited = Census::of(
             &home.ctx.sandbox,
             &home.path("w"),
@@ -503,7 +514,7 @@ mod tests {
         )
         .unwrap();
         assert!(limited.incomplete);
-        assert!(limited.describe().starts_with("at least "));
+        assert!(limited.describe(Language::En).starts_with("at least "));
     }
 
     #[test]

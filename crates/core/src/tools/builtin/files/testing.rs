@@ -64,6 +64,7 @@ impl TestHome {
                 cancel: CancellationToken::new(),
                 requester: Requester::Cli,
                 progress: crate::tools::ProgressSink::default(),
+                language: crate::tools::Language::En,
             },
         }
     }

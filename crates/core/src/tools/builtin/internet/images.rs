@@ -17,7 +17,7 @@ use super::{ImageInput, WebServices};
 use crate::sandbox::Access;
 use crate::tools::builtin::documents::resolve_readable_file;
 use crate::tools::builtin::files::{plan_new_output, write_new_output};
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Image sizes the images API accepts.
 const SIZES: &[&str] = &["1024x1024", "1024x1536", "1536x1024", "auto"];
@@ -118,9 +118,13 @@ impl Tool for ViewImage {
             )));
         }
         let path = resolved.path.clone();
-        Ok(Plan::new(format!("Show the image {shown} to the model"))
-            .path(&resolved, Access::Read)
-            .with(path))
+        Ok(Plan::new(localized!(
+            ctx.language,
+            "Show the image {shown} to the model",
+            "Показать модели изображение {shown}"
+        ))
+        .path(&resolved, Access::Read)
+        .with(path))
     }
 
     async fn run(
@@ -231,8 +235,10 @@ impl Tool for GenerateImage {
         let resolved = plan_new_output(&ctx.sandbox, &raw)?;
         let shown = ctx.sandbox.display(&resolved.path);
         let short: String = prompt.chars().take(80).collect();
-        Ok(Plan::new(format!(
-            "Generate an image of \"{short}\" and save it to {shown}"
+        Ok(Plan::new(localized!(
+            ctx.language,
+            "Generate an image of \"{short}\" and save it to {shown}",
+            "Создать изображение «{short}» и сохранить его в {shown}"
         ))
         .path(&resolved, Access::Write)
         .with(ImagePlan {

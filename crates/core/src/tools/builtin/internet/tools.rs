@@ -15,7 +15,7 @@ use crate::approvals::CallTarget;
 use crate::sandbox::Access;
 use crate::tools::builtin::files::{plan_new_output, write_new_output};
 use crate::tools::builtin::web::read_only_web;
-use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Characters of each page `InternetSearch` gives the model.
 const SEARCH_CHARS_PER_SOURCE: usize = 4_000;
@@ -162,11 +162,13 @@ impl Tool for InternetSearch {
     async fn plan(
         &self,
         args: &InternetSearchArgs,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<Planned<String>, ToolError> {
         let query = query_of(&args.query)?;
-        let mut plan = Plan::new(format!(
-            "Search the web for \"{query}\" and read the top pages"
+        let mut plan = Plan::new(localized!(
+            ctx.language,
+            "Search the web for \"{query}\" and read the top pages",
+            "Найти в интернете «{query}» и прочитать первые страницы"
         ));
         for target in search_targets(&self.0).await {
             plan = plan.target(target);
@@ -257,8 +259,10 @@ impl Tool for InternetResearch {
         }
         let resolved = plan_new_output(&ctx.sandbox, &report_raw)?;
         let shown = ctx.sandbox.display(&resolved.path);
-        let mut plan = Plan::new(format!(
-            "Research \"{query}\" on the web (a long report is saved to {shown})"
+        let mut plan = Plan::new(localized!(
+            ctx.language,
+            "Research \"{query}\" on the web (a long report is saved to {shown})",
+            "Исследовать «{query}» в интернете (подробный отчёт сохраняется в {shown})"
         ));
         for target in search_targets(&self.0).await {
             plan = plan.target(target);
