@@ -2,7 +2,7 @@
 // The Souz web UI: a hash router over its pages, the runtime event stream that keeps the
 // queue count and the pause state current, and the login for a page opened without a token.
 
-import { api, follow, forgetToken, setToken, takeTokenFromFragment, token } from "./api.js";
+import { api, follow, forgetToken, setToken, takeTokenFromFragment, tauri, token } from "./api.js";
 import { chatPage } from "./chat.js";
 import { pages, visible } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
@@ -269,6 +269,25 @@ async function start() {
   route();
 }
 
+/** Inside the menu-bar app, tells it when the page first painted (it logs how long a person
+ *  waited for the window); the browser's paint timing where the engine has it, else the frame
+ *  after the first one. */
+function reportFirstPaint() {
+  const bridge = tauri();
+  if (!bridge) return;
+  /** @param {number} ms */
+  const report = (ms) => { bridge.invoke("window_painted", { firstPaintMs: ms }).catch(() => {}); };
+  if (PerformanceObserver.supportedEntryTypes?.includes("paint")) {
+    new PerformanceObserver((list, observer) => {
+      const first = list.getEntries().map((entry) => entry.startTime).sort((a, b) => a - b)[0];
+      if (first !== undefined) { observer.disconnect(); report(first); }
+    }).observe({ type: "paint", buffered: true });
+  } else {
+    requestAnimationFrame(() => requestAnimationFrame(() => report(performance.now())));
+  }
+}
+
+reportFirstPaint();
 translateChrome();
 el("language").addEventListener("change", (event) => { switchLanguage(/** @type {HTMLSelectElement} */ (event.target).value); });
 el("pause").addEventListener("click", () => togglePause().catch((error) => alert(error.message)));

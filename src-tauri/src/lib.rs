@@ -42,6 +42,12 @@ pub struct Shell {
     pub notifications: notify::Posted,
     /// Keeps file logging alive.
     logging: Mutex<Option<souz_core::telemetry::TelemetryGuard>>,
+    /// When the app started, and when the window was last asked for (its first paint is
+    /// measured from both: [`window::painted`]).
+    pub timing: window::Timing,
+    /// `--show`: the window opens as soon as the daemon is up (a launcher's click, not a
+    /// start at login).
+    pub show_at_launch: bool,
 }
 
 impl Default for Shell {
@@ -53,6 +59,10 @@ impl Default for Shell {
             preferences: Mutex::new(Default::default()),
             notifications: notify::Posted::default(),
             logging: Mutex::new(None),
+            timing: window::Timing::default(),
+            show_at_launch: std::env::args_os()
+                .skip(1)
+                .any(|argument| argument == "--show"),
         }
     }
 }
@@ -136,6 +146,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
             commands::connection,
             commands::autostart_enabled,
             commands::set_autostart,
+            window::window_painted,
         ])
         .setup(move |app| {
             if launch == Launch::CommandsOnly {
@@ -202,8 +213,9 @@ async fn start<R: Runtime>(app: AppHandle<R>) {
     };
     *shell.daemon.lock().await = Some(daemon);
     let _ = shell.client.set(client.clone());
-    if recovering {
+    if recovering || shell.show_at_launch {
         // config.toml has problems: the window shows them and lets the person fix the file.
+        // Or the person launched the app asking for its window.
         crate::window::open(&app, None);
     }
     follow(app, shell, client, connection).await;

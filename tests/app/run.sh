@@ -7,8 +7,10 @@
 # of its choices there answers it, withdraws the notification and lets the turn finish with that
 # answer. Start at login, toggled in the tray, writes the XDG autostart entry with the app's
 # path; a restarted app reads it back into the tray; toggling again removes it. The tray follows
-# the interface language chosen in Souz. Also measures
-# idle RSS/CPU and notification latency.
+# the interface language chosen in Souz. `souz-app --show` opens the window at launch, and its
+# page reaches the app's own commands (the first-paint report: the window's capability grants
+# them to the daemon's origin). Also measures idle RSS/CPU, notification latency, the window's
+# load and first paint, and the app's start to its window's first paint.
 # Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin, node.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -67,7 +69,8 @@ dunst -config "$work/dunstrc" >"$work/dunst.log" 2>&1 &
 trayer --edge top --align right --widthtype request --height 32 --tint 0x202830 --transparent true --alpha 0 --SetDockType true >/dev/null 2>&1 &
 sleep 1
 # The app again whenever it ends while the test wants it (the restart check), on the same bus.
-while [ -e "$work/keep-app" ]; do "$app" >>"$work/app.log" 2>&1 || true; done
+# Its arguments are read from a file at each start (the --show check).
+while [ -e "$work/keep-app" ]; do "$app" \$(cat "$work/app-args" 2>/dev/null) >>"$work/app.log" 2>&1 || true; done
 SESSION
 touch "$work/keep-app"
 setsid dbus-run-session -- bash "$work/session.sh" >"$work/session.log" 2>&1 & pids+=($!)
@@ -159,6 +162,10 @@ for _ in $(seq 200); do logged "window page loaded" && break; sleep 0.1; done
 loaded=$(grep -o 'window page loaded ms=[0-9]*' "$work/app.log" | head -n 1 | sed 's/.*ms=//')
 [ -n "$loaded" ] || fail "the window's page never finished loading"
 echo "MEASURE window opened to its page loaded (WebKitGTK): ${loaded} ms"
+for _ in $(seq 100); do logged "window first paint" && break; sleep 0.1; done
+painted=$(grep -o 'window first paint ms=[0-9]*' "$work/app.log" | head -n 1 | sed 's/.*ms=//')
+[ -n "$painted" ] || fail "the window's page never reported its first paint"
+echo "MEASURE window opened to its first paint (WebKitGTK): ${painted} ms"
 logged "notification action approval_id=$fourth action=tap" || fail "the click was not seen as a tap on $fourth"
 api -X POST "$base/v1/approvals/$fourth/decision" -d '{"decision":"deny"}' >/dev/null
 wait_displayed 0
@@ -290,5 +297,19 @@ api -X PATCH "$base/v1/me/settings" -d '{"interfaceLanguage":"en"}' >/dev/null
 for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*language=en" && break; sleep 0.1; done
 logged_since "$mark" "tray redrawn.*language=en" || fail "the tray was not redrawn in English again"
 echo "PASS the tray follows interfaceLanguage"
+
+# --- launched asking for its window (souz-app --show, as from a launcher): the window opens
+# once the daemon is up; measured from the app's start to the window's first paint
+echo "--show" > "$work/app-args"
+old_pid=$app_pid
+mark=$(log_lines)
+kill "$old_pid"
+for _ in $(seq 600); do logged_since "$mark" "window first paint" && break; sleep 0.1; done
+line=$(tail -n "+$(( mark + 1 ))" "$work/app.log" | grep -m 1 "window first paint") || fail "the app started with --show painted no window"
+since_start=$(echo "$line" | grep -o 'since_start_ms=[0-9]*' | sed 's/.*=//')
+page=$(echo "$line" | grep -o 'page_ms=[0-9]*' | sed 's/.*=//')
+xdotool search --name '^Souz$' >/dev/null 2>&1 || fail "the app started with --show has no window"
+echo "MEASURE app start to the window's first paint (--show, WebKitGTK): ${since_start} ms (the page painted ${page} ms after its navigation began)"
+echo "PASS souz-app --show opens the window at launch"
 
 echo "all app checks passed"
