@@ -11,6 +11,7 @@ fn main() {
     ]);
     let attributes = tauri_build::Attributes::new().app_manifest(manifest);
     if let Err(error) = tauri_build::try_build(attributes) {
-        panic!("tauri build step failed: {error:#}");
+        eprintln!("tauri build step failed: {error:#}");
+        std::process::exit(1);
     }
 }
