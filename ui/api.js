@@ -4,7 +4,41 @@
 // on WebSockets). The token comes from the URL fragment (`#token=...`), never from the server,
 // or from a one-time code (`#code=...`, what `souz ui --open` opens) traded for it once.
 
+import { strings } from "./i18n.js";
+
 const TOKEN_KEY = "souz.token";
+
+/** What an error code means, in Russian (English shows the daemon's own message). `{detail}` is
+ *  that message: what only the daemon can say (which field, which file) stays as it wrote it.
+ *  Keyed by the envelope's `code` (docs/openapi.json). */
+const errors = strings({
+  en: {},
+  ru: {
+    invalid_request: "Запрос не принят: {detail}",
+    unauthorized: "Ключ доступа к Souz не подошёл: войдите снова.",
+    forbidden_host: "Souz отвечает только на своём адресе (127.0.0.1).",
+    forbidden_origin: "Souz не принимает запросы с этой страницы.",
+    not_found: "Не найдено: {detail}",
+    method_not_allowed: "Souz так не умеет: {detail}",
+    payload_too_large: "Слишком большой запрос: {detail}",
+    conflict: "Не получилось: {detail}",
+    unavailable: "Souz сейчас недоступен: {detail}",
+    internal_error: "Внутренняя ошибка Souz; подробности в его журнале.",
+    chat_not_found: "Такого чата нет (или он не ваш).",
+    execution_not_found: "В этом чате нет такого хода агента.",
+    option_not_found: "Такого вопроса нет.",
+    chat_already_has_active_execution: "В этом чате уже работает агент: дождитесь ответа или остановите его.",
+    idempotency_conflict: "Этот запрос уже отправлялся с другим содержимым.",
+    unsupported_backend_model: "Эту модель нельзя использовать в чатах: {detail}",
+    onboarding_requires_model_access: "Сначала нужен доступ хотя бы к одной модели: ключ провайдера или локальная модель.",
+    untrusted_proxy: "Прокси не подтвердил, что ему можно доверять.",
+    missing_user_identity: "Прокси не сообщил, кто вы.",
+    invalid_user_identity: "Прокси сообщил непригодное имя пользователя.",
+    agent_execution_failed: "Агент не смог начать работу: {detail}",
+    paused: "Souz на паузе: агенты и запросы разрешений ждут, пока вы не продолжите.",
+    forbidden: "Это может делать только владелец Souz.",
+  },
+});
 
 /** Reads `#token=` or `#code=` (and an optional `go=` route) from the fragment, removes it
  *  from the address bar and history, and keeps the token for this tab (a code is traded for
@@ -42,9 +76,14 @@ export function forgetToken() {
 export class ApiError extends Error {
   /** @param {number} status @param {import("./types.js").ErrorBody | null} body */
   constructor(status, body) {
-    super(body?.error?.message || `HTTP ${status}`);
+    const detail = body?.error?.message || `HTTP ${status}`;
+    const code = body?.error?.code || "http_error";
+    const said = errors(code, { detail });
+    super(said === code ? detail : said);
     this.status = status;
-    this.code = body?.error?.code || "http_error";
+    this.code = code;
+    /** The daemon's own words. */
+    this.detail = detail;
     this.body = body;
   }
 }

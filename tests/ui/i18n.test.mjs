@@ -3,7 +3,8 @@
 // every visible text of the chrome and of the pages' headings, buttons, labels, table heads,
 // links and placeholders must contain Cyrillic unless it is a product name, a number, an id or
 // code; in English none may contain Cyrillic. The header's EN/RU switch and the user's
-// `interfaceLanguage` setting follow each other.
+// `interfaceLanguage` setting follow each other. The daemon's errors are said in Russian by their
+// code (what only the daemon can say stays as it wrote it), in English as it wrote them.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -73,6 +74,32 @@ test("the header switch and interfaceLanguage follow each other", async () => {
   await tab.waitForSelector("main h1");
   assert.doesNotMatch(await tab.textContent("main h1") || "", cyrillic);
   await tab.context().close();
+});
+
+test("the daemon's errors are said in the interface language", async () => {
+  /** The message the page shows for a failed call, in `lang`. */
+  const shown = async (lang, method, path, body) => {
+    assert.equal((await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: lang })).status, 200);
+    const tab = await session.page("/queue");
+    await waitFor(() => tab.evaluate((want) => document.documentElement.lang === want, lang), `the page in ${lang}`);
+    const error = await tab.evaluate(async ([method, path, body]) => {
+      const { api } = await import(new URL("api.js", document.baseURI).href);
+      try { await api(method, path, body); return null; } catch (error) { return { message: error.message, code: error.code, detail: error.detail }; }
+    }, [method, path, body]);
+    await tab.context().close();
+    assert.ok(error, `${method} ${path} failed`);
+    return error;
+  };
+  const missing = await shown("ru", "GET", "/v1/chats/00000000-0000-4000-8000-000000000000/messages");
+  assert.equal(missing.code, "chat_not_found");
+  assert.equal(missing.message, "Такого чата нет (или он не ваш).");
+  const invalid = await shown("ru", "PATCH", "/v1/me/settings", { interfaceLanguage: "de" });
+  assert.equal(invalid.code, "invalid_request");
+  assert.equal(invalid.message, `Запрос не принят: ${invalid.detail}`);
+  assert.match(invalid.detail, /interfaceLanguage/);
+  const english = await shown("en", "GET", "/v1/chats/00000000-0000-4000-8000-000000000000/messages");
+  assert.equal(english.message, english.detail, "English shows the daemon's own words");
+  assert.doesNotMatch(english.message, cyrillic);
 });
 
 for (const lang of /** @type {const} */ (["en", "ru"])) {
