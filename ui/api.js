@@ -10,7 +10,8 @@ const TOKEN_KEY = "souz.token";
 
 /** What an error code means, in Russian (English shows the daemon's own message). `{detail}` is
  *  that message: what only the daemon can say (which field, which file) stays as it wrote it.
- *  Keyed by the envelope's `code` (docs/openapi.json). */
+ *  Keyed by the envelope's `code` (docs/openapi.json); the CLI says the same
+ *  (`ErrorCode::said` in crates/protocol, whose test keeps the two alike). */
 const errors = strings({
   en: {},
   ru: {

@@ -459,6 +459,14 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         approvals_in_english(&daemon),
         "Ничто не ждёт вашего решения."
     );
+    // A refusal from the daemon is said in that language too (its own words kept inside),
+    // also by a command that prints nothing else.
+    let (ok, _, stderr) = cli_output(&daemon, &["memory", "forget", "0123abcd"]);
+    assert!(!ok);
+    assert!(
+        stderr.starts_with("souz: Не найдено: ") && stderr.contains("0123abcd"),
+        "{stderr}"
+    );
     // What a call will do is said in that language too (the queue, the CLI and the
     // notifications show it), and still after a restart.
     let (_, approval) = start_waiting_call(

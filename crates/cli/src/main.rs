@@ -264,7 +264,7 @@ fn client_command(
     };
     match runtime.block_on(command) {
         Ok(code) => code,
-        Err(error) => fail(&format!("{error:#}")),
+        Err(error) => fail(&runtime.block_on(texts::error_text(&error))),
     }
 }
 

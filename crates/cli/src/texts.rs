@@ -2,7 +2,8 @@
 //! Russian. The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
 //! once connected: [`connect`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
 //! `LANG`, read through `souz_core::config`); decided once per process, English when nothing
-//! names Russian. Commands, flags, ids and JSON output stay as they are in both languages.
+//! names Russian. Commands, flags, ids and JSON output stay as they are in both languages; the
+//! daemon's refusals are said by their code ([`error_text`]).
 
 use std::fmt::Display;
 use std::sync::OnceLock;
@@ -40,6 +41,29 @@ async fn follow(client: &souz_client::DaemonClient) {
             }
         }
         Err(error) => tracing::debug!(%error, "no interface language from the daemon"),
+    }
+}
+
+/// A failed command's error for people: the daemon's refusals said by their code in the
+/// language of this process's messages (the daemon's own words, which field or file, kept
+/// inside), a daemon that cannot be reached said plainly; anything else as it is.
+pub async fn error_text(error: &anyhow::Error) -> String {
+    let refusal = error.downcast_ref::<souz_client::ClientError>();
+    if matches!(refusal, Some(souz_client::ClientError::Api { .. })) && LANGUAGE.get().is_none() {
+        // The command did not ask for the person's language; the daemon answered, so ask now.
+        let _ = connect().await;
+    }
+    let language = language();
+    match refusal {
+        Some(souz_client::ClientError::Api { code, message, .. }) if language == Language::Ru => {
+            code.said(language, message)
+        }
+        Some(souz_client::ClientError::Unreachable { base, reason })
+            if language == Language::Ru =>
+        {
+            format!("Souz не отвечает на {base} ({reason}); запустите его: `souz serve`")
+        }
+        _ => format!("{error:#}"),
     }
 }
 

@@ -90,6 +90,49 @@ impl ErrorCode {
     }
 }
 
+impl ErrorCode {
+    /// What the code means for people in `language`, with the daemon's own `detail` (which
+    /// field, which file) inside where only it can say: in English the detail as written, in
+    /// Russian a sentence by the code. The web UI has the same sentences (`ui/api.js`).
+    pub fn said(self, language: crate::language::Language, detail: &str) -> String {
+        let russian = match self {
+            Self::InvalidRequest => "Запрос не принят: {detail}",
+            Self::Unauthorized => "Ключ доступа к Souz не подошёл: войдите снова.",
+            Self::ForbiddenHost => "Souz отвечает только на своём адресе (127.0.0.1).",
+            Self::ForbiddenOrigin => "Souz не принимает запросы с этой страницы.",
+            Self::NotFound => "Не найдено: {detail}",
+            Self::MethodNotAllowed => "Souz так не умеет: {detail}",
+            Self::PayloadTooLarge => "Слишком большой запрос: {detail}",
+            Self::Conflict => "Не получилось: {detail}",
+            Self::Unavailable => "Souz сейчас недоступен: {detail}",
+            Self::InternalError => "Внутренняя ошибка Souz; подробности в его журнале.",
+            Self::ChatNotFound => "Такого чата нет (или он не ваш).",
+            Self::ExecutionNotFound => "В этом чате нет такого хода агента.",
+            Self::OptionNotFound => "Такого вопроса нет.",
+            Self::ChatAlreadyHasActiveExecution => {
+                "В этом чате уже работает агент: дождитесь ответа или остановите его."
+            }
+            Self::IdempotencyConflict => "Этот запрос уже отправлялся с другим содержимым.",
+            Self::UnsupportedBackendModel => "Эту модель нельзя использовать в чатах: {detail}",
+            Self::OnboardingRequiresModelAccess => {
+                "Сначала нужен доступ хотя бы к одной модели: ключ провайдера или локальная модель."
+            }
+            Self::UntrustedProxy => "Прокси не подтвердил, что ему можно доверять.",
+            Self::MissingUserIdentity => "Прокси не сообщил, кто вы.",
+            Self::InvalidUserIdentity => "Прокси сообщил непригодное имя пользователя.",
+            Self::AgentExecutionFailed => "Агент не смог начать работу: {detail}",
+            Self::Paused => {
+                "Souz на паузе: агенты и запросы разрешений ждут, пока вы не продолжите."
+            }
+            Self::Forbidden => "Это может делать только владелец Souz.",
+        };
+        match language {
+            crate::language::Language::En => detail.to_owned(),
+            crate::language::Language::Ru => russian.replace("{detail}", detail),
+        }
+    }
+}
+
 /// The body of every error response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
@@ -122,36 +165,65 @@ impl ErrorBody {
 mod tests {
     use super::*;
 
+    const ALL: [ErrorCode; 23] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::Unauthorized,
+        ErrorCode::ForbiddenHost,
+        ErrorCode::ForbiddenOrigin,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::Conflict,
+        ErrorCode::Unavailable,
+        ErrorCode::InternalError,
+        ErrorCode::ChatNotFound,
+        ErrorCode::ExecutionNotFound,
+        ErrorCode::OptionNotFound,
+        ErrorCode::ChatAlreadyHasActiveExecution,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::UnsupportedBackendModel,
+        ErrorCode::OnboardingRequiresModelAccess,
+        ErrorCode::UntrustedProxy,
+        ErrorCode::MissingUserIdentity,
+        ErrorCode::InvalidUserIdentity,
+        ErrorCode::AgentExecutionFailed,
+        ErrorCode::Paused,
+        ErrorCode::Forbidden,
+    ];
+
     #[test]
     fn as_str_matches_serde_for_every_code() {
-        let all = [
-            ErrorCode::InvalidRequest,
-            ErrorCode::Unauthorized,
-            ErrorCode::ForbiddenHost,
-            ErrorCode::ForbiddenOrigin,
-            ErrorCode::NotFound,
-            ErrorCode::MethodNotAllowed,
-            ErrorCode::PayloadTooLarge,
-            ErrorCode::Conflict,
-            ErrorCode::Unavailable,
-            ErrorCode::InternalError,
-            ErrorCode::ChatNotFound,
-            ErrorCode::ExecutionNotFound,
-            ErrorCode::OptionNotFound,
-            ErrorCode::ChatAlreadyHasActiveExecution,
-            ErrorCode::IdempotencyConflict,
-            ErrorCode::UnsupportedBackendModel,
-            ErrorCode::OnboardingRequiresModelAccess,
-            ErrorCode::UntrustedProxy,
-            ErrorCode::MissingUserIdentity,
-            ErrorCode::InvalidUserIdentity,
-            ErrorCode::AgentExecutionFailed,
-            ErrorCode::Paused,
-            ErrorCode::Forbidden,
-        ];
-        for code in all {
+        for code in ALL {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+        }
+    }
+
+    #[test]
+    fn every_code_is_said_in_russian_as_the_web_ui_says_it() {
+        use crate::language::Language;
+        let ui = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/api.js"),
+        )
+        .unwrap();
+        let detail = "field `x` is wrong";
+        for code in ALL {
+            assert_eq!(code.said(Language::En, detail), detail);
+            let russian = code.said(Language::Ru, "{detail}");
+            assert!(
+                russian
+                    .chars()
+                    .any(|c| ('\u{0400}'..='\u{04FF}').contains(&c)),
+                "{code:?}: {russian}"
+            );
+            let line = format!("    {}: \"{russian}\",", code.as_str());
+            assert!(
+                ui.contains(&line),
+                "ui/api.js says {code:?} otherwise: {line}"
+            );
+            if russian.contains("{detail}") {
+                assert!(code.said(Language::Ru, detail).contains(detail));
+            }
         }
     }
 
