@@ -366,19 +366,9 @@ impl Census {
     }
 }
 
-/// Bytes for people: "512 B", "1.2 KB", "3.4 MB".
+/// Bytes for the model's messages, in English: "512 B", "1.2 KB", "3.4 MB".
 pub(super) fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
+    words::size(bytes, Language::En)
 }
 
 /// Reads the regular file at `path` (resolved), at most `limit` bytes (more is an error). The
