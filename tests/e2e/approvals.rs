@@ -484,6 +484,14 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         summary(&daemon, &approval),
         "Создать файл ~/notes/todo.md (2 строки, 15 Б)"
     );
+    let offered = daemon.get(&format!("/v1/approvals/{approval}")).json()["suggested"]["label"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        offered.starts_with("Всегда разрешать ") && offered.contains("в ~/notes"),
+        "{offered}"
+    );
     assert!(
         approvals_in_english(&daemon).contains("Создать файл ~/notes/todo.md"),
         "{}",

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use souz_protocol::language::Language;
 use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope, ToolGroup};
 
 use crate::approvals::CallTarget;
@@ -35,14 +36,81 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
     "systemctl",
 ];
 
-/// The suggestion for a call by `requester` to `tool` touching `targets`. `display` renders a
-/// path for people (`~/x`).
+/// The words of a suggestion's label in one language.
+struct Say(Language);
+
+impl Say {
+    fn protected_once(&self) -> String {
+        match self.0 {
+            Language::En => "Allow this call once (it touches a protected path)",
+            Language::Ru => "Разрешить этот вызов один раз (он касается защищённого пути)",
+        }
+        .to_owned()
+    }
+
+    fn command_once(&self, who: &str) -> String {
+        match self.0 {
+            Language::En => format!("Allow {who} to run this command once"),
+            Language::Ru => format!("Разрешить {who} выполнить эту команду один раз"),
+        }
+    }
+
+    fn folder(&self, folder: &str) -> String {
+        match self.0 {
+            Language::En => format!("in {folder}"),
+            Language::Ru => format!("в {folder}"),
+        }
+    }
+
+    fn commands(&self, prefix: &str) -> String {
+        match self.0 {
+            Language::En => format!("`{prefix} …` commands"),
+            Language::Ru => format!("для команд `{prefix} …`"),
+        }
+    }
+
+    fn host(&self, host: &str) -> String {
+        match self.0 {
+            Language::En => format!("on {host}"),
+            Language::Ru => format!("на {host}"),
+        }
+    }
+
+    fn always(&self, who: &str, tool: &str, detail: &str) -> String {
+        match self.0 {
+            Language::En => format!("Always allow {who} to use {tool}{detail} (until revoked)"),
+            Language::Ru => {
+                format!("Всегда разрешать {who} использовать {tool}{detail} (пока не отозвано)")
+            }
+        }
+    }
+
+    fn folder_writes(&self, who: &str, folder: &str, group: ToolGroup) -> String {
+        match (self.0, group) {
+            (Language::En, _) => format!(
+                "Always allow {who} to {} in {folder} ({}) (until revoked)",
+                group.action(),
+                group.covers()
+            ),
+            (Language::Ru, ToolGroup::FileWrites) => format!(
+                "Всегда разрешать {who} создавать и изменять файлы в {folder} (только NewFile \
+                 и EditFile: не удаление, не перемещение, не команды и не сеть; защищённые пути \
+                 по-прежнему спрашивают) (пока не отозвано)"
+            ),
+        }
+    }
+}
+
+/// The suggestion for a call by `requester` to `tool` touching `targets`, its label in
+/// `language`. `display` renders a path for people (`~/x`).
 pub(crate) fn suggest(
     requester: &Requester,
     tool: &str,
     targets: &[CallTarget],
     display: &dyn Fn(&Path) -> String,
+    language: Language,
 ) -> SuggestedScope {
+    let say = Say(language);
     let once = |label: String| SuggestedScope {
         scope: ScopeKind::Once,
         minutes: None,
@@ -61,7 +129,7 @@ pub(crate) fn suggest(
         )
     }) {
         // Protected paths always ask; a standing grant would never apply.
-        return once("Allow this call once (it touches a protected path)".to_owned());
+        return once(say.protected_once());
     }
     let mut argument_match = ArgumentMatch::default();
     let mut what = Vec::new();
@@ -75,10 +143,10 @@ pub(crate) fn suggest(
         .collect();
     if let Some(folder) = common_folder(&paths) {
         let folder = display(&folder);
-        if let Some(offer) = folder_writes(&who, tool, targets, &folder) {
+        if let Some(offer) = folder_writes(&who, tool, targets, &folder, &say) {
             return offer;
         }
-        what.push(format!("in {folder}"));
+        what.push(say.folder(&folder));
         argument_match.path_prefix = Some(folder);
     }
 
@@ -92,10 +160,10 @@ pub(crate) fn suggest(
     if !commands.is_empty() {
         match command_prefix(&commands) {
             Some(prefix) => {
-                what.push(format!("`{prefix} …` commands"));
+                what.push(say.commands(&prefix));
                 argument_match.command_prefix = Some(prefix);
             }
-            None => return once(format!("Allow {who} to run this command once")),
+            None => return once(say.command_once(&who)),
         }
     }
 
@@ -119,7 +187,7 @@ pub(crate) fn suggest(
                 .unwrap_or(other)
                 .eq_ignore_ascii_case(&host)
         }) {
-            what.push(format!("on {host}"));
+            what.push(say.host(&host));
             argument_match.domain = Some(host);
         }
     }
@@ -134,7 +202,7 @@ pub(crate) fn suggest(
         minutes: None,
         argument_match,
         tool_group: None,
-        label: format!("Always allow {who} to use {tool}{detail} (until revoked)"),
+        label: say.always(&who, tool, &detail),
     }
 }
 
@@ -146,16 +214,13 @@ fn folder_writes(
     tool: &str,
     targets: &[CallTarget],
     folder: &str,
+    say: &Say,
 ) -> Option<SuggestedScope> {
     let group = ToolGroup::FileWrites;
     (only_writes(targets) && group.contains(tool) && folder != "~").then(|| SuggestedScope {
         scope: ScopeKind::Requester,
         minutes: None,
-        label: format!(
-            "Always allow {who} to {} in {folder} ({}) (until revoked)",
-            group.action(),
-            group.covers()
-        ),
+        label: say.folder_writes(who, folder, group),
         argument_match: ArgumentMatch {
             path_prefix: Some(folder.to_owned()),
             ..ArgumentMatch::default()
@@ -268,14 +333,14 @@ mod tests {
         }
     }
 
+    /// The suggestion in English for a call by Claude Code.
+    fn offer(tool: &str, targets: &[CallTarget]) -> SuggestedScope {
+        suggest(&claude(), tool, targets, &display, Language::En)
+    }
+
     #[test]
     fn folders_commands_domains() {
-        let s = suggest(
-            &claude(),
-            "EditFile",
-            &[file("/home/u/p/src/a.rs", false)],
-            &display,
-        );
+        let s = offer("EditFile", &[file("/home/u/p/src/a.rs", false)]);
         assert_eq!(s.scope, ScopeKind::Requester);
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p/src"));
         assert_eq!(s.tool_group, Some(ToolGroup::FileWrites));
@@ -285,29 +350,17 @@ mod tests {
              ~/p/src (NewFile and EditFile only: not delete, move, commands or the network; \
              protected paths still ask) (until revoked)"
         );
-        let s = suggest(
-            &claude(),
-            "NewFile",
-            &[file("/home/u/p/b.rs", false)],
-            &display,
-        );
+        let s = offer("NewFile", &[file("/home/u/p/b.rs", false)]);
         assert_eq!(s.tool_group, Some(ToolGroup::FileWrites));
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p"));
         // A file right in the home folder: the offer stays the one tool's.
-        let s = suggest(
-            &claude(),
-            "NewFile",
-            &[file("/home/u/notes.txt", false)],
-            &display,
-        );
+        let s = offer("NewFile", &[file("/home/u/notes.txt", false)]);
         assert_eq!(s.tool_group, None);
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~"));
 
-        let s = suggest(
-            &claude(),
+        let s = offer(
             "MoveFile",
             &[file("/home/u/p/a/x", false), file("/home/u/p/b/y", false)],
-            &display,
         );
         assert_eq!(s.argument_match.path_prefix.as_deref(), Some("~/p"));
         assert_eq!(s.tool_group, None, "a move keeps its own grant");
@@ -318,7 +371,7 @@ mod tests {
             protected: false,
         };
         for tool in ["DeleteFile", "EditFile"] {
-            let s = suggest(&claude(), tool, std::slice::from_ref(&removal), &display);
+            let s = offer(tool, std::slice::from_ref(&removal));
             assert_eq!(s.tool_group, None, "{tool}");
             assert_eq!(
                 s.label,
@@ -329,26 +382,16 @@ mod tests {
             );
         }
 
-        let s = suggest(
-            &claude(),
-            "RunCommand",
-            &[command("git status -s")],
-            &display,
-        );
+        let s = offer("RunCommand", &[command("git status -s")]);
         assert_eq!(
             s.argument_match.command_prefix.as_deref(),
             Some("git status")
         );
-        let s = suggest(
-            &claude(),
-            "RunCommand",
-            &[command("ls -la && ls x")],
-            &display,
-        );
+        let s = offer("RunCommand", &[command("ls -la && ls x")]);
         assert_eq!(s.argument_match.command_prefix.as_deref(), Some("ls"));
-        let s = suggest(&claude(), "RunCommand", &[command("ls && rm x")], &display);
+        let s = offer("RunCommand", &[command("ls && rm x")]);
         assert_eq!(s.scope, ScopeKind::Once, "no shared prefix: once only");
-        let s = suggest(&claude(), "RunCommand", &[command("echo $(id)")], &display);
+        let s = offer("RunCommand", &[command("echo $(id)")]);
         assert_eq!(s.scope, ScopeKind::Once);
         for line in [
             "GIT_CONFIG_PARAMETERS=x git status",
@@ -358,7 +401,7 @@ mod tests {
             "./git status",
             "HOME=/tmp/x; git status",
         ] {
-            let s = suggest(&claude(), "RunCommand", &[command(line)], &display);
+            let s = offer("RunCommand", &[command(line)]);
             assert_eq!(s.scope, ScopeKind::Once, "{line}");
         }
 
@@ -366,19 +409,67 @@ mod tests {
             url: "https://docs.rs/x".into(),
             host: "Docs.rs:443".into(),
         };
-        let s = suggest(&Requester::Cli, "WebPageText", &[url], &display);
+        let s = suggest(
+            &Requester::Cli,
+            "WebPageText",
+            &[url],
+            &display,
+            Language::En,
+        );
         assert_eq!(s.argument_match.domain.as_deref(), Some("docs.rs"));
     }
 
     #[test]
     fn protected_paths_are_once_only() {
-        let s = suggest(
-            &claude(),
-            "EditFile",
-            &[file("/home/u/.bashrc", true)],
-            &display,
-        );
+        let s = offer("EditFile", &[file("/home/u/.bashrc", true)]);
         assert_eq!(s.scope, ScopeKind::Once);
         assert!(s.argument_match.is_empty());
+    }
+
+    #[test]
+    fn labels_are_said_in_the_persons_language_with_the_same_scope() {
+        let calls: [(&str, CallTarget); 4] = [
+            ("EditFile", file("/home/u/p/src/a.rs", false)),
+            ("RunCommand", command("git status --short")),
+            ("RunCommand", command("ls && rm x")),
+            ("EditFile", file("/home/u/.bashrc", true)),
+        ];
+        let said: Vec<String> = calls
+            .iter()
+            .map(|(tool, target)| {
+                let english = suggest(
+                    &claude(),
+                    tool,
+                    std::slice::from_ref(target),
+                    &display,
+                    Language::En,
+                );
+                let russian = suggest(
+                    &claude(),
+                    tool,
+                    std::slice::from_ref(target),
+                    &display,
+                    Language::Ru,
+                );
+                assert_eq!(
+                    (russian.scope, &russian.argument_match, russian.tool_group),
+                    (english.scope, &english.argument_match, english.tool_group),
+                    "only the words differ"
+                );
+                russian.label
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "Всегда разрешать claude-code (MCP client \"Claude Code\") создавать и изменять \
+                 файлы в ~/p/src (только NewFile и EditFile: не удаление, не перемещение, не \
+                 команды и не сеть; защищённые пути по-прежнему спрашивают) (пока не отозвано)",
+                "Всегда разрешать claude-code (MCP client \"Claude Code\") использовать RunCommand \
+                 для команд `git status …` (пока не отозвано)",
+                "Разрешить claude-code (MCP client \"Claude Code\") выполнить эту команду один раз",
+                "Разрешить этот вызов один раз (он касается защищённого пути)",
+            ]
+        );
     }
 }

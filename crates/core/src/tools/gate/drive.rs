@@ -201,7 +201,13 @@ impl Gate {
             .as_ref()
             .map(|planned| planned.plan.targets.as_slice())
             .unwrap_or_default();
-        let suggested = suggest(&record.request.requester, spec.name, targets, &display);
+        let suggested = suggest(
+            &record.request.requester,
+            spec.name,
+            targets,
+            &display,
+            self.language(),
+        );
         record.side_effects = true;
         // A large call waits holding only a preview: its arguments and diff go to the
         // database, and it is planned again from there once approved.
