@@ -474,20 +474,20 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         "NewFile",
         json!({"path": "notes/todo.md", "text": "buy milk\nbread\n"}),
     );
-    let summary = |daemon: &Daemon, approval: &str| {
-        daemon.get(&format!("/v1/approvals/{approval}")).json()["summary"]
-            .as_str()
+    // An approval's text at `pointer` (`/summary`, `/suggested/label`).
+    let said = |daemon: &Daemon, approval: &str, pointer: &str| {
+        let approval = daemon.get(&format!("/v1/approvals/{approval}")).json();
+        approval
+            .pointer(pointer)
+            .and_then(Value::as_str)
             .unwrap()
             .to_owned()
     };
     assert_eq!(
-        summary(&daemon, &approval),
+        said(&daemon, &approval, "/summary"),
         "Создать файл ~/notes/todo.md (2 строки, 15 Б)"
     );
-    let offered = daemon.get(&format!("/v1/approvals/{approval}")).json()["suggested"]["label"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let offered = said(&daemon, &approval, "/suggested/label");
     assert!(
         offered.starts_with("Всегда разрешать ") && offered.contains("в ~/notes"),
         "{offered}"
@@ -502,7 +502,7 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
     std::fs::write(daemon.user_home().join("old/a.txt"), "abc").unwrap();
     let (_, approval) = start_waiting_call(&daemon, "DeleteFile", json!({"path": "~/old"}));
     assert_eq!(
-        summary(&daemon, &approval),
+        said(&daemon, &approval, "/summary"),
         "Переместить папку ~/old в Корзину (1 файл, 0 папок, 3 Б)"
     );
 }

@@ -2,6 +2,18 @@
 //! (`LANG`, `LC_ALL`, `LC_MESSAGES` values such as `ru_RU.UTF-8`) or a setting's code (`"ru"`)
 //! maps onto one. Pure functions: callers read the environment themselves.
 
+/// A text in `language`: `localized!(language, "Edit {path}", "Изменить {path}")` is `format!`
+/// of the English or the Russian text (both take the same arguments).
+#[macro_export]
+macro_rules! localized {
+    ($language:expr, $en:literal, $ru:literal $(, $arg:expr)* $(,)?) => {
+        match $language {
+            $crate::language::Language::En => format!($en $(, $arg)*),
+            $crate::language::Language::Ru => format!($ru $(, $arg)*),
+        }
+    };
+}
+
 /// An interface language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Language {

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use souz_protocol::language::Language;
+use souz_protocol::localized;
 use souz_protocol::{ArgumentMatch, Requester, ScopeKind, SuggestedScope, ToolGroup};
 
 use crate::approvals::CallTarget;
@@ -41,48 +42,39 @@ struct Say(Language);
 
 impl Say {
     fn protected_once(&self) -> String {
-        match self.0 {
-            Language::En => "Allow this call once (it touches a protected path)",
-            Language::Ru => "Разрешить этот вызов один раз (он касается защищённого пути)",
-        }
-        .to_owned()
+        localized!(
+            self.0,
+            "Allow this call once (it touches a protected path)",
+            "Разрешить этот вызов один раз (он касается защищённого пути)"
+        )
     }
 
     fn command_once(&self, who: &str) -> String {
-        match self.0 {
-            Language::En => format!("Allow {who} to run this command once"),
-            Language::Ru => format!("Разрешить {who} выполнить эту команду один раз"),
-        }
+        localized!(
+            self.0,
+            "Allow {who} to run this command once",
+            "Разрешить {who} выполнить эту команду один раз"
+        )
     }
 
     fn folder(&self, folder: &str) -> String {
-        match self.0 {
-            Language::En => format!("in {folder}"),
-            Language::Ru => format!("в {folder}"),
-        }
+        localized!(self.0, "in {folder}", "в {folder}")
     }
 
     fn commands(&self, prefix: &str) -> String {
-        match self.0 {
-            Language::En => format!("`{prefix} …` commands"),
-            Language::Ru => format!("для команд `{prefix} …`"),
-        }
+        localized!(self.0, "`{prefix} …` commands", "для команд `{prefix} …`")
     }
 
     fn host(&self, host: &str) -> String {
-        match self.0 {
-            Language::En => format!("on {host}"),
-            Language::Ru => format!("на {host}"),
-        }
+        localized!(self.0, "on {host}", "на {host}")
     }
 
     fn always(&self, who: &str, tool: &str, detail: &str) -> String {
-        match self.0 {
-            Language::En => format!("Always allow {who} to use {tool}{detail} (until revoked)"),
-            Language::Ru => {
-                format!("Всегда разрешать {who} использовать {tool}{detail} (пока не отозвано)")
-            }
-        }
+        localized!(
+            self.0,
+            "Always allow {who} to use {tool}{detail} (until revoked)",
+            "Всегда разрешать {who} использовать {tool}{detail} (пока не отозвано)"
+        )
     }
 
     fn folder_writes(&self, who: &str, folder: &str, group: ToolGroup) -> String {
@@ -437,20 +429,16 @@ mod tests {
         let said: Vec<String> = calls
             .iter()
             .map(|(tool, target)| {
-                let english = suggest(
-                    &claude(),
-                    tool,
-                    std::slice::from_ref(target),
-                    &display,
-                    Language::En,
-                );
-                let russian = suggest(
-                    &claude(),
-                    tool,
-                    std::slice::from_ref(target),
-                    &display,
-                    Language::Ru,
-                );
+                let said_in = |language| {
+                    suggest(
+                        &claude(),
+                        tool,
+                        std::slice::from_ref(target),
+                        &display,
+                        language,
+                    )
+                };
+                let (english, russian) = (said_in(Language::En), said_in(Language::Ru));
                 assert_eq!(
                     (russian.scope, &russian.argument_match, russian.tool_group),
                     (english.scope, &english.argument_match, english.tool_group),

@@ -1,20 +1,9 @@
 //! The words of plan summaries (what approvals, notifications and the call list show) in the
-//! person's interface language: a summary chosen by language ([`localized!`]), counted nouns
-//! with the plural rules of each language ([`Noun`]), and sizes ([`size`]).
+//! person's interface language: a summary chosen by language (`souz_protocol::localized!`),
+//! counted nouns with the plural rules of each language ([`Noun`]), and sizes ([`size`]).
 
 use super::Language;
-
-/// A summary in `language`: `localized!(ctx.language, "Edit {path}", "Изменить {path}")` is
-/// `format!` of the English or the Russian text (both take the same arguments).
-macro_rules! localized {
-    ($language:expr, $en:literal, $ru:literal $(, $arg:expr)* $(,)?) => {
-        match $language {
-            $crate::tools::Language::En => format!($en $(, $arg)*),
-            $crate::tools::Language::Ru => format!($ru $(, $arg)*),
-        }
-    };
-}
-pub(crate) use localized;
+pub(crate) use souz_protocol::localized;
 
 /// A noun counted in summaries: English singular and plural; Russian forms for 1, 2–4 and 5
 /// (1 файл, 3 файла, 5 файлов; 21 файл, 12 файлов).
