@@ -497,6 +497,20 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         "{}",
         approvals_in_english(&daemon)
     );
+    // Taken, it is a grant labelled in that language.
+    let offer = daemon.get(&format!("/v1/approvals/{approval}")).json()["suggested"].clone();
+    let taken = daemon.post(
+        &format!("/v1/approvals/{approval}/decision"),
+        &json!({"decision": "approve", "scope": offer["scope"], "match": offer["match"],
+                "tool_group": offer["tool_group"]}),
+    );
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    let granted = || daemon.get("/v1/grants").json()["items"][0]["label"].clone();
+    assert!(
+        granted().as_str().unwrap().starts_with("Разрешить "),
+        "{}",
+        granted()
+    );
     let daemon = Daemon::restart(daemon.stop("TERM"));
     std::fs::create_dir_all(daemon.user_home().join("old")).unwrap();
     std::fs::write(daemon.user_home().join("old/a.txt"), "abc").unwrap();

@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use souz_protocol::language::Language;
 use souz_protocol::{
     Approval, ApprovalStatus, EffectivePolicy, ExpiryReason, Grant, RecordedDecision, Requester,
     Risk, RuntimeEvent, SuggestedScope,
@@ -170,6 +171,9 @@ struct Inner {
     pause: PauseSwitch,
     /// Standing consents asked and not yet settled ([`standing`]), by tool name.
     standing: Mutex<HashMap<String, standing::Asked>>,
+    /// The local person's interface language, which grants are labelled and (through the
+    /// gate) plans are summarized in: 0 English, 1 Russian.
+    language: std::sync::atomic::AtomicU8,
 }
 
 /// The approval service. Cheap to clone.
@@ -183,7 +187,7 @@ impl Approvals {
     /// denied: nobody is waiting for them any more).
     pub async fn open(store: Store, events: EventBus, config: Config) -> Result<Self, StoreError> {
         let grants = store
-            .read(|connection| grants::active(connection, now()))
+            .read(|connection| grants::active(connection, now(), Language::En))
             .await?;
         let policy = Arc::new(Policy::new(&config.approvals, config.paths.user_home()));
         let users_decide = config.server.proxy_users_decide;
@@ -202,6 +206,7 @@ impl Approvals {
                 changes,
                 pause: PauseSwitch::new(None),
                 standing: Mutex::new(HashMap::new()),
+                language: std::sync::atomic::AtomicU8::new(0),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -501,12 +506,33 @@ impl Approvals {
             .await
     }
 
-    /// Active grants, newest first.
+    /// Active grants, newest first, labelled in the person's language ([`Self::set_language`]).
     pub async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        let language = self.language();
         self.inner
             .store
-            .read(|connection| grants::active(connection, now()))
+            .read(move |connection| grants::active(connection, now(), language))
             .await
+    }
+
+    /// Sets the language grants are labelled in (the gate's: the local person's).
+    pub fn set_language(&self, language: Language) {
+        let code = u8::from(language == Language::Ru);
+        self.inner
+            .language
+            .store(code, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The language grants are labelled in.
+    pub fn language(&self) -> Language {
+        match self
+            .inner
+            .language
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            1 => Language::Ru,
+            _ => Language::En,
+        }
     }
 
     /// A page of the audit log, newest first (the rows `query.audience` owns).
@@ -560,9 +586,9 @@ impl Approvals {
     ) -> Result<souz_protocol::Grant, StoreError> {
         let argument_match = souz_protocol::ArgumentMatch::default();
         let effect = souz_protocol::Effect::Allow;
-        let grant = souz_protocol::Grant {
+        let mut grant = souz_protocol::Grant {
             id: uuid::Uuid::now_v7().to_string(),
-            label: grants::label(effect, tool, None, &argument_match, None),
+            label: String::new(),
             effect,
             tool: tool.to_owned(),
             requester: None,
@@ -571,6 +597,7 @@ impl Approvals {
             expires_at: None,
             approval_id,
         };
+        grant.label = grants::label(&grant, self.language());
         let stored = grant.clone();
         self.inner
             .store

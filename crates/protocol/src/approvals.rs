@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::language::Language;
+
 /// Who asked for a tool call. Shown to the person deciding ("Claude Code wants to edit …").
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -157,18 +159,23 @@ impl ToolGroup {
     }
 
     /// What a grant for the group lets a requester do, in words ("create and edit files").
-    pub fn action(self) -> &'static str {
-        match self {
-            Self::FileWrites => "create and edit files",
+    pub fn action(self, language: Language) -> &'static str {
+        match (self, language) {
+            (Self::FileWrites, Language::En) => "create and edit files",
+            (Self::FileWrites, Language::Ru) => "создавать и изменять файлы",
         }
     }
 
     /// Exactly what the group covers and what it does not, in words.
-    pub fn covers(self) -> &'static str {
-        match self {
-            Self::FileWrites => {
+    pub fn covers(self, language: Language) -> &'static str {
+        match (self, language) {
+            (Self::FileWrites, Language::En) => {
                 "NewFile and EditFile only: not delete, move, commands or the network; \
                  protected paths still ask"
+            }
+            (Self::FileWrites, Language::Ru) => {
+                "только NewFile и EditFile: не удаление, не перемещение, не команды и не сеть; \
+                 защищённые пути по-прежнему спрашивают"
             }
         }
     }

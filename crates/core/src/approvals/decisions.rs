@@ -53,6 +53,7 @@ impl Approvals {
         let scope = request.scope;
         let stored_match = argument_match.clone();
         let audience = audience.clone();
+        let language = self.language();
         let ((approval, grant), _) = self
             .inner
             .events
@@ -77,6 +78,7 @@ impl Approvals {
                                 argument_match: stored_match.clone().unwrap_or_default(),
                                 decided_at,
                                 expires_at,
+                                language,
                             },
                         )
                     })
@@ -348,6 +350,8 @@ struct GrantTerms {
     argument_match: ArgumentMatch,
     decided_at: chrono::DateTime<chrono::Utc>,
     expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The language of its label.
+    language: souz_protocol::language::Language,
 }
 
 /// The grant a decision with scope `requester` or `minutes` leaves: for the asking tool, or
@@ -372,15 +376,9 @@ fn new_grant(
         Verdict::Approve => Effect::Allow,
         Verdict::Deny => Effect::Deny,
     };
-    Ok(Grant {
+    let mut grant = Grant {
         id: uuid::Uuid::now_v7().to_string(),
-        label: grants::label(
-            effect,
-            tool,
-            Some(&approval.requester),
-            &terms.argument_match,
-            terms.expires_at,
-        ),
+        label: String::new(),
         effect,
         tool: tool.to_owned(),
         requester: Some(approval.requester.clone()),
@@ -388,7 +386,9 @@ fn new_grant(
         created_at: terms.decided_at,
         expires_at: terms.expires_at,
         approval_id: Some(approval.id.clone()),
-    })
+    };
+    grant.label = grants::label(&grant, terms.language);
+    Ok(grant)
 }
 
 fn expiry_name(reason: ExpiryReason) -> &'static str {

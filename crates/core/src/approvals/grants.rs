@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
-use souz_protocol::{ArgumentMatch, Effect, Grant, Requester, ToolGroup};
+use souz_protocol::language::Language;
+use souz_protocol::{ArgumentMatch, Effect, Grant, Requester, ToolGroup, localized};
 
 use super::policy::GrantRule;
 use crate::store::CachedStatements;
@@ -30,18 +31,22 @@ pub(crate) fn insert(connection: &Connection, grant: &Grant) -> Result<(), Store
     Ok(())
 }
 
-/// Grants that are neither revoked nor expired at `now`, newest first.
+/// Grants that are neither revoked nor expired at `now`, newest first, labelled in `language`.
 pub(crate) fn active(
     connection: &Connection,
     now: DateTime<Utc>,
+    language: Language,
 ) -> Result<Vec<Grant>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM grants WHERE revoked_at IS NULL \
          AND (expires_at IS NULL OR expires_at > ?1) ORDER BY created_at DESC, id DESC"
     ))?;
     let rows = statement.query_map([to_time(now)], RawGrant::from_row)?;
-    rows.map(|row| row.map_err(StoreError::from).and_then(RawGrant::decode))
-        .collect()
+    rows.map(|row| {
+        row.map_err(StoreError::from)
+            .and_then(|raw| raw.decode(language))
+    })
+    .collect()
 }
 
 /// Revokes an active grant. Returns whether there was one.
@@ -72,39 +77,59 @@ pub(crate) fn as_rule(grant: &Grant) -> GrantRule {
 /// A grant in words: "Allow Claude Code to use EditFile in ~/p (until revoked)"; for a tool
 /// group, what it covers and what not: "Allow Claude Code to create and edit files in ~/p
 /// (NewFile and EditFile only: …) (until revoked)".
-pub(crate) fn label(
-    effect: Effect,
-    tool: &str,
-    requester: Option<&Requester>,
-    argument_match: &ArgumentMatch,
-    expires_at: Option<DateTime<Utc>>,
-) -> String {
+/// In `language`; `grant`'s own label is not read.
+pub(crate) fn label(grant: &Grant, language: Language) -> String {
+    let Grant {
+        effect,
+        tool,
+        requester,
+        argument_match,
+        expires_at,
+        ..
+    } = grant;
     let verb = match effect {
-        Effect::Allow => "Allow",
-        Effect::Deny => "Deny",
+        Effect::Allow => localized!(language, "Allow", "Разрешить"),
+        Effect::Deny => localized!(language, "Deny", "Запретить"),
     };
-    let who = requester.map_or_else(|| "anyone".to_owned(), Requester::label);
+    let who = requester
+        .as_ref()
+        .map_or_else(|| localized!(language, "anyone", "всем"), Requester::label);
     let mut detail = String::new();
     if let Some(path) = &argument_match.path_prefix {
-        detail.push_str(&format!(" in {path}"));
+        detail.push_str(&localized!(language, " in {path}", " в {path}"));
     }
     if let Some(command) = &argument_match.command_prefix {
-        detail.push_str(&format!(" for `{command} …`"));
+        detail.push_str(&localized!(
+            language,
+            " for `{command} …`",
+            " для команд `{command} …`"
+        ));
     }
     if let Some(domain) = &argument_match.domain {
-        detail.push_str(&format!(" on {domain}"));
+        detail.push_str(&localized!(language, " on {domain}", " на {domain}"));
     }
     let until = match expires_at {
-        Some(at) => format!("until {}", at.format("%Y-%m-%d %H:%M UTC")),
-        None => "until revoked".to_owned(),
+        Some(at) => localized!(
+            language,
+            "until {}",
+            "до {}",
+            at.format("%Y-%m-%d %H:%M UTC")
+        ),
+        None => localized!(language, "until revoked", "пока не отозвано"),
     };
     match ToolGroup::from_marker(tool) {
-        Some(group) => format!(
+        Some(group) => localized!(
+            language,
             "{verb} {who} to {}{detail} ({}) ({until})",
-            group.action(),
-            group.covers()
+            "{verb} {who} {}{detail} ({}) ({until})",
+            group.action(language),
+            group.covers(language)
         ),
-        None => format!("{verb} {who} to use {tool}{detail} ({until})"),
+        None => localized!(
+            language,
+            "{verb} {who} to use {tool}{detail} ({until})",
+            "{verb} {who} использовать {tool}{detail} ({until})"
+        ),
     }
 }
 
@@ -140,19 +165,13 @@ impl RawGrant {
         })
     }
 
-    fn decode(self) -> Result<Grant, StoreError> {
+    fn decode(self, language: Language) -> Result<Grant, StoreError> {
         let effect: Effect = from_json("grants.effect", &format!("\"{}\"", self.effect))?;
         let requester: Option<Requester> = from_json_opt("grants.requester", self.requester)?;
         let argument_match: ArgumentMatch = from_json("grants.match", &self.argument_match)?;
         let expires_at = from_time_opt("grants.expires_at", self.expires_at)?;
-        Ok(Grant {
-            label: label(
-                effect,
-                &self.tool,
-                requester.as_ref(),
-                &argument_match,
-                expires_at,
-            ),
+        let mut grant = Grant {
+            label: String::new(),
             id: self.id,
             effect,
             tool: self.tool,
@@ -161,6 +180,8 @@ impl RawGrant {
             created_at: from_time("grants.created_at", &self.created_at)?,
             expires_at,
             approval_id: self.approval_id,
-        })
+        };
+        grant.label = label(&grant, language);
+        Ok(grant)
     }
 }

@@ -78,18 +78,13 @@ impl Say {
     }
 
     fn folder_writes(&self, who: &str, folder: &str, group: ToolGroup) -> String {
-        match (self.0, group) {
-            (Language::En, _) => format!(
-                "Always allow {who} to {} in {folder} ({}) (until revoked)",
-                group.action(),
-                group.covers()
-            ),
-            (Language::Ru, ToolGroup::FileWrites) => format!(
-                "Всегда разрешать {who} создавать и изменять файлы в {folder} (только NewFile \
-                 и EditFile: не удаление, не перемещение, не команды и не сеть; защищённые пути \
-                 по-прежнему спрашивают) (пока не отозвано)"
-            ),
-        }
+        localized!(
+            self.0,
+            "Always allow {who} to {} in {folder} ({}) (until revoked)",
+            "Всегда разрешать {who} {} в {folder} ({}) (пока не отозвано)",
+            group.action(self.0),
+            group.covers(self.0)
+        )
     }
 }
 

@@ -185,9 +185,6 @@ struct Inner {
     live: Mutex<LiveCalls>,
     recorder: mpsc::UnboundedSender<Recording>,
     workspaces: workspace::Workspaces,
-    /// The language plans are summarized in (the local person's interface language):
-    /// 0 English, 1 Russian.
-    language: std::sync::atomic::AtomicU8,
 }
 
 /// Calls running in this process: their state, their cancellation, and what they are (a call
@@ -247,7 +244,6 @@ impl Gate {
                 live: Mutex::new(HashMap::new()),
                 recorder,
                 workspaces: workspace::Workspaces::default(),
-                language: std::sync::atomic::AtomicU8::new(0),
             }),
         };
         let recording = gate.clone();
@@ -265,27 +261,15 @@ impl Gate {
     }
 
     /// Sets the language of the plans' summaries (what approvals, notifications and the
-    /// call list show): the local person's interface language. Calls planned before keep theirs.
+    /// call list show) and of the grants' labels: the local person's interface language. Calls
+    /// planned before keep theirs. The approvals hold it.
     pub fn set_language(&self, language: Language) {
-        let code = match language {
-            Language::En => 0,
-            Language::Ru => 1,
-        };
-        self.inner
-            .language
-            .store(code, std::sync::atomic::Ordering::Relaxed);
+        self.inner.approvals.set_language(language);
     }
 
     /// The language of the plans' summaries.
     pub fn language(&self) -> Language {
-        match self
-            .inner
-            .language
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            1 => Language::Ru,
-            _ => Language::En,
-        }
+        self.inner.approvals.language()
     }
 
     /// The catalog.
