@@ -276,11 +276,11 @@ function reportFirstPaint() {
   const bridge = tauri();
   if (!bridge) return;
   /** @param {number} ms */
-  const report = (ms) => { bridge.invoke("window_painted", { firstPaintMs: ms }).catch(() => {}); };
+  const report = (ms) => { bridge.invoke("window_painted", { firstPaintMs: ms }).catch((error) => console.warn("window_painted:", error)); };
   if (PerformanceObserver.supportedEntryTypes?.includes("paint")) {
     new PerformanceObserver((list, observer) => {
-      const first = list.getEntries().map((entry) => entry.startTime).sort((a, b) => a - b)[0];
-      if (first !== undefined) { observer.disconnect(); report(first); }
+      const entries = list.getEntries();
+      if (entries.length) { observer.disconnect(); report(Math.min(...entries.map((entry) => entry.startTime))); }
     }).observe({ type: "paint", buffered: true });
   } else {
     requestAnimationFrame(() => requestAnimationFrame(() => report(performance.now())));

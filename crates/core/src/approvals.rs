@@ -172,8 +172,8 @@ struct Inner {
     /// Standing consents asked and not yet settled ([`standing`]), by tool name.
     standing: Mutex<HashMap<String, standing::Asked>>,
     /// The local person's interface language, which grants are labelled and (through the
-    /// gate) plans are summarized in: 0 English, 1 Russian.
-    language: std::sync::atomic::AtomicU8,
+    /// gate) plans are summarized in: Russian when set, else English.
+    russian: std::sync::atomic::AtomicBool,
 }
 
 /// The approval service. Cheap to clone.
@@ -206,7 +206,7 @@ impl Approvals {
                 changes,
                 pause: PauseSwitch::new(None),
                 standing: Mutex::new(HashMap::new()),
-                language: std::sync::atomic::AtomicU8::new(0),
+                russian: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -517,21 +517,22 @@ impl Approvals {
 
     /// Sets the language grants are labelled in (the gate's: the local person's).
     pub fn set_language(&self, language: Language) {
-        let code = u8::from(language == Language::Ru);
-        self.inner
-            .language
-            .store(code, std::sync::atomic::Ordering::Relaxed);
+        self.inner.russian.store(
+            language == Language::Ru,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// The language grants are labelled in.
     pub fn language(&self) -> Language {
-        match self
+        if self
             .inner
-            .language
+            .russian
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            1 => Language::Ru,
-            _ => Language::En,
+            Language::Ru
+        } else {
+            Language::En
         }
     }
 

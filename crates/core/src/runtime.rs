@@ -716,15 +716,25 @@ fn set_proxy_mode(config: &Config, gate: &Gate) {
     gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
 }
 
-/// Plans are summarized in the local person's interface language from the start (changes
-/// follow through `RuntimeHandle::patch_settings`); English when it cannot be read.
+/// Plans are summarized, and grants labelled, in the local person's interface language (what
+/// the notifications, the queue and the CLI show them): `user`'s settings, when `user` is the
+/// local person.
+pub(crate) fn follow_language(
+    gate: &Gate,
+    user: &crate::chat::ChatUser,
+    settings: &souz_protocol::chat::Settings,
+) {
+    if user.0 == crate::LOCAL_USER {
+        gate.set_language(settings.language());
+    }
+}
+
+/// [`follow_language`] from the start (changes follow through `RuntimeHandle::patch_settings`
+/// and onboarding); English when the settings cannot be read.
 async fn summarize_in_local_language(chats: &Chats, gate: &Gate) {
     let user = crate::chat::ChatUser(crate::LOCAL_USER.to_owned());
     match chats.settings(&user).await {
-        Ok(settings) => gate.set_language(
-            souz_protocol::language::Language::from_code(&settings.interface_language)
-                .unwrap_or_default(),
-        ),
+        Ok(settings) => follow_language(gate, &user, &settings),
         Err(error) => tracing::warn!(%error, "could not read the interface language"),
     }
 }

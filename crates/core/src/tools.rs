@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-pub use souz_protocol::language::Language;
+pub(crate) use souz_protocol::language::Language;
 use souz_protocol::{Requester, Risk, ToolAnnotations, ToolCategory, ToolResult};
 use tokio_util::sync::CancellationToken;
 pub(crate) use words::localized;

@@ -41,6 +41,13 @@ pub struct Settings {
     pub use_few_shot_examples: bool,
 }
 
+impl Settings {
+    /// The interface language (English when the code is not one Souz speaks).
+    pub fn language(&self) -> crate::language::Language {
+        crate::language::Language::from_code(&self.interface_language).unwrap_or_default()
+    }
+}
+
 /// `PATCH /v1/me/settings` and per-message overrides: every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

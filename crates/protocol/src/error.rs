@@ -88,9 +88,7 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
         }
     }
-}
 
-impl ErrorCode {
     /// What the code means for people in `language`, with the daemon's own `detail` (which
     /// field, which file) inside where only it can say: in English the detail as written, in
     /// Russian a sentence by the code. The web UI has the same sentences (`ui/api.js`).

@@ -137,10 +137,17 @@ pub(crate) const TIMEOUT: &str = "The model request timed out.";
 /// Reply when the provider account has no balance (HTTP 402).
 pub(crate) const NO_BALANCE: &str = "The configured provider has no available balance.";
 
-/// Reply when the model's answer did not fit in the output-token limit; `{limit}` is the count.
-pub(crate) const CUT_OFF: &str = "The model's answer did not fit in {limit} output tokens, so \
+/// Reply when the model's answer did not fit in the output-token limit; `{tokens}` is the
+/// counted limit ([`OUTPUT_TOKEN`]).
+pub(crate) const CUT_OFF: &str = "The model's answer did not fit in {tokens}, so \
 it could not be used. Raise the output limit (llm.max_output_tokens in Settings) or ask for \
 something shorter.";
+
+/// A token of the model's answer, counted in [`CUT_OFF`].
+pub(crate) const OUTPUT_TOKEN: crate::tools::words::Noun = crate::tools::words::Noun {
+    en: ["output token", "output tokens"],
+    ru: ["токен", "токена", "токенов"],
+};
 
 /// A turn's reply to a failed model request, in the person's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +176,7 @@ impl FailureReply {
             (Self::NoBalance, Language::Ru) => "На счёте выбранного провайдера нет средств.",
             (Self::CutOff, Language::En) => CUT_OFF,
             (Self::CutOff, Language::Ru) => {
-                "Ответ модели не уместился в {limit} токенов, и его нельзя использовать. \
+                "Ответ модели не уместился в {tokens}, и его нельзя использовать. \
                  Увеличьте лимит ответа (llm.max_output_tokens в настройках) или попросите \
                  о чём-то покороче."
             }

@@ -179,10 +179,7 @@ impl TurnEngine for AgentEngine {
                 temperature: Some(turn.settings.temperature),
                 context_size: Some(turn.settings.context_size),
                 system_prompt: turn.settings.system_prompt.clone(),
-                language: souz_protocol::language::Language::from_code(
-                    &turn.settings.interface_language,
-                )
-                .unwrap_or_default(),
+                language: turn.settings.language(),
                 ask_user: true,
                 // The snapshot's list: only these catalog tools are shown and run (§1.7).
                 enabled_tools: Some(turn.settings.enabled_tools.clone()),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::agent::context::{AgentContext, ChatOutcome, Reply, ReplyFailure, message_chars};
 use crate::agent::nodes::{names, scoped};
-use crate::agent::prompts::{FailureReply, SUMMARY_PREFIX, SUMMARY_PROMPT};
+use crate::agent::prompts::{FailureReply, OUTPUT_TOKEN, SUMMARY_PREFIX, SUMMARY_PROMPT};
 use crate::agent::scope::TurnScope;
 use crate::graph::{BoxError, Cancelled, Graph, GraphBuildError, GraphBuilder, RetryPolicy};
 use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, complete};
@@ -189,7 +189,10 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
         }
         LlmError::Timeout { .. } => (say(FailureReply::Timeout).to_owned(), "timeout"),
         LlmError::CutOff { limit, .. } => (
-            say(FailureReply::CutOff).replace("{limit}", &limit.to_string()),
+            say(FailureReply::CutOff).replace(
+                "{tokens}",
+                &OUTPUT_TOKEN.count(u64::from(*limit), context.settings.language),
+            ),
             "cut_off",
         ),
         _ if is_timeout_message(&detail) => (say(FailureReply::Timeout).to_owned(), "timeout"),

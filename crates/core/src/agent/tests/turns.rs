@@ -569,7 +569,7 @@ async fn the_error_node_maps_provider_failures_like_the_original() {
                 provider: crate::llm::ProviderId::Local,
                 limit: 64,
             },
-            CUT_OFF.replace("{limit}", "64"),
+            CUT_OFF.replace("{tokens}", "64 output tokens"),
             "cut_off",
             false,
         ),
@@ -1017,4 +1017,18 @@ async fn a_failed_request_is_answered_in_the_interface_language() {
         "На счёте выбранного провайдера нет средств.\n\nno money",
         "the provider's own words stay as they came"
     );
+
+    // The limit is counted as Russian counts: 64 токена, 25 токенов.
+    for (limit, counted) in [(64, "64 токена"), (25, "25 токенов")] {
+        f.llm.push_error(LlmError::CutOff {
+            provider: crate::llm::ProviderId::Local,
+            limit,
+        });
+        let (outcome, _) = f.run(russian(&format!("chat-ru-cut-{limit}"))).await;
+        let text = outcome.reply.unwrap().text;
+        assert!(
+            text.starts_with(&format!("Ответ модели не уместился в {counted}, ")),
+            "{text}"
+        );
+    }
 }

@@ -33,7 +33,7 @@ impl RuntimeHandle {
         patch: SettingsPatch,
     ) -> Result<Settings, ServiceError> {
         let settings = self.chats().patch_settings(user, patch).await?;
-        self.follow_language(user, &settings);
+        crate::runtime::follow_language(self.gate(), user, &settings);
         // Clients that show settings (the tray's language) read theirs again; a failure to
         // announce it loses nothing stored.
         if let Err(error) = self
@@ -82,18 +82,8 @@ impl RuntimeHandle {
     ) -> Result<(), ServiceError> {
         self.chats().complete_onboarding(user, patch).await?;
         let settings = self.chats().settings(user).await?;
-        self.follow_language(user, &settings);
+        crate::runtime::follow_language(self.gate(), user, &settings);
         Ok(())
-    }
-
-    /// Plans are summarized in the local person's interface language (what the notifications
-    /// and the approval queue show them).
-    fn follow_language(&self, user: &ChatUser, settings: &Settings) {
-        if user.0 == crate::LOCAL_USER {
-            let language =
-                souz_protocol::language::Language::from_code(&settings.interface_language);
-            self.gate().set_language(language.unwrap_or_default());
-        }
     }
 
     /// The user's chats, most recently changed first; with `title_contains`, only those whose
