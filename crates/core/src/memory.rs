@@ -50,7 +50,7 @@ pub use recall::{Selected, Trace};
 pub use writer::{FixedWriterModel, LlmWriter, WriterModel};
 
 use self::facts::{EvidenceRef, Filter, NewSourceEvent, Tombstone};
-use self::index::{Candidates, DenseQuery, VectorIndex};
+use self::index::{DenseQuery, VectorIndex};
 use self::intent::Intent;
 use self::model::{SCOPE_CLOSED_SUBJECT, content_hash, normalize_canonical_key, subject_key};
 use self::redaction::redact;
@@ -409,27 +409,34 @@ impl Memory {
     }
 
     /// Chooses facts for a query (see [`recall`]) and counts their retrieval (in the
-    /// background: see [`stats`]).
+    /// background: see [`stats`]). The lexical ranking runs on a second reader connection
+    /// while this one reads the other sources and scans the vectors: they take about as long
+    /// as each other at 100k facts, so on two cores a recall takes about as long as its slower
+    /// half.
     pub async fn select(
         &self,
         query: recall::Query<'_>,
     ) -> Result<(Vec<Selected>, Trace), MemoryError> {
-        let vector = self.query_vector(query.semantic_query).await;
+        let vector = self
+            .query_vector(query.semantic_query)
+            .await
+            .filter(|_| !query.semantic_query.trim().is_empty());
+        let lexical = LexicalSearch::start(&self.inner.store, &query);
         let index = Arc::clone(&self.inner.vectors);
-        let scan = vector
-            .filter(|_| !query.semantic_query.trim().is_empty())
-            .map(|vector| DenseScan::start(&index, &query, vector));
         let owned = OwnedQuery::from(&query);
         let (selected, trace) = self
             .inner
             .store
             .read(move |connection| {
                 let query = owned.borrow();
-                let dense = |connection: &Connection| match scan {
-                    Some(scan) => scan.finish(connection, &index, &query),
-                    None => Ok(Vec::new()),
+                let started = recall::Started {
+                    lexical: || lexical.finish(),
+                    dense: |connection: &Connection| match &vector {
+                        Some(vector) => dense_search(connection, &index, &query, vector),
+                        None => Ok(Vec::new()),
+                    },
                 };
-                Ok::<_, MemoryError>(recall::select(connection, &query, dense)?)
+                Ok::<_, MemoryError>(recall::select(connection, &query, started)?)
             })
             .await?;
         let ids: Vec<String> = selected
@@ -846,89 +853,76 @@ fn store_captured(
     Ok(created)
 }
 
-/// A dense scan on its own thread: it reads only the vectors in memory, so it runs while the
-/// reader connection gathers the other candidates (on two cores recall takes about as long as
-/// its slower half instead of both), and the reader checks its rows against the database
-/// afterwards.
-struct DenseScan {
-    vector: QueryVector,
-    found: std::sync::mpsc::Receiver<Option<Candidates>>,
-}
-
-impl DenseScan {
-    fn start(
-        index: &Arc<std::sync::RwLock<VectorIndex>>,
-        query: &recall::Query<'_>,
-        vector: QueryVector,
-    ) -> Self {
-        let (send, found) = std::sync::mpsc::sync_channel(1);
-        let index = Arc::clone(index);
-        let owner = query.context.owner.clone();
-        let scopes = recall::query_scopes(query);
-        let (model, components) = (vector.model.clone(), vector.vector.clone());
-        tokio::task::spawn_blocking(move || {
-            let candidates = index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .candidates(&DenseQuery {
-                    owner: &owner,
-                    scopes: &scopes,
-                    model: &model,
-                    vector: &components,
-                    min_score: recall::DENSE_MIN_SCORE,
-                    limit: recall::DENSE_LIMIT,
-                });
-            // The recall may have ended without it (no scope to read).
-            let _ = send.send(candidates);
-        });
-        Self { vector, found }
-    }
-
-    /// The scan's facts, best first, checked against the database; when the index held
-    /// another model or dimension, it is loaded and searched here.
-    fn finish(
-        self,
-        connection: &Connection,
-        index: &std::sync::RwLock<VectorIndex>,
-        query: &recall::Query<'_>,
-    ) -> rusqlite::Result<Vec<Fact>> {
-        let hits = match self.found.recv() {
-            Ok(Some(candidates)) => candidates.verify(connection)?,
-            Ok(None) => load_and_search(connection, index, query, &self.vector)?,
-            Err(_) => {
-                tracing::warn!("the dense memory scan stopped; recall goes on without it");
-                Vec::new()
-            }
-        };
-        Ok(hits.into_iter().map(|(fact, _)| fact).collect())
-    }
-}
-
-/// Loads the vector index for the query's model and dimension, then searches it.
-fn load_and_search(
+/// The dense candidates of `query`, best first, checked against the database; the vector
+/// index is loaded first when it holds another model or dimension.
+fn dense_search(
     connection: &Connection,
     index: &std::sync::RwLock<VectorIndex>,
     query: &recall::Query<'_>,
     vector: &QueryVector,
-) -> rusqlite::Result<Vec<(Fact, f32)>> {
-    let mut index = index
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if index.needs_load(&vector.model, vector.vector.len()) {
-        index.load(connection, &vector.model, vector.vector.len())?;
-    }
+) -> rusqlite::Result<Vec<Fact>> {
     let scopes = recall::query_scopes(query);
-    index.search(
-        connection,
-        &DenseQuery {
-            owner: &query.context.owner,
-            scopes: &scopes,
-            model: &vector.model,
-            vector: &vector.vector,
-            min_score: recall::DENSE_MIN_SCORE,
-            limit: recall::DENSE_LIMIT,
-        },
-    )
+    let dense = DenseQuery {
+        owner: &query.context.owner,
+        scopes: &scopes,
+        model: &vector.model,
+        vector: &vector.vector,
+        min_score: recall::DENSE_MIN_SCORE,
+        limit: recall::DENSE_LIMIT,
+    };
+    let candidates = index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .candidates(&dense);
+    let hits = match candidates {
+        Some(candidates) => candidates.verify(connection)?,
+        None => {
+            let mut index = index
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if index.needs_load(&vector.model, vector.vector.len()) {
+                index.load(connection, &vector.model, vector.vector.len())?;
+            }
+            index.search(connection, &dense)?
+        }
+    };
+    Ok(hits.into_iter().map(|(fact, _)| fact).collect())
+}
+
+/// The lexical candidates ranked on another reader connection while the recall's own reads
+/// the other sources: the bm25 ranking of every full-text match is the most expensive part of
+/// a recall over many facts, and on two cores it runs beside the rest instead of after it.
+struct LexicalSearch {
+    found: std::sync::mpsc::Receiver<Vec<Fact>>,
+}
+
+impl LexicalSearch {
+    fn start(store: &Store, query: &recall::Query<'_>) -> Self {
+        let (send, found) = std::sync::mpsc::sync_channel(1);
+        let (store, owned) = (store.clone(), OwnedQuery::from(query));
+        tokio::spawn(async move {
+            let found = store
+                .read(move |connection| {
+                    Ok::<_, StoreError>(recall::lexical(connection, &owned.borrow()))
+                })
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(%error, "lexical memory search failed; going on without it");
+                    Vec::new()
+                });
+            // The recall may have ended without it (no scope to read).
+            let _ = send.send(found);
+        });
+        Self { found }
+    }
+
+    /// The search's facts, best first (none if it stopped).
+    fn finish(self) -> Vec<Fact> {
+        self.found.recv().unwrap_or_else(|_| {
+            tracing::warn!("the lexical memory search stopped; recall goes on without it");
+            Vec::new()
+        })
+    }
 }
 
 /// A [`recall::Query`] that can move into a blocking task.

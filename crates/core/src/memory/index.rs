@@ -50,11 +50,6 @@ fn sign_bits(vector: &[f32], words: &mut Vec<u64>) {
     }
 }
 
-/// Differing bits of two sign sketches.
-fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
-}
-
 /// One row's identity (its vector lives in [`Loaded::data`]).
 struct Row {
     fact_id: String,
@@ -66,10 +61,10 @@ struct Loaded {
     dimension: usize,
     /// Every vector, back to back, unit length.
     data: Vec<f32>,
-    /// Every vector's sign bits, back to back (`words` per row).
-    signs: Vec<u64>,
-    /// Words of sign bits per row.
-    words: usize,
+    /// Every vector's sign bits by column: `signs[w][i]` holds the signs of components
+    /// `64 w .. 64 w + 63` of row `i`, so a search XORs and counts one column at a time, a loop
+    /// the compiler vectorizes.
+    signs: Vec<Vec<u64>>,
     /// Row `i`'s group (an index into `groups`).
     row_groups: Vec<u32>,
     rows: Vec<Row>,
@@ -84,8 +79,7 @@ impl Loaded {
             model: model.to_owned(),
             dimension,
             data: Vec::new(),
-            signs: Vec::new(),
-            words: dimension.div_ceil(64),
+            signs: vec![Vec::new(); dimension.div_ceil(64)],
             row_groups: Vec::new(),
             rows: Vec::new(),
             by_id: HashMap::new(),
@@ -113,11 +107,12 @@ impl Loaded {
                 if let Some(slot) = self.data.get_mut(start..start + self.dimension) {
                     slot.copy_from_slice(vector);
                 }
-                let mut bits = Vec::with_capacity(self.words);
+                let mut bits = Vec::with_capacity(self.signs.len());
                 sign_bits(vector, &mut bits);
-                let start = row * self.words;
-                if let Some(slot) = self.signs.get_mut(start..start + self.words) {
-                    slot.copy_from_slice(&bits);
+                for (column, word) in self.signs.iter_mut().zip(bits) {
+                    if let Some(slot) = column.get_mut(row) {
+                        *slot = word;
+                    }
                 }
                 if let Some(slot) = self.row_groups.get_mut(row) {
                     *slot = group;
@@ -129,7 +124,11 @@ impl Loaded {
             None => {
                 self.by_id.insert(fact_id.to_owned(), self.rows.len());
                 self.data.extend_from_slice(vector);
-                sign_bits(vector, &mut self.signs);
+                let mut bits = Vec::with_capacity(self.signs.len());
+                sign_bits(vector, &mut bits);
+                for (column, word) in self.signs.iter_mut().zip(bits) {
+                    column.push(word);
+                }
                 self.row_groups.push(group);
                 self.rows.push(Row {
                     fact_id: fact_id.to_owned(),
@@ -145,12 +144,15 @@ impl Loaded {
             return;
         };
         let last = self.rows.len().saturating_sub(1);
-        let (dimension, words) = (self.dimension, self.words);
+        let dimension = self.dimension;
+        for column in &mut self.signs {
+            if row < column.len() {
+                column.swap_remove(row);
+            }
+        }
         if row != last {
             self.data
                 .copy_within(last * dimension..(last + 1) * dimension, row * dimension);
-            self.signs
-                .copy_within(last * words..(last + 1) * words, row * words);
             self.row_groups.swap(row, last);
             self.rows.swap(row, last);
             if let Some(moved) = self.rows.get(row) {
@@ -158,7 +160,6 @@ impl Loaded {
             }
         }
         self.data.truncate(last * dimension);
-        self.signs.truncate(last * words);
         self.row_groups.truncate(last);
         self.rows.truncate(last);
     }
@@ -213,29 +214,34 @@ impl Loaded {
     }
 
     /// The `keep` readable rows whose sign bits differ least from `unit`'s (ties at the cut
-    /// go to the lower rows). One pass computes every readable row's distance (2 bytes each)
-    /// and a histogram of them, which gives the cut; a second pass collects the rows below it.
-    /// No sort and no per-row allocation: at 100k rows the distances are 200 KB.
+    /// go to the lower rows). One pass per column of sign bits adds up every row's distance,
+    /// one pass over the rows counts the readable ones' distances (a histogram, which gives
+    /// the cut), and a last one collects the rows below it. No sort and no per-row
+    /// allocation: at 100k rows the distances are 400 KB.
     fn nearest_by_signs(
         &self,
         unit: &[f32],
         readable: &dyn Fn(u32) -> bool,
         keep: usize,
     ) -> Vec<usize> {
-        let mut query = Vec::with_capacity(self.words);
+        let mut query = Vec::with_capacity(self.signs.len());
         sign_bits(unit, &mut query);
-        let mut counts = vec![0_usize; self.words * 64 + 1];
-        let distances = match self.words {
-            6 => self.distances::<6>(&query, readable, &mut counts),
-            12 => self.distances::<12>(&query, readable, &mut counts),
-            24 => self.distances::<24>(&query, readable, &mut counts),
-            _ => self
-                .signs
-                .chunks_exact(self.words.max(1))
-                .zip(&self.row_groups)
-                .map(|(bits, group)| tally(readable(*group), hamming(&query, bits), &mut counts))
-                .collect(),
-        };
+        let mut distances = vec![0_u32; self.row_groups.len()];
+        for (column, word) in self.signs.iter().zip(&query) {
+            for (distance, bits) in distances.iter_mut().zip(column) {
+                *distance += (word ^ bits).count_ones();
+            }
+        }
+        let mut counts = vec![0_usize; self.signs.len() * 64 + 1];
+        for (distance, group) in distances.iter_mut().zip(&self.row_groups) {
+            match usize::try_from(*distance)
+                .ok()
+                .and_then(|d| counts.get_mut(d))
+            {
+                Some(count) if readable(*group) => *count += 1,
+                _ => *distance = u32::MAX,
+            }
+        }
         let (mut below, mut cut) = (0, counts.len());
         for (distance, count) in counts.iter().enumerate() {
             if below + count >= keep {
@@ -244,57 +250,18 @@ impl Loaded {
             }
             below += count;
         }
+        let cut = u32::try_from(cut).unwrap_or(u32::MAX - 1);
         let mut at_cut = keep.saturating_sub(below);
         let mut rows = Vec::with_capacity(keep);
         for (row, distance) in distances.iter().enumerate() {
-            let distance = usize::from(*distance);
-            if distance < cut || (distance == cut && at_cut > 0) {
-                if distance == cut {
+            if *distance < cut || (*distance == cut && at_cut > 0) {
+                if *distance == cut {
                     at_cut -= 1;
                 }
                 rows.push(row);
             }
         }
         rows
-    }
-
-    /// Every row's sign distance to `query` (`u16::MAX` for a row the search may not read),
-    /// counted into `counts`; `N` words per row, so the loop has no bounds to check.
-    fn distances<const N: usize>(
-        &self,
-        query: &[u64],
-        readable: &dyn Fn(u32) -> bool,
-        counts: &mut [usize],
-    ) -> Vec<u16> {
-        let Ok(query) = <&[u64; N]>::try_from(query) else {
-            return vec![u16::MAX; self.row_groups.len()];
-        };
-        self.signs
-            .chunks_exact(N)
-            .zip(&self.row_groups)
-            .map(|(bits, group)| {
-                let distance = <&[u64; N]>::try_from(bits).map_or(u32::MAX, |bits| {
-                    (0..N)
-                        .map(|word| (query[word] ^ bits[word]).count_ones())
-                        .sum()
-                });
-                tally(readable(*group), distance, counts)
-            })
-            .collect()
-    }
-}
-
-/// A row's distance as [`Loaded::distances`] records it, counted when the row is readable.
-fn tally(readable: bool, distance: u32, counts: &mut [usize]) -> u16 {
-    let slot = usize::try_from(distance)
-        .ok()
-        .and_then(|d| counts.get_mut(d));
-    match (readable, slot) {
-        (true, Some(count)) => {
-            *count += 1;
-            u16::try_from(distance).unwrap_or(u16::MAX)
-        }
-        _ => u16::MAX,
     }
 }
 
@@ -332,11 +299,11 @@ impl std::fmt::Debug for VectorIndex {
 /// Dot product of two equally long slices in eight independent lanes, so the compiler keeps
 /// them in SIMD registers (no dependency between consecutive additions).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0_f32; 8];
-    let (chunks_a, chunks_b) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (rest_a, rest_b) = (chunks_a.remainder(), chunks_b.remainder());
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for lane in 0..8 {
+    let (chunks_a, rest_a) = a.as_chunks::<16>();
+    let (chunks_b, rest_b) = b.as_chunks::<16>();
+    let mut lanes = [0.0_f32; 16];
+    for (x, y) in chunks_a.iter().zip(chunks_b) {
+        for lane in 0..16 {
             lanes[lane] += x[lane] * y[lane];
         }
     }
@@ -580,12 +547,12 @@ mod tests {
         }
         // The sign bits move with their rows.
         let row = loaded.by_id["c"];
-        assert_eq!(loaded.signs, vec![0b11, 0b10]);
-        assert_eq!(loaded.signs[row], 0b11);
+        assert_eq!(loaded.signs, vec![vec![0b11, 0b10]]);
+        assert_eq!(loaded.signs[0][row], 0b11);
         loaded.remove("c");
         loaded.remove("b");
         assert!(loaded.rows.is_empty() && loaded.data.is_empty() && loaded.by_id.is_empty());
-        assert!(loaded.signs.is_empty());
+        assert!(loaded.signs.iter().all(Vec::is_empty));
     }
 
     /// Unit vectors in clusters (topics), as embeddings of a person's notes are.

@@ -242,14 +242,65 @@ pub fn query_scopes(query: &Query<'_>) -> Vec<Scope> {
     scopes
 }
 
-/// Chooses facts for `query` (see the module documentation); `dense` gives the dense
-/// candidates, best first (found in the vector index by the caller). It is called after the
-/// other sources, so a dense scan started beforehand runs while they read the database.
-pub fn select(
+/// The query's lexical hints, trimmed, without empties and repeats.
+fn hints(query: &Query<'_>) -> Vec<String> {
+    let mut hints: Vec<String> = Vec::new();
+    for hint in query.lexical_hints.iter().map(|hint| hint.trim()) {
+        if !hint.is_empty() && !hints.iter().any(|known| known == hint) {
+            hints.push(hint.to_owned());
+        }
+    }
+    hints
+}
+
+/// The lexical candidates of `query`: FTS5 matches of its hints' stems, best bm25 first. A
+/// failed search is logged and contributes nothing (the other sources still count).
+pub fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
+    let scopes = query_scopes(query);
+    let Some(fts) = match_query(&hints(query).join(" "), 2, 8) else {
+        return Vec::new();
+    };
+    if scopes.is_empty() {
+        return Vec::new();
+    }
+    facts::lexical(
+        connection,
+        &query.context.owner,
+        &scopes,
+        &fts,
+        LEXICAL_LIMIT,
+    )
+    .unwrap_or_else(|error| {
+        tracing::warn!(%error, "lexical memory search failed; going on without it");
+        Vec::new()
+    })
+    .into_iter()
+    .map(|(fact, _)| fact)
+    .collect()
+}
+
+/// The lexical and dense candidates of a recall, best first, each found by the caller: they
+/// are the two expensive sources (a bm25 ranking of every full-text match, a scan of every
+/// stored vector), so the caller can run one of them on another thread. They are asked for
+/// after the exact and priority sources are read, the dense ones first.
+pub struct Started<L, D> {
+    /// The lexical candidates ([`lexical`]).
+    pub lexical: L,
+    /// The dense candidates.
+    pub dense: D,
+}
+
+/// Chooses facts for `query` (see the module documentation); `started` gives the lexical and
+/// dense candidates (see [`Started`]).
+pub fn select<L, D>(
     connection: &Connection,
     query: &Query<'_>,
-    dense: impl FnOnce(&Connection) -> rusqlite::Result<Vec<Fact>>,
-) -> rusqlite::Result<(Vec<Selected>, Trace)> {
+    started: Started<L, D>,
+) -> rusqlite::Result<(Vec<Selected>, Trace)>
+where
+    L: FnOnce() -> Vec<Fact>,
+    D: FnOnce(&Connection) -> rusqlite::Result<Vec<Fact>>,
+{
     let context = query.context;
     let owner = context.owner.as_str();
     let scopes = query_scopes(query);
@@ -257,34 +308,19 @@ pub fn select(
         return Ok((Vec::new(), Trace::default()));
     }
     let normalized: HashSet<Scope> = scopes.iter().map(Scope::normalized).collect();
-    let mut hints: Vec<String> = Vec::new();
-    for hint in query.lexical_hints.iter().map(|hint| hint.trim()) {
-        if !hint.is_empty() && !hints.iter().any(|known| known == hint) {
-            hints.push(hint.to_owned());
-        }
-    }
+    let hints = hints(query);
     let lexical_query = hints.join(" ");
     let semantic = query.semantic_query.trim();
 
     let exact = exact(connection, owner, &scopes, &hints, &lexical_query)?;
-    let lexical = match match_query(&lexical_query, 2, 8) {
-        Some(fts) => facts::lexical(connection, owner, &scopes, &fts, LEXICAL_LIMIT)
-            .unwrap_or_else(|error| {
-                tracing::warn!(%error, "lexical memory search failed; going on without it");
-                Vec::new()
-            })
-            .into_iter()
-            .map(|(fact, _)| fact)
-            .collect(),
-        None => Vec::new(),
-    };
     let priority_query = if lexical_query.is_empty() {
         semantic
     } else {
         &lexical_query
     };
     let priority = priority(connection, owner, &scopes, priority_query)?;
-    let dense = dense(connection)?;
+    let dense = (started.dense)(connection)?;
+    let lexical = (started.lexical)();
     let trace = Trace {
         exact: exact.len(),
         lexical: lexical.len(),
