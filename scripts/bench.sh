@@ -6,16 +6,14 @@
 # reference server's native stdio). `web` also prints the extraction agreement with
 # trafilatura (scripts/extraction_agreement.py). `embeddings` runs the local model on one
 # core, then on all.
-# Builds the release `souz` binary first so the numbers are for what users run
-# (`SOUZ_BENCH_PROFILE=serve` measures the binary `./scripts/serve.sh` builds instead).
+# Builds the release `souz` binary first so the numbers are for what users run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 . scripts/clients.sh
 which="${1:-all}"
-profile="${SOUZ_BENCH_PROFILE:-release}"
-cargo build --profile "$profile" --bin souz
-export SOUZ_BIN="${CARGO_TARGET_DIR:-$PWD/target}/$profile/souz"
+cargo build --release --bin souz
+export SOUZ_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/souz"
 case "$which" in
   startup) cargo bench -p souz-e2e --bench startup ;;
   gate) cargo bench -p souz-core --features test-support --bench gate ;;
