@@ -459,8 +459,8 @@ pub struct Filter {
 }
 
 /// The active facts of `owner` most recently updated in each of `scopes` (with their legacy
-/// aliases), at most `limit` per stored scope, scope by scope (the scans of exact recall and of
-/// "forget <title>").
+/// aliases), at most `limit` per stored scope, scope by scope (the scan of "forget <title>";
+/// exact recall reads the same facts through [`recent_matching`]).
 ///
 /// One query per stored `(scope_type, scope_id)`, so each reads `memory_facts_owner_scope` in
 /// order and stops after `limit` rows; an `OR` of scopes made SQLite read and sort every fact of
@@ -471,12 +471,9 @@ pub fn recent_in_scopes(
     scopes: &[Scope],
     limit: usize,
 ) -> rusqlite::Result<Vec<Fact>> {
-    let mut stored: Vec<Scope> = scopes.iter().flat_map(Scope::compatible).collect();
-    stored.sort();
-    stored.dedup();
-    let mut statement = connection.prepare_cached(&recent_query(limit))?;
+    let mut statement = connection.prepare_cached(&recent_query(FACT_COLUMNS, limit))?;
     let mut recent = Vec::new();
-    for scope in &stored {
+    for scope in &stored_scopes(scopes) {
         let rows = statement.query_map(params![owner, scope.kind, scope.id], fact_from_row)?;
         for row in rows {
             recent.push(row?);
@@ -485,12 +482,72 @@ pub fn recent_in_scopes(
     Ok(recent)
 }
 
-/// The SQL of one scope's part of [`recent_in_scopes`]. The limit is written into it: SQLite
-/// re-prepares a statement whenever a bound `LIMIT` changes, and the statement is run once per
-/// scope with the same one.
-pub(crate) fn recent_query(limit: usize) -> String {
+/// What [`recent_in_scopes`] would return, but only the facts whose [`lowercase_text`] passes
+/// `keep` (exact recall's scan for query terms): only the text of each fact looked at is
+/// read, whole facts only for those kept (at 100k facts a recall looks at hundreds and keeps
+/// a handful).
+pub fn recent_matching(
+    connection: &Connection,
+    owner: &str,
+    scopes: &[Scope],
+    limit: usize,
+    keep: impl Fn(&str) -> bool,
+) -> rusqlite::Result<Vec<Fact>> {
+    let mut statement = connection.prepare_cached(&recent_query(
+        "f.rowid, f.title, f.body, f.canonical_key",
+        limit,
+    ))?;
+    let mut kept: Vec<i64> = Vec::new();
+    for scope in &stored_scopes(scopes) {
+        let mut rows = statement.query(params![owner, scope.kind, scope.id])?;
+        while let Some(row) = rows.next()? {
+            let text = |at: usize, column: &str| {
+                row.get_ref(at)?
+                    .as_str_or_null()
+                    .map_err(|error| corrupt(column, error))
+            };
+            let title = text(1, "title")?.unwrap_or_default();
+            let body = text(2, "body")?.unwrap_or_default();
+            if keep(&lowercase_text(title, body, text(3, "canonical_key")?)) {
+                kept.push(row.get(0)?);
+            }
+        }
+    }
+    let mut facts = Vec::with_capacity(kept.len());
+    for rowid in kept {
+        if let Some(fact) = connection
+            .query_row_cached(
+                &format!("SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.rowid = ?1"),
+                [rowid],
+                fact_from_row,
+            )
+            .optional()?
+        {
+            facts.push(fact);
+        }
+    }
+    Ok(facts)
+}
+
+/// A fact's title, body and canonical key in lowercase, as recall looks for terms in them.
+pub fn lowercase_text(title: &str, body: &str, canonical_key: Option<&str>) -> String {
+    format!("{title} {body} {}", canonical_key.unwrap_or_default()).to_lowercase()
+}
+
+/// `scopes` with their legacy aliases, each stored scope once.
+fn stored_scopes(scopes: &[Scope]) -> Vec<Scope> {
+    let mut stored: Vec<Scope> = scopes.iter().flat_map(Scope::compatible).collect();
+    stored.sort();
+    stored.dedup();
+    stored
+}
+
+/// The SQL of one scope's part of [`recent_in_scopes`] (`columns` of each fact). The limit is
+/// written into it: SQLite re-prepares a statement whenever a bound `LIMIT` changes, and the
+/// statement is run once per scope with the same one.
+pub(crate) fn recent_query(columns: &str, limit: usize) -> String {
     format!(
-        "SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.owner_id = ?1 \
+        "SELECT {columns} FROM memory_facts f WHERE f.owner_id = ?1 \
          AND f.scope_type = ?2 AND f.scope_id = ?3 AND f.status = 'ACTIVE' \
          ORDER BY f.updated_at DESC LIMIT {limit}"
     )

@@ -82,13 +82,7 @@ pub struct Trace {
 }
 
 fn lowercase_text(fact: &Fact) -> String {
-    format!(
-        "{} {} {}",
-        fact.title,
-        fact.body,
-        fact.canonical_key.as_deref().unwrap_or_default()
-    )
-    .to_lowercase()
+    facts::lowercase_text(&fact.title, &fact.body, fact.canonical_key.as_deref())
 }
 
 fn exact(
@@ -115,11 +109,13 @@ fn exact(
         .take(8)
         .collect();
     if !identifiers.is_empty() {
-        let recent = facts::recent_in_scopes(connection, owner, scopes, EXACT_SCAN)?;
-        found.extend(recent.into_iter().filter(|fact| {
-            let text = lowercase_text(fact);
-            identifiers.iter().any(|term| text.contains(term.as_str()))
-        }));
+        found.extend(facts::recent_matching(
+            connection,
+            owner,
+            scopes,
+            EXACT_SCAN,
+            |text| identifiers.iter().any(|term| text.contains(term.as_str())),
+        )?);
     }
     let mut seen = HashSet::new();
     found.retain(|fact| seen.insert(fact.id.clone()));

@@ -204,6 +204,48 @@ async fn recall_reads_global_and_its_own_session_only() {
 }
 
 #[tokio::test]
+async fn exact_recall_keeps_the_recent_facts_holding_a_term_whole_and_in_order() {
+    let (_home, store, memory) = lexical().await;
+    let mut keyed = fact(Scope::global(), "Editor", "Uses Helix");
+    keyed.canonical_key = Some("user.preference.editor.choice".into());
+    memory.create_fact(keyed).await.unwrap();
+    for (scope, title, body) in [
+        (Scope::global(), "Tea", "Drinks GREEN tea"),
+        (Scope::global(), "Coffee", "Never after noon"),
+        (Scope::session("mine"), "Здесь", "Чай улун в этом чате"),
+        (Scope::session("other"), "Tea there", "Black tea"),
+    ] {
+        memory.create_fact(fact(scope, title, body)).await.unwrap();
+    }
+    let scopes = context("mine").retrieval_scopes();
+    let (whole, matching) = store
+        .read(move |connection| {
+            let terms = ["green", "чай", "choice"];
+            let keep = |text: &str| terms.iter().any(|term| text.contains(term));
+            let whole: Vec<Fact> = facts::recent_in_scopes(connection, "local", &scopes, 100)?
+                .into_iter()
+                .filter(|fact| {
+                    keep(&facts::lowercase_text(
+                        &fact.title,
+                        &fact.body,
+                        fact.canonical_key.as_deref(),
+                    ))
+                })
+                .collect();
+            let matching = facts::recent_matching(connection, "local", &scopes, 100, keep)?;
+            Ok::<_, MemoryError>((whole, matching))
+        })
+        .await
+        .unwrap();
+    // Upper case in the body, Cyrillic, and a term only in the canonical key all count; the
+    // other session's fact and the facts without a term do not.
+    let mut got: Vec<&str> = matching.iter().map(|fact| fact.title.as_str()).collect();
+    got.sort_unstable();
+    assert_eq!(got, ["Editor", "Tea", "Здесь"]);
+    assert_eq!(matching, whole, "the same whole facts in the same order");
+}
+
+#[tokio::test]
 async fn lexical_recall_matches_other_word_forms_in_russian_and_english() {
     let (_home, _store, memory) = lexical().await;
     memory
@@ -1102,9 +1144,14 @@ async fn recall_reads_indexes_not_every_fact_of_a_scope() {
     // Exact recall's recent facts of a scope come from the scope index in order: no sort of
     // every fact of the scope (an `OR` of a scope's aliases made SQLite read and sort them all).
     let params = ["local", "global", "global"].map(str::to_owned).to_vec();
-    let chosen = plan(&store, facts::recent_query(100), params).await;
-    assert!(
-        chosen.contains("USING INDEX memory_facts_owner_scope") && !chosen.contains("B-TREE"),
-        "recent facts: {chosen}"
-    );
+    for columns in [
+        facts::FACT_COLUMNS,
+        "f.rowid, f.title, f.body, f.canonical_key",
+    ] {
+        let chosen = plan(&store, facts::recent_query(columns, 100), params.clone()).await;
+        assert!(
+            chosen.contains("USING INDEX memory_facts_owner_scope") && !chosen.contains("B-TREE"),
+            "recent facts ({columns}): {chosen}"
+        );
+    }
 }
