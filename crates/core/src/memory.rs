@@ -417,10 +417,7 @@ impl Memory {
         &self,
         query: recall::Query<'_>,
     ) -> Result<(Vec<Selected>, Trace), MemoryError> {
-        let vector = self
-            .query_vector(query.semantic_query)
-            .await
-            .filter(|_| !query.semantic_query.trim().is_empty());
+        let vector = self.query_vector(query.semantic_query).await;
         let lexical = LexicalSearch::start(&self.inner.store, &query);
         let index = Arc::clone(&self.inner.vectors);
         let owned = OwnedQuery::from(&query);

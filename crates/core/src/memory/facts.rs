@@ -493,11 +493,8 @@ pub fn recent_matching(
     limit: usize,
     keep: impl Fn(&str) -> bool,
 ) -> rusqlite::Result<Vec<Fact>> {
-    let mut statement = connection.prepare_cached(&recent_query(
-        "f.rowid, f.title, f.body, f.canonical_key",
-        limit,
-    ))?;
-    let mut kept: Vec<i64> = Vec::new();
+    let mut statement = connection.prepare_cached(&recent_query(RECENT_TEXT_COLUMNS, limit))?;
+    let mut kept: Vec<String> = Vec::new();
     for scope in &stored_scopes(scopes) {
         let mut rows = statement.query(params![owner, scope.kind, scope.id])?;
         while let Some(row) = rows.next()? {
@@ -514,20 +511,14 @@ pub fn recent_matching(
         }
     }
     let mut facts = Vec::with_capacity(kept.len());
-    for rowid in kept {
-        if let Some(fact) = connection
-            .query_row_cached(
-                &format!("SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.rowid = ?1"),
-                [rowid],
-                fact_from_row,
-            )
-            .optional()?
-        {
-            facts.push(fact);
-        }
+    for id in kept {
+        facts.extend(get(connection, &id)?);
     }
     Ok(facts)
 }
+
+/// What [`recent_matching`] reads of each fact it looks at.
+pub(crate) const RECENT_TEXT_COLUMNS: &str = "f.id, f.title, f.body, f.canonical_key";
 
 /// A fact's title, body and canonical key in lowercase, as recall looks for terms in them.
 pub fn lowercase_text(title: &str, body: &str, canonical_key: Option<&str>) -> String {

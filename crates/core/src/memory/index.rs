@@ -101,14 +101,14 @@ impl Loaded {
     /// Adds or replaces the row of `fact_id` (`vector` already unit length, of the dimension).
     fn upsert(&mut self, fact_id: &str, group: Group, content_hash: String, vector: &[f32]) {
         let group = self.group(group);
+        let mut bits = Vec::with_capacity(self.signs.len());
+        sign_bits(vector, &mut bits);
         match self.by_id.get(fact_id) {
             Some(&row) => {
                 let start = row * self.dimension;
                 if let Some(slot) = self.data.get_mut(start..start + self.dimension) {
                     slot.copy_from_slice(vector);
                 }
-                let mut bits = Vec::with_capacity(self.signs.len());
-                sign_bits(vector, &mut bits);
                 for (column, word) in self.signs.iter_mut().zip(bits) {
                     if let Some(slot) = column.get_mut(row) {
                         *slot = word;
@@ -124,8 +124,6 @@ impl Loaded {
             None => {
                 self.by_id.insert(fact_id.to_owned(), self.rows.len());
                 self.data.extend_from_slice(vector);
-                let mut bits = Vec::with_capacity(self.signs.len());
-                sign_bits(vector, &mut bits);
                 for (column, word) in self.signs.iter_mut().zip(bits) {
                     column.push(word);
                 }
@@ -296,8 +294,9 @@ impl std::fmt::Debug for VectorIndex {
     }
 }
 
-/// Dot product of two equally long slices in eight independent lanes, so the compiler keeps
-/// them in SIMD registers (no dependency between consecutive additions).
+/// Dot product of two equally long slices in sixteen independent lanes over fixed-size chunks,
+/// so the compiler keeps them in SIMD registers with no bounds checks (no dependency between
+/// consecutive additions).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let (chunks_a, rest_a) = a.as_chunks::<16>();
     let (chunks_b, rest_b) = b.as_chunks::<16>();

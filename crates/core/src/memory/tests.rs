@@ -1144,10 +1144,7 @@ async fn recall_reads_indexes_not_every_fact_of_a_scope() {
     // Exact recall's recent facts of a scope come from the scope index in order: no sort of
     // every fact of the scope (an `OR` of a scope's aliases made SQLite read and sort them all).
     let params = ["local", "global", "global"].map(str::to_owned).to_vec();
-    for columns in [
-        facts::FACT_COLUMNS,
-        "f.rowid, f.title, f.body, f.canonical_key",
-    ] {
+    for columns in [facts::FACT_COLUMNS, facts::RECENT_TEXT_COLUMNS] {
         let chosen = plan(&store, facts::recent_query(columns, 100), params.clone()).await;
         assert!(
             chosen.contains("USING INDEX memory_facts_owner_scope") && !chosen.contains("B-TREE"),
