@@ -25,6 +25,7 @@ pub mod embedder;
 pub mod facts;
 pub mod index;
 pub mod intent;
+mod kernels;
 pub mod local;
 pub(crate) mod mcp_tools;
 pub mod model;

@@ -14,6 +14,7 @@
 //! the limit) only: at 100k rows the full scan reads 150 MB and is bound by memory bandwidth
 //! (~20 ms here), the sign scan reads 5 MB. The hits keep exact scores; a true neighbour can be
 //! missed only if over a thousand rows look closer by their signs (measured in the tests).
+//! Both inner loops, the distances and the cosines, are in [`kernels`], built for this CPU.
 //!
 //! Invariants: the index is only a way to find candidates. Every hit is checked against the
 //! database before it is used — the fact must still be active and its content hash must still
@@ -27,6 +28,7 @@ use rusqlite::Connection;
 
 use super::embedder::{from_blob, normalize};
 use super::facts;
+use super::kernels::{self, sign_distances};
 use super::model::{Fact, Scope, Status};
 
 /// Whose and where: the part of a fact a search filters on.
@@ -202,13 +204,7 @@ impl Loaded {
                 .filter(|row| self.row_groups.get(*row).is_some_and(|g| readable(*g)))
                 .collect()
         };
-        rows.into_iter()
-            .filter_map(|row| {
-                let start = row * self.dimension;
-                let vector = self.data.get(start..start + self.dimension)?;
-                Some((dot(unit, vector), row))
-            })
-            .collect()
+        kernels::dots(unit, &self.data, &rows)
     }
 
     /// The `keep` readable rows whose sign bits differ least from `unit`'s (ties at the cut
@@ -225,11 +221,7 @@ impl Loaded {
         let mut query = Vec::with_capacity(self.signs.len());
         sign_bits(unit, &mut query);
         let mut distances = vec![0_u32; self.row_groups.len()];
-        for (column, word) in self.signs.iter().zip(&query) {
-            for (distance, bits) in distances.iter_mut().zip(column) {
-                *distance += (word ^ bits).count_ones();
-            }
-        }
+        sign_distances(&self.signs, &query, &mut distances);
         let mut counts = vec![0_usize; self.signs.len() * 64 + 1];
         for (distance, group) in distances.iter_mut().zip(&self.row_groups) {
             match usize::try_from(*distance)
@@ -292,22 +284,6 @@ impl std::fmt::Debug for VectorIndex {
             .field("entries", &self.loaded.as_ref().map_or(0, |l| l.rows.len()))
             .finish()
     }
-}
-
-/// Dot product of two equally long slices in sixteen independent lanes over fixed-size chunks,
-/// so the compiler keeps them in SIMD registers with no bounds checks (no dependency between
-/// consecutive additions).
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let (chunks_a, rest_a) = a.as_chunks::<16>();
-    let (chunks_b, rest_b) = b.as_chunks::<16>();
-    let mut lanes = [0.0_f32; 16];
-    for (x, y) in chunks_a.iter().zip(chunks_b) {
-        for lane in 0..16 {
-            lanes[lane] += x[lane] * y[lane];
-        }
-    }
-    let rest: f32 = rest_a.iter().zip(rest_b).map(|(x, y)| x * y).sum();
-    lanes.iter().sum::<f32>() + rest
 }
 
 /// Best first.
@@ -516,16 +492,6 @@ impl Candidates {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dot_matches_the_plain_sum_at_every_remainder() {
-        for length in [0, 1, 7, 8, 9, 384, 385] {
-            let a: Vec<f32> = (0..length).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..length).map(|i| (i as f32 * 0.11).cos()).collect();
-            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-            assert!((dot(&a, &b) - plain).abs() < 1e-3, "{length}");
-        }
-    }
 
     #[test]
     fn a_removed_row_leaves_the_others_whole() {
