@@ -2,7 +2,8 @@
 //! conversations, recalled when they matter, forgotten on request.
 //!
 //! - [`model`]: scopes, kinds, retentions, canonical keys, content hashes; [`facts`] and
-//!   [`vectors`]: the `memory_*` tables; [`text`]: stemmed text for the FTS5 index.
+//!   [`vectors`]: the `memory_*` tables; [`text`]: stemmed text for the FTS5 index, `bm25`:
+//!   the ranking of its matches.
 //! - [`recall`]: exact, lexical (FTS5, bm25), dense (cosine) and priority candidates fused by
 //!   weighted reciprocal rank, cut to a budget and rendered as untrusted data.
 //! - [`capture`] and [`intent`]: what a finished turn adds, forgets or deletes;
@@ -18,6 +19,7 @@
 //! a fact back); captures run one at a time; a failed embedding never fails a write or a
 //! recall (the fact stays lexically findable and its job is retried).
 
+mod bm25;
 pub mod capture;
 pub mod download;
 mod editing;

@@ -11,8 +11,11 @@
 //! - Deleting a fact deletes its evidence, embedding, stats and jobs (foreign keys cascade);
 //!   a source event no fact cites any more is deleted with it.
 
+use std::collections::{HashMap, HashSet};
+
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
+use super::bm25;
 use super::model::{Fact, Kind, Retention, SCOPE_CLOSED_SUBJECT, Scope, Status};
 use super::text::stemmed;
 use crate::store::codec::{now, to_time};
@@ -23,7 +26,7 @@ pub const FACT_COLUMNS: &str = "f.id, f.owner_id, f.scope_type, f.scope_id, f.ki
      f.body, f.canonical_key, f.status, f.retention, f.confidence, f.importance, f.pinned, \
      f.created_by, f.content_hash, f.created_at, f.updated_at, f.supersedes_fact_id";
 
-fn corrupt(column: &str, error: impl std::fmt::Display) -> rusqlite::Error {
+pub(super) fn corrupt(column: &str, error: impl std::fmt::Display) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
         0,
         rusqlite::types::Type::Text,
@@ -131,6 +134,27 @@ pub fn get(connection: &Connection, fact_id: &str) -> rusqlite::Result<Option<Fa
             fact_from_row,
         )
         .optional()
+}
+
+/// The facts of `fact_ids`, by id, in one statement (a missing one is left out).
+pub fn by_ids(
+    connection: &Connection,
+    fact_ids: &[&str],
+) -> rusqlite::Result<HashMap<String, Fact>> {
+    if fact_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let listed = serde_json::to_string(fact_ids).map_err(|error| corrupt("fact ids", error))?;
+    connection
+        .prepare_cached(&format!(
+            "SELECT {FACT_COLUMNS} FROM json_each(?1) r \
+             CROSS JOIN memory_facts f ON f.id = r.value"
+        ))?
+        .query_map([listed], |row| {
+            let fact = fact_from_row(row)?;
+            Ok((fact.id.clone(), fact))
+        })?
+        .collect()
 }
 
 /// The active fact holding `key` in exactly `scope`.
@@ -620,51 +644,85 @@ pub(crate) fn list_query(filter: &Filter) -> (String, Vec<String>) {
     (sql, params)
 }
 
-/// FTS5 matches ranked before the owner and scope filters apply: the join reads at most this
-/// many rows (times the limit), whatever the number of matches. A scope holding few of the
-/// matches can lose some of its weaker ones to this cut; the strongest stay.
+/// Matches ranked before the owner and scope filters apply: at most this many (times the
+/// limit) are read from the facts table, whatever the number of matches. A scope holding few
+/// of the matches can lose some of its weaker ones to this cut; the strongest stay.
 const LEXICAL_OVERFETCH: usize = 8;
 
-/// Active facts of `owner` in `scopes` whose stemmed text matches the FTS5 `query`, best
-/// bm25 first. The index is ranked and cut first (`LEXICAL_OVERFETCH` × `limit`), so only
-/// that many rows are joined with the facts table: `CROSS JOIN` keeps the ranked matches the
-/// outer loop (left to itself, SQLite walked every fact of the owner and probed the matches:
-/// ~17 ms at 100k facts).
+/// Active facts of `owner` in `scopes` whose stemmed text holds any of the FTS5 phrases
+/// `terms`, best bm25 first ([`bm25::ranked`]), at most `limit`. Every match is ranked, the
+/// best `LEXICAL_OVERFETCH` × `limit` are read by rowid and filtered.
 pub fn lexical(
     connection: &Connection,
     owner: &str,
     scopes: &[Scope],
-    query: &str,
+    terms: &[String],
     limit: usize,
 ) -> rusqlite::Result<Vec<(Fact, f64)>> {
-    let Some((sql, params)) = lexical_query(owner, scopes, query, limit) else {
+    let ranked = bm25::ranked(connection, terms, limit.saturating_mul(LEXICAL_OVERFETCH))?;
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rowids: Vec<i64> = ranked.iter().map(|(rowid, _)| *rowid).collect();
+    let Some((sql, params)) = lexical_query(owner, scopes, &rowids) else {
         return Ok(Vec::new());
     };
-    connection
+    let readable: HashSet<i64> = connection
         .prepare_cached(&sql)?
-        .query_map(params_from_iter(params.iter()), |row| {
-            Ok((fact_from_row(row)?, -row.get::<_, f64>(18)?))
+        .query_map(params_from_iter(params.iter()), |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let kept: Vec<(i64, f64)> = ranked
+        .into_iter()
+        .filter(|(rowid, _)| readable.contains(rowid))
+        .take(limit)
+        .collect();
+    let mut found = by_rowids(
+        connection,
+        &kept.iter().map(|(rowid, _)| *rowid).collect::<Vec<_>>(),
+    )?;
+    Ok(kept
+        .into_iter()
+        .filter_map(|(rowid, score)| found.remove(&rowid).map(|fact| (fact, score)))
+        .collect())
+}
+
+/// A JSON array of `rowids`, for `json_each`.
+fn json_rowids(rowids: &[i64]) -> String {
+    let listed: Vec<String> = rowids.iter().map(i64::to_string).collect();
+    format!("[{}]", listed.join(","))
+}
+
+/// The facts of `rowids`, by rowid (a missing one is left out).
+fn by_rowids(connection: &Connection, rowids: &[i64]) -> rusqlite::Result<HashMap<i64, Fact>> {
+    if rowids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    connection
+        .prepare_cached(&format!(
+            "SELECT {FACT_COLUMNS}, f.rowid FROM json_each(?1) r \
+             CROSS JOIN memory_facts f ON f.rowid = r.value"
+        ))?
+        .query_map([json_rowids(rowids)], |row| {
+            Ok((row.get::<_, i64>(18)?, fact_from_row(row)?))
         })?
         .collect()
 }
 
-/// The SQL of [`lexical`] and its parameters (`None`: no scope to read).
+/// The SQL of [`lexical`] choosing which of `rowids` are `owner`'s active facts in `scopes`,
+/// and its parameters (`None`: no scope to read). It reads the few columns it filters on;
+/// only the facts kept are read whole. `CROSS JOIN` keeps the rowids the outer loop: left to
+/// itself, SQLite read every fact of the owner's scope and probed the list.
 pub(crate) fn lexical_query(
     owner: &str,
     scopes: &[Scope],
-    query: &str,
-    limit: usize,
+    rowids: &[i64],
 ) -> Option<(String, Vec<String>)> {
-    let mut params = vec![query.to_owned(), owner.to_owned()];
+    let mut params = vec![json_rowids(rowids), owner.to_owned()];
     let clause = scope_clause(scopes, &mut params)?;
     let sql = format!(
-        "SELECT {FACT_COLUMNS}, m.rank FROM \
-         (SELECT rowid, bm25(memory_facts_fts) AS rank FROM memory_facts_fts \
-          WHERE memory_facts_fts MATCH ? ORDER BY rank LIMIT {fetch}) m \
-         CROSS JOIN memory_facts f ON f.rowid = m.rowid \
-         WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND {clause} \
-         ORDER BY m.rank LIMIT {limit}",
-        fetch = limit.saturating_mul(LEXICAL_OVERFETCH)
+        "SELECT f.rowid FROM json_each(?) r \
+         CROSS JOIN memory_facts f ON f.rowid = r.value \
+         WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND {clause}"
     );
     Some((sql, params))
 }

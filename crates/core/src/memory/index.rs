@@ -466,24 +466,37 @@ impl Candidates {
     /// at most the query's limit.
     pub fn verify(mut self, connection: &Connection) -> rusqlite::Result<Vec<(Fact, f32)>> {
         let mut hits = Vec::new();
-        for at in 0..self.rows.len() {
-            if hits.len() == self.limit {
-                break;
-            }
+        let mut at = 0;
+        while hits.len() < self.limit && at < self.rows.len() {
+            // The sorted head in one read, then the rest sorted and read a head's worth at a
+            // time.
             if at == self.head
                 && let Some(rest) = self.rows.get_mut(at..)
             {
                 rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score));
             }
-            let Some(candidate) = self.rows.get(at) else {
+            let end = if at < self.head {
+                self.head
+            } else {
+                (at + self.limit.max(1) * 2).min(self.rows.len())
+            };
+            let Some(batch) = self.rows.get(at..end) else {
                 break;
             };
-            if let Some(fact) = facts::get(connection, &candidate.fact_id)?
-                && fact.status == Status::Active
-                && fact.content_hash == candidate.content_hash
-            {
-                hits.push((fact, candidate.score));
+            let ids: Vec<&str> = batch.iter().map(|row| row.fact_id.as_str()).collect();
+            let mut found = facts::by_ids(connection, &ids)?;
+            for candidate in batch {
+                if hits.len() == self.limit {
+                    break;
+                }
+                if let Some(fact) = found.remove(&candidate.fact_id)
+                    && fact.status == Status::Active
+                    && fact.content_hash == candidate.content_hash
+                {
+                    hits.push((fact, candidate.score));
+                }
             }
+            at = end;
         }
         Ok(hits)
     }

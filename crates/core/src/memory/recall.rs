@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::facts::{self, Filter};
 use super::model::{Context, Fact, Retention, Scope, Status, normalize_canonical_key, terms};
-use super::text::{is_stop_word, match_query};
+use super::text::{is_stop_word, match_terms};
 
 /// Facts automatic recall adds to a prompt by default, and at most.
 pub const AUTOMATIC_MAX_FACTS: usize = 8;
@@ -253,17 +253,15 @@ fn hints(query: &Query<'_>) -> Vec<String> {
 /// failed search is logged and contributes nothing (the other sources still count).
 pub fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
     let scopes = query_scopes(query);
-    let Some(fts) = match_query(&hints(query).join(" "), 2, 8) else {
-        return Vec::new();
-    };
-    if scopes.is_empty() {
+    let terms = match_terms(&hints(query).join(" "), 2, 8);
+    if terms.is_empty() || scopes.is_empty() {
         return Vec::new();
     }
     facts::lexical(
         connection,
         &query.context.owner,
         &scopes,
-        &fts,
+        &terms,
         LEXICAL_LIMIT,
     )
     .unwrap_or_else(|error| {

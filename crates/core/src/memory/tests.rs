@@ -4,6 +4,7 @@
 
 mod quality;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -1091,12 +1092,77 @@ async fn lexical_search_returns_only_the_owners_facts() {
     let scopes = vec![Scope::global()];
     let found = store
         .read(move |connection| {
-            facts::lexical(connection, "local", &scopes, "\"tea\"", 10).map_err(StoreError::from)
+            facts::lexical(connection, "local", &scopes, &["\"tea\"".to_owned()], 10)
+                .map_err(StoreError::from)
         })
         .await
         .unwrap();
     let ids: Vec<String> = found.into_iter().map(|(fact, _)| fact.id).collect();
     assert_eq!(ids, [mine.id]);
+}
+
+#[tokio::test]
+async fn lexical_scores_are_fts5s_own_bm25() {
+    let (_home, store, memory) = lexical().await;
+    // Short and long facts, some holding several of the query's stems, one repeating a word
+    // (the index holds each stem once, so FTS5 sees it once too), one holding none.
+    for (title, body) in [
+        ("Tea", "Prefers green tea"),
+        (
+            "Mornings",
+            "Drinks coffee in the morning and tea at night with friends",
+        ),
+        (
+            "Rust",
+            "Writes Rust every day at work and at home, in the evenings too",
+        ),
+        ("Tea again", "Tea, tea and more tea: teas from Kazan"),
+        ("Garden", "Grows tomatoes"),
+        ("Kofe", "Coffee with rust-coloured cups"),
+        ("Books", "Reads novels"),
+        ("Cat", "Has a cat named Murka"),
+        ("Flights", "Flies to Berlin"),
+    ] {
+        memory
+            .create_fact(fact(Scope::global(), title, body))
+            .await
+            .unwrap();
+    }
+    let terms = text::match_terms("tea coffee rust", 2, 8);
+    let (ours, theirs, top) = store
+        .read(move |connection| {
+            let ours = facts::lexical(connection, "local", &[Scope::global()], &terms, 40)?;
+            let top = facts::lexical(connection, "local", &[Scope::global()], &terms, 2)?;
+            let theirs: HashMap<String, f64> = connection
+                .prepare(
+                    "SELECT f.id, -bm25(memory_facts_fts) FROM memory_facts_fts \
+                     JOIN memory_facts f ON f.rowid = memory_facts_fts.rowid \
+                     WHERE memory_facts_fts MATCH ?1",
+                )?
+                .query_map([terms.join(" OR ")], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok::<_, StoreError>((ours, theirs, top))
+        })
+        .await
+        .unwrap();
+    assert_eq!(ours.len(), 5, "{ours:?}");
+    assert_eq!(ours.len(), theirs.len());
+    for (fact, score) in &ours {
+        let expected = theirs[&fact.id];
+        assert!(
+            (score - expected).abs() < 1e-9,
+            "{}: {score} against FTS5's {expected}",
+            fact.title
+        );
+    }
+    assert!(
+        ours.windows(2).all(|pair| pair[0].1 >= pair[1].1),
+        "{ours:?}"
+    );
+    // The two holding two of the stems first.
+    let titles: Vec<&str> = ours.iter().map(|(fact, _)| fact.title.as_str()).collect();
+    assert_eq!(titles[..2], ["Kofe", "Mornings"], "{titles:?}");
+    assert_eq!(top, ours[..2]);
 }
 
 /// The plan SQLite chose for `sql` (the `detail` column of `EXPLAIN QUERY PLAN`).
@@ -1133,13 +1199,19 @@ async fn recall_reads_indexes_not_every_fact_of_a_scope() {
         chosen.contains("USING INDEX memory_facts_pinned"),
         "pinned facts by scan: {chosen}"
     );
-    let (sql, params) =
-        facts::lexical_query("local", &[Scope::global()], "\"tea\" OR \"rust\"", 40).unwrap();
+    let (sql, params) = facts::lexical_query("local", &[Scope::global()], &[3, 1, 2]).unwrap();
     let chosen = plan(&store, sql, params).await;
-    // Lexical candidates: the ranked matches first, each joined to its fact by rowid.
+    // Lexical candidates: the best-ranked matches' facts, each read by rowid.
     assert!(
-        chosen.contains("SEARCH f USING INTEGER PRIMARY KEY") && !chosen.contains("SEARCH m"),
-        "lexical: {chosen}"
+        chosen.contains("SEARCH f USING INTEGER PRIMARY KEY") && !chosen.contains("SCAN f"),
+        "lexical facts: {chosen}"
+    );
+    // Their ranking: each stem's matches from the full-text index, each joined to its length
+    // by rowid.
+    let chosen = plan(&store, bm25::MATCHES.to_owned(), vec!["\"tea\"".to_owned()]).await;
+    assert!(
+        chosen.contains("VIRTUAL TABLE") && chosen.contains("SEARCH d USING INTEGER PRIMARY KEY"),
+        "lexical matches: {chosen}"
     );
     // Exact recall's recent facts of a scope come from the scope index in order: no sort of
     // every fact of the scope (an `OR` of a scope's aliases made SQLite read and sort them all).

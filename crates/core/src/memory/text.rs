@@ -35,12 +35,17 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
-/// The stems of `text`, in order, as one space-separated string (what the index stores).
+/// The distinct stems of `text`, in the order they first occur, as one space-separated string:
+/// what the index stores, so a stem counts once per fact (a fact that repeats a word does not
+/// outrank one that states it once, and the ranking needs no term frequencies; see `bm25`).
 pub fn stemmed(text: &str) -> String {
-    words(text)
-        .map(|word| stem(&word))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut stems: Vec<String> = Vec::new();
+    for stem in words(text).map(|word| stem(&word)) {
+        if !stem.is_empty() && !stems.contains(&stem) {
+            stems.push(stem);
+        }
+    }
+    stems.join(" ")
 }
 
 /// English and Russian function words: they occur in most facts, so a query term among them
@@ -223,11 +228,11 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)
 }
 
-/// An FTS5 query matching any of the stems of words of at least `min_chars` characters in
-/// `text` (at most `max_terms` distinct stems); `None` when there is none. Function words are
-/// left out unless the text has nothing else. Every stem is quoted, so nothing in the text is
-/// read as FTS5 syntax.
-pub fn match_query(text: &str, min_chars: usize, max_terms: usize) -> Option<String> {
+/// The FTS5 phrases of the stems of words of at least `min_chars` characters in `text` (at
+/// most `max_terms` distinct stems), a fact matching when it holds any of them. Function words
+/// are left out unless the text has nothing else. Every stem is quoted, so nothing in the text
+/// is read as FTS5 syntax.
+pub fn match_terms(text: &str, min_chars: usize, max_terms: usize) -> Vec<String> {
     let content = words(text).any(|word| word.chars().count() >= min_chars && !is_stop_word(&word));
     let mut stems: Vec<String> = Vec::new();
     for word in words(text) {
@@ -242,13 +247,10 @@ pub fn match_query(text: &str, min_chars: usize, max_terms: usize) -> Option<Str
             break;
         }
     }
-    (!stems.is_empty()).then(|| {
-        stems
-            .iter()
-            .map(|stem| format!("\"{}\"", stem.replace('"', "")))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    })
+    stems
+        .iter()
+        .map(|stem| format!("\"{}\"", stem.replace('"', "")))
+        .collect()
 }
 
 #[cfg(test)]
@@ -264,31 +266,35 @@ mod tests {
     }
 
     #[test]
+    fn the_index_holds_each_stem_once_in_first_order() {
+        assert_eq!(stemmed("Tea, green tea; teas and TEA"), "tea green and");
+        assert_eq!(stemmed("кошка кошки кошку"), stem("кошка"));
+        assert_eq!(stemmed(""), "");
+    }
+
+    #[test]
     fn function_words_are_left_out_of_queries_unless_alone() {
         assert_eq!(
-            match_query("what is my favourite tea", 2, 8).as_deref(),
-            Some("\"favourit\" OR \"tea\"")
+            match_terms("what is my favourite tea", 2, 8),
+            ["\"favourit\"", "\"tea\""]
         );
         assert_eq!(
-            match_query("какой мой любимый чай", 2, 8).as_deref(),
-            Some("\"любим\" OR \"ча\"")
+            match_terms("какой мой любимый чай", 2, 8),
+            ["\"любим\"", "\"ча\""]
         );
         assert_eq!(
-            match_query("who is it", 2, 8).as_deref(),
-            Some("\"who\" OR \"is\" OR \"it\"")
+            match_terms("who is it", 2, 8),
+            ["\"who\"", "\"is\"", "\"it\""]
         );
     }
 
     #[test]
     fn queries_quote_every_stem() {
         assert_eq!(
-            match_query("Tea? \"oolong\" coffee; x", 2, 8).as_deref(),
-            Some("\"tea\" OR \"oolong\" OR \"coffe\"")
+            match_terms("Tea? \"oolong\" coffee; x", 2, 8),
+            ["\"tea\"", "\"oolong\"", "\"coffe\""]
         );
-        assert_eq!(match_query("a b", 2, 8), None);
-        assert_eq!(
-            match_query("one two three", 2, 2).as_deref(),
-            Some("\"one\" OR \"two\"")
-        );
+        assert!(match_terms("a b", 2, 8).is_empty());
+        assert_eq!(match_terms("one two three", 2, 2), ["\"one\"", "\"two\""]);
     }
 }
