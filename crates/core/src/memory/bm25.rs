@@ -91,7 +91,7 @@ struct Match {
 
 /// The rowids of the index's rows holding any of `terms` (FTS5 phrases, see
 /// `text::match_terms`), best bm25 first (ties: the newer row first), at most `keep`.
-pub fn ranked(
+pub(super) fn ranked(
     connection: &Connection,
     terms: &[String],
     keep: usize,

@@ -11,7 +11,7 @@
 //! - Deleting a fact deletes its evidence, embedding, stats and jobs (foreign keys cascade);
 //!   a source event no fact cites any more is deleted with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
@@ -534,11 +534,9 @@ pub fn recent_matching(
             }
         }
     }
-    let mut facts = Vec::with_capacity(kept.len());
-    for id in kept {
-        facts.extend(get(connection, &id)?);
-    }
-    Ok(facts)
+    let ids: Vec<&str> = kept.iter().map(String::as_str).collect();
+    let mut found = by_ids(connection, &ids)?;
+    Ok(kept.iter().filter_map(|id| found.remove(id)).collect())
 }
 
 /// What [`recent_matching`] reads of each fact it looks at.
@@ -667,22 +665,22 @@ pub fn lexical(
     let Some((sql, params)) = lexical_query(owner, scopes, &rowids) else {
         return Ok(Vec::new());
     };
-    let readable: HashSet<i64> = connection
+    let readable: HashMap<i64, String> = connection
         .prepare_cached(&sql)?
-        .query_map(params_from_iter(params.iter()), |row| row.get(0))?
+        .query_map(params_from_iter(params.iter()), |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    let kept: Vec<(i64, f64)> = ranked
-        .into_iter()
-        .filter(|(rowid, _)| readable.contains(rowid))
+    let kept: Vec<(&str, f64)> = ranked
+        .iter()
+        .filter_map(|(rowid, score)| Some((readable.get(rowid)?.as_str(), *score)))
         .take(limit)
         .collect();
-    let mut found = by_rowids(
-        connection,
-        &kept.iter().map(|(rowid, _)| *rowid).collect::<Vec<_>>(),
-    )?;
+    let ids: Vec<&str> = kept.iter().map(|(id, _)| *id).collect();
+    let mut found = by_ids(connection, &ids)?;
     Ok(kept
         .into_iter()
-        .filter_map(|(rowid, score)| found.remove(&rowid).map(|fact| (fact, score)))
+        .filter_map(|(id, score)| found.remove(id).map(|fact| (fact, score)))
         .collect())
 }
 
@@ -690,22 +688,6 @@ pub fn lexical(
 fn json_rowids(rowids: &[i64]) -> String {
     let listed: Vec<String> = rowids.iter().map(i64::to_string).collect();
     format!("[{}]", listed.join(","))
-}
-
-/// The facts of `rowids`, by rowid (a missing one is left out).
-fn by_rowids(connection: &Connection, rowids: &[i64]) -> rusqlite::Result<HashMap<i64, Fact>> {
-    if rowids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    connection
-        .prepare_cached(&format!(
-            "SELECT {FACT_COLUMNS}, f.rowid FROM json_each(?1) r \
-             CROSS JOIN memory_facts f ON f.rowid = r.value"
-        ))?
-        .query_map([json_rowids(rowids)], |row| {
-            Ok((row.get::<_, i64>(18)?, fact_from_row(row)?))
-        })?
-        .collect()
 }
 
 /// The SQL of [`lexical`] choosing which of `rowids` are `owner`'s active facts in `scopes`,
@@ -720,7 +702,7 @@ pub(crate) fn lexical_query(
     let mut params = vec![json_rowids(rowids), owner.to_owned()];
     let clause = scope_clause(scopes, &mut params)?;
     let sql = format!(
-        "SELECT f.rowid FROM json_each(?) r \
+        "SELECT f.rowid, f.id FROM json_each(?) r \
          CROSS JOIN memory_facts f ON f.rowid = r.value \
          WHERE f.owner_id = ? AND f.status = 'ACTIVE' AND {clause}"
     );
