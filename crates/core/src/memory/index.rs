@@ -478,8 +478,9 @@ impl Candidates {
             let end = if at < self.head {
                 self.head
             } else {
-                (at + self.limit.max(1) * 2).min(self.rows.len())
-            };
+                at + self.limit.max(1) * 2
+            }
+            .min(self.rows.len());
             let Some(batch) = self.rows.get(at..end) else {
                 break;
             };

@@ -4,6 +4,7 @@
 //! "prefers"/"preferred" meet. The same function builds the indexed text and the query, so they
 //! always agree.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -39,13 +40,12 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// what the index stores, so a stem counts once per fact (a fact that repeats a word does not
 /// outrank one that states it once, and the ranking needs no term frequencies; see `bm25`).
 pub fn stemmed(text: &str) -> String {
-    let mut stems: Vec<String> = Vec::new();
-    for stem in words(text).map(|word| stem(&word)) {
-        if !stem.is_empty() && !stems.contains(&stem) {
-            stems.push(stem);
-        }
-    }
-    stems.join(" ")
+    let mut seen = HashSet::new();
+    words(text)
+        .map(|word| stem(&word))
+        .filter(|stem| !stem.is_empty() && seen.insert(stem.clone()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// English and Russian function words: they occur in most facts, so a query term among them
