@@ -21,7 +21,11 @@
 //!   (recall only), with memory on (the explicit intent is stored after the reply) and with
 //!   the LLM writer on too (a second model request after the reply). Capture runs off the
 //!   reply path, so `recall_only`, `memory_on` and `llm_writer` should be equal; `memory_off`
-//!   against `recall_only` is the cost of recall.
+//!   against `recall_only` is the cost of recall. Turns are [`CAPTURE_SETTLE`] apart (not
+//!   timed), as a person's messages are. `recall_only` holds the fact the others capture, so
+//!   all recall the same memory.
+//! - `capture_back_to_back/*`: the same turns with no pause, so each turn also shares the two
+//!   cores and the database's write lock with the previous turn's capture (the worst case).
 //!
 //! Run with `scripts/bench.sh agent`.
 
@@ -45,6 +49,10 @@ use souz_testkit::{FakeServer, Reply, openai};
 use tokio_util::sync::CancellationToken;
 
 const TOKENS: usize = 1000;
+
+/// The untimed pause between two `capture/*` turns, long enough for the previous turn's
+/// capture (a few milliseconds of work) to have finished.
+const CAPTURE_SETTLE: Duration = Duration::from_millis(25);
 
 /// "Hello there" after the provider thought for `think` before its first frame.
 fn thinking_reply(think: Duration) -> Reply {
@@ -331,24 +339,52 @@ fn bench_capture(c: &mut Criterion, tokio: &tokio::runtime::Runtime, short: &Fak
     let recall_only = tokio.block_on(Daemon::start_with(short, |config| {
         config.memory.capture = false;
     }));
+    // What `memory_on` holds after its first turn, so both recall the same fact.
+    tokio
+        .block_on(recall_only.handle.create_memory_fact(
+            souz_protocol::memory::NewMemoryFact {
+                body: "I prefer green tea".into(),
+                ..Default::default()
+            },
+            souz_core::memory::Origin::MANUAL,
+        ))
+        .expect("seed fact");
     let memory_on = tokio.block_on(Daemon::start(short));
     let with_writer = tokio.block_on(Daemon::start_with(short, |config| {
         config.memory.writer = true;
     }));
-    let mut group = c.benchmark_group("capture");
-    group.measurement_time(Duration::from_secs(8));
-    for (name, daemon) in [
-        ("memory_off", &memory_off),
-        ("recall_only", &recall_only),
-        ("memory_on", &memory_on),
-        ("llm_writer", &with_writer),
+    for (group_name, settle) in [
+        ("capture", Some(CAPTURE_SETTLE)),
+        ("capture_back_to_back", None),
     ] {
-        group.bench_function(name, |b| {
-            b.to_async(tokio)
-                .iter(|| daemon.turn_saying("Remember that I prefer green tea"));
-        });
+        let mut group = c.benchmark_group(group_name);
+        // Criterion sizes the runs by the timed part; the pauses make them about 8 times longer.
+        group
+            .measurement_time(Duration::from_secs(2))
+            .sample_size(20);
+        for (name, daemon) in [
+            ("memory_off", &memory_off),
+            ("recall_only", &recall_only),
+            ("memory_on", &memory_on),
+            ("llm_writer", &with_writer),
+        ] {
+            group.bench_function(name, |b| {
+                b.to_async(tokio).iter_custom(|turns| async move {
+                    let mut answering = Duration::ZERO;
+                    for _ in 0..turns {
+                        let started = Instant::now();
+                        daemon.turn_saying("Remember that I prefer green tea").await;
+                        answering += started.elapsed();
+                        if let Some(settle) = settle {
+                            tokio::time::sleep(settle).await;
+                        }
+                    }
+                    answering
+                });
+            });
+        }
+        group.finish();
     }
-    group.finish();
 
     tokio.block_on(async {
         for daemon in [memory_off, recall_only, memory_on, with_writer] {

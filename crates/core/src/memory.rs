@@ -602,7 +602,8 @@ impl Memory {
     }
 
     /// Captures what a finished turn should add to memory (see [`capture`]); returns the facts
-    /// stored. Captures run one at a time.
+    /// stored: the new ones, then those the turn stated again word for word (which gain the
+    /// turn as evidence instead of being stored twice). Captures run one at a time.
     pub async fn capture(&self, turn: TurnRecord) -> Result<Vec<Fact>, MemoryError> {
         let _serial = self.inner.capture.lock().await;
         let intent = intent::parse(&turn.user_message);
@@ -623,16 +624,20 @@ impl Memory {
         }
         let text = capture::source_text(&turn);
         let model = self.embedding_model().map(str::to_owned);
-        let created = self
+        let stored = self
             .inner
             .store
             .write(move |tx| store_captured(tx, &turn, &accepted, &text, model.as_deref()))
             .await?;
-        for fact in &created {
+        for fact in &stored.created {
             self.embed_fact(fact).await;
         }
-        self.announce(wire::Change::Created, &created).await;
-        Ok(created)
+        self.announce(wire::Change::Created, &stored.created).await;
+        self.announce(wire::Change::Updated, &stored.confirmed)
+            .await;
+        let mut facts = stored.created;
+        facts.extend(stored.confirmed);
+        Ok(facts)
     }
 
     async fn embed_fact(&self, fact: &Fact) {
@@ -780,15 +785,24 @@ const RETRY_BATCH: usize = 32;
 const MIN_RETRY_WAIT: Duration = Duration::from_secs(1);
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(3600);
 
-/// Stores accepted candidates with one source event (removed again if nothing was stored);
-/// tombstones and closed scopes are checked here, inside the write.
+/// What a capture wrote.
+struct Captured {
+    /// New facts.
+    created: Vec<Fact>,
+    /// Active facts stated again word for word: they gained this turn as evidence.
+    confirmed: Vec<Fact>,
+}
+
+/// Stores accepted candidates with one source event (removed again if nothing cites it);
+/// tombstones and closed scopes are checked here, inside the write. A candidate whose content
+/// an active fact in its scope already holds confirms that fact instead of adding a duplicate.
 fn store_captured(
     tx: &Connection,
     turn: &TurnRecord,
     accepted: &[capture::Accepted],
     text: &str,
     model: Option<&str>,
-) -> Result<Vec<Fact>, MemoryError> {
+) -> Result<Captured, MemoryError> {
     let owner = turn.context.owner.as_str();
     let source_scope = turn
         .context
@@ -810,7 +824,7 @@ fn store_captured(
             metadata_json: &metadata.to_string(),
         },
     )?;
-    let mut created = Vec::new();
+    let (mut created, mut confirmed) = (Vec::new(), Vec::new());
     for item in accepted {
         let candidate = &item.candidate;
         let title = redact(candidate.title.trim());
@@ -841,16 +855,27 @@ fn store_captured(
             source_event_id: source.clone(),
             evidence_text: Some(redact(candidate.evidence_text.trim())),
         }];
+        if let Some(held) = facts::find_active_by_hash(tx, owner, &fact.scope, &fact.content_hash)?
+        {
+            confirmed.push(facts::confirm(
+                tx,
+                &held,
+                fact.confidence,
+                fact.importance,
+                &evidence,
+            )?);
+            continue;
+        }
         facts::insert(tx, &mut fact, &evidence)?;
         if let Some(model) = model {
             vectors::enqueue(tx, &fact, model)?;
         }
         created.push(fact);
     }
-    if created.is_empty() {
+    if created.is_empty() && confirmed.is_empty() {
         facts::delete_source_event_if_unused(tx, &source)?;
     }
-    Ok(created)
+    Ok(Captured { created, confirmed })
 }
 
 /// The dense candidates of `query`, best first, checked against the database; the vector

@@ -6,6 +6,8 @@
 //! - At most one active fact per (owner, scope, canonical key): [`insert`] retires the active
 //!   holder of the key in the same transaction (the unique index backs it up), and the new
 //!   fact records which one it superseded.
+//! - Capture does not store an active fact's exact content twice in one scope: [`confirm`]
+//!   adds the restatement's evidence to the fact that holds it.
 //! - The lexical index holds exactly the active facts: every write that activates, edits,
 //!   retires or deletes a fact updates it in the same transaction.
 //! - Deleting a fact deletes its evidence, embedding, stats and jobs (foreign keys cascade);
@@ -177,6 +179,69 @@ pub fn find_active_by_key(
         .optional()
 }
 
+/// The active fact of `owner` in exactly `scope` whose content hash is `hash` (the same kind,
+/// key, title and body), the oldest if there are several.
+pub fn find_active_by_hash(
+    connection: &Connection,
+    owner: &str,
+    scope: &Scope,
+    hash: &str,
+) -> rusqlite::Result<Option<Fact>> {
+    connection
+        .query_row_cached(
+            &format!(
+                "SELECT {FACT_COLUMNS} FROM memory_facts f WHERE f.content_hash = ?1 \
+                 AND f.owner_id = ?2 AND f.scope_type = ?3 AND f.scope_id = ?4 \
+                 AND f.status = 'ACTIVE' ORDER BY f.created_at LIMIT 1"
+            ),
+            params![hash, owner, scope.kind, scope.id],
+            fact_from_row,
+        )
+        .optional()
+}
+
+/// Records that `fact` was stated again: `evidence` is added to it, its confidence and
+/// importance rise to the restatement's if higher, and `updated_at` moves to now. Its content
+/// is unchanged, so its lexical row and embedding stay valid. Returns the fact as stored.
+pub fn confirm(
+    connection: &Connection,
+    fact: &Fact,
+    confidence: f64,
+    importance: f64,
+    evidence: &[EvidenceRef],
+) -> rusqlite::Result<Fact> {
+    let mut confirmed = fact.clone();
+    confirmed.confidence = fact.confidence.max(confidence);
+    confirmed.importance = fact.importance.max(importance.clamp(0.0, 1.0));
+    confirmed.updated_at = to_time(now());
+    connection.execute_cached(
+        "UPDATE memory_facts SET confidence = ?2, importance = ?3, updated_at = ?4 WHERE id = ?1",
+        params![
+            confirmed.id,
+            confirmed.confidence,
+            confirmed.importance,
+            confirmed.updated_at
+        ],
+    )?;
+    add_evidence(connection, &confirmed.id, evidence)?;
+    Ok(confirmed)
+}
+
+fn add_evidence(
+    connection: &Connection,
+    fact_id: &str,
+    evidence: &[EvidenceRef],
+) -> rusqlite::Result<()> {
+    for reference in evidence {
+        connection.execute_cached(
+            "INSERT OR IGNORE INTO memory_fact_evidence (fact_id, source_event_id, evidence_text) \
+             VALUES (?1, ?2, ?3)",
+            params![fact_id, reference.source_event_id, reference.evidence_text],
+        )?;
+    }
+    Ok(())
+}
+
 /// Where a new fact's evidence comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvidenceRef {
@@ -233,13 +298,7 @@ pub fn insert(
             fact.supersedes_fact_id,
         ],
     )?;
-    for reference in evidence {
-        connection.execute_cached(
-            "INSERT OR IGNORE INTO memory_fact_evidence (fact_id, source_event_id, evidence_text) \
-             VALUES (?1, ?2, ?3)",
-            params![fact.id, reference.source_event_id, reference.evidence_text],
-        )?;
-    }
+    add_evidence(connection, &fact.id, evidence)?;
     reindex(connection, fact)
 }
 

@@ -522,6 +522,53 @@ async fn explicit_remember_in_english_and_russian_is_stored_globally() {
 }
 
 #[tokio::test]
+async fn saying_the_same_thing_again_confirms_the_fact_instead_of_storing_it_twice() {
+    let (_home, store, memory) = lexical().await;
+    let first = memory
+        .capture(turn("a", "Remember that I prefer green tea"))
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let again = TurnRecord {
+        turn_id: Some("turn-2".into()),
+        ..turn("b", "Remember that I prefer green tea")
+    };
+    let second = memory.capture(again).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].id, first[0].id, "a duplicate fact was stored");
+    assert!(second[0].updated_at >= first[0].updated_at);
+    let facts = "SELECT count(*) FROM memory_facts";
+    let evidence = "SELECT count(*) FROM memory_fact_evidence";
+    let sources = "SELECT count(*) FROM memory_source_events";
+    let indexed = "SELECT count(*) FROM memory_facts_fts";
+    assert_eq!(count(&store, facts).await, 1);
+    assert_eq!(
+        count(&store, evidence).await,
+        2,
+        "the restatement is its evidence"
+    );
+    assert_eq!(count(&store, sources).await, 2);
+    assert_eq!(count(&store, indexed).await, 1);
+    let (_, shown) = memory.evidence("local", &first[0].id).await.unwrap();
+    assert_eq!(shown.len(), 2);
+    // Other words are another fact.
+    let other = memory
+        .capture(turn("c", "Remember that I prefer black tea"))
+        .await
+        .unwrap();
+    assert_ne!(other[0].id, first[0].id);
+    assert_eq!(count(&store, facts).await, 2);
+    // A retired fact is not confirmed: saying it again stores it anew.
+    memory.retire_fact("local", &first[0].id).await.unwrap();
+    let revived = memory
+        .capture(turn("d", "Remember that I prefer green tea"))
+        .await
+        .unwrap();
+    assert_ne!(revived[0].id, first[0].id);
+    assert_eq!(revived[0].status, Status::Active);
+}
+
+#[tokio::test]
 async fn do_not_remember_skips_the_turn_even_with_a_writer() {
     let writer = Arc::new(Scripted(vec![Candidate {
         should_save: true,
