@@ -8,10 +8,11 @@
 //! - WebSocket followers of the chat: one from the start that reconnects after `afterSeq` when
 //!   closed, one that reconnects every 10 s.
 //!
-//! Every minute: MCP calls, their p99, chat turns, approvals, errors, and the daemon's RSS. At
-//! the end: RSS growth after the first minute, and whether events were lost — every stored event
-//! a follower acknowledged must be in the replay with its type, and the first follower must have
-//! seen every seq from 1 without a gap. Exits 1 on any error or lost event.
+//! Every minute: MCP calls, their p99, chat turns, approvals, errors, and the daemon's RSS (all
+//! and anonymous). At the end: RSS growth after warm-up (the first tenth of the run), and
+//! whether events were lost — every stored event a follower acknowledged must be in the replay
+//! with its type, and the first follower must have seen every seq from 1 without a gap. Exits 1
+//! on any error or lost event.
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -70,6 +71,7 @@ struct Minute {
     turns: u64,
     approvals: u64,
     rss_kib: u64,
+    anon_kib: u64,
 }
 
 /// Shared counters of the run.
@@ -185,8 +187,11 @@ fn main() {
     let mut reported = 0;
     while started.elapsed() < options.duration {
         std::thread::sleep(Duration::from_secs(1).min(options.duration - started.elapsed()));
-        let rss = rss_kib(daemon.pid());
-        stats.minute(started, |minute| minute.rss_kib = minute.rss_kib.max(rss));
+        let (rss, anon) = rss_kib(daemon.pid());
+        stats.minute(started, |minute| {
+            minute.rss_kib = minute.rss_kib.max(rss);
+            minute.anon_kib = minute.anon_kib.max(anon);
+        });
         let current = started.elapsed().as_secs() / 60;
         if current > reported {
             report_minute(&stats, reported);
@@ -242,7 +247,7 @@ fn report_minute(stats: &Stats, index: u64) {
         .copied()
         .unwrap_or_default();
     println!(
-        "minute {:>3}: MCP {:>7} calls ({:>6.0}/s) p99 {:>6.2} ms | turns {:>5} | approvals {:>5} | errors {} | RSS {:.1} MiB",
+        "minute {:>3}: MCP {:>7} calls ({:>6.0}/s) p99 {:>6.2} ms | turns {:>5} | approvals {:>5} | errors {} | RSS {:.1} MiB ({:.1} anonymous)",
         index + 1,
         calls.len(),
         calls.len() as f64 / 60.0,
@@ -250,7 +255,8 @@ fn report_minute(stats: &Stats, index: u64) {
         minute.turns,
         minute.approvals,
         minute.errors,
-        minute.rss_kib as f64 / 1024.0
+        minute.rss_kib as f64 / 1024.0,
+        minute.anon_kib as f64 / 1024.0
     );
 }
 
@@ -289,19 +295,31 @@ fn summarize(
     let approvals: u64 = minutes.values().map(|minute| minute.approvals).sum();
     let errors: u64 = minutes.values().map(|minute| minute.errors).sum();
     let rss: Vec<u64> = minutes.values().map(|minute| minute.rss_kib).collect();
-    // Growth after warm-up: the last minute's peak against the first minute's.
-    let growth = match (rss.first(), rss.last()) {
-        (Some(first), Some(last)) => *last as f64 / 1024.0 - *first as f64 / 1024.0,
+    let anon: Vec<u64> = minutes.values().map(|minute| minute.anon_kib).collect();
+    // Warm-up: the first tenth of the run (at least its first minute), while caches fill (the
+    // readers' page caches, the mapped database, the allocator's arenas). Growth: the last
+    // minute's peak against the last warm-up minute's.
+    let warm_up = (rss.len() / 10).max(1);
+    let growth = |series: &[u64]| match (series.get(warm_up - 1), series.last()) {
+        (Some(first), Some(last)) => (*last as f64 - *first as f64) / 1024.0,
         _ => 0.0,
     };
+    let mib = |series: &[u64], index: usize| {
+        series.get(index).copied().unwrap_or_default() as f64 / 1024.0
+    };
+    let last = rss.len().saturating_sub(1);
     println!(
-        "\nsoak: {:.0} s | MCP {calls} calls ({:.0}/s) | {turns} chat turns | {approvals} approvals decided | {} stored chat events | errors {errors} | lost events {} | RSS first minute {:.1} MiB, last {:.1} MiB, growth {growth:+.1} MiB",
+        "\nsoak: {:.0} s | MCP {calls} calls ({:.0}/s) | {turns} chat turns | {approvals} approvals decided | {} stored chat events | errors {errors} | lost events {} | RSS after warm-up (minute {warm_up}) {:.1} MiB ({:.1} anonymous), last {:.1} MiB ({:.1} anonymous), growth {:+.1} MiB ({:+.1} anonymous)",
         duration.as_secs_f64(),
         calls as f64 / duration.as_secs_f64(),
         replay.len(),
         lost.len(),
-        rss.first().copied().unwrap_or_default() as f64 / 1024.0,
-        rss.last().copied().unwrap_or_default() as f64 / 1024.0,
+        mib(&rss, warm_up - 1),
+        mib(&anon, warm_up - 1),
+        mib(&rss, last),
+        mib(&anon, last),
+        growth(&rss),
+        growth(&anon),
     );
     for error in stats.errors.lock().unwrap().iter() {
         println!("error: {error}");
@@ -626,15 +644,17 @@ fn socket(target: &Target, chat: &str, after: i64) -> Option<WebSocket<MaybeTlsS
     Some(socket)
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse().ok())
-        })
-        .unwrap_or_default()
+/// The daemon's resident memory in KiB: all of it (`VmRSS`) and its anonymous part (`RssAnon`:
+/// heap and stacks, what a leak grows; the rest is code and mapped files the kernel can drop).
+fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or_default()
+    };
+    (field("VmRSS:"), field("RssAnon:"))
 }
