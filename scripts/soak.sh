@@ -18,7 +18,8 @@ for arg in "$@"; do
     *) args+=("$arg") ;;
   esac
 done
-cargo build "${profile[@]}" --locked --bin souz
-cargo build "${profile[@]}" --locked -p souz-e2e --example soak
+# One build of both, over the workspace: one feature set, so the daemon's crates compile once
+# (`-p souz-e2e` would select another and build souz-core a second time).
+cargo build "${profile[@]}" --locked --bin souz --example soak
 target="${CARGO_TARGET_DIR:-$PWD/target}/$dir"
 SOUZ_BIN="$target/souz" "$target/examples/soak" "${args[@]}"
