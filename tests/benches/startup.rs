@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use souz_e2e::{http, souz, wait_for_daemon_file};
+use souz_e2e::{http, souz, status_kib, wait_for_daemon_file};
 
 #[allow(clippy::zombie_processes)] // the caller stops and waits for the child
 fn start(home: &std::path::Path) -> (Child, Duration) {
@@ -87,15 +87,7 @@ fn idle_footprint() {
     let cpu_before = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(5));
     let cpu_after = cpu_ticks(pid);
-    let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse::<u64>().ok())
-        });
+    let rss_kib = status_kib(pid, "VmRSS");
     stop(child);
     match (rss_kib, cpu_before, cpu_after) {
         (Some(rss), Some(before), Some(after)) => println!(

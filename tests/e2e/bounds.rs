@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use souz_e2e::{Daemon, http};
+use souz_e2e::{Daemon, http, status_kib};
 
 /// A daemon with `extra` as its `config.toml`.
 fn daemon_configured(extra: &str) -> Daemon {
@@ -81,17 +81,7 @@ fn connections_over_the_cap_get_503_and_slow_headers_are_dropped() {
 
 /// The daemon's resident memory, in bytes.
 fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmRSS:"))
-        .unwrap();
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|value| value.parse().ok())
-        .unwrap();
-    kib * 1024
+    status_kib(pid, "VmRSS").expect("the daemon's VmRSS") * 1024
 }
 
 const MIB: u64 = 1024 * 1024;

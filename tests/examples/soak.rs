@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use souz_e2e::{Daemon, http};
+use souz_e2e::{Daemon, http, status_kib};
 use souz_testkit::{FakeServer, openai};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::stream::MaybeTlsStream;
@@ -187,7 +187,10 @@ fn main() {
     let mut reported = 0;
     while started.elapsed() < options.duration {
         std::thread::sleep(Duration::from_secs(1).min(options.duration - started.elapsed()));
-        let (rss, anon) = rss_kib(daemon.pid());
+        // All resident memory, and its anonymous part (heap and stacks: what a leak grows; the
+        // rest is code and mapped files the kernel can drop).
+        let rss = status_kib(daemon.pid(), "VmRSS").unwrap_or_default();
+        let anon = status_kib(daemon.pid(), "RssAnon").unwrap_or_default();
         stats.minute(started, |minute| {
             minute.rss_kib = minute.rss_kib.max(rss);
             minute.anon_kib = minute.anon_kib.max(anon);
@@ -642,19 +645,4 @@ fn socket(target: &Target, chat: &str, after: i64) -> Option<WebSocket<MaybeTlsS
             .ok()?;
     }
     Some(socket)
-}
-
-/// The daemon's resident memory in KiB: all of it (`VmRSS`) and its anonymous part (`RssAnon`:
-/// heap and stacks, what a leak grows; the rest is code and mapped files the kernel can drop).
-fn rss_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|line| line.starts_with(name))
-            .and_then(|line| line.split_whitespace().nth(1))
-            .and_then(|kib| kib.parse().ok())
-            .unwrap_or_default()
-    };
-    (field("VmRSS:"), field("RssAnon:"))
 }

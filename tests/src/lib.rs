@@ -438,3 +438,15 @@ pub fn wait_for_daemon_file(home: &Path, timeout: Duration) -> String {
     }
     panic!("{} did not appear", home.daemon_file().display());
 }
+
+/// A memory figure of process `pid` in KiB, from `/proc/PID/status` (Linux): `field` is a name
+/// there such as `"VmRSS"` (all resident memory) or `"RssAnon"` (its anonymous part); `None`
+/// when the process or the field is not there.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+}
