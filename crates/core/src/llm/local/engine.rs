@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::contract;
-use super::parse::{Reply, parse_reply};
+use super::parse::{Reading, Reply, read_reply};
 use super::profiles::{self, LocalProfile, ProfileKind};
 use super::stream::FinalStreamer;
 use super::{
@@ -378,8 +378,18 @@ fn finish_events(
     streamed: &str,
     stats: &GenerationStats,
 ) -> Result<Vec<StreamEvent>, LlmError> {
-    match parse_reply(raw) {
-        Ok(Reply::Final(content)) => {
+    match read_reply(raw) {
+        Ok(Reading {
+            reply: Reply::ToolCalls(_),
+            closed: true,
+        }) if stats.stop == StopReason::Length => {
+            tracing::debug!("a local model's tool call was cut at the token limit");
+            Err(cut_off(stats))
+        }
+        Ok(Reading {
+            reply: Reply::Final(content),
+            ..
+        }) => {
             let rest = content.strip_prefix(streamed).unwrap_or_else(|| {
                 tracing::warn!("a local model's recovered answer differs from what was streamed");
                 ""
@@ -389,13 +399,13 @@ fn finish_events(
                 .into_iter()
                 .collect())
         }
-        Ok(Reply::ToolCalls(calls)) => Ok(calls.into_iter().map(StreamEvent::ToolCall).collect()),
+        Ok(Reading {
+            reply: Reply::ToolCalls(calls),
+            ..
+        }) => Ok(calls.into_iter().map(StreamEvent::ToolCall).collect()),
         Err(error) if stats.stop == StopReason::Length => {
             tracing::debug!(%error, "a local model's answer was cut at the token limit");
-            Err(LlmError::CutOff {
-                provider: ProviderId::Local,
-                limit: stats.output_tokens.try_into().unwrap_or(u32::MAX),
-            })
+            Err(cut_off(stats))
         }
         Err(error) => Err(LlmError::Malformed {
             provider: ProviderId::Local,
@@ -404,9 +414,23 @@ fn finish_events(
     }
 }
 
+/// Generation reached the token limit before the answer was whole.
+fn cut_off(stats: &GenerationStats) -> LlmError {
+    LlmError::CutOff {
+        provider: ProviderId::Local,
+        limit: stats.output_tokens.try_into().unwrap_or(u32::MAX),
+    }
+}
+
 fn finish_reason(stop: StopReason, streamer: &FinalStreamer) -> FinishReason {
-    match (stop, parse_reply(streamer.raw())) {
-        (_, Ok(Reply::ToolCalls(_))) => FinishReason::ToolCalls,
+    match (stop, read_reply(streamer.raw())) {
+        (
+            _,
+            Ok(Reading {
+                reply: Reply::ToolCalls(_),
+                ..
+            }),
+        ) => FinishReason::ToolCalls,
         (StopReason::Length, _) => FinishReason::Length,
         _ => FinishReason::Stop,
     }

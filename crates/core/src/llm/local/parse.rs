@@ -10,6 +10,11 @@
 //! closed and read again; text that is not JSON at all is the final answer; anything else is
 //! [`ParseError`].
 //!
+//! Only an object whose braces balance is read as written: an object inside one that never
+//! closes (the arguments of a call cut at the token limit) is not the answer. [`read_reply`]
+//! also says whether the answer had to be closed, so a caller that knows generation stopped at
+//! the token limit can refuse to run calls whose end it never saw.
+//!
 //! Invariant: the parser never invents a tool name; calls keep the order the model wrote.
 
 use std::collections::HashSet;
@@ -35,8 +40,27 @@ pub(crate) struct ParseError {
     pub(crate) preview: String,
 }
 
+/// An answer read, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reading {
+    /// What the model answered.
+    pub(crate) reply: Reply,
+    /// The answer was cut inside an object and read only after closing it.
+    pub(crate) closed: bool,
+}
+
 /// Reads `raw` (see the module's rules).
+#[cfg(test)]
 pub(crate) fn parse_reply(raw: &str) -> Result<Reply, ParseError> {
+    read_reply(raw).map(|reading| reading.reply)
+}
+
+/// Reads `raw` and says whether it had to be closed (see the module's rules).
+pub(crate) fn read_reply(raw: &str) -> Result<Reading, ParseError> {
+    let as_written = |reply| Reading {
+        reply,
+        closed: false,
+    };
     let text = strip_wrappers(raw);
     let text = text.trim();
     let invalid = || ParseError {
@@ -46,16 +70,21 @@ pub(crate) fn parse_reply(raw: &str) -> Result<Reply, ParseError> {
         return Err(invalid());
     }
     if let Some(value) = first_object(text) {
-        return interpret(value, text).ok_or_else(invalid);
+        return interpret(value, text).map(as_written).ok_or_else(invalid);
     }
     if let Some(content) = broken_final(text) {
-        return Ok(Reply::Final(content));
+        return Ok(as_written(Reply::Final(content)));
     }
     if let Some(value) = closed(text) {
-        return interpret(value, text).ok_or_else(invalid);
+        return interpret(value, text)
+            .map(|reply| Reading {
+                reply,
+                closed: true,
+            })
+            .ok_or_else(invalid);
     }
     if !text.starts_with('{') && !text.starts_with('[') {
-        return Ok(Reply::Final(text.to_owned()));
+        return Ok(as_written(Reply::Final(text.to_owned())));
     }
     Err(invalid())
 }
@@ -105,13 +134,14 @@ fn strip_control_tokens(line: &str) -> String {
     out
 }
 
-/// The first balanced `{...}` in `text` that parses as a JSON object.
+/// The first balanced `{...}` in `text` that parses as a JSON object. A `{` that never closes
+/// ends the search: everything after it is inside that cut object.
 fn first_object(text: &str) -> Option<Value> {
     let mut from = 0;
     while let Some(offset) = text.get(from..)?.find('{') {
         let start = from + offset;
-        if let Some(end) = balanced_end(text, start)
-            && let Ok(value) = serde_json::from_str::<Value>(text.get(start..end)?)
+        let end = balanced_end(text, start)?;
+        if let Ok(value) = serde_json::from_str::<Value>(text.get(start..end)?)
             && value.is_object()
         {
             return Some(value);

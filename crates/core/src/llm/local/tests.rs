@@ -248,19 +248,43 @@ async fn a_tool_call_cut_at_the_token_limit_is_a_cut_off_and_a_cut_answer_is_kep
         description: "Calculates.".into(),
         parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
     };
-    let events = events(&fixture.client(), limited(vec![tool], 10)).await;
+    let in_name = events(&fixture.client(), limited(vec![tool], 10)).await;
     assert!(
         matches!(
-            events.as_slice(),
+            in_name.as_slice(),
             [Err(LlmError::CutOff {
                 provider: crate::llm::ProviderId::Local,
                 limit: 10
             })]
         ),
-        "{events:?}"
+        "{in_name:?}"
     );
-    let error = events[0].as_ref().expect_err("cut off").to_string();
+    let error = in_name[0].as_ref().expect_err("cut off").to_string();
     assert!(!error.contains("tool_calls"), "no raw contract: {error}");
+    // Thirty tokens end inside the argument's string, thirty-one right after the arguments'
+    // closing brace: closing the text would give a call, but one whose end was never written
+    // is not run (and its arguments are not an answer either).
+    for limit in [30, 31] {
+        fixture.script(Some(
+            r#"{"type":"tool_calls","calls":[{"id":"c1","name":"Calculator","arguments":{"expression":"2+2"}}]}"#,
+        ));
+        let tool = ToolSpec {
+            name: "Calculator".into(),
+            description: "Calculates.".into(),
+            parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
+        };
+        let cut = events(&fixture.client(), limited(vec![tool], limit)).await;
+        assert!(
+            matches!(
+                cut.as_slice(),
+                [Err(LlmError::CutOff {
+                    provider: crate::llm::ProviderId::Local,
+                    ..
+                })]
+            ),
+            "{limit}: {cut:?}"
+        );
+    }
 
     fixture.script(Some(
         r#"{"type":"final","content":"Hello there, this answer is long"}"#,

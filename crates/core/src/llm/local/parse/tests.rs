@@ -121,6 +121,20 @@ fn call_cases() -> Vec<Case> {
                 r#"{"expr":"2+"}"#,
             )])),
         ),
+        (
+            "a call cut after its arguments is closed, not read as its arguments",
+            r#"{"type":"tool_calls","calls":[{"id":"call_1","name":"SearchKnowledge","arguments":{"knowledgeId":"k", "regex":"a.b"}"#,
+            Ok(Reply::ToolCalls(vec![call(
+                "call_1",
+                "SearchKnowledge",
+                r#"{"knowledgeId":"k","regex":"a.b"}"#,
+            )])),
+        ),
+        (
+            "prose, then an object",
+            r#"Here it is: {"type":"final","content":"hi"} done"#,
+            final_("hi"),
+        ),
         ("plain text", "Just words.", final_("Just words.")),
         (
             "empty",
@@ -151,6 +165,25 @@ fn malformed_outputs_are_recovered_by_the_original_rules() {
     for (case, raw, expected) in final_cases().into_iter().chain(call_cases()) {
         assert_eq!(parse_reply(raw), expected, "{case}: {raw}");
     }
+}
+
+#[test]
+fn a_reply_is_marked_closed_only_when_it_had_to_be_closed() {
+    let whole = r#"{"type":"tool_calls","calls":[{"id":"1","name":"A","arguments":{"x":1}}]}"#;
+    let read = read_reply(whole).expect("whole");
+    assert!(!read.closed, "{read:?}");
+    for cut in [
+        r#"{"type":"tool_calls","calls":[{"id":"1","name":"A","arguments":{"x":1}"#,
+        r#"{"type":"tool_calls","calls":[{"id":"1","name":"A","arguments":{"x":"ab"#,
+    ] {
+        let read = read_reply(cut).expect("closed");
+        assert!(
+            read.closed && matches!(read.reply, Reply::ToolCalls(_)),
+            "{cut}: {read:?}"
+        );
+    }
+    let cut_final = read_reply(r#"{"type":"final","content":"The answer is 4"#).expect("final");
+    assert!(!cut_final.closed, "a broken final is recovered, not closed");
 }
 
 #[test]
