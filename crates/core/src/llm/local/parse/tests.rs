@@ -121,20 +121,6 @@ fn call_cases() -> Vec<Case> {
                 r#"{"expr":"2+"}"#,
             )])),
         ),
-        (
-            "a call cut after its arguments is closed, not read as its arguments",
-            r#"{"type":"tool_calls","calls":[{"id":"call_1","name":"SearchKnowledge","arguments":{"knowledgeId":"k", "regex":"a.b"}"#,
-            Ok(Reply::ToolCalls(vec![call(
-                "call_1",
-                "SearchKnowledge",
-                r#"{"knowledgeId":"k","regex":"a.b"}"#,
-            )])),
-        ),
-        (
-            "prose, then an object",
-            r#"Here it is: {"type":"final","content":"hi"} done"#,
-            final_("hi"),
-        ),
         ("plain text", "Just words.", final_("Just words.")),
         (
             "empty",
@@ -160,9 +146,33 @@ fn call_cases() -> Vec<Case> {
     ]
 }
 
+/// Objects inside others: a cut call's complete arguments, an answer after prose.
+fn nested_cases() -> Vec<Case> {
+    vec![
+        (
+            "a call cut after its arguments is closed, not read as its arguments",
+            r#"{"type":"tool_calls","calls":[{"id":"call_1","name":"SearchKnowledge","arguments":{"knowledgeId":"k", "regex":"a.b"}"#,
+            Ok(Reply::ToolCalls(vec![call(
+                "call_1",
+                "SearchKnowledge",
+                r#"{"knowledgeId":"k","regex":"a.b"}"#,
+            )])),
+        ),
+        (
+            "prose, then an object",
+            r#"Here it is: {"type":"final","content":"hi"} done"#,
+            final_("hi"),
+        ),
+    ]
+}
+
 #[test]
 fn malformed_outputs_are_recovered_by_the_original_rules() {
-    for (case, raw, expected) in final_cases().into_iter().chain(call_cases()) {
+    for (case, raw, expected) in final_cases()
+        .into_iter()
+        .chain(call_cases())
+        .chain(nested_cases())
+    {
         assert_eq!(parse_reply(raw), expected, "{case}: {raw}");
     }
 }
