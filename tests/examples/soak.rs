@@ -104,15 +104,18 @@ fn main() {
         .build()
         .unwrap();
     let provider = runtime.block_on(FakeServer::start());
-    provider.set_fallback(
-        "/v1/chat/completions",
+    // The usage counts the prompt the provider got (a token per four bytes of the request), as
+    // a real one does: the chat's history is summarized when it nears the context window, and
+    // a soak of thousands of turns runs at a steady history length, not an ever longer one.
+    provider.record_requests(false);
+    provider.set_responder("/v1/chat/completions", |request| {
         openai::text_frames(&["Soak ", "answer ", "in ", "pieces."])
             .delay(Duration::from_millis(5))
             .data(openai::chunk(json!({}), Some("stop")))
-            .data(openai::usage_chunk(10, 4, 0))
+            .data(openai::usage_chunk(request.body.len() as u64 / 4, 4, 0))
             .data("[DONE]")
-            .end(),
-    );
+            .end()
+    });
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("config.toml"),
@@ -200,7 +203,6 @@ fn main() {
             report_minute(&stats, reported);
             reported = current;
         }
-        provider.clear_records();
     }
     stop.store(true, Ordering::SeqCst);
     for task in mcp {

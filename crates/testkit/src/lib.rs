@@ -1,8 +1,9 @@
 //! Fake LLM provider servers for tests and benchmarks.
 //!
 //! A [`FakeServer`] listens on `127.0.0.1:0`, answers each path from a script of [`Reply`]s
-//! (first in, first out; a path may also have a fallback reply for when its script is empty),
-//! and records every request it receives. The provider modules ([`openai`], [`anthropic`],
+//! (first in, first out; a path may also have a fallback reply, or a responder that builds
+//! the reply from the request, for when its script is empty), and records every request it
+//! receives (unless told not to: a soak sends more than memory should keep). The provider modules ([`openai`], [`anthropic`],
 //! [`gigachat`]) build replies in each provider's real wire format: SSE chunks, tool calls
 //! split across chunks, usage, errors with `Retry-After`, and broken streams (malformed
 //! chunks, disconnects, streams that stall).
@@ -26,7 +27,7 @@ pub mod openai;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -211,16 +212,22 @@ impl CapturedRequest {
     }
 }
 
+/// Builds a reply from the request it answers.
+type Responder = Arc<dyn Fn(&CapturedRequest) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Script {
     queue: VecDeque<Reply>,
     fallback: Option<Reply>,
+    responder: Option<Responder>,
 }
 
 #[derive(Default)]
 struct Shared {
     scripts: Mutex<HashMap<String, Script>>,
     requests: Mutex<Vec<CapturedRequest>>,
+    /// Requests are not recorded.
+    forgetful: AtomicBool,
     dropped_early: AtomicUsize,
     first_bytes: Mutex<Vec<Instant>>,
 }
@@ -308,6 +315,24 @@ impl FakeServer {
             .fallback = Some(reply);
     }
 
+    /// Answers `path` with what `responder` makes of each request, whenever its queue is
+    /// empty and it has no fallback reply (a provider whose usage counts the prompt it got).
+    pub fn set_responder(
+        &self,
+        path: &str,
+        responder: impl Fn(&CapturedRequest) -> Reply + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.scripts)
+            .entry(path.to_owned())
+            .or_default()
+            .responder = Some(Arc::new(responder));
+    }
+
+    /// Whether requests are recorded (the default); a long soak turns it off.
+    pub fn record_requests(&self, record: bool) {
+        self.shared.forgetful.store(!record, Ordering::SeqCst);
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<CapturedRequest> {
         lock(&self.shared.requests).clone()
@@ -345,7 +370,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .await
         .unwrap_or_default();
     let path = parts.uri.path().to_owned();
-    lock(&shared.requests).push(CapturedRequest {
+    let captured = CapturedRequest {
         method: parts.method.to_string(),
         path: path.clone(),
         query: parts.uri.query().map(str::to_owned),
@@ -360,13 +385,20 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
             })
             .collect(),
         body,
-    });
+    };
     let reply = {
         let mut scripts = lock(&shared.scripts);
-        scripts
-            .get_mut(&path)
-            .and_then(|script| script.queue.pop_front().or_else(|| script.fallback.clone()))
+        scripts.get_mut(&path).and_then(|script| {
+            script
+                .queue
+                .pop_front()
+                .or_else(|| script.fallback.clone())
+                .or_else(|| script.responder.as_ref().map(|make| make(&captured)))
+        })
     };
+    if !shared.forgetful.load(Ordering::SeqCst) {
+        lock(&shared.requests).push(captured);
+    }
     let Some(reply) = reply else {
         return respond(
             Reply::json(
@@ -488,4 +520,61 @@ fn stream_body(
         },
     )
     .boxed()
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// The raw HTTP/1.1 response to a POST of `body` to `path`.
+    async fn post(server: &FakeServer, path: &str, body: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(server.address())
+            .await
+            .expect("connect");
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: fake\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.expect("read");
+        response
+    }
+
+    #[tokio::test]
+    async fn a_responder_answers_from_the_request_when_nothing_else_is_scripted() {
+        let server = FakeServer::start().await;
+        server.set_responder("/r", |request| {
+            Reply::text(200, format!("got {} bytes", request.body.len()))
+        });
+        assert!(post(&server, "/r", "abcd").await.ends_with("got 4 bytes"));
+        server.push("/r", Reply::text(200, "scripted"));
+        assert!(post(&server, "/r", "abcdef").await.ends_with("scripted"));
+        assert!(post(&server, "/r", "abcdef").await.ends_with("got 6 bytes"));
+        server.set_fallback("/r", Reply::text(200, "fallback"));
+        assert!(post(&server, "/r", "ab").await.ends_with("fallback"));
+        let other = post(&server, "/other", "").await;
+        assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+        assert_eq!(server.requests().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn requests_are_not_kept_when_recording_is_off() {
+        let server = FakeServer::start().await;
+        server.set_fallback("/r", Reply::text(200, "ok"));
+        assert!(post(&server, "/r", "one").await.ends_with("ok"));
+        server.record_requests(false);
+        assert!(post(&server, "/r", "two").await.ends_with("ok"));
+        server.record_requests(true);
+        assert!(post(&server, "/r", "three").await.ends_with("ok"));
+        let bodies: Vec<String> = server
+            .requests()
+            .iter()
+            .map(CapturedRequest::text)
+            .collect();
+        assert_eq!(bodies, ["one", "three"]);
+    }
 }
