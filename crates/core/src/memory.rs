@@ -290,7 +290,10 @@ impl Memory {
 
     /// Stores a fact written by hand or by a client (see [`Origin`]), with a source event of
     /// the origin's type as its evidence; a fact holding the same canonical key in the scope is
-    /// superseded.
+    /// superseded. Writing an active fact again (the same kind, key, title and body in the same
+    /// scope) confirms it instead of storing a copy: the new source event is added as its
+    /// evidence, its confidence and importance rise to the new values if higher, a pin is kept
+    /// or added, and the same fact comes back.
     pub async fn create_fact_from(
         &self,
         new: NewFact,
@@ -328,10 +331,10 @@ impl Memory {
         let model = self.embedding_model().map(str::to_owned);
         let source_type = origin.source_type.to_owned();
         let source_ref = origin.source_ref.map(str::to_owned);
-        let fact = self
+        let (fact, confirmed) = self
             .inner
             .store
-            .write(move |tx| -> Result<Fact, MemoryError> {
+            .write(move |tx| -> Result<(Fact, bool), MemoryError> {
                 let metadata = serde_json::json!({"kind": fact.kind, "title": fact.title});
                 let source = facts::insert_source_event(
                     tx,
@@ -348,16 +351,32 @@ impl Memory {
                     source_event_id: source,
                     evidence_text: Some(fact.body.clone()),
                 }];
+                if let Some(held) =
+                    facts::find_active_by_hash(tx, &fact.owner, &fact.scope, &fact.content_hash)?
+                {
+                    let mut held =
+                        facts::confirm(tx, &held, fact.confidence, fact.importance, &evidence)?;
+                    if fact.pinned && !held.pinned {
+                        held.pinned = true;
+                        facts::update(tx, &mut held)?;
+                    }
+                    return Ok((held, true));
+                }
                 facts::insert(tx, &mut fact, &evidence)?;
                 if let Some(model) = &model {
                     vectors::enqueue(tx, &fact, model)?;
                 }
-                Ok(fact)
+                Ok((fact, false))
             })
             .await?;
-        self.embed_fact(&fact).await;
-        self.announce(wire::Change::Created, std::slice::from_ref(&fact))
-            .await;
+        if confirmed {
+            self.announce(wire::Change::Updated, std::slice::from_ref(&fact))
+                .await;
+        } else {
+            self.embed_fact(&fact).await;
+            self.announce(wire::Change::Created, std::slice::from_ref(&fact))
+                .await;
+        }
         Ok(fact)
     }
 

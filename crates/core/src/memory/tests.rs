@@ -569,6 +569,61 @@ async fn saying_the_same_thing_again_confirms_the_fact_instead_of_storing_it_twi
 }
 
 #[tokio::test]
+async fn writing_a_fact_again_by_hand_confirms_it_and_keeps_a_pin() {
+    let (_home, store, memory) = lexical().await;
+    let first = memory
+        .create_fact(NewFact {
+            importance: Some(0.3),
+            ..fact(Scope::global(), "Tea", "The person drinks green tea")
+        })
+        .await
+        .unwrap();
+    let again = memory
+        .create_fact(NewFact {
+            importance: Some(0.8),
+            pinned: true,
+            ..fact(Scope::global(), "Tea", "  The person drinks green tea ")
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.id, first.id, "a duplicate fact was stored");
+    assert!(again.pinned, "the pin asked for is kept");
+    assert!((again.importance - 0.8).abs() < 1e-9, "{again:?}");
+    assert!(again.updated_at >= first.updated_at);
+    assert_eq!(count(&store, "SELECT count(*) FROM memory_facts").await, 1);
+    assert_eq!(
+        count(&store, "SELECT count(*) FROM memory_facts_fts").await,
+        1
+    );
+    let (_, evidence) = memory.evidence("local", &first.id).await.unwrap();
+    assert_eq!(evidence.len(), 2, "the second writing is its evidence");
+    let stored = memory.get(&first.id).await.unwrap().unwrap();
+    assert!(stored.pinned && stored.status == Status::Active);
+    // Not pinning again does not unpin; another scope or another body is another fact.
+    let third = memory
+        .create_fact(fact(Scope::global(), "Tea", "The person drinks green tea"))
+        .await
+        .unwrap();
+    assert_eq!(third.id, first.id);
+    assert!(third.pinned);
+    let elsewhere = memory
+        .create_fact(fact(
+            Scope::session("c1"),
+            "Tea",
+            "The person drinks green tea",
+        ))
+        .await
+        .unwrap();
+    assert_ne!(elsewhere.id, first.id);
+    let other = memory
+        .create_fact(fact(Scope::global(), "Tea", "The person drinks black tea"))
+        .await
+        .unwrap();
+    assert_ne!(other.id, first.id);
+    assert_eq!(count(&store, "SELECT count(*) FROM memory_facts").await, 3);
+}
+
+#[tokio::test]
 async fn do_not_remember_skips_the_turn_even_with_a_writer() {
     let writer = Arc::new(Scripted(vec![Candidate {
         should_save: true,
