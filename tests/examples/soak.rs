@@ -8,6 +8,10 @@
 //! - WebSocket followers of the chat: one from the start that reconnects after `afterSeq` when
 //!   closed, one that reconnects every 10 s.
 //!
+//! The fake provider's usage counts the prompt it got, as a real provider's does, so the one
+//! chat's history is summarized whenever it nears the context window (the run reports how
+//! often) and a long run holds a steady history, as a long real chat does.
+//!
 //! Every minute: MCP calls, their p99, chat turns, approvals, errors, and the daemon's RSS (all
 //! and anonymous). At the end: RSS growth after warm-up (the first tenth of the run), and
 //! whether events were lost — every stored event a follower acknowledged must be in the replay
@@ -107,8 +111,17 @@ fn main() {
     // The usage counts the prompt the provider got (a token per four bytes of the request), as
     // a real one does: the chat's history is summarized when it nears the context window, and
     // a soak of thousands of turns runs at a steady history length, not an ever longer one.
+    // The summaries it was asked for are counted (the agent's summary prompt, quoted here).
     provider.record_requests(false);
-    provider.set_responder("/v1/chat/completions", |request| {
+    let summaries = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&summaries);
+    provider.set_responder("/v1/chat/completions", move |request| {
+        if request
+            .text()
+            .contains("must be compressed into a save point")
+        {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
         openai::text_frames(&["Soak ", "answer ", "in ", "pieces."])
             .delay(Duration::from_millis(5))
             .data(openai::chunk(json!({}), Some("stop")))
@@ -233,7 +246,8 @@ fn main() {
     // `summarize` exits the process, which runs no destructors: stop the daemon first, or it
     // outlives the soak (and keeps a core busy through the steps after it).
     drop(daemon);
-    summarize(&stats, &replay, lost, options.duration)
+    let summaries = summaries.load(Ordering::Relaxed);
+    summarize(&stats, &replay, lost, summaries, options.duration)
 }
 
 /// Prints one minute's row.
@@ -292,6 +306,7 @@ fn summarize(
     stats: &Stats,
     replay: &BTreeMap<i64, String>,
     lost: Vec<String>,
+    summaries: u64,
     duration: Duration,
 ) -> ! {
     let minutes = stats.minutes.lock().unwrap().clone();
@@ -314,7 +329,7 @@ fn summarize(
     };
     let last = rss.len().saturating_sub(1);
     println!(
-        "\nsoak: {:.0} s | MCP {calls} calls ({:.0}/s) | {turns} chat turns | {approvals} approvals decided | {} stored chat events | errors {errors} | lost events {} | RSS after warm-up (minute {warm_up}) {:.1} MiB ({:.1} anonymous), last {:.1} MiB ({:.1} anonymous), growth {:+.1} MiB ({:+.1} anonymous)",
+        "\nsoak: {:.0} s | MCP {calls} calls ({:.0}/s) | {turns} chat turns ({summaries} history summaries) | {approvals} approvals decided | {} stored chat events | errors {errors} | lost events {} | RSS after warm-up (minute {warm_up}) {:.1} MiB ({:.1} anonymous), last {:.1} MiB ({:.1} anonymous), growth {:+.1} MiB ({:+.1} anonymous)",
         duration.as_secs_f64(),
         calls as f64 / duration.as_secs_f64(),
         replay.len(),
