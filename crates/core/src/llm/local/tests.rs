@@ -143,6 +143,15 @@ impl Fixture {
     }
 }
 
+/// The one tool these tests offer.
+fn calculator() -> ToolSpec {
+    ToolSpec {
+        name: "Calculator".into(),
+        description: "Calculates.".into(),
+        parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
+    }
+}
+
 fn request(tools: Vec<ToolSpec>) -> ChatRequest {
     ChatRequest {
         tools,
@@ -205,11 +214,7 @@ async fn tool_calls_come_out_as_calls_with_their_finish_reason() {
     fixture.script(Some(
         r#"{"type":"tool_calls","calls":[{"id":"c1","name":"Calculator","arguments":{"expression":"2+2"}}]}"#,
     ));
-    let tool = ToolSpec {
-        name: "Calculator".into(),
-        description: "Calculates.".into(),
-        parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
-    };
+    let tool = calculator();
     let response = crate::llm::collect(
         fixture
             .client()
@@ -243,11 +248,7 @@ async fn a_tool_call_cut_at_the_token_limit_is_a_cut_off_and_a_cut_answer_is_kep
         max_tokens: Some(limit),
         ..request(tools)
     };
-    let tool = ToolSpec {
-        name: "Calculator".into(),
-        description: "Calculates.".into(),
-        parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
-    };
+    let tool = calculator();
     let in_name = events(&fixture.client(), limited(vec![tool], 10)).await;
     assert!(
         matches!(
@@ -268,11 +269,7 @@ async fn a_tool_call_cut_at_the_token_limit_is_a_cut_off_and_a_cut_answer_is_kep
         fixture.script(Some(
             r#"{"type":"tool_calls","calls":[{"id":"c1","name":"Calculator","arguments":{"expression":"2+2"}}]}"#,
         ));
-        let tool = ToolSpec {
-            name: "Calculator".into(),
-            description: "Calculates.".into(),
-            parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
-        };
+        let tool = calculator();
         let cut = events(&fixture.client(), limited(vec![tool], limit)).await;
         assert!(
             matches!(
