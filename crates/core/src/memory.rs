@@ -354,13 +354,7 @@ impl Memory {
                 if let Some(held) =
                     facts::find_active_by_hash(tx, &fact.owner, &fact.scope, &fact.content_hash)?
                 {
-                    let mut held =
-                        facts::confirm(tx, &held, fact.confidence, fact.importance, &evidence)?;
-                    if fact.pinned && !held.pinned {
-                        held.pinned = true;
-                        facts::update(tx, &mut held)?;
-                    }
-                    return Ok((held, true));
+                    return Ok((facts::confirm(tx, &held, &fact, &evidence)?, true));
                 }
                 facts::insert(tx, &mut fact, &evidence)?;
                 if let Some(model) = &model {
@@ -876,13 +870,7 @@ fn store_captured(
         }];
         if let Some(held) = facts::find_active_by_hash(tx, owner, &fact.scope, &fact.content_hash)?
         {
-            confirmed.push(facts::confirm(
-                tx,
-                &held,
-                fact.confidence,
-                fact.importance,
-                &evidence,
-            )?);
+            confirmed.push(facts::confirm(tx, &held, &fact, &evidence)?);
             continue;
         }
         facts::insert(tx, &mut fact, &evidence)?;

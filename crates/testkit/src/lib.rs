@@ -3,8 +3,8 @@
 //! A [`FakeServer`] listens on `127.0.0.1:0`, answers each path from a script of [`Reply`]s
 //! (first in, first out; a path may also have a fallback reply, or a responder that builds
 //! the reply from the request, for when its script is empty), and records every request it
-//! receives (unless told not to: a soak sends more than memory should keep). The provider modules ([`openai`], [`anthropic`],
-//! [`gigachat`]) build replies in each provider's real wire format: SSE chunks, tool calls
+//! receives (unless told not to: a soak sends more than memory should keep). The provider
+//! modules ([`openai`], [`anthropic`], [`gigachat`]) build replies in each provider's real wire format: SSE chunks, tool calls
 //! split across chunks, usage, errors with `Retry-After`, and broken streams (malformed
 //! chunks, disconnects, streams that stall).
 //!

@@ -200,26 +200,29 @@ pub fn find_active_by_hash(
         .optional()
 }
 
-/// Records that `fact` was stated again: `evidence` is added to it, its confidence and
-/// importance rise to the restatement's if higher, and `updated_at` moves to now. Its content
-/// is unchanged, so its lexical row and embedding stay valid. Returns the fact as stored.
+/// Records that `fact` was stated again by `restated`: `evidence` is added to it, its
+/// confidence and importance rise to the restatement's if higher, a pin is kept or added, and
+/// `updated_at` moves to now. Its content is unchanged, so its lexical row and embedding stay
+/// valid. Returns the fact as stored.
 pub fn confirm(
     connection: &Connection,
     fact: &Fact,
-    confidence: f64,
-    importance: f64,
+    restated: &Fact,
     evidence: &[EvidenceRef],
 ) -> rusqlite::Result<Fact> {
     let mut confirmed = fact.clone();
-    confirmed.confidence = fact.confidence.max(confidence);
-    confirmed.importance = fact.importance.max(importance.clamp(0.0, 1.0));
+    confirmed.confidence = fact.confidence.max(restated.confidence);
+    confirmed.importance = fact.importance.max(restated.importance.clamp(0.0, 1.0));
+    confirmed.pinned = fact.pinned || restated.pinned;
     confirmed.updated_at = to_time(now());
     connection.execute_cached(
-        "UPDATE memory_facts SET confidence = ?2, importance = ?3, updated_at = ?4 WHERE id = ?1",
+        "UPDATE memory_facts SET confidence = ?2, importance = ?3, pinned = ?4, updated_at = ?5 \
+         WHERE id = ?1",
         params![
             confirmed.id,
             confirmed.confidence,
             confirmed.importance,
+            i64::from(confirmed.pinned),
             confirmed.updated_at
         ],
     )?;

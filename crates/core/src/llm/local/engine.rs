@@ -356,6 +356,7 @@ impl LocalClient {
             return Err(LlmError::Cancelled);
         }
         let finish = finish_events(streamer.raw(), &streamed, &stats)?;
+        let reason = finish_reason(stats.stop, &finish);
         let usage = Usage {
             input_tokens: stats.prompt_tokens,
             output_tokens: stats.output_tokens,
@@ -364,7 +365,7 @@ impl LocalClient {
         for event in finish
             .into_iter()
             .chain([StreamEvent::Usage(usage)])
-            .chain([StreamEvent::Finish(finish_reason(stats.stop, &streamer))])
+            .chain([StreamEvent::Finish(reason)])
         {
             let _ = tx.send(Ok(event));
         }
@@ -422,17 +423,17 @@ fn cut_off(stats: &GenerationStats) -> LlmError {
     }
 }
 
-fn finish_reason(stop: StopReason, streamer: &FinalStreamer) -> FinishReason {
-    match (stop, read_reply(streamer.raw())) {
-        (
-            _,
-            Ok(Reading {
-                reply: Reply::ToolCalls(_),
-                ..
-            }),
-        ) => FinishReason::ToolCalls,
-        (StopReason::Length, _) => FinishReason::Length,
-        _ => FinishReason::Stop,
+/// Why the answer ended, from the events [`finish_events`] made of it (no second parse).
+fn finish_reason(stop: StopReason, finish: &[StreamEvent]) -> FinishReason {
+    if finish
+        .iter()
+        .any(|event| matches!(event, StreamEvent::ToolCall(_)))
+    {
+        FinishReason::ToolCalls
+    } else if stop == StopReason::Length {
+        FinishReason::Length
+    } else {
+        FinishReason::Stop
     }
 }
 
