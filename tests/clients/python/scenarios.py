@@ -71,6 +71,7 @@ class Watch:
 
     def __init__(self):
         self.progress = []
+        self.logs = []
         self.list_changed = anyio.Event()
         self.waiting = anyio.Event()
 
@@ -78,6 +79,9 @@ class Watch:
         self.progress.append(message or "")
         if message and "Waiting for approval in Souz" in message:
             self.waiting.set()
+
+    async def on_log(self, params):
+        self.logs.append(params.data)
 
     async def on_message(self, message):
         method = getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
@@ -113,7 +117,9 @@ async def scenarios(client, person, home, watch):
     check(listed.structured_content is not None, "structured result")
     print("ok read-only-call", flush=True)
 
-    # a call that waits, with progress, and is approved by the person
+    # a call that waits, with progress and a log message, and is approved by the person
+    await client.set_logging_level("info")
+
     async def approve_when_waiting():
         await watch.waiting.wait()
         approval = await person.pending("NewFile")
@@ -129,6 +135,10 @@ async def scenarios(client, person, home, watch):
         )
     check(not approved.is_error, text(approved))
     check(any("Waiting for approval in Souz" in message for message in watch.progress), watch.progress)
+    check(
+        any(isinstance(log, dict) and log.get("approval_id") for log in watch.logs),
+        f"a log message names the approval: {watch.logs}",
+    )
     print("ok approved-call", flush=True)
 
     # a call the person denies
@@ -269,12 +279,19 @@ async def main():
                 mode="legacy",
                 client_info=CLIENT,
                 message_handler=watch.on_message,
+                logging_callback=watch.on_log,
             ) as client:
                 await scenarios(client, person, home, watch)
     else:
         souz = sys.argv[4]
         parameters = StdioServerParameters(command=souz, args=["mcp-stdio"], env=dict(os.environ))
-        async with Client(parameters, mode="auto", client_info=CLIENT, message_handler=watch.on_message) as client:
+        async with Client(
+            parameters,
+            mode="auto",
+            client_info=CLIENT,
+            message_handler=watch.on_message,
+            logging_callback=watch.on_log,
+        ) as client:
             await scenarios(client, person, home, watch)
     print("all scenarios passed", flush=True)
 

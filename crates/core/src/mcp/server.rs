@@ -31,6 +31,7 @@
 #![allow(deprecated)]
 
 pub(crate) mod calls;
+pub(crate) mod direct;
 
 pub(crate) use super::extension::McpExtension;
 pub(crate) mod front;
@@ -56,8 +57,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use souz_protocol::Requester;
 use tokio_util::sync::DropGuard;
 
+use self::direct::Direct;
 use self::listing::Listing;
-use self::sessions::{SessionCalls, Sessions};
+use self::sessions::{SessionBook, Sessions};
 use crate::config::McpConfig;
 use crate::runtime::{RuntimeHandle, ServiceError};
 use crate::token::Credential;
@@ -86,12 +88,13 @@ pub(crate) type HttpService = StreamableHttpService<SouzServer, Sessions>;
 pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
     let settings = Settings::from_config(&handle.config().mcp);
     let listing = Arc::new(Listing::new(handle.tool_specs()));
-    let calls = Arc::new(SessionCalls::new(handle.clone()));
+    let book = Arc::new(SessionBook::new(handle.clone()));
     let mut local = LocalSessionManager::default();
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(settings.session_idle);
     local.session_config = session_config;
-    let sessions = Sessions::new(local, Arc::clone(&calls));
+    let direct = Direct::new(handle.clone(), settings);
+    let sessions = Sessions::new(local, Arc::clone(&book), direct);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
         .with_allowed_origins(
@@ -109,7 +112,7 @@ pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService 
             Ok(SouzServer::new(
                 factory_handle.clone(),
                 Arc::clone(&listing),
-                Arc::clone(&calls),
+                Arc::clone(&book),
                 settings,
             ))
         },
@@ -183,8 +186,8 @@ pub(crate) struct SouzServer {
 struct Session {
     handle: RuntimeHandle,
     listing: Arc<Listing>,
-    /// The calls of every open session, withdrawn when their session ends.
-    calls: Arc<SessionCalls>,
+    /// The open sessions and their calls, withdrawn when their session ends.
+    book: Arc<SessionBook>,
     settings: Settings,
     client: Mutex<Option<Implementation>>,
     log_level: Mutex<Option<LoggingLevel>>,
@@ -199,14 +202,14 @@ impl SouzServer {
     pub(crate) fn new(
         handle: RuntimeHandle,
         listing: Arc<Listing>,
-        calls: Arc<SessionCalls>,
+        book: Arc<SessionBook>,
         settings: Settings,
     ) -> Self {
         Self {
             session: Arc::new(Session {
                 handle: handle.clone(),
                 listing,
-                calls,
+                book,
                 settings,
                 client: Mutex::new(None),
                 log_level: Mutex::new(None),
@@ -275,7 +278,7 @@ impl SouzServer {
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        wanted.is_some_and(|wanted| severity(level) >= severity(wanted))
+        wants(wanted, level)
     }
 }
 
@@ -347,6 +350,11 @@ async fn follow_tool_list<N, Sent>(
 pub(crate) fn mcp_error(error: ServiceError) -> McpError {
     tracing::error!(%error, "MCP tool call failed inside Souz");
     McpError::internal_error("Souz could not record the call; see its log.", None)
+}
+
+/// Whether a client that set log level `wanted` (or none) gets messages at `level`.
+pub(crate) fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
+    wanted.is_some_and(|wanted| severity(level) >= severity(wanted))
 }
 
 /// Log levels from least to most severe.
@@ -469,7 +477,8 @@ impl ServerHandler for SouzServer {
             }
         }
         let requester = self.requester(&context);
-        calls::call(self, request, requester, context)
+        let caller = calls::Caller::in_context(self, &context);
+        calls::call(&caller, request, requester)
             .await
             .map(CallToolResponse::Complete)
     }
@@ -477,8 +486,14 @@ impl ServerHandler for SouzServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if let Some(stream) = context.extensions.get::<sessions::SessionStream>() {
+            // Direct answers in this session read the level from the book.
+            self.session
+                .book
+                .set_log_level(&stream.session_id, request.level);
+        }
         *self
             .session
             .log_level

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, JsonObject, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam, ProgressToken, Tool,
-    ToolAnnotations,
+    LoggingMessageNotificationParam, MetaObject, Notification, ProgressNotificationParam,
+    ProgressToken, ServerJsonRpcMessage, ServerNotification, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -30,16 +30,16 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use souz_protocol::{Requester, ToolCallStatus, ToolResult};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::sessions::SessionStream;
-use super::{SouzServer, mcp_error};
-use crate::runtime::ServiceError;
+use super::sessions::{SessionBook, SessionStream};
+use super::{Settings, SouzServer, mcp_error};
 use crate::runtime::facade::{
     CallRequest, CallState, ToolProgress, input_schema, parse_arguments, same_requester,
 };
+use crate::runtime::{RuntimeHandle, ServiceError};
 
 /// The server's own tool that waits for a pending approval and returns the call's result.
 pub(crate) const AWAIT_APPROVAL: &str = "AwaitApproval";
@@ -98,22 +98,100 @@ enum Followed {
     Cancelled,
 }
 
+/// Where a `tools/call` came from and how to talk back to its client: built from rmcp's request
+/// context ([`Caller::in_context`]) or by the [`direct`](super::direct) path.
+pub(crate) struct Caller<'a> {
+    /// The runtime.
+    pub handle: &'a RuntimeHandle,
+    /// The open sessions, to tie the call to its session.
+    pub book: &'a SessionBook,
+    /// `[mcp]` settings.
+    pub settings: Settings,
+    /// What ends following the call early.
+    pub stop: Stop,
+    /// Where progress and log messages go.
+    pub notices: Notices<'a>,
+    /// The request's `progressToken`, if it sent one.
+    pub progress_token: Option<ProgressToken>,
+    /// Whether the client asked for log messages at `info` (`logging/setLevel`).
+    pub log_info: bool,
+}
+
+impl<'a> Caller<'a> {
+    /// A call that came through rmcp.
+    pub(crate) fn in_context(
+        server: &'a SouzServer,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Self {
+        let session = &server.session;
+        let stream = context.extensions.get::<SessionStream>();
+        Self {
+            handle: &session.handle,
+            book: &session.book,
+            settings: session.settings,
+            stop: Stop {
+                request: context.ct.clone(),
+                session_id: stream.map(|stream| stream.session_id.clone()),
+                gone: stream.map(|stream| stream.gone.clone()),
+            },
+            notices: Notices::Peer(&context.peer),
+            progress_token: context.meta.get_progress_token(),
+            log_info: server.wants_log(LoggingLevel::Info),
+        }
+    }
+}
+
+/// Where a call's notifications go.
+pub(crate) enum Notices<'a> {
+    /// rmcp's peer for the request.
+    Peer(&'a Peer<RoleServer>),
+    /// A direct answer's own stream, ahead of the result.
+    Stream(mpsc::UnboundedSender<ServerJsonRpcMessage>),
+}
+
+impl Notices<'_> {
+    async fn progress(&self, notification: ProgressNotificationParam) {
+        // A client that went away cannot be told; the call's own cancellation handles that.
+        match self {
+            Self::Peer(peer) => {
+                let _ = peer.notify_progress(notification).await;
+            }
+            Self::Stream(stream) => {
+                let _ = stream.send(ServerJsonRpcMessage::notification(
+                    ServerNotification::ProgressNotification(Notification::new(notification)),
+                ));
+            }
+        }
+    }
+
+    async fn log(&self, message: LoggingMessageNotificationParam) {
+        match self {
+            Self::Peer(peer) => {
+                let _ = peer.notify_logging_message(message).await;
+            }
+            Self::Stream(stream) => {
+                let _ = stream.send(ServerJsonRpcMessage::notification(
+                    ServerNotification::LoggingMessageNotification(Notification::new(message)),
+                ));
+            }
+        }
+    }
+}
+
 /// Runs `tools/call`.
 pub(crate) async fn call(
-    server: &SouzServer,
+    caller: &Caller<'_>,
     request: CallToolRequestParams,
     requester: Requester,
-    context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, McpError> {
     let name = request.name.as_ref();
     if name == AWAIT_APPROVAL {
-        return await_approval(server, request.arguments, requester, context).await;
+        return await_approval(caller, request.arguments, &requester).await;
     }
-    let session = &server.session;
-    let stop = Stop::new(&context);
+    let stop = &caller.stop;
     // An unknown tool goes to the gate too: it answers with an error result the model can
     // read ("There is no tool named ..."), and the attempt is audited.
-    let handle = &session.handle;
+    let handle = caller.handle;
     let call = handle
         .start_call(CallRequest {
             tool: name.to_owned(),
@@ -122,8 +200,8 @@ pub(crate) async fn call(
         })
         .await
         .map_err(mcp_error)?;
-    if let Some(stream) = &stop.stream
-        && !session.calls.track(&stream.session_id, &call.call_id)
+    if let Some(session_id) = &stop.session_id
+        && !caller.book.track(session_id, &call.call_id)
     {
         // The session ended while the call started.
         call.cancel();
@@ -133,14 +211,14 @@ pub(crate) async fn call(
         // Already over and forgotten by the gate: its handle holds the final state.
         None => watch::channel(call.state()).1,
     };
-    let mut progress = Progress::new(server, &context);
-    let deadline = Instant::now() + session.settings.approval_wait;
-    match follow(&mut state, &mut progress, deadline, &stop).await {
+    let mut progress = Progress::new(caller);
+    let deadline = Instant::now() + caller.settings.approval_wait;
+    match follow(&mut state, &mut progress, deadline, stop).await {
         Followed::Final(state) => {
             // Only a call that waited for a person can be picked up again with
             // `AwaitApproval` (which needs its approval id); mark such a result delivered.
             if state.approval_id.is_some() {
-                deliver(server, &call.call_id).await?;
+                deliver(handle, &call.call_id).await?;
             }
             Ok(final_result(&state))
         }
@@ -159,17 +237,16 @@ pub(crate) async fn call(
 
 /// Runs `AwaitApproval`.
 async fn await_approval(
-    server: &SouzServer,
+    caller: &Caller<'_>,
     arguments: Option<JsonObject>,
-    requester: Requester,
-    context: RequestContext<RoleServer>,
+    requester: &Requester,
 ) -> Result<CallToolResult, McpError> {
     let args: AwaitArgs = match parse_arguments(Value::Object(arguments.unwrap_or_default())) {
         Ok(args) => args,
         Err(error) => return Ok(error_result(error.to_string())),
     };
-    let session = &server.session;
-    let approval = match session.handle.approval(&args.approval_id).await {
+    let handle = caller.handle;
+    let approval = match handle.approval(&args.approval_id).await {
         Ok(approval) => approval,
         Err(ServiceError::NotFound { .. }) => {
             return Ok(error_result(format!(
@@ -180,24 +257,23 @@ async fn await_approval(
         }
         Err(error) => return Err(mcp_error(error)),
     };
-    if !same_requester(&approval.requester, &requester) {
+    if !same_requester(&approval.requester, requester) {
         return Ok(error_result(format!(
             "Approval `{}` belongs to a call made by {}; only that client can pick up its result.",
             approval.id, approval.requester_label
         )));
     }
-    let budget = session.settings.approval_wait;
+    let budget = caller.settings.approval_wait;
     let wait = args
         .wait_seconds
         .map_or(budget, Duration::from_secs)
         .min(budget);
-    let handle = &session.handle;
     let call_id = approval.call_id;
     let state = match handle.watch_call(&call_id) {
         Some(mut receiver) => {
-            let mut progress = Progress::new(server, &context);
-            let stop = Stop::new(&context);
-            match follow(&mut receiver, &mut progress, Instant::now() + wait, &stop).await {
+            let mut progress = Progress::new(caller);
+            let deadline = Instant::now() + wait;
+            match follow(&mut receiver, &mut progress, deadline, &caller.stop).await {
                 Followed::Final(state) => state,
                 Followed::Pending(state) => {
                     return Ok(pending_result(&approval.tool, &state));
@@ -242,27 +318,25 @@ async fn await_approval(
     Ok(final_result(&state))
 }
 
-/// What ends following a call early: the client's `notifications/cancelled` (rmcp cancels the
-/// request), or its response stream dropped before the answer (in a session; outside one rmcp
-/// cancels the request for that too).
-struct Stop {
-    request: CancellationToken,
-    stream: Option<SessionStream>,
+/// What ends following a call early: the client's `notifications/cancelled` (rmcp, or the
+/// [`SessionBook`] for a direct answer, cancels `request`), or its response stream dropped
+/// before the answer (`gone`, in a session; outside one rmcp cancels the request for that
+/// too, and dropping a direct answer drops the call).
+pub(crate) struct Stop {
+    /// Cancelled when the client cancels the request.
+    pub request: CancellationToken,
+    /// The session the call was made in.
+    pub session_id: Option<String>,
+    /// Cancelled when the request's response stream was dropped.
+    pub gone: Option<CancellationToken>,
 }
 
 impl Stop {
-    fn new(context: &RequestContext<RoleServer>) -> Self {
-        Self {
-            request: context.ct.clone(),
-            stream: context.extensions.get::<SessionStream>().cloned(),
-        }
-    }
-
     async fn cancelled(&self) {
-        match &self.stream {
-            Some(stream) => tokio::select! {
+        match &self.gone {
+            Some(gone) => tokio::select! {
                 () = self.request.cancelled() => {}
-                () = stream.gone.cancelled() => {}
+                () = gone.cancelled() => {}
             },
             None => self.request.cancelled().await,
         }
@@ -332,8 +406,8 @@ async fn follow(
 /// a tool's reports are sent shifted by the last value sent before its first one (nothing
 /// when no notice came first, so a tool allowed without asking keeps its own figures).
 struct Progress<'a> {
-    server: &'a SouzServer,
-    peer: &'a Peer<RoleServer>,
+    notices: &'a Notices<'a>,
+    log_info: bool,
     token: Option<ProgressToken>,
     interval: Duration,
     sent: f64,
@@ -345,12 +419,12 @@ struct Progress<'a> {
 }
 
 impl<'a> Progress<'a> {
-    fn new(server: &'a SouzServer, context: &'a RequestContext<RoleServer>) -> Self {
+    fn new(caller: &'a Caller<'a>) -> Self {
         Self {
-            server,
-            peer: &context.peer,
-            token: context.meta.get_progress_token(),
-            interval: server.session.settings.progress_interval,
+            notices: &caller.notices,
+            log_info: caller.log_info,
+            token: caller.progress_token.clone(),
+            interval: caller.settings.progress_interval,
             sent: 0.0,
             offset: None,
             passed: None,
@@ -380,7 +454,7 @@ impl<'a> Progress<'a> {
         let mut notification = ProgressNotificationParam::new(token.clone(), value);
         notification.total = report.total.map(|total| offset + total);
         notification.message = report.message.clone();
-        let _ = self.peer.notify_progress(notification).await;
+        self.notices.progress(notification).await;
         true
     }
 
@@ -393,18 +467,15 @@ impl<'a> Progress<'a> {
             ToolCallStatus::Running => format!("Running in Souz: {summary}"),
             _ => "Souz is checking the call".to_owned(),
         };
-        if state.status == ToolCallStatus::WaitingApproval
-            && !self.logged_approval
-            && self.server.wants_log(LoggingLevel::Info)
+        if state.status == ToolCallStatus::WaitingApproval && !self.logged_approval && self.log_info
         {
             self.logged_approval = true;
             let data = json!({
                 "message": message,
                 "approval_id": state.approval_id,
             });
-            let _ = self
-                .peer
-                .notify_logging_message(
+            self.notices
+                .log(
                     LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
                         .with_logger("souz"),
                 )
@@ -416,15 +487,12 @@ impl<'a> Progress<'a> {
         self.sent = self.sent.floor() + 1.0;
         let notification =
             ProgressNotificationParam::new(token.clone(), self.sent).with_message(message);
-        // A client that went away cannot be told; the call's own cancellation handles that.
-        let _ = self.peer.notify_progress(notification).await;
+        self.notices.progress(notification).await;
     }
 }
 
-async fn deliver(server: &SouzServer, call_id: &str) -> Result<(), McpError> {
-    server
-        .session
-        .handle
+async fn deliver(handle: &RuntimeHandle, call_id: &str) -> Result<(), McpError> {
+    handle
         .mark_delivered(call_id)
         .await
         .map(|_| ())

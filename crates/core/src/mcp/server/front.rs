@@ -16,13 +16,15 @@
 //! Everything else — including GET (the server's event stream) and DELETE (end of session) —
 //! goes to rmcp untouched, body bytes included.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
+use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, RequestId};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::HttpService;
@@ -99,6 +101,35 @@ pub(crate) async fn handle(
 
 /// Checks one POSTed message; `Err` is the answer to send instead of passing it on.
 pub(crate) fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
+    if plain_tools_call(bytes) {
+        return Ok(());
+    }
+    typed_check(bytes, in_session)
+}
+
+/// A `tools/call` request as the typed parse reads it, found without that parse (rmcp parses
+/// the message again; this is most of what comes in). `false` sends the message through the
+/// whole [`typed_check`]: anything else, or anything unusual about it (another field, a
+/// duplicate one, params that do not fit).
+fn plain_tools_call(bytes: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Plain<'a> {
+        #[serde(borrow)]
+        jsonrpc: Cow<'a, str>,
+        #[serde(rename = "id")]
+        _id: RequestId,
+        #[serde(borrow)]
+        method: Cow<'a, str>,
+        #[serde(rename = "params")]
+        _params: CallToolRequestParams,
+    }
+    serde_json::from_slice::<Plain<'_>>(bytes)
+        .is_ok_and(|plain| plain.jsonrpc == "2.0" && plain.method == "tools/call")
+}
+
+/// [`check`] by the typed parse rmcp does.
+pub(crate) fn typed_check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
     match serde_json::from_slice::<ClientJsonRpcMessage>(bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);

@@ -1,6 +1,7 @@
 //! Property-based fuzzing of the JSON-RPC front door of `/mcp` (stable toolchain, `proptest`):
-//! any body is let through or refused with a well-formed JSON-RPC error, never a panic, and a
-//! well-formed `tools/call` is always let through.
+//! any body is let through or refused with a well-formed JSON-RPC error, never a panic; a
+//! well-formed `tools/call` is always let through; and the shortcut for plain `tools/call`
+//! decides as the typed parse does.
 //!
 //! The test command runs the default number of cases; `scripts/fuzz.sh` runs many more.
 
@@ -10,7 +11,7 @@ use axum::response::IntoResponse;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::front::{Rejection, TYPED_METHODS, check};
+use super::front::{Rejection, TYPED_METHODS, check, typed_check};
 
 /// Any JSON value, nested a few levels.
 fn json_value() -> impl Strategy<Value = Value> {
@@ -64,6 +65,77 @@ fn message() -> impl Strategy<Value = Value> {
         })
 }
 
+/// A message shaped like a `tools/call`, each part possibly wrong or unusual.
+fn tools_call_lookalike() -> impl Strategy<Value = Value> {
+    let id = prop_oneof![
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        ".{0,8}".prop_map(Value::from),
+        json_value(),
+    ];
+    let name = prop_oneof![".{0,12}".prop_map(Value::from), json_value()];
+    let arguments = prop_oneof![
+        prop::collection::btree_map(".{0,6}", json_value(), 0..4)
+            .prop_map(|map| Value::Object(map.into_iter().collect::<Map<_, _>>())),
+        json_value(),
+    ];
+    let meta = prop_oneof![
+        Just(json!({ "progressToken": 1 })),
+        Just(json!({ "progressToken": "p" })),
+        json_value(),
+    ];
+    let extra = || prop::option::of((".{0,8}", json_value()));
+    (
+        prop_oneof![Just(json!("2.0")), json_value()],
+        prop::option::of(id),
+        prop_oneof![
+            8 => Just(json!("tools/call")),
+            1 => Just(json!("tools/list")),
+            1 => json_value()
+        ],
+        (
+            prop::option::of(name),
+            prop::option::of(arguments),
+            prop::option::of(meta),
+            extra(),
+        ),
+        extra(),
+    )
+        .prop_map(
+            |(version, id, method, (name, arguments, meta, extra_param), extra)| {
+                let mut params = Map::new();
+                for (key, value) in [("name", name), ("arguments", arguments), ("_meta", meta)] {
+                    if let Some(value) = value {
+                        params.insert(key.into(), value);
+                    }
+                }
+                if let Some((key, value)) = extra_param {
+                    params.insert(key, value);
+                }
+                let mut object = Map::new();
+                object.insert("jsonrpc".into(), version);
+                if let Some(id) = id {
+                    object.insert("id".into(), id);
+                }
+                object.insert("method".into(), method);
+                object.insert("params".into(), Value::Object(params));
+                if let Some((key, value)) = extra {
+                    object.insert(key, value);
+                }
+                Value::Object(object)
+            },
+        )
+}
+
+/// [`check`]'s shortcut decides as the typed parse alone would.
+fn agrees(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let bytes = Bytes::copy_from_slice(bytes);
+    for in_session in [false, true] {
+        prop_assert_eq!(check(&bytes, in_session), typed_check(&bytes, in_session));
+    }
+    Ok(())
+}
+
 /// The refusal is a JSON-RPC error a client can read.
 fn well_formed(rejection: &Rejection) -> Result<(), TestCaseError> {
     prop_assert!(
@@ -107,6 +179,18 @@ proptest! {
     #[test]
     fn json_rpc_lookalikes_pass_or_get_a_json_rpc_error(value in message()) {
         checked(value.to_string().as_bytes())?;
+        agrees(value.to_string().as_bytes())?;
+    }
+
+    #[test]
+    fn the_tools_call_shortcut_decides_as_the_typed_parse(value in tools_call_lookalike()) {
+        checked(value.to_string().as_bytes())?;
+        agrees(value.to_string().as_bytes())?;
+    }
+
+    #[test]
+    fn the_shortcut_agrees_on_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        agrees(&bytes)?;
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! MCP sessions and the calls made in them: when a client goes away, what it asked for is
 //! withdrawn.
 //!
-//! [`Sessions`] is rmcp's `LocalSessionManager` with two additions:
+//! [`Sessions`] is rmcp's `LocalSessionManager` with three additions:
 //! - Session end — a `DELETE /mcp`, or rmcp closing the session itself (idle timeout, a
 //!   transport failure, shutdown) — cancels every call the session started that is not over,
 //!   whether its `tools/call` is still answering or was already answered with "waiting for
@@ -14,6 +14,10 @@
 //!   closed instead: `tools/call` treats the dropped stream like `notifications/cancelled`, so
 //!   its approval is withdrawn, and a client that resumes reads that the call was cancelled.
 //!
+//! - `tools/call` is answered [`direct`](super::direct)ly, without rmcp's session worker, when
+//!   the [`SessionBook`] knows enough of the session; the book also routes the client's
+//!   `notifications/cancelled` for such a call to it.
+//!
 //! Requests outside sessions (protocol 2026-07-28) carry no [`SessionStream`]; rmcp cancels
 //! their handler when their response is dropped.
 
@@ -23,8 +27,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use futures::Stream;
+use futures::future::Either;
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, Implementation,
+    LoggingLevel, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::local::{
@@ -33,8 +41,10 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::direct::Direct;
 use crate::runtime::RuntimeHandle;
 
 /// The session a request came in on, and whether its response stream is still there.
@@ -46,13 +56,38 @@ pub(crate) struct SessionStream {
     pub gone: CancellationToken,
 }
 
-/// The calls each open session started (call ids; finished ones are pruned as new ones come).
-pub(crate) struct SessionCalls {
+/// What Souz keeps of each open session: the calls it started (finished ones are pruned as new
+/// ones come), and — for [`direct`](super::direct) answers — its client, its log level, the
+/// requests answered directly that are still going, and when rmcp last saw the session.
+pub(crate) struct SessionBook {
     handle: RuntimeHandle,
-    open: Mutex<HashMap<String, Vec<String>>>,
+    open: Mutex<HashMap<String, OpenSession>>,
 }
 
-impl SessionCalls {
+/// One open session in the [`SessionBook`].
+struct OpenSession {
+    calls: Vec<String>,
+    client: Option<Implementation>,
+    log_level: Option<LoggingLevel>,
+    /// Requests answered directly and not over: cancelled by the client's
+    /// `notifications/cancelled`.
+    direct: HashMap<RequestId, CancellationToken>,
+    /// When a message of this session last went through rmcp (whose session worker closes a
+    /// session it has not seen for `[mcp] session_idle_minutes`).
+    routed: Instant,
+}
+
+/// What a direct answer needs to know of its session.
+pub(crate) struct SessionView {
+    /// The client, from the session's `initialize`.
+    pub client: Implementation,
+    /// The log level the client set, if it did.
+    pub log_level: Option<LoggingLevel>,
+    /// When rmcp last saw the session.
+    pub routed: Instant,
+}
+
+impl SessionBook {
     /// No sessions yet; calls are cancelled through `handle`.
     pub(crate) fn new(handle: RuntimeHandle) -> Self {
         Self {
@@ -61,31 +96,122 @@ impl SessionCalls {
         }
     }
 
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<String>>> {
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, OpenSession>> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A session started.
     pub(crate) fn opened(&self, session_id: &str) {
-        self.open().entry(session_id.to_owned()).or_default();
+        self.open()
+            .entry(session_id.to_owned())
+            .or_insert_with(|| OpenSession {
+                calls: Vec::new(),
+                client: None,
+                log_level: None,
+                direct: HashMap::new(),
+                routed: Instant::now(),
+            });
+    }
+
+    /// The session's client introduced itself (`initialize`).
+    pub(crate) fn introduced(&self, session_id: &str, client: Implementation) {
+        if let Some(session) = self.open().get_mut(session_id) {
+            session.client = Some(client);
+        }
+    }
+
+    /// The session's client set its log level (`logging/setLevel`).
+    pub(crate) fn set_log_level(&self, session_id: &str, level: LoggingLevel) {
+        if let Some(session) = self.open().get_mut(session_id) {
+            session.log_level = Some(level);
+        }
+    }
+
+    /// A message of the session goes through rmcp.
+    pub(crate) fn routed(&self, session_id: &str) {
+        if let Some(session) = self.open().get_mut(session_id) {
+            session.routed = Instant::now();
+        }
+    }
+
+    /// What a direct answer needs of the session; `None` when it is not open or its client has
+    /// not introduced itself.
+    pub(crate) fn view(&self, session_id: &str) -> Option<SessionView> {
+        let open = self.open();
+        let session = open.get(session_id)?;
+        Some(SessionView {
+            client: session.client.clone()?,
+            log_level: session.log_level,
+            routed: session.routed,
+        })
+    }
+
+    /// Starts following a request answered directly: the token is cancelled by the client's
+    /// `notifications/cancelled` for it. `None` when the session is not open or already has a
+    /// request with that id going.
+    pub(crate) fn begin_direct(
+        &self,
+        session_id: &str,
+        request_id: &RequestId,
+    ) -> Option<CancellationToken> {
+        let mut open = self.open();
+        let session = open.get_mut(session_id)?;
+        if session.direct.contains_key(request_id) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        session.direct.insert(request_id.clone(), token.clone());
+        Some(token)
+    }
+
+    /// A request answered directly is over.
+    pub(crate) fn end_direct(&self, session_id: &str, request_id: &RequestId) {
+        if let Some(session) = self.open().get_mut(session_id) {
+            session.direct.remove(request_id);
+        }
+    }
+
+    /// The client cancelled `request_id`: `true` when it was answered directly (and is now
+    /// cancelled), `false` when it is rmcp's to cancel.
+    pub(crate) fn cancel_direct(&self, session_id: &str, request_id: &RequestId) -> bool {
+        let open = self.open();
+        let token = open
+            .get(session_id)
+            .and_then(|session| session.direct.get(request_id));
+        match token {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Ties a call to its session. `false` when the session is not open (it ended while the
     /// call started): the caller must cancel the call.
     pub(crate) fn track(&self, session_id: &str, call_id: &str) -> bool {
         let mut open = self.open();
-        let Some(calls) = open.get_mut(session_id) else {
+        let Some(session) = open.get_mut(session_id) else {
             return false;
         };
-        calls.retain(|id| self.handle.watch_call(id).is_some());
-        calls.push(call_id.to_owned());
+        session
+            .calls
+            .retain(|id| self.handle.watch_call(id).is_some());
+        session.calls.push(call_id.to_owned());
         true
     }
 
-    /// The session ended: cancels each of its calls still going. Returns how many were.
+    /// The session ended: cancels each of its calls still going, and each request answered
+    /// directly. Returns how many calls were cancelled.
     pub(crate) fn end(&self, session_id: &str) -> usize {
-        let calls = self.open().remove(session_id).unwrap_or_default();
-        let cancelled = calls
+        let Some(session) = self.open().remove(session_id) else {
+            return 0;
+        };
+        for token in session.direct.values() {
+            token.cancel();
+        }
+        let cancelled = session
+            .calls
             .iter()
             .filter(|call_id| self.handle.cancel_call(call_id))
             .count();
@@ -100,16 +226,22 @@ impl SessionCalls {
     }
 }
 
-/// rmcp's in-memory session manager, with session ends and dropped streams reported.
+/// rmcp's in-memory session manager, with session ends and dropped streams reported, and
+/// `tools/call` answered [`direct`](super::direct)ly when it can be.
 pub(crate) struct Sessions {
     inner: LocalSessionManager,
-    calls: Arc<SessionCalls>,
+    book: Arc<SessionBook>,
+    direct: Direct,
 }
 
 impl Sessions {
-    /// Wraps `inner`; session ends cancel calls tracked in `calls`.
-    pub(crate) fn new(inner: LocalSessionManager, calls: Arc<SessionCalls>) -> Self {
-        Self { inner, calls }
+    /// Wraps `inner`; session ends cancel calls tracked in `book`; `direct` answers calls.
+    pub(crate) fn new(inner: LocalSessionManager, book: Arc<SessionBook>, direct: Direct) -> Self {
+        Self {
+            inner,
+            book,
+            direct,
+        }
     }
 }
 
@@ -119,8 +251,8 @@ impl SessionManager for Sessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let (id, transport) = self.inner.create_session().await?;
-        self.calls.opened(&id);
-        let transport = Ending::new(transport, Arc::clone(&self.calls), id.to_string());
+        self.book.opened(&id);
+        let transport = Ending::new(transport, Arc::clone(&self.book), id.to_string());
         Ok((id, transport))
     }
 
@@ -129,7 +261,20 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.inner.initialize_session(id, message).await
+        let client = match &message {
+            ClientJsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::InitializeRequest(initialize) => {
+                    Some(initialize.params.client_info.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let answer = self.inner.initialize_session(id, message).await?;
+        if let Some(client) = client {
+            self.book.introduced(id, client);
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -139,15 +284,19 @@ impl SessionManager for Sessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         // Before rmcp answers the DELETE: once the client hears the session is gone, nothing
         // it asked for can still be approved into running.
-        self.calls.end(id);
+        self.book.end(id);
         self.inner.close_session(id).await
     }
 
     async fn create_stream(
         &self,
         id: &SessionId,
-        mut message: ClientJsonRpcMessage,
+        message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let mut message = match self.direct.answer(&self.book, id, message) {
+            Ok(answer) => return Ok(Either::Left(answer)),
+            Err(message) => message,
+        };
         let gone = CancellationToken::new();
         if let ClientJsonRpcMessage::Request(request) = &mut message {
             request.request.extensions_mut().insert(SessionStream {
@@ -155,11 +304,12 @@ impl SessionManager for Sessions {
                 gone: gone.clone(),
             });
         }
+        self.book.routed(id);
         let stream = self.inner.create_stream(id, message).await?;
-        Ok(Answered {
+        Ok(Either::Right(Answered {
             inner: Box::pin(stream),
             unanswered: Some(gone.drop_guard()),
-        })
+        }))
     }
 
     async fn accept_message(
@@ -167,6 +317,14 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        if let ClientJsonRpcMessage::Notification(notification) = &message
+            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+            && let Some(request_id) = &cancelled.params.request_id
+            && self.book.cancel_direct(id, request_id)
+        {
+            return Ok(());
+        }
+        self.book.routed(id);
         self.inner.accept_message(id, message).await
     }
 
@@ -174,6 +332,7 @@ impl SessionManager for Sessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.book.routed(id);
         self.inner.create_standalone_stream(id).await
     }
 
@@ -182,6 +341,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.book.routed(id);
         self.inner.resume(id, last_event_id).await
     }
 
@@ -194,8 +354,8 @@ impl SessionManager for Sessions {
         let name = id.to_string();
         Ok(match self.inner.restore_session(id).await? {
             RestoreOutcome::Restored(transport) => {
-                self.calls.opened(&name);
-                RestoreOutcome::Restored(Ending::new(transport, Arc::clone(&self.calls), name))
+                self.book.opened(&name);
+                RestoreOutcome::Restored(Ending::new(transport, Arc::clone(&self.book), name))
             }
             RestoreOutcome::AlreadyPresent => RestoreOutcome::AlreadyPresent,
             _ => RestoreOutcome::NotSupported,
@@ -230,22 +390,22 @@ impl<S: Stream> Stream for Answered<S> {
 /// worker stops (the transport yields nothing more), is closed, or is dropped.
 pub(crate) struct Ending<T> {
     inner: T,
-    calls: Arc<SessionCalls>,
+    book: Arc<SessionBook>,
     session_id: Option<String>,
 }
 
 impl<T> Ending<T> {
-    fn new(inner: T, calls: Arc<SessionCalls>, session_id: String) -> Self {
+    fn new(inner: T, book: Arc<SessionBook>, session_id: String) -> Self {
         Self {
             inner,
-            calls,
+            book,
             session_id: Some(session_id),
         }
     }
 
     fn end(&mut self) {
         if let Some(session_id) = self.session_id.take() {
-            self.calls.end(&session_id);
+            self.book.end(&session_id);
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::token::Credential;
 use crate::token::clients::ClientIdentity;
 use crate::tools::gate::CallState;
 
+mod direct;
 mod memory;
 
 /// A client holding a token named `name` (and calling itself that too).
