@@ -18,6 +18,7 @@
 //! imports nothing from the crate, so every layer (logs in `telemetry`, provider errors in
 //! `llm`, audit rows in `approvals`, chat events) redacts the same way.
 
+use std::borrow::Cow;
 use std::sync::{LazyLock, RwLock};
 
 use regex::Regex;
@@ -136,39 +137,29 @@ pub(crate) fn redact_text(text: &str) -> String {
 
 /// [`redact_text`] with `known` as the secret values to replace, besides the formats.
 pub(crate) fn redact_text_with(text: &str, known: &[String]) -> String {
-    let mut out = text.to_owned();
+    let mut out = Cow::Borrowed(text);
     for secret in known {
         if !secret.is_empty() && out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), REDACTED);
+            out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
         }
     }
-    if let Some(regex) = PEM_PRIVATE_KEY.as_ref() {
-        out = regex.replace_all(&out, REDACTED).into_owned();
+    // Each pattern copies the text only when it finds something.
+    let patterns: [(&LazyLock<Option<Regex>>, &str); 6] = [
+        (&PEM_PRIVATE_KEY, REDACTED),
+        (&URL_PASSWORD, "$1:[REDACTED]@"),
+        (&SLACK_WEBHOOK, "$1/[REDACTED]"),
+        (&BEARER, "$1 [REDACTED]"),
+        (&KEY_VALUE, "$1$2[REDACTED]"),
+        (&TOKENS, REDACTED),
+    ];
+    for (pattern, replacement) in patterns {
+        if let Some(regex) = pattern.as_ref()
+            && let Cow::Owned(replaced) = regex.replace_all(&out, replacement)
+        {
+            out = Cow::Owned(replaced);
+        }
     }
-    if let Some(regex) = URL_PASSWORD.as_ref() {
-        out = regex
-            .replace_all(&out, format!("$1:{REDACTED}@"))
-            .into_owned();
-    }
-    if let Some(regex) = SLACK_WEBHOOK.as_ref() {
-        out = regex
-            .replace_all(&out, format!("$1/{REDACTED}"))
-            .into_owned();
-    }
-    if let Some(regex) = BEARER.as_ref() {
-        out = regex
-            .replace_all(&out, format!("$1 {REDACTED}"))
-            .into_owned();
-    }
-    if let Some(regex) = KEY_VALUE.as_ref() {
-        out = regex
-            .replace_all(&out, format!("$1$2{REDACTED}"))
-            .into_owned();
-    }
-    if let Some(regex) = TOKENS.as_ref() {
-        out = regex.replace_all(&out, REDACTED).into_owned();
-    }
-    out
+    out.into_owned()
 }
 
 /// The audit preview of a value (arguments or a structured result).

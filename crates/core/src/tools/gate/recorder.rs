@@ -1,6 +1,7 @@
 //! The batch recorder: calls that changed nothing (an allowed read-only call, a refusal, an
-//! invalid call) are answered at once and stored here, many per transaction. A call is
-//! forgotten by the live table only after its row is committed; `flushed` waits for the rows.
+//! invalid call) are answered at once and stored here, many per transaction: under load a
+//! batch waits [`LINGER`] for more, so that one commit stores many. A call is forgotten by the
+//! live table only after its row is committed; `flushed` waits for the rows.
 
 use std::time::Duration;
 
@@ -53,14 +54,25 @@ impl Gate {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
         let mut next = Some(first);
-        while let Some(recording) = next.take() {
-            match recording {
-                Recording::Call(finished) => batch.push(*finished),
-                Recording::Flush(done) => flushes.push(done),
+        let mut lingered = false;
+        loop {
+            while let Some(recording) = next.take() {
+                match recording {
+                    Recording::Call(finished) => batch.push(*finished),
+                    Recording::Flush(done) => flushes.push(done),
+                }
+                if batch.len() < MAX_BATCH {
+                    next = recordings.try_recv().ok();
+                }
             }
-            if batch.len() < MAX_BATCH {
-                next = recordings.try_recv().ok();
+            // Calls ending together: wait a moment for more, so that one commit stores many
+            // (a lone call, or a reader waiting for the rows, is stored at once).
+            if lingered || batch.len() < 2 || batch.len() >= MAX_BATCH || !flushes.is_empty() {
+                break;
             }
+            lingered = true;
+            tokio::time::sleep(LINGER).await;
+            next = recordings.try_recv().ok();
         }
         let ids: Vec<String> = batch
             .iter()
@@ -112,3 +124,6 @@ pub(super) enum Recording {
 
 /// Most calls stored in one transaction.
 pub(super) const MAX_BATCH: usize = 256;
+
+/// How long a batch of calls that ended together waits for more before it is stored.
+const LINGER: Duration = Duration::from_millis(2);
