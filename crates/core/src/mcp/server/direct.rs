@@ -25,7 +25,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
 use rmcp::model::{
     CallToolRequest, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta,
     JsonRpcRequest, LoggingLevel, RequestId, ServerJsonRpcMessage, ServerResult,
@@ -64,14 +66,14 @@ impl Direct {
         }
     }
 
-    /// The answer to `message`, sent in session `session_id`; the message back when it is not a
-    /// `tools/call` this path answers.
-    pub(crate) fn answer(
+    /// Where `message`, sent in session `session_id`, is answered: here, or by rmcp (the message
+    /// handed back) when it is not a `tools/call` this path answers.
+    pub(crate) fn route(
         &self,
         book: &Arc<SessionBook>,
         session_id: &str,
         message: ClientJsonRpcMessage,
-    ) -> Result<Answer, ClientJsonRpcMessage> {
+    ) -> Route {
         let (request_id, progress_token) = match &message {
             ClientJsonRpcMessage::Request(request) => match &request.request {
                 ClientRequest::CallToolRequest(call)
@@ -85,18 +87,18 @@ impl Direct {
                         request.request.get_meta().get_progress_token(),
                     )
                 }
-                _ => return Err(message),
+                _ => return Route::Rmcp(message),
             },
-            _ => return Err(message),
+            _ => return Route::Rmcp(message),
         };
         let Some(view) = book
             .view(session_id)
             .filter(|view| view.routed.elapsed() < self.settings.session_idle / 2)
         else {
-            return Err(message);
+            return Route::Rmcp(message);
         };
         let Some(cancelled) = book.begin_direct(session_id, &request_id) else {
-            return Err(message);
+            return Route::Rmcp(message);
         };
         let following = Following {
             book: Arc::clone(book),
@@ -109,7 +111,7 @@ impl Direct {
                 ..
             }) => call,
             // Checked above; should it ever differ, rmcp gets the message.
-            other => return Err(other),
+            other => return Route::Rmcp(other),
         };
         let credential = call
             .extensions
@@ -145,12 +147,21 @@ impl Direct {
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             }
         };
-        Ok(Answer {
+        Route::Direct(Answer {
+            first: None,
             call: Some(Mutex::new(Box::pin(followed))),
             notes,
             result: None,
         })
     }
+}
+
+/// Where a message of a session is answered.
+pub(crate) enum Route {
+    /// Here: the call's response.
+    Direct(Answer),
+    /// By rmcp: the message, untouched.
+    Rmcp(ClientJsonRpcMessage),
 }
 
 /// A direct call's place in the [`SessionBook`], given up when the call is over or dropped.
@@ -172,6 +183,8 @@ type Followed = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 /// followed as the response is polled; dropping the response drops the call, which cancels it
 /// (and withdraws its approval) unless it was answered.
 pub(crate) struct Answer {
+    /// The first message, read by [`Answer::primed`].
+    first: Option<ServerSseMessage>,
     /// The call being followed; `None` once it gave its result. (In a mutex only to make the
     /// response `Sync`, as rmcp asks; polling takes `&mut` and never locks.)
     call: Option<Mutex<Followed>>,
@@ -180,11 +193,26 @@ pub(crate) struct Answer {
     result: Option<ServerJsonRpcMessage>,
 }
 
+impl Answer {
+    /// The answer, after waiting up to `within` for its first message. Most calls are over in
+    /// well under a millisecond: the response's head then goes out with its whole body in one
+    /// write, where it would otherwise go out alone while the call runs.
+    pub(crate) async fn primed(mut self, within: Duration) -> Self {
+        if let Ok(first) = tokio::time::timeout(within, self.next()).await {
+            self.first = first;
+        }
+        self
+    }
+}
+
 impl Stream for Answer {
     type Item = ServerSseMessage;
 
     fn poll_next(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(first));
+        }
         if let Some(call) = &mut this.call {
             let call = call.get_mut().unwrap_or_else(PoisonError::into_inner);
             if let Poll::Ready(result) = call.as_mut().poll(context) {

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::Stream;
 use futures::future::Either;
@@ -44,7 +45,7 @@ use rmcp::transport::streamable_http_server::session::{
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::direct::Direct;
+use super::direct::{Direct, Route};
 use crate::runtime::RuntimeHandle;
 
 /// The session a request came in on, and whether its response stream is still there.
@@ -226,6 +227,9 @@ impl SessionBook {
     }
 }
 
+/// How long a direct answer may hold its response's head back for its first message.
+const PRIME_DIRECT: Duration = Duration::from_millis(5);
+
 /// rmcp's in-memory session manager, with session ends and dropped streams reported, and
 /// `tools/call` answered [`direct`](super::direct)ly when it can be.
 pub(crate) struct Sessions {
@@ -293,9 +297,9 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let mut message = match self.direct.answer(&self.book, id, message) {
-            Ok(answer) => return Ok(Either::Left(answer)),
-            Err(message) => message,
+        let mut message = match self.direct.route(&self.book, id, message) {
+            Route::Direct(answer) => return Ok(Either::Left(answer.primed(PRIME_DIRECT).await)),
+            Route::Rmcp(message) => message,
         };
         let gone = CancellationToken::new();
         if let ClientJsonRpcMessage::Request(request) = &mut message {

@@ -1,6 +1,6 @@
 //! The batch recorder: calls that changed nothing (an allowed read-only call, a refusal, an
-//! invalid call) are answered at once and stored here, many per transaction: under load a
-//! batch waits [`LINGER`] for more, so that one commit stores many. A call is forgotten by the
+//! invalid call) are answered at once and stored here, many per transaction: a batch waits
+//! [`LINGER`] for more, so that one commit stores many. A call is forgotten by the
 //! live table only after its row is committed; `flushed` waits for the rows.
 
 use std::time::Duration;
@@ -65,9 +65,9 @@ impl Gate {
                     next = recordings.try_recv().ok();
                 }
             }
-            // Calls ending together: wait a moment for more, so that one commit stores many
-            // (a lone call, or a reader waiting for the rows, is stored at once).
-            if lingered || batch.len() < 2 || batch.len() >= MAX_BATCH || !flushes.is_empty() {
+            // Wait a moment for more calls, so that one commit stores many (a reader waiting
+            // for the rows has them at once).
+            if lingered || batch.len() >= MAX_BATCH || !flushes.is_empty() {
                 break;
             }
             lingered = true;
@@ -125,5 +125,5 @@ pub(super) enum Recording {
 /// Most calls stored in one transaction.
 pub(super) const MAX_BATCH: usize = 256;
 
-/// How long a batch of calls that ended together waits for more before it is stored.
+/// How long a batch waits for more calls before it is stored (unless a reader waits for it).
 const LINGER: Duration = Duration::from_millis(2);
