@@ -7,6 +7,10 @@
 //! calls `Calculator` (`2 + 3 * 4`) through the approval gate; the reference server calls
 //! `echo`. The same Rust client code drives both.
 //!
+//! HTTP rows also print the server process's CPU time per call over the measured time
+//! (`/proc/<pid>/stat`): on two cores the client takes its share of the CPU, so that is the
+//! steadier figure of what a call costs the server.
+//!
 //! Run with `scripts/bench.sh mcp` (release build), or `scripts/bench.sh mcp-stdio` for the
 //! stdio rows only (the bench's argument `http` or `stdio` picks a group). `SOUZ_BENCH_SECONDS`
 //! sets the measured time per row (default 5).
@@ -45,6 +49,8 @@ fn everything_entry() -> PathBuf {
 #[derive(Clone)]
 struct Target {
     name: &'static str,
+    /// The server's process, for its CPU time.
+    pid: u32,
     url: String,
     token: Option<String>,
     tool: &'static str,
@@ -57,7 +63,27 @@ struct Row {
     requests: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
+    /// CPU time the server process used over the measured time (HTTP rows).
+    server_cpu: Option<Duration>,
 }
+
+/// User plus system CPU time of process `pid` so far (Linux `/proc`; `None` elsewhere).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_secs_f64(
+        ticks as f64 / *CLOCK_TICKS.as_ref()?,
+    ))
+}
+
+/// Clock ticks per second, the unit of `/proc/<pid>/stat`'s CPU times.
+static CLOCK_TICKS: std::sync::LazyLock<Option<f64>> = std::sync::LazyLock::new(|| {
+    let output = Command::new("getconf").arg("CLK_TCK").output().ok()?;
+    let ticks: f64 = String::from_utf8(output.stdout).ok()?.trim().parse().ok()?;
+    (ticks > 0.0).then_some(ticks)
+});
 
 impl Row {
     fn throughput(&self) -> f64 {
@@ -164,21 +190,29 @@ fn http_row(
 ) -> Row {
     let warmup = Instant::now() + Duration::from_secs(1);
     let until = warmup + Duration::from_secs(seconds);
-    let latencies: Vec<Duration> = runtime.block_on(async {
+    let (latencies, server_cpu) = runtime.block_on(async {
         let tasks: Vec<_> = (0..workers)
             .map(|_| tokio::spawn(http_worker(target.clone(), until, warmup)))
             .collect();
+        let pid = target.pid;
+        let cpu = tokio::spawn(async move {
+            tokio::time::sleep_until(warmup.into()).await;
+            let start = cpu_time(pid)?;
+            tokio::time::sleep_until(until.into()).await;
+            Some(cpu_time(pid)?.saturating_sub(start))
+        });
         let mut all = Vec::new();
         for task in tasks {
             all.extend(task.await.unwrap());
         }
-        all
+        (all, cpu.await.unwrap())
     });
     Row {
         label: format!("{} HTTP c{workers}", target.name),
         requests: latencies.len(),
         elapsed: Duration::from_secs(seconds),
         latencies,
+        server_cpu,
     }
 }
 
@@ -264,6 +298,7 @@ fn stdio_row(
         requests: latencies.len(),
         elapsed: measured_to - measured_from.unwrap_or(warmup),
         latencies,
+        server_cpu: None,
     }
 }
 
@@ -320,6 +355,7 @@ fn main() {
     let everything = Everything::start();
     let souz = Target {
         name: "Souz",
+        pid: daemon.pid(),
         url: format!("http://{}/mcp", daemon.address),
         token: Some(daemon.token.clone()),
         tool: "Calculator",
@@ -327,6 +363,7 @@ fn main() {
     };
     let reference = Target {
         name: "server-everything",
+        pid: everything.child.id(),
         url: format!("http://127.0.0.1:{}/mcp", everything.port),
         token: None,
         tool: "echo",
@@ -415,12 +452,24 @@ fn main() {
             );
         }
         println!(
-            "{:<30} {:>9.1}x {:>9.2}x {:>9.2}x   (Souz / reference; latency < 1 is better)\n",
+            "{:<30} {:>9.1}x {:>9.2}x {:>9.2}x   (Souz / reference; latency < 1 is better)",
             "ratio",
             ours.throughput() / theirs.throughput(),
             ours.percentile(0.5).as_secs_f64() / theirs.percentile(0.5).as_secs_f64(),
             ours.percentile(0.99).as_secs_f64() / theirs.percentile(0.99).as_secs_f64(),
         );
+        // What each call cost the server's process (the client's CPU is not in it).
+        for row in [ours, theirs] {
+            if let Some(cpu) = row.server_cpu.filter(|_| row.requests > 0) {
+                println!(
+                    "{:<30} {:>10.2} CPUs {:>6.0} µs of server CPU per call",
+                    "",
+                    cpu.as_secs_f64() / row.elapsed.as_secs_f64(),
+                    cpu.as_secs_f64() * 1e6 / row.requests as f64,
+                );
+            }
+        }
+        println!();
     }
     drop(everything);
     drop(daemon);

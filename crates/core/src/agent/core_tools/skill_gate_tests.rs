@@ -98,6 +98,8 @@ pub(super) async fn run_notes_waiting(
 }
 
 async fn audit_rows(f: &Fixture) -> Vec<souz_protocol::AuditEntry> {
+    // Calls that changed nothing are stored in batches, after their answer.
+    f.gate.flushed().await;
     f.gate
         .approvals()
         .audit(AuditQuery {

@@ -107,6 +107,8 @@ async fn the_skills_agent_finds_and_runs_a_catalog_tool_through_the_gate() {
         assert_eq!(advertised(&request), core_names());
     }
     // The catalog call went through the gate as the chat.
+    // Calls that changed nothing are stored in batches, after their answer.
+    f.gate.flushed().await;
     let audit = f
         .gate
         .approvals()
@@ -165,6 +167,8 @@ async fn the_skills_agent_can_neither_see_nor_run_catalog_tools_directly() {
     assert!(sink.events().iter().any(
         |event| matches!(event, TurnEvent::ToolCallFailed { tool, .. } if tool == "ReadNote")
     ));
+    // Calls that changed nothing are stored in batches, after their answer.
+    f.gate.flushed().await;
     let audit = f
         .gate
         .approvals()
