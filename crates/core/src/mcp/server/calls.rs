@@ -150,31 +150,30 @@ pub(crate) enum Notices<'a> {
 }
 
 impl Notices<'_> {
-    async fn progress(&self, notification: ProgressNotificationParam) {
+    async fn send(&self, notification: ServerNotification) {
         // A client that went away cannot be told; the call's own cancellation handles that.
         match self {
             Self::Peer(peer) => {
-                let _ = peer.notify_progress(notification).await;
+                let _ = peer.send_notification(notification).await;
             }
             Self::Stream(stream) => {
-                let _ = stream.send(ServerJsonRpcMessage::notification(
-                    ServerNotification::ProgressNotification(Notification::new(notification)),
-                ));
+                let _ = stream.send(ServerJsonRpcMessage::notification(notification));
             }
         }
     }
 
+    async fn progress(&self, notification: ProgressNotificationParam) {
+        self.send(ServerNotification::ProgressNotification(Notification::new(
+            notification,
+        )))
+        .await;
+    }
+
     async fn log(&self, message: LoggingMessageNotificationParam) {
-        match self {
-            Self::Peer(peer) => {
-                let _ = peer.notify_logging_message(message).await;
-            }
-            Self::Stream(stream) => {
-                let _ = stream.send(ServerJsonRpcMessage::notification(
-                    ServerNotification::LoggingMessageNotification(Notification::new(message)),
-                ));
-            }
-        }
+        self.send(ServerNotification::LoggingMessageNotification(
+            Notification::new(message),
+        ))
+        .await;
     }
 }
 

@@ -114,6 +114,22 @@ async fn pending(handle: &RuntimeHandle) -> souz_protocol::Approval {
     panic!("no approval was asked for");
 }
 
+/// The person decides once.
+async fn decide(handle: &RuntimeHandle, approval_id: &str, decision: Verdict) {
+    let request = DecisionRequest {
+        decision,
+        scope: ScopeKind::Once,
+        minutes: None,
+        argument_match: None,
+        tool_group: None,
+        via: Some("api".into()),
+    };
+    handle
+        .decide_approval(approval_id, request, &Audience::Everyone)
+        .await
+        .unwrap_or_else(|error| panic!("decide: {error}"));
+}
+
 async fn withdrawn(handle: &RuntimeHandle, approval_id: &str) {
     for _ in 0..500 {
         let approval = handle
@@ -167,18 +183,7 @@ async fn a_call_is_answered_directly_as_the_client_and_in_its_session() {
         ),
         ("tester", SESSION, "tester")
     );
-    let deny = DecisionRequest {
-        decision: Verdict::Deny,
-        scope: ScopeKind::Once,
-        minutes: None,
-        argument_match: None,
-        tool_group: None,
-        via: Some("api".into()),
-    };
-    handle
-        .decide_approval(&approval.id, deny, &Audience::Everyone)
-        .await
-        .unwrap_or_else(|error| panic!("decide: {error}"));
+    decide(&handle, &approval.id, Verdict::Deny).await;
     let answer = waiting.await.unwrap_or_default();
     assert_eq!(answer.len(), 1, "{answer:?}");
     assert_eq!(answer[0]["result"]["isError"], json!(true), "{answer:?}");
@@ -304,18 +309,7 @@ async fn progress_and_log_notices_come_ahead_of_the_result() {
             .is_some_and(|message| message.contains("Waiting for approval in Souz")),
         "{notices:?}"
     );
-    let approve = DecisionRequest {
-        decision: Verdict::Approve,
-        scope: ScopeKind::Once,
-        minutes: None,
-        argument_match: None,
-        tool_group: None,
-        via: Some("api".into()),
-    };
-    handle
-        .decide_approval(&approval.id, approve, &Audience::Everyone)
-        .await
-        .unwrap_or_else(|error| panic!("decide: {error}"));
+    decide(&handle, &approval.id, Verdict::Approve).await;
     let rest = messages(answer).await;
     let last = rest.last().cloned().unwrap_or_default();
     assert_eq!(last["id"], json!(21), "{rest:?}");
