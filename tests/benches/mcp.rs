@@ -463,7 +463,10 @@ fn main() {
             if let Some(cpu) = row.server_cpu.filter(|_| row.requests > 0) {
                 println!(
                     "{:<30} {:>10.2} CPUs {:>6.0} µs of server CPU per call",
-                    "",
+                    format!(
+                        "  {} server",
+                        row.label.split(' ').next().unwrap_or_default()
+                    ),
                     cpu.as_secs_f64() / row.elapsed.as_secs_f64(),
                     cpu.as_secs_f64() * 1e6 / row.requests as f64,
                 );
