@@ -13,7 +13,6 @@
 //!   answer for a `Last-Event-ID` resumption; for a call that waits for a person the gate fails
 //!   closed instead: `tools/call` treats the dropped stream like `notifications/cancelled`, so
 //!   its approval is withdrawn, and a client that resumes reads that the call was cancelled.
-//!
 //! - `tools/call` is answered [`direct`](super::direct)ly, without rmcp's session worker, when
 //!   the [`SessionBook`] knows enough of the session; the book also routes the client's
 //!   `notifications/cancelled` for such a call to it.
