@@ -24,7 +24,6 @@
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
-
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -117,7 +116,11 @@ impl Direct {
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Credential>());
-        let requester = requester_for(credential, Some(&view.client), session_id.to_owned());
+        let requester = requester_for(
+            credential,
+            Some(view.client.as_ref()),
+            session_id.to_owned(),
+        );
         let (notices, notes) = mpsc::unbounded_channel();
         let handle = self.handle.clone();
         let settings = self.settings;

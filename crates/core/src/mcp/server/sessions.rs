@@ -67,7 +67,8 @@ pub(crate) struct SessionBook {
 /// One open session in the [`SessionBook`].
 struct OpenSession {
     calls: Vec<String>,
-    client: Option<Implementation>,
+    /// Shared with each direct call's view, not copied per call.
+    client: Option<Arc<Implementation>>,
     log_level: Option<LoggingLevel>,
     /// Requests answered directly and not over: cancelled by the client's
     /// `notifications/cancelled`.
@@ -80,7 +81,7 @@ struct OpenSession {
 /// What a direct answer needs to know of its session.
 pub(crate) struct SessionView {
     /// The client, from the session's `initialize`.
-    pub client: Implementation,
+    pub client: Arc<Implementation>,
     /// The log level the client set, if it did.
     pub log_level: Option<LoggingLevel>,
     /// When rmcp last saw the session.
@@ -116,7 +117,7 @@ impl SessionBook {
     /// The session's client introduced itself (`initialize`).
     pub(crate) fn introduced(&self, session_id: &str, client: Implementation) {
         if let Some(session) = self.open().get_mut(session_id) {
-            session.client = Some(client);
+            session.client = Some(Arc::new(client));
         }
     }
 
