@@ -432,14 +432,7 @@ pub fn decide<R: Runtime>(
         } else {
             souz_protocol::Verdict::Deny
         };
-        let request = souz_protocol::DecisionRequest {
-            decision: verdict,
-            scope: souz_protocol::ScopeKind::Once,
-            minutes: None,
-            argument_match: None,
-            tool_group: None,
-            via: Some(via.to_owned()),
-        };
+        let request = souz_protocol::DecisionRequest::once(verdict, via);
         if let Err(error) = client.decide(&approval_id, &request).await {
             tracing::warn!(%error, %approval_id, "could not decide the approval");
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use souz_client::{EventStream, Reconnect, StreamItem};
 use souz_e2e::Daemon;
-use souz_protocol::{DecisionRequest, ErrorCode, RuntimeEvent, ScopeKind, Verdict};
+use souz_protocol::{DecisionRequest, ErrorCode, RuntimeEvent, Verdict};
 
 #[tokio::test]
 async fn typed_calls_and_error_codes_against_the_daemon() {
@@ -36,14 +36,7 @@ async fn typed_calls_and_error_codes_against_the_daemon() {
     assert!(listed.items.iter().any(|item| item.id == created.id));
     client.revoke_client(&created.id).await.unwrap();
 
-    let request = DecisionRequest {
-        decision: Verdict::Deny,
-        scope: ScopeKind::Once,
-        minutes: None,
-        argument_match: None,
-        tool_group: None,
-        via: Some("cli".to_owned()),
-    };
+    let request = DecisionRequest::once(Verdict::Deny, "cli");
     let error = client
         .decide("no-such-approval", &request)
         .await

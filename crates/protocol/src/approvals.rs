@@ -228,6 +228,20 @@ pub struct DecisionRequest {
     pub via: Option<String>,
 }
 
+impl DecisionRequest {
+    /// A decision for this call only, made `via` a surface (`api`, `tray`, `notification`…).
+    pub fn once(decision: Verdict, via: &str) -> Self {
+        Self {
+            decision,
+            scope: ScopeKind::Once,
+            minutes: None,
+            argument_match: None,
+            tool_group: None,
+            via: Some(via.to_owned()),
+        }
+    }
+}
+
 /// Where a pending approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

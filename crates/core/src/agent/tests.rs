@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use souz_protocol::{Action, DecisionRequest, Risk, ScopeKind, ToolCategory, Verdict};
+use souz_protocol::{Action, DecisionRequest, Risk, ToolCategory, Verdict};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -189,17 +189,7 @@ impl Fixture {
     pub(crate) async fn decide(&self, approval_id: &str, verdict: Verdict) {
         self.gate
             .approvals()
-            .decide(
-                approval_id,
-                DecisionRequest {
-                    decision: verdict,
-                    scope: ScopeKind::Once,
-                    minutes: None,
-                    argument_match: None,
-                    tool_group: None,
-                    via: Some("test".into()),
-                },
-            )
+            .decide(approval_id, DecisionRequest::once(verdict, "test"))
             .await
             .unwrap();
     }

@@ -3,7 +3,7 @@
 //! approval instead of asking again; approving writes the standing grant; a denial refuses the
 //! waiting command and the next one asks anew; a changed bundle asks again.
 
-use souz_protocol::{ApprovalStatus, DecisionRequest, ScopeKind, Verdict};
+use souz_protocol::{ApprovalStatus, DecisionRequest, Verdict};
 
 use super::skill_gate_tests::{registry, run_notes, run_notes_waiting, write_notes};
 use crate::agent::tests::{Fixture, fixture};
@@ -34,14 +34,7 @@ async fn pending(f: &Fixture) -> Vec<souz_protocol::Approval> {
 }
 
 async fn decide(f: &Fixture, id: &str, decision: Verdict) {
-    let request = DecisionRequest {
-        decision,
-        scope: ScopeKind::Once,
-        minutes: None,
-        argument_match: None,
-        tool_group: None,
-        via: Some("test".into()),
-    };
+    let request = DecisionRequest::once(decision, "test");
     f.gate.approvals().decide(id, request).await.unwrap();
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use souz_protocol::{ApprovalStatus, DecisionRequest, Outcome, ScopeKind, Verdict};
+use souz_protocol::{ApprovalStatus, DecisionRequest, Outcome, Verdict};
 
 use super::tests::core_call;
 use super::*;
@@ -68,14 +68,7 @@ pub(super) async fn run_notes_waiting(
                 .await
                 .unwrap();
             if let Some(approval) = pending.into_iter().next() {
-                let request = DecisionRequest {
-                    decision: verdict,
-                    scope: ScopeKind::Once,
-                    minutes: None,
-                    argument_match: None,
-                    tool_group: None,
-                    via: Some("test".into()),
-                };
+                let request = DecisionRequest::once(verdict, "test");
                 approvals.decide(&approval.id, request).await.unwrap();
                 return approval;
             }

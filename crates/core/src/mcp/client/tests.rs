@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use souz_protocol::{DecisionRequest, Requester, ScopeKind, ToolCallStatus, Verdict};
+use souz_protocol::{DecisionRequest, Requester, ToolCallStatus, Verdict};
 
 use crate::approvals::Audience;
 use crate::config::McpServerConfig;
@@ -109,14 +109,7 @@ async fn decide_and_finish(
         .handle()
         .decide_approval(
             &approval,
-            DecisionRequest {
-                decision: verdict,
-                scope: ScopeKind::Once,
-                minutes: None,
-                argument_match: None,
-                tool_group: None,
-                via: Some("test".into()),
-            },
+            DecisionRequest::once(verdict, "test"),
             &Audience::Everyone,
         )
         .await

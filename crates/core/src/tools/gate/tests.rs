@@ -3,7 +3,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::{
-    Action, ApprovalStatus, DecisionRequest, ExpiryReason, Risk, ScopeKind, ToolCategory, Verdict,
+    Action, ApprovalStatus, DecisionRequest, ExpiryReason, Risk, ToolCategory, Verdict,
 };
 
 use super::*;
@@ -180,17 +180,7 @@ impl Fixture {
     async fn decide(&self, approval_id: &str, verdict: Verdict) {
         self.gate
             .approvals()
-            .decide(
-                approval_id,
-                DecisionRequest {
-                    decision: verdict,
-                    scope: ScopeKind::Once,
-                    minutes: None,
-                    argument_match: None,
-                    tool_group: None,
-                    via: Some("test".into()),
-                },
-            )
+            .decide(approval_id, DecisionRequest::once(verdict, "test"))
             .await
             .unwrap();
     }
@@ -354,14 +344,7 @@ async fn a_dropped_waiter_withdraws_the_approval() {
         .approvals()
         .decide(
             &approval_id,
-            DecisionRequest {
-                decision: Verdict::Approve,
-                scope: ScopeKind::Once,
-                minutes: None,
-                argument_match: None,
-                tool_group: None,
-                via: None,
-            },
+            DecisionRequest::once(Verdict::Approve, "test"),
         )
         .await;
     assert!(late.is_err());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, Implementation, LoggingLevel, RequestId};
 use serde_json::{Value, json};
-use souz_protocol::{ApprovalStatus, DecisionRequest, ExpiryReason, ScopeKind, Verdict};
+use souz_protocol::{ApprovalStatus, DecisionRequest, ExpiryReason, Verdict};
 
 use super::super::Settings;
 use super::super::direct::{Answer, Direct, Route};
@@ -116,14 +116,7 @@ async fn pending(handle: &RuntimeHandle) -> souz_protocol::Approval {
 
 /// The person decides once.
 async fn decide(handle: &RuntimeHandle, approval_id: &str, decision: Verdict) {
-    let request = DecisionRequest {
-        decision,
-        scope: ScopeKind::Once,
-        minutes: None,
-        argument_match: None,
-        tool_group: None,
-        via: Some("api".into()),
-    };
+    let request = DecisionRequest::once(decision, "api");
     handle
         .decide_approval(approval_id, request, &Audience::Everyone)
         .await

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use souz_protocol::{ScopeKind, ToolCallStatus, Verdict};
+use souz_protocol::{ToolCallStatus, Verdict};
 
 use super::*;
 use crate::runtime::facade::Audience;
@@ -40,14 +40,7 @@ async fn decide(handle: &RuntimeHandle, call: &mut CallHandle, verdict: Verdict)
     handle
         .decide_approval(
             &approval,
-            souz_protocol::DecisionRequest {
-                decision: verdict,
-                scope: ScopeKind::Once,
-                minutes: None,
-                argument_match: None,
-                tool_group: None,
-                via: Some("test".into()),
-            },
+            souz_protocol::DecisionRequest::once(verdict, "test"),
             &Audience::Everyone,
         )
         .await
