@@ -78,7 +78,14 @@ with tempfile.TemporaryDirectory() as work:
     names = ran(run_once(home, work, "first")) | ran(run_once(home, work, "restart"))
 sizes = text_symbols(BIN)
 kept = sorted(n for n in names if n in sizes)
-with open(OUT, "w") as f:
-    f.writelines(n + "\n" for n in kept)
+text = "".join(n + "\n" for n in kept)
 total = sum(sizes[n] for n in kept)
-print(f"{len(kept)} functions, {total / 1048576:.2f} MiB of code, written to {OUT}")
+try:
+    with open(OUT) as f:
+        unchanged = f.read() == text
+except OSError:
+    unchanged = False
+if not unchanged:  # an untouched file spares the next build its link
+    with open(OUT, "w") as f:
+        f.write(text)
+print(f"{len(kept)} functions, {total / 1048576:.2f} MiB of code: {OUT} {'unchanged' if unchanged else 'written'}")
