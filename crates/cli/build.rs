@@ -8,8 +8,9 @@
 //! - relative relocations are packed (`DT_RELR`): the dynamic loader reads ~2 MB less at start.
 //!   Only against glibc 2.36 or later, which the binary then needs (Debian 12, Ubuntu 24.04).
 //!
-//! Both need rust-lld, the target's default linker since Rust 1.90; with another linker set (in
-//! Cargo's config or the flags) the build goes on without them and says so.
+//! Both need rust-lld, the target's default linker since Rust 1.90 where the toolchain ships it;
+//! with another linker set (in Cargo's config or the flags), or a toolchain without it, the build
+//! goes on without them and says so.
 
 #![allow(
     clippy::disallowed_methods,
@@ -18,6 +19,7 @@
 )]
 
 use std::env;
+use std::path::Path;
 use std::process::Command;
 
 fn main() {
@@ -32,16 +34,17 @@ fn main() {
     }
     let linker_set = env::var_os("RUSTC_LINKER").is_some()
         || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags.contains("linker"));
-    if linker_set {
+    if linker_set || !toolchain_has_rust_lld(&target) {
         println!(
-            "cargo::warning=a linker is set in the flags: startup code is not laid out together"
+            "cargo::warning=startup code is not laid out together: the link may not be \
+             rust-lld's (a linker is set in Cargo's config or the flags, or the toolchain has none)"
         );
         return;
     }
     let Some(dir) = env::var_os("CARGO_MANIFEST_DIR") else {
         return;
     };
-    let order = std::path::Path::new(&dir).join("startup-order.txt");
+    let order = Path::new(&dir).join("startup-order.txt");
     let mut linker = vec![
         format!("--symbol-ordering-file={}", order.display()),
         "--no-warn-symbol-ordering".to_owned(),
@@ -53,6 +56,21 @@ fn main() {
         println!("cargo::rustc-link-arg-bin=souz=-Xlinker");
         println!("cargo::rustc-link-arg-bin=souz={arg}");
     }
+}
+
+/// Whether the toolchain ships rust-lld for `target` (rustup's do; a distribution's rustc may
+/// link with the system's GNU ld, which knows neither option).
+fn toolchain_has_rust_lld(target: &str) -> bool {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
+        return false;
+    };
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(target)
+        .join("bin/gcc-ld/ld.lld")
+        .exists()
 }
 
 /// The glibc this build links against (`getconf GNU_LIBC_VERSION`: "glibc 2.36"), if it says.
