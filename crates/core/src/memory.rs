@@ -114,6 +114,15 @@ pub struct NewFact {
     pub pinned: bool,
 }
 
+/// A fact written by hand or by a client ([`Memory::create_fact_from`]).
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The stored fact, or the active one that already held the same content.
+    pub fact: Fact,
+    /// The fact was already held, so this writing confirmed it instead of storing a copy.
+    pub confirmed: bool,
+}
+
 /// What memory is made of.
 pub struct MemoryParts {
     /// The database.
@@ -285,7 +294,7 @@ impl Memory {
     /// Stores a fact the person wrote, with a `manual` source event as its evidence; a fact
     /// holding the same canonical key in the scope is superseded.
     pub async fn create_fact(&self, new: NewFact) -> Result<Fact, MemoryError> {
-        self.create_fact_from(new, Origin::MANUAL).await
+        Ok(self.create_fact_from(new, Origin::MANUAL).await?.fact)
     }
 
     /// Stores a fact written by hand or by a client (see [`Origin`]), with a source event of
@@ -293,12 +302,12 @@ impl Memory {
     /// superseded. Writing an active fact again (the same kind, key, title and body in the same
     /// scope) confirms it instead of storing a copy: the new source event is added as its
     /// evidence, its confidence and importance rise to the new values if higher, a pin is kept
-    /// or added, and the same fact comes back.
+    /// or added, and the same fact comes back ([`Written::confirmed`]).
     pub async fn create_fact_from(
         &self,
         new: NewFact,
         origin: Origin<'_>,
-    ) -> Result<Fact, MemoryError> {
+    ) -> Result<Written, MemoryError> {
         let title = redact(new.title.trim());
         let body = redact(new.body.trim());
         if title.is_empty() || body.is_empty() {
@@ -371,7 +380,7 @@ impl Memory {
             self.announce(wire::Change::Created, std::slice::from_ref(&fact))
                 .await;
         }
-        Ok(fact)
+        Ok(Written { fact, confirmed })
     }
 
     /// One fact.

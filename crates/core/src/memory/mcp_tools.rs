@@ -284,7 +284,7 @@ impl Tool for Remember {
     ) -> Result<ToolOutput, ToolError> {
         let client = client_name(&ctx.requester);
         let created_by = format!("mcp:{client}");
-        let fact = self
+        let written = self
             .0
             .create_fact_from(
                 NewFact {
@@ -306,10 +306,12 @@ impl Tool for Remember {
             )
             .await
             .map_err(tool_error)?;
-        Ok(ToolOutput::text(format!(
-            "Remembered {}: {}",
-            fact.id, fact.title
-        )))
+        let fact = written.fact;
+        Ok(ToolOutput::text(if written.confirmed {
+            format!("Already remembered {}: {} (confirmed)", fact.id, fact.title)
+        } else {
+            format!("Remembered {}: {}", fact.id, fact.title)
+        }))
     }
 }
 

@@ -39,6 +39,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .operator()
                 .request::<NewMemoryFact>()
                 .response::<MemoryFact>(201, "Stored.")
+                .response::<MemoryFact>(
+                    200,
+                    "An active fact of the scope already held this content: it is confirmed \
+                     (this writing added as its evidence, a pin asked for kept) and comes back.",
+                )
                 .response::<ErrorBody>(400, "Empty or too long text, a bad scope or key."),
             create,
         )
@@ -151,8 +156,13 @@ async fn create(
     State(handle): State<RuntimeHandle>,
     ApiJson(new): ApiJson<NewMemoryFact>,
 ) -> Result<(StatusCode, axum::Json<MemoryFact>), ApiError> {
-    let fact = handle.create_memory_fact(new, MemoryOrigin::MANUAL).await?;
-    Ok((StatusCode::CREATED, axum::Json(fact)))
+    let (fact, created) = handle.create_memory_fact(new, MemoryOrigin::MANUAL).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(fact)))
 }
 
 async fn model(_: Operator, State(handle): State<RuntimeHandle>) -> axum::Json<MemoryModelInfo> {

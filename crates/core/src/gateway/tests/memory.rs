@@ -227,6 +227,36 @@ async fn edit_pin_retire_and_delete_announce_events() {
 }
 
 #[tokio::test]
+async fn the_same_fact_written_again_is_confirmed_with_200() {
+    let f = Fixture::new().await;
+    let tea = json!({"title": "Tea", "body": "Likes green tea"});
+    let (status, first) = call(&f, "POST", "/v1/memory", Some(tea.clone())).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = call(
+        &f,
+        "POST",
+        "/v1/memory",
+        Some(json!({"title": "Tea", "body": "  Likes green tea ", "pinned": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["pinned"], true, "{again}");
+    let listed = ok(&f, "GET", "/v1/memory", None).await;
+    assert_eq!(ids(&listed), [first["id"].as_str().unwrap()]);
+    // Another body is another fact.
+    let (status, other) = call(
+        &f,
+        "POST",
+        "/v1/memory",
+        Some(json!({"title": "Tea", "body": "Likes black tea"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{other}");
+    assert_ne!(other["id"], first["id"]);
+}
+
+#[tokio::test]
 async fn evidence_and_search_with_scores() {
     let f = Fixture::new().await;
     let fact = remember(

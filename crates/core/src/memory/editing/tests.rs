@@ -274,7 +274,8 @@ async fn evidence_names_the_origin_and_excerpt() {
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .fact;
     assert_eq!(fact.created_by, "mcp:claude-code");
     let (found, records) = memory.evidence("local", &fact.id).await.unwrap();
     assert_eq!(found.id, fact.id);

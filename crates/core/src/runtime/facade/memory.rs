@@ -199,12 +199,13 @@ impl RuntimeHandle {
             .ok_or_else(|| MemoryError::NotFound(fact_id.to_owned()).into())
     }
 
-    /// Stores a fact written by hand (`origin` says by whom).
+    /// Stores a fact written by hand (`origin` says by whom), and whether it was new (`false`:
+    /// an active fact already held the same content, and this writing confirmed it).
     pub async fn create_memory_fact(
         &self,
         new: NewMemoryFact,
         origin: MemoryOrigin<'_>,
-    ) -> Result<MemoryFact, ServiceError> {
+    ) -> Result<(MemoryFact, bool), ServiceError> {
         checked_text("body", &new.body, MAX_BODY_CHARS)?;
         let title = match &new.title {
             Some(title) => {
@@ -221,7 +222,7 @@ impl RuntimeHandle {
             Some(scope) => scope_of(scope)?,
             None => Scope::global(),
         };
-        let fact = self
+        let written = self
             .memory()
             .create_fact_from(
                 NewFact {
@@ -238,7 +239,7 @@ impl RuntimeHandle {
                 origin,
             )
             .await?;
-        Ok(fact_to_wire(&fact))
+        Ok((fact_to_wire(&written.fact), !written.confirmed))
     }
 
     /// Edits an active fact (a change of text, kind, key or scope re-embeds it).

@@ -92,14 +92,29 @@ async fn memory_writes_from_mcp_clients_ask_and_searches_follow_the_policy() {
         "a denied remember stores nothing"
     );
 
-    let mut approved = start(&handle, "remember", remember).await;
+    let mut approved = start(&handle, "remember", remember.clone()).await;
     let state = decide(&handle, &mut approved, Verdict::Approve).await;
     assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
     let stored = facts(&handle).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].title, "Deploy window");
     assert_eq!(stored[0].created_by, "mcp:claude-code");
+    let said = state.result.unwrap().text;
+    assert_eq!(said, format!("Remembered {}: Deploy window", stored[0].id));
+    // The same fact again is confirmed, and the client is told so.
+    let mut again = start(&handle, "remember", remember).await;
+    let state = decide(&handle, &mut again, Verdict::Approve).await;
+    let said = state.result.unwrap().text;
+    assert_eq!(
+        said,
+        format!(
+            "Already remembered {}: Deploy window (confirmed)",
+            stored[0].id
+        )
+    );
+    assert_eq!(facts(&handle).await.len(), 1, "no copy was stored");
     let evidence = handle.memory_evidence(&stored[0].id).await.unwrap();
+    assert_eq!(evidence.items.len(), 2, "the second writing is evidence");
     assert_eq!(evidence.items[0].client.as_deref(), Some("claude-code"));
 
     let mut search = start(
@@ -147,6 +162,7 @@ async fn new_fact(handle: &RuntimeHandle, title: &str, body: &str, scope: Option
         )
         .await
         .unwrap()
+        .0
         .id
 }
 
@@ -190,6 +206,7 @@ async fn memory_facts_are_resources_readable_under_the_search_policy() {
             )
             .await
             .unwrap()
+            .0
             .id;
         handle.retire_memory_fact(&id).await.unwrap();
         id
