@@ -178,6 +178,22 @@ async fn download_events(f: &Fixture) -> Vec<Value> {
     f.runtime_events("local.model.download.").await
 }
 
+/// The download's events once its end (completed, failed or cancelled) is stored: the list
+/// shows the end as soon as the download's entry goes, and the events that say so are stored
+/// a moment later, after the progress ahead of them.
+async fn ended_events(f: &Fixture) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = download_events(f).await;
+        let last = events.last().and_then(|event| event["type"].as_str());
+        if last.is_some_and(|kind| !kind.ends_with(".progress")) {
+            return events;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{events:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_pull_runs_in_the_background_reports_progress_in_order_and_verifies() {
     let (url, _server) = mirror(false, Duration::ZERO).await;
@@ -198,7 +214,7 @@ async fn a_pull_runs_in_the_background_reports_progress_in_order_and_verifies() 
     assert!(!path.with_file_name(format!("{FILE}.part")).exists());
 
     // Progress from 0 up to every byte, rising, at most once per percent; then `completed`.
-    let events = download_events(&f).await;
+    let events = ended_events(&f).await;
     let (last, progress) = events.split_last().unwrap();
     assert_eq!(last["type"], "local.model.download.completed", "{events:?}");
     assert_eq!(last["model"], "smollm2-135m-instruct");
@@ -251,7 +267,7 @@ async fn removing_a_model_while_it_downloads_stops_the_download_and_leaves_nothi
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!part.exists() && !dir.join(FILE).exists());
 
-    let events = download_events(&f).await;
+    let events = ended_events(&f).await;
     let kinds: Vec<&str> = events
         .iter()
         .map(|event| event["type"].as_str().unwrap())
@@ -289,7 +305,7 @@ async fn a_file_that_is_not_the_pinned_one_fails_and_never_takes_its_name() {
     let dir = model_folder(&f);
     assert!(!dir.join(FILE).exists());
     assert!(!dir.join(format!("{FILE}.part")).exists());
-    let events = download_events(&f).await;
+    let events = ended_events(&f).await;
     let last = events.last().unwrap();
     assert_eq!(last["type"], "local.model.download.failed", "{events:?}");
     assert_eq!(last["error"], error);
