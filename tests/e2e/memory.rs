@@ -60,6 +60,28 @@ fn add_list_search_show_and_forget_through_the_cli() {
     );
     assert!(ok, "{text}");
     assert!(text.starts_with("Remembered "), "{text}");
+    // The same fact again is confirmed, not stored twice, and the CLI says so.
+    let (ok, again) = cli(
+        &daemon,
+        &[
+            "add",
+            "Deploys go through staging first",
+            "--kind",
+            "project_rule",
+            "--scope",
+            "project:souz",
+        ],
+    );
+    assert!(ok, "{again}");
+    let id = text
+        .trim_start_matches("Remembered ")
+        .split(':')
+        .next()
+        .unwrap();
+    assert!(
+        again.starts_with(&format!("Already remembered {id}: ")) && again.contains("(confirmed)"),
+        "{again}"
+    );
 
     let page = json(&daemon, &["list", "--json"]);
     assert_eq!(page["items"].as_array().unwrap().len(), 2, "{page}");

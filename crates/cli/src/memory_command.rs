@@ -266,11 +266,13 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
                 pinned: pin,
                 importance: None,
             };
-            let fact = client.remember(&new).await?;
+            let (fact, created) = client.remember(&new).await?;
             if json {
                 print_json(&fact)?;
-            } else {
+            } else if created {
                 say!("Remembered {}: {}", fact.id, fact.title);
+            } else {
+                say!("Already remembered {}: {} (confirmed)", fact.id, fact.title);
             }
         }
         MemoryCommand::Forget { id, retire } => {

@@ -45,9 +45,11 @@ impl DaemonClient {
         self.get(&format!("/v1/memory/{}", encode(id))).await
     }
 
-    /// Remembers a fact written by hand.
-    pub async fn remember(&self, fact: &NewMemoryFact) -> Result<MemoryFact, ClientError> {
-        self.post("/v1/memory", fact).await
+    /// Remembers a fact written by hand; `true` when it is new, `false` when an active fact of
+    /// the scope already held it and this writing confirmed it (`200` instead of `201`).
+    pub async fn remember(&self, fact: &NewMemoryFact) -> Result<(MemoryFact, bool), ClientError> {
+        let (status, fact) = self.post_with_status("/v1/memory", fact).await?;
+        Ok((fact, status == 201))
     }
 
     /// Edits a fact.
