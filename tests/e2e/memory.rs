@@ -46,32 +46,19 @@ fn add_list_search_show_and_forget_through_the_cli() {
     let body = editor["body"].as_str().unwrap();
     assert!(!body.contains("sk-abcdefghijklmnopqrstuvwx"), "{body}");
     let editor_id = editor["id"].as_str().unwrap().to_owned();
-    let (ok, text) = cli(
-        &daemon,
-        &[
-            "add",
-            "Deploys go through staging first",
-            "--kind",
-            "project_rule",
-            "--scope",
-            "project:souz",
-            "--pin",
-        ],
-    );
+    let deploys = [
+        "add",
+        "Deploys go through staging first",
+        "--kind",
+        "project_rule",
+        "--scope",
+        "project:souz",
+    ];
+    let (ok, text) = cli(&daemon, &[&deploys[..], &["--pin"]].concat());
     assert!(ok, "{text}");
     assert!(text.starts_with("Remembered "), "{text}");
     // The same fact again is confirmed, not stored twice, and the CLI says so.
-    let (ok, again) = cli(
-        &daemon,
-        &[
-            "add",
-            "Deploys go through staging first",
-            "--kind",
-            "project_rule",
-            "--scope",
-            "project:souz",
-        ],
-    );
+    let (ok, again) = cli(&daemon, &deploys);
     assert!(ok, "{again}");
     let id = text
         .trim_start_matches("Remembered ")
