@@ -46,7 +46,8 @@ def run_once(home, work, label):
     time.sleep(1)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=120)
-    os.remove(daemon) if os.path.exists(daemon) else None
+    if os.path.exists(daemon):  # the restart waits for a new one
+        os.remove(daemon)
     return dump
 
 

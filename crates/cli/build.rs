@@ -33,7 +33,7 @@ fn main() {
         return;
     }
     let linker_set = env::var_os("RUSTC_LINKER").is_some()
-        || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags.contains("linker"));
+        || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags_set_linker(&flags));
     if linker_set || !toolchain_has_rust_lld(&target) {
         println!(
             "cargo::warning=startup code is not laid out together: the link may not be \
@@ -56,6 +56,22 @@ fn main() {
         println!("cargo::rustc-link-arg-bin=souz=-Xlinker");
         println!("cargo::rustc-link-arg-bin=souz={arg}");
     }
+}
+
+/// Whether the rustc flags (Cargo's encoding: separated by `\x1f`) choose the linker:
+/// `-C linker=…` or `-C linker-flavor=…` in any spelling, or `-fuse-ld=…` passed to it.
+/// `-C link-self-contained=+linker`, which asks for rust-lld, does not count.
+fn flags_set_linker(flags: &str) -> bool {
+    flags.split('\x1f').any(|flag| {
+        let option = flag
+            .strip_prefix("--codegen")
+            .or_else(|| flag.strip_prefix("-C"))
+            .unwrap_or(flag)
+            .trim_start_matches('=');
+        option.starts_with("linker=")
+            || option.starts_with("linker-flavor=")
+            || flag.contains("-fuse-ld=")
+    })
 }
 
 /// Whether the toolchain ships rust-lld for `target` (rustup's do; a distribution's rustc may
