@@ -19,9 +19,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use souz_e2e::{Daemon, souz_bin};
 
@@ -117,68 +117,89 @@ fn check_answer(text: &str, target: &Target) {
 }
 
 /// One HTTP client: its own session, one request at a time.
+///
+/// Every request of the session goes over one keep-alive HTTP/1 connection (hyper's), with the
+/// fixed headers made once, so the load generator, which shares the two cores with the server
+/// under test, spends little CPU per call.
 async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Duration> {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let post = |body: String, session: Option<&str>| {
-        let mut request = http
-            .post(&target.url)
-            .header("accept", ACCEPT)
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(token) = &target.token {
-            request = request.bearer_auth(token);
+    let url: http::Uri = target.url.parse().unwrap();
+    let authority = url.authority().unwrap().clone();
+    let stream = tokio::net::TcpStream::connect(authority.as_str())
+        .await
+        .unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let mut headers = http::HeaderMap::new();
+    headers.insert(http::header::HOST, authority.as_str().parse().unwrap());
+    headers.insert(http::header::ACCEPT, ACCEPT.parse().unwrap());
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        "application/json".parse().unwrap(),
+    );
+    if let Some(token) = &target.token {
+        headers.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+    }
+    let send = |sender: &mut hyper::client::conn::http1::SendRequest<_>,
+                method: http::Method,
+                headers: &http::HeaderMap,
+                body: String| {
+        let mut request = http::Request::new(http_body_util::Full::new(bytes::Bytes::from(body)));
+        *request.method_mut() = method;
+        *request.uri_mut() = url.path().parse().unwrap();
+        *request.headers_mut() = headers.clone();
+        let response = sender.send_request(request);
+        async move {
+            let response = response.await.unwrap();
+            let session = response.headers().get("mcp-session-id").cloned();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (session, body)
         }
-        if let Some(session) = session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-06-18");
-        }
-        request
     };
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "souz-bench", "version": "1"}},
     });
-    let response = post(initialize.to_string(), None).send().await.unwrap();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .expect("a session id");
-    let _ = response.text().await.unwrap();
+    let (session, _) = send(
+        &mut sender,
+        http::Method::POST,
+        &headers,
+        initialize.to_string(),
+    )
+    .await;
+    headers.insert("mcp-session-id", session.expect("a session id"));
+    headers.insert("mcp-protocol-version", "2025-06-18".parse().unwrap());
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let _ = post(initialized.to_string(), Some(&session))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await;
+    let _ = send(
+        &mut sender,
+        http::Method::POST,
+        &headers,
+        initialized.to_string(),
+    )
+    .await;
+    let params = json!({"name": target.tool, "arguments": target.arguments}).to_string();
     let mut latencies = Vec::new();
     let mut id = 1;
     while Instant::now() < until {
         let started = Instant::now();
-        let text = post(call_body(&target, id), Some(&session))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+        let (_, answer) = send(&mut sender, http::Method::POST, &headers, body).await;
         let took = started.elapsed();
-        check_answer(&text, &target);
+        check_answer(&String::from_utf8_lossy(&answer), &target);
         if started >= warmup {
             latencies.push(took);
         }
         id += 1;
     }
-    let _ = http
-        .delete(&target.url)
-        .header("mcp-session-id", &session)
-        .bearer_auth(target.token.clone().unwrap_or_default())
-        .send()
-        .await;
+    let _ = send(&mut sender, http::Method::DELETE, &headers, String::new()).await;
     latencies
 }
 
@@ -369,12 +390,12 @@ fn main() {
         tool: "echo",
         arguments: json!({"message": "hello"}),
     };
-    let runtime = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap(),
-    );
+
+    // The HTTP clients share one thread: the load generator takes at most one of the two cores.
+    let http_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
 
     // `http`, `stdio` or nothing (both): the groups of rows to run.
     let group = std::env::args()
@@ -385,8 +406,8 @@ fn main() {
     if group.is_empty() || group == "http" {
         for workers in [1, 16] {
             rows.push((
-                http_row(&runtime, &souz, workers, seconds),
-                http_row(&runtime, &reference, workers, seconds),
+                http_row(&http_runtime, &souz, workers, seconds),
+                http_row(&http_runtime, &reference, workers, seconds),
             ));
         }
     }
