@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::sync::{LazyLock, RwLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde_json::{Map, Value};
 
 const MAX_DEPTH: usize = 6;
@@ -56,44 +56,52 @@ const SENSITIVE_KEYS: &[&str] = &[
     "xapikey",
 ];
 
-static BEARER: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}").ok());
-static KEY_VALUE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|passphrase|cookie|session|credentials?|private[-_]?key|api[-_]?key|client[-_]?secret|auth)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;"'\\]+)"#,
-    )
-    .ok()
-});
-static TOKENS: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"\b(?:sk-[A-Za-z0-9_-]{8,}",
-        r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}",
-        r"|xox[abposre]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}",
-        r"|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}",
-        r"|AIza[0-9A-Za-z_-]{20,}|ya29\.[0-9A-Za-z_-]{10,}|1//0[0-9A-Za-z_-]{20,}",
-        r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z+/=]{10,}",
-        r"|souz_[0-9A-Za-z_-]{16,}",
-        r"|eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)",
-    ))
-    .ok()
-});
+const BEARER_PATTERN: &str = r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}";
+const KEY_VALUE_PATTERN: &str = r#"(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|passphrase|cookie|session|credentials?|private[-_]?key|api[-_]?key|client[-_]?secret|auth)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;"'\\]+)"#;
+const TOKENS_PATTERN: &str = concat!(
+    r"\b(?:sk-[A-Za-z0-9_-]{8,}",
+    r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}",
+    r"|xox[abposre]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}",
+    r"|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}",
+    r"|AIza[0-9A-Za-z_-]{20,}|ya29\.[0-9A-Za-z_-]{10,}|1//0[0-9A-Za-z_-]{20,}",
+    r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z+/=]{10,}",
+    r"|souz_[0-9A-Za-z_-]{16,}",
+    r"|eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)",
+);
 /// `scheme://user:password@`: the password goes, the user stays (it says which account).
-static URL_PASSWORD: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r#"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@"'\\]*):[^/\s@"'\\]+@"#).ok());
+const URL_PASSWORD_PATTERN: &str = r#"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@"'\\]*):[^/\s@"'\\]+@"#;
 /// Slack's incoming webhooks carry their secret in the path.
-static SLACK_WEBHOOK: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(hooks\.slack\.com/(?:services|workflows|triggers))/[A-Za-z0-9/_-]+").ok()
-});
+const SLACK_WEBHOOK_PATTERN: &str =
+    r"(?i)\b(hooks\.slack\.com/(?:services|workflows|triggers))/[A-Za-z0-9/_-]+";
 /// A PEM private key: the whole block, or, when the end is cut off, the key material after its
 /// start: base64, blanks, escaped newlines (`\n` inside a JSON string) and real line breaks
 /// followed by more base64. It stops at anything else, so a cut-off key inside a JSON log line
 /// keeps the line's closing `"}` and never swallows the next line.
-static PEM_PRIVATE_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=\\ \t]|\r?\n[A-Za-z0-9+/=])*)",
-    )
-    .ok()
+const PEM_PRIVATE_KEY_PATTERN: &str = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=\\ \t]|\r?\n[A-Za-z0-9+/=])*)";
+
+/// The secret formats in the order they are replaced, each with its replacement.
+const FORMATS: [(&str, &str); 6] = [
+    (PEM_PRIVATE_KEY_PATTERN, REDACTED),
+    (URL_PASSWORD_PATTERN, "$1:[REDACTED]@"),
+    (SLACK_WEBHOOK_PATTERN, "$1/[REDACTED]"),
+    (BEARER_PATTERN, "$1 [REDACTED]"),
+    (KEY_VALUE_PATTERN, "$1$2[REDACTED]"),
+    (TOKENS_PATTERN, REDACTED),
+];
+
+/// [`FORMATS`], compiled (a pattern that does not compile is skipped; the tests compile each).
+static FORMAT_REGEXES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    FORMATS
+        .iter()
+        .filter_map(|(pattern, replacement)| Some((Regex::new(pattern).ok()?, *replacement)))
+        .collect()
 });
+
+/// All of [`FORMATS`] in one automaton: text in which none of them occurs (nearly all text)
+/// is scanned once instead of once per format. Replacing only ever happens after a match, so
+/// text the set does not match comes out of the formats unchanged.
+static ANY_FORMAT: LazyLock<Option<RegexSet>> =
+    LazyLock::new(|| RegexSet::new(FORMATS.iter().map(|(pattern, _)| pattern)).ok());
 
 /// Secret values known to this process (the operator token), redacted wherever they appear.
 static KNOWN_SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
@@ -143,20 +151,12 @@ pub(crate) fn redact_text_with(text: &str, known: &[String]) -> String {
             out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
         }
     }
-    // Each pattern copies the text only when it finds something.
-    let patterns: [(&LazyLock<Option<Regex>>, &str); 6] = [
-        (&PEM_PRIVATE_KEY, REDACTED),
-        (&URL_PASSWORD, "$1:[REDACTED]@"),
-        (&SLACK_WEBHOOK, "$1/[REDACTED]"),
-        (&BEARER, "$1 [REDACTED]"),
-        (&KEY_VALUE, "$1$2[REDACTED]"),
-        (&TOKENS, REDACTED),
-    ];
-    for (pattern, replacement) in patterns {
-        if let Some(regex) = pattern.as_ref()
-            && let Cow::Owned(replaced) = regex.replace_all(&out, replacement)
-        {
-            out = Cow::Owned(replaced);
+    // One scan for any format; then each pattern copies the text only when it finds something.
+    if ANY_FORMAT.as_ref().is_none_or(|set| set.is_match(&out)) {
+        for (regex, replacement) in FORMAT_REGEXES.iter() {
+            if let Cow::Owned(replaced) = regex.replace_all(&out, *replacement) {
+                out = Cow::Owned(replaced);
+            }
         }
     }
     out.into_owned()
@@ -434,6 +434,12 @@ mod tests {
             serde_json::from_str::<Value>(&out).is_ok(),
             "a redacted JSON line stays JSON: {out}"
         );
+    }
+
+    #[test]
+    fn every_format_compiles_alone_and_in_the_set() {
+        assert_eq!(FORMAT_REGEXES.len(), FORMATS.len());
+        assert_eq!(ANY_FORMAT.as_ref().map(RegexSet::len), Some(FORMATS.len()));
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Gate {
                 record.request.tool
             ));
         };
-        let spec = tool.spec().clone();
+        let spec = tool.spec();
         record.risk = Some(spec.risk);
         let ctx = match self
             .context(&record.request.requester, spec.risk, cancel)
@@ -91,7 +91,7 @@ impl Gate {
             fingerprint: None,
         };
         let asking = Asking {
-            spec: &spec,
+            spec,
             ctx: &ctx,
             cancel,
             state,
