@@ -98,14 +98,14 @@ impl Row {
     }
 }
 
-fn call_body(target: &Target, id: u64) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": target.tool, "arguments": target.arguments},
-    })
-    .to_string()
+/// The `params` of a call to `target`'s tool, serialized once per row.
+fn call_params(target: &Target) -> String {
+    json!({"name": target.tool, "arguments": target.arguments}).to_string()
+}
+
+/// A `tools/call` request with `params` from [`call_params`].
+fn call_body(params: &str, id: u64) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
 }
 
 fn check_answer(text: &str, target: &Target) {
@@ -124,6 +124,7 @@ fn check_answer(text: &str, target: &Target) {
 async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Duration> {
     let url: http::Uri = target.url.parse().unwrap();
     let authority = url.authority().unwrap().clone();
+    let path: http::Uri = url.path().parse().unwrap();
     let stream = tokio::net::TcpStream::connect(authority.as_str())
         .await
         .unwrap();
@@ -152,7 +153,7 @@ async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Dur
                 body: String| {
         let mut request = http::Request::new(http_body_util::Full::new(bytes::Bytes::from(body)));
         *request.method_mut() = method;
-        *request.uri_mut() = url.path().parse().unwrap();
+        *request.uri_mut() = path.clone();
         *request.headers_mut() = headers.clone();
         let response = sender.send_request(request);
         async move {
@@ -184,13 +185,12 @@ async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Dur
         initialized.to_string(),
     )
     .await;
-    let params = json!({"name": target.tool, "arguments": target.arguments}).to_string();
+    let params = call_params(&target);
     let mut latencies = Vec::new();
     let mut id = 1;
     while Instant::now() < until {
         let started = Instant::now();
-        let body =
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+        let body = call_body(&params, id);
         let (_, answer) = send(&mut sender, http::Method::POST, &headers, body).await;
         let took = started.elapsed();
         check_answer(&String::from_utf8_lossy(&answer), &target);
@@ -285,8 +285,9 @@ fn stdio_row(
     let mut sent: HashMap<u64, Instant> = HashMap::new();
     let mut latencies = Vec::new();
     let mut next_id = 1;
+    let params = call_params(target);
     let mut send = |stdin: &mut std::process::ChildStdin, sent: &mut HashMap<u64, Instant>| {
-        writeln!(stdin, "{}", call_body(target, next_id)).unwrap();
+        writeln!(stdin, "{}", call_body(&params, next_id)).unwrap();
         stdin.flush().unwrap();
         sent.insert(next_id, Instant::now());
         next_id += 1;
