@@ -1,29 +1,23 @@
-//! The llama.cpp engine (`llama-cpp-2`, feature `local-llm`): GGUF models on the CPU (Metal on
-//! macOS), grammar-constrained sampling, mean-pooled embeddings.
+//! The llama.cpp engine (feature `local-llm`, over the handles of [`binding`]): GGUF models
+//! on the CPU (Metal on macOS), grammar-constrained sampling, mean-pooled embeddings.
 //!
 //! Invariants: llama.cpp's process-wide backend is initialised once and never torn down; a
 //! generation makes its own context (its KV cache freed when it ends), so concurrent requests
 //! never share state; output bytes are handed on only as whole UTF-8 characters.
 
-use std::num::NonZeroU32;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
-use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
-use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use tokio_util::sync::CancellationToken;
 
+use self::binding::{Batch, Candidates, Context, EngineError, Model, Sampler, Token};
 use super::{
     Generation, GenerationStats, LoadOptions, LoadedModel, LocalBackend, LocalError, StopReason,
 };
+
+// FFI into llama.cpp; every unsafe block there says what it relies on.
+#[allow(unsafe_code)]
+mod binding;
 
 /// Tokens decoded per batch of the prompt.
 const BATCH: usize = 512;
@@ -32,20 +26,10 @@ const BATCH: usize = 512;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LlamaCpp;
 
-static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
-
-fn backend() -> Result<&'static LlamaBackend, LocalError> {
-    BACKEND
-        .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
-            LlamaBackend::init().map_err(|error| error.to_string())
-        })
-        .as_ref()
-        .map_err(|error| LocalError::Engine(error.clone()))
-}
-
-fn engine(error: impl std::fmt::Display) -> LocalError {
-    LocalError::Engine(error.to_string())
+impl From<EngineError> for LocalError {
+    fn from(error: EngineError) -> Self {
+        LocalError::Engine(error.to_string())
+    }
 }
 
 impl LocalBackend for LlamaCpp {
@@ -54,12 +38,9 @@ impl LocalBackend for LlamaCpp {
     }
 
     fn load(&self, options: &LoadOptions) -> Result<Arc<dyn LoadedModel>, LocalError> {
-        let backend = backend()?;
-        let params = LlamaModelParams::default();
-        let model =
-            LlamaModel::load_from_file(backend, &options.path, &params).map_err(|error| {
-                LocalError::Engine(format!("cannot load {}: {error}", options.path.display()))
-            })?;
+        let model = Model::load(&options.path).map_err(|error| {
+            LocalError::Engine(format!("cannot load {}: {error}", options.path.display()))
+        })?;
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(1, usize::from),
             n => n as usize,
@@ -73,95 +54,67 @@ impl LocalBackend for LlamaCpp {
 }
 
 struct Loaded {
-    model: LlamaModel,
+    model: Model,
     context: u32,
     threads: i32,
 }
 
 impl Loaded {
-    fn new_context(&self, embeddings: bool, size: u32) -> Result<LlamaContext<'_>, LocalError> {
-        let mut params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(size))
-            .with_n_batch(BATCH as u32)
-            .with_n_threads(self.threads)
-            .with_n_threads_batch(self.threads);
-        if embeddings {
-            params = params
-                .with_embeddings(true)
-                .with_pooling_type(LlamaPoolingType::Mean)
-                .with_n_batch(size)
-                .with_n_ubatch(size);
-        }
-        self.model.new_context(backend()?, params).map_err(engine)
-    }
-
     /// The sampling chain without the grammar (checked apart: see [`Loaded::next_token`]).
-    fn sampler(generation: &Generation) -> LlamaSampler {
-        let mut chain = Vec::new();
+    fn sampler(generation: &Generation) -> Result<Sampler<'static>, EngineError> {
         if generation.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
+            Sampler::greedy()
         } else {
-            chain.extend([
-                LlamaSampler::top_k(40),
-                LlamaSampler::top_p(0.95, 1),
-                LlamaSampler::temp(generation.temperature),
-                LlamaSampler::dist(generation.seed),
-            ]);
+            Sampler::random(generation.temperature, generation.seed)
         }
-        LlamaSampler::chain_simple(chain)
     }
 
     /// The next token: sampled without the grammar, and only when the grammar refuses it
     /// sampled again from the candidates the grammar allows (what llama.cpp's own sampler
     /// does: checking one token is far cheaper than filtering the whole vocabulary).
     fn next_token(
-        context: &LlamaContext<'_>,
+        context: &Context<'_>,
         index: i32,
-        chain: &mut LlamaSampler,
-        grammar: Option<&mut LlamaSampler>,
-    ) -> LlamaToken {
+        chain: &mut Sampler<'_>,
+        grammar: Option<&mut Sampler<'_>>,
+    ) -> Result<Token, EngineError> {
         let token = chain.sample(context, index);
         let Some(grammar) = grammar else {
-            return token;
+            return Ok(token);
         };
-        let mut single =
-            LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
-        grammar.apply(&mut single);
-        let allowed = single
-            .data
-            .first()
-            .is_some_and(|data| data.logit().is_finite());
-        let token = if allowed {
+        let mut single = Candidates::single(token);
+        grammar.apply(&mut single)?;
+        let token = if single.first_allowed() {
             token
         } else {
-            let mut all = context.token_data_array_ith(index);
-            grammar.apply(&mut all);
-            chain.apply(&mut all);
-            all.selected_token()
-                .unwrap_or_else(|| all.sample_token_greedy())
+            let mut all = context.candidates(index)?;
+            grammar.apply(&mut all)?;
+            chain.apply(&mut all)?;
+            match all.selected().or_else(|| all.best()) {
+                Some(token) => token,
+                None => return Err(EngineError::new("the grammar allows no token here")),
+            }
         };
-        grammar.accept(token);
-        token
+        grammar.accept(token)?;
+        Ok(token)
     }
 
     /// Decodes `tokens` from position `start` in batches; logits for the last one only.
     fn feed(
-        context: &mut LlamaContext<'_>,
-        batch: &mut LlamaBatch<'_>,
-        tokens: &[LlamaToken],
+        context: &mut Context<'_>,
+        batch: &mut Batch,
+        tokens: &[Token],
         start: usize,
-    ) -> Result<(), LocalError> {
+    ) -> Result<(), EngineError> {
         for (chunk_index, chunk) in tokens.chunks(BATCH).enumerate() {
             batch.clear();
             let last_chunk = (chunk_index + 1) * BATCH >= tokens.len();
             for (offset, token) in chunk.iter().enumerate() {
                 let position = start + chunk_index * BATCH + offset;
                 let last = last_chunk && offset + 1 == chunk.len();
-                batch
-                    .add(*token, position as i32, &[0], last)
-                    .map_err(engine)?;
+                batch.add(*token, position, last)?;
             }
-            context.decode(batch).map_err(engine)?;
+            context.decode(batch)?;
         }
         Ok(())
     }
@@ -191,20 +144,11 @@ impl Utf8Buffer {
 
 impl LoadedModel for Loaded {
     fn tokenize(&self, text: &str) -> Result<Vec<i32>, LocalError> {
-        Ok(self
-            .model
-            .vocab()
-            .tokenize(text.as_bytes(), true, true)
-            .into_iter()
-            .map(|token| token.0)
-            .collect())
+        Ok(self.model.vocab().tokenize(text, true, true)?)
     }
 
     fn chat_template(&self) -> Option<String> {
-        self.model
-            .chat_template(None)
-            .ok()
-            .and_then(|template| template.to_string().ok())
+        self.model.chat_template()
     }
 
     fn generate(
@@ -215,7 +159,7 @@ impl LoadedModel for Loaded {
     ) -> Result<GenerationStats, LocalError> {
         let started = Instant::now();
         let vocab = self.model.vocab();
-        let prompt = vocab.tokenize(generation.prompt.as_bytes(), true, true);
+        let prompt = vocab.tokenize(&generation.prompt, true, true)?;
         let prompt_tokens = prompt.len() as u64;
         if prompt.len() + 2 > self.context as usize {
             return Err(LocalError::ContextFull {
@@ -225,13 +169,15 @@ impl LoadedModel for Loaded {
         }
         let room = self.context as usize - prompt.len() - 1;
         let max_tokens = (generation.max_tokens as usize).min(room);
-        let mut context = self.new_context(false, self.context)?;
-        let mut chain = Self::sampler(generation);
+        let mut context = self
+            .model
+            .context(self.context, BATCH as u32, self.threads, false)?;
+        let mut chain = Self::sampler(generation)?;
         let mut grammar = match &generation.grammar {
-            Some(rules) => Some(LlamaSampler::grammar(&self.model, rules, "root").map_err(engine)?),
+            Some(rules) => Some(Sampler::grammar(vocab, rules)?),
             None => None,
         };
-        let mut batch = LlamaBatch::new(BATCH, 1);
+        let mut batch = Batch::new(BATCH);
         let mut stats = GenerationStats {
             prompt_tokens,
             output_tokens: 0,
@@ -251,25 +197,22 @@ impl LoadedModel for Loaded {
                 stats.stop = StopReason::Cancelled;
                 break;
             }
-            let token =
-                Self::next_token(&context, batch.n_tokens() - 1, &mut chain, grammar.as_mut());
-            if vocab.is_eog(token) {
+            let token = Self::next_token(&context, batch.len() - 1, &mut chain, grammar.as_mut())?;
+            if vocab.is_end(token) {
                 stats.stop = StopReason::End;
                 break;
             }
             stats.output_tokens += 1;
             stats.first_token.get_or_insert_with(|| started.elapsed());
-            let piece = text.push(&vocab.token_to_piece(token, false, None));
+            let piece = text.push(&vocab.piece(token));
             if !piece.is_empty() && !on_piece(&piece) {
                 stats.stop = StopReason::Cancelled;
                 break;
             }
             batch.clear();
-            batch
-                .add(token, position as i32, &[0], true)
-                .map_err(engine)?;
+            batch.add(token, position, true)?;
             position += 1;
-            context.decode(&mut batch).map_err(engine)?;
+            context.decode(&batch)?;
         }
         stats.total = started.elapsed();
         Ok(stats)
@@ -278,16 +221,19 @@ impl LoadedModel for Loaded {
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LocalError> {
         let vocab = self.model.vocab();
         let size = self.context.min(2048);
-        let mut context = self.new_context(true, size)?;
+        let mut context = self.model.context(size, size, self.threads, true)?;
         let mut vectors = Vec::with_capacity(texts.len());
         for text in texts {
-            let mut tokens = vocab.tokenize(text.as_bytes(), true, false);
+            let mut tokens = vocab.tokenize(text, true, false)?;
             tokens.truncate(size as usize);
-            let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
-            batch.add_sequence(&tokens, 0, true).map_err(engine)?;
-            context.clear_kv_cache();
-            context.decode(&mut batch).map_err(engine)?;
-            let vector = context.embeddings_seq_ith(0).map_err(engine)?;
+            // Every token is an output: the embedding pools them all.
+            let mut batch = Batch::new(tokens.len());
+            for (position, token) in tokens.iter().enumerate() {
+                batch.add(*token, position, true)?;
+            }
+            context.clear();
+            context.decode(&batch)?;
+            let vector = context.embedding()?;
             let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
             vectors.push(vector.iter().map(|x| x / norm).collect());
         }
@@ -298,3 +244,6 @@ impl LoadedModel for Loaded {
         self.model.size()
     }
 }
+
+#[cfg(test)]
+mod tests;

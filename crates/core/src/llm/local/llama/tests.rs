@@ -1,0 +1,70 @@
+//! The handles over llama.cpp with the real small model: tokens and pieces round-trip (the
+//! buffers grow when the first guess is short), a grammar refusing a token is an error and
+//! not an abort, a grammar llama.cpp cannot parse is refused, a batch keeps to its size.
+
+use super::binding::{Batch, Candidates, Model, Sampler};
+use crate::testing::local_llm_model;
+
+#[test]
+fn tokens_and_pieces_round_trip_even_past_the_first_buffer() {
+    let model = Model::load(&local_llm_model()).expect("load");
+    let vocab = model.vocab();
+    // Emoji are several byte-level tokens each: more tokens than the first guess (half the
+    // bytes, plus 8) has room for.
+    let text = "🦀🧪🪐🫖🦩🧭🪴🫧".repeat(4);
+    let tokens = vocab.tokenize(&text, false, false).expect("tokenize");
+    assert!(tokens.len() > text.len() / 2 + 8, "{} tokens", tokens.len());
+    let bytes: Vec<u8> = tokens
+        .iter()
+        .flat_map(|&token| vocab.piece(token))
+        .collect();
+    assert_eq!(String::from_utf8(bytes).expect("UTF-8"), text);
+    assert!(!tokens.iter().any(|&token| vocab.is_end(token)));
+}
+
+#[test]
+fn a_token_the_grammar_refuses_is_an_error_and_the_allowed_one_is_accepted() {
+    let model = Model::load(&local_llm_model()).expect("load");
+    let vocab = model.vocab();
+    let mut grammar = Sampler::grammar(vocab, r#"root ::= "yes""#).expect("grammar");
+    let no = vocab.tokenize("no", false, false).expect("tokenize")[0];
+    let mut single = Candidates::single(no);
+    grammar.apply(&mut single).expect("apply");
+    assert!(!single.first_allowed());
+    // llama.cpp throws here; the guard turns it into an error and the process goes on.
+    let error = grammar.accept(no).expect_err("refused");
+    assert!(error.to_string().contains("does not allow"), "{error}");
+
+    let mut grammar = Sampler::grammar(vocab, r#"root ::= "yes""#).expect("grammar");
+    let yes = vocab.tokenize("yes", false, false).expect("tokenize");
+    let mut single = Candidates::single(yes[0]);
+    grammar.apply(&mut single).expect("apply");
+    assert!(single.first_allowed());
+    grammar.accept(yes[0]).expect("accepted");
+}
+
+#[test]
+fn a_grammar_llama_cpp_cannot_parse_is_refused() {
+    let model = Model::load(&local_llm_model()).expect("load");
+    for rules in ["root ::= (", "root ::= undefined-rule", "not a grammar", ""] {
+        assert!(
+            Sampler::grammar(model.vocab(), rules).is_err(),
+            "{rules:?} was taken"
+        );
+    }
+    assert!(Sampler::grammar(model.vocab(), "root ::= \"a\0b\"").is_err());
+}
+
+#[test]
+fn a_batch_keeps_to_its_size_and_a_missing_file_is_an_error() {
+    let mut batch = Batch::new(2);
+    batch.add(1, 0, false).expect("first");
+    batch.add(2, 1, true).expect("second");
+    assert!(batch.add(3, 2, true).is_err());
+    assert_eq!(batch.len(), 2);
+    batch.clear();
+    batch.add(3, 0, true).expect("after clear");
+
+    let missing = std::env::temp_dir().join("souz-no-such-model.gguf");
+    assert!(Model::load(&missing).is_err());
+}
