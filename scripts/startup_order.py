@@ -2,22 +2,24 @@
 """Writes the list of functions the daemon runs at start, for the linker to lay them out together
 (crates/cli/startup-order.txt; see crates/cli/build.rs). Called by scripts/startup-order.sh.
 
-Usage: startup_order.py BIN OUT
+Usage: startup_order.py OUT BIN [BIN...]
 
-Runs BIN twice under valgrind's callgrind (a fresh home, then a restart on it), each time until
-the first `/health` answer and a while idle (what `scripts/bench.sh startup` measures is the
-daemon 3 s after that answer), dumps what ran, and keeps the functions of BIN's own text,
-sorted by name."""
+Runs each BIN twice under valgrind's callgrind (a fresh home, then a restart on it), each time
+until the first `/health` answer and a while idle (what `scripts/bench.sh startup` measures is
+the daemon 3 s after that answer), dumps what ran, and keeps the functions of that BIN's own
+text. The list is the union over the binaries (the `release` and `quick` profiles inline
+differently, so their names differ; the linker skips names a build does not have), sorted by
+name."""
 import json, os, re, signal, subprocess, sys, tempfile, time, urllib.request
 
-BIN, OUT = sys.argv[1], sys.argv[2]
+OUT, BINS = sys.argv[1], sys.argv[2:]
 
 
-def run_once(home, work, label):
+def run_once(binary, home, work, label):
     env = dict(os.environ, SOUZ_HOME=home, SOUZ_PORT="0", SOUZ_LOG="warn")
     out = os.path.join(work, f"{label}.%p")
     proc = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", BIN, "serve"],
+        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", binary, "serve"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     daemon = os.path.join(home, "daemon.json")
     deadline = time.time() + 180
@@ -73,14 +75,17 @@ def text_symbols(binary):
     return sizes
 
 
-with tempfile.TemporaryDirectory() as work:
-    home = os.path.join(work, "home")
-    os.mkdir(home)
-    names = ran(run_once(home, work, "first")) | ran(run_once(home, work, "restart"))
-sizes = text_symbols(BIN)
-kept = sorted(n for n in names if n in sizes)
-text = "".join(n + "\n" for n in kept)
-total = sum(sizes[n] for n in kept)
+kept = set()
+for binary in BINS:
+    with tempfile.TemporaryDirectory() as work:
+        home = os.path.join(work, "home")
+        os.mkdir(home)
+        names = ran(run_once(binary, home, work, "first")) | ran(run_once(binary, home, work, "restart"))
+    sizes = text_symbols(binary)
+    mine = {n for n in names if n in sizes}
+    print(f"{binary}: {len(mine)} functions, {sum(sizes[n] for n in mine) / 1048576:.2f} MiB of code")
+    kept |= mine
+text = "".join(n + "\n" for n in sorted(kept))
 try:
     with open(OUT) as f:
         unchanged = f.read() == text
@@ -89,4 +94,4 @@ except OSError:
 if not unchanged:  # an untouched file spares the next build its link
     with open(OUT, "w") as f:
         f.write(text)
-print(f"{len(kept)} functions, {total / 1048576:.2f} MiB of code: {OUT} {'unchanged' if unchanged else 'written'}")
+print(f"{len(kept)} functions: {OUT} {'unchanged' if unchanged else 'written'}")

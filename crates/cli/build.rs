@@ -1,10 +1,11 @@
-//! Link options of the release `souz` on x86_64 Linux, for a smaller idle daemon:
+//! Link options of the optimised `souz` on x86_64 Linux (the `release` profile and `quick`,
+//! which inherits it: Cargo tells both as `PROFILE=release`), for a smaller idle daemon:
 //! - the functions the daemon runs at start (`startup-order.txt`, made by
 //!   `scripts/startup-order.sh`) are laid out together at the head of the code. The kernel maps
 //!   code 64 KiB at a time around each first touch, so startup code spread over the whole text
 //!   kept ~16 MiB of it resident in an idle daemon; side by side it is about 3 MiB. A name the
-//!   list has and the build does not (renamed, gone) is skipped: a stale list costs memory,
-//!   never correctness;
+//!   list has and the build does not (renamed, gone, or inlined by the other profile) is
+//!   skipped: a stale list costs memory, never correctness;
 //! - relative relocations are packed (`DT_RELR`): the dynamic loader reads ~2 MB less at start.
 //!   Only against glibc 2.36 or later, which the binary then needs (Debian 12, Ubuntu 24.04).
 //!
