@@ -31,7 +31,7 @@ unsafe extern "C" {
 }
 
 /// What a call into llama.cpp answered instead of a result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub(super) struct EngineError(String);
 
@@ -484,20 +484,13 @@ impl Drop for Sampler<'_> {
 }
 
 impl Sampler<'static> {
-    fn from_raw(raw: *mut sys::llama_sampler, what: &str) -> Result<Self, EngineError> {
-        match NonNull::new(raw) {
-            Some(raw) => Ok(Self {
-                raw,
-                _vocab: PhantomData,
-            }),
-            None => fail(format!("llama.cpp could not make the {what} sampler")),
-        }
-    }
-
     /// The most likely token.
     pub(super) fn greedy() -> Result<Self, EngineError> {
         // SAFETY: no arguments.
-        Self::from_raw(unsafe { sys::llama_sampler_init_greedy() }, "greedy")
+        Self::from_raw(
+            unsafe { sys::llama_sampler_init_greedy() },
+            "the greedy sampler",
+        )
     }
 
     /// top-k 40, top-p 0.95, `temperature`, then a draw seeded with `seed`.
@@ -505,10 +498,10 @@ impl Sampler<'static> {
         // SAFETY: plain values.
         let stages = unsafe {
             [
-                Self::from_raw(sys::llama_sampler_init_top_k(40), "top-k")?,
-                Self::from_raw(sys::llama_sampler_init_top_p(0.95, 1), "top-p")?,
-                Self::from_raw(sys::llama_sampler_init_temp(temperature), "temperature")?,
-                Self::from_raw(sys::llama_sampler_init_dist(seed), "distribution")?,
+                Self::from_raw(sys::llama_sampler_init_top_k(40), "the top-k sampler")?,
+                Self::from_raw(sys::llama_sampler_init_top_p(0.95, 1), "the top-p sampler")?,
+                Self::from_raw(sys::llama_sampler_init_temp(temperature), "the temperature")?,
+                Self::from_raw(sys::llama_sampler_init_dist(seed), "the random draw")?,
             ]
         };
         // SAFETY: default chain parameters.
@@ -516,7 +509,7 @@ impl Sampler<'static> {
             unsafe {
                 sys::llama_sampler_chain_init(sys::llama_sampler_chain_params { no_perf: true })
             },
-            "chain",
+            "the sampler chain",
         )?;
         for stage in stages {
             let stage = std::mem::ManuallyDrop::new(stage);
@@ -529,6 +522,17 @@ impl Sampler<'static> {
 }
 
 impl<'m> Sampler<'m> {
+    /// Owns what llama.cpp made; `what` names it in the error when it made nothing.
+    fn from_raw(raw: *mut sys::llama_sampler, what: &str) -> Result<Self, EngineError> {
+        match NonNull::new(raw) {
+            Some(raw) => Ok(Self {
+                raw,
+                _vocab: PhantomData,
+            }),
+            None => fail(format!("llama.cpp could not make {what} (see the log)")),
+        }
+    }
+
     /// A GBNF grammar (root rule `root`) over the model's vocabulary.
     pub(super) fn grammar(vocab: Vocab<'m>, rules: &str) -> Result<Self, EngineError> {
         if rules.trim().is_empty() {
@@ -542,13 +546,7 @@ impl<'m> Sampler<'m> {
         // pointer to it; the strings are NUL-terminated.
         let raw =
             unsafe { souz_llama_sampler_init_grammar(vocab.raw, rules.as_ptr(), c"root".as_ptr()) };
-        match NonNull::new(raw) {
-            Some(raw) => Ok(Self {
-                raw,
-                _vocab: PhantomData,
-            }),
-            None => fail("llama.cpp refused the grammar (see the log)"),
-        }
+        Self::from_raw(raw, "a sampler of this grammar")
     }
 
     /// Samples the token at output `index` of the context's last decode.
