@@ -12,6 +12,8 @@ differently, so their names differ; the linker skips names a build does not have
 name."""
 import json, os, re, signal, subprocess, sys, tempfile, time, urllib.request
 
+if len(sys.argv) < 3:  # an empty union would overwrite the list with nothing
+    sys.exit("usage: startup_order.py OUT BIN [BIN...]")
 OUT, BINS = sys.argv[1], sys.argv[2:]
 
 
