@@ -6,6 +6,7 @@
 
 mod client_conformance;
 mod sessions;
+mod shortcut;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

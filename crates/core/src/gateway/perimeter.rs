@@ -169,9 +169,10 @@ pub(crate) const PUBLIC_V1: &[&str] = &[
 
 /// Whether a path needs the bearer token.
 pub(crate) fn requires_token(path: &str) -> bool {
-    let protected = ["/v1", "/mcp"]
-        .iter()
-        .any(|prefix| path == *prefix || path.starts_with(&format!("{prefix}/")));
+    let protected = ["/v1", "/mcp"].iter().any(|prefix| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
     protected && !path.contains("/.well-known/") && !PUBLIC_V1.contains(&path)
 }
 

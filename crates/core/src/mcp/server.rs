@@ -1,7 +1,9 @@
 //! The MCP server: Souz's tool catalog as MCP tools, every call through the approval gate.
 //!
 //! Shape: [`router`] mounts one rmcp `StreamableHttpService` at `/mcp` behind [`front`], which
-//! turns malformed JSON-RPC into JSON-RPC errors before rmcp sees it. rmcp makes one
+//! turns malformed JSON-RPC into JSON-RPC errors before rmcp sees it, and hands a plain
+//! `tools/call` in a session to the [`shortcut`] (rmcp's checks for that case, then a
+//! [`direct`] answer). rmcp makes one
 //! [`SouzServer`] per MCP session (or per request for protocol versions without sessions); the
 //! handlers are thin adapters over [`RuntimeHandle`]:
 //! - `tools/list` ([`listing`]) follows the policy for this client: a tool denied by a rule is
@@ -39,6 +41,7 @@ pub(crate) mod listing;
 pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod sessions;
+pub(crate) mod shortcut;
 pub(crate) mod skills_ext;
 
 use std::borrow::Cow;
@@ -84,8 +87,19 @@ pub(crate) struct Mount {
 /// The rmcp service type mounted at `/mcp`.
 pub(crate) type HttpService = StreamableHttpService<SouzServer, Sessions>;
 
-/// The streamable HTTP service for `/mcp`, ready for [`front::handle`].
-pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService {
+/// What [`front::handle`] serves `/mcp` with: rmcp's service, and the sessions it keeps (for
+/// the [`shortcut`]).
+pub(crate) struct Endpoint {
+    /// rmcp's streamable HTTP service.
+    pub service: HttpService,
+    /// The service's session manager.
+    pub sessions: Arc<Sessions>,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+}
+
+/// The streamable HTTP service for `/mcp` and its sessions, ready for [`front::handle`].
+pub(crate) fn endpoint(handle: RuntimeHandle, mount: &Mount) -> Endpoint {
     let settings = Settings::from_config(&handle.config().mcp);
     let listing = Arc::new(Listing::new(handle.tool_specs()));
     let book = Arc::new(SessionBook::new(handle.clone()));
@@ -94,7 +108,7 @@ pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService 
     session_config.keep_alive = Some(settings.session_idle);
     local.session_config = session_config;
     let direct = Direct::new(handle.clone(), settings);
-    let sessions = Sessions::new(local, Arc::clone(&book), direct);
+    let sessions = Arc::new(Sessions::new(local, Arc::clone(&book), direct));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
         .with_allowed_origins(
@@ -107,7 +121,7 @@ pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService 
         .with_max_request_body_bytes(mount.body_limit)
         .with_cancellation_token(handle.shutdown_signal().child_token());
     let factory_handle = handle.clone();
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         move || {
             Ok(SouzServer::new(
                 factory_handle.clone(),
@@ -116,9 +130,14 @@ pub(crate) fn http_service(handle: RuntimeHandle, mount: &Mount) -> HttpService 
                 settings,
             ))
         },
-        Arc::new(sessions),
+        Arc::clone(&sessions),
         config,
-    )
+    );
+    Endpoint {
+        service,
+        sessions,
+        body_limit: mount.body_limit,
+    }
 }
 
 /// `/mcp` as an axum route: [`front::handle`] in front of the rmcp service.
@@ -127,10 +146,9 @@ where
     S: Clone + Send + Sync + 'static,
 {
     // Shared, not cloned per request: a clone copies rmcp's whole config (hosts, origins).
-    let service = Arc::new(http_service(handle, mount));
-    let body_limit = mount.body_limit;
+    let endpoint = Arc::new(endpoint(handle, mount));
     axum::routing::any(move |request: axum::extract::Request| {
-        front::handle(Arc::clone(&service), body_limit, request)
+        front::handle(Arc::clone(&endpoint), request)
     })
 }
 

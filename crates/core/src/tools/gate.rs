@@ -605,7 +605,7 @@ impl Gate {
                 self.inner.recorder.send(recording)
             {
                 // The recorder is gone (shutdown): store it here.
-                if let Err(error) = self.persist(vec![*finished]).await {
+                if let Err(error) = Box::pin(self.persist(vec![*finished])).await {
                     tracing::error!(%error, call_id = %call_id, "could not record the end of a tool call");
                 }
                 return true;
@@ -618,7 +618,7 @@ impl Gate {
             result,
             elapsed: started.elapsed(),
         };
-        if let Err(error) = self.finish(finished).await {
+        if let Err(error) = Box::pin(self.finish(finished)).await {
             tracing::error!(%error, call_id = %call_id, "could not record the end of a tool call");
         }
         let _ = state.send(final_state);

@@ -185,7 +185,7 @@ pub(crate) async fn call(
 ) -> Result<CallToolResult, McpError> {
     let name = request.name.as_ref();
     if name == AWAIT_APPROVAL {
-        return await_approval(caller, request.arguments, &requester).await;
+        return Box::pin(await_approval(caller, request.arguments, &requester)).await;
     }
     let stop = &caller.stop;
     // An unknown tool goes to the gate too: it answers with an error result the model can
@@ -217,7 +217,7 @@ pub(crate) async fn call(
             // Only a call that waited for a person can be picked up again with
             // `AwaitApproval` (which needs its approval id); mark such a result delivered.
             if state.approval_id.is_some() {
-                deliver(handle, &call.call_id).await?;
+                Box::pin(deliver(handle, &call.call_id)).await?;
             }
             Ok(final_result(&state))
         }
@@ -373,8 +373,8 @@ async fn follow(
         if current.approval_id.is_some() && now >= deadline {
             return Followed::Pending(current);
         }
-        if !progress.pass_on(current.progress.as_ref()).await {
-            progress.report(&current).await;
+        if !Box::pin(progress.pass_on(current.progress.as_ref())).await {
+            Box::pin(progress.report(&current)).await;
         }
         let slice = if current.approval_id.is_some() {
             interval.min(deadline - now)

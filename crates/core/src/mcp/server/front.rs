@@ -13,8 +13,10 @@
 //!   answer it in a session with 400 `-32602`). A discover that names its protocol version is
 //!   the real 2026-07-28 handshake and goes to rmcp.
 //!
-//! Everything else — including GET (the server's event stream) and DELETE (end of session) —
-//! goes to rmcp untouched, body bytes included.
+//! A plain `tools/call` in a session — most of what comes in — is read once here and answered
+//! by the [`shortcut`] when rmcp would have handed it to the session unchanged. Everything
+//! else — including GET (the server's event stream) and DELETE (end of session) — goes to rmcp
+//! untouched, body bytes included.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,11 +25,13 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, RequestId};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, RequestId,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::HttpService;
+use super::{Endpoint, shortcut};
 
 /// JSON-RPC error codes used here.
 const PARSE_ERROR: i32 = -32700;
@@ -62,11 +66,8 @@ pub(crate) const TYPED_METHODS: &[&str] = &[
 ];
 
 /// Handles one request to `/mcp`.
-pub(crate) async fn handle(
-    service: Arc<HttpService>,
-    body_limit: usize,
-    request: Request,
-) -> Response {
+pub(crate) async fn handle(endpoint: Arc<Endpoint>, request: Request) -> Response {
+    let service = &endpoint.service;
     if request.method() == Method::DELETE {
         // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
         let mut response = service.handle(request).await.into_response();
@@ -78,6 +79,7 @@ pub(crate) async fn handle(
     if request.method() != Method::POST {
         return service.handle(request).await.into_response();
     }
+    let body_limit = endpoint.body_limit;
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, body_limit).await {
         Ok(bytes) => bytes,
@@ -92,40 +94,78 @@ pub(crate) async fn handle(
         }
     };
     let in_session = parts.headers.contains_key("mcp-session-id");
-    if let Err(rejection) = check(&bytes, in_session) {
-        return rejection.into_response();
-    }
+    let parts = match plain_tools_call(&bytes) {
+        Some(call) if in_session => match shortcut::answer(&endpoint, parts, call).await {
+            Ok(response) => return response,
+            Err(parts) => parts,
+        },
+        Some(_) => parts,
+        None => {
+            if let Err(rejection) = typed_check(&bytes, in_session) {
+                return rejection.into_response();
+            }
+            parts
+        }
+    };
     let request = Request::from_parts(parts, Body::from(bytes));
     service.handle(request).await.into_response()
 }
 
-/// Checks one POSTed message; `Err` is the answer to send instead of passing it on.
+/// What [`handle`] decides for one POSTed message: `Err` is the answer it sends instead of
+/// passing the message on (the tests hold this to [`typed_check`]).
+#[cfg(test)]
 pub(crate) fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
-    if plain_tools_call(bytes) {
+    if plain_tools_call(bytes).is_some() {
         return Ok(());
     }
     typed_check(bytes, in_session)
 }
 
+/// A `tools/call` request read by [`plain_tools_call`]: its id and params, `_meta` included.
+#[derive(Debug)]
+pub(crate) struct PlainCall {
+    /// The request's id.
+    pub id: RequestId,
+    /// The params, with their `_meta` in `params.meta` (rmcp's typed parse moves it to the
+    /// request's extensions: [`PlainCall::into_message`] does the same).
+    pub params: CallToolRequestParams,
+}
+
+impl PlainCall {
+    /// The message rmcp's typed parse makes of the same bytes.
+    pub(crate) fn into_message(self) -> ClientJsonRpcMessage {
+        let Self { id, mut params } = self;
+        let meta = params.meta.take();
+        let mut request = CallToolRequest::new(params);
+        if let Some(meta) = meta {
+            request.extensions.insert(meta);
+        }
+        ClientJsonRpcMessage::request(ClientRequest::CallToolRequest(request), id)
+    }
+}
+
 /// A `tools/call` request as the typed parse reads it, found without that parse (rmcp parses
-/// the message again; this is most of what comes in). `false` sends the message through the
-/// whole [`typed_check`]: anything else, or anything unusual about it (another field, a
-/// duplicate one, params that do not fit).
-fn plain_tools_call(bytes: &[u8]) -> bool {
+/// the message again unless the [`shortcut`] answers it; this is most of what comes in).
+/// `None` sends the message through the whole [`typed_check`]: anything else, or anything
+/// unusual about it (another field, a duplicate one, params that do not fit).
+pub(crate) fn plain_tools_call(bytes: &[u8]) -> Option<PlainCall> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Plain<'a> {
         #[serde(borrow)]
         jsonrpc: Cow<'a, str>,
-        #[serde(rename = "id")]
-        _id: RequestId,
+        id: RequestId,
         #[serde(borrow)]
         method: Cow<'a, str>,
-        #[serde(rename = "params")]
-        _params: CallToolRequestParams,
+        params: CallToolRequestParams,
     }
     serde_json::from_slice::<Plain<'_>>(bytes)
-        .is_ok_and(|plain| plain.jsonrpc == "2.0" && plain.method == "tools/call")
+        .ok()
+        .filter(|plain| plain.jsonrpc == "2.0" && plain.method == "tools/call")
+        .map(|plain| PlainCall {
+            id: plain.id,
+            params: plain.params,
+        })
 }
 
 /// [`check`] by the typed parse rmcp does.

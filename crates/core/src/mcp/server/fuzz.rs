@@ -1,7 +1,7 @@
 //! Property-based fuzzing of the JSON-RPC front door of `/mcp` (stable toolchain, `proptest`):
 //! any body is let through or refused with a well-formed JSON-RPC error, never a panic; a
 //! well-formed `tools/call` is always let through; and the shortcut for plain `tools/call`
-//! decides as the typed parse does.
+//! decides as the typed parse does, and reads the message it reads.
 //!
 //! The test command runs the default number of cases; `scripts/fuzz.sh` runs many more.
 
@@ -11,7 +11,9 @@ use axum::response::IntoResponse;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use super::front::{Rejection, TYPED_METHODS, check, typed_check};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
+
+use super::front::{Rejection, TYPED_METHODS, check, plain_tools_call, typed_check};
 
 /// Any JSON value, nested a few levels.
 fn json_value() -> impl Strategy<Value = Value> {
@@ -127,11 +129,32 @@ fn tools_call_lookalike() -> impl Strategy<Value = Value> {
         )
 }
 
-/// [`check`]'s shortcut decides as the typed parse alone would.
+/// [`check`]'s shortcut decides as the typed parse alone would, and a call it reads is the
+/// message the typed parse makes (`_meta` in the request's extensions included).
 fn agrees(bytes: &[u8]) -> Result<(), TestCaseError> {
     let bytes = Bytes::copy_from_slice(bytes);
     for in_session in [false, true] {
         prop_assert_eq!(check(&bytes, in_session), typed_check(&bytes, in_session));
+    }
+    if let Some(call) = plain_tools_call(&bytes) {
+        let typed = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes);
+        prop_assert!(typed.is_ok(), "{typed:?}");
+        let typed = typed.map_err(|error| TestCaseError::fail(error.to_string()))?;
+        let plain = call.into_message();
+        let meta = |message: &ClientJsonRpcMessage| match message {
+            ClientJsonRpcMessage::Request(request) => Some(request.request.get_meta().clone()),
+            _ => None,
+        };
+        prop_assert!(
+            matches!(&plain, ClientJsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::CallToolRequest(_))),
+            "{plain:?}"
+        );
+        prop_assert_eq!(meta(&plain), meta(&typed));
+        prop_assert_eq!(
+            serde_json::to_value(&plain).ok(),
+            serde_json::to_value(&typed).ok()
+        );
     }
     Ok(())
 }

@@ -44,7 +44,7 @@ use rmcp::transport::streamable_http_server::session::{
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::direct::{Direct, Route};
+use super::direct::{Answer, Direct, Route};
 use crate::runtime::RuntimeHandle;
 
 /// The session a request came in on, and whether its response stream is still there.
@@ -245,6 +245,29 @@ impl Sessions {
             inner,
             book,
             direct,
+        }
+    }
+
+    /// What rmcp's `create_stream` does with `message` in session `id` when [`Direct`] answers
+    /// it, for a message the [`shortcut`](super::shortcut) brought past rmcp: the answer, or
+    /// the message handed back (rmcp does not have the session, or [`Direct`] leaves the
+    /// message to rmcp).
+    pub(crate) async fn answer_directly(
+        &self,
+        id: &str,
+        message: ClientJsonRpcMessage,
+    ) -> Result<Answer, ClientJsonRpcMessage> {
+        if !self
+            .inner
+            .has_session(&SessionId::from(id))
+            .await
+            .unwrap_or(false)
+        {
+            return Err(message);
+        }
+        match self.direct.route(&self.book, id, message) {
+            Route::Direct(answer) => Ok(answer.primed(PRIME_DIRECT).await),
+            Route::Rmcp(message) => Err(message),
         }
     }
 }

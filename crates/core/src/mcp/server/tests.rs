@@ -17,6 +17,7 @@ use crate::tools::gate::CallState;
 
 mod direct;
 mod memory;
+mod shortcut;
 
 /// A client holding a token named `name` (and calling itself that too).
 fn client(name: &str) -> Requester {

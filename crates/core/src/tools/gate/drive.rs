@@ -120,7 +120,7 @@ impl Gate {
                     fingerprint.as_ref(),
                     &ctx,
                 );
-                match guarded(replanned, cancel).await {
+                match Box::pin(guarded(replanned, cancel)).await {
                     Ok(planned) => planned,
                     Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
                     Err(error) => return failure(error.to_string()),
@@ -128,7 +128,7 @@ impl Gate {
             }
         };
         if record.side_effects {
-            self.start_running(record, state).await;
+            Box::pin(self.start_running(record, state)).await;
         } else {
             self.advance(record, ToolCallStatus::Running, state);
         }
@@ -181,7 +181,7 @@ impl Gate {
                         .into(),
                 ))
             }
-            Decision::Ask { reason } => self.ask(record, reason, asking, held).await,
+            Decision::Ask { reason } => Box::pin(self.ask(record, reason, asking, held)).await,
         }
     }
 
