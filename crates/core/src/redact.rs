@@ -167,7 +167,7 @@ pub(crate) fn preview(value: &Value) -> Value {
     let sanitized = sanitize(value, 0);
     let rendered = sanitized.to_string();
     if rendered.chars().count() > MAX_PREVIEW {
-        Value::String(cut(&rendered, MAX_PREVIEW))
+        Value::String(cut(rendered, MAX_PREVIEW))
     } else {
         sanitized
     }
@@ -193,7 +193,7 @@ pub(crate) fn result_preview(result: &souz_protocol::ToolResult) -> Value {
 
 /// An error message for audits and events: redacted, at most 240 characters.
 pub(crate) fn error_preview(message: &str) -> String {
-    cut(&redact_text(message), MAX_ERROR)
+    cut(redact_text(message), MAX_ERROR)
 }
 
 fn sanitize(value: &Value, depth: usize) -> Value {
@@ -209,7 +209,7 @@ fn sanitize(value: &Value, depth: usize) -> Value {
             {
                 return sanitize(&parsed, depth);
             }
-            Value::String(cut(&redact_text(text), MAX_STRING))
+            Value::String(cut(redact_text(text), MAX_STRING))
         }
         Value::Object(fields) => {
             let mut out = Map::new();
@@ -247,9 +247,9 @@ fn sanitize(value: &Value, depth: usize) -> Value {
     }
 }
 
-fn cut(text: &str, max: usize) -> String {
+fn cut(text: String, max: usize) -> String {
     if text.chars().count() <= max {
-        return text.to_owned();
+        return text;
     }
     let kept: String = text.chars().take(max.saturating_sub(3)).collect();
     format!("{kept}...")

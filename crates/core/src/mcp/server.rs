@@ -140,15 +140,28 @@ pub(crate) fn endpoint(handle: RuntimeHandle, mount: &Mount) -> Endpoint {
     }
 }
 
-/// `/mcp` as an axum route: [`front::handle`] in front of the rmcp service.
-pub(crate) fn route<S>(handle: RuntimeHandle, mount: &Mount) -> axum::routing::MethodRouter<S>
+/// `/mcp` as an axum route: `refuse` (the gateway's rule for who may not reach `/mcp` at
+/// all: its answer, if any, is sent instead), then [`front::handle`] in front of the rmcp
+/// service. One handler, not a layer: a layer's service is copied for every request.
+pub(crate) fn route<S>(
+    handle: RuntimeHandle,
+    mount: &Mount,
+    refuse: fn(&axum::http::HeaderMap) -> Option<axum::response::Response>,
+) -> axum::routing::MethodRouter<S>
 where
     S: Clone + Send + Sync + 'static,
 {
     // Shared, not cloned per request: a clone copies rmcp's whole config (hosts, origins).
     let endpoint = Arc::new(endpoint(handle, mount));
     axum::routing::any(move |request: axum::extract::Request| {
-        front::handle(Arc::clone(&endpoint), request)
+        let refusal = refuse(request.headers());
+        let endpoint = Arc::clone(&endpoint);
+        async move {
+            match refusal {
+                Some(refusal) => refusal,
+                None => front::handle(endpoint, request).await,
+            }
+        }
     })
 }
 

@@ -92,6 +92,11 @@ impl CallHandle {
         self.state.borrow().clone()
     }
 
+    /// Where the call stands, as it changes (its final state stays readable once it is over).
+    pub fn watch(&self) -> watch::Receiver<CallState> {
+        self.state.clone()
+    }
+
     /// Waits until the call is over.
     pub async fn finished(&mut self) -> CallState {
         wait_final(&mut self.state).await

@@ -205,11 +205,7 @@ pub(crate) async fn call(
         // The session ended while the call started.
         call.cancel();
     }
-    let mut state = match handle.watch_call(&call.call_id) {
-        Some(receiver) => receiver,
-        // Already over and forgotten by the gate: its handle holds the final state.
-        None => watch::channel(call.state()).1,
-    };
+    let mut state = call.watch();
     let mut progress = Progress::new(caller);
     let deadline = Instant::now() + caller.settings.approval_wait;
     match follow(&mut state, &mut progress, deadline, stop).await {
@@ -331,6 +327,14 @@ pub(crate) struct Stop {
 }
 
 impl Stop {
+    fn is_cancelled(&self) -> bool {
+        self.request.is_cancelled()
+            || self
+                .gone
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+    }
+
     async fn cancelled(&self) {
         match &self.gone {
             Some(gone) => tokio::select! {
@@ -342,6 +346,10 @@ impl Stop {
     }
 }
 
+/// How many turns of the runtime a call is looked at without a timer, before one is set (see
+/// [`follow`] and [`direct::Answer::primed`](super::direct::Answer::primed)).
+pub(crate) const QUICK_TURNS: usize = 3;
+
 /// Follows a call until it is over, the client cancels, or — once a person is involved (the
 /// call has an approval) — `deadline` passes. Progress the running tool reports is passed on
 /// as it comes.
@@ -352,14 +360,27 @@ async fn follow(
     stop: &Stop,
 ) -> Followed {
     let interval = progress.interval;
+    let settles = |state: &CallState| {
+        state.status.is_final()
+            || state.status == ToolCallStatus::WaitingApproval
+            || state.progress.is_some()
+    };
+    // A call that needs nobody is usually over within a turn or two of the runtime: look for
+    // that first without a timer (registering one for every call wakes the runtime's timer
+    // driver, a write and a thread wake-up per call).
+    for _ in 0..QUICK_TURNS {
+        if stop.is_cancelled() {
+            return Followed::Cancelled;
+        }
+        if settles(&state.borrow()) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
     let settled = tokio::select! {
         biased;
         () = stop.cancelled() => return Followed::Cancelled,
-        settled = state.wait_for(|state| {
-            state.status.is_final()
-                || state.status == ToolCallStatus::WaitingApproval
-                || state.progress.is_some()
-        }) => settled.ok().map(|settled| settled.clone()),
+        settled = state.wait_for(settles) => settled.ok().map(|settled| settled.clone()),
         // A call that runs long without asking anyone gets progress too, from the first
         // interval on.
         () = tokio::time::sleep_until(deadline.min(Instant::now() + interval)) => None,
