@@ -283,6 +283,28 @@ impl Drop for AuthProxy {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
+/// Starts an MCP session with the raw handshake; returns its id.
+fn open_session(daemon: &Daemon) -> String {
+    let response = mcp_post(daemon, &[], INITIALIZE.as_bytes());
+    assert_eq!(response.status, 200, "{}", response.body);
+    let session = response
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("a session id");
+    let initialized = mcp_post(
+        daemon,
+        &[("Mcp-Session-Id", &session)],
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert!(initialized.status < 300, "{}", initialized.body);
+    session
+}
+
 fn mcp_post(daemon: &Daemon, headers: &[(&str, &str)], body: &[u8]) -> souz_e2e::HttpResponse {
     let auth = format!("Bearer {}", daemon.token);
     let mut all = vec![

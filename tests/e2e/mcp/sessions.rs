@@ -8,28 +8,6 @@ use std::net::{Shutdown, TcpStream};
 
 use super::*;
 
-/// Starts an MCP session with the raw handshake; returns its id.
-fn open_session(daemon: &Daemon) -> String {
-    let response = mcp_post(daemon, &[], INITIALIZE.as_bytes());
-    assert_eq!(response.status, 200, "{}", response.body);
-    let session = response
-        .head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-        .expect("a session id");
-    let initialized = mcp_post(
-        daemon,
-        &[("Mcp-Session-Id", &session)],
-        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    assert!(initialized.status < 300, "{}", initialized.body);
-    session
-}
-
 fn new_file_call(id: u64, path: &str) -> Vec<u8> {
     json!({
         "jsonrpc": "2.0",

@@ -13,22 +13,6 @@ fn header<'a>(response: &'a souz_e2e::HttpResponse, name: &str) -> Option<&'a st
     })
 }
 
-/// Starts an MCP session with the raw handshake; returns its id.
-fn open_session(daemon: &Daemon) -> String {
-    let response = mcp_post(daemon, &[], INITIALIZE.as_bytes());
-    assert_eq!(response.status, 200, "{}", response.body);
-    let session = header(&response, "mcp-session-id")
-        .expect("a session id")
-        .to_owned();
-    let initialized = mcp_post(
-        daemon,
-        &[("Mcp-Session-Id", &session)],
-        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    assert!(initialized.status < 300, "{}", initialized.body);
-    session
-}
-
 fn calculator(id: u64) -> Vec<u8> {
     json!({
         "jsonrpc": "2.0",
