@@ -405,16 +405,7 @@ fn the_perimeter_and_the_front_door_refuse_bad_requests_and_keep_serving() {
     );
 
     // Inside a session, a bare discover probe gets the same prompt -32601 (not rmcp's 400).
-    let response = mcp_post(&daemon, &[], INITIALIZE.as_bytes());
-    let session = response
-        .head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-        .unwrap();
+    let session = open_session(&daemon);
     let response = mcp_post(
         &daemon,
         &[("Mcp-Session-Id", &session)],
