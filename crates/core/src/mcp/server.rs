@@ -23,7 +23,8 @@
 //! - [`sessions`]: rmcp's session manager, watched, so that a session's end withdraws its calls.
 //!
 //! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
-//! this; rmcp's own Host and Origin checks are set to the same lists. Session ids are random
+//! this; rmcp's own Host and Origin checks are set to the same lists (the [`shortcut`] takes
+//! only requests without `Origin`, whose `Host` the perimeter has checked). Session ids are random
 //! routing keys, never credentials. A client that goes away withdraws what it asked for: a
 //! cancelled or dropped `tools/call` withdraws its pending approval, and the end of a session
 //! withdraws every call of that session that is not over, including calls already answered

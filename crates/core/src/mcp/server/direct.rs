@@ -200,6 +200,7 @@ impl Answer {
     /// The answer, after waiting up to `within` for its first message. Most calls are over in
     /// well under a millisecond: the response's head then goes out with its whole body in one
     /// write, where it would otherwise go out alone while the call runs.
+    ///
     /// It looks first without a timer, a few turns of the runtime (the call's follower does
     /// the same): a timer for every call wakes the runtime's timer driver.
     pub(crate) async fn primed(mut self, within: Duration) -> Self {
