@@ -2,7 +2,8 @@
 //! (`@modelcontextprotocol/server-everything`), measured side by side in one run.
 //!
 //! Rows: streamable HTTP with 1 and 16 concurrent clients (each its own session, one request
-//! in flight at a time), and stdio with 1 request in flight and with 16 in flight from one
+//! in flight at a time), 16 again while 200 more sessions stay open and quiet (what a call
+//! costs must not grow with the sessions a server keeps), and stdio with 1 request in flight and with 16 in flight from one
 //! client (Souz through `souz mcp-stdio`, the reference server over its native stdio). Souz
 //! calls `Calculator` (`2 + 3 * 4`) through the approval gate; the reference server calls
 //! `echo`. The same Rust client code drives both.
@@ -26,6 +27,8 @@ use serde_json::{Value, json};
 use souz_e2e::{Daemon, souz_bin};
 
 const ACCEPT: &str = "application/json, text/event-stream";
+/// Sessions left open and quiet during the last HTTP row.
+const IDLE_SESSIONS: usize = 200;
 
 fn clients() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
@@ -116,82 +119,111 @@ fn check_answer(text: &str, target: &Target) {
     );
 }
 
-/// One HTTP client: its own session, one request at a time.
-///
-/// Every request of the session goes over one keep-alive HTTP/1 connection (hyper's), with the
-/// fixed headers made once, so the load generator, which shares the two cores with the server
-/// under test, spends little CPU per call.
-async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Duration> {
-    let url: http::Uri = target.url.parse().unwrap();
-    let authority = url.authority().unwrap().clone();
-    let path: http::Uri = url.path().parse().unwrap();
-    let stream = tokio::net::TcpStream::connect(authority.as_str())
-        .await
-        .unwrap();
-    stream.set_nodelay(true).unwrap();
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+/// One keep-alive HTTP/1 connection (hyper's) to `target`'s endpoint, with the fixed headers
+/// made once, so the load generator, which shares the two cores with the server under test,
+/// spends little CPU per call.
+struct Connection {
+    sender: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    path: http::Uri,
+    headers: http::HeaderMap,
+}
+
+impl Connection {
+    async fn open(target: &Target) -> Self {
+        let url: http::Uri = target.url.parse().unwrap();
+        let authority = url.authority().unwrap().clone();
+        let stream = tokio::net::TcpStream::connect(authority.as_str())
             .await
             .unwrap();
-    tokio::spawn(connection);
-    let mut headers = http::HeaderMap::new();
-    headers.insert(http::header::HOST, authority.as_str().parse().unwrap());
-    headers.insert(http::header::ACCEPT, ACCEPT.parse().unwrap());
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        "application/json".parse().unwrap(),
-    );
-    if let Some(token) = &target.token {
+        stream.set_nodelay(true).unwrap();
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::HOST, authority.as_str().parse().unwrap());
+        headers.insert(http::header::ACCEPT, ACCEPT.parse().unwrap());
         headers.insert(
-            http::header::AUTHORIZATION,
-            format!("Bearer {token}").parse().unwrap(),
+            http::header::CONTENT_TYPE,
+            "application/json".parse().unwrap(),
         );
+        if let Some(token) = &target.token {
+            headers.insert(
+                http::header::AUTHORIZATION,
+                format!("Bearer {token}").parse().unwrap(),
+            );
+        }
+        Self {
+            sender,
+            path: url.path().parse().unwrap(),
+            headers,
+        }
     }
-    let send = |sender: &mut hyper::client::conn::http1::SendRequest<_>,
-                method: http::Method,
-                headers: &http::HeaderMap,
-                body: String| {
+
+    /// Sends one request in `session` (none: the fixed headers alone); returns the session id
+    /// the answer names and the whole body.
+    async fn send(
+        &mut self,
+        method: http::Method,
+        session: Option<&Session>,
+        body: String,
+    ) -> (Option<http::HeaderValue>, bytes::Bytes) {
         let mut request = http::Request::new(http_body_util::Full::new(bytes::Bytes::from(body)));
         *request.method_mut() = method;
-        *request.uri_mut() = path.clone();
-        *request.headers_mut() = headers.clone();
-        let response = sender.send_request(request);
-        async move {
-            let response = response.await.unwrap();
-            let session = response.headers().get("mcp-session-id").cloned();
-            let body = response.into_body().collect().await.unwrap().to_bytes();
-            (session, body)
-        }
-    };
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "souz-bench", "version": "1"}},
-    });
-    let (session, _) = send(
-        &mut sender,
-        http::Method::POST,
-        &headers,
-        initialize.to_string(),
-    )
-    .await;
-    headers.insert("mcp-session-id", session.expect("a session id"));
-    headers.insert("mcp-protocol-version", "2025-06-18".parse().unwrap());
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let _ = send(
-        &mut sender,
-        http::Method::POST,
-        &headers,
-        initialized.to_string(),
-    )
-    .await;
+        *request.uri_mut() = self.path.clone();
+        *request.headers_mut() = session.map_or_else(|| self.headers.clone(), |s| s.0.clone());
+        let response = self.sender.send_request(request).await.unwrap();
+        let session = response.headers().get("mcp-session-id").cloned();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (session, body)
+    }
+
+    /// Opens a session as a client does (`initialize`, then `notifications/initialized`).
+    async fn start_session(&mut self) -> Session {
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "souz-bench", "version": "1"}},
+        });
+        let (id, _) = self
+            .send(http::Method::POST, None, initialize.to_string())
+            .await;
+        let mut headers = self.headers.clone();
+        headers.insert("mcp-session-id", id.expect("a session id"));
+        headers.insert("mcp-protocol-version", "2025-06-18".parse().unwrap());
+        let session = Session(headers);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = self
+            .send(http::Method::POST, Some(&session), initialized.to_string())
+            .await;
+        session
+    }
+
+    /// Ends `session` (`DELETE`).
+    async fn end_session(&mut self, session: Session) {
+        let _ = self
+            .send(http::Method::DELETE, Some(&session), String::new())
+            .await;
+    }
+}
+
+/// A session: the connection's fixed headers with its id and protocol version.
+struct Session(http::HeaderMap);
+
+/// One HTTP client: its own session over its own connection, one request at a time.
+async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Duration> {
+    let mut connection = Connection::open(&target).await;
+    let session = connection.start_session().await;
     let params = call_params(&target);
     let mut latencies = Vec::new();
     let mut id = 1;
     while Instant::now() < until {
         let started = Instant::now();
         let body = call_body(&params, id);
-        let (_, answer) = send(&mut sender, http::Method::POST, &headers, body).await;
+        let (_, answer) = connection
+            .send(http::Method::POST, Some(&session), body)
+            .await;
         let took = started.elapsed();
         check_answer(&String::from_utf8_lossy(&answer), &target);
         if started >= warmup {
@@ -199,16 +231,27 @@ async fn http_worker(target: Target, until: Instant, warmup: Instant) -> Vec<Dur
         }
         id += 1;
     }
-    let _ = send(&mut sender, http::Method::DELETE, &headers, String::new()).await;
+    connection.end_session(session).await;
     latencies
 }
 
+/// `workers` clients for `seconds` after a second of warm-up, while `idle` other sessions
+/// stay open without a request (clients that connected and went quiet, as editors leave them).
 fn http_row(
     runtime: &tokio::runtime::Runtime,
     target: &Target,
     workers: usize,
+    idle: usize,
     seconds: u64,
 ) -> Row {
+    let (mut quiet, idle_sessions) = runtime.block_on(async {
+        let mut connection = Connection::open(target).await;
+        let mut sessions = Vec::with_capacity(idle);
+        for _ in 0..idle {
+            sessions.push(connection.start_session().await);
+        }
+        (connection, sessions)
+    });
     let warmup = Instant::now() + Duration::from_secs(1);
     let until = warmup + Duration::from_secs(seconds);
     let (latencies, server_cpu) = runtime.block_on(async {
@@ -228,8 +271,17 @@ fn http_row(
         }
         (all, cpu.await.unwrap())
     });
+    runtime.block_on(async {
+        for session in idle_sessions {
+            quiet.end_session(session).await;
+        }
+    });
+    let label = match idle {
+        0 => format!("{} HTTP c{workers}", target.name),
+        idle => format!("{} HTTP c{workers}+{idle} idle", target.name),
+    };
     Row {
-        label: format!("{} HTTP c{workers}", target.name),
+        label,
         requests: latencies.len(),
         elapsed: Duration::from_secs(seconds),
         latencies,
@@ -405,10 +457,10 @@ fn main() {
         .unwrap_or_default();
     let mut rows = Vec::new();
     if group.is_empty() || group == "http" {
-        for workers in [1, 16] {
+        for (workers, idle) in [(1, 0), (16, 0), (16, IDLE_SESSIONS)] {
             rows.push((
-                http_row(&http_runtime, &souz, workers, seconds),
-                http_row(&http_runtime, &reference, workers, seconds),
+                http_row(&http_runtime, &souz, workers, idle, seconds),
+                http_row(&http_runtime, &reference, workers, idle, seconds),
             ));
         }
     }
@@ -456,17 +508,18 @@ fn main() {
 
     println!(
         "\nMCP tools/call, {seconds} s per row after 1 s warm-up (Souz: Calculator through the \
-         approval gate; reference: echo). cN: N HTTP clients with a request each in flight; \
-         fN: one stdio client with N requests in flight.\n"
+         approval gate; reference: echo). cN: N HTTP clients with a request each in flight \
+         (+M idle: M more sessions open and quiet); fN: one stdio client with N requests in \
+         flight.\n"
     );
     println!(
-        "{:<30} {:>10} {:>10} {:>10}",
+        "{:<36} {:>10} {:>10} {:>10}",
         "row", "req/s", "p50 µs", "p99 µs"
     );
     for (ours, theirs) in &rows {
         for row in [ours, theirs] {
             println!(
-                "{:<30} {:>10.0} {:>10} {:>10}",
+                "{:<36} {:>10.0} {:>10} {:>10}",
                 row.label,
                 row.throughput(),
                 micros(row.percentile(0.5)),
@@ -474,7 +527,7 @@ fn main() {
             );
         }
         println!(
-            "{:<30} {:>9.1}x {:>9.2}x {:>9.2}x   (Souz / reference; latency < 1 is better)",
+            "{:<36} {:>9.1}x {:>9.2}x {:>9.2}x   (Souz / reference; latency < 1 is better)",
             "ratio",
             ours.throughput() / theirs.throughput(),
             ours.percentile(0.5).as_secs_f64() / theirs.percentile(0.5).as_secs_f64(),
@@ -484,7 +537,7 @@ fn main() {
         for row in [ours, theirs] {
             if let Some(cpu) = row.server_cpu.filter(|_| row.requests > 0) {
                 println!(
-                    "{:<30} {:>10.2} CPUs {:>6.0} µs of server CPU per call",
+                    "{:<36} {:>10.2} CPUs {:>6.0} µs of server CPU per call",
                     format!(
                         "  {} server",
                         row.label.split(' ').next().unwrap_or_default()

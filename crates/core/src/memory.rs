@@ -146,6 +146,9 @@ struct Inner {
     retrievals: Arc<stats::RetrievalLog>,
     /// Where changes are announced (see [`wire`]).
     events: std::sync::OnceLock<crate::bus::EventBus>,
+    /// Counts the announced changes of facts, for those that follow the facts rather than
+    /// every event (an MCP session's resource list).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The query's vector, from the embedder's model.
@@ -261,6 +264,7 @@ impl Memory {
                 vectors: Arc::default(),
                 retrievals: Arc::default(),
                 events: std::sync::OnceLock::new(),
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         }
     }

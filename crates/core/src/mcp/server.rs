@@ -299,7 +299,7 @@ impl SouzServer {
         self.session.handle.spawn(async move {
             let notify = || async { resource_peer.notify_resource_list_changed().await.is_ok() };
             let stop = resource_stop.cancelled();
-            resources::follow(&handle, &resource_requester, None, stop, notify).await;
+            resources::follow(&handle, &resource_requester, stop, notify).await;
         });
     }
 
@@ -589,7 +589,7 @@ impl ServerHandler for SouzServer {
         let resources = async {
             if accepted.resources_list_changed == Some(true) {
                 let notify = || async { sink.notify_resource_list_changed().await.is_ok() };
-                resources::follow(&session.handle, &requester, None, stop(), notify).await;
+                resources::follow(&session.handle, &requester, stop(), notify).await;
             } else {
                 stop().await;
             }

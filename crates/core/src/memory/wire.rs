@@ -1,6 +1,6 @@
 //! Facts in the wire contract's shapes (`souz_protocol::memory`), scopes as the surfaces write
 //! them (`global`, `session:<chat id>`, `project:<id>`), and the `memory.fact.*` events that
-//! announce changes.
+//! announce changes (with a counter of them for in-process followers of the facts alone).
 //!
 //! Invariants: an event carries the fact's id, kind, scope and author, never its text (the
 //! text stays behind the operator-only `/v1/memory`); every change a [`Memory`] makes is
@@ -167,26 +167,41 @@ impl Memory {
         let _ = self.inner.events.set(bus);
     }
 
-    /// Announces `change` of `facts` (nothing without a bus).
+    /// Announces `change` of `facts`: their events on the bus (when there is one), then one
+    /// step of [`Memory::changes`].
     pub(crate) async fn announce(&self, change: Change, facts: &[Fact]) {
-        let Some(bus) = self.inner.events.get() else {
+        if facts.is_empty() {
             return;
-        };
-        for fact in facts {
-            let mut events = Vec::with_capacity(2);
-            // A new fact retired the holder of its canonical key.
-            if let (Change::Created, Some(old)) = (change, &fact.supersedes_fact_id) {
-                events.push(RuntimeEvent::MemoryFactRetired {
-                    fact_id: old.clone(),
-                });
-            }
-            events.push(event(change, fact));
-            if let Err(error) = bus
-                .publish_with(move |_| Ok::<_, crate::store::StoreError>(((), events)))
-                .await
-            {
-                tracing::warn!(%error, fact_id = %fact.id, "could not announce a memory change");
+        }
+        if let Some(bus) = self.inner.events.get() {
+            for fact in facts {
+                let mut events = Vec::with_capacity(2);
+                // A new fact retired the holder of its canonical key.
+                if let (Change::Created, Some(old)) = (change, &fact.supersedes_fact_id) {
+                    events.push(RuntimeEvent::MemoryFactRetired {
+                        fact_id: old.clone(),
+                    });
+                }
+                events.push(event(change, fact));
+                if let Err(error) = bus
+                    .publish_with(move |_| Ok::<_, crate::store::StoreError>(((), events)))
+                    .await
+                {
+                    tracing::warn!(%error, fact_id = %fact.id, "could not announce a memory change");
+                }
             }
         }
+        // After the events: whoever is woken by this step and looks finds the change stored
+        // and announced.
+        self.inner
+            .changes
+            .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// A counter that steps after each announced change of facts (created, edited, retired,
+    /// deleted). Followers that care only about facts wait on it instead of on every runtime
+    /// event: a tool call's events wake none of them.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 }

@@ -22,7 +22,7 @@ use rmcp::model::{
     ResourceTemplate,
 };
 use souz_protocol::memory::{MemoryFact, MemoryKind, MemoryQuery, MemoryStatus};
-use souz_protocol::{Action, Requester, RuntimeEvent};
+use souz_protocol::{Action, Requester};
 
 use super::mcp_error;
 use crate::runtime::{RuntimeHandle, ServiceError};
@@ -170,44 +170,63 @@ pub(crate) async fn read(
     ]))
 }
 
-/// Whether an event changes the facts listed.
-fn changes_facts(event: &RuntimeEvent) -> bool {
-    matches!(
-        event,
-        RuntimeEvent::MemoryFactCreated { .. }
-            | RuntimeEvent::MemoryFactUpdated { .. }
-            | RuntimeEvent::MemoryFactRetired { .. }
-            | RuntimeEvent::MemoryFactDeleted { .. }
-    )
+/// What [`follow_from`] starts from: the subscriptions (made before the list is looked at, so
+/// no change is missed) and whether the list was readable then.
+pub(crate) struct Followed {
+    facts: tokio::sync::watch::Receiver<u64>,
+    policy: tokio::sync::watch::Receiver<u64>,
+    shown: bool,
+}
+
+/// Subscribes to the changes that may change the resource list `requester` sees, then looks
+/// at whether it may read it.
+pub(crate) fn start(handle: &RuntimeHandle, requester: &Requester) -> Followed {
+    let mut facts = handle.memory_changes();
+    facts.mark_unchanged();
+    let mut policy = handle.policy_changes();
+    policy.mark_unchanged();
+    Followed {
+        facts,
+        policy,
+        shown: access(handle, requester).is_ok(),
+    }
 }
 
 /// Calls `notify` each time the resource list `requester` sees may have changed (a fact
 /// stored, edited, retired or deleted while it may read; the policy starting or ending its
-/// access) after the event `after_seq` (`None`: from now on), until `stop` completes or
-/// `notify` says the client cannot be told any more.
+/// access) from now on, until `stop` completes or `notify` says the client cannot be told any
+/// more.
 pub(crate) async fn follow<N, Sent>(
     handle: &RuntimeHandle,
     requester: &Requester,
-    after_seq: Option<i64>,
+    stop: impl Future<Output = ()>,
+    notify: N,
+) where
+    N: FnMut() -> Sent,
+    Sent: Future<Output = bool>,
+{
+    let followed = start(handle, requester);
+    follow_from(handle, requester, followed, stop, notify).await;
+}
+
+/// [`follow`] from a [`start`] already made. It waits on the facts' own counter and the
+/// policy, never on the runtime's event stream: a session wakes for a change of what it
+/// lists, not for each event of every tool call.
+pub(crate) async fn follow_from<N, Sent>(
+    handle: &RuntimeHandle,
+    requester: &Requester,
+    followed: Followed,
     stop: impl Future<Output = ()>,
     mut notify: N,
 ) where
     N: FnMut() -> Sent,
     Sent: Future<Output = bool>,
 {
-    use futures::StreamExt;
-
-    use crate::runtime::facade::FollowItem;
-
-    let mut policy = handle.policy_changes();
-    policy.mark_unchanged();
-    let after = match after_seq {
-        Some(seq) => seq,
-        None => handle.last_event_seq().await.unwrap_or(0),
-    };
-    let mut events = std::pin::pin!(handle.follow_events(after));
-    let readable = |handle: &RuntimeHandle| access(handle, requester).is_ok();
-    let mut shown = readable(handle);
+    let Followed {
+        mut facts,
+        mut policy,
+        mut shown,
+    } = followed;
     let mut stop = std::pin::pin!(stop);
     loop {
         let changed = tokio::select! {
@@ -216,19 +235,15 @@ pub(crate) async fn follow<N, Sent>(
                 if changed.is_err() {
                     return;
                 }
-                let now = readable(handle);
+                let now = access(handle, requester).is_ok();
                 std::mem::replace(&mut shown, now) != now
             }
-            item = events.next() => match item {
-                None => return,
-                Some(FollowItem::Event(envelope)) => shown && changes_facts(&envelope.event),
-                // Fell behind: some change may have been missed.
-                Some(FollowItem::Resync { last_seq }) => {
-                    events.set(handle.follow_events(last_seq));
-                    shown
+            changed = facts.changed() => {
+                if changed.is_err() {
+                    return;
                 }
-                Some(_) => false,
-            },
+                shown
+            }
         };
         if changed && !notify().await {
             return;

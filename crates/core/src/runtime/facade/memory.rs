@@ -180,6 +180,11 @@ impl RuntimeHandle {
         })
     }
 
+    /// Steps after each announced change of the facts (see [`crate::memory::Memory::changes`]).
+    pub(crate) fn memory_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.memory().changes()
+    }
+
     /// What searches memory by meaning, and where a local model is.
     pub fn memory_model(&self) -> MemoryModelInfo {
         let memory = self.memory();

@@ -287,8 +287,9 @@ async fn memory_resource_changes_are_announced() {
     let told = Arc::new(AtomicUsize::new(0));
     let wake = Arc::new(tokio::sync::Notify::new());
     let stop = tokio_util::sync::CancellationToken::new();
-    // Followed from the events stored so far: nothing done after this point is missed.
-    let after = handle.last_event_seq().await.unwrap();
+    // Subscribed here: nothing done after this point is missed.
+    let reader = client("claude-code");
+    let followed = resources::start(&handle, &reader);
     let follower = {
         let (handle, told, wake, stop) = (handle.clone(), told.clone(), wake.clone(), stop.clone());
         tokio::spawn(async move {
@@ -297,11 +298,38 @@ async fn memory_resource_changes_are_announced() {
                 wake.notify_one();
                 true
             };
-            let reader = client("claude-code");
-            resources::follow(&handle, &reader, Some(after), stop.cancelled(), notify).await;
+            resources::follow_from(&handle, &reader, followed, stop.cancelled(), notify).await;
         })
     };
+    // A session follows the facts' own counter: a tool call's events do not step it (they
+    // would wake every open session twice a call), a change of the facts steps it once.
+    let mut counter = handle.memory_changes();
+    let before = *counter.borrow_and_update();
+    let mut call = start(
+        &handle,
+        "Calculator",
+        serde_json::json!({"expression": "1 + 1"}),
+    )
+    .await;
+    assert_eq!(
+        call.finished().await.status,
+        ToolCallStatus::Succeeded,
+        "the calculator answers"
+    );
+    assert!(
+        handle.last_event_seq().await.unwrap() > 0,
+        "the call's events are stored"
+    );
+    assert!(
+        !counter.has_changed().unwrap(),
+        "a tool call is no change of the facts"
+    );
     handle.delete_memory_fact(&tea).await.unwrap();
+    assert!(
+        counter.has_changed().unwrap(),
+        "the deletion steps the counter"
+    );
+    assert_eq!(*counter.borrow_and_update(), before + 1, "one step for one change");
     tokio::time::timeout(Duration::from_secs(10), wake.notified())
         .await
         .expect("the deletion is announced");
