@@ -58,6 +58,9 @@ struct Target {
     token: Option<String>,
     tool: &'static str,
     arguments: Value,
+    /// A process a stdio row runs through besides its own (Souz's bridge forwards each call
+    /// to the daemon).
+    behind_stdio: Option<u32>,
 }
 
 /// Latencies of one row.
@@ -66,8 +69,12 @@ struct Row {
     requests: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
-    /// CPU time the server process used over the measured time (HTTP rows).
-    server_cpu: Option<Duration>,
+    /// CPU time each process taking part used over the measured time, by role: the server
+    /// (HTTP rows); the client, the stdio process and, behind the bridge, the daemon (stdio
+    /// rows).
+    cpu: Vec<(String, Duration)>,
+    /// The measured time the CPU times are over.
+    cpu_elapsed: Duration,
 }
 
 /// User plus system CPU time of process `pid` so far (Linux `/proc`; `None` elsewhere).
@@ -285,7 +292,10 @@ fn http_row(
         requests: latencies.len(),
         elapsed: Duration::from_secs(seconds),
         latencies,
-        server_cpu,
+        cpu: server_cpu
+            .map(|cpu| vec![("server".to_owned(), cpu)])
+            .unwrap_or_default(),
+        cpu_elapsed: Duration::from_secs(seconds),
     }
 }
 
@@ -347,6 +357,17 @@ fn stdio_row(
     for _ in 0..in_flight {
         send(&mut stdin, &mut sent);
     }
+    // The client (this process), the stdio process, and the daemon behind a bridge.
+    let mut watched = vec![
+        ("client".to_owned(), std::process::id()),
+        (command_name(&command), child.id()),
+    ];
+    watched.extend(target.behind_stdio.map(|pid| ("daemon".to_owned(), pid)));
+    let cpu_now = |watched: &[(String, u32)]| -> Vec<Option<Duration>> {
+        watched.iter().map(|(_, pid)| cpu_time(*pid)).collect()
+    };
+    let mut cpu_from: Option<(Instant, Vec<Option<Duration>>)> = None;
+    let mut cpu_to: Option<(Instant, Vec<Option<Duration>>)> = None;
     let mut measured_from = None;
     let mut measured_to = warmup;
     while !sent.is_empty() {
@@ -360,8 +381,13 @@ fn stdio_row(
             measured_from.get_or_insert(started);
             measured_to = now;
         }
+        if now >= warmup && cpu_from.is_none() {
+            cpu_from = Some((now, cpu_now(&watched)));
+        }
         if now < until {
             send(&mut stdin, &mut sent);
+        } else if cpu_to.is_none() {
+            cpu_to = Some((now, cpu_now(&watched)));
         }
     }
     drop(stdin);
@@ -372,7 +398,32 @@ fn stdio_row(
         requests: latencies.len(),
         elapsed: measured_to - measured_from.unwrap_or(warmup),
         latencies,
-        server_cpu: None,
+        cpu_elapsed: match (&cpu_from, &cpu_to) {
+            (Some((from, _)), Some((to, _))) => *to - *from,
+            _ => Duration::ZERO,
+        },
+        cpu: match (cpu_from, cpu_to) {
+            (Some((_, from)), Some((_, to))) => watched
+                .into_iter()
+                .zip(from.into_iter().zip(to))
+                .filter_map(|((who, _), (from, to))| Some((who, to?.saturating_sub(from?))))
+                .collect(),
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// What a command runs, for the CPU lines: its program's file name and its first argument.
+fn command_name(command: &Command) -> String {
+    let program = Path::new(command.get_program())
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    match command.get_args().next() {
+        Some(_) if program == "node" => "node server".to_owned(),
+        Some(argument) => format!("{program} {}", argument.to_string_lossy()),
+        None => program,
     }
 }
 
@@ -434,6 +485,7 @@ fn main() {
         token: Some(daemon.token.clone()),
         tool: "Calculator",
         arguments: json!({"expression": "2 + 3 * 4"}),
+        behind_stdio: Some(daemon.pid()),
     };
     let reference = Target {
         name: "server-everything",
@@ -442,6 +494,7 @@ fn main() {
         token: None,
         tool: "echo",
         arguments: json!({"message": "hello"}),
+        behind_stdio: None,
     };
 
     // The HTTP clients share one thread: the load generator takes at most one of the two cores.
@@ -533,17 +586,34 @@ fn main() {
             ours.percentile(0.5).as_secs_f64() / theirs.percentile(0.5).as_secs_f64(),
             ours.percentile(0.99).as_secs_f64() / theirs.percentile(0.99).as_secs_f64(),
         );
-        // What each call cost the server's process (the client's CPU is not in it).
+        // What each call cost each process (HTTP rows: the server's alone; the client's CPU
+        // is not in it). Stdio rows add up the client, the stdio process and the daemon: on
+        // two cores their sum is what bounds the row.
         for row in [ours, theirs] {
-            if let Some(cpu) = row.server_cpu.filter(|_| row.requests > 0) {
+            let calls = row.latencies.len() as f64;
+            if row.cpu.is_empty() || calls == 0.0 || row.cpu_elapsed.is_zero() {
+                continue;
+            }
+            let name = row.label.split(' ').next().unwrap_or_default();
+            let per_call = |cpu: Duration| {
+                cpu.as_secs_f64() * 1e6 / calls * row.elapsed.as_secs_f64()
+                    / row.cpu_elapsed.as_secs_f64()
+            };
+            for (who, cpu) in &row.cpu {
                 println!(
-                    "{:<36} {:>10.2} CPUs {:>6.0} µs of server CPU per call",
-                    format!(
-                        "  {} server",
-                        row.label.split(' ').next().unwrap_or_default()
-                    ),
-                    cpu.as_secs_f64() / row.elapsed.as_secs_f64(),
-                    cpu.as_secs_f64() * 1e6 / row.requests as f64,
+                    "{:<36} {:>10.2} CPUs {:>6.0} µs of {who} CPU per call",
+                    format!("  {name} {who}"),
+                    cpu.as_secs_f64() / row.cpu_elapsed.as_secs_f64(),
+                    per_call(*cpu),
+                );
+            }
+            if row.cpu.len() > 1 {
+                let all: Duration = row.cpu.iter().map(|(_, cpu)| *cpu).sum();
+                println!(
+                    "{:<36} {:>10.2} CPUs {:>6.0} µs of CPU per call in all",
+                    format!("  {name} all"),
+                    all.as_secs_f64() / row.cpu_elapsed.as_secs_f64(),
+                    per_call(all),
                 );
             }
         }

@@ -329,7 +329,11 @@ async fn memory_resource_changes_are_announced() {
         counter.has_changed().unwrap(),
         "the deletion steps the counter"
     );
-    assert_eq!(*counter.borrow_and_update(), before + 1, "one step for one change");
+    assert_eq!(
+        *counter.borrow_and_update(),
+        before + 1,
+        "one step for one change"
+    );
     tokio::time::timeout(Duration::from_secs(10), wake.notified())
         .await
         .expect("the deletion is announced");
