@@ -1,7 +1,7 @@
 //! How values are written into and read from columns: JSON text for structured values,
 //! RFC 3339 UTC text (millisecond precision) for times. Decoding failures are `Corrupt`.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -47,8 +47,13 @@ pub(crate) fn from_time_opt(
 
 /// Now, at the precision times are stored with (so round trips compare equal).
 pub(crate) fn now() -> DateTime<Utc> {
-    let now = Utc::now();
-    from_time("now", &to_time(now)).unwrap_or(now)
+    as_stored(Utc::now())
+}
+
+/// `at` at the precision times are stored with: cut to the millisecond, as [`to_time`] writes
+/// it (without writing and parsing the text).
+fn as_stored(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.trunc_subsecs(3)
 }
 
 #[cfg(test)]
@@ -59,6 +64,17 @@ mod tests {
     fn round_trips() {
         let at = now();
         assert_eq!(from_time("t", &to_time(at)).unwrap(), at);
+        // Cutting to the millisecond is what the text keeps, whatever the nanoseconds.
+        for nanos in [0, 1, 999_999, 1_000_000, 123_456_789, 999_999_999] {
+            let at = DateTime::from_timestamp(1_764_921_600, nanos).unwrap();
+            assert_eq!(
+                from_time("t", &to_time(at)).unwrap(),
+                as_stored(at),
+                "{nanos}"
+            );
+        }
+        let cut = as_stored(DateTime::from_timestamp(1_764_921_600, 123_456_789).unwrap());
+        assert_eq!(to_time(cut), "2025-12-05T08:00:00.123Z");
         assert!(
             matches!(from_time("t", "yesterday"), Err(StoreError::Corrupt(m)) if m.starts_with("t:"))
         );

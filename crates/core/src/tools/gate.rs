@@ -521,6 +521,13 @@ impl Gate {
         self.live().get(call_id).map(|call| call.state.clone())
     }
 
+    /// Keeps in `call_ids` the calls still running in this process (one look at the live
+    /// table for all of them; no watcher is made).
+    pub fn retain_running(&self, call_ids: &mut Vec<String>) {
+        let live = self.live();
+        call_ids.retain(|id| live.contains_key(id));
+    }
+
     /// Cancels a call that is still running in this process; returns whether there was one.
     pub fn cancel(&self, call_id: &str) -> bool {
         match self.live().get(call_id) {

@@ -67,17 +67,20 @@ pub(crate) const TYPED_METHODS: &[&str] = &[
 
 /// Handles one request to `/mcp`.
 pub(crate) async fn handle(endpoint: Arc<Endpoint>, request: Request) -> Response {
+    // rmcp's own handling is boxed where it is awaited: its future is large, and every
+    // request's future (moved into a box of its own by the router) would carry its size even
+    // when the shortcut answers.
     let service = &endpoint.service;
     if request.method() == Method::DELETE {
         // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
-        let mut response = service.handle(request).await.into_response();
+        let mut response = Box::pin(service.handle(request)).await.into_response();
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
         return response;
     }
     if request.method() != Method::POST {
-        return service.handle(request).await.into_response();
+        return Box::pin(service.handle(request)).await.into_response();
     }
     let body_limit = endpoint.body_limit;
     let (parts, body) = request.into_parts();
@@ -108,7 +111,7 @@ pub(crate) async fn handle(endpoint: Arc<Endpoint>, request: Request) -> Respons
         }
     };
     let request = Request::from_parts(parts, Body::from(bytes));
-    service.handle(request).await.into_response()
+    Box::pin(service.handle(request)).await.into_response()
 }
 
 /// What [`handle`] decides for one POSTed message: `Err` is the answer it sends instead of

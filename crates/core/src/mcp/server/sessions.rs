@@ -195,9 +195,7 @@ impl SessionBook {
         let Some(session) = open.get_mut(session_id) else {
             return false;
         };
-        session
-            .calls
-            .retain(|id| self.handle.watch_call(id).is_some());
+        self.handle.retain_running_calls(&mut session.calls);
         session.calls.push(call_id.to_owned());
         true
     }

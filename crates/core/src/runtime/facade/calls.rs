@@ -51,6 +51,11 @@ impl RuntimeHandle {
         self.gate().watch(call_id)
     }
 
+    /// Keeps in `call_ids` the calls that are not over.
+    pub fn retain_running_calls(&self, call_ids: &mut Vec<String>) {
+        self.gate().retain_running(call_ids);
+    }
+
     /// Cancels a call that is not over; `false` when there is none.
     pub fn cancel_call(&self, call_id: &str) -> bool {
         self.gate().cancel(call_id)

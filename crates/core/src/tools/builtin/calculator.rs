@@ -291,12 +291,21 @@ fn sine_degrees(degrees: f64) -> f64 {
     reduced.to_radians().sin()
 }
 
+/// Integers below this have at most 15 significant digits (and are exact in an `f64`).
+const EXACT_INTEGERS: f64 = 1e15;
+
 /// Formats a number for people: integers without decimals, others rounded to 15 significant
 /// digits (which hides binary noise such as `0.30000000000000004`), very large or very small
 /// magnitudes in scientific notation.
 pub(crate) fn format_number(value: f64) -> String {
     if !value.is_finite() {
         return value.to_string();
+    }
+    // An integer of at most 15 digits is its own rounding: print it as one (no decimal
+    // round trip, which costs more than the calculation).
+    if value.fract() == 0.0 && value.abs() < EXACT_INTEGERS {
+        // Integral and below 1e15: the conversion is exact (and -0 becomes 0).
+        return (value as i64).to_string();
     }
     // Round to 15 significant digits through the decimal form, then print the shortest text
     // that reads back as that rounded number.
