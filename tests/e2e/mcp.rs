@@ -545,6 +545,53 @@ impl Drop for Bridge {
     }
 }
 
+/// The bridge reads pipes without a thread of its own; stdin and stdout that are not pipes (a
+/// file of requests, as someone trying the bridge by hand might give it) go through tokio's
+/// blocking ends instead, and still carry the protocol: the handshake is answered in a file
+/// that holds only JSON-RPC lines, and the end of the input ends the bridge.
+#[test]
+fn the_bridge_reads_and_writes_files_that_are_not_pipes() {
+    let daemon = Daemon::start();
+    configure_desktop(daemon.home.path());
+    let dir = tempfile::tempdir().unwrap();
+    let requests = dir.path().join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        format!(
+            "{INITIALIZE}\n{}\n",
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+        ),
+    )
+    .unwrap();
+    let answers = dir.path().join("answers.jsonl");
+    let status = Command::new(souz_bin())
+        .arg("mcp-stdio")
+        .env("SOUZ_HOME", daemon.home.path())
+        .env_remove("SOUZ_PORT")
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .stdout(std::fs::File::create(&answers).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let written = std::fs::read_to_string(&answers).unwrap();
+    let messages: Vec<Value> = written
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|_| panic!("stdout carries only JSON-RPC, got {line:?}"))
+        })
+        .collect();
+    let initialized = messages
+        .iter()
+        .find(|message| message["id"] == 1)
+        .unwrap_or_else(|| panic!("the handshake is answered: {written}"));
+    assert_eq!(
+        initialized["result"]["serverInfo"]["name"], "souz",
+        "{initialized}"
+    );
+}
+
 #[test]
 fn the_bridge_says_when_souz_is_down_and_survives_a_restart() {
     let daemon = Daemon::start();

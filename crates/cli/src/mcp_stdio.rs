@@ -23,7 +23,9 @@
 //!   the next request.
 //! - A daemon restart ends the HTTP session; the next request that meets the daemon's 404
 //!   replays the client's `initialize` (under a bridge-internal id, its answer not forwarded)
-//!   and `notifications/initialized`, then goes through.
+//!   and `notifications/initialized`, then goes through — unless the client's input has
+//!   ended: then the session is closed (`DELETE`) and never opened again, and the bridge exits
+//!   once the answers in flight are written.
 //! - If the daemon goes away while a request is in flight (the answer's stream or body breaks
 //!   off before the answer), that request is answered with a JSON-RPC error saying Souz stopped
 //!   and how to start it: every request from the client gets an answer.
@@ -35,8 +37,10 @@
 
 mod lines;
 mod message;
+mod pipes;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -154,6 +158,10 @@ struct Bridge {
     state: Mutex<SessionState>,
     /// Serializes re-initializations.
     reinitializing: tokio::sync::Mutex<()>,
+    /// Set when the client's input ended: the session is being closed and is not opened again
+    /// (a message still in flight that meets the closed session would otherwise start a new
+    /// one, whose event stream kept the bridge running after its client left).
+    closing: AtomicBool,
     out: mpsc::UnboundedSender<String>,
 }
 
@@ -164,7 +172,7 @@ async fn serve(client: String) -> Result<()> {
         .build()
         .context("cannot build an HTTP client")?;
     let (out, lines) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(write_lines(lines, tokio::io::stdout()));
+    let writer = tokio::spawn(write_lines(lines, pipes::stdout()));
     let bridge = Arc::new(Bridge {
         http,
         client,
@@ -172,13 +180,14 @@ async fn serve(client: String) -> Result<()> {
         target: Mutex::new(None),
         state: Mutex::new(SessionState::default()),
         reinitializing: tokio::sync::Mutex::new(()),
+        closing: AtomicBool::new(false),
         out,
     });
     if let Err(message) = bridge.check_daemon().await {
         eprintln!("souz mcp-stdio: {message}");
     }
 
-    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut stdin = BufReader::new(pipes::stdin());
     let mut line = Vec::new();
     loop {
         let read = lines::read_line(&mut stdin, &mut line, MAX_LINE)
@@ -231,6 +240,7 @@ async fn serve(client: String) -> Result<()> {
             }
         }
     }
+    bridge.closing.store(true, Ordering::SeqCst);
     bridge.close_session().await;
     drop(bridge);
     let _ = writer.await;
@@ -438,6 +448,9 @@ impl Bridge {
     /// generation the caller saw; if another task re-initialized since, nothing is done.
     async fn reinitialize(&self, seen: u64) -> Result<(), String> {
         let _serial = self.reinitializing.lock().await;
+        if self.closing.load(Ordering::SeqCst) {
+            return Err("The MCP client closed its input: the session is over.".to_owned());
+        }
         let (initialize, initialized) = {
             let state = self.state();
             if state.generation != seen && state.session_id.is_some() {
@@ -476,6 +489,9 @@ impl Bridge {
     /// messages not tied to a request) until the session of `generation` ends.
     async fn follow_events(&self, generation: u64) {
         loop {
+            if self.closing.load(Ordering::SeqCst) {
+                return;
+            }
             let session = {
                 let state = self.state();
                 if state.generation != generation {
