@@ -564,15 +564,29 @@ fn the_bridge_reads_and_writes_files_that_are_not_pipes() {
     )
     .unwrap();
     let answers = dir.path().join("answers.jsonl");
-    let status = Command::new(souz_bin())
+    let mut bridge = Command::new(souz_bin())
         .arg("mcp-stdio")
         .env("SOUZ_HOME", daemon.home.path())
         .env_remove("SOUZ_PORT")
         .stdin(std::fs::File::open(&requests).unwrap())
         .stdout(std::fs::File::create(&answers).unwrap())
         .stderr(Stdio::null())
-        .status()
+        .spawn()
         .unwrap();
+    // The end of its input ends the bridge (it closes the session): a bridge still running
+    // after 20 s is a failure, not a hung test.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = bridge.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = bridge.kill();
+            let _ = bridge.wait();
+            panic!("the bridge kept running after the end of its input");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(status.success(), "{status:?}");
     let written = std::fs::read_to_string(&answers).unwrap();
     let messages: Vec<Value> = written

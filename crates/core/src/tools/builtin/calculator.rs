@@ -307,8 +307,13 @@ pub(crate) fn format_number(value: f64) -> String {
         // Integral and below 1e15: the conversion is exact (and -0 becomes 0).
         return (value as i64).to_string();
     }
-    // Round to 15 significant digits through the decimal form, then print the shortest text
-    // that reads back as that rounded number.
+    format_by_rounding(value)
+}
+
+/// [`format_number`]'s general path, for a finite value: round to 15 significant digits
+/// through the decimal form, then print the shortest text that reads back as that rounded
+/// number.
+fn format_by_rounding(value: f64) -> String {
     let rounded: f64 = format!("{value:.14e}").parse().unwrap_or(value);
     let rounded = if rounded == 0.0 { 0.0 } else { rounded }; // no "-0"
     let magnitude = rounded.abs();

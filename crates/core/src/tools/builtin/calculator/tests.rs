@@ -277,17 +277,6 @@ async fn runs_through_the_catalog() {
     assert_eq!(result.text, "division by zero");
 }
 
-/// The general path of [`format_number`] (15 significant digits through the decimal form).
-fn format_by_rounding(value: f64) -> String {
-    let rounded: f64 = format!("{value:.14e}").parse().unwrap_or(value);
-    let rounded = if rounded == 0.0 { 0.0 } else { rounded };
-    let magnitude = rounded.abs();
-    if magnitude != 0.0 && !(1e-7..1e21).contains(&magnitude) {
-        return format!("{rounded:e}");
-    }
-    rounded.to_string()
-}
-
 #[test]
 fn integers_print_as_the_rounding_would() {
     let mut values = vec![0.0, -0.0, 1.0, -1.0, 14.0, 57984.0, -123_456.0];
