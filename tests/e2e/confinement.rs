@@ -17,14 +17,19 @@ use tokio_util::sync::CancellationToken;
 use crate::sandbox::landlock_works;
 
 /// A home with a workspace root and a sandbox confined by the real helper.
-struct Confined {
+pub(crate) struct Confined {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    sandbox: Sandbox,
+    pub(crate) home: PathBuf,
+    pub(crate) sandbox: Sandbox,
 }
 
-fn confined(adjust: impl FnOnce(&mut SandboxConfig)) -> Confined {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+pub(crate) fn confined(adjust: impl FnOnce(&mut SandboxConfig)) -> Confined {
+    confined_in(Path::new(env!("CARGO_TARGET_TMPDIR")), adjust)
+}
+
+/// Like [`confined`], with the home in a fresh folder under `base`.
+pub(crate) fn confined_in(base: &Path, adjust: impl FnOnce(&mut SandboxConfig)) -> Confined {
+    let dir = tempfile::tempdir_in(base).unwrap();
     let home = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(home.join("work")).unwrap();
     let mut config = SandboxConfig {
@@ -44,10 +49,12 @@ fn confined(adjust: impl FnOnce(&mut SandboxConfig)) -> Confined {
 }
 
 impl Confined {
-    /// Runs `script`; `None` when this machine cannot confine it (after checking that it was
-    /// refused, not run unconfined).
-    async fn run(&self, mut request: CommandRequest) -> Option<CommandOutcome> {
-        request.cwd = Some(self.home.join("work").display().to_string());
+    /// Runs `script` in `~/work` (or the request's own folder); `None` when this machine
+    /// cannot confine it (after checking that it was refused, not run unconfined).
+    pub(crate) async fn run(&self, mut request: CommandRequest) -> Option<CommandOutcome> {
+        if request.cwd.is_none() {
+            request.cwd = Some(self.home.join("work").display().to_string());
+        }
         let outcome = self
             .sandbox
             .run_command(request, &CancellationToken::new())

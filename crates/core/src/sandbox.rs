@@ -33,6 +33,7 @@ pub(crate) mod environment;
 pub(crate) mod net;
 pub(crate) mod paths;
 pub(crate) mod process_tree;
+pub(crate) mod repositories;
 mod scoped;
 pub(crate) mod users;
 
@@ -362,6 +363,24 @@ impl Sandbox {
         self.protected
             .iter()
             .any(|protected| folded.starts_with(&protected.folded))
+            || repositories::names_repository_code(path, self.case_insensitive)
+    }
+
+    /// This sandbox with `paths` protected too, in the tier commands may read (a command's
+    /// view of the roots: see `repositories`).
+    pub(crate) fn protecting_also(&self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        let mut sandbox = self.clone();
+        for path in paths {
+            let folded = FoldedPath::new(&path, self.case_insensitive);
+            if !sandbox.protected.iter().any(|known| known.folded == folded) {
+                sandbox.protected.push(ProtectedPath {
+                    path,
+                    folded,
+                    commands_may_read: true,
+                });
+            }
+        }
+        sandbox
     }
 
     /// Whether some protected path lies strictly inside `folder`.

@@ -11,6 +11,8 @@
 //!   cannot change them, so an approved command cannot plant a hook, a shim or a login item.
 //!
 //! Entries may name files or folders that do not exist yet: they are protected by path.
+//! Git metadata that runs code (hooks, configuration) lives in every repository, not at one
+//! path: `sandbox::repositories` protects it by class.
 
 /// Credentials and private data on every system: commands can neither read nor write them.
 const COMMON_SECRETS: &[&str] = &[
@@ -90,6 +92,10 @@ const COMMON_SECRETS: &[&str] = &[
     "~/.zshenv",
     "~/.zlogin",
     "~/.zlogout",
+    // Folders and files the default startup files source (Fedora's `.bashrc` reads every file
+    // in `~/.bashrc.d`, Debian's reads `~/.bash_aliases`).
+    "~/.bashrc.d",
+    "~/.bash_aliases",
     // macOS keeps keychains, LaunchAgents, browser profiles and app data here.
     "~/Library",
 ];
@@ -97,6 +103,8 @@ const COMMON_SECRETS: &[&str] = &[
 /// Credentials and private data that live elsewhere on Linux (and the BSDs).
 #[cfg(not(target_os = "macos"))]
 const PLATFORM_SECRETS: &[&str] = &[
+    // Claude Desktop: the MCP servers it starts, with their keys.
+    "~/.config/Claude",
     "~/.local/share/keyrings",
     "~/.local/share/kwalletd",
     // Browser profiles (cookies, saved passwords).
@@ -153,6 +161,34 @@ const COMMON_CODE_CONFIG: &[&str] = &[
     "~/.emacs",
     "~/.emacs.d",
     "~/.config/emacs",
+    // Editors' plugins, extensions and tasks (Neovim loads everything under its data folder's
+    // `site/plugin`; VS Code and its forks run extensions and tasks).
+    "~/.config/vim",
+    "~/.local/share/nvim",
+    "~/.vscode",
+    "~/.vscode-oss",
+    "~/.vscode-server",
+    "~/.config/Code",
+    "~/.config/Code - OSS",
+    "~/.config/VSCodium",
+    "~/.config/Cursor",
+    "~/.config/zed",
+    "~/.config/helix",
+    // Terminals and prompts that start a shell or run commands from their configuration.
+    "~/.config/wezterm",
+    "~/.wezterm.lua",
+    "~/.config/kitty",
+    "~/.config/alacritty",
+    "~/.alacritty.toml",
+    "~/.alacritty.yml",
+    "~/.config/ghostty",
+    "~/.config/zellij",
+    "~/.config/starship.toml",
+    // Shell frameworks: their code and the custom folder run in every interactive zsh.
+    "~/.oh-my-zsh",
+    // npm's user-level global prefixes (their `bin` is on `PATH`).
+    "~/.npm-global",
+    "~/.npm-packages",
 ];
 
 /// Configuration that runs code at login or start on Linux desktops and sessions.
@@ -171,11 +207,33 @@ const PLATFORM_CODE_CONFIG: &[&str] = &[
     "~/.xsession",
     "~/.xsessionrc",
     "~/.xserverrc",
+    "~/.config/plasma-workspace/shutdown",
+    // Python's user site-packages (`~/.local/lib/pythonX.Y/site-packages`): a `.pth` file
+    // there runs at every start of Python.
+    "~/.local/lib",
+    // Window managers and desktop shells run commands and extensions from these.
+    "~/.config/i3",
+    "~/.i3",
+    "~/.config/sway",
+    "~/.config/hypr",
+    "~/.config/openbox",
+    "~/.config/awesome",
+    "~/.config/bspwm",
+    "~/.config/sxhkd",
+    "~/.local/share/gnome-shell/extensions",
+    "~/.local/share/plasma",
 ];
 
 /// Configuration that runs code at login on macOS (LaunchAgents are under `~/Library`).
 #[cfg(target_os = "macos")]
-const PLATFORM_CODE_CONFIG: &[&str] = &[];
+const PLATFORM_CODE_CONFIG: &[&str] = &[
+    "~/.hammerspoon",
+    "~/.config/karabiner",
+    "~/.config/skhd",
+    "~/.skhdrc",
+    "~/.config/yabai",
+    "~/.yabairc",
+];
 
 /// Credentials and private data (see the module docs).
 pub(crate) fn secrets() -> Vec<String> {

@@ -21,9 +21,11 @@ config_section! {
         /// Paths protected like `protected` (tools ask before reading or writing them, commands
         /// cannot write them) that commands may still read: configuration that makes programs
         /// run code and that they read on every run (the default lists git's configuration,
-        /// `~/.local/bin` and `~/bin`, autostart and user service folders, editors' startup
-        /// files). An approved command can run `git status`, but cannot plant a git hook, a
-        /// program shim or a login item.
+        /// `~/.local/bin` and `~/bin`, autostart and user service folders, editors',
+        /// terminals' and window managers' configuration, Python's user site-packages). Git
+        /// hooks and configuration inside every repository in the roots are protected the same
+        /// way without being listed. An approved command can run `git status`, but cannot plant
+        /// a git hook, a program shim or a login item.
         pub protected_readable: Vec<String> = super::protected::code_config(),
         /// Whether commands may read files inside protected paths. Off (the default): where the
         /// system confines commands (see /health), a command cannot open a file inside a

@@ -252,6 +252,7 @@ impl Sandbox {
         let scope = super::confinement::CommandScope {
             temporary: temporary.path(),
             network: request.network || self.config.command_network,
+            working_folder: Some(&cwd),
         };
         let (launcher, launcher_args) = self.confinement().wrap(self, &scope, &program, &args);
         let supervised = matches!(self.confinement(), super::Confinement::Landlock { .. });

@@ -10,14 +10,18 @@
 //! - Elsewhere, or when the kernel lacks support: none, with the reason (reported in `/health`);
 //!   commands are then refused unless `[sandbox] allow_unconfined_commands` (see `command`).
 //!
-//! What may be written: inside the workspace roots except protected paths, the command's own
-//! private temporary folder (never the shared ones: commands would read and tamper with each
-//! other's and other programs' files), and a few device files (`/dev/null`, ...). What may be
-//! read: everything but the files inside protected paths other than `[sandbox] protected_readable`
-//! (unless `[sandbox] commands_read_protected`); names stay listable. What may be reached: no UNIX
-//! socket (path-named: seccomp, and Landlock where the kernel has ABI 9; abstract: Landlock
-//! scoping) except those in `[sandbox] unix_socket_allow`; TCP only when the call may use the
-//! network; no signal or ptrace to processes outside the command's domain (the daemon).
+//! What may be written: inside the workspace roots except protected paths (the configured ones,
+//! and the git metadata that runs code in every repository found in the roots or around the
+//! working folder, see `repositories`), the command's own private temporary folder (never the
+//! shared ones: commands would read and tamper with each other's and other programs' files),
+//! and a few device files (`/dev/null`, ...). What may be read: everything but the shared
+//! temporary folders (roots inside them excepted) and the files inside protected paths other
+//! than `[sandbox] protected_readable` (unless `[sandbox] commands_read_protected`); names stay
+//! listable. What a command holds: no capability and `no_new_privs`, also under a root daemon
+//! (see `privileges`). What may be reached: no UNIX socket (path-named: seccomp, and Landlock
+//! where the kernel has ABI 9; abstract: Landlock scoping) except those in `[sandbox]
+//! unix_socket_allow`; TCP only when the call may use the network; no raw or packet socket
+//! ever; no signal or ptrace to processes outside the command's domain (the daemon).
 //!
 //! Invariants:
 //! - When confinement is active and cannot be applied to a command, the command does not run
@@ -27,7 +31,10 @@
 //! - Landlock can only allow, never deny below an allowed folder. A folder that holds a
 //!   protected path therefore gets no rule of its own; its other entries get one each. The cost:
 //!   a command cannot create or delete entries directly in such a folder (e.g. the home folder
-//!   when it is a root), only inside its unprotected subfolders and files. Reading is split the
+//!   when it is a root, a repository's top folder and its `.git` folder, so `git add` or
+//!   `git commit` cannot take the index lock), only inside its unprotected subfolders and
+//!   files. Protected paths that do not exist yet are held the same way: their folder cannot
+//!   gain the missing entry. Reading is split the
 //!   same way from `/`: a file created in such a folder after the rules were made (by the
 //!   command itself) cannot be read by it. The private temporary folder is granted by its own
 //!   rule, so it works wherever it lies (also when a root or the home is under `/tmp`).
@@ -49,6 +56,10 @@ pub const HELPER_FAILURE_EXIT_CODE: u8 = 125;
 
 /// The Seatbelt launcher on macOS.
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+
+/// Temporary folders every program shares: commands may neither write nor read them (each
+/// command gets its own private temporary folder instead).
+const SHARED_TEMPORARY_FOLDERS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
 /// Device files commands may write.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
@@ -84,6 +95,9 @@ pub struct CommandScope<'a> {
     pub temporary: &'a Path,
     /// Whether it may use the network.
     pub network: bool,
+    /// Its working folder: the git repository holding it is protected like those found in
+    /// the roots (see `repositories`).
+    pub working_folder: Option<&'a Path>,
 }
 
 impl Confinement {
@@ -229,6 +243,10 @@ impl Confinement {
     ) -> (OsString, Vec<OsString>) {
         match self {
             Self::Landlock { helper, .. } => {
+                let sandbox = &sandbox.protecting_also(super::repositories::protected_metadata(
+                    sandbox.roots(),
+                    scope.working_folder,
+                ));
                 let arguments = HelperArguments {
                     stage: HelperStage::Supervise,
                     writable: writable_paths(sandbox, scope.temporary),
@@ -288,17 +306,35 @@ pub fn writable_paths(sandbox: &Sandbox, temporary: &Path) -> Vec<PathBuf> {
     paths
 }
 
-/// What a confined command may read, when reading is restricted (`None` when it is not):
-/// everything from `/` down, split around protected paths, and its private temporary folder.
+/// What a confined command may read: everything from `/` down but the shared temporary
+/// folders ([`SHARED_TEMPORARY_FOLDERS`], where other programs keep their files) and, unless
+/// `[sandbox] commands_read_protected`, the files inside protected paths; plus its private
+/// temporary folder and the roots that lie inside a shared temporary folder. Always `Some`:
+/// reading is always restricted (the type keeps the helper's "restrict or not" option).
 pub fn readable_paths(sandbox: &Sandbox, temporary: &Path) -> Option<Vec<PathBuf>> {
-    if sandbox.config().commands_read_protected {
-        return None;
-    }
     let mut paths = vec![temporary.to_path_buf()];
     grant_around_protected(sandbox, Path::new("/"), Use::Read, &mut paths);
+    let shared = shared_temporary_folders();
+    for root in sandbox.roots() {
+        if shared.iter().any(|folder| root.starts_with(folder)) {
+            grant_around_protected(sandbox, root, Use::Read, &mut paths);
+        }
+    }
     paths.sort();
     paths.dedup();
     Some(paths)
+}
+
+/// The shared temporary folders, as the kernel sees them (links resolved).
+fn shared_temporary_folders() -> Vec<PathBuf> {
+    SHARED_TEMPORARY_FOLDERS
+        .iter()
+        .map(|folder| {
+            Path::new(folder)
+                .canonicalize()
+                .unwrap_or(PathBuf::from(folder))
+        })
+        .collect()
 }
 
 /// What a split around protected paths grants: writing avoids every protected path, reading
@@ -310,12 +346,25 @@ enum Use {
 }
 
 fn grant_around_protected(sandbox: &Sandbox, folder: &Path, what: Use, paths: &mut Vec<PathBuf>) {
+    let shared = match what {
+        Use::Read => shared_temporary_folders(),
+        Use::Write => Vec::new(),
+    };
+    let reads_protected = sandbox.config().commands_read_protected;
     let is_protected = |path: &Path| match what {
-        Use::Read => sandbox.is_read_protected(path),
+        Use::Read => {
+            shared.iter().any(|folder| path == folder)
+                || (!reads_protected && sandbox.is_read_protected(path))
+        }
         Use::Write => sandbox.is_protected(path),
     };
     let holds_protected = |path: &Path| match what {
-        Use::Read => sandbox.holds_read_protected(path),
+        Use::Read => {
+            shared
+                .iter()
+                .any(|folder| folder.starts_with(path) && folder != path)
+                || (!reads_protected && sandbox.holds_read_protected(path))
+        }
         Use::Write => sandbox.holds_protected(path),
     };
     if is_protected(folder) {
@@ -349,6 +398,10 @@ fn grant_around_protected(sandbox: &Sandbox, folder: &Path, what: Use, paths: &m
 /// reading them, connecting to UNIX sockets other than the allowlisted ones, and (unless the
 /// call may) using the network.
 pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
+    let sandbox = &sandbox.protecting_also(super::repositories::protected_metadata(
+        sandbox.roots(),
+        scope.working_folder,
+    ));
     let mut writable: Vec<String> = sandbox
         .roots()
         .iter()
@@ -374,6 +427,38 @@ pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
     profile.push_str(&format!(
         "(deny file-write*\n    (require-all\n        {}))\n",
         writable.join("\n        ")
+    ));
+    // Git metadata that runs code, in every repository (Seatbelt can deny by pattern).
+    let entries: Vec<String> = super::repositories::CODE_RUNNING_ENTRIES
+        .iter()
+        .map(|entry| entry.replace('.', "\\."))
+        .collect();
+    profile.push_str(&format!(
+        "(deny file-write*\n    (regex #\"/\\.git/({})(/|$)\"))\n",
+        entries.join("|")
+    ));
+    // Other programs' files in the shared temporary folders (roots and the private
+    // temporary folder inside them stay readable).
+    let shared: Vec<String> = SHARED_TEMPORARY_FOLDERS
+        .iter()
+        .map(|folder| {
+            let real = Path::new(folder)
+                .canonicalize()
+                .unwrap_or(PathBuf::from(folder));
+            format!("(subpath {})", seatbelt_string(&real))
+        })
+        .collect();
+    let kept: Vec<String> = sandbox
+        .roots()
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(std::iter::once(scope.temporary))
+        .map(|path| format!("(require-not (subpath {}))", seatbelt_string(path)))
+        .collect();
+    profile.push_str(&format!(
+        "(deny file-read-data\n    (require-all\n        (require-any {})\n        {}))\n",
+        shared.join(" "),
+        kept.join("\n        ")
     ));
     if !protected.is_empty() {
         profile.push_str(&format!(
@@ -424,6 +509,8 @@ fn seatbelt_string(path: &Path) -> String {
 mod helper;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+#[cfg(target_os = "linux")]
+mod privileges;
 #[cfg(target_os = "linux")]
 mod syscall_filter;
 

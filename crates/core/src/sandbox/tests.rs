@@ -302,6 +302,24 @@ fn a_protected_link_location_is_protected_even_when_its_target_is_not() {
 }
 
 #[test]
+fn git_code_in_every_repository_is_protected_for_file_tools() {
+    let fixture = fixture();
+    let repository = fixture.home.join("work/sub/repo");
+    std::fs::create_dir_all(repository.join(".git/objects")).unwrap();
+    std::fs::write(repository.join(".git/config"), "[core]\n").unwrap();
+    for (raw, protected) in [
+        ("~/work/sub/repo/.git/hooks/pre-commit", true),
+        ("~/work/sub/repo/.git/config", true),
+        ("~/work/sub/repo/.git/modules/x/config", true),
+        ("~/work/sub/repo/.git/HEAD", false),
+        ("~/work/sub/repo/src/main.rs", false),
+    ] {
+        let resolved = fixture.sandbox.resolve(raw, Access::Write).unwrap();
+        assert_eq!(resolved.protected, protected, "{raw}");
+    }
+}
+
+#[test]
 fn listings_hide_protected_paths_and_links_that_leave_the_roots() {
     let fixture = fixture();
     let sandbox = &fixture.sandbox;

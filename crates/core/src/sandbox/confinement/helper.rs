@@ -8,8 +8,9 @@
 //!    left the process group (`setsid`) or lost their parent (a double fork). It then exits as
 //!    the command did (same code, or the same signal). It is not confined itself, so the
 //!    confined command cannot signal it (Landlock scopes signals to the command's domain).
-//! 2. The confiner (`souz __sandbox-exec --confine OPTIONS -- PROGRAM ARGS`) applies Landlock
-//!    and the system-call filter to itself and `exec`s the command, so the restrictions are
+//! 2. The confiner (`souz __sandbox-exec --confine OPTIONS -- PROGRAM ARGS`) drops every
+//!    privilege (see `privileges`), applies Landlock and the system-call filter to itself and
+//!    `exec`s the command, so the restrictions are
 //!    inherited by the command and all its children and nothing unsafe runs between `fork`
 //!    and `exec`.
 //!
@@ -195,7 +196,7 @@ fn confine_and_exec(arguments: HelperArguments) -> HelperError {
         network: arguments.network,
         connect_ports: &arguments.connect_ports,
     };
-    if let Err(reason) = drop_process_tracing() {
+    if let Err(reason) = super::privileges::drop_all() {
         return HelperError::Confine(reason);
     }
     if let Err(reason) = super::landlock_rules::restrict_self(&restrictions) {
@@ -214,30 +215,6 @@ fn confine_and_exec(arguments: HelperArguments) -> HelperError {
         program: arguments.program.to_string_lossy().into_owned(),
         source,
     }
-}
-
-/// Takes `CAP_SYS_PTRACE` from this process and everything it executes. With it (root in a
-/// container has it) a command could read the memory and environment of the daemon although
-/// the daemon is not dumpable. Without `CAP_SETPCAP` the bounding set cannot change, but then
-/// the capability cannot come back either (`no_new_privs` ignores file capabilities).
-#[cfg(target_os = "linux")]
-fn drop_process_tracing() -> Result<(), String> {
-    use rustix::io::Errno;
-    use rustix::thread::CapabilitySet;
-    match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE) {
-        Ok(()) | Err(Errno::PERM | Errno::INVAL) => {}
-        Err(error) => return Err(format!("cannot drop CAP_SYS_PTRACE: {error}")),
-    }
-    let mut sets = rustix::thread::capabilities(None)
-        .map_err(|error| format!("cannot read the capabilities: {error}"))?;
-    if (sets.effective | sets.permitted | sets.inheritable).contains(CapabilitySet::SYS_PTRACE) {
-        sets.effective.remove(CapabilitySet::SYS_PTRACE);
-        sets.permitted.remove(CapabilitySet::SYS_PTRACE);
-        sets.inheritable.remove(CapabilitySet::SYS_PTRACE);
-        rustix::thread::set_capabilities(None, sets)
-            .map_err(|error| format!("cannot drop CAP_SYS_PTRACE: {error}"))?;
-    }
-    Ok(())
 }
 
 #[cfg(target_os = "linux")]

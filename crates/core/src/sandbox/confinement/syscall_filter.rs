@@ -1,5 +1,6 @@
 //! The seccomp filter of a confined command: the system calls that would let it reach an
-//! unconfined helper through a UNIX socket fail with `EACCES`.
+//! unconfined helper through a UNIX socket, or sniff and forge network traffic, fail with
+//! `EACCES`.
 //!
 //! Landlock governs `connect()` to path-named UNIX sockets only from ABI 9 (Linux 7.1), so on
 //! older kernels this filter is the layer that keeps a command from asking a tmux or screen
@@ -11,7 +12,11 @@
 //!   and cannot be connected anywhere else (`EISCONN`), and shells, `make -j` and language
 //!   runtimes use them to talk to their own children;
 //! - `io_uring_setup` is refused: its operations create and connect sockets without the
-//!   system calls above.
+//!   system calls above;
+//! - sockets that see or forge other programs' traffic are refused whatever the call's
+//!   network: `AF_PACKET`, `SOCK_PACKET`, and `SOCK_RAW` of `AF_INET` and `AF_INET6` (a
+//!   command has no `CAP_NET_RAW` either, see `privileges`: this is the second layer, e.g.
+//!   for a user namespace that would give it one).
 //!
 //! Other system calls of other architectures or ABIs than this binary's kill the process
 //! (seccompiler checks the architecture; x32 numbers are refused below).
@@ -22,6 +27,14 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule,
 };
+
+/// The bits of `socket()`'s type argument that name the type (`SOCK_TYPE_MASK`; the others
+/// are flags such as `SOCK_CLOEXEC`).
+const SOCKET_TYPE_MASK: u64 = 0xf;
+
+/// The obsolete packet type (`SOCK_PACKET`), which reads every frame on a device like
+/// `AF_PACKET`.
+const SOCK_PACKET: i32 = 10;
 
 /// The system-call number bit of the x32 ABI on x86-64.
 #[cfg(target_arch = "x86_64")]
@@ -38,33 +51,37 @@ impl SyscallFilter {
     /// The compiled filter for this binary's architecture.
     pub(super) fn program(&self) -> Result<BpfProgram, String> {
         let failed = |error: seccompiler::BackendError| error.to_string();
-        let unix = || {
+        let family = |family: i32| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
+                .map_err(failed)
+        };
+        // The type argument also carries SOCK_CLOEXEC and SOCK_NONBLOCK.
+        let kind = |kind: i32| {
             SeccompCondition::new(
-                0,
+                1,
                 SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                libc::AF_UNIX as u64,
+                SeccompCmpOp::MaskedEq(SOCKET_TYPE_MASK),
+                kind as u64,
             )
             .map_err(failed)
         };
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let unix = || family(libc::AF_UNIX);
+        let rule = |conditions| SeccompRule::new(conditions).map_err(failed);
+        // Sockets that see or forge other programs' traffic, whatever the call's network.
+        let mut socket_rules = vec![
+            rule(vec![family(libc::AF_PACKET)?])?,
+            rule(vec![kind(SOCK_PACKET)?])?,
+            rule(vec![family(libc::AF_INET)?, kind(libc::SOCK_RAW)?])?,
+            rule(vec![family(libc::AF_INET6)?, kind(libc::SOCK_RAW)?])?,
+        ];
         if self.unix_sockets {
-            rules.insert(
-                libc::SYS_socket,
-                vec![SeccompRule::new(vec![unix()?]).map_err(failed)?],
-            );
+            socket_rules.push(rule(vec![unix()?])?);
         }
-        let datagram = SeccompCondition::new(
-            1,
-            SeccompCmpArgLen::Dword,
-            // The type argument also carries SOCK_CLOEXEC and SOCK_NONBLOCK.
-            SeccompCmpOp::MaskedEq(0xf),
-            libc::SOCK_DGRAM as u64,
-        )
-        .map_err(failed)?;
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        rules.insert(libc::SYS_socket, socket_rules);
         rules.insert(
             libc::SYS_socketpair,
-            vec![SeccompRule::new(vec![unix()?, datagram]).map_err(failed)?],
+            vec![rule(vec![unix()?, kind(libc::SOCK_DGRAM)?])?],
         );
         for call in [
             libc::SYS_io_uring_setup,

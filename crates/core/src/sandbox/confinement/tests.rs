@@ -120,23 +120,40 @@ fn readable_paths_cover_everything_but_protected_paths() {
             "{relative}: {readable:?}"
         );
     }
-    for system in ["/usr", "/etc", "/proc", "/tmp"] {
+    for system in ["/usr", "/etc", "/proc", "/dev/null"] {
         let real = Path::new(system).canonicalize().unwrap();
         assert!(
             readable.iter().any(|path| real.starts_with(path)),
             "{system}: {readable:?}"
         );
     }
-    // Allowed by configuration: reading is not restricted at all.
+    // Other programs' files in the shared temporary folders are not (the command's own
+    // private temporary folder is granted by its own rule).
+    let not_through_shared = |readable: &[PathBuf]| {
+        for shared in ["/tmp", "/var/tmp", "/dev/shm"] {
+            let real = Path::new(shared).join("other-program.txt");
+            assert!(
+                !readable.iter().any(|path| real.starts_with(path)),
+                "{shared}: {readable:?}"
+            );
+        }
+    };
+    not_through_shared(&readable);
+    // Allowed by configuration: protected paths become readable, the shared temporary
+    // folders stay out.
     let config = SandboxConfig {
         commands_read_protected: true,
         ..sandbox.config().clone()
     };
     let paths = SouzPaths::new(home.join(".souz")).with_user_home(&home);
-    assert_eq!(
-        readable_paths(&Sandbox::new(&config, &paths).unwrap(), &temporary),
-        None
+    let readable = readable_paths(&Sandbox::new(&config, &paths).unwrap(), &temporary).unwrap();
+    assert!(
+        readable
+            .iter()
+            .any(|path| home.join(".ssh/id").starts_with(path)),
+        "{readable:?}"
     );
+    not_through_shared(&readable);
 }
 
 #[test]
@@ -163,6 +180,14 @@ fn a_home_under_tmp_keeps_its_protected_paths_and_a_writable_temporary_folder() 
     );
     assert!(writable.contains(&home.join("work")));
     assert!(!writable.contains(&PathBuf::from("/")));
+    // The root and the private folder stay readable although /tmp is not.
+    let readable = readable_paths(&sandbox, &temporary).unwrap();
+    assert!(readable.contains(&home.join("work")), "{readable:?}");
+    assert!(readable.contains(&temporary), "{readable:?}");
+    assert!(
+        !readable.iter().any(|path| tmp.starts_with(path)),
+        "{readable:?}"
+    );
 }
 
 #[test]
@@ -182,6 +207,7 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
     let scope = CommandScope {
         temporary: &temporary,
         network: false,
+        working_folder: None,
     };
     let profile = seatbelt_profile(&sandbox, &scope);
     let quoted_home = home.display().to_string().replace('"', "\\\"");
@@ -219,6 +245,24 @@ fn seatbelt_profile_denies_writes_outside_roots_and_into_protected_paths() {
         ))
         .expect(&profile);
     assert!(refuse < allow, "{profile}");
+    // Git metadata that runs code, in every repository, by pattern.
+    assert!(
+        profile.contains(
+            "(regex #\"/\\.git/(hooks|config|config\\.worktree|commondir|modules|worktrees)(/|$)\")"
+        ),
+        "{profile}"
+    );
+    // Other programs' files in the shared temporary folders, except the roots and the
+    // private temporary folder.
+    let shared = profile
+        .split("(deny file-read-data\n")
+        .find(|rule| rule.contains("(require-any (subpath"))
+        .expect(&profile);
+    assert!(shared.contains("tmp\")"), "{profile}");
+    assert!(
+        shared.contains(&format!("(require-not (subpath \"{quoted_home}\"))")),
+        "{profile}"
+    );
     // No network unless the call may.
     assert!(
         profile.contains("(deny network-outbound (remote ip))"),
@@ -260,6 +304,7 @@ fn wrapping_puts_the_command_behind_the_launcher() {
     let scope = CommandScope {
         temporary: &temporary,
         network: false,
+        working_folder: None,
     };
     let args = [OsString::from("-c"), OsString::from("echo hi")];
     let none = Confinement::None {

@@ -1,0 +1,141 @@
+//! A confined command cannot plant code that runs later: in git repositories (hooks,
+//! configuration, pointers to other git folders; found in the roots and around the working
+//! folder), Python's user site-packages, Claude Desktop's configuration, editors', terminals'
+//! and window managers' configuration, sourced shell folders, shell frameworks and npm's user
+//! bin folder — also where the folder that would hold the plant does not exist yet. The rest of
+//! the workspace stays writable. Where this kernel has no Landlock, the command is refused.
+
+use std::path::Path;
+use std::process::Command;
+
+use souz_core::sandbox::CommandRequest;
+
+use crate::confinement::confined;
+
+fn git(folder: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(folder)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", folder)
+        .output()
+        .unwrap_or_else(|error| panic!("git {args:?}: {error}"));
+    assert!(status.status.success(), "git {args:?}: {status:?}");
+}
+
+/// Places relative to the home, each a file a command would plant.
+const PLANTS: &[&str] = &[
+    // Repositories: a normal one (hooks present), one without a hooks folder, a linked
+    // worktree's pointer file and per-worktree configuration, a bare repository, and one
+    // deeper than the discovery walks, found because the command works inside it.
+    "work/app/.git/hooks/pre-commit",
+    "work/app/.git/config",
+    "work/nohooks/.git/hooks/post-checkout",
+    "work/linked/.git",
+    "work/app/.git/worktrees/linked/config.worktree",
+    "work/remote.git/hooks/post-receive",
+    "work/a/b/c/d/deep/.git/hooks/pre-commit",
+    "work/a/b/c/d/deep/.git/config",
+    // Python runs every `.pth` file of the user site-packages at start.
+    ".local/lib/python3.11/site-packages/planted.pth",
+    // Claude Desktop starts the MCP servers its configuration lists.
+    ".config/Claude/claude_desktop_config.json",
+    // Editors and terminals.
+    ".config/Code/User/tasks.json",
+    ".vscode/extensions/planted/package.json",
+    ".config/nvim/init.lua",
+    ".local/share/nvim/site/plugin/planted.lua",
+    ".config/wezterm/wezterm.lua",
+    ".wezterm.lua",
+    // Shells source these.
+    ".bashrc.d/planted.sh",
+    ".oh-my-zsh/custom/planted.zsh",
+    // npm's user-level global bin folder is on PATH.
+    ".npm-global/bin/planted",
+    // Window managers and desktop shells.
+    ".config/i3/config",
+    ".local/share/gnome-shell/extensions/planted@souz.test/extension.js",
+];
+
+#[tokio::test]
+async fn a_confined_command_cannot_plant_code_that_runs_later() {
+    let fixture = confined(|_| {});
+    let home = &fixture.home;
+    let work = home.join("work");
+    for repository in ["app", "nohooks", "a/b/c/d/deep"] {
+        std::fs::create_dir_all(work.join(repository)).unwrap();
+        git(&work.join(repository), &["init", "-q"]);
+    }
+    std::fs::remove_dir_all(work.join("nohooks/.git/hooks")).unwrap();
+    std::fs::create_dir_all(work.join("a/b/c/d/deep/src")).unwrap();
+    // A repository's top folder cannot gain entries (see docs/security.md): `src` exists.
+    std::fs::create_dir_all(work.join("app/src")).unwrap();
+    std::fs::write(work.join("app/README.md"), "original\n").unwrap();
+    git(&work.join("app"), &["add", "README.md"]);
+    git(
+        &work.join("app"),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "first",
+        ],
+    );
+    git(&work.join("app"), &["worktree", "add", "-q", "../linked"]);
+    git(&work, &["init", "-q", "--bare", "remote.git"]);
+    // Some folders exist, most do not (the command would create them).
+    for folder in [".config/nvim", ".local/share", ".oh-my-zsh/custom"] {
+        std::fs::create_dir_all(home.join(folder)).unwrap();
+    }
+    let before: Vec<Option<Vec<u8>>> = PLANTS
+        .iter()
+        .map(|relative| std::fs::read(home.join(relative)).ok())
+        .collect();
+
+    let mut script = String::new();
+    for relative in PLANTS {
+        let path = home.join(relative);
+        script.push_str(&format!(
+            "mkdir -p '{parent}' 2>/dev/null; echo planted >> '{path}' 2>/dev/null && echo 'planted {relative}'; ",
+            parent = path.parent().unwrap().display(),
+            path = path.display(),
+        ));
+    }
+    // The workspace itself stays usable: new and existing files, and git reads its config.
+    script.push_str(&format!(
+        "echo ok > {app}/src/new.rs && echo wrote-new; \
+         echo changed >> {app}/README.md && echo wrote-existing; \
+         git -C {app} status --short >/dev/null && echo git-status-ok",
+        app = work.join("app").display()
+    ));
+    // The deep repository is found through the working folder only.
+    let mut request = CommandRequest::shell(script);
+    request.cwd = Some(work.join("a/b/c/d/deep/src").display().to_string());
+    let Some(outcome) = fixture.run(request).await else {
+        return;
+    };
+    let stdout = &outcome.stdout.text;
+    for (relative, before) in PLANTS.iter().zip(&before) {
+        assert!(
+            !stdout
+                .lines()
+                .any(|line| line == format!("planted {relative}")),
+            "{relative} was planted: {outcome:?}"
+        );
+        assert_eq!(
+            &std::fs::read(home.join(relative)).ok(),
+            before,
+            "{relative} changed"
+        );
+    }
+    for line in ["wrote-new", "wrote-existing", "git-status-ok"] {
+        assert!(
+            stdout.lines().any(|seen| seen == line),
+            "{line}: {outcome:?}"
+        );
+    }
+}
