@@ -71,6 +71,42 @@ impl Confined {
     }
 }
 
+/// Runs a RunCommand call with `arguments` on `daemon`, approving it, and returns its
+/// standard output; `None` when this machine cannot confine commands (after checking that the
+/// call was refused).
+pub(crate) fn approved_command(daemon: &Daemon, arguments: serde_json::Value) -> Option<String> {
+    let response = daemon.post(
+        "/v1/tool-calls",
+        &json!({"tool": "RunCommand", "arguments": arguments, "wait_ms": 300}),
+    );
+    if !landlock_works() {
+        assert!(
+            response.body.contains("allow_unconfined_commands"),
+            "{}",
+            response.body
+        );
+        return None;
+    }
+    assert_eq!(response.status, 202, "{}", response.body);
+    let call = response.json();
+    let call_id = call["id"].as_str().unwrap().to_owned();
+    let approval_id = call["approval_id"].as_str().unwrap().to_owned();
+    daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "approve"}),
+    );
+    let ended = daemon.wait_until(&format!("/v1/tool-calls/{call_id}"), |call| {
+        call["status"] == "succeeded" || call["status"] == "failed"
+    });
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    Some(
+        ended["result"]["structured"]["stdout"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no stdout: {ended}"))
+            .to_owned(),
+    )
+}
+
 /// Processes whose command line holds `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();

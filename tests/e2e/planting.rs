@@ -8,9 +8,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use souz_core::sandbox::CommandRequest;
+use serde_json::json;
+use souz_e2e::Daemon;
 
-use crate::confinement::confined;
+use crate::confinement::approved_command;
 
 fn git(folder: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -58,10 +59,11 @@ const PLANTS: &[&str] = &[
     ".local/share/gnome-shell/extensions/planted@souz.test/extension.js",
 ];
 
-#[tokio::test]
-async fn a_confined_command_cannot_plant_code_that_runs_later() {
-    let fixture = confined(|_| {});
-    let home = &fixture.home;
+#[test]
+fn a_confined_command_cannot_plant_code_that_runs_later() {
+    // The real daemon with its default configuration: the user's home is the root.
+    let daemon = Daemon::start();
+    let home = &daemon.user_home().canonicalize().unwrap();
     let work = home.join("work");
     for repository in ["app", "nohooks", "a/b/c/d/deep"] {
         std::fs::create_dir_all(work.join(repository)).unwrap();
@@ -113,18 +115,19 @@ async fn a_confined_command_cannot_plant_code_that_runs_later() {
         app = work.join("app").display()
     ));
     // The deep repository is found through the working folder only.
-    let mut request = CommandRequest::shell(script);
-    request.cwd = Some(work.join("a/b/c/d/deep/src").display().to_string());
-    let Some(outcome) = fixture.run(request).await else {
+    let cwd = work.join("a/b/c/d/deep/src");
+    let Some(stdout) = approved_command(
+        &daemon,
+        json!({"command": script, "cwd": cwd.display().to_string()}),
+    ) else {
         return;
     };
-    let stdout = &outcome.stdout.text;
     for (relative, before) in PLANTS.iter().zip(&before) {
         assert!(
             !stdout
                 .lines()
                 .any(|line| line == format!("planted {relative}")),
-            "{relative} was planted: {outcome:?}"
+            "{relative} was planted: {stdout}"
         );
         assert_eq!(
             &std::fs::read(home.join(relative)).ok(),
@@ -133,9 +136,6 @@ async fn a_confined_command_cannot_plant_code_that_runs_later() {
         );
     }
     for line in ["wrote-new", "wrote-existing", "git-status-ok"] {
-        assert!(
-            stdout.lines().any(|seen| seen == line),
-            "{line}: {outcome:?}"
-        );
+        assert!(stdout.lines().any(|seen| seen == line), "{line}: {stdout}");
     }
 }
