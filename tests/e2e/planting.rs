@@ -4,8 +4,8 @@
 //! and window managers' configuration, sourced shell folders, shell frameworks and npm's user
 //! bin folder — also where the folder that would hold the plant does not exist yet. Checked
 //! through the real daemon (built before this branch, it let 19 of these 21 plants through).
-//! The rest of
-//! the workspace stays writable. Where this kernel has no Landlock, the command is refused.
+//! The rest of the workspace stays writable. Where this kernel has no Landlock, the command is
+//! refused.
 
 use std::path::Path;
 use std::process::Command;

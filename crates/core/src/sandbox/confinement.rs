@@ -437,29 +437,7 @@ pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
         "(deny file-write*\n    (regex #\"/\\.git/({})(/|$)\"))\n",
         entries.join("|")
     ));
-    // Other programs' files in the shared temporary folders (roots and the private
-    // temporary folder inside them stay readable).
-    let shared: Vec<String> = SHARED_TEMPORARY_FOLDERS
-        .iter()
-        .map(|folder| {
-            let real = Path::new(folder)
-                .canonicalize()
-                .unwrap_or(PathBuf::from(folder));
-            format!("(subpath {})", seatbelt_string(&real))
-        })
-        .collect();
-    let kept: Vec<String> = sandbox
-        .roots()
-        .iter()
-        .map(PathBuf::as_path)
-        .chain(std::iter::once(scope.temporary))
-        .map(|path| format!("(require-not (subpath {}))", seatbelt_string(path)))
-        .collect();
-    profile.push_str(&format!(
-        "(deny file-read-data\n    (require-all\n        (require-any {})\n        {}))\n",
-        shared.join(" "),
-        kept.join("\n        ")
-    ));
+    profile.push_str(&shared_temporary_read_rule(sandbox, scope));
     if !protected.is_empty() {
         profile.push_str(&format!(
             "(deny file-write*\n    {})\n",
@@ -489,6 +467,27 @@ pub fn seatbelt_profile(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
         ));
     }
     profile
+}
+
+/// The Seatbelt rule that keeps commands from reading other programs' files in the shared
+/// temporary folders (roots and the private temporary folder inside them stay readable).
+fn shared_temporary_read_rule(sandbox: &Sandbox, scope: &CommandScope<'_>) -> String {
+    let shared: Vec<String> = shared_temporary_folders()
+        .iter()
+        .map(|real| format!("(subpath {})", seatbelt_string(real)))
+        .collect();
+    let kept: Vec<String> = sandbox
+        .roots()
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(std::iter::once(scope.temporary))
+        .map(|path| format!("(require-not (subpath {}))", seatbelt_string(path)))
+        .collect();
+    format!(
+        "(deny file-read-data\n    (require-all\n        (require-any {})\n        {}))\n",
+        shared.join(" "),
+        kept.join("\n        ")
+    )
 }
 
 /// A path as an SBPL string literal.
