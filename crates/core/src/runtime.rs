@@ -249,6 +249,7 @@ impl Runtime {
             Arc::clone(&environment),
         )?;
         let llm = Arc::new(with_local_models(llm, &config, &tasks, &shutdown)?);
+        llm.register_keys_for_redaction().await;
         let gate = Gate::new(GateParts {
             catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
             sandbox: Arc::clone(&sandbox),
