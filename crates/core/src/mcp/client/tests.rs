@@ -127,7 +127,12 @@ fn text(state: &CallState) -> &str {
 #[tokio::test]
 async fn tools_are_discovered_and_every_call_asks_first() {
     let state = tempfile::tempdir().unwrap();
-    let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
+    // No timeout is tested here: a loaded machine (other tests' servers) may take over 2 s.
+    let server = McpServerConfig {
+        tool_timeout_seconds: 20,
+        ..misbehaving(state.path())
+    };
+    let runtime = runtime_with(vec![("odd", server)]).await;
     let handle = runtime.handle();
     wait_for_tool(&runtime, "mcp__odd__echo").await;
     let names: Vec<String> = handle
