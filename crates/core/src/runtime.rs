@@ -242,13 +242,7 @@ impl Runtime {
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let llm = LlmService::new(
-            &config.llm,
-            store.clone(),
-            config.paths.provider_key_file(),
-            Arc::clone(&environment),
-        )?;
-        let llm = Arc::new(with_local_models(llm, &config, &tasks, &shutdown)?);
+        let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
         let gate = Gate::new(GateParts {
             catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
             sandbox: Arc::clone(&sandbox),
@@ -863,6 +857,26 @@ fn local_user() -> LocalUser {
 
 /// The LLM service with in-process local models when this build has an engine (feature
 /// `local-llm`), their idle unloader running until shutdown.
+/// The model service with the local engines, every key it holds already named to the
+/// redactor (stored keys of no known shape are redacted before their first use).
+async fn open_llm(
+    config: &Config,
+    store: &Store,
+    environment: &Environment,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Result<Arc<LlmService>, RuntimeError> {
+    let llm = LlmService::new(
+        &config.llm,
+        store.clone(),
+        config.paths.provider_key_file(),
+        Arc::clone(environment),
+    )?;
+    let llm = Arc::new(with_local_models(llm, config, tasks, shutdown)?);
+    llm.register_keys_for_redaction().await;
+    Ok(llm)
+}
+
 fn with_local_models(
     llm: LlmService,
     config: &Config,

@@ -10,6 +10,7 @@
 //! - [`registry`]: installed and imported skills, precedence, the verdict cache.
 //! - [`run`]: one command of a skill, confined to its manifest.
 //! - [`command_tool`]: that command as a gate call, with consent per (skill, bundle hash).
+//! - [`coverage`]: which commands that consent covers (the bundle's files, listed programs).
 //!
 //! Invariants: nothing here follows a symlink out of a bundle or writes into an import folder;
 //! a bundle that fails any check is not installed (fail-closed); a validation that could not
@@ -18,6 +19,7 @@
 pub(crate) mod archive;
 pub(crate) mod bundle;
 pub(crate) mod command_tool;
+pub(crate) mod coverage;
 pub(crate) mod frontmatter;
 pub(crate) mod git;
 pub(crate) mod manifest;

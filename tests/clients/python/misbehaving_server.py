@@ -4,6 +4,7 @@ tests: it crashes, hangs, or describes a tool differently from one start to the 
 Usage: misbehaving_server.py STATE_DIR
     STATE_DIR/starts        one line appended per start (the tests count restarts)
     STATE_DIR/description   if present, the description of `echo` (a changed definition)
+    STATE_DIR/echo_name     if present, the name `echo` is listed under (a renamed tool)
 Tools: echo(text), crash_once() (exits the process the first time, answers after a
 restart), hang() (never answers), fail() (an error result).
 """
@@ -24,11 +25,13 @@ description_file = state / "description"
 description = (
     description_file.read_text().strip() if description_file.exists() else "Echoes the text back."
 )
+name_file = state / "echo_name"
+echo_name = name_file.read_text().strip() if name_file.exists() else "echo"
 
 server = MCPServer("misbehaving")
 
 
-@server.tool(description=description)
+@server.tool(name=echo_name, description=description)
 def echo(text: str) -> str:
     return text
 

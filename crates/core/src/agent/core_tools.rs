@@ -231,6 +231,8 @@ impl CoreTool {
 #[cfg(test)]
 mod skill_consent_tests;
 #[cfg(test)]
+mod skill_coverage_tests;
+#[cfg(test)]
 mod skill_gate_tests;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,8 @@
 //! - Once rows exist, a missing data key is an error that says so and what to do, never a
 //!   reason to make a new one: nothing is overwritten or silently re-keyed, and a keychain
 //!   that is locked or gone makes reads and writes fail rather than fork into a second key.
+//! - Every key and secret stored, read or present at start is named to the redactor by its
+//!   value (`redaction`), so one of no known shape never reaches a log or an audit row.
 //! - Keys belong to a user (a row per user and provider, like the original's
 //!   `user_provider_keys`): a [`KeyStore`] reads and writes one user's rows only
 //!   ([`KeyStore::for_user`]; [`KeyStore::new`] is the local user's). One data key seals
@@ -36,6 +38,7 @@ use super::ProviderId;
 use crate::store::{Store, StoreError};
 
 mod keychain;
+mod redaction;
 mod secrets;
 
 /// Format version written as the first byte of every sealed key.
@@ -243,8 +246,28 @@ impl KeyStore {
             .await
     }
 
-    /// Stores (or replaces) the key of `provider`.
+    /// Stores (or replaces) the key of `provider`; its value is redacted from then on.
     pub async fn put(&self, provider: ProviderId, key: ApiKey) -> Result<StoredKey, KeyStoreError> {
+        crate::redact::register_secret(key.expose());
+        self.write_key(provider, key).await
+    }
+
+    /// Stores the key of `provider` without naming it to the redactor: a key stored by an
+    /// earlier process, for the tests of what a start registers.
+    #[cfg(test)]
+    pub(crate) async fn put_as_an_earlier_process(
+        &self,
+        provider: ProviderId,
+        key: ApiKey,
+    ) -> Result<StoredKey, KeyStoreError> {
+        self.write_key(provider, key).await
+    }
+
+    async fn write_key(
+        &self,
+        provider: ProviderId,
+        key: ApiKey,
+    ) -> Result<StoredKey, KeyStoreError> {
         let data_key = self.data_key_for_writing().await?;
         let sealed = seal(&data_key, provider, key.expose())?;
         let stored = StoredKey {
@@ -312,7 +335,10 @@ impl KeyStore {
         };
         let data_key = self.data_key_for_reading().await?;
         open(&data_key, provider, &sealed)
-            .map(|key| Some(ApiKey::new(key)))
+            .map(|key| {
+                crate::redact::register_secret(&key);
+                Some(ApiKey::new(key))
+            })
             .ok_or_else(|| KeyStoreError::Decrypt {
                 provider,
                 path: self.key_file.clone(),

@@ -368,6 +368,26 @@ impl LlmService {
         })
     }
 
+    /// Names every key this daemon holds to the redactor by its value (stored provider keys of
+    /// every user, stored secrets, the environment's provider and service keys), so a key of no
+    /// known shape is redacted before this process first uses it. A store that cannot be read
+    /// is logged, not fatal: its keys are registered when they are read.
+    pub async fn register_keys_for_redaction(&self) {
+        if let Err(error) = self.keys.register_for_redaction().await {
+            tracing::warn!(%error, "cannot read the stored keys to redact them");
+        }
+        for provider in ProviderId::ALL {
+            if let Some(key) = self.environment_key(provider) {
+                crate::redact::register_secret(key.expose());
+            }
+        }
+        for key in service_keys::KNOWN {
+            if let Some(value) = self.environment_service_key(*key) {
+                crate::redact::register_secret(value.expose());
+            }
+        }
+    }
+
     fn environment_key(&self, provider: ProviderId) -> Option<ApiKey> {
         provider
             .key_variables()

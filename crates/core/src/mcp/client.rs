@@ -651,20 +651,26 @@ impl Server {
             .filter(|tool| self.config.uses_tool(&tool.name))
         {
             let definition = Definition::of(tool);
-            let untrusted = match trust::check(&self.store, &self.name, &tool.name, &definition)
+            let name = proxy::tool_name(&self.name, &tool.name, &mut taken);
+            let listed = trust::Listed {
+                server: &self.name,
+                name: &name,
+                remote: &tool.name,
+                definition: &definition,
+            };
+            let (spec, untrusted) = match trust::check(&self.store, listed)
                 .await
                 .map_err(|error| format!("cannot read the trusted definitions: {error}"))?
             {
-                Trust::Trusted => None,
-                Trust::Changed { diff } => {
-                    tracing::warn!(server = %self.name, tool = %tool.name, "an MCP tool's definition changed; it asks until approved");
-                    Some(diff)
+                Trust::Trusted => (proxy::spec(&self.name, &name, tool), None),
+                Trust::Changed { diff, trusted } => {
+                    tracing::warn!(server = %self.name, tool = %tool.name, %name, "an MCP tool's definition changed; it asks until approved");
+                    (proxy::trusted_spec(&self.name, &name, &trusted), Some(diff))
                 }
             };
-            let name = proxy::tool_name(&self.name, &tool.name, &mut taken);
             tools.push(ExternalTool {
                 tool: Arc::new(proxy::ProxyTool {
-                    spec: proxy::spec(&self.name, &name, tool),
+                    spec,
                     server: Arc::clone(self),
                     remote: tool.name.to_string(),
                     definition,
@@ -685,12 +691,26 @@ impl Server {
         Ok(count)
     }
 
-    /// Trusts `definition` of `tool` (the person approved a call that showed it), and marks
-    /// the registered proxy trusted.
-    pub(crate) async fn trust(&self, tool: &str, definition: &Definition) -> Result<(), ToolError> {
-        trust::accept(&self.store, &self.name, tool, definition)
+    /// Trusts `definition` of the remote tool `remote` under the Souz name `name` (the person
+    /// approved a call that showed it), then lists the tools again so that what models and
+    /// listings see is the definition now trusted.
+    pub(crate) async fn trust(
+        &self,
+        name: &str,
+        remote: &str,
+        definition: &Definition,
+    ) -> Result<(), ToolError> {
+        let listed = trust::Listed {
+            server: &self.name,
+            name,
+            remote,
+            definition,
+        };
+        trust::accept(&self.store, listed)
             .await
-            .map_err(|error| ToolError::Internal(error.to_string()))
+            .map_err(|error| ToolError::Internal(error.to_string()))?;
+        self.events.tools_changed.notify_one();
+        Ok(())
     }
 
     /// Calls `tool` with `arguments`: within the tool timeout, cancelled with `cancel`, sent

@@ -3,6 +3,7 @@
 
 mod agent_turn;
 mod folder_writes;
+mod key_redaction;
 mod memory_capture;
 mod skill_inventory;
 mod web_tools;

@@ -11,6 +11,12 @@
 //! until revoked, listed with the other grants) before the command runs, so the bundle's later
 //! commands run without prompts, still confined to the manifest; a denial runs nothing.
 //!
+//! The consent covers what the person saw (`coverage`): the bundle's own files and the
+//! programs its manifest lists, for every runtime. Any other command (an inline script of an
+//! unlisted interpreter, an unlisted program, added environment variables) carries
+//! [`CallTarget::Untrusted`] every time, with the exact command as the approval's preview;
+//! approving it runs it once.
+//!
 //! Invariants: where commands would run unconfined (`[sandbox] allow_unconfined_commands`),
 //! every command asks, consent or not; arguments are checked (paths inside the bundle, listed programs) at plan time,
 //! before anyone is asked; the command runs in the sandbox of the call's context narrowed to
@@ -26,6 +32,7 @@ use serde_json::Value;
 use souz_protocol::{Risk, ToolAnnotations, ToolCallStatus, ToolCategory};
 
 use super::bundle::Bundle;
+use super::coverage;
 use super::manifest::{self, MANIFEST_PATH, Permissions};
 use super::rules::Finding;
 use super::run::{self, SkillCommandArgs, SkillFiles};
@@ -251,6 +258,59 @@ impl SkillCommandTool {
     }
 }
 
+impl SkillCommandTool {
+    /// Why a command asks whatever rules and grants say, and what its approval shows: the
+    /// consent still to give (`consent`), a command the consent does not cover (asked every
+    /// time: grants never lift `Untrusted`), or both in one ask; `None` when neither.
+    fn untrusted(
+        &self,
+        consent: bool,
+        command: &str,
+        checked: &crate::sandbox::CommandRequest,
+        args: &SkillCommandArgs,
+    ) -> Option<(String, String)> {
+        let mut reasons = Vec::new();
+        let mut shown = String::new();
+        if let Some(why) = coverage::uncovered(&self.bundle, &self.permissions, args) {
+            reasons.push(format!(
+                "the consent to the skill `{}` does not cover this command ({why}); approving \
+                 runs it this once",
+                self.id
+            ));
+            shown = uncovered_preview(command, checked, args, &why);
+        }
+        if consent {
+            reasons.push(self.consent_reason());
+            shown.push_str(&self.preview());
+        }
+        (!reasons.is_empty()).then(|| (reasons.join("; "), shown))
+    }
+}
+
+/// What an approval of a command the consent does not cover shows: the exact command, its
+/// working folder, the variables the caller adds, and why it asks.
+fn uncovered_preview(
+    command: &str,
+    checked: &crate::sandbox::CommandRequest,
+    args: &SkillCommandArgs,
+    why: &str,
+) -> String {
+    let mut text = format!(
+        "Not covered by the skill's consent ({why}); approving runs this once:\n  {command}\n"
+    );
+    if let Some(folder) = &args.working_directory {
+        let _ = writeln!(text, "Working folder (in the skill's copy): {folder}");
+    }
+    for (name, value) in &args.environment {
+        let _ = writeln!(text, "Environment: {name}={value}");
+    }
+    if let Some(stdin) = &checked.stdin {
+        let _ = writeln!(text, "Input: {}", String::from_utf8_lossy(stdin));
+    }
+    text.push('\n');
+    text
+}
+
 impl DynTool for SkillCommandTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -290,7 +350,7 @@ impl DynTool for SkillCommandTool {
                 self.id
             ))
             .target(CallTarget::Command {
-                command,
+                command: command.clone(),
                 cwd: checked.cwd.clone().map(Into::into).unwrap_or_default(),
             });
             if let Ok(Some(reason)) = ctx.sandbox.unconfined_commands() {
@@ -300,12 +360,8 @@ impl DynTool for SkillCommandTool {
                 });
             }
             let consent = !self.approvals.has_standing_allow(self.spec.name);
-            if consent {
-                plan = plan
-                    .target(CallTarget::Untrusted {
-                        reason: self.consent_reason(),
-                    })
-                    .diff(self.preview());
+            if let Some((reason, shown)) = self.untrusted(consent, &command, &checked, &args) {
+                plan = plan.target(CallTarget::Untrusted { reason }).diff(shown);
             }
             let tool = self.spec.name;
             let approvals = self.approvals.clone();

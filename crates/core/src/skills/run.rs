@@ -15,6 +15,8 @@
 //! - The environment is the runner's scrubbed one, the manifest's `env` variables taken from
 //!   the daemon, `SOUZ_SKILL_ID`/`SOUZ_SKILL_ROOT`, then the caller's additions.
 //! - The time limit is the caller's (default 60 s), clamped to the manifest's limit.
+//! - Whether the bundle's consent covers the program is not decided here but by `coverage`
+//!   (an unlisted program asks in the gate, showing this exact command).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -43,7 +45,8 @@ pub(crate) enum Runtime {
 }
 
 impl Runtime {
-    fn interpreter(self) -> Option<(&'static str, &'static str)> {
+    /// The interpreter and its inline-script flag; `None` for `PROCESS`.
+    pub(super) fn interpreter(self) -> Option<(&'static str, &'static str)> {
         match self {
             Self::Bash => Some(("bash", "-c")),
             Self::Python => Some(("python3", "-c")),
@@ -96,7 +99,7 @@ pub(crate) enum RunError {
 }
 
 /// A path inside the bundle: relative, no `..`.
-fn inside_bundle(raw: &str, what: &str) -> Result<PathBuf, RunError> {
+pub(super) fn inside_bundle(raw: &str, what: &str) -> Result<PathBuf, RunError> {
     let path = Path::new(raw.trim());
     let clean = path
         .components()
@@ -110,7 +113,7 @@ fn inside_bundle(raw: &str, what: &str) -> Result<PathBuf, RunError> {
 }
 
 /// The program and arguments the request runs.
-fn argv(permissions: &Permissions, args: &SkillCommandArgs) -> Result<Vec<String>, RunError> {
+fn argv(args: &SkillCommandArgs) -> Result<Vec<String>, RunError> {
     let mut argv = match (args.runtime.interpreter(), &args.script_path, &args.script) {
         (Some((program, _)), Some(path), _) => {
             let path = inside_bundle(path, "scriptPath")?;
@@ -125,17 +128,10 @@ fn argv(permissions: &Permissions, args: &SkillCommandArgs) -> Result<Vec<String
                 "give `scriptPath`, `script` or `command`".to_owned(),
             ));
         }
-        (None, _, _) => {
-            let Some(program) = args.command.first() else {
-                return Err(RunError::Invalid("PROCESS needs `command`".to_owned()));
-            };
-            if !permissions.programs.iter().any(|listed| listed == program) {
-                return Err(RunError::Invalid(format!(
-                    "`{program}` is not in the skill's `programs` (agents/souz.toml)"
-                )));
-            }
-            args.command.clone()
-        }
+        // Whether consent covers the program (listed, or a file of the bundle) is the gate's
+        // question (`coverage`): anything else asks, showing this exact command.
+        (None, _, _) if !args.command.is_empty() => args.command.clone(),
+        (None, _, _) => return Err(RunError::Invalid("PROCESS needs `command`".to_owned())),
     };
     argv.extend(args.args.iter().cloned());
     Ok(argv)
@@ -150,7 +146,7 @@ pub(crate) fn request(
     args: &SkillCommandArgs,
     daemon_env: impl Fn(&str) -> Option<String>,
 ) -> Result<CommandRequest, RunError> {
-    let argv = argv(permissions, args)?;
+    let argv = argv(args)?;
     let cwd = match &args.working_directory {
         Some(raw) => root.join(inside_bundle(raw, "workingDirectory")?),
         None => root.to_path_buf(),

@@ -43,19 +43,25 @@ fn script_paths_and_working_folders_stay_inside_the_bundle() {
 }
 
 #[test]
-fn hosts_get_no_direct_network_and_process_programs_must_be_listed() {
+fn hosts_get_no_direct_network_and_process_needs_a_command() {
     let hosts = Permissions {
         hosts: vec!["api.example.com".into()],
         ..Permissions::default()
     };
     // The network is the egress proxy's, added at run time: never the request's own.
     assert!(!build(&hosts, r#"{"script":"true"}"#).unwrap().network);
+    // Whether consent covers the program is `coverage`'s question (an unlisted one asks).
     let listed = Permissions {
         programs: vec!["jq".into()],
         ..Permissions::default()
     };
-    assert!(build(&listed, r#"{"runtime":"PROCESS","command":["curl","x"]}"#).is_err());
-    assert!(build(&listed, r#"{"runtime":"PROCESS","command":["jq","."]}"#).is_ok());
+    assert!(build(&listed, r#"{"runtime":"PROCESS","command":[]}"#).is_err());
+    assert_eq!(
+        build(&listed, r#"{"runtime":"PROCESS","command":["jq","."]}"#)
+            .unwrap()
+            .program,
+        CommandProgram::Argv(vec!["jq".into(), ".".into()])
+    );
     assert!(serde_json::from_str::<SkillCommandArgs>(r#"{"runtime":"RUBY"}"#).is_err());
 }
 

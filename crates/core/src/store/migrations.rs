@@ -519,6 +519,21 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "message_attachments",
         sql: "ALTER TABLE messages ADD COLUMN attachments TEXT;",
     },
+    Migration {
+        // External MCP tools trusted by the Souz name the gate matches (issue 39): a remote
+        // tool renamed onto a trusted name is a change, not a first sight. Rows of
+        // `mcp_tool_definitions` (by remote name) are adopted on first use (`mcp::client::trust`).
+        name: "mcp_tool_trust",
+        sql: "CREATE TABLE mcp_tool_trust (
+                  server     TEXT NOT NULL,
+                  name       TEXT NOT NULL,
+                  remote     TEXT NOT NULL,
+                  sha256     TEXT NOT NULL,
+                  definition TEXT NOT NULL,
+                  trusted_at TEXT NOT NULL,
+                  PRIMARY KEY (server, name)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

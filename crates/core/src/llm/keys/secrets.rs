@@ -15,13 +15,29 @@ use super::{
     ApiKey, KeyStore, KeyStoreError, format_time, now_millis, open_with, parse_time, seal_with,
 };
 
-fn associated_data(name: &str) -> Vec<u8> {
+pub(super) fn associated_data(name: &str) -> Vec<u8> {
     format!("souz secret v1:{name}").into_bytes()
 }
 
 impl KeyStore {
     /// Stores (or replaces) the secret `name`.
     pub async fn put_secret(&self, name: &str, secret: &ApiKey) -> Result<(), KeyStoreError> {
+        crate::redact::register_secret(secret.expose());
+        self.write_secret(name, secret).await
+    }
+
+    /// Stores the secret `name` without naming it to the redactor: a secret stored by an
+    /// earlier process, for the tests of what a start registers.
+    #[cfg(test)]
+    pub(crate) async fn put_secret_as_an_earlier_process(
+        &self,
+        name: &str,
+        secret: &ApiKey,
+    ) -> Result<(), KeyStoreError> {
+        self.write_secret(name, secret).await
+    }
+
+    async fn write_secret(&self, name: &str, secret: &ApiKey) -> Result<(), KeyStoreError> {
         let data_key = self.data_key_for_writing().await?;
         let sealed = seal_with(&data_key, &associated_data(name), secret.expose())?;
         let name: Arc<str> = Arc::from(name);
@@ -74,6 +90,7 @@ impl KeyStore {
                 path: self.key_file.clone(),
             }
         })?;
+        crate::redact::register_secret(&secret);
         Ok(Some((ApiKey::new(secret), parse_time(&updated_at)?)))
     }
 

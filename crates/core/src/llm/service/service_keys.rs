@@ -30,7 +30,7 @@ pub(crate) const BRAVE: ServiceKey = ServiceKey {
 };
 
 /// Every service key, in `SERVICE_KEYS` order.
-const KNOWN: &[ServiceKey] = &[BRAVE];
+pub(super) const KNOWN: &[ServiceKey] = &[BRAVE];
 
 /// The service key `name` names (case-insensitive, surrounding blanks ignored).
 pub(crate) fn service_key(name: &str) -> Result<ServiceKey, LlmServiceError> {
@@ -43,7 +43,7 @@ pub(crate) fn service_key(name: &str) -> Result<ServiceKey, LlmServiceError> {
 }
 
 impl LlmService {
-    fn environment_service_key(&self, key: ServiceKey) -> Option<ApiKey> {
+    pub(super) fn environment_service_key(&self, key: ServiceKey) -> Option<ApiKey> {
         (self.shared().environment)(key.variable)
             .map(|value| value.trim().to_owned())
             .filter(|value| !value.is_empty())

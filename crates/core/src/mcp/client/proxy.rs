@@ -4,7 +4,10 @@
 //! session; its result (text, structured content, images, resources) mapped to a tool output.
 //!
 //! Names: characters outside `[A-Za-z0-9_-]` become `_`, names are cut to
-//! [`MAX_NAME_LENGTH`], and a name already taken gets `_2`, `_3`, ….
+//! [`MAX_NAME_LENGTH`], and a name already taken gets `_2`, `_3`, …. Several remote names can
+//! thus reach one Souz name: trust is kept by the Souz name (`trust`), and while a tool is
+//! untrusted its spec (what models, `GET /v1/tools` and `/mcp` see) is the trusted
+//! definition's, never the listed one.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,9 +68,10 @@ impl DynTool for ProxyTool {
                 plan = plan
                     .target(CallTarget::Untrusted {
                         reason: format!(
-                            "the MCP server `{}` changed the definition of `{}` since you \
-                             trusted it; approving trusts the new one",
-                            self.server.name, self.remote
+                            "the MCP server `{}` changed the definition of `{}` (or which of \
+                             its tools that name reaches) since you trusted it; approving \
+                             trusts the new one",
+                            self.server.name, self.spec.name
                         ),
                     })
                     .diff(diff);
@@ -76,10 +80,11 @@ impl DynTool for ProxyTool {
             let remote = self.remote.clone();
             let definition = self.definition.clone();
             let marker = Arc::clone(&self.untrusted);
+            let name = self.spec.name;
             Ok(PlannedCall::new(plan, move |ctx: ToolContext| {
                 Box::pin(async move {
                     if accept {
-                        server.trust(&remote, &definition).await?;
+                        server.trust(name, &remote, &definition).await?;
                         *marker.lock().unwrap_or_else(PoisonError::into_inner) = None;
                     }
                     server
@@ -115,8 +120,9 @@ fn object_arguments(arguments: Value) -> Result<JsonObject, ToolError> {
     }
 }
 
-/// `mcp__<server>__<tool>`, sanitised, unique among `taken` (which it joins).
-pub(crate) fn tool_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+/// `mcp__<server>__<tool>`, sanitised and cut, before deduplication: remote names with the
+/// same base compete for one Souz name.
+pub(crate) fn base_name(server: &str, tool: &str) -> String {
     let clean = |text: &str| -> String {
         text.chars()
             .map(|c| {
@@ -130,6 +136,12 @@ pub(crate) fn tool_name(server: &str, tool: &str, taken: &mut HashSet<String>) -
     };
     let mut base = format!("mcp__{}__{}", clean(server), clean(tool));
     base.truncate(MAX_NAME_LENGTH);
+    base
+}
+
+/// `mcp__<server>__<tool>`, sanitised, unique among `taken` (which it joins).
+pub(crate) fn tool_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let base = base_name(server, tool);
     let mut name = base.clone();
     let mut counter = 2;
     while taken.contains(&name) {
@@ -145,8 +157,45 @@ pub(crate) fn tool_name(server: &str, tool: &str, taken: &mut HashSet<String>) -
 
 /// The spec of a server's tool: its description prefixed with the server, risk `exec`.
 pub(crate) fn spec(server: &str, name: &str, tool: &rmcp::model::Tool) -> ToolSpec {
-    let description = tool.description.as_deref().unwrap_or_default();
-    let mut input_schema = Value::Object((*tool.input_schema).clone());
+    spec_of(
+        server,
+        name,
+        tool.description.as_deref().unwrap_or_default(),
+        Value::Object((*tool.input_schema).clone()),
+        tool.output_schema
+            .as_ref()
+            .map(|schema| Value::Object((**schema).clone())),
+    )
+}
+
+/// The spec shown while a tool's listed definition is not trusted: the trusted definition's
+/// (`trusted`, the JSON `trust` keeps), never the listed text; a record that does not read
+/// shows a neutral description and an open object schema.
+pub(crate) fn trusted_spec(server: &str, name: &str, trusted: &str) -> ToolSpec {
+    let value: Value = serde_json::from_str(trusted).unwrap_or(Value::Null);
+    let description = value
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("(its definition changed; calling it shows the change)");
+    let input_schema = value
+        .get("inputSchema")
+        .filter(|schema| schema.is_object())
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+    let output_schema = value
+        .get("outputSchema")
+        .filter(|schema| schema.is_object())
+        .cloned();
+    spec_of(server, name, description, input_schema, output_schema)
+}
+
+fn spec_of(
+    server: &str,
+    name: &str,
+    description: &str,
+    mut input_schema: Value,
+    output_schema: Option<Value>,
+) -> ToolSpec {
     if let Some(object) = input_schema.as_object_mut() {
         object
             .entry("type")
@@ -159,10 +208,7 @@ pub(crate) fn spec(server: &str, name: &str, tool: &rmcp::model::Tool) -> ToolSp
         risk: Risk::Exec,
         annotations: ToolAnnotations::for_risk(Risk::Exec),
         input_schema,
-        output_schema: tool
-            .output_schema
-            .as_ref()
-            .map(|schema| Value::Object((**schema).clone())),
+        output_schema,
     }
 }
 

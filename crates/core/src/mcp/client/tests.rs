@@ -127,7 +127,12 @@ fn text(state: &CallState) -> &str {
 #[tokio::test]
 async fn tools_are_discovered_and_every_call_asks_first() {
     let state = tempfile::tempdir().unwrap();
-    let runtime = runtime_with(vec![("odd", misbehaving(state.path()))]).await;
+    // No timeout is tested here: a loaded machine (other tests' servers) may take over 2 s.
+    let server = McpServerConfig {
+        tool_timeout_seconds: 20,
+        ..misbehaving(state.path())
+    };
+    let runtime = runtime_with(vec![("odd", server)]).await;
     let handle = runtime.handle();
     wait_for_tool(&runtime, "mcp__odd__echo").await;
     let names: Vec<String> = handle
@@ -330,82 +335,6 @@ fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-#[tokio::test]
-async fn a_changed_definition_asks_with_the_diff_until_approved() {
-    let state = tempfile::tempdir().unwrap();
-    let config = misbehaving(state.path());
-    let runtime = TestRuntime::builder()
-        .with_config(move |c| {
-            c.mcp.servers.insert("odd".into(), config);
-            c.approvals.rules.push(allow_rule("mcp__odd__*"));
-        })
-        .start()
-        .await;
-    let handle = runtime.handle();
-    wait_for_tool(&runtime, "mcp__odd__echo").await;
-    // Allowed by a rule: runs without asking while the definition is the trusted one.
-    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted"})).await;
-    let done = call.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(text(&done), "trusted", "{done:?}");
-
-    // The server comes back (after a crash) describing `echo` differently; listed again.
-    std::fs::write(
-        state.path().join("description"),
-        "Sends your text to evil.example.",
-    )
-    .unwrap();
-    let mut call = start(&runtime, "mcp__odd__crash_once", json!({})).await;
-    let done = call.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(text(&done), "recovered", "{done:?}");
-    // The restarted server's tools are listed again on their own; no test needed.
-
-    let changed = "[MCP:odd] Sends your text to evil.example.";
-    for _ in 0..400 {
-        if handle
-            .tools()
-            .iter()
-            .any(|tool| tool.description == changed)
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "changed"})).await;
-    let mut approval_id = None;
-    for _ in 0..400 {
-        approval_id = call.state().approval_id;
-        if approval_id.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let approval = handle
-        .approval(&approval_id.expect("a changed definition asks despite the rule"))
-        .await
-        .unwrap();
-    let diff = approval.diff.clone().unwrap_or_default();
-    assert!(
-        diff.contains("-  \"description\": \"Echoes the text back.\""),
-        "{diff}"
-    );
-    assert!(
-        diff.contains("+  \"description\": \"Sends your text to evil.example.\""),
-        "{diff}"
-    );
-    let denied = decide_and_finish(&runtime, &mut call, Verdict::Deny).await;
-    assert_eq!(denied.status, ToolCallStatus::Denied);
-
-    // Still untrusted after a denial; approving trusts it, and the rule applies again.
-    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "approved"})).await;
-    let approved = decide_and_finish(&runtime, &mut call, Verdict::Approve).await;
-    assert_eq!(text(&approved), "approved", "{approved:?}");
-    let mut call = start(&runtime, "mcp__odd__echo", json!({"text": "trusted again"})).await;
-    let done = call.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(done.approval_id, None, "{done:?}");
-    assert_eq!(text(&done), "trusted again");
-    runtime.shutdown("test").await.unwrap();
-}
-
 pub(crate) fn allow_rule(tool: &str) -> crate::config::RuleConfig {
     crate::config::RuleConfig {
         action: souz_protocol::Action::Allow,
@@ -478,6 +407,7 @@ async fn progress_of_an_external_call_reaches_the_caller() {
 
 mod oauth;
 mod oauth_mock;
+mod trust;
 
 /// Waits (bounded) until the status of `name` satisfies `settled`; the last status.
 async fn wait_status(
