@@ -45,6 +45,9 @@ use crate::config::{SandboxConfig, SouzPaths};
 pub use command::{CapturedOutput, CommandError, CommandOutcome, CommandProgram, CommandRequest};
 pub use confinement::Confinement;
 pub use net::{WebClient, WebError};
+pub use beneath::daemon_file::{
+    DaemonFile, DaemonFileError, DaemonFolder, Staged, WriteOptions,
+};
 pub use paths::{expand_home, normalize_lexically};
 
 use paths::{FoldedPath, WalkError};
