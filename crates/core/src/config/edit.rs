@@ -244,6 +244,7 @@ mod tests {
         // A dangling link at the lock is not created through.
         std::fs::remove_file(home.join("config.toml")).unwrap();
         let planted = dir.path().join("planted");
+        std::fs::remove_file(home.join("config.toml.lock")).unwrap();
         std::os::unix::fs::symlink(&planted, home.join("config.toml.lock")).unwrap();
         assert!(lock(&home.join("config.toml")).is_err());
         assert!(!planted.exists());

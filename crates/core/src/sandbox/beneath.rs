@@ -28,7 +28,7 @@
 //! same file; hard links to files one cannot write need privileges on most systems) and mount
 //! points inside a root are used as they are; a root's own ancestors are trusted.
 
-pub mod daemon_file;
+pub(crate) mod daemon_file;
 pub(crate) mod walk;
 
 use std::ffi::OsStr;
@@ -41,7 +41,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, Stat};
 
 use super::Sandbox;
 
-pub use walk::Entry;
+pub(crate) use walk::Entry;
 pub(crate) use walk::{
     is_swapped, open_child_dir, open_child_file, open_component, open_root, read_entries,
     remove_tree, rename_between,
