@@ -48,7 +48,12 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
             let paths = crate::client::paths()?;
             let created = rotate(&daemon, DESKTOP_CLIENT).await?;
             connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token).with_context(
-                || format!("cannot write {}", paths.client_token(DESKTOP_CLIENT).display()),
+                || {
+                    format!(
+                        "cannot write {}",
+                        paths.client_token(DESKTOP_CLIENT).display()
+                    )
+                },
             )?;
             let home =
                 souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);

@@ -438,9 +438,9 @@ fn make_owner_only(file: &std::fs::File, path: &Path) -> Result<(), DataKeyError
     let mode = stat.st_mode & 0o777;
     if mode & 0o077 != 0 {
         tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "the provider-keys data key was readable by others; making it owner-only (consider storing your provider keys again)");
-        rustix::fs::fchmod(file, rustix::fs::Mode::from_bits_truncate(0o600)).map_err(
-            |error| DataKeyError::Invalid(format!("cannot be made owner-only ({error})")),
-        )?;
+        rustix::fs::fchmod(file, rustix::fs::Mode::from_bits_truncate(0o600)).map_err(|error| {
+            DataKeyError::Invalid(format!("cannot be made owner-only ({error})"))
+        })?;
     }
     Ok(())
 }

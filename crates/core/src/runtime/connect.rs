@@ -258,7 +258,10 @@ mod tests {
         assert_eq!(backup, path.with_extension("json.bak"));
         assert_eq!(std::fs::read_to_string(backup).unwrap(), "{}\n");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
-        assert_eq!(read_optional(&file).unwrap().as_deref(), Some(after.as_str()));
+        assert_eq!(
+            read_optional(&file).unwrap().as_deref(),
+            Some(after.as_str())
+        );
         assert_eq!(diff(&path, &after, &after), "");
     }
 
@@ -280,7 +283,8 @@ mod tests {
 
 /// Links an approved command could plant where Connect Claude reads and writes (issue 39):
 /// none is followed, nothing outside is read, copied or written.
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod link_tests {
     use std::os::unix::fs::symlink;
 
@@ -349,7 +353,10 @@ mod link_tests {
     #[test]
     fn a_linked_claude_folder_is_not_entered() {
         let planted = planted();
-        let folder = desktop_config_path(&planted.home).parent().unwrap().to_owned();
+        let folder = desktop_config_path(&planted.home)
+            .parent()
+            .unwrap()
+            .to_owned();
         let outside = planted.canary.parent().unwrap().join("elsewhere");
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(outside.join("claude_desktop_config.json"), "{}\n").unwrap();

@@ -42,11 +42,11 @@ use rustix::fs::{AtFlags, Mode, OFlags, Stat};
 use super::Sandbox;
 
 pub(crate) use walk::Entry;
+use walk::{components, mode_bits, open_folder, open_relative, refine};
 pub(crate) use walk::{
     is_swapped, open_child_dir, open_child_file, open_component, open_root, read_entries,
     remove_tree, rename_between,
 };
-use walk::{components, mode_bits, open_folder, open_relative, refine};
 
 /// Race-free file access for paths the sandbox resolved (see the module header).
 #[derive(Debug, Clone, Copy)]
@@ -196,7 +196,6 @@ impl<'a> Beneath<'a> {
         Ok((root, relative))
     }
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -637,11 +637,13 @@ fn created(
     name: impl AsRef<std::ffi::OsStr>,
 ) -> Result<DaemonFolder, DaemonFileError> {
     let name = name.as_ref();
-    folder.child(name, Some(0o700))?.ok_or_else(|| DaemonFileError::Io {
-        action: "create the folder",
-        path: folder.path().join(name),
-        source: std::io::ErrorKind::NotFound.into(),
-    })
+    folder
+        .child(name, Some(0o700))?
+        .ok_or_else(|| DaemonFileError::Io {
+            action: "create the folder",
+            path: folder.path().join(name),
+            source: std::io::ErrorKind::NotFound.into(),
+        })
 }
 
 /// Lets the owner delete what is under `folder` (read-only files in writable folders can be

@@ -262,7 +262,8 @@ impl DaemonFolder {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(classify(error, &path, "open")),
         };
-        let stat = rustix::fs::fstat(&file).map_err(|errno| classify(errno.into(), &path, "open"))?;
+        let stat =
+            rustix::fs::fstat(&file).map_err(|errno| classify(errno.into(), &path, "open"))?;
         if file_type(&stat) != FileType::RegularFile {
             return Err(DaemonFileError::NotRegular(path));
         }
@@ -366,8 +367,13 @@ impl DaemonFolder {
         let name = self.plain(name.as_ref())?.to_os_string();
         let temporary = staging_name(&name);
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
-        let fd = rustix::fs::openat(&self.fd, &temporary, flags | OFlags::CLOEXEC, mode_bits(mode))
-            .map_err(|errno| classify(errno.into(), &self.path.join(&name), "write"))?;
+        let fd = rustix::fs::openat(
+            &self.fd,
+            &temporary,
+            flags | OFlags::CLOEXEC,
+            mode_bits(mode),
+        )
+        .map_err(|errno| classify(errno.into(), &self.path.join(&name), "write"))?;
         Ok(Staged {
             folder: self,
             name,
@@ -434,13 +440,15 @@ impl DaemonFolder {
         backup.push(suffix);
         self.existing(&backup)?;
         let path = self.path.join(name);
-        let mut source = self.open_file(name)?.ok_or_else(|| {
-            classify(io::ErrorKind::NotFound.into(), &path, "back up")
-        })?;
-        let stat = rustix::fs::fstat(&source).map_err(|errno| classify(errno.into(), &path, "back up"))?;
+        let mut source = self
+            .open_file(name)?
+            .ok_or_else(|| classify(io::ErrorKind::NotFound.into(), &path, "back up"))?;
+        let stat =
+            rustix::fs::fstat(&source).map_err(|errno| classify(errno.into(), &path, "back up"))?;
         let mut staged = self.stage(&backup, 0o600)?;
         staged.permissions = Some(permission_bits(&stat));
-        io::copy(&mut source, &mut staged.file).map_err(|error| classify(error, &path, "back up"))?;
+        io::copy(&mut source, &mut staged.file)
+            .map_err(|error| classify(error, &path, "back up"))?;
         staged.commit()?;
         Ok(self.path.join(backup))
     }
@@ -549,7 +557,10 @@ pub struct DaemonFile {
 impl DaemonFile {
     /// The file `path` (absolute under `anchor`, or relative to it) beneath the trusted folder
     /// `anchor`.
-    pub fn new(anchor: impl Into<PathBuf>, path: impl AsRef<Path>) -> Result<Self, DaemonFileError> {
+    pub fn new(
+        anchor: impl Into<PathBuf>,
+        path: impl AsRef<Path>,
+    ) -> Result<Self, DaemonFileError> {
         let anchor = anchor.into();
         let path = path.as_ref();
         let relative = path.strip_prefix(&anchor).unwrap_or(path);
@@ -614,11 +625,13 @@ impl DaemonFile {
         let Some(bytes) = self.read(limit)? else {
             return Ok(None);
         };
-        String::from_utf8(bytes).map(Some).map_err(|error| DaemonFileError::Io {
-            action: "read",
-            path: self.path(),
-            source: io::Error::new(io::ErrorKind::InvalidData, error),
-        })
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|error| DaemonFileError::Io {
+                action: "read",
+                path: self.path(),
+                source: io::Error::new(io::ErrorKind::InvalidData, error),
+            })
     }
 
     /// Writes `content` atomically, creating the folders on the way; see
@@ -635,9 +648,9 @@ impl DaemonFile {
     /// Creates the file (its folder must exist) unless something is there; see
     /// [`DaemonFolder::create_new`].
     pub fn create_new(&self, content: &[u8], mode: u32) -> Result<bool, DaemonFileError> {
-        let folder = self.open_folder()?.ok_or_else(|| {
-            classify(io::ErrorKind::NotFound.into(), &self.path(), "create")
-        })?;
+        let folder = self
+            .open_folder()?
+            .ok_or_else(|| classify(io::ErrorKind::NotFound.into(), &self.path(), "create"))?;
         folder.create_new(&self.name, content, mode)
     }
 
@@ -651,7 +664,10 @@ impl DaemonFile {
 }
 
 /// The components of `relative`, all plain names (no root, `.` or `..`).
-fn check_relative<'r>(anchor: &Path, relative: &'r Path) -> Result<Vec<&'r OsStr>, DaemonFileError> {
+fn check_relative<'r>(
+    anchor: &Path,
+    relative: &'r Path,
+) -> Result<Vec<&'r OsStr>, DaemonFileError> {
     components(&anchor.join(relative), relative).map_err(|_| DaemonFileError::NotInside {
         path: relative.to_owned(),
         anchor: anchor.to_owned(),

@@ -107,7 +107,11 @@ pub(crate) fn open_component(
 
 /// Opens the folder `name` inside `folder` for a walk along `path`; a symlink there (which
 /// `O_NOFOLLOW | O_DIRECTORY` reports as "not a folder") is a swap.
-pub(crate) fn open_folder(folder: BorrowedFd<'_>, name: &OsStr, path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_folder(
+    folder: BorrowedFd<'_>,
+    name: &OsStr,
+    path: &Path,
+) -> io::Result<OwnedFd> {
     open_component(folder, name, directory_flags()).map_err(|error| {
         let is_link = || {
             rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)

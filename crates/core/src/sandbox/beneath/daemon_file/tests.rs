@@ -61,7 +61,10 @@ fn assert_link<T: std::fmt::Debug>(result: Result<T, DaemonFileError>, what: &st
     match result {
         Err(error @ DaemonFileError::Link(_)) => {
             assert!(error.is_refusal());
-            assert!(error.to_string().contains("symbolic link"), "{what}: {error}");
+            assert!(
+                error.to_string().contains("symbolic link"),
+                "{what}: {error}"
+            );
         }
         other => panic!("{what}: expected a link refusal, got {other:?}"),
     }
@@ -107,10 +110,16 @@ fn a_link_at_the_file_is_neither_read_nor_written_through() {
     symlink(fixture.canary(), file.path()).unwrap();
     assert_link(file.read(1 << 20), "read");
     assert_link(file.read_text(1 << 20), "read_text");
-    for options in [WriteOptions::shared(), WriteOptions::shared().with_backup(".bak")] {
+    for options in [
+        WriteOptions::shared(),
+        WriteOptions::shared().with_backup(".bak"),
+    ] {
         assert_link(file.write(b"{\"attacker\": true}", options), "write");
     }
-    assert!(!file.create_new(b"x", 0o600).unwrap(), "create_new keeps the link");
+    assert!(
+        !file.create_new(b"x", 0o600).unwrap(),
+        "create_new keeps the link"
+    );
     fixture.assert_outside_untouched();
     assert!(file.path().is_symlink(), "the link is left as it was");
     assert_eq!(names(&fixture.home.join(".config/Claude")), ["config.json"]);
@@ -123,7 +132,11 @@ fn a_link_at_the_backup_is_refused_before_anything_is_written() {
     let fixture = Fixture::new();
     let file = fixture.file(".config/Claude/config.json");
     file.write(b"{}", WriteOptions::shared()).unwrap();
-    symlink(fixture.canary(), fixture.home.join(".config/Claude/config.json.bak")).unwrap();
+    symlink(
+        fixture.canary(),
+        fixture.home.join(".config/Claude/config.json.bak"),
+    )
+    .unwrap();
     assert_link(
         file.write(b"{\"new\": 1}", WriteOptions::shared().with_backup(".bak")),
         "write with a backup",
@@ -152,7 +165,10 @@ fn a_link_at_a_folder_on_the_way_is_refused() {
     std::fs::remove_dir(fixture.home.join(".config")).unwrap();
     symlink(&fixture.outside, fixture.home.join(".config")).unwrap();
     let deeper = fixture.file(".config/Claude/config.json");
-    assert_link(deeper.write(b"x", WriteOptions::private()), "create folders");
+    assert_link(
+        deeper.write(b"x", WriteOptions::private()),
+        "create folders",
+    );
     fixture.assert_outside_untouched();
 }
 
@@ -195,7 +211,12 @@ fn reads_are_bounded_and_paths_stay_inside_the_anchor() {
         file.read(99),
         Err(DaemonFileError::TooLarge { limit: 99, .. })
     ));
-    for outside in ["/etc/passwd", "../outside/canary", "a/../../outside/canary", ""] {
+    for outside in [
+        "/etc/passwd",
+        "../outside/canary",
+        "a/../../outside/canary",
+        "",
+    ] {
         assert!(
             matches!(
                 DaemonFile::new(&fixture.home, outside),
@@ -223,7 +244,10 @@ fn a_staged_file_is_removed_unless_committed_and_never_replaces_a_link() {
     symlink(fixture.canary(), fixture.home.join("models/model.gguf")).unwrap();
     let mut staged = folder.stage("model.gguf", 0o600).unwrap();
     staged.file().write_all(b"weights").unwrap();
-    assert!(!staged.commit_new().unwrap(), "the link is there: not replaced");
+    assert!(
+        !staged.commit_new().unwrap(),
+        "the link is there: not replaced"
+    );
     fixture.assert_outside_untouched();
     assert_eq!(names(&fixture.home.join("models")), ["model.gguf"]);
 }
