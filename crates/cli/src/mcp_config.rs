@@ -11,7 +11,6 @@
 //!   in the bridge's environment (inherited by whatever it starts) and not in its arguments
 //!   (visible to every local user in the process list).
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -48,10 +47,13 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
                 .context("cannot find the path of this souz binary")?;
             let paths = crate::client::paths()?;
             let created = rotate(&daemon, DESKTOP_CLIENT).await?;
-            write_private(
-                &paths.client_tokens(),
-                &paths.client_token(DESKTOP_CLIENT),
-                &created.token,
+            connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token).with_context(
+                || {
+                    format!(
+                        "cannot write {}",
+                        paths.client_token(DESKTOP_CLIENT).display()
+                    )
+                },
             )?;
             let home =
                 souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);
@@ -60,12 +62,6 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
     };
     say!("{text}");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `token` to `file` (mode 0600) in `folder` (mode 0700), replacing what was there.
-fn write_private(folder: &Path, file: &Path, token: &str) -> Result<()> {
-    connect::write_private(folder, file, token)
-        .with_context(|| format!("cannot write {}", file.display()))
 }
 
 /// The `claude mcp add` command for a daemon at `base` (`http://host:port`).

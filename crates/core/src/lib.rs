@@ -40,8 +40,15 @@ pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};
 /// part of a module sits in another layer than the rest: the most specific entry counts). A
 /// module may use its own layer and the layers below it, never one above.
 pub const LAYERS: &[&[&str]] = &[
-    // Pure text functions: the shell lexer, redaction of secrets.
-    &["shell", "redact"],
+    // Pure text functions: the shell lexer, redaction of secrets. File access beneath a folder
+    // handle that follows no link (the walk, and the daemon's own files on top of it), which
+    // imports nothing from the crate, so `config` and `token` write through it too.
+    &[
+        "shell",
+        "redact",
+        "sandbox::beneath::walk",
+        "sandbox::beneath::daemon_file",
+    ],
     // `config.toml`, paths, the environment registry.
     &["config"],
     // SQLite and credentials.

@@ -43,6 +43,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::config::{SandboxConfig, SouzPaths};
 
+pub use beneath::daemon_file::{DaemonFile, DaemonFileError, DaemonFolder, Staged, WriteOptions};
 pub use command::{CapturedOutput, CommandError, CommandOutcome, CommandProgram, CommandRequest};
 pub use confinement::Confinement;
 pub use net::{WebClient, WebError};

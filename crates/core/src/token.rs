@@ -12,11 +12,16 @@ pub(crate) mod clients;
 pub(crate) mod proof;
 pub(crate) mod ui_codes;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::sandbox::beneath::daemon_file::DaemonFile;
+
+/// The largest token file read (a token is 64 characters).
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
 /// Shortest token accepted from the token file (128 bits of hex).
 const MIN_TOKEN_CHARS: usize = 32;
@@ -120,7 +125,15 @@ impl ApiToken {
             path: path.to_owned(),
             source,
         };
-        let text = std::fs::read_to_string(path).map_err(io_error)?;
+        let file = DaemonFile::in_trusted_folder(path)
+            .and_then(|file| file.open())
+            .map_err(|error| io_error(error.into_io()))?
+            .ok_or_else(|| io_error(std::io::ErrorKind::NotFound.into()))?;
+        let mut text = String::new();
+        (&file)
+            .take(MAX_TOKEN_FILE_BYTES)
+            .read_to_string(&mut text)
+            .map_err(io_error)?;
         let secret = text.trim();
         let valid = secret.len() >= MIN_TOKEN_CHARS
             && secret
@@ -131,7 +144,7 @@ impl ApiToken {
                 path: path.to_owned(),
             });
         }
-        tighten_permissions(path);
+        tighten_permissions(&file, path);
         Ok(Self::from_secret(secret))
     }
 
@@ -176,24 +189,17 @@ impl ApiToken {
     }
 }
 
-fn tighten_permissions(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let Ok(metadata) = std::fs::metadata(path) else {
-            return;
-        };
-        if metadata.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(path = %path.display(), "token file was readable by others; setting mode 0600");
-            if let Err(error) =
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            {
-                tracing::warn!(%error, "could not restrict the token file");
-            }
+/// Makes the opened token `file` owner-only if it was not (through its handle, never by path).
+fn tighten_permissions(file: &std::fs::File, path: &Path) {
+    let Ok(stat) = rustix::fs::fstat(file) else {
+        return;
+    };
+    if stat.st_mode & 0o077 != 0 {
+        tracing::warn!(path = %path.display(), "token file was readable by others; setting mode 0600");
+        if let Err(error) = rustix::fs::fchmod(file, rustix::fs::Mode::from_bits_truncate(0o600)) {
+            tracing::warn!(%error, "could not restrict the token file");
         }
     }
-    #[cfg(not(unix))]
-    let _ = path;
 }
 
 #[cfg(test)]
@@ -216,6 +222,25 @@ mod tests {
         }
         let other = ApiToken::load_or_create(&dir.path().join("token2")).unwrap();
         assert_ne!(first.expose(), other.expose());
+    }
+
+    /// A link at the token file is neither read (a token-shaped secret elsewhere would become
+    /// the operator token) nor made owner-only through.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_token_file_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "f".repeat(64)).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, home.join("token")).unwrap();
+        let error = ApiToken::load_or_create(&home.join("token")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let mode = std::fs::metadata(&elsewhere).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644, "not tightened through the link");
     }
 
     #[test]

@@ -1,13 +1,19 @@
 //! Changing `config.toml` safely: the new text is validated exactly as the daemon would load
 //! it before anything is written; the write is atomic (temp file, fsync, rename) and the
 //! previous version is kept as `config.toml.bak`. Comments and layout are preserved (toml_edit).
+//!
+//! `config.toml`, its `.bak` and its `.lock` are reached beneath the Souz home without following
+//! a symbolic link ([`DaemonFile`]): a link at any of them is refused, never written through.
 
-use std::io::Write;
 use std::path::Path;
 
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
-use super::{Config, Problem, RuleConfig};
+use super::{Config, Problem, RuleConfig, SouzPaths};
+use crate::sandbox::beneath::daemon_file::{DaemonFile, DaemonFileError, WriteOptions};
+
+/// The largest `config.toml` read for an edit.
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// Why a change was not written.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +59,10 @@ pub(crate) fn lock(config_file: &Path) -> Result<EditLock, EditError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        // A link planted at the lock file is not followed (nor created through).
+        options
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
     }
     let file = options.open(&path).map_err(io_error)?;
     file.lock().map_err(io_error)?;
@@ -64,12 +73,29 @@ pub(crate) fn lock(config_file: &Path) -> Result<EditLock, EditError> {
 /// configuration it describes. The caller holds the [`lock`] when it read the file first.
 pub(crate) fn write_validated(current: &Config, text: &str) -> Result<Config, EditError> {
     let next = current.reparse(text).map_err(EditError::Invalid)?;
-    let file = current.paths.config_file();
-    write_atomically(&file, text).map_err(|error| EditError::Io {
-        path: file.display().to_string(),
-        message: error.to_string(),
-    })?;
+    let file = config_file(&current.paths)?;
+    file.write(text.as_bytes(), WriteOptions::private().with_backup(".bak"))
+        .map_err(file_error)?;
     Ok(next)
+}
+
+/// `config.toml` beneath the Souz home.
+fn config_file(paths: &SouzPaths) -> Result<DaemonFile, EditError> {
+    DaemonFile::new(paths.home(), paths.config_file()).map_err(file_error)
+}
+
+fn file_error(error: DaemonFileError) -> EditError {
+    EditError::Io {
+        path: error.path().display().to_string(),
+        message: error.to_string(),
+    }
+}
+
+/// The text of `config.toml` now; `None` when there is no file. A link there is refused.
+pub(crate) fn read_current(paths: &SouzPaths) -> Result<Option<String>, EditError> {
+    config_file(paths)?
+        .read_text(MAX_CONFIG_BYTES)
+        .map_err(file_error)
 }
 
 /// Appends `rule` to `[[approvals.rules]]` with a comment saying where it came from.
@@ -84,11 +110,7 @@ pub(crate) fn append_rule(
         message,
     };
     let _lock = lock(&file)?;
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Config::template(),
-        Err(error) => return Err(io_error(error.to_string())),
-    };
+    let text = read_current(&current.paths)?.unwrap_or_else(Config::template);
     let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
         io_error(format!("cannot parse the current file: {error}"))
     })?;
@@ -130,30 +152,6 @@ pub(crate) fn append_rule(
 fn rule_as_table(rule: &RuleConfig) -> Result<Table, String> {
     let document = toml_edit::ser::to_document(rule).map_err(|error| error.to_string())?;
     Ok(document.as_table().clone())
-}
-
-fn write_atomically(file: &Path, text: &str) -> std::io::Result<()> {
-    let temporary = file.with_extension(format!("toml.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut handle = options.open(&temporary)?;
-        handle.write_all(text.as_bytes())?;
-        handle.sync_all()?;
-        if file.exists() {
-            std::fs::copy(file, file.with_extension("toml.bak"))?;
-        }
-        std::fs::rename(&temporary, file)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
 }
 
 #[cfg(test)]
@@ -213,6 +211,43 @@ mod tests {
         let (next, _) = append_rule(&next, &second, "again").unwrap();
         assert_eq!(next.approvals.rules.len(), 2);
         assert_eq!(next.approvals.rules[1], second);
+    }
+
+    /// A link at `config.toml.bak` (or at `config.toml`, or at the lock) is not written through:
+    /// the canary outside the Souz home keeps its content.
+    #[cfg(unix)]
+    #[test]
+    fn links_at_the_backup_the_file_and_the_lock_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("souz");
+        std::fs::create_dir(&home).unwrap();
+        let canary = dir.path().join("bashrc");
+        std::fs::write(&canary, "alias ls=ls\n").unwrap();
+        let original = "[server]\nport = 9000\n";
+        let config = config_in(&home, original);
+        let bak = home.join("config.toml.bak");
+        std::os::unix::fs::symlink(&canary, &bak).unwrap();
+        let error = write_validated(&config, "[server]\nport = 9001\n").unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "alias ls=ls\n");
+        assert_eq!(
+            std::fs::read_to_string(home.join("config.toml")).unwrap(),
+            original
+        );
+        // A link at config.toml itself: neither read for an edit nor replaced through.
+        std::fs::remove_file(&bak).unwrap();
+        std::fs::remove_file(home.join("config.toml")).unwrap();
+        std::os::unix::fs::symlink(&canary, home.join("config.toml")).unwrap();
+        assert!(read_current(&config.paths).is_err());
+        assert!(append_rule(&config, &rule(), "x").is_err());
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "alias ls=ls\n");
+        // A dangling link at the lock is not created through.
+        std::fs::remove_file(home.join("config.toml")).unwrap();
+        let planted = dir.path().join("planted");
+        std::fs::remove_file(home.join("config.toml.lock")).unwrap();
+        std::os::unix::fs::symlink(&planted, home.join("config.toml.lock")).unwrap();
+        assert!(lock(&home.join("config.toml")).is_err());
+        assert!(!planted.exists());
     }
 
     #[test]

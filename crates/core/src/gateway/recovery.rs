@@ -198,8 +198,8 @@ async fn document(
     authorize(&shared, &headers)?;
     let path = shared.base.paths.config_file();
     let text = {
-        let path = path.clone();
-        tokio::task::spawn_blocking(move || std::fs::read_to_string(path).unwrap_or_default())
+        let paths = shared.base.paths.clone();
+        tokio::task::spawn_blocking(move || read_current(&paths))
             .await
             .unwrap_or_default()
     };
@@ -236,6 +236,11 @@ async fn replace(
     }))
 }
 
+/// The text of `config.toml` (empty when missing or refused: a link there is not followed).
+fn read_current(paths: &crate::config::SouzPaths) -> String {
+    edit::read_current(paths).ok().flatten().unwrap_or_default()
+}
+
 /// Validates `text` as a start would and writes it; the new configuration and revision.
 fn save(
     shared: &Shared,
@@ -245,7 +250,7 @@ fn save(
     let file = shared.base.paths.config_file();
     let io = |error: EditError| ServiceError::Internal(error.to_string());
     let _lock = edit::lock(&file).map_err(io)?;
-    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    let current = read_current(&shared.base.paths);
     if base_revision.is_some_and(|expected| expected != revision(&current)) {
         return Err(ServiceError::Conflict {
             code: ErrorCode::Conflict,

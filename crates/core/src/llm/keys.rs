@@ -22,7 +22,7 @@
 //!   every user's rows.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,7 +35,11 @@ use zeroize::Zeroizing;
 pub use keychain::{Keychain, KeychainError};
 
 use super::ProviderId;
+use crate::sandbox::DaemonFile;
 use crate::store::{Store, StoreError};
+
+/// The largest data-key file read (the key is 64 hexadecimal characters).
+const MAX_KEY_FILE_BYTES: u64 = 4096;
 
 mod keychain;
 mod redaction;
@@ -434,14 +438,18 @@ enum DataKeyError {
 }
 
 fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
-    make_owner_only(path)?;
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => Zeroizing::new(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(DataKeyError::Missing);
-        }
-        Err(error) => return Err(DataKeyError::Invalid(format!("cannot be read ({error})"))),
-    };
+    let unreadable = |error: String| DataKeyError::Invalid(format!("cannot be read ({error})"));
+    // Opened in its trusted folder (the Souz home) without following a link at the file.
+    let file = DaemonFile::in_trusted_folder(path)
+        .and_then(|file| file.open())
+        .map_err(|error| unreadable(error.to_string()))?
+        .ok_or(DataKeyError::Missing)?;
+    make_owner_only(&file, path)?;
+    let mut text = Zeroizing::new(String::new());
+    (&file)
+        .take(MAX_KEY_FILE_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|error| unreadable(error.to_string()))?;
     let mut key = Zeroizing::new([0u8; 32]);
     hex::decode_to_slice(text.trim(), key.as_mut_slice()).map_err(|_| {
         DataKeyError::Invalid("does not hold a 256-bit key (64 hexadecimal characters)".to_owned())
@@ -449,28 +457,17 @@ fn load_data_key(path: &Path) -> Result<DataKey, DataKeyError> {
     Ok(key)
 }
 
-/// Takes group and other permissions off the key file, if it has any.
-fn make_owner_only(path: &Path) -> Result<(), DataKeyError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let metadata = match std::fs::metadata(path) {
-            Ok(metadata) => metadata,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(DataKeyError::Missing);
-            }
-            Err(error) => return Err(DataKeyError::Invalid(format!("cannot be read ({error})"))),
-        };
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "the provider-keys data key was readable by others; making it owner-only (consider storing your provider keys again)");
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(
-                |error| DataKeyError::Invalid(format!("cannot be made owner-only ({error})")),
-            )?;
-        }
+/// Takes group and other permissions off the opened key file, if it has any.
+fn make_owner_only(file: &std::fs::File, path: &Path) -> Result<(), DataKeyError> {
+    let stat = rustix::fs::fstat(file)
+        .map_err(|error| DataKeyError::Invalid(format!("cannot be read ({error})")))?;
+    let mode = stat.st_mode & 0o777;
+    if mode & 0o077 != 0 {
+        tracing::warn!(file = %path.display(), mode = format!("{mode:o}"), "the provider-keys data key was readable by others; making it owner-only (consider storing your provider keys again)");
+        rustix::fs::fchmod(file, rustix::fs::Mode::from_bits_truncate(0o600)).map_err(|error| {
+            DataKeyError::Invalid(format!("cannot be made owner-only ({error})"))
+        })?;
     }
-    #[cfg(not(unix))]
-    let _ = path;
     Ok(())
 }
 

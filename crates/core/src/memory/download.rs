@@ -14,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::net::{WebClient, WebError};
+use crate::sandbox::{DaemonFileError, DaemonFolder};
 
 /// Bytes between two progress reports of one file.
 pub const PROGRESS_STEP: u64 = 4 << 20;
@@ -72,10 +73,36 @@ pub type Progress<'a> = &'a (dyn Fn(&ModelFile, u64) + Send + Sync);
 
 /// The SHA-256 of a file, lowercase hex (read in a blocking task).
 pub async fn sha256_file(path: &Path) -> Result<String, DownloadError> {
-    let owned = path.to_owned();
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    sha256_of(file, path).await
+}
+
+/// The model folder `dir`, created where missing: its parent (in the Souz home, created by
+/// path) is trusted,
+/// and `dir` itself must not be a link ([`DaemonFolder`]); files in it are used by name
+/// inside that handle, so a link planted at a `.part` or model file is never followed.
+fn model_folder(dir: &Path) -> Result<DaemonFolder, DownloadError> {
+    let (anchor, relative) = match (dir.parent(), dir.file_name()) {
+        (Some(parent), Some(name)) => (parent, Path::new(name)),
+        _ => (dir, Path::new("")),
+    };
+    std::fs::create_dir_all(anchor).map_err(io(anchor))?;
+    DaemonFolder::create(anchor, relative, 0o700).map_err(refused)
+}
+
+/// A refusal or failure of a model folder operation.
+fn refused(error: DaemonFileError) -> DownloadError {
+    DownloadError::Io {
+        path: error.path().to_owned(),
+        source: error.into_io(),
+    }
+}
+
+/// The SHA-256 of the opened `file` (at `path`, for errors), read in a blocking task.
+async fn sha256_of(file: std::fs::File, path: &Path) -> Result<String, DownloadError> {
     tokio::task::spawn_blocking(move || -> std::io::Result<String> {
         use std::io::Read;
-        let mut file = std::fs::File::open(&owned)?;
+        let mut file = file;
         let mut hasher = Sha256::new();
         let mut buffer = vec![0_u8; 1 << 16];
         loop {
@@ -129,17 +156,17 @@ pub async fn fetch_file_from(
     cancel: &CancellationToken,
 ) -> Result<(), DownloadError> {
     let (file, url) = (source.file, source.url);
-    let target = dir.join(file.name);
-    if tokio::fs::try_exists(&target).await.map_err(io(&target))? {
+    let folder = model_folder(dir)?;
+    if folder.existing(file.name).map_err(refused)?.is_some() {
         progress(file, file.bytes);
         return Ok(());
     }
-    tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
-    let part = dir.join(format!("{}.part", file.name));
-    let have = tokio::fs::metadata(&part)
-        .await
-        .map(|metadata| metadata.len())
-        .unwrap_or(0);
+    let part_name = format!("{}.part", file.name);
+    let part = dir.join(&part_name);
+    let have = folder
+        .existing(&part_name)
+        .map_err(refused)?
+        .map_or(0, |stat| u64::try_from(stat.st_size).unwrap_or(0));
     let mut request = client.request(reqwest::Method::GET, url)?;
     if have > 0 {
         request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
@@ -150,7 +177,7 @@ pub async fn fetch_file_from(
     if !(200..300).contains(&status) {
         // 416: the part file is longer than the file; start again next time.
         if status == 416 {
-            let _ = tokio::fs::remove_file(&part).await;
+            let _ = folder.remove_file(&part_name);
         }
         return Err(WebError::Status {
             url: url.to_owned(),
@@ -158,14 +185,10 @@ pub async fn fetch_file_from(
         }
         .into());
     }
-    let mut output = tokio::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(resumed)
-        .truncate(!resumed)
-        .open(&part)
-        .await
-        .map_err(io(&part))?;
+    let output = folder
+        .open_for_writing(&part_name, resumed, 0o600)
+        .map_err(refused)?;
+    let mut output = tokio::fs::File::from_std(output);
     let mut written = if resumed { have } else { 0 };
     let mut reported = written;
     progress(file, written);
@@ -187,18 +210,22 @@ pub async fn fetch_file_from(
     }
     output.flush().await.map_err(io(&part))?;
     drop(output);
-    let actual = sha256_file(&part).await?;
+    let written_file = folder
+        .open_file(&part_name)
+        .map_err(refused)?
+        .ok_or_else(|| io(&part)(std::io::ErrorKind::NotFound.into()))?;
+    let actual = sha256_of(written_file, &part).await?;
     if actual != file.sha256 {
-        let _ = tokio::fs::remove_file(&part).await;
+        let _ = folder.remove_file(&part_name);
         return Err(DownloadError::Checksum {
             name: file.name.to_owned(),
             expected: file.sha256.to_owned(),
             actual,
         });
     }
-    tokio::fs::rename(&part, &target)
-        .await
-        .map_err(io(&target))?;
+    folder
+        .rename(&part_name, file.name, false)
+        .map_err(refused)?;
     progress(file, written);
     Ok(())
 }

@@ -161,8 +161,8 @@ impl ConfigEditor {
     /// The file, its schema with the values it sets, and what applies live.
     pub async fn document(&self) -> Result<ConfigDocument, ConfigEditError> {
         let saved = self.inner.saved.lock().await.clone();
-        let file = saved.paths.config_file();
-        let text = blocking(move || read_text(&file)).await?;
+        let paths = saved.paths.clone();
+        let text = blocking(move || read_text(&paths)).await?;
         // Values as the file sets them now (it may have been edited by hand since).
         let current = saved.reparse(&text).unwrap_or_else(|_| saved.clone());
         Ok(self.describe(&current, text))
@@ -215,7 +215,7 @@ impl ConfigEditor {
         let base = previous.clone();
         let next = blocking(move || {
             let _lock = edit::lock(&file).map_err(edit_error)?;
-            let current_text = read_text(&file)?;
+            let current_text = read_text(&base.paths)?;
             let current = revision(&current_text);
             if base_revision.is_some_and(|expected| expected != current) {
                 return Err(ConfigEditError::Conflict { current });
@@ -378,15 +378,9 @@ pub(crate) fn problem_on_wire(problem: &Problem) -> ConfigProblem {
     }
 }
 
-fn read_text(file: &std::path::Path) -> Result<String, ConfigEditError> {
-    match std::fs::read_to_string(file) {
-        Ok(text) => Ok(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Config::template()),
-        Err(error) => Err(ConfigEditError::Io(format!(
-            "cannot read {}: {error}",
-            file.display()
-        ))),
-    }
+fn read_text(paths: &crate::config::SouzPaths) -> Result<String, ConfigEditError> {
+    let text = edit::read_current(paths).map_err(|error| ConfigEditError::Io(error.to_string()))?;
+    Ok(text.unwrap_or_else(Config::template))
 }
 
 fn edit_error(error: EditError) -> ConfigEditError {

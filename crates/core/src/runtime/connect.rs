@@ -8,13 +8,19 @@
 //!   `mcpServers` is not an object) is refused, never overwritten.
 //! - The previous file is copied to `claude_desktop_config.json.bak` before the new one is
 //!   renamed into place (a write is atomic: temp file + rename).
+//! - Every read and write goes beneath the person's home handle ([`DaemonFile`]): a symbolic
+//!   link at the file, at its `.bak`, or at a folder on the way (`~/.config/Claude`) is refused,
+//!   never followed, so an approved command that planted one cannot make Souz overwrite or copy
+//!   a file elsewhere.
 //! - No token is written to that file: the bridge reads its own from
 //!   `<SOUZ_HOME>/clients/claude-desktop.token` (0600, in an owner-only folder).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+
+use crate::config::SouzPaths;
+use crate::sandbox::{DaemonFile, DaemonFileError, WriteOptions};
 
 /// The name of Claude Code's client token.
 pub const CODE_CLIENT: &str = "claude-code";
@@ -40,9 +46,23 @@ pub enum ConnectError {
     /// The path of the `souz` binary is unknown (the bridge cannot be started).
     #[error("the path of the souz binary is unknown, so Claude Desktop could not start the bridge")]
     NoBinary,
+    /// A link or something other than a regular file is where Souz would read or write;
+    /// nothing was read or written there.
+    #[error("{0}")]
+    Refused(String),
     /// Reading or writing failed.
     #[error("{0}")]
     Io(String),
+}
+
+impl From<DaemonFileError> for ConnectError {
+    fn from(error: DaemonFileError) -> Self {
+        if error.is_refusal() {
+            Self::Refused(error.to_string())
+        } else {
+            Self::Io(error.to_string())
+        }
+    }
 }
 
 /// The `claude mcp add` command for a daemon at `base` (`http://host:port`).
@@ -135,66 +155,36 @@ pub(crate) fn diff(path: &Path, before: &str, after: &str) -> String {
         .to_string()
 }
 
-/// Reads `path`; `None` when it does not exist.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, ConnectError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(ConnectError::Io(format!(
-            "cannot read {}: {error}",
-            path.display()
-        ))),
-    }
+/// The largest `claude_desktop_config.json` Souz reads.
+const MAX_DESKTOP_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Claude Desktop's configuration file, reached beneath the person's home `user_home`: no
+/// folder on the way and not the file itself may be a symbolic link.
+pub fn desktop_config_file(user_home: &Path) -> Result<DaemonFile, ConnectError> {
+    Ok(DaemonFile::new(user_home, desktop_config_path(user_home))?)
 }
 
-/// Writes `text` to `path` atomically, first copying the file there to `<path>.bak`; returns
-/// the backup's path when there was a file.
-pub(crate) fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>, ConnectError> {
-    let io = |what: &str, error: std::io::Error| {
-        ConnectError::Io(format!("cannot {what} {}: {error}", path.display()))
-    };
-    if let Some(folder) = path.parent() {
-        std::fs::create_dir_all(folder).map_err(|error| io("create the folder of", error))?;
-    }
-    let backup = if path.exists() {
-        let backup = path.with_extension("json.bak");
-        std::fs::copy(path, &backup).map_err(|error| io("back up", error))?;
-        Some(backup)
-    } else {
-        None
-    };
-    let partial = path.with_extension(format!("json.{}.partial", std::process::id()));
-    let written = std::fs::File::create(&partial).and_then(|mut out| {
-        out.write_all(text.as_bytes())?;
-        out.sync_all()
-    });
-    written
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|error| {
-            let _ = std::fs::remove_file(&partial);
-            io("write", error)
-        })?;
-    Ok(backup)
+/// Reads `file`; `None` when it does not exist. A link there is refused, never followed.
+pub(crate) fn read_optional(file: &DaemonFile) -> Result<Option<String>, ConnectError> {
+    Ok(file.read_text(MAX_DESKTOP_CONFIG_BYTES)?)
 }
 
-/// Writes `token` to `file` (mode 0600) in `folder` (mode 0700), replacing what was there.
-pub fn write_private(folder: &Path, file: &Path, token: &str) -> std::io::Result<()> {
-    crate::config::paths::create_private_dir(folder)?;
-    let partial = file.with_extension("token.partial");
-    let _ = std::fs::remove_file(&partial);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let written = options.open(&partial).and_then(|mut out| {
-        out.write_all(token.as_bytes())?;
-        out.write_all(b"\n")?;
-        out.sync_all()
-    });
-    written.and_then(|()| std::fs::rename(&partial, file))
+/// Writes `text` to `file` atomically, first copying the file there to `<name>.bak`; returns
+/// the backup's path when there was a file. Links at the file, at the backup or on the way are
+/// refused; the temporary file has a fresh name created with `O_EXCL`.
+pub(crate) fn write_with_backup(
+    file: &DaemonFile,
+    text: &str,
+) -> Result<Option<PathBuf>, ConnectError> {
+    Ok(file.write(text.as_bytes(), WriteOptions::shared().with_backup(".bak"))?)
+}
+
+/// Writes `token` to the client token file of `client` (mode 0600, in the owner-only
+/// `clients` folder of the Souz home), replacing what was there, through no link.
+pub fn write_client_token(paths: &SouzPaths, client: &str, token: &str) -> std::io::Result<()> {
+    let file = DaemonFile::new(paths.home(), paths.client_token(client))?;
+    file.write(format!("{token}\n").as_bytes(), WriteOptions::private())?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -258,14 +248,20 @@ mod tests {
     #[test]
     fn writing_keeps_a_backup_and_the_diff_shows_the_change() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("Claude/claude_desktop_config.json");
-        assert_eq!(write_with_backup(&path, "{}\n").unwrap(), None);
+        let file = desktop_config_file(dir.path()).unwrap();
+        let path = file.path();
+        assert_eq!(write_with_backup(&file, "{}\n").unwrap(), None);
         let after = with_server(&path, Some("{}\n"), desktop_server("/s", None)).unwrap();
         let change = diff(&path, "{}\n", &after);
         assert!(change.contains("+  \"mcpServers\""), "{change}");
-        let backup = write_with_backup(&path, &after).unwrap().unwrap();
+        let backup = write_with_backup(&file, &after).unwrap().unwrap();
+        assert_eq!(backup, path.with_extension("json.bak"));
         assert_eq!(std::fs::read_to_string(backup).unwrap(), "{}\n");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
+        assert_eq!(
+            read_optional(&file).unwrap().as_deref(),
+            Some(after.as_str())
+        );
         assert_eq!(diff(&path, &after, &after), "");
     }
 
@@ -274,13 +270,132 @@ mod tests {
     fn token_files_are_owner_only_and_replaced() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("clients");
-        let file = folder.join("claude-desktop.token");
-        write_private(&folder, &file, "first").unwrap();
-        write_private(&folder, &file, "second").unwrap();
+        let paths = SouzPaths::new(dir.path());
+        write_client_token(&paths, DESKTOP_CLIENT, "first").unwrap();
+        write_client_token(&paths, DESKTOP_CLIENT, "second").unwrap();
+        let file = paths.client_token(DESKTOP_CLIENT);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "second\n");
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&file), 0o600);
-        assert_eq!(mode(&folder), 0o700);
+        assert_eq!(mode(&paths.client_tokens()), 0o700);
+    }
+}
+
+/// Links an approved command could plant where Connect Claude reads and writes (issue 39):
+/// none is followed, nothing outside is read, copied or written.
+#[cfg(test)]
+#[cfg(unix)]
+mod link_tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    const CANARY: &str = "# ~/.bashrc\nalias ls='ls --color'\n";
+
+    struct Planted {
+        _dir: tempfile::TempDir,
+        home: PathBuf,
+        canary: PathBuf,
+    }
+
+    /// A home with `~/.config` and a canary file outside it (the `~/.bashrc` or
+    /// `~/.docker/config.json` of the issue).
+    fn planted() -> Planted {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let home = base.join("home");
+        std::fs::create_dir_all(desktop_config_path(&home).parent().unwrap()).unwrap();
+        let canary = base.join("canary");
+        std::fs::write(&canary, CANARY).unwrap();
+        Planted {
+            _dir: dir,
+            home,
+            canary,
+        }
+    }
+
+    fn assert_refused<T: std::fmt::Debug>(result: Result<T, ConnectError>, what: &str) {
+        match result {
+            Err(ConnectError::Refused(message)) => {
+                assert!(message.contains("symbolic link"), "{what}: {message}");
+            }
+            other => panic!("{what}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    fn text() -> String {
+        with_server(Path::new("c"), None, desktop_server("/s", None)).unwrap()
+    }
+
+    #[test]
+    fn a_link_at_the_backup_does_not_overwrite_its_target() {
+        let planted = planted();
+        let file = desktop_config_file(&planted.home).unwrap();
+        std::fs::write(file.path(), "{}\n").unwrap();
+        symlink(&planted.canary, file.path().with_extension("json.bak")).unwrap();
+        assert_refused(write_with_backup(&file, &text()), "write");
+        assert_eq!(std::fs::read_to_string(&planted.canary).unwrap(), CANARY);
+        assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn a_link_at_the_file_is_neither_read_nor_copied_nor_written() {
+        let planted = planted();
+        let file = desktop_config_file(&planted.home).unwrap();
+        symlink(&planted.canary, file.path()).unwrap();
+        assert_refused(read_optional(&file), "read");
+        assert_refused(write_with_backup(&file, &text()), "write");
+        assert_eq!(std::fs::read_to_string(&planted.canary).unwrap(), CANARY);
+        let backup = file.path().with_extension("json.bak");
+        assert!(!backup.exists(), "nothing was copied out of the link");
+    }
+
+    #[test]
+    fn a_linked_claude_folder_is_not_entered() {
+        let planted = planted();
+        let folder = desktop_config_path(&planted.home)
+            .parent()
+            .unwrap()
+            .to_owned();
+        let outside = planted.canary.parent().unwrap().join("elsewhere");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("claude_desktop_config.json"), "{}\n").unwrap();
+        std::fs::remove_dir(&folder).unwrap();
+        symlink(&outside, &folder).unwrap();
+        let file = desktop_config_file(&planted.home).unwrap();
+        assert_refused(read_optional(&file), "read");
+        assert_refused(write_with_backup(&file, &text()), "write");
+        let mut inside: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        inside.sort();
+        assert_eq!(inside, ["claude_desktop_config.json"]);
+        let config = outside.join("claude_desktop_config.json");
+        assert_eq!(std::fs::read_to_string(config).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn links_at_the_old_temporary_names_are_never_written_through() {
+        let planted = planted();
+        let file = desktop_config_file(&planted.home).unwrap();
+        let partial = format!("json.{}.partial", std::process::id());
+        symlink(&planted.canary, file.path().with_extension(partial)).unwrap();
+        write_with_backup(&file, &text()).unwrap();
+        assert_eq!(std::fs::read_to_string(&planted.canary).unwrap(), CANARY);
+        assert!(has_server(&std::fs::read_to_string(file.path()).unwrap()));
+    }
+
+    #[test]
+    fn a_linked_clients_folder_gets_no_token() {
+        let planted = planted();
+        let souz = planted.home.join(".souz");
+        std::fs::create_dir(&souz).unwrap();
+        let outside = planted.canary.parent().unwrap().join("tokens");
+        std::fs::create_dir(&outside).unwrap();
+        symlink(&outside, souz.join("clients")).unwrap();
+        let paths = SouzPaths::new(&souz);
+        assert!(write_client_token(&paths, DESKTOP_CLIENT, "secret").is_err());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 }

@@ -2,33 +2,31 @@
 //!
 //! Written atomically (temp file + rename, mode 0600) after the gateway is bound, removed on a
 //! clean stop, and only by the process it names, so a second daemon that failed to start never
-//! deletes the first one's file.
+//! deletes the first one's file. It lives in the Souz home, whose folder is trusted; a link at
+//! the file itself (or at its temporary sibling) is never followed ([`DaemonFile`]).
 
-use std::io::Write;
 use std::path::Path;
 
 use souz_protocol::DaemonInfo;
 
+use crate::sandbox::{DaemonFile, WriteOptions};
+
+/// The largest `daemon.json` read.
+const MAX_BYTES: u64 = 64 << 10;
+
 /// Writes `info` to `path` atomically.
 pub fn write(path: &Path, info: &DaemonInfo) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(info).map_err(std::io::Error::other)?;
-    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&temporary)?;
-    file.write_all(&json)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
+    DaemonFile::in_trusted_folder(path)?.write(&json, WriteOptions::private())?;
+    Ok(())
 }
 
 /// Reads `path`; `None` when there is no (readable, valid) file.
 pub fn read(path: &Path) -> Option<DaemonInfo> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = DaemonFile::in_trusted_folder(path)
+        .ok()?
+        .read(MAX_BYTES)
+        .ok()??;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -49,8 +47,10 @@ pub fn process_exists(info: &DaemonInfo) -> bool {
 
 /// Removes `path` if it names this process.
 pub fn remove_if_ours(path: &Path) {
-    if read(path).is_some_and(|info| info.pid == std::process::id()) {
-        let _ = std::fs::remove_file(path);
+    if read(path).is_some_and(|info| info.pid == std::process::id())
+        && let Ok(file) = DaemonFile::in_trusted_folder(path)
+    {
+        let _ = file.remove();
     }
 }
 
@@ -108,6 +108,26 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_at_the_file_or_its_old_temporary_name_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let canary = dir.path().join("canary");
+        std::fs::write(&canary, "keep").unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let path = home.join("daemon.json");
+        let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&canary, &temporary).unwrap();
+        write(&path, &read_back_info()).unwrap();
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "keep");
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&canary, &path).unwrap();
+        assert!(write(&path, &read_back_info()).is_err());
+        assert_eq!(read(&path), None, "a link is not read");
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "keep");
     }
 
     fn read_back_info() -> DaemonInfo {

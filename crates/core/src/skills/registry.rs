@@ -27,7 +27,7 @@ use super::frontmatter::{self, SkillMarkdown};
 use super::git::{self, GitSource};
 use super::review::{self, Review};
 use super::rules::{self, Finding};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{DaemonFileError, DaemonFolder, Sandbox};
 use crate::store::{Store, StoreError};
 
 /// Where a skill comes from, in precedence order.
@@ -302,30 +302,40 @@ impl Registry {
         Ok(Installed { id, hash, verdict })
     }
 
+    /// Writes `bundle` to `skills/<id>/<hash>` in the Souz home: staged in a fresh hidden
+    /// folder, each file created new and read-only, then renamed into place. Every folder and
+    /// file is opened beneath the Souz home's handle ([`DaemonFolder`]): no link is followed.
     fn write_bundle(&self, id: &str, hash: &str, bundle: &Bundle) -> Result<(), SkillError> {
-        let io = |error: std::io::Error| SkillError::Io(error.to_string());
-        let target = self.bundle_dir(id, hash);
-        if target.is_dir() {
+        let io = |error: DaemonFileError| SkillError::Io(error.to_string());
+        let (home, skills) = match (self.installed.parent(), self.installed.file_name()) {
+            (Some(home), Some(skills)) => (home, Path::new(skills).join(id)),
+            _ => (self.installed.as_path(), PathBuf::from(id)),
+        };
+        let parent = DaemonFolder::create(home, &skills, 0o700).map_err(io)?;
+        if parent.child(hash, None).map_err(io)?.is_some() {
             return Ok(());
         }
-        let parent = self.installed.join(id);
-        std::fs::create_dir_all(&parent).map_err(io)?;
-        let temp = tempfile::Builder::new()
-            .prefix(".incoming-")
-            .tempdir_in(&parent)
-            .map_err(io)?;
-        for (path, text) in bundle.files() {
-            let file = temp.path().join(path);
-            if let Some(folder) = file.parent() {
-                std::fs::create_dir_all(folder).map_err(io)?;
+        let incoming = format!(".incoming-{}", uuid::Uuid::new_v4().simple());
+        let staged = (|| {
+            let staging = created(&parent, &incoming)?;
+            for (path, text) in bundle.files() {
+                let path = Path::new(path);
+                let mut folder = None;
+                for name in path.parent().into_iter().flat_map(Path::iter) {
+                    let next = created(folder.as_ref().unwrap_or(&staging), name)?;
+                    folder = Some(next);
+                }
+                let name = path.file_name().unwrap_or_default();
+                let folder = folder.as_ref().unwrap_or(&staging);
+                if !folder.create_new(name, text.as_bytes(), 0o444)? {
+                    return Err(DaemonFileError::NotRegular(folder.path().join(name)));
+                }
             }
-            std::fs::write(&file, text).map_err(io)?;
-            read_only(&file).map_err(io)?;
-        }
-        let temp = temp.keep();
-        if let Err(error) = std::fs::rename(&temp, &target) {
-            let _ = std::fs::remove_dir_all(&temp);
-            if !target.is_dir() {
+            parent.rename(&incoming, hash, true)
+        })();
+        if let Err(error) = staged {
+            let _ = parent.remove_tree(&incoming);
+            if parent.child(hash, None).ok().flatten().is_none() {
                 return Err(io(error));
             }
         }
@@ -621,17 +631,19 @@ fn import_entries(root: &ImportRoot) -> Vec<Listed> {
     listed
 }
 
-#[cfg(unix)]
-fn read_only(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444))
-}
-
-#[cfg(not(unix))]
-fn read_only(path: &Path) -> std::io::Result<()> {
-    let mut permissions = std::fs::metadata(path)?.permissions();
-    permissions.set_readonly(true);
-    std::fs::set_permissions(path, permissions)
+/// The new folder `name` inside `folder` (0700), never through a link.
+fn created(
+    folder: &DaemonFolder,
+    name: impl AsRef<std::ffi::OsStr>,
+) -> Result<DaemonFolder, DaemonFileError> {
+    let name = name.as_ref();
+    folder
+        .child(name, Some(0o700))?
+        .ok_or_else(|| DaemonFileError::Io {
+            action: "create the folder",
+            path: folder.path().join(name),
+            source: std::io::ErrorKind::NotFound.into(),
+        })
 }
 
 /// Lets the owner delete what is under `folder` (read-only files in writable folders can be

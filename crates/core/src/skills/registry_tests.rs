@@ -72,6 +72,22 @@ async fn install_stores_the_bundle_by_hash_and_keeps_old_bundles() {
     ));
 }
 
+/// A link planted at the skill's folder in the Souz home is refused: the bundle is not written
+/// wherever it points.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_linked_skill_folder_is_not_written_through() {
+    let f = fixture().await;
+    let source = skill(f.temp.path(), "notes", "Take notes.", "echo 1\n");
+    let elsewhere = f.temp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::create_dir_all(f.temp.path().join("souz/skills")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, f.temp.path().join("souz/skills/notes")).unwrap();
+    let error = f.registry.install_folder(&source).await.unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
 #[tokio::test]
 async fn a_rejected_bundle_is_not_installed_and_its_rejection_is_cached() {
     let f = fixture().await;

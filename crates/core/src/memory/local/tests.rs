@@ -327,6 +327,38 @@ async fn a_cut_download_resumes_with_a_range_request_and_verifies() {
     assert_eq!(seen.lock().unwrap().last().copied(), Some(pinned.bytes));
 }
 
+/// A link planted at the `.part` file is neither measured for a resume nor appended to.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_link_at_the_part_file_is_not_written_through() {
+    let (address, _files, _server) = file_server(0).await;
+    let pinned = minilm().files[0];
+    let file = leak_file(
+        format!("http://{address}/config.json"),
+        "config.json",
+        pinned.sha256,
+        pinned.bytes,
+    );
+    let home = TestHome::new();
+    let dir = home.paths().home().join("models/linked");
+    std::fs::create_dir_all(&dir).unwrap();
+    let canary = home.path().join("canary");
+    std::fs::write(&canary, "keep").unwrap();
+    std::os::unix::fs::symlink(&canary, dir.join("config.json.part")).unwrap();
+    let error = fetch_file(
+        &local_client(),
+        &dir,
+        &file,
+        &|_: &ModelFile, _| {},
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "keep");
+    assert!(!dir.join("config.json").exists());
+}
+
 #[tokio::test]
 async fn a_checksum_mismatch_removes_the_file_and_says_so() {
     let (address, _files, _server) = file_server(0).await;

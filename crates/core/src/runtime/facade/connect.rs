@@ -14,6 +14,7 @@ use crate::approvals::audit;
 use crate::runtime::RuntimeHandle;
 use crate::runtime::config_editor;
 use crate::runtime::connect::{self, CODE_CLIENT, ConnectError, DESKTOP_CLIENT};
+use crate::sandbox::DaemonFile;
 
 /// How far back "recently" reaches.
 const RECENT_DAYS: i64 = 30;
@@ -21,9 +22,10 @@ const RECENT_DAYS: i64 = 30;
 impl From<ConnectError> for ServiceError {
     fn from(error: ConnectError) -> Self {
         match error {
-            ConnectError::Unreadable { .. } | ConnectError::NoBinary | ConnectError::Changed(_) => {
-                Self::conflict(ErrorCode::Conflict, error.to_string())
-            }
+            ConnectError::Unreadable { .. }
+            | ConnectError::NoBinary
+            | ConnectError::Changed(_)
+            | ConnectError::Refused(_) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             ConnectError::Io(detail) => Self::Internal(detail),
         }
     }
@@ -35,11 +37,16 @@ impl RuntimeHandle {
         connect::desktop_config_path(self.config().paths.user_home())
     }
 
+    /// The same file, reached beneath the person's home without following links.
+    fn desktop_config_file(&self) -> Result<DaemonFile, ConnectError> {
+        connect::desktop_config_file(self.config().paths.user_home())
+    }
+
     /// Where Claude Desktop is configured, and the client tokens with their recent calls
     /// and grants.
     pub async fn connect_status(&self) -> Result<ConnectStatus, ServiceError> {
-        let path = self.desktop_config();
-        let configured = blocking(move || connect::read_optional(&path))
+        let file = self.desktop_config_file()?;
+        let configured = blocking(move || connect::read_optional(&file))
             .await?
             .is_some_and(|text| connect::has_server(&text));
         let since = chrono::Utc::now() - chrono::Duration::days(RECENT_DAYS);
@@ -93,9 +100,10 @@ impl RuntimeHandle {
     /// The change adding Souz to Claude Desktop's configuration would make; nothing is written.
     pub async fn desktop_config_change(&self) -> Result<DesktopConfigChange, ServiceError> {
         let server = self.desktop_server()?;
-        let path = self.desktop_config();
+        let file = self.desktop_config_file()?;
         let change = blocking(move || {
-            let current = connect::read_optional(&path)?;
+            let path = file.path();
+            let current = connect::read_optional(&file)?;
             let before = current.clone().unwrap_or_default();
             let after = connect::with_server(&path, current.as_deref(), server)?;
             Ok(DesktopConfigChange {
@@ -117,28 +125,23 @@ impl RuntimeHandle {
         revision: String,
     ) -> Result<DesktopConfigApplied, ServiceError> {
         let server = self.desktop_server()?;
-        let path = self.desktop_config();
-        let check = path.clone();
+        let file = self.desktop_config_file()?;
+        let check = file.clone();
         let after = blocking(move || {
             let current = connect::read_optional(&check)?;
             if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
-                return Err(ConnectError::Changed(check.display().to_string()));
+                return Err(ConnectError::Changed(check.path().display().to_string()));
             }
-            connect::with_server(&check, current.as_deref(), server)
+            connect::with_server(&check.path(), current.as_deref(), server)
         })
         .await?;
         let token = self.rotate_client(DESKTOP_CLIENT).await?;
         let paths = self.config().paths.clone();
         let backup = blocking(move || {
-            connect::write_private(
-                &paths.client_tokens(),
-                &paths.client_token(DESKTOP_CLIENT),
-                &token,
-            )
-            .map_err(|error| {
+            connect::write_client_token(&paths, DESKTOP_CLIENT, &token).map_err(|error| {
                 ConnectError::Io(format!("cannot write the bridge's token: {error}"))
             })?;
-            connect::write_with_backup(&path, &after)
+            connect::write_with_backup(&file, &after)
         })
         .await?;
         tracing::info!(path = %self.desktop_config().display(), "added Souz to Claude Desktop");

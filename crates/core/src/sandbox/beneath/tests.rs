@@ -5,6 +5,11 @@ use std::io::Read;
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
+use std::ffi::OsString;
+
+use rustix::fs::FileType;
+
+use super::walk::open_per_component;
 use super::*;
 use crate::config::{SandboxConfig, SouzPaths};
 

@@ -14,7 +14,7 @@
 //!   cross-filesystem copy reads and writes only through folder handles, and nothing follows a
 //!   symlink. A folder swapped for a link between the check and the write fails the write.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+use crate::sandbox::beneath::walk::staging_name;
 use crate::sandbox::beneath::{
     Beneath, open_child_dir, open_child_file, read_entries, remove_tree, rename_between,
 };
@@ -136,14 +137,6 @@ impl Drop for TemporaryFile<'_> {
             let _ = self.beneath.remove_file(&self.path);
         }
     }
-}
-
-/// A fresh hidden name for something staged next to `name`: `.<name>.souz-<random>.tmp`.
-fn staging_name(name: &OsStr) -> OsString {
-    let mut staged = OsString::from(".");
-    staged.push(name);
-    staged.push(format!(".souz-{}.tmp", uuid::Uuid::new_v4().simple()));
-    staged
 }
 
 /// The permission bits (with set-id and sticky bits) of a raw mode.

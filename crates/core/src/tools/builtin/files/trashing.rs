@@ -12,7 +12,8 @@
 //! - The item moved is the name inside the folder the sandbox checked; a swap makes the open
 //!   fail, never the move reach elsewhere. A link is moved itself, never its target.
 //! - The home Trash (`$XDG_DATA_HOME/Trash`, else `~/.local/share/Trash`) is used when it is on
-//!   the item's filesystem; otherwise the filesystem's own `.Trash-<uid>` at the top of that
+//!   the item's filesystem, reached beneath the person's home without following a link
+//!   ([`crate::sandbox::DaemonFolder`]); otherwise the filesystem's own `.Trash-<uid>` at the top of that
 //!   filesystem (found by walking `..` from the parent handle), as the specification says.
 //!   Nothing is ever copied: an item that cannot be moved is refused, not deleted.
 //! - On other systems (macOS) the `trash` crate moves it by path (Finder's "Put Back" needs
@@ -45,8 +46,8 @@ mod linux {
 
     use rustix::fs::{AtFlags, Mode, OFlags};
 
-    use crate::sandbox::Sandbox;
     use crate::sandbox::beneath::{open_child_dir, rename_between};
+    use crate::sandbox::{DaemonFileError, DaemonFolder, Sandbox};
 
     /// Names tried when the Trash already holds items of the same name: the name itself, a few
     /// numbered ones (`a.txt.1`), then random suffixes, so a full Trash costs a few opens.
@@ -61,8 +62,10 @@ mod linux {
             Some(folder) => folder.to_path_buf(),
             None => default_home_trash()?,
         };
-        let trash = match open_trash_at(&home_trash) {
+        let trash = match open_trash_at(sandbox.user_home(), &home_trash) {
             Ok(trash) if rustix::fs::fstat(&trash.files)?.st_dev == device => trash,
+            // A link on the way to the home Trash: refuse, say why, move nothing.
+            Err(error) if DaemonFileError::refusal_in(&error) => return Err(error),
             _ => top_trash(parent.as_fd(), device)?,
         };
         put(&trash, parent.as_fd(), name, path)
@@ -85,14 +88,17 @@ mod linux {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no home folder for the Trash"))
     }
 
-    /// Opens (creating as needed, mode 0700) the Trash at `folder`.
-    fn open_trash_at(folder: &Path) -> io::Result<Trash> {
-        std::fs::create_dir_all(folder)?;
-        let base = rustix::fs::open(
-            folder,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+    /// Opens (creating as needed, mode 0700) the Trash at `folder`: beneath the person's
+    /// `home` when it is inside it, so a link planted at `~/.local`, `share` or `Trash` is
+    /// refused rather than followed (items would be moved wherever it points).
+    fn open_trash_at(home: &Path, folder: &Path) -> io::Result<Trash> {
+        let base = match folder.strip_prefix(home) {
+            Ok(relative) => DaemonFolder::create(home, relative, 0o700)?,
+            Err(_) => {
+                std::fs::create_dir_all(folder)?;
+                DaemonFolder::anchor(folder)?
+            }
+        };
         open_trash_in(base.as_fd())
     }
 
@@ -213,6 +219,23 @@ mod linux {
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn a_linked_home_trash_is_refused_and_nothing_moves() {
+            use crate::tools::builtin::files::testing::TestHome;
+            let home = TestHome::new();
+            let item = home.write("w/a.txt", "keep me");
+            let elsewhere = home.outside("elsewhere");
+            std::fs::create_dir_all(&elsewhere).unwrap();
+            home.symlink(&elsewhere, ".local/share");
+            let sandbox = (*home.ctx.sandbox)
+                .clone()
+                .with_trash_folder(home.path(".local/share/Trash"));
+            let error = move_to_trash(&sandbox, &item).unwrap_err();
+            assert!(error.to_string().contains("symbolic link"), "{error}");
+            assert_eq!(std::fs::read_to_string(&item).unwrap(), "keep me");
+            assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        }
 
         #[test]
         fn paths_are_escaped_for_the_trash_record() {
