@@ -7,7 +7,8 @@
 //!   server and every other key is kept as it was. A file that is not a JSON object (or whose
 //!   `mcpServers` is not an object) is refused, never overwritten.
 //! - The previous file is copied to `claude_desktop_config.json.bak` before the new one is
-//!   renamed into place (a write is atomic: temp file + rename).
+//!   renamed into place (a write is atomic: temp file + rename); the new file keeps the old
+//!   one's mode (a new file is owner-only).
 //! - No token is written to that file: the bridge reads its own from
 //!   `<SOUZ_HOME>/clients/claude-desktop.token` (0600, in an owner-only folder).
 
@@ -15,6 +16,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+
+pub mod claude_code;
 
 /// The name of Claude Code's client token.
 pub const CODE_CLIENT: &str = "claude-code";
@@ -45,7 +48,9 @@ pub enum ConnectError {
     Io(String),
 }
 
-/// The `claude mcp add` command for a daemon at `base` (`http://host:port`).
+/// The `claude mcp add` command for a daemon at `base` (`http://host:port`) with the token in
+/// a header: the last resort for a Claude Code without `headersHelper` (the token lands in the
+/// command's arguments and the shell's history; see [`claude_code`] for the way that does not).
 pub fn claude_code_command(base: &str, token: &str) -> String {
     format!(
         "claude mcp add --transport http souz {base}/mcp --header \"Authorization: Bearer {token}\""
@@ -164,7 +169,16 @@ pub(crate) fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBu
         None
     };
     let partial = path.with_extension(format!("json.{}.partial", std::process::id()));
-    let written = std::fs::File::create(&partial).and_then(|mut out| {
+    // The new file keeps the old one's mode (Claude Code's `~/.claude.json` may be owner-only).
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let mode = std::fs::metadata(path).map_or(0o600, |old| old.permissions().mode() & 0o777);
+        options.mode(mode);
+    }
+    let written = options.open(&partial).and_then(|mut out| {
         out.write_all(text.as_bytes())?;
         out.sync_all()
     });
