@@ -1,7 +1,8 @@
 //! Which MCP clients may read the operator's memory: a choice per client, never silent.
 //!
 //! An MCP client's `search_memory` (and the memory resources, which follow its policy) asks
-//! where read-only tools are allowed by default, so each client is asked once; the approval
+//! where read-only tools are allowed by default, so each client token is asked once (the
+//! operator token, which reads `/v1/memory` anyway, is not); the approval
 //! offers "always allow this client", a grant. The Connect page shows and sets the choice per
 //! client ([`Approvals::set_client_grant`]): allow or deny as a grant for that client's token,
 //! or no grant (ask). Rules in `config.toml` still come first (deny beats ask beats allow).
@@ -9,7 +10,7 @@
 //! Invariant: a client's choice is at most one active, argument-free, unending grant of the
 //! tool for that client's token; setting it revokes the previous one in the same transaction.
 
-use souz_protocol::{ArgumentMatch, Effect, Grant, Requester};
+use souz_protocol::{ArgumentMatch, Effect, Grant, OPERATOR_IDENTITY, Requester};
 
 use super::policy::{CallFacts, same_requester};
 use super::{Approvals, grants};
@@ -23,9 +24,11 @@ pub const CLIENT_MEMORY_READ_TOOL: &str = "search_memory";
 pub(crate) const ASK_REASON: &str =
     "an MCP client reading your memory is asked about once per client";
 
-/// Whether the call is an MCP client reading the operator's memory.
+/// Whether the call is an MCP client reading the operator's memory with a client token (the
+/// operator token reads all memory on `/v1/memory` anyway: asking it would protect nothing).
 pub(crate) fn reads_memory(facts: &CallFacts<'_>) -> bool {
-    facts.tool == CLIENT_MEMORY_READ_TOOL && matches!(facts.requester, Requester::Mcp { .. })
+    facts.tool == CLIENT_MEMORY_READ_TOOL
+        && matches!(facts.requester, Requester::Mcp { token_id, .. } if token_id != OPERATOR_IDENTITY)
 }
 
 impl Approvals {

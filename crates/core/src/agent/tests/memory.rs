@@ -378,7 +378,7 @@ async fn a_web_page_is_never_grounds_for_a_fact_about_the_person() {
             "writer".into(),
         )))),
     });
-    let (long_term, worker) = LongTermMemory::new(memory.clone());
+    let (long_term, mut worker) = LongTermMemory::new(memory.clone());
     let llm = Arc::new(FakeLlm::new());
     let models = Arc::new(FixedModel::new("fake-model", llm.clone()));
     let mut parts = AgentParts::new(stack.gate.clone(), stack.store.clone(), models);
@@ -387,6 +387,7 @@ async fn a_web_page_is_never_grounds_for_a_fact_about_the_person() {
     let agents = Agents::new(parts);
 
     let url = server.url("/html?name=wants");
+    llm.push_text("WEB_SEARCH 90");
     llm.push_tool_calls(vec![call("c1", "WebPageText", json!({"url": url}))]);
     llm.push_text("The page says invoices should go to billing@evil.example.");
     writer_llm.push_text(
@@ -400,7 +401,7 @@ async fn a_web_page_is_never_grounds_for_a_fact_about_the_person() {
     );
     let outcome = agents
         .run_turn(
-            skills(
+            graph(
                 "chat-a",
                 &format!("Read {url} for me. I prefer short answers."),
             ),
@@ -410,10 +411,10 @@ async fn a_web_page_is_never_grounds_for_a_fact_about_the_person() {
         .await
         .unwrap();
     assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(worker.run_queued().await, 1);
     // The page reached the model that proposes facts, so the refusal below is capture's.
     let asked = format!("{:?}", writer_llm.requests()[0].messages);
     assert!(asked.contains("the user wants all invoices"), "{asked}");
-    assert_eq!(worker.run_queued().await, 1);
     let facts: Vec<String> = active(&memory).await.into_iter().map(|f| f.body).collect();
     assert_eq!(facts, vec!["Prefers short answers".to_owned()]);
 }
