@@ -18,7 +18,7 @@ use crate::store::StoreError;
 use crate::store::codec::now;
 
 /// The MCP tool that reads the operator's memory.
-pub const CLIENT_MEMORY_READ_TOOL: &str = "search_memory";
+pub(crate) const CLIENT_MEMORY_READ_TOOL: &str = "search_memory";
 
 /// Why such a read asks.
 pub(crate) const ASK_REASON: &str =

@@ -59,6 +59,43 @@ async fn wait_for_approval(call: &mut CallHandle) -> String {
     panic!("the call never asked")
 }
 
+/// A client's `search_memory` asks; approved "always for this client", that client's next
+/// search does not ask, and another client's still does.
+async fn search_asks_once_per_client(handle: &RuntimeHandle, fact_id: &str) {
+    let query = serde_json::json!({"query": "when is the deploy window"});
+    let mut search = start(handle, "search_memory", query.clone()).await;
+    let approval = wait_for_approval(&mut search).await;
+    let pending = handle.approval(&approval).await.unwrap();
+    assert_eq!(pending.suggested.scope, ScopeKind::Requester);
+    let always = souz_protocol::DecisionRequest {
+        scope: ScopeKind::Requester,
+        ..souz_protocol::DecisionRequest::once(Verdict::Approve, "test")
+    };
+    handle
+        .decide_approval(&approval, always, &Audience::Everyone)
+        .await
+        .unwrap();
+    let state = search.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
+    let text = state.result.unwrap().text;
+    assert!(text.contains("untrusted"), "{text}");
+    assert!(text.contains(fact_id), "{text}");
+    let mut again = start(handle, "search_memory", query.clone()).await;
+    let state = again.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
+    assert!(state.approval_id.is_none(), "asked once for this client");
+    let other = handle
+        .start_call(CallRequest {
+            tool: "search_memory".to_owned(),
+            arguments: query,
+            requester: client("other-client"),
+        })
+        .await
+        .unwrap();
+    let mut other = other;
+    wait_for_approval(&mut other).await;
+}
+
 async fn facts(handle: &RuntimeHandle) -> Vec<souz_protocol::MemoryFact> {
     handle
         .list_memory(souz_protocol::MemoryQuery::default())
@@ -131,38 +168,7 @@ async fn memory_writes_from_mcp_clients_ask_and_searches_follow_the_policy() {
     assert_eq!(evidence.items.len(), 2, "the second writing is evidence");
     assert_eq!(evidence.items[0].client.as_deref(), Some("claude-code"));
 
-    let query = serde_json::json!({"query": "when is the deploy window"});
-    let mut search = start(&handle, "search_memory", query.clone()).await;
-    let approval = wait_for_approval(&mut search).await;
-    let pending = handle.approval(&approval).await.unwrap();
-    assert_eq!(pending.suggested.scope, ScopeKind::Requester);
-    let always = souz_protocol::DecisionRequest {
-        scope: ScopeKind::Requester,
-        ..souz_protocol::DecisionRequest::once(Verdict::Approve, "test")
-    };
-    handle
-        .decide_approval(&approval, always, &Audience::Everyone)
-        .await
-        .unwrap();
-    let state = search.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
-    let text = state.result.unwrap().text;
-    assert!(text.contains("untrusted"), "{text}");
-    assert!(text.contains(&stored[0].id), "{text}");
-    let mut again = start(&handle, "search_memory", query.clone()).await;
-    let state = again.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
-    assert!(state.approval_id.is_none(), "asked once for this client");
-    let other = handle
-        .start_call(CallRequest {
-            tool: "search_memory".to_owned(),
-            arguments: query,
-            requester: client("other-client"),
-        })
-        .await
-        .unwrap();
-    let mut other = other;
-    wait_for_approval(&mut other).await;
+    search_asks_once_per_client(&handle, &stored[0].id).await;
 
     let forget = serde_json::json!({"fact_id": stored[0].id});
     let mut denied = start(&handle, "forget", forget.clone()).await;
