@@ -18,7 +18,7 @@
  */
 
 /**
- * `POST /v1/connect/claude-desktop` body.
+ * `POST /v1/connect/claude-desktop` and `POST /v1/connect/claude-code/config` body.
  * @typedef {{
  *   revision: string;
  * }} ApplyDesktopConfig
@@ -276,9 +276,11 @@
  */
 
 /**
- * `POST /v1/connect/claude-code`: the command, with a fresh token of its own.
+ * `POST /v1/connect/claude-code`: the commands, with a fresh token of its own (the previous
+ * `claude-code` token is revoked).
  * @typedef {{
  *   command: string;
+ *   headerCommand: string;
  * }} ClaudeCodeCommand
  */
 
@@ -287,6 +289,14 @@
  * @typedef {{
  *   items: Array<ClientToken>;
  * }} ClientList
+ */
+
+/**
+ * `PUT /v1/connect/clients/{id}/memory` body and answer: whether that client may search and
+ * read your memory. The answer is what applies now (a rule in `config.toml` comes first).
+ * @typedef {{
+ *   access: Action;
+ * }} ClientMemoryAccess
  */
 
 /**
@@ -405,6 +415,8 @@
  * `GET /v1/connect`.
  * @typedef {{
  *   clients: Array<ConnectedClient>;
+ *   codeConfigPath: string;
+ *   codeConfigured: boolean;
  *   desktopConfigPath: string;
  *   desktopConfigured: boolean;
  * }} ConnectStatus
@@ -418,6 +430,7 @@
  *   grants: Array<string>;
  *   id: string;
  *   lastCallAt?: string | null;
+ *   memory: Action;
  *   name: string;
  * }} ConnectedClient
  */
@@ -501,7 +514,7 @@
  */
 
 /**
- * `POST /v1/connect/claude-desktop` answer.
+ * `POST /v1/connect/claude-desktop` and `POST /v1/connect/claude-code/config` answer.
  * @typedef {{
  *   backup?: string | null;
  *   path: string;
@@ -509,7 +522,8 @@
  */
 
 /**
- * `GET /v1/connect/claude-desktop`: the change adding Souz would make (nothing is written).
+ * `GET /v1/connect/claude-desktop` and `GET /v1/connect/claude-code/config`: the change adding
+ * Souz would make (nothing is written).
  * @typedef {{
  *   after: string;
  *   diff: string;

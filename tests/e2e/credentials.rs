@@ -1,6 +1,7 @@
 //! Credentials end to end: clients never hand a token to a listener that is not Souz (a
 //! squatter on the port), MCP client tokens made by `souz mcp-config` and `souz clients`, and
-//! `souz ui --open` opening a one-time code instead of the token.
+//! `souz ui --open` and Connect putting no token or code in any process argument (a poller
+//! reads every `/proc/*/cmdline` meanwhile and tries all it saw).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -153,18 +154,22 @@ fn mcp_config_gives_each_client_its_own_token() {
             .unwrap();
         assert!(output.status.success(), "{output:?}");
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        let token = text
-            .trim()
-            .rsplit_once("Bearer ")
-            .unwrap()
-            .1
-            .trim_end_matches('"')
-            .to_owned();
+        // The command holds no token: Claude Code's headersHelper prints it from the home.
+        let helper = daemon.cli().arg("mcp-headers").output().unwrap();
+        assert!(helper.status.success(), "{helper:?}");
+        let headers: Value = serde_json::from_slice(&helper.stdout).unwrap();
+        let token = headers["Authorization"].as_str().unwrap()["Bearer ".len()..].to_owned();
         (text, token)
     };
     let (text, first) = code(&daemon);
+    assert!(
+        text.starts_with("claude mcp add-json --scope user souz '"),
+        "{text}"
+    );
+    assert!(text.contains("mcp-headers"), "{text}");
     assert!(!text.contains(&daemon.token), "never the operator token");
-    assert!(first.starts_with("souz_client_"), "{text}");
+    assert!(!text.contains(&first), "no token in the command");
+    assert!(first.starts_with("souz_client_"), "{first}");
 
     let mcp = |token: &str, path: &str| {
         http(
@@ -237,17 +242,76 @@ fn mcp_config_gives_each_client_its_own_token() {
     assert_ne!(mcp(token, "/mcp").status, 401);
 }
 
-#[test]
-fn ui_open_opens_a_one_time_code_not_the_token() {
-    let daemon = Daemon::start();
-    // A fake browser opener that records its arguments.
+/// Reads every process's arguments (`/proc/*/cmdline`, what any local user can read) over and
+/// over until stopped, as a local attacker would, and keeps every argument it saw.
+struct ArgumentPoller {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::BTreeSet<String>>,
+}
+
+impl ArgumentPoller {
+    fn start() -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok(entries) = std::fs::read_dir("/proc") else {
+                    break;
+                };
+                for entry in entries.flatten() {
+                    let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+                        continue;
+                    };
+                    for argument in raw.split(|byte| *byte == 0).filter(|a| !a.is_empty()) {
+                        seen.insert(String::from_utf8_lossy(argument).into_owned());
+                    }
+                }
+            }
+            seen
+        });
+        Self { stop, thread }
+    }
+
+    fn stop(self) -> std::collections::BTreeSet<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap()
+    }
+}
+
+/// Every string in `seen` that could be a secret: each argument, and each run of at least 16
+/// letters, digits, `_` or `-` inside one (a code after `#code=`, a token after `Bearer `).
+fn secret_candidates(
+    seen: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeSet<String> {
+    let mut candidates: std::collections::BTreeSet<String> = seen
+        .iter()
+        .filter(|argument| argument.len() <= 256)
+        .cloned()
+        .collect();
+    for argument in seen {
+        for run in argument.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
+            if (16..=256).contains(&run.len()) {
+                candidates.insert(run.to_owned());
+            }
+        }
+    }
+    candidates
+}
+
+/// A fake browser opener (`xdg-open`, `open`) in a folder of its own that records its
+/// arguments in `opened` and stays alive for a second, long enough to be seen.
+fn fake_opener() -> (tempfile::TempDir, std::path::PathBuf) {
     let bin = tempfile::tempdir().unwrap();
     let record = bin.path().join("opened");
     for opener in ["xdg-open", "open"] {
         let script = bin.path().join(opener);
         std::fs::write(
             &script,
-            format!("#!/bin/sh\nprintf '%s' \"$*\" > '{}'\n", record.display()),
+            format!(
+                "#!/bin/sh\nprintf '%s' \"$*\" > '{}'\nsleep 1\n",
+                record.display()
+            ),
         )
         .unwrap();
         #[cfg(unix)]
@@ -256,42 +320,176 @@ fn ui_open_opens_a_one_time_code_not_the_token() {
             std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
     }
+    (bin, record)
+}
+
+#[test]
+fn ui_open_puts_nothing_usable_in_a_process_argument() {
+    let daemon = Daemon::start();
+    let (bin, record) = fake_opener();
     let path = format!(
         "{}:{}",
         bin.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let origin = format!("http://{}", daemon.address);
+    let exchange = |code: &str, origin: Option<&str>| {
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(origin) = origin {
+            headers.push(("Origin", origin));
+        }
+        http(
+            &daemon.address,
+            "POST",
+            "/v1/ui-codes/exchange",
+            &headers,
+            json!({"code": code}).to_string().as_bytes(),
+        )
+        .unwrap()
+    };
+
+    let poller = ArgumentPoller::start();
     let output = daemon
         .cli()
         .args(["ui", "--open"])
         .env("PATH", path)
         .output()
         .unwrap();
+    let seen = poller.stop();
     assert!(output.status.success(), "{output:?}");
     let opened = std::fs::read_to_string(&record).unwrap();
     assert!(
-        !opened.contains(&daemon.token),
-        "the token is in the browser's arguments"
+        seen.contains(&opened),
+        "the poller saw the browser's argument {opened}"
     );
-    let prefix = format!("http://{}/app/#code=", daemon.address);
-    let code = opened
-        .strip_prefix(&prefix)
-        .unwrap_or_else(|| panic!("{opened}"));
+    // Everything a local process could read from the process list: no token, and nothing
+    // the sign-in trades for one, even sent as the page would send it.
+    for candidate in secret_candidates(&seen) {
+        assert!(
+            !candidate.contains(&daemon.token),
+            "the token is in an argument"
+        );
+        let answer = exchange(&candidate, Some(&origin));
+        assert_eq!(answer.status, 401, "{candidate} signed in: {}", answer.body);
+    }
 
-    let exchange = |code: &str| {
+    // The browser got an owner-only page in the Souz home that sends it on to the code.
+    let page = opened
+        .strip_prefix("file://")
+        .unwrap_or_else(|| panic!("{opened}"));
+    let page = std::path::Path::new(page);
+    assert!(
+        page.starts_with(daemon.home.path().join("ui-open")),
+        "{opened}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode =
+            |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(page), 0o600);
+        assert_eq!(mode(page.parent().unwrap()), 0o700);
+    }
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(!html.contains(&daemon.token));
+    let prefix = format!("location.replace(\"{origin}/app/#code=");
+    let code = html
+        .split_once(&prefix)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .unwrap_or_else(|| panic!("{html}"))
+        .0;
+    // Only a page of the daemon's origin trades it (a script without one is refused and the
+    // code stays usable), and only once.
+    assert_eq!(exchange(code, None).status, 401, "not from a page");
+    let signed_in = exchange(code, Some(&origin));
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    assert_eq!(signed_in.json()["token"], daemon.token.as_str());
+    assert_eq!(
+        exchange(code, Some(&origin)).status,
+        401,
+        "a code works once"
+    );
+}
+
+#[test]
+fn connecting_claude_code_puts_no_token_in_a_process_argument_or_its_file() {
+    let daemon = Daemon::start();
+    let claude_json = daemon.user_home().join(".claude.json");
+    std::fs::write(&claude_json, r#"{"numStartups": 3, "mcpServers": {}}"#).unwrap();
+    let mcp = |token: &str| {
         http(
             &daemon.address,
             "POST",
-            "/v1/ui-codes/exchange",
-            &[("Content-Type", "application/json")],
-            json!({"code": code}).to_string().as_bytes(),
+            "/mcp",
+            &[
+                ("Authorization", &format!("Bearer {token}")),
+                ("Accept", "application/json, text/event-stream"),
+                ("Content-Type", "application/json"),
+            ],
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
         )
         .unwrap()
+        .status
     };
-    let signed_in = exchange(code);
-    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
-    assert_eq!(signed_in.json()["token"], daemon.token.as_str());
-    assert_eq!(exchange(code).status, 401, "a code works once");
+
+    let poller = ArgumentPoller::start();
+    // Connect: the change is shown, then written; the copy-paste command is made too.
+    let change = daemon.get("/v1/connect/claude-code/config");
+    assert_eq!(change.status, 200, "{}", change.body);
+    let change = change.json();
+    let applied = daemon.post(
+        "/v1/connect/claude-code/config",
+        &json!({"revision": change["revision"]}),
+    );
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&claude_json).unwrap()).unwrap();
+    assert_eq!(
+        written["numStartups"], 3,
+        "Claude Code's own settings are kept"
+    );
+    let server = &written["mcpServers"]["souz"];
+    assert_eq!(server["url"], format!("http://{}/mcp", daemon.address));
+    // Claude Code runs the helper through a shell each time it connects.
+    let helper = server["headersHelper"].as_str().unwrap().to_owned();
+    let printed = std::process::Command::new("sh")
+        .args(["-c", &helper])
+        .env("HOME", daemon.user_home())
+        .env_remove("SOUZ_HOME")
+        .output()
+        .unwrap();
+    let seen = poller.stop();
+    assert!(printed.status.success(), "{printed:?}");
+    let headers: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let token = headers["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_owned();
+    assert!(token.starts_with("souz_client_"), "{token}");
+    assert_ne!(mcp(&token), 401, "the helper's token reaches /mcp");
+    let text = std::fs::read_to_string(&claude_json).unwrap();
+    assert!(!text.contains(&token), "no token in Claude Code's file");
+    assert!(
+        seen.iter().any(|argument| argument.contains("mcp-headers")),
+        "the poller saw the helper run"
+    );
+    for candidate in secret_candidates(&seen) {
+        assert!(!candidate.contains(&token), "the token is in an argument");
+        assert_eq!(mcp(&candidate), 401, "{candidate} reached /mcp");
+    }
+
+    // The copy-paste fallback holds no token either (it makes a new one, in the file).
+    let made = daemon.post("/v1/connect/claude-code", &json!({}));
+    assert_eq!(made.status, 200, "{}", made.body);
+    let command = made.json()["command"].as_str().unwrap().to_owned();
+    assert!(
+        command.starts_with("claude mcp add-json --scope user souz '"),
+        "{command}"
+    );
+    assert!(!command.contains("souz_client_"), "{command}");
+    assert_eq!(mcp(&token), 401, "the previous token is revoked");
 }
 
 #[test]

@@ -753,12 +753,26 @@ fn mcp_config_prints_what_to_paste() {
         .unwrap();
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
-    // A client token of its own, never the operator token (see `credentials.rs`).
-    let prefix = format!(
-        "claude mcp add --transport http souz http://{}/mcp --header \"Authorization: Bearer souz_client_",
-        daemon.address
-    );
-    assert!(text.trim().starts_with(&prefix), "{text}");
+    // A client token of its own, kept in the Souz home, never in the command (see
+    // `credentials.rs`): Claude Code's headersHelper asks `souz mcp-headers` for it.
+    let binary = std::fs::canonicalize(souz_bin()).unwrap();
+    let expected = json!({
+        "type": "http",
+        "url": format!("http://{}/mcp", daemon.address),
+        "headersHelper": format!(
+            "SOUZ_HOME='{}' '{}' mcp-headers",
+            daemon.home.path().display(),
+            binary.display()
+        ),
+    });
+    let entry = text
+        .trim()
+        .strip_prefix("claude mcp add-json --scope user souz '")
+        .and_then(|rest| rest.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("{text}"));
+    let entry: Value = serde_json::from_str(&entry.replace("'\\''", "'")).unwrap();
+    assert_eq!(entry, expected);
+    assert!(!text.contains("souz_client_"), "{text}");
     assert!(!text.contains(&daemon.token), "{text}");
 
     let output = daemon

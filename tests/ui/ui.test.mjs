@@ -12,7 +12,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
-import { shot, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
+import { execFileSync } from "node:child_process";
+import { shot, souz, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
 
 let session, browser, base, token, home, user;
 const api = (...args) => session.api(...args);
@@ -38,6 +39,27 @@ before(async () => {
 
 after(async () => {
   await session?.close();
+});
+
+test("`souz ui --open` signs a real browser in through its owner-only redirect page", async () => {
+  // A fake browser launcher records what it was given; the real browser then opens it.
+  const bin = mkdtempSync(join(tmpdir(), "souz-opener-"));
+  const record = join(bin, "opened");
+  writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\nprintf '%s' "$1" > '${record}'\n`, { mode: 0o755 });
+  execFileSync(souz, ["ui", "--open"], {
+    env: { ...process.env, SOUZ_HOME: home, HOME: user, PATH: `${bin}:${process.env.PATH}` },
+  });
+  const opened = readFileSync(record, "utf8");
+  assert.match(opened, /^file:\/\/.*\/ui-open\/open-[^/]+\.html$/);
+  assert.ok(!opened.includes(token), "no token in the launcher's argument");
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  await tab.goto(opened);
+  await tab.waitForSelector("#connection.up");
+  assert.ok(tab.url().startsWith(`${base}/app/`), tab.url());
+  assert.ok(!tab.url().includes("code="), "the code leaves the address bar");
+  await context.close();
+  rmSync(bin, { recursive: true, force: true });
 });
 
 test("a one-time code signs the page in once, and the Clients page makes and revokes tokens", async () => {

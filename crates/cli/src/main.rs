@@ -20,6 +20,7 @@ mod serve;
 mod skills_command;
 mod texts;
 mod tools_command;
+mod ui_command;
 
 // The conformance fixtures answer test tools without the approval gate: they must never reach
 // a build people run.
@@ -83,13 +84,17 @@ enum Command {
         client: String,
     },
     /// Make a client token and print how to connect an MCP client with it: `claude-code`
-    /// (the `claude mcp add` command) or `claude-desktop` (the claude_desktop_config.json
-    /// block; the bridge reads the token from the Souz home). Replaces that client's old token.
+    /// (a `claude mcp add-json` command) or `claude-desktop` (the claude_desktop_config.json
+    /// block). Neither holds the token: it goes to the Souz home, where the bridge and
+    /// `souz mcp-headers` read it. Replaces that client's old token.
     McpConfig {
         /// Which client.
         #[arg(value_enum)]
         client: mcp_config::McpClient,
     },
+    /// Claude Code's `headersHelper`: print `{"Authorization": "Bearer …"}` with the
+    /// `claude-code` token from the Souz home (written by Connect or `souz mcp-config`).
+    McpHeaders,
     /// (Tests only) The MCP conformance suite's client under test: connect to URL as Souz's
     /// MCP client does, signing in with OAuth when asked, and call each tool once.
     #[cfg(feature = "conformance")]
@@ -125,7 +130,8 @@ enum Command {
         command: Option<skills_command::SkillsCommand>,
     },
     /// Print the address of the web UI (with the token in its fragment); `--open` opens it
-    /// with a one-time sign-in code instead, so the token is in no process argument.
+    /// signed in through an owner-only redirect page holding a one-time code, so neither the
+    /// token nor the code is in any process argument.
     Ui {
         /// Open it in the default browser.
         #[arg(long)]
@@ -159,6 +165,7 @@ fn main() -> ExitCode {
         Command::Config { command } => config_command::run(command),
         Command::McpStdio { client } => mcp_stdio::run(client),
         Command::McpConfig { client } => client_command(mcp_config::run(client)),
+        Command::McpHeaders => client_command(async { mcp_config::headers() }),
         Command::Mcp { command } => client_command(mcp_servers_command::run(command)),
         #[cfg(feature = "conformance")]
         Command::ConformanceClient { url } => client_command(async move {
@@ -194,7 +201,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Keys { command } => client_command(keys_command::run(command)),
-        Command::Ui { open } => client_command(ui(open)),
+        Command::Ui { open } => client_command(ui_command::run(open)),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),
         Command::Grants { command } => client_command(async {
@@ -203,35 +210,6 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
     }
-}
-
-/// `souz ui`: the web UI's address, checked against the running daemon.
-async fn ui(open: bool) -> anyhow::Result<ExitCode> {
-    let client = client::connect().await?;
-    client.pause_state().await?;
-    if open {
-        // A one-time code, not the token: the browser's arguments are visible to every local
-        // user (`ps`), and the code works once, for about a minute.
-        let url = client.ui_code_url().await?;
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        let status = std::process::Command::new(opener)
-            .arg(&url)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        if !status.is_ok_and(|status| status.success()) {
-            anyhow::bail!("could not run `{opener}`; open the address printed by `souz ui`");
-        }
-    } else {
-        {
-            say!("{}", client.ui_url(None));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `souz pause` / `souz resume`.

@@ -3,8 +3,10 @@
 //!
 //! Each run rotates the client's token (`claude-code`, `claude-desktop`): the old one of that
 //! name is revoked, so the last configuration printed is the one that works.
-//! - Claude Code gets the token in the `claude mcp add` header (Claude Code keeps it in its
-//!   own configuration; there is nowhere else to put it).
+//! - Claude Code gets a `claude mcp add-json` command whose entry holds no token: its
+//!   `headersHelper` is `souz mcp-headers`, which prints the bearer header from
+//!   `<SOUZ_HOME>/clients/claude-code.token` (0600) each time Claude Code connects, so the token
+//!   is in no process argument, shell history or Claude Code file.
 //! - Claude Desktop runs the bridge `souz mcp-stdio`, which reads its token from
 //!   `<SOUZ_HOME>/clients/claude-desktop.token` (0600, in an owner-only folder). The token is
 //!   therefore not in claude_desktop_config.json (often world-readable and copied around), not
@@ -14,7 +16,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use souz_core::runtime::connect;
+use souz_core::runtime::connect::{self, claude_code};
 
 use crate::clients_command::rotate;
 use crate::output::say;
@@ -27,7 +29,7 @@ pub const CODE_CLIENT: &str = connect::CODE_CLIENT;
 /// The clients Souz prints a configuration for.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum McpClient {
-    /// Claude Code: `claude mcp add --transport http ...` with the bearer header.
+    /// Claude Code: `claude mcp add-json ...` whose headers come from `souz mcp-headers`.
     ClaudeCode,
     /// Claude Desktop: the `mcpServers` block for claude_desktop_config.json (stdio bridge).
     ClaudeDesktop,
@@ -38,13 +40,19 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
     let daemon = crate::client::connect().await?;
     let text = match client {
         McpClient::ClaudeCode => {
+            let binary = this_binary()?;
+            let paths = crate::client::paths()?;
             let created = rotate(&daemon, CODE_CLIENT).await?;
-            claude_code(daemon.base(), &created.token)
+            connect::write_client_token(&paths, CODE_CLIENT, &created.token).with_context(
+                || format!("cannot write {}", paths.client_token(CODE_CLIENT).display()),
+            )?;
+            let home =
+                souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);
+            let helper = claude_code::headers_helper(&binary.to_string_lossy(), home.as_deref());
+            claude_code::add_json_command(&claude_code::code_server(daemon.base(), &helper))
         }
         McpClient::ClaudeDesktop => {
-            let binary = std::env::current_exe()
-                .and_then(std::fs::canonicalize)
-                .context("cannot find the path of this souz binary")?;
+            let binary = this_binary()?;
             let paths = crate::client::paths()?;
             let created = rotate(&daemon, DESKTOP_CLIENT).await?;
             connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token).with_context(
@@ -64,9 +72,23 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `claude mcp add` command for a daemon at `base` (`http://host:port`).
-pub fn claude_code(base: &str, token: &str) -> String {
-    connect::claude_code_command(base, token)
+/// `souz mcp-headers`: Claude Code's `headersHelper`. Prints `{"Authorization": "Bearer …"}`
+/// with the token of `claude-code` from the Souz home; the token never is an argument.
+pub fn headers() -> Result<ExitCode> {
+    let paths = crate::client::paths()?;
+    let file = paths.client_token(CODE_CLIENT);
+    let token = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}; connect Claude Code again", file.display()))?;
+    let header = serde_json::json!({ "Authorization": format!("Bearer {}", token.trim()) });
+    say!("{header}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The canonical path of this `souz` binary.
+fn this_binary() -> Result<std::path::PathBuf> {
+    std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("cannot find the path of this souz binary")
 }
 
 /// The claude_desktop_config.json block running `binary mcp-stdio` (with `SOUZ_HOME` when the
@@ -81,7 +103,6 @@ mod tests {
 
     #[test]
     fn the_cli_prints_what_core_builds() {
-        assert!(claude_code("http://127.0.0.1:8383", "abc").contains("/mcp --header"));
         let value: serde_json::Value =
             serde_json::from_str(&claude_desktop("/x/souz", None)).unwrap();
         assert_eq!(value["mcpServers"]["souz"]["command"], "/x/souz");

@@ -20,6 +20,7 @@
 pub(crate) mod audience;
 pub(crate) mod audit;
 pub(crate) mod call_target;
+pub(crate) mod client_memory;
 pub(crate) mod command_pattern;
 pub(crate) mod grants;
 pub(crate) mod limits;

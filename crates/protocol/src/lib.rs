@@ -35,8 +35,8 @@ pub use clients::{
     OPERATOR_IDENTITY, UiCode, UiCodeExchange, UiSession,
 };
 pub use connect::{
-    ApplyDesktopConfig, ClaudeCodeCommand, ConnectStatus, ConnectedClient, DesktopConfigApplied,
-    DesktopConfigChange,
+    ApplyDesktopConfig, ClaudeCodeCommand, ClientMemoryAccess, ConnectStatus, ConnectedClient,
+    DesktopConfigApplied, DesktopConfigChange,
 };
 pub use error::{ErrorBody, ErrorCode, ErrorDetail};
 pub use event::StreamControl;

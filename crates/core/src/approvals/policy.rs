@@ -6,7 +6,8 @@
 //! 2. a matching ask rule → Ask; an unconfined command → Ask; a command asking for the network
 //!    → the `network` default (unless it allows); a protected target → Ask; an unknown tool → Ask;
 //! 3. a matching allow rule, then a matching allow grant → Allow;
-//! 4. the default for the tool's risk class.
+//! 4. the default for the tool's risk class (an MCP client reading memory asks where read-only
+//!    tools are allowed: see [`super::client_memory`]).
 //!
 //! Deny and ask matchers fire when *any* target matches; allow matchers need *every* target of
 //! their kind to match (a rule allowing `~/notes` does not allow a move from `~/notes` to
@@ -25,6 +26,7 @@ use souz_protocol::{
     Action, ArgumentMatch, DecisionSource, Effect, EffectivePolicy, Requester, Risk, ToolGroup,
 };
 
+use super::client_memory;
 use super::command_pattern::{CommandPattern, ProgramLookup, SystemPrograms};
 use crate::approvals::CallTarget;
 use crate::approvals::call_target::only_writes;
@@ -566,6 +568,9 @@ impl Policy {
         }
         let source = DecisionSource::Default { risk: facts.risk };
         match self.config.default_for(facts.risk) {
+            Action::Allow if client_memory::reads_memory(facts) => Decision::Ask {
+                reason: client_memory::ASK_REASON.to_owned(),
+            },
             Action::Allow => Decision::Allow(source),
             Action::Ask => Decision::Ask {
                 reason: format!("{} tools ask by default", risk_words(facts.risk)),

@@ -1,12 +1,13 @@
 //! Capture after a turn (original `MemoryCaptureService.captureAfterTurn`): explicit intents
 //! first ("don't remember" skips, "forget"/"delete from memory" act on the matching fact),
 //! then candidates from the [`Writer`] (or the explicit-remember fallback), validated,
-//! grounded in what the person said or a tool returned, resolved to an allowed scope,
-//! deduplicated, and stored with one redacted source event of the turn.
+//! grounded in what the person said, resolved to an allowed scope, deduplicated, and stored
+//! with one redacted source event of the turn.
 //!
 //! Invariants: nothing is stored from a turn the person asked not to remember; a candidate
-//! whose evidence is not found in the user message or a tool output (assistant text counts
-//! only for session episode notes) is refused; secret-looking candidates are refused and
+//! whose evidence is not found in the person's own message is refused: tool output (a web
+//! page, a file, a command's output) is never grounds for a fact, whatever it says about
+//! the person, and assistant text counts only for session episode notes; secret-looking candidates are refused and
 //! everything stored is redacted; a tombstone (forgotten key or subject, or a closed scope)
 //! refuses the fact in the same transaction that would store it.
 
@@ -198,8 +199,9 @@ fn normalized_evidence(text: &str) -> String {
         .join(" ")
 }
 
-/// Whether the candidate's evidence occurs in the person's message or a tool output (or, for
-/// a session episode note, in the assistant's synthesis).
+/// Whether the candidate's evidence occurs in the person's own message (or, for a session
+/// episode note, in the assistant's synthesis). Tool output never grounds a fact: a page or a
+/// file that says "the user wants …" is not the person's word.
 pub fn is_grounded(turn: &TurnRecord, candidate: &Candidate, target: &Scope) -> bool {
     let evidence = normalized_evidence(&candidate.evidence_text);
     if evidence.is_empty() {
@@ -210,9 +212,8 @@ pub fn is_grounded(turn: &TurnRecord, candidate: &Candidate, target: &Scope) -> 
     let mut sources = vec![turn.user_message.as_str()];
     for item in &turn.evidence {
         match item.kind {
-            EvidenceKind::ToolOutput => sources.push(&item.text),
             EvidenceKind::AssistantSynthesis if synthesis_allowed => sources.push(&item.text),
-            EvidenceKind::AssistantSynthesis => {}
+            EvidenceKind::AssistantSynthesis | EvidenceKind::ToolOutput => {}
         }
     }
     sources

@@ -3,7 +3,8 @@
 //! passes the approval gate like any other tool.
 //!
 //! Invariants: the risk classes make writes ask by default (`[approvals] write` and `delete`
-//! are `ask` unless the person changed them) while a search follows the read-only policy;
+//! are `ask` unless the person changed them) and a search asks once per client (the person's
+//! choice for that client, shown on Connect, decides from then on);
 //! a `forget` plan names the fact it deletes (title and text), so the person sees what they
 //! approve; what a client stores is redacted, recorded with the client (named by its token)
 //! as its source, and announced like every other change; the agents do not see these tools
@@ -30,8 +31,9 @@ use crate::tools::{
 /// have it: server names are TOML keys of `[mcp.servers]` without `/`).
 pub(crate) const TOOLS_SERVER: &str = "@souz/memory";
 
-/// The name of the search tool (its policy also decides reading memory as MCP resources).
-pub(crate) const SEARCH_TOOL: &str = "search_memory";
+/// The name of the search tool (its policy also decides reading memory as MCP resources, and
+/// asks once per client by default: see `approvals::client_memory`).
+pub(crate) const SEARCH_TOOL: &str = crate::approvals::client_memory::CLIENT_MEMORY_READ_TOOL;
 
 /// The memory tools for MCP clients.
 pub(crate) fn external_tools(memory: &Memory) -> Vec<ExternalTool> {

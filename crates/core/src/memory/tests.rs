@@ -806,7 +806,7 @@ fn candidate(kind: Kind, scope: model::RequestedScope, title: &str, evidence: &s
 }
 
 #[tokio::test]
-async fn candidates_must_be_grounded_in_the_person_or_a_tool() {
+async fn candidates_must_be_grounded_in_the_persons_own_words() {
     use model::RequestedScope::{Global, Session};
     let writer = Arc::new(Scripted(vec![
         candidate(Kind::Semantic, Global, "From user", "works at  ACME"),
@@ -858,10 +858,10 @@ async fn candidates_must_be_grounded_in_the_person_or_a_tool() {
     assert_eq!(
         got,
         vec![
-            ("From tool".into(), Scope::global()),
             ("From user".into(), Scope::global()),
             ("Synthesis note".into(), Scope::session("c")),
-        ]
+        ],
+        "a tool's output is never grounds for a fact"
     );
 }
 

@@ -7,7 +7,8 @@
 //!   server and every other key is kept as it was. A file that is not a JSON object (or whose
 //!   `mcpServers` is not an object) is refused, never overwritten.
 //! - The previous file is copied to `claude_desktop_config.json.bak` before the new one is
-//!   renamed into place (a write is atomic: temp file + rename).
+//!   renamed into place (a write is atomic: temp file + rename); a replaced file keeps its
+//!   permission bits.
 //! - Every read and write goes beneath the person's home handle ([`DaemonFile`]): a symbolic
 //!   link at the file, at its `.bak`, or at a folder on the way (`~/.config/Claude`) is refused,
 //!   never followed, so an approved command that planted one cannot make Souz overwrite or copy
@@ -21,6 +22,8 @@ use serde_json::{Map, Value, json};
 
 use crate::config::SouzPaths;
 use crate::sandbox::{DaemonFile, DaemonFileError, WriteOptions};
+
+pub mod claude_code;
 
 /// The name of Claude Code's client token.
 pub const CODE_CLIENT: &str = "claude-code";
@@ -65,7 +68,9 @@ impl From<DaemonFileError> for ConnectError {
     }
 }
 
-/// The `claude mcp add` command for a daemon at `base` (`http://host:port`).
+/// The `claude mcp add` command for a daemon at `base` (`http://host:port`) with the token in
+/// a header: the last resort for a Claude Code without `headersHelper` (the token lands in the
+/// command's arguments and the shell's history; see [`claude_code`] for the way that does not).
 pub fn claude_code_command(base: &str, token: &str) -> String {
     format!(
         "claude mcp add --transport http souz {base}/mcp --header \"Authorization: Bearer {token}\""

@@ -159,6 +159,61 @@ fn cases() -> Vec<Case> {
     use Risk::{Delete, Exec, Network, ReadOnly, Write};
     let now = Utc::now();
     vec![
+        // An MCP client reading the operator's memory: asked once per client, then its grant
+        // (or a rule) decides; the agents' and the CLI's reads follow the read-only default.
+        case(
+            "a client's memory search asks",
+            "search_memory",
+            ReadOnly,
+            vec![],
+            Ask,
+        )
+        .from(claude()),
+        case(
+            "the CLI's search does not",
+            "search_memory",
+            ReadOnly,
+            vec![],
+            Allow,
+        )
+        .by("default"),
+        case(
+            "a client's grant allows it",
+            "search_memory",
+            ReadOnly,
+            vec![],
+            Allow,
+        )
+        .from(claude())
+        .grants(vec![GrantRule {
+            requester: Some(claude()),
+            ..grant("g-mem", Effect::Allow, "search_memory")
+        }])
+        .by("grant:g-mem"),
+        case(
+            "another client's grant does not",
+            "search_memory",
+            ReadOnly,
+            vec![],
+            Ask,
+        )
+        .from(token_client("c-other", "other", "Claude Code"))
+        .grants(vec![GrantRule {
+            requester: Some(claude()),
+            ..grant("g-mem", Effect::Allow, "search_memory")
+        }]),
+        case(
+            "a client's deny grant denies it",
+            "search_memory",
+            ReadOnly,
+            vec![],
+            Deny,
+        )
+        .from(claude())
+        .grants(vec![GrantRule {
+            requester: Some(claude()),
+            ..grant("g-mem", Effect::Deny, "search_memory")
+        }]),
         // Defaults per risk class.
         case(
             "read-only allowed by default",

@@ -81,6 +81,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         .route(
             Operation::post("/v1/ui-codes/exchange")
                 .summary("Trade a one-time code for the operator token (the web UI's sign-in).")
+                .description(
+                    "Only from a page: a request without an `Origin` header (scripts, \
+                     command-line tools) is refused (401) and the code stays unused; the \
+                     perimeter has already refused any origin that is not this daemon's.",
+                )
                 .tag("system")
                 .public()
                 .request::<UiCodeExchange>()
@@ -144,8 +149,16 @@ async fn issue_code(
 
 async fn exchange_code(
     State(handle): State<RuntimeHandle>,
+    headers: HeaderMap,
     ApiJson(request): ApiJson<UiCodeExchange>,
 ) -> Result<axum::Json<UiSession>, ApiError> {
+    // A code is for the page it was opened in: a browser always sends `Origin` on a POST, and
+    // the perimeter has refused every origin but this daemon's (and those the operator added).
+    if !headers.contains_key(header::ORIGIN) {
+        return Err(ApiError::unauthorized(
+            "A sign-in code works only from the Souz page it was opened in.",
+        ));
+    }
     let token = handle.redeem_ui_code(&request.code).ok_or_else(|| {
         ApiError::unauthorized(
             "This sign-in code is unknown, used or expired; run `souz ui --open` again.",

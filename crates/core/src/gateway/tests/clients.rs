@@ -230,19 +230,33 @@ async fn the_daemon_proves_its_identity_for_operator_and_client_tokens() {
 }
 
 #[tokio::test]
-async fn a_ui_code_signs_in_once() {
+async fn a_ui_code_signs_in_once_and_only_from_a_page() {
     let f = Fixture::new().await;
     let (status, issued) = f.request_as(&f.token, "POST", "/v1/ui-codes", None).await;
     assert_eq!(status, StatusCode::CREATED, "{issued}");
     let sign_in = issued["code"].as_str().unwrap();
     assert!(!sign_in.contains(&f.token));
-    let exchange = |code: &str| {
+    let without_origin = |code: &str| {
         f.get("/v1/ui-codes/exchange")
             .method("POST")
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(serde_json::json!({"code": code}).to_string()))
             .unwrap()
     };
+    let exchange = |code: &str| {
+        f.get("/v1/ui-codes/exchange")
+            .method("POST")
+            .header(header::ORIGIN, format!("http://{BOUND}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(serde_json::json!({"code": code}).to_string()))
+            .unwrap()
+    };
+    // Not from a page (a script that read the code somewhere): refused, the code kept.
+    let (status, refused) = f.send(without_origin(sign_in)).await;
+    assert_eq!(
+        (status, code(&refused)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
     let (status, session) = f.send(exchange(sign_in)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(session["token"], f.token.as_str());
@@ -264,7 +278,17 @@ async fn connect_claude_code_gives_a_working_command_and_revokes_the_previous_on
     assert_eq!(listed["desktopConfigured"], false);
 
     let command = |answer: &Value| {
-        let command = answer["command"].as_str().unwrap().to_owned();
+        let safe = answer["command"].as_str().unwrap();
+        assert!(
+            safe.starts_with("claude mcp add-json --scope user souz '"),
+            "{safe}"
+        );
+        assert!(safe.contains("mcp-headers"), "{safe}");
+        assert!(
+            !safe.contains("souz_client_"),
+            "no token in the command: {safe}"
+        );
+        let command = answer["headerCommand"].as_str().unwrap().to_owned();
         let prefix = format!(
             "claude mcp add --transport http souz http://{BOUND}/mcp --header \"Authorization: Bearer "
         );
@@ -296,6 +320,46 @@ async fn connect_claude_code_gives_a_working_command_and_revokes_the_previous_on
         !listed.to_string().contains(&second),
         "tokens are never listed"
     );
+    let home = f.runtime.handle().config().paths.clone();
+    let file = std::fs::read_to_string(home.client_token("claude-code")).unwrap();
+    assert_eq!(
+        file.trim(),
+        second,
+        "souz mcp-headers reads the current token"
+    );
+    assert_eq!(
+        clients[0]["memory"], "ask",
+        "reading memory asks once by default"
+    );
+
+    // The choice about reading memory, per client.
+    let id = clients[0]["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/connect/clients/{id}/memory");
+    for access in ["deny", "allow", "ask"] {
+        let body = serde_json::json!({ "access": access });
+        let (status, answer) = f.request_as(&f.token, "PUT", &path, Some(body)).await;
+        assert_eq!(
+            (status, answer["access"].as_str()),
+            (StatusCode::OK, Some(access))
+        );
+        let (_, listed) = f.request_as(&f.token, "GET", "/v1/connect", None).await;
+        assert_eq!(listed["clients"][0]["memory"], access, "{listed}");
+    }
+    let (_, grants) = f.request_as(&f.token, "GET", "/v1/grants", None).await;
+    assert_eq!(
+        grants["items"],
+        serde_json::json!([]),
+        "ask leaves no grant: {grants}"
+    );
+    let (status, _) = f
+        .request_as(
+            &f.token,
+            "PUT",
+            "/v1/connect/clients/nobody/memory",
+            Some(serde_json::json!({"access": "allow"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -1,19 +1,21 @@
-//! Connect Claude for the adapters: the Claude Code command (with a fresh token of its own),
-//! Souz's entry in Claude Desktop's configuration (shown as a diff first, then written with a
-//! backup), and which MCP clients used Souz recently and what they may do.
+//! Connect Claude for the adapters: Souz's entry in Claude Code's and Claude Desktop's
+//! configurations (shown as a diff first, then written with a backup; the token goes to an
+//! owner-only file of the Souz home, never into theirs), the Claude Code commands as a
+//! fallback, and which MCP clients used Souz recently and what they may do.
 
 use std::path::PathBuf;
 
 use souz_protocol::{
-    ClaudeCodeCommand, ConnectStatus, ConnectedClient, DesktopConfigApplied, DesktopConfigChange,
-    ErrorCode, Requester,
+    Action, ClaudeCodeCommand, ClientMemoryAccess, ConnectStatus, ConnectedClient,
+    DesktopConfigApplied, DesktopConfigChange, Effect, ErrorCode, Requester,
 };
 
 use super::ServiceError;
 use crate::approvals::audit;
+use crate::memory::mcp_tools::SEARCH_TOOL;
 use crate::runtime::RuntimeHandle;
 use crate::runtime::config_editor;
-use crate::runtime::connect::{self, CODE_CLIENT, ConnectError, DESKTOP_CLIENT};
+use crate::runtime::connect::{self, CODE_CLIENT, ConnectError, DESKTOP_CLIENT, claude_code};
 use crate::sandbox::DaemonFile;
 
 /// How far back "recently" reaches.
@@ -49,6 +51,10 @@ impl RuntimeHandle {
         let configured = blocking(move || connect::read_optional(&file))
             .await?
             .is_some_and(|text| connect::has_server(&text));
+        let code_file = self.code_config_file()?;
+        let code_configured = blocking(move || connect::read_optional(&code_file))
+            .await?
+            .is_some_and(|text| connect::has_server(&text));
         let since = chrono::Utc::now() - chrono::Duration::days(RECENT_DAYS);
         let recent = self
             .store()
@@ -71,7 +77,11 @@ impl RuntimeHandle {
                         _ => None,
                     })
                     .collect();
+                let memory = self
+                    .memory_read_policy(&client_requester(&client.id, &client.name))
+                    .action;
                 ConnectedClient {
+                    memory,
                     last_call_at: activity.map(|(_, at, _)| *at),
                     calls: activity.map_or(0, |(_, _, count)| *count),
                     grants: may,
@@ -84,16 +94,74 @@ impl RuntimeHandle {
         Ok(ConnectStatus {
             desktop_config_path: self.desktop_config().display().to_string(),
             desktop_configured: configured,
+            code_config_path: self.code_config().display().to_string(),
+            code_configured,
             clients,
         })
     }
 
-    /// The `claude mcp add` command for a daemon reached at `base`, with a new `claude-code`
-    /// token (the previous one is revoked).
+    /// The Claude Code commands for a daemon reached at `base`, with a new `claude-code` token
+    /// (the previous one is revoked) written where `souz mcp-headers` reads it.
     pub async fn claude_code_command(&self, base: &str) -> Result<ClaudeCodeCommand, ServiceError> {
+        let server = self.code_server(base);
         let token = self.rotate_client(CODE_CLIENT).await?;
+        self.write_client_token(CODE_CLIENT, token.clone()).await?;
         Ok(ClaudeCodeCommand {
-            command: connect::claude_code_command(base, &token),
+            command: claude_code::add_json_command(&server),
+            header_command: connect::claude_code_command(base, &token),
+        })
+    }
+
+    /// The change adding Souz (reached at `base`) to Claude Code's user configuration would
+    /// make; nothing is written. The entry holds no token.
+    pub async fn claude_code_config_change(
+        &self,
+        base: &str,
+    ) -> Result<DesktopConfigChange, ServiceError> {
+        let server = self.code_server(base);
+        let file = self.code_config_file()?;
+        Ok(blocking(move || {
+            let path = file.path();
+            let current = connect::read_optional(&file)?;
+            let before = current.clone().unwrap_or_default();
+            let after = connect::with_server(&path, current.as_deref(), server)?;
+            Ok(DesktopConfigChange {
+                path: path.display().to_string(),
+                exists: current.is_some(),
+                revision: config_editor::revision(&before),
+                diff: connect::diff(&path, &before, &after),
+                after,
+            })
+        })
+        .await?)
+    }
+
+    /// Adds Souz to Claude Code's user configuration if the file is still at `revision` (what
+    /// was shown): writes Claude Code's token file, backs the file up, writes the new one.
+    pub async fn apply_claude_code_config(
+        &self,
+        base: &str,
+        revision: String,
+    ) -> Result<DesktopConfigApplied, ServiceError> {
+        let server = self.code_server(base);
+        let file = self.code_config_file()?;
+        let path = file.path();
+        let check = file.clone();
+        let after = blocking(move || {
+            let current = connect::read_optional(&check)?;
+            if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
+                return Err(ConnectError::Changed(check.path().display().to_string()));
+            }
+            connect::with_server(&check.path(), current.as_deref(), server)
+        })
+        .await?;
+        let token = self.rotate_client(CODE_CLIENT).await?;
+        self.write_client_token(CODE_CLIENT, token).await?;
+        let backup = blocking(move || connect::write_with_backup(&file, &after)).await?;
+        tracing::info!(path = %path.display(), "added Souz to Claude Code");
+        Ok(DesktopConfigApplied {
+            path: path.display().to_string(),
+            backup: backup.map(|backup| backup.display().to_string()),
         })
     }
 
@@ -136,14 +204,8 @@ impl RuntimeHandle {
         })
         .await?;
         let token = self.rotate_client(DESKTOP_CLIENT).await?;
-        let paths = self.config().paths.clone();
-        let backup = blocking(move || {
-            connect::write_client_token(&paths, DESKTOP_CLIENT, &token).map_err(|error| {
-                ConnectError::Io(format!("cannot write the bridge's token: {error}"))
-            })?;
-            connect::write_with_backup(&file, &after)
-        })
-        .await?;
+        self.write_client_token(DESKTOP_CLIENT, token).await?;
+        let backup = blocking(move || connect::write_with_backup(&file, &after)).await?;
         tracing::info!(path = %self.desktop_config().display(), "added Souz to Claude Desktop");
         Ok(DesktopConfigApplied {
             path: self.desktop_config().display().to_string(),
@@ -163,6 +225,81 @@ impl RuntimeHandle {
         ))
     }
 
+    /// Sets whether the client `id` may search and read the operator's memory (a grant for
+    /// that client, or none: ask); answers what applies now.
+    pub async fn set_client_memory_access(
+        &self,
+        id: &str,
+        access: Action,
+    ) -> Result<ClientMemoryAccess, ServiceError> {
+        let client = self
+            .clients()
+            .list()
+            .await?
+            .into_iter()
+            .find(|client| client.id == id)
+            .ok_or_else(|| {
+                ServiceError::not_found(ErrorCode::NotFound, "No such active client.")
+            })?;
+        let requester = client_requester(&client.id, &client.name);
+        let effect = match access {
+            Action::Allow => Some(Effect::Allow),
+            Action::Deny => Some(Effect::Deny),
+            Action::Ask => None,
+        };
+        self.approvals()
+            .set_client_grant(SEARCH_TOOL, requester.clone(), effect)
+            .await?;
+        tracing::info!(client = %client.name, ?access, "memory access set");
+        Ok(ClientMemoryAccess {
+            access: self.memory_read_policy(&requester).action,
+        })
+    }
+
+    /// Claude Code's user configuration file for this person.
+    fn code_config(&self) -> PathBuf {
+        claude_code::code_config_path(self.config().paths.user_home())
+    }
+
+    /// The same file, reached beneath the person's home without following a link.
+    fn code_config_file(&self) -> Result<DaemonFile, ConnectError> {
+        let home = self.config().paths.user_home();
+        Ok(DaemonFile::new(home, claude_code::code_config_path(home))?)
+    }
+
+    /// Souz's server entry for Claude Code reached at `base`: its headers come from this
+    /// installation's `souz mcp-headers` (the `souz` on the person's `PATH` when the runtime
+    /// was started without knowing its binary, as in tests).
+    fn code_server(&self, base: &str) -> serde_json::Value {
+        let binary = self
+            .souz_binary()
+            .map_or_else(|| "souz".into(), |binary| binary.to_string_lossy());
+        let helper = claude_code::headers_helper(&binary, self.custom_home().as_deref());
+        claude_code::code_server(base, &helper)
+    }
+
+    /// The Souz home when it is not the default `~/.souz` (clients must be told where it is).
+    fn custom_home(&self) -> Option<PathBuf> {
+        let paths = &self.config().paths;
+        let default_home = paths.user_home().join(".souz");
+        (paths.home() != default_home).then(|| paths.home().to_path_buf())
+    }
+
+    /// Writes the token of the client `name` to its owner-only file in the Souz home.
+    async fn write_client_token(
+        &self,
+        name: &'static str,
+        token: String,
+    ) -> Result<(), ConnectError> {
+        let paths = self.config().paths.clone();
+        blocking(move || {
+            connect::write_client_token(&paths, name, &token).map_err(|error| {
+                ConnectError::Io(format!("cannot write the {name} token: {error}"))
+            })
+        })
+        .await
+    }
+
     /// Revokes the active tokens named `name` and makes a new one; returns it.
     async fn rotate_client(&self, name: &str) -> Result<String, ServiceError> {
         for old in self.clients().list().await? {
@@ -171,6 +308,17 @@ impl RuntimeHandle {
             }
         }
         Ok(self.clients().create(name).await?.token)
+    }
+}
+
+/// The requester a client token makes on `/mcp` (what grants and rules bind to).
+fn client_requester(id: &str, name: &str) -> Requester {
+    Requester::Mcp {
+        client_name: name.to_owned(),
+        client_version: String::new(),
+        session_id: String::new(),
+        token_id: id.to_owned(),
+        token_name: name.to_owned(),
     }
 }
 

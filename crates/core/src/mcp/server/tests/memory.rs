@@ -1,10 +1,11 @@
 //! Memory as MCP tools: listed for clients (writes marked as asking), hidden from the agents;
 //! `remember` and `forget` ask (approve: stored / deleted; deny: nothing changes);
-//! `search_memory` runs under the read-only policy and finds a fact.
+//! `search_memory` asks once per client (approved "always for this client", it no longer asks
+//! that client; another client is still asked) and finds a fact.
 
 use std::time::Duration;
 
-use souz_protocol::{ToolCallStatus, Verdict};
+use souz_protocol::{ScopeKind, ToolCallStatus, Verdict};
 
 use super::*;
 use crate::runtime::facade::Audience;
@@ -48,6 +49,53 @@ async fn decide(handle: &RuntimeHandle, call: &mut CallHandle, verdict: Verdict)
     call.wait_for(Duration::from_secs(30)).await
 }
 
+async fn wait_for_approval(call: &mut CallHandle) -> String {
+    for _ in 0..400 {
+        if let Some(approval) = call.state().approval_id {
+            return approval;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the call never asked")
+}
+
+/// A client's `search_memory` asks; approved "always for this client", that client's next
+/// search does not ask, and another client's still does.
+async fn search_asks_once_per_client(handle: &RuntimeHandle, fact_id: &str) {
+    let query = serde_json::json!({"query": "when is the deploy window"});
+    let mut search = start(handle, "search_memory", query.clone()).await;
+    let approval = wait_for_approval(&mut search).await;
+    let pending = handle.approval(&approval).await.unwrap();
+    assert_eq!(pending.suggested.scope, ScopeKind::Requester);
+    let always = souz_protocol::DecisionRequest {
+        scope: ScopeKind::Requester,
+        ..souz_protocol::DecisionRequest::once(Verdict::Approve, "test")
+    };
+    handle
+        .decide_approval(&approval, always, &Audience::Everyone)
+        .await
+        .unwrap();
+    let state = search.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
+    let text = state.result.unwrap().text;
+    assert!(text.contains("untrusted"), "{text}");
+    assert!(text.contains(fact_id), "{text}");
+    let mut again = start(handle, "search_memory", query.clone()).await;
+    let state = again.wait_for(Duration::from_secs(30)).await;
+    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
+    assert!(state.approval_id.is_none(), "asked once for this client");
+    let other = handle
+        .start_call(CallRequest {
+            tool: "search_memory".to_owned(),
+            arguments: query,
+            requester: client("other-client"),
+        })
+        .await
+        .unwrap();
+    let mut other = other;
+    wait_for_approval(&mut other).await;
+}
+
 async fn facts(handle: &RuntimeHandle) -> Vec<souz_protocol::MemoryFact> {
     handle
         .list_memory(souz_protocol::MemoryQuery::default())
@@ -70,7 +118,10 @@ async fn memory_writes_from_mcp_clients_ask_and_searches_follow_the_policy() {
     };
     assert!(asks(find("remember")), "remember asks by default");
     assert!(asks(find("forget")), "forget asks by default");
-    assert!(!asks(find("search_memory")), "a search is read-only");
+    assert!(
+        asks(find("search_memory")),
+        "a client's search asks until the person decides for that client"
+    );
     let agents = crate::agent::skills::enabled_tools(
         handle.gate(),
         &crate::agent::skills::ToolFilter::default(),
@@ -117,18 +168,7 @@ async fn memory_writes_from_mcp_clients_ask_and_searches_follow_the_policy() {
     assert_eq!(evidence.items.len(), 2, "the second writing is evidence");
     assert_eq!(evidence.items[0].client.as_deref(), Some("claude-code"));
 
-    let mut search = start(
-        &handle,
-        "search_memory",
-        serde_json::json!({"query": "when is the deploy window"}),
-    )
-    .await;
-    let state = search.wait_for(Duration::from_secs(30)).await;
-    assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
-    assert!(state.approval_id.is_none(), "a search does not ask");
-    let text = state.result.unwrap().text;
-    assert!(text.contains("untrusted"), "{text}");
-    assert!(text.contains(&stored[0].id), "{text}");
+    search_asks_once_per_client(&handle, &stored[0].id).await;
 
     let forget = serde_json::json!({"fact_id": stored[0].id});
     let mut denied = start(&handle, "forget", forget.clone()).await;
@@ -168,13 +208,15 @@ async fn new_fact(handle: &RuntimeHandle, title: &str, body: &str, scope: Option
 
 /// Memory facts as resources follow `search_memory`'s policy: an allowed client lists and
 /// reads the active global facts (not session facts, not retired ones); a client the policy
-/// denies, or would ask, sees none and its reads are refused; a follower hears about changes.
+/// denies, or would ask (every client nobody decided about), sees none and its reads are
+/// refused; a follower hears about changes.
 #[tokio::test]
 async fn memory_facts_are_resources_readable_under_the_search_policy() {
     let runtime = TestRuntime::builder()
         .flat_home()
         .with_config(|config| {
             config.approvals.rules.extend([
+                rule(Action::Allow, "search_memory", "mcp:claude-code"),
                 rule(Action::Deny, "search_memory", "mcp:blocked"),
                 rule(Action::Ask, "search_memory", "mcp:asker"),
             ]);
@@ -257,7 +299,7 @@ async fn memory_facts_are_resources_readable_under_the_search_policy() {
         assert!(resources::read(&handle, &code, bad).await.is_err(), "{bad}");
     }
 
-    for refused in ["blocked", "asker"] {
+    for refused in ["blocked", "asker", "undecided"] {
         let requester = client(refused);
         let listed = resources::list(&handle, &requester, None).await.unwrap();
         assert!(listed.resources.is_empty(), "{refused} lists nothing");
@@ -265,7 +307,7 @@ async fn memory_facts_are_resources_readable_under_the_search_policy() {
             .await
             .unwrap_err();
         assert_ne!(error.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND);
-        if refused == "asker" {
+        if refused != "blocked" {
             assert!(error.message.contains("search_memory"), "{}", error.message);
         }
     }
@@ -279,7 +321,14 @@ async fn memory_resource_changes_are_announced() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let runtime = TestRuntime::builder().flat_home().start().await;
+    let runtime = TestRuntime::builder()
+        .flat_home()
+        .with_config(|config| {
+            let allowed = rule(Action::Allow, "search_memory", "mcp:claude-code");
+            config.approvals.rules.push(allowed);
+        })
+        .start()
+        .await;
     let handle = runtime.handle();
     let tea = new_fact(&handle, "Tea", "The person drinks green tea", None).await;
     let code = client("claude-code");
