@@ -14,7 +14,7 @@ use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 
 use super::source::SourceFile;
 use super::text::decode;
-use super::worker::Stop;
+use crate::tools::builtin::worker::Stop;
 use super::{DocumentError, DocumentKind};
 use crate::tools::builtin::calculator::format_number;
 
