@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use souz_testkit::{Reply, openai};
 
-use crate::chats::{COMPLETIONS, daemon_configured, new_chat, post, provider, run_skill, wait_event};
+use crate::chats::{
+    COMPLETIONS, daemon_configured, new_chat, post, provider, run_skill, wait_event,
+};
 
 /// A `text/html` page.
 fn html(body: String) -> Reply {
@@ -35,7 +37,10 @@ fn a_hostile_page_leaves_the_daemon_serving_and_sigterm_ends_it() {
         // 33 KB: took 21-30 s.
         ("/hostile/divs", nested("<div>", "</div>", 3_000)),
         // 1 MB of unclosed nesting.
-        ("/hostile/unclosed", format!("{}deep text", "<div>".repeat(200_000))),
+        (
+            "/hostile/unclosed",
+            format!("{}deep text", "<div>".repeat(200_000)),
+        ),
     ];
     let mut calls = Vec::new();
     for (index, (path, page)) in pages.iter().enumerate() {
@@ -50,7 +55,9 @@ fn a_hostile_page_leaves_the_daemon_serving_and_sigterm_ends_it() {
     for call in calls {
         setup.provider.push(COMPLETIONS, call);
     }
-    setup.provider.push(COMPLETIONS, openai::text(&["Read them."]));
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["Read them."]));
     let extra = format!(
         "\n[sandbox]\nnetwork_allow_hosts = [\"{}\"]\n\n\
          [[approvals.rules]]\naction = \"allow\"\ntool = \"WebPageText\"\n",
@@ -88,7 +95,12 @@ fn a_hostile_page_leaves_the_daemon_serving_and_sigterm_ends_it() {
     let started = Instant::now();
     let stopped = daemon.stop("TERM");
     let took = started.elapsed();
-    assert!(stopped.status.success(), "{:?}: {}", stopped.status, stopped.stderr);
+    assert!(
+        stopped.status.success(),
+        "{:?}: {}",
+        stopped.status,
+        stopped.stderr
+    );
     assert!(
         took < Duration::from_secs(5),
         "SIGTERM took {took:?}: {}",

@@ -133,12 +133,16 @@ where
     };
     match outcome {
         Ok(Ok(result)) => result.map_err(Into::into),
-        Ok(Err(_panic)) => Err(ToolError::Failed(match subject {
-            Subject::File => "the file could not be read: the parser failed on its contents",
-            Subject::Page => "the page could not be read: the parser failed on its contents",
-        }
-        .into())),
-        Err(_) => Err(ToolError::Internal("parse worker ended without a result".into())),
+        Ok(Err(_panic)) => Err(ToolError::Failed(
+            match subject {
+                Subject::File => "the file could not be read: the parser failed on its contents",
+                Subject::Page => "the page could not be read: the parser failed on its contents",
+            }
+            .into(),
+        )),
+        Err(_) => Err(ToolError::Internal(
+            "parse worker ended without a result".into(),
+        )),
     }
 }
 

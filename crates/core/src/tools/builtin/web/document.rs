@@ -65,7 +65,11 @@ pub(crate) fn bounded_document(html: &str, stopped: &dyn Fn() -> bool) -> Option
         start = end;
         let tree = &parser.tokenizer.sink.sink.tree;
         if tree.len() > MAX_NODES || newest_branch_depth(tree.root()) > MAX_BRANCH_DEPTH {
-            tracing::debug!(parsed = start, total = shaped.len(), "page cut: too large a tree");
+            tracing::debug!(
+                parsed = start,
+                total = shaped.len(),
+                "page cut: too large a tree"
+            );
             break;
         }
     }

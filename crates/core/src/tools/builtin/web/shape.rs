@@ -179,12 +179,10 @@ impl Shaper<'_> {
                 Some(b'!') => self.copy_until(at, comment_end(html, at)),
                 Some(b'?') => self.copy_until(at, find_from(html, at, ">").map(|i| i + 1)),
                 Some(b'/') => match bytes.get(at + 2) {
-                    Some(letter) if letter.is_ascii_alphabetic() => {
-                        match read_tag(html, at + 2) {
-                            Some(tag) => self.end_tag(at, tag),
-                            None => self.copy_until(at, None),
-                        }
-                    }
+                    Some(letter) if letter.is_ascii_alphabetic() => match read_tag(html, at + 2) {
+                        Some(tag) => self.end_tag(at, tag),
+                        None => self.copy_until(at, None),
+                    },
                     _ => self.copy_until(at, find_from(html, at, ">").map(|i| i + 1)),
                 },
                 Some(letter) if letter.is_ascii_alphabetic() => match read_tag(html, at + 1) {
@@ -224,7 +222,7 @@ impl Shaper<'_> {
             }
         }
         let foreign = matches!(name, "svg" | "math") || (in_foreign && !breakout);
-        let opens = !VOID.contains(&name) && !(foreign && tag.self_closing);
+        let opens = !(VOID.contains(&name) || (foreign && tag.self_closing));
         // Inside a `select` the tree builder may ignore a raw text start tag and read what
         // follows as markup: there the content is scanned as markup too.
         let raw = !foreign && RAW_TEXT.contains(&name) && !self.is_open("select");

@@ -71,7 +71,9 @@ pub(crate) fn check_page(document: &Document, page: ObjectId) -> Result<(), Stri
                 None => {}
             }
             if path.len() >= MAX_FORM_DEPTH {
-                return Err(format!("forms on the page nest more than {MAX_FORM_DEPTH} deep"));
+                return Err(format!(
+                    "forms on the page nest more than {MAX_FORM_DEPTH} deep"
+                ));
             }
             if marks.len() >= MAX_FORM_STATES {
                 return Err("the page draws too many forms".into());

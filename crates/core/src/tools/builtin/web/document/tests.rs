@@ -24,9 +24,8 @@ pub(crate) fn corpus() -> Vec<(&'static str, String)> {
             close.repeat(depth)
         )
     };
-    let numbered = |count: usize, piece: fn(usize) -> String| -> String {
-        (0..count).map(piece).collect()
-    };
+    let numbered =
+        |count: usize, piece: fn(usize) -> String| -> String { (0..count).map(piece).collect() };
     vec![
         ("20,000 nested spans", nested("<span>", "</span>", 20_000)),
         ("3,000 nested divs", nested("<div>", "</div>", 3_000)),
@@ -36,10 +35,22 @@ pub(crate) fn corpus() -> Vec<(&'static str, String)> {
             "5,000 nested tables",
             nested("<table><tr><td>", "</td></tr></table>", 5_000),
         ),
-        ("20,000 nested lists", nested("<ul><li>", "</li></ul>", 20_000)),
-        ("20,000 nested quotes", nested("<blockquote>", "</blockquote>", 20_000)),
-        ("20,000 nested templates", nested("<template>", "</template>", 20_000)),
-        ("20,000 nested svg groups", nested("<svg><g>", "</g></svg>", 20_000)),
+        (
+            "20,000 nested lists",
+            nested("<ul><li>", "</li></ul>", 20_000),
+        ),
+        (
+            "20,000 nested quotes",
+            nested("<blockquote>", "</blockquote>", 20_000),
+        ),
+        (
+            "20,000 nested templates",
+            nested("<template>", "</template>", 20_000),
+        ),
+        (
+            "20,000 nested svg groups",
+            nested("<svg><g>", "</g></svg>", 20_000),
+        ),
         ("20,000 nested links", nested("<a href=x>", "</a>", 20_000)),
         (
             "misnested formatting, distinct",
@@ -49,7 +60,10 @@ pub(crate) fn corpus() -> Vec<(&'static str, String)> {
             "misnested formatting, mixed",
             "<p><b><i><u><s><em><strong>x</p>".repeat(20_000),
         ),
-        ("divs closed across tables", "<div><table></div>".repeat(20_000)),
+        (
+            "divs closed across tables",
+            "<div><table></div>".repeat(20_000),
+        ),
         (
             "raw text in a select",
             format!("<select><style>{}", "<div>".repeat(20_000)),
@@ -62,13 +76,19 @@ pub(crate) fn corpus() -> Vec<(&'static str, String)> {
         ),
         (
             "100,000 attributes",
-            format!("<div {}>text</div>", numbered(100_000, |i| format!("a{i}=1 "))),
+            format!(
+                "<div {}>text</div>",
+                numbered(100_000, |i| format!("a{i}=1 "))
+            ),
         ),
         (
             "an unclosed comment",
             format!("<p>before</p><!--{}", "<div>".repeat(100_000)),
         ),
-        ("5 MB of text", format!("<p>{}</p>", "word ".repeat(1 << 20))),
+        (
+            "5 MB of text",
+            format!("<p>{}</p>", "word ".repeat(1 << 20)),
+        ),
     ]
 }
 

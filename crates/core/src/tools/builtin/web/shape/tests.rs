@@ -97,9 +97,8 @@ fn unclosed_constructs_run_to_the_end() {
 
 #[test]
 fn attributes_past_the_count_are_dropped() {
-    let many = |separator: &str| -> String {
-        (0..1000).map(|i| format!("a{i}{separator}")).collect()
-    };
+    let many =
+        |separator: &str| -> String { (0..1000).map(|i| format!("a{i}{separator}")).collect() };
     for attributes in [many("=1 "), many(" "), many("=\"x\" ")] {
         let shaped = bound_shape(&format!("<div {attributes}>text</div>"), LIMITS);
         assert_eq!(shaped.matches(" a").count(), MAX_ATTRIBUTES, "{shaped}");

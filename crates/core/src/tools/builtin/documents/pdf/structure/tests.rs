@@ -18,7 +18,10 @@ fn content(text: &str, names: &[&str]) -> Vec<u8> {
         Operation::new("ET", vec![]),
     ];
     for name in names {
-        operations.push(Operation::new("Do", vec![Object::Name(name.as_bytes().to_vec())]));
+        operations.push(Operation::new(
+            "Do",
+            vec![Object::Name(name.as_bytes().to_vec())],
+        ));
     }
     Content { operations }.encode().unwrap()
 }
@@ -38,9 +41,14 @@ fn one_page(
         "Encoding" => "WinAnsiEncoding",
     });
     let xobjects = forms(&mut document, font_id);
-    let content_id = document.add_object(Stream::new(dictionary! {}, content("page text", &["X0"])));
+    let content_id =
+        document.add_object(Stream::new(dictionary! {}, content("page text", &["X0"])));
     let page_id = document.new_object_id();
-    let parent = if page_is_its_own_parent { page_id } else { pages_id };
+    let parent = if page_is_its_own_parent {
+        page_id
+    } else {
+        pages_id
+    };
     let mut page = dictionary! {
         "Type" => "Page",
         "Parent" => parent,
@@ -72,7 +80,7 @@ fn one_page(
 /// A form drawing `draws` (by name X0) with resources naming `target`, or none of its own.
 fn form(document: &mut Document, id: ObjectId, font: ObjectId, target: Option<ObjectId>) {
     let mut dict = dictionary! { "Type" => "XObject", "Subtype" => "Form",
-        "BBox" => vec![0.into(), 0.into(), 595.into(), 842.into()] };
+    "BBox" => vec![0.into(), 0.into(), 595.into(), 842.into()] };
     let draws: &[&str] = if target.is_some() { &["X0"] } else { &[] };
     if let Some(target) = target {
         dict.set(
@@ -120,9 +128,10 @@ fn a_form_that_draws_itself_through_the_page_resources_is_refused() {
             let mut dict = dictionary! { "Type" => "XObject", "Subtype" => "Form" };
             dict.set("BBox", vec![0.into(), 0.into(), 9.into(), 9.into()]);
             let _ = font;
-            document
-                .objects
-                .insert(id, Object::Stream(Stream::new(dict, content("loop", &["X0"]))));
+            document.objects.insert(
+                id,
+                Object::Stream(Stream::new(dict, content("loop", &["X0"]))),
+            );
             dictionary! { "X0" => id }
         },
         false,
