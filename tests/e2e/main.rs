@@ -9,6 +9,7 @@ mod confinement;
 mod crash_loop;
 mod credentials;
 mod daemon;
+mod hostile_pages;
 mod keys;
 mod keys_cli;
 #[cfg(feature = "local-llm")]

@@ -418,7 +418,8 @@ pub fn readable_text(html: &str, url: &str) -> (Option<String>, String) {
         content_type: Some("text/html; charset=utf-8".to_owned()),
         body: bytes::Bytes::from(html.to_owned()),
     };
-    match crate::tools::builtin::web::readable_text(&fetched) {
+    let stop = crate::tools::builtin::worker::Stop::default();
+    match crate::tools::builtin::web::readable_text(&fetched, &stop) {
         Ok(page) => (page.title, page.text),
         Err(_) => (None, String::new()),
     }

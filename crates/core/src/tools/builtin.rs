@@ -9,6 +9,7 @@ pub(crate) mod documents;
 pub(crate) mod files;
 pub(crate) mod internet;
 pub(crate) mod web;
+pub(crate) mod worker;
 
 use std::sync::Arc;
 

@@ -6,8 +6,9 @@
 //! - [`pdf`]: PDF page text (pdf-extract),
 //! - [`office`]: Word and PowerPoint text (zip + quick-xml),
 //! - [`spreadsheet`]: Excel, OpenDocument and CSV as grids of cells (calamine, csv),
-//! - [`source`]: the file, opened once without following a final link and checked on the handle,
-//! - [`worker`]: running a parser off the async runtime, bounded in time and stoppable.
+//! - [`source`]: the file, opened once without following a final link and checked on the handle.
+//!
+//! Parsing runs through [`super::worker`]: off the async runtime, bounded in time and stoppable.
 //!
 //! A file's format is judged by its contents (`%PDF-`, the parts of a ZIP package, an OLE
 //! container), not its name, so a misnamed file still reads; anything else is tried as text
@@ -20,7 +21,6 @@ pub(crate) mod pdf;
 pub(crate) mod source;
 pub(crate) mod spreadsheet;
 pub(crate) mod text;
-pub(crate) mod worker;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -39,7 +39,7 @@ use self::pdf::{PageText, Pdf, render_pages};
 use self::source::SourceFile;
 use self::spreadsheet::{SpreadsheetFormat, Workbook};
 use self::text::{TEXT_BYTE_BUDGET, TEXT_CHAR_LIMIT, decode, truncate_chars};
-use self::worker::{PARSE_TIME_LIMIT, Stop, run_blocking};
+use super::worker::{PARSE_TIME_LIMIT, Stop, run_blocking};
 use crate::sandbox::Access;
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,

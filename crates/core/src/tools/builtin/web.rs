@@ -7,7 +7,13 @@
 //! content types are refused.
 //!
 //! Invariants: the text is decoded with the page's declared charset (header, BOM or `<meta>`),
-//! and cut at `maxChars` characters with `truncated: true`; page text is untrusted data.
+//! and cut at `maxChars` characters with `truncated: true`; page text is untrusted data. Pages
+//! become trees only through [`document::bounded_document`] (bounded depth and size, whatever
+//! the page), and the work runs on a parse [`worker`](super::worker): bounded in time, stopped
+//! when the call is cancelled, never holding up shutdown.
+
+pub(crate) mod document;
+mod shape;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,6 +22,7 @@ use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
 use crate::approvals::CallTarget;
 use crate::sandbox::WebError;
 use crate::sandbox::net::{Fetched, Refusal};
+use crate::tools::builtin::worker::{Stop, Subject, run_worker};
 use crate::tools::{
     CatalogBuilder, CatalogError, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput,
     localized,
@@ -25,8 +32,11 @@ use crate::tools::{
 pub(crate) const DEFAULT_MAX_CHARS: usize = 6000;
 /// Most characters a call may ask for.
 pub(crate) const MAX_MAX_CHARS: usize = 100_000;
-/// Elements Readability scores at most (bounds the work on huge pages).
+/// Elements Readability scores at most (more than the page's tree can have: see
+/// [`document::MAX_ELEMENTS`]).
 const MAX_ELEMENTS: usize = 200_000;
+/// Time a page may take to be reduced to text before the call gives up.
+pub(crate) const PAGE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The hints of a tool that reads the web: it changes nothing here, but it does reach the
 /// open world.
@@ -155,9 +165,10 @@ impl Tool for WebPageText {
             .clone()
             .unwrap_or_else(|| "unknown".to_owned());
         let final_url = fetched.url.to_string();
-        let page = tokio::task::spawn_blocking(move || readable_text(&fetched))
-            .await
-            .map_err(|error| ToolError::Internal(format!("text extraction failed: {error}")))??;
+        let page = run_worker(&ctx.cancel, PAGE_TIME_LIMIT, Subject::Page, move |stop| {
+            readable_text(&fetched, stop)
+        })
+        .await?;
         let total_chars = page.text.chars().count();
         let truncated = total_chars > max_chars;
         let text: String = if truncated {
@@ -216,7 +227,8 @@ pub(crate) struct PageText {
 }
 
 /// The readable text of a fetched page: main content of HTML, text types as they are.
-pub(crate) fn readable_text(fetched: &Fetched) -> Result<PageText, ToolError> {
+/// [`ToolError::Cancelled`] once `stop` is requested.
+pub(crate) fn readable_text(fetched: &Fetched, stop: &Stop) -> Result<PageText, ToolError> {
     let media_type = fetched
         .content_type
         .as_deref()
@@ -258,7 +270,7 @@ pub(crate) fn readable_text(fetched: &Fetched) -> Result<PageText, ToolError> {
             text: decoded.trim().to_owned(),
         });
     }
-    Ok(html_text(&decoded, fetched.url.as_str()))
+    html_text(&decoded, fetched.url.as_str(), stop).ok_or(ToolError::Cancelled)
 }
 
 /// Decodes a body with the charset from the header, a BOM, or (HTML) a `<meta>` tag; UTF-8
@@ -293,40 +305,40 @@ fn charset_parameter(content_type: &str) -> Option<String> {
     })
 }
 
-/// Main content as Markdown; the body's visible text when no article stands out.
-fn html_text(html: &str, url: &str) -> PageText {
+/// Main content as Markdown; the body's visible text when no article stands out. `None`
+/// once `stop` is requested.
+fn html_text(html: &str, url: &str, stop: &Stop) -> Option<PageText> {
+    let stopped = || stop.is_requested();
     let config = dom_smoothie::Config {
         text_mode: dom_smoothie::TextMode::Markdown,
         max_elements_to_parse: MAX_ELEMENTS,
         ..dom_smoothie::Config::default()
     };
-    let article = dom_smoothie::Readability::new(html, Some(url), Some(config.clone()))
-        .ok()
-        .and_then(|mut readability| readability.parse().ok());
+    let article = dom_smoothie::Readability::with_document(
+        document::bounded_document(html, &stopped)?,
+        Some(url),
+        Some(config.clone()),
+    )
+    .ok()
+    .and_then(|mut readability| readability.parse().ok());
     if let Some(article) = article {
         let text = tidy(&article.text_content);
         if !text.is_empty() {
             let title = Some(article.title.trim().to_owned()).filter(|title| !title.is_empty());
-            return PageText { title, text };
+            return Some(PageText { title, text });
         }
     }
     // No article: strip what is never visible and keep the rest of the body's text.
-    let Ok(readability) = dom_smoothie::Readability::new(html, None, Some(config)) else {
-        return PageText {
-            title: None,
-            text: String::new(),
-        };
-    };
-    let document = &readability.doc;
+    let document = document::bounded_document(html, &stopped)?;
     let title = document.select("title").text().trim().to_owned();
     document
         .select("script, style, noscript, template, svg, head")
         .remove();
     let text = tidy(&document.select("body").formatted_text());
-    PageText {
+    Some(PageText {
         title: Some(title).filter(|title| !title.is_empty()),
         text,
-    }
+    })
 }
 
 /// Trims lines and collapses runs of blank lines.

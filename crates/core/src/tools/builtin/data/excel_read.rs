@@ -30,8 +30,8 @@ use crate::tools::builtin::documents::spreadsheet::{
     CellValue, Grid, SpreadsheetFormat, Workbook, parse_number,
 };
 use crate::tools::builtin::documents::text::TEXT_CHAR_LIMIT;
-use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::builtin::documents::{open_planned, resolve_readable_file};
+use crate::tools::builtin::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Default number of result lines of QUERY (as the original).

@@ -31,7 +31,7 @@ use crate::tools::builtin::calculator::format_number;
 use crate::tools::builtin::documents::resolve_readable_file;
 use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::documents::spreadsheet::{SpreadsheetFormat, Workbook};
-use crate::tools::builtin::documents::worker::{PARSE_TIME_LIMIT, run_blocking};
+use crate::tools::builtin::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::{Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
 
 /// Where charts go when no `output` is given (as the original).

@@ -17,7 +17,7 @@ use zip::ZipArchive;
 
 use super::DocumentError;
 use super::text::tidy;
-use super::worker::Stop;
+use crate::tools::builtin::worker::Stop;
 
 /// Largest uncompressed XML part read.
 const PART_BYTE_LIMIT: u64 = 64 << 20;

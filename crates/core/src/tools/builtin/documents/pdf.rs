@@ -1,8 +1,12 @@
 //! Text of PDF pages, with pdf-extract (over lopdf).
 //!
 //! pdf-extract can panic on malformed files; each page is extracted behind `catch_unwind`, so
-//! one broken page costs that page only and never the process. Encrypted files open when they
-//! need no password (the common "permissions only" case); others get a clear error.
+//! one broken page costs that page only and never the process. It also recurses on a page's
+//! structure without a bound, which no `catch_unwind` survives: each page's structure is
+//! checked first ([`structure`]). Encrypted files open when they need no password (the common
+//! "permissions only" case); others get a clear error.
+
+mod structure;
 
 use std::ops::RangeInclusive;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,7 +15,7 @@ use pdf_extract::{Document, PlainTextOutput, output_doc_page};
 
 use super::DocumentError;
 use super::text::tidy;
-use super::worker::Stop;
+use crate::tools::builtin::worker::Stop;
 
 /// An opened PDF.
 pub(crate) struct Pdf {
@@ -69,6 +73,14 @@ impl Pdf {
     }
 
     fn page(&self, number: u32) -> Result<String, String> {
+        let page = self
+            .document
+            .get_pages()
+            .get(&number)
+            .copied()
+            .ok_or_else(|| format!("page {number} does not exist"))?;
+        structure::check_page(&self.document, page)
+            .map_err(|reason| format!("could not extract text: {reason}"))?;
         let mut text = String::new();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut output = PlainTextOutput::new(&mut text);

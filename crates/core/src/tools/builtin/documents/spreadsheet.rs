@@ -14,9 +14,9 @@ use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 
 use super::source::SourceFile;
 use super::text::decode;
-use super::worker::Stop;
 use super::{DocumentError, DocumentKind};
 use crate::tools::builtin::calculator::format_number;
+use crate::tools::builtin::worker::Stop;
 
 /// Largest CSV read whole, in bytes.
 const CSV_BYTE_LIMIT: u64 = 256 << 20;

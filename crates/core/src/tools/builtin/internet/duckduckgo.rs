@@ -1,11 +1,16 @@
 //! DuckDuckGo's HTML endpoints (no key): results parsed from the page, ads skipped, the
 //! result links unwrapped from DuckDuckGo's `/l/?uddg=` redirect, and the anti-bot page
-//! recognized (→ blocked; the next endpoint is tried).
+//! recognized (→ blocked; the next endpoint is tried). The page is untrusted: it is read as a
+//! tree of bounded shape on a parse worker.
 
 use futures::future::BoxFuture;
 use reqwest::Url;
 
 use super::search::{SearchBackend, SearchFailure, SearchHit, SearchHttp, plain, with_query};
+use crate::tools::ToolError;
+use crate::tools::builtin::web::PAGE_TIME_LIMIT;
+use crate::tools::builtin::web::document::bounded_document;
+use crate::tools::builtin::worker::{Subject, run_worker};
 
 /// Phrases of DuckDuckGo's anti-bot ("anomaly") page.
 const ANTI_BOT_MARKERS: &[&str] = &[
@@ -61,7 +66,15 @@ impl SearchBackend for DuckDuckGo {
                     ));
                     continue;
                 }
-                return Ok(parse_results(&response.body, limit));
+                let body = response.body;
+                return run_worker(http.cancel, PAGE_TIME_LIMIT, Subject::Page, move |stop| {
+                    results_until(&body, limit, &|| stop.is_requested()).ok_or(ToolError::Cancelled)
+                })
+                .await
+                .map_err(|error| match error {
+                    ToolError::Cancelled => SearchFailure::Cancelled,
+                    other => SearchFailure::Unavailable(other.to_string()),
+                });
             }
             Err(last)
         })
@@ -75,8 +88,19 @@ pub(crate) fn is_anti_bot(html: &str) -> bool {
 }
 
 /// The organic results of a DuckDuckGo HTML results page (ads skipped, duplicates dropped).
+#[cfg(test)]
 pub(crate) fn parse_results(html: &str, limit: usize) -> Vec<SearchHit> {
-    let document = dom_query::Document::from(html);
+    results_until(html, limit, &|| false).unwrap_or_default()
+}
+
+/// [`parse_results`], read as a tree of bounded shape (the page is untrusted); `None` once
+/// `stopped()` says so.
+pub(crate) fn results_until(
+    html: &str,
+    limit: usize,
+    stopped: &dyn Fn() -> bool,
+) -> Option<Vec<SearchHit>> {
+    let document = bounded_document(html, stopped)?;
     let mut hits: Vec<SearchHit> = Vec::new();
     for result in document.select("div.result").iter() {
         if hits.len() >= limit {
@@ -107,7 +131,7 @@ pub(crate) fn parse_results(html: &str, limit: usize) -> Vec<SearchHit> {
             snippet,
         });
     }
-    hits
+    Some(hits)
 }
 
 /// The target of a result link: DuckDuckGo's `/l/?uddg=<url>` unwrapped; http(s) only.

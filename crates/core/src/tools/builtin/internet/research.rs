@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::citations::{self, CitableSource};
 use super::search::{self, SearchHit, SearchHttp, SearchOutcome};
 use super::{ModelAccess, WebServices};
-use crate::tools::builtin::web::readable_text;
+use crate::tools::builtin::web::{PAGE_TIME_LIMIT, readable_text};
+use crate::tools::builtin::worker::{Subject, run_worker};
 use crate::tools::{ToolContext, ToolError, ToolProgress};
 
 /// Search queries a research strategy may run.
@@ -425,10 +426,11 @@ async fn fetch_sources(
                     .await
                     .map_err(|error| error.to_string())?;
                 let final_url = fetched.url.to_string();
-                let page = tokio::task::spawn_blocking(move || readable_text(&fetched))
-                    .await
-                    .map_err(|error| error.to_string())?
-                    .map_err(|error| error.to_string())?;
+                let page = run_worker(&cancel, PAGE_TIME_LIMIT, Subject::Page, move |stop| {
+                    readable_text(&fetched, stop)
+                })
+                .await
+                .map_err(|error| error.to_string())?;
                 Ok(ReadPage {
                     final_url,
                     title: page.title.unwrap_or_default(),
