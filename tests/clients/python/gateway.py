@@ -96,10 +96,19 @@ async def scenarios(client, api, state, watch):
     check(all(a[0] < b[0] for a, b in zip(seen, seen[1:])), f"progress increases: {seen}")
     print("ok progress", flush=True)
 
-    # a server restarted with a changed tool: the new list reaches this client
+    # a server restarted with a changed tool: the new text is not trusted, so this client keeps
+    # seeing the trusted one; a call asks (the change shown), and once it is approved the new
+    # list reaches this client
     (Path(state) / "description").write_text("Echoes the text back, louder.")
     crashed = await client.call_tool("mcp__odd__crash_once", {})
     check(not crashed.is_error, text(crashed))
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    check("louder" not in (tools["mcp__odd__echo"].description or ""), tools["mcp__odd__echo"].description)
+    watch.list_changed = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(approve, api, "mcp__odd__echo")
+        echoed = await client.call_tool("mcp__odd__echo", {"text": "changed"})
+    check(not echoed.is_error and "changed" in text(echoed), text(echoed))
     with anyio.fail_after(20):
         await watch.list_changed.wait()
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}

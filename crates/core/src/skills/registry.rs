@@ -311,6 +311,10 @@ impl Registry {
             (Some(home), Some(skills)) => (home, Path::new(skills).join(id)),
             _ => (self.installed.as_path(), PathBuf::from(id)),
         };
+        // The Souz home is the trusted anchor: made by path when missing (as at start).
+        crate::config::paths::create_private_dir(home).map_err(|error| {
+            SkillError::Io(format!("cannot create {}: {error}", home.display()))
+        })?;
         let parent = DaemonFolder::create(home, &skills, 0o700).map_err(io)?;
         if parent.child(hash, None).map_err(io)?.is_some() {
             return Ok(());

@@ -118,22 +118,7 @@ impl RuntimeHandle {
         &self,
         base: &str,
     ) -> Result<DesktopConfigChange, ServiceError> {
-        let server = self.code_server(base);
-        let file = self.code_config_file()?;
-        Ok(blocking(move || {
-            let path = file.path();
-            let current = connect::read_optional(&file)?;
-            let before = current.clone().unwrap_or_default();
-            let after = connect::with_server(&path, current.as_deref(), server)?;
-            Ok(DesktopConfigChange {
-                path: path.display().to_string(),
-                exists: current.is_some(),
-                revision: config_editor::revision(&before),
-                diff: connect::diff(&path, &before, &after),
-                after,
-            })
-        })
-        .await?)
+        config_change(self.code_config_file()?, self.code_server(base)).await
     }
 
     /// Adds Souz to Claude Code's user configuration if the file is still at `revision` (what
@@ -143,8 +128,43 @@ impl RuntimeHandle {
         base: &str,
         revision: String,
     ) -> Result<DesktopConfigApplied, ServiceError> {
-        let server = self.code_server(base);
         let file = self.code_config_file()?;
+        let applied = self
+            .apply_config(file, self.code_server(base), revision, CODE_CLIENT)
+            .await?;
+        tracing::info!(path = %applied.path, "added Souz to Claude Code");
+        Ok(applied)
+    }
+
+    /// The change adding Souz to Claude Desktop's configuration would make; nothing is written.
+    pub async fn desktop_config_change(&self) -> Result<DesktopConfigChange, ServiceError> {
+        config_change(self.desktop_config_file()?, self.desktop_server()?).await
+    }
+
+    /// Adds Souz to Claude Desktop's configuration if the file is still at `revision` (what
+    /// was shown): writes the bridge's token file, backs the file up, writes the new one.
+    pub async fn apply_desktop_config(
+        &self,
+        revision: String,
+    ) -> Result<DesktopConfigApplied, ServiceError> {
+        let file = self.desktop_config_file()?;
+        let applied = self
+            .apply_config(file, self.desktop_server()?, revision, DESKTOP_CLIENT)
+            .await?;
+        tracing::info!(path = %applied.path, "added Souz to Claude Desktop");
+        Ok(applied)
+    }
+
+    /// Adds `server` to a client's configuration `file` if it is still at `revision`: checks
+    /// first, then rotates `client`'s token and writes its token file, then backs the
+    /// configuration up and writes the new one.
+    async fn apply_config(
+        &self,
+        file: DaemonFile,
+        server: serde_json::Value,
+        revision: String,
+        client: &'static str,
+    ) -> Result<DesktopConfigApplied, ServiceError> {
         let path = file.path();
         let check = file.clone();
         let after = blocking(move || {
@@ -155,60 +175,11 @@ impl RuntimeHandle {
             connect::with_server(&check.path(), current.as_deref(), server)
         })
         .await?;
-        let token = self.rotate_client(CODE_CLIENT).await?;
-        self.write_client_token(CODE_CLIENT, token).await?;
+        let token = self.rotate_client(client).await?;
+        self.write_client_token(client, token).await?;
         let backup = blocking(move || connect::write_with_backup(&file, &after)).await?;
-        tracing::info!(path = %path.display(), "added Souz to Claude Code");
         Ok(DesktopConfigApplied {
             path: path.display().to_string(),
-            backup: backup.map(|backup| backup.display().to_string()),
-        })
-    }
-
-    /// The change adding Souz to Claude Desktop's configuration would make; nothing is written.
-    pub async fn desktop_config_change(&self) -> Result<DesktopConfigChange, ServiceError> {
-        let server = self.desktop_server()?;
-        let file = self.desktop_config_file()?;
-        let change = blocking(move || {
-            let path = file.path();
-            let current = connect::read_optional(&file)?;
-            let before = current.clone().unwrap_or_default();
-            let after = connect::with_server(&path, current.as_deref(), server)?;
-            Ok(DesktopConfigChange {
-                path: path.display().to_string(),
-                exists: current.is_some(),
-                revision: config_editor::revision(&before),
-                diff: connect::diff(&path, &before, &after),
-                after,
-            })
-        })
-        .await?;
-        Ok(change)
-    }
-
-    /// Adds Souz to Claude Desktop's configuration if the file is still at `revision` (what
-    /// was shown): writes the bridge's token file, backs the file up, writes the new one.
-    pub async fn apply_desktop_config(
-        &self,
-        revision: String,
-    ) -> Result<DesktopConfigApplied, ServiceError> {
-        let server = self.desktop_server()?;
-        let file = self.desktop_config_file()?;
-        let check = file.clone();
-        let after = blocking(move || {
-            let current = connect::read_optional(&check)?;
-            if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
-                return Err(ConnectError::Changed(check.path().display().to_string()));
-            }
-            connect::with_server(&check.path(), current.as_deref(), server)
-        })
-        .await?;
-        let token = self.rotate_client(DESKTOP_CLIENT).await?;
-        self.write_client_token(DESKTOP_CLIENT, token).await?;
-        let backup = blocking(move || connect::write_with_backup(&file, &after)).await?;
-        tracing::info!(path = %self.desktop_config().display(), "added Souz to Claude Desktop");
-        Ok(DesktopConfigApplied {
-            path: self.desktop_config().display().to_string(),
             backup: backup.map(|backup| backup.display().to_string()),
         })
     }
@@ -309,6 +280,27 @@ impl RuntimeHandle {
         }
         Ok(self.clients().create(name).await?.token)
     }
+}
+
+/// The change adding `server` to a client's configuration `file` would make.
+async fn config_change(
+    file: DaemonFile,
+    server: serde_json::Value,
+) -> Result<DesktopConfigChange, ServiceError> {
+    Ok(blocking(move || {
+        let path = file.path();
+        let current = connect::read_optional(&file)?;
+        let before = current.clone().unwrap_or_default();
+        let after = connect::with_server(&path, current.as_deref(), server)?;
+        Ok(DesktopConfigChange {
+            path: path.display().to_string(),
+            exists: current.is_some(),
+            revision: config_editor::revision(&before),
+            diff: connect::diff(&path, &before, &after),
+            after,
+        })
+    })
+    .await?)
 }
 
 /// The requester a client token makes on `/mcp` (what grants and rules bind to).
