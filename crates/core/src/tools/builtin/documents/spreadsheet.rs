@@ -292,20 +292,133 @@ impl Workbook {
     }
 }
 
+/// Reads one sheet. Excel's XML and binary workbooks are read cell by cell (calamine's own
+/// range would be allocated densely over the used cells' bounding box first: two cells at the
+/// grid's opposite corners, in a file of a few kilobytes, asked for 512 GiB and aborted the
+/// process); the grid is built only when its cells and area are within bounds.
 fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, DocumentError> {
-    let range = sheets
-        .worksheet_range(name)
-        .map_err(|error| malformed(format!("sheet '{name}': {error}")))?;
-    let origin = range.start().unwrap_or((0, 0));
-    let rows = range
-        .rows()
-        .map(|row| row.iter().map(CellValue::from_calamine).collect())
-        .collect();
-    Ok(Grid {
-        name: name.to_owned(),
-        origin,
-        rows,
-    })
+    let sheet_error = |error: &dyn Display| malformed(format!("sheet '{name}': {error}"));
+    let mut cells = SparseCells::default();
+    match sheets {
+        Sheets::Xlsx(workbook) => {
+            let mut reader = match workbook.worksheet_cells_reader(name) {
+                Ok(reader) => reader,
+                // A chart sheet has no cells.
+                Err(calamine::XlsxError::NotAWorksheet(_)) => return Ok(cells.into_grid(name)),
+                Err(error) => return Err(sheet_error(&error)),
+            };
+            while let Some(cell) = reader.next_cell().map_err(|error| sheet_error(&error))? {
+                cells.push(
+                    name,
+                    cell.get_position(),
+                    Data::from(cell.get_value().clone()),
+                )?;
+            }
+        }
+        Sheets::Xlsb(workbook) => {
+            let mut reader = workbook
+                .worksheet_cells_reader(name)
+                .map_err(|error| sheet_error(&error))?;
+            while let Some(cell) = reader.next_cell().map_err(|error| sheet_error(&error))? {
+                cells.push(
+                    name,
+                    cell.get_position(),
+                    Data::from(cell.get_value().clone()),
+                )?;
+            }
+        }
+        // `.xls` (at most 65,536 × 256 cells by its format) and `.ods` are read whole by
+        // calamine when the workbook opens.
+        other => {
+            let range = other
+                .worksheet_range(name)
+                .map_err(|error| sheet_error(&error))?;
+            for (row, column, value) in range.used_cells() {
+                let (top, left) = range.start().unwrap_or((0, 0));
+                let row = top.saturating_add(u32::try_from(row).unwrap_or(u32::MAX));
+                let column = left.saturating_add(u32::try_from(column).unwrap_or(u32::MAX));
+                cells.push(name, (row, column), value.clone())?;
+            }
+        }
+    }
+    cells.check_area(name)?;
+    Ok(cells.into_grid(name))
+}
+
+/// Most non-empty cells a sheet may have.
+const MAX_SHEET_CELLS: usize = 2_000_000;
+/// Most cells (empty ones included) of a sheet's used range, which a grid holds densely.
+const MAX_SHEET_AREA: u64 = 4_000_000;
+
+/// A sheet's non-empty cells as read, with their bounding box.
+#[derive(Default)]
+struct SparseCells {
+    cells: Vec<((u32, u32), Data)>,
+    top_left: Option<(u32, u32)>,
+    bottom_right: (u32, u32),
+}
+
+impl SparseCells {
+    /// Adds a cell (empty ones are skipped); refuses the sheet past [`MAX_SHEET_CELLS`].
+    fn push(&mut self, name: &str, position: (u32, u32), value: Data) -> Result<(), DocumentError> {
+        if matches!(value, Data::Empty) {
+            return Ok(());
+        }
+        if self.cells.len() >= MAX_SHEET_CELLS {
+            return Err(DocumentError::TooLarge(format!(
+                "sheet '{name}' has more than {MAX_SHEET_CELLS} cells"
+            )));
+        }
+        let (row, column) = position;
+        let (top, left) = self.top_left.unwrap_or(position);
+        self.top_left = Some((top.min(row), left.min(column)));
+        self.bottom_right = (
+            self.bottom_right.0.max(row),
+            self.bottom_right.1.max(column),
+        );
+        self.cells.push((position, value));
+        Ok(())
+    }
+
+    /// Refuses a used range larger than [`MAX_SHEET_AREA`] cells.
+    fn check_area(&self, name: &str) -> Result<(), DocumentError> {
+        let Some((top, left)) = self.top_left else {
+            return Ok(());
+        };
+        let height = u64::from(self.bottom_right.0 - top) + 1;
+        let width = u64::from(self.bottom_right.1 - left) + 1;
+        if height.saturating_mul(width) > MAX_SHEET_AREA {
+            return Err(DocumentError::TooLarge(format!(
+                "sheet '{name}' spans {height} rows by {width} columns (more than \
+                 {MAX_SHEET_AREA} cells)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The dense grid (call [`Self::check_area`] first).
+    fn into_grid(self, name: &str) -> Grid {
+        let origin = self.top_left.unwrap_or((0, 0));
+        let (height, width) = match self.top_left {
+            Some((top, left)) => (
+                (self.bottom_right.0 - top) as usize + 1,
+                (self.bottom_right.1 - left) as usize + 1,
+            ),
+            None => (0, 0),
+        };
+        let mut rows = vec![vec![CellValue::Empty; width]; height];
+        for ((row, column), value) in self.cells {
+            let (row, column) = ((row - origin.0) as usize, (column - origin.1) as usize);
+            if let Some(cell) = rows.get_mut(row).and_then(|cells| cells.get_mut(column)) {
+                *cell = CellValue::from_calamine(&value);
+            }
+        }
+        Grid {
+            name: name.to_owned(),
+            origin,
+            rows,
+        }
+    }
 }
 
 /// Reads a CSV or TSV file into one grid.

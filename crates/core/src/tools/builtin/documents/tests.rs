@@ -670,3 +670,18 @@ fn detects_kinds_from_contents() {
     assert_eq!(detect(&write("e", &odt)), DocumentKind::OtherArchive);
     assert_eq!(detect(&write("f.txt", b"hello")), DocumentKind::Text);
 }
+
+/// A workbook of two cells at opposite corners of Excel's grid (1,048,576 × 16,384): a dense
+/// copy of that sheet would need hundreds of gigabytes, which aborts the process instead of
+/// failing the call.
+#[tokio::test]
+async fn a_sheet_spanning_the_whole_grid_is_refused_not_allocated() {
+    let home = Home::new();
+    let mut workbook = rust_xlsxwriter::Workbook::new();
+    let sheet = workbook.add_worksheet();
+    sheet.write_string(0, 0, "corner").unwrap();
+    sheet.write_string(1_048_575, 16_383, "far corner").unwrap();
+    home.write("span.xlsx", workbook.save_to_buffer().unwrap());
+    let error = home.extract("span.xlsx").await.unwrap_err().to_string();
+    assert!(error.contains("too large"), "{error}");
+}
