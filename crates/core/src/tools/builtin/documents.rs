@@ -16,6 +16,7 @@
 //! `plan`; `run` resolves it again and refuses ([`ToolError::Conflict`]) if it now leads
 //! somewhere else, then reads only through a [`source::SourceFile`].
 
+mod ods_shape;
 pub(crate) mod office;
 pub(crate) mod pdf;
 pub(crate) mod source;

@@ -191,6 +191,11 @@ pub(crate) fn paragraph(text: &str) -> String {
 
 /// An OpenDocument spreadsheet with one sheet; cells that parse as numbers are numbers.
 pub(crate) fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
+    ods_table(sheet, &ods_rows(rows))
+}
+
+/// The rows of [`ods`] as table XML.
+fn ods_rows(rows: &[&[&str]]) -> String {
     let mut table = String::new();
     for row in rows {
         table.push_str("<table:table-row>");
@@ -207,6 +212,11 @@ pub(crate) fn ods(sheet: &str, rows: &[&[&str]]) -> Vec<u8> {
         }
         table.push_str("</table:table-row>");
     }
+    table
+}
+
+/// An OpenDocument spreadsheet with one sheet whose rows are `table` (table XML).
+pub(crate) fn ods_table(sheet: &str, table: &str) -> Vec<u8> {
     let content = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2"><office:body><office:spreadsheet><table:table table:name="{sheet}">{table}</table:table></office:spreadsheet></office:body></office:document-content>"#
     );

@@ -234,7 +234,11 @@ impl Workbook {
             SpreadsheetFormat::Xlsx => Sheets::Xlsx(Xlsx::new(open()?).map_err(malformed)?),
             SpreadsheetFormat::Xlsb => Sheets::Xlsb(Xlsb::new(open()?).map_err(malformed)?),
             SpreadsheetFormat::Xls => Sheets::Xls(Xls::new(open()?).map_err(malformed)?),
-            SpreadsheetFormat::Ods => Sheets::Ods(Ods::new(open()?).map_err(malformed)?),
+            SpreadsheetFormat::Ods => {
+                // calamine expands every sheet when it opens the file: measure them first.
+                super::ods_shape::check(open()?, MAX_SHEET_CELLS as u64, MAX_SHEET_AREA)?;
+                Sheets::Ods(Ods::new(open()?).map_err(malformed)?)
+            }
         };
         Ok(Self {
             source: Source::Calamine(Box::new(sheets)),
@@ -327,8 +331,8 @@ fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, 
                 )?;
             }
         }
-        // `.xls` (at most 65,536 × 256 cells by its format) and `.ods` are read whole by
-        // calamine when the workbook opens.
+        // `.xls` (at most 65,536 × 256 cells by its format) and `.ods` (measured by
+        // `ods_shape` first) are read whole by calamine when the workbook opens.
         other => {
             let range = other
                 .worksheet_range(name)

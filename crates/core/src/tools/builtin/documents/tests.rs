@@ -685,3 +685,42 @@ async fn a_sheet_spanning_the_whole_grid_is_refused_not_allocated() {
     let error = home.extract("span.xlsx").await.unwrap_err().to_string();
     assert!(error.contains("too large"), "{error}");
 }
+
+/// OpenDocument sheets are expanded by calamine when the file opens (repeated rows and cells
+/// included): under a kilobyte can ask for 98 million cells (12 GiB), so they are measured
+/// first; padding without values, as spreadsheet programs write it, still reads.
+#[tokio::test]
+async fn open_document_sheets_repeated_past_the_grid_bound_are_refused_before_they_expand() {
+    let home = Home::new();
+    let value =
+        r#"<table:table-cell office:value-type="string"><text:p>x</text:p></table:table-cell>"#;
+    home.write(
+        "fill.ods",
+        fixtures::ods_table(
+            "S",
+            r#"<table:table-row table:number-rows-repeated="6000"><table:table-cell table:number-columns-repeated="16384" office:value-type="string"><text:p>x</text:p></table:table-cell></table:table-row>"#,
+        ),
+    );
+    home.write(
+        "corner.ods",
+        fixtures::ods_table(
+            "S",
+            &format!(
+                r#"<table:table-row>{value}</table:table-row><table:table-row table:number-rows-repeated="1048574"><table:table-cell/></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="16383"/>{value}</table:table-row>"#
+            ),
+        ),
+    );
+    home.write(
+        "padded.ods",
+        fixtures::ods_table(
+            "S",
+            r#"<table:table-row><table:table-cell office:value-type="string"><text:p>kept</text:p></table:table-cell><table:table-cell table:number-columns-repeated="1023"/></table:table-row><table:table-row table:number-rows-repeated="4000"><table:table-cell table:number-columns-repeated="1024"/></table:table-row>"#,
+        ),
+    );
+    for name in ["fill.ods", "corner.ods"] {
+        let error = home.extract(name).await.unwrap_err().to_string();
+        assert!(error.contains("too large"), "{name}: {error}");
+    }
+    let output = home.extract("padded.ods").await.unwrap();
+    assert_eq!(content(&output), "--- Sheet: S ---\nkept", "{output}");
+}
