@@ -105,7 +105,11 @@ fn walk(root: &Path, visit: &mut impl FnMut(&Path)) {
     while let Some((folder, depth)) = pending.pop_front() {
         visit(&folder);
         read += 1;
-        if read >= MAX_FOLDERS || depth >= MAX_DEPTH {
+        if read >= MAX_FOLDERS {
+            // Queued folders would still cost a visit each: the bound is on visits.
+            break;
+        }
+        if depth >= MAX_DEPTH {
             continue;
         }
         let Ok(entries) = std::fs::read_dir(&folder) else {
@@ -144,8 +148,7 @@ fn inspect(folder: &Path, git_folders: &mut Vec<PathBuf>, pointers: &mut Vec<Pat
 
 /// A linked git folder (a worktree's or a submodule's) and the common folder it names.
 fn add_linked(linked: PathBuf, git_folders: &mut Vec<PathBuf>) {
-    let common = std::fs::read_to_string(linked.join("commondir"))
-        .ok()
+    let common = read_small(&linked.join("commondir"))
         .map(|text| text.trim().to_owned())
         .filter(|text| !text.is_empty())
         .map(|text| super::normalize_lexically(&linked.join(text)));
@@ -155,13 +158,36 @@ fn add_linked(linked: PathBuf, git_folders: &mut Vec<PathBuf>) {
 
 /// The git folder a `.git` file points to (`gitdir: PATH`, relative to the file's folder).
 fn pointed_git_folder(pointer: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(pointer).ok()?;
+    let text = read_small(pointer)?;
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     if target.is_empty() {
         return None;
     }
     let folder = pointer.parent()?;
     Some(super::normalize_lexically(&folder.join(target)))
+}
+
+/// Most bytes read of a `.git` pointer or a `commondir` file (git's own are one short line).
+const POINTER_BYTE_LIMIT: u64 = 4096;
+
+/// The text of the small regular file `path`, if it is one: a command planted these files, so a
+/// link (to `/dev/zero`, say), a FIFO (which would block the daemon) or a huge file is not read.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(POINTER_BYTE_LIMIT)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// Whether `folder` looks like a bare repository (git's own test: `HEAD`, `objects`, `refs`).
@@ -179,6 +205,42 @@ mod tests {
         }
         std::fs::write(path.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(path.join("config"), "[core]\n").unwrap();
+    }
+
+    /// A planted `.git` pointer naming a git folder whose `commondir` is a FIFO (or a link to
+    /// `/dev/zero`) must not block or flood the daemon: neither is read.
+    #[test]
+    fn planted_pointers_to_fifos_and_links_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("work/x")).unwrap();
+        std::fs::create_dir_all(root.join("fake")).unwrap();
+        std::fs::create_dir_all(root.join("zero")).unwrap();
+        std::fs::write(root.join("work/x/.git"), "gitdir: ../../fake\n").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("fake/commondir"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero/commondir")).unwrap();
+        assert_eq!(read_small(&root.join("fake/commondir")), None);
+        assert_eq!(read_small(&root.join("zero/commondir")), None);
+        assert!(read_small(&root.join("work/x/.git")).is_some());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let roots = vec![root.to_path_buf()];
+        std::thread::spawn(move || {
+            let _ = sender.send(protected_metadata(&roots, None));
+        });
+        let protected = receiver
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the scan blocked on the planted FIFO");
+        assert!(
+            protected.contains(&root.join("fake/hooks")),
+            "{protected:?}"
+        );
     }
 
     #[test]
