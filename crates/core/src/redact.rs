@@ -117,10 +117,20 @@ pub(crate) fn register_secret(secret: &str) {
     if secret.chars().count() < MIN_KNOWN_SECRET {
         return;
     }
+    // Keys are named again on every read: a known one costs a shared look, never the write
+    // lock every redaction waits on.
+    let is_known = |known: &[String]| known.iter().any(|existing| existing == secret);
+    if is_known(
+        &KNOWN_SECRETS
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    ) {
+        return;
+    }
     let mut known = KNOWN_SECRETS
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !known.iter().any(|existing| existing == secret) {
+    if !is_known(&known) {
         known.push(secret.to_owned());
     }
 }

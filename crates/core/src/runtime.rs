@@ -855,8 +855,6 @@ fn local_user() -> LocalUser {
     }
 }
 
-/// The LLM service with in-process local models when this build has an engine (feature
-/// `local-llm`), their idle unloader running until shutdown.
 /// The model service with the local engines, every key it holds already named to the
 /// redactor (stored keys of no known shape are redacted before their first use).
 async fn open_llm(
@@ -877,6 +875,8 @@ async fn open_llm(
     Ok(llm)
 }
 
+/// The LLM service with in-process local models when this build has an engine (feature
+/// `local-llm`), their idle unloader running until shutdown.
 fn with_local_models(
     llm: LlmService,
     config: &Config,

@@ -18,9 +18,10 @@
 //! approving it runs it once.
 //!
 //! Invariants: where commands would run unconfined (`[sandbox] allow_unconfined_commands`),
-//! every command asks, consent or not; arguments are checked (paths inside the bundle, listed programs) at plan time,
-//! before anyone is asked; the command runs in the sandbox of the call's context narrowed to
-//! the manifest.
+//! every command asks, consent or not; arguments are checked (paths inside the bundle) at plan
+//! time, before anyone is asked, and what the consent does not cover asks each time
+//! (`coverage`); the command runs in the sandbox of the call's context narrowed to the
+//! manifest.
 
 use std::fmt::Write as _;
 use std::path::Path;
