@@ -76,10 +76,11 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
 /// with the token of `claude-code` from the Souz home; the token never is an argument.
 pub fn headers() -> Result<ExitCode> {
     let paths = crate::client::paths()?;
-    let file = paths.client_token(CODE_CLIENT);
-    let token = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}; connect Claude Code again", file.display()))?;
-    let header = serde_json::json!({ "Authorization": format!("Bearer {}", token.trim()) });
+    // Read as the bridge reads its own: a file that holds no valid token is refused.
+    let token = crate::client::home(&paths)
+        .client_token(CODE_CLIENT)
+        .context("connect Claude Code again")?;
+    let header = serde_json::json!({ "Authorization": format!("Bearer {token}") });
     say!("{header}");
     Ok(ExitCode::SUCCESS)
 }

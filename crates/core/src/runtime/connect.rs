@@ -160,8 +160,9 @@ pub(crate) fn diff(path: &Path, before: &str, after: &str) -> String {
         .to_string()
 }
 
-/// The largest `claude_desktop_config.json` Souz reads.
-const MAX_DESKTOP_CONFIG_BYTES: u64 = 4 << 20;
+/// The largest client configuration Souz reads (Claude Code's `~/.claude.json` also holds its
+/// per-project history and grows to several megabytes).
+const MAX_CONFIG_BYTES: u64 = 64 << 20;
 
 /// Claude Desktop's configuration file, reached beneath the person's home `user_home`: no
 /// folder on the way and not the file itself may be a symbolic link.
@@ -171,7 +172,7 @@ pub fn desktop_config_file(user_home: &Path) -> Result<DaemonFile, ConnectError>
 
 /// Reads `file`; `None` when it does not exist. A link there is refused, never followed.
 pub(crate) fn read_optional(file: &DaemonFile) -> Result<Option<String>, ConnectError> {
-    Ok(file.read_text(MAX_DESKTOP_CONFIG_BYTES)?)
+    Ok(file.read_text(MAX_CONFIG_BYTES)?)
 }
 
 /// Writes `text` to `file` atomically, first copying the file there to `<name>.bak`; returns

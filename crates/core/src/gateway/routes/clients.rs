@@ -154,6 +154,8 @@ async fn exchange_code(
 ) -> Result<axum::Json<UiSession>, ApiError> {
     // A code is for the page it was opened in: a browser always sends `Origin` on a POST, and
     // the perimeter has refused every origin but this daemon's (and those the operator added).
+    // A hint, not a boundary (a local script can send any `Origin`): the code's secrecy rests
+    // on the owner-only redirect page and on no process argument holding it.
     if !headers.contains_key(header::ORIGIN) {
         return Err(ApiError::unauthorized(
             "A sign-in code works only from the Souz page it was opened in.",

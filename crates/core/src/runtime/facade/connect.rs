@@ -47,14 +47,10 @@ impl RuntimeHandle {
     /// Where Claude Desktop is configured, and the client tokens with their recent calls
     /// and grants.
     pub async fn connect_status(&self) -> Result<ConnectStatus, ServiceError> {
-        let file = self.desktop_config_file()?;
-        let configured = blocking(move || connect::read_optional(&file))
-            .await?
-            .is_some_and(|text| connect::has_server(&text));
-        let code_file = self.code_config_file()?;
-        let code_configured = blocking(move || connect::read_optional(&code_file))
-            .await?
-            .is_some_and(|text| connect::has_server(&text));
+        // A file Souz cannot read (a link, too large, not JSON) counts as not configured here;
+        // adding Souz to it says why. One such file must not hide the rest of the page.
+        let configured = has_souz(self.desktop_config_file()).await;
+        let code_configured = has_souz(self.code_config_file()).await;
         let since = chrono::Utc::now() - chrono::Duration::days(RECENT_DAYS);
         let recent = self
             .store()
@@ -187,12 +183,9 @@ impl RuntimeHandle {
     /// Souz's server entry for Claude Desktop (the bridge is this installation's `souz`).
     fn desktop_server(&self) -> Result<serde_json::Value, ConnectError> {
         let binary = self.souz_binary().ok_or(ConnectError::NoBinary)?;
-        let paths = &self.config().paths;
-        let default_home = paths.user_home().join(".souz");
-        let home = (paths.home() != default_home).then(|| paths.home().to_path_buf());
         Ok(connect::desktop_server(
             &binary.to_string_lossy(),
-            home.as_deref(),
+            self.custom_home().as_deref(),
         ))
     }
 
@@ -280,6 +273,18 @@ impl RuntimeHandle {
         }
         Ok(self.clients().create(name).await?.token)
     }
+}
+
+/// Whether the configuration `file` lists Souz (false when it cannot be read).
+async fn has_souz(file: Result<DaemonFile, ConnectError>) -> bool {
+    let Ok(file) = file else {
+        return false;
+    };
+    blocking(move || connect::read_optional(&file))
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|text| connect::has_server(&text))
 }
 
 /// The change adding `server` to a client's configuration `file` would make.
