@@ -22,8 +22,9 @@ use super::DocumentError;
 /// Largest `content.xml` read, uncompressed.
 const CONTENT_BYTE_LIMIT: u64 = 256 << 20;
 
-/// Refuses a workbook whose sheets reach past `max_area` cells (counted from the first row
-/// and column) or hold more than `max_cells` cells with a value.
+/// Refuses a workbook whose sheets together reach past `max_area` cells (each counted from
+/// its first row and column) or hold more than `max_cells` cells with a value: calamine
+/// expands every sheet at once.
 pub(crate) fn check<R: Read + Seek>(
     source: R,
     max_cells: u64,
@@ -36,6 +37,8 @@ pub(crate) fn check<R: Read + Seek>(
     let mut reader = Reader::from_reader(BufReader::new(content.take(CONTENT_BYTE_LIMIT + 1)));
     let mut buffer = Vec::new();
     let mut sheet = Sheet::default();
+    // What the sheets before this one reach: (area, cells with a value).
+    let mut before = (0u64, 0u64);
     // Tables open around this point: only a top-level one starts a new sheet (a table nested
     // in a cell counts toward its sheet, so it cannot reset the count).
     let mut tables = 0usize;
@@ -55,6 +58,11 @@ pub(crate) fn check<R: Read + Seek>(
                 match element.local_name().as_ref() {
                     "table" => {
                         if tables == 0 {
+                            let (area, cells) = sheet.reach();
+                            before = (
+                                before.0.saturating_add(area),
+                                before.1.saturating_add(cells),
+                            );
                             sheet = Sheet::default();
                         }
                         if !empty {
@@ -82,7 +90,17 @@ pub(crate) fn check<R: Read + Seek>(
             Event::Eof => return Ok(()),
             _ => {}
         }
-        sheet.check(max_cells, max_area)?;
+        let (area, cells) = sheet.reach();
+        let (area, cells) = (
+            before.0.saturating_add(area),
+            before.1.saturating_add(cells),
+        );
+        if cells > max_cells || area > max_area {
+            return Err(DocumentError::TooLarge(format!(
+                "its sheets reach {area} cells with {cells} holding a value (at most \
+                 {max_area} cells and {max_cells} values are read)"
+            )));
+        }
         buffer.clear();
     }
 }
@@ -135,23 +153,16 @@ impl Sheet {
         self.row_valued = false;
     }
 
-    fn check(&self, max_cells: u64, max_area: u64) -> Result<(), DocumentError> {
-        // The current row counts as soon as it holds a value.
+    /// The area this sheet reaches so far and its cells holding a value (the current row
+    /// counts as soon as it holds a value).
+    fn reach(&self) -> (u64, u64) {
         let rows = if self.row_valued {
             self.rows
                 .max(self.row.saturating_add(self.row_repeats.max(1)))
         } else {
             self.rows
         };
-        let area = rows.saturating_mul(self.columns);
-        if self.cells > max_cells || area > max_area {
-            return Err(DocumentError::TooLarge(format!(
-                "a sheet reaches {rows} rows by {} columns with {} cells holding a value \
-                 (at most {max_area} cells and {max_cells} values are read)",
-                self.columns, self.cells
-            )));
-        }
-        Ok(())
+        (rows.saturating_mul(self.columns), self.cells)
     }
 }
 

@@ -717,7 +717,16 @@ async fn open_document_sheets_repeated_past_the_grid_bound_are_refused_before_th
             r#"<table:table-row><table:table-cell office:value-type="string"><text:p>kept</text:p></table:table-cell><table:table-cell table:number-columns-repeated="1023"/></table:table-row><table:table-row table:number-rows-repeated="4000"><table:table-cell table:number-columns-repeated="1024"/></table:table-row>"#,
         ),
     );
-    for name in ["fill.ods", "corner.ods"] {
+    // Five sheets of 2,000 × 2,000 each pass the sheet bound; calamine expands them all at
+    // once, so the workbook as a whole is measured too.
+    let sheet = format!(
+        r#"<table:table-row>{value}</table:table-row><table:table-row table:number-rows-repeated="1998"><table:table-cell/></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="1999"/>{value}</table:table-row>"#
+    );
+    let sheets = (2..=5).fold(sheet.clone(), |xml, number| {
+        format!(r#"{xml}</table:table><table:table table:name="S{number}">{sheet}"#)
+    });
+    home.write("sheets.ods", fixtures::ods_table("S1", &sheets));
+    for name in ["fill.ods", "corner.ods", "sheets.ods"] {
         let error = home.extract(name).await.unwrap_err().to_string();
         assert!(error.contains("too large"), "{name}: {error}");
     }
