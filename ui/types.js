@@ -525,7 +525,6 @@
  * `GET /v1/connect/claude-desktop` and `GET /v1/connect/claude-code/config`: the change adding
  * Souz would make (nothing is written).
  * @typedef {{
- *   after: string;
  *   diff: string;
  *   exists: boolean;
  *   path: string;

@@ -493,6 +493,60 @@ fn connecting_claude_code_puts_no_token_in_a_process_argument_or_its_file() {
 }
 
 #[test]
+fn connect_shows_and_changes_only_souz_entry_of_a_config_holding_secrets() {
+    let daemon = Daemon::start();
+    let claude_json = daemon.user_home().join(".claude.json");
+    // As Claude Code writes it: its own order, history, an API key, another server's key.
+    let history: String = (0..200)
+        .map(|n| format!("      {{\"display\": \"private prompt {n}\"}},\n"))
+        .collect();
+    let original = format!(
+        "{{\n  \"numStartups\": 3,\n  \"primaryApiKey\": \"plain-key-of-no-known-shape\",\n  \
+         \"projects\": {{\n    \"/home/p/work\": {{\n      \"history\": [\n{history}      {{}}\n      ]\n    }}\n  }},\n  \
+         \"mcpServers\": {{\n    \"search\": {{\n      \"command\": \"npx\",\n      \"env\": {{\n        \
+         \"SEARCH_API_KEY\": \"another-plain-secret\"\n      }}\n    }}\n  }}\n}}\n"
+    );
+    serde_json::from_str::<Value>(&original).expect("the fixture is JSON");
+    std::fs::write(&claude_json, &original).unwrap();
+
+    let change = daemon.get("/v1/connect/claude-code/config");
+    assert_eq!(change.status, 200, "{}", change.body);
+    assert!(
+        change.json().get("after").is_none(),
+        "the file is not sent back"
+    );
+    for secret in [
+        "plain-key-of-no-known-shape",
+        "another-plain-secret",
+        "private prompt",
+    ] {
+        assert!(!change.body.contains(secret), "{secret} in {}", change.body);
+    }
+    let diff = change.json()["diff"].as_str().unwrap().to_owned();
+    assert!(diff.lines().count() < 30, "only the change: {diff}");
+    assert!(diff.contains("+    \"souz\": {"), "{diff}");
+
+    let applied = daemon.post(
+        "/v1/connect/claude-code/config",
+        &json!({"revision": change.json()["revision"]}),
+    );
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let written = std::fs::read_to_string(&claude_json).unwrap();
+    // Up to the end of the other server's entry, after which Souz's is added.
+    let kept = &original[..original.rfind("    }\n  }\n}").unwrap() + 5];
+    assert!(
+        written.starts_with(kept),
+        "everything before Souz's entry is byte for byte as it was:\n{written}"
+    );
+    let value: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(
+        value["mcpServers"]["search"]["env"]["SEARCH_API_KEY"],
+        "another-plain-secret"
+    );
+    assert!(value["mcpServers"]["souz"]["url"].is_string());
+}
+
+#[test]
 fn the_bridge_proves_the_listener_again_when_the_daemon_dies() {
     let daemon = Daemon::start();
     let configured = daemon

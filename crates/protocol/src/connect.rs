@@ -79,9 +79,8 @@ pub struct DesktopConfigChange {
     pub exists: bool,
     /// SHA-256 of its text now (send it back to apply exactly this change).
     pub revision: String,
-    /// Its text after the change.
-    pub after: String,
-    /// The change as a unified diff (empty: nothing to change).
+    /// The change as a unified diff (empty: nothing to change). Only the lines around Souz's
+    /// entry, with secrets in them masked: the rest of the file is never sent.
     pub diff: String,
 }
 

@@ -24,6 +24,7 @@ use crate::config::SouzPaths;
 use crate::sandbox::{DaemonFile, DaemonFileError, WriteOptions};
 
 pub mod claude_code;
+mod json_edit;
 
 /// The name of Claude Code's client token.
 pub const CODE_CLIENT: &str = "claude-code";
@@ -133,8 +134,18 @@ pub(crate) fn with_server(
     let Value::Object(servers) = servers else {
         return Err(unreadable("`mcpServers` is not an object".to_owned()));
     };
-    servers.insert(SERVER_NAME.to_owned(), server);
-    let mut text = serde_json::to_string_pretty(&Value::Object(root))
+    servers.insert(SERVER_NAME.to_owned(), server.clone());
+    let expected = Value::Object(root);
+    // The file's own text with only the entry changed, when the edit reads back as exactly
+    // the intended value; otherwise the whole file rewritten (keys sorted).
+    let edited = current
+        .filter(|text| !text.trim().is_empty())
+        .and_then(|text| json_edit::set_member(text, &["mcpServers", SERVER_NAME], &server))
+        .filter(|text| serde_json::from_str::<Value>(text).is_ok_and(|value| value == expected));
+    if let Some(text) = edited {
+        return Ok(text);
+    }
+    let mut text = serde_json::to_string_pretty(&expected)
         .map_err(|error| ConnectError::Io(error.to_string()))?;
     text.push('\n');
     Ok(text)
@@ -154,10 +165,56 @@ pub(crate) fn diff(path: &Path, before: &str, after: &str) -> String {
         return String::new();
     }
     let name = path.display().to_string();
-    similar::TextDiff::from_lines(before, after)
+    let diff = similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .header(&name, &name)
-        .to_string()
+        .to_string();
+    // Lines Souz did not write (context and removed lines) go through the secret scan: they
+    // may hold another server's key next to Souz's entry.
+    let mut shown = String::with_capacity(diff.len());
+    for (index, line) in diff.split_inclusive('\n').enumerate() {
+        let ours = index < 2 || line.starts_with('+') || line.starts_with("@@");
+        if ours {
+            shown.push_str(line);
+        } else {
+            shown.push_str(&crate::redact::redact_text(&mask_secret_member(line)));
+        }
+    }
+    shown
+}
+
+/// A diff line holding one `"key": "value"` member whose key names a secret (`apiKey`,
+/// `OPENAI_API_KEY`, `GITHUB_TOKEN`, ...) with the value replaced; other lines as they are.
+fn mask_secret_member(line: &str) -> std::borrow::Cow<'_, str> {
+    let masked = (|| {
+        let (key, rest) = line
+            .get(1..)?
+            .trim_start()
+            .strip_prefix('"')?
+            .split_once('"')?;
+        let value = rest.trim_start().strip_prefix(':')?.trim_start();
+        let folded: String = key
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        let secret = crate::redact::is_sensitive_key(key)
+            || ["key", "token", "secret", "password", "credentials"]
+                .iter()
+                .any(|end| folded.ends_with(end));
+        if !secret || !value.starts_with('"') {
+            return None;
+        }
+        let start = line.len() - value.len();
+        let end = start + 1 + value[1..].rfind('"')?;
+        Some(format!(
+            "{}\"{}\"{}",
+            &line[..start],
+            crate::redact::REDACTED,
+            &line[end + 1..]
+        ))
+    })();
+    masked.map_or(std::borrow::Cow::Borrowed(line), std::borrow::Cow::Owned)
 }
 
 /// The largest client configuration Souz reads (Claude Code's `~/.claude.json` also holds its

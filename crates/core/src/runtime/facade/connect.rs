@@ -163,17 +163,18 @@ impl RuntimeHandle {
     ) -> Result<DesktopConfigApplied, ServiceError> {
         let path = file.path();
         let check = file.clone();
-        let after = blocking(move || {
-            let current = connect::read_optional(&check)?;
-            if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
-                return Err(ConnectError::Changed(check.path().display().to_string()));
-            }
-            connect::with_server(&check.path(), current.as_deref(), server)
-        })
-        .await?;
+        let expected = revision.clone();
+        let entry = server.clone();
+        blocking(move || changed_text(&check, &expected, entry)).await?;
         let token = self.rotate_client(client).await?;
         self.write_client_token(client, token).await?;
-        let backup = blocking(move || connect::write_with_backup(&file, &after)).await?;
+        // Read, checked and written again in one step: the client itself (Claude Code writes
+        // `~/.claude.json` all the time) may have changed the file while the token rotated.
+        let backup = blocking(move || {
+            let after = changed_text(&file, &revision, server)?;
+            connect::write_with_backup(&file, &after)
+        })
+        .await?;
         Ok(DesktopConfigApplied {
             path: path.display().to_string(),
             backup: backup.map(|backup| backup.display().to_string()),
@@ -287,6 +288,19 @@ async fn has_souz(file: Result<DaemonFile, ConnectError>) -> bool {
         .is_some_and(|text| connect::has_server(&text))
 }
 
+/// The text of `file` with `server` added, if the file is still at `revision`.
+fn changed_text(
+    file: &DaemonFile,
+    revision: &str,
+    server: serde_json::Value,
+) -> Result<String, ConnectError> {
+    let current = connect::read_optional(file)?;
+    if config_editor::revision(current.as_deref().unwrap_or_default()) != revision {
+        return Err(ConnectError::Changed(file.path().display().to_string()));
+    }
+    connect::with_server(&file.path(), current.as_deref(), server)
+}
+
 /// The change adding `server` to a client's configuration `file` would make.
 async fn config_change(
     file: DaemonFile,
@@ -302,7 +316,6 @@ async fn config_change(
             exists: current.is_some(),
             revision: config_editor::revision(&before),
             diff: connect::diff(&path, &before, &after),
-            after,
         })
     })
     .await?)
