@@ -236,6 +236,37 @@ impl Sandbox {
         Ok(timeout)
     }
 
+    /// The launcher and arguments that run `program args` confined. Wrapping walks the roots
+    /// for repositories (bounded, but file system work), so it runs off the async threads.
+    async fn wrapped(
+        &self,
+        program: &OsStr,
+        args: &[OsString],
+        scope: &super::confinement::CommandScope<'_>,
+    ) -> Result<(OsString, Vec<OsString>), CommandError> {
+        let sandbox = self.clone();
+        let network = scope.network;
+        let temporary = scope.temporary.to_path_buf();
+        let cwd = scope.working_folder.map(Path::to_path_buf);
+        let (program, args) = (program.to_owned(), args.to_vec());
+        let name = program.to_string_lossy().into_owned();
+        tokio::task::spawn_blocking(move || {
+            let scope = super::confinement::CommandScope {
+                temporary: &temporary,
+                network,
+                working_folder: cwd.as_deref(),
+            };
+            sandbox
+                .confinement()
+                .wrap(&sandbox, &scope, &program, &args)
+        })
+        .await
+        .map_err(|error| CommandError::Spawn {
+            program: name,
+            reason: error.to_string(),
+        })
+    }
+
     /// Runs a command to completion, time limit or cancellation.
     pub async fn run_command(
         &self,
@@ -254,7 +285,7 @@ impl Sandbox {
             network: request.network || self.config.command_network,
             working_folder: Some(&cwd),
         };
-        let (launcher, launcher_args) = self.confinement().wrap(self, &scope, &program, &args);
+        let (launcher, launcher_args) = self.wrapped(&program, &args, &scope).await?;
         let supervised = matches!(self.confinement(), super::Confinement::Landlock { .. });
 
         let mut command = command(

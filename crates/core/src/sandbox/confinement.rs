@@ -325,16 +325,20 @@ pub fn readable_paths(sandbox: &Sandbox, temporary: &Path) -> Option<Vec<PathBuf
     Some(paths)
 }
 
-/// The shared temporary folders, as the kernel sees them (links resolved).
-fn shared_temporary_folders() -> Vec<PathBuf> {
-    SHARED_TEMPORARY_FOLDERS
-        .iter()
-        .map(|folder| {
-            Path::new(folder)
-                .canonicalize()
-                .unwrap_or(PathBuf::from(folder))
-        })
-        .collect()
+/// The shared temporary folders, as the kernel sees them (links resolved once: the split
+/// around protected paths asks at every level of its walk).
+fn shared_temporary_folders() -> &'static [PathBuf] {
+    static RESOLVED: std::sync::LazyLock<Vec<PathBuf>> = std::sync::LazyLock::new(|| {
+        SHARED_TEMPORARY_FOLDERS
+            .iter()
+            .map(|folder| {
+                Path::new(folder)
+                    .canonicalize()
+                    .unwrap_or(PathBuf::from(folder))
+            })
+            .collect()
+    });
+    &RESOLVED
 }
 
 /// What a split around protected paths grants: writing avoids every protected path, reading
@@ -348,7 +352,7 @@ enum Use {
 fn grant_around_protected(sandbox: &Sandbox, folder: &Path, what: Use, paths: &mut Vec<PathBuf>) {
     let shared = match what {
         Use::Read => shared_temporary_folders(),
-        Use::Write => Vec::new(),
+        Use::Write => &[],
     };
     let reads_protected = sandbox.config().commands_read_protected;
     let is_protected = |path: &Path| match what {
