@@ -7,6 +7,7 @@
 //! - [`office`]: Word and PowerPoint text (zip + quick-xml),
 //! - [`spreadsheet`]: Excel, OpenDocument and CSV as grids of cells (calamine, csv),
 //! - [`source`]: the file, opened once without following a final link and checked on the handle.
+//! - `ods_shape`, `xls_shape`: the shape of workbooks calamine reads whole, measured first.
 //!
 //! Parsing runs through [`super::worker`]: off the async runtime, bounded in time and stoppable.
 //!
@@ -22,6 +23,7 @@ pub(crate) mod pdf;
 pub(crate) mod source;
 pub(crate) mod spreadsheet;
 pub(crate) mod text;
+mod xls_shape;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

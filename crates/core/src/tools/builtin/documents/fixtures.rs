@@ -351,3 +351,112 @@ pub(crate) fn xlsx(sheets: &[SheetSpec<'_>]) -> Vec<u8> {
     }
     workbook.save_to_buffer().unwrap()
 }
+
+/// One BIFF record: type, length, data.
+pub(crate) fn biff(kind: u16, data: &[u8]) -> Vec<u8> {
+    let mut record = kind.to_le_bytes().to_vec();
+    record.extend(u16::try_from(data.len()).unwrap().to_le_bytes());
+    record.extend(data);
+    record
+}
+
+/// A NUMBER record (a cell holding `value`).
+pub(crate) fn xls_number(row: u16, column: u16, value: f64) -> Vec<u8> {
+    let mut data = [row.to_le_bytes(), column.to_le_bytes(), [0, 0]].concat();
+    data.extend(value.to_le_bytes());
+    biff(0x0203, &data)
+}
+
+/// A LABELSST record (a cell holding shared string `index`).
+pub(crate) fn xls_shared_label(row: u16, column: u16, index: u32) -> Vec<u8> {
+    let mut data = [row.to_le_bytes(), column.to_le_bytes(), [0, 0]].concat();
+    data.extend(index.to_le_bytes());
+    biff(0x00FD, &data)
+}
+
+/// A BIFF8 string's flags and characters: one byte each when all are ASCII, else UTF-16.
+fn biff_characters(text: &str) -> (usize, Vec<u8>) {
+    if text.is_ascii() {
+        (text.len(), [&[0u8][..], text.as_bytes()].concat())
+    } else {
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let mut bytes = vec![1u8];
+        bytes.extend(units.iter().flat_map(|unit| unit.to_le_bytes()));
+        (units.len(), bytes)
+    }
+}
+
+/// A BIFF8 workbook stream: shared `strings`, then each sheet (a name and its records between
+/// its BOF and EOF); `positions` may change where the `BoundSheet8` records say they start.
+pub(crate) fn xls_stream(
+    strings: &[&str],
+    sheets: &[(&str, Vec<Vec<u8>>)],
+    positions: Option<fn(Vec<u32>) -> Vec<u32>>,
+) -> Vec<u8> {
+    let bof = |kind: u16| {
+        biff(
+            0x0809,
+            &[[0x00, 0x06], kind.to_le_bytes(), [0; 2], [0; 2]].concat(),
+        )
+    };
+    let eof = biff(0x000A, &[]);
+    let mut globals = bof(0x0005);
+    if !strings.is_empty() {
+        let count = u32::try_from(strings.len()).unwrap().to_le_bytes();
+        let mut data = [count, count].concat();
+        for string in strings {
+            let (count, characters) = biff_characters(string);
+            data.extend(u16::try_from(count).unwrap().to_le_bytes());
+            data.extend(characters);
+        }
+        globals.extend(biff(0x00FC, &data));
+    }
+    let bound = |name: &str, position: u32| {
+        let (count, characters) = biff_characters(name);
+        let mut data = position.to_le_bytes().to_vec();
+        data.extend([0, 0, u8::try_from(count).unwrap()]);
+        data.extend(characters);
+        biff(0x0085, &data)
+    };
+    let globals_length: usize = globals.len()
+        + sheets
+            .iter()
+            .map(|(name, _)| bound(name, 0).len())
+            .sum::<usize>()
+        + eof.len();
+    let bodies: Vec<Vec<u8>> = sheets
+        .iter()
+        .map(|(_, records)| {
+            [vec![bof(0x0010)], records.clone(), vec![eof.clone()]]
+                .concat()
+                .concat()
+        })
+        .collect();
+    let mut starts = Vec::new();
+    let mut position = globals_length;
+    for body in &bodies {
+        starts.push(u32::try_from(position).unwrap());
+        position += body.len();
+    }
+    if let Some(change) = positions {
+        starts = change(starts);
+    }
+    for ((name, _), start) in sheets.iter().zip(starts) {
+        globals.extend(bound(name, start));
+    }
+    globals.extend(eof);
+    [globals, bodies.concat()].concat()
+}
+
+/// An `.xls` file: an OLE container holding `stream` as its `Workbook`.
+pub(crate) fn xls_container(stream: &[u8]) -> Vec<u8> {
+    let mut container =
+        cfb::CompoundFile::create_with_version(cfb::Version::V3, Cursor::new(Vec::new())).unwrap();
+    container
+        .create_stream("/Workbook")
+        .unwrap()
+        .write_all(stream)
+        .unwrap();
+    container.flush().unwrap();
+    container.into_inner().into_inner()
+}

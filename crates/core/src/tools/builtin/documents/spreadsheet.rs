@@ -8,7 +8,7 @@
 
 use std::fmt::Display;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 
 use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 
@@ -216,8 +216,33 @@ pub(crate) struct Workbook {
 }
 
 enum Source {
-    Calamine(Box<Sheets<BufReader<File>>>),
+    Calamine(Box<Sheets<Input>>),
     Csv(Grid),
+}
+
+/// What calamine reads: the file itself, or (for `.xls`) a container rebuilt in memory from
+/// the measured workbook stream.
+enum Input {
+    File(BufReader<File>),
+    Memory(Cursor<Vec<u8>>),
+}
+
+impl Read for Input {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::File(file) => file.read(buffer),
+            Self::Memory(memory) => memory.read(buffer),
+        }
+    }
+}
+
+impl Seek for Input {
+    fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Self::File(file) => file.seek(position),
+            Self::Memory(memory) => memory.seek(position),
+        }
+    }
 }
 
 impl Workbook {
@@ -228,7 +253,7 @@ impl Workbook {
     ) -> Result<Self, DocumentError> {
         let open = || {
             file.check_document_size()?;
-            file.reader()
+            file.reader().map(Input::File)
         };
         let sheets = match format {
             SpreadsheetFormat::Csv => {
@@ -238,7 +263,13 @@ impl Workbook {
             }
             SpreadsheetFormat::Xlsx => Sheets::Xlsx(Xlsx::new(open()?).map_err(malformed)?),
             SpreadsheetFormat::Xlsb => Sheets::Xlsb(Xlsb::new(open()?).map_err(malformed)?),
-            SpreadsheetFormat::Xls => Sheets::Xls(Xls::new(open()?).map_err(malformed)?),
+            SpreadsheetFormat::Xls => {
+                // calamine reads every sheet, and trusts the container, when it opens the
+                // file: measure them first and give it a container rebuilt from the stream.
+                file.check_document_size()?;
+                let clean = super::xls_shape::clean_workbook(file.reader()?)?;
+                Sheets::Xls(Xls::new(Input::Memory(Cursor::new(clean))).map_err(malformed)?)
+            }
             SpreadsheetFormat::Ods => {
                 // calamine expands every sheet when it opens the file: measure them first.
                 super::ods_shape::check(open()?, MAX_WORKBOOK_CELLS, MAX_WORKBOOK_AREA)?;
@@ -313,7 +344,7 @@ impl Workbook {
 /// range would be allocated densely over the used cells' bounding box first: two cells at the
 /// grid's opposite corners, in a file of a few kilobytes, asked for 512 GiB and aborted the
 /// process); the grid is built only when its cells and area are within bounds.
-fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, DocumentError> {
+fn read_sheet(sheets: &mut Sheets<Input>, name: &str) -> Result<Grid, DocumentError> {
     let sheet_error = |error: &dyn Display| malformed(format!("sheet '{name}': {error}"));
     let mut cells = SparseCells::default();
     match sheets {
@@ -344,8 +375,8 @@ fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, 
                 )?;
             }
         }
-        // `.ods` (measured by `ods_shape` first) and `.xls` (not measured yet: see
-        // docs/security.md) are read whole by calamine when the workbook opens.
+        // `.ods` and `.xls` are read whole by calamine when the workbook opens (measured
+        // first by `ods_shape` and `xls_shape`).
         other => {
             let range = other
                 .worksheet_range(name)
@@ -363,13 +394,16 @@ fn read_sheet(sheets: &mut Sheets<BufReader<File>>, name: &str) -> Result<Grid, 
 }
 
 /// Most non-empty cells a sheet may have.
-const MAX_SHEET_CELLS: usize = 2_000_000;
+pub(super) const MAX_SHEET_CELLS: usize = 2_000_000;
 /// Most cells (empty ones included) of a sheet's used range, which a grid holds densely.
-const MAX_SHEET_AREA: u64 = 4_000_000;
+pub(super) const MAX_SHEET_AREA: u64 = 4_000_000;
 /// Most cells of all of a workbook's sheets' used ranges read together.
-const MAX_WORKBOOK_AREA: u64 = 4 * MAX_SHEET_AREA;
+pub(super) const MAX_WORKBOOK_AREA: u64 = 4 * MAX_SHEET_AREA;
 /// Most non-empty cells of all of a workbook's sheets read together.
-const MAX_WORKBOOK_CELLS: u64 = 2 * MAX_SHEET_CELLS as u64;
+pub(super) const MAX_WORKBOOK_CELLS: u64 = 2 * MAX_SHEET_CELLS as u64;
+/// Most bytes of text (an upper bound: three per character) of a workbook's cells, where a
+/// format lets one stored string fill many cells (`.xls` shared strings).
+pub(super) const MAX_WORKBOOK_TEXT_BYTES: u64 = 512 << 20;
 
 /// A sheet's non-empty cells as read, with their bounding box.
 #[derive(Default)]
