@@ -46,7 +46,7 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
         "xdg-open"
     };
     let status = std::process::Command::new(opener)
-        .arg(format!("file://{}", page.display()))
+        .arg(page_address(&page)?)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status();
@@ -54,6 +54,14 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
         anyhow::bail!("could not run `{opener}`; open the address printed by `souz ui`");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The page's `file://` address, percent-encoded: a Souz home with a space, `#` or `%` in
+/// its path still opens the page.
+fn page_address(page: &Path) -> anyhow::Result<String> {
+    reqwest::Url::from_file_path(page)
+        .map(String::from)
+        .map_err(|()| anyhow::anyhow!("{} is not an absolute path", page.display()))
 }
 
 /// Writes a new owner-only page in `folder` (made owner-only) that sends the browser to `url`,
@@ -140,6 +148,15 @@ fn escape_html(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_address_is_percent_encoded() {
+        assert_eq!(
+            page_address(Path::new("/home/a b/#1%/ui-open/p.html")).unwrap(),
+            "file:///home/a%20b/%231%25/ui-open/p.html"
+        );
+        assert!(page_address(Path::new("relative.html")).is_err());
+    }
 
     #[test]
     fn the_redirect_page_is_new_owner_only_and_leads_to_the_url() {
