@@ -106,11 +106,11 @@ async fn a_line_that_never_ends_ends_the_stream_at_the_event_limit() {
 
 #[tokio::test]
 async fn an_endless_stream_of_tiny_events_ends_at_the_stream_limit() {
-    let base_url = serve(|| event_stream(endless(b"", b": keep-alive\n\n"))).await;
+    let base_url = serve(|| event_stream(endless(b"", b"data: {\"choices\":[]}\n\n"))).await;
     let response = reqwest::get(format!("{base_url}/chat/completions"))
         .await
         .unwrap();
-    let stream_limit = 4 << 20;
+    let stream_limit = 1 << 20;
     let stream = decode_sse_within(
         ProviderId::OpenAi,
         BoundedLines::new(response.bytes_stream().boxed(), EVENT_LIMIT, stream_limit),
