@@ -188,6 +188,17 @@ pub enum LlmError {
         /// What is wrong.
         message: String,
     },
+    /// The provider's answer passed a size limit of [`http::bounded`]; the connection was
+    /// dropped.
+    #[error("{provider} sent more than Souz accepts: the {part} passed {limit} bytes")]
+    TooLarge {
+        /// The provider.
+        provider: ProviderId,
+        /// What passed its limit.
+        part: http::AnswerPart,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The caller cancelled.
     #[error("the model request was cancelled")]
     Cancelled,

@@ -3,14 +3,16 @@
 //!
 //! Invariants: the answer has exactly one vector per input, ordered as the inputs (the API may
 //! return them in any order, keyed by `index`); anything else is an error, never a silent
-//! misalignment.
+//! misalignment. An answer may take [`BODY_LIMIT`] bytes, or
+//! [`EMBEDDING_BYTES_PER_INPUT`] per input when that is more.
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::http::{ProviderHttp, endpoint, transport_error};
+use super::http::bounded::EMBEDDING_BYTES_PER_INPUT;
+use super::http::{BODY_LIMIT, ProviderHttp, endpoint, read_body};
 use super::keys::ApiKey;
 use super::{LlmError, ProviderId};
 
@@ -62,6 +64,12 @@ struct Item {
     embedding: Vec<f32>,
 }
 
+/// Most bytes of an answer for `inputs` inputs: the limit scales with the request Souz made,
+/// never with what the server says.
+fn answer_limit(inputs: usize) -> usize {
+    BODY_LIMIT.max(inputs.saturating_mul(EMBEDDING_BYTES_PER_INPUT))
+}
+
 impl EmbeddingClient for OpenAiEmbeddings {
     fn embed(
         &self,
@@ -93,14 +101,14 @@ impl EmbeddingClient for OpenAiEmbeddings {
                     &cancel,
                 )
                 .await?;
-            let bytes = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-                bytes = response.bytes() => bytes,
-            }
-            .map_err(|error| {
-                transport_error(provider, &error, this.http.settings().request_timeout)
-            })?;
+            let bytes = read_body(
+                provider,
+                response,
+                answer_limit(count),
+                this.http.settings().request_timeout,
+                &cancel,
+            )
+            .await?;
             let response: Response =
                 serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
                     provider,

@@ -34,6 +34,8 @@ use super::{
 pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 const PROVIDER: ProviderId = ProviderId::Giga;
+/// Most bytes of a token answer (a token and its expiry; real ones are about 1 KB).
+const TOKEN_BODY_LIMIT: usize = 1 << 20;
 
 #[derive(Clone)]
 struct Token {
@@ -147,14 +149,14 @@ impl GigaChatAuth {
                 cancel,
             )
             .await?;
-        let bytes = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            bytes = response.bytes() => bytes,
-        }
-        .map_err(|error| {
-            super::http::transport_error(PROVIDER, &error, self.http.settings().request_timeout)
-        })?;
+        let bytes = super::http::read_body(
+            PROVIDER,
+            response,
+            TOKEN_BODY_LIMIT,
+            self.http.settings().request_timeout,
+            cancel,
+        )
+        .await?;
         let body: TokenResponse =
             serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
                 provider: PROVIDER,

@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every provider: one `reqwest` client per process (rustls, platform
 //! roots plus configured extra CAs), per-request credentials and timeouts, retries of 429/5xx
-//! that honour `Retry-After`, and the server-sent-events reader.
+//! that honour `Retry-After`, the server-sent-events reader, and the bounded reads every
+//! answer goes through ([`bounded`]).
 //!
 //! Invariants:
 //! - The client is built once and shared; credentials are added per request, so one provider's
@@ -13,6 +14,10 @@
 //! - Every wait and every read watches the cancellation token; cancelling drops the response,
 //!   which closes the connection.
 //! - Nothing here logs headers or bodies of requests (they carry keys).
+//! - No answer is read whole without a bound: a non-streamed one through [`read_body`], a
+//!   stream through [`decode_sse`] (bytes per event and per stream).
+
+pub mod bounded;
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
@@ -23,6 +28,8 @@ use futures::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+pub use self::bounded::{AnswerPart, BODY_LIMIT, read_body};
+use self::bounded::{BoundedLines, BoundedReadError, EVENT_LIMIT, STREAM_LIMIT};
 use super::{EventStream, LlmError, ProviderId, StreamEvent};
 
 /// Bytes of an error body kept for the message.
@@ -354,7 +361,7 @@ pub trait SseDecoder: Send + 'static {
 }
 
 /// Reads a successful streaming response as SSE, decodes it with `decoder`, and enforces the
-/// idle timeout and cancellation.
+/// idle timeout, cancellation and the size limits of [`bounded`].
 pub fn decode_sse<D: SseDecoder>(
     provider: ProviderId,
     response: reqwest::Response,
@@ -362,8 +369,20 @@ pub fn decode_sse<D: SseDecoder>(
     settings: &HttpSettings,
     cancel: CancellationToken,
 ) -> EventStream {
+    let lines = BoundedLines::new(response.bytes_stream().boxed(), EVENT_LIMIT, STREAM_LIMIT);
+    decode_sse_within(provider, lines, decoder, settings, cancel)
+}
+
+/// [`decode_sse`] over a byte stream already held to its limits.
+pub(crate) fn decode_sse_within<D: SseDecoder>(
+    provider: ProviderId,
+    lines: BoundedLines,
+    decoder: D,
+    settings: &HttpSettings,
+    cancel: CancellationToken,
+) -> EventStream {
     let request_timeout = settings.request_timeout;
-    let events: BoxStream<'static, _> = response.bytes_stream().eventsource().boxed();
+    let events: BoxStream<'static, _> = lines.eventsource().boxed();
     let state = Decoding {
         provider,
         events,
@@ -377,7 +396,7 @@ pub fn decode_sse<D: SseDecoder>(
     futures::stream::unfold(state, Decoding::next).boxed()
 }
 
-type SseItem = Result<Event, eventsource_stream::EventStreamError<reqwest::Error>>;
+type SseItem = Result<Event, eventsource_stream::EventStreamError<BoundedReadError>>;
 
 struct Decoding<D> {
     provider: ProviderId,
@@ -417,9 +436,16 @@ impl<D: SseDecoder> Decoding<D> {
                     .decoder
                     .event(&event, &mut self.pending)
                     .map(|done| self.finished = done),
-                Ok(Some(Err(eventsource_stream::EventStreamError::Transport(error)))) => {
-                    Err(transport_error(self.provider, &error, self.request_timeout))
-                }
+                Ok(Some(Err(eventsource_stream::EventStreamError::Transport(
+                    BoundedReadError::Transport(error),
+                )))) => Err(transport_error(self.provider, &error, self.request_timeout)),
+                Ok(Some(Err(eventsource_stream::EventStreamError::Transport(
+                    BoundedReadError::TooLarge { part, limit },
+                )))) => Err(LlmError::TooLarge {
+                    provider: self.provider,
+                    part,
+                    limit,
+                }),
                 Ok(Some(Err(error))) => Err(LlmError::Malformed {
                     provider: self.provider,
                     detail: format!("unreadable event stream: {error}"),

@@ -127,10 +127,9 @@ async fn list_models(client: &reqwest::Client, base: &str) -> Option<Vec<String>
     if !response.status().is_success() {
         return None;
     }
-    let body = response.bytes().await.ok()?;
-    if body.len() > MAX_BODY {
-        return None;
-    }
+    let body = crate::llm::http::bounded::read_limited(response, MAX_BODY)
+        .await
+        .ok()?;
     let models = parse_models(&body);
     (!models.is_empty()).then_some(models)
 }

@@ -3,7 +3,8 @@
 //! OpenAI's images API (`/images/generations`, base64 PNG).
 //!
 //! Invariants: non-streaming calls through the shared provider HTTP (retries, `Retry-After`,
-//! credentials scrubbed from errors); the image never leaves except to the resolved provider.
+//! credentials scrubbed from errors, the answer read within [`BODY_LIMIT`]); the image never
+//! leaves except to the resolved provider.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -11,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{LlmService, LlmServiceError};
 use crate::llm::anthropic::ANTHROPIC_VERSION;
-use crate::llm::http::endpoint;
+use crate::llm::http::{BODY_LIMIT, ProviderHttp, endpoint, read_body};
 use crate::llm::models::ModelKind;
 use crate::llm::openai_compatible::preset;
 use crate::llm::{LlmError, ProviderId};
@@ -26,13 +27,16 @@ fn malformed(provider: ProviderId, detail: impl Into<String>) -> LlmServiceError
     })
 }
 
+/// The JSON of a provider's answer, read within [`BODY_LIMIT`].
 async fn json_body(
     provider: ProviderId,
     response: reqwest::Response,
+    http: &ProviderHttp,
+    cancel: &CancellationToken,
 ) -> Result<Value, LlmServiceError> {
-    response
-        .json::<Value>()
-        .await
+    let timeout = http.settings().request_timeout;
+    let bytes = read_body(provider, response, BODY_LIMIT, timeout, cancel).await?;
+    serde_json::from_slice(&bytes)
         .map_err(|error| malformed(provider, format!("the answer is not JSON: {error}")))
 }
 
@@ -81,7 +85,13 @@ impl LlmService {
                     None => request,
                 }
             };
-            let answer = json_body(provider, http.send(provider, build, cancel).await?).await?;
+            let answer = json_body(
+                provider,
+                http.send(provider, build, cancel).await?,
+                &http,
+                cancel,
+            )
+            .await?;
             let text: Vec<&str> = answer["content"]
                 .as_array()
                 .into_iter()
@@ -119,7 +129,13 @@ impl LlmService {
                 None => request,
             }
         };
-        let answer = json_body(provider, http.send(provider, build, cancel).await?).await?;
+        let answer = json_body(
+            provider,
+            http.send(provider, build, cancel).await?,
+            &http,
+            cancel,
+        )
+        .await?;
         answer["choices"][0]["message"]["content"]
             .as_str()
             .map(str::to_owned)
@@ -152,7 +168,13 @@ impl LlmService {
             }
         };
         let http = self.shared().http.clone();
-        let answer = json_body(provider, http.send(provider, build, cancel).await?).await?;
+        let answer = json_body(
+            provider,
+            http.send(provider, build, cancel).await?,
+            &http,
+            cancel,
+        )
+        .await?;
         let encoded = answer["data"][0]["b64_json"]
             .as_str()
             .ok_or_else(|| malformed(provider, "no data[0].b64_json in the answer"))?;

@@ -405,6 +405,7 @@ async fn progress_of_an_external_call_reaches_the_caller() {
     runtime.shutdown("test").await.unwrap();
 }
 
+mod bounds;
 mod oauth;
 mod oauth_mock;
 mod trust;
