@@ -182,3 +182,6 @@ fn read_home_file(path: &Path) -> std::io::Result<Vec<u8>> {
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests;
