@@ -135,9 +135,6 @@ pub enum LocalError {
     /// The engine failed.
     #[error("local engine: {0}")]
     Engine(String),
-    /// The model's folder or file is a symbolic link or not a regular file.
-    #[error("local model file refused: {0}")]
-    Refused(String),
 }
 
 /// A model engine: loads model files.

@@ -120,11 +120,10 @@ impl LocalModels {
         }
         profile.check_memory(profiles::total_memory())?;
         let path = profile.path(&self.options.dir);
-        // The engine opens the file by path: it is checked first to be a regular file reached
-        // without a link (the models folder is in the Souz home, out of confined commands' reach).
-        let present = profile
-            .file_present(&self.options.dir)
-            .map_err(|error| LocalError::Refused(error.to_string()))?;
+        // Read as placed: a person may place a model as a link to where they keep models (the
+        // models folder is in the Souz home, out of confined commands' reach); removal never
+        // follows one.
+        let present = tokio::fs::try_exists(&path).await.unwrap_or(false);
         if !present {
             return Err(LocalError::NotDownloaded {
                 profile: profile.name.to_owned(),

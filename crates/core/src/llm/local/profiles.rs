@@ -162,15 +162,6 @@ impl LocalProfile {
         DaemonFolder::open(anchor, &relative)
     }
 
-    /// Whether its file is there as a regular file; a link at it or on the way to it, or
-    /// something else there, is refused.
-    pub fn file_present(&self, models: &Path) -> Result<bool, DaemonFileError> {
-        match self.open_dir(models)? {
-            Some(folder) => Ok(folder.existing(self.file)?.is_some()),
-            None => Ok(false),
-        }
-    }
-
     /// Refuses when the machine has less RAM than the profile needs (unknown RAM passes).
     pub fn check_memory(&self, total_bytes: Option<u64>) -> Result<(), LocalError> {
         let Some(total) = total_bytes else {

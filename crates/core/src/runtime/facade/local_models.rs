@@ -82,9 +82,7 @@ impl RuntimeHandle {
         let state = match download {
             Some(downloading @ LocalModelState::Downloading { .. }) => downloading,
             _ if loaded => LocalModelState::Loaded,
-            _ if profile.file_present(&self.models_dir()).unwrap_or(false) => {
-                LocalModelState::Ready
-            }
+            _ if tokio::fs::try_exists(&path).await.unwrap_or(false) => LocalModelState::Ready,
             Some(failed) => failed,
             None => LocalModelState::Missing,
         };
@@ -128,7 +126,9 @@ impl RuntimeHandle {
                 profile.path(&self.models_dir()).display()
             )));
         };
-        let there = profile.file_present(&self.models_dir()).unwrap_or(false);
+        let there = tokio::fs::try_exists(profile.path(&self.models_dir()))
+            .await
+            .unwrap_or(false);
         if there {
             return Ok(self.local_model_info(profile).await);
         }
