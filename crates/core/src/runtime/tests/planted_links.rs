@@ -1,5 +1,5 @@
 //! Issue 39, item 2: a link planted at each file the daemon itself reads or writes in the Souz
-//! home (as an approved command or a earlier compromise could) is refused — or, for the log,
+//! home (as an approved command could) is refused — or, for the log,
 //! skipped — and nothing outside the home is read or written through it. The "outside" file
 //! stands for `~/.bashrc`: its content must be unchanged and it must still be a plain file.
 
