@@ -6,6 +6,12 @@
 //! (shorter than 32 characters, or with characters outside `A-Za-z0-9-_`) is refused here, so a
 //! garbled file never becomes a header. Which folder is the Souz home (environment, config) is
 //! the caller's business: this crate reads no environment variables.
+//!
+//! The files are opened like the daemon opens its own (this crate cannot use souz-core's
+//! beneath-a-handle API): with `O_NOFOLLOW | O_NONBLOCK`, only when they are regular files, and
+//! at most [`MAX_HOME_FILE_BYTES`]; a link at a file is refused, a link at the `clients` folder
+//! too (checked before the open: the Souz home is out of confined commands' reach, so the check
+//! and the open do not race with them).
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +21,9 @@ use crate::ClientError;
 
 /// The shortest token accepted (the daemon makes 43-character ones).
 const MIN_TOKEN_CHARS: usize = 32;
+
+/// The largest `daemon.json` or token file read.
+const MAX_HOME_FILE_BYTES: u64 = 64 << 10;
 
 /// A Souz home folder, as a client sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +77,7 @@ impl Home {
 
     /// `daemon.json`, when there is a readable, valid one.
     pub fn daemon_info(&self) -> Option<DaemonInfo> {
-        let bytes = std::fs::read(self.daemon_file()).ok()?;
+        let bytes = read_home_file(&self.daemon_file()).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -105,7 +114,8 @@ pub fn read_token(path: &Path) -> Result<String, ClientError> {
         path: path.to_owned(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|error| refused(error.to_string()))?;
+    let bytes = read_home_file(path).map_err(|error| refused(error.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|error| refused(error.to_string()))?;
     let token = text.trim();
     let valid = token.len() >= MIN_TOKEN_CHARS
         && token
@@ -119,3 +129,59 @@ pub fn read_token(path: &Path) -> Result<String, ClientError> {
     }
     Ok(token.to_owned())
 }
+
+/// The content of the regular file `path` (at most [`MAX_HOME_FILE_BYTES`]), not followed when
+/// it is a link; a `clients` folder on the way that is a link is refused too.
+fn read_home_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let linked = |what: &Path| {
+        Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "{} is a symbolic link; Souz does not read through links",
+                what.display()
+            ),
+        )
+    };
+    if let Some(parent) = path.parent()
+        && parent.file_name().is_some_and(|name| name == "clients")
+        && std::fs::symlink_metadata(parent)?.file_type().is_symlink()
+    {
+        return Err(linked(parent));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let file = options.open(path).map_err(|error| {
+        if error.raw_os_error() == Some(libc::ELOOP) {
+            linked(path)
+        } else {
+            error
+        }
+    })?;
+    if !file.metadata()?.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_HOME_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_HOME_FILE_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {MAX_HOME_FILE_BYTES} bytes",
+                path.display()
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests;

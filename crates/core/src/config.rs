@@ -9,6 +9,9 @@
 //! - The file is written once, at first start, with every key commented out at its default;
 //!   Souz never overwrites it afterwards.
 //! - No globals: the environment is passed in, tests build their own `Config`.
+//! - A `config.toml` inside the Souz home is read and created beneath the home without
+//!   following a link ([`DaemonFile`]); a file named elsewhere (`souz config check FILE`) is
+//!   the person's choice and read as given.
 
 pub(crate) mod agent;
 pub(crate) mod approvals;
@@ -30,7 +33,6 @@ pub(crate) mod web;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -51,6 +53,8 @@ pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 pub use skills::SkillsConfig;
 pub use web::WebConfig;
+
+use crate::sandbox::beneath::daemon_file::DaemonFile;
 
 /// Declares the sections of `config.toml` and generates [`Config`] with per-section dispatch.
 macro_rules! config_sections {
@@ -245,12 +249,20 @@ impl Config {
         file: &Path,
         env: EnvLookup<'_>,
     ) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|source| {
+        let cannot_read = |message: String| {
             ConfigError::Problems(vec![Problem {
                 location: Location::Path(file.to_owned()),
-                message: format!("cannot read: {source}"),
+                message: format!("cannot read: {message}"),
             }])
-        })?;
+        };
+        let text = if file.starts_with(paths.home()) {
+            DaemonFile::new(paths.home(), file)
+                .and_then(|daemon_file| daemon_file.read_text(edit::MAX_CONFIG_BYTES))
+                .map_err(|error| cannot_read(error.to_string()))?
+                .ok_or_else(|| cannot_read("No such file or directory".to_owned()))?
+        } else {
+            std::fs::read_to_string(file).map_err(|source| cannot_read(source.to_string()))?
+        };
         Self::parse(paths, file, &text, env).map_err(ConfigError::Problems)
     }
 
@@ -498,23 +510,11 @@ pub fn write_template_if_missing(file: &Path) -> Result<bool, ConfigError> {
         path: file.to_owned(),
         source,
     };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut handle = match options.open(file) {
-        Ok(handle) => handle,
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(error) => return Err(io_error(error)),
-    };
-    handle
-        .write_all(Config::template().as_bytes())
-        .and_then(|()| handle.sync_all())
-        .map_err(io_error)?;
-    Ok(true)
+    // Created as a new file in its trusted folder (the Souz home): never over anything there,
+    // never through a link.
+    DaemonFile::in_trusted_folder(file)
+        .and_then(|daemon_file| daemon_file.create_new(Config::template().as_bytes(), 0o600))
+        .map_err(|error| io_error(error.into_io()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,13 @@
 //! `IMMEDIATE` transaction; reads use a small pool of reader connections (WAL lets them run while
 //! a write is in progress). Each domain owns its tables and brings its migrations to
 //! [`migrations::MIGRATIONS`].
+//!
+//! The file is opened like the daemon's other files: its folder (the Souz home) is trusted and
+//! resolved once, and SQLite opens the resulting path with `SQLITE_OPEN_NOFOLLOW`, so a link at
+//! the database is refused ([`StoreError::Refused`]). SQLite's unix VFS opens the `-wal`,
+//! `-shm` and `-journal` companions with `O_NOFOLLOW` itself; they are also checked beforehand
+//! so a link or a non-regular file there is refused with its name rather than SQLite's
+//! "unable to open database file".
 
 pub(crate) mod codec;
 pub(crate) mod migrations;
@@ -16,6 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::sandbox::beneath::daemon_file::{DaemonFileError, DaemonFolder};
 
 pub use migrations::{MIGRATIONS, Migration, SCHEMA_VERSION};
 
@@ -81,6 +90,10 @@ pub enum StoreError {
     /// The store was closed (the daemon is shutting down).
     #[error("the database is closed")]
     Closed,
+    /// The database or one of its companions (`-wal`, `-shm`, `-journal`) is a symbolic link
+    /// or not a regular file.
+    #[error("cannot open the database: {0}")]
+    Refused(#[source] DaemonFileError),
     /// The blocking task running the query panicked or was cancelled.
     #[error("database task failed: {0}")]
     Task(String),
@@ -111,9 +124,13 @@ impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations in one
     /// transaction. A database from a newer Souz is refused before anything is written.
     pub async fn open(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
-        let path = path.into();
-        let opened_path = path.clone();
-        let writer = run_blocking(move || open_writer(&opened_path)).await?;
+        let asked = path.into();
+        let (path, writer) = run_blocking(move || {
+            let path = database_path(&asked)?;
+            let writer = open_writer(&path)?;
+            Ok::<_, StoreError>((path, writer))
+        })
+        .await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
@@ -268,7 +285,15 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
         source,
     };
     let existed = path.exists();
-    let mut connection = Connection::open(path).map_err(open_error)?;
+    let mut connection = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+    )
+    .map_err(open_error)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // Refuse a newer schema before anything (even the WAL switch) writes to the file.
@@ -305,7 +330,8 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI,
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(open_error)?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
@@ -324,16 +350,52 @@ pub fn user_version(connection: &Connection) -> rusqlite::Result<i64> {
     connection.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
-fn restrict_permissions(path: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Err(error) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
-            tracing::warn!(path = %path.display(), %error, "could not make the database owner-only");
+/// The files SQLite keeps next to the database.
+const COMPANIONS: [&str; 4] = ["", "-wal", "-shm", "-journal"];
+
+/// `path` with its folder resolved (the folder is trusted; `SQLITE_OPEN_NOFOLLOW` refuses a link
+/// at any component, including a person's linked home), after checking that neither the
+/// database nor a companion is a link or a non-regular file.
+fn database_path(path: &Path) -> Result<PathBuf, StoreError> {
+    let refused = StoreError::Refused;
+    let (folder, name) = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => (parent, name),
+        (_, Some(name)) => (Path::new("."), name),
+        _ => {
+            return Err(refused(DaemonFileError::NotRegular(path.to_owned())));
         }
+    };
+    let folder = std::fs::canonicalize(folder).map_err(|source| {
+        refused(DaemonFileError::Io {
+            action: "open the folder",
+            path: folder.to_owned(),
+            source,
+        })
+    })?;
+    let handle = DaemonFolder::anchor(&folder).map_err(refused)?;
+    for suffix in COMPANIONS {
+        let mut companion = name.to_os_string();
+        companion.push(suffix);
+        handle.existing(&companion).map_err(refused)?;
     }
-    #[cfg(not(unix))]
-    let _ = path;
+    Ok(folder.join(name))
+}
+
+/// Makes a database this call created owner-only, through a handle (never by a followed path).
+fn restrict_permissions(path: &Path) {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let file = DaemonFolder::anchor(folder).and_then(|folder| folder.open_file(name));
+    let result = match file {
+        Ok(Some(file)) => rustix::fs::fchmod(&file, rustix::fs::Mode::from_bits_truncate(0o600))
+            .map_err(|errno| errno.to_string()),
+        Ok(None) => Ok(()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = result {
+        tracing::warn!(path = %path.display(), %error, "could not make the database owner-only");
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! Logging: human-readable lines on stderr and JSON lines in `<SOUZ_HOME>/logs/souz.YYYY-MM-DD.jsonl`,
-//! rotated daily and bounded by `[log] retention_days`.
+//! rotated daily and bounded by `[log] retention_days`. The files are opened beneath the Souz
+//! home without following links ([`daily_log`]): a refused file costs the file log, never the
+//! daemon.
 //!
 //! Nothing secret is ever passed to a log macro: tokens and provider keys have redacting
 //! `Debug` implementations and are never formatted with `Display`. As a second line, every
@@ -13,7 +15,6 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use tracing_appender::non_blocking::WorkerGuard;
-use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -22,7 +23,10 @@ use tracing_subscriber::{EnvFilter, Layer};
 use crate::redact::redact_text;
 
 use crate::config::LogConfig;
-use crate::config::paths::create_private_dir;
+
+mod daily_log;
+
+use daily_log::DailyLog;
 
 /// Lines the file writer queues before a logging call waits for the disk.
 const LOG_QUEUE_LINES: usize = 4096;
@@ -75,33 +79,27 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
         .with_target(false)
         .with_filter(filter()?);
 
-    let (file_layer, guard) = if config.file {
-        let file_error = |message: String| TelemetryError::File {
-            path: logs_dir.display().to_string(),
-            message,
-        };
-        create_private_dir(logs_dir).map_err(|error| file_error(error.to_string()))?;
-        let appender = RollingFileAppender::builder()
-            .rotation(Rotation::DAILY)
-            .filename_prefix("souz")
-            .filename_suffix("jsonl")
-            .max_log_files(config.retention_days.max(1) as usize)
-            .build(logs_dir)
-            .map_err(|error| file_error(error.to_string()))?;
-        // The default queue holds 128,000 lines and is allocated up front (about 4 MB of a
-        // daemon that should idle in tens of MB); a few thousand absorb the bursts we make.
-        // Past that, lines are dropped rather than a logging call blocking the runtime.
-        let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-            .buffered_lines_limit(LOG_QUEUE_LINES)
-            .finish(appender);
-        let layer = tracing_subscriber::fmt::layer()
-            .json()
-            .with_current_span(false)
-            .with_writer(Redacting(writer))
-            .with_filter(filter()?);
-        (Some(layer), Some(guard))
+    let writer = if config.file {
+        file_writer(logs_dir, config.retention_days as usize)?
     } else {
-        (None, None)
+        None
+    };
+    let (file_layer, guard) = match writer {
+        Some(appender) => {
+            // The default queue holds 128,000 lines and is allocated up front (about 4 MB of a
+            // daemon that should idle in tens of MB); a few thousand absorb the bursts we make.
+            // Past that, lines are dropped rather than a logging call blocking the runtime.
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .buffered_lines_limit(LOG_QUEUE_LINES)
+                .finish(appender);
+            let layer = tracing_subscriber::fmt::layer()
+                .json()
+                .with_current_span(false)
+                .with_writer(Redacting(writer))
+                .with_filter(filter()?);
+            (Some(layer), Some(guard))
+        }
+        None => (None, None),
     };
 
     // `try_init` fails only when a subscriber is already installed (tests); that is fine.
@@ -110,6 +108,26 @@ pub fn init(config: &LogConfig, logs_dir: &Path) -> Result<TelemetryGuard, Telem
         .with(file_layer)
         .try_init();
     Ok(TelemetryGuard { _file: guard })
+}
+
+/// The daily log files in `logs_dir`, keeping `retention` of them; `None` (said on stderr) when
+/// the logs folder is refused (a link), so the daemon runs on with stderr alone.
+pub(crate) fn file_writer(
+    logs_dir: &Path,
+    retention: usize,
+) -> Result<Option<DailyLog>, TelemetryError> {
+    let today = || chrono::Utc::now().date_naive();
+    match DailyLog::open(logs_dir, retention, Box::new(today)) {
+        Ok(log) => Ok(Some(log)),
+        Err(error) if error.is_refusal() => {
+            eprintln!("souz: not writing log files: {error}");
+            Ok(None)
+        }
+        Err(error) => Err(TelemetryError::File {
+            path: logs_dir.display().to_string(),
+            message: error.to_string(),
+        }),
+    }
 }
 
 /// Makes writers that redact secrets from what they are given ([`redact_text`]). The `fmt`

@@ -13,7 +13,7 @@ use super::{Config, Problem, RuleConfig, SouzPaths};
 use crate::sandbox::beneath::daemon_file::{DaemonFile, DaemonFileError, WriteOptions};
 
 /// The largest `config.toml` read for an edit.
-const MAX_CONFIG_BYTES: u64 = 4 << 20;
+pub(super) const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// Why a change was not written.
 #[derive(Debug, thiserror::Error)]

@@ -25,7 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::download::{DownloadError, ModelFile, Source, fetch_file_from};
 use super::embedder::{EmbedError, EmbedRole, Embedder, normalize};
+use crate::sandbox::beneath::daemon_file::DaemonFolder;
 use crate::sandbox::net::WebClient;
+
+/// The largest model file read into memory (the pinned models are well under it).
+const MAX_MODEL_FILE_BYTES: u64 = 2 << 30;
 
 /// The prefix of local model names in `[memory] embeddings_model`.
 pub const LOCAL_PREFIX: &str = "local/";
@@ -182,11 +186,27 @@ pub enum LocalModelError {
     Config(#[from] serde_json::Error),
 }
 
+/// The file `path` of a model folder in the Souz home, read beneath the home: a link at the
+/// folder or the file is refused, never followed.
 fn read(path: &Path) -> Result<Vec<u8>, LocalModelError> {
-    std::fs::read(path).map_err(|source| LocalModelError::Io {
+    let failed = |source: std::io::Error| LocalModelError::Io {
         path: path.to_owned(),
         source,
-    })
+    };
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(failed(std::io::ErrorKind::InvalidInput.into()));
+    };
+    let (anchor, relative) = match (dir.parent(), dir.file_name()) {
+        (Some(parent), Some(folder)) => (parent, Path::new(folder)),
+        _ => (dir, Path::new("")),
+    };
+    DaemonFolder::open(anchor, relative)
+        .and_then(|folder| match folder {
+            Some(folder) => folder.read(name, MAX_MODEL_FILE_BYTES),
+            None => Ok(None),
+        })
+        .map_err(|error| failed(error.into_io()))?
+        .ok_or_else(|| failed(std::io::ErrorKind::NotFound.into()))
 }
 
 impl Loaded {

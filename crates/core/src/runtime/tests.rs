@@ -5,6 +5,7 @@ mod agent_turn;
 mod folder_writes;
 mod key_redaction;
 mod memory_capture;
+mod planted_links;
 mod skill_inventory;
 mod web_tools;
 

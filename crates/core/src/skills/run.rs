@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::bundle::Bundle;
 use super::manifest::Permissions;
-use crate::sandbox::{CommandError, CommandOutcome, CommandProgram, CommandRequest, Sandbox};
+use crate::sandbox::{
+    CommandError, CommandOutcome, CommandProgram, CommandRequest, DaemonFolder, Sandbox,
+};
 
 /// What interprets the command.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -176,23 +178,34 @@ pub(crate) fn request(
     })
 }
 
-/// Writes the bundle's files into a fresh private folder.
+/// Writes the bundle's files into a fresh private folder. The folder's name is random but it
+/// lies in the shared temporary folder: each file is created new (`O_EXCL | O_NOFOLLOW`) beneath
+/// a handle on it, so nothing planted there is written through.
 pub(crate) fn stage(bundle: &Bundle) -> Result<tempfile::TempDir, RunError> {
     use std::os::unix::fs::PermissionsExt;
-    let problem = |error: std::io::Error| RunError::Stage(error.to_string());
+    let problem = |error: String| RunError::Stage(error);
     let folder = tempfile::Builder::new()
         .prefix("souz-skill-")
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
-        .map_err(problem)?;
+        .map_err(|error| problem(error.to_string()))?;
     for (path, text) in bundle.files() {
-        let target = folder.path().join(inside_bundle(path, "bundle file")?);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(problem)?;
+        let relative: PathBuf = inside_bundle(path, "bundle file")?
+            .components()
+            .filter(|part| matches!(part, Component::Normal(_)))
+            .collect();
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            continue;
+        };
+        let created = DaemonFolder::create(folder.path(), parent, 0o700)
+            .and_then(|parent| parent.create_new(name, text.as_bytes(), 0o700))
+            .map_err(|error| problem(error.to_string()))?;
+        if !created {
+            return Err(problem(format!(
+                "{} appeared in the staging folder before Souz wrote it",
+                relative.display()
+            )));
         }
-        std::fs::write(&target, text).map_err(problem)?;
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700))
-            .map_err(problem)?;
     }
     Ok(folder)
 }

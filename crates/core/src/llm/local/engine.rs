@@ -120,7 +120,11 @@ impl LocalModels {
         }
         profile.check_memory(profiles::total_memory())?;
         let path = profile.path(&self.options.dir);
-        if !tokio::fs::try_exists(&path).await.unwrap_or(false) {
+        // Read as placed: a person may place a model as a link to where they keep models (the
+        // models folder is in the Souz home, out of confined commands' reach); removal never
+        // follows one.
+        let present = tokio::fs::try_exists(&path).await.unwrap_or(false);
+        if !present {
             return Err(LocalError::NotDownloaded {
                 profile: profile.name.to_owned(),
                 path: path.display().to_string(),

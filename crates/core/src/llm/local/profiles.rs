@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::LocalError;
 use super::template::PromptFamily;
+use crate::sandbox::beneath::daemon_file::{DaemonFileError, DaemonFolder};
 
 /// What a profile is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +150,16 @@ impl LocalProfile {
     /// Its file under the models folder.
     pub fn path(&self, models: &Path) -> PathBuf {
         self.dir(models).join(self.file)
+    }
+
+    /// Its folder, opened beneath the Souz home (`models` is `<home>/models`, whose parent is
+    /// trusted) without following a link; `None` when it does not exist.
+    pub fn open_dir(&self, models: &Path) -> Result<Option<DaemonFolder>, DaemonFileError> {
+        let (anchor, relative) = match (models.parent(), models.file_name()) {
+            (Some(parent), Some(name)) => (parent, Path::new(name).join(self.name)),
+            _ => (models, PathBuf::from(self.name)),
+        };
+        DaemonFolder::open(anchor, &relative)
     }
 
     /// Refuses when the machine has less RAM than the profile needs (unknown RAM passes).

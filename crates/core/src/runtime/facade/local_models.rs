@@ -224,17 +224,25 @@ impl RuntimeHandle {
                 message: format!("{} is in use; try again when its turn ends", profile.name),
             });
         }
-        let path = profile.path(&self.models_dir());
-        let part = path.with_file_name(format!("{}.part", profile.file));
-        for file in [&path, &part] {
-            match tokio::fs::remove_file(file).await {
-                Ok(()) => tracing::info!(file = %file.display(), "local model file removed"),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        // Removed by name inside the model's folder, opened without following a link: a link
+        // planted at the folder or the file is refused or removed itself, never followed.
+        let folder =
+            profile
+                .open_dir(&self.models_dir())
+                .map_err(|error| ServiceError::Conflict {
+                    code: ErrorCode::Conflict,
+                    message: error.to_string(),
+                })?;
+        let part = format!("{}.part", profile.file);
+        for name in [profile.file, part.as_str()] {
+            let Some(folder) = &folder else { break };
+            match folder.remove_file(name) {
+                Ok(true) => {
+                    tracing::info!(file = %folder.path().join(name).display(), "local model file removed");
+                }
+                Ok(false) => {}
                 Err(error) => {
-                    return Err(ServiceError::Internal(format!(
-                        "cannot remove {}: {error}",
-                        file.display()
-                    )));
+                    return Err(ServiceError::Internal(format!("cannot remove: {error}")));
                 }
             }
         }
