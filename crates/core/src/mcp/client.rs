@@ -447,6 +447,5 @@ impl Base {
     }
 }
 
-
 #[cfg(test)]
 pub(crate) mod tests;

@@ -198,7 +198,10 @@ impl Server {
     }
 
     /// Lists the server's tools (every page) and registers the ones in use with the gate.
-    pub(super) async fn list_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<usize, String> {
+    pub(super) async fn list_tools(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+    ) -> Result<usize, String> {
         let listed = tokio::time::timeout(self.startup_timeout(), peer.list_all_tools())
             .await
             .map_err(|_| "`tools/list` did not answer in time".to_owned())?
