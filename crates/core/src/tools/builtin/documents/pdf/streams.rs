@@ -346,8 +346,8 @@ fn decode(
         }
         Filter::Ascii85 => {
             // At most 4 bytes out per byte in (`z`); decoded by lopdf once that fits.
-            let bound = input.iter().filter(|&&byte| byte == b'z').count() as u64 * 4
-                + input.len() as u64;
+            let bound =
+                input.iter().filter(|&&byte| byte == b'z').count() as u64 * 4 + input.len() as u64;
             if bound > limit {
                 return Err(Exceeded);
             }
