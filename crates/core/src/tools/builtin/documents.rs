@@ -303,9 +303,9 @@ fn extract(source: &SourceFile, stop: &Stop) -> Result<Extraction, DocumentError
         DocumentKind::PowerPoint => {
             source.check_document_size()?;
             let mut archive = open_archive(source)?;
-            let slides = office::slide_texts(&mut archive, stop)?;
-            details.push(format!("Slides: {}", slides.len()));
-            for (index, slide) in slides.iter().enumerate() {
+            let slides = office::slide_texts(&mut archive, stop, TEXT_CHAR_LIMIT)?;
+            details.push(format!("Slides: {}", slides.count));
+            for (index, slide) in slides.texts.iter().enumerate() {
                 let separator = if index > 0 { "\n\n" } else { "" };
                 let body = if slide.is_empty() {
                     "(no text on this slide)"

@@ -6,7 +6,11 @@
 //! (tracked) text and field codes are not text and are left out. PowerPoint: slides in
 //! presentation order (`ppt/presentation.xml` and its relationships), each slide's paragraphs.
 //!
-//! Parts are read with a size cap so a small ZIP cannot expand into gigabytes.
+//! Bounds: a part is read only up to 64 MiB of its inflated bytes, whatever its header
+//! declares, so a small ZIP cannot expand into gigabytes; quick-xml does not recurse and the
+//! readers keep counters, not stacks; a presentation lists at most [`SLIDE_LIMIT`] slides and
+//! declares at most 100,000 relationships, and slides are read only until the preview's
+//! characters are gathered. Tests: `office::tests` (a hostile corpus within time and memory).
 
 use std::collections::HashMap;
 use std::io::{Read, Seek};
@@ -21,6 +25,19 @@ use crate::tools::builtin::worker::Stop;
 
 /// Largest uncompressed XML part read.
 const PART_BYTE_LIMIT: u64 = 64 << 20;
+/// Most slides a presentation may list (PowerPoint decks run to hundreds).
+pub(crate) const SLIDE_LIMIT: usize = 10_000;
+/// Most relationships a presentation's part may declare.
+const RELATIONSHIP_LIMIT: usize = 100_000;
+
+/// A presentation's slides: how many it lists, and the text of those read.
+#[derive(Debug)]
+pub(crate) struct Slides {
+    /// Slides listed.
+    pub count: usize,
+    /// Text of the first slides, in order, until `char_budget` characters were gathered.
+    pub texts: Vec<String>,
+}
 
 /// The text of a Word document's body.
 pub(crate) fn word_text<R: Read + Seek>(
@@ -93,18 +110,30 @@ pub(crate) fn word_text<R: Read + Seek>(
     Ok(tidy(&out))
 }
 
-/// The text of each slide of a presentation, in presentation order.
+/// The text of a presentation's slides, in presentation order, read until `char_budget`
+/// characters were gathered (so a deck listing one huge slide many times holds one copy).
 pub(crate) fn slide_texts<R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     stop: &Stop,
-) -> Result<Vec<String>, DocumentError> {
-    let mut slides = Vec::new();
-    for part in slide_parts(archive)? {
+    char_budget: usize,
+) -> Result<Slides, DocumentError> {
+    let parts = slide_parts(archive)?;
+    let mut texts = Vec::new();
+    let mut gathered = 0usize;
+    for part in &parts {
+        if gathered >= char_budget {
+            break;
+        }
         stop.check()?;
-        let xml = read_part(archive, &part)?;
-        slides.push(slide_text(&xml)?);
+        let xml = read_part(archive, part)?;
+        let text = slide_text(&xml)?;
+        gathered = gathered.saturating_add(text.chars().count().max(1));
+        texts.push(text);
     }
-    Ok(slides)
+    Ok(Slides {
+        count: parts.len(),
+        texts,
+    })
 }
 
 fn slide_text(xml: &str) -> Result<String, DocumentError> {
@@ -155,6 +184,11 @@ fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String
                     if let (Some(id), Some(target)) = (id, target) {
                         targets.insert(id, target);
                     }
+                    if targets.len() > RELATIONSHIP_LIMIT {
+                        return Err(DocumentError::TooLarge(format!(
+                            "the presentation declares more than {RELATIONSHIP_LIMIT} relationships"
+                        )));
+                    }
                 }
                 Event::Eof => break,
                 _ => {}
@@ -178,6 +212,9 @@ fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String
                 if let Some(part) = part.filter(|part| archive.index_for_name(part).is_some()) {
                     ordered.push(part);
                 }
+                if ordered.len() > SLIDE_LIMIT {
+                    return Err(too_many_slides());
+                }
             }
             Event::Eof => break,
             _ => {}
@@ -198,8 +235,17 @@ fn slide_parts<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<Vec<String
             Some((number, name.into_owned()))
         })
         .collect();
+    if numbered.len() > SLIDE_LIMIT {
+        return Err(too_many_slides());
+    }
     numbered.sort();
     Ok(numbered.into_iter().map(|(_, name)| name).collect())
+}
+
+fn too_many_slides() -> DocumentError {
+    DocumentError::TooLarge(format!(
+        "the presentation lists more than {SLIDE_LIMIT} slides"
+    ))
 }
 
 /// A relationship target (relative to `ppt/`, or absolute from the package root) as a part name.
@@ -269,3 +315,6 @@ pub(crate) fn read_part<R: Read + Seek>(
 fn malformed(format: &str, error: quick_xml::Error) -> DocumentError {
     DocumentError::Malformed(format.into(), error.to_string())
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,14 +4,17 @@
 //! one broken page costs that page only and never the process. It also recurses on a page's
 //! structure without a bound, which no `catch_unwind` survives: each page's structure is
 //! checked first ([`structure`]). Encrypted files open when they need no password (the common
-//! "permissions only" case); others get a clear error.
+//! "permissions only" case); others get a clear error. Compressed streams are decoded once,
+//! within bounds, as the file loads ([`streams`]): pdf-extract never inflates anything.
 
+mod streams;
 mod structure;
 
+use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use pdf_extract::{Document, PlainTextOutput, output_doc_page};
+use pdf_extract::{Document, ObjectId, PlainTextOutput, output_doc_page};
 
 use super::DocumentError;
 use super::text::tidy;
@@ -20,6 +23,8 @@ use crate::tools::builtin::worker::Stop;
 /// An opened PDF.
 pub(crate) struct Pdf {
     document: Document,
+    /// Page numbers (1-based) and their objects, listed once.
+    pages: BTreeMap<u32, ObjectId>,
     page_count: u32,
 }
 
@@ -35,17 +40,16 @@ pub(crate) struct PageText {
 impl Pdf {
     /// Parses a PDF from its bytes.
     pub(crate) fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
-        let loaded = catch_unwind(|| Document::load_mem(bytes)).map_err(|_| {
-            DocumentError::Malformed("PDF".into(), "its structure is broken".into())
-        })?;
-        let mut document =
-            loaded.map_err(|error| DocumentError::Malformed("PDF".into(), error.to_string()))?;
+        let mut document = streams::load(bytes)?;
         if document.is_encrypted() && document.decrypt("").is_err() {
             return Err(DocumentError::Encrypted);
         }
-        let page_count = u32::try_from(document.get_pages().len()).unwrap_or(u32::MAX);
+        streams::decode_streams(&mut document)?;
+        let pages = document.get_pages();
+        let page_count = u32::try_from(pages.len()).unwrap_or(u32::MAX);
         Ok(Self {
             document,
+            pages,
             page_count,
         })
     }
@@ -74,8 +78,7 @@ impl Pdf {
 
     fn page(&self, number: u32) -> Result<String, String> {
         let page = self
-            .document
-            .get_pages()
+            .pages
             .get(&number)
             .copied()
             .ok_or_else(|| format!("page {number} does not exist"))?;
