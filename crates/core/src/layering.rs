@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 use crate::LAYERS;
 
+mod unsafe_sites;
+
 /// Modules that exist only in test builds (this one) and import nothing from the crate.
 const TEST_ONLY: &[&str] = &["layering"];
 
