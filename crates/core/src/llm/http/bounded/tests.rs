@@ -26,13 +26,9 @@ const PEAK_LIMIT_KIB: u64 = 256 * 1024;
 /// time or memory instead of taking the machine down.
 const HOSTILE_BYTES: usize = 512 << 20;
 
+/// The peak resident memory so far, in KiB (0 where `/proc` does not say).
 fn peak_memory_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+    crate::testing::peak_memory_kib().unwrap_or(0)
 }
 
 /// A body that starts with `head`, then repeats `unit` until [`HOSTILE_BYTES`].

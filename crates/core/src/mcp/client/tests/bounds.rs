@@ -14,13 +14,9 @@ use crate::config::McpServerConfig;
 /// Peak resident memory the test process may reach (a 256 MiB line held whole would pass it).
 const PEAK_LIMIT_KIB: u64 = 200 * 1024;
 
+/// The peak resident memory so far, in KiB (0 where `/proc` does not say).
 fn peak_memory_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+    crate::testing::peak_memory_kib().unwrap_or(0)
 }
 
 #[tokio::test]

@@ -16,12 +16,6 @@ const FILE_BOUND: Duration = Duration::from_secs(30);
 /// Peak resident memory of the test process after the whole corpus.
 const MEMORY_BOUND_KIB: u64 = 512 << 10;
 
-fn peak_memory_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// A DIMENSIONS record (BIFF8) claiming `rows` rows from 0 and `columns` columns.
 fn dimensions(first_row: u32, last_row: u32, columns: u16) -> Vec<u8> {
     let data = [
@@ -146,7 +140,7 @@ async fn hostile_workbooks_are_refused_before_calamine_builds_them() {
         assert!(error.contains(reason), "{name}: {error}");
         assert!(took < FILE_BOUND, "{name} took {took:?}");
     }
-    if let Some(peak) = peak_memory_kib() {
+    if let Some(peak) = crate::testing::peak_memory_kib() {
         eprintln!("peak memory {peak} KiB");
         assert!(peak < MEMORY_BOUND_KIB, "peak memory {peak} KiB");
     }

@@ -107,12 +107,6 @@ fn deepest(document: &Document) -> usize {
     deepest
 }
 
-fn peak_memory_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn page(html: String) -> Fetched {
     Fetched {
         url: reqwest::Url::parse("https://hostile.example/page").unwrap(),
@@ -145,7 +139,7 @@ fn hostile_pages_become_bounded_trees_and_text() {
         })
         .unwrap();
     worker.join().expect("every page was read");
-    if let Some(peak) = peak_memory_kib() {
+    if let Some(peak) = crate::testing::peak_memory_kib() {
         assert!(peak < MEMORY_BOUND_KIB, "peak memory {peak} KiB");
     }
 }

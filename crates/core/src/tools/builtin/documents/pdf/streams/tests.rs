@@ -17,13 +17,9 @@ const FILE_BOUND: Duration = Duration::from_secs(60);
 /// Growth of the test process's peak resident memory allowed while refusing a bomb.
 const MEMORY_BOUND_KIB: u64 = 768 << 10;
 
+/// The peak resident memory so far, in KiB (0 where `/proc` does not say).
 fn peak_memory_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+    crate::testing::peak_memory_kib().unwrap_or(0)
 }
 
 /// A zlib stream of `mib` MiB of zeros (about 1 KiB compressed a MiB), built from one
