@@ -194,11 +194,18 @@ fn request(id: u64, method: &str, params: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// `1 + 1 + …` with `terms` terms.
+fn sum(terms: usize) -> String {
+    vec!["1"; terms].join(" + ")
+}
+
 /// The corpus, in the order it is sent (the session ends last).
 fn corpus() -> Vec<Case> {
-    let sum = |terms: usize| vec!["1"; terms].join(" + ");
-    let large = sum(60_000);
-    let oversized = sum(140_000);
+    [valid(), heads(), bodies()].into_iter().flatten().collect()
+}
+
+/// Valid requests of each kind, and `tools/call` bodies the fast path reads or leaves.
+fn valid() -> Vec<Case> {
     vec![
         post("ping", &request(2, "ping", &json!({}))),
         post("tools/list", &request(3, "tools/list", &json!({}))),
@@ -242,7 +249,7 @@ fn corpus() -> Vec<Case> {
         ),
         post(
             "tools/call, large",
-            &call(json!(12), "Calculator", &json!({"expression": large})),
+            &call(json!(12), "Calculator", &json!({"expression": sum(60_000)})),
         ),
         post(
             "tools/call, progress token",
@@ -262,6 +269,12 @@ fn corpus() -> Vec<Case> {
             "tools/call, name not a string",
             &json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": {"name": 5}}),
         ),
+    ]
+}
+
+/// A `tools/call` with each kind of head: wrong media types, sessions, protocol versions, Origin.
+fn heads() -> Vec<Case> {
+    vec![
         post(
             "tools/call, Accept without events",
             &call(json!(17), "Calculator", &json!({"expression": "1"})),
@@ -317,11 +330,21 @@ fn corpus() -> Vec<Case> {
             &call(json!(27), "Calculator", &json!({"expression": "1"})),
         )
         .header("origin", "http://evil.example"),
+    ]
+}
+
+/// Bodies that are not one valid message, notifications, other methods, and the session's end.
+fn bodies() -> Vec<Case> {
+    vec![
         raw(
             "tools/call, oversized",
-            call(json!(28), "Calculator", &json!({"expression": oversized}))
-                .to_string()
-                .into_bytes(),
+            call(
+                json!(28),
+                "Calculator",
+                &json!({"expression": sum(140_000)}),
+            )
+            .to_string()
+            .into_bytes(),
         ),
         raw(
             "bad JSON",
