@@ -2,8 +2,9 @@
 //!
 //! Shape: [`router`] mounts one rmcp `StreamableHttpService` at `/mcp` behind [`front`], which
 //! turns malformed JSON-RPC into JSON-RPC errors before rmcp sees it, and hands a plain
-//! `tools/call` in a session to the [`shortcut`] (rmcp's checks for that case, then a
-//! [`direct`] answer). rmcp makes one
+//! `tools/call` in a session to the [`fast_path`] (rmcp's checks for that case, then a direct
+//! answer; the one module that answers in rmcp's stead, proven equal to rmcp by a test). rmcp
+//! makes one
 //! [`SouzServer`] per MCP session (or per request for protocol versions without sessions); the
 //! handlers are thin adapters over [`RuntimeHandle`]:
 //! - `tools/list` ([`listing`]) follows the policy for this client: a tool denied by a rule is
@@ -24,7 +25,7 @@
 //!
 //! Invariants: the perimeter (Host/Origin 403, body limit 413, bearer 401) runs before any of
 //! this; rmcp's own Host and Origin checks are set to the same lists (the [`shortcut`] takes
-//! only requests without `Origin`, whose `Host` the perimeter has checked). Session ids are random
+//! only requests without `Origin`, whose `Host` the perimeter has checked; see [`fast_path`]). Session ids are random
 //! routing keys, never credentials. A client that goes away withdraws what it asked for: a
 //! cancelled or dropped `tools/call` withdraws its pending approval, and the end of a session
 //! withdraws every call of that session that is not over, including calls already answered
@@ -34,7 +35,7 @@
 #![allow(deprecated)]
 
 pub(crate) mod calls;
-pub(crate) mod direct;
+pub(crate) mod fast_path;
 
 pub(crate) use super::extension::McpExtension;
 pub(crate) mod front;
@@ -42,7 +43,6 @@ pub(crate) mod listing;
 pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod sessions;
-pub(crate) mod shortcut;
 pub(crate) mod skills_ext;
 
 use std::borrow::Cow;
@@ -61,7 +61,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use souz_protocol::Requester;
 use tokio_util::sync::DropGuard;
 
-use self::direct::Direct;
+use self::fast_path::FastPath;
+use self::fast_path::direct::Direct;
 use self::listing::Listing;
 use self::sessions::{SessionBook, Sessions};
 use crate::config::McpConfig;
@@ -89,7 +90,7 @@ pub(crate) struct Mount {
 pub(crate) type HttpService = StreamableHttpService<SouzServer, Sessions>;
 
 /// What [`front::handle`] serves `/mcp` with: rmcp's service, and the sessions it keeps (for
-/// the [`shortcut`]).
+/// the [`fast_path`]).
 pub(crate) struct Endpoint {
     /// rmcp's streamable HTTP service.
     pub service: HttpService,
@@ -97,10 +98,18 @@ pub(crate) struct Endpoint {
     pub sessions: Arc<Sessions>,
     /// Largest request body in bytes.
     pub body_limit: usize,
+    /// Whether the door and the fast path answer in front of rmcp ([`FastPath::On`] but in
+    /// the equivalence test).
+    pub fast_path: FastPath,
 }
 
 /// The streamable HTTP service for `/mcp` and its sessions, ready for [`front::handle`].
 pub(crate) fn endpoint(handle: RuntimeHandle, mount: &Mount) -> Endpoint {
+    endpoint_with(handle, mount, FastPath::On)
+}
+
+/// [`endpoint`], with or without the [`fast_path`].
+pub(crate) fn endpoint_with(handle: RuntimeHandle, mount: &Mount, fast_path: FastPath) -> Endpoint {
     let settings = Settings::from_config(&handle.config().mcp);
     let listing = Arc::new(Listing::new(handle.tool_specs()));
     let book = Arc::new(SessionBook::new(handle.clone()));
@@ -108,7 +117,7 @@ pub(crate) fn endpoint(handle: RuntimeHandle, mount: &Mount) -> Endpoint {
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(settings.session_idle);
     local.session_config = session_config;
-    let direct = Direct::new(handle.clone(), settings);
+    let direct = (fast_path == FastPath::On).then(|| Direct::new(handle.clone(), settings));
     let sessions = Arc::new(Sessions::new(local, Arc::clone(&book), direct));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(mount.allowed_hosts.iter().cloned())
@@ -138,6 +147,7 @@ pub(crate) fn endpoint(handle: RuntimeHandle, mount: &Mount) -> Endpoint {
         service,
         sessions,
         body_limit: mount.body_limit,
+        fast_path,
     }
 }
 

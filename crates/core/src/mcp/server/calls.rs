@@ -99,7 +99,7 @@ enum Followed {
 }
 
 /// Where a `tools/call` came from and how to talk back to its client: built from rmcp's request
-/// context ([`Caller::in_context`]) or by the [`direct`](super::direct) path.
+/// context ([`Caller::in_context`]) or by the [`direct`](super::fast_path::direct) path.
 pub(crate) struct Caller<'a> {
     /// The runtime.
     pub handle: &'a RuntimeHandle,
@@ -347,7 +347,7 @@ impl Stop {
 }
 
 /// How many turns of the runtime a call is looked at without a timer, before one is set (see
-/// [`follow`] and [`direct::Answer::primed`](super::direct::Answer::primed)).
+/// [`follow`] and [`direct::Answer::primed`](super::fast_path::direct::Answer::primed)).
 pub(crate) const QUICK_TURNS: usize = 3;
 
 /// Follows a call until it is over, the client cancels, or — once a person is involved (the

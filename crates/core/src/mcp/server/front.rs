@@ -14,24 +14,22 @@
 //!   the real 2026-07-28 handshake and goes to rmcp.
 //!
 //! A plain `tools/call` in a session — most of what comes in — is read once here and answered
-//! by the [`shortcut`] when rmcp would have handed it to the session unchanged. Everything
+//! by the [`fast_path`](super::fast_path) when rmcp would have handed it to the session
+//! unchanged. Everything
 //! else — including GET (the server's event stream) and DELETE (end of session) — goes to rmcp
 //! untouched, body bytes included.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, RequestId,
-};
-use serde::Deserialize;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
 use serde_json::{Value, json};
 
-use super::{Endpoint, shortcut};
+use super::Endpoint;
+use super::fast_path::{FastPath, plain_tools_call, shortcut};
 
 /// JSON-RPC error codes used here.
 const PARSE_ERROR: i32 = -32700;
@@ -71,6 +69,9 @@ pub(crate) async fn handle(endpoint: Arc<Endpoint>, request: Request) -> Respons
     // request's future (moved into a box of its own by the router) would carry its size even
     // when the shortcut answers.
     let service = &endpoint.service;
+    if endpoint.fast_path != FastPath::On {
+        return Box::pin(service.handle(request)).await.into_response();
+    }
     if request.method() == Method::DELETE {
         // rmcp answers a closed session with 202; clients expect 200 (or 204) there.
         let mut response = Box::pin(service.handle(request)).await.into_response();
@@ -122,53 +123,6 @@ pub(crate) fn check(bytes: &Bytes, in_session: bool) -> Result<(), Rejection> {
         return Ok(());
     }
     typed_check(bytes, in_session)
-}
-
-/// A `tools/call` request read by [`plain_tools_call`]: its id and params, `_meta` included.
-#[derive(Debug)]
-pub(crate) struct PlainCall {
-    /// The request's id.
-    pub id: RequestId,
-    /// The params, with their `_meta` in `params.meta` (rmcp's typed parse moves it to the
-    /// request's extensions: [`PlainCall::into_message`] does the same).
-    pub params: CallToolRequestParams,
-}
-
-impl PlainCall {
-    /// The message rmcp's typed parse makes of the same bytes.
-    pub(crate) fn into_message(self) -> ClientJsonRpcMessage {
-        let Self { id, mut params } = self;
-        let meta = params.meta.take();
-        let mut request = CallToolRequest::new(params);
-        if let Some(meta) = meta {
-            request.extensions.insert(meta);
-        }
-        ClientJsonRpcMessage::request(ClientRequest::CallToolRequest(request), id)
-    }
-}
-
-/// A `tools/call` request as the typed parse reads it, found without that parse (rmcp parses
-/// the message again unless the [`shortcut`] answers it; this is most of what comes in).
-/// `None` sends the message through the whole [`typed_check`]: anything else, or anything
-/// unusual about it (another field, a duplicate one, params that do not fit).
-pub(crate) fn plain_tools_call(bytes: &[u8]) -> Option<PlainCall> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Plain<'a> {
-        #[serde(borrow)]
-        jsonrpc: Cow<'a, str>,
-        id: RequestId,
-        #[serde(borrow)]
-        method: Cow<'a, str>,
-        params: CallToolRequestParams,
-    }
-    serde_json::from_slice::<Plain<'_>>(bytes)
-        .ok()
-        .filter(|plain| plain.jsonrpc == "2.0" && plain.method == "tools/call")
-        .map(|plain| PlainCall {
-            id: plain.id,
-            params: plain.params,
-        })
 }
 
 /// [`check`] by the typed parse rmcp does.

@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
 
-use super::front::{Rejection, TYPED_METHODS, check, plain_tools_call, typed_check};
+use super::fast_path::plain_tools_call;
+use super::front::{Rejection, TYPED_METHODS, check, typed_check};
 
 /// Any JSON value, nested a few levels.
 fn json_value() -> impl Strategy<Value = Value> {

@@ -13,7 +13,7 @@
 //!   answer for a `Last-Event-ID` resumption; for a call that waits for a person the gate fails
 //!   closed instead: `tools/call` treats the dropped stream like `notifications/cancelled`, so
 //!   its approval is withdrawn, and a client that resumes reads that the call was cancelled.
-//! - `tools/call` is answered [`direct`](super::direct)ly, without rmcp's session worker, when
+//! - `tools/call` is answered [`direct`](super::fast_path::direct)ly, without rmcp's session worker, when
 //!   the [`SessionBook`] knows enough of the session; the book also routes the client's
 //!   `notifications/cancelled` for such a call to it.
 //!
@@ -44,7 +44,7 @@ use rmcp::transport::streamable_http_server::session::{
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::direct::{Answer, Direct, Route};
+use super::fast_path::direct::{Answer, Direct, Route};
 use crate::runtime::RuntimeHandle;
 
 /// The session a request came in on, and whether its response stream is still there.
@@ -57,7 +57,7 @@ pub(crate) struct SessionStream {
 }
 
 /// What Souz keeps of each open session: the calls it started (finished ones are pruned as new
-/// ones come), and — for [`direct`](super::direct) answers — its client, its log level, the
+/// ones come), and — for [`direct`](super::fast_path::direct) answers — its client, its log level, the
 /// requests answered directly that are still going, and when rmcp last saw the session.
 pub(crate) struct SessionBook {
     handle: RuntimeHandle,
@@ -229,16 +229,21 @@ impl SessionBook {
 const PRIME_DIRECT: Duration = Duration::from_millis(5);
 
 /// rmcp's in-memory session manager, with session ends and dropped streams reported, and
-/// `tools/call` answered [`direct`](super::direct)ly when it can be.
+/// `tools/call` answered [`direct`](super::fast_path::direct)ly when it can be.
 pub(crate) struct Sessions {
     inner: LocalSessionManager,
     book: Arc<SessionBook>,
-    direct: Direct,
+    /// `None`: every message goes through rmcp (the fast path is off).
+    direct: Option<Direct>,
 }
 
 impl Sessions {
     /// Wraps `inner`; session ends cancel calls tracked in `book`; `direct` answers calls.
-    pub(crate) fn new(inner: LocalSessionManager, book: Arc<SessionBook>, direct: Direct) -> Self {
+    pub(crate) fn new(
+        inner: LocalSessionManager,
+        book: Arc<SessionBook>,
+        direct: Option<Direct>,
+    ) -> Self {
         Self {
             inner,
             book,
@@ -247,7 +252,7 @@ impl Sessions {
     }
 
     /// What rmcp's `create_stream` does with `message` in session `id` when [`Direct`] answers
-    /// it, for a message the [`shortcut`](super::shortcut) brought past rmcp: the answer, or
+    /// it, for a message the [`shortcut`](super::fast_path::shortcut) brought past rmcp: the answer, or
     /// the message handed back (rmcp does not have the session, or [`Direct`] leaves the
     /// message to rmcp).
     pub(crate) async fn answer_directly(
@@ -263,9 +268,17 @@ impl Sessions {
         {
             return Err(message);
         }
-        match self.direct.route(&self.book, id, message) {
+        match self.route(id, message) {
             Route::Direct(answer) => Ok(answer.primed(PRIME_DIRECT).await),
             Route::Rmcp(message) => Err(message),
+        }
+    }
+
+    /// Where `message` of session `id` is answered: directly, or by rmcp.
+    fn route(&self, id: &str, message: ClientJsonRpcMessage) -> Route {
+        match &self.direct {
+            Some(direct) => direct.route(&self.book, id, message),
+            None => Route::Rmcp(message),
         }
     }
 }
@@ -318,7 +331,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let mut message = match self.direct.route(&self.book, id, message) {
+        let mut message = match self.route(id, message) {
             Route::Direct(answer) => return Ok(Either::Left(answer.primed(PRIME_DIRECT).await)),
             Route::Rmcp(message) => message,
         };

@@ -16,6 +16,7 @@ use crate::token::clients::ClientIdentity;
 use crate::tools::gate::CallState;
 
 mod direct;
+mod fast_path_equivalence;
 mod memory;
 mod shortcut;
 

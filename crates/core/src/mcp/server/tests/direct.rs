@@ -1,4 +1,4 @@
-//! Direct answers to `tools/call` ([`super::super::direct`]): what they answer, what they
+//! Direct answers to `tools/call` ([`super::super::fast_path::direct`]): what they answer, what they
 //! leave to rmcp, and that a client going away still withdraws what it asked for.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use souz_protocol::{ApprovalStatus, DecisionRequest, ExpiryReason, Verdict};
 
 use super::super::Settings;
-use super::super::direct::{Answer, Direct, Route};
+use super::super::fast_path::direct::{Answer, Direct, Route};
 use super::super::sessions::SessionBook;
 use crate::approvals::Audience;
 use crate::runtime::RuntimeHandle;

@@ -1,4 +1,4 @@
-//! The door's [`shortcut`](super::super::shortcut): which requests it answers itself (a plain
+//! The door's [`shortcut`](super::super::fast_path::shortcut): which requests it answers itself (a plain
 //! `tools/call` in a session rmcp has, with a head rmcp passes unchanged) and which it hands
 //! back for rmcp.
 
@@ -9,8 +9,9 @@ use axum::extract::Request;
 use axum::http::request::Parts;
 use serde_json::{Value, json};
 
-use super::super::front::{self, PlainCall, plain_tools_call};
-use super::super::{Endpoint, Mount, endpoint, shortcut};
+use super::super::fast_path::{PlainCall, plain_tools_call, shortcut};
+use super::super::front;
+use super::super::{Endpoint, Mount, endpoint};
 use crate::testing::TestRuntime;
 use crate::token::Credential;
 use crate::token::clients::ClientIdentity;

@@ -1,4 +1,4 @@
-//! Direct answers to `tools/call` in a session: the call is followed in the HTTP request's own
+//! Direct answers to `tools/call` in a session (part of the [`fast_path`](super)): the call is followed in the HTTP request's own
 //! task, and its SSE response carries the progress and log notices, then the result, without a
 //! trip through rmcp's session worker (a channel hop to the worker, one to the service, a
 //! spawned handler task and the way back, for every call).
@@ -9,10 +9,10 @@
 //! rmcp's path, with the same requester, so a client cannot tell the two apart, with one
 //! difference that fails closed: a direct answer's events carry no id, so a client whose
 //! connection drops cannot resume it; dropping it cancels the call, as a dropped stream does
-//! on rmcp's path ([`sessions`](super::sessions)).
+//! on rmcp's path ([`sessions`](super::super::sessions)).
 //!
 //! A call goes through rmcp instead when:
-//! - the tool is served by the embedding binary's [`McpExtension`](super::McpExtension)
+//! - the tool is served by the embedding binary's [`McpExtension`](super::super::McpExtension)
 //!   (tests only);
 //! - the [`SessionBook`] does not know the session's client (a session restored, not
 //!   initialized, in this process);
@@ -34,9 +34,9 @@ use rmcp::model::{
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use tokio::sync::mpsc;
 
-use super::calls::{self, Caller, Notices, Stop};
-use super::sessions::SessionBook;
-use super::{Settings, requester_for, wants};
+use crate::mcp::server::calls::{self, Caller, Notices, Stop};
+use crate::mcp::server::sessions::SessionBook;
+use crate::mcp::server::{Settings, requester_for, wants};
 use crate::runtime::RuntimeHandle;
 use crate::token::Credential;
 
@@ -143,10 +143,14 @@ impl Direct {
             let answered = calls::call(&caller, params, requester).await;
             let id = following.request_id.clone();
             match answered {
-                Ok(result) => ServerJsonRpcMessage::response(
-                    ServerResult::from(CallToolResponse::Complete(result)),
-                    id,
-                ),
+                Ok(result) => {
+                    let mut result = ServerResult::from(CallToolResponse::Complete(result));
+                    // What rmcp's handler does for a peer before protocol 2026-07-28, which
+                    // every session's peer is (sessions begin with `initialize`).
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                    ServerJsonRpcMessage::response(result, id)
+                }
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             }
         };

@@ -1,5 +1,6 @@
 //! The door's shortcut for what most requests to `/mcp` are: a plain `tools/call` POSTed in a
-//! session. [`front`](super::front) has read it once (rmcp would read it again, through serde's
+//! session (part of the [`fast_path`](super), which says what it re-implements of rmcp and
+//! which test holds it to rmcp). [`front`](super::super::front) has read it once (rmcp would read it again, through serde's
 //! buffered content); when rmcp would hand it to the session unchanged, it is answered
 //! [`direct`](super::direct)ly here, and its SSE response is written as rmcp writes one — the
 //! same head, the same `data:` events, a `:` comment each keep-alive interval while it waits,
@@ -30,9 +31,9 @@ use rmcp::model::{ClientJsonRpcMessage, GetExtensions, GetMeta, ProtocolVersion}
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::Endpoint;
+use super::PlainCall;
 use super::direct::Answer;
-use super::front::PlainCall;
+use crate::mcp::server::Endpoint;
 
 /// Protocol versions with sessions, which a session's requests may name in
 /// `MCP-Protocol-Version` without rmcp asking more of them.
