@@ -34,7 +34,7 @@ pub enum Daemon {
         /// Stops the gateway.
         stop: Option<oneshot::Sender<()>>,
         /// Ends when the gateway and the runtime have shut down.
-        done: Option<tokio::task::JoinHandle<Result<(), HostError>>>,
+        done: Option<tokio::task::JoinHandle<()>>,
     },
     /// A separate `souz serve`.
     Attached {
@@ -86,10 +86,19 @@ impl Daemon {
             }
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(running.serve_until(async move {
-            let _ = stopped.await;
-            "quit".to_owned()
-        }));
+        let done = tokio::spawn(async move {
+            let served = running
+                .serve_until(async move {
+                    let _ = stopped.await;
+                    "quit".to_owned()
+                })
+                .await;
+            // Said when it happens (a restart that could not start the next runtime), not
+            // only at quit.
+            if let Err(error) = served {
+                tracing::error!(%error, "Souz stopped with an error");
+            }
+        });
         Ok(Self::Embedded {
             client,
             stop: Some(stop),
@@ -104,11 +113,7 @@ impl Daemon {
                 let _ = stop.send(());
             }
             if let Some(done) = done.take() {
-                match done.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(error)) => tracing::error!(%error, "Souz stopped with an error"),
-                    Err(error) => tracing::error!(%error, "the daemon's task failed"),
-                }
+                let _ = done.await;
             }
         }
     }
