@@ -1,16 +1,13 @@
-//! Starting the daemon inside the app: the same `Runtime` and `Gateway` as `souz serve`, on the
-//! same `[server]` address, in this process. If a headless `souz serve` of the same Souz home
-//! already owns the port, the app becomes its client instead of failing.
+//! Starting the daemon inside the app: the daemon host of `souz_core::host`, the same
+//! lifecycle as `souz serve` on the same `[server]` address, in this process. The app's options:
+//! no environment scrub (the async runtime's threads already run), no signal handlers (Quit
+//! stops it), the `souz` binary beside the app as the sandbox helper. If a headless `souz
+//! serve` of the same Souz home already owns the port, the app becomes its client instead of
+//! failing.
 
-use souz_core::config::{Config, Problem};
-use souz_core::gateway::recovery::RecoveryEnd;
-use souz_core::gateway::{BindError, Gateway};
-use souz_core::runtime::discovery;
-use souz_core::token::ApiToken;
-use souz_core::{Runtime, RuntimeOptions};
-use souz_protocol::DaemonInfo;
+use souz_core::gateway::BindError;
+use souz_core::host::{ConfigSource, DaemonHost, HostError, RunningDaemon};
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
 use souz_client::{DaemonClient, Home};
 
@@ -46,6 +43,21 @@ pub enum Daemon {
     },
 }
 
+/// The daemon host of the app: `config.toml` of the Souz home the environment names, or
+/// recovery mode when the file has problems.
+pub fn load() -> Result<DaemonHost, DaemonError> {
+    builder(ConfigSource::Process)
+        .load()
+        .map_err(|error| DaemonError::Config(error.to_string()))
+}
+
+/// The app's options of the daemon host.
+fn builder(source: ConfigSource) -> souz_core::host::DaemonHostBuilder {
+    DaemonHost::builder(source)
+        .sandbox_helper(sandbox_helper())
+        .log_context("in the app")
+}
+
 impl Daemon {
     /// The client of the daemon's gateway.
     pub fn client(&self) -> &DaemonClient {
@@ -54,113 +66,39 @@ impl Daemon {
         }
     }
 
-    /// Starts (or attaches) with `config`.
-    pub async fn start_with(config: Config) -> Result<Self, DaemonError> {
-        let gateway = match Gateway::bind(&config.server).await {
-            Ok(gateway) => gateway,
-            Err(BindError::InUse { host, port }) => return attach(&config, &host, port).await,
+    /// Starts `host` in this process (normally or in recovery mode, which ends with the first
+    /// valid `config.toml` saved), or attaches to the `souz serve` that owns the port.
+    pub async fn start(host: DaemonHost) -> Result<Self, DaemonError> {
+        let home = Home::new(host.config().paths.home());
+        let running = match host.start().await {
+            Ok(running) => running,
+            Err(HostError::Bind(BindError::InUse { host, port })) => {
+                return attach(&home, &host, port).await;
+            }
             Err(error) => return Err(DaemonError::Start(error.to_string())),
         };
-        let address = gateway.local_addr();
-        let daemon_file = config.paths.daemon_file();
-        let restart = CancellationToken::new();
-        let runtime = Runtime::start_with(config, options(&restart))
-            .await
-            .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let handle = runtime.handle();
-        let url = format!("http://{address}");
-        let info = DaemonInfo {
-            pid: std::process::id(),
-            url: url.clone(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-        };
-        if let Err(error) = discovery::write(&daemon_file, &info) {
-            tracing::warn!(%error, "could not write daemon.json");
-        }
-        let token = ApiToken::load(&handle.config().paths.token())
-            .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let client = DaemonClient::for_own_daemon(&url, token.expose())
-            .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let (stop, stopped) = oneshot::channel::<()>();
-        let quit = CancellationToken::new();
-        tokio::spawn({
-            let quit = quit.clone();
-            async move {
-                let _ = stopped.await;
-                quit.cancel();
+        let client = match own_client(&running) {
+            Ok(client) => client,
+            Err(error) => {
+                // Stop at once: the socket closes and daemon.json goes.
+                let _ = running.serve_until(async { "quit".to_owned() }).await;
+                return Err(error);
             }
-        });
-        let done = tokio::spawn(serve_rounds(gateway, runtime, restart, quit));
-        tracing::info!(%url, "Souz is listening (in the app)");
-        Ok(Self::Embedded {
-            client,
-            stop: Some(stop),
-            done: Some(done),
-        })
-    }
-
-    /// Starts in recovery mode (`config.toml` has `problems`; `base` is the defaults with the
-    /// environment's overrides): only the UI, health and the config routes, until a valid file
-    /// is saved; then the runtime starts on the same socket as in [`start_with`](Self::start_with).
-    pub async fn start_recovering(
-        base: Config,
-        problems: Vec<Problem>,
-    ) -> Result<Self, DaemonError> {
-        let gateway = match Gateway::bind(&base.server).await {
-            Ok(gateway) => gateway,
-            Err(BindError::InUse { host, port }) => return attach(&base, &host, port).await,
-            Err(error) => return Err(DaemonError::Start(error.to_string())),
         };
-        let url = format!("http://{}", gateway.local_addr());
-        let token = ApiToken::load_or_create(&base.paths.token())
-            .map_err(|error| DaemonError::Start(error.to_string()))?;
-        let daemon_file = base.paths.daemon_file();
-        let info = DaemonInfo {
-            pid: std::process::id(),
-            url: url.clone(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-        };
-        if let Err(error) = discovery::write(&daemon_file, &info) {
-            tracing::warn!(%error, "could not write daemon.json");
-        }
-        let client = DaemonClient::for_own_daemon(&url, token.expose())
-            .map_err(|error| DaemonError::Start(error.to_string()))?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let quit = CancellationToken::new();
-        tokio::spawn({
-            let quit = quit.clone();
-            async move {
-                let _ = stopped.await;
-                quit.cancel();
-            }
-        });
-        let secret = token.expose().to_owned();
         let done = tokio::spawn(async move {
-            let waiting = quit.clone();
-            let ended = gateway
-                .serve_recovery(base, problems, secret, async move {
-                    waiting.cancelled().await;
+            let served = running
+                .serve_until(async move {
+                    let _ = stopped.await;
                     "quit".to_owned()
                 })
                 .await;
-            let config = match ended {
-                Ok(RecoveryEnd::Fixed(config)) => *config,
-                Ok(RecoveryEnd::Stopped(_)) => return discovery::remove_if_ours(&daemon_file),
-                Err(error) => {
-                    tracing::error!(%error, "recovery mode failed");
-                    return discovery::remove_if_ours(&daemon_file);
-                }
-            };
-            let restart = CancellationToken::new();
-            match Runtime::start_with(config, options(&restart)).await {
-                Ok(runtime) => serve_rounds(gateway, runtime, restart, quit).await,
-                Err(error) => {
-                    tracing::error!(%error, "Souz could not start after recovery");
-                    discovery::remove_if_ours(&daemon_file);
-                }
+            // Said when it happens (a restart that could not start the next runtime), not
+            // only at quit.
+            if let Err(error) = served {
+                tracing::error!(%error, "Souz stopped with an error");
             }
         });
-        tracing::warn!(%url, "config.toml has problems: recovery mode (in the app)");
         Ok(Self::Embedded {
             client,
             stop: Some(stop),
@@ -181,71 +119,16 @@ impl Daemon {
     }
 }
 
-/// Serves runtime after runtime on the gateway's socket: "Restart Souz" (`POST /v1/restart`)
-/// ends a round, and the next starts with `config.toml` read again; quitting ends the last.
-async fn serve_rounds(
-    gateway: Gateway,
-    mut runtime: Runtime,
-    mut restart: CancellationToken,
-    quit: CancellationToken,
-) {
-    let daemon_file = runtime.handle().config().paths.daemon_file();
-    loop {
-        let round_stop = {
-            let (quit, restart) = (quit.clone(), restart.clone());
-            async move {
-                tokio::select! {
-                    () = quit.cancelled() => "quit".to_owned(),
-                    () = restart.cancelled() => "restart".to_owned(),
-                }
-            }
-        };
-        if let Err(error) = gateway.serve_round(runtime.handle(), round_stop).await {
-            tracing::error!(%error, "the gateway failed");
-        }
-        let config = runtime.handle().config().clone();
-        let reason = if quit.is_cancelled() {
-            "quit"
-        } else {
-            "restart"
-        };
-        if let Err(error) = runtime.shutdown(reason).await {
-            tracing::error!(%error, "could not close the database cleanly");
-        }
-        if quit.is_cancelled() || !restart.is_cancelled() {
-            break;
-        }
-        let config = match Config::load(&souz_core::config::process_env) {
-            Ok(next) => next,
-            Err(error) => {
-                tracing::warn!(%error, "config.toml has problems now; restarting with the configuration loaded before");
-                config
-            }
-        };
-        restart = CancellationToken::new();
-        runtime = match Runtime::start_with(config, options(&restart)).await {
-            Ok(next) => next,
-            Err(error) => {
-                tracing::error!(%error, "Souz could not restart");
-                break;
-            }
-        };
-        tracing::info!("Souz restarted in place (in the app)");
-    }
-    drop(gateway);
-    discovery::remove_if_ours(&daemon_file);
+/// The client of the daemon running in this process, with its home's operator token.
+fn own_client(running: &RunningDaemon) -> Result<DaemonClient, DaemonError> {
+    let token = running
+        .token()
+        .map_err(|error| DaemonError::Start(error.to_string()))?;
+    DaemonClient::for_own_daemon(running.url(), token.expose())
+        .map_err(|error| DaemonError::Start(error.to_string()))
 }
 
-/// What the embedded runtime is started with.
-fn options(restart: &CancellationToken) -> RuntimeOptions {
-    RuntimeOptions {
-        sandbox_helper: sandbox_helper(),
-        restart: Some(restart.clone()),
-        ..RuntimeOptions::default()
-    }
-}
-
-async fn attach(config: &Config, host: &str, port: u16) -> Result<Daemon, DaemonError> {
+async fn attach(home: &Home, host: &str, port: u16) -> Result<Daemon, DaemonError> {
     let taken = || {
         DaemonError::PortTaken(format!(
             "port {port} on {host} is in use by another program; change [server] port in \
@@ -253,8 +136,7 @@ async fn attach(config: &Config, host: &str, port: u16) -> Result<Daemon, Daemon
         ))
     };
     // Only our own daemon can prove it knows this home's token; nothing else is sent it.
-    let home = Home::new(config.paths.home());
-    let client = DaemonClient::discover(&home, || format!("http://{host}:{port}"))
+    let client = DaemonClient::discover(home, || format!("http://{host}:{port}"))
         .await
         .map_err(|_| taken())?;
     tracing::info!(url = %client.base(), "attached to a running souz serve");
@@ -273,8 +155,6 @@ fn sandbox_helper() -> Option<std::path::PathBuf> {
 mod tests {
     use std::io::{Read, Write};
     use std::sync::{Arc, Mutex};
-
-    use souz_core::config::SouzPaths;
 
     use super::*;
 
@@ -310,11 +190,26 @@ mod tests {
         let token = "a-token-of-this-souz-home-0123456789abcdef";
         std::fs::write(home.path().join("token"), token).unwrap();
         let (port, requests) = squatter();
-        let mut config = Config::defaults(SouzPaths::new(home.path()));
-        config.server.host = "127.0.0.1".to_owned();
-        config.server.port = port;
+        let path = home.path().to_string_lossy().into_owned();
+        let port = port.to_string();
+        let environment: &[(&str, &str)] = &[
+            ("SOUZ_HOME", &path),
+            ("SOUZ_HOST", "127.0.0.1"),
+            ("SOUZ_PORT", &port),
+        ];
+        let environment: Vec<(String, String)> = environment
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        let source = ConfigSource::Lookup(std::sync::Arc::new(move |name: &str| {
+            environment
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        }));
+        let host = builder(source).load().unwrap();
 
-        let outcome = Daemon::start_with(config).await;
+        let outcome = Daemon::start(host).await;
 
         assert!(
             matches!(outcome, Err(DaemonError::PortTaken(_))),

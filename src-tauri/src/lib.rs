@@ -89,12 +89,11 @@ pub fn run() {
         eprintln!("souz-app: {error}");
         std::process::exit(i32::from(confinement::HELPER_FAILURE_EXIT_CODE));
     }
-    // Once per process, before any thread allocates: freed large blocks go back at once.
-    souz_core::runtime::memory::return_large_blocks();
-    // Before any secret is read: other processes of this user (and the commands the daemon
-    // runs) must not read this process's memory or environment.
-    if let Err(error) = souz_core::sandbox::daemon_process::protect() {
-        eprintln!("souz-app: cannot protect the daemon's memory: {error}");
+    // Once per process, before any thread allocates (freed large blocks go back at once) and
+    // before any secret is read (other processes of this user, and the commands the daemon
+    // runs, must not read this process's memory or environment).
+    if let Err(error) = souz_core::host::prepare_process() {
+        eprintln!("souz-app: {error}");
         std::process::exit(1);
     }
     let app =
@@ -169,25 +168,24 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
 async fn start<R: Runtime>(app: AppHandle<R>) {
     let shell = app.state::<Arc<Shell>>().inner().clone();
     refresh_autostart(&app);
-    let (started, recovering) =
-        match souz_core::config::Config::load(&souz_core::config::process_env) {
-            Ok(config) => {
-                init_logging(&shell, &config);
-                let started = Daemon::start_with(config.clone())
-                    .await
-                    .map(|daemon| (daemon, config));
-                (started, false)
+    let started = match daemon::load() {
+        Ok(host) => {
+            init_logging(&shell, host.config());
+            let config = host.config().clone();
+            let recovering = host.startup().problems().is_some();
+            if let Some(problems) = host.startup().problems() {
+                tracing::warn!(
+                    problems = problems.len(),
+                    "config.toml has problems: starting in recovery mode"
+                );
             }
-            Err(souz_core::config::ConfigError::Problems(problems)) => {
-                let started = recover(problems).await;
-                if let Ok((_, base)) = &started {
-                    init_logging(&shell, base);
-                }
-                (started, true)
-            }
-            Err(error) => (Err(daemon::DaemonError::Config(error.to_string())), false),
-        };
-    let (daemon, config) = match started {
+            Daemon::start(host)
+                .await
+                .map(|daemon| (daemon, config, recovering))
+        }
+        Err(error) => Err(error),
+    };
+    let (daemon, config, recovering) = match started {
         Ok(started) => started,
         Err(error) => {
             tracing::error!(%error, "Souz could not start");
@@ -229,26 +227,6 @@ fn init_logging(shell: &Shell, config: &souz_core::config::Config) {
         }
         Err(error) => eprintln!("souz-app: logging is off: {error}"),
     }
-}
-
-/// Starts the embedded daemon in recovery mode: `config.toml` has `problems`, so it serves the
-/// UI, health and the config routes only until a valid file is saved.
-async fn recover(
-    problems: Vec<souz_core::config::Problem>,
-) -> Result<(Daemon, souz_core::config::Config), daemon::DaemonError> {
-    let env = &souz_core::config::process_env;
-    let paths = souz_core::config::SouzPaths::resolve(env).map_err(daemon::DaemonError::Config)?;
-    let file = paths.config_file();
-    let base = souz_core::config::Config::parse(paths, &file, "", env).map_err(|problems| {
-        daemon::DaemonError::Config(souz_core::config::ConfigError::Problems(problems).to_string())
-    })?;
-    tracing::warn!(
-        problems = problems.len(),
-        "config.toml has problems: starting in recovery mode"
-    );
-    Daemon::start_recovering(base.clone(), problems)
-        .await
-        .map(|daemon| (daemon, base))
 }
 
 /// Follows the daemon's events for as long as the app runs; the client reconnects with

@@ -31,7 +31,7 @@ use crate::output::say;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use souz_core::config::{Config, SouzPaths, process_env};
+use souz_core::config::{SouzPaths, process_env};
 use souz_core::sandbox::confinement;
 use souz_core::token::ApiToken;
 
@@ -290,14 +290,6 @@ fn fail(message: &str) -> ExitCode {
 fn config_problems(error: &souz_core::config::ConfigError) -> ExitCode {
     eprintln!("{error}");
     ExitCode::from(2)
-}
-
-/// Loads the configuration of the Souz home named by the environment.
-fn load_config() -> Result<Config, ExitCode> {
-    Config::load(&process_env).map_err(|error| match error {
-        souz_core::config::ConfigError::Problems(_) => config_problems(&error),
-        other => fail(&other.to_string()),
-    })
 }
 
 /// A name part no other run picks at the same time (the clock's nanoseconds).

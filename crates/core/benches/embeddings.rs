@@ -58,7 +58,7 @@ fn texts(count: usize) -> Vec<String> {
 
 fn main() {
     // As `souz serve` does: freed large blocks go back to the system.
-    souz_core::runtime::memory::return_large_blocks();
+    souz_core::host::return_large_blocks();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

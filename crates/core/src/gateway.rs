@@ -13,7 +13,7 @@ pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod identity;
 pub(crate) mod perimeter;
-pub mod recovery;
+pub(crate) mod recovery;
 pub(crate) mod routes;
 mod ws;
 
@@ -225,7 +225,7 @@ impl Gateway {
     /// Serves `handle` like [`serve`](Self::serve), but the socket stays bound after `stop`
     /// (new connections wait in its backlog) so the next runtime serves on the same address:
     /// how the daemon restarts in place.
-    pub async fn serve_round<F>(&self, handle: RuntimeHandle, stop: F) -> std::io::Result<()>
+    pub(crate) async fn serve_round<F>(&self, handle: RuntimeHandle, stop: F) -> std::io::Result<()>
     where
         F: Future<Output = String> + Send + 'static,
     {

@@ -7,7 +7,7 @@
 //! `mcp`). Names re-exported at the crate root (`crate::Runtime`) count as the module they come
 //! from. A module file whose top-level module is not in the table fails the test too, so a new
 //! module must be placed before it can land. Test modules (a `tests` segment in their path) of
-//! any layer may use the test kit, `crate::testing`, though it sits in the top layer.
+//! any layer may use the test kit, `crate::testing`, though it sits in the adapters' layer.
 //!
 //! Adapters (the gateway's routes, the MCP server) go further: they use the runtime's facade
 //! and protocol types only, never a service behind it ([`BEHIND_FACADE`]) by name.
@@ -361,9 +361,10 @@ fn every_table_entry_is_a_module_once() {
 
 #[test]
 fn the_most_specific_entry_gives_the_layer() {
-    let top = LAYERS.len() - 1;
-    assert_eq!(layer_of(&strings(&["mcp", "server", "calls"])), Some(top));
-    assert!(layer_of(&strings(&["mcp", "client"])) < Some(top));
+    let adapters = layer_of(&strings(&["gateway"]));
+    assert_eq!(layer_of(&strings(&["mcp", "server", "calls"])), adapters);
+    assert!(layer_of(&strings(&["mcp", "client"])) < adapters);
+    assert_eq!(layer_of(&strings(&["host"])), Some(LAYERS.len() - 1));
     assert_eq!(layer_of(&strings(&["config", "env"])), Some(1));
     assert_eq!(layer_of(&strings(&["nowhere"])), None);
 }
@@ -462,17 +463,17 @@ fn only_test_modules_may_use_the_test_kit_from_below() {
     .unwrap();
     let problems = violations(src).unwrap();
     let agent = layer_of(&strings(&["agent"])).unwrap();
-    let top = LAYERS.len() - 1;
+    let adapters = layer_of(&strings(&["gateway"])).unwrap();
     assert_eq!(
         problems,
         [
             format!(
                 "crates/core/src/agent/tests/turns.rs:2: `agent::tests::turns` (layer {agent}) \
-                 uses `crate::gateway::router` (layer {top}), which is above it"
+                 uses `crate::gateway::router` (layer {adapters}), which is above it"
             ),
             format!(
                 "crates/core/src/agent.rs:1: `agent` (layer {agent}) uses \
-                 `crate::testing::TestHome` (layer {top}), which is above it"
+                 `crate::testing::TestHome` (layer {adapters}), which is above it"
             ),
         ]
     );

@@ -16,6 +16,7 @@ pub mod chat;
 pub mod config;
 pub mod gateway;
 pub(crate) mod graph;
+pub mod host;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
@@ -75,6 +76,9 @@ pub const LAYERS: &[&[&str]] = &[
     // The adapters, and the test kit (which may use everything; test modules of any layer may
     // use it).
     &["gateway", "mcp::server", "testing"],
+    // The daemon's lifecycle over the runtime and the gateway, which `souz serve` and the app
+    // both run.
+    &["host"],
 ];
 
 /// The id of the person at this machine: the one user of a daemon without trusted-proxy mode,

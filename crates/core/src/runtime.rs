@@ -10,7 +10,7 @@ pub mod connect;
 pub mod discovery;
 mod embeddings;
 pub mod facade;
-pub mod memory;
+pub(crate) mod memory;
 pub(crate) mod model_downloads;
 pub(crate) mod setup;
 mod skill_review;

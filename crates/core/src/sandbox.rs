@@ -27,7 +27,7 @@
 pub(crate) mod beneath;
 pub(crate) mod command;
 pub mod confinement;
-pub mod daemon_process;
+pub(crate) mod daemon_process;
 pub mod egress;
 pub(crate) mod environment;
 pub(crate) mod net;

@@ -38,7 +38,7 @@ use crate::runtime::config_editor::{problem_on_wire, revision};
 
 /// How recovery ended.
 #[derive(Debug)]
-pub enum RecoveryEnd {
+pub(crate) enum RecoveryEnd {
     /// A valid `config.toml` was saved: start normally with it.
     Fixed(Box<Config>),
     /// The daemon was told to stop (the signal's name).
@@ -82,7 +82,7 @@ impl Gateway {
     /// Serves recovery mode on this socket (which stays bound) until a valid `config.toml` is
     /// saved or `stop` completes. `base` is the configuration of the defaults and the
     /// environment; `problems` are the file's; `token` is the operator token.
-    pub async fn serve_recovery<F>(
+    pub(crate) async fn serve_recovery<F>(
         &self,
         base: Config,
         problems: Vec<Problem>,

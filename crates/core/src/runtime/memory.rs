@@ -9,8 +9,8 @@
 //! of free space at their top.
 //!
 //! Invariant: only `mallopt` on glibc, called once per process by the binaries (`souz serve`,
-//! the app) before their async runtime starts, never by the library; elsewhere (musl, macOS)
-//! this is a no-op.
+//! the app, through `host::prepare_process`) before their async runtime starts, never by the
+//! library; elsewhere (musl, macOS) this is a no-op.
 
 /// Blocks at least this large are always mapped (and unmapped when freed).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

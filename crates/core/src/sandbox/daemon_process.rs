@@ -19,8 +19,9 @@
 //!
 //! Invariants: [`protect`] runs before the daemon reads any secret or starts any command;
 //! [`scrub_environment`] runs after the configuration was loaded and before any thread that
-//! reads the environment starts (it changes bytes the C library reads): in `souz serve` only the
-//! log writer's thread exists by then, and it reads no variable.
+//! reads the environment starts (it changes bytes the C library reads): `souz serve` scrubs
+//! when its daemon host loads the configuration, before logging and the async runtime start
+//! (`host::DaemonHostBuilder::scrub_environment`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use super::environment::looks_like_secret;
 
 /// Makes this process not dumpable (Linux; elsewhere nothing to do).
-pub fn protect() -> std::io::Result<()> {
+pub(crate) fn protect() -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
@@ -38,16 +39,16 @@ pub fn protect() -> std::io::Result<()> {
 
 /// Whether a variable of the daemon's environment carries a secret (provider keys, tokens).
 /// Souz's own settings (`SOUZ_HOME`, `SOUZ_PORT`, ...) do not, unless their name says so.
-pub fn is_secret_variable(name: &str) -> bool {
+pub(crate) fn is_secret_variable(name: &str) -> bool {
     looks_like_secret(name.strip_prefix("SOUZ_").unwrap_or(name))
 }
 
 /// Looks up a variable (the shape `RuntimeOptions::environment` takes).
-pub type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub(crate) type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The process environment as it is now, for the daemon to read after
 /// [`scrub_environment`].
-pub fn environment_snapshot() -> EnvironmentLookup {
+pub(crate) fn environment_snapshot() -> EnvironmentLookup {
     let snapshot: HashMap<String, String> = crate::config::env::process_environment_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .collect();
@@ -56,7 +57,7 @@ pub fn environment_snapshot() -> EnvironmentLookup {
 
 /// Overwrites the values of secret variables in this process's initial environment block
 /// with NUL bytes. Returns the names scrubbed. Linux only (elsewhere: nothing, `Ok`).
-pub fn scrub_environment() -> std::io::Result<Vec<String>> {
+pub(crate) fn scrub_environment() -> std::io::Result<Vec<String>> {
     #[cfg(target_os = "linux")]
     {
         use std::io::{Seek, SeekFrom, Write};
@@ -104,7 +105,7 @@ fn environment_start() -> std::io::Result<u64> {
 }
 
 /// Whether this process is not dumpable (`None` where that does not apply).
-pub fn is_protected() -> Option<bool> {
+pub(crate) fn is_protected() -> Option<bool> {
     #[cfg(target_os = "linux")]
     {
         rustix::process::dumpable_behavior()
