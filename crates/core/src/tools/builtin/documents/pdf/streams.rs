@@ -16,8 +16,10 @@
 //!   with [`DocumentError::TooLarge`]. Encrypted files skip the load filter, so
 //!   [`decode_streams`] does the same after decryption.
 //!
-//! Not bounded here: an object stream of an encrypted file, and a cross-reference stream
-//! behind two filters, are still decoded by lopdf as it loads the file.
+//! The raw pass also measures nested FlateDecode layers (up to eight; more is refused), which
+//! bounds a cross-reference stream behind several filters, and refuses an encrypted file's
+//! object stream too large to be safe unmeasured (its bytes are encrypted in the raw file, and
+//! lopdf decrypts and inflates it before any filter sees it).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -160,12 +162,17 @@ fn stream_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 }
 
 /// Refuses a file one of whose raw streams would inflate (or LZW-decode) past
-/// [`RAW_STREAM_BYTE_LIMIT`]. Counts only: nothing decoded is kept.
+/// [`RAW_STREAM_BYTE_LIMIT`], at any of up to [`MAX_FLATE_LAYERS`] nested FlateDecode layers
+/// (lopdf applies every filter of a cross-reference stream's array), or that is encrypted and
+/// holds an object stream larger than [`ENCRYPTED_OBJECT_STREAM_LIMIT`] (lopdf decrypts and
+/// inflates those itself, where no filter reaches them; deflate expands at most about 1,032
+/// times, so a smaller one stays within the bound). Counts only: nothing decoded is kept.
 pub(crate) fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
+    let encrypted = contains(bytes, b"/Encrypt");
     for start in stream_starts(bytes) {
         let data = &bytes[start..];
-        let within = inflate(data, &mut Output::new(RAW_STREAM_BYTE_LIMIT, false)).is_ok()
-            && lzw(data, true, &mut Output::new(RAW_STREAM_BYTE_LIMIT, false)).is_ok()
+        // FlateDecode (every nested layer) is measured by `nested_layers_within`.
+        let within = lzw(data, true, &mut Output::new(RAW_STREAM_BYTE_LIMIT, false)).is_ok()
             && lzw(data, false, &mut Output::new(RAW_STREAM_BYTE_LIMIT, false)).is_ok();
         if !within {
             return Err(too_large(&format!(
@@ -173,8 +180,155 @@ pub(crate) fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
                 RAW_STREAM_BYTE_LIMIT >> 20
             )));
         }
+        nested_layers_within(bytes, start)?;
+        if encrypted && is_object_stream(bytes, start) {
+            // Looked for only a little past the bound, so the scan stays linear.
+            let window = (ENCRYPTED_OBJECT_STREAM_LIMIT as usize + 16).min(data.len());
+            let length = find(&data[..window], b"endstream").unwrap_or(data.len()) as u64;
+            if length > ENCRYPTED_OBJECT_STREAM_LIMIT {
+                return Err(too_large(&format!(
+                    "encrypted object stream of {} KiB could expand past {} MiB before it can \
+                     be measured",
+                    length >> 10,
+                    RAW_STREAM_BYTE_LIMIT >> 20
+                )));
+            }
+        }
     }
     Ok(())
+}
+
+/// Nested FlateDecode layers measured in the raw pass.
+const MAX_FLATE_LAYERS: usize = 8;
+/// Largest object stream of an encrypted file: inflated at most about 1,032 times, it stays
+/// within [`RAW_STREAM_BYTE_LIMIT`].
+const ENCRYPTED_OBJECT_STREAM_LIMIT: u64 = RAW_STREAM_BYTE_LIMIT / 1032;
+
+/// One FlateDecode layer as lopdf decodes it: zlib, or (when zlib yields nothing) raw deflate
+/// after the 2-byte header.
+#[derive(Debug, Clone, Copy)]
+enum Layer {
+    Zlib,
+    Raw,
+}
+
+/// `data` read through `layers`, outermost first, streaming.
+fn through<'a>(data: &'a [u8], layers: &[Layer]) -> Box<dyn Read + 'a> {
+    let mut reader: Box<dyn Read + 'a> = Box::new(data);
+    for layer in layers {
+        reader = match layer {
+            Layer::Zlib => Box::new(ZlibDecoder::new(reader)),
+            Layer::Raw => {
+                let mut header = [0u8; 2];
+                // A layer shorter than its header yields nothing, as in lopdf.
+                let _ = reader.read_exact(&mut header);
+                Box::new(DeflateDecoder::new(reader))
+            }
+        };
+    }
+    reader
+}
+
+/// How many bytes `reader` yields and whether it ended cleanly (not on an error), or
+/// `Exceeded` past [`RAW_STREAM_BYTE_LIMIT`].
+fn counted(mut reader: impl Read) -> Result<(u64, bool), Exceeded> {
+    let mut output = Output::new(RAW_STREAM_BYTE_LIMIT, false);
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => return Ok((output.len, true)),
+            Err(_) => return Ok((output.len, false)),
+            Ok(read) => output.push(&buffer[..read])?,
+        }
+    }
+}
+
+/// Follows the FlateDecode layers of the stream whose data starts at `start`, as lopdf decodes
+/// them (zlib, else raw deflate after the header; a broken layer keeps what it yielded),
+/// streaming and keeping nothing, and refuses a layer past the bound. As many layers as its
+/// dictionary lists (more than [`MAX_FLATE_LAYERS`] is refused); where no dictionary is found
+/// near the data, up to that many while each yields something.
+fn nested_layers_within(bytes: &[u8], start: usize) -> Result<(), DocumentError> {
+    let data = &bytes[start..];
+    let listed = stream_dictionary(bytes, start).map(flate_filters);
+    if listed.is_some_and(|listed| listed > MAX_FLATE_LAYERS) {
+        return Err(too_large(&format!(
+            "a stream is compressed more than {MAX_FLATE_LAYERS} times"
+        )));
+    }
+    let mut layers = Vec::new();
+    for depth in 1..=listed.unwrap_or(MAX_FLATE_LAYERS).max(1) {
+        let mut next = None;
+        for layer in [Layer::Zlib, Layer::Raw] {
+            layers.push(layer);
+            let (yielded, _) = counted(through(data, &layers)).map_err(|Exceeded| {
+                too_large(&format!(
+                    "a stream compressed {depth} times expands past {} MiB",
+                    RAW_STREAM_BYTE_LIMIT >> 20
+                ))
+            })?;
+            layers.pop();
+            if yielded > 0 {
+                next = Some(layer);
+                break;
+            }
+        }
+        match next {
+            Some(layer) => layers.push(layer),
+            None => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// How many FlateDecode filters a stream dictionary's text lists (`/FlateDecode` or `/Fl`).
+fn flate_filters(dictionary: &[u8]) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = find(&dictionary[from..], b"/Fl") {
+        let after = from + at + 3;
+        let rest = &dictionary[after..];
+        if rest.starts_with(b"ateDecode") || !rest.first().is_some_and(u8::is_ascii_alphanumeric) {
+            count += 1;
+        }
+        from = after;
+    }
+    count
+}
+
+/// The dictionary text before the stream data at `start`, back to its `obj` keyword, when it
+/// is within [`DICTIONARY_SCAN`] bytes.
+fn stream_dictionary(bytes: &[u8], start: usize) -> Option<&[u8]> {
+    let before = &bytes[start.saturating_sub(DICTIONARY_SCAN)..start];
+    rfind(before, b"obj").map(|from| &before[from..])
+}
+
+/// Whether the dictionary before the stream data at `start` (back to its `obj` keyword) names
+/// an object stream.
+fn is_object_stream(bytes: &[u8], start: usize) -> bool {
+    let before = &bytes[start.saturating_sub(DICTIONARY_SCAN)..start];
+    let from = rfind(before, b"obj").unwrap_or(0);
+    contains(&before[from..], b"/ObjStm")
+}
+
+/// How far before a stream's data its dictionary is looked for (a stream's dictionary is
+/// short; the bound keeps the scan linear).
+const DICTIONARY_SCAN: usize = 64 << 10;
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .rposition(|window| window == needle)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    find(haystack, needle).is_some()
 }
 
 fn too_large(reason: &str) -> DocumentError {

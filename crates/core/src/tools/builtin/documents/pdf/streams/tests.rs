@@ -250,3 +250,81 @@ fn every_stream_read_is_plain_once_loaded_and_images_stay_compressed() {
     let text = render_pages(&pdf.pages(1..=1, &Stop::default()).unwrap());
     assert!(text.contains("form text"), "{text}");
 }
+
+/// `data` zlib-compressed.
+fn zlib(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
+    std::io::Write::write_all(&mut encoder, data).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A raw file holding one stream object with `dictionary` and `data` (what the raw pass reads;
+/// lopdf never gets this far for the refused ones).
+fn raw_file(dictionary: &str, data: &[u8], trailer: &str) -> Vec<u8> {
+    let mut bytes = b"%PDF-1.7\n1 0 obj\n".to_vec();
+    bytes.extend(format!("{dictionary}\nstream\n").as_bytes());
+    bytes.extend(data);
+    bytes.extend(format!("\nendstream\nendobj\ntrailer\n{trailer}\n%%EOF\n").as_bytes());
+    bytes
+}
+
+#[test]
+fn nested_layers_are_measured_in_the_raw_pass() {
+    // A cross-reference stream (which lopdf inflates while it loads, before any filter) behind
+    // three FlateDecode layers: 1 GiB at the innermost.
+    let three = zlib(&zlib(&zeros_bomb(1024)));
+    let file = raw_file(
+        "<< /Type /XRef /Filter [/FlateDecode /FlateDecode /FlateDecode] >>",
+        &three,
+        "<< >>",
+    );
+    let started = Instant::now();
+    match measure_raw(&file) {
+        Err(DocumentError::TooLarge(reason)) => {
+            assert!(reason.contains("compressed 3 times"), "{reason}")
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert!(started.elapsed() < FILE_BOUND);
+    // The same bomb with no dictionary in reach is followed while layers yield.
+    let mut far = raw_file("<< /Type /XRef >>", &three, "<< >>");
+    let at = far
+        .windows(6)
+        .position(|window| window == b"stream")
+        .unwrap();
+    far.splice(at..at, std::iter::repeat_n(b' ', 70_000));
+    assert!(matches!(measure_raw(&far), Err(DocumentError::TooLarge(_))));
+    // Layers that end small pass; a dictionary listing nine is refused.
+    let mut layered = b"BT (hello) Tj ET".to_vec();
+    for _ in 0..8 {
+        layered = zlib(&layered);
+    }
+    let eight = format!("<< /Filter [{}] >>", "/FlateDecode ".repeat(8));
+    assert!(measure_raw(&raw_file(&eight, &layered, "<< >>")).is_ok());
+    assert!(measure_raw(&raw_file("<< >>", &zlib(b"BT (x) Tj ET"), "<< >>")).is_ok());
+    let nine = format!("<< /Filter [{}/Fl] >>", "/FlateDecode ".repeat(8));
+    match measure_raw(&raw_file(&nine, &zlib(&layered), "<< >>")) {
+        Err(DocumentError::TooLarge(reason)) => assert!(reason.contains("more than 8"), "{reason}"),
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn an_encrypted_files_large_object_stream_is_refused_unmeasured() {
+    // Its bytes are encrypted in the file, so their expansion cannot be measured.
+    let noise: Vec<u8> = (0..400_000u32)
+        .map(|n| (n.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let dictionary = "<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode >>";
+    let encrypted = "<< /Encrypt 9 0 R >>";
+    match measure_raw(&raw_file(dictionary, &noise, encrypted)) {
+        Err(DocumentError::TooLarge(reason)) => {
+            assert!(reason.contains("encrypted object stream"), "{reason}")
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    // A small one, or the same stream in a file that is not encrypted, passes the raw pass.
+    assert!(measure_raw(&raw_file(dictionary, &noise[..1000], encrypted)).is_ok());
+    assert!(measure_raw(&raw_file(dictionary, &noise, "<< >>")).is_ok());
+    assert!(measure_raw(&raw_file("<< /Subtype /Image >>", &noise, encrypted)).is_ok());
+}
