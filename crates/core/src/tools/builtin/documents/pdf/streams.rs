@@ -169,7 +169,16 @@ fn stream_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 /// times, so a smaller one stays within the bound). Counts only: nothing decoded is kept.
 pub(crate) fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
     let encrypted = contains(bytes, b"/Encrypt");
+    // Each dictionary is looked for only after the previous stream's data starts, so the
+    // backward scans together read the file at most once (many `stream` keywords close
+    // together would otherwise rescan the same 64 KiB each).
+    let mut floor = 0;
     for start in stream_starts(bytes) {
+        let (before, from) = (
+            &bytes[..start],
+            floor.max(start.saturating_sub(DICTIONARY_SCAN)),
+        );
+        floor = start;
         let data = &bytes[start..];
         // FlateDecode (every nested layer) is measured by `nested_layers_within`.
         let within = lzw(data, true, &mut Output::new(RAW_STREAM_BYTE_LIMIT, false)).is_ok()
@@ -180,8 +189,8 @@ pub(crate) fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
                 RAW_STREAM_BYTE_LIMIT >> 20
             )));
         }
-        nested_layers_within(bytes, start)?;
-        if encrypted && is_object_stream(bytes, start) {
+        nested_layers_within(data, stream_dictionary(&before[from..]))?;
+        if encrypted && is_object_stream(&before[from..]) {
             // Looked for only a little past the bound, so the scan stays linear.
             let window = (ENCRYPTED_OBJECT_STREAM_LIMIT as usize + 16).min(data.len());
             let length = find(&data[..window], b"endstream").unwrap_or(data.len()) as u64;
@@ -248,9 +257,8 @@ fn counted(mut reader: impl Read) -> Result<(u64, bool), Exceeded> {
 /// streaming and keeping nothing, and refuses a layer past the bound. As many layers as its
 /// dictionary lists (more than [`MAX_FLATE_LAYERS`] is refused); where no dictionary is found
 /// near the data, up to that many while each yields something.
-fn nested_layers_within(bytes: &[u8], start: usize) -> Result<(), DocumentError> {
-    let data = &bytes[start..];
-    let listed = stream_dictionary(bytes, start).map(flate_filters);
+fn nested_layers_within(data: &[u8], dictionary: Option<&[u8]>) -> Result<(), DocumentError> {
+    let listed = dictionary.map(flate_filters);
     if listed.is_some_and(|listed| listed > MAX_FLATE_LAYERS) {
         return Err(too_large(&format!(
             "a stream is compressed more than {MAX_FLATE_LAYERS} times"
@@ -296,19 +304,16 @@ fn flate_filters(dictionary: &[u8]) -> usize {
     count
 }
 
-/// The dictionary text before the stream data at `start`, back to its `obj` keyword, when it
-/// is within [`DICTIONARY_SCAN`] bytes.
-fn stream_dictionary(bytes: &[u8], start: usize) -> Option<&[u8]> {
-    let before = &bytes[start.saturating_sub(DICTIONARY_SCAN)..start];
-    rfind(before, b"obj").map(|from| &before[from..])
+/// The dictionary text at the end of `window` (the bytes before a stream's data, at most
+/// [`DICTIONARY_SCAN`] of them), back to its `obj` keyword, when the keyword is there.
+fn stream_dictionary(window: &[u8]) -> Option<&[u8]> {
+    rfind(window, b"obj").map(|from| &window[from..])
 }
 
-/// Whether the dictionary before the stream data at `start` (back to its `obj` keyword) names
-/// an object stream.
-fn is_object_stream(bytes: &[u8], start: usize) -> bool {
-    let before = &bytes[start.saturating_sub(DICTIONARY_SCAN)..start];
-    let from = rfind(before, b"obj").unwrap_or(0);
-    contains(&before[from..], b"/ObjStm")
+/// Whether the dictionary at the end of `window` (or the whole window, when its `obj` keyword
+/// is not there) names an object stream.
+fn is_object_stream(window: &[u8]) -> bool {
+    contains(stream_dictionary(window).unwrap_or(window), b"/ObjStm")
 }
 
 /// How far before a stream's data its dictionary is looked for (a stream's dictionary is
