@@ -40,7 +40,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use souz_core::RuntimeHandle;
 use souz_core::agent::{
-    AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnEvent, TurnRequest, TurnStatus,
+    AgentEvent, AgentKind, AgentParts, Agents, FixedModel, NoSink, TurnRequest, TurnStatus,
 };
 use souz_core::llm::fake::FakeLlm;
 use souz_core::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent};
@@ -114,8 +114,8 @@ impl Daemon {
         on_worker(async move {
             let seen = Arc::new(Mutex::new(None::<(Instant, Instant)>));
             let record = Arc::clone(&seen);
-            let sink = move |event: TurnEvent| {
-                if let TurnEvent::TextDelta { .. } = event {
+            let sink = move |event: AgentEvent| {
+                if let AgentEvent::TextDelta { .. } = event {
                     let now = Instant::now();
                     let mut seen = record.lock().expect("lock");
                     let first = seen.map_or(now, |(first, _)| first);

@@ -20,7 +20,7 @@ use souz_core::llm::local::profiles::{self, resident_memory};
 use souz_core::llm::local::{
     Generation, LocalClient, LocalModels, LocalModelsOptions, is_strict_contract, prepare,
 };
-use souz_core::llm::{ChatRequest, LlmClient, Message, StreamEvent, ToolSpec};
+use souz_core::llm::{ChatRequest, LlmClient, Message, StreamEvent, ToolDeclaration};
 use souz_core::testing::local_llm_model;
 use tokio_util::sync::CancellationToken;
 
@@ -94,14 +94,14 @@ async fn client_speed(models: &Arc<LocalModels>) -> (Duration, f64) {
     (first, rate)
 }
 
-fn tools() -> Vec<ToolSpec> {
+fn tools() -> Vec<ToolDeclaration> {
     vec![
-        ToolSpec {
+        ToolDeclaration {
             name: "ReadFile".into(),
             description: "Reads a text file at a path.".into(),
             parameters: json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}),
         },
-        ToolSpec {
+        ToolDeclaration {
             name: "Calculator".into(),
             description: "Evaluates an arithmetic expression.".into(),
             parameters: json!({"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}),

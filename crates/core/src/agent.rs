@@ -42,11 +42,11 @@ use serde::{Deserialize, Serialize};
 
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
 pub use core_tools::CoreTool;
-pub use events::{NoSink, TurnEvent, TurnSink};
+pub use events::{AgentEvent, NoSink, TurnSink};
 pub use models::{ChatModel, ChatModels, FixedModel};
 pub use sessions::{Sessions, TurnStatus};
 pub use steering::SteerError;
-pub use turn::{AgentParts, Agents, Steering, Turn, TurnOutcome, TurnRequest};
+pub use turn::{AgentOutcome, AgentParts, Agents, Steering, Turn, TurnRequest};
 
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;

@@ -41,7 +41,7 @@ pub use self::running::{HostState, RunningDaemon};
 
 /// Makes large freed blocks go back to the system at once (glibc; a no-op elsewhere): what
 /// [`prepare_process`] does first, for benchmarks that measure memory as the daemon holds it.
-pub use crate::runtime::memory::return_large_blocks;
+pub use crate::runtime::allocator::return_large_blocks;
 
 /// Prepares this process to be a daemon: freed large blocks go back to the system, and the
 /// process is closed to other processes of the same user (not dumpable). Call once, first

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 pub use souz_protocol::ProviderId;
 pub use types::{
     ChatRequest, ChatResponse, FinishReason, ImagePart, Message, Role, StreamEvent, ToolCall,
-    ToolSpec, Usage,
+    ToolDeclaration, Usage,
 };
 
 /// The events of one streamed answer.

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use capture::{Candidate, Evidence, EvidenceKind, NoWriter, TurnRecord, Writer, WriterError};
+pub use capture::{Candidate, CapturedTurn, Evidence, EvidenceKind, NoWriter, Writer, WriterError};
 pub(crate) use editing::checked_canonical_key;
 pub use editing::{EvidenceRecord, FactEdit, Origin};
 pub use embedder::{EmbedError, EmbedRole, Embedder, HashEmbedder, ProviderEmbedder};
@@ -601,7 +601,7 @@ impl Memory {
 
     async fn writer_candidates(
         &self,
-        turn: &TurnRecord,
+        turn: &CapturedTurn,
         explicit: bool,
     ) -> Result<Vec<Candidate>, MemoryError> {
         let fallback = if explicit {
@@ -635,7 +635,7 @@ impl Memory {
     /// Captures what a finished turn should add to memory (see [`capture`]); returns the facts
     /// stored: the new ones, then those the turn stated again word for word (which gain the
     /// turn as evidence instead of being stored twice). Captures run one at a time.
-    pub async fn capture(&self, turn: TurnRecord) -> Result<Vec<Fact>, MemoryError> {
+    pub async fn capture(&self, turn: CapturedTurn) -> Result<Vec<Fact>, MemoryError> {
         let _serial = self.inner.capture.lock().await;
         let intent = intent::parse(&turn.user_message);
         match intent {

@@ -5,13 +5,13 @@
 //! spawns such tasks (through its `TaskTracker`), so `shutdown` can stop and await all of them
 //! before closing the database.
 
+pub(crate) mod allocator;
 mod assembly;
 pub(crate) mod config_editor;
 pub mod connect;
 pub mod discovery;
 mod embeddings;
 pub mod facade;
-pub(crate) mod memory;
 pub(crate) mod model_downloads;
 pub(crate) mod setup;
 mod skill_review;

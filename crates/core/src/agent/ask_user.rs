@@ -37,8 +37,8 @@ pub(crate) struct AskUserArgs {
 }
 
 /// The tool as the model sees it.
-pub(crate) fn spec() -> llm::ToolSpec {
-    llm::ToolSpec {
+pub(crate) fn spec() -> llm::ToolDeclaration {
+    llm::ToolDeclaration {
         name: ASK_USER.to_owned(),
         description: "Ask the person a question and stop until they answer: when a choice \
                       is theirs to make, when something important is ambiguous, or before \

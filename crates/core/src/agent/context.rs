@@ -13,7 +13,7 @@ use serde::Serialize;
 use souz_protocol::ToolCategory;
 
 use super::core_tools::CoreTool;
-use crate::llm::{ChatResponse, ImagePart, LlmError, Message, ToolSpec, Usage};
+use crate::llm::{ChatResponse, ImagePart, LlmError, Message, ToolDeclaration, Usage};
 
 /// Model settings for a turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +56,7 @@ pub struct AgentContext<I> {
     /// The conversation, oldest first.
     pub history: Vec<Message>,
     /// Tools shown to the model.
-    pub advertised: Vec<ToolSpec>,
+    pub advertised: Vec<ToolDeclaration>,
     /// Tools that may run, by name.
     pub executable: BTreeMap<String, ToolBinding>,
     /// Categories classification chose (graph agent), for traces.
@@ -90,7 +90,7 @@ impl<I> AgentContext<I> {
     }
 
     /// Adds a tool to both lists (replacing an advertised spec of the same name).
-    pub fn install(&mut self, spec: ToolSpec, binding: ToolBinding) {
+    pub fn install(&mut self, spec: ToolDeclaration, binding: ToolBinding) {
         self.advertised.retain(|known| known.name != spec.name);
         self.executable.insert(spec.name.clone(), binding);
         self.advertised.push(spec);

@@ -10,7 +10,7 @@
 //!   `SearchMemory` (the shapes of the original).
 //! - Arguments are checked before anything is looked up.
 
-pub(crate) mod memory;
+pub(crate) mod search_memory;
 pub(crate) mod skills;
 
 use serde_json::Value;
@@ -144,14 +144,14 @@ impl CoreTool {
             }
             Self::GetKnowledge => input_schema::<GetKnowledgeArgs>(),
             Self::SearchKnowledge => input_schema::<SearchKnowledgeArgs>(),
-            Self::SearchMemory => input_schema::<memory::SearchMemoryArgs>(),
+            Self::SearchMemory => input_schema::<search_memory::SearchMemoryArgs>(),
             Self::RunSkillCommand => input_schema::<skills::RunSkillArgs>(),
         }
     }
 
     /// The tool as the model sees it.
-    pub fn spec(self) -> llm::ToolSpec {
-        llm::ToolSpec {
+    pub fn spec(self) -> llm::ToolDeclaration {
+        llm::ToolDeclaration {
             name: self.name().to_owned(),
             description: self.description().to_owned(),
             parameters: self.schema(),
@@ -222,7 +222,7 @@ impl CoreTool {
             Self::SearchKnowledge => {
                 retrieval::search_knowledge(call.knowledge, call.chat_id, arguments).await
             }
-            Self::SearchMemory => memory::search_memory(call, arguments).await,
+            Self::SearchMemory => search_memory::search_memory(call, arguments).await,
             Self::RunSkillCommand => skills::run_skill_command(call, arguments).await,
         }
     }

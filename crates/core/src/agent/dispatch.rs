@@ -18,7 +18,7 @@ use souz_protocol::{Requester, ToolCallStatus, ToolResult};
 
 use super::context::ToolBinding;
 use super::core_tools::CoreCall;
-use super::events::{TurnEvent, TurnSink};
+use super::events::{AgentEvent, TurnSink};
 use super::knowledge;
 use super::scope::TurnScope;
 use crate::llm::{Message, ToolCall};
@@ -114,7 +114,7 @@ async fn follow_call(
             continue;
         }
         if let Some(report) = &state.progress {
-            sink.send(TurnEvent::ToolCallProgress {
+            sink.send(AgentEvent::ToolCallProgress {
                 tool_call_id: tool_call_id.to_owned(),
                 tool: tool.to_owned(),
                 progress: report.progress,
@@ -144,7 +144,7 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
         summary,
         sink,
     } = wait;
-    sink.send(TurnEvent::ApprovalRequested {
+    sink.send(AgentEvent::ApprovalRequested {
         tool_call_id: tool_call_id.to_owned(),
         call_id: handle.call_id.clone(),
         approval_id: approval_id.clone(),
@@ -154,7 +154,7 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
     handle.past_approval().await;
     // The approval's outcome is stored before the call moves on: read it from there.
     match gate.approvals().get(&approval_id).await {
-        Ok(approval) => sink.send(TurnEvent::ApprovalResolved {
+        Ok(approval) => sink.send(AgentEvent::ApprovalResolved {
             tool_call_id: tool_call_id.to_owned(),
             call_id: handle.call_id.clone(),
             approval_id,
@@ -177,7 +177,7 @@ pub(crate) async fn execute(
 ) -> Message {
     let started = Instant::now();
     let sink = scope.sink.as_ref();
-    sink.send(TurnEvent::ToolCallStarted {
+    sink.send(AgentEvent::ToolCallStarted {
         tool_call_id: call.id.clone(),
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
@@ -233,14 +233,14 @@ pub(crate) async fn execute(
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     sink.send(if is_error {
-        TurnEvent::ToolCallFailed {
+        AgentEvent::ToolCallFailed {
             tool_call_id: call.id.clone(),
             tool: call.name.clone(),
             error: redact::error_preview(&content),
             duration_ms,
         }
     } else {
-        TurnEvent::ToolCallFinished {
+        AgentEvent::ToolCallFinished {
             tool_call_id: call.id.clone(),
             tool: call.name.clone(),
             duration_ms,

@@ -5,7 +5,7 @@
 //! - Events arrive in the order things happened, from the turn's own task.
 //! - Text deltas carry the number of the model request (`attempt`) they belong to. A request
 //!   whose answer was thrown away (new input arrived while it ran) is followed by
-//!   [`TurnEvent::AnswerDiscarded`]: a display removes that attempt's text. Text of attempts
+//!   [`AgentEvent::AnswerDiscarded`]: a display removes that attempt's text. Text of attempts
 //!   never discarded is part of the conversation.
 //! - A sink must not block: it is called on the turn's hot path (forward into a channel).
 
@@ -15,7 +15,7 @@ use souz_protocol::{ApprovalStatus, ExpiryReason, RecordedDecision};
 /// Something that happened during a turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum TurnEvent {
+pub enum AgentEvent {
     /// More text of the model's answer.
     TextDelta {
         /// The model request this text belongs to (1 for the turn's first).
@@ -118,14 +118,14 @@ pub enum TurnEvent {
 /// Receives a turn's events. Must return quickly.
 pub trait TurnSink: Send + Sync {
     /// One event.
-    fn send(&self, event: TurnEvent);
+    fn send(&self, event: AgentEvent);
 }
 
 impl<F> TurnSink for F
 where
-    F: Fn(TurnEvent) + Send + Sync,
+    F: Fn(AgentEvent) + Send + Sync,
 {
-    fn send(&self, event: TurnEvent) {
+    fn send(&self, event: AgentEvent) {
         self(event);
     }
 }
@@ -135,5 +135,5 @@ where
 pub struct NoSink;
 
 impl TurnSink for NoSink {
-    fn send(&self, _: TurnEvent) {}
+    fn send(&self, _: AgentEvent) {}
 }

@@ -23,7 +23,7 @@ use super::nodes::information::append_information;
 use super::nodes::input::input_to_history;
 use super::nodes::inventory::inventory;
 use super::nodes::mcp::add_mcp_tools;
-use super::nodes::memory::recall;
+use super::nodes::recall::recall;
 use super::nodes::tool_use::use_tools;
 use super::nodes::{names, scoped};
 use super::scope::TurnScope;

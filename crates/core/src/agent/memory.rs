@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm::Message;
-use crate::memory::{self, Evidence, EvidenceKind, Memory, TurnRecord, recall};
+use crate::memory::{self, CapturedTurn, Evidence, EvidenceKind, Memory, recall};
 
 /// Whose memory and which conversation a recall is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +94,7 @@ pub trait MemoryRecall: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>>;
 
     /// Hands a finished turn to capture; returns at once (nothing by default).
-    fn capture(&self, turn: TurnRecord) {
+    fn capture(&self, turn: CapturedTurn) {
         let _ = turn;
     }
 
@@ -135,14 +135,14 @@ pub(crate) const CAPTURE_QUEUE: usize = 64;
 pub(crate) struct LongTermMemory {
     memory: Memory,
     /// Where finished turns go for capture (`None`: `[memory] capture` is off).
-    captures: Option<mpsc::Sender<TurnRecord>>,
+    captures: Option<mpsc::Sender<CapturedTurn>>,
 }
 
 /// Runs queued captures one after another (see [`LongTermMemory::new`]).
 #[derive(Debug)]
 pub(crate) struct CaptureWorker {
     memory: Memory,
-    queue: mpsc::Receiver<TurnRecord>,
+    queue: mpsc::Receiver<CapturedTurn>,
 }
 
 impl LongTermMemory {
@@ -191,7 +191,7 @@ impl CaptureWorker {
         count
     }
 
-    async fn capture(&self, turn: TurnRecord) {
+    async fn capture(&self, turn: CapturedTurn) {
         match self.memory.capture(turn).await {
             Ok(facts) if !facts.is_empty() => {
                 tracing::debug!(facts = facts.len(), "memory captured facts from a turn");
@@ -262,7 +262,7 @@ impl MemoryRecall for LongTermMemory {
         })
     }
 
-    fn capture(&self, turn: TurnRecord) {
+    fn capture(&self, turn: CapturedTurn) {
         let Some(captures) = &self.captures else {
             return;
         };
@@ -294,7 +294,7 @@ pub(crate) fn turn_record(
     user_message: &str,
     answer: &str,
     history: &[Message],
-) -> TurnRecord {
+) -> CapturedTurn {
     let start = super::context::current_user_index(history).map_or(history.len(), |at| at + 1);
     let mut after: Vec<&Message> = history.iter().skip(start).collect();
     // The final answer is context, not evidence.
@@ -331,7 +331,7 @@ pub(crate) fn turn_record(
             _ => None,
         }))
         .collect();
-    TurnRecord {
+    CapturedTurn {
         context: context(scope),
         user_message,
         assistant_message: answer.to_owned(),

@@ -9,7 +9,7 @@ pub(crate) mod information;
 pub(crate) mod input;
 pub(crate) mod inventory;
 pub(crate) mod mcp;
-pub(crate) mod memory;
+pub(crate) mod recall;
 pub(crate) mod tool_use;
 
 use std::future::Future;

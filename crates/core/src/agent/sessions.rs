@@ -80,7 +80,7 @@ impl TurnStatus {
 
 /// A turn as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TurnRecord {
+pub struct StoredTurn {
     /// Turn id.
     pub turn_id: String,
     /// Its chat.
@@ -359,7 +359,7 @@ impl Sessions {
     }
 
     /// The turns of `chat_id`, oldest first.
-    pub async fn turns(&self, chat_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
+    pub async fn turns(&self, chat_id: &str) -> Result<Vec<StoredTurn>, StoreError> {
         let chat_id = chat_id.to_owned();
         self.store
             .read(move |connection| load_turns(connection, "chat_id", &chat_id))
@@ -370,7 +370,7 @@ impl Sessions {
     pub async fn turns_of_execution(
         &self,
         execution_id: &str,
-    ) -> Result<Vec<TurnRecord>, StoreError> {
+    ) -> Result<Vec<StoredTurn>, StoreError> {
         let execution_id = execution_id.to_owned();
         self.store
             .read(move |connection| load_turns(connection, "execution_id", &execution_id))
@@ -490,7 +490,7 @@ fn load_turns(
     connection: &rusqlite::Connection,
     column: &'static str,
     value: &str,
-) -> Result<Vec<TurnRecord>, StoreError> {
+) -> Result<Vec<StoredTurn>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
         "SELECT id, chat_id, agent, model, input, status, reply, error, usage,
                 started_at, finished_at, execution_id
@@ -520,7 +520,7 @@ fn load_turns(
     for row in rows {
         let ((turn_id, chat_id, agent, model, input, execution_id), rest) = row?;
         let (status, reply, error, usage, started_at, finished_at) = rest;
-        turns.push(TurnRecord {
+        turns.push(StoredTurn {
             turn_id,
             chat_id,
             agent,

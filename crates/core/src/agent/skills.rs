@@ -117,8 +117,8 @@ pub(crate) fn by_category(tools: &[Arc<dyn DynTool>]) -> BTreeMap<ToolCategory, 
 }
 
 /// A catalog tool as the model sees it.
-pub(crate) fn model_spec(spec: &ToolSpec) -> llm::ToolSpec {
-    llm::ToolSpec {
+pub(crate) fn model_spec(spec: &ToolSpec) -> llm::ToolDeclaration {
+    llm::ToolDeclaration {
         name: spec.name.to_owned(),
         description: spec.description.to_owned(),
         parameters: spec.input_schema.clone(),

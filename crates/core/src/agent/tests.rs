@@ -49,24 +49,24 @@ impl ContextSource for FixedFacts {
 /// Records every event and wakes waiters.
 #[derive(Default)]
 pub(crate) struct Recorder {
-    events: Mutex<Vec<TurnEvent>>,
+    events: Mutex<Vec<AgentEvent>>,
     changed: Notify,
 }
 
 impl TurnSink for Recorder {
-    fn send(&self, event: TurnEvent) {
+    fn send(&self, event: AgentEvent) {
         self.events.lock().unwrap().push(event);
         self.changed.notify_waiters();
     }
 }
 
 impl Recorder {
-    pub(crate) fn events(&self) -> Vec<TurnEvent> {
+    pub(crate) fn events(&self) -> Vec<AgentEvent> {
         self.events.lock().unwrap().clone()
     }
 
     /// Waits (up to 10 s) for an event matching `wanted` and returns it.
-    pub(crate) async fn wait_for(&self, wanted: impl Fn(&TurnEvent) -> bool) -> TurnEvent {
+    pub(crate) async fn wait_for(&self, wanted: impl Fn(&AgentEvent) -> bool) -> AgentEvent {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let notified = self.changed.notified();
@@ -143,7 +143,7 @@ pub(crate) async fn fixture_with(adjust: impl FnOnce(&mut AgentParts)) -> Fixtur
 
 impl Fixture {
     /// Runs a turn to its end with a recording sink.
-    pub(crate) async fn run(&self, request: TurnRequest) -> (TurnOutcome, Arc<Recorder>) {
+    pub(crate) async fn run(&self, request: TurnRequest) -> (AgentOutcome, Arc<Recorder>) {
         let sink = Arc::new(Recorder::default());
         let outcome = self
             .agents
@@ -161,7 +161,7 @@ impl Fixture {
     ) -> (
         Steering,
         Arc<Recorder>,
-        tokio::task::JoinHandle<TurnOutcome>,
+        tokio::task::JoinHandle<AgentOutcome>,
     ) {
         let turn = self.agents.start_turn(request).await.unwrap();
         let steering = turn.steering();

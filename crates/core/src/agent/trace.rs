@@ -11,7 +11,7 @@
 
 use souz_protocol::chat::{ExecutionTrace, TraceMessage, TraceStep, TraceToolCall, TurnTrace};
 
-use super::sessions::{ReplayedStep, Sessions, StepRecord, TurnRecord};
+use super::sessions::{ReplayedStep, Sessions, StepRecord, StoredTurn};
 use crate::llm::{Message, Usage};
 use crate::redact;
 use crate::store::StoreError;
@@ -42,7 +42,7 @@ pub(crate) async fn execution_trace(
     })
 }
 
-fn turn_trace(turn: TurnRecord, start: &[Message], replayed: &[ReplayedStep]) -> TurnTrace {
+fn turn_trace(turn: StoredTurn, start: &[Message], replayed: &[ReplayedStep]) -> TurnTrace {
     let mut before = start;
     let mut steps = Vec::with_capacity(replayed.len());
     for ReplayedStep { step, history } in replayed {

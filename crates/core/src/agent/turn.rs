@@ -147,7 +147,7 @@ impl TurnRequest {
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnOutcome {
+pub struct AgentOutcome {
     /// The turn.
     pub turn_id: String,
     /// How it ended.
@@ -355,7 +355,7 @@ impl Agents {
         request: TurnRequest,
         sink: Arc<dyn TurnSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, AgentError> {
+    ) -> Result<AgentOutcome, AgentError> {
         self.start_turn(request).await?.run(sink, cancel).await
     }
 
@@ -559,8 +559,8 @@ impl Turn {
         &self,
         result: Result<AgentContext<Reply>, GraphError>,
         undelivered: Vec<String>,
-    ) -> TurnOutcome {
-        let mut outcome = TurnOutcome {
+    ) -> AgentOutcome {
+        let mut outcome = AgentOutcome {
             turn_id: self.turn_id.clone(),
             status: TurnStatus::Completed,
             reply: None,
@@ -625,7 +625,7 @@ impl Turn {
 
     /// Queues a turn that answered for memory capture (failed and cancelled turns teach
     /// nothing; an asking turn is captured with the turn that continues after the answer).
-    fn hand_to_memory(&self, inner: &Inner, outcome: &TurnOutcome) {
+    fn hand_to_memory(&self, inner: &Inner, outcome: &AgentOutcome) {
         if outcome.status != TurnStatus::Completed {
             return;
         }
@@ -651,7 +651,7 @@ impl Turn {
         mut self,
         sink: Arc<dyn TurnSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, AgentError> {
+    ) -> Result<AgentOutcome, AgentError> {
         let inner = Arc::clone(&self.agents.inner);
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();

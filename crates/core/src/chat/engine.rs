@@ -65,8 +65,8 @@ fn question(asked: &crate::agent::context::AskedQuestion) -> NewQuestion {
 }
 
 /// The chat's view of an agent event (`None`: not shown in chats).
-fn relay(event: agent_events::TurnEvent) -> Option<TurnEvent> {
-    use agent_events::TurnEvent as Agent;
+fn relay(event: agent_events::AgentEvent) -> Option<TurnEvent> {
+    use agent_events::AgentEvent as Agent;
     match event {
         Agent::TextDelta { attempt, text } => Some(TurnEvent::Delta { attempt, text }),
         Agent::AnswerDiscarded { attempt } => Some(TurnEvent::Discarded { attempt }),
@@ -186,7 +186,7 @@ impl TurnEngine for AgentEngine {
                 request_timeout: Some(Duration::from_millis(turn.settings.request_timeout_millis)),
                 execution_id: Some(turn.execution_id.clone()),
             };
-            let sink = Arc::new(move |event: agent_events::TurnEvent| {
+            let sink = Arc::new(move |event: agent_events::AgentEvent| {
                 if let Some(event) = relay(event) {
                     let _ = events.send(event);
                 }

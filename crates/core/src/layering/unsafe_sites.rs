@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "sign distances and dot products compiled with x86-64 extensions (popcnt, AVX2), called only after runtime feature detection",
     ),
     (
-        "crates/core/src/runtime/memory.rs",
+        "crates/core/src/runtime/allocator.rs",
         "glibc mallopt thresholds, so large freed blocks go back to the system at once",
     ),
     (

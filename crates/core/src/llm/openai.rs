@@ -21,7 +21,7 @@ use super::http::{ProviderHttp, SseDecoder, endpoint, parse_json, stream_call};
 use super::keys::ApiKey;
 use super::{
     ChatRequest, EventStream, FinishReason, LlmClient, LlmError, Message, ProviderId, StreamEvent,
-    ToolCall, ToolSpec, Usage,
+    ToolCall, ToolDeclaration, Usage,
 };
 
 /// The official OpenAI API.
@@ -188,7 +188,7 @@ fn message_json(message: &Message) -> Value {
     }
 }
 
-fn tool_json(tool: &ToolSpec) -> Value {
+fn tool_json(tool: &ToolDeclaration) -> Value {
     json!({
         "type": "function",
         "function": {

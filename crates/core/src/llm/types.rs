@@ -187,7 +187,7 @@ impl ToolCall {
 
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
+pub struct ToolDeclaration {
     /// Its name.
     pub name: String,
     /// What it does, for the model.
@@ -206,7 +206,7 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Tools the model may call.
     #[serde(default)]
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<ToolDeclaration>,
     /// Sampling temperature; `None` leaves the provider's default.
     #[serde(default)]
     pub temperature: Option<f32>,

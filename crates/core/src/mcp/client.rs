@@ -382,15 +382,15 @@ impl McpClients {
         config: &Config,
         name: &str,
         token: Option<ApiKey>,
-    ) -> Result<(), TokenError> {
+    ) -> Result<(), BearerTokenError> {
         let server = config
             .mcp
             .servers
             .get(name)
-            .ok_or_else(|| TokenError::UnknownServer(name.to_owned()))?;
+            .ok_or_else(|| BearerTokenError::UnknownServer(name.to_owned()))?;
         let secret = server
             .bearer_token_secret()
-            .ok_or_else(|| TokenError::NoTokenKey(name.to_owned()))?;
+            .ok_or_else(|| BearerTokenError::NoTokenKey(name.to_owned()))?;
         match token {
             Some(token) => {
                 crate::redact::register_secret(token.expose());
@@ -409,7 +409,7 @@ impl McpClients {
 
 /// Why a bearer token could not be stored.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TokenError {
+pub(crate) enum BearerTokenError {
     /// No server of that name is configured.
     #[error("No MCP server is named `{0}`.")]
     UnknownServer(String),

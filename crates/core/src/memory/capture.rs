@@ -60,7 +60,7 @@ pub struct Evidence {
 
 /// A finished turn, as capture sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnRecord {
+pub struct CapturedTurn {
     /// Whose memory, which conversation.
     pub context: Context,
     /// What the person said.
@@ -123,7 +123,7 @@ pub trait Writer: Send + Sync {
     /// Candidate facts of `turn`.
     fn candidates<'a>(
         &'a self,
-        turn: &'a TurnRecord,
+        turn: &'a CapturedTurn,
     ) -> BoxFuture<'a, Result<Vec<Candidate>, WriterError>>;
 }
 
@@ -134,14 +134,14 @@ pub struct NoWriter;
 impl Writer for NoWriter {
     fn candidates<'a>(
         &'a self,
-        _: &'a TurnRecord,
+        _: &'a CapturedTurn,
     ) -> BoxFuture<'a, Result<Vec<Candidate>, WriterError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 }
 
 /// The fallback candidate of an explicit "remember": the message without its marker, global.
-pub fn remember_candidate(turn: &TurnRecord) -> Option<Candidate> {
+pub fn remember_candidate(turn: &CapturedTurn) -> Option<Candidate> {
     if intent::parse(&turn.user_message) != Intent::Remember {
         return None;
     }
@@ -202,7 +202,7 @@ fn normalized_evidence(text: &str) -> String {
 /// Whether the candidate's evidence occurs in the person's own message (or, for a session
 /// episode note, in the assistant's synthesis). Tool output never grounds a fact: a page or a
 /// file that says "the user wants …" is not the person's word.
-pub fn is_grounded(turn: &TurnRecord, candidate: &Candidate, target: &Scope) -> bool {
+pub fn is_grounded(turn: &CapturedTurn, candidate: &Candidate, target: &Scope) -> bool {
     let evidence = normalized_evidence(&candidate.evidence_text);
     if evidence.is_empty() {
         return false;
@@ -234,7 +234,7 @@ pub struct Accepted {
 
 /// Valid, grounded candidates with a scope the context allows, deduplicated by (scope, key or
 /// content hash).
-pub fn accept(turn: &TurnRecord, candidates: Vec<Candidate>, explicit: bool) -> Vec<Accepted> {
+pub fn accept(turn: &CapturedTurn, candidates: Vec<Candidate>, explicit: bool) -> Vec<Accepted> {
     let allowed: Vec<Scope> = turn
         .context
         .retrieval_scopes()
@@ -291,7 +291,7 @@ fn trim_middle(text: &str, max_chars: usize) -> String {
 
 /// The redacted source text of a turn: `[USER]` then each evidence snippet, cut in the middle
 /// to at most [`MAX_TURN_SOURCE_CHARS`].
-pub fn source_text(turn: &TurnRecord) -> String {
+pub fn source_text(turn: &CapturedTurn) -> String {
     let mut sections = vec![format!("[USER]\n{}", redact(turn.user_message.trim()))];
     for item in turn.evidence.iter().take(MAX_EVIDENCE_SNIPPETS) {
         let source = item

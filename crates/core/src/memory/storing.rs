@@ -18,7 +18,7 @@ pub(super) struct Captured {
 /// an active fact in its scope already holds confirms that fact instead of adding a duplicate.
 pub(super) fn store_captured(
     tx: &Connection,
-    turn: &TurnRecord,
+    turn: &CapturedTurn,
     accepted: &[capture::Accepted],
     text: &str,
     model: Option<&str>,

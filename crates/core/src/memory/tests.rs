@@ -60,8 +60,8 @@ fn titles(selected: &[Selected]) -> Vec<String> {
         .collect()
 }
 
-fn turn(session: &str, user: &str) -> TurnRecord {
-    TurnRecord {
+fn turn(session: &str, user: &str) -> CapturedTurn {
+    CapturedTurn {
         context: context(session),
         user_message: user.into(),
         assistant_message: "Done.".into(),
@@ -529,7 +529,7 @@ async fn saying_the_same_thing_again_confirms_the_fact_instead_of_storing_it_twi
         .await
         .unwrap();
     assert_eq!(first.len(), 1);
-    let again = TurnRecord {
+    let again = CapturedTurn {
         turn_id: Some("turn-2".into()),
         ..turn("b", "Remember that I prefer green tea")
     };
@@ -785,7 +785,7 @@ struct Scripted(Vec<Candidate>);
 impl Writer for Scripted {
     fn candidates<'a>(
         &'a self,
-        _: &'a TurnRecord,
+        _: &'a CapturedTurn,
     ) -> BoxFuture<'a, Result<Vec<Candidate>, WriterError>> {
         let candidates = self.0.clone();
         Box::pin(async move { Ok(candidates) })
@@ -871,7 +871,7 @@ async fn a_failing_writer_falls_back_to_the_explicit_request_only() {
     impl Writer for Failing {
         fn candidates<'a>(
             &'a self,
-            _: &'a TurnRecord,
+            _: &'a CapturedTurn,
         ) -> BoxFuture<'a, Result<Vec<Candidate>, WriterError>> {
             Box::pin(async { Err(WriterError("model down".into())) })
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::capture::{Candidate, TurnRecord, Writer, WriterError, bounded};
+use super::capture::{Candidate, CapturedTurn, Writer, WriterError, bounded};
 use super::model::{RequestedScope, normalize_canonical_key};
 use super::redaction::redact;
 use crate::llm::service::LlmService;
@@ -122,7 +122,7 @@ impl LlmWriter {
 
 /// The user prompt of a turn: the available scopes, the redacted message, the answer (context
 /// only), and the bounded, redacted evidence.
-pub fn user_prompt(turn: &TurnRecord) -> String {
+pub fn user_prompt(turn: &CapturedTurn) -> String {
     let mut prompt = String::from("Available semantic scopes:\n- GLOBAL\n");
     if turn.context.project.is_some() {
         prompt.push_str("- PROJECT\n");
@@ -216,7 +216,7 @@ pub fn parse_candidates(answer: &str) -> Result<Vec<Candidate>, WriterError> {
 impl Writer for LlmWriter {
     fn candidates<'a>(
         &'a self,
-        turn: &'a TurnRecord,
+        turn: &'a CapturedTurn,
     ) -> BoxFuture<'a, Result<Vec<Candidate>, WriterError>> {
         Box::pin(async move {
             let (client, model) = self.model.model(&turn.context.owner).await?;

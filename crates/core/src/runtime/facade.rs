@@ -206,15 +206,17 @@ impl From<LlmServiceError> for ServiceError {
     }
 }
 
-impl From<crate::mcp::client::TokenError> for ServiceError {
-    fn from(error: crate::mcp::client::TokenError) -> Self {
-        use crate::mcp::client::TokenError;
+impl From<crate::mcp::client::BearerTokenError> for ServiceError {
+    fn from(error: crate::mcp::client::BearerTokenError) -> Self {
+        use crate::mcp::client::BearerTokenError;
         match error {
-            TokenError::UnknownServer(_) => Self::not_found(ErrorCode::NotFound, error.to_string()),
-            TokenError::NoTokenKey(_) => Self::Invalid(error.to_string()),
-            TokenError::Keys(KeyStoreError::Store(store)) => store.into(),
+            BearerTokenError::UnknownServer(_) => {
+                Self::not_found(ErrorCode::NotFound, error.to_string())
+            }
+            BearerTokenError::NoTokenKey(_) => Self::Invalid(error.to_string()),
+            BearerTokenError::Keys(KeyStoreError::Store(store)) => store.into(),
             // The key file is unusable: the message says how to fix it and holds no secret.
-            TokenError::Keys(keys) => Self::conflict(ErrorCode::Conflict, keys.to_string()),
+            BearerTokenError::Keys(keys) => Self::conflict(ErrorCode::Conflict, keys.to_string()),
         }
     }
 }

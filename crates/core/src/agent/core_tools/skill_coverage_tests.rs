@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::skill_gate_tests::write_notes;
 use crate::agent::tests::{Fixture, fixture_with, run_skill, skills};
-use crate::agent::{TurnEvent, TurnStatus};
+use crate::agent::{AgentEvent, TurnStatus};
 use crate::llm::Message;
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
 use crate::skills::registry::Registry;
@@ -110,9 +110,9 @@ async fn after_consent_only_the_bundles_scripts_and_listed_programs_run_without_
         ("environment", "BASH_ENV=$(id)"),
     ] {
         let asked = sink
-            .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == id))
+            .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == id))
             .await;
-        let TurnEvent::ApprovalRequested {
+        let AgentEvent::ApprovalRequested {
             approval_id,
             summary,
             ..
@@ -171,9 +171,9 @@ async fn an_approved_uncovered_command_runs_once_and_the_next_asks_again() {
         .await;
     for (id, verdict) in [("first", Verdict::Approve), ("second", Verdict::Deny)] {
         let asked = sink
-            .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == id))
+            .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == id))
             .await;
-        let TurnEvent::ApprovalRequested { approval_id, .. } = asked else {
+        let AgentEvent::ApprovalRequested { approval_id, .. } = asked else {
             unreachable!()
         };
         f.decide(&approval_id, verdict).await;

@@ -69,11 +69,11 @@ async fn a_running_tools_progress_reaches_the_turn_in_order() {
         })
         .unwrap();
     let stack = TestGate::start(home, config, catalog.build()).await;
-    let events: Arc<Mutex<Vec<TurnEvent>>> = Arc::default();
+    let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
     let sink = {
         let events = Arc::clone(&events);
-        move |event: TurnEvent| {
-            if matches!(event, TurnEvent::ToolCallProgress { .. }) {
+        move |event: AgentEvent| {
+            if matches!(event, AgentEvent::ToolCallProgress { .. }) {
                 seen.add_permits(1);
             }
             events
@@ -100,7 +100,7 @@ async fn a_running_tools_progress_reaches_the_turn_in_order() {
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
         .filter_map(|event| match event {
-            TurnEvent::ToolCallProgress {
+            AgentEvent::ToolCallProgress {
                 tool_call_id,
                 tool,
                 progress,

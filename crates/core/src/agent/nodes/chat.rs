@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use crate::agent::context::{AgentContext, ChatOutcome};
-use crate::agent::events::TurnEvent;
+use crate::agent::events::AgentEvent;
 use crate::agent::scope::TurnScope;
 use crate::agent::steering::{Mailbox, NextStep};
 use crate::graph::{BoxError, Cancelled};
@@ -55,7 +55,7 @@ async fn stream_unbounded(
         .client
         .stream(request, scope.cancel.child_token());
     llm::collect_with(stream, |text| {
-        scope.sink.send(TurnEvent::TextDelta { attempt, text });
+        scope.sink.send(AgentEvent::TextDelta { attempt, text });
     })
     .await
 }
@@ -110,7 +110,7 @@ fn apply_input(
 ) {
     context.history.push(Message::user(input.clone()));
     context.input = input;
-    scope.sink.send(TurnEvent::InputApplied {
+    scope.sink.send(AgentEvent::InputApplied {
         revision: mailbox.revision(),
     });
 }
@@ -151,7 +151,7 @@ pub(crate) async fn steerable_chat(
             Race::Answered(result) => result,
             Race::Interrupted => {
                 // Only this request is dropped; the turn and its tools are untouched.
-                scope.sink.send(TurnEvent::AnswerDiscarded { attempt });
+                scope.sink.send(AgentEvent::AnswerDiscarded { attempt });
                 continue;
             }
         };
@@ -166,7 +166,7 @@ pub(crate) async fn steerable_chat(
         match waiting {
             Some(input) => {
                 // The answer (and any tool calls in it) predates this input: ask again.
-                scope.sink.send(TurnEvent::AnswerDiscarded { attempt });
+                scope.sink.send(AgentEvent::AnswerDiscarded { attempt });
                 apply_input(&scope, &mailbox, &mut context, input);
             }
             None => return Ok(commit(context, outcome)),

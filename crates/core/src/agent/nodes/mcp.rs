@@ -11,13 +11,14 @@ use crate::agent::context::{AgentContext, ToolBinding};
 use crate::agent::scope::TurnScope;
 use crate::agent::skills::{always_denied, model_spec};
 use crate::graph::BoxError;
-use crate::llm::ToolSpec;
+use crate::llm::ToolDeclaration;
 use crate::tools::gate::Gate;
 
 /// Where external tools come from.
 pub trait McpTools: Send + Sync {
     /// The tools to offer in this chat (each runnable through the gate by its name).
-    fn tools<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>>;
+    fn tools<'a>(&'a self, chat_id: &'a str)
+    -> BoxFuture<'a, Result<Vec<ToolDeclaration>, String>>;
 }
 
 /// The external tools the gate knows now (the MCP client registers them as `mcp__<server>__<tool>`),
@@ -28,7 +29,7 @@ pub(crate) struct GateMcpTools {
 }
 
 impl McpTools for GateMcpTools {
-    fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>> {
+    fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolDeclaration>, String>> {
         Box::pin(async move {
             Ok(self
                 .gate

@@ -13,7 +13,7 @@ use crate::agent::memory::{
     MemoryError, MemoryFact, MemoryRecall, MemoryScope, MemorySearch, RecalledMemory,
 };
 use crate::agent::nodes::mcp::McpTools;
-use crate::llm::{Message, ToolSpec};
+use crate::llm::{Message, ToolDeclaration};
 
 /// Recalls a scripted block per turn (`None`: nothing; `Err`: the recall fails).
 #[derive(Default)]
@@ -103,7 +103,7 @@ async fn recalled_memory_sits_right_before_the_message_and_is_replaced_each_turn
     assert!(
         sink.events()
             .iter()
-            .any(|event| matches!(event, TurnEvent::MemoryRecalled { facts: 1 }))
+            .any(|event| matches!(event, AgentEvent::MemoryRecalled { facts: 1 }))
     );
     let (scope, query) = memory.queries.lock().unwrap()[0].clone();
     assert_eq!(scope.chat_id, "chat-m");
@@ -152,13 +152,13 @@ struct ScriptedMcp {
 }
 
 impl McpTools for ScriptedMcp {
-    fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolSpec>, String>> {
+    fn tools<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<ToolDeclaration>, String>> {
         let fail = self.fail;
         Box::pin(async move {
             if fail {
                 return Err("the server did not answer".to_owned());
             }
-            Ok(vec![ToolSpec {
+            Ok(vec![ToolDeclaration {
                 name: "FetchPage".into(),
                 description: "Fetches a page (an external tool)".into(),
                 parameters: json!({"type": "object"}),

@@ -13,7 +13,7 @@ fn texts(sink: &Recorder) -> Vec<(u64, String)> {
     sink.events()
         .into_iter()
         .filter_map(|event| match event {
-            TurnEvent::TextDelta { attempt, text } => Some((attempt, text)),
+            AgentEvent::TextDelta { attempt, text } => Some((attempt, text)),
             _ => None,
         })
         .collect()
@@ -29,7 +29,7 @@ async fn input_during_an_answer_cancels_only_that_request() {
         .await;
     f.requests_reach(1).await;
     live.send(Ok(StreamEvent::TextDelta("Hel".into()))).unwrap();
-    sink.wait_for(|event| matches!(event, TurnEvent::TextDelta { .. }))
+    sink.wait_for(|event| matches!(event, AgentEvent::TextDelta { .. }))
         .await;
     assert_eq!(steering.submit("in French, please"), Ok(1));
     let outcome = task.await.unwrap();
@@ -52,11 +52,11 @@ async fn input_during_an_answer_cancels_only_that_request() {
     let events = sink.events();
     let discarded = events
         .iter()
-        .position(|event| *event == TurnEvent::AnswerDiscarded { attempt: 1 })
+        .position(|event| *event == AgentEvent::AnswerDiscarded { attempt: 1 })
         .unwrap();
     let applied = events
         .iter()
-        .position(|event| *event == TurnEvent::InputApplied { revision: 1 })
+        .position(|event| *event == AgentEvent::InputApplied { revision: 1 })
         .unwrap();
     assert!(discarded < applied);
     assert_eq!(texts(&sink)[0], (1, "Hel".to_owned()));
@@ -97,7 +97,7 @@ async fn an_answer_completing_as_input_arrives_wins_the_tie_then_the_input_is_ap
     // ... but the input was applied before it could be accepted as final.
     assert!(
         sink.events()
-            .contains(&TurnEvent::AnswerDiscarded { attempt: 1 })
+            .contains(&AgentEvent::AnswerDiscarded { attempt: 1 })
     );
     assert_eq!(
         outcome.reply.unwrap().text,
@@ -180,7 +180,7 @@ async fn input_during_a_tool_batch_waits_for_its_results() {
         !sink
             .events()
             .iter()
-            .any(|event| matches!(event, TurnEvent::AnswerDiscarded { .. })),
+            .any(|event| matches!(event, AgentEvent::AnswerDiscarded { .. })),
         "an accepted tool batch is never discarded"
     );
     assert_eq!(outcome.status, TurnStatus::Completed);

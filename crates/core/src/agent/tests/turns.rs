@@ -132,9 +132,9 @@ async fn the_skills_agent_finds_and_runs_a_catalog_tool_through_the_gate() {
         .events()
         .iter()
         .map(|event| match event {
-            TurnEvent::ToolCallStarted { .. } => "started",
-            TurnEvent::ToolCallFinished { .. } => "finished",
-            TurnEvent::TextDelta { attempt: 3, .. } => "text",
+            AgentEvent::ToolCallStarted { .. } => "started",
+            AgentEvent::ToolCallFinished { .. } => "finished",
+            AgentEvent::TextDelta { attempt: 3, .. } => "text",
             other => panic!("unexpected {other:?}"),
         })
         .collect();
@@ -144,7 +144,7 @@ async fn the_skills_agent_finds_and_runs_a_catalog_tool_through_the_gate() {
         .events()
         .iter()
         .filter_map(|event| match event {
-            TurnEvent::TextDelta { text, .. } => Some(text.as_str()),
+            AgentEvent::TextDelta { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -165,7 +165,7 @@ async fn the_skills_agent_can_neither_see_nor_run_catalog_tools_directly() {
     assert!(is_error);
     assert!(content.contains("no tool named `ReadNote`"), "{content}");
     assert!(sink.events().iter().any(
-        |event| matches!(event, TurnEvent::ToolCallFailed { tool, .. } if tool == "ReadNote")
+        |event| matches!(event, AgentEvent::ToolCallFailed { tool, .. } if tool == "ReadNote")
     ));
     // Calls that changed nothing are stored in batches, after their answer.
     f.gate.flushed().await;
@@ -323,17 +323,17 @@ async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
         )
         .await;
     let first = sink
-        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c1"))
+        .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c1"))
         .await;
-    let TurnEvent::ApprovalRequested { approval_id, .. } = first else {
+    let AgentEvent::ApprovalRequested { approval_id, .. } = first else {
         unreachable!()
     };
     assert!(f.probes.runs().is_empty(), "nothing runs before a decision");
     f.decide(&approval_id, Verdict::Deny).await;
     let second = sink
-        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c2"))
+        .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { tool_call_id, .. } if tool_call_id == "c2"))
         .await;
-    let TurnEvent::ApprovalRequested { approval_id, .. } = second else {
+    let AgentEvent::ApprovalRequested { approval_id, .. } = second else {
         unreachable!()
     };
     f.decide(&approval_id, Verdict::Approve).await;
@@ -356,7 +356,7 @@ async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
         "the model saw the denial"
     );
     assert!(sink.events().iter().any(|event| matches!(event,
-        TurnEvent::ToolCallFailed { tool_call_id, .. } if tool_call_id == "c1")));
+        AgentEvent::ToolCallFailed { tool_call_id, .. } if tool_call_id == "c1")));
 
     // Each approval is reported with what it is about, then how it ended, before the call's
     // own end; a result carries its preview.
@@ -364,13 +364,13 @@ async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
         .events()
         .iter()
         .filter_map(|event| match event {
-            TurnEvent::ApprovalRequested {
+            AgentEvent::ApprovalRequested {
                 tool_call_id,
                 tool,
                 summary,
                 ..
             } => Some(format!("asked {tool_call_id} {tool}: {summary}")),
-            TurnEvent::ApprovalResolved {
+            AgentEvent::ApprovalResolved {
                 tool_call_id,
                 tool,
                 status,
@@ -384,12 +384,12 @@ async fn a_denied_approval_mid_loop_is_a_result_the_model_reads() {
                     .as_ref()
                     .map_or("-", |decision| decision.via.as_str()),
             )),
-            TurnEvent::ToolCallFinished {
+            AgentEvent::ToolCallFinished {
                 tool_call_id,
                 result_preview,
                 ..
             } => Some(format!("finished {tool_call_id}: {result_preview}")),
-            TurnEvent::ToolCallFailed { tool_call_id, .. } => {
+            AgentEvent::ToolCallFailed { tool_call_id, .. } => {
                 Some(format!("failed {tool_call_id}"))
             }
             _ => None,
@@ -417,8 +417,8 @@ async fn an_expired_approval_is_reported_with_its_reason() {
     let (_, sink, task) = f
         .spawn(skills("chat-e", "write a note"), CancellationToken::new())
         .await;
-    let TurnEvent::ApprovalRequested { approval_id, .. } = sink
-        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { .. }))
+    let AgentEvent::ApprovalRequested { approval_id, .. } = sink
+        .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { .. }))
         .await
     else {
         unreachable!()
@@ -434,8 +434,8 @@ async fn an_expired_approval_is_reported_with_its_reason() {
     let resolved = sink
         .events()
         .into_iter()
-        .find(|event| matches!(event, TurnEvent::ApprovalResolved { .. }));
-    let Some(TurnEvent::ApprovalResolved {
+        .find(|event| matches!(event, AgentEvent::ApprovalResolved { .. }));
+    let Some(AgentEvent::ApprovalResolved {
         tool_call_id,
         approval_id: resolved_id,
         tool,
@@ -474,7 +474,7 @@ async fn results_are_previewed_redacted_and_shortened() {
         .events()
         .into_iter()
         .filter_map(|event| match event {
-            TurnEvent::ToolCallFinished { result_preview, .. } => Some(result_preview),
+            AgentEvent::ToolCallFinished { result_preview, .. } => Some(result_preview),
             _ => None,
         })
         .collect();
@@ -496,8 +496,8 @@ async fn cancelling_a_turn_withdraws_its_pending_approval() {
     let (_, sink, task) = f
         .spawn(skills("chat-x", "write a note"), cancel.clone())
         .await;
-    let TurnEvent::ApprovalRequested { approval_id, .. } = sink
-        .wait_for(|event| matches!(event, TurnEvent::ApprovalRequested { .. }))
+    let AgentEvent::ApprovalRequested { approval_id, .. } = sink
+        .wait_for(|event| matches!(event, AgentEvent::ApprovalRequested { .. }))
         .await
     else {
         unreachable!()
@@ -962,7 +962,7 @@ async fn enabled_tools_limit_the_skills_inventory_and_run_skill_command() {
         !sink
             .events()
             .iter()
-            .any(|event| matches!(event, TurnEvent::ApprovalRequested { .. })),
+            .any(|event| matches!(event, AgentEvent::ApprovalRequested { .. })),
         "nobody is asked about a disabled tool"
     );
 }

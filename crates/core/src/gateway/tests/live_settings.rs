@@ -24,7 +24,7 @@ async fn put_config(f: &Fixture, text: &str) -> Value {
     saved
 }
 
-async fn turn(f: &Fixture) -> crate::agent::TurnOutcome {
+async fn turn(f: &Fixture) -> crate::agent::AgentOutcome {
     f.runtime
         .handle()
         .agents()

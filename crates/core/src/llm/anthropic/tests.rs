@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::llm::tests::{common_stream_behaviour, drain, http, request, text_of};
-use crate::llm::{ToolSpec, collect};
+use crate::llm::{ToolDeclaration, collect};
 
 fn client(server: &FakeServer) -> AnthropicClient {
     AnthropicClient::new(
@@ -44,7 +44,7 @@ async fn streams_text_with_usage_and_sends_the_messages_shape() {
         content: "boom".into(),
         is_error: true,
     });
-    chat.tools = vec![ToolSpec {
+    chat.tools = vec![ToolDeclaration {
         name: "ReadFile".into(),
         description: "Reads".into(),
         parameters: json!({"type": "object", "properties": {}}),

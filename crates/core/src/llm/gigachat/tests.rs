@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::llm::tests::{common_stream_behaviour, http, request};
-use crate::llm::{ToolSpec, collect};
+use crate::llm::{ToolDeclaration, collect};
 
 fn in_ms(from_now: Duration) -> u64 {
     (SystemTime::now() + from_now)
@@ -191,7 +191,7 @@ async fn function_calls_map_to_tool_calls_and_back() {
         tool_calls: vec![call.clone()],
     });
     chat.messages.push(Message::tool_result(&call, "file text"));
-    chat.tools = vec![ToolSpec {
+    chat.tools = vec![ToolDeclaration {
         name: "ReadFile".into(),
         description: "Reads".into(),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),

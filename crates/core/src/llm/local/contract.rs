@@ -14,7 +14,7 @@
 
 use serde_json::{Value, json};
 
-use crate::llm::{Message, ToolSpec};
+use crate::llm::{Message, ToolDeclaration};
 
 /// Contexts up to this many tokens are "small": less guidance, shorter tool results.
 pub(crate) const SMALL_CONTEXT: u32 = 8192;
@@ -62,7 +62,11 @@ another tool or give the final answer.";
 
 /// The system prompt: the conversation's own system messages, then the contract and the tool
 /// guidance.
-pub(crate) fn system_prompt(messages: &[Message], tools: &[ToolSpec], context: u32) -> String {
+pub(crate) fn system_prompt(
+    messages: &[Message],
+    tools: &[ToolDeclaration],
+    context: u32,
+) -> String {
     let mut parts: Vec<String> = messages
         .iter()
         .filter_map(|message| match message {
@@ -84,7 +88,7 @@ pub(crate) fn system_prompt(messages: &[Message], tools: &[ToolSpec], context: u
 /// What the model is told about `tools`, within [`budget`]: the level [`guidance_level`]
 /// picks, lowered further while the text does not fit; tools that still do not fit are named
 /// only.
-pub(crate) fn tool_guidance(tools: &[ToolSpec], context: u32) -> String {
+pub(crate) fn tool_guidance(tools: &[ToolDeclaration], context: u32) -> String {
     let limit = budget(context);
     let mut level = guidance_level(tools.len(), context);
     loop {
@@ -99,7 +103,7 @@ pub(crate) fn tool_guidance(tools: &[ToolSpec], context: u32) -> String {
     }
 }
 
-fn render_tools(tools: &[ToolSpec], level: Guidance) -> String {
+fn render_tools(tools: &[ToolDeclaration], level: Guidance) -> String {
     let mut text = String::from("Tools:");
     for tool in tools {
         text.push('\n');
@@ -108,7 +112,7 @@ fn render_tools(tools: &[ToolSpec], level: Guidance) -> String {
     text
 }
 
-fn render_tool(tool: &ToolSpec, level: Guidance) -> String {
+fn render_tool(tool: &ToolDeclaration, level: Guidance) -> String {
     match level {
         Guidance::Full => format!(
             "- {}: {} Arguments (JSON Schema): {}",
@@ -141,7 +145,7 @@ fn render_tool(tool: &ToolSpec, level: Guidance) -> String {
 }
 
 /// Minimal guidance that is still too long keeps the tools that fit and names the rest.
-fn cut_guidance(text: String, tools: &[ToolSpec], limit: usize) -> String {
+fn cut_guidance(text: String, tools: &[ToolDeclaration], limit: usize) -> String {
     if text.chars().count() <= limit {
         return text;
     }
@@ -214,7 +218,7 @@ pub(crate) struct Turn {
 /// The conversation as the model sees it: one system turn ([`system_prompt`]), then the
 /// user and assistant turns; assistant answers in the contract's own JSON, tool results as
 /// user turns `{"tool_result":{...}}`.
-pub(crate) fn render(messages: &[Message], tools: &[ToolSpec], context: u32) -> Vec<Turn> {
+pub(crate) fn render(messages: &[Message], tools: &[ToolDeclaration], context: u32) -> Vec<Turn> {
     let mut turns = vec![Turn {
         role: "system",
         content: system_prompt(messages, tools, context),
@@ -310,7 +314,7 @@ pub(crate) const FINAL_PREFIX: &str = "{\"type\":\"final\",\"content\":\"";
 /// output: a final answer, or, when `tools` is not empty, calls of those tools with a JSON
 /// object of arguments. No whitespace outside argument objects, so a final answer always
 /// starts with [`FINAL_PREFIX`].
-pub(crate) fn grammar(tools: &[ToolSpec]) -> String {
+pub(crate) fn grammar(tools: &[ToolDeclaration]) -> String {
     let mut rules = vec![
         format!(
             "final ::= {} str \"}}\"",
@@ -363,7 +367,7 @@ pub(crate) fn grammar(tools: &[ToolSpec]) -> String {
 
 /// [`grammar`] allowing only tool calls (a request that must call a tool: benchmarks and tests).
 #[cfg(test)]
-pub(crate) fn calls_grammar(tools: &[ToolSpec]) -> String {
+pub(crate) fn calls_grammar(tools: &[ToolDeclaration]) -> String {
     grammar(tools).replacen("root ::= final | calls", "root ::= calls", 1)
 }
 

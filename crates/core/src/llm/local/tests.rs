@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use super::*;
-use crate::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent, ToolSpec};
+use crate::llm::{
+    ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent, ToolDeclaration,
+};
 
 /// An engine whose models write scripted outputs, three characters a piece (one token each, up
 /// to the generation's limit).
@@ -144,15 +146,15 @@ impl Fixture {
 }
 
 /// The one tool these tests offer.
-fn calculator() -> ToolSpec {
-    ToolSpec {
+fn calculator() -> ToolDeclaration {
+    ToolDeclaration {
         name: "Calculator".into(),
         description: "Calculates.".into(),
         parameters: serde_json::json!({"type":"object","properties":{"expression":{"type":"string"}}}),
     }
 }
 
-fn request(tools: Vec<ToolSpec>) -> ChatRequest {
+fn request(tools: Vec<ToolDeclaration>) -> ChatRequest {
     ChatRequest {
         tools,
         ..ChatRequest::new("smollm2-135m-instruct", vec![Message::user("Hi")])

@@ -9,7 +9,7 @@ use super::*;
 use crate::llm::embeddings::{EmbeddingClient, OpenAiEmbeddings};
 use crate::llm::openai_compatible::preset;
 use crate::llm::tests::{common_stream_behaviour, drain, http, request, text_of};
-use crate::llm::{Message, ToolSpec, collect};
+use crate::llm::{Message, ToolDeclaration, collect};
 
 fn official(server: &FakeServer) -> OpenAiClient {
     OpenAiClient::new(
@@ -27,7 +27,7 @@ async fn streams_text_and_usage_and_sends_the_official_request_shape() {
     let client = official(&server);
     let mut chat = request();
     chat.temperature = Some(0.3);
-    chat.tools = vec![ToolSpec {
+    chat.tools = vec![ToolDeclaration {
         name: "ListFiles".into(),
         description: "Lists files".into(),
         parameters: json!({"type": "object", "properties": {"globs": {"type": "array"}}}),
@@ -192,7 +192,7 @@ async fn compatible_presets_send_their_dialect_and_local_servers_get_no_key() {
     server.push(CHAT_PATH, openai::text(&["a"]));
     let mut chat = request();
     chat.temperature = Some(0.2);
-    chat.tools = vec![ToolSpec {
+    chat.tools = vec![ToolDeclaration {
         name: "T".into(),
         description: "t".into(),
         parameters: json!({}),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::memory::{
-    HashEmbedder, Memory, MemoryParts, NewFact, NoWriter, Scope, TurnRecord, Writer,
+    CapturedTurn, HashEmbedder, Memory, MemoryParts, NewFact, NoWriter, Scope, Writer,
 };
 use crate::store::{Store, StoreError};
 use crate::testing::TestHome;
@@ -211,7 +211,7 @@ struct Proposes;
 impl Writer for Proposes {
     fn candidates<'a>(
         &'a self,
-        _: &'a TurnRecord,
+        _: &'a CapturedTurn,
     ) -> futures::future::BoxFuture<
         'a,
         Result<Vec<crate::memory::Candidate>, crate::memory::WriterError>,
@@ -241,7 +241,7 @@ async fn a_fact_forgotten_by_id_is_not_captured_again() {
         embedder: None,
         writer: Arc::new(Proposes),
     });
-    let turn = TurnRecord {
+    let turn = CapturedTurn {
         context: crate::memory::Context {
             owner: "local".into(),
             session: Some("chat".into()),

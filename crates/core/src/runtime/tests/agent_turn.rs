@@ -8,7 +8,7 @@ use souz_testkit::{FakeServer, openai};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::tests::{Recorder, core_names};
-use crate::agent::{TurnEvent, TurnRequest, TurnStatus};
+use crate::agent::{AgentEvent, TurnRequest, TurnStatus};
 use crate::testing::{TestHome, TestRuntime};
 
 #[tokio::test]
@@ -81,7 +81,7 @@ async fn a_skills_turn_against_the_fake_openai_server() {
         .events()
         .iter()
         .filter_map(|event| match event {
-            TurnEvent::TextDelta { text, .. } => Some(Value::String(text.clone())),
+            AgentEvent::TextDelta { text, .. } => Some(Value::String(text.clone())),
             _ => None,
         })
         .collect();

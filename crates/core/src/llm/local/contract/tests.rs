@@ -3,8 +3,8 @@ use serde_json::json;
 use super::*;
 use crate::llm::ToolCall;
 
-fn tool(name: &str, description: &str) -> ToolSpec {
-    ToolSpec {
+fn tool(name: &str, description: &str) -> ToolDeclaration {
+    ToolDeclaration {
         name: name.into(),
         description: description.into(),
         parameters: json!({
@@ -15,7 +15,7 @@ fn tool(name: &str, description: &str) -> ToolSpec {
     }
 }
 
-fn tools(n: usize) -> Vec<ToolSpec> {
+fn tools(n: usize) -> Vec<ToolDeclaration> {
     (0..n)
         .map(|i| {
             tool(
@@ -63,7 +63,7 @@ fn guidance_never_exceeds_its_budget() {
         assert!(text.contains("Also: "), "the rest is named");
     }
     // Full guidance that does not fit falls back to compact.
-    let long = vec![ToolSpec {
+    let long = vec![ToolDeclaration {
         description: "x".repeat(5000),
         ..tool("Big", "")
     }];
@@ -164,7 +164,7 @@ fn the_grammar_names_exactly_the_requested_tools() {
     assert!(required.starts_with("root ::= calls\n"), "{required}");
     // Optional-only and enum properties; a schema it cannot express takes any object.
     let options = grammar(&[
-        ToolSpec {
+        ToolDeclaration {
             name: "Set".into(),
             description: String::new(),
             parameters: json!({"type":"object","properties":{
@@ -172,7 +172,7 @@ fn the_grammar_names_exactly_the_requested_tools() {
                 "level": {"type":"number"},
             }}),
         },
-        ToolSpec {
+        ToolDeclaration {
             name: "Any".into(),
             description: String::new(),
             parameters: json!({"type":"object"}),

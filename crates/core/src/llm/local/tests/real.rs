@@ -18,7 +18,9 @@ use super::super::{
 };
 use crate::config::Config;
 use crate::llm::embeddings::EmbeddingClient;
-use crate::llm::{ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent, ToolSpec};
+use crate::llm::{
+    ChatRequest, FinishReason, LlmClient, LlmError, Message, StreamEvent, ToolDeclaration,
+};
 use crate::testing::probes::{self, Probes};
 use crate::testing::{TestGate, TestHome, local_llm_model};
 use crate::tools::CatalogBuilder;
@@ -128,7 +130,7 @@ async fn cancelling_mid_stream_stops_generation_and_frees_the_model() {
 #[tokio::test]
 async fn a_grammar_constrained_tool_call_parses_and_runs_through_the_gate() {
     let models = models();
-    let tool = ToolSpec {
+    let tool = ToolDeclaration {
         name: "ReadProbe".into(),
         description: "Reads the file at a path.".into(),
         parameters: json!({

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::agent::context::{AgentContext, is_injected_memory, memory_message};
-use crate::agent::events::TurnEvent;
+use crate::agent::events::AgentEvent;
 use crate::agent::memory::MemoryScope;
 use crate::agent::scope::TurnScope;
 use crate::graph::BoxError;
@@ -35,7 +35,7 @@ pub(crate) async fn recall(
         {
             Ok(Some(recalled)) if !recalled.block.trim().is_empty() => {
                 context.history.push(memory_message(&recalled.block));
-                scope.sink.send(TurnEvent::MemoryRecalled {
+                scope.sink.send(AgentEvent::MemoryRecalled {
                     facts: recalled.facts.len(),
                 });
             }
