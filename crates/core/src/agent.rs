@@ -22,10 +22,13 @@
 
 pub(crate) mod ask_user;
 pub(crate) mod context;
+pub(crate) mod core_tool_types;
 pub(crate) mod core_tools;
 pub(crate) mod dispatch;
 pub(crate) mod events;
+pub(crate) mod gate_call;
 pub(crate) mod graphs;
+pub(crate) mod kind;
 pub(crate) mod knowledge;
 pub(crate) mod memory;
 pub(crate) mod models;
@@ -34,15 +37,15 @@ pub(crate) mod prompts;
 pub(crate) mod scope;
 pub(crate) mod sessions;
 pub(crate) mod skills;
+pub(crate) mod sources;
 pub(crate) mod steering;
 pub(crate) mod trace;
 pub(crate) mod turn;
 
-use serde::{Deserialize, Serialize};
-
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
-pub use core_tools::CoreTool;
+pub use core_tool_types::CoreTool;
 pub use events::{AgentEvent, NoSink, TurnSink};
+pub use kind::AgentKind;
 pub use models::{ChatModel, ChatModels, FixedModel};
 pub use sessions::{Sessions, TurnStatus};
 pub use steering::SteerError;
@@ -50,36 +53,6 @@ pub use turn::{AgentOutcome, AgentParts, Agents, Steering, Turn, TurnRequest};
 
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;
-
-/// Which agent runs a turn.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentKind {
-    /// `GraphBasedAgent`: classified catalog tools plus five core tools.
-    #[default]
-    Graph,
-    /// `SkillsGraphBasedAgent`: exactly the seven core tools; takes input while it runs.
-    Skills,
-}
-
-impl AgentKind {
-    /// The stored name (`graph`, `skills`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Graph => "graph",
-            Self::Skills => "skills",
-        }
-    }
-
-    /// Parses a stored name or the original's enum name (`GRAPH`, `SKILLS_GRAPH`), ignoring
-    /// case; anything else is the default agent.
-    pub fn parse(text: &str) -> Self {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "skills" | "skills_graph" => Self::Skills,
-            _ => Self::Graph,
-        }
-    }
-}
 
 /// Why a turn could not run.
 #[derive(Debug, thiserror::Error)]

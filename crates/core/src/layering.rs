@@ -5,9 +5,12 @@
 //! followed through braces and across lines, and the most specific table entry that is a
 //! prefix of a module path gives its layer (so `mcp::server` can sit above the rest of
 //! `mcp`). Names re-exported at the crate root (`crate::Runtime`) count as the module they come
-//! from. A module file whose top-level module is not in the table fails the test too, so a new
-//! module must be placed before it can land. Test modules (a `tests` segment in their path) of
-//! any layer may use the test kit, `crate::testing`, though it sits in the adapters' layer.
+//! from, and so do the names a layered module re-exports (`crate::agent::AgentEvent` is
+//! `agent::events`). A module file whose top-level module is not in the table fails the test
+//! too, so a new module must be placed before it can land. Test modules (a `tests` or `*_tests`
+//! segment in their path, or an inline `mod tests {` block) of any layer may use the test kit,
+//! `crate::testing`, though it sits in the adapters' layer, and anything of their own
+//! top-level module (a submodule's tests use the module's fixtures).
 //!
 //! Adapters (the gateway's routes, the MCP server) go further: they use the runtime's facade
 //! and protocol types only, never a service behind it ([`BEHIND_FACADE`]) by name.
@@ -25,9 +28,12 @@ const TEST_ONLY: &[&str] = &["layering"];
 /// The module every test module may use whatever its layer: the test kit.
 const TEST_KIT: &str = "testing";
 
-/// Whether `module` is a test module (`agent::tests`, `agent::tests::turns`).
+/// Whether `module` is a test module (`agent::tests`, `agent::tests::turns`,
+/// `agent::core_tools::skill_gate_tests`).
 fn is_test_module(module: &[String]) -> bool {
-    module.iter().any(|segment| segment == "tests")
+    module
+        .iter()
+        .any(|segment| segment == "tests" || segment.ends_with("_tests"))
 }
 
 /// The adapters' modules: the gateway (its routes, identity extractors, WebSocket plumbing and
@@ -229,8 +235,9 @@ fn references(module: &[String], text: &str) -> Vec<Reference> {
     found
 }
 
-/// Names the crate root re-exports (`pub use runtime::{Runtime, ...}`), each with its path.
-fn root_reexports(lib: &str) -> HashMap<String, ModulePath> {
+/// Names a module file re-exports (`pub use runtime::{Runtime, ...}`), each with its path
+/// relative to that module.
+fn reexports_of(lib: &str) -> HashMap<String, ModulePath> {
     let text = without_comment_lines(lib);
     let bytes = text.as_bytes();
     let mut reexports = HashMap::new();
@@ -264,7 +271,8 @@ fn rust_files(folder: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// Every import of the sources under `src` that points up the table, and every module file
 /// outside it, as `file:line: what` lines.
 fn violations(src: &Path) -> std::io::Result<Vec<String>> {
-    let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs"))?);
+    let reexports = reexports_of(&std::fs::read_to_string(src.join("lib.rs"))?);
+    let layered = layered_reexports(src)?;
     let mut files = Vec::new();
     rust_files(src, &mut files)?;
     files.sort();
@@ -287,7 +295,7 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
             continue;
         };
         let text = std::fs::read_to_string(&file)?;
-        for reference in references(&module, &text) {
+        for (module, reference) in references_with_inline_tests(&module, &text) {
             let path = match reference.path.first() {
                 Some(first) if layer_of(&reference.path[..1]).is_none() => {
                     match reexports.get(first) {
@@ -296,7 +304,7 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
                         None => continue,
                     }
                 }
-                Some(_) => reference.path,
+                Some(_) => resolve_reexport(&layered, reference.path),
                 None => continue,
             };
             if bypasses_facade(&module, &path) {
@@ -309,8 +317,10 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
                     path.join("::"),
                 ));
             }
-            let test_kit =
-                is_test_module(&module) && path.first().is_some_and(|first| first == TEST_KIT);
+            let test_kit = is_test_module(&module)
+                && path
+                    .first()
+                    .is_some_and(|first| first == TEST_KIT || Some(first) == module.first());
             if let Some(target) = layer_of(&path)
                 && target > own
                 && !test_kit
@@ -326,6 +336,78 @@ fn violations(src: &Path) -> std::io::Result<Vec<String>> {
         }
     }
     Ok(problems)
+}
+
+/// The names re-exported by each module the table splits into layers (`agent` re-exports
+/// `events::AgentEvent`), as full paths: `agent::AgentEvent` → `agent::events::AgentEvent`.
+fn layered_reexports(src: &Path) -> std::io::Result<HashMap<ModulePath, ModulePath>> {
+    let mut parents: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|names| names.iter())
+        .filter_map(|name| name.split_once("::").map(|(parent, _)| parent))
+        .collect();
+    parents.sort_unstable();
+    parents.dedup();
+    let mut map = HashMap::new();
+    for parent in parents {
+        let file = src.join(format!("{parent}.rs"));
+        if !file.is_file() {
+            continue;
+        }
+        for (name, path) in reexports_of(&std::fs::read_to_string(file)?) {
+            let mut from = strings(&[parent]);
+            from.push(name);
+            let mut to = strings(&[parent]);
+            to.extend(path);
+            map.insert(from, to);
+        }
+    }
+    Ok(map)
+}
+
+/// `path` with a re-exported name of a layered module replaced by where it comes from.
+fn resolve_reexport(layered: &HashMap<ModulePath, ModulePath>, path: ModulePath) -> ModulePath {
+    if path.len() >= 2
+        && let Some(original) = layered.get(&path[..2])
+    {
+        let mut resolved = original.clone();
+        resolved.extend_from_slice(&path[2..]);
+        return resolved;
+    }
+    path
+}
+
+/// The references of a module file, those after an inline `mod tests {` line counted as that
+/// test module's (whose `super` is the file's module).
+fn references_with_inline_tests(module: &[String], text: &str) -> Vec<(ModulePath, Reference)> {
+    let inline = text
+        .lines()
+        .position(|line| line.trim_start().starts_with("mod tests {"));
+    let Some(start) = inline else {
+        return references(module, text)
+            .into_iter()
+            .map(|reference| (module.to_vec(), reference))
+            .collect();
+    };
+    let keep = |wanted: bool| {
+        text.lines()
+            .enumerate()
+            .map(|(index, line)| if (index >= start) == wanted { line } else { "" })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut tests = module.to_vec();
+    tests.push("tests".to_owned());
+    let mut found: Vec<(ModulePath, Reference)> = references(module, &keep(false))
+        .into_iter()
+        .map(|reference| (module.to_vec(), reference))
+        .collect();
+    found.extend(
+        references(&tests, &keep(true))
+            .into_iter()
+            .map(|reference| (tests.clone(), reference)),
+    );
+    found
 }
 
 fn strings(path: &[&str]) -> ModulePath {
@@ -400,6 +482,57 @@ fn groups_across_lines_super_paths_and_comments_are_read() {
 }
 
 /// The test fails, naming the file and line, when an upward import is added.
+#[test]
+fn a_layered_modules_reexports_and_inline_tests_are_placed_where_they_come_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "").unwrap();
+    std::fs::create_dir(src.join("agent")).unwrap();
+    std::fs::write(
+        src.join("agent.rs"),
+        "pub use events::AgentEvent;\npub use dispatch::execute;\n",
+    )
+    .unwrap();
+    // A name the module re-exports counts as where it comes from: `events` may name
+    // `crate::agent::AgentEvent` (its own) but not `crate::agent::execute` (`dispatch`).
+    std::fs::write(
+        src.join("agent/events.rs"),
+        "use crate::agent::AgentEvent;\nfn f() { crate::agent::execute(); }\n\
+         #[cfg(test)]\nmod tests {\n    use super::super::dispatch::execute;\n}\n",
+    )
+    .unwrap();
+    // An inline test module may use anything of its own top-level module; the code above it
+    // may not.
+    std::fs::write(
+        src.join("agent/context.rs"),
+        "use super::scope::TurnScope;\n#[cfg(test)]\nmod tests {\n    \
+         use crate::agent::scope::TurnScope;\n    use crate::runtime::Runtime;\n}\n",
+    )
+    .unwrap();
+    let problems = violations(src).unwrap();
+    let layer = |path: &[&str]| layer_of(&strings(path)).unwrap();
+    let (events, dispatch) = (layer(&["agent", "events"]), layer(&["agent", "dispatch"]));
+    let (context, scope) = (layer(&["agent", "context"]), layer(&["agent", "scope"]));
+    let runtime = layer(&["runtime"]);
+    assert_eq!(
+        problems,
+        [
+            format!(
+                "crates/core/src/agent/context.rs:1: `agent::context` (layer {context}) uses \
+                 `crate::agent::scope::TurnScope` (layer {scope}), which is above it"
+            ),
+            format!(
+                "crates/core/src/agent/context.rs:5: `agent::context::tests` (layer {context}) \
+                 uses `crate::runtime::Runtime` (layer {runtime}), which is above it"
+            ),
+            format!(
+                "crates/core/src/agent/events.rs:2: `agent::events` (layer {events}) uses \
+                 `crate::agent::dispatch::execute` (layer {dispatch}), which is above it"
+            ),
+        ]
+    );
+}
+
 #[test]
 fn an_upward_import_is_reported_with_its_file_and_line() {
     let dir = tempfile::tempdir().unwrap();

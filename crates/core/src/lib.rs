@@ -69,6 +69,29 @@ pub const LAYERS: &[&[&str]] = &[
     &["graph"],
     // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
     &["memory", "mcp"],
+    // The agents, bottom to top within: a submodule uses the ones on its own line and above.
+    // Events, the model's choice, prompts, steering, which agent.
+    &[
+        "agent::events",
+        "agent::models",
+        "agent::prompts",
+        "agent::steering",
+        "agent::kind",
+    ],
+    // The core tools' names and results; the outside sources a turn draws on.
+    &["agent::core_tool_types", "agent::sources"],
+    // The history's view of a turn; turns as stored, and their trace.
+    &["agent::context"],
+    &["agent::ask_user", "agent::sessions", "agent::trace"],
+    // Long-term memory as agents see it, Knowledge, one call through the gate.
+    &["agent::memory", "agent::knowledge", "agent::gate_call"],
+    &["agent::skills"],
+    &["agent::core_tools"],
+    // What one turn's nodes share, the routing of the model's calls, the nodes, the graphs.
+    &["agent::scope"],
+    &["agent::dispatch"],
+    &["agent::nodes"],
+    &["agent::graphs"],
     &["agent"],
     &["chat"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.

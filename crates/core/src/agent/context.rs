@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use souz_protocol::ToolCategory;
 
-use super::core_tools::CoreTool;
+use super::core_tool_types::CoreTool;
 use crate::llm::{ChatResponse, ImagePart, LlmError, Message, ToolDeclaration, Usage};
 
 /// Model settings for a turn.

@@ -23,7 +23,7 @@ pub(crate) mod retrieval;
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
-use super::core_tools::CoreTool;
+use super::core_tool_types::CoreTool;
 use crate::store::codec::{now, to_time};
 use crate::store::{Store, StoreError};
 

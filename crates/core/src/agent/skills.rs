@@ -20,7 +20,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use souz_protocol::{Action, ToolCategory, ToolResult};
 
-use crate::agent::dispatch::{GateCall, call_gate_with};
+use crate::agent::gate_call::{GateCall, call_gate_with};
 use crate::llm;
 use crate::skills::command_tool::{SkillCommandParts, SkillCommandTool};
 use crate::skills::registry::{Listed, Loaded, Registry, Source};

@@ -12,7 +12,7 @@ use souz_protocol::ToolCategory;
 
 use super::{CoreCall, CoreOutput};
 
-use crate::agent::dispatch::{GateCall, call_gate};
+use crate::agent::gate_call::{GateCall, call_gate};
 use crate::agent::skills::{
     BundleLookup, BundleRun, BundleSkill, Lookup, by_category, enabled_tools, lookup,
     parse_category,

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{KnowledgeContent, KnowledgeEntry, KnowledgeError, KnowledgeStore, utf16_len};
-use crate::agent::core_tools::CoreOutput;
+use crate::agent::core_tool_types::CoreOutput;
 
 /// Context around a match, in UTF-16 units, when none is asked for.
 pub(crate) const DEFAULT_CONTEXT_CHARS: i64 = 256;

@@ -8,23 +8,9 @@ use futures::future::BoxFuture;
 
 use crate::agent::context::{AgentContext, CONTEXT_PREFIX, CONTEXT_SUFFIX, is_injected_context};
 use crate::agent::scope::TurnScope;
+pub(crate) use crate::agent::sources::{ContextItem, ContextSource};
 use crate::graph::BoxError;
 use crate::llm::Message;
-
-/// One background fact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextItem {
-    /// What kind of fact ("General fact", "Default browser").
-    pub kind: String,
-    /// The fact.
-    pub text: String,
-}
-
-/// Supplies background facts for a message.
-pub trait ContextSource: Send + Sync {
-    /// Facts worth knowing while answering `input`.
-    fn items<'a>(&'a self, input: &'a str) -> BoxFuture<'a, Vec<ContextItem>>;
-}
 
 /// The local clock: the current date, time and UTC offset.
 #[derive(Debug, Clone, Copy, Default)]

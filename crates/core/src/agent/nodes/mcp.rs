@@ -10,16 +10,10 @@ use futures::future::BoxFuture;
 use crate::agent::context::{AgentContext, ToolBinding};
 use crate::agent::scope::TurnScope;
 use crate::agent::skills::{always_denied, model_spec};
+pub(crate) use crate::agent::sources::McpTools;
 use crate::graph::BoxError;
 use crate::llm::ToolDeclaration;
 use crate::tools::gate::Gate;
-
-/// Where external tools come from.
-pub trait McpTools: Send + Sync {
-    /// The tools to offer in this chat (each runnable through the gate by its name).
-    fn tools<'a>(&'a self, chat_id: &'a str)
-    -> BoxFuture<'a, Result<Vec<ToolDeclaration>, String>>;
-}
 
 /// The external tools the gate knows now (the MCP client registers them as `mcp__<server>__<tool>`),
 /// less those the policy always refuses.
