@@ -4,7 +4,9 @@
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, tauri, token } from "./api.js";
 import { chatPage } from "./chat.js";
-import { pages, visible } from "./pages.js";
+import { visible } from "./dom.js";
+import { announceRuntimeEvent } from "./events.js";
+import { pages } from "./pages.js";
 import { pendingQuestions } from "./questions.js";
 import { serversPage } from "./servers.js";
 import { memoryPage } from "./memory.js";
@@ -112,21 +114,12 @@ async function loadDaemonLanguage() {
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
 /** @typedef {import("./types.js").EventFrame} EventFrame */
 /** @typedef {import("./types.js").PauseState} PauseState */
-/** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
-/** @typedef {(event: RuntimeEvent, frame: import("./types.js").EventEnvelope) => void} RuntimeListener */
 
 const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
-/** @type {{paused: boolean, pending: number, listeners: Set<RuntimeListener>, dispose: (() => void) | null}} */
-const state = { paused: false, pending: 0, listeners: new Set(), dispose: null };
-
-/** Pages subscribe to runtime events (approval.*, option.*, tool.call.*, daemon.*) through this.
- *  @param {RuntimeListener} listener @returns {() => void} */
-export function onRuntimeEvent(listener) {
-  state.listeners.add(listener);
-  return () => state.listeners.delete(listener);
-}
+/** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */
+const state = { paused: false, pending: 0, dispose: null };
 
 export function isPaused() {
   return state.paused;
@@ -186,7 +179,7 @@ function startRuntimeEvents() {
       const type = frame.event?.type || "";
       if (type.startsWith("approval.") || type.startsWith("option.")) refreshPending();
       if (type === "daemon.paused" || type === "daemon.resumed") refreshPause();
-      for (const listener of state.listeners) listener(frame.event, frame);
+      announceRuntimeEvent(frame.event, frame);
     },
     {
       onState: (up) => {

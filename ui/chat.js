@@ -9,7 +9,7 @@
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
-import { h, preview, visible } from "./pages.js";
+import { h, preview, visible } from "./dom.js";
 
 /** @typedef {import("./types.js").Attachment} Attachment */
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */

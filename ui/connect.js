@@ -8,7 +8,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { diffView, h, time, visible } from "./pages.js";
+import { diffView, h, time, visible } from "./dom.js";
 
 /** @typedef {import("./types.js").ConnectStatus} ConnectStatus */
 /** @typedef {import("./types.js").ClaudeCodeCommand} ClaudeCodeCommand */

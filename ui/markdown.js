@@ -10,7 +10,7 @@
 // ~~strike~~, `code`, fenced code blocks (``` or ~~~, with a Copy button), bullet and numbered
 // lists (one level), > quotes, --- rules, GFM pipe tables, [text](url) links and bare URLs.
 
-import { visible } from "./pages.js";
+import { visible } from "./dom.js";
 import { strings } from "./i18n.js";
 
 const t = strings({

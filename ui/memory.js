@@ -8,9 +8,9 @@
 // the total, then "ready" or the failure (memory searches by words meanwhile).
 
 import { api } from "./api.js";
-import { onRuntimeEvent } from "./app.js";
+import { onRuntimeEvent } from "./events.js";
 import { strings } from "./i18n.js";
-import { h, size } from "./pages.js";
+import { h, size } from "./dom.js";
 
 /** @typedef {import("./types.js").MemoryFact} MemoryFact */
 /** @typedef {import("./types.js").MemoryFactList} MemoryFactList */

@@ -8,9 +8,9 @@
 // download started anywhere (`souz models pull`, another window) shows here too.
 
 import { api } from "./api.js";
-import { onRuntimeEvent } from "./app.js";
+import { onRuntimeEvent } from "./events.js";
 import { strings } from "./i18n.js";
-import { h, size, visible } from "./pages.js";
+import { h, size, visible } from "./dom.js";
 
 /** @typedef {import("./types.js").LocalModelInfo} LocalModelInfo */
 /** @typedef {import("./types.js").LocalModelList} LocalModelList */

@@ -6,7 +6,7 @@
 // `.expired`) arrives on the runtime event stream, wherever the answer was given.
 
 import { api } from "./api.js";
-import { h, visible } from "./pages.js";
+import { h, visible } from "./dom.js";
 import { strings } from "./i18n.js";
 
 const t = strings({

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { h } from "./dom.js";
 import { problemItems, selectProblem } from "./settings.js";
 
 /** @typedef {import("./types.js").ConfigProblem} ConfigProblem */

@@ -9,7 +9,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h, visible } from "./pages.js";
+import { h, visible } from "./dom.js";
 import { problemItems } from "./settings.js";
 
 /** @typedef {import("./types.js").McpServerList} McpServerList */

@@ -5,7 +5,7 @@
 
 import { api, tauri } from "./api.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { h } from "./dom.js";
 
 const t = strings({
   en: {

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h } from "./pages.js";
+import { h } from "./dom.js";
 import { KEYED_PROVIDERS, restartButton } from "./settings.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */

@@ -8,7 +8,7 @@
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
-import { h, visible } from "./pages.js";
+import { h, visible } from "./dom.js";
 
 /** @typedef {import("./types.js").SkillList} SkillList */
 /** @typedef {import("./types.js").SkillSummary} SkillSummary */

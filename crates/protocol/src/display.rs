@@ -4,7 +4,7 @@
 //! `exe.txt` for `txt.exe`.
 //!
 //! Every human-facing surface uses these (the CLI, the tray and notifications; the web UI has
-//! the same rule in `ui/pages.js`). Ordinary text, including right-to-left scripts, emoji and
+//! the same rule in `ui/dom.js`). Ordinary text, including right-to-left scripts, emoji and
 //! other non-Latin letters, is unchanged.
 
 use std::borrow::Cow;

@@ -57,6 +57,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/markdown.js"),
     ),
     (
+        "dom.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/dom.js"),
+    ),
+    (
+        "events.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/events.js"),
+    ),
+    (
         "pages.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/pages.js"),
