@@ -23,6 +23,7 @@ mod events;
 mod local_models;
 mod mcp;
 mod memory;
+mod schedules;
 mod settings;
 mod setup;
 mod skills;
