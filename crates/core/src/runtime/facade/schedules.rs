@@ -13,6 +13,8 @@ use crate::chat::ChatUser;
 use crate::runtime::RuntimeHandle;
 use crate::schedules::ScheduleError;
 
+pub(crate) use crate::schedules::MAX_LISTED_RUNS;
+
 impl From<ScheduleError> for ServiceError {
     fn from(error: ScheduleError) -> Self {
         match error {
