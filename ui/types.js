@@ -1069,6 +1069,18 @@
  */
 
 /**
+ * What happens to occurrences missed while the machine slept or Souz was stopped.
+ * @typedef {{
+ *   type: "skip";
+ * } | {
+ *   type: "run_once";
+ * } | {
+ *   limit: number;
+ *   type: "catch_up";
+ * }} MissedPolicy
+ */
+
+/**
  * One usable model.
  * @typedef {{
  *   model: string;
@@ -1096,6 +1108,20 @@
  *   scope?: string | null;
  *   title?: string | null;
  * }} NewMemoryFact
+ */
+
+/**
+ * `POST /v1/schedules` request.
+ * @typedef {{
+ *   action: ScheduleAction;
+ *   enabled?: boolean | null;
+ *   envelope?: ScheduleEnvelope | null;
+ *   missed?: MissedPolicy | null;
+ *   name: string;
+ *   overlap?: OverlapPolicy | null;
+ *   spec: string;
+ *   zone?: string | null;
+ * }} NewSchedule
  */
 
 /**
@@ -1182,6 +1208,12 @@
 /**
  * How a call ended, for the audit.
  * @typedef {"succeeded" | "failed" | "denied" | "cancelled"} Outcome
+ */
+
+/**
+ * What happens when an occurrence is due while the previous run still goes. Runs of one
+ * schedule never overlap.
+ * @typedef {"skip" | "queue_one"} OverlapPolicy
  */
 
 /**
@@ -1364,6 +1396,11 @@
  */
 
 /**
+ * Where a run of a schedule is.
+ * @typedef {"claimed" | "running" | "parked" | "ok" | "blocked" | "failed" | "skipped"} RunState
+ */
+
+/**
  * Something that happened inside the daemon.
  * @typedef {{
  *   pid: number;
@@ -1486,6 +1523,99 @@
  *   confinement: ConfinementKind;
  *   detail: string;
  * }} SandboxStatus
+ */
+
+/**
+ * A schedule.
+ * @typedef {{
+ *   action: ScheduleAction;
+ *   chatId?: string | null;
+ *   createdAt: string;
+ *   enabled: boolean;
+ *   envelope: ScheduleEnvelope;
+ *   id: string;
+ *   missed: MissedPolicy;
+ *   name: string;
+ *   nextFire?: string | null;
+ *   overlap: OverlapPolicy;
+ *   spec: string;
+ *   updatedAt: string;
+ *   zone: string;
+ * }} Schedule
+ */
+
+/**
+ * What a schedule runs when it fires.
+ * @typedef {{
+ *   prompt: string;
+ *   settings?: ChatSettings;
+ *   type: "prompt";
+ * } | ({
+ *   prompt?: string | null;
+ *   skill: string;
+ *   type: "skill";
+ * })} ScheduleAction
+ */
+
+/**
+ * What a schedule's runs may do without asking. Empty lists (the default): read-only tools
+ * only; anything else asks the person as a chat turn does.
+ * @typedef {{
+ *   folders?: Array<string>;
+ *   hosts?: Array<string>;
+ *   tools?: Array<string>;
+ * }} ScheduleEnvelope
+ */
+
+/**
+ * `GET /v1/schedules` response.
+ * @typedef {{
+ *   items: Array<Schedule>;
+ * }} ScheduleList
+ */
+
+/**
+ * `PATCH /v1/schedules/{id}` request: absent fields keep their value.
+ * @typedef {{
+ *   action?: ScheduleAction | null;
+ *   envelope?: ScheduleEnvelope | null;
+ *   missed?: MissedPolicy | null;
+ *   name?: string | null;
+ *   overlap?: OverlapPolicy | null;
+ *   spec?: string | null;
+ *   zone?: string | null;
+ * }} SchedulePatch
+ */
+
+/**
+ * `GET /v1/schedules/preview` response.
+ * @typedef {{
+ *   fires: Array<string>;
+ *   spec: string;
+ *   zone: string;
+ * }} SchedulePreview
+ */
+
+/**
+ * One occurrence of a schedule, claimed by one daemon.
+ * @typedef {{
+ *   chatId?: string | null;
+ *   endedAt?: string | null;
+ *   executionId?: string | null;
+ *   fireAt: string;
+ *   id: number;
+ *   reason?: string | null;
+ *   scheduleId: string;
+ *   startedAt?: string | null;
+ *   state: RunState;
+ * }} ScheduleRun
+ */
+
+/**
+ * `GET /v1/schedules/{id}/runs` response.
+ * @typedef {{
+ *   items: Array<ScheduleRun>;
+ * }} ScheduleRunList
  */
 
 /**

@@ -23,6 +23,7 @@ pub mod memory;
 pub(crate) mod redact;
 pub mod runtime;
 pub mod sandbox;
+pub mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
 pub mod store;
@@ -94,6 +95,8 @@ pub const LAYERS: &[&[&str]] = &[
     &["agent::graphs"],
     &["agent"],
     &["chat"],
+    // Scheduled runs: specs, the clock, claims, the engine; a fire is a chat execution.
+    &["schedules"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
     &["runtime"],
     // The adapters, and the test kit (which may use everything; test modules of any layer may

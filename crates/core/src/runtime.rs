@@ -150,6 +150,8 @@ struct State {
     souz_binary: Option<PathBuf>,
     /// What asks the embedding binary to restart the runtime, when it can.
     restart: Option<CancellationToken>,
+    /// Scheduled runs and their engine.
+    schedules: crate::schedules::Schedules,
 }
 
 impl Runtime {
@@ -231,6 +233,7 @@ impl Runtime {
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         reload_mcp_servers_on_save(&config_editor, &mcp_clients);
+        let schedules = start_schedules(&store, &chats, &tasks, &shutdown).await?;
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
@@ -256,6 +259,7 @@ impl Runtime {
                 model_downloads: model_downloads::ModelDownloads::default(),
                 souz_binary,
                 restart: options.restart,
+                schedules,
             }),
         };
         handle
@@ -371,6 +375,11 @@ impl RuntimeHandle {
             return Some(Credential::Operator);
         }
         self.state.clients.verify(presented).map(Credential::Client)
+    }
+
+    /// Scheduled runs.
+    pub(crate) fn schedules(&self) -> &crate::schedules::Schedules {
+        &self.state.schedules
     }
 
     /// The skill registry (installed and imported skills).

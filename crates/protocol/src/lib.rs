@@ -20,6 +20,7 @@ pub mod llm;
 pub mod local_models;
 pub mod mcp;
 pub mod memory;
+pub mod schedules;
 pub mod setup;
 pub mod skills;
 pub mod system;

@@ -13,6 +13,7 @@ pub(crate) mod mcp_servers;
 pub(crate) mod memory;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod schedules;
 pub(crate) mod service_keys;
 pub(crate) mod setup;
 pub(crate) mod skills;
@@ -37,6 +38,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(memory::routes())
         .merge(local_models::routes())
         .merge(chats::routes())
+        .merge(schedules::routes())
         .merge(options::routes())
         .merge(provider_keys::routes())
         .merge(service_keys::routes())

@@ -27,6 +27,7 @@ mod memory;
 mod options;
 mod proxy;
 mod recovery;
+mod schedules;
 mod settings;
 mod setup;
 

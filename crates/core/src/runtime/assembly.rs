@@ -4,6 +4,10 @@
 //! and the hooks that apply a saved `config.toml` live.
 
 use super::*;
+use crate::schedules::Schedules;
+use crate::schedules::clock::SystemClock;
+use crate::schedules::engine::{Engine, EngineParts};
+use crate::schedules::firing::ChatFiring;
 
 /// The skill registry of the Souz home, importing from the user's and the roots' folders, with
 /// the model review of `[skills] review`.
@@ -405,4 +409,26 @@ pub(super) fn with_local_models(
     ));
     tasks.spawn(Arc::clone(&models).run_idle_unloader(shutdown.clone()));
     llm.with_local_models(models)
+}
+
+/// The schedule service, its engine on the system clock firing into `chats`, started: its loop
+/// is a runtime task that stops at shutdown.
+pub(super) async fn start_schedules(
+    store: &Store,
+    chats: &Chats,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Result<Schedules, RuntimeError> {
+    let engine = Engine::new(EngineParts {
+        store: store.clone(),
+        clock: Arc::new(SystemClock),
+        firing: Arc::new(ChatFiring {
+            chats: chats.clone(),
+            store: store.clone(),
+        }),
+        tasks: tasks.clone(),
+        shutdown: shutdown.clone(),
+    });
+    engine.start().await?;
+    Ok(Schedules::new(store.clone(), engine))
 }

@@ -23,6 +23,7 @@ mod events;
 mod local_models;
 mod mcp;
 mod memory;
+mod schedules;
 mod settings;
 mod setup;
 mod skills;
@@ -47,6 +48,7 @@ pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
 pub(crate) use crate::tools::{ToolProgress, ToolSpec, input_schema, parse_arguments};
 pub(crate) use memory::MemoryOrigin;
+pub(crate) use schedules::MAX_LISTED_RUNS;
 pub(crate) use skills::UsableSkill;
 
 /// Why an operation of the runtime failed, as every adapter sees it.

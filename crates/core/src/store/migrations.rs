@@ -534,6 +534,49 @@ pub const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (server, name)
               ) STRICT;",
     },
+    Migration {
+        // Scheduled runs (issue 40, `schedules`): a schedule fires on a spec read in its zone;
+        // each occurrence it fires is a row of `schedule_runs`, claimed by inserting it, so the
+        // UNIQUE (schedule_id, fire_at) makes a fire exactly-once across processes sharing the
+        // file. `handled_until` is the fire time up to which occurrences were decided (fired,
+        // skipped or dropped as missed); `next_fire` caches the next one (`NULL`: none).
+        name: "schedules",
+        sql: "CREATE TABLE schedules (
+                  id             TEXT PRIMARY KEY,
+                  owner          TEXT NOT NULL,
+                  name           TEXT NOT NULL,
+                  spec           TEXT NOT NULL,
+                  zone           TEXT NOT NULL,
+                  action         TEXT NOT NULL,
+                  missed         TEXT NOT NULL,
+                  overlap        TEXT NOT NULL CHECK (overlap IN ('skip', 'queue_one')),
+                  envelope       TEXT NOT NULL,
+                  enabled        INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+                  chat_id        TEXT,
+                  handled_until  TEXT NOT NULL,
+                  next_fire      TEXT,
+                  created_at     TEXT NOT NULL,
+                  updated_at     TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX schedules_by_owner ON schedules (owner, name);
+
+              CREATE TABLE schedule_runs (
+                  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+                  schedule_id  TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+                  fire_at      TEXT NOT NULL,
+                  claimed_by   TEXT NOT NULL,
+                  state        TEXT NOT NULL CHECK (state IN ('claimed', 'running', 'parked',
+                                   'ok', 'blocked', 'failed', 'skipped')),
+                  started_at   TEXT,
+                  ended_at     TEXT,
+                  chat_id      TEXT,
+                  execution_id TEXT,
+                  reason       TEXT,
+                  UNIQUE (schedule_id, fire_at)
+              ) STRICT;
+              CREATE INDEX schedule_runs_open ON schedule_runs (schedule_id, state)
+                  WHERE state IN ('claimed', 'running', 'parked');",
+    },
 ];
 
 /// The schema version this binary produces.

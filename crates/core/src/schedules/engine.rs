@@ -1,0 +1,418 @@
+//! The scheduler loop: one task that sleeps on the [`Clock`] until the earliest next fire of
+//! all enabled schedules (or until a change or shutdown wakes it), decides what is due and
+//! fires it.
+//!
+//! Invariants:
+//! - One timer for any number of schedules: the next fires are kept in an ordered in-memory
+//!   index ([`Index`]); a change to a schedule ([`Engine::reload`]) updates its entry and
+//!   wakes the loop, which sleeps again until the new earliest fire.
+//! - Deciding a schedule's due occurrences is one write transaction: it reads where deciding
+//!   got to (`handled_until`), applies the missed policy ([`occurrences::due`]), claims every
+//!   occurrence it keeps (the UNIQUE row makes a claim exactly-once across processes sharing
+//!   the database), and moves `handled_until` to now. Two engines on one file fire each
+//!   occurrence once.
+//! - Runs of one schedule never overlap: an occurrence due while a run goes is claimed as
+//!   `skipped` (overlap `skip`) or waits as `claimed` (overlap `queue_one`, at most one
+//!   waiting); whoever ends a run starts the next waiting one. Missed occurrences a catch-up
+//!   policy keeps always wait their turn.
+//! - Runs are tasks of the runtime's `TaskTracker`, and the loop stops on the shutdown token.
+//!
+//! Not yet: a run left `running` by a process that died stays so (its chat execution is failed
+//! as `process_restarted`, but the run row is not reconciled); durable parking (see
+//! [`super::firing`]) brings that reconciliation with it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::{DateTime, SubsecRound, Utc};
+use souz_protocol::schedules::{OverlapPolicy, RunState, ScheduleRun};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::clock::SharedClock;
+use super::firing::{FiringRun, RunEnd, SharedFiring};
+use super::occurrences;
+use super::spec::Spec;
+use super::store::{self as rows, StoredSchedule};
+use crate::store::{Store, StoreError};
+
+/// The next fire of every enabled schedule, ordered.
+#[derive(Debug, Default)]
+struct Index {
+    by_time: BTreeSet<(DateTime<Utc>, String)>,
+    of: HashMap<String, DateTime<Utc>>,
+}
+
+impl Index {
+    fn set(&mut self, id: &str, next: Option<DateTime<Utc>>) {
+        if let Some(previous) = self.of.remove(id) {
+            self.by_time.remove(&(previous, id.to_owned()));
+        }
+        if let Some(next) = next {
+            self.of.insert(id.to_owned(), next);
+            self.by_time.insert((next, id.to_owned()));
+        }
+    }
+
+    fn earliest(&self) -> Option<DateTime<Utc>> {
+        self.by_time.first().map(|(at, _)| *at)
+    }
+
+    fn due(&self, now: DateTime<Utc>) -> Vec<String> {
+        self.by_time
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+}
+
+/// Where the engine got to, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The clock time of the last wake-up whose due occurrences were all decided.
+    pub decided_until: DateTime<Utc>,
+    /// Runs this engine has going.
+    pub running: usize,
+}
+
+/// What an engine is made of.
+pub struct EngineParts {
+    /// The database.
+    pub store: Store,
+    /// The clock it reads and sleeps on.
+    pub clock: SharedClock,
+    /// What fires an occurrence.
+    pub firing: SharedFiring,
+    /// The runtime's tasks (the loop and every run).
+    pub tasks: TaskTracker,
+    /// Cancelled at shutdown.
+    pub shutdown: CancellationToken,
+}
+
+struct Inner {
+    store: Store,
+    clock: SharedClock,
+    firing: SharedFiring,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+    /// This engine's id in `schedule_runs.claimed_by`.
+    owner: String,
+    index: Mutex<Index>,
+    changed: Notify,
+    progress: watch::Sender<Progress>,
+}
+
+/// The scheduler. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// An engine; nothing runs until [`Engine::start`].
+    pub fn new(parts: EngineParts) -> Self {
+        let now = parts.clock.now();
+        Self {
+            inner: Arc::new(Inner {
+                store: parts.store,
+                firing: parts.firing,
+                tasks: parts.tasks,
+                shutdown: parts.shutdown,
+                owner: uuid::Uuid::new_v4().to_string(),
+                index: Mutex::new(Index::default()),
+                changed: Notify::new(),
+                progress: watch::Sender::new(Progress {
+                    decided_until: now - chrono::Duration::seconds(1),
+                    running: 0,
+                }),
+                clock: parts.clock,
+            }),
+        }
+    }
+
+    /// The clock it runs on.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// Loads every enabled schedule into the index and spawns the loop.
+    pub async fn start(&self) -> Result<(), StoreError> {
+        let all = self
+            .inner
+            .store
+            .read(|c| rows::list_schedules(c, None))
+            .await?;
+        {
+            let mut index = self.lock_index();
+            for stored in &all {
+                index.set(&stored.schedule.id, pending_fire(stored));
+            }
+        }
+        self.inner.tasks.spawn(self.clone().run());
+        Ok(())
+    }
+
+    /// Reads the schedule `id` again (after a change, or its deletion) and wakes the loop.
+    pub async fn reload(&self, id: &str) -> Result<(), StoreError> {
+        let key = id.to_owned();
+        let stored = self
+            .inner
+            .store
+            .read(move |c| rows::load_schedule(c, None, &key))
+            .await?;
+        self.lock_index()
+            .set(id, stored.as_ref().and_then(pending_fire));
+        self.inner.changed.notify_one();
+        Ok(())
+    }
+
+    /// Follows where the engine got to.
+    pub fn progress(&self) -> watch::Receiver<Progress> {
+        self.inner.progress.subscribe()
+    }
+
+    /// Claims the occurrence "now" of a schedule (a person's "run now") under its overlap
+    /// policy, and starts it if nothing of it goes; the run as claimed.
+    pub(crate) async fn run_now(&self, stored: &StoredSchedule) -> Result<ScheduleRun, StoreError> {
+        let now = self.inner.clock.now().trunc_subsecs(3);
+        let (id, overlap, owner) = (
+            stored.schedule.id.clone(),
+            stored.schedule.overlap,
+            self.inner.owner.clone(),
+        );
+        let (run_id, started) = self
+            .inner
+            .store
+            .write(move |tx| {
+                let claim = rows::Claim {
+                    schedule_id: &id,
+                    fire_at: now,
+                    by: &owner,
+                    at: now,
+                };
+                let run_id = claim_on_time(tx, &claim, overlap)?;
+                let started = rows::start_next(tx, &id, &owner, now)?;
+                Ok::<_, StoreError>((run_id, started))
+            })
+            .await?;
+        if let Some((started_id, fire_at)) = started {
+            self.launch(stored.clone(), started_id, fire_at);
+        }
+        let run = match run_id {
+            Some(run_id) => {
+                self.inner
+                    .store
+                    .read(move |c| rows::load_run(c, run_id))
+                    .await?
+            }
+            None => None,
+        };
+        run.ok_or_else(|| StoreError::Corrupt("the claimed run is missing".to_owned()))
+    }
+
+    fn lock_index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.inner
+            .index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn run(self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let earliest = self.lock_index().earliest();
+            let now = self.inner.clock.now();
+            if earliest.is_none_or(|at| at > now) {
+                self.inner
+                    .progress
+                    .send_modify(|progress| progress.decided_until = now);
+                let sleep = match earliest {
+                    Some(at) => self.inner.clock.sleep_until(at),
+                    None => Box::pin(std::future::pending()),
+                };
+                tokio::select! {
+                    () = self.inner.shutdown.cancelled() => return,
+                    () = changed => continue,
+                    () = sleep => continue,
+                }
+            }
+            let due = self.lock_index().due(now);
+            for id in due {
+                if self.inner.shutdown.is_cancelled() {
+                    return;
+                }
+                if let Err(error) = self.decide(&id, now).await {
+                    tracing::warn!(%error, schedule = %id, "could not decide a schedule's occurrences");
+                    // Not retried in a tight loop: it is looked at again after its next fire.
+                    let mut index = self.lock_index();
+                    if index.of.get(&id).is_some_and(|next| *next <= now) {
+                        index.set(&id, None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decides the due occurrences of schedule `id` at `now` in one transaction, then launches
+    /// the run it started.
+    async fn decide(&self, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let (key, owner) = (id.to_owned(), self.inner.owner.clone());
+        let decided = self
+            .inner
+            .store
+            .write(move |tx| decide_in(tx, &key, &owner, now))
+            .await?;
+        let Some(Decided {
+            stored,
+            next,
+            start,
+        }) = decided
+        else {
+            self.lock_index().set(id, None);
+            return Ok(());
+        };
+        self.lock_index().set(id, next);
+        if let Some((run_id, fire_at)) = start {
+            self.launch(stored, run_id, fire_at);
+        }
+        Ok(())
+    }
+
+    /// Runs `run_id` to its end, then every run of the schedule that waited for it.
+    fn launch(&self, stored: StoredSchedule, run_id: i64, fire_at: DateTime<Utc>) {
+        let this = self.clone();
+        self.inner
+            .progress
+            .send_modify(|progress| progress.running += 1);
+        self.inner.tasks.spawn(async move {
+            let mut current = Some((run_id, fire_at));
+            while let Some((run_id, fire_at)) = current.take() {
+                let run = FiringRun {
+                    schedule: stored.clone(),
+                    run_id,
+                    fire_at,
+                };
+                let end = tokio::select! {
+                    end = this.inner.firing.fire(run) => end,
+                    () = this.inner.shutdown.cancelled() => RunEnd::failed("Souz stopped during the run."),
+                };
+                match this.finish(&stored.schedule.id, run_id, end).await {
+                    Ok(next) => current = next,
+                    Err(error) => tracing::warn!(%error, run = run_id, "could not end a scheduled run"),
+                }
+            }
+            this.inner
+                .progress
+                .send_modify(|progress| progress.running = progress.running.saturating_sub(1));
+        });
+    }
+
+    /// Records the end of a run and starts the next waiting one of the schedule, if any.
+    async fn finish(
+        &self,
+        schedule_id: &str,
+        run_id: i64,
+        end: RunEnd,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        let (id, owner, at) = (
+            schedule_id.to_owned(),
+            self.inner.owner.clone(),
+            self.inner.clock.now(),
+        );
+        self.inner
+            .store
+            .write(move |tx| {
+                rows::end_run(tx, run_id, end.state, end.reason.as_deref(), at)?;
+                rows::start_next(tx, &id, &owner, at)
+            })
+            .await
+    }
+}
+
+/// The next fire an enabled schedule is due to decide (possibly in the past, after a gap).
+fn pending_fire(stored: &StoredSchedule) -> Option<DateTime<Utc>> {
+    if !stored.schedule.enabled {
+        return None;
+    }
+    let spec = Spec::parse(
+        &stored.schedule.spec,
+        &stored.schedule.zone,
+        stored.handled_until,
+    )
+    .ok()?;
+    spec.next_fire(stored.handled_until)
+}
+
+/// What deciding a schedule's occurrences produced.
+struct Decided {
+    stored: StoredSchedule,
+    next: Option<DateTime<Utc>>,
+    start: Option<(i64, DateTime<Utc>)>,
+}
+
+fn decide_in(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    owner: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Decided>, StoreError> {
+    let Some(stored) = rows::load_schedule(tx, None, id)? else {
+        return Ok(None);
+    };
+    if !stored.schedule.enabled {
+        return Ok(None);
+    }
+    let schedule = &stored.schedule;
+    let spec = Spec::parse(&schedule.spec, &schedule.zone, stored.handled_until)
+        .map_err(|error| StoreError::Corrupt(format!("schedule {id}: {error}")))?;
+    let due = occurrences::due(&spec, schedule.missed, stored.handled_until, now);
+    let claim = |fire_at| rows::Claim {
+        schedule_id: id,
+        fire_at,
+        by: owner,
+        at: now,
+    };
+    for fire_at in &due.missed {
+        rows::claim(tx, &claim(*fire_at), RunState::Claimed, None)?;
+    }
+    for fire_at in &due.on_time {
+        claim_on_time(tx, &claim(*fire_at), schedule.overlap)?;
+    }
+    let next = spec.next_fire(now);
+    rows::set_handled(tx, id, now, next)?;
+    let start = rows::start_next(tx, id, owner, now)?;
+    Ok(Some(Decided {
+        next,
+        start,
+        stored,
+    }))
+}
+
+/// Claims an on-time occurrence under the overlap policy: waiting when nothing goes (or one may
+/// queue), skipped otherwise. The run's id, or `None` when it was claimed already.
+fn claim_on_time(
+    tx: &rusqlite::Connection,
+    claim: &rows::Claim<'_>,
+    overlap: OverlapPolicy,
+) -> Result<Option<i64>, StoreError> {
+    let (going, waiting) = rows::open_runs(tx, claim.schedule_id)?;
+    let free = going == 0 && waiting == 0;
+    let queue = overlap == OverlapPolicy::QueueOne && waiting == 0;
+    if free || queue {
+        rows::claim(tx, claim, RunState::Claimed, None)
+    } else {
+        rows::claim(
+            tx,
+            claim,
+            RunState::Skipped,
+            Some("The previous run was still going."),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

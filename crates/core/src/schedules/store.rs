@@ -1,0 +1,419 @@
+//! The rows of `schedules` and `schedule_runs` (migration `schedules`): plain functions over a
+//! connection or a transaction, called inside the store's blocking calls.
+//!
+//! Invariants:
+//! - An occurrence is claimed by inserting its run row; `UNIQUE (schedule_id, fire_at)` lets
+//!   exactly one insert succeed across every process sharing the database ([`claim`] returns
+//!   `None` to the others).
+//! - A run's state moves forward only: `claimed → running → parked ↔ running → ok | blocked |
+//!   failed`, or `claimed → skipped`; every move is a conditional update, so a second writer
+//!   finds nothing to change.
+//! - Every query about a schedule a person asked for is scoped by its owner; a foreign id reads
+//!   as missing.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use souz_protocol::schedules::{
+    MissedPolicy, OverlapPolicy, RunState, Schedule, ScheduleAction, ScheduleEnvelope, ScheduleRun,
+};
+
+use crate::store::codec::{from_json, from_time, from_time_opt, to_json, to_time};
+use crate::store::{CachedStatements, StoreError};
+
+/// A schedule as stored: its wire form, its owner and where deciding its occurrences got to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StoredSchedule {
+    /// What clients see.
+    pub(crate) schedule: Schedule,
+    /// The person it acts for.
+    pub(crate) owner: String,
+    /// Occurrences up to and including this instant were decided.
+    pub(crate) handled_until: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, owner, name, spec, zone, action, missed, overlap, envelope, enabled, \
+                       chat_id, handled_until, next_fire, created_at, updated_at";
+
+fn overlap_name(overlap: OverlapPolicy) -> &'static str {
+    match overlap {
+        OverlapPolicy::Skip => "skip",
+        OverlapPolicy::QueueOne => "queue_one",
+    }
+}
+
+fn schedule_row(row: &Row<'_>) -> rusqlite::Result<[Option<String>; 15]> {
+    let mut columns: [Option<String>; 15] = Default::default();
+    for (index, column) in columns.iter_mut().enumerate() {
+        *column = match index {
+            9 => Some(row.get::<_, i64>(index)?.to_string()),
+            _ => row.get(index)?,
+        };
+    }
+    Ok(columns)
+}
+
+fn decode_schedule(columns: [Option<String>; 15]) -> Result<StoredSchedule, StoreError> {
+    let [
+        id,
+        owner,
+        name,
+        spec,
+        zone,
+        action,
+        missed,
+        overlap,
+        envelope,
+        enabled,
+        chat_id,
+        handled_until,
+        next_fire,
+        created_at,
+        updated_at,
+    ] = columns;
+    let text = |column: &str, value: Option<String>| {
+        value.ok_or_else(|| StoreError::Corrupt(format!("schedules.{column} is NULL")))
+    };
+    let overlap = match text("overlap", overlap)?.as_str() {
+        "queue_one" => OverlapPolicy::QueueOne,
+        _ => OverlapPolicy::Skip,
+    };
+    Ok(StoredSchedule {
+        owner: text("owner", owner)?,
+        handled_until: from_time("handled_until", &text("handled_until", handled_until)?)?,
+        schedule: Schedule {
+            id: text("id", id)?,
+            name: text("name", name)?,
+            spec: text("spec", spec)?,
+            zone: text("zone", zone)?,
+            action: from_json::<ScheduleAction>("action", &text("action", action)?)?,
+            missed: from_json::<MissedPolicy>("missed", &text("missed", missed)?)?,
+            overlap,
+            envelope: from_json::<ScheduleEnvelope>("envelope", &text("envelope", envelope)?)?,
+            enabled: enabled.as_deref() == Some("1"),
+            chat_id,
+            next_fire: from_time_opt("next_fire", next_fire)?,
+            created_at: from_time("created_at", &text("created_at", created_at)?)?,
+            updated_at: from_time("updated_at", &text("updated_at", updated_at)?)?,
+        },
+    })
+}
+
+/// Inserts a new schedule.
+pub(crate) fn insert_schedule(
+    connection: &Connection,
+    stored: &StoredSchedule,
+) -> Result<(), StoreError> {
+    let schedule = &stored.schedule;
+    connection.execute_cached(
+        &format!("INSERT INTO schedules ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
+        params![
+            schedule.id,
+            stored.owner,
+            schedule.name,
+            schedule.spec,
+            schedule.zone,
+            to_json(&schedule.action)?,
+            to_json(&schedule.missed)?,
+            overlap_name(schedule.overlap),
+            to_json(&schedule.envelope)?,
+            i64::from(schedule.enabled),
+            schedule.chat_id,
+            to_time(stored.handled_until),
+            schedule.next_fire.map(to_time),
+            to_time(schedule.created_at),
+            to_time(schedule.updated_at),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Writes every column of an existing schedule; `false` when it is gone.
+pub(crate) fn update_schedule(
+    connection: &Connection,
+    stored: &StoredSchedule,
+) -> Result<bool, StoreError> {
+    let schedule = &stored.schedule;
+    let changed = connection.execute_cached(
+        "UPDATE schedules SET name = ?2, spec = ?3, zone = ?4, action = ?5, missed = ?6,
+                overlap = ?7, envelope = ?8, enabled = ?9, chat_id = ?10, handled_until = ?11,
+                next_fire = ?12, updated_at = ?13
+          WHERE id = ?1",
+        params![
+            schedule.id,
+            schedule.name,
+            schedule.spec,
+            schedule.zone,
+            to_json(&schedule.action)?,
+            to_json(&schedule.missed)?,
+            overlap_name(schedule.overlap),
+            to_json(&schedule.envelope)?,
+            i64::from(schedule.enabled),
+            schedule.chat_id,
+            to_time(stored.handled_until),
+            schedule.next_fire.map(to_time),
+            to_time(schedule.updated_at),
+        ],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Moves where deciding occurrences got to (never backwards) and the cached next fire.
+pub(crate) fn set_handled(
+    connection: &Connection,
+    id: &str,
+    handled_until: DateTime<Utc>,
+    next_fire: Option<DateTime<Utc>>,
+) -> Result<(), StoreError> {
+    connection.execute_cached(
+        "UPDATE schedules SET handled_until = max(handled_until, ?2), next_fire = ?3
+          WHERE id = ?1",
+        params![id, to_time(handled_until), next_fire.map(to_time)],
+    )?;
+    Ok(())
+}
+
+/// Records the schedule's chat, unless it has one; returns the chat it has now.
+pub(crate) fn adopt_chat(
+    connection: &Connection,
+    id: &str,
+    chat_id: &str,
+) -> Result<Option<String>, StoreError> {
+    connection.execute_cached(
+        "UPDATE schedules SET chat_id = ?2 WHERE id = ?1 AND chat_id IS NULL",
+        params![id, chat_id],
+    )?;
+    Ok(connection
+        .query_row_cached("SELECT chat_id FROM schedules WHERE id = ?1", [id], |row| {
+            row.get::<_, Option<String>>(0)
+        })
+        .optional()?
+        .flatten())
+}
+
+/// The schedule `id`, of `owner` when one is given.
+pub(crate) fn load_schedule(
+    connection: &Connection,
+    owner: Option<&str>,
+    id: &str,
+) -> Result<Option<StoredSchedule>, StoreError> {
+    let columns = connection
+        .query_row_cached(
+            &format!(
+                "SELECT {COLUMNS} FROM schedules WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)"
+            ),
+            params![id, owner],
+            schedule_row,
+        )
+        .optional()?;
+    columns.map(decode_schedule).transpose()
+}
+
+/// The schedules of `owner` (every owner's with `None`), by name.
+pub(crate) fn list_schedules(
+    connection: &Connection,
+    owner: Option<&str>,
+) -> Result<Vec<StoredSchedule>, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM schedules WHERE ?1 IS NULL OR owner = ?1 ORDER BY name, id"
+    ))?;
+    let rows = statement
+        .query_map(params![owner], schedule_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter().map(decode_schedule).collect()
+}
+
+/// Deletes the schedule (its runs go with it); `false` when there was none.
+pub(crate) fn delete_schedule(
+    connection: &Connection,
+    owner: &str,
+    id: &str,
+) -> Result<bool, StoreError> {
+    let deleted = connection.execute_cached(
+        "DELETE FROM schedules WHERE id = ?1 AND owner = ?2",
+        params![id, owner],
+    )?;
+    Ok(deleted == 1)
+}
+
+/// An occurrence to claim: which, by whom, when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Claim<'a> {
+    /// The schedule.
+    pub(crate) schedule_id: &'a str,
+    /// The occurrence.
+    pub(crate) fire_at: DateTime<Utc>,
+    /// The claiming engine.
+    pub(crate) by: &'a str,
+    /// The clock time of the claim.
+    pub(crate) at: DateTime<Utc>,
+}
+
+/// Claims an occurrence in `state` (`claimed`, or `skipped` with a reason); the new run's id, or
+/// `None` when another claim (this process's or another's) got there first.
+pub(crate) fn claim(
+    connection: &Connection,
+    claim: &Claim<'_>,
+    state: RunState,
+    reason: Option<&str>,
+) -> Result<Option<i64>, StoreError> {
+    let ended = state.is_final().then(|| to_time(claim.at));
+    Ok(connection
+        .query_row_cached(
+            "INSERT INTO schedule_runs (schedule_id, fire_at, claimed_by, state, ended_at, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (schedule_id, fire_at) DO NOTHING
+             RETURNING id",
+            params![
+                claim.schedule_id,
+                to_time(claim.fire_at),
+                claim.by,
+                state.as_str(),
+                ended,
+                reason
+            ],
+            |row| row.get(0),
+        )
+        .optional()?)
+}
+
+/// How many runs of the schedule are going (running or parked) and how many wait (claimed).
+pub(crate) fn open_runs(
+    connection: &Connection,
+    schedule_id: &str,
+) -> Result<(u32, u32), StoreError> {
+    Ok(connection.query_row_cached(
+        "SELECT count(*) FILTER (WHERE state IN ('running', 'parked')),
+                count(*) FILTER (WHERE state = 'claimed')
+           FROM schedule_runs WHERE schedule_id = ?1 AND state IN ('claimed', 'running', 'parked')",
+        [schedule_id],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?)
+}
+
+/// Starts the oldest waiting run of the schedule for `by`, unless one is going; its id and
+/// occurrence.
+pub(crate) fn start_next(
+    connection: &Connection,
+    schedule_id: &str,
+    by: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+    let (going, _) = open_runs(connection, schedule_id)?;
+    if going > 0 {
+        return Ok(None);
+    }
+    let next: Option<(i64, String)> = connection
+        .query_row_cached(
+            "UPDATE schedule_runs SET state = 'running', claimed_by = ?2, started_at = ?3
+              WHERE id = (SELECT id FROM schedule_runs
+                           WHERE schedule_id = ?1 AND state = 'claimed'
+                           ORDER BY fire_at LIMIT 1)
+                AND state = 'claimed'
+             RETURNING id, fire_at",
+            params![schedule_id, by, to_time(at)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    next.map(|(id, fire_at)| Ok((id, from_time("fire_at", &fire_at)?)))
+        .transpose()
+}
+
+/// Records the chat and execution of a running run.
+pub(crate) fn link_run(
+    connection: &Connection,
+    run_id: i64,
+    chat_id: &str,
+    execution_id: Option<&str>,
+) -> Result<(), StoreError> {
+    connection.execute_cached(
+        "UPDATE schedule_runs SET chat_id = ?2, execution_id = coalesce(?3, execution_id)
+          WHERE id = ?1",
+        params![run_id, chat_id, execution_id],
+    )?;
+    Ok(())
+}
+
+/// Ends a run that has not ended; `false` when it had.
+pub(crate) fn end_run(
+    connection: &Connection,
+    run_id: i64,
+    state: RunState,
+    reason: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute_cached(
+        "UPDATE schedule_runs SET state = ?2, reason = ?3, ended_at = ?4
+          WHERE id = ?1 AND state IN ('claimed', 'running', 'parked')",
+        params![run_id, state.as_str(), reason, to_time(at)],
+    )?;
+    Ok(changed == 1)
+}
+
+/// The schedule's runs, newest occurrence first, at most `limit`.
+pub(crate) fn list_runs(
+    connection: &Connection,
+    schedule_id: &str,
+    limit: usize,
+) -> Result<Vec<ScheduleRun>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT id, schedule_id, fire_at, state, started_at, ended_at, chat_id, execution_id,
+                reason
+           FROM schedule_runs WHERE schedule_id = ?1 ORDER BY fire_at DESC, id DESC LIMIT ?2",
+    )?;
+    let rows = statement
+        .query_map(
+            params![schedule_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, Option<String>>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, Option<String>>(6)?,
+                    row.get::<_, Option<String>>(7)?,
+                    row.get::<_, Option<String>>(8)?,
+                ))
+            },
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter()
+        .map(
+            |(id, schedule_id, fire_at, state, started, ended, chat_id, execution_id, reason)| {
+                Ok(ScheduleRun {
+                    id,
+                    schedule_id,
+                    fire_at: from_time("fire_at", &fire_at)?,
+                    state: RunState::parse(&state)
+                        .ok_or_else(|| StoreError::Corrupt(format!("run state {state}")))?,
+                    started_at: from_time_opt("started_at", started)?,
+                    ended_at: from_time_opt("ended_at", ended)?,
+                    chat_id,
+                    execution_id,
+                    reason,
+                })
+            },
+        )
+        .collect()
+}
+
+/// The run `run_id`.
+pub(crate) fn load_run(
+    connection: &Connection,
+    run_id: i64,
+) -> Result<Option<ScheduleRun>, StoreError> {
+    let schedule_id: Option<String> = connection
+        .query_row_cached(
+            "SELECT schedule_id FROM schedule_runs WHERE id = ?1",
+            [run_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(schedule_id) = schedule_id else {
+        return Ok(None);
+    };
+    Ok(list_runs(connection, &schedule_id, usize::MAX)?
+        .into_iter()
+        .find(|run| run.id == run_id))
+}
