@@ -17,9 +17,9 @@
 //!   policy keeps always wait their turn.
 //! - Runs are tasks of the runtime's `TaskTracker`, and the loop stops on the shutdown token.
 //!
-//! Not yet: a run left `running` by a process that died stays so (its chat execution is failed
-//! as `process_restarted`, but the run row is not reconciled); durable parking (see
-//! [`super::firing`]) brings that reconciliation with it.
+//! A run left going by a process that died is ended when an engine starts, from its chat
+//! execution's outcome (the chat's recovery fails that execution first). Not yet: durable
+//! parking (see [`super::firing`]), where a parked run outlives a restart instead.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -137,8 +137,25 @@ impl Engine {
         &self.inner.clock
     }
 
-    /// Loads every enabled schedule into the index and spawns the loop.
+    /// Ends the runs a process that died left going ([`rows::end_orphaned_runs`]) and starts
+    /// what waited behind them, loads every enabled schedule into the index and spawns the loop.
     pub async fn start(&self) -> Result<(), StoreError> {
+        let (owner, now) = (self.inner.owner.clone(), self.inner.clock.now());
+        let started = self
+            .inner
+            .store
+            .write(move |tx| {
+                let mut started = Vec::new();
+                for schedule_id in rows::end_orphaned_runs(tx, now)? {
+                    if let Some((run_id, fire_at)) =
+                        rows::start_next(tx, &schedule_id, &owner, now)?
+                    {
+                        started.push((schedule_id, run_id, fire_at));
+                    }
+                }
+                Ok::<_, StoreError>(started)
+            })
+            .await?;
         let all = self
             .inner
             .store
@@ -148,6 +165,11 @@ impl Engine {
             let mut index = self.lock_index();
             for stored in &all {
                 index.set(&stored.schedule.id, pending_fire(stored));
+            }
+        }
+        for (schedule_id, run_id, fire_at) in started {
+            if let Some(stored) = all.iter().find(|stored| stored.schedule.id == schedule_id) {
+                self.launch(stored.clone(), run_id, fire_at);
             }
         }
         self.inner.tasks.spawn(self.clone().run());

@@ -318,6 +318,45 @@ pub(crate) fn start_next(
         .transpose()
 }
 
+/// How long a run may go unlinked to a chat execution before a starting engine counts it as
+/// left by a process that died (an engine links its run as soon as the chat accepts it).
+pub(crate) const UNLINKED_GRACE: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Ends the runs a process that died left going: those whose chat execution has ended (the
+/// chat's own recovery fails an execution a dead process left running, before this runs) get
+/// the execution's outcome (`ok` when it completed, else `failed` with its error), and those
+/// never linked to an execution and started before `at` − [`UNLINKED_GRACE`] are `failed`.
+/// A run whose execution still goes (another live daemon's) is left alone. Returns the
+/// schedules whose runs were ended, so their waiting runs can start.
+pub(crate) fn end_orphaned_runs(
+    connection: &Connection,
+    at: DateTime<Utc>,
+) -> Result<Vec<String>, StoreError> {
+    const STOPPED: &str = "Souz stopped during the run.";
+    let mut statement = connection.prepare_cached(
+        "UPDATE schedule_runs
+            SET state = CASE WHEN e.status = 'completed' THEN 'ok' ELSE 'failed' END,
+                reason = CASE WHEN e.status = 'completed' THEN NULL
+                              ELSE coalesce(e.error_message, ?3) END,
+                ended_at = ?1
+           FROM (SELECT r.id AS run_id, x.status, x.error_message
+                   FROM schedule_runs r LEFT JOIN executions x ON x.id = r.execution_id
+                  WHERE r.state IN ('running', 'parked')
+                    AND (x.status IN ('completed', 'failed', 'cancelled')
+                         OR (r.execution_id IS NULL AND r.started_at < ?2))) AS e
+          WHERE schedule_runs.id = e.run_id
+         RETURNING schedule_runs.schedule_id",
+    )?;
+    let rows = statement.query_map(
+        params![to_time(at), to_time(at - UNLINKED_GRACE), STOPPED],
+        |row| row.get::<_, String>(0),
+    )?;
+    let mut schedules = rows.collect::<Result<Vec<_>, _>>()?;
+    schedules.sort_unstable();
+    schedules.dedup();
+    Ok(schedules)
+}
+
 /// Records the chat and execution of a running run.
 pub(crate) fn link_run(
     connection: &Connection,

@@ -406,3 +406,109 @@ async fn run_now_claims_the_current_time_as_an_occurrence() {
     ));
     daemon.stop().await;
 }
+
+/// A daemon killed while a run went leaves the row `running`; the next daemon to start ends
+/// it from its chat execution's outcome (failed by the chat's own recovery) and starts the
+/// occurrence that waited behind it, so the schedule is not skipped for ever. A run whose
+/// execution still goes (another live daemon's) is left alone.
+#[tokio::test]
+async fn a_run_a_dead_daemon_left_going_is_ended_from_its_execution_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("souz.db");
+    let gate = Arc::new(Semaphore::new(0));
+    let killed = daemon(
+        &path,
+        CountingFiring {
+            gate: Some(gate),
+            ..CountingFiring::default()
+        },
+    )
+    .await;
+    killed.schedules.engine().start().await.unwrap();
+    let mut queued = prompt_schedule("queued", "* * * * *");
+    queued.overlap = Some(OverlapPolicy::QueueOne);
+    let queued = killed
+        .schedules
+        .create(crate::LOCAL_USER, queued, "UTC")
+        .await
+        .unwrap()
+        .id;
+    let alive = killed
+        .schedules
+        .create(
+            crate::LOCAL_USER,
+            prompt_schedule("alive", "* * * * *"),
+            "UTC",
+        )
+        .await
+        .unwrap()
+        .id;
+    killed.clock.advance(Duration::minutes(1));
+    killed.decided().await;
+    killed.clock.advance(Duration::minutes(1));
+    killed.decided().await;
+    let (first, second) = (
+        start_time() + Duration::minutes(1),
+        start_time() + Duration::minutes(2),
+    );
+    assert_eq!(
+        killed.runs(&queued).await,
+        [(first, RunState::Running), (second, RunState::Claimed)]
+    );
+    // The runs' chat executions: the queued schedule's was failed by the chat's recovery, the
+    // other schedule's still runs under a live daemon's lease.
+    let store = Store::open(&path).await.unwrap();
+    let (queued_id, alive_id) = (queued.clone(), alive.clone());
+    store
+        .write(move |tx| {
+            tx.execute_batch(
+                "INSERT OR IGNORE INTO users (id, created_at, last_seen_at) VALUES ('local', 'now', 'now');
+                 INSERT INTO chats (id, user_id, created_at, updated_at)
+                     VALUES ('c1', 'local', 'now', 'now'), ('c2', 'local', 'now', 'now');
+                 INSERT INTO executions (id, chat_id, status, settings, error_message, created_at)
+                     VALUES ('e1', 'c1', 'failed', '{}', 'The execution stopped because Souz restarted.', 'now'),
+                            ('e2', 'c2', 'running', '{}', NULL, 'now');",
+            )?;
+            for (schedule, execution) in [(&queued_id, "e1"), (&alive_id, "e2")] {
+                tx.execute(
+                    "UPDATE schedule_runs SET execution_id = ?2
+                      WHERE schedule_id = ?1 AND state = 'running'",
+                    rusqlite::params![schedule, execution],
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .await
+        .unwrap();
+    // Killed: its tasks are dropped with nothing recorded (no shutdown).
+    drop(killed);
+
+    let next = daemon(&path, CountingFiring::default()).await;
+    next.clock.advance(Duration::minutes(2));
+    next.schedules.engine().start().await.unwrap();
+    next.decided().await;
+    let runs = next
+        .schedules
+        .runs(crate::LOCAL_USER, &queued, 10)
+        .await
+        .unwrap()
+        .items;
+    let ended = runs.iter().find(|run| run.fire_at == first).unwrap();
+    assert_eq!(ended.state, RunState::Failed);
+    assert_eq!(
+        ended.reason.as_deref(),
+        Some("The execution stopped because Souz restarted.")
+    );
+    let waited = runs.iter().find(|run| run.fire_at == second).unwrap();
+    assert!(
+        matches!(waited.state, RunState::Running | RunState::Ok),
+        "the occurrence that waited starts: {waited:?}"
+    );
+    assert!(next.fires().contains_key(&(queued.clone(), second)));
+    let alive_runs = next.runs(&alive).await;
+    assert_eq!(
+        alive_runs.first(),
+        Some(&(first, RunState::Running)),
+        "{alive_runs:?}"
+    );
+}
