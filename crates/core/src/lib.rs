@@ -23,7 +23,7 @@ pub mod memory;
 pub(crate) mod redact;
 pub mod runtime;
 pub mod sandbox;
-pub mod schedules;
+pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
 pub mod store;

@@ -14,11 +14,11 @@
 //! stores, and tells the engine about every change. Invariant: nothing is stored from a spec
 //! or zone that does not parse, or a spec that never fires.
 
-pub mod clock;
-pub mod engine;
-pub mod firing;
+pub(crate) mod clock;
+pub(crate) mod engine;
+pub(crate) mod firing;
 pub(crate) mod occurrences;
-pub mod spec;
+pub(crate) mod spec;
 pub(crate) mod store;
 
 use chrono::{DateTime, SubsecRound, Utc};
@@ -33,9 +33,9 @@ use self::store::{self as rows, StoredSchedule};
 use crate::store::{Store, StoreError};
 
 /// How many fire times a preview lists.
-pub const PREVIEW_COUNT: usize = 5;
+pub(crate) const PREVIEW_COUNT: usize = 5;
 /// The most runs a history lists.
-pub const MAX_LISTED_RUNS: usize = 500;
+pub(crate) const MAX_LISTED_RUNS: usize = 500;
 /// The longest schedule name, in characters.
 const MAX_NAME: usize = 200;
 
@@ -58,19 +58,20 @@ pub enum ScheduleError {
 
 /// The schedule service. Cheap to clone.
 #[derive(Clone)]
-pub struct Schedules {
+pub(crate) struct Schedules {
     store: Store,
     engine: Engine,
 }
 
 impl Schedules {
     /// The service over `store`, telling `engine` about changes.
-    pub fn new(store: Store, engine: Engine) -> Self {
+    pub(crate) fn new(store: Store, engine: Engine) -> Self {
         Self { store, engine }
     }
 
     /// The engine.
-    pub fn engine(&self) -> &Engine {
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
@@ -79,7 +80,7 @@ impl Schedules {
     }
 
     /// The next fires of `spec` read in `zone`.
-    pub fn preview(&self, spec: &str, zone: &str) -> Result<SchedulePreview, ScheduleError> {
+    pub(crate) fn preview(&self, spec: &str, zone: &str) -> Result<SchedulePreview, ScheduleError> {
         let now = self.now();
         let parsed = Spec::parse_new(spec, zone, now)?;
         Ok(SchedulePreview {
@@ -90,7 +91,7 @@ impl Schedules {
     }
 
     /// Creates a schedule for `owner`; `default_zone` when the request names none.
-    pub async fn create(
+    pub(crate) async fn create(
         &self,
         owner: &str,
         request: NewSchedule,
@@ -130,7 +131,7 @@ impl Schedules {
     }
 
     /// The owner's schedules.
-    pub async fn list(&self, owner: &str) -> Result<Vec<Schedule>, ScheduleError> {
+    pub(crate) async fn list(&self, owner: &str) -> Result<Vec<Schedule>, ScheduleError> {
         let owner = owner.to_owned();
         let all = self
             .store
@@ -148,12 +149,12 @@ impl Schedules {
     }
 
     /// One schedule.
-    pub async fn get(&self, owner: &str, id: &str) -> Result<Schedule, ScheduleError> {
+    pub(crate) async fn get(&self, owner: &str, id: &str) -> Result<Schedule, ScheduleError> {
         Ok(self.load(owner, id).await?.schedule)
     }
 
     /// Changes a schedule; a new spec or zone applies to occurrences after now.
-    pub async fn patch(
+    pub(crate) async fn patch(
         &self,
         owner: &str,
         id: &str,
@@ -192,7 +193,7 @@ impl Schedules {
 
     /// Pauses (`false`) or resumes (`true`) a schedule. Resuming does not owe the occurrences
     /// of the pause: they are not missed, they were not wanted.
-    pub async fn set_enabled(
+    pub(crate) async fn set_enabled(
         &self,
         owner: &str,
         id: &str,
@@ -233,7 +234,7 @@ impl Schedules {
     }
 
     /// Deletes a schedule and its run history (its chat stays).
-    pub async fn delete(&self, owner: &str, id: &str) -> Result<(), ScheduleError> {
+    pub(crate) async fn delete(&self, owner: &str, id: &str) -> Result<(), ScheduleError> {
         let (key_owner, key) = (owner.to_owned(), id.to_owned());
         let deleted = self
             .store
@@ -247,13 +248,17 @@ impl Schedules {
     }
 
     /// Runs a schedule now, as a fire at the current time with its policies.
-    pub async fn run_now(&self, owner: &str, id: &str) -> Result<ScheduleRun, ScheduleError> {
+    pub(crate) async fn run_now(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> Result<ScheduleRun, ScheduleError> {
         let stored = self.load(owner, id).await?;
         Ok(self.engine.run_now(&stored).await?)
     }
 
     /// A schedule's runs, newest first.
-    pub async fn runs(
+    pub(crate) async fn runs(
         &self,
         owner: &str,
         id: &str,

@@ -12,13 +12,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+#[cfg(test)]
 use tokio::sync::watch;
 
 /// A sleep handed out by a [`Clock`].
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+pub(crate) type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// What the scheduler reads the time from and sleeps on.
-pub trait Clock: Send + Sync + 'static {
+pub(crate) trait Clock: Send + Sync + 'static {
     /// The current wall-clock time.
     fn now(&self) -> DateTime<Utc>;
     /// Completes at `at` or later (possibly earlier for the system clock, which caps sleeps;
@@ -27,15 +28,15 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// A shared clock.
-pub type SharedClock = Arc<dyn Clock>;
+pub(crate) type SharedClock = Arc<dyn Clock>;
 
 /// The machine's clock.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl SystemClock {
     /// The longest single sleep before the wall clock is read again.
-    pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(300);
+    pub(crate) const RECHECK: std::time::Duration = std::time::Duration::from_secs(300);
 }
 
 impl Clock for SystemClock {
@@ -54,30 +55,33 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when told: [`ManualClock::advance`] and [`ManualClock::set`] wake
 /// every sleep whose instant has come.
+#[cfg(test)]
 #[derive(Debug, Clone)]
-pub struct ManualClock {
+pub(crate) struct ManualClock {
     now: Arc<watch::Sender<DateTime<Utc>>>,
 }
 
+#[cfg(test)]
 impl ManualClock {
     /// A clock reading `start`.
-    pub fn new(start: DateTime<Utc>) -> Self {
+    pub(crate) fn new(start: DateTime<Utc>) -> Self {
         Self {
             now: Arc::new(watch::Sender::new(start)),
         }
     }
 
     /// Moves the clock forward by `by`.
-    pub fn advance(&self, by: chrono::Duration) {
+    pub(crate) fn advance(&self, by: chrono::Duration) {
         self.now.send_modify(|now| *now += by);
     }
 
     /// Sets the clock (forward or back).
-    pub fn set(&self, to: DateTime<Utc>) {
+    pub(crate) fn set(&self, to: DateTime<Utc>) {
         self.now.send_replace(to);
     }
 }
 
+#[cfg(test)]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.borrow()

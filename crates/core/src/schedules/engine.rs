@@ -70,7 +70,7 @@ impl Index {
 
 /// Where the engine got to, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// The clock time of the last wake-up whose due occurrences were all decided.
     pub decided_until: DateTime<Utc>,
     /// Runs this engine has going.
@@ -78,7 +78,7 @@ pub struct Progress {
 }
 
 /// What an engine is made of.
-pub struct EngineParts {
+pub(crate) struct EngineParts {
     /// The database.
     pub store: Store,
     /// The clock it reads and sleeps on.
@@ -106,13 +106,13 @@ struct Inner {
 
 /// The scheduler. Cheap to clone.
 #[derive(Clone)]
-pub struct Engine {
+pub(crate) struct Engine {
     inner: Arc<Inner>,
 }
 
 impl Engine {
     /// An engine; nothing runs until [`Engine::start`].
-    pub fn new(parts: EngineParts) -> Self {
+    pub(crate) fn new(parts: EngineParts) -> Self {
         let now = parts.clock.now();
         Self {
             inner: Arc::new(Inner {
@@ -133,13 +133,13 @@ impl Engine {
     }
 
     /// The clock it runs on.
-    pub fn clock(&self) -> &SharedClock {
+    pub(crate) fn clock(&self) -> &SharedClock {
         &self.inner.clock
     }
 
     /// Ends the runs a process that died left going ([`rows::end_orphaned_runs`]) and starts
     /// what waited behind them, loads every enabled schedule into the index and spawns the loop.
-    pub async fn start(&self) -> Result<(), StoreError> {
+    pub(crate) async fn start(&self) -> Result<(), StoreError> {
         let (owner, now) = (self.inner.owner.clone(), self.inner.clock.now());
         let started = self
             .inner
@@ -177,7 +177,7 @@ impl Engine {
     }
 
     /// Reads the schedule `id` again (after a change, or its deletion) and wakes the loop.
-    pub async fn reload(&self, id: &str) -> Result<(), StoreError> {
+    pub(crate) async fn reload(&self, id: &str) -> Result<(), StoreError> {
         let key = id.to_owned();
         let stored = self
             .inner
@@ -191,7 +191,8 @@ impl Engine {
     }
 
     /// Follows where the engine got to.
-    pub fn progress(&self) -> watch::Receiver<Progress> {
+    #[cfg(test)]
+    pub(crate) fn progress(&self) -> watch::Receiver<Progress> {
         self.inner.progress.subscribe()
     }
 

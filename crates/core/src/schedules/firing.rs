@@ -33,25 +33,30 @@ use crate::store::Store;
 
 /// A claimed occurrence being fired.
 #[derive(Debug, Clone)]
-pub struct FiringRun {
+pub(crate) struct FiringRun {
     /// The schedule as it was when the run started.
     pub(crate) schedule: StoredSchedule,
     /// The run's id.
     pub run_id: i64,
     /// The occurrence.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the chat firing does not name the occurrence yet")
+    )]
     pub fire_at: DateTime<Utc>,
 }
 
 impl FiringRun {
     /// The schedule's id.
-    pub fn schedule_id(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn schedule_id(&self) -> &str {
         &self.schedule.schedule.id
     }
 }
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunEnd {
+pub(crate) struct RunEnd {
     /// `Ok`, `Failed` or `Blocked`.
     pub state: RunState,
     /// Why, when it did not end `ok`.
@@ -60,7 +65,7 @@ pub struct RunEnd {
 
 impl RunEnd {
     /// Finished.
-    pub fn ok() -> Self {
+    pub(crate) fn ok() -> Self {
         Self {
             state: RunState::Ok,
             reason: None,
@@ -68,7 +73,7 @@ impl RunEnd {
     }
 
     /// Failed, for `reason`.
-    pub fn failed(reason: impl Into<String>) -> Self {
+    pub(crate) fn failed(reason: impl Into<String>) -> Self {
         Self {
             state: RunState::Failed,
             reason: Some(reason.into()),
@@ -77,10 +82,10 @@ impl RunEnd {
 }
 
 /// A run in progress, as a boxed future.
-pub type RunFuture = Pin<Box<dyn Future<Output = RunEnd> + Send + 'static>>;
+pub(crate) type RunFuture = Pin<Box<dyn Future<Output = RunEnd> + Send + 'static>>;
 
 /// What runs an occurrence: starts it and completes when it ends.
-pub trait Firing: Send + Sync + 'static {
+pub(crate) trait Firing: Send + Sync + 'static {
     /// Runs `run` to its end.
     fn fire(&self, run: FiringRun) -> RunFuture;
 }
@@ -236,4 +241,4 @@ fn end_of(status: ExecutionStatus, message: Option<String>) -> Option<RunEnd> {
 }
 
 /// Shared firing.
-pub type SharedFiring = Arc<dyn Firing>;
+pub(crate) type SharedFiring = Arc<dyn Firing>;

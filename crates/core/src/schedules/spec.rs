@@ -64,20 +64,20 @@ enum Trigger {
 
 /// A parsed spec with its zone.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Spec {
+pub(crate) struct Spec {
     text: String,
     zone: Tz,
     trigger: Trigger,
 }
 
 /// The zone named `name` (an IANA name, case as in the database).
-pub fn parse_zone(name: &str) -> Result<Tz, SpecError> {
+pub(crate) fn parse_zone(name: &str) -> Result<Tz, SpecError> {
     Tz::from_str(name.trim()).map_err(|_| SpecError::UnknownZone(name.to_owned()))
 }
 
 impl Spec {
     /// Parses `text` in the zone named `zone`; `now` resolves relative times (`in 2 hours`).
-    pub fn parse(text: &str, zone: &str, now: DateTime<Utc>) -> Result<Self, SpecError> {
+    pub(crate) fn parse(text: &str, zone: &str, now: DateTime<Utc>) -> Result<Self, SpecError> {
         let zone = parse_zone(zone)?;
         let trimmed = text.trim();
         let lower = trimmed.to_ascii_lowercase();
@@ -100,7 +100,7 @@ impl Spec {
     }
 
     /// [`Spec::parse`], refusing a spec with no fire after `now` (what creating one needs).
-    pub fn parse_new(text: &str, zone: &str, now: DateTime<Utc>) -> Result<Self, SpecError> {
+    pub(crate) fn parse_new(text: &str, zone: &str, now: DateTime<Utc>) -> Result<Self, SpecError> {
         let spec = Self::parse(text, zone, now)?;
         if spec.next_fire(now).is_none() {
             return Err(SpecError::NeverFires(text.trim().to_owned()));
@@ -109,23 +109,24 @@ impl Spec {
     }
 
     /// The text to store: cron as given, one-shots as `at <RFC 3339 UTC>`.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
     /// The zone's IANA name.
-    pub fn zone_name(&self) -> &'static str {
+    pub(crate) fn zone_name(&self) -> &'static str {
         self.zone.name()
     }
 
     /// Whether it fires once only.
-    pub fn is_one_shot(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_one_shot(&self) -> bool {
         matches!(self.trigger, Trigger::At(_))
     }
 
     /// The first fire strictly after `after`; `None` when there is none (a one-shot that
     /// passed, or no match before croner's search limit).
-    pub fn next_fire(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_fire(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match &self.trigger {
             Trigger::At(instant) => (*instant > after).then_some(*instant),
             Trigger::Cron(cron) => cron
@@ -136,7 +137,7 @@ impl Spec {
     }
 
     /// The fires in `(after, until]`, newest first, at most `limit` of them.
-    pub fn fires_back(
+    pub(crate) fn fires_back(
         &self,
         after: DateTime<Utc>,
         until: DateTime<Utc>,
@@ -170,7 +171,7 @@ impl Spec {
     }
 
     /// The next `count` fires after `after`, oldest first.
-    pub fn preview(&self, after: DateTime<Utc>, count: usize) -> Vec<DateTime<Utc>> {
+    pub(crate) fn preview(&self, after: DateTime<Utc>, count: usize) -> Vec<DateTime<Utc>> {
         let mut fires = Vec::with_capacity(count);
         let mut cursor = after;
         while fires.len() < count {
