@@ -156,7 +156,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
             let handle = app.handle().clone();
             notify::init(&handle);
             #[cfg(desktop)]
-            if souz_core::config::env::process_env_os("SOUZ_APP_NO_TRAY").is_none() {
+            if souz_core::config::env::read_os(souz_core::config::env::Var::AppNoTray).is_none() {
                 tray::create(&handle)?;
             }
             tauri::async_runtime::spawn(start(handle));

@@ -177,7 +177,7 @@ impl Runtime {
         let environment = options
             .environment
             .clone()
-            .unwrap_or_else(|| Arc::new(crate::config::env::process_env));
+            .unwrap_or_else(|| Arc::new(crate::config::env::process_lookup));
         let token = open_home(&config)?;
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;

@@ -255,7 +255,7 @@ pub(super) fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .map(|tool| tool.spec().name.to_owned())
             .collect(),
         time_zone: chat::settings::system_time_zone(),
-        interface_language: crate::config::system_language(&crate::config::process_env),
+        interface_language: crate::config::system_language(&crate::config::process_lookup),
     }
 }
 
@@ -355,11 +355,11 @@ pub(super) async fn recover_agents(agents: &Agents, chats: &Chats) -> Result<(),
 
 /// The person running the daemon, as the local user.
 pub(super) fn local_user() -> LocalUser {
-    use crate::config::env::process_env;
+    use crate::config::env::{Var, read};
     LocalUser {
         id: "local".to_owned(),
-        name: process_env("USER")
-            .or_else(|| process_env("LOGNAME"))
+        name: read(Var::User)
+            .or_else(|| read(Var::LogName))
             .unwrap_or_else(|| "local".to_owned()),
     }
 }

@@ -46,11 +46,13 @@ pub(crate) fn is_secret_variable(name: &str) -> bool {
 /// Looks up a variable (the shape `RuntimeOptions::environment` takes).
 pub(crate) type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The process environment as it is now, for the daemon to read after
-/// [`scrub_environment`].
+/// The registered variables of the process environment as they are now, for the daemon to
+/// read after [`scrub_environment`] (a lookup of any other name finds nothing, as with
+/// [`crate::config::env::process_lookup`]).
 pub(crate) fn environment_snapshot() -> EnvironmentLookup {
     let snapshot: HashMap<String, String> = crate::config::env::process_environment_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| crate::config::env::Var::from_name(name).is_some())
         .collect();
     Arc::new(move |name: &str| snapshot.get(name).cloned())
 }
