@@ -3,9 +3,10 @@
 //! Every variable Souz reads is a [`Var`] of the registry below, with who sets it and a line
 //! saying what for; reads go through [`read`] / [`read_os`] (or [`process_lookup`], which
 //! answers only for registered names). Two reads are not by a registered name, each on purpose:
-//! [`skill_variable`] (a skill's manifest names the variables it is given) and
-//! [`process_environment_os`] (the whole environment, for what commands inherit, their `PATH`
-//! and the daemon's snapshot before it scrubs its secrets). Nothing else reads the environment:
+//! [`configured_variable`] (the user's files name the variable: a skill manifest's pass-through
+//! list, an MCP server's `env_vars` and `bearer_token_env`; [`daemon_lookup`] is the runtime's
+//! lookup over both kinds) and [`process_environment_os`] (the whole environment, for what
+//! commands inherit, their `PATH` and the daemon's snapshot before it scrubs its secrets). Nothing else reads the environment:
 //! `clippy.toml` forbids `std::env::var*` outside this file.
 //!
 //! Some variables override one config key or move the Souz home ([`ENV_OVERRIDES`]); the README
@@ -136,22 +137,34 @@ pub fn process_lookup(name: &str) -> Option<String> {
     }
 }
 
-/// The value of a variable a skill's manifest names in its `env` list (passed through to the
-/// skill's commands). The name comes from the installed skill, which the user approved with
-/// its manifest, not from Souz, so it cannot be a [`Var`].
+/// The value of a variable whose name Souz does not know when it is built, because the user's
+/// own files name it: a skill manifest's `env` list (passed through to the skill's commands,
+/// approved with the manifest) and an MCP server's `env_vars` and `bearer_token_env` in
+/// `config.toml`. Such a name cannot be a [`Var`]; this is the one read by any name.
 #[allow(
     clippy::disallowed_methods,
-    reason = "a skill's declared pass-through variables: the name comes from its manifest"
+    reason = "variables named by the user's config or a skill manifest, not by Souz"
 )]
-pub fn skill_variable(name: &str) -> Option<String> {
+pub fn configured_variable(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// The daemon's environment as the runtime reads it (its provider and service keys, and the
+/// variables `config.toml` names for MCP servers): a registered name through [`read`], any
+/// other through [`configured_variable`].
+pub fn daemon_lookup(name: &str) -> Option<String> {
+    match Var::from_name(name) {
+        Some(var) => read(var),
+        None => configured_variable(name),
+    }
 }
 
 /// The whole process environment. Its users need every variable, not one by name: what
 /// commands inherit (filtered by `sandbox::environment::inheritable`, which drops secrets),
 /// the `PATH` commands and git are searched on (`sandbox::environment::command_search_path`),
 /// and the daemon's snapshot taken before it scrubs secrets from its own environment block
-/// (`sandbox::daemon_process::environment_snapshot`, kept to registered names).
+/// (`sandbox::daemon_process::environment_snapshot`: the variables `config.toml` names for MCP
+/// servers are read from it afterwards, so it keeps every one).
 #[allow(
     clippy::disallowed_methods,
     reason = "the one place that reads the whole process environment"

@@ -46,13 +46,12 @@ pub(crate) fn is_secret_variable(name: &str) -> bool {
 /// Looks up a variable (the shape `RuntimeOptions::environment` takes).
 pub(crate) type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The registered variables of the process environment as they are now, for the daemon to
-/// read after [`scrub_environment`] (a lookup of any other name finds nothing, as with
-/// [`crate::config::env::process_lookup`]).
+/// The process environment as it is now, for the daemon to read after [`scrub_environment`]
+/// (as [`crate::config::env::daemon_lookup`] reads the live one: registered names, and those
+/// `config.toml` names for MCP servers).
 pub(crate) fn environment_snapshot() -> EnvironmentLookup {
     let snapshot: HashMap<String, String> = crate::config::env::process_environment_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, _)| crate::config::env::Var::from_name(name).is_some())
         .collect();
     Arc::new(move |name: &str| snapshot.get(name).cloned())
 }
