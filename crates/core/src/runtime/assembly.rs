@@ -267,6 +267,7 @@ pub(super) fn start_memory(
     tasks: &TaskTracker,
     shutdown: &CancellationToken,
 ) -> Arc<dyn crate::agent::memory::MemoryRecall> {
+    memory.run_tasks_on(crate::tasks::Tasks::new(tasks.clone(), shutdown.clone()));
     if !config.memory.enabled {
         return Arc::new(crate::agent::memory::NoMemory);
     }
@@ -287,11 +288,12 @@ pub(super) async fn open_memory(
     store: &Store,
     llm: &Arc<LlmService>,
     events: &EventBus,
+    tasks: &crate::tasks::Tasks,
 ) -> Memory {
     let model = config.memory.embeddings_model.trim();
     let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
         None
-    } else if let Some(local) = embeddings::local_embedder(config, model, events) {
+    } else if let Some(local) = embeddings::local_embedder(config, model, events, tasks.clone()) {
         Some(Arc::new(local))
     } else {
         match llm.embedding_client(model).await {
