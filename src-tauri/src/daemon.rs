@@ -86,6 +86,10 @@ impl Daemon {
             }
         };
         let (stop, stopped) = oneshot::channel::<()>();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the app's in-process daemon, owned by EmbeddedDaemon: stopped by its oneshot and awaited in stop()"
+        )]
         let done = tokio::spawn(async move {
             let served = running
                 .serve_until(async move {

@@ -156,7 +156,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
             let handle = app.handle().clone();
             notify::init(&handle);
             #[cfg(desktop)]
-            if souz_core::config::env::process_env_os("SOUZ_APP_NO_TRAY").is_none() {
+            if souz_core::config::env::read_os(souz_core::config::env::Var::AppNoTray).is_none() {
                 tray::create(&handle)?;
             }
             tauri::async_runtime::spawn(start(handle));
@@ -237,6 +237,10 @@ async fn follow<R: Runtime>(
     client: DaemonClient,
     connection: Connection,
 ) {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the app's chat follower, owned by this function: aborted when the runtime stream ends"
+    )]
     let chats = tokio::spawn(follow_chats(
         app.clone(),
         Arc::clone(&shell),
@@ -252,6 +256,10 @@ async fn follow<R: Runtime>(
                         client.clone(),
                         connection.clone(),
                     );
+                    #[allow(
+                        clippy::disallowed_methods,
+                        reason = "one reload of the app's state after a reconnect; it ends with the reload or with the app"
+                    )]
                     tokio::spawn(async move {
                         match reload(&client).await {
                             Ok(Reloaded {
@@ -287,6 +295,10 @@ async fn follow<R: Runtime>(
                     );
                     if matches!(envelope.event, RuntimeEvent::SettingsChanged {}) {
                         let (app, client) = (app.clone(), client.clone());
+                        #[allow(
+                            clippy::disallowed_methods,
+                            reason = "one language refresh of the app; it ends with the request or with the app"
+                        )]
                         tokio::spawn(async move { follow_language(&app, &client).await });
                     }
                     let notices = shell.state().apply_runtime(&envelope.event);

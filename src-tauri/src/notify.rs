@@ -194,7 +194,7 @@ fn current_preferences(shell: &Shell) -> souz_core::config::NotificationsConfig 
         .preferences
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    match souz_core::config::Config::load(&souz_core::config::process_env) {
+    match souz_core::config::Config::load(&souz_core::config::process_lookup) {
         Ok(config) => *preferences = config.notifications,
         Err(error) => tracing::debug!(%error, "kept the last [notifications] settings"),
     }

@@ -35,7 +35,7 @@ pub fn set_language(chosen: Language) -> bool {
 
 fn system_language() -> Language {
     static SYSTEM: OnceLock<Language> = OnceLock::new();
-    *SYSTEM.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_env))
+    *SYSTEM.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_lookup))
 }
 
 /// `en` or `ru`, by [`language`].

@@ -6,13 +6,13 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde::de::DeserializeOwned;
 use souz_client::{ClientError, Home};
-use souz_core::config::{Config, SouzPaths, process_env};
+use souz_core::config::{Config, SouzPaths, process_lookup};
 
 pub use souz_client::DaemonClient;
 
 /// The Souz home named by the environment.
 pub fn paths() -> Result<SouzPaths> {
-    SouzPaths::resolve(&process_env).map_err(|message| anyhow!(message))
+    SouzPaths::resolve(&process_lookup).map_err(|message| anyhow!(message))
 }
 
 /// The Souz home as `souz-client` reads it.
@@ -23,7 +23,7 @@ pub fn home(paths: &SouzPaths) -> Home {
 /// Where config.toml (and the environment) says the daemon listens: the address used when no
 /// `daemon.json` names a running daemon.
 pub fn configured_base(paths: &SouzPaths) -> String {
-    let config = Config::load_file(paths.clone(), &paths.config_file(), &process_env)
+    let config = Config::load_file(paths.clone(), &paths.config_file(), &process_lookup)
         .unwrap_or_else(|_| Config::defaults(paths.clone()));
     format!("http://{}:{}", config.server.host, config.server.port)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use souz_core::config::{Config, ConfigError, SouzPaths, process_env};
+use souz_core::config::{Config, ConfigError, SouzPaths, process_lookup};
 
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -23,7 +23,7 @@ pub enum ConfigCommand {
 }
 
 pub fn run(command: ConfigCommand) -> ExitCode {
-    let paths = match SouzPaths::resolve(&process_env) {
+    let paths = match SouzPaths::resolve(&process_lookup) {
         Ok(paths) => paths,
         Err(message) => return crate::fail(&message),
     };
@@ -46,7 +46,7 @@ pub fn run(command: ConfigCommand) -> ExitCode {
                 );
                 return ExitCode::SUCCESS;
             }
-            match Config::load_file(paths, &file, &process_env) {
+            match Config::load_file(paths, &file, &process_lookup) {
                 Ok(_) => {
                     say!("{}: OK", file.display());
                     ExitCode::SUCCESS

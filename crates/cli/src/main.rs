@@ -31,7 +31,7 @@ use crate::output::say;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use souz_core::config::{SouzPaths, process_env};
+use souz_core::config::{SouzPaths, process_lookup};
 use souz_core::sandbox::confinement;
 use souz_core::token::ApiToken;
 
@@ -247,7 +247,7 @@ fn client_command(
 }
 
 fn print_token() -> ExitCode {
-    let paths = match SouzPaths::resolve(&process_env) {
+    let paths = match SouzPaths::resolve(&process_lookup) {
         Ok(paths) => paths,
         Err(message) => return fail(&message),
     };
@@ -303,7 +303,7 @@ fn uuid_like() -> u128 {
 /// The pre-registered client the conformance suite passes in `MCP_CONFORMANCE_CONTEXT`.
 #[cfg(feature = "conformance")]
 fn conformance_context() -> Option<(String, Option<String>)> {
-    let context = process_env("MCP_CONFORMANCE_CONTEXT")?;
+    let context = souz_core::config::env::read(souz_core::config::env::Var::McpConformanceContext)?;
     let context: serde_json::Value = serde_json::from_str(&context).ok()?;
     let id = context["client_id"].as_str()?.to_owned();
     Some((id, context["client_secret"].as_str().map(str::to_owned)))

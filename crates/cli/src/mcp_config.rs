@@ -46,8 +46,8 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
             connect::write_client_token(&paths, CODE_CLIENT, &created.token).with_context(
                 || format!("cannot write {}", paths.client_token(CODE_CLIENT).display()),
             )?;
-            let home =
-                souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);
+            let home = souz_core::config::env::read_os(souz_core::config::env::Var::SouzHome)
+                .map(std::path::PathBuf::from);
             let helper = claude_code::headers_helper(&binary.to_string_lossy(), home.as_deref());
             claude_code::add_json_command(&claude_code::code_server(daemon.base(), &helper))
         }
@@ -63,8 +63,8 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
                     )
                 },
             )?;
-            let home =
-                souz_core::config::env::process_env_os("SOUZ_HOME").map(std::path::PathBuf::from);
+            let home = souz_core::config::env::read_os(souz_core::config::env::Var::SouzHome)
+                .map(std::path::PathBuf::from);
             claude_desktop(&binary.to_string_lossy(), home.as_deref())
         }
     };

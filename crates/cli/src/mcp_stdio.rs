@@ -175,6 +175,10 @@ async fn serve(client: String) -> Result<()> {
         .build()
         .context("cannot build an HTTP client")?;
     let (out, lines) = mpsc::unbounded_channel::<String>();
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the bridge's stdout writer, owned by run() which awaits it after stdin closes"
+    )]
     let writer = tokio::spawn(write_lines(lines, pipes::stdout()));
     let bridge = Arc::new(Bridge {
         http,
@@ -239,6 +243,10 @@ async fn serve(client: String) -> Result<()> {
             ),
             _ => {
                 let bridge = Arc::clone(&bridge);
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "one forwarded request of the CLI bridge process; it ends with its HTTP answer or with the process"
+                )]
                 tokio::spawn(async move { bridge.forward(message).await });
             }
         }
@@ -280,6 +288,10 @@ where
 fn listen(bridge: &Arc<Bridge>) {
     let generation = bridge.state().generation;
     let bridge = Arc::clone(bridge);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the CLI bridge's event follower for one session generation; it stops when the generation changes or the process exits"
+    )]
     tokio::spawn(async move { bridge.follow_events(generation).await });
 }
 

@@ -14,7 +14,7 @@ static LANGUAGE: OnceLock<Language> = OnceLock::new();
 
 /// The language of this process's messages.
 pub fn language() -> Language {
-    *LANGUAGE.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_env))
+    *LANGUAGE.get_or_init(|| souz_core::config::system_language(&souz_core::config::process_lookup))
 }
 
 /// Connects (`client::connect`) and takes the interface language the person chose in Souz

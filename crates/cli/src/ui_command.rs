@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use souz_core::config::paths::create_private_dir;
-use souz_core::config::{SouzPaths, process_env};
+use souz_core::config::{SouzPaths, process_lookup};
 
 use crate::output::say;
 
@@ -36,7 +36,7 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
         say!("{}", client.ui_url(None));
         return Ok(ExitCode::SUCCESS);
     }
-    let paths = SouzPaths::resolve(&process_env).map_err(anyhow::Error::msg)?;
+    let paths = SouzPaths::resolve(&process_lookup).map_err(anyhow::Error::msg)?;
     let url = client.ui_code_url().await?;
     let page = write_redirect(&paths.home().join("ui-open"), &url)
         .context("cannot write the sign-in page for the browser")?;

@@ -105,6 +105,10 @@ async fn events(State(seen): State<Shared>, upgrade: WebSocketUpgrade) -> Respon
 async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test's HTTP server, ended with the test's runtime"
+    )]
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{address}")
 }

@@ -152,6 +152,10 @@ async fn fan_out(handle: &RuntimeHandle, user: &ChatUser, token: &str) {
     let gateway = Gateway::bind(&handle.config().server).await.unwrap();
     let address = gateway.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the benchmark's gateway, stopped by its oneshot and awaited by the benchmark"
+    )]
     let server = tokio::spawn(gateway.serve(handle.clone(), async move {
         let _ = stopped.await;
         "bench".to_owned()
@@ -169,6 +173,10 @@ async fn fan_out(handle: &RuntimeHandle, user: &ChatUser, token: &str) {
         );
         let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         let start = Arc::clone(&start);
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the benchmark's client tasks, each awaited by the benchmark"
+        )]
         clients.push(tokio::spawn(async move {
             // Wait for the replay marker, then collect deltas.
             loop {

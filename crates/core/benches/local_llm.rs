@@ -121,7 +121,7 @@ fn prompt(i: usize) -> String {
 
 /// Tool-call prompts per validity run: 50, or `SOUZ_BENCH_PROMPTS` (a quick run).
 fn prompts() -> usize {
-    souz_core::config::env::process_env("SOUZ_BENCH_PROMPTS")
+    souz_core::config::env::read(souz_core::config::env::Var::BenchPrompts)
         .and_then(|value| value.parse().ok())
         .unwrap_or(50)
 }

@@ -175,6 +175,9 @@ struct Inner {
     /// The local person's interface language, which grants are labelled and (through the
     /// gate) plans are summarized in: Russian when set, else English.
     russian: std::sync::atomic::AtomicBool,
+    /// Where standing asks wait for their answer: the runtime's tasks (set once, see
+    /// [`Approvals::run_tasks_on`]), else a set of its own.
+    tasks: std::sync::OnceLock<crate::tasks::Tasks>,
 }
 
 /// The approval service. Cheap to clone.
@@ -208,6 +211,7 @@ impl Approvals {
                 pause: PauseSwitch::new(None),
                 standing: Mutex::new(HashMap::new()),
                 russian: std::sync::atomic::AtomicBool::new(false),
+                tasks: std::sync::OnceLock::new(),
             }),
         };
         let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
@@ -215,6 +219,17 @@ impl Approvals {
             approvals.expire(&id, ExpiryReason::Restart).await?;
         }
         Ok(approvals)
+    }
+
+    /// Runs its background waits on `tasks` (the runtime's, so shutdown stops and awaits them;
+    /// once, at assembly: later calls change nothing).
+    pub(crate) fn run_tasks_on(&self, tasks: crate::tasks::Tasks) {
+        let _ = self.inner.tasks.set(tasks);
+    }
+
+    /// Where its background waits run.
+    fn tasks(&self) -> &crate::tasks::Tasks {
+        self.inner.tasks.get_or_init(crate::tasks::Tasks::detached)
     }
 
     /// The policy's decision about a call, with the grants active now.

@@ -40,7 +40,8 @@ pub use agent::AgentConfig;
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
 pub use env::{
-    ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, process_env, system_language,
+    ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, Setter, Var, process_lookup,
+    system_language,
 };
 pub use llm::LlmConfig;
 pub use log::LogConfig;

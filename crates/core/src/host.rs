@@ -28,7 +28,7 @@ mod stop;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::{Config, ConfigError, Problem, SouzPaths, process_env};
+use crate::config::{Config, ConfigError, Problem, SouzPaths, process_lookup};
 use crate::gateway::BindError;
 use crate::llm::service::Environment;
 use crate::mcp::extension::McpExtension;
@@ -95,7 +95,7 @@ impl ConfigSource {
     /// The environment's value of `name`.
     fn get(&self, name: &str) -> Option<String> {
         match self {
-            Self::Process => process_env(name),
+            Self::Process => process_lookup(name),
             Self::Lookup(lookup) => lookup(name),
         }
     }

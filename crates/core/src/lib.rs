@@ -27,6 +27,7 @@ pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
 pub mod store;
+pub mod tasks;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
@@ -44,9 +45,11 @@ pub use runtime::{Runtime, RuntimeError, RuntimeHandle, RuntimeOptions};
 pub const LAYERS: &[&[&str]] = &[
     // Pure text functions: the shell lexer, redaction of secrets. File access beneath a folder
     // handle that follows no link (the walk, and the daemon's own files on top of it), which
-    // imports nothing from the crate, so `config` and `token` write through it too.
+    // imports nothing from the crate, so `config` and `token` write through it too. The
+    // runtime's task tracker, which every service spawns its background tasks on.
     &[
         "shell",
+        "tasks",
         "redact",
         "sandbox::beneath::walk",
         "sandbox::beneath::daemon_file",

@@ -149,6 +149,9 @@ struct Inner {
     vectors: Arc<std::sync::RwLock<VectorIndex>>,
     /// Retrievals waiting to be counted (written off the recall path).
     retrievals: Arc<stats::RetrievalLog>,
+    /// Where its background writes run: the runtime's tasks (set once, see
+    /// [`Memory::run_tasks_on`]), else a set of its own.
+    tasks: std::sync::OnceLock<crate::tasks::Tasks>,
     /// Where changes are announced (see [`wire`]).
     events: std::sync::OnceLock<crate::bus::EventBus>,
     /// Counts the announced changes of facts, for those that follow the facts rather than
@@ -268,10 +271,22 @@ impl Memory {
                 retry: tokio::sync::Notify::new(),
                 vectors: Arc::default(),
                 retrievals: Arc::default(),
+                tasks: std::sync::OnceLock::new(),
                 events: std::sync::OnceLock::new(),
                 changes: tokio::sync::watch::Sender::new(0),
             }),
         }
+    }
+
+    /// Runs its background writes on `tasks` (the runtime's, so shutdown waits for them; once,
+    /// before the first recall: later calls change nothing).
+    pub(crate) fn run_tasks_on(&self, tasks: crate::tasks::Tasks) {
+        let _ = self.inner.tasks.set(tasks);
+    }
+
+    /// Where its background writes run.
+    fn tasks(&self) -> &crate::tasks::Tasks {
+        self.inner.tasks.get_or_init(crate::tasks::Tasks::detached)
     }
 
     /// Memory with lexical recall only and no writer.
@@ -474,7 +489,9 @@ impl Memory {
             .iter()
             .map(|chosen| chosen.fact.id.clone())
             .collect();
-        self.inner.retrievals.note(&self.inner.store, ids);
+        self.inner
+            .retrievals
+            .note(&self.inner.store, self.tasks(), ids);
         Ok((selected, trace))
     }
 

@@ -179,17 +179,19 @@ impl Runtime {
         let environment = options
             .environment
             .clone()
-            .unwrap_or_else(|| Arc::new(crate::config::env::process_env));
+            .unwrap_or_else(|| Arc::new(crate::config::env::daemon_lookup));
         let token = open_home(&config)?;
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
         let events = EventBus::new(store.clone(), EVENT_CHANNEL_CAPACITY);
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let background = crate::tasks::Tasks::new(tasks.clone(), shutdown.clone());
         let approvals = open_approvals(&store, &events, &config).await?;
+        approvals.run_tasks_on(background.clone());
         let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
         let souz_binary = options.sandbox_helper.clone();
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
-        let shutdown = CancellationToken::new();
-        let tasks = TaskTracker::new();
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
         let gate = Gate::new(GateParts {
             catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
@@ -203,7 +205,8 @@ impl Runtime {
         set_proxy_mode(&config, &gate);
         tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
         recover_calls(&gate).await?;
-        let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store());
+        let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store())
+            .on_tasks(background.clone());
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
         let defaults = chat_defaults(&config, &gate);
         let chats = Chats::new(ChatsParts {
@@ -219,7 +222,7 @@ impl Runtime {
         recover_chats(&chats).await?;
         summarize_in_local_language(&chats, &gate).await;
         let skills = open_skills(&config, &sandbox, &store, &llm);
-        let memory = open_memory(&config, &store, &llm, &events).await;
+        let memory = open_memory(&config, &store, &llm, &events, &background).await;
         offer_memory(&config, &memory, &events, &gate);
         let agents = Agents::new(AgentParts {
             bundles: Arc::new(skills.clone()),

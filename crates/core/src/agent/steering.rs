@@ -164,6 +164,10 @@ impl Mailbox {
             return Err(SubmitAfterError::Rejected(SteerError::Empty));
         }
         let reservation = self.reserve().map_err(SubmitAfterError::Rejected)?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "awaited at once by submit_after: spawned only so that a caller giving up cannot drop a commit half-way"
+        )]
         let task = tokio::spawn(async move {
             commit.await.map_err(SubmitAfterError::Commit)?;
             Ok(reservation.publish(input))

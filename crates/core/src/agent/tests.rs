@@ -167,7 +167,8 @@ impl Fixture {
         let steering = turn.steering();
         let sink = Arc::new(Recorder::default());
         let task_sink: Arc<dyn TurnSink> = sink.clone();
-        let handle = tokio::spawn(async move { turn.run(task_sink, cancel).await.unwrap() });
+        let handle =
+            crate::tasks::spawn_in_test(async move { turn.run(task_sink, cancel).await.unwrap() });
         (steering, sink, handle)
     }
 

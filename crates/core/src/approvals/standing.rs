@@ -79,10 +79,11 @@ impl Approvals {
             },
         );
         // Weak: a pending ask does not keep a stopped service alive (its waiter then drops,
-        // which resolves the approval as withdrawn).
+        // which resolves the approval as withdrawn). On the runtime's tasks: shutdown drops the
+        // wait the same way, and waits for a settlement being written.
         let inner = Arc::downgrade(&self.inner);
         let approval_id = id.clone();
-        tokio::spawn(async move {
+        self.tasks().spawn(async move {
             let resolution = pending.resolved().await;
             let Some(inner) = inner.upgrade() else {
                 return;

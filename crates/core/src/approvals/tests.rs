@@ -194,7 +194,7 @@ async fn concurrent_decisions_exactly_one_wins() {
     for index in 0..16 {
         let approvals = f.approvals.clone();
         let id = id.clone();
-        tasks.push(tokio::spawn(async move {
+        tasks.push(crate::tasks::spawn_in_test(async move {
             let verdict = if index % 2 == 0 {
                 Verdict::Approve
             } else {

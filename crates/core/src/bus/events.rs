@@ -235,7 +235,7 @@ mod tests {
         // Publish concurrently while the follower replays and switches to live.
         let publisher = {
             let bus = bus.clone();
-            tokio::spawn(async move {
+            crate::tasks::spawn_in_test(async move {
                 for pid in 4..=2000 {
                     bus.publish(started(pid)).await.unwrap();
                 }

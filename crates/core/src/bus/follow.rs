@@ -216,6 +216,10 @@ impl<E: Sequenced> Follower<E> {
                 next = last;
             }
             while self.ahead.len() < READ_AHEAD {
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "a page read ahead, owned by the follower's queue: awaited in order, aborted when the follower drops or restarts"
+                )]
                 self.ahead
                     .push_back((next, tokio::spawn((self.replay)(next, REPLAY_PAGE))));
                 next = next.saturating_add(i64::try_from(REPLAY_PAGE).unwrap_or(i64::MAX));

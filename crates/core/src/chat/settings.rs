@@ -256,7 +256,7 @@ pub(crate) fn valid_time_zone(name: &str) -> bool {
 
 /// The machine's time zone, or `UTC`.
 pub(crate) fn system_time_zone() -> String {
-    if let Some(zone) = crate::config::env::process_env("TZ") {
+    if let Some(zone) = crate::config::env::read(crate::config::env::Var::Tz) {
         let zone = zone.trim_start_matches(':').to_owned();
         if valid_time_zone(&zone) {
             return zone;

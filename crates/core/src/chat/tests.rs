@@ -910,7 +910,7 @@ async fn replay_and_live_stay_consistent_while_events_are_written() {
     let writer = {
         let chats = f.chats.clone();
         let chat_id = chat_id.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             for round in 0..20 {
                 let response = chats
                     .post_message(

@@ -72,6 +72,10 @@ pub(crate) async fn serve(
                 max = limits.max_connections,
                 "connection refused: [server] max_connections reached"
             );
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "answers one refused connection with 503 and closes it; bounded by the connection"
+            )]
             tokio::spawn(refuse(stream, limits.max_connections));
             continue;
         };
@@ -81,6 +85,10 @@ pub(crate) async fn serve(
         };
         let connection = serve_connection(stream, app.clone(), limits, stop_seen.clone());
         let open = open.clone();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "one connection, owned by the server loop: it drains on the stop signal and the loop waits for every open connection before serve() returns"
+        )]
         tokio::spawn(async move {
             connection.await;
             drop(open);

@@ -476,7 +476,7 @@ async fn serve(f: &Fixture) -> Served {
     let address = gateway.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = f.runtime.handle();
-    let server = tokio::spawn(gateway.serve(handle, async move {
+    let server = crate::tasks::spawn_in_test(gateway.serve(handle, async move {
         let _ = stopped.await;
         "test".to_owned()
     }));

@@ -261,7 +261,7 @@ async fn cancelling_a_run_aborts_the_running_node_and_keeps_the_last_good_contex
     let graph = outer.build().unwrap();
 
     let trigger = cancel.clone();
-    tokio::spawn(async move {
+    crate::tasks::spawn_in_test(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
         trigger.cancel();
     });

@@ -49,7 +49,7 @@ fn serve(
     tokio::task::JoinHandle<Result<(), HostError>>,
 ) {
     let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(running.serve_until(async move {
+    let served = crate::tasks::spawn_in_test(running.serve_until(async move {
         let _ = stopped.await;
         "test".to_owned()
     }));

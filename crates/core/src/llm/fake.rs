@@ -233,7 +233,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let stream = fake.stream(ChatRequest::new("m", vec![]), cancel.clone());
         let trigger = cancel.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             trigger.cancel();
         });

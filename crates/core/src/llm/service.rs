@@ -476,7 +476,7 @@ impl LlmService {
         }
         let reachable = self.reachable_providers().await?;
         let disabled = self.shared().config.disabled();
-        let language = crate::config::system_language(&crate::config::process_env);
+        let language = crate::config::system_language(&crate::config::process_lookup);
         for (provider, model) in super::models::default_chat_models(language) {
             if reachable.contains(&provider) && !disabled.contains(&provider) {
                 return self.resolve(&format!("{provider}/{model}"), ModelKind::Chat);

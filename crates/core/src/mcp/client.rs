@@ -90,6 +90,9 @@ pub(crate) struct McpClients {
     keys: KeyStore,
     flows: Arc<Flows>,
     redirect_uri: Arc<str>,
+    /// Where a reload runs (the runtime's tasks, see [`McpClients::on_tasks`]: shutdown waits
+    /// for a reload under way).
+    tasks: crate::tasks::Tasks,
 }
 
 /// What every server shares.
@@ -114,6 +117,10 @@ impl Keepers {
     fn start(&mut self, server: &Arc<Server>) {
         if let Some(stop) = self.stop.as_ref().filter(|stop| !stop.is_cancelled()) {
             let token = stop.child_token();
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "owned by Keepers (token and handle): cancelled by Keepers::stop or the runtime's stop token, awaited by McpClients::run, which shutdown waits for"
+            )]
             let task = tokio::spawn(Arc::clone(server).keep(token.clone()));
             self.running.insert(server.name.clone(), (token, task));
         }
@@ -198,7 +205,14 @@ impl McpClients {
             keys,
             flows: Arc::new(Flows::default()),
             redirect_uri: Arc::from(redirect_uri),
+            tasks: crate::tasks::Tasks::detached(),
         }
+    }
+
+    /// The same clients with their reloads on `tasks` (the runtime's; before they are used).
+    pub(crate) fn on_tasks(mut self, tasks: crate::tasks::Tasks) -> Self {
+        self.tasks = tasks;
+        self
     }
 
     /// Keeps every server connected and its tools listed until `stop`; then closes them all.
@@ -221,7 +235,9 @@ impl McpClients {
     /// says `restartRequired` until it is done.
     pub(crate) fn apply(&self, config: &Config) {
         let (clients, config) = (self.clone(), config.clone());
-        tokio::spawn(async move {
+        // To its end: a reload stops sessions and takes tools off the gate in steps; `run`
+        // (on the same tasks) waits for the keepers it leaves.
+        self.tasks.spawn_to_end(async move {
             let mut keepers = clients.keepers.lock().await;
             let wanted: Vec<(&String, &McpServerConfig)> = config
                 .mcp

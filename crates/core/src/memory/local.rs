@@ -275,7 +275,11 @@ struct Shared {
     state: Mutex<State>,
     downloading: AtomicBool,
     sweeping: AtomicBool,
+    /// Cancelled when the embedder is dropped or the runtime stops (a child of its tasks'
+    /// stop token).
     shutdown: CancellationToken,
+    /// Where the download and the idle sweeper run.
+    tasks: crate::tasks::Tasks,
 }
 
 /// The local embedder (see the module documentation). Cheap to clone.
@@ -311,8 +315,15 @@ fn not_ready(message: impl Into<String>) -> EmbedError {
 }
 
 impl LocalEmbedder {
-    /// An embedder over `options` (nothing is read or fetched until it is used).
+    /// An embedder over `options` (nothing is read or fetched until it is used), whose
+    /// background work nothing else waits for.
     pub fn new(options: LocalOptions) -> Self {
+        Self::on_tasks(options, crate::tasks::Tasks::detached())
+    }
+
+    /// [`LocalEmbedder::new`] with its download and idle sweeper on `tasks` (the runtime's:
+    /// its shutdown cancels a download and the sweeper, and waits until they have ended).
+    pub(crate) fn on_tasks(options: LocalOptions, tasks: crate::tasks::Tasks) -> Self {
         let status = if files_present(&options.dir, options.profile) {
             ModelStatus::Ready
         } else {
@@ -329,7 +340,8 @@ impl LocalEmbedder {
                 }),
                 downloading: AtomicBool::new(false),
                 sweeping: AtomicBool::new(false),
-                shutdown: CancellationToken::new(),
+                shutdown: tasks.stopping().child_token(),
+                tasks,
             }),
         }
     }
@@ -372,7 +384,8 @@ impl LocalEmbedder {
         if !files_present(&shared.options.dir, shared.options.profile) {
             if shared.options.client.is_some() && !shared.downloading.swap(true, Ordering::AcqRel) {
                 let background = Arc::clone(shared);
-                tokio::spawn(async move {
+                // To its end: the download watches `shutdown` and clears `downloading` itself.
+                shared.tasks.spawn_to_end(async move {
                     let _ = background.download().await;
                 });
             }
@@ -447,7 +460,7 @@ impl Shared {
         let weak = Arc::downgrade(self);
         let idle = self.options.idle_unload;
         let shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
+        self.tasks.spawn_to_end(async move {
             let mut wait = idle;
             loop {
                 tokio::select! {

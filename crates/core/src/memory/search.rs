@@ -53,6 +53,10 @@ impl LexicalSearch {
     pub(super) fn start(store: &Store, query: &recall::Query<'_>) -> Self {
         let (send, found) = std::sync::mpsc::sync_channel(1);
         let (store, owned) = (store.clone(), OwnedQuery::from(query));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "one lexical read of a recall, whose result the recall waits for in finish()"
+        )]
         tokio::spawn(async move {
             let found = store
                 .read(move |connection| {

@@ -5,8 +5,10 @@
 //! would also empty the readers' page caches).
 //!
 //! Invariants: the counts are advisory (nothing decides on them), so a failed write is logged
-//! and dropped, and ids noted just before the process exits may be lost. At most one flush
-//! task runs per [`RetrievalLog`]; an id noted while one runs is written by it or by the next.
+//! and dropped. The flush task runs on the runtime's [`Tasks`]: when shutdown begins it writes
+//! at once instead of waiting out the delay, and shutdown waits for it before the database
+//! closes, so ids noted before a clean stop are counted. At most one flush task runs per
+//! [`RetrievalLog`]; an id noted while one runs is written by it or by the next.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use super::facts;
 use crate::store::{Store, StoreError};
+use crate::tasks::Tasks;
 
 /// How long noted ids wait before they are written.
 pub(crate) const FLUSH_DELAY: Duration = Duration::from_secs(1);
@@ -26,8 +29,8 @@ pub(crate) struct RetrievalLog {
 }
 
 impl RetrievalLog {
-    /// Notes a retrieval of `ids` and makes sure a flush task will write it.
-    pub(crate) fn note(self: &Arc<Self>, store: &Store, ids: Vec<String>) {
+    /// Notes a retrieval of `ids` and makes sure a flush task on `tasks` will write it.
+    pub(crate) fn note(self: &Arc<Self>, store: &Store, tasks: &Tasks, ids: Vec<String>) {
         if ids.is_empty() {
             return;
         }
@@ -38,8 +41,12 @@ impl RetrievalLog {
             return;
         }
         let (log, store) = (Arc::clone(self), store.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(FLUSH_DELAY).await;
+        let stopping = tasks.stopping().clone();
+        tasks.spawn_to_end(async move {
+            tokio::select! {
+                () = tokio::time::sleep(FLUSH_DELAY) => {}
+                () = stopping.cancelled() => {}
+            }
             log.flush(&store).await;
         });
     }

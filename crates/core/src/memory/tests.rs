@@ -960,7 +960,9 @@ async fn cleanup_racing_captures_never_leaves_session_facts() {
     let captures: Vec<_> = (0..8)
         .map(|_| {
             let memory = memory.clone();
-            tokio::spawn(async move { memory.capture(turn("c", "please plan the trip")).await })
+            crate::tasks::spawn_in_test(async move {
+                memory.capture(turn("c", "please plan the trip")).await
+            })
         })
         .collect();
     tokio::task::yield_now().await;

@@ -259,7 +259,7 @@ pub(super) fn chat_defaults(config: &Config, gate: &Gate) -> SettingsDefaults {
             .map(|tool| tool.spec().name.to_owned())
             .collect(),
         time_zone: chat::settings::system_time_zone(),
-        interface_language: crate::config::system_language(&crate::config::process_env),
+        interface_language: crate::config::system_language(&crate::config::process_lookup),
     }
 }
 
@@ -271,6 +271,7 @@ pub(super) fn start_memory(
     tasks: &TaskTracker,
     shutdown: &CancellationToken,
 ) -> Arc<dyn crate::agent::memory::MemoryRecall> {
+    memory.run_tasks_on(crate::tasks::Tasks::new(tasks.clone(), shutdown.clone()));
     if !config.memory.enabled {
         return Arc::new(crate::agent::memory::NoMemory);
     }
@@ -291,11 +292,12 @@ pub(super) async fn open_memory(
     store: &Store,
     llm: &Arc<LlmService>,
     events: &EventBus,
+    tasks: &crate::tasks::Tasks,
 ) -> Memory {
     let model = config.memory.embeddings_model.trim();
     let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
         None
-    } else if let Some(local) = embeddings::local_embedder(config, model, events) {
+    } else if let Some(local) = embeddings::local_embedder(config, model, events, tasks.clone()) {
         Some(Arc::new(local))
     } else {
         match llm.embedding_client(model).await {
@@ -359,11 +361,11 @@ pub(super) async fn recover_agents(agents: &Agents, chats: &Chats) -> Result<(),
 
 /// The person running the daemon, as the local user.
 pub(super) fn local_user() -> LocalUser {
-    use crate::config::env::process_env;
+    use crate::config::env::{Var, read};
     LocalUser {
         id: "local".to_owned(),
-        name: process_env("USER")
-            .or_else(|| process_env("LOGNAME"))
+        name: read(Var::User)
+            .or_else(|| read(Var::LogName))
             .unwrap_or_else(|| "local".to_owned()),
     }
 }

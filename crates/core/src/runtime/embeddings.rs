@@ -24,6 +24,7 @@ pub(crate) fn local_embedder(
     config: &Config,
     model: &str,
     events: &EventBus,
+    tasks: crate::tasks::Tasks,
 ) -> Option<LocalEmbedder> {
     let profile = profile(model)?;
     let options = WebOptions {
@@ -41,15 +42,18 @@ pub(crate) fn local_embedder(
             None
         }
     };
-    Some(LocalEmbedder::new(LocalOptions {
-        profile,
-        dir: config.paths.home().join("models").join(profile.name),
-        client,
-        mirror: Some(config.memory.local_model_mirror.trim().to_owned())
-            .filter(|mirror| !mirror.is_empty()),
-        idle_unload: Duration::from_secs(config.memory.local_model_idle_seconds.max(1)),
-        on_status: Some(status_events(events.clone())),
-    }))
+    Some(LocalEmbedder::on_tasks(
+        LocalOptions {
+            profile,
+            dir: config.paths.home().join("models").join(profile.name),
+            client,
+            mirror: Some(config.memory.local_model_mirror.trim().to_owned())
+                .filter(|mirror| !mirror.is_empty()),
+            idle_unload: Duration::from_secs(config.memory.local_model_idle_seconds.max(1)),
+            on_status: Some(status_events(events.clone())),
+        },
+        tasks,
+    ))
 }
 
 /// Publishes download progress, completion and failure, in order (one forwarding task).

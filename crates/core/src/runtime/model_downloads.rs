@@ -247,7 +247,7 @@ mod tests {
         let running = downloads.begin("m", 10, &parent).unwrap();
         let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let task_closed = Arc::clone(&closed);
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             running.cancel().cancelled().await;
             // Still writing for a moment after the cancel.
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;

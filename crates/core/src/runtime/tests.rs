@@ -2,6 +2,7 @@
 //! expiry of `approvals`) and one agent turn through the whole runtime (`agent_turn`).
 
 mod agent_turn;
+mod background_tasks;
 mod folder_writes;
 mod key_redaction;
 mod memory_capture;

@@ -46,8 +46,9 @@ pub(crate) fn is_secret_variable(name: &str) -> bool {
 /// Looks up a variable (the shape `RuntimeOptions::environment` takes).
 pub(crate) type EnvironmentLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The process environment as it is now, for the daemon to read after
-/// [`scrub_environment`].
+/// The process environment as it is now, for the daemon to read after [`scrub_environment`]
+/// (as [`crate::config::env::daemon_lookup`] reads the live one: registered names, and those
+/// `config.toml` names for MCP servers).
 pub(crate) fn environment_snapshot() -> EnvironmentLookup {
     let snapshot: HashMap<String, String> = crate::config::env::process_environment_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))

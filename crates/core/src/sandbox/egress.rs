@@ -69,6 +69,10 @@ impl EgressProxy {
         let rules = Arc::new(rules);
         let kept = Arc::clone(&rules);
         let left = Arc::new(AtomicU64::new(rules.limit.unwrap_or(u64::MAX)));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the proxy's accept loop and its connections, owned by EgressProxy: its DropGuard cancels them when the command it serves ends"
+        )]
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {

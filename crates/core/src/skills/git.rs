@@ -486,6 +486,10 @@ impl Git<'_> {
             return Err(GitError::Fetch("git's output is not readable".to_owned()));
         };
         // Standard error is drained on its own (keeping its end) so git never blocks on it.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "drains git's stderr for this call only: awaited after git exits, aborted on failure"
+        )]
         let messages = tokio::spawn(drain_tail(stderr));
         let mut out = Vec::new();
         let read = stdout

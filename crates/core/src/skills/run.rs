@@ -233,7 +233,7 @@ pub(crate) async fn run(
         .canonicalize()
         .map_err(|error| RunError::Stage(error.to_string()))?;
     let mut request = request(skill.id, &root, skill.permissions, args, |name| {
-        crate::config::env::process_env(name)
+        crate::config::env::configured_variable(name)
     })?;
     let mut scoped = sandbox
         .for_skill(&root, &skill.permissions.write)

@@ -40,7 +40,7 @@ impl GitServer {
         let app = axum::Router::new().fallback(cgi).with_state(served);
         let stop = tokio_util::sync::CancellationToken::new();
         let token = stop.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(token.cancelled_owned())
                 .await;
@@ -97,7 +97,7 @@ async fn cgi(
         .stdout(std::process::Stdio::piped());
     let mut child = command.spawn().expect("git test server");
     let mut stdin = child.stdin.take().expect("git test server");
-    let writing = tokio::spawn(async move {
+    let writing = crate::tasks::spawn_in_test(async move {
         let _ = stdin.write_all(&body).await;
     });
     let output = child.wait_with_output().await.expect("git test server");

@@ -80,6 +80,12 @@ impl TestRuntime {
     pub async fn shutdown(self, reason: &str) -> Result<(), StoreError> {
         self.runtime.shutdown(reason).await
     }
+
+    /// Shuts the runtime down and hands back its home, to read what the stop left behind.
+    pub async fn shutdown_keeping_home(self, reason: &str) -> Result<TestHome, StoreError> {
+        self.runtime.shutdown(reason).await?;
+        Ok(self.home)
+    }
 }
 
 impl TestRuntimeBuilder {

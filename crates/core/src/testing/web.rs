@@ -82,7 +82,7 @@ impl FixtureSite {
                 record,
             ))
             .with_state(Arc::clone(&state));
-        let task = tokio::spawn(async move {
+        let task = crate::tasks::spawn_in_test(async move {
             let _ = axum::serve(listener, router).await;
         });
         Self {

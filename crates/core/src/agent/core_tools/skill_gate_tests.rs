@@ -56,7 +56,7 @@ pub(super) async fn run_notes_waiting(
     let knowledge = KnowledgeStore::new(f.store.clone());
     let call = core_call(f, &knowledge, &NoMemory, registry);
     let approvals = f.gate.approvals().clone();
-    let decider = tokio::spawn(async move {
+    let decider = crate::tasks::spawn_in_test(async move {
         if let Some(tool) = consent {
             while approvals.standing_waiters(&tool) == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;

@@ -151,7 +151,7 @@ async fn a_committed_input_is_published_even_when_its_caller_gives_up() {
     let (commit_done, commit_wait) = oneshot::channel::<()>();
     let caller = {
         let mailbox = Arc::clone(&mailbox);
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             mailbox
                 .submit_after("durable".into(), async move {
                     commit_wait.await.map_err(|_| "commit abandoned")
@@ -220,7 +220,7 @@ async fn input_arrival_wakes_a_waiter_and_so_does_closing() {
     tokio::pin!(waiter);
     assert!(futures::poll!(&mut waiter).is_pending());
     let closing = Arc::clone(&mailbox);
-    tokio::spawn(async move { closing.close().await });
+    crate::tasks::spawn_in_test(async move { closing.close().await });
     waiter.await;
     assert!(!mailbox.is_open());
 }

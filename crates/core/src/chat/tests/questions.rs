@@ -220,7 +220,7 @@ async fn an_expired_question_is_not_listed_and_expires_when_answered() {
 #[tokio::test]
 async fn a_question_nobody_answers_expires_on_time_and_frees_the_chat() {
     let f = fixture().await;
-    tokio::spawn(f.chats.clone().expire_questions());
+    crate::tasks::spawn_in_test(f.chats.clone().expire_questions());
     let chat_id = f.chat().await;
     let mut events = f.bus.subscribe();
     let execution = f.asked(&chat_id).await;

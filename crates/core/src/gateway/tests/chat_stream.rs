@@ -176,7 +176,7 @@ async fn replay_then_live_has_no_gap_and_no_duplicate_while_events_are_written()
     let served = serve(&f).await;
     let writer = {
         let (f, chat) = (Arc::clone(&f), chat.clone());
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             for n in 1..=TOTAL {
                 store_event(&f, &chat, n).await;
                 if n % 7 == 0 {
@@ -203,7 +203,7 @@ async fn replay_then_live_has_no_gap_and_no_duplicate_while_events_are_written()
             after,
             TOTAL as i64,
         );
-        readers.push((after, tokio::spawn(reader)));
+        readers.push((after, crate::tasks::spawn_in_test(reader)));
     }
     writer.await.unwrap();
     for (after, reader) in readers {

@@ -145,7 +145,7 @@ async fn mirror(corrupt: bool, pause: Duration) -> (String, tokio::task::JoinHan
         .await
         .unwrap();
     let address = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
+    let task = crate::tasks::spawn_in_test(async move {
         let _ = axum::serve(listener, router).await;
     });
     (format!("http://{address}"), task)

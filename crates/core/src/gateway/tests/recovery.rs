@@ -31,7 +31,7 @@ async fn start_recovery(
     let gateway = Gateway::bind(&base.server).await.unwrap();
     let url = format!("http://{}", gateway.local_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(async move {
+    let served = crate::tasks::spawn_in_test(async move {
         gateway
             .serve_recovery(base, problems, "operator-token".to_owned(), async move {
                 let _ = stopped.await;

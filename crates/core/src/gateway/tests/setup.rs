@@ -62,7 +62,7 @@ async fn fake_ollama(models: Value) -> String {
             async move { axum::Json(models) }
         }),
     );
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    crate::tasks::spawn_in_test(async move { axum::serve(listener, app).await });
     format!("http://{address}/v1")
 }
 

@@ -298,6 +298,10 @@ impl LlmClient for LocalClient {
         let client = self.clone();
         futures::stream::once(async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "one answer of the local model, owned by its stream: it ends with the answer, the request's cancel token, or when the stream's receiver is dropped"
+            )]
             tokio::spawn(async move {
                 if let Err(error) = client.answer(request, cancel, &tx).await {
                     let _ = tx.send(Err(error));

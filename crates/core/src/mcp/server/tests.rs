@@ -520,7 +520,7 @@ async fn usable_skills_are_prompts_and_their_changes_are_announced() {
     let followed = prompts::start(&handle).await;
     let follower = {
         let (handle, told, wake, stop) = (handle.clone(), told.clone(), wake.clone(), stop.clone());
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             let notify = || async {
                 told.fetch_add(1, Ordering::SeqCst);
                 wake.notify_one();

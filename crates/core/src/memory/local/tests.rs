@@ -268,7 +268,7 @@ async fn file_server(cut: usize) -> (std::net::SocketAddr, Files, tokio::task::J
         .await
         .unwrap();
     let address = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
+    let task = crate::tasks::spawn_in_test(async move {
         let _ = axum::serve(listener, router).await;
     });
     (address, files, task)

@@ -20,7 +20,7 @@ use crate::tools::gate::CallRequest;
 /// A person at the approvals page: approves every pending approval with the scope it
 /// suggests, exactly as offered, and counts them.
 fn person(handle: RuntimeHandle, asked: Arc<AtomicUsize>, stop: CancellationToken) {
-    tokio::spawn(async move {
+    crate::tasks::spawn_in_test(async move {
         while !stop.is_cancelled() {
             let pending = handle
                 .list_approvals(&Audience::Everyone, Some(ApprovalStatus::Pending), 50)

@@ -381,7 +381,7 @@ async fn cancellation_kills_the_whole_process_group() {
     let request = CommandRequest::shell(spawn_grandchildren(&pidfile));
     let running = {
         let cancel = cancel.clone();
-        tokio::spawn(async move { sandbox.run_command(request, &cancel).await })
+        crate::tasks::spawn_in_test(async move { sandbox.run_command(request, &cancel).await })
     };
     wait_for_file(&pidfile).await;
     cancel.cancel();
@@ -397,7 +397,7 @@ async fn abandoning_the_call_kills_the_whole_process_group() {
     let pidfile = fixture.home.join("pids");
     let sandbox = Arc::new(fixture.sandbox.clone());
     let request = CommandRequest::shell(spawn_grandchildren(&pidfile));
-    let running = tokio::spawn(async move {
+    let running = crate::tasks::spawn_in_test(async move {
         sandbox
             .run_command(request, &CancellationToken::new())
             .await

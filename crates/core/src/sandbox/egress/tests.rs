@@ -53,9 +53,9 @@ fn hosts_match_by_name_and_port() {
 async fn server() -> u16 {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
+    crate::tasks::spawn_in_test(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
+            crate::tasks::spawn_in_test(async move {
                 let mut buffer = [0u8; 1024];
                 let _ = stream.read(&mut buffer).await;
                 let _ = stream

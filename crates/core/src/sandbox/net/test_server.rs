@@ -56,7 +56,7 @@ impl TestServer {
             ));
         let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
         let address = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
+        let task = crate::tasks::spawn_in_test(async move {
             let _ = axum::serve(listener, router).await;
         });
         Self {

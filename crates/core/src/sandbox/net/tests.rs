@@ -206,7 +206,7 @@ async fn slow_servers_time_out_and_callers_can_cancel() {
     let cancel = CancellationToken::new();
     let canceller = {
         let cancel = cancel.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
             cancel.cancel();
         })

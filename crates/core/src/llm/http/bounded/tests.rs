@@ -46,7 +46,7 @@ async fn serve(answer: fn() -> Response) -> String {
     let router = Router::new().fallback(move || async move { answer() });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    crate::tasks::spawn_in_test(async move { axum::serve(listener, router).await });
     format!("http://{address}/v1")
 }
 

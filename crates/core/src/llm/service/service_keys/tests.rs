@@ -117,3 +117,12 @@ async fn bad_keys_and_names_change_nothing_and_other_secrets_stay_hidden() {
         "mcp-token-3333"
     );
 }
+
+#[test]
+fn every_service_key_variable_is_registered() {
+    use crate::config::env::{Setter, Var};
+    for key in KNOWN {
+        let var = Var::from_name(key.variable).expect("registered in config::env");
+        assert_eq!(var.setter(), Setter::Key, "{}", key.variable);
+    }
+}

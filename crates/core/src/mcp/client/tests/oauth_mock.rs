@@ -90,7 +90,7 @@ impl Mock {
             .route("/token", axum::routing::post(token))
             .with_state(shared)
             .merge(protected);
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             let _ = axum::serve(listener, app).await;
         });
         Self { base, inner }

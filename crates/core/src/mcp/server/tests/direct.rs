@@ -157,7 +157,8 @@ async fn a_call_is_answered_directly_as_the_client_and_in_its_session() {
     assert!(result_text(&answer[0]).contains("14"), "{answer:?}");
 
     // A call that asks names the client and the session to the person.
-    let waiting = tokio::spawn(messages(answered(&direct, &book, new_file(8, None))));
+    let waiting =
+        crate::tasks::spawn_in_test(messages(answered(&direct, &book, new_file(8, None))));
     let approval = pending(&handle).await;
     let souz_protocol::Requester::Mcp {
         client_name,
@@ -236,7 +237,8 @@ async fn a_client_that_goes_away_withdraws_a_direct_call() {
     let request_id = RequestId::Number(11);
 
     // `notifications/cancelled` for the request.
-    let waiting = tokio::spawn(messages(answered(&direct, &book, new_file(11, None))));
+    let waiting =
+        crate::tasks::spawn_in_test(messages(answered(&direct, &book, new_file(11, None))));
     let approval = pending(&handle).await;
     assert!(book.cancel_direct(SESSION, &request_id));
     let answer = waiting.await.unwrap_or_default();
@@ -249,13 +251,14 @@ async fn a_client_that_goes_away_withdraws_a_direct_call() {
 
     // The response dropped (the connection closed).
     let answer = answered(&direct, &book, new_file(12, None));
-    let polled = tokio::spawn(messages(answer));
+    let polled = crate::tasks::spawn_in_test(messages(answer));
     let approval = pending(&handle).await;
     polled.abort();
     withdrawn(&handle, &approval.id).await;
 
     // The session ended.
-    let waiting = tokio::spawn(messages(answered(&direct, &book, new_file(13, None))));
+    let waiting =
+        crate::tasks::spawn_in_test(messages(answered(&direct, &book, new_file(13, None))));
     let approval = pending(&handle).await;
     book.end(SESSION);
     let answer = waiting.await.unwrap_or_default();

@@ -46,7 +46,7 @@ async fn serve(handle: RuntimeHandle, fast_path: FastPath) -> SocketAddr {
         front::handle(Arc::clone(&endpoint), request)
     });
     let app = axum::Router::new().route("/mcp", route);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    crate::tasks::spawn_in_test(async move { axum::serve(listener, app).await });
     address
 }
 

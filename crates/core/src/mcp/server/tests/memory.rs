@@ -341,7 +341,7 @@ async fn memory_resource_changes_are_announced() {
     let followed = resources::start(&handle, &reader);
     let follower = {
         let (handle, told, wake, stop) = (handle.clone(), told.clone(), wake.clone(), stop.clone());
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             let notify = || async {
                 told.fetch_add(1, Ordering::SeqCst);
                 wake.notify_one();

@@ -148,7 +148,7 @@ async fn cancelling_the_call_stops_the_command() {
         .await
         .unwrap();
     let cancel = fixture.ctx.cancel.clone();
-    tokio::spawn(async move {
+    crate::tasks::spawn_in_test(async move {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         cancel.cancel();
     });

@@ -601,7 +601,7 @@ async fn blocking_work_stops_on_cancel_and_timeout() {
 
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    tokio::spawn(async move {
+    crate::tasks::spawn_in_test(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
         trigger.cancel();
     });

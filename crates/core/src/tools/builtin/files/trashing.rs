@@ -78,12 +78,13 @@ mod linux {
     }
 
     fn default_home_trash() -> io::Result<PathBuf> {
-        if let Some(data) =
-            crate::config::env::process_env_os("XDG_DATA_HOME").filter(|data| !data.is_empty())
+        if let Some(data) = crate::config::env::read_os(crate::config::env::Var::XdgDataHome)
+            .filter(|data| !data.is_empty())
         {
             return Ok(PathBuf::from(data).join("Trash"));
         }
-        let home = crate::config::env::process_env_os("HOME").filter(|home| !home.is_empty());
+        let home = crate::config::env::read_os(crate::config::env::Var::Home)
+            .filter(|home| !home.is_empty());
         home.map(|home| PathBuf::from(home).join(".local/share/Trash"))
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no home folder for the Trash"))
     }

@@ -17,7 +17,7 @@ fn a_runtime_shuts_down_without_waiting_for_abandoned_work() {
     let result = runtime.block_on(async {
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn_in_test(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             trigger.cancel();
         });
