@@ -60,6 +60,10 @@ pub(crate) fn local_embedder(
 fn status_events(events: EventBus) -> StatusSink {
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<RuntimeEvent>();
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the forwarder owns only the channel's receiver: it ends when the last status sender (the download's) is dropped, and holds nothing shutdown must wait for"
+        )]
         runtime.spawn(async move {
             while let Some(event) = receiver.recv().await {
                 if let Err(error) = events.publish(event).await {

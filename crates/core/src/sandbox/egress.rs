@@ -98,9 +98,9 @@ impl EgressProxy {
         })
     }
 
-    /// Whether the proxy would reach `host:port`, or why not (in the words it answers `403`
-    /// with): to say why before a client that shows only the status is started.
-    pub(crate) async fn check(&self, host: &str, port: u16) -> Result<(), String> {
+    /// Whether the proxy would reach `host:port`, or why not (in the words it answers with):
+    /// to say why before a client that shows only the status is started.
+    pub(crate) async fn check(&self, host: &str, port: u16) -> Result<(), DestinationError> {
         destination(&self.rules, host, port).await.map(drop)
     }
 
@@ -233,16 +233,38 @@ pub(crate) fn listed(hosts: &[String], host: &str, port: u16) -> bool {
     })
 }
 
+/// Why the proxy does not reach a destination; the answer's status follows the cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DestinationError {
+    /// Not allowed: not among the manifest's hosts, or refused by the network policy (`403`).
+    #[error("{0}")]
+    Refused(String),
+    /// Allowed, but not found: the name does not resolve, in time or at all (`502`).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl DestinationError {
+    /// The status line the proxy answers with.
+    pub(crate) fn status(&self) -> &'static str {
+        match self {
+            Self::Refused(_) => "403 Forbidden",
+            Self::Unreachable(_) => "502 Bad Gateway",
+        }
+    }
+}
+
 /// The addresses to connect to for `host:port`, or why not.
 pub(crate) async fn destination(
     rules: &EgressRules,
     host: &str,
     port: u16,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<SocketAddr>, DestinationError> {
+    use DestinationError::{Refused, Unreachable};
     if !listed(&rules.hosts, host, port) {
-        return Err(format!(
+        return Err(Refused(format!(
             "{host}:{port} is not among the hosts this skill's manifest lists"
-        ));
+        )));
     }
     let literal = host.parse::<IpAddr>().ok();
     let url_host = match literal {
@@ -250,27 +272,27 @@ pub(crate) async fn destination(
         _ => host.to_owned(),
     };
     let url = reqwest::Url::parse(&format!("http://{url_host}:{port}/"))
-        .map_err(|error| format!("bad destination {host}: {error}"))?;
+        .map_err(|error| Refused(format!("bad destination {host}: {error}")))?;
     rules
         .policy
         .check_url(&url)
-        .map_err(|refusal| refusal.to_string())?;
+        .map_err(|refusal| Refused(refusal.to_string()))?;
     let addresses = match literal {
         Some(ip) => vec![ip],
         None => {
             let found = tokio::time::timeout(STEP_TIMEOUT, rules.lookup.lookup(host))
                 .await
-                .map_err(|_| format!("resolving {host} took too long"))?
-                .map_err(|error| format!("cannot resolve {host}: {error}"))?;
+                .map_err(|_| Unreachable(format!("resolving {host} took too long")))?
+                .map_err(|error| Unreachable(format!("cannot resolve {host}: {error}")))?;
             rules
                 .policy
                 .check_resolved(host, &found)
-                .map_err(|refusal| refusal.to_string())?;
+                .map_err(|refusal| Refused(refusal.to_string()))?;
             found
         }
     };
     if addresses.is_empty() {
-        return Err(format!("{host} has no addresses"));
+        return Err(Unreachable(format!("{host} has no addresses")));
     }
     Ok(addresses
         .into_iter()
@@ -338,7 +360,7 @@ async fn serve(mut client: TcpStream, rules: &EgressRules, left: Arc<AtomicU64>)
     };
     let addresses = match destination(rules, host, port).await {
         Ok(addresses) => addresses,
-        Err(reason) => return refuse(&mut client, "403 Forbidden", &reason).await,
+        Err(why) => return refuse(&mut client, why.status(), &why.to_string()).await,
     };
     let mut upstream = match connect(&addresses).await {
         Ok(stream) => Metered {

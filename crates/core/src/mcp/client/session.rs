@@ -400,6 +400,10 @@ impl Drop for Abandoned {
         };
         let peer = self.peer.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "a best-effort notice from a Drop, which cannot await: one notification to the server, dropped with the runtime"
+            )]
             runtime.spawn(async move {
                 let notice = CancelledNotificationParam::new(
                     Some(id),

@@ -143,6 +143,30 @@ async fn only_listed_hosts_that_pass_the_network_policy_are_reached() {
     assert!(answer.contains("127.0.0.1"), "{answer}");
 }
 
+/// A listed host that does not resolve is not refused (`403`, the manifest or the policy
+/// said no) but unreachable (`502`), and `check` says which.
+#[tokio::test]
+async fn a_listed_host_that_does_not_resolve_is_unreachable_not_refused() {
+    let rules = EgressRules {
+        hosts: vec!["nowhere.test:443".to_owned()],
+        policy: Arc::new(NetworkPolicy::new(&[]).unwrap()),
+        lookup: Arc::new(StaticLookup::default()),
+        limit: None,
+    };
+    let proxy = EgressProxy::start(rules).await.unwrap();
+    let answer = through(proxy.port(), "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
+    assert!(answer.contains("cannot resolve nowhere.test"), "{answer}");
+    assert!(matches!(
+        proxy.check("nowhere.test", 443).await,
+        Err(DestinationError::Unreachable(_))
+    ));
+    assert!(matches!(
+        proxy.check("elsewhere.test", 443).await,
+        Err(DestinationError::Refused(_))
+    ));
+}
+
 #[tokio::test]
 async fn a_byte_limit_closes_the_connection_that_crosses_it() {
     let target = server().await;
