@@ -236,7 +236,7 @@ impl Runtime {
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         reload_mcp_servers_on_save(&config_editor, &mcp_clients);
-        let schedules = start_schedules(&store, &chats, &tasks, &shutdown).await?;
+        let schedules = start_schedules(&store, &chats, &background).await?;
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,

@@ -418,8 +418,7 @@ pub(super) fn with_local_models(
 pub(super) async fn start_schedules(
     store: &Store,
     chats: &Chats,
-    tasks: &TaskTracker,
-    shutdown: &CancellationToken,
+    tasks: &crate::tasks::Tasks,
 ) -> Result<Schedules, RuntimeError> {
     let engine = Engine::new(EngineParts {
         store: store.clone(),
@@ -429,7 +428,6 @@ pub(super) async fn start_schedules(
             store: store.clone(),
         }),
         tasks: tasks.clone(),
-        shutdown: shutdown.clone(),
     });
     engine.start().await?;
     Ok(Schedules::new(store.clone(), engine))

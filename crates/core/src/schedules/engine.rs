@@ -27,8 +27,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, SubsecRound, Utc};
 use souz_protocol::schedules::{OverlapPolicy, RunState, ScheduleRun};
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::clock::SharedClock;
 use super::firing::{FiringRun, RunEnd, SharedFiring};
@@ -36,6 +34,7 @@ use super::occurrences;
 use super::spec::Spec;
 use super::store::{self as rows, StoredSchedule};
 use crate::store::{Store, StoreError};
+use crate::tasks::Tasks;
 
 /// The next fire of every enabled schedule, ordered.
 #[derive(Debug, Default)]
@@ -85,18 +84,15 @@ pub(crate) struct EngineParts {
     pub clock: SharedClock,
     /// What fires an occurrence.
     pub firing: SharedFiring,
-    /// The runtime's tasks (the loop and every run).
-    pub tasks: TaskTracker,
-    /// Cancelled at shutdown.
-    pub shutdown: CancellationToken,
+    /// The runtime's tasks (the loop and every run, which watch its stop themselves).
+    pub tasks: Tasks,
 }
 
 struct Inner {
     store: Store,
     clock: SharedClock,
     firing: SharedFiring,
-    tasks: TaskTracker,
-    shutdown: CancellationToken,
+    tasks: Tasks,
     /// This engine's id in `schedule_runs.claimed_by`.
     owner: String,
     index: Mutex<Index>,
@@ -119,7 +115,6 @@ impl Engine {
                 store: parts.store,
                 firing: parts.firing,
                 tasks: parts.tasks,
-                shutdown: parts.shutdown,
                 owner: uuid::Uuid::new_v4().to_string(),
                 index: Mutex::new(Index::default()),
                 changed: Notify::new(),
@@ -172,7 +167,7 @@ impl Engine {
                 self.launch(stored.clone(), run_id, fire_at);
             }
         }
-        self.inner.tasks.spawn(self.clone().run());
+        self.inner.tasks.spawn_to_end(self.clone().run());
         Ok(())
     }
 
@@ -258,14 +253,14 @@ impl Engine {
                     None => Box::pin(std::future::pending()),
                 };
                 tokio::select! {
-                    () = self.inner.shutdown.cancelled() => return,
+                    () = self.inner.tasks.stopping().cancelled() => return,
                     () = changed => continue,
                     () = sleep => continue,
                 }
             }
             let due = self.lock_index().due(now);
             for id in due {
-                if self.inner.shutdown.is_cancelled() {
+                if self.inner.tasks.stopping().is_cancelled() {
                     return;
                 }
                 if let Err(error) = self.decide(&id, now).await {
@@ -311,7 +306,7 @@ impl Engine {
         self.inner
             .progress
             .send_modify(|progress| progress.running += 1);
-        self.inner.tasks.spawn(async move {
+        self.inner.tasks.spawn_to_end(async move {
             let mut current = Some((run_id, fire_at));
             while let Some((run_id, fire_at)) = current.take() {
                 let run = FiringRun {
@@ -321,7 +316,7 @@ impl Engine {
                 };
                 let end = tokio::select! {
                     end = this.inner.firing.fire(run) => end,
-                    () = this.inner.shutdown.cancelled() => RunEnd::failed("Souz stopped during the run."),
+                    () = this.inner.tasks.stopping().cancelled() => RunEnd::failed("Souz stopped during the run."),
                 };
                 match this.finish(&stored.schedule.id, run_id, end).await {
                     Ok(next) => current = next,

@@ -21,8 +21,7 @@ async fn service(dir: &tempfile::TempDir) -> Schedules {
         store: store.clone(),
         clock: std::sync::Arc::new(clock),
         firing: std::sync::Arc::new(NeverFires),
-        tasks: tokio_util::task::TaskTracker::new(),
-        shutdown: tokio_util::sync::CancellationToken::new(),
+        tasks: crate::tasks::Tasks::detached(),
     });
     Schedules::new(store, engine)
 }

@@ -8,6 +8,8 @@ use souz_protocol::schedules::{
     MissedPolicy, NewSchedule, OverlapPolicy, RunState, ScheduleAction,
 };
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::*;
 use crate::schedules::Schedules;
@@ -60,8 +62,7 @@ async fn daemon(path: &std::path::Path, firing: CountingFiring) -> Daemon {
         store: store.clone(),
         clock: Arc::new(clock.clone()),
         firing: firing.clone(),
-        tasks: tasks.clone(),
-        shutdown: shutdown.clone(),
+        tasks: crate::tasks::Tasks::new(tasks.clone(), shutdown.clone()),
     });
     Daemon {
         schedules: Schedules::new(store, engine),
