@@ -16,6 +16,7 @@ mod memory_command;
 mod models_command;
 mod output;
 mod questions_command;
+mod schedules_command;
 mod serve;
 mod skills_command;
 mod texts;
@@ -118,6 +119,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<memory_command::MemoryCommand>,
     },
+    /// Scheduled runs: list, preview, add, show, run, pause, resume, rm, history (default:
+    /// list).
+    Schedules {
+        #[command(subcommand)]
+        command: Option<schedules_command::SchedulesCommand>,
+    },
     /// In-process local models: list, pull, rm (default: list).
     Models {
         #[command(subcommand)]
@@ -188,6 +195,7 @@ fn main() -> ExitCode {
         }),
         Command::Memory { command } => client_command(memory_command::run(command)),
         Command::Models { command } => client_command(models_command::run(command)),
+        Command::Schedules { command } => client_command(schedules_command::run(command)),
         Command::Skills { command } => client_command(skills_command::run(command)),
         Command::Tools { command } => client_command(tools_command::run(command)),
         Command::Approvals { command } => client_command(async {

@@ -1,4 +1,4 @@
-//! The CLI's messages a person reads most (approvals, grants and questions), in English and
+//! The CLI's messages a person reads most (approvals, grants, questions, schedules), in English and
 //! Russian. The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
 //! once connected: [`connect`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
 //! `LANG`, read through `souz_core::config`); decided once per process, English when nothing

@@ -5,6 +5,7 @@
 //!   bridges' client tokens).
 //! - [`identity`]: the daemon's proof of identity, checked before any credential is sent.
 //! - [`DaemonClient`]: typed calls over the gateway API with the types of `souz-protocol`.
+//!   Route groups with many calls have their own module (`memory`, `schedules`).
 //! - [`follow`]: the WebSocket event streams (`/v1/events`, `/v1/turns/ws`), with reconnect.
 //!
 //! Invariants: no credential leaves this crate before the listener proved it is the daemon that
@@ -20,6 +21,7 @@ pub mod follow;
 pub mod home;
 pub mod identity;
 mod memory;
+mod schedules;
 
 pub use client::DaemonClient;
 pub use error::ClientError;

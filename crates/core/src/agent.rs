@@ -45,6 +45,7 @@ pub(crate) mod turn;
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
 pub use core_tool_types::CoreTool;
 pub use events::{AgentEvent, NoSink, TurnSink};
+pub use gate_call::ParkedCall;
 pub use kind::AgentKind;
 pub use models::{ChatModel, ChatModels, FixedModel};
 pub use sessions::{Sessions, TurnStatus};

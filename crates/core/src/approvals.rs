@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use souz_protocol::language::Language;
 use souz_protocol::{
-    Approval, ApprovalStatus, EffectivePolicy, ExpiryReason, Grant, RecordedDecision, Requester,
-    Risk, RuntimeEvent, SuggestedScope,
+    Approval, ApprovalStatus, EffectivePolicy, ExpiryReason, Grant, ParkedRun, RecordedDecision,
+    Requester, Risk, RuntimeEvent, SuggestedScope,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -124,6 +124,10 @@ pub struct NewApproval {
     pub reason: String,
     /// The one-click scope.
     pub suggested: SuggestedScope,
+    /// The unattended run that parks on it instead of waiting (`None`: a call waits in
+    /// process, for [`Approvals::timeout`]). A parked approval waits `parked_hours`, survives a
+    /// restart and expires on its own ([`Approvals::expire_parked`]).
+    pub parked: Option<ParkedRun>,
 }
 
 /// A stored pending approval and the means to learn how it ends.
@@ -175,6 +179,8 @@ struct Inner {
     /// The local person's interface language, which grants are labelled and (through the
     /// gate) plans are summarized in: Russian when set, else English.
     russian: std::sync::atomic::AtomicBool,
+    /// Wakes [`Approvals::expire_parked`] when an approval is parked.
+    parked: tokio::sync::Notify,
     /// Where standing asks wait for their answer: the runtime's tasks (set once, see
     /// [`Approvals::run_tasks_on`]), else a set of its own.
     tasks: std::sync::OnceLock<crate::tasks::Tasks>,
@@ -211,10 +217,12 @@ impl Approvals {
                 pause: PauseSwitch::new(None),
                 standing: Mutex::new(HashMap::new()),
                 russian: std::sync::atomic::AtomicBool::new(false),
+                parked: tokio::sync::Notify::new(),
                 tasks: std::sync::OnceLock::new(),
             }),
         };
-        let leftovers = approvals.inner.store.read(queue::pending_ids).await?;
+        // Parked approvals outlive the process: their runs resume when they are decided.
+        let leftovers = approvals.inner.store.read(queue::waited_ids).await?;
         for id in leftovers {
             approvals.expire(&id, ExpiryReason::Restart).await?;
         }
@@ -236,6 +244,14 @@ impl Approvals {
     pub fn decide_call(&self, facts: &CallFacts<'_>) -> Decision {
         let (policy, grants) = self.snapshot();
         policy.decide(facts, &grants, now())
+    }
+
+    /// [`Approvals::decide_call`] with `extra` grants besides the active ones (an unattended
+    /// run's envelope).
+    pub(crate) fn decide_call_with(&self, facts: &CallFacts<'_>, extra: &[GrantRule]) -> Decision {
+        let (policy, grants) = self.snapshot();
+        let all: Vec<GrantRule> = grants.iter().chain(extra).cloned().collect();
+        policy.decide(facts, &all, now())
     }
 
     /// How a tool is treated before its arguments are known.
@@ -282,6 +298,56 @@ impl Approvals {
             }
         }
         Ok(expired)
+    }
+
+    /// How long a parked approval waits (`parked_hours`).
+    pub fn parked_lifetime(&self) -> Duration {
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Duration::from_secs(state.config.approvals.parked_hours.saturating_mul(3600))
+    }
+
+    /// Ends parked approvals nobody decided in time (a denial, `timeout`): sleeps until the
+    /// first one runs out, or until a new one is parked, never polling. Runs until `stop`.
+    pub async fn expire_parked(self, stop: CancellationToken) {
+        loop {
+            let next = match self.inner.store.read(queue::next_parked_expiry).await {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(%error, "could not read when a parked approval expires");
+                    None
+                }
+            };
+            let wait = next
+                .as_ref()
+                .map(|(_, at)| (*at - now()).to_std().unwrap_or_default());
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.inner.parked.notified() => {}
+                () = sleep_for(wait) => {
+                    if let Some((id, _)) = next
+                        && let Err(error) = self.expire(&id, ExpiryReason::Timeout).await
+                    {
+                        tracing::warn!(%error, "could not expire a parked approval");
+                        // Not in a tight loop on a failing store.
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marks the approved parked approval `id` used by `call_id`; false when it is not an
+    /// approved parked approval, or its call ran already.
+    pub(crate) async fn use_parked(&self, id: &str, call_id: &str) -> Result<bool, StoreError> {
+        let (id, call_id) = (id.to_owned(), call_id.to_owned());
+        self.inner
+            .store
+            .write(move |tx| queue::use_parked(tx, &id, &call_id))
+            .await
     }
 
     /// How long a pending approval waits.
@@ -402,11 +468,19 @@ impl Approvals {
         F: FnOnce(&rusqlite::Transaction<'_>, &str) -> Result<(), StoreError> + Send + 'static,
     {
         let created_at = now();
+        let lifetime = match &new.parked {
+            Some(_) => self.parked_lifetime(),
+            None => self.timeout(),
+        };
         let approval = Approval {
             id: uuid::Uuid::now_v7().to_string(),
             call_id: new.call_id,
             status: ApprovalStatus::Pending,
-            requester_label: new.requester.label(),
+            requester_label: new
+                .parked
+                .as_ref()
+                .map_or_else(|| new.requester.label(), ParkedRun::label),
+            parked: new.parked,
             requester: new.requester,
             tool: new.tool,
             server: new.server,
@@ -417,7 +491,7 @@ impl Approvals {
             reason: new.reason,
             suggested: new.suggested,
             created_at,
-            expires_at: queue::expiry(created_at, self.timeout()),
+            expires_at: queue::expiry(created_at, lifetime),
             decision: None,
             expiry_reason: None,
         };
@@ -439,6 +513,7 @@ impl Approvals {
             );
         }
         let id = approval.id.clone();
+        let parks = approval.parked.is_some();
         let announced = shown.clone();
         let result = self
             .inner
@@ -455,6 +530,9 @@ impl Approvals {
         if let Err(error) = result {
             self.waiters().remove(&id);
             return Err(error.into());
+        }
+        if parks {
+            self.inner.parked.notify_one();
         }
         Ok(PendingApproval {
             approval: shown,

@@ -9,7 +9,8 @@
 //!   and a unique index on terminal events backs it up.
 //! - Executions carry an owner and a lease; at start, executions left running by a dead process
 //!   are failed with `process_restarted` and get their terminal event. A question waiting for an
-//!   answer (`waiting_option`) is not a crash: it can be answered after a restart.
+//!   answer (`waiting_option`) is not a crash: it can be answered after a restart, and neither
+//!   is an unattended run parked on an approval (`waiting_approval`, see [`parking`]).
 //! - Each execution snapshots its effective settings; a resumed turn uses the snapshot.
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones. Models are
 //!   offered, checked and called with the user's own provider keys, then the daemon's.
@@ -22,6 +23,7 @@ mod execution;
 mod followups;
 pub(crate) mod live;
 pub(crate) mod options;
+mod parking;
 mod per_chat;
 mod posting;
 mod preferences;
@@ -92,6 +94,12 @@ pub enum ChatError {
         "The agent is waiting for the answer to its question; answer it (or cancel the turn) first."
     )]
     AwaitingAnswer,
+    /// An unattended run waits for the person's approval of a call; input waits for that.
+    #[error(
+        "This chat's run waits for your approval of a call; approve or deny it (or cancel the \
+         run) first."
+    )]
+    AwaitingApproval,
     /// Souz is paused; turns start again once the person resumes it.
     #[error("Souz is paused; resume it to start agent turns.")]
     Paused,
@@ -214,6 +222,10 @@ impl Chats {
             .await?;
         let count = orphans.len();
         for (execution_id, chat_id) in orphans {
+            // Killed between parking its call and recording that it waits: it waits now.
+            if self.adopt_parked(&execution_id).await? {
+                continue;
+            }
             self.end_execution(
                 &chat_id,
                 &execution_id,
@@ -231,6 +243,7 @@ impl Chats {
             .await?;
         }
         self.inner.tasks.spawn(self.clone().expire_questions());
+        self.inner.tasks.spawn(self.clone().follow_parked());
         self.inner.tasks.spawn(self.clone().renew_leases());
         Ok(count)
     }

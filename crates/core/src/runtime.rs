@@ -193,8 +193,9 @@ impl Runtime {
         let souz_binary = options.sandbox_helper.clone();
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
+        let scheduling = crate::schedules::tools::ScheduleTools::default();
         let gate = Gate::new(GateParts {
-            catalog: builtin::catalog_with(&web_services(&config, &store, &llm))?,
+            catalog: catalog(&config, &store, &llm, &scheduling)?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),
@@ -203,7 +204,7 @@ impl Runtime {
             shutdown: shutdown.clone(),
         });
         set_proxy_mode(&config, &gate);
-        tasks.spawn(gate.approvals().clone().expire_grants(shutdown.clone()));
+        expire_approvals(&tasks, gate.approvals(), &shutdown);
         recover_calls(&gate).await?;
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store())
             .on_tasks(background.clone());
@@ -236,7 +237,7 @@ impl Runtime {
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         reload_mcp_servers_on_save(&config_editor, &mcp_clients);
-        let schedules = start_schedules(&store, &chats, &background).await?;
+        let schedules = start_schedules(&store, &chats, &background, &events, &scheduling).await?;
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,

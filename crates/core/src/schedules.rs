@@ -9,6 +9,8 @@
 //! - [`engine`]: the one-timer loop that claims and fires, and keeps runs from overlapping.
 //! - [`firing`]: a fire as a chat execution in the schedule's own chat, and the seam where
 //!   durable parking of approvals goes.
+//! - [`tools`]: `CreateSchedule`, `ListSchedules` and `DeleteSchedule`, catalog tools for the
+//!   agents and MCP clients, behind the gate.
 //!
 //! This module's [`Schedules`] is the service the runtime facade calls: it validates and
 //! stores, and tells the engine about every change. Invariant: nothing is stored from a spec
@@ -20,6 +22,7 @@ pub(crate) mod firing;
 pub(crate) mod occurrences;
 pub(crate) mod spec;
 pub(crate) mod store;
+pub(crate) mod tools;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use souz_protocol::schedules::{
@@ -56,6 +59,18 @@ pub enum ScheduleError {
     Store(#[from] StoreError),
 }
 
+/// A new schedule that passed [`Schedules::check_new`]: the request to store (spec and zone
+/// resolved), its parsed spec, and its first fire.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckedSchedule {
+    /// What to pass to [`Schedules::create`].
+    pub request: NewSchedule,
+    /// Its spec, parsed in its zone.
+    pub spec: Spec,
+    /// When it fires first.
+    pub next_fire: DateTime<Utc>,
+}
+
 /// The schedule service. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Schedules {
@@ -90,6 +105,17 @@ impl Schedules {
         })
     }
 
+    /// Checks `request` as [`Schedules::create`] would (`default_zone` when it names none) and
+    /// resolves it: a relative time becomes its instant, the zone is named. Stores nothing, so
+    /// a tool can show what it will create before anyone approves it.
+    pub(crate) fn check_new(
+        &self,
+        request: NewSchedule,
+        default_zone: &str,
+    ) -> Result<CheckedSchedule, ScheduleError> {
+        check_new_at(request, default_zone, self.now())
+    }
+
     /// Creates a schedule for `owner`; `default_zone` when the request names none.
     pub(crate) async fn create(
         &self,
@@ -98,10 +124,11 @@ impl Schedules {
         default_zone: &str,
     ) -> Result<Schedule, ScheduleError> {
         let now = self.now();
-        let zone = request.zone.as_deref().unwrap_or(default_zone);
-        let spec = Spec::parse_new(&request.spec, zone, now)?;
-        let missed = request.missed.unwrap_or_default();
-        check(&request.name, &request.action, missed)?;
+        let CheckedSchedule {
+            request,
+            spec,
+            next_fire,
+        } = check_new_at(request, default_zone, now)?;
         let enabled = request.enabled.unwrap_or(true);
         let stored = StoredSchedule {
             owner: owner.to_owned(),
@@ -112,12 +139,12 @@ impl Schedules {
                 spec: spec.text().to_owned(),
                 zone: spec.zone_name().to_owned(),
                 action: request.action,
-                missed,
+                missed: request.missed.unwrap_or_default(),
                 overlap: request.overlap.unwrap_or_default(),
                 envelope: request.envelope.unwrap_or_default(),
                 enabled,
                 chat_id: None,
-                next_fire: enabled.then(|| spec.next_fire(now)).flatten(),
+                next_fire: enabled.then_some(next_fire),
                 created_at: now,
                 updated_at: now,
             },
@@ -272,6 +299,31 @@ impl Schedules {
             .await?;
         Ok(ScheduleRunList { items })
     }
+}
+
+/// [`Schedules::check_new`] at `now`.
+fn check_new_at(
+    mut request: NewSchedule,
+    default_zone: &str,
+    now: DateTime<Utc>,
+) -> Result<CheckedSchedule, ScheduleError> {
+    let zone = request.zone.as_deref().unwrap_or(default_zone);
+    let spec = Spec::parse_new(&request.spec, zone, now)?;
+    check(
+        &request.name,
+        &request.action,
+        request.missed.unwrap_or_default(),
+    )?;
+    let next_fire = spec
+        .next_fire(now)
+        .ok_or_else(|| SpecError::NeverFires(request.spec.trim().to_owned()))?;
+    request.spec = spec.text().to_owned();
+    request.zone = Some(spec.zone_name().to_owned());
+    Ok(CheckedSchedule {
+        request,
+        spec,
+        next_fire,
+    })
 }
 
 /// Checks what a spec does not: the name, the action, the missed policy.

@@ -11,6 +11,8 @@
 //! - [`git_server`]: a loopback git smart-HTTP server and repository helpers;
 //! - [`web`]: a loopback fixture site speaking the search backends' formats, a scripted model
 //!   for the model-backed web tools;
+//! - [`ScheduleBench`]: many schedules and an engine on a counting manual clock, for the
+//!   schedule benchmarks;
 //! - [`RuntimeInternals`]: the services behind the runtime's facade, for other crates' tests
 //!   and benchmarks that work below it.
 //!
@@ -29,6 +31,7 @@ mod home;
 mod internals;
 pub mod probes;
 mod runtime;
+mod schedules;
 pub mod web;
 
 #[cfg(test)]
@@ -38,6 +41,7 @@ pub use gate::TestGate;
 pub use home::{TestHome, tool_context};
 pub use internals::RuntimeInternals;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};
+pub use schedules::{LoadedSchedule, ScheduleBench};
 
 /// The peak resident memory of this (test) process so far, in KiB (`VmHWM`); `None` where
 /// `/proc` does not say (not Linux). The bounded-parser tests compare it with their bound.

@@ -310,6 +310,25 @@ pub struct RecordedDecision {
     pub grant_id: Option<String>,
 }
 
+/// A run nobody is watching (a schedule's occurrence) that waits for a person's decision on one
+/// of its calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ParkedRun {
+    /// The schedule.
+    pub schedule_id: String,
+    /// Its name, as the person gave it.
+    pub schedule_name: String,
+    /// The run (`/v1/schedules/{id}/runs`).
+    pub run_id: i64,
+}
+
+impl ParkedRun {
+    /// Who waits, in words: "scheduled run 'Inbox summary'".
+    pub fn label(&self) -> String {
+        format!("scheduled run '{}'", self.schedule_name)
+    }
+}
+
 /// A request for a person's decision about one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Approval {
@@ -352,6 +371,10 @@ pub struct Approval {
     /// Why it expired, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_reason: Option<ExpiryReason>,
+    /// The unattended run parked on this approval (a schedule's run): it goes on when the
+    /// approval is given, hours or restarts later, and ends `blocked` when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<ParkedRun>,
 }
 
 /// `GET /v1/approvals`.

@@ -268,6 +268,9 @@ pub enum ExecutionStatus {
     Running,
     /// Waiting for the person to answer an option (question).
     WaitingOption,
+    /// An unattended run (a schedule's) parked on a tool call that waits for the person's
+    /// approval; it goes on when they approve, and ends when they deny or it expires.
+    WaitingApproval,
     /// Cancellation requested.
     Cancelling,
     /// Cancelled.
@@ -285,6 +288,7 @@ impl ExecutionStatus {
             Self::Queued => "queued",
             Self::Running => "running",
             Self::WaitingOption => "waiting_option",
+            Self::WaitingApproval => "waiting_approval",
             Self::Cancelling => "cancelling",
             Self::Cancelled => "cancelled",
             Self::Completed => "completed",
@@ -296,7 +300,11 @@ impl ExecutionStatus {
     pub fn is_active(self) -> bool {
         matches!(
             self,
-            Self::Queued | Self::Running | Self::WaitingOption | Self::Cancelling
+            Self::Queued
+                | Self::Running
+                | Self::WaitingOption
+                | Self::WaitingApproval
+                | Self::Cancelling
         )
     }
 }

@@ -257,6 +257,27 @@ pub enum RuntimeEvent {
     /// with `GET /v1/me/settings`.
     #[serde(rename = "settings.changed")]
     SettingsChanged {},
+    /// Schedules were created, changed, paused, resumed or deleted, or one fired (its next
+    /// fire moved). It names no one: a client that shows them (the tray's next run) reads its
+    /// own again with `GET /v1/schedules`.
+    #[serde(rename = "schedules.changed")]
+    SchedulesChanged {},
+    /// A scheduled run ended: `ok`, `blocked` (an approval it waited on was denied or ran
+    /// out) or `failed`, with the reason in the person's language.
+    #[serde(rename = "schedule.run.ended")]
+    ScheduleRunEnded {
+        /// The schedule.
+        schedule_id: String,
+        /// Its name.
+        schedule_name: String,
+        /// The run.
+        run_id: i64,
+        /// How it ended.
+        state: crate::schedules::RunState,
+        /// Why, when it did not end `ok`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 impl RuntimeEvent {
@@ -289,6 +310,8 @@ impl RuntimeEvent {
             Self::MemoryFactRetired { .. } => "memory.fact.retired",
             Self::MemoryFactDeleted { .. } => "memory.fact.deleted",
             Self::SettingsChanged {} => "settings.changed",
+            Self::SchedulesChanged {} => "schedules.changed",
+            Self::ScheduleRunEnded { .. } => "schedule.run.ended",
         }
     }
 }
@@ -365,6 +388,14 @@ mod tests {
                 error: "e".into(),
             },
             RuntimeEvent::LocalModelDownloadCancelled { model: "m".into() },
+            RuntimeEvent::SchedulesChanged {},
+            RuntimeEvent::ScheduleRunEnded {
+                schedule_id: "s".into(),
+                schedule_name: "Inbox".into(),
+                run_id: 1,
+                state: crate::schedules::RunState::Blocked,
+                reason: Some("denied".into()),
+            },
         ];
         for event in events {
             let json = serde_json::to_value(&event).unwrap();

@@ -28,8 +28,8 @@ pub mod tools;
 
 pub use approvals::{
     Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
-    Effect, ExpiryReason, Grant, GrantList, RecordedDecision, Requester, ScopeKind, SuggestedScope,
-    ToolGroup, Verdict,
+    Effect, ExpiryReason, Grant, GrantList, ParkedRun, RecordedDecision, Requester, ScopeKind,
+    SuggestedScope, ToolGroup, Verdict,
 };
 pub use clients::{
     ClientList, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,

@@ -251,6 +251,9 @@ pub struct ScheduleRun {
     pub execution_id: Option<String>,
     /// Why it failed, was blocked or skipped.
     pub reason: Option<String>,
+    /// The approval it waits (`parked`) or waited on last.
+    #[serde(default)]
+    pub approval_id: Option<String>,
 }
 
 /// `GET /v1/schedules/{id}/runs` response.

@@ -199,6 +199,9 @@ pub enum ToolCallStatus {
     Denied,
     /// The requester cancelled it.
     Cancelled,
+    /// An unattended run's call that waits for a person: the approval is stored and outlives
+    /// the call (and the process); once approved, the run executes it as a new call.
+    Parked,
 }
 
 impl ToolCallStatus {
@@ -212,6 +215,7 @@ impl ToolCallStatus {
             Self::Failed => "failed",
             Self::Denied => "denied",
             Self::Cancelled => "cancelled",
+            Self::Parked => "parked",
         }
     }
 
@@ -301,6 +305,8 @@ pub enum Outcome {
     Denied,
     /// Cancelled by the requester.
     Cancelled,
+    /// Parked: an unattended run's call waits for a person; nothing ran (yet).
+    Parked,
 }
 
 impl Outcome {
@@ -311,6 +317,7 @@ impl Outcome {
             Self::Failed => "failed",
             Self::Denied => "denied",
             Self::Cancelled => "cancelled",
+            Self::Parked => "parked",
         }
     }
 }

@@ -62,6 +62,15 @@ impl Bridge {
         let request = self.request(&endpoint, message, session, is_handshake);
         let response = match request.send().await {
             Ok(response) => response,
+            // Connected and sent, then the answer never came (the daemon holds back a
+            // stream's headers until its first event, so a call waiting for a person dies
+            // here): it may have run, so it is not sent again; the client learns Souz stopped.
+            Err(error) if !error.is_connect() && !error.is_builder() => {
+                return match message.request_id() {
+                    Some(id) => self.unanswered(id, &endpoint.base, replay).await,
+                    None => Posted::Done,
+                };
+            }
             Err(_) => {
                 // The daemon may have restarted elsewhere: look again before giving up.
                 self.forget_target();

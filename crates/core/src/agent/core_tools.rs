@@ -116,6 +116,8 @@ pub(crate) struct CoreCall<'a> {
     pub sink: &'a dyn TurnSink,
     /// File-backed skills.
     pub bundles: &'a dyn super::skills::SkillBundles,
+    /// An unattended turn's parking (see [`super::gate_call::Parking`]).
+    pub parking: Option<&'a super::gate_call::Parking>,
 }
 
 impl CoreTool {

@@ -81,6 +81,7 @@ pub(crate) async fn execute(
                 memory: services.memory.as_ref(),
                 sink,
                 bundles: services.bundles.as_ref(),
+                parking: scope.parking.as_ref(),
             };
             let output = tool.run(&core, arguments).await;
             (output.content, output.is_error)
@@ -129,6 +130,7 @@ async fn through_gate(
         tool: &call.name,
         tool_call_id: &call.id,
         sink: scope.sink.as_ref(),
+        parking: scope.parking.as_ref(),
     };
     match call_gate(gate_call, arguments).await {
         Ok(result) => {

@@ -12,7 +12,51 @@ use souz_protocol::{Requester, ToolCallStatus, ToolResult};
 use super::events::{AgentEvent, TurnSink};
 use crate::redact;
 use crate::store::StoreError;
-use crate::tools::gate::{CallHandle, CallRequest, CallState, Gate};
+use crate::tools::gate::{CallHandle, CallMode, CallRequest, CallState, Gate};
+
+/// An unattended turn's parking: the run it is, and the call it parked on (the turn ends at
+/// the first: the calls after it do not run).
+#[derive(Debug)]
+pub(crate) struct Parking {
+    /// The run, named on every approval it parks on, and its envelope.
+    pub run: crate::tools::gate::Unattended,
+    parked: std::sync::Mutex<Option<ParkedCall>>,
+}
+
+/// A call that parked: its approval, and the model's id for the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedCall {
+    /// The pending approval it parked on.
+    pub approval_id: String,
+    /// The model's tool call id.
+    pub tool_call_id: String,
+}
+
+impl Parking {
+    /// Parking for `run`, with nothing parked yet.
+    pub(crate) fn new(run: crate::tools::gate::Unattended) -> Self {
+        Self {
+            run,
+            parked: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Notes that a call parked (the first one stays: the turn ends there).
+    pub(crate) fn park(&self, call: ParkedCall) {
+        self.parked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert(call);
+    }
+
+    /// The call it parked on, if one did.
+    pub(crate) fn parked(&self) -> Option<ParkedCall> {
+        self.parked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
 
 /// A call through the gate from a chat turn: which tool, for which chat and model tool call,
 /// and where its approval events go.
@@ -23,6 +67,8 @@ pub(crate) struct GateCall<'a> {
     pub tool: &'a str,
     pub tool_call_id: &'a str,
     pub sink: &'a dyn TurnSink,
+    /// An unattended turn's parking: a call that needs a person parks instead of waiting.
+    pub parking: Option<&'a Parking>,
 }
 
 /// Runs `call.tool` through the gate for `call.chat_id`, reporting an approval wait and its
@@ -47,6 +93,7 @@ pub(crate) async fn call_gate_with(
         tool,
         tool_call_id,
         sink,
+        parking,
     } = call;
     let request = CallRequest {
         tool: tool.to_owned(),
@@ -55,11 +102,19 @@ pub(crate) async fn call_gate_with(
             chat_id: chat_id.to_owned(),
         },
     };
-    let mut handle = match supplied {
-        Some(supplied) => gate.start_with(request, supplied).await?,
-        None => gate.start(request).await?,
-    };
+    let mode = parking.map_or(CallMode::Attended, |parking| {
+        CallMode::Unattended(Box::new(parking.run.clone()))
+    });
+    let mut handle = gate.start_as(request, supplied, mode).await?;
     let state = follow_call(&mut handle, gate, tool, tool_call_id, sink).await;
+    if state.status == ToolCallStatus::Parked
+        && let (Some(parking), Some(approval_id)) = (parking, state.approval_id.clone())
+    {
+        parking.park(ParkedCall {
+            approval_id,
+            tool_call_id: tool_call_id.to_owned(),
+        });
+    }
     Ok(state.result.unwrap_or_else(|| ToolResult {
         text: "The call ended without a result.".to_owned(),
         structured: None,
@@ -77,13 +132,29 @@ async fn follow_call(
     sink: &dyn TurnSink,
 ) -> CallState {
     let mut seen = None;
+    let mut asked = false;
     loop {
         let state = handle.progressed(seen.as_ref()).await;
         if state.status.is_final() {
+            // A parked call may end before its wait was seen (the states are coalesced): the
+            // approval it parked on is reported all the same.
+            if state.status == ToolCallStatus::Parked
+                && !asked
+                && let Some(approval_id) = state.approval_id.clone()
+            {
+                sink.send(AgentEvent::ApprovalRequested {
+                    tool_call_id: tool_call_id.to_owned(),
+                    call_id: handle.call_id.clone(),
+                    approval_id,
+                    tool: tool.to_owned(),
+                    summary: state.summary.clone().unwrap_or_default(),
+                });
+            }
             return state;
         }
         if state.status == ToolCallStatus::WaitingApproval {
             if let Some(approval_id) = state.approval_id {
+                asked = true;
                 report_approval(
                     handle,
                     gate,
@@ -142,6 +213,8 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
     handle.past_approval().await;
     // The approval's outcome is stored before the call moves on: read it from there.
     match gate.approvals().get(&approval_id).await {
+        // Parked: it is decided later, when the run resumes.
+        Ok(approval) if approval.status == souz_protocol::ApprovalStatus::Pending => {}
         Ok(approval) => sink.send(AgentEvent::ApprovalResolved {
             tool_call_id: tool_call_id.to_owned(),
             call_id: handle.call_id.clone(),
@@ -154,5 +227,82 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
         Err(error) => {
             tracing::warn!(%error, %approval_id, "could not read how an approval ended");
         }
+    }
+}
+
+/// Runs the call a person approved while it was parked (the approval's tool and arguments, as
+/// the chat's: the gate refuses it for any other requester, or when what it would do changed),
+/// reporting it like any call. Returns the text the resumed turn goes on from.
+pub(crate) async fn run_approved(
+    gate: &Gate,
+    chat_id: &str,
+    approval_id: &str,
+    sink: &dyn TurnSink,
+) -> String {
+    let approval = match gate.approvals().get(approval_id).await {
+        Ok(approval) => approval,
+        Err(error) => {
+            tracing::warn!(%error, %approval_id, "could not read an approved parked call");
+            return format!(
+                "Souz could not read the approval this run waited for ({approval_id}), so the \
+                 call did not run. Tell the person."
+            );
+        }
+    };
+    let tool_call_id = format!("approved-{approval_id}");
+    sink.send(AgentEvent::ToolCallStarted {
+        tool_call_id: tool_call_id.clone(),
+        tool: approval.tool.clone(),
+        arguments: crate::approvals::preview::arguments(&approval.arguments).to_string(),
+    });
+    let started = std::time::Instant::now();
+    let request = CallRequest {
+        tool: approval.tool.clone(),
+        arguments: approval.arguments,
+        requester: Requester::Chat {
+            chat_id: chat_id.to_owned(),
+        },
+    };
+    let mode = CallMode::Approved {
+        approval_id: approval_id.to_owned(),
+    };
+    let result = match gate.start_as(request, None, mode).await {
+        Ok(mut handle) => handle.finished().await.result,
+        Err(error) => {
+            tracing::error!(%error, "could not start an approved parked call");
+            None
+        }
+    };
+    let result = result.unwrap_or_else(|| ToolResult {
+        text: "The call ended without a result.".to_owned(),
+        structured: None,
+        is_error: true,
+    });
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let tool = approval.tool;
+    if result.is_error {
+        sink.send(AgentEvent::ToolCallFailed {
+            tool_call_id,
+            tool: tool.clone(),
+            error: redact::error_preview(&result.text),
+            duration_ms,
+        });
+        format!(
+            "The person approved the call to `{tool}` this run waited for, but it did not \
+             succeed: {}\nGo on with the task from here.",
+            result.text
+        )
+    } else {
+        sink.send(AgentEvent::ToolCallFinished {
+            tool_call_id,
+            tool: tool.clone(),
+            duration_ms,
+            result_preview: redact::result_preview(&result),
+        });
+        format!(
+            "The person approved the call to `{tool}` this run waited for, and it ran. Its \
+             result:\n{}\nGo on with the task from here.",
+            result.text
+        )
     }
 }

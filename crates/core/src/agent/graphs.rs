@@ -36,6 +36,8 @@ pub(crate) type AgentGraph = Graph<AgentContext<String>, AgentContext<Reply>>;
 pub(crate) const GRAPH_AGENT: &str = "Agent";
 /// Name of the skills agent's graph.
 pub(crate) const SKILLS_AGENT: &str = "Skills Agent";
+/// The reply of a turn that parked on an approval.
+pub(crate) const PARKED_REPLY: &str = "Waiting for your approval to go on.";
 
 /// Builds the graph of `kind` for one turn.
 pub(crate) fn build(
@@ -96,10 +98,11 @@ pub(crate) fn build(
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone();
-            let text = question
-                .as_ref()
-                .map(|question| question.title.clone())
-                .unwrap_or_default();
+            let text = match &question {
+                Some(question) => question.title.clone(),
+                // Parked on an approval: the run goes on once the person decides.
+                None => PARKED_REPLY.to_owned(),
+            };
             Ok(context.with(Reply {
                 text,
                 failure: None,
@@ -116,11 +119,12 @@ pub(crate) fn build(
             ChatOutcome::Answer(_) => finish_target,
         })
     });
-    // Asking the person ends the turn; otherwise the model reads the tool results.
+    // Asking the person, or parking on an approval, ends the turn; otherwise the model reads the
+    // tool results.
     let (asked_target, chat_target) = (asked.target(), chat_node.target());
     let asking = Arc::clone(scope);
     builder.route(tools, move |_| {
-        Some(if asking.asked() {
+        Some(if asking.asked() || asking.is_parked() {
             asked_target
         } else {
             chat_target

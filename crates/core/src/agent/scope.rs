@@ -60,9 +60,18 @@ pub(crate) struct TurnScope {
     pub request_timeout: Option<Duration>,
     /// Model requests made so far (start at 0).
     pub attempts: AtomicU64,
+    /// Set for an unattended run (a schedule's): calls that need a person park on it.
+    pub parking: Option<super::gate_call::Parking>,
 }
 
 impl TurnScope {
+    /// Whether a call of this turn parked (the turn ends there and resumes once decided).
+    pub(crate) fn is_parked(&self) -> bool {
+        self.parking
+            .as_ref()
+            .is_some_and(|parking| parking.parked().is_some())
+    }
+
     /// Whether the model asked the person a question.
     pub(crate) fn asked(&self) -> bool {
         self.question

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{AgentContext, AgentSettings, ChatOutcome, Reply, ToolBinding};
 use super::core_tools::CoreTool;
 use super::events::TurnSink;
+use super::gate_call::Parking;
 use super::graphs;
 use super::knowledge::KnowledgeStore;
 use super::memory::{MemoryRecall, MemoryScope, NoMemory, turn_record};
@@ -132,6 +133,12 @@ pub struct TurnRequest {
     /// The chat execution the turn runs for, stored with it so the execution's trace finds
     /// it (`None`: a turn outside a chat execution).
     pub execution_id: Option<String>,
+    /// The unattended run this turn is (a schedule's): a call that needs a person parks on a
+    /// durable approval naming it and the turn ends there (`None`: someone is there to ask).
+    pub unattended: Option<crate::tools::gate::Unattended>,
+    /// Resumes a parked turn: the approved parked call (this approval's) runs first, and the
+    /// turn goes on from its result; `input` is then the task the run was doing.
+    pub approved: Option<String>,
 }
 
 impl TurnRequest {
@@ -165,6 +172,8 @@ pub struct AgentOutcome {
     pub undelivered: Vec<String>,
     /// The model that answered.
     pub model: String,
+    /// The call the turn parked on (an unattended turn's); it ended there.
+    pub parked: Option<super::gate_call::ParkedCall>,
 }
 
 /// Sends input to a running turn.
@@ -366,7 +375,11 @@ impl Agents {
         if chat_id.is_empty() {
             return Err(AgentError::InvalidChat);
         }
-        if request.input.trim().is_empty() && request.attached.trim().is_empty() {
+        // A resumed turn's input is the approved call's result, made when it runs.
+        if request.input.trim().is_empty()
+            && request.attached.trim().is_empty()
+            && request.approved.is_none()
+        {
             return Err(AgentError::EmptyInput);
         }
         let kind = request.agent.unwrap_or(self.defaults().0);
@@ -429,6 +442,8 @@ impl Agents {
             mailbox,
             cancel,
             owner,
+            unattended: request.unattended,
+            approved: request.approved,
         })
     }
 }
@@ -471,6 +486,10 @@ pub struct Turn {
     /// Whose memory the turn reads and captures into: the request's user, else the agents'
     /// owner (the local user). Proxied users never see each other's facts.
     owner: String,
+    /// The unattended run it is, if it is one.
+    unattended: Option<crate::tools::gate::Unattended>,
+    /// The approved parked call it resumes from, if it resumes one.
+    approved: Option<String>,
 }
 
 impl std::fmt::Debug for Turn {
@@ -569,6 +588,7 @@ impl Turn {
             usage: Usage::default(),
             undelivered,
             model: self.model.label.clone(),
+            parked: None,
         };
         match result {
             Ok(context) => {
@@ -626,7 +646,8 @@ impl Turn {
     /// Queues a turn that answered for memory capture (failed and cancelled turns teach
     /// nothing; an asking turn is captured with the turn that continues after the answer).
     fn hand_to_memory(&self, inner: &Inner, outcome: &AgentOutcome) {
-        if outcome.status != TurnStatus::Completed {
+        // A parked turn goes on later: it is captured with the turn that finishes it.
+        if outcome.status != TurnStatus::Completed || outcome.parked.is_some() {
             return;
         }
         let Some(reply) = &outcome.reply else { return };
@@ -646,6 +667,57 @@ impl Turn {
         ));
     }
 
+    /// What the turn's nodes share.
+    fn scope(
+        &self,
+        inner: &Arc<Inner>,
+        sink: Arc<dyn TurnSink>,
+        cancel: CancellationToken,
+    ) -> Arc<TurnScope> {
+        Arc::new(TurnScope {
+            chat_id: self.chat_id.clone(),
+            owner: self.owner.clone(),
+            model: self.model.clone(),
+            sink,
+            mailbox: self.mailbox.clone(),
+            cancel,
+            services: Arc::clone(&inner.services),
+            ask_user: self.ask_user,
+            question: Mutex::new(None),
+            tools: self.tools.clone(),
+            request_timeout: self.request_timeout,
+            attempts: std::sync::atomic::AtomicU64::new(0),
+            parking: self.unattended.clone().map(Parking::new),
+        })
+    }
+
+    /// A turn that resumes a parked one runs the approved call first; its result becomes the
+    /// turn's input. Whether it resumes one.
+    async fn resume_approved(
+        &mut self,
+        gate: &crate::tools::gate::Gate,
+        sink: &dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let Some(approval_id) = self.approved.take() else {
+            return false;
+        };
+        let ran = super::gate_call::run_approved(gate, &self.chat_id, &approval_id, sink);
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => String::new(),
+            text = ran => text,
+        };
+        // The request's input is the task the run was doing, which the model is reminded of.
+        let task = std::mem::take(&mut self.request_input);
+        self.request_input = if task.trim().is_empty() {
+            result
+        } else {
+            format!("{result}\n\n(The task of this run, as the person gave it: {task})")
+        };
+        true
+    }
+
     /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
     pub async fn run(
         mut self,
@@ -655,23 +727,13 @@ impl Turn {
         let inner = Arc::clone(&self.agents.inner);
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
+        let resumed = self
+            .resume_approved(&inner.services.gate, sink.as_ref(), &cancel)
+            .await;
         let mut context = self.initial_context(&inner.services.gate);
         // Moved, not copied: they may be megabytes.
         context.images = std::mem::take(&mut self.request_images);
-        let scope = Arc::new(TurnScope {
-            chat_id: self.chat_id.clone(),
-            owner: self.owner.clone(),
-            model: self.model.clone(),
-            sink,
-            mailbox: self.mailbox.clone(),
-            cancel: turn_cancel.clone(),
-            services: Arc::clone(&inner.services),
-            ask_user: self.ask_user,
-            question: Mutex::new(None),
-            tools: self.tools.clone(),
-            request_timeout: self.request_timeout,
-            attempts: std::sync::atomic::AtomicU64::new(0),
-        });
+        let scope = self.scope(&inner, sink, turn_cancel.clone());
         let graph = graphs::build(self.kind, &scope)
             .map_err(|error| AgentError::Internal(error.to_string()))?;
         let start = StepRecord {
@@ -731,7 +793,8 @@ impl Turn {
             Some(mailbox) => mailbox.close().await,
             None => Vec::new(),
         };
-        let outcome = self.conclude(result, undelivered);
+        let mut outcome = self.conclude(result, undelivered);
+        outcome.parked = scope.parking.as_ref().and_then(Parking::parked);
         if let Err(error) = inner
             .sessions
             .finish(
@@ -747,7 +810,10 @@ impl Turn {
         {
             tracing::error!(%error, turn_id = %self.turn_id, "could not record the end of a turn");
         }
-        self.hand_to_memory(&inner, &outcome);
+        // A resumed turn's input is the approved call's result, not the person's words.
+        if !resumed {
+            self.hand_to_memory(&inner, &outcome);
+        }
         drop(self.claim);
         Ok(outcome)
     }

@@ -116,6 +116,7 @@ fn shallow(approval: &Approval) -> Approval {
         expires_at: approval.expires_at,
         decision: approval.decision.clone(),
         expiry_reason: approval.expiry_reason,
+        parked: approval.parked.clone(),
     }
 }
 

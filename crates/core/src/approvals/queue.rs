@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, RecordedDecision};
+use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, ParkedRun, RecordedDecision};
 
 use super::audience::Audience;
 use crate::store::CachedStatements;
@@ -14,12 +14,12 @@ use crate::store::StoreError;
 use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time};
 
 const COLUMNS: &str = "id, call_id, status, requester, tool, risk, arguments, summary, diff, \
-                       reason, suggested, created_at, expires_at, decision, expiry_reason, server";
+                       reason, suggested, created_at, expires_at, decision, expiry_reason, server, parked";
 
 /// Inserts a new pending approval.
 pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
     connection.execute(
-        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14)"),
+        &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL, ?14, ?15)"),
         params![
             approval.id,
             approval.call_id,
@@ -35,6 +35,7 @@ pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(),
             to_time(approval.created_at),
             to_time(approval.expires_at),
             approval.server,
+            approval.parked.as_ref().map(to_json).transpose()?,
         ],
     )?;
     Ok(())
@@ -107,6 +108,48 @@ pub(crate) fn pending_ids(connection: &Connection) -> Result<Vec<String>, StoreE
     Ok(ids)
 }
 
+/// Ids of the pending approvals a call waits for in a process (not parked ones, which outlive
+/// it).
+pub(crate) fn waited_ids(connection: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut statement = connection
+        .prepare_cached("SELECT id FROM approvals WHERE status = 'pending' AND parked IS NULL")?;
+    let ids = statement
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(ids)
+}
+
+/// When the first pending parked approval runs out, and its id.
+pub(crate) fn next_parked_expiry(
+    connection: &Connection,
+) -> Result<Option<(String, DateTime<Utc>)>, StoreError> {
+    let row = connection
+        .query_row(
+            "SELECT id, expires_at FROM approvals WHERE status = 'pending' \
+             AND parked IS NOT NULL ORDER BY expires_at LIMIT 1",
+            [],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
+        )
+        .optional()?;
+    row.map(|(id, at)| Ok((id, from_time("approvals.expires_at", &at)?)))
+        .transpose()
+}
+
+/// Marks an approved parked approval used by `call_id`; false when it is not approved, not
+/// parked, or was used already (a parked approval runs its call once).
+pub(crate) fn use_parked(
+    connection: &Connection,
+    id: &str,
+    call_id: &str,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute(
+        "UPDATE approvals SET used_by = ?2 WHERE id = ?1 AND status = 'approved' \
+         AND parked IS NOT NULL AND used_by IS NULL",
+        params![id, call_id],
+    )?;
+    Ok(changed == 1)
+}
+
 /// Records a decision if the approval is still pending. Returns whether it was.
 pub(crate) fn decide(
     connection: &Connection,
@@ -145,6 +188,7 @@ struct RawApproval {
     decision: Option<String>,
     expiry_reason: Option<String>,
     server: Option<String>,
+    parked: Option<String>,
 }
 
 impl RawApproval {
@@ -166,15 +210,20 @@ impl RawApproval {
             decision: row.get(13)?,
             expiry_reason: row.get(14)?,
             server: row.get(15)?,
+            parked: row.get(16)?,
         })
     }
 
     fn decode(self) -> Result<Approval, StoreError> {
         let requester: souz_protocol::Requester =
             from_json("approvals.requester", &self.requester)?;
+        let parked: Option<ParkedRun> = from_json_opt("approvals.parked", self.parked)?;
         Ok(Approval {
             status: from_json("approvals.status", &format!("\"{}\"", self.status))?,
-            requester_label: requester.label(),
+            requester_label: parked
+                .as_ref()
+                .map_or_else(|| requester.label(), ParkedRun::label),
+            parked,
             requester,
             risk: from_json("approvals.risk", &format!("\"{}\"", self.risk))?,
             arguments: from_json("approvals.arguments", &self.arguments)?,

@@ -87,6 +87,7 @@ impl Fixture {
                     tool_group: None,
                     label: "x".into(),
                 },
+                parked: None,
             })
             .await
             .unwrap()

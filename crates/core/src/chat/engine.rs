@@ -157,14 +157,17 @@ impl TurnEngine for AgentEngine {
     ) -> BoxFuture<'static, TurnOutcome> {
         let agents = self.agents.clone();
         Box::pin(async move {
-            let input = match &turn.input {
-                TurnInput::Message(text) => text.clone(),
+            let (input, approved) = match &turn.input {
+                TurnInput::Message(text) => (text.clone(), None),
                 TurnInput::OptionAnswer {
                     question,
                     selected,
                     free_text,
                     ..
-                } => answer_text(question, selected, free_text.as_deref()),
+                } => (answer_text(question, selected, free_text.as_deref()), None),
+                TurnInput::Approved { approval_id, task } => {
+                    (task.clone(), Some(approval_id.clone()))
+                }
             };
             let request = TurnRequest {
                 chat_id: turn.chat_id.clone(),
@@ -185,6 +188,8 @@ impl TurnEngine for AgentEngine {
                 enabled_tools: Some(turn.settings.enabled_tools.clone()),
                 request_timeout: Some(Duration::from_millis(turn.settings.request_timeout_millis)),
                 execution_id: Some(turn.execution_id.clone()),
+                unattended: turn.unattended.clone(),
+                approved,
             };
             let sink = Arc::new(move |event: agent_events::AgentEvent| {
                 if let Some(event) = relay(event) {
@@ -204,8 +209,14 @@ impl TurnEngine for AgentEngine {
                 },
                 Ok(outcome) => {
                     let used = outcome.usage.on_wire();
+                    let parked = outcome.parked;
                     match (outcome.status, outcome.reply) {
                         (TurnStatus::Cancelled, _) => TurnOutcome::Cancelled { usage: used },
+                        (_, _) if let Some(parked) = parked => TurnOutcome::Parked {
+                            approval_id: parked.approval_id,
+                            tool_call_id: parked.tool_call_id,
+                            usage: used,
+                        },
                         (_, Some(reply)) if reply.question.is_some() => TurnOutcome::Asked {
                             question: reply.question.as_ref().map(question).unwrap_or_else(|| {
                                 question(&crate::agent::context::AskedQuestion {

@@ -65,6 +65,11 @@ impl ChatEvents {
         }
     }
 
+    /// The daemon's runtime event bus.
+    pub(crate) fn runtime(&self) -> &EventBus {
+        &self.runtime
+    }
+
     /// Runs `work` in a write transaction, stores the events it returns in the same
     /// transaction (each with the next sequence number of its chat), and announces them after
     /// the commit.

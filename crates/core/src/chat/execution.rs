@@ -63,27 +63,49 @@ impl Chats {
             let (TurnOutcome::Completed { usage, .. }
             | TurnOutcome::Asked { usage, .. }
             | TurnOutcome::Failed { usage, .. }
-            | TurnOutcome::Cancelled { usage }) = &mut outcome;
+            | TurnOutcome::Cancelled { usage }
+            | TurnOutcome::Parked { usage, .. }) = &mut outcome;
             let mut total = usage_so_far.clone();
             add_usage(&mut total, usage);
             *usage = total;
             let from = [ExecutionStatus::Running, ExecutionStatus::Cancelling];
+            let parked_on = match &outcome {
+                TurnOutcome::Parked { approval_id, .. } => Some(approval_id.clone()),
+                _ => None,
+            };
+            // A parked execution may be resumed (and launched again) as soon as it is stored:
+            // it stops being this task's first.
+            if parked_on.is_some() {
+                chats.forget_running(&execution_id);
+            }
             if let Err(error) = chats
                 .end_execution(&chat_id, &execution_id, &from, outcome)
                 .await
             {
                 tracing::error!(%error, %execution_id, "could not record the end of an execution");
             }
-            chats
-                .inner
-                .running
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&execution_id);
+            match parked_on {
+                // Decided before it was parked: its decision's event found nothing waiting.
+                Some(approval_id) => {
+                    if let Err(error) = chats.resume_parked(&approval_id).await {
+                        tracing::warn!(%error, %approval_id, "could not resume a parked run");
+                    }
+                }
+                None => chats.forget_running(&execution_id),
+            }
             // Input that came while it ran and that it could not take starts the next turn.
             chats.start_queued(&chat_id).await;
         });
         Ok(())
+    }
+
+    /// This process no longer runs `execution_id`'s turn.
+    fn forget_running(&self, execution_id: &str) {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(execution_id);
     }
 
     /// Runs the engine, turning its events into chat events as they come.
@@ -199,6 +221,20 @@ impl Chats {
         from: &[ExecutionStatus],
         outcome: TurnOutcome,
     ) -> Result<Option<Execution>, ChatError> {
+        self.end_execution_after(chat_id, execution_id, (from, outcome), None)
+            .await
+    }
+
+    /// [`Chats::end_execution`] (from one of `end.0` with `end.1`), storing `before` (an event
+    /// that led to the end) first, in the same transaction, when the execution does end.
+    pub(super) async fn end_execution_after(
+        &self,
+        chat_id: &str,
+        execution_id: &str,
+        end: (&[ExecutionStatus], TurnOutcome),
+        before: Option<ChatEventBody>,
+    ) -> Result<Option<Execution>, ChatError> {
+        let (from, outcome) = end;
         let (chat_id, execution_id) = (chat_id.to_owned(), execution_id.to_owned());
         let from = from.to_vec();
         let asks = matches!(outcome, TurnOutcome::Asked { .. });
@@ -213,7 +249,20 @@ impl Chats {
                     from: &from,
                     at: now(),
                 };
-                ending.end(outcome)
+                let (execution, mut events, runtime) = ending.end(outcome)?;
+                if execution.is_some()
+                    && let Some(body) = before
+                {
+                    events.insert(
+                        0,
+                        NewChatEvent {
+                            chat_id: chat_id.clone(),
+                            execution_id: Some(execution_id.clone()),
+                            body,
+                        },
+                    );
+                }
+                Ok::<_, ChatError>((execution, events, runtime))
             })
             .await?;
         if asks && ended.is_some() {
@@ -322,6 +371,7 @@ impl Chats {
                     ExecutionStatus::Queued,
                     ExecutionStatus::Running,
                     ExecutionStatus::WaitingOption,
+                    ExecutionStatus::WaitingApproval,
                     ExecutionStatus::Cancelling,
                 ];
                 let ended = self
@@ -396,7 +446,9 @@ impl Ending<'_> {
         };
         // A turn that completed after cancellation was requested counts as cancelled.
         let outcome = match outcome {
-            TurnOutcome::Completed { usage, .. } | TurnOutcome::Asked { usage, .. }
+            TurnOutcome::Completed { usage, .. }
+            | TurnOutcome::Asked { usage, .. }
+            | TurnOutcome::Parked { usage, .. }
                 if row.execution.status == ExecutionStatus::Cancelling =>
             {
                 TurnOutcome::Cancelled { usage }
@@ -414,6 +466,11 @@ impl Ending<'_> {
                 usage,
             } => self.failed(code, message, usage)?,
             TurnOutcome::Cancelled { usage } => self.cancelled(usage)?,
+            TurnOutcome::Parked {
+                approval_id,
+                tool_call_id,
+                usage,
+            } => self.parked(approval_id, tool_call_id, usage)?,
         };
         let Some((bodies, runtime)) = ended else {
             return Ok((None, Vec::new(), Vec::new()));
@@ -490,6 +547,21 @@ impl Ending<'_> {
             ChatEventBody::ExecutionFinished(finished),
         ];
         Ok(Some((bodies, Vec::new())))
+    }
+
+    /// Parked on an approval: the execution waits for the person's decision (see
+    /// `chat::parking`); no event (the approval's own `approval.requested` was sent).
+    fn parked(
+        &self,
+        approval_id: &str,
+        tool_call_id: &str,
+        usage: &Usage,
+    ) -> Result<Ended, ChatError> {
+        if !self.transition(ExecutionStatus::WaitingApproval, None, usage, None)? {
+            return Ok(None);
+        }
+        super::parking::park(self.tx, self.execution_id, approval_id, tool_call_id)?;
+        Ok(Some((Vec::new(), Vec::new())))
     }
 
     /// The question is stored as a pending option; the execution waits for its answer.

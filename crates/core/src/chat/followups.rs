@@ -73,6 +73,9 @@ impl Chats {
         if running.execution.status == ExecutionStatus::WaitingOption {
             return Err(ChatError::AwaitingAnswer);
         }
+        if running.execution.status == ExecutionStatus::WaitingApproval {
+            return Err(ChatError::AwaitingApproval);
+        }
         if !input.attachments.is_empty() {
             return Err(ChatError::Invalid(
                 "Files can be attached only to a message that starts a turn; send them once the \
@@ -128,6 +131,7 @@ impl Chats {
         };
         let user = ChatUser(user_id);
         let turn = NewTurn {
+            unattended: None,
             content: texts.join("\n\n"),
             client_message_id: None,
             options: None,

@@ -39,7 +39,7 @@ impl Chats {
                               WHERE execution_id = e.id) \
                      FROM executions e JOIN chats c ON c.id = e.chat_id \
                      WHERE c.user_id = ?1 \
-                       AND e.status IN ('queued', 'running', 'waiting_option', 'cancelling') \
+                       AND e.status IN ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling') \
                      ORDER BY e.created_at LIMIT ?2",
                 )?;
                 let rows = statement

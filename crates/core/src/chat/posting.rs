@@ -30,6 +30,17 @@ impl Chats {
         chat_id: &str,
         request: PostMessage,
     ) -> Result<PostMessageResponse, ChatError> {
+        self.post_message_as(user, chat_id, request, None).await
+    }
+
+    /// [`Chats::post_message`], as the unattended run `unattended` when it is one.
+    pub(super) async fn post_message_as(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        request: PostMessage,
+        unattended: Option<crate::tools::gate::Unattended>,
+    ) -> Result<PostMessageResponse, ChatError> {
         let content = request.content.trim().to_owned();
         if content.is_empty() && request.attachments.is_empty() {
             // The original API's words; a message of attachments alone may have no text.
@@ -61,6 +72,7 @@ impl Chats {
                 options: request.options,
                 stored: None,
                 attachments,
+                unattended,
             },
         )
         .await
@@ -80,6 +92,7 @@ impl Chats {
             options,
             stored: stored_message,
             attachments,
+            unattended,
         } = new;
         let chat_settings = self.stored_chat_settings(chat_id).await?;
         let (snapshot, model) = self
@@ -101,6 +114,7 @@ impl Chats {
         let stored = execution.clone();
         let text = content.clone();
         let streaming = snapshot.streaming_messages;
+        let run = unattended.clone();
         let result = self
             .inner
             .events
@@ -134,7 +148,7 @@ impl Chats {
                     lease_until,
                     at,
                 };
-                insert_running(tx, &new)?;
+                insert_running(tx, &new, run.as_ref())?;
                 records::touch_chat(tx, &stored.chat_id, at)?;
                 let events = started_events(&stored, &message, streaming, fresh);
                 Ok((message, events))
@@ -164,6 +178,7 @@ impl Chats {
             attached,
             images,
             settings: snapshot,
+            unattended,
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
@@ -253,12 +268,22 @@ pub(super) struct NewTurn {
     pub stored: Option<Message>,
     /// The files attached to it, checked and read.
     pub attachments: Prepared,
+    /// The unattended run it is (a schedule's), if it is one.
+    pub unattended: Option<crate::tools::gate::Unattended>,
 }
 
-/// Stores a running execution; a chat that has one already is [`ChatError::ActiveExecution`].
-fn insert_running(tx: &rusqlite::Connection, new: &NewExecution<'_>) -> Result<(), ChatError> {
+/// Stores a running execution (the unattended run `run`, when it is one); a chat that has one
+/// already is [`ChatError::ActiveExecution`].
+fn insert_running(
+    tx: &rusqlite::Connection,
+    new: &NewExecution<'_>,
+    run: Option<&crate::tools::gate::Unattended>,
+) -> Result<(), ChatError> {
     match records::insert_execution(tx, new) {
-        Ok(()) => Ok(()),
+        Ok(()) => match run {
+            Some(run) => Ok(super::parking::set_unattended(tx, &new.execution.id, run)?),
+            None => Ok(()),
+        },
         Err(rusqlite::Error::SqliteFailure(failure, _))
             if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
         {

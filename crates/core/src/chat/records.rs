@@ -596,7 +596,7 @@ pub(crate) fn active_execution(
         .query_row(
             &format!(
                 "SELECT {EXECUTION_COLUMNS} FROM executions WHERE chat_id = ?1 \
-                 AND status IN ('queued', 'running', 'waiting_option', 'cancelling')"
+                 AND status IN ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling')"
             ),
             [chat_id],
             execution_from_row,

@@ -45,6 +45,10 @@ impl TurnEngine for Script {
                 precached_tokens: 0,
             };
             match &turn.input {
+                TurnInput::Approved { approval_id, .. } => TurnOutcome::Completed {
+                    text: format!("Went on after {approval_id}"),
+                    usage,
+                },
                 TurnInput::OptionAnswer {
                     selected,
                     free_text,

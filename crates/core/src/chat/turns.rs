@@ -37,6 +37,8 @@ pub struct Turn {
     pub settings: Settings,
     /// The agent the chat runs on (`None`: the configured default).
     pub agent: Option<crate::agent::AgentKind>,
+    /// The unattended run this turn is (a schedule's): its calls that need a person park.
+    pub unattended: Option<crate::tools::gate::Unattended>,
 }
 
 /// The person's input to a turn.
@@ -56,6 +58,14 @@ pub enum TurnInput {
         free_text: Option<String>,
         /// Extra metadata.
         metadata: std::collections::BTreeMap<String, String>,
+    },
+    /// The person approved the call the turn parked on: it runs, and the turn goes on.
+    Approved {
+        /// The parked approval.
+        approval_id: String,
+        /// What the person asked the execution to do (its message), which the resumed turn
+        /// is reminded of: the turn that parked may not be in the conversation (a crash).
+        task: String,
     },
 }
 
@@ -196,6 +206,16 @@ pub enum TurnOutcome {
     /// The turn was cancelled.
     Cancelled {
         /// Tokens used.
+        usage: Usage,
+    },
+    /// An unattended turn parked on a call that needs the person; it resumes once they
+    /// decide (see `chat::parking`).
+    Parked {
+        /// The pending approval.
+        approval_id: String,
+        /// The model's id for the parked call.
+        tool_call_id: String,
+        /// Tokens used so far.
         usage: Usage,
     },
 }

@@ -160,6 +160,9 @@ config_section! {
         pub exec: Action = Action::Ask,
         /// Seconds a pending approval waits for an answer before it is denied.
         pub timeout_seconds: u64 = 300,
+        /// Hours a scheduled run waits, parked, for an answer about a call outside what it may
+        /// do unasked; then the call is denied and the run ends blocked. Survives restarts.
+        pub parked_hours: u64 = 24,
         /// Most calls waiting for approval at once, from everyone together. A call over the cap
         /// is refused with a clear error (nothing runs; the waiting calls stay decidable).
         pub max_pending: usize = 200,
@@ -190,6 +193,9 @@ impl ApprovalsConfig {
                 "timeout_seconds",
                 "must be between 5 and 86400",
             ));
+        }
+        if !(1..=720).contains(&self.parked_hours) {
+            problems.push(Invalid::new("parked_hours", "must be between 1 and 720"));
         }
         if !(1..=100_000).contains(&self.max_pending) {
             problems.push(Invalid::new("max_pending", "must be between 1 and 100000"));

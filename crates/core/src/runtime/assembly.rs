@@ -8,6 +8,7 @@ use crate::schedules::Schedules;
 use crate::schedules::clock::SystemClock;
 use crate::schedules::engine::{Engine, EngineParts};
 use crate::schedules::firing::ChatFiring;
+use crate::schedules::tools::{ScheduleAccess, ScheduleTools};
 
 /// The skill registry of the Souz home, importing from the user's and the roots' folders, with
 /// the model review of `[skills] review`.
@@ -413,14 +414,38 @@ pub(super) fn with_local_models(
     llm.with_local_models(models)
 }
 
+/// Ends time-limited grants and parked approvals when their time is up, as runtime tasks.
+pub(super) fn expire_approvals(
+    tasks: &tokio_util::task::TaskTracker,
+    approvals: &crate::approvals::Approvals,
+    shutdown: &tokio_util::sync::CancellationToken,
+) {
+    tasks.spawn(approvals.clone().expire_grants(shutdown.clone()));
+    tasks.spawn(approvals.clone().expire_parked(shutdown.clone()));
+}
+
 /// The schedule service, its engine on the system clock firing into `chats`, started: its loop
 /// is a runtime task that stops at shutdown.
+/// Every built-in tool, and the schedule tools over `scheduling` (bound once the schedule
+/// service started: [`start_schedules`]).
+pub(super) fn catalog(
+    config: &Config,
+    store: &Store,
+    llm: &Arc<LlmService>,
+    scheduling: &ScheduleTools,
+) -> Result<crate::tools::Catalog, crate::tools::CatalogError> {
+    builtin::catalog_with(&web_services(config, store, llm), scheduling.tools())
+}
+
 pub(super) async fn start_schedules(
     store: &Store,
     chats: &Chats,
     tasks: &crate::tasks::Tasks,
+    events: &EventBus,
+    scheduling: &ScheduleTools,
 ) -> Result<Schedules, RuntimeError> {
     let engine = Engine::new(EngineParts {
+        events: events.clone(),
         store: store.clone(),
         clock: Arc::new(SystemClock),
         firing: Arc::new(ChatFiring {
@@ -430,5 +455,11 @@ pub(super) async fn start_schedules(
         tasks: tasks.clone(),
     });
     engine.start().await?;
-    Ok(Schedules::new(store.clone(), engine))
+    let schedules = Schedules::new(store.clone(), engine);
+    scheduling.bind(ScheduleAccess {
+        schedules: schedules.clone(),
+        chats: chats.clone(),
+        store: store.clone(),
+    });
+    Ok(schedules)
 }

@@ -246,7 +246,7 @@ impl From<ChatError> for ServiceError {
             ChatError::ActiveExecution => {
                 Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
             }
-            ChatError::AwaitingAnswer => {
+            ChatError::AwaitingAnswer | ChatError::AwaitingApproval => {
                 Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
             }
             ChatError::IdempotencyConflict => {

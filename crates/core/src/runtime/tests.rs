@@ -6,6 +6,7 @@ mod background_tasks;
 mod folder_writes;
 mod key_redaction;
 mod memory_capture;
+mod parked_runs;
 mod planted_links;
 mod skill_inventory;
 mod web_tools;

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 use tokio::sync::watch;
 
 /// A sleep handed out by a [`Clock`].
@@ -55,13 +55,13 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when told: [`ManualClock::advance`] and [`ManualClock::set`] wake
 /// every sleep whose instant has come.
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Debug, Clone)]
 pub(crate) struct ManualClock {
     now: Arc<watch::Sender<DateTime<Utc>>>,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl ManualClock {
     /// A clock reading `start`.
     pub(crate) fn new(start: DateTime<Utc>) -> Self {
@@ -76,12 +76,13 @@ impl ManualClock {
     }
 
     /// Sets the clock (forward or back).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn set(&self, to: DateTime<Utc>) {
         self.now.send_replace(to);
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.borrow()

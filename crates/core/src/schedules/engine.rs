@@ -18,13 +18,15 @@
 //! - Runs are tasks of the runtime's `TaskTracker`, and the loop stops on the shutdown token.
 //!
 //! A run left going by a process that died is ended when an engine starts, from its chat
-//! execution's outcome (the chat's recovery fails that execution first). Not yet: durable
-//! parking (see [`super::firing`]), where a parked run outlives a restart instead.
+//! execution's outcome (the chat's recovery fails that execution first) — unless the execution
+//! is parked on an approval (see [`super::firing`]): such a run outlives the restart, and the
+//! engine follows it to its end.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, SubsecRound, Utc};
+use souz_protocol::RuntimeEvent;
 use souz_protocol::schedules::{OverlapPolicy, RunState, ScheduleRun};
 use tokio::sync::{Notify, watch};
 
@@ -33,6 +35,7 @@ use super::firing::{FiringRun, RunEnd, SharedFiring};
 use super::occurrences;
 use super::spec::Spec;
 use super::store::{self as rows, StoredSchedule};
+use crate::bus::EventBus;
 use crate::store::{Store, StoreError};
 use crate::tasks::Tasks;
 
@@ -86,6 +89,8 @@ pub(crate) struct EngineParts {
     pub firing: SharedFiring,
     /// The runtime's tasks (the loop and every run, which watch its stop themselves).
     pub tasks: Tasks,
+    /// Where `schedules.changed` and `schedule.run.ended` go.
+    pub events: EventBus,
 }
 
 struct Inner {
@@ -93,6 +98,7 @@ struct Inner {
     clock: SharedClock,
     firing: SharedFiring,
     tasks: Tasks,
+    events: EventBus,
     /// This engine's id in `schedule_runs.claimed_by`.
     owner: String,
     index: Mutex<Index>,
@@ -115,6 +121,7 @@ impl Engine {
                 store: parts.store,
                 firing: parts.firing,
                 tasks: parts.tasks,
+                events: parts.events,
                 owner: uuid::Uuid::new_v4().to_string(),
                 index: Mutex::new(Index::default()),
                 changed: Notify::new(),
@@ -132,10 +139,26 @@ impl Engine {
         &self.inner.clock
     }
 
+    /// Announces that schedules changed (their next fires among them).
+    pub(crate) async fn announce_change(&self) {
+        let published = self
+            .inner
+            .events
+            .publish_with(|_| Ok::<_, StoreError>(((), vec![RuntimeEvent::SchedulesChanged {}])))
+            .await;
+        if let Err(error) = published {
+            tracing::warn!(%error, "could not announce a change of schedules");
+        }
+    }
+
     /// Ends the runs a process that died left going ([`rows::end_orphaned_runs`]) and starts
     /// what waited behind them, loads every enabled schedule into the index and spawns the loop.
     pub(crate) async fn start(&self) -> Result<(), StoreError> {
         let (owner, now) = (self.inner.owner.clone(), self.inner.clock.now());
+        // Runs parked on an approval outlived the process that started them: follow them.
+        // Read before the orphans are ended, so a parked run whose approval is decided in
+        // between is followed (and ended from its execution) rather than missed by both.
+        let parked = self.inner.store.read(rows::parked_runs).await?;
         let started = self
             .inner
             .store
@@ -151,27 +174,45 @@ impl Engine {
                 Ok::<_, StoreError>(started)
             })
             .await?;
-        let all = self
+        // Each schedule's next fire is read row by row: only (id, fire) stays, never every
+        // schedule's whole row at once.
+        let pending = self
             .inner
             .store
-            .read(|c| rows::list_schedules(c, None))
+            .read(|c| rows::pending_fires(c, pending_fire_of))
             .await?;
         {
             let mut index = self.lock_index();
-            for stored in &all {
-                index.set(&stored.schedule.id, pending_fire(stored));
+            for (id, next) in pending {
+                index.set(&id, Some(next));
             }
         }
         for (schedule_id, run_id, fire_at) in started {
-            if let Some(stored) = all.iter().find(|stored| stored.schedule.id == schedule_id) {
-                self.launch(stored.clone(), run_id, fire_at);
+            if let Some(stored) = self.load(&schedule_id).await? {
+                self.launch(stored, run_id, fire_at);
+            }
+        }
+        for row in parked {
+            if let Some(stored) = self.load(&row.schedule_id).await? {
+                let follow = (row.chat_id, row.execution_id);
+                self.launch_from(stored, row.run_id, row.fire_at, Some(follow));
             }
         }
         self.inner.tasks.spawn_to_end(self.clone().run());
         Ok(())
     }
 
-    /// Reads the schedule `id` again (after a change, or its deletion) and wakes the loop.
+    /// The schedule `id`, as stored.
+    async fn load(&self, id: &str) -> Result<Option<StoredSchedule>, StoreError> {
+        let key = id.to_owned();
+        self.inner
+            .store
+            .read(move |c| rows::load_schedule(c, None, &key))
+            .await
+    }
+
+    /// Reads the schedule `id` again (after a change, or its deletion), wakes the loop and
+    /// announces the change.
     pub(crate) async fn reload(&self, id: &str) -> Result<(), StoreError> {
         let key = id.to_owned();
         let stored = self
@@ -182,7 +223,15 @@ impl Engine {
         self.lock_index()
             .set(id, stored.as_ref().and_then(pending_fire));
         self.inner.changed.notify_one();
+        self.announce_change().await;
         Ok(())
+    }
+
+    /// Wakes the loop to look at the clock again (tests: after moving a manual clock by less
+    /// than the next fire, which wakes nothing on its own).
+    #[cfg(test)]
+    pub(crate) fn wake(&self) {
+        self.inner.changed.notify_one();
     }
 
     /// Follows where the engine got to.
@@ -297,11 +346,24 @@ impl Engine {
         if let Some((run_id, fire_at)) = start {
             self.launch(stored, run_id, fire_at);
         }
+        self.announce_change().await;
         Ok(())
     }
 
     /// Runs `run_id` to its end, then every run of the schedule that waited for it.
     fn launch(&self, stored: StoredSchedule, run_id: i64, fire_at: DateTime<Utc>) {
+        self.launch_from(stored, run_id, fire_at, None);
+    }
+
+    /// [`Engine::launch`]; with `follow` (a chat and execution), the first run is one an earlier
+    /// process started and parked, followed to its end instead of fired.
+    fn launch_from(
+        &self,
+        stored: StoredSchedule,
+        run_id: i64,
+        fire_at: DateTime<Utc>,
+        mut follow: Option<(String, String)>,
+    ) {
         let this = self.clone();
         self.inner
             .progress
@@ -314,13 +376,23 @@ impl Engine {
                     run_id,
                     fire_at,
                 };
-                let end = tokio::select! {
-                    end = this.inner.firing.fire(run) => end,
-                    () = this.inner.tasks.stopping().cancelled() => RunEnd::failed("Souz stopped during the run."),
+                let going = match follow.take() {
+                    Some((chat_id, execution_id)) => {
+                        this.inner.firing.follow(run, chat_id, execution_id)
+                    }
+                    None => this.inner.firing.fire(run),
                 };
-                match this.finish(&stored.schedule.id, run_id, end).await {
+                // Stopping: the run's end is not known here. The next start ends it from its
+                // execution, or follows it on when it is parked on an approval.
+                let end = tokio::select! {
+                    end = going => end,
+                    () = this.inner.tasks.stopping().cancelled() => break,
+                };
+                match this.finish(&stored, run_id, end).await {
                     Ok(next) => current = next,
-                    Err(error) => tracing::warn!(%error, run = run_id, "could not end a scheduled run"),
+                    Err(error) => {
+                        tracing::warn!(%error, run = run_id, "could not end a scheduled run")
+                    }
                 }
             }
             this.inner
@@ -330,24 +402,37 @@ impl Engine {
     }
 
     /// Records the end of a run and starts the next waiting one of the schedule, if any.
+    /// Records the end of a run (and announces it, in the same transaction) and starts the
+    /// next waiting one of the schedule, if any.
     async fn finish(
         &self,
-        schedule_id: &str,
+        stored: &StoredSchedule,
         run_id: i64,
         end: RunEnd,
     ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
-        let (id, owner, at) = (
-            schedule_id.to_owned(),
+        let (id, name, owner, at) = (
+            stored.schedule.id.clone(),
+            stored.schedule.name.clone(),
             self.inner.owner.clone(),
             self.inner.clock.now(),
         );
-        self.inner
-            .store
-            .write(move |tx| {
-                rows::end_run(tx, run_id, end.state, end.reason.as_deref(), at)?;
-                rows::start_next(tx, &id, &owner, at)
+        let (next, _) = self
+            .inner
+            .events
+            .publish_with(move |tx| {
+                let ended = rows::end_run(tx, run_id, end.state, end.reason.as_deref(), at)?;
+                let event = ended.then(|| RuntimeEvent::ScheduleRunEnded {
+                    schedule_id: id.clone(),
+                    schedule_name: name,
+                    run_id,
+                    state: end.state,
+                    reason: end.reason,
+                });
+                let next = rows::start_next(tx, &id, &owner, at)?;
+                Ok::<_, StoreError>((next, event.into_iter().collect()))
             })
-            .await
+            .await?;
+        Ok(next)
     }
 }
 
@@ -356,13 +441,18 @@ fn pending_fire(stored: &StoredSchedule) -> Option<DateTime<Utc>> {
     if !stored.schedule.enabled {
         return None;
     }
-    let spec = Spec::parse(
+    pending_fire_of(
         &stored.schedule.spec,
         &stored.schedule.zone,
         stored.handled_until,
     )
-    .ok()?;
-    spec.next_fire(stored.handled_until)
+}
+
+/// The next fire after `handled_until` of an enabled schedule's `spec` read in `zone`.
+fn pending_fire_of(spec: &str, zone: &str, handled_until: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    Spec::parse(spec, zone, handled_until)
+        .ok()?
+        .next_fire(handled_until)
 }
 
 /// What deciding a schedule's occurrences produced.

@@ -7,16 +7,17 @@
 //! run id), the execution id is recorded on the run at once, and the run ends `ok` when the
 //! execution finishes, `failed` with its message otherwise.
 //!
-//! Approvals (the seam where parking goes): a tool call the policy does not allow unasked is
-//! posted as a normal pending approval, and the run waits like any chat turn — the execution
-//! stays running and the run `running`. Deny ends the call with an error the agent sees, as in
-//! a chat. Durable parking must add, here and in the gate: mark the run `parked` with the
-//! approval id when the gate queues an approval for the run's execution (and back to `running`
-//! when it is decided); end the run `blocked` (never `ok`) when that approval is denied or
-//! expires; and resume a parked run after a restart from the stored call instead of failing its
-//! execution as `process_restarted`. The schedule's envelope (tools, folders, hosts allowed
-//! unasked) is stored but not yet turned into a grant: until it is, everything outside the
-//! person's standing policy asks.
+//! Approvals park (see `chat::parking`): the execution is posted as the unattended run, so a
+//! tool call the policy does not allow unasked becomes a pending approval naming the run, the
+//! execution waits in `waiting_approval` and the run is `parked` on it (with the approval id),
+//! across restarts. Approved, the run is `running` again and goes on from the call; denied or
+//! expired, the execution fails `approval_denied`/`approval_expired` and the run ends
+//! `blocked`, never `ok`. After a restart the engine follows a parked run again
+//! ([`Firing::follow`]) instead of starting it over.
+//!
+//! The schedule's envelope (tools, folders, hosts it may use unasked, consented to when it
+//! was made) goes with the run: the gate applies it as grants bound to the run's chat (see
+//! `tools::gate::parking::Unattended`), so inside it a run goes on unasked.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -88,6 +89,13 @@ pub(crate) type RunFuture = Pin<Box<dyn Future<Output = RunEnd> + Send + 'static
 pub(crate) trait Firing: Send + Sync + 'static {
     /// Runs `run` to its end.
     fn fire(&self, run: FiringRun) -> RunFuture;
+
+    /// Follows `run`, started by an earlier process and parked in `chat_id`'s execution
+    /// `execution_id`, to its end.
+    fn follow(&self, run: FiringRun, chat_id: String, execution_id: String) -> RunFuture {
+        let _ = (run, chat_id, execution_id);
+        Box::pin(async { RunEnd::failed("This run cannot be followed after a restart.") })
+    }
 }
 
 /// Runs occurrences as chat executions.
@@ -107,6 +115,30 @@ impl Firing for ChatFiring {
             }
         })
     }
+
+    fn follow(&self, run: FiringRun, chat_id: String, execution_id: String) -> RunFuture {
+        let this = self.clone();
+        Box::pin(async move {
+            let events = this.chats.events().subscribe_all();
+            let watch = Watch {
+                run_id: run.run_id,
+                chat_id: &chat_id,
+                execution_id: &execution_id,
+            };
+            match this.watch(watch, events).await {
+                Ok(end) => end,
+                Err(error) => RunEnd::failed(error.to_string()),
+            }
+        })
+    }
+}
+
+/// The execution a run watches.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    run_id: i64,
+    chat_id: &'a str,
+    execution_id: &'a str,
 }
 
 impl ChatFiring {
@@ -130,10 +162,19 @@ impl ChatFiring {
             .set_chat_settings(&user, &chat_id, settings)
             .await?;
         // Subscribed before posting, so the execution's end cannot pass unseen.
-        let mut events = self.chats.events().subscribe_all();
+        let events = self.chats.events().subscribe_all();
+        let schedule = &run.schedule.schedule;
+        let unattended = crate::tools::gate::Unattended {
+            run: souz_protocol::ParkedRun {
+                schedule_id: schedule.id.clone(),
+                schedule_name: schedule.name.clone(),
+                run_id: run.run_id,
+            },
+            envelope: schedule.envelope.clone(),
+        };
         let posted = self
             .chats
-            .post_message(
+            .post_unattended(
                 &user,
                 &chat_id,
                 PostMessage {
@@ -142,6 +183,7 @@ impl ChatFiring {
                     options: None,
                     attachments: Vec::new(),
                 },
+                unattended,
             )
             .await?;
         let execution_id = posted.execution.id.clone();
@@ -149,40 +191,87 @@ impl ChatFiring {
         self.store
             .write(move |tx| rows::link_run(tx, run_id, &chat, Some(&execution)))
             .await?;
-        if let Some(end) = end_of(posted.execution.status, posted.execution.error_message) {
+        let execution = posted.execution;
+        if let Some(end) = end_of(
+            execution.status,
+            execution.error_code,
+            execution.error_message,
+        ) {
+            return Ok(end);
+        }
+        let watch = Watch {
+            run_id: run.run_id,
+            chat_id: &chat_id,
+            execution_id: &execution_id,
+        };
+        self.watch(watch, events).await
+    }
+
+    /// Follows the run's execution to its end, moving the run to `parked` while it waits for
+    /// an approval and back to `running` once approved. `events` was subscribed before the
+    /// execution could move on.
+    async fn watch(
+        &self,
+        watch: Watch<'_>,
+        mut events: tokio::sync::broadcast::Receiver<Arc<souz_protocol::chat::ChatEvent>>,
+    ) -> Result<RunEnd, ChatError> {
+        let Watch {
+            run_id,
+            chat_id,
+            execution_id,
+        } = watch;
+        // What happened before subscribing is in the stored execution.
+        if let Some(end) = self.stored_end(chat_id, execution_id).await? {
             return Ok(end);
         }
         loop {
             match events.recv().await {
                 Ok(event) => {
-                    if event.execution_id.as_deref() != Some(execution_id.as_str()) {
+                    if event.execution_id.as_deref() != Some(execution_id) {
                         continue;
                     }
                     match &event.body {
                         ChatEventBody::ExecutionFinished(_) => return Ok(RunEnd::ok()),
                         ChatEventBody::ExecutionFailed(failed) => {
-                            return Ok(RunEnd::failed(failed.error_message.clone()));
+                            return Ok(failed_end(&failed.error_code, &failed.error_message));
                         }
                         ChatEventBody::ExecutionCancelled(_) => {
                             return Ok(RunEnd::failed("The run was cancelled."));
+                        }
+                        // Every ask of an unattended run parks.
+                        ChatEventBody::ApprovalRequested(asked) => {
+                            self.set_parked(run_id, Some(asked.approval_id.clone()))
+                                .await?;
+                        }
+                        ChatEventBody::ApprovalDecided(decided)
+                            if decided.status == souz_protocol::ApprovalStatus::Approved =>
+                        {
+                            self.set_parked(run_id, None).await?;
                         }
                         _ => {}
                     }
                 }
                 // Fell behind: the stored execution says whether it ended meanwhile.
                 Err(RecvError::Lagged(_)) => {
-                    if let Some(end) = self.stored_end(&chat_id, &execution_id).await? {
+                    if let Some(end) = self.stored_end(chat_id, execution_id).await? {
                         return Ok(end);
                     }
                 }
                 Err(RecvError::Closed) => {
                     return Ok(self
-                        .stored_end(&chat_id, &execution_id)
+                        .stored_end(chat_id, execution_id)
                         .await?
                         .unwrap_or_else(|| RunEnd::failed("Souz stopped during the run.")));
                 }
             }
         }
+    }
+
+    async fn set_parked(&self, run_id: i64, approval_id: Option<String>) -> Result<(), ChatError> {
+        self.store
+            .write(move |tx| rows::set_parked(tx, run_id, approval_id.as_deref()))
+            .await?;
+        Ok(())
     }
 
     /// The schedule's chat: the recorded one, or a new one titled by its name.
@@ -224,19 +313,43 @@ impl ChatFiring {
             .store
             .read(move |c| records::load_execution(c, &chat, &id))
             .await?;
-        Ok(row.and_then(|row| end_of(row.execution.status, row.execution.error_message)))
+        Ok(row.and_then(|row| {
+            let execution = row.execution;
+            end_of(
+                execution.status,
+                execution.error_code,
+                execution.error_message,
+            )
+        }))
     }
 }
 
-/// How a run ends for an execution in `status`; `None` while it goes.
-fn end_of(status: ExecutionStatus, message: Option<String>) -> Option<RunEnd> {
+/// How a run ends for an execution in `status`; `None` while it goes (or waits).
+fn end_of(
+    status: ExecutionStatus,
+    code: Option<String>,
+    message: Option<String>,
+) -> Option<RunEnd> {
     match status {
         ExecutionStatus::Completed => Some(RunEnd::ok()),
-        ExecutionStatus::Failed => Some(RunEnd::failed(
-            message.unwrap_or_else(|| "The run failed.".to_owned()),
+        ExecutionStatus::Failed => Some(failed_end(
+            code.as_deref().unwrap_or_default(),
+            message.as_deref().unwrap_or("The run failed."),
         )),
         ExecutionStatus::Cancelled => Some(RunEnd::failed("The run was cancelled.")),
         _ => None,
+    }
+}
+
+/// A failed execution's run end: `blocked` when a parked call was denied or expired.
+fn failed_end(code: &str, message: &str) -> RunEnd {
+    if matches!(code, "approval_denied" | "approval_expired") {
+        RunEnd {
+            state: RunState::Blocked,
+            reason: Some(message.to_owned()),
+        }
+    } else {
+        RunEnd::failed(message)
     }
 }
 

@@ -118,6 +118,21 @@ impl Spec {
         self.zone.name()
     }
 
+    /// When it fires, in words for an approval: croner's English description of a cron
+    /// expression ("at 09:00, on Monday"), or `None` for a one-shot (its fire time says it all).
+    pub(crate) fn describe(&self) -> Option<String> {
+        match &self.trigger {
+            Trigger::At(_) => None,
+            Trigger::Cron(cron) => {
+                let text = cron.describe();
+                let text = text.trim().trim_end_matches('.');
+                let mut chars = text.chars();
+                let first = chars.next()?;
+                Some(first.to_lowercase().chain(chars).collect())
+            }
+        }
+    }
+
     /// Whether it fires once only.
     #[cfg(test)]
     pub(crate) fn is_one_shot(&self) -> bool {

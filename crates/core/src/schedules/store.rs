@@ -222,6 +222,27 @@ pub(crate) fn list_schedules(
     rows.into_iter().map(decode_schedule).collect()
 }
 
+/// Every enabled schedule's id with its next fire, `next` (given the spec, zone and where
+/// deciding got to) computed row by row as they are read; schedules without one are left out.
+pub(crate) fn pending_fires(
+    connection: &Connection,
+    next: impl Fn(&str, &str, DateTime<Utc>) -> Option<DateTime<Utc>>,
+) -> Result<Vec<(String, DateTime<Utc>)>, StoreError> {
+    let mut statement = connection
+        .prepare_cached("SELECT id, spec, zone, handled_until FROM schedules WHERE enabled = 1")?;
+    let mut rows = statement.query([])?;
+    let mut fires = Vec::new();
+    while let Some(row) = rows.next()? {
+        let (id, spec, zone): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let handled: String = row.get(3)?;
+        let handled = from_time("schedules.handled_until", &handled)?;
+        if let Some(at) = next(&spec, &zone, handled) {
+            fires.push((id, at));
+        }
+    }
+    Ok(fires)
+}
+
 /// Deletes the schedule (its runs go with it); `false` when there was none.
 pub(crate) fn delete_schedule(
     connection: &Connection,
@@ -335,11 +356,14 @@ pub(crate) fn end_orphaned_runs(
     const STOPPED: &str = "Souz stopped during the run.";
     let mut statement = connection.prepare_cached(
         "UPDATE schedule_runs
-            SET state = CASE WHEN e.status = 'completed' THEN 'ok' ELSE 'failed' END,
+            SET state = CASE WHEN e.status = 'completed' THEN 'ok'
+                             WHEN e.error_code IN ('approval_denied', 'approval_expired')
+                                  THEN 'blocked'
+                             ELSE 'failed' END,
                 reason = CASE WHEN e.status = 'completed' THEN NULL
                               ELSE coalesce(e.error_message, ?3) END,
                 ended_at = ?1
-           FROM (SELECT r.id AS run_id, x.status, x.error_message
+           FROM (SELECT r.id AS run_id, x.status, x.error_message, x.error_code
                    FROM schedule_runs r LEFT JOIN executions x ON x.id = r.execution_id
                   WHERE r.state IN ('running', 'parked')
                     AND (x.status IN ('completed', 'failed', 'cancelled')
@@ -355,6 +379,63 @@ pub(crate) fn end_orphaned_runs(
     schedules.sort_unstable();
     schedules.dedup();
     Ok(schedules)
+}
+
+/// Moves a going run to `parked` on `approval_id`, or back to `running` (`None`); false when
+/// it was not going.
+pub(crate) fn set_parked(
+    connection: &Connection,
+    run_id: i64,
+    approval_id: Option<&str>,
+) -> Result<bool, StoreError> {
+    let changed = connection.execute_cached(
+        "UPDATE schedule_runs
+            SET state = CASE WHEN ?2 IS NULL THEN 'running' ELSE 'parked' END,
+                approval_id = coalesce(?2, approval_id)
+          WHERE id = ?1 AND state IN ('running', 'parked')",
+        params![run_id, approval_id],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Runs left going whose chat execution waits for an approval (they outlive the process that
+/// started them): schedule id, run id, occurrence, chat and execution.
+pub(crate) fn parked_runs(connection: &Connection) -> Result<Vec<ParkedRunRow>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT r.schedule_id, r.id, r.fire_at, r.chat_id, r.execution_id
+           FROM schedule_runs r JOIN executions x ON x.id = r.execution_id
+          WHERE r.state IN ('running', 'parked') AND x.status = 'waiting_approval'",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, String>(2)?,
+            row.get::<_, String>(3)?,
+            row.get::<_, String>(4)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (schedule_id, run_id, fire_at, chat_id, execution_id) = row?;
+        Ok(ParkedRunRow {
+            schedule_id,
+            run_id,
+            fire_at: from_time("schedule_runs.fire_at", &fire_at)?,
+            chat_id,
+            execution_id,
+        })
+    })
+    .collect()
+}
+
+/// A run parked across a restart.
+#[derive(Debug, Clone)]
+pub(crate) struct ParkedRunRow {
+    pub schedule_id: String,
+    pub run_id: i64,
+    pub fire_at: DateTime<Utc>,
+    pub chat_id: String,
+    pub execution_id: String,
 }
 
 /// Records the chat and execution of a running run.
@@ -388,53 +469,53 @@ pub(crate) fn end_run(
     Ok(changed == 1)
 }
 
+/// The columns of a run, in the order [`decode_run`] reads them.
+const RUN_COLUMNS: &str = "id, schedule_id, fire_at, state, started_at, ended_at, chat_id, \
+                           execution_id, reason, approval_id";
+
+/// A run row as read.
+fn decode_run(row: &Row<'_>) -> rusqlite::Result<Result<ScheduleRun, StoreError>> {
+    let fire_at: String = row.get(2)?;
+    let state: String = row.get(3)?;
+    let started: Option<String> = row.get(4)?;
+    let ended: Option<String> = row.get(5)?;
+    let (id, schedule_id) = (row.get(0)?, row.get(1)?);
+    let (chat_id, execution_id, reason, approval_id) =
+        (row.get(6)?, row.get(7)?, row.get(8)?, row.get(9)?);
+    Ok((|| {
+        Ok(ScheduleRun {
+            id,
+            schedule_id,
+            fire_at: from_time("fire_at", &fire_at)?,
+            state: RunState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("run state {state}")))?,
+            started_at: from_time_opt("started_at", started)?,
+            ended_at: from_time_opt("ended_at", ended)?,
+            chat_id,
+            execution_id,
+            reason,
+            approval_id,
+        })
+    })())
+}
+
 /// The schedule's runs, newest occurrence first, at most `limit`.
 pub(crate) fn list_runs(
     connection: &Connection,
     schedule_id: &str,
     limit: usize,
 ) -> Result<Vec<ScheduleRun>, StoreError> {
-    let mut statement = connection.prepare_cached(
-        "SELECT id, schedule_id, fire_at, state, started_at, ended_at, chat_id, execution_id,
-                reason
-           FROM schedule_runs WHERE schedule_id = ?1 ORDER BY fire_at DESC, id DESC LIMIT ?2",
-    )?;
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {RUN_COLUMNS} FROM schedule_runs WHERE schedule_id = ?1 \
+         ORDER BY fire_at DESC, id DESC LIMIT ?2"
+    ))?;
     let rows = statement
         .query_map(
             params![schedule_id, i64::try_from(limit).unwrap_or(i64::MAX)],
-            |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                    row.get::<_, Option<String>>(5)?,
-                    row.get::<_, Option<String>>(6)?,
-                    row.get::<_, Option<String>>(7)?,
-                    row.get::<_, Option<String>>(8)?,
-                ))
-            },
+            decode_run,
         )?
         .collect::<Result<Vec<_>, _>>()?;
-    rows.into_iter()
-        .map(
-            |(id, schedule_id, fire_at, state, started, ended, chat_id, execution_id, reason)| {
-                Ok(ScheduleRun {
-                    id,
-                    schedule_id,
-                    fire_at: from_time("fire_at", &fire_at)?,
-                    state: RunState::parse(&state)
-                        .ok_or_else(|| StoreError::Corrupt(format!("run state {state}")))?,
-                    started_at: from_time_opt("started_at", started)?,
-                    ended_at: from_time_opt("ended_at", ended)?,
-                    chat_id,
-                    execution_id,
-                    reason,
-                })
-            },
-        )
-        .collect()
+    rows.into_iter().collect()
 }
 
 /// The run `run_id`.
@@ -442,17 +523,12 @@ pub(crate) fn load_run(
     connection: &Connection,
     run_id: i64,
 ) -> Result<Option<ScheduleRun>, StoreError> {
-    let schedule_id: Option<String> = connection
-        .query_row_cached(
-            "SELECT schedule_id FROM schedule_runs WHERE id = ?1",
+    connection
+        .query_row(
+            &format!("SELECT {RUN_COLUMNS} FROM schedule_runs WHERE id = ?1"),
             [run_id],
-            |row| row.get(0),
+            decode_run,
         )
-        .optional()?;
-    let Some(schedule_id) = schedule_id else {
-        return Ok(None);
-    };
-    Ok(list_runs(connection, &schedule_id, usize::MAX)?
-        .into_iter()
-        .find(|run| run.id == run_id))
+        .optional()?
+        .transpose()
 }

@@ -18,6 +18,7 @@ async fn service(dir: &tempfile::TempDir) -> Schedules {
     let store = Store::open(dir.path().join("souz.db")).await.unwrap();
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap());
     let engine = Engine::new(EngineParts {
+        events: crate::bus::EventBus::new(store.clone(), 64),
         store: store.clone(),
         clock: std::sync::Arc::new(clock),
         firing: std::sync::Arc::new(NeverFires),

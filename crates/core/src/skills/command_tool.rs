@@ -159,6 +159,7 @@ impl SkillCommandTool {
             diff: Some(self.preview()),
             reason: self.consent_reason(),
             server: None,
+            parked: None,
             suggested: souz_protocol::SuggestedScope {
                 scope: souz_protocol::ScopeKind::Once,
                 minutes: None,

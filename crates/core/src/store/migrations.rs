@@ -577,6 +577,27 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE INDEX schedule_runs_open ON schedule_runs (schedule_id, state)
                   WHERE state IN ('claimed', 'running', 'parked');",
     },
+    Migration {
+        // Durable parking (issue 40): an unattended execution (`unattended`: the schedule run it
+        // is, JSON) that meets a call needing a person parks on a pending approval
+        // (`parked_approval`, for the model's call `parked_call`) in `waiting_approval`, which is
+        // active like `waiting_option` and not a crash. The approval names the run (`parked`,
+        // JSON) so it outlives the process; `used_by` is the call that ran under it once
+        // approved (a parked approval runs once). A run records the approval it waits on.
+        name: "parked_runs",
+        sql: "ALTER TABLE approvals ADD COLUMN parked TEXT;
+              ALTER TABLE approvals ADD COLUMN used_by TEXT;
+              ALTER TABLE executions ADD COLUMN unattended TEXT;
+              ALTER TABLE executions ADD COLUMN parked_approval TEXT;
+              ALTER TABLE executions ADD COLUMN parked_call TEXT;
+              ALTER TABLE schedule_runs ADD COLUMN approval_id TEXT;
+              DROP INDEX executions_one_active;
+              CREATE UNIQUE INDEX executions_one_active ON executions (chat_id)
+                  WHERE status IN ('queued', 'running', 'waiting_option', 'waiting_approval',
+                                   'cancelling');
+              CREATE INDEX executions_parked ON executions (parked_approval)
+                  WHERE parked_approval IS NOT NULL;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -13,17 +13,24 @@ pub(crate) mod worker;
 
 use std::sync::Arc;
 
-use super::{Catalog, CatalogBuilder, CatalogError};
+use super::{Catalog, CatalogBuilder, CatalogError, DynTool};
 
 /// Every built-in tool, the model-backed ones without a model or cache (they say so when run).
 #[cfg(test)]
 pub(crate) fn catalog() -> Result<Catalog, CatalogError> {
-    catalog_with(&Arc::new(internet::WebServices::default()))
+    catalog_with(&Arc::new(internet::WebServices::default()), Vec::new())
 }
 
-/// Every built-in tool, the model-backed ones over `web`.
-pub(crate) fn catalog_with(web: &Arc<internet::WebServices>) -> Result<Catalog, CatalogError> {
+/// Every built-in tool, the model-backed ones over `web`, and `extra`: catalog tools of the
+/// layers above (the schedule tools), erased.
+pub(crate) fn catalog_with(
+    web: &Arc<internet::WebServices>,
+    extra: Vec<Arc<dyn DynTool>>,
+) -> Result<Catalog, CatalogError> {
     let mut builder = CatalogBuilder::default();
+    for tool in extra {
+        builder.add_dyn(tool)?;
+    }
     files::register(&mut builder)?;
     documents::register(&mut builder)?;
     data::register(&mut builder)?;

@@ -38,6 +38,8 @@ use record::Finished;
 use record::Record;
 use recorder::Recording;
 
+pub use parking::{CallMode, Unattended};
+
 /// A call to make.
 #[derive(Debug, Clone)]
 pub struct CallRequest {
@@ -418,24 +420,27 @@ impl Gate {
 
     /// Starts a call: stores it, then runs it as a task. The handle cancels it when dropped.
     pub async fn start(&self, request: CallRequest) -> Result<CallHandle, StoreError> {
-        self.start_call(request, None).await
+        self.start_call(request, None, CallMode::Attended).await
     }
 
-    /// Starts a call of `tool`, a tool made for this call rather than found by name (a skill
-    /// bundle's command: its spec names the skill and bundle): planned, decided, asked, run
+    /// Starts a call in `mode` (an unattended run's, or one a person approved while it was
+    /// parked). With `supplied`, a tool made for this call rather than found by name (a skill
+    /// bundle's command: its spec names the skill and bundle), planned, decided, asked, run
     /// and recorded like any other call under `request.tool`, which must be its spec's name.
-    pub(crate) async fn start_with(
+    pub(crate) async fn start_as(
         &self,
         request: CallRequest,
-        tool: Arc<dyn DynTool>,
+        supplied: Option<Arc<dyn DynTool>>,
+        mode: CallMode,
     ) -> Result<CallHandle, StoreError> {
-        self.start_call(request, Some(tool)).await
+        self.start_call(request, supplied, mode).await
     }
 
     async fn start_call(
         &self,
         request: CallRequest,
         supplied: Option<Arc<dyn DynTool>>,
+        mode: CallMode,
     ) -> Result<CallHandle, StoreError> {
         let call_id = uuid::Uuid::now_v7().to_string();
         let created_at = now();
@@ -465,6 +470,7 @@ impl Gate {
                 summary: None,
                 approval_id: None,
                 side_effects: false,
+                mode,
             };
             let recorded = gate.run(record, supplied, task_cancel, sender).await;
             if recorded {
@@ -640,6 +646,7 @@ impl Gate {
 
 mod drive;
 mod held;
+mod parking;
 mod record;
 mod recorder;
 #[cfg(test)]

@@ -337,6 +337,7 @@ async fn run_bundle(call: &CoreCall<'_>, skill_id: &str, arguments: Option<Value
             tool: skill_id,
             tool_call_id: call.tool_call_id,
             sink: call.sink,
+            parking: call.parking,
         },
     };
     match call.bundles.run_command(run).await {
@@ -392,6 +393,7 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
                 tool: tool.spec().name,
                 tool_call_id: call.tool_call_id,
                 sink: call.sink,
+                parking: call.parking,
             };
             match call_gate(gate_call, arguments).await {
                 Ok(result) => CoreOutput {

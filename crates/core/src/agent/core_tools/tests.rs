@@ -31,6 +31,7 @@ pub(super) fn core_call<'a>(
         memory,
         sink: &NoSink,
         bundles,
+        parking: None,
     }
 }
 

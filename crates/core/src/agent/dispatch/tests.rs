@@ -89,6 +89,7 @@ async fn a_running_tools_progress_reaches_the_turn_in_order() {
             tool: "Stepper",
             tool_call_id: "t-1",
             sink: &sink,
+            parking: None,
         },
         serde_json::json!({}),
     )

@@ -117,6 +117,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/skills.js"),
     ),
     (
+        "schedules.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/schedules.js"),
+    ),
+    (
+        "schedule-form.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/schedule-form.js"),
+    ),
+    (
         "icon.svg",
         "image/svg+xml",
         include_bytes!("../../../../../ui/icon.svg"),

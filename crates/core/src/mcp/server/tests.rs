@@ -18,6 +18,7 @@ use crate::tools::gate::CallState;
 mod direct;
 mod fast_path_equivalence;
 mod memory;
+mod schedules;
 mod shortcut;
 
 /// A client holding a token named `name` (and calling itself that too).

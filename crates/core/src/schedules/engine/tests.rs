@@ -59,6 +59,7 @@ async fn daemon(path: &std::path::Path, firing: CountingFiring) -> Daemon {
     let firing = Arc::new(firing);
     let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
     let engine = Engine::new(EngineParts {
+        events: crate::bus::EventBus::new(store.clone(), 64),
         store: store.clone(),
         clock: Arc::new(clock.clone()),
         firing: firing.clone(),
@@ -93,19 +94,24 @@ impl Daemon {
     /// Waits until the engine decided everything due at the clock's time and no run goes.
     async fn settle(&self) {
         let until = self.clock.now();
+        self.schedules.engine().wake();
         let mut progress = self.schedules.engine().progress();
         tokio::time::timeout(
             StdDuration::from_secs(20),
             progress.wait_for(|p| p.decided_until >= until && p.running == 0),
         )
         .await
-        .expect("the engine did not settle")
+        .unwrap_or_else(|_| {
+            let now = *self.schedules.engine().progress().borrow();
+            panic!("the engine did not settle: {now:?} until {until}")
+        })
         .unwrap();
     }
 
     /// Waits until the engine decided everything due at the clock's time.
     async fn decided(&self) {
         let until = self.clock.now();
+        self.schedules.engine().wake();
         let mut progress = self.schedules.engine().progress();
         tokio::time::timeout(
             StdDuration::from_secs(20),

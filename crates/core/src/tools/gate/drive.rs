@@ -10,6 +10,7 @@ use souz_protocol::{Action, DecisionSource, ExpiryReason, Risk, ToolCallStatus, 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::parking::CallMode;
 use super::record::Record;
 use super::{CallState, Gate, held};
 use crate::approvals::{
@@ -78,6 +79,18 @@ impl Gate {
         };
         record.summary = Some(planned.plan.summary.clone());
 
+        if let CallMode::Approved { approval_id } = record.mode.clone() {
+            // A parked call a person approved: it runs under that approval, or not at all.
+            if let Err(message) = self
+                .admit_approved(record, &approval_id, &planned.plan)
+                .await
+            {
+                return failure(message);
+            }
+            return self
+                .run_planned(record, (planned, ctx), cancel, state)
+                .await;
+        }
         let facts = CallFacts {
             tool: spec.name,
             known: true,
@@ -85,7 +98,15 @@ impl Gate {
             requester: &record.request.requester,
             targets: &planned.plan.targets,
         };
-        let decision = self.inner.approvals.decide_call(&facts);
+        let decision = match &record.mode {
+            CallMode::Unattended(unattended) => {
+                let envelope = unattended.grants(&record.request.requester);
+                self.inner.approvals.decide_call_with(&facts, &envelope)
+            }
+            CallMode::Attended | CallMode::Approved { .. } => {
+                self.inner.approvals.decide_call(&facts)
+            }
+        };
         let mut held = Held {
             planned: Some(planned),
             fingerprint: None,
@@ -127,6 +148,22 @@ impl Gate {
                 }
             }
         };
+        self.run_planned(record, (planned, ctx), cancel, state)
+            .await
+    }
+
+    /// Runs an allowed (or approved) call, planned, in its context.
+    async fn run_planned(
+        &self,
+        record: &mut Record,
+        ready: (PlannedCall, ToolContext),
+        cancel: &CancellationToken,
+        state: &watch::Sender<CallState>,
+    ) -> Ended {
+        let (planned, ctx) = ready;
+        if cancel.is_cancelled() {
+            return cancelled("The call was cancelled.");
+        }
         if record.side_effects {
             Box::pin(self.start_running(record, state)).await;
         } else {
@@ -235,6 +272,10 @@ impl Gate {
                     diff,
                     reason,
                     suggested,
+                    parked: match &record.mode {
+                        CallMode::Unattended(unattended) => Some(unattended.run.clone()),
+                        CallMode::Attended | CallMode::Approved { .. } => None,
+                    },
                 },
                 record.store_as(ToolCallStatus::WaitingApproval),
             )
@@ -269,6 +310,17 @@ impl Gate {
             tracing::warn!(%error, "could not expire an approval asked while pausing");
         }
         self.advance(record, ToolCallStatus::WaitingApproval, asking.state);
+        if matches!(record.mode, CallMode::Unattended(_)) {
+            // Nobody waits here: the approval outlives this call, and the run resumes from it.
+            return Err((
+                ToolCallStatus::Parked,
+                ToolResult {
+                    text: super::parking::parked_text(&approval_id),
+                    structured: Some(serde_json::json!({ "parkedApproval": approval_id })),
+                    is_error: false,
+                },
+            ));
+        }
         let resolution = self.await_person(&mut pending, asking.cancel).await;
         self.settle(record, approval_id, resolution)
     }

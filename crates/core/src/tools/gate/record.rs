@@ -87,6 +87,7 @@ pub(super) fn end_event(finished: &Finished) -> (Outcome, RuntimeEvent) {
         ToolCallStatus::Succeeded => Outcome::Succeeded,
         ToolCallStatus::Denied => Outcome::Denied,
         ToolCallStatus::Cancelled => Outcome::Cancelled,
+        ToolCallStatus::Parked => Outcome::Parked,
         _ => Outcome::Failed,
     };
     let event = if outcome == Outcome::Succeeded {
@@ -170,6 +171,8 @@ pub(super) struct Record {
     /// Whether the call may have changed something (it ran a non-read-only tool or a person
     /// was asked): then its start and end are stored before they are answered.
     pub(super) side_effects: bool,
+    /// How the call meets a person.
+    pub(super) mode: super::CallMode,
 }
 
 /// A call that ended, with how it ended (stored at once, or by the batch recorder).
