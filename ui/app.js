@@ -16,6 +16,7 @@ import { setupPage } from "./setup.js";
 import { connectPage } from "./connect.js";
 import { inRecovery, recoveryPage } from "./recovery.js";
 import { skillsPage } from "./skills.js";
+import { schedulesPage } from "./schedules.js";
 import { followDaemonLanguage, language, setLanguage, strings } from "./i18n.js";
 
 // The page chrome: nav labels by the link's data-page (a page merged later adds its own pair
@@ -30,6 +31,7 @@ const t = strings({
     nav_models: "Models",
     nav_servers: "Servers",
     nav_skills: "Skills",
+    nav_schedules: "Schedules",
     nav_grants: "Grants",
     nav_clients: "Clients",
     nav_connect: "Connect Claude",
@@ -54,6 +56,7 @@ const t = strings({
     nav_models: "Модели",
     nav_servers: "Серверы",
     nav_skills: "Навыки",
+    nav_schedules: "Расписания",
     nav_grants: "Разрешения",
     nav_clients: "Клиенты",
     nav_connect: "Подключить Claude",
@@ -115,7 +118,7 @@ async function loadDaemonLanguage() {
 /** @typedef {import("./types.js").EventFrame} EventFrame */
 /** @typedef {import("./types.js").PauseState} PauseState */
 
-const routes = { ...pages, chat: chatPage, skills: skillsPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, chat: chatPage, skills: skillsPage, schedules: schedulesPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */

@@ -35,6 +35,7 @@
  *   expires_at: string;
  *   expiry_reason?: ExpiryReason | null;
  *   id: string;
+ *   parked?: ParkedRun | null;
  *   reason: string;
  *   requester: Requester;
  *   requester_label: string;
@@ -651,7 +652,7 @@
 
 /**
  * Where an execution (an agent turn) stands.
- * @typedef {"queued" | "running" | "waiting_option" | "cancelling" | "cancelled" | "completed" | "failed"} ExecutionStatus
+ * @typedef {"queued" | "running" | "waiting_option" | "waiting_approval" | "cancelling" | "cancelled" | "completed" | "failed"} ExecutionStatus
  */
 
 /**
@@ -1207,13 +1208,23 @@
 
 /**
  * How a call ended, for the audit.
- * @typedef {"succeeded" | "failed" | "denied" | "cancelled"} Outcome
+ * @typedef {"succeeded" | "failed" | "denied" | "cancelled" | "parked"} Outcome
  */
 
 /**
  * What happens when an occurrence is due while the previous run still goes. Runs of one
  * schedule never overlap.
  * @typedef {"skip" | "queue_one"} OverlapPolicy
+ */
+
+/**
+ * A run nobody is watching (a schedule's occurrence) that waits for a person's decision on one
+ * of its calls.
+ * @typedef {{
+ *   run_id: number;
+ *   schedule_id: string;
+ *   schedule_name: string;
+ * }} ParkedRun
  */
 
 /**
@@ -1514,7 +1525,16 @@
  *   type: "memory.fact.deleted";
  * } | {
  *   type: "settings.changed";
- * }} RuntimeEvent
+ * } | {
+ *   type: "schedules.changed";
+ * } | ({
+ *   reason?: string | null;
+ *   run_id: number;
+ *   schedule_id: string;
+ *   schedule_name: string;
+ *   state: RunState;
+ *   type: "schedule.run.ended";
+ * })} RuntimeEvent
  */
 
 /**
@@ -1599,6 +1619,7 @@
 /**
  * One occurrence of a schedule, claimed by one daemon.
  * @typedef {{
+ *   approvalId?: string | null;
  *   chatId?: string | null;
  *   endedAt?: string | null;
  *   executionId?: string | null;
@@ -1911,7 +1932,7 @@
 
 /**
  * Where a tool call stands.
- * @typedef {"planning" | "waiting_approval" | "running" | "succeeded" | "failed" | "denied" | "cancelled"} ToolCallStatus
+ * @typedef {"planning" | "waiting_approval" | "running" | "succeeded" | "failed" | "denied" | "cancelled" | "parked"} ToolCallStatus
  */
 
 /**

@@ -285,6 +285,7 @@ async fn follow<R: Runtime>(
                             }
                         }
                         follow_language(&app, &client).await;
+                        follow_schedules(&app, &shell, &client).await;
                     });
                 }
                 StreamItem::Runtime(envelope) => {
@@ -300,6 +301,15 @@ async fn follow<R: Runtime>(
                             reason = "one language refresh of the app; it ends with the request or with the app"
                         )]
                         tokio::spawn(async move { follow_language(&app, &client).await });
+                    }
+                    if ShellState::refetches_schedules(&envelope.event) {
+                        let (app, shell, client) =
+                            (app.clone(), Arc::clone(&shell), client.clone());
+                        #[allow(
+                            clippy::disallowed_methods,
+                            reason = "one schedules refresh of the app; it ends with the request or with the app"
+                        )]
+                        tokio::spawn(async move { follow_schedules(&app, &shell, &client).await });
                     }
                     let notices = shell.state().apply_runtime(&envelope.event);
                     handle(&app, notices);
@@ -352,6 +362,19 @@ async fn follow_language<R: Runtime>(app: &AppHandle<R>, client: &DaemonClient) 
             }
         }
         Err(error) => tracing::warn!(%error, "could not read the interface language"),
+    }
+}
+
+/// Reads the schedules (`GET /v1/schedules`) into the state and redraws the tray: at every
+/// (re)connection and on every `schedules.changed`. Without an answer the last list stays.
+async fn follow_schedules<R: Runtime>(app: &AppHandle<R>, shell: &Shell, client: &DaemonClient) {
+    match client.schedules().await {
+        Ok(list) => {
+            tracing::debug!(schedules = list.items.len(), "schedules reloaded");
+            shell.state().set_schedules(list.items);
+            changed(app);
+        }
+        Err(error) => tracing::warn!(%error, "could not read the schedules"),
     }
 }
 

@@ -3,7 +3,9 @@
 //! opens the window at that approval; a decision made anywhere else withdraws it. Every question
 //! an agent asks is posted as "Souz asks" with the question and its choices; a click opens the
 //! window at the question, and an answer given anywhere withdraws it. Approvals that expire and
-//! turns that end are posted too, as `[notifications]` in config.toml says.
+//! turns that end are posted too, as `[notifications]` in config.toml says. A scheduled run's
+//! approval says which run waits; a scheduled run's end is posted with its outcome, and a click
+//! opens the run's chat (else the schedule's history).
 //!
 //! Linux and the BSDs: `tauri-plugin-notification` speaks the freedesktop protocol over D-Bus,
 //! with actions and withdrawal. macOS: the plugin's NSUserNotification path folds two actions
@@ -19,7 +21,7 @@ use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
 use crate::Shell;
-use crate::state::{Notice, approval_text, question_text};
+use crate::state::{Notice, notification_text, question_text};
 use crate::texts::{fill, tr};
 
 #[cfg(target_os = "macos")]
@@ -39,13 +41,15 @@ pub enum Subject {
     Approval(String),
     /// A question an agent asks (its option id).
     Question(String),
+    /// A notice whose click opens the window at a UI route (a scheduled run's end).
+    Route(String),
 }
 
 impl Subject {
     /// The approval's or the question's id.
     fn id(&self) -> &str {
         match self {
-            Self::Approval(id) | Self::Question(id) => id,
+            Self::Approval(id) | Self::Question(id) | Self::Route(id) => id,
         }
     }
 
@@ -54,7 +58,7 @@ impl Subject {
     fn actions(&self) -> Option<&'static str> {
         match self {
             Self::Approval(_) => Some(APPROVAL_ACTIONS),
-            Self::Question(_) => None,
+            Self::Question(_) | Self::Route(_) => None,
         }
     }
 
@@ -64,6 +68,7 @@ impl Subject {
         match self {
             Self::Approval(_) => "approvalId",
             Self::Question(_) => "optionId",
+            Self::Route(_) => "route",
         }
     }
 
@@ -73,6 +78,7 @@ impl Subject {
         match self {
             Self::Approval(id) => format!("approval.{id}"),
             Self::Question(id) => format!("question.{id}"),
+            Self::Route(route) => format!("open.{route}"),
         }
     }
 
@@ -81,6 +87,8 @@ impl Subject {
     fn from_identifier(identifier: &str) -> Option<Self> {
         if let Some(id) = identifier.strip_prefix("approval.") {
             Some(Self::Approval(id.to_owned()))
+        } else if let Some(route) = identifier.strip_prefix("open.") {
+            Some(Self::Route(route.to_owned()))
         } else {
             identifier
                 .strip_prefix("question.")
@@ -155,6 +163,7 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
         let subject = extra("approvalId")
             .map(Subject::Approval)
             .or_else(|| extra("optionId").map(Subject::Question))
+            .or_else(|| extra("route").map(Subject::Route))
             .or_else(|| shell.notifications.subject_of(active.id()));
         if let Some(subject) = subject {
             respond(&handle, subject, performed.action_id());
@@ -167,6 +176,14 @@ fn respond<R: Runtime>(app: &AppHandle<R>, subject: Subject, action: &str) {
     match subject {
         Subject::Approval(approval_id) => acted(app, &approval_id, action),
         Subject::Question(option_id) => asked(app, &option_id, action),
+        Subject::Route(route) => {
+            tracing::info!(%route, %action, "notification action");
+            // Nothing to withdraw later: forget it once it was clicked.
+            app.state::<Arc<Shell>>()
+                .notifications
+                .take(&Subject::Route(route.clone()));
+            crate::window::open(app, Some(&route));
+        }
     }
 }
 
@@ -210,7 +227,7 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
             app,
             &shell.notifications,
             Subject::Approval(approval.id.clone()),
-            approval_text(&approval),
+            notification_text(&approval),
         ),
         Notice::Question(question) if preferences.question_asked => post(
             app,
@@ -243,6 +260,15 @@ pub fn show<R: Runtime>(app: &AppHandle<R>, notice: Notice) {
         Notice::TurnEnded { how, title, .. } if preferences.turn_finished => {
             let chat = title.unwrap_or_else(|| tr("A chat", "Чат").to_owned());
             plain(app, &format!("Agent turn {how}"), &chat);
+        }
+        Notice::RunEnded {
+            schedule_id,
+            run_id,
+            text,
+            route,
+        } => {
+            tracing::info!(%schedule_id, run_id, "scheduled run ended");
+            post(app, &shell.notifications, Subject::Route(route), text);
         }
         _ => {}
     }
@@ -290,6 +316,12 @@ fn post<R: Runtime>(
             notification_id = id,
             micros,
             "question notification posted"
+        ),
+        (Ok(()), Subject::Route(route)) => tracing::info!(
+            %route,
+            notification_id = id,
+            micros,
+            "run notification posted"
         ),
         (Err(error), _) => tracing::warn!(%error, "could not post a notification"),
     }

@@ -1,5 +1,6 @@
 //! What the shell shows, as plain data: pending approvals, the agents' pending questions, live
-//! turns, the pause switch and the connection, folded from the daemon's events; and what each
+//! turns, the pause switch, the connection and the schedules (`schedules`: the next run, runs
+//! parked on an approval), folded from the daemon's events; and what each
 //! change means for the tray and for notifications. Nothing here touches Tauri, so it is tested
 //! as ordinary code.
 //!
@@ -14,6 +15,12 @@ use souz_protocol::chat::{ActiveTurn, ChatEvent, ChatEventBody, Question, Select
 use souz_protocol::{Approval, RuntimeEvent};
 
 use crate::texts::{fill, tr};
+
+mod schedules;
+
+pub use schedules::{
+    KnownSchedule, approval_line, parked_line, parked_text, run_ended_text, run_route, short_time,
+};
 
 /// How the shell reaches the daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +156,8 @@ pub struct ShellState {
     pub autostart: bool,
     /// Model downloads under way or failed, memory's and local models' (by kind and model).
     pub downloads: BTreeMap<String, Download>,
+    /// The schedules by id, as `GET /v1/schedules` last listed them.
+    pub schedules: BTreeMap<String, KnownSchedule>,
 }
 
 impl Default for ShellState {
@@ -161,6 +170,7 @@ impl Default for ShellState {
             paused: false,
             autostart: false,
             downloads: BTreeMap::new(),
+            schedules: BTreeMap::new(),
         }
     }
 }
@@ -208,6 +218,18 @@ pub enum Notice {
         how: String,
         /// The chat title, if known.
         title: Option<String>,
+    },
+    /// A scheduled run ended: its outcome; a click opens `route` (the run's chat, else the
+    /// schedule's history).
+    RunEnded {
+        /// The schedule.
+        schedule_id: String,
+        /// The run.
+        run_id: i64,
+        /// Title and body ([`run_ended_text`]).
+        text: (String, String),
+        /// The UI route a click opens.
+        route: String,
     },
 }
 
@@ -411,6 +433,7 @@ impl ShellState {
                 self.download_failed(true, model, error);
                 Vec::new()
             }
+            RuntimeEvent::ScheduleRunEnded { .. } => self.run_ended(event),
             _ => Vec::new(),
         }
     }
@@ -524,7 +547,15 @@ pub fn tool_label(approval: &Approval) -> String {
     }
 }
 
-/// The notification's title and body for an approval.
+/// The notification's title and body for an approval (a parked run's: [`parked_text`]).
+pub fn notification_text(approval: &Approval) -> (String, String) {
+    match &approval.parked {
+        Some(run) => parked_text(approval, run),
+        None => approval_text(approval),
+    }
+}
+
+/// The notification's title and body for an approval a person or client asks for.
 pub fn approval_text(approval: &Approval) -> (String, String) {
     let title = format!(
         "{} wants to use {}",

@@ -2,7 +2,9 @@
 //! idle, a turn running, or approvals and questions waiting (with the count in the title); the
 //! menu lists pending approvals (who asks, what, Approve / Deny), the agents' questions (who
 //! asks, the question, a choice per item or "Answer in Souz…", from
-//! [`question_entries`]), live turns, Open Souz, Pause, Start at login and Quit. Desktop only;
+//! [`question_entries`]), live turns, the next scheduled run ("Next: <name> at Mon 08:30") and
+//! the runs parked on an approval ("<name> waits for your approval since …", with Approve /
+//! Deny like any approval), Open Souz, Pause, Start at login and Quit. Desktop only;
 //! never built under the mock runtime (GTK is not initialised there).
 
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use tauri::{AppHandle, Manager, Runtime};
 
 use crate::Shell;
 use crate::state::{
-    ShellState, TrayIcon as IconState, answer_choice, key_argument, question_entries, shorten,
+    ShellState, TrayIcon as IconState, answer_choice, approval_line, question_entries, shorten,
 };
 use crate::texts::{fill, tr};
 
@@ -123,6 +125,9 @@ fn menu<R: Runtime>(app: &AppHandle<R>, state: &ShellState) -> tauri::Result<Men
             download.describe(),
         )?));
     }
+    if let Some(next) = state.next_run_line(&chrono::Local) {
+        items.push(Box::new(item(app, "open:/schedules", shown(&next))?));
+    }
     items.push(Box::new(PredefinedMenuItem::separator(app)?));
     approval_items(app, state, &mut items)?;
     question_items(app, state, &mut items)?;
@@ -164,16 +169,10 @@ fn approval_items<R: Runtime>(
         let mut pending: Vec<_> = state.pending.values().collect();
         pending.sort_by_key(|approval| approval.created_at);
         for approval in pending.iter().take(LISTED_APPROVALS) {
-            let what = key_argument(approval).unwrap_or_else(|| shorten(&approval.summary, 60));
             items.push(Box::new(item(
                 app,
                 format!("show:{}", approval.id),
-                shown(&format!(
-                    "{} · {} · {}",
-                    approval.requester_label,
-                    crate::state::tool_label(approval),
-                    shorten(&what, 60)
-                )),
+                shown(&approval_line(approval, &chrono::Local)),
             )?));
             items.push(Box::new(item(
                 app,

@@ -18,7 +18,7 @@ after(async () => { await session?.close(); });
 /** Texts that need no translation: product and provider names, language codes, numbers, ids. */
 const ALLOWED = /^(Souz|MCP|Claude|Claude Code|Claude Desktop|OpenAI|Anthropic|Qwen|GigaChat|Giga|AI Tunnel|Ollama|LM Studio|TOML|JSON|URL|API|EN|RU|ID|OK|[\d\s.,:;%()+\-–—×/·…]*|[0-9a-f-]{8,}|\S+\.(toml|json|md)|\[[a-z_.]+\]|[a-z0-9_.:/-]+)$/;
 /** Routes a person reaches without a nav link. */
-const EXTRA_ROUTES = ["setup"];
+const EXTRA_ROUTES = ["setup", "schedules/new"];
 
 /** The visible texts of the chrome and the page a person reads to find their way. */
 function visibleTexts() {
@@ -116,7 +116,7 @@ for (const lang of /** @type {const} */ (["en", "ru"])) {
         const bad = lang === "ru" ? !cyrillic.test(text) && !ALLOWED.test(text) : cyrillic.test(text);
         if (bad) problems.push(`${route}: ${JSON.stringify(text)}`);
       }
-      if (lang === "ru") await shot(tab, `${route}-ru`);
+      if (lang === "ru") await shot(tab, `${route.replace("/", "-")}-ru`);
     }
     assert.deepEqual(problems, [], `untranslated (${lang}):\n${problems.join("\n")}`);
     await tab.context().close();

@@ -24,10 +24,11 @@ export const LAYERS = [
   ["api.js", "dom.js", "events.js"],
   // Pieces pages share: Markdown into DOM nodes, the agents' questions.
   ["markdown.js", "questions.js"],
-  // Settings: a page whose problem list, restart button and keyed providers others reuse.
-  ["settings.js"],
+  // Settings: a page whose problem list, restart button and keyed providers others reuse; the
+  // schedule form, which the Schedules page opens.
+  ["schedule-form.js", "settings.js"],
   // The pages.
-  ["chat.js", "connect.js", "memory.js", "models.js", "pages.js", "recovery.js", "servers.js", "setup.js", "skills.js"],
+  ["chat.js", "connect.js", "memory.js", "models.js", "pages.js", "recovery.js", "schedules.js", "servers.js", "setup.js", "skills.js"],
   // The router, the event stream, the login.
   ["app.js"],
 ];

@@ -12,7 +12,12 @@ use souz_protocol::{
     Verdict,
 };
 
+use souz_protocol::approvals::ParkedRun;
+use souz_protocol::language::Language;
+use souz_protocol::schedules::{RunState, Schedule, ScheduleAction};
+
 use super::*;
+use crate::texts::set_language;
 
 fn approval(id: &str, arguments: serde_json::Value) -> Approval {
     let now = chrono::Utc::now();
@@ -40,6 +45,7 @@ fn approval(id: &str, arguments: serde_json::Value) -> Approval {
         expires_at: now,
         decision: None,
         expiry_reason: None,
+        parked: None,
     }
 }
 
@@ -524,4 +530,211 @@ fn a_local_model_download_shows_beside_memorys_until_it_completes_fails_or_is_ca
         model: "qwen3-4b".into(),
     });
     assert_eq!(state.downloads.len(), 1, "memory's is still going");
+}
+
+/// A schedule as `GET /v1/schedules` lists it; `next_fire` in RFC 3339.
+fn schedule(id: &str, name: &str, next_fire: Option<&str>, enabled: bool) -> Schedule {
+    let now = chrono::Utc::now();
+    Schedule {
+        id: id.into(),
+        name: name.into(),
+        spec: "30 8 * * 1".into(),
+        zone: "UTC".into(),
+        action: ScheduleAction::Prompt {
+            prompt: "Summarise my inbox".into(),
+            settings: Default::default(),
+        },
+        missed: Default::default(),
+        overlap: Default::default(),
+        envelope: Default::default(),
+        enabled,
+        chat_id: None,
+        next_fire: next_fire.map(at),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn at(rfc3339: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+fn run_ended(schedule_id: &str, state: RunState, reason: Option<&str>) -> RuntimeEvent {
+    RuntimeEvent::ScheduleRunEnded {
+        schedule_id: schedule_id.into(),
+        schedule_name: "Inbox summary".into(),
+        run_id: 7,
+        state,
+        reason: reason.map(str::to_owned),
+    }
+}
+
+#[test]
+fn the_next_line_names_the_earliest_enabled_schedule_and_follows_each_fetch() {
+    set_language(Language::En);
+    let mut state = ShellState::default();
+    assert_eq!(
+        state.next_run_line(&chrono::Utc),
+        None,
+        "no schedules: no line"
+    );
+    // 2026-12-07 is a Monday.
+    state.set_schedules(vec![
+        schedule("s1", "Weekly report", Some("2026-12-11T17:00:00Z"), true),
+        schedule("s2", "Paused one", Some("2026-12-07T06:00:00Z"), false),
+        schedule("s3", "Inbox summary", Some("2026-12-07T08:30:00Z"), true),
+        schedule("s4", "Fired once", None, true),
+    ]);
+    assert_eq!(
+        state.next_run_line(&chrono::Utc).as_deref(),
+        Some("Next: Inbox summary at Mon 08:30"),
+        "the paused schedule fires earlier but does not count"
+    );
+    let moscow = chrono::FixedOffset::east_opt(3 * 3600).unwrap();
+    assert_eq!(
+        state.next_run_line(&moscow).as_deref(),
+        Some("Next: Inbox summary at Mon 11:30"),
+        "shown in the zone given"
+    );
+    set_language(Language::Ru);
+    assert_eq!(
+        state.next_run_line(&chrono::Utc).as_deref(),
+        Some("Далее: Inbox summary в Пн 08:30")
+    );
+    // `schedules.changed` asks for a fetch and posts nothing; the fetch replaces the list.
+    let changed = RuntimeEvent::SchedulesChanged {};
+    assert!(ShellState::refetches_schedules(&changed));
+    assert!(!ShellState::refetches_schedules(
+        &RuntimeEvent::SettingsChanged {}
+    ));
+    assert_eq!(state.apply_runtime(&changed), Vec::new());
+    state.set_schedules(vec![schedule(
+        "s2",
+        "Paused one",
+        Some("2026-12-07T06:00:00Z"),
+        false,
+    )]);
+    assert_eq!(state.schedules.len(), 1);
+    assert_eq!(
+        state.next_run_line(&chrono::Utc),
+        None,
+        "only paused: no line"
+    );
+}
+
+#[test]
+fn a_run_that_ends_posts_one_notice_with_its_outcome_that_opens_its_chat() {
+    set_language(Language::En);
+    let mut state = ShellState::default();
+    let mut known = schedule("s1", "Inbox summary", Some("2026-12-07T08:30:00Z"), true);
+    known.chat_id = Some("chat-1".into());
+    state.set_schedules(vec![known]);
+    let notices = state.apply_runtime(&run_ended("s1", RunState::Ok, None));
+    assert_eq!(
+        notices,
+        vec![Notice::RunEnded {
+            schedule_id: "s1".into(),
+            run_id: 7,
+            text: ("Scheduled run".into(), "'Inbox summary' finished".into()),
+            route: "/chat/chat-1".into(),
+        }]
+    );
+    let text = |notices: Vec<Notice>| match notices.as_slice() {
+        [Notice::RunEnded { text, route, .. }] => (text.1.clone(), route.clone()),
+        other => panic!("expected one run notice, got {other:?}"),
+    };
+    assert_eq!(
+        text(state.apply_runtime(&run_ended(
+            "s1",
+            RunState::Blocked,
+            Some("RunCommand was denied")
+        ))),
+        (
+            "'Inbox summary' was blocked: RunCommand was denied".into(),
+            "/chat/chat-1".into()
+        )
+    );
+    // A schedule the shell does not know (yet): its history.
+    assert_eq!(
+        text(state.apply_runtime(&run_ended("s9", RunState::Failed, Some("no model")))),
+        (
+            "'Inbox summary' failed: no model".into(),
+            "/schedules/s9/runs".into()
+        )
+    );
+    set_language(Language::Ru);
+    assert_eq!(
+        run_ended_text("Inbox summary", RunState::Failed, Some("нет модели")),
+        (
+            "Запуск по расписанию".into(),
+            "«Inbox summary» не удался: нет модели".into()
+        )
+    );
+    assert_eq!(state.waiting(), 0, "an ended run waits for nobody");
+}
+
+#[test]
+fn a_parked_approval_shows_as_its_waiting_run_and_its_notification_names_the_run() {
+    set_language(Language::En);
+    let mut state = ShellState::default();
+    let mut parked = approval("a1", json!({ "command": "rm -rf build" }));
+    parked.created_at = at("2026-12-07T08:31:00Z");
+    parked.requester_label = "scheduled run 'Inbox summary'".into();
+    parked.parked = Some(ParkedRun {
+        schedule_id: "s1".into(),
+        schedule_name: "Inbox summary".into(),
+        run_id: 7,
+    });
+    let plain = approval("a2", json!({ "command": "ls" }));
+    let notices = state.apply_runtime(&requested(parked.clone()));
+    assert_eq!(notices, vec![Notice::Approval(Box::new(parked.clone()))]);
+    state.apply_runtime(&requested(plain.clone()));
+    let runs = state.parked_runs();
+    assert_eq!(runs.len(), 1, "only the parked approval is a parked run");
+    assert_eq!(runs[0].0.id, "a1");
+    assert_eq!(
+        approval_line(&parked, &chrono::Utc),
+        "Inbox summary waits for your approval since Mon 08:31"
+    );
+    assert_eq!(
+        approval_line(&plain, &chrono::Utc),
+        "Claude Code 1.2 · RunCommand · ls",
+        "other approvals keep their line"
+    );
+    let (title, body) = notification_text(&parked);
+    assert_eq!(
+        title,
+        "Scheduled run 'Inbox summary' wants to use RunCommand"
+    );
+    assert!(body.contains("rm -rf build"), "{body}");
+    assert!(body.ends_with("The run waits for your approval."), "{body}");
+    assert_eq!(notification_text(&plain), approval_text(&plain));
+    set_language(Language::Ru);
+    assert_eq!(
+        approval_line(&parked, &chrono::Utc),
+        "Inbox summary ждёт вашего одобрения с Пн 08:31"
+    );
+    assert_eq!(
+        notification_text(&parked).0,
+        "Запуск по расписанию «Inbox summary» хочет использовать RunCommand"
+    );
+    // Decided anywhere: no longer a parked run.
+    state.apply_runtime(&RuntimeEvent::ApprovalDecided {
+        approval_id: "a1".into(),
+        call_id: "c".into(),
+        tool: "RunCommand".into(),
+        decision: RecordedDecision {
+            decision: Verdict::Approve,
+            scope: ScopeKind::Once,
+            minutes: None,
+            argument_match: None,
+            tool_group: None,
+            via: "ui".into(),
+            decided_at: chrono::Utc::now(),
+            grant_id: None,
+        },
+    });
+    assert!(state.parked_runs().is_empty());
 }
