@@ -1528,6 +1528,7 @@
  * } | {
  *   type: "schedules.changed";
  * } | ({
+ *   chat_id?: string | null;
  *   reason?: string | null;
  *   run_id: number;
  *   schedule_id: string;

@@ -739,6 +739,7 @@ async fn sleep_for(wait: Option<Duration>) {
 }
 
 mod decisions;
+pub(crate) use decisions::expire_in;
 mod standing;
 #[cfg(test)]
 mod tests;

@@ -176,10 +176,7 @@ impl Runtime {
 
     /// [`Runtime::start`] with options from the embedding binary.
     pub async fn start_with(config: Config, options: RuntimeOptions) -> Result<Self, RuntimeError> {
-        let environment = options
-            .environment
-            .clone()
-            .unwrap_or_else(|| Arc::new(crate::config::env::daemon_lookup));
+        let environment = environment_of(&options);
         let token = open_home(&config)?;
         let store = Store::open(config.paths.database()).await?;
         let clients = ClientTokens::open(store.clone()).await?;
@@ -237,7 +234,15 @@ impl Runtime {
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
         reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
         reload_mcp_servers_on_save(&config_editor, &mcp_clients);
-        let schedules = start_schedules(&store, &chats, &background, &events, &scheduling).await?;
+        let schedules = start_schedules(ScheduleStart {
+            store: &store,
+            chats: &chats,
+            tasks: &background,
+            events: &events,
+            scheduling: &scheduling,
+            gate: &gate,
+        })
+        .await?;
         let handle = RuntimeHandle {
             state: Arc::new(State {
                 skills,
@@ -266,13 +271,7 @@ impl Runtime {
                 schedules,
             }),
         };
-        handle
-            .events()
-            .publish(RuntimeEvent::DaemonStarted {
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                pid: std::process::id(),
-            })
-            .await?;
+        announce_start(&handle).await?;
         Ok(Self { handle })
     }
 

@@ -20,6 +20,7 @@ pub(crate) mod clock;
 pub(crate) mod engine;
 pub(crate) mod firing;
 pub(crate) mod occurrences;
+pub(crate) mod reasons;
 pub(crate) mod spec;
 pub(crate) mod store;
 pub(crate) mod tools;

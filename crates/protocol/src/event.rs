@@ -277,6 +277,9 @@ pub enum RuntimeEvent {
         /// Why, when it did not end `ok`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// The chat it ran in (where its answer and trace are), when it got that far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat_id: Option<String>,
     },
 }
 
@@ -395,6 +398,7 @@ mod tests {
                 run_id: 1,
                 state: crate::schedules::RunState::Blocked,
                 reason: Some("denied".into()),
+                chat_id: Some("c".into()),
             },
         ];
         for event in events {

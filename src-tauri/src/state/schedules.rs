@@ -127,14 +127,17 @@ impl ShellState {
             run_id,
             state,
             reason,
+            chat_id,
         } = event
         else {
             return Vec::new();
         };
-        let chat_id = self
-            .schedules
-            .get(schedule_id)
-            .and_then(|schedule| schedule.chat_id.as_deref());
+        // The run's own chat; for an event from before runs named it, the schedule's.
+        let chat_id = chat_id.as_deref().or_else(|| {
+            self.schedules
+                .get(schedule_id)
+                .and_then(|schedule| schedule.chat_id.as_deref())
+        });
         vec![Notice::RunEnded {
             schedule_id: schedule_id.clone(),
             run_id: *run_id,

@@ -568,6 +568,7 @@ fn run_ended(schedule_id: &str, state: RunState, reason: Option<&str>) -> Runtim
         run_id: 7,
         state,
         reason: reason.map(str::to_owned),
+        chat_id: None,
     }
 }
 
@@ -664,6 +665,12 @@ fn a_run_that_ends_posts_one_notice_with_its_outcome_that_opens_its_chat() {
             "/schedules/s9/runs".into()
         )
     );
+    // The run names its own chat: that is where its notice leads.
+    let mut named = run_ended("s9", RunState::Ok, None);
+    if let RuntimeEvent::ScheduleRunEnded { chat_id, .. } = &mut named {
+        *chat_id = Some("chat 9".into());
+    }
+    assert_eq!(text(state.apply_runtime(&named)).1, "/chat/chat%209");
     set_language(Language::Ru);
     assert_eq!(
         run_ended_text("Inbox summary", RunState::Failed, Some("нет модели")),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use souz_protocol::{Requester, ToolCallStatus, ToolResult};
 
 use super::events::{AgentEvent, TurnSink};
+use super::skills::SkillBundles;
 use crate::redact;
 use crate::store::StoreError;
 use crate::tools::gate::{CallHandle, CallMode, CallRequest, CallState, Gate};
@@ -235,6 +236,7 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
 /// reporting it like any call. Returns the text the resumed turn goes on from.
 pub(crate) async fn run_approved(
     gate: &Gate,
+    bundles: &dyn SkillBundles,
     chat_id: &str,
     approval_id: &str,
     sink: &dyn TurnSink,
@@ -266,7 +268,25 @@ pub(crate) async fn run_approved(
     let mode = CallMode::Approved {
         approval_id: approval_id.to_owned(),
     };
-    let result = match gate.start_as(request, None, mode).await {
+    // A skill bundle's command is no catalog tool: it is made again from the bundle.
+    let supplied = match bundles.command_tool(&approval.tool, gate).await {
+        Some(Ok(tool)) => Some(tool),
+        Some(Err(why)) => {
+            let tool = &approval.tool;
+            sink.send(AgentEvent::ToolCallFailed {
+                tool_call_id,
+                tool: tool.clone(),
+                error: redact::error_preview(&why),
+                duration_ms: 0,
+            });
+            return format!(
+                "The person approved the call to `{tool}` this run waited for, but it did not \
+                 run: {why}\nGo on with the task from here."
+            );
+        }
+        None => None,
+    };
+    let result = match gate.start_as(request, supplied, mode).await {
         Ok(mut handle) => handle.finished().await.result,
         Err(error) => {
             tracing::error!(%error, "could not start an approved parked call");

@@ -253,6 +253,18 @@ pub trait SkillBundles: Send + Sync {
         let _ = run;
         Box::pin(async { None })
     }
+
+    /// The gate's tool named `tool` (`skill:<id>@<hash>`), made again for a call approved
+    /// after it parked: `None` when no usable bundle has that id, an error when the bundle
+    /// changed since (its hash, so its name, differs: the person approved another bundle).
+    fn command_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        gate: &'a Gate,
+    ) -> BoxFuture<'a, Option<Result<Arc<dyn DynTool>, String>>> {
+        let _ = (tool, gate);
+        Box::pin(async { None })
+    }
 }
 
 /// One `RunSkillCommand` of a file-backed skill.
@@ -347,19 +359,9 @@ impl SkillBundles for Registry {
                     skill.id, skill.source
                 )));
             }
-            // Only what the agents could find: enabled, loading, approved by validation.
-            let Ok(Ok((loaded, findings))) = self.usable(skill).await else {
-                return None;
-            };
-            let tool = SkillCommandTool::new(SkillCommandParts {
-                id: run.id.to_owned(),
-                bundle: loaded.bundle,
-                findings,
-                approvals: run.call.gate.approvals().clone(),
-            });
-            let tool = match tool {
+            let tool = match self.bundle_tool(skill, run.call.gate).await? {
                 Ok(tool) => Arc::new(tool),
-                Err(problems) => return Some(Err(problems.join("; "))),
+                Err(problems) => return Some(Err(problems)),
             };
             let call = GateCall {
                 tool: tool.spec().name,
@@ -367,6 +369,32 @@ impl SkillBundles for Registry {
             };
             let result = call_gate_with(call, run.arguments, Some(tool)).await;
             Some(result.map_err(|error| error.to_string()))
+        })
+    }
+
+    fn command_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        gate: &'a Gate,
+    ) -> BoxFuture<'a, Option<Result<Arc<dyn DynTool>, String>>> {
+        Box::pin(async move {
+            let (id, _) = tool.strip_prefix("skill:")?.rsplit_once('@')?;
+            let skill = self.find(id).await.ok()??;
+            if skill.source != Source::Installed {
+                return None;
+            }
+            let made = match self.bundle_tool(skill, gate).await? {
+                Ok(made) => made,
+                Err(problems) => return Some(Err(problems)),
+            };
+            if made.spec().name != tool {
+                return Some(Err(format!(
+                    "the skill '{id}' changed since the call was approved (now {}), so the \
+                     approved call did not run",
+                    made.spec().name
+                )));
+            }
+            Some(Ok(Arc::new(made) as Arc<dyn DynTool>))
         })
     }
 }
@@ -401,6 +429,28 @@ impl Registry {
             return Ok(Err(BundleLookup::Rejected(reasons.join("; "))));
         }
         Ok(Ok((loaded, verdict.findings)))
+    }
+
+    /// The gate's tool for the commands of `skill`'s bundle as it is now: `None` unless the
+    /// agents could find it (enabled, loading, approved by validation), else the tool or why
+    /// its manifest does not parse.
+    async fn bundle_tool(
+        &self,
+        skill: Listed,
+        gate: &Gate,
+    ) -> Option<Result<SkillCommandTool, String>> {
+        let Ok(Ok((loaded, findings))) = self.usable(skill).await else {
+            return None;
+        };
+        Some(
+            SkillCommandTool::new(SkillCommandParts {
+                id: loaded.listed.id.clone(),
+                bundle: loaded.bundle,
+                findings,
+                approvals: gate.approvals().clone(),
+            })
+            .map_err(|problems| problems.join("; ")),
+        )
     }
 
     /// The listed skill `skill` for the agents: disabled, rejected (why) or its instructions.

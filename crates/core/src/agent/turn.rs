@@ -695,14 +695,20 @@ impl Turn {
     /// turn's input. Whether it resumes one.
     async fn resume_approved(
         &mut self,
-        gate: &crate::tools::gate::Gate,
+        services: &Services,
         sink: &dyn TurnSink,
         cancel: &CancellationToken,
     ) -> bool {
         let Some(approval_id) = self.approved.take() else {
             return false;
         };
-        let ran = super::gate_call::run_approved(gate, &self.chat_id, &approval_id, sink);
+        let ran = super::gate_call::run_approved(
+            &services.gate,
+            services.bundles.as_ref(),
+            &self.chat_id,
+            &approval_id,
+            sink,
+        );
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => String::new(),
@@ -728,7 +734,7 @@ impl Turn {
         // The caller's token and `cancel_turn` both stop the turn.
         let turn_cancel = self.cancel.clone();
         let resumed = self
-            .resume_approved(&inner.services.gate, sink.as_ref(), &cancel)
+            .resume_approved(&inner.services, sink.as_ref(), &cancel)
             .await;
         let mut context = self.initial_context(&inner.services.gate);
         // Moved, not copied: they may be megabytes.

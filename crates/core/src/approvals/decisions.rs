@@ -151,41 +151,12 @@ impl Approvals {
             .inner
             .events
             .publish_with(move |transaction| {
-                let Some(approval) = queue::load(transaction, &id_owned)? else {
-                    return Ok((None, Vec::new()));
-                };
-                let decision = RecordedDecision {
-                    decision: Verdict::Deny,
-                    scope: ScopeKind::Once,
-                    minutes: None,
-                    argument_match: None,
-                    tool_group: None,
-                    via: expiry_name(reason).to_owned(),
-                    decided_at,
-                    grant_id: None,
-                };
-                if !queue::decide(
-                    transaction,
-                    &id_owned,
-                    ApprovalStatus::Expired,
-                    &decision,
-                    Some(reason),
-                )? {
-                    return Ok((None, Vec::new()));
-                }
-                let event = RuntimeEvent::ApprovalExpired {
-                    approval_id: id_owned.clone(),
-                    call_id: approval.call_id.clone(),
-                    tool: approval.tool.clone(),
-                    reason,
-                };
-                let expired = Approval {
-                    status: ApprovalStatus::Expired,
-                    decision: Some(decision),
-                    expiry_reason: Some(reason),
-                    ..approval
-                };
-                Ok::<_, StoreError>((Some(expired), vec![event]))
+                Ok::<_, StoreError>(
+                    match expire_in(transaction, &id_owned, reason, decided_at)? {
+                        Some((expired, event)) => (Some(expired), vec![event]),
+                        None => (None, Vec::new()),
+                    },
+                )
             })
             .await?;
         if expired.is_some() {
@@ -389,6 +360,53 @@ fn new_grant(
     };
     grant.label = grants::label(&grant, terms.language);
     Ok(grant)
+}
+
+/// Ends the pending approval `id` without a decision (a denial) inside `transaction`: the
+/// expired approval and its `approval.expired` event, or `None` when it was not pending. The
+/// caller publishes the event; a call waiting in this process is woken by
+/// [`Approvals::expire`] (a parked approval has none).
+pub(crate) fn expire_in(
+    transaction: &rusqlite::Connection,
+    id: &str,
+    reason: ExpiryReason,
+    decided_at: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<(Approval, RuntimeEvent)>, StoreError> {
+    let Some(approval) = queue::load(transaction, id)? else {
+        return Ok(None);
+    };
+    let decision = RecordedDecision {
+        decision: Verdict::Deny,
+        scope: ScopeKind::Once,
+        minutes: None,
+        argument_match: None,
+        tool_group: None,
+        via: expiry_name(reason).to_owned(),
+        decided_at,
+        grant_id: None,
+    };
+    if !queue::decide(
+        transaction,
+        id,
+        ApprovalStatus::Expired,
+        &decision,
+        Some(reason),
+    )? {
+        return Ok(None);
+    }
+    let event = RuntimeEvent::ApprovalExpired {
+        approval_id: id.to_owned(),
+        call_id: approval.call_id.clone(),
+        tool: approval.tool.clone(),
+        reason,
+    };
+    let expired = Approval {
+        status: ApprovalStatus::Expired,
+        decision: Some(decision),
+        expiry_reason: Some(reason),
+        ..approval
+    };
+    Ok(Some((expired, event)))
 }
 
 fn expiry_name(reason: ExpiryReason) -> &'static str {

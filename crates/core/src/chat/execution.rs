@@ -402,7 +402,8 @@ pub(super) struct Relay {
     show_tools: bool,
 }
 
-/// Cancels the questions an ending execution left pending; returns their runtime events.
+/// Cancels the questions an ending execution left pending, and withdraws the approval it was
+/// parked on; returns their runtime events.
 pub(super) fn cancel_questions(
     tx: &rusqlite::Transaction<'_>,
     chat_id: &str,
@@ -410,14 +411,16 @@ pub(super) fn cancel_questions(
     at: chrono::DateTime<Utc>,
 ) -> Result<Vec<RuntimeEvent>, StoreError> {
     let cancelled = option_records::cancel_options(tx, execution_id, at)?;
-    Ok(cancelled
+    let mut events: Vec<RuntimeEvent> = cancelled
         .into_iter()
         .map(|option_id| RuntimeEvent::OptionCancelled {
             option_id,
             chat_id: chat_id.to_owned(),
             execution_id: execution_id.to_owned(),
         })
-        .collect())
+        .collect();
+    events.extend(super::parking::withdraw_parked(tx, execution_id, at)?);
+    Ok(events)
 }
 
 /// Chat events (bodies) and runtime events of an execution that ended; `None` when it was no

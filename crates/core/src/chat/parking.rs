@@ -11,6 +11,8 @@
 //! - An execution leaves `waiting_approval` once, by a conditional transition in the same
 //!   transaction as its `approval.decided`/`approval.expired` chat event; a second resume of
 //!   the same approval finds nothing waiting and does nothing.
+//! - Cancelling a parked execution withdraws its approval in the same transaction (expired,
+//!   `withdrawn`): nobody is left asked about a call whose run is gone.
 //! - Resuming is driven by the runtime's approval events, and at start (and after falling
 //!   behind the bus) by a sweep of every parked execution whose approval is no longer pending.
 
@@ -19,7 +21,7 @@ use souz_protocol::chat::{
     ChatEventBody, ExecutionStatus, PostMessage, PostMessageResponse, Settings, Usage,
 };
 use souz_protocol::language::Language;
-use souz_protocol::{Approval, ApprovalStatus, RuntimeEvent};
+use souz_protocol::{Approval, ApprovalStatus, ExpiryReason, RuntimeEvent};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::events::NewChatEvent;
@@ -355,6 +357,33 @@ pub(super) fn park(
         rusqlite::params![execution_id, approval_id, tool_call_id],
     )?;
     Ok(())
+}
+
+/// Withdraws the approval an ending execution was parked on (cancelled while it waited): the
+/// call it would run has no run to go on any more, so nobody is asked about it. The
+/// approval's `approval.expired` event (`withdrawn`), when it was still pending.
+pub(super) fn withdraw_parked(
+    tx: &rusqlite::Connection,
+    execution_id: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<RuntimeEvent>, StoreError> {
+    use rusqlite::OptionalExtension;
+    let parked: Option<Option<String>> = tx
+        .query_row(
+            "SELECT parked_approval FROM executions WHERE id = ?1",
+            [execution_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(approval_id) = parked.flatten() else {
+        return Ok(None);
+    };
+    tx.execute(
+        "UPDATE executions SET parked_approval = NULL, parked_call = NULL WHERE id = ?1",
+        [execution_id],
+    )?;
+    let expired = crate::approvals::expire_in(tx, &approval_id, ExpiryReason::Withdrawn, at)?;
+    Ok(expired.map(|(_, event)| event))
 }
 
 /// Moves a parked execution out of `waiting_approval` to `to`; false when it was not there.

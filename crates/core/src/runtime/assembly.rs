@@ -8,6 +8,7 @@ use crate::schedules::Schedules;
 use crate::schedules::clock::SystemClock;
 use crate::schedules::engine::{Engine, EngineParts};
 use crate::schedules::firing::ChatFiring;
+use crate::schedules::reasons::SharedLanguage;
 use crate::schedules::tools::{ScheduleAccess, ScheduleTools};
 
 /// The skill registry of the Souz home, importing from the user's and the roots' folders, with
@@ -424,8 +425,6 @@ pub(super) fn expire_approvals(
     tasks.spawn(approvals.clone().expire_parked(shutdown.clone()));
 }
 
-/// The schedule service, its engine on the system clock firing into `chats`, started: its loop
-/// is a runtime task that stops at shutdown.
 /// Every built-in tool, and the schedule tools over `scheduling` (bound once the schedule
 /// service started: [`start_schedules`]).
 pub(super) fn catalog(
@@ -437,13 +436,33 @@ pub(super) fn catalog(
     builtin::catalog_with(&web_services(config, store, llm), scheduling.tools())
 }
 
-pub(super) async fn start_schedules(
-    store: &Store,
-    chats: &Chats,
-    tasks: &crate::tasks::Tasks,
-    events: &EventBus,
-    scheduling: &ScheduleTools,
-) -> Result<Schedules, RuntimeError> {
+/// What the schedule service starts over.
+pub(super) struct ScheduleStart<'a> {
+    pub store: &'a Store,
+    /// Where runs fire.
+    pub chats: &'a Chats,
+    /// The runtime's tasks: the engine's loop and runs stop at shutdown.
+    pub tasks: &'a crate::tasks::Tasks,
+    pub events: &'a EventBus,
+    /// The schedule tools, bound to the service once it runs.
+    pub scheduling: &'a ScheduleTools,
+    /// Whose language (the local person's) the runs' own reasons are written in.
+    pub gate: &'a Gate,
+}
+
+/// The schedule service, its engine on the system clock firing into `chats`, started: its loop
+/// is a runtime task that stops at shutdown.
+pub(super) async fn start_schedules(parts: ScheduleStart<'_>) -> Result<Schedules, RuntimeError> {
+    let ScheduleStart {
+        store,
+        chats,
+        tasks,
+        events,
+        scheduling,
+        gate,
+    } = parts;
+    let gate = gate.clone();
+    let language: SharedLanguage = Arc::new(move || gate.language());
     let engine = Engine::new(EngineParts {
         events: events.clone(),
         store: store.clone(),
@@ -451,8 +470,10 @@ pub(super) async fn start_schedules(
         firing: Arc::new(ChatFiring {
             chats: chats.clone(),
             store: store.clone(),
+            language: language.clone(),
         }),
         tasks: tasks.clone(),
+        language,
     });
     engine.start().await?;
     let schedules = Schedules::new(store.clone(), engine);
@@ -462,4 +483,24 @@ pub(super) async fn start_schedules(
         store: store.clone(),
     });
     Ok(schedules)
+}
+
+/// Where the runtime reads the environment: the options' lookup, else the daemon's.
+pub(super) fn environment_of(options: &RuntimeOptions) -> Environment {
+    options
+        .environment
+        .clone()
+        .unwrap_or_else(|| Arc::new(crate::config::env::daemon_lookup))
+}
+
+/// `daemon.started`, once everything is up.
+pub(super) async fn announce_start(handle: &RuntimeHandle) -> Result<(), RuntimeError> {
+    handle
+        .events()
+        .publish(RuntimeEvent::DaemonStarted {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+        })
+        .await?;
+    Ok(())
 }

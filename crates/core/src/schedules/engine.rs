@@ -27,12 +27,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use souz_protocol::RuntimeEvent;
+use souz_protocol::language::Language;
 use souz_protocol::schedules::{OverlapPolicy, RunState, ScheduleRun};
 use tokio::sync::{Notify, watch};
 
 use super::clock::SharedClock;
 use super::firing::{FiringRun, RunEnd, SharedFiring};
 use super::occurrences;
+use super::reasons::{RunReason, SharedLanguage};
 use super::spec::Spec;
 use super::store::{self as rows, StoredSchedule};
 use crate::bus::EventBus;
@@ -91,6 +93,8 @@ pub(crate) struct EngineParts {
     pub tasks: Tasks,
     /// Where `schedules.changed` and `schedule.run.ended` go.
     pub events: EventBus,
+    /// The language its own reasons are written in ([`reasons`]).
+    pub language: SharedLanguage,
 }
 
 struct Inner {
@@ -99,6 +103,7 @@ struct Inner {
     firing: SharedFiring,
     tasks: Tasks,
     events: EventBus,
+    language: SharedLanguage,
     /// This engine's id in `schedule_runs.claimed_by`.
     owner: String,
     index: Mutex<Index>,
@@ -122,6 +127,7 @@ impl Engine {
                 firing: parts.firing,
                 tasks: parts.tasks,
                 events: parts.events,
+                language: parts.language,
                 owner: uuid::Uuid::new_v4().to_string(),
                 index: Mutex::new(Index::default()),
                 changed: Notify::new(),
@@ -155,6 +161,7 @@ impl Engine {
     /// what waited behind them, loads every enabled schedule into the index and spawns the loop.
     pub(crate) async fn start(&self) -> Result<(), StoreError> {
         let (owner, now) = (self.inner.owner.clone(), self.inner.clock.now());
+        let stopped = RunReason::Stopped.text((self.inner.language)());
         // Runs parked on an approval outlived the process that started them: follow them.
         // Read before the orphans are ended, so a parked run whose approval is decided in
         // between is followed (and ended from its execution) rather than missed by both.
@@ -164,7 +171,7 @@ impl Engine {
             .store
             .write(move |tx| {
                 let mut started = Vec::new();
-                for schedule_id in rows::end_orphaned_runs(tx, now)? {
+                for schedule_id in rows::end_orphaned_runs(tx, now, stopped)? {
                     if let Some((run_id, fire_at)) =
                         rows::start_next(tx, &schedule_id, &owner, now)?
                     {
@@ -249,6 +256,7 @@ impl Engine {
             stored.schedule.overlap,
             self.inner.owner.clone(),
         );
+        let language = (self.inner.language)();
         let (run_id, started) = self
             .inner
             .store
@@ -259,7 +267,7 @@ impl Engine {
                     by: &owner,
                     at: now,
                 };
-                let run_id = claim_on_time(tx, &claim, overlap)?;
+                let run_id = claim_on_time(tx, &claim, overlap, language)?;
                 let started = rows::start_next(tx, &id, &owner, now)?;
                 Ok::<_, StoreError>((run_id, started))
             })
@@ -328,10 +336,11 @@ impl Engine {
     /// the run it started.
     async fn decide(&self, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
         let (key, owner) = (id.to_owned(), self.inner.owner.clone());
+        let language = (self.inner.language)();
         let decided = self
             .inner
             .store
-            .write(move |tx| decide_in(tx, &key, &owner, now))
+            .write(move |tx| decide_in(tx, &key, &owner, now, language))
             .await?;
         let Some(Decided {
             stored,
@@ -401,7 +410,6 @@ impl Engine {
         });
     }
 
-    /// Records the end of a run and starts the next waiting one of the schedule, if any.
     /// Records the end of a run (and announces it, in the same transaction) and starts the
     /// next waiting one of the schedule, if any.
     async fn finish(
@@ -421,12 +429,13 @@ impl Engine {
             .events
             .publish_with(move |tx| {
                 let ended = rows::end_run(tx, run_id, end.state, end.reason.as_deref(), at)?;
-                let event = ended.then(|| RuntimeEvent::ScheduleRunEnded {
+                let event = ended.map(|chat_id| RuntimeEvent::ScheduleRunEnded {
                     schedule_id: id.clone(),
                     schedule_name: name,
                     run_id,
                     state: end.state,
                     reason: end.reason,
+                    chat_id,
                 });
                 let next = rows::start_next(tx, &id, &owner, at)?;
                 Ok::<_, StoreError>((next, event.into_iter().collect()))
@@ -467,6 +476,7 @@ fn decide_in(
     id: &str,
     owner: &str,
     now: DateTime<Utc>,
+    language: Language,
 ) -> Result<Option<Decided>, StoreError> {
     let Some(stored) = rows::load_schedule(tx, None, id)? else {
         return Ok(None);
@@ -488,7 +498,7 @@ fn decide_in(
         rows::claim(tx, &claim(*fire_at), RunState::Claimed, None)?;
     }
     for fire_at in &due.on_time {
-        claim_on_time(tx, &claim(*fire_at), schedule.overlap)?;
+        claim_on_time(tx, &claim(*fire_at), schedule.overlap, language)?;
     }
     let next = spec.next_fire(now);
     rows::set_handled(tx, id, now, next)?;
@@ -506,6 +516,7 @@ fn claim_on_time(
     tx: &rusqlite::Connection,
     claim: &rows::Claim<'_>,
     overlap: OverlapPolicy,
+    language: Language,
 ) -> Result<Option<i64>, StoreError> {
     let (going, waiting) = rows::open_runs(tx, claim.schedule_id)?;
     let free = going == 0 && waiting == 0;
@@ -517,7 +528,7 @@ fn claim_on_time(
             tx,
             claim,
             RunState::Skipped,
-            Some("The previous run was still going."),
+            Some(RunReason::StillGoing.text(language)),
         )
     }
 }

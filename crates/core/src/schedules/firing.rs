@@ -25,9 +25,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use souz_protocol::chat::{ChatEventBody, ChatSettings, CreateChat, ExecutionStatus, PostMessage};
+use souz_protocol::language::Language;
 use souz_protocol::schedules::{RunState, ScheduleAction};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::reasons::{RunReason, SharedLanguage};
 use super::store::{self as rows, StoredSchedule};
 use crate::chat::{ChatError, ChatUser, Chats, records};
 use crate::store::Store;
@@ -94,7 +96,7 @@ pub(crate) trait Firing: Send + Sync + 'static {
     /// `execution_id`, to its end.
     fn follow(&self, run: FiringRun, chat_id: String, execution_id: String) -> RunFuture {
         let _ = (run, chat_id, execution_id);
-        Box::pin(async { RunEnd::failed("This run cannot be followed after a restart.") })
+        Box::pin(async { RunEnd::failed(RunReason::NotFollowed.text(Language::En)) })
     }
 }
 
@@ -103,6 +105,8 @@ pub(crate) trait Firing: Send + Sync + 'static {
 pub(crate) struct ChatFiring {
     pub(crate) chats: Chats,
     pub(crate) store: Store,
+    /// The language of the reasons it gives ([`RunReason`]).
+    pub(crate) language: SharedLanguage,
 }
 
 impl Firing for ChatFiring {
@@ -142,6 +146,10 @@ struct Watch<'a> {
 }
 
 impl ChatFiring {
+    fn language(&self) -> Language {
+        (self.language)()
+    }
+
     async fn run(&self, run: &FiringRun) -> Result<RunEnd, ChatError> {
         let user = ChatUser(run.schedule.owner.clone());
         let chat_id = self.chat_of(&user, &run.schedule).await?;
@@ -196,6 +204,7 @@ impl ChatFiring {
             execution.status,
             execution.error_code,
             execution.error_message,
+            self.language(),
         ) {
             return Ok(end);
         }
@@ -236,7 +245,7 @@ impl ChatFiring {
                             return Ok(failed_end(&failed.error_code, &failed.error_message));
                         }
                         ChatEventBody::ExecutionCancelled(_) => {
-                            return Ok(RunEnd::failed("The run was cancelled."));
+                            return Ok(RunEnd::failed(RunReason::Cancelled.text(self.language())));
                         }
                         // Every ask of an unattended run parks.
                         ChatEventBody::ApprovalRequested(asked) => {
@@ -261,7 +270,9 @@ impl ChatFiring {
                     return Ok(self
                         .stored_end(chat_id, execution_id)
                         .await?
-                        .unwrap_or_else(|| RunEnd::failed("Souz stopped during the run.")));
+                        .unwrap_or_else(|| {
+                            RunEnd::failed(RunReason::Stopped.text(self.language()))
+                        }));
                 }
             }
         }
@@ -319,6 +330,7 @@ impl ChatFiring {
                 execution.status,
                 execution.error_code,
                 execution.error_message,
+                self.language(),
             )
         }))
     }
@@ -329,14 +341,17 @@ fn end_of(
     status: ExecutionStatus,
     code: Option<String>,
     message: Option<String>,
+    language: Language,
 ) -> Option<RunEnd> {
     match status {
         ExecutionStatus::Completed => Some(RunEnd::ok()),
         ExecutionStatus::Failed => Some(failed_end(
             code.as_deref().unwrap_or_default(),
-            message.as_deref().unwrap_or("The run failed."),
+            message
+                .as_deref()
+                .unwrap_or(RunReason::Failed.text(language)),
         )),
-        ExecutionStatus::Cancelled => Some(RunEnd::failed("The run was cancelled.")),
+        ExecutionStatus::Cancelled => Some(RunEnd::failed(RunReason::Cancelled.text(language))),
         _ => None,
     }
 }

@@ -347,13 +347,14 @@ pub(crate) const UNLINKED_GRACE: chrono::Duration = chrono::Duration::minutes(10
 /// chat's own recovery fails an execution a dead process left running, before this runs) get
 /// the execution's outcome (`ok` when it completed, else `failed` with its error), and those
 /// never linked to an execution and started before `at` − [`UNLINKED_GRACE`] are `failed`.
-/// A run whose execution still goes (another live daemon's) is left alone. Returns the
+/// A run whose execution still goes (another live daemon's) is left alone; `stopped` is the
+/// reason of a failed one whose execution says none. Returns the
 /// schedules whose runs were ended, so their waiting runs can start.
 pub(crate) fn end_orphaned_runs(
     connection: &Connection,
     at: DateTime<Utc>,
+    stopped: &str,
 ) -> Result<Vec<String>, StoreError> {
-    const STOPPED: &str = "Souz stopped during the run.";
     let mut statement = connection.prepare_cached(
         "UPDATE schedule_runs
             SET state = CASE WHEN e.status = 'completed' THEN 'ok'
@@ -372,7 +373,7 @@ pub(crate) fn end_orphaned_runs(
          RETURNING schedule_runs.schedule_id",
     )?;
     let rows = statement.query_map(
-        params![to_time(at), to_time(at - UNLINKED_GRACE), STOPPED],
+        params![to_time(at), to_time(at - UNLINKED_GRACE), stopped],
         |row| row.get::<_, String>(0),
     )?;
     let mut schedules = rows.collect::<Result<Vec<_>, _>>()?;
@@ -453,20 +454,26 @@ pub(crate) fn link_run(
     Ok(())
 }
 
-/// Ends a run that has not ended; `false` when it had.
+/// Ends a run that has not ended: the chat it ran in (if it got that far), or `None` when it
+/// had ended already.
 pub(crate) fn end_run(
     connection: &Connection,
     run_id: i64,
     state: RunState,
     reason: Option<&str>,
     at: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let changed = connection.execute_cached(
-        "UPDATE schedule_runs SET state = ?2, reason = ?3, ended_at = ?4
-          WHERE id = ?1 AND state IN ('claimed', 'running', 'parked')",
-        params![run_id, state.as_str(), reason, to_time(at)],
-    )?;
-    Ok(changed == 1)
+) -> Result<Option<Option<String>>, StoreError> {
+    use rusqlite::OptionalExtension;
+    Ok(connection
+        .prepare_cached(
+            "UPDATE schedule_runs SET state = ?2, reason = ?3, ended_at = ?4
+              WHERE id = ?1 AND state IN ('claimed', 'running', 'parked')
+              RETURNING chat_id",
+        )?
+        .query_row(params![run_id, state.as_str(), reason, to_time(at)], |row| {
+            row.get(0)
+        })
+        .optional()?)
 }
 
 /// The columns of a run, in the order [`decode_run`] reads them.

@@ -23,6 +23,7 @@ async fn service(dir: &tempfile::TempDir) -> Schedules {
         clock: std::sync::Arc::new(clock),
         firing: std::sync::Arc::new(NeverFires),
         tasks: crate::tasks::Tasks::detached(),
+        language: crate::schedules::reasons::english(),
     });
     Schedules::new(store, engine)
 }

@@ -208,6 +208,7 @@ impl ScheduleBench {
             }),
             firing: Arc::new(NoFiring),
             tasks: Tasks::new(self.tracker.clone(), self.stop.clone()),
+            language: crate::schedules::reasons::english(),
         });
         engine.start().await
     }

@@ -184,3 +184,33 @@ async fn an_approved_uncovered_command_runs_once_and_the_next_asks_again() {
     let (content, is_error) = result(&outcome.history, "second");
     assert!(is_error && content.contains("denied"), "{content}");
 }
+
+/// A bundle command approved after its unattended run parked is made again by its name
+/// (`skill:<id>@<hash>`) when the run goes on: the same bundle gives the same tool; a bundle
+/// changed since (another hash) is refused, and an unknown skill is not one.
+#[tokio::test]
+async fn a_parked_bundle_command_is_made_again_by_name_only_from_the_same_bundle() {
+    use crate::agent::skills::SkillBundles;
+    let temp = tempfile::tempdir().unwrap();
+    let (f, registry) = fixture_with_skills(temp.path()).await;
+    let source = temp.path().join("src");
+    install_and_consent(&f, &registry, &source).await;
+    let hash = registry.find("notes").await.unwrap().unwrap().hash;
+    let name = crate::skills::command_tool::tool_name("notes", &hash);
+
+    let made = registry.command_tool(&name, &f.gate).await;
+    let made = made.expect("the installed bundle").expect("its tool");
+    assert_eq!(made.spec().name, name);
+
+    let other = crate::skills::command_tool::tool_name("notes", &"0".repeat(64));
+    let refused = registry.command_tool(&other, &f.gate).await;
+    let why = refused.expect("the skill exists").err().expect("refused");
+    assert!(why.contains("changed since the call was approved"), "{why}");
+
+    for unknown in ["skill:absent@0123", "NewFile", "skill:notes"] {
+        assert!(
+            registry.command_tool(unknown, &f.gate).await.is_none(),
+            "{unknown}"
+        );
+    }
+}

@@ -9,7 +9,9 @@ use souz_protocol::chat::ChatSettings;
 use souz_protocol::schedules::{
     NewSchedule, RunState, ScheduleAction, ScheduleEnvelope, ScheduleRun,
 };
-use souz_protocol::{Approval, ApprovalStatus, DecisionRequest, ScopeKind, Verdict};
+use souz_protocol::{
+    Approval, ApprovalStatus, DecisionRequest, ExpiryReason, RuntimeEvent, ScopeKind, Verdict,
+};
 use souz_testkit::{FakeServer, openai};
 
 use crate::chat::ChatUser;
@@ -242,6 +244,77 @@ async fn denying_a_parked_call_ends_the_run_blocked_with_nothing_written() {
         1,
         "the turn did not go on"
     );
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelling_a_parked_run_withdraws_its_approval() {
+    let server = FakeServer::start().await;
+    script_write(&server);
+    let runtime = runtime(&server, TestHome::new()).await;
+    let handle = runtime.handle();
+    let home = runtime.home().path().to_owned();
+    let (schedule_id, run, approval) = parked(&handle, &home).await;
+    let mut events = handle.events().subscribe();
+
+    handle
+        .cancel_execution(
+            &local(),
+            run.chat_id.as_deref().unwrap(),
+            run.execution_id.as_deref().unwrap(),
+        )
+        .await
+        .unwrap();
+    let ended = run_in(&handle, &schedule_id, run.id, RunState::Failed).await;
+    assert!(ended.reason.is_some(), "{ended:?}");
+    // Nobody is asked any more about a call whose run is gone, on any surface.
+    assert!(pending(&handle).await.is_empty());
+    let withdrawn = handle.approval(&approval.id).await.unwrap();
+    assert_eq!(withdrawn.status, ApprovalStatus::Expired);
+    assert_eq!(withdrawn.expiry_reason, Some(ExpiryReason::Withdrawn));
+    // Announced: the approval withdrawn (every surface drops it), and the run's end naming
+    // the chat it ran in (where its notice leads).
+    let (mut withdrawn_as, mut ended_in) = (None, None);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while withdrawn_as.is_none() || ended_in.is_none() {
+            let Ok(envelope) = events.recv().await else {
+                continue;
+            };
+            match &envelope.event {
+                RuntimeEvent::ApprovalExpired {
+                    approval_id,
+                    reason,
+                    ..
+                } if *approval_id == approval.id => withdrawn_as = Some(*reason),
+                RuntimeEvent::ScheduleRunEnded {
+                    run_id, chat_id, ..
+                } if *run_id == run.id => ended_in = Some(chat_id.clone()),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(withdrawn_as, Some(ExpiryReason::Withdrawn));
+    assert_eq!(ended_in, Some(run.chat_id.clone()));
+    // Deciding it now changes nothing: the run stays ended and nothing is written.
+    let request = DecisionRequest {
+        decision: Verdict::Approve,
+        scope: ScopeKind::Once,
+        minutes: None,
+        argument_match: None,
+        tool_group: None,
+        via: Some("ui".into()),
+    };
+    assert!(
+        handle
+            .decide_approval(&approval.id, request, &Audience::Everyone)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!home.join("report.txt").exists());
+    assert_eq!(server.requests_to(openai::CHAT_PATH).len(), 1);
     runtime.shutdown("test").await.unwrap();
 }
 

@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -42,6 +43,8 @@ impl Firing for CountingFiring {
 }
 
 struct Daemon {
+    /// The person's language is Russian (else English).
+    russian: Arc<AtomicBool>,
     schedules: Schedules,
     clock: ManualClock,
     firing: Arc<CountingFiring>,
@@ -58,14 +61,24 @@ async fn daemon(path: &std::path::Path, firing: CountingFiring) -> Daemon {
     let clock = ManualClock::new(start_time());
     let firing = Arc::new(firing);
     let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+    let russian = Arc::new(AtomicBool::new(false));
+    let speaks = russian.clone();
     let engine = Engine::new(EngineParts {
         events: crate::bus::EventBus::new(store.clone(), 64),
         store: store.clone(),
         clock: Arc::new(clock.clone()),
         firing: firing.clone(),
         tasks: crate::tasks::Tasks::new(tasks.clone(), shutdown.clone()),
+        language: Arc::new(move || {
+            if speaks.load(Ordering::Relaxed) {
+                Language::Ru
+            } else {
+                Language::En
+            }
+        }),
     });
     Daemon {
+        russian,
         schedules: Schedules::new(store, engine),
         clock,
         firing,
@@ -138,6 +151,21 @@ impl Daemon {
             .collect();
         runs.reverse();
         runs
+    }
+
+    /// The reasons of a schedule's runs, oldest first.
+    async fn reasons(&self, id: &str) -> Vec<Option<String>> {
+        let mut reasons: Vec<_> = self
+            .schedules
+            .runs(crate::LOCAL_USER, id, 500)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|run| run.reason)
+            .collect();
+        reasons.reverse();
+        reasons
     }
 
     async fn stop(self) {
@@ -312,7 +340,9 @@ async fn overlapping_occurrences_are_skipped_or_queued_never_run_together() {
         .unwrap()
         .id;
     let minute = |n| start_time() + Duration::minutes(n);
-    for _ in 0..3 {
+    for n in 0..3 {
+        // The person switches to Russian before the third: its reason is in Russian.
+        daemon.russian.store(n == 2, Ordering::Relaxed);
         daemon.clock.advance(Duration::minutes(1));
         daemon.decided().await;
     }
@@ -330,6 +360,14 @@ async fn overlapping_occurrences_are_skipped_or_queued_never_run_together() {
             (minute(1), RunState::Running),
             (minute(2), RunState::Claimed),
             (minute(3), RunState::Skipped)
+        ]
+    );
+    assert_eq!(
+        daemon.reasons(&skip).await,
+        [
+            None,
+            Some("The previous run was still going.".to_owned()),
+            Some("Предыдущий запуск ещё шёл.".to_owned())
         ]
     );
     assert_eq!(daemon.fires().len(), 2, "one run of each goes");

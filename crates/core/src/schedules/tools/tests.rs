@@ -34,6 +34,7 @@ async fn service(dir: &tempfile::TempDir) -> Schedules {
         clock: Arc::new(clock),
         firing: Arc::new(NeverFires),
         tasks: crate::tasks::Tasks::detached(),
+        language: crate::schedules::reasons::english(),
     });
     Schedules::new(store, engine)
 }
