@@ -32,7 +32,8 @@ pub(crate) mod records;
 pub(crate) mod settings;
 pub(crate) mod turns;
 
-pub use self::attachments::{ChatFiles, MAX_ATTACHMENTS, UPLOAD_FOLDER};
+pub(crate) use self::attachments::ChatFiles;
+pub use self::attachments::{MAX_ATTACHMENTS, UPLOAD_FOLDER};
 pub use self::conversations::MessagePage;
 pub use crate::bus::FollowItem;
 
@@ -139,17 +140,17 @@ struct Inner {
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
-pub struct ChatsParts {
-    pub store: Store,
-    pub events: EventBus,
-    pub llm: Arc<LlmService>,
-    pub defaults: SettingsDefaults,
-    pub tasks: TaskTracker,
-    pub shutdown: CancellationToken,
+pub(crate) struct ChatsParts {
+    pub(crate) store: Store,
+    pub(crate) events: EventBus,
+    pub(crate) llm: Arc<LlmService>,
+    pub(crate) defaults: SettingsDefaults,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) shutdown: CancellationToken,
     /// The runtime's pause switch: while it is on, new turns are refused.
-    pub pause: crate::bus::PauseSwitch,
+    pub(crate) pause: crate::bus::PauseSwitch,
     /// The sandbox of each chat's files (attachments).
-    pub files: Arc<dyn ChatFiles>,
+    pub(crate) files: Arc<dyn ChatFiles>,
 }
 
 /// The chat service. Cheap to clone.
@@ -161,7 +162,7 @@ pub struct Chats {
 impl Chats {
     /// The service. `events`, `tasks` and `shutdown` come from the runtime: turns are its
     /// tasks, and questions are announced on its event bus too.
-    pub fn new(parts: ChatsParts) -> Self {
+    pub(crate) fn new(parts: ChatsParts) -> Self {
         let ChatsParts {
             store,
             events: runtime,

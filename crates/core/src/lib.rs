@@ -27,7 +27,7 @@ pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
 pub mod store;
-pub mod tasks;
+pub(crate) mod tasks;
 pub mod telemetry;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

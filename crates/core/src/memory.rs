@@ -20,27 +20,27 @@
 //! recall (the fact stays lexically findable and its job is retried).
 
 mod bm25;
-pub mod capture;
-pub mod download;
+pub(crate) mod capture;
+pub(crate) mod download;
 mod editing;
 pub mod embedder;
 mod embedding_jobs;
 pub mod facts;
-pub mod index;
-pub mod intent;
+pub(crate) mod index;
+pub(crate) mod intent;
 mod kernels;
 pub mod local;
 pub(crate) mod mcp_tools;
 pub mod model;
-pub mod recall;
-pub mod redaction;
+pub(crate) mod recall;
+pub(crate) mod redaction;
 mod search;
 mod stats;
 mod storing;
-pub mod text;
+pub(crate) mod text;
 pub mod vectors;
-pub mod wire;
-pub mod writer;
+pub(crate) mod wire;
+pub(crate) mod writer;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,7 +11,7 @@ pub(crate) mod config_editor;
 pub mod connect;
 pub mod discovery;
 mod embeddings;
-pub mod facade;
+pub(crate) mod facade;
 pub(crate) mod model_downloads;
 pub(crate) mod setup;
 mod skill_review;

@@ -28,7 +28,7 @@ pub(crate) mod beneath;
 pub(crate) mod command;
 pub mod confinement;
 pub(crate) mod daemon_process;
-pub mod egress;
+pub(crate) mod egress;
 pub(crate) mod environment;
 pub(crate) mod net;
 pub(crate) mod paths;

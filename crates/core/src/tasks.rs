@@ -16,31 +16,31 @@ use tokio_util::task::TaskTracker;
 
 /// Where a service spawns its background tasks. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct Tasks {
+pub(crate) struct Tasks {
     tracker: TaskTracker,
     shutdown: CancellationToken,
 }
 
 impl Tasks {
     /// The runtime's tracker and shutdown token.
-    pub fn new(tracker: TaskTracker, shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(tracker: TaskTracker, shutdown: CancellationToken) -> Self {
         Self { tracker, shutdown }
     }
 
     /// A set no runtime waits for, for a service used on its own (tests, tools, benches): its
     /// tasks behave as tracked ones but nothing stops them.
-    pub fn detached() -> Self {
+    pub(crate) fn detached() -> Self {
         Self::new(TaskTracker::new(), CancellationToken::new())
     }
 
     /// Cancelled when shutdown begins.
-    pub fn stopping(&self) -> &CancellationToken {
+    pub(crate) fn stopping(&self) -> &CancellationToken {
         &self.shutdown
     }
 
     /// Spawns `task`, dropped at its next await once shutdown begins; shutdown waits for it.
     /// The handle yields `None` when it was stopped so.
-    pub fn spawn<F>(&self, task: F) -> JoinHandle<Option<F::Output>>
+    pub(crate) fn spawn<F>(&self, task: F) -> JoinHandle<Option<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -51,7 +51,7 @@ impl Tasks {
 
     /// Spawns `task`, which runs to its end: it watches [`Tasks::stopping`] itself to end
     /// early. Shutdown waits for it.
-    pub fn spawn_to_end<F>(&self, task: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn_to_end<F>(&self, task: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -67,7 +67,7 @@ impl Tasks {
     clippy::disallowed_methods,
     reason = "a test's own task, ended by the test or its runtime"
 )]
-pub fn spawn_in_test<F>(task: F) -> JoinHandle<F::Output>
+pub(crate) fn spawn_in_test<F>(task: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

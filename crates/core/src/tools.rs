@@ -15,7 +15,7 @@ pub(crate) mod builtin;
 pub(crate) mod calls;
 pub(crate) mod external;
 pub mod gate;
-pub mod progress;
+pub(crate) mod progress;
 pub(crate) mod words;
 
 use std::collections::BTreeMap;

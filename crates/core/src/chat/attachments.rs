@@ -27,6 +27,7 @@ use crate::sandbox::{Access, Sandbox};
 use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::files::write_new;
 use crate::tools::builtin::internet::images::media_type;
+use crate::tools::gate::WorkspaceError;
 
 /// Most files on one message.
 pub const MAX_ATTACHMENTS: usize = 10;
@@ -46,9 +47,12 @@ const TEXT: &str = "text/plain";
 const BINARY: &str = "application/octet-stream";
 
 /// The sandbox a chat's files are reached through (the one its agent's tools run in).
-pub trait ChatFiles: Send + Sync {
+pub(crate) trait ChatFiles: Send + Sync {
     /// The sandbox of `chat_id`, or why its files cannot be reached.
-    fn sandbox<'a>(&'a self, chat_id: &'a str) -> BoxFuture<'a, Result<Arc<Sandbox>, String>>;
+    fn sandbox<'a>(
+        &'a self,
+        chat_id: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<Sandbox>, WorkspaceError>>;
 }
 
 /// Attachments checked and read for a turn.
@@ -356,7 +360,11 @@ impl Chats {
             .files
             .sandbox(chat_id)
             .await
-            .map_err(ChatError::Invalid)
+            .map_err(|error| match error {
+                // The database failed: Souz's fault, not the request's.
+                WorkspaceError::Owner(_) => ChatError::Internal(error.to_string()),
+                WorkspaceError::UserFolder(_) => ChatError::Invalid(error.to_string()),
+            })
     }
 
     /// Saves `bytes` as a new file named after `name` in the chat's upload folder, ready to be

@@ -180,8 +180,18 @@ impl super::ChatFiles for NoFiles {
     fn sandbox<'a>(
         &'a self,
         _chat_id: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<Arc<crate::sandbox::Sandbox>, String>> {
-        Box::pin(async { Err("no files in these tests".to_owned()) })
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Arc<crate::sandbox::Sandbox>, crate::tools::gate::WorkspaceError>,
+    > {
+        Box::pin(async {
+            Err(crate::tools::gate::WorkspaceError::UserFolder(
+                crate::sandbox::users::UserFolderError::Folder {
+                    path: "/nonexistent".into(),
+                    reason: "no files in these tests".to_owned(),
+                },
+            ))
+        })
     }
 }
 

@@ -17,7 +17,7 @@
 //! - No answer is read whole without a bound: a non-streamed one through [`read_body`], a
 //!   stream through [`decode_sse`] (bytes per event and per stream).
 
-pub mod bounded;
+pub(crate) mod bounded;
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};

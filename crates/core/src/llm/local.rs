@@ -18,7 +18,7 @@
 //! is engine-independent and tested in the default build.
 
 pub(crate) mod contract;
-pub mod engine;
+pub(crate) mod engine;
 #[cfg(feature = "local-llm")]
 pub mod llama;
 pub(crate) mod parse;

@@ -19,11 +19,11 @@ use super::model::{Context, Kind, RequestedScope, Scope, content_hash, normalize
 use super::redaction::{looks_secret, redact};
 
 /// Most evidence snippets of a turn kept.
-pub const MAX_EVIDENCE_SNIPPETS: usize = 16;
+pub(crate) const MAX_EVIDENCE_SNIPPETS: usize = 16;
 /// Most characters of one snippet.
-pub const MAX_SNIPPET_CHARS: usize = 6_000;
+pub(crate) const MAX_SNIPPET_CHARS: usize = 6_000;
 /// Most characters of a turn's source text.
-pub const MAX_TURN_SOURCE_CHARS: usize = 24_000;
+pub(crate) const MAX_TURN_SOURCE_CHARS: usize = 24_000;
 /// Evidence quoted from the message by the explicit-remember fallback.
 const FALLBACK_EVIDENCE_CHARS: usize = 240;
 /// Longest fallback title.
@@ -141,7 +141,7 @@ impl Writer for NoWriter {
 }
 
 /// The fallback candidate of an explicit "remember": the message without its marker, global.
-pub fn remember_candidate(turn: &CapturedTurn) -> Option<Candidate> {
+pub(crate) fn remember_candidate(turn: &CapturedTurn) -> Option<Candidate> {
     if intent::parse(&turn.user_message) != Intent::Remember {
         return None;
     }
@@ -176,7 +176,7 @@ pub fn remember_candidate(turn: &CapturedTurn) -> Option<Candidate> {
 }
 
 /// Whether a candidate is worth storing (explicit requests accept less confidence).
-pub fn is_valid(candidate: &Candidate, explicit: bool) -> bool {
+pub(crate) fn is_valid(candidate: &Candidate, explicit: bool) -> bool {
     let threshold = if explicit { 0.4 } else { 0.6 };
     let evidence = candidate.evidence_text.trim();
     let importance = candidate.importance.unwrap_or(candidate.confidence);
@@ -202,7 +202,7 @@ fn normalized_evidence(text: &str) -> String {
 /// Whether the candidate's evidence occurs in the person's own message (or, for a session
 /// episode note, in the assistant's synthesis). Tool output never grounds a fact: a page or a
 /// file that says "the user wants …" is not the person's word.
-pub fn is_grounded(turn: &CapturedTurn, candidate: &Candidate, target: &Scope) -> bool {
+pub(crate) fn is_grounded(turn: &CapturedTurn, candidate: &Candidate, target: &Scope) -> bool {
     let evidence = normalized_evidence(&candidate.evidence_text);
     if evidence.is_empty() {
         return false;
@@ -223,7 +223,7 @@ pub fn is_grounded(turn: &CapturedTurn, candidate: &Candidate, target: &Scope) -
 
 /// A candidate accepted for storing, with its scope.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Accepted {
+pub(crate) struct Accepted {
     /// The candidate.
     pub candidate: Candidate,
     /// Where it goes.
@@ -234,7 +234,11 @@ pub struct Accepted {
 
 /// Valid, grounded candidates with a scope the context allows, deduplicated by (scope, key or
 /// content hash).
-pub fn accept(turn: &CapturedTurn, candidates: Vec<Candidate>, explicit: bool) -> Vec<Accepted> {
+pub(crate) fn accept(
+    turn: &CapturedTurn,
+    candidates: Vec<Candidate>,
+    explicit: bool,
+) -> Vec<Accepted> {
     let allowed: Vec<Scope> = turn
         .context
         .retrieval_scopes()
@@ -291,7 +295,7 @@ fn trim_middle(text: &str, max_chars: usize) -> String {
 
 /// The redacted source text of a turn: `[USER]` then each evidence snippet, cut in the middle
 /// to at most [`MAX_TURN_SOURCE_CHARS`].
-pub fn source_text(turn: &CapturedTurn) -> String {
+pub(crate) fn source_text(turn: &CapturedTurn) -> String {
     let mut sections = vec![format!("[USER]\n{}", redact(turn.user_message.trim()))];
     for item in turn.evidence.iter().take(MAX_EVIDENCE_SNIPPETS) {
         let source = item
@@ -312,7 +316,7 @@ pub fn source_text(turn: &CapturedTurn) -> String {
 
 /// Evidence bounded as the original bounds it: at most [`MAX_EVIDENCE_SNIPPETS`] snippets of
 /// [`MAX_SNIPPET_CHARS`] each and [`MAX_TURN_SOURCE_CHARS`] in all, blank ones dropped.
-pub fn bounded(evidence: Vec<Evidence>) -> Vec<Evidence> {
+pub(crate) fn bounded(evidence: Vec<Evidence>) -> Vec<Evidence> {
     let mut remaining = MAX_TURN_SOURCE_CHARS;
     let mut kept = Vec::new();
     for mut item in evidence.into_iter().take(MAX_EVIDENCE_SNIPPETS) {

@@ -17,7 +17,7 @@ use crate::sandbox::net::{WebClient, WebError};
 use crate::sandbox::{DaemonFileError, DaemonFolder};
 
 /// Bytes between two progress reports of one file.
-pub const PROGRESS_STEP: u64 = 4 << 20;
+pub(crate) const PROGRESS_STEP: u64 = 4 << 20;
 
 /// One file of a model, pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,10 +69,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DownloadError + '_ {
 }
 
 /// Progress of one file: bytes of it on disk so far and its expected size.
-pub type Progress<'a> = &'a (dyn Fn(&ModelFile, u64) + Send + Sync);
+pub(crate) type Progress<'a> = &'a (dyn Fn(&ModelFile, u64) + Send + Sync);
 
 /// The SHA-256 of a file, lowercase hex (read in a blocking task).
-pub async fn sha256_file(path: &Path) -> Result<String, DownloadError> {
+#[cfg(test)]
+pub(crate) async fn sha256_file(path: &Path) -> Result<String, DownloadError> {
     let file = std::fs::File::open(path).map_err(io(path))?;
     sha256_of(file, path).await
 }
@@ -122,9 +123,9 @@ async fn sha256_of(file: std::fs::File, path: &Path) -> Result<String, DownloadE
     .map_err(io(path))
 }
 
-/// Fetches `file` into `dir` unless it is there already; resumes a `.part` file left by an
-/// interrupted attempt.
-pub async fn fetch_file(
+/// [`fetch_file_from`] its own URL (the tests').
+#[cfg(test)]
+pub(crate) async fn fetch_file(
     client: &WebClient,
     dir: &Path,
     file: &ModelFile,
@@ -140,15 +141,16 @@ pub async fn fetch_file(
 
 /// A model file and where to fetch it (its pinned URL or a mirror's).
 #[derive(Debug, Clone, Copy)]
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     /// The file (name, checksum, size).
     pub file: &'a ModelFile,
     /// Where it is fetched from.
     pub url: &'a str,
 }
 
-/// [`fetch_file`] from `source.url`.
-pub async fn fetch_file_from(
+/// Fetches `source.file` from `source.url` into `dir` unless it is there already; resumes a
+/// `.part` file left by an interrupted attempt.
+pub(crate) async fn fetch_file_from(
     client: &WebClient,
     dir: &Path,
     source: Source<'_>,

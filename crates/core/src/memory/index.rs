@@ -35,9 +35,9 @@ use super::model::{Fact, Scope, Status};
 type Group = (String, String, String);
 
 /// Readable rows up to which a search computes every cosine.
-pub const EXHAUSTIVE_ROWS: usize = 8_192;
+pub(crate) const EXHAUSTIVE_ROWS: usize = 8_192;
 /// Rows whose exact cosine a sign-bit search computes, at least.
-pub const PREFILTER_KEEP: usize = 1_024;
+pub(crate) const PREFILTER_KEEP: usize = 1_024;
 
 /// The sign bits of `vector`, 64 components per word (bit set: the component is positive).
 fn sign_bits(vector: &[f32], words: &mut Vec<u64>) {
@@ -257,7 +257,7 @@ impl Loaded {
 
 /// A dense search.
 #[derive(Debug, Clone, Copy)]
-pub struct DenseQuery<'a> {
+pub(crate) struct DenseQuery<'a> {
     /// Whose facts.
     pub owner: &'a str,
     /// In which scopes (legacy aliases included).
@@ -274,7 +274,7 @@ pub struct DenseQuery<'a> {
 
 /// The in-memory vectors (see the module documentation).
 #[derive(Default)]
-pub struct VectorIndex {
+pub(crate) struct VectorIndex {
     loaded: Option<Loaded>,
 }
 
@@ -299,7 +299,7 @@ impl VectorIndex {
     }
 
     /// Loads every current vector of `model` with `dimension` components.
-    pub fn load(
+    pub(crate) fn load(
         &mut self,
         connection: &Connection,
         model: &str,
@@ -336,7 +336,7 @@ impl VectorIndex {
 
     /// Records a vector this process stored (ignored unless that model and dimension are
     /// loaded).
-    pub fn put(&mut self, model: &str, fact: &Fact, vector: &[f32]) {
+    pub(crate) fn put(&mut self, model: &str, fact: &Fact, vector: &[f32]) {
         if let Some(loaded) = &mut self.loaded
             && loaded.model == model
             && loaded.dimension == vector.len()
@@ -357,20 +357,20 @@ impl VectorIndex {
     }
 
     /// Forgets the vector of `fact_id` (a retired or deleted fact).
-    pub fn remove(&mut self, fact_id: &str) {
+    pub(crate) fn remove(&mut self, fact_id: &str) {
         if let Some(loaded) = &mut self.loaded {
             loaded.remove(fact_id);
         }
     }
 
     /// Whether the index must be loaded before searching `model` at `dimension`.
-    pub fn needs_load(&self, model: &str, dimension: usize) -> bool {
+    pub(crate) fn needs_load(&self, model: &str, dimension: usize) -> bool {
         !self.is_loaded(model, dimension)
     }
 
     /// Active facts matching `query`, best first, each checked against the database. Empty
     /// when the index holds another model or dimension (load it first).
-    pub fn search(
+    pub(crate) fn search(
         &self,
         connection: &Connection,
         query: &DenseQuery<'_>,
@@ -384,7 +384,7 @@ impl VectorIndex {
     /// The rows matching `query` by their vectors alone, to be checked against the database
     /// ([`Candidates::verify`]); `None` when the index holds another model or dimension. Reads
     /// no database, so it can run beside the other recall sources.
-    pub fn candidates(&self, query: &DenseQuery<'_>) -> Option<Candidates> {
+    pub(crate) fn candidates(&self, query: &DenseQuery<'_>) -> Option<Candidates> {
         let DenseQuery {
             owner,
             scopes,
@@ -455,7 +455,7 @@ struct Candidate {
 /// What a dense scan found, to be checked against the database: the first `head` rows are
 /// sorted best first, the rest only if those run out.
 #[derive(Debug, Default)]
-pub struct Candidates {
+pub(crate) struct Candidates {
     rows: Vec<Candidate>,
     head: usize,
     limit: usize,
@@ -464,7 +464,7 @@ pub struct Candidates {
 impl Candidates {
     /// The facts still active with the content their vectors were computed from, best first,
     /// at most the query's limit.
-    pub fn verify(mut self, connection: &Connection) -> rusqlite::Result<Vec<(Fact, f32)>> {
+    pub(crate) fn verify(mut self, connection: &Connection) -> rusqlite::Result<Vec<(Fact, f32)>> {
         let mut hits = Vec::new();
         let mut at = 0;
         while hits.len() < self.limit && at < self.rows.len() {

@@ -9,7 +9,7 @@ use regex::Regex;
 
 /// An explicit request about memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Intent {
+pub(crate) enum Intent {
     /// Nothing explicit.
     None,
     /// "Remember ...": store it even with less confidence.
@@ -96,7 +96,7 @@ fn is_forget(text: &str) -> bool {
 }
 
 /// The explicit intent of `text` (negatives first, then deletes, remembers, forgets).
-pub fn parse(text: &str) -> Intent {
+pub(crate) fn parse(text: &str) -> Intent {
     let lower = text.to_lowercase();
     let contains = |phrases: &[&str]| phrases.iter().any(|phrase| lower.contains(phrase));
     if contains(DO_NOT_CAPTURE) {
@@ -113,7 +113,7 @@ pub fn parse(text: &str) -> Intent {
 }
 
 /// `text` without its first remember marker (and the punctuation after it).
-pub fn strip_remember_marker(text: &str) -> String {
+pub(crate) fn strip_remember_marker(text: &str) -> String {
     let trimmed = text.trim();
     let lower = trimmed.to_lowercase();
     // Lowercasing may change byte lengths; only cut when it did not.
@@ -136,7 +136,7 @@ pub fn strip_remember_marker(text: &str) -> String {
 }
 
 /// What a forget or delete request names: the text after its command.
-pub fn forget_target(text: &str) -> String {
+pub(crate) fn forget_target(text: &str) -> String {
     match FORGET_COMMAND
         .as_ref()
         .and_then(|command| command.find(text))

@@ -19,25 +19,25 @@ use super::model::{Context, Fact, Retention, Scope, Status, normalize_canonical_
 use super::text::{is_stop_word, match_terms};
 
 /// Facts automatic recall adds to a prompt by default, and at most.
-pub const AUTOMATIC_MAX_FACTS: usize = 8;
+pub(crate) const AUTOMATIC_MAX_FACTS: usize = 8;
 /// Most facts automatic recall may be asked for.
-pub const AUTOMATIC_MAX_FACTS_LIMIT: usize = 32;
+pub(crate) const AUTOMATIC_MAX_FACTS_LIMIT: usize = 32;
 /// Token budget of automatic recall.
-pub const AUTOMATIC_TOKEN_BUDGET: usize = 700;
+pub(crate) const AUTOMATIC_TOKEN_BUDGET: usize = 700;
 /// Token budget of an explicit search.
-pub const SEARCH_TOKEN_BUDGET: usize = 1_400;
+pub(crate) const SEARCH_TOKEN_BUDGET: usize = 1_400;
 /// The smallest budget honoured.
 const MIN_TOKEN_BUDGET: usize = 80;
 
 const EXACT_LIMIT: usize = 20;
 const LEXICAL_LIMIT: usize = 40;
 /// Most dense candidates.
-pub const DENSE_LIMIT: usize = 40;
+pub(crate) const DENSE_LIMIT: usize = 40;
 const PRIORITY_LIMIT: usize = 20;
 /// Recent facts per scope the exact source looks through.
 const EXACT_SCAN: usize = 100;
 /// Dense candidates below this similarity are dropped.
-pub const DENSE_MIN_SCORE: f32 = 0.15;
+pub(crate) const DENSE_MIN_SCORE: f32 = 0.15;
 const RRF_K: f64 = 60.0;
 
 /// What to recall.
@@ -222,12 +222,12 @@ fn heuristic(candidate: &Fused, context: &Context) -> f64 {
 }
 
 /// Estimated tokens of a text: a quarter of its characters, rounded, at least one.
-pub fn estimate_tokens(text: &str) -> usize {
+pub(crate) fn estimate_tokens(text: &str) -> usize {
     ((text.chars().count() as f64 / 4.0).round() as usize).max(1)
 }
 
 /// The scopes `query` reads, with their legacy aliases.
-pub fn query_scopes(query: &Query<'_>) -> Vec<Scope> {
+pub(crate) fn query_scopes(query: &Query<'_>) -> Vec<Scope> {
     let requested = query
         .scopes
         .clone()
@@ -251,7 +251,7 @@ fn hints(query: &Query<'_>) -> Vec<String> {
 
 /// The lexical candidates of `query`: FTS5 matches of its hints' stems, best bm25 first. A
 /// failed search is logged and contributes nothing (the other sources still count).
-pub fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
+pub(crate) fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
     let scopes = query_scopes(query);
     let terms = match_terms(&hints(query).join(" "), 2, 8);
     if terms.is_empty() || scopes.is_empty() {
@@ -277,7 +277,7 @@ pub fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
 /// are the two expensive sources (a bm25 ranking of every full-text match, a scan of every
 /// stored vector), so the caller can run one of them on another thread. They are asked for
 /// after the exact and priority sources are read, the dense ones first.
-pub struct Started<L, D> {
+pub(crate) struct Started<L, D> {
     /// The lexical candidates ([`lexical`]).
     pub lexical: L,
     /// The dense candidates.
@@ -286,7 +286,7 @@ pub struct Started<L, D> {
 
 /// Chooses facts for `query` (see the module documentation); `started` gives the lexical and
 /// dense candidates (see [`Started`]).
-pub fn select<L, D>(
+pub(crate) fn select<L, D>(
     connection: &Connection,
     query: &Query<'_>,
     started: Started<L, D>,
@@ -379,7 +379,7 @@ fn prompt_line(text: &str) -> String {
 
 /// The prompt block for chosen facts (empty for none): the untrusted-memory header, then
 /// `- [kind] title: body` per fact with newlines flattened.
-pub fn render(selected: &[Selected]) -> String {
+pub(crate) fn render(selected: &[Selected]) -> String {
     if selected.is_empty() {
         return String::new();
     }

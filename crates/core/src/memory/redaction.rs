@@ -15,7 +15,7 @@ use regex::Regex;
 use crate::redact::redact_text;
 
 /// What stands in for a secret in memory.
-pub const REDACTED_SECRET: &str = "[redacted-secret]";
+pub(crate) const REDACTED_SECRET: &str = "[redacted-secret]";
 
 fn regex(pattern: &str) -> Option<Regex> {
     Regex::new(pattern).ok()
@@ -48,7 +48,7 @@ fn replace(text: String, pattern: &Option<Regex>, with: &str) -> String {
 }
 
 /// `text` with secrets, e-mail addresses and home paths replaced.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let mut text = redact_text(text);
     text = replace(text, &KEY_VALUE, &format!("$1={REDACTED_SECRET}"));
     text = replace(text, &AUTH_HEADER, "Authorization: [redacted-auth]");
@@ -62,7 +62,7 @@ pub fn redact(text: &str) -> String {
 
 /// Whether `text` holds something secret (e-mail addresses and paths are private, not
 /// secret: they are redacted but do not make a fact unsavable).
-pub fn looks_secret(text: &str) -> bool {
+pub(crate) fn looks_secret(text: &str) -> bool {
     let secret_patterns: [&Option<Regex>; 6] = [
         &KEY_VALUE,
         &AUTH_HEADER,

@@ -20,7 +20,7 @@ fn is_cyrillic(character: char) -> bool {
 }
 
 /// The stem of one lowercase word.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let folded = word.replace('ё', "е");
     if folded.chars().any(is_cyrillic) {
         RUSSIAN.stem(&folded).into_owned()
@@ -30,7 +30,7 @@ pub fn stem(word: &str) -> String {
 }
 
 /// The words of `text`, lowercased (not stemmed).
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|character: char| !character.is_alphanumeric())
         .filter(|word| !word.is_empty() && word.chars().count() <= MAX_WORD)
         .map(str::to_lowercase)
@@ -39,7 +39,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// The distinct stems of `text`, in the order they first occur, as one space-separated string:
 /// what the index stores, so a stem counts once per fact (a fact that repeats a word does not
 /// outrank one that states it once, and the ranking needs no term frequencies; see `bm25`).
-pub fn stemmed(text: &str) -> String {
+pub(crate) fn stemmed(text: &str) -> String {
     let mut seen = HashSet::new();
     words(text)
         .map(|word| stem(&word))
@@ -224,7 +224,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Whether `word` (lowercase) is a function word (see `STOP_WORDS`).
-pub fn is_stop_word(word: &str) -> bool {
+pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)
 }
 
@@ -232,7 +232,7 @@ pub fn is_stop_word(word: &str) -> bool {
 /// most `max_terms` distinct stems), a fact matching when it holds any of them. Function words
 /// are left out unless the text has nothing else. Every stem is quoted, so nothing in the text
 /// is read as FTS5 syntax.
-pub fn match_terms(text: &str, min_chars: usize, max_terms: usize) -> Vec<String> {
+pub(crate) fn match_terms(text: &str, min_chars: usize, max_terms: usize) -> Vec<String> {
     let content = words(text).any(|word| word.chars().count() >= min_chars && !is_stop_word(&word));
     let mut stems: Vec<String> = Vec::new();
     for word in words(text) {

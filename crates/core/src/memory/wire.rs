@@ -14,15 +14,15 @@ use super::model::{Fact, Kind, Scope, Status};
 use super::{Memory, MemoryError};
 
 /// Longest title a surface may store, in characters.
-pub const MAX_TITLE_CHARS: usize = 200;
+pub(crate) const MAX_TITLE_CHARS: usize = 200;
 /// Longest body a surface may store, in characters.
-pub const MAX_BODY_CHARS: usize = 4_000;
+pub(crate) const MAX_BODY_CHARS: usize = 4_000;
 /// Longest search query a surface accepts, in characters.
-pub const MAX_QUERY_CHARS: usize = 2_000;
+pub(crate) const MAX_QUERY_CHARS: usize = 2_000;
 /// Facts a surface's search returns by default.
-pub const DEFAULT_SEARCH: u32 = 8;
+pub(crate) const DEFAULT_SEARCH: u32 = 8;
 /// Facts a surface's search returns at most.
-pub const MAX_SEARCH: u32 = 20;
+pub(crate) const MAX_SEARCH: u32 = 20;
 
 /// `text` cut to `max` characters, with `…` when something was cut.
 pub(crate) fn shortened(text: &str, max: usize) -> String {
@@ -47,7 +47,7 @@ pub(crate) fn search_hints(query: &str, hints: Vec<String>) -> Vec<String> {
 }
 
 /// A kind on the wire.
-pub fn kind_to_wire(kind: Kind) -> MemoryKind {
+pub(crate) fn kind_to_wire(kind: Kind) -> MemoryKind {
     match kind {
         Kind::Semantic => MemoryKind::Semantic,
         Kind::Preference => MemoryKind::Preference,
@@ -59,7 +59,7 @@ pub fn kind_to_wire(kind: Kind) -> MemoryKind {
 }
 
 /// A kind from the wire.
-pub fn kind_from_wire(kind: MemoryKind) -> Kind {
+pub(crate) fn kind_from_wire(kind: MemoryKind) -> Kind {
     match kind {
         MemoryKind::Semantic => Kind::Semantic,
         MemoryKind::Preference => Kind::Preference,
@@ -71,7 +71,7 @@ pub fn kind_from_wire(kind: MemoryKind) -> Kind {
 }
 
 /// A scope as the surfaces write it: `global`, or `<kind>:<id>`.
-pub fn scope_label(scope: &Scope) -> String {
+pub(crate) fn scope_label(scope: &Scope) -> String {
     let scope = scope.normalized();
     if scope.kind == "global" {
         "global".to_owned()
@@ -82,7 +82,7 @@ pub fn scope_label(scope: &Scope) -> String {
 
 /// Reads a scope written `global`, `session:<chat id>`, `project:<id>` (or the legacy
 /// `chat:<id>`, `thread:<id>`).
-pub fn parse_scope(text: &str) -> Result<Scope, MemoryError> {
+pub(crate) fn parse_scope(text: &str) -> Result<Scope, MemoryError> {
     let text = text.trim();
     let invalid = || {
         MemoryError::Invalid(format!(
@@ -109,7 +109,7 @@ pub fn parse_scope(text: &str) -> Result<Scope, MemoryError> {
 }
 
 /// A fact on the wire.
-pub fn fact_to_wire(fact: &Fact) -> MemoryFact {
+pub(crate) fn fact_to_wire(fact: &Fact) -> MemoryFact {
     MemoryFact {
         id: fact.id.clone(),
         scope: scope_label(&fact.scope),

@@ -17,10 +17,10 @@ use crate::llm::service::LlmService;
 use crate::llm::{ChatRequest, LlmClient, Message, complete};
 
 /// Most tokens of the writer's answer.
-pub const MAX_TOKENS: u32 = 1_000;
+pub(crate) const MAX_TOKENS: u32 = 1_000;
 
 /// The writer's instructions (the original's, word for word).
-pub const WRITER_PROMPT: &str = r#"You are a conservative memory writer for a desktop AI agent.
+pub(crate) const WRITER_PROMPT: &str = r#"You are a conservative memory writer for a desktop AI agent.
 
 Analyze the completed turn and extract only durable, reusable memory facts.
 
@@ -76,7 +76,7 @@ Use canonicalKey only for stable namespaces such as user.preference.response_lan
 If there is no durable memory, return []."#;
 
 /// A chat client and the model name to send to it.
-pub type WriterClient = (Arc<dyn LlmClient>, String);
+pub(crate) type WriterClient = (Arc<dyn LlmClient>, String);
 
 /// Where the writer's model comes from: a client and the model name to send, for an owner.
 pub trait WriterModel: Send + Sync {
@@ -122,7 +122,7 @@ impl LlmWriter {
 
 /// The user prompt of a turn: the available scopes, the redacted message, the answer (context
 /// only), and the bounded, redacted evidence.
-pub fn user_prompt(turn: &CapturedTurn) -> String {
+pub(crate) fn user_prompt(turn: &CapturedTurn) -> String {
     let mut prompt = String::from("Available semantic scopes:\n- GLOBAL\n");
     if turn.context.project.is_some() {
         prompt.push_str("- PROJECT\n");
@@ -170,7 +170,7 @@ struct Legacy {
 
 /// Candidates from the writer's answer: the outermost JSON array in it; anything else is an
 /// error.
-pub fn parse_candidates(answer: &str) -> Result<Vec<Candidate>, WriterError> {
+pub(crate) fn parse_candidates(answer: &str) -> Result<Vec<Candidate>, WriterError> {
     let text = answer.trim();
     let json = match (text.find('['), text.rfind(']')) {
         (Some(start), Some(end)) if end > start => &text[start..=end],

@@ -213,7 +213,10 @@ impl crate::chat::ChatFiles for GateFiles {
     fn sandbox<'a>(
         &'a self,
         chat_id: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<Arc<crate::sandbox::Sandbox>, String>> {
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Arc<crate::sandbox::Sandbox>, crate::tools::gate::WorkspaceError>,
+    > {
         Box::pin(self.0.chat_sandbox(chat_id))
     }
 }

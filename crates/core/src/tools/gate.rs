@@ -39,6 +39,7 @@ use record::Record;
 use recorder::Recording;
 
 pub use parking::{CallMode, Unattended};
+pub(crate) use workspace::WorkspaceError;
 
 /// A call to make.
 #[derive(Debug, Clone)]

@@ -28,13 +28,13 @@ use crate::llm::{LlmError, ProviderId};
 pub const BODY_LIMIT: usize = 64 << 20;
 /// Most bytes of one server-sent event. A Responses API `response.completed` event repeats
 /// the whole answer, so this is far above any event a real answer sends.
-pub const EVENT_LIMIT: usize = 16 << 20;
+pub(crate) const EVENT_LIMIT: usize = 16 << 20;
 /// Most bytes of one streamed answer. A 128,000-token answer on the Responses API (the
 /// wordiest wire format) is about 35 MB of events.
-pub const STREAM_LIMIT: usize = 128 << 20;
+pub(crate) const STREAM_LIMIT: usize = 128 << 20;
 /// Bytes an embeddings answer may take per input: a 4,096-dimension vector written as JSON
 /// floats is about 100 KB.
-pub const EMBEDDING_BYTES_PER_INPUT: usize = 512 << 10;
+pub(crate) const EMBEDDING_BYTES_PER_INPUT: usize = 512 << 10;
 
 /// Which part of an answer passed its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl std::fmt::Display for AnswerPart {
 
 /// Why a bounded read stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum BoundedReadError {
+pub(crate) enum BoundedReadError {
     /// The answer passed `limit` bytes.
     #[error("the {part} passed {limit} bytes")]
     TooLarge {
@@ -75,7 +75,7 @@ pub enum BoundedReadError {
 
 /// The whole body of `response`, refusing one over `limit` bytes. Not cancellable by itself:
 /// see [`read_body`].
-pub async fn read_limited(
+pub(crate) async fn read_limited(
     mut response: reqwest::Response,
     limit: usize,
 ) -> Result<Vec<u8>, BoundedReadError> {

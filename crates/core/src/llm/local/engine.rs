@@ -448,13 +448,13 @@ fn finish_reason(stop: StopReason, finish: &[StreamEvent]) -> FinishReason {
 /// An embeddings client over local embedding profiles (any chat profile works too: its hidden
 /// states mean-pooled).
 #[derive(Debug, Clone)]
-pub struct LocalEmbeddings {
+pub(crate) struct LocalEmbeddings {
     models: Arc<LocalModels>,
 }
 
 impl LocalEmbeddings {
     /// Embeddings through `models`.
-    pub fn new(models: Arc<LocalModels>) -> Self {
+    pub(crate) fn new(models: Arc<LocalModels>) -> Self {
         Self { models }
     }
 }

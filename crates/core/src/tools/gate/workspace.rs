@@ -17,13 +17,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::Gate;
 use crate::sandbox::Sandbox;
+use crate::sandbox::users::UserFolderError;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolContext;
+
+/// Why a chat's calls have no sandbox. The chat's uploads map the cause to a status once
+/// (`Chats::chat_sandbox`); a tool call shows the message to the model.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkspaceError {
+    /// The chat's owner could not be read (the database failed): Souz's fault.
+    #[error("Souz could not tell whose chat this is, so the call did not run.")]
+    Owner(#[source] StoreError),
+    /// The proxied user's folder cannot be used or made.
+    #[error("{0}; the call did not run.")]
+    UserFolder(#[source] UserFolderError),
+}
 
 impl Gate {
     /// The sandbox the tools of chat `chat_id` run in (the daemon's, or its proxied user's):
     /// where the chat's attachments are read and uploads written.
-    pub(crate) async fn chat_sandbox(&self, chat_id: &str) -> Result<Arc<Sandbox>, String> {
+    pub(crate) async fn chat_sandbox(&self, chat_id: &str) -> Result<Arc<Sandbox>, WorkspaceError> {
         let requester = Requester::Chat {
             chat_id: chat_id.to_owned(),
         };
@@ -46,7 +59,8 @@ impl Gate {
             .inner
             .workspaces
             .for_call(&self.inner.store, &self.sandbox(), requester)
-            .await?;
+            .await
+            .map_err(|error| error.to_string())?;
         if workspace.proxied_user.is_some() && risk == Risk::Exec {
             return Err(
                 "Commands are not available in chats of users behind Souz's trusted proxy: \
@@ -104,7 +118,7 @@ impl Workspaces {
         store: &Store,
         daemon: &Arc<Sandbox>,
         requester: &Requester,
-    ) -> Result<Workspace, String> {
+    ) -> Result<Workspace, WorkspaceError> {
         let proxy_mode = self
             .template
             .read()
@@ -135,7 +149,7 @@ impl Workspaces {
             .await
             .map_err(|error| {
                 tracing::error!(%error, "could not read a chat's owner");
-                "Souz could not tell whose chat this is, so the call did not run.".to_owned()
+                WorkspaceError::Owner(error)
             })?;
         let user = match owner {
             Some(user) if user != crate::LOCAL_USER => user,
@@ -153,7 +167,7 @@ impl Workspaces {
         })
     }
 
-    fn for_user(&self, daemon: &Sandbox, user: &str) -> Result<Arc<Sandbox>, String> {
+    fn for_user(&self, daemon: &Sandbox, user: &str) -> Result<Arc<Sandbox>, WorkspaceError> {
         if let Some(sandbox) = self
             .users
             .lock()
@@ -171,7 +185,7 @@ impl Workspaces {
         let sandbox = Arc::new(
             daemon
                 .for_proxied_user(&template, user)
-                .map_err(|error| format!("{error}; the call did not run."))?,
+                .map_err(WorkspaceError::UserFolder)?,
         );
         self.users
             .lock()
