@@ -470,9 +470,10 @@ pub(crate) fn end_run(
               WHERE id = ?1 AND state IN ('claimed', 'running', 'parked')
               RETURNING chat_id",
         )?
-        .query_row(params![run_id, state.as_str(), reason, to_time(at)], |row| {
-            row.get(0)
-        })
+        .query_row(
+            params![run_id, state.as_str(), reason, to_time(at)],
+            |row| row.get(0),
+        )
         .optional()?)
 }
 
