@@ -6,13 +6,15 @@
 //!   direct call.
 //! - Dropping the future drops the gate's call handle, which withdraws a pending approval.
 
+use std::sync::Arc;
+
 use serde_json::Value;
-use souz_protocol::{Requester, ToolCallStatus, ToolResult};
+use souz_protocol::{Approval, Requester, ToolCallStatus, ToolResult};
 
 use super::events::{AgentEvent, TurnSink};
-use super::skills::SkillBundles;
 use crate::redact;
 use crate::store::StoreError;
+use crate::tools::DynTool;
 use crate::tools::gate::{CallHandle, CallMode, CallRequest, CallState, Gate};
 
 /// An unattended turn's parking: the run it is, and the call it parked on (the turn ends at
@@ -231,26 +233,31 @@ async fn report_approval(handle: &mut CallHandle, gate: &Gate, wait: ApprovalWai
     }
 }
 
+/// The approval a parked call waited for, or the text the resumed turn goes on from when it
+/// cannot be read.
+pub(crate) async fn approved_call(gate: &Gate, approval_id: &str) -> Result<Approval, String> {
+    gate.approvals().get(approval_id).await.map_err(|error| {
+        tracing::warn!(%error, %approval_id, "could not read an approved parked call");
+        format!(
+            "Souz could not read the approval this run waited for ({approval_id}), so the call \
+             did not run. Tell the person."
+        )
+    })
+}
+
 /// Runs the call a person approved while it was parked (the approval's tool and arguments, as
 /// the chat's: the gate refuses it for any other requester, or when what it would do changed),
-/// reporting it like any call. Returns the text the resumed turn goes on from.
+/// reporting it like any call. `supplied` is the tool when it is no catalog tool (a skill
+/// bundle's command, made again by the caller: see `SkillBundles::command_tool`), or why it
+/// could not be made. Returns the text the resumed turn goes on from.
 pub(crate) async fn run_approved(
     gate: &Gate,
-    bundles: &dyn SkillBundles,
     chat_id: &str,
-    approval_id: &str,
+    approval: Approval,
+    supplied: Option<Result<Arc<dyn DynTool>, String>>,
     sink: &dyn TurnSink,
 ) -> String {
-    let approval = match gate.approvals().get(approval_id).await {
-        Ok(approval) => approval,
-        Err(error) => {
-            tracing::warn!(%error, %approval_id, "could not read an approved parked call");
-            return format!(
-                "Souz could not read the approval this run waited for ({approval_id}), so the \
-                 call did not run. Tell the person."
-            );
-        }
-    };
+    let approval_id = approval.id.as_str();
     let tool_call_id = format!("approved-{approval_id}");
     sink.send(AgentEvent::ToolCallStarted {
         tool_call_id: tool_call_id.clone(),
@@ -268,8 +275,7 @@ pub(crate) async fn run_approved(
     let mode = CallMode::Approved {
         approval_id: approval_id.to_owned(),
     };
-    // A skill bundle's command is no catalog tool: it is made again from the bundle.
-    let supplied = match bundles.command_tool(&approval.tool, gate).await {
+    let supplied = match supplied {
         Some(Ok(tool)) => Some(tool),
         Some(Err(why)) => {
             let tool = &approval.tool;

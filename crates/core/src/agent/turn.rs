@@ -702,13 +702,16 @@ impl Turn {
         let Some(approval_id) = self.approved.take() else {
             return false;
         };
-        let ran = super::gate_call::run_approved(
-            &services.gate,
-            services.bundles.as_ref(),
-            &self.chat_id,
-            &approval_id,
-            sink,
-        );
+        let (gate, chat_id) = (&services.gate, self.chat_id.as_str());
+        let ran = async {
+            let approval = match super::gate_call::approved_call(gate, &approval_id).await {
+                Ok(approval) => approval,
+                Err(text) => return text,
+            };
+            // A skill bundle's command is no catalog tool: it is made again from the bundle.
+            let supplied = services.bundles.command_tool(&approval.tool, gate).await;
+            super::gate_call::run_approved(gate, chat_id, approval, supplied, sink).await
+        };
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => String::new(),
