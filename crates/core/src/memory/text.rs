@@ -9,11 +9,23 @@ use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use super::stop_words::is_stop_word;
+
 static RUSSIAN: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::Russian));
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// Longest word indexed (longer runs are identifiers or noise).
 const MAX_WORD: usize = 64;
+/// Characters of a query read for its terms: a query is a person's or a model's text, and
+/// past this it is a pasted document, not a question (the terms come from its start).
+pub(crate) const MAX_QUERY_CHARS: usize = 2_000;
+
+/// The first [`MAX_QUERY_CHARS`] characters of `text`.
+pub(crate) fn bounded_query(text: &str) -> &str {
+    text.char_indices()
+        .nth(MAX_QUERY_CHARS)
+        .map_or(text, |(at, _)| text.get(..at).unwrap_or(text))
+}
 
 fn is_cyrillic(character: char) -> bool {
     matches!(character, '\u{0400}'..='\u{04FF}')
@@ -48,191 +60,13 @@ pub(crate) fn stemmed(text: &str) -> String {
         .join(" ")
 }
 
-/// English and Russian function words: they occur in most facts, so a query term among them
-/// would match (and make the index rank) nearly everything while telling nothing apart.
-const STOP_WORDS: &[&str] = &[
-    "a",
-    "about",
-    "all",
-    "also",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "been",
-    "but",
-    "by",
-    "can",
-    "could",
-    "did",
-    "do",
-    "does",
-    "for",
-    "from",
-    "had",
-    "has",
-    "have",
-    "he",
-    "her",
-    "here",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "me",
-    "my",
-    "no",
-    "not",
-    "of",
-    "on",
-    "or",
-    "our",
-    "she",
-    "should",
-    "so",
-    "some",
-    "tell",
-    "than",
-    "that",
-    "the",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "to",
-    "us",
-    "was",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "who",
-    "why",
-    "will",
-    "with",
-    "would",
-    "you",
-    "your",
-    "а",
-    "без",
-    "бы",
-    "был",
-    "была",
-    "были",
-    "было",
-    "быть",
-    "в",
-    "вам",
-    "вас",
-    "во",
-    "вот",
-    "все",
-    "всё",
-    "вы",
-    "где",
-    "да",
-    "для",
-    "до",
-    "его",
-    "ее",
-    "её",
-    "ей",
-    "если",
-    "есть",
-    "еще",
-    "ещё",
-    "же",
-    "за",
-    "и",
-    "из",
-    "или",
-    "им",
-    "их",
-    "к",
-    "как",
-    "какая",
-    "какие",
-    "какое",
-    "какой",
-    "когда",
-    "кто",
-    "ли",
-    "мне",
-    "мной",
-    "мое",
-    "моё",
-    "моего",
-    "моей",
-    "мои",
-    "мой",
-    "мою",
-    "моя",
-    "мы",
-    "на",
-    "над",
-    "нас",
-    "не",
-    "него",
-    "нее",
-    "неё",
-    "нет",
-    "ни",
-    "но",
-    "о",
-    "об",
-    "он",
-    "она",
-    "они",
-    "оно",
-    "от",
-    "по",
-    "под",
-    "при",
-    "про",
-    "с",
-    "со",
-    "так",
-    "там",
-    "то",
-    "тоже",
-    "только",
-    "ты",
-    "у",
-    "уже",
-    "что",
-    "чтобы",
-    "эта",
-    "эти",
-    "это",
-    "этот",
-    "я",
-];
-
-/// Whether `word` (lowercase) is a function word (see `STOP_WORDS`).
-pub(crate) fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
-}
-
-/// The FTS5 phrases of the stems of words of at least `min_chars` characters in `text` (at
-/// most `max_terms` distinct stems), a fact matching when it holds any of them. Function words
-/// are left out unless the text has nothing else. Every stem is quoted, so nothing in the text
-/// is read as FTS5 syntax.
+/// The FTS5 phrases of the stems of words of at least `min_chars` characters in the first
+/// [`MAX_QUERY_CHARS`] of `text` (at most `max_terms` distinct stems), a fact matching when it
+/// holds any of them (OR: bm25 then ranks the facts holding the rarer stems first). Function
+/// words (`stop_words`) are left out unless the text has nothing else. Every stem is made of
+/// letters and digits only and quoted, so nothing in the text is read as FTS5 syntax.
 pub(crate) fn match_terms(text: &str, min_chars: usize, max_terms: usize) -> Vec<String> {
+    let text = bounded_query(text);
     let content = words(text).any(|word| word.chars().count() >= min_chars && !is_stop_word(&word));
     let mut stems: Vec<String> = Vec::new();
     for word in words(text) {
