@@ -131,4 +131,80 @@ mod tests {
         assert!(match_terms("a b", 2, 8).is_empty());
         assert_eq!(match_terms("one two three", 2, 2), ["\"one\"", "\"two\""]);
     }
+
+    /// Whether `term` is one quoted phrase of letters and digits: nothing FTS5 could read as
+    /// syntax (`"`, `*`, `^`, `:`, parentheses, `NEAR`/`AND`/`OR`/`NOT` outside quotes).
+    fn is_quoted_word(term: &str) -> bool {
+        term.len() > 2
+            && term.starts_with('"')
+            && term.ends_with('"')
+            && term[1..term.len() - 1].chars().all(char::is_alphanumeric)
+    }
+
+    #[test]
+    fn fts5_syntax_in_a_query_comes_out_as_quoted_words_or_nothing() {
+        for query in [
+            "\"",
+            "\"\"\"",
+            "*",
+            "tea*",
+            "^tea",
+            "title:tea",
+            "NEAR(tea coffee, 2)",
+            "tea OR coffee",
+            "AND",
+            "NOT tea",
+            "-tea",
+            "+tea",
+            "{title body}: tea",
+            "(",
+            ")",
+            "'",
+            "tea\u{0}coffee",
+            "чай\"кофе",
+            "a\u{301}b",
+            "\u{202e}tea",
+            "🙂 coffee 🙂",
+        ] {
+            for term in match_terms(query, 2, 8) {
+                assert!(is_quoted_word(&term), "{query:?} gave {term:?}");
+            }
+        }
+        assert_eq!(match_terms("tea OR coffee", 2, 8), ["\"tea\"", "\"coffe\""]);
+        assert_eq!(match_terms("NEAR(tea*", 2, 8), ["\"near\"", "\"tea\""]);
+    }
+
+    #[test]
+    fn empty_and_function_word_queries_give_nothing_or_function_words() {
+        assert!(match_terms("", 2, 8).is_empty());
+        assert!(match_terms("   \n\t ?! ... ", 2, 8).is_empty());
+        // Nothing but function words: they are all the query has, so they are kept.
+        assert_eq!(match_terms("как это", 2, 8), ["\"как\"", "\"эт\""]);
+    }
+
+    #[test]
+    fn a_long_query_is_read_up_to_its_bound() {
+        let long = format!("{} coffee", "the ".repeat(MAX_QUERY_CHARS));
+        assert!(!match_terms(&long, 2, 8).contains(&"\"coffe\"".to_owned()));
+        assert_eq!(match_terms(&long, 2, 8), ["\"the\""]);
+        let words: String = (0..100_000).map(|at| format!("w{at} ")).collect();
+        assert_eq!(match_terms(&words, 2, 12).len(), 12);
+        let cyrillic = "ж".repeat(MAX_QUERY_CHARS * 3);
+        assert_eq!(bounded_query(&cyrillic).chars().count(), MAX_QUERY_CHARS);
+        assert_eq!(bounded_query("short"), "short");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_gives_at_most_the_bound_of_quoted_words(
+            text in "[a-zA-Zа-яА-ЯёЁ0-9 \"*^:(){}+\\-.,?!\u{0}\u{301}🙂]{0,400}",
+            max_terms in 1_usize..16,
+        ) {
+            let terms = match_terms(&text, 2, max_terms);
+            proptest::prop_assert!(terms.len() <= max_terms);
+            for term in &terms {
+                proptest::prop_assert!(is_quoted_word(term), "{:?} gave {:?}", text, term);
+            }
+        }
+    }
 }

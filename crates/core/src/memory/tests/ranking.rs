@@ -1,10 +1,12 @@
 //! Lexical ranking on the bilingual recall set (issue 49): same-language recall@5 per language
 //! at least 0.95 with no embedder, and the three failures the issue names — common words
-//! ("user", «зовут») and recency drowning the fact that matches — asserted directly.
+//! ("user", «зовут») and recency drowning the fact that matches — asserted directly; and
+//! queries that are FTS5 syntax, empty, function words only or a pasted document reaching the
+//! index without error and within their bounds.
 
-use crate::memory::Memory;
-use crate::memory::model::Context;
+use crate::memory::model::{Context, Scope};
 use crate::memory::recall_set::{RecallSet, recall_at_5, recall_set, store_set};
+use crate::memory::{Memory, facts, recall, text};
 use crate::testing::TestHome;
 
 /// The floor of same-language lexical recall@5, per language.
@@ -90,4 +92,101 @@ async fn a_rare_term_outranks_newer_facts_holding_only_a_common_one() {
         Some("r_dog"),
         "{found:?}"
     );
+}
+
+/// Queries that are FTS5 syntax, empty, only function words, or a pasted document.
+fn hostile_queries() -> Vec<String> {
+    let mut queries: Vec<String> = [
+        "",
+        "   ",
+        "\"",
+        "\"\"\"",
+        "*",
+        "coffee*",
+        "^coffee",
+        "title:coffee",
+        "NEAR(user coffee)",
+        "user OR",
+        "AND AND",
+        "NOT",
+        "-coffee",
+        "{terms}: coffee",
+        "(((",
+        "'; DROP TABLE x; --",
+        "coffee\u{0}dog",
+        "what is it",
+        "как это",
+        "the the the",
+        "\u{202e}\u{301}",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    queries.push(format!("{} coffee", "the user ".repeat(50_000)));
+    queries.push((0..20_000).map(|at| format!("w{at} ")).collect());
+    queries
+}
+
+#[tokio::test]
+async fn hostile_queries_reach_the_index_without_error_and_bounded() {
+    let set = recall_set().unwrap();
+    let home = TestHome::new();
+    let store = home.store().await;
+    store_set(&store, &set).await.unwrap();
+    for query in hostile_queries() {
+        let terms = text::match_terms(&query, 2, recall::MAX_QUERY_TERMS);
+        assert!(
+            terms.len() <= recall::MAX_QUERY_TERMS,
+            "{} terms",
+            terms.len()
+        );
+        let found = store
+            .read(move |connection| {
+                Ok::<_, crate::store::StoreError>(facts::lexical(
+                    connection,
+                    "local",
+                    &[Scope::global()],
+                    &terms,
+                    40,
+                ))
+            })
+            .await
+            .unwrap();
+        assert!(found.is_ok(), "{:.80}: {found:?}", query);
+    }
+    // Through automatic recall: no error, at most the count; nothing for no words.
+    let memory = Memory::lexical(store);
+    let context = Context {
+        owner: "local".into(),
+        session: None,
+        project: None,
+    };
+    for query in hostile_queries() {
+        let (_, selected) = memory.recall(&context, &query, 5).await.unwrap();
+        assert!(selected.len() <= 5);
+        if !query.chars().any(char::is_alphanumeric) {
+            assert!(selected.is_empty(), "{query:?}: {selected:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_query_of_function_words_only_ranks_ties_newest_first() {
+    let home = TestHome::new();
+    let store = home.store().await;
+    let memory = Memory::lexical(store);
+    for title in ["First", "Second", "Third"] {
+        memory
+            .create_fact(super::fact(Scope::global(), title, "it is what it is"))
+            .await
+            .unwrap();
+    }
+    let context = Context {
+        owner: "local".into(),
+        session: None,
+        project: None,
+    };
+    let (_, selected) = memory.recall(&context, "what is it", 5).await.unwrap();
+    let titles: Vec<&str> = selected.iter().map(|c| c.fact.title.as_str()).collect();
+    assert_eq!(titles, ["Third", "Second", "First"]);
 }
