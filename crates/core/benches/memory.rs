@@ -8,7 +8,8 @@
 //! - `recall/dense384/N`: the same with 384-dimension vectors stored for every fact.
 //!
 //! Besides criterion's estimates, each case prints p50 and p95 over 200 recalls of varied
-//! queries. Run with `CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 cargo bench
+//! queries. First, the bench prints recall quality: lexical recall@5 per language on the
+//! bilingual recall set (`memory::recall_set`, the figure its test holds at 0.95 or more). Run with `CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 cargo bench
 //! -p souz-core --features test-support --bench memory` (`-- lexical/10000` for one case).
 
 #![allow(clippy::expect_used, clippy::panic, clippy::print_stdout)] // a benchmark may stop loudly
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use souz_core::memory::embedder::HashEmbedder;
 use souz_core::memory::model::{Context, Fact, Kind, Retention, Scope, Status, content_hash};
-use souz_core::memory::{Embedder, Memory, MemoryParts, NoWriter, facts, vectors};
+use souz_core::memory::{Embedder, Memory, MemoryParts, NoWriter, facts, recall_set, vectors};
 use souz_core::store::{Store, StoreError};
 
 /// Real words mixed into the vocabulary (English and Russian, so both stemmers run).
@@ -208,11 +209,42 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     (at(0.5), at(0.95))
 }
 
+/// Prints lexical recall@5 per language on the bilingual recall set (no embedder).
+fn print_recall_quality(runtime: &tokio::runtime::Runtime) {
+    let set = recall_set::recall_set().expect("the recall set");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let figures = runtime.block_on(async {
+        let store = Store::open(dir.path().join("souz.db"))
+            .await
+            .expect("store");
+        recall_set::store_set(&store, &set)
+            .await
+            .expect("store the set");
+        recall_set::recall_at_5(&Memory::lexical(store), &set)
+            .await
+            .expect("recall")
+    });
+    println!(
+        "recall quality ({} facts): lexical recall@5 en {:.3} ({}/{}), ru {:.3} ({}/{})",
+        set.facts.len(),
+        figures.english.recall(),
+        figures.english.found,
+        figures.english.asked,
+        figures.russian.recall(),
+        figures.russian.found,
+        figures.russian.asked,
+    );
+    for missed in &figures.missed {
+        println!("  missed: {missed}");
+    }
+}
+
 fn bench_recall(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    print_recall_quality(&runtime);
     let mut group = c.benchmark_group("recall");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));

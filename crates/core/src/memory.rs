@@ -2,10 +2,12 @@
 //! conversations, recalled when they matter, forgotten on request.
 //!
 //! - [`model`]: scopes, kinds, retentions, canonical keys, content hashes; [`facts`] and
-//!   [`vectors`]: the `memory_*` tables; [`text`]: stemmed text for the FTS5 index, `bm25`:
-//!   the ranking of its matches.
+//!   [`vectors`]: the `memory_*` tables; [`text`]: stemmed text for the FTS5 index and the
+//!   queries of it, `stop_words`: the function words queries leave out, `bm25`: the ranking of
+//!   its matches.
 //! - [`recall`]: exact, lexical (FTS5, bm25), dense (cosine) and priority candidates fused by
-//!   weighted reciprocal rank, cut to a budget and rendered as untrusted data.
+//!   weighted reciprocal rank, cut to a budget and rendered as untrusted data; `recall_set`
+//!   (test support): the bilingual set its quality is measured on.
 //! - [`capture`] and [`intent`]: what a finished turn adds, forgets or deletes;
 //!   [`redaction`]: secrets and private details removed before anything is stored.
 //! - [`embedder`]: the [`Embedder`] seam, provider embeddings and a deterministic hash
@@ -33,9 +35,12 @@ pub mod local;
 pub(crate) mod mcp_tools;
 pub mod model;
 pub(crate) mod recall;
+#[cfg(any(test, feature = "test-support"))]
+pub mod recall_set;
 pub(crate) mod redaction;
 mod search;
 mod stats;
+mod stop_words;
 mod storing;
 pub(crate) mod text;
 pub mod vectors;

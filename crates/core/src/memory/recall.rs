@@ -1,14 +1,24 @@
 //! Choosing facts for a query (original `selectMemoryFacts`): four candidate lists — exact
-//! (canonical keys named by the hints, and recent facts containing a query term), lexical
-//! (FTS5 over stemmed text, bm25), dense (cosine over stored vectors) and priority (pinned
-//! facts that share a term) — fused by weighted reciprocal rank (3.0, 1.4, 1.0, 0.7 over
-//! `60 + rank`), adjusted by confidence, importance, pinning and scope, filtered, deduplicated
-//! by canonical key or content hash, and cut to a count and a token budget.
+//! (canonical keys named by the hints, and recent facts containing an identifier of the query,
+//! the most identifiers first), lexical (FTS5 over stemmed text, bm25), dense (cosine over
+//! stored vectors) and priority (pinned facts that share a term) — fused by weighted
+//! reciprocal rank (3.0, 1.4, 1.0, 0.7 over `60 + rank`; a lexical candidate's share is scaled
+//! by its bm25 score over the best one's), scaled up a little by confidence, importance,
+//! pinning and scope, filtered, deduplicated by canonical key or content hash, and cut to a
+//! count and a token budget.
+//!
+//! Relevance comes first (issue 49): words are ranked by how rare they are (bm25's idf), so a
+//! fact holding only common words ("the user", «зовут») scores next to nothing however new it
+//! is; function words never count (`stop_words`); plain words are left to the stemmed index
+//! (the exact source looks for identifiers only, which the index splits apart); the other
+//! signals multiply relevance rather than add to it, so they order near-equals and cannot
+//! lift an irrelevant fact; recency only breaks ties.
 //!
 //! Invariants: only active facts of the owner in the requested scopes are returned; a
 //! session-lifetime fact only when its own session was requested; the first fact is always
 //! taken even if it alone exceeds the budget; a failed source (lexical query, embedding)
-//! contributes nothing instead of failing the recall.
+//! contributes nothing instead of failing the recall; a query is read up to
+//! `text::MAX_QUERY_CHARS` characters and for at most [`MAX_QUERY_TERMS`] index terms.
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,7 +26,8 @@ use rusqlite::Connection;
 
 use super::facts::{self, Filter};
 use super::model::{Context, Fact, Retention, Scope, Status, normalize_canonical_key, terms};
-use super::text::{is_stop_word, match_terms};
+use super::stop_words::is_stop_word;
+use super::text::{bounded_query, match_terms};
 
 /// Facts automatic recall adds to a prompt by default, and at most.
 pub(crate) const AUTOMATIC_MAX_FACTS: usize = 8;
@@ -39,6 +50,10 @@ const EXACT_SCAN: usize = 100;
 /// Dense candidates below this similarity are dropped.
 pub(crate) const DENSE_MIN_SCORE: f32 = 0.15;
 const RRF_K: f64 = 60.0;
+/// Most distinct stems a lexical query looks up (one index read each).
+pub(crate) const MAX_QUERY_TERMS: usize = 12;
+/// Most identifiers the exact source looks for.
+const MAX_IDENTIFIERS: usize = 8;
 
 /// What to recall.
 #[derive(Debug, Clone)]
@@ -85,6 +100,26 @@ fn lowercase_text(fact: &Fact) -> String {
     facts::lowercase_text(&fact.title, &fact.body, fact.canonical_key.as_deref())
 }
 
+/// The identifiers of a query: its terms of three or more characters holding a digit or one
+/// of `_./:-` ("v2.3", "deploy.sh", "api_key"), which the index splits into other words. Plain
+/// words are left to the index, which weighs them by rarity and matches their other forms.
+fn identifiers(query: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for term in terms(bounded_query(query)) {
+        let marked = term
+            .chars()
+            .any(|c| c.is_numeric() || matches!(c, '_' | '.' | '/' | ':' | '-'));
+        let letters = term.chars().filter(|c| c.is_alphanumeric()).count();
+        if marked && letters >= 2 && term.chars().count() >= 3 && !found.contains(&term) {
+            found.push(term);
+        }
+        if found.len() == MAX_IDENTIFIERS {
+            break;
+        }
+    }
+    found
+}
+
 fn exact(
     connection: &Connection,
     owner: &str,
@@ -103,19 +138,20 @@ fn exact(
             found.extend(facts::find_active_by_key(connection, owner, scope, key)?);
         }
     }
-    let identifiers: Vec<String> = terms(lexical_query)
-        .into_iter()
-        .filter(|term| term.chars().count() >= 3 && !is_stop_word(term))
-        .take(8)
-        .collect();
+    let identifiers = identifiers(lexical_query);
     if !identifiers.is_empty() {
-        found.extend(facts::recent_matching(
-            connection,
-            owner,
-            scopes,
-            EXACT_SCAN,
-            |text| identifiers.iter().any(|term| text.contains(term.as_str())),
-        )?);
+        let holding = |text: &str| {
+            identifiers
+                .iter()
+                .filter(|term| text.contains(term.as_str()))
+                .count()
+        };
+        let mut matching = facts::recent_matching(connection, owner, scopes, EXACT_SCAN, |text| {
+            holding(text) > 0
+        })?;
+        // The most identifiers first; the sort is stable, so the newer first among equals.
+        matching.sort_by_key(|fact| std::cmp::Reverse(holding(&lowercase_text(fact))));
+        found.extend(matching);
     }
     let mut seen = HashSet::new();
     found.retain(|fact| seen.insert(fact.id.clone()));
@@ -129,7 +165,11 @@ fn priority(
     scopes: &[Scope],
     query: &str,
 ) -> rusqlite::Result<Vec<Fact>> {
-    let query_terms: HashSet<String> = terms(query).into_iter().collect();
+    let query_terms: HashSet<String> = terms(bounded_query(query))
+        .into_iter()
+        .filter(|term| !is_stop_word(term))
+        .take(MAX_QUERY_TERMS)
+        .collect();
     let mut pinned = Vec::new();
     for scope in scopes {
         pinned.extend(facts::list(
@@ -175,14 +215,39 @@ struct Fused {
     sources: Vec<&'static str>,
 }
 
-fn fuse(lists: Vec<(&'static str, f64, Vec<Fact>)>) -> Vec<Fused> {
+/// One candidate list: its source's name, weight, and facts best first, each with its
+/// relevance within the list (0–1, 1 for the best).
+type Source = (&'static str, f64, Vec<(Fact, f64)>);
+
+/// A list whose order is all it says: every fact counts fully at its rank.
+fn ranked_only(facts: Vec<Fact>) -> Vec<(Fact, f64)> {
+    facts.into_iter().map(|fact| (fact, 1.0)).collect()
+}
+
+/// Scored facts, best first, with each score over the best one's: how much of a rank's share a
+/// lexical candidate earns. bm25 adds up the idfs of the stems a fact holds, so a fact holding
+/// only common stems ("user") earns next to nothing even at a high rank.
+fn relative(scored: Vec<(Fact, f64)>) -> Vec<(Fact, f64)> {
+    let best = scored.first().map_or(0.0, |(_, score)| *score);
+    scored
+        .into_iter()
+        .map(|(fact, score)| {
+            let share = if best > 0.0 { score / best } else { 1.0 };
+            (fact, share.clamp(0.0, 1.0))
+        })
+        .collect()
+}
+
+fn fuse(lists: Vec<Source>) -> Vec<Fused> {
     let mut fused: Vec<Fused> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for (source, weight, list) in lists {
         let mut seen = HashSet::new();
-        let distinct = list.into_iter().filter(|fact| seen.insert(fact.id.clone()));
-        for (position, fact) in distinct.enumerate() {
-            let increment = weight / (RRF_K + (position + 1) as f64);
+        let distinct = list
+            .into_iter()
+            .filter(|(fact, _)| seen.insert(fact.id.clone()));
+        for (position, (fact, share)) in distinct.enumerate() {
+            let increment = weight * share / (RRF_K + (position + 1) as f64);
             match index.get(&fact.id) {
                 Some(&at) => {
                     if let Some(entry) = fused.get_mut(at) {
@@ -204,21 +269,56 @@ fn fuse(lists: Vec<(&'static str, f64, Vec<Fact>)>) -> Vec<Fused> {
     fused
 }
 
+/// The fused score scaled by the fact's other signals: up to 4 % for confidence, 5 % for
+/// importance, 3 % for pinning, 6 % for the context's project and 4 % for its session. A
+/// factor, not an addition, so they order facts of about equal relevance and cannot lift one
+/// that matched next to nothing.
 fn heuristic(candidate: &Fused, context: &Context) -> f64 {
     let fact = &candidate.fact;
-    let mut score = candidate.score;
-    score += fact.confidence.clamp(0.0, 1.0) * 0.04;
-    score += fact.importance.clamp(0.0, 1.0) * 0.05;
+    let mut boost = 1.0;
+    boost += fact.confidence.clamp(0.0, 1.0) * 0.04;
+    boost += fact.importance.clamp(0.0, 1.0) * 0.05;
     if fact.pinned {
-        score += 0.03;
+        boost += 0.03;
     }
     if fact.scope.kind == "project" && context.project.as_deref() == Some(fact.scope.id.as_str()) {
-        score += 0.06;
+        boost += 0.06;
     }
     if fact.scope.kind == "session" && context.session.as_deref() == Some(fact.scope.id.as_str()) {
-        score += 0.04;
+        boost += 0.04;
     }
-    score
+    candidate.score * boost
+}
+
+/// How closely a fact's scope is the context's own: its session 2, its project 1, else 0.
+fn specificity(fact: &Fact, context: &Context) -> u8 {
+    let own = |id: Option<&str>| id == Some(fact.scope.id.as_str());
+    match fact.scope.kind.as_str() {
+        "session" if own(context.session.as_deref()) => 2,
+        "project" if own(context.project.as_deref()) => 1,
+        _ => 0,
+    }
+}
+
+/// The positions in `fused` (best first) of the candidates a prompt may hold: one per
+/// canonical key (or content hash, for facts without one), the one of the context's narrowest
+/// scope (a conversation's own fact overrides the global one of the same key), the best
+/// scored among those.
+fn key_winners(fused: &[(f64, Fused)], context: &Context) -> HashSet<usize> {
+    let mut best: HashMap<&str, (u8, usize)> = HashMap::new();
+    for (position, (_, candidate)) in fused.iter().enumerate() {
+        let fact = &candidate.fact;
+        let key = fact.canonical_key.as_deref().unwrap_or(&fact.content_hash);
+        let rank = specificity(fact, context);
+        best.entry(key)
+            .and_modify(|held| {
+                if rank > held.0 {
+                    *held = (rank, position);
+                }
+            })
+            .or_insert((rank, position));
+    }
+    best.into_values().map(|(_, position)| position).collect()
 }
 
 /// Estimated tokens of a text: a quarter of its characters, rounded, at least one.
@@ -249,11 +349,12 @@ fn hints(query: &Query<'_>) -> Vec<String> {
     hints
 }
 
-/// The lexical candidates of `query`: FTS5 matches of its hints' stems, best bm25 first. A
-/// failed search is logged and contributes nothing (the other sources still count).
-pub(crate) fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
+/// The lexical candidates of `query` with their bm25 scores: FTS5 matches of any of its hints'
+/// meaningful stems, best bm25 first (ties: the newer first). A failed search is logged and
+/// contributes nothing (the other sources still count).
+pub(crate) fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<(Fact, f64)> {
     let scopes = query_scopes(query);
-    let terms = match_terms(&hints(query).join(" "), 2, 8);
+    let terms = match_terms(&hints(query).join(" "), 2, MAX_QUERY_TERMS);
     if terms.is_empty() || scopes.is_empty() {
         return Vec::new();
     }
@@ -268,9 +369,6 @@ pub(crate) fn lexical(connection: &Connection, query: &Query<'_>) -> Vec<Fact> {
         tracing::warn!(%error, "lexical memory search failed; going on without it");
         Vec::new()
     })
-    .into_iter()
-    .map(|(fact, _)| fact)
-    .collect()
 }
 
 /// The lexical and dense candidates of a recall, best first, each found by the caller: they
@@ -292,7 +390,7 @@ pub(crate) fn select<L, D>(
     started: Started<L, D>,
 ) -> rusqlite::Result<(Vec<Selected>, Trace)>
 where
-    L: FnOnce() -> Vec<Fact>,
+    L: FnOnce() -> Vec<(Fact, f64)>,
     D: FnOnce(&Connection) -> rusqlite::Result<Vec<Fact>>,
 {
     let context = query.context;
@@ -323,10 +421,10 @@ where
     };
 
     let mut fused: Vec<(f64, Fused)> = fuse(vec![
-        ("exact", 3.0, exact),
-        ("lexical", 1.4, lexical),
-        ("dense", 1.0, dense),
-        ("priority", 0.7, priority),
+        ("exact", 3.0, ranked_only(exact)),
+        ("lexical", 1.4, relative(lexical)),
+        ("dense", 1.0, ranked_only(dense)),
+        ("priority", 0.7, ranked_only(priority)),
     ])
     .into_iter()
     .filter(|candidate| candidate.fact.status == Status::Active)
@@ -342,15 +440,10 @@ where
     });
 
     let budget = query.token_budget.max(MIN_TOKEN_BUDGET);
-    let mut seen_keys = HashSet::new();
+    let winners = key_winners(&fused, context);
     let (mut used, mut selected) = (0, Vec::new());
-    for (score, candidate) in fused {
-        let key = candidate
-            .fact
-            .canonical_key
-            .clone()
-            .unwrap_or_else(|| candidate.fact.content_hash.clone());
-        if !seen_keys.insert(key) {
+    for (position, (score, candidate)) in fused.into_iter().enumerate() {
+        if !winners.contains(&position) {
             continue;
         }
         if selected.len() >= query.max_facts {

@@ -46,7 +46,7 @@ pub(super) fn dense_search(
 /// the other sources: the bm25 ranking of every full-text match is the most expensive part of
 /// a recall over many facts, and on two cores it runs beside the rest instead of after it.
 pub(super) struct LexicalSearch {
-    found: std::sync::mpsc::Receiver<Vec<Fact>>,
+    found: std::sync::mpsc::Receiver<Vec<(Fact, f64)>>,
 }
 
 impl LexicalSearch {
@@ -73,8 +73,8 @@ impl LexicalSearch {
         Self { found }
     }
 
-    /// The search's facts, best first (none if it stopped).
-    pub(super) fn finish(self) -> Vec<Fact> {
+    /// The search's facts with their bm25 scores, best first (none if it stopped).
+    pub(super) fn finish(self) -> Vec<(Fact, f64)> {
         self.found.recv().unwrap_or_else(|_| {
             tracing::warn!("the lexical memory search stopped; recall goes on without it");
             Vec::new()

@@ -3,6 +3,7 @@
 //! and English, forget then re-mention, redaction, grounding, and conversation cleanup.
 
 mod quality;
+mod ranking;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -9,11 +9,23 @@ use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use super::stop_words::is_stop_word;
+
 static RUSSIAN: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::Russian));
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// Longest word indexed (longer runs are identifiers or noise).
 const MAX_WORD: usize = 64;
+/// Characters of a query read for its terms: a query is a person's or a model's text, and
+/// past this it is a pasted document, not a question (the terms come from its start).
+pub(crate) const MAX_QUERY_CHARS: usize = 2_000;
+
+/// The first [`MAX_QUERY_CHARS`] characters of `text`.
+pub(crate) fn bounded_query(text: &str) -> &str {
+    text.char_indices()
+        .nth(MAX_QUERY_CHARS)
+        .map_or(text, |(at, _)| text.get(..at).unwrap_or(text))
+}
 
 fn is_cyrillic(character: char) -> bool {
     matches!(character, '\u{0400}'..='\u{04FF}')
@@ -48,191 +60,13 @@ pub(crate) fn stemmed(text: &str) -> String {
         .join(" ")
 }
 
-/// English and Russian function words: they occur in most facts, so a query term among them
-/// would match (and make the index rank) nearly everything while telling nothing apart.
-const STOP_WORDS: &[&str] = &[
-    "a",
-    "about",
-    "all",
-    "also",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "been",
-    "but",
-    "by",
-    "can",
-    "could",
-    "did",
-    "do",
-    "does",
-    "for",
-    "from",
-    "had",
-    "has",
-    "have",
-    "he",
-    "her",
-    "here",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "me",
-    "my",
-    "no",
-    "not",
-    "of",
-    "on",
-    "or",
-    "our",
-    "she",
-    "should",
-    "so",
-    "some",
-    "tell",
-    "than",
-    "that",
-    "the",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "to",
-    "us",
-    "was",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "who",
-    "why",
-    "will",
-    "with",
-    "would",
-    "you",
-    "your",
-    "а",
-    "без",
-    "бы",
-    "был",
-    "была",
-    "были",
-    "было",
-    "быть",
-    "в",
-    "вам",
-    "вас",
-    "во",
-    "вот",
-    "все",
-    "всё",
-    "вы",
-    "где",
-    "да",
-    "для",
-    "до",
-    "его",
-    "ее",
-    "её",
-    "ей",
-    "если",
-    "есть",
-    "еще",
-    "ещё",
-    "же",
-    "за",
-    "и",
-    "из",
-    "или",
-    "им",
-    "их",
-    "к",
-    "как",
-    "какая",
-    "какие",
-    "какое",
-    "какой",
-    "когда",
-    "кто",
-    "ли",
-    "мне",
-    "мной",
-    "мое",
-    "моё",
-    "моего",
-    "моей",
-    "мои",
-    "мой",
-    "мою",
-    "моя",
-    "мы",
-    "на",
-    "над",
-    "нас",
-    "не",
-    "него",
-    "нее",
-    "неё",
-    "нет",
-    "ни",
-    "но",
-    "о",
-    "об",
-    "он",
-    "она",
-    "они",
-    "оно",
-    "от",
-    "по",
-    "под",
-    "при",
-    "про",
-    "с",
-    "со",
-    "так",
-    "там",
-    "то",
-    "тоже",
-    "только",
-    "ты",
-    "у",
-    "уже",
-    "что",
-    "чтобы",
-    "эта",
-    "эти",
-    "это",
-    "этот",
-    "я",
-];
-
-/// Whether `word` (lowercase) is a function word (see `STOP_WORDS`).
-pub(crate) fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
-}
-
-/// The FTS5 phrases of the stems of words of at least `min_chars` characters in `text` (at
-/// most `max_terms` distinct stems), a fact matching when it holds any of them. Function words
-/// are left out unless the text has nothing else. Every stem is quoted, so nothing in the text
-/// is read as FTS5 syntax.
+/// The FTS5 phrases of the stems of words of at least `min_chars` characters in the first
+/// [`MAX_QUERY_CHARS`] of `text` (at most `max_terms` distinct stems), a fact matching when it
+/// holds any of them (OR: bm25 then ranks the facts holding the rarer stems first). Function
+/// words (`stop_words`) are left out unless the text has nothing else. Every stem is made of
+/// letters and digits only and quoted, so nothing in the text is read as FTS5 syntax.
 pub(crate) fn match_terms(text: &str, min_chars: usize, max_terms: usize) -> Vec<String> {
+    let text = bounded_query(text);
     let content = words(text).any(|word| word.chars().count() >= min_chars && !is_stop_word(&word));
     let mut stems: Vec<String> = Vec::new();
     for word in words(text) {
@@ -296,5 +130,81 @@ mod tests {
         );
         assert!(match_terms("a b", 2, 8).is_empty());
         assert_eq!(match_terms("one two three", 2, 2), ["\"one\"", "\"two\""]);
+    }
+
+    /// Whether `term` is one quoted phrase of letters and digits: nothing FTS5 could read as
+    /// syntax (`"`, `*`, `^`, `:`, parentheses, `NEAR`/`AND`/`OR`/`NOT` outside quotes).
+    fn is_quoted_word(term: &str) -> bool {
+        term.len() > 2
+            && term.starts_with('"')
+            && term.ends_with('"')
+            && term[1..term.len() - 1].chars().all(char::is_alphanumeric)
+    }
+
+    #[test]
+    fn fts5_syntax_in_a_query_comes_out_as_quoted_words_or_nothing() {
+        for query in [
+            "\"",
+            "\"\"\"",
+            "*",
+            "tea*",
+            "^tea",
+            "title:tea",
+            "NEAR(tea coffee, 2)",
+            "tea OR coffee",
+            "AND",
+            "NOT tea",
+            "-tea",
+            "+tea",
+            "{title body}: tea",
+            "(",
+            ")",
+            "'",
+            "tea\u{0}coffee",
+            "чай\"кофе",
+            "a\u{301}b",
+            "\u{202e}tea",
+            "🙂 coffee 🙂",
+        ] {
+            for term in match_terms(query, 2, 8) {
+                assert!(is_quoted_word(&term), "{query:?} gave {term:?}");
+            }
+        }
+        assert_eq!(match_terms("tea OR coffee", 2, 8), ["\"tea\"", "\"coffe\""]);
+        assert_eq!(match_terms("NEAR(tea*", 2, 8), ["\"near\"", "\"tea\""]);
+    }
+
+    #[test]
+    fn empty_and_function_word_queries_give_nothing_or_function_words() {
+        assert!(match_terms("", 2, 8).is_empty());
+        assert!(match_terms("   \n\t ?! ... ", 2, 8).is_empty());
+        // Nothing but function words: they are all the query has, so they are kept.
+        assert_eq!(match_terms("как это", 2, 8), ["\"как\"", "\"эт\""]);
+    }
+
+    #[test]
+    fn a_long_query_is_read_up_to_its_bound() {
+        let long = format!("{} coffee", "the ".repeat(MAX_QUERY_CHARS));
+        assert!(!match_terms(&long, 2, 8).contains(&"\"coffe\"".to_owned()));
+        assert_eq!(match_terms(&long, 2, 8), ["\"the\""]);
+        let words: String = (0..100_000).map(|at| format!("w{at} ")).collect();
+        assert_eq!(match_terms(&words, 2, 12).len(), 12);
+        let cyrillic = "ж".repeat(MAX_QUERY_CHARS * 3);
+        assert_eq!(bounded_query(&cyrillic).chars().count(), MAX_QUERY_CHARS);
+        assert_eq!(bounded_query("short"), "short");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_gives_at_most_the_bound_of_quoted_words(
+            text in "[a-zA-Zа-яА-ЯёЁ0-9 \"*^:(){}+\\-.,?!\u{0}\u{301}🙂]{0,400}",
+            max_terms in 1_usize..16,
+        ) {
+            let terms = match_terms(&text, 2, max_terms);
+            proptest::prop_assert!(terms.len() <= max_terms);
+            for term in &terms {
+                proptest::prop_assert!(is_quoted_word(term), "{:?} gave {:?}", text, term);
+            }
+        }
     }
 }
