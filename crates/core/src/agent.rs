@@ -49,8 +49,8 @@ pub use gate_call::ParkedCall;
 pub use kind::AgentKind;
 pub use models::{ChatModel, ChatModels, FixedModel};
 pub use sessions::{Sessions, TurnStatus};
-pub use steering::SteerError;
-pub use turn::{AgentOutcome, AgentParts, Agents, Steering, Turn, TurnRequest};
+pub use steering::{SteerError, Steering};
+pub use turn::{AgentOutcome, AgentParts, Agents, Turn, TurnRequest};
 
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;

@@ -1,6 +1,7 @@
 //! Steerable input: what a person types while a skills-agent turn is running.
 //!
-//! A [`Mailbox`] belongs to one turn. It is the single ordering point between people who
+//! A [`Mailbox`] belongs to one turn; a [`Steering`] is the handle callers hold to send it input
+//! (none for an agent that cannot be steered). It is the single ordering point between people who
 //! submit input and the chat node that consumes it, so every decision that must not race
 //! ("is there input?", "may I accept this answer as final?") is one transition under one lock.
 //! The lock is a `std::sync::Mutex` that is never held across an `.await`: provider requests and
@@ -333,6 +334,39 @@ impl Drop for Reservation {
         if let Some(mailbox) = self.mailbox.take() {
             mailbox.lock().reservations -= 1;
             mailbox.notify();
+        }
+    }
+}
+
+/// Sends input to a running turn.
+#[derive(Debug, Clone)]
+pub struct Steering {
+    pub(super) mailbox: Option<Arc<Mailbox>>,
+}
+
+impl Steering {
+    /// Queues `input` for the running turn; returns its revision.
+    pub fn submit(&self, input: impl Into<String>) -> Result<u64, SteerError> {
+        match &self.mailbox {
+            Some(mailbox) => mailbox.submit(input),
+            None => Err(SteerError::Unsupported),
+        }
+    }
+
+    /// Commits `input` elsewhere first (`commit`), then queues it; see
+    /// [`Mailbox::submit_after`].
+    pub async fn submit_after<F, E>(
+        &self,
+        input: String,
+        commit: F,
+    ) -> Result<u64, SubmitAfterError<E>>
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+        E: Send + 'static,
+    {
+        match &self.mailbox {
+            Some(mailbox) => mailbox.submit_after(input, commit).await,
+            None => Err(SubmitAfterError::Rejected(SteerError::Unsupported)),
         }
     }
 }

@@ -35,7 +35,7 @@ use super::sessions::{
     HistoryChange, NewTurn, Sessions, StepRecord, StepRecorder, TurnStatus, write_steps,
 };
 use super::skills::{NoSkillBundles, SkillBundles, ToolFilter, enabled_tools, model_spec};
-use super::steering::{Mailbox, SteerError, SubmitAfterError};
+use super::steering::{Mailbox, SteerError, Steering};
 use super::{AgentError, AgentKind};
 use crate::graph::{GraphError, LastContext, RunOptions};
 use crate::llm::{ImagePart, Message, Usage};
@@ -174,39 +174,6 @@ pub struct AgentOutcome {
     pub model: String,
     /// The call the turn parked on (an unattended turn's); it ended there.
     pub parked: Option<super::gate_call::ParkedCall>,
-}
-
-/// Sends input to a running turn.
-#[derive(Debug, Clone)]
-pub struct Steering {
-    mailbox: Option<Arc<Mailbox>>,
-}
-
-impl Steering {
-    /// Queues `input` for the running turn; returns its revision.
-    pub fn submit(&self, input: impl Into<String>) -> Result<u64, SteerError> {
-        match &self.mailbox {
-            Some(mailbox) => mailbox.submit(input),
-            None => Err(SteerError::Unsupported),
-        }
-    }
-
-    /// Commits `input` elsewhere first (`commit`), then queues it; see
-    /// [`Mailbox::submit_after`].
-    pub async fn submit_after<F, E>(
-        &self,
-        input: String,
-        commit: F,
-    ) -> Result<u64, SubmitAfterError<E>>
-    where
-        F: Future<Output = Result<(), E>> + Send + 'static,
-        E: Send + 'static,
-    {
-        match &self.mailbox {
-            Some(mailbox) => mailbox.submit_after(input, commit).await,
-            None => Err(SubmitAfterError::Rejected(SteerError::Unsupported)),
-        }
-    }
 }
 
 struct ActiveTurn {
