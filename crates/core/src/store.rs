@@ -121,6 +121,22 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
+    /// The user whose chat `chat_id` is (`None` for no such chat): for the layers below the
+    /// chat service that act on a chat's behalf (the gate's workspaces, the schedule tools).
+    pub(crate) async fn chat_owner(&self, chat_id: &str) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        let id = chat_id.to_owned();
+        self.read(move |connection| {
+            connection
+                .query_row("SELECT user_id FROM chats WHERE id = ?1", [&id], |row| {
+                    row.get::<_, String>(0)
+                })
+                .optional()
+                .map_err(StoreError::from)
+        })
+        .await
+    }
+
     /// Opens (creating if needed) the database at `path` and applies pending migrations in one
     /// transaction. A database from a newer Souz is refused before anything is written.
     pub async fn open(path: impl Into<PathBuf>) -> Result<Self, StoreError> {

@@ -23,7 +23,6 @@
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::schedules::{
@@ -35,7 +34,7 @@ use souz_protocol::{Requester, Risk, ToolCategory};
 use super::{CheckedSchedule, ScheduleError, Schedules, spec};
 use crate::approvals::CallTarget;
 use crate::chat::{ChatUser, Chats};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 use crate::tools::{
     DynTool, Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, erase, localized,
 };
@@ -93,17 +92,9 @@ impl ScheduleAccess {
         let Requester::Chat { chat_id } = requester else {
             return Ok(crate::LOCAL_USER.to_owned());
         };
-        let id = chat_id.clone();
         let user = self
             .store
-            .read(move |connection| {
-                connection
-                    .query_row("SELECT user_id FROM chats WHERE id = ?1", [&id], |row| {
-                        row.get::<_, String>(0)
-                    })
-                    .optional()
-                    .map_err(StoreError::from)
-            })
+            .chat_owner(chat_id)
             .await
             .map_err(|error| ToolError::Internal(error.to_string()))?;
         Ok(user.unwrap_or_else(|| crate::LOCAL_USER.to_owned()))

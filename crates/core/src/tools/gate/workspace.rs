@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use rusqlite::OptionalExtension;
 use souz_protocol::{Requester, Risk};
 use tokio_util::sync::CancellationToken;
 
@@ -136,21 +135,10 @@ impl Workspaces {
                 proxied_user: None,
             });
         }
-        let id = chat_id.clone();
-        let owner = store
-            .read(move |connection| {
-                connection
-                    .query_row("SELECT user_id FROM chats WHERE id = ?1", [&id], |row| {
-                        row.get::<_, String>(0)
-                    })
-                    .optional()
-                    .map_err(StoreError::from)
-            })
-            .await
-            .map_err(|error| {
-                tracing::error!(%error, "could not read a chat's owner");
-                WorkspaceError::Owner(error)
-            })?;
+        let owner = store.chat_owner(chat_id).await.map_err(|error| {
+            tracing::error!(%error, "could not read a chat's owner");
+            WorkspaceError::Owner(error)
+        })?;
         let user = match owner {
             Some(user) if user != crate::LOCAL_USER => user,
             _ => {
