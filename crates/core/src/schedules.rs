@@ -6,6 +6,7 @@
 //! - [`clock`]: the injectable clock the engine reads and sleeps on.
 //! - [`store`]: the `schedules` and `schedule_runs` rows; claiming is an insert.
 //! - [`occurrences`]: which occurrences are due after a gap, under the missed policy.
+//! - [`next_fires`]: the cached next fire of every schedule, and when it is trusted.
 //! - [`engine`]: the one-timer loop that claims and fires, and keeps runs from overlapping.
 //! - [`firing`]: a fire as a chat execution in the schedule's own chat, and the seam where
 //!   durable parking of approvals goes.
@@ -19,6 +20,7 @@
 pub(crate) mod clock;
 pub(crate) mod engine;
 pub(crate) mod firing;
+pub(crate) mod next_fires;
 pub(crate) mod occurrences;
 pub(crate) mod reasons;
 pub(crate) mod spec;
@@ -244,8 +246,8 @@ impl Schedules {
         let schedule = &mut stored.schedule;
         schedule.updated_at = now;
         schedule.next_fire = if schedule.enabled {
-            Spec::parse(&schedule.spec, &schedule.zone, now)?
-                .next_fire(stored.handled_until.max(now))
+            // The first fire not decided yet (the engine's next): the cache's invariant.
+            Spec::parse(&schedule.spec, &schedule.zone, now)?.next_fire(stored.handled_until)
         } else {
             None
         };

@@ -33,6 +33,7 @@ use tokio::sync::{Notify, watch};
 
 use super::clock::SharedClock;
 use super::firing::{FiringRun, RunEnd, SharedFiring};
+use super::next_fires;
 use super::occurrences;
 use super::reasons::{RunReason, SharedLanguage};
 use super::spec::Spec;
@@ -181,13 +182,20 @@ impl Engine {
                 Ok::<_, StoreError>(started)
             })
             .await?;
-        // Each schedule's next fire is read row by row: only (id, fire) stays, never every
-        // schedule's whole row at once.
-        let pending = self
+        // Each schedule's next fire, from the cache when this build's rules computed it
+        // ([`next_fires`]); only (id, fire) stays, never every schedule's whole row at once.
+        let rules = next_fires::rules();
+        let (pending, source) = self
             .inner
             .store
-            .read(|c| rows::pending_fires(c, pending_fire_of))
+            .write(move |tx| next_fires::load(tx, &rules))
             .await?;
+        if source == next_fires::Source::Recomputed && !pending.is_empty() {
+            tracing::info!(
+                schedules = pending.len(),
+                "next fires recomputed under this build's cron and time-zone rules"
+            );
+        }
         {
             let mut index = self.lock_index();
             for (id, next) in pending {
@@ -227,8 +235,11 @@ impl Engine {
             .store
             .read(move |c| rows::load_schedule(c, None, &key))
             .await?;
-        self.lock_index()
-            .set(id, stored.as_ref().and_then(pending_fire));
+        // The row's cached next fire is current: every write of a schedule keeps it.
+        let next = stored
+            .filter(|stored| stored.schedule.enabled)
+            .and_then(|stored| stored.schedule.next_fire);
+        self.lock_index().set(id, next);
         self.inner.changed.notify_one();
         self.announce_change().await;
         Ok(())
@@ -445,25 +456,6 @@ impl Engine {
     }
 }
 
-/// The next fire an enabled schedule is due to decide (possibly in the past, after a gap).
-fn pending_fire(stored: &StoredSchedule) -> Option<DateTime<Utc>> {
-    if !stored.schedule.enabled {
-        return None;
-    }
-    pending_fire_of(
-        &stored.schedule.spec,
-        &stored.schedule.zone,
-        stored.handled_until,
-    )
-}
-
-/// The next fire after `handled_until` of an enabled schedule's `spec` read in `zone`.
-fn pending_fire_of(spec: &str, zone: &str, handled_until: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    Spec::parse(spec, zone, handled_until)
-        .ok()?
-        .next_fire(handled_until)
-}
-
 /// What deciding a schedule's occurrences produced.
 struct Decided {
     stored: StoredSchedule,
@@ -500,8 +492,11 @@ fn decide_in(
     for fire_at in &due.on_time {
         claim_on_time(tx, &claim(*fire_at), schedule.overlap, language)?;
     }
-    let next = spec.next_fire(now);
-    rows::set_handled(tx, id, now, next)?;
+    // `handled_until` never moves backwards (a clock stepped back decides nothing twice), and
+    // the cached next fire follows it ([`next_fires`]).
+    let until = stored.handled_until.max(now);
+    let next = spec.next_fire(until);
+    rows::set_handled(tx, id, until, next)?;
     let start = rows::start_next(tx, id, owner, now)?;
     Ok(Some(Decided {
         next,

@@ -14,7 +14,7 @@ impl Firing for NeverFires {
     }
 }
 
-async fn service(dir: &tempfile::TempDir) -> Schedules {
+pub(super) async fn service(dir: &tempfile::TempDir) -> Schedules {
     let store = Store::open(dir.path().join("souz.db")).await.unwrap();
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap());
     let engine = Engine::new(EngineParts {
@@ -28,7 +28,7 @@ async fn service(dir: &tempfile::TempDir) -> Schedules {
     Schedules::new(store, engine)
 }
 
-fn new(spec: &str, zone: Option<&str>) -> NewSchedule {
+pub(super) fn new(spec: &str, zone: Option<&str>) -> NewSchedule {
     NewSchedule {
         name: "Inbox summary".to_owned(),
         spec: spec.to_owned(),

@@ -213,6 +213,14 @@ impl ScheduleBench {
         engine.start().await
     }
 
+    /// Forgets under which rules the cached next fires were computed, so that the next engine
+    /// start computes all of them again, as the first start after an upgrade does.
+    pub async fn forget_rules(&self) -> Result<(), StoreError> {
+        self.store
+            .write(|tx| crate::schedules::next_fires::forget_rules(tx))
+            .await
+    }
+
     /// How many times the engines' loops went to sleep so far (one per wake-up, and one when
     /// each started).
     pub fn sleeps(&self) -> usize {
