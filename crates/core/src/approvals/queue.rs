@@ -135,6 +135,21 @@ pub(crate) fn next_parked_expiry(
         .transpose()
 }
 
+/// The newest pending approval parked for the scheduled run `run_id`, if any.
+pub(crate) fn pending_parked_for_run(
+    connection: &Connection,
+    run_id: i64,
+) -> Result<Option<String>, StoreError> {
+    Ok(connection
+        .query_row(
+            "SELECT id FROM approvals WHERE status = 'pending' AND parked IS NOT NULL \
+             AND json_extract(parked, '$.run_id') = ?1 ORDER BY created_at DESC LIMIT 1",
+            [run_id],
+            |row| row.get(0),
+        )
+        .optional()?)
+}
+
 /// Marks an approved parked approval used by `call_id`; false when it is not approved, not
 /// parked, or was used already (a parked approval runs its call once).
 pub(crate) fn use_parked(

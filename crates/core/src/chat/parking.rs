@@ -66,17 +66,7 @@ impl Chats {
                 let Some(run) = unattended(tx, &id)? else {
                     return Ok::<_, StoreError>(false);
                 };
-                let approval: Option<String> = {
-                    use rusqlite::OptionalExtension;
-                    tx.query_row(
-                        "SELECT id FROM approvals WHERE status = 'pending' AND parked IS NOT NULL \
-                         AND json_extract(parked, '$.run_id') = ?1 \
-                         ORDER BY created_at DESC LIMIT 1",
-                        [run.run.run_id],
-                        |row| row.get(0),
-                    )
-                    .optional()?
-                };
+                let approval = crate::approvals::queue::pending_parked_for_run(tx, run.run.run_id)?;
                 let Some(approval_id) = approval else {
                     return Ok(false);
                 };

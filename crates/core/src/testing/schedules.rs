@@ -132,6 +132,8 @@ impl ScheduleBench {
                 for row in &rows {
                     rows::insert_schedule(tx, row)?;
                 }
+                // As a daemon that created them leaves them: the cache's rules recorded.
+                crate::schedules::next_fires::load(tx, &crate::schedules::next_fires::rules())?;
                 Ok::<_, StoreError>(())
             })
             .await?;
