@@ -10,7 +10,8 @@ use souz_protocol::language::Language;
 /// The language reasons are written in, read each time (the person may switch it).
 pub(crate) type SharedLanguage = Arc<dyn Fn() -> Language + Send + Sync>;
 
-/// English, for tests and tools that never show a reason to a person.
+/// English, for tests and benchmarks.
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn english() -> SharedLanguage {
     Arc::new(|| Language::En)
 }
