@@ -2,7 +2,9 @@
 //!
 //! `GraphBasedAgent` ("Agent"): Input->History → Memory recall → select categories → Skill
 //! Inventory (five core tools) → MCP → appendActualInformation → LLM; then `Failed` → Chat.Error
-//! → exit, tool calls → Tool use → LLM, otherwise Summarize or return → exit.
+//! → exit, tool calls → Tool use → LLM, otherwise Summarize or return → exit. After Tool use,
+//! a question or a parked call goes to Ask user → exit, and a limit of the turn reached (see
+//! [`limits`](super::limits)) to Turn limit → exit.
 //!
 //! `SkillsGraphBasedAgent` ("Skills Agent"): Input->History → Memory recall → Skill Inventory →
 //! appendActualInformation → steerable LLM, with the same routing. It has no classification and
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use super::AgentKind;
 use super::context::{AgentContext, ChatOutcome, Reply};
 use super::core_tools::CoreTool;
+use super::ending::stopped_reply;
 use super::nodes::chat::{chat, steerable_chat};
 use super::nodes::classify::classify;
 use super::nodes::finish::{error_reply, finish_graph, llm_retry_policy};
@@ -110,6 +113,18 @@ pub(crate) fn build(
             }))
         },
     ));
+    let stopped = builder.add(scoped(
+        scope,
+        names::STOPPED,
+        |scope, context: AgentContext<String>| async move {
+            let stop = scope
+                .watch
+                .stopped()
+                .ok_or("the turn limit node ran without a stop")?;
+            let language = context.settings.language;
+            Ok(stopped_reply(&stop, language, context))
+        },
+    ));
     let (tools_target, finish_target, error_target) =
         (tools.target(), finish.target(), error.target());
     builder.route(chat_node, move |context: &AgentContext<ChatOutcome>| {
@@ -119,17 +134,21 @@ pub(crate) fn build(
             ChatOutcome::Answer(_) => finish_target,
         })
     });
-    // Asking the person, or parking on an approval, ends the turn; otherwise the model reads the
-    // tool results.
+    // Asking the person, or parking on an approval, ends the turn, and so does a limit of the
+    // turn; otherwise the model reads the tool results.
     let (asked_target, chat_target) = (asked.target(), chat_node.target());
+    let stopped_target = stopped.target();
     let asking = Arc::clone(scope);
     builder.route(tools, move |_| {
         Some(if asking.asked() || asking.is_parked() {
             asked_target
+        } else if asking.watch.stopped().is_some() {
+            stopped_target
         } else {
             chat_target
         })
     });
+    builder.edge(stopped, builder.exit());
     builder.edge(asked, builder.exit());
     builder.edge(finish, builder.exit());
     builder.edge(error, builder.exit());
