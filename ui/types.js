@@ -624,6 +624,7 @@
  * @typedef {{
  *   assistantMessageId: string;
  *   completionTokens: number;
+ *   endReason?: TurnEndReason;
  *   executionId: string;
  *   precachedTokens: number;
  *   promptTokens: number;
@@ -2022,6 +2023,11 @@
  *   id: string;
  *   name: string;
  * }} TraceToolCall
+ */
+
+/**
+ * Why an agent turn ended with the message it left for the person.
+ * @typedef {"answered" | "repeated_tool_call" | "tool_call_limit" | "time_limit" | "cut_off" | "timeout" | "context_reset" | "no_balance" | "model_error"} TurnEndReason
  */
 
 /**

@@ -30,7 +30,7 @@ use super::nodes::recall::recall;
 use super::nodes::tool_use::use_tools;
 use super::nodes::{names, scoped};
 use super::scope::TurnScope;
-use crate::graph::{Graph, GraphBuildError, GraphBuilder, NodeHandle};
+use crate::graph::{BoxError, Graph, GraphBuildError, GraphBuilder, NodeHandle};
 
 /// A built agent: a turn's context in, its reply out.
 pub(crate) type AgentGraph = Graph<AgentContext<String>, AgentContext<Reply>>;
@@ -41,6 +41,19 @@ pub(crate) const GRAPH_AGENT: &str = "Agent";
 pub(crate) const SKILLS_AGENT: &str = "Skills Agent";
 /// The reply of a turn that parked on an approval.
 pub(crate) const PARKED_REPLY: &str = "Waiting for your approval to go on.";
+
+/// The Turn limit node: the reply of a turn its watch stopped.
+async fn stopped_node(
+    scope: Arc<TurnScope>,
+    context: AgentContext<String>,
+) -> Result<AgentContext<Reply>, BoxError> {
+    let stop = scope
+        .watch
+        .stopped()
+        .ok_or("the turn limit node ran without a stop")?;
+    let language = context.settings.language;
+    Ok(stopped_reply(&stop, language, context))
+}
 
 /// Builds the graph of `kind` for one turn.
 pub(crate) fn build(
@@ -113,18 +126,7 @@ pub(crate) fn build(
             }))
         },
     ));
-    let stopped = builder.add(scoped(
-        scope,
-        names::STOPPED,
-        |scope, context: AgentContext<String>| async move {
-            let stop = scope
-                .watch
-                .stopped()
-                .ok_or("the turn limit node ran without a stop")?;
-            let language = context.settings.language;
-            Ok(stopped_reply(&stop, language, context))
-        },
-    ));
+    let stopped = builder.add(scoped(scope, names::STOPPED, stopped_node));
     let (tools_target, finish_target, error_target) =
         (tools.target(), finish.target(), error.target());
     builder.route(chat_node, move |context: &AgentContext<ChatOutcome>| {

@@ -235,7 +235,7 @@ impl Watch {
     /// The turn reached its deadline (nothing changes if it was stopped for another reason).
     pub(crate) fn stop_for_time(&self) -> Stop {
         let mut state = self.state();
-        let stop = state.stopped.get_or_insert_with(|| Stop {
+        let stop = state.stopped.get_or_insert(Stop {
             reason: TurnEndReason::TimeLimit,
             tool: None,
             count: self.limits.max_duration.as_secs(),

@@ -610,25 +610,9 @@ impl Turn {
         true
     }
 
-    /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
-    pub async fn run(
-        mut self,
-        sink: Arc<dyn TurnSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentOutcome, AgentError> {
-        let inner = Arc::clone(&self.agents.inner);
-        // The caller's token and `cancel_turn` both stop the turn.
-        let turn_cancel = self.cancel.clone();
-        let resumed = self
-            .resume_approved(&inner.services, sink.as_ref(), &cancel)
-            .await;
-        let mut context = self.initial_context(&inner.services.gate);
-        // Moved, not copied: they may be megabytes.
-        context.images = std::mem::take(&mut self.request_images);
-        let scope = self.scope(&inner, sink, turn_cancel.clone());
-        let graph = graphs::build(self.kind, &scope)
-            .map_err(|error| AgentError::Internal(error.to_string()))?;
-        let start = StepRecord {
+    /// The turn's first step record: which agent and model, what the person asked.
+    fn start_record(&self) -> StepRecord {
+        StepRecord {
             ordinal: 0,
             step_index: None,
             node: "turn.start".to_owned(),
@@ -649,7 +633,28 @@ impl Turn {
             history_change: HistoryChange::between(&self.stored_history, &self.history)
                 .map(HistoryChange::without_images),
             at: now(),
-        };
+        }
+    }
+
+    /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
+    pub async fn run(
+        mut self,
+        sink: Arc<dyn TurnSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentOutcome, AgentError> {
+        let inner = Arc::clone(&self.agents.inner);
+        // The caller's token and `cancel_turn` both stop the turn.
+        let turn_cancel = self.cancel.clone();
+        let resumed = self
+            .resume_approved(&inner.services, sink.as_ref(), &cancel)
+            .await;
+        let mut context = self.initial_context(&inner.services.gate);
+        // Moved, not copied: they may be megabytes.
+        context.images = std::mem::take(&mut self.request_images);
+        let scope = self.scope(&inner, sink, turn_cancel.clone());
+        let graph = graphs::build(self.kind, &scope)
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
+        let start = self.start_record();
         inner
             .sessions
             .begin(

@@ -30,6 +30,7 @@ mod recovery;
 mod schedules;
 mod settings;
 mod setup;
+mod turn_limits;
 
 struct Fixture {
     runtime: TestRuntime,

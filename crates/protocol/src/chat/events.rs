@@ -249,9 +249,10 @@ pub struct ExecutionFinishedPayload {
     pub total_tokens: u64,
     /// Prompt tokens served from a cache.
     pub precached_tokens: u64,
-    /// Why the turn ended: the model answered, or Souz ended it and the answer explains why
-    /// (events stored before this field existed read as `answered`).
-    #[serde(default)]
+    /// Why the turn ended: the model answered, or Souz ended it and the answer explains why.
+    /// Absent means `answered` (so events stored before this field existed are written as
+    /// they were stored).
+    #[serde(default, skip_serializing_if = "TurnEndReason::is_answered")]
     pub end_reason: TurnEndReason,
 }
 
@@ -282,6 +283,11 @@ pub enum TurnEndReason {
 }
 
 impl TurnEndReason {
+    /// Whether the model answered (the reason left out on the wire).
+    pub fn is_answered(&self) -> bool {
+        *self == Self::Answered
+    }
+
     /// The stable code, as on the wire.
     pub fn as_str(self) -> &'static str {
         match self {

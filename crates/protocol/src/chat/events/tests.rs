@@ -84,6 +84,10 @@ const FIXTURES: &[(&str, &str)] = &[
         r#"{"assistantMessageId":"m-2","completionTokens":5,"executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#,
     ),
     (
+        "execution.finished",
+        r#"{"assistantMessageId":"m-2","completionTokens":5,"endReason":"repeated_tool_call","executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#,
+    ),
+    (
         "execution.failed",
         r#"{"errorCode":"agent_execution_failed","errorMessage":"boom","executionId":"e-1"}"#,
     ),
@@ -194,9 +198,9 @@ fn a_typed_event_is_written_as_before() {
         completion_tokens: 5,
         total_tokens: 15,
         precached_tokens: 0,
-        end_reason: TurnEndReason::RepeatedToolCall,
+        end_reason: TurnEndReason::Answered,
     });
-    let payload = r#"{"assistantMessageId":"m-2","completionTokens":5,"endReason":"repeated_tool_call","executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
+    let payload = r#"{"assistantMessageId":"m-2","completionTokens":5,"executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
     assert_eq!(
         serde_json::to_string(&event(body)).unwrap(),
         wire("execution.finished", payload)
@@ -213,6 +217,13 @@ fn a_finished_execution_stored_before_end_reasons_reads_as_answered() {
         }
         other => panic!("not typed: {other:?}"),
     }
+    let stopped = r#"{"assistantMessageId":"m-2","completionTokens":5,"endReason":"time_limit","executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
+    let parsed: ChatEvent = serde_json::from_str(&wire("execution.finished", stopped)).unwrap();
+    assert!(
+        matches!(parsed.body, ChatEventBody::ExecutionFinished(ref finished)
+            if finished.end_reason == TurnEndReason::TimeLimit),
+        "{parsed:?}"
+    );
     for reason in [TurnEndReason::TimeLimit, TurnEndReason::ToolCallLimit] {
         assert_eq!(
             serde_json::to_value(reason).unwrap(),
