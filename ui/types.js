@@ -277,6 +277,17 @@
  */
 
 /**
+ * `GET /v1/chats/{chatId}/tools`: the tools the chat's next turn offers its agent, as its
+ * settings make them.
+ * @typedef {{
+ *   agent: string;
+ *   catalog: Array<string>;
+ *   core: Array<string>;
+ *   external: Array<string>;
+ * }} ChatTools
+ */
+
+/**
  * `POST /v1/connect/claude-code`: the commands, with a fresh token of its own (the previous
  * `claude-code` token is revoked).
  * @typedef {{

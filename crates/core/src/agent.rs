@@ -37,6 +37,7 @@ pub(crate) mod limits;
 pub(crate) mod memory;
 pub(crate) mod models;
 pub(crate) mod nodes;
+pub(crate) mod offered;
 pub(crate) mod prompts;
 pub(crate) mod scope;
 pub(crate) mod sessions;

@@ -221,6 +221,11 @@ impl Agents {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The agent a turn that names none runs on.
+    pub fn default_agent(&self) -> AgentKind {
+        self.defaults().0
+    }
+
     /// Changes what turns started from now on use when they name no agent or context size.
     pub fn set_defaults(&self, default_agent: AgentKind, context_size: u32) {
         *self
