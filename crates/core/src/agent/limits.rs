@@ -121,6 +121,7 @@ impl Stop {
                  задачу на шаги поменьше.",
                 count(SECONDS)
             ),
+            // The watch makes stops with the three reasons only: this is the call limit.
             (_, Language::En) => format!(
                 "I stopped: this request used {}, the most one request may use \
                  (max_tool_calls in the agent settings). Ask me to go on, or split the task \

@@ -32,6 +32,13 @@ fn tool_results(history: &[Message]) -> Vec<(String, String, bool)> {
         .collect()
 }
 
+/// Without its deadline the turn would never end: the test fails instead of hanging.
+async fn within_ten_seconds<T>(turn: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), turn)
+        .await
+        .expect("the turn's time limit did not end it")
+}
+
 #[tokio::test]
 async fn a_model_repeating_a_failing_call_is_stopped_after_the_limit_and_told_why() {
     let f = fixture().await;
@@ -155,8 +162,7 @@ async fn the_wall_time_cap_stops_a_turn_stuck_in_a_call_and_says_why() {
         .push_tool_calls(vec![run_skill("w", "Wait", json!({"path": "x"}))]);
     f.llm.push_text("never asked");
     let started = Instant::now();
-    let (outcome, _) = f.run(skills("chat-time", "wait for it")).await;
-
+    let (outcome, _) = within_ten_seconds(f.run(skills("chat-time", "wait for it"))).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
         f.probes.runs().is_empty(),
@@ -187,6 +193,33 @@ async fn the_wall_time_cap_stops_a_turn_stuck_in_a_call_and_says_why() {
         "{:?}",
         turns[0].error
     );
+}
+
+#[tokio::test]
+async fn the_wall_time_cap_also_stops_a_model_that_never_finishes_its_answer() {
+    let f = fixture_with(with_limits(TurnLimits {
+        max_duration: Duration::from_millis(200),
+        ..TurnLimits::default()
+    }))
+    .await;
+    f.llm
+        .push_stall(vec![Ok(StreamEvent::TextDelta("Let me think".into()))]);
+    let request = TurnRequest {
+        language: Language::Ru,
+        ..skills("chat-stall", "подумай")
+    };
+    let (outcome, _) = within_ten_seconds(f.run(request)).await;
+    assert_eq!(outcome.status, TurnStatus::Failed);
+    let reply = outcome.reply.unwrap();
+    assert_eq!(reply.end_reason(), TurnEndReason::TimeLimit);
+    assert!(
+        reply
+            .text
+            .starts_with("Я остановился: этот запрос выполнялся 0 секунд"),
+        "{}",
+        reply.text
+    );
+    assert!(tool_results(&outcome.history).is_empty());
 }
 
 #[tokio::test]
