@@ -277,6 +277,17 @@
  */
 
 /**
+ * `GET /v1/chats/{chatId}/tools`: the tools the chat's next turn offers its agent, as its
+ * settings make them.
+ * @typedef {{
+ *   agent: string;
+ *   catalog: Array<string>;
+ *   core: Array<string>;
+ *   external: Array<string>;
+ * }} ChatTools
+ */
+
+/**
  * `POST /v1/connect/claude-code`: the commands, with a fresh token of its own (the previous
  * `claude-code` token is revoked).
  * @typedef {{
@@ -624,6 +635,7 @@
  * @typedef {{
  *   assistantMessageId: string;
  *   completionTokens: number;
+ *   endReason?: TurnEndReason;
  *   executionId: string;
  *   precachedTokens: number;
  *   promptTokens: number;
@@ -2022,6 +2034,11 @@
  *   id: string;
  *   name: string;
  * }} TraceToolCall
+ */
+
+/**
+ * Why an agent turn ended with the message it left for the person.
+ * @typedef {"answered" | "repeated_tool_call" | "tool_call_limit" | "time_limit" | "cut_off" | "timeout" | "context_reset" | "no_balance" | "model_error"} TurnEndReason
  */
 
 /**

@@ -11,6 +11,8 @@
 //! - [`knowledge`]: large tool results stored and read back (§2.6).
 //! - [`sessions`]: turns and graph steps persisted per conversation (§2.8); [`trace`]: a chat
 //!   execution's turns and steps as people read them ("why did it do that").
+//! - [`limits`]: what a turn may spend and how it notices it is stuck (repeated calls);
+//!   [`ending`]: the outcome of a turn, including one its limits stopped.
 //! - [`events`]: what a running turn reports; [`memory`], [`models`]: the seams to long-term
 //!   memory and to language models.
 //!
@@ -25,14 +27,17 @@ pub(crate) mod context;
 pub(crate) mod core_tool_types;
 pub(crate) mod core_tools;
 pub(crate) mod dispatch;
+pub(crate) mod ending;
 pub(crate) mod events;
 pub(crate) mod gate_call;
 pub(crate) mod graphs;
 pub(crate) mod kind;
 pub(crate) mod knowledge;
+pub(crate) mod limits;
 pub(crate) mod memory;
 pub(crate) mod models;
 pub(crate) mod nodes;
+pub(crate) mod offered;
 pub(crate) mod prompts;
 pub(crate) mod scope;
 pub(crate) mod sessions;
@@ -44,13 +49,15 @@ pub(crate) mod turn;
 
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
 pub use core_tool_types::CoreTool;
+pub use ending::AgentOutcome;
 pub use events::{AgentEvent, NoSink, TurnSink};
 pub use gate_call::ParkedCall;
 pub use kind::AgentKind;
+pub use limits::TurnLimits;
 pub use models::{ChatModel, ChatModels, FixedModel};
 pub use sessions::{Sessions, TurnStatus};
 pub use steering::{SteerError, Steering};
-pub use turn::{AgentOutcome, AgentParts, Agents, Turn, TurnRequest};
+pub use turn::{AgentParts, Agents, Turn, TurnRequest};
 
 use crate::llm::service::LlmServiceError;
 use crate::store::StoreError;

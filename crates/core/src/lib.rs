@@ -90,11 +90,16 @@ pub const LAYERS: &[&[&str]] = &[
     // Long-term memory as agents see it, Knowledge, one call through the gate.
     &["agent::memory", "agent::knowledge", "agent::gate_call"],
     &["agent::skills"],
-    &["agent::core_tools"],
-    // What one turn's nodes share, the routing of the model's calls, the nodes, the graphs.
+    // The core tools; what a chat's agent offers (catalog, external and core tools).
+    &["agent::core_tools", "agent::offered"],
+    // What a turn may spend, and the watch that notices it is stuck.
+    &["agent::limits"],
+    // What one turn's nodes share, the routing of the model's calls, the nodes, how a turn
+    // ends, the graphs.
     &["agent::scope"],
     &["agent::dispatch"],
     &["agent::nodes"],
+    &["agent::ending"],
     &["agent::graphs"],
     &["agent"],
     &["chat"],

@@ -169,6 +169,9 @@ pub enum LlmError {
         provider: ProviderId,
         /// The limit the answer reached.
         limit: u32,
+        /// The tokens the cut request used (its prompt and the output up to the limit): they
+        /// were spent, and a turn reports them.
+        used: Usage,
     },
     /// The provider reported an error inside an otherwise successful response.
     #[error("{provider} reported an error: {message}")]

@@ -227,6 +227,7 @@ impl Runtime {
             memory: start_memory(&config, &memory, &tasks, &shutdown),
             default_agent: AgentKind::parse(&config.agent.default_agent),
             context_size: config.agent.context_size,
+            limits: crate::agent::TurnLimits::from_config(&config.agent),
             ..AgentParts::new(gate.clone(), store.clone(), llm.clone())
         });
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));

@@ -375,6 +375,24 @@ pub struct ChatSettings {
     pub enabled_tools: Option<Vec<String>>,
 }
 
+/// `GET /v1/chats/{chatId}/tools`: the tools the chat's next turn offers its agent, as its
+/// settings make them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChatTools {
+    /// The agent the chat's turns run on: `graph` or `skills`.
+    pub agent: String,
+    /// Catalog tools the chat's settings enable (and the policy does not always refuse), by
+    /// name. The graph agent shows the ones each message needs; the skills agent runs them
+    /// through `RunSkillCommand`.
+    pub catalog: Vec<String>,
+    /// Tools of connected MCP servers (the chat's catalog choice does not limit them).
+    pub external: Vec<String>,
+    /// The agent's own tools (memory, Knowledge, skills, questions to the person): on whatever
+    /// the catalog choice.
+    pub core: Vec<String>,
+}
+
 /// `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use souz_protocol::ToolCategory;
+use souz_protocol::chat::events::TurnEndReason;
 
 use super::core_tool_types::CoreTool;
 use crate::llm::{ChatResponse, ImagePart, LlmError, Message, ToolDeclaration, Usage};
@@ -127,6 +128,15 @@ pub struct Reply {
     pub question: Option<AskedQuestion>,
 }
 
+impl Reply {
+    /// Why the turn that produced this reply ended.
+    pub fn end_reason(&self) -> TurnEndReason {
+        self.failure
+            .as_ref()
+            .map_or(TurnEndReason::Answered, |failure| failure.code)
+    }
+}
+
 /// A question the agent asked the person with `AskUser`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AskedQuestion {
@@ -143,8 +153,8 @@ pub struct AskedQuestion {
 /// Why a turn ended with an explanation instead of an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplyFailure {
-    /// Stable code: `context_reset`, `no_balance`, `timeout`, `cut_off`, `model_error`.
-    pub code: &'static str,
+    /// Why the turn ended this way (its stable code is what is serialized).
+    pub code: TurnEndReason,
     /// The underlying error.
     pub detail: String,
 }

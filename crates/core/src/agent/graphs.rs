@@ -2,7 +2,9 @@
 //!
 //! `GraphBasedAgent` ("Agent"): Input->History → Memory recall → select categories → Skill
 //! Inventory (five core tools) → MCP → appendActualInformation → LLM; then `Failed` → Chat.Error
-//! → exit, tool calls → Tool use → LLM, otherwise Summarize or return → exit.
+//! → exit, tool calls → Tool use → LLM, otherwise Summarize or return → exit. After Tool use,
+//! a question or a parked call goes to Ask user → exit, and a limit of the turn reached (see
+//! [`limits`](super::limits)) to Turn limit → exit.
 //!
 //! `SkillsGraphBasedAgent` ("Skills Agent"): Input->History → Memory recall → Skill Inventory →
 //! appendActualInformation → steerable LLM, with the same routing. It has no classification and
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use super::AgentKind;
 use super::context::{AgentContext, ChatOutcome, Reply};
 use super::core_tools::CoreTool;
+use super::ending::stopped_reply;
 use super::nodes::chat::{chat, steerable_chat};
 use super::nodes::classify::classify;
 use super::nodes::finish::{error_reply, finish_graph, llm_retry_policy};
@@ -27,7 +30,7 @@ use super::nodes::recall::recall;
 use super::nodes::tool_use::use_tools;
 use super::nodes::{names, scoped};
 use super::scope::TurnScope;
-use crate::graph::{Graph, GraphBuildError, GraphBuilder, NodeHandle};
+use crate::graph::{BoxError, Graph, GraphBuildError, GraphBuilder, NodeHandle};
 
 /// A built agent: a turn's context in, its reply out.
 pub(crate) type AgentGraph = Graph<AgentContext<String>, AgentContext<Reply>>;
@@ -38,6 +41,19 @@ pub(crate) const GRAPH_AGENT: &str = "Agent";
 pub(crate) const SKILLS_AGENT: &str = "Skills Agent";
 /// The reply of a turn that parked on an approval.
 pub(crate) const PARKED_REPLY: &str = "Waiting for your approval to go on.";
+
+/// The Turn limit node: the reply of a turn its watch stopped.
+async fn stopped_node(
+    scope: Arc<TurnScope>,
+    context: AgentContext<String>,
+) -> Result<AgentContext<Reply>, BoxError> {
+    let stop = scope
+        .watch
+        .stopped()
+        .ok_or("the turn limit node ran without a stop")?;
+    let language = context.settings.language;
+    Ok(stopped_reply(&stop, language, context))
+}
 
 /// Builds the graph of `kind` for one turn.
 pub(crate) fn build(
@@ -110,6 +126,7 @@ pub(crate) fn build(
             }))
         },
     ));
+    let stopped = builder.add(scoped(scope, names::STOPPED, stopped_node));
     let (tools_target, finish_target, error_target) =
         (tools.target(), finish.target(), error.target());
     builder.route(chat_node, move |context: &AgentContext<ChatOutcome>| {
@@ -119,17 +136,21 @@ pub(crate) fn build(
             ChatOutcome::Answer(_) => finish_target,
         })
     });
-    // Asking the person, or parking on an approval, ends the turn; otherwise the model reads the
-    // tool results.
+    // Asking the person, or parking on an approval, ends the turn, and so does a limit of the
+    // turn; otherwise the model reads the tool results.
     let (asked_target, chat_target) = (asked.target(), chat_node.target());
+    let stopped_target = stopped.target();
     let asking = Arc::clone(scope);
     builder.route(tools, move |_| {
         Some(if asking.asked() || asking.is_parked() {
             asked_target
+        } else if asking.watch.stopped().is_some() {
+            stopped_target
         } else {
             chat_target
         })
     });
+    builder.edge(stopped, builder.exit());
     builder.edge(asked, builder.exit());
     builder.edge(finish, builder.exit());
     builder.edge(error, builder.exit());

@@ -48,6 +48,8 @@ pub(crate) mod names {
     pub(crate) const ERROR: &str = "Chat.Error";
     /// The turn ends with a question for the person.
     pub(crate) const ASKED: &str = "Ask user";
+    /// The turn reached one of its limits and ends with the reason.
+    pub(crate) const STOPPED: &str = "Turn limit";
 }
 
 /// A node named `name` running `step(scope, input)`.

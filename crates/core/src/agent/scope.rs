@@ -31,6 +31,20 @@ pub(crate) struct Services {
     pub bundles: Arc<dyn SkillBundles>,
     /// Background facts for the prompt.
     pub context: Arc<dyn ContextSource>,
+    /// Models whose classifier answer failed at least once (their later failures are not
+    /// logged as warnings again).
+    pub classifier_failures: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl Services {
+    /// Notes that `model`'s classifier failed; whether it had failed before.
+    pub(crate) fn classifier_failed(&self, model: &str) -> bool {
+        !self
+            .classifier_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(model.to_owned())
+    }
 }
 
 /// One turn's shared state.
@@ -62,6 +76,8 @@ pub(crate) struct TurnScope {
     pub attempts: AtomicU64,
     /// Set for an unattended run (a schedule's): calls that need a person park on it.
     pub parking: Option<super::gate_call::Parking>,
+    /// The turn's count of calls and its stop, once a limit is reached.
+    pub watch: super::limits::Watch,
 }
 
 impl TurnScope {

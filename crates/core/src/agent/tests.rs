@@ -3,6 +3,7 @@
 //! `LlmService` and the whole runtime is a runtime test (`runtime::tests::agent_turn`).
 
 mod inventory;
+mod limits;
 mod mcp_offload;
 mod memory;
 mod seams;

@@ -18,17 +18,18 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::context::{AgentContext, AgentSettings, ChatOutcome, Reply, ToolBinding};
+use super::context::{AgentContext, AgentSettings, ToolBinding};
 use super::core_tools::CoreTool;
+use super::ending::{AgentOutcome, Ending, conclude};
 use super::events::TurnSink;
 use super::gate_call::Parking;
 use super::graphs;
 use super::knowledge::KnowledgeStore;
+use super::limits::{TurnLimits, Watch};
 use super::memory::{MemoryRecall, MemoryScope, NoMemory, turn_record};
 use super::models::{ChatModel, ChatModels};
 use super::nodes::information::{ContextSource, LocalFacts};
 use super::nodes::mcp::{GateMcpTools, McpTools};
-use super::nodes::names;
 use super::prompts::default_system_prompt;
 use super::scope::{Services, TurnScope};
 use super::sessions::{
@@ -37,7 +38,7 @@ use super::sessions::{
 use super::skills::{NoSkillBundles, SkillBundles, ToolFilter, enabled_tools, model_spec};
 use super::steering::{Mailbox, SteerError, Steering};
 use super::{AgentError, AgentKind};
-use crate::graph::{GraphError, LastContext, RunOptions};
+use crate::graph::RunOptions;
 use crate::llm::{ImagePart, Message, Usage};
 use crate::store::Store;
 use crate::store::codec::now;
@@ -69,6 +70,8 @@ pub struct AgentParts {
     pub default_agent: AgentKind,
     /// The context window used when a request names none.
     pub context_size: u32,
+    /// What one turn may spend (`[agent]`).
+    pub limits: TurnLimits,
 }
 
 impl AgentParts {
@@ -87,6 +90,7 @@ impl AgentParts {
             owner: "local".to_owned(),
             default_agent: AgentKind::default(),
             context_size: DEFAULT_CONTEXT_SIZE,
+            limits: TurnLimits::default(),
         }
     }
 }
@@ -152,30 +156,6 @@ impl TurnRequest {
     }
 }
 
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentOutcome {
-    /// The turn.
-    pub turn_id: String,
-    /// How it ended.
-    pub status: TurnStatus,
-    /// The reply (also an explanation of a failed model request); `None` when cancelled or
-    /// broken.
-    pub reply: Option<Reply>,
-    /// Why it failed, when it failed without a reply.
-    pub error: Option<String>,
-    /// The history to continue from.
-    pub history: Vec<Message>,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Inputs sent while it ran that it never read (start a new turn with them).
-    pub undelivered: Vec<String>,
-    /// The model that answered.
-    pub model: String,
-    /// The call the turn parked on (an unattended turn's); it ended there.
-    pub parked: Option<super::gate_call::ParkedCall>,
-}
-
 struct ActiveTurn {
     turn_id: String,
     mailbox: Option<Arc<Mailbox>>,
@@ -189,6 +169,8 @@ struct Inner {
     owner: String,
     /// `[agent] default_agent` and `context_size`; a settings save swaps them for new turns.
     defaults: std::sync::RwLock<(AgentKind, u32)>,
+    /// `[agent]`'s limits of a turn; a settings save swaps them for new turns.
+    limits: std::sync::RwLock<TurnLimits>,
     active: Mutex<HashMap<String, ActiveTurn>>,
 }
 
@@ -218,11 +200,13 @@ impl Agents {
                     mcp: parts.mcp,
                     bundles: parts.bundles,
                     context: parts.context,
+                    classifier_failures: Default::default(),
                 }),
                 sessions: Sessions::new(parts.store),
                 models: parts.models,
                 owner: parts.owner,
                 defaults: std::sync::RwLock::new((parts.default_agent, parts.context_size)),
+                limits: std::sync::RwLock::new(parts.limits),
                 active: Mutex::new(HashMap::new()),
             }),
         }
@@ -237,6 +221,11 @@ impl Agents {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The agent a turn that names none runs on.
+    pub fn default_agent(&self) -> AgentKind {
+        self.defaults().0
+    }
+
     /// Changes what turns started from now on use when they name no agent or context size.
     pub fn set_defaults(&self, default_agent: AgentKind, context_size: u32) {
         *self
@@ -244,6 +233,15 @@ impl Agents {
             .defaults
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = (default_agent, context_size);
+    }
+
+    /// Changes the limits of the turns started from now on.
+    pub fn set_limits(&self, limits: TurnLimits) {
+        *self
+            .inner
+            .limits
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = limits;
     }
 
     /// Persisted turns and steps.
@@ -411,6 +409,11 @@ impl Agents {
             owner,
             unattended: request.unattended,
             approved: request.approved,
+            limits: *self
+                .inner
+                .limits
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         })
     }
 }
@@ -457,6 +460,8 @@ pub struct Turn {
     unattended: Option<crate::tools::gate::Unattended>,
     /// The approved parked call it resumes from, if it resumes one.
     approved: Option<String>,
+    /// What it may spend.
+    limits: TurnLimits,
 }
 
 impl std::fmt::Debug for Turn {
@@ -467,21 +472,6 @@ impl std::fmt::Debug for Turn {
             .field("kind", &self.kind)
             .finish_non_exhaustive()
     }
-}
-
-/// What a context of any node type holds that an outcome needs.
-fn history_and_usage(last: LastContext) -> Option<(Vec<Message>, Usage)> {
-    let last = match last.downcast::<AgentContext<String>>() {
-        Ok(context) => return Some((context.history, context.usage)),
-        Err(last) => last,
-    };
-    let last = match last.downcast::<AgentContext<ChatOutcome>>() {
-        Ok(context) => return Some((context.history, context.usage)),
-        Err(last) => last,
-    };
-    last.downcast::<AgentContext<Reply>>()
-        .ok()
-        .map(|context| (context.history, context.usage))
 }
 
 impl Turn {
@@ -540,76 +530,6 @@ impl Turn {
         context
     }
 
-    /// The outcome of a graph run.
-    fn conclude(
-        &self,
-        result: Result<AgentContext<Reply>, GraphError>,
-        undelivered: Vec<String>,
-    ) -> AgentOutcome {
-        let mut outcome = AgentOutcome {
-            turn_id: self.turn_id.clone(),
-            status: TurnStatus::Completed,
-            reply: None,
-            error: None,
-            history: Vec::new(),
-            usage: Usage::default(),
-            undelivered,
-            model: self.model.label.clone(),
-            parked: None,
-        };
-        match result {
-            Ok(context) => {
-                if context.input.failure.is_some() {
-                    outcome.status = TurnStatus::Failed;
-                }
-                outcome.history = context.history;
-                outcome.usage = context.usage;
-                outcome.reply = Some(context.input);
-            }
-            // The answer exists and the person saw it; only its summary failed.
-            Err(GraphError::Node {
-                node,
-                source,
-                last_context,
-                ..
-            }) if node == names::FINISH && last_context.is::<AgentContext<ChatOutcome>>() => {
-                tracing::warn!(error = %source, "summarizing the history failed; keeping it whole");
-                if let Ok(context) = last_context.downcast::<AgentContext<ChatOutcome>>() {
-                    outcome.reply = Some(Reply {
-                        text: match &context.input {
-                            ChatOutcome::Answer(response) => response.content.clone(),
-                            ChatOutcome::Failed(error) => error.to_string(),
-                        },
-                        failure: None,
-                        question: None,
-                    });
-                    outcome.history = context.history;
-                    outcome.usage = context.usage;
-                }
-            }
-            Err(error) => {
-                if let GraphError::Cancelled { .. } = error {
-                    outcome.status = TurnStatus::Cancelled;
-                } else {
-                    tracing::warn!(%error, turn_id = %self.turn_id, "a turn failed");
-                    outcome.status = TurnStatus::Failed;
-                    outcome.error = Some(error.to_string());
-                }
-                let (history, usage) = history_and_usage(error.into_last_context())
-                    .unwrap_or_else(|| (self.history.clone(), Usage::default()));
-                outcome.history = history;
-                outcome.usage = usage;
-            }
-        }
-        // Attached images are sent with the turn they came with; the conversation keeps a
-        // note in their place (the bytes are neither stored again nor re-sent every turn).
-        outcome.history = std::mem::take(&mut outcome.history)
-            .into_iter()
-            .map(Message::without_images)
-            .collect();
-        outcome
-    }
-
     /// Queues a turn that answered for memory capture (failed and cancelled turns teach
     /// nothing; an asking turn is captured with the turn that continues after the answer).
     fn hand_to_memory(&self, inner: &Inner, outcome: &AgentOutcome) {
@@ -655,6 +575,7 @@ impl Turn {
             request_timeout: self.request_timeout,
             attempts: std::sync::atomic::AtomicU64::new(0),
             parking: self.unattended.clone().map(Parking::new),
+            watch: Watch::new(self.limits),
         })
     }
 
@@ -694,25 +615,9 @@ impl Turn {
         true
     }
 
-    /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
-    pub async fn run(
-        mut self,
-        sink: Arc<dyn TurnSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentOutcome, AgentError> {
-        let inner = Arc::clone(&self.agents.inner);
-        // The caller's token and `cancel_turn` both stop the turn.
-        let turn_cancel = self.cancel.clone();
-        let resumed = self
-            .resume_approved(&inner.services, sink.as_ref(), &cancel)
-            .await;
-        let mut context = self.initial_context(&inner.services.gate);
-        // Moved, not copied: they may be megabytes.
-        context.images = std::mem::take(&mut self.request_images);
-        let scope = self.scope(&inner, sink, turn_cancel.clone());
-        let graph = graphs::build(self.kind, &scope)
-            .map_err(|error| AgentError::Internal(error.to_string()))?;
-        let start = StepRecord {
+    /// The turn's first step record: which agent and model, what the person asked.
+    fn start_record(&self) -> StepRecord {
+        StepRecord {
             ordinal: 0,
             step_index: None,
             node: "turn.start".to_owned(),
@@ -733,7 +638,28 @@ impl Turn {
             history_change: HistoryChange::between(&self.stored_history, &self.history)
                 .map(HistoryChange::without_images),
             at: now(),
-        };
+        }
+    }
+
+    /// Runs the turn, reporting to `sink`, until it ends or `cancel` fires.
+    pub async fn run(
+        mut self,
+        sink: Arc<dyn TurnSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentOutcome, AgentError> {
+        let inner = Arc::clone(&self.agents.inner);
+        // The caller's token and `cancel_turn` both stop the turn.
+        let turn_cancel = self.cancel.clone();
+        let resumed = self
+            .resume_approved(&inner.services, sink.as_ref(), &cancel)
+            .await;
+        let mut context = self.initial_context(&inner.services.gate);
+        // Moved, not copied: they may be megabytes.
+        context.images = std::mem::take(&mut self.request_images);
+        let scope = self.scope(&inner, sink, turn_cancel.clone());
+        let graph = graphs::build(self.kind, &scope)
+            .map_err(|error| AgentError::Internal(error.to_string()))?;
+        let start = self.start_record();
         inner
             .sessions
             .begin(
@@ -764,12 +690,26 @@ impl Turn {
                 work.await
             }
             done = &mut work => done,
+            // The turn ran as long as it may: it stops like a cancelled turn, with a reason.
+            () = tokio::time::sleep_until(scope.watch.deadline()) => {
+                scope.watch.stop_for_time();
+                turn_cancel.cancel();
+                work.await
+            }
         };
         let undelivered = match &self.mailbox {
             Some(mailbox) => mailbox.close().await,
             None => Vec::new(),
         };
-        let mut outcome = self.conclude(result, undelivered);
+        let ending = Ending {
+            turn_id: &self.turn_id,
+            model: &self.model.label,
+            history: &self.history,
+            undelivered,
+            stop: scope.watch.stopped(),
+            language: self.language,
+        };
+        let mut outcome = conclude(ending, result);
         outcome.parked = scope.parking.as_ref().and_then(Parking::parked);
         if let Err(error) = inner
             .sessions

@@ -231,6 +231,7 @@ impl TurnEngine for AgentEngine {
                         // The error node's explanation is the answer (original §2.4).
                         (TurnStatus::Completed | TurnStatus::Failed, Some(reply)) => {
                             TurnOutcome::Completed {
+                                end_reason: reply.end_reason(),
                                 text: reply.text,
                                 usage: used,
                             }

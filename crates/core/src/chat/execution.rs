@@ -11,7 +11,7 @@ use souz_protocol::RuntimeEvent;
 use souz_protocol::chat::events::{
     ExecutionCancelledPayload, ExecutionFailedPayload, ExecutionFinishedPayload,
     MessageDeltaPayload, MessageDiscardedPayload, MessagePayload, OptionRequestedPayload,
-    ToolCallProgressPayload,
+    ToolCallProgressPayload, TurnEndReason,
 };
 use souz_protocol::chat::{ChatEventBody, Execution, ExecutionStatus, OptionStatus, Usage};
 use tokio::sync::mpsc;
@@ -459,9 +459,11 @@ impl Ending<'_> {
             other => other,
         };
         let ended = match &outcome {
-            TurnOutcome::Completed { text, usage } => {
-                self.completed(row.reply_message_id, text, usage)?
-            }
+            TurnOutcome::Completed {
+                text,
+                usage,
+                end_reason,
+            } => self.completed(row.reply_message_id, text, usage, *end_reason)?,
             TurnOutcome::Asked { question, usage } => self.asked(question, usage)?,
             TurnOutcome::Failed {
                 code,
@@ -509,6 +511,7 @@ impl Ending<'_> {
         reply_message_id: Option<String>,
         text: &str,
         usage: &Usage,
+        end_reason: TurnEndReason,
     ) -> Result<Ended, ChatError> {
         let message_id = reply_message_id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
         if !self.transition(ExecutionStatus::Completed, None, usage, Some(&message_id))? {
@@ -543,6 +546,7 @@ impl Ending<'_> {
             completion_tokens: usage.completion_tokens,
             total_tokens: usage.total_tokens,
             precached_tokens: usage.precached_tokens,
+            end_reason,
         };
         let bodies = vec![
             ChatEventBody::MessageCreated(body.clone()),

@@ -48,6 +48,7 @@ impl TurnEngine for Script {
                 TurnInput::Approved { approval_id, .. } => TurnOutcome::Completed {
                     text: format!("Went on after {approval_id}"),
                     usage,
+                    end_reason: Default::default(),
                 },
                 TurnInput::OptionAnswer {
                     selected,
@@ -62,6 +63,7 @@ impl TurnEngine for Script {
                     TurnOutcome::Completed {
                         text: format!("You chose {choice}"),
                         usage,
+                        end_reason: Default::default(),
                     }
                 }
                 TurnInput::Message(text) => match text.as_str() {
@@ -114,6 +116,7 @@ impl TurnEngine for Script {
                         TurnOutcome::Completed {
                             text: "It is 4.".into(),
                             usage,
+                            end_reason: Default::default(),
                         }
                     }
                     other => {
@@ -126,6 +129,7 @@ impl TurnEngine for Script {
                         TurnOutcome::Completed {
                             text: format!("echo: {other}"),
                             usage,
+                            end_reason: Default::default(),
                         }
                     }
                 },

@@ -182,10 +182,12 @@ pub struct NewQuestion {
 pub enum TurnOutcome {
     /// The agent answered.
     Completed {
-        /// The answer.
+        /// The answer (or the explanation of why the turn ended without one).
         text: String,
         /// Tokens used.
         usage: Usage,
+        /// Why the turn ended (`answered` unless Souz stopped it or the model failed).
+        end_reason: souz_protocol::chat::events::TurnEndReason,
     },
     /// The agent asked the person a question; the turn resumes with the answer.
     Asked {

@@ -16,6 +16,15 @@ config_section! {
         /// The model's context window in tokens, for requests that do not give one. The
         /// conversation is summarized when it reaches 80 % of it.
         pub context_size: u32 = 16000,
+        /// The most tool calls one turn may make. The turn then stops and tells the person
+        /// why; they can ask it to go on.
+        pub max_tool_calls: u32 = 50,
+        /// The longest one turn may run, in seconds (waiting for an approval counts). The
+        /// turn then stops and tells the person why.
+        pub max_turn_seconds: u64 = 900,
+        /// How many times the same tool call (same arguments) may come back with the same
+        /// result before the turn stops: trying again would not help.
+        pub repeated_call_limit: u32 = 3,
     }
 }
 
@@ -34,6 +43,24 @@ impl AgentConfig {
                 "must be between 1000 and 10000000 tokens",
             ));
         }
+        if !(1..=10_000).contains(&self.max_tool_calls) {
+            problems.push(Invalid::new(
+                "max_tool_calls",
+                "must be between 1 and 10000",
+            ));
+        }
+        if !(10..=86_400).contains(&self.max_turn_seconds) {
+            problems.push(Invalid::new(
+                "max_turn_seconds",
+                "must be between 10 and 86400 seconds",
+            ));
+        }
+        if !(2..=100).contains(&self.repeated_call_limit) {
+            problems.push(Invalid::new(
+                "repeated_call_limit",
+                "must be between 2 and 100",
+            ));
+        }
         problems
     }
 }
@@ -49,12 +76,24 @@ mod tests {
         let config = AgentConfig {
             default_agent: "clever".into(),
             context_size: 10,
+            max_tool_calls: 0,
+            max_turn_seconds: 5,
+            repeated_call_limit: 1,
         };
         let keys: Vec<&str> = config
             .validate()
             .iter()
             .map(|problem| problem.key)
             .collect();
-        assert_eq!(keys, ["default_agent", "context_size"]);
+        assert_eq!(
+            keys,
+            [
+                "default_agent",
+                "context_size",
+                "max_tool_calls",
+                "max_turn_seconds",
+                "repeated_call_limit"
+            ]
+        );
     }
 }

@@ -19,6 +19,7 @@ const BOUND: &str = "127.0.0.1:8383";
 mod attachments;
 mod chat_manage;
 mod chat_stream;
+mod chat_tools;
 mod chats;
 mod clients;
 mod live_settings;
@@ -30,6 +31,7 @@ mod recovery;
 mod schedules;
 mod settings;
 mod setup;
+mod turn_limits;
 
 struct Fixture {
     runtime: TestRuntime,

@@ -178,6 +178,7 @@ pub(super) fn reload_on_save(
             AgentKind::parse(&config.agent.default_agent),
             config.agent.context_size,
         );
+        agents.set_limits(crate::agent::TurnLimits::from_config(&config.agent));
         Ok(())
     });
 }

@@ -249,6 +249,65 @@ pub struct ExecutionFinishedPayload {
     pub total_tokens: u64,
     /// Prompt tokens served from a cache.
     pub precached_tokens: u64,
+    /// Why the turn ended: the model answered, or Souz ended it and the answer explains why.
+    /// Absent means `answered` (so events stored before this field existed are written as
+    /// they were stored).
+    #[serde(default, skip_serializing_if = "TurnEndReason::is_answered")]
+    pub end_reason: TurnEndReason,
+}
+
+/// Why an agent turn ended with the message it left for the person.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEndReason {
+    /// The model answered.
+    #[default]
+    Answered,
+    /// The model kept making the same tool call with the same arguments and getting the same
+    /// result; the turn was stopped (`[agent] repeated_call_limit`).
+    RepeatedToolCall,
+    /// The turn made as many tool calls as it may (`[agent] max_tool_calls`).
+    ToolCallLimit,
+    /// The turn ran as long as it may (`[agent] max_turn_seconds`).
+    TimeLimit,
+    /// The model's answer did not fit in the output-token limit.
+    CutOff,
+    /// The model did not answer in time.
+    Timeout,
+    /// The conversation outgrew the model's context and was reset.
+    ContextReset,
+    /// The provider's account has no balance.
+    NoBalance,
+    /// The model request failed otherwise.
+    ModelError,
+}
+
+impl TurnEndReason {
+    /// Whether the model answered (the reason left out on the wire).
+    pub fn is_answered(&self) -> bool {
+        *self == Self::Answered
+    }
+
+    /// The stable code, as on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::RepeatedToolCall => "repeated_tool_call",
+            Self::ToolCallLimit => "tool_call_limit",
+            Self::TimeLimit => "time_limit",
+            Self::CutOff => "cut_off",
+            Self::Timeout => "timeout",
+            Self::ContextReset => "context_reset",
+            Self::NoBalance => "no_balance",
+            Self::ModelError => "model_error",
+        }
+    }
+}
+
+impl std::fmt::Display for TurnEndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An execution failed.

@@ -82,11 +82,16 @@ fn commit(mut context: AgentContext<String>, outcome: ChatOutcome) -> AgentConte
 }
 
 fn count_usage(context: &mut AgentContext<String>, outcome: &ChatOutcome) {
-    if let ChatOutcome::Answer(response) = outcome {
-        context.last_chat_usage = response.usage;
-        if let Some(usage) = response.usage {
-            context.usage.add(usage);
+    match outcome {
+        ChatOutcome::Answer(response) => {
+            context.last_chat_usage = response.usage;
+            if let Some(usage) = response.usage {
+                context.usage.add(usage);
+            }
         }
+        // An answer cut at the output limit was paid for although it cannot be used.
+        ChatOutcome::Failed(LlmError::CutOff { used, .. }) => context.usage.add(*used),
+        ChatOutcome::Failed(_) => {}
     }
 }
 

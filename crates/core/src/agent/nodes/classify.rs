@@ -5,8 +5,15 @@
 //! Algorithm (original §2.4): a local pattern classifier runs first; then the model is asked
 //! (answer `CATEGORY1,CATEGORY2 0-100`). The model's choice wins when it is confident (> 50) or
 //! agrees with the local first choice; otherwise nothing is chosen, which means *all*
-//! categories, as does `HELP`. A failed model call is tried twice, then the local result is
-//! used.
+//! categories, as does `HELP`.
+//!
+//! On small models the classifier must not cost the turn: its answer is bounded to
+//! [`MAX_ANSWER_TOKENS`] (a few category names and a number; a model that rambles is cut, not
+//! waited for), and one failed or unreadable answer falls back to the local result at once (the
+//! original tried twice; a small model that misses the format once misses it again, and each
+//! miss ran to the output limit). The first failure of a model is logged as a warning, later
+//! ones of the same model only at debug level, so a model that never classifies does not fill
+//! the log one line per turn. The tokens a failed attempt used still count for the turn.
 
 use std::sync::{Arc, LazyLock};
 
@@ -40,8 +47,8 @@ pub(crate) struct Classification {
     pub confidence: u8,
 }
 
-/// Most attempts at the model classifier before the local result is used.
-const MODEL_ATTEMPTS: usize = 2;
+/// The most output tokens the classifier's answer may take (`FILES,WEB_SEARCH 85` is about ten).
+pub(crate) const MAX_ANSWER_TOKENS: u32 = 32;
 /// Characters of one history message shown to the classifier.
 const HISTORY_MESSAGE_CHARS: usize = 1000;
 
@@ -215,13 +222,20 @@ async fn ask_model(
         ],
     );
     request.temperature = Some(0.0);
+    request.max_tokens = Some(MAX_ANSWER_TOKENS);
     let response = scope
         .within_request_timeout(complete(
             scope.model.client.as_ref(),
             request,
             scope.cancel.clone(),
         ))
-        .await?;
+        .await
+        .inspect_err(|error| {
+            // A cut answer still used its tokens.
+            if let LlmError::CutOff { used, .. } = error {
+                context.usage.add(*used);
+            }
+        })?;
     if let Some(usage) = response.usage {
         context.usage.add(usage);
     }
@@ -240,21 +254,26 @@ pub(crate) async fn classify(
     let groups = by_category(&tools);
     let available: Vec<ToolCategory> = groups.keys().copied().collect();
     let local = classify_locally(&context.user_input, &available);
-    let mut choices = local.clone();
-    for attempt in 1..=MODEL_ATTEMPTS {
-        match ask_model(&scope, &mut context, &available).await {
-            Ok(answer) => {
-                choices = combine(&local, &answer);
-                break;
-            }
-            Err(LlmError::Cancelled) if scope.cancel.is_cancelled() => {
-                return Err(Box::new(crate::graph::Cancelled));
-            }
-            Err(error) => {
-                tracing::warn!(%error, attempt, "the model classifier failed");
-            }
+    let choices = match ask_model(&scope, &mut context, &available).await {
+        Ok(answer) => combine(&local, &answer),
+        Err(LlmError::Cancelled) if scope.cancel.is_cancelled() => {
+            return Err(Box::new(crate::graph::Cancelled));
         }
-    }
+        Err(error) => {
+            let model = &scope.model.label;
+            if scope.services.classifier_failed(model) {
+                tracing::debug!(%error, %model, "the model classifier failed again");
+            } else {
+                tracing::warn!(
+                    %error,
+                    %model,
+                    "the model classifier failed; using the local classification (logged once \
+                     per model)"
+                );
+            }
+            local
+        }
+    };
     let chosen = selected(&choices, &available);
     context.advertised = groups
         .iter()

@@ -14,6 +14,8 @@
 
 use std::sync::Arc;
 
+use souz_protocol::chat::events::TurnEndReason;
+
 use crate::agent::context::{AgentContext, ChatOutcome, Reply, ReplyFailure, message_chars};
 use crate::agent::nodes::{names, scoped};
 use crate::agent::prompts::{FailureReply, OUTPUT_TOKEN, SUMMARY_PREFIX, SUMMARY_PROMPT};
@@ -169,7 +171,10 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
     let (text, code) = match &error {
         LlmError::Status { status: 413, .. } => {
             context.history.clear();
-            (say(FailureReply::ContextReset).to_owned(), "context_reset")
+            (
+                say(FailureReply::ContextReset).to_owned(),
+                TurnEndReason::ContextReset,
+            )
         }
         LlmError::Status {
             status: 402,
@@ -185,18 +190,24 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
             } else {
                 format!("{no_balance}\n\n{message}")
             };
-            (text, "no_balance")
+            (text, TurnEndReason::NoBalance)
         }
-        LlmError::Timeout { .. } => (say(FailureReply::Timeout).to_owned(), "timeout"),
+        LlmError::Timeout { .. } => (
+            say(FailureReply::Timeout).to_owned(),
+            TurnEndReason::Timeout,
+        ),
         LlmError::CutOff { limit, .. } => (
             say(FailureReply::CutOff).replace(
                 "{tokens}",
                 &OUTPUT_TOKEN.count(u64::from(*limit), context.settings.language),
             ),
-            "cut_off",
+            TurnEndReason::CutOff,
         ),
-        _ if is_timeout_message(&detail) => (say(FailureReply::Timeout).to_owned(), "timeout"),
-        _ => (detail.clone(), "model_error"),
+        _ if is_timeout_message(&detail) => (
+            say(FailureReply::Timeout).to_owned(),
+            TurnEndReason::Timeout,
+        ),
+        _ => (detail.clone(), TurnEndReason::ModelError),
     };
     context.with(Reply {
         text,

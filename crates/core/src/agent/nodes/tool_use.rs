@@ -2,12 +2,16 @@
 //! model made them, and appends one tool message per call. Calls run sequentially so a person
 //! is asked about one call at a time. A denied or failed call is a result for the model; the
 //! loop goes back to the chat node either way — unless a call of an unattended run parked on an
-//! approval: then the calls after it are answered "not run" and the turn ends there.
+//! approval: then the calls after it are answered "not run" and the turn ends there. Each call
+//! that ran is counted by the turn's [`Watch`](crate::agent::limits::Watch); once it stopped the
+//! turn (a repeated call, too many calls), the calls after it are answered "not run" as well
+//! and the turn ends with the stop's explanation.
 
 use std::sync::Arc;
 
 use crate::agent::context::{AgentContext, ChatOutcome};
 use crate::agent::dispatch;
+use crate::agent::limits::NOT_RUN_AFTER_STOP;
 use crate::agent::scope::TurnScope;
 use crate::graph::BoxError;
 use crate::llm::Message;
@@ -31,15 +35,25 @@ pub(crate) async fn use_tools(
     for call in &calls {
         // A call parked: the turn stops there, and the calls after it do not run (every call
         // still gets its result, as the wire formats require).
-        let message = if scope.is_parked() {
-            Message::Tool {
+        let not_run = if scope.is_parked() {
+            Some(NOT_RUN_WHILE_PARKED)
+        } else if scope.watch.stopped().is_some() {
+            Some(NOT_RUN_AFTER_STOP)
+        } else {
+            None
+        };
+        let message = match not_run {
+            Some(reason) => Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: NOT_RUN_WHILE_PARKED.to_owned(),
+                content: reason.to_owned(),
                 is_error: true,
+            },
+            None => {
+                let message = dispatch::execute(&scope, &context.executable, call).await;
+                scope.watch.record(call, &message);
+                message
             }
-        } else {
-            dispatch::execute(&scope, &context.executable, call).await
         };
         context.history.push(message);
     }

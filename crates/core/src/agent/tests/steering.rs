@@ -273,7 +273,11 @@ async fn a_model_side_cancellation_is_an_error_not_a_replan() {
     assert_eq!(outcome.status, TurnStatus::Failed);
     assert_eq!(f.llm.requests().len(), 1);
     assert_eq!(
-        outcome.reply.unwrap().failure.map(|failure| failure.code),
+        outcome
+            .reply
+            .unwrap()
+            .failure
+            .map(|failure| failure.code.as_str()),
         Some("model_error")
     );
 }

@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::json;
 use souz_protocol::chat::{
     Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
-    ChatSettings, CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace, MessageList,
-    OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse, RenameChat,
-    SettingsPatch, SettingsResponse,
+    ChatSettings, ChatTools, CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace,
+    MessageList, OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse,
+    RenameChat, SettingsPatch, SettingsResponse,
 };
 use souz_protocol::{Bootstrap, ErrorBody};
 
@@ -114,6 +114,19 @@ fn setting_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .request::<SettingsPatch>()
                 .response::<SettingsResponse>(200, "The new settings."),
             patch_settings,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/tools")
+                .summary("The tools the chat's next turn offers its agent.")
+                .description(
+                    "Its enabled catalog tools (the chat's own choice, else the user's), the \
+                     connected MCP servers' tools, and the agent's core tools (memory, \
+                     Knowledge, skills, questions), which stay on whatever the catalog choice.",
+                )
+                .tag("chats")
+                .response::<ChatTools>(200, "The tools.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            get_chat_tools,
         )
 }
 
@@ -432,6 +445,14 @@ async fn get_chat_settings(
     UuidPath([chat_id]): UuidPath<1>,
 ) -> Result<axum::Json<ChatSettings>, ApiError> {
     Ok(axum::Json(handle.chat_settings(&user, &chat_id).await?))
+}
+
+async fn get_chat_tools(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+) -> Result<axum::Json<ChatTools>, ApiError> {
+    Ok(axum::Json(handle.chat_tools(&user, &chat_id).await?))
 }
 
 async fn put_chat_settings(

@@ -41,6 +41,7 @@ impl TurnEngine for Asks {
                 TurnOutcome::Completed {
                     text: "Red and blue.".into(),
                     usage: Default::default(),
+                    end_reason: Default::default(),
                 }
             });
         }

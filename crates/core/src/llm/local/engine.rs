@@ -428,6 +428,11 @@ fn cut_off(stats: &GenerationStats) -> LlmError {
     LlmError::CutOff {
         provider: ProviderId::Local,
         limit: stats.output_tokens.try_into().unwrap_or(u32::MAX),
+        used: Usage {
+            input_tokens: stats.prompt_tokens,
+            output_tokens: stats.output_tokens,
+            cached_input_tokens: 0,
+        },
     }
 }
 

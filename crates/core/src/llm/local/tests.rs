@@ -257,10 +257,11 @@ async fn a_tool_call_cut_at_the_token_limit_is_a_cut_off_and_a_cut_answer_is_kep
             in_name.as_slice(),
             [Err(LlmError::CutOff {
                 provider: crate::llm::ProviderId::Local,
-                limit: 10
-            })]
+                limit: 10,
+                used,
+            })] if used.output_tokens == 10 && used.input_tokens > 0
         ),
-        "{in_name:?}"
+        "the cut request's tokens are reported: {in_name:?}"
     );
     let error = in_name[0].as_ref().expect_err("cut off").to_string();
     assert!(!error.contains("tool_calls"), "no raw contract: {error}");

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use futures::Stream;
 use souz_protocol::chat::{
     ActiveTurn, Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
-    ChatSettings, CreateChat, CreateChatResponse, Execution, ExecutionTrace, MessageList,
-    OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage, PostMessageResponse,
-    Question, QuestionList, Settings, SettingsPatch,
+    ChatSettings, ChatTools, CreateChat, CreateChatResponse, Execution, ExecutionTrace,
+    MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
+    PostMessageResponse, Question, QuestionList, Settings, SettingsPatch,
 };
 use tokio::sync::broadcast;
 
 use super::ServiceError;
-use crate::agent::{AgentError, trace};
+use crate::agent::{AgentError, AgentKind, trace};
 use crate::bus::FollowItem;
 use crate::chat::{ChatError, ChatUser, MessagePage};
 use crate::runtime::RuntimeHandle;
@@ -153,6 +153,29 @@ impl RuntimeHandle {
         chat_id: &str,
     ) -> Result<ChatSettings, ServiceError> {
         Ok(self.chats().chat_settings(user, chat_id).await?)
+    }
+
+    /// The tools the chat's next turn offers its agent: its enabled catalog tools (the chat's
+    /// own choice, else the user's), the MCP servers' tools, and the agent's core tools.
+    pub async fn chat_tools(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+    ) -> Result<ChatTools, ServiceError> {
+        let chat = self.chats().chat_settings(user, chat_id).await?;
+        let enabled = match chat.enabled_tools {
+            Some(enabled) => enabled,
+            None => self.chats().settings(user).await?.enabled_tools,
+        };
+        let kind = chat
+            .agent
+            .as_deref()
+            .map_or_else(|| self.agents().default_agent(), AgentKind::parse);
+        Ok(crate::agent::offered::offered_tools(
+            self.gate(),
+            kind,
+            enabled,
+        ))
     }
 
     /// Replaces the chat's own settings; its next turns use them.

@@ -84,6 +84,10 @@ const FIXTURES: &[(&str, &str)] = &[
         r#"{"assistantMessageId":"m-2","completionTokens":5,"executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#,
     ),
     (
+        "execution.finished",
+        r#"{"assistantMessageId":"m-2","completionTokens":5,"endReason":"repeated_tool_call","executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#,
+    ),
+    (
         "execution.failed",
         r#"{"errorCode":"agent_execution_failed","errorMessage":"boom","executionId":"e-1"}"#,
     ),
@@ -194,12 +198,38 @@ fn a_typed_event_is_written_as_before() {
         completion_tokens: 5,
         total_tokens: 15,
         precached_tokens: 0,
+        end_reason: TurnEndReason::Answered,
     });
     let payload = r#"{"assistantMessageId":"m-2","completionTokens":5,"executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
     assert_eq!(
         serde_json::to_string(&event(body)).unwrap(),
         wire("execution.finished", payload)
     );
+}
+
+#[test]
+fn a_finished_execution_stored_before_end_reasons_reads_as_answered() {
+    let payload = r#"{"assistantMessageId":"m-2","completionTokens":5,"executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
+    let parsed: ChatEvent = serde_json::from_str(&wire("execution.finished", payload)).unwrap();
+    match parsed.body {
+        ChatEventBody::ExecutionFinished(finished) => {
+            assert_eq!(finished.end_reason, TurnEndReason::Answered);
+        }
+        other => panic!("not typed: {other:?}"),
+    }
+    let stopped = r#"{"assistantMessageId":"m-2","completionTokens":5,"endReason":"time_limit","executionId":"e-1","precachedTokens":0,"promptTokens":10,"status":"completed","totalTokens":15}"#;
+    let parsed: ChatEvent = serde_json::from_str(&wire("execution.finished", stopped)).unwrap();
+    assert!(
+        matches!(parsed.body, ChatEventBody::ExecutionFinished(ref finished)
+            if finished.end_reason == TurnEndReason::TimeLimit),
+        "{parsed:?}"
+    );
+    for reason in [TurnEndReason::TimeLimit, TurnEndReason::ToolCallLimit] {
+        assert_eq!(
+            serde_json::to_value(reason).unwrap(),
+            serde_json::json!(reason.as_str())
+        );
+    }
 }
 
 #[test]
