@@ -66,3 +66,6 @@ async fn unlink(
 ) -> Result<axum::Json<TelegramStatus>, ApiError> {
     Ok(axum::Json(handle.unlink_telegram().await?))
 }
+
+#[cfg(test)]
+mod tests;
