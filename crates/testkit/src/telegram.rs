@@ -44,6 +44,8 @@ pub struct Sent {
     pub text: String,
     /// The parse mode it was sent with.
     pub parse_mode: Option<String>,
+    /// The callback data of its inline buttons, in order.
+    pub buttons: Vec<String>,
 }
 
 #[derive(Default)]
@@ -224,6 +226,25 @@ impl FakeTelegram {
         }
     }
 
+    /// Waits until at least `count` button presses were answered, and returns them all.
+    ///
+    /// # Panics
+    /// When they do not come within 20 seconds.
+    #[allow(clippy::panic)]
+    pub async fn wait_for_answered(&self, count: usize) -> Vec<(String, String)> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.shared.changed.notified();
+            let answered = self.answered();
+            if answered.len() >= count {
+                return answered;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("waited for {count} answered presses, got {answered:?}");
+            }
+        }
+    }
+
     /// Waits until `getUpdates` was called with an offset past `update_id` (it was handled).
     ///
     /// # Panics
@@ -370,11 +391,20 @@ fn send(shared: &Shared, params: &Value, edit: bool) -> Response {
         inner.next_message += 1;
         inner.next_message
     };
+    let buttons = params["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|button| button["callback_data"].as_str().map(str::to_owned))
+        .collect();
     let record = Sent {
         chat_id,
         message_id,
         text: text.clone(),
         parse_mode,
+        buttons,
     };
     if edit {
         inner.edits.push(record);

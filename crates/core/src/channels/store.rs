@@ -8,6 +8,9 @@
 //!   restart the poll asks for exactly the updates not yet handled.
 //! - A link code is kept as its SHA-256 only, compared in constant time, used at most once
 //!   (claiming clears it), and refused after it expires or while an account is linked.
+//! - A button's callback data is a random handle, never the approval's id; pressing one uses
+//!   up every handle of its approval ([`take_press`]), so a replay or the other button finds
+//!   nothing.
 //! - Of a Telegram user who is not the linked one nothing is kept but an audit row (kind and
 //!   user id), and a refusal is sent to each such user once: [`refuse_once`] says whether this
 //!   is the first.
@@ -236,6 +239,46 @@ pub(crate) fn set_souz_chat(
         params![chat_id, user_id],
     )?;
     Ok(())
+}
+
+/// Keeps `handle` as the button that gives `verdict` (`approve` or `deny`) to `approval_id`.
+pub(crate) fn add_press(
+    connection: &Connection,
+    handle: &str,
+    approval_id: &str,
+    verdict: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "INSERT INTO telegram_presses (handle, approval_id, verdict, created_at)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![handle, approval_id, verdict, to_time(now)],
+    )?;
+    Ok(())
+}
+
+/// The approval and verdict of the unused button `handle`, using up every button of that
+/// approval; `None` for a used, unknown or forged handle.
+pub(crate) fn take_press(
+    connection: &Connection,
+    handle: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<(String, String)>, StoreError> {
+    let press: Option<(String, String)> = connection
+        .query_row(
+            "SELECT approval_id, verdict FROM telegram_presses
+             WHERE handle = ?1 AND used_at IS NULL",
+            params![handle],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    if let Some((approval_id, _)) = &press {
+        connection.execute(
+            "UPDATE telegram_presses SET used_at = ?1 WHERE approval_id = ?2 AND used_at IS NULL",
+            params![to_time(now), approval_id],
+        )?;
+    }
+    Ok(press)
 }
 
 /// The audit rows as `(kind, telegram user id)`, oldest first (tests and the status view).

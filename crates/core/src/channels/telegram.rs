@@ -18,6 +18,8 @@ mod poll;
 pub(crate) mod text;
 
 #[cfg(test)]
+mod approval_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;

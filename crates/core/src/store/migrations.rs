@@ -619,7 +619,15 @@ pub const MIGRATIONS: &[Migration] = &[
                   telegram_user_id INTEGER,
                   created_at       TEXT NOT NULL
               ) STRICT;
-              CREATE INDEX telegram_audit_by_user ON telegram_audit (telegram_user_id, kind);",
+              CREATE INDEX telegram_audit_by_user ON telegram_audit (telegram_user_id, kind);
+              CREATE TABLE telegram_presses (
+                  handle      TEXT PRIMARY KEY,
+                  approval_id TEXT NOT NULL,
+                  verdict     TEXT NOT NULL CHECK (verdict IN ('approve', 'deny')),
+                  created_at  TEXT NOT NULL,
+                  used_at     TEXT
+              ) STRICT;
+              CREATE INDEX telegram_presses_by_approval ON telegram_presses (approval_id);",
     },
 ];
 

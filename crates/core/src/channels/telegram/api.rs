@@ -15,7 +15,7 @@ use frankenstein::client_reqwest::Bot;
 use frankenstein::methods::{
     AnswerCallbackQueryParams, EditMessageTextParams, GetUpdatesParams, SendMessageParams,
 };
-use frankenstein::types::AllowedUpdate;
+use frankenstein::types::{AllowedUpdate, InlineKeyboardButton, InlineKeyboardMarkup, ReplyMarkup};
 use frankenstein::updates::Update;
 
 /// Seconds added to a long poll's wait for the HTTP timeout.
@@ -131,6 +131,35 @@ impl BotApi {
             .chat_id(chat)
             .text(text)
             .maybe_parse_mode(markdown.then_some(ParseMode::MarkdownV2))
+            .build();
+        Ok(self.bot.send_message(&params).await?.result.message_id)
+    }
+
+    /// Sends `text` (escaped for `MarkdownV2`) to `chat` with one row of inline buttons, each
+    /// `(label, callback data)`.
+    pub(crate) async fn send_with_buttons(
+        &self,
+        chat: i64,
+        text: &str,
+        buttons: &[(&str, &str)],
+    ) -> Result<i32, TelegramError> {
+        let row = buttons
+            .iter()
+            .map(|(label, data)| {
+                InlineKeyboardButton::builder()
+                    .text(*label)
+                    .callback_data(*data)
+                    .build()
+            })
+            .collect();
+        let markup = InlineKeyboardMarkup::builder()
+            .inline_keyboard(vec![row])
+            .build();
+        let params = SendMessageParams::builder()
+            .chat_id(chat)
+            .text(text)
+            .parse_mode(ParseMode::MarkdownV2)
+            .reply_markup(ReplyMarkup::InlineKeyboardMarkup(markup))
             .build();
         Ok(self.bot.send_message(&params).await?.result.message_id)
     }

@@ -1,14 +1,15 @@
 //! What one update does. A private text message from the linked account becomes input to its
 //! Souz chat (a new turn, or steering for the running one); `/start CODE` or a code alone from
 //! anyone while nobody is linked tries to link them; anyone else, once linked, gets one
-//! refusal. Groups, channels, bots and other kinds of updates are skipped; a button press is
-//! answered at once and changes nothing (no button carries anything yet).
+//! refusal. Groups, channels, bots and other kinds of updates are skipped; a button press of
+//! the linked account decides the approval its single-use handle names, and every press is
+//! answered at once.
 //!
 //! Invariants: linking never starts a turn; of a stranger only an audit row is kept; the input
 //! a message makes carries `telegram:<update id>` as its client message id, so handing the same
 //! update over twice (a crash before the offset moved) starts one turn.
 
-use frankenstein::types::{ChatType, Message};
+use frankenstein::types::{CallbackQuery, ChatType, Message};
 use frankenstein::updates::{Update, UpdateContent};
 use souz_protocol::chat::{ChatInput, CreateChat, InputDelivery};
 
@@ -75,19 +76,33 @@ pub(crate) async fn handle(channel: &Channel, update: Update) {
             Some(inbound) => on_message(channel, inbound).await,
             None => Ok(()),
         },
-        UpdateContent::CallbackQuery(query) => {
-            // No button carries an action yet: answer at once, change nothing.
-            channel
-                .api
-                .answer_press(&query.id, "This button does nothing now.")
-                .await
-                .map_err(|error| ServiceError::Internal(error.to_string()))
-        }
+        UpdateContent::CallbackQuery(query) => on_press(channel, query).await,
         _ => Ok(()),
     };
     if let Err(error) = outcome {
         tracing::warn!(%error, update = update.update_id, "telegram: an update failed");
     }
+}
+
+/// A button press: only the linked account's presses act, each answered at once with what
+/// happened; a press of anyone else, or of a used, unknown or forged handle, changes nothing.
+async fn on_press(channel: &Channel, query: &CallbackQuery) -> Result<(), ServiceError> {
+    let state = channel.handle.telegram_state().await?;
+    let linked = state
+        .link
+        .is_some_and(|link| i64::try_from(query.from.id) == Ok(link.user_id));
+    let answer = match query.data.as_deref() {
+        Some(handle) if linked && handle.len() <= 64 => {
+            channel.handle.press_telegram_button(handle).await?
+        }
+        _ if !linked => "This button is not yours.",
+        _ => "This button is no longer valid.",
+    };
+    channel
+        .api
+        .answer_press(&query.id, answer)
+        .await
+        .map_err(|error| ServiceError::Internal(error.to_string()))
 }
 
 async fn on_message(channel: &Channel, inbound: Inbound<'_>) -> Result<(), ServiceError> {

@@ -74,7 +74,10 @@ pub(crate) async fn forward(channel: Arc<Channel>, shutdown: CancellationToken) 
         };
         match event {
             Ok(event) => {
-                if let Some(text) = turn_end(&event, &mut answers) {
+                if let ChatEventBody::ApprovalRequested(asked) = &event.body {
+                    let text = format!("Souz asks to run {}: {}", asked.name, asked.summary);
+                    ask(&channel, &event.chat_id, &asked.approval_id, &text).await;
+                } else if let Some(text) = turn_end(&event, &mut answers) {
                     deliver_end(&channel, &event, text).await;
                 }
             }
@@ -121,30 +124,59 @@ fn turn_end(event: &ChatEvent, answers: &mut VecDeque<(String, String)>) -> Opti
 
 /// Sends a turn's end to the linked account when `event` is of its chat.
 async fn deliver_end(channel: &Channel, event: &ChatEvent, text: Option<String>) {
-    let state = match channel.handle.telegram_state().await {
-        Ok(state) => state,
-        Err(error) => {
-            tracing::warn!(%error, "telegram: cannot read the channel's state");
-            return;
-        }
-    };
-    let (Some(link), Some(chat)) = (state.link, state.souz_chat) else {
+    let Some(telegram_chat) = linked_chat(channel, &event.chat_id).await else {
         return;
     };
-    if chat != event.chat_id {
-        return;
-    }
+    let chat = event.chat_id.as_str();
     let text = match text {
         Some(text) => text,
-        None => last_answer(channel, &chat).await,
+        None => last_answer(channel, chat).await,
     };
     let text = if text.trim().is_empty() {
         "Done.".to_owned()
     } else {
         text
     };
-    if let Err(error) = send_text(channel, link.telegram_chat, &text).await {
+    if let Err(error) = send_text(channel, telegram_chat, &text).await {
         tracing::warn!(%error, "telegram: an answer was not delivered");
+    }
+}
+
+/// Sends the approval `approval_id` of `chat` (when it is the linked account's) with Approve
+/// and Deny buttons, each a fresh single-use handle.
+async fn ask(channel: &Channel, chat: &str, approval_id: &str, text: &str) {
+    let Some(telegram_chat) = linked_chat(channel, chat).await else {
+        return;
+    };
+    let outcome = match channel.handle.telegram_buttons(approval_id).await {
+        Ok((approve, deny)) => channel
+            .api
+            .send_with_buttons(
+                telegram_chat,
+                &escape_markdown_v2(text),
+                &[("Approve", &approve), ("Deny", &deny)],
+            )
+            .await
+            .map(|_| ())
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(%error, "telegram: an approval was not sent");
+    }
+}
+
+/// The linked account's Telegram chat when `chat` is its Souz chat.
+async fn linked_chat(channel: &Channel, chat: &str) -> Option<i64> {
+    match channel.handle.telegram_state().await {
+        Ok(state) => match (state.link, state.souz_chat) {
+            (Some(link), Some(souz_chat)) if souz_chat == chat => Some(link.telegram_chat),
+            _ => None,
+        },
+        Err(error) => {
+            tracing::warn!(%error, "telegram: cannot read the channel's state");
+            None
+        }
     }
 }
 

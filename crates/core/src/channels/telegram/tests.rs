@@ -9,11 +9,15 @@ use crate::channels::store::audit_rows;
 use crate::runtime::facade::{ChatUser, MessagePage};
 use crate::testing::{TestHome, TestRuntime};
 
-const TOKEN: &str = "4242:fake-bot-token-for-tests";
-const ME: i64 = 7;
-const STRANGER: i64 = 8;
+pub(super) const TOKEN: &str = "4242:fake-bot-token-for-tests";
+pub(super) const ME: i64 = 7;
+pub(super) const STRANGER: i64 = 8;
 
-async fn runtime(telegram: &FakeTelegram, llm: &FakeServer, home: TestHome) -> TestRuntime {
+pub(super) async fn runtime(
+    telegram: &FakeTelegram,
+    llm: &FakeServer,
+    home: TestHome,
+) -> TestRuntime {
     let url = telegram.url().to_owned();
     let runtime = TestRuntime::builder()
         .with_llm(llm)
@@ -32,7 +36,7 @@ async fn runtime(telegram: &FakeTelegram, llm: &FakeServer, home: TestHome) -> T
     runtime
 }
 
-async fn link(runtime: &TestRuntime, telegram: &FakeTelegram) {
+pub(super) async fn link(runtime: &TestRuntime, telegram: &FakeTelegram) {
     let code = runtime.handle().create_telegram_link_code().await.unwrap();
     let before = telegram.sent().len();
     telegram.push_text(ME, &code.command);

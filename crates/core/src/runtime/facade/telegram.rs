@@ -8,8 +8,10 @@
 //! [`LINK_CODE_MINUTES`] minutes, is refused while an account is linked; the token never goes
 //! into an error or a log line.
 
+use base64::Engine;
 use chrono::{Duration, Utc};
 use souz_protocol::ErrorCode;
+use souz_protocol::approvals::{DecisionRequest, Verdict};
 use souz_protocol::telegram::{TelegramAccount, TelegramLinkCode, TelegramStatus};
 
 use super::ServiceError;
@@ -131,6 +133,80 @@ impl RuntimeHandle {
             .write(move |transaction| rows::set_souz_chat(transaction, user_id, &chat_id))
             .await?)
     }
+}
+
+/// Bytes of randomness in a button's handle (22 characters of base64url: within Telegram's 64
+/// bytes of callback data).
+const HANDLE_BYTES: usize = 16;
+
+impl RuntimeHandle {
+    /// Two fresh button handles for `approval_id`: `(approve, deny)`.
+    pub(crate) async fn telegram_buttons(
+        &self,
+        approval_id: &str,
+    ) -> Result<(String, String), ServiceError> {
+        let (approve, deny) = (new_handle()?, new_handle()?);
+        let (approval, first, second) = (approval_id.to_owned(), approve.clone(), deny.clone());
+        self.store()
+            .write(move |transaction| {
+                let now = Utc::now();
+                rows::add_press(transaction, &first, &approval, "approve", now)?;
+                rows::add_press(transaction, &second, &approval, "deny", now)
+            })
+            .await?;
+        Ok((approve, deny))
+    }
+
+    /// Decides the approval of the button `handle` as the button says; what to tell the
+    /// person. A used, unknown or forged handle, or an approval no longer pending, changes
+    /// nothing.
+    pub(crate) async fn press_telegram_button(
+        &self,
+        handle: &str,
+    ) -> Result<&'static str, ServiceError> {
+        let handle = handle.to_owned();
+        let press = self
+            .store()
+            .write(move |transaction| rows::take_press(transaction, &handle, Utc::now()))
+            .await?;
+        let Some((approval_id, verdict)) = press else {
+            return Ok("This button is no longer valid.");
+        };
+        let approve = verdict == "approve";
+        let request = DecisionRequest {
+            decision: if approve {
+                Verdict::Approve
+            } else {
+                Verdict::Deny
+            },
+            scope: Default::default(),
+            minutes: None,
+            argument_match: None,
+            tool_group: None,
+            via: Some("telegram".to_owned()),
+        };
+        match self
+            .decide_approval(&approval_id, request, &super::Audience::Everyone)
+            .await
+        {
+            Ok(_) if approve => Ok("Approved."),
+            Ok(_) => Ok("Denied."),
+            Err(
+                ServiceError::Invalid(_)
+                | ServiceError::NotFound { .. }
+                | ServiceError::Conflict { .. },
+            ) => Ok("This approval is no longer waiting."),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// A fresh random button handle.
+fn new_handle() -> Result<String, ServiceError> {
+    let mut bytes = [0_u8; HANDLE_BYTES];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| ServiceError::Internal(format!("no randomness for a handle: {error}")))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// A fresh random code of [`CODE_LENGTH`] letters of [`CODE_ALPHABET`].
