@@ -35,6 +35,8 @@ pub(crate) struct Channel {
     pub api: BotApi,
     /// Seconds one long poll waits.
     pub poll_seconds: u64,
+    /// The runtime's shutdown: every wait of the channel ends with it.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Starts the Telegram transport on the runtime's tasks when `[channels.telegram] enabled` is
@@ -52,12 +54,13 @@ pub async fn start(handle: &RuntimeHandle) -> Result<bool, ServiceError> {
     };
     let api = BotApi::new(&config.api_url, &token, config.poll_seconds)
         .map_err(|error| ServiceError::Internal(error.to_string()))?;
+    let shutdown = handle.shutdown_signal();
     let channel = Arc::new(Channel {
         handle: handle.clone(),
         api,
         poll_seconds: config.poll_seconds,
+        shutdown: shutdown.clone(),
     });
-    let shutdown = handle.shutdown_signal();
     handle.spawn(outbound::forward(Arc::clone(&channel), shutdown.clone()));
     handle.spawn(poll::run(channel, shutdown));
     tracing::info!("telegram channel started");

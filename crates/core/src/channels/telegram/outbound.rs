@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Channel;
 use super::api::TelegramError;
-use super::poll::Backoff;
+use super::poll::{Backoff, pause};
 use super::text::{MAX_MESSAGE_UNITS, escape_markdown_v2, split_message};
 use crate::LOCAL_USER;
 use crate::runtime::facade::{ChatUser, MessagePage};
@@ -59,7 +59,9 @@ async fn send_chunk(channel: &Channel, chat: i64, escaped: &str) -> Result<(), T
         }
         attempt += 1;
         tracing::info!(%error, ?wait, "telegram: sending again after a wait");
-        tokio::time::sleep(wait).await;
+        if !pause(wait, &channel.shutdown).await {
+            return Err(error);
+        }
     }
 }
 
