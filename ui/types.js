@@ -1866,6 +1866,35 @@
  */
 
 /**
+ * The Telegram account Souz serves.
+ * @typedef {{
+ *   linkedAt: string;
+ *   userId: number;
+ *   username?: string | null;
+ * }} TelegramAccount
+ */
+
+/**
+ * `POST /v1/channels/telegram/link`: a one-time code to send to the bot. Shown once: only its
+ * hash is kept.
+ * @typedef {{
+ *   code: string;
+ *   command: string;
+ *   expiresAt: string;
+ * }} TelegramLinkCode
+ */
+
+/**
+ * `GET /v1/channels/telegram`: the channel's state.
+ * @typedef {{
+ *   codeExpiresAt?: string | null;
+ *   enabled: boolean;
+ *   linked?: TelegramAccount | null;
+ *   tokenConfigured: boolean;
+ * }} TelegramStatus
+ */
+
+/**
  * MCP tool annotations (hints for clients; never trusted for policy).
  * @typedef {{
  *   destructiveHint: boolean;

@@ -29,3 +29,4 @@ mod schedules;
 mod shared_temporary;
 mod skill_prompts;
 mod skills;
+mod telegram;

@@ -19,6 +19,7 @@ mod questions_command;
 mod schedules_command;
 mod serve;
 mod skills_command;
+mod telegram_command;
 mod texts;
 mod tools_command;
 mod ui_command;
@@ -125,6 +126,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<schedules_command::SchedulesCommand>,
     },
+    /// The Telegram channel: status, link (a one-time code for the bot), unlink (default:
+    /// status).
+    Telegram {
+        #[command(subcommand)]
+        command: Option<telegram_command::TelegramCommand>,
+    },
     /// In-process local models: list, pull, rm (default: list).
     Models {
         #[command(subcommand)]
@@ -209,6 +216,11 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Keys { command } => client_command(keys_command::run(command)),
+        Command::Telegram { command } => client_command(async {
+            telegram_command::run(command)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
         Command::Ui { open } => client_command(ui_command::run(open)),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),

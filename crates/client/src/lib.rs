@@ -22,6 +22,7 @@ pub mod home;
 pub mod identity;
 mod memory;
 mod schedules;
+mod telegram;
 
 pub use client::DaemonClient;
 pub use error::ClientError;

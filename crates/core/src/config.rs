@@ -16,6 +16,7 @@
 pub(crate) mod agent;
 pub(crate) mod approvals;
 pub(crate) mod byte_size;
+pub(crate) mod channels;
 pub(crate) mod edit;
 pub mod env;
 pub(crate) mod llm;
@@ -39,6 +40,7 @@ use std::path::{Path, PathBuf};
 pub use agent::AgentConfig;
 pub use approvals::{ApprovalsConfig, RuleConfig};
 pub use byte_size::ByteSize;
+pub use channels::{ChannelsConfig, TelegramConfig};
 pub use env::{
     ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, Setter, Var, process_lookup,
     system_language,
@@ -141,6 +143,7 @@ config_sections! {
     memory: MemoryConfig,
     skills: SkillsConfig,
     web: WebConfig,
+    channels: ChannelsConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod approvals;
 pub(crate) mod bus;
+pub mod channels;
 pub mod chat;
 pub mod config;
 pub mod gateway;
@@ -103,13 +104,15 @@ pub const LAYERS: &[&[&str]] = &[
     &["agent::graphs"],
     &["agent"],
     &["chat"],
-    // Scheduled runs: specs, the clock, claims, the engine; a fire is a chat execution.
-    &["schedules"],
+    // Scheduled runs: specs, the clock, claims, the engine; a fire is a chat execution. The
+    // channels' rows (offset, link, audit), which the runtime's facade reads and writes.
+    &["schedules", "channels::store"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
     &["runtime"],
-    // The adapters, and the test kit (which may use everything; test modules of any layer may
-    // use it).
-    &["gateway", "mcp::server", "testing"],
+    // The adapters, the channels (chat apps such as Telegram, over the facade like the
+    // adapters), and the test kit (which may use everything; test modules of any layer may use
+    // it).
+    &["gateway", "mcp::server", "channels", "testing"],
     // The daemon's lifecycle over the runtime and the gateway, which `souz serve` and the app
     // both run.
     &["host"],

@@ -24,6 +24,7 @@ pub mod schedules;
 pub mod setup;
 pub mod skills;
 pub mod system;
+pub mod telegram;
 pub mod tools;
 
 pub use approvals::{

@@ -177,8 +177,9 @@ pub struct ProviderKeyTest {
 
 /// The keys of services other than model providers that tools use (stored under these names,
 /// daemon-wide: `/v1/settings/service-keys/{name}`). `brave`: the Brave Search API, for
-/// `InternetSearch` and `InternetResearch`.
-pub const SERVICE_KEYS: &[&str] = &["brave"];
+/// `InternetSearch` and `InternetResearch`; `telegram`: the Telegram bot's token
+/// (`[channels.telegram]`).
+pub const SERVICE_KEYS: &[&str] = &["brave", "telegram"];
 
 /// A configured service key (one of [`SERVICE_KEYS`]), as clients may see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -296,6 +296,32 @@ fn mcp_servers_are_tables_checked_with_positions() {
     );
 }
 
+#[test]
+fn the_telegram_channel_is_a_table_checked_with_positions() {
+    let config =
+        parse("[channels.telegram]\nenabled = true\napi_url = \"http://127.0.0.1:8081\"\n")
+            .unwrap();
+    assert!(config.channels.telegram.enabled);
+    assert_eq!(config.channels.telegram.api_url, "http://127.0.0.1:8081");
+    assert_eq!(config.channels.telegram.poll_seconds, 30);
+    assert!(!parse("").unwrap().channels.telegram.enabled);
+
+    let problems = parse("[channels.telegram]\nenabled = true\ntoken = \"123:abc\"\n").unwrap_err();
+    let rendered = rendered(&problems);
+    assert_eq!(rendered.len(), 1, "{rendered:?}");
+    assert!(rendered[0].starts_with("config.toml:3:1:"), "{rendered:?}");
+    assert!(
+        rendered[0].contains("unknown field `token`"),
+        "{rendered:?}"
+    );
+
+    let problems = parse("[channels.telegram]\napi_url = \"api.telegram.org\"\n").unwrap_err();
+    assert!(
+        rendered_contains(&problems, "[channels] telegram: api_url must be"),
+        "{problems:?}"
+    );
+}
+
 fn rendered_contains(problems: &[Problem], needle: &str) -> bool {
     problems
         .iter()

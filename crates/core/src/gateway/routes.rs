@@ -18,6 +18,7 @@ pub(crate) mod service_keys;
 pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod system;
+pub(crate) mod telegram;
 pub(crate) mod tools;
 pub(crate) mod turns;
 
@@ -42,6 +43,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(options::routes())
         .merge(provider_keys::routes())
         .merge(service_keys::routes())
+        .merge(telegram::routes())
         .merge(config::routes())
         .merge(setup::routes())
         .merge(connect::routes())

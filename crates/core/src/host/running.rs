@@ -316,6 +316,10 @@ impl Hosted {
             restart: Some(restart.clone()),
         };
         let runtime = Runtime::start_with(config, options).await?;
+        // The chat apps: on the runtime's tasks, never in the way of serving.
+        if let Err(error) = crate::channels::telegram::start(&runtime.handle()).await {
+            tracing::warn!(%error, "the Telegram channel did not start");
+        }
         self.announce();
         tracing::info!(
             url = %self.url,

@@ -27,6 +27,7 @@ mod schedules;
 mod settings;
 mod setup;
 mod skills;
+mod telegram;
 
 use souz_protocol::ErrorCode;
 use souz_protocol::config::ConfigProblem;

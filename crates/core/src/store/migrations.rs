@@ -598,6 +598,37 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE INDEX executions_parked ON executions (parked_approval)
                   WHERE parked_approval IS NOT NULL;",
     },
+    Migration {
+        name: "telegram_channel",
+        sql: "CREATE TABLE telegram_state (
+                  id              INTEGER PRIMARY KEY CHECK (id = 1),
+                  next_offset     INTEGER NOT NULL DEFAULT 0,
+                  user_id         INTEGER,
+                  telegram_chat   INTEGER,
+                  username        TEXT,
+                  linked_at       TEXT,
+                  souz_chat       TEXT,
+                  code_hash       TEXT,
+                  code_expires_at TEXT
+              ) STRICT;
+              INSERT INTO telegram_state (id) VALUES (1);
+              CREATE TABLE telegram_audit (
+                  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+                  kind             TEXT NOT NULL
+                                   CHECK (kind IN ('linked', 'unlinked', 'refused', 'code_rejected')),
+                  telegram_user_id INTEGER,
+                  created_at       TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX telegram_audit_by_user ON telegram_audit (telegram_user_id, kind);
+              CREATE TABLE telegram_presses (
+                  handle      TEXT PRIMARY KEY,
+                  approval_id TEXT NOT NULL,
+                  verdict     TEXT NOT NULL CHECK (verdict IN ('approve', 'deny')),
+                  created_at  TEXT NOT NULL,
+                  used_at     TEXT
+              ) STRICT;
+              CREATE INDEX telegram_presses_by_approval ON telegram_presses (approval_id);",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -19,9 +19,11 @@ pub(super) fn routes() -> ApiRouter<AppState> {
             Operation::get("/v1/settings/service-keys")
                 .summary("The configured service keys (hints only), by name.")
                 .description(
-                    "Keys of services the tools use, not model providers: `brave` (the Brave \
-                     Search API, for InternetSearch and InternetResearch; also read from \
-                     `BRAVE_SEARCH_API_KEY`). A stored key wins over the environment's.",
+                    "Keys of services, not model providers: `brave` (the Brave Search API, for \
+                     InternetSearch and InternetResearch; also read from \
+                     `BRAVE_SEARCH_API_KEY`) and `telegram` (the Telegram bot's token, for \
+                     `[channels.telegram]`; also read from `TELEGRAM_BOT_TOKEN`). A stored key \
+                     wins over the environment's.",
                 )
                 .tag("llm")
                 .operator()

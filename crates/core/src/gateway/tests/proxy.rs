@@ -272,6 +272,7 @@ async fn each_user_sees_and_decides_only_the_approvals_and_audit_rows_of_their_c
 
 /// The operator routes, as the registry marks them.
 const OPERATOR_ROUTES: &[&str] = &[
+    "DELETE /v1/channels/telegram/link",
     "DELETE /v1/clients/{id}",
     "DELETE /v1/grants/{id}",
     "DELETE /v1/mcp/servers/{name}",
@@ -280,6 +281,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "DELETE /v1/models/local/{name}",
     "DELETE /v1/settings/service-keys/{name}",
     "DELETE /v1/skills/{id}",
+    "GET /v1/channels/telegram",
     "GET /v1/clients",
     "GET /v1/config",
     "GET /v1/connect",
@@ -303,6 +305,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "GET /v1/tools",
     "PATCH /v1/config",
     "PATCH /v1/memory/{id}",
+    "POST /v1/channels/telegram/link",
     "POST /v1/clients",
     "POST /v1/connect/claude-code",
     "POST /v1/connect/claude-code/config",

@@ -1,5 +1,5 @@
 //! Keys of services other than model providers that tools use (`souz_protocol::SERVICE_KEYS`:
-//! the Brave Search API), daemon-wide: stored encrypted among the key store's secrets under
+//! the Brave Search API, the Telegram bot's token), daemon-wide: stored encrypted among the key store's secrets under
 //! their name, else read from their environment variable. Keys go in, only hints come out.
 //!
 //! Invariants: only the names of `SERVICE_KEYS` are read, written or listed here (the same
@@ -29,8 +29,15 @@ pub(crate) const BRAVE: ServiceKey = ServiceKey {
     variable: "BRAVE_SEARCH_API_KEY",
 };
 
+/// The Telegram bot's token (`[channels.telegram]`).
+pub(crate) const TELEGRAM: ServiceKey = ServiceKey {
+    name: "telegram",
+    used_by: "The Telegram channel ([channels.telegram]: the bot you talk to Souz through)",
+    variable: "TELEGRAM_BOT_TOKEN",
+};
+
 /// Every service key, in `SERVICE_KEYS` order.
-pub(super) const KNOWN: &[ServiceKey] = &[BRAVE];
+pub(super) const KNOWN: &[ServiceKey] = &[BRAVE, TELEGRAM];
 
 /// The service key `name` names (case-insensitive, surrounding blanks ignored).
 pub(crate) fn service_key(name: &str) -> Result<ServiceKey, LlmServiceError> {

@@ -191,6 +191,17 @@ impl RuntimeHandle {
                 ),
             ));
         };
+        if key.name == crate::llm::service::service_keys::TELEGRAM.name {
+            crate::redact::register_secret(api_key.expose());
+            let checked =
+                check_telegram_token(&self.config().channels.telegram.api_url, api_key.expose())
+                    .await;
+            return Ok(ServiceKeyTest {
+                name: key.name.to_owned(),
+                ok: checked.is_ok(),
+                error: checked.err(),
+            });
+        }
         let client = self
             .gate()
             .sandbox()
@@ -209,6 +220,24 @@ impl RuntimeHandle {
             ok: checked.is_ok(),
             error: checked.err(),
         })
+    }
+}
+
+/// Asks the Bot API at `api_url` who the bot of `token` is (`getMe`); why not, when it fails.
+/// The error never carries the URL (the token is in its path).
+async fn check_telegram_token(api_url: &str, token: &str) -> Result<(), String> {
+    use frankenstein::AsyncTelegramApi;
+    let bot = frankenstein::client_reqwest::Bot::new_url(format!(
+        "{}/bot{token}",
+        api_url.trim().trim_end_matches('/')
+    ));
+    match bot.get_me().await {
+        Ok(_) => Ok(()),
+        Err(frankenstein::Error::Api(response)) => Err(format!(
+            "Telegram refused the token ({}): {}",
+            response.error_code, response.description
+        )),
+        Err(error) => Err(crate::redact::redact_text(&error.to_string())),
     }
 }
 

@@ -1,0 +1,444 @@
+//! A fake Telegram Bot API on loopback that speaks the real JSON: `getUpdates` long polls
+//! with offsets (updates before the offset are confirmed and dropped, as Telegram does),
+//! `sendMessage` and `editMessageText` (checking `MarkdownV2` escaping and the 4,096-unit
+//! limit the way Telegram refuses them), `answerCallbackQuery`, `getMe`, a wrong token's 401,
+//! and scripted 429s with `parameters.retry_after`.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use souz_testkit::telegram::FakeTelegram;
+//! let telegram = FakeTelegram::start("123:secret").await;
+//! telegram.push_text(42, "/start CODE");
+//! // ... point the bot at telegram.url(), then:
+//! let sent = telegram.wait_for_sent(1).await;
+//! # }
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// The characters `MarkdownV2` reserves.
+const SPECIAL: &[char] = &[
+    '_', '*', '[', ']', '(', ')', '~', '`', '>', '#', '+', '-', '=', '|', '{', '}', '.', '!', '\\',
+];
+/// How long [`FakeTelegram::wait_for_sent`] waits.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A message the bot sent (or an edit it made).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The chat.
+    pub chat_id: i64,
+    /// The message's id.
+    pub message_id: i64,
+    /// The text as Telegram shows it (escapes read).
+    pub text: String,
+    /// The parse mode it was sent with.
+    pub parse_mode: Option<String>,
+    /// The callback data of its inline buttons, in order.
+    pub buttons: Vec<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    pending: Vec<Value>,
+    next_update: i64,
+    next_message: i64,
+    sent: Vec<Sent>,
+    edits: Vec<Sent>,
+    answered: Vec<(String, String)>,
+    offsets: Vec<i64>,
+    failures: HashMap<String, VecDeque<u64>>,
+    calls: HashMap<String, usize>,
+}
+
+struct Shared {
+    token: String,
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The fake Bot API; dropping it stops the server.
+pub struct FakeTelegram {
+    url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeTelegram {
+    /// Starts the fake for the bot with `token`, on `127.0.0.1:0`.
+    ///
+    /// # Panics
+    /// If no loopback port can be bound (a broken test machine).
+    #[allow(clippy::expect_used)]
+    pub async fn start(token: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let address = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            token: token.to_owned(),
+            inner: Mutex::new(Inner {
+                next_update: 1000,
+                next_message: 1,
+                ..Inner::default()
+            }),
+            changed: Notify::new(),
+        });
+        let app = Router::new()
+            .route("/{bot}/{method}", axum::routing::post(method))
+            .with_state(Arc::clone(&shared));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the server's task is owned by the FakeTelegram, which aborts it when dropped"
+        )]
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url: format!("http://{address}"),
+            shared,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, the `api_url` to configure.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Queues a private text message from user `user_id` (its chat has the same id); its
+    /// update id.
+    pub fn push_text(&self, user_id: i64, text: &str) -> i64 {
+        self.push_message(user_id, user_id, "private", text)
+    }
+
+    /// Queues a text message from `user_id` in chat `chat_id` of `chat_type`; its update id.
+    pub fn push_message(&self, user_id: i64, chat_id: i64, chat_type: &str, text: &str) -> i64 {
+        let message = json!({
+            "message_id": 1,
+            "from": {"id": user_id, "is_bot": false, "first_name": "Tester",
+                     "username": format!("user{user_id}")},
+            "chat": {"id": chat_id, "type": chat_type, "first_name": "Tester"},
+            "date": 1_700_000_000,
+            "text": text,
+        });
+        self.push_update("message", message)
+    }
+
+    /// Queues a button press with `data` from `user_id`; its update id.
+    pub fn push_press(&self, user_id: i64, data: &str) -> i64 {
+        let query = json!({
+            "id": format!("press-{user_id}-{data}"),
+            "from": {"id": user_id, "is_bot": false, "first_name": "Tester"},
+            "chat_instance": "1",
+            "data": data,
+        });
+        self.push_update("callback_query", query)
+    }
+
+    fn push_update(&self, kind: &str, body: Value) -> i64 {
+        let id = {
+            let mut inner = self.shared.lock();
+            inner.next_update += 1;
+            let id = inner.next_update;
+            inner.pending.push(json!({"update_id": id, kind: body}));
+            id
+        };
+        self.shared.changed.notify_waiters();
+        id
+    }
+
+    /// Makes the next `times` calls of `method` fail with 429 and `retry_after` seconds.
+    pub fn fail_with_429(&self, method: &str, times: usize, retry_after: u64) {
+        let mut inner = self.shared.lock();
+        let queue = inner.failures.entry(method.to_owned()).or_default();
+        queue.extend(std::iter::repeat_n(retry_after, times));
+    }
+
+    /// The messages sent so far, in order.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.shared.lock().sent.clone()
+    }
+
+    /// The edits made so far, in order.
+    pub fn edits(&self) -> Vec<Sent> {
+        self.shared.lock().edits.clone()
+    }
+
+    /// The button presses answered, as `(query id, text)`.
+    pub fn answered(&self) -> Vec<(String, String)> {
+        self.shared.lock().answered.clone()
+    }
+
+    /// The offsets `getUpdates` was called with, in order.
+    pub fn offsets(&self) -> Vec<i64> {
+        self.shared.lock().offsets.clone()
+    }
+
+    /// How many times `method` was called (failed calls included).
+    pub fn calls(&self, method: &str) -> usize {
+        self.shared.lock().calls.get(method).copied().unwrap_or(0)
+    }
+
+    /// Updates not yet confirmed by an offset past them.
+    pub fn unconfirmed(&self) -> usize {
+        self.shared.lock().pending.len()
+    }
+
+    /// Waits until at least `count` messages were sent, and returns them all.
+    ///
+    /// # Panics
+    /// When they do not come within 20 seconds.
+    #[allow(clippy::panic)]
+    pub async fn wait_for_sent(&self, count: usize) -> Vec<Sent> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.shared.changed.notified();
+            let sent = self.sent();
+            if sent.len() >= count {
+                return sent;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("waited for {count} sent messages, got {sent:?}");
+            }
+        }
+    }
+
+    /// Waits until at least `count` button presses were answered, and returns them all.
+    ///
+    /// # Panics
+    /// When they do not come within 20 seconds.
+    #[allow(clippy::panic)]
+    pub async fn wait_for_answered(&self, count: usize) -> Vec<(String, String)> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.shared.changed.notified();
+            let answered = self.answered();
+            if answered.len() >= count {
+                return answered;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("waited for {count} answered presses, got {answered:?}");
+            }
+        }
+    }
+
+    /// Waits until `getUpdates` was called with an offset past `update_id` (it was handled).
+    ///
+    /// # Panics
+    /// When that does not happen within 20 seconds.
+    #[allow(clippy::panic)]
+    pub async fn wait_for_confirmed(&self, update_id: i64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.shared.changed.notified();
+            if self.offsets().iter().any(|offset| *offset > update_id) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "update {update_id} was never confirmed: {:?}",
+                    self.offsets()
+                );
+            }
+        }
+    }
+}
+
+fn ok(result: Value) -> Response {
+    axum::Json(json!({"ok": true, "result": result})).into_response()
+}
+
+fn error(status: StatusCode, description: &str, parameters: Option<Value>) -> Response {
+    let mut body = json!({"ok": false, "error_code": status.as_u16(), "description": description});
+    if let Some(parameters) = parameters {
+        body["parameters"] = parameters;
+    }
+    (status, axum::Json(body)).into_response()
+}
+
+async fn method(
+    State(shared): State<Arc<Shared>>,
+    Path((bot, method)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
+        return error(StatusCode::UNAUTHORIZED, "Unauthorized", None);
+    }
+    let params: Value = if body.is_empty() {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(params) => params,
+            Err(_) => return error(StatusCode::BAD_REQUEST, "Bad Request: invalid JSON", None),
+        }
+    };
+    let failure = {
+        let mut inner = shared.lock();
+        *inner.calls.entry(method.clone()).or_default() += 1;
+        inner
+            .failures
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front)
+    };
+    if let Some(retry_after) = failure {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!("Too Many Requests: retry after {retry_after}"),
+            Some(json!({"retry_after": retry_after})),
+        );
+    }
+    match method.as_str() {
+        "getUpdates" => get_updates(&shared, &params).await,
+        "sendMessage" => send(&shared, &params, false),
+        "editMessageText" => send(&shared, &params, true),
+        "answerCallbackQuery" => {
+            let id = params["callback_query_id"].as_str().unwrap_or_default();
+            let text = params["text"].as_str().unwrap_or_default();
+            shared
+                .lock()
+                .answered
+                .push((id.to_owned(), text.to_owned()));
+            shared.changed.notify_waiters();
+            ok(json!(true))
+        }
+        "getMe" => {
+            ok(json!({"id": 1, "is_bot": true, "first_name": "Souz", "username": "souz_bot"}))
+        }
+        _ => error(StatusCode::NOT_FOUND, "Not Found: method not found", None),
+    }
+}
+
+async fn get_updates(shared: &Shared, params: &Value) -> Response {
+    let offset = params["offset"].as_i64().unwrap_or(0);
+    let timeout = params["timeout"].as_u64().unwrap_or(0).min(50);
+    {
+        let mut inner = shared.lock();
+        inner.offsets.push(offset);
+        inner
+            .pending
+            .retain(|update| update["update_id"].as_i64().unwrap_or(0) >= offset);
+    }
+    shared.changed.notify_waiters();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    loop {
+        let notified = shared.changed.notified();
+        let ready: Vec<Value> = shared.lock().pending.clone();
+        if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
+            return ok(Value::Array(ready));
+        }
+        let _ = tokio::time::timeout_at(deadline, notified).await;
+    }
+}
+
+fn send(shared: &Shared, params: &Value, edit: bool) -> Response {
+    let Some(chat_id) = params["chat_id"].as_i64() else {
+        return error(StatusCode::BAD_REQUEST, "Bad Request: chat not found", None);
+    };
+    let raw = params["text"].as_str().unwrap_or_default();
+    let parse_mode = params["parse_mode"].as_str().map(str::to_owned);
+    let text = if parse_mode.as_deref() == Some("MarkdownV2") {
+        match read_markdown_v2(raw) {
+            Ok(text) => text,
+            Err(problem) => {
+                let description = format!("Bad Request: can't parse entities: {problem}");
+                return error(StatusCode::BAD_REQUEST, &description, None);
+            }
+        }
+    } else {
+        raw.to_owned()
+    };
+    if text.trim().is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: message text is empty",
+            None,
+        );
+    }
+    if text.encode_utf16().count() > 4096 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: message is too long",
+            None,
+        );
+    }
+    let mut inner = shared.lock();
+    let message_id = if edit {
+        params["message_id"].as_i64().unwrap_or(0)
+    } else {
+        inner.next_message += 1;
+        inner.next_message
+    };
+    let buttons = params["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|button| button["callback_data"].as_str().map(str::to_owned))
+        .collect();
+    let record = Sent {
+        chat_id,
+        message_id,
+        text: text.clone(),
+        parse_mode,
+        buttons,
+    };
+    if edit {
+        inner.edits.push(record);
+    } else {
+        inner.sent.push(record);
+    }
+    drop(inner);
+    shared.changed.notify_waiters();
+    ok(json!({
+        "message_id": message_id,
+        "date": 1_700_000_000,
+        "chat": {"id": chat_id, "type": "private"},
+        "text": text,
+    }))
+}
+
+/// Reads `MarkdownV2` as plain text, refusing what Telegram refuses of a text without
+/// entities: a reserved character not escaped.
+fn read_markdown_v2(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut characters = text.chars();
+    while let Some(character) = characters.next() {
+        if character == '\\' {
+            match characters.next() {
+                Some(next) => out.push(next),
+                None => return Err("a backslash at the end".to_owned()),
+            }
+        } else if SPECIAL.contains(&character) {
+            return Err(format!(
+                "character '{character}' is reserved and must be escaped with the preceding '\\'"
+            ));
+        } else {
+            out.push(character);
+        }
+    }
+    Ok(out)
+}
