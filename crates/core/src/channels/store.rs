@@ -11,9 +11,9 @@
 //! - A button's callback data is a random handle, never the approval's id; pressing one uses
 //!   up every handle of its approval ([`take_press`]), so a replay or the other button finds
 //!   nothing.
-//! - Of a Telegram user who is not the linked one nothing is kept but an audit row (kind and
-//!   user id), and a refusal is sent to each such user once: [`refuse_once`] says whether this
-//!   is the first.
+//! - Of a Telegram user who is not the linked one nothing is kept but one audit row per kind
+//!   (kind and user id), however many messages they send, and a refusal is sent to each such
+//!   user once: [`refuse_once`] says whether this is the first.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -158,14 +158,14 @@ pub(crate) fn claim(
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )?;
     if linked.is_some() {
-        audit(connection, "refused", Some(claimant.user_id), now)?;
+        audit_once(connection, "refused", claimant.user_id, now)?;
         return Ok(Claim::Taken);
     }
     let presented = code_hash(code);
     let matches = hash.is_some_and(|hash| bool::from(hash.as_bytes().ct_eq(presented.as_bytes())));
     let fresh = from_time_opt("code_expires_at", expires)?.is_some_and(|until| now < until);
     if !(matches && fresh) {
-        audit(connection, "code_rejected", Some(claimant.user_id), now)?;
+        audit_once(connection, "code_rejected", claimant.user_id, now)?;
         return Ok(Claim::Rejected);
     }
     connection.execute(
@@ -208,13 +208,25 @@ pub(crate) fn refuse_once(
     user_id: i64,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    audit_once(connection, "refused", user_id, now)
+}
+
+/// Records `kind` for `user_id` unless it is recorded already; `true` when this is the first.
+/// Anyone on Telegram can write to the bot, so what a stranger does leaves one row per kind,
+/// however many messages they send.
+fn audit_once(
+    connection: &Connection,
+    kind: &str,
+    user_id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
     let earlier: i64 = connection.query_row(
-        "SELECT COUNT(*) FROM telegram_audit WHERE telegram_user_id = ?1 AND kind = 'refused'",
-        params![user_id],
+        "SELECT COUNT(*) FROM telegram_audit WHERE telegram_user_id = ?1 AND kind = ?2",
+        params![user_id, kind],
         |row| row.get(0),
     )?;
     if earlier == 0 {
-        audit(connection, "refused", Some(user_id), now)?;
+        audit(connection, kind, Some(user_id), now)?;
     }
     Ok(earlier == 0)
 }

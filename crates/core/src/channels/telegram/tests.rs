@@ -55,8 +55,10 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
 
     telegram.push_text(ME, "/start WRONGCODE1");
     assert_eq!(telegram.wait_for_sent(1).await[0].text, replies::BAD_CODE);
+    telegram.push_text(ME, "WRONGCODE2");
+    assert_eq!(telegram.wait_for_sent(2).await[1].text, replies::BAD_CODE);
     telegram.push_text(ME, &code.code.to_lowercase());
-    assert_eq!(telegram.wait_for_sent(2).await[1].text, replies::LINKED);
+    assert_eq!(telegram.wait_for_sent(3).await[2].text, replies::LINKED);
     let status = handle.telegram_status().await.unwrap();
     assert_eq!(status.linked.map(|account| account.user_id), Some(ME));
     assert!(
@@ -65,15 +67,21 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
     );
 
     telegram.push_text(STRANGER, &code.command);
-    let refused = telegram.wait_for_sent(3).await;
+    let refused = telegram.wait_for_sent(4).await;
     assert_eq!(
-        (refused[2].chat_id, refused[2].text.as_str()),
+        (refused[3].chat_id, refused[3].text.as_str()),
         (STRANGER, replies::REFUSED)
     );
     let again = telegram.push_text(STRANGER, "please?");
     telegram.wait_for_confirmed(again).await;
-    assert_eq!(telegram.sent().len(), 3, "a stranger is refused once");
+    assert_eq!(telegram.sent().len(), 4, "a stranger is refused once");
     let rows = handle.store().read(audit_rows).await.unwrap();
+    let my_rows: Vec<&str> = rows
+        .iter()
+        .filter(|(_, user)| *user == ME)
+        .map(|(kind, _)| kind.as_str())
+        .collect();
+    assert_eq!(my_rows, ["code_rejected", "linked"], "one row per kind");
     let stranger_rows: Vec<&str> = rows
         .iter()
         .filter(|(_, user)| *user == STRANGER)
@@ -90,7 +98,7 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
     assert!(status.linked.is_none());
     telegram.push_text(ME, &code.command);
     assert_eq!(
-        telegram.wait_for_sent(4).await[3].text,
+        telegram.wait_for_sent(5).await[4].text,
         replies::BAD_CODE,
         "a code works once"
     );
