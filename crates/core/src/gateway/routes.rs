@@ -19,6 +19,8 @@ pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod system;
 pub(crate) mod telegram;
+#[cfg(test)]
+pub(crate) mod test_requests;
 pub(crate) mod tools;
 pub(crate) mod turns;
 

@@ -1,14 +1,11 @@
 //! `/v1/me/provider-keys` through the router.
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
-use crate::gateway::router;
+use crate::gateway::routes::test_requests::send_as;
 use crate::testing::TestRuntime;
 
-const BOUND: &str = "127.0.0.1:8383";
 const SECRET: &str = "sk-route-test-SECRET-4242";
 
 struct Fixture {
@@ -33,32 +30,7 @@ impl Fixture {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value, String) {
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::HOST, BOUND)
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token));
-        let request = match body {
-            Some(body) => request
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(body.to_string())),
-            None => request.body(Body::empty()),
-        }
-        .unwrap();
-        let response = router(self.runtime.handle(), BOUND.parse().unwrap())
-            .oneshot(request)
-            .await
-            .unwrap();
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-            .await
-            .unwrap();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        )
+        send_as(&self.runtime, &self.token, method, path, body).await
     }
 }
 

@@ -1,49 +1,11 @@
 //! `/v1/settings/service-keys` through the router, against the Brave fixture of the web tests.
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
-use serde_json::{Value, json};
-use tower::ServiceExt;
+use axum::http::StatusCode;
+use serde_json::json;
 
-use crate::gateway::router;
+use crate::gateway::routes::test_requests::send;
 use crate::testing::TestRuntime;
 use crate::testing::web::{FIXTURE_BRAVE_KEY, FixtureSite};
-
-const BOUND: &str = "127.0.0.1:8383";
-
-async fn send(
-    runtime: &TestRuntime,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value, String) {
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::HOST, BOUND)
-        .header(header::AUTHORIZATION, format!("Bearer {}", runtime.token()));
-    let request = match body {
-        Some(body) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .unwrap();
-    let response = router(runtime.handle(), BOUND.parse().unwrap())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-        text,
-    )
-}
 
 async fn runtime_with(site: &FixtureSite) -> TestRuntime {
     let web = site.web_config();

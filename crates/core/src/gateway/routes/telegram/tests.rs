@@ -1,51 +1,14 @@
 //! `/v1/channels/telegram` and the `telegram` service key through the router, with the fake
 //! Bot API answering `getMe`.
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 use souz_testkit::telegram::FakeTelegram;
-use tower::ServiceExt;
 
-use crate::gateway::router;
+use crate::gateway::routes::test_requests::send;
 use crate::testing::TestRuntime;
 
-const BOUND: &str = "127.0.0.1:8383";
 const TOKEN: &str = "4242:route-test-token-abcdef";
-
-async fn send(
-    runtime: &TestRuntime,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value, String) {
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::HOST, BOUND)
-        .header(header::AUTHORIZATION, format!("Bearer {}", runtime.token()));
-    let request = match body {
-        Some(body) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .unwrap();
-    let response = router(runtime.handle(), BOUND.parse().unwrap())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-        text,
-    )
-}
 
 #[tokio::test]
 async fn the_token_is_stored_checked_and_never_shown_and_codes_come_once() {
