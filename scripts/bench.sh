@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks. Usage:
-#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|schedules|embeddings|local|web|all]
+#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|schedules|telegram|embeddings|local|web|all]
 # `replay` and `mcp-stdio` are parts of `chat` and `mcp`: the chat replay of 100k events alone,
 # and the stdio rows alone (1 and 16 requests in flight through `souz mcp-stdio` and the
 # reference server's native stdio). `web` also prints the extraction agreement with
@@ -27,6 +27,7 @@ case "$which" in
   mcp-gateway) souz_install_clients; tests/clients/.venv/bin/python scripts/bench_mcp_gateway.py "$SOUZ_BIN" ;;
   memory) cargo bench -p souz-core --features test-support --bench memory ;;
   schedules) cargo bench -p souz-core --features test-support --bench schedules ;;
+  telegram) cargo bench -p souz-e2e --bench telegram ;;
   embeddings)
     souz_install_clients
     RAYON_NUM_THREADS=1 cargo bench -p souz-core --features test-support --bench embeddings
@@ -54,6 +55,7 @@ case "$which" in
     cargo bench -p souz-core --features test-support --bench skills
     cargo bench -p souz-core --features test-support --bench memory
     cargo bench -p souz-core --features test-support --bench schedules
+    cargo bench -p souz-e2e --bench telegram
     cargo bench -p souz-core --features test-support --bench web
     tests/clients/.venv/bin/python scripts/extraction_agreement.py
     ;;

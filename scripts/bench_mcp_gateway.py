@@ -79,7 +79,8 @@ class Daemon:
         self.home = tempfile.mkdtemp(prefix="souz-bench-home-")
         self.user = tempfile.mkdtemp(prefix="souz-bench-user-")
         Path(self.home, "config.toml").write_text(config)
-        env = {**os.environ, "SOUZ_HOME": self.home, "HOME": self.user, "SOUZ_PORT": "0", "SOUZ_LOG": "warn"}
+        env = {**os.environ, "SOUZ_HOME": self.home, "HOME": self.user, "SOUZ_PORT": "0", "SOUZ_LOG": "warn",
+               "SOUZ_NO_MODEL_DOWNLOADS": "1"}
         self.env = env
         self.started = time.perf_counter()
         self.child = subprocess.Popen([souz, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -18,7 +18,7 @@ OUT, BINS = sys.argv[1], sys.argv[2:]
 
 
 def run_once(binary, home, work, label):
-    env = dict(os.environ, SOUZ_HOME=home, SOUZ_PORT="0", SOUZ_LOG="warn")
+    env = dict(os.environ, SOUZ_HOME=home, SOUZ_PORT="0", SOUZ_LOG="warn", SOUZ_NO_MODEL_DOWNLOADS="1")
     out = os.path.join(work, f"{label}.%p")
     proc = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", binary, "serve"],

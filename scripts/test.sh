@@ -19,6 +19,9 @@ fi
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export RUST_BACKTRACE=1
+# Tests never reach the internet: no daemon started below downloads the default local memory
+# model (each harness sets this too; a test that serves model files itself clears it).
+export SOUZ_NO_MODEL_DOWNLOADS=1
 
 step() { echo; echo "==> $*"; }
 

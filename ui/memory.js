@@ -31,7 +31,9 @@ const t = strings({
     pinned: "pinned", score: "score {score}", by: "by {who}", from_chat: "chat {chat}",
     from_client: "MCP client {client}", by_hand: "written by hand", turn: "turn {turn}",
     forgotten: "Forgotten.", saved: "Saved.", added: "Remembered.",
-    model_downloading: "Downloading the local memory model {model}: {received} of {total}",
+    model_downloading: "Downloading the local memory model {model}: {received} of {total}. Memory searches by words only until it is ready.",
+    model_missing: "Memory searches by words only until the local memory model {model} is ready: it is downloaded on first use.",
+    words_only: "Found by words only: the local memory model {model} is not ready yet.",
     model_ready: "The local memory model {model} is ready: memory now also searches by meaning.",
     model_failed: "The local memory model {model} could not be downloaded: {error}. Memory searches by words meanwhile; Souz tries again later.",
   },
@@ -47,15 +49,18 @@ const t = strings({
     pinned: "закреплён", score: "оценка {score}", by: "автор {who}", from_chat: "чат {chat}",
     from_client: "MCP-клиент {client}", by_hand: "записан вручную", turn: "ход {turn}",
     forgotten: "Забыто.", saved: "Сохранено.", added: "Запомнено.",
-    model_downloading: "Загружается локальная модель памяти {model}: {received} из {total}",
+    model_downloading: "Загружается локальная модель памяти {model}: {received} из {total}. Пока она не готова, память ищет только по словам.",
+    model_missing: "Пока локальная модель памяти {model} не готова, память ищет только по словам: модель загружается при первом использовании.",
+    words_only: "Найдено только по словам: локальная модель памяти {model} ещё не готова.",
     model_ready: "Локальная модель памяти {model} готова: теперь память ищет и по смыслу.",
     model_failed: "Не удалось загрузить локальную модель памяти {model}: {error}. Пока память ищет по словам; Souz попробует снова позже.",
   },
 });
 
 /** The local model's download as `GET /v1/memory/model` says when the page opens, then as
- *  runtime events tell it: hidden while there is nothing to show.
- *  @returns {{node: HTMLElement, update: (event: RuntimeEvent | undefined) => void, start: (info: MemoryModelInfo) => void}} */
+ *  runtime events tell it (hidden without a local model); `waiting` names the local model
+ *  memory waits for (searching by words only meanwhile), if any.
+ *  @returns {{node: HTMLElement, update: (event: RuntimeEvent | undefined) => void, start: (info: MemoryModelInfo) => void, waiting: () => string | null}} */
 function modelPanel() {
   const bar = /** @type {HTMLProgressElement} */ (h("progress#memory-model-progress"));
   const text = h("span#memory-model-text");
@@ -64,15 +69,25 @@ function modelPanel() {
   const downloading = (model, received, total) => {
     node.hidden = false;
     node.dataset.state = "downloading";
+    node.dataset.model = model;
     bar.hidden = false;
     bar.max = Math.max(total, 1);
     bar.value = Math.min(received, bar.max);
     text.textContent = t("model_downloading", { model, received: size(received), total: size(total) });
   };
   /** @param {string} model */
+  const missing = (model) => {
+    node.hidden = false;
+    node.dataset.state = "missing";
+    node.dataset.model = model;
+    bar.hidden = true;
+    text.textContent = t("model_missing", { model });
+  };
+  /** @param {string} model */
   const ready = (model) => {
     node.hidden = false;
     node.dataset.state = "ready";
+    node.dataset.model = model;
     bar.hidden = true;
     text.textContent = t("model_ready", { model });
   };
@@ -80,6 +95,7 @@ function modelPanel() {
   const failed = (model, error) => {
     node.hidden = false;
     node.dataset.state = "failed";
+    node.dataset.model = model;
     bar.hidden = true;
     text.textContent = t("model_failed", { model, error });
   };
@@ -95,14 +111,17 @@ function modelPanel() {
     if (!node.hidden || !info.model || !info.local) return;
     if (info.local.state === "downloading") downloading(info.model, info.local.received, info.local.total);
     else if (info.local.state === "failed") failed(info.model, info.local.error);
+    else if (info.local.state === "missing") missing(info.model);
   };
-  return { node, update, start };
+  const waiting = () => (!node.hidden && node.dataset.state !== "ready" ? node.dataset.model ?? null : null);
+  return { node, update, start, waiting };
 }
 
 const KINDS = ["SEMANTIC", "PREFERENCE", "PROCEDURE", "PROJECT_RULE", "EPISODE_NOTE", "PROJECT_DECISION"];
 
 /** @param {HTMLElement} main */
 export async function memoryPage(main) {
+  const model = modelPanel();
   const note = h("p.meta#memory-note");
   const list = h("div#memory-list");
   const query = /** @type {HTMLInputElement} */ (h("input#memory-query", { placeholder: t("search_placeholder") }));
@@ -125,6 +144,8 @@ export async function memoryPage(main) {
         /** @type {MemorySearchResult} */
         const found = await api("POST", "/v1/memory/search", { query: query.value.trim(), limit: 20 });
         list.replaceChildren(...(found.items.length ? found.items.map((hit) => card(hit.fact, hit.score)) : [h("p.meta", {}, t("no_match"))]));
+        const waiting = model.waiting();
+        if (waiting) list.prepend(h("p.meta#memory-words-only", {}, t("words_only", { model: waiting })));
         return;
       }
       const params = new URLSearchParams({ status: status.value });
@@ -211,7 +232,6 @@ export async function memoryPage(main) {
   }, body, h("button.primary", { type: "submit" }, t("add")));
   for (const control of [kind, status]) control.addEventListener("change", () => show());
   scope.addEventListener("change", () => show());
-  const model = modelPanel();
   const stop = onRuntimeEvent((event) => model.update(event));
   // Only a head start: if this read fails, the download's events still fill the panel.
   api("GET", "/v1/memory/model").then(model.start, () => {});

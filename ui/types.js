@@ -160,6 +160,21 @@
  */
 
 /**
+ * Where a change stands.
+ * @typedef {"pending" | "done" | "undone"} ChangeStatus
+ */
+
+/**
+ * One path a change touched.
+ * @typedef {{
+ *   after?: PathSnapshot | null;
+ *   before: PathSnapshot;
+ *   createdParent: boolean;
+ *   path: string;
+ * }} ChangedPath
+ */
+
+/**
  * A chat.
  * @typedef {{
  *   archived: boolean;
@@ -740,6 +755,32 @@
  */
 
 /**
+ * One recorded change: one tool call's effect on files.
+ * @typedef {{
+ *   callId: string;
+ *   chatId?: string | null;
+ *   client: string;
+ *   createdAt: string;
+ *   executionId?: string | null;
+ *   id: number;
+ *   paths: Array<ChangedPath>;
+ *   requester: Requester;
+ *   status: ChangeStatus;
+ *   summary: string;
+ *   tool: string;
+ *   undoes?: number | null;
+ *   undoneBy?: number | null;
+ * }} HistoryChange
+ */
+
+/**
+ * A page of changes, newest first.
+ * @typedef {{
+ *   changes: Array<HistoryChange>;
+ * }} HistoryList
+ */
+
+/**
  * `GET /v1/identity`: proof that the listener holds the credential named by `key`.
  * @typedef {{
  *   proof: string;
@@ -1237,6 +1278,22 @@
  *   schedule_id: string;
  *   schedule_name: string;
  * }} ParkedRun
+ */
+
+/**
+ * What a path is, as the history recorded it.
+ * @typedef {"absent" | "file" | "folder" | "symlink" | "other"} PathKind
+ */
+
+/**
+ * What a path held at one moment.
+ * @typedef {{
+ *   kept: boolean;
+ *   kind: PathKind;
+ *   mode?: number | null;
+ *   sha256?: string | null;
+ *   size?: number | null;
+ * }} PathSnapshot
  */
 
 /**
@@ -2125,6 +2182,62 @@
  * @typedef {{
  *   token: string;
  * }} UiSession
+ */
+
+/**
+ * A path that changed since Souz wrote it: the three versions, and diffs between them.
+ * @typedef {{
+ *   before: PathSnapshot;
+ *   changeId: number;
+ *   now: PathSnapshot;
+ *   path: string;
+ *   sinceDiff?: string | null;
+ *   souzDiff?: string | null;
+ *   wrote: PathSnapshot;
+ * }} UndoConflict
+ */
+
+/**
+ * What an undo did.
+ * @typedef {{
+ *   conflicts: Array<UndoConflict>;
+ *   notes: Array<string>;
+ *   undone: Array<UndoneChange>;
+ * }} UndoReport
+ */
+
+/**
+ * `POST /v1/history/undo`.
+ * @typedef {{
+ *   force?: boolean;
+ *   selection: UndoSelection;
+ * }} UndoRequest
+ */
+
+/**
+ * Which changes to undo.
+ * @typedef {{
+ *   id: number;
+ *   type: "change";
+ * } | {
+ *   call_id: string;
+ *   type: "call";
+ * } | {
+ *   execution_id: string;
+ *   type: "turn";
+ * } | ({
+ *   client?: string | null;
+ *   since: string;
+ *   type: "since";
+ * })} UndoSelection
+ */
+
+/**
+ * One change undone.
+ * @typedef {{
+ *   changeId: number;
+ *   undoId: number;
+ * }} UndoneChange
  */
 
 /**

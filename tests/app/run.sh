@@ -20,6 +20,8 @@ app="${SOUZ_APP:-$target/debug/souz-app}"
 shots="${SOUZ_SCREENSHOTS:+$root/docs/screenshots}"
 work="$(mktemp -d)"
 export SOUZ_HOME="$work/souz" HOME="$work/user" SOUZ_LOG="info,souz_app=debug" NO_AT_BRIDGE=1
+# Tests never reach the internet: the default local memory model is not downloaded.
+export SOUZ_NO_MODEL_DOWNLOADS=1
 mkdir -p "$SOUZ_HOME" "$HOME"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export SOUZ_PORT="$port"

@@ -1,6 +1,7 @@
 //! Memory end to end: `souz memory` on a real daemon — add (secrets removed), list with
 //! filters, search with scores, show with evidence, forget (gone, and a clear error for an
-//! unknown id), retire; bad input exits non-zero and stores nothing.
+//! unknown id), retire; status (by words only until the default local model is ready, which a
+//! test daemon never downloads); bad input exits non-zero and stores nothing.
 
 use souz_e2e::Daemon;
 
@@ -97,6 +98,26 @@ fn add_list_search_show_and_forget_through_the_cli() {
     assert!(found["items"][0]["score"].as_f64().unwrap() > 0.0);
     let (ok, text) = cli(&daemon, &["search", "quantum chromodynamics"]);
     assert!(ok && text.contains("Nothing found"), "{text}");
+    // The default local model is not downloaded under test: search says it went by words.
+    assert!(
+        text.contains(
+            "Memory recalls by words only until the local model local/multilingual-e5-small is ready"
+        ),
+        "{text}"
+    );
+    let (ok, text) = cli(&daemon, &["status"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("by words only until the local model local/multilingual-e5-small is ready")
+            && text.contains("downloaded into the Souz home on first use"),
+        "{text}"
+    );
+    let status = json(&daemon, &["status", "--json"]);
+    assert_eq!(
+        status,
+        serde_json::json!({"model": "local/multilingual-e5-small", "local": {"state": "missing"}}),
+        "SOUZ_NO_MODEL_DOWNLOADS keeps a test daemon off the internet"
+    );
 
     let (ok, text) = cli(&daemon, &["show", &editor_id]);
     assert!(ok, "{text}");

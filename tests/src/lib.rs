@@ -64,6 +64,9 @@ pub fn program_in(program: &Path, home: &Path) -> Command {
         // No session bus: a daemon under test must never reach the person's real keyring
         // (tests that want one start their own).
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        // Tests never reach the internet: the default local embedding model is not
+        // downloaded (memory recalls by words); a test that wants a download serves it.
+        .env("SOUZ_NO_MODEL_DOWNLOADS", "1")
         .stdin(Stdio::null());
     command
 }

@@ -33,7 +33,9 @@ export async function shot(tab, name) {
  *  token once `daemon.json` is written. */
 export async function startDaemon(home, user, env = {}) {
   const child = spawn(souz, ["serve"], {
-    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn", ...env },
+    // SOUZ_NO_MODEL_DOWNLOADS: tests never reach the internet, so the default local memory
+    // model is not downloaded (a test that serves its files clears it).
+    env: { ...process.env, SOUZ_HOME: home, HOME: user, SOUZ_PORT: "0", SOUZ_LOG: "warn", SOUZ_NO_MODEL_DOWNLOADS: "1", ...env },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const info = await waitFor(() => {

@@ -45,6 +45,9 @@ test("the Memory page searches, filters, edits, pins, shows evidence and forgets
   await tab.waitForSelector(".memory-fact .score");
   assert.equal(await tab.locator(".memory-fact").count(), 1);
   assert.match(await tab.textContent(".memory-fact"), /helix/);
+  // The test daemon never downloads the default model: the results say they are by words only.
+  assert.match(await tab.textContent("#memory-words-only"),
+    /Found by words only: the local memory model local\/multilingual-e5-small is not ready yet/);
   await tab.click("#memory-search button[type=button]");
   await waitFor(async () => (await tab.locator(".memory-fact").count()) === 3, "the list again");
 
@@ -109,14 +112,20 @@ async function startMirror({ broken = false } = {}) {
   };
 }
 
+/** The model's files come from the mirror on this machine: downloads may run. */
+const SERVED = { SOUZ_NO_MODEL_DOWNLOADS: "" };
+
 test("the Memory page shows the local model's download, then that it is ready", async () => {
   assert.ok(existsSync(join(MODEL_FILES, "model.safetensors")), `${MODEL_FILES} is missing: run scripts/clients.sh`);
   const mirror = await startMirror();
-  const local = await startSession({}, { config: mirror.config });
+  const local = await startSession(SERVED, { config: mirror.config });
   try {
     const tab = await local.page("/memory");
     await tab.waitForSelector("#memory-list");
-    assert.equal(await tab.locator("#memory-model").isHidden(), true, "nothing to show before a download");
+    // Before the download: memory searches by words only, and says so.
+    await tab.waitForSelector('#memory-model[data-state="missing"]');
+    assert.match(await tab.locator("#memory-model-text").innerText(),
+      /by words only until the local memory model local\/all-minilm-l6-v2 is ready/);
     const stored = await local.api("POST", "/v1/memory", { title: "Tea", body: "Green tea in the morning" });
     assert.equal(stored.status, 201, JSON.stringify(stored.body));
     await tab.waitForSelector('#memory-model[data-state="downloading"]', { timeout: 60_000 });
@@ -149,7 +158,7 @@ test("the Memory page shows the local model's download, then that it is ready", 
 
 test("the Memory page shows a failed download of the local model", async () => {
   const mirror = await startMirror({ broken: true });
-  const local = await startSession({}, { config: mirror.config });
+  const local = await startSession(SERVED, { config: mirror.config });
   try {
     const tab = await local.page("/memory");
     await tab.waitForSelector("#memory-list");

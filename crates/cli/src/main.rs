@@ -8,6 +8,7 @@ mod clients_command;
 mod config_command;
 #[cfg(feature = "conformance")]
 mod conformance;
+mod history_command;
 mod keys_command;
 mod mcp_config;
 mod mcp_servers_command;
@@ -126,6 +127,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<schedules_command::SchedulesCommand>,
     },
+    /// The changes Souz's file tools made, newest first (`--client`, `--turn`, `--limit`).
+    History(history_command::HistoryArgs),
+    /// Undo file changes: `souz undo CALL_ID | --turn ID | --since 10m [--client NAME]
+    /// | --change N [--force]`. A file changed since Souz wrote it stops the undo (exit code
+    /// 3, with the three versions shown) unless --force.
+    Undo(history_command::UndoArgs),
     /// The Telegram channel: status, link (a one-time code for the bot), unlink (default:
     /// status).
     Telegram {
@@ -216,6 +223,12 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Keys { command } => client_command(keys_command::run(command)),
+        Command::History(args) => client_command(async {
+            history_command::history(args)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Undo(args) => client_command(history_command::undo(args)),
         Command::Telegram { command } => client_command(async {
             telegram_command::run(command)
                 .await

@@ -1,4 +1,5 @@
-//! `souz memory`: long-term memory through the daemon (list, search, add, forget, show).
+//! `souz memory`: long-term memory through the daemon (list, search, add, forget, show, and
+//! status: whether it recalls by meaning or, until its model is ready, by words only).
 //! Kinds and statuses are accepted in any case; the daemon checks everything else.
 
 use std::process::ExitCode;
@@ -85,6 +86,13 @@ pub enum MemoryCommand {
         /// Retire instead of deleting.
         #[arg(long)]
         retire: bool,
+    },
+    /// How memory recalls now: by words only, or by meaning too (the embedding model, and a
+    /// local model's download).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show a fact and where it came from.
     Show {
@@ -178,13 +186,30 @@ async fn search(
     let found = client.search_memory(&request).await?;
     if json {
         print_json(&found)?;
-    } else if found.items.is_empty() {
+        return Ok(());
+    }
+    if found.items.is_empty() {
         say!("Nothing found.");
     } else {
         for hit in &found.items {
             say!("{:.3} {}", hit.score, hit.fact.title);
             say!("      {}  {}", hit.fact.id, truncate(&hit.fact.body, 100));
         }
+    }
+    // Found by words only: say so, and why.
+    let model = client.memory_model().await?;
+    if !model.by_meaning() {
+        say!("{}", model.describe());
+    }
+    Ok(())
+}
+
+async fn status(client: &souz_client::DaemonClient, json: bool) -> Result<()> {
+    let model = client.memory_model().await?;
+    if json {
+        print_json(&model)?;
+    } else {
+        say!("{}", model.describe());
     }
     Ok(())
 }
@@ -275,6 +300,7 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
                 say!("Already remembered {}: {} (confirmed)", fact.id, fact.title);
             }
         }
+        MemoryCommand::Status { json } => status(&client, json).await?,
         MemoryCommand::Forget { id, retire } => {
             if retire {
                 client.retire_memory_fact(&id).await?;

@@ -18,6 +18,7 @@ mod calls;
 mod client;
 mod error;
 pub mod follow;
+mod history;
 pub mod home;
 pub mod identity;
 mod memory;

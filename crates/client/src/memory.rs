@@ -2,7 +2,7 @@
 //! with a tombstone), evidence, search.
 
 use souz_protocol::{
-    MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryQuery,
+    MemoryEvidenceList, MemoryFact, MemoryFactList, MemoryFactPatch, MemoryModelInfo, MemoryQuery,
     MemorySearchRequest, MemorySearchResult, NewMemoryFact,
 };
 
@@ -90,6 +90,11 @@ impl DaemonClient {
     pub async fn memory_evidence(&self, id: &str) -> Result<MemoryEvidenceList, ClientError> {
         self.get(&format!("/v1/memory/{}/evidence", encode(id)))
             .await
+    }
+
+    /// What searches memory by meaning, and where a local model is (`GET /v1/memory/model`).
+    pub async fn memory_model(&self) -> Result<MemoryModelInfo, ClientError> {
+        self.get("/v1/memory/model").await
     }
 
     /// Searches memory with the recall the agents use.

@@ -71,6 +71,7 @@ fn main() {
             client: None,
             mirror: None,
             idle_unload: Duration::from_secs(3600),
+            retry_after: Duration::from_secs(60),
             on_status: None,
         });
         let started = Instant::now();

@@ -209,7 +209,9 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     (at(0.5), at(0.95))
 }
 
-/// Prints lexical recall@5 per language on the bilingual recall set (no embedder).
+/// Prints recall@5 on the bilingual recall set: lexical (no embedder) per language and
+/// cross-language, then with the multilingual model (fused, as a turn recalls) when this machine
+/// has it (`recall_set::multilingual`), or says plainly that it does not.
 fn print_recall_quality(runtime: &tokio::runtime::Runtime) {
     let set = recall_set::recall_set().expect("the recall set");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -224,19 +226,60 @@ fn print_recall_quality(runtime: &tokio::runtime::Runtime) {
             .await
             .expect("recall")
     });
+    print_figures(&format!("lexical ({} facts)", set.facts.len()), &figures);
+    for missed in &figures.missed {
+        println!("  missed: {missed}");
+    }
+    let source = match recall_set::multilingual() {
+        Ok(source) => source,
+        Err(why) => {
+            println!("recall quality with the multilingual model: not measured: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let figures = runtime.block_on(async {
+        let store = Store::open(dir.path().join("souz.db"))
+            .await
+            .expect("store");
+        let embedder = source.embedder().expect("the multilingual embedder");
+        recall_set::embed_set(&store, &set, embedder.as_ref())
+            .await
+            .expect("embed the set");
+        let memory = Memory::new(MemoryParts {
+            store,
+            embedder: Some(embedder),
+            writer: Arc::new(NoWriter),
+        });
+        recall_set::recall_at_5(&memory, &set)
+            .await
+            .expect("recall")
+    });
+    print_figures(&format!("with {}", source.describe()), &figures);
+    for missed in figures.missed.iter().chain(&figures.missed_cross) {
+        println!("  missed: {missed}");
+    }
+}
+
+/// One line of recall@5 figures.
+fn print_figures(what: &str, figures: &recall_set::Figures) {
+    let overall = figures.overall();
     println!(
-        "recall quality ({} facts): lexical recall@5 en {:.3} ({}/{}), ru {:.3} ({}/{})",
-        set.facts.len(),
+        "recall quality {what}: recall@5 en {:.3} ({}/{}), ru {:.3} ({}/{}), cross-language \
+         {:.3} ({}/{}), overall {:.3} ({}/{})",
         figures.english.recall(),
         figures.english.found,
         figures.english.asked,
         figures.russian.recall(),
         figures.russian.found,
         figures.russian.asked,
+        figures.cross.recall(),
+        figures.cross.found,
+        figures.cross.asked,
+        overall.recall(),
+        overall.found,
+        overall.asked,
     );
-    for missed in &figures.missed {
-        println!("  missed: {missed}");
-    }
 }
 
 fn bench_recall(c: &mut Criterion) {

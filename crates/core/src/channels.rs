@@ -5,7 +5,10 @@
 //!
 //! - [`store`]: the channel's rows (offset, link, audit), which the facade reads and writes
 //!   (it sits below the runtime in the layer table).
+//! - [`tools`]: `ListActiveChannels` and `SendMessageToChannel`, catalog tools that reach the
+//!   running channels through a slot (it sits below the runtime too, which builds the catalog).
 //! - [`telegram`]: the transport: the Bot API client, long polling, linking, turns, answers.
 
 pub(crate) mod store;
 pub mod telegram;
+pub(crate) mod tools;

@@ -19,6 +19,7 @@ pub(crate) mod byte_size;
 pub(crate) mod channels;
 pub(crate) mod edit;
 pub mod env;
+pub(crate) mod history;
 pub(crate) mod llm;
 pub(crate) mod log;
 pub(crate) mod mcp;
@@ -45,6 +46,7 @@ pub use env::{
     ENV_OVERRIDES, EnvLookup, EnvOverride, OverrideTarget, Setter, Var, process_lookup,
     system_language,
 };
+pub use history::HistoryConfig;
 pub use llm::LlmConfig;
 pub use log::LogConfig;
 pub use mcp::{McpConfig, McpServerConfig, import_servers};
@@ -144,6 +146,7 @@ config_sections! {
     skills: SkillsConfig,
     web: WebConfig,
     channels: ChannelsConfig,
+    history: HistoryConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

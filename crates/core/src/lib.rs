@@ -17,6 +17,7 @@ pub mod chat;
 pub mod config;
 pub mod gateway;
 pub(crate) mod graph;
+pub mod history;
 pub mod host;
 pub mod llm;
 pub mod mcp;
@@ -66,8 +67,13 @@ pub const LAYERS: &[&[&str]] = &[
     &["sandbox"],
     // The policy and what it matches on, the pending queue, grants, audit.
     &["approvals"],
+    // The history of file changes: checkpoints the gate records around a file tool's write,
+    // kept contents, limits, reconciliation after a crash.
+    &["history"],
     // The tool trait, the catalog, the gate, built-in tools.
     &["tools"],
+    // Undo of recorded changes (it writes and trashes with the file tools' helpers).
+    &["history::undo", "history::tests"],
     // File-backed skills: bundles, validation, the registry.
     &["skills"],
     &["llm"],
@@ -105,8 +111,9 @@ pub const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["chat"],
     // Scheduled runs: specs, the clock, claims, the engine; a fire is a chat execution. The
-    // channels' rows (offset, link, audit), which the runtime's facade reads and writes.
-    &["schedules", "channels::store"],
+    // channels' rows (offset, link, audit), which the runtime's facade reads and writes; the
+    // channel tools, which the runtime puts in the catalog and a running channel binds.
+    &["schedules", "channels::store", "channels::tools"],
     // `Runtime::start` and `RuntimeHandle`, the facade of the adapters.
     &["runtime"],
     // The adapters, the channels (chat apps such as Telegram, over the facade like the

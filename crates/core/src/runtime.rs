@@ -31,6 +31,7 @@ use crate::agent::memory::LongTermMemory;
 use crate::agent::{AgentKind, AgentParts, Agents};
 use crate::approvals::Approvals;
 use crate::bus::{EventBus, pause};
+use crate::channels::tools::ChannelTools;
 use crate::chat::settings::SettingsDefaults;
 use crate::chat::{self, ChatError, Chats, ChatsParts};
 use crate::config::Config;
@@ -88,6 +89,9 @@ pub enum RuntimeError {
     /// The agents could not be set up.
     #[error("cannot set up the agents: {0}")]
     Agents(String),
+    /// The history of file changes could not be opened or settled.
+    #[error("cannot open the history of file changes: {0}")]
+    History(#[from] crate::history::HistoryError),
 }
 
 /// What the embedding binary tells the runtime beyond the configuration.
@@ -152,6 +156,8 @@ struct State {
     restart: Option<CancellationToken>,
     /// Scheduled runs and their engine.
     schedules: crate::schedules::Schedules,
+    /// The slot of the channel tools, which a channel fills when it starts.
+    channel_tools: ChannelTools,
 }
 
 impl Runtime {
@@ -191,8 +197,9 @@ impl Runtime {
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
         let scheduling = crate::schedules::tools::ScheduleTools::default();
+        let channel_tools = ChannelTools::new(store.clone());
         let gate = Gate::new(GateParts {
-            catalog: catalog(&config, &store, &llm, &scheduling)?,
+            catalog: catalog(&config, &store, &llm, &scheduling, &channel_tools)?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),
@@ -200,9 +207,7 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
         });
-        set_proxy_mode(&config, &gate);
-        expire_approvals(&tasks, gate.approvals(), &shutdown);
-        recover_calls(&gate).await?;
+        ready_gate(&config, &store, &gate, &tasks, &shutdown).await?;
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store())
             .on_tasks(background.clone());
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
@@ -270,6 +275,7 @@ impl Runtime {
                 souz_binary,
                 restart: options.restart,
                 schedules,
+                channel_tools,
             }),
         };
         announce_start(&handle).await?;
@@ -321,6 +327,13 @@ impl RuntimeHandle {
     /// The runtime event bus.
     pub(crate) fn events(&self) -> &EventBus {
         &self.state.events
+    }
+
+    /// The slot of the channel tools (a channel binds its [`Messenger`] when it starts).
+    ///
+    /// [`Messenger`]: crate::channels::tools::Messenger
+    pub(crate) fn channel_tools(&self) -> &ChannelTools {
+        &self.state.channel_tools
     }
 
     /// The approval gate every tool call passes.

@@ -11,6 +11,7 @@
 //! - [`git_server`]: a loopback git smart-HTTP server and repository helpers;
 //! - [`web`]: a loopback fixture site speaking the search backends' formats, a scripted model
 //!   for the model-backed web tools;
+//! - [`run_prompt_now`]: a prompt schedule run now, for tests of scheduled runs;
 //! - [`ScheduleBench`]: many schedules and an engine on a counting manual clock, for the
 //!   schedule benchmarks;
 //! - [`RuntimeInternals`]: the services behind the runtime's facade, for other crates' tests
@@ -31,6 +32,7 @@ mod home;
 mod internals;
 pub mod probes;
 mod runtime;
+mod schedule_runs;
 mod schedules;
 pub mod web;
 
@@ -41,6 +43,7 @@ pub use gate::TestGate;
 pub use home::{TestHome, tool_context};
 pub use internals::RuntimeInternals;
 pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment};
+pub use schedule_runs::run_prompt_now;
 pub use schedules::{LoadedSchedule, ScheduleBench};
 
 /// The peak resident memory of this (test) process so far, in KiB (`VmHWM`); `None` where

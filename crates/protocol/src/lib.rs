@@ -14,6 +14,7 @@ pub mod connect;
 pub mod display;
 pub mod error;
 pub mod event;
+pub mod history;
 pub mod identity;
 pub mod language;
 pub mod llm;

@@ -259,6 +259,49 @@ pub struct MemoryModelInfo {
     pub local: Option<LocalModelState>,
 }
 
+impl MemoryModelInfo {
+    /// Whether memory recalls by meaning now: a provider's model, or a local model that is on
+    /// disk. Otherwise (no model, or a local one not downloaded yet) it recalls by words only.
+    pub fn by_meaning(&self) -> bool {
+        match (&self.model, &self.local) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(_), Some(state)) => {
+                matches!(state, LocalModelState::Ready | LocalModelState::Loaded)
+            }
+        }
+    }
+
+    /// How memory recalls, said plainly (English, for the CLI).
+    pub fn describe(&self) -> String {
+        let Some(model) = &self.model else {
+            return "Memory recalls by words only: no embedding model is set                     ([memory] embeddings_model is empty)."
+                .to_owned();
+        };
+        let megabytes = |bytes: u64| bytes / 1_000_000;
+        match &self.local {
+            None => format!("Memory recalls by words and by meaning, with {model}."),
+            Some(LocalModelState::Ready | LocalModelState::Loaded) => {
+                format!("Memory recalls by words and by meaning, with the local model {model}.")
+            }
+            Some(LocalModelState::Missing) => format!(
+                "Memory recalls by words only until the local model {model} is ready: it is \
+                 downloaded into the Souz home on first use."
+            ),
+            Some(LocalModelState::Downloading { received, total }) => format!(
+                "Memory recalls by words only until the local model {model} is ready: \
+                 downloading, {} of {} MB.",
+                megabytes(*received),
+                megabytes(*total)
+            ),
+            Some(LocalModelState::Failed { error }) => format!(
+                "Memory recalls by words only until the local model {model} is ready: its \
+                 download failed ({error}); Souz tries again later."
+            ),
+        }
+    }
+}
+
 /// Where an in-process model is in its life.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]

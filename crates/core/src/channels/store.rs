@@ -11,6 +11,9 @@
 //! - A button's callback data is a random handle, never the approval's id; pressing one uses
 //!   up every handle of its approval ([`take_press`]), so a replay or the other button finds
 //!   nothing.
+//! - An approval is prompted in Telegram at most once: [`claim_prompt`] inserts its row or
+//!   finds one; a prompt whose send failed is dropped ([`drop_prompt`]) so it can be tried
+//!   again. Closed prompts are forgotten after [`PROMPT_KEEP_DAYS`] days.
 //! - Of a Telegram user who is not the linked one nothing is kept but one audit row per kind
 //!   (kind and user id), however many messages they send, and a refusal is sent to each such
 //!   user once: [`refuse_once`] says whether this is the first.
@@ -291,6 +294,103 @@ pub(crate) fn take_press(
         )?;
     }
     Ok(press)
+}
+
+/// Days a closed prompt's row is kept.
+pub(crate) const PROMPT_KEEP_DAYS: i64 = 30;
+
+/// An approval's message in Telegram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Prompt {
+    /// The approval.
+    pub approval_id: String,
+    /// The chat it was sent to.
+    pub telegram_chat: i64,
+    /// Its message.
+    pub message_id: i32,
+    /// The text it was sent with (plain, unescaped).
+    pub text: String,
+}
+
+/// Claims the prompt of `approval_id` (to be sent to `telegram_chat` with `text`); `false`
+/// when it was claimed before. Forgets prompts closed long ago.
+pub(crate) fn claim_prompt(
+    connection: &Connection,
+    approval_id: &str,
+    telegram_chat: i64,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let forget_before = now - chrono::Duration::days(PROMPT_KEEP_DAYS);
+    connection.execute(
+        "DELETE FROM telegram_prompts WHERE closed_at IS NOT NULL AND closed_at < ?1",
+        params![to_time(forget_before)],
+    )?;
+    let inserted = connection.execute(
+        "INSERT OR IGNORE INTO telegram_prompts (approval_id, telegram_chat, text, created_at)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![approval_id, telegram_chat, text, to_time(now)],
+    )?;
+    Ok(inserted == 1)
+}
+
+/// Records the message a claimed prompt was sent as.
+pub(crate) fn set_prompt_message(
+    connection: &Connection,
+    approval_id: &str,
+    message_id: i32,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "UPDATE telegram_prompts SET message_id = ?2 WHERE approval_id = ?1",
+        params![approval_id, message_id],
+    )?;
+    Ok(())
+}
+
+/// Forgets the claim of a prompt that could not be sent.
+pub(crate) fn drop_prompt(connection: &Connection, approval_id: &str) -> Result<(), StoreError> {
+    connection.execute(
+        "DELETE FROM telegram_prompts WHERE approval_id = ?1 AND message_id IS NULL",
+        params![approval_id],
+    )?;
+    Ok(())
+}
+
+/// The sent, not yet closed prompts (of `approval_id` only, when given), oldest first.
+pub(crate) fn open_prompts(
+    connection: &Connection,
+    approval_id: Option<&str>,
+) -> Result<Vec<Prompt>, StoreError> {
+    let mut statement = connection.prepare(
+        "SELECT approval_id, telegram_chat, message_id, text FROM telegram_prompts
+         WHERE closed_at IS NULL AND message_id IS NOT NULL
+           AND (?1 IS NULL OR approval_id = ?1)
+         ORDER BY created_at",
+    )?;
+    let rows = statement
+        .query_map(params![approval_id], |row| {
+            Ok(Prompt {
+                approval_id: row.get(0)?,
+                telegram_chat: row.get(1)?,
+                message_id: row.get(2)?,
+                text: row.get(3)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Marks the prompt of `approval_id` closed.
+pub(crate) fn close_prompt(
+    connection: &Connection,
+    approval_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "UPDATE telegram_prompts SET closed_at = ?2 WHERE approval_id = ?1",
+        params![approval_id, to_time(now)],
+    )?;
+    Ok(())
 }
 
 /// The audit rows as `(kind, telegram user id)`, oldest first (tests and the status view).

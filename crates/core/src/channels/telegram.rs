@@ -1,7 +1,13 @@
 //! The Telegram channel's transport: a long-poll loop on `getUpdates` from the persisted
 //! offset ([`poll`]), what each update does ([`inbound`]: link with a one-time code, refuse a
-//! stranger once, or hand the linked person's text to their Souz chat), and a forwarder that
-//! sends every answer of that chat back ([`outbound`], split and escaped by [`text`]).
+//! stranger once, or hand the linked person's text (photos and documents as attachments,
+//! [`files`]) to their Souz chat), a forwarder that
+//! streams every answer of that chat back ([`outbound`] follows the chat's events, [`stream`]
+//! edits the answer's messages at a throttled rate, split and escaped by [`text`]), and the
+//! approval prompts with their buttons, for that chat and for parked scheduled runs, closed
+//! when the approval ends however it ends ([`prompts`]). The bot speaks the person's interface
+//! language ([`replies`]). Once it runs, the channel tools list and message the linked account
+//! through it ([`messenger`]).
 //!
 //! Invariants:
 //! - It runs on the runtime's tasks ([`RuntimeHandle::spawn`]) and stops with its shutdown
@@ -12,17 +18,33 @@
 //!   refusal and leaves an audit row only.
 
 pub(crate) mod api;
+mod files;
 mod inbound;
+mod messenger;
 mod outbound;
 mod poll;
+mod prompts;
+pub(crate) mod replies;
+mod stream;
 pub(crate) mod text;
 
 #[cfg(test)]
 mod approval_tests;
 #[cfg(test)]
+mod file_tests;
+#[cfg(test)]
+mod prompt_tests;
+#[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tool_tests;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use souz_protocol::language::Language;
 
 use self::api::BotApi;
 use crate::runtime::{RuntimeHandle, ServiceError};
@@ -35,8 +57,17 @@ pub(crate) struct Channel {
     pub api: BotApi,
     /// Seconds one long poll waits.
     pub poll_seconds: u64,
+    /// The least time between two edits of a streamed answer.
+    pub edit_interval: Duration,
     /// The runtime's shutdown: every wait of the channel ends with it.
     pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl Channel {
+    /// The language the bot speaks: the local person's interface language.
+    pub(crate) fn language(&self) -> Language {
+        self.handle.gate().language()
+    }
 }
 
 /// Starts the Telegram transport on the runtime's tasks when `[channels.telegram] enabled` is
@@ -59,9 +90,14 @@ pub async fn start(handle: &RuntimeHandle) -> Result<bool, ServiceError> {
         handle: handle.clone(),
         api,
         poll_seconds: config.poll_seconds,
+        edit_interval: Duration::from_millis(config.edit_interval_ms),
         shutdown: shutdown.clone(),
     });
+    handle
+        .channel_tools()
+        .bind(Arc::new(messenger::TelegramMessenger(Arc::clone(&channel))));
     handle.spawn(outbound::forward(Arc::clone(&channel), shutdown.clone()));
+    handle.spawn(prompts::follow(Arc::clone(&channel), shutdown.clone()));
     handle.spawn(poll::run(channel, shutdown));
     tracing::info!("telegram channel started");
     Ok(true)

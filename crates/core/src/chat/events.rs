@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::Stream;
 use rusqlite::{Connection, Transaction, params};
 use souz_protocol::RuntimeEvent;
+use souz_protocol::chat::events::TurnEndReason;
 use souz_protocol::chat::{ChatEvent, ChatEventBody};
 use tokio::sync::broadcast;
 
@@ -288,6 +289,45 @@ fn replay(
         });
     }
     Ok(events)
+}
+
+/// How a completed execution's turn ended, as its stored `execution.finished` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TurnEnd {
+    /// Why it ended (`Answered` unless Souz ended it).
+    pub reason: TurnEndReason,
+    /// The answer it left: when Souz ended the turn, the explanation the person was given.
+    pub answer: Option<String>,
+}
+
+/// The end of `execution_id`'s turn in `chat_id`, read from its stored `execution.finished`
+/// (found by the index on the one terminal event of an execution) and its answer; `None`
+/// when the execution did not finish (it failed, was cancelled, or goes on).
+pub(crate) fn turn_end(
+    connection: &Connection,
+    chat_id: &str,
+    execution_id: &str,
+) -> Result<Option<TurnEnd>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT v.type, v.payload, m.content FROM chat_events v \
+           LEFT JOIN messages m ON m.chat_id = v.chat_id \
+                AND m.id = json_extract(v.payload, '$.assistantMessageId') \
+          WHERE v.execution_id = ?2 AND v.chat_id = ?1 \
+            AND v.type IN ('execution.finished', 'execution.failed', 'execution.cancelled')",
+    )?;
+    let mut rows = statement.query(params![chat_id, execution_id])?;
+    let Some(row) = rows.next()? else {
+        return Ok(None);
+    };
+    let body = ChatEventBody::from_text(text(row, 0)?, text(row, 1)?)
+        .map_err(|error| StoreError::Corrupt(format!("chat_events.payload: {error}")))?;
+    Ok(match body {
+        ChatEventBody::ExecutionFinished(finished) => Some(TurnEnd {
+            reason: finished.end_reason,
+            answer: row.get(2)?,
+        }),
+        _ => None,
+    })
 }
 
 /// Column `index` of `row` as text, borrowed from the row.

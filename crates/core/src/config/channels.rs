@@ -12,6 +12,8 @@ use super::section::{Invalid, config_section};
 /// Seconds a `getUpdates` long poll is held open by Telegram at most (the Bot API's own cap is
 /// 50).
 const MAX_POLL_SECONDS: u64 = 50;
+/// The shortest and longest wait between two edits of a streamed answer, in milliseconds.
+const EDIT_INTERVAL_MS: std::ops::RangeInclusive<u64> = 50..=60_000;
 
 /// `[channels.telegram]`: the Telegram bot Souz answers through.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +25,9 @@ pub struct TelegramConfig {
     pub api_url: String,
     /// Seconds one `getUpdates` long poll waits for news (1 to 50).
     pub poll_seconds: u64,
+    /// Milliseconds at least between two edits of an answer streamed into Telegram (50 to
+    /// 60,000; Telegram allows about one message a second per chat).
+    pub edit_interval_ms: u64,
 }
 
 impl Default for TelegramConfig {
@@ -31,6 +36,7 @@ impl Default for TelegramConfig {
             enabled: false,
             api_url: "https://api.telegram.org".to_owned(),
             poll_seconds: 30,
+            edit_interval_ms: 1000,
         }
     }
 }
@@ -47,6 +53,7 @@ config_section! {
         ///   enabled = true
         ///   api_url = "https://api.telegram.org"   # or a self-hosted Bot API server
         ///   poll_seconds = 30                      # one long poll's wait, 1 to 50
+        ///   edit_interval_ms = 1000                # a streamed answer: one edit a second at most
         ///
         /// Only the linked Telegram account is served; anyone else gets one refusal.
         pub telegram: TelegramConfig = TelegramConfig::default(),
@@ -69,6 +76,16 @@ impl ChannelsConfig {
                 format!("poll_seconds must be between 1 and {MAX_POLL_SECONDS}"),
             ));
         }
+        if !EDIT_INTERVAL_MS.contains(&self.telegram.edit_interval_ms) {
+            problems.push(Invalid::new(
+                "telegram",
+                format!(
+                    "edit_interval_ms must be between {} and {}",
+                    EDIT_INTERVAL_MS.start(),
+                    EDIT_INTERVAL_MS.end()
+                ),
+            ));
+        }
         problems
     }
 }
@@ -89,11 +106,13 @@ mod tests {
             telegram: TelegramConfig {
                 api_url: "ftp://example.com".into(),
                 poll_seconds: 0,
+                edit_interval_ms: 10,
                 ..TelegramConfig::default()
             },
         };
         let problems = format!("{:?}", config.validate());
         assert!(problems.contains("api_url"), "{problems}");
         assert!(problems.contains("poll_seconds"), "{problems}");
+        assert!(problems.contains("edit_interval_ms"), "{problems}");
     }
 }

@@ -6,6 +6,10 @@ use super::section::{Invalid, config_section};
 /// in step).
 pub(crate) const LOCAL_MODELS: &[&str] = &["multilingual-e5-small", "all-minilm-l6-v2"];
 
+/// The local model memory uses unless `embeddings_model` says otherwise (a profile of
+/// `memory::local`, named there as `DEFAULT_LOCAL_MODEL`).
+const DEFAULT_LOCAL_MODEL: &str = "multilingual-e5-small";
+
 /// The longest model name accepted.
 const MAX_MODEL_NAME: usize = 200;
 
@@ -18,11 +22,12 @@ config_section! {
         pub enabled: bool = true,
         /// The embedding model for recall by meaning, named as in [llm] (for example
         /// "text-embedding-3-small" or "qwen/text-embedding-v3"), or a model run inside Souz
-        /// on this computer: "local/multilingual-e5-small" (Russian, English and ~100 more
-        /// languages; about 470 MB, downloaded into the Souz home on first use, recall by
-        /// words until it is there) or "local/all-minilm-l6-v2" (English only, 90 MB).
-        /// Empty: recall by words only.
-        pub embeddings_model: String = String::new(),
+        /// on this computer: "local/multilingual-e5-small" (the default: Russian, English and
+        /// ~100 more languages, so a question in one finds a fact in the other; about 470 MB,
+        /// downloaded into the Souz home on first use, memory recalls by words until it is
+        /// there) or "local/all-minilm-l6-v2" (English only, 90 MB). Empty: recall by words
+        /// only, nothing downloaded.
+        pub embeddings_model: String = format!("local/{}", DEFAULT_LOCAL_MODEL),
         /// A local embedding model is dropped from memory after this many seconds unused
         /// (and loaded again when needed).
         pub local_model_idle_seconds: u64 = 600,

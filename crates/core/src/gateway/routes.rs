@@ -8,6 +8,7 @@ pub(crate) mod clients;
 pub(crate) mod config;
 pub(crate) mod connect;
 pub(crate) mod events;
+pub(crate) mod history;
 pub(crate) mod local_models;
 pub(crate) mod mcp_servers;
 pub(crate) mod memory;
@@ -38,6 +39,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(tools::routes())
         .merge(mcp_servers::routes())
         .merge(audit::routes())
+        .merge(history::routes())
         .merge(memory::routes())
         .merge(local_models::routes())
         .merge(chats::routes())

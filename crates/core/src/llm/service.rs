@@ -224,6 +224,11 @@ impl LlmService {
         self.local.as_ref()
     }
 
+    /// The environment the service reads keys from (the daemon's, or a test's own).
+    pub(crate) fn environment(&self) -> Environment {
+        Arc::clone(&self.shared().environment)
+    }
+
     /// Applies a new `[llm]` section: the next call uses its models, base URLs, timeouts and
     /// CA files. Nothing changes when it is not usable (a CA file that cannot be read, a
     /// default model that does not resolve).

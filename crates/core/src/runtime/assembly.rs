@@ -4,6 +4,7 @@
 //! and the hooks that apply a saved `config.toml` live.
 
 use super::*;
+use crate::channels::tools::ChannelTools;
 use crate::schedules::Schedules;
 use crate::schedules::clock::SystemClock;
 use crate::schedules::engine::{Engine, EngineParts};
@@ -224,7 +225,7 @@ impl crate::chat::ChatFiles for GateFiles {
 
 /// Trusted-proxy mode, when `[server] trusted_proxy_token` is set: calls in proxied users'
 /// chats run in their folders under `proxy_user_roots`.
-pub(super) fn set_proxy_mode(config: &Config, gate: &Gate) {
+fn set_proxy_mode(config: &Config, gate: &Gate) {
     let proxy_mode = !config.server.trusted_proxy_token.trim().is_empty();
     gate.set_proxy_user_roots(proxy_mode.then_some(config.server.proxy_user_roots.as_str()));
 }
@@ -301,9 +302,16 @@ pub(super) async fn open_memory(
     tasks: &crate::tasks::Tasks,
 ) -> Memory {
     let model = config.memory.embeddings_model.trim();
+    // The service's environment: the daemon's, or a test runtime's own (which forbids downloads).
+    let environment = llm.environment();
+    let host = embeddings::ModelHost {
+        events,
+        tasks,
+        environment: &environment,
+    };
     let embedder: Option<Arc<dyn crate::memory::Embedder>> = if model.is_empty() {
         None
-    } else if let Some(local) = embeddings::local_embedder(config, model, events, tasks.clone()) {
+    } else if let Some(local) = embeddings::local_embedder(config, model, &host) {
         Some(Arc::new(local))
     } else {
         match llm.embedding_client(model).await {
@@ -330,8 +338,46 @@ pub(super) async fn open_memory(
     })
 }
 
+/// Readies the gate before anything calls through it: proxy mode, the expiry of grants and
+/// parked approvals (runtime tasks), the calls a crash interrupted, and the history of file
+/// changes (settled against the disk).
+pub(super) async fn ready_gate(
+    config: &Config,
+    store: &Store,
+    gate: &Gate,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Result<(), RuntimeError> {
+    set_proxy_mode(config, gate);
+    expire_approvals(tasks, gate.approvals(), shutdown);
+    recover_calls(gate).await?;
+    open_history(config, store, gate).await
+}
+
+/// Opens the history of file changes (`[history] enabled`), settles what a previous run left
+/// pending against the disk, and hands it to the gate, before any call can start.
+async fn open_history(config: &Config, store: &Store, gate: &Gate) -> Result<(), RuntimeError> {
+    if !config.history.enabled {
+        return Ok(());
+    }
+    let history = crate::history::History::open(
+        store.clone(),
+        config.paths.home(),
+        crate::history::Limits::of(&config.history),
+    )?;
+    let settled = history.reconcile(gate.sandbox()).await?;
+    if settled != crate::history::reconcile::Reconciled::default() {
+        tracing::info!(
+            ?settled,
+            "settled the file history left by the previous run"
+        );
+    }
+    gate.set_history(history);
+    Ok(())
+}
+
 /// Marks tool calls a previous run left unfinished as failed.
-pub(super) async fn recover_calls(gate: &Gate) -> Result<(), RuntimeError> {
+async fn recover_calls(gate: &Gate) -> Result<(), RuntimeError> {
     let recovered = gate.recover().await?;
     if recovered > 0 {
         tracing::warn!(
@@ -420,7 +466,7 @@ pub(super) fn with_local_models(
 }
 
 /// Ends time-limited grants and parked approvals when their time is up, as runtime tasks.
-pub(super) fn expire_approvals(
+fn expire_approvals(
     tasks: &tokio_util::task::TaskTracker,
     approvals: &crate::approvals::Approvals,
     shutdown: &tokio_util::sync::CancellationToken,
@@ -429,15 +475,19 @@ pub(super) fn expire_approvals(
     tasks.spawn(approvals.clone().expire_parked(shutdown.clone()));
 }
 
-/// Every built-in tool, and the schedule tools over `scheduling` (bound once the schedule
-/// service started: [`start_schedules`]).
+/// Every built-in tool, the schedule tools over `scheduling` (bound once the schedule
+/// service started: [`start_schedules`]) and the channel tools over `channels` (bound by a
+/// channel when it starts).
 pub(super) fn catalog(
     config: &Config,
     store: &Store,
     llm: &Arc<LlmService>,
     scheduling: &ScheduleTools,
+    channels: &ChannelTools,
 ) -> Result<crate::tools::Catalog, crate::tools::CatalogError> {
-    builtin::catalog_with(&web_services(config, store, llm), scheduling.tools())
+    let mut extra = scheduling.tools();
+    extra.extend(channels.tools());
+    builtin::catalog_with(&web_services(config, store, llm), extra)
 }
 
 /// What the schedule service starts over.

@@ -20,6 +20,7 @@ mod chats;
 mod connect;
 mod credentials;
 mod events;
+mod history;
 mod local_models;
 mod mcp;
 mod memory;
@@ -46,11 +47,13 @@ pub(crate) use crate::approvals::policy::same_requester;
 pub(crate) use crate::bus::FollowItem;
 pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
 pub(crate) use crate::chat::{ChatUser, MessagePage};
+pub(crate) use crate::history::undo::{HistoryQuery, MAX_LISTED as MAX_LISTED_CHANGES};
 pub(crate) use crate::tools::gate::{CallRequest, CallState};
 pub(crate) use crate::tools::{ToolProgress, ToolSpec, input_schema, parse_arguments};
 pub(crate) use memory::MemoryOrigin;
 pub(crate) use schedules::MAX_LISTED_RUNS;
 pub(crate) use skills::UsableSkill;
+pub(crate) use telegram::{Press, TELEGRAM_VIA};
 
 /// Why an operation of the runtime failed, as every adapter sees it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -9,6 +9,7 @@ mod memory_capture;
 mod parked_runs;
 mod planted_links;
 mod skill_inventory;
+mod stopped_runs;
 mod web_tools;
 
 use std::time::Duration;

@@ -146,6 +146,12 @@ impl<'a> Beneath<'a> {
         Ok(rustix::fs::unlinkat(&parent, name, AtFlags::empty())?)
     }
 
+    /// Removes the empty folder `path` (never what a link points to).
+    pub fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let (parent, name) = self.open_parent(path)?;
+        Ok(rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR)?)
+    }
+
     /// Removes `path` and, for a folder, everything inside it (links are removed, not
     /// followed).
     pub fn remove_all(&self, path: &Path) -> io::Result<()> {

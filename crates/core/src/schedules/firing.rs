@@ -24,15 +24,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use souz_protocol::chat::{ChatEventBody, ChatSettings, CreateChat, ExecutionStatus, PostMessage};
+use souz_protocol::chat::{
+    ChatEventBody, ChatSettings, CreateChat, Execution, ExecutionStatus, PostMessage,
+};
 use souz_protocol::language::Language;
 use souz_protocol::schedules::{RunState, ScheduleAction};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::reasons::{RunReason, SharedLanguage};
 use super::store::{self as rows, StoredSchedule};
+use crate::chat::events::{self, TurnEnd};
 use crate::chat::{ChatError, ChatUser, Chats, records};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// A claimed occurrence being fired.
 #[derive(Debug, Clone)]
@@ -199,15 +202,7 @@ impl ChatFiring {
         self.store
             .write(move |tx| rows::link_run(tx, run_id, &chat, Some(&execution)))
             .await?;
-        let execution = posted.execution;
-        if let Some(end) = end_of(
-            execution.status,
-            execution.error_code,
-            execution.error_message,
-            self.language(),
-        ) {
-            return Ok(end);
-        }
+        // An execution that already ended (a retried post) is read back by the watch first.
         let watch = Watch {
             run_id: run.run_id,
             chat_id: &chat_id,
@@ -240,7 +235,22 @@ impl ChatFiring {
                         continue;
                     }
                     match &event.body {
-                        ChatEventBody::ExecutionFinished(_) => return Ok(RunEnd::ok()),
+                        ChatEventBody::ExecutionFinished(finished)
+                            if finished.end_reason.is_answered() =>
+                        {
+                            return Ok(RunEnd::ok());
+                        }
+                        // Souz ended the turn (a limit, a model failure): the stored answer
+                        // says why.
+                        ChatEventBody::ExecutionFinished(finished) => {
+                            let stored = self.stored_end(chat_id, execution_id).await?;
+                            return Ok(stored.unwrap_or_else(|| {
+                                stopped_end(&TurnEnd {
+                                    reason: finished.end_reason,
+                                    answer: None,
+                                })
+                            }));
+                        }
                         ChatEventBody::ExecutionFailed(failed) => {
                             return Ok(failed_end(&failed.error_code, &failed.error_message));
                         }
@@ -320,40 +330,51 @@ impl ChatFiring {
         execution_id: &str,
     ) -> Result<Option<RunEnd>, ChatError> {
         let (chat, id) = (chat_id.to_owned(), execution_id.to_owned());
-        let row = self
+        let stored = self
             .store
-            .read(move |c| records::load_execution(c, &chat, &id))
+            .read(move |c| {
+                let Some(row) = records::load_execution(c, &chat, &id)? else {
+                    return Ok::<_, StoreError>(None);
+                };
+                let turn = match row.execution.status {
+                    ExecutionStatus::Completed => events::turn_end(c, &chat, &id)?,
+                    _ => None,
+                };
+                Ok(Some((row.execution, turn)))
+            })
             .await?;
-        Ok(row.and_then(|row| {
-            let execution = row.execution;
-            end_of(
-                execution.status,
-                execution.error_code,
-                execution.error_message,
-                self.language(),
-            )
-        }))
+        Ok(stored.and_then(|(execution, turn)| end_of(execution, turn, self.language())))
     }
 }
 
-/// How a run ends for an execution in `status`; `None` while it goes (or waits).
-fn end_of(
-    status: ExecutionStatus,
-    code: Option<String>,
-    message: Option<String>,
-    language: Language,
-) -> Option<RunEnd> {
-    match status {
-        ExecutionStatus::Completed => Some(RunEnd::ok()),
+/// How a run ends for `execution` (whose turn ended as `turn`, when it completed); `None`
+/// while it goes (or waits).
+fn end_of(execution: Execution, turn: Option<TurnEnd>, language: Language) -> Option<RunEnd> {
+    match execution.status {
+        ExecutionStatus::Completed => Some(match turn {
+            Some(turn) if !turn.reason.is_answered() => stopped_end(&turn),
+            _ => RunEnd::ok(),
+        }),
         ExecutionStatus::Failed => Some(failed_end(
-            code.as_deref().unwrap_or_default(),
-            message
+            execution.error_code.as_deref().unwrap_or_default(),
+            execution
+                .error_message
                 .as_deref()
                 .unwrap_or(RunReason::Failed.text(language)),
         )),
         ExecutionStatus::Cancelled => Some(RunEnd::failed(RunReason::Cancelled.text(language))),
         _ => None,
     }
+}
+
+/// The run end of a turn Souz ended (a repeated call, a tool-call or time limit, a model
+/// failure): `failed`, for the explanation the person was given followed by the end reason's
+/// code in brackets (`rows::end_orphaned_runs` writes the same).
+fn stopped_end(turn: &TurnEnd) -> RunEnd {
+    RunEnd::failed(match &turn.answer {
+        Some(answer) => format!("{answer} ({})", turn.reason),
+        None => turn.reason.to_string(),
+    })
 }
 
 /// A failed execution's run end: `blocked` when a parked call was denied or expired.

@@ -345,7 +345,9 @@ pub(crate) const UNLINKED_GRACE: chrono::Duration = chrono::Duration::minutes(10
 
 /// Ends the runs a process that died left going: those whose chat execution has ended (the
 /// chat's own recovery fails an execution a dead process left running, before this runs) get
-/// the execution's outcome (`ok` when it completed, else `failed` with its error), and those
+/// the execution's outcome (`ok` when it completed with the model's answer; `failed` with the
+/// explanation and the end reason when Souz ended its turn — the `endReason` its stored
+/// `execution.finished` names, as `firing::stopped_end` writes it — else with its error), and those
 /// never linked to an execution and started before `at` − [`UNLINKED_GRACE`] are `failed`.
 /// A run whose execution still goes (another live daemon's) is left alone; `stopped` is the
 /// reason of a failed one whose execution says none. Returns the
@@ -357,15 +359,24 @@ pub(crate) fn end_orphaned_runs(
 ) -> Result<Vec<String>, StoreError> {
     let mut statement = connection.prepare_cached(
         "UPDATE schedule_runs
-            SET state = CASE WHEN e.status = 'completed' THEN 'ok'
+            SET state = CASE WHEN e.status = 'completed' AND e.end_reason IS NULL THEN 'ok'
                              WHEN e.error_code IN ('approval_denied', 'approval_expired')
                                   THEN 'blocked'
                              ELSE 'failed' END,
-                reason = CASE WHEN e.status = 'completed' THEN NULL
+                reason = CASE WHEN e.status = 'completed' AND e.end_reason IS NULL THEN NULL
+                              WHEN e.status = 'completed'
+                                   THEN coalesce(e.answer || ' (' || e.end_reason || ')',
+                                                 e.end_reason)
                               ELSE coalesce(e.error_message, ?3) END,
                 ended_at = ?1
-           FROM (SELECT r.id AS run_id, x.status, x.error_message, x.error_code
+           FROM (SELECT r.id AS run_id, x.status, x.error_message, x.error_code,
+                        json_extract(v.payload, '$.endReason') AS end_reason,
+                        m.content AS answer
                    FROM schedule_runs r LEFT JOIN executions x ON x.id = r.execution_id
+                   LEFT JOIN chat_events v ON v.execution_id = x.id
+                        AND v.type IN ('execution.finished', 'execution.failed',
+                                       'execution.cancelled')
+                   LEFT JOIN messages m ON m.id = x.assistant_message_id
                   WHERE r.state IN ('running', 'parked')
                     AND (x.status IN ('completed', 'failed', 'cancelled')
                          OR (r.execution_id IS NULL AND r.started_at < ?2))) AS e

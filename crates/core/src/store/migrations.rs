@@ -629,6 +629,74 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX telegram_presses_by_approval ON telegram_presses (approval_id);",
     },
+    Migration {
+        // Approval prompts sent to Telegram (issue 41): where each approval's message is
+        // (`message_id` is NULL while it is being sent), the text it was sent with, and when it
+        // was closed (edited to say how the approval ended, buttons removed). One per approval.
+        name: "telegram_prompts",
+        sql: "CREATE TABLE telegram_prompts (
+                  approval_id   TEXT PRIMARY KEY,
+                  telegram_chat INTEGER NOT NULL,
+                  message_id    INTEGER,
+                  text          TEXT NOT NULL,
+                  created_at    TEXT NOT NULL,
+                  closed_at     TEXT
+              ) STRICT;
+              CREATE INDEX telegram_prompts_open ON telegram_prompts (approval_id)
+                  WHERE closed_at IS NULL;",
+    },
+    Migration {
+        // The history of file changes (issue 45): a change per file tool call, its paths'
+        // before and after, and the content-addressed blobs that restore them.
+        name: "file_history",
+        sql: "CREATE TABLE history_changes (
+                  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+                  call_id      TEXT NOT NULL,
+                  tool         TEXT NOT NULL,
+                  requester    TEXT NOT NULL,
+                  client       TEXT NOT NULL,
+                  chat_id      TEXT,
+                  execution_id TEXT,
+                  summary      TEXT NOT NULL,
+                  status       TEXT NOT NULL CHECK (status IN ('pending', 'done', 'undone')),
+                  undoes       INTEGER,
+                  undone_by    INTEGER,
+                  created_at   TEXT NOT NULL,
+                  finished_at  TEXT
+              ) STRICT;
+              CREATE INDEX history_changes_by_call ON history_changes (call_id);
+              CREATE INDEX history_changes_by_execution ON history_changes (execution_id)
+                  WHERE execution_id IS NOT NULL;
+              CREATE INDEX history_changes_by_time ON history_changes (created_at);
+              CREATE INDEX history_changes_pending ON history_changes (status)
+                  WHERE status = 'pending';
+              CREATE TABLE history_paths (
+                  change_id      INTEGER NOT NULL REFERENCES history_changes (id) ON DELETE CASCADE,
+                  position       INTEGER NOT NULL,
+                  path           BLOB NOT NULL,
+                  created_parent INTEGER NOT NULL,
+                  before_kind    TEXT NOT NULL,
+                  before_size    INTEGER,
+                  before_mode    INTEGER,
+                  before_hash    TEXT,
+                  before_link    BLOB,
+                  before_kept    INTEGER NOT NULL,
+                  after_kind     TEXT,
+                  after_size     INTEGER,
+                  after_mode     INTEGER,
+                  after_hash     TEXT,
+                  after_link     BLOB,
+                  after_kept     INTEGER,
+                  PRIMARY KEY (change_id, position)
+              ) STRICT;
+              CREATE INDEX history_paths_by_before ON history_paths (before_hash);
+              CREATE INDEX history_paths_by_after ON history_paths (after_hash);
+              CREATE TABLE history_blobs (
+                  hash       TEXT PRIMARY KEY,
+                  stored     INTEGER NOT NULL,
+                  created_at TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

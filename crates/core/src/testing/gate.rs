@@ -72,6 +72,11 @@ impl TestGate {
         }
     }
 
+    /// The catalog of Souz's built-in tools (files, documents, data, ...).
+    pub fn builtin_catalog() -> Catalog {
+        crate::tools::builtin::catalog().expect("the built-in catalog")
+    }
+
     /// The temporary home.
     pub fn home(&self) -> &TestHome {
         &self.home

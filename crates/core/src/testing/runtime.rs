@@ -57,7 +57,12 @@ impl TestRuntime {
             flat: false,
             template: false,
             adjust: Vec::new(),
-            environment: HashMap::new(),
+            // No test reaches the internet: the default local embedding model is never
+            // downloaded (a test that wants a download serves the files itself).
+            environment: HashMap::from([(
+                crate::config::env::Var::NoModelDownloads.name().to_owned(),
+                "1".to_owned(),
+            )]),
         }
     }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::{Catalog, CatalogBuilder, CatalogError, DynTool};
 
 /// Every built-in tool, the model-backed ones without a model or cache (they say so when run).
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn catalog() -> Result<Catalog, CatalogError> {
     catalog_with(&Arc::new(internet::WebServices::default()), Vec::new())
 }

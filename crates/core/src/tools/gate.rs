@@ -193,6 +193,9 @@ struct Inner {
     live: Mutex<LiveCalls>,
     recorder: mpsc::UnboundedSender<Recording>,
     workspaces: workspace::Workspaces,
+    /// The history of file changes, once the runtime set it (calls then record their file
+    /// changes around their run; see `history`).
+    history: std::sync::OnceLock<crate::history::History>,
 }
 
 /// Calls running in this process: their state, their cancellation, and what they are (a call
@@ -252,6 +255,7 @@ impl Gate {
                 live: Mutex::new(HashMap::new()),
                 recorder,
                 workspaces: workspace::Workspaces::default(),
+                history: std::sync::OnceLock::new(),
             }),
         };
         let recording = gate.clone();
@@ -278,6 +282,17 @@ impl Gate {
     /// The language of the plans' summaries.
     pub fn language(&self) -> Language {
         self.inner.approvals.language()
+    }
+
+    /// Records the file changes of the calls that start from now on in `history` (set once;
+    /// a second history is ignored).
+    pub fn set_history(&self, history: crate::history::History) {
+        let _ = self.inner.history.set(history);
+    }
+
+    /// The history of file changes, when one is kept.
+    pub fn history(&self) -> Option<&crate::history::History> {
+        self.inner.history.get()
     }
 
     /// The catalog.
@@ -647,6 +662,7 @@ impl Gate {
 
 mod drive;
 mod held;
+mod history;
 mod parking;
 mod record;
 mod recorder;

@@ -2,10 +2,15 @@
 //! reqwest: long polls, sending, editing, answering button presses. Its errors are mapped once
 //! here into [`TelegramError`], which says what the caller should do (wait, back off, stop).
 //!
+//! Files the person sends are fetched here too: `getFile`, then a download from the Bot API's
+//! file URL (`<api_url>/file/bot<token>/<file_path>`), bounded in size and time ([`Download`]).
+//!
 //! Invariants: the token is part of the request path only; no error or log line carries a URL
-//! (`frankenstein` strips it from reqwest's errors, and the token is registered for redaction
-//! before a client is made). A long poll's HTTP timeout exceeds the poll's own wait, so an idle
-//! poll ends with Telegram's empty answer, not a client error.
+//! (`frankenstein` strips it from reqwest's errors, downloads strip it with `without_url`, and
+//! the token is registered for redaction before a client is made). A long poll's HTTP timeout
+//! exceeds the poll's own wait, so an idle poll ends with Telegram's empty answer, not a
+//! client error. A download never holds more than its limit in memory: a size announced over
+//! it is refused before any byte is read, and a body that grows past it is cut off.
 
 use std::time::Duration;
 
@@ -13,7 +18,8 @@ use frankenstein::AsyncTelegramApi;
 use frankenstein::ParseMode;
 use frankenstein::client_reqwest::Bot;
 use frankenstein::methods::{
-    AnswerCallbackQueryParams, EditMessageTextParams, GetUpdatesParams, SendMessageParams,
+    AnswerCallbackQueryParams, DeleteMessageParams, EditMessageTextParams, GetFileParams,
+    GetUpdatesParams, SendMessageParams,
 };
 use frankenstein::types::{AllowedUpdate, InlineKeyboardButton, InlineKeyboardMarkup, ReplyMarkup};
 use frankenstein::updates::Update;
@@ -74,10 +80,70 @@ impl From<frankenstein::Error> for TelegramError {
     }
 }
 
+/// Why a file could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DownloadError {
+    /// Larger than the limit (announced so, or found so while reading).
+    #[error("the file is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// `getFile` failed, or named no usable path.
+    #[error(transparent)]
+    Api(#[from] TelegramError),
+    /// The Bot API named a file path that is not a plain relative path.
+    #[error("the Bot API named an unusable file path")]
+    BadPath,
+    /// The download failed or took too long.
+    #[error("the download failed: {0}")]
+    Network(String),
+}
+
+/// A file to fetch: what `getFile` said of it.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteFile {
+    /// Its size, when Telegram says.
+    pub size: Option<u64>,
+    /// Its path below the bot's file URL.
+    pub path: String,
+}
+
+/// A download's bounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Download {
+    /// The most bytes taken.
+    pub limit: u64,
+    /// The longest it may take, from the request to the last byte.
+    pub time: Duration,
+}
+
+/// A download error without its URL (which holds the token).
+fn network(error: reqwest::Error) -> DownloadError {
+    DownloadError::Network(crate::redact::redact_text(&error.without_url().to_string()))
+}
+
+/// Whether `path` is a plain relative path: letters, digits and `_-./`, no empty, `.` or `..`
+/// part (Telegram's are like `documents/file_12.pdf`).
+fn plain_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.len() <= 512
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
 /// A bot: the Bot API at `api_url` with one token.
 #[derive(Clone)]
 pub(crate) struct BotApi {
     bot: Bot,
+    /// The client under `bot`, for downloads.
+    client: reqwest::Client,
+    /// `<api_url>/file/bot<token>`: holds the token, never shown.
+    files_url: String,
 }
 
 impl std::fmt::Debug for BotApi {
@@ -99,10 +165,80 @@ impl BotApi {
             .timeout(Duration::from_secs(poll_seconds + POLL_GRACE_SECONDS))
             .build()
             .map_err(|error| TelegramError::Network(error.without_url().to_string()))?;
-        let api_url = format!("{}/bot{token}", api_url.trim().trim_end_matches('/'));
+        let base = api_url.trim().trim_end_matches('/');
         Ok(Self {
-            bot: Bot::builder().api_url(api_url).client(client).build(),
+            bot: Bot::builder()
+                .api_url(format!("{base}/bot{token}"))
+                .client(client.clone())
+                .build(),
+            client,
+            files_url: format!("{base}/file/bot{token}"),
         })
+    }
+
+    /// What Telegram keeps of the file `file_id` (`getFile`).
+    pub(crate) async fn file(&self, file_id: &str) -> Result<RemoteFile, DownloadError> {
+        let params = GetFileParams::builder().file_id(file_id).build();
+        let file = self
+            .bot
+            .get_file(&params)
+            .await
+            .map_err(TelegramError::from)?;
+        let path = file.result.file_path.ok_or(DownloadError::BadPath)?;
+        Ok(RemoteFile {
+            size: file.result.file_size,
+            path,
+        })
+    }
+
+    /// The bytes of `file`, within `bounds`: refused when announced (by `getFile` or the
+    /// response's length) over the limit, cut off when the body grows past it.
+    pub(crate) async fn download(
+        &self,
+        file: &RemoteFile,
+        bounds: Download,
+    ) -> Result<Vec<u8>, DownloadError> {
+        let too_large = DownloadError::TooLarge {
+            limit: bounds.limit,
+        };
+        if file.size.is_some_and(|size| size > bounds.limit) {
+            return Err(too_large);
+        }
+        if !plain_path(&file.path) {
+            return Err(DownloadError::BadPath);
+        }
+        let url = format!("{}/{}", self.files_url, file.path);
+        let fetch = async {
+            let mut response = self
+                .client
+                .get(url)
+                .send()
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(network)?;
+            if response
+                .content_length()
+                .is_some_and(|length| length > bounds.limit)
+            {
+                return Err(too_large);
+            }
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(network)? {
+                if bytes.len() as u64 + chunk.len() as u64 > bounds.limit {
+                    return Err(too_large);
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(bytes)
+        };
+        tokio::time::timeout(bounds.time, fetch)
+            .await
+            .unwrap_or_else(|_| {
+                Err(DownloadError::Network(format!(
+                    "no complete file within {} seconds",
+                    bounds.time.as_secs()
+                )))
+            })
     }
 
     /// The updates from `offset` on, waiting up to `wait_seconds` for the first.
@@ -164,8 +300,8 @@ impl BotApi {
         Ok(self.bot.send_message(&params).await?.result.message_id)
     }
 
-    /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`).
-    #[expect(dead_code, reason = "streamed edits come next")]
+    /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`) and removes its
+    /// buttons. Telegram's "message is not modified" (the text is already this) is a success.
     pub(crate) async fn edit(
         &self,
         chat: i64,
@@ -178,7 +314,26 @@ impl BotApi {
             .text(text)
             .parse_mode(ParseMode::MarkdownV2)
             .build();
-        self.bot.edit_message_text(&params).await?;
+        match self.bot.edit_message_text(&params).await {
+            Ok(_) => Ok(()),
+            Err(error) => match TelegramError::from(error) {
+                TelegramError::Refused { description, .. }
+                    if description.contains("message is not modified") =>
+                {
+                    Ok(())
+                }
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Deletes `message` in `chat`.
+    pub(crate) async fn delete(&self, chat: i64, message: i32) -> Result<(), TelegramError> {
+        let params = DeleteMessageParams::builder()
+            .chat_id(chat)
+            .message_id(message)
+            .build();
+        self.bot.delete_message(&params).await?;
         Ok(())
     }
 
@@ -190,5 +345,70 @@ impl BotApi {
             .build();
         self.bot.answer_callback_query(&params).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use souz_testkit::telegram::FakeTelegram;
+
+    use super::{BotApi, Download, DownloadError, RemoteFile};
+
+    const TOKEN: &str = "4242:download-token-never-shown";
+
+    fn bounds() -> Download {
+        Download {
+            limit: 1024,
+            time: Duration::from_secs(5),
+        }
+    }
+
+    #[tokio::test]
+    async fn download_errors_never_carry_the_token() {
+        let telegram = FakeTelegram::start(TOKEN).await;
+        let missing = RemoteFile {
+            size: None,
+            path: "documents/missing.bin".to_owned(),
+        };
+        let api = BotApi::new(telegram.url(), TOKEN, 1).unwrap();
+        let not_found = api.download(&missing, bounds()).await.unwrap_err();
+        // A closed port: the connection itself fails.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let unreachable = BotApi::new(&url, TOKEN, 1)
+            .unwrap()
+            .download(&missing, bounds())
+            .await
+            .unwrap_err();
+        for error in [not_found, unreachable] {
+            assert!(matches!(error, DownloadError::Network(_)), "{error:?}");
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains(TOKEN), "{shown}");
+            assert!(!shown.contains("download-token"), "{shown}");
+        }
+        let escaping = RemoteFile {
+            size: None,
+            path: "../bot/getMe".to_owned(),
+        };
+        assert!(matches!(
+            api.download(&escaping, bounds()).await,
+            Err(DownloadError::BadPath)
+        ));
+        let announced = RemoteFile {
+            size: Some(4096),
+            path: "documents/file_1.bin".to_owned(),
+        };
+        assert!(matches!(
+            api.download(&announced, bounds()).await,
+            Err(DownloadError::TooLarge { limit: 1024 })
+        ));
+        assert_eq!(
+            telegram.downloads(),
+            1,
+            "only the missing file was asked for"
+        );
     }
 }

@@ -12,7 +12,7 @@ use crate::runtime::facade::Audience;
 use crate::testing::{TestHome, TestRuntime};
 
 /// The ids of the pending approvals.
-async fn pending(runtime: &TestRuntime) -> Vec<String> {
+pub(super) async fn pending(runtime: &TestRuntime) -> Vec<String> {
     let handle = runtime.handle();
     let pending = Some(ApprovalStatus::Pending);
     let list = handle
@@ -25,13 +25,16 @@ async fn pending(runtime: &TestRuntime) -> Vec<String> {
 }
 
 /// A model reply that writes `path` through `RunSkillCommand` (a write: it asks).
-fn writes(path: &str) -> Reply {
+pub(super) fn writes(path: &str) -> Reply {
     let arguments = json!({"skillId": "NewFile", "arguments": {"path": path, "text": "milk\n"}});
     openai::tool_calls(&[("w1", "RunSkillCommand", &arguments.to_string())], 2)
 }
 
 /// Links, asks for a write, and returns the runtime with the buttons' `(approve, deny)`.
-async fn asked(telegram: &FakeTelegram, llm: &FakeServer) -> (TestRuntime, String, String) {
+pub(super) async fn asked(
+    telegram: &FakeTelegram,
+    llm: &FakeServer,
+) -> (TestRuntime, String, String) {
     llm.push(openai::CHAT_PATH, writes("telegram.txt"));
     llm.push(openai::CHAT_PATH, openai::text(&["Done with the file."]));
     let runtime = runtime(telegram, llm, TestHome::new()).await;
@@ -124,7 +127,7 @@ async fn a_press_after_a_decision_elsewhere_changes_nothing() {
     telegram.push_press(ME, &approve);
     assert_eq!(
         telegram.wait_for_answered(1).await[0].1,
-        "This approval is no longer waiting."
+        "Already decided in Souz; nothing changed."
     );
     telegram.wait_for_sent(3).await;
     assert!(

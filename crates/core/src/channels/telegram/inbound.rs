@@ -1,9 +1,10 @@
 //! What one update does. A private text message from the linked account becomes input to its
-//! Souz chat (a new turn, or steering for the running one); `/start CODE` or a code alone from
-//! anyone while nobody is linked tries to link them; anyone else, once linked, gets one
-//! refusal. Groups, channels, bots and other kinds of updates are skipped; a button press of
-//! the linked account decides the approval its single-use handle names, and every press is
-//! answered at once.
+//! Souz chat (a new turn, or steering for the running one); a photo or a document becomes an
+//! attachment of that input, its caption the text ([`files`](super::files)); `/start CODE` or
+//! a code alone from anyone while nobody is linked tries to link them; anyone else, once
+//! linked, gets one refusal. Groups, channels, bots and other kinds of updates are skipped; a
+//! button press of the linked account decides the approval its single-use handle names, and
+//! every press is answered at once.
 //!
 //! Invariants: linking never starts a turn; of a stranger only an audit row is kept; the input
 //! a message makes carries `telegram:<update id>` as its client message id, so handing the same
@@ -14,41 +15,25 @@ use frankenstein::updates::{Update, UpdateContent};
 use souz_protocol::chat::{ChatInput, CreateChat, InputDelivery};
 
 use super::Channel;
+use super::files::{self, Media};
 use super::outbound::send_text;
+use super::replies::{self, press};
 use crate::LOCAL_USER;
 use crate::channels::store::{Claim, Claimant, Link};
 use crate::runtime::ServiceError;
-use crate::runtime::facade::ChatUser;
+use crate::runtime::facade::{ChatUser, Press};
 
 /// The longest message taken as chat input, in characters.
 const MAX_INPUT_CHARS: usize = 8000;
 
-/// What the bot says back.
-pub(crate) mod replies {
-    /// After a successful link.
-    pub(crate) const LINKED: &str = "Linked: this Telegram account now talks to Souz. Write \
-                                     anything to start.";
-    /// To a code that is not the waiting one.
-    pub(crate) const BAD_CODE: &str = "That code is not valid or has expired. Run `souz \
-                                       telegram link` on your computer and send the code it \
-                                       prints.";
-    /// To anyone but the linked account (once).
-    pub(crate) const REFUSED: &str = "This bot serves someone else.";
-    /// To a message over the limit.
-    pub(crate) const TOO_LONG: &str = "That message is too long (8000 characters at most).";
-    /// To a message without text.
-    pub(crate) const TEXT_ONLY: &str = "Only text messages reach Souz for now.";
-    /// When the input could not be delivered.
-    pub(crate) const NOT_DELIVERED: &str = "Souz could not take that message";
-}
-
-/// A private message's sender and text.
+/// A private message's sender, text (or caption) and file.
 struct Inbound<'a> {
     update_id: u32,
     user_id: i64,
     chat: i64,
     username: Option<String>,
     text: Option<&'a str>,
+    media: Media<'a>,
 }
 
 impl<'a> Inbound<'a> {
@@ -63,7 +48,8 @@ impl<'a> Inbound<'a> {
             user_id: i64::try_from(from.id).ok()?,
             chat: message.chat.id,
             username: from.username.clone(),
-            text: message.text.as_deref(),
+            text: message.text.as_deref().or(message.caption.as_deref()),
+            media: Media::of(message),
         })
     }
 }
@@ -93,14 +79,20 @@ async fn on_press(channel: &Channel, query: &CallbackQuery) -> Result<(), Servic
         .is_some_and(|link| i64::try_from(query.from.id) == Ok(link.user_id));
     let answer = match query.data.as_deref() {
         Some(handle) if linked && handle.len() <= 64 => {
-            channel.handle.press_telegram_button(handle).await?
+            match channel.handle.press_telegram_button(handle).await? {
+                Press::Approved => press::APPROVED,
+                Press::Denied => press::DENIED,
+                Press::Invalid => press::INVALID,
+                Press::AlreadyDecided => press::ALREADY_DECIDED,
+                Press::Expired => press::EXPIRED,
+            }
         }
-        _ if !linked => "This button is not yours.",
-        _ => "This button is no longer valid.",
+        _ if !linked => press::NOT_YOURS,
+        _ => press::INVALID,
     };
     channel
         .api
-        .answer_press(&query.id, answer)
+        .answer_press(&query.id, answer.text(channel.language()))
         .await
         .map_err(|error| ServiceError::Internal(error.to_string()))
 }
@@ -118,7 +110,12 @@ async fn on_message(channel: &Channel, inbound: Inbound<'_>) -> Result<(), Servi
 
 async fn refuse(channel: &Channel, inbound: &Inbound<'_>) -> Result<(), ServiceError> {
     if channel.handle.refuse_telegram_user(inbound.user_id).await? {
-        reply(channel, inbound.chat, replies::REFUSED).await;
+        reply(
+            channel,
+            inbound.chat,
+            replies::REFUSED.text(channel.language()),
+        )
+        .await;
     }
     Ok(())
 }
@@ -138,7 +135,7 @@ async fn try_link(channel: &Channel, inbound: &Inbound<'_>) -> Result<(), Servic
         Claim::Rejected => replies::BAD_CODE,
         Claim::Taken => replies::REFUSED,
     };
-    reply(channel, inbound.chat, answer).await;
+    reply(channel, inbound.chat, answer.text(channel.language())).await;
     Ok(())
 }
 
@@ -159,12 +156,28 @@ async fn deliver(
     souz_chat: Option<String>,
     inbound: &Inbound<'_>,
 ) -> Result<(), ServiceError> {
-    let Some(text) = inbound.text.map(str::trim).filter(|text| !text.is_empty()) else {
-        reply(channel, inbound.chat, replies::TEXT_ONLY).await;
+    let text = inbound.text.map(str::trim).unwrap_or_default();
+    let limit = files::limit(channel, inbound.media);
+    if let Err(refusal) = files::check(inbound.media, limit) {
+        reply(channel, inbound.chat, &refusal.text(channel.language())).await;
         return Ok(());
-    };
+    }
+    if text.is_empty() && matches!(inbound.media, Media::None) {
+        reply(
+            channel,
+            inbound.chat,
+            replies::TEXT_ONLY.text(channel.language()),
+        )
+        .await;
+        return Ok(());
+    }
     if text.chars().count() > MAX_INPUT_CHARS {
-        reply(channel, inbound.chat, replies::TOO_LONG).await;
+        reply(
+            channel,
+            inbound.chat,
+            replies::TOO_LONG.text(channel.language()),
+        )
+        .await;
         return Ok(());
     }
     let user = ChatUser(LOCAL_USER.to_owned());
@@ -172,27 +185,32 @@ async fn deliver(
         Some(chat_id) if channel.handle.owns_chat(&user, &chat_id).await? => chat_id,
         _ => new_chat(channel, &user, link, inbound.update_id).await?,
     };
+    let attachments =
+        match files::fetch(channel, &chat_id, inbound.media, limit, inbound.update_id).await {
+            Ok(paths) => paths,
+            Err(refusal) => {
+                reply(channel, inbound.chat, &refusal.text(channel.language())).await;
+                return Ok(());
+            }
+        };
     let input = ChatInput {
         content: text.to_owned(),
         client_message_id: Some(format!("telegram:{}", inbound.update_id)),
-        attachments: Vec::new(),
+        attachments,
     };
     match channel.handle.send_input(&user, &chat_id, input).await {
         Ok(response) => {
             if response.delivery == InputDelivery::Queued {
-                reply(
-                    channel,
-                    inbound.chat,
-                    "Souz takes this up when the current task ends.",
-                )
-                .await;
+                let queued = replies::QUEUED.text(channel.language());
+                reply(channel, inbound.chat, queued).await;
             }
             Ok(())
         }
         Err(error) => {
+            let not_delivered = replies::NOT_DELIVERED.text(channel.language());
             let shown = match &error {
-                ServiceError::Internal(_) => replies::NOT_DELIVERED.to_owned(),
-                other => format!("{}: {other}", replies::NOT_DELIVERED),
+                ServiceError::Internal(_) => not_delivered.to_owned(),
+                other => format!("{not_delivered}: {other}"),
             };
             reply(channel, inbound.chat, &shown).await;
             Err(error)

@@ -1,13 +1,15 @@
 //! What goes to Telegram: a text as one message or more ([`send_text`]: split at 4,096 UTF-16
-//! units on paragraph boundaries, escaped for `MarkdownV2`, each sent with retries after a 429
-//! or a network error), and the forwarder that sends the answer of every turn of the linked
-//! account's Souz chat (a failure or a cancellation says so).
+//! units on paragraph boundaries, escaped for `MarkdownV2`), every call retried after a 429 or
+//! a network error ([`retrying`]), and the forwarder that follows the chat events and hands the
+//! linked account's turns to their answer streams ([`super::stream`]).
 //!
-//! Invariants: chunks go out in order, each once the one before was accepted; a chunk Telegram
-//! refused outright (400) is not retried; the forwarder reads the link again at every turn's
-//! end, so after an unlink nothing more is sent.
+//! Invariants: chunks go out in order, each once the one before was accepted; a request
+//! Telegram refused outright (400) is not retried; the forwarder only updates in-memory drafts
+//! (the streams make the requests on their own tasks), so it never falls behind the events
+//! because Telegram is slow; it reads the link again at every turn's start and end, so after an
+//! unlink nothing more is sent.
 
-use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,16 +20,16 @@ use tokio_util::sync::CancellationToken;
 use super::Channel;
 use super::api::TelegramError;
 use super::poll::{Backoff, pause};
+use super::replies;
+use super::stream::{Answers, Ending};
 use super::text::{MAX_MESSAGE_UNITS, escape_markdown_v2, split_message};
 use crate::LOCAL_USER;
 use crate::runtime::facade::{ChatUser, MessagePage};
 
-/// Tries per chunk before it is given up.
+/// Tries per request before it is given up.
 const SEND_ATTEMPTS: usize = 6;
-/// The longest 429 wait honoured while sending (a longer one gives the chunk up).
-const MAX_SEND_WAIT: Duration = Duration::from_secs(120);
-/// Answers remembered per chat until their turn ends.
-const REMEMBERED_ANSWERS: usize = 8;
+/// The longest 429 wait honoured while sending (a longer one gives the request up).
+pub(crate) const MAX_SEND_WAIT: Duration = Duration::from_secs(120);
 
 /// Sends `text` to `chat` as one message or more.
 pub(crate) async fn send_text(
@@ -36,17 +38,24 @@ pub(crate) async fn send_text(
     text: &str,
 ) -> Result<(), TelegramError> {
     for chunk in split_message(text, MAX_MESSAGE_UNITS) {
-        send_chunk(channel, chat, &escape_markdown_v2(&chunk)).await?;
+        let escaped = escape_markdown_v2(&chunk);
+        retrying(channel, || channel.api.send(chat, &escaped, true)).await?;
     }
     Ok(())
 }
 
-async fn send_chunk(channel: &Channel, chat: i64, escaped: &str) -> Result<(), TelegramError> {
+/// `call` until it succeeds: again after a 429's `retry_after` (up to [`MAX_SEND_WAIT`]) or
+/// a network error (backing off), [`SEND_ATTEMPTS`] times at most; a refusal at once.
+pub(crate) async fn retrying<T, F, Fut>(channel: &Channel, mut call: F) -> Result<T, TelegramError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, TelegramError>>,
+{
     let mut backoff = Backoff::new();
     let mut attempt = 1;
     loop {
-        let error = match channel.api.send(chat, escaped, true).await {
-            Ok(_) => return Ok(()),
+        let error = match call().await {
+            Ok(value) => return Ok(value),
             Err(error) => error,
         };
         let wait = match &error {
@@ -58,31 +67,28 @@ async fn send_chunk(channel: &Channel, chat: i64, escaped: &str) -> Result<(), T
             return Err(error);
         }
         attempt += 1;
-        tracing::info!(%error, ?wait, "telegram: sending again after a wait");
+        tracing::info!(%error, ?wait, "telegram: trying again after a wait");
         if !pause(wait, &channel.shutdown).await {
             return Err(error);
         }
     }
 }
 
-/// Sends the linked account the end of every turn of its Souz chat, until `shutdown`.
+/// The linked account's Souz chat and its Telegram chat, as last read.
+type Linked = Option<(String, i64)>;
+
+/// Streams the linked account every answer of its Souz chat, until `shutdown`.
 pub(crate) async fn forward(channel: Arc<Channel>, shutdown: CancellationToken) {
     let mut events = channel.handle.subscribe_chat_events();
-    let mut answers: VecDeque<(String, String)> = VecDeque::new();
+    let mut answers = Answers::new(Arc::clone(&channel));
+    let mut linked = linked(&channel).await;
     loop {
         let event = tokio::select! {
             () = shutdown.cancelled() => return,
             event = events.recv() => event,
         };
         match event {
-            Ok(event) => {
-                if let ChatEventBody::ApprovalRequested(asked) = &event.body {
-                    let text = format!("Souz asks to run {}: {}", asked.name, asked.summary);
-                    ask(&channel, &event.chat_id, &asked.approval_id, &text).await;
-                } else if let Some(text) = turn_end(&event, &mut answers) {
-                    deliver_end(&channel, &event, text).await;
-                }
-            }
+            Ok(event) => on_event(&channel, &mut answers, &mut linked, &event).await,
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(
                     missed,
@@ -95,84 +101,78 @@ pub(crate) async fn forward(channel: Arc<Channel>, shutdown: CancellationToken) 
     }
 }
 
-/// What to send when `event` ends a turn (`Some(None)`: its answer is to be looked up); notes
-/// the answers it sees.
-fn turn_end(event: &ChatEvent, answers: &mut VecDeque<(String, String)>) -> Option<Option<String>> {
+async fn on_event(
+    channel: &Channel,
+    answers: &mut Answers,
+    linked: &mut Linked,
+    event: &ChatEvent,
+) {
+    let Some(execution) = event.execution_id.as_deref() else {
+        return;
+    };
+    let ends = matches!(
+        event.body,
+        ChatEventBody::ExecutionFinished(_)
+            | ChatEventBody::ExecutionFailed(_)
+            | ChatEventBody::ExecutionCancelled(_)
+    );
+    if ends || matches!(event.body, ChatEventBody::ExecutionStarted(_)) {
+        // A turn's edges: the link may have changed since the last one.
+        *linked = self::linked(channel).await;
+    }
+    let Some(telegram_chat) = linked
+        .as_ref()
+        .filter(|(souz_chat, _)| *souz_chat == event.chat_id)
+        .map(|(_, telegram_chat)| *telegram_chat)
+    else {
+        // Not (or no longer) the linked chat: a stream of it stops without more requests.
+        answers.forget(execution);
+        return;
+    };
+    let language = channel.language();
     match &event.body {
-        ChatEventBody::MessageCompleted(message) if message.role == "assistant" => {
-            if answers.len() >= REMEMBERED_ANSWERS {
-                answers.pop_front();
-            }
-            answers.push_back((message.message_id.clone(), message.content.clone()));
-            None
+        ChatEventBody::MessageDelta(delta) => {
+            answers.draft(execution, telegram_chat, |draft| {
+                draft.push(delta.attempt, &delta.delta);
+            });
         }
-        ChatEventBody::ExecutionFinished(finished) => {
-            let position = answers
-                .iter()
-                .position(|(id, _)| *id == finished.assistant_message_id);
-            Some(
-                position
-                    .and_then(|position| answers.remove(position))
-                    .map(|(_, text)| text),
-            )
+        ChatEventBody::MessageDiscarded(discarded) => {
+            answers.draft(execution, telegram_chat, |draft| {
+                draft.discard(discarded.attempt);
+            });
+        }
+        ChatEventBody::MessageCompleted(message) if message.role == "assistant" => {
+            let content = message.content.clone();
+            answers.draft(execution, telegram_chat, |draft| {
+                draft.complete(content);
+            });
+        }
+        ChatEventBody::ExecutionFinished(_) => {
+            let completed = answers.completed(execution);
+            let answer = match completed {
+                Some(text) => text,
+                None => last_answer(channel, &event.chat_id).await,
+            };
+            let ending = Ending::answered(answer, replies::DONE.text(language));
+            answers.end(execution, telegram_chat, ending);
         }
         ChatEventBody::ExecutionFailed(failed) => {
-            Some(Some(format!("The task failed: {}", failed.error_message)))
+            let note = replies::failed(language, &failed.error_message);
+            answers.end(execution, telegram_chat, Ending::note(note));
         }
-        ChatEventBody::ExecutionCancelled(_) => Some(Some("The task was cancelled.".to_owned())),
-        _ => None,
+        ChatEventBody::ExecutionCancelled(_) => {
+            let note = replies::CANCELLED.text(language).to_owned();
+            answers.end(execution, telegram_chat, Ending::note(note));
+        }
+        _ => {}
     }
 }
 
-/// Sends a turn's end to the linked account when `event` is of its chat.
-async fn deliver_end(channel: &Channel, event: &ChatEvent, text: Option<String>) {
-    let Some(telegram_chat) = linked_chat(channel, &event.chat_id).await else {
-        return;
-    };
-    let chat = event.chat_id.as_str();
-    let text = match text {
-        Some(text) => text,
-        None => last_answer(channel, chat).await,
-    };
-    let text = if text.trim().is_empty() {
-        "Done.".to_owned()
-    } else {
-        text
-    };
-    if let Err(error) = send_text(channel, telegram_chat, &text).await {
-        tracing::warn!(%error, "telegram: an answer was not delivered");
-    }
-}
-
-/// Sends the approval `approval_id` of `chat` (when it is the linked account's) with Approve
-/// and Deny buttons, each a fresh single-use handle.
-async fn ask(channel: &Channel, chat: &str, approval_id: &str, text: &str) {
-    let Some(telegram_chat) = linked_chat(channel, chat).await else {
-        return;
-    };
-    let outcome = match channel.handle.telegram_buttons(approval_id).await {
-        Ok((approve, deny)) => channel
-            .api
-            .send_with_buttons(
-                telegram_chat,
-                &escape_markdown_v2(text),
-                &[("Approve", &approve), ("Deny", &deny)],
-            )
-            .await
-            .map(|_| ())
-            .map_err(|error| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    };
-    if let Err(error) = outcome {
-        tracing::warn!(%error, "telegram: an approval was not sent");
-    }
-}
-
-/// The linked account's Telegram chat when `chat` is its Souz chat.
-async fn linked_chat(channel: &Channel, chat: &str) -> Option<i64> {
+/// The linked account's Souz and Telegram chats, when it has written.
+async fn linked(channel: &Channel) -> Linked {
     match channel.handle.telegram_state().await {
         Ok(state) => match (state.link, state.souz_chat) {
-            (Some(link), Some(souz_chat)) if souz_chat == chat => Some(link.telegram_chat),
+            (Some(link), Some(souz_chat)) => Some((souz_chat, link.telegram_chat)),
             _ => None,
         },
         Err(error) => {

@@ -1,10 +1,11 @@
 //! The Telegram channel end to end: the real runtime (fake OpenAI provider, real chats and
 //! agents) and the real transport against the fake Bot API of `souz_testkit::telegram`.
 
-use souz_testkit::telegram::FakeTelegram;
+use souz_testkit::telegram::{FakeTelegram, Sent};
 use souz_testkit::{FakeServer, openai};
 
-use super::inbound::replies;
+use super::replies;
+use super::text::{MAX_MESSAGE_UNITS, split_message};
 use crate::channels::store::audit_rows;
 use crate::runtime::facade::{ChatUser, MessagePage};
 use crate::testing::{TestHome, TestRuntime};
@@ -18,6 +19,16 @@ pub(super) async fn runtime(
     llm: &FakeServer,
     home: TestHome,
 ) -> TestRuntime {
+    runtime_with(telegram, llm, home, |_| {}).await
+}
+
+/// [`runtime`] with `configure` applied to its configuration too.
+pub(super) async fn runtime_with(
+    telegram: &FakeTelegram,
+    llm: &FakeServer,
+    home: TestHome,
+    configure: impl FnOnce(&mut crate::config::Config) + Send + 'static,
+) -> TestRuntime {
     let url = telegram.url().to_owned();
     let runtime = TestRuntime::builder()
         .with_llm(llm)
@@ -26,9 +37,11 @@ pub(super) async fn runtime(
             config.channels.telegram.enabled = true;
             config.channels.telegram.api_url = url;
             config.channels.telegram.poll_seconds = 1;
+            config.channels.telegram.edit_interval_ms = 100;
             // One scripted answer per turn: no memory capture, no routing request.
             config.agent.default_agent = "skills".into();
             config.memory.capture = false;
+            configure(config);
         })
         .start_in(home)
         .await;
@@ -41,7 +54,7 @@ pub(super) async fn link(runtime: &TestRuntime, telegram: &FakeTelegram) {
     let before = telegram.sent().len();
     telegram.push_text(ME, &code.command);
     let sent = telegram.wait_for_sent(before + 1).await;
-    assert_eq!(sent[before].text, replies::LINKED);
+    assert_eq!(sent[before].text, replies::LINKED.en);
 }
 
 #[tokio::test]
@@ -54,11 +67,17 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
     assert_eq!(code.command, format!("/start {}", code.code));
 
     telegram.push_text(ME, "/start WRONGCODE1");
-    assert_eq!(telegram.wait_for_sent(1).await[0].text, replies::BAD_CODE);
+    assert_eq!(
+        telegram.wait_for_sent(1).await[0].text,
+        replies::BAD_CODE.en
+    );
     telegram.push_text(ME, "WRONGCODE2");
-    assert_eq!(telegram.wait_for_sent(2).await[1].text, replies::BAD_CODE);
+    assert_eq!(
+        telegram.wait_for_sent(2).await[1].text,
+        replies::BAD_CODE.en
+    );
     telegram.push_text(ME, &code.code.to_lowercase());
-    assert_eq!(telegram.wait_for_sent(3).await[2].text, replies::LINKED);
+    assert_eq!(telegram.wait_for_sent(3).await[2].text, replies::LINKED.en);
     let status = handle.telegram_status().await.unwrap();
     assert_eq!(status.linked.map(|account| account.user_id), Some(ME));
     assert!(
@@ -70,7 +89,7 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
     let refused = telegram.wait_for_sent(4).await;
     assert_eq!(
         (refused[3].chat_id, refused[3].text.as_str()),
-        (STRANGER, replies::REFUSED)
+        (STRANGER, replies::REFUSED.en)
     );
     let again = telegram.push_text(STRANGER, "please?");
     telegram.wait_for_confirmed(again).await;
@@ -99,10 +118,25 @@ async fn a_code_links_one_account_strangers_are_refused_once_and_unlink_forgets(
     telegram.push_text(ME, &code.command);
     assert_eq!(
         telegram.wait_for_sent(5).await[4].text,
-        replies::BAD_CODE,
+        replies::BAD_CODE.en,
         "a code works once"
     );
     runtime.shutdown("test").await.unwrap();
+}
+
+/// Waits until the messages of `chat` show `expected` (texts, oldest first), and returns them.
+pub(super) async fn wait_for_shown(
+    telegram: &FakeTelegram,
+    chat: i64,
+    expected: &[&str],
+) -> Vec<Sent> {
+    telegram
+        .wait_until(&format!("{chat} to show {expected:?}"), |telegram| {
+            let shown = telegram.messages(chat);
+            let texts: Vec<&str> = shown.iter().map(|sent| sent.text.as_str()).collect();
+            (texts == expected).then(|| shown.clone())
+        })
+        .await
 }
 
 #[tokio::test]
@@ -118,26 +152,23 @@ async fn a_message_starts_a_turn_and_a_long_answer_comes_back_split_and_escaped(
     link(&runtime, &telegram).await;
 
     telegram.push_text(ME, "hi");
-    let sent = telegram.wait_for_sent(2).await;
-    assert_eq!(sent[1].text, "Hello from Souz.");
-    assert_eq!(sent[1].parse_mode.as_deref(), Some("MarkdownV2"));
+    let shown = wait_for_shown(&telegram, ME, &[replies::LINKED.en, "Hello from Souz."]).await;
+    assert_eq!(shown[1].parse_mode.as_deref(), Some("MarkdownV2"));
 
     telegram.push_text(ME, "and a long one");
-    let sent = telegram.wait_for_sent(5).await;
-    let chunks: Vec<&str> = sent[2..].iter().map(|sent| sent.text.as_str()).collect();
+    let chunks = split_message(&long, MAX_MESSAGE_UNITS);
+    assert_eq!(chunks.len(), 3);
+    let mut expected = vec![replies::LINKED.en, "Hello from Souz."];
+    expected.extend(chunks.iter().map(String::as_str));
+    let shown = wait_for_shown(&telegram, ME, &expected).await;
+    let answer: Vec<&str> = shown[2..].iter().map(|sent| sent.text.as_str()).collect();
     assert_eq!(
-        chunks.len(),
-        3,
-        "{:?}",
-        chunks.iter().map(|c| c.len()).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        chunks.join("\n\n"),
+        answer.join("\n\n"),
         long,
         "split on paragraphs, nothing lost"
     );
     assert!(
-        chunks
+        answer
             .iter()
             .all(|chunk| chunk.encode_utf16().count() <= 4096)
     );
@@ -167,11 +198,37 @@ async fn updates_waiting_over_a_restart_are_each_handled_once() {
     let third = telegram.push_text(ME, "third");
     let runtime = self::runtime(&telegram, &llm, home).await;
     telegram.wait_for_confirmed(third).await;
-    let sent = telegram.wait_for_sent(3).await;
-    assert_eq!(sent[2].text, "two");
+    // "third" steers the turn of "second" or waits for it, by timing: either way each answer
+    // the model gave shows once, the last one last.
+    telegram
+        .wait_until("the second turn's answer", |telegram| {
+            let shown = telegram.messages(ME);
+            let last = shown
+                .last()
+                .map(|sent| sent.text.clone())
+                .unwrap_or_default();
+            (last == "two" || last == "three").then_some(())
+        })
+        .await;
     // Give a wrongly re-read update the time to show up.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(telegram.unconfirmed(), 0);
+    let answers = ["one", "two", "three"];
+    let requested = llm.requests_to(openai::CHAT_PATH).len();
+    let shown: Vec<String> = telegram
+        .messages(ME)
+        .into_iter()
+        .map(|sent| sent.text)
+        .filter(|text| answers.contains(&text.as_str()))
+        .collect();
+    let mut unique = shown.clone();
+    unique.dedup();
+    assert_eq!(unique, shown, "no answer shown twice");
+    assert_eq!(
+        shown.last().map(String::as_str),
+        Some(answers[requested - 1]),
+        "{shown:?}"
+    );
     let handle = runtime.handle();
     let chat = handle.telegram_state().await.unwrap().souz_chat.unwrap();
     let page = MessagePage {

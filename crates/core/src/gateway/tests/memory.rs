@@ -298,9 +298,34 @@ async fn evidence_and_search_with_scores() {
 }
 
 #[tokio::test]
-async fn the_model_route_says_memory_searches_by_words_without_an_embedder() {
+async fn the_model_route_names_the_default_local_model_missing_when_downloads_are_off() {
     let f = Fixture::new().await;
     let info = ok(&f, "GET", "/v1/memory/model", None).await;
-    // No `[memory] embeddings_model`: no model and no local state.
+    // The default `[memory] embeddings_model`, which a test runtime never downloads.
+    assert_eq!(
+        info,
+        json!({"model": "local/multilingual-e5-small", "local": {"state": "missing"}})
+    );
+    // Searching still works, by words.
+    let found = ok(
+        &f,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "coffee"})),
+    )
+    .await;
+    assert_eq!(found["items"], json!([]));
+    let info = ok(&f, "GET", "/v1/memory/model", None).await;
+    assert_eq!(
+        info["local"]["state"], "missing",
+        "a search starts no download"
+    );
+}
+
+#[tokio::test]
+async fn the_model_route_says_memory_searches_by_words_without_an_embedder() {
+    let f = Fixture::with(|config| config.memory.embeddings_model = String::new()).await;
+    let info = ok(&f, "GET", "/v1/memory/model", None).await;
+    // An empty `[memory] embeddings_model`: no model and no local state.
     assert_eq!(info, json!({}));
 }

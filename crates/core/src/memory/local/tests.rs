@@ -30,6 +30,7 @@ fn embedder(idle: Duration) -> LocalEmbedder {
         client: None,
         mirror: None,
         idle_unload: idle,
+        retry_after: Duration::from_secs(60),
         on_status: None,
     })
 }
@@ -39,6 +40,11 @@ fn every_profile_is_a_known_config_value_and_pins_three_files() {
     let names: Vec<&str> = PROFILES.iter().map(|profile| profile.name).collect();
     assert_eq!(names, crate::config::memory::LOCAL_MODELS);
     assert!(names.contains(&DEFAULT_LOCAL_MODEL));
+    assert_eq!(
+        crate::config::memory::MemoryConfig::default().embeddings_model,
+        format!("{LOCAL_PREFIX}{DEFAULT_LOCAL_MODEL}"),
+        "memory uses the default local model unless told otherwise"
+    );
     for profile in PROFILES {
         let files: Vec<&str> = profile.files.iter().map(|file| file.name).collect();
         assert_eq!(
@@ -186,6 +192,7 @@ async fn a_missing_model_answers_not_ready_without_a_client() {
         client: None,
         mirror: None,
         idle_unload: Duration::from_secs(600),
+        retry_after: Duration::from_secs(60),
         on_status: None,
     });
     assert_eq!(embedder.status(), ModelStatus::Missing);
@@ -413,6 +420,7 @@ async fn first_use_downloads_in_the_background_and_reports_progress() {
         client: Some(local_client()),
         mirror: None,
         idle_unload: Duration::from_secs(600),
+        retry_after: Duration::from_secs(60),
         on_status: Some(Arc::new(move |_: &str, status: &ModelStatus| {
             sink.lock().unwrap().push(status.clone());
         })),
@@ -443,4 +451,128 @@ async fn first_use_downloads_in_the_background_and_reports_progress() {
         .await
         .unwrap();
     assert_eq!(vectors[0].len(), 384);
+}
+
+/// A mirror that answers 503 while `down`, and the model's files otherwise.
+#[derive(Clone, Default)]
+struct Mirror {
+    down: Arc<std::sync::atomic::AtomicBool>,
+    requests: Arc<AtomicUsize>,
+}
+
+async fn mirror_file(
+    State(mirror): State<Mirror>,
+    axum::extract::Path((_model, name)): axum::extract::Path<(String, String)>,
+) -> Response {
+    mirror.requests.fetch_add(1, Ordering::SeqCst);
+    if mirror.down.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "mirror down").into_response();
+    }
+    match std::fs::read(embedding_model_dir().join(&name)) {
+        Ok(bytes) => bytes.into_response(),
+        Err(_) => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn wait_for(embedder: &LocalEmbedder, done: impl Fn(&ModelStatus) -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !done(&embedder.status()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            embedder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// No network (a mirror that is down): the failure is reported once, every use meanwhile
+/// answers `model_not_ready` (memory recalls by words) without starting another download, a
+/// use after the wait tries again quietly, and once the files can be had they are.
+#[tokio::test]
+async fn a_failed_download_is_reported_once_and_retried_after_a_wait_not_in_a_loop() {
+    let mirror = Mirror::default();
+    mirror.down.store(true, Ordering::SeqCst);
+    let router = Router::new()
+        .route("/{model}/{name}", get(mirror_file))
+        .with_state(mirror.clone());
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let _server = crate::tasks::spawn_in_test(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let home = TestHome::new();
+    let statuses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&statuses);
+    let retry_after = Duration::from_millis(400);
+    let embedder = LocalEmbedder::new(LocalOptions {
+        profile: minilm(),
+        dir: home.paths().home().join("models/all-minilm-l6-v2"),
+        client: Some(local_client()),
+        mirror: Some(format!("http://{address}")),
+        idle_unload: Duration::from_secs(600),
+        retry_after,
+        on_status: Some(Arc::new(move |_: &str, status: &ModelStatus| {
+            sink.lock().unwrap().push(status.clone());
+        })),
+    });
+    let use_it = || embedder.embed(vec!["x".into()], EmbedRole::Query);
+    let error = use_it().await.unwrap_err();
+    assert_eq!(error.code, crate::memory::vectors::NOT_READY);
+    assert!(error.message.contains("recalls by words"), "{error:?}");
+    wait_for(&embedder, |status| {
+        matches!(status, ModelStatus::Failed { .. })
+    })
+    .await;
+    let tried = mirror.requests.load(Ordering::SeqCst);
+    assert_eq!(
+        tried, 1,
+        "the first file failed, the rest were not asked for"
+    );
+    // Uses before the wait is over start nothing.
+    for _ in 0..5 {
+        assert_eq!(
+            use_it().await.unwrap_err().code,
+            crate::memory::vectors::NOT_READY
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        mirror.requests.load(Ordering::SeqCst),
+        tried,
+        "no retry loop"
+    );
+    // After the wait, one use tries again, and fails again quietly.
+    tokio::time::sleep(retry_after).await;
+    let _ = use_it().await;
+    wait_for(&embedder, |_| mirror.requests.load(Ordering::SeqCst) == 2).await;
+    wait_for(&embedder, |status| {
+        matches!(status, ModelStatus::Failed { .. })
+    })
+    .await;
+    let failures = |statuses: &[ModelStatus]| {
+        statuses
+            .iter()
+            .filter(|status| matches!(status, ModelStatus::Failed { .. }))
+            .count()
+    };
+    assert_eq!(failures(&statuses.lock().unwrap()), 1, "{statuses:?}");
+    // The wait doubled; once the mirror is back, the next try after it gets the files.
+    mirror.down.store(false, Ordering::SeqCst);
+    let _ = use_it().await;
+    assert_eq!(mirror.requests.load(Ordering::SeqCst), 2, "still waiting");
+    tokio::time::sleep(retry_after * 2).await;
+    let _ = use_it().await;
+    wait_for(&embedder, |status| *status == ModelStatus::Ready).await;
+    let statuses = statuses.lock().unwrap().clone();
+    assert_eq!(failures(&statuses), 1, "{statuses:?}");
+    assert!(
+        statuses.iter().any(
+            |status| matches!(status, ModelStatus::Downloading { received, .. } if *received > 0)
+        ),
+        "the retry that got going was shown: {statuses:?}"
+    );
+    assert_eq!(use_it().await.unwrap()[0].len(), 384);
 }

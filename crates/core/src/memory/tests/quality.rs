@@ -156,6 +156,7 @@ async fn dense_and_fused_recall_at_5_stay_above_the_measured_floors() {
         client: None,
         mirror: None,
         idle_unload: Duration::from_secs(600),
+        retry_after: Duration::from_secs(60),
         on_status: None,
     }));
     populate(&store, &fixture, Some(embedder.as_ref())).await;

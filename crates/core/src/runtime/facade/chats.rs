@@ -225,6 +225,18 @@ impl RuntimeHandle {
             .await?)
     }
 
+    /// The most bytes an upload named `name` is taken with: `[server] body_limit`, and for an
+    /// image (by its name) also the cap on images sent to a model.
+    pub fn upload_limit(&self, name: &str) -> u64 {
+        let body = self.config().server.body_limit.bytes();
+        let image = crate::tools::builtin::internet::images::media_type(std::path::Path::new(name));
+        if image.is_some() {
+            body.min(crate::chat::attachments::MAX_IMAGE_BYTES)
+        } else {
+            body
+        }
+    }
+
     /// Sends input to the chat whether or not its agent works: it starts a turn, steers the
     /// running one (the skills agent), or waits for the next turn (the graph agent).
     pub async fn send_input(

@@ -11,11 +11,11 @@
 use base64::Engine;
 use chrono::{Duration, Utc};
 use souz_protocol::ErrorCode;
-use souz_protocol::approvals::{DecisionRequest, Verdict};
+use souz_protocol::approvals::{ApprovalStatus, DecisionRequest, Verdict};
 use souz_protocol::telegram::{TelegramAccount, TelegramLinkCode, TelegramStatus};
 
 use super::ServiceError;
-use crate::channels::store::{self as rows, Claim, Claimant, TelegramState};
+use crate::channels::store::{self as rows, Claim, Claimant, Prompt, TelegramState};
 use crate::llm::service::service_keys::TELEGRAM;
 use crate::runtime::RuntimeHandle;
 
@@ -157,20 +157,16 @@ impl RuntimeHandle {
         Ok((approve, deny))
     }
 
-    /// Decides the approval of the button `handle` as the button says; what to tell the
-    /// person. A used, unknown or forged handle, or an approval no longer pending, changes
-    /// nothing.
-    pub(crate) async fn press_telegram_button(
-        &self,
-        handle: &str,
-    ) -> Result<&'static str, ServiceError> {
+    /// Decides the approval of the button `handle` as the button says. A used, unknown or
+    /// forged handle, or an approval no longer pending, changes nothing.
+    pub(crate) async fn press_telegram_button(&self, handle: &str) -> Result<Press, ServiceError> {
         let handle = handle.to_owned();
         let press = self
             .store()
             .write(move |transaction| rows::take_press(transaction, &handle, Utc::now()))
             .await?;
         let Some((approval_id, verdict)) = press else {
-            return Ok("This button is no longer valid.");
+            return Ok(Press::Invalid);
         };
         let approve = verdict == "approve";
         let request = DecisionRequest {
@@ -183,22 +179,100 @@ impl RuntimeHandle {
             minutes: None,
             argument_match: None,
             tool_group: None,
-            via: Some("telegram".to_owned()),
+            via: Some(TELEGRAM_VIA.to_owned()),
         };
         match self
             .decide_approval(&approval_id, request, &super::Audience::Everyone)
             .await
         {
-            Ok(_) if approve => Ok("Approved."),
-            Ok(_) => Ok("Denied."),
+            Ok(_) if approve => Ok(Press::Approved),
+            Ok(_) => Ok(Press::Denied),
             Err(
                 ServiceError::Invalid(_)
                 | ServiceError::NotFound { .. }
                 | ServiceError::Conflict { .. },
-            ) => Ok("This approval is no longer waiting."),
+            ) => match self.approval(&approval_id).await.map(|found| found.status) {
+                Ok(ApprovalStatus::Expired) => Ok(Press::Expired),
+                _ => Ok(Press::AlreadyDecided),
+            },
             Err(error) => Err(error),
         }
     }
+
+    /// Claims the Telegram prompt of `approval_id`, to be sent to `telegram_chat` with `text`;
+    /// `false` when it was claimed (sent, or being sent) before.
+    pub(crate) async fn claim_telegram_prompt(
+        &self,
+        approval_id: &str,
+        telegram_chat: i64,
+        text: &str,
+    ) -> Result<bool, ServiceError> {
+        let (approval_id, text) = (approval_id.to_owned(), text.to_owned());
+        Ok(self
+            .store()
+            .write(move |transaction| {
+                rows::claim_prompt(transaction, &approval_id, telegram_chat, &text, Utc::now())
+            })
+            .await?)
+    }
+
+    /// Records where a claimed prompt was sent (`Some(message)`), or forgets the claim of one
+    /// that could not be sent (`None`), so that it can be tried again.
+    pub(crate) async fn record_telegram_prompt(
+        &self,
+        approval_id: &str,
+        message_id: Option<i32>,
+    ) -> Result<(), ServiceError> {
+        let approval_id = approval_id.to_owned();
+        Ok(self
+            .store()
+            .write(move |transaction| match message_id {
+                Some(message_id) => rows::set_prompt_message(transaction, &approval_id, message_id),
+                None => rows::drop_prompt(transaction, &approval_id),
+            })
+            .await?)
+    }
+
+    /// The sent prompts not yet closed (of `approval_id` only, when given).
+    pub(crate) async fn open_telegram_prompts(
+        &self,
+        approval_id: Option<String>,
+    ) -> Result<Vec<Prompt>, ServiceError> {
+        Ok(self
+            .store()
+            .read(move |connection| rows::open_prompts(connection, approval_id.as_deref()))
+            .await?)
+    }
+
+    /// Marks the prompt of `approval_id` closed.
+    pub(crate) async fn close_telegram_prompt(
+        &self,
+        approval_id: &str,
+    ) -> Result<(), ServiceError> {
+        let approval_id = approval_id.to_owned();
+        Ok(self
+            .store()
+            .write(move |transaction| rows::close_prompt(transaction, &approval_id, Utc::now()))
+            .await?)
+    }
+}
+
+/// What a decision made with a Telegram button records as its `via`.
+pub(crate) const TELEGRAM_VIA: &str = "telegram";
+
+/// What pressing a Telegram button did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Press {
+    /// The approval was approved.
+    Approved,
+    /// The approval was denied.
+    Denied,
+    /// A used, unknown or forged handle: nothing changed.
+    Invalid,
+    /// The approval was decided elsewhere first: nothing changed.
+    AlreadyDecided,
+    /// The approval had expired: nothing changed.
+    Expired,
 }
 
 /// A fresh random button handle.

@@ -5,10 +5,7 @@
 
 use std::time::Duration;
 
-use souz_protocol::chat::ChatSettings;
-use souz_protocol::schedules::{
-    NewSchedule, RunState, ScheduleAction, ScheduleEnvelope, ScheduleRun,
-};
+use souz_protocol::schedules::{RunState, ScheduleEnvelope, ScheduleRun};
 use souz_protocol::{
     Approval, ApprovalStatus, DecisionRequest, ExpiryReason, RuntimeEvent, ScopeKind, Verdict,
 };
@@ -17,7 +14,7 @@ use souz_testkit::{FakeServer, openai};
 use crate::chat::ChatUser;
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::Audience;
-use crate::testing::{TestHome, TestRuntime};
+use crate::testing::{TestHome, TestRuntime, run_prompt_now};
 
 fn local() -> ChatUser {
     ChatUser(crate::LOCAL_USER.to_owned())
@@ -57,30 +54,13 @@ async fn schedule_and_run_within(
     handle: &RuntimeHandle,
     envelope: Option<ScheduleEnvelope>,
 ) -> (String, ScheduleRun) {
-    let schedule = handle
-        .create_schedule(
-            &local(),
-            NewSchedule {
-                name: "Morning report".into(),
-                spec: "0 7 1 1 *".into(),
-                zone: Some("Europe/Berlin".into()),
-                action: ScheduleAction::Prompt {
-                    prompt: "Write the morning report.".into(),
-                    settings: ChatSettings::default(),
-                },
-                missed: None,
-                overlap: None,
-                envelope,
-                enabled: None,
-            },
-        )
-        .await
-        .unwrap();
-    let run = handle
-        .run_schedule_now(&local(), &schedule.id)
-        .await
-        .unwrap();
-    (schedule.id, run)
+    run_prompt_now(
+        handle,
+        "Morning report",
+        "Write the morning report.",
+        envelope,
+    )
+    .await
 }
 
 /// Waits until run `run_id` of `schedule_id` is in `state`.

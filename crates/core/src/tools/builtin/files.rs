@@ -17,9 +17,9 @@
 //! Limits are the original's: 25 000 characters of output, 200 results, 1 MB per file searched,
 //! 50 folders found.
 
-mod atomic;
+pub(crate) mod atomic;
 mod delete_file;
-mod diff;
+pub(crate) mod diff;
 mod edit_file;
 mod find_files;
 mod find_folders;
@@ -31,7 +31,7 @@ mod output;
 mod search_content;
 mod target;
 mod text;
-mod trashing;
+pub(crate) mod trashing;
 mod walk;
 
 #[cfg(test)]

@@ -72,12 +72,12 @@ impl Gate {
 
         // Plan (validates, resolves paths, computes diffs) before anyone is asked.
         let arguments = record.request.arguments.clone();
-        let planned: PlannedCall = match guarded(tool.plan(arguments, &ctx), cancel).await {
+        let mut planned: PlannedCall = match guarded(tool.plan(arguments, &ctx), cancel).await {
             Ok(planned) => planned,
             Err(ToolError::Cancelled) => return cancelled("The call was cancelled."),
             Err(error) => return failure(error.to_string()),
         };
-        record.summary = Some(planned.plan.summary.clone());
+        record.summary = Some(self.noted_summary(&mut planned.plan, &ctx.sandbox));
 
         if let CallMode::Approved { approval_id } = record.mode.clone() {
             // A parked call a person approved: it runs under that approval, or not at all.
@@ -134,9 +134,12 @@ impl Gate {
                 fingerprint,
             } => {
                 let approval_id = record.approval_id.clone().unwrap_or_default();
+                let annotate = |plan: &mut crate::tools::Plan| {
+                    self.note_unrestorable(plan, &ctx.sandbox);
+                };
                 let replanned = held::replan(
                     &self.inner.approvals,
-                    &tool,
+                    (&tool, &annotate),
                     &approval_id,
                     fingerprint.as_ref(),
                     &ctx,
@@ -169,9 +172,20 @@ impl Gate {
         } else {
             self.advance(record, ToolCallStatus::Running, state);
         }
+        let sandbox = Arc::clone(&ctx.sandbox);
+        let checkpointed = match self
+            .checkpoint(record, record.risk, &planned.plan, &sandbox)
+            .await
+        {
+            Ok(checkpointed) => checkpointed,
+            Err(message) => return failure(message),
+        };
         let mut ctx = ctx;
         ctx.progress = progress_reports(state);
-        match guarded(planned.run(ctx), cancel).await {
+        let outcome = guarded(planned.run(ctx), cancel).await;
+        self.settle_checkpoint(checkpointed, sandbox, &outcome)
+            .await;
+        match outcome {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
                 ToolResult {

@@ -58,11 +58,15 @@ pub(super) fn hold(
     (whole, diff)
 }
 
+/// What the gate adds to a plan after planning (the history's warning), applied to a plan made
+/// again so it compares equal.
+pub(super) type Annotate<'a> = &'a (dyn Fn(&mut crate::tools::Plan) + Sync);
+
 /// Plans an approved large call again from its stored arguments; fails with a conflict if the
 /// plan is not the one the person approved (or nothing was kept to compare it with).
 pub(super) async fn replan(
     approvals: &Approvals,
-    tool: &Arc<dyn DynTool>,
+    (tool, annotate): (&Arc<dyn DynTool>, Annotate<'_>),
     approval_id: &str,
     fingerprint: Option<&Fingerprint>,
     ctx: &ToolContext,
@@ -74,7 +78,8 @@ pub(super) async fn replan(
         tracing::error!(%error, "could not read an approved call's arguments back");
         ToolError::Internal("could not read the approved call back".into())
     })?;
-    let planned = tool.plan(approval.arguments, ctx).await?;
+    let mut planned = tool.plan(approval.arguments, ctx).await?;
+    annotate(&mut planned.plan);
     if Fingerprint::of(&planned.plan) != *fingerprint {
         return Err(ToolError::Conflict(
             "What this call would do changed while it waited for approval (a file it touches \

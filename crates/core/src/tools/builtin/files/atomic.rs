@@ -56,8 +56,24 @@ pub(super) fn replace(beneath: &Beneath<'_>, path: &Path, content: &[u8]) -> io:
     Ok(())
 }
 
+/// Writes `content` to `path` with exactly the permission bits `mode`, replacing a regular file
+/// there (or creating it): an undo bringing back a file as it was.
+pub(crate) fn write_with_mode(
+    beneath: &Beneath<'_>,
+    path: &Path,
+    content: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    let temporary = TemporaryFile::create_next_to(beneath, path, 0o600)?;
+    temporary.fill(content, Some(Mode::from_bits_truncate(mode & 0o7777)))?;
+    beneath.rename(&temporary.path, path, false)?;
+    temporary.disarm();
+    sync_parent(beneath, path);
+    Ok(())
+}
+
 /// Moves `from` to `to` (which must not exist), across filesystems if need be.
-pub(super) fn move_path(beneath: &Beneath<'_>, from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn move_path(beneath: &Beneath<'_>, from: &Path, to: &Path) -> io::Result<()> {
     match beneath.rename(from, to, true) {
         Err(error) if error.kind() == io::ErrorKind::CrossesDevices => {
             copy_then_remove(beneath, from, to)

@@ -15,7 +15,7 @@ pub(super) const DIFF_LIMIT_CHARS: usize = 100_000;
 const DIFF_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The unified diff from `old` to `new` (both LF-normalized), labelled with `label`.
-pub(super) fn unified(label: &str, old: &str, new: &str) -> String {
+pub(crate) fn unified(label: &str, old: &str, new: &str) -> String {
     render(&format!("a/{label}"), &format!("b/{label}"), old, new)
 }
 

@@ -24,7 +24,7 @@ use std::path::Path;
 use crate::sandbox::Sandbox;
 
 /// Moves the checked, existing `path` (a file, folder or link inside a root) to the Trash.
-pub(super) fn move_to_trash(sandbox: &Sandbox, path: &Path) -> Result<(), String> {
+pub(crate) fn move_to_trash(sandbox: &Sandbox, path: &Path) -> Result<(), String> {
     #[cfg(target_os = "linux")]
     {
         linux::move_to_trash(sandbox, path).map_err(|error| error.to_string())
@@ -36,17 +36,43 @@ pub(super) fn move_to_trash(sandbox: &Sandbox, path: &Path) -> Result<(), String
     }
 }
 
+/// Whether an item found in the Trash is the one to bring back: looked at through the Trash's
+/// `files` folder and the item's name in it (never followed if a link).
+pub(crate) type TrashCheck<'a> = &'a dyn Fn(std::os::fd::BorrowedFd<'_>, &std::ffi::OsStr) -> bool;
+
+/// Brings back from the Trash the newest item trashed from `original` at or after `since`
+/// (local time, as `.trashinfo` records it) that `check` accepts, moving it to `original`
+/// (which must not exist; its folder must) without replacing anything, and removes its
+/// `.trashinfo`. Returns whether it found one. On systems whose Trash Souz does not manage by
+/// handles (macOS), it finds none.
+pub(crate) fn restore_from_trash(
+    sandbox: &Sandbox,
+    original: &Path,
+    since: chrono::DateTime<chrono::Local>,
+    check: TrashCheck<'_>,
+) -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::restore(sandbox, original, since, check)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sandbox, original, since, check);
+        Ok(false)
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::ffi::OsStr;
-    use std::io::{self, Write};
+    use std::ffi::{OsStr, OsString};
+    use std::io::{self, Read, Write};
     use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
 
     use rustix::fs::{AtFlags, Mode, OFlags};
 
-    use crate::sandbox::beneath::{open_child_dir, rename_between};
+    use crate::sandbox::beneath::{open_child_dir, open_child_file, read_entries, rename_between};
     use crate::sandbox::{DaemonFileError, DaemonFolder, Sandbox};
 
     /// Names tried when the Trash already holds items of the same name: the name itself, a few
@@ -54,6 +80,76 @@ mod linux {
     const NAME_ATTEMPTS: usize = 32;
     /// Numbered names tried before random ones.
     const NUMBERED_NAMES: usize = 8;
+
+    pub(super) fn restore(
+        sandbox: &Sandbox,
+        original: &Path,
+        since: chrono::DateTime<chrono::Local>,
+        check: super::TrashCheck<'_>,
+    ) -> io::Result<bool> {
+        let (parent, name) = sandbox.beneath().open_parent(original)?;
+        let trash = trash_for(sandbox, parent.as_fd())?;
+        let wanted = escape(original.as_os_str());
+        let earliest = since.format("%Y-%m-%dT%H:%M:%S").to_string();
+        let mut found: Vec<(String, OsString)> = Vec::new();
+        for entry in read_entries(trash.info.as_fd())? {
+            let Some(item) = entry
+                .name
+                .as_bytes()
+                .strip_suffix(b".trashinfo")
+                .map(|item| OsStr::from_bytes(item).to_os_string())
+            else {
+                continue;
+            };
+            let Ok(file) = open_child_file(trash.info.as_fd(), &entry.name) else {
+                continue;
+            };
+            let mut text = String::new();
+            if file.take(INFO_LIMIT).read_to_string(&mut text).is_err() {
+                continue;
+            }
+            let field = |key: &str| {
+                text.lines()
+                    .find_map(|line| line.strip_prefix(key))
+                    .map(str::trim)
+                    .map(str::to_owned)
+            };
+            if field("Path=").as_deref() == Some(wanted.as_str())
+                && let Some(date) = field("DeletionDate=").filter(|date| *date >= earliest)
+            {
+                found.push((date, item));
+            }
+        }
+        found.sort();
+        for (_, item) in found.into_iter().rev() {
+            if !check(trash.files.as_fd(), &item) {
+                continue;
+            }
+            rename_between((trash.files.as_fd(), &item), (parent.as_fd(), name), true)?;
+            let mut info_name = item;
+            info_name.push(".trashinfo");
+            let _ = rustix::fs::unlinkat(&trash.info, &info_name, AtFlags::empty());
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The Trash an item in the folder `parent` goes to (the one [`move_to_trash`] uses).
+    fn trash_for(sandbox: &Sandbox, parent: BorrowedFd<'_>) -> io::Result<Trash> {
+        let device = rustix::fs::fstat(parent)?.st_dev;
+        let home_trash = match sandbox.trash_folder() {
+            Some(folder) => folder.to_path_buf(),
+            None => default_home_trash()?,
+        };
+        match open_trash_at(sandbox.user_home(), &home_trash) {
+            Ok(trash) if rustix::fs::fstat(&trash.files)?.st_dev == device => Ok(trash),
+            Err(error) if DaemonFileError::refusal_in(&error) => Err(error),
+            _ => top_trash(parent, device),
+        }
+    }
+
+    /// Most bytes of a `.trashinfo` read.
+    const INFO_LIMIT: u64 = 64 * 1024;
 
     pub(super) fn move_to_trash(sandbox: &Sandbox, path: &Path) -> io::Result<()> {
         let (parent, name) = sandbox.beneath().open_parent(path)?;
