@@ -48,7 +48,7 @@ pub(crate) mod trace;
 pub(crate) mod turn;
 
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
-pub use core_tool_types::CoreTool;
+pub use core_tool_types::{CoreTool, CoreToolGroup, CoreToolsOff};
 pub use ending::AgentOutcome;
 pub use events::{AgentEvent, NoSink, TurnSink};
 pub use gate_call::ParkedCall;

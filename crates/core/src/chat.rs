@@ -35,6 +35,7 @@ pub(crate) mod turns;
 pub(crate) use self::attachments::ChatFiles;
 pub use self::attachments::{MAX_ATTACHMENTS, UPLOAD_FOLDER};
 pub use self::conversations::MessagePage;
+pub(crate) use self::per_chat::core_off;
 pub use crate::bus::FollowItem;
 
 use std::collections::HashMap;

@@ -373,6 +373,11 @@ pub struct ChatSettings {
     /// Tools the agent may use (names from the catalog); `null`: the user's enabled tools.
     #[serde(default)]
     pub enabled_tools: Option<Vec<String>>,
+    /// The agent's own tools this chat's turns leave out, by group: `memory` (SearchMemory),
+    /// `knowledge` (GetKnowledge, SearchKnowledge), `skills` (the skill lookups and
+    /// RunSkillCommand) and `askUser` (AskUser); `null` or empty: all on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_core_tools: Option<Vec<String>>,
 }
 
 /// `GET /v1/chats/{chatId}/tools`: the tools the chat's next turn offers its agent, as its
@@ -388,9 +393,24 @@ pub struct ChatTools {
     pub catalog: Vec<String>,
     /// Tools of connected MCP servers (the chat's catalog choice does not limit them).
     pub external: Vec<String>,
-    /// The agent's own tools (memory, Knowledge, skills, questions to the person): on whatever
-    /// the catalog choice.
+    /// The agent's own tools (memory, Knowledge, skills, questions to the person) the chat
+    /// leaves on: the catalog choice does not limit them; `disabledCoreTools` does.
     pub core: Vec<String>,
+    /// The agent's core tools by group, on or turned off by the chat's `disabledCoreTools`.
+    #[serde(default)]
+    pub core_groups: Vec<CoreToolGroupState>,
+}
+
+/// One group of an agent's core tools as a chat has it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CoreToolGroupState {
+    /// `memory`, `knowledge`, `skills` or `askUser`.
+    pub group: String,
+    /// Its tools that the chat's agent has.
+    pub tools: Vec<String>,
+    /// Whether the chat's turns offer them.
+    pub enabled: bool,
 }
 
 /// `POST /v1/chats/{chatId}/input`: a message for the chat whether or not its agent is working.

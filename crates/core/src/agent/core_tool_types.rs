@@ -1,6 +1,14 @@
 //! The agents' own tools ([`super::core_tools`]) as names and results, with no behaviour: the
 //! lower modules (the history's view of tool calls, Knowledge) tell a core tool's call by its
 //! name and shape its answer without depending on the tools themselves.
+//!
+//! A chat turns core tools off by [`CoreToolGroup`], the way a person thinks of them (memory,
+//! Knowledge, skills, questions), not one tool at a time: the tools of a group only work
+//! together (`SearchKnowledge` reads the entries `GetKnowledge` reads; a skill found with
+//! `GetSkillByName` runs with `RunSkillCommand`), so half a group on would offer a tool the
+//! model cannot use.
+
+use std::collections::BTreeSet;
 
 /// One of the core tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,11 +68,91 @@ impl CoreTool {
         Self::ALL.into_iter().find(|tool| tool.name() == name)
     }
 
+    /// The group a chat turns it off with.
+    pub fn group(self) -> CoreToolGroup {
+        match self {
+            Self::SearchMemory => CoreToolGroup::Memory,
+            Self::GetKnowledge | Self::SearchKnowledge => CoreToolGroup::Knowledge,
+            Self::GetSkillByName
+            | Self::GetSkillsByCategory
+            | Self::GetSkillsNamesByCategory
+            | Self::RunSkillCommand => CoreToolGroup::Skills,
+        }
+    }
+
     /// Whether its results always stay in the conversation (never offloaded to Knowledge):
     /// discovery results are what the model needs to act, and offloading a Knowledge read
     /// would only produce another reference.
     pub fn always_inline(self) -> bool {
         !matches!(self, Self::SearchMemory | Self::RunSkillCommand)
+    }
+}
+
+/// The core tools a chat can turn off together (chat setting `disabledCoreTools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CoreToolGroup {
+    /// `SearchMemory`: the model searching long-term memory.
+    Memory,
+    /// `GetKnowledge`, `SearchKnowledge`: reading back large tool results. Off, such results
+    /// stay whole in the conversation instead of becoming a reference nothing could read.
+    Knowledge,
+    /// `GetSkillByName`, `GetSkillsByCategory`, `GetSkillsNamesByCategory`,
+    /// `RunSkillCommand`, and the skill inventory in the system prompt. The skills agent reaches
+    /// catalog tools only through them, so off there it keeps memory and Knowledge only.
+    Skills,
+    /// `AskUser`: the model asking the person a question (which ends the turn).
+    AskUser,
+}
+
+impl CoreToolGroup {
+    /// Every group, in the order people see them.
+    pub const ALL: [CoreToolGroup; 4] =
+        [Self::Memory, Self::Knowledge, Self::Skills, Self::AskUser];
+
+    /// The group's name in settings and on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Knowledge => "knowledge",
+            Self::Skills => "skills",
+            Self::AskUser => "askUser",
+        }
+    }
+
+    /// The group named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|group| group.name() == name)
+    }
+}
+
+/// The core tool groups a turn leaves out (empty: every core tool of its agent is on).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CoreToolsOff(BTreeSet<CoreToolGroup>);
+
+impl CoreToolsOff {
+    /// The groups stored under `names`; names that are no group are skipped (settings are
+    /// validated when saved, so that is a group a later version dropped).
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a String>) -> Self {
+        Self(
+            names
+                .into_iter()
+                .filter_map(|name| CoreToolGroup::parse(name))
+                .collect(),
+        )
+    }
+
+    /// Whether `group` is off.
+    pub fn is_off(&self, group: CoreToolGroup) -> bool {
+        self.0.contains(&group)
+    }
+
+    /// `tools` without the ones whose group is off.
+    pub fn keep(&self, tools: &[CoreTool]) -> Vec<CoreTool> {
+        tools
+            .iter()
+            .copied()
+            .filter(|tool| !self.is_off(tool.group()))
+            .collect()
     }
 }
 

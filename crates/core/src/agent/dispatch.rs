@@ -8,7 +8,8 @@
 //!   failed call is a tool result the model reads, not an error of the turn.
 //! - Dropping the future (the turn was cancelled) drops the gate's call handle, which withdraws
 //!   a pending approval.
-//! - Results longer than the Knowledge threshold are offloaded before they enter the history.
+//! - Results longer than the Knowledge threshold are offloaded before they enter the history
+//!   (unless the chat turned the Knowledge tools off, which could not read them back).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -16,6 +17,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::context::ToolBinding;
+use super::core_tool_types::CoreToolGroup;
 use super::core_tools::CoreCall;
 use super::events::AgentEvent;
 use super::gate_call::{GateCall, call_gate};
@@ -103,13 +105,18 @@ pub(crate) async fn execute(
             result_preview: gate_preview.unwrap_or_else(|| redact::preview_text(&content)),
         }
     });
-    let content = knowledge::offload(
-        &scope.services.knowledge,
-        &scope.chat_id,
-        &call.name,
-        content,
-    )
-    .await;
+    // With the Knowledge tools off, a reference could never be read: the result stays whole.
+    let content = if scope.core_off.is_off(CoreToolGroup::Knowledge) {
+        content
+    } else {
+        knowledge::offload(
+            &scope.services.knowledge,
+            &scope.chat_id,
+            &call.name,
+            content,
+        )
+        .await
+    };
     Message::Tool {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),

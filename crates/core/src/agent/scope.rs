@@ -69,6 +69,8 @@ pub(crate) struct TurnScope {
     pub question: std::sync::Mutex<Option<super::context::AskedQuestion>>,
     /// The catalog tools the turn may list and run.
     pub tools: ToolFilter,
+    /// The agent's own tools the turn leaves out.
+    pub core_off: super::core_tool_types::CoreToolsOff,
     /// How long one model request may take, start to finished answer (`None`: the provider
     /// client's own limits only).
     pub request_timeout: Option<Duration>,

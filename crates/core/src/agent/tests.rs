@@ -2,6 +2,7 @@
 //! SQLite) over small probe tools. A turn against the fake OpenAI server through the real
 //! `LlmService` and the whole runtime is a runtime test (`runtime::tests::agent_turn`).
 
+mod core_off;
 mod inventory;
 mod limits;
 mod mcp_offload;

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{AgentContext, AgentSettings, ToolBinding};
+use super::core_tool_types::CoreToolsOff;
 use super::core_tools::CoreTool;
 use super::ending::{AgentOutcome, Ending, conclude};
 use super::events::TurnSink;
@@ -131,6 +132,9 @@ pub struct TurnRequest {
     pub ask_user: bool,
     /// The catalog tools the turn may list and run (`None`: all of them).
     pub enabled_tools: Option<Vec<String>>,
+    /// The agent's own tools the turn leaves out (the chat's `disabledCoreTools`): neither
+    /// listed to the model nor run if it calls one anyway.
+    pub core_off: CoreToolsOff,
     /// How long one model request may take, from sending it to the end of the answer
     /// (`None`: the provider client's own limits only).
     pub request_timeout: Option<Duration>,
@@ -403,6 +407,7 @@ impl Agents {
             tools: request
                 .enabled_tools
                 .map_or_else(ToolFilter::all, ToolFilter::only),
+            core_off: request.core_off,
             request_timeout: request.request_timeout,
             mailbox,
             cancel,
@@ -450,6 +455,7 @@ pub struct Turn {
     language: Language,
     ask_user: bool,
     tools: ToolFilter,
+    core_off: CoreToolsOff,
     request_timeout: Option<Duration>,
     mailbox: Option<Arc<Mailbox>>,
     cancel: CancellationToken,
@@ -501,8 +507,7 @@ impl Turn {
                 model: self.model.request_name.clone(),
                 temperature: self.temperature,
                 context_size: self.context_size,
-                language: self.language,
-            },
+                },
             system_prompt,
             history: self.history.clone(),
             advertised: Vec::new(),
@@ -522,7 +527,7 @@ impl Turn {
             // Exactly the seven core tools, shown and runnable; catalog tools only through
             // RunSkillCommand.
             AgentKind::Skills => {
-                for tool in CoreTool::ALL {
+                for tool in self.core_off.keep(&CoreTool::ALL) {
                     context.install(tool.spec(), ToolBinding::Core(tool));
                 }
             }
@@ -572,6 +577,8 @@ impl Turn {
             ask_user: self.ask_user,
             question: Mutex::new(None),
             tools: self.tools.clone(),
+            core_off: self.core_off.clone(),
+            language: self.language,
             request_timeout: self.request_timeout,
             attempts: std::sync::atomic::AtomicU64::new(0),
             parking: self.unattended.clone().map(Parking::new),

@@ -186,6 +186,7 @@ impl TurnEngine for AgentEngine {
                 ask_user: true,
                 // The snapshot's list: only these catalog tools are shown and run (§1.7).
                 enabled_tools: Some(turn.settings.enabled_tools.clone()),
+                core_off: turn.core_off.clone(),
                 request_timeout: Some(Duration::from_millis(turn.settings.request_timeout_millis)),
                 execution_id: Some(turn.execution_id.clone()),
                 unattended: turn.unattended.clone(),

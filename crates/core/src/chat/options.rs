@@ -124,11 +124,12 @@ impl Chats {
             })
             .await?;
         let snapshot: Settings = from_json("executions.settings", &execution_row.settings)?;
-        let agent = self.chat_agent(&option.chat_id).await;
+        let (agent, core_off) = self.chat_agent(&option.chat_id).await;
         let unattended = self.unattended_of(&option.execution_id).await?;
         let turn = Turn {
             unattended,
             agent,
+            core_off,
             user_id: user.0.clone(),
             chat_id: option.chat_id.clone(),
             execution_id: option.execution_id.clone(),

@@ -192,8 +192,10 @@ impl Chats {
         };
         let snapshot: Settings = from_json("executions.settings", &row.settings)?;
         let usage = row.execution.usage.clone().unwrap_or_default();
+        let (agent, core_off) = self.chat_agent(&parked.chat_id).await;
         let turn = Turn {
-            agent: self.chat_agent(&parked.chat_id).await,
+            agent,
+            core_off,
             user_id: parked.user_id,
             chat_id: parked.chat_id,
             execution_id: parked.execution_id,

@@ -1,5 +1,6 @@
-//! Per-chat settings (`GET`/`PUT /v1/chats/{chatId}/settings`): the model, the agent and the
-//! enabled tools one chat uses instead of the user's settings. Stored whole (a `PUT` replaces
+//! Per-chat settings (`GET`/`PUT /v1/chats/{chatId}/settings`): the model, the agent, the
+//! enabled tools and the core tool groups turned off that one chat uses instead of the user's
+//! settings (the core tools have no user-wide setting: they are on unless a chat says so). Stored whole (a `PUT` replaces
 //! them); each field is validated like the user's own setting, so a stored value was usable
 //! when it was saved. A new turn overlays them on the user's settings, and a message's own
 //! options overlay both.
@@ -7,7 +8,7 @@
 use souz_protocol::chat::{ChatSettings, SettingsPatch};
 
 use super::{ChatError, ChatUser, Chats, settings};
-use crate::agent::AgentKind;
+use crate::agent::{AgentKind, CoreToolGroup, CoreToolsOff};
 use rusqlite::OptionalExtension;
 
 use crate::store::codec::{from_json, now, to_json, to_time};
@@ -58,10 +59,16 @@ impl Chats {
         let enabled_tools = settings::normalize(&tools, &self.defaults().tools)
             .map_err(ChatError::Invalid)?
             .enabled_tools;
+        let disabled_core_tools = wanted
+            .disabled_core_tools
+            .as_deref()
+            .map(core_groups)
+            .transpose()?;
         let stored = ChatSettings {
             model,
             agent,
             enabled_tools,
+            disabled_core_tools,
         };
         let json = to_json(&stored)?;
         let chat_id = chat_id.to_owned();
@@ -106,16 +113,54 @@ impl Chats {
         }
     }
 
-    /// The agent the chat's turns run on (`None`: the configured default).
-    pub(super) async fn chat_agent(&self, chat_id: &str) -> Option<AgentKind> {
+    /// The agent the chat's turns run on (`None`: the configured default) and the core tools
+    /// they leave out.
+    pub(super) async fn chat_agent(&self, chat_id: &str) -> (Option<AgentKind>, CoreToolsOff) {
         match self.stored_chat_settings(chat_id).await {
-            Ok(stored) => stored.agent.as_deref().map(AgentKind::parse),
+            Ok(stored) => (
+                stored.agent.as_deref().map(AgentKind::parse),
+                core_off(&stored),
+            ),
             Err(error) => {
                 tracing::warn!(%error, %chat_id, "could not read the chat's settings");
-                None
+                (None, CoreToolsOff::default())
             }
         }
     }
+}
+
+/// The core tool groups the chat's turns leave out.
+pub(crate) fn core_off(chat: &ChatSettings) -> CoreToolsOff {
+    CoreToolsOff::from_names(chat.disabled_core_tools.iter().flatten())
+}
+
+/// `disabledCoreTools` trimmed and without repeats; a name that is no group is refused with
+/// the names there are.
+fn core_groups(names: &[String]) -> Result<Vec<String>, ChatError> {
+    let mut cleaned: Vec<String> = Vec::new();
+    let mut unknown: Vec<&str> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        match CoreToolGroup::parse(name) {
+            Some(group) if !cleaned.iter().any(|known| known == group.name()) => {
+                cleaned.push(group.name().to_owned());
+            }
+            Some(_) => {}
+            None => unknown.push(name),
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(cleaned);
+    }
+    let known: Vec<&str> = CoreToolGroup::ALL
+        .iter()
+        .map(|group| group.name())
+        .collect();
+    Err(ChatError::Invalid(format!(
+        "disabledCoreTools contains unknown groups: {}; the groups are {}.",
+        unknown.join(", "),
+        known.join(", ")
+    )))
 }
 
 /// The chat's settings as a patch over the user's.

@@ -170,6 +170,7 @@ impl Chats {
         };
         let turn = Turn {
             agent: chat_settings.agent.as_deref().map(AgentKind::parse),
+            core_off: per_chat::core_off(&chat_settings),
             user_id: user.0.clone(),
             chat_id: chat_id.to_owned(),
             execution_id: execution.id.clone(),

@@ -37,6 +37,8 @@ pub struct Turn {
     pub settings: Settings,
     /// The agent the chat runs on (`None`: the configured default).
     pub agent: Option<crate::agent::AgentKind>,
+    /// The agent's own tools the chat's turns leave out.
+    pub core_off: crate::agent::CoreToolsOff,
     /// The unattended run this turn is (a schedule's): its calls that need a person park.
     pub unattended: Option<crate::tools::gate::Unattended>,
 }

@@ -1,4 +1,4 @@
-//! Skill Inventory: installs the core tools and appends the skill inventory block to the system
+//! Skill Inventory: installs the core tools the chat leaves on and appends the skill inventory block to the system
 //! message (the first message is rebuilt every turn as `system prompt + "\n\n" + block`; the
 //! context's `system_prompt` itself never changes).
 //!
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use souz_protocol::ToolCategory;
 
 use crate::agent::context::{AgentContext, ToolBinding};
+use crate::agent::core_tool_types::CoreToolGroup;
 use crate::agent::core_tools::CoreTool;
 use crate::agent::scope::TurnScope;
 use crate::agent::skills::{InventoryEntry, by_category, enabled_tools};
@@ -191,17 +192,22 @@ pub(crate) async fn inventory(
     };
     let budget = inventory_budget_chars(context.settings.context_size);
     let file_backed = fit_file_backed(&entries, budget);
-    for tool in core {
-        context.install(tool.spec(), ToolBinding::Core(*tool));
+    for tool in scope.core_off.keep(core) {
+        context.install(tool.spec(), ToolBinding::Core(tool));
     }
-    if scope.ask_user {
+    if scope.ask_user && !scope.core_off.is_off(CoreToolGroup::AskUser) {
         context.install(crate::agent::ask_user::spec(), ToolBinding::AskUser);
     }
-    let system = Message::system(format!(
-        "{}\n\n{}",
-        context.system_prompt,
-        inventory_block(&groups, &file_backed)
-    ));
+    // With the skill tools off, the inventory would point at tools the model does not have.
+    let system = Message::system(if scope.core_off.is_off(CoreToolGroup::Skills) {
+        context.system_prompt.clone()
+    } else {
+        format!(
+            "{}\n\n{}",
+            context.system_prompt,
+            inventory_block(&groups, &file_backed)
+        )
+    });
     match context.history.first_mut() {
         Some(first @ Message::System { .. }) => *first = system,
         _ => context.history.insert(0, system),

@@ -121,7 +121,9 @@ fn setting_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .description(
                     "Its enabled catalog tools (the chat's own choice, else the user's), the \
                      connected MCP servers' tools, and the agent's core tools (memory, \
-                     Knowledge, skills, questions), which stay on whatever the catalog choice.",
+                     Knowledge, skills, questions), which stay on whatever the catalog choice \
+                     unless the chat's `disabledCoreTools` turns their group off; \
+                     `coreGroups` lists every group with its tools and whether it is on.",
                 )
                 .tag("chats")
                 .response::<ChatTools>(200, "The tools.")
@@ -181,7 +183,10 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
         )
         .route(
             Operation::get("/v1/chats/{chatId}/settings")
-                .summary("The chat's own model, agent and enabled tools (`null`: the user's).")
+                .summary(
+                    "The chat's own model, agent, enabled tools and core tools turned off \
+                     (`null`: the user's).",
+                )
                 .tag("chats")
                 .response::<ChatSettings>(200, "The chat's settings.")
                 .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
@@ -189,17 +194,20 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
         )
         .route(
             Operation::put("/v1/chats/{chatId}/settings")
-                .summary("Replace the chat's own model, agent and enabled tools.")
+                .summary(
+                    "Replace the chat's own model, agent, enabled tools and core tools turned off.",
+                )
                 .description(
                     "Its next turns use them over the user's settings (a message's own options \
                      still win). `null` or absent: the user's setting. The model must be \
                      available to the user; the agent is `graph` or `skills`; tools are catalog \
-                     names.",
+                     names; `disabledCoreTools` holds core tool groups (`memory`, `knowledge`, \
+                     `skills`, `askUser`).",
                 )
                 .tag("chats")
                 .request::<ChatSettings>()
                 .response::<ChatSettings>(200, "The stored settings.")
-                .response::<ErrorBody>(400, "An unknown model, agent or tool.")
+                .response::<ErrorBody>(400, "An unknown model, agent, tool or core tool group.")
                 .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
             put_chat_settings,
         )

@@ -163,6 +163,7 @@ impl RuntimeHandle {
         chat_id: &str,
     ) -> Result<ChatTools, ServiceError> {
         let chat = self.chats().chat_settings(user, chat_id).await?;
+        let core_off = crate::chat::core_off(&chat);
         let enabled = match chat.enabled_tools {
             Some(enabled) => enabled,
             None => self.chats().settings(user).await?.enabled_tools,
@@ -175,6 +176,7 @@ impl RuntimeHandle {
             self.gate(),
             kind,
             enabled,
+            &core_off,
         ))
     }
 
