@@ -34,6 +34,7 @@ const t = strings({
     model_downloading: "Downloading the local memory model {model}: {received} of {total}. Memory searches by words only until it is ready.",
     model_missing: "Memory searches by words only until the local memory model {model} is ready: it is downloaded on first use.",
     words_only: "Found by words only: the local memory model {model} is not ready yet.",
+    words_only_plain: "Found by words only: no model for searching by meaning is ready.",
     model_ready: "The local memory model {model} is ready: memory now also searches by meaning.",
     model_failed: "The local memory model {model} could not be downloaded: {error}. Memory searches by words meanwhile; Souz tries again later.",
   },
@@ -52,6 +53,7 @@ const t = strings({
     model_downloading: "Загружается локальная модель памяти {model}: {received} из {total}. Пока она не готова, память ищет только по словам.",
     model_missing: "Пока локальная модель памяти {model} не готова, память ищет только по словам: модель загружается при первом использовании.",
     words_only: "Найдено только по словам: локальная модель памяти {model} ещё не готова.",
+    words_only_plain: "Найдено только по словам: модель поиска по смыслу не готова.",
     model_ready: "Локальная модель памяти {model} готова: теперь память ищет и по смыслу.",
     model_failed: "Не удалось загрузить локальную модель памяти {model}: {error}. Пока память ищет по словам; Souz попробует снова позже.",
   },
@@ -144,8 +146,9 @@ export async function memoryPage(main) {
         /** @type {MemorySearchResult} */
         const found = await api("POST", "/v1/memory/search", { query: query.value.trim(), limit: 20 });
         list.replaceChildren(...(found.items.length ? found.items.map((hit) => card(hit.fact, hit.score)) : [h("p.meta", {}, t("no_match"))]));
+        // The search says itself whether it matched by words only; the model panel says why.
         const waiting = model.waiting();
-        if (waiting) list.prepend(h("p.meta#memory-words-only", {}, t("words_only", { model: waiting })));
+        if (found.mode === "lexical") list.prepend(h("p.meta#memory-words-only", {}, waiting ? t("words_only", { model: waiting }) : t("words_only_plain")));
         return;
       }
       const params = new URLSearchParams({ status: status.value });

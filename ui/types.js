@@ -286,6 +286,7 @@
  * (`null`: the user's, or the configured default).
  * @typedef {{
  *   agent?: string | null;
+ *   disabledCoreTools?: Array<string> | null;
  *   enabledTools?: Array<string> | null;
  *   model?: string | null;
  * }} ChatSettings
@@ -298,6 +299,7 @@
  *   agent: string;
  *   catalog: Array<string>;
  *   core: Array<string>;
+ *   coreGroups?: Array<CoreToolGroupState>;
  *   external: Array<string>;
  * }} ChatTools
  */
@@ -460,6 +462,15 @@
  *   memory: Action;
  *   name: string;
  * }} ConnectedClient
+ */
+
+/**
+ * One group of an agent's core tools as a chat has it.
+ * @typedef {{
+ *   enabled: boolean;
+ *   group: string;
+ *   tools: Array<string>;
+ * }} CoreToolGroupState
  */
 
 /**
@@ -1056,6 +1067,7 @@
  * `POST /v1/memory/search`: the facts found, best first.
  * @typedef {{
  *   items: Array<MemorySearchHit>;
+ *   mode: RecallMode;
  * }} MemorySearchResult
  */
 
@@ -1404,6 +1416,11 @@
  * @typedef {{
  *   items: Array<Question>;
  * }} QuestionList
+ */
+
+/**
+ * How a memory search matched facts.
+ * @typedef {"lexical" | "hybrid"} RecallMode
  */
 
 /**

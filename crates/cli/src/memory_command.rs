@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use souz_protocol::{
     MemoryFact, MemoryKind, MemoryQuery, MemorySearchRequest, MemoryStatusFilter, NewMemoryFact,
+    RecallMode,
 };
 
 use crate::output::{print_json, say, truncate};
@@ -196,10 +197,14 @@ async fn search(
             say!("      {}  {}", hit.fact.id, truncate(&hit.fact.body, 100));
         }
     }
-    // Found by words only: say so, and why.
-    let model = client.memory_model().await?;
-    if !model.by_meaning() {
-        say!("{}", model.describe());
+    // Found by words only (the search says so itself): say so, and why.
+    if found.mode == RecallMode::Lexical {
+        let model = client.memory_model().await?;
+        if model.by_meaning() {
+            say!("This search matched by words only: the embedding model did not answer in time.");
+        } else {
+            say!("{}", model.describe());
+        }
     }
     Ok(())
 }

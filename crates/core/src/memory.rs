@@ -51,6 +51,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
+use souz_protocol::memory::RecallMode;
 
 pub use capture::{Candidate, CapturedTurn, Evidence, EvidenceKind, NoWriter, Writer, WriterError};
 pub(crate) use editing::checked_canonical_key;
@@ -472,10 +473,11 @@ impl Memory {
         query: recall::Query<'_>,
     ) -> Result<(Vec<Selected>, Trace), MemoryError> {
         let vector = self.query_vector(query.semantic_query).await;
+        let by_meaning = vector.is_some();
         let lexical = LexicalSearch::start(&self.inner.store, &query);
         let index = Arc::clone(&self.inner.vectors);
         let owned = OwnedQuery::from(&query);
-        let (selected, trace) = self
+        let (selected, mut trace) = self
             .inner
             .store
             .read(move |connection| {
@@ -497,6 +499,7 @@ impl Memory {
         self.inner
             .retrievals
             .note(&self.inner.store, self.tasks(), ids);
+        trace.by_meaning = by_meaning;
         Ok((selected, trace))
     }
 
@@ -525,17 +528,18 @@ impl Memory {
         Ok((recall::render(&selected), selected))
     }
 
-    /// An explicit search of global memory and the context's session, within 1,400 tokens.
+    /// An explicit search of global memory and the context's session, within 1,400 tokens;
+    /// the facts, and whether they were matched by words only (no embedding model ready).
     pub async fn search(
         &self,
         context: &Context,
         semantic_query: &str,
         lexical_hints: &[String],
         max_facts: usize,
-    ) -> Result<Vec<Selected>, MemoryError> {
+    ) -> Result<(Vec<Selected>, RecallMode), MemoryError> {
         let mut scopes = vec![Scope::global()];
         scopes.extend(context.session.as_deref().map(Scope::session));
-        let (selected, _) = self
+        let (selected, trace) = self
             .select(recall::Query {
                 context,
                 semantic_query,
@@ -545,7 +549,12 @@ impl Memory {
                 scopes: Some(scopes),
             })
             .await?;
-        Ok(selected)
+        let mode = if trace.by_meaning {
+            RecallMode::Hybrid
+        } else {
+            RecallMode::Lexical
+        };
+        Ok((selected, mode))
     }
 
     /// Acts on a "forget" (retire and tombstone) or "delete from memory" (delete) request

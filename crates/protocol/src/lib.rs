@@ -57,6 +57,7 @@ pub use memory::{
     LocalModelState, MemoryEvidence, MemoryEvidenceList, MemoryFact, MemoryFactList,
     MemoryFactPatch, MemoryKind, MemoryModelInfo, MemoryQuery, MemorySearchHit,
     MemorySearchRequest, MemorySearchResult, MemoryStatus, MemoryStatusFilter, NewMemoryFact,
+    RecallMode,
 };
 pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
 pub use skills::{

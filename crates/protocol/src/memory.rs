@@ -239,11 +239,35 @@ pub struct MemorySearchHit {
     pub sources: Vec<String>,
 }
 
+/// How a memory search matched facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecallMode {
+    /// By words only: no embedding model was ready, so a fact that says the same in other
+    /// words or in another language may be missed.
+    Lexical,
+    /// By words and by meaning (an embedding model's vectors).
+    Hybrid,
+}
+
+impl RecallMode {
+    /// `lexical` or `hybrid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Lexical => "lexical",
+            Self::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// `POST /v1/memory/search`: the facts found, best first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemorySearchResult {
     /// The facts.
     pub items: Vec<MemorySearchHit>,
+    /// How they were matched: `lexical` (by words only, while no embedding model is ready) or
+    /// `hybrid` (by words and by meaning).
+    pub mode: RecallMode,
 }
 
 /// `GET /v1/memory/model`: what searches memory by meaning, and where a local model is (a page

@@ -118,6 +118,8 @@ pub(crate) struct CoreCall<'a> {
     pub bundles: &'a dyn super::skills::SkillBundles,
     /// An unattended turn's parking (see [`super::gate_call::Parking`]).
     pub parking: Option<&'a super::gate_call::Parking>,
+    /// The person's language (for what a result says to be told on).
+    pub language: souz_protocol::language::Language,
 }
 
 impl CoreTool {

@@ -84,6 +84,7 @@ pub(crate) async fn execute(
                 sink,
                 bundles: services.bundles.as_ref(),
                 parking: scope.parking.as_ref(),
+                language: scope.language,
             };
             let output = tool.run(&core, arguments).await;
             (output.content, output.is_error)

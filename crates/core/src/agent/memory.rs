@@ -12,6 +12,7 @@
 
 use futures::future::BoxFuture;
 use serde::Serialize;
+use souz_protocol::memory::RecallMode;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -54,6 +55,15 @@ pub struct MemoryFact {
     pub score: f64,
 }
 
+/// What an explicit search found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundFacts {
+    /// The facts, best first.
+    pub facts: Vec<MemoryFact>,
+    /// Whether they were matched by words only (no embedding model ready) or also by meaning.
+    pub mode: RecallMode,
+}
+
 /// An explicit search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemorySearch {
@@ -91,7 +101,7 @@ pub trait MemoryRecall: Send + Sync {
     fn search<'a>(
         &'a self,
         request: &'a MemorySearch,
-    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>>;
+    ) -> BoxFuture<'a, Result<FoundFacts, MemoryError>>;
 
     /// Hands a finished turn to capture; returns at once (nothing by default).
     fn capture(&self, turn: CapturedTurn) {
@@ -119,10 +129,7 @@ impl MemoryRecall for NoMemory {
         Box::pin(async { Ok(None) })
     }
 
-    fn search<'a>(
-        &'a self,
-        _: &'a MemorySearch,
-    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
+    fn search<'a>(&'a self, _: &'a MemorySearch) -> BoxFuture<'a, Result<FoundFacts, MemoryError>> {
         Box::pin(async { Err(MemoryError::Unavailable) })
     }
 }
@@ -246,9 +253,9 @@ impl MemoryRecall for LongTermMemory {
     fn search<'a>(
         &'a self,
         request: &'a MemorySearch,
-    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
+    ) -> BoxFuture<'a, Result<FoundFacts, MemoryError>> {
         Box::pin(async move {
-            let selected = self
+            let (selected, mode) = self
                 .memory
                 .search(
                     &context(&request.scope),
@@ -258,7 +265,10 @@ impl MemoryRecall for LongTermMemory {
                 )
                 .await
                 .map_err(|error| MemoryError::Failed(error.to_string()))?;
-            Ok(selected.into_iter().map(fact).collect())
+            Ok(FoundFacts {
+                facts: selected.into_iter().map(fact).collect(),
+                mode,
+            })
         })
     }
 

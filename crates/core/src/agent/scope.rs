@@ -69,6 +69,8 @@ pub(crate) struct TurnScope {
     pub question: std::sync::Mutex<Option<super::context::AskedQuestion>>,
     /// The catalog tools the turn may list and run.
     pub tools: ToolFilter,
+    /// The person's language (the turn's interface language).
+    pub language: souz_protocol::language::Language,
     /// The agent's own tools the turn leaves out.
     pub core_off: super::core_tool_types::CoreToolsOff,
     /// How long one model request may take, start to finished answer (`None`: the provider

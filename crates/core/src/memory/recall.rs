@@ -83,6 +83,21 @@ pub struct Selected {
     pub sources: Vec<&'static str>,
 }
 
+/// What a search that matched by words only ([`RecallMode::Lexical`]) tells whoever reads
+/// its facts (a model, an MCP client), so an empty or thin answer is not taken as "nothing
+/// remembered".
+///
+/// [`RecallMode::Lexical`]: souz_protocol::memory::RecallMode::Lexical
+pub(crate) fn lexical_note(language: souz_protocol::language::Language) -> String {
+    souz_protocol::localized!(
+        language,
+        "Matched by words only: no model for recall by meaning is ready yet, so a fact that \
+         says the same in other words or in another language may be missing.",
+        "Найдено только по словам: модель поиска по смыслу ещё не готова, поэтому факт, где то \
+         же сказано другими словами или на другом языке, мог не найтись."
+    )
+}
+
 /// How many candidates each source found (for traces and tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -94,6 +109,8 @@ pub struct Trace {
     pub dense: usize,
     /// Priority candidates.
     pub priority: usize,
+    /// Whether the query had a vector, so facts were also matched by meaning.
+    pub by_meaning: bool,
 }
 
 fn lowercase_text(fact: &Fact) -> String {
@@ -418,6 +435,7 @@ where
         lexical: lexical.len(),
         dense: dense.len(),
         priority: priority.len(),
+        by_meaning: false,
     };
 
     let mut fused: Vec<(f64, Fused)> = fuse(vec![

@@ -197,10 +197,11 @@ async fn recall_reads_global_and_its_own_session_only() {
     let mut got = titles(&selected);
     got.sort();
     assert_eq!(got, vec!["Tea".to_owned(), "Tea here".to_owned()]);
-    let found = memory
+    let (found, mode) = memory
         .search(&context("other"), "tea", &["tea".into()], 8)
         .await
         .unwrap();
+    assert_eq!(mode, souz_protocol::memory::RecallMode::Lexical);
     let mut got = titles(&found);
     got.sort();
     assert_eq!(got, vec!["Tea".to_owned(), "Tea there".to_owned()]);
@@ -448,6 +449,36 @@ impl Embedder for BrokenEmbedder {
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, EmbedError>> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Err(EmbedError::new("provider_error", "down")) })
+    }
+}
+
+#[tokio::test]
+async fn a_search_says_whether_it_matched_by_meaning_or_by_words_only() {
+    use souz_protocol::memory::RecallMode;
+    let cases: [(Option<Arc<dyn Embedder>>, RecallMode); 3] = [
+        (
+            Some(Arc::new(Named(HashEmbedder::new(64)))),
+            RecallMode::Hybrid,
+        ),
+        (None, RecallMode::Lexical),
+        // A model that is not ready (or fails) leaves words only, and the search says so.
+        (
+            Some(Arc::new(BrokenEmbedder::default())),
+            RecallMode::Lexical,
+        ),
+    ];
+    for (embedder, expected) in cases {
+        let (_home, _store, memory) = memory_with(embedder, Arc::new(NoWriter)).await;
+        memory
+            .create_fact(fact(Scope::global(), "Colour", "favourite colour blue"))
+            .await
+            .unwrap();
+        let (found, mode) = memory
+            .search(&context("c"), "favourite colour", &["colour".into()], 8)
+            .await
+            .unwrap();
+        assert_eq!(titles(&found), vec!["Colour".to_owned()]);
+        assert_eq!(mode, expected);
     }
 }
 

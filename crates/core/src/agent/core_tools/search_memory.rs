@@ -1,13 +1,19 @@
 //! `SearchMemory`: an explicit search of long-term memory, scoped to global memory and the
-//! current conversation. Answers `{"facts":[...],"error":null}` or an error with the codes
-//! `invalid_arguments` (checked first), `memory_unavailable` and `search_failed`.
+//! current conversation. Answers `{"facts":[...],"error":null,"mode":"hybrid"}` or an error
+//! with the codes `invalid_arguments` (checked first), `memory_unavailable` and
+//! `search_failed`. A search that matched by words only (no embedding model ready) says so:
+//! `"mode":"lexical"` and a `note` in the person's language, so the model does not take a thin
+//! answer for "nothing remembered".
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use souz_protocol::memory::RecallMode;
+
 use super::{CoreCall, CoreOutput};
 use crate::agent::memory::{MemoryError, MemoryFact, MemoryScope, MemorySearch};
+use crate::memory::recall::lexical_note;
 use crate::tools::{ToolError, parse_arguments};
 
 /// Facts returned when the caller does not say.
@@ -36,6 +42,10 @@ pub(crate) struct SearchMemoryArgs {
 struct Answer<'a> {
     facts: &'a [MemoryFact],
     error: Option<Problem<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<RecallMode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -45,14 +55,20 @@ struct Problem<'a> {
 }
 
 fn answer(facts: &[MemoryFact], error: Option<(&str, &str)>) -> CoreOutput {
-    let body = Answer {
+    respond(Answer {
         facts,
         error: error.map(|(code, message)| Problem { code, message }),
-    };
+        mode: None,
+        note: None,
+    })
+}
+
+fn respond(body: Answer<'_>) -> CoreOutput {
+    let error = body.error.is_some();
     match serde_json::to_string(&body) {
         Ok(content) => CoreOutput {
             content,
-            is_error: error.is_some(),
+            is_error: error,
         },
         Err(problem) => CoreOutput::error("search_failed", problem.to_string()),
     }
@@ -106,7 +122,12 @@ pub(crate) async fn search_memory(call: &CoreCall<'_>, arguments: Value) -> Core
         Err(message) => return answer(&[], Some(("invalid_arguments", &message))),
     };
     match call.memory.search(&search).await {
-        Ok(facts) => answer(&facts, None),
+        Ok(found) => respond(Answer {
+            facts: &found.facts,
+            error: None,
+            mode: Some(found.mode),
+            note: (found.mode == RecallMode::Lexical).then(|| lexical_note(call.language)),
+        }),
         Err(MemoryError::Unavailable) => answer(
             &[],
             Some(("memory_unavailable", &MemoryError::Unavailable.to_string())),

@@ -5,8 +5,11 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::agent::events::NoSink;
+use souz_protocol::language::Language;
+use souz_protocol::memory::RecallMode;
+
 use crate::agent::memory::{
-    MemoryError, MemoryFact, MemoryScope, MemorySearch, NoMemory, RecalledMemory,
+    FoundFacts, MemoryError, MemoryFact, MemoryScope, MemorySearch, NoMemory, RecalledMemory,
 };
 use crate::agent::skills::{NoSkillBundles, SkillBundles, category_names};
 use crate::agent::tests::{Fixture, fixture};
@@ -32,6 +35,7 @@ pub(super) fn core_call<'a>(
         sink: &NoSink,
         bundles,
         parking: None,
+        language: souz_protocol::language::Language::En,
     }
 }
 
@@ -231,7 +235,8 @@ async fn run_skill_command_reports_why_it_cannot_run() {
     assert_eq!(f.probes.runs(), ["ReadNote"]);
 }
 
-struct OneFact;
+/// One fact, found the way it says.
+struct OneFact(RecallMode);
 
 impl MemoryRecall for OneFact {
     fn recall<'a>(
@@ -245,7 +250,7 @@ impl MemoryRecall for OneFact {
     fn search<'a>(
         &'a self,
         request: &'a MemorySearch,
-    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
+    ) -> BoxFuture<'a, Result<FoundFacts, MemoryError>> {
         Box::pin(async move {
             assert_eq!(request.scope.chat_id, "chat");
             assert_eq!(
@@ -254,14 +259,17 @@ impl MemoryRecall for OneFact {
                 "hints are trimmed and deduplicated"
             );
             assert_eq!(request.max_facts, 8);
-            Ok(vec![MemoryFact {
-                fact_id: "f1".into(),
-                scope: "global:global".into(),
-                kind: "PREFERENCE".into(),
-                title: "Editor".into(),
-                body: "Prefers Helix".into(),
-                score: 0.9,
-            }])
+            Ok(FoundFacts {
+                facts: vec![MemoryFact {
+                    fact_id: "f1".into(),
+                    scope: "global:global".into(),
+                    kind: "PREFERENCE".into(),
+                    title: "Editor".into(),
+                    body: "Prefers Helix".into(),
+                    score: 0.9,
+                }],
+                mode: self.0,
+            })
         })
     }
 }
@@ -293,12 +301,37 @@ async fn search_memory_checks_arguments_first_then_asks_memory() {
         result,
         json!({"facts": [], "error": {"code": "memory_unavailable", "message": "Persistent memory is unavailable in this runtime."}})
     );
-    let (result, is_error) = answer(&f, &OneFact, CoreTool::SearchMemory, valid).await;
+    let hybrid = OneFact(RecallMode::Hybrid);
+    let (result, is_error) = answer(&f, &hybrid, CoreTool::SearchMemory, valid.clone()).await;
     assert!(!is_error);
     assert_eq!(
         result,
-        json!({"facts": [{"factId": "f1", "scope": "global:global", "kind": "PREFERENCE", "title": "Editor", "body": "Prefers Helix", "score": 0.9}], "error": null})
+        json!({"facts": [{"factId": "f1", "scope": "global:global", "kind": "PREFERENCE", "title": "Editor", "body": "Prefers Helix", "score": 0.9}], "error": null, "mode": "hybrid"})
     );
+}
+
+#[tokio::test]
+async fn search_memory_says_when_it_matched_by_words_only_in_the_persons_language() {
+    let f = fixture().await;
+    let lexical = OneFact(RecallMode::Lexical);
+    let valid = json!({"semanticQuery": "the person's editor", "lexicalHints": ["editor"]});
+    let (knowledge, bundles) = (KnowledgeStore::new(f.store.clone()), NoSkillBundles);
+    for (language, expected) in [
+        (Language::En, "Matched by words only"),
+        (Language::Ru, "Найдено только по словам"),
+    ] {
+        let call = CoreCall {
+            language,
+            ..core_call(&f, &knowledge, &lexical, &bundles)
+        };
+        let output = CoreTool::SearchMemory.run(&call, valid.clone()).await;
+        assert!(!output.is_error);
+        let result: Value = serde_json::from_str(&output.content).unwrap();
+        assert_eq!(result["mode"], "lexical");
+        assert_eq!(result["facts"][0]["factId"], "f1");
+        let note = result["note"].as_str().unwrap_or_default();
+        assert!(note.starts_with(expected), "{language:?}: {note}");
+    }
 }
 
 #[test]

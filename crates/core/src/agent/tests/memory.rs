@@ -116,8 +116,13 @@ async fn search_memory_finds_stored_facts() {
         "SearchMemory",
         json!({"semanticQuery": "code editor", "lexicalHints": ["editor", "helix"]}),
     )]);
-    m.f.llm.push_text("You use helix.");
-    let (outcome, _) = m.f.run(skills("chat-a", "What editor do I use?")).await;
+    m.f.llm.push_text("Вы пользуетесь helix.");
+    // A Russian-speaking person: the note about words-only recall is in Russian.
+    let request = TurnRequest {
+        language: souz_protocol::language::Language::Ru,
+        ..skills("chat-a", "What editor do I use?")
+    };
+    let (outcome, _) = m.f.run(request).await;
     assert_eq!(outcome.status, TurnStatus::Completed);
     let result = outcome
         .history
@@ -132,6 +137,10 @@ async fn search_memory_finds_stored_facts() {
     assert_eq!(result["facts"][0]["title"], "Editor");
     assert_eq!(result["facts"][0]["scope"], "global");
     assert_eq!(result["facts"][0]["kind"], "PREFERENCE");
+    // No embedding model here: the result says it matched by words only.
+    assert_eq!(result["mode"], "lexical");
+    let note = result["note"].as_str().unwrap_or_default();
+    assert!(note.starts_with("Найдено только по словам"), "{result}");
 }
 
 #[tokio::test]

@@ -55,8 +55,13 @@ impl MemoryRecall for ScriptedMemory {
     fn search<'a>(
         &'a self,
         _: &'a MemorySearch,
-    ) -> BoxFuture<'a, Result<Vec<MemoryFact>, MemoryError>> {
-        Box::pin(async { Ok(Vec::new()) })
+    ) -> BoxFuture<'a, Result<crate::agent::memory::FoundFacts, MemoryError>> {
+        Box::pin(async {
+            Ok(crate::agent::memory::FoundFacts {
+                facts: Vec::new(),
+                mode: souz_protocol::memory::RecallMode::Lexical,
+            })
+        })
     }
 }
 

@@ -316,7 +316,7 @@ impl RuntimeHandle {
             project: None,
         };
         let hints = search_hints(&request.query, request.hints);
-        let found = self
+        let (found, mode) = self
             .memory()
             .search(
                 &context,
@@ -338,6 +338,7 @@ impl RuntimeHandle {
                         .collect(),
                 })
                 .collect(),
+            mode,
         })
     }
 }

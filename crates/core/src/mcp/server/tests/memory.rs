@@ -80,6 +80,8 @@ async fn search_asks_once_per_client(handle: &RuntimeHandle, fact_id: &str) {
     let text = state.result.unwrap().text;
     assert!(text.contains("untrusted"), "{text}");
     assert!(text.contains(fact_id), "{text}");
+    // No embedding model in a test runtime: the client is told the search used words only.
+    assert!(text.starts_with("Matched by words only"), "{text}");
     let mut again = start(handle, "search_memory", query.clone()).await;
     let state = again.wait_for(Duration::from_secs(30)).await;
     assert_eq!(state.status, ToolCallStatus::Succeeded, "{state:?}");
