@@ -15,6 +15,7 @@ import { h, preview, visible } from "./dom.js";
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
 /** @typedef {import("./types.js").Chat} Chat */
 /** @typedef {import("./types.js").ChatSettings} ChatSettings */
+/** @typedef {import("./types.js").ChatTools} ChatTools */
 /** @typedef {import("./types.js").ChatInputResponse} ChatInputResponse */
 /** @typedef {import("./types.js").ChatList} ChatList */
 /** @typedef {import("./types.js").CreateChatResponse} CreateChatResponse */
@@ -62,7 +63,18 @@ const t = strings({
     expired: "no answer",
     model: "Model",
     agent: "Agent",
-    tools: "Tools ({n} on)",
+    tools: "Tools this chat offers ({n})",
+    offered_core: "Souz's own tools",
+    offered_catalog: "Catalog tools",
+    offered_servers: "MCP servers' tools",
+    core_memory: "Memory: searching what you told Souz",
+    core_knowledge: "Knowledge: reading back long tool results",
+    core_skills: "Skills: finding and running skills",
+    core_askUser: "Questions to you: asking and waiting for your answer",
+    core_none: "(this agent has none)",
+    not_offered: "not offered: a rule always refuses it",
+    servers_none: "No MCP server tools are connected.",
+    servers_note: "Which of a server's tools agents get is set for each server on the MCP servers page.",
     default_model: "My default ({model})",
     default_agent: "Configured default",
     agent_graph: "Graph agent (chooses tools for the task)",
@@ -127,7 +139,18 @@ const t = strings({
     expired: "нет ответа",
     model: "Модель",
     agent: "Агент",
-    tools: "Инструменты (включено: {n})",
+    tools: "Инструменты этого чата (доступно: {n})",
+    offered_core: "Собственные инструменты Souz",
+    offered_catalog: "Инструменты каталога",
+    offered_servers: "Инструменты MCP-серверов",
+    core_memory: "Память: поиск того, что вы рассказали Souz",
+    core_knowledge: "Знания: чтение длинных результатов инструментов",
+    core_skills: "Навыки: поиск и запуск навыков",
+    core_askUser: "Вопросы вам: спросить и дождаться ответа",
+    core_none: "(у этого агента их нет)",
+    not_offered: "недоступен: правило всегда его запрещает",
+    servers_none: "Инструменты MCP-серверов не подключены.",
+    servers_note: "Какие инструменты сервера получают агенты, задаётся для каждого сервера на странице MCP-серверов.",
     default_model: "По умолчанию ({model})",
     default_agent: "Как в настройках",
     agent_graph: "Графовый агент (подбирает инструменты под задачу)",
@@ -558,7 +581,9 @@ export async function chatPage(main, [selected]) {
 }
 
 /** The chat's own model, agent and tools: each change is saved at once (`PUT .../settings`)
- *  and used by the chat's next turns.
+ *  and used by the chat's next turns. The tools panel shows what the next turn really offers
+ *  (`GET /v1/chats/{id}/tools`), grouped: Souz's own tools (by group, each a switch), catalog
+ *  tools (each a switch) and the MCP servers' tools (set per server, on the Servers page).
  *  @param {HTMLElement} box @param {string} chatId @param {(text: string, error?: boolean) => void} say */
 async function chatOptions(box, chatId, say) {
   const [boot, current] = await Promise.all([
@@ -579,13 +604,35 @@ async function chatOptions(box, chatId, say) {
     h("option", { value: "skills" }, t("agent_skills")));
   agent.value = stored.agent ?? "";
   const userTools = new Set(boot.capabilities.tools.filter((tool) => tool.enabled).map((tool) => tool.name));
-  const checks = boot.capabilities.tools.map((tool) => h("label.check", {},
-    h("input", { type: "checkbox", value: tool.name, checked: (stored.enabledTools ? stored.enabledTools.includes(tool.name) : userTools.has(tool.name)) }), " ", tool.name));
+  const checks = boot.capabilities.tools.map((tool) => h("label.check", { dataset: { tool: tool.name } },
+    h("input", { type: "checkbox", value: tool.name, dataset: { catalog: tool.name }, checked: (stored.enabledTools ? stored.enabledTools.includes(tool.name) : userTools.has(tool.name)) }), " ", tool.name));
   const summary = h("summary");
   const reset = h("button#chat-tools-default", { type: "button" }, t("tools_default"));
-  const tools = h("details.chat-tools", {}, summary, h("div.tool-checks", {}, checks), reset);
-  const count = () => { summary.textContent = t("tools", { n: checks.filter((label) => label.querySelector("input")?.checked).length }); };
-  count();
+  const core = h("div.offered-core.tool-checks");
+  const servers = h("div.offered-servers");
+  const tools = h("details.chat-tools#chat-offered", {}, summary,
+    h("h4", {}, t("offered_core")), core,
+    h("h4", {}, t("offered_catalog")), h("div.tool-checks.offered-catalog", {}, checks), reset,
+    h("h4", {}, t("offered_servers")), servers);
+  /** Shows what the chat's next turn offers, as the daemon computes it. */
+  const refresh = async () => {
+    const offered = /** @type {ChatTools} */ (await api("GET", `/v1/chats/${chatId}/tools`));
+    summary.textContent = t("tools", { n: offered.core.length + offered.catalog.length + offered.external.length });
+    core.replaceChildren(...(offered.coreGroups ?? []).map((group) => h("label.check", { dataset: { coreGroup: group.group } },
+      h("input", { type: "checkbox", value: group.group, dataset: { core: group.group }, checked: group.enabled, disabled: !group.tools.length }),
+      " ", t("core_" + group.group), " ",
+      h("span.meta", {}, group.tools.length ? group.tools.join(", ") : t("core_none")))));
+    const catalog = new Set(offered.catalog);
+    for (const label of checks) {
+      const input = label.querySelector("input");
+      label.querySelector(".meta")?.remove();
+      // Enabled for the chat but refused by a rule: not what the turn offers, and said so.
+      if (input?.checked && !catalog.has(input.value)) label.append(h("span.meta", {}, " " + t("not_offered")));
+    }
+    servers.replaceChildren(
+      offered.external.length ? h("ul.offered-server-tools", {}, offered.external.map((name) => h("li", {}, name))) : h("p.meta", {}, t("servers_none")),
+      h("p.meta", {}, t("servers_note")));
+  };
   /** @param {ChatSettings} next */
   const save = async (next) => {
     try {
@@ -596,18 +643,22 @@ async function chatOptions(box, chatId, say) {
       model.value = stored.model ?? "";
       agent.value = stored.agent ?? "";
     }
+    await refresh().catch((error) => say(error.message, true));
   };
   model.addEventListener("change", () => save({ ...stored, model: model.value || null }));
   agent.addEventListener("change", () => save({ ...stored, agent: agent.value || null }));
-  tools.addEventListener("change", () => {
-    count();
+  core.addEventListener("change", () => {
+    const off = [...core.querySelectorAll("input")].filter((input) => !input.checked && !input.disabled).map((input) => input.value);
+    save({ ...stored, disabledCoreTools: off });
+  });
+  checks.forEach((label) => label.addEventListener("change", () => {
     const enabled = checks.map((label) => label.querySelector("input")).filter((input) => input?.checked).map((input) => input?.value ?? "");
     save({ ...stored, enabledTools: enabled });
-  });
+  }));
   reset.addEventListener("click", async () => {
     for (const label of checks) { const input = label.querySelector("input"); if (input) input.checked = userTools.has(input.value); }
-    count();
     await save({ ...stored, enabledTools: null });
   });
+  await refresh();
   box.replaceChildren(h("label", {}, t("model"), " ", model), h("label", {}, t("agent"), " ", agent), tools);
 }

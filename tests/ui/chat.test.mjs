@@ -290,7 +290,7 @@ test("a chat's own agent is picked in the chat; the skills agent takes a follow-
     await waitFor(async () => (await live.call("GET", `/v1/chats/${chatId}/settings`)).body.agent === "skills", "the agent saved");
     // Tools: unchecking one stores the chat's own list.
     await tab.click(".chat-tools summary");
-    const first = tab.locator(".chat-tools input[type=checkbox]:checked").first();
+    const first = tab.locator(".chat-tools input[data-catalog]:checked").first();
     const name = await first.getAttribute("value");
     await first.uncheck();
     await waitFor(async () => {
@@ -310,6 +310,56 @@ test("a chat's own agent is picked in the chat; the skills agent takes a follow-
     assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Metric it is: 5 km.");
     const { body: events } = await live.call("GET", `/v1/chats/${chatId}/events?limit=1000`);
     assert.equal(events.items.filter((event) => event.type === "execution.started").length, 1, "one turn");
+  } finally {
+    await live.close();
+  }
+});
+
+test("the chat says which tools its next turn offers, and turning memory off takes SearchMemory out of the model's request", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    live.provider.push(text(["No memory needed."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Tools offered" });
+    const chatId = body.chat.id;
+    const tab = await live.open(`/chat/${chatId}`);
+    await tab.click(".chat-tools summary");
+    const memory = tab.locator('[data-core-group="memory"] input');
+    await memory.waitFor();
+    assert.equal(await memory.isChecked(), true, "memory is on until the chat turns it off");
+    // The groups, with the skills agent's tools in each, and the MCP servers' (none here).
+    const groups = await tab.locator("[data-core-group]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-core-group")));
+    assert.deepEqual(groups, ["memory", "knowledge", "skills", "askUser"]);
+    assert.match(await tab.textContent('[data-core-group="memory"]'), /SearchMemory/);
+    assert.match(await tab.textContent('[data-core-group="knowledge"]'), /GetKnowledge, SearchKnowledge/);
+    assert.match(await tab.textContent(".offered-servers"), /No MCP server tools/);
+    const counted = async () => Number((/\((\d+)\)/.exec((await tab.textContent(".chat-tools summary")) || "") || [])[1]);
+    const before = await counted();
+    const { body: all } = await live.call("GET", `/v1/chats/${chatId}/tools`);
+    assert.equal(before, all.core.length + all.catalog.length + all.external.length, "the summary counts what the daemon says");
+
+    await memory.uncheck();
+    await waitFor(async () => {
+      const { disabledCoreTools } = (await live.call("GET", `/v1/chats/${chatId}/settings`)).body;
+      return Array.isArray(disabledCoreTools) && disabledCoreTools.includes("memory");
+    }, "memory off saved");
+    const { body: offered } = await live.call("GET", `/v1/chats/${chatId}/tools`);
+    assert.ok(!offered.core.includes("SearchMemory"), JSON.stringify(offered));
+    assert.ok(offered.core.includes("SearchKnowledge"), JSON.stringify(offered));
+    await waitFor(async () => (await counted()) === before - 1, "the count follows");
+    // Reopened, the page shows it off.
+    const again = await live.open(`/chat/${chatId}`);
+    await again.click(".chat-tools summary");
+    await again.locator('[data-core-group="memory"] input').waitFor();
+    assert.equal(await again.locator('[data-core-group="memory"] input').isChecked(), false);
+
+    // A turn: the model's request no longer lists SearchMemory.
+    await tab.fill("#chat-input", "What do you remember about me?");
+    await tab.click("#chat-send");
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+    const listed = (live.provider.requests[0].tools || []).map((tool) => tool.function.name);
+    assert.ok(!listed.includes("SearchMemory"), listed.join(", "));
+    assert.ok(listed.includes("SearchKnowledge"), listed.join(", "));
+    await shot(tab, "chat-tools-offered");
   } finally {
     await live.close();
   }
