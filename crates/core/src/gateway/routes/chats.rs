@@ -183,10 +183,7 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
         )
         .route(
             Operation::get("/v1/chats/{chatId}/settings")
-                .summary(
-                    "The chat's own model, agent, enabled tools and core tools turned off \
-                     (`null`: the user's).",
-                )
+                .summary("The chat's own model, agent and tools (`null`: the user's).")
                 .tag("chats")
                 .response::<ChatSettings>(200, "The chat's settings.")
                 .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
@@ -194,9 +191,7 @@ fn chat_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
         )
         .route(
             Operation::put("/v1/chats/{chatId}/settings")
-                .summary(
-                    "Replace the chat's own model, agent, enabled tools and core tools turned off.",
-                )
+                .summary("Replace the chat's own model, agent and tools.")
                 .description(
                     "Its next turns use them over the user's settings (a message's own options \
                      still win). `null` or absent: the user's setting. The model must be \
