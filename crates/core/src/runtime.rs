@@ -198,8 +198,9 @@ impl Runtime {
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
         let scheduling = crate::schedules::tools::ScheduleTools::default();
         let channel_tools = ChannelTools::new(store.clone());
+        let undo_tool = crate::history::undo::tool::UndoTool::default();
         let gate = Gate::new(GateParts {
-            catalog: catalog(&config, &store, &llm, &scheduling, &channel_tools)?,
+            catalog: catalog(&config, &store, &llm, &scheduling, &channel_tools, &undo_tool)?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),
@@ -207,7 +208,15 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
         });
-        ready_gate(&config, &store, &gate, &tasks, &shutdown).await?;
+        ready_gate(
+            &config,
+            &store,
+            &gate,
+            &tasks,
+            &shutdown,
+            (&events, &undo_tool),
+        )
+        .await?;
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store())
             .on_tasks(background.clone());
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));

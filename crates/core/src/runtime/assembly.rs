@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::channels::tools::ChannelTools;
+use crate::history::undo::tool::UndoTool;
 use crate::schedules::Schedules;
 use crate::schedules::clock::SystemClock;
 use crate::schedules::engine::{Engine, EngineParts};
@@ -347,16 +348,23 @@ pub(super) async fn ready_gate(
     gate: &Gate,
     tasks: &TaskTracker,
     shutdown: &CancellationToken,
+    history: (&EventBus, &UndoTool),
 ) -> Result<(), RuntimeError> {
     set_proxy_mode(config, gate);
     expire_approvals(tasks, gate.approvals(), shutdown);
     recover_calls(gate).await?;
-    open_history(config, store, gate).await
+    open_history(config, store, gate, history).await
 }
 
 /// Opens the history of file changes (`[history] enabled`), settles what a previous run left
-/// pending against the disk, and hands it to the gate, before any call can start.
-async fn open_history(config: &Config, store: &Store, gate: &Gate) -> Result<(), RuntimeError> {
+/// pending against the disk, and hands it to the gate and the `UndoChanges` tool (announcing
+/// on `events`), before any call can start.
+async fn open_history(
+    config: &Config,
+    store: &Store,
+    gate: &Gate,
+    (events, undo_tool): (&EventBus, &UndoTool),
+) -> Result<(), RuntimeError> {
     if !config.history.enabled {
         return Ok(());
     }
@@ -365,6 +373,8 @@ async fn open_history(config: &Config, store: &Store, gate: &Gate) -> Result<(),
         config.paths.home(),
         crate::history::Limits::of(&config.history),
     )?;
+    history.announce_on(events.clone());
+    undo_tool.bind(history.clone());
     let settled = history.reconcile(gate.sandbox()).await?;
     if settled != crate::history::reconcile::Reconciled::default() {
         tracing::info!(
@@ -484,9 +494,11 @@ pub(super) fn catalog(
     llm: &Arc<LlmService>,
     scheduling: &ScheduleTools,
     channels: &ChannelTools,
+    undo: &UndoTool,
 ) -> Result<crate::tools::Catalog, crate::tools::CatalogError> {
     let mut extra = scheduling.tools();
     extra.extend(channels.tools());
+    extra.push(undo.tool());
     builtin::catalog_with(&web_services(config, store, llm), extra)
 }
 

@@ -39,6 +39,8 @@ use record::Record;
 use recorder::Recording;
 
 pub use parking::{CallMode, Unattended};
+#[cfg(test)]
+pub(crate) use drive::CANCEL_GRACE;
 pub(crate) use workspace::WorkspaceError;
 
 /// A call to make.
