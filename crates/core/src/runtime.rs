@@ -200,7 +200,14 @@ impl Runtime {
         let channel_tools = ChannelTools::new(store.clone());
         let undo_tool = crate::history::undo::tool::UndoTool::default();
         let gate = Gate::new(GateParts {
-            catalog: catalog(&config, &store, &llm, &scheduling, &channel_tools, &undo_tool)?,
+            catalog: catalog(
+                &config,
+                &store,
+                &llm,
+                &scheduling,
+                &channel_tools,
+                &undo_tool,
+            )?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),

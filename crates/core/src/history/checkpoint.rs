@@ -123,7 +123,9 @@ impl History {
             self.write_announcing(move |transaction| {
                 let (kept, unnamed) = records::finish(transaction, id, &after, &blobs, now())?;
                 let events = if kept {
-                    records::recorded_event(transaction, id)?.into_iter().collect()
+                    records::recorded_event(transaction, id)?
+                        .into_iter()
+                        .collect()
                 } else {
                     Vec::new()
                 };

@@ -496,21 +496,23 @@ pub(crate) fn recorded_event(
     connection: &Connection,
     id: i64,
 ) -> Result<Option<souz_protocol::RuntimeEvent>, StoreError> {
-    Ok(load(connection, id)?.map(|change| souz_protocol::RuntimeEvent::HistoryChangeRecorded {
-        change_id: change.id,
-        call_id: change.call_id,
-        tool: change.tool,
-        client: change.client,
-        chat_id: change.chat_id,
-        summary: change.summary,
-        paths: change
-            .paths
-            .iter()
-            .filter(|path| !path.created_parent)
-            .map(|path| path.path.to_string_lossy().into_owned())
-            .collect(),
-        undoes: change.undoes,
-    }))
+    Ok(load(connection, id)?.map(
+        |change| souz_protocol::RuntimeEvent::HistoryChangeRecorded {
+            change_id: change.id,
+            call_id: change.call_id,
+            tool: change.tool,
+            client: change.client,
+            chat_id: change.chat_id,
+            summary: change.summary,
+            paths: change
+                .paths
+                .iter()
+                .filter(|path| !path.created_parent)
+                .map(|path| path.path.to_string_lossy().into_owned())
+                .collect(),
+            undoes: change.undoes,
+        },
+    ))
 }
 
 /// Deletes the rows of blobs no path names any more; returns their hashes (whose files the

@@ -559,7 +559,10 @@ async fn changes_and_undos_are_announced_on_the_event_bus() {
                 forced: false,
             },
         ] => {
-            assert_eq!((*change_id, tool.as_str(), client.as_str()), (listed[0].id, "EditFile", "cli"));
+            assert_eq!(
+                (*change_id, tool.as_str(), client.as_str()),
+                (listed[0].id, "EditFile", "cli")
+            );
             assert_eq!(paths, &vec![path.clone()]);
             assert_eq!((undo_tool.as_str(), *undoes), ("Undo", listed[0].id));
             assert_eq!(undo_paths, &vec![path]);

@@ -139,8 +139,7 @@ impl History {
         &self,
         sandbox: Arc<Sandbox>,
         selection: UndoSelection,
-    ) -> Result<(Vec<StoredChange>, Vec<souz_protocol::history::UndoConflict>), HistoryError>
-    {
+    ) -> Result<(Vec<StoredChange>, Vec<souz_protocol::history::UndoConflict>), HistoryError> {
         let changes = self.select(selection).await?;
         if changes.is_empty() {
             return Err(HistoryError::NotFound(

@@ -38,9 +38,9 @@ use record::Finished;
 use record::Record;
 use recorder::Recording;
 
-pub use parking::{CallMode, Unattended};
 #[cfg(test)]
 pub(crate) use drive::CANCEL_GRACE;
+pub use parking::{CallMode, Unattended};
 pub(crate) use workspace::WorkspaceError;
 
 /// A call to make.

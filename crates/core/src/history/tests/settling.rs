@@ -164,7 +164,11 @@ async fn a_cancelled_or_failed_call_has_its_change_recorded_at_once() {
 async fn a_tool_that_overstays_its_cancellation_has_its_late_write_recorded_when_it_ends() {
     let f = Fixture::new(limits(), false).await;
     let status = run(&f, "late.txt", "write_late").await;
-    assert_eq!(status, ToolCallStatus::Cancelled, "the call ends at the grace");
+    assert_eq!(
+        status,
+        ToolCallStatus::Cancelled,
+        "the call ends at the grace"
+    );
     let mut waited = Duration::ZERO;
     while pending(&f).await > 0 && waited < Duration::from_secs(20) {
         tokio::time::sleep(Duration::from_millis(50)).await;

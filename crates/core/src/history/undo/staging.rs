@@ -47,7 +47,14 @@ pub(super) struct Staging {
 impl Staging {
     /// Stages `content` for `path` (with the bits `mode`). Best effort: a content that cannot
     /// be staged (its folder missing now, say) is written the usual way when its turn comes.
-    pub(super) fn stage(&mut self, beneath: &Beneath<'_>, path: &Path, hash: &str, mode: u32, content: &[u8]) {
+    pub(super) fn stage(
+        &mut self,
+        beneath: &Beneath<'_>,
+        path: &Path,
+        hash: &str,
+        mode: u32,
+        content: &[u8],
+    ) {
         let key = (path.to_path_buf(), hash.to_owned(), mode & 0o7777);
         if self.staged.contains_key(&key) {
             return;
@@ -61,7 +68,8 @@ impl Staging {
         let temporary = staging_name(name);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let Ok(fd) = rustix::fs::openat(&folder, &temporary, flags, Mode::from_bits_truncate(0o600))
+        let Ok(fd) =
+            rustix::fs::openat(&folder, &temporary, flags, Mode::from_bits_truncate(0o600))
         else {
             return;
         };
@@ -71,7 +79,13 @@ impl Staging {
             .and_then(|()| {
                 rustix::fs::fchmod(&file, Mode::from_bits_truncate(key.2)).map_err(io::Error::from)
             })
-            .and_then(|()| if cfg!(any(target_os = "linux", target_os = "android")) { Ok(()) } else { file.sync_all() });
+            .and_then(|()| {
+                if cfg!(any(target_os = "linux", target_os = "android")) {
+                    Ok(())
+                } else {
+                    file.sync_all()
+                }
+            });
         if filled.is_err() {
             let _ = rustix::fs::unlinkat(&folder, &temporary, AtFlags::empty());
             return;
@@ -111,8 +125,8 @@ impl Staging {
             return Ok(false);
         };
         let (folder, name) = beneath.open_parent(path)?;
-        let same = rustix::fs::fstat(&folder)
-            .is_ok_and(|stat| identity(&stat) == staged.folder_identity);
+        let same =
+            rustix::fs::fstat(&folder).is_ok_and(|stat| identity(&stat) == staged.folder_identity);
         if !same {
             discard(&staged);
             return Ok(false);
@@ -150,7 +164,11 @@ fn identity(stat: &rustix::fs::Stat) -> (u64, u64) {
 }
 
 fn discard(staged: &Staged) {
-    let _ = rustix::fs::unlinkat(&staged.folder, OsStr::new(&staged.temporary), AtFlags::empty());
+    let _ = rustix::fs::unlinkat(
+        &staged.folder,
+        OsStr::new(&staged.temporary),
+        AtFlags::empty(),
+    );
 }
 
 /// Syncs each filesystem one of `folders` is on, once (without `syncfs`: nothing to do, the

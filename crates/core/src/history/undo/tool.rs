@@ -101,11 +101,9 @@ impl UndoArgs {
             return invalid("`client` goes with `sinceMinutes`");
         }
         match (&self.call_id, &self.turn_id, self.since_minutes) {
-            (Some(call_id), None, None) if !call_id.trim().is_empty() => {
-                Ok(UndoSelection::Call {
-                    call_id: call_id.trim().to_owned(),
-                })
-            }
+            (Some(call_id), None, None) if !call_id.trim().is_empty() => Ok(UndoSelection::Call {
+                call_id: call_id.trim().to_owned(),
+            }),
             (None, Some(turn), None) if !turn.trim().is_empty() => Ok(UndoSelection::Turn {
                 execution_id: turn.trim().to_owned(),
             }),
@@ -113,7 +111,10 @@ impl UndoArgs {
                 let minutes = i64::try_from(minutes).unwrap_or(1);
                 Ok(UndoSelection::Since {
                     since: chrono::Utc::now() - chrono::Duration::minutes(minutes),
-                    client: self.client.clone().filter(|client| !client.trim().is_empty()),
+                    client: self
+                        .client
+                        .clone()
+                        .filter(|client| !client.trim().is_empty()),
                 })
             }
             (None, None, Some(_)) => invalid("`sinceMinutes` is from 1 to 10080 (a week)"),
@@ -157,7 +158,11 @@ impl Tool for UndoChanges {
         Risk::Delete
     }
 
-    async fn plan(&self, args: &UndoArgs, ctx: &ToolContext) -> Result<Planned<Approved>, ToolError> {
+    async fn plan(
+        &self,
+        args: &UndoArgs,
+        ctx: &ToolContext,
+    ) -> Result<Planned<Approved>, ToolError> {
         let history = self.0.history()?;
         let selection = args.selection()?;
         let (changes, conflicts) = history
@@ -220,7 +225,10 @@ fn summary(
     ctx: &ToolContext,
 ) -> String {
     let count = changes.len();
-    let mut clients: Vec<&str> = changes.iter().map(|change| change.client.as_str()).collect();
+    let mut clients: Vec<&str> = changes
+        .iter()
+        .map(|change| change.client.as_str())
+        .collect();
     clients.sort_unstable();
     clients.dedup();
     let clients = clients.join(", ");
@@ -266,7 +274,11 @@ fn what_is_restored(
     let mut text = String::new();
     let mut shown = 0usize;
     for change in changes {
-        let _ = writeln!(text, "#{} {} ({}): {}", change.id, change.tool, change.client, change.summary);
+        let _ = writeln!(
+            text,
+            "#{} {} ({}): {}",
+            change.id, change.tool, change.client, change.summary
+        );
         for path in change.paths.iter().filter(|path| !path.created_parent) {
             shown += 1;
             if shown > SHOWN_PATHS {
@@ -278,11 +290,7 @@ fn what_is_restored(
                 (PathKind::Absent, _) => {
                     localized!(language, "  remove {display}", "  удалить {display}")
                 }
-                (_, false) => localized!(
-                    language,
-                    "  bring back {display}",
-                    "  вернуть {display}"
-                ),
+                (_, false) => localized!(language, "  bring back {display}", "  вернуть {display}"),
                 (PathKind::File, true) if !path.before.kept => localized!(
                     language,
                     "  cannot restore {display}: its content was too large to keep",
@@ -300,7 +308,11 @@ fn what_is_restored(
     }
     if shown > SHOWN_PATHS {
         let more = shown - SHOWN_PATHS;
-        text.push_str(&localized!(language, "  … and {more} more\n", "  … и ещё {more}\n"));
+        text.push_str(&localized!(
+            language,
+            "  … and {more} more\n",
+            "  … и ещё {more}\n"
+        ));
     }
     for conflict in conflicts {
         let display = ctx.sandbox.display(std::path::Path::new(&conflict.path));

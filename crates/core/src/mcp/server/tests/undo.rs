@@ -25,10 +25,13 @@ async fn serve(handle: RuntimeHandle) -> (SocketAddr, tokio::sync::oneshot::Send
     let gateway = Gateway::bind(&server).await.unwrap();
     let address = gateway.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    drop(crate::tasks::spawn_in_test(gateway.serve(handle, async move {
-        let _ = stopped.await;
-        "test".to_owned()
-    })));
+    drop(crate::tasks::spawn_in_test(gateway.serve(
+        handle,
+        async move {
+            let _ = stopped.await;
+            "test".to_owned()
+        },
+    )));
     (address, stop)
 }
 
@@ -97,7 +100,6 @@ async fn an_mcp_client_undoes_through_the_gate_and_forces_only_when_asked_again(
     let runtime = TestRuntime::builder()
         .with_config(|config| {
             config.approvals.write = Action::Allow;
-            config.approvals.delete = Action::Allow;
         })
         .start()
         .await;
@@ -155,10 +157,20 @@ async fn an_mcp_client_undoes_through_the_gate_and_forces_only_when_asked_again(
     let text = text_of(&result);
     assert_eq!(result.is_error, Some(true), "{text}");
     assert!(text.starts_with("Nothing was undone"), "{text}");
-    for part in ["Souz wrote: a file of", "there now: a file of", "-two", "+three", "force: true"] {
+    for part in [
+        "Souz wrote: a file of",
+        "there now: a file of",
+        "-two",
+        "+three",
+        "force: true",
+    ] {
         assert!(text.contains(part), "`{part}` in {text}");
     }
-    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "three\n", "untouched");
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "three\n",
+        "untouched"
+    );
 
     // Forcing is a call of its own, asked again, and its approval says it overwrites.
     let mut forced = selection;
