@@ -346,8 +346,7 @@ pub(super) async fn ready_gate(
     config: &Config,
     store: &Store,
     gate: &Gate,
-    tasks: &TaskTracker,
-    shutdown: &CancellationToken,
+    (tasks, shutdown): (&TaskTracker, &CancellationToken),
     history: (&EventBus, &UndoTool),
 ) -> Result<(), RuntimeError> {
     set_proxy_mode(config, gate);
@@ -485,20 +484,39 @@ fn expire_approvals(
     tasks.spawn(approvals.clone().expire_parked(shutdown.clone()));
 }
 
+/// The slots of the catalog tools whose service starts after the catalog is built.
+pub(super) struct ToolSlots {
+    /// The schedule tools' ([`start_schedules`] binds it).
+    pub scheduling: ScheduleTools,
+    /// The channel tools' (a channel binds it when it starts).
+    pub channels: ChannelTools,
+    /// `UndoChanges`' (bound once the history is open).
+    pub undo: UndoTool,
+}
+
+impl ToolSlots {
+    /// Empty slots over `store`.
+    pub(super) fn new(store: &Store) -> Self {
+        Self {
+            scheduling: ScheduleTools::default(),
+            channels: ChannelTools::new(store.clone()),
+            undo: UndoTool::default(),
+        }
+    }
+}
+
 /// Every built-in tool, the schedule tools over `scheduling` (bound once the schedule
-/// service started: [`start_schedules`]) and the channel tools over `channels` (bound by a
-/// channel when it starts).
+/// service started: [`start_schedules`]), the channel tools over `channels` (bound by a
+/// channel when it starts) and `UndoChanges` over `undo` (bound once the history is open).
 pub(super) fn catalog(
     config: &Config,
     store: &Store,
     llm: &Arc<LlmService>,
-    scheduling: &ScheduleTools,
-    channels: &ChannelTools,
-    undo: &UndoTool,
+    slots: &ToolSlots,
 ) -> Result<crate::tools::Catalog, crate::tools::CatalogError> {
-    let mut extra = scheduling.tools();
-    extra.extend(channels.tools());
-    extra.push(undo.tool());
+    let mut extra = slots.scheduling.tools();
+    extra.extend(slots.channels.tools());
+    extra.push(slots.undo.tool());
     builtin::catalog_with(&web_services(config, store, llm), extra)
 }
 

@@ -320,7 +320,7 @@ fn stage(history: &History, sandbox: &Sandbox, changes: &[StoredChange]) -> Stag
         }
         if let Ok(content) = history.blobs().get(hash, limit) {
             let mode = before.mode.unwrap_or(0o644);
-            staging.stage(&beneath, &path.path, hash, mode, &content);
+            staging.stage(&beneath, &path.path, (hash, mode, &content));
         }
     }
     staging.sync_staged();

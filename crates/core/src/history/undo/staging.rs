@@ -51,9 +51,7 @@ impl Staging {
         &mut self,
         beneath: &Beneath<'_>,
         path: &Path,
-        hash: &str,
-        mode: u32,
-        content: &[u8],
+        (hash, mode, content): (&str, u32, &[u8]),
     ) {
         let key = (path.to_path_buf(), hash.to_owned(), mode & 0o7777);
         if self.staged.contains_key(&key) {

@@ -74,7 +74,7 @@ async fn call_approved(
     args: serde_json::Value,
 ) -> (Approval, CallToolResult) {
     let peer = client.peer().clone();
-    let call = tokio::spawn(async move {
+    let call = crate::tasks::spawn_in_test(async move {
         peer.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments(args)))
             .await
     });
