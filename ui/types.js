@@ -1621,7 +1621,22 @@
  *   schedule_name: string;
  *   state: RunState;
  *   type: "schedule.run.ended";
- * })} RuntimeEvent
+ * }) | ({
+ *   call_id: string;
+ *   change_id: number;
+ *   chat_id?: string | null;
+ *   client: string;
+ *   paths: Array<string>;
+ *   summary: string;
+ *   tool: string;
+ *   type: "history.change.recorded";
+ *   undoes?: number | null;
+ * }) | {
+ *   client: string;
+ *   forced: boolean;
+ *   type: "history.undone";
+ *   undone: Array<UndoneChange>;
+ * }} RuntimeEvent
  */
 
 /**

@@ -45,8 +45,9 @@ mod tests;
 use std::path::Path;
 use std::sync::Arc;
 
-use souz_protocol::Requester;
+use souz_protocol::{Requester, RuntimeEvent};
 
+use crate::bus::EventBus;
 use crate::config::HistoryConfig;
 use crate::sandbox::beneath::daemon_file::DaemonFileError;
 use crate::store::{Store, StoreError};
@@ -125,6 +126,8 @@ struct Inner {
     store: Store,
     blobs: blobs::Blobs,
     limits: Limits,
+    /// Where recorded changes and undos are announced (set once, by the runtime).
+    events: std::sync::OnceLock<EventBus>,
     /// Checkpoints hold it shared from their blobs' write to their rows' commit; pruning
     /// holds it alone (see the module header).
     blob_lock: tokio::sync::RwLock<()>,
@@ -147,8 +150,34 @@ impl History {
                 store,
                 blobs,
                 limits,
+                events: std::sync::OnceLock::new(),
                 blob_lock: tokio::sync::RwLock::new(()),
             }),
+        })
+    }
+
+    /// Announces recorded changes (`history.change.recorded`) and undos (`history.undone`)
+    /// on `events` from now on, each in the transaction that records it (set once).
+    pub fn announce_on(&self, events: EventBus) {
+        let _ = self.inner.events.set(events);
+    }
+
+    /// Runs `work` in one transaction and announces the events it returns in the same
+    /// transaction (stored only when announcing is on).
+    pub(crate) async fn write_announcing<T, F>(&self, work: F) -> Result<T, HistoryError>
+    where
+        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<(T, Vec<RuntimeEvent>), StoreError>
+            + Send
+            + 'static,
+        T: Send + 'static,
+    {
+        Ok(match self.inner.events.get() {
+            Some(events) => events.publish_with(work).await?.0,
+            None => {
+                self.store()
+                    .write(move |transaction| work(transaction).map(|(value, _)| value))
+                    .await?
+            }
         })
     }
 

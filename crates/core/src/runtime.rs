@@ -196,10 +196,9 @@ impl Runtime {
         let souz_binary = options.sandbox_helper.clone();
         let sandbox = open_sandbox(&config, options.sandbox_helper)?;
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
-        let scheduling = crate::schedules::tools::ScheduleTools::default();
-        let channel_tools = ChannelTools::new(store.clone());
+        let slots = ToolSlots::new(&store);
         let gate = Gate::new(GateParts {
-            catalog: catalog(&config, &store, &llm, &scheduling, &channel_tools)?,
+            catalog: catalog(&config, &store, &llm, &slots)?,
             sandbox: Arc::clone(&sandbox),
             approvals,
             events: events.clone(),
@@ -207,7 +206,8 @@ impl Runtime {
             tasks: tasks.clone(),
             shutdown: shutdown.clone(),
         });
-        ready_gate(&config, &store, &gate, &tasks, &shutdown).await?;
+        let history_parts = (&events, &slots.undo);
+        ready_gate(&config, &store, &gate, (&tasks, &shutdown), history_parts).await?;
         let mcp_clients = mcp_clients(&config, &gate, &store, &environment, llm.key_store())
             .on_tasks(background.clone());
         tasks.spawn(mcp_clients.clone().run(shutdown.clone()));
@@ -245,7 +245,7 @@ impl Runtime {
             chats: &chats,
             tasks: &background,
             events: &events,
-            scheduling: &scheduling,
+            scheduling: &slots.scheduling,
             gate: &gate,
         })
         .await?;
@@ -275,7 +275,7 @@ impl Runtime {
                 souz_binary,
                 restart: options.restart,
                 schedules,
-                channel_tools,
+                channel_tools: slots.channels,
             }),
         };
         announce_start(&handle).await?;

@@ -281,6 +281,41 @@ pub enum RuntimeEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chat_id: Option<String>,
     },
+    /// A change to files was recorded in the history: a tool call's, once its write ended, or
+    /// an undo's own (`undoes` names the change it took back). It names the paths, never
+    /// their contents; `GET /v1/history` has the rest.
+    #[serde(rename = "history.change.recorded")]
+    HistoryChangeRecorded {
+        /// The change's id.
+        change_id: i64,
+        /// The gate's id of the call that made it (or the undo's own id).
+        call_id: String,
+        /// The tool (`EditFile`), or `Undo`.
+        tool: String,
+        /// The client that asked (`souz`, an MCP client's token name, `cli`, `api`).
+        client: String,
+        /// The chat whose agent made it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat_id: Option<String>,
+        /// What the call did, in one line.
+        summary: String,
+        /// The paths it changed.
+        paths: Vec<String>,
+        /// For an undo: the change it took back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        undoes: Option<i64>,
+    },
+    /// Recorded changes were undone (from the UI, the CLI, the API or an MCP client's
+    /// `UndoChanges`); each undo is also announced as a `history.change.recorded`.
+    #[serde(rename = "history.undone")]
+    HistoryUndone {
+        /// The client that asked.
+        client: String,
+        /// The changes taken back, newest first, each with its undo's own change.
+        undone: Vec<crate::history::UndoneChange>,
+        /// Whether it restored anyway where a file had changed since Souz wrote it.
+        forced: bool,
+    },
 }
 
 impl RuntimeEvent {
@@ -315,6 +350,8 @@ impl RuntimeEvent {
             Self::SettingsChanged {} => "settings.changed",
             Self::SchedulesChanged {} => "schedules.changed",
             Self::ScheduleRunEnded { .. } => "schedule.run.ended",
+            Self::HistoryChangeRecorded { .. } => "history.change.recorded",
+            Self::HistoryUndone { .. } => "history.undone",
         }
     }
 }
@@ -399,6 +436,24 @@ mod tests {
                 state: crate::schedules::RunState::Blocked,
                 reason: Some("denied".into()),
                 chat_id: Some("c".into()),
+            },
+            RuntimeEvent::HistoryChangeRecorded {
+                change_id: 1,
+                call_id: "call".into(),
+                tool: "EditFile".into(),
+                client: "claude-code".into(),
+                chat_id: None,
+                summary: "Edit ~/a.txt".into(),
+                paths: vec!["/home/a.txt".into()],
+                undoes: None,
+            },
+            RuntimeEvent::HistoryUndone {
+                client: "cli".into(),
+                undone: vec![crate::history::UndoneChange {
+                    change_id: 1,
+                    undo_id: 2,
+                }],
+                forced: false,
             },
         ];
         for event in events {

@@ -120,9 +120,18 @@ impl History {
             let paths = change.paths.clone();
             let (after, blobs) = blocking(move || history.capture_after(&sandbox, &paths)).await?;
             let id = change.id;
-            self.store()
-                .write(move |transaction| records::finish(transaction, id, &after, &blobs, now()))
-                .await?
+            self.write_announcing(move |transaction| {
+                let (kept, unnamed) = records::finish(transaction, id, &after, &blobs, now())?;
+                let events = if kept {
+                    records::recorded_event(transaction, id)?
+                        .into_iter()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Ok(((kept, unnamed), events))
+            })
+            .await?
         };
         if !unnamed.is_empty() {
             self.remove_unnamed(unnamed).await?;
@@ -200,7 +209,7 @@ impl History {
 
 /// `paths`, each followed by its missing ancestors inside its root (deepest last), marked as
 /// parents.
-fn with_parents(sandbox: &Sandbox, paths: &[PathBuf]) -> Vec<(PathBuf, bool)> {
+pub(crate) fn with_parents(sandbox: &Sandbox, paths: &[PathBuf]) -> Vec<(PathBuf, bool)> {
     let beneath = sandbox.beneath();
     let mut listed: Vec<(PathBuf, bool)> = paths.iter().map(|path| (path.clone(), false)).collect();
     for path in paths {

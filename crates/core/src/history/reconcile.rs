@@ -66,10 +66,17 @@ impl History {
                 .into_iter()
                 .map(|(_, _, snapshot)| snapshot)
                 .collect();
-            let id = change.id;
+            let (id, undoes) = (change.id, change.undoes);
             let (kept, _) = self
                 .store()
-                .write(move |transaction| records::finish(transaction, id, &after, &blobs, now()))
+                .write(move |transaction| {
+                    let (kept, unnamed) = records::finish(transaction, id, &after, &blobs, now())?;
+                    // An undo whose restore happened: the change it took back is undone.
+                    if let (true, Some(original)) = (kept, undoes) {
+                        records::mark_undone(transaction, original, Some(id))?;
+                    }
+                    Ok::<_, crate::store::StoreError>((kept, unnamed))
+                })
                 .await?;
             if kept {
                 report.completed += 1;

@@ -206,6 +206,76 @@ pub(crate) fn finish(
     Ok((true, Vec::new()))
 }
 
+/// Adds the rows of `blobs` (hash and bytes on disk) not there yet.
+pub(crate) fn add_blobs(
+    transaction: &Transaction<'_>,
+    blobs: &[(String, u64)],
+    created_at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let created = to_time(created_at);
+    let mut statement = transaction.prepare_cached(
+        "INSERT OR IGNORE INTO history_blobs (hash, stored, created_at) VALUES (?1, ?2, ?3)",
+    )?;
+    for (hash, bytes) in blobs {
+        statement.execute(params![hash, clamp(*bytes), created])?;
+    }
+    Ok(())
+}
+
+/// Settles pending change `id` with the states its paths held before and after it (each
+/// path, whether it is a parent folder created on the way, before, after), replacing the
+/// before-states it was recorded with: paths that did not change are dropped, and a change
+/// that changed nothing is deleted. The rows of the blobs they name must be there
+/// ([`add_blobs`]). Returns whether the change was kept.
+pub(crate) fn settle(
+    transaction: &Transaction<'_>,
+    id: i64,
+    paths: &[(PathBuf, bool, Snapshot, Snapshot)],
+    finished_at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    transaction.execute("DELETE FROM history_paths WHERE change_id = ?1", [id])?;
+    let mut insert = transaction.prepare_cached(
+        "INSERT INTO history_paths (change_id, position, path, created_parent, before_kind, \
+             before_size, before_mode, before_hash, before_link, before_kept, after_kind, \
+             after_size, after_mode, after_hash, after_link, after_kept) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    let mut position = 0i64;
+    for (path, created_parent, before, after) in paths {
+        if before == after {
+            continue;
+        }
+        insert.execute(params![
+            id,
+            position,
+            path.as_os_str().as_bytes(),
+            created_parent,
+            kind_name(before.kind),
+            before.size.map(clamp),
+            before.mode,
+            before.hash,
+            before.link,
+            before.kept,
+            kind_name(after.kind),
+            after.size.map(clamp),
+            after.mode,
+            after.hash,
+            after.link,
+            after.kept,
+        ])?;
+        position += 1;
+    }
+    if position == 0 {
+        transaction.execute("DELETE FROM history_changes WHERE id = ?1", [id])?;
+        return Ok(false);
+    }
+    transaction.execute(
+        "UPDATE history_changes SET status = 'done', finished_at = ?2 WHERE id = ?1",
+        params![id, to_time(finished_at)],
+    )?;
+    Ok(true)
+}
+
 /// Marks `id` undone by `undo_id`; when `id` is itself an undo, the change it took back is
 /// done again (its effect is back).
 pub(crate) fn mark_undone(
@@ -419,6 +489,30 @@ fn parse_kind(text: &str) -> Result<PathKind, StoreError> {
 
 fn clamp(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The announcement of the recorded change `id` (`None` when it is not there).
+pub(crate) fn recorded_event(
+    connection: &Connection,
+    id: i64,
+) -> Result<Option<souz_protocol::RuntimeEvent>, StoreError> {
+    Ok(load(connection, id)?.map(
+        |change| souz_protocol::RuntimeEvent::HistoryChangeRecorded {
+            change_id: change.id,
+            call_id: change.call_id,
+            tool: change.tool,
+            client: change.client,
+            chat_id: change.chat_id,
+            summary: change.summary,
+            paths: change
+                .paths
+                .iter()
+                .filter(|path| !path.created_parent)
+                .map(|path| path.path.to_string_lossy().into_owned())
+                .collect(),
+            undoes: change.undoes,
+        },
+    ))
 }
 
 /// Deletes the rows of blobs no path names any more; returns their hashes (whose files the

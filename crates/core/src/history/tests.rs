@@ -3,6 +3,7 @@
 //! killed process left pending.
 
 mod property;
+mod settling;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -503,4 +504,72 @@ async fn a_change_left_pending_by_a_killed_process_is_settled_against_the_disk()
         std::fs::read_to_string(f.path("kept.txt")).unwrap(),
         "before\n"
     );
+}
+
+#[tokio::test]
+async fn changes_and_undos_are_announced_on_the_event_bus() {
+    use souz_protocol::RuntimeEvent;
+    let f = Fixture::new(limits(), false).await;
+    f.history.announce_on(f.stack.events.clone());
+    let start = f.stack.events.last_seq().await.unwrap();
+    std::fs::write(f.path("b.txt"), "b one\n").unwrap();
+    let edit = f
+        .call(
+            "EditFile",
+            json!({"path": Fixture::arg("b.txt"), "oldString": "one", "newString": "two"}),
+        )
+        .await;
+    assert_eq!(edit.0, ToolCallStatus::Succeeded, "{edit:?}");
+    let listed = f.history.list(HistoryQuery::default()).await.unwrap();
+    let report = f
+        .undo(UndoSelection::Change { id: listed[0].id }, false)
+        .await;
+    assert_eq!(report.undone.len(), 1, "{report:?}");
+    let history_events: Vec<RuntimeEvent> = f
+        .stack
+        .events
+        .replay(start, 1_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|envelope| envelope.event)
+        .filter(|event| event.kind().starts_with("history."))
+        .collect();
+    let path = f.path("b.txt").to_string_lossy().into_owned();
+    match history_events.as_slice() {
+        [
+            RuntimeEvent::HistoryChangeRecorded {
+                change_id,
+                tool,
+                client,
+                paths,
+                undoes: None,
+                ..
+            },
+            RuntimeEvent::HistoryChangeRecorded {
+                change_id: undo_id,
+                tool: undo_tool,
+                paths: undo_paths,
+                undoes: Some(undoes),
+                ..
+            },
+            RuntimeEvent::HistoryUndone {
+                client: undo_client,
+                undone,
+                forced: false,
+            },
+        ] => {
+            assert_eq!(
+                (*change_id, tool.as_str(), client.as_str()),
+                (listed[0].id, "EditFile", "cli")
+            );
+            assert_eq!(paths, &vec![path.clone()]);
+            assert_eq!((undo_tool.as_str(), *undoes), ("Undo", listed[0].id));
+            assert_eq!(undo_paths, &vec![path]);
+            assert_eq!(undo_client, "cli");
+            assert_eq!(undone, &report.undone);
+            assert_eq!(undone[0].undo_id, *undo_id);
+        }
+        other => panic!("{other:#?}"),
+    }
 }

@@ -7,9 +7,11 @@
 //!   changes are checked together, newest first, each against the state the newer ones will
 //!   leave). Otherwise the undo refuses and reports each path that changed with the three
 //!   versions ([`conflicts`]); with `force` it restores anyway.
-//! - An undo is a change like any other: recorded around its restore ([`History::begin`] /
-//!   [`History::finish`]), so whatever it replaces (a file someone changed since, with `force`)
-//!   is kept, and the undo itself can be undone.
+//! - An undo is a change like any other, one per change it takes back: recorded around its
+//!   restore (pending with its before-states before anything is restored, done after), so
+//!   whatever it replaces (a file someone changed since, with `force`) is kept, and the undo
+//!   itself can be undone. A batch is recorded in two transactions and synced to disk twice,
+//!   whatever its size ([`batch`], [`staging`]).
 //! - A moved path is moved back; a trashed one comes back from the Trash (checked to be the
 //!   same content, or the same tree), a file with kept content is written from it; a folder
 //!   the change created is removed only when empty (else it is moved to the Trash, never
@@ -19,19 +21,20 @@
 //! It sits above `tools` (it moves things to and from the Trash and writes files atomically
 //! with the file tools' own helpers); the rest of `history` sits below, for the gate.
 
+mod batch;
 mod conflicts;
 mod restore;
+mod staging;
+pub mod tool;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use souz_protocol::Requester;
-use souz_protocol::history::{
-    ChangeStatus, HistoryChange, UndoReport, UndoSelection, UndoneChange,
-};
+use souz_protocol::history::{ChangeStatus, HistoryChange, UndoReport, UndoSelection};
 
-use super::checkpoint::{Checkpoint, blocking};
+use super::checkpoint::blocking;
 use super::records::{self, StoredChange};
 use super::snapshot::{Snapshot, capture};
 use super::{History, HistoryError};
@@ -116,26 +119,35 @@ impl History {
                 "no recorded change matches; nothing was undone".into(),
             ));
         }
-        let mut report = UndoReport {
-            conflicts: self.check(&sandbox, &changes).await?,
-            ..UndoReport::default()
-        };
-        if !report.conflicts.is_empty() && !order.force {
-            return Ok(report);
+        let conflicts = self.check(&sandbox, &changes).await?;
+        if !conflicts.is_empty() && !order.force {
+            return Ok(UndoReport {
+                conflicts,
+                ..UndoReport::default()
+            });
         }
-        for change in &changes {
-            if !order.force {
-                let conflicts = self.check(&sandbox, std::slice::from_ref(change)).await?;
-                if !conflicts.is_empty() {
-                    report.conflicts = conflicts;
-                    return Ok(report);
-                }
-            }
-            let (undone, notes) = self.undo_one(&sandbox, change, &order).await?;
-            report.undone.push(undone);
-            report.notes.extend(notes);
+        let mut report = batch::undo_all(self, sandbox, changes, &order).await?;
+        if report.conflicts.is_empty() {
+            report.conflicts = conflicts;
         }
         Ok(report)
+    }
+
+    /// What an undo of `selection` would take back (newest first), and the paths that
+    /// changed since Souz wrote them: what the approval of an undo shows.
+    pub(crate) async fn preview(
+        &self,
+        sandbox: Arc<Sandbox>,
+        selection: UndoSelection,
+    ) -> Result<(Vec<StoredChange>, Vec<souz_protocol::history::UndoConflict>), HistoryError> {
+        let changes = self.select(selection).await?;
+        if changes.is_empty() {
+            return Err(HistoryError::NotFound(
+                "no recorded change matches; nothing would be undone".into(),
+            ));
+        }
+        let conflicts = self.check(&sandbox, &changes).await?;
+        Ok((changes, conflicts))
     }
 
     /// The done changes `selection` names, newest first.
@@ -200,96 +212,60 @@ impl History {
         let history = self.clone();
         let sandbox = Arc::clone(sandbox);
         let changes = changes.to_vec();
-        blocking(move || {
-            let beneath = sandbox.beneath();
-            let limit = history.limits().max_file_bytes;
-            let mut expected: HashMap<PathBuf, Snapshot> = HashMap::new();
-            // Folders an undo of a newer change brings back whole (moved back, out of the
-            // Trash): what is under them is known only once that is done.
-            let mut returning: Vec<PathBuf> = Vec::new();
-            let mut found = Vec::new();
-            for change in &changes {
-                for path in &change.paths {
-                    let Some(after) = &path.after else { continue };
-                    let under_returning = returning
-                        .iter()
-                        .any(|folder| path.path != *folder && path.path.starts_with(folder));
-                    let current = match expected.get(&path.path) {
-                        Some(snapshot) => Some(snapshot.clone()),
-                        None if under_returning => None,
-                        None => {
-                            let now = capture(&beneath, &path.path, limit)
-                                .map_err(|error| HistoryError::Path {
-                                    path: sandbox.display(&path.path),
-                                    message: error.to_string(),
-                                })?
-                                .snapshot;
-                            Some(now)
-                        }
-                    };
-                    // A parent folder the change created may hold new things: it stays then.
-                    if let Some(current) = current
-                        && !path.created_parent
-                        && !after.matches(&current)
-                    {
-                        found.push(conflicts::describe(
-                            &history, &sandbox, change.id, path, &current,
-                        ));
-                    }
-                    expected.insert(path.path.clone(), path.before.clone());
-                    if path.before.kind == souz_protocol::history::PathKind::Folder
-                        && !after.matches(&path.before)
-                    {
-                        let folder = path.path.clone();
-                        expected.retain(|known, _| *known == folder || !known.starts_with(&folder));
-                        returning.push(folder);
-                    }
-                }
-            }
-            Ok(found)
-        })
-        .await
+        blocking(move || conflicts_of(&history, &sandbox, &changes)).await
     }
+}
 
-    /// Undoes one change, recorded as a change of its own.
-    async fn undo_one(
-        &self,
-        sandbox: &Arc<Sandbox>,
-        change: &StoredChange,
-        order: &UndoOrder,
-    ) -> Result<(UndoneChange, Vec<String>), HistoryError> {
-        let paths: Vec<PathBuf> = change.paths.iter().map(|path| path.path.clone()).collect();
-        let recorded = self
-            .begin(
-                Arc::clone(sandbox),
-                Checkpoint {
-                    call_id: uuid::Uuid::now_v7().to_string(),
-                    tool: "Undo".into(),
-                    requester: order.requester.clone(),
-                    summary: format!("Undo change {}: {}", change.id, change.summary),
-                    paths,
-                    undoes: Some(change.id),
-                },
-            )
-            .await?;
-        let history = self.clone();
-        let restoring = (Arc::clone(sandbox), change.clone());
-        let restored =
-            blocking(move || restore::restore(&history, &restoring.0, &restoring.1)).await;
-        let kept = self.finish(Arc::clone(sandbox), &recorded).await?;
-        let notes = restored?;
-        let (id, undo_id) = (change.id, recorded.id);
-        self.store()
-            .write(move |transaction| {
-                records::mark_undone(transaction, id, kept.then_some(undo_id))
-            })
-            .await?;
-        Ok((
-            UndoneChange {
-                change_id: change.id,
-                undo_id: if kept { undo_id } else { 0 },
-            },
-            notes,
-        ))
+/// See [`History::check`] (on the blocking pool already).
+pub(super) fn conflicts_of(
+    history: &History,
+    sandbox: &Arc<Sandbox>,
+    changes: &[StoredChange],
+) -> Result<Vec<souz_protocol::history::UndoConflict>, HistoryError> {
+    let beneath = sandbox.beneath();
+    let limit = history.limits().max_file_bytes;
+    let mut expected: HashMap<PathBuf, Snapshot> = HashMap::new();
+    // Folders an undo of a newer change brings back whole (moved back, out of the Trash):
+    // what is under them is known only once that is done.
+    let mut returning: Vec<PathBuf> = Vec::new();
+    let mut found = Vec::new();
+    for change in changes {
+        for path in &change.paths {
+            let Some(after) = &path.after else { continue };
+            let under_returning = returning
+                .iter()
+                .any(|folder| path.path != *folder && path.path.starts_with(folder));
+            let current = match expected.get(&path.path) {
+                Some(snapshot) => Some(snapshot.clone()),
+                None if under_returning => None,
+                None => {
+                    let now = capture(&beneath, &path.path, limit)
+                        .map_err(|error| HistoryError::Path {
+                            path: sandbox.display(&path.path),
+                            message: error.to_string(),
+                        })?
+                        .snapshot;
+                    Some(now)
+                }
+            };
+            // A parent folder the change created may hold new things: it stays then.
+            if let Some(current) = current
+                && !path.created_parent
+                && !after.matches(&current)
+            {
+                found.push(conflicts::describe(
+                    history, sandbox, change.id, path, &current,
+                ));
+            }
+            expected.insert(path.path.clone(), path.before.clone());
+            if path.before.kind == souz_protocol::history::PathKind::Folder
+                && !after.matches(&path.before)
+            {
+                let folder = path.path.clone();
+                expected.retain(|known, _| *known == folder || !known.starts_with(&folder));
+                returning.push(folder);
+            }
+        }
     }
+    Ok(found)
 }

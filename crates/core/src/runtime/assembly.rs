@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::channels::tools::ChannelTools;
+use crate::history::undo::tool::UndoTool;
 use crate::schedules::Schedules;
 use crate::schedules::clock::SystemClock;
 use crate::schedules::engine::{Engine, EngineParts};
@@ -345,18 +346,24 @@ pub(super) async fn ready_gate(
     config: &Config,
     store: &Store,
     gate: &Gate,
-    tasks: &TaskTracker,
-    shutdown: &CancellationToken,
+    (tasks, shutdown): (&TaskTracker, &CancellationToken),
+    history: (&EventBus, &UndoTool),
 ) -> Result<(), RuntimeError> {
     set_proxy_mode(config, gate);
     expire_approvals(tasks, gate.approvals(), shutdown);
     recover_calls(gate).await?;
-    open_history(config, store, gate).await
+    open_history(config, store, gate, history).await
 }
 
 /// Opens the history of file changes (`[history] enabled`), settles what a previous run left
-/// pending against the disk, and hands it to the gate, before any call can start.
-async fn open_history(config: &Config, store: &Store, gate: &Gate) -> Result<(), RuntimeError> {
+/// pending against the disk, and hands it to the gate and the `UndoChanges` tool (announcing
+/// on `events`), before any call can start.
+async fn open_history(
+    config: &Config,
+    store: &Store,
+    gate: &Gate,
+    (events, undo_tool): (&EventBus, &UndoTool),
+) -> Result<(), RuntimeError> {
     if !config.history.enabled {
         return Ok(());
     }
@@ -365,6 +372,8 @@ async fn open_history(config: &Config, store: &Store, gate: &Gate) -> Result<(),
         config.paths.home(),
         crate::history::Limits::of(&config.history),
     )?;
+    history.announce_on(events.clone());
+    undo_tool.bind(history.clone());
     let settled = history.reconcile(gate.sandbox()).await?;
     if settled != crate::history::reconcile::Reconciled::default() {
         tracing::info!(
@@ -475,18 +484,39 @@ fn expire_approvals(
     tasks.spawn(approvals.clone().expire_parked(shutdown.clone()));
 }
 
+/// The slots of the catalog tools whose service starts after the catalog is built.
+pub(super) struct ToolSlots {
+    /// The schedule tools' ([`start_schedules`] binds it).
+    pub scheduling: ScheduleTools,
+    /// The channel tools' (a channel binds it when it starts).
+    pub channels: ChannelTools,
+    /// `UndoChanges`' (bound once the history is open).
+    pub undo: UndoTool,
+}
+
+impl ToolSlots {
+    /// Empty slots over `store`.
+    pub(super) fn new(store: &Store) -> Self {
+        Self {
+            scheduling: ScheduleTools::default(),
+            channels: ChannelTools::new(store.clone()),
+            undo: UndoTool::default(),
+        }
+    }
+}
+
 /// Every built-in tool, the schedule tools over `scheduling` (bound once the schedule
-/// service started: [`start_schedules`]) and the channel tools over `channels` (bound by a
-/// channel when it starts).
+/// service started: [`start_schedules`]), the channel tools over `channels` (bound by a
+/// channel when it starts) and `UndoChanges` over `undo` (bound once the history is open).
 pub(super) fn catalog(
     config: &Config,
     store: &Store,
     llm: &Arc<LlmService>,
-    scheduling: &ScheduleTools,
-    channels: &ChannelTools,
+    slots: &ToolSlots,
 ) -> Result<crate::tools::Catalog, crate::tools::CatalogError> {
-    let mut extra = scheduling.tools();
-    extra.extend(channels.tools());
+    let mut extra = slots.scheduling.tools();
+    extra.extend(slots.channels.tools());
+    extra.push(slots.undo.tool());
     builtin::catalog_with(&web_services(config, store, llm), extra)
 }
 

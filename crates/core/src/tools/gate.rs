@@ -38,6 +38,8 @@ use record::Finished;
 use record::Record;
 use recorder::Recording;
 
+#[cfg(test)]
+pub(crate) use drive::CANCEL_GRACE;
 pub use parking::{CallMode, Unattended};
 pub(crate) use workspace::WorkspaceError;
 

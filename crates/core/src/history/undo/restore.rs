@@ -2,6 +2,7 @@
 //! moved back, removals go deepest first, restorations shallowest first, and the folders the
 //! change created on the way are removed last, when empty.
 
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -12,6 +13,7 @@ use souz_protocol::history::PathKind;
 use super::super::records::{StoredChange, StoredPath};
 use super::super::snapshot::{Snapshot, capture, fingerprint};
 use super::super::{History, HistoryError, blobs::hash_of};
+use super::staging::Staging;
 use crate::sandbox::Sandbox;
 use crate::sandbox::beneath::{Beneath, open_child_dir, open_child_file};
 use crate::tools::builtin::files::{atomic, trashing};
@@ -19,17 +21,20 @@ use crate::tools::builtin::files::{atomic, trashing};
 /// The fingerprint of an empty folder (the SHA-256 of nothing).
 const EMPTY_FOLDER: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/// Restores `change`'s paths; returns notes for the person (what could not be done fully).
+/// Restores `change`'s paths, taking the file contents `staging` holds ready; returns notes
+/// for the person (what could not be done fully).
 pub(super) fn restore(
     history: &History,
     sandbox: &Sandbox,
     change: &StoredChange,
+    staging: &RefCell<Staging>,
 ) -> Result<Vec<String>, HistoryError> {
     let work = Restorer {
         history,
         sandbox,
         beneath: sandbox.beneath(),
         change,
+        staging,
     };
     let mut notes = Vec::new();
     let mut rest: Vec<&StoredPath> = change
@@ -99,6 +104,7 @@ struct Restorer<'a> {
     sandbox: &'a Sandbox,
     beneath: Beneath<'a>,
     change: &'a StoredChange,
+    staging: &'a RefCell<Staging>,
 }
 
 impl Restorer<'_> {
@@ -196,17 +202,21 @@ impl Restorer<'_> {
         match before.kind {
             PathKind::File if before.kept => {
                 let hash = before.hash.as_deref().unwrap_or_default();
+                let mode = before.mode.unwrap_or(0o644);
+                let staged = self
+                    .staging
+                    .borrow_mut()
+                    .put(&self.beneath, &path.path, hash, mode)
+                    .map_err(|error| self.failed(&path.path, &error))?;
+                if staged {
+                    return Ok(());
+                }
                 let content = self
                     .history
                     .blobs()
                     .get(hash, self.history.limits().max_file_bytes)?;
-                atomic::write_with_mode(
-                    &self.beneath,
-                    &path.path,
-                    &content,
-                    before.mode.unwrap_or(0o644),
-                )
-                .map_err(|error| self.failed(&path.path, &error))
+                atomic::write_with_mode(&self.beneath, &path.path, &content, mode)
+                    .map_err(|error| self.failed(&path.path, &error))
             }
             PathKind::Symlink => {
                 let (parent, name) = self

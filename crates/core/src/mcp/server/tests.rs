@@ -20,6 +20,7 @@ mod fast_path_equivalence;
 mod memory;
 mod schedules;
 mod shortcut;
+mod undo;
 
 /// A client holding a token named `name` (and calling itself that too).
 fn client(name: &str) -> Requester {

@@ -20,7 +20,7 @@ use crate::store::codec::now;
 use crate::tools::{DynTool, PlannedCall, ProgressSink, ToolContext, ToolError, ToolSpec};
 
 /// How long a cancelled tool gets to stop on its own before it is dropped.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How a call ended: its final status and result.
 type Ended = (ToolCallStatus, ToolResult);
@@ -182,9 +182,13 @@ impl Gate {
         };
         let mut ctx = ctx;
         ctx.progress = progress_reports(state);
-        let outcome = guarded(planned.run(ctx), cancel).await;
-        self.settle_checkpoint(checkpointed, sandbox, &outcome)
-            .await;
+        let outcome = match checkpointed {
+            Some(checkpointed) => {
+                self.run_recorded(planned.run(ctx), checkpointed, sandbox, cancel)
+                    .await
+            }
+            None => guarded(planned.run(ctx), cancel).await,
+        };
         match outcome {
             Ok(output) => (
                 ToolCallStatus::Succeeded,
@@ -452,6 +456,13 @@ async fn guarded<T>(
             }
         }
     };
+    unwound(joined)
+}
+
+/// A tool's result, with a panic turned into an error.
+pub(super) fn unwound<T>(
+    joined: Result<Result<T, ToolError>, Box<dyn std::any::Any + Send>>,
+) -> Result<T, ToolError> {
     joined.unwrap_or_else(|_| {
         tracing::error!("a tool panicked");
         Err(ToolError::Internal(

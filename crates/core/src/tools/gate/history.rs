@@ -7,19 +7,30 @@
 //! - Only calls whose plan names paths to write or remove are recorded, and never commands
 //!   (`Exec`): a command's plan names only its folder, not what it writes.
 //! - A call whose checkpoint cannot be recorded does not run (it fails, saying why).
-//! - A call cancelled while it ran keeps its change pending (its tool may still be finishing
-//!   its write off the async runtime); the next start settles it against the disk.
+//! - A recorded call's change is settled as soon as its tool's work is over, however the call
+//!   ends (done, failed, cancelled): a tool that overstays its cancellation is let finish by a
+//!   runtime task, which then settles it. Only a process that dies (or stops) first leaves it
+//!   pending, for the next start to settle against the disk.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use souz_protocol::Risk;
+use tokio_util::sync::CancellationToken;
 
 use super::Gate;
+use super::drive::{CANCEL_GRACE, unwound};
 use super::record::Record;
 use crate::history::checkpoint::changed_paths;
 use crate::history::{Checkpoint, Checkpointed};
 use crate::sandbox::Sandbox;
 use crate::tools::{Plan, ToolError, ToolOutput, localized, words};
+
+/// How long a tool that overstayed its cancellation is let finish before its change is
+/// recorded as the disk holds it then.
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 
 impl Gate {
     /// Adds to `plan`'s summary the files it would change that the history cannot keep.
@@ -82,20 +93,50 @@ impl Gate {
         }
     }
 
-    /// Records the after-states of a recorded call that ended with `outcome`.
-    pub(super) async fn settle_checkpoint(
+    /// Runs a recorded call's tool (`task`) like the drive's `guarded`, and records the
+    /// after-states of its change as soon as the tool's work is over, however the call ends:
+    /// done, failed, panicked, cancelled. A tool that overstays its cancellation may still be
+    /// writing (its file work runs off the async runtime): the call ends cancelled at once and
+    /// a runtime task lets the tool finish, then records what it did (bounded by
+    /// [`SETTLE_LIMIT`]; at shutdown the next start settles it).
+    pub(super) async fn run_recorded(
         &self,
-        checkpointed: Option<Checkpointed>,
+        task: BoxFuture<'static, Result<ToolOutput, ToolError>>,
+        checkpointed: Checkpointed,
         sandbox: Arc<Sandbox>,
-        outcome: &Result<ToolOutput, ToolError>,
-    ) {
-        let (Some(history), Some(checkpointed)) = (self.history(), checkpointed) else {
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let mut task = Box::pin(std::panic::AssertUnwindSafe(task).catch_unwind());
+        let joined = tokio::select! {
+            joined = &mut task => joined,
+            () = cancel.cancelled() => {
+                match tokio::time::timeout(CANCEL_GRACE, &mut task).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        let gate = self.clone();
+                        let shutdown = self.inner.shutdown.clone();
+                        self.inner.tasks.spawn(async move {
+                            tokio::select! {
+                                _ = tokio::time::timeout(SETTLE_LIMIT, task) => {}
+                                () = shutdown.cancelled() => return,
+                            }
+                            gate.settle_checkpoint(&checkpointed, sandbox).await;
+                        });
+                        return Err(ToolError::Cancelled);
+                    }
+                }
+            }
+        };
+        self.settle_checkpoint(&checkpointed, sandbox).await;
+        unwound(joined)
+    }
+
+    /// Records the after-states of a recorded call whose tool is over.
+    async fn settle_checkpoint(&self, checkpointed: &Checkpointed, sandbox: Arc<Sandbox>) {
+        let Some(history) = self.history() else {
             return;
         };
-        if matches!(outcome, Err(ToolError::Cancelled)) {
-            return;
-        }
-        if let Err(error) = history.finish(sandbox, &checkpointed).await {
+        if let Err(error) = history.finish(sandbox, checkpointed).await {
             tracing::error!(%error, change = checkpointed.id, "could not record a file change after it; the next start settles it");
         }
     }
