@@ -660,7 +660,10 @@ fn send(shared: &Shared, params: &Value, edit: bool) -> Response {
         );
     }
     let (buttons, labels) = keyboard(params);
-    if buttons.iter().any(|data| data.is_empty() || data.len() > 64) {
+    if buttons
+        .iter()
+        .any(|data| data.is_empty() || data.len() > 64)
+    {
         return error(
             StatusCode::BAD_REQUEST,
             "Bad Request: BUTTON_DATA_INVALID",

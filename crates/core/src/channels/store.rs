@@ -10,8 +10,10 @@
 //!   (claiming clears it), and refused after it expires or while an account is linked.
 //! - A button's callback data is a random handle, never the approval's or question's id;
 //!   pressing one deletes every handle of its subject ([`take_press`]), so a replay or another
-//!   button finds nothing. Closing a prompt deletes its handles too, and claiming one sweeps
-//!   handles whose prompt is not open: `telegram_presses` holds only open prompts' buttons.
+//!   button finds nothing. The buttons of a prompt closed elsewhere stay [`PRESS_KEEP_HOURS`]
+//!   (a late press is told how it ended); claiming a prompt sweeps the handles of prompts closed
+//!   longer ago and of none at all: `telegram_presses` holds the buttons of open and recently
+//!   closed prompts only.
 //! - An approval or a question is prompted in Telegram at most once: [`claim_prompt`] inserts
 //!   its row or finds one; a prompt whose send failed is dropped ([`drop_prompt`]) so it can
 //!   be tried again. Closed prompts are forgotten after [`PROMPT_KEEP_DAYS`] days. (The
@@ -345,11 +347,15 @@ fn forget_presses(connection: &Connection, subject: &str) -> Result<(), StoreErr
 /// How many buttons are kept (tests: the table stays bounded).
 #[cfg(test)]
 pub(crate) fn press_count(connection: &Connection) -> Result<i64, StoreError> {
-    Ok(connection.query_row("SELECT COUNT(*) FROM telegram_presses", [], |row| {
-        row.get(0)
-    })?)
+    Ok(
+        connection.query_row("SELECT COUNT(*) FROM telegram_presses", [], |row| {
+            row.get(0)
+        })?,
+    )
 }
 
+/// Hours the buttons of a closed prompt are kept (then swept when a prompt is claimed).
+pub(crate) const PRESS_KEEP_HOURS: i64 = 24;
 /// Days a closed prompt's row is kept.
 pub(crate) const PROMPT_KEEP_DAYS: i64 = 30;
 
@@ -409,10 +415,12 @@ pub(crate) fn claim_prompt(
         "DELETE FROM telegram_prompts WHERE closed_at IS NOT NULL AND closed_at < ?1",
         params![to_time(forget_before)],
     )?;
+    let stale_before = now - chrono::Duration::hours(PRESS_KEEP_HOURS);
     connection.execute(
         "DELETE FROM telegram_presses WHERE subject NOT IN
-             (SELECT approval_id FROM telegram_prompts WHERE closed_at IS NULL)",
-        [],
+             (SELECT approval_id FROM telegram_prompts
+              WHERE closed_at IS NULL OR closed_at >= ?1)",
+        params![to_time(stale_before)],
     )?;
     let inserted = connection.execute(
         "INSERT OR IGNORE INTO telegram_prompts (approval_id, kind, telegram_chat, text, created_at)
@@ -478,7 +486,8 @@ pub(crate) fn open_prompts(
     Ok(rows)
 }
 
-/// Marks the prompt of `subject` closed and forgets its buttons.
+/// Marks the prompt of `subject` closed. Its buttons stay for [`PRESS_KEEP_HOURS`], so a late
+/// press is told how its approval or question ended rather than that the button is unknown.
 pub(crate) fn close_prompt(
     connection: &Connection,
     subject: &str,
@@ -488,7 +497,7 @@ pub(crate) fn close_prompt(
         "UPDATE telegram_prompts SET closed_at = ?2 WHERE approval_id = ?1",
         params![subject, to_time(now)],
     )?;
-    forget_presses(connection, subject)
+    Ok(())
 }
 
 /// The audit rows as `(kind, telegram user id)`, oldest first (tests and the status view).
@@ -547,15 +556,14 @@ mod tests {
                 assert_eq!(taken, Some(("a1".to_owned(), Action::ApproveSuggested)));
                 assert_eq!(take_press(tx, "h1")?, None, "the other buttons are gone");
                 counts.push(press_count(tx)?);
-                // A prompt closed elsewhere: its buttons go with it.
+                // A prompt closed elsewhere: its buttons stay a while, to answer a late press.
                 claim_prompt(tx, &prompt("q1"), now)?;
                 add_press(tx, "h4", "q1", &Action::Answer("choice-1".into()), now)?;
                 set_prompt_message(tx, "q1", 10)?;
-                counts.push(press_count(tx)?);
                 close_prompt(tx, "q1", now)?;
                 counts.push(press_count(tx)?);
-                // Buttons whose prompt is not open (a crash between send and record) are swept
-                // when the next prompt is claimed; an open prompt's buttons stay.
+                // Buttons of no prompt (a crash between send and record) are swept when the
+                // next prompt is claimed; an open prompt's buttons stay.
                 add_press(tx, "h5", "gone", &Action::Approve, now)?;
                 claim_prompt(tx, &prompt("a2"), now)?;
                 add_press(tx, "h6", "a2", &Action::Approve, now)?;
@@ -565,11 +573,15 @@ mod tests {
                 add_press(tx, "h7", "a3", &Action::Deny, now)?;
                 drop_prompt(tx, "a3")?;
                 counts.push(press_count(tx)?);
+                // A day later, the closed prompt's buttons are swept too.
+                let later = now + chrono::Duration::hours(PRESS_KEEP_HOURS + 1);
+                claim_prompt(tx, &prompt("a4"), later)?;
+                counts.push(press_count(tx)?);
                 Ok::<_, StoreError>(counts)
             })
             .await
             .unwrap();
-        assert_eq!(counts, [3, 0, 1, 0, 1, 1]);
+        assert_eq!(counts, [3, 0, 1, 2, 2, 1]);
         store.close().await.unwrap();
     }
 }

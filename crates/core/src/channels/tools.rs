@@ -98,7 +98,8 @@ impl ChannelTools {
 
     /// Says that a channel's key was set or removed.
     pub(crate) fn keys_changed(&self) {
-        self.keys.send_modify(|revision| *revision = revision.wrapping_add(1));
+        self.keys
+            .send_modify(|revision| *revision = revision.wrapping_add(1));
     }
 
     /// Follows [`ChannelTools::keys_changed`].

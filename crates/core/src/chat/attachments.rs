@@ -408,8 +408,13 @@ impl Chats {
             let folder = sandbox
                 .resolve(&folder, Access::Delete)
                 .map_err(|_| refused())?;
-            let file = sandbox.resolve(&path, Access::Delete).map_err(|_| refused())?;
-            if file.protected || folder.protected || file.path.parent() != Some(folder.path.as_path()) {
+            let file = sandbox
+                .resolve(&path, Access::Delete)
+                .map_err(|_| refused())?;
+            if file.protected
+                || folder.protected
+                || file.path.parent() != Some(folder.path.as_path())
+            {
                 return Err(refused());
             }
             match sandbox.beneath().remove_file(&file.path) {

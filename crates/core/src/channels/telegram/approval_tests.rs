@@ -48,7 +48,12 @@ pub(super) async fn asked(
         sent[1]
     );
     let buttons = sent[1].buttons.clone();
-    assert_eq!(buttons.len(), 3, "approve, deny, the suggested scope: {:?}", sent[1]);
+    assert_eq!(
+        buttons.len(),
+        3,
+        "approve, deny, the suggested scope: {:?}",
+        sent[1]
+    );
     let pending = pending(&runtime).await;
     assert_eq!(pending.len(), 1);
     for handle in &buttons {
@@ -153,7 +158,9 @@ async fn the_suggested_scope_button_grants_what_the_api_would() {
     assert_ne!(suggested.scope, ScopeKind::Once, "{suggested:?}");
     assert_eq!(prompt.labels[2], "Allow as suggested");
     assert!(
-        prompt.text.ends_with(&format!("“Allow as suggested”: {}", suggested.label)),
+        prompt
+            .text
+            .ends_with(&format!("“Allow as suggested”: {}", suggested.label)),
         "the prompt says what the button allows: {}",
         prompt.text
     );

@@ -241,11 +241,18 @@ async fn a_file_no_message_took_is_removed() {
     telegram.push_document(ME, &notes, "notes.txt", Some("read it"));
     let refused = telegram.wait_for_sent(3).await;
     assert!(
-        refused[2].text.starts_with(super::replies::NOT_DELIVERED.en),
+        refused[2]
+            .text
+            .starts_with(super::replies::NOT_DELIVERED.en),
         "{:?}",
         refused[2]
     );
     assert_eq!(telegram.downloads(), 1, "the file was fetched");
+    // The refusal goes out first, then the upload is removed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !uploads(&runtime).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(uploads(&runtime).is_empty(), "and removed again");
     runtime.shutdown("test").await.unwrap();
 }

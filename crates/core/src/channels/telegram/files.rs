@@ -189,7 +189,10 @@ pub(crate) fn wanted(
         Media::Unsupported(what) => return Err(Refusal::Unsupported(what)),
         Media::Photo(sizes) => {
             let size = chosen_size(sizes, limit).ok_or_else(|| Refusal::TooLarge(shown(limit)))?;
-            (size.file_id.clone(), format!("telegram-photo-{update_id}.jpg"))
+            (
+                size.file_id.clone(),
+                format!("telegram-photo-{update_id}.jpg"),
+            )
         }
         Media::Document(document) => (
             document.file_id.clone(),

@@ -25,8 +25,8 @@ use souz_protocol::chat::{ChatInput, CreateChat, InputDelivery, Question};
 
 use super::Channel;
 use super::files::{self, Media, Wanted};
-use super::questions;
 use super::outbound::send_text;
+use super::questions;
 use super::replies::{self, press};
 use crate::LOCAL_USER;
 use crate::channels::store::{Claim, Claimant, Link};

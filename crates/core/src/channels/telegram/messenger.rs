@@ -13,13 +13,13 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::Channel;
-use super::lifecycle::Slot;
 use super::inbound::bound_chat;
+use super::lifecycle::Slot;
 use super::outbound::send_parts;
 use crate::LOCAL_USER;
 use crate::channels::store::Link;
-use crate::runtime::facade::ChatUser;
 use crate::channels::tools::{ActiveChannel, ChannelError, Messenger};
+use crate::runtime::facade::ChatUser;
 
 /// The channel type the tools name.
 pub(crate) const CHANNEL_TYPE: &str = "telegram";

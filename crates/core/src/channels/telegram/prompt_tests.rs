@@ -229,7 +229,10 @@ async fn the_bot_speaks_the_interface_language() {
         prompt.labels,
         ["Разрешить", "Запретить", "Разрешить, как предложено"]
     );
-    assert!(prompt.text.contains("«Разрешить, как предложено»: "), "{prompt:?}");
+    assert!(
+        prompt.text.contains("«Разрешить, как предложено»: "),
+        "{prompt:?}"
+    );
     telegram.push_press(ME, &prompt.buttons[0]);
     assert_eq!(telegram.wait_for_answered(1).await[0].1, press::APPROVED.ru);
     let closed = format!("{}\n\n{}", prompt.text, outcome::APPROVED_HERE.ru);

@@ -169,7 +169,12 @@ fn prompt_text(approval: &Approval, souz_chat: Option<&str>, language: Language)
     if !offers_scope(approval) {
         return Some(text);
     }
-    let label: String = approval.suggested.label.chars().take(MAX_LABEL_CHARS).collect();
+    let label: String = approval
+        .suggested
+        .label
+        .chars()
+        .take(MAX_LABEL_CHARS)
+        .collect();
     Some(format!(
         "{text}\n\n{}",
         replies::suggested(language, &label)
@@ -232,9 +237,11 @@ async fn offer(channel: &Channel, approval: &Approval) -> Result<(), ServiceErro
                 )]);
             }
             let escaped = escape_markdown_v2(&text);
-            retrying(channel, || channel.api.send_with_buttons(chat, &escaped, &rows))
-                .await
-                .map_err(|error| ServiceError::Internal(error.to_string()))
+            retrying(channel, || {
+                channel.api.send_with_buttons(chat, &escaped, &rows)
+            })
+            .await
+            .map_err(|error| ServiceError::Internal(error.to_string()))
         }
         Err(error) => Err(error),
     };
@@ -278,8 +285,5 @@ pub(crate) async fn close_one(
         Ok(()) | Err(TelegramError::Refused { .. }) => {}
         Err(error) => return Err(ServiceError::Internal(error.to_string())),
     }
-    channel
-        .handle
-        .close_telegram_prompt(&prompt.subject)
-        .await
+    channel.handle.close_telegram_prompt(&prompt.subject).await
 }

@@ -1,7 +1,7 @@
 //! The agents' questions as inline buttons, end to end against the fake Bot API: a question
 //! comes with a button per choice and a press answers it (its turn goes on with that answer);
 //! a press of another account, a replay and a press after the question was answered in Souz
-//! change nothing; a text reply answers a question that takes the person's own words and is
+//! change nothing (a late press says the question no longer waits); a text reply answers a question that takes the person's own words and is
 //! refused (with what to do) by one that does not; every press leaves no handle behind.
 
 use serde_json::json;
@@ -84,7 +84,10 @@ async fn a_question_comes_with_a_button_per_choice_and_a_press_answers_it() {
     })
     .await;
     telegram.push_press(STRANGER, &blue);
-    assert_eq!(telegram.wait_for_answered(1).await[0].1, press::NOT_YOURS.en);
+    assert_eq!(
+        telegram.wait_for_answered(1).await[0].1,
+        press::NOT_YOURS.en
+    );
     assert_eq!(pending_questions(&runtime).await, pending, "still waiting");
 
     telegram.push_press(ME, &blue);
@@ -94,7 +97,10 @@ async fn a_question_comes_with_a_button_per_choice_and_a_press_answers_it() {
         sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
     })
     .await;
-    wait_for_message(&telegram, "the answer", |sent| sent.text == "Thanks, noted.").await;
+    wait_for_message(&telegram, "the answer", |sent| {
+        sent.text == "Thanks, noted."
+    })
+    .await;
     let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
     assert!(
         resumed.contains("Answer to \\\"Which colour?\\\": Blue"),
@@ -121,7 +127,8 @@ async fn a_question_comes_with_a_button_per_choice_and_a_press_answers_it() {
 async fn a_question_answered_in_souz_closes_its_prompt_and_its_buttons_do_nothing() {
     let telegram = FakeTelegram::start(TOKEN).await;
     let llm = FakeServer::start().await;
-    let (runtime, prompt) = asked(&telegram, &llm, "Which day?", &["Monday", "Friday"], false).await;
+    let (runtime, prompt) =
+        asked(&telegram, &llm, "Which day?", &["Monday", "Friday"], false).await;
     let id = pending_questions(&runtime).await.remove(0);
     let answer = OptionAnswer {
         selected_option_ids: vec!["choice-2".into()],
@@ -139,7 +146,10 @@ async fn a_question_answered_in_souz_closes_its_prompt_and_its_buttons_do_nothin
     })
     .await;
     telegram.push_press(ME, &prompt.buttons[0]);
-    assert_eq!(telegram.wait_for_answered(1).await[0].1, press::INVALID.en);
+    assert_eq!(
+        telegram.wait_for_answered(1).await[0].1,
+        press::ALREADY_ANSWERED.en
+    );
     let question = runtime.handle().question(&local(), &id).await.unwrap();
     let chosen = question.answer.map(|answer| answer.selected_option_ids);
     assert_eq!(chosen, Some(vec!["choice-2".to_owned()]), "unchanged");
@@ -158,7 +168,10 @@ async fn a_text_reply_answers_a_question_that_takes_own_words() {
         sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
     })
     .await;
-    wait_for_message(&telegram, "the answer", |sent| sent.text == "Thanks, noted.").await;
+    wait_for_message(&telegram, "the answer", |sent| {
+        sent.text == "Thanks, noted."
+    })
+    .await;
     let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
     assert!(resumed.contains("Boris"), "{resumed}");
     assert!(pending_questions(&runtime).await.is_empty());

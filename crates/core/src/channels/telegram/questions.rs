@@ -124,7 +124,10 @@ async fn offer(channel: &Channel, question: &Question) -> Result<(), ServiceErro
             let sent = if rows.is_empty() {
                 retrying(channel, || channel.api.send(chat, &escaped, true)).await
             } else {
-                retrying(channel, || channel.api.send_with_buttons(chat, &escaped, &rows)).await
+                retrying(channel, || {
+                    channel.api.send_with_buttons(chat, &escaped, &rows)
+                })
+                .await
             };
             sent.map_err(|error| ServiceError::Internal(error.to_string()))
         }

@@ -347,9 +347,7 @@ async fn enabling_the_channel_and_setting_its_token_apply_without_a_restart() {
 
     let saved = handle.replace_config(section(true), None).await.unwrap();
     assert!(
-        saved
-            .applied
-            .contains(&"channels.telegram.enabled".to_owned()),
+        saved.applied.contains(&"channels.telegram".to_owned()),
         "{saved:?}"
     );
     assert!(handle.telegram_status().await.unwrap().enabled);
@@ -366,7 +364,11 @@ async fn enabling_the_channel_and_setting_its_token_apply_without_a_restart() {
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let polls = telegram.calls("getUpdates");
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
-    assert_eq!(telegram.calls("getUpdates"), polls, "the channel stopped polling");
+    assert_eq!(
+        telegram.calls("getUpdates"),
+        polls,
+        "the channel stopped polling"
+    );
     let stray = telegram.push_text(ME, "anyone?");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(telegram.unconfirmed(), 1, "update {stray} was not taken");

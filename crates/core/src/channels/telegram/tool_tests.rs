@@ -231,7 +231,10 @@ async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
     .await;
     let done = decide(&runtime, &telegram, sent, Verdict::Approve).await;
     assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
-    assert_eq!(telegram.wait_for_sent(3).await[2].text, "The build is green.");
+    assert_eq!(
+        telegram.wait_for_sent(3).await[2].text,
+        "The build is green."
+    );
 
     let user = ChatUser(crate::LOCAL_USER.to_owned());
     let page = MessagePage {
@@ -265,6 +268,10 @@ async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
     assert_eq!(created.chat_id, chat);
     assert!(created.execution_id.is_none(), "it belongs to no turn");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(telegram.sent().len(), 3, "the recorded message is not sent again");
+    assert_eq!(
+        telegram.sent().len(),
+        3,
+        "the recorded message is not sent again"
+    );
     runtime.shutdown("test").await.unwrap();
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use futures::Stream;
 use souz_protocol::chat::{
     ActiveTurn, Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
-    ChatSettings, ChatTools, CreateChat, CreateChatResponse, Execution, ExecutionTrace,
-    Message, MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
+    ChatSettings, ChatTools, CreateChat, CreateChatResponse, Execution, ExecutionTrace, Message,
+    MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
     PostMessageResponse, Question, QuestionList, Settings, SettingsPatch,
 };
 use tokio::sync::broadcast;

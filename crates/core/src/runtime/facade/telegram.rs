@@ -21,9 +21,9 @@ use crate::channels::store::{
     self as rows, Action, Claim, Claimant, NewPrompt, Prompt, PromptKind, TelegramState,
 };
 use crate::chat::ChatUser;
-use crate::store::StoreError;
 use crate::llm::service::service_keys::TELEGRAM;
 use crate::runtime::RuntimeHandle;
+use crate::store::StoreError;
 
 /// How long a link code works, in minutes.
 pub(crate) const LINK_CODE_MINUTES: i64 = 10;
@@ -39,7 +39,13 @@ impl RuntimeHandle {
         let state = self.telegram_state().await?;
         let token_configured = self.llm().service_key(TELEGRAM.name).await?.is_some();
         Ok(TelegramStatus {
-            enabled: self.config_editor().current().await.channels.telegram.enabled,
+            enabled: self
+                .config_editor()
+                .current()
+                .await
+                .channels
+                .telegram
+                .enabled,
             token_configured,
             linked: state.link.map(|link| TelegramAccount {
                 user_id: link.user_id,
@@ -166,11 +172,7 @@ impl RuntimeHandle {
         let buttons = ApprovalButtons {
             approve: new_handle()?,
             deny: new_handle()?,
-            suggested: if suggested {
-                Some(new_handle()?)
-            } else {
-                None
-            },
+            suggested: if suggested { Some(new_handle()?) } else { None },
         };
         let (approval, kept) = (approval_id.to_owned(), buttons.clone());
         self.store()
@@ -179,7 +181,13 @@ impl RuntimeHandle {
                 rows::add_press(transaction, &kept.approve, &approval, &Action::Approve, now)?;
                 rows::add_press(transaction, &kept.deny, &approval, &Action::Deny, now)?;
                 if let Some(handle) = &kept.suggested {
-                    rows::add_press(transaction, handle, &approval, &Action::ApproveSuggested, now)?;
+                    rows::add_press(
+                        transaction,
+                        handle,
+                        &approval,
+                        &Action::ApproveSuggested,
+                        now,
+                    )?;
                 }
                 Ok::<(), StoreError>(())
             })
@@ -288,7 +296,11 @@ impl RuntimeHandle {
         match self.answer_question(&user, option_id, answer).await {
             Ok(_) => Ok(Press::Answered),
             Err(ServiceError::Invalid(_) | ServiceError::NotFound { .. }) => {
-                match self.question(&user, option_id).await.map(|found| found.status) {
+                match self
+                    .question(&user, option_id)
+                    .await
+                    .map(|found| found.status)
+                {
                     Ok(OptionStatus::Expired) => Ok(Press::Expired),
                     Ok(OptionStatus::Pending) => Ok(Press::Invalid),
                     _ => Ok(Press::AlreadyAnswered),
