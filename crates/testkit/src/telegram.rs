@@ -501,8 +501,8 @@ async fn method(
     }
     match method.as_str() {
         "getUpdates" => get_updates(&shared, &params).await,
-        "sendMessage" => send(&shared, &params, false),
-        "editMessageText" => send(&shared, &params, true),
+        "sendMessage" => send_checked(&shared, &params, false),
+        "editMessageText" => send_checked(&shared, &params, true),
         "deleteMessage" => delete(&shared, &params),
         "answerCallbackQuery" => {
             let id = params["callback_query_id"].as_str().unwrap_or_default();
@@ -628,6 +628,22 @@ impl Drop for Held<'_> {
     }
 }
 
+/// Refuses callback data Telegram refuses (empty, or over 64 bytes); else sends or edits.
+fn send_checked(shared: &Shared, params: &Value, edit: bool) -> Response {
+    let (buttons, _) = keyboard(params);
+    if buttons
+        .iter()
+        .any(|data| data.is_empty() || data.len() > 64)
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: BUTTON_DATA_INVALID",
+            None,
+        );
+    }
+    send(shared, params, edit)
+}
+
 fn send(shared: &Shared, params: &Value, edit: bool) -> Response {
     let Some(chat_id) = params["chat_id"].as_i64() else {
         return error(StatusCode::BAD_REQUEST, "Bad Request: chat not found", None);
@@ -660,16 +676,6 @@ fn send(shared: &Shared, params: &Value, edit: bool) -> Response {
         );
     }
     let (buttons, labels) = keyboard(params);
-    if buttons
-        .iter()
-        .any(|data| data.is_empty() || data.len() > 64)
-    {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: BUTTON_DATA_INVALID",
-            None,
-        );
-    }
     let mut inner = shared.lock();
     let message_id = if edit {
         let message_id = params["message_id"].as_i64().unwrap_or(0);

@@ -256,10 +256,10 @@ async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
     let created = tokio::time::timeout(WAIT, async {
         loop {
             let event = events.recv().await.unwrap();
-            if let ChatEventBody::MessageCreated(created) = &event.body {
-                if created.content == "The build is green." {
-                    return event;
-                }
+            if let ChatEventBody::MessageCreated(created) = &event.body
+                && created.content == "The build is green."
+            {
+                return event;
             }
         }
     })
