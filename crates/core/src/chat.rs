@@ -17,6 +17,7 @@
 
 pub(crate) mod attachments;
 mod conversations;
+mod delivered;
 pub(crate) mod engine;
 pub(crate) mod events;
 mod execution;

@@ -6,7 +6,9 @@
 //! message's current text and buttons ([`FakeTelegram::messages`]), `answerCallbackQuery`,
 //! `getMe`, `getFile` and file downloads from `/file/bot<token>/<file_path>` (streamed, with no
 //! length; a file may be announced smaller than it is, as a lying server would), a wrong
-//! token's 401, and scripted 429s with `parameters.retry_after`.
+//! token's 401, scripted 429s with `parameters.retry_after`, and slow methods
+//! ([`FakeTelegram::delay`]). Callback data over Telegram's 64 bytes is refused as Telegram
+//! refuses it.
 //!
 //! ```no_run
 //! # async fn example() {
@@ -98,6 +100,8 @@ struct Inner {
     /// `getUpdates` requests being held now.
     polls_held: usize,
     failures: HashMap<String, VecDeque<u64>>,
+    /// How long each call of a method is held before it is answered.
+    delays: HashMap<String, Duration>,
     calls: HashMap<String, usize>,
 }
 
@@ -318,6 +322,11 @@ impl FakeTelegram {
         queue.extend(std::iter::repeat_n(retry_after, times));
     }
 
+    /// Holds every later call of `method` for `delay` before answering it (a slow server).
+    pub fn delay(&self, method: &str, delay: Duration) {
+        self.shared.lock().delays.insert(method.to_owned(), delay);
+    }
+
     /// The messages sent so far, in order.
     pub fn sent(&self) -> Vec<Sent> {
         self.shared.lock().sent.clone()
@@ -470,14 +479,19 @@ async fn method(
             Err(_) => return error(StatusCode::BAD_REQUEST, "Bad Request: invalid JSON", None),
         }
     };
-    let failure = {
+    let (failure, delay) = {
         let mut inner = shared.lock();
         *inner.calls.entry(method.clone()).or_default() += 1;
-        inner
+        let failure = inner
             .failures
             .get_mut(&method)
-            .and_then(VecDeque::pop_front)
+            .and_then(VecDeque::pop_front);
+        (failure, inner.delays.get(&method).copied())
     };
+    shared.changed.notify_waiters();
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     if let Some(retry_after) = failure {
         return error(
             StatusCode::TOO_MANY_REQUESTS,
@@ -487,8 +501,8 @@ async fn method(
     }
     match method.as_str() {
         "getUpdates" => get_updates(&shared, &params).await,
-        "sendMessage" => send(&shared, &params, false),
-        "editMessageText" => send(&shared, &params, true),
+        "sendMessage" => send_checked(&shared, &params, false),
+        "editMessageText" => send_checked(&shared, &params, true),
         "deleteMessage" => delete(&shared, &params),
         "answerCallbackQuery" => {
             let id = params["callback_query_id"].as_str().unwrap_or_default();
@@ -612,6 +626,22 @@ impl Drop for Held<'_> {
         let mut inner = self.0.lock();
         inner.polls_held = inner.polls_held.saturating_sub(1);
     }
+}
+
+/// Refuses callback data Telegram refuses (empty, or over 64 bytes); else sends or edits.
+fn send_checked(shared: &Shared, params: &Value, edit: bool) -> Response {
+    let (buttons, _) = keyboard(params);
+    if buttons
+        .iter()
+        .any(|data| data.is_empty() || data.len() > 64)
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: BUTTON_DATA_INVALID",
+            None,
+        );
+    }
+    send(shared, params, edit)
 }
 
 fn send(shared: &Shared, params: &Value, edit: bool) -> Response {

@@ -8,12 +8,16 @@
 //!   restart the poll asks for exactly the updates not yet handled.
 //! - A link code is kept as its SHA-256 only, compared in constant time, used at most once
 //!   (claiming clears it), and refused after it expires or while an account is linked.
-//! - A button's callback data is a random handle, never the approval's id; pressing one uses
-//!   up every handle of its approval ([`take_press`]), so a replay or the other button finds
-//!   nothing.
-//! - An approval is prompted in Telegram at most once: [`claim_prompt`] inserts its row or
-//!   finds one; a prompt whose send failed is dropped ([`drop_prompt`]) so it can be tried
-//!   again. Closed prompts are forgotten after [`PROMPT_KEEP_DAYS`] days.
+//! - A button's callback data is a random handle, never the approval's or question's id;
+//!   pressing one deletes every handle of its subject ([`take_press`]), so a replay or another
+//!   button finds nothing. The buttons of a prompt closed elsewhere stay [`PRESS_KEEP_HOURS`]
+//!   (a late press is told how it ended); claiming a prompt sweeps the handles of prompts closed
+//!   longer ago and of none at all: `telegram_presses` holds the buttons of open and recently
+//!   closed prompts only.
+//! - An approval or a question is prompted in Telegram at most once: [`claim_prompt`] inserts
+//!   its row or finds one; a prompt whose send failed is dropped ([`drop_prompt`]) so it can
+//!   be tried again. Closed prompts are forgotten after [`PROMPT_KEEP_DAYS`] days. (The
+//!   prompts' `approval_id` column holds the subject: the question's id for a question.)
 //! - Of a Telegram user who is not the linked one nothing is kept but one audit row per kind
 //!   (kind and user id), however many messages they send, and a refusal is sent to each such
 //!   user once: [`refuse_once`] says whether this is the first.
@@ -256,54 +260,128 @@ pub(crate) fn set_souz_chat(
     Ok(())
 }
 
-/// Keeps `handle` as the button that gives `verdict` (`approve` or `deny`) to `approval_id`.
+/// What a button does to its subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Approves the approval once.
+    Approve,
+    /// Denies the approval.
+    Deny,
+    /// Approves the approval with the scope it suggests.
+    ApproveSuggested,
+    /// Answers the question with the choice of this id.
+    Answer(String),
+}
+
+impl Action {
+    fn stored(&self) -> (&'static str, Option<&str>) {
+        match self {
+            Self::Approve => ("approve", None),
+            Self::Deny => ("deny", None),
+            Self::ApproveSuggested => ("approve_suggested", None),
+            Self::Answer(choice) => ("answer", Some(choice)),
+        }
+    }
+
+    fn read(action: &str, choice: Option<String>) -> Result<Self, StoreError> {
+        Ok(match (action, choice) {
+            ("approve", _) => Self::Approve,
+            ("deny", _) => Self::Deny,
+            ("approve_suggested", _) => Self::ApproveSuggested,
+            ("answer", Some(choice)) => Self::Answer(choice),
+            (other, _) => {
+                return Err(StoreError::Corrupt(format!(
+                    "telegram_presses: unknown action {other:?}"
+                )));
+            }
+        })
+    }
+}
+
+/// Keeps `handle` as the button that does `action` to `subject` (an approval or a question).
 pub(crate) fn add_press(
     connection: &Connection,
     handle: &str,
-    approval_id: &str,
-    verdict: &str,
+    subject: &str,
+    action: &Action,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    let (action, choice) = action.stored();
     connection.execute(
-        "INSERT INTO telegram_presses (handle, approval_id, verdict, created_at)
-         VALUES (?1, ?2, ?3, ?4)",
-        params![handle, approval_id, verdict, to_time(now)],
+        "INSERT INTO telegram_presses (handle, subject, action, choice, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![handle, subject, action, choice, to_time(now)],
     )?;
     Ok(())
 }
 
-/// The approval and verdict of the unused button `handle`, using up every button of that
-/// approval; `None` for a used, unknown or forged handle.
+/// The subject and action of the button `handle`, using up every button of that subject;
+/// `None` for a used, unknown or forged handle.
 pub(crate) fn take_press(
     connection: &Connection,
     handle: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<(String, String)>, StoreError> {
-    let press: Option<(String, String)> = connection
+) -> Result<Option<(String, Action)>, StoreError> {
+    let press: Option<(String, String, Option<String>)> = connection
         .query_row(
-            "SELECT approval_id, verdict FROM telegram_presses
-             WHERE handle = ?1 AND used_at IS NULL",
+            "SELECT subject, action, choice FROM telegram_presses WHERE handle = ?1",
             params![handle],
-            |row| Ok((row.get(0)?, row.get(1)?)),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
         .optional()?;
-    if let Some((approval_id, _)) = &press {
-        connection.execute(
-            "UPDATE telegram_presses SET used_at = ?1 WHERE approval_id = ?2 AND used_at IS NULL",
-            params![to_time(now), approval_id],
-        )?;
-    }
-    Ok(press)
+    let Some((subject, action, choice)) = press else {
+        return Ok(None);
+    };
+    forget_presses(connection, &subject)?;
+    Ok(Some((subject, Action::read(&action, choice)?)))
 }
 
+/// Forgets every button of `subject`.
+fn forget_presses(connection: &Connection, subject: &str) -> Result<(), StoreError> {
+    connection.execute(
+        "DELETE FROM telegram_presses WHERE subject = ?1",
+        params![subject],
+    )?;
+    Ok(())
+}
+
+/// How many buttons are kept (tests: the table stays bounded).
+#[cfg(test)]
+pub(crate) fn press_count(connection: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        connection.query_row("SELECT COUNT(*) FROM telegram_presses", [], |row| {
+            row.get(0)
+        })?,
+    )
+}
+
+/// Hours the buttons of a closed prompt are kept (then swept when a prompt is claimed).
+pub(crate) const PRESS_KEEP_HOURS: i64 = 24;
 /// Days a closed prompt's row is kept.
 pub(crate) const PROMPT_KEEP_DAYS: i64 = 30;
 
-/// An approval's message in Telegram.
+/// What a prompt asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PromptKind {
+    /// An approval (its id is the prompt's subject).
+    Approval,
+    /// A question an agent asked (`AskUser`; its option id is the subject).
+    Question,
+}
+
+impl PromptKind {
+    fn stored(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::Question => "question",
+        }
+    }
+}
+
+/// An approval's or a question's message in Telegram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Prompt {
-    /// The approval.
-    pub approval_id: String,
+    /// The approval or the question.
+    pub subject: String,
     /// The chat it was sent to.
     pub telegram_chat: i64,
     /// Its message.
@@ -312,13 +390,24 @@ pub(crate) struct Prompt {
     pub text: String,
 }
 
-/// Claims the prompt of `approval_id` (to be sent to `telegram_chat` with `text`); `false`
-/// when it was claimed before. Forgets prompts closed long ago.
+/// What a prompt to claim is: its kind and subject, where it goes, what it says.
+#[derive(Debug, Clone)]
+pub(crate) struct NewPrompt {
+    /// An approval's or a question's.
+    pub kind: PromptKind,
+    /// The approval's or the question's id.
+    pub subject: String,
+    /// The chat it goes to.
+    pub telegram_chat: i64,
+    /// Its text (plain, unescaped).
+    pub text: String,
+}
+
+/// Claims the prompt `prompt`; `false` when it was claimed before. Forgets prompts closed long
+/// ago and buttons whose prompt is not open (left by a crash between a send and its record).
 pub(crate) fn claim_prompt(
     connection: &Connection,
-    approval_id: &str,
-    telegram_chat: i64,
-    text: &str,
+    prompt: &NewPrompt,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let forget_before = now - chrono::Duration::days(PROMPT_KEEP_DAYS);
@@ -326,10 +415,23 @@ pub(crate) fn claim_prompt(
         "DELETE FROM telegram_prompts WHERE closed_at IS NOT NULL AND closed_at < ?1",
         params![to_time(forget_before)],
     )?;
+    let stale_before = now - chrono::Duration::hours(PRESS_KEEP_HOURS);
+    connection.execute(
+        "DELETE FROM telegram_presses WHERE subject NOT IN
+             (SELECT approval_id FROM telegram_prompts
+              WHERE closed_at IS NULL OR closed_at >= ?1)",
+        params![to_time(stale_before)],
+    )?;
     let inserted = connection.execute(
-        "INSERT OR IGNORE INTO telegram_prompts (approval_id, telegram_chat, text, created_at)
-         VALUES (?1, ?2, ?3, ?4)",
-        params![approval_id, telegram_chat, text, to_time(now)],
+        "INSERT OR IGNORE INTO telegram_prompts (approval_id, kind, telegram_chat, text, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            prompt.subject,
+            prompt.kind.stored(),
+            prompt.telegram_chat,
+            prompt.text,
+            to_time(now)
+        ],
     )?;
     Ok(inserted == 1)
 }
@@ -347,30 +449,34 @@ pub(crate) fn set_prompt_message(
     Ok(())
 }
 
-/// Forgets the claim of a prompt that could not be sent.
-pub(crate) fn drop_prompt(connection: &Connection, approval_id: &str) -> Result<(), StoreError> {
-    connection.execute(
+/// Forgets the claim of a prompt that could not be sent, and its buttons.
+pub(crate) fn drop_prompt(connection: &Connection, subject: &str) -> Result<(), StoreError> {
+    let dropped = connection.execute(
         "DELETE FROM telegram_prompts WHERE approval_id = ?1 AND message_id IS NULL",
-        params![approval_id],
+        params![subject],
     )?;
+    if dropped > 0 {
+        forget_presses(connection, subject)?;
+    }
     Ok(())
 }
 
-/// The sent, not yet closed prompts (of `approval_id` only, when given), oldest first.
+/// The sent, not yet closed prompts of `kind` (of `subject` only, when given), oldest first.
 pub(crate) fn open_prompts(
     connection: &Connection,
-    approval_id: Option<&str>,
+    kind: PromptKind,
+    subject: Option<&str>,
 ) -> Result<Vec<Prompt>, StoreError> {
     let mut statement = connection.prepare(
         "SELECT approval_id, telegram_chat, message_id, text FROM telegram_prompts
-         WHERE closed_at IS NULL AND message_id IS NOT NULL
+         WHERE closed_at IS NULL AND message_id IS NOT NULL AND kind = ?2
            AND (?1 IS NULL OR approval_id = ?1)
          ORDER BY created_at",
     )?;
     let rows = statement
-        .query_map(params![approval_id], |row| {
+        .query_map(params![subject, kind.stored()], |row| {
             Ok(Prompt {
-                approval_id: row.get(0)?,
+                subject: row.get(0)?,
                 telegram_chat: row.get(1)?,
                 message_id: row.get(2)?,
                 text: row.get(3)?,
@@ -380,15 +486,16 @@ pub(crate) fn open_prompts(
     Ok(rows)
 }
 
-/// Marks the prompt of `approval_id` closed.
+/// Marks the prompt of `subject` closed. Its buttons stay for [`PRESS_KEEP_HOURS`], so a late
+/// press is told how its approval or question ended rather than that the button is unknown.
 pub(crate) fn close_prompt(
     connection: &Connection,
-    approval_id: &str,
+    subject: &str,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     connection.execute(
         "UPDATE telegram_prompts SET closed_at = ?2 WHERE approval_id = ?1",
-        params![approval_id, to_time(now)],
+        params![subject, to_time(now)],
     )?;
     Ok(())
 }
@@ -415,4 +522,66 @@ fn audit(
         params![kind, user_id, to_time(now)],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn prompt(subject: &str) -> NewPrompt {
+        NewPrompt {
+            kind: PromptKind::Approval,
+            subject: subject.to_owned(),
+            telegram_chat: 7,
+            text: "asks".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn buttons_live_only_as_long_as_their_prompt_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("souz.db")).await.unwrap();
+        let counts = store
+            .write(|tx| {
+                let now = Utc::now();
+                let mut counts = Vec::new();
+                // A prompt pressed: every button of its subject goes at once.
+                claim_prompt(tx, &prompt("a1"), now)?;
+                add_press(tx, "h1", "a1", &Action::Approve, now)?;
+                add_press(tx, "h2", "a1", &Action::Deny, now)?;
+                add_press(tx, "h3", "a1", &Action::ApproveSuggested, now)?;
+                counts.push(press_count(tx)?);
+                let taken = take_press(tx, "h3")?;
+                assert_eq!(taken, Some(("a1".to_owned(), Action::ApproveSuggested)));
+                assert_eq!(take_press(tx, "h1")?, None, "the other buttons are gone");
+                counts.push(press_count(tx)?);
+                // A prompt closed elsewhere: its buttons stay a while, to answer a late press.
+                claim_prompt(tx, &prompt("q1"), now)?;
+                add_press(tx, "h4", "q1", &Action::Answer("choice-1".into()), now)?;
+                set_prompt_message(tx, "q1", 10)?;
+                close_prompt(tx, "q1", now)?;
+                counts.push(press_count(tx)?);
+                // Buttons of no prompt (a crash between send and record) are swept when the
+                // next prompt is claimed; an open prompt's buttons stay.
+                add_press(tx, "h5", "gone", &Action::Approve, now)?;
+                claim_prompt(tx, &prompt("a2"), now)?;
+                add_press(tx, "h6", "a2", &Action::Approve, now)?;
+                claim_prompt(tx, &prompt("a3"), now)?;
+                counts.push(press_count(tx)?);
+                // A prompt that could not be sent is dropped with its buttons.
+                add_press(tx, "h7", "a3", &Action::Deny, now)?;
+                drop_prompt(tx, "a3")?;
+                counts.push(press_count(tx)?);
+                // A day later, the closed prompt's buttons are swept too.
+                let later = now + chrono::Duration::hours(PRESS_KEEP_HOURS + 1);
+                claim_prompt(tx, &prompt("a4"), later)?;
+                counts.push(press_count(tx)?);
+                Ok::<_, StoreError>(counts)
+            })
+            .await
+            .unwrap();
+        assert_eq!(counts, [3, 0, 1, 2, 2, 1]);
+        store.close().await.unwrap();
+    }
 }

@@ -5,13 +5,15 @@
 //! streams every answer of that chat back ([`outbound`] follows the chat's events, [`stream`]
 //! edits the answer's messages at a throttled rate, split and escaped by [`text`]), and the
 //! approval prompts with their buttons, for that chat and for parked scheduled runs, closed
-//! when the approval ends however it ends ([`prompts`]). The bot speaks the person's interface
+//! when the approval ends however it ends ([`prompts`]), and the questions its agent asks,
+//! a button per choice ([`questions`]). The bot speaks the person's interface
 //! language ([`replies`]). Once it runs, the channel tools list and message the linked account
 //! through it ([`messenger`]).
 //!
 //! Invariants:
 //! - It runs on the runtime's tasks ([`RuntimeHandle::spawn`]) and stops with its shutdown
-//!   token; nothing else in Souz waits on Telegram.
+//!   token; nothing else in Souz waits on Telegram. Saving `[channels.telegram]` or setting or
+//!   removing the `telegram` key starts, restarts or stops it in place ([`lifecycle`]).
 //! - Idle, it holds one long-poll request; after an error it backs off (doubling to a minute),
 //!   after a 429 it waits the `retry_after` Telegram names.
 //! - Only the linked account (user and its private chat) reaches a chat; everyone else gets one
@@ -20,10 +22,12 @@
 pub(crate) mod api;
 mod files;
 mod inbound;
+mod lifecycle;
 mod messenger;
 mod outbound;
 mod poll;
 mod prompts;
+mod questions;
 pub(crate) mod replies;
 mod stream;
 pub(crate) mod text;
@@ -34,6 +38,8 @@ mod approval_tests;
 mod file_tests;
 #[cfg(test)]
 mod prompt_tests;
+#[cfg(test)]
+mod question_tests;
 #[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
@@ -59,7 +65,10 @@ pub(crate) struct Channel {
     pub poll_seconds: u64,
     /// The least time between two edits of a streamed answer.
     pub edit_interval: Duration,
-    /// The runtime's shutdown: every wait of the channel ends with it.
+    /// Turns for file downloads ([`files::MAX_DOWNLOADS`] at once).
+    pub downloads: Arc<tokio::sync::Semaphore>,
+    /// The channel's stop (a child of the runtime's shutdown): every wait of the channel ends
+    /// with it.
     pub shutdown: tokio_util::sync::CancellationToken,
 }
 
@@ -70,35 +79,10 @@ impl Channel {
     }
 }
 
-/// Starts the Telegram transport on the runtime's tasks when `[channels.telegram] enabled` is
-/// set and a bot token is configured; `Ok(false)` (and a log line saying why) when not.
+/// Starts the Telegram channel's lifecycle on the runtime's tasks: the transport runs while
+/// `[channels.telegram] enabled` is set and a bot token is configured, and follows both
+/// without a restart ([`lifecycle`]). `Ok(true)` when the transport runs now; `Ok(false)` (and
+/// a log line saying why) when not yet.
 pub async fn start(handle: &RuntimeHandle) -> Result<bool, ServiceError> {
-    let config = handle.config().channels.telegram.clone();
-    if !config.enabled {
-        return Ok(false);
-    }
-    let Some(token) = handle.telegram_token().await? else {
-        tracing::warn!(
-            "[channels.telegram] is enabled but no bot token is set: `souz keys set telegram`"
-        );
-        return Ok(false);
-    };
-    let api = BotApi::new(&config.api_url, &token, config.poll_seconds)
-        .map_err(|error| ServiceError::Internal(error.to_string()))?;
-    let shutdown = handle.shutdown_signal();
-    let channel = Arc::new(Channel {
-        handle: handle.clone(),
-        api,
-        poll_seconds: config.poll_seconds,
-        edit_interval: Duration::from_millis(config.edit_interval_ms),
-        shutdown: shutdown.clone(),
-    });
-    handle
-        .channel_tools()
-        .bind(Arc::new(messenger::TelegramMessenger(Arc::clone(&channel))));
-    handle.spawn(outbound::forward(Arc::clone(&channel), shutdown.clone()));
-    handle.spawn(prompts::follow(Arc::clone(&channel), shutdown.clone()));
-    handle.spawn(poll::run(channel, shutdown));
-    tracing::info!("telegram channel started");
-    Ok(true)
+    lifecycle::start(handle).await
 }

@@ -81,6 +81,9 @@ pub(crate) struct ChannelTools {
     messenger: Arc<OnceLock<Arc<dyn Messenger>>>,
     /// The database: a chat's owner is read from its `chats` row.
     store: Store,
+    /// Bumped when a key a channel starts from (the Telegram bot token) is set or removed, so
+    /// the running channel applies it without a restart.
+    keys: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl ChannelTools {
@@ -89,7 +92,19 @@ impl ChannelTools {
         Self {
             messenger: Arc::default(),
             store,
+            keys: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
+    }
+
+    /// Says that a channel's key was set or removed.
+    pub(crate) fn keys_changed(&self) {
+        self.keys
+            .send_modify(|revision| *revision = revision.wrapping_add(1));
+    }
+
+    /// Follows [`ChannelTools::keys_changed`].
+    pub(crate) fn key_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.keys.subscribe()
     }
 
     /// The two tools over this slot, for the catalog.

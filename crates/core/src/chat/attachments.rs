@@ -391,6 +391,41 @@ impl Chats {
         .await
     }
 
+    /// Removes an upload of `chat_id` that no message took (`path` as
+    /// [`Chats::upload_attachment`] gave it). Only a file directly in the chat's upload folder
+    /// is removed; anything else is refused.
+    pub async fn discard_upload(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        path: &str,
+    ) -> Result<(), ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let sandbox = self.chat_sandbox(chat_id).await?;
+        let (folder, path) = (chat_folder(chat_id), path.to_owned());
+        blocking(move || {
+            let refused = || invalid("only an upload of this chat can be discarded");
+            let folder = sandbox
+                .resolve(&folder, Access::Delete)
+                .map_err(|_| refused())?;
+            let file = sandbox
+                .resolve(&path, Access::Delete)
+                .map_err(|_| refused())?;
+            if file.protected
+                || folder.protected
+                || file.path.parent() != Some(folder.path.as_path())
+            {
+                return Err(refused());
+            }
+            match sandbox.beneath().remove_file(&file.path) {
+                Ok(()) => Ok(()),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(error) => Err(ChatError::Internal(error.to_string())),
+            }
+        })
+        .await
+    }
+
     /// Removes the uploads of a deleted chat (its folder under [`UPLOAD_FOLDER`]) through
     /// `sandbox`, taken while the chat still existed (a proxied user's chat names its owner
     /// only until then). A failure is logged, never raised: the chat is gone already.

@@ -53,7 +53,7 @@ pub(crate) use crate::tools::{ToolProgress, ToolSpec, input_schema, parse_argume
 pub(crate) use memory::MemoryOrigin;
 pub(crate) use schedules::MAX_LISTED_RUNS;
 pub(crate) use skills::UsableSkill;
-pub(crate) use telegram::{Press, TELEGRAM_VIA};
+pub(crate) use telegram::{Press, TELEGRAM_VIA, VIA_KEY};
 
 /// Why an operation of the runtime failed, as every adapter sees it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -697,6 +697,29 @@ pub const MIGRATIONS: &[Migration] = &[
                   created_at TEXT NOT NULL
               ) STRICT;",
     },
+    Migration {
+        // Telegram buttons for questions and for the suggested scope (issue 41): a button's
+        // handle names its subject (an approval or a question), what it does, and the choice
+        // it picks. Handles are deleted once used or once their prompt closes, so the table
+        // holds only the buttons of open prompts. A prompt is an approval's or a question's.
+        name: "telegram_questions",
+        sql: "ALTER TABLE telegram_presses RENAME TO telegram_presses_before;
+              CREATE TABLE telegram_presses (
+                  handle     TEXT PRIMARY KEY,
+                  subject    TEXT NOT NULL,
+                  action     TEXT NOT NULL
+                             CHECK (action IN ('approve', 'deny', 'approve_suggested', 'answer')),
+                  choice     TEXT,
+                  created_at TEXT NOT NULL
+              ) STRICT;
+              INSERT INTO telegram_presses (handle, subject, action, created_at)
+                  SELECT handle, approval_id, verdict, created_at FROM telegram_presses_before
+                  WHERE used_at IS NULL;
+              DROP TABLE telegram_presses_before;
+              CREATE INDEX telegram_presses_by_subject ON telegram_presses (subject);
+              ALTER TABLE telegram_prompts ADD COLUMN kind TEXT NOT NULL DEFAULT 'approval'
+                  CHECK (kind IN ('approval', 'question'));",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -271,25 +271,29 @@ impl BotApi {
         Ok(self.bot.send_message(&params).await?.result.message_id)
     }
 
-    /// Sends `text` (escaped for `MarkdownV2`) to `chat` with one row of inline buttons, each
+    /// Sends `text` (escaped for `MarkdownV2`) to `chat` with inline buttons in `rows`, each
     /// `(label, callback data)`.
     pub(crate) async fn send_with_buttons(
         &self,
         chat: i64,
         text: &str,
-        buttons: &[(&str, &str)],
+        rows: &[Vec<(&str, &str)>],
     ) -> Result<i32, TelegramError> {
-        let row = buttons
+        let keyboard = rows
             .iter()
-            .map(|(label, data)| {
-                InlineKeyboardButton::builder()
-                    .text(*label)
-                    .callback_data(*data)
-                    .build()
+            .map(|row| {
+                row.iter()
+                    .map(|(label, data)| {
+                        InlineKeyboardButton::builder()
+                            .text(*label)
+                            .callback_data(*data)
+                            .build()
+                    })
+                    .collect()
             })
             .collect();
         let markup = InlineKeyboardMarkup::builder()
-            .inline_keyboard(vec![row])
+            .inline_keyboard(keyboard)
             .build();
         let params = SendMessageParams::builder()
             .chat_id(chat)

@@ -3,11 +3,12 @@
 //! elsewhere change nothing, and every press is answered.
 
 use serde_json::json;
-use souz_protocol::approvals::{ApprovalStatus, DecisionRequest, Verdict};
+use souz_protocol::approvals::{ApprovalStatus, DecisionRequest, ScopeKind, Verdict};
 use souz_testkit::telegram::FakeTelegram;
 use souz_testkit::{FakeServer, Reply, openai};
 
 use super::tests::{ME, STRANGER, TOKEN, link, runtime};
+use crate::channels::store::press_count;
 use crate::runtime::facade::Audience;
 use crate::testing::{TestHome, TestRuntime};
 
@@ -46,12 +47,19 @@ pub(super) async fn asked(
         "{:?}",
         sent[1]
     );
-    let [approve, deny] = <[String; 2]>::try_from(sent[1].buttons.clone()).unwrap();
-    assert!(approve.len() <= 64 && deny.len() <= 64);
+    let buttons = sent[1].buttons.clone();
+    assert_eq!(
+        buttons.len(),
+        3,
+        "approve, deny, the suggested scope: {:?}",
+        sent[1]
+    );
     let pending = pending(&runtime).await;
     assert_eq!(pending.len(), 1);
-    assert!(!approve.contains(&pending[0]) && !deny.contains(&pending[0]));
-    (runtime, approve, deny)
+    for handle in &buttons {
+        assert!(handle.len() <= 64 && !handle.contains(&pending[0]));
+    }
+    (runtime, buttons[0].clone(), buttons[1].clone())
 }
 
 #[tokio::test]
@@ -134,5 +142,83 @@ async fn a_press_after_a_decision_elsewhere_changes_nothing() {
         !runtime.home().path().join("telegram.txt").exists(),
         "still denied"
     );
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_suggested_scope_button_grants_what_the_api_would() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    let (runtime, _, _) = asked(&telegram, &llm).await;
+    let prompt = telegram.sent()[1].clone();
+    let handle = runtime.handle();
+    let id = pending(&runtime).await.remove(0);
+    let approval = handle.approval(&id).await.unwrap();
+    let suggested = approval.suggested.clone();
+    assert_ne!(suggested.scope, ScopeKind::Once, "{suggested:?}");
+    assert_eq!(prompt.labels[2], "Allow as suggested");
+    assert!(
+        prompt
+            .text
+            .ends_with(&format!("“Allow as suggested”: {}", suggested.label)),
+        "the prompt says what the button allows: {}",
+        prompt.text
+    );
+
+    telegram.push_press(ME, &prompt.buttons[2]);
+    assert_eq!(telegram.wait_for_answered(1).await[0].1, "Approved.");
+    telegram.wait_for_sent(3).await;
+    assert!(runtime.home().path().join("telegram.txt").exists());
+    let decided = handle.approval(&id).await.unwrap().decision.unwrap();
+    // What the web UI sends to accept the offer (`POST /v1/approvals/{id}/decision`).
+    let api = DecisionRequest {
+        decision: Verdict::Approve,
+        scope: suggested.scope,
+        minutes: suggested.minutes,
+        argument_match: Some(suggested.argument_match.clone()),
+        tool_group: suggested.tool_group,
+        via: Some("telegram".into()),
+    };
+    assert_eq!(
+        (
+            decided.decision,
+            decided.scope,
+            decided.minutes,
+            decided.argument_match.clone(),
+            decided.tool_group,
+            decided.via.as_str()
+        ),
+        (
+            api.decision,
+            api.scope,
+            api.minutes,
+            api.argument_match,
+            api.tool_group,
+            "telegram"
+        )
+    );
+    let grant_id = decided.grant_id.expect("a scoped approval makes a grant");
+    let grants = handle.grants().await.unwrap();
+    let grant = grants.iter().find(|grant| grant.id == grant_id).unwrap();
+    assert_eq!(grant.approval_id.as_deref(), Some(id.as_str()));
+    assert_eq!(grant.argument_match, suggested.argument_match);
+
+    // The grant works: the next write in the same folder runs without asking.
+    llm.push(openai::CHAT_PATH, writes("telegram-2.txt"));
+    llm.push(openai::CHAT_PATH, openai::text(&["Second file done."]));
+    telegram.push_text(ME, "write another");
+    telegram
+        .wait_until("the second answer", |telegram| {
+            telegram
+                .messages(ME)
+                .iter()
+                .any(|sent| sent.text == "Second file done.")
+                .then_some(())
+        })
+        .await;
+    assert!(runtime.home().path().join("telegram-2.txt").exists());
+    assert!(pending(&runtime).await.is_empty(), "nothing asked");
+    let kept = handle.store().read(press_count).await.unwrap();
+    assert_eq!(kept, 0, "the decided prompt's handles are gone");
     runtime.shutdown("test").await.unwrap();
 }

@@ -4,6 +4,8 @@
 //! off at the cap and refused; kinds Souz does not take are refused. A refusal is a reply, and
 //! nothing is stored.
 
+use std::time::{Duration, Instant};
+
 use base64::Engine;
 use souz_protocol::chat::AttachmentKind;
 use souz_testkit::telegram::FakeTelegram;
@@ -153,6 +155,105 @@ async fn a_document_becomes_a_file_attachment_named_plainly() {
     );
     let request = llm.requests_to(openai::CHAT_PATH)[0].text();
     assert!(request.contains("milk"), "{request}");
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_download_does_not_hold_up_the_messages_after_it() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    llm.push(openai::CHAT_PATH, openai::text(&["Quick answer."]));
+    llm.push(openai::CHAT_PATH, openai::text(&["Got the file."]));
+    let runtime = small_limit(&telegram, &llm).await;
+    telegram.delay("getFile", Duration::from_secs(3));
+    let notes = telegram.add_file(b"slow notes\n".to_vec(), None);
+    telegram.push_document(ME, &notes, "notes.txt", Some("the file"));
+    telegram
+        .wait_until("getFile to be asked", |telegram| {
+            (telegram.calls("getFile") == 1).then_some(())
+        })
+        .await;
+    let asked = Instant::now();
+    telegram.push_text(ME, "a quick question");
+    let shown = telegram.wait_for_sent(2).await;
+    assert_eq!(shown[1].text, "Quick answer.");
+    assert!(
+        asked.elapsed() < Duration::from_secs(3) && telegram.downloads() == 0,
+        "answered while the file's getFile was still held"
+    );
+    telegram
+        .wait_until("the file's answer", |telegram| {
+            telegram
+                .messages(ME)
+                .iter()
+                .any(|sent| sent.text == "Got the file.")
+                .then_some(())
+        })
+        .await;
+    let messages = user_messages(&runtime).await;
+    let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, ["a quick question", "the file"]);
+    assert_eq!(messages[1].attachments.len(), 1);
+    runtime.shutdown("test").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_download_stops_with_the_channel() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    let runtime = small_limit(&telegram, &llm).await;
+    telegram.delay("getFile", Duration::from_secs(30));
+    let notes = telegram.add_file(b"never fetched\n".to_vec(), None);
+    telegram.push_document(ME, &notes, "notes.txt", None);
+    telegram
+        .wait_until("getFile to be asked", |telegram| {
+            (telegram.calls("getFile") == 1).then_some(())
+        })
+        .await;
+    let stopping = Instant::now();
+    let home = runtime.shutdown_keeping_home("test").await.unwrap();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(5),
+        "the shutdown did not wait for the download: {:?}",
+        stopping.elapsed()
+    );
+    assert!(
+        !home.path().join("Documents/souz/attachments").exists()
+            || std::fs::read_dir(home.path().join("Documents/souz/attachments"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing stored"
+    );
+}
+
+#[tokio::test]
+async fn a_file_no_message_took_is_removed() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    llm.push(openai::CHAT_PATH, openai::text(&["Hello."]));
+    let runtime = small_limit(&telegram, &llm).await;
+    telegram.push_text(ME, "hi");
+    assert_eq!(telegram.wait_for_sent(2).await[1].text, "Hello.");
+    // Paused, Souz takes no input: the file was fetched and kept, then the input refused.
+    runtime.handle().set_paused(true, "test").await.unwrap();
+    let notes = telegram.add_file(b"kept for nothing\n".to_vec(), None);
+    telegram.push_document(ME, &notes, "notes.txt", Some("read it"));
+    let refused = telegram.wait_for_sent(3).await;
+    assert!(
+        refused[2]
+            .text
+            .starts_with(super::replies::NOT_DELIVERED.en),
+        "{:?}",
+        refused[2]
+    );
+    assert_eq!(telegram.downloads(), 1, "the file was fetched");
+    // The refusal goes out first, then the upload is removed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !uploads(&runtime).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(uploads(&runtime).is_empty(), "and removed again");
     runtime.shutdown("test").await.unwrap();
 }
 

@@ -11,6 +11,9 @@
 //!   checked before the download, the download is cut off at the cap whatever was announced,
 //!   and it is time-limited ([`DOWNLOAD_TIME`]).
 //! - Errors and logs never carry the file URL (it holds the token).
+//! - A download runs on a task of its own (`inbound` starts it), at most
+//!   [`MAX_DOWNLOADS`] at once and stopped with the channel, so a slow `getFile` or download
+//!   never holds up the updates after it.
 
 use std::time::Duration;
 
@@ -23,6 +26,8 @@ use crate::runtime::facade::ChatUser;
 
 /// The longest a download may take.
 pub(crate) const DOWNLOAD_TIME: Duration = Duration::from_secs(60);
+/// Downloads running at once; more wait for a turn.
+pub(crate) const MAX_DOWNLOADS: usize = 2;
 /// The longest file name kept, in characters.
 const MAX_NAME_CHARS: usize = 120;
 
@@ -162,39 +167,60 @@ fn chosen_size(sizes: &[PhotoSize], limit: u64) -> Option<&PhotoSize> {
         .max_by_key(|size| (size.file_size.unwrap_or(0), u64::from(size.width)))
 }
 
-/// Fetches the file of `media` (within `limit`) and keeps it in `chat_id`'s upload folder;
-/// the paths to attach (none for a text message).
-pub(crate) async fn fetch(
-    channel: &Channel,
-    chat_id: &str,
+/// The file of a message to fetch, owned, so its download can run apart from the poll.
+#[derive(Debug, Clone)]
+pub(crate) struct Wanted {
+    /// Telegram's id of the file (of the size chosen).
+    pub file_id: String,
+    /// The plain name it is kept as.
+    pub name: String,
+    /// The most bytes taken.
+    pub limit: u64,
+}
+
+/// What to fetch of `media` (within `limit`); `None` for a text message.
+pub(crate) fn wanted(
     media: Media<'_>,
     limit: u64,
     update_id: u32,
-) -> Result<Vec<String>, Refusal> {
+) -> Result<Option<Wanted>, Refusal> {
     let (file_id, name) = match media {
-        Media::None => return Ok(Vec::new()),
+        Media::None => return Ok(None),
         Media::Unsupported(what) => return Err(Refusal::Unsupported(what)),
         Media::Photo(sizes) => {
             let size = chosen_size(sizes, limit).ok_or_else(|| Refusal::TooLarge(shown(limit)))?;
             (
-                size.file_id.as_str(),
+                size.file_id.clone(),
                 format!("telegram-photo-{update_id}.jpg"),
             )
         }
         Media::Document(document) => (
-            document.file_id.as_str(),
+            document.file_id.clone(),
             plain_name(document.file_name.as_deref())
                 .unwrap_or_else(|| format!("telegram-file-{update_id}")),
         ),
     };
-    let bytes = download(channel, file_id, limit).await?;
+    Ok(Some(Wanted {
+        file_id,
+        name,
+        limit,
+    }))
+}
+
+/// Fetches `wanted` and keeps it in `chat_id`'s upload folder; the path to attach.
+pub(crate) async fn fetch(
+    channel: &Channel,
+    chat_id: &str,
+    wanted: &Wanted,
+) -> Result<String, Refusal> {
+    let bytes = download(channel, &wanted.file_id, wanted.limit).await?;
     let user = ChatUser(crate::LOCAL_USER.to_owned());
     let attachment = channel
         .handle
-        .upload_attachment(&user, chat_id, &name, bytes.into())
+        .upload_attachment(&user, chat_id, &wanted.name, bytes.into())
         .await
         .map_err(|error| Refusal::NotSaved(error.to_string()))?;
-    Ok(vec![attachment.path])
+    Ok(attachment.path)
 }
 
 /// `getFile`, then the bounded download.

@@ -3,20 +3,30 @@
 //! attachment of that input, its caption the text ([`files`](super::files)); `/start CODE` or
 //! a code alone from anyone while nobody is linked tries to link them; anyone else, once
 //! linked, gets one refusal. Groups, channels, bots and other kinds of updates are skipped; a
-//! button press of the linked account decides the approval its single-use handle names, and
-//! every press is answered at once.
+//! button press of the linked account decides the approval (or answers the question) its
+//! single-use handle names, and every press is answered at once. While the chat's agent waits
+//! for the answer to a question, a text message answers it when the question takes the
+//! person's own words (as the app's answer field does); otherwise the bot says to press a
+//! choice.
 //!
 //! Invariants: linking never starts a turn; of a stranger only an audit row is kept; the input
 //! a message makes carries `telegram:<update id>` as its client message id, so handing the same
-//! update over twice (a crash before the offset moved) starts one turn.
+//! update over twice (a crash before the offset moved) starts one turn. A message with a file
+//! is handed to a task of its own that fetches the file and then sends the input
+//! ([`files`](super::files)), so the poll goes on meanwhile (a text sent after a photo may
+//! reach the chat first, and a download cut off by a stop is not fetched again); a file no
+//! input took is removed from the upload folder.
+
+use std::sync::Arc;
 
 use frankenstein::types::{CallbackQuery, ChatType, Message};
 use frankenstein::updates::{Update, UpdateContent};
-use souz_protocol::chat::{ChatInput, CreateChat, InputDelivery};
+use souz_protocol::chat::{ChatInput, CreateChat, InputDelivery, Question};
 
 use super::Channel;
-use super::files::{self, Media};
+use super::files::{self, Media, Wanted};
 use super::outbound::send_text;
+use super::questions;
 use super::replies::{self, press};
 use crate::LOCAL_USER;
 use crate::channels::store::{Claim, Claimant, Link};
@@ -56,7 +66,7 @@ impl<'a> Inbound<'a> {
 
 /// Handles one update; failures are logged (the update counts as handled: retrying a message
 /// Telegram or Souz refused would fail again).
-pub(crate) async fn handle(channel: &Channel, update: Update) {
+pub(crate) async fn handle(channel: &Arc<Channel>, update: Update) {
     let outcome = match &update.content {
         UpdateContent::Message(message) => match Inbound::of(update.update_id, message) {
             Some(inbound) => on_message(channel, inbound).await,
@@ -79,12 +89,19 @@ async fn on_press(channel: &Channel, query: &CallbackQuery) -> Result<(), Servic
         .is_some_and(|link| i64::try_from(query.from.id) == Ok(link.user_id));
     let answer = match query.data.as_deref() {
         Some(handle) if linked && handle.len() <= 64 => {
-            match channel.handle.press_telegram_button(handle).await? {
-                Press::Approved => press::APPROVED,
-                Press::Denied => press::DENIED,
-                Press::Invalid => press::INVALID,
-                Press::AlreadyDecided => press::ALREADY_DECIDED,
-                Press::Expired => press::EXPIRED,
+            match channel.handle.press_telegram_button(handle).await {
+                Ok(Press::Approved) => press::APPROVED,
+                Ok(Press::Denied) => press::DENIED,
+                Ok(Press::Answered) => press::ANSWERED,
+                Ok(Press::Invalid) => press::INVALID,
+                Ok(Press::AlreadyDecided) => press::ALREADY_DECIDED,
+                Ok(Press::AlreadyAnswered) => press::ALREADY_ANSWERED,
+                Ok(Press::Expired) => press::EXPIRED,
+                Err(error) => {
+                    // Answered all the same, so the person is not left waiting.
+                    tracing::warn!(%error, "telegram: a press failed");
+                    press::FAILED
+                }
             }
         }
         _ if !linked => press::NOT_YOURS,
@@ -97,7 +114,7 @@ async fn on_press(channel: &Channel, query: &CallbackQuery) -> Result<(), Servic
         .map_err(|error| ServiceError::Internal(error.to_string()))
 }
 
-async fn on_message(channel: &Channel, inbound: Inbound<'_>) -> Result<(), ServiceError> {
+async fn on_message(channel: &Arc<Channel>, inbound: Inbound<'_>) -> Result<(), ServiceError> {
     let state = channel.handle.telegram_state().await?;
     match state.link {
         Some(link) if link.user_id == inbound.user_id && link.telegram_chat == inbound.chat => {
@@ -151,7 +168,7 @@ pub(crate) fn presented_code(text: &str) -> String {
 }
 
 async fn deliver(
-    channel: &Channel,
+    channel: &Arc<Channel>,
     link: &Link,
     souz_chat: Option<String>,
     inbound: &Inbound<'_>,
@@ -180,29 +197,104 @@ async fn deliver(
         .await;
         return Ok(());
     }
-    let user = ChatUser(LOCAL_USER.to_owned());
-    let chat_id = match souz_chat {
-        Some(chat_id) if channel.handle.owns_chat(&user, &chat_id).await? => chat_id,
-        _ => new_chat(channel, &user, link, inbound.update_id).await?,
+    let update = inbound.update_id.to_string();
+    let chat_id = bound_chat(channel, link, souz_chat, &update).await?;
+    if let Some(question) = questions::pending_in(channel, &chat_id).await? {
+        return answer(channel, inbound, &question, text).await;
+    }
+    let wanted = match files::wanted(inbound.media, limit, inbound.update_id) {
+        Ok(wanted) => wanted,
+        Err(refusal) => {
+            reply(channel, inbound.chat, &refusal.text(channel.language())).await;
+            return Ok(());
+        }
     };
-    let attachments =
-        match files::fetch(channel, &chat_id, inbound.media, limit, inbound.update_id).await {
-            Ok(paths) => paths,
-            Err(refusal) => {
-                reply(channel, inbound.chat, &refusal.text(channel.language())).await;
-                return Ok(());
-            }
-        };
-    let input = ChatInput {
+    let input = Input {
+        chat_id,
+        telegram_chat: inbound.chat,
         content: text.to_owned(),
-        client_message_id: Some(format!("telegram:{}", inbound.update_id)),
+        update_id: inbound.update_id,
+    };
+    match wanted {
+        None => send(channel, input, Vec::new()).await,
+        // The download runs on its own task: the updates after this one do not wait for it.
+        Some(wanted) => {
+            let channel = Arc::clone(channel);
+            channel
+                .handle
+                .clone()
+                .spawn(async move { with_file(&channel, input, wanted).await });
+            Ok(())
+        }
+    }
+}
+
+/// A message's input to its Souz chat, before its file (if any) is fetched.
+struct Input {
+    chat_id: String,
+    telegram_chat: i64,
+    content: String,
+    update_id: u32,
+}
+
+/// Fetches `wanted` (waiting for a download turn) and sends `input` with it; stops, taking
+/// nothing, when the channel stops first.
+async fn with_file(channel: &Channel, input: Input, wanted: Wanted) {
+    let fetched = tokio::select! {
+        () = channel.shutdown.cancelled() => {
+            tracing::info!("telegram: a file download was stopped with the channel");
+            return;
+        }
+        fetched = async {
+            let _turn = channel.downloads.acquire().await;
+            files::fetch(channel, &input.chat_id, &wanted).await
+        } => fetched,
+    };
+    let path = match fetched {
+        Ok(path) => path,
+        Err(refusal) => {
+            let said = refusal.text(channel.language());
+            reply(channel, input.telegram_chat, &said).await;
+            return;
+        }
+    };
+    let (chat_id, attached) = (input.chat_id.clone(), path.clone());
+    if let Err(error) = send(channel, input, vec![path]).await {
+        tracing::warn!(%error, "telegram: a message with a file was not taken");
+        // No message took the file: it does not stay behind in the upload folder.
+        let user = ChatUser(LOCAL_USER.to_owned());
+        if let Err(error) = channel
+            .handle
+            .discard_upload(&user, &chat_id, &attached)
+            .await
+        {
+            tracing::warn!(%error, "telegram: an upload no message took was not removed");
+        }
+    }
+}
+
+/// Sends `input` (with the files at `attachments`) to its Souz chat; says in Telegram when it
+/// waits for the running turn, or why it was not taken.
+async fn send(
+    channel: &Channel,
+    input: Input,
+    attachments: Vec<String>,
+) -> Result<(), ServiceError> {
+    let user = ChatUser(LOCAL_USER.to_owned());
+    let request = ChatInput {
+        content: input.content,
+        client_message_id: Some(format!("telegram:{}", input.update_id)),
         attachments,
     };
-    match channel.handle.send_input(&user, &chat_id, input).await {
+    match channel
+        .handle
+        .send_input(&user, &input.chat_id, request)
+        .await
+    {
         Ok(response) => {
             if response.delivery == InputDelivery::Queued {
                 let queued = replies::QUEUED.text(channel.language());
-                reply(channel, inbound.chat, queued).await;
+                reply(channel, input.telegram_chat, queued).await;
             }
             Ok(())
         }
@@ -212,9 +304,59 @@ async fn deliver(
                 ServiceError::Internal(_) => not_delivered.to_owned(),
                 other => format!("{not_delivered}: {other}"),
             };
-            reply(channel, inbound.chat, &shown).await;
+            reply(channel, input.telegram_chat, &shown).await;
             Err(error)
         }
+    }
+}
+
+/// A message while the chat's agent waits for the answer to `question`: its text answers a
+/// question that takes the person's own words (as the app's answer field does); otherwise,
+/// and for a file, the bot says what it waits for.
+async fn answer(
+    channel: &Channel,
+    inbound: &Inbound<'_>,
+    question: &Question,
+    text: &str,
+) -> Result<(), ServiceError> {
+    let language = channel.language();
+    let refusal = if !matches!(inbound.media, Media::None) {
+        Some(replies::ANSWER_FIRST)
+    } else if !question.free_text {
+        Some(replies::PICK_A_CHOICE)
+    } else {
+        None
+    };
+    if let Some(refusal) = refusal {
+        reply(channel, inbound.chat, refusal.text(language)).await;
+        return Ok(());
+    }
+    let said = channel
+        .handle
+        .answer_from_telegram(&question.id, Vec::new(), Some(text.to_owned()))
+        .await?;
+    let shown = match said {
+        Press::Answered => return Ok(()),
+        Press::Expired => press::EXPIRED,
+        Press::AlreadyAnswered => press::ALREADY_ANSWERED,
+        _ => replies::NOT_DELIVERED,
+    };
+    reply(channel, inbound.chat, shown.text(language)).await;
+    Ok(())
+}
+
+/// The Souz chat the linked account talks in: `souz_chat` while it exists, else a new one,
+/// recorded as its chat (`key` makes its creation idempotent: the update that asks for it).
+pub(crate) async fn bound_chat(
+    channel: &Channel,
+    link: &Link,
+    souz_chat: Option<String>,
+    key: &str,
+) -> Result<String, ServiceError> {
+    let user = ChatUser(LOCAL_USER.to_owned());
+    match souz_chat {
+        Some(chat_id) if channel.handle.owns_chat(&user, &chat_id).await? => Ok(chat_id),
+        _ => new_chat(channel, &user, link, key).await,
     }
 }
 
@@ -223,10 +365,10 @@ async fn new_chat(
     channel: &Channel,
     user: &ChatUser,
     link: &Link,
-    update_id: u32,
+    key: &str,
 ) -> Result<String, ServiceError> {
     let request = CreateChat {
-        request_id: Some(format!("telegram:{}:{update_id}", link.user_id)),
+        request_id: Some(format!("telegram:{}:{key}", link.user_id)),
         title: Some("Telegram".to_owned()),
         user_id: None,
         client_type: None,

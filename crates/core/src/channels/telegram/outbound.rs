@@ -37,11 +37,25 @@ pub(crate) async fn send_text(
     chat: i64,
     text: &str,
 ) -> Result<(), TelegramError> {
+    send_parts(channel, chat, text).await.1
+}
+
+/// Sends `text` to `chat` as one message or more: the parts Telegram took (in order), and
+/// the error that stopped the rest.
+pub(crate) async fn send_parts(
+    channel: &Channel,
+    chat: i64,
+    text: &str,
+) -> (Vec<String>, Result<(), TelegramError>) {
+    let mut sent = Vec::new();
     for chunk in split_message(text, MAX_MESSAGE_UNITS) {
         let escaped = escape_markdown_v2(&chunk);
-        retrying(channel, || channel.api.send(chat, &escaped, true)).await?;
+        if let Err(error) = retrying(channel, || channel.api.send(chat, &escaped, true)).await {
+            return (sent, Err(error));
+        }
+        sent.push(chunk);
     }
-    Ok(())
+    (sent, Ok(()))
 }
 
 /// `call` until it succeeds: again after a 429's `retry_after` (up to [`MAX_SEND_WAIT`]) or

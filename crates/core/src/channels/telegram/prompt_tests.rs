@@ -44,7 +44,7 @@ async fn a_decision_in_souz_closes_the_prompt_and_an_old_press_changes_nothing()
     let llm = FakeServer::start().await;
     let (runtime, approve, _) = asked(&telegram, &llm).await;
     let prompt = telegram.sent()[1].clone();
-    assert_eq!(prompt.labels, ["Approve", "Deny"]);
+    assert_eq!(prompt.labels, ["Approve", "Deny", "Allow as suggested"]);
     let id = pending(&runtime).await.remove(0);
     let request = DecisionRequest {
         decision: Verdict::Approve,
@@ -124,7 +124,7 @@ async fn an_expired_approval_closes_its_prompt() {
     telegram.push_text(ME, "write late.txt");
     let sent = telegram.wait_for_sent(2).await;
     let prompt = sent[1].clone();
-    assert_eq!(prompt.buttons.len(), 2);
+    assert_eq!(prompt.buttons.len(), 3);
     let closed = format!("{}\n\n{}", prompt.text, outcome::EXPIRED.en);
     wait_closed(&telegram, prompt.message_id, &closed).await;
     telegram.push_press(ME, &prompt.buttons[0]);
@@ -153,7 +153,7 @@ async fn a_parked_scheduled_run_asks_in_telegram_and_goes_on_when_approved_there
             .starts_with("The scheduled run 'Morning report' waits for you. Souz asks to run"),
         "{prompt:?}"
     );
-    assert_eq!(prompt.labels, ["Approve", "Deny"]);
+    assert_eq!(prompt.labels, ["Approve", "Deny", "Allow as suggested"]);
     let waiting = pending(&runtime).await;
     assert_eq!(waiting.len(), 1);
     let approval = handle.approval(&waiting[0]).await.unwrap();
@@ -225,7 +225,14 @@ async fn the_bot_speaks_the_interface_language() {
         prompt.text.starts_with("Souz просит разрешения на"),
         "{prompt:?}"
     );
-    assert_eq!(prompt.labels, ["Разрешить", "Запретить"]);
+    assert_eq!(
+        prompt.labels,
+        ["Разрешить", "Запретить", "Разрешить, как предложено"]
+    );
+    assert!(
+        prompt.text.contains("«Разрешить, как предложено»: "),
+        "{prompt:?}"
+    );
     telegram.push_press(ME, &prompt.buttons[0]);
     assert_eq!(telegram.wait_for_answered(1).await[0].1, press::APPROVED.ru);
     let closed = format!("{}\n\n{}", prompt.text, outcome::APPROVED_HERE.ru);

@@ -1,8 +1,10 @@
 //! Approval prompts in Telegram: which approvals the linked account is asked about (those of
 //! its Souz chat, and those a scheduled run is parked on, wherever it runs), each sent once
-//! with Approve and Deny buttons (fresh single-use handles), and closed when the approval ends
-//! however it ends — a button here, the app, the web UI, the API, the CLI, or expiry: the
-//! message is edited to say so and its buttons are gone.
+//! with Approve and Deny buttons — and a third that approves with the approval's suggested
+//! scope, as the web UI offers it, when that scope reaches past this one call — (fresh
+//! single-use handles), and closed when the approval ends however it ends — a button here, the
+//! app, the web UI, the API, the CLI, or expiry: the message is edited to say so and its
+//! buttons are gone. The same loop follows the agents' questions ([`questions`](super::questions)).
 //!
 //! Invariants:
 //! - It follows the runtime's events (`approval.requested`, `approval.decided`,
@@ -15,7 +17,7 @@
 
 use std::sync::Arc;
 
-use souz_protocol::approvals::{Approval, ApprovalStatus, Requester, Verdict};
+use souz_protocol::approvals::{Approval, ApprovalStatus, Requester, ScopeKind, Verdict};
 use souz_protocol::{RuntimeEvent, language::Language};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -23,15 +25,18 @@ use tokio_util::sync::CancellationToken;
 use super::Channel;
 use super::api::TelegramError;
 use super::outbound::retrying;
+use super::questions;
 use super::replies::{self, Reply, outcome};
 use super::text::escape_markdown_v2;
-use crate::channels::store::Prompt;
+use crate::channels::store::{NewPrompt, Prompt, PromptKind};
 use crate::runtime::ServiceError;
 use crate::runtime::facade::{Audience, TELEGRAM_VIA};
 
 /// The longest prompt text, in characters (well within a message's 4,096 units, with room
 /// for the line that closes it).
 const MAX_PROMPT_CHARS: usize = 3000;
+/// The longest suggested scope's label quoted in a prompt, in characters.
+const MAX_LABEL_CHARS: usize = 300;
 /// Pending approvals looked at in one catch-up.
 const CATCH_UP_LIMIT: usize = 200;
 
@@ -40,6 +45,7 @@ pub(crate) async fn follow(channel: Arc<Channel>, shutdown: CancellationToken) {
     // Subscribed before catching up: nothing that happens in between is missed.
     let mut events = channel.handle.events().subscribe();
     catch_up(&channel).await;
+    questions::catch_up(&channel).await;
     loop {
         let event = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -62,11 +68,12 @@ pub(crate) async fn follow(channel: Arc<Channel>, shutdown: CancellationToken) {
                 RuntimeEvent::ApprovalExpired { approval_id, .. } => {
                     close(&channel, approval_id, outcome::EXPIRED).await
                 }
-                _ => Ok(()),
+                other => questions::on_event(&channel, other).await,
             },
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "telegram: the prompts fell behind the events");
                 catch_up(&channel).await;
+                questions::catch_up(&channel).await;
                 Ok(())
             }
             Err(RecvError::Closed) => return,
@@ -106,12 +113,16 @@ async fn catch_up(channel: &Channel) {
 
 /// Closes the open prompts whose approval is no longer pending.
 async fn close_ended(channel: &Channel) -> Result<(), ServiceError> {
-    for prompt in channel.handle.open_telegram_prompts(None).await? {
-        let approval = match channel.handle.approval(&prompt.approval_id).await {
+    let open = channel
+        .handle
+        .open_telegram_prompts(PromptKind::Approval, None)
+        .await?;
+    for prompt in open {
+        let approval = match channel.handle.approval(&prompt.subject).await {
             Ok(approval) => approval,
             // Gone from the queue: it cannot be pending.
             Err(ServiceError::NotFound { .. }) => {
-                close_one(channel, &prompt, outcome::EXPIRED).await?;
+                close_one(channel, &prompt, outcome::EXPIRED.text(channel.language())).await?;
                 continue;
             }
             Err(error) => return Err(error),
@@ -121,7 +132,8 @@ async fn close_ended(channel: &Channel) -> Result<(), ServiceError> {
                 .decision
                 .as_ref()
                 .map(|decision| decision.via.as_str());
-            close_one(channel, &prompt, ending(approval.status, via)).await?;
+            let said = ending(approval.status, via).text(channel.language());
+            close_one(channel, &prompt, said).await?;
         }
     }
     Ok(())
@@ -153,11 +165,29 @@ fn prompt_text(approval: &Approval, souz_chat: Option<&str>, language: Language)
         }
         _ => return None,
     };
-    Some(bounded(&text))
+    let text = bounded(&text);
+    if !offers_scope(approval) {
+        return Some(text);
+    }
+    let label: String = approval
+        .suggested
+        .label
+        .chars()
+        .take(MAX_LABEL_CHARS)
+        .collect();
+    Some(format!(
+        "{text}\n\n{}",
+        replies::suggested(language, &label)
+    ))
+}
+
+/// Whether the approval's prompt offers its suggested scope (one reaching past this call).
+fn offers_scope(approval: &Approval) -> bool {
+    approval.suggested.scope != ScopeKind::Once
 }
 
 /// `text` within [`MAX_PROMPT_CHARS`], marked when cut.
-fn bounded(text: &str) -> String {
+pub(super) fn bounded(text: &str) -> String {
     if text.chars().count() <= MAX_PROMPT_CHARS {
         return text.to_owned();
     }
@@ -181,22 +211,34 @@ async fn offer(channel: &Channel, approval: &Approval) -> Result<(), ServiceErro
         return Ok(());
     };
     let chat = link.telegram_chat;
-    if !channel
-        .handle
-        .claim_telegram_prompt(&approval.id, chat, &text)
-        .await?
-    {
+    let prompt = NewPrompt {
+        kind: PromptKind::Approval,
+        subject: approval.id.clone(),
+        telegram_chat: chat,
+        text: text.clone(),
+    };
+    if !channel.handle.claim_telegram_prompt(prompt).await? {
         return Ok(());
     }
-    let sent = match channel.handle.telegram_buttons(&approval.id).await {
-        Ok((approve, deny)) => {
-            let buttons = [
-                (replies::APPROVE.text(language), approve.as_str()),
-                (replies::DENY.text(language), deny.as_str()),
-            ];
+    let buttons = channel
+        .handle
+        .telegram_buttons(&approval.id, offers_scope(approval))
+        .await;
+    let sent = match buttons {
+        Ok(buttons) => {
+            let mut rows = vec![vec![
+                (replies::APPROVE.text(language), buttons.approve.as_str()),
+                (replies::DENY.text(language), buttons.deny.as_str()),
+            ]];
+            if let Some(suggested) = &buttons.suggested {
+                rows.push(vec![(
+                    replies::APPROVE_SUGGESTED.text(language),
+                    suggested.as_str(),
+                )]);
+            }
             let escaped = escape_markdown_v2(&text);
             retrying(channel, || {
-                channel.api.send_with_buttons(chat, &escaped, &buttons)
+                channel.api.send_with_buttons(chat, &escaped, &rows)
             })
             .await
             .map_err(|error| ServiceError::Internal(error.to_string()))
@@ -215,10 +257,10 @@ async fn offer(channel: &Channel, approval: &Approval) -> Result<(), ServiceErro
 async fn close(channel: &Channel, approval_id: &str, said: Reply) -> Result<(), ServiceError> {
     let prompts = channel
         .handle
-        .open_telegram_prompts(Some(approval_id.to_owned()))
+        .open_telegram_prompts(PromptKind::Approval, Some(approval_id.to_owned()))
         .await?;
     for prompt in prompts {
-        close_one(channel, &prompt, said).await?;
+        close_one(channel, &prompt, said.text(channel.language())).await?;
     }
     Ok(())
 }
@@ -226,8 +268,12 @@ async fn close(channel: &Channel, approval_id: &str, said: Reply) -> Result<(), 
 /// Edits `prompt` to end with `said`, without buttons, and records it closed. A network
 /// failure leaves it open (the next catch-up tries again); a refusal (the message is gone)
 /// closes it.
-async fn close_one(channel: &Channel, prompt: &Prompt, said: Reply) -> Result<(), ServiceError> {
-    let text = format!("{}\n\n{}", prompt.text, said.text(channel.language()));
+pub(crate) async fn close_one(
+    channel: &Channel,
+    prompt: &Prompt,
+    said: &str,
+) -> Result<(), ServiceError> {
+    let text = format!("{}\n\n{said}", prompt.text);
     let escaped = escape_markdown_v2(&text);
     let edited = retrying(channel, || {
         channel
@@ -239,8 +285,5 @@ async fn close_one(channel: &Channel, prompt: &Prompt, said: Reply) -> Result<()
         Ok(()) | Err(TelegramError::Refused { .. }) => {}
         Err(error) => return Err(ServiceError::Internal(error.to_string())),
     }
-    channel
-        .handle
-        .close_telegram_prompt(&prompt.approval_id)
-        .await
+    channel.handle.close_telegram_prompt(&prompt.subject).await
 }

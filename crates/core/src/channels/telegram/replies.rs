@@ -84,6 +84,22 @@ pub(crate) const DENY: Reply = Reply {
     en: "Deny",
     ru: "Запретить",
 };
+/// The label of the button that approves with the approval's suggested scope (the prompt
+/// says what that scope is).
+pub(crate) const APPROVE_SUGGESTED: Reply = Reply {
+    en: "Allow as suggested",
+    ru: "Разрешить, как предложено",
+};
+/// To a message that is not an answer while a question waits for a choice.
+pub(crate) const PICK_A_CHOICE: Reply = Reply {
+    en: "Souz waits for your answer to its question: press one of the buttons under it.",
+    ru: "Souz ждёт ответа на свой вопрос: нажмите одну из кнопок под ним.",
+};
+/// To a file sent while a question waits for its answer.
+pub(crate) const ANSWER_FIRST: Reply = Reply {
+    en: "Souz waits for your answer to its question: answer it first, then send the file.",
+    ru: "Souz ждёт ответа на свой вопрос: сначала ответьте, затем пришлите файл.",
+};
 
 /// The answers to a button press.
 pub(crate) mod press {
@@ -98,6 +114,21 @@ pub(crate) mod press {
     pub(crate) const DENIED: Reply = Reply {
         en: "Denied.",
         ru: "Запрещено.",
+    };
+    /// The press answered a question.
+    pub(crate) const ANSWERED: Reply = Reply {
+        en: "Answered.",
+        ru: "Ответ принят.",
+    };
+    /// The question was answered or withdrawn elsewhere first.
+    pub(crate) const ALREADY_ANSWERED: Reply = Reply {
+        en: "This question is no longer waiting; nothing changed.",
+        ru: "Этот вопрос больше не ждёт ответа; ничего не изменилось.",
+    };
+    /// Souz could not act on the press (a failure inside it).
+    pub(crate) const FAILED: Reply = Reply {
+        en: "Souz could not do that now; try it in the app.",
+        ru: "Souz не смог сделать это сейчас; попробуйте в приложении.",
     };
     /// A used, unknown or forged handle.
     pub(crate) const INVALID: Reply = Reply {
@@ -150,6 +181,49 @@ pub(crate) mod outcome {
         en: "Expired.",
         ru: "Время истекло.",
     };
+    /// A question withdrawn: its turn ended before an answer came.
+    pub(crate) const WITHDRAWN: Reply = Reply {
+        en: "The question was withdrawn.",
+        ru: "Вопрос снят.",
+    };
+}
+
+/// The line under a prompt that names the suggested scope its third button gives.
+pub(crate) fn suggested(language: Language, label: &str) -> String {
+    localized!(
+        language,
+        "“Allow as suggested”: {}",
+        "«Разрешить, как предложено»: {}",
+        label
+    )
+}
+
+/// The message asking a question of the agent's (its choices are the buttons).
+pub(crate) fn question(language: Language, title: &str, free_text: bool) -> String {
+    if !free_text {
+        return localized!(language, "Souz asks: {}", "Souz спрашивает: {}", title);
+    }
+    localized!(
+        language,
+        "Souz asks: {}\n\n(Reply with a message to answer in your own words.)",
+        "Souz спрашивает: {}\n\n(Чтобы ответить своими словами, напишите сообщение.)",
+        title
+    )
+}
+
+/// What a question's message says once it was answered: `here` from Telegram, else in Souz;
+/// `answer` is what was chosen or said.
+pub(crate) fn answered(language: Language, here: bool, answer: &str) -> String {
+    if here {
+        localized!(language, "Answered: {}", "Ответ: {}", answer)
+    } else {
+        localized!(
+            language,
+            "Answered in Souz: {}",
+            "Ответ дан в Souz: {}",
+            answer
+        )
+    }
 }
 
 /// A failed turn, with Souz's reason.
@@ -203,7 +277,13 @@ mod tests {
             CANCELLED,
             APPROVE,
             DENY,
+            APPROVE_SUGGESTED,
+            PICK_A_CHOICE,
+            ANSWER_FIRST,
             press::APPROVED,
+            press::ANSWERED,
+            press::ALREADY_ANSWERED,
+            press::FAILED,
             press::DENIED,
             press::INVALID,
             press::NOT_YOURS,
@@ -214,6 +294,7 @@ mod tests {
             outcome::APPROVED,
             outcome::DENIED,
             outcome::EXPIRED,
+            outcome::WITHDRAWN,
         ];
         for reply in all {
             assert!(!reply.en.is_empty() && !reply.ru.is_empty());

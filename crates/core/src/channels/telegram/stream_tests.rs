@@ -184,6 +184,7 @@ async fn thrown_away_text_is_deleted_and_a_shorter_final_answer_leaves_nothing_b
         api: BotApi::new(telegram.url(), TOKEN, 1).unwrap(),
         poll_seconds: 1,
         edit_interval: Duration::from_millis(50),
+        downloads: Arc::new(tokio::sync::Semaphore::new(1)),
         shutdown: handle.shutdown_signal(),
     });
     let (draft, receiver) = watch::channel(Draft::default());

@@ -313,3 +313,64 @@ async fn a_disabled_channel_or_one_without_a_token_does_not_start() {
     assert!(status.enabled && !status.token_configured);
     runtime.shutdown("test").await.unwrap();
 }
+
+#[tokio::test]
+async fn enabling_the_channel_and_setting_its_token_apply_without_a_restart() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    llm.push(openai::CHAT_PATH, openai::text(&["Live now."]));
+    let section = |enabled: bool| {
+        format!(
+            "[llm]\nopenai_base_url = \"{}/v1\"\n\n[agent]\ndefault_agent = \"skills\"\n\n\
+             [memory]\ncapture = false\n\n[channels.telegram]\nenabled = {enabled}\n\
+             api_url = \"{}\"\npoll_seconds = 1\nedit_interval_ms = 100\n",
+            llm.url(),
+            telegram.url()
+        )
+    };
+    let url = telegram.url().to_owned();
+    let runtime = TestRuntime::builder()
+        .with_llm(&llm)
+        .with_config(move |config| {
+            config.channels.telegram.api_url = url;
+            config.channels.telegram.poll_seconds = 1;
+            config.channels.telegram.edit_interval_ms = 100;
+            config.agent.default_agent = "skills".into();
+            config.memory.capture = false;
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    // The file says what the runtime runs with, the channel off.
+    handle.replace_config(section(false), None).await.unwrap();
+    assert!(!super::start(&handle).await.unwrap());
+
+    let saved = handle.replace_config(section(true), None).await.unwrap();
+    assert!(
+        saved.applied.contains(&"channels.telegram".to_owned()),
+        "{saved:?}"
+    );
+    assert!(handle.telegram_status().await.unwrap().enabled);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(telegram.calls("getUpdates"), 0, "no token yet: no polling");
+
+    handle.set_service_key("telegram", TOKEN).await.unwrap();
+    link(&runtime, &telegram).await;
+    telegram.push_text(ME, "hi");
+    wait_for_shown(&telegram, ME, &[replies::LINKED.en, "Live now."]).await;
+
+    handle.delete_service_key("telegram").await.unwrap();
+    // The poll stops: give a running long poll its second to end, then nothing more.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let polls = telegram.calls("getUpdates");
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert_eq!(
+        telegram.calls("getUpdates"),
+        polls,
+        "the channel stopped polling"
+    );
+    let stray = telegram.push_text(ME, "anyone?");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(telegram.unconfirmed(), 1, "update {stray} was not taken");
+    runtime.shutdown("test").await.unwrap();
+}

@@ -206,3 +206,72 @@ async fn an_agent_in_the_telegram_chat_sends_once_its_approve_button_is_pressed(
     assert_eq!(sent[3].text, "Sent.");
     runtime.shutdown("test").await.unwrap();
 }
+
+#[tokio::test]
+async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
+    use crate::runtime::facade::{ChatUser, MessagePage};
+    use souz_protocol::chat::ChatEventBody;
+
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    llm.push(openai::CHAT_PATH, openai::text(&["Hello from Souz."]));
+    let runtime = runtime(&telegram, &llm, TestHome::new()).await;
+    link(&runtime, &telegram).await;
+    telegram.push_text(ME, "hi");
+    assert_eq!(telegram.wait_for_sent(2).await[1].text, "Hello from Souz.");
+    let handle = runtime.handle();
+    let chat = handle.telegram_state().await.unwrap().souz_chat.unwrap();
+    let mut events = handle.subscribe_chat_events();
+
+    let sent = call(
+        &runtime,
+        "SendMessageToChannel",
+        send_arguments(&ME.to_string(), "The build is green."),
+    )
+    .await;
+    let done = decide(&runtime, &telegram, sent, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    assert_eq!(
+        telegram.wait_for_sent(3).await[2].text,
+        "The build is green."
+    );
+
+    let user = ChatUser(crate::LOCAL_USER.to_owned());
+    let page = MessagePage {
+        before: None,
+        after: None,
+        limit: 50,
+    };
+    let messages = handle.messages(&user, &chat, page).await.unwrap().items;
+    let last = messages.last().unwrap();
+    assert_eq!(
+        (last.role.as_str(), last.content.as_str()),
+        ("assistant", "The build is green.")
+    );
+    assert_eq!(
+        last.metadata.get("crossChannel").map(String::as_str),
+        Some("true"),
+        "{last:?}"
+    );
+    let created = tokio::time::timeout(WAIT, async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if let ChatEventBody::MessageCreated(created) = &event.body
+                && created.content == "The build is green."
+            {
+                return event;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(created.chat_id, chat);
+    assert!(created.execution_id.is_none(), "it belongs to no turn");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        telegram.sent().len(),
+        3,
+        "the recorded message is not sent again"
+    );
+    runtime.shutdown("test").await.unwrap();
+}

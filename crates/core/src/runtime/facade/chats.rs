@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::Stream;
 use souz_protocol::chat::{
     ActiveTurn, Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
-    ChatSettings, ChatTools, CreateChat, CreateChatResponse, Execution, ExecutionTrace,
+    ChatSettings, ChatTools, CreateChat, CreateChatResponse, Execution, ExecutionTrace, Message,
     MessageList, OnboardingState, OptionAnswer, OptionAnswerResponse, PostMessage,
     PostMessageResponse, Question, QuestionList, Settings, SettingsPatch,
 };
@@ -225,6 +225,32 @@ impl RuntimeHandle {
             .chats()
             .upload_attachment(user, chat_id, name, bytes)
             .await?)
+    }
+
+    /// Records `content`, delivered to the person through the channel `channel_type`, as an
+    /// assistant message of the user's chat `chat_id` (marked `crossChannel`).
+    pub async fn record_delivered(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        channel_type: &str,
+        content: &str,
+    ) -> Result<Message, ServiceError> {
+        Ok(self
+            .chats()
+            .record_delivered(user, chat_id, channel_type, content)
+            .await?)
+    }
+
+    /// Removes an upload of the chat that no message took (its path as
+    /// [`RuntimeHandle::upload_attachment`] gave it).
+    pub async fn discard_upload(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        path: &str,
+    ) -> Result<(), ServiceError> {
+        Ok(self.chats().discard_upload(user, chat_id, path).await?)
     }
 
     /// The most bytes an upload named `name` is taken with: `[server] body_limit`, and for an

@@ -169,12 +169,23 @@ impl RuntimeHandle {
         name: &str,
         api_key: &str,
     ) -> Result<ServiceKeyInfo, ServiceError> {
-        Ok(self.llm().set_service_key(name, api_key).await?)
+        let info = self.llm().set_service_key(name, api_key).await?;
+        self.service_key_changed(&info.name);
+        Ok(info)
     }
 
     /// Deletes the stored service key `name` (idempotent).
     pub async fn delete_service_key(&self, name: &str) -> Result<(), ServiceError> {
-        Ok(self.llm().delete_service_key(name).await?)
+        self.llm().delete_service_key(name).await?;
+        self.service_key_changed(name);
+        Ok(())
+    }
+
+    /// A channel's key applies at once: the running channel restarts with it (or stops).
+    fn service_key_changed(&self, name: &str) {
+        if name.eq_ignore_ascii_case(crate::llm::service::service_keys::TELEGRAM.name) {
+            self.channel_tools().keys_changed();
+        }
     }
 
     /// Checks the service key `name` (the one the tools would use) with one real request to

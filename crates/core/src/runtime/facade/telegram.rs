@@ -12,12 +12,18 @@ use base64::Engine;
 use chrono::{Duration, Utc};
 use souz_protocol::ErrorCode;
 use souz_protocol::approvals::{ApprovalStatus, DecisionRequest, Verdict};
+use souz_protocol::chat::{OptionAnswer, OptionStatus};
 use souz_protocol::telegram::{TelegramAccount, TelegramLinkCode, TelegramStatus};
 
 use super::ServiceError;
-use crate::channels::store::{self as rows, Claim, Claimant, Prompt, TelegramState};
+use crate::LOCAL_USER;
+use crate::channels::store::{
+    self as rows, Action, Claim, Claimant, NewPrompt, Prompt, PromptKind, TelegramState,
+};
+use crate::chat::ChatUser;
 use crate::llm::service::service_keys::TELEGRAM;
 use crate::runtime::RuntimeHandle;
+use crate::store::StoreError;
 
 /// How long a link code works, in minutes.
 pub(crate) const LINK_CODE_MINUTES: i64 = 10;
@@ -33,7 +39,13 @@ impl RuntimeHandle {
         let state = self.telegram_state().await?;
         let token_configured = self.llm().service_key(TELEGRAM.name).await?.is_some();
         Ok(TelegramStatus {
-            enabled: self.config().channels.telegram.enabled,
+            enabled: self
+                .config_editor()
+                .current()
+                .await
+                .channels
+                .telegram
+                .enabled,
             token_configured,
             linked: state.link.map(|link| TelegramAccount {
                 user_id: link.user_id,
@@ -139,50 +151,117 @@ impl RuntimeHandle {
 /// bytes of callback data).
 const HANDLE_BYTES: usize = 16;
 
+/// The buttons of an approval's prompt.
+#[derive(Debug, Clone)]
+pub(crate) struct ApprovalButtons {
+    /// Approves once.
+    pub approve: String,
+    /// Denies.
+    pub deny: String,
+    /// Approves with the approval's suggested scope (when it suggests more than once).
+    pub suggested: Option<String>,
+}
+
 impl RuntimeHandle {
-    /// Two fresh button handles for `approval_id`: `(approve, deny)`.
+    /// Fresh button handles for `approval_id` (the suggested scope's when `suggested`).
     pub(crate) async fn telegram_buttons(
         &self,
         approval_id: &str,
-    ) -> Result<(String, String), ServiceError> {
-        let (approve, deny) = (new_handle()?, new_handle()?);
-        let (approval, first, second) = (approval_id.to_owned(), approve.clone(), deny.clone());
+        suggested: bool,
+    ) -> Result<ApprovalButtons, ServiceError> {
+        let buttons = ApprovalButtons {
+            approve: new_handle()?,
+            deny: new_handle()?,
+            suggested: if suggested { Some(new_handle()?) } else { None },
+        };
+        let (approval, kept) = (approval_id.to_owned(), buttons.clone());
         self.store()
             .write(move |transaction| {
                 let now = Utc::now();
-                rows::add_press(transaction, &first, &approval, "approve", now)?;
-                rows::add_press(transaction, &second, &approval, "deny", now)
+                rows::add_press(transaction, &kept.approve, &approval, &Action::Approve, now)?;
+                rows::add_press(transaction, &kept.deny, &approval, &Action::Deny, now)?;
+                if let Some(handle) = &kept.suggested {
+                    rows::add_press(
+                        transaction,
+                        handle,
+                        &approval,
+                        &Action::ApproveSuggested,
+                        now,
+                    )?;
+                }
+                Ok::<(), StoreError>(())
             })
             .await?;
-        Ok((approve, deny))
+        Ok(buttons)
     }
 
-    /// Decides the approval of the button `handle` as the button says. A used, unknown or
-    /// forged handle, or an approval no longer pending, changes nothing.
+    /// Fresh button handles for the choices `choice_ids` of the question `option_id`, in order.
+    pub(crate) async fn telegram_choice_buttons(
+        &self,
+        option_id: &str,
+        choice_ids: Vec<String>,
+    ) -> Result<Vec<String>, ServiceError> {
+        let handles = choice_ids
+            .iter()
+            .map(|_| new_handle())
+            .collect::<Result<Vec<_>, _>>()?;
+        let (option, kept) = (option_id.to_owned(), handles.clone());
+        self.store()
+            .write(move |transaction| {
+                let now = Utc::now();
+                for (handle, choice) in kept.iter().zip(choice_ids) {
+                    rows::add_press(transaction, handle, &option, &Action::Answer(choice), now)?;
+                }
+                Ok::<(), StoreError>(())
+            })
+            .await?;
+        Ok(handles)
+    }
+
+    /// Does what the button `handle` says: decides its approval or answers its question. A
+    /// used, unknown or forged handle, or a subject no longer pending, changes nothing.
     pub(crate) async fn press_telegram_button(&self, handle: &str) -> Result<Press, ServiceError> {
         let handle = handle.to_owned();
         let press = self
             .store()
-            .write(move |transaction| rows::take_press(transaction, &handle, Utc::now()))
+            .write(move |transaction| rows::take_press(transaction, &handle))
             .await?;
-        let Some((approval_id, verdict)) = press else {
-            return Ok(Press::Invalid);
-        };
-        let approve = verdict == "approve";
-        let request = DecisionRequest {
-            decision: if approve {
-                Verdict::Approve
-            } else {
-                Verdict::Deny
-            },
-            scope: Default::default(),
-            minutes: None,
-            argument_match: None,
-            tool_group: None,
-            via: Some(TELEGRAM_VIA.to_owned()),
-        };
+        match press {
+            None => Ok(Press::Invalid),
+            Some((option_id, Action::Answer(choice))) => {
+                self.answer_from_telegram(&option_id, vec![choice], None)
+                    .await
+            }
+            Some((approval_id, action)) => self.decide_from_telegram(&approval_id, action).await,
+        }
+    }
+
+    /// Decides `approval_id` as a button's `action` says.
+    async fn decide_from_telegram(
+        &self,
+        approval_id: &str,
+        action: Action,
+    ) -> Result<Press, ServiceError> {
+        let mut request = DecisionRequest::once(Verdict::Approve, TELEGRAM_VIA);
+        match action {
+            Action::Deny => request.decision = Verdict::Deny,
+            Action::ApproveSuggested => {
+                // As the web UI accepts the offer: its scope, minutes, match and tool group.
+                let suggested = match self.approval(approval_id).await {
+                    Ok(approval) => approval.suggested,
+                    Err(ServiceError::NotFound { .. }) => return Ok(Press::Expired),
+                    Err(error) => return Err(error),
+                };
+                request.scope = suggested.scope;
+                request.minutes = suggested.minutes;
+                request.argument_match = Some(suggested.argument_match);
+                request.tool_group = suggested.tool_group;
+            }
+            Action::Approve | Action::Answer(_) => {}
+        }
+        let approve = request.decision == Verdict::Approve;
         match self
-            .decide_approval(&approval_id, request, &super::Audience::Everyone)
+            .decide_approval(approval_id, request, &super::Audience::Everyone)
             .await
         {
             Ok(_) if approve => Ok(Press::Approved),
@@ -191,7 +270,7 @@ impl RuntimeHandle {
                 ServiceError::Invalid(_)
                 | ServiceError::NotFound { .. }
                 | ServiceError::Conflict { .. },
-            ) => match self.approval(&approval_id).await.map(|found| found.status) {
+            ) => match self.approval(approval_id).await.map(|found| found.status) {
                 Ok(ApprovalStatus::Expired) => Ok(Press::Expired),
                 _ => Ok(Press::AlreadyDecided),
             },
@@ -199,20 +278,47 @@ impl RuntimeHandle {
         }
     }
 
-    /// Claims the Telegram prompt of `approval_id`, to be sent to `telegram_chat` with `text`;
-    /// `false` when it was claimed (sent, or being sent) before.
+    /// Answers the question `option_id` of the local person's chats from Telegram: with the
+    /// choices `selected`, or the person's own words `free_text`. Marked as answered from
+    /// Telegram (`metadata.via`), so its prompt says where.
+    pub(crate) async fn answer_from_telegram(
+        &self,
+        option_id: &str,
+        selected: Vec<String>,
+        free_text: Option<String>,
+    ) -> Result<Press, ServiceError> {
+        let user = ChatUser(LOCAL_USER.to_owned());
+        let answer = OptionAnswer {
+            selected_option_ids: selected,
+            free_text,
+            metadata: [(VIA_KEY.to_owned(), TELEGRAM_VIA.to_owned())].into(),
+        };
+        match self.answer_question(&user, option_id, answer).await {
+            Ok(_) => Ok(Press::Answered),
+            Err(ServiceError::Invalid(_) | ServiceError::NotFound { .. }) => {
+                match self
+                    .question(&user, option_id)
+                    .await
+                    .map(|found| found.status)
+                {
+                    Ok(OptionStatus::Expired) => Ok(Press::Expired),
+                    Ok(OptionStatus::Pending) => Ok(Press::Invalid),
+                    _ => Ok(Press::AlreadyAnswered),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Claims the Telegram prompt `prompt`; `false` when it was claimed (sent, or being sent)
+    /// before.
     pub(crate) async fn claim_telegram_prompt(
         &self,
-        approval_id: &str,
-        telegram_chat: i64,
-        text: &str,
+        prompt: NewPrompt,
     ) -> Result<bool, ServiceError> {
-        let (approval_id, text) = (approval_id.to_owned(), text.to_owned());
         Ok(self
             .store()
-            .write(move |transaction| {
-                rows::claim_prompt(transaction, &approval_id, telegram_chat, &text, Utc::now())
-            })
+            .write(move |transaction| rows::claim_prompt(transaction, &prompt, Utc::now()))
             .await?)
     }
 
@@ -220,42 +326,43 @@ impl RuntimeHandle {
     /// that could not be sent (`None`), so that it can be tried again.
     pub(crate) async fn record_telegram_prompt(
         &self,
-        approval_id: &str,
+        subject: &str,
         message_id: Option<i32>,
     ) -> Result<(), ServiceError> {
-        let approval_id = approval_id.to_owned();
+        let subject = subject.to_owned();
         Ok(self
             .store()
             .write(move |transaction| match message_id {
-                Some(message_id) => rows::set_prompt_message(transaction, &approval_id, message_id),
-                None => rows::drop_prompt(transaction, &approval_id),
+                Some(message_id) => rows::set_prompt_message(transaction, &subject, message_id),
+                None => rows::drop_prompt(transaction, &subject),
             })
             .await?)
     }
 
-    /// The sent prompts not yet closed (of `approval_id` only, when given).
+    /// The sent prompts of `kind` not yet closed (of `subject` only, when given).
     pub(crate) async fn open_telegram_prompts(
         &self,
-        approval_id: Option<String>,
+        kind: PromptKind,
+        subject: Option<String>,
     ) -> Result<Vec<Prompt>, ServiceError> {
         Ok(self
             .store()
-            .read(move |connection| rows::open_prompts(connection, approval_id.as_deref()))
+            .read(move |connection| rows::open_prompts(connection, kind, subject.as_deref()))
             .await?)
     }
 
-    /// Marks the prompt of `approval_id` closed.
-    pub(crate) async fn close_telegram_prompt(
-        &self,
-        approval_id: &str,
-    ) -> Result<(), ServiceError> {
-        let approval_id = approval_id.to_owned();
+    /// Marks the prompt of `subject` closed (its buttons are forgotten).
+    pub(crate) async fn close_telegram_prompt(&self, subject: &str) -> Result<(), ServiceError> {
+        let subject = subject.to_owned();
         Ok(self
             .store()
-            .write(move |transaction| rows::close_prompt(transaction, &approval_id, Utc::now()))
+            .write(move |transaction| rows::close_prompt(transaction, &subject, Utc::now()))
             .await?)
     }
 }
+
+/// The key of an answer's metadata that says where it was given.
+pub(crate) const VIA_KEY: &str = "via";
 
 /// What a decision made with a Telegram button records as its `via`.
 pub(crate) const TELEGRAM_VIA: &str = "telegram";
@@ -267,11 +374,15 @@ pub(crate) enum Press {
     Approved,
     /// The approval was denied.
     Denied,
+    /// The question was answered.
+    Answered,
+    /// The question was answered (or withdrawn) elsewhere first: nothing changed.
+    AlreadyAnswered,
     /// A used, unknown or forged handle: nothing changed.
     Invalid,
     /// The approval was decided elsewhere first: nothing changed.
     AlreadyDecided,
-    /// The approval had expired: nothing changed.
+    /// The approval or question had expired: nothing changed.
     Expired,
 }
 

@@ -1,0 +1,79 @@
+//! Messages Souz delivered to the person through another channel (a Telegram message sent by
+//! `SendMessageToChannel`, original §1.15), recorded in the Souz chat that channel talks in, so
+//! the conversation there shows what was said: an assistant message marked
+//! `metadata.crossChannel = "true"` (and the channel's type), the chat touched, and a durable
+//! `message.created` event without an execution (it belongs to no turn).
+//!
+//! Invariant: the message is stored and its event announced in one transaction, as every
+//! message is; a message already recorded is never changed.
+
+use std::collections::BTreeMap;
+
+use souz_protocol::chat::events::MessagePayload;
+use souz_protocol::chat::{ChatEventBody, Message};
+
+use super::events::NewChatEvent;
+use super::records::{self, NewMessage};
+use super::{ChatError, ChatUser, Chats};
+use crate::store::codec::now;
+
+/// The metadata key that marks a message delivered through another channel.
+pub(crate) const CROSS_CHANNEL: &str = "crossChannel";
+
+impl Chats {
+    /// Records `content`, delivered through the channel `channel_type`, as an assistant
+    /// message of the user's chat `chat_id`.
+    pub async fn record_delivered(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        channel_type: &str,
+        content: &str,
+    ) -> Result<Message, ChatError> {
+        self.require_chat(user, chat_id).await?;
+        let (chat_id, channel_type, content) = (
+            chat_id.to_owned(),
+            channel_type.to_owned(),
+            content.to_owned(),
+        );
+        let (message, _) = self
+            .inner
+            .events
+            .publish_with(move |tx| {
+                let metadata = BTreeMap::from([
+                    (CROSS_CHANNEL.to_owned(), "true".to_owned()),
+                    ("channelType".to_owned(), channel_type),
+                ]);
+                let at = now();
+                let message = records::insert_message(
+                    tx,
+                    &NewMessage {
+                        id: &uuid::Uuid::now_v7().to_string(),
+                        chat_id: &chat_id,
+                        role: "assistant",
+                        content: &content,
+                        metadata: &metadata,
+                        attachments: &[],
+                        at,
+                    },
+                )?;
+                records::touch_chat(tx, &chat_id, at)?;
+                let created = MessagePayload {
+                    message_id: message.id.clone(),
+                    seq: message.seq,
+                    role: "assistant".into(),
+                    content: message.content.clone(),
+                    client_message_id: None,
+                    attachments: Vec::new(),
+                };
+                let event = NewChatEvent {
+                    chat_id: chat_id.clone(),
+                    execution_id: None,
+                    body: ChatEventBody::MessageCreated(created),
+                };
+                Ok::<_, ChatError>((message, vec![event]))
+            })
+            .await?;
+        Ok(message)
+    }
+}
