@@ -183,6 +183,18 @@ pub(crate) fn preview(value: &Value) -> Value {
     }
 }
 
+/// `text` on one line, cut to `limit` characters with an ellipsis: how an approval or a tool's
+/// answer quotes a person's text (a scheduled prompt, a message to a channel).
+pub(crate) fn one_line(text: &str, limit: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= limit {
+        return line;
+    }
+    let mut cut: String = line.chars().take(limit).collect();
+    cut.push('…');
+    cut
+}
+
 /// The audit preview of text output (parsed as JSON when it is JSON).
 pub(crate) fn preview_text(text: &str) -> Value {
     match serde_json::from_str::<Value>(text.trim()) {

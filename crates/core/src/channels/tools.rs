@@ -301,7 +301,7 @@ impl Tool for SendMessageToChannel {
             "Send a message to {}: \"{}\"",
             "Отправить сообщение в {}: «{}»",
             channel.label,
-            shortened(text, SHOWN_TEXT)
+            crate::redact::one_line(text, SHOWN_TEXT)
         );
         Ok(Plan::new(summary).with(channel))
     }
@@ -329,15 +329,4 @@ impl Tool for SendMessageToChannel {
             detail: format!("delivered to {} in {messages} message(s)", channel.label),
         }))
     }
-}
-
-/// `text` on one line, cut to `limit` characters with an ellipsis.
-fn shortened(text: &str, limit: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= limit {
-        return line;
-    }
-    let mut cut: String = line.chars().take(limit).collect();
-    cut.push('…');
-    cut
 }

@@ -273,7 +273,7 @@ pub(crate) fn create_summary(checked: &CheckedSchedule, language: Language) -> S
             language,
             "prompt \"{}\"",
             "запрос «{}»",
-            shortened(prompt, SHOWN_PROMPT)
+            crate::redact::one_line(prompt, SHOWN_PROMPT)
         ),
         ScheduleAction::Skill { skill, .. } => {
             localized!(language, "skill {}", "навык {}", skill)
@@ -334,17 +334,6 @@ fn envelope_words(envelope: Option<&ScheduleEnvelope>, language: Language) -> St
         }
     }
     parts.join("; ")
-}
-
-/// `text` on one line, cut to `limit` characters with an ellipsis.
-fn shortened(text: &str, limit: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= limit {
-        return line;
-    }
-    let mut cut: String = line.chars().take(limit).collect();
-    cut.push('…');
-    cut
 }
 
 /// Arguments of `ListSchedules` (none).
