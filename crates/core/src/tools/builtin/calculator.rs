@@ -1,8 +1,8 @@
 //! Built-in tool `Calculator`: arithmetic for the model without `eval`.
 //!
 //! Owns a small recursive-descent parser (expression text -> [`Expression`] tree) and its
-//! evaluator, plus [`format_number`], the one place numbers become text for people (the data
-//! tools use it too, so `0.1 + 0.2` reads `0.3` everywhere).
+//! evaluator. Numbers become text through `souz_parse::numbers::format_number`, which the
+//! data tools use too, so `0.1 + 0.2` reads `0.3` everywhere.
 //!
 //! Grammar, loosest binding first:
 //!
@@ -23,6 +23,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+pub(crate) use souz_parse::numbers::format_number;
 use souz_protocol::{Risk, ToolCategory};
 
 use crate::tools::{
@@ -289,39 +290,6 @@ fn sine_degrees(degrees: f64) -> f64 {
         };
     }
     reduced.to_radians().sin()
-}
-
-/// Integers below this have at most 15 significant digits (and are exact in an `f64`).
-const EXACT_INTEGERS: f64 = 1e15;
-
-/// Formats a number for people: integers without decimals, others rounded to 15 significant
-/// digits (which hides binary noise such as `0.30000000000000004`), very large or very small
-/// magnitudes in scientific notation.
-pub(crate) fn format_number(value: f64) -> String {
-    if !value.is_finite() {
-        return value.to_string();
-    }
-    // An integer of at most 15 digits is its own rounding: print it as one (no decimal
-    // round trip, which costs more than the calculation).
-    if value.fract() == 0.0 && value.abs() < EXACT_INTEGERS {
-        // Integral and below 1e15: the conversion is exact (and -0 becomes 0).
-        return (value as i64).to_string();
-    }
-    format_by_rounding(value)
-}
-
-/// [`format_number`]'s general path, for a finite value: round to 15 significant digits
-/// through the decimal form, then print the shortest text that reads back as that rounded
-/// number.
-fn format_by_rounding(value: f64) -> String {
-    let rounded: f64 = format!("{value:.14e}").parse().unwrap_or(value);
-    let rounded = if rounded == 0.0 { 0.0 } else { rounded }; // no "-0"
-    let magnitude = rounded.abs();
-    if magnitude != 0.0 && !(1e-7..1e21).contains(&magnitude) {
-        return format!("{rounded:e}");
-    }
-    // `Display` for f64 prints integers without a fraction and never uses exponents.
-    rounded.to_string()
 }
 
 /// Parses an expression.

@@ -1,19 +1,16 @@
 //! Built-in tools: `WebPageText`, the readable text of a web page.
 //!
-//! Fetching goes through the sandbox's SSRF-safe client (`Sandbox::web`). HTML is reduced to
-//! its main content with `dom_smoothie` (a port of Mozilla's Readability: navigation, ads,
-//! scripts and footers dropped) rendered as Markdown; when no article can be found, the
-//! visible text of the page body is used instead. Text types are returned as they are; other
-//! content types are refused.
+//! Fetching goes through the sandbox's SSRF-safe client (`Sandbox::web`); the page becomes
+//! text in `souz_parse::html` (Readability's main content as Markdown, the body's visible
+//! text when no article stands out, text types as they are, other types refused).
 //!
-//! Invariants: the text is decoded with the page's declared charset (header, BOM or `<meta>`),
-//! and cut at `maxChars` characters with `truncated: true`; page text is untrusted data. Pages
-//! become trees only through [`document::bounded_document`] (bounded depth and size, whatever
-//! the page), and the work runs on a parse [`worker`](super::worker): bounded in time, stopped
-//! when the call is cancelled, never holding up shutdown.
+//! Invariants: the text is cut at `maxChars` characters with `truncated: true`; page text is
+//! untrusted data. Pages become trees only through `souz_parse::html::bounded_document`
+//! (bounded depth and size, whatever the page), and the work runs on a parse
+//! [`worker`](super::worker): bounded in time, stopped when the call is cancelled, never
+//! holding up shutdown.
 
-pub(crate) mod document;
-mod shape;
+pub(crate) use souz_parse::html::{self, PageError, PageText};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,9 +29,6 @@ use crate::tools::{
 pub(crate) const DEFAULT_MAX_CHARS: usize = 6000;
 /// Most characters a call may ask for.
 pub(crate) const MAX_MAX_CHARS: usize = 100_000;
-/// Elements Readability scores at most (more than the page's tree can have: see
-/// [`document::MAX_ELEMENTS`]).
-const MAX_ELEMENTS: usize = 200_000;
 /// Time a page may take to be reduced to text before the call gives up.
 pub(crate) const PAGE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -217,147 +211,23 @@ fn web_error(error: WebError) -> ToolError {
     }
 }
 
-/// A page reduced to text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PageText {
-    /// Its title.
-    pub title: Option<String>,
-    /// Its readable text.
-    pub text: String,
-}
-
-/// The readable text of a fetched page: main content of HTML, text types as they are.
-/// [`ToolError::Cancelled`] once `stop` is requested.
+/// The readable text of a fetched page (`souz_parse::html::readable_text`): main content of
+/// HTML, text types as they are. [`ToolError::Cancelled`] once `stop` is requested.
 pub(crate) fn readable_text(fetched: &Fetched, stop: &Stop) -> Result<PageText, ToolError> {
-    let media_type = fetched
-        .content_type
-        .as_deref()
-        .and_then(|value| value.split(';').next())
-        .map(|value| value.trim().to_ascii_lowercase());
-    let looks_like_html = || {
-        let start = &fetched.body[..fetched.body.len().min(1024)];
-        let start = String::from_utf8_lossy(start).to_ascii_lowercase();
-        start.contains("<html") || start.contains("<!doctype html")
-    };
-    let is_html = match media_type.as_deref() {
-        Some("text/html" | "application/xhtml+xml") => true,
-        Some(_) => false,
-        None => looks_like_html(),
-    };
-    let is_text = match media_type.as_deref() {
-        Some(media) => {
-            media.starts_with("text/")
-                || matches!(
-                    media,
-                    "application/json" | "application/xml" | "application/ld+json"
-                )
-                || media.ends_with("+json")
-                || media.ends_with("+xml")
-        }
-        None => std::str::from_utf8(&fetched.body).is_ok(),
-    };
-    if !is_html && !is_text {
-        return Err(ToolError::Failed(format!(
-            "{} is not a web page or text (content type {}); WebPageText reads HTML and text only",
-            fetched.url,
-            media_type.as_deref().unwrap_or("unknown")
-        )));
-    }
-    let decoded = decode(&fetched.body, fetched.content_type.as_deref(), is_html);
-    if !is_html {
-        return Ok(PageText {
-            title: None,
-            text: decoded.trim().to_owned(),
-        });
-    }
-    html_text(&decoded, fetched.url.as_str(), stop).ok_or(ToolError::Cancelled)
-}
-
-/// Decodes a body with the charset from the header, a BOM, or (HTML) a `<meta>` tag; UTF-8
-/// otherwise. Invalid sequences become U+FFFD.
-fn decode(body: &[u8], content_type: Option<&str>, is_html: bool) -> String {
-    let from_header = content_type.and_then(charset_parameter);
-    let from_meta = || {
-        let head = String::from_utf8_lossy(&body[..body.len().min(2048)]).to_ascii_lowercase();
-        let position = head.find("charset=")?;
-        let rest = head[position + "charset=".len()..].trim_start_matches(['"', '\'']);
-        let label: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
-            .collect();
-        Some(label)
-    };
-    let label = from_header.or_else(|| if is_html { from_meta() } else { None });
-    let encoding = label
-        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
-        .unwrap_or(encoding_rs::UTF_8);
-    // `decode` also honours a byte-order mark over the label, as browsers do.
-    let (text, _, _) = encoding.decode(body);
-    text.into_owned()
-}
-
-fn charset_parameter(content_type: &str) -> Option<String> {
-    content_type.split(';').skip(1).find_map(|parameter| {
-        let (name, value) = parameter.split_once('=')?;
-        name.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
-    })
-}
-
-/// Main content as Markdown; the body's visible text when no article stands out. `None`
-/// once `stop` is requested.
-fn html_text(html: &str, url: &str, stop: &Stop) -> Option<PageText> {
-    let stopped = || stop.is_requested();
-    let config = dom_smoothie::Config {
-        text_mode: dom_smoothie::TextMode::Markdown,
-        max_elements_to_parse: MAX_ELEMENTS,
-        ..dom_smoothie::Config::default()
-    };
-    let article = dom_smoothie::Readability::with_document(
-        document::bounded_document(html, &stopped)?,
-        Some(url),
-        Some(config.clone()),
+    html::readable_text(
+        &fetched.body,
+        fetched.content_type.as_deref(),
+        fetched.url.as_str(),
+        stop,
     )
-    .ok()
-    .and_then(|mut readability| readability.parse().ok());
-    if let Some(article) = article {
-        let text = tidy(&article.text_content);
-        if !text.is_empty() {
-            let title = Some(article.title.trim().to_owned()).filter(|title| !title.is_empty());
-            return Some(PageText { title, text });
-        }
-    }
-    // No article: strip what is never visible and keep the rest of the body's text.
-    let document = document::bounded_document(html, &stopped)?;
-    let title = document.select("title").text().trim().to_owned();
-    document
-        .select("script, style, noscript, template, svg, head")
-        .remove();
-    let text = tidy(&document.select("body").formatted_text());
-    Some(PageText {
-        title: Some(title).filter(|title| !title.is_empty()),
-        text,
+    .map_err(|error| match error {
+        PageError::NotText(media) => ToolError::Failed(format!(
+            "{} is not a web page or text (content type {media}); WebPageText reads HTML and \
+             text only",
+            fetched.url
+        )),
+        PageError::Stopped => ToolError::Cancelled,
     })
-}
-
-/// Trims lines and collapses runs of blank lines.
-fn tidy(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank_lines = 0;
-    for line in text.lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            blank_lines += 1;
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(if blank_lines > 0 { "\n\n" } else { "\n" });
-        }
-        blank_lines = 0;
-        out.push_str(line);
-    }
-    out
 }
 
 #[cfg(test)]

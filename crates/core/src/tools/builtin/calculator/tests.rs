@@ -276,25 +276,3 @@ async fn runs_through_the_catalog() {
     assert!(result.is_error);
     assert_eq!(result.text, "division by zero");
 }
-
-#[test]
-fn integers_print_as_the_rounding_would() {
-    let mut values = vec![0.0, -0.0, 1.0, -1.0, 14.0, 57984.0, -123_456.0];
-    for digits in 1..=16 {
-        let power = 10f64.powi(digits);
-        values.extend([power - 1.0, power, power + 1.0, -(power - 1.0), -power]);
-    }
-    // Integers with more than 15 digits take the general path, which rounds them.
-    values.extend([
-        999_999_999_999_999.0,
-        1e15 + 7.0,
-        2f64.powi(53) + 2.0,
-        1e20,
-        1e21,
-    ]);
-    for value in values {
-        assert_eq!(format_number(value), format_by_rounding(value), "{value}");
-    }
-    assert_eq!(format_number(-0.0), "0");
-    assert_eq!(format_number(1e15 + 7.0), "1000000000000010");
-}

@@ -29,7 +29,6 @@ use super::{Table, check_extension, write_new_file};
 use crate::sandbox::{Access, ResolvedPath};
 use crate::tools::builtin::calculator::format_number;
 use crate::tools::builtin::documents::resolve_readable_file;
-use crate::tools::builtin::documents::source::SourceFile;
 use crate::tools::builtin::documents::spreadsheet::{SpreadsheetFormat, Workbook};
 use crate::tools::builtin::worker::{PARSE_TIME_LIMIT, run_blocking};
 use crate::tools::{Language, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized};
@@ -199,7 +198,7 @@ impl Tool for CreatePlot {
         let input = resolve_readable_file(ctx, &args.path)?;
         // The data is read while planning, so the plan can name the columns and refuse a
         // chart that has nothing to draw before anyone is asked.
-        let source = SourceFile::open(&ctx.sandbox, &input.path)?;
+        let source = crate::tools::builtin::documents::open_source(&ctx.sandbox, &input.path)?;
         let table = run_blocking(&ctx.cancel, PARSE_TIME_LIMIT, move |_stop| {
             let format = SpreadsheetFormat::of(&source)?;
             Ok(Table::from_grid(

@@ -1,4 +1,3 @@
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -7,7 +6,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::fixtures::{self, Cell, TestHome, docx, paragraph};
-use super::source::SourceFile;
+use super::text::TEXT_CHAR_LIMIT;
 use super::*;
 use crate::approvals::CallTarget;
 use crate::tools::Catalog;
@@ -207,7 +206,7 @@ async fn pipes_and_devices_are_not_read() {
         "~/pipe.txt is not a regular file (a pipe or device), so it is not read"
     );
     // Opening it directly neither blocks nor reads.
-    let error = SourceFile::open(&home.ctx.sandbox, &fifo).unwrap_err();
+    let error = super::open_source(&home.ctx.sandbox, &fifo).unwrap_err();
     assert!(error.to_string().contains("not a regular file"), "{error}");
 }
 
@@ -250,34 +249,6 @@ async fn format_is_judged_by_content_not_name() {
     junk.extend(fixtures::pdf(&["after junk"]));
     home.write("junk.pdf", junk);
     assert!(content(&home.extract("junk.pdf").await.unwrap()).contains("after junk"));
-}
-
-#[tokio::test]
-async fn a_page_that_breaks_the_parser_costs_only_that_page() {
-    let home = Home::new();
-    // Without a MediaBox pdf-extract panics on every page; the panic stays inside the page.
-    let mut document = pdf_extract::Document::load_mem(&fixtures::pdf(&["one", "two"])).unwrap();
-    let pages = document
-        .catalog()
-        .unwrap()
-        .get(b"Pages")
-        .unwrap()
-        .as_reference()
-        .unwrap();
-    document
-        .get_object_mut(pages)
-        .unwrap()
-        .as_dict_mut()
-        .unwrap()
-        .remove(b"MediaBox");
-    let mut bytes = Vec::new();
-    document.save_to(&mut bytes).unwrap();
-    home.write("no-media-box.pdf", bytes);
-    let output = home.extract("no-media-box.pdf").await.unwrap();
-    assert_eq!(
-        content(&output),
-        "--- Page 1 ---\n(could not extract text: the page is malformed)\n\n--- Page 2 ---\n(could not extract text: the page is malformed)"
-    );
 }
 
 #[tokio::test]
@@ -628,108 +599,4 @@ async fn blocking_work_stops_on_cancel_and_timeout() {
             "the file could not be read: the parser failed on its contents".into()
         ))
     );
-}
-
-#[test]
-fn detects_kinds_from_contents() {
-    let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, bytes: &[u8]| -> PathBuf {
-        let path = dir.path().join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
-    let detect = |path: &Path| {
-        let file = std::fs::File::open(path).unwrap();
-        DocumentKind::detect(&SourceFile::from_file(file, path).unwrap()).unwrap()
-    };
-    assert_eq!(
-        detect(&write("a.bin", &fixtures::pdf(&["x"]))),
-        DocumentKind::Pdf
-    );
-    assert_eq!(detect(&write("a", &docx(""))), DocumentKind::Word);
-    assert_eq!(
-        detect(&write("b", &fixtures::pptx(&["x"], &[0]))),
-        DocumentKind::PowerPoint
-    );
-    assert_eq!(
-        detect(&write("c", &fixtures::xlsx(&[("S", (0, 0), vec![])]))),
-        DocumentKind::Spreadsheet(SpreadsheetFormat::Xlsx)
-    );
-    let ods = fixtures::package(&[
-        ("mimetype", "application/vnd.oasis.opendocument.spreadsheet"),
-        ("content.xml", "<x/>"),
-    ]);
-    assert_eq!(
-        detect(&write("d", &ods)),
-        DocumentKind::Spreadsheet(SpreadsheetFormat::Ods)
-    );
-    let odt = fixtures::package(&[
-        ("mimetype", "application/vnd.oasis.opendocument.text"),
-        ("content.xml", "<x/>"),
-    ]);
-    assert_eq!(detect(&write("e", &odt)), DocumentKind::OtherArchive);
-    assert_eq!(detect(&write("f.txt", b"hello")), DocumentKind::Text);
-}
-
-/// A workbook of two cells at opposite corners of Excel's grid (1,048,576 × 16,384): a dense
-/// copy of that sheet would need hundreds of gigabytes, which aborts the process instead of
-/// failing the call.
-#[tokio::test]
-async fn a_sheet_spanning_the_whole_grid_is_refused_not_allocated() {
-    let home = Home::new();
-    let mut workbook = rust_xlsxwriter::Workbook::new();
-    let sheet = workbook.add_worksheet();
-    sheet.write_string(0, 0, "corner").unwrap();
-    sheet.write_string(1_048_575, 16_383, "far corner").unwrap();
-    home.write("span.xlsx", workbook.save_to_buffer().unwrap());
-    let error = home.extract("span.xlsx").await.unwrap_err().to_string();
-    assert!(error.contains("too large"), "{error}");
-}
-
-/// OpenDocument sheets are expanded by calamine when the file opens (repeated rows and cells
-/// included): under a kilobyte can ask for 98 million cells (12 GiB), so they are measured
-/// first; padding without values, as spreadsheet programs write it, still reads.
-#[tokio::test]
-async fn open_document_sheets_repeated_past_the_grid_bound_are_refused_before_they_expand() {
-    let home = Home::new();
-    let value =
-        r#"<table:table-cell office:value-type="string"><text:p>x</text:p></table:table-cell>"#;
-    home.write(
-        "fill.ods",
-        fixtures::ods_table(
-            "S",
-            r#"<table:table-row table:number-rows-repeated="6000"><table:table-cell table:number-columns-repeated="16384" office:value-type="string"><text:p>x</text:p></table:table-cell></table:table-row>"#,
-        ),
-    );
-    home.write(
-        "corner.ods",
-        fixtures::ods_table(
-            "S",
-            &format!(
-                r#"<table:table-row>{value}</table:table-row><table:table-row table:number-rows-repeated="1048574"><table:table-cell/></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="16383"/>{value}</table:table-row>"#
-            ),
-        ),
-    );
-    home.write(
-        "padded.ods",
-        fixtures::ods_table(
-            "S",
-            r#"<table:table-row><table:table-cell office:value-type="string"><text:p>kept</text:p></table:table-cell><table:table-cell table:number-columns-repeated="1023"/></table:table-row><table:table-row table:number-rows-repeated="4000"><table:table-cell table:number-columns-repeated="1024"/></table:table-row>"#,
-        ),
-    );
-    // Five sheets of 2,000 × 2,000 each pass the sheet bound; calamine expands them all at
-    // once, so the workbook as a whole is measured too.
-    let sheet = format!(
-        r#"<table:table-row>{value}</table:table-row><table:table-row table:number-rows-repeated="1998"><table:table-cell/></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="1999"/>{value}</table:table-row>"#
-    );
-    let sheets = (2..=5).fold(sheet.clone(), |xml, number| {
-        format!(r#"{xml}</table:table><table:table table:name="S{number}">{sheet}"#)
-    });
-    home.write("sheets.ods", fixtures::ods_table("S1", &sheets));
-    for name in ["fill.ods", "corner.ods", "sheets.ods"] {
-        let error = home.extract(name).await.unwrap_err().to_string();
-        assert!(error.contains("too large"), "{name}: {error}");
-    }
-    let output = home.extract("padded.ods").await.unwrap();
-    assert_eq!(content(&output), "--- Sheet: S ---\nkept", "{output}");
 }

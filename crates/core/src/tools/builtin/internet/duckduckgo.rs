@@ -9,8 +9,8 @@ use reqwest::Url;
 use super::search::{SearchBackend, SearchFailure, SearchHit, SearchHttp, plain, with_query};
 use crate::tools::ToolError;
 use crate::tools::builtin::web::PAGE_TIME_LIMIT;
-use crate::tools::builtin::web::document::bounded_document;
 use crate::tools::builtin::worker::{Subject, run_worker};
+use souz_parse::html::bounded_document;
 
 /// Phrases of DuckDuckGo's anti-bot ("anomaly") page.
 const ANTI_BOT_MARKERS: &[&str] = &[

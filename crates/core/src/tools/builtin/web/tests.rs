@@ -223,27 +223,6 @@ async fn bad_arguments_are_clear_errors() {
 }
 
 #[test]
-fn charset_parameters_and_meta_tags_are_read() {
-    assert_eq!(
-        charset_parameter("text/html; Charset=\"ISO-8859-1\""),
-        Some("ISO-8859-1".to_owned())
-    );
-    assert_eq!(charset_parameter("text/html"), None);
-    let (latin1, _, _) =
-        encoding_rs::WINDOWS_1252.encode("<meta charset=\"windows-1252\"><p>café</p>");
-    assert!(decode(&latin1, None, true).contains("café"));
-    // A BOM wins over a wrong label, as in browsers.
-    let mut utf16 = vec![0xFF, 0xFE];
-    for unit in "hé".encode_utf16() {
-        utf16.extend_from_slice(&unit.to_le_bytes());
-    }
-    assert_eq!(
-        decode(&utf16, Some("text/plain; charset=iso-8859-1"), false),
-        "hé"
-    );
-}
-
-#[test]
 fn the_spec_is_read_only_network() {
     let fixture = fixture(Vec::new());
     let spec = fixture.tool().spec();

@@ -21,18 +21,18 @@ use zip::ZipArchive;
 
 use super::DocumentError;
 use super::text::tidy;
-use crate::tools::builtin::worker::Stop;
+use crate::worker::Stop;
 
 /// Largest uncompressed XML part read.
 const PART_BYTE_LIMIT: u64 = 64 << 20;
 /// Most slides a presentation may list (PowerPoint decks run to hundreds).
-pub(crate) const SLIDE_LIMIT: usize = 10_000;
+pub const SLIDE_LIMIT: usize = 10_000;
 /// Most relationships a presentation's part may declare.
 const RELATIONSHIP_LIMIT: usize = 100_000;
 
 /// A presentation's slides: how many it lists, and the text of those read.
 #[derive(Debug)]
-pub(crate) struct Slides {
+pub struct Slides {
     /// Slides listed.
     pub count: usize,
     /// Text of the first slides, in order, until `char_budget` characters were gathered.
@@ -40,9 +40,7 @@ pub(crate) struct Slides {
 }
 
 /// The text of a Word document's body.
-pub(crate) fn word_text<R: Read + Seek>(
-    archive: &mut ZipArchive<R>,
-) -> Result<String, DocumentError> {
+pub fn word_text<R: Read + Seek>(archive: &mut ZipArchive<R>) -> Result<String, DocumentError> {
     let xml = read_part(archive, "word/document.xml")?;
     let mut reader = Reader::from_str(&xml);
     let mut out = String::new();
@@ -112,7 +110,7 @@ pub(crate) fn word_text<R: Read + Seek>(
 
 /// The text of a presentation's slides, in presentation order, read until `char_budget`
 /// characters were gathered (so a deck listing one huge slide many times holds one copy).
-pub(crate) fn slide_texts<R: Read + Seek>(
+pub fn slide_texts<R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     stop: &Stop,
     char_budget: usize,
@@ -283,7 +281,7 @@ fn trim_trailing_spaces(out: &mut String) {
 }
 
 /// Reads one part of the package as text, refusing oversized parts.
-pub(crate) fn read_part<R: Read + Seek>(
+pub fn read_part<R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     name: &str,
 ) -> Result<String, DocumentError> {

@@ -8,15 +8,15 @@
 use encoding_rs::{Encoding, UTF_8};
 
 /// How many characters of text a reader returns at most (as the original).
-pub(crate) const TEXT_CHAR_LIMIT: usize = 50_000;
+pub const TEXT_CHAR_LIMIT: usize = 50_000;
 
 /// Bytes enough to hold [`TEXT_CHAR_LIMIT`] characters plus one in any supported encoding
 /// (at most 4 bytes a character), so that reading this many tells whether there is more.
-pub(crate) const TEXT_BYTE_BUDGET: usize = (TEXT_CHAR_LIMIT + 1) * 4;
+pub const TEXT_BYTE_BUDGET: usize = (TEXT_CHAR_LIMIT + 1) * 4;
 
 /// Text decoded from bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DecodedText {
+pub struct DecodedText {
     /// The text, without a byte-order mark.
     pub text: String,
     /// The encoding's name (`UTF-8`, `windows-1251`, ...).
@@ -26,11 +26,11 @@ pub(crate) struct DecodedText {
 /// Why bytes are not text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the file looks binary, not text")]
-pub(crate) struct NotText;
+pub struct NotText;
 
 /// Decodes `bytes`. `complete` says whether they are the whole file: a prefix may end inside
 /// a multi-byte character, which is then dropped instead of failing UTF-8 detection.
-pub(crate) fn decode(bytes: &[u8], complete: bool) -> Result<DecodedText, NotText> {
+pub fn decode(bytes: &[u8], complete: bool) -> Result<DecodedText, NotText> {
     if let Some((encoding, bom_length)) = Encoding::for_bom(bytes) {
         let text = decode_with(encoding, &bytes[bom_length..], complete);
         return checked(text, encoding);
@@ -86,7 +86,7 @@ fn checked(text: String, encoding: &'static Encoding) -> Result<DecodedText, Not
 }
 
 /// Keeps the first `limit` characters of `text`; returns whether anything was cut.
-pub(crate) fn truncate_chars(text: &mut String, limit: usize) -> bool {
+pub fn truncate_chars(text: &mut String, limit: usize) -> bool {
     match text.char_indices().nth(limit) {
         Some((byte_index, _)) => {
             text.truncate(byte_index);
@@ -98,7 +98,7 @@ pub(crate) fn truncate_chars(text: &mut String, limit: usize) -> bool {
 
 /// Squeezes runs of three or more line breaks into one blank line and trims each line's end:
 /// extractors leave layout noise that costs the model tokens and tells it nothing.
-pub(crate) fn tidy(text: &str) -> String {
+pub fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank_run = 0;
     for line in text.lines() {

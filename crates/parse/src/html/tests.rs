@@ -5,9 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::sandbox::net::Fetched;
-use crate::tools::builtin::web::readable_text;
-use crate::tools::builtin::worker::{Stop, WORKER_STACK_BYTES};
+use crate::worker::{Stop, WORKER_STACK_BYTES};
 
 /// Time one page may take, parse and Readability included, in a debug build on a busy machine
 /// (a bound to fail on, not a measurement: the release build takes a small fraction).
@@ -16,7 +14,7 @@ const PAGE_BOUND: Duration = Duration::from_secs(30);
 const MEMORY_BOUND_KIB: u64 = 1536 << 10;
 
 /// Hostile shapes, named. Each is a few hundred KB to ten MB: the fetch limit is 20 MiB.
-pub(crate) fn corpus() -> Vec<(&'static str, String)> {
+pub fn corpus() -> Vec<(&'static str, String)> {
     let nested = |open: &str, close: &str, depth: usize| {
         format!(
             "<html><body>{}deep text{}</body></html>",
@@ -107,13 +105,14 @@ fn deepest(document: &Document) -> usize {
     deepest
 }
 
-fn page(html: String) -> Fetched {
-    Fetched {
-        url: reqwest::Url::parse("https://hostile.example/page").unwrap(),
-        status: 200,
-        content_type: Some("text/html; charset=utf-8".to_owned()),
-        body: bytes::Bytes::from(html),
-    }
+/// The text of `html` served as a UTF-8 HTML page.
+fn page_text(html: &str, stop: &Stop) -> Result<PageText, PageError> {
+    readable_text(
+        html.as_bytes(),
+        Some("text/html; charset=utf-8"),
+        "https://hostile.example/page",
+        stop,
+    )
 }
 
 #[test]
@@ -127,8 +126,7 @@ fn hostile_pages_become_bounded_trees_and_text() {
                 let depth = deepest(&document);
                 let nodes = document.tree.len();
                 drop(document);
-                let fetched = page(html);
-                let text = readable_text(&fetched, &Stop::default());
+                let text = page_text(&html, &Stop::default());
                 let took = started.elapsed();
                 eprintln!("{name}: depth {depth}, {nodes} nodes, {took:?}");
                 assert!(depth <= MAX_TREE_DEPTH, "{name}: depth {depth}");
@@ -151,7 +149,7 @@ fn deep_content_keeps_its_text() {
         "<div>".repeat(20_000),
         "</div>".repeat(20_000)
     );
-    let page = readable_text(&page(html), &Stop::default()).unwrap();
+    let page = page_text(&html, &Stop::default()).unwrap();
     assert!(page.text.contains("start"), "{}", page.text);
     assert!(page.text.contains("the deepest words"), "{}", page.text);
 }
@@ -172,8 +170,26 @@ fn a_stop_ends_the_parse() {
     assert!(bounded_document(&html, &|| true).is_none());
     let stop = Stop::default();
     stop.request_for_tests();
+    assert_eq!(page_text(&html, &stop), Err(PageError::Stopped));
+}
+
+#[test]
+fn charset_parameters_and_meta_tags_are_read() {
     assert_eq!(
-        readable_text(&page(html), &stop),
-        Err(crate::tools::ToolError::Cancelled)
+        charset_parameter("text/html; Charset=\"ISO-8859-1\""),
+        Some("ISO-8859-1".to_owned())
+    );
+    assert_eq!(charset_parameter("text/html"), None);
+    let (latin1, _, _) =
+        encoding_rs::WINDOWS_1252.encode("<meta charset=\"windows-1252\"><p>café</p>");
+    assert!(decode(&latin1, None, true).contains("café"));
+    // A BOM wins over a wrong label, as in browsers.
+    let mut utf16 = vec![0xFF, 0xFE];
+    for unit in "hé".encode_utf16() {
+        utf16.extend_from_slice(&unit.to_le_bytes());
+    }
+    assert_eq!(
+        decode(&utf16, Some("text/plain; charset=iso-8859-1"), false),
+        "hé"
     );
 }

@@ -1,10 +1,10 @@
 //! The file a reader reads, opened once and checked on the handle.
 //!
-//! Invariants: the open is made beneath the path's root and follows no symlink at any level
-//! ([`crate::sandbox::beneath`]), so a folder swapped for a link after the check fails the
-//! open; it does not wait on a FIFO, and the
-//! "is it a regular file, how big is it" checks are made on the opened handle, so a file
-//! swapped for a link, a pipe or a device after the plan looked at it is refused, never read.
+//! Invariants: the caller opens the file (the daemon opens it beneath the path's root following
+//! no symlink at any level, so a folder swapped for a link after the check fails the open,
+//! without waiting on a FIFO), and the "is it a regular file, how big is it" checks are made
+//! on the opened handle, so a file swapped for a link, a pipe or a device after the plan
+//! looked at it is refused, never read.
 //! Every reader (format detection, PDF, ZIP packages, calamine, CSV) reads through this handle
 //! instead of opening the path again. (The file tools follow the same rule.)
 
@@ -13,25 +13,18 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::{DOCUMENT_BYTE_LIMIT, DocumentError, io_error};
-use crate::sandbox::Sandbox;
 
 /// A regular file opened for reading.
 #[derive(Debug)]
-pub(crate) struct SourceFile {
+pub struct SourceFile {
     file: File,
     path: PathBuf,
     size: u64,
 }
 
 impl SourceFile {
-    /// Opens `path` (already resolved by `sandbox`) beneath its root if it is a regular file.
-    pub(crate) fn open(sandbox: &Sandbox, path: &Path) -> Result<Self, DocumentError> {
-        let file = sandbox.beneath().open_read(path).map_err(io_error)?;
-        Self::from_file(file, path)
-    }
-
     /// Takes a file already opened (at `path`) if it is a regular file.
-    pub(crate) fn from_file(file: File, path: &Path) -> Result<Self, DocumentError> {
+    pub fn from_file(file: File, path: &Path) -> Result<Self, DocumentError> {
         let metadata = file.metadata().map_err(io_error)?;
         if !metadata.is_file() {
             return Err(DocumentError::Unsupported(
@@ -46,17 +39,17 @@ impl SourceFile {
     }
 
     /// The path it was opened at.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Its size in bytes when it was opened.
-    pub(crate) fn size(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         self.size
     }
 
     /// Whether its name ends in `.extension` (any case).
-    pub(crate) fn has_extension(&self, extension: &str) -> bool {
+    pub fn has_extension(&self, extension: &str) -> bool {
         self.path
             .extension()
             .is_some_and(|found| found.eq_ignore_ascii_case(extension))
@@ -64,14 +57,14 @@ impl SourceFile {
 
     /// A buffered reader from the start of the file. Readers share the handle's position, so
     /// use one at a time.
-    pub(crate) fn reader(&self) -> Result<BufReader<File>, DocumentError> {
+    pub fn reader(&self) -> Result<BufReader<File>, DocumentError> {
         let mut file = self.file.try_clone().map_err(io_error)?;
         file.seek(SeekFrom::Start(0)).map_err(io_error)?;
         Ok(BufReader::new(file))
     }
 
     /// At most `limit` bytes from the start; also says whether that was the whole file.
-    pub(crate) fn prefix(&self, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
+    pub fn prefix(&self, limit: usize) -> Result<(Vec<u8>, bool), DocumentError> {
         let mut bytes = Vec::new();
         self.reader()?
             .take(limit as u64 + 1)
@@ -84,7 +77,7 @@ impl SourceFile {
 
     /// The whole file, refused past `limit` bytes (checked on the handle and while reading, as
     /// the file may grow).
-    pub(crate) fn bytes(&self, limit: u64) -> Result<Vec<u8>, DocumentError> {
+    pub fn bytes(&self, limit: u64) -> Result<Vec<u8>, DocumentError> {
         self.check_size(limit)?;
         let mut bytes = Vec::with_capacity(usize::try_from(self.size).unwrap_or(0));
         self.reader()?
@@ -98,7 +91,7 @@ impl SourceFile {
     }
 
     /// Refuses a file over `limit` bytes.
-    pub(crate) fn check_size(&self, limit: u64) -> Result<(), DocumentError> {
+    pub fn check_size(&self, limit: u64) -> Result<(), DocumentError> {
         if self.size > limit {
             Err(too_large(self.size, limit))
         } else {
@@ -107,7 +100,7 @@ impl SourceFile {
     }
 
     /// Refuses a file over [`DOCUMENT_BYTE_LIMIT`].
-    pub(crate) fn check_document_size(&self) -> Result<(), DocumentError> {
+    pub fn check_document_size(&self) -> Result<(), DocumentError> {
         self.check_size(DOCUMENT_BYTE_LIMIT)
     }
 }

@@ -8,9 +8,9 @@ use pdf_extract::content::{Content, Operation};
 use pdf_extract::{Stream, dictionary};
 
 use super::*;
-use crate::tools::builtin::documents::fixtures::pdf;
-use crate::tools::builtin::documents::pdf::{Pdf, render_pages};
-use crate::tools::builtin::worker::Stop;
+use crate::documents::fixtures::pdf;
+use crate::documents::pdf::{Pdf, render_pages};
+use crate::worker::Stop;
 
 /// Time one file may take to be refused, in a debug build on a busy machine.
 const FILE_BOUND: Duration = Duration::from_secs(60);

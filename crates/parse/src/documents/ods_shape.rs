@@ -25,7 +25,7 @@ const CONTENT_BYTE_LIMIT: u64 = 256 << 20;
 /// Refuses a workbook whose sheets together reach past `max_area` cells (each counted from
 /// its first row and column) or hold more than `max_cells` cells with a value: calamine
 /// expands every sheet at once.
-pub(crate) fn check<R: Read + Seek>(
+pub fn check<R: Read + Seek>(
     source: R,
     max_cells: u64,
     max_area: u64,

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use flate2::{Compress, Compression, FlushCompress};
 use zip::write::SimpleFileOptions;
 
-use crate::tools::builtin::documents::fixtures::{docx, package, paragraph, pptx};
-use crate::tools::builtin::documents::source::SourceFile;
-use crate::tools::builtin::documents::{DocumentError, extract};
-use crate::tools::builtin::worker::Stop;
+use crate::documents::fixtures::{docx, package, paragraph, pptx};
+use crate::documents::source::SourceFile;
+use crate::documents::{DocumentError, extract};
+use crate::worker::Stop;
 
 /// Time one file may take, in a debug build on a busy machine.
 const FILE_BOUND: Duration = Duration::from_secs(60);

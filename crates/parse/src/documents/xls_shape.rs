@@ -41,7 +41,7 @@ const BYTES_PER_CHARACTER: u64 = 3;
 
 /// Measures the `.xls` in `source` and returns a new OLE container holding only its measured
 /// workbook stream; refuses one whose container or sheets are past the bounds.
-pub(crate) fn clean_workbook<R: Read + Seek>(mut source: R) -> Result<Vec<u8>, DocumentError> {
+pub fn clean_workbook<R: Read + Seek>(mut source: R) -> Result<Vec<u8>, DocumentError> {
     check_allocation_table(&mut source)?;
     source
         .seek(SeekFrom::Start(0))
@@ -158,7 +158,7 @@ fn check_allocation_table<R: Read + Seek>(source: &mut R) -> Result<(), Document
 }
 
 /// Walks the workbook stream's records as calamine does and refuses it past the bounds.
-pub(crate) fn measure(stream: &[u8]) -> Result<(), DocumentError> {
+pub fn measure(stream: &[u8]) -> Result<(), DocumentError> {
     let mut sheet_positions = Vec::new();
     let mut shared_strings: Vec<u16> = Vec::new();
     for record in Records::new(stream) {

@@ -14,9 +14,9 @@ use pdf_extract::content::Content;
 use pdf_extract::{Dictionary, Document, Object, ObjectId};
 
 /// Ancestors a page may have (real page trees are a few levels deep).
-pub(crate) const MAX_ANCESTORS: usize = 64;
+pub const MAX_ANCESTORS: usize = 64;
 /// Forms nested in forms (real files nest a handful).
-pub(crate) const MAX_FORM_DEPTH: usize = 32;
+pub const MAX_FORM_DEPTH: usize = 32;
 /// (form, resources) pairs looked at, at most.
 const MAX_FORM_STATES: usize = 10_000;
 
@@ -32,7 +32,7 @@ enum Owner {
 type State = (ObjectId, Owner);
 
 /// `Ok` when pdf-extract can walk page `page` within the bounds above; the reason otherwise.
-pub(crate) fn check_page(document: &Document, page: ObjectId) -> Result<(), String> {
+pub fn check_page(document: &Document, page: ObjectId) -> Result<(), String> {
     let page_resources = inherited_resources(document, page)?;
     let resources_of = |owner: Owner| match owner {
         Owner::Page => page_resources,

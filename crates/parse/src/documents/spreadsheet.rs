@@ -15,15 +15,15 @@ use calamine::{Data, Ods, Reader, Sheets, Xls, Xlsb, Xlsx};
 use super::source::SourceFile;
 use super::text::decode;
 use super::{DocumentError, DocumentKind};
-use crate::tools::builtin::calculator::format_number;
-use crate::tools::builtin::worker::Stop;
+use crate::numbers::format_number;
+use crate::worker::Stop;
 
 /// Largest CSV read whole, in bytes.
 const CSV_BYTE_LIMIT: u64 = 256 << 20;
 
 /// One cell's value.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum CellValue {
+pub enum CellValue {
     /// Nothing.
     Empty,
     /// A number.
@@ -40,7 +40,7 @@ pub(crate) enum CellValue {
 
 impl CellValue {
     /// The value as people read it.
-    pub(crate) fn display(&self) -> String {
+    pub fn display(&self) -> String {
         match self {
             Self::Empty => String::new(),
             Self::Number(value) => format_number(*value),
@@ -51,7 +51,7 @@ impl CellValue {
     }
 
     /// The value as a number: numbers, and text that reads as one (`1 234,5`, `-3.2e2`).
-    pub(crate) fn number(&self) -> Option<f64> {
+    pub fn number(&self) -> Option<f64> {
         match self {
             Self::Number(value) => Some(*value),
             Self::Text(text) => parse_number(text),
@@ -60,7 +60,7 @@ impl CellValue {
     }
 
     /// Whether the cell holds nothing (or only spaces).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         match self {
             Self::Empty => true,
             Self::Text(text) => text.trim().is_empty(),
@@ -109,7 +109,7 @@ fn render_duration(days: f64) -> String {
 
 /// Reads a number written by a person: spaces and no-break spaces as thousands separators, a
 /// decimal comma (`3,5`) or point, or both (`1.234,5` / `1,234.5`: the last one is decimal).
-pub(crate) fn parse_number(text: &str) -> Option<f64> {
+pub fn parse_number(text: &str) -> Option<f64> {
     let compact: String = text
         .trim()
         .chars()
@@ -138,7 +138,7 @@ pub(crate) fn parse_number(text: &str) -> Option<f64> {
 
 /// A sheet's used range.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Grid {
+pub struct Grid {
     /// Sheet name (the file name without extension for CSV).
     pub name: String,
     /// Absolute (row, column) of `rows[0][0]`, 0-based.
@@ -149,7 +149,7 @@ pub(crate) struct Grid {
 
 impl Grid {
     /// The cell at an absolute 0-based position, if inside the used range.
-    pub(crate) fn cell(&self, row: u32, column: u32) -> Option<&CellValue> {
+    pub fn cell(&self, row: u32, column: u32) -> Option<&CellValue> {
         let row = row.checked_sub(self.origin.0)? as usize;
         let column = column.checked_sub(self.origin.1)? as usize;
         self.rows.get(row)?.get(column)
@@ -161,7 +161,7 @@ impl Grid {
     }
 
     /// The rows as tab-separated lines, trailing empty cells left out.
-    pub(crate) fn render(&self) -> String {
+    pub fn render(&self) -> String {
         let mut out = String::new();
         for row in &self.rows {
             let used = row
@@ -181,7 +181,7 @@ impl Grid {
 
 /// Which reader a spreadsheet file needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SpreadsheetFormat {
+pub enum SpreadsheetFormat {
     /// Office Open XML workbook.
     Xlsx,
     /// Excel binary workbook.
@@ -196,7 +196,7 @@ pub(crate) enum SpreadsheetFormat {
 
 impl SpreadsheetFormat {
     /// The spreadsheet format of `path`, judged by its contents (CSV by its extension).
-    pub(crate) fn of(source: &SourceFile) -> Result<Self, DocumentError> {
+    pub fn of(source: &SourceFile) -> Result<Self, DocumentError> {
         let csv_extension = ["csv", "tsv", "txt"]
             .iter()
             .any(|extension| source.has_extension(extension));
@@ -211,7 +211,7 @@ impl SpreadsheetFormat {
 }
 
 /// A workbook open for reading sheets.
-pub(crate) struct Workbook {
+pub struct Workbook {
     source: Source,
 }
 
@@ -247,10 +247,7 @@ impl Seek for Input {
 
 impl Workbook {
     /// Opens `file`, which has `format`.
-    pub(crate) fn open(
-        file: &SourceFile,
-        format: SpreadsheetFormat,
-    ) -> Result<Self, DocumentError> {
+    pub fn open(file: &SourceFile, format: SpreadsheetFormat) -> Result<Self, DocumentError> {
         let open = || {
             file.check_document_size()?;
             file.reader().map(Input::File)
@@ -282,7 +279,7 @@ impl Workbook {
     }
 
     /// Sheet names in workbook order.
-    pub(crate) fn sheet_names(&self) -> Vec<String> {
+    pub fn sheet_names(&self) -> Vec<String> {
         match &self.source {
             Source::Calamine(sheets) => sheets.sheet_names(),
             Source::Csv(grid) => vec![grid.name.clone()],
@@ -291,7 +288,7 @@ impl Workbook {
 
     /// Reads a sheet by name (case-insensitive), or the first sheet. A CSV file has one sheet,
     /// which any name selects.
-    pub(crate) fn sheet(&mut self, name: Option<&str>) -> Result<Grid, DocumentError> {
+    pub fn sheet(&mut self, name: Option<&str>) -> Result<Grid, DocumentError> {
         let names = self.sheet_names();
         match &mut self.source {
             Source::Csv(grid) => Ok(grid.clone()),
@@ -317,7 +314,7 @@ impl Workbook {
     }
 
     /// Reads every sheet in order, stopping early if asked.
-    pub(crate) fn all_sheets(&mut self, stop: &Stop) -> Result<Vec<Grid>, DocumentError> {
+    pub fn all_sheets(&mut self, stop: &Stop) -> Result<Vec<Grid>, DocumentError> {
         match &mut self.source {
             Source::Csv(grid) => Ok(vec![grid.clone()]),
             Source::Calamine(sheets) => {
@@ -477,7 +474,7 @@ impl SparseCells {
 }
 
 /// Reads a CSV or TSV file into one grid.
-pub(crate) fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
+pub fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
     let bytes = file.bytes(CSV_BYTE_LIMIT)?;
     let text = decode(&bytes, true)
         .map_err(|_| DocumentError::Unsupported("the file is binary, not CSV text".into()))?
@@ -492,11 +489,7 @@ pub(crate) fn read_csv(file: &SourceFile) -> Result<Grid, DocumentError> {
 }
 
 /// Parses CSV text into a grid; `delimiter` is sniffed from the first line when not given.
-pub(crate) fn parse_csv(
-    text: &str,
-    name: String,
-    delimiter: Option<u8>,
-) -> Result<Grid, DocumentError> {
+pub fn parse_csv(text: &str, name: String, delimiter: Option<u8>) -> Result<Grid, DocumentError> {
     let delimiter = delimiter.unwrap_or_else(|| sniff_delimiter(text));
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)

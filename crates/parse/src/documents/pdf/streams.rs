@@ -27,14 +27,14 @@ use std::io::Read;
 use flate2::read::{DeflateDecoder, ZlibDecoder};
 use pdf_extract::{Dictionary, Document, Object, ObjectId};
 
-use crate::tools::builtin::documents::DocumentError;
+use crate::documents::DocumentError;
 
 /// Largest decoded stream kept (a page's content, a form, a font).
-pub(crate) const STREAM_BYTE_LIMIT: u64 = 64 << 20;
+pub const STREAM_BYTE_LIMIT: u64 = 64 << 20;
 /// Largest total of decoded streams kept for one file.
-pub(crate) const DOCUMENT_STREAM_BYTE_LIMIT: u64 = 256 << 20;
+pub const DOCUMENT_STREAM_BYTE_LIMIT: u64 = 256 << 20;
 /// Largest any stream of the raw file may inflate to (images included, which are only counted).
-pub(crate) const RAW_STREAM_BYTE_LIMIT: u64 = 256 << 20;
+pub const RAW_STREAM_BYTE_LIMIT: u64 = 256 << 20;
 
 /// Key of the marker that replaces a stream past a bound during loading.
 const REFUSED_KEY: &[u8] = b"SouzStreamRefused";
@@ -167,7 +167,7 @@ fn stream_starts(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 /// holds an object stream larger than [`ENCRYPTED_OBJECT_STREAM_LIMIT`] (lopdf decrypts and
 /// inflates those itself, where no filter reaches them; deflate expands at most about 1,032
 /// times, so a smaller one stays within the bound). Counts only: nothing decoded is kept.
-pub(crate) fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
+pub fn measure_raw(bytes: &[u8]) -> Result<(), DocumentError> {
     let encrypted = contains(bytes, b"/Encrypt");
     // Each dictionary is looked for only after the previous stream's data starts, so the
     // backward scans together read the file at most once (many `stream` keywords close
@@ -352,7 +352,7 @@ thread_local! {
 }
 
 /// Loads `bytes` with lopdf, every non-image stream decoded within bounds as it is read.
-pub(crate) fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
+pub fn load(bytes: &[u8]) -> Result<Document, DocumentError> {
     measure_raw(bytes)?;
     LOADING.set(Some(Budget {
         left: DOCUMENT_STREAM_BYTE_LIMIT,
@@ -389,7 +389,7 @@ fn load_filter(id: ObjectId, object: &mut Object) -> Option<(ObjectId, Object)> 
 
 /// Decodes the streams of an opened (decrypted) document that are still filtered, with what
 /// is left of its load's budget.
-pub(crate) fn decode_streams(document: &mut Document) -> Result<(), DocumentError> {
+pub fn decode_streams(document: &mut Document) -> Result<(), DocumentError> {
     let mut budget = LOADING.take().unwrap_or(Budget {
         left: DOCUMENT_STREAM_BYTE_LIMIT,
     });

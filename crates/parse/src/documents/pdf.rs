@@ -18,10 +18,10 @@ use pdf_extract::{Document, ObjectId, PlainTextOutput, output_doc_page};
 
 use super::DocumentError;
 use super::text::tidy;
-use crate::tools::builtin::worker::Stop;
+use crate::worker::Stop;
 
 /// An opened PDF.
-pub(crate) struct Pdf {
+pub struct Pdf {
     document: Document,
     /// Page numbers (1-based) and their objects, listed once.
     pages: BTreeMap<u32, ObjectId>,
@@ -30,7 +30,7 @@ pub(crate) struct Pdf {
 
 /// One page's text, or why it has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PageText {
+pub struct PageText {
     /// 1-based page number.
     pub number: u32,
     /// Its text (tidied), or the reason extraction failed.
@@ -39,7 +39,7 @@ pub(crate) struct PageText {
 
 impl Pdf {
     /// Parses a PDF from its bytes.
-    pub(crate) fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
+    pub fn load(bytes: &[u8]) -> Result<Self, DocumentError> {
         let mut document = streams::load(bytes)?;
         if document.is_encrypted() && document.decrypt("").is_err() {
             return Err(DocumentError::Encrypted);
@@ -55,12 +55,12 @@ impl Pdf {
     }
 
     /// Number of pages.
-    pub(crate) fn page_count(&self) -> u32 {
+    pub fn page_count(&self) -> u32 {
         self.page_count
     }
 
     /// Text of the pages in `pages` (1-based, within the page count), stopping early if asked.
-    pub(crate) fn pages(
+    pub fn pages(
         &self,
         pages: RangeInclusive<u32>,
         stop: &Stop,
@@ -98,7 +98,7 @@ impl Pdf {
 }
 
 /// Renders pages as the readers show them: a marker line per page, then its text.
-pub(crate) fn render_pages(pages: &[PageText]) -> String {
+pub fn render_pages(pages: &[PageText]) -> String {
     let mut out = String::new();
     for page in pages {
         if !out.is_empty() {

@@ -5,8 +5,8 @@ use pdf_extract::content::Operation;
 use pdf_extract::{Stream, dictionary};
 
 use super::*;
-use crate::tools::builtin::documents::pdf::Pdf;
-use crate::tools::builtin::worker::Stop;
+use crate::documents::pdf::Pdf;
+use crate::worker::Stop;
 
 /// A content stream that shows `text` and then draws the forms `names`.
 fn content(text: &str, names: &[&str]) -> Vec<u8> {

@@ -3,13 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::*;
-use crate::tools::builtin::documents::fixtures::{
-    TestHome, biff, xls_container, xls_number, xls_shared_label, xls_stream,
+use crate::documents::fixtures::{
+    biff, extract_file, xls_container, xls_number, xls_shared_label, xls_stream,
 };
-use crate::tools::builtin::documents::register;
 
 /// Time one file may take to be refused, in a debug build on a busy machine.
 const FILE_BOUND: Duration = Duration::from_secs(30);
@@ -123,15 +120,9 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, &'static str)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_workbooks_are_refused_before_calamine_builds_them() {
-    let home = TestHome::new(register);
     for (name, bytes, reason) in corpus() {
-        home.write("hostile.xls", &bytes);
         let started = Instant::now();
-        let error = home
-            .call(
-                "ExtractTextFromFile",
-                json!({ "filePath": "~/hostile.xls" }),
-            )
+        let error = extract_file("hostile.xls", &bytes)
             .await
             .unwrap_err()
             .to_string();
@@ -148,7 +139,6 @@ async fn hostile_workbooks_are_refused_before_calamine_builds_them() {
 
 #[tokio::test]
 async fn an_ordinary_workbook_still_reads() {
-    let home = TestHome::new(register);
     let stream = xls_stream(
         &["Имя", "Сумма"],
         &[
@@ -168,12 +158,9 @@ async fn an_ordinary_workbook_still_reads() {
         ],
         None,
     );
-    home.write("book.xls", xls_container(&stream));
-    let output = home
-        .call("ExtractTextFromFile", json!({ "filePath": "~/book.xls" }))
+    let output = extract_file("book.xls", &xls_container(&stream))
         .await
-        .unwrap()
-        .text;
+        .unwrap();
     assert!(stream.len() > 4096, "a stream past the mini stream");
     assert!(output.contains("Sheets: 2"), "{output}");
     assert!(output.contains("\n498\n499"), "{output}");

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 /// The bounds of [`bound_shape`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ShapeLimits {
+pub struct ShapeLimits {
     /// Most elements open at once.
     pub max_depth: usize,
     /// Most start tags kept.
@@ -143,7 +143,7 @@ struct Tag {
 }
 
 /// Rewrites `html` so that the tree built from it stays within `limits`; see the module docs.
-pub(crate) fn bound_shape(html: &str, limits: ShapeLimits) -> String {
+pub fn bound_shape(html: &str, limits: ShapeLimits) -> String {
     let mut shaper = Shaper {
         html,
         out: String::with_capacity(html.len()),
