@@ -58,6 +58,8 @@ pub(crate) struct Ending<'a> {
     pub stop: Option<Stop>,
     /// The person's language.
     pub language: Language,
+    /// Tokens of summary attempts that failed.
+    pub summary_usage: Usage,
 }
 
 /// What a context of any node type holds that an outcome needs.
@@ -147,6 +149,7 @@ pub(crate) fn conclude(
                 });
                 outcome.history = context.history;
                 outcome.usage = context.usage;
+                outcome.usage.add(ending.summary_usage);
             }
         }
         Err(error) => {

@@ -31,19 +31,78 @@ pub(crate) struct Services {
     pub bundles: Arc<dyn SkillBundles>,
     /// Background facts for the prompt.
     pub context: Arc<dyn ContextSource>,
-    /// Models whose classifier answer failed at least once (their later failures are not
-    /// logged as warnings again).
-    pub classifier_failures: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How each model's classifier has been answering (see [`ClassifierHealth`]).
+    pub classifier_health: std::sync::Mutex<std::collections::HashMap<String, ClassifierHealth>>,
+}
+
+/// Failures in a row after which a model's classifier is not asked for a while: a small model
+/// that misses the format twice running misses it every turn, and each miss is a request the
+/// person waits for.
+pub(crate) const CLASSIFIER_FAILURES_TO_REST: u32 = 2;
+/// How long a model's classifier rests after [`CLASSIFIER_FAILURES_TO_REST`] failures in a
+/// row (then it is asked again: a model may be swapped behind the same name, or a server
+/// restarted).
+pub(crate) const CLASSIFIER_REST: Duration = Duration::from_secs(30 * 60);
+
+/// One model's record as a classifier.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClassifierHealth {
+    /// Whether it ever failed (its first failure is logged as a warning, later ones not).
+    pub failed_before: bool,
+    /// Failures since its last readable answer.
+    pub failures_in_a_row: u32,
+    /// Until when it is not asked.
+    pub resting_until: Option<std::time::Instant>,
+}
+
+/// What a classifier failure meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClassifierFailure {
+    /// Whether the model had failed before.
+    pub again: bool,
+    /// Whether the model now rests (not asked for [`CLASSIFIER_REST`]).
+    pub resting: bool,
 }
 
 impl Services {
-    /// Notes that `model`'s classifier failed; whether it had failed before.
-    pub(crate) fn classifier_failed(&self, model: &str) -> bool {
-        !self
-            .classifier_failures
+    fn classifier_health<T>(&self, model: &str, f: impl FnOnce(&mut ClassifierHealth) -> T) -> T {
+        let mut health = self
+            .classifier_health
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(model.to_owned())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(health.entry(model.to_owned()).or_default())
+    }
+
+    /// Whether `model`'s classifier should be asked now (not while it rests).
+    pub(crate) fn classifier_awake(&self, model: &str) -> bool {
+        self.classifier_health(model, |health| {
+            health
+                .resting_until
+                .is_none_or(|until| std::time::Instant::now() >= until)
+        })
+    }
+
+    /// Notes a readable answer from `model`'s classifier.
+    pub(crate) fn classifier_answered(&self, model: &str) {
+        self.classifier_health(model, |health| {
+            health.failures_in_a_row = 0;
+            health.resting_until = None;
+        });
+    }
+
+    /// Notes that `model`'s classifier failed.
+    pub(crate) fn classifier_failed(&self, model: &str) -> ClassifierFailure {
+        self.classifier_health(model, |health| {
+            let again = health.failed_before;
+            health.failed_before = true;
+            health.failures_in_a_row += 1;
+            let resting = health.failures_in_a_row >= CLASSIFIER_FAILURES_TO_REST;
+            if resting {
+                health.failures_in_a_row = 0;
+                health.resting_until = Some(std::time::Instant::now() + CLASSIFIER_REST);
+            }
+            ClassifierFailure { again, resting }
+        })
     }
 }
 
@@ -82,6 +141,9 @@ pub(crate) struct TurnScope {
     pub parking: Option<super::gate_call::Parking>,
     /// The turn's count of calls and its stop, once a limit is reached.
     pub watch: super::limits::Watch,
+    /// Tokens the turn's failed summary attempts used: their context is dropped with the
+    /// error, so they are kept here and counted when the turn keeps its answer unsummarized.
+    pub summary_usage: std::sync::Mutex<crate::llm::Usage>,
 }
 
 impl TurnScope {

@@ -204,7 +204,7 @@ impl Agents {
                     mcp: parts.mcp,
                     bundles: parts.bundles,
                     context: parts.context,
-                    classifier_failures: Default::default(),
+                    classifier_health: Default::default(),
                 }),
                 sessions: Sessions::new(parts.store),
                 models: parts.models,
@@ -584,6 +584,7 @@ impl Turn {
             attempts: std::sync::atomic::AtomicU64::new(0),
             parking: self.unattended.clone().map(Parking::new),
             watch: Watch::new(self.limits),
+            summary_usage: Mutex::new(Usage::default()),
         })
     }
 
@@ -716,6 +717,10 @@ impl Turn {
             undelivered,
             stop: scope.watch.stopped(),
             language: self.language,
+            summary_usage: *scope
+                .summary_usage
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         };
         let mut outcome = conclude(ending, result);
         outcome.parked = scope.parking.as_ref().and_then(Parking::parked);

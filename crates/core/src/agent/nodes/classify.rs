@@ -13,7 +13,10 @@
 //! original tried twice; a small model that misses the format once misses it again, and each
 //! miss ran to the output limit). The first failure of a model is logged as a warning, later
 //! ones of the same model only at debug level, so a model that never classifies does not fill
-//! the log one line per turn. The tokens a failed attempt used still count for the turn.
+//! the log one line per turn. After two failures in a row the model is not asked for half an
+//! hour (the local result stands alone), so a model that cannot classify costs two requests,
+//! not one every turn; a readable answer resets the count. The tokens a failed attempt used
+//! still count for the turn.
 
 use std::sync::{Arc, LazyLock};
 
@@ -24,7 +27,7 @@ use crate::agent::context::{
     AgentContext, current_user_index, is_injected_context, is_injected_memory,
 };
 use crate::agent::prompts::classifier_prompt;
-use crate::agent::scope::TurnScope;
+use crate::agent::scope::{CLASSIFIER_FAILURES_TO_REST, CLASSIFIER_REST, TurnScope};
 use crate::agent::skills::{by_category, enabled_tools, model_spec, parse_category};
 use crate::graph::BoxError;
 use crate::llm::{ChatRequest, LlmError, Message, complete};
@@ -254,24 +257,40 @@ pub(crate) async fn classify(
     let groups = by_category(&tools);
     let available: Vec<ToolCategory> = groups.keys().copied().collect();
     let local = classify_locally(&context.user_input, &available);
-    let choices = match ask_model(&scope, &mut context, &available).await {
-        Ok(answer) => combine(&local, &answer),
-        Err(LlmError::Cancelled) if scope.cancel.is_cancelled() => {
-            return Err(Box::new(crate::graph::Cancelled));
-        }
-        Err(error) => {
-            let model = &scope.model.label;
-            if scope.services.classifier_failed(model) {
-                tracing::debug!(%error, %model, "the model classifier failed again");
-            } else {
-                tracing::warn!(
-                    %error,
-                    %model,
-                    "the model classifier failed; using the local classification (logged once \
-                     per model)"
-                );
+    let model = &scope.model.label;
+    let choices = if !scope.services.classifier_awake(model) {
+        local
+    } else {
+        match ask_model(&scope, &mut context, &available).await {
+            Ok(answer) => {
+                scope.services.classifier_answered(model);
+                combine(&local, &answer)
             }
-            local
+            Err(LlmError::Cancelled) if scope.cancel.is_cancelled() => {
+                return Err(Box::new(crate::graph::Cancelled));
+            }
+            Err(error) => {
+                let failure = scope.services.classifier_failed(model);
+                if failure.again {
+                    tracing::debug!(%error, %model, "the model classifier failed again");
+                } else {
+                    tracing::warn!(
+                        %error,
+                        %model,
+                        "the model classifier failed; using the local classification (logged \
+                         once per model)"
+                    );
+                }
+                if failure.resting {
+                    tracing::info!(
+                        %model,
+                        minutes = CLASSIFIER_REST.as_secs() / 60,
+                        "the model classifier failed {CLASSIFIER_FAILURES_TO_REST} times in a \
+                         row; classifying locally for a while"
+                    );
+                }
+                local
+            }
         }
     };
     let chosen = selected(&choices, &available);

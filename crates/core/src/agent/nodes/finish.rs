@@ -90,7 +90,17 @@ async fn summarize(
             }))
         }
         Err(LlmError::Cancelled) if scope.cancel.is_cancelled() => Err(Box::new(Cancelled)),
-        Err(error) => Err(Box::new(error)),
+        Err(error) => {
+            // A cut summary used its tokens; this context dies with the error, the scope not.
+            if let LlmError::CutOff { used, .. } = &error {
+                scope
+                    .summary_usage
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .add(*used);
+            }
+            Err(Box::new(error))
+        }
     }
 }
 

@@ -307,3 +307,99 @@ async fn a_turn_cut_at_the_output_limit_reports_the_tokens_it_used() {
         "the trace reads this record"
     );
 }
+
+#[tokio::test]
+async fn a_classifier_failing_twice_in_a_row_rests_and_a_good_answer_resets_the_count() {
+    let f = fixture().await;
+    // Fails, answers, fails, fails (two in a row: it rests), then is not asked.
+    for (classifier, reply) in [
+        (Some("not a classification"), "one"),
+        (Some("FILES 90"), "two"),
+        (Some("still not one"), "three"),
+        (Some("nor this"), "four"),
+        (None, "five"),
+    ] {
+        if let Some(answer) = classifier {
+            f.llm.push_text(answer);
+        }
+        f.llm.push_text(reply);
+    }
+    for input in [
+        "rename the file a",
+        "rename the file b",
+        "rename the file c",
+        "rename the file d",
+        "rename the file e",
+    ] {
+        let (outcome, _) = f.run(graph("chat-rest", input)).await;
+        assert_eq!(outcome.status, TurnStatus::Completed);
+    }
+
+    let requests = f.llm.requests();
+    assert_eq!(f.llm.remaining(), 0, "every scripted answer was asked for");
+    let asked: Vec<bool> = requests
+        .iter()
+        .map(|request| request.max_tokens == Some(MAX_ANSWER_TOKENS))
+        .collect();
+    assert_eq!(
+        asked,
+        [true, false, true, false, true, false, true, false, false],
+        "the good answer reset the count; the second failure in a row put it to rest"
+    );
+    let mut shown = advertised(requests.last().unwrap());
+    shown.retain(|name| !core_names().contains(name));
+    assert_eq!(
+        shown,
+        ["ReadNote", "WriteNote"],
+        "a resting classifier leaves the local classification"
+    );
+}
+
+#[tokio::test]
+async fn a_summary_cut_at_the_output_limit_still_counts_its_tokens() {
+    let f = fixture().await;
+    // An answer that fills the window, then both summary attempts are cut.
+    f.llm.push_events(vec![
+        Ok(StreamEvent::TextDelta("a long answer".into())),
+        Ok(StreamEvent::Usage(Usage {
+            input_tokens: 3500,
+            output_tokens: 100,
+            cached_input_tokens: 0,
+        })),
+        Ok(StreamEvent::Finish(FinishReason::Stop)),
+    ]);
+    f.llm.push_error(LlmError::CutOff {
+        provider: crate::llm::ProviderId::Local,
+        limit: 500,
+        used: Usage {
+            input_tokens: 3700,
+            output_tokens: 500,
+            cached_input_tokens: 0,
+        },
+    });
+    let request = TurnRequest {
+        context_size: Some(4000),
+        ..skills("chat-summary-cut", "tell me")
+    };
+    let (outcome, _) = f.run(request).await;
+
+    assert_eq!(
+        f.llm.requests().len(),
+        2,
+        "one answer and one summary attempt (a cut one is not retried)"
+    );
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    assert_eq!(outcome.reply.unwrap().text, "a long answer");
+    let expected = Usage {
+        input_tokens: 7200,
+        output_tokens: 600,
+        cached_input_tokens: 0,
+    };
+    assert_eq!(outcome.usage, expected, "the cut summary's tokens count");
+    let turns = f.agents.sessions().turns("chat-summary-cut").await.unwrap();
+    assert_eq!(
+        turns[0].usage,
+        Some(expected),
+        "the trace reads this record"
+    );
+}
