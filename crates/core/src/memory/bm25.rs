@@ -89,16 +89,28 @@ struct Match {
     length: u64,
 }
 
+/// A query's matches, best first, and what a match of every stem would score.
+#[derive(Debug, Default)]
+pub(super) struct Ranked {
+    /// Rowids with their bm25 scores, best first.
+    pub scored: Vec<(i64, f64)>,
+    /// The score of a fact of average length holding every stem of the query: the sum of the
+    /// stems' idfs, a stem no fact holds counting most. A match's score over it is how much of
+    /// the query's evidence the match holds, whatever the other matches hold.
+    pub whole: f64,
+}
+
 /// The rowids of the index's rows holding any of `terms` (FTS5 phrases, see
 /// `text::match_terms`), best bm25 first (ties: the newer row first), at most `keep`.
 pub(super) fn ranked(
     connection: &Connection,
     terms: &[String],
     keep: usize,
-) -> rusqlite::Result<Vec<(i64, f64)>> {
+) -> rusqlite::Result<Ranked> {
     let Some((rows, average)) = averages(connection)?.filter(|_| keep > 0) else {
-        return Ok(Vec::new());
+        return Ok(Ranked::default());
     };
+    let mut whole = 0.0;
     let mut statement = connection.prepare_cached(MATCHES)?;
     let mut matches: HashMap<i64, Match> = HashMap::new();
     for term in terms {
@@ -111,6 +123,7 @@ pub(super) fn ranked(
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let idf = idf(rows, found.len());
+        whole += idf;
         for (rowid, length) in found {
             matches
                 .entry(rowid)
@@ -133,7 +146,7 @@ pub(super) fn ranked(
         scored.truncate(keep);
     }
     scored.sort_unstable_by(best_first);
-    Ok(scored)
+    Ok(Ranked { scored, whole })
 }
 
 #[cfg(test)]

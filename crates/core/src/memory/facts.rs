@@ -710,8 +710,11 @@ pub(crate) fn list_query(filter: &Filter) -> (String, Vec<String>) {
 const LEXICAL_OVERFETCH: usize = 8;
 
 /// Active facts of `owner` in `scopes` whose stemmed text holds any of the FTS5 phrases
-/// `terms`, best bm25 first ([`bm25::ranked`]), at most `limit`. Every match is ranked, the
-/// best `LEXICAL_OVERFETCH` × `limit` are read by rowid and filtered.
+/// `terms`, best bm25 first ([`bm25::ranked`]), at most `limit`, each with its bm25 score
+/// over the query's whole (what a fact holding every stem would score): the share of the
+/// query's evidence it holds, about 0 for a fact holding only common stems, about 1 (a little
+/// more for a short fact) for one holding them all. Every match is ranked, the best
+/// `LEXICAL_OVERFETCH` × `limit` are read by rowid and filtered.
 pub fn lexical(
     connection: &Connection,
     owner: &str,
@@ -719,8 +722,11 @@ pub fn lexical(
     terms: &[String],
     limit: usize,
 ) -> rusqlite::Result<Vec<(Fact, f64)>> {
-    let ranked = bm25::ranked(connection, terms, limit.saturating_mul(LEXICAL_OVERFETCH))?;
-    if ranked.is_empty() {
+    let bm25::Ranked {
+        scored: ranked,
+        whole,
+    } = bm25::ranked(connection, terms, limit.saturating_mul(LEXICAL_OVERFETCH))?;
+    if ranked.is_empty() || whole <= 0.0 {
         return Ok(Vec::new());
     }
     let rowids: Vec<i64> = ranked.iter().map(|(rowid, _)| *rowid).collect();
@@ -735,7 +741,7 @@ pub fn lexical(
         .collect::<rusqlite::Result<_>>()?;
     let kept: Vec<(&str, f64)> = ranked
         .iter()
-        .filter_map(|(rowid, score)| Some((readable.get(rowid)?.as_str(), *score)))
+        .filter_map(|(rowid, score)| Some((readable.get(rowid)?.as_str(), *score / whole)))
         .take(limit)
         .collect();
     let ids: Vec<&str> = kept.iter().map(|(id, _)| *id).collect();

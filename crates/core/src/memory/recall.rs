@@ -3,7 +3,9 @@
 //! the most identifiers first), lexical (FTS5 over stemmed text, bm25), dense (cosine over
 //! stored vectors) and priority (pinned facts that share a term) — fused by weighted
 //! reciprocal rank (3.0, 1.4, 1.0, 0.7 over `60 + rank`; a lexical candidate's share is scaled
-//! by its bm25 score over the best one's), scaled up a little by confidence, importance,
+//! by the share of the query's evidence it holds, its bm25 score over what a fact holding every
+//! query stem would score, and a dense candidate's by where its similarity stands between the
+//! list's lowest and best), scaled up a little by confidence, importance,
 //! pinning and scope, filtered, deduplicated by canonical key or content hash, and cut to a
 //! count and a token budget.
 //!
@@ -241,15 +243,34 @@ fn ranked_only(facts: Vec<Fact>) -> Vec<(Fact, f64)> {
     facts.into_iter().map(|fact| (fact, 1.0)).collect()
 }
 
-/// Scored facts, best first, with each score over the best one's: how much of a rank's share a
-/// lexical candidate earns. bm25 adds up the idfs of the stems a fact holds, so a fact holding
-/// only common stems ("user") earns next to nothing even at a high rank.
-fn relative(scored: Vec<(Fact, f64)>) -> Vec<(Fact, f64)> {
+/// Lexical candidates, best first, each with how much of a rank's share it earns: the share of
+/// the query's evidence it holds (`facts::lexical`), at most 1. bm25 adds up the idfs of the
+/// stems a fact holds, so a fact holding only common stems ("user") earns next to nothing even
+/// at the top of the list, and when the words that matter match nothing (a question in another
+/// language than the fact) no lexical candidate crowds out what the dense source found.
+fn evidence_shares(scored: Vec<(Fact, f64)>) -> Vec<(Fact, f64)> {
+    scored
+        .into_iter()
+        .map(|(fact, share)| (fact, share.clamp(0.0, 1.0)))
+        .collect()
+}
+
+/// Dense candidates, best first, each with how much of a rank's share it earns: its cosine
+/// similarity placed between the list's lowest (0) and best (1). Embedding models give every
+/// pair of texts a similarity in a narrow band (multilingual-e5 about 0.75 to 0.9), so the
+/// rank alone says nothing of how far the best stands above the rest; this does.
+fn similarity_shares(scored: Vec<(Fact, f64)>) -> Vec<(Fact, f64)> {
     let best = scored.first().map_or(0.0, |(_, score)| *score);
+    let lowest = scored.last().map_or(0.0, |(_, score)| *score);
+    let span = best - lowest;
     scored
         .into_iter()
         .map(|(fact, score)| {
-            let share = if best > 0.0 { score / best } else { 1.0 };
+            let share = if span > f64::EPSILON {
+                (score - lowest) / span
+            } else {
+                1.0
+            };
             (fact, share.clamp(0.0, 1.0))
         })
         .collect()
@@ -408,7 +429,7 @@ pub(crate) fn select<L, D>(
 ) -> rusqlite::Result<(Vec<Selected>, Trace)>
 where
     L: FnOnce() -> Vec<(Fact, f64)>,
-    D: FnOnce(&Connection) -> rusqlite::Result<Vec<Fact>>,
+    D: FnOnce(&Connection) -> rusqlite::Result<Vec<(Fact, f64)>>,
 {
     let context = query.context;
     let owner = context.owner.as_str();
@@ -440,8 +461,8 @@ where
 
     let mut fused: Vec<(f64, Fused)> = fuse(vec![
         ("exact", 3.0, ranked_only(exact)),
-        ("lexical", 1.4, relative(lexical)),
-        ("dense", 1.0, ranked_only(dense)),
+        ("lexical", 1.4, evidence_shares(lexical)),
+        ("dense", 1.0, similarity_shares(dense)),
         ("priority", 0.7, ranked_only(priority)),
     ])
     .into_iter()

@@ -215,7 +215,10 @@ pub async fn recall_at_5(memory: &Memory, set: &RecallSet) -> Result<Figures, Me
         if found {
             figure.found += 1;
         } else {
-            let titles: Vec<&str> = selected.iter().map(|c| c.fact.title.as_str()).collect();
+            let titles: Vec<String> = selected
+                .iter()
+                .map(|c| format!("{} {:.4} {:?}", c.fact.title, c.score, c.sources))
+                .collect();
             missed.push(format!("{} -> {titles:?}", query.text));
         }
     }

@@ -6,14 +6,14 @@ use rusqlite::Connection;
 
 use super::*;
 
-/// The dense candidates of `query`, best first, checked against the database; the vector
-/// index is loaded first when it holds another model or dimension.
+/// The dense candidates of `query`, best first, with their cosine similarities, checked against
+/// the database; the vector index is loaded first when it holds another model or dimension.
 pub(super) fn dense_search(
     connection: &Connection,
     index: &std::sync::RwLock<VectorIndex>,
     query: &recall::Query<'_>,
     vector: &QueryVector,
-) -> rusqlite::Result<Vec<Fact>> {
+) -> rusqlite::Result<Vec<(Fact, f64)>> {
     let scopes = recall::query_scopes(query);
     let dense = DenseQuery {
         owner: &query.context.owner,
@@ -39,7 +39,10 @@ pub(super) fn dense_search(
             index.search(connection, &dense)?
         }
     };
-    Ok(hits.into_iter().map(|(fact, _)| fact).collect())
+    Ok(hits
+        .into_iter()
+        .map(|(fact, score)| (fact, f64::from(score)))
+        .collect())
 }
 
 /// The lexical candidates ranked on another reader connection while the recall's own reads

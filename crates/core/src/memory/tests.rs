@@ -1266,7 +1266,7 @@ async fn lexical_scores_are_fts5s_own_bm25() {
             .unwrap();
     }
     let terms = text::match_terms("tea coffee rust", 2, 8);
-    let (ours, theirs, top) = store
+    let (ours, theirs, top, whole) = store
         .read(move |connection| {
             let ours = facts::lexical(connection, "local", &[Scope::global()], &terms, 40)?;
             let top = facts::lexical(connection, "local", &[Scope::global()], &terms, 2)?;
@@ -1278,17 +1278,31 @@ async fn lexical_scores_are_fts5s_own_bm25() {
                 )?
                 .query_map([terms.join(" OR ")], |row| Ok((row.get(0)?, row.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok::<_, StoreError>((ours, theirs, top))
+            // The query's whole: FTS5's idf of each stem, summed.
+            let rows: f64 =
+                connection.query_row("SELECT count(*) FROM memory_facts_fts", [], |row| {
+                    row.get(0)
+                })?;
+            let mut whole = 0.0;
+            for term in &terms {
+                let hits: f64 = connection.query_row(
+                    "SELECT count(*) FROM memory_facts_fts WHERE memory_facts_fts MATCH ?1",
+                    [term],
+                    |row| row.get(0),
+                )?;
+                whole += ((rows - hits + 0.5) / (hits + 0.5)).ln();
+            }
+            Ok::<_, StoreError>((ours, theirs, top, whole))
         })
         .await
         .unwrap();
     assert_eq!(ours.len(), 5, "{ours:?}");
     assert_eq!(ours.len(), theirs.len());
-    for (fact, score) in &ours {
+    for (fact, share) in &ours {
         let expected = theirs[&fact.id];
         assert!(
-            (score - expected).abs() < 1e-9,
-            "{}: {score} against FTS5's {expected}",
+            (share * whole - expected).abs() < 1e-9,
+            "{}: {share} of the query's whole {whole} against FTS5's {expected}",
             fact.title
         );
     }

@@ -138,12 +138,12 @@ pub struct Job {
     pub text: String,
 }
 
-/// What a fact is embedded as (the original's text): title, body, kind and scope.
+/// What a fact is embedded as: its title and body. (The original appended `kind=…` and
+/// `scope=…` lines; English labels on every fact pull a multilingual model's vectors of
+/// Russian facts toward English ones: on the bilingual recall set, multilingual-e5-small's
+/// cross-language recall@5 by vectors alone was 0.797 with them and 0.891 without.)
 pub fn embedding_text(fact: &Fact) -> String {
-    format!(
-        "{}\n{}\nkind={}\nscope={}\n",
-        fact.title, fact.body, fact.kind, fact.scope
-    )
+    format!("{}\n{}", fact.title, fact.body)
 }
 
 /// Pending jobs of `model` due now, oldest first, for facts whose content is still the job's.

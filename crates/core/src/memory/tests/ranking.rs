@@ -192,3 +192,74 @@ async fn a_query_of_function_words_only_ranks_ties_newest_first() {
     let titles: Vec<&str> = selected.iter().map(|c| c.fact.title.as_str()).collect();
     assert_eq!(titles, ["Third", "Second", "First"]);
 }
+
+/// A question in one language whose fact is held only in the other: the lexical source finds
+/// only facts sharing its common words ("user"), the dense source finds the fact first with a
+/// clear margin (similarities in the narrow band an embedding model gives). The fact must come
+/// first: common words are next to no lexical evidence, and the dense margin counts.
+#[tokio::test]
+async fn a_fact_only_the_dense_source_finds_is_not_crowded_out_by_common_words() {
+    let set = recall_set().unwrap();
+    let home = TestHome::new();
+    let store = home.store().await;
+    store_set(&store, &set).await.unwrap();
+    let asked = set
+        .queries
+        .iter()
+        .find(|query| query.text == "Who teaches the user English?")
+        .unwrap();
+    assert!(asked.is_cross(&set));
+    let expected = asked.expected[0].clone();
+    let text = asked.text.clone();
+    let (selected, lexical_found) = store
+        .read(move |connection| {
+            let context = Context {
+                owner: "local".into(),
+                session: None,
+                project: None,
+            };
+            let hints = [text.clone()];
+            let query = recall::Query {
+                context: &context,
+                semantic_query: &text,
+                lexical_hints: &hints,
+                max_facts: 5,
+                token_budget: recall::AUTOMATIC_TOKEN_BUDGET,
+                scopes: None,
+            };
+            let lexical = recall::lexical(connection, &query);
+            let target = facts::by_ids(connection, &[expected.as_str()])?
+                .remove(&expected)
+                .unwrap();
+            #[allow(clippy::cast_precision_loss)] // small numbers
+            let dense: Vec<_> = std::iter::once((target, 0.88))
+                .chain(
+                    lexical
+                        .iter()
+                        .enumerate()
+                        .map(|(at, (fact, _))| (fact.clone(), 0.80 - 0.001 * at as f64)),
+                )
+                .collect();
+            let found = lexical.len();
+            let started = recall::Started {
+                lexical: || lexical,
+                dense: |_: &rusqlite::Connection| Ok(dense),
+            };
+            let (selected, _) = recall::select(connection, &query, started)?;
+            Ok::<_, crate::store::StoreError>((selected, found))
+        })
+        .await
+        .unwrap();
+    assert!(
+        lexical_found >= 5,
+        "facts sharing \"user\": {lexical_found}"
+    );
+    let titles: Vec<&str> = selected
+        .iter()
+        .map(|chosen| chosen.fact.title.as_str())
+        .collect();
+    assert_eq!(
+        selected[0].fact.id, asked.expected[0],
+        "the fact the dense source found first: {titles:?}"
+    );
+}
