@@ -180,6 +180,7 @@ impl Chats {
             images,
             settings: snapshot,
             unattended,
+            delivered: Vec::new(),
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
