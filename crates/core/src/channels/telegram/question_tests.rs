@@ -2,7 +2,10 @@
 //! comes with a button per choice and a press answers it (its turn goes on with that answer);
 //! a press of another account, a replay and a press after the question was answered in Souz
 //! change nothing (a late press says the question no longer waits); a text reply answers a question that takes the person's own words and is
-//! refused (with what to do) by one that does not; every press leaves no handle behind.
+//! refused (with what to do) by one that does not; every press leaves no handle behind. A
+//! multiple-choice question's presses pick and unpick choices (the message redrawn with ticks
+//! and fresh buttons, an old button used up), Done with nothing picked answers nothing, and
+//! Done answers with the choices picked.
 
 use serde_json::json;
 use souz_protocol::chat::{OptionAnswer, OptionStatus};
