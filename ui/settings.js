@@ -1,11 +1,13 @@
 // @ts-check
 // Settings: config.toml as a form and as raw TOML (validated by the daemon before anything is
 // written; problems come back with line and column), plus Start at login when the page runs
-// inside the menu-bar app, and the caller's provider keys (hints only: a key goes in, never out).
+// inside the menu-bar app, the caller's provider keys (hints only: a key goes in, never out), the
+// web search key, and the Telegram channel (telegram.js).
 
 import { api, tauri } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./dom.js";
+import { telegramSection } from "./telegram.js";
 
 const t = strings({
   en: {
@@ -122,7 +124,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, t("form")),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, t("raw")));
-  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await webKeySection(), tabs, result, body);
+  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await webKeySection(), await telegramSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }

@@ -22,8 +22,9 @@ export const LAYERS = [
   // The daemon's API (requests, streams, the error sentences); building elements and showing
   // text (`h`, `visible`); the runtime event listeners that app.js feeds.
   ["api.js", "dom.js", "events.js"],
-  // Pieces pages share: Markdown into DOM nodes, the agents' questions.
-  ["markdown.js", "questions.js"],
+  // Pieces pages share: Markdown into DOM nodes, the agents' questions; the Telegram card of
+  // Settings.
+  ["markdown.js", "questions.js", "telegram.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
   // schedule form, which the Schedules page opens.
   ["schedule-form.js", "settings.js"],

@@ -7,7 +7,8 @@
 //! - [`core_tools`]: `GetSkillByName`, `GetSkillsByCategory`, `GetSkillsNamesByCategory`,
 //!   `GetKnowledge`, `SearchKnowledge`, `SearchMemory`, `RunSkillCommand`; [`skills`]: the
 //!   catalog as tool-backed skills.
-//! - [`steering`]: input sent while a skills-agent turn runs (§2.5).
+//! - [`steering`]: input sent while a skills-agent turn runs (§2.5); [`delivered`]: what Souz
+//!   sent the person through another channel between turns, told to the next turn (§1.15).
 //! - [`knowledge`]: large tool results stored and read back (§2.6).
 //! - [`sessions`]: turns and graph steps persisted per conversation (§2.8); [`trace`]: a chat
 //!   execution's turns and steps as people read them ("why did it do that").
@@ -26,6 +27,7 @@ pub(crate) mod ask_user;
 pub(crate) mod context;
 pub(crate) mod core_tool_types;
 pub(crate) mod core_tools;
+pub(crate) mod delivered;
 pub(crate) mod dispatch;
 pub(crate) mod ending;
 pub(crate) mod events;
@@ -49,6 +51,7 @@ pub(crate) mod turn;
 
 pub use context::{AgentContext, ChatOutcome, Reply, ReplyFailure};
 pub use core_tool_types::{CoreTool, CoreToolGroup, CoreToolsOff};
+pub use delivered::Delivered;
 pub use ending::AgentOutcome;
 pub use events::{AgentEvent, NoSink, TurnSink};
 pub use gate_call::ParkedCall;

@@ -115,6 +115,10 @@ pub struct TurnRequest {
     pub images: Vec<ImagePart>,
     /// The history to continue; `None` continues the chat's stored history.
     pub history: Option<Vec<Message>>,
+    /// Messages delivered to the person through another channel since the chat's previous
+    /// turn, oldest first: added to the history as notes before the input unless it holds them
+    /// already ([`delivered`](super::delivered)).
+    pub delivered: Vec<super::Delivered>,
     /// Which agent (`None`: the configured default).
     pub agent: Option<AgentKind>,
     /// Which model (`None`: the default model).
@@ -382,6 +386,16 @@ impl Agents {
             )
             .await?;
         let stored = self.inner.sessions.history(&chat_id).await?;
+        let mut history = request
+            .history
+            .or_else(|| stored.clone())
+            .unwrap_or_default();
+        super::delivered::add_notes(&mut history, &request.delivered, || {
+            request
+                .system_prompt
+                .clone()
+                .unwrap_or_else(|| default_system_prompt(kind, request.language).to_owned())
+        });
         let owner = request
             .user_id
             .clone()
@@ -395,7 +409,7 @@ impl Agents {
             kind,
             model,
             stored_history: stored.clone().unwrap_or_default(),
-            history: request.history.or(stored).unwrap_or_default(),
+            history,
             request_input: request.input,
             request_attached: request.attached,
             request_images: request.images,

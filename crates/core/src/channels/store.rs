@@ -18,6 +18,9 @@
 //!   its row or finds one; a prompt whose send failed is dropped ([`drop_prompt`]) so it can
 //!   be tried again. Closed prompts are forgotten after [`PROMPT_KEEP_DAYS`] days. (The
 //!   prompts' `approval_id` column holds the subject: the question's id for a question.)
+//! - A multiple-choice question's prompt keeps the choices picked so far ([`toggle`],
+//!   [`selected`]); each press of one of its buttons uses up all of them like any press, and
+//!   the prompt is redrawn with fresh ones.
 //! - Of a Telegram user who is not the linked one nothing is kept but one audit row per kind
 //!   (kind and user id), however many messages they send, and a refusal is sent to each such
 //!   user once: [`refuse_once`] says whether this is the first.
@@ -28,7 +31,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::store::StoreError;
-use crate::store::codec::{from_time, from_time_opt, to_time};
+use crate::store::codec::{from_json, from_time, from_time_opt, to_json, to_time};
 
 /// The account a link bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,6 +274,10 @@ pub(crate) enum Action {
     ApproveSuggested,
     /// Answers the question with the choice of this id.
     Answer(String),
+    /// Picks or unpicks the choice of this id of a multiple-choice question.
+    Toggle(String),
+    /// Answers a multiple-choice question with the choices picked.
+    Submit,
 }
 
 impl Action {
@@ -280,6 +287,8 @@ impl Action {
             Self::Deny => ("deny", None),
             Self::ApproveSuggested => ("approve_suggested", None),
             Self::Answer(choice) => ("answer", Some(choice)),
+            Self::Toggle(choice) => ("toggle", Some(choice)),
+            Self::Submit => ("submit", None),
         }
     }
 
@@ -289,6 +298,8 @@ impl Action {
             ("deny", _) => Self::Deny,
             ("approve_suggested", _) => Self::ApproveSuggested,
             ("answer", Some(choice)) => Self::Answer(choice),
+            ("toggle", Some(choice)) => Self::Toggle(choice),
+            ("submit", _) => Self::Submit,
             (other, _) => {
                 return Err(StoreError::Corrupt(format!(
                     "telegram_presses: unknown action {other:?}"
@@ -333,6 +344,40 @@ pub(crate) fn take_press(
     };
     forget_presses(connection, &subject)?;
     Ok(Some((subject, Action::read(&action, choice)?)))
+}
+
+/// The choices picked so far on the prompt of the question `subject`, in the order picked.
+pub(crate) fn selected(connection: &Connection, subject: &str) -> Result<Vec<String>, StoreError> {
+    let stored: Option<Option<String>> = connection
+        .query_row(
+            "SELECT selected FROM telegram_prompts WHERE approval_id = ?1",
+            params![subject],
+            |row| row.get(0),
+        )
+        .optional()?;
+    match stored.flatten() {
+        Some(text) => from_json("telegram_prompts.selected", &text),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Picks `choice` on the prompt of the question `subject`, or unpicks it when it was picked.
+pub(crate) fn toggle(
+    connection: &Connection,
+    subject: &str,
+    choice: &str,
+) -> Result<(), StoreError> {
+    let mut picked = selected(connection, subject)?;
+    if let Some(position) = picked.iter().position(|known| known == choice) {
+        picked.remove(position);
+    } else {
+        picked.push(choice.to_owned());
+    }
+    connection.execute(
+        "UPDATE telegram_prompts SET selected = ?2 WHERE approval_id = ?1",
+        params![subject, to_json(&picked)?],
+    )?;
+    Ok(())
 }
 
 /// Forgets every button of `subject`.

@@ -177,6 +177,7 @@ impl TurnEngine for AgentEngine {
                 attached: std::mem::take(&mut turn.attached),
                 images: std::mem::take(&mut turn.images),
                 history: None,
+                delivered: std::mem::take(&mut turn.delivered),
                 agent: turn.agent,
                 model: Some(turn.settings.default_model.clone()),
                 temperature: Some(turn.settings.temperature),

@@ -109,7 +109,7 @@ impl Chats {
     }
 
     /// Runs the engine, turning its events into chat events as they come.
-    pub(super) async fn drive(&self, turn: Turn, cancel: CancellationToken) -> TurnOutcome {
+    pub(super) async fn drive(&self, mut turn: Turn, cancel: CancellationToken) -> TurnOutcome {
         let Some(engine) = self.engine() else {
             return TurnOutcome::Failed {
                 code: "agent_execution_failed".into(),
@@ -117,6 +117,14 @@ impl Chats {
                 usage: Usage::default(),
             };
         };
+        // What was delivered into the chat through another channel since its previous turn:
+        // told to this one. Not knowing it is no reason to fail the turn.
+        match self.delivered_for(&turn.chat_id, &turn.execution_id).await {
+            Ok(delivered) => turn.delivered = delivered,
+            Err(error) => {
+                tracing::warn!(%error, chat_id = %turn.chat_id, "could not read the messages delivered into a chat");
+            }
+        }
         let (sender, mut receiver) = mpsc::unbounded_channel();
         let relay = Relay {
             chat_id: turn.chat_id.clone(),

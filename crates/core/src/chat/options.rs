@@ -147,6 +147,7 @@ impl Chats {
                 metadata: answer.metadata.clone(),
             },
             settings: snapshot,
+            delivered: Vec::new(),
         };
         self.launch(turn, usage)?;
         Ok(OptionAnswerResponse {

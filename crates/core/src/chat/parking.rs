@@ -211,6 +211,7 @@ impl Chats {
             images: Vec::new(),
             settings: snapshot,
             unattended: parked.run,
+            delivered: Vec::new(),
         };
         self.launch(turn, usage)?;
         Ok(true)

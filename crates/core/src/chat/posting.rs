@@ -119,10 +119,7 @@ impl Chats {
             .inner
             .events
             .publish_with(move |tx| {
-                let mut metadata = BTreeMap::new();
-                if let Some(key) = &stored.client_message_id {
-                    metadata.insert("clientMessageId".to_owned(), key.clone());
-                }
+                let metadata = user_metadata(stored.client_message_id.as_deref());
                 let message_id = stored.user_message_id.clone().unwrap_or_default();
                 let fresh = stored_message.is_none();
                 let message = match stored_message {
@@ -180,6 +177,7 @@ impl Chats {
             images,
             settings: snapshot,
             unattended,
+            delivered: Vec::new(),
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
@@ -255,6 +253,14 @@ impl Chats {
             .await?;
         Ok(found)
     }
+}
+
+/// The metadata of a person's message: the client's id for it, when it named one.
+fn user_metadata(client_message_id: Option<&str>) -> BTreeMap<String, String> {
+    client_message_id
+        .map(|key| ("clientMessageId".to_owned(), key.to_owned()))
+        .into_iter()
+        .collect()
 }
 
 /// A turn to start (see [`Chats::start_turn`]).

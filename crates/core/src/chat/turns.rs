@@ -41,6 +41,9 @@ pub struct Turn {
     pub core_off: crate::agent::CoreToolsOff,
     /// The unattended run this turn is (a schedule's): its calls that need a person park.
     pub unattended: Option<crate::tools::gate::Unattended>,
+    /// Messages delivered into the chat through another channel since the chat's previous
+    /// execution, oldest first (filled when the turn runs: [`Chats::delivered_for`](super::Chats::delivered_for)).
+    pub delivered: Vec<crate::agent::Delivered>,
 }
 
 /// The person's input to a turn.

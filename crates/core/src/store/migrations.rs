@@ -720,6 +720,28 @@ pub const MIGRATIONS: &[Migration] = &[
               ALTER TABLE telegram_prompts ADD COLUMN kind TEXT NOT NULL DEFAULT 'approval'
                   CHECK (kind IN ('approval', 'question'));",
     },
+    Migration {
+        // Multiple-choice questions in Telegram (issue 41): a choice's button toggles it
+        // (`toggle`), a Done button answers with the choices picked (`submit`); the picked
+        // choices of a question's prompt are kept with it (`selected`, a JSON list of choice
+        // ids, `NULL` while none is).
+        name: "telegram_multiple_choice",
+        sql: "ALTER TABLE telegram_presses RENAME TO telegram_presses_before;
+              CREATE TABLE telegram_presses (
+                  handle     TEXT PRIMARY KEY,
+                  subject    TEXT NOT NULL,
+                  action     TEXT NOT NULL
+                             CHECK (action IN ('approve', 'deny', 'approve_suggested', 'answer',
+                                               'toggle', 'submit')),
+                  choice     TEXT,
+                  created_at TEXT NOT NULL
+              ) STRICT;
+              INSERT INTO telegram_presses (handle, subject, action, choice, created_at)
+                  SELECT handle, subject, action, choice, created_at FROM telegram_presses_before;
+              DROP TABLE telegram_presses_before;
+              CREATE INDEX telegram_presses_by_subject ON telegram_presses (subject);
+              ALTER TABLE telegram_prompts ADD COLUMN selected TEXT;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -136,6 +136,26 @@ fn plain_path(path: &str) -> bool {
             .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
+/// Inline buttons in `rows`, each `(label, callback data)`.
+fn keyboard(rows: &[Vec<(&str, &str)>]) -> InlineKeyboardMarkup {
+    let keyboard = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|(label, data)| {
+                    InlineKeyboardButton::builder()
+                        .text(*label)
+                        .callback_data(*data)
+                        .build()
+                })
+                .collect()
+        })
+        .collect();
+    InlineKeyboardMarkup::builder()
+        .inline_keyboard(keyboard)
+        .build()
+}
+
 /// A bot: the Bot API at `api_url` with one token.
 #[derive(Clone)]
 pub(crate) struct BotApi {
@@ -279,29 +299,33 @@ impl BotApi {
         text: &str,
         rows: &[Vec<(&str, &str)>],
     ) -> Result<i32, TelegramError> {
-        let keyboard = rows
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|(label, data)| {
-                        InlineKeyboardButton::builder()
-                            .text(*label)
-                            .callback_data(*data)
-                            .build()
-                    })
-                    .collect()
-            })
-            .collect();
-        let markup = InlineKeyboardMarkup::builder()
-            .inline_keyboard(keyboard)
-            .build();
         let params = SendMessageParams::builder()
             .chat_id(chat)
             .text(text)
             .parse_mode(ParseMode::MarkdownV2)
-            .reply_markup(ReplyMarkup::InlineKeyboardMarkup(markup))
+            .reply_markup(ReplyMarkup::InlineKeyboardMarkup(keyboard(rows)))
             .build();
         Ok(self.bot.send_message(&params).await?.result.message_id)
+    }
+
+    /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`) and its buttons
+    /// with `rows`, each `(label, callback data)`.
+    pub(crate) async fn edit_with_buttons(
+        &self,
+        chat: i64,
+        message: i32,
+        text: &str,
+        rows: &[Vec<(&str, &str)>],
+    ) -> Result<(), TelegramError> {
+        let params = EditMessageTextParams::builder()
+            .chat_id(chat)
+            .message_id(message)
+            .text(text)
+            .parse_mode(ParseMode::MarkdownV2)
+            .reply_markup(keyboard(rows))
+            .build();
+        self.bot.edit_message_text(&params).await?;
+        Ok(())
     }
 
     /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`) and removes its

@@ -4,7 +4,9 @@
 //! a code alone from anyone while nobody is linked tries to link them; anyone else, once
 //! linked, gets one refusal. Groups, channels, bots and other kinds of updates are skipped; a
 //! button press of the linked account decides the approval (or answers the question) its
-//! single-use handle names, and every press is answered at once. While the chat's agent waits
+//! single-use handle names — a multiple-choice question's picks or unpicks a choice, its Done
+//! answers with those picked ([`questions`](super::questions)) — and every press is answered
+//! at once. While the chat's agent waits
 //! for the answer to a question, a text message answers it when the question takes the
 //! person's own words (as the app's answer field does); otherwise the bot says to press a
 //! choice.
@@ -97,6 +99,14 @@ async fn on_press(channel: &Channel, query: &CallbackQuery) -> Result<(), Servic
                 Ok(Press::AlreadyDecided) => press::ALREADY_DECIDED,
                 Ok(Press::AlreadyAnswered) => press::ALREADY_ANSWERED,
                 Ok(Press::Expired) => press::EXPIRED,
+                Ok(Press::Picked { option_id }) => {
+                    questions::redraw(channel, &option_id).await;
+                    press::PICKED
+                }
+                Ok(Press::NothingPicked { option_id }) => {
+                    questions::redraw(channel, &option_id).await;
+                    press::PICK_FIRST
+                }
                 Err(error) => {
                     // Answered all the same, so the person is not left waiting.
                     tracing::warn!(%error, "telegram: a press failed");
@@ -331,9 +341,11 @@ async fn answer(
         reply(channel, inbound.chat, refusal.text(language)).await;
         return Ok(());
     }
+    // With the choices picked on a multiple-choice prompt so far, if any.
+    let picked = channel.handle.telegram_picked(&question.id).await?;
     let said = channel
         .handle
-        .answer_from_telegram(&question.id, Vec::new(), Some(text.to_owned()))
+        .answer_from_telegram(&question.id, picked, Some(text.to_owned()))
         .await?;
     let shown = match said {
         Press::Answered => return Ok(()),

@@ -2,7 +2,10 @@
 //! comes with a button per choice and a press answers it (its turn goes on with that answer);
 //! a press of another account, a replay and a press after the question was answered in Souz
 //! change nothing (a late press says the question no longer waits); a text reply answers a question that takes the person's own words and is
-//! refused (with what to do) by one that does not; every press leaves no handle behind.
+//! refused (with what to do) by one that does not; every press leaves no handle behind. A
+//! multiple-choice question's presses pick and unpick choices (the message redrawn with ticks
+//! and fresh buttons, an old button used up), Done with nothing picked answers nothing, and
+//! Done answers with the choices picked.
 
 use serde_json::json;
 use souz_protocol::chat::{OptionAnswer, OptionStatus};
@@ -175,5 +178,114 @@ async fn a_text_reply_answers_a_question_that_takes_own_words() {
     let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
     assert!(resumed.contains("Boris"), "{resumed}");
     assert!(pending_questions(&runtime).await.is_empty());
+    runtime.shutdown("test").await.unwrap();
+}
+
+/// The message `prompt` as it stands once its labels are `labels`.
+async fn redrawn(telegram: &FakeTelegram, prompt: &Sent, labels: &[&str]) -> Sent {
+    wait_for_message(telegram, "the redrawn question", |sent| {
+        sent.message_id == prompt.message_id && sent.labels == labels
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_multiple_choice_question_toggles_its_choices_and_done_answers_with_them() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    let arguments = json!({"question": "Which fruits?", "choices": ["Apple", "Pear", "Plum"],
+                           "multiple": true, "allowFreeText": false});
+    llm.push(
+        openai::CHAT_PATH,
+        openai::tool_calls(&[("q1", "AskUser", &arguments.to_string())], 2),
+    );
+    llm.push(openai::CHAT_PATH, openai::text(&["Thanks, noted."]));
+    let runtime = runtime(&telegram, &llm, TestHome::new()).await;
+    link(&runtime, &telegram).await;
+    telegram.push_text(ME, "ask me something");
+    let prompt = wait_for_message(&telegram, "the question", |sent| {
+        sent.text.starts_with("Souz asks: Which fruits?")
+    })
+    .await;
+    assert!(
+        prompt.text.ends_with(replies::PICK_SEVERAL.en),
+        "{prompt:?}"
+    );
+    assert_eq!(prompt.labels, ["Apple", "Pear", "Plum", "Done"]);
+    let first_apple = prompt.buttons[0].clone();
+
+    // Done with nothing picked answers nothing; the buttons come back fresh.
+    telegram.push_press(ME, &prompt.buttons[3]);
+    assert_eq!(
+        telegram.wait_for_answered(1).await[0].1,
+        press::PICK_FIRST.en
+    );
+    let shown = wait_for_message(&telegram, "fresh buttons", |sent| {
+        sent.message_id == prompt.message_id && sent.buttons[3] != prompt.buttons[3]
+    })
+    .await;
+    assert_eq!(shown.labels, ["Apple", "Pear", "Plum", "Done"]);
+    assert_eq!(pending_questions(&runtime).await.len(), 1, "still waiting");
+
+    // Each press picks or unpicks its choice and ticks it.
+    let mut shown = shown;
+    let mut presses = 1;
+    for (choice, labels) in [
+        (0, ["✅ Apple", "Pear", "Plum", "Done"]),
+        (2, ["✅ Apple", "Pear", "✅ Plum", "Done"]),
+        (1, ["✅ Apple", "✅ Pear", "✅ Plum", "Done"]),
+        (1, ["✅ Apple", "Pear", "✅ Plum", "Done"]),
+    ] {
+        telegram.push_press(ME, &shown.buttons[choice]);
+        presses += 1;
+        assert_eq!(
+            telegram.wait_for_answered(presses).await[presses - 1].1,
+            press::PICKED.en
+        );
+        shown = redrawn(&telegram, &prompt, &labels).await;
+        assert!(
+            shown.text.starts_with("Souz asks: Which fruits?"),
+            "{shown:?}"
+        );
+    }
+    // An old button is used up: it changes nothing.
+    telegram.push_press(ME, &first_apple);
+    presses += 1;
+    assert_eq!(
+        telegram.wait_for_answered(presses).await[presses - 1].1,
+        press::INVALID.en
+    );
+    assert_eq!(
+        telegram
+            .messages(ME)
+            .into_iter()
+            .find(|sent| sent.message_id == prompt.message_id)
+            .unwrap()
+            .labels,
+        ["✅ Apple", "Pear", "✅ Plum", "Done"]
+    );
+
+    telegram.push_press(ME, &shown.buttons[3]);
+    presses += 1;
+    assert_eq!(
+        telegram.wait_for_answered(presses).await[presses - 1].1,
+        press::ANSWERED.en
+    );
+    let closed = format!("{}\n\nAnswered: Apple; Plum", prompt.text);
+    wait_for_message(&telegram, "the closed question", |sent| {
+        sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
+    })
+    .await;
+    wait_for_message(&telegram, "the answer", |sent| {
+        sent.text == "Thanks, noted."
+    })
+    .await;
+    let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
+    assert!(
+        resumed.contains("Answer to \\\"Which fruits?\\\": Apple; Plum"),
+        "the turn went on with both choices: {resumed}"
+    );
+    let kept = runtime.handle().store().read(press_count).await.unwrap();
+    assert_eq!(kept, 0, "no handle outlives its question");
     runtime.shutdown("test").await.unwrap();
 }

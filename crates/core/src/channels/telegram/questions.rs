@@ -9,11 +9,17 @@
 //!
 //! Invariants: as for approval prompts ([`prompts`](super::prompts)): a prompt is claimed
 //! before it is sent (so at most one per question), caught up from the database at start and
-//! whenever the events fell behind, its text bounded and escaped. A multiple-choice question's
-//! button answers with that one choice (several at once are picked in the app).
+//! whenever the events fell behind, its text bounded and escaped.
+//!
+//! A multiple-choice question's buttons pick and unpick their choice instead, and a last
+//! "Done" button answers with the choices picked (kept with the prompt, see
+//! [`channels::store`](crate::channels::store)): each press uses up every button of the prompt
+//! like any press, and the message is redrawn ([`redraw`]) with the picked choices ticked and
+//! fresh handles. Done with nothing picked answers nothing. A single-choice question stays one
+//! press.
 
 use souz_protocol::RuntimeEvent;
-use souz_protocol::chat::{OptionStatus, Question};
+use souz_protocol::chat::{OptionStatus, Question, SelectionMode};
 use souz_protocol::language::Language;
 
 use super::Channel;
@@ -28,6 +34,8 @@ use crate::runtime::facade::{ChatUser, TELEGRAM_VIA, VIA_KEY};
 
 /// The longest choice label shown on a button, in characters.
 const MAX_LABEL_CHARS: usize = 64;
+/// What marks a picked choice of a multiple-choice question on its button.
+const TICK: &str = "✅";
 /// Pending questions looked at in one catch-up.
 const CATCH_UP_LIMIT: usize = 200;
 
@@ -88,11 +96,11 @@ async fn offer(channel: &Channel, question: &Question) -> Result<(), ServiceErro
         return Ok(());
     }
     let language = channel.language();
-    let text = bounded(&replies::question(
-        language,
-        &question.title,
-        question.free_text,
-    ));
+    let mut text = replies::question(language, &question.title, question.free_text);
+    if question.selection_mode == SelectionMode::Multiple && !question.options.is_empty() {
+        text = format!("{text}\n\n{}", replies::PICK_SEVERAL.text(language));
+    }
+    let text = bounded(&text);
     let chat = link.telegram_chat;
     let prompt = NewPrompt {
         kind: PromptKind::Question,
@@ -103,24 +111,10 @@ async fn offer(channel: &Channel, question: &Question) -> Result<(), ServiceErro
     if !channel.handle.claim_telegram_prompt(prompt).await? {
         return Ok(());
     }
-    let choices: Vec<String> = question.options.iter().map(|c| c.id.clone()).collect();
-    let sent = match channel
-        .handle
-        .telegram_choice_buttons(&question.id, choices)
-        .await
-    {
-        Ok(handles) => {
-            let labels: Vec<String> = question
-                .options
-                .iter()
-                .map(|choice| choice.label.chars().take(MAX_LABEL_CHARS).collect())
-                .collect();
-            let rows: Vec<Vec<(&str, &str)>> = labels
-                .iter()
-                .zip(&handles)
-                .map(|(label, handle)| vec![(label.as_str(), handle.as_str())])
-                .collect();
+    let sent = match buttons(channel, question, &[]).await {
+        Ok(keyboard) => {
             let escaped = escape_markdown_v2(&text);
+            let rows = keyboard.rows();
             let sent = if rows.is_empty() {
                 retrying(channel, || channel.api.send(chat, &escaped, true)).await
             } else {
@@ -139,6 +133,89 @@ async fn offer(channel: &Channel, question: &Question) -> Result<(), ServiceErro
         .await;
     sent?;
     recorded
+}
+
+/// A question's buttons: a label and a fresh handle each, one row each.
+struct Keyboard(Vec<(String, String)>);
+
+impl Keyboard {
+    fn rows(&self) -> Vec<Vec<(&str, &str)>> {
+        self.0
+            .iter()
+            .map(|(label, handle)| vec![(label.as_str(), handle.as_str())])
+            .collect()
+    }
+}
+
+/// Fresh buttons for `question`: one per choice, and for a multiple-choice question the
+/// choices in `picked` ticked and a last Done button.
+async fn buttons(
+    channel: &Channel,
+    question: &Question,
+    picked: &[String],
+) -> Result<Keyboard, ServiceError> {
+    let multiple = question.selection_mode == SelectionMode::Multiple;
+    let choices: Vec<String> = question.options.iter().map(|c| c.id.clone()).collect();
+    if choices.is_empty() {
+        return Ok(Keyboard(Vec::new()));
+    }
+    let handles = channel
+        .handle
+        .telegram_choice_buttons(&question.id, choices, multiple)
+        .await?;
+    let mut keyboard: Vec<(String, String)> = question
+        .options
+        .iter()
+        .zip(handles.choices)
+        .map(|(choice, handle)| {
+            let label: String = choice.label.chars().take(MAX_LABEL_CHARS).collect();
+            let label = if multiple && picked.contains(&choice.id) {
+                format!("{TICK} {label}")
+            } else {
+                label
+            };
+            (label, handle)
+        })
+        .collect();
+    if let Some(done) = handles.done {
+        let label = replies::DONE_BUTTON.text(channel.language()).to_owned();
+        keyboard.push((label, done));
+    }
+    Ok(Keyboard(keyboard))
+}
+
+/// Redraws the prompt of the pending multiple-choice question `option_id` after a press used
+/// up its buttons: the choices picked ticked, fresh handles. Failures are logged (the press
+/// was answered; the buttons of a prompt that could not be redrawn are used up, and the
+/// question can still be answered in Souz).
+pub(crate) async fn redraw(channel: &Channel, option_id: &str) {
+    let outcome = async {
+        let question = channel.handle.question(&local(), option_id).await?;
+        if question.status != OptionStatus::Pending {
+            return Ok(());
+        }
+        let open = channel
+            .handle
+            .open_telegram_prompts(PromptKind::Question, Some(option_id.to_owned()))
+            .await?;
+        let Some(prompt) = open.into_iter().next() else {
+            return Ok(());
+        };
+        let picked = channel.handle.telegram_picked(option_id).await?;
+        let keyboard = buttons(channel, &question, &picked).await?;
+        let rows = keyboard.rows();
+        let escaped = escape_markdown_v2(&prompt.text);
+        retrying(channel, || {
+            channel
+                .api
+                .edit_with_buttons(prompt.telegram_chat, prompt.message_id, &escaped, &rows)
+        })
+        .await
+        .map_err(|error| ServiceError::Internal(error.to_string()))
+    };
+    if let Err(error) = outcome.await {
+        tracing::warn!(%error, "telegram: a question's prompt was not redrawn");
+    }
 }
 
 /// Closes the open question prompts (of `option_id` only, when given) whose question ended.

@@ -150,7 +150,29 @@ pub(crate) mod press {
         en: "This approval expired; nothing changed.",
         ru: "Время на решение истекло; ничего не изменилось.",
     };
+    /// A choice of a multiple-choice question was picked or unpicked.
+    pub(crate) const PICKED: Reply = Reply {
+        en: "Noted. Press Done when you have picked all you want.",
+        ru: "Отмечено. Когда выберете всё нужное, нажмите «Готово».",
+    };
+    /// Done was pressed before any choice was picked.
+    pub(crate) const PICK_FIRST: Reply = Reply {
+        en: "Pick at least one choice first, then press Done.",
+        ru: "Сначала выберите хотя бы один вариант, затем нажмите «Готово».",
+    };
 }
+
+/// The label of a multiple-choice question's Done button.
+pub(crate) const DONE_BUTTON: Reply = Reply {
+    en: "Done",
+    ru: "Готово",
+};
+
+/// What a multiple-choice question's message adds under the question.
+pub(crate) const PICK_SEVERAL: Reply = Reply {
+    en: "(Pick one or more choices, then press Done.)",
+    ru: "(Выберите один или несколько вариантов, затем нажмите «Готово».)",
+};
 
 /// What an approval's message says once it is no longer pending (its buttons are gone).
 pub(crate) mod outcome {
@@ -280,6 +302,10 @@ mod tests {
             APPROVE_SUGGESTED,
             PICK_A_CHOICE,
             ANSWER_FIRST,
+            DONE_BUTTON,
+            PICK_SEVERAL,
+            press::PICKED,
+            press::PICK_FIRST,
             press::APPROVED,
             press::ANSWERED,
             press::ALREADY_ANSWERED,

@@ -275,3 +275,87 @@ async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
     );
     runtime.shutdown("test").await.unwrap();
 }
+
+/// How many times `text` is in the messages of the model request `request`.
+fn times_in_request(request: &souz_testkit::CapturedRequest, text: &str) -> usize {
+    request.json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| {
+            message["content"]
+                .as_str()
+                .is_some_and(|content| content.contains(text))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn the_next_turn_in_that_chat_is_told_what_was_delivered_once() {
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let llm = FakeServer::start().await;
+    llm.push(openai::CHAT_PATH, openai::text(&["Hello from Souz."]));
+    llm.push(
+        openai::CHAT_PATH,
+        openai::text(&["I told you the build is green."]),
+    );
+    llm.push(openai::CHAT_PATH, openai::text(&["Still green."]));
+    let runtime = runtime(&telegram, &llm, TestHome::new()).await;
+    link(&runtime, &telegram).await;
+    telegram.push_text(ME, "hi");
+    assert_eq!(telegram.wait_for_sent(2).await[1].text, "Hello from Souz.");
+
+    // Sent from outside the Telegram chat's turns (the CLI here, another chat in life).
+    let sent = call(
+        &runtime,
+        "SendMessageToChannel",
+        send_arguments(&ME.to_string(), "The build is green."),
+    )
+    .await;
+    let done = decide(&runtime, &telegram, sent, Verdict::Approve).await;
+    assert_eq!(done.status, ToolCallStatus::Succeeded, "{done:?}");
+    telegram.wait_for_sent(3).await;
+
+    telegram.push_text(ME, "what did you send me?");
+    assert_eq!(
+        telegram.wait_for_sent(4).await[3].text,
+        "I told you the build is green."
+    );
+    telegram.push_text(ME, "and now?");
+    assert_eq!(telegram.wait_for_sent(5).await[4].text, "Still green.");
+
+    let requests = llm.requests_to(openai::CHAT_PATH);
+    assert_eq!(requests.len(), 3, "one model request per turn");
+    let note = "Delivered to the person through telegram";
+    assert_eq!(times_in_request(&requests[0], "The build is green."), 0);
+    assert_eq!(
+        times_in_request(&requests[1], "The build is green."),
+        1,
+        "the turn after the delivery is told: {}",
+        requests[1].text()
+    );
+    assert_eq!(times_in_request(&requests[1], note), 1);
+    let messages = requests[1].json()["messages"].as_array().unwrap().clone();
+    let told = messages
+        .iter()
+        .position(|message| {
+            message["content"]
+                .as_str()
+                .is_some_and(|text| text.contains(note))
+        })
+        .unwrap();
+    assert_eq!(messages[told]["role"], "assistant");
+    assert!(
+        messages[told + 1..].iter().any(|message| message["content"]
+            .as_str()
+            .is_some_and(|text| text.contains("what did you send me?"))),
+        "told before the person's input: {messages:?}"
+    );
+    assert_eq!(
+        times_in_request(&requests[2], note),
+        1,
+        "the conversation keeps it, once: {}",
+        requests[2].text()
+    );
+    runtime.shutdown("test").await.unwrap();
+}

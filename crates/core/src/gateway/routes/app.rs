@@ -97,6 +97,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/settings.js"),
     ),
     (
+        "telegram.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/telegram.js"),
+    ),
+    (
         "setup.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/setup.js"),

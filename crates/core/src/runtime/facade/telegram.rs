@@ -195,27 +195,101 @@ impl RuntimeHandle {
         Ok(buttons)
     }
 
-    /// Fresh button handles for the choices `choice_ids` of the question `option_id`, in order.
+    /// Fresh button handles for the choices `choice_ids` of the question `option_id`, in order:
+    /// each answers with its choice, or, when `multiple`, picks or unpicks it, and then a last
+    /// handle answers with the choices picked (Done).
     pub(crate) async fn telegram_choice_buttons(
         &self,
         option_id: &str,
         choice_ids: Vec<String>,
-    ) -> Result<Vec<String>, ServiceError> {
-        let handles = choice_ids
-            .iter()
-            .map(|_| new_handle())
-            .collect::<Result<Vec<_>, _>>()?;
-        let (option, kept) = (option_id.to_owned(), handles.clone());
+        multiple: bool,
+    ) -> Result<ChoiceButtons, ServiceError> {
+        let buttons = ChoiceButtons {
+            choices: choice_ids
+                .iter()
+                .map(|_| new_handle())
+                .collect::<Result<Vec<_>, _>>()?,
+            done: if multiple { Some(new_handle()?) } else { None },
+        };
+        let (option, kept) = (option_id.to_owned(), buttons.clone());
         self.store()
             .write(move |transaction| {
                 let now = Utc::now();
-                for (handle, choice) in kept.iter().zip(choice_ids) {
-                    rows::add_press(transaction, handle, &option, &Action::Answer(choice), now)?;
+                for (handle, choice) in kept.choices.iter().zip(choice_ids) {
+                    let action = if multiple {
+                        Action::Toggle(choice)
+                    } else {
+                        Action::Answer(choice)
+                    };
+                    rows::add_press(transaction, handle, &option, &action, now)?;
+                }
+                if let Some(done) = &kept.done {
+                    rows::add_press(transaction, done, &option, &Action::Submit, now)?;
                 }
                 Ok::<(), StoreError>(())
             })
             .await?;
-        Ok(handles)
+        Ok(buttons)
+    }
+
+    /// The choices picked so far on the Telegram prompt of the question `option_id`.
+    pub(crate) async fn telegram_picked(
+        &self,
+        option_id: &str,
+    ) -> Result<Vec<String>, ServiceError> {
+        let option = option_id.to_owned();
+        Ok(self
+            .store()
+            .read(move |connection| rows::selected(connection, &option))
+            .await?)
+    }
+
+    /// Picks or unpicks `choice` of the pending question `option_id` (a press of its button).
+    async fn toggle_from_telegram(
+        &self,
+        option_id: &str,
+        choice: String,
+    ) -> Result<Press, ServiceError> {
+        let user = ChatUser(LOCAL_USER.to_owned());
+        match self
+            .question(&user, option_id)
+            .await
+            .map(|found| found.status)
+        {
+            Ok(OptionStatus::Pending) => {}
+            Ok(OptionStatus::Expired) => return Ok(Press::Expired),
+            Ok(_) | Err(ServiceError::NotFound { .. }) => return Ok(Press::AlreadyAnswered),
+            Err(error) => return Err(error),
+        }
+        let option = option_id.to_owned();
+        self.store()
+            .write(move |transaction| rows::toggle(transaction, &option, &choice))
+            .await?;
+        Ok(Press::Picked {
+            option_id: option_id.to_owned(),
+        })
+    }
+
+    /// Answers the question `option_id` with the choices picked on its Telegram prompt (a
+    /// press of Done); with none picked, nothing is answered.
+    async fn submit_from_telegram(&self, option_id: &str) -> Result<Press, ServiceError> {
+        let picked = self.telegram_picked(option_id).await?;
+        if picked.is_empty() {
+            let user = ChatUser(LOCAL_USER.to_owned());
+            return match self
+                .question(&user, option_id)
+                .await
+                .map(|found| found.status)
+            {
+                Ok(OptionStatus::Pending) => Ok(Press::NothingPicked {
+                    option_id: option_id.to_owned(),
+                }),
+                Ok(OptionStatus::Expired) => Ok(Press::Expired),
+                Ok(_) | Err(ServiceError::NotFound { .. }) => Ok(Press::AlreadyAnswered),
+                Err(error) => Err(error),
+            };
+        }
+        self.answer_from_telegram(option_id, picked, None).await
     }
 
     /// Does what the button `handle` says: decides its approval or answers its question. A
@@ -232,6 +306,10 @@ impl RuntimeHandle {
                 self.answer_from_telegram(&option_id, vec![choice], None)
                     .await
             }
+            Some((option_id, Action::Toggle(choice))) => {
+                self.toggle_from_telegram(&option_id, choice).await
+            }
+            Some((option_id, Action::Submit)) => self.submit_from_telegram(&option_id).await,
             Some((approval_id, action)) => self.decide_from_telegram(&approval_id, action).await,
         }
     }
@@ -257,7 +335,7 @@ impl RuntimeHandle {
                 request.argument_match = Some(suggested.argument_match);
                 request.tool_group = suggested.tool_group;
             }
-            Action::Approve | Action::Answer(_) => {}
+            Action::Approve | Action::Answer(_) | Action::Toggle(_) | Action::Submit => {}
         }
         let approve = request.decision == Verdict::Approve;
         match self
@@ -367,9 +445,30 @@ pub(crate) const VIA_KEY: &str = "via";
 /// What a decision made with a Telegram button records as its `via`.
 pub(crate) const TELEGRAM_VIA: &str = "telegram";
 
+/// The buttons of a question's prompt.
+#[derive(Debug, Clone)]
+pub(crate) struct ChoiceButtons {
+    /// One per choice, in order.
+    pub choices: Vec<String>,
+    /// Done: answers with the choices picked (a multiple-choice question's only).
+    pub done: Option<String>,
+}
+
 /// What pressing a Telegram button did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Press {
+    /// A choice of the multiple-choice question `option_id` was picked or unpicked: its
+    /// prompt is to be redrawn (every button of it was used up).
+    Picked {
+        /// The question.
+        option_id: String,
+    },
+    /// Done was pressed with no choice picked: nothing was answered; the prompt is to be
+    /// redrawn.
+    NothingPicked {
+        /// The question.
+        option_id: String,
+    },
     /// The approval was approved.
     Approved,
     /// The approval was denied.
