@@ -154,7 +154,8 @@ export async function runUndo(selection, panel, done, force = false) {
     panel.replaceChildren(visible(error.message));
     return false;
   }
-  if (report.conflicts.length) {
+  // Forced, the report still names the paths it overrode: what counts is what was undone.
+  if (report.conflicts.length && !report.undone.length) {
     panel.className = "undo-panel conflicts";
     panel.replaceChildren(conflictView(report.conflicts, {
       keep: () => { panel.className = "undo-panel meta"; panel.replaceChildren(t("kept_current")); },
