@@ -3,12 +3,13 @@
 // edit changed outside Souz afterwards makes Undo stop and show the three versions, "Keep
 // current" leaves the file, "Restore anyway" puts back what was before; the Audit row of a
 // call that wrote a file undoes it; and the Undo on a chat turn's tool line (the fake OpenAI
-// server of fake-openai.mjs drives the turn) takes the turn's file back. Every step is checked
-// on the disk. Screenshots: `history`, `history-conflict`.
+// server of fake-openai.mjs drives the turn) takes the turn's file back, and the History page
+// links that change to its chat; pages of 50 with Load older, and the filter by client. Every
+// undo is checked on the disk. Screenshots: `history`, `history-conflict`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
 import { shot, startSession, waitFor } from "./harness.mjs";
@@ -130,9 +131,52 @@ test("a chat turn's tool line undoes the file its call wrote", async () => {
   assert.equal(readFileSync(target, "utf8"), "milk\n");
   const undo = ".messages .tool-call button[data-undo-call]";
   await tab.waitForSelector(undo);
+
+  // On the History page the change names its chat (a link to it) and offers the whole turn.
+  const history = await session.page("/history");
+  const callId = await tab.getAttribute(undo, "data-undo-call");
+  const row = `#history-rows tr[data-call-id="${callId}"]`;
+  await history.waitForSelector(`${row} a.chat-link[href="#/chat/${body.chat.id}"]`);
+  await history.waitForSelector(`${row} button[data-undo-turn]`);
+  await history.click(`${row} a.chat-link`);
+  await history.waitForSelector(`.chat-list button.active[data-chat="${body.chat.id}"]`);
+  await history.context().close();
+
   await tab.click(undo);
   await waitFor(() => !existsSync(target), "the chat's file to be undone");
   await tab.waitForSelector(`.messages .tool-call .undo-panel .undone`);
   assert.equal(await tab.locator(undo).count(), 0, "no Undo once undone");
+  await tab.context().close();
+});
+
+test("the History page pages with Load older and filters by client", async () => {
+  const folder = join(session.user, "paged");
+  mkdirSync(folder, { recursive: true });
+  for (let index = 0; index < 52; index += 1) await run("NewFile", { path: join(folder, `api-${index}.txt`), text: `${index}\n` });
+  // One change by the souz CLI (as `souz` calls the API).
+  const started = await fetch(`${session.base}/v1/tool-calls`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${session.token}`, "Content-Type": "application/json", "X-Souz-Client": "cli" },
+    body: JSON.stringify({ tool: "NewFile", arguments: { path: join(folder, "cli.txt"), text: "cli\n" }, wait_ms: 0 }),
+  });
+  const cliCall = (await started.json()).id;
+  const asked = await waitFor(async () => (await session.api("GET", `/v1/tool-calls/${cliCall}`)).body.approval_id, "the CLI call's approval");
+  await session.api("POST", `/v1/approvals/${asked}/decision`, { decision: "approve", scope: "once" });
+  await waitFor(async () => (await session.api("GET", `/v1/tool-calls/${cliCall}`)).body.status === "succeeded", "the CLI call");
+
+  const { body } = await session.api("GET", "/v1/history?limit=500");
+  const tab = await session.page("/history");
+  await tab.waitForSelector("#history-rows tr");
+  assert.equal(await tab.locator("#history-rows tr").count(), 50, "one page");
+  assert.equal(await tab.getAttribute("#history-rows tr:first-child", "data-call-id"), cliCall, "newest first");
+  await tab.click("#history-more");
+  await waitFor(async () => (await tab.locator("#history-rows tr").count()) === Math.min(body.changes.length, 100), "the older page");
+  const shown = await tab.locator("#history-rows tr").evaluateAll((rows) => rows.map((row) => Number(row.getAttribute("data-change"))));
+  assert.deepEqual(shown, body.changes.slice(0, shown.length).map((change) => change.id), "the API's order, no gap, no repeat");
+
+  await tab.selectOption("#history-client", "cli");
+  await waitFor(async () => (await tab.locator("#history-rows tr").count()) === 1, "only the CLI's change");
+  assert.equal(await tab.getAttribute("#history-rows tr", "data-call-id"), cliCall);
+  assert.equal(await tab.isHidden("#history-more"), true, "no older page of the CLI's");
   await tab.context().close();
 });
