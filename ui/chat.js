@@ -4,8 +4,8 @@
 // their approvals (Approve/Deny right there), Stop, and one box that sends a message whether
 // or not the agent is working (`POST /v1/chats/{id}/input`: a new turn, input the running
 // turn takes at its next step, or input queued for the next turn). A tool line whose call
-// changed files gets Undo (undo.js). Renders into `main` and returns a function that stops
-// its stream.
+// changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). Renders
+// into `main` and returns a function that stops its stream.
 
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
@@ -425,8 +425,31 @@ export async function chatPage(main, [selected]) {
       button.textContent = t("why_hide");
     }));
     box.append(button);
+    offerTurnUndo(executionId, box);
     return box;
   };
+  /** "Undo this turn" under an answer whose turn changed files that can still be put back
+   *  (the tool lines of an earlier turn are not shown again, this is). Checked again after
+   *  any undo. @param {string} executionId @param {HTMLElement} box */
+  const offerTurnUndo = async (executionId, box) => {
+    const found = /** @type {HTMLElement | null} */ (box.querySelector(".turn-undo"));
+    const holder = found ?? h("span.turn-undo");
+    if (!found) { box.append(holder); turnUndos.set(executionId, { box, holder }); }
+    let undoable;
+    try {
+      const { changes } = /** @type {import("./types.js").HistoryList} */ (await api("GET", `/v1/history?execution_id=${encodeURIComponent(executionId)}&limit=500`));
+      undoable = changes.some((change) => change.status === "done");
+    } catch (error) { console.warn(error); return; }
+    if (!undoable) { holder.replaceChildren(); return; }
+    if (holder.querySelector("button")) return;
+    const panel = h("div.undo-panel");
+    holder.replaceChildren(" ", undoButton({
+      label: undoText("undo_turn"), title: undoText("undo_turn_title"), selection: { type: "turn", execution_id: executionId },
+      panel, dataset: { undoTurn: executionId }, done: () => holder.querySelector("button")?.remove(),
+    }), panel);
+  };
+  /** The answers' turn undo holders, by execution. @type {Map<string, {box: HTMLElement, holder: HTMLElement}>} */
+  const turnUndos = new Map();
   const callLine = (id, name) => {
     let call = calls.get(id);
     if (!call) {
@@ -559,6 +582,7 @@ export async function chatPage(main, [selected]) {
   const stopHistory = onRuntimeEvent((event) => {
     if (event?.type === "history.undone") {
       for (const call of calls.values()) if (call.undo.querySelector("button")) offerUndo(call);
+      for (const [executionId, { box, holder }] of turnUndos) if (holder.querySelector("button")) offerTurnUndo(executionId, box);
       return;
     }
     if (event?.type !== "history.change.recorded" || event.chat_id !== selected || event.undoes) return;

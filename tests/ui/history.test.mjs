@@ -3,8 +3,8 @@
 // edit changed outside Souz afterwards makes Undo stop and show the three versions, "Keep
 // current" leaves the file, "Restore anyway" puts back what was before; the Audit row of a
 // call that wrote a file undoes it; and the Undo on a chat turn's tool line (the fake OpenAI
-// server of fake-openai.mjs drives the turn) takes the turn's file back, and the History page
-// links that change to its chat; pages of 50 with Load older, and the filter by client. Every
+// server of fake-openai.mjs drives the turn) takes that call's file back, the answer's "Undo this
+// turn" the rest, and the History page links the change to its chat; pages of 50 with Load older, and the filter by client. Every
 // undo is checked on the disk. Screenshots: `history`, `history-conflict`.
 
 import { test, before, after } from "node:test";
@@ -118,19 +118,24 @@ test("an Audit row whose call wrote a file undoes it", async () => {
   await tab.context().close();
 });
 
-test("a chat turn's tool line undoes the file its call wrote", async () => {
-  const target = join(session.user, "shopping.txt");
-  provider.push(toolCall("write-1", "RunSkillCommand", { skillId: "NewFile", arguments: { path: target, text: "milk\n" } }));
+test("a chat turn's tool line undoes its call's file; the answer's Undo this turn the rest", async () => {
+  const first = join(session.user, "shopping.txt");
+  const second = join(session.user, "errands.txt");
+  provider.push(toolCall("write-1", "RunSkillCommand", { skillId: "NewFile", arguments: { path: first, text: "milk\n" } }));
+  provider.push(toolCall("write-2", "RunSkillCommand", { skillId: "NewFile", arguments: { path: second, text: "post office\n" } }));
   provider.push(text(["Written."]));
   const { body } = await session.api("POST", "/v1/chats", { title: "Undo from the chat" });
   const tab = await session.page(`/chat/${body.chat.id}`);
-  await tab.fill("#chat-input", "Start a shopping list");
+  await tab.fill("#chat-input", "Start a shopping list and an errands list");
   await tab.click("#chat-send");
-  await tab.click(".messages .tool-call.waiting button[data-approve]");
+  await tab.click('.messages .tool-call[data-tool-call="write-1"] button[data-approve]');
+  await tab.click('.messages .tool-call[data-tool-call="write-2"] button[data-approve]');
   await tab.waitForSelector(".message.assistant:not(.streaming)");
-  assert.equal(readFileSync(target, "utf8"), "milk\n");
-  const undo = ".messages .tool-call button[data-undo-call]";
+  assert.equal(readFileSync(first, "utf8"), "milk\n");
+  assert.equal(readFileSync(second, "utf8"), "post office\n");
+  const undo = '.messages .tool-call[data-tool-call="write-1"] button[data-undo-call]';
   await tab.waitForSelector(undo);
+  await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]');
 
   // On the History page the change names its chat (a link to it) and offers the whole turn.
   const history = await session.page("/history");
@@ -142,10 +147,22 @@ test("a chat turn's tool line undoes the file its call wrote", async () => {
   await history.waitForSelector(`.chat-list button.active[data-chat="${body.chat.id}"]`);
   await history.context().close();
 
+  // The tool line's Undo takes back that call's file only.
   await tab.click(undo);
-  await waitFor(() => !existsSync(target), "the chat's file to be undone");
-  await tab.waitForSelector(`.messages .tool-call .undo-panel .undone`);
+  await waitFor(() => !existsSync(first), "the first call's file to be undone");
+  await tab.waitForSelector('.messages .tool-call[data-tool-call="write-1"] .undo-panel .undone');
   assert.equal(await tab.locator(undo).count(), 0, "no Undo once undone");
+  assert.equal(readFileSync(second, "utf8"), "post office\n", "the other call's file stays");
+
+  // Opened again, the chat shows the answers without their tool lines: the answer offers the
+  // rest of its turn.
+  const again = await session.page(`/chat/${body.chat.id}`);
+  await again.click(".messages button[data-undo-turn]");
+  await waitFor(() => !existsSync(second), "the rest of the turn to be undone");
+  await again.waitForSelector(".messages .turn-undo .undone");
+  // The first page follows: its second line's Undo goes (nothing left to undo).
+  await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
+  await again.context().close();
   await tab.context().close();
 });
 
