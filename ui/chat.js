@@ -440,7 +440,8 @@ export async function chatPage(main, [selected]) {
       const { changes } = /** @type {import("./types.js").HistoryList} */ (await api("GET", `/v1/history?execution_id=${encodeURIComponent(executionId)}&limit=500`));
       undoable = changes.some((change) => change.status === "done");
     } catch (error) { console.warn(error); return; }
-    if (!undoable) { holder.replaceChildren(); return; }
+    // Only the button goes: its panel may be saying what the undo just did.
+    if (!undoable) { holder.querySelector("button")?.remove(); return; }
     if (holder.querySelector("button")) return;
     const panel = h("div.undo-panel");
     holder.replaceChildren(" ", undoButton({
