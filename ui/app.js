@@ -4,6 +4,7 @@
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, tauri, token } from "./api.js";
 import { chatPage } from "./chat.js";
+import { historyPage } from "./history.js";
 import { visible } from "./dom.js";
 import { announceRuntimeEvent } from "./events.js";
 import { pages } from "./pages.js";
@@ -36,6 +37,7 @@ const t = strings({
     nav_clients: "Clients",
     nav_connect: "Connect Claude",
     nav_audit: "Audit",
+    nav_history: "History",
     nav_settings: "Settings",
     pause: "Pause",
     resume: "Resume",
@@ -61,6 +63,7 @@ const t = strings({
     nav_clients: "Клиенты",
     nav_connect: "Подключить Claude",
     nav_audit: "Аудит",
+    nav_history: "История",
     nav_settings: "Настройки",
     pause: "Пауза",
     resume: "Продолжить",
@@ -118,7 +121,7 @@ async function loadDaemonLanguage() {
 /** @typedef {import("./types.js").EventFrame} EventFrame */
 /** @typedef {import("./types.js").PauseState} PauseState */
 
-const routes = { ...pages, chat: chatPage, skills: skillsPage, schedules: schedulesPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+const routes = { ...pages, chat: chatPage, history: historyPage, skills: skillsPage, schedules: schedulesPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */

@@ -3,13 +3,16 @@
 // messages with the answer streaming in and rendered as Markdown, its tool calls inline with
 // their approvals (Approve/Deny right there), Stop, and one box that sends a message whether
 // or not the agent is working (`POST /v1/chats/{id}/input`: a new turn, input the running
-// turn takes at its next step, or input queued for the next turn). Renders into `main` and
-// returns a function that stops its stream.
+// turn takes at its next step, or input queued for the next turn). A tool line whose call
+// changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). Renders
+// into `main` and returns a function that stops its stream.
 
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { h, preview, visible } from "./dom.js";
+import { onRuntimeEvent } from "./events.js";
+import { t as undoText, undoableChanges, undoButton } from "./undo.js";
 
 /** @typedef {import("./types.js").Attachment} Attachment */
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
@@ -397,7 +400,9 @@ export async function chatPage(main, [selected]) {
   // The answer being streamed: its element (keyed by the answer's message id) and one span
   // per model request, so a discarded request's text can be removed.
   let streaming = null;
-  /** @type {Map<string, {line: HTMLElement, text: HTMLElement, actions: HTMLElement, label: string}>} */
+  /** Each tool line by the model's call id; `callId` is the gate's id once known (from its
+   *  approval, or from the history's record of its change), which undo names.
+   *  @type {Map<string, {line: HTMLElement, text: HTMLElement, actions: HTMLElement, undo: HTMLElement, panel: HTMLElement, label: string, callId?: string}>} */
   const calls = new Map();
   /** The line of each approval asked in this chat, by approval id. @type {Map<string, any>} */
   const approvals = new Map();
@@ -420,14 +425,40 @@ export async function chatPage(main, [selected]) {
       button.textContent = t("why_hide");
     }));
     box.append(button);
+    offerTurnUndo(executionId, box);
     return box;
   };
+  /** "Undo this turn" under an answer whose turn changed files that can still be put back
+   *  (the tool lines of an earlier turn are not shown again, this is). Checked again after
+   *  any undo. @param {string} executionId @param {HTMLElement} box */
+  const offerTurnUndo = async (executionId, box) => {
+    const found = /** @type {HTMLElement | null} */ (box.querySelector(".turn-undo"));
+    const holder = found ?? h("span.turn-undo");
+    if (!found) { box.append(holder); turnUndos.set(executionId, { box, holder }); }
+    let undoable;
+    try {
+      const { changes } = /** @type {import("./types.js").HistoryList} */ (await api("GET", `/v1/history?execution_id=${encodeURIComponent(executionId)}&limit=500`));
+      undoable = changes.some((change) => change.status === "done");
+    } catch (error) { console.warn(error); return; }
+    // Only the button goes: its panel may be saying what the undo just did.
+    if (!undoable) { holder.querySelector("button")?.remove(); return; }
+    if (holder.querySelector("button")) return;
+    const panel = h("div.undo-panel");
+    holder.replaceChildren(" ", undoButton({
+      label: undoText("undo_turn"), title: undoText("undo_turn_title"), selection: { type: "turn", execution_id: executionId },
+      panel, dataset: { undoTurn: executionId }, done: () => holder.querySelector("button")?.remove(),
+    }), panel);
+  };
+  /** The answers' turn undo holders, by execution. @type {Map<string, {box: HTMLElement, holder: HTMLElement}>} */
+  const turnUndos = new Map();
   const callLine = (id, name) => {
     let call = calls.get(id);
     if (!call) {
       const text = h("span.text");
       const actions = h("span.actions");
-      call = { line: h("div.tool-call", { dataset: { toolCall: id } }, text, actions), text, actions, label: name || "tool" };
+      const undo = h("span.undo-actions");
+      const panel = h("div.undo-panel");
+      call = { line: h("div.tool-call", { dataset: { toolCall: id } }, text, actions, undo, panel), text, actions, undo, panel, label: name || "tool" };
       calls.set(id, call);
       if (streaming) messages.insertBefore(call.line, streaming.node); else messages.append(call.line);
     }
@@ -452,12 +483,13 @@ export async function chatPage(main, [selected]) {
   const pending = /** @type {import("./types.js").ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
   for (const approval of pending.items) {
     const { requester } = approval;
-    if (requester.kind === "chat" && requester.chat_id === selected) applyApproval(approval.id, `approval-${approval.id}`, approval.tool, approval.summary);
+    if (requester.kind === "chat" && requester.chat_id === selected) applyApproval(approval.id, `approval-${approval.id}`, approval.tool, approval.summary, approval.call_id);
   }
 
-  /** @param {string} approvalId @param {string} id @param {string} name @param {string} summary */
-  function applyApproval(approvalId, id, name, summary) {
+  /** @param {string} approvalId @param {string} id @param {string} name @param {string} summary @param {string} callId */
+  function applyApproval(approvalId, id, name, summary, callId) {
     const call = callLine(id, name);
+    call.callId = callId;
     approvals.set(approvalId, call);
     showCall(call, "waiting", `⏸ ${call.label}: ${summary} (${t("waiting")})`);
     call.actions.replaceChildren(
@@ -498,6 +530,7 @@ export async function chatPage(main, [selected]) {
       case "tool.call.finished": {
         const call = callLine(payload.toolCallId, payload.name);
         showCall(call, "finished", `✓ ${call.label} (${payload.durationMs ?? "?"} ms) ${preview(payload.resultPreview)}`);
+        offerUndo(call);
         break;
       }
       case "tool.call.failed": {
@@ -505,7 +538,7 @@ export async function chatPage(main, [selected]) {
         showCall(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
         break;
       }
-      case "approval.requested": applyApproval(payload.approvalId, payload.toolCallId || payload.approvalId, payload.name, payload.summary || ""); break;
+      case "approval.requested": applyApproval(payload.approvalId, payload.toolCallId || payload.approvalId, payload.name, payload.summary || "", payload.callId); break;
       case "approval.decided":
       case "approval.expired": {
         const call = approvals.get(payload.approvalId) ?? callLine(payload.toolCallId || payload.approvalId, payload.name);
@@ -530,6 +563,37 @@ export async function chatPage(main, [selected]) {
         break;
     }
   };
+  /** Undo on a tool line whose call has changes that can still be undone (none: no button).
+   *  @param {{undo: HTMLElement, panel: HTMLElement, callId?: string}} call */
+  const offerUndo = async (call) => {
+    const callId = call.callId;
+    if (!callId) return;
+    let undoable;
+    try { undoable = (await undoableChanges(callId)).length > 0; } catch (error) { console.warn(error); return; }
+    if (!undoable) { call.undo.replaceChildren(); return; }
+    if (call.undo.querySelector("button")) return;
+    call.undo.replaceChildren(undoButton({
+      label: undoText("undo"), title: undoText("undo_title"), selection: { type: "call", call_id: callId },
+      panel: call.panel, dataset: { undoCall: callId }, done: () => call.undo.replaceChildren(),
+    }));
+  };
+  // A change recorded for this chat names the gate's call: the line that asked for approval
+  // knows that id; a call that ran without asking is the one line still running (a turn's
+  // calls run one after another).
+  const stopHistory = onRuntimeEvent((event) => {
+    if (event?.type === "history.undone") {
+      for (const call of calls.values()) if (call.undo.querySelector("button")) offerUndo(call);
+      for (const [executionId, { box, holder }] of turnUndos) if (holder.querySelector("button")) offerTurnUndo(executionId, box);
+      return;
+    }
+    if (event?.type !== "history.change.recorded" || event.chat_id !== selected || event.undoes) return;
+    let call = [...calls.values()].find((line) => line.callId === event.call_id);
+    if (!call) {
+      const running = [...calls.values()].filter((line) => !line.callId && line.line.classList.contains("running"));
+      if (running.length === 1) { call = running[0]; call.callId = event.call_id; }
+    }
+    if (call) offerUndo(call);
+  });
   // Live only: the history above came from the API; the all-chats stream brings what follows.
   const stopStream = follow(() => "/v1/turns/ws", (/** @type {ChatFrame} */ frame) => {
     if (frame.kind === "event" && frame.chatId === selected) apply(frame);
@@ -577,7 +641,7 @@ export async function chatPage(main, [selected]) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
   });
-  return () => { stopStream(); clearTimeout(searching); };
+  return () => { stopStream(); stopHistory(); clearTimeout(searching); };
 }
 
 /** The chat's own model, agent and tools: each change is saved at once (`PUT .../settings`)

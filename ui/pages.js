@@ -1,13 +1,15 @@
 // @ts-check
 // The Queue (approvals, and the agents' questions from questions.js), Live turns, Grants,
-// Clients and Audit pages (the Chat is in chat.js). Each page renders into `main` and returns a
-// function that stops its subscriptions.
+// Clients and Audit pages (an Audit row whose call changed files has Undo, from undo.js; the
+// Chat is in chat.js). Each page renders into `main` and returns a function that stops its
+// subscriptions.
 
 import { api, follow } from "./api.js";
 import { diffView, h, preview, time, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { pendingQuestions, questionCard } from "./questions.js";
 import { strings } from "./i18n.js";
+import { t as undoText, undoableChanges, undoButton } from "./undo.js";
 
 const t = strings({
   en: {
@@ -116,6 +118,7 @@ const t = strings({
 
 /** @typedef {import("./types.js").Approval} Approval */
 /** @typedef {import("./types.js").ApprovalList} ApprovalList */
+/** @typedef {import("./types.js").AuditEntry} AuditEntry */
 /** @typedef {import("./types.js").AuditPage} AuditPage */
 /** @typedef {import("./types.js").ChatEvent} ChatEvent */
 /** @typedef {import("./types.js").ChatEventList} ChatEventList */
@@ -427,26 +430,46 @@ async function audit(main) {
   const body = h("tbody");
   const more = h("button", {}, t("older"));
   main.append(h("h1", {}, t("audit_log")), h("table", {}, h("thead", {}, h("tr", {},
-    h("th", {}, t("when")), h("th", {}, t("who")), h("th", {}, t("tool")), h("th", {}, t("decided_by")), h("th", {}, t("outcome")), h("th", {}, t("arguments")))), body), h("p", {}, more));
+    h("th", {}, t("when")), h("th", {}, t("who")), h("th", {}, t("tool")), h("th", {}, t("decided_by")), h("th", {}, t("outcome")), h("th", {}, t("arguments")), h("th"))), body), h("p", {}, more));
   let before = null;
   const load = async (reset) => {
     const page = /** @type {AuditPage} */ (await api("GET", "/v1/audit?limit=50" + (before && !reset ? `&before=${before}` : "")));
     if (reset) body.replaceChildren();
     for (const entry of page.items) {
-      body.append(h("tr", {},
+      const undoCell = h("td.actions");
+      body.append(h("tr", { dataset: { callId: entry.call_id } },
         h("td", {}, time(entry.at)),
         h("td", {}, who(entry.requester)),
         h("td", {}, entry.tool),
         h("td", {}, decidedBy(entry.decided_by)),
         h("td", {}, h("span.tag." + entry.outcome, {}, entry.outcome)),
-        h("td", {}, h("code", {}, JSON.stringify(entry.arguments).slice(0, 160)))));
+        h("td", {}, h("code", {}, JSON.stringify(entry.arguments).slice(0, 160))),
+        undoCell));
+      if (mayChangeFiles(entry)) offerUndo(entry.call_id, undoCell);
     }
     before = page.next_before ?? null;
     more.hidden = before === null;
   };
   more.addEventListener("click", () => load(false));
   await load(true);
-  return onRuntimeEvent((event) => { if (event?.type?.startsWith("tool.call.f")) load(true); });
+  return onRuntimeEvent((event) => { if (event?.type?.startsWith("tool.call.f") || event?.type === "history.undone") load(true); });
+}
+
+/** Whether an audit row's call may have recorded changes to files (a call that ran and is not
+ *  read-only or network-only): only those ask the history. @param {AuditEntry} entry */
+const mayChangeFiles = (entry) => entry.outcome === "succeeded" && entry.risk !== "read_only" && entry.risk !== "network";
+
+/** Puts Undo in `cell` when the call has recorded changes that can still be undone (the
+ *  history's `call_id` filter tells). @param {string} callId @param {HTMLElement} cell */
+async function offerUndo(callId, cell) {
+  try {
+    if (!(await undoableChanges(callId)).length) return;
+  } catch (error) { console.warn(error); return; }
+  const panel = h("div.undo-panel");
+  cell.replaceChildren(undoButton({
+    label: undoText("undo"), title: undoText("undo_title"), selection: { type: "call", call_id: callId },
+    panel, dataset: { undoCall: callId },
+  }), panel);
 }
 
 /** What decided a call, for a table cell: a person's decision says where it was made.

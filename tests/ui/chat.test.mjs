@@ -255,7 +255,7 @@ test("a turn's tool call is approved inline in the chat", async () => {
     await tab.waitForSelector(".message.assistant:not(.streaming)");
     assert.equal(await tab.textContent(".message.assistant:not(.streaming)"), "Written.");
     assert.equal(existsSync(target), true);
-    assert.equal(await tab.locator(".messages .tool-call button").count(), 0, "no buttons once decided");
+    assert.equal(await tab.locator(".messages .tool-call .actions button").count(), 0, "no approval buttons once decided");
 
     // "Why?" under the answer: the turn's steps, each model request with what it was sent and
     // what it answered, and the tool's result.

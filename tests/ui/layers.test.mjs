@@ -23,13 +23,13 @@ export const LAYERS = [
   // text (`h`, `visible`); the runtime event listeners that app.js feeds.
   ["api.js", "dom.js", "events.js"],
   // Pieces pages share: Markdown into DOM nodes, the agents' questions; the Telegram card of
-  // Settings.
-  ["markdown.js", "questions.js", "telegram.js"],
+  // Settings; undo of file changes.
+  ["markdown.js", "questions.js", "telegram.js", "undo.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
   // schedule form, which the Schedules page opens.
   ["schedule-form.js", "settings.js"],
   // The pages.
-  ["chat.js", "connect.js", "memory.js", "models.js", "pages.js", "recovery.js", "schedules.js", "servers.js", "setup.js", "skills.js"],
+  ["chat.js", "connect.js", "history.js", "memory.js", "models.js", "pages.js", "recovery.js", "schedules.js", "servers.js", "setup.js", "skills.js"],
   // The router, the event stream, the login.
   ["app.js"],
 ];

@@ -47,6 +47,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/chat.js"),
     ),
     (
+        "history.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/history.js"),
+    ),
+    (
+        "undo.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/undo.js"),
+    ),
+    (
         "i18n.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/i18n.js"),
