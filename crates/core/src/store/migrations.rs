@@ -742,6 +742,27 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE INDEX telegram_presses_by_subject ON telegram_presses (subject);
               ALTER TABLE telegram_prompts ADD COLUMN selected TEXT;",
     },
+    Migration {
+        // A fact is embedded as its title and body, and multilingual-e5 embeds stored facts
+        // with the queries' prefix (issue 49): vectors made from the earlier text (with
+        // `kind=`/`scope=` lines, and `passage: ` for e5) are made again. Each becomes a
+        // pending job of its model, due now (the embedding loop runs them at start); until it
+        // runs, its fact is found by words only.
+        name: "memory_embeddings_again",
+        sql: "INSERT INTO memory_index_jobs (fact_id, owner_id, embedding_model, content_hash,
+                  status, attempt_count, next_attempt_at, created_at, updated_at)
+                  SELECT e.fact_id, f.owner_id, e.embedding_model, e.content_hash, 'PENDING', 0,
+                         strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                         strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                         strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                  FROM memory_fact_embeddings e
+                  JOIN memory_facts f ON f.id = e.fact_id AND f.content_hash = e.content_hash
+                  WHERE f.status = 'ACTIVE'
+              ON CONFLICT (fact_id, embedding_model, content_hash) DO UPDATE SET
+                  status = 'PENDING', attempt_count = 0,
+                  next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at;
+              DELETE FROM memory_fact_embeddings;",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -191,3 +191,99 @@ fn migration_names_are_unique() {
     names.dedup();
     assert_eq!(names.len(), MIGRATIONS.len());
 }
+
+/// A database whose facts have vectors made from the earlier embedding text: after the
+/// `memory_embeddings_again` migration each active fact's vector is a pending job due now, and
+/// no vector of the earlier text is left for dense recall to use.
+#[tokio::test]
+async fn vectors_of_the_earlier_embedding_text_are_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("souz.db");
+    let last = MIGRATIONS.len() - 1;
+    assert_eq!(MIGRATIONS[last].name, "memory_embeddings_again");
+    {
+        let connection = Connection::open(&path).unwrap();
+        for (migration, version) in MIGRATIONS[..last].iter().zip(1_i64..) {
+            connection.execute_batch(migration.sql).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+                    rusqlite::params![version, migration.name],
+                )
+                .unwrap();
+        }
+        connection
+            .pragma_update(None, "user_version", last as i64)
+            .unwrap();
+        let at = "2026-01-01T00:00:00.000Z";
+        for (id, status, hash) in [
+            ("kept", "ACTIVE", "h1"),
+            ("retired", "RETIRED", "h2"),
+            ("changed", "ACTIVE", "h3-new"),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO memory_facts (id, owner_id, scope_type, scope_id, kind, title, \
+                     body, status, retention, confidence, importance, created_by, \
+                     content_hash, created_at, updated_at) VALUES (?1, 'local', 'GLOBAL', \
+                     'global', 'SEMANTIC', 't', 'b', ?2, 'DURABLE', 1.0, 0.5, 'writer', ?3, \
+                     ?4, ?4)",
+                    rusqlite::params![id, status, hash, at],
+                )
+                .unwrap();
+        }
+        for (id, hash) in [("kept", "h1"), ("retired", "h2"), ("changed", "h3-old")] {
+            connection
+                .execute(
+                    "INSERT INTO memory_fact_embeddings (fact_id, embedding_model, \
+                     embedding_blob, dimension, content_hash, created_at) \
+                     VALUES (?1, 'local/e5', x'0000803f', 1, ?2, ?3)",
+                    rusqlite::params![id, hash, at],
+                )
+                .unwrap();
+            connection
+                .execute(
+                    "INSERT INTO memory_index_jobs (fact_id, owner_id, embedding_model, \
+                     content_hash, status, attempt_count, next_attempt_at, created_at, \
+                     updated_at) VALUES (?1, 'local', 'local/e5', ?2, 'COMPLETED', 1, ?3, ?3, ?3)",
+                    rusqlite::params![id, hash, at],
+                )
+                .unwrap();
+        }
+    }
+    let store = Store::open(&path).await.unwrap();
+    let (vectors, jobs) = store
+        .read(|c| {
+            let vectors: i64 =
+                c.query_row("SELECT count(*) FROM memory_fact_embeddings", [], |r| {
+                    r.get(0)
+                })?;
+            let mut statement = c.prepare(
+                "SELECT fact_id, status, attempt_count, next_attempt_at > '2026-06-01' \
+                 FROM memory_index_jobs ORDER BY fact_id",
+            )?;
+            let jobs = statement
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, bool>(3)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, StoreError>((vectors, jobs))
+        })
+        .await
+        .unwrap();
+    assert_eq!(vectors, 0, "no vector of the earlier text is left");
+    assert_eq!(
+        jobs,
+        [
+            ("changed".to_owned(), "COMPLETED".to_owned(), 1, false),
+            ("kept".to_owned(), "PENDING".to_owned(), 0, true),
+            ("retired".to_owned(), "COMPLETED".to_owned(), 1, false),
+        ],
+        "the active fact's vector is due again now; the others are left as they were"
+    );
+}
