@@ -196,6 +196,11 @@ pub trait Tool: Send + Sync + 'static {
     fn output_schema(&self) -> Option<Value> {
         None
     }
+    /// Whether every call asks the person whatever the policy says (its plan names an
+    /// untrusted target); tool listings then say it asks even where its risk's rule allows.
+    fn always_asks(&self) -> bool {
+        false
+    }
     /// Validates the call and describes what it will do. Must not change anything.
     fn plan(
         &self,
@@ -228,6 +233,9 @@ pub struct ToolSpec {
     pub input_schema: Value,
     /// JSON schema of structured output, if any.
     pub output_schema: Option<Value>,
+    /// Whether every call asks the person, whatever the policy's rule for its risk says
+    /// ([`Tool::always_asks`]); listings say it asks.
+    pub always_asks: bool,
 }
 
 /// A planned call, ready to run once allowed.
@@ -365,6 +373,7 @@ pub(crate) fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
         annotations: tool.annotations(),
         input_schema: input_schema::<T::Args>(),
         output_schema: tool.output_schema(),
+        always_asks: tool.always_asks(),
     };
     Arc::new(Erased {
         tool: Arc::new(tool),

@@ -106,6 +106,7 @@ impl SkillCommandTool {
             annotations: ToolAnnotations::for_risk(Risk::Exec),
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: None,
+            always_asks: false,
         };
         Ok(Self {
             spec,

@@ -158,6 +158,10 @@ impl Tool for UndoChanges {
         Risk::Delete
     }
 
+    fn always_asks(&self) -> bool {
+        true
+    }
+
     async fn plan(
         &self,
         args: &UndoArgs,

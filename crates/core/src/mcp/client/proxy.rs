@@ -209,6 +209,7 @@ fn spec_of(
         annotations: ToolAnnotations::for_risk(Risk::Exec),
         input_schema,
         output_schema,
+        always_asks: false,
     }
 }
 

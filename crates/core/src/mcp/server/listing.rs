@@ -66,9 +66,14 @@ impl Listing {
             .iter()
             .chain(&external)
             .filter_map(|entry| {
-                let action = handle
+                let action = match handle
                     .tool_policy_for(entry.spec.name, entry.spec.risk, requester)
-                    .action;
+                    .action
+                {
+                    // Its calls ask whatever the rule for its risk says.
+                    Action::Allow if entry.spec.always_asks => Action::Ask,
+                    action => action,
+                };
                 match action {
                     Action::Deny => None,
                     Action::Allow => Some(entry.tool.clone()),

@@ -161,6 +161,7 @@ fn titles_and_output_schemas() {
         annotations: souz_protocol::ToolAnnotations::for_risk(souz_protocol::Risk::ReadOnly),
         input_schema: serde_json::json!({"type": "object", "properties": {}}),
         output_schema: Some(serde_json::json!({"type": "array"})),
+        always_asks: false,
     };
     assert!(
         mcp_tool(&spec).output_schema.is_none(),

@@ -190,3 +190,24 @@ async fn an_mcp_client_undoes_through_the_gate_and_forces_only_when_asked_again(
     let _ = stop.send(());
     runtime.shutdown("test").await.unwrap();
 }
+
+/// `UndoChanges` asks on every call (its plan names an untrusted target), so a client is told
+/// it asks even where the policy's rule for its risk (`delete`) allows.
+#[tokio::test]
+async fn undo_is_listed_as_asking_even_where_its_risk_is_allowed() {
+    let runtime = TestRuntime::builder()
+        .with_config(|config| {
+            config.approvals.delete = Action::Allow;
+        })
+        .start()
+        .await;
+    let handle = runtime.handle();
+    let listing = super::super::listing::Listing::new(handle.tool_specs());
+    let tools = listing.tools(&handle, &client("claude-code"));
+    let by_name = |name: &str| tools.iter().find(|tool| tool.name == name).unwrap();
+    assert!(asks(by_name("UndoChanges")), "UndoChanges asks");
+    assert!(
+        !asks(by_name("DeleteFile")),
+        "the rule allows the risk: other delete tools run without asking"
+    );
+}
