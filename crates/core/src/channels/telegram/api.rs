@@ -136,6 +136,16 @@ fn plain_path(path: &str) -> bool {
             .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
+/// The edit of `message` in `chat` to `text` (escaped for `MarkdownV2`), without buttons.
+fn edit_params(chat: i64, message: i32, text: &str) -> EditMessageTextParams {
+    EditMessageTextParams::builder()
+        .chat_id(chat)
+        .message_id(message)
+        .text(text)
+        .parse_mode(ParseMode::MarkdownV2)
+        .build()
+}
+
 /// Inline buttons in `rows`, each `(label, callback data)`.
 fn keyboard(rows: &[Vec<(&str, &str)>]) -> InlineKeyboardMarkup {
     let keyboard = rows
@@ -309,7 +319,7 @@ impl BotApi {
     }
 
     /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`) and its buttons
-    /// with `rows`, each `(label, callback data)`.
+    /// with `rows`, each `(label, callback data)`. As [`Self::edit`], "not modified" is a success.
     pub(crate) async fn edit_with_buttons(
         &self,
         chat: i64,
@@ -317,15 +327,9 @@ impl BotApi {
         text: &str,
         rows: &[Vec<(&str, &str)>],
     ) -> Result<(), TelegramError> {
-        let params = EditMessageTextParams::builder()
-            .chat_id(chat)
-            .message_id(message)
-            .text(text)
-            .parse_mode(ParseMode::MarkdownV2)
-            .reply_markup(keyboard(rows))
-            .build();
-        self.bot.edit_message_text(&params).await?;
-        Ok(())
+        let mut params = edit_params(chat, message, text);
+        params.reply_markup = Some(keyboard(rows));
+        self.edit_message(&params).await
     }
 
     /// Replaces the text of `message` in `chat` (escaped for `MarkdownV2`) and removes its
@@ -336,13 +340,11 @@ impl BotApi {
         message: i32,
         text: &str,
     ) -> Result<(), TelegramError> {
-        let params = EditMessageTextParams::builder()
-            .chat_id(chat)
-            .message_id(message)
-            .text(text)
-            .parse_mode(ParseMode::MarkdownV2)
-            .build();
-        match self.bot.edit_message_text(&params).await {
+        self.edit_message(&edit_params(chat, message, text)).await
+    }
+
+    async fn edit_message(&self, params: &EditMessageTextParams) -> Result<(), TelegramError> {
+        match self.bot.edit_message_text(params).await {
             Ok(_) => Ok(()),
             Err(error) => match TelegramError::from(error) {
                 TelegramError::Refused { description, .. }

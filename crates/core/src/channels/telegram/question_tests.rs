@@ -62,6 +62,28 @@ async fn asked(
     (runtime, prompt)
 }
 
+/// Waits for `prompt` to close with `Answered: {answer}` and no buttons, and for the turn to
+/// go on: the agent's next request carries `answer_to` and the agent's reply is sent.
+async fn closed_and_resumed(
+    telegram: &FakeTelegram,
+    llm: &FakeServer,
+    prompt: &Sent,
+    answer: &str,
+    answer_to: &str,
+) {
+    let closed = format!("{}\n\nAnswered: {answer}", prompt.text);
+    wait_for_message(telegram, "the closed question", |sent| {
+        sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
+    })
+    .await;
+    wait_for_message(telegram, "the answer", |sent| sent.text == "Thanks, noted.").await;
+    let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
+    assert!(
+        resumed.contains(answer_to),
+        "the turn went on with the answer: {resumed}"
+    );
+}
+
 async fn pending_questions(runtime: &TestRuntime) -> Vec<String> {
     let list = runtime.handle().questions(&local(), 10).await.unwrap();
     list.items.into_iter().map(|question| question.id).collect()
@@ -95,20 +117,14 @@ async fn a_question_comes_with_a_button_per_choice_and_a_press_answers_it() {
 
     telegram.push_press(ME, &blue);
     assert_eq!(telegram.wait_for_answered(2).await[1].1, press::ANSWERED.en);
-    let closed = format!("{}\n\nAnswered: Blue", prompt.text);
-    wait_for_message(&telegram, "the closed question", |sent| {
-        sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
-    })
+    closed_and_resumed(
+        &telegram,
+        &llm,
+        &prompt,
+        "Blue",
+        "Answer to \\\"Which colour?\\\": Blue",
+    )
     .await;
-    wait_for_message(&telegram, "the answer", |sent| {
-        sent.text == "Thanks, noted."
-    })
-    .await;
-    let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
-    assert!(
-        resumed.contains("Answer to \\\"Which colour?\\\": Blue"),
-        "the turn went on with the choice: {resumed}"
-    );
     let question = runtime
         .handle()
         .question(&local(), &pending[0])
@@ -271,20 +287,14 @@ async fn a_multiple_choice_question_toggles_its_choices_and_done_answers_with_th
         telegram.wait_for_answered(presses).await[presses - 1].1,
         press::ANSWERED.en
     );
-    let closed = format!("{}\n\nAnswered: Apple; Plum", prompt.text);
-    wait_for_message(&telegram, "the closed question", |sent| {
-        sent.message_id == prompt.message_id && sent.text == closed && sent.buttons.is_empty()
-    })
+    closed_and_resumed(
+        &telegram,
+        &llm,
+        &prompt,
+        "Apple; Plum",
+        "Answer to \\\"Which fruits?\\\": Apple; Plum",
+    )
     .await;
-    wait_for_message(&telegram, "the answer", |sent| {
-        sent.text == "Thanks, noted."
-    })
-    .await;
-    let resumed = llm.requests_to(openai::CHAT_PATH)[1].text();
-    assert!(
-        resumed.contains("Answer to \\\"Which fruits?\\\": Apple; Plum"),
-        "the turn went on with both choices: {resumed}"
-    );
     let kept = runtime.handle().store().read(press_count).await.unwrap();
     assert_eq!(kept, 0, "no handle outlives its question");
     runtime.shutdown("test").await.unwrap();
