@@ -538,14 +538,7 @@ impl Ending<'_> {
         };
         let message = records::insert_message(self.tx, &new)?;
         records::touch_chat(self.tx, self.chat_id, self.at)?;
-        let body = MessagePayload {
-            message_id: message.id.clone(),
-            seq: message.seq,
-            role: "assistant".into(),
-            content: message.content,
-            client_message_id: None,
-            attachments: Vec::new(),
-        };
+        let body = MessagePayload::of(&message, None);
         let finished = ExecutionFinishedPayload {
             execution_id: self.execution_id.to_owned(),
             assistant_message_id: message.id,

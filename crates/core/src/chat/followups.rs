@@ -234,14 +234,7 @@ impl Chats {
                     },
                 )?;
                 records::touch_chat(tx, &chat_id, at)?;
-                let created = MessagePayload {
-                    message_id: message.id.clone(),
-                    seq: message.seq,
-                    role: "user".into(),
-                    content: message.content.clone(),
-                    client_message_id,
-                    attachments: Vec::new(),
-                };
+                let created = MessagePayload::of(&message, client_message_id);
                 let event = NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: Some(execution_id.clone()),

@@ -335,14 +335,7 @@ fn started_events(
     streaming: bool,
     fresh: bool,
 ) -> Vec<NewChatEvent> {
-    let created = MessagePayload {
-        message_id: message.id.clone(),
-        seq: message.seq,
-        role: "user".into(),
-        content: message.content.clone(),
-        client_message_id: execution.client_message_id.clone(),
-        attachments: message.attachments.clone(),
-    };
+    let created = MessagePayload::of(message, execution.client_message_id.clone());
     let started = ExecutionStartedPayload {
         execution_id: execution.id.clone(),
         user_message_id: message.id.clone(),

@@ -41,6 +41,21 @@ pub struct MessagePayload {
     pub attachments: Vec<super::Attachment>,
 }
 
+impl MessagePayload {
+    /// The `message.created` payload of a stored `message` (with the client's idempotency
+    /// key of a user message, which the message keeps elsewhere).
+    pub fn of(message: &super::Message, client_message_id: Option<String>) -> Self {
+        Self {
+            message_id: message.id.clone(),
+            seq: message.seq,
+            role: message.role.clone(),
+            content: message.content.clone(),
+            client_message_id,
+            attachments: message.attachments.clone(),
+        }
+    }
+}
+
 /// Streamed answer text (live only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
