@@ -29,6 +29,22 @@ pub(crate) const CROSS_CHANNEL: &str = "crossChannel";
 /// The most delivered messages one turn is told of (the newest).
 pub(crate) const MAX_NOTES: usize = 20;
 
+/// The messages of chat `?1` delivered through another channel since the creation of its
+/// execution before `?2` (found through the index `executions_by_chat`), newest first, at most
+/// `?3`.
+pub(crate) const DELIVERED_SINCE_PREVIOUS: &str =
+    "SELECT content, COALESCE(json_extract(metadata, '$.channelType'), '')
+     FROM messages
+     WHERE chat_id = ?1 AND role = 'assistant'
+       AND json_extract(metadata, '$.crossChannel') = 'true'
+       AND created_at >= COALESCE((
+           SELECT MAX(previous.created_at) FROM executions AS previous
+           WHERE previous.chat_id = ?1 AND previous.id <> ?2
+             AND previous.created_at <= COALESCE(
+                 (SELECT created_at FROM executions WHERE id = ?2),
+                 previous.created_at)), '')
+     ORDER BY seq DESC LIMIT ?3";
+
 impl Chats {
     /// Records `content`, delivered through the channel `channel_type`, as an assistant
     /// message of the user's chat `chat_id`.
@@ -67,14 +83,7 @@ impl Chats {
                     },
                 )?;
                 records::touch_chat(tx, &chat_id, at)?;
-                let created = MessagePayload {
-                    message_id: message.id.clone(),
-                    seq: message.seq,
-                    role: "assistant".into(),
-                    content: message.content.clone(),
-                    client_message_id: None,
-                    attachments: Vec::new(),
-                };
+                let created = MessagePayload::of(&message, None);
                 let event = NewChatEvent {
                     chat_id: chat_id.clone(),
                     execution_id: None,
@@ -99,19 +108,7 @@ impl Chats {
             .inner
             .store
             .read(move |connection| {
-                let mut statement = connection.prepare_cached(
-                    "SELECT content, COALESCE(json_extract(metadata, '$.channelType'), '')
-                     FROM messages
-                     WHERE chat_id = ?1 AND role = 'assistant'
-                       AND json_extract(metadata, '$.crossChannel') = 'true'
-                       AND created_at >= COALESCE((
-                           SELECT MAX(previous.created_at) FROM executions AS previous
-                           WHERE previous.chat_id = ?1 AND previous.id <> ?2
-                             AND previous.created_at <= COALESCE(
-                                 (SELECT created_at FROM executions WHERE id = ?2),
-                                 previous.created_at)), '')
-                     ORDER BY seq DESC LIMIT ?3",
-                )?;
+                let mut statement = connection.prepare_cached(DELIVERED_SINCE_PREVIOUS)?;
                 let rows = statement.query_map(
                     rusqlite::params![chat_id, execution_id, MAX_NOTES as i64],
                     |row| {

@@ -1115,3 +1115,29 @@ async fn input_queued_before_a_restart_starts_its_turn_after_it() {
     // Taken once: a second start has nothing to run.
     assert_eq!(restarted.resume_queued().await.unwrap(), 0);
 }
+
+/// A turn's start finds its chat's previous execution through `executions_by_chat`, not by
+/// reading every execution of every chat.
+#[tokio::test]
+async fn the_delivered_messages_query_reads_executions_by_chat() {
+    let home = TestHome::new();
+    let store = home.store().await;
+    let plan = store
+        .read(|c| {
+            let mut statement = c.prepare(&format!(
+                "EXPLAIN QUERY PLAN {}",
+                super::delivered::DELIVERED_SINCE_PREVIOUS
+            ))?;
+            let details = statement
+                .query_map(rusqlite::params!["c", "e", 20], |r| r.get::<_, String>(3))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, crate::store::StoreError>(details.join("\n"))
+        })
+        .await
+        .unwrap();
+    assert!(plan.contains("executions_by_chat"), "{plan}");
+    assert!(
+        !plan.contains("SCAN previous"),
+        "no scan of every execution: {plan}"
+    );
+}

@@ -763,6 +763,13 @@ pub const MIGRATIONS: &[Migration] = &[
                   next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at;
               DELETE FROM memory_fact_embeddings;",
     },
+    Migration {
+        // A turn's start reads when its chat's previous execution was created (the window of
+        // messages delivered through another channel, `chat::delivered`): by chat, not by a
+        // scan of every execution of every chat.
+        name: "executions_by_chat",
+        sql: "CREATE INDEX executions_by_chat ON executions (chat_id, created_at);",
+    },
 ];
 
 /// The schema version this binary produces.
