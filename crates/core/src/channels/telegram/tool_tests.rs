@@ -277,6 +277,25 @@ async fn a_delivered_message_is_recorded_in_the_chat_the_account_talks_in() {
 }
 
 /// How many times `text` is in the messages of the model request `request`.
+/// Waits until no turn is running: the answer is sent before its turn has ended, and a
+/// message arriving in between is queued for after it, not a turn of its own.
+async fn turns_ended(runtime: &TestRuntime) {
+    let user = crate::runtime::facade::ChatUser(crate::LOCAL_USER.to_owned());
+    for _ in 0..400 {
+        if runtime
+            .handle()
+            .active_turns(&user)
+            .await
+            .unwrap()
+            .is_empty()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("a turn did not end");
+}
+
 fn times_in_request(request: &souz_testkit::CapturedRequest, text: &str) -> usize {
     request.json()["messages"]
         .as_array()
@@ -304,6 +323,7 @@ async fn the_next_turn_in_that_chat_is_told_what_was_delivered_once() {
     link(&runtime, &telegram).await;
     telegram.push_text(ME, "hi");
     assert_eq!(telegram.wait_for_sent(2).await[1].text, "Hello from Souz.");
+    turns_ended(&runtime).await;
 
     // Sent from outside the Telegram chat's turns (the CLI here, another chat in life).
     let sent = call(
@@ -321,6 +341,7 @@ async fn the_next_turn_in_that_chat_is_told_what_was_delivered_once() {
         telegram.wait_for_sent(4).await[3].text,
         "I told you the build is green."
     );
+    turns_ended(&runtime).await;
     telegram.push_text(ME, "and now?");
     assert_eq!(telegram.wait_for_sent(5).await[4].text, "Still green.");
 
