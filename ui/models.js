@@ -2,8 +2,9 @@
 // Models: the local models Souz runs in its own process (no key, nothing leaves the machine).
 // Each profile with its size, context, the memory it needs and where it stands (missing,
 // downloading with a progress bar, ready, loaded, or why its download failed); Download starts
-// a fetch in the daemon (resumable, checked against the pinned checksum; it goes on when the
-// page is closed), Cancel stops it, Remove deletes the file. Progress comes from the runtime
+// a fetch in the daemon (from the model hub at the commit Souz pins, or the operator's mirror;
+// resumable, checked against the file's SHA-256; it goes on when the page is closed; the row
+// links the file's page at that commit), Cancel stops it, Remove deletes the file. Progress comes from the runtime
 // events the app follows (`local.model.download.progress|completed|failed|cancelled`), so a
 // download started anywhere (`souz models pull`, another window) shows here too.
 
@@ -29,6 +30,7 @@ const t = strings({
     tokens: "{n} tokens", ram_gb: "{n} GB RAM",
     download: "Download", cancel: "Cancel", remove: "Remove",
     by_hand: "Souz has no verified source for this file: place it at {path}.",
+    source: "source", source_title: "Where Download fetches it from (the SHA-256 is checked)",
     started: "Downloading {name}. It goes on if you close this page.",
     done: "{name} is downloaded and verified.", cancelled: "The download of {name} was stopped.",
     removed: "{name} was removed.",
@@ -47,6 +49,7 @@ const t = strings({
     tokens: "{n} токенов", ram_gb: "{n} ГБ ОЗУ",
     download: "Скачать", cancel: "Отменить", remove: "Удалить",
     by_hand: "У Souz нет проверенного источника этого файла: положите его сюда: {path}.",
+    source: "источник", source_title: "Откуда его скачивает кнопка «Скачать» (SHA-256 проверяется)",
     started: "{name} скачивается. Загрузка продолжится, даже если закрыть эту страницу.",
     done: "{name} скачана и проверена.", cancelled: "Загрузка {name} остановлена.",
     removed: "{name} удалена.",
@@ -107,11 +110,14 @@ export async function modelsPage(main) {
       }) }, t("remove"));
     }
     if (!model.pullable) return h("span.meta.by-hand", {}, t("by_hand", { path: model.path }));
-    return h("button.primary.download", { onclick: () => act(async () => {
+    const source = model.source
+      ? h("a.meta.source", { href: model.source, target: "_blank", rel: "noopener noreferrer", title: t("source_title") }, t("source"))
+      : null;
+    return [h("button.primary.download", { onclick: () => act(async () => {
       /** @type {LocalModelInfo} */
       const started = await api("POST", `/v1/models/local/${name}/pull`, {});
       say(started.state === "downloading" ? t("started", { name: model.name }) : t("done", { name: model.name }));
-    }) }, t("download"));
+    }) }, t("download")), source ? " " : null, source];
   };
 
   /** @param {LocalModelInfo} model */

@@ -830,6 +830,7 @@
  *   name: string;
  *   path: string;
  *   pullable: boolean;
+ *   source?: string | null;
  *   testModel: boolean;
  * } & ({
  *   state: "missing";

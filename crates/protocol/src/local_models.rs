@@ -24,8 +24,13 @@ pub struct LocalModelInfo {
     pub context_tokens: u32,
     /// RAM the machine needs, in GB.
     pub min_ram_gb: u64,
-    /// Whether `souz models pull` can fetch it (a pinned checksum and a source).
+    /// Whether `souz models pull` can fetch it (a pinned commit on the model hub, or a pinned
+    /// checksum and a mirror).
     pub pullable: bool,
+    /// Where a pull fetches it from, when it can: the file's page on the model hub at the
+    /// pinned commit, or its URL on the mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// A small model for tests.
     pub test_model: bool,
     /// On disk, loaded, being fetched, or missing.

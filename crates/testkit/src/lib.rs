@@ -1,4 +1,5 @@
-//! Fake LLM provider servers, and a fake Telegram Bot API ([`telegram`]), for tests and benchmarks.
+//! Fake LLM provider servers, a fake Telegram Bot API ([`telegram`]) and a fake model hub
+//! ([`hub`]), for tests and benchmarks.
 //!
 //! A [`FakeServer`] listens on `127.0.0.1:0`, answers each path from a script of [`Reply`]s
 //! (first in, first out; a path may also have a fallback reply, or a responder that builds
@@ -23,6 +24,7 @@
 
 pub mod anthropic;
 pub mod gigachat;
+pub mod hub;
 pub mod openai;
 pub mod telegram;
 

@@ -86,6 +86,10 @@ config_section! {
         /// profile's file is served as `<url>/<profile>/<file>` (a mirror inside your network).
         /// Only profiles with a pinned checksum are fetched, and the checksum is checked.
         pub local_model_mirror: String = String::new(),
+        /// The model hub `souz models pull` asks when no mirror is set: Hugging Face, or a
+        /// mirror that speaks its API (such as https://hf-mirror.com). Each model is pinned to
+        /// a commit there, and the hub's own SHA-256 for that commit's file is checked.
+        pub local_model_hub: String = "https://huggingface.co".to_owned(),
     }
 }
 
@@ -200,17 +204,27 @@ impl LlmConfig {
         problems
     }
 
-    fn mirror_problem(&self) -> Option<Invalid> {
+    fn mirror_problem(&self) -> Vec<Invalid> {
+        let not_url = |url: &str| {
+            !(url.starts_with("http://") || url.starts_with("https://"))
+                || url.chars().any(|c| c.is_whitespace() || c.is_control())
+        };
+        let mut problems = Vec::new();
         let mirror = &self.local_model_mirror;
-        let bad = !mirror.is_empty()
-            && (!(mirror.starts_with("http://") || mirror.starts_with("https://"))
-                || mirror.chars().any(|c| c.is_whitespace() || c.is_control()));
-        bad.then(|| {
-            Invalid::new(
+        if !mirror.is_empty() && not_url(mirror) {
+            problems.push(Invalid::new(
                 "local_model_mirror",
                 format!("`{mirror}` is not an http:// or https:// URL"),
-            )
-        })
+            ));
+        }
+        let hub = &self.local_model_hub;
+        if not_url(hub) {
+            problems.push(Invalid::new(
+                "local_model_hub",
+                format!("`{hub}` is not an http:// or https:// URL"),
+            ));
+        }
+        problems
     }
 
     /// The disabled providers (invalid names are reported by validation).
@@ -272,6 +286,7 @@ mod tests {
             retry_backoff_max_ms: 500,
             max_output_tokens: 20_000,
             temperature: 3.0,
+            local_model_hub: "hf-mirror.com".into(),
             ..LlmConfig::default()
         };
         let keys: Vec<&str> = config
@@ -283,6 +298,7 @@ mod tests {
             keys,
             [
                 "openai_base_url",
+                "local_model_hub",
                 "local_models",
                 "local_models",
                 "disabled_providers",

@@ -19,6 +19,7 @@
 
 pub(crate) mod contract;
 pub(crate) mod engine;
+pub mod hub;
 #[cfg(feature = "local-llm")]
 pub mod llama;
 pub(crate) mod parse;

@@ -19,15 +19,15 @@ use crate::sandbox::{DaemonFileError, DaemonFolder};
 /// Bytes between two progress reports of one file.
 pub(crate) const PROGRESS_STEP: u64 = 4 << 20;
 
-/// One file of a model, pinned.
+/// One file of a model, pinned (in the code, or by a model hub's metadata at a pinned commit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelFile {
+pub struct ModelFile<'a> {
     /// The file's name in the model's folder.
-    pub name: &'static str,
+    pub name: &'a str,
     /// Where it is downloaded from.
-    pub url: &'static str,
+    pub url: &'a str,
     /// Its SHA-256, lowercase hex.
-    pub sha256: &'static str,
+    pub sha256: &'a str,
     /// Its size in bytes (for progress before the server says).
     pub bytes: u64,
 }
@@ -48,6 +48,9 @@ pub enum DownloadError {
         /// What arrived.
         actual: String,
     },
+    /// The model hub could not say which file to fetch and its SHA-256.
+    #[error(transparent)]
+    Hub(#[from] crate::llm::local::hub::HubError),
     /// Another download of the same model is running.
     #[error("the model is being downloaded already")]
     Busy,
@@ -69,7 +72,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DownloadError + '_ {
 }
 
 /// Progress of one file: bytes of it on disk so far and its expected size.
-pub(crate) type Progress<'a> = &'a (dyn Fn(&ModelFile, u64) + Send + Sync);
+pub(crate) type Progress<'a> = &'a (dyn Fn(&ModelFile<'_>, u64) + Send + Sync);
 
 /// The SHA-256 of a file, lowercase hex (read in a blocking task).
 #[cfg(test)]
@@ -128,7 +131,7 @@ async fn sha256_of(file: std::fs::File, path: &Path) -> Result<String, DownloadE
 pub(crate) async fn fetch_file(
     client: &WebClient,
     dir: &Path,
-    file: &ModelFile,
+    file: &ModelFile<'_>,
     progress: Progress<'_>,
     cancel: &CancellationToken,
 ) -> Result<(), DownloadError> {
@@ -143,7 +146,7 @@ pub(crate) async fn fetch_file(
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Source<'a> {
     /// The file (name, checksum, size).
-    pub file: &'a ModelFile,
+    pub file: &'a ModelFile<'a>,
     /// Where it is fetched from.
     pub url: &'a str,
 }

@@ -41,7 +41,7 @@ pub struct ModelProfile {
     /// Its name after `local/`.
     pub name: &'static str,
     /// Its files: `config.json`, `tokenizer.json`, `model.safetensors`.
-    pub files: &'static [ModelFile],
+    pub files: &'static [ModelFile<'static>],
     /// What precedes a query (E5 models are trained with `query: `).
     pub query_prefix: &'static str,
     /// What precedes a stored text.
@@ -576,7 +576,7 @@ impl Shared {
         let files = self.options.profile.files;
         let total: u64 = files.iter().map(|file| file.bytes).sum();
         let done = Mutex::new(vec![0_u64; files.len()]);
-        let progress = |file: &ModelFile, received: u64| {
+        let progress = |file: &ModelFile<'_>, received: u64| {
             let received = {
                 let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(at) = files.iter().position(|known| known.name == file.name)

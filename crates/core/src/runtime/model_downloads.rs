@@ -121,6 +121,13 @@ impl Running {
         &self.cancel
     }
 
+    /// Sets the size the download will reach, once known (a hub says it before the transfer).
+    pub(crate) fn set_total(&self, bytes: u64) {
+        if let Some(Entry::Running { total, .. }) = self.downloads.entries().get_mut(self.profile) {
+            *total = bytes;
+        }
+    }
+
     /// Records `received` bytes; answers the progress event to publish when the download
     /// starts or passes a whole percent.
     pub(crate) fn progress(&self, received: u64) -> Option<RuntimeEvent> {

@@ -31,10 +31,12 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .description(
                     "The download runs in the daemon (a client that goes away does not stop \
                      it; removing the model does): resumable (a `.part` file is continued) and \
-                     checked against the pinned SHA-256 before it takes its name. Its progress \
-                     is on the `local.model.download.progress|completed|failed|cancelled` \
-                     runtime events and in the list. Only profiles with a pinned checksum and \
-                     a source (`[llm] local_model_mirror`) are fetched.",
+                     checked against its SHA-256 before it takes its name. The file comes from \
+                     the model hub (`[llm] local_model_hub`) at the commit the profile pins, \
+                     checked against the hub's own SHA-256 for that commit's file, or from \
+                     `[llm] local_model_mirror` for a profile whose SHA-256 Souz pins. Its \
+                     progress is on the `local.model.download.progress|completed|failed|cancelled` \
+                     runtime events and in the list.",
                 )
                 .tag("models")
                 .operator()

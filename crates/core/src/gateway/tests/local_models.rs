@@ -1,7 +1,9 @@
 //! `/v1/models/local`: the profiles and their states, removing a model's file, pulls that are
-//! refused (no pinned checksum, no source, no such profile) without touching anything, and pulls
-//! of the real test model from a local mirror: in the background with ordered progress events,
-//! stopped by removing the model, and a file that is not the pinned one never taking its name.
+//! refused (no source, no such profile) without touching anything, and pulls of the real test
+//! model from a local mirror: in the background with ordered progress events, stopped by
+//! removing the model, and a file that is not the pinned one never taking its name; pulls from
+//! a fake model hub at the profile's pinned commit (resumed after a dropped transfer, checked
+//! against the hub's SHA-256, a commit the hub does not have).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,11 +27,15 @@ fn model_folder(f: &Fixture) -> std::path::PathBuf {
 }
 
 fn smollm2(list: &Value) -> Value {
+    item(list, "smollm2-135m-instruct")
+}
+
+fn item(list: &Value, name: &str) -> Value {
     list["items"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|item| item["name"] == "smollm2-135m-instruct")
+        .find(|item| item["name"] == name)
         .cloned()
         .unwrap()
 }
@@ -72,26 +78,20 @@ async fn profiles_list_with_their_state_and_a_removed_file_is_missing() {
 }
 
 #[tokio::test]
-async fn pulls_without_a_checksum_or_a_source_are_refused_and_change_nothing() {
+async fn pulls_without_a_source_are_refused_and_change_nothing() {
     let f = Fixture::new().await;
-    let (status, body) = call(&f, "POST", "/v1/models/local/qwen3-4b-instruct-2507/pull").await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("no pinned checksum"), "{message}");
-    assert!(
-        message.contains("Qwen3-4B-Instruct-2507-Q4_K_M.gguf"),
-        "{message}"
-    );
-
+    // Every real profile is pinned to a commit on the hub; the tests' model only to a SHA-256,
+    // which needs a mirror.
+    let (_, list) = call(&f, "GET", "/v1/models/local").await;
+    for item in list["items"].as_array().unwrap() {
+        let expected = item["name"] != "smollm2-135m-instruct";
+        assert_eq!(item["pullable"], expected, "{item}");
+    }
     let (status, body) = call(&f, "POST", "/v1/models/local/smollm2-135m-instruct/pull").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("local_model_mirror"),
-        "{body}"
-    );
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("local_model_mirror"), "{message}");
+    assert!(message.contains(FILE), "{message}");
     let (status, body) = call(&f, "POST", "/v1/models/local/gpt-5/pull").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(!model_folder(&f).exists());
@@ -161,10 +161,15 @@ async fn with_mirror(url: String) -> Fixture {
 
 /// Polls the list until smollm2 is no longer downloading; answers its entry.
 async fn settled(f: &Fixture) -> Value {
+    settled_named(f, "smollm2-135m-instruct").await
+}
+
+/// Polls the list until the profile `name` is no longer downloading; answers its entry.
+async fn settled_named(f: &Fixture, name: &str) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let (_, list) = call(f, "GET", "/v1/models/local").await;
-        let model = smollm2(&list);
+        let model = item(&list, name);
         if model["state"] != "downloading" {
             return model;
         }
@@ -312,4 +317,145 @@ async fn a_file_that_is_not_the_pinned_one_fails_and_never_takes_its_name() {
     // Removing the model forgets the failure.
     let (_, removed) = call(&f, "DELETE", "/v1/models/local/smollm2-135m-instruct").await;
     assert_eq!(removed["state"], "missing", "{removed}");
+}
+
+/// The Qwen profile's pin, which the fake hub serves with small bytes of its own.
+const QWEN: &str = "qwen3-4b-instruct-2507";
+
+fn qwen_pin() -> crate::llm::local::hub::HubPin {
+    crate::llm::local::profiles::find(QWEN)
+        .unwrap()
+        .hub
+        .unwrap()
+}
+
+fn qwen_file(f: &Fixture) -> std::path::PathBuf {
+    let profile = crate::llm::local::profiles::find(QWEN).unwrap();
+    let home = f.runtime.handle().config().paths.home().join("models");
+    profile.path(&home)
+}
+
+/// Three MiB that are not all alike, and their SHA-256.
+fn weights() -> (Vec<u8>, String) {
+    use sha2::Digest;
+    let bytes: Vec<u8> = (0..3u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let digest = hex::encode(sha2::Sha256::digest(&bytes));
+    (bytes, digest)
+}
+
+async fn with_hub(hub: &souz_testkit::hub::FakeHub) -> Fixture {
+    let url = hub.url().to_owned();
+    Fixture::with(move |config| {
+        config.llm.local_model_hub = url;
+        config.sandbox.network_allow_hosts = vec!["127.0.0.1".into()];
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_hub_pull_asks_for_the_pinned_commit_resumes_a_dropped_transfer_and_verifies() {
+    let hub = souz_testkit::hub::FakeHub::start().await;
+    let pin = qwen_pin();
+    let (bytes, digest) = weights();
+    hub.commit(pin.repo, pin.revision)
+        .lfs(pin.path, bytes.clone(), &digest);
+    hub.commit(pin.repo, pin.revision)
+        .plain("README.md", b"# Qwen".to_vec());
+    // The first transfer drops after one MiB, as a broken connection does.
+    hub.cut_next_after(1 << 20);
+    let f = with_hub(&hub).await;
+    let path = format!("/v1/models/local/{QWEN}/pull");
+
+    let (status, model) = call(&f, "POST", &path).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{model}");
+    let model = settled_named(&f, QWEN).await;
+    assert_eq!(model["state"], "failed", "{model}");
+    let part = qwen_file(&f).with_extension("gguf.part");
+    let kept = std::fs::metadata(&part).map_or(0, |metadata| metadata.len());
+    assert!(kept > 0, "the partial file is kept for the next pull");
+    ended_events(&f).await;
+
+    // The next pull continues from what the partial file holds.
+    let (status, model) = call(&f, "POST", &path).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{model}");
+    let model = settled_named(&f, QWEN).await;
+    assert_eq!(model["state"], "ready", "{model}");
+    assert_eq!(std::fs::read(qwen_file(&f)).unwrap(), bytes);
+    assert!(!part.exists());
+    assert_eq!(
+        hub.ranges(),
+        [None, Some(format!("bytes={kept}-"))],
+        "the second transfer asked for the rest only"
+    );
+    // Only the pinned commit's listing was asked for, never a branch.
+    let listings = hub.listings();
+    assert!(!listings.is_empty());
+    for listing in &listings {
+        assert_eq!(
+            listing,
+            &format!("/api/models/{}/tree/{}", pin.repo, pin.revision),
+            "{listings:?}"
+        );
+    }
+    // Progress counts toward the size the hub gave, not the profile's estimate.
+    let events = download_events(&f).await;
+    let totals: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "local.model.download.progress")
+        .map(|event| &event["total"])
+        .collect();
+    assert!(
+        totals.iter().all(|total| **total == bytes.len()),
+        "{totals:?}"
+    );
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "local.model.download.completed",
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn bytes_that_are_not_the_hubs_digest_never_take_the_name_and_a_missing_commit_says_so() {
+    let hub = souz_testkit::hub::FakeHub::start().await;
+    let pin = qwen_pin();
+    let (bytes, _) = weights();
+    let (_, other) = {
+        use sha2::Digest;
+        ((), hex::encode(sha2::Sha256::digest(b"other bytes")))
+    };
+    hub.commit(pin.repo, pin.revision)
+        .lfs(pin.path, bytes, &other);
+    let f = with_hub(&hub).await;
+    let path = format!("/v1/models/local/{QWEN}/pull");
+    let (status, _) = call(&f, "POST", &path).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let model = settled_named(&f, QWEN).await;
+    assert_eq!(model["state"], "failed", "{model}");
+    let error = model["error"].as_str().unwrap();
+    assert!(error.contains("does not match its checksum"), "{error}");
+    assert!(!qwen_file(&f).exists());
+    assert!(!qwen_file(&f).with_extension("gguf.part").exists());
+
+    // A hub without the pinned commit: the pull fails with the hub's reason, nothing fetched.
+    let empty = souz_testkit::hub::FakeHub::start().await;
+    let f = with_hub(&empty).await;
+    let (status, _) = call(&f, "POST", &path).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let model = settled_named(&f, QWEN).await;
+    assert_eq!(model["state"], "failed", "{model}");
+    let error = model["error"].as_str().unwrap();
+    assert!(
+        error.contains(pin.revision) && error.contains(pin.repo),
+        "{error}"
+    );
+    assert!(empty.ranges().is_empty());
+    let events = ended_events(&f).await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "local.model.download.failed",
+        "{events:?}"
+    );
 }

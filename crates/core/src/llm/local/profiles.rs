@@ -1,10 +1,15 @@
 //! The local models Souz knows (original §7.6): a name used as `local/<name>`, its file, its
 //! prompt family, its context and the memory it needs.
 //!
-//! Files live in `<home>/models/<name>/<file>`. A profile with a pinned SHA-256 and URL can be
-//! pulled (`souz models pull`, resumable, verified); the others are named with the file they
-//! expect and are used once it is placed there (their digests could not be pinned from this
-//! machine, which cannot reach the model hub; a download never takes a name unverified).
+//! Files live in `<home>/models/<name>/<file>`. A profile is pulled (`souz models pull`,
+//! resumable, verified) from the model hub at a pinned commit ([`HubPin`]: the hub's own
+//! metadata at that commit gives the SHA-256, see [`super::hub`]), or, with a pinned SHA-256,
+//! from a mirror of the operator's; any profile's file may also be placed by hand. A download
+//! never takes a name unverified.
+//!
+//! The commits were taken from public projects that pin the same files (this machine cannot
+//! reach the hub to read them itself); a wrong one makes the pull fail with the hub's "no such
+//! commit", never fetch something else.
 //!
 //! Invariant: names are unique, lowercase, and never carry the catalog's `local-` prefix
 //! (which [`find`] accepts and drops).
@@ -12,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use super::LocalError;
+use super::hub::HubPin;
 use super::template::PromptFamily;
 use crate::sandbox::beneath::daemon_file::{DaemonFileError, DaemonFolder};
 
@@ -33,8 +39,8 @@ pub struct LocalProfile {
     pub kind: ProfileKind,
     /// The GGUF file's name in its folder.
     pub file: &'static str,
-    /// Where it is downloaded from (a revision, not a branch), when pinned.
-    pub url: Option<&'static str>,
+    /// Where it is on the model hub (a commit, not a branch), when pinned there.
+    pub hub: Option<HubPin>,
     /// Its SHA-256, lowercase hex, when pinned.
     pub sha256: Option<&'static str>,
     /// Its size in bytes (approximate when not pinned).
@@ -57,9 +63,13 @@ pub const PROFILES: &[LocalProfile] = &[
         name: "qwen3-4b-instruct-2507",
         kind: ProfileKind::Chat,
         file: "Qwen3-4B-Instruct-2507-Q4_K_M.gguf",
-        url: None,
+        hub: Some(HubPin {
+            repo: "unsloth/Qwen3-4B-Instruct-2507-GGUF",
+            revision: "a06e946bb6b655725eafa393f4a9745d460374c9",
+            path: "Qwen3-4B-Instruct-2507-Q4_K_M.gguf",
+        }),
         sha256: None,
-        bytes: 2_500_000_000,
+        bytes: 2_497_281_120,
         family: PromptFamily::ChatMl,
         context: 8192,
         max_context: 8192,
@@ -69,10 +79,15 @@ pub const PROFILES: &[LocalProfile] = &[
     LocalProfile {
         name: "gemma-4-e2b-it",
         kind: ProfileKind::Chat,
-        file: "gemma-4-E2B-it-Q4_K_M.gguf",
-        url: None,
+        // Google's own quantization-aware Q4_0 build.
+        file: "gemma-4-E2B_q4_0-it.gguf",
+        hub: Some(HubPin {
+            repo: "google/gemma-4-E2B-it-qat-q4_0-gguf",
+            revision: "675cff42a74c774d6cb76f76d8eacb49b48c9b93",
+            path: "gemma-4-E2B_q4_0-it.gguf",
+        }),
         sha256: None,
-        bytes: 3_100_000_000,
+        bytes: 3_349_516_256,
         family: PromptFamily::Gemma4,
         context: 16000,
         max_context: 96000,
@@ -82,10 +97,14 @@ pub const PROFILES: &[LocalProfile] = &[
     LocalProfile {
         name: "gemma-4-e4b-it",
         kind: ProfileKind::Chat,
-        file: "gemma-4-E4B-it-Q4_K_M.gguf",
-        url: None,
+        file: "gemma-4-E4B_q4_0-it.gguf",
+        hub: Some(HubPin {
+            repo: "google/gemma-4-E4B-it-qat-q4_0-gguf",
+            revision: "4b4a2c1d584be7264f87aac328a1bc739ce81b6c",
+            path: "gemma-4-E4B_q4_0-it.gguf",
+        }),
         sha256: None,
-        bytes: 5_000_000_000,
+        bytes: 5_154_941_280,
         family: PromptFamily::Gemma4,
         context: 16000,
         max_context: 96000,
@@ -96,9 +115,13 @@ pub const PROFILES: &[LocalProfile] = &[
         name: "embeddinggemma-300m",
         kind: ProfileKind::Embedding,
         file: "embeddinggemma-300M-Q8_0.gguf",
-        url: None,
+        hub: Some(HubPin {
+            repo: "unsloth/embeddinggemma-300m-GGUF",
+            revision: "6661a6504c30d8304af13455cb4a5d4f5bc6011f",
+            path: "embeddinggemma-300M-Q8_0.gguf",
+        }),
         sha256: None,
-        bytes: 330_000_000,
+        bytes: 328_577_056,
         family: PromptFamily::Gemma4,
         context: 2048,
         max_context: 2048,
@@ -111,7 +134,7 @@ pub const PROFILES: &[LocalProfile] = &[
         name: "smollm2-135m-instruct",
         kind: ProfileKind::Chat,
         file: "SmolLM2-135M-Instruct.Q4_1.gguf",
-        url: None,
+        hub: None,
         sha256: Some("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
         bytes: 98_362_432,
         family: PromptFamily::ChatMl,
@@ -227,5 +250,24 @@ mod tests {
                 .path(Path::new("/h/models")),
             Path::new("/h/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")
         );
+    }
+
+    #[test]
+    fn every_profile_but_the_tests_model_is_pinned_to_a_hub_commit_with_its_own_file_name() {
+        for profile in PROFILES {
+            match (&profile.hub, profile.test_model) {
+                (Some(pin), _) => {
+                    assert_eq!(
+                        pin.check().map_err(|e| e.to_string()),
+                        Ok(()),
+                        "{}",
+                        profile.name
+                    );
+                    assert_eq!(pin.file_name(), profile.file, "{}", profile.name);
+                }
+                (None, true) => assert!(profile.sha256.is_some(), "{}", profile.name),
+                (None, false) => panic!("{} cannot be pulled", profile.name),
+            }
+        }
     }
 }

@@ -285,7 +285,12 @@ fn local_client() -> WebClient {
     WebClient::new(&["127.0.0.1".to_owned()]).unwrap()
 }
 
-fn leak_file(url: String, name: &'static str, sha256: &'static str, bytes: u64) -> ModelFile {
+fn leak_file(
+    url: String,
+    name: &'static str,
+    sha256: &'static str,
+    bytes: u64,
+) -> ModelFile<'static> {
     ModelFile {
         name,
         url: Box::leak(url.into_boxed_str()),

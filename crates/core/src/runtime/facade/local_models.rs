@@ -4,8 +4,11 @@
 //! Invariants: a fetch goes through the memory model's downloader (SSRF-safe web client,
 //! resumed from a `.part` file, SHA-256-checked before the file takes its name) and runs in the
 //! background ([`super::super::model_downloads`]: one at a time per profile, progress on
-//! `local.model.download.*` events); a profile without a pinned checksum is never fetched;
-//! removing a model stops its download first, unloads it, and refuses while it is in use.
+//! `local.model.download.*` events); the SHA-256 is pinned in the code (a mirror's files) or
+//! given by the model hub's metadata at the profile's pinned commit (asked inside the
+//! download, so a hub that does not answer fails it like a broken transfer); a profile with
+//! neither is never fetched; removing a model stops its download first, unloads it, and
+//! refuses while it is in use.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +16,7 @@ use std::time::Duration;
 use souz_protocol::{ErrorCode, LocalModelInfo, LocalModelList, LocalModelState, RuntimeEvent};
 
 use super::ServiceError;
+use crate::llm::local::hub::{self, HubPin};
 use crate::llm::local::profiles::{self, LocalProfile, ProfileKind};
 use crate::memory::download::{DownloadError, ModelFile, Source, fetch_file_from};
 use crate::runtime::RuntimeHandle;
@@ -22,11 +26,19 @@ use crate::sandbox::net::{SystemLookup, WebClient, WebError, WebOptions};
 /// A whole model file may take this long.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
 
-/// What one download fetches, and from where.
+/// What one download fetches, and with which client.
 struct Transfer {
     client: WebClient,
-    file: ModelFile,
-    url: String,
+    origin: Origin,
+}
+
+/// Where a profile's file is fetched from.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// The operator's mirror, checked against the SHA-256 pinned in the profile.
+    Mirror { url: String, sha256: &'static str },
+    /// The model hub at the profile's pinned commit, checked against the hub's SHA-256.
+    Hub { hub: String, pin: HubPin },
 }
 
 fn unknown(error: crate::llm::local::LocalError) -> ServiceError {
@@ -57,17 +69,19 @@ impl RuntimeHandle {
         self.config().paths.home().join("models")
     }
 
-    fn mirror_url(&self, profile: &LocalProfile) -> Option<String> {
-        let mirror = self
-            .config()
-            .llm
-            .local_model_mirror
-            .trim()
-            .trim_end_matches('/');
-        if mirror.is_empty() {
-            return profile.url.map(str::to_owned);
+    /// Where `profile` is fetched from: the mirror when one is set and the profile pins its
+    /// SHA-256, else the hub at the profile's commit; `None` when neither applies.
+    fn origin(&self, profile: &LocalProfile) -> Option<Origin> {
+        let llm = &self.config().llm;
+        let mirror = llm.local_model_mirror.trim().trim_end_matches('/');
+        if let (false, Some(sha256)) = (mirror.is_empty(), profile.sha256) {
+            let url = format!("{mirror}/{}/{}", profile.name, profile.file);
+            return Some(Origin::Mirror { url, sha256 });
         }
-        Some(format!("{mirror}/{}/{}", profile.name, profile.file))
+        profile.hub.map(|pin| Origin::Hub {
+            hub: llm.local_model_hub.clone(),
+            pin,
+        })
     }
 
     async fn local_model_info(&self, profile: &'static LocalProfile) -> LocalModelInfo {
@@ -79,6 +93,7 @@ impl RuntimeHandle {
                 .any(|name| name == profile.name)
         });
         let download = self.model_downloads().state(profile.name);
+        let origin = self.origin(profile);
         let state = match download {
             Some(downloading @ LocalModelState::Downloading { .. }) => downloading,
             _ if loaded => LocalModelState::Loaded,
@@ -98,7 +113,11 @@ impl RuntimeHandle {
             bytes: profile.bytes,
             context_tokens: profile.context,
             min_ram_gb: profile.min_ram_gb,
-            pullable: profile.sha256.is_some() && self.mirror_url(profile).is_some(),
+            pullable: origin.is_some(),
+            source: origin.map(|origin| match origin {
+                Origin::Mirror { url, .. } => url,
+                Origin::Hub { hub, pin } => pin.page_url(&hub),
+            }),
             test_model: profile.test_model,
             state,
         }
@@ -107,20 +126,13 @@ impl RuntimeHandle {
     /// Starts fetching the file of the profile `name` in the background (resumable,
     /// checksum-verified) and answers its state: `downloading` (also when a fetch of it runs
     /// already), or `ready`/`loaded` when the file is there. Refused for a profile with no
-    /// pinned checksum or no source.
+    /// source: no hub pin, and no mirror set or no SHA-256 pinned for one.
     pub async fn pull_local_model(&self, name: &str) -> Result<LocalModelInfo, ServiceError> {
         let profile = profiles::find(name).map_err(unknown)?;
-        let Some(sha256) = profile.sha256 else {
+        let Some(origin) = self.origin(profile) else {
             return Err(ServiceError::Invalid(format!(
-                "{} has no pinned checksum, so Souz does not download it; place {} at {}",
-                profile.name,
-                profile.file,
-                profile.path(&self.models_dir()).display()
-            )));
-        };
-        let Some(url) = self.mirror_url(profile) else {
-            return Err(ServiceError::Invalid(format!(
-                "{} has no download source; set [llm] local_model_mirror or place {} at {}",
+                "{} has no download source: set [llm] local_model_mirror to a mirror serving \
+                 it, or place {} at {}",
                 profile.name,
                 profile.file,
                 profile.path(&self.models_dir()).display()
@@ -138,17 +150,10 @@ impl RuntimeHandle {
             self.model_downloads()
                 .begin(profile.name, profile.bytes, &self.shutdown_signal())
         {
-            let file = ModelFile {
-                name: profile.file,
-                url: profile.url.unwrap_or_default(),
-                sha256,
-                bytes: profile.bytes,
-            };
             let handle = self.clone();
             self.spawn(async move {
-                handle
-                    .download(profile, Transfer { client, file, url }, running)
-                    .await;
+                let transfer = Transfer { client, origin };
+                handle.download(profile, transfer, running).await;
             });
         }
         Ok(self.local_model_info(profile).await)
@@ -168,7 +173,6 @@ impl RuntimeHandle {
 
     /// Runs one download to its end and publishes its progress and outcome, in order.
     async fn download(&self, profile: &'static LocalProfile, transfer: Transfer, running: Running) {
-        let Transfer { client, file, url } = transfer;
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<RuntimeEvent>();
         let events = self.events().clone();
         let publish = async move {
@@ -179,23 +183,8 @@ impl RuntimeHandle {
             }
         };
         let fetch = async move {
-            let progress = |_: &ModelFile, received: u64| {
-                if let Some(event) = running.progress(received) {
-                    let _ = sender.send(event);
-                }
-            };
             tracing::info!(profile = profile.name, "local model download started");
-            let outcome = fetch_file_from(
-                &client,
-                &profile.dir(&self.models_dir()),
-                Source {
-                    file: &file,
-                    url: &url,
-                },
-                &progress,
-                running.cancel(),
-            )
-            .await;
+            let outcome = self.transfer(profile, transfer, &running, &sender).await;
             match &outcome {
                 Ok(()) => tracing::info!(profile = profile.name, "local model downloaded"),
                 Err(DownloadError::Web(WebError::Cancelled)) => {
@@ -208,6 +197,47 @@ impl RuntimeHandle {
             let _ = sender.send(running.finish(&outcome));
         };
         tokio::join!(fetch, publish);
+    }
+
+    /// Finds the file's checksum (asking the hub when the origin is the hub) and fetches it.
+    async fn transfer(
+        &self,
+        profile: &'static LocalProfile,
+        Transfer { client, origin }: Transfer,
+        running: &Running,
+        sender: &tokio::sync::mpsc::UnboundedSender<RuntimeEvent>,
+    ) -> Result<(), DownloadError> {
+        let client = &client;
+        let (url, sha256, bytes) = match origin {
+            Origin::Mirror { url, sha256 } => (url, sha256.to_owned(), profile.bytes),
+            Origin::Hub { hub, pin } => {
+                let file = hub::resolve(client, &hub, &pin, running.cancel()).await?;
+                running.set_total(file.bytes);
+                (file.url, file.sha256, file.bytes)
+            }
+        };
+        let file = ModelFile {
+            name: profile.file,
+            url: &url,
+            sha256: &sha256,
+            bytes,
+        };
+        let progress = |_: &ModelFile<'_>, received: u64| {
+            if let Some(event) = running.progress(received) {
+                let _ = sender.send(event);
+            }
+        };
+        fetch_file_from(
+            client,
+            &profile.dir(&self.models_dir()),
+            Source {
+                file: &file,
+                url: &url,
+            },
+            &progress,
+            running.cancel(),
+        )
+        .await
     }
 
     /// Stops a download of the profile `name`, unloads it and deletes its file (also a
