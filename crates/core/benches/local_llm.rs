@@ -3,7 +3,9 @@
 //! unloaded, time to first token and tokens per second on one thread and on every core —
 //! straight from the engine and through the client the daemon uses (contract, grammar,
 //! streaming, parsing) — and the share of answers that are strictly the contract's JSON over
-//! 50 tool-call prompts, with and without the grammar (one thread).
+//! 50 tool-call prompts, with and without the grammar (one thread); and a chat's second turn
+//! (its system prompt and tool definitions the same as the first's) with the KV cache the
+//! first turn left, against the same turn on a model that kept nothing (every core).
 //!
 //! `cargo bench -p souz-core --features test-support --bench local_llm` (or
 //! `scripts/bench.sh local`). Prints its figures; no criterion statistics.
@@ -92,6 +94,36 @@ async fn client_speed(models: &Arc<LocalModels>) -> (Duration, f64) {
     // The first text arrives after the contract's prefix (about 8 tokens): count from it.
     let rate = output.saturating_sub(8) as f64 / (total - first).as_secs_f64().max(1e-9);
     (first, rate)
+}
+
+/// Time to the first token and tokens reused of one turn with tools, from the engine with
+/// the grammar (what the client runs).
+async fn turn(models: &LocalModels, question: &str) -> (Duration, u64, u64) {
+    let profile = profiles::find(PROFILE).expect("profile");
+    let model = models.acquire(profile, false).await.expect("load");
+    let request = ChatRequest {
+        tools: tools(),
+        ..ChatRequest::new(PROFILE, vec![Message::user(question)])
+    };
+    let (prompt, rules) = prepare(profile, &request);
+    let generation = Generation {
+        prompt,
+        grammar: Some(rules),
+        max_tokens: 16,
+        temperature: 0.0,
+        seed: 1,
+    };
+    let stats = tokio::task::spawn_blocking(move || {
+        model.generate(&generation, &mut |_| true, &CancellationToken::new())
+    })
+    .await
+    .expect("join")
+    .expect("generate");
+    (
+        stats.first_token.unwrap_or(stats.total),
+        stats.reused_tokens,
+        stats.prompt_tokens,
+    )
 }
 
 fn tools() -> Vec<ToolDeclaration> {
@@ -221,6 +253,32 @@ async fn run() {
             }
         }
     }
+    // A chat's second turn: with what the first turn left in the KV cache, and on a model that
+    // kept nothing (loaded afresh), interleaved, five rounds; medians.
+    let (mut warm, mut cold) = (Vec::new(), Vec::new());
+    let mut reused = (0, 0);
+    for round in 0..5 {
+        let kept = self::models(&dir, all);
+        turn(&kept, &prompt(round)).await;
+        let (first, cached, total) = turn(&kept, &prompt(round + 1)).await;
+        warm.push(first);
+        reused = (cached, total);
+        let fresh = self::models(&dir, all);
+        let (first, cached, _) = turn(&fresh, &prompt(round + 1)).await;
+        assert_eq!(cached, 0, "a fresh model kept nothing");
+        cold.push(first);
+    }
+    warm.sort();
+    cold.sort();
+    let (warm, cold) = (warm[2], cold[2]);
+    println!(
+        "local_llm/second turn: first token {:.0} ms with the first turn's cache ({} of {} prompt tokens reused), {:.0} ms without: {:.1}x",
+        warm.as_secs_f64() * 1e3,
+        reused.0,
+        reused.1,
+        cold.as_secs_f64() * 1e3,
+        cold.as_secs_f64() / warm.as_secs_f64().max(1e-9)
+    );
     one.unload_all();
     println!("local_llm/unloaded: RSS {:.1} MiB", mib(resident_memory()));
 }

@@ -80,6 +80,9 @@ pub enum StopReason {
 pub struct GenerationStats {
     /// Tokens of the prompt.
     pub prompt_tokens: u64,
+    /// Tokens at the start of the prompt whose KV cache a previous generation left (not
+    /// computed again).
+    pub reused_tokens: u64,
     /// Tokens written.
     pub output_tokens: u64,
     /// From the start to the first token written.

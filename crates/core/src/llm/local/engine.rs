@@ -368,7 +368,7 @@ impl LocalClient {
         let usage = Usage {
             input_tokens: stats.prompt_tokens,
             output_tokens: stats.output_tokens,
-            cached_input_tokens: 0,
+            cached_input_tokens: stats.reused_tokens,
         };
         for event in finish
             .into_iter()
@@ -431,7 +431,7 @@ fn cut_off(stats: &GenerationStats) -> LlmError {
         used: Usage {
             input_tokens: stats.prompt_tokens,
             output_tokens: stats.output_tokens,
-            cached_input_tokens: 0,
+            cached_input_tokens: stats.reused_tokens,
         },
     }
 }

@@ -2,10 +2,15 @@
 //! on the CPU (Metal on macOS), grammar-constrained sampling, mean-pooled embeddings.
 //!
 //! Invariants: llama.cpp's process-wide backend is initialised once and never torn down; a
-//! generation makes its own context (its KV cache freed when it ends), so concurrent requests
-//! never share state; output bytes are handed on only as whole UTF-8 characters.
+//! generation has a context of its own, so concurrent requests never share state: it takes the
+//! model's one kept context (what the last generation left in its KV cache, with the tokens
+//! that cache holds) or makes a new one, reuses the cache for the prompt's prefix it shares
+//! with those tokens (the system prompt and tool definitions of every turn of a chat), forgets
+//! the rest, and hands the context back when it ends without an error (a failed one is dropped:
+//! its cache is not known to match its tokens); the kept context goes with the model when it is
+//! unloaded; output bytes are handed on only as whole UTF-8 characters.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -46,17 +51,31 @@ impl LocalBackend for LlamaCpp {
             n => n as usize,
         };
         Ok(Arc::new(Loaded {
-            model,
+            model: Arc::new(model),
             context: options.context,
             threads: i32::try_from(threads).unwrap_or(1),
+            kept: Mutex::new(None),
         }))
     }
 }
 
 struct Loaded {
-    model: Model,
+    model: Arc<Model>,
     context: u32,
     threads: i32,
+    /// The context the last generation ended with, and the tokens its KV cache holds.
+    kept: Mutex<Option<Kept>>,
+}
+
+/// A context kept between generations, with the tokens its KV cache holds (positions 0..).
+struct Kept {
+    context: Context,
+    tokens: Vec<Token>,
+}
+
+/// Tokens at the start of `a` and `b` that are the same.
+fn shared_prefix(a: &[Token], b: &[Token]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl Loaded {
@@ -73,7 +92,7 @@ impl Loaded {
     /// sampled again from the candidates the grammar allows (what llama.cpp's own sampler
     /// does: checking one token is far cheaper than filtering the whole vocabulary).
     fn next_token(
-        context: &Context<'_>,
+        context: &Context,
         index: i32,
         chain: &mut Sampler<'_>,
         grammar: Option<&mut Sampler<'_>>,
@@ -101,7 +120,7 @@ impl Loaded {
 
     /// Decodes `tokens` from position `start` in batches; logits for the last one only.
     fn feed(
-        context: &mut Context<'_>,
+        context: &mut Context,
         batch: &mut Batch,
         tokens: &[Token],
         start: usize,
@@ -142,6 +161,41 @@ impl Utf8Buffer {
     }
 }
 
+impl Loaded {
+    /// A context for `prompt` and how many of its first tokens the context's KV cache holds
+    /// already: the kept context, its cache cut back to the prefix it shares with `prompt`
+    /// (at least the last prompt token is decoded again, so its logits are fresh), or a new
+    /// context when none is kept or its cache cannot be cut.
+    fn context_for(&self, prompt: &[Token]) -> Result<(Context, usize), EngineError> {
+        let kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(Kept {
+            mut context,
+            tokens,
+        }) = kept
+        {
+            let reused = shared_prefix(&tokens, prompt).min(prompt.len().saturating_sub(1));
+            if context.forget_from(reused) {
+                return Ok((context, reused));
+            }
+            context.clear();
+            return Ok((context, 0));
+        }
+        let context = self
+            .model
+            .context(self.context, BATCH as u32, self.threads, false)?;
+        Ok((context, 0))
+    }
+
+    /// Keeps `kept` for the next generation (replacing what another one kept meanwhile).
+    fn keep(&self, kept: Kept) {
+        *self.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(kept);
+    }
+}
+
 impl LoadedModel for Loaded {
     fn tokenize(&self, text: &str) -> Result<Vec<i32>, LocalError> {
         Ok(self.model.vocab().tokenize(text, true, true)?)
@@ -169,9 +223,7 @@ impl LoadedModel for Loaded {
         }
         let room = self.context as usize - prompt.len() - 1;
         let max_tokens = (generation.max_tokens as usize).min(room);
-        let mut context = self
-            .model
-            .context(self.context, BATCH as u32, self.threads, false)?;
+        let (mut context, reused) = self.context_for(&prompt)?;
         let mut chain = Self::sampler(generation)?;
         let mut grammar = match &generation.grammar {
             Some(rules) => Some(Sampler::grammar(vocab, rules)?),
@@ -180,6 +232,7 @@ impl LoadedModel for Loaded {
         let mut batch = Batch::new(BATCH);
         let mut stats = GenerationStats {
             prompt_tokens,
+            reused_tokens: reused as u64,
             output_tokens: 0,
             first_token: None,
             total: started.elapsed(),
@@ -187,10 +240,15 @@ impl LoadedModel for Loaded {
         };
         if cancel.is_cancelled() {
             stats.stop = StopReason::Cancelled;
+            let tokens = prompt.get(..reused).unwrap_or_default().to_vec();
+            self.keep(Kept { context, tokens });
             return Ok(stats);
         }
-        Self::feed(&mut context, &mut batch, &prompt, 0)?;
-        let mut position = prompt.len();
+        let rest = prompt.get(reused..).unwrap_or_default();
+        Self::feed(&mut context, &mut batch, rest, reused)?;
+        // What the KV cache holds from here on: the prompt, then each token decoded after it.
+        let mut tokens = prompt;
+        let mut position = tokens.len();
         let mut text = Utf8Buffer::default();
         while (stats.output_tokens as usize) < max_tokens {
             if cancel.is_cancelled() {
@@ -213,8 +271,10 @@ impl LoadedModel for Loaded {
             batch.add(token, position, true)?;
             position += 1;
             context.decode(&batch)?;
+            tokens.push(token);
         }
         stats.total = started.elapsed();
+        self.keep(Kept { context, tokens });
         Ok(stats)
     }
 

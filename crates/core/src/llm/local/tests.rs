@@ -57,6 +57,7 @@ impl LoadedModel for ScriptedModel {
         let script = self.0.outputs.lock().expect("lock").pop_front().flatten();
         let mut stats = GenerationStats {
             prompt_tokens: 7,
+            reused_tokens: 0,
             output_tokens: 0,
             first_token: None,
             total: Duration::ZERO,

@@ -3,8 +3,8 @@
 //! vocabulary, a context, a batch, samplers over candidate arrays, and llama.cpp's log into
 //! `tracing`.
 //!
-//! Invariants: each handle frees what it owns exactly once; a context and a vocabulary borrow
-//! their model, so neither outlives it; contexts of one model are made one at a time (llama.cpp
+//! Invariants: each handle frees what it owns exactly once; a vocabulary borrows its model and
+//! a context holds it (an `Arc`), so neither outlives it; contexts of one model are made one at a time (llama.cpp
 //! writes to the model while making one); the calls that throw C++ exceptions on bad input (a
 //! grammar's parse, a grammar accepting a token it does not allow) go through `guard.cpp`, so an exception becomes an error instead of unwinding into Rust; nothing here
 //! panics on a value that comes from the engine or the model file.
@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::{Mutex, Once, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use llama_cpp_sys_2 as sys;
 
@@ -94,8 +94,9 @@ unsafe impl Sync for Model {}
 
 impl Drop for Model {
     fn drop(&mut self) {
-        // SAFETY: the model was loaded by `load`, is freed once, and every context and
-        // vocabulary borrowing it is gone (their lifetimes end with the borrow of `self`).
+        // SAFETY: the model was loaded by `load`, is freed once, and every vocabulary borrowing
+        // it is gone (their lifetimes end with the borrow of `self`), and so is every context
+        // (each holds an `Arc` of the model).
         unsafe { sys::llama_model_free(self.raw.as_ptr()) }
     }
 }
@@ -160,12 +161,12 @@ impl Model {
     /// A new context (its own KV cache) of `size` tokens; `embeddings` makes one that pools
     /// the last layer by mean instead of producing logits.
     pub(super) fn context(
-        &self,
+        self: &Arc<Self>,
         size: u32,
         batch: u32,
         threads: i32,
         embeddings: bool,
-    ) -> Result<Context<'_>, EngineError> {
+    ) -> Result<Context, EngineError> {
         // SAFETY: llama.cpp's own defaults, then plain values.
         let mut params = unsafe { sys::llama_context_default_params() };
         params.n_ctx = size;
@@ -186,7 +187,10 @@ impl Model {
             unsafe { sys::llama_init_from_model(self.raw.as_ptr(), params) }
         };
         match NonNull::new(raw) {
-            Some(raw) => Ok(Context { raw, model: self }),
+            Some(raw) => Ok(Context {
+                raw,
+                model: Arc::clone(self),
+            }),
             None => fail("llama.cpp could not make a context (see the log)"),
         }
     }
@@ -284,19 +288,24 @@ impl Vocab<'_> {
 }
 
 /// A context of a model: its KV cache and the outputs of the last decode.
-pub(super) struct Context<'m> {
+pub(super) struct Context {
     raw: NonNull<sys::llama_context>,
-    model: &'m Model,
+    model: Arc<Model>,
 }
 
-impl Drop for Context<'_> {
+// SAFETY: a context is used by one thread at a time (its methods that change it take `&mut`,
+// and the engine keeps a spare one behind a mutex); llama.cpp's context has no thread
+// affinity.
+unsafe impl Send for Context {}
+
+impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: made by `Model::context`, freed once.
         unsafe { sys::llama_free(self.raw.as_ptr()) }
     }
 }
 
-impl Context<'_> {
+impl Context {
     /// Runs the model over the batch.
     pub(super) fn decode(&mut self, batch: &Batch) -> Result<(), EngineError> {
         if batch.len() == 0 {
@@ -356,6 +365,30 @@ impl Context<'_> {
             if !memory.is_null() {
                 sys::llama_memory_clear(memory, true);
             }
+        }
+    }
+
+    /// Forgets the KV cache of sequence 0 from `position` on, and answers whether what is
+    /// left is what decoding positions `0..position` would leave: `false` when this kind of
+    /// cache cannot forget part of a sequence, or when a sliding-window cache no longer holds
+    /// the window before `position` (then nothing may be reused: [`Context::clear`]).
+    pub(super) fn forget_from(&mut self, position: usize) -> bool {
+        let Ok(end) = i32::try_from(position) else {
+            return false;
+        };
+        // SAFETY: the model is alive (held by the context).
+        let window = unsafe { sys::llama_model_n_swa(self.model.raw.as_ptr()) };
+        // SAFETY: the context and its memory are alive and exclusive (`&mut`); -1 is "to the
+        // end" in llama.cpp's API; the first position is -1 for an empty sequence.
+        unsafe {
+            let memory = sys::llama_get_memory(self.raw.as_ptr());
+            if memory.is_null() || !sys::llama_memory_seq_rm(memory, 0, end, -1) {
+                return false;
+            }
+            let first = sys::llama_memory_seq_pos_min(memory, 0);
+            // What llama.cpp's own server checks: a sliding window must still reach back
+            // `window` positions from the end (non-windowed caches hold everything: 0).
+            first <= 0 || (window > 0 && first <= (end - window).max(0))
         }
     }
 
@@ -550,7 +583,7 @@ impl<'m> Sampler<'m> {
     }
 
     /// Samples the token at output `index` of the context's last decode.
-    pub(super) fn sample(&mut self, context: &Context<'_>, index: i32) -> Token {
+    pub(super) fn sample(&mut self, context: &Context, index: i32) -> Token {
         // SAFETY: the sampler and the context are alive; llama.cpp checks the index.
         unsafe { sys::llama_sampler_sample(self.raw.as_ptr(), context.as_ptr(), index) }
     }
