@@ -638,8 +638,12 @@ export async function chatPage(main, [selected]) {
     }
   };
   send.disabled = false;
+  // Enter sends, as in every chat app; Shift+Enter starts a new line; Enter that ends an input
+  // method's composition (Japanese, Chinese...) only ends the composition.
   input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    if (!send.disabled) form.requestSubmit();
   });
   return () => { stopStream(); stopHistory(); clearTimeout(searching); };
 }

@@ -2,7 +2,7 @@
 // title, rename, archive, delete with a confirmation), answers rendered as Markdown with no
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
 // graph agent's next turn), a tool call's approval given inline in the chat, and files
-// attached by upload and by path. Models are the fake OpenAI server (fake-openai.mjs). Prints
+// attached by upload and by path, Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
 // two figures (MEASURE lines): the page's first contentful paint, and Send to the first
 // streamed token on the page. Screenshots: `chat`, `chat-attachments`.
 
@@ -144,6 +144,28 @@ test("answers are Markdown: code with Copy, tables, safe links, and no injected 
     await waitFor(async () => (await tab.textContent(`${reply} .code-block .copy`)) !== "Copy", "the copy");
     assert.equal(await tab.evaluate(() => navigator.clipboard.readText()), "const answer = 42;");
     assert.equal(await tab.evaluate(() => /** @type {any} */ (window).__pwned), undefined);
+  } finally {
+    await live.close();
+  }
+});
+
+test("Enter sends the message and Shift+Enter starts a new line in it", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    live.provider.push(text(["Two lines received."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Keys" });
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    await tab.focus("#chat-input");
+    await tab.keyboard.type("first line");
+    await tab.keyboard.press("Shift+Enter");
+    await tab.keyboard.type("second line");
+    assert.equal(await tab.inputValue("#chat-input"), "first line\nsecond line");
+    assert.equal(live.provider.requests.length, 0, "Shift+Enter sent nothing");
+    await tab.keyboard.press("Enter");
+    await waitFor(() => live.provider.requests.length === 1, "the message sent by Enter");
+    assert.equal(lastUserMessage(live.provider.requests[0]), "first line\nsecond line");
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+    assert.equal(await tab.inputValue("#chat-input"), "", "the box is emptied once sent");
   } finally {
     await live.close();
   }
