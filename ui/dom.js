@@ -47,6 +47,22 @@ export function h(tag, attributes = {}, ...children) {
  *  @param {string | null | undefined} at */
 export const time = (at) => (at ? new Date(at).toLocaleString() : "");
 
+/** A time still to come, as a person reads it: "in 9 minutes (10:58)", "через 9 минут (10:58)".
+ *  @param {string | null | undefined} at @param {"en" | "ru"} lang */
+export const until = (at, lang) => {
+  if (!at) return "";
+  const when = new Date(at);
+  const seconds = Math.max(0, Math.round((when.getTime() - Date.now()) / 1000));
+  /** @type {[number, Intl.RelativeTimeFormatUnit]} */
+  const [value, unit] = seconds < 60 ? [seconds, "second"]
+    : seconds < 3600 ? [Math.round(seconds / 60), "minute"]
+      : seconds < 86400 ? [Math.round(seconds / 3600), "hour"]
+        : [Math.round(seconds / 86400), "day"];
+  const relative = new Intl.RelativeTimeFormat(lang, { numeric: "auto" }).format(value, unit);
+  const clock = when.toLocaleTimeString(lang, { hour: "2-digit", minute: "2-digit" });
+  return `${relative} (${clock})`;
+};
+
 /** A unified diff with its added, removed and hunk lines marked (`---`/`+++` name the files).
  *  @param {string} diff */
 export function diffView(diff) {

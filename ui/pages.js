@@ -5,10 +5,10 @@
 // subscriptions.
 
 import { api, follow } from "./api.js";
-import { diffView, h, preview, time, visible } from "./dom.js";
+import { diffView, h, preview, time, until, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { pendingQuestions, questionCard } from "./questions.js";
-import { strings } from "./i18n.js";
+import { language, strings } from "./i18n.js";
 import { t as undoText, undoableChanges, undoButton } from "./undo.js";
 
 const t = strings({
@@ -16,7 +16,7 @@ const t = strings({
     waiting: "Waiting for you",
     nothing_waiting: "Nothing is waiting for your approval.",
     wants_to_use: "{who} wants to use {tool}",
-    asked_meta: "{reason} · asked {asked} · denied automatically at {expires}",
+    asked_meta: "{reason} · asked {asked} · denied automatically {expires}",
     arguments: "Arguments",
     approve_once: "Approve once",
     approve_30: "Approve for 30 minutes",
@@ -183,7 +183,7 @@ function approvalCard(approval, focused) {
       approval.server ? h("span.tag.server", { title: t("server_title") }, t("server", { name: approval.server })) : null,
       h("span.tag", {}, approval.risk)),
     h("p", {}, approval.summary),
-    h("p.meta", {}, t("asked_meta", { reason: approval.reason, asked: time(approval.created_at), expires: time(approval.expires_at) })),
+    h("p.meta", {}, t("asked_meta", { reason: approval.reason, asked: time(approval.created_at), expires: until(approval.expires_at, language()) })),
     approval.diff ? diffView(approval.diff) : null,
     h("details", { open: !approval.diff }, h("summary", {}, t("arguments")), h("pre", {}, JSON.stringify(approval.arguments, null, 2))),
     h("div.row", {},

@@ -111,6 +111,8 @@ test("approving from the Queue runs the tool", async () => {
   const card = `[data-approval="${call.approval_id}"]`;
   await tab.waitForSelector(card);
   assert.match(await tab.textContent(card), /NewFile/);
+  // When it would be denied reads as a time to come, with the clock time.
+  assert.match(await tab.textContent(`${card} p.meta`), /denied automatically in \d+ (minutes?|seconds?|hours?) \(\d{1,2}:\d{2}( [AP]M)?\)/);
   assert.equal(await tab.textContent("#queue-count"), "1");
   await shot(tab, "queue");
   await tab.click(`${card} button.primary`);
