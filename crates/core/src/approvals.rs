@@ -521,16 +521,30 @@ impl Approvals {
             .publish_with(move |transaction| {
                 prelude(transaction, &approval.id)?;
                 queue::insert(transaction, &approval)?;
+                // A chat that asked is named by its title, as every later read names it.
+                let title = queue::chat_title(transaction, &approval.requester)?;
+                let mut announced = announced;
+                announced.requester_label = queue::requester_label(
+                    &approval.requester,
+                    approval.parked.as_ref(),
+                    title.as_deref(),
+                );
+                let label = announced.requester_label.clone();
                 let event = RuntimeEvent::ApprovalRequested {
                     approval: Box::new(announced),
                 };
-                Ok::<_, StoreError>(((), vec![event]))
+                Ok::<_, StoreError>((label, vec![event]))
             })
             .await;
-        if let Err(error) = result {
-            self.waiters().remove(&id);
-            return Err(error.into());
-        }
+        let label = match result {
+            Ok((label, _)) => label,
+            Err(error) => {
+                self.waiters().remove(&id);
+                return Err(error.into());
+            }
+        };
+        let mut shown = shown;
+        shown.requester_label = label;
         if parks {
             self.inner.parked.notify_one();
         }

@@ -16,6 +16,48 @@ use crate::store::codec::{from_json, from_json_opt, from_time, to_json, to_time}
 const COLUMNS: &str = "id, call_id, status, requester, tool, risk, arguments, summary, diff, \
                        reason, suggested, created_at, expires_at, decision, expiry_reason, server, parked";
 
+/// The columns read back: the stored ones, then the title of the chat that asked (when a chat
+/// asked and has one), read at each load so a renamed chat is named by its new title.
+const READ: &str = "id, call_id, status, requester, tool, risk, arguments, summary, diff, \
+                    reason, suggested, created_at, expires_at, decision, expiry_reason, server, parked, \
+                    (SELECT title FROM chats WHERE chats.id = json_extract(approvals.requester, '$.chat_id'))";
+
+/// Who asked, as people read it: a scheduled run's name, a chat's title (`chat “Trip”`), else
+/// the requester's own label (`Souz chat 01a2491c`, a client's name).
+pub(crate) fn requester_label(
+    requester: &souz_protocol::Requester,
+    parked: Option<&ParkedRun>,
+    chat_title: Option<&str>,
+) -> String {
+    if let Some(parked) = parked {
+        return parked.label();
+    }
+    match (requester, chat_title.map(str::trim)) {
+        (souz_protocol::Requester::Chat { .. }, Some(title)) if !title.is_empty() => {
+            format!("chat “{title}”")
+        }
+        _ => requester.label(),
+    }
+}
+
+/// The title of the chat `requester` is, if it is a chat with a title.
+pub(crate) fn chat_title(
+    connection: &Connection,
+    requester: &souz_protocol::Requester,
+) -> Result<Option<String>, StoreError> {
+    let souz_protocol::Requester::Chat { chat_id } = requester else {
+        return Ok(None);
+    };
+    Ok(connection
+        .query_row(
+            "SELECT title FROM chats WHERE id = ?1",
+            params![chat_id],
+            |row| row.get::<_, Option<String>>(0),
+        )
+        .optional()?
+        .flatten())
+}
+
 /// Inserts a new pending approval.
 pub(crate) fn insert(connection: &Connection, approval: &Approval) -> Result<(), StoreError> {
     connection.execute(
@@ -55,7 +97,7 @@ pub(crate) fn load_for(
     connection
         .query_row(
             &format!(
-                "SELECT {COLUMNS} FROM approvals WHERE id = ?1 AND {}",
+                "SELECT {READ} FROM approvals WHERE id = ?1 AND {}",
                 Audience::condition(2, 3)
             ),
             params![id, audience.sees_everything(), audience.owner()],
@@ -75,7 +117,7 @@ pub(crate) fn list(
     limit: usize,
 ) -> Result<Vec<Approval>, StoreError> {
     let mut statement = connection.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM approvals WHERE (?1 IS NULL OR status = ?1) AND {} \
+        "SELECT {READ} FROM approvals WHERE (?1 IS NULL OR status = ?1) AND {} \
          ORDER BY created_at DESC, id DESC LIMIT ?2",
         Audience::condition(3, 4)
     ))?;
@@ -204,6 +246,7 @@ struct RawApproval {
     expiry_reason: Option<String>,
     server: Option<String>,
     parked: Option<String>,
+    chat_title: Option<String>,
 }
 
 impl RawApproval {
@@ -226,6 +269,7 @@ impl RawApproval {
             expiry_reason: row.get(14)?,
             server: row.get(15)?,
             parked: row.get(16)?,
+            chat_title: row.get(17)?,
         })
     }
 
@@ -235,9 +279,11 @@ impl RawApproval {
         let parked: Option<ParkedRun> = from_json_opt("approvals.parked", self.parked)?;
         Ok(Approval {
             status: from_json("approvals.status", &format!("\"{}\"", self.status))?,
-            requester_label: parked
-                .as_ref()
-                .map_or_else(|| requester.label(), ParkedRun::label),
+            requester_label: requester_label(
+                &requester,
+                parked.as_ref(),
+                self.chat_title.as_deref(),
+            ),
             parked,
             requester,
             risk: from_json("approvals.risk", &format!("\"{}\"", self.risk))?,

@@ -667,6 +667,59 @@ fn via_is_cleaned() {
 }
 
 #[tokio::test]
+async fn a_chat_that_asks_is_named_by_its_title_as_announced_listed_and_after_a_rename() {
+    let f = fixture().await;
+    f.store
+        .write(|tx| {
+            tx.execute_batch(
+                "INSERT INTO users (id, created_at, last_seen_at) VALUES ('alice', 'now', 'now');
+                 INSERT INTO chats (id, user_id, title, created_at, updated_at) VALUES
+                     ('chat-trip', 'alice', 'Trip to Kazan', 'now', 'now'),
+                     ('chat-untitled', 'alice', NULL, 'now', 'now');",
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let chat = |id: &str| Requester::Chat { chat_id: id.into() };
+    let asked = f.ask_as("EditFile", chat("chat-trip")).await;
+    assert_eq!(asked.approval.requester_label, "chat “Trip to Kazan”");
+    let untitled = f.ask_as("EditFile", chat("chat-untitled")).await;
+    assert_eq!(untitled.approval.requester_label, "Souz chat chat-unt");
+    let events = f.events.replay(0, 100).await.unwrap();
+    let announced: Vec<String> = events
+        .iter()
+        .filter_map(|envelope| match &envelope.event {
+            RuntimeEvent::ApprovalRequested { approval } => Some(approval.requester_label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, ["chat “Trip to Kazan”", "Souz chat chat-unt"]);
+
+    f.store
+        .write(|tx| {
+            tx.execute(
+                "UPDATE chats SET title = 'Kazan, May' WHERE id = 'chat-trip'",
+                [],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let listed = f
+        .approvals
+        .list_for(&Audience::Everyone, None, 10)
+        .await
+        .unwrap();
+    let labels: Vec<&str> = listed
+        .iter()
+        .map(|approval| approval.requester_label.as_str())
+        .collect();
+    assert!(labels.contains(&"chat “Kazan, May”"), "{labels:?}");
+    assert!(labels.contains(&"Souz chat chat-unt"), "{labels:?}");
+}
+
+#[tokio::test]
 async fn every_approval_has_one_owner_a_chats_user_or_else_the_operator() {
     // Users decide their own chats' approvals here (see the next test for the default).
     let f = fixture_with(|config| config.server.proxy_users_decide = true).await;
