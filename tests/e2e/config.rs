@@ -116,6 +116,70 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
 }
 
 #[test]
+fn the_cli_works_with_its_daemon_in_recovery() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "[server]\nport = 99999\n").unwrap();
+    let daemon = souz_e2e::Daemon::start_in(home, |_| {});
+    let run = |args: &[&str], language: &str| {
+        let output = daemon
+            .cli()
+            .args(args)
+            .env("LANG", language)
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES")
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+
+    // `status` says recovery, with each problem and the way out (exit 2, as `config check`).
+    let (code, stdout, stderr) = run(&["status"], "C");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("recovery mode"), "{stdout}");
+    assert!(stdout.contains("config.toml:2:8:"), "{stdout}");
+    assert!(stdout.contains("souz ui --open"), "{stdout}");
+    assert!(!stderr.contains("not Souz"), "{stderr}");
+    let (code, stdout, _) = run(&["status"], "ru_RU.UTF-8");
+    assert_eq!(code, Some(2));
+    assert!(stdout.contains("режиме восстановления"), "{stdout}");
+
+    // `ui` prints the address (the token's check passed) and says why only settings work.
+    let (code, stdout, stderr) = run(&["ui"], "C");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("http://{}/app/", daemon.address)),
+        "{stdout}"
+    );
+    assert!(stderr.contains("recovery mode"), "{stderr}");
+
+    // Commands the recovery cannot serve say so, with the problems, not "a squatter".
+    for command in [&["approvals"][..], &["pause"], &["memory", "list"]] {
+        let (code, stdout, stderr) = run(command, "C");
+        assert_eq!(code, Some(1), "{command:?}: {stdout}{stderr}");
+        assert!(stderr.contains("recovery mode"), "{command:?}: {stderr}");
+        assert!(stderr.contains("config.toml:2:8:"), "{command:?}: {stderr}");
+    }
+    let (_, _, stderr) = run(&["approvals"], "ru_RU.UTF-8");
+    assert!(stderr.contains("режиме восстановления"), "{stderr}");
+
+    // Once fixed, the same CLI sees a running daemon.
+    let document = daemon.get("/v1/config").json();
+    let fixed = daemon.put(
+        "/v1/config",
+        &serde_json::json!({"text": "", "baseRevision": document["revision"]}),
+    );
+    assert_eq!(fixed.status, 200, "{}", fixed.body);
+    daemon.wait_until("/health", |health| health["status"] == "ok");
+    let (code, stdout, stderr) = run(&["status"], "C");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("is running at"), "{stdout}");
+}
+
+#[test]
 fn check_of_a_missing_file_is_not_an_error() {
     let home = tempfile::tempdir().unwrap();
     let output = souz(home.path())

@@ -20,6 +20,7 @@ mod questions_command;
 mod schedules_command;
 mod serve;
 mod skills_command;
+mod status_command;
 mod telegram_command;
 mod texts;
 mod tools_command;
@@ -158,6 +159,9 @@ enum Command {
         #[arg(long)]
         open: bool,
     },
+    /// Whether Souz runs (and where), is paused, or is in recovery mode with config.toml's
+    /// problems (exit code 2 then).
+    Status,
     /// Pause Souz: deny approval requests and stop agent turns until `souz resume`.
     Pause,
     /// Resume Souz after `souz pause`.
@@ -235,6 +239,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Ui { open } => client_command(ui_command::run(open)),
+        Command::Status => client_command(status_command::run()),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),
         Command::Grants { command } => client_command(async {
