@@ -91,7 +91,7 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
     // A text that still has problems is refused and writes nothing.
     let refused = daemon.put(
         "/v1/config",
-        &serde_json::json!({"text": "[server]\nport = -1\n", "baseRevision": document["revision"]}),
+        &serde_json::json!({"text": "[server]\nport = -1\n", "revision": document["revision"]}),
     );
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
@@ -99,7 +99,7 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
     // A valid one is saved and the daemon starts normally on the same address.
     let fixed = daemon.put(
         "/v1/config",
-        &serde_json::json!({"text": "[approvals]\ntimeout_seconds = 90\n", "baseRevision": document["revision"]}),
+        &serde_json::json!({"text": "[approvals]\ntimeout_seconds = 90\n", "revision": document["revision"]}),
     );
     assert_eq!(fixed.status, 200, "{}", fixed.body);
     let paused = daemon.wait_until("/health", |health| health["status"] == "ok");
@@ -170,7 +170,7 @@ fn the_cli_works_with_its_daemon_in_recovery() {
     let document = daemon.get("/v1/config").json();
     let fixed = daemon.put(
         "/v1/config",
-        &serde_json::json!({"text": "", "baseRevision": document["revision"]}),
+        &serde_json::json!({"text": "", "revision": document["revision"]}),
     );
     assert_eq!(fixed.status, 200, "{}", fixed.body);
     daemon.wait_until("/health", |health| health["status"] == "ok");

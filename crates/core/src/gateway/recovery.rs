@@ -303,7 +303,7 @@ async fn replace(
     authorize(&shared, &headers)?;
     let worker = Arc::clone(&shared);
     let text = request.text;
-    let base_revision = request.base_revision;
+    let base_revision = request.revision;
     let saved = tokio::task::spawn_blocking(move || save(&worker, &text, base_revision))
         .await
         .map_err(|error| ServiceError::Internal(error.to_string()))??;

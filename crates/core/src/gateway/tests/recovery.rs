@@ -107,7 +107,7 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
 
     // Still invalid: every problem comes back and the file is untouched.
     let still_bad = call(reqwest::Method::PUT, "/v1/config", Some("operator-token"))
-        .json(&json!({"text": "[log]\nlevel = \"shout\"\n", "baseRevision": document["revision"]}))
+        .json(&json!({"text": "[log]\nlevel = \"shout\"\n", "revision": document["revision"]}))
         .send()
         .await
         .unwrap();
@@ -119,7 +119,7 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
     // A valid text is written (with a backup) and ends recovery with its configuration.
     let good = "[log]\nlevel = \"debug\"\n";
     let saved = call(reqwest::Method::PUT, "/v1/config", Some("operator-token"))
-        .json(&json!({"text": good, "baseRevision": document["revision"]}))
+        .json(&json!({"text": good, "revision": document["revision"]}))
         .send()
         .await
         .unwrap();
