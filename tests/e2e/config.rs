@@ -180,6 +180,27 @@ fn the_cli_works_with_its_daemon_in_recovery() {
 }
 
 #[test]
+fn the_cli_finds_the_daemon_by_souz_port_when_the_home_has_no_config_file() {
+    let daemon = souz_e2e::Daemon::start();
+    let port = daemon.address.rsplit(':').next().unwrap().to_owned();
+    std::fs::remove_file(daemon.home.path().join("daemon.json")).unwrap();
+    std::fs::remove_file(daemon.home.path().join("config.toml")).unwrap();
+    let output = daemon
+        .cli()
+        .arg("status")
+        .env("SOUZ_PORT", &port)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains(&daemon.address), "{stdout}");
+}
+
+#[test]
 fn check_of_a_missing_file_is_not_an_error() {
     let home = tempfile::tempdir().unwrap();
     let output = souz(home.path())

@@ -107,7 +107,8 @@ enum Command {
         /// The server's URL (the suite appends it).
         url: String,
     },
-    /// External MCP servers Souz connects to: `souz mcp servers list|test NAME`.
+    /// External MCP servers Souz connects to: `souz mcp servers` list, test, add, rm, enable,
+    /// disable; `souz mcp import FILE`; `souz mcp token set|rm NAME`; `souz mcp login NAME`.
     Mcp {
         #[command(subcommand)]
         command: mcp_servers_command::McpCommand,
@@ -252,18 +253,19 @@ fn main() -> ExitCode {
 
 /// `souz pause` / `souz resume`.
 async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
-    let client = client::connect().await?;
+    let client = texts::connect().await?;
     let state = client.set_paused(paused, "cli").await?;
-    {
-        say!(
-            "{}",
-            if state.paused {
-                "Souz is paused."
-            } else {
-                "Souz is running."
-            }
-        );
-    }
+    say!(
+        "{}",
+        if state.paused {
+            texts::tr(
+                "Souz is paused: approval requests are denied and agents wait until `souz resume`.",
+                "Souz на паузе: запросы одобрения отклоняются, агенты ждут до `souz resume`.",
+            )
+        } else {
+            texts::tr("Souz is running.", "Souz работает.")
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 
