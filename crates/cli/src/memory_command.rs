@@ -284,6 +284,43 @@ async fn status(client: &souz_client::DaemonClient, json: bool) -> Result<()> {
     Ok(())
 }
 
+async fn remember(
+    client: &souz_client::DaemonClient,
+    new: &NewMemoryFact,
+    json: bool,
+) -> Result<()> {
+    let (fact, created) = client.remember(new).await?;
+    if json {
+        return print_json(&fact);
+    }
+    let said = if created {
+        tr("Remembered {id}: {title}", "Запомнено {id}: {title}")
+    } else {
+        tr(
+            "Already remembered {id}: {title} (confirmed)",
+            "Уже в памяти {id}: {title} (подтверждено)",
+        )
+    };
+    say!(
+        "{}",
+        fill(said, &[("id", &fact.id), ("title", &fact.title)])
+    );
+    Ok(())
+}
+
+async fn forget(client: &souz_client::DaemonClient, id: &str, retire: bool) -> Result<()> {
+    let id = fact_id(client, id).await?;
+    let said = if retire {
+        client.retire_memory_fact(&id).await?;
+        tr("Retired {id}.", "Факт {id} больше не вспоминается.")
+    } else {
+        client.forget_memory_fact(&id).await?;
+        tr("Forgot {id}.", "Факт {id} забыт.")
+    };
+    say!("{}", fill(said, &[("id", &id)]));
+    Ok(())
+}
+
 pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
     let client = crate::texts::connect().await?;
     let command = command.unwrap_or(MemoryCommand::List {
@@ -371,50 +408,10 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
                 pinned: pin,
                 importance: None,
             };
-            let (fact, created) = client.remember(&new).await?;
-            if json {
-                print_json(&fact)?;
-            } else if created {
-                say!(
-                    "{}",
-                    fill(
-                        tr("Remembered {id}: {title}", "Запомнено {id}: {title}"),
-                        &[("id", &fact.id), ("title", &fact.title)]
-                    )
-                );
-            } else {
-                say!(
-                    "{}",
-                    fill(
-                        tr(
-                            "Already remembered {id}: {title} (confirmed)",
-                            "Уже в памяти {id}: {title} (подтверждено)"
-                        ),
-                        &[("id", &fact.id), ("title", &fact.title)]
-                    )
-                );
-            }
+            remember(&client, &new, json).await?;
         }
         MemoryCommand::Status { json } => status(&client, json).await?,
-        MemoryCommand::Forget { id, retire } => {
-            let id = fact_id(&client, &id).await?;
-            if retire {
-                client.retire_memory_fact(&id).await?;
-                say!(
-                    "{}",
-                    fill(
-                        tr("Retired {id}.", "Факт {id} больше не вспоминается."),
-                        &[("id", &id)]
-                    )
-                );
-            } else {
-                client.forget_memory_fact(&id).await?;
-                say!(
-                    "{}",
-                    fill(tr("Forgot {id}.", "Факт {id} забыт."), &[("id", &id)])
-                );
-            }
-        }
+        MemoryCommand::Forget { id, retire } => forget(&client, &id, retire).await?,
         MemoryCommand::Show { id, json } => show(&client, &id, json).await?,
     }
     Ok(ExitCode::SUCCESS)
