@@ -31,7 +31,7 @@ const errors = strings({
     chat_already_has_active_execution: "В этом чате уже работает агент: дождитесь ответа или остановите его.",
     idempotency_conflict: "Этот запрос уже отправлялся с другим содержимым.",
     unsupported_backend_model: "Эту модель нельзя использовать в чатах: {detail}",
-    onboarding_requires_model_access: "Сначала нужен доступ хотя бы к одной модели: ключ провайдера или локальная модель.",
+    onboarding_requires_model_access: "Пока нет ни одной доступной модели: добавьте API-ключ провайдера (`souz keys set openai` или страница настройки в веб-интерфейсе: `souz ui --open`) или запустите локальный сервер моделей (Ollama, LM Studio или llama.cpp на его обычном порту).",
     untrusted_proxy: "Прокси не подтвердил, что ему можно доверять.",
     missing_user_identity: "Прокси не сообщил, кто вы.",
     invalid_user_identity: "Прокси сообщил непригодное имя пользователя.",

@@ -63,7 +63,7 @@ export async function recoveryPage(main) {
     onclick: async () => {
       note.className = "";
       try {
-        await api("PUT", "/v1/config", { text: area.value, baseRevision: revision });
+        await api("PUT", "/v1/config", { text: area.value, revision });
         note.className = "ok";
         note.textContent = t("saved");
         for (let tries = 0; tries < 100; tries++) {

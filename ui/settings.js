@@ -373,7 +373,7 @@ function formEditor(body, result, documentState) {
     for (const field of fields) field.row.classList.remove("invalid");
     if (!set.length) { result.replaceChildren(h("div.card", {}, t("nothing_changed").trim())); return; }
     try {
-      const saved = /** @type {ConfigSaved} */ (await api("PATCH", "/v1/config", { set, baseRevision: documentState.doc.revision }));
+      const saved = /** @type {ConfigSaved} */ (await api("PATCH", "/v1/config", { set, revision: documentState.doc.revision }));
       showSaved(result, saved);
       documentState.doc = await api("GET", "/v1/config");
       for (const field of fields) field.dirty = false;
@@ -397,7 +397,7 @@ function rawEditor(body, result, documentState) {
   const locate = (problem) => selectProblem(/** @type {HTMLTextAreaElement} */ (area), problem);
   save.addEventListener("click", async () => {
     try {
-      const saved = /** @type {ConfigSaved} */ (await api("PUT", "/v1/config", { text: area.value, baseRevision: documentState.doc.revision }));
+      const saved = /** @type {ConfigSaved} */ (await api("PUT", "/v1/config", { text: area.value, revision: documentState.doc.revision }));
       showSaved(result, saved);
       documentState.doc = await api("GET", "/v1/config");
     } catch (error) {

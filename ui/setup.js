@@ -95,7 +95,7 @@ async function setLlm(changes, read) {
   /** @type {ConfigSaved} */
   const saved = await api("PATCH", "/v1/config", {
     set: changes.map(({ key, value }) => ({ section: "llm", key, value })),
-    baseRevision: doc.revision,
+    revision: doc.revision,
   });
   return saved.restartRequired.length ? t("restart_needed", { keys: saved.restartRequired.join(", ") }) : "";
 }

@@ -375,7 +375,7 @@
  * `PATCH /v1/config`: set or reset single keys, keeping the rest of the file (and its
  * comments) as it is.
  * @typedef {{
- *   baseRevision?: string | null;
+ *   revision?: string | null;
  *   set: Array<ConfigValue>;
  * }} ConfigPatch
  */
@@ -402,7 +402,7 @@
 /**
  * `PUT /v1/config`: the whole new file.
  * @typedef {{
- *   baseRevision?: string | null;
+ *   revision?: string | null;
  *   text: string;
  * }} ConfigReplace
  */
@@ -927,7 +927,7 @@
  * `config.toml` (validated like every config edit; a problem comes back with its line and
  * column and nothing is written).
  * @typedef {{
- *   baseRevision?: string | null;
+ *   revision?: string | null;
  *   settings: Record<string, unknown>;
  * }} McpServerPut
  */

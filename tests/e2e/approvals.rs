@@ -497,6 +497,20 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         "{}",
         approvals_in_english(&daemon)
     );
+    // Every command's labels, not only the lists: `approvals show` (keys, skills and pause
+    // at the end).
+    let (ok, shown, _) = cli_output(&daemon, &["approvals", "show", &approval]);
+    assert!(ok, "{shown}");
+    for label in [
+        "Одобрение ",
+        "Состояние ",
+        "Инструмент ",
+        "Почему ",
+        "Аргументы ",
+    ] {
+        assert!(shown.contains(label), "{label:?} missing: {shown}");
+    }
+    assert!(!shown.contains("Status "), "{shown}");
     // Taken, it is a grant labelled in that language.
     let offer = daemon.get(&format!("/v1/approvals/{approval}")).json()["suggested"].clone();
     let taken = daemon.post(
@@ -519,4 +533,16 @@ fn the_cli_speaks_the_interface_language_chosen_in_souz() {
         said(&daemon, &approval, "/summary"),
         "Переместить папку ~/old в Корзину (1 файл, 0 папок, 3 Б)"
     );
+    for (args, expected) in [
+        (&["keys"][..], "Ключей провайдеров нет"),
+        (&["skills"], "Навыков нет."),
+        (&["pause"], "Souz на паузе"),
+        (&["resume"], "Souz работает."),
+    ] {
+        let (ok, stdout, stderr) = cli_output(&daemon, args);
+        assert!(
+            ok && stdout.contains(expected),
+            "{args:?}: {stdout}{stderr}"
+        );
+    }
 }

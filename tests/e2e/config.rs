@@ -91,7 +91,7 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
     // A text that still has problems is refused and writes nothing.
     let refused = daemon.put(
         "/v1/config",
-        &serde_json::json!({"text": "[server]\nport = -1\n", "baseRevision": document["revision"]}),
+        &serde_json::json!({"text": "[server]\nport = -1\n", "revision": document["revision"]}),
     );
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
@@ -99,7 +99,7 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
     // A valid one is saved and the daemon starts normally on the same address.
     let fixed = daemon.put(
         "/v1/config",
-        &serde_json::json!({"text": "[approvals]\ntimeout_seconds = 90\n", "baseRevision": document["revision"]}),
+        &serde_json::json!({"text": "[approvals]\ntimeout_seconds = 90\n", "revision": document["revision"]}),
     );
     assert_eq!(fixed.status, 200, "{}", fixed.body);
     let paused = daemon.wait_until("/health", |health| health["status"] == "ok");
@@ -113,6 +113,91 @@ fn serve_with_a_bad_config_starts_in_recovery_and_touches_nothing_until_fixed() 
         "the problems were printed: {}",
         stopped.stderr
     );
+}
+
+#[test]
+fn the_cli_works_with_its_daemon_in_recovery() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "[server]\nport = 99999\n").unwrap();
+    let daemon = souz_e2e::Daemon::start_in(home, |_| {});
+    let run = |args: &[&str], language: &str| {
+        let output = daemon
+            .cli()
+            .args(args)
+            .env("LANG", language)
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES")
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+
+    // `status` says recovery, with each problem and the way out (exit 2, as `config check`).
+    let (code, stdout, stderr) = run(&["status"], "C");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("recovery mode"), "{stdout}");
+    assert!(stdout.contains("config.toml:2:8:"), "{stdout}");
+    assert!(stdout.contains("souz ui --open"), "{stdout}");
+    assert!(!stderr.contains("not Souz"), "{stderr}");
+    let (code, stdout, _) = run(&["status"], "ru_RU.UTF-8");
+    assert_eq!(code, Some(2));
+    assert!(stdout.contains("режиме восстановления"), "{stdout}");
+
+    // `ui` prints the address (the token's check passed) and says why only settings work.
+    let (code, stdout, stderr) = run(&["ui"], "C");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("http://{}/app/", daemon.address)),
+        "{stdout}"
+    );
+    assert!(stderr.contains("recovery mode"), "{stderr}");
+
+    // Commands the recovery cannot serve say so, with the problems, not "a squatter".
+    for command in [&["approvals"][..], &["pause"], &["memory", "list"]] {
+        let (code, stdout, stderr) = run(command, "C");
+        assert_eq!(code, Some(1), "{command:?}: {stdout}{stderr}");
+        assert!(stderr.contains("recovery mode"), "{command:?}: {stderr}");
+        assert!(stderr.contains("config.toml:2:8:"), "{command:?}: {stderr}");
+    }
+    let (_, _, stderr) = run(&["approvals"], "ru_RU.UTF-8");
+    assert!(stderr.contains("режиме восстановления"), "{stderr}");
+
+    // Once fixed, the same CLI sees a running daemon.
+    let document = daemon.get("/v1/config").json();
+    let fixed = daemon.put(
+        "/v1/config",
+        &serde_json::json!({"text": "", "revision": document["revision"]}),
+    );
+    assert_eq!(fixed.status, 200, "{}", fixed.body);
+    daemon.wait_until("/health", |health| health["status"] == "ok");
+    let (code, stdout, stderr) = run(&["status"], "C");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("is running at"), "{stdout}");
+}
+
+#[test]
+fn the_cli_finds_the_daemon_by_souz_port_when_the_home_has_no_config_file() {
+    let daemon = souz_e2e::Daemon::start();
+    let port = daemon.address.rsplit(':').next().unwrap().to_owned();
+    std::fs::remove_file(daemon.home.path().join("daemon.json")).unwrap();
+    std::fs::remove_file(daemon.home.path().join("config.toml")).unwrap();
+    let output = daemon
+        .cli()
+        .arg("status")
+        .env("SOUZ_PORT", &port)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains(&daemon.address), "{stdout}");
 }
 
 #[test]

@@ -558,8 +558,10 @@ fn the_bridge_reads_and_writes_files_that_are_not_pipes() {
     std::fs::write(
         &requests,
         format!(
-            "{INITIALIZE}\n{}\n",
-            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+            "{INITIALIZE}\n{}\n{}\n{}\n",
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            json!({"jsonrpc":"2.0","id":2,"method":"ping"}),
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}),
         ),
     )
     .unwrap();
@@ -604,6 +606,14 @@ fn the_bridge_reads_and_writes_files_that_are_not_pipes() {
         initialized["result"]["serverInfo"]["name"], "souz",
         "{initialized}"
     );
+    // Every call read before the input ended is answered before the bridge exits.
+    for id in [2, 3] {
+        let answer = messages
+            .iter()
+            .find(|message| message["id"] == id)
+            .unwrap_or_else(|| panic!("call {id} is answered: {written}"));
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
 }
 
 #[test]

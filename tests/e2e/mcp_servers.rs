@@ -221,3 +221,29 @@ fn servers_are_added_refused_disabled_and_removed_from_the_cli() {
     assert!(!ok, "{text}");
     assert!(text.contains("no [mcp.servers.files]"), "{text}");
 }
+
+#[test]
+fn mcp_help_lists_every_verb() {
+    let home = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let output = souz_e2e::souz(home.path()).args(args).output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // What `souz mcp --help` opens with, and the line `souz --help` gives `mcp`.
+    let own = help(&["mcp", "--help"]);
+    let own = own.split("Usage:").next().unwrap_or_default().to_owned();
+    let listed = help(&["--help"]);
+    let listed = listed
+        .lines()
+        .find(|line| line.trim_start().starts_with("mcp "))
+        .unwrap_or_default()
+        .to_owned();
+    for text in [own, listed] {
+        for verb in [
+            "list", "test", "add", "rm", "enable", "disable", "import", "token", "login",
+        ] {
+            assert!(text.contains(verb), "`{verb}` is not named: {text}");
+        }
+    }
+}

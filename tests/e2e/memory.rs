@@ -146,6 +146,79 @@ fn add_list_search_show_and_forget_through_the_cli() {
 }
 
 #[test]
+fn ids_by_their_start_titles_once_statuses_and_russian_labels() {
+    let daemon = Daemon::start();
+    let fact = json(
+        &daemon,
+        &["add", "Deploys go through staging first", "--json"],
+    );
+    let id = fact["id"].as_str().unwrap().to_owned();
+    let other = json(
+        &daemon,
+        &[
+            "add",
+            "Backups run at night",
+            "--title",
+            "Backups",
+            "--json",
+        ],
+    );
+    let other_id = other["id"].as_str().unwrap().to_owned();
+
+    // A fact without a title of its own is listed once, not as "title: title".
+    let (ok, text) = cli(&daemon, &["list"]);
+    assert!(ok, "{text}");
+    let line = text.lines().find(|line| line.starts_with(&id)).unwrap();
+    assert_eq!(line.matches("staging").count(), 1, "{line}");
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(&other_id))
+        .unwrap();
+    assert!(line.contains("Backups: Backups run at night"), "{line}");
+
+    // `show` and `forget` take the start of an id, as `approvals` does.
+    let shared = id
+        .chars()
+        .zip(other_id.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let prefix = &id[..shared + 1];
+    let (ok, text) = cli(&daemon, &["show", prefix]);
+    assert!(ok, "{text}");
+    assert!(text.contains(&format!("id {id}")), "{text}");
+    let (ok, text) = cli(&daemon, &["show", &id[..shared]]);
+    assert!(!ok && text.contains("matches 2 ids"), "{text}");
+    let (ok, text) = cli(&daemon, &["forget", "--retire", prefix]);
+    assert!(ok && text.contains(&id), "{text}");
+
+    // A list of every status says each fact's status.
+    let (ok, text) = cli(&daemon, &["list", "--status", "all"]);
+    assert!(ok, "{text}");
+    let line = text.lines().find(|line| line.starts_with(&id)).unwrap();
+    assert!(line.contains(" retired "), "{line}");
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(&other_id))
+        .unwrap();
+    assert!(line.contains(" active "), "{line}");
+
+    // In the interface language chosen in Souz, labels are Russian (ids, kinds and statuses
+    // stay as they are).
+    let patched = daemon.patch(
+        "/v1/me/settings",
+        &serde_json::json!({"interfaceLanguage": "ru"}),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let russian = |args: &[&str]| cli(&daemon, args).1;
+    let text = russian(&["show", &other_id]);
+    assert!(text.contains("источник: manual (записан вручную"), "{text}");
+    let text = russian(&["status"]);
+    assert!(text.contains("Память ищет только по словам"), "{text}");
+    let text = russian(&["search", "quantum chromodynamics"]);
+    assert!(text.contains("Ничего не найдено."), "{text}");
+}
+
+#[test]
 fn bad_input_exits_non_zero_and_stores_nothing() {
     let daemon = Daemon::start();
     for args in [

@@ -15,7 +15,7 @@ fn restart_applies_restart_bound_settings_in_place() {
         "/v1/config",
         &json!({
             "set": [{"section": "server", "key": "max_connections", "value": 128}],
-            "baseRevision": document["revision"],
+            "revision": document["revision"],
         }),
     );
     assert_eq!(saved.status, 200, "{}", saved.body);

@@ -116,12 +116,13 @@ pub async fn run_approvals(command: Option<ApprovalsCommand>) -> Result<()> {
                 return Ok(());
             }
             say!(
-                "{:<10} {:>5}  {:<9} {:<20} {:<16} WHAT",
+                "{:<10} {:>5}  {:<9} {:<20} {:<16} {}",
                 "ID",
-                "AGE",
-                "STATUS",
-                "WHO",
-                "TOOL"
+                tr("AGE", "ВОЗР."),
+                tr("STATUS", "СОСТ."),
+                tr("WHO", "КТО"),
+                tr("TOOL", "ИНСТРУМЕНТ"),
+                tr("WHAT", "ЧТО")
             );
             for approval in &list.items {
                 say!(
@@ -280,27 +281,57 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
     Ok(())
 }
 
+/// A label padded to the width of the widest label in this language.
+fn label(en: &'static str, ru: &'static str) -> String {
+    let width = if crate::texts::language() == souz_protocol::language::Language::Ru {
+        13
+    } else {
+        9
+    };
+    format!("{:<width$}", tr(en, ru))
+}
+
 fn print_approval(approval: &Approval) {
-    say!("Approval  {}", approval.id);
-    say!("Status    {}", approval.status.as_str());
-    say!("Who       {}", approval.requester_label);
-    say!("Tool      {} ({})", approval.tool, approval.risk.as_str());
-    say!("What      {}", approval.summary);
-    say!("Why       {}", approval.reason);
+    say!("{} {}", label("Approval", "Одобрение"), approval.id);
     say!(
-        "Asked     {} ago; expires {}",
-        age(approval.created_at),
-        approval.expires_at.format("%H:%M:%S UTC")
+        "{} {}",
+        label("Status", "Состояние"),
+        approval.status.as_str()
+    );
+    say!("{} {}", label("Who", "Кто"), approval.requester_label);
+    say!(
+        "{} {} ({})",
+        label("Tool", "Инструмент"),
+        approval.tool,
+        approval.risk.as_str()
+    );
+    say!("{} {}", label("What", "Что"), approval.summary);
+    say!("{} {}", label("Why", "Почему"), approval.reason);
+    say!(
+        "{} {}",
+        label("Asked", "Спрошено"),
+        fill(
+            tr("{age} ago; expires {at}", "{age} назад; истекает в {at}"),
+            &[
+                ("age", &age(approval.created_at)),
+                ("at", &approval.expires_at.format("%H:%M:%S UTC"))
+            ]
+        )
     );
     say!(
-        "Arguments {}",
+        "{} {}",
+        label("Arguments", "Аргументы"),
         serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
     );
     if let Some(diff) = &approval.diff {
-        say!("Diff\n{diff}");
+        say!("{}\n{diff}", tr("Diff", "Изменения"));
     }
     if approval.status == ApprovalStatus::Pending {
-        say!("Suggested {}", approval.suggested.label);
+        say!(
+            "{} {}",
+            label("Suggested", "Предложено"),
+            approval.suggested.label
+        );
         let short = truncate(&approval.id, 12);
         say!(
             "\n  souz approvals approve {short}              # {}",

@@ -21,9 +21,13 @@ pub fn home(paths: &SouzPaths) -> Home {
 }
 
 /// Where config.toml (and the environment) says the daemon listens: the address used when no
-/// `daemon.json` names a running daemon.
+/// `daemon.json` names a running daemon. Without a usable file (none yet, or one with problems,
+/// which the daemon serves in recovery mode) the defaults with the environment's overrides
+/// (`SOUZ_PORT`, `SOUZ_HOST`) apply, as they do for the daemon.
 pub fn configured_base(paths: &SouzPaths) -> String {
-    let config = Config::load_file(paths.clone(), &paths.config_file(), &process_lookup)
+    let file = paths.config_file();
+    let config = Config::load_file(paths.clone(), &file, &process_lookup)
+        .or_else(|_| Config::parse(paths.clone(), &file, "", &process_lookup))
         .unwrap_or_else(|_| Config::defaults(paths.clone()));
     format!("http://{}:{}", config.server.host, config.server.port)
 }

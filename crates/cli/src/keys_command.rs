@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
 use crate::output::{print_json, say};
+use crate::texts::{fill, tr};
 
 /// The longest key read from standard input, in bytes (the daemon allows fewer characters).
 const MAX_INPUT_BYTES: u64 = 64 * 1024;
@@ -50,9 +51,18 @@ pub async fn run(command: Option<KeysCommand>) -> Result<ExitCode> {
             set_service(&provider).await.map(|()| ExitCode::SUCCESS)
         }
         KeysCommand::Rm { provider } if is_service(&provider) => {
-            let client = crate::client::connect().await?;
+            let client = crate::texts::connect().await?;
             client.delete_service_key(&provider).await?;
-            say!("Deleted the stored {provider} key (if there was one).");
+            say!(
+                "{}",
+                fill(
+                    tr(
+                        "Deleted the stored {provider} key (if there was one).",
+                        "Сохранённый ключ {provider} удалён (если он был)."
+                    ),
+                    &[("provider", &provider)]
+                )
+            );
             Ok(ExitCode::SUCCESS)
         }
         other => manage(other).await.map(|()| ExitCode::SUCCESS),
@@ -67,45 +77,93 @@ fn is_service(name: &str) -> bool {
 
 async fn set_service(name: &str) -> Result<()> {
     let api_key = read_key(name)?;
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let stored = client.set_service_key(name, &api_key).await?;
-    say!("Stored the {} key {}.", stored.name, stored.key_hint);
+    say!(
+        "{}",
+        fill(
+            tr(
+                "Stored the {name} key {hint}.",
+                "Ключ {name} сохранён: {hint}."
+            ),
+            &[("name", &stored.name), ("hint", &stored.key_hint)]
+        )
+    );
     Ok(())
 }
 
 /// `souz keys test SERVICE`: one request to the service with the key the tools would use.
 async fn test_service(name: &str) -> Result<ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let tested = client.test_service_key(name).await?;
     if tested.ok {
-        say!("The {} key works.", tested.name);
+        say!(
+            "{}",
+            fill(
+                tr("The {name} key works.", "Ключ {name} работает."),
+                &[("name", &tested.name)]
+            )
+        );
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!(
-        "The {} key did not work: {}",
-        tested.name,
-        souz_protocol::display::display_text(tested.error.as_deref().unwrap_or("no answer"))
+        "{}",
+        souz_protocol::display::display_text(&fill(
+            tr(
+                "The {name} key did not work: {error}",
+                "Ключ {name} не сработал: {error}"
+            ),
+            &[
+                ("name", &tested.name),
+                (
+                    "error",
+                    &tested
+                        .error
+                        .as_deref()
+                        .unwrap_or(tr("no answer", "нет ответа"))
+                )
+            ]
+        ))
     );
     Ok(ExitCode::FAILURE)
 }
 
 /// `souz keys test`: success when the provider answered, else its error on stderr and exit 1.
 async fn test(provider: &str) -> Result<ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let tested = client.test_provider_key(provider).await?;
     if tested.ok {
         say!(
-            "The {} key works ({} answered).",
-            tested.provider,
-            tested.model
+            "{}",
+            fill(
+                tr(
+                    "The {provider} key works ({model} answered).",
+                    "Ключ {provider} работает (ответила {model})."
+                ),
+                &[("provider", &tested.provider), ("model", &tested.model)]
+            )
         );
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!(
-        "The {} key did not work with {}: {}",
-        tested.provider,
-        tested.model,
-        souz_protocol::display::display_text(tested.error.as_deref().unwrap_or("no answer"))
+        "{}",
+        souz_protocol::display::display_text(&fill(
+            tr(
+                "The {provider} key did not work with {model}: {error}",
+                "Ключ {provider} не сработал с {model}: {error}"
+            ),
+            &[
+                ("provider", &tested.provider),
+                ("model", &tested.model),
+                (
+                    "error",
+                    &tested
+                        .error
+                        .as_deref()
+                        .unwrap_or(tr("no answer", "нет ответа"))
+                )
+            ]
+        ))
     );
     Ok(ExitCode::FAILURE)
 }
@@ -114,7 +172,7 @@ async fn test(provider: &str) -> Result<ExitCode> {
 async fn manage(command: KeysCommand) -> Result<()> {
     match command {
         KeysCommand::List { json } => {
-            let client = crate::client::connect().await?;
+            let client = crate::texts::connect().await?;
             let list = client.provider_keys().await?;
             // A client token cannot read the daemon's service keys: they are the operator's.
             let services = match client.service_keys().await {
@@ -131,10 +189,21 @@ async fn manage(command: KeysCommand) -> Result<()> {
                 }));
             }
             if list.items.is_empty() && services.is_empty() {
-                say!("No provider key is configured; add one with `souz keys set PROVIDER`.");
+                say!(
+                    "{}",
+                    tr(
+                        "No provider key is configured; add one with `souz keys set PROVIDER`.",
+                        "Ключей провайдеров нет; добавьте ключ: `souz keys set ПРОВАЙДЕР`."
+                    )
+                );
                 return Ok(());
             }
-            say!("{:<12} {:<12} SOURCE", "PROVIDER", "KEY");
+            say!(
+                "{:<12} {:<12} {}",
+                tr("PROVIDER", "ПРОВАЙДЕР"),
+                tr("KEY", "КЛЮЧ"),
+                tr("SOURCE", "ОТКУДА")
+            );
             let rows = list
                 .items
                 .iter()
@@ -146,8 +215,12 @@ async fn manage(command: KeysCommand) -> Result<()> {
                 );
             for (name, hint, updated_at) in rows {
                 let source = match updated_at {
-                    Some(at) => format!("stored {}", at.format("%Y-%m-%d %H:%M")),
-                    None => "environment".to_owned(),
+                    Some(at) => format!(
+                        "{} {}",
+                        tr("stored", "сохранён"),
+                        at.format("%Y-%m-%d %H:%M")
+                    ),
+                    None => tr("environment", "переменная окружения").to_owned(),
                 };
                 say!("{name:<12} {hint:<12} {source}");
             }
@@ -155,20 +228,37 @@ async fn manage(command: KeysCommand) -> Result<()> {
         }
         KeysCommand::Set { provider } => {
             let api_key = read_key(&provider)?;
-            let client = crate::client::connect().await?;
+            let client = crate::texts::connect().await?;
             let stored = client.set_provider_key(&provider, &api_key).await?;
             say!(
-                "Stored the {} key {}.",
-                stored.provider_key.provider,
-                stored.provider_key.key_hint
+                "{}",
+                fill(
+                    tr(
+                        "Stored the {name} key {hint}.",
+                        "Ключ {name} сохранён: {hint}."
+                    ),
+                    &[
+                        ("name", &stored.provider_key.provider),
+                        ("hint", &stored.provider_key.key_hint)
+                    ]
+                )
             );
             Ok(())
         }
         KeysCommand::Test { provider } => test(&provider).await.map(drop),
         KeysCommand::Rm { provider } => {
-            let client = crate::client::connect().await?;
+            let client = crate::texts::connect().await?;
             client.delete_provider_key(&provider).await?;
-            say!("Deleted the stored {provider} key (if there was one).");
+            say!(
+                "{}",
+                fill(
+                    tr(
+                        "Deleted the stored {provider} key (if there was one).",
+                        "Сохранённый ключ {provider} удалён (если он был)."
+                    ),
+                    &[("provider", &provider)]
+                )
+            );
             Ok(())
         }
     }

@@ -20,6 +20,7 @@ mod questions_command;
 mod schedules_command;
 mod serve;
 mod skills_command;
+mod status_command;
 mod telegram_command;
 mod texts;
 mod tools_command;
@@ -106,7 +107,8 @@ enum Command {
         /// The server's URL (the suite appends it).
         url: String,
     },
-    /// External MCP servers Souz connects to: `souz mcp servers list|test NAME`.
+    /// External MCP servers Souz connects to: `souz mcp servers` list, test, add, rm, enable,
+    /// disable; `souz mcp import FILE`; `souz mcp token set|rm NAME`; `souz mcp login NAME`.
     Mcp {
         #[command(subcommand)]
         command: mcp_servers_command::McpCommand,
@@ -158,6 +160,9 @@ enum Command {
         #[arg(long)]
         open: bool,
     },
+    /// Whether Souz runs (and where), is paused, or is in recovery mode with config.toml's
+    /// problems (exit code 2 then).
+    Status,
     /// Pause Souz: deny approval requests and stop agent turns until `souz resume`.
     Pause,
     /// Resume Souz after `souz pause`.
@@ -235,6 +240,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Ui { open } => client_command(ui_command::run(open)),
+        Command::Status => client_command(status_command::run()),
         Command::Pause => client_command(set_paused(true)),
         Command::Resume => client_command(set_paused(false)),
         Command::Grants { command } => client_command(async {
@@ -247,18 +253,19 @@ fn main() -> ExitCode {
 
 /// `souz pause` / `souz resume`.
 async fn set_paused(paused: bool) -> anyhow::Result<ExitCode> {
-    let client = client::connect().await?;
+    let client = texts::connect().await?;
     let state = client.set_paused(paused, "cli").await?;
-    {
-        say!(
-            "{}",
-            if state.paused {
-                "Souz is paused."
-            } else {
-                "Souz is running."
-            }
-        );
-    }
+    say!(
+        "{}",
+        if state.paused {
+            texts::tr(
+                "Souz is paused: approval requests are denied and agents wait until `souz resume`.",
+                "Souz на паузе: запросы одобрения отклоняются, агенты ждут до `souz resume`.",
+            )
+        } else {
+            texts::tr("Souz is running.", "Souz работает.")
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -137,7 +137,7 @@ impl AddServer {
         }
         Ok(souz_protocol::McpServerPut {
             settings,
-            base_revision: None,
+            revision: None,
         })
     }
 }

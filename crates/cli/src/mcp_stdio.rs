@@ -26,6 +26,8 @@
 //!   and `notifications/initialized`, then goes through — unless the client's input has
 //!   ended: then the session is closed (`DELETE`) and never opened again, and the bridge exits
 //!   once the answers in flight are written.
+//! - When the client's input ends (`… | souz mcp-stdio`), every request already read is
+//!   answered before the session is closed: the forwards in flight are awaited first.
 //! - If the daemon goes away while a request is in flight (the answer's stream or body breaks
 //!   off before the answer), that request is answered with a JSON-RPC error saying Souz stopped
 //!   and how to start it: every request from the client gets an answer.
@@ -196,7 +198,11 @@ async fn serve(client: String) -> Result<()> {
 
     let mut stdin = BufReader::new(pipes::stdin());
     let mut line = Vec::new();
+    // The forwards in flight, awaited when the input ends (finished ones are reaped as lines
+    // arrive, so the set holds only what is still running).
+    let mut in_flight = tokio::task::JoinSet::new();
     loop {
+        while in_flight.try_join_next().is_some() {}
         let read = lines::read_line(&mut stdin, &mut line, MAX_LINE)
             .await
             .context("cannot read stdin")?;
@@ -243,14 +249,11 @@ async fn serve(client: String) -> Result<()> {
             ),
             _ => {
                 let bridge = Arc::clone(&bridge);
-                #[allow(
-                    clippy::disallowed_methods,
-                    reason = "one forwarded request of the CLI bridge process; it ends with its HTTP answer or with the process"
-                )]
-                tokio::spawn(async move { bridge.forward(message).await });
+                in_flight.spawn(async move { bridge.forward(message).await });
             }
         }
     }
+    while in_flight.join_next().await.is_some() {}
     bridge.closing.store(true, Ordering::SeqCst);
     bridge.close_session().await;
     drop(bridge);

@@ -1,6 +1,8 @@
 //! `souz memory`: long-term memory through the daemon (list, search, add, forget, show, and
 //! status: whether it recalls by meaning or, until its model is ready, by words only).
-//! Kinds and statuses are accepted in any case; the daemon checks everything else.
+//! Kinds and statuses are accepted in any case; the daemon checks everything else. Ids may be
+//! given by their start, as the list prints them (`show`, `forget`). Labels are in the
+//! person's language ([`crate::texts`]); kinds, statuses, ids and JSON stay as they are.
 
 use std::process::ExitCode;
 
@@ -14,6 +16,7 @@ use souz_protocol::{
 };
 
 use crate::output::{print_json, say, truncate};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum MemoryCommand {
@@ -82,7 +85,7 @@ pub enum MemoryCommand {
     /// Forget a fact: delete it, and keep it from being captured again (`--retire`: only stop
     /// recalling it, keeping it for history).
     Forget {
-        /// The fact's id.
+        /// The fact's id (or the start of one).
         id: String,
         /// Retire instead of deleting.
         #[arg(long)]
@@ -97,7 +100,7 @@ pub enum MemoryCommand {
     },
     /// Show a fact and where it came from.
     Show {
-        /// The fact's id.
+        /// The fact's id (or the start of one).
         id: String,
         /// Print JSON.
         #[arg(long)]
@@ -123,21 +126,63 @@ fn kind(text: Option<String>) -> Result<Option<MemoryKind>> {
     text.map(|text| wire_enum("kind", &text)).transpose()
 }
 
-fn print_fact_line(fact: &MemoryFact) {
+/// One fact on one line; `with_status` adds its status (for lists that mix them). A fact
+/// without a title of its own (its title is its first line) is printed once, not twice.
+fn print_fact_line(fact: &MemoryFact, with_status: bool) {
     let pin = if fact.pinned { "*" } else { " " };
+    let status = if with_status {
+        format!(" {:<7}", wire_name(fact.status))
+    } else {
+        String::new()
+    };
+    let body = fact.body.replace('\n', " ");
+    let first_line = fact.body.lines().next().unwrap_or_default().trim();
+    let text = if fact.title.trim() == first_line || fact.title.trim() == body.trim() {
+        truncate(&body, 120)
+    } else {
+        format!("{}: {}", truncate(&fact.title, 40), truncate(&body, 80))
+    };
     say!(
-        "{} {pin} {:<16} {:<20} {}: {}",
+        "{}{status} {pin} {:<16} {:<20} {text}",
         fact.id,
         wire_name(fact.kind),
         truncate(&fact.scope, 20),
-        truncate(&fact.title, 40),
-        truncate(&fact.body.replace('\n', " "), 80),
     );
 }
 
+/// The full id of the fact `id` names, which may be the start of one (as the list prints
+/// ids), among the newest 500 facts in any status.
+async fn fact_id(client: &souz_client::DaemonClient, id: &str) -> Result<String> {
+    let not_found = match client.memory_fact(id).await {
+        Ok(_) => return Ok(id.to_owned()),
+        Err(error) => error,
+    };
+    let query = MemoryQuery {
+        kind: None,
+        scope: None,
+        status: Some(MemoryStatusFilter::All),
+        text: None,
+        pinned: None,
+        limit: Some(500),
+        offset: None,
+    };
+    let page = client.memory(&query).await?;
+    let prefix = id.trim().trim_end_matches('…');
+    if prefix.is_empty() || !page.items.iter().any(|fact| fact.id.starts_with(prefix)) {
+        // Not the start of any id: the daemon's own answer for the id says it best.
+        return Err(not_found.into());
+    }
+    crate::client::resolve_prefix(
+        tr("memory fact", "факта памяти"),
+        id,
+        page.items.iter().map(|fact| fact.id.as_str()),
+    )
+}
+
 async fn show(client: &souz_client::DaemonClient, id: &str, json: bool) -> Result<()> {
-    let fact = client.memory_fact(id).await?;
-    let evidence = client.memory_evidence(id).await?;
+    let id = fact_id(client, id).await?;
+    let fact = client.memory_fact(&id).await?;
+    let evidence = client.memory_evidence(&id).await?;
     if json {
         print_json(&serde_json::json!({"fact": fact, "evidence": evidence.items}))?;
         return Ok(());
@@ -152,23 +197,36 @@ async fn show(client: &souz_client::DaemonClient, id: &str, json: bool) -> Resul
         wire_name(fact.status)
     );
     if let Some(key) = &fact.canonical_key {
-        say!("key {key}");
+        say!("{} {key}", tr("key", "ключ"));
     }
     say!(
-        "by {}  created {}  updated {}{}",
-        fact.created_by,
-        fact.created_at,
-        fact.updated_at,
-        if fact.pinned { "  pinned" } else { "" }
+        "{}{}",
+        fill(
+            tr(
+                "by {by}  created {created}  updated {updated}",
+                "автор {by}  создан {created}  изменён {updated}"
+            ),
+            &[
+                ("by", &fact.created_by),
+                ("created", &fact.created_at),
+                ("updated", &fact.updated_at)
+            ]
+        ),
+        if fact.pinned {
+            tr("  pinned", "  закреплён")
+        } else {
+            ""
+        }
     );
     for item in &evidence.items {
         let origin = match (&item.chat_id, &item.client) {
-            (Some(chat), _) => format!("chat {chat}"),
-            (None, Some(client)) => format!("MCP client {client}"),
-            (None, None) => "written by hand".to_owned(),
+            (Some(chat), _) => format!("{} {chat}", tr("chat", "чат")),
+            (None, Some(client)) => format!("{} {client}", tr("MCP client", "MCP-клиент")),
+            (None, None) => tr("written by hand", "записан вручную").to_owned(),
         };
         say!(
-            "evidence: {} ({origin}, {})",
+            "{}: {} ({origin}, {})",
+            tr("evidence", "источник"),
             item.source_type,
             item.created_at
         );
@@ -190,7 +248,7 @@ async fn search(
         return Ok(());
     }
     if found.items.is_empty() {
-        say!("Nothing found.");
+        say!("{}", tr("Nothing found.", "Ничего не найдено."));
     } else {
         for hit in &found.items {
             say!("{:.3} {}", hit.score, hit.fact.title);
@@ -201,9 +259,16 @@ async fn search(
     if found.mode == RecallMode::Lexical {
         let model = client.memory_model().await?;
         if model.by_meaning() {
-            say!("This search matched by words only: the embedding model did not answer in time.");
+            say!(
+                "{}",
+                tr(
+                    "This search matched by words only: the embedding model did not answer in \
+                     time.",
+                    "Этот поиск искал только по словам: модель эмбеддингов не ответила вовремя."
+                )
+            );
         } else {
-            say!("{}", model.describe());
+            say!("{}", model.describe_in(crate::texts::language()));
         }
     }
     Ok(())
@@ -214,13 +279,50 @@ async fn status(client: &souz_client::DaemonClient, json: bool) -> Result<()> {
     if json {
         print_json(&model)?;
     } else {
-        say!("{}", model.describe());
+        say!("{}", model.describe_in(crate::texts::language()));
     }
     Ok(())
 }
 
+async fn remember(
+    client: &souz_client::DaemonClient,
+    new: &NewMemoryFact,
+    json: bool,
+) -> Result<()> {
+    let (fact, created) = client.remember(new).await?;
+    if json {
+        return print_json(&fact);
+    }
+    let said = if created {
+        tr("Remembered {id}: {title}", "Запомнено {id}: {title}")
+    } else {
+        tr(
+            "Already remembered {id}: {title} (confirmed)",
+            "Уже в памяти {id}: {title} (подтверждено)",
+        )
+    };
+    say!(
+        "{}",
+        fill(said, &[("id", &fact.id), ("title", &fact.title)])
+    );
+    Ok(())
+}
+
+async fn forget(client: &souz_client::DaemonClient, id: &str, retire: bool) -> Result<()> {
+    let id = fact_id(client, id).await?;
+    let said = if retire {
+        client.retire_memory_fact(&id).await?;
+        tr("Retired {id}.", "Факт {id} больше не вспоминается.")
+    } else {
+        client.forget_memory_fact(&id).await?;
+        tr("Forgot {id}.", "Факт {id} забыт.")
+    };
+    say!("{}", fill(said, &[("id", &id)]));
+    Ok(())
+}
+
 pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let command = command.unwrap_or(MemoryCommand::List {
         kind: None,
         scope: None,
@@ -240,12 +342,14 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
             limit,
             json,
         } => {
+            let status = status
+                .map(|status| wire_enum::<MemoryStatusFilter>("status", &status))
+                .transpose()?;
+            let with_status = status.is_some_and(|status| status != MemoryStatusFilter::Active);
             let query = MemoryQuery {
                 kind: kind(kind_name)?,
                 scope,
-                status: status
-                    .map(|status| wire_enum::<MemoryStatusFilter>("status", &status))
-                    .transpose()?,
+                status,
                 text,
                 pinned: pinned.then_some(true),
                 limit: Some(limit),
@@ -255,9 +359,17 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
             if json {
                 print_json(&page)?;
             } else if page.items.is_empty() {
-                say!("Nothing remembered. Add a fact with `souz memory add TEXT`.");
+                say!(
+                    "{}",
+                    tr(
+                        "Nothing remembered. Add a fact with `souz memory add TEXT`.",
+                        "Память пуста. Добавьте факт: `souz memory add ТЕКСТ`."
+                    )
+                );
             } else {
-                page.items.iter().for_each(print_fact_line);
+                for fact in &page.items {
+                    print_fact_line(fact, with_status);
+                }
             }
         }
         MemoryCommand::Search {
@@ -296,25 +408,10 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
                 pinned: pin,
                 importance: None,
             };
-            let (fact, created) = client.remember(&new).await?;
-            if json {
-                print_json(&fact)?;
-            } else if created {
-                say!("Remembered {}: {}", fact.id, fact.title);
-            } else {
-                say!("Already remembered {}: {} (confirmed)", fact.id, fact.title);
-            }
+            remember(&client, &new, json).await?;
         }
         MemoryCommand::Status { json } => status(&client, json).await?,
-        MemoryCommand::Forget { id, retire } => {
-            if retire {
-                client.retire_memory_fact(&id).await?;
-                say!("Retired {id}.");
-            } else {
-                client.forget_memory_fact(&id).await?;
-                say!("Forgot {id}.");
-            }
-        }
+        MemoryCommand::Forget { id, retire } => forget(&client, &id, retire).await?,
         MemoryCommand::Show { id, json } => show(&client, &id, json).await?,
     }
     Ok(ExitCode::SUCCESS)

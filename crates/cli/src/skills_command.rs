@@ -9,6 +9,7 @@ use clap::Subcommand;
 use souz_protocol::{FindingSeverity, SkillFinding, SkillGitSource, SkillSource};
 
 use crate::output::{print_json, say};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {
@@ -99,15 +100,50 @@ async fn install(
     } else if reference.is_some() || folder.is_some() {
         anyhow::bail!("--ref and --folder go with a git URL, not a folder or `.zip`");
     } else {
-        client.install_skill(&absolute(&path)?).await?
+        let folder = absolute(&path)?;
+        match client.install_skill(&folder).await {
+            Ok(installed) => installed,
+            Err(error) => {
+                // A refused bundle: show every finding, as `souz skills validate` does.
+                if let Ok(validation) = client.validate_skill(&folder).await
+                    && !validation.approved
+                {
+                    print_validation(&validation, &path);
+                }
+                return Err(error.into());
+            }
+        }
     };
-    say!("Installed {} ({}).", installed.id, installed.hash);
+    say!(
+        "{}",
+        fill(
+            tr("Installed {id} ({hash}).", "Установлен {id} ({hash})."),
+            &[("id", &installed.id), ("hash", &installed.hash)]
+        )
+    );
     print_findings(&installed.validation.findings);
     match installed.consent_approval_id {
         Some(approval) => {
-            say!("Consent pending: approve {approval} (souz approvals) to let its commands run.");
+            say!(
+                "{}",
+                fill(
+                    tr(
+                        "Consent pending: approve {approval} (souz approvals) to let its commands \
+                         run.",
+                        "Нужно согласие: одобрите {approval} (souz approvals), чтобы его команды \
+                         могли выполняться."
+                    ),
+                    &[("approval", &approval)]
+                )
+            );
         }
-        None => say!("Consent: this bundle was approved before."),
+        None => say!(
+            "{}",
+            tr(
+                "Consent: this bundle was approved before.",
+                "Согласие: этот пакет уже был одобрен раньше."
+            )
+        ),
     }
     Ok(())
 }
@@ -123,6 +159,17 @@ fn is_url(text: &str) -> bool {
     })
 }
 
+/// A validation's verdict and findings, as `souz skills validate` prints them.
+fn print_validation(validation: &souz_protocol::SkillValidation, path: &str) {
+    let verdict = if validation.approved {
+        tr("valid", "годен")
+    } else {
+        tr("rejected", "отклонён")
+    };
+    say!("{}: {verdict}", validation.id.as_deref().unwrap_or(path));
+    print_findings(&validation.findings);
+}
+
 fn print_findings(findings: &[SkillFinding]) {
     for finding in findings {
         let severity = match finding.severity {
@@ -135,7 +182,7 @@ fn print_findings(findings: &[SkillFinding]) {
 }
 
 pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(SkillsCommand::List { json: false }) {
         SkillsCommand::List { json } => {
             let list = client.skills().await?;
@@ -144,7 +191,13 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             if list.items.is_empty() {
-                say!("No skills. Install one with `souz skills install PATH`.");
+                say!(
+                    "{}",
+                    tr(
+                        "No skills. Install one with `souz skills install PATH`.",
+                        "Навыков нет. Установите: `souz skills install ПУТЬ`."
+                    )
+                );
             }
             for skill in &list.items {
                 let state = match (&skill.error, skill.enabled) {
@@ -196,16 +249,7 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
             if json {
                 print_json(&validation)?;
             } else {
-                let verdict = if validation.approved {
-                    "valid"
-                } else {
-                    "rejected"
-                };
-                say!(
-                    "{}: {verdict}",
-                    validation.id.as_deref().unwrap_or(path.as_str())
-                );
-                print_findings(&validation.findings);
+                print_validation(&validation, &path);
             }
             if !validation.approved {
                 return Ok(ExitCode::FAILURE);
@@ -213,15 +257,24 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
         }
         SkillsCommand::Enable { id } => {
             client.set_skill_enabled(&id, true).await?;
-            say!("Enabled {id}.");
+            say!(
+                "{}",
+                fill(tr("Enabled {id}.", "Навык {id} включён."), &[("id", &id)])
+            );
         }
         SkillsCommand::Disable { id } => {
             client.set_skill_enabled(&id, false).await?;
-            say!("Disabled {id}.");
+            say!(
+                "{}",
+                fill(tr("Disabled {id}.", "Навык {id} выключен."), &[("id", &id)])
+            );
         }
         SkillsCommand::Remove { id } => {
             client.remove_skill(&id).await?;
-            say!("Removed {id}.");
+            say!(
+                "{}",
+                fill(tr("Removed {id}.", "Навык {id} удалён."), &[("id", &id)])
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -54,6 +54,14 @@ pub async fn error_text(error: &anyhow::Error) -> String {
         let _ = connect().await;
     }
     let language = language();
+    if let Some(souz_client::ClientError::Api {
+        code: souz_protocol::ErrorCode::Unavailable,
+        ..
+    }) = refusal
+        && let Some(text) = recovery_text().await
+    {
+        return text;
+    }
     match refusal {
         Some(souz_client::ClientError::Api { code, message, .. }) if language == Language::Ru => {
             code.said(language, message)
@@ -65,6 +73,17 @@ pub async fn error_text(error: &anyhow::Error) -> String {
         }
         _ => format!("{error:#}"),
     }
+}
+
+/// For a refusal in recovery mode: the daemon's state, problems and way out (`None` when it
+/// is not in recovery).
+async fn recovery_text() -> Option<String> {
+    let client = crate::client::connect().await.ok()?;
+    let problems = client.recovery_problems().await.ok()??;
+    Some(crate::status_command::recovery_text(
+        client.base(),
+        &problems,
+    ))
 }
 
 /// `en` or `ru`, by [`language`].

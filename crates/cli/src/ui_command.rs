@@ -30,8 +30,23 @@ const PAGE_SUFFIX: &str = ".html";
 
 /// `souz ui`: prints the address; `--open` opens it through a private redirect page.
 pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
-    let client = crate::client::connect().await?;
-    client.pause_state().await?;
+    let client = crate::texts::connect().await?;
+    // An authenticated call first, so a refused token is said here, not in the browser.
+    match client.recovery_problems().await? {
+        None => {
+            client.pause_state().await?;
+        }
+        Some(problems) => {
+            client.get::<serde_json::Value>("/v1/config").await?;
+            eprintln!(
+                "{}",
+                souz_protocol::display::display_text(&crate::status_command::recovery_text(
+                    client.base(),
+                    &problems
+                ))
+            );
+        }
+    }
     if !open {
         say!("{}", client.ui_url(None));
         return Ok(ExitCode::SUCCESS);

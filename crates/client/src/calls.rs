@@ -2,7 +2,7 @@
 //! response types of `souz-protocol`. Paths and bodies are exactly the gateway's.
 
 use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, QuestionList, TurnList};
-use souz_protocol::config::{PauseState, SetPause};
+use souz_protocol::config::{ConfigProblem, PauseState, SetPause};
 use souz_protocol::{
     ApprovalList, ClientList, CreatedClient, DecisionRequest, DecisionResponse, GrantList, Health,
     InstalledSkill, NewClient, SkillDetail, SkillGitSource, SkillList, SkillPath, SkillSummary,
@@ -15,6 +15,20 @@ impl DaemonClient {
     /// `GET /health`.
     pub async fn health(&self) -> Result<Health, ClientError> {
         self.get("/health").await
+    }
+
+    /// Whether the daemon is in recovery mode (`config.toml` does not validate, so only the
+    /// settings editor runs): the file's problems then, `None` when it runs normally.
+    pub async fn recovery_problems(&self) -> Result<Option<Vec<ConfigProblem>>, ClientError> {
+        /// `GET /health` read for its status only (its other fields differ in recovery).
+        #[derive(serde::Deserialize)]
+        struct Status {
+            status: String,
+            #[serde(default)]
+            problems: Vec<ConfigProblem>,
+        }
+        let health: Status = self.get("/health").await?;
+        Ok((health.status == "recovery").then_some(health.problems))
     }
 
     /// Pending approvals, newest first (at most `limit`).

@@ -110,8 +110,8 @@ pub async fn collect_with(
 pub enum LlmError {
     /// No key is stored or set in the environment for the provider.
     #[error(
-        "no API key for {provider}: store one with PUT /v1/me/provider-keys/{provider} or set \
-         {}", provider.key_variables().join(" or ")
+        "no API key for {provider}: add one with `souz keys set {provider}` or on the setup \
+         page of the web UI (`souz ui --open`), or set {}", provider.key_variables().join(" or ")
     )]
     MissingKey {
         /// The provider.

@@ -516,7 +516,9 @@ impl RuntimeHandle {
                 telegram_bot: false,
                 runtime_events: true,
                 approvals: true,
-                mcp: false,
+                // `/mcp` is always served, to the local user; a user behind the trusted proxy
+                // cannot reach it.
+                mcp: user.0 == crate::LOCAL_USER,
                 chats: true,
             },
             capabilities,

@@ -15,8 +15,8 @@ pub struct ConfigDocument {
     pub path: String,
     /// Its text, exactly as stored (the commented template when it does not exist yet).
     pub text: String,
-    /// A fingerprint of `text`; send it back as `baseRevision` so a save cannot overwrite a
-    /// change made meanwhile (by another window or an `always` approval).
+    /// A fingerprint of `text`; send it back as `revision` with a change so a save cannot
+    /// overwrite a change made meanwhile (by another window or an `always` approval).
     pub revision: String,
     /// Every section and key, in file order.
     pub sections: Vec<ConfigSection>,
@@ -66,8 +66,11 @@ pub struct ConfigKey {
 pub struct ConfigReplace {
     /// The new text of `config.toml`.
     pub text: String,
-    /// The `revision` the edit started from; a mismatch is 409 and nothing is written.
-    pub base_revision: Option<String>,
+    /// The `revision` the edit started from (as `GET /v1/config` said it); a mismatch is 409
+    /// and nothing is written. Its former name `baseRevision` is accepted until the next
+    /// release.
+    #[serde(default, alias = "baseRevision")]
+    pub revision: Option<String>,
 }
 
 /// `PATCH /v1/config`: set or reset single keys, keeping the rest of the file (and its
@@ -77,8 +80,11 @@ pub struct ConfigReplace {
 pub struct ConfigPatch {
     /// The changes, applied in order.
     pub set: Vec<ConfigValue>,
-    /// The `revision` the edit started from; a mismatch is 409 and nothing is written.
-    pub base_revision: Option<String>,
+    /// The `revision` the edit started from (as `GET /v1/config` said it); a mismatch is 409
+    /// and nothing is written. Its former name `baseRevision` is accepted until the next
+    /// release.
+    #[serde(default, alias = "baseRevision")]
+    pub revision: Option<String>,
 }
 
 /// One key to set.

@@ -113,7 +113,10 @@ impl ErrorCode {
             Self::IdempotencyConflict => "Этот запрос уже отправлялся с другим содержимым.",
             Self::UnsupportedBackendModel => "Эту модель нельзя использовать в чатах: {detail}",
             Self::OnboardingRequiresModelAccess => {
-                "Сначала нужен доступ хотя бы к одной модели: ключ провайдера или локальная модель."
+                "Пока нет ни одной доступной модели: добавьте API-ключ провайдера (`souz keys set \
+                 openai` или страница настройки в веб-интерфейсе: `souz ui --open`) или \
+                 запустите локальный сервер моделей (Ollama, LM Studio или llama.cpp на его \
+                 обычном порту)."
             }
             Self::UntrustedProxy => "Прокси не подтвердил, что ему можно доверять.",
             Self::MissingUserIdentity => "Прокси не сообщил, кто вы.",

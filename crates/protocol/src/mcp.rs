@@ -64,8 +64,9 @@ pub struct McpServerPut {
     /// `null` values are left out.
     pub settings: serde_json::Map<String, serde_json::Value>,
     /// The config `revision` the edit started from; a mismatch is 409 and nothing is written.
-    #[serde(default)]
-    pub base_revision: Option<String>,
+    /// Its former name `baseRevision` is accepted until the next release.
+    #[serde(default, alias = "baseRevision")]
+    pub revision: Option<String>,
 }
 
 /// `PUT /v1/mcp/servers/{name}/enabled`: turn a configured server on or off.

@@ -296,33 +296,61 @@ impl MemoryModelInfo {
         }
     }
 
-    /// How memory recalls, said plainly (English, for the CLI).
+    /// How memory recalls, said plainly in English.
     pub fn describe(&self) -> String {
+        self.describe_in(crate::language::Language::En)
+    }
+
+    /// How memory recalls, said plainly in `language` (for the CLI): by words only or by
+    /// meaning too, and why (no model, a download under way or failed).
+    pub fn describe_in(&self, language: crate::language::Language) -> String {
+        let ru = language == crate::language::Language::Ru;
+        let pick = |en: &'static str, russian: &'static str| if ru { russian } else { en };
         let Some(model) = &self.model else {
-            return "Memory recalls by words only: no embedding model is set                     ([memory] embeddings_model is empty)."
-                .to_owned();
+            return pick(
+                "Memory recalls by words only: no embedding model is set ([memory] \
+                 embeddings_model is empty).",
+                "Память ищет только по словам: модель эмбеддингов не задана ([memory] \
+                 embeddings_model пуст).",
+            )
+            .to_owned();
         };
-        let megabytes = |bytes: u64| bytes / 1_000_000;
-        match &self.local {
-            None => format!("Memory recalls by words and by meaning, with {model}."),
-            Some(LocalModelState::Ready | LocalModelState::Loaded) => {
-                format!("Memory recalls by words and by meaning, with the local model {model}.")
-            }
-            Some(LocalModelState::Missing) => format!(
+        let megabytes = |bytes: u64| (bytes / 1_000_000).to_string();
+        let text = match &self.local {
+            None => pick(
+                "Memory recalls by words and by meaning, with {model}.",
+                "Память ищет по словам и по смыслу, с моделью {model}.",
+            )
+            .to_owned(),
+            Some(LocalModelState::Ready | LocalModelState::Loaded) => pick(
+                "Memory recalls by words and by meaning, with the local model {model}.",
+                "Память ищет по словам и по смыслу, с локальной моделью {model}.",
+            )
+            .to_owned(),
+            Some(LocalModelState::Missing) => pick(
                 "Memory recalls by words only until the local model {model} is ready: it is \
-                 downloaded into the Souz home on first use."
-            ),
-            Some(LocalModelState::Downloading { received, total }) => format!(
+                 downloaded into the Souz home on first use.",
+                "Память ищет только по словам, пока не готова локальная модель {model}: она \
+                 скачается в папку Souz при первом использовании.",
+            )
+            .to_owned(),
+            Some(LocalModelState::Downloading { received, total }) => pick(
                 "Memory recalls by words only until the local model {model} is ready: \
-                 downloading, {} of {} MB.",
-                megabytes(*received),
-                megabytes(*total)
-            ),
-            Some(LocalModelState::Failed { error }) => format!(
+                 downloading, {received} of {total} MB.",
+                "Память ищет только по словам, пока не готова локальная модель {model}: \
+                 скачивается, {received} из {total} МБ.",
+            )
+            .replace("{received}", &megabytes(*received))
+            .replace("{total}", &megabytes(*total)),
+            Some(LocalModelState::Failed { error }) => pick(
                 "Memory recalls by words only until the local model {model} is ready: its \
-                 download failed ({error}); Souz tries again later."
-            ),
-        }
+                 download failed ({error}); Souz tries again later.",
+                "Память ищет только по словам, пока не готова локальная модель {model}: её \
+                 скачивание не удалось ({error}); Souz попробует ещё раз позже.",
+            )
+            .replace("{error}", error),
+        };
+        text.replace("{model}", model)
     }
 }
 

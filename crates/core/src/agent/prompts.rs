@@ -184,6 +184,58 @@ impl FailureReply {
     }
 }
 
+/// A turn's reply to a failed model request that has no reply of its own above: in English
+/// the error as it is; in Russian a sentence by its kind, with the provider's own words kept.
+pub(crate) fn provider_failure(error: &crate::llm::LlmError, language: Language) -> String {
+    use crate::llm::LlmError;
+    if language == Language::En {
+        return error.to_string();
+    }
+    match error {
+        LlmError::MissingKey { provider } => {
+            let variables = provider.key_variables().join(" или ");
+            format!(
+                "Нет API-ключа для {provider}: добавьте его командой `souz keys set {provider}` \
+                 или на странице настройки веб-интерфейса (`souz ui --open`), либо задайте \
+                 {variables}."
+            )
+        }
+        LlmError::Transport { provider, message } => format!(
+            "Не удалось связаться с {provider}: {message}. Проверьте сеть и адрес сервера в \
+             настройках; для локальной модели — что её сервер запущен."
+        ),
+        LlmError::Status {
+            provider,
+            status,
+            message,
+            ..
+        } => format!("{provider} отказал в запросе (HTTP {status}): {message}"),
+        LlmError::Timeout { .. } => FailureReply::Timeout.text(language).to_owned(),
+        LlmError::Interrupted { provider, detail } => format!(
+            "{} оборвал ответ, не закончив его: {detail}",
+            provider.map_or("Модель", crate::llm::ProviderId::as_str)
+        ),
+        LlmError::Malformed { provider, detail } => {
+            format!("{provider} прислал ответ в непонятном формате: {detail}")
+        }
+        LlmError::CutOff {
+            provider, limit, ..
+        } => {
+            format!("Ответ {provider} не уместился в {limit} токенов.")
+        }
+        LlmError::Provider {
+            provider, message, ..
+        } => format!("{provider} сообщил об ошибке: {message}"),
+        LlmError::InvalidRequest { provider, message } => {
+            format!("Этот запрос нельзя отправить в {provider}: {message}")
+        }
+        LlmError::TooLarge {
+            provider, limit, ..
+        } => format!("{provider} прислал больше, чем Souz принимает (больше {limit} байт)."),
+        LlmError::Cancelled => "Запрос к модели отменён.".to_owned(),
+    }
+}
+
 /// What the classifier is told about a category, and example requests.
 pub(crate) fn category_guide(category: ToolCategory) -> (&'static str, &'static [&'static str]) {
     match category {

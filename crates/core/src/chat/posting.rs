@@ -205,7 +205,7 @@ impl Chats {
             snapshot = settings::overlay(snapshot, &patch);
         }
         if snapshot.default_model.is_empty() {
-            return Err(ChatError::UnsupportedModel(
+            return Err(ChatError::RequiresModelAccess(
                 LlmServiceError::NoModel.to_string(),
             ));
         }

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+pub(crate) mod comments;
+
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
 use super::{Config, Problem, RuleConfig, SouzPaths};
@@ -145,6 +147,7 @@ pub(crate) fn append_rule(
         }
         Some(_) => return Err(io_error("[approvals] rules is not a list".to_owned())),
     }
+    comments::keep_with_their_tables(&mut document);
     let next = write_validated(current, &document.to_string())?;
     Ok((next, rendered))
 }
@@ -178,6 +181,20 @@ mod tests {
             requester: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn an_appended_rule_keeps_the_commented_keys_of_approvals_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_in(dir.path(), &Config::template());
+        append_rule(&config, &rule(), "added by Souz from approval a1").unwrap();
+        let written = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+        assert!(written.contains("[[approvals.rules]]"), "{written}");
+        // `rules = []` is the very list just written: it cannot be set twice.
+        assert_eq!(
+            comments::keys_that_break_when_uncommented(&written, &["rules"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

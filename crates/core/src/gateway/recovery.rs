@@ -9,6 +9,9 @@
 //!   editor does), and recovery ends with the configuration it describes.
 //! - No database is opened and no tool, agent or MCP route exists here. `/v1/config` needs the
 //!   operator token; Host and Origin are checked as on every request of the normal gateway.
+//! - The daemon still proves who it is (`GET /v1/identity`, for the operator token only: client
+//!   tokens live in the database) and signs the web UI in (`/v1/ui-codes`), so the CLI and the
+//!   app reach their own daemon in recovery instead of calling it a stranger.
 //! - Every other path answers 503 `unavailable`, saying why.
 
 use std::future::Future;
@@ -17,24 +20,27 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Serialize;
-use souz_protocol::ErrorCode;
 use souz_protocol::config::{ConfigProblem, ConfigReplace, ConfigSaved};
+use souz_protocol::{ErrorCode, IdentityProof, IdentityQuery, UiCode, UiCodeExchange, UiSession};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
 use super::error::ApiError;
-use super::extract::ApiJson;
+use super::extract::{ApiJson, ApiQuery};
 use super::perimeter::{self, Perimeter};
 use crate::config::edit::{self, EditError};
 use crate::config::{Config, Problem};
 use crate::runtime::ServiceError;
 use crate::runtime::config_editor::{problem_on_wire, revision};
+use crate::token::proof;
+use crate::token::ui_codes::{self, UiCodes};
 
 /// How recovery ended.
 #[derive(Debug)]
@@ -71,6 +77,8 @@ struct Shared {
     /// The defaults with the environment's overrides: what a new text is validated against.
     base: Config,
     token: String,
+    /// Codes `souz ui --open` hands the browser (the same one-time sign-in as normally).
+    ui_codes: UiCodes,
     problems: Mutex<Vec<Problem>>,
     fixed: Mutex<Option<Config>>,
     done: CancellationToken,
@@ -95,6 +103,7 @@ impl Gateway {
         let shared = Arc::new(Shared {
             base,
             token,
+            ui_codes: UiCodes::default(),
             problems: Mutex::new(problems),
             fixed: Mutex::new(None),
             done: CancellationToken::new(),
@@ -155,6 +164,9 @@ fn router(shared: Recovery, bound: SocketAddr) -> Router {
             ),
         )
         .route("/v1/config", get(document).put(replace))
+        .route("/v1/identity", get(identity))
+        .route("/v1/ui-codes", axum::routing::post(issue_code))
+        .route("/v1/ui-codes/exchange", axum::routing::post(exchange_code))
         .fallback(unavailable)
         .with_state(shared)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -191,6 +203,77 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// `GET /v1/identity` for the operator token (client tokens are in the database, which
+/// recovery does not open: they get 404 as a revoked token would).
+async fn identity(
+    State(shared): State<Recovery>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<IdentityQuery>,
+) -> Result<axum::Json<IdentityProof>, ApiError> {
+    if !proof::valid_nonce(&query.nonce) {
+        return Err(ApiError::invalid("nonce must be 32 to 128 hex characters."));
+    }
+    let digest = proof::digest(&shared.token);
+    if proof::key_id(&digest) != query.key.trim() {
+        return Err(ApiError::not_found(
+            "No active credential has this key; was its token revoked?",
+        ));
+    }
+    // The perimeter already refused a Host that does not name this daemon.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    Ok(axum::Json(IdentityProof {
+        proof: proof::prove(&digest, &query.nonce, host),
+    }))
+}
+
+/// `POST /v1/ui-codes`: a one-time code that signs the web UI in (operator token).
+async fn issue_code(
+    State(shared): State<Recovery>,
+    headers: HeaderMap,
+) -> Result<(StatusCode, axum::Json<UiCode>), ApiError> {
+    authorize(&shared, &headers)?;
+    let code = shared
+        .ui_codes
+        .issue(std::time::Instant::now())
+        .map_err(|error| ApiError::internal(&error))?;
+    let lifetime = chrono::Duration::from_std(ui_codes::CODE_LIFETIME).unwrap_or_default();
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(UiCode {
+            code,
+            expires_at: chrono::Utc::now() + lifetime,
+        }),
+    ))
+}
+
+/// `POST /v1/ui-codes/exchange`: the token for a code, once, from the daemon's own page.
+async fn exchange_code(
+    State(shared): State<Recovery>,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<UiCodeExchange>,
+) -> Result<axum::Json<UiSession>, ApiError> {
+    // As in the normal gateway: a browser always sends `Origin` on a POST.
+    if !headers.contains_key(header::ORIGIN) {
+        return Err(ApiError::unauthorized(
+            "A sign-in code works only from the Souz page it was opened in.",
+        ));
+    }
+    if !shared
+        .ui_codes
+        .redeem(&request.code, std::time::Instant::now())
+    {
+        return Err(ApiError::unauthorized(
+            "This sign-in code is unknown, used or expired; run `souz ui --open` again.",
+        ));
+    }
+    Ok(axum::Json(UiSession {
+        token: shared.token.clone(),
+    }))
+}
+
 async fn document(
     State(shared): State<Recovery>,
     headers: HeaderMap,
@@ -220,7 +303,7 @@ async fn replace(
     authorize(&shared, &headers)?;
     let worker = Arc::clone(&shared);
     let text = request.text;
-    let base_revision = request.base_revision;
+    let base_revision = request.revision;
     let saved = tokio::task::spawn_blocking(move || save(&worker, &text, base_revision))
         .await
         .map_err(|error| ServiceError::Internal(error.to_string()))??;

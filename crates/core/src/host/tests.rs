@@ -142,7 +142,7 @@ async fn an_invalid_config_serves_recovery_until_a_valid_save_then_the_runtime()
     let saved = http
         .put(format!("{url}/v1/config"))
         .bearer_auth(token.expose())
-        .json(&json!({"text": "[log]\nlevel = \"debug\"\n", "baseRevision": document["revision"]}))
+        .json(&json!({"text": "[log]\nlevel = \"debug\"\n", "revision": document["revision"]}))
         .send()
         .await
         .expect("PUT /v1/config");

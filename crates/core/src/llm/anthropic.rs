@@ -175,7 +175,7 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Result<Value,
         body["system"] = Value::Array(system);
     }
     if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
+        body["temperature"] = super::types::temperature_json(temperature);
     }
     if !request.tools.is_empty() {
         let mut tools: Vec<Value> = request

@@ -309,7 +309,7 @@ fn request_body(request: &ChatRequest, default_max_tokens: u32) -> Value {
         "max_tokens": request.max_tokens.unwrap_or(default_max_tokens),
     });
     if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
+        body["temperature"] = super::types::temperature_json(temperature);
     }
     if !request.tools.is_empty() {
         body["functions"] = request

@@ -128,7 +128,7 @@ fn request_body(
     } else {
         body["max_tokens"] = json!(max_tokens);
         if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
+            body["temperature"] = super::types::temperature_json(temperature);
         }
     }
     if !request.tools.is_empty() {

@@ -57,8 +57,10 @@ pub enum LlmServiceError {
     Model(String),
     /// No provider has a key and no local model is configured.
     #[error(
-        "no model is available: store a provider key (PUT /v1/me/provider-keys/{{provider}}), \
-         set one of {}, or list a local model in [llm] local_models",
+        "no model is available yet: add a provider's API key (`souz keys set openai`, or the \
+         setup page of the web UI: `souz ui --open`), set one of {}, or start a local model \
+         server (Ollama, LM Studio or llama.cpp on its usual port) or list a local model in \
+         [llm] local_models",
         env_names()
     )]
     NoModel,

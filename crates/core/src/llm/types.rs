@@ -338,3 +338,28 @@ impl fmt::Display for FinishReason {
         }
     }
 }
+
+/// A sampling temperature as a JSON number: the value as the person typed it (`0.3`), not the
+/// `f32`'s binary value widened to `f64` (`0.30000001192092896`), which `json!(f32)` sends.
+/// The shortest decimal that reads back as the same `f32` is the one they typed.
+pub(crate) fn temperature_json(temperature: f32) -> serde_json::Value {
+    temperature
+        .to_string()
+        .parse::<f64>()
+        .map_or(serde_json::Value::Null, serde_json::Value::from)
+}
+
+#[cfg(test)]
+mod temperature_tests {
+    #[test]
+    fn a_temperature_is_sent_as_typed() {
+        for (typed, sent) in [(0.3_f32, "0.3"), (0.7, "0.7"), (1.0, "1.0"), (0.05, "0.05")] {
+            assert_eq!(super::temperature_json(typed).to_string(), sent);
+        }
+        assert_eq!(
+            serde_json::json!(0.3_f32).to_string(),
+            "0.30000001192092896",
+            "why: json! widens the f32"
+        );
+    }
+}

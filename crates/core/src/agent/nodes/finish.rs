@@ -217,7 +217,10 @@ pub(crate) fn error_reply(context: AgentContext<ChatOutcome>) -> AgentContext<Re
             say(FailureReply::Timeout).to_owned(),
             TurnEndReason::Timeout,
         ),
-        _ => (detail.clone(), TurnEndReason::ModelError),
+        other => (
+            crate::agent::prompts::provider_failure(other, context.settings.language),
+            TurnEndReason::ModelError,
+        ),
     };
     context.with(Reply {
         text,

@@ -1019,4 +1019,47 @@ async fn a_failed_request_is_answered_in_the_interface_language() {
             "{text}"
         );
     }
+
+    // The other failures: a sentence by their kind, the provider's own words kept.
+    let cases = [
+        (
+            LlmError::Transport {
+                provider: crate::llm::ProviderId::Ollama,
+                message: "connection refused".into(),
+            },
+            "Не удалось связаться с ollama: connection refused. Проверьте сеть",
+        ),
+        (
+            LlmError::Status {
+                provider: crate::llm::ProviderId::OpenAi,
+                status: 500,
+                message: "boom".into(),
+                retry_after: None,
+            },
+            "openai отказал в запросе (HTTP 500): boom",
+        ),
+        (
+            LlmError::MissingKey {
+                provider: crate::llm::ProviderId::Anthropic,
+            },
+            "Нет API-ключа для anthropic: добавьте его командой `souz keys set anthropic`",
+        ),
+        (
+            LlmError::Malformed {
+                provider: crate::llm::ProviderId::OpenAi,
+                detail: "no choices".into(),
+            },
+            "openai прислал ответ в непонятном формате: no choices",
+        ),
+    ];
+    for (index, (error, start)) in cases.into_iter().enumerate() {
+        f.llm.push_error(error);
+        let (outcome, _) = f.run(russian(&format!("chat-ru-other-{index}"))).await;
+        let reply = outcome.reply.unwrap();
+        assert!(reply.text.starts_with(start), "{}", reply.text);
+        assert_eq!(
+            reply.failure.map(|failure| failure.code.as_str()),
+            Some("model_error")
+        );
+    }
 }

@@ -33,15 +33,15 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                      with every problem and its line and column, and nothing is written. \
                      Otherwise the file is replaced atomically, the previous version is kept as \
                      `config.toml.bak`, and changes apply live where possible (`applied`) or at \
-                     the next start (`restartRequired`). Send the `revision` you started from as \
-                     `baseRevision`: if the file changed meanwhile the answer is 409.",
+                     the next start (`restartRequired`). Send back the `revision` you started \
+                     from: if the file changed meanwhile the answer is 409.",
                 )
                 .tag("settings")
                 .operator()
                 .request::<ConfigReplace>()
                 .response::<ConfigSaved>(200, "Saved.")
                 .response::<ConfigRejected>(400, "The text has problems; nothing was written.")
-                .response::<ErrorBody>(409, "The file changed since `baseRevision`."),
+                .response::<ErrorBody>(409, "The file changed since `revision`."),
             replace,
         )
         .route(
@@ -57,7 +57,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .request::<ConfigPatch>()
                 .response::<ConfigSaved>(200, "Saved.")
                 .response::<ConfigRejected>(400, "The result has problems; nothing was written.")
-                .response::<ErrorBody>(409, "The file changed since `baseRevision`."),
+                .response::<ErrorBody>(409, "The file changed since `revision`."),
             patch,
         )
         .route(
@@ -112,7 +112,7 @@ async fn replace(
     ApiJson(request): ApiJson<ConfigReplace>,
 ) -> Result<axum::Json<ConfigSaved>, ApiError> {
     let saved = handle
-        .replace_config(request.text, request.base_revision)
+        .replace_config(request.text, request.revision)
         .await?;
     Ok(axum::Json(saved))
 }
@@ -122,9 +122,7 @@ async fn patch(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<ConfigPatch>,
 ) -> Result<axum::Json<ConfigSaved>, ApiError> {
-    let saved = handle
-        .patch_config(request.set, request.base_revision)
-        .await?;
+    let saved = handle.patch_config(request.set, request.revision).await?;
     Ok(axum::Json(saved))
 }
 

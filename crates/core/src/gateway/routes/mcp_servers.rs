@@ -53,7 +53,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .request::<McpServerPut>()
                 .response::<ConfigSaved>(200, "Saved.")
                 .response::<ConfigRejected>(400, "The server has problems; nothing was written.")
-                .response::<ErrorBody>(409, "config.toml changed since `baseRevision`."),
+                .response::<ErrorBody>(409, "config.toml changed since `revision`."),
             put,
         )
         .route(

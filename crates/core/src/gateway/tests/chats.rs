@@ -446,8 +446,9 @@ async fn turns_need_a_model_and_a_free_chat() {
             &json!({"content": "hi"}),
         ),
         StatusCode::CONFLICT,
-        "unsupported_backend_model",
-        "no model is available",
+        "onboarding_requires_model_access",
+        "no model is available yet: add a provider's API key (`souz keys set openai`, or the \
+         setup page of the web UI: `souz ui --open`)",
     )
     .await;
     f.expect(
@@ -696,4 +697,8 @@ async fn trusted_proxy_mode_scopes_everything_to_its_user() {
         .send(proxied(&f, "/v1/bootstrap", Some(SECRET), Some("alice")))
         .await;
     assert_eq!(bootstrap["user"]["id"], "alice");
+    assert_eq!(
+        bootstrap["features"]["mcp"], false,
+        "/mcp refuses proxied users"
+    );
 }

@@ -107,7 +107,7 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
 
     // Still invalid: every problem comes back and the file is untouched.
     let still_bad = call(reqwest::Method::PUT, "/v1/config", Some("operator-token"))
-        .json(&json!({"text": "[log]\nlevel = \"shout\"\n", "baseRevision": document["revision"]}))
+        .json(&json!({"text": "[log]\nlevel = \"shout\"\n", "revision": document["revision"]}))
         .send()
         .await
         .unwrap();
@@ -119,7 +119,7 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
     // A valid text is written (with a backup) and ends recovery with its configuration.
     let good = "[log]\nlevel = \"debug\"\n";
     let saved = call(reqwest::Method::PUT, "/v1/config", Some("operator-token"))
-        .json(&json!({"text": good, "baseRevision": document["revision"]}))
+        .json(&json!({"text": good, "revision": document["revision"]}))
         .send()
         .await
         .unwrap();
@@ -134,5 +134,78 @@ async fn recovery_serves_config_only_and_ends_with_a_valid_save() {
         std::fs::read_to_string(file.with_extension("toml.bak")).unwrap(),
         BAD
     );
+    drop(stop);
+}
+
+#[tokio::test]
+async fn recovery_proves_its_identity_and_signs_the_web_ui_in() {
+    use souz_protocol::identity;
+    let home = TestHome::new();
+    let (url, _file, _served, stop) = start_recovery(&home).await;
+    let http = reqwest::Client::new();
+    let host = url.trim_start_matches("http://").to_owned();
+
+    // The operator token's key gets a proof a client can check; another key gets 404.
+    let digest = identity::digest("operator-token");
+    let nonce = identity::new_nonce().unwrap();
+    let answer = http
+        .get(format!(
+            "{url}/v1/identity?nonce={nonce}&key={}",
+            identity::key_id(&digest)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert!(identity::verify(
+        &digest,
+        &nonce,
+        &host,
+        answer["proof"].as_str().unwrap()
+    ));
+    let stranger = identity::digest("another-token");
+    let refused = http
+        .get(format!(
+            "{url}/v1/identity?nonce={nonce}&key={}",
+            identity::key_id(&stranger)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
+
+    // A one-time code (operator token) is traded once, from the page, for the token.
+    let anonymous = http
+        .post(format!("{url}/v1/ui-codes"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let code: Value = http
+        .post(format!("{url}/v1/ui-codes"))
+        .bearer_auth("operator-token")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let exchange = |origin: bool| {
+        let request = http
+            .post(format!("{url}/v1/ui-codes/exchange"))
+            .json(&json!({"code": code["code"]}));
+        if origin {
+            request.header("origin", &url)
+        } else {
+            request
+        }
+    };
+    assert_eq!(exchange(false).send().await.unwrap().status(), 401);
+    let session: Value = exchange(true).send().await.unwrap().json().await.unwrap();
+    assert_eq!(session["token"], "operator-token");
+    assert_eq!(exchange(true).send().await.unwrap().status(), 401, "once");
     drop(stop);
 }

@@ -127,7 +127,7 @@ async fn saving_applies_approval_rules_live_and_reports_restarts() {
 
     let (_, doc) = f.send(request(&f, "GET", "/v1/config", None)).await;
     let text = "# keep me\n[server]\nport = 9001\n\n[approvals]\nwrite = \"allow\"\n";
-    let body = json!({"text": text, "baseRevision": doc["revision"]});
+    let body = json!({"text": text, "revision": doc["revision"]});
     let (status, saved) = f.send(request(&f, "PUT", "/v1/config", Some(&body))).await;
     assert_eq!(status, StatusCode::OK, "{saved}");
     assert_eq!(saved["applied"], json!(["approvals.write"]));
@@ -149,10 +149,46 @@ async fn saving_applies_approval_rules_live_and_reports_restarts() {
     assert_eq!(doc["pendingRestart"], json!(["server.port"]));
 
     // A stale revision is refused and nothing is written.
-    let body = json!({"text": "", "baseRevision": saved["revision"].as_str().unwrap().replace('a', "b").replace('0', "1")});
+    let body = json!({"text": "", "revision": saved["revision"].as_str().unwrap().replace('a', "b").replace('0', "1")});
     let (status, conflict) = f.send(request(&f, "PUT", "/v1/config", Some(&body))).await;
     assert_eq!(status, StatusCode::CONFLICT, "{conflict}");
     assert_eq!(std::fs::read_to_string(config_file(&f)).unwrap(), text);
+}
+
+#[tokio::test]
+async fn a_change_sends_back_the_revision_by_the_name_get_gives_it() {
+    let f = Fixture::new().await;
+    std::fs::write(config_file(&f), "[approvals]\ntimeout_seconds = 60\n").unwrap();
+    let (_, doc) = f.send(request(&f, "GET", "/v1/config", None)).await;
+    let current = doc["revision"].as_str().unwrap().to_owned();
+    let stale = "not-the-current-revision";
+    let text = "[approvals]\ntimeout_seconds = 90\n";
+    for (name, method, body) in [
+        ("revision", "PUT", json!({"text": text})),
+        (
+            "revision",
+            "PATCH",
+            json!({"set": [{"section": "approvals", "key": "timeout_seconds", "value": 90}]}),
+        ),
+        // The former name, accepted for one release.
+        ("baseRevision", "PUT", json!({"text": text})),
+    ] {
+        let mut stale_body = body.clone();
+        stale_body[name] = json!(stale);
+        let (status, conflict) = f
+            .send(request(&f, method, "/v1/config", Some(&stale_body)))
+            .await;
+        assert_eq!(status, StatusCode::CONFLICT, "{method} {name}: {conflict}");
+        let (_, doc) = f.send(request(&f, "GET", "/v1/config", None)).await;
+        let mut body = body;
+        body[name] = doc["revision"].clone();
+        let (status, saved) = f.send(request(&f, method, "/v1/config", Some(&body))).await;
+        assert_eq!(status, StatusCode::OK, "{method} {name}: {saved}");
+        assert!(saved["revision"].is_string(), "{saved}");
+    }
+    let both = json!({"text": text, "revision": current, "baseRevision": current});
+    let (status, _) = f.send(request(&f, "PUT", "/v1/config", Some(&both))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "one name at a time");
 }
 
 #[tokio::test]

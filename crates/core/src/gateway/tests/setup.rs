@@ -126,3 +126,11 @@ async fn restart_is_refused_by_a_daemon_that_cannot_restart_itself() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn bootstrap_says_the_mcp_server_is_served() {
+    let f = Fixture::new().await;
+    let (status, bootstrap) = f.send(request(&f, "GET", "/v1/bootstrap", None)).await;
+    assert_eq!(status, StatusCode::OK, "{bootstrap}");
+    assert_eq!(bootstrap["features"]["mcp"], true, "{bootstrap}");
+}

@@ -203,7 +203,8 @@ async fn compatible_presets_send_their_dialect_and_local_servers_get_no_key() {
     let body = server.requests_to(CHAT_PATH)[0].json();
     assert!(body.get("stream_options").is_none());
     assert_eq!(body["max_tokens"], 512);
-    assert!((body["temperature"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+    // Sent as typed, not as the f32's binary value (0.20000000298023224).
+    assert_eq!(body["temperature"], json!(0.2));
     assert_eq!(body["parallel_tool_calls"], true);
     assert_eq!(
         body["tools"][0]["function"]["parameters"],

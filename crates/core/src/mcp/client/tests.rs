@@ -438,7 +438,7 @@ async fn servers_added_changed_turned_off_and_removed_apply_without_a_restart() 
         }
         souz_protocol::McpServerPut {
             settings: settings.as_object().cloned().unwrap_or_default(),
-            base_revision: None,
+            revision: None,
         }
     };
     let listed = |name: &str| handle.tools().iter().any(|tool| tool.name == name);

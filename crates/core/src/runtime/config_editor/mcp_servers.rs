@@ -141,6 +141,7 @@ fn edit_servers(
     let mcp = implicit_table(document.as_table_mut(), "mcp")?;
     let servers = implicit_table(mcp, "servers")?;
     change(servers)?;
+    crate::config::edit::comments::keep_with_their_tables(&mut document);
     Ok(document.to_string())
 }
 
@@ -195,6 +196,24 @@ mod tests {
             edit_servers(&removed, |servers| remove_server(servers, "files")),
             Err(ConfigEditError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn an_added_server_keeps_the_commented_keys_of_mcp_with_it() {
+        let template = Config::template();
+        let added = edit_servers(&template, |servers| {
+            let mut table = Table::new();
+            table.insert("command", Item::Value("npx".into()));
+            put_server(servers, "files", table);
+            Ok(())
+        })
+        .unwrap();
+        assert!(added.contains("[mcp.servers.files]"), "{added}");
+        // `servers = {}` is the very table just written: it cannot be set twice.
+        assert_eq!(
+            crate::config::edit::comments::keys_that_break_when_uncommented(&added, &["servers"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl RuntimeHandle {
             .collect();
         Ok(self
             .config_editor()
-            .put_mcp_server(name, settings, put.base_revision)
+            .put_mcp_server(name, settings, put.revision)
             .await?)
     }
 
