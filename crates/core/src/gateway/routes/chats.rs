@@ -16,6 +16,7 @@ use souz_protocol::chat::{
     MessageList, OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse,
     RenameChat, SettingsPatch, SettingsResponse,
 };
+use souz_protocol::chat::devices::{ClientType, ThreadList};
 use souz_protocol::{Bootstrap, ErrorBody};
 
 use crate::gateway::AppState;
@@ -25,6 +26,8 @@ use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::gateway::ws::{self, Outgoing};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::{ChatUser, MessagePage};
+
+mod devices;
 
 /// Query of `GET /v1/chats`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -66,6 +69,9 @@ pub(crate) struct EventsQuery {
     pub after_seq: Option<String>,
     /// At most this many (default 100, at most 1000; HTTP replay only).
     pub limit: Option<String>,
+    /// WebSocket only: `backend` or `mobile_app` speaks the public client protocol
+    /// (`docs/protocol.md`); absent, the socket streams every event as the web UI reads them.
+    pub client_type: Option<String>,
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
@@ -310,13 +316,32 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
             replay_events,
         )
         .route(
+            Operation::get("/v1/chats/{chatId}/threads")
+                .summary("A chat's threads: one per execution, newest first (at most 100).")
+                .description(
+                    "A thread is what the public client protocol (`docs/protocol.md`) calls an \
+                     execution: its status, revision (the latest accepted input number), times, \
+                     lease while active, and error.",
+                )
+                .tag("chats")
+                .response::<ThreadList>(200, "The threads.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            list_threads,
+        )
+        .route(
             Operation::get("/v1/chats/{chatId}/ws")
                 .summary("Follow a chat over a WebSocket: replay after `afterSeq`, then live.")
                 .description(
-                    "Frames: `{\"kind\":\"event\", ...event}` for stored events (with `seq`) and \
-                     live ones (`message.delta`, without `seq`), `{\"kind\":\"live\",\"lastSeq\":N}` \
-                     when the replay is done, and `{\"kind\":\"resync\",\"lastSeq\":N}` followed by \
-                     close code 4000 when the client fell behind (reconnect with afterSeq=N).",
+                    "Without `clientType` (the web UI): frames `{\"kind\":\"event\", ...event}` \
+                     for stored events (with `seq`) and live ones (`message.delta`, without \
+                     `seq`), `{\"kind\":\"live\",\"lastSeq\":N}` when the replay is done, and \
+                     `{\"kind\":\"resync\",\"lastSeq\":N}` followed by close code 4000 when the \
+                     client fell behind (reconnect with afterSeq=N); what the client sends is \
+                     ignored. With `clientType=backend|mobile_app` the socket speaks the public \
+                     client protocol: devices submit messages (new threads or steering), cancel \
+                     threads and send tool results, and get acks, thread status and the public \
+                     events; every frame, error code and close code is in \
+                     `docs/protocol.md` of the Souz repository.",
                 )
                 .tag("chats")
                 .query::<EventsQuery>()
@@ -604,7 +629,21 @@ async fn follow(
     let upgrade = ws::upgrade(upgrade)?;
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
     handle.authorize_chat_stream(&user, &chat_id).await?;
-    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)))
+    let Some(client_type) = query.client_type else {
+        return Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)));
+    };
+    if ClientType::parse(&client_type).is_none() {
+        return Ok(upgrade.on_upgrade(devices::refuse_client_type));
+    }
+    Ok(upgrade.on_upgrade(move |socket| devices::serve(socket, handle, user, chat_id, after)))
+}
+
+async fn list_threads(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+) -> Result<axum::Json<ThreadList>, ApiError> {
+    Ok(axum::Json(handle.chat_threads(&user, &chat_id).await?))
 }
 
 async fn stream(socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {

@@ -84,3 +84,72 @@ fn server_frames_carry_every_field_with_explicit_nulls() {
     let back: ServerFrame = serde_json::from_value(value).unwrap();
     assert_eq!(back, frame);
 }
+
+/// `docs/protocol.md`, which people read: its examples must be what the types say.
+const PAGE: &str = include_str!("../../../../../docs/protocol.md");
+
+/// The fenced blocks of the page whose info string is `info`.
+fn blocks(info: &str) -> Vec<&'static str> {
+    let fence = format!("```{info}\n");
+    PAGE.split(fence.as_str())
+        .skip(1)
+        .map(|rest| rest.split("\n```").next().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn the_protocol_page_examples_decode_as_the_types_say() {
+    let clients = blocks("json client");
+    assert_eq!(clients.len(), 3, "one example per client frame kind");
+    let mut kinds: Vec<&str> = clients
+        .iter()
+        .map(|text| ClientFrame::decode(text).unwrap_or_else(|e| panic!("{e:?}: {text}")).kind())
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["message.submit", "thread.cancel", "tool.result"]);
+
+    let transcript = blocks("json transcript");
+    assert_eq!(transcript.len(), 1);
+    let mut server = 0;
+    for line in transcript[0].lines() {
+        if let Some(frame) = line.strip_prefix("> ") {
+            match ClientFrame::decode(frame) {
+                Ok(_) | Err(FrameError::Invalid { .. }) => {}
+                Err(FrameError::Policy(_)) => assert!(frame.contains("message.sent"), "{frame}"),
+            }
+        } else if let Some(frame) = line.strip_prefix("< ") {
+            if frame.starts_with("close ") {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(frame).unwrap();
+            let typed: ServerFrame =
+                serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{e}: {frame}"));
+            // Nothing the types would drop or add: every field written, none invented.
+            assert_eq!(serde_json::to_value(&typed).unwrap(), value, "{frame}");
+            server += 1;
+        } else {
+            panic!("a transcript line starts with `> ` or `< `: {line}");
+        }
+    }
+    assert!(server >= 8);
+}
+
+#[test]
+fn the_protocol_page_lists_every_error_code_and_close_code() {
+    for code in [
+        DeviceErrorCode::InvalidRequest,
+        DeviceErrorCode::IdempotencyConflict,
+        DeviceErrorCode::MessageRejected,
+        DeviceErrorCode::ThreadNotFound,
+        DeviceErrorCode::ThreadAlreadyTerminal,
+        DeviceErrorCode::ToolCallNotFound,
+        DeviceErrorCode::InternalError,
+    ] {
+        let name = serde_json::to_value(code).unwrap();
+        let row = format!("| `{}` |", name.as_str().unwrap());
+        assert!(PAGE.contains(&row), "docs/protocol.md has no row {row}");
+    }
+    for code in [CLOSE_POLICY, CLOSE_GOING_AWAY, CLOSE_INTERNAL, CLOSE_RESYNC] {
+        assert!(PAGE.contains(&format!("| {code} |")), "no close code {code}");
+    }
+}
