@@ -49,7 +49,10 @@ fn percentile(sorted: &[f64], fraction: f64) -> f64 {
 fn new_chat(daemon: &Daemon) -> String {
     let response = daemon.post("/v1/chats", &json!({"title": "bench"}));
     assert_eq!(response.status, 201, "{}", response.body);
-    response.json()["chat"]["id"].as_str().expect("an id").to_owned()
+    response.json()["chat"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned()
 }
 
 fn device(daemon: &Daemon, chat: &str) -> Socket {
@@ -61,7 +64,9 @@ fn device(daemon: &Daemon, chat: &str) -> Socket {
     .expect("a request");
     request.headers_mut().insert(
         "authorization",
-        format!("Bearer {}", daemon.token).parse().expect("a header"),
+        format!("Bearer {}", daemon.token)
+            .parse()
+            .expect("a header"),
     );
     let (socket, _) = tungstenite::connect(request).expect("connected");
     socket

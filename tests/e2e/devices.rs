@@ -19,7 +19,11 @@ type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
 /// A device's socket on `chat` (`clientType=mobile_app`), replaying after `after`.
 fn device(daemon: &Daemon, chat: &str, after: i64) -> Socket {
-    connect(daemon, chat, &format!("clientType=mobile_app&afterSeq={after}"))
+    connect(
+        daemon,
+        chat,
+        &format!("clientType=mobile_app&afterSeq={after}"),
+    )
 }
 
 fn connect(daemon: &Daemon, chat: &str, query: &str) -> Socket {
@@ -92,7 +96,11 @@ fn same_shape(expected: &Value, actual: &Value, path: &str) -> Result<(), String
     };
     let keys = |map: &serde_json::Map<String, Value>| map.keys().cloned().collect::<Vec<_>>();
     if keys(expected) != keys(actual) {
-        return Err(format!("{path}: fields {:?} != {:?}", keys(expected), keys(actual)));
+        return Err(format!(
+            "{path}: fields {:?} != {:?}",
+            keys(expected),
+            keys(actual)
+        ));
     }
     let is_ack = expected.get("kind") == Some(&json!("ack"));
     for (key, value) in expected {
@@ -121,7 +129,9 @@ fn the_protocol_page_session_runs_against_the_daemon() {
         .and_then(|rest| rest.split("\n```").next())
         .expect("the page has its example session");
     let setup = provider();
-    setup.provider.push(COMPLETIONS, openai::text(&["Hi there."]));
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["Hi there."]));
     let daemon = daemon(&setup);
     let chat = new_chat(&daemon);
     let mut socket = device(&daemon, &chat, 0);
@@ -129,12 +139,18 @@ fn the_protocol_page_session_runs_against_the_daemon() {
     for (number, line) in session.lines().enumerate() {
         let at = format!("line {}", number + 1);
         if let Some(frame) = line.strip_prefix("> ") {
-            let frame = frame.replace("{chatId}", &chat).replace("{threadId}", &thread);
+            let frame = frame
+                .replace("{chatId}", &chat)
+                .replace("{threadId}", &thread);
             socket.send(Frame::Text(frame.into())).unwrap();
         } else if let Some(expected) = line.strip_prefix("< ") {
             let actual = next(&mut socket);
             if let Some(code) = expected.strip_prefix("close ") {
-                assert_eq!(actual, json!({"closed": code.parse::<u16>().unwrap()}), "{at}");
+                assert_eq!(
+                    actual,
+                    json!({"closed": code.parse::<u16>().unwrap()}),
+                    "{at}"
+                );
                 continue;
             }
             let expected: Value = serde_json::from_str(expected).unwrap();
@@ -193,7 +209,9 @@ fn a_continuation_steers_the_running_thread_and_is_refused_after_it_ends() {
             .data("[DONE]")
             .end(),
     );
-    setup.provider.push(COMPLETIONS, openai::text(&["Both noted."]));
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["Both noted."]));
     let daemon = daemon(&setup);
     let chat = new_chat(&daemon);
     let mut socket = device(&daemon, &chat, 0);
@@ -205,7 +223,10 @@ fn a_continuation_steers_the_running_thread_and_is_refused_after_it_ends() {
     assert_eq!(status["acceptsInput"], true, "{status}");
     assert!(status["runtimeLeaseExpiresAt"].is_string(), "{status}");
 
-    let more = ask(&mut socket, &submit(&chat, "r-2", Some(&thread), "and eggs"));
+    let more = ask(
+        &mut socket,
+        &submit(&chat, "r-2", Some(&thread), "and eggs"),
+    );
     assert_eq!(more["status"], "accepted", "{more}");
     assert_eq!(more["thread"]["created"], false);
     assert_eq!(more["thread"]["id"], thread.as_str());
@@ -241,7 +262,10 @@ fn a_continuation_steers_the_running_thread_and_is_refused_after_it_ends() {
         .collect();
     assert!(texts.contains(&"and eggs"), "stored: {texts:?}");
 
-    let late = ask(&mut socket, &submit(&chat, "r-3", Some(&thread), "and bread"));
+    let late = ask(
+        &mut socket,
+        &submit(&chat, "r-3", Some(&thread), "and bread"),
+    );
     assert_eq!(late["error"]["code"], "thread_already_terminal", "{late}");
     let threads = daemon.get(&format!("/v1/chats/{chat}/threads")).json();
     assert_eq!(threads["items"][0]["revision"], 2, "{threads}");
@@ -296,7 +320,9 @@ fn racing_cancels_end_the_thread_once() {
     }
     let accepted = acks
         .iter()
-        .find(|ack| ack["requestId"].as_str().unwrap().starts_with("c-") && ack["status"] == "accepted")
+        .find(|ack| {
+            ack["requestId"].as_str().unwrap().starts_with("c-") && ack["status"] == "accepted"
+        })
         .expect("one of the cancels was accepted")["requestId"]
         .as_str()
         .unwrap()
@@ -332,9 +358,16 @@ fn replay_then_live_has_no_gap_or_duplicate_under_concurrent_writes() {
     std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
             for turn in 0..TURNS {
-                let posted = post(&daemon, &chat, json!({"content": format!("Question {turn}")}));
+                let posted = post(
+                    &daemon,
+                    &chat,
+                    json!({"content": format!("Question {turn}")}),
+                );
                 assert_eq!(posted.status, 200, "{}", posted.body);
-                let id = posted.json()["execution"]["id"].as_str().unwrap().to_owned();
+                let id = posted.json()["execution"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
                 daemon.wait_until(&format!("/v1/chats/{chat}/threads"), |threads| {
                     threads["items"][0]["id"] == id.as_str()
                         && threads["items"][0]["status"] == "completed"
@@ -375,7 +408,10 @@ fn replay_then_live_has_no_gap_or_duplicate_under_concurrent_writes() {
                     frame["threadId"].as_str().unwrap().to_owned(),
                 ));
             }
-            assert_eq!(seen, expected, "after {after}: every thread end once, in order");
+            assert_eq!(
+                seen, expected,
+                "after {after}: every thread end once, in order"
+            );
         }
     });
 }
@@ -389,7 +425,10 @@ fn a_thread_whose_daemon_was_killed_fails_once_with_process_restarted() {
     let daemon = daemon(&setup);
     let chat = new_chat(&daemon);
     let mut socket = device(&daemon, &chat, 0);
-    let started = ask(&mut socket, &submit(&chat, "r-1", None, "Start something long"));
+    let started = ask(
+        &mut socket,
+        &submit(&chat, "r-1", None, "Start something long"),
+    );
     let thread = started["thread"]["id"].as_str().unwrap().to_owned();
     wait_event(&daemon, &chat, "execution.started");
     let threads = daemon.get(&format!("/v1/chats/{chat}/threads")).json();
@@ -423,7 +462,10 @@ fn a_thread_whose_daemon_was_killed_fails_once_with_process_restarted() {
         .count();
     assert_eq!(terminals, 1, "exactly one terminal event");
     // The retried submit is a duplicate of the thread that failed, not a new one.
-    let again = ask(&mut socket, &submit(&chat, "r-1", None, "Start something long"));
+    let again = ask(
+        &mut socket,
+        &submit(&chat, "r-1", None, "Start something long"),
+    );
     assert_eq!(again["duplicate"], true, "{again}");
     assert_eq!(again["thread"]["id"], thread.as_str());
 }

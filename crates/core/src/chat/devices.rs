@@ -108,12 +108,7 @@ impl Chats {
     }
 
     /// The rejected ack of a frame of a known kind that broke its contract.
-    pub fn device_invalid(
-        chat_id: &str,
-        kind: &str,
-        keys: FrameKeys,
-        message: String,
-    ) -> Handled {
+    pub fn device_invalid(chat_id: &str, kind: &str, keys: FrameKeys, message: String) -> Handled {
         let error = AckError {
             code: DeviceErrorCode::InvalidRequest,
             message,
@@ -131,10 +126,7 @@ impl Chats {
         };
         let (kind, payload) = match &event.body {
             ChatEventBody::ExecutionFinished(finished) => {
-                let (chat, id) = (
-                    event.chat_id.clone(),
-                    finished.assistant_message_id.clone(),
-                );
+                let (chat, id) = (event.chat_id.clone(), finished.assistant_message_id.clone());
                 let answer = self
                     .inner
                     .store
@@ -315,7 +307,12 @@ impl Chats {
                     status,
                     revision,
                 };
-                (thread, Submission { input_seq: revision })
+                (
+                    thread,
+                    Submission {
+                        input_seq: revision,
+                    },
+                )
             }
         };
         let id = thread.id.clone();
@@ -423,9 +420,15 @@ fn status_of(
         ExecutionStatus::Queued | ExecutionStatus::Running | ExecutionStatus::Cancelling
     );
     let alive = thread.status.is_active()
-        && (!leased || thread.runtime_lease_expires_at.is_none_or(|until| until > at));
-    let accepts_input =
-        alive && matches!(thread.status, ExecutionStatus::Queued | ExecutionStatus::Running);
+        && (!leased
+            || thread
+                .runtime_lease_expires_at
+                .is_none_or(|until| until > at));
+    let accepts_input = alive
+        && matches!(
+            thread.status,
+            ExecutionStatus::Queued | ExecutionStatus::Running
+        );
     ThreadStatusFrame {
         kind: "thread.status".into(),
         chat_id: chat_id.to_owned(),
@@ -573,9 +576,7 @@ fn ack_error(error: ChatError) -> AckError {
             "No such thread in this chat.".into(),
         ),
         ChatError::ThreadEnded => (DeviceErrorCode::ThreadAlreadyTerminal, error.to_string()),
-        ChatError::IdempotencyConflict => {
-            (DeviceErrorCode::IdempotencyConflict, error.to_string())
-        }
+        ChatError::IdempotencyConflict => (DeviceErrorCode::IdempotencyConflict, error.to_string()),
         ChatError::NoInputNow
         | ChatError::Paused
         | ChatError::AwaitingAnswer
@@ -752,4 +753,3 @@ fn thread_from_raw(raw: RawThread) -> Result<ThreadRow, StoreError> {
         },
     })
 }
-

@@ -694,7 +694,9 @@ pub(crate) fn expired_executions(
          AND (owner IS NULL OR owner <> ?1) AND (lease_until IS NULL OR lease_until < ?2)",
     )?;
     let rows = statement
-        .query_map(params![owner, to_time(at)], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .query_map(params![owner, to_time(at)], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?
         .collect::<Result<Vec<(String, String)>, _>>()?;
     Ok(rows)
 }

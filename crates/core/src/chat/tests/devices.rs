@@ -50,7 +50,11 @@ fn rejection(ack: &Ack) -> DeviceErrorCode {
 
 impl Fixture {
     async fn device(&self, chat_id: &str, frame: ClientFrame) -> (Ack, Option<ThreadStatusFrame>) {
-        let handled = self.chats.device_frame(&me(), chat_id, frame).await.unwrap();
+        let handled = self
+            .chats
+            .device_frame(&me(), chat_id, frame)
+            .await
+            .unwrap();
         (handled.ack, handled.status)
     }
 }
@@ -59,7 +63,9 @@ impl Fixture {
 async fn a_submit_starts_a_thread_once_and_a_reused_request_id_is_refused() {
     let f = fixture().await;
     let chat_id = f.chat().await;
-    let (ack, status) = f.device(&chat_id, submit(&chat_id, "r-1", None, "hello")).await;
+    let (ack, status) = f
+        .device(&chat_id, submit(&chat_id, "r-1", None, "hello"))
+        .await;
     let first = submit_ack(&ack).clone();
     assert_eq!(first.status, AckStatus::Accepted);
     assert!(!first.duplicate);
@@ -100,7 +106,9 @@ async fn a_submit_starts_a_thread_once_and_a_reused_request_id_is_refused() {
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::IdempotencyConflict);
     assert!(status.is_none());
-    let (ack, _) = f.device(&chat_id, cancel(&chat_id, "r-1", &thread.id)).await;
+    let (ack, _) = f
+        .device(&chat_id, cancel(&chat_id, "r-1", &thread.id))
+        .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::IdempotencyConflict);
 }
 
@@ -109,13 +117,19 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
     let f = fixture().await;
     let chat_id = f.chat().await;
     let other = f.chat().await;
-    let (ack, _) = f.device(&chat_id, submit(&other, "r-0", None, "hello")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&other, "r-0", None, "hello"))
+        .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::InvalidRequest);
 
-    let (ack, _) = f.device(&chat_id, submit(&chat_id, "r-1", None, "slow")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&chat_id, "r-1", None, "slow"))
+        .await;
     let running = submit_ack(&ack).thread.clone().unwrap().id;
     // A second thread while one runs.
-    let (ack, _) = f.device(&chat_id, submit(&chat_id, "r-2", None, "more")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&chat_id, "r-2", None, "more"))
+        .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::MessageRejected);
     // The scripted engine cannot be steered: the input is refused and nothing is stored.
     let before = f.kinds(&chat_id).await;
@@ -125,7 +139,10 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
     assert_eq!(rejection(&ack), DeviceErrorCode::MessageRejected);
     assert_eq!(f.kinds(&chat_id).await, before);
     let (ack, _) = f
-        .device(&chat_id, submit(&chat_id, "r-4", Some("no-such-thread"), "more"))
+        .device(
+            &chat_id,
+            submit(&chat_id, "r-4", Some("no-such-thread"), "more"),
+        )
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ThreadNotFound);
 
@@ -146,7 +163,9 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
         .device(&chat_id, submit(&chat_id, "r-5", Some(&running), "more"))
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ThreadAlreadyTerminal);
-    let (ack, _) = f.device(&chat_id, submit(&chat_id, "r-2", None, "again")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&chat_id, "r-2", None, "again"))
+        .await;
     assert_eq!(submit_ack(&ack).status, AckStatus::Accepted, "{ack:?}");
 
     let result = json!({"kind": "tool.result", "chatId": chat_id, "threadId": running,
@@ -161,11 +180,15 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
 async fn devices_see_each_thread_end_once_and_messages_of_no_thread() {
     let f = fixture().await;
     let chat_id = f.chat().await;
-    let (ack, _) = f.device(&chat_id, submit(&chat_id, "r-1", None, "hello")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&chat_id, "r-1", None, "hello"))
+        .await;
     let thread = submit_ack(&ack).thread.clone().unwrap().id;
     f.until_status(&chat_id, &thread, ExecutionStatus::Completed)
         .await;
-    let (ack, _) = f.device(&chat_id, submit(&chat_id, "r-2", None, "fail")).await;
+    let (ack, _) = f
+        .device(&chat_id, submit(&chat_id, "r-2", None, "fail"))
+        .await;
     let failed = submit_ack(&ack).thread.clone().unwrap().id;
     f.until_status(&chat_id, &failed, ExecutionStatus::Failed)
         .await;
@@ -174,7 +197,12 @@ async fn devices_see_each_thread_end_once_and_messages_of_no_thread() {
         .await
         .unwrap();
 
-    let events = f.chats.replay(&me(), &chat_id, 0, 1000).await.unwrap().items;
+    let events = f
+        .chats
+        .replay(&me(), &chat_id, 0, 1000)
+        .await
+        .unwrap()
+        .items;
     let mut public = Vec::new();
     for event in &events {
         if let Some(shown) = f.chats.public_event(event).await.unwrap() {

@@ -10,13 +10,13 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use souz_protocol::chat::devices::{ClientType, ThreadList};
 use souz_protocol::chat::{
     Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
     ChatSettings, ChatTools, CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace,
     MessageList, OnboardingCompleted, OnboardingState, PostMessage, PostMessageResponse,
     RenameChat, SettingsPatch, SettingsResponse,
 };
-use souz_protocol::chat::devices::{ClientType, ThreadList};
 use souz_protocol::{Bootstrap, ErrorBody};
 
 use crate::gateway::AppState;
@@ -284,7 +284,6 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .response::<ErrorBody>(409, "A turn is running, or the model is not usable."),
             post_message,
         )
-
         .route(
             Operation::post("/v1/chats/{chatId}/input")
                 .summary("Send a message whether or not the chat's agent is working.")

@@ -27,7 +27,10 @@ impl RuntimeHandle {
     }
 
     /// A stored chat event as devices see it; `None` when the public filter drops it.
-    pub async fn public_event(&self, event: &ChatEvent) -> Result<Option<PublicEvent>, ServiceError> {
+    pub async fn public_event(
+        &self,
+        event: &ChatEvent,
+    ) -> Result<Option<PublicEvent>, ServiceError> {
         Ok(self.chats().public_event(event).await?)
     }
 

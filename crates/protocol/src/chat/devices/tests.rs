@@ -33,7 +33,13 @@ fn a_well_formed_submit_decodes() {
 
 #[test]
 fn unreadable_frames_and_unknown_kinds_are_policy_violations() {
-    for text in ["nope", "[1]", "{}", r#"{"kind":"message.sent"}"#, r#"{"kind":7}"#] {
+    for text in [
+        "nope",
+        "[1]",
+        "{}",
+        r#"{"kind":"message.sent"}"#,
+        r#"{"kind":7}"#,
+    ] {
         assert!(
             matches!(ClientFrame::decode(text), Err(FrameError::Policy(_))),
             "{text}"
@@ -55,8 +61,11 @@ fn a_known_kind_that_breaks_its_contract_is_invalid_with_its_keys() {
     let result = json!({"kind": "tool.result", "chatId": "c", "threadId": "t",
                         "toolCallId": "k", "status": "failed", "result": {}});
     assert!(invalid(result).contains("error"));
-    match ClientFrame::decode(&json!({"kind": "thread.cancel", "chatId": "c",
-                                      "requestId": "r-9", "threadId": 3}).to_string()) {
+    match ClientFrame::decode(
+        &json!({"kind": "thread.cancel", "chatId": "c",
+                                      "requestId": "r-9", "threadId": 3})
+        .to_string(),
+    ) {
         Err(FrameError::Invalid { kind, keys, .. }) => {
             assert_eq!(kind, "thread.cancel");
             assert_eq!(keys.request_id.as_deref(), Some("r-9"));
@@ -103,7 +112,11 @@ fn the_protocol_page_examples_decode_as_the_types_say() {
     assert_eq!(clients.len(), 3, "one example per client frame kind");
     let mut kinds: Vec<&str> = clients
         .iter()
-        .map(|text| ClientFrame::decode(text).unwrap_or_else(|e| panic!("{e:?}: {text}")).kind())
+        .map(|text| {
+            ClientFrame::decode(text)
+                .unwrap_or_else(|e| panic!("{e:?}: {text}"))
+                .kind()
+        })
         .collect();
     kinds.sort_unstable();
     assert_eq!(kinds, ["message.submit", "thread.cancel", "tool.result"]);
@@ -150,6 +163,9 @@ fn the_protocol_page_lists_every_error_code_and_close_code() {
         assert!(PAGE.contains(&row), "docs/protocol.md has no row {row}");
     }
     for code in [CLOSE_POLICY, CLOSE_GOING_AWAY, CLOSE_INTERNAL, CLOSE_RESYNC] {
-        assert!(PAGE.contains(&format!("| {code} |")), "no close code {code}");
+        assert!(
+            PAGE.contains(&format!("| {code} |")),
+            "no close code {code}"
+        );
     }
 }

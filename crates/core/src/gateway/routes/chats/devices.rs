@@ -18,7 +18,12 @@ use crate::runtime::facade::{ChatUser, DeviceAnswer, FollowItem};
 
 /// Closes a socket whose `clientType` Souz does not know.
 pub(super) async fn refuse_client_type(socket: WebSocket) {
-    ws::close(socket, CLOSE_POLICY, "clientType must be backend or mobile_app.").await;
+    ws::close(
+        socket,
+        CLOSE_POLICY,
+        "clientType must be backend or mobile_app.",
+    )
+    .await;
 }
 
 /// Serves one device on the socket of `chat_id` until it leaves, falls behind or the daemon
