@@ -95,8 +95,13 @@ impl Chats {
             ClientFrame::Submit(submit) => {
                 let lock = self.inner.device_locks.of(chat_id);
                 let _held = lock.lock().await;
-                self.idempotent(user, chat_id, Request::Submit(submit), received_at)
-                    .await
+                self.idempotent(
+                    user,
+                    chat_id,
+                    Request::Submit(Box::new(submit)),
+                    received_at,
+                )
+                .await
             }
             ClientFrame::Cancel(cancel) => {
                 let lock = self.inner.device_locks.of(chat_id);
@@ -448,7 +453,7 @@ fn status_of(
 
 /// A submit or a cancel: the requests that share `(chatId, requestId)`.
 enum Request {
-    Submit(MessageSubmit),
+    Submit(Box<MessageSubmit>),
     Cancel(ThreadCancel),
 }
 

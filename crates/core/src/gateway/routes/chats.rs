@@ -75,9 +75,9 @@ pub(crate) struct EventsQuery {
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
-    attachment_routes(turn_routes(chat_routes(setting_routes(
+    attachment_routes(stream_routes(turn_routes(chat_routes(setting_routes(
         ApiRouter::default(),
-    ))))
+    )))))
 }
 
 /// Bootstrap, onboarding and the user's settings.
@@ -306,6 +306,45 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
             send_input,
         )
         .route(
+            Operation::post("/v1/chats/{chatId}/cancel-active")
+                .summary("Cancel the chat's running turn.")
+                .tag("chats")
+                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
+                .response::<ErrorBody>(400, "The chat has no active execution."),
+            cancel_active,
+        )
+        .route(
+            Operation::post("/v1/chats/{chatId}/executions/{executionId}/cancel")
+                .summary("Cancel one execution.")
+                .tag("chats")
+                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
+                .response::<ErrorBody>(404, "No such execution (`execution_not_found`)."),
+            cancel_execution,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/executions/{executionId}/trace")
+                .summary("Why the agent did what it did in one execution.")
+                .description(
+                    "Its agent turns with their graph steps in order: each model request with \
+                     the messages it was sent with and its usage, the answer and the tool calls \
+                     it asked for, tool results, and how long each step took. Built from what \
+                     the turns stored; texts are redacted (secrets replaced) and cut.",
+                )
+                .tag("chats")
+                .response::<ExecutionTrace>(200, "The trace (no turns: the execution ran none).")
+                .response::<ErrorBody>(
+                    404,
+                    "No such chat or execution (`chat_not_found`, `execution_not_found`).",
+                ),
+            execution_trace,
+        )
+}
+
+/// A chat's events (replay and the WebSocket, where devices also speak the public client
+/// protocol) and its threads.
+fn stream_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
+        .route(
             Operation::get("/v1/chats/{chatId}/events")
                 .summary("Stored events of a chat after `afterSeq` (replay).")
                 .tag("chats")
@@ -346,39 +385,6 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .query::<EventsQuery>()
                 .websocket::<ChatEvent>(),
             follow,
-        )
-        .route(
-            Operation::post("/v1/chats/{chatId}/cancel-active")
-                .summary("Cancel the chat's running turn.")
-                .tag("chats")
-                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
-                .response::<ErrorBody>(400, "The chat has no active execution."),
-            cancel_active,
-        )
-        .route(
-            Operation::post("/v1/chats/{chatId}/executions/{executionId}/cancel")
-                .summary("Cancel one execution.")
-                .tag("chats")
-                .response::<ExecutionResponse>(200, "Cancelling (or cancelled).")
-                .response::<ErrorBody>(404, "No such execution (`execution_not_found`)."),
-            cancel_execution,
-        )
-        .route(
-            Operation::get("/v1/chats/{chatId}/executions/{executionId}/trace")
-                .summary("Why the agent did what it did in one execution.")
-                .description(
-                    "Its agent turns with their graph steps in order: each model request with \
-                     the messages it was sent with and its usage, the answer and the tool calls \
-                     it asked for, tool results, and how long each step took. Built from what \
-                     the turns stored; texts are redacted (secrets replaced) and cut.",
-                )
-                .tag("chats")
-                .response::<ExecutionTrace>(200, "The trace (no turns: the execution ran none).")
-                .response::<ErrorBody>(
-                    404,
-                    "No such chat or execution (`chat_not_found`, `execution_not_found`).",
-                ),
-            execution_trace,
         )
 }
 
