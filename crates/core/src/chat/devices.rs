@@ -36,6 +36,11 @@ use super::{ChatError, ChatUser, Chats, records};
 use crate::store::StoreError;
 use crate::store::codec::{from_time, from_time_opt, now, to_time};
 
+/// How long a continuation waits for a just-launched turn to take input, and how often it
+/// tries meanwhile.
+const STEER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const STEER_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// How many threads `GET .../threads` lists.
 const THREAD_LIMIT: usize = 100;
 
@@ -291,13 +296,10 @@ impl Chats {
                 if !status.is_active() {
                     return Err(ChatError::ThreadEnded);
                 }
-                // Only a turn running here, that takes input at its next step, takes it.
-                let takes = matches!(status, ExecutionStatus::Queued | ExecutionStatus::Running)
-                    && self.is_running(thread_id)
-                    && self.steer(chat_id, &text);
-                if !takes {
+                if !matches!(status, ExecutionStatus::Queued | ExecutionStatus::Running) {
                     return Err(ChatError::NoInputNow);
                 }
+                self.steer_thread(chat_id, thread_id, &text).await?;
                 self.store_input(chat_id, thread_id, &text, Some(submit.request_id.clone()))
                     .await?;
                 let id = thread_id.clone();
@@ -332,6 +334,42 @@ impl Chats {
             received_at,
         });
         Ok((ack, id))
+    }
+
+    /// Gives `text` to the running turn of `thread_id` at its next step. A turn just launched
+    /// may not take input yet (its agent is still starting): it is tried again for up to
+    /// [`STEER_WAIT`] while the thread runs here. Fails when the thread ends meanwhile
+    /// ([`ChatError::ThreadEnded`]) or its turn does not take input ([`ChatError::NoInputNow`]:
+    /// an agent that cannot be steered, or a turn that is not running in this process).
+    async fn steer_thread(
+        &self,
+        chat_id: &str,
+        thread_id: &str,
+        text: &str,
+    ) -> Result<(), ChatError> {
+        let deadline = tokio::time::Instant::now() + STEER_WAIT;
+        loop {
+            if !self.is_running(thread_id) {
+                let ended = !self
+                    .thread_row(chat_id, thread_id)
+                    .await?
+                    .thread
+                    .status
+                    .is_active();
+                return Err(if ended {
+                    ChatError::ThreadEnded
+                } else {
+                    ChatError::NoInputNow
+                });
+            }
+            if self.steer(chat_id, text) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ChatError::NoInputNow);
+            }
+            tokio::time::sleep(STEER_RETRY).await;
+        }
     }
 
     /// Cancels a thread of the chat. Returns the ack and the thread.
