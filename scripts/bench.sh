@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks. Usage:
-#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|schedules|telegram|embeddings|local|web|all]
+#   scripts/bench.sh [startup|gate|llm|agent|chat|replay|mcp|mcp-stdio|mcp-gateway|skills|memory|schedules|telegram|devices|embeddings|local|web|all]
 # `replay` and `mcp-stdio` are parts of `chat` and `mcp`: the chat replay of 100k events alone,
 # and the stdio rows alone (1 and 16 requests in flight through `souz mcp-stdio` and the
 # reference server's native stdio). `web` also prints the extraction agreement with
@@ -28,6 +28,7 @@ case "$which" in
   memory) cargo bench -p souz-core --features test-support --bench memory ;;
   schedules) cargo bench -p souz-core --features test-support --bench schedules ;;
   telegram) cargo bench -p souz-e2e --bench telegram ;;
+  devices) cargo bench -p souz-e2e --bench devices ;;
   embeddings)
     souz_install_clients
     RAYON_NUM_THREADS=1 cargo bench -p souz-core --features test-support --bench embeddings
@@ -56,6 +57,7 @@ case "$which" in
     cargo bench -p souz-core --features test-support --bench memory
     cargo bench -p souz-core --features test-support --bench schedules
     cargo bench -p souz-e2e --bench telegram
+    cargo bench -p souz-e2e --bench devices
     cargo bench -p souz-core --features test-support --bench web
     tests/clients/.venv/bin/python scripts/extraction_agreement.py
     ;;

@@ -1985,6 +1985,35 @@
  */
 
 /**
+ * One thread of a chat (`GET /v1/chats/{chatId}/threads`): one execution.
+ * @typedef {{
+ *   createdAt: string;
+ *   error?: ThreadError | null;
+ *   finishedAt?: string | null;
+ *   id: string;
+ *   revision: number;
+ *   runtimeLeaseExpiresAt?: string | null;
+ *   startedAt?: string | null;
+ *   status: ExecutionStatus;
+ * }} Thread
+ */
+
+/**
+ * Why a thread failed.
+ * @typedef {{
+ *   code: string;
+ *   message: string;
+ * }} ThreadError
+ */
+
+/**
+ * `GET /v1/chats/{chatId}/threads`: newest first.
+ * @typedef {{
+ *   items: Array<Thread>;
+ * }} ThreadList
+ */
+
+/**
  * MCP tool annotations (hints for clients; never trusted for policy).
  * @typedef {{
  *   destructiveHint: boolean;

@@ -9,6 +9,7 @@ mod confinement;
 mod crash_loop;
 mod credentials;
 mod daemon;
+mod devices;
 mod hostile_pages;
 mod keys;
 mod keys_cli;

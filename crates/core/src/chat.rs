@@ -18,6 +18,7 @@
 pub(crate) mod attachments;
 mod conversations;
 mod delivered;
+pub mod devices;
 pub(crate) mod engine;
 pub(crate) mod events;
 mod execution;
@@ -77,6 +78,13 @@ pub enum ChatError {
     /// The request is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// The thread (execution) has ended; it takes no more input and cannot be cancelled.
+    #[error("The thread has already ended.")]
+    ThreadEnded,
+    /// The thread is active but its turn does not take input now (it waits for the person, runs
+    /// in another process, or has its answer already).
+    #[error("The thread does not take input now.")]
+    NoInputNow,
     /// The chat already has an active execution.
     #[error("The chat already has an active execution.")]
     ActiveExecution,
@@ -139,6 +147,8 @@ struct Inner {
     launched: tokio::sync::Notify,
     /// Where attachments are read and uploads written.
     files: Arc<dyn ChatFiles>,
+    /// Serialises each chat's device requests (`devices`).
+    device_locks: devices::RequestLocks,
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
@@ -190,6 +200,7 @@ impl Chats {
                 asked: tokio::sync::Notify::new(),
                 launched: tokio::sync::Notify::new(),
                 files,
+                device_locks: devices::RequestLocks::default(),
             }),
         }
     }
@@ -223,6 +234,16 @@ impl Chats {
             .store
             .read(move |connection| records::orphaned_executions(connection, &owner))
             .await?;
+        let count = self.fail_orphans(orphans).await?;
+        self.inner.tasks.spawn(self.clone().expire_questions());
+        self.inner.tasks.spawn(self.clone().follow_parked());
+        self.inner.tasks.spawn(self.clone().renew_leases());
+        Ok(count)
+    }
+
+    /// Fails `orphans` (execution and chat ids) with `process_restarted` and their terminal
+    /// events (each end is a conditional transition: one that ended meanwhile stays as it is).
+    async fn fail_orphans(&self, orphans: Vec<(String, String)>) -> Result<usize, ChatError> {
         let count = orphans.len();
         for (execution_id, chat_id) in orphans {
             // Killed between parking its call and recording that it waits: it waits now.
@@ -245,10 +266,20 @@ impl Chats {
             )
             .await?;
         }
-        self.inner.tasks.spawn(self.clone().expire_questions());
-        self.inner.tasks.spawn(self.clone().follow_parked());
-        self.inner.tasks.spawn(self.clone().renew_leases());
         Ok(count)
+    }
+
+    /// Fails executions another process holds whose lease ran out (that process died, or
+    /// shares the database and stopped renewing).
+    async fn sweep_expired_leases(&self) -> Result<usize, ChatError> {
+        let owner = self.inner.owner.clone();
+        let at = now();
+        let expired = self
+            .inner
+            .store
+            .read(move |connection| records::expired_executions(connection, &owner, at))
+            .await?;
+        self.fail_orphans(expired).await
     }
 
     /// Renews the leases of this process's running executions every [`LEASE_RENEWAL`] while
@@ -274,6 +305,10 @@ impl Chats {
                 .await;
             if let Err(error) = renewed {
                 tracing::warn!(%error, "could not renew execution leases");
+            }
+            // Every renewal also ends what another process left behind with an expired lease.
+            if let Err(error) = self.sweep_expired_leases().await {
+                tracing::warn!(%error, "could not end executions with expired leases");
             }
         }
     }

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod devices;
 pub mod events;
 
 pub use events::ChatEventBody;

@@ -180,7 +180,7 @@ impl Chats {
         Ok(())
     }
 
-    fn is_running(&self, execution_id: &str) -> bool {
+    pub(super) fn is_running(&self, execution_id: &str) -> bool {
         self.inner
             .running
             .lock()
@@ -199,7 +199,7 @@ impl Chats {
     }
 
     /// Stores and announces the person's message sent while `execution_id` runs.
-    async fn store_input(
+    pub(super) async fn store_input(
         &self,
         chat_id: &str,
         execution_id: &str,

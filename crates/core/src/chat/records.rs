@@ -213,6 +213,7 @@ pub(crate) fn delete_chat(connection: &Connection, chat: ChatKey<'_>) -> Result<
     }
     for table in [
         "options",
+        "client_requests",
         "chat_queued_inputs",
         "chat_events",
         "executions",
@@ -679,6 +680,25 @@ pub(crate) fn renew_leases(
          AND status IN ('queued', 'running', 'cancelling')",
         params![owner, to_time(until)],
     )?)
+}
+
+/// Executions another process than `owner` holds (queued, running or cancelling) whose lease
+/// ran out before `at`.
+pub(crate) fn expired_executions(
+    connection: &Connection,
+    owner: &str,
+    at: DateTime<Utc>,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT id, chat_id FROM executions WHERE status IN ('queued', 'running', 'cancelling') \
+         AND (owner IS NULL OR owner <> ?1) AND (lease_until IS NULL OR lease_until < ?2)",
+    )?;
+    let rows = statement
+        .query_map(params![owner, to_time(at)], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?
+        .collect::<Result<Vec<(String, String)>, _>>()?;
+    Ok(rows)
 }
 
 /// Executions some process left running (queued, running or cancelling) that `owner` does not

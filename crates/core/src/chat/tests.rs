@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::llm::models::Resolution;
 use crate::testing::{self, TestHome};
 
+mod devices;
 mod questions;
 
 /// An engine whose behavior depends on the message text.
@@ -801,6 +802,61 @@ async fn a_restart_fails_what_a_dead_process_left_running() {
         .await
         .unwrap();
     assert_eq!(next.execution.status, ExecutionStatus::Running);
+}
+
+/// A process that runs turns also ends, at each lease renewal, what another process sharing
+/// the database left with an expired lease; a live lease is left alone.
+#[tokio::test]
+async fn a_running_process_ends_what_another_left_with_an_expired_lease() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let held = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let other_chat = f.chat().await;
+    let stale = f
+        .chats
+        .post_message(&me(), &other_chat, message("slow"))
+        .await
+        .unwrap();
+    // The process holding `stale` stopped renewing: its lease ran out a second ago.
+    let id = stale.execution.id.clone();
+    let past = crate::store::codec::to_time(now() - chrono::Duration::seconds(1));
+    f.store
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE executions SET lease_until = ?2 WHERE id = ?1",
+                rusqlite::params![id, past],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+
+    let (watcher, _) = chats_over(&f.store, &f.bus, &f.llm, &f.tasks);
+    assert_eq!(watcher.sweep_expired_leases().await.unwrap(), 1);
+    let failed = f.execution(&other_chat, &stale.execution.id).await;
+    assert_eq!(failed.status, ExecutionStatus::Failed);
+    assert_eq!(failed.error_code.as_deref(), Some("process_restarted"));
+    assert_eq!(
+        f.execution(&chat_id, &held.execution.id).await.status,
+        ExecutionStatus::Running,
+        "a live lease is left alone"
+    );
+    assert_eq!(watcher.sweep_expired_leases().await.unwrap(), 0);
+    // The turn still running in the first process ends without a second terminal event.
+    f.chats
+        .cancel_execution(&me(), &other_chat, &stale.execution.id)
+        .await
+        .ok();
+    let kinds = f.kinds(&other_chat).await;
+    let terminals = kinds
+        .iter()
+        .filter(|kind| kind.starts_with("execution.") && kind.as_str() != "execution.started")
+        .count();
+    assert_eq!(terminals, 1, "{kinds:?}");
 }
 
 #[tokio::test]

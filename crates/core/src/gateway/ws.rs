@@ -43,10 +43,15 @@ pub(super) fn client_left(incoming: &Option<Result<Message, axum::Error>>) -> bo
 
 /// Sends a close frame and waits (briefly) for the client's answer, so the TCP connection
 /// ends cleanly instead of with a reset.
-pub(super) async fn close(mut socket: WebSocket, code: u16, reason: &'static str) {
+pub(super) async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    // A close frame's reason is at most 123 bytes.
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
     let frame = CloseFrame {
         code,
-        reason: reason.into(),
+        reason: reason[..end].to_owned().into(),
     };
     if socket.send(Message::Close(Some(frame))).await.is_err() {
         return;

@@ -19,6 +19,7 @@ mod calls;
 mod chats;
 mod connect;
 mod credentials;
+mod devices;
 mod events;
 mod history;
 mod local_models;
@@ -45,6 +46,7 @@ pub(crate) use crate::approvals::Audience;
 pub(crate) use crate::approvals::audit::AuditQuery;
 pub(crate) use crate::approvals::policy::same_requester;
 pub(crate) use crate::bus::FollowItem;
+pub(crate) use crate::chat::devices::Handled as DeviceAnswer;
 pub(crate) use crate::chat::options::MAX_LISTED as MAX_LISTED_QUESTIONS;
 pub(crate) use crate::chat::{ChatUser, MessagePage};
 pub(crate) use crate::history::undo::{HistoryQuery, MAX_LISTED as MAX_LISTED_CHANGES};
@@ -247,6 +249,7 @@ impl From<ChatError> for ServiceError {
             ChatError::ExecutionNotFound => Self::not_found(ErrorCode::ExecutionNotFound, message),
             ChatError::OptionNotFound => Self::not_found(ErrorCode::OptionNotFound, message),
             ChatError::Invalid(message) => Self::Invalid(message),
+            ChatError::ThreadEnded | ChatError::NoInputNow => Self::Invalid(message),
             ChatError::ActiveExecution => {
                 Self::conflict(ErrorCode::ChatAlreadyHasActiveExecution, message)
             }

@@ -770,6 +770,24 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "executions_by_chat",
         sql: "CREATE INDEX executions_by_chat ON executions (chat_id, created_at);",
     },
+    Migration {
+        // The public client protocol (`chat::devices`): a thread's revision (the latest
+        // accepted input number), and the answers to devices' requests kept by
+        // `(chat_id, request_id)` with the hash of what was asked, so a resent request gets its
+        // original answer and a reused key with another request is refused.
+        name: "client_requests",
+        sql: "ALTER TABLE executions ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+              CREATE TABLE client_requests (
+                  chat_id      TEXT NOT NULL REFERENCES chats (id),
+                  request_id   TEXT NOT NULL,
+                  kind         TEXT NOT NULL,
+                  thread_id    TEXT,
+                  payload_hash TEXT NOT NULL,
+                  ack          TEXT NOT NULL,
+                  created_at   TEXT NOT NULL,
+                  PRIMARY KEY (chat_id, request_id)
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.

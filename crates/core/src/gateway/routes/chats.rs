@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use souz_protocol::chat::devices::{ClientType, ThreadList};
 use souz_protocol::chat::{
     Attachment, Chat, ChatEvent, ChatEventList, ChatInput, ChatInputResponse, ChatList,
     ChatSettings, ChatTools, CreateChat, CreateChatResponse, ExecutionResponse, ExecutionTrace,
@@ -25,6 +26,8 @@ use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::gateway::ws::{self, Outgoing};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::{ChatUser, MessagePage};
+
+mod devices;
 
 /// Query of `GET /v1/chats`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -66,12 +69,15 @@ pub(crate) struct EventsQuery {
     pub after_seq: Option<String>,
     /// At most this many (default 100, at most 1000; HTTP replay only).
     pub limit: Option<String>,
+    /// WebSocket only: `backend` or `mobile_app` speaks the public client protocol
+    /// (`docs/protocol.md`); absent, the socket streams every event as the web UI reads them.
+    pub client_type: Option<String>,
 }
 
 pub(super) fn routes() -> ApiRouter<AppState> {
-    attachment_routes(turn_routes(chat_routes(setting_routes(
+    attachment_routes(stream_routes(turn_routes(chat_routes(setting_routes(
         ApiRouter::default(),
-    ))))
+    )))))
 }
 
 /// Bootstrap, onboarding and the user's settings.
@@ -278,7 +284,6 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                 .response::<ErrorBody>(409, "A turn is running, or the model is not usable."),
             post_message,
         )
-
         .route(
             Operation::post("/v1/chats/{chatId}/input")
                 .summary("Send a message whether or not the chat's agent is working.")
@@ -299,29 +304,6 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                     "The agent waits for an answer, Souz is paused, or the model is not usable.",
                 ),
             send_input,
-        )
-        .route(
-            Operation::get("/v1/chats/{chatId}/events")
-                .summary("Stored events of a chat after `afterSeq` (replay).")
-                .tag("chats")
-                .query::<EventsQuery>()
-                .response::<ChatEventList>(200, "The events, ascending.")
-                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
-            replay_events,
-        )
-        .route(
-            Operation::get("/v1/chats/{chatId}/ws")
-                .summary("Follow a chat over a WebSocket: replay after `afterSeq`, then live.")
-                .description(
-                    "Frames: `{\"kind\":\"event\", ...event}` for stored events (with `seq`) and \
-                     live ones (`message.delta`, without `seq`), `{\"kind\":\"live\",\"lastSeq\":N}` \
-                     when the replay is done, and `{\"kind\":\"resync\",\"lastSeq\":N}` followed by \
-                     close code 4000 when the client fell behind (reconnect with afterSeq=N).",
-                )
-                .tag("chats")
-                .query::<EventsQuery>()
-                .websocket::<ChatEvent>(),
-            follow,
         )
         .route(
             Operation::post("/v1/chats/{chatId}/cancel-active")
@@ -355,6 +337,54 @@ fn turn_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
                     "No such chat or execution (`chat_not_found`, `execution_not_found`).",
                 ),
             execution_trace,
+        )
+}
+
+/// A chat's events (replay and the WebSocket, where devices also speak the public client
+/// protocol) and its threads.
+fn stream_routes(router: ApiRouter<AppState>) -> ApiRouter<AppState> {
+    router
+        .route(
+            Operation::get("/v1/chats/{chatId}/events")
+                .summary("Stored events of a chat after `afterSeq` (replay).")
+                .tag("chats")
+                .query::<EventsQuery>()
+                .response::<ChatEventList>(200, "The events, ascending.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            replay_events,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/threads")
+                .summary("A chat's threads: one per execution, newest first (at most 100).")
+                .description(
+                    "A thread is what the public client protocol (`docs/protocol.md`) calls an \
+                     execution: its status, revision (the latest accepted input number), times, \
+                     lease while active, and error.",
+                )
+                .tag("chats")
+                .response::<ThreadList>(200, "The threads.")
+                .response::<ErrorBody>(404, "No such chat (`chat_not_found`)."),
+            list_threads,
+        )
+        .route(
+            Operation::get("/v1/chats/{chatId}/ws")
+                .summary("Follow a chat over a WebSocket: replay after `afterSeq`, then live.")
+                .description(
+                    "Without `clientType` (the web UI): frames `{\"kind\":\"event\", ...event}` \
+                     for stored events (with `seq`) and live ones (`message.delta`, without \
+                     `seq`), `{\"kind\":\"live\",\"lastSeq\":N}` when the replay is done, and \
+                     `{\"kind\":\"resync\",\"lastSeq\":N}` followed by close code 4000 when the \
+                     client fell behind (reconnect with afterSeq=N); what the client sends is \
+                     ignored. With `clientType=backend|mobile_app` the socket speaks the public \
+                     client protocol: devices submit messages (new threads or steering), cancel \
+                     threads and send tool results, and get acks, thread status and the public \
+                     events; every frame, error code and close code is in \
+                     `docs/protocol.md` of the Souz repository.",
+                )
+                .tag("chats")
+                .query::<EventsQuery>()
+                .websocket::<ChatEvent>(),
+            follow,
         )
 }
 
@@ -604,7 +634,21 @@ async fn follow(
     let upgrade = ws::upgrade(upgrade)?;
     let after = sequence("afterSeq", query.after_seq.as_deref())?.unwrap_or(0);
     handle.authorize_chat_stream(&user, &chat_id).await?;
-    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)))
+    let Some(client_type) = query.client_type else {
+        return Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, chat_id, after)));
+    };
+    if ClientType::parse(&client_type).is_none() {
+        return Ok(upgrade.on_upgrade(devices::refuse_client_type));
+    }
+    Ok(upgrade.on_upgrade(move |socket| devices::serve(socket, handle, user, chat_id, after)))
+}
+
+async fn list_threads(
+    user: ChatUser,
+    State(handle): State<RuntimeHandle>,
+    UuidPath([chat_id]): UuidPath<1>,
+) -> Result<axum::Json<ThreadList>, ApiError> {
+    Ok(axum::Json(handle.chat_threads(&user, &chat_id).await?))
 }
 
 async fn stream(socket: WebSocket, handle: RuntimeHandle, chat_id: String, after: i64) {
