@@ -9,6 +9,7 @@ pub(crate) mod config;
 pub(crate) mod connect;
 pub(crate) mod events;
 pub(crate) mod history;
+pub(crate) mod reviews;
 pub(crate) mod local_models;
 pub(crate) mod mcp_servers;
 pub(crate) mod memory;
@@ -40,6 +41,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(mcp_servers::routes())
         .merge(audit::routes())
         .merge(history::routes())
+        .merge(reviews::routes())
         .merge(memory::routes())
         .merge(local_models::routes())
         .merge(chats::routes())

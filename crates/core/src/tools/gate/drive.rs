@@ -23,7 +23,7 @@ use crate::tools::{DynTool, PlannedCall, ProgressSink, ToolContext, ToolError, T
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How a call ended: its final status and result.
-type Ended = (ToolCallStatus, ToolResult);
+pub(super) type Ended = (ToolCallStatus, ToolResult);
 
 /// What a call carries while a person is asked about it.
 struct Asking<'a> {
@@ -91,6 +91,23 @@ impl Gate {
                 .run_planned(record, (planned, ctx), cancel, state)
                 .await;
         }
+        if let CallMode::Reviewed {
+            review_id,
+            change_id,
+            force,
+        } = record.mode.clone()
+        {
+            // A staged call the person applied: it runs under that decision, or not at all.
+            if let Err(message) = self
+                .admit_reviewed(record, (review_id, change_id, force), spec, &planned.plan)
+                .await
+            {
+                return failure(message);
+            }
+            return self
+                .run_planned(record, (planned, ctx), cancel, state)
+                .await;
+        }
         let facts = CallFacts {
             tool: spec.name,
             known: true,
@@ -103,10 +120,17 @@ impl Gate {
                 let envelope = unattended.grants(&record.request.requester);
                 self.inner.approvals.decide_call_with(&facts, &envelope)
             }
-            CallMode::Attended | CallMode::Approved { .. } => {
+            CallMode::Attended | CallMode::Approved { .. } | CallMode::Reviewed { .. } => {
                 self.inner.approvals.decide_call(&facts)
             }
         };
+        // Review mode: a write that the policy does not refuse is staged, not asked about.
+        if !matches!(decision, Decision::Deny { .. })
+            && matches!(record.mode, CallMode::Attended)
+            && let Some(ended) = self.stage_if_reviewed(record, spec, &planned.plan, &ctx).await
+        {
+            return ended;
+        }
         let mut held = Held {
             planned: Some(planned),
             fingerprint: None,
@@ -292,7 +316,9 @@ impl Gate {
                     suggested,
                     parked: match &record.mode {
                         CallMode::Unattended(unattended) => Some(unattended.run.clone()),
-                        CallMode::Attended | CallMode::Approved { .. } => None,
+                        CallMode::Attended
+                        | CallMode::Approved { .. }
+                        | CallMode::Reviewed { .. } => None,
                     },
                 },
                 record.store_as(ToolCallStatus::WaitingApproval),
@@ -471,7 +497,7 @@ pub(super) fn unwound<T>(
     })
 }
 
-fn failure(text: String) -> (ToolCallStatus, ToolResult) {
+pub(super) fn failure(text: String) -> (ToolCallStatus, ToolResult) {
     (
         ToolCallStatus::Failed,
         ToolResult {
