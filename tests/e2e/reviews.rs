@@ -48,7 +48,10 @@ fn runtime_events(daemon: &Daemon) -> Vec<Value> {
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|event| event["type"] == kind).collect()
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
 }
 
 fn skill_call(id: &str, tool: &str, arguments: Value) -> (String, String, String) {
@@ -83,7 +86,11 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
     assert_eq!(modes["chats"], json!([chat]));
 
     let calls = [
-        skill_call("w1", "NewFile", json!({"path": "new.txt", "text": "fresh\n"})),
+        skill_call(
+            "w1",
+            "NewFile",
+            json!({"path": "new.txt", "text": "fresh\n"}),
+        ),
         skill_call(
             "w2",
             "EditFile",
@@ -95,7 +102,9 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
         .iter()
         .map(|(id, name, arguments)| (id.as_str(), name.as_str(), arguments.as_str()))
         .collect();
-    setup.provider.push(COMPLETIONS, openai::tool_calls(&calls, 3));
+    setup
+        .provider
+        .push(COMPLETIONS, openai::tool_calls(&calls, 3));
     setup
         .provider
         .push(COMPLETIONS, openai::text(&["Staged three changes."]));
@@ -104,12 +113,20 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
 
     // Nothing was written and nobody was asked.
     assert!(!home.join("new.txt").exists());
-    assert_eq!(std::fs::read_to_string(home.join("notes.txt")).unwrap(), "milk\nbread\n");
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "milk\nbread\n"
+    );
     assert!(home.join("old.txt").exists());
     let pending = daemon.get("/v1/approvals?status=pending").json();
     assert_eq!(pending["items"], json!([]), "a staged write asks nobody");
     // The model was told the truth about each write.
-    let request = setup.provider.requests_to(COMPLETIONS).last().unwrap().json();
+    let request = setup
+        .provider
+        .requests_to(COMPLETIONS)
+        .last()
+        .unwrap()
+        .json();
     let results: Vec<&str> = request["messages"]
         .as_array()
         .unwrap()
@@ -119,7 +136,10 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
         .collect();
     assert_eq!(results.len(), 3, "{results:?}");
     for result in &results {
-        assert!(result.contains("Staged for review, not written"), "{result}");
+        assert!(
+            result.contains("Staged for review, not written"),
+            "{result}"
+        );
     }
 
     // One review, opened at the end of the turn, with the three changes and their diffs.
@@ -132,7 +152,10 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
     let review_id = items[0]["id"].as_i64().unwrap();
     let review = daemon.get(&format!("/v1/reviews/{review_id}")).json();
     let changes = review["items"].as_array().unwrap();
-    let tools: Vec<&str> = changes.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = changes
+        .iter()
+        .map(|c| c["tool"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, ["NewFile", "EditFile", "DeleteFile"]);
     assert!(
         changes[1]["diff"].as_str().unwrap().contains("+butter"),
@@ -161,9 +184,18 @@ fn a_chat_turn_in_review_mode_stages_three_writes_and_the_person_applies_two() {
         .collect();
     assert_eq!(decided, ["applied", "applied", "discarded"], "{outcome}");
     assert_eq!(outcome["review"]["status"], "closed");
-    assert_eq!(std::fs::read_to_string(home.join("new.txt")).unwrap(), "fresh\n");
-    assert_eq!(std::fs::read_to_string(home.join("notes.txt")).unwrap(), "milk\nbutter\n");
-    assert_eq!(std::fs::read_to_string(home.join("old.txt")).unwrap(), "keep me\n");
+    assert_eq!(
+        std::fs::read_to_string(home.join("new.txt")).unwrap(),
+        "fresh\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "milk\nbutter\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("old.txt")).unwrap(),
+        "keep me\n"
+    );
     assert_eq!(daemon.get("/v1/reviews").json()["items"], json!([]));
 
     // Applied changes are in the history (so they can be undone), named after the chat.
@@ -215,7 +247,8 @@ impl McpClient {
                     .then(|| value.trim().to_owned())
             })
             .expect("a session id");
-        let initialized = client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let initialized =
+            client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert!(initialized.status < 300, "{}", initialized.body);
         client
     }
@@ -230,7 +263,14 @@ impl McpClient {
         if !self.session.is_empty() {
             headers.push(("Mcp-Session-Id", self.session.as_str()));
         }
-        http(&self.address, "POST", "/mcp", &headers, body.to_string().as_bytes()).unwrap()
+        http(
+            &self.address,
+            "POST",
+            "/mcp",
+            &headers,
+            body.to_string().as_bytes(),
+        )
+        .unwrap()
     }
 
     /// Calls `tool`; returns the text of its result.
@@ -260,7 +300,11 @@ fn an_mcp_clients_writes_are_staged_with_the_client_named_and_applied_from_its_r
     review_mode(&daemon, json!({"client": "claude-code", "on": true}));
     let client = McpClient::connect(&daemon, "claude-code");
 
-    let first = client.call(2, "NewFile", json!({"path": "~/from-claude.txt", "text": "hi\n"}));
+    let first = client.call(
+        2,
+        "NewFile",
+        json!({"path": "~/from-claude.txt", "text": "hi\n"}),
+    );
     assert!(first.contains("Staged for review, not written"), "{first}");
     let second = client.call(
         3,
@@ -268,10 +312,17 @@ fn an_mcp_clients_writes_are_staged_with_the_client_named_and_applied_from_its_r
         json!({"path": "~/plan.md", "oldString": "- one", "newString": "- one\n- two"}),
     );
     assert!(second.contains("Staged for review"), "{second}");
-    let third = client.call(4, "NewFile", json!({"path": "~/unwanted.txt", "text": "no\n"}));
+    let third = client.call(
+        4,
+        "NewFile",
+        json!({"path": "~/unwanted.txt", "text": "no\n"}),
+    );
     assert!(third.contains("Staged for review"), "{third}");
     assert!(!home.join("from-claude.txt").exists());
-    assert_eq!(std::fs::read_to_string(home.join("plan.md")).unwrap(), "# Plan\n- one\n");
+    assert_eq!(
+        std::fs::read_to_string(home.join("plan.md")).unwrap(),
+        "# Plan\n- one\n"
+    );
 
     // The client's staged writes are one open review, named after its token.
     let reviews = daemon.get("/v1/reviews").json();
@@ -288,7 +339,10 @@ fn an_mcp_clients_writes_are_staged_with_the_client_named_and_applied_from_its_r
         .iter()
         .map(|c| c["id"].as_i64().unwrap())
         .collect();
-    assert_eq!(review["items"][0]["requester"]["token_name"], "claude-code", "{review}");
+    assert_eq!(
+        review["items"][0]["requester"]["token_name"], "claude-code",
+        "{review}"
+    );
 
     // Discard one, then apply the rest.
     let outcome = decide(
@@ -299,7 +353,10 @@ fn an_mcp_clients_writes_are_staged_with_the_client_named_and_applied_from_its_r
     assert_eq!(outcome["review"]["status"], "open");
     let outcome = decide(&daemon, review_id, json!({"all": "apply"}));
     assert_eq!(outcome["review"]["status"], "closed", "{outcome}");
-    assert_eq!(std::fs::read_to_string(home.join("from-claude.txt")).unwrap(), "hi\n");
+    assert_eq!(
+        std::fs::read_to_string(home.join("from-claude.txt")).unwrap(),
+        "hi\n"
+    );
     assert_eq!(
         std::fs::read_to_string(home.join("plan.md")).unwrap(),
         "# Plan\n- one\n- two\n"
@@ -309,7 +366,11 @@ fn an_mcp_clients_writes_are_staged_with_the_client_named_and_applied_from_its_r
     assert_eq!(history["changes"].as_array().unwrap().len(), 2, "{history}");
 
     // A decided review is closed: the next write opens a new one.
-    client.call(5, "NewFile", json!({"path": "~/later.txt", "text": "later\n"}));
+    client.call(
+        5,
+        "NewFile",
+        json!({"path": "~/later.txt", "text": "later\n"}),
+    );
     let reviews = daemon.get("/v1/reviews").json();
     assert_eq!(reviews["items"].as_array().unwrap().len(), 1);
     assert_ne!(reviews["items"][0]["id"], review_id);
@@ -352,7 +413,10 @@ fn a_file_changed_while_staged_is_a_conflict_that_only_force_applies() {
 
     // Forced, it is planned again against the file as it is now.
     let outcome = decide(&daemon, review_id, json!({"all": "apply", "force": true}));
-    assert_eq!(outcome["review"]["items"][0]["decision"], "applied", "{outcome}");
+    assert_eq!(
+        outcome["review"]["items"][0]["decision"], "applied",
+        "{outcome}"
+    );
     assert_eq!(
         std::fs::read_to_string(home.join("list.txt")).unwrap(),
         "ALPHA\nbeta\ngamma\n"

@@ -218,7 +218,9 @@ impl History {
             .read(move |connection| records::change(connection, change_id))
             .await?
             .filter(|change| change.review_id == review_id)
-            .ok_or_else(|| HistoryError::NotFound(format!("no change {change_id} in review {review_id}")))
+            .ok_or_else(|| {
+                HistoryError::NotFound(format!("no change {change_id} in review {review_id}"))
+            })
     }
 
     /// Whether a path of `change` differs from its base now.
@@ -229,8 +231,7 @@ impl History {
     ) -> Result<bool, HistoryError> {
         let limit = self.limits().max_file_bytes;
         let base = change.base.clone();
-        blocking(move || Ok(base.iter().any(|base| changed(&sandbox, base, limit))))
-            .await
+        blocking(move || Ok(base.iter().any(|base| changed(&sandbox, base, limit)))).await
     }
 
     /// Marks undecided change `change_id` as being applied; false when it is decided already
@@ -320,11 +321,13 @@ fn opened_event(
     connection: &rusqlite::Connection,
     id: i64,
 ) -> Result<Option<RuntimeEvent>, StoreError> {
-    Ok(records::summary(connection, id)?.map(|summary| RuntimeEvent::ReviewOpened {
-        review_id: summary.id,
-        client: summary.client,
-        chat_id: summary.chat_id,
-        execution_id: summary.execution_id,
-        changes: summary.changes,
-    }))
+    Ok(
+        records::summary(connection, id)?.map(|summary| RuntimeEvent::ReviewOpened {
+            review_id: summary.id,
+            client: summary.client,
+            chat_id: summary.chat_id,
+            execution_id: summary.execution_id,
+            changes: summary.changes,
+        }),
+    )
 }

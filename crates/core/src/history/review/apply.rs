@@ -54,7 +54,11 @@ pub async fn decide(
         match action {
             ReviewAction::Discard => {
                 history
-                    .decide_change(review_id, change.id, (ChangeDecision::Discarded, None, None))
+                    .decide_change(
+                        review_id,
+                        change.id,
+                        (ChangeDecision::Discarded, None, None),
+                    )
                     .await?;
             }
             ReviewAction::Apply => {

@@ -219,7 +219,10 @@ fn finish_summary(
 }
 
 /// Review `id`.
-pub(super) fn summary(connection: &Connection, id: i64) -> Result<Option<ReviewSummary>, StoreError> {
+pub(super) fn summary(
+    connection: &Connection,
+    id: i64,
+) -> Result<Option<ReviewSummary>, StoreError> {
     connection
         .query_row(&format!("{SUMMARY} WHERE r.id = ?1"), [id], summary_row)
         .optional()?
@@ -293,7 +296,10 @@ fn decision_name(decision: ChangeDecision) -> &'static str {
 }
 
 /// The changes of review `review_id`, in the order they were staged.
-pub(super) fn changes(connection: &Connection, review_id: i64) -> Result<Vec<StoredStaged>, StoreError> {
+pub(super) fn changes(
+    connection: &Connection,
+    review_id: i64,
+) -> Result<Vec<StoredStaged>, StoreError> {
     let mut statement =
         connection.prepare(&format!("{CHANGE} WHERE review_id = ?1 ORDER BY id"))?;
     let rows = statement.query_map([review_id], change_row)?;
@@ -335,8 +341,10 @@ pub(super) fn decide(
 ) -> Result<(bool, Vec<RuntimeEvent>), StoreError> {
     let (decision, result, applied_call_id) = outcome;
     let from = match decision {
-        ChangeDecision::Discarded => "decision IS NULL \
-             AND EXISTS (SELECT 1 FROM reviews WHERE id = ?2 AND status = 'open')",
+        ChangeDecision::Discarded => {
+            "decision IS NULL \
+             AND EXISTS (SELECT 1 FROM reviews WHERE id = ?2 AND status = 'open')"
+        }
         _ => "decision = 'applying'",
     };
     let updated = transaction.execute(

@@ -49,7 +49,11 @@ impl RuntimeHandle {
     ) -> Result<ReviewModes, ServiceError> {
         let modes = self.file_history()?.set_review_mode(update).await?;
         // Clients that show the setting read it again; a failure to announce loses nothing.
-        if let Err(error) = self.events().publish(RuntimeEvent::SettingsChanged {}).await {
+        if let Err(error) = self
+            .events()
+            .publish(RuntimeEvent::SettingsChanged {})
+            .await
+        {
             tracing::warn!(%error, "could not announce a review-mode change");
         }
         Ok(modes)

@@ -127,7 +127,9 @@ impl Gate {
         // Review mode: a write that the policy does not refuse is staged, not asked about.
         if !matches!(decision, Decision::Deny { .. })
             && matches!(record.mode, CallMode::Attended)
-            && let Some(ended) = self.stage_if_reviewed(record, spec, &planned.plan, &ctx).await
+            && let Some(ended) = self
+                .stage_if_reviewed(record, spec, &planned.plan, &ctx)
+                .await
         {
             return ended;
         }
