@@ -64,10 +64,13 @@ export const t = strings({
 export function reviewModeSwitch(who, label, say) {
   const input = h("input", { type: "checkbox", dataset: { reviewMode: who.chatId ?? who.client ?? "" } });
   const box = h("label.check.review-mode", { title: t("review_mode_title") }, input, " ", label);
+  let touched = false;
   api("GET", "/v1/review-mode").then((/** @type {ReviewModes} */ modes) => {
-    input.checked = who.chatId ? modes.chats.includes(who.chatId) : modes.clients.includes(who.client ?? "");
+    // A click that came first wins: its PUT is what the daemon holds.
+    if (!touched) input.checked = who.chatId ? modes.chats.includes(who.chatId) : modes.clients.includes(who.client ?? "");
   }).catch((error) => say(error.message, true));
   input.addEventListener("change", async () => {
+    touched = true;
     try {
       await api("PUT", "/v1/review-mode", { ...who, on: input.checked });
     } catch (error) {
