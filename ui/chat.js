@@ -4,7 +4,9 @@
 // their approvals (Approve/Deny right there), Stop, and one box that sends a message whether
 // or not the agent is working (`POST /v1/chats/{id}/input`: a new turn, input the running
 // turn takes at its next step, or input queued for the next turn). A tool line whose call
-// changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). Renders
+// changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). In review
+// mode (a switch among the chat's options) a turn that staged writes ends with their review
+// panel (review.js) under the messages. Renders
 // into `main` and returns a function that stops its stream.
 
 import { api, follow } from "./api.js";
@@ -13,6 +15,7 @@ import { renderMarkdown } from "./markdown.js";
 import { h, preview, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { t as undoText, undoableChanges, undoButton } from "./undo.js";
+import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
 
 /** @typedef {import("./types.js").Attachment} Attachment */
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
@@ -257,6 +260,7 @@ export async function chatPage(main, [selected]) {
   const head = h("div.chat-head");
   const options = h("div.chat-options");
   const messages = h("div.messages");
+  const reviews = h("div.chat-reviews#chat-reviews");
   const input = h("textarea#chat-input", { placeholder: t("placeholder") });
   const notice = h("p.meta#chat-notice");
   // Disabled until the page has what sending needs: a click before would submit the form
@@ -302,7 +306,7 @@ export async function chatPage(main, [selected]) {
       search,
       h("label.check", {}, showArchived, " ", t("show_archived")),
       chatList),
-    h("div.chat-main", {}, head, options, messages, attachedList, form, h("div.attach-row", {}, attachPath, pathForm), notice)));
+    h("div.chat-main", {}, head, options, messages, reviews, attachedList, form, h("div.attach-row", {}, attachPath, pathForm), notice)));
 
   const say = (text, error = false) => { notice.textContent = visible(text); notice.className = error ? "error" : "meta"; };
   const attempt = async (step) => {
@@ -381,6 +385,13 @@ export async function chatPage(main, [selected]) {
   };
   renderHead();
   await chatOptions(options, chat.id, say);
+  options.append(reviewModeSwitch({ chatId: chat.id }, reviewText("review_mode"), say));
+  // The chat's open reviews (a turn in review mode that staged writes ends with one).
+  const showReviews = () => attempt(async () => {
+    const open = (await pendingReviews()).filter((review) => review.chatId === chat.id);
+    reviews.replaceChildren(...open.map((review) => reviewPanel(review)));
+  });
+  showReviews();
 
   // ----- running state: Stop, and the box that adds to a running turn -----
   const setRunning = (executionId) => {
@@ -581,6 +592,7 @@ export async function chatPage(main, [selected]) {
   // knows that id; a call that ran without asking is the one line still running (a turn's
   // calls run one after another).
   const stopHistory = onRuntimeEvent((event) => {
+    if (event?.type === "review.opened" && event.chat_id === selected) { showReviews(); return; }
     if (event?.type === "history.undone") {
       for (const call of calls.values()) if (call.undo.querySelector("button")) offerUndo(call);
       for (const [executionId, { box, holder }] of turnUndos) if (holder.querySelector("button")) offerTurnUndo(executionId, box);

@@ -10,6 +10,7 @@ import { onRuntimeEvent } from "./events.js";
 import { pendingQuestions, questionCard } from "./questions.js";
 import { language, strings } from "./i18n.js";
 import { t as undoText, undoableChanges, undoButton } from "./undo.js";
+import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
 
 const t = strings({
   en: {
@@ -137,7 +138,24 @@ const t = strings({
 async function queue(main, [focus]) {
   const list = h("div#queue-list");
   const questions = h("div#question-list");
-  main.append(h("h1", {}, t("waiting")), questions, list);
+  const reviews = h("div#review-list");
+  main.append(h("h1", {}, t("waiting")), reviews, questions, list);
+  // Reviews of staged file changes: a panel per open review; one being decided here keeps its
+  // panel (and its status line) until the review closes.
+  const renderReviews = async () => {
+    const open = await pendingReviews();
+    const ids = new Set(open.map((review) => String(review.id)));
+    for (const panel of reviews.querySelectorAll("[data-review]")) {
+      if (!ids.has(/** @type {HTMLElement} */ (panel).dataset.review ?? "")) panel.remove();
+    }
+    for (const review of open) {
+      const shown = reviews.querySelector(`[data-review="${review.id}"]`);
+      const panel = reviewPanel(review);
+      if (shown) shown.replaceWith(panel); else reviews.append(panel);
+    }
+    reviews.querySelector("h3")?.remove();
+    if (open.length) reviews.prepend(h("h3", {}, reviewText("pending_reviews")));
+  };
   const renderApprovals = async () => {
     const { items } = /** @type {ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
     list.replaceChildren();
@@ -153,10 +171,11 @@ async function queue(main, [focus]) {
       if (!questions.querySelector(`[data-option="${question.id}"]`)) questions.append(questionCard(question, question.id === focus));
     }
   };
-  await Promise.all([renderApprovals(), renderQuestions()]);
+  await Promise.all([renderApprovals(), renderQuestions(), renderReviews()]);
   main.querySelector(".focus")?.scrollIntoView({ block: "center" });
   return onRuntimeEvent((event) => {
     if (event?.type?.startsWith("approval.")) renderApprovals();
+    if (event?.type === "review.opened" || event?.type === "review.closed") renderReviews();
     if (event?.type?.startsWith("option.")) renderQuestions();
   });
 }
@@ -388,19 +407,20 @@ async function clients(main) {
     h("p", {}, t("clients_intro"),
       h("code", {}, "souz mcp-config claude-code"), t("clients_claude")),
     form, shown,
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("name")), h("th", {}, t("id")), h("th", {}, t("created")), h("th"))), body));
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("name")), h("th", {}, t("id")), h("th", {}, t("created")), h("th", { title: reviewText("review_mode_title") }, reviewText("review_mode_client")), h("th"))), body));
   const render = async () => {
     const { items } = /** @type {ClientList} */ (await api("GET", "/v1/clients"));
     body.replaceChildren(...items.map((client) => h("tr", {},
       h("td", {}, client.name),
       h("td", {}, h("code", {}, client.id.slice(0, 8))),
       h("td", {}, time(client.created_at)),
+      h("td", {}, reviewModeSwitch({ client: client.name }, reviewText("review_mode_client"), (text) => { shown.className = "error"; shown.replaceChildren(visible(text)); })),
       h("td", {}, h("button", { onclick: () => attempt(async () => {
         await api("DELETE", `/v1/clients/${client.id}`);
         shown.replaceChildren();
         await render();
       }) }, t("revoke"))))));
-    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 4 }, t("no_clients"))));
+    if (!items.length) body.append(h("tr", {}, h("td.empty", { colSpan: 5 }, t("no_clients"))));
   };
   // A failure shows its message (escaped like every text from the daemon), never silently.
   const attempt = async (step) => {

@@ -160,6 +160,11 @@
  */
 
 /**
+ * What became of one staged change.
+ * @typedef {"applying" | "applied" | "discarded" | "failed"} ChangeDecision
+ */
+
+/**
  * Where a change stands.
  * @typedef {"pending" | "done" | "undone"} ChangeStatus
  */
@@ -1480,6 +1485,104 @@
  */
 
 /**
+ * `GET /v1/reviews/{id}`: a review with its combined diff, change by change.
+ * @typedef {{
+ *   changes: number;
+ *   chatId?: string | null;
+ *   client: string;
+ *   createdAt: string;
+ *   executionId?: string | null;
+ *   id: number;
+ *   items: Array<StagedChange>;
+ *   status: ReviewStatus;
+ *   undecided: number;
+ * }} Review
+ */
+
+/**
+ * What to do with a staged change.
+ * @typedef {"apply" | "discard"} ReviewAction
+ */
+
+/**
+ * One decision.
+ * @typedef {{
+ *   action: ReviewAction;
+ *   changeId: number;
+ * }} ReviewDecision
+ */
+
+/**
+ * `POST /v1/reviews/{id}/decisions`: decisions on some changes, or `all` on every undecided
+ * one. Changes are applied in the order they were staged.
+ * @typedef {{
+ *   all?: ReviewAction | null;
+ *   decisions?: Array<ReviewDecision>;
+ *   force?: boolean;
+ * }} ReviewDecisions
+ */
+
+/**
+ * `GET /v1/reviews`: the open reviews, oldest first.
+ * @typedef {{
+ *   items: Array<ReviewSummary>;
+ * }} ReviewList
+ */
+
+/**
+ * `PUT /v1/review-mode`: review mode on or off for one chat or one client (exactly one).
+ * @typedef {{
+ *   chatId?: string | null;
+ *   client?: string | null;
+ *   on: boolean;
+ * }} ReviewModeUpdate
+ */
+
+/**
+ * Who is in review mode: `GET /v1/review-mode`.
+ * @typedef {{
+ *   chats: Array<string>;
+ *   clients: Array<string>;
+ * }} ReviewModes
+ */
+
+/**
+ * The answer to decisions: the review as it is now, and the changes left undecided because
+ * their paths changed since they were staged.
+ * @typedef {{
+ *   conflicts: Array<number>;
+ *   review: Review;
+ * }} ReviewOutcome
+ */
+
+/**
+ * Where a review stands.
+ * @typedef {"collecting" | "open" | "closed"} ReviewStatus
+ */
+
+/**
+ * A review in a list.
+ * @typedef {{
+ *   changes: number;
+ *   chatId?: string | null;
+ *   client: string;
+ *   createdAt: string;
+ *   executionId?: string | null;
+ *   id: number;
+ *   status: ReviewStatus;
+ *   undecided: number;
+ * }} ReviewSummary
+ */
+
+/**
+ * When a review was opened or is held: the wire summary of staging, for events.
+ * @typedef {{
+ *   changeId: number;
+ *   decision: ChangeDecision;
+ * }} ReviewedChange
+ */
+
+/**
  * How dangerous a tool is; the approval policy has a default per class.
  * @typedef {"read_only" | "write" | "delete" | "network" | "exec"} Risk
  */
@@ -1637,6 +1740,20 @@
  *   forced: boolean;
  *   type: "history.undone";
  *   undone: Array<UndoneChange>;
+ * } | ({
+ *   changes: number;
+ *   chat_id?: string | null;
+ *   client: string;
+ *   execution_id?: string | null;
+ *   review_id: number;
+ *   type: "review.opened";
+ * }) | {
+ *   change: ReviewedChange;
+ *   review_id: number;
+ *   type: "review.decided";
+ * } | {
+ *   review_id: number;
+ *   type: "review.closed";
  * }} RuntimeEvent
  */
 
@@ -1931,6 +2048,32 @@
  *   hash?: string | null;
  *   id?: string | null;
  * }} SkillValidation
+ */
+
+/**
+ * One staged change: a file tool's call, not run yet.
+ * @typedef {{
+ *   appliedCallId?: string | null;
+ *   callId: string;
+ *   conflict: boolean;
+ *   decision?: ChangeDecision | null;
+ *   diff?: string | null;
+ *   id: number;
+ *   paths: Array<StagedPath>;
+ *   requester: Requester;
+ *   result?: string | null;
+ *   summary: string;
+ *   tool: string;
+ * }} StagedChange
+ */
+
+/**
+ * One path a staged change writes, with what it held when the change was staged.
+ * @typedef {{
+ *   base: PathSnapshot;
+ *   changed: boolean;
+ *   path: string;
+ * }} StagedPath
  */
 
 /**

@@ -25,6 +25,7 @@ mod planting;
 mod privileges;
 mod questions;
 mod restart;
+mod reviews;
 mod sandbox;
 mod schedules;
 mod shared_temporary;

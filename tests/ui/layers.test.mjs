@@ -23,8 +23,8 @@ export const LAYERS = [
   // text (`h`, `visible`); the runtime event listeners that app.js feeds.
   ["api.js", "dom.js", "events.js"],
   // Pieces pages share: Markdown into DOM nodes, the agents' questions; the Telegram card of
-  // Settings; undo of file changes.
-  ["markdown.js", "questions.js", "telegram.js", "undo.js"],
+  // Settings; undo of file changes; review mode (its switch and the review panel).
+  ["markdown.js", "questions.js", "review.js", "telegram.js", "undo.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
   // schedule form, which the Schedules page opens.
   ["schedule-form.js", "settings.js"],

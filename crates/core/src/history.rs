@@ -36,6 +36,7 @@ pub(crate) mod blobs;
 pub(crate) mod checkpoint;
 pub mod reconcile;
 pub(crate) mod records;
+pub mod review;
 pub(crate) mod snapshot;
 pub mod undo;
 

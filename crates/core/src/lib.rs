@@ -73,7 +73,8 @@ pub const LAYERS: &[&[&str]] = &[
     // The tool trait, the catalog, the gate, built-in tools.
     &["tools"],
     // Undo of recorded changes (it writes and trashes with the file tools' helpers).
-    &["history::undo", "history::tests"],
+    // Applying reviewed changes (it makes staged calls again through the gate).
+    &["history::undo", "history::tests", "history::review::apply"],
     // File-backed skills: bundles, validation, the registry.
     &["skills"],
     &["llm"],

@@ -316,6 +316,37 @@ pub enum RuntimeEvent {
         /// Whether it restored anyway where a file had changed since Souz wrote it.
         forced: bool,
     },
+    /// A review of staged file changes waits for the person: a chat turn in review mode ended
+    /// with staged writes, or an MCP client in review mode staged its first write of a review.
+    #[serde(rename = "review.opened")]
+    ReviewOpened {
+        /// The review's id (`GET /v1/reviews/{id}`).
+        review_id: i64,
+        /// The client whose writes it holds (`souz` for a chat's agent).
+        client: String,
+        /// The chat, for a chat turn's review.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat_id: Option<String>,
+        /// The chat turn (execution), for a chat turn's review.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+        /// How many changes it holds now.
+        changes: usize,
+    },
+    /// A staged change was decided: applied, discarded, or failed to apply.
+    #[serde(rename = "review.decided")]
+    ReviewDecided {
+        /// The review.
+        review_id: i64,
+        /// The change and what became of it.
+        change: crate::review::ReviewedChange,
+    },
+    /// Every change of a review is decided.
+    #[serde(rename = "review.closed")]
+    ReviewClosed {
+        /// The review.
+        review_id: i64,
+    },
 }
 
 impl RuntimeEvent {
@@ -352,6 +383,9 @@ impl RuntimeEvent {
             Self::ScheduleRunEnded { .. } => "schedule.run.ended",
             Self::HistoryChangeRecorded { .. } => "history.change.recorded",
             Self::HistoryUndone { .. } => "history.undone",
+            Self::ReviewOpened { .. } => "review.opened",
+            Self::ReviewDecided { .. } => "review.decided",
+            Self::ReviewClosed { .. } => "review.closed",
         }
     }
 }
@@ -455,6 +489,21 @@ mod tests {
                 }],
                 forced: false,
             },
+            RuntimeEvent::ReviewOpened {
+                review_id: 1,
+                client: "souz".into(),
+                chat_id: Some("c".into()),
+                execution_id: Some("e".into()),
+                changes: 3,
+            },
+            RuntimeEvent::ReviewDecided {
+                review_id: 1,
+                change: crate::review::ReviewedChange {
+                    change_id: 2,
+                    decision: crate::review::ChangeDecision::Applied,
+                },
+            },
+            RuntimeEvent::ReviewClosed { review_id: 1 },
         ];
         for event in events {
             let json = serde_json::to_value(&event).unwrap();

@@ -21,6 +21,7 @@ pub mod llm;
 pub mod local_models;
 pub mod mcp;
 pub mod memory;
+pub mod review;
 pub mod schedules;
 pub mod setup;
 pub mod skills;

@@ -485,9 +485,14 @@ impl Ending<'_> {
                 usage,
             } => self.parked(approval_id, tool_call_id, usage)?,
         };
-        let Some((bodies, runtime)) = ended else {
+        let Some((bodies, mut runtime)) = ended else {
             return Ok((None, Vec::new(), Vec::new()));
         };
+        // The writes this turn staged in review mode now wait for the person, as one review.
+        runtime.extend(crate::history::review::open_turn_review(
+            self.tx,
+            self.execution_id,
+        )?);
         let execution = records::load_execution(self.tx, self.chat_id, self.execution_id)?
             .map(|row| row.execution);
         let events = bodies

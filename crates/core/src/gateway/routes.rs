@@ -14,6 +14,7 @@ pub(crate) mod mcp_servers;
 pub(crate) mod memory;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod reviews;
 pub(crate) mod schedules;
 pub(crate) mod service_keys;
 pub(crate) mod setup;
@@ -40,6 +41,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(mcp_servers::routes())
         .merge(audit::routes())
         .merge(history::routes())
+        .merge(reviews::routes())
         .merge(memory::routes())
         .merge(local_models::routes())
         .merge(chats::routes())

@@ -788,6 +788,49 @@ pub const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (chat_id, request_id)
               ) STRICT;",
     },
+    Migration {
+        // Review mode (issue 45): who is in it (a chat, or a client by the name its credential
+        // gives), the reviews of staged file writes (a chat turn's, or a client's), and each
+        // staged call with what its paths held when it was staged (JSON `base`).
+        name: "file_reviews",
+        sql: "CREATE TABLE review_modes (
+                  scope      TEXT NOT NULL CHECK (scope IN ('chat', 'client')),
+                  key        TEXT NOT NULL,
+                  created_at TEXT NOT NULL,
+                  PRIMARY KEY (scope, key)
+              ) STRICT;
+              CREATE TABLE reviews (
+                  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+                  client       TEXT NOT NULL,
+                  chat_id      TEXT,
+                  execution_id TEXT,
+                  status       TEXT NOT NULL CHECK (status IN ('collecting', 'open', 'closed')),
+                  created_at   TEXT NOT NULL,
+                  opened_at    TEXT,
+                  closed_at    TEXT
+              ) STRICT;
+              CREATE INDEX reviews_unclosed ON reviews (status) WHERE status != 'closed';
+              CREATE INDEX reviews_by_execution ON reviews (execution_id)
+                  WHERE execution_id IS NOT NULL;
+              CREATE TABLE review_changes (
+                  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+                  review_id       INTEGER NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
+                  call_id         TEXT NOT NULL,
+                  tool            TEXT NOT NULL,
+                  requester       TEXT NOT NULL,
+                  arguments       TEXT NOT NULL,
+                  summary         TEXT NOT NULL,
+                  diff            TEXT,
+                  base            TEXT NOT NULL,
+                  decision        TEXT CHECK (decision IN ('applying', 'applied', 'discarded',
+                                                          'failed')),
+                  result          TEXT,
+                  applied_call_id TEXT,
+                  created_at      TEXT NOT NULL,
+                  decided_at      TEXT
+              ) STRICT;
+              CREATE INDEX review_changes_by_review ON review_changes (review_id);",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -668,6 +668,7 @@ mod history;
 mod parking;
 mod record;
 mod recorder;
+mod staging;
 #[cfg(test)]
 mod tests;
 mod workspace;

@@ -57,6 +57,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/undo.js"),
     ),
     (
+        "review.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/review.js"),
+    ),
+    (
         "i18n.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/i18n.js"),

@@ -1,8 +1,11 @@
 //! The history of file changes for the adapters: the list of recorded changes and undo (see
 //! [`crate::history`]). Operator only: what is restored is the person's files.
 
-use souz_protocol::Requester;
 use souz_protocol::history::{HistoryList, UndoReport, UndoRequest};
+use souz_protocol::review::{
+    Review, ReviewDecisions, ReviewList, ReviewModeUpdate, ReviewModes, ReviewOutcome,
+};
+use souz_protocol::{Requester, RuntimeEvent};
 
 use super::ServiceError;
 use crate::history::HistoryError;
@@ -32,6 +35,51 @@ impl RuntimeHandle {
             requester,
         };
         Ok(history.undo(self.gate().sandbox(), order).await?)
+    }
+
+    /// Who is in review mode.
+    pub async fn review_modes(&self) -> Result<ReviewModes, ServiceError> {
+        Ok(self.file_history()?.review_modes().await?)
+    }
+
+    /// Turns review mode on or off for a chat or a client.
+    pub async fn set_review_mode(
+        &self,
+        update: ReviewModeUpdate,
+    ) -> Result<ReviewModes, ServiceError> {
+        let modes = self.file_history()?.set_review_mode(update).await?;
+        // Clients that show the setting read it again; a failure to announce loses nothing.
+        if let Err(error) = self
+            .events()
+            .publish(RuntimeEvent::SettingsChanged {})
+            .await
+        {
+            tracing::warn!(%error, "could not announce a review-mode change");
+        }
+        Ok(modes)
+    }
+
+    /// The open reviews of staged file changes.
+    pub async fn reviews(&self) -> Result<ReviewList, ServiceError> {
+        Ok(self.file_history()?.reviews().await?)
+    }
+
+    /// Review `id`, each change compared with the disk now.
+    pub async fn review(&self, id: i64) -> Result<Review, ServiceError> {
+        Ok(self
+            .file_history()?
+            .review(id, self.gate().sandbox())
+            .await?)
+    }
+
+    /// The person's decisions on review `id`.
+    pub async fn decide_review(
+        &self,
+        id: i64,
+        decisions: ReviewDecisions,
+    ) -> Result<ReviewOutcome, ServiceError> {
+        let history = self.file_history()?;
+        Ok(crate::history::review::apply::decide(history, self.gate(), id, decisions).await?)
     }
 
     fn file_history(&self) -> Result<&crate::history::History, ServiceError> {

@@ -23,7 +23,7 @@ use crate::tools::{DynTool, PlannedCall, ProgressSink, ToolContext, ToolError, T
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// How a call ended: its final status and result.
-type Ended = (ToolCallStatus, ToolResult);
+pub(super) type Ended = (ToolCallStatus, ToolResult);
 
 /// What a call carries while a person is asked about it.
 struct Asking<'a> {
@@ -79,34 +79,24 @@ impl Gate {
         };
         record.summary = Some(self.noted_summary(&mut planned.plan, &ctx.sandbox));
 
-        if let CallMode::Approved { approval_id } = record.mode.clone() {
-            // A parked call a person approved: it runs under that approval, or not at all.
-            if let Err(message) = self
-                .admit_approved(record, &approval_id, &planned.plan)
-                .await
-            {
+        if let Some(admitted) = self.admit_again(record, spec, &planned.plan).await {
+            if let Err(message) = admitted {
                 return failure(message);
             }
             return self
                 .run_planned(record, (planned, ctx), cancel, state)
                 .await;
         }
-        let facts = CallFacts {
-            tool: spec.name,
-            known: true,
-            risk: spec.risk,
-            requester: &record.request.requester,
-            targets: &planned.plan.targets,
-        };
-        let decision = match &record.mode {
-            CallMode::Unattended(unattended) => {
-                let envelope = unattended.grants(&record.request.requester);
-                self.inner.approvals.decide_call_with(&facts, &envelope)
-            }
-            CallMode::Attended | CallMode::Approved { .. } => {
-                self.inner.approvals.decide_call(&facts)
-            }
-        };
+        let decision = self.policy_decision(record, spec, &planned.plan);
+        // Review mode: a write that the policy does not refuse is staged, not asked about.
+        if !matches!(decision, Decision::Deny { .. })
+            && matches!(record.mode, CallMode::Attended)
+            && let Some(ended) = self
+                .stage_if_reviewed(record, spec, &planned.plan, &ctx)
+                .await
+        {
+            return ended;
+        }
         let mut held = Held {
             planned: Some(planned),
             fingerprint: None,
@@ -153,6 +143,56 @@ impl Gate {
         };
         self.run_planned(record, (planned, ctx), cancel, state)
             .await
+    }
+
+    /// A call made again under a person's decision — a parked call they approved, a staged
+    /// call they applied from its review — runs under that decision or not at all: `Some`
+    /// says which. `None` for any other call.
+    async fn admit_again(
+        &self,
+        record: &mut Record,
+        spec: &ToolSpec,
+        plan: &crate::tools::Plan,
+    ) -> Option<Result<(), String>> {
+        Some(match record.mode.clone() {
+            CallMode::Approved { approval_id } => {
+                self.admit_approved(record, &approval_id, plan).await
+            }
+            CallMode::Reviewed {
+                review_id,
+                change_id,
+                force,
+            } => {
+                self.admit_reviewed(record, (review_id, change_id, force), spec, plan)
+                    .await
+            }
+            CallMode::Attended | CallMode::Unattended(_) => return None,
+        })
+    }
+
+    /// The policy's decision on a planned call (an unattended run's envelope counts as grants).
+    fn policy_decision(
+        &self,
+        record: &Record,
+        spec: &ToolSpec,
+        plan: &crate::tools::Plan,
+    ) -> Decision {
+        let facts = CallFacts {
+            tool: spec.name,
+            known: true,
+            risk: spec.risk,
+            requester: &record.request.requester,
+            targets: &plan.targets,
+        };
+        match &record.mode {
+            CallMode::Unattended(unattended) => {
+                let envelope = unattended.grants(&record.request.requester);
+                self.inner.approvals.decide_call_with(&facts, &envelope)
+            }
+            CallMode::Attended | CallMode::Approved { .. } | CallMode::Reviewed { .. } => {
+                self.inner.approvals.decide_call(&facts)
+            }
+        }
     }
 
     /// Runs an allowed (or approved) call, planned, in its context.
@@ -292,7 +332,9 @@ impl Gate {
                     suggested,
                     parked: match &record.mode {
                         CallMode::Unattended(unattended) => Some(unattended.run.clone()),
-                        CallMode::Attended | CallMode::Approved { .. } => None,
+                        CallMode::Attended
+                        | CallMode::Approved { .. }
+                        | CallMode::Reviewed { .. } => None,
                     },
                 },
                 record.store_as(ToolCallStatus::WaitingApproval),
@@ -471,7 +513,7 @@ pub(super) fn unwound<T>(
     })
 }
 
-fn failure(text: String) -> (ToolCallStatus, ToolResult) {
+pub(super) fn failure(text: String) -> (ToolCallStatus, ToolResult) {
     (
         ToolCallStatus::Failed,
         ToolResult {

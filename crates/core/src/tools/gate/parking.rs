@@ -119,6 +119,16 @@ pub enum CallMode {
         /// The parked approval.
         approval_id: String,
     },
+    /// A staged call the person applied from its review, made again to run (see
+    /// [`crate::history::review`]).
+    Reviewed {
+        /// The review.
+        review_id: i64,
+        /// The staged change.
+        change_id: i64,
+        /// Applied although its paths changed since it was staged.
+        force: bool,
+    },
 }
 
 /// What a parked call answers: nothing ran, the run waits.

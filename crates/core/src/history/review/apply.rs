@@ -1,0 +1,110 @@
+//! The person's decisions on a review: discard drops a staged change; apply makes its call
+//! again through the gate in [`CallMode::Reviewed`] (planned again, checkpointed in the
+//! history, so it can be undone), in the order the changes were staged. A change whose paths
+//! changed on disk since it was staged is left undecided unless forced.
+
+use std::collections::BTreeMap;
+
+use souz_protocol::ToolCallStatus;
+use souz_protocol::review::{ChangeDecision, ReviewAction, ReviewDecisions, ReviewOutcome};
+
+use crate::history::{History, HistoryError};
+use crate::tools::gate::{CallMode, CallRequest, Gate};
+
+/// Applies `request`'s decisions to review `review_id`.
+pub async fn decide(
+    history: &History,
+    gate: &Gate,
+    review_id: i64,
+    request: ReviewDecisions,
+) -> Result<ReviewOutcome, HistoryError> {
+    let sandbox = gate.sandbox();
+    let review = history.review(review_id, sandbox.clone()).await?;
+    if review.summary.status != souz_protocol::review::ReviewStatus::Open {
+        return Err(HistoryError::Invalid(format!(
+            "review {review_id} is not open"
+        )));
+    }
+    let mut wanted: BTreeMap<i64, ReviewAction> = BTreeMap::new();
+    for decision in &request.decisions {
+        let Some(change) = review.items.iter().find(|c| c.id == decision.change_id) else {
+            return Err(HistoryError::NotFound(format!(
+                "no change {} in review {review_id}",
+                decision.change_id
+            )));
+        };
+        if change.decision.is_some() {
+            return Err(HistoryError::Invalid(format!(
+                "change {} is decided already",
+                change.id
+            )));
+        }
+        wanted.insert(decision.change_id, decision.action);
+    }
+    if let Some(all) = request.all {
+        for change in review.items.iter().filter(|c| c.decision.is_none()) {
+            wanted.entry(change.id).or_insert(all);
+        }
+    }
+    let mut conflicts = Vec::new();
+    for change in &review.items {
+        let Some(action) = wanted.get(&change.id) else {
+            continue;
+        };
+        match action {
+            ReviewAction::Discard => {
+                history
+                    .decide_change(
+                        review_id,
+                        change.id,
+                        (ChangeDecision::Discarded, None, None),
+                    )
+                    .await?;
+            }
+            ReviewAction::Apply => {
+                let staged = history.staged(review_id, change.id).await?;
+                // Looked at again now: an earlier change of this review may have written it.
+                if !request.force && history.conflicted(sandbox.clone(), &staged).await? {
+                    conflicts.push(change.id);
+                    continue;
+                }
+                if !history.claim(review_id, change.id).await? {
+                    continue;
+                }
+                let call = CallRequest {
+                    tool: staged.tool.clone(),
+                    arguments: staged.arguments.clone(),
+                    requester: staged.requester.clone(),
+                };
+                let mode = CallMode::Reviewed {
+                    review_id,
+                    change_id: change.id,
+                    force: request.force,
+                };
+                let outcome = match gate.start_as(call, None, mode).await {
+                    Ok(mut handle) => {
+                        let call_id = handle.call_id.clone();
+                        let state = handle.finished().await;
+                        let text = state.result.map(|result| result.text);
+                        let decision = if state.status == ToolCallStatus::Succeeded {
+                            ChangeDecision::Applied
+                        } else {
+                            ChangeDecision::Failed
+                        };
+                        (decision, text, Some(call_id))
+                    }
+                    Err(error) => (
+                        ChangeDecision::Failed,
+                        Some(format!("Souz could not start the call: {error}")),
+                        None,
+                    ),
+                };
+                history.decide_change(review_id, change.id, outcome).await?;
+            }
+        }
+    }
+    Ok(ReviewOutcome {
+        review: history.review(review_id, sandbox).await?,
+        conflicts,
+    })
+}
