@@ -195,6 +195,12 @@ fn an_unknown_client_type_and_frames_before_any_kind_close_with_1008() {
     assert_eq!(ack["requestId"], "r-1");
     let other = submit("00000000-0000-0000-0000-000000000000", "r-2", None, "Hello");
     assert_eq!(ask(&mut socket, &other)["error"]["code"], "invalid_request");
+    // A frame fifty times the socket's read buffer arrives whole and is answered.
+    let mut large = submit(&chat, "r-3", None, "Hello");
+    large["padding"] = json!("x".repeat(200 << 10));
+    let ack = ask(&mut socket, &large);
+    assert_eq!(ack["error"]["code"], "invalid_request", "{ack}");
+    assert_eq!(ack["requestId"], "r-3");
 }
 
 #[test]

@@ -23,16 +23,24 @@ const CLOSE_INTERNAL: u16 = 1011;
 /// How long to wait for the client's close frame.
 const CLOSE_HANDSHAKE: Duration = Duration::from_secs(2);
 
+/// Bytes a socket reads at a time. Clients send small frames (a device's submit, a close), and
+/// tungstenite allocates (and zero-fills) this buffer for every socket as it opens: its default
+/// of 128 KiB made each idle socket cost about 158 KiB; a larger frame still arrives whole
+/// (the buffer grows for it and is read in several reads).
+const READ_BUFFER: usize = 4 << 10;
+
 /// The upgrade, or a 400 `invalid_request` that says why the request is not one.
 pub(super) fn upgrade(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<WebSocketUpgrade, ApiError> {
-    upgrade.map_err(|rejection| {
-        ApiError::invalid(format!(
-            "WebSocket upgrade required: {}",
-            rejection.body_text()
-        ))
-    })
+    upgrade
+        .map(|upgrade| upgrade.read_buffer_size(READ_BUFFER))
+        .map_err(|rejection| {
+            ApiError::invalid(format!(
+                "WebSocket upgrade required: {}",
+                rejection.body_text()
+            ))
+        })
 }
 
 /// Whether what the client sent means it is gone: a close frame, an error or the end of the
