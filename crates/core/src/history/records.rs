@@ -305,8 +305,12 @@ pub(crate) fn mark_undone(
     Ok(())
 }
 
-/// The chat's execution that runs now (the turn a change of the chat belongs to).
-fn running_execution(connection: &Connection, chat_id: &str) -> Result<Option<String>, StoreError> {
+/// The chat's execution that runs now (the turn a change or a staged write of the chat belongs
+/// to).
+pub(crate) fn running_execution(
+    connection: &Connection,
+    chat_id: &str,
+) -> Result<Option<String>, StoreError> {
     Ok(connection
         .query_row(
             "SELECT id FROM executions WHERE chat_id = ?1 \

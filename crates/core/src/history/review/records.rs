@@ -9,6 +9,7 @@ use souz_protocol::review::{
 };
 
 use super::{Base, Staged, Staging, StoredStaged, opened_event};
+use crate::history::records::running_execution;
 use crate::store::StoreError;
 use crate::store::codec::{from_json, from_time, now, to_json, to_time};
 
@@ -62,20 +63,6 @@ pub(super) fn set_mode(
         )?;
     }
     Ok(())
-}
-
-/// The running turn of chat `chat_id`, if one is.
-fn running_execution(connection: &Connection, chat_id: &str) -> Result<Option<String>, StoreError> {
-    Ok(connection
-        .query_row(
-            "SELECT id FROM executions WHERE chat_id = ?1 \
-                 AND status IN ('queued', 'running', 'waiting_option', 'waiting_approval', \
-                                'cancelling') \
-             ORDER BY created_at DESC LIMIT 1",
-            [chat_id],
-            |row| row.get(0),
-        )
-        .optional()?)
 }
 
 /// Adds `staging` (with its paths' `base`) to its review, making the review if need be.
