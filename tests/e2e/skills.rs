@@ -75,6 +75,23 @@ fn install_list_show_disable_remove_through_the_cli() {
     assert_eq!(detail["permissions"]["write"], json!(["~/notes"]));
     assert_eq!(detail["permissions"]["time_limit_seconds"], 20);
     assert_eq!(detail["validation"]["approved"], true);
+    let (ok, text) = cli(&daemon, &["show", "notes"]);
+    assert!(ok, "{text}");
+    for label in ["notes (installed)", "enabled: yes", "validation: approved", "files: "] {
+        assert!(text.contains(label), "{label} in {text}");
+    }
+    // In the interface language chosen in Souz, the labels are Russian (ids and paths stay).
+    let patched = daemon.patch("/v1/me/settings", &json!({"interfaceLanguage": "ru"}));
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let (ok, text) = cli(&daemon, &["show", "notes"]);
+    assert!(ok, "{text}");
+    for label in ["notes (установлен)", "включён: да", "проверка: одобрен", "файлы: "] {
+        assert!(text.contains(label), "{label} in {text}");
+    }
+    let (ok, text) = cli(&daemon, &["list"]);
+    assert!(ok && text.contains("включён"), "{text}");
+    let patched = daemon.patch("/v1/me/settings", &json!({"interfaceLanguage": "en"}));
+    assert_eq!(patched.status, 200, "{}", patched.body);
 
     let (ok, text) = cli(&daemon, &["disable", "notes"]);
     assert!(ok, "{text}");

@@ -267,7 +267,10 @@ async fn manage(command: KeysCommand) -> Result<()> {
 /// A provider's key from standard input (see [`read_secret`]).
 fn read_key(provider: &str) -> Result<String> {
     read_secret(
-        &format!("{provider} API key"),
+        &crate::texts::fill(
+            crate::texts::tr("{provider} API key", "API-ключ {provider}"),
+            &[("provider", &provider)],
+        ),
         &format!("souz keys set {provider} < key.txt"),
     )
 }
@@ -277,8 +280,14 @@ fn read_key(provider: &str) -> Result<String> {
 /// shows how to pipe it in.
 pub(crate) fn read_secret(what: &str, usage: &str) -> Result<String> {
     let key = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("{what} (not echoed): "))
-            .context("cannot read the key from the terminal")?
+        rpassword::prompt_password(format!(
+            "{what} {}: ",
+            crate::texts::tr("(not echoed)", "(не отображается)")
+        ))
+        .context(crate::texts::tr(
+            "cannot read the key from the terminal",
+            "не удалось прочитать ключ из терминала",
+        ))?
     } else {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -292,7 +301,17 @@ pub(crate) fn read_secret(what: &str, usage: &str) -> Result<String> {
     };
     let key = key.trim();
     if key.is_empty() {
-        bail!("no key on standard input: pipe it in (`{usage}`) or type it at the prompt");
+        bail!(
+            "{}",
+            crate::texts::fill(
+                crate::texts::tr(
+                    "no key on standard input: pipe it in (`{usage}`) or type it at the prompt",
+                    "ключ не получен: передайте его на стандартный ввод (`{usage}`) или введите \
+                     в ответ на запрос",
+                ),
+                &[("usage", &usage)],
+            )
+        );
     }
     Ok(key.to_owned())
 }

@@ -257,19 +257,40 @@ async fn change(client: &crate::client::DaemonClient, command: ServersCommand) -
 }
 
 async fn token(command: TokenCommand) -> Result<std::process::ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command {
         TokenCommand::Set { name } => {
             let token = crate::keys_command::read_secret(
-                &format!("{name} bearer token"),
+                &crate::texts::fill(
+                    crate::texts::tr("{name} bearer token", "bearer-токен {name}"),
+                    &[("name", &name)],
+                ),
                 &format!("souz mcp token set {name} < token.txt"),
             )?;
             client.set_mcp_token(&name, &token).await?;
-            say!("Stored the bearer token of `{name}` (encrypted); it connects with it now.");
+            say!(
+                "{}",
+                crate::texts::fill(
+                    crate::texts::tr(
+                        "Stored the bearer token of `{name}` (encrypted); it connects with it now.",
+                        "Токен `{name}` сохранён (зашифрован); сервер подключается с ним.",
+                    ),
+                    &[("name", &name)],
+                )
+            );
         }
         TokenCommand::Rm { name } => {
             client.delete_mcp_token(&name).await?;
-            say!("Deleted the stored bearer token of `{name}` (if there was one).");
+            say!(
+                "{}",
+                crate::texts::fill(
+                    crate::texts::tr(
+                        "Deleted the stored bearer token of `{name}` (if there was one).",
+                        "Сохранённый токен `{name}` удалён (если он был).",
+                    ),
+                    &[("name", &name)],
+                )
+            );
         }
     }
     Ok(std::process::ExitCode::SUCCESS)

@@ -75,8 +75,8 @@ fn absolute(path: &str) -> Result<String> {
 
 fn source(source: SkillSource) -> &'static str {
     match source {
-        SkillSource::Installed => "installed",
-        SkillSource::Project => "project",
+        SkillSource::Installed => tr("installed", "установлен"),
+        SkillSource::Project => tr("project", "проект"),
         SkillSource::UserAgents => "~/.agents",
         SkillSource::UserClaude => "~/.claude",
     }
@@ -173,9 +173,9 @@ fn print_validation(validation: &souz_protocol::SkillValidation, path: &str) {
 fn print_findings(findings: &[SkillFinding]) {
     for finding in findings {
         let severity = match finding.severity {
-            FindingSeverity::Info => "info",
-            FindingSeverity::Warning => "warning",
-            FindingSeverity::Error => "error",
+            FindingSeverity::Info => tr("info", "инфо"),
+            FindingSeverity::Warning => tr("warning", "важно"),
+            FindingSeverity::Error => tr("error", "ошибка"),
         };
         say!("  {severity:<7} {:<32} {}", finding.code, finding.message);
     }
@@ -201,9 +201,9 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
             }
             for skill in &list.items {
                 let state = match (&skill.error, skill.enabled) {
-                    (Some(_), _) => "invalid",
-                    (None, true) => "enabled",
-                    (None, false) => "disabled",
+                    (Some(_), _) => tr("invalid", "с ошибкой"),
+                    (None, true) => tr("enabled", "включён"),
+                    (None, false) => tr("disabled", "выключен"),
                 };
                 say!(
                     "{:<32} {:<10} {:<9} {}",
@@ -222,19 +222,24 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
             }
             say!("{} ({})", detail.summary.id, source(detail.summary.source));
             say!("{}", detail.summary.description);
-            say!("folder: {}", detail.summary.path);
-            say!("hash:   {}", detail.summary.hash);
-            say!("enabled: {}", detail.summary.enabled);
+            let enabled = if detail.summary.enabled {
+                tr("yes", "да")
+            } else {
+                tr("no", "нет")
+            };
+            say!("{} {}", tr("folder:", "папка: "), detail.summary.path);
+            say!("{} {}", tr("hash:  ", "хеш:   "), detail.summary.hash);
+            say!("{} {enabled}", tr("enabled:", "включён:"));
             for (key, value) in &detail.metadata {
                 say!("{key}: {value}");
             }
-            say!("files: {}", detail.files.join(", "));
+            say!("{} {}", tr("files:", "файлы:"), detail.files.join(", "));
             let verdict = if detail.validation.approved {
-                "approved"
+                tr("approved", "одобрен")
             } else {
-                "rejected"
+                tr("rejected", "отклонён")
             };
-            say!("validation: {verdict}");
+            say!("{} {verdict}", tr("validation:", "проверка:"));
             print_findings(&detail.validation.findings);
         }
         SkillsCommand::Install {
