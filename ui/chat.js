@@ -541,12 +541,16 @@ export async function chatPage(main, [selected]) {
       case "tool.call.finished": {
         const call = callLine(payload.toolCallId, payload.name);
         showCall(call, "finished", `✓ ${call.label} (${payload.durationMs ?? "?"} ms) ${preview(payload.resultPreview)}`);
+        knowGateCall(call, payload.callId);
         offerUndo(call);
         break;
       }
       case "tool.call.failed": {
+        // A call that failed may still have changed files (a command that wrote, then failed).
         const call = callLine(payload.toolCallId, payload.name);
         showCall(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
+        knowGateCall(call, payload.callId);
+        offerUndo(call);
         break;
       }
       case "approval.requested": applyApproval(payload.approvalId, payload.toolCallId || payload.approvalId, payload.name, payload.summary || "", payload.callId); break;
@@ -574,6 +578,14 @@ export async function chatPage(main, [selected]) {
         break;
     }
   };
+  /** The gate's id for a line's call, as its end names it (exact: a guess made from the history
+   *  event while it ran gives way, and an Undo offered for the guess goes with it).
+   *  @param {{undo: HTMLElement, callId?: string}} call @param {string | undefined} callId */
+  const knowGateCall = (call, callId) => {
+    if (!callId || call.callId === callId) return;
+    if (call.callId) call.undo.replaceChildren();
+    call.callId = callId;
+  };
   /** Undo on a tool line whose call has changes that can still be undone (none: no button).
    *  @param {{undo: HTMLElement, panel: HTMLElement, callId?: string}} call */
   const offerUndo = async (call) => {
@@ -588,9 +600,9 @@ export async function chatPage(main, [selected]) {
       panel: call.panel, dataset: { undoCall: callId }, done: () => call.undo.replaceChildren(),
     }));
   };
-  // A change recorded for this chat names the gate's call: the line that asked for approval
-  // knows that id; a call that ran without asking is the one line still running (a turn's
-  // calls run one after another).
+  // A change recorded for this chat names the gate's call: a line knows that id from its
+  // approval or its end (`tool.call.*` carry it); while a call that did not ask still runs, it is
+  // the one line still running (a turn's calls run one after another), until its end says.
   const stopHistory = onRuntimeEvent((event) => {
     if (event?.type === "review.opened" && event.chat_id === selected) { showReviews(); return; }
     if (event?.type === "history.undone") {

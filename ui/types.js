@@ -2184,6 +2184,7 @@
 /**
  * A tool call failed or was refused.
  * @typedef {{
+ *   callId?: string | null;
  *   durationMs: number;
  *   error: string;
  *   name: string;
@@ -2195,6 +2196,7 @@
 /**
  * A tool call produced a result.
  * @typedef {{
+ *   callId?: string | null;
  *   durationMs: number;
  *   name: string;
  *   resultPreview: unknown;

@@ -39,8 +39,10 @@ pub(crate) async fn execute(
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
     });
-    // A gate result's preview is the audit's (its structured value when it has one).
+    // A gate result's preview is the audit's (its structured value when it has one); its call
+    // id is the gate's, which the history names the call's file changes by.
     let mut gate_preview = None;
+    let mut gate_call_id = None;
     let (content, is_error) = match (executable.get(&call.name), call.arguments_json()) {
         (None, _) => (
             format!(
@@ -57,8 +59,9 @@ pub(crate) async fn execute(
             true,
         ),
         (Some(ToolBinding::Gate), Ok(arguments)) => {
-            let (content, is_error, preview) = through_gate(scope, call, arguments).await;
+            let (content, is_error, preview, call_id) = through_gate(scope, call, arguments).await;
             gate_preview = preview;
+            gate_call_id = call_id;
             (content, is_error)
         }
         (Some(ToolBinding::AskUser), Ok(arguments)) => match super::ask_user::question(arguments) {
@@ -97,6 +100,7 @@ pub(crate) async fn execute(
             tool: call.name.clone(),
             error: redact::error_preview(&content),
             duration_ms,
+            call_id: gate_call_id,
         }
     } else {
         AgentEvent::ToolCallFinished {
@@ -104,6 +108,7 @@ pub(crate) async fn execute(
             tool: call.name.clone(),
             duration_ms,
             result_preview: gate_preview.unwrap_or_else(|| redact::preview_text(&content)),
+            call_id: gate_call_id,
         }
     });
     // With the Knowledge tools off, a reference could never be read: the result stays whole.
@@ -126,12 +131,13 @@ pub(crate) async fn execute(
     }
 }
 
-/// Runs a catalog tool through the gate: its text, whether it is an error, and its preview.
+/// Runs a catalog tool through the gate: its text, whether it is an error, its preview, and
+/// the gate's id for it.
 async fn through_gate(
     scope: &TurnScope,
     call: &ToolCall,
     arguments: Value,
-) -> (String, bool, Option<Value>) {
+) -> (String, bool, Option<Value>, Option<String>) {
     let gate_call = GateCall {
         gate: &scope.services.gate,
         chat_id: &scope.chat_id,
@@ -141,15 +147,22 @@ async fn through_gate(
         parking: scope.parking.as_ref(),
     };
     match call_gate(gate_call, arguments).await {
-        Ok(result) => {
-            let preview = redact::result_preview(&result);
-            (result.text, result.is_error, Some(preview))
+        Ok(gated) => {
+            let preview = redact::result_preview(&gated.result);
+            let result = gated.result;
+            (
+                result.text,
+                result.is_error,
+                Some(preview),
+                Some(gated.call_id),
+            )
         }
         Err(error) => {
             tracing::error!(%error, tool = %call.name, "could not start a tool call");
             (
                 "Souz could not start this call because of an internal error.".to_owned(),
                 true,
+                None,
                 None,
             )
         }

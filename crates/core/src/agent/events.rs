@@ -101,6 +101,8 @@ pub enum AgentEvent {
         duration_ms: u64,
         /// The result, redacted and shortened like the audit's (original §1.17).
         result_preview: serde_json::Value,
+        /// The gate's id for the call, when it went through the gate.
+        call_id: Option<String>,
     },
     /// The call failed, was refused, or does not exist; the model gets the reason.
     ToolCallFailed {
@@ -112,6 +114,8 @@ pub enum AgentEvent {
         error: String,
         /// How long it took.
         duration_ms: u64,
+        /// The gate's id for the call, when it went through the gate.
+        call_id: Option<String>,
     },
 }
 

@@ -74,12 +74,17 @@ pub(crate) struct GateCall<'a> {
     pub parking: Option<&'a Parking>,
 }
 
+/// A call's end through the gate: its result, and the gate's id for it (which the history
+/// names its file changes by, and the chat's `tool.call.*` events carry).
+#[derive(Debug)]
+pub(crate) struct Gated {
+    pub result: ToolResult,
+    pub call_id: String,
+}
+
 /// Runs `call.tool` through the gate for `call.chat_id`, reporting an approval wait and its
 /// outcome to `call.sink`.
-pub(crate) async fn call_gate(
-    call: GateCall<'_>,
-    arguments: Value,
-) -> Result<ToolResult, StoreError> {
+pub(crate) async fn call_gate(call: GateCall<'_>, arguments: Value) -> Result<Gated, StoreError> {
     call_gate_with(call, arguments, None).await
 }
 
@@ -89,7 +94,7 @@ pub(crate) async fn call_gate_with(
     call: GateCall<'_>,
     arguments: Value,
     supplied: Option<std::sync::Arc<dyn crate::tools::DynTool>>,
-) -> Result<ToolResult, StoreError> {
+) -> Result<Gated, StoreError> {
     let GateCall {
         gate,
         chat_id,
@@ -118,11 +123,15 @@ pub(crate) async fn call_gate_with(
             tool_call_id: tool_call_id.to_owned(),
         });
     }
-    Ok(state.result.unwrap_or_else(|| ToolResult {
+    let result = state.result.unwrap_or_else(|| ToolResult {
         text: "The call ended without a result.".to_owned(),
         structured: None,
         is_error: true,
-    }))
+    });
+    Ok(Gated {
+        result,
+        call_id: handle.call_id.clone(),
+    })
 }
 
 /// Waits for the call to end, reporting on the way each progress report it makes and, if it
@@ -284,6 +293,7 @@ pub(crate) async fn run_approved(
                 tool: tool.clone(),
                 error: redact::error_preview(&why),
                 duration_ms: 0,
+                call_id: None,
             });
             return format!(
                 "The person approved the call to `{tool}` this run waited for, but it did not \
@@ -292,11 +302,11 @@ pub(crate) async fn run_approved(
         }
         None => None,
     };
-    let result = match gate.start_as(request, supplied, mode).await {
-        Ok(mut handle) => handle.finished().await.result,
+    let (result, call_id) = match gate.start_as(request, supplied, mode).await {
+        Ok(mut handle) => (handle.finished().await.result, Some(handle.call_id.clone())),
         Err(error) => {
             tracing::error!(%error, "could not start an approved parked call");
-            None
+            (None, None)
         }
     };
     let result = result.unwrap_or_else(|| ToolResult {
@@ -312,6 +322,7 @@ pub(crate) async fn run_approved(
             tool: tool.clone(),
             error: redact::error_preview(&result.text),
             duration_ms,
+            call_id,
         });
         format!(
             "The person approved the call to `{tool}` this run waited for, but it did not \
@@ -324,6 +335,7 @@ pub(crate) async fn run_approved(
             tool: tool.clone(),
             duration_ms,
             result_preview: redact::result_preview(&result),
+            call_id,
         });
         format!(
             "The person approved the call to `{tool}` this run waited for, and it ran. Its \

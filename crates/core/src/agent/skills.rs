@@ -368,7 +368,11 @@ impl SkillBundles for Registry {
                 ..run.call
             };
             let result = call_gate_with(call, run.arguments, Some(tool)).await;
-            Some(result.map_err(|error| error.to_string()))
+            Some(
+                result
+                    .map(|gated| gated.result)
+                    .map_err(|error| error.to_string()),
+            )
         })
     }
 

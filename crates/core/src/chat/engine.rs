@@ -84,11 +84,13 @@ fn relay(event: agent_events::AgentEvent) -> Option<TurnEvent> {
             tool,
             duration_ms,
             result_preview,
+            call_id,
         } => Some(TurnEvent::ToolCallFinished {
             call_id: tool_call_id,
             tool,
             duration_ms,
             result_preview,
+            gate_call_id: call_id,
         }),
         Agent::ToolCallProgress {
             tool_call_id,
@@ -108,11 +110,13 @@ fn relay(event: agent_events::AgentEvent) -> Option<TurnEvent> {
             tool,
             error,
             duration_ms,
+            call_id,
         } => Some(TurnEvent::ToolCallFailed {
             call_id: tool_call_id,
             tool,
             duration_ms,
             error,
+            gate_call_id: call_id,
         }),
         Agent::ApprovalRequested {
             tool_call_id,

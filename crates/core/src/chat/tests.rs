@@ -113,6 +113,7 @@ impl TurnEngine for Script {
                             tool: "Calculator".into(),
                             duration_ms: 3,
                             result_preview: json!("4"),
+                            gate_call_id: Some("gate-c1".into()),
                         });
                         TurnOutcome::Completed {
                             text: "It is 4.".into(),
@@ -695,7 +696,18 @@ async fn tool_events_are_redacted_and_follow_the_setting() {
         .unwrap();
     assert_eq!(started.argument_keys, ["expression", "token"]);
     assert_eq!(started.arguments_preview["token"], "[REDACTED]");
-    assert!(events.iter().any(|e| e.kind() == "tool.call.finished"));
+    let finished = events
+        .iter()
+        .find_map(|e| match &e.body {
+            ChatEventBody::ToolCallFinished(finished) => Some(finished),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (finished.tool_call_id.as_str(), finished.call_id.as_deref()),
+        ("c1", Some("gate-c1")),
+        "the model's id and the gate's, which undo names"
+    );
 
     f.chats
         .patch_settings(

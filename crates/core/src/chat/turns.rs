@@ -122,6 +122,8 @@ pub enum TurnEvent {
         duration_ms: u64,
         /// The result, already redacted and shortened (original §1.17).
         result_preview: Value,
+        /// The gate's call id, when the call went through the gate.
+        gate_call_id: Option<String>,
     },
     /// A tool call failed or was refused.
     ToolCallFailed {
@@ -133,6 +135,8 @@ pub enum TurnEvent {
         duration_ms: u64,
         /// Why.
         error: String,
+        /// The gate's call id, when the call went through the gate.
+        gate_call_id: Option<String>,
     },
     /// A tool call waits for the person's approval.
     ApprovalRequested {
@@ -284,24 +288,28 @@ pub(crate) fn event_body(event: &TurnEvent, show_tool_events: bool) -> Option<Ch
             tool,
             duration_ms,
             result_preview,
+            gate_call_id,
         } if show_tool_events => Some(ChatEventBody::ToolCallFinished(ToolCallFinishedPayload {
             tool_call_id: call_id.clone(),
             name: tool.clone(),
             status: "finished".into(),
             duration_ms: *duration_ms,
             result_preview: result_preview.clone(),
+            call_id: gate_call_id.clone(),
         })),
         TurnEvent::ToolCallFailed {
             call_id,
             tool,
             duration_ms,
             error,
+            gate_call_id,
         } if show_tool_events => Some(ChatEventBody::ToolCallFailed(ToolCallFailedPayload {
             tool_call_id: call_id.clone(),
             name: tool.clone(),
             status: "failed".into(),
             error: crate::redact::error_preview(error),
             duration_ms: *duration_ms,
+            call_id: gate_call_id.clone(),
         })),
         TurnEvent::ApprovalRequested {
             approval_id,

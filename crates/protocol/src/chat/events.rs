@@ -129,6 +129,10 @@ pub struct ToolCallFinishedPayload {
     pub duration_ms: u64,
     /// The result, redacted and shortened.
     pub result_preview: Value,
+    /// The gate's call id (`GET /v1/tool-calls/{id}`, what `souz undo` and the history name)
+    /// when the call went through the gate; absent for Souz's own core tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// A tool call failed or was refused.
@@ -145,6 +149,10 @@ pub struct ToolCallFailedPayload {
     pub error: String,
     /// Milliseconds.
     pub duration_ms: u64,
+    /// The gate's call id (`GET /v1/tool-calls/{id}`, what `souz undo` and the history name)
+    /// when the call went through the gate; absent for Souz's own core tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// A tool call waits for the person's approval.

@@ -395,7 +395,10 @@ pub(crate) async fn run_skill_command(call: &CoreCall<'_>, arguments: Value) -> 
                 sink: call.sink,
                 parking: call.parking,
             };
-            match call_gate(gate_call, arguments).await {
+            match call_gate(gate_call, arguments)
+                .await
+                .map(|gated| gated.result)
+            {
                 Ok(result) => CoreOutput {
                     content: result.text,
                     is_error: result.is_error,

@@ -94,7 +94,8 @@ async fn a_running_tools_progress_reaches_the_turn_in_order() {
         serde_json::json!({}),
     )
     .await
-    .unwrap();
+    .unwrap()
+    .result;
     assert_eq!(result.text, "stepped");
     let reports: Vec<(f64, Option<f64>, Option<String>)> = events
         .lock()
