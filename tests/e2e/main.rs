@@ -32,3 +32,4 @@ mod shared_temporary;
 mod skill_prompts;
 mod skills;
 mod telegram;
+mod terminal_chat;

@@ -77,7 +77,12 @@ fn install_list_show_disable_remove_through_the_cli() {
     assert_eq!(detail["validation"]["approved"], true);
     let (ok, text) = cli(&daemon, &["show", "notes"]);
     assert!(ok, "{text}");
-    for label in ["notes (installed)", "enabled: yes", "validation: approved", "files: "] {
+    for label in [
+        "notes (installed)",
+        "enabled: yes",
+        "validation: approved",
+        "files: ",
+    ] {
         assert!(text.contains(label), "{label} in {text}");
     }
     // In the interface language chosen in Souz, the labels are Russian (ids and paths stay).
@@ -85,7 +90,12 @@ fn install_list_show_disable_remove_through_the_cli() {
     assert_eq!(patched.status, 200, "{}", patched.body);
     let (ok, text) = cli(&daemon, &["show", "notes"]);
     assert!(ok, "{text}");
-    for label in ["notes (установлен)", "включён: да", "проверка: одобрен", "файлы: "] {
+    for label in [
+        "notes (установлен)",
+        "включён: да",
+        "проверка: одобрен",
+        "файлы: ",
+    ] {
         assert!(text.contains(label), "{label} in {text}");
     }
     let (ok, text) = cli(&daemon, &["list"]);

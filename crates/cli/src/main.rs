@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 failure, 2 invalid configuration or usage.
 
 mod approvals_command;
+mod chat_command;
 mod client;
 mod clients_command;
 mod config_command;
@@ -131,6 +132,9 @@ enum Command {
     },
     /// The changes Souz's file tools made, newest first (`--client`, `--turn`, `--limit`).
     History(history_command::HistoryArgs),
+    /// Chat with Souz's agent in the terminal: the answer streams, approvals and questions
+    /// are asked inline, lines typed while it works are sent after; /help inside.
+    Chat(chat_command::ChatArgs),
     /// Undo file changes: `souz undo CALL_ID | --turn ID | --since 10m [--client NAME]
     /// | --change N [--force]`. A file changed since Souz wrote it stops the undo (exit code
     /// 3, with the three versions shown) unless --force.
@@ -234,6 +238,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Undo(args) => client_command(history_command::undo(args)),
+        Command::Chat(args) => client_command(chat_command::run(args)),
         Command::Telegram { command } => client_command(async {
             telegram_command::run(command)
                 .await

@@ -36,6 +36,20 @@ pub fn line(text: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes `text` to stdout as it is (no newline added: a streamed answer's pieces), escaped for
+/// the terminal like [`line`], and flushes; a closed pipe exits 0.
+pub fn part(text: &str) {
+    let shown = display::display_text(text);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = write!(stdout, "{shown}").and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("souz: cannot write the output: {error}");
+        std::process::exit(1);
+    }
+}
+
 /// Prints `value` as pretty JSON (hiding characters as JSON escapes: same value, visible).
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(value)?;

@@ -181,6 +181,31 @@ fn print_findings(findings: &[SkillFinding]) {
     }
 }
 
+/// A skill as `souz skills show` prints it.
+fn print_detail(detail: &souz_protocol::SkillDetail) {
+    say!("{} ({})", detail.summary.id, source(detail.summary.source));
+    say!("{}", detail.summary.description);
+    let enabled = if detail.summary.enabled {
+        tr("yes", "да")
+    } else {
+        tr("no", "нет")
+    };
+    say!("{} {}", tr("folder:", "папка: "), detail.summary.path);
+    say!("{} {}", tr("hash:  ", "хеш:   "), detail.summary.hash);
+    say!("{} {enabled}", tr("enabled:", "включён:"));
+    for (key, value) in &detail.metadata {
+        say!("{key}: {value}");
+    }
+    say!("{} {}", tr("files:", "файлы:"), detail.files.join(", "));
+    let verdict = if detail.validation.approved {
+        tr("approved", "одобрен")
+    } else {
+        tr("rejected", "отклонён")
+    };
+    say!("{} {verdict}", tr("validation:", "проверка:"));
+    print_findings(&detail.validation.findings);
+}
+
 pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
     let client = crate::texts::connect().await?;
     match command.unwrap_or(SkillsCommand::List { json: false }) {
@@ -220,27 +245,7 @@ pub async fn run(command: Option<SkillsCommand>) -> Result<ExitCode> {
                 print_json(&detail)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            say!("{} ({})", detail.summary.id, source(detail.summary.source));
-            say!("{}", detail.summary.description);
-            let enabled = if detail.summary.enabled {
-                tr("yes", "да")
-            } else {
-                tr("no", "нет")
-            };
-            say!("{} {}", tr("folder:", "папка: "), detail.summary.path);
-            say!("{} {}", tr("hash:  ", "хеш:   "), detail.summary.hash);
-            say!("{} {enabled}", tr("enabled:", "включён:"));
-            for (key, value) in &detail.metadata {
-                say!("{key}: {value}");
-            }
-            say!("{} {}", tr("files:", "файлы:"), detail.files.join(", "));
-            let verdict = if detail.validation.approved {
-                tr("approved", "одобрен")
-            } else {
-                tr("rejected", "отклонён")
-            };
-            say!("{} {verdict}", tr("validation:", "проверка:"));
-            print_findings(&detail.validation.findings);
+            print_detail(&detail);
         }
         SkillsCommand::Install {
             path,
