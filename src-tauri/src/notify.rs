@@ -152,10 +152,12 @@ impl Subject {
             "approval" => Some(Self::Approval(rest.to_owned())),
             "question" => Some(Self::Question(rest.to_owned())),
             "open" => Some(Self::Route(rest.to_owned())),
-            "turn" => rest.split_once('.').map(|(execution_id, chat_id)| Self::Turn {
-                execution_id: execution_id.to_owned(),
-                chat_id: chat_id.to_owned(),
-            }),
+            "turn" => rest
+                .split_once('.')
+                .map(|(execution_id, chat_id)| Self::Turn {
+                    execution_id: execution_id.to_owned(),
+                    chat_id: chat_id.to_owned(),
+                }),
             _ => None,
         }
     }
@@ -260,10 +262,12 @@ fn respond<R: Runtime>(app: &AppHandle<R>, subject: Subject, action: &str) {
             chat_id,
         } => {
             tracing::info!(%execution_id, %action, "turn notification action");
-            app.state::<Arc<Shell>>().notifications.take(&Subject::Turn {
-                execution_id: execution_id.clone(),
-                chat_id: chat_id.clone(),
-            });
+            app.state::<Arc<Shell>>()
+                .notifications
+                .take(&Subject::Turn {
+                    execution_id: execution_id.clone(),
+                    chat_id: chat_id.clone(),
+                });
             if action == UNDO {
                 undo_turn(app, execution_id);
             } else {
@@ -486,12 +490,7 @@ fn post<R: Runtime>(
             // Undo in the language of the notification it is on.
             register_actions(app);
         }
-        let mut builder = app
-            .notification()
-            .builder()
-            .id(id)
-            .title(title)
-            .body(body);
+        let mut builder = app.notification().builder().id(id).title(title).body(body);
         for (key, value) in subject.extras() {
             builder = builder.extra(key, value);
         }

@@ -5,7 +5,6 @@
 use serde_json::json;
 
 use super::*;
-use souz_protocol::Action;
 
 fn post(f: &Fixture, path: &str, body: Value) -> Request<Body> {
     f.authed(path)
@@ -17,7 +16,7 @@ fn post(f: &Fixture, path: &str, body: Value) -> Request<Body> {
 
 #[tokio::test]
 async fn an_undo_check_names_the_conflicts_and_touches_nothing() {
-    let f = Fixture::with(|config| config.approvals.write = Action::Allow).await;
+    let f = Fixture::new().await;
     let file = f
         .runtime
         .handle()
@@ -29,11 +28,28 @@ async fn an_undo_check_names_the_conflicts_and_touches_nothing() {
         .send(post(
             &f,
             "/v1/tool-calls",
-            json!({"tool": "NewFile", "arguments": {"path": file, "text": "souz\n"}, "wait_ms": 10000}),
+            json!({"tool": "NewFile", "arguments": {"path": file, "text": "souz\n"}, "wait_ms": 0}),
         ))
         .await;
-    assert_eq!(status, StatusCode::OK, "{call}");
-    assert_eq!(call["status"], "succeeded", "{call}");
+    assert_eq!(status, StatusCode::ACCEPTED, "{call}");
+    let approval = call["approval_id"].as_str().unwrap();
+    let (status, decided) = f
+        .send(post(
+            &f,
+            &format!("/v1/approvals/{approval}/decision"),
+            json!({"decision": "approve"}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+    let path = format!("/v1/tool-calls/{}", call["id"].as_str().unwrap());
+    for _ in 0..500 {
+        let (_, state) = f.send(f.authed(&path).body(Body::empty()).unwrap()).await;
+        if state["status"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "souz\n");
     let selection = json!({"type": "call", "call_id": call["id"]});
 
     let (status, clean) = f
