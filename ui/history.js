@@ -4,16 +4,22 @@
 // happened to each path (created, edited, moved, deleted; restorable or not). Pages of 50 with
 // "Load older" (`before`), a filter by client, Undo for one change and for its whole turn (with
 // the three-way conflict view of undo.js). `history.change.recorded` and `history.undone`
-// events reload what is shown. Renders into `main` and returns a function that stops listening.
+// events reload what is shown. `#/history/turn/<execution id>` (where the app's notification
+// leads when its Undo met files changed since) shows only that turn's changes, and above them
+// what an undo of the turn would meet now (`POST /v1/history/undo/check`, which touches
+// nothing): the conflict view with "Keep current" and "Restore anyway", else "Undo this turn".
+// Renders into `main` and returns a function that stops listening.
 
 import { api } from "./api.js";
-import { h, time } from "./dom.js";
+import { h, time, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { strings } from "./i18n.js";
-import { pathEffect, restorable, t as undoText, undoButton } from "./undo.js";
+import { pathEffect, restorable, showConflicts, t as undoText, undoButton } from "./undo.js";
 
 /** @typedef {import("./types.js").HistoryChange} HistoryChange */
 /** @typedef {import("./types.js").HistoryList} HistoryList */
+/** @typedef {import("./types.js").UndoCheck} UndoCheck */
+/** @typedef {import("./types.js").UndoSelection} UndoSelection */
 
 const PAGE = 50;
 
@@ -34,6 +40,9 @@ const t = strings({
     undoes: "undoes change {id}",
     undone_by: "undone (change {id})",
     pending: "not confirmed yet",
+    turn_title: "Changes of one chat turn",
+    all_changes: "All changes",
+    turn_nothing: "Nothing of this turn is left to undo.",
   },
   ru: {
     title: "История",
@@ -51,6 +60,9 @@ const t = strings({
     undoes: "отменяет изменение {id}",
     undone_by: "отменено (изменение {id})",
     pending: "ещё не подтверждено",
+    turn_title: "Изменения одного хода чата",
+    all_changes: "Все изменения",
+    turn_nothing: "В этом ходе больше нечего отменять.",
   },
 });
 
@@ -95,16 +107,48 @@ function changeRow(change, reload) {
     actions);
 }
 
-/** @param {HTMLElement} main */
-export async function historyPage(main) {
+/** What an undo of a whole turn would meet now, in `panel`: the conflict view when files
+ *  changed since Souz wrote them, else "Undo this turn" (nothing is undone until a click).
+ *  @param {string} executionId @param {HTMLElement} panel @param {() => void} reload */
+async function turnCheck(executionId, panel, reload) {
+  /** @type {UndoSelection} */
+  const selection = { type: "turn", execution_id: executionId };
+  /** @type {UndoCheck} */
+  let check;
+  try {
+    check = /** @type {UndoCheck} */ (await api("POST", "/v1/history/undo/check", { selection }));
+  } catch (error) {
+    panel.className = error.status === 404 ? "undo-panel meta" : "undo-panel error";
+    panel.replaceChildren(error.status === 404 ? t("turn_nothing") : visible(error.message));
+    return;
+  }
+  if (check.conflicts.length) {
+    showConflicts(check.conflicts, selection, panel, reload);
+    return;
+  }
+  panel.className = "undo-panel";
+  panel.replaceChildren(undoButton({
+    label: undoText("undo_turn"), title: undoText("undo_turn_title"), selection, panel,
+    done: reload, dataset: { undoTurn: executionId },
+  }));
+}
+
+/** @param {HTMLElement} main @param {string[]} [args] `turn` and an execution id: that turn only */
+export async function historyPage(main, args = []) {
   // Paint the frame first, then fetch: the first paint never waits for the daemon.
   performance.mark("souz-history-start");
   const body = h("tbody#history-rows");
   const more = h("button#history-more", { type: "button", hidden: true }, t("load_older"));
   const clientFilter = h("select#history-client", { "aria-label": t("client") }, h("option", { value: "" }, t("all_clients")));
   const empty = h("p.empty#history-empty", { hidden: true }, t("empty"));
-  main.append(h("h1", {}, t("title")), h("p.meta", {}, t("intro")),
-    h("label", {}, t("client"), " ", clientFilter),
+  const turn = args[0] === "turn" && args[1] ? args[1] : null;
+  const turnPanel = h("div.undo-panel#history-turn-panel");
+  main.append(h("h1", {}, t("title")), h("p.meta", {}, t("intro")));
+  if (turn) {
+    main.append(h("section.history-turn#history-turn", { dataset: { turn } },
+      h("h2", {}, t("turn_title")), h("p", {}, h("a", { href: "#/history" }, t("all_changes"))), turnPanel));
+  }
+  main.append(h("label", {}, t("client"), " ", clientFilter),
     h("table.history", {}, h("thead", {}, h("tr", {},
       h("th", {}, t("when")), h("th", {}, t("client")), h("th", {}, t("turn")), h("th", {}, t("tool")), h("th", {}, t("paths")), h("th"))), body),
     empty, h("p", {}, more));
@@ -128,6 +172,7 @@ export async function historyPage(main) {
     const params = new URLSearchParams({ limit: String(reset ? Math.min(Math.max(shown, PAGE), 500) : PAGE) });
     if (!reset && before !== null) params.set("before", String(before));
     if (clientFilter.value) params.set("client", clientFilter.value);
+    if (turn) params.set("execution_id", turn);
     const { changes } = /** @type {HistoryList} */ (await api("GET", `/v1/history?${params}`));
     if (reset) { body.replaceChildren(); shown = 0; }
     body.append(...changes.map((change) => changeRow(change, reloadSoon)));
@@ -147,6 +192,7 @@ export async function historyPage(main) {
   more.addEventListener("click", () => load(false).catch(console.warn));
   clientFilter.addEventListener("change", () => { shown = 0; load(true).catch(console.warn); });
   await load(true);
+  if (turn) await turnCheck(turn, turnPanel, reloadSoon);
   requestAnimationFrame(() => performance.mark("souz-history-painted"));
   const stop = onRuntimeEvent((event) => {
     if (event?.type === "history.change.recorded" || event?.type === "history.undone") reloadSoon();

@@ -2392,6 +2392,23 @@
  */
 
 /**
+ * What an undo of a selection would do now, without doing it: the changes it would take
+ * back and the paths that changed since Souz wrote them (with these, an undo without `force`
+ * refuses and undoes nothing).
+ * @typedef {{
+ *   changes: Array<number>;
+ *   conflicts: Array<UndoConflict>;
+ * }} UndoCheck
+ */
+
+/**
+ * `POST /v1/history/undo/check`: which changes to look at.
+ * @typedef {{
+ *   selection: UndoSelection;
+ * }} UndoCheckRequest
+ */
+
+/**
  * A path that changed since Souz wrote it: the three versions, and diffs between them.
  * @typedef {{
  *   before: PathSnapshot;

@@ -156,11 +156,7 @@ export async function runUndo(selection, panel, done, force = false) {
   }
   // Forced, the report still names the paths it overrode: what counts is what was undone.
   if (report.conflicts.length && !report.undone.length) {
-    panel.className = "undo-panel conflicts";
-    panel.replaceChildren(conflictView(report.conflicts, {
-      keep: () => { panel.className = "undo-panel meta"; panel.replaceChildren(t("kept_current")); },
-      restore: () => runUndo(selection, panel, done, true),
-    }));
+    showConflicts(report.conflicts, selection, panel, done);
     return false;
   }
   panel.className = "undo-panel meta";
@@ -168,6 +164,18 @@ export async function runUndo(selection, panel, done, force = false) {
     ...report.notes.map((note) => h("div.note", {}, note)));
   if (report.undone.length) done();
   return report.undone.length > 0;
+}
+
+/** Shows in `panel` the paths of `selection` that changed since Souz wrote them, with "Keep
+ *  current" and "Restore anyway" (the undo again with `force`).
+ *  @param {UndoConflict[]} conflicts @param {UndoSelection} selection @param {HTMLElement} panel
+ *  @param {() => void} done */
+export function showConflicts(conflicts, selection, panel, done) {
+  panel.className = "undo-panel conflicts";
+  panel.replaceChildren(conflictView(conflicts, {
+    keep: () => { panel.className = "undo-panel meta"; panel.replaceChildren(t("kept_current")); },
+    restore: () => runUndo(selection, panel, done, true),
+  }));
 }
 
 /** The three-way view of each path that changed since Souz wrote it, and the two choices.

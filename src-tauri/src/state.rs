@@ -17,9 +17,13 @@ use souz_protocol::{Approval, RuntimeEvent};
 use crate::texts::{fill, tr};
 
 mod schedules;
+mod undo;
 
 pub use schedules::{
     KnownSchedule, approval_line, parked_line, parked_text, run_ended_text, run_route, short_time,
+};
+pub use undo::{
+    TurnChanges, UndoOutcome, chat_route, history_turn_route, turn_ended_text, undo_text,
 };
 
 /// How the shell reaches the daemon.
@@ -210,10 +214,13 @@ pub enum Notice {
         /// The tool.
         tool: String,
     },
-    /// An agent turn ended.
+    /// An agent turn ended: how, and (once the history is asked) the files it changed, with
+    /// Undo when they can still be undone.
     TurnEnded {
         /// The chat.
         chat_id: String,
+        /// The turn (chat execution).
+        execution_id: String,
         /// `finished`, `failed` or `cancelled`.
         how: String,
         /// The chat title, if known.
@@ -495,6 +502,7 @@ impl ShellState {
         let ended = self.turns.remove(execution_id);
         vec![Notice::TurnEnded {
             chat_id: chat_id.to_owned(),
+            execution_id: execution_id.to_owned(),
             how: how.to_owned(),
             title: ended.and_then(|turn| turn.title),
         }]

@@ -55,6 +55,29 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
         })
 }
 
+/// `count` with the word for it, in the shell's language: `one`/`many` in English ("1 file",
+/// "3 files"); in Russian the form the number takes (`ru` holds the forms for 1, 2 and 5:
+/// "1 файл", "3 файла", "11 файлов").
+pub fn counted(count: usize, one: &str, many: &str, ru: [&str; 3]) -> String {
+    let word = match language() {
+        Language::En if count == 1 => one,
+        Language::En => many,
+        Language::Ru => ru[russian_form(count)],
+    };
+    format!("{count} {word}")
+}
+
+/// Which of the three Russian forms a number takes: 0 for 1, 21, 101; 1 for 2-4, 22-24; 2 for
+/// the rest (5-20, 25-30, 11-14 of every hundred).
+fn russian_form(count: usize) -> usize {
+    match (count % 10, count % 100) {
+        (_, 11..=14) => 2,
+        (1, _) => 0,
+        (2..=4, _) => 1,
+        _ => 2,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +91,37 @@ mod tests {
         assert!(
             !set_language(Language::En),
             "the same language is no change"
+        );
+    }
+
+    #[test]
+    fn counts_take_the_form_their_number_needs() {
+        let files = |count| counted(count, "file", "files", ["файл", "файла", "файлов"]);
+        set_language(Language::En);
+        assert_eq!(files(1), "1 file");
+        assert_eq!(files(3), "3 files");
+        assert_eq!(files(0), "0 files");
+        set_language(Language::Ru);
+        let shown: Vec<String> = [1, 2, 4, 5, 11, 12, 14, 21, 22, 25, 101, 111]
+            .into_iter()
+            .map(files)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "1 файл",
+                "2 файла",
+                "4 файла",
+                "5 файлов",
+                "11 файлов",
+                "12 файлов",
+                "14 файлов",
+                "21 файл",
+                "22 файла",
+                "25 файлов",
+                "101 файл",
+                "111 файлов"
+            ]
         );
     }
 }

@@ -5,7 +5,9 @@
 # withdraws the notification; a question asked by a real agent turn (AskUser, against the fake
 # OpenAI server of tests/ui) is notified as "Souz asks", shows in the tray menu, and choosing one
 # of its choices there answers it, withdraws the notification and lets the turn finish with that
-# answer. Start at login, toggled in the tray, writes the XDG autostart entry with the app's
+# answer. A turn that changed files is notified with how many and an Undo action that puts
+# them back byte for byte; with a file changed since, Undo refuses and opens the turn's
+# conflicts on the History page. Start at login, toggled in the tray, writes the XDG autostart entry with the app's
 # path; a restarted app reads it back into the tray; toggling again removes it. The tray follows
 # the interface language chosen in Souz. `souz-app --show` opens the window at launch, and its
 # page reaches the app's own commands (the first-paint report: the window's capability grants
@@ -39,8 +41,9 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- app log"; tail -40 "$work/app.log" || true; exit 1; }
 
-# The model: a fake OpenAI server scripted to ask a question, then to answer. Turn-finished
-# notifications are off so that the only notifications on screen are the ones under test.
+# The model: a fake OpenAI server scripted to ask a question, then to answer, then to change
+# files in two turns. Turn-finished notifications are off until the undo checks turn them on,
+# so that the only notifications on screen are the ones under test.
 setsid node "$here/fake-provider.mjs" "$work/provider-url" "$work/provider-requests.json" >"$work/provider.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do [ -s "$work/provider-url" ] && break; sleep 0.1; done
 [ -s "$work/provider-url" ] || { echo "FAIL: the fake provider did not start"; cat "$work/provider.log"; exit 1; }
@@ -243,6 +246,100 @@ for approval in approvals:
     latencies.append((posted[approval] - created).total_seconds() * 1000)
 print("MEASURE approval.requested to notification posted: " + ", ".join(f"{ms:.1f} ms" for ms in latencies))
 PY
+
+# --- a turn that changed files: its end is notified with how many and Undo, which puts them
+# back byte for byte (the history shows the undo); a file changed since makes Undo refuse,
+# keep the outside change, and open the window at the turn's conflicts on the History page
+sed -i 's/^turn_finished = false/turn_finished = true/' "$SOUZ_HOME/config.toml"
+dunstctl close-all
+wait_displayed 0
+printf 'tea for two\r\n\xe2\x98\x95 \xd0\xba\xd0\xbe\xd1\x84\xd0\xb5\r\nno newline at the end' > "$HOME/notes.txt"
+chmod 640 "$HOME/notes.txt"
+notes_before=$(sha256sum < "$HOME/notes.txt")
+approve_next() { # approves the next approval the turn asks for
+  local id=""
+  for _ in $(seq 100); do
+    id=$(api "$base/v1/approvals?status=pending&limit=10" | python3 -c 'import json,sys;i=json.load(sys.stdin)["items"];print(i[0]["id"] if i else "")')
+    [ -n "$id" ] && break; sleep 0.1
+  done
+  [ -n "$id" ] || fail "the turn asked for no approval"
+  api -X POST "$base/v1/approvals/$id/decision" -d '{"decision":"approve"}' >/dev/null
+  for _ in $(seq 100); do [ "$(status_of "$id" | cut -d' ' -f1)" = approved ] && return 0; sleep 0.1; done
+  fail "approval $id is $(status_of "$id"), expected approved"
+}
+last_reply() { api "$base/v1/chats/$1/messages" | python3 -c 'import json,sys;m=json.load(sys.stdin)["items"][-1];print(m["content"] if m["role"]=="assistant" else "")'; }
+wait_reply() { # chat, text
+  local reply=""
+  for _ in $(seq 100); do reply=$(last_reply "$1"); [ "$reply" = "$2" ] && return 0; sleep 0.1; done
+  fail "the turn did not finish with '$2' (last message: '$reply')"
+}
+turn_of() { # chat -> the execution id of its last change
+  api "$base/v1/history?limit=10" | python3 -c "import json,sys;print(next(c['executionId'] for c in json.load(sys.stdin)['changes'] if c['chatId']=='$1'))"
+}
+wait_logged() { for _ in $(seq 100); do logged "$1" && return 0; sleep 0.1; done; fail "$2"; }
+notes_chat=$(api -X POST "$base/v1/chats" -d '{"title":"Notes"}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["chat"]["id"])')
+api -X POST "$base/v1/chats/$notes_chat/messages" -d '{"content":"Swap tea for coffee in my notes"}' >/dev/null
+approve_next
+approve_next
+wait_reply "$notes_chat" "Edited the notes."
+grep -q "coffee" "$HOME/notes.txt" || fail "the turn did not edit the notes"
+[ -f "$HOME/made.txt" ] || fail "the turn did not create made.txt"
+notes_turn=$(turn_of "$notes_chat")
+wait_logged "turn notification posted with undo execution_id=$notes_turn" "no turn notification with Undo for $notes_turn"
+wait_displayed 1
+grep -A1 -x "Agent turn finished" "$work/notifications" | grep -qx "Notes — changed 2 files" || fail "the turn's notification did not say what it changed: $(cat "$work/notifications")"
+shot notification-turn-undo
+echo Undo > "$SOUZ_CHOICE_FILE"
+dunstctl context
+wait_logged "turn notification action execution_id=$notes_turn action=undo" "the notification's Undo was not chosen"
+wait_logged "undo from a notification execution_id=$notes_turn" "the Undo did not reach the daemon"
+for _ in $(seq 50); do [ ! -e "$HOME/made.txt" ] && break; sleep 0.1; done
+[ ! -e "$HOME/made.txt" ] || fail "Undo left made.txt"
+[ "$(sha256sum < "$HOME/notes.txt")" = "$notes_before" ] || fail "Undo did not bring notes.txt back byte for byte: $(od -c "$HOME/notes.txt" | head)"
+[ "$(stat -c %a "$HOME/notes.txt")" = 640 ] || fail "Undo did not bring back the notes' mode: $(stat -c %a "$HOME/notes.txt")"
+api "$base/v1/history?limit=20" | python3 -c "
+import json, sys
+changes = json.load(sys.stdin)['changes']
+turn = [c for c in changes if c['executionId'] == '$notes_turn' and c['tool'] != 'Undo']
+undos = [c for c in changes if c['tool'] == 'Undo' and c['undoes'] in {c['id'] for c in turn}]
+assert len(turn) == 2 and all(c['status'] == 'undone' for c in turn), turn
+assert len(undos) == 2 and all(c['client'] == 'api' for c in undos), undos
+" || fail "the history does not show the turn undone"
+for _ in $(seq 50); do grep -qx "Undid 2 changes" "$work/notifications" && break; sleep 0.1; done
+grep -qx "Undid 2 changes" "$work/notifications" || fail "the undo was not reported: $(cat "$work/notifications")"
+echo "PASS a turn's notification says it changed 2 files; its Undo puts them back byte for byte and the history shows the undo"
+
+dunstctl close-all
+wait_displayed 0
+draft_chat=$(api -X POST "$base/v1/chats" -d '{"title":"Draft"}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["chat"]["id"])')
+api -X POST "$base/v1/chats/$draft_chat/messages" -d '{"content":"Start a draft"}' >/dev/null
+approve_next
+wait_reply "$draft_chat" "Drafted."
+draft_turn=$(turn_of "$draft_chat")
+wait_logged "turn notification posted with undo execution_id=$draft_turn" "no turn notification with Undo for $draft_turn"
+wait_displayed 1
+printf 'changed by me\n' > "$HOME/draft.txt"
+dunstctl context
+wait_logged "undo from a notification execution_id=$draft_turn" "the Undo did not reach the daemon"
+wait_logged "opened the turn's conflicts route=/history/turn/$draft_turn" "the window did not open at the turn's conflicts"
+xdotool search --name '^Souz$' >/dev/null 2>&1 || fail "no window shows the conflicts"
+[ "$(cat "$HOME/draft.txt")" = "changed by me" ] || fail "a refused undo touched the file: $(cat "$HOME/draft.txt")"
+for _ in $(seq 50); do grep -qx "1 file changed since — open History" "$work/notifications" && break; sleep 0.1; done
+grep -B1 -x "1 file changed since — open History" "$work/notifications" | grep -qx "Could not undo" || fail "the refusal was not reported: $(cat "$work/notifications")"
+api "$base/v1/history?execution_id=$draft_turn" | python3 -c "
+import json, sys
+changes = json.load(sys.stdin)['changes']
+assert len(changes) == 1 and changes[0]['status'] == 'done', changes
+" || fail "a refused undo changed the history"
+api -X POST "$base/v1/history/undo/check" -d "{\"selection\":{\"type\":\"turn\",\"execution_id\":\"$draft_turn\"}}" | python3 -c "
+import json, sys
+check = json.load(sys.stdin)
+assert [c['path'] for c in check['conflicts']] == ['$HOME/draft.txt'], check
+" || fail "the History page's check does not show the conflict"
+sleep 1
+shot app-undo-conflict
+dunstctl close-all
+echo "PASS a file changed since: the notification's Undo refuses, keeps the change, and opens the turn's conflicts"
 # --- start at login: the tray's toggle writes the XDG autostart entry (Exec = this app), a
 # restarted app reads it back into its tray, and toggling it again removes the entry
 entry="$HOME/.config/autostart/Souz.desktop"

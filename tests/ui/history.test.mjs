@@ -4,8 +4,11 @@
 // current" leaves the file, "Restore anyway" puts back what was before; the Audit row of a
 // call that wrote a file undoes it; and the Undo on a chat turn's tool line (the fake OpenAI
 // server of fake-openai.mjs drives the turn) takes that call's file back, the answer's "Undo this
-// turn" the rest, and the History page links the change to its chat; pages of 50 with Load older, and the filter by client. Every
-// undo is checked on the disk. Screenshots: `history`, `history-conflict`.
+// turn" the rest, and the History page links the change to its chat; a turn's route
+// (`#/history/turn/<id>`, where the app's notification leads) shows the conflicts an undo would
+// meet without undoing, else "Undo this turn"; pages of 50 with Load older, and the filter by
+// client. Every undo is checked on the disk. Screenshots: `history`, `history-conflict`,
+// `history-turn-conflict`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -164,6 +167,47 @@ test("a chat turn's tool line undoes its call's file; the answer's Undo this tur
   await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
   await again.context().close();
   await tab.context().close();
+});
+
+test("a turn's History route shows what its undo would meet: the conflicts, else Undo this turn", async () => {
+  // Where the app's notification leads when its Undo met a file changed since.
+  const file = join(session.user, "turn-route.txt");
+  provider.push(toolCall("write-3", "RunSkillCommand", { skillId: "NewFile", arguments: { path: file, text: "souz\n" } }));
+  provider.push(text(["Noted."]));
+  const { body } = await session.api("POST", "/v1/chats", { title: "Turn route" });
+  await session.api("POST", `/v1/chats/${body.chat.id}/messages`, { content: "Write a note" });
+  const asked = await waitFor(async () => (await session.api("GET", "/v1/approvals?status=pending&limit=10")).body.items[0]?.id, "the turn's approval");
+  await session.api("POST", `/v1/approvals/${asked}/decision`, { decision: "approve", scope: "once" });
+  await waitFor(() => existsSync(file), "the turn's write");
+  const executionId = await waitFor(async () => (await session.api("GET", "/v1/history?limit=5")).body.changes
+    .find((change) => change.chatId === body.chat.id)?.executionId, "the turn's change");
+  writeFileSync(file, "mine\n");
+
+  // A file changed since: the three versions, and nothing undone by opening the page.
+  const tab = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  await tab.waitForSelector(`#history-turn-panel .conflict[data-conflict-path="${file}"]`);
+  await tab.waitForSelector("#history-rows tr");
+  assert.equal(await tab.locator("#history-rows tr").count(), 1, "only the turn's changes are listed");
+  assert.equal(readFileSync(file, "utf8"), "mine\n", "opening the page undid nothing");
+  await shot(tab, "history-turn-conflict");
+  await tab.click("#history-turn-panel .keep-current");
+  await tab.waitForSelector("#history-turn-panel:not(.conflicts)");
+  assert.equal(readFileSync(file, "utf8"), "mine\n");
+  await tab.context().close();
+
+  // As Souz left it: Undo this turn, which takes the file back.
+  writeFileSync(file, "souz\n");
+  const again = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  await again.click(`#history-turn-panel button[data-undo-turn="${executionId}"]`);
+  await waitFor(() => !existsSync(file), "the turn to be undone");
+  await again.waitForSelector("#history-turn-panel .undone");
+  await again.context().close();
+
+  // Nothing left: the page says so.
+  const done = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  await done.waitForSelector("#history-turn-panel.meta");
+  assert.match(await done.textContent("#history-turn-panel"), /Nothing of this turn is left to undo/);
+  await done.context().close();
 });
 
 test("the History page pages with Load older and filters by client", async () => {

@@ -150,6 +150,26 @@ pub struct UndoRequest {
     pub force: bool,
 }
 
+/// `POST /v1/history/undo/check`: which changes to look at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UndoCheckRequest {
+    /// Which changes.
+    pub selection: UndoSelection,
+}
+
+/// What an undo of a selection would do now, without doing it: the changes it would take
+/// back and the paths that changed since Souz wrote them (with these, an undo without `force`
+/// refuses and undoes nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoCheck {
+    /// The ids of the changes it would take back, newest first.
+    pub changes: Vec<i64>,
+    /// Files that changed since Souz wrote them, with the three versions.
+    pub conflicts: Vec<UndoConflict>,
+}
+
 /// A path that changed since Souz wrote it: the three versions, and diffs between them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,9 +1,11 @@
-//! macOS: approval and question notifications through UNUserNotificationCenter, whose
+//! macOS: approval, question and turn-end notifications through UNUserNotificationCenter, whose
 //! categories give approvals real side-by-side Approve and Deny buttons (the plugin's
-//! NSUserNotification path folds them into an "Options" menu). Needs the signed `.app` (a
-//! bundle identifier); the plugin still posts the plain notifications.
+//! NSUserNotification path folds them into an "Options" menu) and a turn's changes an Undo
+//! button. Needs the signed `.app` (a bundle identifier); the plugin still posts the plain
+//! notifications.
 //!
-//! Requests are named `approval.<id>` or `question.<option id>` ([`super::Subject`]). The
+//! Requests are named `approval.<id>`, `question.<option id>`, `open.<route>` or
+//! `turn.<execution id>.<chat id>` ([`super::Subject`]). The
 //! delegate hands every response to [`super::respond`] through the app handle stored at
 //! [`init`]; `UNNotificationDefaultActionIdentifier` (a click on the body) opens the window.
 #![allow(unsafe_code)] // Objective-C calls through objc2; each block says what it relies on.
@@ -24,7 +26,7 @@ use objc2_user_notifications::{
 };
 use tauri::{AppHandle, Runtime};
 
-use super::{APPROVAL_ACTIONS, APPROVE, DENY};
+use super::{APPROVAL_ACTIONS, APPROVE, DENY, TURN_ACTIONS, UNDO};
 
 /// Where responses go: (request identifier, action id).
 type Responder = Box<dyn Fn(String, String) + Send + Sync>;
@@ -85,7 +87,8 @@ impl Delegate {
 
 static DELEGATE: OnceLock<usize> = OnceLock::new();
 
-/// Registers the category with the two buttons, sets the delegate and asks for permission.
+/// Registers the categories (approvals: two buttons; a turn's changes: Undo), sets the delegate
+/// and asks for permission.
 pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
     let _ = RESPONDER.set(Box::new(move |identifier, action| {
@@ -110,7 +113,20 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
         &NSArray::new(),
         UNNotificationCategoryOptions::CustomDismissAction,
     );
-    center.setNotificationCategories(&NSSet::from_retained_slice(&[category]));
+    // Undo is not destructive: it never overwrites a file changed since (the undo refuses and
+    // the window shows the conflict), and it can itself be undone.
+    let undo = UNNotificationAction::actionWithIdentifier_title_options(
+        &NSString::from_str(UNDO),
+        &NSString::from_str("Undo"),
+        UNNotificationActionOptions::empty(),
+    );
+    let turn = UNNotificationCategory::categoryWithIdentifier_actions_intentIdentifiers_options(
+        &NSString::from_str(TURN_ACTIONS),
+        &NSArray::from_retained_slice(&[undo]),
+        &NSArray::new(),
+        UNNotificationCategoryOptions::CustomDismissAction,
+    );
+    center.setNotificationCategories(&NSSet::from_retained_slice(&[category, turn]));
     let delegate = Delegate::new();
     center.setDelegate(Some(ProtocolObject::from_ref(&*delegate)));
     // The center keeps only a weak reference: keep the delegate for the app's lifetime.
@@ -129,7 +145,8 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// Posts a notification under `identifier` (see [`super::Subject::identifier`]); `category`
-/// gives it buttons (approvals: Approve and Deny), none leaves it a click that opens the window.
+/// gives it buttons (approvals: Approve and Deny; a turn's changes: Undo), none leaves it a
+/// click that opens the window.
 pub fn post(
     identifier: &str,
     title: &str,

@@ -55,7 +55,7 @@ pub fn run_route(schedule_id: &str, chat_id: Option<&str>) -> String {
 }
 
 /// An id as one segment of a UI route (the UI decodes each segment).
-fn encode(segment: &str) -> String {
+pub(super) fn encode(segment: &str) -> String {
     segment
         .bytes()
         .map(|byte| {

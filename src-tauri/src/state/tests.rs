@@ -191,7 +191,11 @@ fn turns_end_with_a_notice_and_pause_events_flip_the_switch() {
             error_message: "boom".into(),
         },
     )));
-    assert!(matches!(&ended[..], [Notice::TurnEnded { how, .. }] if how == "failed"));
+    assert!(matches!(
+        &ended[..],
+        [Notice::TurnEnded { how, chat_id, execution_id, .. }]
+            if how == "failed" && chat_id == "c1" && execution_id == "e1"
+    ));
     assert!(state.turns.is_empty());
     state.apply_runtime(&RuntimeEvent::DaemonPaused { via: "ui".into() });
     assert!(state.paused && state.tooltip().contains("paused"));

@@ -22,6 +22,7 @@ mod chat_stream;
 mod chat_tools;
 mod chats;
 mod clients;
+mod history;
 mod live_settings;
 mod local_models;
 mod memory;

@@ -1,11 +1,12 @@
 //! `/v1/history`: the changes Souz's file tools made, newest first, and undo
-//! (`POST /v1/history/undo`). Operator only.
+//! (`POST /v1/history/undo`, and `POST /v1/history/undo/check`, which says what an undo would
+//! meet without doing it). Operator only.
 
 use axum::extract::State;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::Requester;
-use souz_protocol::history::{HistoryList, UndoReport, UndoRequest};
+use souz_protocol::history::{HistoryList, UndoCheck, UndoCheckRequest, UndoReport, UndoRequest};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -61,6 +62,20 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .response::<UndoReport>(200, "What was undone, or the conflicts that stopped it."),
             undo,
         )
+        .route(
+            Operation::post("/v1/history/undo/check")
+                .summary("What an undo would take back now, and the files changed since.")
+                .description(
+                    "Touches nothing. Lists the changes an undo of the selection would take \
+                     back, newest first, and each path that changed since Souz wrote it with the \
+                     three versions (with these, an undo without `force` refuses).",
+                )
+                .tag("history")
+                .operator()
+                .request::<UndoCheckRequest>()
+                .response::<UndoCheck>(200, "The changes and the conflicts an undo would meet."),
+            check,
+        )
 }
 
 async fn list(
@@ -95,4 +110,12 @@ async fn undo(
         _ => Requester::Api,
     };
     Ok(axum::Json(handle.undo(request, requester).await?))
+}
+
+async fn check(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<UndoCheckRequest>,
+) -> Result<axum::Json<UndoCheck>, ApiError> {
+    Ok(axum::Json(handle.undo_check(request.selection).await?))
 }

@@ -315,6 +315,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/connect/claude-code/config",
     "POST /v1/connect/claude-desktop",
     "POST /v1/history/undo",
+    "POST /v1/history/undo/check",
     "POST /v1/mcp/servers/{name}/login",
     "POST /v1/mcp/servers/{name}/test",
     "POST /v1/memory",

@@ -1,7 +1,7 @@
 //! The history of file changes for the adapters: the list of recorded changes and undo (see
 //! [`crate::history`]). Operator only: what is restored is the person's files.
 
-use souz_protocol::history::{HistoryList, UndoReport, UndoRequest};
+use souz_protocol::history::{HistoryList, UndoCheck, UndoReport, UndoRequest, UndoSelection};
 use souz_protocol::review::{
     Review, ReviewDecisions, ReviewList, ReviewModeUpdate, ReviewModes, ReviewOutcome,
 };
@@ -35,6 +35,17 @@ impl RuntimeHandle {
             requester,
         };
         Ok(history.undo(self.gate().sandbox(), order).await?)
+    }
+
+    /// What an undo of `selection` would take back now, and the files that changed since Souz
+    /// wrote them; nothing is touched (the History page's conflict view of a turn).
+    pub async fn undo_check(&self, selection: UndoSelection) -> Result<UndoCheck, ServiceError> {
+        let history = self.file_history()?;
+        let (changes, conflicts) = history.preview(self.gate().sandbox(), selection).await?;
+        Ok(UndoCheck {
+            changes: changes.iter().map(|change| change.id).collect(),
+            conflicts,
+        })
     }
 
     /// Who is in review mode.
