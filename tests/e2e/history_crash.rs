@@ -11,6 +11,9 @@
 //! recorded change left there (or what it held before, when no change was recorded), and undo
 //! brings the files back byte for byte.
 //!
+//! The crash points exist only in debug builds; run as a release build, the first two tests
+//! check instead that the binary holds none of the hook and an armed daemon writes as usual.
+//!
 //! `SOUZ_HISTORY_CRASH_ROUNDS` sets the number of random kills (5), `SOUZ_CRASH_SEED` replays
 //! a run's kill moments and edits (the seed is printed).
 
@@ -233,7 +236,10 @@ fn changes(daemon: &Daemon) -> Vec<Value> {
 /// The contents the listed changes say are kept (files' before- and after-states).
 fn kept_hashes(changes: &[Value]) -> BTreeSet<String> {
     let mut hashes = BTreeSet::new();
-    for path in changes.iter().flat_map(|change| change["paths"].as_array().unwrap()) {
+    for path in changes
+        .iter()
+        .flat_map(|change| change["paths"].as_array().unwrap())
+    {
         for state in [&path["before"], &path["after"]] {
             if state["kept"] == true
                 && let Some(hash) = state["sha256"].as_str()
@@ -303,8 +309,36 @@ fn armed_daemon(point: &'static str) -> Daemon {
     daemon
 }
 
+/// In a release build the crash points are not there at all: the binary does not even hold
+/// the variable's name, and an armed daemon writes and records as usual.
+fn assert_release_has_no_crash_points(point: &'static str) {
+    let binary = std::fs::read(souz_e2e::souz_bin()).unwrap();
+    assert!(
+        !binary
+            .windows(b"SOUZ_TEST_CRASH_AT".len())
+            .any(|window| window == b"SOUZ_TEST_CRASH_AT"),
+        "a release build holds the crash hook"
+    );
+    let daemon = armed_daemon(point);
+    let scenario = &scenarios()[0];
+    let (status, answer) = call(
+        &daemon.address,
+        &daemon.token,
+        scenario.tool,
+        &scenario.arguments,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["is_error"], false, "{answer}");
+    assert_eq!(assert_history_agrees(&daemon, point).len(), 1);
+}
+
 #[test]
 fn a_daemon_killed_between_checkpoint_and_write_leaves_no_change_and_no_orphan_blob() {
+    if !cfg!(debug_assertions) {
+        assert_release_has_no_crash_points(AFTER_CHECKPOINT);
+        return;
+    }
     let mut daemon = armed_daemon(AFTER_CHECKPOINT);
     let work = daemon.user_home().join(WORK);
     let before = tree(&work);
@@ -321,7 +355,12 @@ fn a_daemon_killed_between_checkpoint_and_write_leaves_no_change_and_no_orphan_b
             "{}: the before-state was not kept before the write",
             scenario.tool
         );
-        assert_eq!(tree(&work), before, "{}: written before the crash", scenario.tool);
+        assert_eq!(
+            tree(&work),
+            before,
+            "{}: written before the crash",
+            scenario.tool
+        );
 
         // The next start, unarmed: the write never happened, so neither did the change.
         let restarted = Daemon::restart_with(stopped, environment(None));
@@ -351,6 +390,10 @@ fn a_daemon_killed_between_checkpoint_and_write_leaves_no_change_and_no_orphan_b
 
 #[test]
 fn a_daemon_killed_between_write_and_record_keeps_the_change_and_undo_restores_it() {
+    if !cfg!(debug_assertions) {
+        assert_release_has_no_crash_points(AFTER_WRITE);
+        return;
+    }
     let mut daemon = armed_daemon(AFTER_WRITE);
     let user = daemon.user_home();
     let work = user.join(WORK);
@@ -361,7 +404,12 @@ fn a_daemon_killed_between_write_and_record_keeps_the_change_and_undo_restores_i
         let left = pending(stopped.home.path());
         assert_eq!(left.len(), 1, "{}: {left:?}", scenario.tool);
         assert_eq!(left[0].1, scenario.tool);
-        assert_ne!(tree(&work), before, "{}: nothing was written", scenario.tool);
+        assert_ne!(
+            tree(&work),
+            before,
+            "{}: nothing was written",
+            scenario.tool
+        );
         let written = tree(&work);
 
         // The next start, unarmed: the change is recorded done with what the disk holds.
@@ -372,7 +420,11 @@ fn a_daemon_killed_between_write_and_record_keeps_the_change_and_undo_restores_i
         assert_eq!(change["status"], "done", "{change}");
         assert_eq!(tree(&work), written, "{}: the restart wrote", scenario.tool);
         let named: Vec<&str> = match scenario.tool {
-            "NewFile" => vec!["work/fresh/deeper/new.txt", "work/fresh", "work/fresh/deeper"],
+            "NewFile" => vec![
+                "work/fresh/deeper/new.txt",
+                "work/fresh",
+                "work/fresh/deeper",
+            ],
             "MoveFile" => vec!["work/notes.txt", "work/archive/notes.txt"],
             _ => vec![scenario.arguments["path"].as_str().unwrap()],
         };
@@ -389,7 +441,12 @@ fn a_daemon_killed_between_write_and_record_keeps_the_change_and_undo_restores_i
         let report = undone.json();
         assert_eq!(report["conflicts"], json!([]), "{report}");
         assert_eq!(report["undone"].as_array().unwrap().len(), 1, "{report}");
-        assert_eq!(tree(&work), before, "{}: undo did not restore", scenario.tool);
+        assert_eq!(
+            tree(&work),
+            before,
+            "{}: undo did not restore",
+            scenario.tool
+        );
         assert_history_agrees(&restarted, &format!("{} undone", scenario.tool));
         daemon = Daemon::restart_with(restarted.stop("TERM"), environment(Some(AFTER_WRITE)));
     }
@@ -457,7 +514,9 @@ fn edit_load(
             .find(|line| line.starts_with("value "))
             .unwrap()
             .to_owned();
-        let number: u64 = line["value ".len()..line.find(';').unwrap()].parse().unwrap();
+        let number: u64 = line["value ".len()..line.find(';').unwrap()]
+            .parse()
+            .unwrap();
         let padding = "+".repeat(rng.below(40) as usize);
         let arguments = json!({
             "path": format!("loop/{name}"),

@@ -37,7 +37,9 @@ impl CrashPoint {
 
     /// The point named `name`.
     fn named(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|point| point.name() == name.trim())
+        Self::ALL
+            .into_iter()
+            .find(|point| point.name() == name.trim())
     }
 }
 
