@@ -574,7 +574,7 @@ fn kill_nine_at_random_moments_under_edits_leaves_history_and_disk_in_agreement(
         std::fs::write(user.join("loop").join(name), loop_original(name)).unwrap();
     }
     let original = tree(&user.join("loop"));
-    let (mut edits, mut caught_pending, mut caught_orphans) = (0, 0, 0);
+    let (mut edits, mut caught_pending, mut caught_orphans, mut caught_temporary) = (0, 0, 0, 0);
     for round in 0..rounds {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicUsize::new(0));
@@ -603,11 +603,18 @@ fn kill_nine_at_random_moments_under_edits_leaves_history_and_disk_in_agreement(
         let home = stopped.home.path();
         caught_pending += pending(home).len();
         caught_orphans += blob_files(home).difference(&blob_rows(home)).count();
+        caught_temporary += tree(&user.join("loop")).len() - LOOP_FILES.len();
 
         daemon = Daemon::restart_with(stopped, environment(None));
         let context = format!("round {round} (SOUZ_CRASH_SEED={seed})");
         let changes = assert_history_agrees(&daemon, &context);
         assert_files_match_history(&user, &changes, &context);
+        let names: Vec<PathBuf> = tree(&user.join("loop")).into_keys().collect();
+        assert_eq!(
+            names,
+            LOOP_FILES.map(PathBuf::from),
+            "{context}: something beside the files"
+        );
     }
     assert!(
         edits > rounds as usize,
@@ -640,8 +647,9 @@ fn kill_nine_at_random_moments_under_edits_leaves_history_and_disk_in_agreement(
     assert_files_match_history(&user, &after_undo, "after the undo");
     println!(
         "history crash loop: {rounds} kills in {:.1} s, {edits} edits answered, {} changes \
-         recorded and undone; the kills caught {caught_pending} changes pending and \
-         {caught_orphans} blobs without their row: all settled",
+         recorded and undone; the kills caught {caught_pending} changes pending, \
+         {caught_orphans} blobs without their row and {caught_temporary} temporary files cut \
+         short: all settled",
         started.elapsed().as_secs_f64(),
         changes.len()
     );
