@@ -10,6 +10,7 @@ mod crash_loop;
 mod credentials;
 mod daemon;
 mod devices;
+mod history_crash;
 mod hostile_pages;
 mod keys;
 mod keys_cli;

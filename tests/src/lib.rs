@@ -371,7 +371,7 @@ impl Daemon {
 
     /// Sends `signal` (e.g. "TERM", "INT", "KILL") and waits for the exit.
     pub fn stop(mut self, signal: &str) -> Stopped {
-        let mut child = self
+        let child = self
             .child
             .take()
             .unwrap_or_else(|| panic!("already stopped"));
@@ -381,15 +381,26 @@ impl Daemon {
             .status()
             .unwrap_or_else(|error| panic!("kill: {error}"));
         assert!(sent.success());
+        self.stopped(child, &format!("after SIG{signal}"))
+    }
+
+    /// Waits (30 s at most) for the daemon to exit by itself, e.g. at a crash point armed by
+    /// its environment, without signalling it.
+    pub fn exited(mut self) -> Stopped {
+        let child = self
+            .child
+            .take()
+            .unwrap_or_else(|| panic!("already stopped"));
+        self.stopped(child, "by itself")
+    }
+
+    fn stopped(mut self, mut child: Child, how: &str) -> Stopped {
         let deadline = Instant::now() + Duration::from_secs(30);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("wait: {e}")) {
                 break status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "souz did not exit after SIG{signal}"
-            );
+            assert!(Instant::now() < deadline, "souz did not exit {how}");
             std::thread::sleep(Duration::from_millis(20));
         };
         let mut stderr = String::new();

@@ -17,7 +17,9 @@
 //!   and the change marked `done` after it. A process killed in between leaves a pending change
 //!   whose before-states are all kept; on start [`reconcile`] compares it with the disk: paths
 //!   still as before mean the write never happened (the change is dropped), anything else is
-//!   recorded as its after-state. History and disk agree; no checkpoint is lost.
+//!   recorded as its after-state. History and disk agree; no checkpoint is lost. (Debug builds
+//!   can be made to abort on either side of the write, `crash_point`, for the end-to-end test
+//!   `tests/e2e/history_crash.rs` that kills a real daemon there.)
 //! - A blob is never removed while a checkpoint may still refer to it: checkpoints hold the
 //!   blob lock shared from the blob's write to the commit of its row, pruning holds it alone.
 //! - Limits (`[history]`): changes older than `keep_days` go, then the oldest until the kept
@@ -34,6 +36,8 @@
 
 pub(crate) mod blobs;
 pub(crate) mod checkpoint;
+#[cfg(debug_assertions)]
+mod crash_point;
 pub mod reconcile;
 pub(crate) mod records;
 pub mod review;

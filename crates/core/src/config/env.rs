@@ -36,6 +36,8 @@ pub enum Setter {
 }
 
 /// Declares [`Var`] and its registry from one list, so no variant lacks a name or a purpose.
+/// A variant's attributes (a `cfg`) apply to everything that names it, so a variable that exists
+/// only in some builds is absent from the others' registry as a whole.
 macro_rules! registry {
     ($($(#[$attr:meta])* $variant:ident => $name:literal, $setter:ident, $purpose:literal;)*) => {
         /// A variable Souz reads (its name, who sets it and what for: [`Var::name`],
@@ -47,26 +49,26 @@ macro_rules! registry {
 
         impl Var {
             /// Every registered variable.
-            pub const ALL: &'static [Var] = &[$(Var::$variant),*];
+            pub const ALL: &'static [Var] = &[$($(#[$attr])* Var::$variant),*];
 
             /// The variable's name.
             pub const fn name(self) -> &'static str {
                 match self {
-                    $(Var::$variant => $name,)*
+                    $($(#[$attr])* Var::$variant => $name,)*
                 }
             }
 
             /// Who sets it.
             pub const fn setter(self) -> Setter {
                 match self {
-                    $(Var::$variant => Setter::$setter,)*
+                    $($(#[$attr])* Var::$variant => Setter::$setter,)*
                 }
             }
 
             /// What Souz reads it for (one line).
             pub const fn purpose(self) -> &'static str {
                 match self {
-                    $(Var::$variant => $purpose,)*
+                    $($(#[$attr])* Var::$variant => $purpose,)*
                 }
             }
         }
@@ -103,6 +105,8 @@ registry! {
     TestMultilingualModel => "SOUZ_TEST_MULTILINGUAL_MODEL", Internal, "The folder of multilingual-e5-small's files (config.json, tokenizer.json, model.safetensors) the cross-language recall test and the memory bench use when present.";
     TestMultilingualEndpoint => "SOUZ_TEST_MULTILINGUAL_EMBEDDINGS_URL", Internal, "An OpenAI-compatible embeddings endpoint (up to /v1) serving multilingual-e5-small, which the cross-language recall test and the memory bench use when no model folder is given.";
     NoModelDownloads => "SOUZ_NO_MODEL_DOWNLOADS", Internal, "Set (to 1) by every test harness that starts Souz: no local model is downloaded on first use; a missing one stays missing and memory recalls by words (tests never reach the internet).";
+    #[cfg(debug_assertions)]
+    TestCrashAt => "SOUZ_TEST_CRASH_AT", Internal, "Debug builds only: the point of the file history's write path (history.after_checkpoint, history.after_write) where the process aborts, for the end-to-end crash test.";
 }
 
 impl Var {

@@ -104,6 +104,8 @@ impl History {
                 )
             })
             .await?;
+        #[cfg(debug_assertions)]
+        super::crash_point::reached(super::crash_point::CrashPoint::AfterCheckpoint);
         Ok(Checkpointed { id, paths: ordered })
     }
 
@@ -114,6 +116,8 @@ impl History {
         sandbox: Arc<Sandbox>,
         change: &Checkpointed,
     ) -> Result<bool, HistoryError> {
+        #[cfg(debug_assertions)]
+        super::crash_point::reached(super::crash_point::CrashPoint::AfterWrite);
         let (kept, unnamed) = {
             let _shared = self.inner.blob_lock.read().await;
             let history = self.clone();

@@ -8,11 +8,17 @@
 //!   dropped; otherwise what they hold now is recorded as its after-state and it is done. Either
 //!   way nothing on disk is left without its record, and no record claims a write that did
 //!   not happen.
+//! - Before a pending change is settled, what its write left half done is removed: Souz's own
+//!   temporary siblings of its paths (`.<name>.souz-<id>.tmp`, the file tools' atomic writes
+//!   and undo's staged contents, renamed into place only when whole). Only names of that exact
+//!   shape next to a path the change names are touched; at start no write of this process
+//!   runs, so none of them is in use.
 //! - A pending change whose paths cannot be looked at (a root removed from the configuration)
 //!   stays pending and is reported; it is never guessed.
 //! - Blob files are removed only under the blob lock held alone, after their rows are gone.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -21,6 +27,7 @@ use super::checkpoint::blocking;
 use super::records;
 use super::{History, HistoryError};
 use crate::sandbox::Sandbox;
+use crate::sandbox::beneath::walk::is_staging_name_of;
 use crate::store::codec::now;
 
 /// What [`History::reconcile`] did.
@@ -34,6 +41,8 @@ pub struct Reconciled {
     pub left: usize,
     /// Blob files no row named, removed.
     pub orphans: usize,
+    /// Temporary files a write cut short left next to a pending change's paths, removed.
+    pub leftovers: usize,
 }
 
 impl History {
@@ -48,14 +57,21 @@ impl History {
         for change in pending {
             let history = self.clone();
             let sandbox = Arc::clone(&sandbox);
-            let paths: Vec<(std::path::PathBuf, bool)> = change
+            let paths: Vec<(PathBuf, bool)> = change
                 .paths
                 .iter()
                 .map(|path| (path.path.clone(), path.created_parent))
                 .collect();
-            let captured = blocking(move || history.capture_all(&sandbox, &paths)).await;
+            let captured = blocking(move || {
+                let removed = remove_leftovers(&sandbox, &paths);
+                Ok((removed, history.capture_all(&sandbox, &paths)?))
+            })
+            .await;
             let (now_held, blobs) = match captured {
-                Ok(captured) => captured,
+                Ok((removed, captured)) => {
+                    report.leftovers += removed;
+                    captured
+                }
                 Err(error) => {
                     tracing::warn!(%error, change = change.id, "a pending file change cannot be checked; left pending");
                     report.left += 1;
@@ -166,4 +182,33 @@ impl History {
         .await?;
         Ok(count)
     }
+}
+
+/// Removes the temporary siblings a write cut short left next to `paths` (see the module
+/// header); returns how many.
+fn remove_leftovers(sandbox: &Sandbox, paths: &[(PathBuf, bool)]) -> usize {
+    let beneath = sandbox.beneath();
+    let mut removed = 0;
+    for (path, _) in paths {
+        let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        let Ok(entries) = beneath.read_dir(folder) else {
+            continue;
+        };
+        for entry in entries {
+            if !is_staging_name_of(&entry.name, name) {
+                continue;
+            }
+            match beneath.remove_all(&folder.join(&entry.name)) {
+                Ok(()) => removed += 1,
+                Err(error) => tracing::warn!(
+                    %error,
+                    path = %sandbox.display(&folder.join(&entry.name)),
+                    "could not remove a temporary file a cut-short write left"
+                ),
+            }
+        }
+    }
+    removed
 }

@@ -465,6 +465,19 @@ async fn a_change_left_pending_by_a_killed_process_is_settled_against_the_disk()
         .await
         .unwrap();
     std::fs::write(f.path("written.txt"), "after\n").unwrap();
+    // Each write cut short in its temporary file (the file tools' atomic writes), beside
+    // names that only look like one, which stay.
+    let staged = |name: &str| {
+        let staged = crate::sandbox::beneath::walk::staging_name(std::ffi::OsStr::new(name));
+        f.path(staged.to_str().unwrap())
+    };
+    let (cut_kept, cut_written) = (staged("kept.txt"), staged("written.txt"));
+    std::fs::write(&cut_kept, "half").unwrap();
+    std::fs::write(&cut_written, "half").unwrap();
+    let unrelated = [staged("other.txt"), f.path(".written.txt.souz-notours.tmp")];
+    for path in &unrelated {
+        std::fs::write(path, "not a leftover of these changes").unwrap();
+    }
     // And a blob written without its row.
     let orphan = super::blobs::hash_of(b"orphan");
     f.history.blobs().put(&orphan, b"orphan").unwrap();
@@ -473,11 +486,18 @@ async fn a_change_left_pending_by_a_killed_process_is_settled_against_the_disk()
         History::open(f.stack.store.clone(), f.stack.config.paths.home(), limits()).unwrap();
     let settled = reopened.reconcile(Arc::clone(&f.sandbox)).await.unwrap();
     assert_eq!(
-        (settled.completed, settled.dropped, settled.orphans),
-        (1, 1, 1),
+        (
+            settled.completed,
+            settled.dropped,
+            settled.orphans,
+            settled.leftovers
+        ),
+        (1, 1, 1, 2),
         "{settled:?}"
     );
     assert!(!reopened.blobs().has(&orphan).unwrap());
+    assert!(!cut_kept.exists() && !cut_written.exists());
+    assert!(unrelated.iter().all(|path| path.exists()));
     let listed = reopened.list(HistoryQuery::default()).await.unwrap();
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0].call_id, "call-written.txt");

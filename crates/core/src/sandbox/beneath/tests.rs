@@ -198,3 +198,28 @@ fn the_per_component_walk_refuses_links_too() {
         io::ErrorKind::InvalidInput
     );
 }
+
+#[test]
+fn staging_names_are_told_from_other_names() {
+    use super::walk::{is_staging_name_of, staging_name};
+    let name = std::ffi::OsStr::new("notes.txt");
+    let staged = staging_name(name);
+    assert!(is_staging_name_of(&staged, name));
+    assert!(!is_staging_name_of(&staged, std::ffi::OsStr::new("notes")));
+    assert!(!is_staging_name_of(
+        &staging_name(std::ffi::OsStr::new("other.txt")),
+        name
+    ));
+    for other in [
+        ".notes.txt.souz-notours.tmp",
+        ".notes.txt.souz-0123456789abcdef0123456789ABCDEF.tmp",
+        ".notes.txt.souz-0123456789abcdef0123456789abcdef.tmp.bak",
+        "notes.txt.souz-0123456789abcdef0123456789abcdef.tmp",
+        ".notes.txt",
+    ] {
+        assert!(
+            !is_staging_name_of(std::ffi::OsStr::new(other), name),
+            "{other}"
+        );
+    }
+}

@@ -301,3 +301,22 @@ pub(crate) fn staging_name(name: &OsStr) -> OsString {
     staged.push(format!(".souz-{}.tmp", uuid::Uuid::new_v4().simple()));
     staged
 }
+
+/// Whether `candidate` is a name [`staging_name`] gives for `name` (what a write cut short by
+/// a crash leaves next to its target).
+pub(crate) fn is_staging_name_of(candidate: &OsStr, name: &OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(id) = candidate
+        .as_bytes()
+        .strip_prefix(b".")
+        .and_then(|rest| rest.strip_prefix(name.as_bytes()))
+        .and_then(|rest| rest.strip_prefix(b".souz-"))
+        .and_then(|rest| rest.strip_suffix(b".tmp"))
+    else {
+        return false;
+    };
+    id.len() == 32
+        && id
+            .iter()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(byte))
+}

@@ -3,7 +3,9 @@
 //! Invariants:
 //! - A file is written to a hidden temporary sibling (same folder, so the same filesystem),
 //!   flushed to disk, and only then renamed over (or next to) the target. Readers see the old
-//!   or the new content, never a mix; a crash leaves at most the temporary file behind.
+//!   or the new content, never a mix; a crash leaves at most the temporary file behind (with
+//!   the history on, the next start removes it when it settles the change the write was
+//!   part of: `history::reconcile`).
 //! - Replacing keeps the target's permission bits.
 //! - Creating and moving refuse an existing destination atomically where the OS can
 //!   (`renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on macOS).
