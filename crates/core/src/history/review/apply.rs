@@ -74,62 +74,14 @@ pub async fn decide(
                     .await?;
             }
             ReviewAction::Apply => {
-                let staged = history.staged(review_id, change.id).await?;
-                let call = CallRequest {
-                    tool: staged.tool.clone(),
-                    arguments: staged.arguments.clone(),
-                    requester: staged.requester.clone(),
-                };
-                if !request.force {
-                    let standing = history
-                        .standing(sandbox.clone(), review_id, change.id)
-                        .await?;
-                    let reason = match standing {
-                        Standing::Clear => None,
-                        Standing::External => Some(ConflictReason::External),
-                        // Without the earlier change it may still fit the file as it is.
-                        Standing::Waiting | Standing::Earlier => {
-                            let fits = gate.plan_now(&call).await.is_ok_and(|(summary, diff)| {
-                                summary == staged.summary && diff == staged.diff
-                            });
-                            (!fits).then_some(ConflictReason::EarlierChange)
-                        }
-                    };
-                    if let Some(reason) = reason {
-                        conflicts.push(ChangeConflict {
-                            change_id: change.id,
-                            reason,
-                        });
-                        continue;
-                    }
+                if let Some(reason) =
+                    apply(history, gate, (review_id, change.id), request.force).await?
+                {
+                    conflicts.push(ChangeConflict {
+                        change_id: change.id,
+                        reason,
+                    });
                 }
-                if !history.claim(review_id, change.id).await? {
-                    continue;
-                }
-                let mode = CallMode::Reviewed {
-                    review_id,
-                    change_id: change.id,
-                    force: request.force,
-                };
-                let outcome = match gate.start_as(call, None, mode).await {
-                    Ok(mut handle) => {
-                        let call_id = handle.call_id.clone();
-                        let state = handle.finished().await;
-                        let text = state.result.map(|result| result.text);
-                        let decision = if state.status == ToolCallStatus::Succeeded {
-                            ChangeDecision::Applied
-                        } else {
-                            ChangeDecision::Failed
-                        };
-                        (decision, text, Some(call_id))
-                    }
-                    Err(error) => (
-                        ChangeDecision::Failed,
-                        Some(format!("Souz could not start the call: {error}")),
-                        None,
-                    ),
-                };
-                history.decide_change(review_id, change.id, outcome).await?;
             }
         }
     }
@@ -141,4 +93,68 @@ pub async fn decide(
             .collect(),
         conflict_reasons: conflicts,
     })
+}
+
+/// Applies change `change_id` of review `review_id` (through the gate), unless it conflicts
+/// and is not forced: then it is left undecided, and the answer says why.
+async fn apply(
+    history: &History,
+    gate: &Gate,
+    (review_id, change_id): (i64, i64),
+    force: bool,
+) -> Result<Option<ConflictReason>, HistoryError> {
+    let staged = history.staged(review_id, change_id).await?;
+    let call = CallRequest {
+        tool: staged.tool.clone(),
+        arguments: staged.arguments.clone(),
+        requester: staged.requester.clone(),
+    };
+    if !force {
+        let standing = history
+            .standing(gate.sandbox(), review_id, change_id)
+            .await?;
+        let reason = match standing {
+            Standing::Clear => None,
+            Standing::External => Some(ConflictReason::External),
+            // Without the earlier change it may still fit the file as it is.
+            Standing::Waiting | Standing::Earlier => {
+                let fits = gate
+                    .plan_now(&call)
+                    .await
+                    .is_ok_and(|(summary, diff)| summary == staged.summary && diff == staged.diff);
+                (!fits).then_some(ConflictReason::EarlierChange)
+            }
+        };
+        if reason.is_some() {
+            return Ok(reason);
+        }
+    }
+    if !history.claim(review_id, change_id).await? {
+        return Ok(None);
+    }
+    let mode = CallMode::Reviewed {
+        review_id,
+        change_id,
+        force,
+    };
+    let outcome = match gate.start_as(call, None, mode).await {
+        Ok(mut handle) => {
+            let call_id = handle.call_id.clone();
+            let state = handle.finished().await;
+            let text = state.result.map(|result| result.text);
+            let decision = if state.status == ToolCallStatus::Succeeded {
+                ChangeDecision::Applied
+            } else {
+                ChangeDecision::Failed
+            };
+            (decision, text, Some(call_id))
+        }
+        Err(error) => (
+            ChangeDecision::Failed,
+            Some(format!("Souz could not start the call: {error}")),
+            None,
+        ),
+    };
+    history.decide_change(review_id, change_id, outcome).await?;
+    Ok(None)
 }
