@@ -1,7 +1,8 @@
 // @ts-check
 // Review mode (issue 45): the switch that turns it on for a chat or an MCP client, and the
 // review panel — a review's staged changes, each with its diff (the Queue's diff renderer),
-// whether the file changed on disk since it was staged (a conflict), and Apply / Discard per
+// whether it conflicts and why (the file changed on disk since it was staged, or an earlier
+// staged change to the same file was discarded or not applied), and Apply / Discard per
 // change or for all. Shown at the end of a turn in Chat and with the pending approvals in the
 // Queue; the daemon applies through the same tools and records each write in the history.
 
@@ -18,6 +19,7 @@ export const t = strings({
     review_of_chat: "Review of a chat turn ({n} changes)",
     review_of_client: "Changes staged by {client} ({n})",
     conflict: "changed on disk since it was staged",
+    conflict_earlier: "staged on top of another change to this file that was discarded or not applied in order; it does not fit the file as it is",
     apply: "Apply",
     discard: "Discard",
     apply_all: "Apply all",
@@ -27,7 +29,7 @@ export const t = strings({
     discarded: "discarded",
     failed: "failed",
     applying: "applying…",
-    conflicts_left: "{n} changed on disk since staged and were not applied: check them, then Apply anyway.",
+    conflicts_left: "{n} not applied because they conflict: check them, then Apply anyway (each is planned again against the file as it is now).",
     closed: "All changes are decided.",
   },
   ru: {
@@ -38,6 +40,7 @@ export const t = strings({
     review_of_chat: "Проверка хода чата (изменений: {n})",
     review_of_client: "Изменения от {client} (изменений: {n})",
     conflict: "файл изменился на диске после того, как изменение было отложено",
+    conflict_earlier: "отложено поверх другого изменения этого файла, которое отклонено или применено не по порядку; к файлу в нынешнем виде оно не подходит",
     apply: "Применить",
     discard: "Отклонить",
     apply_all: "Применить все",
@@ -47,7 +50,7 @@ export const t = strings({
     discarded: "отклонено",
     failed: "ошибка",
     applying: "применяется…",
-    conflicts_left: "Не применено изменений: {n} — файлы изменились на диске после откладывания. Проверьте их и нажмите «Всё равно применить».",
+    conflicts_left: "Не применено изменений: {n} — они конфликтуют. Проверьте их и нажмите «Всё равно применить» (каждое будет заново построено по файлу в нынешнем виде).",
     closed: "По всем изменениям принято решение.",
   },
 });
@@ -57,6 +60,12 @@ export const t = strings({
 /** @typedef {import("./types.js").ReviewModes} ReviewModes */
 /** @typedef {import("./types.js").ReviewOutcome} ReviewOutcome */
 /** @typedef {import("./types.js").StagedChange} StagedChange */
+/** @typedef {import("./types.js").ConflictReason} ConflictReason */
+
+/** What a conflict of `reason` is, for the person. @param {ConflictReason} reason */
+function conflictText(reason) {
+  return reason === "earlier_change" ? t("conflict_earlier") : t("conflict");
+}
 
 /** A switch for review mode of one chat (`{chatId}`) or one client (`{client}`).
  *  @param {{chatId?: string, client?: string}} who @param {string} label
@@ -97,7 +106,7 @@ export function reviewPanel(review) {
     for (const button of panel.querySelectorAll("button")) button.disabled = true;
     try {
       const outcome = /** @type {ReviewOutcome} */ (await api("POST", `/v1/reviews/${review.id}/decisions`, body));
-      render(outcome.review);
+      render(outcome.review, new Map(outcome.conflictReasons.map((conflict) => [conflict.changeId, conflict.reason])));
       status.className = "meta review-status";
       status.textContent = outcome.conflicts.length
         ? t("conflicts_left", { n: outcome.conflicts.length })
@@ -108,16 +117,17 @@ export function reviewPanel(review) {
       for (const button of panel.querySelectorAll("button")) button.disabled = false;
     }
   };
-  /** @param {Review} current */
-  const render = (current) => {
+  /** @param {Review} current
+   *  @param {Map<number, ConflictReason>} refused why changes just asked to be applied were not */
+  const render = (current, refused = new Map()) => {
     const undecided = current.items.filter((change) => !change.decision);
-    const conflicted = undecided.some((change) => change.conflict);
+    const conflicted = undecided.some((change) => change.conflict || refused.has(change.id));
     const title = current.chatId
       ? t("review_of_chat", { n: current.changes })
       : t("review_of_client", { client: current.client, n: current.changes });
     panel.replaceChildren(
       h("h2", {}, title),
-      ...current.items.map((change) => changeView(change, decide)),
+      ...current.items.map((change) => changeView(change, decide, refused.get(change.id))),
       undecided.length
         ? h("div.row", {},
           h("button.primary.review-apply-all", { onclick: () => decide({ all: "apply" }) }, t("apply_all")),
@@ -131,18 +141,23 @@ export function reviewPanel(review) {
   return panel;
 }
 
-/** One staged change. @param {StagedChange} change @param {(body: object) => void} decide */
-function changeView(change, decide) {
+/** One staged change; `refused`: why applying it just now was refused, if it was.
+ *  @param {StagedChange} change @param {(body: object) => void} decide
+ *  @param {ConflictReason} [refused] */
+function changeView(change, decide, refused) {
   const decision = change.decision
     ? h("span.tag.decision." + change.decision, {}, t(change.decision))
     : null;
-  return h("section.staged-change" + (change.conflict ? ".conflict" : ""), { dataset: { change: String(change.id) } },
+  const reason = change.decision ? null : change.conflictReason ?? refused ?? null;
+  const conflicted = change.paths.filter((path) => path.changed).map((path) => path.path);
+  const where = (conflicted.length ? conflicted : change.paths.map((path) => path.path)).join(", ");
+  return h("section.staged-change" + (reason ? ".conflict" : ""), { dataset: { change: String(change.id), conflict: reason ?? "" } },
     h("div.row", {},
       h("strong", {}, change.summary),
       h("span.spacer"),
       h("span.tag", {}, change.tool),
       decision),
-    change.conflict ? h("p.error.conflict-note", {}, "⚠ " + t("conflict") + ": " + change.paths.filter((path) => path.changed).map((path) => path.path).join(", ")) : null,
+    reason ? h("p.error.conflict-note", {}, "⚠ " + conflictText(reason) + ": " + where) : null,
     change.diff ? diffView(change.diff) : null,
     change.result && change.decision === "failed" ? h("p.error", {}, visible(change.result)) : null,
     change.decision

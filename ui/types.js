@@ -160,6 +160,14 @@
  */
 
 /**
+ * A change asked to be applied that was left undecided, and why.
+ * @typedef {{
+ *   changeId: number;
+ *   reason: ConflictReason;
+ * }} ChangeConflict
+ */
+
+/**
  * What became of one staged change.
  * @typedef {"applying" | "applied" | "discarded" | "failed"} ChangeDecision
  */
@@ -443,6 +451,11 @@
 /**
  * How the operating system confines commands run by tools.
  * @typedef {"landlock" | "seatbelt" | "none"} ConfinementKind
+ */
+
+/**
+ * Why a staged change cannot be applied as it was staged.
+ * @typedef {"external" | "earlier_change"} ConflictReason
  */
 
 /**
@@ -1548,8 +1561,9 @@
 
 /**
  * The answer to decisions: the review as it is now, and the changes left undecided because
- * their paths changed since they were staged.
+ * they conflict.
  * @typedef {{
+ *   conflictReasons: Array<ChangeConflict>;
  *   conflicts: Array<number>;
  *   review: Review;
  * }} ReviewOutcome
@@ -2056,6 +2070,7 @@
  *   appliedCallId?: string | null;
  *   callId: string;
  *   conflict: boolean;
+ *   conflictReason?: ConflictReason | null;
  *   decision?: ChangeDecision | null;
  *   diff?: string | null;
  *   id: number;
@@ -2072,6 +2087,7 @@
  * @typedef {{
  *   base: PathSnapshot;
  *   changed: boolean;
+ *   conflict?: ConflictReason | null;
  *   path: string;
  * }} StagedPath
  */

@@ -1,7 +1,8 @@
 //! Review mode end to end (issue 45): the real daemon, its real agent against the fake OpenAI
 //! server, and a raw MCP client over `/mcp` with its own token. Writes are staged, not
 //! applied; the person applies or discards each one in one review; applied changes are in the
-//! history; a file changed while staged is a conflict.
+//! history; a file changed while staged is a conflict; two edits of one file stage on each
+//! other, and a discarded first is a conflict of its own kind.
 
 use std::net::TcpStream;
 use std::time::Duration;
@@ -420,5 +421,83 @@ fn a_file_changed_while_staged_is_a_conflict_that_only_force_applies() {
     assert_eq!(
         std::fs::read_to_string(home.join("list.txt")).unwrap(),
         "ALPHA\nbeta\ngamma\n"
+    );
+}
+
+#[test]
+fn two_edits_of_one_file_stage_on_each_other_and_a_discarded_first_is_its_own_conflict() {
+    let daemon = Daemon::start();
+    let home = daemon.user_home();
+    std::fs::write(home.join("todo.md"), "- milk\n- bread\n").unwrap();
+    review_mode(&daemon, json!({"client": "claude-code", "on": true}));
+    let client = McpClient::connect(&daemon, "claude-code");
+    for (id, old, new) in [(2, "milk", "oat milk"), (3, "oat milk", "oat milk (2 l)")] {
+        let text = client.call(
+            id,
+            "EditFile",
+            json!({"path": "~/todo.md", "oldString": old, "newString": new}),
+        );
+        assert!(text.starts_with("Staged for review"), "{text}");
+    }
+    let review_id = daemon.get("/v1/reviews").json()["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let review = daemon.get(&format!("/v1/reviews/{review_id}")).json();
+    assert_eq!(review["items"].as_array().unwrap().len(), 2, "{review}");
+    assert_eq!(review["items"][1]["conflict"], false, "{review}");
+    assert!(
+        review["items"][1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-- oat milk\n+- oat milk (2 l)"),
+        "{review}"
+    );
+
+    // Discard the first: the second, staged on it, is refused as such, not as an outside change.
+    let (first, second) = (
+        review["items"][0]["id"].clone(),
+        review["items"][1]["id"].clone(),
+    );
+    let outcome = decide(
+        &daemon,
+        review_id,
+        json!({"decisions": [
+            {"changeId": first, "action": "discard"},
+            {"changeId": second, "action": "apply"}]}),
+    );
+    assert_eq!(
+        outcome["conflictReasons"],
+        json!([{"changeId": second, "reason": "earlier_change"}]),
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome["review"]["items"][1]["conflictReason"],
+        "earlier_change"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("todo.md")).unwrap(),
+        "- milk\n- bread\n"
+    );
+
+    // Once it is decided too, the file takes staged writes again, and they apply in order.
+    let outcome = decide(&daemon, review_id, json!({"all": "discard"}));
+    assert_eq!(outcome["review"]["status"], "closed", "{outcome}");
+    for (id, old, new) in [(4, "milk", "oat milk"), (5, "oat milk", "oat milk (2 l)")] {
+        let text = client.call(
+            id,
+            "EditFile",
+            json!({"path": "~/todo.md", "oldString": old, "newString": new}),
+        );
+        assert!(text.starts_with("Staged for review"), "{text}");
+    }
+    let next = daemon.get("/v1/reviews").json()["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    assert_ne!(next, review_id);
+    let outcome = decide(&daemon, next, json!({"all": "apply"}));
+    assert_eq!(outcome["conflicts"], json!([]), "{outcome}");
+    assert_eq!(
+        std::fs::read_to_string(home.join("todo.md")).unwrap(),
+        "- oat milk (2 l)\n- bread\n"
     );
 }

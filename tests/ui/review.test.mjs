@@ -4,7 +4,8 @@
 // diff — and Discard / Apply all decide it, checked on the disk; an MCP client switched to
 // review mode on the Clients page stages its writes, the Queue shows their review with a
 // file changed on disk marked as a conflict, Apply all leaves that one, Apply anyway writes
-// it. Screenshots: `review-chat`, `review-queue`.
+// it; two edits of one file stage on each other, and a discarded first marks the second's
+// conflict as an earlier change's. Screenshots: `review-chat`, `review-queue`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -124,4 +125,28 @@ test("the Queue shows an MCP client's review; a conflict applies only with Apply
   await waitFor(() => readFileSync(list, "utf8") === "ALPHA\nbeta\ngamma\n", "the forced edit on disk");
   // Every change decided: the review closes and leaves the Queue.
   await tab.waitForSelector(panel, { state: "detached" });
+});
+
+test("two edits of one file stage on each other; discarding the first marks the second's conflict as such", async () => {
+  const client = await mcpClient("second-client");
+  const set = await session.api("PUT", "/v1/review-mode", { client: "second-client", on: true });
+  assert.equal(set.status, 200, JSON.stringify(set.body));
+  const todo = join(session.user, "todo.md");
+  writeFileSync(todo, "- milk\n- bread\n");
+  await client.call("EditFile", { path: todo, oldString: "milk", newString: "oat milk" });
+  await client.call("EditFile", { path: todo, oldString: "oat milk", newString: "oat milk (2 l)" });
+
+  const tab = await session.page("/queue");
+  const panel = "#review-list [data-review]:has(h2:has-text('second-client'))";
+  await tab.waitForSelector(`${panel} .staged-change >> nth=1`);
+  assert.equal(await tab.locator(`${panel} .staged-change.conflict`).count(), 0, "waiting for the first is no conflict");
+
+  await tab.click(`${panel} .staged-change >> nth=0 >> button.review-discard`);
+  await tab.waitForSelector(`${panel} .staged-change >> nth=0 >> .decision.discarded`);
+  await tab.click(`${panel} .staged-change >> nth=1 >> button.review-apply`);
+  const refused = `${panel} .staged-change.conflict[data-conflict="earlier_change"]`;
+  await tab.waitForSelector(refused);
+  assert.match(await tab.textContent(`${refused} .conflict-note`), /another change to this file/);
+  await tab.waitForSelector(`${panel} button.review-force`);
+  assert.equal(readFileSync(todo, "utf8"), "- milk\n- bread\n", "nothing written");
 });

@@ -136,6 +136,9 @@ struct Inner {
     /// Checkpoints hold it shared from their blobs' write to their rows' commit; pruning
     /// holds it alone (see the module header).
     blob_lock: tokio::sync::RwLock<()>,
+    /// Held by a review-mode write from before its plan to its staging, so that a write is
+    /// planned against the staged changes it will follow (see [`review`]).
+    staging_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for History {
@@ -157,6 +160,7 @@ impl History {
                 limits,
                 events: std::sync::OnceLock::new(),
                 blob_lock: tokio::sync::RwLock::new(()),
+                staging_lock: Arc::new(tokio::sync::Mutex::new(())),
             }),
         })
     }

@@ -48,6 +48,10 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// The language of the plan's summary (the person's interface language).
     pub language: Language,
+    /// For a write about to be staged for review on top of earlier staged changes: what those
+    /// changes leave the paths they write holding, which the file tools plan against instead
+    /// of the disk (see [`builtin::files::staged`]). `None` for every other call.
+    pub(crate) staged: Option<Arc<builtin::files::staged::StagedFiles>>,
 }
 
 /// What a call will do, computed before approval.

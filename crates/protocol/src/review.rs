@@ -88,16 +88,32 @@ pub struct ReviewList {
     pub items: Vec<ReviewSummary>,
 }
 
+/// Why a staged change cannot be applied as it was staged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictReason {
+    /// The file changed outside Souz (or became unreadable) since the change was staged.
+    External,
+    /// An earlier staged change to the same file in this review was discarded, failed or is
+    /// not applied yet, and this change, staged on top of it, does not apply to the file as it
+    /// is without it.
+    EarlierChange,
+}
+
 /// One path a staged change writes, with what it held when the change was staged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StagedPath {
     /// The absolute path.
     pub path: String,
-    /// What it held when the change was staged.
+    /// What it held when the change was staged: the disk then, or, when earlier changes of
+    /// the review write it too, what it holds once they are applied in order.
     pub base: crate::history::PathSnapshot,
-    /// Whether it changed on disk since (a conflict: applying refuses unless forced).
+    /// Whether it is a conflict now (applying refuses unless forced): the file changed
+    /// outside since, or an earlier staged change to it was discarded or failed.
     pub changed: bool,
+    /// Why it is a conflict, when it is one.
+    pub conflict: Option<ConflictReason>,
 }
 
 /// One staged change: a file tool's call, not run yet.
@@ -118,8 +134,10 @@ pub struct StagedChange {
     pub diff: Option<String>,
     /// The paths it writes.
     pub paths: Vec<StagedPath>,
-    /// Whether any path changed on disk since it was staged.
+    /// Whether any path is a conflict (see [`StagedPath::changed`]).
     pub conflict: bool,
+    /// Why, when it is one (`external` when any path changed outside).
+    pub conflict_reason: Option<ConflictReason>,
     /// The decision, once made.
     pub decision: Option<ChangeDecision>,
     /// For an applied or failed change: the tool's answer.
@@ -170,22 +188,35 @@ pub struct ReviewDecisions {
     /// One action for every undecided change (after `decisions`).
     #[serde(default)]
     pub all: Option<ReviewAction>,
-    /// Apply changes whose paths changed on disk since they were staged (each is planned again
-    /// against the disk as it is now).
+    /// Apply changes that conflict — their paths changed outside since they were staged, or an
+    /// earlier staged change to the same file was discarded — anyway: each is planned again
+    /// against the disk as it is now (and fails, saying why, when it no longer fits).
     #[serde(default)]
     pub force: bool,
 }
 
+/// A change asked to be applied that was left undecided, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeConflict {
+    /// The staged change.
+    pub change_id: i64,
+    /// Why it was not applied.
+    pub reason: ConflictReason,
+}
+
 /// The answer to decisions: the review as it is now, and the changes left undecided because
-/// their paths changed since they were staged.
+/// they conflict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReviewOutcome {
     /// The review after the decisions.
     pub review: Review,
-    /// Changes asked to be applied that were not, because a path changed since staging
-    /// (`force` applies them anyway).
+    /// Changes asked to be applied that were not, because they conflict (`force` applies
+    /// them anyway), in the order they were staged.
     pub conflicts: Vec<i64>,
+    /// The same changes, each with why.
+    pub conflict_reasons: Vec<ChangeConflict>,
 }
 
 /// When a review was opened or is held: the wire summary of staging, for events.

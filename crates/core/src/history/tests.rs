@@ -3,6 +3,7 @@
 //! killed process left pending.
 
 mod property;
+mod review;
 mod settling;
 
 use std::collections::BTreeMap;

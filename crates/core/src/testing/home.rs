@@ -75,6 +75,7 @@ pub fn tool_context(sandbox: Sandbox) -> ToolContext {
         requester: Requester::Cli,
         progress: crate::tools::ProgressSink::default(),
         language: crate::tools::Language::En,
+        staged: None,
     }
 }
 

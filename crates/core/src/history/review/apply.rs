@@ -1,13 +1,25 @@
 //! The person's decisions on a review: discard drops a staged change; apply makes its call
 //! again through the gate in [`CallMode::Reviewed`] (planned again, checkpointed in the
-//! history, so it can be undone), in the order the changes were staged. A change whose paths
-//! changed on disk since it was staged is left undecided unless forced.
+//! history, so it can be undone), in the order the changes were staged.
+//!
+//! Invariants:
+//! - Each change to apply is looked at again just before (an earlier change of the review may
+//!   have just written its paths) and, unless forced, left undecided as a conflict when it
+//!   does not stand clear ([`super::standing`]): `external` when its file changed outside;
+//!   `earlier_change` when an earlier staged change to its file was discarded, failed or is not
+//!   applied — unless it still plans against the disk to the summary and diff staged, and then
+//!   it is applied.
+//! - Forced, a conflict is planned again against the disk as it is and runs (or fails, saying
+//!   why, when its plan no longer fits).
 
 use std::collections::BTreeMap;
 
 use souz_protocol::ToolCallStatus;
-use souz_protocol::review::{ChangeDecision, ReviewAction, ReviewDecisions, ReviewOutcome};
+use souz_protocol::review::{
+    ChangeConflict, ChangeDecision, ConflictReason, ReviewAction, ReviewDecisions, ReviewOutcome,
+};
 
+use super::Standing;
 use crate::history::{History, HistoryError};
 use crate::tools::gate::{CallMode, CallRequest, Gate};
 
@@ -62,49 +74,87 @@ pub async fn decide(
                     .await?;
             }
             ReviewAction::Apply => {
-                let staged = history.staged(review_id, change.id).await?;
-                // Looked at again now: an earlier change of this review may have written it.
-                if !request.force && history.conflicted(sandbox.clone(), &staged).await? {
-                    conflicts.push(change.id);
-                    continue;
+                if let Some(reason) =
+                    apply(history, gate, (review_id, change.id), request.force).await?
+                {
+                    conflicts.push(ChangeConflict {
+                        change_id: change.id,
+                        reason,
+                    });
                 }
-                if !history.claim(review_id, change.id).await? {
-                    continue;
-                }
-                let call = CallRequest {
-                    tool: staged.tool.clone(),
-                    arguments: staged.arguments.clone(),
-                    requester: staged.requester.clone(),
-                };
-                let mode = CallMode::Reviewed {
-                    review_id,
-                    change_id: change.id,
-                    force: request.force,
-                };
-                let outcome = match gate.start_as(call, None, mode).await {
-                    Ok(mut handle) => {
-                        let call_id = handle.call_id.clone();
-                        let state = handle.finished().await;
-                        let text = state.result.map(|result| result.text);
-                        let decision = if state.status == ToolCallStatus::Succeeded {
-                            ChangeDecision::Applied
-                        } else {
-                            ChangeDecision::Failed
-                        };
-                        (decision, text, Some(call_id))
-                    }
-                    Err(error) => (
-                        ChangeDecision::Failed,
-                        Some(format!("Souz could not start the call: {error}")),
-                        None,
-                    ),
-                };
-                history.decide_change(review_id, change.id, outcome).await?;
             }
         }
     }
     Ok(ReviewOutcome {
         review: history.review(review_id, sandbox).await?,
-        conflicts,
+        conflicts: conflicts
+            .iter()
+            .map(|conflict| conflict.change_id)
+            .collect(),
+        conflict_reasons: conflicts,
     })
+}
+
+/// Applies change `change_id` of review `review_id` (through the gate), unless it conflicts
+/// and is not forced: then it is left undecided, and the answer says why.
+async fn apply(
+    history: &History,
+    gate: &Gate,
+    (review_id, change_id): (i64, i64),
+    force: bool,
+) -> Result<Option<ConflictReason>, HistoryError> {
+    let staged = history.staged(review_id, change_id).await?;
+    let call = CallRequest {
+        tool: staged.tool.clone(),
+        arguments: staged.arguments.clone(),
+        requester: staged.requester.clone(),
+    };
+    if !force {
+        let standing = history
+            .standing(gate.sandbox(), review_id, change_id)
+            .await?;
+        let reason = match standing {
+            Standing::Clear => None,
+            Standing::External => Some(ConflictReason::External),
+            // Without the earlier change it may still fit the file as it is.
+            Standing::Waiting | Standing::Earlier => {
+                let fits = gate
+                    .plan_now(&call)
+                    .await
+                    .is_ok_and(|(summary, diff)| summary == staged.summary && diff == staged.diff);
+                (!fits).then_some(ConflictReason::EarlierChange)
+            }
+        };
+        if reason.is_some() {
+            return Ok(reason);
+        }
+    }
+    if !history.claim(review_id, change_id).await? {
+        return Ok(None);
+    }
+    let mode = CallMode::Reviewed {
+        review_id,
+        change_id,
+        force,
+    };
+    let outcome = match gate.start_as(call, None, mode).await {
+        Ok(mut handle) => {
+            let call_id = handle.call_id.clone();
+            let state = handle.finished().await;
+            let text = state.result.map(|result| result.text);
+            let decision = if state.status == ToolCallStatus::Succeeded {
+                ChangeDecision::Applied
+            } else {
+                ChangeDecision::Failed
+            };
+            (decision, text, Some(call_id))
+        }
+        Err(error) => (
+            ChangeDecision::Failed,
+            Some(format!("Souz could not start the call: {error}")),
+            None,
+        ),
+    };
+    history.decide_change(review_id, change_id, outcome).await?;
+    Ok(None)
 }

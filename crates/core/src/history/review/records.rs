@@ -3,10 +3,10 @@
 //! ones that change a review return the events to announce in the same transaction.
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
-use souz_protocol::RuntimeEvent;
 use souz_protocol::review::{
     ChangeDecision, ReviewModes, ReviewStatus, ReviewSummary, ReviewedChange,
 };
+use souz_protocol::{Requester, RuntimeEvent};
 
 use super::{Base, Staged, Staging, StoredStaged, opened_event};
 use crate::history::records::running_execution;
@@ -65,33 +65,35 @@ pub(super) fn set_mode(
     Ok(())
 }
 
-/// Adds `staging` (with its paths' `base`) to its review, making the review if need be.
-/// Announces `review.opened` when the change joins an open review (a client's).
-pub(super) fn stage(
-    transaction: &Transaction<'_>,
-    staging: &Staging,
-    base: &[Base],
-) -> Result<(Staged, Vec<RuntimeEvent>), StoreError> {
-    let client = crate::history::client_of(&staging.requester);
-    let chat_id = match &staging.requester {
-        souz_protocol::Requester::Chat { chat_id } => Some(chat_id.clone()),
+/// The review a change `requester` stages now joins: who and which turn, and the review's id
+/// when it exists already.
+struct Joining {
+    client: String,
+    chat_id: Option<String>,
+    execution_id: Option<String>,
+    review_id: Option<i64>,
+}
+
+fn joining(connection: &Connection, requester: &Requester) -> Result<Joining, StoreError> {
+    let client = crate::history::client_of(requester);
+    let chat_id = match requester {
+        Requester::Chat { chat_id } => Some(chat_id.clone()),
         _ => None,
     };
     let execution_id = match &chat_id {
-        Some(chat_id) => running_execution(transaction, chat_id)?,
+        Some(chat_id) => running_execution(connection, chat_id)?,
         None => None,
     };
-    let at = to_time(now());
     // A turn collects into its own review; anyone else into their one open review.
-    let found: Option<i64> = match &execution_id {
-        Some(execution_id) => transaction
+    let review_id: Option<i64> = match &execution_id {
+        Some(execution_id) => connection
             .query_row(
                 "SELECT id FROM reviews WHERE execution_id = ?1 AND status = 'collecting'",
                 [execution_id],
                 |row| row.get(0),
             )
             .optional()?,
-        None => transaction
+        None => connection
             .query_row(
                 "SELECT id FROM reviews WHERE client = ?1 AND chat_id IS ?2 \
                      AND execution_id IS NULL AND status = 'open' ORDER BY id LIMIT 1",
@@ -100,6 +102,43 @@ pub(super) fn stage(
             )
             .optional()?,
     };
+    Ok(Joining {
+        client,
+        chat_id,
+        execution_id,
+        review_id,
+    })
+}
+
+/// The undecided changes (being applied included), in staging order, of the review a change
+/// `requester` stages now would join; empty when there is no such review yet.
+pub(super) fn undecided_of_joining(
+    connection: &Connection,
+    requester: &Requester,
+) -> Result<Vec<StoredStaged>, StoreError> {
+    let Some(review_id) = joining(connection, requester)?.review_id else {
+        return Ok(Vec::new());
+    };
+    Ok(changes(connection, review_id)?
+        .into_iter()
+        .filter(|change| matches!(change.decision, None | Some(ChangeDecision::Applying)))
+        .collect())
+}
+
+/// Adds `staging` (with its paths' `base`) to its review, making the review if need be.
+/// Announces `review.opened` when the change joins an open review (a client's).
+pub(super) fn stage(
+    transaction: &Transaction<'_>,
+    staging: &Staging,
+    base: &[Base],
+) -> Result<(Staged, Vec<RuntimeEvent>), StoreError> {
+    let Joining {
+        client,
+        chat_id,
+        execution_id,
+        review_id: found,
+    } = joining(transaction, &staging.requester)?;
+    let at = to_time(now());
     let review_id = match found {
         Some(id) => id,
         None => {
@@ -237,7 +276,7 @@ fn change_row(row: &Row<'_>) -> rusqlite::Result<RawChange> {
             review_id: row.get(1)?,
             call_id: row.get(2)?,
             tool: row.get(3)?,
-            requester: souz_protocol::Requester::Cli,
+            requester: Requester::Cli,
             arguments: serde_json::Value::Null,
             summary: row.get(6)?,
             diff: row.get(7)?,

@@ -29,6 +29,7 @@ mod move_file;
 mod new_file;
 mod output;
 mod search_content;
+pub(crate) mod staged;
 mod target;
 mod text;
 pub(crate) mod trashing;

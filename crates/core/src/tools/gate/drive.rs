@@ -62,13 +62,21 @@ impl Gate {
         };
         let spec = tool.spec();
         record.risk = Some(spec.risk);
-        let ctx = match self
+        let mut ctx = match self
             .context(&record.request.requester, spec.risk, cancel)
             .await
         {
             Ok(ctx) => ctx,
             Err(message) => return failure(message),
         };
+        // Review mode: a write that may be staged is planned on the review's staged changes.
+        let reviewing = match self.reviewing(record, spec, &ctx).await {
+            Ok(reviewing) => reviewing,
+            Err(ended) => return ended,
+        };
+        ctx.staged = reviewing
+            .as_ref()
+            .and_then(|reviewing| reviewing.files.clone());
 
         // Plan (validates, resolves paths, computes diffs) before anyone is asked.
         let arguments = record.request.arguments.clone();
@@ -88,11 +96,12 @@ impl Gate {
                 .await;
         }
         let decision = self.policy_decision(record, spec, &planned.plan);
-        // Review mode: a write that the policy does not refuse is staged, not asked about.
-        if !matches!(decision, Decision::Deny { .. })
-            && matches!(record.mode, CallMode::Attended)
+        // Review mode: a write that the policy does not refuse is staged, not asked about (the
+        // staging lock goes with `reviewing`, whatever happens to the call).
+        let reviewing = reviewing.filter(|_| !matches!(decision, Decision::Deny { .. }));
+        if let Some(reviewing) = reviewing
             && let Some(ended) = self
-                .stage_if_reviewed(record, spec, &planned.plan, &ctx)
+                .stage_if_reviewed(record, &planned.plan, &ctx, reviewing)
                 .await
         {
             return ended;
@@ -484,7 +493,7 @@ impl Gate {
 
 /// Drives a tool future, turning panics into errors and honouring cancellation (with a grace
 /// period for the tool to stop on its own). Runs in the call's own task: no extra spawn.
-async fn guarded<T>(
+pub(super) async fn guarded<T>(
     task: impl std::future::Future<Output = Result<T, ToolError>>,
     cancel: &CancellationToken,
 ) -> Result<T, ToolError> {

@@ -73,6 +73,7 @@ impl Gate {
             requester: requester.clone(),
             progress: crate::tools::ProgressSink::default(),
             language: self.language(),
+            staged: None,
         })
     }
 }

@@ -23,6 +23,7 @@ pub(crate) fn context(home: &Path) -> ToolContext {
         requester: Requester::Cli,
         progress: crate::tools::ProgressSink::default(),
         language: crate::tools::Language::En,
+        staged: None,
     }
 }
 

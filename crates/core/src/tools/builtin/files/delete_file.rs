@@ -8,13 +8,16 @@
 //! - A workspace root, the user's home, and folders containing either are refused.
 //! - For a folder, the plan counts what is inside; a folder that holds a protected path (or is
 //!   too large to check fully) is reported as protected, so the policy always asks.
+//! - A delete about to be staged for review is planned where the changes staged before it leave
+//!   the path ([`super::staged`]): gone is not found, created only by them is refused, and a
+//!   file is sized by its staged content.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::{Risk, ToolCategory};
 
 use super::target::{self, Census, Kind, Located};
-use super::{WALK_ENTRY_LIMIT, blocking, trashing};
+use super::{WALK_ENTRY_LIMIT, blocking, staged, trashing};
 use crate::approvals::CallTarget;
 use crate::sandbox::{Access, Sandbox};
 use crate::tools::{
@@ -64,10 +67,21 @@ impl Tool for DeleteFile {
     ) -> Result<Planned<Located>, ToolError> {
         let raw = args.path.clone();
         let language = ctx.language;
+        let files = ctx.staged.clone();
         blocking(ctx, move |sandbox, cancel| {
+            // In review mode, where the changes staged before it leave the path.
+            let entry = match files.as_deref() {
+                Some(files) => {
+                    // Looked up as a write (no need to exist): staged changes may create it.
+                    let resolved = sandbox.resolve(&raw, Access::Write)?;
+                    staged::for_removal(files, sandbox, &resolved, &raw)?
+                }
+                None => None,
+            };
             let located = target::locate_existing(sandbox, &raw)?;
             target::refuse_removing_anchor(sandbox, &located.path)?;
-            let (detail, protected) = describe(sandbox, &located, cancel, language)?;
+            let size = staged::size_of(entry.as_ref());
+            let (detail, protected) = describe(sandbox, &located, (cancel, size), language)?;
             let summary = localized!(
                 language,
                 "Move {} {} to the Trash{detail}",
@@ -109,11 +123,12 @@ impl Tool for DeleteFile {
 }
 
 /// The plan's detail for a path about to leave its place (" (3 files, 1 folder, 2.0 KB)") in
-/// `language`, and whether the policy must treat it as protected.
+/// `language`, and whether the policy must treat it as protected. A file's size is
+/// `staged_size` when changes staged for review give it one, the disk's otherwise.
 pub(super) fn describe(
     sandbox: &Sandbox,
     located: &Located,
-    cancel: &CancellationToken,
+    (cancel, staged_size): (&CancellationToken, Option<u64>),
     language: Language,
 ) -> Result<(String, bool), ToolError> {
     match located.kind {
@@ -133,11 +148,13 @@ pub(super) fn describe(
             ))
         }
         Kind::File => {
-            let size = sandbox
-                .beneath()
-                .stat(&located.path)
-                .map(|stat| u64::try_from(stat.st_size).unwrap_or(0))
-                .unwrap_or(0);
+            let size = staged_size.unwrap_or_else(|| {
+                sandbox
+                    .beneath()
+                    .stat(&located.path)
+                    .map(|stat| u64::try_from(stat.st_size).unwrap_or(0))
+                    .unwrap_or(0)
+            });
             Ok((
                 format!(" ({})", words::size(size, language)),
                 located.protected,

@@ -5,7 +5,9 @@
 //! refuses empty, identical, missing and ambiguous `oldString`s, and shows the diff. It hands
 //! `run` the SHA-256 of the bytes it read and the exact new bytes. `run` re-reads the file and
 //! refuses with [`ToolError::Conflict`] if it changed since, then replaces it atomically,
-//! keeping its permissions. What is written is exactly what the diff showed.
+//! keeping its permissions. What is written is exactly what the diff showed. A write about to
+//! be staged for review is planned on the file's staged content ([`super::staged`]) when
+//! earlier staged changes write it.
 //!
 //! [`text`]: super::text
 
@@ -16,7 +18,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use souz_protocol::{Risk, ToolCategory};
 
-use super::text::{self, require_text_extension};
+use super::staged::StagedEntry;
+use super::text::{self, Replacement, require_text_extension};
 use super::{EDIT_FILE_LIMIT_BYTES, atomic, blocking, diff, target};
 use crate::sandbox::{Access, Sandbox, SandboxError};
 use crate::tools::{Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, localized, words};
@@ -83,21 +86,20 @@ impl Tool for EditFile {
     ) -> Result<Planned<EditPlan>, ToolError> {
         let args = args.clone();
         let language = ctx.language;
+        let staged = ctx.staged.clone();
         blocking(ctx, move |sandbox, _| {
             let resolved = sandbox.resolve(&args.path, Access::Write)?;
-            if !resolved.exists {
-                return Err(SandboxError::NotFound(args.path.clone()).into());
-            }
             let shown = sandbox.display(&resolved.path);
-            let original = read_editable(sandbox, &resolved.path)?;
+            // In review mode, on top of the changes staged before it.
+            let original = match staged.and_then(|staged| staged.entry(&resolved.path)) {
+                Some(entry) => staged_editable(entry, &resolved.path, &shown, &args.path)?,
+                None if !resolved.exists => {
+                    return Err(SandboxError::NotFound(args.path.clone()).into());
+                }
+                None => read_editable(sandbox, &resolved.path)?,
+            };
             let original_sha256 = sha256(&original);
-            let content = text::decode_editable(original)?;
-            let replacement = text::replace(
-                &content,
-                &args.old_string,
-                &args.new_string,
-                args.replace_all,
-            )?;
+            let replacement = edited(original, &args)?;
             let count = replacement.count;
             let summary = localized!(
                 language,
@@ -153,6 +155,47 @@ impl Tool for EditFile {
             )))
         })
         .await
+    }
+}
+
+/// The replacement `args` make in `original`, or why they cannot (binary or non-UTF-8 content,
+/// `oldString` empty, missing or ambiguous).
+pub(super) fn edited(original: Vec<u8>, args: &EditFileArgs) -> Result<Replacement, ToolError> {
+    let content = text::decode_editable(original)?;
+    text::replace(
+        &content,
+        &args.old_string,
+        &args.new_string,
+        args.replace_all,
+    )
+}
+
+/// The staged content of a file `EditFile` may edit (see [`super::staged`]), checked as
+/// [`read_editable`] checks the disk's.
+fn staged_editable(
+    entry: StagedEntry,
+    path: &Path,
+    shown: &str,
+    raw: &str,
+) -> Result<Vec<u8>, ToolError> {
+    match entry {
+        StagedEntry::File { content, .. } => {
+            require_text_extension(path, "edited")?;
+            let size = content.len() as u64;
+            if size > EDIT_FILE_LIMIT_BYTES {
+                return Err(ToolError::InvalidArguments(format!(
+                    "`{shown}` is {}, larger than the {} EditFile handles",
+                    target::human_size(size),
+                    target::human_size(EDIT_FILE_LIMIT_BYTES)
+                )));
+            }
+            Ok(content.to_vec())
+        }
+        StagedEntry::Absent => Err(SandboxError::NotFound(raw.to_owned()).into()),
+        StagedEntry::Folder { .. } => Err(ToolError::InvalidArguments(format!(
+            "`{shown}` is not a regular file"
+        ))),
+        StagedEntry::Unknown(unknown) => Err(unknown.refusal(shown)),
     }
 }
 

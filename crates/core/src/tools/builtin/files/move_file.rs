@@ -13,6 +13,8 @@
 //!   failure leaves the source intact.
 //! - A workspace root, the user's home, or a folder holding one is never moved, nor is a folder
 //!   moved into itself.
+//! - A move about to be staged for review is planned where the changes staged before it leave
+//!   both paths ([`super::staged`]).
 
 use std::io;
 use std::path::PathBuf;
@@ -22,6 +24,7 @@ use serde::Deserialize;
 use souz_protocol::{Risk, ToolCategory};
 
 use super::delete_file::describe;
+use super::staged::{self, StagedEntry};
 use super::target::{self, Kind, Located};
 use super::{atomic, blocking};
 use crate::approvals::CallTarget;
@@ -79,7 +82,17 @@ impl Tool for MoveFile {
     ) -> Result<Planned<MovePlan>, ToolError> {
         let args = args.clone();
         let language = ctx.language;
+        let files = ctx.staged.clone();
         blocking(ctx, move |sandbox, cancel| {
+            // In review mode, where the changes staged before it leave both paths.
+            let entry = match files.as_deref() {
+                Some(files) => {
+                    // Looked up as a write (no need to exist): staged changes may create it.
+                    let resolved = sandbox.resolve(&args.source_path, Access::Write)?;
+                    staged::for_removal(files, sandbox, &resolved, &args.source_path)?
+                }
+                None => None,
+            };
             let source = target::locate_existing(sandbox, &args.source_path)?;
             let from = sandbox.display(&source.path);
             if source.kind == Kind::Special {
@@ -95,12 +108,25 @@ impl Tool for MoveFile {
                     "source and destination paths must be different".into(),
                 ));
             }
-            if let Ok(kind) = Kind::of(&destination.path) {
-                return Err(ToolError::InvalidArguments(format!(
-                    "the destination `{to}` already exists (a {}); give the full new path \
-                     including the name, one that does not exist yet",
-                    kind.noun()
-                )));
+            let taken = |what: &str| {
+                ToolError::InvalidArguments(format!(
+                    "the destination `{to}` already exists ({what}); give the full new path \
+                     including the name, one that does not exist yet"
+                ))
+            };
+            match files
+                .as_deref()
+                .and_then(|files| files.entry(&destination.path))
+            {
+                // Removed or moved away by a change staged before: free once it is applied.
+                Some(StagedEntry::Absent) => {}
+                Some(StagedEntry::Unknown(unknown)) => return Err(unknown.refusal(&to)),
+                Some(_) => return Err(taken("in the changes staged for review")),
+                None => {
+                    if let Ok(kind) = Kind::of(&destination.path) {
+                        return Err(taken(&format!("a {}", kind.noun())));
+                    }
+                }
             }
             if source.kind == Kind::Folder && destination.path.starts_with(&source.path) {
                 return Err(ToolError::InvalidArguments(format!(
@@ -108,7 +134,8 @@ impl Tool for MoveFile {
                 )));
             }
             target::require_folder_ancestor(sandbox, &destination.path)?;
-            let (detail, source_protected) = describe(sandbox, &source, cancel, language)?;
+            let size = staged::size_of(entry.as_ref());
+            let (detail, source_protected) = describe(sandbox, &source, (cancel, size), language)?;
             let summary = localized!(
                 language,
                 "Move {} {from} to {to}{detail}",

@@ -2,7 +2,9 @@
 //!
 //! Never overwrites: an existing path is refused in `plan` ("use EditFile"), and the final
 //! step is a rename that fails if something appeared meanwhile. Missing parent folders are
-//! created. The plan shows the new content as a diff against nothing.
+//! created. The plan shows the new content as a diff against nothing. A write about to be
+//! staged for review is planned against the staged state ([`super::staged`]): a path a staged
+//! change creates is taken, one it removes is free.
 
 use std::io;
 use std::path::PathBuf;
@@ -11,6 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use souz_protocol::{Risk, ToolCategory};
 
+use super::staged::StagedEntry;
 use super::text::require_text_extension;
 use super::{atomic, blocking, diff, target};
 use crate::sandbox::Access;
@@ -67,17 +70,34 @@ impl Tool for NewFile {
         args: &NewFileArgs,
         ctx: &ToolContext,
     ) -> Result<Planned<NewFilePlan>, ToolError> {
-        let folder = target::strip_quotes(args.path.trim())
-            .trim_end()
-            .ends_with('/');
+        let folder = names_folder(&args.path);
         let resolved = ctx.sandbox.resolve(&args.path, Access::Write)?;
         let shown = ctx.sandbox.display(&resolved.path);
-        if let Ok(kind) = target::Kind::of(&resolved.path) {
-            // `exists` is false for a dangling symlink, but its name is taken all the same.
-            let kind = kind.noun();
-            return Err(ToolError::InvalidArguments(format!(
-                "`{shown}` already exists (a {kind}); use EditFile to modify existing files"
-            )));
+        match ctx
+            .staged
+            .as_deref()
+            .and_then(|staged| staged.entry(&resolved.path))
+        {
+            // Removed or moved away by a change staged before: free once it is applied.
+            Some(StagedEntry::Absent) => {}
+            Some(StagedEntry::Unknown(unknown)) => return Err(unknown.refusal(&shown)),
+            Some(_) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "`{shown}` already exists in the changes staged for review; use EditFile to \
+                     modify it"
+                )));
+            }
+            None => {
+                if let Ok(kind) = target::Kind::of(&resolved.path) {
+                    // `exists` is false for a dangling symlink, but its name is taken all the
+                    // same.
+                    let kind = kind.noun();
+                    return Err(ToolError::InvalidArguments(format!(
+                        "`{shown}` already exists (a {kind}); use EditFile to modify existing \
+                         files"
+                    )));
+                }
+            }
         }
         target::require_folder_ancestor(&ctx.sandbox, &resolved.path)?;
         let plan = if folder {
@@ -140,6 +160,11 @@ impl Tool for NewFile {
         })
         .await
     }
+}
+
+/// Whether `raw` names a folder to create (it ends in `/`).
+pub(super) fn names_folder(raw: &str) -> bool {
+    target::strip_quotes(raw.trim()).trim_end().ends_with('/')
 }
 
 #[cfg(test)]

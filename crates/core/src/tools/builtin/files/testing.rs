@@ -65,6 +65,7 @@ impl TestHome {
                 requester: Requester::Cli,
                 progress: crate::tools::ProgressSink::default(),
                 language: crate::tools::Language::En,
+                staged: None,
             },
         }
     }
