@@ -237,7 +237,14 @@ fn walk(
         if *seen > FINGERPRINT_ENTRIES {
             return Ok(false);
         }
-        let stat = rustix::fs::statat(folder, entry.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        // An entry gone since the listing (another call's temporary file, renamed into place
+        // meanwhile) is not there: the fingerprint is of what the walk found.
+        let stat =
+            match rustix::fs::statat(folder, entry.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => stat,
+                Err(rustix::io::Errno::NOENT) => continue,
+                Err(error) => return Err(error.into()),
+            };
         let mut name = prefix.to_vec();
         name.extend_from_slice(entry.name.as_bytes());
         let kind = FileType::from_raw_mode(stat.st_mode as _);
@@ -250,7 +257,11 @@ fn walk(
             .as_bytes(),
         );
         if kind == FileType::Directory {
-            let child = open_child_dir(folder, &entry.name)?;
+            let child = match open_child_dir(folder, &entry.name) {
+                Ok(child) => child,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(error),
+            };
             name.push(b'/');
             if !walk(child.as_fd(), &name, hasher, seen)? {
                 return Ok(false);
@@ -258,4 +269,54 @@ fn walk(
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use rustix::fs::{Mode, OFlags};
+
+    use super::fingerprint;
+
+    #[test]
+    fn a_folder_whose_entries_come_and_go_is_fingerprinted_as_found() {
+        // Another call's temporary files appear and are renamed away while a folder is walked
+        // (parallel writes into one new folder): an entry gone between the listing and its
+        // stat is not there, not an error that fails the change's record.
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::create_dir(folder.path().join("sub")).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let stop = Arc::clone(&stop);
+            let root = folder.path().to_path_buf();
+            std::thread::spawn(move || {
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for place in ["", "sub/"] {
+                        let name = root.join(format!("{place}.t{}.tmp", round % 64));
+                        let _ = std::fs::write(&name, b"x");
+                        let _ = std::fs::remove_file(&name);
+                    }
+                    let made = root.join(format!("d{}", round % 8));
+                    let _ = std::fs::create_dir(&made);
+                    let _ = std::fs::remove_dir(&made);
+                    round += 1;
+                }
+            })
+        };
+        let handle = rustix::fs::open(
+            folder.path(),
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        let failures = (0..3_000)
+            .filter(|_| fingerprint(rustix::fd::AsFd::as_fd(&handle)).is_err())
+            .count();
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+        assert_eq!(failures, 0, "walks failed on entries that went away");
+    }
 }

@@ -527,6 +527,63 @@ async fn a_change_left_pending_by_a_killed_process_is_settled_against_the_disk()
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_writes_into_one_new_folder_are_each_recorded() {
+    // Each call's checkpoint names the missing folder, so each fingerprints it after its write
+    // while the others' temporary files come and go in it (the race itself is forced in
+    // `snapshot::tests`; here every change must end recorded and undoable).
+    let f = Fixture::new(limits(), false).await;
+    const ROUNDS: usize = 12;
+    const FILES: usize = 8;
+    for round in 0..ROUNDS {
+        let calls = (0..FILES).map(|index| {
+            f.call(
+                "NewFile",
+                json!({"path": Fixture::arg(&format!("new{round}/deep/f{index}.txt")), "text": "x\n"}),
+            )
+        });
+        for (status, text) in futures::future::join_all(calls).await {
+            assert_eq!(status, ToolCallStatus::Succeeded, "{text}");
+        }
+    }
+    let pending = f
+        .history
+        .store()
+        .read(|connection| super::records::select(connection, "status = 'pending'", &[], 100))
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    let listed = f
+        .history
+        .list(HistoryQuery {
+            limit: 1_000,
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), ROUNDS * FILES);
+    // And all of it goes back: every file and the folders the calls made.
+    let report = f
+        .history
+        .undo(
+            Arc::clone(&f.sandbox),
+            UndoOrder {
+                selection: UndoSelection::Since {
+                    since: chrono::Utc::now() - chrono::Duration::hours(1),
+                    client: None,
+                },
+                force: false,
+                requester: Requester::Cli,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(report.conflicts.is_empty(), "{report:?}");
+    for round in 0..ROUNDS {
+        assert!(!f.path(&format!("new{round}")).exists(), "round {round}");
+    }
+}
+
 #[tokio::test]
 async fn changes_and_undos_are_announced_on_the_event_bus() {
     use souz_protocol::RuntimeEvent;
