@@ -290,7 +290,7 @@ mod tests {
                 "openai/gpt".into(),
                 "ollama/".into(),
             ],
-            disabled_providers: vec!["codex".into()],
+            disabled_providers: vec!["nosuch".into()],
             retry_backoff_base_ms: 600,
             retry_backoff_max_ms: 500,
             max_output_tokens: 20_000,

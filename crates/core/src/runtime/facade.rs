@@ -212,9 +212,7 @@ impl From<LlmServiceError> for ServiceError {
             LlmServiceError::Llm(
                 crate::llm::LlmError::MissingKey { .. }
                 | crate::llm::LlmError::SignInRequired { .. },
-            ) => {
-                Self::conflict(ErrorCode::Conflict, error.to_string())
-            }
+            ) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             other => Self::internal(&other),
         }
     }

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use souz_testkit::FakeServer;
-use souz_testkit::codex::{
-    self, DEVICE_TOKEN_PATH, RESPONSES_PATH, TOKEN_PATH, USER_CODE_PATH,
-};
+use souz_testkit::codex::{self, DEVICE_TOKEN_PATH, RESPONSES_PATH, TOKEN_PATH, USER_CODE_PATH};
 use tokio_util::sync::CancellationToken;
 
 use super::auth::AuthService;
@@ -104,7 +102,10 @@ async fn a_device_code_sign_in_polls_until_entered_then_stores_the_session() {
         codex::device_error("authorization_pending"),
     );
     server.push(DEVICE_TOKEN_PATH, codex::device_error("slow_down"));
-    server.push(DEVICE_TOKEN_PATH, codex::authorized("auth-code-1", "verifier-1"));
+    server.push(
+        DEVICE_TOKEN_PATH,
+        codex::authorized("auth-code-1", "verifier-1"),
+    );
     let access = codex::access_token("a1", ACCOUNT, now() + 3600);
     server.push(
         TOKEN_PATH,
@@ -114,7 +115,10 @@ async fn a_device_code_sign_in_polls_until_entered_then_stores_the_session() {
     let cancel = CancellationToken::new();
     let code = fixture.sessions.auth().start(&cancel).await.unwrap();
     assert_eq!(code.user_code, "ABCD-1234");
-    assert_eq!(code.verification_url, format!("{}/codex/device", server.url()));
+    assert_eq!(
+        code.verification_url,
+        format!("{}/codex/device", server.url())
+    );
     assert_eq!(code.interval, Duration::ZERO);
     let session = login::complete(&fixture.sessions, &fixture.keys, &code, pacing(), &cancel)
         .await
@@ -300,15 +304,19 @@ async fn a_refused_refresh_signs_out_and_asks_to_sign_in_again() {
     assert!(error.to_string().contains("souz login codex"), "{error}");
     // A failure that is not a refusal keeps the session.
     fixture.sign_in("old", "rt-1", now() - 10).await;
-    fixture
-        .server
-        .push(TOKEN_PATH, souz_testkit::Reply::json(503, json!({"error": "busy"})));
+    fixture.server.push(
+        TOKEN_PATH,
+        souz_testkit::Reply::json(503, json!({"error": "busy"})),
+    );
     let error = fixture
         .sessions
         .current(&fixture.keys, &CancellationToken::new())
         .await
         .unwrap_err();
-    assert!(matches!(error, LlmError::Status { status: 503, .. }), "{error:?}");
+    assert!(
+        matches!(error, LlmError::Status { status: 503, .. }),
+        "{error:?}"
+    );
     assert!(fixture.stored().await.is_some());
 }
 
@@ -549,7 +557,10 @@ async fn a_failed_response_and_a_cut_stream_are_errors() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, LlmError::Interrupted { .. } | LlmError::Transport { .. }),
+        matches!(
+            error,
+            LlmError::Interrupted { .. } | LlmError::Transport { .. }
+        ),
         "{error:?}"
     );
 }
@@ -575,7 +586,10 @@ async fn sign_in_attempts_are_one_per_user_and_keep_how_they_ended() {
     let second = logins.begin("ann", &code, &stop);
     assert!(first.cancel.is_cancelled());
     logins.finish::<()>(&first, &Err(LoginError::Expired));
-    assert!(matches!(logins.attempt("ann"), Some(Attempt::Pending { .. })));
+    assert!(matches!(
+        logins.attempt("ann"),
+        Some(Attempt::Pending { .. })
+    ));
     logins.finish::<()>(&second, &Err(LoginError::Denied("no".to_owned())));
     assert_eq!(
         logins.attempt("ann"),
