@@ -72,7 +72,9 @@ test("Settings signs in with ChatGPT: code and link shown, then signed in; sign 
   assert.equal(body.state, "signed_in");
 
   await tab.click("#settings-chatgpt-sign-out");
-  await tab.waitForSelector('#settings-chatgpt-state[data-state="signed_out"]');
+  await tab.waitForSelector('#settings-chatgpt-state[data-state="signed_out"]', { state: "attached" });
+  assert.equal((await tab.textContent("#settings-chatgpt-note")).trim(), "Signed out of ChatGPT.");
+  await tab.waitForSelector("#settings-chatgpt-start");
   await waitFor(async () => (await session.api("GET", "/v1/me/provider-logins/codex")).body.state === "signed_out", "signed out");
   await tab.context().close();
 });
