@@ -150,8 +150,6 @@ struct State {
     mcp_clients: McpClients,
     /// Local model files being fetched (`souz models pull`).
     model_downloads: model_downloads::ModelDownloads,
-    /// Account sign-ins waiting for a device code to be entered (`souz login codex`).
-    provider_logins: crate::llm::codex::login::Logins,
     /// The `souz` binary (the bridge Claude Desktop runs), when known.
     souz_binary: Option<PathBuf>,
     /// What asks the embedding binary to restart the runtime, when it can.
@@ -274,7 +272,6 @@ impl Runtime {
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
                 model_downloads: model_downloads::ModelDownloads::default(),
-                provider_logins: crate::llm::codex::login::Logins::default(),
                 souz_binary,
                 restart: options.restart,
                 schedules,
@@ -357,11 +354,6 @@ impl RuntimeHandle {
     /// The local model files being fetched.
     pub(crate) fn model_downloads(&self) -> &model_downloads::ModelDownloads {
         &self.state.model_downloads
-    }
-
-    /// Account sign-ins waiting for their device code.
-    pub(crate) fn provider_logins(&self) -> &crate::llm::codex::login::Logins {
-        &self.state.provider_logins
     }
 
     /// The approval service (pending approvals, decisions, grants).

@@ -118,6 +118,8 @@ pub struct LlmService {
     keys: KeyStore,
     /// The in-process models, when this build has an engine (provider `local`).
     local: Option<Arc<LocalModels>>,
+    /// Account sign-ins waiting for their device code (every user's; shared by every view).
+    logins: login::Logins,
 }
 
 /// What every user's view of the service shares.
@@ -209,6 +211,7 @@ impl LlmService {
                 super::local::default_backend().is_some(),
             )?))),
             local: None,
+            logins: login::Logins::default(),
             keys: {
                 let keychain = match config.key_storage.as_str() {
                     "file" => None,
@@ -281,6 +284,7 @@ impl LlmService {
             cell: Arc::clone(&self.cell),
             keys: self.keys.for_user(user),
             local: self.local.clone(),
+            logins: self.logins.clone(),
         }
     }
 
@@ -665,6 +669,11 @@ impl LlmService {
         let shared = self.shared();
         let session = login::complete(&shared.codex, &self.keys, code, pacing, cancel).await?;
         Ok(session.email)
+    }
+
+    /// Every user's sign-in attempts that wait for a code or ended without signing in.
+    pub(crate) fn sign_in_attempts(&self) -> &login::Logins {
+        &self.logins
     }
 
     /// Whether this user is signed in to `provider`, and as which account.

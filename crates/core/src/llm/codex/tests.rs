@@ -187,12 +187,13 @@ async fn an_expired_or_refused_code_ends_the_sign_in_without_a_session() {
     server.push(USER_CODE_PATH, codex::user_code("dev", "CODE-3", 0));
     let code = fixture.sessions.auth().start(&cancel).await.unwrap();
     let stop = CancellationToken::new();
-    let stopper = stop.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        stopper.cancel();
-    });
-    let outcome = login::complete(&fixture.sessions, &fixture.keys, &code, pacing(), &stop).await;
+    let (outcome, ()) = tokio::join!(
+        login::complete(&fixture.sessions, &fixture.keys, &code, pacing(), &stop),
+        async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            stop.cancel();
+        }
+    );
     assert!(matches!(outcome, Err(LoginError::Cancelled)), "{outcome:?}");
 }
 

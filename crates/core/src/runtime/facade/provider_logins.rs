@@ -36,8 +36,8 @@ impl RuntimeHandle {
                 other => other.into(),
             })?;
         let provider = provider_id(provider);
-        let ticket = self
-            .provider_logins()
+        let ticket = llm
+            .sign_in_attempts()
             .begin(&user.0, &code, &self.shutdown_signal());
         let login = pending(
             provider,
@@ -45,7 +45,7 @@ impl RuntimeHandle {
             &code.user_code,
             code.expires_at,
         );
-        let logins = self.provider_logins().clone();
+        let logins = llm.sign_in_attempts().clone();
         self.spawn(async move {
             let outcome = llm
                 .finish_sign_in(&code, Pacing::default(), &ticket.cancel)
@@ -77,7 +77,7 @@ impl RuntimeHandle {
             error: None,
         };
         // A pending attempt (signing in again) is shown over an older session.
-        match (self.provider_logins().attempt(&user.0), signed_in) {
+        match (self.llm().sign_in_attempts().attempt(&user.0), signed_in) {
             (
                 Some(Attempt::Pending {
                     verification_url,
@@ -108,7 +108,7 @@ impl RuntimeHandle {
     ) -> Result<(), ServiceError> {
         let llm = self.llm().for_user(&user.0);
         llm.sign_out(provider).await?;
-        self.provider_logins().cancel(&user.0);
+        self.llm().sign_in_attempts().cancel(&user.0);
         Ok(())
     }
 }
