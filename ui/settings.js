@@ -38,6 +38,17 @@ const t = strings({
     stored_key_short: "Stored the {provider} key.",
     store_key: "Store key",
     provider_keys: "Provider keys",
+    chatgpt_sign_in: "Sign in with ChatGPT",
+    chatgpt_note: "Use OpenAI's Codex models with your ChatGPT plan: no API key. Souz keeps the account's tokens encrypted on this computer and never touches other programs' sign-ins.",
+    chatgpt_code: "Open {url}, sign in to ChatGPT and enter this code (valid until {time}). Never share it.",
+    chatgpt_open: "Open the sign-in page",
+    chatgpt_waiting: "Waiting for the code to be entered…",
+    chatgpt_signed_in: "Signed in to ChatGPT (Codex) as {account}.",
+    chatgpt_signed_in_plain: "Signed in to ChatGPT (Codex).",
+    chatgpt_expired: "The code expired before it was entered. Sign in again.",
+    chatgpt_failed: "The sign-in did not succeed: {error}",
+    chatgpt_sign_out: "Sign out",
+    chatgpt_signed_out: "Signed out of ChatGPT.",
     web_key: "Web search key (Brave Search API)",
     web_key_none: "No Brave key: web search uses DuckDuckGo (or SearXNG when configured).",
     web_key_works: "The Brave key works.",
@@ -85,6 +96,17 @@ const t = strings({
     stored_key_short: "Ключ {provider} сохранён.",
     store_key: "Сохранить ключ",
     provider_keys: "Ключи провайдеров",
+    chatgpt_sign_in: "Войти через ChatGPT",
+    chatgpt_note: "Модели Codex от OpenAI по вашей подписке ChatGPT, без API-ключа. Souz хранит токены аккаунта в зашифрованном виде на этом компьютере и не трогает входы других программ.",
+    chatgpt_code: "Откройте {url}, войдите в ChatGPT и введите этот код (действует до {time}). Никому его не сообщайте.",
+    chatgpt_open: "Открыть страницу входа",
+    chatgpt_waiting: "Ждём, пока код будет введён…",
+    chatgpt_signed_in: "Вход в ChatGPT (Codex) выполнен: {account}.",
+    chatgpt_signed_in_plain: "Вход в ChatGPT (Codex) выполнен.",
+    chatgpt_expired: "Срок действия кода истёк, а он так и не был введён. Войдите снова.",
+    chatgpt_failed: "Войти не удалось: {error}",
+    chatgpt_sign_out: "Выйти",
+    chatgpt_signed_out: "Выход из ChatGPT выполнен.",
     web_key: "Ключ веб-поиска (Brave Search API)",
     web_key_none: "Ключа Brave нет: веб-поиск идёт через DuckDuckGo (или SearXNG, если настроен).",
     web_key_works: "Ключ Brave работает.",
@@ -111,6 +133,7 @@ const t = strings({
 /** @typedef {import("./types.js").ConfigSaved} ConfigSaved */
 /** @typedef {import("./types.js").ProviderKeyList} ProviderKeyList */
 /** @typedef {import("./types.js").ProviderKeyResponse} ProviderKeyResponse */
+/** @typedef {import("./types.js").ProviderLogin} ProviderLogin */
 /** @typedef {{doc: ConfigDocument}} DocumentState */
 
 /** Providers that take a key (local servers need none). */
@@ -124,7 +147,7 @@ export async function settingsPage(main, [tab = "form"]) {
   const tabs = h("div.tabs", {},
     h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, t("form")),
     h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, t("raw")));
-  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await webKeySection(), await telegramSection(), tabs, result, body);
+  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await chatgptSignIn("settings"), await webKeySection(), await telegramSection(), tabs, result, body);
   if (tab === "raw") rawEditor(body, result, documentState);
   else formEditor(body, result, documentState);
 }
@@ -184,6 +207,61 @@ async function keysSection() {
   }, t("store_key"));
   await show();
   return h("div.card#keys", {}, h("h2", {}, t("provider_keys")), list, h("div.row", {}, provider, input, save), note);
+}
+
+/** "Sign in with ChatGPT" (provider `codex`): the button starts a device-code sign-in, the code
+ *  and the page to enter it at are shown, and the state is polled until it is signed in,
+ *  expired or failed. Signed in: the account and Sign out. Used by Settings and the setup page;
+ *  `prefix` keeps element ids apart, `changed` is told when the state settles.
+ *  @param {string} prefix @param {() => Promise<void>} [changed] @returns {Promise<HTMLElement>} */
+export async function chatgptSignIn(prefix, changed) {
+  const box = h(`div.card#${prefix}-chatgpt`);
+  const note = h(`p.meta#${prefix}-chatgpt-note`);
+  /** @type {number | undefined} */
+  let timer;
+  /** @param {ProviderLogin} login */
+  const render = (login) => {
+    clearTimeout(timer);
+    const start = h(`button.primary#${prefix}-chatgpt-start`, { onclick: () => act(() => api("POST", "/v1/me/provider-logins/codex")) }, t("chatgpt_sign_in"));
+    const parts = [h("h2", {}, "ChatGPT (Codex)"), h("p.meta", {}, t("chatgpt_note"))];
+    if (login.state === "pending") {
+      const time = login.expiresAt ? new Date(login.expiresAt).toLocaleTimeString() : "";
+      parts.push(h("p", {}, t("chatgpt_code", { url: login.verificationUrl || "", time })),
+        h(`p.user-code#${prefix}-chatgpt-code`, {}, h("strong", {}, login.userCode || "")),
+        h("p.row", {}, h(`a#${prefix}-chatgpt-link`, { href: login.verificationUrl || "#", target: "_blank", rel: "noopener" }, t("chatgpt_open"))),
+        h(`p.meta#${prefix}-chatgpt-state`, { dataset: { state: login.state } }, t("chatgpt_waiting")));
+      timer = window.setTimeout(() => act(() => api("GET", "/v1/me/provider-logins/codex")), 1500);
+    } else if (login.state === "signed_in") {
+      parts.push(h(`p.ok#${prefix}-chatgpt-state`, { dataset: { state: login.state } },
+        login.account ? t("chatgpt_signed_in", { account: login.account }) : t("chatgpt_signed_in_plain")),
+      h(`button#${prefix}-chatgpt-sign-out`, {
+        onclick: () => act(async () => {
+          await api("DELETE", "/v1/me/provider-logins/codex");
+          note.textContent = t("chatgpt_signed_out");
+          return api("GET", "/v1/me/provider-logins/codex");
+        }),
+      }, t("chatgpt_sign_out")));
+    } else {
+      const said = login.state === "expired" ? t("chatgpt_expired")
+        : login.state === "failed" ? t("chatgpt_failed", { error: login.error || "?" }) : "";
+      parts.push(h(`p${said ? ".error" : ".meta"}#${prefix}-chatgpt-state`, { dataset: { state: login.state } }, said), h("p.row", {}, start));
+    }
+    box.replaceChildren(...parts, note);
+  };
+  /** @param {() => Promise<ProviderLogin>} call */
+  const act = async (call) => {
+    try {
+      const login = await call();
+      render(login);
+      if (login.state !== "pending" && changed) await changed();
+    } catch (error) {
+      note.className = "error";
+      note.textContent = String(error instanceof Error ? error.message : error);
+      if (!box.isConnected) clearTimeout(timer);
+    }
+  };
+  await act(() => api("GET", "/v1/me/provider-logins/codex"));
+  return box;
 }
 
 /** The Brave Search key of the web tools (a daemon-wide service key): its hint and source, Test

@@ -1,13 +1,14 @@
 // @ts-check
 // First-run setup: a provider key (stored encrypted by the daemon, then checked with a real
-// one-token request) or a model server found on this computer (Ollama, LM Studio, llama.cpp),
+// one-token request), a ChatGPT account (Codex, signed in with a device code: settings.js), or a
+// model server found on this computer (Ollama, LM Studio, llama.cpp),
 // then a default model. Skippable and resumable: whether it was done is kept by the daemon
 // (`/v1/setup`), so every window and the tray agree; the page always shows the current state.
 
 import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./dom.js";
-import { KEYED_PROVIDERS, restartButton } from "./settings.js";
+import { KEYED_PROVIDERS, chatgptSignIn, restartButton } from "./settings.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -108,6 +109,7 @@ export async function setupPage(main) {
     h("h1", {}, t("title")),
     h("p", {}, t("intro")),
     await keySection(refreshModels),
+    await chatgptSignIn("setup", refreshModels),
     localSection(refreshModels),
     modelCard,
     h("div.row", {},

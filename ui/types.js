@@ -1356,7 +1356,7 @@
 
 /**
  * A provider of models.
- * @typedef {"openai" | "anthropic" | "qwen" | "ai_tunnel" | "giga" | "ollama" | "lm_studio" | "llama_cpp" | "local"} ProviderId
+ * @typedef {"openai" | "anthropic" | "qwen" | "ai_tunnel" | "giga" | "ollama" | "lm_studio" | "llama_cpp" | "local" | "codex"} ProviderId
  */
 
 /**
@@ -1393,6 +1393,25 @@
  *   ok: boolean;
  *   provider: ProviderId;
  * }} ProviderKeyTest
+ */
+
+/**
+ * `POST /v1/me/provider-logins/{provider}` answer and `GET` answer: the sign-in's state and,
+ * while it waits, the code to enter and where.
+ * @typedef {{
+ *   account?: string | null;
+ *   error?: string | null;
+ *   expiresAt?: string | null;
+ *   provider: ProviderId;
+ *   state: ProviderLoginState;
+ *   userCode?: string | null;
+ *   verificationUrl?: string | null;
+ * }} ProviderLogin
+ */
+
+/**
+ * Where a provider sign-in stands (`/v1/me/provider-logins/{provider}`).
+ * @typedef {"signed_out" | "pending" | "signed_in" | "expired" | "failed"} ProviderLoginState
  */
 
 /**

@@ -4,6 +4,7 @@ mod approvals;
 mod bounds;
 mod chats;
 mod client;
+mod codex;
 mod config;
 mod confinement;
 mod crash_loop;

@@ -16,7 +16,7 @@ before(async () => { session = await startSession({ LANG: "C.UTF-8", LC_ALL: "" 
 after(async () => { await session?.close(); });
 
 /** Texts that need no translation: product and provider names, language codes, numbers, ids. */
-const ALLOWED = /^(Souz|MCP|Claude|Claude Code|Claude Desktop|OpenAI|Anthropic|Qwen|GigaChat|Giga|AI Tunnel|Ollama|LM Studio|TOML|JSON|URL|API|EN|RU|ID|OK|[\d\s.,:;%()+\-–—×/·…]*|[0-9a-f-]{8,}|\S+\.(toml|json|md)|\[[a-z_.]+\]|[a-z0-9_.:/-]+)$/;
+const ALLOWED = /^(Souz|MCP|Claude|Claude Code|Claude Desktop|OpenAI|Anthropic|Qwen|GigaChat|Giga|AI Tunnel|Ollama|LM Studio|ChatGPT|Codex|ChatGPT \(Codex\)|TOML|JSON|URL|API|EN|RU|ID|OK|[\d\s.,:;%()+\-–—×/·…]*|[0-9a-f-]{8,}|\S+\.(toml|json|md)|\[[a-z_.]+\]|[a-z0-9_.:/-]+)$/;
 /** Routes a person reaches without a nav link. */
 const EXTRA_ROUTES = ["setup", "schedules/new"];
 

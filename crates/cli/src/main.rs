@@ -11,6 +11,7 @@ mod config_command;
 mod conformance;
 mod history_command;
 mod keys_command;
+mod login_command;
 mod mcp_config;
 mod mcp_servers_command;
 mod mcp_stdio;
@@ -79,6 +80,18 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: Option<keys_command::KeysCommand>,
+    },
+    /// Sign in to a provider's account with a one-time code (codex: OpenAI's Codex models
+    /// through your ChatGPT account, no API key). Prints the page and the code, waits until
+    /// you entered it.
+    Login {
+        /// The provider: codex.
+        provider: String,
+    },
+    /// Sign out of a provider's account: Souz forgets its tokens.
+    Logout {
+        /// The provider: codex.
+        provider: String,
     },
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
     /// daemon's /mcp with the client token `souz mcp-config claude-desktop` left in the Souz
@@ -232,6 +245,12 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Keys { command } => client_command(keys_command::run(command)),
+        Command::Login { provider } => {
+            client_command(async move { login_command::login(&provider).await })
+        }
+        Command::Logout { provider } => {
+            client_command(async move { login_command::logout(&provider).await })
+        }
         Command::History(args) => client_command(async {
             history_command::history(args)
                 .await

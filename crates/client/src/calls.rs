@@ -205,6 +205,31 @@ impl DaemonClient {
         self.delete(&path).await
     }
 
+    /// Starts signing the caller in to `provider`'s account (`codex`): the code to enter and
+    /// where.
+    pub async fn start_provider_login(
+        &self,
+        provider: &str,
+    ) -> Result<souz_protocol::ProviderLogin, ClientError> {
+        let path = format!("/v1/me/provider-logins/{}", encode_segment(provider));
+        self.post(&path, &serde_json::json!({})).await
+    }
+
+    /// Where the caller's sign-in to `provider` stands.
+    pub async fn provider_login(
+        &self,
+        provider: &str,
+    ) -> Result<souz_protocol::ProviderLogin, ClientError> {
+        let path = format!("/v1/me/provider-logins/{}", encode_segment(provider));
+        self.get(&path).await
+    }
+
+    /// Signs the caller out of `provider` (idempotent).
+    pub async fn sign_out_provider(&self, provider: &str) -> Result<(), ClientError> {
+        let path = format!("/v1/me/provider-logins/{}", encode_segment(provider));
+        self.delete(&path).await
+    }
+
     /// The daemon's configured service keys (`brave`; hints only).
     pub async fn service_keys(&self) -> Result<souz_protocol::ServiceKeyList, ClientError> {
         self.get("/v1/settings/service-keys").await

@@ -2,7 +2,7 @@
 //!
 //! What it owns: the neutral types ([`types`]), the [`LlmClient`] trait every backend
 //! implements (HTTP providers and in-process models, [`local`]), the providers themselves
-//! ([`openai`], [`anthropic`], [`openai_compatible`], [`gigachat`], [`embeddings`]), the shared
+//! ([`openai`], [`anthropic`], [`openai_compatible`], [`gigachat`], [`codex`], [`embeddings`]), the shared
 //! HTTP plumbing ([`http`]: one client per process, retries, timeouts, SSE), the model
 //! registry ([`models`]), provider keys at rest ([`keys`]), the service that ties them to the
 //! configuration ([`service`]), and a scripted fake for agent tests ([`fake`]).
@@ -17,6 +17,7 @@
 //! - Provider keys never appear in logs, errors or `Debug` output ([`keys::ApiKey`]).
 
 pub(crate) mod anthropic;
+pub(crate) mod codex;
 pub(crate) mod embeddings;
 pub mod fake;
 pub(crate) mod gigachat;
@@ -114,6 +115,16 @@ pub enum LlmError {
          page of the web UI (`souz ui --open`), or set {}", provider.key_variables().join(" or ")
     )]
     MissingKey {
+        /// The provider.
+        provider: ProviderId,
+    },
+    /// The account session of a provider one signs in to is gone or was refused (never signed
+    /// in, signed out, or its refresh token expired or was revoked): sign in again.
+    #[error(
+        "{provider} needs you to sign in again: run `souz login {provider}` or use \"Sign in \
+         with ChatGPT\" in the web UI's settings (`souz ui --open`)"
+    )]
+    SignInRequired {
         /// The provider.
         provider: ProviderId,
     },

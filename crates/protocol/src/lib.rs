@@ -47,7 +47,8 @@ pub use event::StreamControl;
 pub use event::{EventEnvelope, RuntimeEvent};
 pub use llm::{
     KeySource, ProviderId, ProviderKeyInfo, ProviderKeyList, ProviderKeyResponse, ProviderKeyTest,
-    PutProviderKey, SERVICE_KEYS, ServiceKeyInfo, ServiceKeyList, ServiceKeyTest,
+    ProviderLogin, ProviderLoginState, PutProviderKey, SERVICE_KEYS, ServiceKeyInfo,
+    ServiceKeyList, ServiceKeyTest,
 };
 pub use local_models::{LocalModelInfo, LocalModelList};
 pub use mcp::{

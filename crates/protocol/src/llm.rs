@@ -33,6 +33,9 @@ pub enum ProviderId {
     LlamaCpp,
     /// In-process models (MLX on Apple Silicon): not available in this build yet.
     Local,
+    /// OpenAI's Codex models through a ChatGPT account (the Responses API at
+    /// `chatgpt.com/backend-api/codex`): signed in with a device code, no API key.
+    Codex,
 }
 
 impl ProviderId {
@@ -44,9 +47,10 @@ impl ProviderId {
     }
 
     /// Every provider, in listing order.
-    pub const ALL: [ProviderId; 9] = [
+    pub const ALL: [ProviderId; 10] = [
         Self::AiTunnel,
         Self::Anthropic,
+        Self::Codex,
         Self::Giga,
         Self::LlamaCpp,
         Self::LmStudio,
@@ -68,6 +72,7 @@ impl ProviderId {
             Self::LmStudio => "lm_studio",
             Self::LlamaCpp => "llama_cpp",
             Self::Local => "local",
+            Self::Codex => "codex",
         }
     }
 
@@ -83,12 +88,19 @@ impl ProviderId {
         }
     }
 
-    /// Whether the provider is reached with an API key (else: a local server or in-process).
+    /// Whether the provider is reached with an API key (else: a local server, in-process, or
+    /// a signed-in account: [`ProviderId::signs_in`]).
     pub fn uses_key(self) -> bool {
         matches!(
             self,
             Self::OpenAi | Self::Anthropic | Self::Qwen | Self::AiTunnel | Self::Giga
         )
+    }
+
+    /// Whether the provider is reached by signing in to an account (a device code shown to the
+    /// person, tokens kept encrypted and refreshed by Souz) instead of an API key.
+    pub fn signs_in(self) -> bool {
+        matches!(self, Self::Codex)
     }
 
     /// Environment variables that may hold its key, in order of precedence.
@@ -99,7 +111,7 @@ impl ProviderId {
             Self::Qwen => &["QWEN_KEY", "DASHSCOPE_API_KEY"],
             Self::AiTunnel => &["AITUNNEL_KEY"],
             Self::Giga => &["GIGA_KEY"],
-            Self::Ollama | Self::LmStudio | Self::LlamaCpp | Self::Local => &[],
+            Self::Ollama | Self::LmStudio | Self::LlamaCpp | Self::Local | Self::Codex => &[],
         }
     }
 }
@@ -265,4 +277,47 @@ mod tests {
         let body: PutProviderKey = serde_json::from_str(r#"{"apiKey":"k"}"#).unwrap();
         assert_eq!(body.api_key, "k");
     }
+}
+
+/// Where a provider sign-in stands (`/v1/me/provider-logins/{provider}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderLoginState {
+    /// Not signed in, and no sign-in is waiting.
+    SignedOut,
+    /// A code was shown; Souz waits for the person to enter it at the verification page.
+    Pending,
+    /// Signed in: the provider's models can be used.
+    SignedIn,
+    /// The code expired before it was entered: start again.
+    Expired,
+    /// The sign-in failed (refused, or the provider could not be reached); `error` says why.
+    Failed,
+}
+
+/// `POST /v1/me/provider-logins/{provider}` answer and `GET` answer: the sign-in's state and,
+/// while it waits, the code to enter and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderLogin {
+    /// The provider (`codex`).
+    pub provider: ProviderId,
+    /// Where the sign-in stands.
+    pub state: ProviderLoginState,
+    /// The page where the person enters the code (while `pending`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_url: Option<String>,
+    /// The one-time code to enter there (while `pending`). Not a secret on its own, but
+    /// never share it: whoever enters it signs this Souz in to their account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_code: Option<String>,
+    /// When the code stops working (while `pending`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The signed-in account, when the provider names it (an e-mail address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Why the sign-in failed (when `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -5,7 +5,7 @@
 //! (first in, first out; a path may also have a fallback reply, or a responder that builds
 //! the reply from the request, for when its script is empty), and records every request it
 //! receives (unless told not to: a soak sends more than memory should keep). The provider
-//! modules ([`openai`], [`anthropic`], [`gigachat`]) build replies in each provider's real wire format: SSE chunks, tool calls
+//! modules ([`openai`], [`anthropic`], [`gigachat`], [`codex`]) build replies in each provider's real wire format: SSE chunks, tool calls
 //! split across chunks, usage, errors with `Retry-After`, and broken streams (malformed
 //! chunks, disconnects, streams that stall).
 //!
@@ -23,6 +23,7 @@
 //! Nothing here reaches the network beyond loopback.
 
 pub mod anthropic;
+pub mod codex;
 pub mod gigachat;
 pub mod hub;
 pub mod openai;

@@ -200,6 +200,10 @@ pub(crate) fn provider_failure(error: &crate::llm::LlmError, language: Language)
                  {variables}."
             )
         }
+        LlmError::SignInRequired { provider } => format!(
+            "Нужно снова войти в аккаунт {provider}: выполните `souz login {provider}` или \
+             нажмите «Войти через ChatGPT» в настройках веб-интерфейса (`souz ui --open`)."
+        ),
         LlmError::Transport { provider, message } => format!(
             "Не удалось связаться с {provider}: {message}. Проверьте сеть и адрес сервера в \
              настройках; для локальной модели — что её сервер запущен."

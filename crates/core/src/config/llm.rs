@@ -16,8 +16,10 @@ config_section! {
     #[section = "llm"]
     pub struct LlmConfig {
         /// Model used when a chat names none: a listed model (`gpt-5-mini`), an alias, or
-        /// `provider/model` (`ollama/llama3.2`). Empty: the first provider with a key in the
-        /// order openai, anthropic, qwen, ai_tunnel, giga, then the first of `local_models`.
+        /// `provider/model` (`ollama/llama3.2`). Empty: the first provider with a key (or a
+        /// signed-in account) in the order codex, openai, anthropic, qwen, ai_tunnel, giga
+        /// (ai_tunnel, giga, qwen, openai, anthropic, codex in Russian), then the first of
+        /// `local_models`.
         pub default_model: String = String::new(),
         /// Your own names for models: an inline table from a name to a listed model or
         /// `provider/model` (for example fast mapped to "openai/gpt-5-mini").
@@ -44,6 +46,11 @@ config_section! {
         pub giga_auth_url: String = "https://ngw.devices.sberbank.ru:9443/api/v2/oauth".to_owned(),
         /// GigaChat OAuth scope: GIGACHAT_API_PERS, GIGACHAT_API_B2B or GIGACHAT_API_CORP.
         pub giga_scope: String = "GIGACHAT_API_PERS".to_owned(),
+        /// Codex through a ChatGPT account: the Responses API (`POST {url}/responses`).
+        pub codex_base_url: String = "https://chatgpt.com/backend-api/codex".to_owned(),
+        /// Codex's sign-in service: device codes (`{url}/api/accounts/deviceauth/...`) and
+        /// tokens (`{url}/oauth/token`).
+        pub codex_auth_url: String = "https://auth.openai.com".to_owned(),
         /// Ollama's OpenAI-compatible endpoint.
         pub ollama_base_url: String = "http://127.0.0.1:11434/v1".to_owned(),
         /// LM Studio's OpenAI-compatible endpoint.
@@ -114,6 +121,8 @@ impl LlmConfig {
             ("ai_tunnel_base_url", &self.ai_tunnel_base_url),
             ("giga_base_url", &self.giga_base_url),
             ("giga_auth_url", &self.giga_auth_url),
+            ("codex_base_url", &self.codex_base_url),
+            ("codex_auth_url", &self.codex_auth_url),
             ("ollama_base_url", &self.ollama_base_url),
             ("lm_studio_base_url", &self.lm_studio_base_url),
             ("llama_cpp_base_url", &self.llama_cpp_base_url),
@@ -281,7 +290,7 @@ mod tests {
                 "openai/gpt".into(),
                 "ollama/".into(),
             ],
-            disabled_providers: vec!["codex".into()],
+            disabled_providers: vec!["nosuch".into()],
             retry_backoff_base_ms: 600,
             retry_backoff_max_ms: 500,
             max_output_tokens: 20_000,

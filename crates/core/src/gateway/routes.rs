@@ -14,6 +14,7 @@ pub(crate) mod mcp_servers;
 pub(crate) mod memory;
 pub(crate) mod options;
 pub(crate) mod provider_keys;
+pub(crate) mod provider_logins;
 pub(crate) mod reviews;
 pub(crate) mod schedules;
 pub(crate) mod service_keys;
@@ -48,6 +49,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(schedules::routes())
         .merge(options::routes())
         .merge(provider_keys::routes())
+        .merge(provider_logins::routes())
         .merge(service_keys::routes())
         .merge(telegram::routes())
         .merge(config::routes())

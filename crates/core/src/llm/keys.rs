@@ -44,6 +44,7 @@ const MAX_KEY_FILE_BYTES: u64 = 4096;
 mod keychain;
 mod redaction;
 mod secrets;
+mod sessions;
 
 /// Format version written as the first byte of every sealed key.
 const SEALED_VERSION: u8 = 1;

@@ -68,7 +68,7 @@ const fn embedding(provider: ProviderId, id: &'static str) -> ModelInfo {
     }
 }
 
-use ProviderId::{AiTunnel, Anthropic, Giga, Local, OpenAi, Qwen};
+use ProviderId::{AiTunnel, Anthropic, Codex, Giga, Local, OpenAi, Qwen};
 
 /// Every known model.
 pub(crate) const CATALOG: &[ModelInfo] = &[
@@ -108,14 +108,19 @@ pub(crate) const CATALOG: &[ModelInfo] = &[
     chat(Giga, "GigaChat-2-Max", &[]),
     chat(Giga, "GigaChat-3-Ultra", &[]),
     embedding(Giga, "Embeddings"),
+    chat(Codex, "gpt-5.2-codex", &[]),
+    chat(Codex, "gpt-5.1-codex-mini", &[]),
     chat(Local, "local-qwen3-4b-instruct-2507", &[]),
     chat(Local, "local-gemma-4-e2b-it", &[]),
     chat(Local, "local-gemma-4-e4b-it", &[]),
     embedding(Local, "local-embeddinggemma-300m"),
 ];
 
-/// Providers with keys, in the order a default model is picked, with their default model.
-pub(crate) const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 5] = [
+/// Providers with keys (or a signed-in account), in the order a default model is picked, with
+/// their default model. The original offered Codex through a ChatGPT account first in its
+/// English-region defaults.
+pub(crate) const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 6] = [
+    (Codex, "gpt-5.2-codex"),
     (OpenAi, "gpt-5-mini"),
     (Anthropic, "claude-haiku-4-5-20251001"),
     (Qwen, "qwen-max"),
@@ -124,12 +129,12 @@ pub(crate) const DEFAULT_CHAT_MODELS: [(ProviderId, &str); 5] = [
 ];
 
 /// [`DEFAULT_CHAT_MODELS`] in the order of the system language's region (the original's
-/// region priorities): Russian puts AI Tunnel, GigaChat and Qwen first; English keeps OpenAI,
-/// Anthropic and Qwen first.
+/// region priorities): Russian puts AI Tunnel, GigaChat and Qwen first (Codex last); English
+/// keeps Codex, OpenAI, Anthropic and Qwen first.
 pub(crate) fn default_chat_models(
     language: souz_protocol::language::Language,
-) -> [(ProviderId, &'static str); 5] {
-    const RU_ORDER: [ProviderId; 5] = [AiTunnel, Giga, Qwen, OpenAi, Anthropic];
+) -> [(ProviderId, &'static str); 6] {
+    const RU_ORDER: [ProviderId; 6] = [AiTunnel, Giga, Qwen, OpenAi, Anthropic, Codex];
     let mut models = DEFAULT_CHAT_MODELS;
     if language == souz_protocol::language::Language::Ru {
         models.sort_by_key(|(provider, _)| RU_ORDER.iter().position(|wanted| wanted == provider));
@@ -583,12 +588,13 @@ mod tests {
         let order = |language| default_chat_models(language).map(|(provider, _)| provider);
         assert_eq!(
             order(Language::Ru),
-            [AiTunnel, Giga, Qwen, OpenAi, Anthropic]
+            [AiTunnel, Giga, Qwen, OpenAi, Anthropic, Codex]
         );
         assert_eq!(
             order(Language::En),
             DEFAULT_CHAT_MODELS.map(|(provider, _)| provider)
         );
-        assert_eq!(order(Language::En)[..3], [OpenAi, Anthropic, Qwen]);
+        // The original offered Codex through a ChatGPT account first in English regions.
+        assert_eq!(order(Language::En)[..4], [Codex, OpenAi, Anthropic, Qwen]);
     }
 }

@@ -18,6 +18,10 @@ use souz_protocol::{KeySource, ProviderKeyInfo, ProviderKeyTest};
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::AnthropicClient;
+use super::codex::auth::{AuthService, DeviceCode};
+use super::codex::client::CodexClient;
+use super::codex::login::{self, LoginError, Pacing};
+use super::codex::session::Sessions;
 use super::embeddings::{EmbeddingClient, OpenAiEmbeddings};
 use super::gigachat::{GigaChatAuth, GigaChatClient};
 use super::http::{HttpClientError, HttpSettings, ProviderHttp};
@@ -43,6 +47,12 @@ pub enum LlmServiceError {
     /// The provider takes no API key.
     #[error("provider `{0}` does not use an API key")]
     KeylessProvider(ProviderId),
+    /// The provider is used by signing in to an account, not with a key.
+    #[error("provider `{0}` takes no API key: sign in with `souz login {0}` instead")]
+    SignInInstead(ProviderId),
+    /// One does not sign in to the provider (it takes a key, or nothing).
+    #[error("provider `{0}` has no account to sign in to; `codex` has")]
+    NoSignIn(ProviderId),
     /// The service key name is not one we know.
     #[error(
         "unknown service key `{0}`; known service keys: {known}",
@@ -108,6 +118,8 @@ pub struct LlmService {
     keys: KeyStore,
     /// The in-process models, when this build has an engine (provider `local`).
     local: Option<Arc<LocalModels>>,
+    /// Account sign-ins waiting for their device code (every user's; shared by every view).
+    logins: login::Logins,
 }
 
 /// What every user's view of the service shares.
@@ -117,6 +129,7 @@ struct Shared {
     environment: Environment,
     registry: ModelRegistry,
     giga_auth: Arc<GigaChatAuth>,
+    codex: Arc<Sessions>,
 }
 
 impl std::fmt::Debug for LlmService {
@@ -154,12 +167,17 @@ impl Shared {
             config.giga_auth_url.clone(),
             config.giga_scope.clone(),
         ));
+        let codex = Arc::new(Sessions::new(AuthService::new(
+            http.clone(),
+            config.codex_auth_url.clone(),
+        )));
         Ok(Self {
             config: config.clone(),
             http,
             environment,
             registry,
             giga_auth,
+            codex,
         })
     }
 }
@@ -193,6 +211,7 @@ impl LlmService {
                 super::local::default_backend().is_some(),
             )?))),
             local: None,
+            logins: login::Logins::default(),
             keys: {
                 let keychain = match config.key_storage.as_str() {
                     "file" => None,
@@ -265,6 +284,7 @@ impl LlmService {
             cell: Arc::clone(&self.cell),
             keys: self.keys.for_user(user),
             local: self.local.clone(),
+            logins: self.logins.clone(),
         }
     }
 
@@ -291,6 +311,8 @@ impl LlmService {
             .list()
             .await?
             .into_iter()
+            // A signed-in account is not a key: its state is at `/v1/me/provider-logins`.
+            .filter(|stored| !stored.provider.signs_in())
             .map(|stored| ProviderKeyInfo {
                 provider: stored.provider,
                 configured: true,
@@ -509,6 +531,7 @@ impl LlmService {
             ProviderId::Qwen => &shared.config.qwen_base_url,
             ProviderId::AiTunnel => &shared.config.ai_tunnel_base_url,
             ProviderId::Giga => &shared.config.giga_base_url,
+            ProviderId::Codex => &shared.config.codex_base_url,
             ProviderId::Ollama => &shared.config.ollama_base_url,
             ProviderId::LmStudio => &shared.config.lm_studio_base_url,
             ProviderId::LlamaCpp | ProviderId::Local => &shared.config.llama_cpp_base_url,
@@ -552,6 +575,12 @@ impl LlmService {
                     .map_err(|error| LlmServiceError::Model(error.to_string()))?,
                 )
             }
+            (ProviderId::Codex, _) => Arc::new(CodexClient::new(
+                shared.http.clone(),
+                Arc::clone(&shared.codex),
+                base_url,
+                self.keys.clone(),
+            )),
             (ProviderId::Anthropic, Some(key)) => Arc::new(AnthropicClient::new(
                 shared.http.clone(),
                 base_url,
@@ -617,9 +646,73 @@ impl LlmService {
     }
 }
 
+/// Signing in to a provider's account (Codex through ChatGPT).
+impl LlmService {
+    /// Asks the sign-in service of the provider named `provider` for a device code.
+    pub(crate) async fn start_sign_in(
+        &self,
+        provider: &str,
+        cancel: &CancellationToken,
+    ) -> Result<DeviceCode, LlmServiceError> {
+        sign_in_provider(provider)?;
+        Ok(self.shared().codex.auth().start(cancel).await?)
+    }
+
+    /// Waits until `code` is entered (or expires, or `cancel` fires), then stores this user's
+    /// session.
+    pub(crate) async fn finish_sign_in(
+        &self,
+        code: &DeviceCode,
+        pacing: Pacing,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, LoginError> {
+        let shared = self.shared();
+        let session = login::complete(&shared.codex, &self.keys, code, pacing, cancel).await?;
+        Ok(session.email)
+    }
+
+    /// Every user's sign-in attempts that wait for a code or ended without signing in.
+    pub(crate) fn sign_in_attempts(&self) -> &login::Logins {
+        &self.logins
+    }
+
+    /// Whether this user is signed in to `provider`, and as which account.
+    pub async fn signed_in(
+        &self,
+        provider: &str,
+    ) -> Result<Option<Option<String>>, LlmServiceError> {
+        sign_in_provider(provider)?;
+        let session = self.shared().codex.stored(&self.keys).await?;
+        Ok(session.map(|session| session.email))
+    }
+
+    /// Signs this user out of `provider` (idempotent). Souz forgets the tokens; the account
+    /// itself stays as it is.
+    pub async fn sign_out(&self, provider: &str) -> Result<(), LlmServiceError> {
+        sign_in_provider(provider)?;
+        if self.shared().codex.remove(&self.keys).await? {
+            tracing::info!(%provider, user = self.user(), "signed out");
+        }
+        Ok(())
+    }
+}
+
+/// The provider named `name`, when one signs in to it.
+fn sign_in_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
+    let provider = ProviderId::parse(name)
+        .ok_or_else(|| LlmServiceError::UnknownProvider(name.trim().to_owned()))?;
+    if !provider.signs_in() {
+        return Err(LlmServiceError::NoSignIn(provider));
+    }
+    Ok(provider)
+}
+
 fn key_provider(name: &str) -> Result<ProviderId, LlmServiceError> {
     let provider = ProviderId::parse(name)
         .ok_or_else(|| LlmServiceError::UnknownProvider(name.trim().to_owned()))?;
+    if provider.signs_in() {
+        return Err(LlmServiceError::SignInInstead(provider));
+    }
     if !provider.uses_key() {
         return Err(LlmServiceError::KeylessProvider(provider));
     }

@@ -25,6 +25,7 @@ mod history;
 mod local_models;
 mod mcp;
 mod memory;
+mod provider_logins;
 mod schedules;
 mod settings;
 mod setup;
@@ -197,6 +198,8 @@ impl From<LlmServiceError> for ServiceError {
             LlmServiceError::UnknownProvider(_)
             | LlmServiceError::UnknownServiceKey(_)
             | LlmServiceError::KeylessProvider(_)
+            | LlmServiceError::NoSignIn(_)
+            | LlmServiceError::SignInInstead(_)
             | LlmServiceError::InvalidKey(_)
             | LlmServiceError::Model(_) => Self::Invalid(error.to_string()),
             // The key file or a stored key is unusable: the message says how to fix it and
@@ -206,9 +209,10 @@ impl From<LlmServiceError> for ServiceError {
             ) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             LlmServiceError::Keys(KeyStoreError::Store(store)) => store.into(),
             // No key to use: the message names the route and variables that give one.
-            LlmServiceError::Llm(crate::llm::LlmError::MissingKey { .. }) => {
-                Self::conflict(ErrorCode::Conflict, error.to_string())
-            }
+            LlmServiceError::Llm(
+                crate::llm::LlmError::MissingKey { .. }
+                | crate::llm::LlmError::SignInRequired { .. },
+            ) => Self::conflict(ErrorCode::Conflict, error.to_string()),
             other => Self::internal(&other),
         }
     }

@@ -47,6 +47,8 @@ impl KeyStore {
         for value in opened {
             let value = Zeroizing::new(value);
             crate::redact::register_secret(&value);
+            // An account session is a JSON object of tokens: each is named on its own.
+            crate::llm::codex::register_session_tokens(&value);
             registered += 1;
         }
         Ok(registered)

@@ -75,7 +75,8 @@ async fn stored_keys_win_over_the_environment_and_both_are_listed() {
 async fn bad_provider_names_and_keys_are_refused() {
     let (_dir, service) = service(LlmConfig::default(), &[]).await;
     for (provider, key, expected) in [
-        ("codex", "k-000000000000", "unknown provider `codex`"),
+        ("nosuch", "k-000000000000", "unknown provider `nosuch`"),
+        ("codex", "k-000000000000", "sign in with `souz login codex`"),
         ("ollama", "k-000000000000", "does not use an API key"),
         ("local", "k-000000000000", "does not use an API key"),
         ("openai", "   ", "apiKey must not be blank."),

@@ -93,9 +93,14 @@ async fn invalid_requests_get_clear_messages() {
     let f = Fixture::new().await;
     for (path, body, expected) in [
         (
+            "/v1/me/provider-keys/nosuch",
+            json!({"apiKey": "k"}),
+            "unknown provider `nosuch`",
+        ),
+        (
             "/v1/me/provider-keys/codex",
             json!({"apiKey": "k"}),
-            "unknown provider `codex`",
+            "sign in with `souz login codex` instead",
         ),
         (
             "/v1/me/provider-keys/lm-studio",
