@@ -250,7 +250,7 @@ mod tests {
         }
         assert_eq!(ProviderId::parse("GigaChat"), Some(ProviderId::Giga));
         assert_eq!(ProviderId::parse("AI-TUNNEL"), Some(ProviderId::AiTunnel));
-        assert_eq!(ProviderId::parse("codex"), None);
+        assert_eq!(ProviderId::parse("mistral"), None);
         let mut sorted = ProviderId::ALL.map(ProviderId::as_str);
         sorted.sort_unstable();
         assert_eq!(
