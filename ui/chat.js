@@ -580,7 +580,7 @@ export async function chatPage(main, [selected]) {
   };
   /** The gate's id for a line's call, as its end names it (exact: a guess made from the history
    *  event while it ran gives way, and an Undo offered for the guess goes with it).
-   *  @param {{undo: HTMLElement, callId?: string}} call @param {string | undefined} callId */
+   *  @param {{undo: HTMLElement, callId?: string}} call @param {string | null | undefined} callId */
   const knowGateCall = (call, callId) => {
     if (!callId || call.callId === callId) return;
     if (call.callId) call.undo.replaceChildren();
