@@ -59,23 +59,13 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 /// "3 files"); in Russian the form the number takes (`ru` holds the forms for 1, 2 and 5:
 /// "1 файл", "3 файла", "11 файлов").
 pub fn counted(count: usize, one: &str, many: &str, ru: [&str; 3]) -> String {
-    let word = match language() {
-        Language::En if count == 1 => one,
-        Language::En => many,
-        Language::Ru => ru[russian_form(count)],
+    let language = language();
+    let form = language.plural_form(u64::try_from(count).unwrap_or(u64::MAX));
+    let word = match language {
+        Language::En => [one, many][form],
+        Language::Ru => ru[form],
     };
     format!("{count} {word}")
-}
-
-/// Which of the three Russian forms a number takes: 0 for 1, 21, 101; 1 for 2-4, 22-24; 2 for
-/// the rest (5-20, 25-30, 11-14 of every hundred).
-fn russian_form(count: usize) -> usize {
-    match (count % 10, count % 100) {
-        (_, 11..=14) => 2,
-        (1, _) => 0,
-        (2..=4, _) => 1,
-        _ => 2,
-    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,21 @@ pub enum Language {
 }
 
 impl Language {
+    /// Which form of a counted noun goes with `count`: in English 0 for one and 1 for the
+    /// rest; in Russian 0 for 1, 21, 101 (файл), 1 for 2–4, 22–24 (файла), 2 for the rest and
+    /// 11–14 of every hundred (файлов). The one plural rule of the daemon, the CLI and the app.
+    pub fn plural_form(self, count: u64) -> usize {
+        match self {
+            Self::En => usize::from(count != 1),
+            Self::Ru => match (count % 10, count % 100) {
+                (_, 11..=14) => 2,
+                (1, _) => 0,
+                (2..=4, _) => 1,
+                _ => 2,
+            },
+        }
+    }
+
     /// The setting's code: `"en"` or `"ru"`.
     pub fn code(self) -> &'static str {
         match self {

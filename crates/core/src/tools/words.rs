@@ -17,20 +17,8 @@ impl Noun {
     /// The form that goes with `count`.
     pub(crate) fn form(self, count: u64, language: Language) -> &'static str {
         match language {
-            Language::En if count == 1 => self.en[0],
-            Language::En => self.en[1],
-            Language::Ru => {
-                let (tens, ones) = (count % 100, count % 10);
-                if (11..=14).contains(&tens) {
-                    self.ru[2]
-                } else if ones == 1 {
-                    self.ru[0]
-                } else if (2..=4).contains(&ones) {
-                    self.ru[1]
-                } else {
-                    self.ru[2]
-                }
-            }
+            Language::En => self.en[language.plural_form(count)],
+            Language::Ru => self.ru[language.plural_form(count)],
         }
     }
 
