@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use souz_e2e::{Daemon, http};
+use souz_e2e::{Daemon, Rng, env_number, http};
 use souz_testkit::openai;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::stream::MaybeTlsStream;
@@ -42,39 +42,12 @@ struct Acknowledged {
     unexpected: Vec<String>,
 }
 
-/// A small deterministic generator for the kill points (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
-    }
-}
-
-fn env_number(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-}
-
 #[test]
 fn kill_nine_at_random_points_loses_nothing_acknowledged() {
     let rounds = env_number("SOUZ_CRASH_ROUNDS").unwrap_or(20);
-    let seed = env_number("SOUZ_CRASH_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |elapsed| elapsed.as_nanos() as u64)
-            | 1
-    });
+    let seed = Rng::seed_from_env("SOUZ_CRASH_SEED");
     println!("crash loop: {rounds} rounds, SOUZ_CRASH_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let setup = provider();
     // Every turn streams for a while, so kills land before, during and after it.
     let pieces = ["The ", "answer ", "comes ", "in ", "pieces."];

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use souz_e2e::{Daemon, Stopped, http};
+use souz_e2e::{Daemon, Rng, Stopped, env_number, http};
 
 /// Config: the file tools run without asking (the rules a person would write).
 const CONFIG: &str = "\
@@ -457,28 +457,6 @@ fn a_daemon_killed_between_write_and_record_keeps_the_change_and_undo_restores_i
     });
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
-    }
-}
-
-fn env_number(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-}
-
 /// The files the edit load works on (in `~/loop`).
 const LOOP_FILES: [&str; 3] = ["a.txt", "b.txt", "c.txt"];
 
@@ -502,7 +480,7 @@ fn edit_load(
     seed: u64,
     (stop, answered, unexpected): (Arc<AtomicBool>, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>),
 ) {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let path = user.join("loop").join(name);
     for _ in 0..EDITS_PER_ROUND {
         if stop.load(Ordering::SeqCst) {
@@ -559,14 +537,9 @@ fn assert_files_match_history(user: &Path, changes: &[Value], context: &str) {
 fn kill_nine_at_random_moments_under_edits_leaves_history_and_disk_in_agreement() {
     let started = Instant::now();
     let rounds = env_number("SOUZ_HISTORY_CRASH_ROUNDS").unwrap_or(5);
-    let seed = env_number("SOUZ_CRASH_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |elapsed| elapsed.as_nanos() as u64)
-            | 1
-    });
+    let seed = Rng::seed_from_env("SOUZ_CRASH_SEED");
     println!("history crash loop: {rounds} rounds, SOUZ_CRASH_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut daemon = Daemon::start_in(souz_home(), environment(None));
     let user = daemon.user_home();
     std::fs::create_dir(user.join("loop")).unwrap();

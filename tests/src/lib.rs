@@ -464,3 +464,45 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
         .and_then(|value| value.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
 }
+
+/// A small deterministic generator for randomised tests (xorshift64*): the seed is printed by
+/// the test, so a failing run can be replayed with it.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator started from `seed` (an even seed is made odd: xorshift never leaves 0).
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    /// The seed in environment variable `name`, or one taken from the clock.
+    pub fn seed_from_env(name: &str) -> u64 {
+        env_number(name).unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+                | 1
+        })
+    }
+
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..bound` (0 when `bound` is 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound.max(1)
+    }
+}
+
+/// The number in environment variable `name`, if it holds one.
+pub fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+}
