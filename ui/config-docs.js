@@ -143,6 +143,49 @@ const RU = {
   "history.max_file_bytes": "Наибольший файл, содержимое которого сохраняется. Изменение большего файла записывается как «не восстановимое», и запрос на одобрение говорит об этом до записи.",
 };
 
+/** Names a person reads for the everyday tabs' fields, by `section.key` (the key itself is shown
+ *  beside it, as config.toml spells it); other fields are shown by their key. */
+const LABELS = {
+  en: {
+    "llm.default_model": "Default model",
+    "llm.local_models": "Local models",
+    "llm.disabled_providers": "Providers never used",
+    "agent.default_agent": "Default agent",
+    "approvals.read_only": "Reading files",
+    "approvals.write": "Creating and changing files",
+    "approvals.delete": "Deleting",
+    "approvals.network": "Using the network",
+    "approvals.exec": "Running programs",
+    "approvals.timeout_seconds": "Time to answer (seconds)",
+    "notifications.approval_requested": "A call waits for approval",
+    "notifications.question_asked": "An agent asks a question",
+    "notifications.approval_expired": "An approval expired",
+    "notifications.turn_finished": "An agent's turn ended",
+  },
+  ru: {
+    "llm.default_model": "Модель по умолчанию",
+    "llm.local_models": "Локальные модели",
+    "llm.disabled_providers": "Отключённые провайдеры",
+    "agent.default_agent": "Агент по умолчанию",
+    "approvals.read_only": "Чтение файлов",
+    "approvals.write": "Создание и изменение файлов",
+    "approvals.delete": "Удаление",
+    "approvals.network": "Доступ к сети",
+    "approvals.exec": "Запуск программ",
+    "approvals.timeout_seconds": "Время на ответ (секунды)",
+    "notifications.approval_requested": "Вызов ждёт одобрения",
+    "notifications.question_asked": "Агент задаёт вопрос",
+    "notifications.approval_expired": "Запрос на одобрение истёк",
+    "notifications.turn_finished": "Ход агента завершился",
+  },
+};
+
+/** The name a person reads for `section.key` in the interface language, or null (then the key
+ *  is the name). @param {string} name @returns {string | null} */
+export function configLabel(name) {
+  return LABELS[language()][name] ?? null;
+}
+
 /** The doc of a section (`name`) or a key (`section.key`) in the interface language: the
  *  Russian text when there is one, else `english` (the daemon's).
  *  @param {string} name @param {string} english */

@@ -10,7 +10,7 @@
 import { api, tauri } from "./api.js";
 import { language, strings } from "./i18n.js";
 import { h } from "./dom.js";
-import { configDoc } from "./config-docs.js";
+import { configDoc, configLabel } from "./config-docs.js";
 
 const t = strings({
   en: {
@@ -526,7 +526,8 @@ function formEditor(body, result, documentState, include, title) {
           return input.value;
         };
         const row = h("div.field", { dataset: { key: `${section.name}.${key.name}` } },
-          h("div", {}, h("label", { for: id }, key.name),
+          h("div", {}, h("label", { for: id }, configLabel(`${section.name}.${key.name}`) ?? key.name),
+            configLabel(`${section.name}.${key.name}`) ? h("div.meta", {}, h("code", {}, key.name)) : null,
             h("div.meta", {}, key.live ? t("applies_at_once") : t("needs_restart")),
             key.overriddenBy ? h("div.meta.error", {}, t("overridden_by", { name: key.overriddenBy })) : null),
           h("div", {}, input, h("div.doc", {}, configDoc(`${section.name}.${key.name}`, key.doc))));

@@ -1,7 +1,7 @@
 // Settings in tabs against a real `souz serve` in headless Chromium: every field of the everyday
 // tabs (Model & keys, Approvals, Notifications) that the daemon's schema has is on its tab and,
-// in Russian, its doc is Russian (the daemon serves English docs; ui/config-docs.js says them in
-// Russian) — a field added to an everyday section without a Russian doc fails here; Advanced
+// in Russian, its name and doc are Russian (the daemon serves English docs; ui/config-docs.js
+// says them in Russian) — a field added to an everyday section without a Russian doc fails here; Advanced
 // has every other field and the raw config.toml editor; a field saved from an everyday tab is
 // written. Prints how many of all fields have a Russian doc.
 
@@ -45,12 +45,14 @@ test("every everyday field is on its tab with a Russian doc", async () => {
     await tab.waitForSelector("#settings-save");
     const shown = await tab.$$eval(".field[data-key]", (rows) => rows.map((row) => ({
       key: row.getAttribute("data-key") || "",
+      label: row.querySelector("label")?.textContent || "",
       doc: row.querySelector(".doc")?.textContent || "",
     })));
     for (const key of keys) {
       const row = shown.find((item) => item.key === key);
       if (!row) { problems.push(`${name}: ${key} is not on the tab`); continue; }
       if (!cyrillic.test(row.doc)) problems.push(`${name}: ${key} has no Russian doc: ${JSON.stringify(row.doc)}`);
+      if (!cyrillic.test(row.label)) problems.push(`${name}: ${key} has no Russian name: ${JSON.stringify(row.label)}`);
     }
     assert.deepEqual(shown.map((row) => row.key).sort(), [...keys].sort(), `${name}: only its own fields`);
     await shot(tab, `settings-${name}-ru`);
