@@ -49,7 +49,7 @@ export async function takeTokenFromFragment() {
   const token = fragment.get("token");
   const code = fragment.get("code");
   if (!token && !code) return null;
-  const route = fragment.get("go") || "/queue";
+  const route = fragment.get("go") || "/chat";
   history.replaceState(null, "", location.pathname + location.search + "#" + route);
   if (token) {
     sessionStorage.setItem(TOKEN_KEY, token);

@@ -1,13 +1,17 @@
 // @ts-check
-// The Souz web UI: a hash router over its pages, the runtime event stream that keeps the
-// queue count and the pause state current, and the login for a page opened without a token.
+// The Souz web UI: a hash router over its sections (Chat, Inbox, Activity, Schedules,
+// Connections, Skills & Memory, Settings; a section with several pages shows them as tabs), the
+// runtime event stream that keeps the Inbox count and the gate's state current, and the login
+// for a page opened without a token. Older addresses (`#/queue/<id>`, `#/live`, `#/grants`, ...,
+// which the app's tray and notifications open) are redirected to their new place.
 
 import { api, follow, forgetToken, setToken, takeTokenFromFragment, tauri, token } from "./api.js";
 import { chatPage } from "./chat.js";
 import { historyPage } from "./history.js";
-import { visible } from "./dom.js";
+import { h, visible } from "./dom.js";
 import { announceRuntimeEvent } from "./events.js";
 import { pages } from "./pages.js";
+import { channelsPage } from "./telegram.js";
 import { pendingQuestions } from "./questions.js";
 import { serversPage } from "./servers.js";
 import { memoryPage } from "./memory.js";
@@ -25,20 +29,26 @@ import { followDaemonLanguage, language, setLanguage, strings } from "./i18n.js"
 // only), data-i18n-title and data-i18n-placeholder.
 const t = strings({
   en: {
-    nav_queue: "Queue",
-    nav_live: "Live turns",
     nav_chat: "Chat",
-    nav_memory: "Memory",
-    nav_models: "Models",
-    nav_servers: "Servers",
-    nav_skills: "Skills",
+    nav_inbox: "Inbox",
+    nav_activity: "Activity",
     nav_schedules: "Schedules",
-    nav_grants: "Grants",
-    nav_clients: "Clients",
-    nav_connect: "Connect Claude",
-    nav_audit: "Audit",
-    nav_history: "History",
+    nav_connections: "Connections",
+    nav_skills: "Skills & Memory",
     nav_settings: "Settings",
+    tab_live: "Working now",
+    tab_history: "File changes",
+    tab_audit: "Tool log",
+    tab_claude: "Claude",
+    tab_servers: "MCP servers",
+    tab_clients: "Client tokens",
+    tab_channels: "Telegram",
+    tab_skills: "Skills",
+    tab_memory: "Memory",
+    gate_on: "Approvals on",
+    gate_on_title: "Every tool call passes the approval gate: what is not allowed by a rule or grant waits for you in the Inbox.",
+    gate_paused: "Paused",
+    gate_paused_title: "Souz is paused: approval requests are denied and agents are stopped.",
     pause: "Pause",
     resume: "Resume",
     language: "Language",
@@ -51,20 +61,26 @@ const t = strings({
     token_refused: "The token was not accepted.",
   },
   ru: {
-    nav_queue: "Очередь",
-    nav_live: "Текущие ходы",
     nav_chat: "Чат",
-    nav_memory: "Память",
-    nav_models: "Модели",
-    nav_servers: "Серверы",
-    nav_skills: "Навыки",
+    nav_inbox: "Входящие",
+    nav_activity: "Активность",
     nav_schedules: "Расписания",
-    nav_grants: "Разрешения",
-    nav_clients: "Клиенты",
-    nav_connect: "Подключить Claude",
-    nav_audit: "Аудит",
-    nav_history: "История",
+    nav_connections: "Подключения",
+    nav_skills: "Навыки и память",
     nav_settings: "Настройки",
+    tab_live: "Работает сейчас",
+    tab_history: "Изменения файлов",
+    tab_audit: "Журнал инструментов",
+    tab_claude: "Claude",
+    tab_servers: "MCP-серверы",
+    tab_clients: "Токены клиентов",
+    tab_channels: "Telegram",
+    tab_skills: "Навыки",
+    tab_memory: "Память",
+    gate_on: "Одобрения включены",
+    gate_on_title: "Каждый вызов инструмента проходит через одобрение: то, что не разрешено правилом или разрешением, ждёт вас во «Входящих».",
+    gate_paused: "Пауза",
+    gate_paused_title: "Souz на паузе: запросы на одобрение отклоняются, агенты остановлены.",
     pause: "Пауза",
     resume: "Продолжить",
     language: "Язык",
@@ -121,7 +137,78 @@ async function loadDaemonLanguage() {
 /** @typedef {import("./types.js").EventFrame} EventFrame */
 /** @typedef {import("./types.js").PauseState} PauseState */
 
-const routes = { ...pages, chat: chatPage, history: historyPage, skills: skillsPage, schedules: schedulesPage, servers: serversPage, memory: memoryPage, models: modelsPage, settings: settingsPage, setup: setupPage, connect: connectPage };
+/** @typedef {(main: HTMLElement, rest: string[]) => unknown} Page */
+/** A tab: its address (`activity/live`), its label's key (a one-tab section has none) and page.
+ *  @typedef {{path: string, label?: string, page: Page}} Tab */
+/** The nav's sections in order (`setup` has no link); a section's first tab is where its link
+ *  goes. @type {{id: string, tabs: Tab[], hidden?: boolean}[]} */
+export const SECTIONS = [
+  { id: "chat", tabs: [{ path: "chat", page: chatPage }] },
+  { id: "inbox", tabs: [{ path: "inbox", page: pages.queue }] },
+  { id: "activity", tabs: [
+    { path: "activity/live", label: "tab_live", page: pages.live },
+    { path: "activity/history", label: "tab_history", page: historyPage },
+    { path: "activity/audit", label: "tab_audit", page: pages.audit },
+  ] },
+  // Schedules are plans a person makes and edits (each with its runs), not a record of what
+  // happened: their own section, where a person looks for "my recurring tasks".
+  { id: "schedules", tabs: [{ path: "schedules", page: schedulesPage }] },
+  { id: "connections", tabs: [
+    { path: "connections/claude", label: "tab_claude", page: connectPage },
+    { path: "connections/servers", label: "tab_servers", page: serversPage },
+    { path: "connections/clients", label: "tab_clients", page: pages.clients },
+    { path: "connections/channels", label: "tab_channels", page: channelsPage },
+  ] },
+  { id: "skills", tabs: [
+    { path: "skills", label: "tab_skills", page: skillsPage },
+    { path: "memory", label: "tab_memory", page: memoryPage },
+  ] },
+  { id: "settings", tabs: [{ path: "settings", page: (main, rest) => settingsPage(main, rest, { models: modelsPage, grants: pages.grants }) }] },
+  { id: "setup", hidden: true, tabs: [{ path: "setup", page: setupPage }] },
+];
+
+/** Older addresses and where they live now (the longest matching prefix is replaced; the rest
+ *  of the address, e.g. an approval's id after `queue/`, is kept). */
+export const MOVED = {
+  queue: "inbox",
+  live: "activity/live",
+  history: "activity/history",
+  audit: "activity/audit",
+  grants: "settings/approvals",
+  clients: "connections/clients",
+  connect: "connections/claude",
+  servers: "connections/servers",
+  models: "settings/model",
+  "settings/form": "settings/advanced",
+  "settings/raw": "settings/advanced/toml",
+};
+
+/** The section, tab and the rest of the address `hash` names, after any redirect; an unknown
+ *  address is the Chat.
+ *  @param {string} hash @returns {{section: typeof SECTIONS[number], tab: Tab, rest: string[], path: string}} */
+export function resolve(hash) {
+  let parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  for (const length of [2, 1]) {
+    const moved = MOVED[parts.slice(0, length).join("/")];
+    if (parts.length >= length && moved) { parts = [...moved.split("/"), ...parts.slice(length)]; break; }
+  }
+  let best = null;
+  for (const section of SECTIONS) {
+    for (const tab of section.tabs) {
+      const path = tab.path.split("/");
+      if (path.every((part, index) => parts[index] === part) && (!best || path.length > best.tab.path.split("/").length)) best = { section, tab };
+    }
+  }
+  if (!best) {
+    // A section's own name opens its first tab (`#/activity`); anything else is the Chat.
+    const section = SECTIONS.find((item) => item.id === parts[0]) || SECTIONS[0];
+    best = { section, tab: section.tabs[0] };
+    parts = best.tab.path.split("/");
+  }
+  const rest = parts.slice(best.tab.path.split("/").length);
+  return { ...best, rest, path: [...best.tab.path.split("/"), ...rest].join("/") };
+}
+
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
 const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */
@@ -151,6 +238,7 @@ async function refreshPending() {
     badge.textContent = String(state.pending);
     badge.hidden = state.pending === 0;
     document.title = state.pending ? `Souz (${state.pending})` : "Souz";
+    showGate();
   } catch (error) { console.warn(error); }
 }
 
@@ -161,6 +249,16 @@ function showPause(paused) {
   button.textContent = paused ? t("resume") : t("pause");
   button.classList.toggle("on", paused);
   el("paused-banner").hidden = !paused;
+  showGate();
+}
+
+/** The gate's state beside the nav: on (and how many calls wait), or paused. */
+function showGate() {
+  const gate = el("gate");
+  gate.hidden = false;
+  gate.className = "gate " + (state.paused ? "paused" : "on");
+  gate.textContent = state.paused ? t("gate_paused") : t("gate_on");
+  gate.title = t(state.paused ? "gate_paused_title" : "gate_on_title");
 }
 
 async function refreshPause() {
@@ -198,26 +296,38 @@ function startRuntimeEvents() {
 
 /** @type {(() => void) | null} */
 let current = null;
+/** Counts routings: a page that finishes rendering after the next routing began is stopped. */
+let routed = 0;
 async function route() {
-  const [, name = "queue", ...rest] = location.hash.replace(/^#/, "").split("/");
-  const page = routes[name] ? name : "queue";
+  const { section, tab, rest, path } = resolve(location.hash);
+  // An older or partial address is replaced by the one it resolves to (no new history entry).
+  if (location.hash !== `#/${path}`) history.replaceState(null, "", `${location.pathname}${location.search}#/${path}`);
   for (const link of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll("#nav a"))) {
-    link.classList.toggle("active", link.dataset.page === page);
+    link.classList.toggle("active", link.dataset.page === section.id);
   }
   current?.();
   current = null;
+  const generation = ++routed;
   const main = el("main");
-  main.replaceChildren();
+  const body = h("div#page");
+  main.replaceChildren(...(section.tabs.length > 1 ? [subnav(section.tabs, tab)] : []), body);
   try {
-    current = (await routes[page](main, rest.map(decodeURIComponent))) || null;
+    const stop = await tab.page(body, rest.map(decodeURIComponent));
+    if (typeof stop !== "function") return;
+    // Left before it finished rendering: its subscriptions stop at once.
+    if (generation !== routed) stop();
+    else current = /** @type {() => void} */ (stop);
   } catch (error) {
     if (error.status === 401) return login(t("token_refused"));
-    main.innerHTML = "";
-    const message = document.createElement("p");
-    message.className = "error";
-    message.textContent = visible(error.message);
-    main.append(message);
+    body.replaceChildren(h("p.error", {}, visible(error.message)));
   }
+}
+
+/** A section's tabs as links, the shown one marked.
+ *  @param {Tab[]} tabs @param {Tab} shown */
+function subnav(tabs, shown) {
+  return h("nav.subnav#subnav", { "aria-label": t(`nav_${SECTIONS.find((section) => section.tabs.includes(shown))?.id}`) },
+    tabs.map((tab) => h("a" + (tab === shown ? ".active" : ""), { href: `#/${tab.path}`, dataset: { tab: tab.path } }, t(tab.label || ""))));
 }
 
 /** @param {string} [problem] */

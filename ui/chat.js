@@ -1,8 +1,9 @@
 // @ts-check
 // The Chat page: the chat list (new, search by title, rename, archive, delete), a chat's
 // messages with the answer streaming in and rendered as Markdown, its tool calls inline with
-// their approvals (Approve/Deny right there), Stop, and one box that sends a message whether
-// or not the agent is working (`POST /v1/chats/{id}/input`: a new turn, input the running
+// their approvals (Approve/Deny right there, above the diff or command they allow, drawn by
+// approval.js as the Inbox draws them), Stop, and one box that sends a message whether or not the agent
+// is working (`POST /v1/chats/{id}/input`: a new turn, input the running
 // turn takes at its next step, or input queued for the next turn). A tool line whose call
 // changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). In review
 // mode (a switch among the chat's options) a turn that staged writes ends with their review
@@ -14,6 +15,7 @@ import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { h, preview, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
+import { approvalDetails } from "./approval.js";
 import { t as undoText, undoableChanges, undoButton } from "./undo.js";
 import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
 
@@ -64,6 +66,7 @@ const t = strings({
     approve: "Approve",
     deny: "Deny",
     waiting: "waiting for your approval",
+    what_it_does: "What it would do",
     approved: "approved",
     denied: "denied",
     expired: "no answer",
@@ -140,6 +143,7 @@ const t = strings({
     approve: "Разрешить",
     deny: "Запретить",
     waiting: "ждёт вашего разрешения",
+    what_it_does: "Что будет сделано",
     approved: "разрешено",
     denied: "запрещено",
     expired: "нет ответа",
@@ -506,6 +510,19 @@ export async function chatPage(main, [selected]) {
     call.actions.replaceChildren(
       h("button.primary", { type: "button", dataset: { approve: approvalId }, onclick: () => decide(call, approvalId, "approve") }, t("approve")),
       h("button.danger", { type: "button", dataset: { deny: approvalId }, onclick: () => decide(call, approvalId, "deny") }, t("deny")));
+    showApprovalDetails(call, approvalId);
+  }
+
+  /** Under an approval's line, what it would allow (the diff, the command), as the Inbox shows
+   *  it; folded once the approval is decided. @param {any} call @param {string} approvalId */
+  async function showApprovalDetails(call, approvalId) {
+    if (call.detail) return;
+    call.detail = h("details.approval-detail", { open: true, dataset: { approvalDetail: approvalId } }, h("summary", {}, t("what_it_does")));
+    call.line.append(call.detail);
+    try {
+      const approval = /** @type {import("./types.js").Approval} */ (await api("GET", `/v1/approvals/${approvalId}`));
+      call.detail.append(...approvalDetails(approval));
+    } catch (error) { call.detail.remove(); call.detail = null; console.warn(error); }
   }
 
   /** @param {ChatFrame & {kind: "event"}} frame */
@@ -560,6 +577,7 @@ export async function chatPage(main, [selected]) {
         call.actions.replaceChildren();
         const approved = type === "approval.decided" && payload.status === "approved";
         const outcome = type === "approval.expired" ? t("expired") : approved ? t("approved") : t("denied");
+        if (call.detail) call.detail.open = false;
         showCall(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label}: ${outcome}${payload.via ? " (" + payload.via + ")" : ""}`);
         break;
       }

@@ -25,7 +25,7 @@ const PAGE = 50;
 
 const t = strings({
   en: {
-    title: "History",
+    title: "File changes",
     intro: "Every change Souz's tools made to your files, whoever asked for it, newest first. Undo one change, or everything a chat turn changed.",
     client: "Client",
     all_clients: "All clients",
@@ -45,7 +45,7 @@ const t = strings({
     turn_nothing: "Nothing of this turn is left to undo.",
   },
   ru: {
-    title: "История",
+    title: "Изменения файлов",
     intro: "Все изменения, которые инструменты Souz внесли в ваши файлы, кто бы о них ни попросил, новые сверху. Отмените одно изменение или всё, что изменил ход чата.",
     client: "Клиент",
     all_clients: "Все клиенты",
@@ -146,7 +146,7 @@ export async function historyPage(main, args = []) {
   main.append(h("h1", {}, t("title")), h("p.meta", {}, t("intro")));
   if (turn) {
     main.append(h("section.history-turn#history-turn", { dataset: { turn } },
-      h("h2", {}, t("turn_title")), h("p", {}, h("a", { href: "#/history" }, t("all_changes"))), turnPanel));
+      h("h2", {}, t("turn_title")), h("p", {}, h("a", { href: "#/activity/history" }, t("all_changes"))), turnPanel));
   }
   main.append(h("label", {}, t("client"), " ", clientFilter),
     h("table.history", {}, h("thead", {}, h("tr", {},

@@ -1,11 +1,13 @@
 // @ts-check
-// The Queue (approvals, and the agents' questions from questions.js), Live turns, Grants,
-// Clients and Audit pages (an Audit row whose call changed files has Undo, from undo.js; the
-// Chat is in chat.js). Each page renders into `main` and returns a function that stops its
-// subscriptions.
+// The Inbox (approvals, drawn with approval.js's `approvalDetails` as the Chat's approval line
+// is, and the agents' questions from questions.js), Activity's Working now and Tool log
+// (a row whose call changed files has Undo, from undo.js), the standing grants (Settings ›
+// Approvals) and the client tokens (Connections). The Chat is in chat.js. Each page renders into
+// `main` and returns a function that stops its subscriptions.
 
 import { api, follow } from "./api.js";
-import { diffView, h, preview, time, until, visible } from "./dom.js";
+import { approvalDetails } from "./approval.js";
+import { h, preview, time, until, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { pendingQuestions, questionCard } from "./questions.js";
 import { language, strings } from "./i18n.js";
@@ -24,11 +26,11 @@ const t = strings({
     always_allow: "Always allow",
     always_title: "Adds a rule to config.toml",
     file_writes_offer: "Let {who} create and edit files in {folder} (until revoked)",
-    file_writes_covers: "That covers NewFile and EditFile in {folder} and its subfolders, nothing else: deleting, moving, commands and the network still ask, and so do protected paths. Revoke it under Grants.",
+    file_writes_covers: "That covers NewFile and EditFile in {folder} and its subfolders, nothing else: deleting, moving, commands and the network still ask, and so do protected paths. Revoke it under Settings › Approvals.",
     deny: "Deny",
     server: "MCP server {name}",
     server_title: "The external MCP server this tool belongs to",
-    live_turns: "Live turns",
+    live_turns: "Working now",
     no_agent: "No agent is working right now.",
     running: "running",
     stop: "Stop",
@@ -57,7 +59,7 @@ const t = strings({
     no_clients: "No client tokens.",
     token_for: "Token for {name} (shown once; Souz keeps only its hash): ",
     older: "Older",
-    audit_log: "Audit log",
+    audit_log: "Tool log",
     when: "When",
     who: "Who",
     tool: "Tool",
@@ -75,11 +77,11 @@ const t = strings({
     always_allow: "Разрешать всегда",
     always_title: "Добавляет правило в config.toml",
     file_writes_offer: "Разрешить {who} создавать и изменять файлы в {folder} (до отзыва)",
-    file_writes_covers: "Это NewFile и EditFile в {folder} и вложенных папках, и ничего больше: удаление, перемещение, команды и сеть по-прежнему спрашивают, как и защищённые пути. Отозвать можно в разделе «Разрешения».",
+    file_writes_covers: "Это NewFile и EditFile в {folder} и вложенных папках, и ничего больше: удаление, перемещение, команды и сеть по-прежнему спрашивают, как и защищённые пути. Отозвать можно в «Настройки › Одобрения».",
     deny: "Отклонить",
     server: "MCP-сервер {name}",
     server_title: "Внешний MCP-сервер, которому принадлежит этот инструмент",
-    live_turns: "Текущие ходы",
+    live_turns: "Работает сейчас",
     no_agent: "Сейчас ни один агент не работает.",
     running: "выполняется",
     stop: "Остановить",
@@ -108,7 +110,7 @@ const t = strings({
     no_clients: "Токенов клиентов нет.",
     token_for: "Токен для {name} (показан один раз; Souz хранит только его хеш): ",
     older: "Раньше",
-    audit_log: "Журнал аудита",
+    audit_log: "Журнал инструментов",
     when: "Когда",
     who: "Кто",
     tool: "Инструмент",
@@ -203,8 +205,7 @@ function approvalCard(approval, focused) {
       h("span.tag", {}, approval.risk)),
     h("p", {}, approval.summary),
     h("p.meta", {}, t("asked_meta", { reason: approval.reason, asked: time(approval.created_at), expires: until(approval.expires_at, language()) })),
-    approval.diff ? diffView(approval.diff) : null,
-    h("details", { open: !approval.diff }, h("summary", {}, t("arguments")), h("pre", {}, JSON.stringify(approval.arguments, null, 2))),
+    ...approvalDetails(approval),
     h("div.row", {},
       h("button.primary", { onclick: () => decide("approve", "once") }, t("approve_once")),
       suggested && suggested.scope !== "once"

@@ -1,13 +1,16 @@
 // @ts-check
-// Settings: config.toml as a form and as raw TOML (validated by the daemon before anything is
-// written; problems come back with line and column), plus Start at login when the page runs
-// inside the menu-bar app, the caller's provider keys (hints only: a key goes in, never out), the
-// web search key, and the Telegram channel (telegram.js).
+// Settings in tabs, the everyday ones first: Model & keys (the caller's provider keys, hints
+// only: a key goes in, never out; ChatGPT sign-in; the web search key; the model fields; local
+// models from models.js), Language (and Start at login inside the menu-bar app), Approvals (the
+// gate's policy fields and the standing grants), Notifications, and Advanced: every other
+// config.toml field as a form, and config.toml as raw TOML (validated by the daemon before
+// anything is written; problems come back with line and column). Field docs are said in the
+// interface language (config-docs.js).
 
 import { api, tauri } from "./api.js";
-import { strings } from "./i18n.js";
+import { language, strings } from "./i18n.js";
 import { h } from "./dom.js";
-import { telegramSection } from "./telegram.js";
+import { configDoc, configLabel } from "./config-docs.js";
 
 const t = strings({
   en: {
@@ -20,8 +23,20 @@ const t = strings({
     no_answer: "no answer",
     run_setup: "Run the first-run setup again",
     form: "Form",
-    raw: "Raw TOML",
+    raw: "config.toml",
     settings: "Settings",
+    tab_model: "Model & keys",
+    tab_language: "Language",
+    tab_approvals: "Approvals",
+    tab_notifications: "Notifications",
+    tab_advanced: "Advanced",
+    model_fields: "Model",
+    language_title: "Interface language",
+    language_note: "The pages, the tray menu, notifications and the agents' answers follow it.",
+    approvals_note: "What Souz may do without asking, per kind of tool; anything else waits for you in the Inbox. Rules for single tools or folders are edited in Advanced › config.toml.",
+    notifications_note: "Shown by the Souz menu-bar app.",
+    advanced_note: "Everything else in config.toml. Change it only if you know why.",
+    app_title: "This computer",
     app_only: "Start at login and notifications are set in the Souz menu-bar app.",
     start_at_login: "Start Souz at login",
     api_key: "API key",
@@ -64,7 +79,7 @@ const t = strings({
     applies_at_once: "applies at once",
     needs_restart: "needs a restart",
     overridden_by: "overridden by {name}",
-    rules_in_raw: "Approval rules ([[approvals.rules]]) are edited in Raw TOML.",
+    rules_in_raw: "Approval rules ([[approvals.rules]]) are edited in config.toml.",
     save: "Save",
     validate_save: "Validate and save",
   },
@@ -78,8 +93,20 @@ const t = strings({
     no_answer: "нет ответа",
     run_setup: "Пройти первоначальную настройку снова",
     form: "Форма",
-    raw: "TOML как есть",
+    raw: "config.toml",
     settings: "Настройки",
+    tab_model: "Модель и ключи",
+    tab_language: "Язык",
+    tab_approvals: "Одобрения",
+    tab_notifications: "Уведомления",
+    tab_advanced: "Дополнительно",
+    model_fields: "Модель",
+    language_title: "Язык интерфейса",
+    language_note: "Ему следуют страницы, меню в строке меню, уведомления и ответы агентов.",
+    approvals_note: "Что Souz может делать, не спрашивая, для каждого вида инструментов; всё остальное ждёт вас во «Входящих». Правила для отдельных инструментов или папок редактируются в «Дополнительно › config.toml».",
+    notifications_note: "Их показывает приложение Souz в строке меню.",
+    advanced_note: "Всё остальное из config.toml. Меняйте, только если знаете зачем.",
+    app_title: "Этот компьютер",
     app_only: "Запуск при входе и уведомления настраиваются в приложении Souz в строке меню.",
     start_at_login: "Запускать Souz при входе",
     api_key: "API-ключ",
@@ -122,7 +149,7 @@ const t = strings({
     applies_at_once: "применяется сразу",
     needs_restart: "нужен перезапуск",
     overridden_by: "переопределено {name}",
-    rules_in_raw: "Правила одобрения ([[approvals.rules]]) редактируются в режиме TOML.",
+    rules_in_raw: "Правила одобрения ([[approvals.rules]]) редактируются в config.toml.",
     save: "Сохранить",
     validate_save: "Проверить и сохранить",
   },
@@ -139,23 +166,86 @@ const t = strings({
 /** Providers that take a key (local servers need none). */
 export const KEYED_PROVIDERS = ["openai", "anthropic", "qwen", "ai_tunnel", "giga"];
 
-export async function settingsPage(main, [tab = "form"]) {
+/** The everyday tabs' fields (`section.key`, or `section.*` for a whole section); Advanced has
+ *  the rest. Exported for the test that every one of them has a Russian doc. */
+export const EVERYDAY = {
+  model: ["llm.default_model", "llm.local_models", "llm.disabled_providers", "agent.default_agent"],
+  approvals: ["approvals.read_only", "approvals.write", "approvals.delete", "approvals.network", "approvals.exec", "approvals.timeout_seconds"],
+  notifications: ["notifications.*"],
+};
+const TABS = ["model", "language", "approvals", "notifications", "advanced"];
+
+/** Whether `section.key` is one of `names` (`section.*` covers a section).
+ *  @param {string[]} names @param {string} section @param {string} key */
+const listed = (names, section, key) => names.includes(`${section}.${key}`) || names.includes(`${section}.*`);
+/** Whether `section.key` is on an everyday tab. @param {string} section @param {string} key */
+const everyday = (section, key) => Object.values(EVERYDAY).some((names) => listed(names, section, key));
+
+/** Pages of a higher layer that Settings shows inside its tabs (app.js passes them): the local
+ *  models (Model & keys) and the standing grants (Approvals).
+ *  @typedef {{models: (main: HTMLElement) => Promise<unknown>, grants: (main: HTMLElement) => Promise<unknown>}} Embedded */
+
+/** @param {HTMLElement} main @param {string[]} args `[tab, "toml"?]` @param {Embedded} embedded */
+export async function settingsPage(main, [tab = "model", mode = ""], embedded) {
+  if (!TABS.includes(tab)) tab = "model";
   /** @type {DocumentState} */
   const documentState = { doc: await api("GET", "/v1/config") };
   const result = h("div#settings-result");
   const body = h("div");
-  const tabs = h("div.tabs", {},
-    h("button" + (tab === "form" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/form"; } }, t("form")),
-    h("button" + (tab === "raw" ? ".active" : ""), { onclick: () => { location.hash = "#/settings/raw"; } }, t("raw")));
-  main.append(h("h1", {}, t("settings")), h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")), await appSection(), await keysSection(), await chatgptSignIn("settings"), await webKeySection(), await telegramSection(), tabs, result, body);
-  if (tab === "raw") rawEditor(body, result, documentState);
-  else formEditor(body, result, documentState);
+  const tabs = h("nav.subnav#settings-tabs", {}, TABS.map((name) =>
+    h("a" + (name === tab ? ".active" : ""), { href: `#/settings/${name}`, dataset: { tab: `settings/${name}` } }, t(`tab_${name}`))));
+  main.append(h("h1", {}, t("settings")), tabs);
+  /** @type {unknown} */
+  let stop = null;
+  if (tab === "model") {
+    const models = h("div#local-models");
+    main.append(h("p.row", {}, h("a#run-setup", { href: "#/setup" }, t("run_setup")), restartButton("restart")),
+      await keysSection(), await chatgptSignIn("settings"), body, result, await webKeySection(), models);
+    formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.model, section, key), t("model_fields"));
+    stop = await embedded.models(models);
+    for (const heading of models.querySelectorAll("h1")) heading.replaceWith(h("h2", {}, heading.textContent || ""));
+  } else if (tab === "language") {
+    main.append(languageSection(), await appSection());
+  } else if (tab === "approvals") {
+    const grants = h("div#grants");
+    main.append(h("p.meta", {}, t("approvals_note")), result, body, grants);
+    formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.approvals, section, key));
+    stop = await embedded.grants(grants);
+    for (const heading of grants.querySelectorAll("h1")) heading.replaceWith(h("h2", {}, heading.textContent || ""));
+  } else if (tab === "notifications") {
+    main.append(h("p.meta", {}, t("notifications_note")), result, body);
+    formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.notifications, section, key));
+  } else {
+    const raw = mode === "toml";
+    main.append(h("p.meta", {}, t("advanced_note")), h("p.row", {}, restartButton("restart")),
+      h("div.tabs", {},
+        h("button" + (raw ? "" : ".active"), { onclick: () => { location.hash = "#/settings/advanced"; } }, t("form")),
+        h("button#raw-tab" + (raw ? ".active" : ""), { onclick: () => { location.hash = "#/settings/advanced/toml"; } }, t("raw"))),
+      result, body);
+    if (raw) rawEditor(body, result, documentState);
+    else formEditor(body, result, documentState, (section, key) => !everyday(section, key));
+  }
+  return typeof stop === "function" ? stop : undefined;
+}
+
+/** The interface language, the same switch as the header's (which keeps it). */
+function languageSection() {
+  const select = /** @type {HTMLSelectElement} */ (h("select#settings-language", { "aria-label": t("language_title") },
+    h("option", { value: "en" }, "English"), h("option", { value: "ru" }, "Русский")));
+  select.value = language();
+  select.addEventListener("change", () => {
+    const header = /** @type {HTMLSelectElement | null} */ (document.getElementById("language"));
+    if (!header) return;
+    header.value = select.value;
+    header.dispatchEvent(new Event("change"));
+  });
+  return h("div.card", {}, h("h2", {}, t("language_title")), h("p.row", {}, select), h("p.meta", {}, t("language_note")));
 }
 
 /** Start at login: only inside the app, and always read back from the system. */
 async function appSection() {
   const bridge = tauri();
-  if (!bridge) return h("p.meta", {}, t("app_only"));
+  if (!bridge) return h("div.card", {}, h("h2", {}, t("app_title")), h("p.meta", {}, t("app_only")));
   const box = h("input#autostart", { type: "checkbox" });
   const note = h("span.meta");
   const show = async () => { box.checked = await bridge.invoke("autostart_enabled"); };
@@ -164,7 +254,7 @@ async function appSection() {
     catch (error) { note.textContent = String(error); await show(); }
   });
   await show();
-  return h("div.card", {}, h("label.row", {}, box, t("start_at_login")), note);
+  return h("div.card", {}, h("h2", {}, t("app_title")), h("label.row", {}, box, t("start_at_login")), note);
 }
 
 /** Provider keys: the configured ones with their hints (remove a stored one), and a form that
@@ -410,13 +500,18 @@ function items(value) {
   return Array.isArray(value) ? value : [];
 }
 
-/** @param {HTMLElement} body @param {HTMLElement} result @param {DocumentState} documentState */
-function formEditor(body, result, documentState) {
+/** The fields `include` picks, as a form with one Save (under one `title` when given, else by
+ *  section).
+ *  @param {HTMLElement} body @param {HTMLElement} result @param {DocumentState} documentState
+ *  @param {(section: string, key: string) => boolean} include @param {string} [title] */
+function formEditor(body, result, documentState, include, title) {
   const { doc } = documentState;
   const fields = [];
   for (const section of doc.sections) {
-    const keys = section.keys.filter((key) => key.kind !== "list" || items(key.value).every((item) => typeof item !== "object"));
-    body.append(h("section.card", {}, h("h2", {}, `[${section.name}]`), h("p.meta", {}, section.doc),
+    const keys = section.keys.filter((key) => include(section.name, key.name) && (key.kind !== "list" || items(key.value).every((item) => typeof item !== "object")));
+    if (!keys.length) continue;
+    body.append(h("section.card", { dataset: { section: section.name } },
+      title ? null : h("h2", {}, `[${section.name}]`), title ? null : h("p.meta", {}, configDoc(section.name, section.doc)),
       keys.map((key) => {
         const id = `field-${section.name}-${key.name}`;
         let input;
@@ -431,10 +526,11 @@ function formEditor(body, result, documentState) {
           return input.value;
         };
         const row = h("div.field", { dataset: { key: `${section.name}.${key.name}` } },
-          h("div", {}, h("label", { for: id }, key.name),
+          h("div", {}, h("label", { for: id }, configLabel(`${section.name}.${key.name}`) ?? key.name),
+            configLabel(`${section.name}.${key.name}`) ? h("div.meta", {}, h("code", {}, key.name)) : null,
             h("div.meta", {}, key.live ? t("applies_at_once") : t("needs_restart")),
             key.overriddenBy ? h("div.meta.error", {}, t("overridden_by", { name: key.overriddenBy })) : null),
-          h("div", {}, input, h("div.doc", {}, key.doc)));
+          h("div", {}, input, h("div.doc", {}, configDoc(`${section.name}.${key.name}`, key.doc))));
         const field = { section: section.name, key: key.name, read, dirty: false, row };
         input.addEventListener("input", () => { field.dirty = true; });
         input.addEventListener("change", () => { field.dirty = true; });
@@ -442,7 +538,8 @@ function formEditor(body, result, documentState) {
         return row;
       })));
   }
-  body.append(h("p.meta", {}, t("rules_in_raw")));
+  if (title) body.prepend(h("h2", {}, title));
+  if (include("approvals", "rules")) body.append(h("p.meta", {}, t("rules_in_raw")));
   const save = h("button.primary#settings-save", {}, t("save"));
   body.append(save);
   save.addEventListener("click", async () => {

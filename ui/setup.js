@@ -114,7 +114,7 @@ export async function setupPage(main) {
     modelCard,
     h("div.row", {},
       h("button.primary#setup-finish", { onclick: () => finish("#/chat") }, t("finish")),
-      h("button#setup-skip", { onclick: () => finish("#/queue") }, t("skip"))),
+      h("button#setup-skip", { onclick: () => finish("#/chat") }, t("skip"))),
     h("p.meta", {}, t("done_note")),
   );
   await refreshModels();

@@ -1,5 +1,5 @@
 // @ts-check
-// The Telegram card of Settings (the same page in a browser and in the menu-bar app): the
+// The Telegram card of Connections › Telegram (the same page in a browser and in the menu-bar app): the
 // channel's state ([channels.telegram] enabled, the bot token's hint, the linked account); the
 // bot token stored, replaced, checked or removed as the `telegram` service key (a password
 // field cleared once sent: a token goes in, only its hint comes out); a one-time link code with
@@ -14,8 +14,10 @@ import { h, time } from "./dom.js";
 const t = strings({
   en: {
     title: "Telegram bot",
+    channels: "Channels",
+    channels_intro: "Talk to Souz from a chat app: its answers and its approvals come to you there.",
     on: "The channel is on: Souz polls the bot for messages.",
-    off: "The channel is off: set enabled = true in [channels.telegram] (form below or Raw TOML) to talk to Souz through the bot.",
+    off: "The channel is off: set enabled = true in [channels.telegram] (Settings › Advanced › config.toml) to talk to Souz through the bot.",
     no_token: "No bot token yet: make a bot with @BotFather in Telegram and store its token here.",
     token: "Bot token",
     stored_at: "stored {at}",
@@ -44,8 +46,10 @@ const t = strings({
   },
   ru: {
     title: "Бот Telegram",
+    channels: "Каналы",
+    channels_intro: "Говорите с Souz из мессенджера: его ответы и запросы на одобрение придут туда.",
     on: "Канал включён: Souz получает сообщения бота.",
-    off: "Канал выключен: чтобы говорить с Souz через бота, задайте enabled = true в [channels.telegram] (форма ниже или TOML как есть).",
+    off: "Канал выключен: чтобы говорить с Souz через бота, задайте enabled = true в [channels.telegram] (Настройки › Дополнительно › config.toml).",
     no_token: "Токена бота пока нет: создайте бота через @BotFather в Telegram и сохраните здесь его токен.",
     token: "Токен бота",
     stored_at: "сохранён {at}",
@@ -83,6 +87,12 @@ const WATCH_MS = 2000;
 
 /** The account as people know it: `@username (id)`, or the id alone. @param {TelegramAccount} account */
 const who = (account) => (account.username ? `@${account.username} (${account.userId})` : String(account.userId));
+
+/** Connections › Telegram: the chat apps Souz is reached through (Telegram for now).
+ *  @param {HTMLElement} main */
+export async function channelsPage(main) {
+  main.append(h("h1", {}, t("channels")), h("p.meta", {}, t("channels_intro")), await telegramSection());
+}
 
 /** The Telegram card. */
 export async function telegramSection() {

@@ -2,13 +2,14 @@
 // title, rename, archive, delete with a confirmation), answers rendered as Markdown with no
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
 // graph agent's next turn), a tool call's approval given inline in the chat, and files
-// attached by upload and by path, Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
+// attached by upload and by path, the diff an inline approval would allow (drawn as the Inbox
+// draws it), Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
 // two figures (MEASURE lines): the page's first contentful paint, and Send to the first
 // streamed token on the page. Screenshots: `chat`, `chat-attachments`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeOpenAi, text, toolCall } from "./fake-openai.mjs";
@@ -254,6 +255,42 @@ test("files are attached by upload and by path: the image reaches the model as a
     await waitFor(async () => /outside/.test(await tab.textContent("#chat-notice") || ""), "the refusal");
     assert.equal(live.provider.requests.length, 1);
     assert.equal(await tab.inputValue("#chat-input"), "And this?", "what was typed is kept");
+  } finally {
+    await live.close();
+  }
+});
+
+test("the chat's approval shows the diff it approves, drawn as the Inbox draws it", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    const target = join(live.user, "groceries.txt");
+    writeFileSync(target, "milk\nbread\n");
+    live.provider.push(toolCall("edit-1", "RunSkillCommand", { skillId: "EditFile", arguments: { path: target, oldString: "bread", newString: "butter" } }));
+    live.provider.push(text(["Changed."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "A diff inline" });
+    const tab = await live.open(`/chat/${body.chat.id}`);
+    await tab.fill("#chat-input", "Butter instead of bread");
+    await tab.click("#chat-send");
+    const detail = ".messages .tool-call.waiting .approval-detail[open]";
+    await tab.waitForSelector(`${detail} pre.diff`);
+    const diff = await tab.textContent(`${detail} pre.diff`);
+    assert.match(diff, /^-bread$/m, diff);
+    assert.match(diff, /^\+butter$/m, diff);
+    assert.equal(await tab.locator(`${detail} pre.diff span.del`).count() > 0, true, "removed lines marked");
+    assert.equal(await tab.locator(`${detail} pre.diff span.add`).count() > 0, true, "added lines marked");
+    await shot(tab, "chat-approval-diff");
+    // The Inbox shows the same approval with the same diff, drawn the same way.
+    const approvalId = await tab.getAttribute(".messages .tool-call.waiting button[data-approve]", "data-approve");
+    const inbox = await live.open(`/inbox/${approvalId}`);
+    await inbox.waitForSelector(`[data-approval="${approvalId}"] pre.diff`);
+    assert.equal(await inbox.innerHTML(`[data-approval="${approvalId}"] pre.diff`), await tab.innerHTML(`${detail} pre.diff`));
+    await inbox.close();
+
+    await tab.click(".messages .tool-call.waiting button[data-approve]");
+    await tab.waitForSelector(".message.assistant:not(.streaming)");
+    assert.equal(readFileSync(target, "utf8"), "milk\nbutter\n");
+    // Decided, the diff folds away under its line.
+    await tab.waitForSelector(".messages .approval-detail:not([open])", { state: "attached" });
   } finally {
     await live.close();
   }

@@ -57,7 +57,7 @@ after(async () => {
 });
 
 test("Settings signs in with ChatGPT: code and link shown, then signed in; sign out forgets it", async () => {
-  const tab = await session.page("/settings/form", { height: 1400 });
+  const tab = await session.page("/settings/model", { height: 1400 });
   await tab.waitForSelector("#settings-chatgpt-start");
   await tab.click("#settings-chatgpt-start");
   await tab.waitForSelector("#settings-chatgpt-code");
@@ -83,7 +83,7 @@ test("the setup page offers the same sign-in; the card speaks Russian too", asyn
   const tab = await session.page("/setup");
   await tab.waitForSelector("#setup-chatgpt-start");
   assert.equal((await tab.textContent("#setup-chatgpt-start")).trim(), "Sign in with ChatGPT");
-  await tab.evaluate(() => { localStorage.setItem("souz.lang", "ru"); location.hash = "#/settings/form"; });
+  await tab.evaluate(() => { localStorage.setItem("souz.lang", "ru"); location.hash = "#/settings/model"; });
   await tab.waitForSelector("#settings-chatgpt-start");
   await waitFor(async () => (await tab.textContent("#settings-chatgpt-start")).trim() === "Войти через ChatGPT", "the Russian button");
   await tab.evaluate(() => localStorage.removeItem("souz.lang"));

@@ -77,7 +77,7 @@ export async function startSession(env = {}, { config } = {}) {
     },
     /** Opens the app signed in at `route` (none named: where the app opens by itself), once
      *  it is connected. */
-    async page(route = "/queue", { height = 820 } = {}) {
+    async page(route = "/inbox", { height = 820 } = {}) {
       const context = await browser.newContext({ viewport: { width: 1200, height } });
       const tab = await context.newPage();
       tab.on("pageerror", (error) => { throw error; });

@@ -16,9 +16,9 @@ before(async () => { session = await startSession({ LANG: "C.UTF-8", LC_ALL: "" 
 after(async () => { await session?.close(); });
 
 /** Texts that need no translation: product and provider names, language codes, numbers, ids. */
-const ALLOWED = /^(Souz|MCP|Claude|Claude Code|Claude Desktop|OpenAI|Anthropic|Qwen|GigaChat|Giga|AI Tunnel|Ollama|LM Studio|ChatGPT|Codex|ChatGPT \(Codex\)|TOML|JSON|URL|API|EN|RU|ID|OK|[\d\s.,:;%()+\-–—×/·…]*|[0-9a-f-]{8,}|\S+\.(toml|json|md)|\[[a-z_.]+\]|[a-z0-9_.:/-]+)$/;
-/** Routes a person reaches without a nav link. */
-const EXTRA_ROUTES = ["setup", "schedules/new"];
+const ALLOWED = /^(Souz|MCP|Claude|Claude Code|Claude Desktop|OpenAI|Anthropic|Qwen|GigaChat|Giga|AI Tunnel|Ollama|LM Studio|ChatGPT|Codex|Telegram|ChatGPT \(Codex\)|TOML|JSON|URL|API|EN|RU|ID|OK|[\d\s.,:;%()+\-–—×/·…]*|[0-9a-f-]{8,}|\S+\.(toml|json|md)|\[[a-z_.]+\]|[a-z0-9_.:/-]+)$/;
+/** Routes a person reaches without a nav or tab link. */
+const EXTRA_ROUTES = ["setup", "schedules/new", "settings/advanced/toml"];
 
 /** The visible texts of the chrome and the page a person reads to find their way. */
 function visibleTexts() {
@@ -52,25 +52,32 @@ async function open(tab, route) {
   }, `${route} to settle`);
 }
 
-/** Every route of the nav (as the page lists them now) and the extra ones. */
+/** Every route of the nav and of each section's tabs (as the page lists them now), and the
+ *  extra ones. */
 async function routes(tab) {
   const nav = await tab.$$eval("#nav a[data-page]", (links) => links.map((link) => link.dataset.page || ""));
   assert.ok(nav.length >= 6, `the nav lists the pages: ${nav}`);
-  return [...nav, ...EXTRA_ROUTES];
+  const all = [];
+  for (const page of nav) {
+    await open(tab, page);
+    const tabs = await tab.$$eval("main a[data-tab]", (links) => links.map((link) => link.dataset.tab || ""));
+    all.push(...(tabs.length ? tabs : [page]));
+  }
+  return [...new Set(all), ...EXTRA_ROUTES];
 }
 
 const cyrillic = /[\u0400-\u04FF]/;
 
 test("the header switch and interfaceLanguage follow each other", async () => {
   assert.equal((await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: "ru" })).status, 200);
-  const tab = await session.page("/queue");
+  const tab = await session.page("/inbox");
   await waitFor(() => tab.evaluate(() => document.documentElement.lang === "ru"), "Russian from interfaceLanguage");
-  assert.equal((await tab.innerText('#nav a[data-page="queue"]')).trim(), "Очередь");
+  assert.equal((await tab.innerText('#nav a[data-page="inbox"]')).trim(), "Входящие");
   assert.equal(await tab.inputValue("#language"), "ru");
 
   await tab.selectOption("#language", "en");
   await waitFor(async () => (await session.api("GET", "/v1/me/settings")).body.settings.interfaceLanguage === "en", "interfaceLanguage set to en");
-  assert.equal((await tab.innerText('#nav a[data-page="queue"]')).trim(), "Queue");
+  assert.equal((await tab.innerText('#nav a[data-page="inbox"]')).trim(), "Inbox");
   await tab.waitForSelector("main h1");
   assert.doesNotMatch(await tab.textContent("main h1") || "", cyrillic);
   await tab.context().close();
@@ -116,7 +123,7 @@ for (const lang of /** @type {const} */ (["en", "ru"])) {
         const bad = lang === "ru" ? !cyrillic.test(text) && !ALLOWED.test(text) : cyrillic.test(text);
         if (bad) problems.push(`${route}: ${JSON.stringify(text)}`);
       }
-      if (lang === "ru") await shot(tab, `${route.replace("/", "-")}-ru`);
+      if (lang === "ru") await shot(tab, `${route.replaceAll("/", "-")}-ru`);
     }
     assert.deepEqual(problems, [], `untranslated (${lang}):\n${problems.join("\n")}`);
     await tab.context().close();

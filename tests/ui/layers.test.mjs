@@ -20,11 +20,13 @@ export const LAYERS = [
   // Typedefs generated from the OpenAPI document; the strings of each language.
   ["types.js", "i18n.js"],
   // The daemon's API (requests, streams, the error sentences); building elements and showing
-  // text (`h`, `visible`); the runtime event listeners that app.js feeds.
-  ["api.js", "dom.js", "events.js"],
-  // Pieces pages share: Markdown into DOM nodes, the agents' questions; the Telegram card of
-  // Settings; undo of file changes; review mode (its switch and the review panel).
-  ["markdown.js", "questions.js", "review.js", "telegram.js", "undo.js"],
+  // text (`h`, `visible`); the runtime event listeners that app.js feeds; the settings' field
+  // docs in Russian.
+  ["api.js", "config-docs.js", "dom.js", "events.js"],
+  // Pieces pages share: what an approval would allow (Inbox and Chat), Markdown into DOM nodes,
+  // the agents' questions; the Telegram card and page of Connections; undo of file changes;
+  // review mode (its switch and the review panel).
+  ["approval.js", "markdown.js", "questions.js", "review.js", "telegram.js", "undo.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
   // schedule form, which the Schedules page opens.
   ["schedule-form.js", "settings.js"],

@@ -80,6 +80,7 @@ test("the Models page downloads a model with its progress, then removes it", asy
   assert.ok(value < max, `partial: ${value} of ${max}`);
   assert.match(await row(tab).locator("td.state").innerText(), /[\d.]+ MB of 93\.8 MB \(\d+%\)/);
   assert.match(await tab.locator("#models-note").innerText(), /goes on if you close this page/);
+  await row(tab).scrollIntoViewIfNeeded();
   await shot(tab, "models-download");
   // Nothing has the model's name before it is verified.
   assert.equal(existsSync(file()), false);
@@ -90,6 +91,7 @@ test("the Models page downloads a model with its progress, then removes it", asy
   assert.equal(readFileSync(file()).length, readFileSync(MODEL).length);
   const listed = (await session.api("GET", "/v1/models/local")).body.items.find((item) => item.name === PROFILE);
   assert.equal(listed.state, "ready");
+  await row(tab).scrollIntoViewIfNeeded();
   await shot(tab, "models");
 
   tab.once("dialog", (dialog) => dialog.accept());

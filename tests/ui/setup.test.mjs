@@ -118,7 +118,7 @@ test("skipping ends the setup: the next window opens on the Queue; it can be res
   const tab = await openWindow();
   await tab.waitForSelector("#setup-skip");
   await tab.click("#setup-skip");
-  await waitFor(async () => new URL(tab.url()).hash === "#/queue", "the Queue");
+  await waitFor(async () => new URL(tab.url()).hash === "#/chat", "the Chat");
   const { body } = await api("GET", "/v1/setup");
   assert.equal(body.completed, true);
   await tab.context().close();
@@ -137,7 +137,7 @@ test("skipping ends the setup: the next window opens on the Queue; it can be res
 
 test("the Provider keys card tests a key", async () => {
   provider.push(text(["ok"]));
-  const tab = await openWindow("/settings/form");
+  const tab = await openWindow("/settings/model");
   await tab.waitForSelector('#provider-keys tr[data-provider="openai"] .test-key');
   await tab.click('#provider-keys tr[data-provider="openai"] .test-key');
   await waitFor(async () => /The openai key works/.test(await tab.textContent("#keys-note")), "the test result");

@@ -28,7 +28,7 @@ after(async () => {
 });
 
 test("the Telegram card stores the token, links an account with the code sent to the bot, and unlinks", async () => {
-  const tab = await session.page("/settings/form");
+  const tab = await session.page("/connections/channels");
   await tab.waitForSelector("#telegram #telegram-token-save");
   assert.match(await tab.textContent("#telegram-state"), /The channel is on/);
   assert.match(await tab.textContent("#telegram-token"), /No bot token yet/);

@@ -207,7 +207,7 @@ test("settings show positioned problems, then save and apply a valid change", as
   assert.equal(readFileSync(join(home, "config.toml"), "utf8"), original, "nothing written");
   await shot(tab, "settings-error");
 
-  await tab.goto(`${base}/app/#/settings/form`);
+  await tab.goto(`${base}/app/#/settings/approvals`);
   await tab.waitForSelector("#field-approvals-timeout_seconds");
   await tab.fill("#field-approvals-timeout_seconds", "-5");
   await tab.click("#settings-save");
@@ -231,7 +231,7 @@ test("settings show positioned problems, then save and apply a valid change", as
 });
 
 test("provider keys are stored from Settings, shown by hint only, and removed", async () => {
-  const tab = await page("/settings/form");
+  const tab = await page("/settings/model");
   await tab.waitForSelector("#keys #key-save");
   const key = "sk-ui-secret-0123456789qrst";
   await tab.selectOption("#key-provider", "anthropic");
@@ -258,7 +258,7 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
 });
 
 test("the Brave web search key is stored from Settings, shown by hint only, and removed", async () => {
-  const tab = await page("/settings/form");
+  const tab = await page("/settings/model");
   await tab.waitForSelector("#web-keys #web-key-save");
   assert.match(await tab.textContent("#web-key"), /web search uses DuckDuckGo/);
   const key = "brave-ui-secret-0123456789mnop";
@@ -298,7 +298,7 @@ test("grants, audit, live turns and chat pages render", async () => {
   assert.match(await tab.textContent("tbody"), /NewFile/);
   await shot(tab, "audit");
   await tab.goto(`${base}/app/#/grants`);
-  await tab.waitForSelector("h1:has-text('Standing grants')");
+  await tab.waitForSelector("h2:has-text('Standing grants')");
   await shot(tab, "grants");
   await tab.goto(`${base}/app/#/live`);
   await tab.waitForSelector("#turns");

@@ -112,6 +112,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/settings.js"),
     ),
     (
+        "config-docs.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/config-docs.js"),
+    ),
+    (
+        "approval.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/approval.js"),
+    ),
+    (
         "telegram.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/telegram.js"),
