@@ -139,6 +139,8 @@ struct Inner {
     /// Held by a review-mode write from before its plan to its staging, so that a write is
     /// planned against the staged changes it will follow (see [`review`]).
     staging_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Set while a prune started by a checkpoint runs in the background (one at a time).
+    pruning: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for History {
@@ -161,6 +163,7 @@ impl History {
                 events: std::sync::OnceLock::new(),
                 blob_lock: tokio::sync::RwLock::new(()),
                 staging_lock: Arc::new(tokio::sync::Mutex::new(())),
+                pruning: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             }),
         })
     }

@@ -140,12 +140,26 @@ impl History {
         if !unnamed.is_empty() {
             self.remove_unnamed(unnamed).await?;
         }
-        if change.id % PRUNE_EVERY == 0
-            && let Err(error) = self.prune().await
-        {
-            tracing::warn!(%error, "could not prune the file history");
+        if change.id % PRUNE_EVERY == 0 {
+            self.prune_in_background();
         }
         Ok(kept)
+    }
+
+    /// Applies the limits on a task of its own, so that the call whose change came due does
+    /// not wait for it (a prune scans every blob); at most one runs at a time.
+    fn prune_in_background(&self) {
+        use std::sync::atomic::Ordering;
+        if self.inner.pruning.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let history = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = history.prune().await {
+                tracing::warn!(%error, "could not prune the file history");
+            }
+            history.inner.pruning.store(false, Ordering::Release);
+        });
     }
 
     /// What each of `paths` holds now, with the blobs written for the files among them.

@@ -17,8 +17,8 @@ use souz_protocol::Requester;
 use souz_protocol::history::{ChangeStatus, ChangedPath, HistoryChange, PathKind};
 
 use super::snapshot::Snapshot;
-use crate::store::StoreError;
 use crate::store::codec::{from_json, from_time, to_json, to_time};
+use crate::store::{CachedStatements, StoreError};
 
 /// A change as stored.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ pub(crate) fn insert_pending(
         Some(chat_id) => running_execution(transaction, chat_id)?,
         None => None,
     };
-    transaction.execute(
+    transaction.execute_cached(
         "INSERT INTO history_changes (call_id, tool, requester, client, chat_id, execution_id, \
              summary, status, undoes, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
@@ -123,13 +123,13 @@ pub(crate) fn insert_pending(
     let id = transaction.last_insert_rowid();
     let created = to_time(change.created_at);
     for (hash, stored) in change.blobs {
-        transaction.execute(
+        transaction.execute_cached(
             "INSERT OR IGNORE INTO history_blobs (hash, stored, created_at) VALUES (?1, ?2, ?3)",
             params![hash, i64::try_from(*stored).unwrap_or(i64::MAX), created],
         )?;
     }
     for (position, (path, created_parent, before)) in change.paths.iter().enumerate() {
-        transaction.execute(
+        transaction.execute_cached(
             "INSERT INTO history_paths (change_id, position, path, created_parent, before_kind, \
                  before_size, before_mode, before_hash, before_link, before_kept) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -164,7 +164,7 @@ pub(crate) fn finish(
     let stored = load_paths(transaction, id)?;
     let created = to_time(finished_at);
     for (hash, bytes) in blobs {
-        transaction.execute(
+        transaction.execute_cached(
             "INSERT OR IGNORE INTO history_blobs (hash, stored, created_at) VALUES (?1, ?2, ?3)",
             params![hash, clamp(*bytes), created],
         )?;
@@ -172,14 +172,14 @@ pub(crate) fn finish(
     let mut changed = 0;
     for ((position, path), now) in stored.iter().enumerate().zip(after) {
         if path.before == *now {
-            transaction.execute(
+            transaction.execute_cached(
                 "DELETE FROM history_paths WHERE change_id = ?1 AND position = ?2",
                 params![id, position as i64],
             )?;
             continue;
         }
         changed += 1;
-        transaction.execute(
+        transaction.execute_cached(
             "UPDATE history_paths SET after_kind = ?3, after_size = ?4, after_mode = ?5, \
                  after_hash = ?6, after_link = ?7, after_kept = ?8 \
              WHERE change_id = ?1 AND position = ?2",
@@ -196,10 +196,10 @@ pub(crate) fn finish(
         )?;
     }
     if changed == 0 {
-        transaction.execute("DELETE FROM history_changes WHERE id = ?1", [id])?;
+        transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [id])?;
         return Ok((false, forget_unnamed(transaction)?));
     }
-    transaction.execute(
+    transaction.execute_cached(
         "UPDATE history_changes SET status = 'done', finished_at = ?2 WHERE id = ?1",
         params![id, created],
     )?;
@@ -233,7 +233,7 @@ pub(crate) fn settle(
     paths: &[(PathBuf, bool, Snapshot, Snapshot)],
     finished_at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    transaction.execute("DELETE FROM history_paths WHERE change_id = ?1", [id])?;
+    transaction.execute_cached("DELETE FROM history_paths WHERE change_id = ?1", [id])?;
     let mut insert = transaction.prepare_cached(
         "INSERT INTO history_paths (change_id, position, path, created_parent, before_kind, \
              before_size, before_mode, before_hash, before_link, before_kept, after_kind, \
@@ -266,10 +266,10 @@ pub(crate) fn settle(
         position += 1;
     }
     if position == 0 {
-        transaction.execute("DELETE FROM history_changes WHERE id = ?1", [id])?;
+        transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [id])?;
         return Ok(false);
     }
-    transaction.execute(
+    transaction.execute_cached(
         "UPDATE history_changes SET status = 'done', finished_at = ?2 WHERE id = ?1",
         params![id, to_time(finished_at)],
     )?;
@@ -283,7 +283,7 @@ pub(crate) fn mark_undone(
     id: i64,
     undo_id: Option<i64>,
 ) -> Result<(), StoreError> {
-    transaction.execute(
+    transaction.execute_cached(
         "UPDATE history_changes SET status = 'undone', undone_by = ?2 WHERE id = ?1",
         params![id, undo_id],
     )?;
@@ -296,7 +296,7 @@ pub(crate) fn mark_undone(
         .optional()?
         .flatten();
     if let Some(original) = undoes {
-        transaction.execute(
+        transaction.execute_cached(
             "UPDATE history_changes SET status = 'done', undone_by = NULL \
              WHERE id = ?1 AND status = 'undone'",
             [original],
@@ -312,7 +312,7 @@ pub(crate) fn running_execution(
     chat_id: &str,
 ) -> Result<Option<String>, StoreError> {
     Ok(connection
-        .query_row(
+        .query_row_cached(
             "SELECT id FROM executions WHERE chat_id = ?1 \
                  AND status IN ('queued', 'running', 'waiting_option', 'waiting_approval', \
                                 'cancelling') \
@@ -330,7 +330,7 @@ const CHANGE_COLUMNS: &str = "id, call_id, tool, requester, client, chat_id, exe
 pub(crate) fn load(connection: &Connection, id: i64) -> Result<Option<StoredChange>, StoreError> {
     let sql = format!("SELECT {CHANGE_COLUMNS} FROM history_changes WHERE id = ?1");
     let change = connection
-        .query_row(&sql, [id], change_row)
+        .query_row_cached(&sql, [id], change_row)
         .optional()?
         .transpose()?;
     match change {
@@ -542,7 +542,7 @@ pub(crate) fn prune(
     keep_before: DateTime<Utc>,
     max_bytes: u64,
 ) -> Result<Vec<String>, StoreError> {
-    transaction.execute(
+    transaction.execute_cached(
         "DELETE FROM history_changes WHERE status != 'pending' AND created_at < ?1",
         [to_time(keep_before)],
     )?;
@@ -564,7 +564,7 @@ pub(crate) fn prune(
             )
             .optional()?;
         let Some(oldest) = oldest else { break };
-        transaction.execute("DELETE FROM history_changes WHERE id = ?1", [oldest])?;
+        transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [oldest])?;
         gone.extend(forget_unnamed(transaction)?);
     }
     Ok(gone)
