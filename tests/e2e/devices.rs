@@ -64,7 +64,7 @@ fn submit(chat: &str, request: &str, thread: Option<&str>, text: &str) -> Value 
     let mut frame = json!({
         "kind": "message.submit", "chatId": chat, "requestId": request,
         "payload": {
-            "device": {"userId": "u-1", "deviceId": "kitchen-speaker",
+            "device": {"userId": "local", "deviceId": "kitchen-speaker",
                        "deviceType": "smart_speaker", "capabilities": ["speech"]},
             "content": {"type": "text", "source": "voice", "text": text}
         }

@@ -15,6 +15,8 @@
 //!   `requestId` is the message's `clientMessageId`); with one it steers that running thread
 //!   (the skills agent's steering, original §2.5): taken only when the running turn accepts
 //!   it, stored before the ack, and nothing is stored when it is refused.
+//! - A submit speaks for the chat's owner: its `device.userId` must be the chat's user (the one
+//!   the socket's credential proved), or it is rejected (`invalid_request`) and nothing is done.
 //! - A thread ends exactly once (the execution's terminal event), shown to devices as
 //!   `thread.completed`, `thread.failed` or `thread.cancelled` with the event's `seq`.
 
@@ -259,6 +261,13 @@ impl Chats {
         submit: &MessageSubmit,
         received_at: DateTime<Utc>,
     ) -> Result<(Ack, String), ChatError> {
+        // The device speaks for the chat's owner (original §1.2): the user the chat belongs
+        // to, whom this socket's credential already proved to be (`local` for the operator).
+        if submit.payload.device.user_id != user.0 {
+            return Err(ChatError::Invalid(
+                "payload.device.userId must be the chat's owner.".into(),
+            ));
+        }
         let text = submit.payload.content.text.trim().to_owned();
         let (thread, submission) = match &submit.thread_id {
             None => {

@@ -871,6 +871,69 @@ async fn a_running_process_ends_what_another_left_with_an_expired_lease() {
     assert_eq!(terminals, 1, "{kinds:?}");
 }
 
+/// A turn whose execution this process lost (recovery elsewhere failed it after its lease ran
+/// out) is cancelled at the next renewal: it stops here, and the execution keeps the one
+/// terminal event recovery gave it.
+#[tokio::test]
+async fn a_turn_that_lost_its_lease_is_cancelled_at_the_next_renewal() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let lost = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let other_chat = f.chat().await;
+    let kept = f
+        .chats
+        .post_message(&me(), &other_chat, message("slow"))
+        .await
+        .unwrap();
+    assert_eq!(f.chats.running_count(), 2);
+    // This process stopped renewing `lost` (a stalled disk, a suspended machine): its lease
+    // ran out, and another process sharing the database ended it.
+    let id = lost.execution.id.clone();
+    let past = crate::store::codec::to_time(now() - chrono::Duration::seconds(1));
+    f.store
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE executions SET lease_until = ?2 WHERE id = ?1",
+                rusqlite::params![id, past],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let (other, _) = chats_over(&f.store, &f.bus, &f.llm, &f.tasks);
+    assert_eq!(other.sweep_expired_leases().await.unwrap(), 1);
+    assert_eq!(f.chats.running_count(), 2, "the turn still runs here");
+
+    f.chats
+        .renew_once(now() + chrono::Duration::seconds(60))
+        .await;
+    for _ in 0..500 {
+        if f.chats.running_count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(f.chats.running_count(), 1, "the lost turn was cancelled");
+    let failed = f.execution(&chat_id, &lost.execution.id).await;
+    assert_eq!(failed.status, ExecutionStatus::Failed);
+    assert_eq!(failed.error_code.as_deref(), Some("process_restarted"));
+    let kinds = f.kinds(&chat_id).await;
+    let terminals: Vec<&String> = kinds
+        .iter()
+        .filter(|kind| kind.starts_with("execution.") && kind.as_str() != "execution.started")
+        .collect();
+    assert_eq!(terminals, ["execution.failed"], "{kinds:?}");
+    assert_eq!(
+        f.execution(&other_chat, &kept.execution.id).await.status,
+        ExecutionStatus::Running,
+        "a turn whose lease holds runs on"
+    );
+}
+
 #[tokio::test]
 async fn chats_are_scoped_to_their_user() {
     let f = fixture().await;

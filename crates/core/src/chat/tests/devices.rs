@@ -13,7 +13,7 @@ fn submit(chat_id: &str, request_id: &str, thread: Option<&str>, text: &str) -> 
         "chatId": chat_id,
         "requestId": request_id,
         "payload": {
-            "device": {"userId": "u-1", "deviceId": "speaker-1", "deviceType": "smart_speaker",
+            "device": {"userId": "local", "deviceId": "speaker-1", "deviceType": "smart_speaker",
                        "capabilities": ["speech", "screen"]},
             "content": {"type": "text", "source": "voice", "text": text}
         }
@@ -84,7 +84,7 @@ async fn a_submit_starts_a_thread_once_and_a_reused_request_id_is_refused() {
     let mut again = json!({
         "kind": "message.submit", "chatId": chat_id, "requestId": "r-1",
         "payload": {
-            "device": {"userId": "u-1", "deviceId": "speaker-1", "deviceType": "smart_speaker",
+            "device": {"userId": "local", "deviceId": "speaker-1", "deviceType": "smart_speaker",
                        "capabilities": ["screen", "speech"]},
             "content": {"type": "text", "source": "voice", "text": "hello"}
         }
@@ -121,6 +121,19 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
         .device(&chat_id, submit(&other, "r-0", None, "hello"))
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::InvalidRequest);
+    // A device that speaks for someone else than the chat's owner: refused, nothing started.
+    let mut foreign = serde_json::to_value(match submit(&chat_id, "r-1", None, "slow") {
+        ClientFrame::Submit(frame) => frame,
+        other => panic!("{other:?}"),
+    })
+    .unwrap();
+    foreign["kind"] = json!("message.submit");
+    foreign["payload"]["device"]["userId"] = json!("stranger");
+    let (ack, _) = f
+        .device(&chat_id, ClientFrame::decode(&foreign.to_string()).unwrap())
+        .await;
+    assert_eq!(rejection(&ack), DeviceErrorCode::InvalidRequest);
+    assert!(f.chats.threads(&me(), &chat_id).await.unwrap().items.is_empty());
 
     let (ack, _) = f
         .device(&chat_id, submit(&chat_id, "r-1", None, "slow"))
