@@ -16,6 +16,7 @@
 //!   offered, checked and called with the user's own provider keys, then the daemon's.
 
 pub(crate) mod attachments;
+pub mod client_tools;
 mod conversations;
 mod delivered;
 pub mod devices;
@@ -154,6 +155,10 @@ struct Inner {
     files: Arc<dyn ChatFiles>,
     /// Serialises each chat's device requests (`devices`).
     device_locks: devices::RequestLocks,
+    /// The turns waiting for a device's `tool.result` (`client_tools`).
+    client_waiters: client_tools::Waiters,
+    /// Every client tool's deadline, when set (tests); else each skill's own.
+    client_tool_deadline: RwLock<Option<Duration>>,
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
@@ -206,6 +211,8 @@ impl Chats {
                 launched: tokio::sync::Notify::new(),
                 files,
                 device_locks: devices::RequestLocks::default(),
+                client_waiters: client_tools::Waiters::default(),
+                client_tool_deadline: RwLock::new(None),
             }),
         }
     }

@@ -12,6 +12,7 @@
 //!   (unless the chat turned the Knowledge tools off, which could not read them back).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -20,7 +21,8 @@ use super::context::ToolBinding;
 use super::core_tool_types::CoreToolGroup;
 use super::core_tools::CoreCall;
 use super::events::AgentEvent;
-use super::gate_call::{GateCall, call_gate};
+use super::client_tools::{ClientOutcome, GatedClientCall};
+use super::gate_call::{GateCall, call_gate_with};
 use super::knowledge;
 use super::scope::TurnScope;
 use crate::llm::{Message, ToolCall};
@@ -60,6 +62,12 @@ pub(crate) async fn execute(
         ),
         (Some(ToolBinding::Gate), Ok(arguments)) => {
             let (content, is_error, preview, call_id) = through_gate(scope, call, arguments).await;
+            gate_preview = preview;
+            gate_call_id = call_id;
+            (content, is_error)
+        }
+        (Some(ToolBinding::Client), Ok(arguments)) => {
+            let (content, is_error, preview, call_id) = to_device(scope, call, arguments).await;
             gate_preview = preview;
             gate_call_id = call_id;
             (content, is_error)
@@ -131,12 +139,45 @@ pub(crate) async fn execute(
     }
 }
 
+/// Runs a tool of the turn's device through the gate (the device is the call's target): its
+/// text, whether it is an error, its preview, and the gate's id for it.
+async fn to_device(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+) -> (String, bool, Option<Value>, Option<String>) {
+    let Some((tools, tool)) = scope
+        .client_tools
+        .as_ref()
+        .and_then(|tools| tools.find(&call.name).map(|tool| (tools, tool)))
+    else {
+        let refused = ClientOutcome::refused(
+            "client_context_missing",
+            "No device that can run this tool is connected to this turn.",
+        );
+        return (refused.for_model().to_string(), true, None, None);
+    };
+    let supplied: Arc<dyn crate::tools::DynTool> =
+        Arc::new(GatedClientCall::new(tools, tool, &call.id));
+    through_gate_with(scope, call, arguments, Some(supplied)).await
+}
+
 /// Runs a catalog tool through the gate: its text, whether it is an error, its preview, and
 /// the gate's id for it.
 async fn through_gate(
     scope: &TurnScope,
     call: &ToolCall,
     arguments: Value,
+) -> (String, bool, Option<Value>, Option<String>) {
+    through_gate_with(scope, call, arguments, None).await
+}
+
+/// [`through_gate`] with `supplied`, a tool made for this call, instead of one found by name.
+async fn through_gate_with(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+    supplied: Option<Arc<dyn crate::tools::DynTool>>,
 ) -> (String, bool, Option<Value>, Option<String>) {
     let gate_call = GateCall {
         gate: &scope.services.gate,
@@ -146,7 +187,7 @@ async fn through_gate(
         sink: scope.sink.as_ref(),
         parking: scope.parking.as_ref(),
     };
-    match call_gate(gate_call, arguments).await {
+    match call_gate_with(gate_call, arguments, supplied).await {
         Ok(gated) => {
             let preview = redact::result_preview(&gated.result);
             let result = gated.result;

@@ -54,6 +54,8 @@ pub struct Handled {
     pub ack: Ack,
     /// The `status` frame, sent after the ack.
     pub status: Option<ThreadStatusFrame>,
+    /// An accepted client tool result, handed to its waiting turn once the ack was sent.
+    pub delivery: Option<super::client_tools::ResultDelivery>,
 }
 
 /// The per-chat locks of device requests; an entry lives while someone holds or waits for it.
@@ -92,13 +94,11 @@ impl Chats {
             return Ok(Handled {
                 ack: rejected(frame.kind(), chat_id, keys, error, received_at),
                 status: None,
+                delivery: None,
             });
         }
         match frame {
-            ClientFrame::ToolResult(result) => Ok(Handled {
-                ack: self.tool_result(chat_id, result, received_at),
-                status: None,
-            }),
+            ClientFrame::ToolResult(result) => Ok(self.tool_result(chat_id, result, received_at).await),
             ClientFrame::Submit(submit) => {
                 let lock = self.inner.device_locks.of(chat_id);
                 let _held = lock.lock().await;
@@ -128,6 +128,7 @@ impl Chats {
         Handled {
             ack: rejected(kind, chat_id, keys, error, now()),
             status: None,
+            delivery: None,
         }
     }
 
@@ -152,6 +153,12 @@ impl Chats {
                 json!({"error": {"code": failed.error_code, "message": failed.error_message}}),
             ),
             ChatEventBody::ExecutionCancelled(_) => ("thread.cancelled", json!({"reason": null})),
+            // A call to a tool of the device (`client_tools`): the public `tool.call.started`.
+            ChatEventBody::Other { kind, payload }
+                if kind == super::client_tools::CLIENT_CALL_STARTED =>
+            {
+                ("tool.call.started", payload.clone())
+            }
             ChatEventBody::MessageCreated(created) if event.execution_id.is_none() => (
                 "message.created",
                 serde_json::to_value(created).map_err(|e| ChatError::Internal(e.to_string()))?,
@@ -207,6 +214,7 @@ impl Chats {
                 return Ok(Handled {
                     ack: rejected(kind, chat_id, keys, error, received_at),
                     status: None,
+                    delivery: None,
                 });
             }
             let mut ack: Ack = serde_json::from_str(&earlier.ack)
@@ -220,7 +228,11 @@ impl Chats {
                 Some(thread) => self.status_frame(chat_id, thread, &request_id).await?,
                 None => None,
             };
-            return Ok(Handled { ack, status });
+            return Ok(Handled {
+                ack,
+                status,
+                delivery: None,
+            });
         }
         let outcome = match &request {
             Request::Submit(submit) => self.submit(user, chat_id, submit, received_at).await,
@@ -234,6 +246,7 @@ impl Chats {
                 return Ok(Handled {
                     ack: rejected(kind, chat_id, keys, error, received_at),
                     status: None,
+                    delivery: None,
                 });
             }
         };
@@ -250,7 +263,11 @@ impl Chats {
             .write(move |tx| insert_request(tx, &chat, &key, &stored))
             .await?;
         let status = self.status_frame(chat_id, &thread_id, &request_id).await?;
-        Ok(Handled { ack, status })
+        Ok(Handled {
+            ack,
+            status,
+            delivery: None,
+        })
     }
 
     /// A new thread, or input for a running one. Returns the ack and the thread.
@@ -278,8 +295,13 @@ impl Chats {
                     time_zone: meta.time_zone,
                     ..TurnOptions::default()
                 });
+                let device = &submit.payload.device;
+                let device = super::client_tools::DeviceContext {
+                    device_id: device.device_id.clone(),
+                    capabilities: device.capabilities.clone(),
+                };
                 let posted = self
-                    .post_message(
+                    .post_message_from(
                         user,
                         chat_id,
                         PostMessage {
@@ -288,6 +310,8 @@ impl Chats {
                             options,
                             attachments: Vec::new(),
                         },
+                        None,
+                        Some(device),
                     )
                     .await?;
                 let thread = AckThread {
@@ -415,21 +439,32 @@ impl Chats {
         Ok((ack, cancel.thread_id.clone()))
     }
 
-    /// A `tool.result`: no client tool waits for one yet, so every result names a call Souz
-    /// does not know.
-    fn tool_result(&self, chat_id: &str, result: ToolResult, received_at: DateTime<Utc>) -> Ack {
-        Ack::ToolResult(ToolResultAck {
-            chat_id: chat_id.to_owned(),
-            tool_call_id: Some(result.tool_call_id),
-            thread_id: Some(result.thread_id),
-            status: AckStatus::Rejected,
-            duplicate: false,
-            error: Some(AckError {
-                code: DeviceErrorCode::ToolCallNotFound,
-                message: "No client tool call with this id waits for a result.".into(),
+    /// A `tool.result`: stored for the client tool call that waits for it (`client_tools`),
+    /// before its ack; the waiting turn gets it once the ack was sent.
+    async fn tool_result(
+        &self,
+        chat_id: &str,
+        result: ToolResult,
+        received_at: DateTime<Utc>,
+    ) -> Handled {
+        let (status, duplicate, error, delivery) = match self.client_result(chat_id, &result).await
+        {
+            Ok((duplicate, delivery)) => (AckStatus::Accepted, duplicate, None, delivery),
+            Err(error) => (AckStatus::Rejected, false, Some(error), None),
+        };
+        Handled {
+            ack: Ack::ToolResult(ToolResultAck {
+                chat_id: chat_id.to_owned(),
+                tool_call_id: Some(result.tool_call_id),
+                thread_id: Some(result.thread_id),
+                status,
+                duplicate,
+                error,
+                received_at,
             }),
-            received_at,
-        })
+            status: None,
+            delivery,
+        }
     }
 
     async fn thread_row(&self, chat_id: &str, thread_id: &str) -> Result<ThreadRow, ChatError> {

@@ -41,6 +41,20 @@ impl Chats {
         request: PostMessage,
         unattended: Option<crate::tools::gate::Unattended>,
     ) -> Result<PostMessageResponse, ChatError> {
+        self.post_message_from(user, chat_id, request, unattended, None)
+            .await
+    }
+
+    /// [`Chats::post_message_as`], submitted by `device` when a device did (its turn offers
+    /// the device's client tools).
+    pub(super) async fn post_message_from(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        request: PostMessage,
+        unattended: Option<crate::tools::gate::Unattended>,
+        device: Option<super::client_tools::DeviceContext>,
+    ) -> Result<PostMessageResponse, ChatError> {
         let content = request.content.trim().to_owned();
         if content.is_empty() && request.attachments.is_empty() {
             // The original API's words; a message of attachments alone may have no text.
@@ -73,6 +87,7 @@ impl Chats {
                 stored: None,
                 attachments,
                 unattended,
+                device,
             },
         )
         .await
@@ -93,6 +108,7 @@ impl Chats {
             stored: stored_message,
             attachments,
             unattended,
+            device,
         } = new;
         let chat_settings = self.stored_chat_settings(chat_id).await?;
         let (snapshot, model) = self
@@ -178,6 +194,8 @@ impl Chats {
             settings: snapshot,
             unattended,
             delivered: Vec::new(),
+            client_tools: device
+                .map(|device| self.client_tools_for(chat_id, &execution.id, &device)),
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
@@ -277,6 +295,8 @@ pub(super) struct NewTurn {
     pub attachments: Prepared,
     /// The unattended run it is (a schedule's), if it is one.
     pub unattended: Option<crate::tools::gate::Unattended>,
+    /// The device that submitted it, if one did.
+    pub device: Option<super::client_tools::DeviceContext>,
 }
 
 /// Stores a running execution (the unattended run `run`, when it is one); a chat that has one

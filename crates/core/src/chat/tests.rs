@@ -68,6 +68,53 @@ impl TurnEngine for Script {
                     }
                 }
                 TurnInput::Message(text) => match text.as_str() {
+                    // Calls the device's `user.ask` as a model would (twice at once for
+                    // "device twice"), and answers with what the model would read.
+                    "device" | "device twice" => {
+                        let Some(tools) = turn.client_tools.clone() else {
+                            return TurnOutcome::Completed {
+                                text: "no device".into(),
+                                usage,
+                                end_reason: Default::default(),
+                            };
+                        };
+                        let Some(tool) = tools
+                            .offered
+                            .iter()
+                            .find(|tool| tool.skill_id == "user.ask")
+                            .cloned()
+                        else {
+                            return TurnOutcome::Completed {
+                                text: "user.ask is not offered".into(),
+                                usage,
+                                end_reason: Default::default(),
+                            };
+                        };
+                        let call = |id: &str| crate::agent::client_tools::ClientCall {
+                            tool_call_id: id.to_owned(),
+                            tool: tool.clone(),
+                            arguments: json!({"question": "Which room?"}),
+                        };
+                        let first = tools.host.call(call("call-1"), cancel.clone());
+                        let text = if text == "device twice" {
+                            let first = tokio::spawn(first);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            let second = tools.host.call(call("call-2"), cancel.clone()).await;
+                            let second = second.map(|outcome| outcome.for_model().to_string());
+                            first.await.unwrap();
+                            second.unwrap_or_default()
+                        } else {
+                            match first.await {
+                                Some(outcome) => outcome.for_model().to_string(),
+                                None => return TurnOutcome::Cancelled { usage },
+                            }
+                        };
+                        TurnOutcome::Completed {
+                            text,
+                            usage,
+                            end_reason: Default::default(),
+                        }
+                    }
                     "slow" => {
                         let _ = events.send(TurnEvent::Delta {
                             attempt: 1,
