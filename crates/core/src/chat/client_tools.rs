@@ -508,6 +508,12 @@ impl Chats {
                     });
                 }
                 let at = now();
+                // Its thread ended without it (a restart failed it, or a cancel raced the
+                // call's own end): nobody will read it.
+                if !thread_active(tx, &thread)? {
+                    end_pending(tx, &chat, &thread, &call_id, "cancelled", at)?;
+                    return Ok(Stored::Ended);
+                }
                 if at >= call.deadline_at {
                     end_pending(tx, &chat, &thread, &call_id, "timed_out", at)?;
                     return Ok(Stored::TimedOut);
@@ -548,7 +554,7 @@ impl Chats {
             )),
             Ok(Stored::Ended) => Err(error(
                 DeviceErrorCode::ThreadAlreadyTerminal,
-                "The call ended (its thread was cancelled) before this result came.",
+                "The call ended with its thread before this result came.",
             )),
             Ok(Stored::NotFound) => Err(error(
                 DeviceErrorCode::ToolCallNotFound,
@@ -663,6 +669,19 @@ fn load_call(
         })
     })
     .transpose()
+}
+
+/// Whether the execution is still active.
+fn thread_active(connection: &Connection, execution_id: &str) -> Result<bool, StoreError> {
+    Ok(connection
+        .query_row(
+            "SELECT 1 FROM executions WHERE id = ?1 AND status IN \
+             ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling')",
+            [execution_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
 }
 
 /// Ends a pending call as `status` (`timed_out`, `cancelled`); false when it was not pending.
