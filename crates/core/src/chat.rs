@@ -11,6 +11,9 @@
 //!   are failed with `process_restarted` and get their terminal event. A question waiting for an
 //!   answer (`waiting_option`) is not a crash: it can be answered after a restart, and neither
 //!   is an unattended run parked on an approval (`waiting_approval`, see [`parking`]).
+//! - A turn whose execution this process no longer holds (its lease could not be renewed in
+//!   time, or recovery elsewhere ended it) is cancelled at the next renewal: it calls no more
+//!   tools and its end records nothing (the execution has its one terminal event already).
 //! - Each execution snapshots its effective settings; a resumed turn uses the snapshot.
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones. Models are
 //!   offered, checked and called with the user's own provider keys, then the daemon's.

@@ -484,14 +484,13 @@ impl Chats {
             "result": result.result,
             "error": result.error,
         });
-        let hash = hex::encode(Sha256::digest(body.to_string().as_bytes()));
+        let stored_body = body.to_string();
+        let stored_hash = hex::encode(Sha256::digest(stored_body.as_bytes()));
         let (chat, thread, call_id) = (
             chat_id.to_owned(),
             result.thread_id.clone(),
             result.tool_call_id.clone(),
         );
-        let stored_body = body.to_string();
-        let stored_hash = hash.clone();
         let answer = self
             .inner
             .store
