@@ -344,60 +344,9 @@ impl Chats {
         let key = Waiters::key(&place.chat_id, &place.execution_id, &call.tool_call_id);
         let (sender, receiver) = oneshot::channel();
         self.inner.client_waiters.insert(key.clone(), sender);
-        let payload = json!({
-            "toolCallId": call.tool_call_id,
-            "name": call.tool.skill_id,
-            "target": "client",
-            "deviceId": place.device_id,
-            "arguments": call.arguments,
-            "deadlineAt": deadline_at,
-        });
-        let (chat_id, execution_id) = (place.chat_id.clone(), place.execution_id.clone());
-        let row = NewCall {
-            tool_call_id: call.tool_call_id.clone(),
-            tool: call.tool.skill_id.clone(),
-            device_id: place.device_id.clone(),
-            arguments: call.arguments.to_string(),
-            deadline_at,
-            at,
-        };
-        let stored = self
-            .inner
-            .events
-            .publish_with(move |tx| {
-                if pending_call(tx, &execution_id)? {
-                    return Ok::<_, StoreError>((false, Vec::new()));
-                }
-                insert_call(tx, &chat_id, &execution_id, &row)?;
-                let event = NewChatEvent {
-                    chat_id: chat_id.clone(),
-                    execution_id: Some(execution_id.clone()),
-                    body: ChatEventBody::Other {
-                        kind: CLIENT_CALL_STARTED.to_owned(),
-                        payload,
-                    },
-                };
-                Ok((true, vec![event]))
-            })
-            .await;
-        match stored {
-            Ok((true, _)) => {}
-            Ok((false, _)) => {
-                self.inner.client_waiters.take(&key);
-                return Some(ClientOutcome::refused(
-                    "client_tool_busy",
-                    "Another client tool of this thread is still waiting for the device; \
-                     wait for its result first.",
-                ));
-            }
-            Err(error) => {
-                self.inner.client_waiters.take(&key);
-                tracing::error!(%error, "could not store a client tool call");
-                return Some(ClientOutcome::refused(
-                    "internal_error",
-                    "Souz could not send the call to the device.",
-                ));
-            }
+        if let Err(refused) = self.announce_call(&place, &call, deadline_at, at).await {
+            self.inner.client_waiters.take(&key);
+            return Some(refused);
         }
         let ending = tokio::select! {
             answered = receiver => match answered {
@@ -437,9 +386,71 @@ impl Chats {
             status: "timed_out".to_owned(),
             error: json!({
                 "code": "client_tool_timed_out",
-                "message": format!("The device did not answer within {} s.", wait.as_secs()),
+                "message": format!("The device did not answer within {:.1} s.", wait.as_secs_f64()),
             }),
         })
+    }
+
+    /// Stores the call and its `tool.call.started` in one transaction; refused when another
+    /// call of the thread waits (`client_tool_busy`) or the store fails.
+    async fn announce_call(
+        &self,
+        place: &CallPlace,
+        call: &ClientCall,
+        deadline_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<(), ClientOutcome> {
+        let payload = json!({
+            "toolCallId": call.tool_call_id,
+            "name": call.tool.skill_id,
+            "target": "client",
+            "deviceId": place.device_id,
+            "arguments": call.arguments,
+            "deadlineAt": deadline_at,
+        });
+        let (chat_id, execution_id) = (place.chat_id.clone(), place.execution_id.clone());
+        let row = NewCall {
+            tool_call_id: call.tool_call_id.clone(),
+            tool: call.tool.skill_id.clone(),
+            device_id: place.device_id.clone(),
+            arguments: call.arguments.to_string(),
+            deadline_at,
+            at,
+        };
+        let stored = self
+            .inner
+            .events
+            .publish_with(move |tx| {
+                if pending_call(tx, &execution_id)? {
+                    return Ok::<_, StoreError>((false, Vec::new()));
+                }
+                insert_call(tx, &chat_id, &execution_id, &row)?;
+                let event = NewChatEvent {
+                    chat_id: chat_id.clone(),
+                    execution_id: Some(execution_id.clone()),
+                    body: ChatEventBody::Other {
+                        kind: CLIENT_CALL_STARTED.to_owned(),
+                        payload,
+                    },
+                };
+                Ok((true, vec![event]))
+            })
+            .await;
+        match stored {
+            Ok((true, _)) => Ok(()),
+            Ok((false, _)) => Err(ClientOutcome::refused(
+                "client_tool_busy",
+                "Another client tool of this thread is still waiting for the device; wait for \
+                 its result first.",
+            )),
+            Err(error) => {
+                tracing::error!(%error, "could not store a client tool call");
+                Err(ClientOutcome::refused(
+                    "internal_error",
+                    "Souz could not send the call to the device.",
+                ))
+            }
+        }
     }
 
     /// The outcome a device stored for a call, if it stored one.

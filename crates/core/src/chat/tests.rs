@@ -97,12 +97,14 @@ impl TurnEngine for Script {
                         };
                         let first = tools.host.call(call("call-1"), cancel.clone());
                         let text = if text == "device twice" {
-                            let first = tokio::spawn(first);
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            let second = tools.host.call(call("call-2"), cancel.clone()).await;
-                            let second = second.map(|outcome| outcome.for_model().to_string());
-                            first.await.unwrap();
-                            second.unwrap_or_default()
+                            let second = async {
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                                tools.host.call(call("call-2"), cancel.clone()).await
+                            };
+                            let (_, second) = tokio::join!(first, second);
+                            second
+                                .map(|outcome| outcome.for_model().to_string())
+                                .unwrap_or_default()
                         } else {
                             match first.await {
                                 Some(outcome) => outcome.for_model().to_string(),
