@@ -48,7 +48,7 @@ const THREAD_LIMIT: usize = 100;
 
 /// What answers one client frame: the ack, and for an accepted submit or cancel the thread's
 /// status to send after it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Handled {
     /// The ack.
     pub ack: Ack,
