@@ -566,7 +566,10 @@ fn a_client_tool_runs_on_the_device_and_its_answer_reaches_the_model() {
     let requests = setup.provider.requests_to(COMPLETIONS);
     let tools = offered(&requests[0].json());
     assert!(tools.contains(&"user-ask".to_owned()), "{tools:?}");
-    assert!(!tools.contains(&"device-media-open".to_owned()), "{tools:?}");
+    assert!(
+        !tools.contains(&"device-media-open".to_owned()),
+        "{tools:?}"
+    );
 
     // The device goes away while the call waits, comes back and answers.
     let seq = call["seq"].as_i64().unwrap();
@@ -574,11 +577,17 @@ fn a_client_tool_runs_on_the_device_and_its_answer_reaches_the_model() {
     std::thread::sleep(Duration::from_millis(200));
     let mut socket = device(&daemon, &chat, seq);
     let answer = json!({"answer": "Kitchen"});
-    let ack = ask(&mut socket, &tool_result(&chat, &thread, "call-ask-1", answer.clone()));
+    let ack = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", answer.clone()),
+    );
     assert_eq!(ack["status"], "accepted", "{ack}");
     assert_eq!(ack["duplicate"], false);
     assert_eq!(ack["toolCallId"], "call-ask-1");
-    let again = ask(&mut socket, &tool_result(&chat, &thread, "call-ask-1", answer.clone()));
+    let again = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", answer.clone()),
+    );
     assert_eq!(again["status"], "accepted", "{again}");
     assert_eq!(again["duplicate"], true);
     let other = ask(
@@ -587,7 +596,10 @@ fn a_client_tool_runs_on_the_device_and_its_answer_reaches_the_model() {
     );
     assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
     let end = until_event(&mut socket, "thread.completed");
-    assert_eq!(end["payload"]["response"], "The kitchen light is on.", "{end}");
+    assert_eq!(
+        end["payload"]["response"], "The kitchen light is on.",
+        "{end}"
+    );
 
     let requests = setup.provider.requests_to(COMPLETIONS);
     let messages = requests.last().unwrap().json()["messages"].clone();
@@ -641,7 +653,10 @@ fn a_client_tool_without_an_answer_times_out_and_refuses_a_late_result() {
         .unwrap_or_else(|| panic!("no tool message: {messages}"));
     let content: Value = serde_json::from_str(tool_message["content"].as_str().unwrap()).unwrap();
     assert_eq!(content["status"], "timed_out", "{content}");
-    assert_eq!(content["error"]["code"], "client_tool_timed_out", "{content}");
+    assert_eq!(
+        content["error"]["code"], "client_tool_timed_out",
+        "{content}"
+    );
     let late = ask(
         &mut socket,
         &tool_result(&chat, &thread, "call-ask-1", json!({"answer": "Kitchen"})),
@@ -663,7 +678,10 @@ fn client_tools_are_offered_by_the_device_capabilities() {
     let mut socket = device(&daemon, &chat, 0);
     ask(&mut socket, &submit_from(&chat, "r-1", "Hello", &["oauth"]));
     until_event(&mut socket, "thread.completed");
-    ask(&mut socket, &submit_from(&chat, "r-2", "Hello", &["device_tools"]));
+    ask(
+        &mut socket,
+        &submit_from(&chat, "r-2", "Hello", &["device_tools"]),
+    );
     until_event(&mut socket, "thread.completed");
     let posted = post(&daemon, &chat, json!({"content": "Hello"}));
     assert_eq!(posted.status, 200, "{}", posted.body);
@@ -672,7 +690,9 @@ fn client_tools_are_offered_by_the_device_capabilities() {
         threads["items"]
             .as_array()
             .is_some_and(|items| items.iter().all(|thread| thread["status"] == "completed"))
-            && threads["items"].as_array().is_some_and(|items| items.len() == 3)
+            && threads["items"]
+                .as_array()
+                .is_some_and(|items| items.len() == 3)
     });
     let requests = setup.provider.requests_to(COMPLETIONS);
     assert_eq!(requests.len(), 3);

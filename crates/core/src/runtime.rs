@@ -223,8 +223,9 @@ impl Runtime {
             files: Arc::new(GateFiles(gate.clone())),
         });
         // Tests cannot wait a client tool's minutes for its deadline.
-        if let Some(millis) = crate::config::env::read(crate::config::env::Var::TestClientToolTimeout)
-            .and_then(|millis| millis.trim().parse::<u64>().ok())
+        if let Some(millis) =
+            crate::config::env::read(crate::config::env::Var::TestClientToolTimeout)
+                .and_then(|millis| millis.trim().parse::<u64>().ok())
         {
             chats.set_client_tool_deadline(Some(std::time::Duration::from_millis(millis)));
         }

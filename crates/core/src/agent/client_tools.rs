@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 use souz_protocol::{Risk, ToolAnnotations, ToolCategory};
 
 use crate::approvals::CallTarget;
-use crate::tools::{DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern};
+use crate::tools::{
+    DynTool, Plan, PlannedCall, ToolContext, ToolError, ToolOutput, ToolSpec, intern,
+};
 
 /// One client tool: its name for the model, its id for the device, what it takes, how long the
 /// device has to answer.
@@ -97,8 +99,11 @@ pub trait ClientToolHost: Send + Sync {
 
     /// Carries `call` to the device and waits for its result, its deadline, or `cancel`
     /// (`None` then: the call was cancelled and recorded so).
-    fn call(&self, call: ClientCall, cancel: CancellationToken)
-    -> BoxFuture<'static, Option<ClientOutcome>>;
+    fn call(
+        &self,
+        call: ClientCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Option<ClientOutcome>>;
 }
 
 /// The client tools a turn offers and the host that runs them.

@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use super::client_tools::{ClientOutcome, GatedClientCall};
 use super::context::ToolBinding;
 use super::core_tool_types::CoreToolGroup;
 use super::core_tools::CoreCall;
 use super::events::AgentEvent;
-use super::client_tools::{ClientOutcome, GatedClientCall};
 use super::gate_call::{GateCall, call_gate_with};
 use super::knowledge;
 use super::scope::TurnScope;

@@ -112,8 +112,8 @@ pub(crate) fn parse_skill(folder: &str, text: &str) -> Result<ClientSkill, Strin
         return Err("not a client tool (souz.transport is not client-websocket)".into());
     }
     let timeout = meta("souz.timeout")?;
-    let deadline =
-        iso_duration(&timeout).ok_or_else(|| format!("souz.timeout `{timeout}` is no PT… duration"))?;
+    let deadline = iso_duration(&timeout)
+        .ok_or_else(|| format!("souz.timeout `{timeout}` is no PT… duration"))?;
     let risk: Risk = serde_json::from_value(Value::String(meta("souz.risk")?))
         .map_err(|error| format!("souz.risk: {error}"))?;
     let needs = meta("souz.capabilities")?
@@ -533,7 +533,15 @@ impl Chats {
                      finished_at = ?7 \
                      WHERE chat_id = ?1 AND execution_id = ?2 AND tool_call_id = ?3 \
                      AND status = 'pending'",
-                    params![chat, thread, call_id, status, stored_body, stored_hash, to_time(at)],
+                    params![
+                        chat,
+                        thread,
+                        call_id,
+                        status,
+                        stored_body,
+                        stored_hash,
+                        to_time(at)
+                    ],
                 )?;
                 Ok(Stored::Accepted)
             })

@@ -98,7 +98,9 @@ impl Chats {
             });
         }
         match frame {
-            ClientFrame::ToolResult(result) => Ok(self.tool_result(chat_id, result, received_at).await),
+            ClientFrame::ToolResult(result) => {
+                Ok(self.tool_result(chat_id, result, received_at).await)
+            }
             ClientFrame::Submit(submit) => {
                 let lock = self.inner.device_locks.of(chat_id);
                 let _held = lock.lock().await;

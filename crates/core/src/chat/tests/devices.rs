@@ -135,7 +135,14 @@ async fn submits_and_cancels_are_refused_with_the_code_that_says_why() {
         .device(&chat_id, ClientFrame::decode(&foreign.to_string()).unwrap())
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::InvalidRequest);
-    assert!(f.chats.threads(&me(), &chat_id).await.unwrap().items.is_empty());
+    assert!(
+        f.chats
+            .threads(&me(), &chat_id)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 
     let (ack, _) = f
         .device(&chat_id, submit(&chat_id, "r-1", None, "slow"))
@@ -266,7 +273,13 @@ fn tool_ack(ack: &Ack) -> &souz_protocol::chat::devices::ToolResultAck {
 
 impl Fixture {
     /// Submits `text` from the speaker (capabilities `capabilities`); the thread's id.
-    async fn device_thread(&self, chat_id: &str, request: &str, text: &str, capabilities: &[&str]) -> String {
+    async fn device_thread(
+        &self,
+        chat_id: &str,
+        request: &str,
+        text: &str,
+        capabilities: &[&str],
+    ) -> String {
         let frame = json!({
             "kind": "message.submit", "chatId": chat_id, "requestId": request,
             "payload": {
@@ -284,7 +297,12 @@ impl Fixture {
     /// The public `tool.call.started` of the chat, once the device's call was announced.
     async fn announced_call(&self, chat_id: &str) -> souz_protocol::chat::devices::PublicEvent {
         for _ in 0..500 {
-            let events = self.chats.replay(&me(), chat_id, 0, 1000).await.unwrap().items;
+            let events = self
+                .chats
+                .replay(&me(), chat_id, 0, 1000)
+                .await
+                .unwrap()
+                .items;
             for event in events {
                 if let Some(public) = self.chats.public_event(&event).await.unwrap()
                     && public.kind == "tool.call.started"
@@ -334,19 +352,32 @@ impl Fixture {
 async fn a_client_tool_call_reaches_the_device_and_its_result_the_turn() {
     let f = fixture().await;
     let chat_id = f.chat().await;
-    let thread = f.device_thread(&chat_id, "r-1", "device", &["speech"]).await;
+    let thread = f
+        .device_thread(&chat_id, "r-1", "device", &["speech"])
+        .await;
     let started = f.announced_call(&chat_id).await;
     assert_eq!(started.thread_id.as_deref(), Some(thread.as_str()));
     assert_eq!(started.payload["name"], "user.ask");
     assert_eq!(started.payload["target"], "client");
     assert_eq!(started.payload["deviceId"], "speaker-1");
     assert_eq!(started.payload["toolCallId"], "call-1");
-    assert_eq!(started.payload["arguments"], json!({"question": "Which room?"}));
-    assert!(started.payload["deadlineAt"].is_string(), "{:?}", started.payload);
+    assert_eq!(
+        started.payload["arguments"],
+        json!({"question": "Which room?"})
+    );
+    assert!(
+        started.payload["deadlineAt"].is_string(),
+        "{:?}",
+        started.payload
+    );
 
     let handled = f
         .chats
-        .device_frame(&me(), &chat_id, result_frame(&chat_id, &thread, "call-1", json!({"answer": "Kitchen"})))
+        .device_frame(
+            &me(),
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-1", json!({"answer": "Kitchen"})),
+        )
         .await
         .unwrap();
     let ack = tool_ack(&handled.ack);
@@ -361,22 +392,36 @@ async fn a_client_tool_call_reaches_the_device_and_its_result_the_turn() {
         "the turn waits for the ack to be sent"
     );
     handled.delivery.expect("a turn waits for it").deliver();
-    let answer: serde_json::Value = serde_json::from_str(&f.answer_of(&chat_id, &thread).await).unwrap();
-    assert_eq!(answer, json!({"answer": "Kitchen"}), "the model reads the raw result");
+    let answer: serde_json::Value =
+        serde_json::from_str(&f.answer_of(&chat_id, &thread).await).unwrap();
+    assert_eq!(
+        answer,
+        json!({"answer": "Kitchen"}),
+        "the model reads the raw result"
+    );
 
     // The same result again: an accepted duplicate; another one: a conflict.
     let (ack, _) = f
-        .device(&chat_id, result_frame(&chat_id, &thread, "call-1", json!({"answer": "Kitchen"})))
+        .device(
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-1", json!({"answer": "Kitchen"})),
+        )
         .await;
     assert_eq!(tool_ack(&ack).status, AckStatus::Accepted, "{ack:?}");
     assert!(tool_ack(&ack).duplicate);
     let (ack, _) = f
-        .device(&chat_id, result_frame(&chat_id, &thread, "call-1", json!({"answer": "Hall"})))
+        .device(
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-1", json!({"answer": "Hall"})),
+        )
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::IdempotencyConflict);
     assert!(!tool_ack(&ack).duplicate);
     let (ack, _) = f
-        .device(&chat_id, result_frame(&chat_id, &thread, "call-9", json!({"answer": "Hall"})))
+        .device(
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-9", json!({"answer": "Hall"})),
+        )
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ToolCallNotFound);
 }
@@ -386,16 +431,23 @@ async fn a_client_tool_call_reaches_the_device_and_its_result_the_turn() {
 #[tokio::test]
 async fn a_client_tool_that_gets_no_answer_in_time_times_out() {
     let f = fixture().await;
-    f.chats.set_client_tool_deadline(Some(Duration::from_millis(300)));
+    f.chats
+        .set_client_tool_deadline(Some(Duration::from_millis(300)));
     let chat_id = f.chat().await;
-    let thread = f.device_thread(&chat_id, "r-1", "device", &["screen"]).await;
+    let thread = f
+        .device_thread(&chat_id, "r-1", "device", &["screen"])
+        .await;
     f.announced_call(&chat_id).await;
-    let answer: serde_json::Value = serde_json::from_str(&f.answer_of(&chat_id, &thread).await).unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_str(&f.answer_of(&chat_id, &thread).await).unwrap();
     assert_eq!(answer["status"], "timed_out", "{answer}");
     assert_eq!(answer["error"]["code"], "client_tool_timed_out", "{answer}");
     assert_eq!(f.call_status(&thread, "call-1").await, "timed_out");
     let (ack, _) = f
-        .device(&chat_id, result_frame(&chat_id, &thread, "call-1", json!({"answer": "Late"})))
+        .device(
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-1", json!({"answer": "Late"})),
+        )
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ClientToolTimedOut);
 }
@@ -408,13 +460,29 @@ async fn client_tools_follow_capabilities_one_call_at_a_time() {
     let f = fixture().await;
     let chat_id = f.chat().await;
     let thread = f.device_thread(&chat_id, "r-1", "device", &["oauth"]).await;
-    assert_eq!(f.answer_of(&chat_id, &thread).await, "user.ask is not offered");
-    let offered = f.script.turns.lock().unwrap().last().unwrap().client_tools.clone().unwrap().offered;
+    assert_eq!(
+        f.answer_of(&chat_id, &thread).await,
+        "user.ask is not offered"
+    );
+    let offered = f
+        .script
+        .turns
+        .lock()
+        .unwrap()
+        .last()
+        .unwrap()
+        .client_tools
+        .clone()
+        .unwrap()
+        .offered;
     assert!(offered.is_empty(), "{offered:?}");
 
-    f.chats.set_client_tool_deadline(Some(Duration::from_millis(500)));
+    f.chats
+        .set_client_tool_deadline(Some(Duration::from_millis(500)));
     let busy_chat = f.chat().await;
-    let thread = f.device_thread(&busy_chat, "r-1", "device twice", &["speech"]).await;
+    let thread = f
+        .device_thread(&busy_chat, "r-1", "device twice", &["speech"])
+        .await;
     let second: serde_json::Value =
         serde_json::from_str(&f.answer_of(&busy_chat, &thread).await).unwrap();
     assert_eq!(second["error"]["code"], "client_tool_busy", "{second}");
@@ -440,16 +508,25 @@ async fn client_tools_follow_capabilities_one_call_at_a_time() {
 
     f.chats.set_client_tool_deadline(None);
     let cancel_chat = f.chat().await;
-    let thread = f.device_thread(&cancel_chat, "r-1", "device", &["speech"]).await;
+    let thread = f
+        .device_thread(&cancel_chat, "r-1", "device", &["speech"])
+        .await;
     f.announced_call(&cancel_chat).await;
     let (ack, _) = f
         .device(&cancel_chat, cancel(&cancel_chat, "c-1", &thread))
         .await;
-    assert!(matches!(&ack, Ack::Cancel(ack) if ack.status == AckStatus::Accepted), "{ack:?}");
-    f.until_status(&cancel_chat, &thread, ExecutionStatus::Cancelled).await;
+    assert!(
+        matches!(&ack, Ack::Cancel(ack) if ack.status == AckStatus::Accepted),
+        "{ack:?}"
+    );
+    f.until_status(&cancel_chat, &thread, ExecutionStatus::Cancelled)
+        .await;
     assert_eq!(f.call_status(&thread, "call-1").await, "cancelled");
     let (ack, _) = f
-        .device(&cancel_chat, result_frame(&cancel_chat, &thread, "call-1", json!({"answer": "Late"})))
+        .device(
+            &cancel_chat,
+            result_frame(&cancel_chat, &thread, "call-1", json!({"answer": "Late"})),
+        )
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ThreadAlreadyTerminal);
 }
