@@ -215,7 +215,7 @@ impl Chats {
                 files,
                 device_locks: devices::RequestLocks::default(),
                 client_waiters: client_tools::Waiters::default(),
-                client_tool_deadline: RwLock::new(None),
+                client_tool_deadline: RwLock::new(Self::deadline_from_environment()),
             }),
         }
     }

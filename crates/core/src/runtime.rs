@@ -222,13 +222,6 @@ impl Runtime {
             pause: gate.approvals().pause().clone(),
             files: Arc::new(GateFiles(gate.clone())),
         });
-        // Tests cannot wait a client tool's minutes for its deadline.
-        if let Some(millis) =
-            crate::config::env::read(crate::config::env::Var::TestClientToolTimeout)
-                .and_then(|millis| millis.trim().parse::<u64>().ok())
-        {
-            chats.set_client_tool_deadline(Some(std::time::Duration::from_millis(millis)));
-        }
         recover_chats(&chats).await?;
         summarize_in_local_language(&chats, &gate).await;
         let skills = open_skills(&config, &sandbox, &store, &llm);

@@ -60,14 +60,9 @@ pub(crate) async fn execute(
             ),
             true,
         ),
-        (Some(ToolBinding::Gate), Ok(arguments)) => {
-            let (content, is_error, preview, call_id) = through_gate(scope, call, arguments).await;
-            gate_preview = preview;
-            gate_call_id = call_id;
-            (content, is_error)
-        }
-        (Some(ToolBinding::Client), Ok(arguments)) => {
-            let (content, is_error, preview, call_id) = to_device(scope, call, arguments).await;
+        (Some(binding @ (ToolBinding::Gate | ToolBinding::Client)), Ok(arguments)) => {
+            let client = matches!(binding, ToolBinding::Client);
+            let (content, is_error, preview, call_id) = gated(scope, call, arguments, client).await;
             gate_preview = preview;
             gate_call_id = call_id;
             (content, is_error)
@@ -136,6 +131,20 @@ pub(crate) async fn execute(
         name: call.name.clone(),
         content,
         is_error,
+    }
+}
+
+/// Runs a catalog tool, or with `client` a tool of the turn's device, through the gate.
+async fn gated(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+    client: bool,
+) -> (String, bool, Option<Value>, Option<String>) {
+    if client {
+        to_device(scope, call, arguments).await
+    } else {
+        through_gate(scope, call, arguments).await
     }
 }
 

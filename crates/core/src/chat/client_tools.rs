@@ -313,6 +313,16 @@ impl Chats {
         }
     }
 
+    /// [`Chats::client_tools_for`] the device that submitted a turn, when one did.
+    pub(crate) fn device_tools(
+        &self,
+        chat_id: &str,
+        execution_id: &str,
+        device: Option<DeviceContext>,
+    ) -> Option<ClientTools> {
+        device.map(|device| self.client_tools_for(chat_id, execution_id, &device))
+    }
+
     /// Sets how long every client tool call waits, whatever its skill says (`None`: the
     /// skill's `souz.timeout`). For tests that cannot wait minutes.
     pub fn set_client_tool_deadline(&self, deadline: Option<Duration>) {
@@ -321,6 +331,14 @@ impl Chats {
             .client_tool_deadline
             .write()
             .unwrap_or_else(PoisonError::into_inner) = deadline;
+    }
+
+    /// The deadline `SOUZ_TEST_CLIENT_TOOL_TIMEOUT_MS` sets for every call (tests cannot wait
+    /// a skill's minutes), if it sets one.
+    pub(crate) fn deadline_from_environment() -> Option<Duration> {
+        crate::config::env::read(crate::config::env::Var::TestClientToolTimeout)
+            .and_then(|millis| millis.trim().parse::<u64>().ok())
+            .map(Duration::from_millis)
     }
 
     fn client_tool_deadline(&self, skill: Duration) -> Duration {
@@ -367,7 +385,7 @@ impl Chats {
         let marked = self
             .inner
             .store
-            .write(move |tx| end_pending(tx, &chat, &execution, &call_id, ending, now()))
+            .write(move |tx| end_pending(tx, (&chat, &execution, &call_id), ending, now()))
             .await;
         match marked {
             Ok(true) => {}
@@ -521,11 +539,11 @@ impl Chats {
                 // Its thread ended without it (a restart failed it, or a cancel raced the
                 // call's own end): nobody will read it.
                 if !thread_active(tx, &thread)? {
-                    end_pending(tx, &chat, &thread, &call_id, "cancelled", at)?;
+                    end_pending(tx, (&chat, &thread, &call_id), "cancelled", at)?;
                     return Ok(Stored::Ended);
                 }
                 if at >= call.deadline_at {
-                    end_pending(tx, &chat, &thread, &call_id, "timed_out", at)?;
+                    end_pending(tx, (&chat, &thread, &call_id), "timed_out", at)?;
                     return Ok(Stored::TimedOut);
                 }
                 tx.execute(
@@ -702,12 +720,11 @@ fn thread_active(connection: &Connection, execution_id: &str) -> Result<bool, St
         .is_some())
 }
 
-/// Ends a pending call as `status` (`timed_out`, `cancelled`); false when it was not pending.
+/// Ends a pending call (chat, thread, toolCallId) as `status` (`timed_out`, `cancelled`);
+/// false when it was not pending.
 fn end_pending(
     connection: &Connection,
-    chat_id: &str,
-    execution_id: &str,
-    tool_call_id: &str,
+    (chat_id, execution_id, tool_call_id): (&str, &str, &str),
     status: &str,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {

@@ -312,8 +312,10 @@ impl Chats {
                             options,
                             attachments: Vec::new(),
                         },
-                        None,
-                        Some(device),
+                        super::posting::Origin {
+                            unattended: None,
+                            device: Some(device),
+                        },
                     )
                     .await?;
                 let thread = AckThread {

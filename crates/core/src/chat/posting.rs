@@ -41,20 +41,23 @@ impl Chats {
         request: PostMessage,
         unattended: Option<crate::tools::gate::Unattended>,
     ) -> Result<PostMessageResponse, ChatError> {
-        self.post_message_from(user, chat_id, request, unattended, None)
-            .await
+        let origin = Origin {
+            unattended,
+            device: None,
+        };
+        self.post_message_from(user, chat_id, request, origin).await
     }
 
-    /// [`Chats::post_message_as`], submitted by `device` when a device did (its turn offers
-    /// the device's client tools).
+    /// [`Chats::post_message_as`] from `origin`: an unattended run, or a device (whose turn
+    /// offers the device's client tools).
     pub(super) async fn post_message_from(
         &self,
         user: &ChatUser,
         chat_id: &str,
         request: PostMessage,
-        unattended: Option<crate::tools::gate::Unattended>,
-        device: Option<super::client_tools::DeviceContext>,
+        origin: Origin,
     ) -> Result<PostMessageResponse, ChatError> {
+        let Origin { unattended, device } = origin;
         let content = request.content.trim().to_owned();
         if content.is_empty() && request.attachments.is_empty() {
             // The original API's words; a message of attachments alone may have no text.
@@ -194,8 +197,7 @@ impl Chats {
             settings: snapshot,
             unattended,
             delivered: Vec::new(),
-            client_tools: device
-                .map(|device| self.client_tools_for(chat_id, &execution.id, &device)),
+            client_tools: self.device_tools(chat_id, &execution.id, device),
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
@@ -279,6 +281,15 @@ fn user_metadata(client_message_id: Option<&str>) -> BTreeMap<String, String> {
         .map(|key| ("clientMessageId".to_owned(), key.to_owned()))
         .into_iter()
         .collect()
+}
+
+/// Where a posted message comes from besides the person: an unattended run, a device.
+#[derive(Debug, Default)]
+pub(super) struct Origin {
+    /// The unattended run it is (a schedule's), if it is one.
+    pub unattended: Option<crate::tools::gate::Unattended>,
+    /// The device that submitted it, if one did.
+    pub device: Option<super::client_tools::DeviceContext>,
 }
 
 /// A turn to start (see [`Chats::start_turn`]).

@@ -39,12 +39,7 @@ impl TurnEngine for Script {
     ) -> futures::future::BoxFuture<'static, TurnOutcome> {
         self.turns.lock().unwrap().push(turn.clone());
         Box::pin(async move {
-            let usage = Usage {
-                prompt_tokens: 10,
-                completion_tokens: 5,
-                total_tokens: 15,
-                precached_tokens: 0,
-            };
+            let usage = script_usage();
             match &turn.input {
                 TurnInput::Approved { approval_id, .. } => TurnOutcome::Completed {
                     text: format!("Went on after {approval_id}"),
@@ -68,54 +63,8 @@ impl TurnEngine for Script {
                     }
                 }
                 TurnInput::Message(text) => match text.as_str() {
-                    // Calls the device's `user.ask` as a model would (twice at once for
-                    // "device twice"), and answers with what the model would read.
                     "device" | "device twice" => {
-                        let Some(tools) = turn.client_tools.clone() else {
-                            return TurnOutcome::Completed {
-                                text: "no device".into(),
-                                usage,
-                                end_reason: Default::default(),
-                            };
-                        };
-                        let Some(tool) = tools
-                            .offered
-                            .iter()
-                            .find(|tool| tool.skill_id == "user.ask")
-                            .cloned()
-                        else {
-                            return TurnOutcome::Completed {
-                                text: "user.ask is not offered".into(),
-                                usage,
-                                end_reason: Default::default(),
-                            };
-                        };
-                        let call = |id: &str| crate::agent::client_tools::ClientCall {
-                            tool_call_id: id.to_owned(),
-                            tool: tool.clone(),
-                            arguments: json!({"question": "Which room?"}),
-                        };
-                        let first = tools.host.call(call("call-1"), cancel.clone());
-                        let text = if text == "device twice" {
-                            let second = async {
-                                tokio::time::sleep(Duration::from_millis(100)).await;
-                                tools.host.call(call("call-2"), cancel.clone()).await
-                            };
-                            let (_, second) = tokio::join!(first, second);
-                            second
-                                .map(|outcome| outcome.for_model().to_string())
-                                .unwrap_or_default()
-                        } else {
-                            match first.await {
-                                Some(outcome) => outcome.for_model().to_string(),
-                                None => return TurnOutcome::Cancelled { usage },
-                            }
-                        };
-                        TurnOutcome::Completed {
-                            text,
-                            usage,
-                            end_reason: Default::default(),
-                        }
+                        call_device(&turn, text == "device twice", &cancel, usage).await
                     }
                     "slow" => {
                         let _ = events.send(TurnEvent::Delta {
@@ -186,6 +135,64 @@ impl TurnEngine for Script {
                 },
             }
         })
+    }
+}
+
+/// What every scripted turn uses.
+fn script_usage() -> Usage {
+    Usage {
+        prompt_tokens: 10,
+        completion_tokens: 5,
+        total_tokens: 15,
+        precached_tokens: 0,
+    }
+}
+
+/// Calls the device's `user.ask` as a model would (twice at once when `twice`), and answers with
+/// what the model would read.
+async fn call_device(
+    turn: &Turn,
+    twice: bool,
+    cancel: &CancellationToken,
+    usage: Usage,
+) -> TurnOutcome {
+    let completed = |text: String| TurnOutcome::Completed {
+        text,
+        usage: usage.clone(),
+        end_reason: Default::default(),
+    };
+    let Some(tools) = turn.client_tools.clone() else {
+        return completed("no device".into());
+    };
+    let Some(tool) = tools
+        .offered
+        .iter()
+        .find(|tool| tool.skill_id == "user.ask")
+        .cloned()
+    else {
+        return completed("user.ask is not offered".into());
+    };
+    let call = |id: &str| crate::agent::client_tools::ClientCall {
+        tool_call_id: id.to_owned(),
+        tool: tool.clone(),
+        arguments: json!({"question": "Which room?"}),
+    };
+    let first = tools.host.call(call("call-1"), cancel.clone());
+    if twice {
+        let second = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tools.host.call(call("call-2"), cancel.clone()).await
+        };
+        let (_, second) = tokio::join!(first, second);
+        return completed(
+            second
+                .map(|outcome| outcome.for_model().to_string())
+                .unwrap_or_default(),
+        );
+    }
+    match first.await {
+        Some(outcome) => completed(outcome.for_model().to_string()),
+        None => TurnOutcome::Cancelled { usage },
     }
 }
 
