@@ -64,7 +64,7 @@ fn submit(chat: &str, request: &str, thread: Option<&str>, text: &str) -> Value 
     let mut frame = json!({
         "kind": "message.submit", "chatId": chat, "requestId": request,
         "payload": {
-            "device": {"userId": "u-1", "deviceId": "kitchen-speaker",
+            "device": {"userId": "local", "deviceId": "kitchen-speaker",
                        "deviceType": "smart_speaker", "capabilities": ["speech"]},
             "content": {"type": "text", "source": "voice", "text": text}
         }
@@ -474,4 +474,251 @@ fn a_thread_whose_daemon_was_killed_fails_once_with_process_restarted() {
     );
     assert_eq!(again["duplicate"], true, "{again}");
     assert_eq!(again["thread"]["id"], thread.as_str());
+}
+
+/// A `message.submit` from a device with `capabilities`.
+fn submit_from(chat: &str, request: &str, text: &str, capabilities: &[&str]) -> Value {
+    let mut frame = submit(chat, request, None, text);
+    frame["payload"]["device"]["capabilities"] = json!(capabilities);
+    frame
+}
+
+/// A `tool.result` that succeeded with `result`.
+fn tool_result(chat: &str, thread: &str, call: &str, result: Value) -> Value {
+    json!({"kind": "tool.result", "chatId": chat, "threadId": thread, "toolCallId": call,
+           "status": "succeeded", "result": result})
+}
+
+/// Reads frames until an event of `kind`.
+fn until_event(socket: &mut Socket, kind: &str) -> Value {
+    loop {
+        let frame = next(socket);
+        if frame["kind"] == "event" && frame["type"] == kind {
+            return frame;
+        }
+        assert!(frame["closed"].is_null(), "closed before {kind}: {frame}");
+    }
+}
+
+/// The tool names offered in a captured request to the model.
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The model calls the device's `user.ask`: the device sees `tool.call.started`, drops its
+/// socket, reconnects and answers; the answer is acked (then acked as a duplicate, and another
+/// one refused), and the model's next request carries the raw answer.
+#[test]
+fn a_client_tool_runs_on_the_device_and_its_answer_reaches_the_model() {
+    let setup = provider();
+    setup.provider.push(
+        COMPLETIONS,
+        openai::tool_calls(
+            &[("call-ask-1", "user-ask", r#"{"question": "Which room?"}"#)],
+            2,
+        ),
+    );
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["The kitchen light is on."]));
+    let daemon = daemon(&setup);
+    let chat = new_chat(&daemon);
+    let mut socket = device(&daemon, &chat, 0);
+    let started = ask(
+        &mut socket,
+        &submit_from(&chat, "r-1", "Turn on the light", &["speech"]),
+    );
+    assert_eq!(started["status"], "accepted", "{started}");
+    let thread = started["thread"]["id"].as_str().unwrap().to_owned();
+    let call = until_event(&mut socket, "tool.call.started");
+    assert_eq!(call["threadId"], thread.as_str(), "{call}");
+    // The protocol page's example of this event has exactly its fields.
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol.md"),
+    )
+    .unwrap();
+    let example: Value = serde_json::from_str(
+        page.split("```json event\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n```").next())
+            .expect("the page shows a tool.call.started"),
+    )
+    .unwrap();
+    if let Err(difference) = same_shape(&example, &call, "") {
+        panic!("{difference}\nexpected {example}\nactual   {call}");
+    }
+    assert_eq!(call["payload"]["name"], example["payload"]["name"]);
+    let payload = &call["payload"];
+    assert_eq!(payload["toolCallId"], "call-ask-1", "{call}");
+    assert_eq!(payload["name"], "user.ask");
+    assert_eq!(payload["target"], "client");
+    assert_eq!(payload["deviceId"], "kitchen-speaker");
+    assert_eq!(payload["arguments"], json!({"question": "Which room?"}));
+    assert!(payload["deadlineAt"].is_string(), "{call}");
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    let tools = offered(&requests[0].json());
+    assert!(tools.contains(&"user-ask".to_owned()), "{tools:?}");
+    assert!(
+        !tools.contains(&"device-media-open".to_owned()),
+        "{tools:?}"
+    );
+
+    // The device goes away while the call waits, comes back and answers.
+    let seq = call["seq"].as_i64().unwrap();
+    drop(socket);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut socket = device(&daemon, &chat, seq);
+    let answer = json!({"answer": "Kitchen"});
+    let ack = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", answer.clone()),
+    );
+    assert_eq!(ack["status"], "accepted", "{ack}");
+    assert_eq!(ack["duplicate"], false);
+    assert_eq!(ack["toolCallId"], "call-ask-1");
+    let again = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", answer.clone()),
+    );
+    assert_eq!(again["status"], "accepted", "{again}");
+    assert_eq!(again["duplicate"], true);
+    let other = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", json!({"answer": "Hall"})),
+    );
+    assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
+    let end = until_event(&mut socket, "thread.completed");
+    assert_eq!(
+        end["payload"]["response"], "The kitchen light is on.",
+        "{end}"
+    );
+
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    let messages = requests.last().unwrap().json()["messages"].clone();
+    let tool_message = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message: {messages}"));
+    let content: Value = serde_json::from_str(tool_message["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, answer, "the model reads the raw result");
+    assert_eq!(tool_message["tool_call_id"], "call-ask-1");
+}
+
+/// No answer by the deadline (shortened for the test): the model is told the call timed out,
+/// and a late result is refused `client_tool_timed_out`.
+#[test]
+fn a_client_tool_without_an_answer_times_out_and_refuses_a_late_result() {
+    let setup = provider();
+    setup.provider.push(
+        COMPLETIONS,
+        openai::tool_calls(
+            &[("call-ask-1", "user-ask", r#"{"question": "Which room?"}"#)],
+            1,
+        ),
+    );
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["No answer, so I stopped."]));
+    let daemon = crate::chats::daemon_configured(&setup, "", |command| {
+        command
+            .env("OPENAI_API_KEY", "sk-test-e2e-key")
+            .env("SOUZ_TEST_CLIENT_TOOL_TIMEOUT_MS", "700");
+    });
+    let chat = new_chat(&daemon);
+    let mut socket = device(&daemon, &chat, 0);
+    let started = ask(
+        &mut socket,
+        &submit_from(&chat, "r-1", "Turn on the light", &["screen"]),
+    );
+    let thread = started["thread"]["id"].as_str().unwrap().to_owned();
+    until_event(&mut socket, "tool.call.started");
+    until_event(&mut socket, "thread.completed");
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    let messages = requests.last().unwrap().json()["messages"].clone();
+    let tool_message = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message: {messages}"));
+    let content: Value = serde_json::from_str(tool_message["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["status"], "timed_out", "{content}");
+    assert_eq!(
+        content["error"]["code"], "client_tool_timed_out",
+        "{content}"
+    );
+    let late = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-1", json!({"answer": "Kitchen"})),
+    );
+    assert_eq!(late["status"], "rejected", "{late}");
+    assert_eq!(late["error"]["code"], "client_tool_timed_out", "{late}");
+}
+
+/// A device offers the model only the client tools its capabilities allow; a turn no device
+/// submitted offers none.
+#[test]
+fn client_tools_are_offered_by_the_device_capabilities() {
+    let setup = provider();
+    for answer in ["One.", "Two.", "Three."] {
+        setup.provider.push(COMPLETIONS, openai::text(&[answer]));
+    }
+    let daemon = daemon(&setup);
+    let chat = new_chat(&daemon);
+    let mut socket = device(&daemon, &chat, 0);
+    ask(&mut socket, &submit_from(&chat, "r-1", "Hello", &["oauth"]));
+    until_event(&mut socket, "thread.completed");
+    ask(
+        &mut socket,
+        &submit_from(&chat, "r-2", "Hello", &["device_tools"]),
+    );
+    until_event(&mut socket, "thread.completed");
+    let posted = post(&daemon, &chat, json!({"content": "Hello"}));
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    wait_event(&daemon, &chat, "execution.finished");
+    daemon.wait_until(&format!("/v1/chats/{chat}/threads"), |threads| {
+        threads["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().all(|thread| thread["status"] == "completed"))
+            && threads["items"]
+                .as_array()
+                .is_some_and(|items| items.len() == 3)
+    });
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    assert_eq!(requests.len(), 3);
+    let client = |tools: Vec<String>| {
+        tools
+            .into_iter()
+            .filter(|name| name == "user-ask" || name == "device-media-open")
+            .collect::<Vec<_>>()
+    };
+    assert!(client(offered(&requests[0].json())).is_empty());
+    assert_eq!(client(offered(&requests[1].json())), ["device-media-open"]);
+    assert!(client(offered(&requests[2].json())).is_empty());
+}
+
+/// A device that speaks for another user than the chat's owner is refused.
+#[test]
+fn a_submit_for_another_user_is_rejected() {
+    let setup = provider();
+    let daemon = daemon(&setup);
+    let chat = new_chat(&daemon);
+    let mut socket = device(&daemon, &chat, 0);
+    let mut frame = submit(&chat, "r-1", None, "Hello");
+    frame["payload"]["device"]["userId"] = json!("someone-else");
+    let ack = ask(&mut socket, &frame);
+    assert_eq!(ack["status"], "rejected", "{ack}");
+    assert_eq!(ack["error"]["code"], "invalid_request");
+    let threads = daemon.get(&format!("/v1/chats/{chat}/threads")).json();
+    assert!(threads["items"].as_array().unwrap().is_empty(), "{threads}");
 }

@@ -24,6 +24,7 @@
 //! arrive in order from the turn's own task; nothing the person sent while a turn ran is lost.
 
 pub(crate) mod ask_user;
+pub mod client_tools;
 pub(crate) mod context;
 pub(crate) mod core_tool_types;
 pub(crate) mod core_tools;

@@ -11,11 +11,15 @@
 //!   are failed with `process_restarted` and get their terminal event. A question waiting for an
 //!   answer (`waiting_option`) is not a crash: it can be answered after a restart, and neither
 //!   is an unattended run parked on an approval (`waiting_approval`, see [`parking`]).
+//! - A turn whose execution this process no longer holds (its lease could not be renewed in
+//!   time, or recovery elsewhere ended it) is cancelled at the next renewal: it calls no more
+//!   tools and its end records nothing (the execution has its one terminal event already).
 //! - Each execution snapshots its effective settings; a resumed turn uses the snapshot.
 //! - Every query is scoped by the user: foreign ids are 404, like missing ones. Models are
 //!   offered, checked and called with the user's own provider keys, then the daemon's.
 
 pub(crate) mod attachments;
+pub mod client_tools;
 mod conversations;
 mod delivered;
 pub mod devices;
@@ -60,6 +64,11 @@ use crate::store::{Store, StoreError};
 /// one (no timer at all while it runs none: an idle daemon does not wake up).
 const LEASE: Duration = Duration::from_secs(120);
 const LEASE_RENEWAL: Duration = Duration::from_secs(30);
+/// [`LEASE`] as a time span.
+fn lease_length() -> chrono::Duration {
+    chrono::Duration::from_std(LEASE).unwrap_or_default()
+}
+
 /// How long an agent's question waits for an answer.
 const OPTION_LIFETIME: chrono::Duration = chrono::Duration::hours(24);
 
@@ -149,6 +158,10 @@ struct Inner {
     files: Arc<dyn ChatFiles>,
     /// Serialises each chat's device requests (`devices`).
     device_locks: devices::RequestLocks,
+    /// The turns waiting for a device's `tool.result` (`client_tools`).
+    client_waiters: client_tools::Waiters,
+    /// Every client tool's deadline, when set (tests); else each skill's own.
+    client_tool_deadline: RwLock<Option<Duration>>,
 }
 
 /// What the chat service is made of (see [`Chats::new`]).
@@ -201,6 +214,8 @@ impl Chats {
                 launched: tokio::sync::Notify::new(),
                 files,
                 device_locks: devices::RequestLocks::default(),
+                client_waiters: client_tools::Waiters::default(),
+                client_tool_deadline: RwLock::new(Self::deadline_from_environment()),
             }),
         }
     }
@@ -285,32 +300,98 @@ impl Chats {
     /// Renews the leases of this process's running executions every [`LEASE_RENEWAL`] while
     /// any runs; while none runs it waits for a launch without a timer.
     async fn renew_leases(self) {
+        // Until when this process surely holds its running executions: the lease a launch
+        // gave them, then each successful renewal's.
+        let mut held_until = None;
         loop {
             if self.running_count() == 0 {
+                held_until = None;
                 tokio::select! {
                     () = self.inner.shutdown.cancelled() => return,
                     () = self.inner.launched.notified() => continue,
                 }
             }
+            let held = *held_until.get_or_insert_with(|| now() + lease_length());
             tokio::select! {
                 () = self.inner.shutdown.cancelled() => return,
                 () = tokio::time::sleep(LEASE_RENEWAL) => {}
             }
-            let owner = self.inner.owner.clone();
-            let until = now() + chrono::Duration::from_std(LEASE).unwrap_or_default();
-            let renewed = self
-                .inner
-                .store
-                .write(move |tx| records::renew_leases(tx, &owner, until))
-                .await;
-            if let Err(error) = renewed {
-                tracing::warn!(%error, "could not renew execution leases");
-            }
-            // Every renewal also ends what another process left behind with an expired lease.
-            if let Err(error) = self.sweep_expired_leases().await {
-                tracing::warn!(%error, "could not end executions with expired leases");
-            }
+            held_until = Some(self.renew_once(held).await);
         }
+    }
+
+    /// One renewal: extends the leases of this process's running executions, cancels the turns
+    /// whose executions it no longer holds, and ends what other processes left with an expired
+    /// lease. `held_until` is how long the leases held before; returns how long they hold now.
+    ///
+    /// A turn whose execution is no longer this process's — its lease could not be renewed
+    /// before it ran out, or recovery elsewhere ended it (`failed`, `process_restarted`) — is
+    /// cancelled here, so it calls no more tools and writes no more events after its end; its
+    /// own end then finds the execution ended and records nothing (one terminal event).
+    pub(crate) async fn renew_once(
+        &self,
+        held_until: chrono::DateTime<chrono::Utc>,
+    ) -> chrono::DateTime<chrono::Utc> {
+        let owner = self.inner.owner.clone();
+        let until = now() + lease_length();
+        let renewed = self
+            .inner
+            .store
+            .write(move |tx| records::renew_leases(tx, &owner, until))
+            .await;
+        let held_until = match renewed {
+            Ok(_) => until,
+            Err(error) => {
+                tracing::warn!(%error, "could not renew execution leases");
+                if now() >= held_until {
+                    // Past the lease: another process may have taken these executions over.
+                    for (execution_id, cancel) in self.running_tokens() {
+                        tracing::warn!(%execution_id, "a turn lost its lease; cancelling it");
+                        cancel.cancel();
+                    }
+                }
+                held_until
+            }
+        };
+        let running: Vec<String> = self
+            .running_tokens()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let owner = self.inner.owner.clone();
+        match self
+            .inner
+            .store
+            .read(move |c| records::not_held(c, &owner, &running))
+            .await
+        {
+            Ok(lost) => {
+                let tokens = self.running_tokens();
+                for (execution_id, cancel) in tokens {
+                    if lost.contains(&execution_id) {
+                        tracing::warn!(%execution_id, "a turn's execution is no longer this process's; cancelling it");
+                        cancel.cancel();
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not check the leases of running turns"),
+        }
+        // Every renewal also ends what another process left behind with an expired lease.
+        if let Err(error) = self.sweep_expired_leases().await {
+            tracing::warn!(%error, "could not end executions with expired leases");
+        }
+        held_until
+    }
+
+    /// The running turns of this process and their cancellation.
+    fn running_tokens(&self) -> Vec<(String, CancellationToken)> {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(id, cancel)| (id.clone(), cancel.clone()))
+            .collect()
     }
 
     /// How many turns this process runs now.

@@ -95,8 +95,14 @@ pub const LAYERS: &[&[&str]] = &[
     // The history's view of a turn; turns as stored, and their trace.
     &["agent::context"],
     &["agent::ask_user", "agent::sessions", "agent::trace"],
-    // Long-term memory as agents see it, Knowledge, one call through the gate.
-    &["agent::memory", "agent::knowledge", "agent::gate_call"],
+    // Long-term memory as agents see it, Knowledge, one call through the gate, the tools of the
+    // device that submitted the turn (called through the gate).
+    &[
+        "agent::memory",
+        "agent::knowledge",
+        "agent::gate_call",
+        "agent::client_tools",
+    ],
     &["agent::skills"],
     // The core tools; what a chat's agent offers (catalog, external and core tools).
     &["agent::core_tools", "agent::offered"],

@@ -39,6 +39,8 @@ pub enum ToolBinding {
     Core(CoreTool),
     /// `AskUser`: ends the turn with a question for the person (chat turns only).
     AskUser,
+    /// A tool of the device that submitted the turn (`client_tools`), through the gate.
+    Client,
 }
 
 /// The state of a turn, with the current node's input `I`.

@@ -12,15 +12,17 @@
 //!   (unless the chat turned the Knowledge tools off, which could not read them back).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
+use super::client_tools::{ClientOutcome, GatedClientCall};
 use super::context::ToolBinding;
 use super::core_tool_types::CoreToolGroup;
 use super::core_tools::CoreCall;
 use super::events::AgentEvent;
-use super::gate_call::{GateCall, call_gate};
+use super::gate_call::{GateCall, call_gate_with};
 use super::knowledge;
 use super::scope::TurnScope;
 use crate::llm::{Message, ToolCall};
@@ -58,8 +60,9 @@ pub(crate) async fn execute(
             ),
             true,
         ),
-        (Some(ToolBinding::Gate), Ok(arguments)) => {
-            let (content, is_error, preview, call_id) = through_gate(scope, call, arguments).await;
+        (Some(binding @ (ToolBinding::Gate | ToolBinding::Client)), Ok(arguments)) => {
+            let client = matches!(binding, ToolBinding::Client);
+            let (content, is_error, preview, call_id) = gated(scope, call, arguments, client).await;
             gate_preview = preview;
             gate_call_id = call_id;
             (content, is_error)
@@ -131,12 +134,59 @@ pub(crate) async fn execute(
     }
 }
 
+/// Runs a catalog tool, or with `client` a tool of the turn's device, through the gate.
+async fn gated(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+    client: bool,
+) -> (String, bool, Option<Value>, Option<String>) {
+    if client {
+        to_device(scope, call, arguments).await
+    } else {
+        through_gate(scope, call, arguments).await
+    }
+}
+
+/// Runs a tool of the turn's device through the gate (the device is the call's target): its
+/// text, whether it is an error, its preview, and the gate's id for it.
+async fn to_device(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+) -> (String, bool, Option<Value>, Option<String>) {
+    let Some((tools, tool)) = scope
+        .client_tools
+        .as_ref()
+        .and_then(|tools| tools.find(&call.name).map(|tool| (tools, tool)))
+    else {
+        let refused = ClientOutcome::refused(
+            "client_context_missing",
+            "No device that can run this tool is connected to this turn.",
+        );
+        return (refused.for_model().to_string(), true, None, None);
+    };
+    let supplied: Arc<dyn crate::tools::DynTool> =
+        Arc::new(GatedClientCall::new(tools, tool, &call.id));
+    through_gate_with(scope, call, arguments, Some(supplied)).await
+}
+
 /// Runs a catalog tool through the gate: its text, whether it is an error, its preview, and
 /// the gate's id for it.
 async fn through_gate(
     scope: &TurnScope,
     call: &ToolCall,
     arguments: Value,
+) -> (String, bool, Option<Value>, Option<String>) {
+    through_gate_with(scope, call, arguments, None).await
+}
+
+/// [`through_gate`] with `supplied`, a tool made for this call, instead of one found by name.
+async fn through_gate_with(
+    scope: &TurnScope,
+    call: &ToolCall,
+    arguments: Value,
+    supplied: Option<Arc<dyn crate::tools::DynTool>>,
 ) -> (String, bool, Option<Value>, Option<String>) {
     let gate_call = GateCall {
         gate: &scope.services.gate,
@@ -146,7 +196,7 @@ async fn through_gate(
         sink: scope.sink.as_ref(),
         parking: scope.parking.as_ref(),
     };
-    match call_gate(gate_call, arguments).await {
+    match call_gate_with(gate_call, arguments, supplied).await {
         Ok(gated) => {
             let preview = redact::result_preview(&gated.result);
             let result = gated.result;

@@ -144,6 +144,8 @@ pub(crate) struct TurnScope {
     /// Tokens the turn's failed summary attempts used: their context is dropped with the
     /// error, so they are kept here and counted when the turn keeps its answer unsummarized.
     pub summary_usage: std::sync::Mutex<crate::llm::Usage>,
+    /// The tools of the device that submitted the turn, when one did.
+    pub client_tools: Option<super::client_tools::ClientTools>,
 }
 
 impl TurnScope {

@@ -151,6 +151,9 @@ pub struct TurnRequest {
     /// Resumes a parked turn: the approved parked call (this approval's) runs first, and the
     /// turn goes on from its result; `input` is then the task the run was doing.
     pub approved: Option<String>,
+    /// Tools that run on the device that submitted the turn, and where their calls go
+    /// (`None`: no device, no client tools).
+    pub client_tools: Option<super::client_tools::ClientTools>,
 }
 
 impl TurnRequest {
@@ -428,6 +431,7 @@ impl Agents {
             owner,
             unattended: request.unattended,
             approved: request.approved,
+            client_tools: request.client_tools,
             limits: *self
                 .inner
                 .limits
@@ -480,6 +484,8 @@ pub struct Turn {
     unattended: Option<crate::tools::gate::Unattended>,
     /// The approved parked call it resumes from, if it resumes one.
     approved: Option<String>,
+    /// The device's tools, when a device submitted it.
+    client_tools: Option<super::client_tools::ClientTools>,
     /// What it may spend.
     limits: TurnLimits,
 }
@@ -599,6 +605,7 @@ impl Turn {
             parking: self.unattended.clone().map(Parking::new),
             watch: Watch::new(self.limits),
             summary_usage: Mutex::new(Usage::default()),
+            client_tools: self.client_tools.clone(),
         })
     }
 

@@ -43,6 +43,12 @@ pub enum CallTarget {
     /// A program that may use the network (TCP): the policy applies `[approvals] network`
     /// (ask by default) besides what rules and grants say about the command.
     Network,
+    /// A device of the person's: a client tool runs there (the device that submitted the
+    /// turn, by its `deviceId`).
+    Device {
+        /// The device's id, as it named itself.
+        device_id: String,
+    },
     /// A URL fetched.
     Url {
         /// The full URL.

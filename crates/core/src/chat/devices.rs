@@ -15,6 +15,8 @@
 //!   `requestId` is the message's `clientMessageId`); with one it steers that running thread
 //!   (the skills agent's steering, original §2.5): taken only when the running turn accepts
 //!   it, stored before the ack, and nothing is stored when it is refused.
+//! - A submit speaks for the chat's owner: its `device.userId` must be the chat's user (the one
+//!   the socket's credential proved), or it is rejected (`invalid_request`) and nothing is done.
 //! - A thread ends exactly once (the execution's terminal event), shown to devices as
 //!   `thread.completed`, `thread.failed` or `thread.cancelled` with the event's `seq`.
 
@@ -46,12 +48,14 @@ const THREAD_LIMIT: usize = 100;
 
 /// What answers one client frame: the ack, and for an accepted submit or cancel the thread's
 /// status to send after it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Handled {
     /// The ack.
     pub ack: Ack,
     /// The `status` frame, sent after the ack.
     pub status: Option<ThreadStatusFrame>,
+    /// An accepted client tool result, handed to its waiting turn once the ack was sent.
+    pub delivery: Option<super::client_tools::ResultDelivery>,
 }
 
 /// The per-chat locks of device requests; an entry lives while someone holds or waits for it.
@@ -90,13 +94,13 @@ impl Chats {
             return Ok(Handled {
                 ack: rejected(frame.kind(), chat_id, keys, error, received_at),
                 status: None,
+                delivery: None,
             });
         }
         match frame {
-            ClientFrame::ToolResult(result) => Ok(Handled {
-                ack: self.tool_result(chat_id, result, received_at),
-                status: None,
-            }),
+            ClientFrame::ToolResult(result) => {
+                Ok(self.tool_result(chat_id, result, received_at).await)
+            }
             ClientFrame::Submit(submit) => {
                 let lock = self.inner.device_locks.of(chat_id);
                 let _held = lock.lock().await;
@@ -126,6 +130,7 @@ impl Chats {
         Handled {
             ack: rejected(kind, chat_id, keys, error, now()),
             status: None,
+            delivery: None,
         }
     }
 
@@ -150,6 +155,12 @@ impl Chats {
                 json!({"error": {"code": failed.error_code, "message": failed.error_message}}),
             ),
             ChatEventBody::ExecutionCancelled(_) => ("thread.cancelled", json!({"reason": null})),
+            // A call to a tool of the device (`client_tools`): the public `tool.call.started`.
+            ChatEventBody::Other { kind, payload }
+                if kind == super::client_tools::CLIENT_CALL_STARTED =>
+            {
+                ("tool.call.started", payload.clone())
+            }
             ChatEventBody::MessageCreated(created) if event.execution_id.is_none() => (
                 "message.created",
                 serde_json::to_value(created).map_err(|e| ChatError::Internal(e.to_string()))?,
@@ -205,6 +216,7 @@ impl Chats {
                 return Ok(Handled {
                     ack: rejected(kind, chat_id, keys, error, received_at),
                     status: None,
+                    delivery: None,
                 });
             }
             let mut ack: Ack = serde_json::from_str(&earlier.ack)
@@ -218,7 +230,11 @@ impl Chats {
                 Some(thread) => self.status_frame(chat_id, thread, &request_id).await?,
                 None => None,
             };
-            return Ok(Handled { ack, status });
+            return Ok(Handled {
+                ack,
+                status,
+                delivery: None,
+            });
         }
         let outcome = match &request {
             Request::Submit(submit) => self.submit(user, chat_id, submit, received_at).await,
@@ -232,6 +248,7 @@ impl Chats {
                 return Ok(Handled {
                     ack: rejected(kind, chat_id, keys, error, received_at),
                     status: None,
+                    delivery: None,
                 });
             }
         };
@@ -248,7 +265,11 @@ impl Chats {
             .write(move |tx| insert_request(tx, &chat, &key, &stored))
             .await?;
         let status = self.status_frame(chat_id, &thread_id, &request_id).await?;
-        Ok(Handled { ack, status })
+        Ok(Handled {
+            ack,
+            status,
+            delivery: None,
+        })
     }
 
     /// A new thread, or input for a running one. Returns the ack and the thread.
@@ -259,6 +280,13 @@ impl Chats {
         submit: &MessageSubmit,
         received_at: DateTime<Utc>,
     ) -> Result<(Ack, String), ChatError> {
+        // The device speaks for the chat's owner (original §1.2): the user the chat belongs
+        // to, whom this socket's credential already proved to be (`local` for the operator).
+        if submit.payload.device.user_id != user.0 {
+            return Err(ChatError::Invalid(
+                "payload.device.userId must be the chat's owner.".into(),
+            ));
+        }
         let text = submit.payload.content.text.trim().to_owned();
         let (thread, submission) = match &submit.thread_id {
             None => {
@@ -269,8 +297,13 @@ impl Chats {
                     time_zone: meta.time_zone,
                     ..TurnOptions::default()
                 });
+                let device = &submit.payload.device;
+                let device = super::client_tools::DeviceContext {
+                    device_id: device.device_id.clone(),
+                    capabilities: device.capabilities.clone(),
+                };
                 let posted = self
-                    .post_message(
+                    .post_message_from(
                         user,
                         chat_id,
                         PostMessage {
@@ -278,6 +311,10 @@ impl Chats {
                             client_message_id: Some(submit.request_id.clone()),
                             options,
                             attachments: Vec::new(),
+                        },
+                        super::posting::Origin {
+                            unattended: None,
+                            device: Some(device),
                         },
                     )
                     .await?;
@@ -406,21 +443,32 @@ impl Chats {
         Ok((ack, cancel.thread_id.clone()))
     }
 
-    /// A `tool.result`: no client tool waits for one yet, so every result names a call Souz
-    /// does not know.
-    fn tool_result(&self, chat_id: &str, result: ToolResult, received_at: DateTime<Utc>) -> Ack {
-        Ack::ToolResult(ToolResultAck {
-            chat_id: chat_id.to_owned(),
-            tool_call_id: Some(result.tool_call_id),
-            thread_id: Some(result.thread_id),
-            status: AckStatus::Rejected,
-            duplicate: false,
-            error: Some(AckError {
-                code: DeviceErrorCode::ToolCallNotFound,
-                message: "No client tool call with this id waits for a result.".into(),
+    /// A `tool.result`: stored for the client tool call that waits for it (`client_tools`),
+    /// before its ack; the waiting turn gets it once the ack was sent.
+    async fn tool_result(
+        &self,
+        chat_id: &str,
+        result: ToolResult,
+        received_at: DateTime<Utc>,
+    ) -> Handled {
+        let (status, duplicate, error, delivery) = match self.client_result(chat_id, &result).await
+        {
+            Ok((duplicate, delivery)) => (AckStatus::Accepted, duplicate, None, delivery),
+            Err(error) => (AckStatus::Rejected, false, Some(error), None),
+        };
+        Handled {
+            ack: Ack::ToolResult(ToolResultAck {
+                chat_id: chat_id.to_owned(),
+                tool_call_id: Some(result.tool_call_id),
+                thread_id: Some(result.thread_id),
+                status,
+                duplicate,
+                error,
+                received_at,
             }),
-            received_at,
-        })
+            status: None,
+            delivery,
+        }
     }
 
     async fn thread_row(&self, chat_id: &str, thread_id: &str) -> Result<ThreadRow, ChatError> {

@@ -196,6 +196,7 @@ impl TurnEngine for AgentEngine {
                 execution_id: Some(turn.execution_id.clone()),
                 unattended: turn.unattended.clone(),
                 approved,
+                client_tools: turn.client_tools.clone(),
             };
             let sink = Arc::new(move |event: agent_events::AgentEvent| {
                 if let Some(event) = relay(event) {

@@ -132,6 +132,7 @@ impl Chats {
         let user = ChatUser(user_id);
         let turn = NewTurn {
             unattended: None,
+            device: None,
             content: texts.join("\n\n"),
             client_message_id: None,
             options: None,

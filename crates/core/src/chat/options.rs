@@ -148,6 +148,7 @@ impl Chats {
             },
             settings: snapshot,
             delivered: Vec::new(),
+            client_tools: None,
         };
         self.launch(turn, usage)?;
         Ok(OptionAnswerResponse {

@@ -212,6 +212,7 @@ impl Chats {
             settings: snapshot,
             unattended: parked.run,
             delivered: Vec::new(),
+            client_tools: None,
         };
         self.launch(turn, usage)?;
         Ok(true)

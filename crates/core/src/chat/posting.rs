@@ -41,6 +41,23 @@ impl Chats {
         request: PostMessage,
         unattended: Option<crate::tools::gate::Unattended>,
     ) -> Result<PostMessageResponse, ChatError> {
+        let origin = Origin {
+            unattended,
+            device: None,
+        };
+        self.post_message_from(user, chat_id, request, origin).await
+    }
+
+    /// [`Chats::post_message_as`] from `origin`: an unattended run, or a device (whose turn
+    /// offers the device's client tools).
+    pub(super) async fn post_message_from(
+        &self,
+        user: &ChatUser,
+        chat_id: &str,
+        request: PostMessage,
+        origin: Origin,
+    ) -> Result<PostMessageResponse, ChatError> {
+        let Origin { unattended, device } = origin;
         let content = request.content.trim().to_owned();
         if content.is_empty() && request.attachments.is_empty() {
             // The original API's words; a message of attachments alone may have no text.
@@ -73,6 +90,7 @@ impl Chats {
                 stored: None,
                 attachments,
                 unattended,
+                device,
             },
         )
         .await
@@ -93,6 +111,7 @@ impl Chats {
             stored: stored_message,
             attachments,
             unattended,
+            device,
         } = new;
         let chat_settings = self.stored_chat_settings(chat_id).await?;
         let (snapshot, model) = self
@@ -178,6 +197,7 @@ impl Chats {
             settings: snapshot,
             unattended,
             delivered: Vec::new(),
+            client_tools: self.device_tools(chat_id, &execution.id, device),
         };
         self.launch(turn, Usage::default())?;
         Ok(PostMessageResponse {
@@ -263,6 +283,15 @@ fn user_metadata(client_message_id: Option<&str>) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Where a posted message comes from besides the person: an unattended run, a device.
+#[derive(Debug, Default)]
+pub(super) struct Origin {
+    /// The unattended run it is (a schedule's), if it is one.
+    pub unattended: Option<crate::tools::gate::Unattended>,
+    /// The device that submitted it, if one did.
+    pub device: Option<super::client_tools::DeviceContext>,
+}
+
 /// A turn to start (see [`Chats::start_turn`]).
 pub(super) struct NewTurn {
     /// What the person said.
@@ -277,6 +306,8 @@ pub(super) struct NewTurn {
     pub attachments: Prepared,
     /// The unattended run it is (a schedule's), if it is one.
     pub unattended: Option<crate::tools::gate::Unattended>,
+    /// The device that submitted it, if one did.
+    pub device: Option<super::client_tools::DeviceContext>,
 }
 
 /// Stores a running execution (the unattended run `run`, when it is one); a chat that has one

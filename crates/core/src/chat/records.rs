@@ -682,6 +682,30 @@ pub(crate) fn renew_leases(
     )?)
 }
 
+/// Of `ids` (executions this process runs), those it no longer holds: gone, owned by another
+/// process, or no longer queued, running or cancelling (ended, e.g. failed by recovery
+/// elsewhere after their lease ran out).
+pub(crate) fn not_held(
+    connection: &Connection,
+    owner: &str,
+    ids: &[String],
+) -> Result<Vec<String>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT owner IS ?2 AND status IN ('queued', 'running', 'cancelling') \
+         FROM executions WHERE id = ?1",
+    )?;
+    let mut lost = Vec::new();
+    for id in ids {
+        let held: Option<bool> = statement
+            .query_row(params![id, owner], |row| row.get(0))
+            .optional()?;
+        if held != Some(true) {
+            lost.push(id.clone());
+        }
+    }
+    Ok(lost)
+}
+
 /// Executions another process than `owner` holds (queued, running or cancelling) whose lease
 /// ran out before `at`.
 pub(crate) fn expired_executions(

@@ -39,12 +39,7 @@ impl TurnEngine for Script {
     ) -> futures::future::BoxFuture<'static, TurnOutcome> {
         self.turns.lock().unwrap().push(turn.clone());
         Box::pin(async move {
-            let usage = Usage {
-                prompt_tokens: 10,
-                completion_tokens: 5,
-                total_tokens: 15,
-                precached_tokens: 0,
-            };
+            let usage = script_usage();
             match &turn.input {
                 TurnInput::Approved { approval_id, .. } => TurnOutcome::Completed {
                     text: format!("Went on after {approval_id}"),
@@ -68,6 +63,9 @@ impl TurnEngine for Script {
                     }
                 }
                 TurnInput::Message(text) => match text.as_str() {
+                    "device" | "device twice" => {
+                        call_device(&turn, text == "device twice", &cancel, usage).await
+                    }
                     "slow" => {
                         let _ = events.send(TurnEvent::Delta {
                             attempt: 1,
@@ -137,6 +135,64 @@ impl TurnEngine for Script {
                 },
             }
         })
+    }
+}
+
+/// What every scripted turn uses.
+fn script_usage() -> Usage {
+    Usage {
+        prompt_tokens: 10,
+        completion_tokens: 5,
+        total_tokens: 15,
+        precached_tokens: 0,
+    }
+}
+
+/// Calls the device's `user.ask` as a model would (twice at once when `twice`), and answers with
+/// what the model would read.
+async fn call_device(
+    turn: &Turn,
+    twice: bool,
+    cancel: &CancellationToken,
+    usage: Usage,
+) -> TurnOutcome {
+    let completed = |text: String| TurnOutcome::Completed {
+        text,
+        usage: usage.clone(),
+        end_reason: Default::default(),
+    };
+    let Some(tools) = turn.client_tools.clone() else {
+        return completed("no device".into());
+    };
+    let Some(tool) = tools
+        .offered
+        .iter()
+        .find(|tool| tool.skill_id == "user.ask")
+        .cloned()
+    else {
+        return completed("user.ask is not offered".into());
+    };
+    let call = |id: &str| crate::agent::client_tools::ClientCall {
+        tool_call_id: id.to_owned(),
+        tool: tool.clone(),
+        arguments: json!({"question": "Which room?"}),
+    };
+    let first = tools.host.call(call("call-1"), cancel.clone());
+    if twice {
+        let second = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tools.host.call(call("call-2"), cancel.clone()).await
+        };
+        let (_, second) = tokio::join!(first, second);
+        return completed(
+            second
+                .map(|outcome| outcome.for_model().to_string())
+                .unwrap_or_default(),
+        );
+    }
+    match first.await {
+        Some(outcome) => completed(outcome.for_model().to_string()),
+        None => TurnOutcome::Cancelled { usage },
     }
 }
 
@@ -869,6 +925,69 @@ async fn a_running_process_ends_what_another_left_with_an_expired_lease() {
         .filter(|kind| kind.starts_with("execution.") && kind.as_str() != "execution.started")
         .count();
     assert_eq!(terminals, 1, "{kinds:?}");
+}
+
+/// A turn whose execution this process lost (recovery elsewhere failed it after its lease ran
+/// out) is cancelled at the next renewal: it stops here, and the execution keeps the one
+/// terminal event recovery gave it.
+#[tokio::test]
+async fn a_turn_that_lost_its_lease_is_cancelled_at_the_next_renewal() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let lost = f
+        .chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    let other_chat = f.chat().await;
+    let kept = f
+        .chats
+        .post_message(&me(), &other_chat, message("slow"))
+        .await
+        .unwrap();
+    assert_eq!(f.chats.running_count(), 2);
+    // This process stopped renewing `lost` (a stalled disk, a suspended machine): its lease
+    // ran out, and another process sharing the database ended it.
+    let id = lost.execution.id.clone();
+    let past = crate::store::codec::to_time(now() - chrono::Duration::seconds(1));
+    f.store
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE executions SET lease_until = ?2 WHERE id = ?1",
+                rusqlite::params![id, past],
+            )
+            .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+    let (other, _) = chats_over(&f.store, &f.bus, &f.llm, &f.tasks);
+    assert_eq!(other.sweep_expired_leases().await.unwrap(), 1);
+    assert_eq!(f.chats.running_count(), 2, "the turn still runs here");
+
+    f.chats
+        .renew_once(now() + chrono::Duration::seconds(60))
+        .await;
+    for _ in 0..500 {
+        if f.chats.running_count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(f.chats.running_count(), 1, "the lost turn was cancelled");
+    let failed = f.execution(&chat_id, &lost.execution.id).await;
+    assert_eq!(failed.status, ExecutionStatus::Failed);
+    assert_eq!(failed.error_code.as_deref(), Some("process_restarted"));
+    let kinds = f.kinds(&chat_id).await;
+    let terminals: Vec<&String> = kinds
+        .iter()
+        .filter(|kind| kind.starts_with("execution.") && kind.as_str() != "execution.started")
+        .collect();
+    assert_eq!(terminals, ["execution.failed"], "{kinds:?}");
+    assert_eq!(
+        f.execution(&other_chat, &kept.execution.id).await.status,
+        ExecutionStatus::Running,
+        "a turn whose lease holds runs on"
+    );
 }
 
 #[tokio::test]

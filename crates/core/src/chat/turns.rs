@@ -44,6 +44,8 @@ pub struct Turn {
     /// Messages delivered into the chat through another channel since the chat's previous
     /// execution, oldest first (filled when the turn runs: [`Chats::delivered_for`](super::Chats::delivered_for)).
     pub delivered: Vec<crate::agent::Delivered>,
+    /// The tools of the device that submitted the turn, when a device did (`client_tools`).
+    pub client_tools: Option<crate::agent::client_tools::ClientTools>,
 }
 
 /// The person's input to a turn.

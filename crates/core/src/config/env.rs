@@ -105,6 +105,7 @@ registry! {
     TestMultilingualModel => "SOUZ_TEST_MULTILINGUAL_MODEL", Internal, "The folder of multilingual-e5-small's files (config.json, tokenizer.json, model.safetensors) the cross-language recall test and the memory bench use when present.";
     TestMultilingualEndpoint => "SOUZ_TEST_MULTILINGUAL_EMBEDDINGS_URL", Internal, "An OpenAI-compatible embeddings endpoint (up to /v1) serving multilingual-e5-small, which the cross-language recall test and the memory bench use when no model folder is given.";
     NoModelDownloads => "SOUZ_NO_MODEL_DOWNLOADS", Internal, "Set (to 1) by every test harness that starts Souz: no local model is downloaded on first use; a missing one stays missing and memory recalls by words (tests never reach the internet).";
+    TestClientToolTimeout => "SOUZ_TEST_CLIENT_TOOL_TIMEOUT_MS", Internal, "Milliseconds every client tool call waits for its device instead of its skill's deadline (the end-to-end test of a call that times out).";
     #[cfg(debug_assertions)]
     TestCrashAt => "SOUZ_TEST_CRASH_AT", Internal, "Debug builds only: the point of the file history's write path (history.after_checkpoint, history.after_write) where the process aborts, for the end-to-end crash test.";
 }

@@ -831,6 +831,32 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX review_changes_by_review ON review_changes (review_id);",
     },
+    Migration {
+        // Client tools (issue 42): each call a thread made to a tool of its device — which
+        // device, the arguments, until when it may answer — and how it ended. `result_hash`
+        // (SHA-256 of the device's normalised `tool.result`) makes a resent result a duplicate
+        // and another one a conflict. One pending call per thread (the partial unique index).
+        name: "client_tool_calls",
+        sql: "CREATE TABLE client_tool_calls (
+                  chat_id      TEXT NOT NULL REFERENCES chats (id),
+                  execution_id TEXT NOT NULL,
+                  tool_call_id TEXT NOT NULL,
+                  tool         TEXT NOT NULL,
+                  target       TEXT NOT NULL CHECK (target IN ('client')),
+                  device_id    TEXT NOT NULL,
+                  arguments    TEXT NOT NULL,
+                  status       TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed',
+                                                               'cancelled', 'timed_out')),
+                  result       TEXT,
+                  result_hash  TEXT,
+                  deadline_at  TEXT NOT NULL,
+                  created_at   TEXT NOT NULL,
+                  finished_at  TEXT,
+                  PRIMARY KEY (chat_id, execution_id, tool_call_id)
+              ) STRICT;
+              CREATE UNIQUE INDEX client_tool_calls_one_pending ON client_tool_calls (execution_id)
+                  WHERE status = 'pending';",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -462,6 +462,9 @@ pub enum DeviceErrorCode {
     ThreadAlreadyTerminal,
     /// No pending client tool call with this id.
     ToolCallNotFound,
+    /// The client tool call's deadline passed before its result came (the model was told it
+    /// timed out).
+    ClientToolTimedOut,
     /// Souz failed; the detail is in its log.
     InternalError,
 }

@@ -8,6 +8,7 @@ use souz_protocol::{Risk, ToolCategory};
 use tokio::sync::Semaphore;
 
 use super::*;
+use crate::agent::gate_call::call_gate;
 use crate::testing::{TestGate, TestHome};
 use crate::tools::{
     CatalogBuilder, Plan, Planned, Tool, ToolContext, ToolError, ToolOutput, ToolProgress,

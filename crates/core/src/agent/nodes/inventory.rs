@@ -198,6 +198,14 @@ pub(crate) async fn inventory(
     if scope.ask_user && !scope.core_off.is_off(CoreToolGroup::AskUser) {
         context.install(crate::agent::ask_user::spec(), ToolBinding::AskUser);
     }
+    if let Some(client_tools) = &scope.client_tools {
+        for tool in &client_tools.offered {
+            context.install(
+                crate::agent::client_tools::declaration(tool),
+                ToolBinding::Client,
+            );
+        }
+    }
     // With the skill tools off, the inventory would point at tools the model does not have.
     let system = Message::system(if scope.core_off.is_off(CoreToolGroup::Skills) {
         context.system_prompt.clone()

@@ -112,7 +112,13 @@ pub(super) async fn serve(
 
 /// Sends the ack, then the status. False when the client is gone.
 async fn answer_frame(socket: &mut WebSocket, answer: DeviceAnswer) -> bool {
-    if !send(socket, &ServerFrame::Ack(answer.ack)).await {
+    let sent = send(socket, &ServerFrame::Ack(answer.ack)).await;
+    // A client tool's result reaches its turn only after its ack was sent (or could not be:
+    // it is stored either way).
+    if let Some(delivery) = answer.delivery {
+        delivery.deliver();
+    }
+    if !sent {
         return false;
     }
     match answer.status {
