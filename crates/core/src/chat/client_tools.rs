@@ -720,6 +720,21 @@ fn thread_active(connection: &Connection, execution_id: &str) -> Result<bool, St
         .is_some())
 }
 
+/// Cancels the calls of execution `execution_id` still pending, in the transaction that ends
+/// it: a call a turn left behind (its process killed while a device held it) is not left
+/// `pending` forever, and a result that comes later is refused as after the thread's end.
+pub(crate) fn cancel_pending_of(
+    connection: &Connection,
+    execution_id: &str,
+    at: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    Ok(connection.execute(
+        "UPDATE client_tool_calls SET status = 'cancelled', finished_at = ?2 \
+         WHERE execution_id = ?1 AND status = 'pending'",
+        params![execution_id, to_time(at)],
+    )?)
+}
+
 /// Ends a pending call (chat, thread, toolCallId) as `status` (`timed_out`, `cancelled`);
 /// false when it was not pending.
 fn end_pending(

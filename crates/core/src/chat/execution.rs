@@ -488,6 +488,8 @@ impl Ending<'_> {
         let Some((bodies, mut runtime)) = ended else {
             return Ok((None, Vec::new(), Vec::new()));
         };
+        // A device's call the turn still waited on ends with it (a process killed mid-call).
+        super::client_tools::cancel_pending_of(self.tx, self.execution_id, self.at)?;
         // The writes this turn staged in review mode now wait for the person, as one review.
         runtime.extend(crate::history::review::open_turn_review(
             self.tx,

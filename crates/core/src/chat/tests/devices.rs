@@ -530,3 +530,32 @@ async fn client_tools_follow_capabilities_one_call_at_a_time() {
         .await;
     assert_eq!(rejection(&ack), DeviceErrorCode::ThreadAlreadyTerminal);
 }
+
+/// A thread that ends while its device still holds a call (its process was killed, and
+/// recovery failed it) takes the call with it: the row is `cancelled` in the transaction that
+/// ends the thread, and a result that comes later is refused as after the thread's end.
+#[tokio::test]
+async fn a_thread_ended_by_recovery_cancels_the_call_its_device_held() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    let thread = f
+        .device_thread(&chat_id, "r-1", "device", &["speech"])
+        .await;
+    f.announced_call(&chat_id).await;
+    assert_eq!(f.call_status(&thread, "call-1").await, "pending");
+
+    f.chats
+        .fail_orphans(vec![(thread.clone(), chat_id.clone())])
+        .await
+        .unwrap();
+    let failed = f.execution(&chat_id, &thread).await;
+    assert_eq!(failed.error_code.as_deref(), Some("process_restarted"));
+    assert_eq!(f.call_status(&thread, "call-1").await, "cancelled");
+    let (ack, _) = f
+        .device(
+            &chat_id,
+            result_frame(&chat_id, &thread, "call-1", json!({"answer": "Late"})),
+        )
+        .await;
+    assert_eq!(rejection(&ack), DeviceErrorCode::ThreadAlreadyTerminal);
+}
