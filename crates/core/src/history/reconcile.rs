@@ -101,7 +101,7 @@ impl History {
             }
         }
         report.orphans = self.remove_orphans().await?;
-        self.prune().await?;
+        self.prune_with(true).await?;
         Ok(report)
     }
 
@@ -163,13 +163,20 @@ impl History {
     /// Applies the limits: changes older than `keep_days` go, then the oldest until the kept
     /// contents fit `max_bytes`. Returns how many blobs were removed.
     pub async fn prune(&self) -> Result<usize, HistoryError> {
+        self.prune_with(false).await
+    }
+
+    /// [`History::prune`]; `thorough` also forgets every blob row no path names (at start).
+    async fn prune_with(&self, thorough: bool) -> Result<usize, HistoryError> {
         let _alone = self.inner.blob_lock.write().await;
         let limits = self.limits();
         let days = i64::try_from(limits.keep_days).unwrap_or(i64::MAX / 86_400_000);
         let keep_before = now() - Duration::try_days(days).unwrap_or(Duration::MAX);
         let gone = self
             .store()
-            .write(move |transaction| records::prune(transaction, keep_before, limits.max_bytes))
+            .write(move |transaction| {
+                records::prune(transaction, keep_before, limits.max_bytes, thorough)
+            })
             .await?;
         let history = self.clone();
         let count = gone.len();

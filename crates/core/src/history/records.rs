@@ -197,7 +197,11 @@ pub(crate) fn finish(
     }
     if changed == 0 {
         transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [id])?;
-        return Ok((false, forget_unnamed(transaction)?));
+        let named = stored
+            .iter()
+            .filter_map(|path| path.before.hash.clone())
+            .chain(blobs.iter().map(|(hash, _)| hash.clone()));
+        return Ok((false, forget_unnamed_among(transaction, named)?));
     }
     transaction.execute_cached(
         "UPDATE history_changes SET status = 'done', finished_at = ?2 WHERE id = ?1",
@@ -536,19 +540,33 @@ pub(crate) fn forget_unnamed(transaction: &Transaction<'_>) -> Result<Vec<String
 
 /// Forgets changes past the limits: older than `keep_before`, then the oldest until the kept
 /// contents take at most `max_bytes`. Pending changes stay (their write may be under way).
-/// Returns the hashes whose blobs go.
+/// Only the blobs the forgotten changes named are looked at again, so a prune costs what it
+/// forgets, not the size of the history; `thorough` (at start) also forgets any blob row no
+/// path names, whatever left it. Returns the hashes whose blobs go.
 pub(crate) fn prune(
     transaction: &Transaction<'_>,
     keep_before: DateTime<Utc>,
     max_bytes: u64,
+    thorough: bool,
 ) -> Result<Vec<String>, StoreError> {
-    transaction.execute_cached(
-        "DELETE FROM history_changes WHERE status != 'pending' AND created_at < ?1",
-        [to_time(keep_before)],
-    )?;
-    let mut gone = forget_unnamed(transaction)?;
+    let mut gone = if thorough {
+        forget_unnamed(transaction)?
+    } else {
+        Vec::new()
+    };
+    let old: Vec<i64> = {
+        let mut statement = transaction.prepare_cached(
+            "SELECT id FROM history_changes WHERE status != 'pending' AND created_at < ?1",
+        )?;
+        statement
+            .query_map([to_time(keep_before)], |row| row.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    for id in old {
+        gone.extend(forget_change(transaction, id)?);
+    }
     loop {
-        let total: i64 = transaction.query_row(
+        let total: i64 = transaction.query_row_cached(
             "SELECT COALESCE(SUM(stored), 0) FROM history_blobs",
             [],
             |row| row.get(0),
@@ -557,15 +575,53 @@ pub(crate) fn prune(
             break;
         }
         let oldest: Option<i64> = transaction
-            .query_row(
+            .query_row_cached(
                 "SELECT id FROM history_changes WHERE status != 'pending' ORDER BY id LIMIT 1",
                 [],
                 |row| row.get(0),
             )
             .optional()?;
         let Some(oldest) = oldest else { break };
-        transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [oldest])?;
-        gone.extend(forget_unnamed(transaction)?);
+        gone.extend(forget_change(transaction, oldest)?);
+    }
+    Ok(gone)
+}
+
+/// Deletes change `id` (its paths go with it) and the rows of the blobs it named that no path
+/// names any more; returns their hashes.
+fn forget_change(transaction: &Transaction<'_>, id: i64) -> Result<Vec<String>, StoreError> {
+    let named: Vec<String> = {
+        let mut statement = transaction.prepare_cached(
+            "SELECT before_hash FROM history_paths WHERE change_id = ?1 AND before_hash IS NOT NULL \
+             UNION SELECT after_hash FROM history_paths WHERE change_id = ?1 AND after_hash IS NOT NULL",
+        )?;
+        statement
+            .query_map([id], |row| row.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    transaction.execute_cached("DELETE FROM history_changes WHERE id = ?1", [id])?;
+    forget_unnamed_among(transaction, named)
+}
+
+/// Deletes the rows among the blobs `hashes` that no path names; returns their hashes.
+fn forget_unnamed_among(
+    transaction: &Transaction<'_>,
+    hashes: impl IntoIterator<Item = String>,
+) -> Result<Vec<String>, StoreError> {
+    let mut gone = Vec::new();
+    let mut forget = transaction.prepare_cached(
+        "DELETE FROM history_blobs WHERE hash = ?1 \
+         AND NOT EXISTS (SELECT 1 FROM history_paths WHERE before_hash = ?1) \
+         AND NOT EXISTS (SELECT 1 FROM history_paths WHERE after_hash = ?1) \
+         RETURNING hash",
+    )?;
+    for hash in hashes {
+        if let Some(hash) = forget
+            .query_row([&hash], |row| row.get::<_, String>(0))
+            .optional()?
+        {
+            gone.push(hash);
+        }
     }
     Ok(gone)
 }

@@ -396,6 +396,67 @@ async fn over_max_bytes_the_oldest_changes_go_first() {
     );
 }
 
+/// Forgetting the oldest change keeps the contents a later change still names: two edits of
+/// one file share the state between them (the first's after is the second's before), so with
+/// the first forgotten, the second still undoes byte for byte.
+#[tokio::test]
+async fn a_forgotten_change_leaves_the_contents_a_later_change_names() {
+    let f = Fixture::new(
+        Limits {
+            keep_days: 30,
+            max_bytes: 25_000,
+            max_file_bytes: 20_000,
+        },
+        false,
+    )
+    .await;
+    // Random letters: each version of the file is kept in about 10 kB, so three versions are
+    // over the limit and two are not.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut version = |tag: &str| -> String {
+        let body: String = (0..10_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect();
+        format!("{tag}\n{body}")
+    };
+    let (first, second, third) = (version("v1"), version("v2"), version("v3"));
+    std::fs::write(f.path("f.txt"), &first).unwrap();
+    for (old, new) in [(&first, &second), (&second, &third)] {
+        let edited = f
+            .call(
+                "EditFile",
+                json!({"path": Fixture::arg("f.txt"), "oldString": old, "newString": new}),
+            )
+            .await;
+        assert_eq!(edited.0, ToolCallStatus::Succeeded, "{edited:?}");
+    }
+    f.history.prune().await.unwrap();
+    let kept = f
+        .history
+        .list(HistoryQuery {
+            limit: 10,
+            ..HistoryQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "the older edit is forgotten: {kept:#?}");
+    assert_eq!(
+        f.history.blobs().all().unwrap().len(),
+        2,
+        "the first version's content goes, the shared one stays"
+    );
+    let report = f
+        .undo(UndoSelection::Change { id: kept[0].id }, false)
+        .await;
+    assert!(report.conflicts.is_empty(), "{report:?}");
+    assert_eq!(std::fs::read_to_string(f.path("f.txt")).unwrap(), second);
+}
+
 #[tokio::test]
 async fn a_file_over_the_limit_is_called_unrestorable_before_the_write() {
     let f = Fixture::new(
