@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation, InitializeRequest,
@@ -150,8 +151,9 @@ pub async fn run() -> anyhow::Result<ExitCode> {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner) = Some(name);
                 }
+                // The stable protocol, whatever newer draft the editor offers.
                 responder.respond(
-                    InitializeResponse::new(request.protocol_version)
+                    InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(AgentCapabilities::new())
                         .agent_info(Implementation::new("souz", env!("CARGO_PKG_VERSION"))),
                 )
