@@ -1,5 +1,5 @@
 use agent_client_protocol::v1::schema::{
-    ContentBlock, PermissionOptionKind, SessionUpdate, StopReason, ToolCallStatus, ToolKind,
+    ContentBlock, PermissionOptionKind, SessionUpdate, StopReason, ToolKind,
 };
 use serde_json::{Value, json};
 use souz_protocol::chat::ChatEventBody;
@@ -160,7 +160,7 @@ fn turn_ends_map_to_stop_reasons() {
     );
     let cancelled = event("execution.cancelled", json!({"executionId": "e1"}));
     assert_eq!(stop_reason(&cancelled), Some(StopReason::Cancelled));
-    let started = event("execution.started", json!({"executionId": "e1", "userMessageId": "u1"}));
+    let started = event("execution.started", json!({"executionId": "e1", "userMessageId": "u1", "model": null, "provider": null, "streamingMessages": true}));
     assert_eq!(stop_reason(&started), None);
 }
 
