@@ -133,7 +133,10 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
                         }
                     };
                     assert!(
-                        request.options.iter().any(|o| o.option_id.0.as_ref() == option),
+                        request
+                            .options
+                            .iter()
+                            .any(|o| o.option_id.0.as_ref() == option),
                         "{:?}",
                         request.options
                     );
@@ -188,8 +191,16 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
                 let (text, statuses) = text_and_statuses(&seen.lock().unwrap(), from);
                 assert_eq!(text, "Wrote it.");
                 let kinds: Vec<_> = statuses.iter().map(|(_, status)| *status).collect();
-                assert_eq!(kinds.first(), Some(&ToolCallStatus::Pending), "{statuses:?}");
-                assert_eq!(kinds.last(), Some(&ToolCallStatus::Completed), "{statuses:?}");
+                assert_eq!(
+                    kinds.first(),
+                    Some(&ToolCallStatus::Pending),
+                    "{statuses:?}"
+                );
+                assert_eq!(
+                    kinds.last(),
+                    Some(&ToolCallStatus::Completed),
+                    "{statuses:?}"
+                );
                 assert!(kinds.contains(&ToolCallStatus::InProgress), "{statuses:?}");
                 assert_eq!(seen.lock().unwrap().asked.len(), 1);
 
@@ -237,9 +248,17 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
                 assert_eq!(text, "Written after all.");
                 let kinds: Vec<_> = statuses.iter().map(|(_, status)| *status).collect();
                 assert!(kinds.contains(&ToolCallStatus::InProgress), "{statuses:?}");
-                assert_eq!(kinds.last(), Some(&ToolCallStatus::Completed), "{statuses:?}");
-                // The editor's late answer is ignored: the decision stays the UI's.
+                assert_eq!(
+                    kinds.last(),
+                    Some(&ToolCallStatus::Completed),
+                    "{statuses:?}"
+                );
+                // The editor's request was withdrawn, and its late answer is ignored: the
+                // decision stays the UI's.
                 let late = held.lock().unwrap().pop().unwrap();
+                tokio::time::timeout(Duration::from_secs(10), late.cancellation().cancelled())
+                    .await
+                    .expect("the permission request was never withdrawn");
                 let _ = late.respond(RequestPermissionResponse::new(
                     RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
                         "reject".to_owned(),
@@ -266,7 +285,11 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
                         .send_notification(CancelNotification::new(session.clone()))
                         .unwrap();
                 };
-                let (ended, ()) = tokio::join!(running, cancel);
+                let (ended, ()) = tokio::time::timeout(Duration::from_secs(30), async {
+                    tokio::join!(running, cancel)
+                })
+                .await
+                .expect("the cancelled prompt never ended");
                 assert_eq!(ended?.stop_reason, StopReason::Cancelled);
                 Ok(())
             })

@@ -35,10 +35,11 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent, ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
 use souz_client::{DaemonClient, EventStream, Reconnect, StreamItem};
@@ -161,11 +162,14 @@ pub async fn run() -> anyhow::Result<ExitCode> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _connection| {
-                match new_session(&on_new_session, &request).await {
-                    Ok(id) => responder.respond(NewSessionResponse::new(id)),
-                    Err(error) => responder.respond_with_error(error.into()),
-                }
+            async move |request: NewSessionRequest, responder, _connection| match new_session(
+                &on_new_session,
+                &request,
+            )
+            .await
+            {
+                Ok(id) => responder.respond(NewSessionResponse::new(id)),
+                Err(error) => responder.respond_with_error(error.into()),
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -330,7 +334,11 @@ async fn prompt(
     };
     while let Some(event) = events.recv().await {
         // Another execution of the chat (a turn started elsewhere) is not this prompt's.
-        if event.execution_id.as_ref().is_some_and(|id| *id != execution) {
+        if event
+            .execution_id
+            .as_ref()
+            .is_some_and(|id| *id != execution)
+        {
             continue;
         }
         if let Some(stop) = turn.event(&event.body).await? {

@@ -160,7 +160,10 @@ fn turn_ends_map_to_stop_reasons() {
     );
     let cancelled = event("execution.cancelled", json!({"executionId": "e1"}));
     assert_eq!(stop_reason(&cancelled), Some(StopReason::Cancelled));
-    let started = event("execution.started", json!({"executionId": "e1", "userMessageId": "u1", "model": null, "provider": null, "streamingMessages": true}));
+    let started = event(
+        "execution.started",
+        json!({"executionId": "e1", "userMessageId": "u1", "model": null, "provider": null, "streamingMessages": true}),
+    );
     assert_eq!(stop_reason(&started), None);
 }
 
