@@ -299,19 +299,18 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
     });
 }
 
-/// Without a running daemon, `souz acp` says so on stderr, writes nothing on stdout, and
-/// exits with a failure.
+/// When the daemon is not running, `souz acp` says so on stderr (and how to start it), writes
+/// nothing on stdout, and exits with a failure.
 #[test]
-fn without_a_daemon_it_fails_clearly_and_keeps_stdout_clean() {
-    let home = tempfile::tempdir().unwrap();
-    let output = souz_e2e::souz(home.path())
+fn without_a_running_daemon_it_fails_clearly_and_keeps_stdout_clean() {
+    let stopped = souz_e2e::Daemon::start().stop("TERM");
+    let output = souz_e2e::souz(stopped.home.path())
         .arg("acp")
-        .env("SOUZ_PORT", "9")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert!(!output.status.success());
     assert!(output.stdout.is_empty(), "{:?}", output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("souz"), "{stderr}");
+    assert!(stderr.contains("souz serve"), "{stderr}");
 }
