@@ -9,8 +9,14 @@
 //!   CLI client ([`crate::texts::connect`]: `daemon.json`, the token, the daemon's identity
 //!   proof before the token is sent), and when the daemon is not running it says so on stderr
 //!   and exits with a failure before it reads a single frame.
-//! - stdout carries ACP frames only (the SDK's stdio transport writes them); logs and errors go
-//!   to stderr.
+//! - stdout carries ACP frames only ([`rpc`] writes them, one JSON-RPC message a line); logs
+//!   and errors go to stderr. The editor's input is untrusted: see [`rpc`] for the limits.
+//! - The ACP layer is Souz's own ([`rpc`], [`schema`]), not the ACP SDK: the SDK turns on
+//!   serde_json's `preserve_order` for the whole workspace, which changes behaviour that relies
+//!   on sorted JSON maps (stored payloads, the repeated-call limit, the OpenAPI document).
+//! - Credential: the bridge runs as the person, in their terminal or their editor, and reads
+//!   the same Souz home: it uses the operator connection like `souz chat` (a client token
+//!   reaches only `/mcp`, and ACP needs chats and approvals). The audit names it `acp`.
 //! - It is a client like the web UI and `souz chat`: messages through
 //!   `POST /v1/chats/{id}/messages`, events from `/v1/turns/ws`, decisions through
 //!   `POST /v1/approvals/{id}/decision` (`via: "acp"`). It decides nothing the editor did not
@@ -25,6 +31,8 @@
 //! - One prompt at a time per session (ACP's rule); a second one is refused, not queued.
 
 mod mapping;
+mod rpc;
+mod schema;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -32,25 +40,24 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation,
-    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
-    ToolCallUpdateFields,
-};
-use agent_client_protocol::{Agent, Client, Stdio};
+use serde_json::Value;
 use souz_client::{DaemonClient, EventStream, Reconnect, StreamItem};
 use souz_protocol::Approval;
 use souz_protocol::chat::{
     ChatEvent, ChatEventBody, CreateChat, CreateChatResponse, PostMessage, PostMessageResponse,
 };
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::task::TaskTracker;
 
 use crate::texts::{fill, tr};
 use mapping::TurnView;
+use rpc::{Connection, Message, RpcError};
+use schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SessionNotification, SessionUpdate, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+};
 
 /// How long the bridge waits for the daemon's event stream before it answers anyway.
 const LIVE_WAIT: Duration = Duration::from_secs(10);
@@ -74,22 +81,39 @@ enum TurnError {
     #[error("the daemon's event stream ended")]
     StreamEnded,
     /// The ACP connection failed.
-    #[error("{0}")]
-    Acp(String),
+    #[error(transparent)]
+    Acp(#[from] rpc::ConnectionError),
 }
 
-impl From<TurnError> for agent_client_protocol::Error {
+impl From<TurnError> for RpcError {
     fn from(error: TurnError) -> Self {
-        let base = match error {
-            TurnError::UnknownSession(_) | TurnError::Busy(_) => Self::invalid_params(),
-            _ => Self::internal_error(),
-        };
-        base.data(serde_json::Value::String(error.to_string()))
+        match error {
+            TurnError::UnknownSession(_) | TurnError::Busy(_) => Self::invalid_params(error),
+            _ => Self::internal_error(error),
+        }
     }
 }
 
 fn daemon_error(error: impl std::fmt::Display) -> TurnError {
     TurnError::Daemon(error.to_string())
+}
+
+/// A request the bridge serves, with its decoded parameters.
+#[derive(Debug)]
+enum Call {
+    Initialize(InitializeRequest),
+    NewSession(NewSessionRequest),
+    Prompt(PromptRequest),
+}
+
+/// Decodes a request: method not found, or invalid params, as JSON-RPC errors.
+fn call(method: &str, params: Value) -> Result<Call, RpcError> {
+    match method {
+        schema::INITIALIZE => rpc::params(params).map(Call::Initialize),
+        schema::SESSION_NEW => rpc::params(params).map(Call::NewSession),
+        schema::SESSION_PROMPT => rpc::params(params).map(Call::Prompt),
+        _ => Err(RpcError::method_not_found(method)),
+    }
 }
 
 /// One ACP session: a Souz chat, and the running turn's event inbox.
@@ -98,9 +122,12 @@ struct Session {
     turn: Option<mpsc::UnboundedSender<ChatEvent>>,
 }
 
-/// The bridge's state, shared by the ACP handlers and the event follower.
+/// The bridge's state, shared by the request handlers and the event follower.
 struct Bridge {
     client: DaemonClient,
+    connection: Connection,
+    /// The bridge's tasks (turns, permission requests, session creation).
+    tasks: TaskTracker,
     /// The editor's name (`clientInfo`), for chat titles.
     editor: Mutex<Option<String>>,
     /// Sessions by id (the chat's id).
@@ -118,13 +145,86 @@ impl Bridge {
             let _ = inbox.send(event);
         }
     }
+
+    /// Serves one message from the editor.
+    fn handle(self: &Arc<Self>, message: Message) {
+        match message {
+            Message::Request { id, method, params } => match call(&method, params) {
+                Err(error) => self.reply(id, Err::<(), _>(error)),
+                Ok(Call::Initialize(request)) => {
+                    let response = self.initialize(&request);
+                    self.reply(id, Ok(response));
+                }
+                Ok(Call::NewSession(request)) => {
+                    let bridge = self.clone();
+                    self.tasks.spawn(async move {
+                        let created = new_session(&bridge, &request).await;
+                        let response = created.map(|session_id| NewSessionResponse { session_id });
+                        bridge.reply(id, response.map_err(RpcError::from));
+                    });
+                }
+                Ok(Call::Prompt(request)) => {
+                    // The turn waits for later messages (permission answers): off the read loop.
+                    let bridge = self.clone();
+                    self.tasks.spawn(async move {
+                        let ended = prompt(&bridge, request).await;
+                        let response = ended.map(|stop_reason| PromptResponse { stop_reason });
+                        bridge.reply(id, response.map_err(RpcError::from));
+                    });
+                }
+            },
+            Message::Notification { method, params } if method == schema::SESSION_CANCEL => {
+                match rpc::params::<CancelNotification>(params) {
+                    Ok(cancel) => {
+                        let bridge = self.clone();
+                        self.tasks.spawn(async move {
+                            if let Err(error) = cancel_turn(&bridge, &cancel.session_id).await {
+                                eprintln!("souz acp: cannot cancel the turn: {error}");
+                            }
+                        });
+                    }
+                    Err(error) => eprintln!("souz acp: a session/cancel that is not one: {error}"),
+                }
+            }
+            // Notifications get no answer: one Souz does not know is ignored.
+            Message::Notification { .. } | Message::Response { .. } => {}
+        }
+    }
+
+    fn reply(&self, id: Value, result: Result<impl serde::Serialize, RpcError>) {
+        if let Err(error) = self.connection.respond_with(id, result) {
+            eprintln!("souz acp: cannot answer: {error}");
+        }
+    }
+
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        if let Some(info) = &request.client_info {
+            let name = info.title.clone().unwrap_or_else(|| info.name.clone());
+            *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = Some(name);
+        }
+        // The stable protocol, whatever newer draft the editor offers.
+        InitializeResponse {
+            protocol_version: schema::PROTOCOL_VERSION,
+            agent_capabilities: AgentCapabilities::default(),
+            auth_methods: Vec::new(),
+            agent_info: Implementation {
+                name: "souz".to_owned(),
+                title: Some("Souz".to_owned()),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+        }
+    }
 }
 
 /// Runs the ACP agent on stdio until the editor closes it.
 pub async fn run() -> anyhow::Result<ExitCode> {
     let client = crate::texts::connect().await?.named("acp");
+    let (connection, frames) = Connection::new();
+    let tasks = TaskTracker::new();
     let bridge = Arc::new(Bridge {
         client,
+        connection: connection.clone(),
+        tasks: tasks.clone(),
         editor: Mutex::new(None),
         sessions: Mutex::new(HashMap::new()),
     });
@@ -136,72 +236,17 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     {
         tracing::warn!("the daemon's event stream is not live yet");
     }
-    let on_initialize = bridge.clone();
-    let on_new_session = bridge.clone();
-    let on_prompt = bridge.clone();
-    let on_cancel = bridge.clone();
-    Agent
-        .v1()
-        .name("souz")
-        .on_receive_request(
-            async move |request: InitializeRequest, responder, _connection| {
-                if let Some(info) = &request.client_info {
-                    let name = info.title.clone().unwrap_or_else(|| info.name.clone());
-                    *on_initialize
-                        .editor
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(name);
-                }
-                // The stable protocol, whatever newer draft the editor offers.
-                responder.respond(
-                    InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new())
-                        .agent_info(Implementation::new("souz", env!("CARGO_PKG_VERSION"))),
-                )
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: NewSessionRequest, responder, _connection| match new_session(
-                &on_new_session,
-                &request,
-            )
-            .await
-            {
-                Ok(id) => responder.respond(NewSessionResponse::new(id)),
-                Err(error) => responder.respond_with_error(error.into()),
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: PromptRequest, responder, connection: ConnectionTo<Client>| {
-                let bridge = on_prompt.clone();
-                let turn_connection = connection.clone();
-                // The turn waits for later frames (permission answers): off the dispatch loop.
-                connection.spawn(async move {
-                    match prompt(&bridge, &turn_connection, request).await {
-                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
-                        Err(error) => responder.respond_with_error(error.into()),
-                    }
-                })
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_notification(
-            async move |cancel: CancelNotification, connection: ConnectionTo<Client>| {
-                let bridge = on_cancel.clone();
-                connection.spawn(async move {
-                    if let Err(error) = cancel_turn(&bridge, &cancel.session_id.0).await {
-                        eprintln!("souz acp: cannot cancel the turn: {error}");
-                    }
-                    Ok(())
-                })
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_to(Stdio::new())
+    tasks.spawn(async move {
+        if let Err(error) = rpc::write_frames(frames, tokio::io::stdout()).await {
+            eprintln!("souz acp: cannot write to the editor: {error}");
+        }
+    });
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    rpc::read_frames(input, &connection, |message| bridge.handle(message))
         .await
-        .map_err(|error| anyhow::anyhow!("the ACP connection failed: {error}"))?;
+        .map_err(|error| anyhow::anyhow!("cannot read from the editor: {error}"))?;
+    // The editor closed the connection: what is still running has no one to answer.
+    tasks.close();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -210,11 +255,8 @@ pub async fn run() -> anyhow::Result<ExitCode> {
 fn follow(bridge: &Arc<Bridge>) -> watch::Receiver<bool> {
     let (live_sender, live) = watch::channel(false);
     let bridge = bridge.clone();
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the bridge's event follower: it lives as long as the process"
-    )]
-    tokio::spawn(async move {
+    let tasks = bridge.tasks.clone();
+    tasks.spawn(async move {
         let client = bridge.client.clone();
         client
             .follow(EventStream::Chats, Reconnect::default(), |item| {
@@ -269,7 +311,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
             ContentBlock::ResourceLink(link) => parts.push(format!("{} ({})", link.name, link.uri)),
-            _ => {}
+            ContentBlock::Other => {}
         }
     }
     parts.join("\n")
@@ -290,12 +332,8 @@ impl Drop for TurnGuard<'_> {
 }
 
 /// Runs one prompt turn: posts the message and reports the turn's events until it ends.
-async fn prompt(
-    bridge: &Arc<Bridge>,
-    connection: &ConnectionTo<Client>,
-    request: PromptRequest,
-) -> Result<StopReason, TurnError> {
-    let chat_id = request.session_id.0.to_string();
+async fn prompt(bridge: &Arc<Bridge>, request: PromptRequest) -> Result<StopReason, TurnError> {
+    let chat_id = request.session_id.clone();
     let (inbox, mut events) = mpsc::unbounded_channel::<ChatEvent>();
     {
         let mut sessions = bridge.sessions();
@@ -327,8 +365,7 @@ async fn prompt(
     let execution = posted.execution.id;
     let mut turn = Turn {
         bridge: bridge.clone(),
-        connection: connection.clone(),
-        session: request.session_id.clone(),
+        session: chat_id,
         view: TurnView::default(),
         asked: HashMap::new(),
     };
@@ -351,19 +388,23 @@ async fn prompt(
 /// A running prompt turn, as the editor sees it.
 struct Turn {
     bridge: Arc<Bridge>,
-    connection: ConnectionTo<Client>,
-    session: SessionId,
+    session: String,
     view: TurnView,
     /// Permission requests open in the editor, by approval id: dropping the sender withdraws
-    /// the request.
+    /// the request (so does the turn's end).
     asked: HashMap<String, oneshot::Sender<()>>,
 }
 
 impl Turn {
     fn notify(&self, update: SessionUpdate) -> Result<(), TurnError> {
-        self.connection
-            .send_notification(SessionNotification::new(self.session.clone(), update))
-            .map_err(|error| TurnError::Acp(error.to_string()))
+        let notification = SessionNotification {
+            session_id: self.session.clone(),
+            update,
+        };
+        Ok(self
+            .bridge
+            .connection
+            .notify(schema::SESSION_UPDATE, &notification)?)
     }
 
     /// Reports `event`; the stop reason when it ends the turn.
@@ -388,9 +429,9 @@ impl Turn {
                     ),
                     &[("title", &question.title)],
                 );
-                self.notify(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                    ContentBlock::Text(TextContent::new(text)),
-                )))?;
+                self.notify(SessionUpdate::AgentMessageChunk(ContentChunk {
+                    content: ContentBlock::text(text),
+                }))?;
             }
             ChatEventBody::ExecutionFailed(failed) => {
                 return Err(TurnError::Failed {
@@ -414,45 +455,51 @@ impl Turn {
         if approval.status != souz_protocol::ApprovalStatus::Pending {
             return Ok(());
         }
+        let request = RequestPermissionRequest {
+            session_id: self.session.clone(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: tool_call_id.to_owned(),
+                fields: ToolCallUpdateFields {
+                    title: Some(approval.summary.clone()),
+                    raw_input: Some(approval.arguments.clone()),
+                    ..ToolCallUpdateFields::default()
+                },
+            },
+            options: mapping::permission_options(&approval),
+        };
+        let sent = self
+            .bridge
+            .connection
+            .request(schema::SESSION_REQUEST_PERMISSION, &request)?;
         let (withdraw, withdrawn) = oneshot::channel();
         self.asked.insert(approval.id.clone(), withdraw);
-        let request = RequestPermissionRequest::new(
-            self.session.clone(),
-            ToolCallUpdate::new(
-                tool_call_id.to_owned(),
-                ToolCallUpdateFields::new()
-                    .title(approval.summary.clone())
-                    .raw_input(approval.arguments.clone()),
-            ),
-            mapping::permission_options(&approval),
-        );
-        let client = self.bridge.client.clone();
-        let connection = self.connection.clone();
-        self.connection
-            .spawn(async move {
-                let sent = connection.send_request(request);
-                let cancellation = sent.cancellation_handle();
-                tokio::select! {
-                    answer = sent.block_task() => match answer {
-                        Ok(answer) => {
-                            if let RequestPermissionOutcome::Selected(selected) = answer.outcome
-                                && let Some(decision) =
-                                    mapping::decision(&approval, &selected.option_id.0)
-                                && let Err(error) = client.decide(&approval.id, &decision).await
-                            {
-                                // Decided elsewhere a moment before: that answer stands.
-                                eprintln!("souz acp: the decision was not taken: {error}");
-                            }
+        let bridge = self.bridge.clone();
+        self.bridge.tasks.spawn(async move {
+            let id = sent.id;
+            tokio::select! {
+                answer = sent.answer::<RequestPermissionResponse>() => match answer {
+                    Ok(RequestPermissionResponse {
+                        outcome: RequestPermissionOutcome::Selected { option_id },
+                    }) => {
+                        if let Some(decision) = mapping::decision(&approval, &option_id)
+                            && let Err(error) = bridge.client.decide(&approval.id, &decision).await
+                        {
+                            // Decided elsewhere a moment before: that answer stands.
+                            eprintln!("souz acp: the decision was not taken: {error}");
                         }
-                        Err(error) => eprintln!("souz acp: no permission answer: {error}"),
-                    },
-                    _ = withdrawn => {
-                        let _ = cancellation.cancel();
+                    }
+                    // Cancelled in the editor: the approval stays for the other surfaces.
+                    Ok(_) => {}
+                    Err(error) => eprintln!("souz acp: no permission answer: {error}"),
+                },
+                _ = withdrawn => {
+                    if let Err(error) = bridge.connection.withdraw(id) {
+                        eprintln!("souz acp: cannot withdraw the permission request: {error}");
                     }
                 }
-                Ok(())
-            })
-            .map_err(|error| TurnError::Acp(error.to_string()))
+            }
+        });
+        Ok(())
     }
 }
 
@@ -463,7 +510,7 @@ async fn cancel_turn(bridge: &Bridge, chat_id: &str) -> Result<(), TurnError> {
         .get(chat_id)
         .is_some_and(|session| session.turn.is_some());
     if running {
-        let _: serde_json::Value = bridge
+        let _: Value = bridge
             .client
             .post(
                 &format!("/v1/chats/{chat_id}/cancel-active"),
@@ -473,4 +520,46 @@ async fn cancel_turn(bridge: &Bridge, chat_id: &str) -> Result<(), TurnError> {
             .map_err(daemon_error)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn requests_decode_or_get_their_json_rpc_error() {
+        let error = call("session/load", json!({})).unwrap_err();
+        assert_eq!(error.code, rpc::METHOD_NOT_FOUND);
+        // A prompt without its session, a session without its folder.
+        let error = call(schema::SESSION_PROMPT, json!({"prompt": []})).unwrap_err();
+        assert_eq!(error.code, rpc::INVALID_PARAMS);
+        let error = call(schema::SESSION_NEW, json!({"mcpServers": []})).unwrap_err();
+        assert_eq!(error.code, rpc::INVALID_PARAMS);
+        let error = call(schema::INITIALIZE, json!("v1")).unwrap_err();
+        assert_eq!(error.code, rpc::INVALID_PARAMS);
+        assert!(matches!(
+            call(
+                schema::INITIALIZE,
+                json!({"protocolVersion": 1, "clientCapabilities": {}})
+            ),
+            Ok(Call::Initialize(_))
+        ));
+        assert!(matches!(
+            call(
+                schema::SESSION_PROMPT,
+                json!({"sessionId": "c1", "prompt": [{"type": "text", "text": "Hi"}]})
+            ),
+            Ok(Call::Prompt(_))
+        ));
+    }
+
+    #[test]
+    fn a_busy_or_unknown_session_is_invalid_params_and_a_failure_internal() {
+        let busy: RpcError = TurnError::Busy("c1".to_owned()).into();
+        assert_eq!(busy.code, rpc::INVALID_PARAMS);
+        let failed: RpcError = TurnError::StreamEnded.into();
+        assert_eq!(failed.code, rpc::INTERNAL_ERROR);
+    }
 }

@@ -9,10 +9,9 @@
 
 use std::collections::HashSet;
 
-use agent_client_protocol::v1::schema::{
+use super::schema::{
     ContentBlock, ContentChunk, PermissionOption, PermissionOptionKind, SessionUpdate, StopReason,
-    TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use souz_protocol::chat::ChatEventBody;
 use souz_protocol::chat::events::TurnEndReason;
@@ -77,24 +76,28 @@ impl TurnView {
             }
             ChatEventBody::ToolCallFinished(finished) => {
                 let mut updates = self.announce(&finished.tool_call_id, &finished.name, None);
-                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    finished.tool_call_id.clone(),
-                    ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Completed)
-                        .raw_output(finished.result_preview.clone()),
-                )));
+                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                    tool_call_id: finished.tool_call_id.clone(),
+                    fields: ToolCallUpdateFields {
+                        status: Some(ToolCallStatus::Completed),
+                        raw_output: Some(finished.result_preview.clone()),
+                        ..ToolCallUpdateFields::default()
+                    },
+                }));
                 updates
             }
             ChatEventBody::ToolCallFailed(failed) => {
                 let mut updates = self.announce(&failed.tool_call_id, &failed.name, None);
-                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    failed.tool_call_id.clone(),
-                    ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Failed)
-                        .content(vec![ToolCallContent::from(ContentBlock::Text(
-                            TextContent::new(failed.error.clone()),
-                        ))]),
-                )));
+                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                    tool_call_id: failed.tool_call_id.clone(),
+                    fields: ToolCallUpdateFields {
+                        status: Some(ToolCallStatus::Failed),
+                        content: Some(vec![ToolCallContent::Content {
+                            content: ContentBlock::text(failed.error.clone()),
+                        }]),
+                        ..ToolCallUpdateFields::default()
+                    },
+                }));
                 updates
             }
             _ => Vec::new(),
@@ -107,26 +110,30 @@ impl TurnView {
             return Vec::new();
         }
         let title = summary.filter(|text| !text.is_empty()).unwrap_or(name);
-        vec![SessionUpdate::ToolCall(
-            ToolCall::new(id.to_owned(), title)
-                .name(name.to_owned())
-                .kind(tool_kind(name))
-                .status(ToolCallStatus::Pending),
-        )]
+        vec![SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: id.to_owned(),
+            title: title.to_owned(),
+            name: Some(name.to_owned()),
+            kind: tool_kind(name),
+            status: ToolCallStatus::Pending,
+        })]
     }
 }
 
 fn text_chunk(text: &str) -> SessionUpdate {
-    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
-        text.to_owned(),
-    ))))
+    SessionUpdate::AgentMessageChunk(ContentChunk {
+        content: ContentBlock::text(text),
+    })
 }
 
 fn status_update(id: &str, status: ToolCallStatus) -> SessionUpdate {
-    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-        id.to_owned(),
-        ToolCallUpdateFields::new().status(status),
-    ))
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+        tool_call_id: id.to_owned(),
+        fields: ToolCallUpdateFields {
+            status: Some(status),
+            ..ToolCallUpdateFields::default()
+        },
+    })
 }
 
 /// The ACP kind of a Souz tool, by its name (the editor picks an icon by it).
@@ -172,14 +179,27 @@ pub fn permission_options(approval: &Approval) -> Vec<PermissionOption> {
     } else {
         format!("Allow: {}", approval.suggested.label)
     };
+    let option = |id: &str, name: String, kind| PermissionOption {
+        option_id: id.to_owned(),
+        name,
+        kind,
+    };
     vec![
-        PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
+        option(
+            ALLOW_ONCE,
+            "Allow once".to_owned(),
+            PermissionOptionKind::AllowOnce,
+        ),
+        option(
             ALLOW_SUGGESTED,
             suggested,
             PermissionOptionKind::AllowAlways,
         ),
-        PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+        option(
+            REJECT,
+            "Reject".to_owned(),
+            PermissionOptionKind::RejectOnce,
+        ),
     ]
 }
 

@@ -1,4 +1,4 @@
-use agent_client_protocol::v1::schema::{
+use super::super::schema::{
     ContentBlock, PermissionOptionKind, SessionUpdate, StopReason, ToolKind,
 };
 use serde_json::{Value, json};
@@ -39,7 +39,6 @@ fn statuses(updates: &[SessionUpdate]) -> Vec<String> {
                 ContentBlock::Text(text) => format!("text {}", text.text),
                 other => format!("{other:?}"),
             },
-            other => format!("{other:?}"),
         })
         .collect()
 }
@@ -182,7 +181,7 @@ fn permission_options_map_to_souz_decisions_and_back() {
     );
     assert!(options[1].name.contains("file writes for 30 minutes"));
     for option in &options {
-        assert!(decision(&approval, &option.option_id.0).is_some());
+        assert!(decision(&approval, &option.option_id).is_some());
     }
     let once = decision(&approval, ALLOW_ONCE).unwrap();
     assert_eq!(
