@@ -1,69 +1,22 @@
-//! `souz acp` end to end: an ACP client from the `agent-client-protocol` crate (its client
-//! side) spawns the real `souz acp` against the real daemon, whose agent talks to the fake
-//! OpenAI server. Turns whose tool call needs approval are answered from the editor (allow:
-//! the tool ran; reject: it did not) and from the Souz API while the editor's permission
-//! request is open (the turn goes on and the editor sees the call's updates); a turn cancelled
-//! mid-answer ends with `cancelled`.
+//! `souz acp` end to end with a client nobody here wrote: the reference ACP client (the
+//! `agent-client-protocol` Python package, `tests/clients/python/acp_editor.py`) spawns the
+//! real `souz acp` against the real daemon, whose agent talks to the fake OpenAI server. Turns
+//! whose tool call needs approval are answered from the editor (allow: the tool ran; reject:
+//! it did not) and from the Souz API while the editor's permission request is open (the
+//! request is withdrawn, the editor's late answer ignored, the turn goes on); a turn cancelled
+//! mid-answer ends with `cancelled`. The script reports what it saw; this test asserts.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
 
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest,
-    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, ToolCallStatus,
-};
-use agent_client_protocol::{ByteStreams, Client};
-use serde_json::json;
+use serde_json::{Value, json};
+use souz_e2e::{clients, installed};
 use souz_testkit::openai;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::chats::{COMPLETIONS, daemon, provider};
 
-/// How the test editor answers a permission request.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Answer {
-    Allow,
-    Reject,
-    /// Keeps the request open (the person answers in Souz instead).
-    Hold,
-}
-
-/// What the test editor saw.
-#[derive(Default)]
-struct Seen {
-    updates: Vec<SessionUpdate>,
-    asked: Vec<RequestPermissionRequest>,
-}
-
 fn write(path: &str) -> String {
     json!({"skillId": "NewFile", "arguments": {"path": path, "text": "hello\n"}}).to_string()
-}
-
-/// The text the agent streamed, and the statuses each tool call went through, from `from` on.
-fn text_and_statuses(seen: &Seen, from: usize) -> (String, Vec<(String, ToolCallStatus)>) {
-    let mut text = String::new();
-    let mut statuses = Vec::new();
-    for update in &seen.updates[from..] {
-        match update {
-            SessionUpdate::AgentMessageChunk(chunk) => {
-                if let ContentBlock::Text(piece) = &chunk.content {
-                    text.push_str(&piece.text);
-                }
-            }
-            SessionUpdate::ToolCall(call) => {
-                statuses.push((call.tool_call_id.0.to_string(), call.status));
-            }
-            SessionUpdate::ToolCallUpdate(update) => {
-                if let Some(status) = update.fields.status {
-                    statuses.push((update.tool_call_id.0.to_string(), status));
-                }
-            }
-            _ => {}
-        }
-    }
-    (text, statuses)
 }
 
 #[test]
@@ -87,216 +40,148 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
     let daemon = daemon(&setup);
     let home = daemon.user_home();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
+    // The editor runs `souz acp` as the person would: their environment, their Souz home.
+    let cli = daemon.cli();
+    let mut editor = Command::new(installed(clients().join(".venv/bin/python")));
+    for (key, value) in cli.get_envs() {
+        match value {
+            Some(value) => editor.env(key, value),
+            None => editor.env_remove(key),
+        };
+    }
+    let mut editor = editor
+        .arg(clients().join("python/acp_editor.py"))
+        .arg(&home)
+        .arg(cli.get_program())
+        .arg("acp")
+        .current_dir(&home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
         .unwrap();
-    runtime.block_on(async {
-        let mut child = tokio::process::Command::from(daemon.cli())
-            .arg("acp")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
+    let mut to_editor = editor.stdin.take().unwrap();
+    let mut lines = BufReader::new(editor.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let line = lines
+            .next()
+            .expect("the editor script ended early")
             .unwrap();
-        let transport = ByteStreams::new(
-            child.stdin.take().unwrap().compat_write(),
-            child.stdout.take().unwrap().compat(),
-        );
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let answer = Arc::new(Mutex::new(Answer::Allow));
-        let held = Arc::new(Mutex::new(Vec::new()));
-        let (on_update, on_permission) = (seen.clone(), seen.clone());
-        let (answering, holding) = (answer.clone(), held.clone());
-        Client
-            .v1()
-            .name("test-editor")
-            .on_receive_notification(
-                async move |notification: SessionNotification, _connection| {
-                    on_update.lock().unwrap().updates.push(notification.update);
-                    Ok(())
-                },
-                agent_client_protocol::on_receive_notification!(),
-            )
-            .on_receive_request(
-                async move |request: RequestPermissionRequest, responder, _connection| {
-                    on_permission.lock().unwrap().asked.push(request.clone());
-                    let kind = *answering.lock().unwrap();
-                    let option = match kind {
-                        Answer::Allow => "allow_once",
-                        Answer::Reject => "reject",
-                        Answer::Hold => {
-                            holding.lock().unwrap().push(responder);
-                            return Ok(());
-                        }
-                    };
-                    assert!(
-                        request
-                            .options
-                            .iter()
-                            .any(|o| o.option_id.0.as_ref() == option),
-                        "{:?}",
-                        request.options
-                    );
-                    responder.respond(RequestPermissionResponse::new(
-                        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
-                            option.to_owned(),
-                        )),
-                    ))
-                },
-                agent_client_protocol::on_receive_request!(),
-            )
-            .connect_with(transport, async |connection| {
-                let initialized = connection
-                    .send_request(
-                        InitializeRequest::new(ProtocolVersion::V1)
-                            .client_info(Implementation::new("test-editor", "1.0")),
-                    )
-                    .block_task()
-                    .await?;
-                assert_eq!(
-                    initialized.agent_info.map(|info| info.name).as_deref(),
-                    Some("souz")
-                );
-                let session = connection
-                    .send_request(NewSessionRequest::new(home.clone()))
-                    .block_task()
-                    .await?
-                    .session_id;
-                let chats = daemon.get("/v1/chats?limit=100").json();
-                assert!(
-                    chats.to_string().contains(&*session.0)
-                        && chats.to_string().contains("test-editor: "),
-                    "the session's chat, titled for the editor: {chats}"
-                );
-                let prompt = |text: &str| {
-                    connection
-                        .send_request(PromptRequest::new(
-                            session.clone(),
-                            vec![ContentBlock::from(text.to_owned())],
-                        ))
-                        .block_task()
-                };
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"))
+    };
 
-                // (a) Allowed from the editor: the tool ran and the turn says so.
-                let from = seen.lock().unwrap().updates.len();
-                let ended = prompt("Write allowed.txt").await?;
-                assert_eq!(ended.stop_reason, StopReason::EndTurn);
-                assert_eq!(
-                    std::fs::read_to_string(home.join("allowed.txt")).unwrap(),
-                    "hello\n"
-                );
-                let (text, statuses) = text_and_statuses(&seen.lock().unwrap(), from);
-                assert_eq!(text, "Wrote it.");
-                let kinds: Vec<_> = statuses.iter().map(|(_, status)| *status).collect();
-                assert_eq!(
-                    kinds.first(),
-                    Some(&ToolCallStatus::Pending),
-                    "{statuses:?}"
-                );
-                assert_eq!(
-                    kinds.last(),
-                    Some(&ToolCallStatus::Completed),
-                    "{statuses:?}"
-                );
-                assert!(kinds.contains(&ToolCallStatus::InProgress), "{statuses:?}");
-                assert_eq!(seen.lock().unwrap().asked.len(), 1);
+    // (b) While the editor holds its permission request open, the person approves in Souz.
+    let holding = next();
+    assert_eq!(holding["event"], "holding", "{holding}");
+    let pending = daemon.get("/v1/approvals?status=pending").json();
+    let approval_id = pending["items"][0]["id"].as_str().unwrap().to_owned();
+    let decided = daemon.post(
+        &format!("/v1/approvals/{approval_id}/decision"),
+        &json!({"decision": "approve", "via": "ui"}),
+    );
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    writeln!(to_editor, "decided").unwrap();
 
-                // (a) Rejected from the editor: the tool did not run.
-                *answer.lock().unwrap() = Answer::Reject;
-                let from = seen.lock().unwrap().updates.len();
-                let ended = prompt("Write rejected.txt").await?;
-                assert_eq!(ended.stop_reason, StopReason::EndTurn);
-                assert!(!home.join("rejected.txt").exists());
-                let (text, statuses) = text_and_statuses(&seen.lock().unwrap(), from);
-                assert_eq!(text, "Not written.");
-                assert_eq!(
-                    statuses.last().map(|(_, status)| *status),
-                    Some(ToolCallStatus::Failed),
-                    "{statuses:?}"
-                );
-                assert_eq!(seen.lock().unwrap().asked.len(), 2);
+    let report = next();
+    assert_eq!(report["event"], "report", "{report}");
+    let exited = next();
+    assert_eq!(exited["event"], "exited", "{exited}");
+    assert!(editor.wait().unwrap().success());
+    // `souz acp` ended when the editor closed its stdin.
+    assert_eq!(exited["code"], 0, "{exited}");
 
-                // (b) Answered from the Souz API while the editor's request is open.
-                *answer.lock().unwrap() = Answer::Hold;
-                let from = seen.lock().unwrap().updates.len();
-                let running = prompt("Write from-souz.txt");
-                let decide = async {
-                    let deadline = Instant::now() + Duration::from_secs(30);
-                    while held.lock().unwrap().is_empty() {
-                        assert!(Instant::now() < deadline, "the editor was never asked");
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    let pending = daemon.get("/v1/approvals?status=pending").json();
-                    let id = pending["items"][0]["id"].as_str().unwrap().to_owned();
-                    let decided = daemon.post(
-                        &format!("/v1/approvals/{id}/decision"),
-                        &json!({"decision": "approve", "via": "ui"}),
-                    );
-                    assert_eq!(decided.status, 200, "{}", decided.body);
-                    id
-                };
-                let (ended, approval_id) = tokio::join!(running, decide);
-                assert_eq!(ended?.stop_reason, StopReason::EndTurn);
-                assert_eq!(
-                    std::fs::read_to_string(home.join("from-souz.txt")).unwrap(),
-                    "hello\n"
-                );
-                let (text, statuses) = text_and_statuses(&seen.lock().unwrap(), from);
-                assert_eq!(text, "Written after all.");
-                let kinds: Vec<_> = statuses.iter().map(|(_, status)| *status).collect();
-                assert!(kinds.contains(&ToolCallStatus::InProgress), "{statuses:?}");
-                assert_eq!(
-                    kinds.last(),
-                    Some(&ToolCallStatus::Completed),
-                    "{statuses:?}"
-                );
-                // The editor's request was withdrawn, and its late answer is ignored: the
-                // decision stays the UI's.
-                let late = held.lock().unwrap().pop().unwrap();
-                tokio::time::timeout(Duration::from_secs(10), late.cancellation().cancelled())
-                    .await
-                    .expect("the permission request was never withdrawn");
-                let _ = late.respond(RequestPermissionResponse::new(
-                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
-                        "reject".to_owned(),
-                    )),
-                ));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
-                assert_eq!(approval["status"], "approved", "{approval}");
-                assert_eq!(approval["decision"]["via"], "ui", "{approval}");
+    assert_eq!(report["agent"], "souz", "{report}");
+    assert_eq!(report["protocolVersion"], 1, "{report}");
+    let session = report["session"].as_str().unwrap();
+    let chats = daemon.get("/v1/chats?limit=100").json().to_string();
+    assert!(
+        chats.contains(session) && chats.contains("test-editor: "),
+        "the session's chat, titled for the editor: {chats}"
+    );
+    let turn = |name: &str| report["turns"][name].clone();
+    let statuses = |name: &str| -> Vec<String> {
+        turn(name)["statuses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|status| status.as_str().unwrap().to_owned())
+            .collect()
+    };
 
-                // Cancelled mid-turn: the prompt ends with `cancelled`.
-                let from = seen.lock().unwrap().updates.len();
-                let running = prompt("Think hard");
-                let cancel = async {
-                    let deadline = Instant::now() + Duration::from_secs(30);
-                    while !text_and_statuses(&seen.lock().unwrap(), from)
-                        .0
-                        .contains("Thinking")
-                    {
-                        assert!(Instant::now() < deadline, "no answer streamed");
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    connection
-                        .send_notification(CancelNotification::new(session.clone()))
-                        .unwrap();
-                };
-                let (ended, ()) = tokio::time::timeout(Duration::from_secs(30), async {
-                    tokio::join!(running, cancel)
-                })
-                .await
-                .expect("the cancelled prompt never ended");
-                assert_eq!(ended?.stop_reason, StopReason::Cancelled);
-                Ok(())
-            })
-            .await
-            .unwrap();
-        drop(child);
-    });
+    // (a) Allowed from the editor: the tool ran and the turn says so.
+    let allowed = turn("allowed");
+    assert_eq!(allowed["stopReason"], "end_turn", "{allowed}");
+    assert_eq!(allowed["text"], "Wrote it.");
+    assert_eq!(
+        std::fs::read_to_string(home.join("allowed.txt")).unwrap(),
+        "hello\n"
+    );
+    let seen = statuses("allowed");
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("pending"),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("completed"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|status| status == "in_progress"),
+        "{seen:?}"
+    );
+
+    // (a) Rejected from the editor: the tool did not run.
+    let rejected = turn("rejected");
+    assert_eq!(rejected["stopReason"], "end_turn", "{rejected}");
+    assert_eq!(rejected["text"], "Not written.");
+    assert!(!home.join("rejected.txt").exists());
+    let seen = statuses("rejected");
+    assert_eq!(seen.last().map(String::as_str), Some("failed"), "{seen:?}");
+
+    // (b) Approved in Souz: the turn went on, the editor saw the call through.
+    let from_souz = turn("fromSouz");
+    assert_eq!(from_souz["stopReason"], "end_turn", "{from_souz}");
+    assert_eq!(from_souz["text"], "Written after all.");
+    assert_eq!(
+        std::fs::read_to_string(home.join("from-souz.txt")).unwrap(),
+        "hello\n"
+    );
+    let seen = statuses("fromSouz");
+    assert!(
+        seen.iter().any(|status| status == "in_progress"),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("completed"),
+        "{seen:?}"
+    );
+    // The editor was asked three times, with the three options; the third request was
+    // withdrawn, and its late "reject" changed nothing: the decision stays the UI's.
+    let asked = report["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(
+        asked[0]["options"],
+        json!([
+            ["allow_once", "allow_once"],
+            ["allow_suggested", "allow_always"],
+            ["reject", "reject_once"]
+        ])
+    );
+    assert_eq!(report["withdrawn"].as_array().unwrap().len(), 1, "{report}");
+    let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
+    assert_eq!(approval["status"], "approved", "{approval}");
+    assert_eq!(approval["decision"]["via"], "ui", "{approval}");
+
+    // Cancelled mid-turn: the prompt ended with `cancelled`.
+    let cancelled = turn("cancelled");
+    assert_eq!(cancelled["stopReason"], "cancelled", "{cancelled}");
+    assert!(
+        cancelled["text"].as_str().unwrap().contains("Thinking"),
+        "{cancelled}"
+    );
 }
 
 /// When the daemon is not running, `souz acp` says so on stderr (and how to start it), writes
@@ -306,7 +191,7 @@ fn without_a_running_daemon_it_fails_clearly_and_keeps_stdout_clean() {
     let stopped = souz_e2e::Daemon::start().stop("TERM");
     let output = souz_e2e::souz(stopped.home.path())
         .arg("acp")
-        .stdin(std::process::Stdio::null())
+        .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(!output.status.success());
