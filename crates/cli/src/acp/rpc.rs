@@ -128,8 +128,9 @@ pub fn decode(line: &[u8]) -> Result<Message, (Value, RpcError)> {
         )),
         (None, Some(id)) => {
             let outcome = match (object.remove("result"), object.remove("error")) {
-                (_, Some(error)) => Err(serde_json::from_value(error)
-                    .unwrap_or_else(|error| RpcError::internal_error(error))),
+                (_, Some(error)) => {
+                    Err(serde_json::from_value(error).unwrap_or_else(RpcError::internal_error))
+                }
                 (Some(result), None) => Ok(result),
                 (None, None) => Ok(Value::Null),
             };
