@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `souz` binary, a temporary `SOUZ_HOME`, real sockets and signals.
 
+mod acp;
 mod approvals;
 mod bounds;
 mod chats;

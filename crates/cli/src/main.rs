@@ -2,6 +2,7 @@
 //!
 //! Exit codes: 0 success, 1 failure, 2 invalid configuration or usage.
 
+mod acp;
 mod approvals_command;
 mod chat_command;
 mod client;
@@ -93,6 +94,10 @@ enum Command {
         /// The provider: codex.
         provider: String,
     },
+    /// The Agent Client Protocol over stdio, for editors such as Zed: sessions are Souz chats,
+    /// approvals become the editor's permission requests. Forwards to the running daemon;
+    /// stdout carries protocol only.
+    Acp,
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
     /// daemon's /mcp with the client token `souz mcp-config claude-desktop` left in the Souz
     /// home (clients/<name>.token). stdout carries protocol only.
@@ -206,6 +211,7 @@ fn main() -> ExitCode {
         Command::Serve => serve::run(),
         Command::Token => print_token(),
         Command::Config { command } => config_command::run(command),
+        Command::Acp => client_command(acp::run()),
         Command::McpStdio { client } => mcp_stdio::run(client),
         Command::McpConfig { client } => client_command(mcp_config::run(client)),
         Command::McpHeaders => client_command(async { mcp_config::headers() }),
