@@ -46,6 +46,8 @@ const t = strings({
     default_auto: "Default model: the first provider with a key.",
     restart_needed: "Saved; it takes effect after Souz restarts ({keys}).",
     finish: "Finish",
+    finish_anyway: "Finish anyway",
+    finish_without_model: "No model is usable yet, so chats will not answer until you add a provider key, sign in with ChatGPT or start a model server on this computer. Finish anyway?",
     skip: "Skip for now",
     done_note: "You can come back here from the tray (Set up Souz…) or Settings.",
   },
@@ -75,6 +77,8 @@ const t = strings({
     default_auto: "Модель по умолчанию: первый провайдер с ключом.",
     restart_needed: "Сохранено; вступит в силу после перезапуска Souz ({keys}).",
     finish: "Готово",
+    finish_anyway: "Всё равно завершить",
+    finish_without_model: "Пока нет доступной модели, поэтому чаты не будут отвечать, пока вы не добавите ключ провайдера, не войдёте через ChatGPT или не запустите сервер моделей на этом компьютере. Всё равно завершить?",
     skip: "Пропустить",
     done_note: "Вернуться сюда можно из меню в трее (Настроить Souz…) или из настроек.",
   },
@@ -104,7 +108,19 @@ async function setLlm(changes, read) {
 /** @param {HTMLElement} main */
 export async function setupPage(main) {
   const modelCard = h("div.card#setup-model");
-  const refreshModels = () => modelSection(modelCard);
+  /** How many models are usable, as the model card last found. */
+  let usable = 0;
+  const refreshModels = async () => { usable = await modelSection(modelCard); };
+  const finishNote = h("p.error#setup-finish-note", { hidden: true });
+  // Finishing with no usable model says plainly what will not work, and finishes on a second click.
+  const finishButton = h("button.primary#setup-finish", {
+    onclick: () => {
+      if (usable > 0 || !finishNote.hidden) { finish("#/chat"); return; }
+      finishNote.textContent = t("finish_without_model");
+      finishNote.hidden = false;
+      finishButton.textContent = t("finish_anyway");
+    },
+  }, t("finish"));
   main.append(
     h("h1", {}, t("title")),
     h("p", {}, t("intro")),
@@ -112,9 +128,8 @@ export async function setupPage(main) {
     await chatgptSignIn("setup", refreshModels),
     localSection(refreshModels),
     modelCard,
-    h("div.row", {},
-      h("button.primary#setup-finish", { onclick: () => finish("#/chat") }, t("finish")),
-      h("button#setup-skip", { onclick: () => finish("#/chat") }, t("skip"))),
+    h("div.row", {}, finishButton, h("button#setup-skip", { onclick: () => finish("#/chat") }, t("skip"))),
+    finishNote,
     h("p.meta", {}, t("done_note")),
   );
   await refreshModels();
@@ -217,8 +232,9 @@ function serverRow(server, note, changed) {
     h("strong", {}, server.provider), h("span.meta", {}, server.baseUrl), model, use);
 }
 
-/** The default model: the current one, and the usable models to pick from.
- *  @param {HTMLElement} card */
+/** The default model: the current one, and the usable models to pick from; resolves to how
+ *  many are usable.
+ *  @param {HTMLElement} card @returns {Promise<number>} */
 async function modelSection(card) {
   /** @type {[ConfigDocument, Bootstrap]} */
   const [doc, bootstrap] = await Promise.all([api("GET", "/v1/config"), api("GET", "/v1/bootstrap")]);
@@ -244,4 +260,5 @@ async function modelSection(card) {
   card.replaceChildren(h("h2", {}, t("step_model")), h("p.meta", {}, t("model_note")),
     h("p#setup-current-model", {}, current ? t("default_now", { model: current }) : t("default_auto")),
     models.length ? h("div.row", {}, select, use) : h("p.meta", {}, t("no_models")), note);
+  return bootstrap.capabilities.models.length;
 }

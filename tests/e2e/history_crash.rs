@@ -557,7 +557,7 @@ fn kill_nine_at_random_moments_under_edits_leaves_history_and_disk_in_agreement(
             .map(|&name| {
                 let target = (daemon.address.clone(), daemon.token.clone());
                 let shared = (stop.clone(), answered.clone(), unexpected.clone());
-                let (user, seed) = (user.clone(), rng.next());
+                let (user, seed) = (user.clone(), rng.next_u64());
                 std::thread::spawn(move || edit_load(target, (user, name), seed, shared))
             })
             .collect();

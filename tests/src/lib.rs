@@ -487,7 +487,7 @@ impl Rng {
     }
 
     /// The next number.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -496,7 +496,7 @@ impl Rng {
 
     /// A number in `0..bound` (0 when `bound` is 0).
     pub fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
+        self.next_u64() % bound.max(1)
     }
 }
 

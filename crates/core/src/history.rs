@@ -141,6 +141,9 @@ struct Inner {
     staging_lock: Arc<tokio::sync::Mutex<()>>,
     /// Set while a prune started by a checkpoint runs in the background (one at a time).
     pruning: Arc<std::sync::atomic::AtomicBool>,
+    /// Where that prune runs: the runtime's tasks ([`History::run_tasks_on`]), else a set of
+    /// its own.
+    tasks: std::sync::OnceLock<crate::tasks::Tasks>,
 }
 
 impl std::fmt::Debug for History {
@@ -164,8 +167,20 @@ impl History {
                 blob_lock: tokio::sync::RwLock::new(()),
                 staging_lock: Arc::new(tokio::sync::Mutex::new(())),
                 pruning: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                tasks: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Runs its background work (the prunes checkpoints start) on the runtime's `tasks`, so
+    /// shutdown waits for it (set once).
+    pub(crate) fn run_tasks_on(&self, tasks: crate::tasks::Tasks) {
+        let _ = self.inner.tasks.set(tasks);
+    }
+
+    /// Where its background work runs.
+    pub(crate) fn tasks(&self) -> &crate::tasks::Tasks {
+        self.inner.tasks.get_or_init(crate::tasks::Tasks::detached)
     }
 
     /// Announces recorded changes (`history.change.recorded`) and undos (`history.undone`)

@@ -154,7 +154,7 @@ impl History {
             return;
         }
         let history = self.clone();
-        tokio::spawn(async move {
+        self.tasks().spawn_to_end(async move {
             if let Err(error) = history.prune().await {
                 tracing::warn!(%error, "could not prune the file history");
             }

@@ -352,7 +352,8 @@ pub(super) async fn ready_gate(
     set_proxy_mode(config, gate);
     expire_approvals(tasks, gate.approvals(), shutdown);
     recover_calls(gate).await?;
-    open_history(config, store, gate, history).await
+    let history_tasks = crate::tasks::Tasks::new(tasks.clone(), shutdown.clone());
+    open_history(config, store, gate, history, history_tasks).await
 }
 
 /// Opens the history of file changes (`[history] enabled`), settles what a previous run left
@@ -363,6 +364,7 @@ async fn open_history(
     store: &Store,
     gate: &Gate,
     (events, undo_tool): (&EventBus, &UndoTool),
+    tasks: crate::tasks::Tasks,
 ) -> Result<(), RuntimeError> {
     if !config.history.enabled {
         return Ok(());
@@ -373,6 +375,7 @@ async fn open_history(
         crate::history::Limits::of(&config.history),
     )?;
     history.announce_on(events.clone());
+    history.run_tasks_on(tasks);
     undo_tool.bind(history.clone());
     let settled = history.reconcile(gate.sandbox()).await?;
     if settled != crate::history::reconcile::Reconciled::default() {
