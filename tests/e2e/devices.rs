@@ -201,6 +201,20 @@ fn an_unknown_client_type_and_frames_before_any_kind_close_with_1008() {
     let ack = ask(&mut socket, &large);
     assert_eq!(ack["error"]["code"], "invalid_request", "{ack}");
     assert_eq!(ack["requestId"], "r-3");
+    // A frame over the sockets' limit (1 MiB) ends that socket; the daemon serves on.
+    let mut huge = submit(&chat, "r-4", None, "Hello");
+    huge["padding"] = json!("x".repeat(2 << 20));
+    let _ = socket.send(Frame::Text(huge.to_string().into()));
+    loop {
+        match socket.read() {
+            Ok(Frame::Close(_)) | Err(_) => break,
+            Ok(Frame::Text(text)) => panic!("the over-long frame was answered: {text}"),
+            Ok(_) => {}
+        }
+    }
+    let mut again = device(&daemon, &chat, 0);
+    let ack = ask(&mut again, &submit(&chat, "r-5", None, "Hello"));
+    assert_eq!(ack["status"], "accepted", "{ack}");
 }
 
 #[test]

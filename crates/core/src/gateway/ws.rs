@@ -29,12 +29,22 @@ const CLOSE_HANDSHAKE: Duration = Duration::from_secs(2);
 /// (the buffer grows for it and is read in several reads).
 const READ_BUFFER: usize = 4 << 10;
 
+/// The largest message (and frame) a client may send on these sockets: a device's submit or
+/// tool result is text and a small JSON object, and tungstenite's own limit (64 MiB a message)
+/// would let one socket make the daemon hold and parse that much. A larger one ends the socket.
+pub(super) const MAX_MESSAGE: usize = 1 << 20;
+
 /// The upgrade, or a 400 `invalid_request` that says why the request is not one.
 pub(super) fn upgrade(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<WebSocketUpgrade, ApiError> {
     upgrade
-        .map(|upgrade| upgrade.read_buffer_size(READ_BUFFER))
+        .map(|upgrade| {
+            upgrade
+                .read_buffer_size(READ_BUFFER)
+                .max_message_size(MAX_MESSAGE)
+                .max_frame_size(MAX_MESSAGE)
+        })
         .map_err(|rejection| {
             ApiError::invalid(format!(
                 "WebSocket upgrade required: {}",
