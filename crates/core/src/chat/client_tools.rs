@@ -711,8 +711,10 @@ fn load_call(
 fn thread_active(connection: &Connection, execution_id: &str) -> Result<bool, StoreError> {
     Ok(connection
         .query_row(
-            "SELECT 1 FROM executions WHERE id = ?1 AND status IN \
-             ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling')",
+            &format!(
+                "SELECT 1 FROM executions WHERE id = ?1 AND status IN {}",
+                super::records::ACTIVE_STATUSES
+            ),
             [execution_id],
             |_| Ok(()),
         )

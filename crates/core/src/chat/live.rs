@@ -33,15 +33,15 @@ impl Chats {
             .inner
             .store
             .read(move |connection| {
-                let mut statement = connection.prepare_cached(
+                let mut statement = connection.prepare_cached(&format!(
                     "SELECT e.chat_id, e.id, c.title, \
                             (SELECT coalesce(min(seq), 1) - 1 FROM chat_events \
                               WHERE execution_id = e.id) \
                      FROM executions e JOIN chats c ON c.id = e.chat_id \
-                     WHERE c.user_id = ?1 \
-                       AND e.status IN ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling') \
+                     WHERE c.user_id = ?1 AND e.status IN {} \
                      ORDER BY e.created_at LIMIT ?2",
-                )?;
+                    super::records::ACTIVE_STATUSES
+                ))?;
                 let rows = statement
                     .query_map(params![user_id, MAX_ACTIVE_TURNS as i64], |row| {
                         Ok((

@@ -588,6 +588,11 @@ pub(crate) fn load_execution(
         .transpose()
 }
 
+/// The statuses of an active execution (the set `ExecutionStatus::is_active` names), as SQL:
+/// `status IN {ACTIVE_STATUSES}`.
+pub(crate) const ACTIVE_STATUSES: &str =
+    "('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling')";
+
 /// The active execution of a chat, if any.
 pub(crate) fn active_execution(
     connection: &Connection,
@@ -597,7 +602,7 @@ pub(crate) fn active_execution(
         .query_row(
             &format!(
                 "SELECT {EXECUTION_COLUMNS} FROM executions WHERE chat_id = ?1 \
-                 AND status IN ('queued', 'running', 'waiting_option', 'waiting_approval', 'cancelling')"
+                 AND status IN {ACTIVE_STATUSES}"
             ),
             [chat_id],
             execution_from_row,

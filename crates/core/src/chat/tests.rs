@@ -1328,3 +1328,22 @@ async fn the_delivered_messages_query_reads_executions_by_chat() {
         "no scan of every execution: {plan}"
     );
 }
+
+/// The SQL set of active statuses is exactly the one `ExecutionStatus::is_active` names.
+#[test]
+fn the_sql_active_statuses_are_the_active_ones() {
+    use souz_protocol::chat::ExecutionStatus as S;
+    for status in [
+        S::Queued,
+        S::Running,
+        S::WaitingOption,
+        S::WaitingApproval,
+        S::Cancelling,
+        S::Cancelled,
+        S::Completed,
+        S::Failed,
+    ] {
+        let listed = super::records::ACTIVE_STATUSES.contains(&format!("'{}'", status.as_str()));
+        assert_eq!(listed, status.is_active(), "{status:?}");
+    }
+}
