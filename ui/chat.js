@@ -304,6 +304,17 @@ export async function chatPage(main, [selected]) {
     event.preventDefault();
     if (submit) submit();
   });
+  // Enter sends, as in every chat app; Shift+Enter starts a new line; Enter that ends an input
+  // method's composition (Japanese, Chinese...) only ends the composition. Listening from the
+  // start: Enter pressed while the chat still loads sends once it has loaded (rather than
+  // putting a newline in the box, as a textarea would with no one listening yet).
+  let sendWhenReady = false;
+  input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    if (!submit) sendWhenReady = true;
+    else if (!send.disabled) form.requestSubmit();
+  });
   main.append(h("h1", {}, t("title")), h("div.chat", {},
     h("div.chat-side", {},
       h("button#new-chat", { onclick: () => newChat() }, t("new_chat")),
@@ -680,13 +691,7 @@ export async function chatPage(main, [selected]) {
     }
   };
   send.disabled = false;
-  // Enter sends, as in every chat app; Shift+Enter starts a new line; Enter that ends an input
-  // method's composition (Japanese, Chinese...) only ends the composition.
-  input.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
-    event.preventDefault();
-    if (!send.disabled) form.requestSubmit();
-  });
+  if (sendWhenReady) { sendWhenReady = false; form.requestSubmit(); }
   return () => { stopStream(); stopHistory(); clearTimeout(searching); };
 }
 

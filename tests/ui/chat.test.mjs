@@ -52,7 +52,7 @@ async function liveDaemon(agent) {
     rmSync(home, { recursive: true, force: true });
     rmSync(user, { recursive: true, force: true });
   };
-  return { provider, call, open, close, user };
+  return { provider, call, open, close, user, context };
 }
 
 const lastUserMessage = (request) => request.messages.filter((message) => message.role === "user").at(-1).content;
@@ -150,11 +150,20 @@ test("answers are Markdown: code with Copy, tables, safe links, and no injected 
   }
 });
 
-test("Enter sends the message and Shift+Enter starts a new line in it", async () => {
+test("Enter sends the message and Shift+Enter starts a new line in it, even while the chat still loads", async () => {
   const live = await liveDaemon("skills");
   try {
     live.provider.push(text(["Two lines received."]));
+    live.provider.push(text(["One more received."]));
     const { body } = await live.call("POST", "/v1/chats", { title: "Keys" });
+    // The chat's history arrives late: what is typed and sent meanwhile is not lost.
+    /** @type {(() => void) | null} */
+    let release = null;
+    const held = new Promise((resolve) => { release = resolve; });
+    await live.context.route("**/v1/chats/*/messages?limit=100", async (route) => {
+      await held;
+      await route.continue();
+    });
     const tab = await live.open(`/chat/${body.chat.id}`);
     await tab.focus("#chat-input");
     await tab.keyboard.type("first line");
@@ -162,11 +171,19 @@ test("Enter sends the message and Shift+Enter starts a new line in it", async ()
     await tab.keyboard.type("second line");
     assert.equal(await tab.inputValue("#chat-input"), "first line\nsecond line");
     assert.equal(live.provider.requests.length, 0, "Shift+Enter sent nothing");
+    assert.ok(await tab.isDisabled("#chat-send"), "Enter comes before the chat has loaded");
     await tab.keyboard.press("Enter");
+    assert.equal(await tab.inputValue("#chat-input"), "first line\nsecond line", "Enter added no line");
+    release();
     await waitFor(() => live.provider.requests.length === 1, "the message sent by Enter");
     assert.equal(lastUserMessage(live.provider.requests[0]), "first line\nsecond line");
     await tab.waitForSelector(".message.assistant:not(.streaming)");
     assert.equal(await tab.inputValue("#chat-input"), "", "the box is emptied once sent");
+    // Loaded, Enter sends at once.
+    await tab.keyboard.type("third line");
+    await tab.keyboard.press("Enter");
+    await waitFor(() => live.provider.requests.length === 2, "the second message sent by Enter");
+    assert.equal(lastUserMessage(live.provider.requests[1]), "third line");
   } finally {
     await live.close();
   }
