@@ -53,7 +53,9 @@ const t = strings({
     create_token: "Create token",
     mcp_clients: "MCP clients",
     clients_intro: "Each MCP client gets its own token: it reaches /mcp only, approvals name it, and grants bind to it. ",
-    clients_claude: " makes one for Claude Code.",
+    clients_claude: " makes one for Claude Code; ",
+    clients_acp: " makes one for an editor (Zed), which reaches only the chats it starts and their approvals.",
+    scope_chats: "editor: its own chats",
     name: "Name",
     id: "Id",
     no_clients: "No client tokens.",
@@ -104,7 +106,9 @@ const t = strings({
     create_token: "Создать токен",
     mcp_clients: "MCP-клиенты",
     clients_intro: "У каждого MCP-клиента свой токен: он открывает только /mcp, одобрения называют клиента, разрешения привязаны к нему. ",
-    clients_claude: " создаёт такой токен для Claude Code.",
+    clients_claude: " создаёт такой токен для Claude Code; ",
+    clients_acp: " — для редактора (Zed): он видит только начатые им чаты и их одобрения.",
+    scope_chats: "редактор: только свои чаты",
     name: "Имя",
     id: "Идентификатор",
     no_clients: "Токенов клиентов нет.",
@@ -406,13 +410,14 @@ async function clients(main) {
   const form = h("form.inline", {}, name, h("button", { type: "submit" }, t("create_token")));
   main.append(h("h1", {}, t("mcp_clients")),
     h("p", {}, t("clients_intro"),
-      h("code", {}, "souz mcp-config claude-code"), t("clients_claude")),
+      h("code", {}, "souz mcp-config claude-code"), t("clients_claude"),
+      h("code", {}, "souz acp-config"), t("clients_acp")),
     form, shown,
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, t("name")), h("th", {}, t("id")), h("th", {}, t("created")), h("th", { title: reviewText("review_mode_title") }, reviewText("review_mode_client")), h("th"))), body));
   const render = async () => {
     const { items } = /** @type {ClientList} */ (await api("GET", "/v1/clients"));
     body.replaceChildren(...items.map((client) => h("tr", {},
-      h("td", {}, client.name),
+      h("td", {}, client.name, client.scope === "chats" ? h("span.meta", {}, ` (${t("scope_chats")})`) : ""),
       h("td", {}, h("code", {}, client.id.slice(0, 8))),
       h("td", {}, time(client.created_at)),
       h("td", {}, reviewModeSwitch({ client: client.name }, reviewText("review_mode_client"), (text) => { shown.className = "error"; shown.replaceChildren(visible(text)); })),

@@ -342,11 +342,17 @@
  */
 
 /**
- * An MCP client's token, as listed (never the token itself).
+ * What a client token reaches.
+ * @typedef {"mcp" | "chats"} ClientScope
+ */
+
+/**
+ * A client's token, as listed (never the token itself).
  * @typedef {{
  *   created_at: string;
  *   id: string;
  *   name: string;
+ *   scope?: ClientScope;
  * }} ClientToken
  */
 
@@ -516,6 +522,7 @@
  *   created_at: string;
  *   id: string;
  *   name: string;
+ *   scope?: ClientScope;
  *   token: string;
  * }} CreatedClient
  */
@@ -1179,6 +1186,7 @@
  * `POST /v1/clients`.
  * @typedef {{
  *   name: string;
+ *   scope?: ClientScope;
  * }} NewClient
  */
 

@@ -40,6 +40,22 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
     let daemon = daemon(&setup);
     let home = daemon.user_home();
 
+    // The person gives `souz acp` its token and gets the editor's entry; the entry holds no
+    // token, the Souz home does.
+    let configured = daemon.cli().arg("acp-config").output().unwrap();
+    assert!(configured.status.success(), "{configured:?}");
+    let entry: Value = serde_json::from_slice(&configured.stdout).unwrap();
+    assert_eq!(
+        entry["agent_servers"]["Souz"]["args"],
+        json!(["acp"]),
+        "{entry}"
+    );
+    assert!(!entry.to_string().contains("souz_client_"), "{entry}");
+    let token = std::fs::read_to_string(daemon.home.path().join("clients/acp.token")).unwrap();
+    let listed = daemon.get("/v1/clients").json();
+    assert_eq!(listed["items"][0]["name"], "acp", "{listed}");
+    assert_eq!(listed["items"][0]["scope"], "chats", "{listed}");
+
     // The editor runs `souz acp` as the person would: their environment, their Souz home.
     let cli = daemon.cli();
     let mut editor = Command::new(installed(clients().join(".venv/bin/python")));
@@ -174,6 +190,33 @@ fn an_editor_runs_turns_answers_permissions_and_cancels_over_acp() {
     let approval = daemon.get(&format!("/v1/approvals/{approval_id}")).json();
     assert_eq!(approval["status"], "approved", "{approval}");
     assert_eq!(approval["decision"]["via"], "ui", "{approval}");
+
+    // The editor's approvals were answered with its own token, which reaches its chats only.
+    let allowed_approval = daemon.get("/v1/approvals?limit=10").json();
+    assert!(
+        allowed_approval.to_string().contains("\"via\":\"acp\""),
+        "{allowed_approval}"
+    );
+    let theirs = daemon
+        .post("/v1/chats", &json!({"title": "Private"}))
+        .json();
+    let theirs = theirs["chat"]["id"].as_str().unwrap();
+    let auth = format!("Bearer {}", token.trim());
+    let status = |path: &str| {
+        souz_e2e::http(
+            &daemon.address,
+            "GET",
+            path,
+            &[("Authorization", &auth)],
+            b"",
+        )
+        .unwrap()
+        .status
+    };
+    assert_eq!(status(&format!("/v1/chats/{session}/messages")), 200);
+    assert_eq!(status(&format!("/v1/chats/{theirs}/messages")), 404);
+    assert_eq!(status("/v1/chats"), 403);
+    assert_eq!(status("/v1/config"), 403);
 
     // Cancelled mid-turn: the prompt ended with `cancelled`.
     let cancelled = turn("cancelled");

@@ -31,7 +31,10 @@ async fn typed_calls_and_error_codes_against_the_daemon() {
     assert!(client.questions().await.unwrap().items.is_empty());
     assert!(!client.tools().await.unwrap().items.is_empty());
 
-    let created = client.create_client("e2e-client").await.unwrap();
+    let created = client
+        .create_client("e2e-client", souz_protocol::ClientScope::Mcp)
+        .await
+        .unwrap();
     let listed = client.clients().await.unwrap();
     assert!(listed.items.iter().any(|item| item.id == created.id));
     client.revoke_client(&created.id).await.unwrap();

@@ -65,6 +65,8 @@ test("`souz ui --open` signs a real browser in through its owner-only redirect p
 test("a one-time code signs the page in once, and the Clients page makes and revokes tokens", async () => {
   const issued = await api("POST", "/v1/ui-codes");
   assert.equal(issued.status, 201, JSON.stringify(issued.body));
+  const editor = await api("POST", "/v1/clients", { name: "ui-test-editor", scope: "chats" });
+  assert.equal(editor.status, 201, JSON.stringify(editor.body));
   const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
   const tab = await context.newPage();
   tab.on("pageerror", (error) => { throw error; });
@@ -77,10 +79,14 @@ test("a one-time code signs the page in once, and the Clients page makes and rev
   const shown = await tab.textContent("code.token");
   assert.match(shown, /^souz_client_/);
   await tab.waitForSelector("td:text('ui-test-client')");
+  // An editor's token says what it reaches; an MCP client's needs no note.
+  assert.match(await tab.textContent("tr:has(td:text('ui-test-editor'))"), /editor: its own chats/);
+  assert.doesNotMatch(await tab.textContent("tr:has(td:text('ui-test-client'))"), /editor/);
   await shot(tab, "clients");
+  assert.equal((await api("DELETE", `/v1/clients/${editor.body.id}`)).status, 204);
   const listed = await api("GET", "/v1/clients");
   assert.ok(!JSON.stringify(listed.body).includes(shown), "the list never shows a token");
-  await tab.click("tbody button:text('Revoke')");
+  await tab.click("tr:has(td:text('ui-test-client')) button:text('Revoke')");
   await waitFor(async () => (await api("GET", "/v1/clients")).body.items.length === 0, "the revocation");
   await context.close();
 

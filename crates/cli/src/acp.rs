@@ -6,17 +6,18 @@
 //!
 //! Invariants:
 //! - It forwards to the RUNNING daemon and starts nothing of its own: it connects like every
-//!   CLI client ([`crate::texts::connect`]: `daemon.json`, the token, the daemon's identity
-//!   proof before the token is sent), and when the daemon is not running it says so on stderr
-//!   and exits with a failure before it reads a single frame.
+//!   CLI client (`daemon.json`, then the daemon's identity proof before its token is sent), and
+//!   when the daemon is not running, or it has no token, it says so on stderr and exits with a
+//!   failure before it reads a single frame.
 //! - stdout carries ACP frames only ([`rpc`] writes them, one JSON-RPC message a line); logs
 //!   and errors go to stderr. The editor's input is untrusted: see [`rpc`] for the limits.
 //! - The ACP layer is Souz's own ([`rpc`], [`schema`]), not the ACP SDK: the SDK turns on
 //!   serde_json's `preserve_order` for the whole workspace, which changes behaviour that relies
 //!   on sorted JSON maps (stored payloads, the repeated-call limit, the OpenAPI document).
-//! - Credential: the bridge runs as the person, in their terminal or their editor, and reads
-//!   the same Souz home: it uses the operator connection like `souz chat` (a client token
-//!   reaches only `/mcp`, and ACP needs chats and approvals). The audit names it `acp`.
+//! - Credential: a client token of its own with the `chats` scope, from
+//!   `<SOUZ_HOME>/clients/<name>.token` (written by `souz acp-config`), never the operator
+//!   token: it reaches the chats this bridge makes and their approvals, nothing else, and the
+//!   listener proves it is the daemon that knows that token before the token is sent.
 //! - It is a client like the web UI and `souz chat`: messages through
 //!   `POST /v1/chats/{id}/messages`, events from `/v1/turns/ws`, decisions through
 //!   `POST /v1/approvals/{id}/decision` (`via: "acp"`). It decides nothing the editor did not
@@ -216,9 +217,10 @@ impl Bridge {
     }
 }
 
-/// Runs the ACP agent on stdio until the editor closes it.
-pub async fn run() -> anyhow::Result<ExitCode> {
-    let client = crate::texts::connect().await?.named("acp");
+/// Runs the ACP agent on stdio, with the client token named `client`, until the editor closes
+/// it.
+pub async fn run(client: String) -> anyhow::Result<ExitCode> {
+    let client = connect(&client).await?;
     let (connection, frames) = Connection::new();
     let tasks = TaskTracker::new();
     let bridge = Arc::new(Bridge {
@@ -248,6 +250,20 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     // The editor closed the connection: what is still running has no one to answer.
     tasks.close();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The running daemon, reached with the `chats` client token named `name`.
+async fn connect(name: &str) -> anyhow::Result<DaemonClient> {
+    let paths = crate::client::paths()?;
+    let home = crate::client::home(&paths);
+    let token = home.client_token(name).map_err(|error| {
+        anyhow::anyhow!(
+            "no usable client token for `{name}` ({error}); with the daemon running \
+             (`souz serve`), make one with `souz acp-config`"
+        )
+    })?;
+    let base = home.base(|| crate::client::configured_base(&paths));
+    Ok(DaemonClient::connect(&base, &token).await?.named("acp"))
 }
 
 /// Follows the person's chats' events, routing each to its session; the receiver says when

@@ -1,9 +1,9 @@
-//! `souz clients`: the MCP client tokens (list, add, revoke), and the rotation `souz
-//! mcp-config` uses to give a client a fresh token under its name.
+//! `souz clients`: the client tokens (list, add, revoke), and the rotation `souz mcp-config`
+//! and `souz acp-config` use to give a client a fresh token under its name.
 
 use anyhow::Result;
 use clap::Subcommand;
-use souz_protocol::CreatedClient;
+use souz_protocol::{ClientScope, CreatedClient};
 
 use crate::client::{DaemonClient, resolve_prefix};
 use crate::output::{age, print_json, say, truncate};
@@ -16,10 +16,14 @@ pub enum ClientsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Make a token for an MCP client; it is printed once.
+    /// Make a token for a client; it is printed once.
     Add {
         /// A name for the client (letters, digits, `-`, `_`, `.`).
         name: String,
+        /// What it reaches: `mcp` (`/mcp` only, the default) or `chats` (the chats it makes
+        /// and their approvals: an editor through `souz acp`).
+        #[arg(long, value_parser = parse_scope, default_value = "mcp")]
+        scope: ClientScope,
     },
     /// Revoke a client token: from then on it is refused.
     Revoke {
@@ -43,16 +47,17 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
             }
             for item in &list.items {
                 say!(
-                    "{:<10} {:<24} made {} ago",
+                    "{:<10} {:<24} {:<6} made {} ago",
                     truncate(&item.id, 10),
                     item.name,
+                    item.scope.as_str(),
                     age(item.created_at)
                 );
             }
             Ok(())
         }
-        ClientsCommand::Add { name } => {
-            let created = client.create_client(&name).await?;
+        ClientsCommand::Add { name, scope } => {
+            let created = client.create_client(&name, scope).await?;
             say!(
                 "Client {} ({}). Its token, shown this once:",
                 created.name,
@@ -77,7 +82,11 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
 
 /// A fresh token for the client `name`: the active one of that name (if any) is revoked
 /// first, so a client configured again stops using its old token.
-pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> {
+pub async fn rotate(
+    client: &DaemonClient,
+    name: &str,
+    scope: ClientScope,
+) -> Result<CreatedClient> {
     let list = client.clients().await?;
     for old in list
         .items
@@ -86,5 +95,9 @@ pub async fn rotate(client: &DaemonClient, name: &str) -> Result<CreatedClient> 
     {
         client.revoke_client(&old.id).await?;
     }
-    Ok(client.create_client(name).await?)
+    Ok(client.create_client(name, scope).await?)
+}
+
+fn parse_scope(name: &str) -> Result<ClientScope, String> {
+    ClientScope::parse(name).ok_or_else(|| format!("`{name}` is not a scope: mcp or chats"))
 }

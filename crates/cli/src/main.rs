@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 failure, 2 invalid configuration or usage.
 
 mod acp;
+mod acp_config;
 mod approvals_command;
 mod chat_command;
 mod client;
@@ -95,9 +96,22 @@ enum Command {
         provider: String,
     },
     /// The Agent Client Protocol over stdio, for editors such as Zed: sessions are Souz chats,
-    /// approvals become the editor's permission requests. Forwards to the running daemon;
-    /// stdout carries protocol only.
-    Acp,
+    /// approvals become the editor's permission requests. Forwards to the running daemon with
+    /// the client token `souz acp-config` left in the Souz home (clients/<name>.token), which
+    /// reaches only the chats it makes and their approvals. stdout carries protocol only.
+    Acp {
+        /// Which client token to use.
+        #[arg(long, default_value = acp_config::ACP_CLIENT)]
+        client: String,
+    },
+    /// Make the client token `souz acp` uses (it reaches only the chats it makes and their
+    /// approvals) and print the editor's configuration (Zed's `agent_servers` entry). Replaces
+    /// that client's old token.
+    AcpConfig {
+        /// The client's name.
+        #[arg(long, default_value = acp_config::ACP_CLIENT)]
+        client: String,
+    },
     /// MCP server over stdio for clients such as Claude Desktop: forwards to the running
     /// daemon's /mcp with the client token `souz mcp-config claude-desktop` left in the Souz
     /// home (clients/<name>.token). stdout carries protocol only.
@@ -211,7 +225,8 @@ fn main() -> ExitCode {
         Command::Serve => serve::run(),
         Command::Token => print_token(),
         Command::Config { command } => config_command::run(command),
-        Command::Acp => client_command(acp::run()),
+        Command::Acp { client } => client_command(acp::run(client)),
+        Command::AcpConfig { client } => client_command(acp_config::run(client)),
         Command::McpStdio { client } => mcp_stdio::run(client),
         Command::McpConfig { client } => client_command(mcp_config::run(client)),
         Command::McpHeaders => client_command(async { mcp_config::headers() }),

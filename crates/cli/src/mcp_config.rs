@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use souz_core::runtime::connect::{self, claude_code};
+use souz_protocol::ClientScope;
 
 use crate::clients_command::rotate;
 use crate::output::say;
@@ -42,7 +43,7 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
         McpClient::ClaudeCode => {
             let binary = this_binary()?;
             let paths = crate::client::paths()?;
-            let created = rotate(&daemon, CODE_CLIENT).await?;
+            let created = rotate(&daemon, CODE_CLIENT, ClientScope::Mcp).await?;
             connect::write_client_token(&paths, CODE_CLIENT, &created.token).with_context(
                 || format!("cannot write {}", paths.client_token(CODE_CLIENT).display()),
             )?;
@@ -54,7 +55,7 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
         McpClient::ClaudeDesktop => {
             let binary = this_binary()?;
             let paths = crate::client::paths()?;
-            let created = rotate(&daemon, DESKTOP_CLIENT).await?;
+            let created = rotate(&daemon, DESKTOP_CLIENT, ClientScope::Mcp).await?;
             connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token).with_context(
                 || {
                     format!(

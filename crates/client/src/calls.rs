@@ -4,9 +4,9 @@
 use souz_protocol::chat::{OptionAnswer, OptionAnswerResponse, QuestionList, TurnList};
 use souz_protocol::config::{ConfigProblem, PauseState, SetPause};
 use souz_protocol::{
-    ApprovalList, ClientList, CreatedClient, DecisionRequest, DecisionResponse, GrantList, Health,
-    InstalledSkill, NewClient, SkillDetail, SkillGitSource, SkillList, SkillPath, SkillSummary,
-    SkillValidation, ToolCall, ToolCallRequest, ToolList, UiCode,
+    ApprovalList, ClientList, ClientScope, CreatedClient, DecisionRequest, DecisionResponse,
+    GrantList, Health, InstalledSkill, NewClient, SkillDetail, SkillGitSource, SkillList,
+    SkillPath, SkillSummary, SkillValidation, ToolCall, ToolCallRequest, ToolList, UiCode,
 };
 
 use crate::{ClientError, DaemonClient};
@@ -268,10 +268,15 @@ impl DaemonClient {
         self.get("/v1/clients").await
     }
 
-    /// Makes an MCP client token named `name`.
-    pub async fn create_client(&self, name: &str) -> Result<CreatedClient, ClientError> {
+    /// Makes a client token named `name` that reaches `scope`.
+    pub async fn create_client(
+        &self,
+        name: &str,
+        scope: ClientScope,
+    ) -> Result<CreatedClient, ClientError> {
         let body = NewClient {
             name: name.to_owned(),
+            scope,
         };
         self.post("/v1/clients", &body).await
     }

@@ -8,6 +8,7 @@
 //! same list.
 
 pub(crate) mod api;
+pub(crate) mod client_scope;
 pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod extract;

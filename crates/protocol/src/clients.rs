@@ -1,4 +1,4 @@
-//! Credentials on the wire: MCP client tokens (`/v1/clients`), the daemon's proof of identity
+//! Credentials on the wire: client tokens (`/v1/clients`), the daemon's proof of identity
 //! (`GET /v1/identity`) and the web UI's one-time sign-in codes (`/v1/ui-codes`).
 
 use schemars::JsonSchema;
@@ -7,13 +7,48 @@ use serde::{Deserialize, Serialize};
 /// The name of the identity of the operator token when it is used on `/mcp`.
 pub const OPERATOR_IDENTITY: &str = "operator";
 
-/// An MCP client's token, as listed (never the token itself).
+/// What a client token reaches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientScope {
+    /// `/mcp` only: an MCP client (Claude Code, Claude Desktop, the stdio bridge).
+    #[default]
+    Mcp,
+    /// The chats it made and their approvals, nothing else: an editor speaking ACP through
+    /// `souz acp`. It creates chats, posts to them, follows their events, cancels their turns
+    /// and answers their approvals; every other chat is "not found" to it.
+    Chats,
+}
+
+impl ClientScope {
+    /// The name stored and shown (`mcp`, `chats`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::Chats => "chats",
+        }
+    }
+
+    /// The scope named `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "mcp" => Some(Self::Mcp),
+            "chats" => Some(Self::Chats),
+            _ => None,
+        }
+    }
+}
+
+/// A client's token, as listed (never the token itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientToken {
     /// Client id: what grants and audit rows name.
     pub id: String,
     /// Its name (`claude-code`, `claude-desktop`, ...): unique among active tokens.
     pub name: String,
+    /// What it reaches.
+    #[serde(default)]
+    pub scope: ClientScope,
     /// When it was made.
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
@@ -31,6 +66,13 @@ pub struct ClientList {
 pub struct NewClient {
     /// A name for the client: 1 to 64 characters of letters, digits, `-`, `_` and `.`.
     pub name: String,
+    /// What the token reaches (default `mcp`: `/mcp` only).
+    #[serde(default, skip_serializing_if = "is_mcp")]
+    pub scope: ClientScope,
+}
+
+fn is_mcp(scope: &ClientScope) -> bool {
+    *scope == ClientScope::Mcp
 }
 
 /// `POST /v1/clients` response: the only time the token is shown.
@@ -40,7 +82,10 @@ pub struct CreatedClient {
     pub id: String,
     /// Its name.
     pub name: String,
-    /// The bearer token for `/mcp`. Shown once; Souz keeps only its SHA-256.
+    /// What it reaches.
+    #[serde(default)]
+    pub scope: ClientScope,
+    /// The bearer token. Shown once; Souz keeps only its SHA-256.
     pub token: String,
     /// When it was made.
     pub created_at: chrono::DateTime<chrono::Utc>,

@@ -35,7 +35,7 @@ pub use approvals::{
     SuggestedScope, ToolGroup, Verdict,
 };
 pub use clients::{
-    ClientList, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,
+    ClientList, ClientScope, ClientToken, CreatedClient, IdentityProof, IdentityQuery, NewClient,
     OPERATOR_IDENTITY, UiCode, UiCodeExchange, UiSession,
 };
 pub use connect::{

@@ -18,6 +18,38 @@ impl Chats {
         user: &ChatUser,
         request: CreateChat,
     ) -> Result<(CreateChatResponse, bool), ChatError> {
+        self.create_chat_as(user, request, None).await
+    }
+
+    /// Creates a chat of `user` made by the `chats`-scoped client `client_id`, which may then
+    /// reach it (and only the chats it made). A `requestId` replayed by another client, or naming
+    /// a chat the person made, is a conflict.
+    pub async fn create_client_chat(
+        &self,
+        user: &ChatUser,
+        request: CreateChat,
+        client_id: &str,
+    ) -> Result<(CreateChatResponse, bool), ChatError> {
+        self.create_chat_as(user, request, Some(client_id.to_owned()))
+            .await
+    }
+
+    /// Whether the `chats`-scoped client `client_id` made the chat `chat_id`.
+    pub async fn client_made(&self, client_id: &str, chat_id: &str) -> Result<bool, ChatError> {
+        let (client_id, chat_id) = (client_id.to_owned(), chat_id.to_owned());
+        Ok(self
+            .inner
+            .store
+            .read(move |connection| records::client_made(connection, &client_id, &chat_id))
+            .await?)
+    }
+
+    async fn create_chat_as(
+        &self,
+        user: &ChatUser,
+        request: CreateChat,
+        client: Option<String>,
+    ) -> Result<(CreateChatResponse, bool), ChatError> {
         if let Some(claimed) = &request.user_id
             && claimed.trim() != user.0
         {
@@ -68,6 +100,11 @@ impl Chats {
                     if existing_hash.as_deref() != Some(hash.as_str()) {
                         return Err(ChatError::IdempotencyConflict);
                     }
+                    if let Some(client) = &client
+                        && !records::client_made(tx, client, &existing)?
+                    {
+                        return Err(ChatError::IdempotencyConflict);
+                    }
                     let chat = records::load_chat(tx, &user_id, &existing)?
                         .ok_or(ChatError::ChatNotFound)?;
                     return Ok((chat, false));
@@ -83,6 +120,9 @@ impl Chats {
                     request,
                     now(),
                 )?;
+                if let Some(client) = &client {
+                    records::insert_client_chat(tx, client, &chat_id, now())?;
+                }
                 let chat =
                     records::load_chat(tx, &user_id, &chat_id)?.ok_or(ChatError::ChatNotFound)?;
                 Ok::<_, ChatError>((chat, true))

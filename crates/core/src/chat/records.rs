@@ -161,6 +161,36 @@ pub(crate) fn insert_chat(
     Ok(())
 }
 
+/// Records that the `chats`-scoped client `client_id` made the chat `chat_id`.
+pub(crate) fn insert_client_chat(
+    connection: &Connection,
+    client_id: &str,
+    chat_id: &str,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    connection.execute_cached(
+        "INSERT INTO client_chats (chat_id, client_id, created_at) VALUES (?1, ?2, ?3)",
+        params![chat_id, client_id, to_time(at)],
+    )?;
+    Ok(())
+}
+
+/// Whether the client `client_id` made the chat `chat_id`.
+pub(crate) fn client_made(
+    connection: &Connection,
+    client_id: &str,
+    chat_id: &str,
+) -> Result<bool, StoreError> {
+    Ok(connection
+        .query_row_cached(
+            "SELECT 1 FROM client_chats WHERE chat_id = ?1 AND client_id = ?2",
+            params![chat_id, client_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// Chats of `user_id`, most recently changed first; with `title_contains`, only those whose
 /// title contains it, ignoring case (Unicode-aware, so it is matched here rather than in SQL,
 /// whose `lower()` folds ASCII only).

@@ -9,9 +9,10 @@
 //!    `/`, `/health`, `/docs*`, the web UI (`/app*`), OAuth discovery (`/.well-known/*`) and
 //!    the [`PUBLIC_V1`] routes (the daemon's identity proof, the web UI's code exchange, the
 //!    MCP OAuth redirect, which only completes a login the operator started) are public.
-//! 4. Capabilities: the operator token reaches everything; an MCP client token reaches `/mcp`
-//!    only, and gets 403 `forbidden` anywhere else. The [`Credential`] goes with the request,
-//!    so the MCP server names the requester by its token, never by what it calls itself.
+//! 4. Capabilities: the operator token reaches everything; a client token reaches what its
+//!    scope allows ([`client_scope`]: `/mcp` only, or the chats it made and their approvals)
+//!    and gets 403 `forbidden` anywhere else. The [`Credential`] goes with the request, so the
+//!    MCP server names the requester by its token, never by what it calls itself.
 //!
 //! Browsers cannot set headers on `new WebSocket(...)`, so a WebSocket upgrade may present the
 //! token as the subprotocol `souz.token.<token>` instead, offered together with `souz`; the
@@ -30,6 +31,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use souz_protocol::ErrorCode;
 
+use super::client_scope;
 use super::error::ApiError;
 use crate::config::ServerConfig;
 use crate::config::server::normalize_origin;
@@ -176,11 +178,6 @@ pub(crate) fn requires_token(path: &str) -> bool {
     protected && !path.contains("/.well-known/") && !PUBLIC_V1.contains(&path)
 }
 
-/// Whether a client token may call `path` (`/mcp` and below only).
-fn client_may_call(path: &str) -> bool {
-    path == "/mcp" || path.starts_with("/mcp/")
-}
-
 /// The subprotocol a browser offers with [`TOKEN_SUBPROTOCOL_PREFIX`], and the one selected.
 pub(crate) const SUBPROTOCOL: &str = "souz";
 /// Prefix of the subprotocol that carries the token on a browser's WebSocket upgrade.
@@ -205,14 +202,14 @@ pub(crate) async fn authenticate(
         None => (websocket_token(request.headers()), true),
     };
     match presented.map(|token| handle.authenticate(token)) {
-        Some(Some(Credential::Client(_))) if !client_may_call(request.uri().path()) => {
-            ApiError::forbidden(
-                "An MCP client token is valid on /mcp only; this route needs the operator \
-                 token (`souz token`).",
-            )
-            .into_response()
-        }
         Some(Some(credential)) => {
+            if let Credential::Client(client) = &credential
+                && let Err(refused) =
+                    client_scope::admit(&handle, client, request.method(), request.uri().path())
+                        .await
+            {
+                return refused.into_response();
+            }
             let offered_souz =
                 via_subprotocol && offers_subprotocol(request.headers(), SUBPROTOCOL);
             request.extensions_mut().insert(Authenticated);
@@ -380,8 +377,6 @@ mod tests {
         }
         assert!(requires_token("/v1/ui-codes"));
         assert!(requires_token("/v1/identity/x"));
-        assert!(client_may_call("/mcp") && client_may_call("/mcp/x"));
-        assert!(!client_may_call("/mcpx") && !client_may_call("/v1/clients"));
     }
 
     #[test]

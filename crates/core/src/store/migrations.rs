@@ -857,6 +857,20 @@ pub const MIGRATIONS: &[Migration] = &[
               CREATE UNIQUE INDEX client_tool_calls_one_pending ON client_tool_calls (execution_id)
                   WHERE status = 'pending';",
     },
+    Migration {
+        // What a client token reaches (`mcp`: `/mcp` only; `chats`: the chats it made and their
+        // approvals, for `souz acp`), and which chats a `chats` client made. A chat belongs to
+        // its user as before; the row here only says which client may also reach it.
+        name: "client_scopes",
+        sql: "ALTER TABLE client_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'mcp'
+                  CHECK (scope IN ('mcp', 'chats'));
+              CREATE TABLE client_chats (
+                  chat_id    TEXT PRIMARY KEY REFERENCES chats (id) ON DELETE CASCADE,
+                  client_id  TEXT NOT NULL REFERENCES client_tokens (id),
+                  created_at TEXT NOT NULL
+              ) STRICT;
+              CREATE INDEX client_chats_by_client ON client_chats (client_id);",
+    },
 ];
 
 /// The schema version this binary produces.

@@ -1,4 +1,7 @@
-//! MCP client tokens: one per client, named, listed, revocable, valid on `/mcp` only.
+//! Client tokens: one per client, named, listed, revocable, each with a scope: `mcp` (valid on
+//! `/mcp` only) or `chats` (the chats it made and their approvals: `souz acp`). What a scope
+//! reaches is the gateway's business (`gateway::client_scope`); this module keeps the scope with
+//! the token, fixed when it is made.
 //!
 //! Invariants:
 //! - The plaintext token exists once, in the answer to [`ClientTokens::create`]; the database
@@ -13,7 +16,7 @@
 use std::sync::{Arc, PoisonError, RwLock};
 
 use rusqlite::{OptionalExtension, params};
-use souz_protocol::{ClientToken, CreatedClient, OPERATOR_IDENTITY};
+use souz_protocol::{ClientScope, ClientToken, CreatedClient, OPERATOR_IDENTITY};
 use subtle::ConstantTimeEq;
 
 use super::proof;
@@ -32,6 +35,8 @@ pub struct ClientIdentity {
     pub id: String,
     /// Its name.
     pub name: String,
+    /// What it reaches.
+    pub scope: ClientScope,
 }
 
 /// Why a client token could not be made.
@@ -80,13 +85,15 @@ impl ClientTokens {
         let rows = store
             .read(|connection| {
                 let mut statement = connection.prepare(
-                    "SELECT id, name, token_sha256 FROM client_tokens WHERE revoked_at IS NULL",
+                    "SELECT id, name, token_sha256, scope FROM client_tokens \
+                     WHERE revoked_at IS NULL",
                 )?;
                 let rows = statement.query_map([], |row| {
                     Ok((
                         row.get::<_, String>(0)?,
                         row.get::<_, String>(1)?,
                         row.get::<_, Vec<u8>>(2)?,
+                        row.get::<_, String>(3)?,
                     ))
                 })?;
                 rows.collect::<Result<Vec<_>, _>>()
@@ -94,13 +101,15 @@ impl ClientTokens {
             })
             .await?;
         let mut active = Vec::with_capacity(rows.len());
-        for (id, name, digest) in rows {
+        for (id, name, digest, scope) in rows {
             let digest: [u8; 32] = digest
                 .try_into()
                 .map_err(|_| StoreError::Corrupt(format!("client_tokens.token_sha256 of {id}")))?;
+            let scope = ClientScope::parse(&scope)
+                .ok_or_else(|| StoreError::Corrupt(format!("client_tokens.scope of {id}")))?;
             active.push(Active {
                 key_id: proof::key_id(&digest),
-                identity: ClientIdentity { id, name },
+                identity: ClientIdentity { id, name, scope },
                 digest,
             });
         }
@@ -115,19 +124,23 @@ impl ClientTokens {
         self.store
             .read(|connection| {
                 let mut statement = connection.prepare(
-                    "SELECT id, name, created_at FROM client_tokens WHERE revoked_at IS NULL \
-                     ORDER BY created_at, id",
+                    "SELECT id, name, created_at, scope FROM client_tokens \
+                     WHERE revoked_at IS NULL ORDER BY created_at, id",
                 )?;
                 let rows = statement.query_map([], |row| {
                     Ok((
                         row.get::<_, String>(0)?,
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
                     ))
                 })?;
                 rows.map(|row| {
-                    let (id, name, created_at) = row?;
+                    let (id, name, created_at, scope) = row?;
                     Ok(ClientToken {
+                        scope: ClientScope::parse(&scope).ok_or_else(|| {
+                            StoreError::Corrupt(format!("client_tokens.scope of {id}"))
+                        })?,
                         id,
                         name,
                         created_at: from_time("client_tokens.created_at", &created_at)?,
@@ -138,8 +151,13 @@ impl ClientTokens {
             .await
     }
 
-    /// Makes a token for a client named `name`; the answer is the only place it is shown.
-    pub(crate) async fn create(&self, name: &str) -> Result<CreatedClient, ClientTokenError> {
+    /// Makes a token for a client named `name` that reaches `scope`; the answer is the only
+    /// place it is shown.
+    pub(crate) async fn create(
+        &self,
+        name: &str,
+        scope: ClientScope,
+    ) -> Result<CreatedClient, ClientTokenError> {
         let name = name.trim().to_owned();
         if !valid_name(&name) {
             return Err(ClientTokenError::InvalidName(name));
@@ -152,6 +170,7 @@ impl ClientTokens {
         let created = CreatedClient {
             id: uuid::Uuid::now_v7().to_string(),
             name,
+            scope,
             token,
             created_at: now(),
         };
@@ -173,9 +192,15 @@ impl ClientTokens {
                 }
                 transaction
                     .execute(
-                        "INSERT INTO client_tokens (id, name, token_sha256, created_at) \
-                         VALUES (?1, ?2, ?3, ?4)",
-                        params![id, name, digest.to_vec(), to_time(created_at)],
+                        "INSERT INTO client_tokens (id, name, token_sha256, created_at, scope) \
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![
+                            id,
+                            name,
+                            digest.to_vec(),
+                            to_time(created_at),
+                            scope.as_str()
+                        ],
                     )
                     .map_err(StoreError::from)?;
                 Ok(())
@@ -188,6 +213,7 @@ impl ClientTokens {
                 identity: ClientIdentity {
                     id: created.id.clone(),
                     name: created.name.clone(),
+                    scope,
                 },
                 key_id: proof::key_id(&digest),
                 digest,
@@ -262,16 +288,18 @@ mod tests {
     #[tokio::test]
     async fn tokens_verify_until_revoked_and_survive_a_restart() {
         let (dir, tokens) = tokens().await;
-        let code = tokens.create("claude-code").await.unwrap();
+        let code = tokens
+            .create("claude-code", ClientScope::Mcp)
+            .await
+            .unwrap();
         assert!(code.token.starts_with(TOKEN_PREFIX));
-        let desktop = tokens.create("claude-desktop").await.unwrap();
+        let desktop = tokens.create("zed", ClientScope::Chats).await.unwrap();
         let identity = tokens.verify(&code.token).unwrap();
         assert_eq!(identity.name, "claude-code");
         assert_eq!(identity.id, code.id);
-        assert_eq!(
-            tokens.verify(&desktop.token).unwrap().name,
-            "claude-desktop"
-        );
+        assert_eq!(identity.scope, ClientScope::Mcp);
+        let zed = tokens.verify(&desktop.token).unwrap();
+        assert_eq!((zed.name.as_str(), zed.scope), ("zed", ClientScope::Chats));
         assert_eq!(tokens.verify(&format!("{}x", code.token)), None);
         assert_eq!(tokens.verify(""), None);
 
@@ -279,6 +307,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(reopened.verify(&code.token).unwrap().id, code.id);
+        // The scope is kept with the token, across a restart.
+        assert_eq!(
+            reopened.verify(&desktop.token).unwrap().scope,
+            ClientScope::Chats
+        );
         assert!(
             tokens
                 .digest_for_key(&proof::key_id(&proof::digest(&code.token)))
@@ -295,9 +328,13 @@ mod tests {
             .into_iter()
             .map(|c| c.name)
             .collect();
-        assert_eq!(names, ["claude-desktop"]);
+        assert_eq!(names, ["zed"]);
+        assert_eq!(tokens.list().await.unwrap()[0].scope, ClientScope::Chats);
         // The name is free again once its token is revoked.
-        tokens.create("claude-code").await.unwrap();
+        tokens
+            .create("claude-code", ClientScope::Mcp)
+            .await
+            .unwrap();
     }
 
     #[tokio::test]
@@ -306,15 +343,18 @@ mod tests {
         for bad in ["", "operator", "OPERATOR", "a b", "x/y", &"n".repeat(65)] {
             assert!(
                 matches!(
-                    tokens.create(bad).await,
+                    tokens.create(bad, ClientScope::Mcp).await,
                     Err(ClientTokenError::InvalidName(_))
                 ),
                 "{bad}"
             );
         }
-        tokens.create("claude-code").await.unwrap();
+        tokens
+            .create("claude-code", ClientScope::Mcp)
+            .await
+            .unwrap();
         assert!(matches!(
-            tokens.create("Claude-Code").await,
+            tokens.create("Claude-Code", ClientScope::Mcp).await,
             Err(ClientTokenError::NameTaken(_))
         ));
     }
@@ -322,7 +362,10 @@ mod tests {
     #[tokio::test]
     async fn the_database_holds_no_plaintext_token() {
         let (dir, tokens) = tokens().await;
-        let created = tokens.create("claude-code").await.unwrap();
+        let created = tokens
+            .create("claude-code", ClientScope::Mcp)
+            .await
+            .unwrap();
         let secret = created.token.trim_start_matches(TOKEN_PREFIX).to_owned();
         let stored: Vec<u8> = tokens
             .store

@@ -2,6 +2,7 @@
 //! the live WebSocket), cancellation (options are in `options`). Handlers are a few lines over
 //! `Chats`.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
@@ -26,6 +27,7 @@ use crate::gateway::extract::{ApiJson, ApiQuery, UuidPath};
 use crate::gateway::ws::{self, Outgoing};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::{ChatUser, MessagePage};
+use crate::token::Credential;
 
 mod devices;
 
@@ -510,10 +512,19 @@ async fn delete_chat(
 
 async fn create_chat(
     user: ChatUser,
+    credential: Option<Extension<Credential>>,
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<CreateChat>,
 ) -> Result<Response, ApiError> {
-    let (response, created) = handle.create_chat(&user, request).await?;
+    // A chat a `chats` client (`souz acp`) makes is one it may then reach.
+    let (response, created) = match credential {
+        Some(Extension(Credential::Client(client))) => {
+            handle
+                .create_client_chat(&user, request, &client.id)
+                .await?
+        }
+        _ => handle.create_chat(&user, request).await?,
+    };
     let status = if created {
         StatusCode::CREATED
     } else {

@@ -19,7 +19,7 @@ pub(super) fn routes() -> ApiRouter<AppState> {
     ApiRouter::default()
         .route(
             Operation::get("/v1/clients")
-                .summary("MCP client tokens (names and ids, never the tokens).")
+                .summary("Client tokens (names, ids and scopes, never the tokens).")
                 .tag("clients")
                 .operator()
                 .response::<ClientList>(200, "Active client tokens."),
@@ -27,11 +27,16 @@ pub(super) fn routes() -> ApiRouter<AppState> {
         )
         .route(
             Operation::post("/v1/clients")
-                .summary("Make a token for an MCP client; the answer shows it once.")
+                .summary("Make a token for a client; the answer shows it once.")
                 .description(
-                    "A client token is valid on `/mcp` only (403 `forbidden` on `/v1/**`). \
-                     Calls made with it are requested by this client, whatever its \
-                     `clientInfo` says; grants and `mcp:<name>` rules bind to it. Souz keeps \
+                    "A client token with scope `mcp` (the default) is valid on `/mcp` only \
+                     (403 `forbidden` on `/v1/**`). Calls made with it are requested by this \
+                     client, whatever its `clientInfo` says; grants and `mcp:<name>` rules bind \
+                     to it. A token with scope `chats` (an editor through `souz acp`) reaches \
+                     the chats it makes and their approvals: `POST /v1/chats`, its chats' \
+                     messages, events and cancellation, `WS /v1/turns/ws` (its chats' events \
+                     only) and `GET`/`POST /v1/approvals/{id}[/decision]` for their approvals; \
+                     anything else is 403 `forbidden`, another chat or approval 404. Souz keeps \
                      only the token's SHA-256.",
                 )
                 .tag("clients")
@@ -108,7 +113,7 @@ async fn create(
     State(handle): State<RuntimeHandle>,
     ApiJson(request): ApiJson<NewClient>,
 ) -> Result<(StatusCode, axum::Json<CreatedClient>), ApiError> {
-    let created = handle.create_client(&request.name).await?;
+    let created = handle.create_client(&request.name, request.scope).await?;
     tracing::info!(client = %created.name, id = %created.id, "client token created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }

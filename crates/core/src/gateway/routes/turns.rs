@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message as Frame, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use serde_json::json;
+use souz_protocol::ClientScope;
 use souz_protocol::chat::{ChatEvent, TurnList};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -18,6 +20,7 @@ use crate::gateway::error::ApiError;
 use crate::gateway::ws::{self, CLOSE_RESYNC};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::ChatUser;
+use crate::token::Credential;
 
 /// Ownership answers remembered per socket; bounded so a long session does not grow forever.
 const OWNERSHIP_CACHE: usize = 4096;
@@ -61,14 +64,27 @@ async fn list(
 
 async fn follow(
     user: ChatUser,
+    credential: Option<Extension<Credential>>,
     State(handle): State<RuntimeHandle>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let upgrade = ws::upgrade(upgrade)?;
-    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, user)))
+    // A `chats` client (`souz acp`) follows the chats it made, no other.
+    let client = match credential {
+        Some(Extension(Credential::Client(client))) if client.scope == ClientScope::Chats => {
+            Some(client.id)
+        }
+        _ => None,
+    };
+    Ok(upgrade.on_upgrade(move |socket| stream(socket, handle, user, client)))
 }
 
-async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
+async fn stream(
+    mut socket: WebSocket,
+    handle: RuntimeHandle,
+    user: ChatUser,
+    client: Option<String>,
+) {
     let shutdown = handle.shutdown_signal();
     let mut events = handle.subscribe_chat_events();
     let mut owned: HashMap<String, bool> = HashMap::new();
@@ -84,7 +100,13 @@ async fn stream(mut socket: WebSocket, handle: RuntimeHandle, user: ChatUser) {
                     let mine = match owned.get(&event.chat_id) {
                         Some(mine) => *mine,
                         None => {
-                            let mine = handle.owns_chat(&user, &event.chat_id).await.unwrap_or(false);
+                            let mine = match &client {
+                                Some(client) => handle
+                                    .client_made_chat(client, &event.chat_id)
+                                    .await
+                                    .unwrap_or(false),
+                                None => handle.owns_chat(&user, &event.chat_id).await.unwrap_or(false),
+                            };
                             if owned.len() >= OWNERSHIP_CACHE {
                                 owned.clear();
                             }

@@ -53,7 +53,7 @@ fn live_delta(attempt: u64, delta: String) -> ChatEventBody {
 }
 
 /// Stores one event in `chat` (and announces it).
-async fn store_event(f: &Fixture, chat: &str, n: usize) {
+pub(super) async fn store_event(f: &Fixture, chat: &str, n: usize) {
     let event = NewChatEvent {
         chat_id: chat.to_owned(),
         execution_id: None,

@@ -388,3 +388,295 @@ async fn claude_desktop_is_not_touched_without_the_bridge_binary_or_with_a_stale
         "{\"mcpServers\": {\"files\": {}}}"
     );
 }
+
+/// A pending approval asked by a turn of `chat_id` (as the gate asks one).
+async fn pending_approval_of_chat(f: &Fixture, chat_id: &str) -> String {
+    use crate::approvals::NewApproval;
+    use souz_protocol::{ArgumentMatch, Requester, Risk, ScopeKind, SuggestedScope};
+    let handle = f.runtime.handle();
+    let call_id = uuid::Uuid::now_v7().to_string();
+    let row = call_id.clone();
+    handle
+        .store()
+        .write(move |tx| {
+            tx.execute(
+                "INSERT INTO tool_calls (id, tool, requester, arguments, status, created_at) \
+                 VALUES (?1, 'NewFile', '{\"kind\":\"cli\"}', '{}', 'waiting_approval', 'now')",
+                rusqlite::params![row],
+            )
+            .map_err(crate::store::StoreError::from)
+        })
+        .await
+        .unwrap();
+    let pending = handle
+        .approvals()
+        .request(NewApproval {
+            call_id,
+            requester: Requester::Chat {
+                chat_id: chat_id.to_owned(),
+            },
+            tool: "NewFile".into(),
+            server: None,
+            risk: Risk::Write,
+            arguments: serde_json::json!({"path": "~/a.txt"}),
+            summary: "NewFile ~/a.txt".into(),
+            diff: None,
+            reason: "writing tools ask by default".into(),
+            suggested: SuggestedScope {
+                scope: ScopeKind::Requester,
+                minutes: None,
+                argument_match: ArgumentMatch::default(),
+                tool_group: None,
+                label: "x".into(),
+            },
+            parked: None,
+        })
+        .await
+        .unwrap();
+    pending.approval.id.clone()
+}
+
+/// A `chats` client `zed`, a chat of the person's (made with request id `r-1`) and one the
+/// client made: (its token, its id, the person's chat, the client's chat).
+async fn a_chats_client_and_two_chats(f: &Fixture) -> (String, String, String, String) {
+    let (status, created) = f
+        .request_as(
+            &f.token,
+            "POST",
+            "/v1/clients",
+            Some(serde_json::json!({"name": "zed", "scope": "chats"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["scope"], "chats");
+    let token = created["token"].as_str().unwrap().to_owned();
+    let (_, list) = f.request_as(&f.token, "GET", "/v1/clients", None).await;
+    assert_eq!(list["items"][0]["scope"], "chats", "{list}");
+
+    // The person's own chat, and one the client makes (the person sees both).
+    let (_, theirs) = f
+        .request_as(
+            &f.token,
+            "POST",
+            "/v1/chats",
+            Some(serde_json::json!({"title": "Private", "requestId": "r-1"})),
+        )
+        .await;
+    let theirs = theirs["chat"]["id"].as_str().unwrap().to_owned();
+    let (status, made) = f
+        .request_as(
+            &token,
+            "POST",
+            "/v1/chats",
+            Some(serde_json::json!({"title": "Zed: souz"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let mine = made["chat"]["id"].as_str().unwrap().to_owned();
+    let (_, listed) = f
+        .request_as(&f.token, "GET", "/v1/chats?limit=100", None)
+        .await;
+    assert!(listed.to_string().contains(&mine), "{listed}");
+    (
+        token,
+        created["id"].as_str().unwrap().to_owned(),
+        theirs,
+        mine,
+    )
+}
+
+#[tokio::test]
+async fn a_chats_client_reaches_the_chats_it_made_only() {
+    let f = Fixture::new().await;
+    let (token, _, theirs, mine) = a_chats_client_and_two_chats(&f).await;
+    // Replaying the person's request id does not hand the client the person's chat.
+    let (status, replayed) = f
+        .request_as(
+            &token,
+            "POST",
+            "/v1/chats",
+            Some(serde_json::json!({"title": "Private", "requestId": "r-1"})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&replayed)),
+        (StatusCode::CONFLICT, "idempotency_conflict"),
+        "{replayed}"
+    );
+
+    // Its own chat: read, cancel (nothing runs: the handler says so).
+    for (method, path, expected) in [
+        ("GET", format!("/v1/chats/{mine}/messages"), StatusCode::OK),
+        (
+            "GET",
+            format!("/v1/chats/{mine}/events?afterSeq=0"),
+            StatusCode::OK,
+        ),
+        ("GET", format!("/v1/chats/{mine}/threads"), StatusCode::OK),
+        (
+            "POST",
+            format!("/v1/chats/{mine}/cancel-active"),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let body = (method == "POST").then(|| serde_json::json!({}));
+        let (status, answer) = f.request_as(&token, method, &path, body).await;
+        assert_eq!(status, expected, "{method} {path}: {answer}");
+    }
+    // The person's chat is not found, as a missing one is.
+    let missing = uuid::Uuid::now_v7();
+    for chat in [theirs.as_str(), &missing.to_string()] {
+        for (method, path) in [
+            ("GET", format!("/v1/chats/{chat}/messages")),
+            ("POST", format!("/v1/chats/{chat}/cancel-active")),
+            ("POST", format!("/v1/chats/{chat}/messages")),
+        ] {
+            let body = (method == "POST").then(|| serde_json::json!({"content": "hi"}));
+            let (status, answer) = f.request_as(&token, method, &path, body).await;
+            assert_eq!(
+                (status, code(&answer)),
+                (StatusCode::NOT_FOUND, "chat_not_found"),
+                "{method} {path}: {answer}"
+            );
+        }
+    }
+    // Everything else is closed, its own chat's other routes included.
+    for (method, path, body) in [
+        ("GET", "/v1/chats".to_owned(), None),
+        ("GET", "/v1/approvals".to_owned(), None),
+        ("GET", "/v1/turns".to_owned(), None),
+        ("GET", "/v1/me/settings".to_owned(), None),
+        ("GET", "/v1/config".to_owned(), None),
+        ("GET", "/v1/clients".to_owned(), None),
+        ("GET", "/v1/bootstrap".to_owned(), None),
+        ("DELETE", format!("/v1/chats/{mine}"), None),
+        (
+            "PUT",
+            format!("/v1/chats/{mine}/settings"),
+            Some(serde_json::json!({})),
+        ),
+        ("GET", format!("/v1/chats/{mine}/settings"), None),
+        ("POST", "/v1/restart".to_owned(), None),
+    ] {
+        let (status, answer) = f.request_as(&token, method, &path, body).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::FORBIDDEN, "forbidden"),
+            "{method} {path}: {answer}"
+        );
+    }
+    assert_eq!(f.mcp_initialize_status(&token).await, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_chats_client_reads_and_decides_its_own_chats_approvals_only() {
+    let f = Fixture::new().await;
+    let (token, id, theirs, mine) = a_chats_client_and_two_chats(&f).await;
+    let missing = uuid::Uuid::now_v7();
+    // Approvals: its chat's are its to read and decide; the person's are not found.
+    let asked_mine = pending_approval_of_chat(&f, &mine).await;
+    let asked_theirs = pending_approval_of_chat(&f, &theirs).await;
+    let (_, absent) = f
+        .request_as(&f.token, "GET", &format!("/v1/approvals/{missing}"), None)
+        .await;
+    for path in [
+        format!("/v1/approvals/{asked_theirs}"),
+        format!("/v1/approvals/{missing}"),
+    ] {
+        let (status, answer) = f.request_as(&token, "GET", &path, None).await;
+        assert_eq!(
+            (status, code(&answer)),
+            (StatusCode::NOT_FOUND, code(&absent)),
+            "{path}: {answer}"
+        );
+    }
+    let (status, answer) = f
+        .request_as(
+            &token,
+            "POST",
+            &format!("/v1/approvals/{asked_theirs}/decision"),
+            Some(serde_json::json!({"decision": "approve", "via": "acp"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    let (_, still) = f
+        .request_as(
+            &f.token,
+            "GET",
+            &format!("/v1/approvals/{asked_theirs}"),
+            None,
+        )
+        .await;
+    assert_eq!(still["status"], "pending", "untouched: {still}");
+    let (status, seen) = f
+        .request_as(&token, "GET", &format!("/v1/approvals/{asked_mine}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+    let (status, decided) = f
+        .request_as(
+            &token,
+            "POST",
+            &format!("/v1/approvals/{asked_mine}/decision"),
+            Some(serde_json::json!({"decision": "deny", "via": "acp"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+
+    // Revoked, the token is unknown.
+    f.request_as(&f.token, "DELETE", &format!("/v1/clients/{id}"), None)
+        .await;
+    let (status, _) = f
+        .request_as(&token, "GET", &format!("/v1/chats/{mine}/messages"), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_chats_client_follows_the_events_of_its_own_chats_only() {
+    let f = Fixture::new().await;
+    let (_, created) = f
+        .request_as(
+            &f.token,
+            "POST",
+            "/v1/clients",
+            Some(serde_json::json!({"name": "zed", "scope": "chats"})),
+        )
+        .await;
+    let token = created["token"].as_str().unwrap().to_owned();
+    let chat_as = |token: String| {
+        let f = &f;
+        async move {
+            let (status, made) = f
+                .request_as(&token, "POST", "/v1/chats", Some(serde_json::json!({})))
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{made}");
+            made["chat"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let theirs = chat_as(f.token.clone()).await;
+    let mine = chat_as(token.clone()).await;
+
+    let served = serve(&f).await;
+    let follow = |token: String| async move {
+        let mut request = format!("ws://{}/v1/turns/ws", served.address)
+            .into_client_request()
+            .unwrap();
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        assert_eq!(next_json(&mut socket).await["kind"], "live");
+        socket
+    };
+    let mut client = follow(token).await;
+    let mut person = follow(f.token.clone()).await;
+    super::chat_stream::store_event(&f, &theirs, 1).await;
+    super::chat_stream::store_event(&f, &mine, 2).await;
+    // The person sees both; the client only its own (the first event it gets is the second).
+    assert_eq!(next_json(&mut person).await["chatId"], theirs);
+    assert_eq!(next_json(&mut person).await["chatId"], mine);
+    let seen = next_json(&mut client).await;
+    assert_eq!(seen["chatId"], mine, "{seen}");
+    assert_eq!(seen["payload"]["n"], 2, "{seen}");
+}

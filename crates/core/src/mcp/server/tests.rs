@@ -27,6 +27,7 @@ fn client(name: &str) -> Requester {
     let credential = Credential::Client(ClientIdentity {
         id: format!("id-{name}"),
         name: name.to_owned(),
+        scope: souz_protocol::ClientScope::Mcp,
     });
     requester_for(
         Some(&credential),
@@ -129,6 +130,7 @@ async fn the_listing_follows_the_policy_for_each_client() {
         Some(&Credential::Client(ClientIdentity {
             id: "id-claude-code".into(),
             name: "claude-code".into(),
+            scope: souz_protocol::ClientScope::Mcp,
         })),
         Some(&Implementation::new("trusted", "9.9")),
         "s".to_owned(),
@@ -354,6 +356,7 @@ fn requesters_are_their_token_with_client_info_as_a_detail() {
     let credential = Credential::Client(ClientIdentity {
         id: "c1".into(),
         name: "claude-code".into(),
+        scope: souz_protocol::ClientScope::Mcp,
     });
     let requester = requester_for(
         Some(&credential),

@@ -126,6 +126,28 @@ impl RuntimeHandle {
         Ok(self.chats().create_chat(user, request).await?)
     }
 
+    /// Creates a chat made by the `chats`-scoped client `client_id` (`souz acp`).
+    pub async fn create_client_chat(
+        &self,
+        user: &ChatUser,
+        request: CreateChat,
+        client_id: &str,
+    ) -> Result<(CreateChatResponse, bool), ServiceError> {
+        Ok(self
+            .chats()
+            .create_client_chat(user, request, client_id)
+            .await?)
+    }
+
+    /// Whether the `chats`-scoped client `client_id` made the chat `chat_id`.
+    pub async fn client_made_chat(
+        &self,
+        client_id: &str,
+        chat_id: &str,
+    ) -> Result<bool, ServiceError> {
+        Ok(self.chats().client_made(client_id, chat_id).await?)
+    }
+
     /// Renames a chat.
     pub async fn rename_chat(
         &self,

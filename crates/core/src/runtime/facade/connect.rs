@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use souz_protocol::{
-    Action, ClaudeCodeCommand, ClientMemoryAccess, ConnectStatus, ConnectedClient,
+    Action, ClaudeCodeCommand, ClientMemoryAccess, ClientScope, ConnectStatus, ConnectedClient,
     DesktopConfigApplied, DesktopConfigChange, Effect, ErrorCode, Requester,
 };
 
@@ -272,7 +272,7 @@ impl RuntimeHandle {
                 self.clients().revoke(&old.id).await?;
             }
         }
-        Ok(self.clients().create(name).await?.token)
+        Ok(self.clients().create(name, ClientScope::Mcp).await?.token)
     }
 }
 

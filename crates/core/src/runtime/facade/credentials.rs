@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use souz_protocol::{ClientToken, CreatedClient, IdentityProof, UiCode};
+use souz_protocol::{ClientScope, ClientToken, CreatedClient, IdentityProof, UiCode};
 
 use super::ServiceError;
 use crate::runtime::RuntimeHandle;
@@ -17,8 +17,12 @@ impl RuntimeHandle {
     }
 
     /// Makes a token for an MCP client; the answer holds it, once.
-    pub async fn create_client(&self, name: &str) -> Result<CreatedClient, ServiceError> {
-        Ok(self.clients().create(name).await?)
+    pub async fn create_client(
+        &self,
+        name: &str,
+        scope: ClientScope,
+    ) -> Result<CreatedClient, ServiceError> {
+        Ok(self.clients().create(name, scope).await?)
     }
 
     /// Revokes a client token; from then on it is refused.

@@ -46,6 +46,7 @@ fn call(id: u64, tool: &str, arguments: Value, meta: Option<Value>) -> ClientJso
     parts.extensions.insert(Credential::Client(ClientIdentity {
         id: "id-tester".into(),
         name: "tester".into(),
+        scope: souz_protocol::ClientScope::Mcp,
     }));
     if let ClientJsonRpcMessage::Request(request) = &mut message {
         request.request.extensions_mut().insert(parts);

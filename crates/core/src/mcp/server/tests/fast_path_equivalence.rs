@@ -42,6 +42,7 @@ async fn serve(handle: RuntimeHandle, fast_path: FastPath) -> SocketAddr {
             .insert(Credential::Client(ClientIdentity {
                 id: "id-tester".into(),
                 name: "tester".into(),
+                scope: souz_protocol::ClientScope::Mcp,
             }));
         front::handle(Arc::clone(&endpoint), request)
     });

@@ -37,6 +37,7 @@ fn request(body: &Value, session: Option<&str>, extra: &[(&str, &str)]) -> Reque
         .insert(Credential::Client(ClientIdentity {
             id: "id-tester".into(),
             name: "tester".into(),
+            scope: souz_protocol::ClientScope::Mcp,
         }));
     request
 }

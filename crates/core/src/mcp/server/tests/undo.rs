@@ -108,7 +108,11 @@ async fn an_mcp_client_undoes_through_the_gate_and_forces_only_when_asked_again(
     std::fs::create_dir_all(&folder).unwrap();
     let notes = folder.join("notes.txt");
     let (address, stop) = serve(handle.clone()).await;
-    let token = handle.create_client("claude-code").await.unwrap().token;
+    let token = handle
+        .create_client("claude-code", souz_protocol::ClientScope::Mcp)
+        .await
+        .unwrap()
+        .token;
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(format!("http://{address}/mcp"))
             .auth_header(token),
