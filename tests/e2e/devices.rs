@@ -628,6 +628,65 @@ fn a_client_tool_runs_on_the_device_and_its_answer_reaches_the_model() {
     assert_eq!(tool_message["tool_call_id"], "call-ask-1");
 }
 
+/// A device's turn that asked the person a question goes on, once answered, with the device's
+/// client tools still offered: the model calls `user.ask` after the answer and the device runs it.
+#[test]
+fn a_devices_turn_keeps_its_client_tools_after_a_question_is_answered() {
+    let setup = provider();
+    setup.provider.push(
+        COMPLETIONS,
+        crate::chats::ask_user(json!({"question": "Which floor?", "choices": ["Up", "Down"]})),
+    );
+    setup.provider.push(
+        COMPLETIONS,
+        openai::tool_calls(
+            &[("call-ask-2", "user-ask", r#"{"question": "Which room?"}"#)],
+            2,
+        ),
+    );
+    setup
+        .provider
+        .push(COMPLETIONS, openai::text(&["Upstairs kitchen, done."]));
+    let daemon = daemon(&setup);
+    let chat = new_chat(&daemon);
+    let mut socket = device(&daemon, &chat, 0);
+    let started = ask(
+        &mut socket,
+        &submit_from(&chat, "r-q", "Turn on the light", &["speech"]),
+    );
+    assert_eq!(started["status"], "accepted", "{started}");
+    let thread = started["thread"]["id"].as_str().unwrap().to_owned();
+    let asked = wait_event(&daemon, &chat, "option.requested");
+    let up = asked["payload"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|choice| choice["label"] == "Up")
+        .unwrap()["id"]
+        .clone();
+    let option = asked["payload"]["optionId"].as_str().unwrap();
+    let answered = daemon.post(
+        &format!("/v1/options/{option}/answer"),
+        &json!({"selectedOptionIds": [up]}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+
+    // The resumed turn offers the device's tool again, and the call reaches the device.
+    let call = until_event(&mut socket, "tool.call.started");
+    assert_eq!(call["payload"]["toolCallId"], "call-ask-2", "{call}");
+    assert_eq!(call["payload"]["deviceId"], "kitchen-speaker", "{call}");
+    let requests = setup.provider.requests_to(COMPLETIONS);
+    let tools = offered(&requests.last().unwrap().json());
+    assert!(tools.contains(&"user-ask".to_owned()), "{tools:?}");
+    let ack = ask(
+        &mut socket,
+        &tool_result(&chat, &thread, "call-ask-2", json!({"answer": "Kitchen"})),
+    );
+    assert_eq!(ack["status"], "accepted", "{ack}");
+    let end = until_event(&mut socket, "thread.completed");
+    assert_eq!(end["payload"]["response"], "Upstairs kitchen, done.", "{end}");
+}
+
 /// No answer by the deadline (shortened for the test): the model is told the call timed out,
 /// and a late result is refused `client_tool_timed_out`.
 #[test]

@@ -173,6 +173,49 @@ pub struct DeviceContext {
     pub capabilities: Vec<Capability>,
 }
 
+/// Keeps `device` as the device that submitted the execution `execution_id` (in the
+/// transaction that stores the execution).
+pub(crate) fn store_device(
+    connection: &Connection,
+    execution_id: &str,
+    device: &DeviceContext,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "INSERT INTO execution_devices (execution_id, device_id, capabilities) VALUES (?1, ?2, ?3)",
+        params![
+            execution_id,
+            device.device_id,
+            serde_json::to_string(&device.capabilities)
+                .map_err(|error| StoreError::Corrupt(error.to_string()))?
+        ],
+    )?;
+    Ok(())
+}
+
+/// The device that submitted the execution `execution_id`, if one did.
+fn stored_device(
+    connection: &Connection,
+    execution_id: &str,
+) -> Result<Option<DeviceContext>, StoreError> {
+    let row: Option<(String, String)> = connection
+        .query_row(
+            "SELECT device_id, capabilities FROM execution_devices WHERE execution_id = ?1",
+            [execution_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    row.map(|(device_id, capabilities)| {
+        let capabilities = serde_json::from_str(&capabilities).map_err(|_| {
+            StoreError::Corrupt(format!("execution_devices.capabilities of {execution_id}"))
+        })?;
+        Ok(DeviceContext {
+            device_id,
+            capabilities,
+        })
+    })
+    .transpose()
+}
+
 /// The client tools a device's turn offers: those whose needs it declared.
 pub(crate) fn offered_to(device: &DeviceContext) -> Vec<ClientToolSpec> {
     bundled()
@@ -311,6 +354,23 @@ impl Chats {
                 device_id: device.device_id.clone(),
             }),
         }
+    }
+
+    /// The client tools of the execution `execution_id` of `chat_id` as it goes on (after an
+    /// answered question or a decided approval): those of the device that submitted it, if one
+    /// did ([`store_device`]).
+    pub(crate) async fn stored_device_tools(
+        &self,
+        chat_id: &str,
+        execution_id: &str,
+    ) -> Result<Option<ClientTools>, StoreError> {
+        let id = execution_id.to_owned();
+        let device = self
+            .inner
+            .store
+            .read(move |connection| stored_device(connection, &id))
+            .await?;
+        Ok(self.device_tools(chat_id, execution_id, device))
     }
 
     /// [`Chats::client_tools_for`] the device that submitted a turn, when one did.

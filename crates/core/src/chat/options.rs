@@ -148,7 +148,9 @@ impl Chats {
             },
             settings: snapshot,
             delivered: Vec::new(),
-            client_tools: None,
+            client_tools: self
+                .stored_device_tools(&option.chat_id, &option.execution_id)
+                .await?,
         };
         self.launch(turn, usage)?;
         Ok(OptionAnswerResponse {

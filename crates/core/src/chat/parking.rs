@@ -212,6 +212,7 @@ impl Chats {
             settings: snapshot,
             unattended: parked.run,
             delivered: Vec::new(),
+            // A parked run is an unattended one (a schedule's): no device submitted it.
             client_tools: None,
         };
         self.launch(turn, usage)?;

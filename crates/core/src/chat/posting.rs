@@ -134,6 +134,7 @@ impl Chats {
         let text = content.clone();
         let streaming = snapshot.streaming_messages;
         let run = unattended.clone();
+        let submitted_from = device.clone();
         let result = self
             .inner
             .events
@@ -165,6 +166,9 @@ impl Chats {
                     at,
                 };
                 insert_running(tx, &new, run.as_ref())?;
+                if let Some(device) = &submitted_from {
+                    super::client_tools::store_device(tx, &stored.id, device)?;
+                }
                 records::touch_chat(tx, &stored.chat_id, at)?;
                 let events = started_events(&stored, &message, streaming, fresh);
                 Ok((message, events))

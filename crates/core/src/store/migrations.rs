@@ -871,6 +871,16 @@ pub const MIGRATIONS: &[Migration] = &[
               ) STRICT;
               CREATE INDEX client_chats_by_client ON client_chats (client_id);",
     },
+    Migration {
+        // The device a turn was submitted from, kept with its execution so the turn's client
+        // tools come back when it goes on after an answered question or a decided approval.
+        name: "execution_devices",
+        sql: "CREATE TABLE execution_devices (
+                  execution_id TEXT PRIMARY KEY REFERENCES executions (id) ON DELETE CASCADE,
+                  device_id    TEXT NOT NULL,
+                  capabilities TEXT NOT NULL
+              ) STRICT;",
+    },
 ];
 
 /// The schema version this binary produces.
