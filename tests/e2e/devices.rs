@@ -684,7 +684,10 @@ fn a_devices_turn_keeps_its_client_tools_after_a_question_is_answered() {
     );
     assert_eq!(ack["status"], "accepted", "{ack}");
     let end = until_event(&mut socket, "thread.completed");
-    assert_eq!(end["payload"]["response"], "Upstairs kitchen, done.", "{end}");
+    assert_eq!(
+        end["payload"]["response"], "Upstairs kitchen, done.",
+        "{end}"
+    );
 }
 
 /// No answer by the deadline (shortened for the test): the model is told the call timed out,

@@ -990,6 +990,51 @@ async fn a_turn_that_lost_its_lease_is_cancelled_at_the_next_renewal() {
     );
 }
 
+/// A renewal that cannot be written (a full disk, a broken database) leaves the turns running
+/// while their lease still holds, and cancels them once it has run out: past it, another
+/// process may have taken their executions over.
+#[tokio::test]
+async fn a_failed_renewal_cancels_the_turns_only_once_their_lease_ran_out() {
+    let f = fixture().await;
+    let chat_id = f.chat().await;
+    f.chats
+        .post_message(&me(), &chat_id, message("slow"))
+        .await
+        .unwrap();
+    assert_eq!(f.chats.running_count(), 1);
+    // From now on every write fails (the database refuses it), reads still work.
+    f.store
+        .write(|tx| {
+            tx.execute_batch("PRAGMA query_only = 1")
+                .map_err(StoreError::from)
+        })
+        .await
+        .unwrap();
+
+    let held = now() + chrono::Duration::seconds(60);
+    assert_eq!(f.chats.renew_once(held).await, held, "not renewed");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        f.chats.running_count(),
+        1,
+        "within its lease the turn runs on"
+    );
+
+    let ran_out = now() - chrono::Duration::seconds(1);
+    assert_eq!(f.chats.renew_once(ran_out).await, ran_out);
+    for _ in 0..500 {
+        if f.chats.running_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        f.chats.running_count(),
+        0,
+        "past its lease the turn was cancelled"
+    );
+}
+
 #[tokio::test]
 async fn chats_are_scoped_to_their_user() {
     let f = fixture().await;
