@@ -133,8 +133,7 @@ impl Chats {
         let stored = execution.clone();
         let text = content.clone();
         let streaming = snapshot.streaming_messages;
-        let run = unattended.clone();
-        let submitted_from = device.clone();
+        let (run, submitted_from) = (unattended.clone(), device.clone());
         let result = self
             .inner
             .events
@@ -165,10 +164,7 @@ impl Chats {
                     lease_until,
                     at,
                 };
-                insert_running(tx, &new, run.as_ref())?;
-                if let Some(device) = &submitted_from {
-                    super::client_tools::store_device(tx, &stored.id, device)?;
-                }
+                insert_running(tx, &new, run.as_ref(), submitted_from.as_ref())?;
                 records::touch_chat(tx, &stored.chat_id, at)?;
                 let events = started_events(&stored, &message, streaming, fresh);
                 Ok((message, events))
@@ -314,18 +310,24 @@ pub(super) struct NewTurn {
     pub device: Option<super::client_tools::DeviceContext>,
 }
 
-/// Stores a running execution (the unattended run `run`, when it is one); a chat that has one
-/// already is [`ChatError::ActiveExecution`].
+/// Stores a running execution (the unattended run `run`, when it is one; the device that
+/// submitted it, when one did); a chat that has one already is [`ChatError::ActiveExecution`].
 fn insert_running(
     tx: &rusqlite::Connection,
     new: &NewExecution<'_>,
     run: Option<&crate::tools::gate::Unattended>,
+    device: Option<&super::client_tools::DeviceContext>,
 ) -> Result<(), ChatError> {
     match records::insert_execution(tx, new) {
-        Ok(()) => match run {
-            Some(run) => Ok(super::parking::set_unattended(tx, &new.execution.id, run)?),
-            None => Ok(()),
-        },
+        Ok(()) => {
+            if let Some(run) = run {
+                super::parking::set_unattended(tx, &new.execution.id, run)?;
+            }
+            if let Some(device) = device {
+                super::client_tools::store_device(tx, &new.execution.id, device)?;
+            }
+            Ok(())
+        }
         Err(rusqlite::Error::SqliteFailure(failure, _))
             if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
         {
