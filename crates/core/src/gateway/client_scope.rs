@@ -15,13 +15,10 @@
 //!   same rule (`client_made_chat`) since one socket carries many chats.
 
 use axum::http::Method;
-use souz_protocol::{ClientScope, Requester};
+use souz_protocol::ClientScope;
 
 use super::error::ApiError;
-use crate::approvals::ApprovalError;
-use crate::chat::ChatError;
 use crate::runtime::RuntimeHandle;
-use crate::runtime::facade::ServiceError;
 use crate::token::clients::ClientIdentity;
 
 /// What a request of a `chats` client acts on, once its route is on the list.
@@ -87,31 +84,11 @@ pub(crate) async fn admit(
             match target {
                 ChatsTarget::NewChat | ChatsTarget::OwnChatsStream => Ok(()),
                 ChatsTarget::Chat(chat_id) => {
-                    if handle.client_made_chat(&client.id, &chat_id).await? {
-                        Ok(())
-                    } else {
-                        Err(ServiceError::from(ChatError::ChatNotFound).into())
-                    }
+                    Ok(handle.client_reaches_chat(&client.id, &chat_id).await?)
                 }
-                ChatsTarget::Approval(approval_id) => {
-                    let chat = match handle.approval(&approval_id).await {
-                        Ok(approval) => match approval.requester {
-                            Requester::Chat { chat_id } => Some(chat_id),
-                            _ => None,
-                        },
-                        Err(ServiceError::NotFound { .. }) => None,
-                        Err(error) => return Err(error.into()),
-                    };
-                    let mine = match chat {
-                        Some(chat_id) => handle.client_made_chat(&client.id, &chat_id).await?,
-                        None => false,
-                    };
-                    if mine {
-                        Ok(())
-                    } else {
-                        Err(ServiceError::from(ApprovalError::NotFound(approval_id)).into())
-                    }
-                }
+                ChatsTarget::Approval(approval_id) => Ok(handle
+                    .client_reaches_approval(&client.id, &approval_id)
+                    .await?),
             }
         }
     }

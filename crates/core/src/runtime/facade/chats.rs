@@ -148,6 +148,41 @@ impl RuntimeHandle {
         Ok(self.chats().client_made(client_id, chat_id).await?)
     }
 
+    /// `Ok` when the `chats`-scoped client `client_id` made the chat `chat_id`, else the error
+    /// a missing chat gets (the client learns nothing of the person's other chats).
+    pub async fn client_reaches_chat(
+        &self,
+        client_id: &str,
+        chat_id: &str,
+    ) -> Result<(), ServiceError> {
+        if self.client_made_chat(client_id, chat_id).await? {
+            Ok(())
+        } else {
+            Err(ChatError::ChatNotFound.into())
+        }
+    }
+
+    /// `Ok` when the approval `approval_id` was asked by a turn of a chat the `chats`-scoped
+    /// client `client_id` made, else the error a missing approval gets.
+    pub async fn client_reaches_approval(
+        &self,
+        client_id: &str,
+        approval_id: &str,
+    ) -> Result<(), ServiceError> {
+        let chat = match self.approvals().get(approval_id).await {
+            Ok(approval) => match approval.requester {
+                souz_protocol::Requester::Chat { chat_id } => Some(chat_id),
+                _ => None,
+            },
+            Err(crate::approvals::ApprovalError::NotFound(_)) => None,
+            Err(error) => return Err(error.into()),
+        };
+        match chat {
+            Some(chat_id) if self.client_made_chat(client_id, &chat_id).await? => Ok(()),
+            _ => Err(crate::approvals::ApprovalError::NotFound(approval_id.to_owned()).into()),
+        }
+    }
+
     /// Renames a chat.
     pub async fn rename_chat(
         &self,
