@@ -35,6 +35,7 @@ pub mod telemetry;
 pub mod testing;
 pub mod token;
 pub mod tools;
+pub mod voice;
 
 #[cfg(test)]
 mod layering;
@@ -78,6 +79,9 @@ pub const LAYERS: &[&[&str]] = &[
     // File-backed skills: bundles, validation, the registry.
     &["skills"],
     &["llm"],
+    // Spoken answers: the voices (a provider's speech API with its key, this machine's voice
+    // run through the command runner).
+    &["voice"],
     &["graph"],
     // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
     &["memory", "mcp"],

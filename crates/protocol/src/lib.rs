@@ -28,6 +28,7 @@ pub mod skills;
 pub mod system;
 pub mod telegram;
 pub mod tools;
+pub mod voice;
 
 pub use approvals::{
     Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,

@@ -26,6 +26,7 @@ pub(crate) mod telegram;
 pub(crate) mod test_requests;
 pub(crate) mod tools;
 pub(crate) mod turns;
+pub(crate) mod voice;
 
 use super::AppState;
 use super::api::ApiRouter;
@@ -56,5 +57,6 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(setup::routes())
         .merge(connect::routes())
         .merge(turns::routes())
+        .merge(voice::routes())
         .merge(app::routes())
 }

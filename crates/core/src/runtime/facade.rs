@@ -31,6 +31,7 @@ mod settings;
 mod setup;
 mod skills;
 mod telegram;
+mod voice;
 
 use souz_protocol::ErrorCode;
 use souz_protocol::config::ConfigProblem;
