@@ -31,6 +31,7 @@ pub(crate) mod sandbox;
 pub(crate) mod section;
 pub(crate) mod server;
 pub(crate) mod skills;
+pub(crate) mod speech;
 pub(crate) mod web;
 
 use std::collections::HashMap;
@@ -57,6 +58,7 @@ pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 pub use skills::SkillsConfig;
+pub use speech::SpeechConfig;
 pub use web::WebConfig;
 
 use crate::sandbox::beneath::daemon_file::DaemonFile;
@@ -147,6 +149,7 @@ config_sections! {
     web: WebConfig,
     channels: ChannelsConfig,
     history: HistoryConfig,
+    speech: SpeechConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

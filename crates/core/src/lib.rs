@@ -28,6 +28,7 @@ pub mod sandbox;
 pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
+pub mod speech;
 pub mod store;
 pub(crate) mod tasks;
 pub mod telemetry;
@@ -78,6 +79,9 @@ pub const LAYERS: &[&[&str]] = &[
     // File-backed skills: bundles, validation, the registry.
     &["skills"],
     &["llm"],
+    // Speech to text: decoding uploads, the engines (in process, and the servers through the
+    // providers' keys and HTTP client).
+    &["speech"],
     &["graph"],
     // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
     &["memory", "mcp"],

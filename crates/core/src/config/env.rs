@@ -89,6 +89,7 @@ registry! {
     GigaKey => "GIGA_KEY", Key, "The GigaChat authorization key used when no stored key is set.";
     BraveSearchApiKey => "BRAVE_SEARCH_API_KEY", Key, "The Brave Search key of InternetSearch and InternetResearch when none is stored.";
     TelegramBotToken => "TELEGRAM_BOT_TOKEN", Key, "The Telegram bot's token ([channels.telegram]) when none is stored.";
+    SaluteSpeechKey => "SALUTE_SPEECH_KEY", Key, "The SaluteSpeech authorization key ([speech] engine = \"salute\") when none is stored.";
     Home => "HOME", System, "The user's home: where ~/.souz is and the trash folder's fallback.";
     User => "USER", System, "The local user's display name.";
     LogName => "LOGNAME", System, "The local user's display name when USER is not set.";
