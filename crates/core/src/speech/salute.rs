@@ -142,6 +142,11 @@ impl Salute {
         Ok(token.access)
     }
 
+    /// Exchanges the key for a token (a key check that sends no audio).
+    pub(crate) async fn check(&self, cancel: &CancellationToken) -> Result<(), SpeechError> {
+        self.token(cancel).await.map(|_| ())
+    }
+
     async fn recognize(
         &self,
         pcm: Vec<u8>,

@@ -386,6 +386,26 @@ impl SpeechService {
         status
     }
 
+    /// Checks a SaluteSpeech authorization key by exchanging it for a token (no audio sent).
+    pub(crate) async fn check_salute_key(
+        &self,
+        config: &Config,
+        llm: &LlmService,
+        key: crate::llm::keys::ApiKey,
+    ) -> Result<(), SpeechError> {
+        let speech = &config.speech;
+        let salute = Salute {
+            client: llm.http().client().clone(),
+            auth_url: speech.salute_auth_url.clone(),
+            url: speech.salute_url.clone(),
+            scope: speech.salute_scope.clone(),
+            key,
+            timeout: Duration::from_secs(speech.timeout_seconds.max(1)),
+            tokens: self.tokens.clone(),
+        };
+        salute.check(&CancellationToken::new()).await
+    }
+
     /// Drops the in-process model (if loaded and not in use).
     pub fn unload(&self) -> bool {
         match self.local.model.try_lock() {

@@ -15,7 +15,7 @@ fn malformed(what: &str) -> SpeechError {
 
 /// The packets of the first logical stream, in order (borrowed from the file, or joined when
 /// one spans several lacing values or pages).
-fn packets(bytes: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, SpeechError> {
+pub(crate) fn packets(bytes: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, SpeechError> {
     let mut packets = Vec::new();
     let mut pending: Vec<&[u8]> = Vec::new();
     let mut serial = None;

@@ -42,12 +42,14 @@ fn vint(bytes: &[u8], at: usize, keep_marker: bool) -> Result<(u64, usize, bool)
     let raw = bytes
         .get(at..at + length)
         .ok_or_else(|| malformed("cut off"))?;
+    // The value bits of the first byte (none for an 8-byte integer).
+    let value_bits = 0xFFu8.checked_shr(length as u32).unwrap_or(0);
     let mut value = u64::from(if keep_marker {
         first
     } else {
-        first & (0xFF >> length)
+        first & value_bits
     });
-    let mut all_ones = (first | !(0xFFu8 >> length)) == 0xFF;
+    let mut all_ones = (first | !value_bits) == 0xFF;
     for &byte in &raw[1..] {
         value = (value << 8) | u64::from(byte);
         all_ones &= byte == 0xFF;
