@@ -2084,6 +2084,44 @@
  */
 
 /**
+ * `GET /v1/speech`: which engine hears the person, and whether it can now.
+ * @typedef {{
+ *   cloud: boolean;
+ *   defaultLanguage: string;
+ *   engine: string;
+ *   engineLabel: string;
+ *   languages: Array<string>;
+ *   maxAudioMs: number;
+ *   maxUploadBytes: number;
+ *   model: string;
+ *   ready: boolean;
+ *   reason?: string | null;
+ * }} SpeechStatus
+ */
+
+/**
+ * How long each stage of one transcription took, in milliseconds.
+ * @typedef {{
+ *   decodeMs: number;
+ *   totalMs: number;
+ *   transcribeMs: number;
+ * }} SpeechTimings
+ */
+
+/**
+ * `POST /v1/speech/transcriptions`: what was heard, and by whom.
+ * @typedef {{
+ *   audioMs: number;
+ *   cloud: boolean;
+ *   engine: string;
+ *   engineLabel: string;
+ *   language: string;
+ *   text: string;
+ *   timings: SpeechTimings;
+ * }} SpeechTranscription
+ */
+
+/**
  * One staged change: a file tool's call, not run yet.
  * @typedef {{
  *   appliedCallId?: string | null;
