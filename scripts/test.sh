@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1; then
   # The menu-bar app (Tauri: WebKitGTK, app indicator), the browser tests (Chromium, Node) and
   # the app's end-to-end test (Xvfb, a tray host, a notification server, X automation), and
-  # the keychain test (GNOME Keyring as the Secret Service).
+  # the keychain test (GNOME Keyring as the Secret Service), and real speech for the voice
+  # tests (espeak-ng speaks the test sentences and is the OS voice; sox resamples them).
   souz_apt_install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev \
     librsvg2-dev file chromium xvfb xauth imagemagick trayer dbus-x11 dunst \
-    x11-utils xdotool libnotify-bin python3 dbus gnome-keyring libsecret-tools
+    x11-utils xdotool libnotify-bin python3 dbus gnome-keyring libsecret-tools espeak-ng sox
   # Any Node that brings npm will do (a NodeSource nodejs bundles it and conflicts with npm).
   command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
 fi

@@ -150,6 +150,19 @@ const RU = {
   "voice.tts_model": "Модель API речи (`openai`, `ai_tunnel`, `server`).",
   "voice.tts_url": "Базовый адрес голоса `server` (`http://127.0.0.1:8880/v1`); вызывается его `/audio/speech`.",
   "voice.tts_max_chars": "Самый длинный текст, читаемый вслух за раз, в символах (более длинный ответ обрезается на конце предложения до этого предела).",
+  // ----- [speech]
+  speech: "Распознавание речи (кнопка микрофона, `souz listen`, `POST /v1/speech/transcriptions`): какой движок вас слышит. `local` запускает Whisper внутри Souz, и звук не покидает этот компьютер; `openai`, `ai_tunnel` и `salute` отправляют его на серверы этих компаний; `server` — на указанный вами сервер распознавания (или найденный на этом компьютере).",
+  "speech.engine": "Движок: `local` (Whisper в Souz, по умолчанию), `openai` (API распознавания OpenAI, ключ провайдера `openai`), `ai_tunnel` (AiTunnel, его ключ), `salute` (SaluteSpeech от Сбера, служебный ключ `salute_speech`) или `server` (OpenAI-совместимый сервер распознавания, `server_url`).",
+  "speech.language": "Язык, на котором вы говорите, кодом (`ru`, `en`, ...). Пусто — язык интерфейса.",
+  "speech.local_model": "Модель Whisper для `local`: идентификатор из каталога (`whisper-base`, `whisper-tiny`, `whisper-tiny-en`); её файлы лежат в `<SOUZ_HOME>/models/speech/<id>/`.",
+  "speech.local_idle_minutes": "Сколько минут локальная модель остаётся в памяти после последнего использования.",
+  "speech.server_url": "OpenAI-совместимый сервер (`http://host:port/v1`), которому `server` отправляет звук. Пусто — сервер whisper.cpp, найденный на этом компьютере (127.0.0.1:8080).",
+  "speech.cloud_model": "Имя модели, которое отправляется OpenAI, AiTunnel или серверу.",
+  "speech.salute_auth_url": "Адрес OAuth SaluteSpeech.",
+  "speech.salute_url": "API распознавания SaluteSpeech.",
+  "speech.salute_scope": "Область OAuth SaluteSpeech: SALUTE_SPEECH_PERS, SALUTE_SPEECH_CORP или SALUTE_SPEECH_B2B.",
+  "speech.timeout_seconds": "Сколько секунд облачный движок или сервер может отвечать.",
+  "speech.keep_audio": "Сохранять каждую запись после распознавания (в `<SOUZ_HOME>/speech/`). Выключено — звук удаляется, как только получен текст.",
 };
 
 /** Names a person reads for the everyday tabs' fields, by `section.key` (the key itself is shown

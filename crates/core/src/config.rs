@@ -31,6 +31,7 @@ pub(crate) mod sandbox;
 pub(crate) mod section;
 pub(crate) mod server;
 pub(crate) mod skills;
+pub(crate) mod speech;
 pub(crate) mod voice;
 pub(crate) mod web;
 
@@ -58,6 +59,7 @@ pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 pub use skills::SkillsConfig;
+pub use speech::SpeechConfig;
 pub use voice::{VoiceConfig, check_hotkey};
 pub use web::WebConfig;
 
@@ -149,6 +151,7 @@ config_sections! {
     web: WebConfig,
     channels: ChannelsConfig,
     history: HistoryConfig,
+    speech: SpeechConfig,
     voice: VoiceConfig,
 }
 

@@ -28,6 +28,7 @@ pub mod sandbox;
 pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
+pub mod speech;
 pub mod store;
 pub(crate) mod tasks;
 pub mod telemetry;
@@ -82,6 +83,9 @@ pub const LAYERS: &[&[&str]] = &[
     // Spoken answers: the voices (a provider's speech API with its key, this machine's voice
     // run through the command runner).
     &["voice"],
+    // Speech to text: decoding uploads, the engines (in process, and the servers through the
+    // providers' keys and HTTP client).
+    &["speech"],
     &["graph"],
     // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
     &["memory", "mcp"],

@@ -158,6 +158,8 @@ struct State {
     schedules: crate::schedules::Schedules,
     /// The slot of the channel tools, which a channel fills when it starts.
     channel_tools: ChannelTools,
+    /// Speech to text (the in-process model and SaluteSpeech's tokens).
+    speech: crate::speech::SpeechService,
 }
 
 impl Runtime {
@@ -276,6 +278,7 @@ impl Runtime {
                 restart: options.restart,
                 schedules,
                 channel_tools: slots.channels,
+                speech: crate::speech::SpeechService::new(background.clone()),
             }),
         };
         announce_start(&handle).await?;
@@ -392,6 +395,11 @@ impl RuntimeHandle {
             return Some(Credential::Operator);
         }
         self.state.clients.verify(presented).map(Credential::Client)
+    }
+
+    /// Speech to text.
+    pub(crate) fn speech(&self) -> &crate::speech::SpeechService {
+        &self.state.speech
     }
 
     /// Scheduled runs.

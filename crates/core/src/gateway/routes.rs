@@ -20,6 +20,7 @@ pub(crate) mod schedules;
 pub(crate) mod service_keys;
 pub(crate) mod setup;
 pub(crate) mod skills;
+pub(crate) mod speech;
 pub(crate) mod system;
 pub(crate) mod telegram;
 #[cfg(test)]
@@ -45,6 +46,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(history::routes())
         .merge(reviews::routes())
         .merge(memory::routes())
+        .merge(speech::routes())
         .merge(local_models::routes())
         .merge(chats::routes())
         .merge(schedules::routes())
