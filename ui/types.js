@@ -302,6 +302,7 @@
  *   disabledCoreTools?: Array<string> | null;
  *   enabledTools?: Array<string> | null;
  *   model?: string | null;
+ *   spokenAnswers?: boolean | null;
  * }} ChatSettings
  */
 
@@ -2100,6 +2101,14 @@
  */
 
 /**
+ * `POST /v1/speech/synthesis`: text to read aloud with the `[voice] tts` voice.
+ * @typedef {{
+ *   language?: string | null;
+ *   text: string;
+ * }} SpeechSynthesis
+ */
+
+/**
  * How long each stage of one transcription took, in milliseconds.
  * @typedef {{
  *   decodeMs: number;
@@ -2550,6 +2559,19 @@
 /**
  * What a person (or a rule) decided about a call.
  * @typedef {"approve" | "deny"} Verdict
+ */
+
+/**
+ * `GET /v1/voice`: what the chat page does with what you say and who reads answers aloud.
+ * @typedef {{
+ *   hotkey: string;
+ *   sendAtOnce: boolean;
+ *   tts: string;
+ *   ttsCloud: boolean;
+ *   ttsLabel: string;
+ *   ttsProblem?: string | null;
+ *   ttsReady: boolean;
+ * }} VoiceSettings
  */
 
 export {};

@@ -255,6 +255,9 @@ export function pushToTalk({ input, send, say }) {
     // A recording started by a click ends with the next press.
     if (state === "recording") { ignoreNextUp = true; finish(); return; }
     if (state !== "idle") return;
+    // The release comes to the button wherever the pointer is by then (the meter appearing
+    // beside it moves it, and a person's hand moves too).
+    mic.setPointerCapture(event.pointerId);
     pressedAt = performance.now();
     start();
   });

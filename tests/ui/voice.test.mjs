@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeOpenAi, text } from "./fake-openai.mjs";
-import { startFakeSpeech } from "./fake-speech.mjs";
+import { container, multipart, startFakeSpeech } from "./fake-speech.mjs";
 import { shot, startDaemon, startSession, stopDaemon, waitFor } from "./harness.mjs";
 
 const SENTENCE = "Please remind me tomorrow morning to water the plants on the balcony and call my mother.";
@@ -46,6 +46,15 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** Waits for the transcript in the box; on a timeout, says what the page's notice said. */
+async function transcriptIn(tab) {
+  try {
+    await waitFor(async () => (await tab.locator("#chat-input").inputValue()) === SENTENCE, "the transcript in the box");
+  } catch (error) {
+    throw new Error(`${error.message}; the notice said: ${await tab.locator("#chat-notice").textContent()}`);
+  }
+}
+
 /** A daemon of its own: `[speech]` on the fake transcription server, models on a fake
  *  OpenAI, `voice` lines added to its `[voice]` section. */
 async function voiceDaemon(voice = "") {
@@ -55,6 +64,7 @@ async function voiceDaemon(voice = "") {
   const user = mkdtempSync(join(tmpdir(), "souz-ui-voice-user-"));
   writeFileSync(join(home, "config.toml"), [
     "[llm]", `openai_base_url = "${provider.url}/v1"`, "",
+    "[agent]", 'default_agent = "skills"', "",
     "[speech]", 'engine = "server"', `server_url = "${speech.url}/v1"`, "",
     "[voice]", voice, "",
   ].join("\n"));
@@ -98,6 +108,14 @@ test("holding the mic records the fake microphone, and the transcript lands in t
     const id = await live.chat();
     const tab = await live.open(`/chat/${id}`);
     await tab.waitForSelector("#chat-send:not([disabled])");
+    // What the page uploads: the multipart body's `audio` part, as the browser sent it.
+    /** @type {Buffer[]} */
+    const sent = [];
+    await tab.route("**/v1/speech/transcriptions", async (route) => {
+      const body = route.request().postDataBuffer();
+      if (body) sent.push(body);
+      await route.continue();
+    });
     const mic = tab.locator("#chat-mic");
     await mic.hover();
     await tab.mouse.down();
@@ -110,7 +128,7 @@ test("holding the mic records the fake microphone, and the transcript lands in t
     await shot(tab, "chat-voice");
     const released = Date.now();
     await tab.mouse.up();
-    await waitFor(async () => (await tab.locator("#chat-input").inputValue()) === SENTENCE, "the transcript in the box");
+    await transcriptIn(tab);
     const wall = Date.now() - released;
     const inPage = Number(await mic.getAttribute("data-release-to-text-ms"));
     console.log(`MEASURE push-to-talk release to text in the box ${inPage} ms in the page, ${wall} ms seen by the test (${Math.min(seconds, 5).toFixed(1)} s utterance, WebM/Opus upload, fake transcription server)`);
@@ -118,11 +136,20 @@ test("holding the mic records the fake microphone, and the transcript lands in t
     assert.equal(await tab.locator(".messages .message.user").count(), 0);
     assert.match(await tab.locator("#chat-notice").textContent() ?? "", /Check the text/);
     assert.equal(await mic.getAttribute("data-state"), "idle");
-    // What reached the engine: one real WebM/Opus recording of a few seconds.
+    // What the page sent: one WebM/Opus recording (the EBML magic 1A 45 DF A3) in `audio`.
+    assert.equal(sent.length, 1);
+    const parts = multipart(sent[0], "multipart/form-data; boundary=" + /^--([^\r\n]+)/.exec(sent[0].toString("latin1"))?.[1]);
+    assert.equal(container(parts.audio.bytes), "webm", `EBML magic expected, got ${parts.audio.bytes.subarray(0, 8).toString("hex")}`);
+    assert.match(parts.audio.headers, /audio\/webm/);
+    assert.ok(parts.audio.bytes.length > 8000, `a few seconds of Opus, got ${parts.audio.bytes.length} bytes`);
+    assert.equal(parts.language.bytes.toString(), "en");
+    // What reached the engine: the daemon decoded it and sent the server 16 kHz 16-bit mono
+    // WAV as long as the hold (within a second).
     assert.equal(live.speech.uploads.length, 1, JSON.stringify(live.speech.uploads));
     const [upload] = live.speech.uploads;
-    assert.equal(upload.container, "webm", `EBML magic expected: ${JSON.stringify(upload)}`);
-    assert.ok(upload.bytes > 8000, `a few seconds of Opus, got ${upload.bytes} bytes`);
+    assert.equal(upload.container, "wav", JSON.stringify(upload));
+    const heldSeconds = (upload.bytes - 44) / 32000;
+    assert.ok(Math.abs(heldSeconds - Math.min(seconds, 5)) < 1, `${heldSeconds.toFixed(2)} s reached the engine`);
   } finally {
     await live.close();
   }
@@ -144,6 +171,7 @@ test("a click starts and a second click stops; with send_at_once the transcript 
     await tab.waitForSelector(`.messages .message.user:has-text("${SENTENCE}")`);
     await tab.waitForSelector('.messages .message.assistant:has-text("Noted: plants and mother.")');
     assert.equal(await tab.locator("#chat-input").inputValue(), "");
+    assert.equal(await tab.locator("#chat-input").inputValue(), "");
     assert.equal(live.speech.uploads.length, 1);
     const request = live.provider.requests.at(-1);
     assert.equal(request.messages.filter((message) => message.role === "user").at(-1).content, SENTENCE);
@@ -160,6 +188,7 @@ test("a chat with spoken answers plays the answer, and pressing the mic stops it
   const user = mkdtempSync(join(tmpdir(), "souz-ui-voice-user-"));
   writeFileSync(join(home, "config.toml"), [
     "[llm]", `openai_base_url = "${provider.url}/v1"`, "",
+    "[agent]", 'default_agent = "skills"', "",
     "[speech]", 'engine = "server"', `server_url = "${speech.url}/v1"`, "",
     "[voice]", 'tts = "server"', `tts_url = "${speech.url}/v1"`, 'tts_voice = "nova"', "",
   ].join("\n"));
@@ -183,14 +212,18 @@ test("a chat with spoken answers plays the answer, and pressing the mic stops it
     await waitFor(async () => (await (await fetch(`${daemon.url}/v1/chats/${id}/settings`, { headers })).json()).spokenAnswers === true, "spokenAnswers stored");
     await tab.locator("#chat-input").fill("Did you water the plants?");
     await tab.locator("#chat-send").click();
-    await tab.waitForSelector('#chat-mic[data-speaking="playing"]');
+    try {
+      await tab.waitForSelector('#chat-mic[data-speaking="playing"]', { timeout: 15000 });
+    } catch (error) {
+      throw new Error(`${error.message}; notice: ${await tab.locator("#chat-notice").textContent()}; speaking: ${await tab.locator("#chat-mic").getAttribute("data-speaking")}; asked: ${JSON.stringify(speech.spoken)}`);
+    }
     assert.equal(speech.spoken.length, 1);
     assert.deepEqual(speech.spoken[0], { model: "gpt-4o-mini-tts", input: "The plants are watered.", voice: "nova", response_format: "mp3" });
     // A new utterance stops the answer.
     await tab.locator("#chat-mic").click();
     await waitFor(async () => (await tab.locator("#chat-mic").getAttribute("data-speaking")) === null, "the playback stopped");
     await tab.locator("#chat-mic").click();
-    await waitFor(async () => (await tab.locator("#chat-input").inputValue()) === SENTENCE, "the transcript in the box");
+    await transcriptIn(tab);
   } finally {
     await context.close();
     await stopDaemon(daemon.child);
@@ -209,7 +242,9 @@ test("Settings › Voice says who hears you and who reads answers, in the person
     assert.equal(await tab.locator("#voice-engine").getAttribute("data-cloud"), "false");
     assert.match(await tab.locator("#voice-hears").textContent() ?? "", /on this machine/);
     assert.match(await tab.locator("#voice-reads").textContent() ?? "", /Nobody: spoken answers are off/);
-    await tab.waitForSelector('[data-key="voice.send_at_once"], #settings-result');
+    // The `[voice]` and `[speech]` keys are edited on the same tab.
+    await tab.waitForSelector("text=send_at_once");
+    await tab.waitForSelector("text=server_url");
     await tab.selectOption("#language", "ru");
     await tab.waitForSelector("#voice-hears:has-text('Кто вас слышит')");
     assert.match(await tab.locator("#voice-reads").textContent() ?? "", /Никто: ответы вслух выключены/);
