@@ -175,7 +175,7 @@ export const EVERYDAY = {
   model: ["llm.default_model", "llm.local_models", "llm.disabled_providers", "agent.default_agent"],
   approvals: ["approvals.read_only", "approvals.write", "approvals.delete", "approvals.network", "approvals.exec", "approvals.timeout_seconds"],
   notifications: ["notifications.*"],
-  voice: ["voice.*", "speech.*"],
+  voice: ["speech.engine", "speech.language", "speech.server_url", "speech.keep_audio", "voice.send_at_once", "voice.hotkey", "voice.tts", "voice.tts_voice", "voice.tts_url"],
 };
 const TABS = ["model", "language", "approvals", "notifications", "voice", "advanced"];
 
