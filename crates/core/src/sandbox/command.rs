@@ -387,10 +387,9 @@ impl Sandbox {
         // Nothing the command started outlives the call.
         group.kill();
         let (exit_code, signal) = describe(status);
-        let bytes = match stdout_bytes {
-            Some(_) => stdout.kept.clone(),
-            None => Vec::new(),
-        };
+        let bytes = stdout_bytes
+            .map(|_| stdout.kept.clone())
+            .unwrap_or_default();
         let outcome = CommandOutcome {
             exit_code,
             signal,
