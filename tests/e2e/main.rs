@@ -18,6 +18,7 @@ mod keys;
 mod keys_cli;
 #[cfg(feature = "local-llm")]
 mod local_llm;
+mod voice;
 mod mcp;
 mod mcp_gateway;
 mod mcp_reference;

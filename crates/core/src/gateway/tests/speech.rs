@@ -194,7 +194,7 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
     fake.answer(401, r#"{"error":{"message":"Incorrect API key provided"}}"#, None);
     let (status, body) = f.send(upload(&f, &tone(1), &[])).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert_eq!(code(&body), "unavailable");
+    assert_eq!(code(&body), "conflict");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("не принял ключ"), "{message}");
 
