@@ -18,7 +18,6 @@ mod keys;
 mod keys_cli;
 #[cfg(feature = "local-llm")]
 mod local_llm;
-mod voice;
 mod mcp;
 mod mcp_gateway;
 mod mcp_reference;
@@ -37,3 +36,4 @@ mod skill_prompts;
 mod skills;
 mod telegram;
 mod terminal_chat;
+mod voice;

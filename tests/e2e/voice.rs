@@ -82,12 +82,22 @@ fn voice_the_daemon_hears_a_recording_over_http_and_through_souz_listen() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout} {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let mut lines = stdout.lines();
     let text = lines.next().unwrap_or_default();
-    assert!(souz_core::testing::word_error_rate(SENTENCE, text) <= 0.3, "{stdout}");
+    assert!(
+        souz_core::testing::word_error_rate(SENTENCE, text) <= 0.3,
+        "{stdout}"
+    );
     let verbose = lines.next().unwrap_or_default();
-    assert!(verbose.contains("(local, en;") && verbose.contains("ms of audio"), "{stdout}");
+    assert!(
+        verbose.contains("(local, en;") && verbose.contains("ms of audio"),
+        "{stdout}"
+    );
 
     // An engine the daemon does not know: refused, exit code 1, the daemon's words.
     let output = daemon

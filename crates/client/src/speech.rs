@@ -49,7 +49,11 @@ fn rand_part(audio: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     audio.len().hash(&mut hasher);
-    audio.iter().take(4096).collect::<Vec<_>>().hash(&mut hasher);
+    audio
+        .iter()
+        .take(4096)
+        .collect::<Vec<_>>()
+        .hash(&mut hasher);
     std::time::SystemTime::now().hash(&mut hasher);
     hasher.finish()
 }

@@ -36,9 +36,16 @@ const SECOND: &str = "The train to London leaves from platform number nine.";
 fn main() {
     // As `souz serve` does: freed large blocks go back to the system.
     souz_core::host::return_large_blocks();
-    let mut samples = decode(&spoken_wav(FIRST, "en-us")).expect("decoded").samples().to_vec();
+    let mut samples = decode(&spoken_wav(FIRST, "en-us"))
+        .expect("decoded")
+        .samples()
+        .to_vec();
     samples.resize(samples.len() + 16_000 * 2, 0.0);
-    samples.extend_from_slice(decode(&spoken_wav(SECOND, "en-us")).expect("decoded").samples());
+    samples.extend_from_slice(
+        decode(&spoken_wav(SECOND, "en-us"))
+            .expect("decoded")
+            .samples(),
+    );
     let audio_s = samples.len() as f64 / 16_000.0;
     let said = format!("{FIRST} {SECOND}");
 
@@ -61,7 +68,10 @@ fn main() {
     drop(model);
     let unloaded = rss_mib();
     times.sort_by(f64::total_cmp);
-    println!("speech: Whisper tiny.en on {audio_s:.1} s of espeak-ng English, {} threads", std::thread::available_parallelism().map_or(1, usize::from));
+    println!(
+        "speech: Whisper tiny.en on {audio_s:.1} s of espeak-ng English, {} threads",
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
     println!("  load {:.0} ms", load.as_secs_f64() * 1000.0);
     println!(
         "  transcribe: median {:.2} s (min {:.2}, max {:.2}); real-time factor {:.2} (aim < 0.5)",
@@ -70,7 +80,10 @@ fn main() {
         times[2],
         times[1] / audio_s
     );
-    println!("  WER {:.1}%  heard: {heard}", word_error_rate(&said, &heard) * 100.0);
+    println!(
+        "  WER {:.1}%  heard: {heard}",
+        word_error_rate(&said, &heard) * 100.0
+    );
     println!(
         "  RSS: before {before:.1} MiB, loaded {loaded:.1}, after transcribing {peak:.1}, unloaded {unloaded:.1}"
     );

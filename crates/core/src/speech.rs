@@ -153,10 +153,18 @@ impl EngineKind {
     pub fn label(self, language: souz_protocol::language::Language) -> String {
         use souz_protocol::localized;
         match self {
-            Self::Local => localized!(language, "Whisper on this computer", "Whisper на этом компьютере"),
+            Self::Local => localized!(
+                language,
+                "Whisper on this computer",
+                "Whisper на этом компьютере"
+            ),
             Self::OpenAi => localized!(language, "OpenAI (cloud)", "OpenAI (облако)"),
             Self::AiTunnel => localized!(language, "AiTunnel (cloud)", "AiTunnel (облако)"),
-            Self::Salute => localized!(language, "SaluteSpeech (Sber cloud)", "SaluteSpeech (облако Сбера)"),
+            Self::Salute => localized!(
+                language,
+                "SaluteSpeech (Sber cloud)",
+                "SaluteSpeech (облако Сбера)"
+            ),
             Self::Server => localized!(language, "Transcription server", "Сервер распознавания"),
         }
     }

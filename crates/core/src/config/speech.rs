@@ -67,7 +67,10 @@ impl SpeechConfig {
             ));
         }
         if self.local_model.trim().is_empty() {
-            problems.push(Invalid::new("local_model", "must name a model (whisper-base)"));
+            problems.push(Invalid::new(
+                "local_model",
+                "must name a model (whisper-base)",
+            ));
         }
         for (key, url) in [
             ("server_url", &self.server_url),

@@ -56,10 +56,14 @@ pub enum SpeechError {
         how: &'static str,
     },
     /// `server` has no URL and none was found on this machine.
-    #[error("no transcription server: set [speech] server_url, or start a whisper.cpp server on 127.0.0.1:8080")]
+    #[error(
+        "no transcription server: set [speech] server_url, or start a whisper.cpp server on 127.0.0.1:8080"
+    )]
     NoServer,
     /// The local model's files are not there.
-    #[error("the speech model {model} is not downloaded (souz models pull {model}, or place its files in {path})")]
+    #[error(
+        "the speech model {model} is not downloaded (souz models pull {model}, or place its files in {path})"
+    )]
     ModelMissing {
         /// Its catalog id.
         model: String,

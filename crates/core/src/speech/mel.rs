@@ -73,6 +73,10 @@ mod tests {
         // Weights [0, 1] and [1, 2], computed apart from this code with librosa's formulas
         // (`filters.mel`, htk=False, norm="slaney") in plain Python.
         assert!((bank[1] - 0.024_862_594).abs() < 1e-6, "{}", bank[1]);
-        assert!((bank[201 + 2] - 0.022_871_772).abs() < 1e-6, "{}", bank[203]);
+        assert!(
+            (bank[201 + 2] - 0.022_871_772).abs() < 1e-6,
+            "{}",
+            bank[203]
+        );
     }
 }

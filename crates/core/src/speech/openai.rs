@@ -192,12 +192,11 @@ impl Transcriber for OpenAiCompatible {
         }
         let response = send(engine, request, self.timeout, cancel).await?;
         let body = answer_body(engine, response, &secrets, self.timeout, cancel).await?;
-        let answer: Answer =
-            serde_json::from_slice(&body).map_err(|_| SpeechError::Rejected {
-                engine,
-                status: 200,
-                message: "the answer has no `text`".to_owned(),
-            })?;
+        let answer: Answer = serde_json::from_slice(&body).map_err(|_| SpeechError::Rejected {
+            engine,
+            status: 200,
+            message: "the answer has no `text`".to_owned(),
+        })?;
         Ok(answer.text.trim().to_owned())
     }
 }

@@ -202,8 +202,7 @@ impl SpeechService {
 
     fn local_model(config: &Config) -> Result<(&'static SpeechModel, PathBuf), SpeechError> {
         let id = config.speech.local_model.trim();
-        let model =
-            catalog::find(id).ok_or_else(|| SpeechError::UnknownModel(id.to_owned()))?;
+        let model = catalog::find(id).ok_or_else(|| SpeechError::UnknownModel(id.to_owned()))?;
         Ok((model, model.dir(&Self::models_dir(config))))
     }
 
@@ -241,17 +240,21 @@ impl SpeechService {
                 })
             }
             EngineKind::OpenAi => {
-                let key = key(ProviderId::OpenAi).await?.ok_or(SpeechError::MissingKey {
-                    engine: "OpenAI",
-                    how: "store the openai provider key (Settings → Keys, or OPENAI_API_KEY)",
-                })?;
+                let key = key(ProviderId::OpenAi)
+                    .await?
+                    .ok_or(SpeechError::MissingKey {
+                        engine: "OpenAI",
+                        how: "store the openai provider key (Settings → Keys, or OPENAI_API_KEY)",
+                    })?;
                 Arc::new(cloud(&config.llm.openai_base_url, Some(key)))
             }
             EngineKind::AiTunnel => {
-                let key = key(ProviderId::AiTunnel).await?.ok_or(SpeechError::MissingKey {
-                    engine: "AiTunnel",
-                    how: "store the ai_tunnel provider key (Settings → Keys, or AITUNNEL_KEY)",
-                })?;
+                let key = key(ProviderId::AiTunnel)
+                    .await?
+                    .ok_or(SpeechError::MissingKey {
+                        engine: "AiTunnel",
+                        how: "store the ai_tunnel provider key (Settings → Keys, or AITUNNEL_KEY)",
+                    })?;
                 Arc::new(cloud(&config.llm.ai_tunnel_base_url, Some(key)))
             }
             EngineKind::Salute => {
@@ -523,7 +526,10 @@ impl Transcriber for LocalEngine {
             });
         }
         if audio.duration_ms() > MAX_AUDIO.as_millis() as u64 + 100 {
-            return Err(super::decode::too_long(audio.samples().len(), super::SAMPLE_RATE));
+            return Err(super::decode::too_long(
+                audio.samples().len(),
+                super::SAMPLE_RATE,
+            ));
         }
         let local = Arc::clone(&self.service.local);
         let dir = self.dir.clone();

@@ -103,7 +103,11 @@ fn whisper_hears_espeak_english_in_every_container() {
         );
     }
     let total = errors / words as f64;
-    println!("English word error rate over {} sentences: {:.1}%", ENGLISH.len(), total * 100.0);
+    println!(
+        "English word error rate over {} sentences: {:.1}%",
+        ENGLISH.len(),
+        total * 100.0
+    );
     assert!(total <= 0.30, "word error rate {:.1}%", total * 100.0);
 
     let wav = crate::testing::spoken_wav(ENGLISH[3], "en-us");
@@ -147,5 +151,8 @@ fn whisper_hears_past_the_first_window() {
         .to_lowercase();
     println!("heard over two windows: {heard}");
     assert!(heard.contains("park"), "{heard}");
-    assert!(heard.contains("platform") || heard.contains("london"), "{heard}");
+    assert!(
+        heard.contains("platform") || heard.contains("london"),
+        "{heard}"
+    );
 }

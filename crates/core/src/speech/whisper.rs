@@ -76,8 +76,8 @@ impl WhisperModel {
             .map_err(|error| broken(format!("tokenizer.json: {error}")))?;
         let weights = read(dir, "model.safetensors", MAX_MODEL_BYTES)?;
         let device = Device::Cpu;
-        let builder = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(broken)?;
+        let builder =
+            VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(broken)?;
         let model = Whisper::load(&builder, config.clone()).map_err(broken)?;
         let token = |name: &str| {
             tokenizer

@@ -98,7 +98,9 @@ async fn transcribe(
     // Dropped with the request when the client goes away: the engine's work stops with it.
     let cancel = tokio_util::sync::CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    Ok(axum::Json(handle.transcribe(&user, request, &cancel).await?))
+    Ok(axum::Json(
+        handle.transcribe(&user, request, &cancel).await?,
+    ))
 }
 
 /// The boundary of a `multipart/form-data` content type.
@@ -167,7 +169,9 @@ fn parse_upload(headers: &HeaderMap, body: &[u8]) -> Result<TranscriptionRequest
         let content = &body[content_start..content_end];
         let name = part_name(&part_headers).ok_or_else(|| bad("a part has no name"))?;
         if seen.contains(&name) {
-            return Err(ApiError::invalid(format!("the part `{name}` is sent twice")));
+            return Err(ApiError::invalid(format!(
+                "the part `{name}` is sent twice"
+            )));
         }
         let text = || -> Result<String, ApiError> {
             if content.len() > MAX_FIELD {

@@ -32,7 +32,12 @@ impl Fake {
             .push((status, body.to_owned(), retry_after));
     }
 
-    async fn reply(&self, path: String, headers: &axum::http::HeaderMap, body: Vec<u8>) -> axum::response::Response {
+    async fn reply(
+        &self,
+        path: String,
+        headers: &axum::http::HeaderMap,
+        body: Vec<u8>,
+    ) -> axum::response::Response {
         let lines = headers
             .iter()
             .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap_or("?")))
@@ -52,10 +57,9 @@ impl Fake {
             }
         };
         let mut response = (StatusCode::from_u16(status).unwrap(), body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            "application/json".parse().unwrap(),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
         if let Some(after) = retry_after {
             response
                 .headers_mut()
@@ -99,8 +103,12 @@ async fn recognize(
     body: axum::body::Bytes,
 ) -> axum::response::Response {
     let language = query.get("language").cloned().unwrap_or_default();
-    fake.reply(format!("/speech:recognize?language={language}"), &headers, body.to_vec())
-        .await
+    fake.reply(
+        format!("/speech:recognize?language={language}"),
+        &headers,
+        body.to_vec(),
+    )
+    .await
 }
 
 /// A one-second 440 Hz tone as a 16 kHz WAV.
@@ -117,8 +125,10 @@ fn upload(f: &Fixture, audio: &[u8], fields: &[(&str, &str)]) -> Request<Body> {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                .as_bytes(),
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
         );
     }
     body.extend_from_slice(
@@ -171,13 +181,22 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["text"], "hello from the server");
     assert_eq!(body["engine"], "server");
-    assert_eq!(body["cloud"], false, "a server on loopback keeps audio home");
+    assert_eq!(
+        body["cloud"], false,
+        "a server on loopback keeps audio home"
+    );
     assert_eq!(body["language"], "en");
     assert_eq!(body["audioMs"], 1000);
-    assert!(body["timings"]["totalMs"].as_u64().unwrap() >= body["timings"]["transcribeMs"].as_u64().unwrap());
+    assert!(
+        body["timings"]["totalMs"].as_u64().unwrap()
+            >= body["timings"]["transcribeMs"].as_u64().unwrap()
+    );
     let (path, headers, sent) = fake.seen.lock().unwrap()[0].clone();
     assert_eq!(path, "/v1/audio/transcriptions");
-    assert!(headers.contains("content-type: multipart/form-data; boundary="), "{headers}");
+    assert!(
+        headers.contains("content-type: multipart/form-data; boundary="),
+        "{headers}"
+    );
     let sent = String::from_utf8_lossy(&sent);
     for part in [
         "name=\"model\"\r\n\r\nwhisper-1\r\n",
@@ -191,7 +210,11 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
 
     russian(&f).await;
     fake.script.lock().unwrap().clear();
-    fake.answer(401, r#"{"error":{"message":"Incorrect API key provided"}}"#, None);
+    fake.answer(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided"}}"#,
+        None,
+    );
     let (status, body) = f.send(upload(&f, &tone(1), &[])).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
     assert_eq!(code(&body), "conflict");
@@ -199,13 +222,25 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
     assert!(message.contains("не принял ключ"), "{message}");
 
     fake.script.lock().unwrap().clear();
-    fake.answer(429, r#"{"error":{"message":"Rate limit reached"}}"#, Some("7"));
+    fake.answer(
+        429,
+        r#"{"error":{"message":"Rate limit reached"}}"#,
+        Some("7"),
+    );
     let response = f.app().oneshot(upload(&f, &tone(1), &[])).await.unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(response.headers()[header::RETRY_AFTER], "7");
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("через 7 с"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("через 7 с"),
+        "{body}"
+    );
     // The language defaulted to the interface's (Russian now).
     let (_, _, sent) = fake.seen.lock().unwrap().last().cloned().unwrap();
     assert!(String::from_utf8_lossy(&sent).contains("name=\"language\"\r\n\r\nru\r\n"));
@@ -216,7 +251,13 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
     let started = std::time::Instant::now();
     let (status, body) = f.send(upload(&f, &tone(1), &[])).await;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("не ответил за 1 с"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("не ответил за 1 с"),
+        "{body}"
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
@@ -232,19 +273,41 @@ async fn unreadable_or_too_long_audio_is_refused_before_any_engine() {
     let long = crate::speech::Audio::new(vec![0.0; 16_000 * 121]).to_wav();
     let (status, body) = f.send(upload(&f, &long, &[])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("at most 120 seconds"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 120 seconds")
+    );
     russian(&f).await;
     let (status, body) = f.send(upload(&f, &long, &[])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["error"]["message"].as_str().unwrap().contains("не больше 120 секунд"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("не больше 120 секунд"),
+        "{body}"
+    );
     let (status, body) = f.send(upload(&f, b"ID3 not audio", &[])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["error"]["message"].as_str().unwrap().contains("WAV, OGG/Opus или WebM/Opus"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("WAV, OGG/Opus или WebM/Opus"),
+        "{body}"
+    );
     let (status, _) = f.send(upload(&f, b"", &[])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, body) = f.send(upload(&f, &tone(1), &[("engine", "google")])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["error"]["message"].as_str().unwrap().contains("google"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("google")
+    );
     // Over 25 MiB: refused by its length before the body is read.
     let huge = vec![0u8; (25 << 20) + (128 << 10)];
     let (status, _) = f.send(upload(&f, &huge, &[])).await;
@@ -266,10 +329,19 @@ async fn unreadable_or_too_long_audio_is_refused_before_any_engine() {
 async fn salute_speech_exchanges_its_key_once_and_recognises_pcm() {
     let auth = Fake::default();
     let far = chrono::Utc::now().timestamp_millis() + 30 * 60 * 1000;
-    auth.answer(200, &format!(r#"{{"access_token":"salute-token-1","expires_at":{far}}}"#), None);
+    auth.answer(
+        200,
+        &format!(r#"{{"access_token":"salute-token-1","expires_at":{far}}}"#),
+        None,
+    );
     let speech = Fake::default();
     speech.answer(200, r#"{"result":["привет мир"],"emotions":[{"negative":0.1,"neutral":0.8,"positive":0.1}],"status":200}"#, None);
-    let auth_base = Fake::serve(axum::Router::new().route("/oauth", post(oauth)).with_state(auth.clone())).await;
+    let auth_base = Fake::serve(
+        axum::Router::new()
+            .route("/oauth", post(oauth))
+            .with_state(auth.clone()),
+    )
+    .await;
     let speech_base = Fake::serve(
         axum::Router::new()
             .route("/rest/v1/speech:recognize", post(recognize))
@@ -285,7 +357,12 @@ async fn salute_speech_exchanges_its_key_once_and_recognises_pcm() {
     // No key yet: said, nothing sent.
     let (status, body) = f.send(upload(&f, &tone(1), &[("language", "ru")])).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("salute_speech"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("salute_speech")
+    );
     f.runtime
         .handle()
         .set_service_key("salute_speech", "c2FsdXRlLWF1dGgta2V5")
@@ -302,19 +379,32 @@ async fn salute_speech_exchanges_its_key_once_and_recognises_pcm() {
     let exchanges = auth.seen.lock().unwrap().clone();
     assert_eq!(exchanges.len(), 1, "the token is reused");
     let (_, headers, form) = &exchanges[0];
-    assert!(headers.contains("authorization: Basic c2FsdXRlLWF1dGgta2V5"), "{headers}");
+    assert!(
+        headers.contains("authorization: Basic c2FsdXRlLWF1dGgta2V5"),
+        "{headers}"
+    );
     assert!(headers.contains("rquid: "), "{headers}");
     assert_eq!(String::from_utf8_lossy(form), "scope=SALUTE_SPEECH_PERS");
     let (path, headers, pcm) = speech.seen.lock().unwrap()[0].clone();
     assert_eq!(path, "/speech:recognize?language=ru-RU");
-    assert!(headers.contains("authorization: Bearer salute-token-1"), "{headers}");
-    assert!(headers.contains("content-type: audio/x-pcm;bit=16;rate=16000"), "{headers}");
+    assert!(
+        headers.contains("authorization: Bearer salute-token-1"),
+        "{headers}"
+    );
+    assert!(
+        headers.contains("content-type: audio/x-pcm;bit=16;rate=16000"),
+        "{headers}"
+    );
     assert_eq!(pcm.len(), 32_000, "one second of 16-bit samples, no header");
 
     // The token was revoked early: one fresh exchange, then success.
     speech.script.lock().unwrap().clear();
     speech.answer(401, r#"{"status":401,"message":"token expired"}"#, None);
-    speech.answer(200, r#"{"result":["снова"],"emotions":[],"status":200}"#, None);
+    speech.answer(
+        200,
+        r#"{"result":["снова"],"emotions":[],"status":200}"#,
+        None,
+    );
     let (status, body) = f.send(upload(&f, &tone(1), &[("language", "ru")])).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["text"], "снова");
@@ -327,10 +417,20 @@ async fn salute_speech_exchanges_its_key_once_and_recognises_pcm() {
         .await
         .unwrap();
     auth.script.lock().unwrap().clear();
-    auth.answer(401, r#"{"code":6,"message":"credentials doesn't match db data"}"#, None);
+    auth.answer(
+        401,
+        r#"{"code":6,"message":"credentials doesn't match db data"}"#,
+        None,
+    );
     let (status, body) = f.send(upload(&f, &tone(1), &[("language", "ru")])).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("salute refused the key"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("salute refused the key"),
+        "{body}"
+    );
     // A language it does not know.
     let (status, _) = f.send(upload(&f, &tone(1), &[("language", "de")])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -345,7 +445,9 @@ async fn the_local_engine_needs_its_model_then_hears() {
         config.speech.language = "en".into();
     })
     .await;
-    let (status, body) = f.send(f.authed("/v1/speech").body(Body::empty()).unwrap()).await;
+    let (status, body) = f
+        .send(f.authed("/v1/speech").body(Body::empty()).unwrap())
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["engine"], "local");
     assert_eq!(body["cloud"], false);
@@ -353,16 +455,29 @@ async fn the_local_engine_needs_its_model_then_hears() {
     assert_eq!(body["model"], "whisper-tiny-en");
     assert_eq!(body["languages"], serde_json::json!(["en"]));
     assert!(body["reason"].as_str().unwrap().contains("not downloaded"));
-    let wav = crate::testing::spoken_wav("The train to London leaves from platform number nine.", "en-us");
+    let wav = crate::testing::spoken_wav(
+        "The train to London leaves from platform number nine.",
+        "en-us",
+    );
     let (status, body) = f.send(upload(&f, &wav, &[])).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
 
-    let dir = f.runtime.home().path().join("models/speech/whisper-tiny-en");
+    let dir = f
+        .runtime
+        .home()
+        .path()
+        .join("models/speech/whisper-tiny-en");
     std::fs::create_dir_all(&dir).unwrap();
     for name in crate::speech::catalog::FILES {
-        std::fs::copy(crate::testing::whisper_model_dir().join(name), dir.join(name)).unwrap();
+        std::fs::copy(
+            crate::testing::whisper_model_dir().join(name),
+            dir.join(name),
+        )
+        .unwrap();
     }
-    let (_, body) = f.send(f.authed("/v1/speech").body(Body::empty()).unwrap()).await;
+    let (_, body) = f
+        .send(f.authed("/v1/speech").body(Body::empty()).unwrap())
+        .await;
     assert_eq!(body["ready"], true, "{body}");
     let (status, body) = f.send(upload(&f, &wav, &[])).await;
     assert_eq!(status, StatusCode::OK, "{body}");

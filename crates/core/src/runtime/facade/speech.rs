@@ -50,12 +50,10 @@ fn service_error(error: SpeechError, language: Language) -> ServiceError {
             failure: UpstreamFailure::TimedOut,
             message,
         },
-        SpeechError::Unreachable { .. } | SpeechError::Rejected { .. } => {
-            ServiceError::Upstream {
-                failure: UpstreamFailure::Failed,
-                message,
-            }
-        }
+        SpeechError::Unreachable { .. } | SpeechError::Rejected { .. } => ServiceError::Upstream {
+            failure: UpstreamFailure::Failed,
+            message,
+        },
         SpeechError::Cancelled => ServiceError::Unavailable,
         SpeechError::ModelBroken(detail) | SpeechError::Internal(detail) => {
             ServiceError::Internal(format!("speech: {detail}"))

@@ -74,6 +74,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Pcm, SpeechError> {
     } else if head.get(1..7) == Some(b"vorbis") {
         Err(SpeechError::Unsupported("OGG/Vorbis".to_owned()))
     } else {
-        Err(SpeechError::Unsupported("an OGG stream that is not Opus".to_owned()))
+        Err(SpeechError::Unsupported(
+            "an OGG stream that is not Opus".to_owned(),
+        ))
     }
 }

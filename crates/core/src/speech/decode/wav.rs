@@ -42,7 +42,9 @@ fn format_of(body: &[u8]) -> Result<Format, SpeechError> {
         tag = field(24)?;
     }
     if channels == 0 || channels > MAX_CHANNELS {
-        return Err(SpeechError::Unsupported(format!("WAV with {channels} channels")));
+        return Err(SpeechError::Unsupported(format!(
+            "WAV with {channels} channels"
+        )));
     }
     if !(1_000..=384_000).contains(&rate) {
         return Err(SpeechError::Unsupported(format!("WAV at {rate} Hz")));
@@ -74,13 +76,21 @@ fn sample(format: &Format, bytes: &[u8]) -> f32 {
         }
         (FLOAT, 32) => {
             let value = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-            if value.is_finite() { value.clamp(-1.0, 1.0) } else { 0.0 }
+            if value.is_finite() {
+                value.clamp(-1.0, 1.0)
+            } else {
+                0.0
+            }
         }
         (FLOAT, 64) => {
             let mut raw = [0u8; 8];
             raw.copy_from_slice(&bytes[..8]);
             let value = f64::from_le_bytes(raw);
-            if value.is_finite() { value.clamp(-1.0, 1.0) as f32 } else { 0.0 }
+            if value.is_finite() {
+                value.clamp(-1.0, 1.0) as f32
+            } else {
+                0.0
+            }
         }
         _ => 0.0,
     }
