@@ -63,6 +63,16 @@ pub struct Transcription {
     pub transcribe_ms: u64,
 }
 
+/// Who a transcription is for: their keys (the model service acting for them) and their
+/// interface language.
+#[derive(Debug, Clone, Copy)]
+pub struct Person<'a> {
+    /// The model service acting for them (their provider and service keys).
+    pub llm: &'a LlmService,
+    /// Their interface language.
+    pub language: Language,
+}
+
 /// The engine a request would use, and whether it can run now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineStatus {
@@ -308,15 +318,18 @@ impl SpeechService {
         }
     }
 
-    /// Transcribes `request` for the person `llm` acts for.
+    /// Transcribes `request` for `person`.
     pub async fn transcribe(
         &self,
         config: &Config,
-        llm: &LlmService,
+        person: Person<'_>,
         request: TranscriptionRequest,
-        interface: Language,
         cancel: &CancellationToken,
     ) -> Result<Transcription, SpeechError> {
+        let Person {
+            llm,
+            language: interface,
+        } = person;
         let kind = Self::kind(config, request.engine.as_deref())?;
         let language = Self::language(config, request.language.as_deref(), interface)?;
         if request.audio.len() > MAX_UPLOAD_BYTES {
