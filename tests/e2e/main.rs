@@ -37,3 +37,4 @@ mod skills;
 mod spoken_answers;
 mod telegram;
 mod terminal_chat;
+mod voice;

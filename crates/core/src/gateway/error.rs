@@ -170,7 +170,9 @@ impl From<ServiceError> for ApiError {
                         UpstreamFailure::RateLimited(after) => after,
                         _ => None,
                     },
-                    ..Self::new(status, ErrorCode::Unavailable, message)
+                    // `conflict`: "it did not work, here is why" (`unavailable` would say Souz
+                    // itself is down).
+                    ..Self::new(status, ErrorCode::Conflict, message)
                 }
             }
             ServiceError::Internal(detail) => Self::internal(&detail),

@@ -129,7 +129,20 @@ pub enum SpeechError {
 impl SpeechError {
     /// The error as the person reads it, in `language`.
     pub fn say(&self, language: Language) -> String {
-        match self {
+        self.said_of_the_audio(language)
+            .or_else(|| self.said_of_the_engine(language))
+            .unwrap_or_else(|| {
+                localized!(
+                    language,
+                    "Speech recognition failed inside Souz; details are in its log.",
+                    "Распознавание речи не удалось из-за внутренней ошибки Souz; подробности в журнале."
+                )
+            })
+    }
+
+    /// What is said of a request or its audio (before any engine runs).
+    fn said_of_the_audio(&self, language: Language) -> Option<String> {
+        Some(match self {
             Self::Empty => localized!(language, "No audio was sent.", "Звук не получен."),
             Self::TooLarge { limit } => localized!(
                 language,
@@ -167,6 +180,13 @@ impl SpeechError {
                 "`{}` — не код языка (ru, en, ...).",
                 code
             ),
+            _ => return None,
+        })
+    }
+
+    /// What is said of an engine that cannot run or failed.
+    fn said_of_the_engine(&self, language: Language) -> Option<String> {
+        Some(match self {
             Self::UnsupportedLanguage {
                 engine,
                 language: code,
@@ -219,21 +239,7 @@ impl SpeechError {
             Self::RateLimited {
                 engine,
                 retry_after,
-            } => match retry_after {
-                Some(after) => localized!(
-                    language,
-                    "{} is busy (too many requests): try again in {} s.",
-                    "{} перегружен (слишком много запросов): попробуйте через {} с.",
-                    engine,
-                    after.as_secs().max(1)
-                ),
-                None => localized!(
-                    language,
-                    "{} is busy (too many requests): try again later.",
-                    "{} перегружен (слишком много запросов): попробуйте позже.",
-                    engine
-                ),
-            },
+            } => rate_limited(language, engine, *retry_after),
             Self::TimedOut { engine, seconds } => localized!(
                 language,
                 "{} did not answer within {} s.",
@@ -265,11 +271,26 @@ impl SpeechError {
                 "The transcription was cancelled.",
                 "Распознавание отменено."
             ),
-            Self::Internal(_) => localized!(
-                language,
-                "Speech recognition failed inside Souz; details are in its log.",
-                "Распознавание речи не удалось из-за внутренней ошибки Souz; подробности в журнале."
-            ),
-        }
+            _ => return None,
+        })
+    }
+}
+
+/// What is said of an engine that rate-limits.
+fn rate_limited(language: Language, engine: &str, retry_after: Option<Duration>) -> String {
+    match retry_after {
+        Some(after) => localized!(
+            language,
+            "{} is busy (too many requests): try again in {} s.",
+            "{} перегружен (слишком много запросов): попробуйте через {} с.",
+            engine,
+            after.as_secs().max(1)
+        ),
+        None => localized!(
+            language,
+            "{} is busy (too many requests): try again later.",
+            "{} перегружен (слишком много запросов): попробуйте позже.",
+            engine
+        ),
     }
 }

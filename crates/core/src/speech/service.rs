@@ -63,6 +63,16 @@ pub struct Transcription {
     pub transcribe_ms: u64,
 }
 
+/// Who a transcription is for: their keys (the model service acting for them) and their
+/// interface language.
+#[derive(Debug, Clone, Copy)]
+pub struct Person<'a> {
+    /// The model service acting for them (their provider and service keys).
+    pub llm: &'a LlmService,
+    /// Their interface language.
+    pub language: Language,
+}
+
 /// The engine a request would use, and whether it can run now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineStatus {
@@ -308,15 +318,18 @@ impl SpeechService {
         }
     }
 
-    /// Transcribes `request` for the person `llm` acts for.
+    /// Transcribes `request` for `person`.
     pub async fn transcribe(
         &self,
         config: &Config,
-        llm: &LlmService,
+        person: Person<'_>,
         request: TranscriptionRequest,
-        interface: Language,
         cancel: &CancellationToken,
     ) -> Result<Transcription, SpeechError> {
+        let Person {
+            llm,
+            language: interface,
+        } = person;
         let kind = Self::kind(config, request.engine.as_deref())?;
         let language = Self::language(config, request.language.as_deref(), interface)?;
         if request.audio.len() > MAX_UPLOAD_BYTES {
@@ -559,5 +572,65 @@ impl Transcriber for LocalEngine {
         .map_err(|error| SpeechError::Internal(error.to_string()))?;
         self.service.start_sweeper(self.idle);
         heard
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The in-process model is loaded by the first transcription and unloaded once it has been
+    /// idle for the engine's idle time; the next transcription loads it again.
+    #[tokio::test]
+    async fn the_local_model_unloads_after_being_idle() {
+        let service = SpeechService::new(Tasks::detached());
+        let engine = LocalEngine {
+            service: service.clone(),
+            model: catalog::find("whisper-tiny-en").unwrap(),
+            dir: crate::testing::whisper_model_dir(),
+            idle: Duration::from_millis(300),
+        };
+        let audio = Audio::new(vec![0.0; 16_000]);
+        let cancel = CancellationToken::new();
+        engine.transcribe(&audio, "en", &cancel).await.unwrap();
+        assert!(service.loaded());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while service.loaded() {
+            assert!(Instant::now() < deadline, "still loaded after 10 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        engine.transcribe(&audio, "en", &cancel).await.unwrap();
+        assert!(service.loaded(), "loaded again on use");
+        assert!(matches!(
+            engine.transcribe(&audio, "ru", &cancel).await,
+            Err(SpeechError::UnsupportedLanguage { .. })
+        ));
+    }
+
+    /// A whisper.cpp server is recognised on loopback by its page; another page, or an
+    /// address off this machine, is not asked.
+    #[tokio::test]
+    async fn a_whisper_cpp_server_is_found_on_loopback_only() {
+        async fn serve(page: &'static str) -> String {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let router =
+                axum::Router::new().route("/", axum::routing::get(move || async move { page }));
+            crate::tasks::spawn_in_test(async move {
+                axum::serve(listener, router).await.unwrap();
+            });
+            format!("http://{address}")
+        }
+        let whisper = serve("<html><title>Whisper.cpp Server</title></html>").await;
+        assert_eq!(
+            discover_server(&whisper).await,
+            Some(format!("{whisper}/inference"))
+        );
+        let other = serve("<html><title>Something else</title></html>").await;
+        assert_eq!(discover_server(&other).await, None);
+        assert_eq!(discover_server("http://192.0.2.1:8080").await, None);
+        assert_eq!(discover_server("http://127.0.0.1:9").await, None);
+        assert!(loopback("http://localhost:8080/v1") && loopback("http://[::1]:1"));
+        assert!(!loopback("http://localhost.evil.example/v1"));
     }
 }

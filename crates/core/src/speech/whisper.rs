@@ -93,7 +93,7 @@ impl WhisperModel {
         let vocab = u32::try_from(config.vocab_size).map_err(broken)?;
         let mask: Vec<f32> = (0..vocab)
             .map(|id| {
-                let special = id >= eot && id != eot;
+                let special = id > eot;
                 if special || config.suppress_tokens.contains(&id) {
                     f32::NEG_INFINITY
                 } else {

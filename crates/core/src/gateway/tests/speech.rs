@@ -13,15 +13,20 @@ use axum::routing::post;
 
 use super::*;
 
+/// A scripted answer: status, body, `Retry-After`.
+type Scripted = (u16, String, Option<&'static str>);
+/// A request received: path, headers as `name: value` lines, body.
+type Received = (String, String, Vec<u8>);
+
 /// What a fake answers, and what it received.
 #[derive(Clone, Default)]
 struct Fake {
     /// `(status, body, Retry-After)` for the next requests; the last one repeats.
-    script: Arc<Mutex<Vec<(u16, String, Option<&'static str>)>>>,
+    script: Arc<Mutex<Vec<Scripted>>>,
     /// Seconds to wait before answering.
     delay: Arc<Mutex<u64>>,
     /// Every request: path, headers as `name: value` lines, body.
-    seen: Arc<Mutex<Vec<(String, String, Vec<u8>)>>>,
+    seen: Arc<Mutex<Vec<Received>>>,
 }
 
 impl Fake {
@@ -217,7 +222,7 @@ async fn a_transcription_server_is_heard_and_its_failures_are_said() {
     );
     let (status, body) = f.send(upload(&f, &tone(1), &[])).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert_eq!(code(&body), "unavailable");
+    assert_eq!(code(&body), "conflict");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("не принял ключ"), "{message}");
 

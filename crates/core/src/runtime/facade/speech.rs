@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ServiceError, UpstreamFailure};
 use crate::chat::ChatUser;
 use crate::runtime::RuntimeHandle;
+use crate::speech::service::Person;
 use crate::speech::{EngineKind, MAX_AUDIO, MAX_UPLOAD_BYTES, SpeechError};
 
 pub(crate) use crate::speech::TranscriptionRequest;
@@ -83,7 +84,12 @@ impl RuntimeHandle {
         let cancel = cancel.child_token();
         let stopping = self.shutdown_signal();
         let heard = tokio::select! {
-            heard = self.speech().transcribe(self.config(), &llm, request, language, &cancel) => heard,
+            heard = self.speech().transcribe(
+                self.config(),
+                Person { llm: &llm, language },
+                request,
+                &cancel,
+            ) => heard,
             () = stopping.cancelled() => Err(SpeechError::Cancelled),
         };
         let heard = match heard {

@@ -119,3 +119,86 @@ fn hostile_containers_fail_cleanly() {
         }
     }
 }
+
+/// An EBML element with an 8-byte size (`None`: the unknown size of a live recording).
+fn element(id: &[u8], size: Option<usize>, body: &[u8]) -> Vec<u8> {
+    let mut out = id.to_vec();
+    match size {
+        Some(size) => {
+            out.push(0x01);
+            out.extend_from_slice(&(size as u64).to_be_bytes()[1..]);
+        }
+        None => out.extend_from_slice(&[0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]),
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// The Opus packets of an OGG file muxed the way Chromium's `MediaRecorder` writes WebM: the
+/// Segment and every Cluster of unknown size, SimpleBlocks of a few packets each.
+fn live_webm(ogg: &[u8]) -> Vec<u8> {
+    let packets = ogg::packets(ogg).unwrap();
+    let mut out = element(
+        &[0x1A, 0x45, 0xDF, 0xA3],
+        Some(7),
+        &element(&[0x42, 0x82], Some(4), b"webm")[..7],
+    );
+    out.truncate(4 + 8 + 7);
+    out.extend_from_slice(&[
+        0x18, 0x53, 0x80, 0x67, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    ]);
+    let mut entry = element(&[0xD7], Some(1), &[1]);
+    entry.extend(element(&[0x86], Some(6), b"A_OPUS"));
+    entry.extend(element(&[0x63, 0xA2], Some(packets[0].len()), &packets[0]));
+    let track = element(&[0xAE], Some(entry.len()), &entry);
+    out.extend(element(
+        &[0x16, 0x54, 0xAE, 0x6B],
+        Some(track.len()),
+        &track,
+    ));
+    for (index, packet) in packets[2..].iter().enumerate() {
+        if index % 10 == 0 {
+            out.extend_from_slice(&[0x1F, 0x43, 0xB6, 0x75]);
+            out.extend_from_slice(&[0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
+            out.extend(element(
+                &[0xE7],
+                Some(2),
+                &((index * 20) as u16).to_be_bytes(),
+            ));
+        }
+        let mut block = vec![0x81, 0x00, 0x00, 0x80];
+        block.extend_from_slice(packet);
+        out.extend(element(&[0xA3], Some(block.len()), &block));
+    }
+    out
+}
+
+/// The same Opus stream decodes to the same samples from OGG (opusenc), from WebM remuxed by
+/// mkvmerge, and from a live-shaped WebM with unknown-size Clusters; about as long as the
+/// speech that went in.
+#[test]
+fn ogg_and_webm_of_one_opus_stream_decode_alike() {
+    let wav = crate::testing::spoken_wav("Open the window because it is warm.", "en-us");
+    let original = decode(&wav).unwrap();
+    let (ogg, webm) = crate::testing::opus_files(&wav);
+    let from_ogg = decode(&ogg).unwrap();
+    let from_webm = decode(&webm).unwrap();
+    let from_live = decode(&live_webm(&ogg)).unwrap();
+    let length = original.samples().len() as i64;
+    for decoded in [&from_ogg, &from_webm, &from_live] {
+        // Opus ends on whole 20 ms frames: at most one frame more than went in.
+        let extra = decoded.samples().len() as i64 - length;
+        assert!((0..=330).contains(&extra), "{extra} samples more");
+    }
+    assert_eq!(from_live.samples(), from_ogg.samples());
+    assert_eq!(from_webm.samples(), from_ogg.samples());
+    // A lossy codec, but the same sound: the difference is small next to the signal.
+    let energy: f32 = original.samples().iter().map(|s| s * s).sum();
+    let noise: f32 = original
+        .samples()
+        .iter()
+        .zip(from_ogg.samples())
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum();
+    assert!(noise < energy * 0.1, "noise {noise} against {energy}");
+}

@@ -1,6 +1,6 @@
 //! WebM (Matroska) with one Opus audio track, as browsers' `MediaRecorder` writes it: the
 //! Segment and every Cluster may have the unknown size (a live recording cannot go back to
-//! patch lengths), blocks are SimpleBlocks or Blocks in BlockGroups, without lacing.
+//! patch lengths), blocks are SimpleBlocks or Blocks in BlockGroups, laced or not.
 //!
 //! The walk is flat: elements are read one after another; the few master elements whose
 //! children matter (Segment, Tracks, TrackEntry, Cluster, BlockGroup) are stepped into — their
@@ -154,7 +154,8 @@ fn opus_track(tracks: &[Track]) -> Result<(u64, OpusStream), SpeechError> {
     Ok((number, OpusStream::new(&head, sample_budget(48_000))?))
 }
 
-/// One (Simple)Block: the track, a 16-bit timecode, flags, then the frame.
+/// One (Simple)Block: the track, a 16-bit timecode, flags, then the frame, or several frames
+/// laced (Xiph, fixed-size or EBML lacing, as muxers such as mkvmerge write them).
 fn block(body: &[u8], track: u64, stream: &mut OpusStream) -> Result<(), SpeechError> {
     let (number, length, _) = vint(body, 0, false)?;
     if number != track {
@@ -163,10 +164,60 @@ fn block(body: &[u8], track: u64, stream: &mut OpusStream) -> Result<(), SpeechE
     let flags = *body
         .get(length + 2)
         .ok_or_else(|| malformed("a block is cut off"))?;
-    if flags & 0x06 != 0 {
-        return Err(SpeechError::Unsupported(
-            "WebM with laced blocks".to_owned(),
-        ));
+    let data = &body[length + 3..];
+    let lacing = (flags >> 1) & 0x03;
+    if lacing == 0 {
+        return stream.push(data);
     }
-    stream.push(&body[length + 3..])
+    let count = usize::from(
+        *data
+            .first()
+            .ok_or_else(|| malformed("a laced block is cut off"))?,
+    ) + 1;
+    let mut at = 1;
+    let mut sizes = Vec::with_capacity(count);
+    match lacing {
+        // Xiph: each size but the last as a run of 255s and a final byte.
+        1 => {
+            for _ in 1..count {
+                let mut size = 0usize;
+                loop {
+                    let byte = *data.get(at).ok_or_else(|| malformed("a lace is cut off"))?;
+                    at += 1;
+                    size += usize::from(byte);
+                    if byte != 255 {
+                        break;
+                    }
+                }
+                sizes.push(size);
+            }
+        }
+        // EBML: the first size, then signed differences.
+        3 => {
+            let (first, used, _) = vint(data, at, false)?;
+            at += used;
+            let mut size = i64::try_from(first).map_err(|_| malformed("a lace is too large"))?;
+            sizes.push(usize::try_from(size).map_err(|_| malformed("a lace is too large"))?);
+            for _ in 2..count {
+                let (raw, used, _) = vint(data, at, false)?;
+                at += used;
+                let bias = (1i64 << (7 * used - 1)) - 1;
+                size += i64::try_from(raw).map_err(|_| malformed("a lace is too large"))? - bias;
+                sizes.push(usize::try_from(size).map_err(|_| malformed("a negative lace"))?);
+            }
+        }
+        // Fixed: equal sizes.
+        _ => {
+            let each = data.len().saturating_sub(at) / count;
+            sizes.extend(std::iter::repeat_n(each, count - 1));
+        }
+    }
+    for size in sizes {
+        let frame = data
+            .get(at..at.saturating_add(size))
+            .ok_or_else(|| malformed("a lace runs past its block"))?;
+        stream.push(frame)?;
+        at += size;
+    }
+    stream.push(data.get(at..).unwrap_or_default())
 }
