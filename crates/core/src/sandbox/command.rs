@@ -323,9 +323,7 @@ impl Sandbox {
             .spawn()
             .map_err(|error| spawn_error(&program, &launcher, &error))?;
         let mut group = ProcessGroup::of(&child, supervised);
-        let limit = self.config.command_output_limit.bytes();
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-
+        let limit = usize::try_from(self.config.command_output_limit.bytes()).unwrap_or(usize::MAX);
         let mut stdout = CappedBuffer::new(stdout_bytes.unwrap_or(limit));
         let mut stderr = CappedBuffer::new(limit);
         let stdout_pipe = child.stdout.take();
