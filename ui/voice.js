@@ -229,6 +229,8 @@ export function pushToTalk({ input, send, say }) {
     try {
       const type = recorder.mimeType || "audio/webm";
       const audio = new Blob(chunks, { type });
+      // Stopped before the recorder wrote anything: nothing to send.
+      if (!audio.size) { say(t("heard_nothing"), true); return; }
       const form = new FormData();
       form.append("audio", audio, type.includes("ogg") ? "speech.ogg" : "speech.webm");
       form.append("language", language());

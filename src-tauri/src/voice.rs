@@ -84,6 +84,7 @@ pub fn voice_state<R: Runtime>(
 /// The hotkey was pressed: show the chat and toggle recording there (or leave the press for
 /// the page to take once it has loaded).
 pub fn pressed<R: Runtime>(app: &AppHandle<R>) {
+    tracing::info!("push-to-talk hotkey pressed");
     let shell = app.state::<Arc<Shell>>().inner().clone();
     match app.get_webview_window(crate::window::MAIN) {
         Some(window) => {

@@ -222,6 +222,8 @@ test("a chat with spoken answers plays the answer, and pressing the mic stops it
     // A new utterance stops the answer.
     await tab.locator("#chat-mic").click();
     await waitFor(async () => (await tab.locator("#chat-mic").getAttribute("data-speaking")) === null, "the playback stopped");
+    await tab.waitForSelector('#chat-mic[data-state="recording"]');
+    await tab.waitForTimeout(1500);
     await tab.locator("#chat-mic").click();
     await transcriptIn(tab);
   } finally {
