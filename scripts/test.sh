@@ -13,6 +13,10 @@ if command -v apt-get >/dev/null 2>&1; then
   souz_apt_install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev \
     librsvg2-dev file chromium xvfb xauth imagemagick trayer dbus-x11 dunst \
     x11-utils xdotool libnotify-bin python3 dbus gnome-keyring libsecret-tools
+  # The speech tests' real audio: espeak-ng speaks English and Russian, sox resamples, opusenc
+  # (opus-tools, 3 small packages) makes OGG/Opus and mkvmerge (mkvtoolnix) WebM/Opus from it
+  # (about 15 s more on a cold install here; ffmpeg would be 77 packages).
+  souz_apt_install espeak-ng sox opus-tools mkvtoolnix
   # Any Node that brings npm will do (a NodeSource nodejs bundles it and conflicts with npm).
   command -v npm >/dev/null 2>&1 || souz_apt_install nodejs npm
 fi
@@ -55,6 +59,8 @@ step "tests"
 # The local models' tests (llama.cpp, on by default) run the real small model from
 # scripts/clients.sh.
 export SOUZ_TEST_LOCAL_LLM="${SOUZ_TEST_LOCAL_LLM:-$PWD/tests/clients/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}"
+# The speech tests run the real small Whisper model (tiny.en) scripts/clients.sh converted.
+export SOUZ_TEST_WHISPER_MODEL="${SOUZ_TEST_WHISPER_MODEL:-$PWD/tests/clients/models/whisper-tiny-en}"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --locked --workspace --no-fail-fast
   # nextest does not run doctests.

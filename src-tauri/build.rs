@@ -8,6 +8,7 @@ fn main() {
         "autostart_enabled",
         "set_autostart",
         "window_painted",
+        "voice_state",
     ]);
     let attributes = tauri_build::Attributes::new().app_manifest(manifest);
     if let Err(error) = tauri_build::try_build(attributes) {

@@ -98,22 +98,42 @@ export async function api(method, path, body) {
   return request(method, path, body, { Authorization: `Bearer ${token()}` });
 }
 
-/** One call of the daemon with `headers`; a failing answer becomes an ApiError.
+/** One call of the daemon with `headers`; a failing answer becomes an ApiError. A FormData
+ *  body goes as multipart (the browser writes its boundary).
  *  @param {string} method @param {string} path @param {unknown} body
  *  @param {Record<string, string>} headers @returns {Promise<any>} */
 async function request(method, path, body, headers) {
-  const bytes = body instanceof Blob;
-  if (body !== undefined) headers["Content-Type"] = bytes ? body.type || "application/octet-stream" : "application/json";
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : bytes ? body : JSON.stringify(body),
-    cache: "no-store",
-  });
+  const response = await send(method, path, body, headers);
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : null;
   if (!response.ok) throw new ApiError(response.status, parsed);
   return parsed;
+}
+
+/** @param {string} method @param {string} path @param {unknown} body
+ *  @param {Record<string, string>} headers @returns {Promise<Response>} */
+function send(method, path, body, headers) {
+  const bytes = body instanceof Blob;
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers["Content-Type"] = bytes ? body.type || "application/octet-stream" : "application/json";
+  return fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : bytes || form ? body : JSON.stringify(body),
+    cache: "no-store",
+  });
+}
+
+/** One authenticated call whose answer is bytes (audio): the Blob; a failing answer (JSON
+ *  envelope) becomes an ApiError. @param {string} method @param {string} path @param {unknown} [body]
+ *  @returns {Promise<Blob>} */
+export async function apiBlob(method, path, body) {
+  const response = await send(method, path, body, { Authorization: `Bearer ${token()}` });
+  if (response.ok) return response.blob();
+  const text = await response.text();
+  let parsed = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch { /* not the envelope: the status says it */ }
+  throw new ApiError(response.status, parsed);
 }
 
 /** Opens a WebSocket to `path` and calls `onFrame` with each parsed frame. Reconnects with

@@ -18,6 +18,7 @@ import { onRuntimeEvent } from "./events.js";
 import { approvalDetails } from "./approval.js";
 import { t as undoText, undoableChanges, undoButton } from "./undo.js";
 import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
+import { pushToTalk, spokenAnswersSwitch } from "./voice.js";
 
 /** @typedef {import("./types.js").Attachment} Attachment */
 /** @typedef {import("./types.js").Bootstrap} Bootstrap */
@@ -297,7 +298,9 @@ export async function chatPage(main, [selected]) {
   pathField.addEventListener("keydown", (event) => {
     if (event.key === "Enter") { event.preventDefault(); addPath(); }
   });
-  const form = h("form.compose", {}, attach, files, input, send, stop);
+  // Push-to-talk beside Send, and this chat's spoken answers (voice.js).
+  const voice = pushToTalk({ input, send: () => form.requestSubmit(), say: (text, error) => say(text, error) });
+  const form = h("form.compose", {}, attach, files, input, voice.mic, voice.meter, send, stop);
   /** Sends the box's text once the chat is loaded (set below). @type {(() => Promise<void>) | null} */
   let submit = null;
   form.addEventListener("submit", (event) => {
@@ -355,7 +358,7 @@ export async function chatPage(main, [selected]) {
 
   const items = await listChats();
   if (!selected && items.length) selected = items[0].id;
-  if (!selected) { messages.append(h("p.empty", {}, t("start"))); form.hidden = true; return; }
+  if (!selected) { messages.append(h("p.empty", {}, t("start"))); form.hidden = true; return () => voice.dispose(); }
   // The list just read has the chat unless it is archived (the list hides those by default).
   /** @type {Chat} */
   let chat = items.find((item) => item.id === selected)
@@ -399,7 +402,7 @@ export async function chatPage(main, [selected]) {
       h("button#chat-delete-keep", { type: "button", onclick: renderHead }, t("keep"))));
   };
   renderHead();
-  await chatOptions(options, chat.id, say);
+  await chatOptions(options, chat.id, say, voice);
   options.append(reviewModeSwitch({ chatId: chat.id }, reviewText("review_mode"), say));
   // The chat's open reviews (a turn in review mode that staged writes ends with one).
   const showReviews = () => attempt(async () => {
@@ -556,7 +559,7 @@ export async function chatPage(main, [selected]) {
         break;
       case "message.created":
         // The stored answer has the id the deltas named: it replaces the streamed text.
-        if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; }
+        if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; voice.speak(payload.content); }
         addMessage({ id: payload.messageId, role: payload.role, content: payload.content, attachments: payload.attachments, metadata: frame.executionId ? { executionId: frame.executionId } : {} });
         break;
       case "tool.call.started": {
@@ -692,21 +695,26 @@ export async function chatPage(main, [selected]) {
   };
   send.disabled = false;
   if (sendWhenReady) { sendWhenReady = false; form.requestSubmit(); }
-  return () => { stopStream(); stopHistory(); clearTimeout(searching); };
+  voice.ready();
+  return () => { stopStream(); stopHistory(); clearTimeout(searching); voice.dispose(); };
 }
 
 /** The chat's own model, agent and tools: each change is saved at once (`PUT .../settings`)
  *  and used by the chat's next turns. The tools panel shows what the next turn really offers
  *  (`GET /v1/chats/{id}/tools`), grouped: Souz's own tools (by group, each a switch), catalog
  *  tools (each a switch) and the MCP servers' tools (set per server, on the Servers page).
- *  @param {HTMLElement} box @param {string} chatId @param {(text: string, error?: boolean) => void} say */
-async function chatOptions(box, chatId, say) {
-  const [boot, current] = await Promise.all([
+ *  Spoken answers are a switch there too (voice.js plays them).
+ *  @param {HTMLElement} box @param {string} chatId @param {(text: string, error?: boolean) => void} say
+ *  @param {import("./voice.js").PushToTalk} voice */
+async function chatOptions(box, chatId, say, voice) {
+  const [boot, current, voiceSettings] = await Promise.all([
     /** @type {Promise<Bootstrap>} */ (api("GET", "/v1/bootstrap")),
     /** @type {Promise<ChatSettings>} */ (api("GET", `/v1/chats/${chatId}/settings`)),
+    voice.settings(),
   ]);
   /** @type {ChatSettings} */
   let stored = current;
+  voice.setSpoken(Boolean(stored.spokenAnswers));
   const model = h("select#chat-model", { "aria-label": t("model") },
     h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel || "—" })),
     boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, `${provider}/${name}`)));
@@ -775,5 +783,6 @@ async function chatOptions(box, chatId, say) {
     await save({ ...stored, enabledTools: null });
   });
   await refresh();
-  box.replaceChildren(h("label", {}, t("model"), " ", model), h("label", {}, t("agent"), " ", agent), tools);
+  const spoken = spokenAnswersSwitch(Boolean(stored.spokenAnswers), (on) => { voice.setSpoken(on); save({ ...stored, spokenAnswers: on }); }, voiceSettings);
+  box.replaceChildren(h("label", {}, t("model"), " ", model), h("label", {}, t("agent"), " ", agent), spoken, tools);
 }

@@ -8,6 +8,7 @@
 // interface language (config-docs.js).
 
 import { api, tauri } from "./api.js";
+import { voiceCards } from "./voice.js";
 import { language, strings } from "./i18n.js";
 import { h } from "./dom.js";
 import { configDoc, configLabel } from "./config-docs.js";
@@ -29,6 +30,7 @@ const t = strings({
     tab_language: "Language",
     tab_approvals: "Approvals",
     tab_notifications: "Notifications",
+    tab_voice: "Voice",
     tab_advanced: "Advanced",
     model_fields: "Model",
     language_title: "Interface language",
@@ -99,6 +101,7 @@ const t = strings({
     tab_language: "Язык",
     tab_approvals: "Одобрения",
     tab_notifications: "Уведомления",
+    tab_voice: "Голос",
     tab_advanced: "Дополнительно",
     model_fields: "Модель",
     language_title: "Язык интерфейса",
@@ -172,8 +175,9 @@ export const EVERYDAY = {
   model: ["llm.default_model", "llm.local_models", "llm.disabled_providers", "agent.default_agent"],
   approvals: ["approvals.read_only", "approvals.write", "approvals.delete", "approvals.network", "approvals.exec", "approvals.timeout_seconds"],
   notifications: ["notifications.*"],
+  voice: ["speech.engine", "speech.language", "speech.server_url", "speech.keep_audio", "voice.send_at_once", "voice.hotkey", "voice.tts", "voice.tts_voice", "voice.tts_url"],
 };
-const TABS = ["model", "language", "approvals", "notifications", "advanced"];
+const TABS = ["model", "language", "approvals", "notifications", "voice", "advanced"];
 
 /** Whether `section.key` is one of `names` (`section.*` covers a section).
  *  @param {string[]} names @param {string} section @param {string} key */
@@ -212,6 +216,10 @@ export async function settingsPage(main, [tab = "model", mode = ""], embedded) {
     formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.approvals, section, key));
     stop = await embedded.grants(grants);
     for (const heading of grants.querySelectorAll("h1")) heading.replaceWith(h("h2", {}, heading.textContent || ""));
+  } else if (tab === "voice") {
+    // Who hears you and who reads answers aloud (voice.js), then `[voice]` and `[speech]`.
+    main.append(...await voiceCards(), result, body);
+    formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.voice, section, key));
   } else if (tab === "notifications") {
     main.append(h("p.meta", {}, t("notifications_note")), result, body);
     formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.notifications, section, key));

@@ -302,6 +302,7 @@
  *   disabledCoreTools?: Array<string> | null;
  *   enabledTools?: Array<string> | null;
  *   model?: string | null;
+ *   spokenAnswers?: boolean | null;
  * }} ChatSettings
  */
 
@@ -2092,6 +2093,52 @@
  */
 
 /**
+ * `GET /v1/speech`: which engine hears the person, and whether it can now.
+ * @typedef {{
+ *   cloud: boolean;
+ *   defaultLanguage: string;
+ *   engine: string;
+ *   engineLabel: string;
+ *   languages: Array<string>;
+ *   maxAudioMs: number;
+ *   maxUploadBytes: number;
+ *   model: string;
+ *   ready: boolean;
+ *   reason?: string | null;
+ * }} SpeechStatus
+ */
+
+/**
+ * `POST /v1/speech/synthesis`: text to read aloud with the `[voice] tts` voice.
+ * @typedef {{
+ *   language?: string | null;
+ *   text: string;
+ * }} SpeechSynthesis
+ */
+
+/**
+ * How long each stage of one transcription took, in milliseconds.
+ * @typedef {{
+ *   decodeMs: number;
+ *   totalMs: number;
+ *   transcribeMs: number;
+ * }} SpeechTimings
+ */
+
+/**
+ * `POST /v1/speech/transcriptions`: what was heard, and by whom.
+ * @typedef {{
+ *   audioMs: number;
+ *   cloud: boolean;
+ *   engine: string;
+ *   engineLabel: string;
+ *   language: string;
+ *   text: string;
+ *   timings: SpeechTimings;
+ * }} SpeechTranscription
+ */
+
+/**
  * One staged change: a file tool's call, not run yet.
  * @typedef {{
  *   appliedCallId?: string | null;
@@ -2520,6 +2567,19 @@
 /**
  * What a person (or a rule) decided about a call.
  * @typedef {"approve" | "deny"} Verdict
+ */
+
+/**
+ * `GET /v1/voice`: what the chat page does with what you say and who reads answers aloud.
+ * @typedef {{
+ *   hotkey: string;
+ *   sendAtOnce: boolean;
+ *   tts: string;
+ *   ttsCloud: boolean;
+ *   ttsLabel: string;
+ *   ttsProblem?: string | null;
+ *   ttsReady: boolean;
+ * }} VoiceSettings
  */
 
 export {};

@@ -15,6 +15,7 @@ pub mod state;
 pub mod texts;
 #[cfg(desktop)]
 pub mod tray;
+pub mod voice;
 pub mod window;
 
 use std::ops::ControlFlow;
@@ -48,6 +49,8 @@ pub struct Shell {
     /// `--show`: the window opens as soon as the daemon is up (a launcher's click, not a
     /// start at login).
     pub show_at_launch: bool,
+    /// The push-to-talk hotkey was pressed before the window's page could listen.
+    pub voice_pressed: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Shell {
@@ -63,6 +66,7 @@ impl Default for Shell {
             show_at_launch: std::env::args_os()
                 .skip(1)
                 .any(|argument| argument == "--show"),
+            voice_pressed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -134,6 +138,12 @@ pub enum Launch {
 
 /// Plugins, commands and setup shared by the real app and the mock-runtime tests.
 pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri::Builder<R> {
+    // The global shortcut plugin talks to the display server, which the mock runtime has not.
+    #[cfg(desktop)]
+    let builder = match launch {
+        Launch::App => builder.plugin(tauri_plugin_global_shortcut::Builder::new().build()),
+        Launch::CommandsOnly => builder,
+    };
     builder
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(
@@ -146,6 +156,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, launch: Launch) -> tauri:
             commands::autostart_enabled,
             commands::set_autostart,
             window::window_painted,
+            voice::voice_state,
         ])
         .setup(move |app| {
             if launch == Launch::CommandsOnly {
@@ -200,6 +211,8 @@ async fn start<R: Runtime>(app: AppHandle<R>) {
         .preferences
         .lock()
         .unwrap_or_else(PoisonError::into_inner) = config.notifications.clone();
+    #[cfg(desktop)]
+    voice::register(&app, &config.voice.hotkey);
     let client = daemon.client().clone();
     let connection = match &daemon {
         Daemon::Embedded { client, .. } => Connection::Embedded {

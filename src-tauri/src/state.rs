@@ -162,6 +162,8 @@ pub struct ShellState {
     pub downloads: BTreeMap<String, Download>,
     /// The schedules by id, as `GET /v1/schedules` last listed them.
     pub schedules: BTreeMap<String, KnownSchedule>,
+    /// What push-to-talk in the window is doing (the page reports it: `voice_state`).
+    pub voice: crate::voice::VoiceActivity,
 }
 
 impl Default for ShellState {
@@ -175,6 +177,7 @@ impl Default for ShellState {
             autostart: false,
             downloads: BTreeMap::new(),
             schedules: BTreeMap::new(),
+            voice: crate::voice::VoiceActivity::Idle,
         }
     }
 }
@@ -281,6 +284,9 @@ impl ShellState {
         }
         for download in self.downloads.values() {
             parts.push(download.describe());
+        }
+        if let Some(said) = self.voice.describe() {
+            parts.push(said.to_owned());
         }
         parts.join(" — ")
     }

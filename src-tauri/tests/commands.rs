@@ -75,3 +75,41 @@ fn autostart_state_comes_from_the_system_and_bad_arguments_are_refused() {
     let unknown = invoke(&window, "no_such_command", serde_json::json!({}));
     assert!(unknown.is_err());
 }
+
+#[test]
+fn the_page_reports_push_to_talk_and_takes_a_hotkey_press_that_waited() {
+    let (app, window) = app();
+    let shell = app.state::<Arc<Shell>>().inner().clone();
+    let answer = invoke(
+        &window,
+        "voice_state",
+        serde_json::json!({"state": "listening"}),
+    )
+    .expect("answers");
+    assert_eq!(answer, serde_json::json!({"listen": false}));
+    assert_eq!(
+        shell.state().voice,
+        souz_app::voice::VoiceActivity::Listening
+    );
+    assert!(
+        shell.state().tooltip().contains("listening…")
+            || shell.state().tooltip().contains("слушаю…")
+    );
+    // A hotkey press that came while the window's page was loading is taken once.
+    shell
+        .voice_pressed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let answer =
+        invoke(&window, "voice_state", serde_json::json!({"state": "idle"})).expect("answers");
+    assert_eq!(answer, serde_json::json!({"listen": true}));
+    let answer =
+        invoke(&window, "voice_state", serde_json::json!({"state": "idle"})).expect("answers");
+    assert_eq!(answer, serde_json::json!({"listen": false}));
+    assert!(!shell.state().tooltip().contains("listening"));
+    let refused = invoke(
+        &window,
+        "voice_state",
+        serde_json::json!({"state": "shouting"}),
+    );
+    assert!(refused.is_err(), "{refused:?}");
+}

@@ -12,7 +12,8 @@
 # the interface language chosen in Souz. `souz-app --show` opens the window at launch, and its
 # page reaches the app's own commands (the first-paint report: the window's capability grants
 # them to the daemon's origin). Also measures idle RSS/CPU, notification latency, the window's
-# load and first paint, and the app's start to its window's first paint.
+# load and first paint, and the app's start to its window's first paint. The push-to-talk hotkey,
+# pressed as a global shortcut, reaches the app and shows its window.
 # Needs: xvfb xauth imagemagick trayer dbus-x11 dunst x11-utils xdotool libnotify-bin, node.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -396,6 +397,17 @@ api -X PATCH "$base/v1/me/settings" -d '{"interfaceLanguage":"en"}' >/dev/null
 for _ in $(seq 50); do logged_since "$mark" "tray redrawn.*language=en" && break; sleep 0.1; done
 logged_since "$mark" "tray redrawn.*language=en" || fail "the tray was not redrawn in English again"
 echo "PASS the tray follows interfaceLanguage"
+
+# --- the push-to-talk hotkey (`[voice] hotkey`, CmdOrCtrl+Shift+Space: Ctrl+Shift+Space here)
+# is a global shortcut: pressed with no window focused, it shows the window at the chat
+logged "push-to-talk hotkey registered" || fail "the push-to-talk hotkey was not registered"
+mark=$(log_lines)
+xdotool key ctrl+shift+space
+for _ in $(seq 100); do logged_since "$mark" "push-to-talk hotkey pressed" && break; sleep 0.1; done
+logged_since "$mark" "push-to-talk hotkey pressed" || fail "the hotkey did not reach the app"
+for _ in $(seq 100); do xdotool search --name '^Souz$' >/dev/null 2>&1 && break; sleep 0.1; done
+xdotool search --name '^Souz$' >/dev/null 2>&1 || fail "the hotkey opened no window"
+echo "PASS the push-to-talk hotkey reaches the app and shows its window"
 
 # --- launched asking for its window (souz-app --show, as from a launcher): the window opens
 # once the daemon is up; measured from the app's start to the window's first paint

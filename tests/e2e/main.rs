@@ -34,5 +34,7 @@ mod schedules;
 mod shared_temporary;
 mod skill_prompts;
 mod skills;
+mod spoken_answers;
 mod telegram;
 mod terminal_chat;
+mod voice;

@@ -51,17 +51,18 @@ export async function stopDaemon(child) {
   await exited;
 }
 
-/** A daemon in fresh Souz and user homes (its config.toml `config` when given), and a browser.
+/** A daemon in fresh Souz and user homes (its config.toml `config` when given), and a browser
+ *  (with `browserArgs` added to Chromium's command line).
  *  `daemon`, `base` and `token` may be replaced by a test that restarts the daemon.
- *  @param {Record<string, string>} [env] @param {{config?: string}} [options] */
-export async function startSession(env = {}, { config } = {}) {
+ *  @param {Record<string, string>} [env] @param {{config?: string, browserArgs?: string[]}} [options] */
+export async function startSession(env = {}, { config, browserArgs = [] } = {}) {
   const home = mkdtempSync(join(tmpdir(), "souz-ui-home-"));
   const user = mkdtempSync(join(tmpdir(), "souz-ui-user-"));
   if (config !== undefined) writeFileSync(join(home, "config.toml"), config);
   const started = await startDaemon(home, user, env);
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", ...browserArgs],
   });
   const session = {
     home, user, browser, daemon: started.child, base: started.url, token: started.token,

@@ -25,8 +25,8 @@ export const LAYERS = [
   ["api.js", "config-docs.js", "dom.js", "events.js"],
   // Pieces pages share: what an approval would allow (Inbox and Chat), Markdown into DOM nodes,
   // the agents' questions; the Telegram card and page of Connections; undo of file changes;
-  // review mode (its switch and the review panel).
-  ["approval.js", "markdown.js", "questions.js", "review.js", "telegram.js", "undo.js"],
+  // review mode (its switch and the review panel); push-to-talk and spoken answers.
+  ["approval.js", "markdown.js", "questions.js", "review.js", "telegram.js", "undo.js", "voice.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
   // schedule form, which the Schedules page opens.
   ["schedule-form.js", "settings.js"],

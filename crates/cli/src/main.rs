@@ -13,6 +13,7 @@ mod config_command;
 mod conformance;
 mod history_command;
 mod keys_command;
+mod listen_command;
 mod login_command;
 mod mcp_config;
 mod mcp_servers_command;
@@ -177,6 +178,9 @@ enum Command {
         #[command(subcommand)]
         command: Option<telegram_command::TelegramCommand>,
     },
+    /// Transcribe a recording (WAV, OGG/Opus, WebM/Opus; `-` for standard input) with the
+    /// speech engine and print the text (`--language ru|en`, `--engine`, `--verbose`).
+    Listen(listen_command::ListenArgs),
     /// In-process local models: list, pull, rm (default: list).
     Models {
         #[command(subcommand)]
@@ -251,6 +255,7 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Memory { command } => client_command(memory_command::run(command)),
+        Command::Listen(args) => client_command(listen_command::run(args)),
         Command::Models { command } => client_command(models_command::run(command)),
         Command::Schedules { command } => client_command(schedules_command::run(command)),
         Command::Skills { command } => client_command(skills_command::run(command)),

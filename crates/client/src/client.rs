@@ -160,6 +160,24 @@ impl DaemonClient {
         Ok(())
     }
 
+    /// POST a `multipart/form-data` body (already framed with `boundary`) to `path`.
+    pub async fn post_multipart<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        boundary: &str,
+        body: Vec<u8>,
+    ) -> Result<T, ClientError> {
+        let request = self
+            .http
+            .post(self.url(path))
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body);
+        self.send(request).await
+    }
+
     /// DELETE `path` (the answer's body, if any, is ignored).
     pub async fn delete(&self, path: &str) -> Result<(), ClientError> {
         self.exchange(self.http.delete(self.url(path))).await?;

@@ -23,6 +23,7 @@ pub mod home;
 pub mod identity;
 mod memory;
 mod schedules;
+mod speech;
 mod telegram;
 
 pub use client::DaemonClient;

@@ -31,6 +31,8 @@ pub(crate) mod sandbox;
 pub(crate) mod section;
 pub(crate) mod server;
 pub(crate) mod skills;
+pub(crate) mod speech;
+pub(crate) mod voice;
 pub(crate) mod web;
 
 use std::collections::HashMap;
@@ -57,6 +59,8 @@ pub use sandbox::SandboxConfig;
 pub use section::{Invalid, KeyDoc, Section};
 pub use server::ServerConfig;
 pub use skills::SkillsConfig;
+pub use speech::SpeechConfig;
+pub use voice::{VoiceConfig, check_hotkey};
 pub use web::WebConfig;
 
 use crate::sandbox::beneath::daemon_file::DaemonFile;
@@ -147,6 +151,8 @@ config_sections! {
     web: WebConfig,
     channels: ChannelsConfig,
     history: HistoryConfig,
+    speech: SpeechConfig,
+    voice: VoiceConfig,
 }
 
 /// Documentation of one section, for the template and the settings editor.

@@ -28,6 +28,7 @@ pub mod sandbox;
 pub(crate) mod schedules;
 pub(crate) mod shell;
 pub(crate) mod skills;
+pub mod speech;
 pub mod store;
 pub(crate) mod tasks;
 pub mod telemetry;
@@ -35,6 +36,7 @@ pub mod telemetry;
 pub mod testing;
 pub mod token;
 pub mod tools;
+pub mod voice;
 
 #[cfg(test)]
 mod layering;
@@ -78,6 +80,12 @@ pub const LAYERS: &[&[&str]] = &[
     // File-backed skills: bundles, validation, the registry.
     &["skills"],
     &["llm"],
+    // Spoken answers: the voices (a provider's speech API with its key, this machine's voice
+    // run through the command runner).
+    &["voice"],
+    // Speech to text: decoding uploads, the engines (in process, and the servers through the
+    // providers' keys and HTTP client).
+    &["speech"],
     &["graph"],
     // What agents use through a trait: memory, and `mcp` without its server (the MCP client).
     &["memory", "mcp"],

@@ -158,6 +158,8 @@ struct State {
     schedules: crate::schedules::Schedules,
     /// The slot of the channel tools, which a channel fills when it starts.
     channel_tools: ChannelTools,
+    /// Speech to text (the in-process model and SaluteSpeech's tokens).
+    speech: crate::speech::SpeechService,
 }
 
 impl Runtime {
@@ -193,8 +195,7 @@ impl Runtime {
         let approvals = open_approvals(&store, &events, &config).await?;
         approvals.run_tasks_on(background.clone());
         let config_editor = ConfigEditor::new(config.clone(), approvals.clone());
-        let souz_binary = options.sandbox_helper.clone();
-        let sandbox = open_sandbox(&config, options.sandbox_helper)?;
+        let sandbox = open_sandbox(&config, options.sandbox_helper.clone())?;
         let llm = open_llm(&config, &store, &environment, &tasks, &shutdown).await?;
         let slots = ToolSlots::new(&store);
         let gate = Gate::new(GateParts {
@@ -238,7 +239,7 @@ impl Runtime {
         chats.set_engine(Arc::new(chat::engine::AgentEngine::new(agents.clone())));
         recover_agents(&agents, &chats).await?;
         reload_on_save(&config_editor, &llm, &chats, &agents, &gate);
-        reload_sandbox_on_save(&config_editor, &gate, souz_binary.clone());
+        reload_sandbox_on_save(&config_editor, &gate, options.sandbox_helper.clone());
         reload_mcp_servers_on_save(&config_editor, &mcp_clients);
         let schedules = start_schedules(ScheduleStart {
             store: &store,
@@ -272,10 +273,11 @@ impl Runtime {
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
                 model_downloads: model_downloads::ModelDownloads::default(),
-                souz_binary,
+                souz_binary: options.sandbox_helper,
                 restart: options.restart,
                 schedules,
                 channel_tools: slots.channels,
+                speech: crate::speech::SpeechService::new(background.clone()),
             }),
         };
         announce_start(&handle).await?;
@@ -392,6 +394,11 @@ impl RuntimeHandle {
             return Some(Credential::Operator);
         }
         self.state.clients.verify(presented).map(Credential::Client)
+    }
+
+    /// Speech to text.
+    pub(crate) fn speech(&self) -> &crate::speech::SpeechService {
+        &self.state.speech
     }
 
     /// Scheduled runs.

@@ -379,6 +379,10 @@ pub struct ChatSettings {
     /// RunSkillCommand) and `askUser` (AskUser); `null` or empty: all on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled_core_tools: Option<Vec<String>>,
+    /// Read the agent's answers aloud in this chat (with the `[voice] tts` voice); `null` or
+    /// `false`: off (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spoken_answers: Option<bool>,
 }
 
 /// `GET /v1/chats/{chatId}/tools`: the tools the chat's next turn offers its agent, as its

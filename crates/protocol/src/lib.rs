@@ -25,9 +25,11 @@ pub mod review;
 pub mod schedules;
 pub mod setup;
 pub mod skills;
+pub mod speech;
 pub mod system;
 pub mod telegram;
 pub mod tools;
+pub mod voice;
 
 pub use approvals::{
     Approval, ApprovalList, ApprovalStatus, ArgumentMatch, DecisionRequest, DecisionResponse,
@@ -66,6 +68,7 @@ pub use skills::{
     FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillGitSource,
     SkillList, SkillPath, SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
+pub use speech::{SpeechStatus, SpeechTimings, SpeechTranscription};
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,
     LocalUser, ModelCapability, RouteIndex, SandboxStatus, ToolCapability,

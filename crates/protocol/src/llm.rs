@@ -191,7 +191,7 @@ pub struct ProviderKeyTest {
 /// daemon-wide: `/v1/settings/service-keys/{name}`). `brave`: the Brave Search API, for
 /// `InternetSearch` and `InternetResearch`; `telegram`: the Telegram bot's token
 /// (`[channels.telegram]`).
-pub const SERVICE_KEYS: &[&str] = &["brave", "telegram"];
+pub const SERVICE_KEYS: &[&str] = &["brave", "salute_speech", "telegram"];
 
 /// A configured service key (one of [`SERVICE_KEYS`]), as clients may see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

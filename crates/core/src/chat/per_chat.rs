@@ -1,9 +1,9 @@
 //! Per-chat settings (`GET`/`PUT /v1/chats/{chatId}/settings`): the model, the agent, the
-//! enabled tools and the core tool groups turned off that one chat uses instead of the user's
-//! settings (the core tools have no user-wide setting: they are on unless a chat says so). Stored whole (a `PUT` replaces
-//! them); each field is validated like the user's own setting, so a stored value was usable
-//! when it was saved. A new turn overlays them on the user's settings, and a message's own
-//! options overlay both.
+//! enabled tools, the core tool groups turned off and whether answers are read aloud, that one
+//! chat uses instead of the user's settings (the core tools have no user-wide setting: they are
+//! on unless a chat says so). Stored whole (a `PUT` replaces them); each field is validated
+//! like the user's own setting, so a stored value was usable when it was saved. A new turn
+//! overlays them on the user's settings, and a message's own options overlay both.
 
 use souz_protocol::chat::{ChatSettings, SettingsPatch};
 
@@ -69,6 +69,8 @@ impl Chats {
             agent,
             enabled_tools,
             disabled_core_tools,
+            // Off is the default, so it is stored as absent.
+            spoken_answers: wanted.spoken_answers.filter(|on| *on),
         };
         let json = to_json(&stored)?;
         let chat_id = chat_id.to_owned();

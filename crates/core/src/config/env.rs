@@ -89,6 +89,7 @@ registry! {
     GigaKey => "GIGA_KEY", Key, "The GigaChat authorization key used when no stored key is set.";
     BraveSearchApiKey => "BRAVE_SEARCH_API_KEY", Key, "The Brave Search key of InternetSearch and InternetResearch when none is stored.";
     TelegramBotToken => "TELEGRAM_BOT_TOKEN", Key, "The Telegram bot's token ([channels.telegram]) when none is stored.";
+    SaluteSpeechKey => "SALUTE_SPEECH_KEY", Key, "The SaluteSpeech authorization key ([speech] engine = \"salute\") when none is stored.";
     Home => "HOME", System, "The user's home: where ~/.souz is and the trash folder's fallback.";
     User => "USER", System, "The local user's display name.";
     LogName => "LOGNAME", System, "The local user's display name when USER is not set.";
@@ -102,6 +103,7 @@ registry! {
     BenchPrompts => "SOUZ_BENCH_PROMPTS", Internal, "How many prompts the local-model benchmark runs.";
     TestLocalLlm => "SOUZ_TEST_LOCAL_LLM", Internal, "The GGUF file of the small chat model the local-model tests run.";
     TestEmbeddingModel => "SOUZ_TEST_EMBEDDING_MODEL", Internal, "The folder of the small embedding model tests run.";
+    TestWhisperModel => "SOUZ_TEST_WHISPER_MODEL", Internal, "The folder of the small Whisper model (tiny.en, converted) the speech tests run.";
     TestMultilingualModel => "SOUZ_TEST_MULTILINGUAL_MODEL", Internal, "The folder of multilingual-e5-small's files (config.json, tokenizer.json, model.safetensors) the cross-language recall test and the memory bench use when present.";
     TestMultilingualEndpoint => "SOUZ_TEST_MULTILINGUAL_EMBEDDINGS_URL", Internal, "An OpenAI-compatible embeddings endpoint (up to /v1) serving multilingual-e5-small, which the cross-language recall test and the memory bench use when no model folder is given.";
     NoModelDownloads => "SOUZ_NO_MODEL_DOWNLOADS", Internal, "Set (to 1) by every test harness that starts Souz: no local model is downloaded on first use; a missing one stays missing and memory recalls by words (tests never reach the internet).";

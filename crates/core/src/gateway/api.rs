@@ -37,6 +37,7 @@ pub(crate) struct Operation {
     request: Option<SchemaFn>,
     /// A non-JSON request body: its media type.
     binary_request: Option<&'static str>,
+    multipart_request: Option<fn() -> Value>,
     query: Option<SchemaFn>,
     responses: Vec<(u16, &'static str, Option<SchemaFn>)>,
 }
@@ -54,6 +55,7 @@ impl Operation {
             websocket: false,
             request: None,
             binary_request: None,
+            multipart_request: None,
             query: None,
             responses: Vec::new(),
         }
@@ -135,6 +137,12 @@ impl Operation {
     /// A raw request body of media type `media_type` (an upload).
     pub(crate) fn binary_request(mut self, media_type: &'static str) -> Self {
         self.binary_request = Some(media_type);
+        self
+    }
+
+    /// A `multipart/form-data` request body whose parts `schema` describes (an object schema).
+    pub(crate) fn multipart_request(mut self, schema: fn() -> Value) -> Self {
+        self.multipart_request = Some(schema);
         self
     }
 
@@ -247,6 +255,11 @@ fn request_body(operation: &Operation, generator: &mut SchemaGenerator) -> Optio
     if let Some(request) = operation.request {
         return Some(
             json!({"required": true, "content": {"application/json": {"schema": request(generator)}}}),
+        );
+    }
+    if let Some(schema) = operation.multipart_request {
+        return Some(
+            json!({"required": true, "content": {"multipart/form-data": {"schema": schema()}}}),
         );
     }
     operation.binary_request.map(|media_type| {

@@ -13,6 +13,7 @@ use souz_protocol::{ErrorBody, ErrorCode, ErrorDetail};
 
 use super::identity::IdentityError;
 use crate::runtime::ServiceError;
+use crate::runtime::facade::UpstreamFailure;
 
 /// An error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +24,8 @@ pub struct ApiError {
     /// For a rejected `config.toml`: every problem and the text that was validated, sent
     /// beside the envelope (`ConfigRejected`).
     config: Option<Box<RejectedConfig>>,
+    /// Seconds to wait before trying again (`Retry-After`), when an upstream said.
+    retry_after: Option<u64>,
 }
 
 /// What a rejected `config.toml` adds to the error envelope.
@@ -40,6 +43,7 @@ impl ApiError {
             code,
             message: message.into(),
             config: None,
+            retry_after: None,
         }
     }
 
@@ -108,6 +112,11 @@ impl IntoResponse for ApiError {
         }
         let body = ErrorBody::new(self.code, self.message);
         let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -149,6 +158,22 @@ impl From<ServiceError> for ApiError {
                     ErrorCode::AgentExecutionFailed,
                     "The agent could not be started.",
                 )
+            }
+            ServiceError::Upstream { failure, message } => {
+                let status = match failure {
+                    UpstreamFailure::Refused | UpstreamFailure::Failed => StatusCode::BAD_GATEWAY,
+                    UpstreamFailure::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+                    UpstreamFailure::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+                };
+                Self {
+                    retry_after: match failure {
+                        UpstreamFailure::RateLimited(after) => after,
+                        _ => None,
+                    },
+                    // `conflict`: "it did not work, here is why" (`unavailable` would say Souz
+                    // itself is down).
+                    ..Self::new(status, ErrorCode::Conflict, message)
+                }
             }
             ServiceError::Internal(detail) => Self::internal(&detail),
         }

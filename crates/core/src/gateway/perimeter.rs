@@ -107,6 +107,16 @@ impl Perimeter {
         self.body_limit
     }
 
+    /// The body limit of `path`: `[server] body_limit`, raised for a speech upload to what
+    /// the speech route itself accepts (its own bound, checked again there).
+    pub(crate) fn limit_for(&self, path: &str) -> u64 {
+        if path == SPEECH_UPLOAD {
+            self.body_limit.max(SPEECH_UPLOAD_LIMIT)
+        } else {
+            self.body_limit
+        }
+    }
+
     /// Checks `Host` and `Origin`.
     pub(crate) fn check_headers(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let host = headers
@@ -137,6 +147,12 @@ impl Perimeter {
     }
 }
 
+/// The route that takes audio uploads larger than the default body limit.
+pub(crate) const SPEECH_UPLOAD: &str = "/v1/speech/transcriptions";
+/// Its body limit: the largest audio file plus the multipart framing and fields.
+pub(crate) const SPEECH_UPLOAD_LIMIT: u64 =
+    crate::runtime::facade::MAX_SPEECH_UPLOAD as u64 + (64 << 10);
+
 /// Middleware: Host/Origin checks and the body limit (steps 1 and 2).
 pub(crate) async fn guard(
     State(perimeter): State<Perimeter>,
@@ -151,10 +167,11 @@ pub(crate) async fn guard(
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > perimeter.body_limit) {
-        return ApiError::payload_too_large(perimeter.body_limit).into_response();
+    let body_limit = perimeter.limit_for(request.uri().path());
+    if declared.is_some_and(|length| length > body_limit) {
+        return ApiError::payload_too_large(body_limit).into_response();
     }
-    let limit = usize::try_from(perimeter.body_limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(body_limit).unwrap_or(usize::MAX);
     let (parts, body) = request.into_parts();
     let body = axum::body::Body::new(http_body_util::Limited::new(body, limit));
     next.run(Request::from_parts(parts, body)).await

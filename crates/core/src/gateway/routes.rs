@@ -20,12 +20,14 @@ pub(crate) mod schedules;
 pub(crate) mod service_keys;
 pub(crate) mod setup;
 pub(crate) mod skills;
+pub(crate) mod speech;
 pub(crate) mod system;
 pub(crate) mod telegram;
 #[cfg(test)]
 pub(crate) mod test_requests;
 pub(crate) mod tools;
 pub(crate) mod turns;
+pub(crate) mod voice;
 
 use super::AppState;
 use super::api::ApiRouter;
@@ -44,6 +46,7 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(history::routes())
         .merge(reviews::routes())
         .merge(memory::routes())
+        .merge(speech::routes())
         .merge(local_models::routes())
         .merge(chats::routes())
         .merge(schedules::routes())
@@ -56,5 +59,6 @@ pub(crate) fn all() -> ApiRouter<AppState> {
         .merge(setup::routes())
         .merge(connect::routes())
         .merge(turns::routes())
+        .merge(voice::routes())
         .merge(app::routes())
 }

@@ -32,6 +32,7 @@ mod recovery;
 mod schedules;
 mod settings;
 mod setup;
+mod speech;
 mod turn_limits;
 
 struct Fixture {

@@ -523,7 +523,8 @@ impl LlmService {
         }
     }
 
-    fn base_url(&self, provider: ProviderId) -> String {
+    /// The base URL `[llm]` gives `provider` (also what the voice of that provider calls).
+    pub(crate) fn base_url(&self, provider: ProviderId) -> String {
         let shared = self.shared();
         let url = match provider {
             ProviderId::OpenAi => &shared.config.openai_base_url,

@@ -30,7 +30,9 @@ mod schedules;
 mod settings;
 mod setup;
 mod skills;
+mod speech;
 mod telegram;
+mod voice;
 
 use souz_protocol::ErrorCode;
 use souz_protocol::config::ConfigProblem;
@@ -56,6 +58,7 @@ pub(crate) use crate::tools::{ToolProgress, ToolSpec, input_schema, parse_argume
 pub(crate) use memory::MemoryOrigin;
 pub(crate) use schedules::MAX_LISTED_RUNS;
 pub(crate) use skills::UsableSkill;
+pub(crate) use speech::{MAX_SPEECH_UPLOAD, TranscriptionRequest};
 pub(crate) use telegram::{Press, TELEGRAM_VIA, VIA_KEY};
 
 /// Why an operation of the runtime failed, as every adapter sees it.
@@ -99,9 +102,31 @@ pub enum ServiceError {
     /// An agent turn could not be started; the detail is for the log only.
     #[error("the agent could not be started: {0}")]
     StartFailed(String),
+    /// A service Souz called for the request (a speech engine) failed; `failure` says how, and
+    /// the message (in the person's language) what to do.
+    #[error("{message}")]
+    Upstream {
+        /// How it failed.
+        failure: UpstreamFailure,
+        /// What the client is told.
+        message: String,
+    },
     /// Something broke inside; the detail is for the log only.
     #[error("{0}")]
     Internal(String),
+}
+
+/// How a service Souz called failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamFailure {
+    /// It refused the key Souz sent.
+    Refused,
+    /// It is rate-limiting; try again after this many seconds, if it said.
+    RateLimited(Option<u64>),
+    /// It did not answer in time.
+    TimedOut,
+    /// It could not be reached, or answered an error.
+    Failed,
 }
 
 impl ServiceError {

@@ -273,6 +273,29 @@ impl Sandbox {
         request: CommandRequest,
         cancel: &CancellationToken,
     ) -> Result<CommandOutcome, CommandError> {
+        self.run_captured(request, cancel, None)
+            .await
+            .map(|(outcome, _)| outcome)
+    }
+
+    /// [`Sandbox::run_command`] for a program whose standard output is binary (audio): also
+    /// returns the output's bytes as written, at most `stdout_limit` of them (instead of
+    /// `command_output_limit`); `stdout.truncated_bytes` says whether more were written.
+    pub async fn run_command_bytes(
+        &self,
+        request: CommandRequest,
+        cancel: &CancellationToken,
+        stdout_limit: usize,
+    ) -> Result<(CommandOutcome, Vec<u8>), CommandError> {
+        self.run_captured(request, cancel, Some(stdout_limit)).await
+    }
+
+    async fn run_captured(
+        &self,
+        request: CommandRequest,
+        cancel: &CancellationToken,
+        stdout_bytes: Option<usize>,
+    ) -> Result<(CommandOutcome, Vec<u8>), CommandError> {
         self.unconfined_commands()?;
         let (program, args) = program_and_args(&request.program)?;
         let cwd = self.command_cwd(request.cwd.as_deref())?.path;
@@ -300,10 +323,8 @@ impl Sandbox {
             .spawn()
             .map_err(|error| spawn_error(&program, &launcher, &error))?;
         let mut group = ProcessGroup::of(&child, supervised);
-        let limit = self.config.command_output_limit.bytes();
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-
-        let mut stdout = CappedBuffer::new(limit);
+        let limit = usize::try_from(self.config.command_output_limit.bytes()).unwrap_or(usize::MAX);
+        let mut stdout = CappedBuffer::new(stdout_bytes.unwrap_or(limit));
         let mut stderr = CappedBuffer::new(limit);
         let stdout_pipe = child.stdout.take();
         let stderr_pipe = child.stderr.take();
@@ -364,7 +385,10 @@ impl Sandbox {
         // Nothing the command started outlives the call.
         group.kill();
         let (exit_code, signal) = describe(status);
-        Ok(CommandOutcome {
+        let bytes = stdout_bytes
+            .map(|_| stdout.kept.clone())
+            .unwrap_or_default();
+        let outcome = CommandOutcome {
             exit_code,
             signal,
             stdout: stdout.finish(),
@@ -375,7 +399,8 @@ impl Sandbox {
             duration: started.elapsed(),
             cwd,
             timeout,
-        })
+        };
+        Ok((outcome, bytes))
     }
 
     /// A new private temporary folder for one command (0700, under the system's temporary

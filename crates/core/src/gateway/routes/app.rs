@@ -15,9 +15,11 @@ use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
 
 /// Scripts, styles, connections and images from this origin only; no framing, no plugins.
+/// Media only from `blob:` URLs the page made itself (a spoken answer it fetched from
+/// `/v1/speech/synthesis`).
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; \
-     form-action 'none'; frame-ancestors 'none'";
+     img-src 'self' data:; media-src blob:; connect-src 'self'; font-src 'self'; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The UI's files: name, content type, bytes.
 const FILES: &[(&str, &str, &[u8])] = &[
@@ -125,6 +127,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         "telegram.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../../../../ui/telegram.js"),
+    ),
+    (
+        "voice.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/voice.js"),
     ),
     (
         "setup.js",

@@ -36,8 +36,15 @@ pub(crate) const TELEGRAM: ServiceKey = ServiceKey {
     variable: "TELEGRAM_BOT_TOKEN",
 };
 
+/// SaluteSpeech's authorization key (`[speech] engine = "salute"`).
+pub(crate) const SALUTE_SPEECH: ServiceKey = ServiceKey {
+    name: "salute_speech",
+    used_by: "Speech to text with SaluteSpeech ([speech] engine = \"salute\")",
+    variable: "SALUTE_SPEECH_KEY",
+};
+
 /// Every service key, in `SERVICE_KEYS` order.
-pub(super) const KNOWN: &[ServiceKey] = &[BRAVE, TELEGRAM];
+pub(super) const KNOWN: &[ServiceKey] = &[BRAVE, SALUTE_SPEECH, TELEGRAM];
 
 /// The service key `name` names (case-insensitive, surrounding blanks ignored).
 pub(crate) fn service_key(name: &str) -> Result<ServiceKey, LlmServiceError> {

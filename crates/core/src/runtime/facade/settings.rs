@@ -213,6 +213,18 @@ impl RuntimeHandle {
                 error: checked.err(),
             });
         }
+        if key.name == crate::llm::service::service_keys::SALUTE_SPEECH.name {
+            let checked = self
+                .speech()
+                .check_salute_key(self.config(), self.llm(), api_key)
+                .await
+                .map_err(|error| error.say(souz_protocol::language::Language::En));
+            return Ok(ServiceKeyTest {
+                name: key.name.to_owned(),
+                ok: checked.is_ok(),
+                error: checked.err(),
+            });
+        }
         let client = self
             .gate()
             .sandbox()

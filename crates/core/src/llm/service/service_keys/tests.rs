@@ -25,7 +25,7 @@ fn names_are_case_insensitive_and_unknown_ones_are_refused() {
         .map(|error| error.to_string());
     assert_eq!(
         error.as_deref(),
-        Some("unknown service key `mcp:files`; known service keys: brave, telegram")
+        Some("unknown service key `mcp:files`; known service keys: brave, salute_speech, telegram")
     );
 }
 
