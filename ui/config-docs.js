@@ -154,7 +154,7 @@ const RU = {
   speech: "Распознавание речи (кнопка микрофона, `souz listen`, `POST /v1/speech/transcriptions`): какой движок вас слышит. `local` запускает Whisper внутри Souz, и звук не покидает этот компьютер; `openai`, `ai_tunnel` и `salute` отправляют его на серверы этих компаний; `server` — на указанный вами сервер распознавания (или найденный на этом компьютере).",
   "speech.engine": "Движок: `local` (Whisper в Souz, по умолчанию), `openai` (API распознавания OpenAI, ключ провайдера `openai`), `ai_tunnel` (AiTunnel, его ключ), `salute` (SaluteSpeech от Сбера, служебный ключ `salute_speech`) или `server` (OpenAI-совместимый сервер распознавания, `server_url`).",
   "speech.language": "Язык, на котором вы говорите, кодом (`ru`, `en`, ...). Пусто — язык интерфейса.",
-  "speech.local_model": "Модель Whisper для `local`: идентификатор из каталога (`whisper-base`, `whisper-tiny`, `whisper-tiny-en`); её файлы лежат в `<SOUZ_HOME>/models/speech/<id>/`.",
+  "speech.local_model": "Модель Whisper для `local`: `whisper-base`, `whisper-tiny` (многоязычные) или `whisper-tiny-en` (только английский); её файлы (`config.json`, `tokenizer.json`, `model.safetensors`) лежат в `<SOUZ_HOME>/models/speech/<id>/`.",
   "speech.local_idle_minutes": "Сколько минут локальная модель остаётся в памяти после последнего использования.",
   "speech.server_url": "OpenAI-совместимый сервер (`http://host:port/v1`), которому `server` отправляет звук. Пусто — сервер whisper.cpp, найденный на этом компьютере (127.0.0.1:8080).",
   "speech.cloud_model": "Имя модели, которое отправляется OpenAI, AiTunnel или серверу.",

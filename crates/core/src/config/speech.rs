@@ -23,8 +23,9 @@ config_section! {
         pub engine: String = "local".to_owned(),
         /// The language you speak, as a code (`ru`, `en`, ...). Empty: the interface language.
         pub language: String = String::new(),
-        /// The Whisper model `local` uses, an id of `souz listen --models` (fetched with
-        /// `souz models pull speech/<id>`).
+        /// The Whisper model `local` uses: `whisper-base`, `whisper-tiny` (multilingual) or
+        /// `whisper-tiny-en` (English only); its files (`config.json`, `tokenizer.json`,
+        /// `model.safetensors`) belong in `<SOUZ_HOME>/models/speech/<id>/`.
         pub local_model: String = "whisper-base".to_owned(),
         /// Minutes the local model stays loaded after its last use.
         pub local_idle_minutes: u64 = 5,

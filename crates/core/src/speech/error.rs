@@ -62,7 +62,7 @@ pub enum SpeechError {
     NoServer,
     /// The local model's files are not there.
     #[error(
-        "the speech model {model} is not downloaded (souz models pull {model}, or place its files in {path})"
+        "the speech model {model} is not downloaded (place config.json, tokenizer.json and model.safetensors in {path})"
     )]
     ModelMissing {
         /// Its catalog id.
@@ -211,9 +211,8 @@ impl SpeechError {
             ),
             Self::ModelMissing { model, path } => localized!(
                 language,
-                "The speech model {} is not downloaded yet (Settings → Models, or `souz models pull {}`; its files belong in {}).",
-                "Модель распознавания {} ещё не загружена (Настройки → Модели или `souz models pull {}`; её файлы — в {}).",
-                model,
+                "The speech model {} is not downloaded yet: its files (config.json, tokenizer.json, model.safetensors) belong in {}.",
+                "Модель распознавания {} ещё не загружена: её файлы (config.json, tokenizer.json, model.safetensors) должны лежать в {}.",
                 model,
                 path
             ),

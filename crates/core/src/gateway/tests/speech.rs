@@ -492,3 +492,37 @@ async fn the_local_engine_needs_its_model_then_hears() {
     assert_eq!(body["cloud"], false);
     assert!(f.runtime.handle().speech().loaded());
 }
+
+/// `[speech] keep_audio` keeps the upload, owner-only, under the Souz home; off (the default,
+/// the other tests) nothing is written.
+#[tokio::test]
+async fn recordings_are_kept_only_when_asked() {
+    let fake = Fake::default();
+    fake.answer(200, r#"{"text":"kept"}"#, None);
+    let base = Fake::serve(
+        axum::Router::new()
+            .route("/v1/audio/transcriptions", post(transcriptions))
+            .with_state(fake.clone()),
+    )
+    .await;
+    let f = Fixture::with(move |config| {
+        config.speech.engine = "server".into();
+        config.speech.server_url = format!("{base}/v1");
+        config.speech.keep_audio = true;
+    })
+    .await;
+    let wav = tone(1);
+    let (status, body) = f.send(upload(&f, &wav, &[("language", "en")])).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let folder = f.runtime.home().path().join("speech");
+    let kept: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].extension().unwrap(), "wav");
+    assert_eq!(std::fs::read(&kept[0]).unwrap(), wav);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&kept[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "owner-only: {mode:o}");
+}
