@@ -70,6 +70,10 @@ const t = strings({
     web_key_none: "No Brave key: web search uses DuckDuckGo (or SearXNG when configured).",
     web_key_works: "The Brave key works.",
     web_key_refused: "Brave refused the check: {error}",
+    salute_key: "SaluteSpeech key (speech recognition by Sber)",
+    salute_key_none: "No SaluteSpeech key: the `salute` engine cannot hear you until one is stored here (or in SALUTE_SPEECH_KEY).",
+    salute_key_works: "The SaluteSpeech key works.",
+    salute_key_refused: "SaluteSpeech refused the check: {error}",
     saved: "Saved. ",
     applied_now: "Applied now: {keys}. ",
     after_restart: "Takes effect after a restart: {keys}. ",
@@ -141,6 +145,10 @@ const t = strings({
     web_key_none: "Ключа Brave нет: веб-поиск идёт через DuckDuckGo (или SearXNG, если настроен).",
     web_key_works: "Ключ Brave работает.",
     web_key_refused: "Brave отклонил проверку: {error}",
+    salute_key: "Ключ SaluteSpeech (распознавание речи от Сбера)",
+    salute_key_none: "Ключа SaluteSpeech нет: движок `salute` не услышит вас, пока ключ не сохранён здесь (или в SALUTE_SPEECH_KEY).",
+    salute_key_works: "Ключ SaluteSpeech работает.",
+    salute_key_refused: "SaluteSpeech отклонил проверку: {error}",
     saved: "Сохранено. ",
     applied_now: "Применено сразу: {keys}. ",
     after_restart: "Вступит в силу после перезапуска: {keys}. ",
@@ -218,7 +226,7 @@ export async function settingsPage(main, [tab = "model", mode = ""], embedded) {
     for (const heading of grants.querySelectorAll("h1")) heading.replaceWith(h("h2", {}, heading.textContent || ""));
   } else if (tab === "voice") {
     // Who hears you and who reads answers aloud (voice.js), then `[voice]` and `[speech]`.
-    main.append(...await voiceCards(), result, body);
+    main.append(...await voiceCards(), await saluteKeySection(), result, body);
     formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.voice, section, key));
   } else if (tab === "notifications") {
     main.append(h("p.meta", {}, t("notifications_note")), result, body);
@@ -362,25 +370,28 @@ export async function chatgptSignIn(prefix, changed) {
   return box;
 }
 
-/** The Brave Search key of the web tools (a daemon-wide service key): its hint and source, Test
- *  (one real search), Remove, and a password field that stores or replaces it. */
-async function webKeySection() {
-  const row = h("div#web-key");
-  const note = h("span.meta#web-key-note");
-  const input = /** @type {HTMLInputElement} */ (h("input#web-key-value", { type: "password", autocomplete: "off", placeholder: t("api_key") }));
+/** A daemon-wide service key's card: its hint and source, Test (one real call), Remove, and a
+ *  password field that stores or replaces it.
+ *  @param {{name: string, id: string, provider: string, title: string, none: string, works: string, refused: string}} key
+ *  `id` prefixes the card's element ids; the texts are i18n keys. */
+async function serviceKeySection(key) {
+  const row = h(`div#${key.id}`);
+  const note = h(`span.meta#${key.id}-note`);
+  const input = /** @type {HTMLInputElement} */ (h(`input#${key.id}-value`, { type: "password", autocomplete: "off", placeholder: t("api_key") }));
+  const path = `/v1/settings/service-keys/${key.name}`;
   const show = async () => {
     /** @type {import("./types.js").ServiceKeyList} */
     const keys = await api("GET", "/v1/settings/service-keys");
-    const brave = keys.items.find((key) => key.name === "brave");
-    if (!brave) { row.replaceChildren(h("p.meta", {}, t("web_key_none"))); return; }
-    const source = brave.source === "stored" ? t("stored_at", { at: brave.updatedAt ? new Date(brave.updatedAt).toLocaleString() : "" }) : `${t("environment")} (${brave.variable})`;
-    row.replaceChildren(h("p.row", {}, h("code#web-key-hint", {}, brave.keyHint), " ", h("span.meta", {}, source), " ",
-      h("button#web-key-test", { onclick: () => act(async () => {
+    const found = keys.items.find((item) => item.name === key.name);
+    if (!found) { row.replaceChildren(h("p.meta", {}, t(key.none))); return; }
+    const source = found.source === "stored" ? t("stored_at", { at: found.updatedAt ? new Date(found.updatedAt).toLocaleString() : "" }) : `${t("environment")} (${found.variable})`;
+    row.replaceChildren(h("p.row", {}, h(`code#${key.id}-hint`, {}, found.keyHint), " ", h("span.meta", {}, source), " ",
+      h(`button#${key.id}-test`, { onclick: () => act(async () => {
         /** @type {import("./types.js").ServiceKeyTest} */
-        const tested = await api("POST", "/v1/settings/service-keys/brave/test");
-        return tested.ok ? t("web_key_works") : t("web_key_refused", { error: tested.error || t("no_answer") });
+        const tested = await api("POST", `${path}/test`);
+        return tested.ok ? t(key.works) : t(key.refused, { error: tested.error || t("no_answer") });
       }) }, t("test")), " ",
-      brave.source === "stored" ? h("button#web-key-remove", { onclick: () => act(() => api("DELETE", "/v1/settings/service-keys/brave"), t("removed_key", { provider: "Brave" })) }, t("remove")) : ""));
+      found.source === "stored" ? h(`button#${key.id}-remove`, { onclick: () => act(() => api("DELETE", path), t("removed_key", { provider: key.provider })) }, t("remove")) : ""));
   };
   /** @param {() => Promise<unknown>} call @param {string} [done] */
   const act = async (call, done = "") => {
@@ -388,21 +399,33 @@ async function webKeySection() {
     catch (error) { note.textContent = String(error instanceof Error ? error.message : error); }
     await show();
   };
-  const save = h("button.primary#web-key-save", {
+  const save = h(`button.primary#${key.id}-save`, {
     onclick: () => {
       const value = input.value.trim();
       input.value = "";
       if (!value) { note.textContent = t("paste_first"); return; }
       act(async () => {
         /** @type {import("./types.js").ServiceKeyInfo} */
-        const stored = await api("PUT", "/v1/settings/service-keys/brave", { apiKey: value });
-        return t("stored_key", { provider: "Brave", hint: stored.keyHint });
+        const stored = await api("PUT", path, { apiKey: value });
+        return t("stored_key", { provider: key.provider, hint: stored.keyHint });
       });
     },
   }, t("store_key"));
   await show();
-  return h("div.card#web-keys", {}, h("h2", {}, t("web_key")), row, h("div.row", {}, input, save), note);
+  return h(`div.card#${key.id}s`, {}, h("h2", {}, t(key.title)), row, h("div.row", {}, input, save), note);
 }
+
+/** The Brave Search key of the web tools. */
+const webKeySection = () => serviceKeySection({
+  name: "brave", id: "web-key", provider: "Brave",
+  title: "web_key", none: "web_key_none", works: "web_key_works", refused: "web_key_refused",
+});
+
+/** The SaluteSpeech authorization key (`[speech] engine = "salute"`). */
+const saluteKeySection = () => serviceKeySection({
+  name: "salute_speech", id: "salute-key", provider: "SaluteSpeech",
+  title: "salute_key", none: "salute_key_none", works: "salute_key_works", refused: "salute_key_refused",
+});
 
 /** "Restart Souz": the daemon restarts in place (same address, config.toml read again); the
  *  page reloads once the event stream has dropped (the old runtime stopped) and come back.

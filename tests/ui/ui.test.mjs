@@ -263,26 +263,36 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
   await tab.context().close();
 });
 
-test("the Brave web search key is stored from Settings, shown by hint only, and removed", async () => {
-  const tab = await page("/settings/model");
-  await tab.waitForSelector("#web-keys #web-key-save");
-  assert.match(await tab.textContent("#web-key"), /web search uses DuckDuckGo/);
-  const key = "brave-ui-secret-0123456789mnop";
-  await tab.fill("#web-key-value", key);
-  await tab.click("#web-key-save");
-  await tab.waitForSelector("#web-key-hint");
-  assert.equal(await tab.textContent("#web-key-hint"), "...mnop");
-  assert.match(await tab.textContent("#web-key-note"), /Stored the Brave key \.\.\.mnop/);
+/** A service key's card on `route`: stored (shown by its hint only, the field cleared), then
+ *  removed. `id` prefixes the card's element ids; `none` is what the card says with no key. */
+async function serviceKeyRoundTrip({ route, id, name, provider, none }) {
+  const tab = await page(route);
+  await tab.waitForSelector(`#${id}s #${id}-save`);
+  assert.match(await tab.textContent(`#${id}`), none);
+  const key = `${name}-ui-secret-0123456789mnop`;
+  await tab.fill(`#${id}-value`, key);
+  await tab.click(`#${id}-save`);
+  await tab.waitForSelector(`#${id}-hint`);
+  assert.equal(await tab.textContent(`#${id}-hint`), "...mnop");
+  assert.match(await tab.textContent(`#${id}-note`), new RegExp(`Stored the ${provider} key \\.\\.\\.mnop`));
   assert.ok(!(await tab.content()).includes(key), "the key is never shown back");
-  assert.equal(await tab.inputValue("#web-key-value"), "", "the field is cleared");
+  assert.equal(await tab.inputValue(`#${id}-value`), "", "the field is cleared");
   const { body } = await api("GET", "/v1/settings/service-keys");
-  assert.deepEqual(body.items.map((item) => [item.name, item.source]), [["brave", "stored"]]);
+  assert.deepEqual(body.items.map((item) => [item.name, item.source]), [[name, "stored"]]);
 
-  await tab.click("#web-key-remove");
-  await tab.waitForSelector("#web-key-hint", { state: "detached" });
-  assert.match(await tab.textContent("#web-key-note"), /Removed the Brave key/);
+  await tab.click(`#${id}-remove`);
+  await tab.waitForSelector(`#${id}-hint`, { state: "detached" });
+  assert.match(await tab.textContent(`#${id}-note`), new RegExp(`Removed the ${provider} key`));
   assert.deepEqual((await api("GET", "/v1/settings/service-keys")).body.items, []);
   await tab.context().close();
+}
+
+test("the Brave web search key is stored from Settings, shown by hint only, and removed", async () => {
+  await serviceKeyRoundTrip({ route: "/settings/model", id: "web-key", name: "brave", provider: "Brave", none: /web search uses DuckDuckGo/ });
+});
+
+test("the SaluteSpeech key is stored from Settings › Voice, shown by hint only, and removed", async () => {
+  await serviceKeyRoundTrip({ route: "/settings/voice", id: "salute-key", name: "salute_speech", provider: "SaluteSpeech", none: /the `salute` engine cannot hear you/ });
 });
 
 test("pause from the header denies what waits and resumes", async () => {
