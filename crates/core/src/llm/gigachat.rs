@@ -119,33 +119,11 @@ impl GigaChatAuth {
     }
 
     async fn exchange(&self, key: &ApiKey, cancel: &CancellationToken) -> Result<Token, LlmError> {
-        // People paste the key with or without the scheme.
-        let authorization = key.expose().trim();
-        let authorization = authorization
-            .strip_prefix("Basic ")
-            .unwrap_or(authorization)
-            .to_owned();
-        let url = self.auth_url.clone();
-        let form = format!("scope={}", self.scope);
         let response = self
             .http
             .send(
                 PROVIDER,
-                |client| {
-                    client
-                        .post(&url)
-                        .header(
-                            reqwest::header::AUTHORIZATION,
-                            format!("Basic {authorization}"),
-                        )
-                        .header("RqUID", uuid::Uuid::new_v4().to_string())
-                        .header(reqwest::header::ACCEPT, "application/json")
-                        .header(
-                            reqwest::header::CONTENT_TYPE,
-                            "application/x-www-form-urlencoded",
-                        )
-                        .body(form.clone())
-                },
+                |client| sber_token_request(client, &self.auth_url, key, &self.scope),
                 cancel,
             )
             .await?;
@@ -162,19 +140,51 @@ impl GigaChatAuth {
                 provider: PROVIDER,
                 detail: format!("token response is not what GigaChat sends: {error}"),
             })?;
-        let now = SystemTime::now();
-        let expires_at = match (body.expires_at, body.expires_in) {
-            // GigaChat sends milliseconds since the epoch; accept seconds too.
-            (Some(at), _) if at > 100_000_000_000 => UNIX_EPOCH + Duration::from_millis(at),
-            (Some(at), _) => UNIX_EPOCH + Duration::from_secs(at),
-            (None, Some(seconds)) => now + Duration::from_secs(seconds),
-            (None, None) => now + Duration::from_secs(30 * 60),
-        };
+        let expires_at = sber_token_expiry(body.expires_at, body.expires_in);
         tracing::debug!(provider = %PROVIDER, "obtained a GigaChat access token");
         Ok(Token {
             access: ApiKey::new(body.access_token),
             expires_at,
         })
+    }
+}
+
+/// The token request of Sber's OAuth (GigaChat and SaluteSpeech share it): the authorization
+/// key as Basic (people paste it with or without the scheme), a fresh `RqUID`, the scope.
+pub(crate) fn sber_token_request(
+    client: &reqwest::Client,
+    url: &str,
+    key: &ApiKey,
+    scope: &str,
+) -> reqwest::RequestBuilder {
+    let authorization = key.expose().trim();
+    let authorization = authorization
+        .strip_prefix("Basic ")
+        .unwrap_or(authorization);
+    client
+        .post(url)
+        .header(
+            reqwest::header::AUTHORIZATION,
+            format!("Basic {authorization}"),
+        )
+        .header("RqUID", uuid::Uuid::new_v4().to_string())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("scope={scope}"))
+}
+
+/// When a Sber OAuth token expires: `expires_at` in milliseconds since the epoch (seconds
+/// accepted too), else `expires_in` seconds from now, else 30 minutes.
+pub(crate) fn sber_token_expiry(expires_at: Option<u64>, expires_in: Option<u64>) -> SystemTime {
+    let now = SystemTime::now();
+    match (expires_at, expires_in) {
+        (Some(at), _) if at > 100_000_000_000 => UNIX_EPOCH + Duration::from_millis(at),
+        (Some(at), _) => UNIX_EPOCH + Duration::from_secs(at),
+        (None, Some(seconds)) => now + Duration::from_secs(seconds),
+        (None, None) => now + Duration::from_secs(30 * 60),
     }
 }
 

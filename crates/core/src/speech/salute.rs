@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -102,24 +102,12 @@ impl Salute {
         {
             return Ok(token.access.clone());
         }
-        let authorization = self.key.expose().trim();
-        let authorization = authorization
-            .strip_prefix("Basic ")
-            .unwrap_or(authorization);
-        let request = self
-            .client
-            .post(&self.auth_url)
-            .header(
-                reqwest::header::AUTHORIZATION,
-                format!("Basic {authorization}"),
-            )
-            .header("RqUID", uuid::Uuid::new_v4().to_string())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(format!("scope={}", self.scope));
+        let request = crate::llm::gigachat::sber_token_request(
+            &self.client,
+            &self.auth_url,
+            &self.key,
+            &self.scope,
+        );
         let response = send(ENGINE, request, self.timeout, cancel).await?;
         let body = answer_body(ENGINE, response, &self.secrets(), self.timeout, cancel).await?;
         let answer: TokenAnswer =
@@ -128,11 +116,7 @@ impl Salute {
                 status: 200,
                 message: "the token answer is not what SaluteSpeech sends".to_owned(),
             })?;
-        let expires_at = match answer.expires_at {
-            Some(at) if at > 100_000_000_000 => UNIX_EPOCH + Duration::from_millis(at),
-            Some(at) => UNIX_EPOCH + Duration::from_secs(at),
-            None => SystemTime::now() + Duration::from_secs(30 * 60),
-        };
+        let expires_at = crate::llm::gigachat::sber_token_expiry(answer.expires_at, None);
         let token = Token {
             access: ApiKey::new(answer.access_token),
             expires_at,

@@ -33,13 +33,20 @@ fn broken(what: impl std::fmt::Display) -> SpeechError {
     SpeechError::ModelBroken(what.to_string())
 }
 
+/// Reads `name` in the model folder `dir` beneath a handle of its parent (no link followed, the
+/// folder itself not a link) and at most `limit` bytes, as the memory model's files are read.
 fn read(dir: &Path, name: &str, limit: u64) -> Result<Vec<u8>, SpeechError> {
-    let path = dir.join(name);
-    let metadata = std::fs::metadata(&path).map_err(|error| broken(format!("{name}: {error}")))?;
-    if metadata.len() > limit {
-        return Err(broken(format!("{name} is larger than {limit} bytes")));
-    }
-    std::fs::read(&path).map_err(|error| broken(format!("{name}: {error}")))
+    let (anchor, folder) = match (dir.parent(), dir.file_name()) {
+        (Some(parent), Some(folder)) => (parent, Path::new(folder)),
+        _ => (dir, Path::new("")),
+    };
+    crate::sandbox::DaemonFolder::open(anchor, folder)
+        .and_then(|opened| match opened {
+            Some(opened) => opened.read(name, limit),
+            None => Ok(None),
+        })
+        .map_err(|error| broken(format!("{name}: {error}")))?
+        .ok_or_else(|| broken(format!("{name}: not found")))
 }
 
 /// A loaded Whisper model.
