@@ -590,14 +590,19 @@ async fn a_chats_client_reads_and_decides_its_own_chats_approvals_only() {
             "{path}: {answer}"
         );
     }
-    let (status, answer) = f
-        .request_as(
-            &token,
-            "POST",
-            &format!("/v1/approvals/{asked_theirs}/decision"),
-            Some(serde_json::json!({"decision": "approve", "via": "acp"})),
-        )
-        .await;
+    let decide = |approval: String, decision: &'static str| {
+        let (f, token) = (&f, token.clone());
+        async move {
+            f.request_as(
+                &token,
+                "POST",
+                &format!("/v1/approvals/{approval}/decision"),
+                Some(serde_json::json!({"decision": decision, "via": "acp"})),
+            )
+            .await
+        }
+    };
+    let (status, answer) = decide(asked_theirs.clone(), "approve").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     let (_, still) = f
         .request_as(
@@ -612,14 +617,7 @@ async fn a_chats_client_reads_and_decides_its_own_chats_approvals_only() {
         .request_as(&token, "GET", &format!("/v1/approvals/{asked_mine}"), None)
         .await;
     assert_eq!(status, StatusCode::OK, "{seen}");
-    let (status, decided) = f
-        .request_as(
-            &token,
-            "POST",
-            &format!("/v1/approvals/{asked_mine}/decision"),
-            Some(serde_json::json!({"decision": "deny", "via": "acp"})),
-        )
-        .await;
+    let (status, decided) = decide(asked_mine.clone(), "deny").await;
     assert_eq!(status, StatusCode::OK, "{decided}");
 
     // Revoked, the token is unknown.
