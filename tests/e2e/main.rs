@@ -14,6 +14,7 @@ mod daemon;
 mod devices;
 mod history_crash;
 mod hostile_pages;
+mod interface_language;
 mod keys;
 mod keys_cli;
 #[cfg(feature = "local-llm")]

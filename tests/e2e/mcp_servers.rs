@@ -72,7 +72,7 @@ fn servers_are_listed_tested_and_stopped_with_the_daemon() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{stdout}");
-    assert!(stdout.contains("odd: ok, 4 tool(s)"), "{stdout}");
+    assert!(stdout.contains("odd: ok, 4 tools"), "{stdout}");
     let failed = daemon
         .cli()
         .args(["mcp", "servers", "test", "gone"])

@@ -1,7 +1,8 @@
 //! Memory end to end: `souz memory` on a real daemon — add (secrets removed), list with
 //! filters, search with scores, show with evidence, forget (gone, and a clear error for an
 //! unknown id), retire; status (by words only until the default local model is ready, which a
-//! test daemon never downloads); bad input exits non-zero and stores nothing.
+//! test daemon never downloads, and a download that fails, said by `search`); bad input exits
+//! non-zero and stores nothing.
 
 use souz_e2e::Daemon;
 
@@ -290,4 +291,70 @@ fn the_python_sdk_reads_memory_facts_as_resources() {
             "{check} did not run:\n{stdout}"
         );
     }
+}
+
+/// A local embedding model whose download fails (its mirror, on this machine, has none of its
+/// files): `souz memory search` says the search went by words only because the download
+/// failed, with why and that Souz tries again, in the language chosen in Souz.
+#[test]
+fn a_failed_model_download_is_said_by_memory_search() {
+    let mirror = crate::chats::provider();
+    let host = mirror.provider.address().to_string();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[memory]\nlocal_model_mirror = \"http://{host}\"\n\n\
+             [sandbox]\nnetwork_allow_hosts = [\"{host}\"]\n"
+        ),
+    )
+    .unwrap();
+    // Downloads allowed: the only place they can go is the mirror above.
+    let daemon = Daemon::start_in(home, |command| {
+        command.env("SOUZ_NO_MODEL_DOWNLOADS", "");
+    });
+    let (ok, text) = cli(&daemon, &["add", "Green tea in the morning"]);
+    assert!(ok, "{text}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let status = json(&daemon, &["status", "--json"]);
+        if status["local"]["state"] == "failed" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{status}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        !mirror.provider.requests().is_empty(),
+        "the download went to the mirror"
+    );
+
+    let (ok, text) = cli(&daemon, &["search", "green tea"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("Green tea in the morning"),
+        "found by words: {text}"
+    );
+    assert!(
+        text.contains(
+            "Memory recalls by words only until the local model local/multilingual-e5-small is \
+             ready: its download failed ("
+        ) && text.contains("Souz tries again later."),
+        "{text}"
+    );
+
+    let patched = daemon.patch(
+        "/v1/me/settings",
+        &serde_json::json!({"interfaceLanguage": "ru"}),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let (ok, text) = cli(&daemon, &["search", "green tea"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(
+            "Память ищет только по словам, пока не готова локальная модель \
+             local/multilingual-e5-small: её скачивание не удалось ("
+        ) && text.contains("Souz попробует ещё раз позже."),
+        "{text}"
+    );
 }

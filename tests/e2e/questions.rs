@@ -173,3 +173,61 @@ fn the_cli_lists_shows_and_answers_a_question() {
     );
     assert_eq!(answered["free_text"], "and some gold");
 }
+
+/// `souz questions` in the interface language chosen in Souz: the list's headings and `show`'s
+/// labels in Russian (the id, the status and the agent's words as they are), then in English.
+#[test]
+fn a_question_is_shown_in_the_interface_language() {
+    let setup = provider();
+    setup.provider.push(
+        COMPLETIONS,
+        ask_user(json!({"question": "Tea or coffee?", "choices": ["Tea", "Coffee"]})),
+    );
+    let daemon = daemon(&setup);
+    let chat = new_chat(&daemon);
+    post(&daemon, &chat, json!({"content": "Ask me"}));
+    let asked = wait_event(&daemon, &chat, "option.requested");
+    let id = asked["payload"]["optionId"].as_str().unwrap().to_owned();
+    let choose = |language: &str| {
+        let patched = daemon.patch("/v1/me/settings", &json!({"interfaceLanguage": language}));
+        assert_eq!(patched.status, 200, "{}", patched.body);
+    };
+
+    choose("ru");
+    let (ok, listed, stderr) = cli(&daemon, &["questions"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        listed.contains("ВОПРОС") && listed.contains("ВАРИАНТЫ"),
+        "{listed}"
+    );
+    assert!(listed.contains("чат e2e"), "{listed}");
+    let (ok, shown, stderr) = cli(&daemon, &["questions", "show", &id[..13]]);
+    assert!(ok, "{stderr}");
+    for line in [
+        format!("Вопрос        {id}"),
+        "Состояние     pending".to_owned(),
+        "Кто           чат e2e".to_owned(),
+        "Текст вопроса Tea or coffee?".to_owned(),
+        "Варианты      (один вариант)".to_owned(),
+    ] {
+        assert!(shown.contains(&line), "{line:?} missing:\n{shown}");
+    }
+    assert!(shown.contains(" назад"), "{shown}");
+    assert!(
+        !shown.contains("Status") && !shown.contains(" ago"),
+        "{shown}"
+    );
+    let (ok, _, stderr) = cli(&daemon, &["questions", "show", "zzzz"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("ни один id вопроса не начинается с `zzzz`"),
+        "{stderr}"
+    );
+
+    choose("en");
+    let (ok, shown, stderr) = cli(&daemon, &["questions", "show", &id[..13]]);
+    assert!(ok, "{stderr}");
+    assert!(shown.contains("Asks      Tea or coffee?"), "{shown}");
+    assert!(shown.contains("Choices   (pick one)"), "{shown}");
+    assert!(!shown.contains("Вопрос"), "{shown}");
+}

@@ -137,3 +137,154 @@ fn a_terminal_chat_streams_asks_inline_and_answers_questions() {
     };
     assert!(status.success(), "{status}\n{}", screen.text());
 }
+
+/// The id the chat printed after `prefix` (`Chat `, `New chat `), up to the next space or dot.
+fn chat_id_after(screen: &Screen, prefix: &str) -> String {
+    let text = screen.text();
+    let start = text.rfind(prefix).expect(prefix) + prefix.len();
+    text[start..]
+        .split([' ', '.', '\n'])
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// The contents of a chat's stored messages, in order.
+fn contents(daemon: &souz_e2e::Daemon, chat: &str) -> Vec<String> {
+    daemon.get(&format!("/v1/chats/{chat}/messages")).json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The model request whose last user message says `text`: its model and its user messages,
+/// in order.
+fn request_for(setup: &crate::chats::Setup, text: &str) -> (serde_json::Value, Vec<String>) {
+    let users = |request: &serde_json::Value| -> Vec<String> {
+        request["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|message| message["role"] == "user")
+            .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let requests: Vec<serde_json::Value> = setup
+        .provider
+        .requests_to(COMPLETIONS)
+        .iter()
+        .map(|request| request.json())
+        .collect();
+    let request = requests
+        .iter()
+        .find(|request| {
+            users(request)
+                .last()
+                .is_some_and(|last| last.contains(text))
+        })
+        .unwrap_or_else(|| panic!("no request for {text:?}: {requests:?}"));
+    (request["model"].clone(), users(request))
+}
+
+/// Whether `messages` hold `wanted` in this order (each in a message of its own).
+fn in_order(messages: &[String], wanted: &[&str]) -> bool {
+    let mut rest = messages.iter();
+    wanted
+        .iter()
+        .all(|text| rest.any(|message| message.contains(text)))
+}
+
+#[test]
+fn a_terminal_chat_keeps_lines_for_after_the_turn_changes_model_and_starts_anew() {
+    let setup = provider();
+    // The first answer holds its turn open for 4 s after its first words.
+    let held = openai::text_frames(&["Working"])
+        .delay(Duration::from_secs(4))
+        .data(openai::chunk(json!({"content": " hard."}), None))
+        .data(openai::chunk(json!({}), Some("stop")))
+        .data("[DONE]")
+        .end();
+    setup.provider.push(COMPLETIONS, held);
+    for answer in ["Second answer.", "Third answer.", "Fourth answer."] {
+        setup.provider.push(COMPLETIONS, openai::text(&[answer]));
+    }
+    let daemon = daemon(&setup);
+    let mut chat = daemon
+        .cli()
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let screen = Screen::default();
+    screen.follow(chat.stdout.take().unwrap());
+    screen.follow(chat.stderr.take().unwrap());
+    let mut input = chat.stdin.take().unwrap();
+    screen.wait_for("Ctrl-D");
+    let first_chat = chat_id_after(&screen, "Chat ");
+
+    // A line typed while the turn works is kept, and sent once it ends.
+    writeln!(input, "First question").unwrap();
+    writeln!(input, "Second question").unwrap();
+    screen.wait_for("(kept: sent when this turn ends");
+    screen.wait_for("souz> Second answer.");
+    let (first_model, first_users) = request_for(&setup, "First question");
+    assert!(
+        in_order(&first_users, &["First question"]),
+        "{first_users:?}"
+    );
+    let (_, second_users) = request_for(&setup, "Second question");
+    assert!(
+        in_order(&second_users, &["First question", "Second question"]),
+        "sent after the first turn, in order: {second_users:?}"
+    );
+    let shown = screen.text();
+    assert!(
+        shown.find("Working hard.").unwrap() < shown.find("Second answer.").unwrap(),
+        "{shown}"
+    );
+
+    // `/model NAME`: this chat's next turn asks the provider for that model.
+    writeln!(input, "/model openai/gpt-5.2").unwrap();
+    screen.wait_for("This chat now uses openai/gpt-5.2.");
+    writeln!(input, "Third question").unwrap();
+    screen.wait_for("souz> Third answer.");
+    assert_ne!(first_model, "gpt-5.2", "the default model is another");
+    assert_eq!(request_for(&setup, "Third question").0, "gpt-5.2");
+
+    // `/new`: the next message starts another chat (its own history, the default model).
+    writeln!(input, "/new").unwrap();
+    screen.wait_for("New chat ");
+    let second_chat = chat_id_after(&screen, "New chat ");
+    assert_ne!(second_chat, first_chat);
+    writeln!(input, "Fourth question").unwrap();
+    screen.wait_for("souz> Fourth answer.");
+    let (fourth_model, fourth_users) = request_for(&setup, "Fourth question");
+    assert_eq!(fourth_model, first_model);
+    assert!(
+        !in_order(&fourth_users, &["First question"]),
+        "{fourth_users:?}"
+    );
+    let second = contents(&daemon, &second_chat);
+    assert!(in_order(&second, &["Fourth question"]), "{second:?}");
+    let first = contents(&daemon, &first_chat);
+    assert!(!in_order(&first, &["Fourth question"]), "{first:?}");
+    assert!(
+        in_order(&first, &["First question", "Third question"]),
+        "{first:?}"
+    );
+
+    drop(input);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while chat.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "still running:\n{}",
+            screen.text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

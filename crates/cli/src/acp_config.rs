@@ -22,14 +22,17 @@ pub const ACP_CLIENT: &str = "acp";
 
 /// Makes the token of `client` and prints the editor's configuration.
 pub async fn run(client: String) -> Result<ExitCode> {
-    let daemon = crate::client::connect().await?;
+    let daemon = crate::texts::connect().await?;
     let paths = crate::client::paths()?;
     let created = rotate(&daemon, &client, ClientScope::Chats).await?;
     connect::write_client_token(&paths, &client, &created.token)
-        .with_context(|| format!("cannot write {}", paths.client_token(&client).display()))?;
+        .with_context(|| crate::mcp_config::cannot_write(&paths.client_token(&client)))?;
     let binary = std::env::current_exe()
         .and_then(std::fs::canonicalize)
-        .context("cannot find the path of this souz binary")?;
+        .context(crate::texts::tr(
+            "cannot find the path of this souz binary",
+            "не удалось найти путь к этой программе souz",
+        ))?;
     let home = souz_core::config::env::read_os(souz_core::config::env::Var::SouzHome)
         .map(std::path::PathBuf::from);
     say!(

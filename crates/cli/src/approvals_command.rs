@@ -169,7 +169,7 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
         GrantsCommand::Revoke { id } => {
             let list = client.grants().await?;
             let id = resolve_prefix(
-                "grant",
+                tr("grant", "разрешения"),
                 &id,
                 list.items.iter().map(|grant| grant.id.as_str()),
             )?;
@@ -189,7 +189,7 @@ pub async fn run_grants(command: Option<GrantsCommand>) -> Result<()> {
 async fn find(client: &DaemonClient, id: &str) -> Result<Approval> {
     crate::client::find(
         client,
-        "approval",
+        tr("approval", "одобрения"),
         "/v1/approvals",
         id,
         |list: &ApprovalList| {
@@ -283,12 +283,7 @@ async fn decide(client: &DaemonClient, verdict: Verdict, args: DecideArgs) -> Re
 
 /// A label padded to the width of the widest label in this language.
 fn label(en: &'static str, ru: &'static str) -> String {
-    let width = if crate::texts::language() == souz_protocol::language::Language::Ru {
-        13
-    } else {
-        9
-    };
-    format!("{:<width$}", tr(en, ru))
+    crate::texts::label(en, ru, [9, 13])
 }
 
 fn print_approval(approval: &Approval) {

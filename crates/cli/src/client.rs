@@ -8,6 +8,8 @@ use serde::de::DeserializeOwned;
 use souz_client::{ClientError, Home};
 use souz_core::config::{Config, SouzPaths, process_lookup};
 
+use crate::texts::{fill, tr};
+
 pub use souz_client::DaemonClient;
 
 /// The Souz home named by the environment.
@@ -39,9 +41,12 @@ pub async fn connect() -> Result<DaemonClient> {
     match DaemonClient::discover(&home(&paths), || configured_base(&paths)).await {
         Ok(client) => Ok(client.named("cli")),
         Err(error @ ClientError::Token { .. }) => Err(error).with_context(|| {
-            format!(
-                "cannot read the token in {}; has `souz serve` ever run?",
-                paths.home().display()
+            fill(
+                tr(
+                    "cannot read the token in {home}; has `souz serve` ever run?",
+                    "не удалось прочитать токен в {home}; запускался ли `souz serve`?",
+                ),
+                &[("home", &paths.home().display())],
             )
         }),
         Err(error) => Err(error.into()),
@@ -67,8 +72,9 @@ pub async fn find<T: DeserializeOwned, L: DeserializeOwned>(
     Ok(client.get(&format!("{collection}/{full}")).await?)
 }
 /// Finds the one id in `ids` that starts with `prefix` (full ids match exactly; a trailing
-/// `…`, as the lists print shortened ids, is ignored). `what` names the ids in the error
-/// (`approval`, `grant`, `question`).
+/// `…`, as the lists print shortened ids, is ignored). `what` names the ids in the error, in
+/// the language of the messages (`approval`, `grant`, `question`; in Russian in the genitive:
+/// `одобрения`, `разрешения`, `вопроса`).
 pub fn resolve_prefix<'a>(
     what: &str,
     prefix: &str,
@@ -76,15 +82,39 @@ pub fn resolve_prefix<'a>(
 ) -> Result<String> {
     let prefix = prefix.trim().trim_end_matches('…');
     if prefix.is_empty() {
-        bail!("give a {what} id (or the start of one)");
+        bail!(
+            "{}",
+            fill(
+                tr(
+                    "give a {what} id (or the start of one)",
+                    "укажите id {what} (или его начало)"
+                ),
+                &[("what", &what)]
+            )
+        );
     }
     let matches: Vec<&str> = ids.filter(|id| id.starts_with(prefix)).collect();
     match matches.as_slice() {
         [one] => Ok((*one).to_owned()),
-        [] => bail!("no {what} id starts with `{prefix}`"),
+        [] => bail!(
+            "{}",
+            fill(
+                tr(
+                    "no {what} id starts with `{prefix}`",
+                    "ни один id {what} не начинается с `{prefix}`"
+                ),
+                &[("what", &what), ("prefix", &prefix)]
+            )
+        ),
         many => bail!(
-            "`{prefix}` matches {} ids; give more characters",
-            many.len()
+            "{}",
+            fill(
+                tr(
+                    "`{prefix}` matches {count} ids; give more characters",
+                    "`{prefix}` подходит к {count} id; укажите больше символов"
+                ),
+                &[("prefix", &prefix), ("count", &many.len())]
+            )
         ),
     }
 }

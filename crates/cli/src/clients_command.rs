@@ -1,5 +1,6 @@
 //! `souz clients`: the client tokens (list, add, revoke), and the rotation `souz mcp-config`
-//! and `souz acp-config` use to give a client a fresh token under its name.
+//! and `souz acp-config` use to give a client a fresh token under its name. Messages are in the
+//! person's language ([`crate::texts`]); names, scopes, ids and tokens stay as they are.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -7,6 +8,7 @@ use souz_protocol::{ClientScope, CreatedClient};
 
 use crate::client::{DaemonClient, resolve_prefix};
 use crate::output::{age, print_json, say, truncate};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum ClientsCommand {
@@ -33,7 +35,7 @@ pub enum ClientsCommand {
 }
 
 pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(ClientsCommand::List { json: false }) {
         ClientsCommand::List { json } => {
             let list = client.clients().await?;
@@ -42,16 +44,25 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
             }
             if list.items.is_empty() {
                 say!(
-                    "No client tokens. Make one with `souz clients add NAME` or `souz mcp-config`."
+                    "{}",
+                    tr(
+                        "No client tokens. Make one with `souz clients add NAME` or \
+                         `souz mcp-config`.",
+                        "Токенов клиентов нет. Создайте токен: `souz clients add ИМЯ` или \
+                         `souz mcp-config`."
+                    )
                 );
             }
             for item in &list.items {
                 say!(
-                    "{:<10} {:<24} {:<6} made {} ago",
+                    "{:<10} {:<24} {:<6} {}",
                     truncate(&item.id, 10),
                     item.name,
                     item.scope.as_str(),
-                    age(item.created_at)
+                    fill(
+                        tr("made {age} ago", "создан {age} назад"),
+                        &[("age", &age(item.created_at))]
+                    )
                 );
             }
             Ok(())
@@ -59,9 +70,14 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
         ClientsCommand::Add { name, scope } => {
             let created = client.create_client(&name, scope).await?;
             say!(
-                "Client {} ({}). Its token, shown this once:",
-                created.name,
-                created.id
+                "{}",
+                fill(
+                    tr(
+                        "Client {name} ({id}). Its token, shown this once:",
+                        "Клиент {name} ({id}). Его токен (показывается только сейчас):"
+                    ),
+                    &[("name", &created.name), ("id", &created.id)]
+                )
             );
             say!("{}", created.token);
             Ok(())
@@ -71,10 +87,20 @@ pub async fn run(command: Option<ClientsCommand>) -> Result<()> {
             let by_name = list.items.iter().find(|item| item.name == id);
             let id = match by_name {
                 Some(item) => item.id.clone(),
-                None => resolve_prefix("client", &id, list.items.iter().map(|c| c.id.as_str()))?,
+                None => resolve_prefix(
+                    tr("client", "клиента"),
+                    &id,
+                    list.items.iter().map(|c| c.id.as_str()),
+                )?,
             };
             client.revoke_client(&id).await?;
-            say!("Revoked client {id}.");
+            say!(
+                "{}",
+                fill(
+                    tr("Revoked client {id}.", "Токен клиента {id} отозван."),
+                    &[("id", &id)]
+                )
+            );
             Ok(())
         }
     }
@@ -99,5 +125,13 @@ pub async fn rotate(
 }
 
 fn parse_scope(name: &str) -> Result<ClientScope, String> {
-    ClientScope::parse(name).ok_or_else(|| format!("`{name}` is not a scope: mcp or chats"))
+    ClientScope::parse(name).ok_or_else(|| {
+        fill(
+            tr(
+                "`{name}` is not a scope: mcp or chats",
+                "`{name}` — не область доступа: mcp или chats",
+            ),
+            &[("name", &name)],
+        )
+    })
 }

@@ -1,6 +1,8 @@
-//! `souz config check|path|template`.
+//! `souz config check|path|template`. Its messages are in the system locale's language
+//! ([`crate::texts`]: no daemon is asked); paths, the template and the problems stay as they are.
 
 use crate::output::say;
+use crate::texts::{fill, tr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,14 +43,21 @@ pub fn run(command: ConfigCommand) -> ExitCode {
             let file = file.unwrap_or_else(|| paths.config_file());
             if !file.exists() {
                 say!(
-                    "{} does not exist yet; `souz serve` will create it with the defaults",
-                    file.display()
+                    "{}",
+                    fill(
+                        tr(
+                            "{file} does not exist yet; `souz serve` will create it with the \
+                             defaults",
+                            "{file} ещё нет; `souz serve` создаст его с настройками по умолчанию"
+                        ),
+                        &[("file", &file.display())]
+                    )
                 );
                 return ExitCode::SUCCESS;
             }
             match Config::load_file(paths, &file, &process_lookup) {
                 Ok(_) => {
-                    say!("{}: OK", file.display());
+                    say!("{}: {}", file.display(), tr("OK", "ошибок нет"));
                     ExitCode::SUCCESS
                 }
                 Err(error @ ConfigError::Problems(_)) => crate::config_problems(&error),

@@ -1,11 +1,14 @@
 //! `souz history` (the changes Souz's file tools made, newest first) and `souz undo` (take
-//! back one call's change, a turn's, or a client's since a time), through the daemon.
+//! back one call's change, a turn's, or a client's since a time), through the daemon. Labels
+//! and messages are in the person's language ([`crate::texts`]); tool names, clients, ids,
+//! paths, diffs and JSON stay as they are.
 
 use anyhow::{Result, bail};
 use clap::Args;
 use souz_protocol::history::{HistoryChange, UndoReport, UndoRequest, UndoSelection};
 
 use crate::output::{print_json, say};
+use crate::texts::{fill, tr};
 
 /// `souz history`.
 #[derive(Debug, Args)]
@@ -51,7 +54,7 @@ pub struct UndoArgs {
 }
 
 pub async fn history(args: HistoryArgs) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let mut query = vec![format!("limit={}", args.limit)];
     if let Some(name) = &args.client {
         query.push(format!("client={}", encode(name)));
@@ -64,7 +67,10 @@ pub async fn history(args: HistoryArgs) -> Result<()> {
         return print_json(&list);
     }
     if list.changes.is_empty() {
-        say!("No recorded changes.");
+        say!(
+            "{}",
+            tr("No recorded changes.", "Записанных изменений нет.")
+        );
     }
     for change in &list.changes {
         print_change(change);
@@ -74,32 +80,33 @@ pub async fn history(args: HistoryArgs) -> Result<()> {
 
 fn print_change(change: &HistoryChange) {
     let status = match change.status {
-        souz_protocol::history::ChangeStatus::Undone => " [undone]",
-        souz_protocol::history::ChangeStatus::Pending => " [pending]",
+        souz_protocol::history::ChangeStatus::Undone => tr(" [undone]", " [отменено]"),
+        souz_protocol::history::ChangeStatus::Pending => tr(" [pending]", " [не подтверждено]"),
         souz_protocol::history::ChangeStatus::Done => "",
     };
     say!(
-        "#{} {} {} by {}{}: {}",
+        "#{} {} {}{status}: {}",
         change.id,
         change.created_at.format("%Y-%m-%d %H:%M:%S"),
-        change.tool,
-        change.client,
-        status,
+        fill(
+            tr("{tool} by {client}", "{tool}, клиент {client}"),
+            &[("tool", &change.tool), ("client", &change.client)]
+        ),
         change.summary
     );
-    say!(
-        "    call {}{}",
-        change.call_id,
-        change
-            .execution_id
-            .as_deref()
-            .map(|turn| format!(", turn {turn}"))
-            .unwrap_or_default()
-    );
+    let turn = change
+        .execution_id
+        .as_deref()
+        .map(|turn| fill(tr(", turn {turn}", ", ход {turn}"), &[("turn", &turn)]))
+        .unwrap_or_default();
+    say!("    {} {}{turn}", tr("call", "вызов"), change.call_id);
     for path in &change.paths {
         let kept =
             if path.before.kind == souz_protocol::history::PathKind::File && !path.before.kept {
-                " (not restorable: too large)"
+                tr(
+                    " (not restorable: too large)",
+                    " (не восстановить: слишком большой)",
+                )
             } else {
                 ""
             };
@@ -108,6 +115,8 @@ fn print_change(change: &HistoryChange) {
 }
 
 pub async fn undo(args: UndoArgs) -> Result<std::process::ExitCode> {
+    // Connected first: a mistyped selection is said in the language chosen in Souz too.
+    let client = crate::texts::connect().await?;
     let selection = match (&args.call_id, &args.turn, &args.since, args.change) {
         (Some(call_id), None, None, None) => UndoSelection::Call {
             call_id: call_id.clone(),
@@ -120,9 +129,14 @@ pub async fn undo(args: UndoArgs) -> Result<std::process::ExitCode> {
             client: args.client.clone(),
         },
         (None, None, None, Some(id)) => UndoSelection::Change { id },
-        _ => bail!("say what to undo: a CALL_ID, --turn ID, --since AGE or --change N"),
+        _ => bail!(
+            "{}",
+            tr(
+                "say what to undo: a CALL_ID, --turn ID, --since AGE or --change N",
+                "укажите, что отменить: CALL_ID, --turn ID, --since СРОК или --change N"
+            )
+        ),
     };
-    let client = crate::client::connect().await?;
     let report = client
         .undo(&UndoRequest {
             selection,
@@ -144,26 +158,54 @@ pub async fn undo(args: UndoArgs) -> Result<std::process::ExitCode> {
 fn print_report(report: &UndoReport) {
     for undone in &report.undone {
         say!(
-            "Undid change #{} (undo it with `souz undo --change {}`).",
-            undone.change_id,
-            undone.undo_id
+            "{}",
+            fill(
+                tr(
+                    "Undid change #{change} (undo it with `souz undo --change {undo}`).",
+                    "Изменение #{change} отменено (вернуть его: `souz undo --change {undo}`)."
+                ),
+                &[("change", &undone.change_id), ("undo", &undone.undo_id)]
+            )
         );
     }
     for note in &report.notes {
-        say!("Note: {note}");
+        say!("{}: {note}", tr("Note", "Примечание"));
     }
     if !report.conflicts.is_empty() {
-        say!("Nothing was undone: these files changed since Souz wrote them.");
+        say!(
+            "{}",
+            tr(
+                "Nothing was undone: these files changed since Souz wrote them.",
+                "Ничего не отменено: эти файлы изменились после того, как Souz их записал."
+            )
+        );
         for conflict in &report.conflicts {
-            say!("\n{} (change #{})", conflict.path, conflict.change_id);
+            say!(
+                "\n{} ({} #{})",
+                conflict.path,
+                tr("change", "изменение"),
+                conflict.change_id
+            );
             if let Some(diff) = &conflict.souz_diff {
-                say!("  What Souz changed:\n{diff}");
+                say!(
+                    "  {}\n{diff}",
+                    tr("What Souz changed:", "Что изменил Souz:")
+                );
             }
             if let Some(diff) = &conflict.since_diff {
-                say!("  What changed since:\n{diff}");
+                say!(
+                    "  {}\n{diff}",
+                    tr("What changed since:", "Что изменилось с тех пор:")
+                );
             }
         }
-        say!("\nRun again with --force to restore anyway.");
+        say!(
+            "\n{}",
+            tr(
+                "Run again with --force to restore anyway.",
+                "Чтобы всё равно восстановить, запустите ещё раз с --force."
+            )
+        );
     }
 }
 
@@ -174,20 +216,29 @@ fn parse_age(text: &str) -> Result<chrono::Duration> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
+    let said = |en, ru| anyhow::anyhow!("{}", fill(tr(en, ru), &[("text", &text)]));
     let Ok(number) = number.parse::<i64>() else {
-        bail!("`{text}` is not an age; write e.g. 90s, 10m, 2h or 1d");
+        return Err(said(
+            "`{text}` is not an age; write e.g. 90s, 10m, 2h or 1d",
+            "`{text}` — не срок; напишите, например, 90s, 10m, 2h или 1d",
+        ));
     };
     let seconds = match unit {
         "s" | "" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => bail!("unknown unit in `{text}`; use s, m, h or d"),
+        _ => {
+            return Err(said(
+                "unknown unit in `{text}`; use s, m, h or d",
+                "неизвестная единица в `{text}`; используйте s, m, h или d",
+            ));
+        }
     };
     number
         .checked_mul(seconds)
         .and_then(chrono::Duration::try_seconds)
-        .ok_or_else(|| anyhow::anyhow!("`{text}` is too long ago"))
+        .ok_or_else(|| said("`{text}` is too long ago", "`{text}` — слишком давно"))
 }
 
 /// Percent-encodes a query value.

@@ -293,11 +293,26 @@ pub(crate) fn read_secret(what: &str, usage: &str) -> Result<String> {
         std::io::stdin()
             .take(MAX_INPUT_BYTES + 1)
             .read_to_end(&mut bytes)
-            .context("cannot read the key from standard input")?;
+            .context(crate::texts::tr(
+                "cannot read the key from standard input",
+                "не удалось прочитать ключ со стандартного ввода",
+            ))?;
         if bytes.len() as u64 > MAX_INPUT_BYTES {
-            bail!("the key on standard input is longer than {MAX_INPUT_BYTES} bytes");
+            bail!(
+                "{}",
+                crate::texts::fill(
+                    crate::texts::tr(
+                        "the key on standard input is longer than {limit} bytes",
+                        "ключ на стандартном вводе длиннее {limit} байт",
+                    ),
+                    &[("limit", &MAX_INPUT_BYTES)],
+                )
+            );
         }
-        String::from_utf8(bytes).context("the key on standard input is not UTF-8")?
+        String::from_utf8(bytes).context(crate::texts::tr(
+            "the key on standard input is not UTF-8",
+            "ключ на стандартном вводе не в UTF-8",
+        ))?
     };
     let key = key.trim();
     if key.is_empty() {

@@ -328,7 +328,15 @@ fn client_command(
         .build()
     {
         Ok(runtime) => runtime,
-        Err(error) => return fail(&format!("cannot start the async runtime: {error}")),
+        Err(error) => {
+            return fail(&texts::fill(
+                texts::tr(
+                    "cannot start the async runtime: {error}",
+                    "не удалось запустить асинхронную среду: {error}",
+                ),
+                &[("error", &error)],
+            ));
+        }
     };
     match runtime.block_on(command) {
         Ok(code) => code,
@@ -342,9 +350,12 @@ fn print_token() -> ExitCode {
         Err(message) => return fail(&message),
     };
     if let Err(error) = paths.ensure_home() {
-        return fail(&format!(
-            "cannot create {}: {error}",
-            paths.home().display()
+        return fail(&texts::fill(
+            texts::tr(
+                "cannot create {home}: {error}",
+                "не удалось создать {home}: {error}",
+            ),
+            &[("home", &paths.home().display()), ("error", &error)],
         ));
     }
     match ApiToken::load_or_create(&paths.token()) {

@@ -21,6 +21,7 @@ use souz_protocol::ClientScope;
 
 use crate::clients_command::rotate;
 use crate::output::say;
+use crate::texts::{fill, tr};
 
 /// The name of the client token the bridge uses by default.
 pub const DESKTOP_CLIENT: &str = connect::DESKTOP_CLIENT;
@@ -38,15 +39,14 @@ pub enum McpClient {
 
 /// Makes the client's token and prints the configuration for `client`.
 pub async fn run(client: McpClient) -> Result<ExitCode> {
-    let daemon = crate::client::connect().await?;
+    let daemon = crate::texts::connect().await?;
     let text = match client {
         McpClient::ClaudeCode => {
             let binary = this_binary()?;
             let paths = crate::client::paths()?;
             let created = rotate(&daemon, CODE_CLIENT, ClientScope::Mcp).await?;
-            connect::write_client_token(&paths, CODE_CLIENT, &created.token).with_context(
-                || format!("cannot write {}", paths.client_token(CODE_CLIENT).display()),
-            )?;
+            connect::write_client_token(&paths, CODE_CLIENT, &created.token)
+                .with_context(|| cannot_write(&paths.client_token(CODE_CLIENT)))?;
             let home = souz_core::config::env::read_os(souz_core::config::env::Var::SouzHome)
                 .map(std::path::PathBuf::from);
             let helper = claude_code::headers_helper(&binary.to_string_lossy(), home.as_deref());
@@ -56,14 +56,8 @@ pub async fn run(client: McpClient) -> Result<ExitCode> {
             let binary = this_binary()?;
             let paths = crate::client::paths()?;
             let created = rotate(&daemon, DESKTOP_CLIENT, ClientScope::Mcp).await?;
-            connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token).with_context(
-                || {
-                    format!(
-                        "cannot write {}",
-                        paths.client_token(DESKTOP_CLIENT).display()
-                    )
-                },
-            )?;
+            connect::write_client_token(&paths, DESKTOP_CLIENT, &created.token)
+                .with_context(|| cannot_write(&paths.client_token(DESKTOP_CLIENT)))?;
             let home = souz_core::config::env::read_os(souz_core::config::env::Var::SouzHome)
                 .map(std::path::PathBuf::from);
             claude_desktop(&binary.to_string_lossy(), home.as_deref())
@@ -80,7 +74,10 @@ pub fn headers() -> Result<ExitCode> {
     // Read as the bridge reads its own: a file that holds no valid token is refused.
     let token = crate::client::home(&paths)
         .client_token(CODE_CLIENT)
-        .context("connect Claude Code again")?;
+        .context(tr(
+            "connect Claude Code again (`souz mcp-config claude-code`)",
+            "подключите Claude Code заново (`souz mcp-config claude-code`)",
+        ))?;
     let header = serde_json::json!({ "Authorization": format!("Bearer {token}") });
     say!("{header}");
     Ok(ExitCode::SUCCESS)
@@ -90,7 +87,18 @@ pub fn headers() -> Result<ExitCode> {
 fn this_binary() -> Result<std::path::PathBuf> {
     std::env::current_exe()
         .and_then(std::fs::canonicalize)
-        .context("cannot find the path of this souz binary")
+        .context(tr(
+            "cannot find the path of this souz binary",
+            "не удалось найти путь к этой программе souz",
+        ))
+}
+
+/// "cannot write PATH", in the person's language.
+pub fn cannot_write(path: &std::path::Path) -> String {
+    fill(
+        tr("cannot write {path}", "не удалось записать {path}"),
+        &[("path", &path.display())],
+    )
 }
 
 /// The claude_desktop_config.json block running `binary mcp-stdio` (with `SOUZ_HOME` when the

@@ -1,9 +1,21 @@
 //! `souz mcp servers`: the external MCP servers of `[mcp.servers]` (through the daemon).
+//! Labels, states and messages are in the person's language ([`crate::texts`]); names,
+//! transports, TOML sections and JSON stay as they are.
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use crate::output::{print_json, say, truncate};
+use crate::texts::{counted, fill, tr};
+
+/// `count` tools, counted in the person's language.
+fn tools(count: usize) -> String {
+    counted(
+        count as u64,
+        ["tool", "tools"],
+        ["инструмент", "инструмента", "инструментов"],
+    )
+}
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -117,14 +129,23 @@ impl AddServer {
                 settings.insert("command".into(), program.clone().into());
                 settings.insert("args".into(), args.to_vec().into());
             }
-            _ => anyhow::bail!("give either --url URL or a program after `--`, not both"),
+            _ => anyhow::bail!(
+                "{}",
+                tr(
+                    "give either --url URL or a program after `--`, not both",
+                    "укажите либо --url URL, либо программу после `--`, но не то и другое"
+                )
+            ),
         }
         if !self.env.is_empty() {
             let mut env = serde_json::Map::new();
             for pair in &self.env {
-                let (name, value) = pair
-                    .split_once('=')
-                    .with_context(|| format!("`{pair}` is not NAME=VALUE"))?;
+                let (name, value) = pair.split_once('=').with_context(|| {
+                    fill(
+                        tr("`{pair}` is not NAME=VALUE", "`{pair}` — не ИМЯ=ЗНАЧЕНИЕ"),
+                        &[("pair", &pair)],
+                    )
+                })?;
                 env.insert(name.to_owned(), value.into());
             }
             settings.insert("env".into(), env.into());
@@ -145,8 +166,12 @@ impl AddServer {
 pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
     let command = match command {
         McpCommand::Import { file } => {
-            let json = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+            let json = std::fs::read_to_string(&file).with_context(|| {
+                fill(
+                    tr("cannot read {file}", "не удалось прочитать {file}"),
+                    &[("file", &file.display())],
+                )
+            })?;
             return match souz_core::config::import_servers(&json) {
                 Ok(text) => {
                     say!("{}", text.trim_end());
@@ -159,46 +184,14 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
         McpCommand::Login { name, print } => return login(&name, print).await,
         McpCommand::Servers { command } => command,
     };
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(ServersCommand::List { json: false }) {
         ServersCommand::List { json } => {
             let list = client.mcp_servers().await?;
             if json {
                 print_json(&list)?;
-                return Ok(std::process::ExitCode::SUCCESS);
-            }
-            if list.servers.is_empty() {
-                say!("No MCP servers are configured ([mcp.servers.<name>] in config.toml).");
-            }
-            for server in &list.servers {
-                let state = match (server.enabled, server.connected, server.needs_login) {
-                    (false, _, _) => "disabled",
-                    (true, true, _) => "connected",
-                    (true, false, true) => "needs login",
-                    (true, false, false) => "not connected",
-                };
-                say!(
-                    "{:<20} {:<6} {:<14} {} tool(s){}{}{}",
-                    server.name,
-                    server.transport,
-                    state,
-                    server.tools,
-                    if server.expose_to_mcp_clients {
-                        ""
-                    } else {
-                        ", not exposed at /mcp"
-                    },
-                    if server.restart_required {
-                        ", changed: applying"
-                    } else {
-                        ""
-                    },
-                    server
-                        .error
-                        .as_deref()
-                        .map(|error| format!(": {}", truncate(error, 80)))
-                        .unwrap_or_default()
-                );
+            } else {
+                print_servers(&list);
             }
             Ok(std::process::ExitCode::SUCCESS)
         }
@@ -212,47 +205,132 @@ pub async fn run(command: McpCommand) -> Result<std::process::ExitCode> {
         ServersCommand::Test { name } => {
             let test = client.test_mcp_server(&name).await?;
             if test.ok {
-                say!("{}: ok, {} tool(s)", test.name, test.tools);
+                say!(
+                    "{}: {}, {}",
+                    test.name,
+                    tr("ok", "работает"),
+                    tools(test.tools)
+                );
                 Ok(std::process::ExitCode::SUCCESS)
             } else {
-                say!("{}: failed: {}", test.name, test.error.unwrap_or_default());
+                say!(
+                    "{}: {}: {}",
+                    test.name,
+                    tr("failed", "ошибка"),
+                    test.error.unwrap_or_default()
+                );
                 Ok(std::process::ExitCode::FAILURE)
             }
         }
     }
 }
 
+/// The servers as `souz mcp servers` lists them: name, transport, state, tools and notes.
+fn print_servers(list: &souz_protocol::McpServerList) {
+    if list.servers.is_empty() {
+        say!(
+            "{}",
+            tr(
+                "No MCP servers are configured ([mcp.servers.<name>] in config.toml).",
+                "MCP-серверы не настроены ([mcp.servers.<имя>] в config.toml)."
+            )
+        );
+    }
+    for server in &list.servers {
+        let state = match (server.enabled, server.connected, server.needs_login) {
+            (false, _, _) => tr("disabled", "выключен"),
+            (true, true, _) => tr("connected", "подключён"),
+            (true, false, true) => tr("needs login", "нужен вход"),
+            (true, false, false) => tr("not connected", "не подключён"),
+        };
+        say!(
+            "{:<20} {:<6} {:<14} {}{}{}{}",
+            server.name,
+            server.transport,
+            state,
+            tools(server.tools),
+            if server.expose_to_mcp_clients {
+                ""
+            } else {
+                tr(", not exposed at /mcp", ", не виден клиентам /mcp")
+            },
+            if server.restart_required {
+                tr(", changed: applying", ", изменён: применяется")
+            } else {
+                ""
+            },
+            server
+                .error
+                .as_deref()
+                .map(|error| format!(": {}", truncate(error, 80)))
+                .unwrap_or_default()
+        );
+    }
+}
+
 /// Adds, removes, enables or disables a server in config.toml through the daemon.
 async fn change(client: &crate::client::DaemonClient, command: ServersCommand) -> Result<()> {
-    let (name, saved) = match command {
+    let (name, saved, done) = match command {
         ServersCommand::Add(add) => {
             let saved = client.put_mcp_server(&add.name, &add.request()?).await?;
-            say!("Saved [mcp.servers.{}] to config.toml.", add.name);
-            (add.name, Some(saved))
+            (
+                add.name,
+                Some(saved),
+                tr(
+                    "Saved [mcp.servers.{name}] to config.toml.",
+                    "[mcp.servers.{name}] сохранён в config.toml.",
+                ),
+            )
         }
         ServersCommand::Rm { name } => {
             client.remove_mcp_server(&name).await?;
-            say!("Removed [mcp.servers.{name}] from config.toml.");
-            (name, None)
+            (
+                name,
+                None,
+                tr(
+                    "Removed [mcp.servers.{name}] from config.toml.",
+                    "[mcp.servers.{name}] удалён из config.toml.",
+                ),
+            )
         }
         ServersCommand::Enable { name } => {
             let saved = client.set_mcp_server_enabled(&name, true).await?;
-            say!("Enabled [mcp.servers.{name}] in config.toml.");
-            (name, Some(saved))
+            (
+                name,
+                Some(saved),
+                tr(
+                    "Enabled [mcp.servers.{name}] in config.toml.",
+                    "[mcp.servers.{name}] включён в config.toml.",
+                ),
+            )
         }
         ServersCommand::Disable { name } => {
             let saved = client.set_mcp_server_enabled(&name, false).await?;
-            say!("Disabled [mcp.servers.{name}] in config.toml.");
-            (name, Some(saved))
+            (
+                name,
+                Some(saved),
+                tr(
+                    "Disabled [mcp.servers.{name}] in config.toml.",
+                    "[mcp.servers.{name}] выключен в config.toml.",
+                ),
+            )
         }
         ServersCommand::List { .. } | ServersCommand::Test { .. } => return Ok(()),
     };
+    say!("{}", fill(done, &[("name", &name)]));
     let waits = saved.is_some_and(|saved| !saved.restart_required.is_empty());
-    if waits {
-        say!("Restart Souz to apply the change to `{name}`.");
+    let next = if waits {
+        tr(
+            "Restart Souz to apply the change to `{name}`.",
+            "Перезапустите Souz, чтобы изменение `{name}` вступило в силу.",
+        )
     } else {
-        say!("Souz applies it now (`souz mcp servers` shows where `{name}` stands).");
-    }
+        tr(
+            "Souz applies it now (`souz mcp servers` shows where `{name}` stands).",
+            "Souz применяет его сейчас (состояние `{name}` покажет `souz mcp servers`).",
+        )
+    };
+    say!("{}", fill(next, &[("name", &name)]));
     Ok(())
 }
 
@@ -297,7 +375,7 @@ async fn token(command: TokenCommand) -> Result<std::process::ExitCode> {
 }
 
 async fn login(name: &str, print: bool) -> Result<std::process::ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     let login = client.mcp_login(name).await?;
     if print {
         say!("{}", login.authorization_url);
@@ -315,9 +393,27 @@ async fn login(name: &str, print: bool) -> Result<std::process::ExitCode> {
         .status()
         .is_ok_and(|status| status.success());
     if !opened {
-        say!("Open this page to sign in to `{name}`:");
+        say!(
+            "{}",
+            fill(
+                tr(
+                    "Open this page to sign in to `{name}`:",
+                    "Откройте эту страницу, чтобы войти в `{name}`:"
+                ),
+                &[("name", &name)]
+            )
+        );
     }
     say!("{}", login.authorization_url);
-    say!("`souz mcp servers` shows `{name}` connected once the sign-in is done.");
+    say!(
+        "{}",
+        fill(
+            tr(
+                "`souz mcp servers` shows `{name}` connected once the sign-in is done.",
+                "Когда вход будет выполнен, `souz mcp servers` покажет `{name}` подключённым."
+            ),
+            &[("name", &name)]
+        )
+    );
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -108,10 +108,11 @@ pub enum MemoryCommand {
     },
 }
 
-/// A wire enum from its name in any case (`project_rule`, `PROJECT_RULE`).
-fn wire_enum<T: DeserializeOwned>(what: &str, text: &str) -> Result<T> {
+/// A wire enum from its name in any case (`project_rule`, `PROJECT_RULE`); `refused` says a
+/// name that is none (`{text}` in it is the name).
+fn wire_enum<T: DeserializeOwned>(refused: &str, text: &str) -> Result<T> {
     serde_json::from_value(serde_json::Value::String(text.trim().to_uppercase()))
-        .with_context(|| format!("`{text}` is not a memory {what}"))
+        .with_context(|| fill(refused, &[("text", &text)]))
 }
 
 /// A wire enum's name in lower case (`project_rule`), as the options take it.
@@ -123,7 +124,29 @@ fn wire_name<T: Serialize>(value: T) -> String {
 }
 
 fn kind(text: Option<String>) -> Result<Option<MemoryKind>> {
-    text.map(|text| wire_enum("kind", &text)).transpose()
+    text.map(|text| {
+        wire_enum(
+            tr(
+                "`{text}` is not a memory kind",
+                "`{text}` — не вид факта памяти",
+            ),
+            &text,
+        )
+    })
+    .transpose()
+}
+
+fn status_filter(text: Option<String>) -> Result<Option<MemoryStatusFilter>> {
+    text.map(|text| {
+        wire_enum(
+            tr(
+                "`{text}` is not a memory status",
+                "`{text}` — не состояние факта памяти",
+            ),
+            &text,
+        )
+    })
+    .transpose()
 }
 
 /// One fact on one line; `with_status` adds its status (for lists that mix them). A fact
@@ -342,9 +365,7 @@ pub async fn run(command: Option<MemoryCommand>) -> Result<ExitCode> {
             limit,
             json,
         } => {
-            let status = status
-                .map(|status| wire_enum::<MemoryStatusFilter>("status", &status))
-                .transpose()?;
+            let status = status_filter(status)?;
             let with_status = status.is_some_and(|status| status != MemoryStatusFilter::Active);
             let query = MemoryQuery {
                 kind: kind(kind_name)?,

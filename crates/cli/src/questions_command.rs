@@ -1,6 +1,7 @@
 //! `souz questions`: the questions Souz's agents wait on (`AskUser`), from a terminal — list,
 //! show one, answer one (which resumes its turn). Ids may be shortened to a unique prefix, as
-//! with `souz approvals`.
+//! with `souz approvals`. Labels and messages are in the person's language ([`crate::texts`]);
+//! ids, statuses, the agents' words and JSON stay as they are.
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
@@ -64,11 +65,12 @@ pub async fn run(command: Option<QuestionsCommand>) -> Result<()> {
                 return Ok(());
             }
             say!(
-                "{:<10} {:>5}  {:<20} {:<40} CHOICES",
+                "{:<10} {:>5}  {:<20} {:<40} {}",
                 "ID",
-                "AGE",
-                "WHO",
-                "QUESTION"
+                tr("AGE", "ВОЗР."),
+                tr("WHO", "КТО"),
+                tr("QUESTION", "ВОПРОС"),
+                tr("CHOICES", "ВАРИАНТЫ")
             );
             for question in &list.items {
                 say!(
@@ -118,7 +120,7 @@ fn choices_line(question: &Question) -> String {
 async fn find(client: &DaemonClient, id: &str) -> Result<Question> {
     crate::client::find(
         client,
-        "question",
+        tr("question", "вопроса"),
         "/v1/options",
         id,
         |list: &QuestionList| {
@@ -237,25 +239,40 @@ async fn answer(client: &DaemonClient, args: AnswerArgs) -> Result<()> {
     Ok(())
 }
 
+/// A label of `souz questions show`, padded to the widest in its language.
+fn label(en: &'static str, ru: &'static str) -> String {
+    crate::texts::label(en, ru, [10, 14])
+}
+
 fn print_question(question: &Question) {
-    say!("Question  {}", question.id);
-    say!("Status    {}", question.status.as_str());
-    say!("Who       {}", asker(question));
-    say!("Asks      {}", question.title);
+    say!("{}{}", label("Question", "Вопрос"), question.id);
     say!(
-        "Asked     {} ago{}",
-        age(question.created_at),
-        question
-            .expires_at
-            .map(|at| format!("; expires {}", at.format("%Y-%m-%d %H:%M UTC")))
-            .unwrap_or_default()
+        "{}{}",
+        label("Status", "Состояние"),
+        question.status.as_str()
     );
+    say!("{}{}", label("Who", "Кто"), asker(question));
+    say!("{}{}", label("Asks", "Текст вопроса"), question.title);
+    let asked = fill(
+        tr("{age} ago", "{age} назад"),
+        &[("age", &age(question.created_at))],
+    );
+    let expires = question
+        .expires_at
+        .map(|at| {
+            fill(
+                tr("; expires {at}", "; истекает {at}"),
+                &[("at", &at.format("%Y-%m-%d %H:%M UTC"))],
+            )
+        })
+        .unwrap_or_default();
+    say!("{}{asked}{expires}", label("Asked", "Задан"));
     let mode = match question.selection_mode {
         SelectionMode::Single => tr("pick one", "один вариант"),
         SelectionMode::Multiple => tr("pick any", "несколько вариантов"),
     };
     if !question.options.is_empty() {
-        say!("Choices   ({mode})");
+        say!("{}({mode})", label("Choices", "Варианты"));
         for (index, choice) in question.options.iter().enumerate() {
             say!("  {}. {}", index + 1, choice.label);
         }
@@ -277,7 +294,7 @@ fn print_question(question: &Question) {
             .map(|choice| choice.label.as_str())
             .chain(answer.free_text.as_deref())
             .collect();
-        say!("Answer    {}", labels.join(", "));
+        say!("{}{}", label("Answer", "Ответ"), labels.join(", "));
     }
     if question.status == OptionStatus::Pending {
         let short = question.id.get(..12).unwrap_or(&question.id);

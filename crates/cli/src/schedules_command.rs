@@ -202,8 +202,15 @@ fn folder(text: &str) -> Result<String> {
     if path.is_absolute() || text.trim_start().starts_with('~') {
         return Ok(text.trim().to_owned());
     }
-    let absolute = std::path::absolute(path)
-        .with_context(|| format!("cannot make `{text}` an absolute path"))?;
+    let absolute = std::path::absolute(path).with_context(|| {
+        fill(
+            tr(
+                "cannot make `{path}` an absolute path",
+                "не удалось сделать `{path}` абсолютным путём",
+            ),
+            &[("path", &text)],
+        )
+    })?;
     Ok(absolute.to_string_lossy().into_owned())
 }
 
@@ -473,7 +480,7 @@ async fn find(client: &DaemonClient, text: &str) -> Result<Found> {
         (Some(schedule), _) => schedule.id.clone(),
         (None, [schedule]) => schedule.id.clone(),
         _ => resolve_prefix(
-            "schedule",
+            tr("schedule", "расписания"),
             text,
             list.items.iter().map(|schedule| schedule.id.as_str()),
         )?,
@@ -485,7 +492,10 @@ async fn find(client: &DaemonClient, text: &str) -> Result<Found> {
         .items
         .into_iter()
         .find(|schedule| schedule.id == id)
-        .context("the schedule disappeared while it was looked up")?;
+        .context(tr(
+            "the schedule disappeared while it was looked up",
+            "расписание исчезло, пока его искали",
+        ))?;
     Ok(Found { schedule, short })
 }
 

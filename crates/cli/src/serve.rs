@@ -36,7 +36,13 @@ pub fn run() -> ExitCode {
     };
     if let Some(problems) = host.startup().problems() {
         eprintln!("{}", ConfigError::Problems(problems.to_vec()));
-        eprintln!("souz: starting in recovery mode: fix config.toml in Settings (souz ui)");
+        eprintln!(
+            "souz: {}",
+            crate::texts::tr(
+                "starting in recovery mode: fix config.toml in Settings (souz ui)",
+                "запуск в режиме восстановления: исправьте config.toml в настройках (souz ui)"
+            )
+        );
     }
     let _logging = match telemetry::init(&host.config().log, &host.config().paths.logs()) {
         Ok(guard) => guard,

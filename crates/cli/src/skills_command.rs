@@ -68,8 +68,15 @@ pub enum SkillsCommand {
 }
 
 fn absolute(path: &str) -> Result<String> {
-    let path = std::path::absolute(Path::new(path))
-        .with_context(|| format!("cannot make `{path}` absolute"))?;
+    let path = std::path::absolute(Path::new(path)).with_context(|| {
+        fill(
+            tr(
+                "cannot make `{path}` absolute",
+                "не удалось сделать `{path}` абсолютным путём",
+            ),
+            &[("path", &path)],
+        )
+    })?;
     Ok(path.display().to_string())
 }
 
@@ -98,7 +105,13 @@ async fn install(
         };
         client.install_skill_git(&source).await?
     } else if reference.is_some() || folder.is_some() {
-        anyhow::bail!("--ref and --folder go with a git URL, not a folder or `.zip`");
+        anyhow::bail!(
+            "{}",
+            tr(
+                "--ref and --folder go with a git URL, not a folder or `.zip`",
+                "--ref и --folder указываются с адресом git, не с папкой и не с `.zip`"
+            )
+        );
     } else {
         let folder = absolute(&path)?;
         match client.install_skill(&folder).await {

@@ -1,10 +1,12 @@
 //! `souz telegram`: the Telegram channel through the daemon — status (default), link (prints a
-//! one-time code to send to the bot), unlink.
+//! one-time code to send to the bot), unlink. Messages are in the person's language
+//! ([`crate::texts`]); the code, ids and JSON stay as they are.
 
 use anyhow::Result;
 use clap::Subcommand;
 
 use crate::output::{print_json, say};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum TelegramCommand {
@@ -22,50 +24,102 @@ pub enum TelegramCommand {
 }
 
 pub async fn run(command: Option<TelegramCommand>) -> Result<()> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command.unwrap_or(TelegramCommand::Status { json: false }) {
         TelegramCommand::Status { json } => {
             let status = client.telegram_status().await?;
             if json {
                 return print_json(&status);
             }
-            say!(
-                "Telegram: {}; bot token {}.",
-                if status.enabled {
-                    "enabled"
-                } else {
-                    "disabled ([channels.telegram] enabled = false)"
-                },
-                if status.token_configured {
-                    "set"
-                } else {
-                    "not set (souz keys set telegram)"
-                }
-            );
-            match status.linked {
-                Some(account) => say!(
-                    "Linked to Telegram user {}{} since {}.",
-                    account.user_id,
-                    account
-                        .username
-                        .map(|name| format!(" (@{name})"))
-                        .unwrap_or_default(),
-                    account.linked_at
-                ),
-                None => say!("No account linked: run `souz telegram link`."),
-            }
+            print_status(status);
         }
         TelegramCommand::Link => {
             let code = client.telegram_link().await?;
             say!(
-                "Send this to your bot within 10 minutes (it works once):\n\n    {}\n",
+                "{}\n\n    {}\n",
+                tr(
+                    "Send this to your bot within 10 minutes (it works once):",
+                    "Отправьте это своему боту в течение 10 минут (сработает один раз):"
+                ),
                 code.command
             );
         }
         TelegramCommand::Unlink => {
             client.telegram_unlink().await?;
-            say!("No Telegram account is linked now.");
+            say!(
+                "{}",
+                tr(
+                    "No Telegram account is linked now.",
+                    "Теперь ни один аккаунт Telegram не привязан."
+                )
+            );
         }
     }
     Ok(())
+}
+
+/// The channel's state and the linked account, as `souz telegram` prints them.
+fn print_status(status: souz_protocol::telegram::TelegramStatus) {
+    say!(
+        "{}",
+        fill(
+            tr(
+                "Telegram: {channel}; bot token {token}.",
+                "Telegram: {channel}; токен бота {token}."
+            ),
+            &[
+                (
+                    "channel",
+                    &if status.enabled {
+                        tr("enabled", "включён")
+                    } else {
+                        tr(
+                            "disabled ([channels.telegram] enabled = false)",
+                            "выключен ([channels.telegram] enabled = false)",
+                        )
+                    }
+                ),
+                (
+                    "token",
+                    &if status.token_configured {
+                        tr("set", "задан")
+                    } else {
+                        tr(
+                            "not set (souz keys set telegram)",
+                            "не задан (souz keys set telegram)",
+                        )
+                    }
+                )
+            ]
+        )
+    );
+    match status.linked {
+        Some(account) => say!(
+            "{}",
+            fill(
+                tr(
+                    "Linked to Telegram user {user}{name} since {at}.",
+                    "Привязан пользователь Telegram {user}{name} с {at}."
+                ),
+                &[
+                    ("user", &account.user_id),
+                    (
+                        "name",
+                        &account
+                            .username
+                            .map(|name| format!(" (@{name})"))
+                            .unwrap_or_default()
+                    ),
+                    ("at", &account.linked_at)
+                ]
+            )
+        ),
+        None => say!(
+            "{}",
+            tr(
+                "No account linked: run `souz telegram link`.",
+                "Аккаунт не привязан: выполните `souz telegram link`."
+            )
+        ),
+    }
 }

@@ -1,5 +1,5 @@
-//! The CLI's messages a person reads most (approvals, grants, questions, schedules), in English and
-//! Russian. The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
+//! The CLI's messages, labels and headings, in English and Russian (every command's: a person
+//! reads them). The language is the one chosen in Souz (`interfaceLanguage`, read from the daemon
 //! once connected: [`connect`]), else the system locale's (`LC_ALL`, `LC_MESSAGES`, then
 //! `LANG`, read through `souz_core::config`); decided once per process, English when nothing
 //! names Russian. Commands, flags, ids and JSON output stay as they are in both languages; the
@@ -98,6 +98,32 @@ fn pick(language: Language, en: &'static str, ru: &'static str) -> &'static str 
     }
 }
 
+/// `count` with the noun's form that goes with it in this process's language ("1 tool",
+/// "3 tools"; "1 инструмент", "3 инструмента", "5 инструментов"): `en` holds the singular and
+/// plural, `ru` the forms for 1, 2–4 and 5 ([`Language::plural_form`]).
+pub fn counted(count: u64, en: [&str; 2], ru: [&str; 3]) -> String {
+    counted_in(language(), count, en, ru)
+}
+
+fn counted_in(language: Language, count: u64, en: [&str; 2], ru: [&str; 3]) -> String {
+    let form = language.plural_form(count);
+    let noun = match language {
+        Language::En => en.get(form),
+        Language::Ru => ru.get(form),
+    };
+    format!("{count} {}", noun.copied().unwrap_or_default())
+}
+
+/// A label of a `Label  value` block, padded to `widths` (English, Russian): the widest label
+/// of the block in each language and the space after it.
+pub fn label(en: &'static str, ru: &'static str, widths: [usize; 2]) -> String {
+    let width = match language() {
+        Language::En => widths[0],
+        Language::Ru => widths[1],
+    };
+    format!("{:<width$}", tr(en, ru))
+}
+
 /// `template` with each `{name}` replaced by its value.
 pub fn fill(template: &str, values: &[(&str, &dyn Display)]) -> String {
     values
@@ -122,5 +148,23 @@ mod tests {
             ),
             "question q1 is already answered"
         );
+    }
+
+    #[test]
+    fn counts_take_the_form_their_number_needs() {
+        let tools = |language, count| {
+            counted_in(
+                language,
+                count,
+                ["tool", "tools"],
+                ["инструмент", "инструмента", "инструментов"],
+            )
+        };
+        assert_eq!(tools(Language::En, 1), "1 tool");
+        assert_eq!(tools(Language::En, 0), "0 tools");
+        assert_eq!(tools(Language::Ru, 21), "21 инструмент");
+        assert_eq!(tools(Language::Ru, 3), "3 инструмента");
+        assert_eq!(tools(Language::Ru, 12), "12 инструментов");
+        assert_eq!(tools(Language::Ru, 0), "0 инструментов");
     }
 }

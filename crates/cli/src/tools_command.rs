@@ -1,10 +1,13 @@
-//! `souz tools`: list the catalog and call a tool through the approval gate.
+//! `souz tools`: list the catalog and call a tool through the approval gate. Headings and
+//! messages are in the person's language ([`crate::texts`]); tool names, risk classes,
+//! policies, the tools' own descriptions and results, and JSON stay as they are.
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use souz_protocol::{ToolCallRequest, ToolCallStatus};
 
 use crate::output::{print_json, say, truncate};
+use crate::texts::{fill, tr};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
@@ -31,7 +34,7 @@ pub enum ToolsCommand {
 }
 
 pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
-    let client = crate::client::connect().await?;
+    let client = crate::texts::connect().await?;
     match command {
         ToolsCommand::List { json } => {
             let list = client.tools().await?;
@@ -39,7 +42,13 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
                 print_json(&list)?;
                 return Ok(std::process::ExitCode::SUCCESS);
             }
-            say!("{:<22} {:<10} {:<7} DESCRIPTION", "TOOL", "RISK", "POLICY");
+            say!(
+                "{:<22} {:<10} {:<7} {}",
+                tr("TOOL", "ИНСТРУМЕНТ"),
+                tr("RISK", "РИСК"),
+                tr("POLICY", "ПРАВИЛО"),
+                tr("DESCRIPTION", "ОПИСАНИЕ")
+            );
             for tool in &list.items {
                 let policy = serde_json::to_value(tool.policy.action)?;
                 say!(
@@ -58,8 +67,10 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
             wait,
             json,
         } => {
-            let arguments: serde_json::Value =
-                serde_json::from_str(&args).context("--args must be a JSON object")?;
+            let arguments: serde_json::Value = serde_json::from_str(&args).context(tr(
+                "--args must be a JSON object",
+                "--args должен быть объектом JSON",
+            ))?;
             let request = ToolCallRequest {
                 tool: name,
                 arguments,
@@ -71,14 +82,32 @@ pub async fn run(command: ToolsCommand) -> Result<std::process::ExitCode> {
             } else if let Some(result) = &call.result {
                 say!("{}", result.text);
             } else {
+                let approval = call
+                    .approval_id
+                    .as_deref()
+                    .map(|id| {
+                        fill(
+                            tr(
+                                " (approval {id}: `souz approvals show {id}`)",
+                                " (одобрение {id}: `souz approvals show {id}`)",
+                            ),
+                            &[("id", &id)],
+                        )
+                    })
+                    .unwrap_or_default();
                 say!(
-                    "Call {} is {}{}.",
-                    call.id,
-                    call.status.as_str(),
-                    call.approval_id
-                        .as_deref()
-                        .map(|id| format!(" (approval {id}: `souz approvals show {id}`)"))
-                        .unwrap_or_default()
+                    "{}",
+                    fill(
+                        tr(
+                            "Call {id} is {status}{approval}.",
+                            "Вызов {id}: {status}{approval}."
+                        ),
+                        &[
+                            ("id", &call.id),
+                            ("status", &call.status.as_str()),
+                            ("approval", &approval)
+                        ]
+                    )
                 );
             }
             let failed = call.result.as_ref().is_some_and(|result| result.is_error)

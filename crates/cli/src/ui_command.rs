@@ -21,6 +21,7 @@ use souz_core::config::paths::create_private_dir;
 use souz_core::config::{SouzPaths, process_lookup};
 
 use crate::output::say;
+use crate::texts::{fill, tr};
 
 /// Redirect pages older than this hold a used or expired code (codes work for 60 s).
 const STALE_AFTER: Duration = Duration::from_secs(120);
@@ -53,8 +54,10 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
     }
     let paths = SouzPaths::resolve(&process_lookup).map_err(anyhow::Error::msg)?;
     let url = client.ui_code_url().await?;
-    let page = write_redirect(&paths.home().join("ui-open"), &url)
-        .context("cannot write the sign-in page for the browser")?;
+    let page = write_redirect(&paths.home().join("ui-open"), &url).context(tr(
+        "cannot write the sign-in page for the browser",
+        "не удалось записать страницу входа для браузера",
+    ))?;
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
@@ -66,7 +69,16 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
         .stderr(std::process::Stdio::null())
         .status();
     if !status.is_ok_and(|status| status.success()) {
-        anyhow::bail!("could not run `{opener}`; open the address printed by `souz ui`");
+        anyhow::bail!(
+            "{}",
+            fill(
+                tr(
+                    "could not run `{opener}`; open the address printed by `souz ui`",
+                    "не удалось запустить `{opener}`; откройте адрес, который печатает `souz ui`"
+                ),
+                &[("opener", &opener)]
+            )
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -76,7 +88,18 @@ pub async fn run(open: bool) -> anyhow::Result<ExitCode> {
 fn page_address(page: &Path) -> anyhow::Result<String> {
     reqwest::Url::from_file_path(page)
         .map(String::from)
-        .map_err(|()| anyhow::anyhow!("{} is not an absolute path", page.display()))
+        .map_err(|()| {
+            anyhow::anyhow!(
+                "{}",
+                fill(
+                    tr(
+                        "{page} is not an absolute path",
+                        "{page} — не абсолютный путь"
+                    ),
+                    &[("page", &page.display())]
+                )
+            )
+        })
 }
 
 /// Writes a new owner-only page in `folder` (made owner-only) that sends the browser to `url`,
@@ -149,7 +172,8 @@ fn redirect_html(url: &str) -> String {
          <meta name=\"referrer\" content=\"no-referrer\">\
          <meta http-equiv=\"refresh\" content=\"0;url={attribute}\"><title>Souz</title></head>\
          <body><script>location.replace({script});</script>\
-         <p><a href=\"{attribute}\">Open Souz</a></p></body></html>\n"
+         <p><a href=\"{attribute}\">{open}</a></p></body></html>\n",
+        open = tr("Open Souz", "Открыть Souz")
     )
 }
 

@@ -1063,3 +1063,35 @@ async fn a_failed_request_is_answered_in_the_interface_language() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_lost_codex_sign_in_is_said_in_the_persons_language() {
+    let f = fixture().await;
+    let sign_in = || LlmError::SignInRequired {
+        provider: crate::llm::ProviderId::Codex,
+    };
+    f.llm.push_error(sign_in());
+    let request = TurnRequest {
+        language: souz_protocol::language::Language::Ru,
+        ..skills("chat-ru-codex", "привет")
+    };
+    let (outcome, _) = f.run(request).await;
+    let reply = outcome.reply.unwrap();
+    assert_eq!(
+        reply.text,
+        "Нужно снова войти в аккаунт codex: выполните `souz login codex` или нажмите «Войти \
+         через ChatGPT» в настройках веб-интерфейса (`souz ui --open`)."
+    );
+    let failure = reply.failure.unwrap();
+    assert_eq!(failure.code.as_str(), "model_error");
+    assert!(failure.detail.contains("souz login codex"), "{failure:?}");
+
+    // In English, the error's own words.
+    f.llm.push_error(sign_in());
+    let (outcome, _) = f.run(skills("chat-en-codex", "hello")).await;
+    let text = outcome.reply.unwrap().text;
+    assert!(
+        text.starts_with("codex needs you to sign in again: run `souz login codex`"),
+        "{text}"
+    );
+}
