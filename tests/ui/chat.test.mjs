@@ -353,6 +353,63 @@ test("a turn's tool call is approved inline in the chat", async () => {
   }
 });
 
+test("a reopened chat shows its earlier turn's tool lines in place, approved and denied, with Undo where a file changed", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    const kept = join(live.user, "kept.txt");
+    const refused = join(live.user, "refused.txt");
+    live.provider.push(toolCall("write-kept", "RunSkillCommand", { skillId: "NewFile", arguments: { path: kept, text: "yes\n" } }));
+    live.provider.push(toolCall("write-refused", "RunSkillCommand", { skillId: "NewFile", arguments: { path: refused, text: "no\n" } }));
+    live.provider.push(text(["One written, one refused."]));
+    live.provider.push(text(["Nothing more to do."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Lines kept" });
+    const chatId = body.chat.id;
+    const tab = await live.open(`/chat/${chatId}`);
+    await tab.fill("#chat-input", "Write two files");
+    await tab.click("#chat-send");
+    await tab.click('.messages .tool-call[data-tool-call="write-kept"] button[data-approve]');
+    await tab.click('.messages .tool-call[data-tool-call="write-refused"] button[data-deny]');
+    await waitFor(async () => (await tab.locator(".message.assistant:not(.streaming)").count()) === 1, "the first answer");
+    await tab.fill("#chat-input", "Anything else?");
+    await tab.click("#chat-send");
+    await waitFor(async () => (await tab.locator(".message.assistant:not(.streaming)").count()) === 2, "the second answer");
+    assert.equal(existsSync(kept), true);
+    assert.equal(existsSync(refused), false, "the denied call wrote nothing");
+    await tab.close();
+
+    /** The messages' children in order: a message by its role, a tool line by its key. */
+    const order = (page) => page.$$eval(".messages > .message, .messages > .tool-call", (nodes) =>
+      nodes.map((node) => node.classList.contains("tool-call") ? `tool:${node.getAttribute("data-tool-call")}` : node.classList.contains("user") ? "user" : "assistant"));
+    const again = await live.open(`/chat/${chatId}`);
+    await again.waitForSelector('.messages .tool-call[data-tool-call="write-refused"]');
+    assert.deepEqual(await order(again), ["user", "tool:write-kept", "tool:write-refused", "assistant", "user", "assistant"]);
+    const keptLine = '.messages .tool-call[data-tool-call="write-kept"]';
+    const refusedLine = '.messages .tool-call[data-tool-call="write-refused"]';
+    assert.equal(await again.getAttribute(keptLine, "data-approval"), "approved");
+    assert.equal(await again.getAttribute(keptLine, "data-state"), "finished", "the approved call ran");
+    assert.match(await again.textContent(keptLine), /✓ RunSkillCommand .*· approved in Souz/);
+    assert.equal(await again.getAttribute(refusedLine, "data-approval"), "denied");
+    assert.equal(await again.getAttribute(refusedLine, "data-state"), "failed");
+    assert.match(await again.textContent(refusedLine), /✗ RunSkillCommand.*· denied in Souz/);
+    assert.equal(await again.locator(".messages .tool-call .actions button").count(), 0, "no approval buttons on decided lines");
+    // The approved call wrote a file: its line offers Undo, as a live line does; the denied one none.
+    await again.waitForSelector(`${keptLine} button[data-undo-call]`);
+    assert.equal(await again.locator(`${refusedLine} button[data-undo-call]`).count(), 0);
+    await again.click(`${keptLine} button[data-undo-call]`);
+    await waitFor(() => !existsSync(kept), "the replayed line's undo");
+    await again.waitForSelector(`${keptLine} .undo-panel .undone`);
+
+    // In Russian, the same lines say it in Russian.
+    await again.selectOption("#language", "ru");
+    await again.waitForSelector(`${refusedLine} .verdict`);
+    await waitFor(async () => /запрещено в Souz/.test(await again.textContent(`${refusedLine} .verdict`)), "the Russian verdict");
+    assert.match(await again.textContent(`${keptLine} .verdict`), /разрешено в Souz/);
+    assert.deepEqual(await order(again), ["user", "tool:write-kept", "tool:write-refused", "assistant", "user", "assistant"]);
+  } finally {
+    await live.close();
+  }
+});
+
 test("a chat's own agent is picked in the chat; the skills agent takes a follow-up at its next step", async () => {
   const live = await liveDaemon("graph");
   try {

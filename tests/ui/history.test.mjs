@@ -157,14 +157,17 @@ test("a chat turn's tool line undoes its call's file; the answer's Undo this tur
   assert.equal(await tab.locator(undo).count(), 0, "no Undo once undone");
   assert.equal(readFileSync(second, "utf8"), "post office\n", "the other call's file stays");
 
-  // Opened again, the chat shows the answers without their tool lines: the answer offers the
-  // rest of its turn.
+  // Opened again, the chat shows its tool lines again: the undone call's without Undo, the
+  // other's with it; the answer offers the rest of its turn.
   const again = await session.page(`/chat/${body.chat.id}`);
+  await again.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]');
+  assert.equal(await again.locator('.messages .tool-call[data-tool-call="write-1"] button[data-undo-call]').count(), 0, "the undone call has no Undo");
   await again.click(".messages button[data-undo-turn]");
   await waitFor(() => !existsSync(second), "the rest of the turn to be undone");
   await again.waitForSelector(".messages .turn-undo .undone");
-  // The first page follows: its second line's Undo goes (nothing left to undo).
+  // Both pages follow: the second line's Undo goes (nothing left to undo).
   await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
+  await again.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
   await again.context().close();
   await tab.context().close();
 });

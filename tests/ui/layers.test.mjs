@@ -28,8 +28,9 @@ export const LAYERS = [
   // review mode (its switch and the review panel); push-to-talk and spoken answers.
   ["approval.js", "markdown.js", "questions.js", "review.js", "telegram.js", "undo.js", "voice.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
-  // schedule form, which the Schedules page opens.
-  ["schedule-form.js", "settings.js"],
+  // schedule form, which the Schedules page opens; the Chat's tool lines (on approval.js and
+  // undo.js).
+  ["schedule-form.js", "settings.js", "tool-lines.js"],
   // The pages.
   ["chat.js", "connect.js", "history.js", "memory.js", "models.js", "pages.js", "recovery.js", "schedules.js", "servers.js", "setup.js", "skills.js"],
   // The router, the event stream, the login.
