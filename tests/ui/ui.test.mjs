@@ -111,6 +111,35 @@ test("a page without the token asks for it and refuses a wrong one", async () =>
   await context.close();
 });
 
+test("a refused token gives way when the `souz ui` address is pasted again, without a reload", async () => {
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${base}/app/#token=wrong-token`);
+  await tab.waitForSelector("#login-error:not([hidden])");
+  // A mark on this page's window: a reload would lose it.
+  await tab.evaluate(() => { window["souzSamePage"] = true; });
+  // Pasting the address `souz ui` prints changes only the fragment of the same page.
+  await tab.evaluate((good) => { location.hash = `#token=${good}&go=/schedules`; }, token);
+  await tab.waitForSelector("#connection.up");
+  await tab.waitForSelector("#login-form", { state: "detached" });
+  await waitFor(() => new URL(tab.url()).hash === "#/schedules", "the route the address named");
+  assert.equal(await tab.evaluate(() => window["souzSamePage"]), true, "the page was not reloaded");
+  assert.ok(!tab.url().includes(token), "the token leaves the address bar");
+
+  // A one-time code (what `souz ui --open` leads to) pasted into a refused tab works the same way.
+  await tab.evaluate(() => { location.hash = "#token=refused-again"; });
+  await tab.waitForSelector("#login-error:not([hidden])");
+  const issued = await api("POST", "/v1/ui-codes");
+  assert.equal(issued.status, 201, JSON.stringify(issued.body));
+  await tab.evaluate((code) => { location.hash = `#code=${code}`; }, issued.body.code);
+  await tab.waitForSelector("#login-form", { state: "detached" });
+  await tab.waitForSelector("#connection.up");
+  assert.equal(await tab.evaluate(() => window["souzSamePage"]), true, "still the same page");
+  assert.ok(!tab.url().includes(issued.body.code), "the code leaves the address bar");
+  await context.close();
+});
+
 test("approving from the Queue runs the tool", async () => {
   const call = await askingCall("approved.txt");
   const tab = await page();
