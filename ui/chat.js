@@ -62,6 +62,8 @@ const t = strings({
     steered: "The agent takes this at its next step.",
     queued: "Queued: the agent reads this in a new turn once the current one ends.",
     failed: "The turn failed.",
+    no_model: "No model is set up yet, so Souz cannot answer: it needs a provider key, a ChatGPT sign-in or a model server.",
+    setup_model: "Set up a model",
     cancelled: "Stopped.",
     model: "Model",
     agent: "Agent",
@@ -132,6 +134,8 @@ const t = strings({
     steered: "Агент учтёт это на следующем шаге.",
     queued: "В очереди: агент прочтёт это в новом ходе, когда закончит текущий.",
     failed: "Ход завершился ошибкой.",
+    no_model: "Модель ещё не настроена, поэтому Souz не может ответить: нужен ключ провайдера, вход через ChatGPT или сервер моделей.",
+    setup_model: "Настроить модель",
     cancelled: "Остановлено.",
     model: "Модель",
     agent: "Агент",
@@ -312,6 +316,11 @@ export async function chatPage(main, [selected]) {
     h("div.chat-main", {}, head, options, messages, reviews, attachedList, form, h("div.attach-row", {}, attachPath, pathForm), notice)));
 
   const say = (text, error = false) => { notice.textContent = visible(text); notice.className = error ? "error" : "meta"; };
+  /** Sending found no usable model: what is missing, and the way to the setup. */
+  const sayNoModel = () => {
+    notice.className = "error no-model";
+    notice.replaceChildren(t("no_model"), " ", h("a#chat-setup-link", { href: "#/setup" }, t("setup_model")));
+  };
   const attempt = async (step) => {
     try { await step(); } catch (error) { say(error.message, true); }
   };
@@ -571,7 +580,8 @@ export async function chatPage(main, [selected]) {
       if (response.delivery === "turn") setRunning(response.execution.id);
       else say(response.delivery === "steered" ? t("steered") : t("queued"));
     } catch (error) {
-      say(error.message, true);
+      if (error.code === "onboarding_requires_model_access") sayNoModel();
+      else say(error.message, true);
     } finally {
       send.disabled = false;
     }
