@@ -16,6 +16,7 @@ import { h, preview, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
 import { t as undoText, undoButton } from "./undo.js";
 import { toolLines } from "./tool-lines.js";
+import { modelName } from "./providers.js";
 import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
 import { pushToTalk, spokenAnswersSwitch } from "./voice.js";
 
@@ -609,10 +610,10 @@ async function chatOptions(box, chatId, say, voice) {
   let stored = current;
   voice.setSpoken(Boolean(stored.spokenAnswers));
   const model = h("select#chat-model", { "aria-label": t("model") },
-    h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel || "—" })),
-    boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, `${provider}/${name}`)));
+    h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel ? modelName(boot.settings.defaultModel) : "—" })),
+    boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, modelName(provider, name))));
   // A stored model no longer offered stays shown (and selected) rather than silently changing.
-  if (stored.model && ![...model.options].some((option) => option.value === stored.model)) model.append(h("option", { value: stored.model }, stored.model));
+  if (stored.model && ![...model.options].some((option) => option.value === stored.model)) model.append(h("option", { value: stored.model }, modelName(stored.model)));
   model.value = stored.model ?? "";
   const agent = h("select#chat-agent", { "aria-label": t("agent") },
     h("option", { value: "" }, t("default_agent")),

@@ -9,6 +9,7 @@ import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./dom.js";
 import { KEYED_PROVIDERS, chatgptSignIn, restartButton } from "./settings.js";
+import { modelName, providerName } from "./providers.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -145,7 +146,7 @@ async function finish(next) {
  *  @param {() => Promise<void>} changed @returns {Promise<HTMLElement>} */
 async function keySection(changed) {
   const provider = /** @type {HTMLSelectElement} */ (h("select#setup-provider", {},
-    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, name))));
+    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, providerName(name)))));
   const input = /** @type {HTMLInputElement} */ (h("input#setup-key", { type: "password", autocomplete: "off", placeholder: t("key_placeholder") }));
   const note = h("p.meta#setup-key-note");
   const present = h("p.meta#setup-keys-present");
@@ -153,7 +154,7 @@ async function keySection(changed) {
     /** @type {ProviderKeyList} */
     const keys = await api("GET", "/v1/me/provider-keys");
     present.textContent = keys.items.length
-      ? t("keys_present", { list: keys.items.map((key) => `${key.provider} (${key.keyHint})`).join(", ") })
+      ? t("keys_present", { list: keys.items.map((key) => `${providerName(key.provider)} (${key.keyHint})`).join(", ") })
       : "";
   };
   const save = h("button.primary#setup-key-save", {
@@ -163,15 +164,16 @@ async function keySection(changed) {
       note.className = "meta";
       if (!value) { note.textContent = t("paste_first"); return; }
       const name = provider.value;
+      const shown = providerName(name);
       try {
         await api("PUT", `/v1/me/provider-keys/${name}`, { apiKey: value });
-        note.textContent = t("testing", { provider: name });
+        note.textContent = t("testing", { provider: shown });
         /** @type {ProviderKeyTest} */
         const tested = await api("POST", `/v1/me/provider-keys/${name}/test`);
         note.className = tested.ok ? "ok" : "error";
         note.textContent = tested.ok
-          ? t("key_ok", { provider: name, model: tested.model })
-          : t("key_failed", { provider: name, error: tested.error || "?" });
+          ? t("key_ok", { provider: shown, model: tested.model })
+          : t("key_failed", { provider: shown, error: tested.error || "?" });
       } catch (error) {
         note.className = "error";
         note.textContent = String(error instanceof Error ? error.message : error);
@@ -219,7 +221,7 @@ function serverRow(server, note, changed) {
           { key: "default_model", value: chosen },
         ], doc);
         note.className = "ok";
-        note.textContent = `${t("using_server", { model: model.value, provider: server.provider })} ${said}`;
+        note.textContent = `${t("using_server", { model: model.value, provider: providerName(server.provider) })} ${said}`;
         if (said) note.append(" ", restartButton("setup-restart"));
       } catch (error) {
         note.className = "error";
@@ -229,7 +231,7 @@ function serverRow(server, note, changed) {
     },
   }, t("use_server"));
   return h("div.row.local-server", { dataset: { provider: server.provider } },
-    h("strong", {}, server.provider), h("span.meta", {}, server.baseUrl), model, use);
+    h("strong", {}, providerName(server.provider)), h("span.meta", {}, server.baseUrl), model, use);
 }
 
 /** The default model: the current one, and the usable models to pick from; resolves to how
@@ -243,13 +245,13 @@ async function modelSection(card) {
   const models = bootstrap.capabilities.models.map((model) => `${model.provider}/${model.model}`);
   if (current && !models.includes(current)) models.unshift(current);
   const select = /** @type {HTMLSelectElement} */ (h("select#setup-default-model", {},
-    ...models.map((name) => h("option", { value: name, selected: name === current }, name))));
+    ...models.map((name) => h("option", { value: name, selected: name === current }, modelName(name)))));
   const use = h("button#setup-model-save", {
     onclick: async () => {
       try {
         const said = await setLlm([{ key: "default_model", value: select.value }]);
         note.className = "ok";
-        note.textContent = `${t("default_now", { model: select.value })} ${said}`;
+        note.textContent = `${t("default_now", { model: modelName(select.value) })} ${said}`;
         if (said) note.append(" ", restartButton("setup-model-restart"));
       } catch (error) {
         note.className = "error";
@@ -258,7 +260,7 @@ async function modelSection(card) {
     },
   }, t("use_model"));
   card.replaceChildren(h("h2", {}, t("step_model")), h("p.meta", {}, t("model_note")),
-    h("p#setup-current-model", {}, current ? t("default_now", { model: current }) : t("default_auto")),
+    h("p#setup-current-model", {}, current ? t("default_now", { model: modelName(current) }) : t("default_auto")),
     models.length ? h("div.row", {}, select, use) : h("p.meta", {}, t("no_models")), note);
   return bootstrap.capabilities.models.length;
 }

@@ -419,6 +419,12 @@ test("a chat's own agent is picked in the chat; the skills agent takes a follow-
     const chatId = body.chat.id;
     const tab = await live.open(`/chat/${chatId}`);
     await tab.waitForSelector("#chat-agent");
+    // The model picker names models as people know them; the value stays `provider/model`.
+    const models = await tab.$$eval("#chat-model option", (nodes) => nodes.map((node) => ({ value: node.value, text: node.textContent || "" })));
+    const openai = models.filter((option) => option.value.startsWith("openai/"));
+    assert.ok(openai.length > 0, JSON.stringify(models));
+    for (const option of openai) assert.equal(option.text, `${option.value.slice("openai/".length)} · OpenAI`);
+    assert.doesNotMatch(models[0].text, /openai\//, "the default's option too");
     await tab.selectOption("#chat-agent", "skills");
     await waitFor(async () => (await live.call("GET", `/v1/chats/${chatId}/settings`)).body.agent === "skills", "the agent saved");
     // Tools: unchecking one stores the chat's own list.

@@ -21,8 +21,8 @@ export const LAYERS = [
   ["types.js", "i18n.js"],
   // The daemon's API (requests, streams, the error sentences); building elements and showing
   // text (`h`, `visible`); the runtime event listeners that app.js feeds; the settings' field
-  // docs in Russian.
-  ["api.js", "config-docs.js", "dom.js", "events.js"],
+  // docs in Russian; the providers' names as people know them.
+  ["api.js", "config-docs.js", "dom.js", "events.js", "providers.js"],
   // Pieces pages share: what an approval would allow (Inbox and Chat), Markdown into DOM nodes,
   // the agents' questions; the Telegram card and page of Connections; undo of file changes;
   // review mode (its switch and the review panel); push-to-talk and spoken answers.

@@ -69,14 +69,16 @@ test("the first window opens on the setup: a key is stored and checked, a refusa
   await tab.waitForSelector("#setup-key-card");
   assert.equal(new URL(tab.url()).hash, "#/setup");
 
+  // Providers by the names people know; the value stays the wire name.
+  assert.deepEqual(await tab.locator("#setup-provider option").allTextContents(), ["OpenAI", "Anthropic", "Qwen", "AiTunnel", "GigaChat"]);
   // The fake provider has no reply scripted: it answers 500, which the check reports.
   await tab.selectOption("#setup-provider", "openai");
   await tab.fill("#setup-key", "sk-setup-test-0123456789wxyz");
   await tab.click("#setup-key-save");
   await tab.waitForSelector("#setup-key-note.error");
-  assert.match(await tab.textContent("#setup-key-note"), /The key was stored, but openai refused the check: .+/);
+  assert.match(await tab.textContent("#setup-key-note"), /The key was stored, but OpenAI refused the check: .+/);
   assert.equal(await tab.inputValue("#setup-key"), "", "the field is cleared");
-  assert.match(await tab.textContent("#setup-keys-present"), /openai \(\.\.\.wxyz\)/);
+  assert.match(await tab.textContent("#setup-keys-present"), /OpenAI \(\.\.\.wxyz\)/);
   assert.ok(!(await tab.content()).includes("sk-setup-test-0123456789wxyz"), "the key is never shown back");
 
   // Now the provider answers: the check says so, with a real request carrying the key.
@@ -85,13 +87,15 @@ test("the first window opens on the setup: a key is stored and checked, a refusa
   await tab.fill("#setup-key", "sk-setup-test-0123456789wxyz");
   await tab.click("#setup-key-save");
   await tab.waitForSelector("#setup-key-note.ok");
-  assert.match(await tab.textContent("#setup-key-note"), /The openai key works \(model .+\)/);
+  assert.match(await tab.textContent("#setup-key-note"), /The OpenAI key works \(model .+\)/);
   assert.equal(provider.requests.length, before + 1, "one real request checked the key");
 
   // The default model can be picked among the usable ones.
   await waitFor(async () => (await tab.locator("#setup-default-model option").count()) > 0, "usable models");
-  const options = await tab.locator("#setup-default-model option").allTextContents();
-  assert.ok(options.some((name) => name.startsWith("openai/")), options.join(", "));
+  const options = await tab.$$eval("#setup-default-model option", (nodes) => nodes.map((node) => ({ value: node.value, text: node.textContent || "" })));
+  const openai = options.filter((option) => option.value.startsWith("openai/"));
+  assert.ok(openai.length > 0, JSON.stringify(options));
+  for (const option of openai) assert.equal(option.text, `${option.value.slice("openai/".length)} · OpenAI`, "shown as model · provider");
   await tab.context().close();
 });
 
@@ -99,18 +103,20 @@ test("a local server that answers is offered with its models and chosen", async 
   const tab = await openWindow("/setup");
   await tab.waitForSelector('.local-server[data-provider="ollama"]');
   assert.equal(await tab.locator(".local-server").count(), 1, "only the server that answers");
+  assert.equal(await tab.textContent('.local-server[data-provider="ollama"] strong'), "Ollama");
   const models = await tab.locator('.local-server[data-provider="ollama"] .local-model option').allTextContents();
   assert.deepEqual(models, ["llama3.2", "qwen3:8b"]);
   await shot(tab, "setup");
   await tab.selectOption('.local-server[data-provider="ollama"] .local-model', "qwen3:8b");
   await tab.click('.local-server[data-provider="ollama"] .use-server');
   await tab.waitForSelector("#local-note.ok");
-  assert.match(await tab.textContent("#local-note"), /Souz will use qwen3:8b on ollama/);
+  assert.match(await tab.textContent("#local-note"), /Souz will use qwen3:8b on Ollama/);
   const config = readFileSync(join(session.home, "config.toml"), "utf8");
   assert.match(config, /local_models = \["ollama\/qwen3:8b"\]/);
   assert.match(config, /default_model = "ollama\/qwen3:8b"/);
   assert.match(config, /max_retries = 0/, "the rest of the file is kept");
   await tab.waitForSelector("#setup-current-model");
+  await waitFor(async () => /Default model: qwen3:8b · Ollama\./.test(await tab.textContent("#setup-current-model")), "the default model by its names");
   await tab.context().close();
 });
 
@@ -140,8 +146,8 @@ test("the Provider keys card tests a key", async () => {
   const tab = await openWindow("/settings/model");
   await tab.waitForSelector('#provider-keys tr[data-provider="openai"] .test-key');
   await tab.click('#provider-keys tr[data-provider="openai"] .test-key');
-  await waitFor(async () => /The openai key works/.test(await tab.textContent("#keys-note")), "the test result");
+  await waitFor(async () => /The OpenAI key works/.test(await tab.textContent("#keys-note")), "the test result");
   await tab.click('#provider-keys tr[data-provider="openai"] .test-key');
-  await waitFor(async () => /openai refused the check/.test(await tab.textContent("#keys-note")), "a refusal");
+  await waitFor(async () => /OpenAI refused the check/.test(await tab.textContent("#keys-note")), "a refusal");
   await tab.context().close();
 });

@@ -268,6 +268,9 @@ test("settings show positioned problems, then save and apply a valid change", as
 test("provider keys are stored from Settings, shown by hint only, and removed", async () => {
   const tab = await page("/settings/model");
   await tab.waitForSelector("#keys #key-save");
+  // Providers by the names people know; the value stays the wire name.
+  assert.deepEqual(await tab.locator("#key-provider option").allTextContents(), ["OpenAI", "Anthropic", "Qwen", "AiTunnel", "GigaChat"]);
+  assert.deepEqual(await tab.$$eval("#key-provider option", (nodes) => nodes.map((node) => node.value)), ["openai", "anthropic", "qwen", "ai_tunnel", "giga"]);
   const key = "sk-ui-secret-0123456789qrst";
   await tab.selectOption("#key-provider", "anthropic");
   await tab.fill("#key-value", key);
@@ -275,7 +278,8 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
   await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]');
   const row = await tab.textContent('#provider-keys tr[data-provider="anthropic"]');
   assert.match(row, /\.\.\.qrst/);
-  assert.match(await tab.textContent("#keys-note"), /Stored the anthropic key \.\.\.qrst/);
+  assert.equal(await tab.textContent('#provider-keys tr[data-provider="anthropic"] td'), "Anthropic");
+  assert.match(await tab.textContent("#keys-note"), /Stored the Anthropic key \.\.\.qrst/);
   assert.ok(!(await tab.content()).includes(key), "the key is never shown back");
   assert.equal(await tab.inputValue("#key-value"), "", "the field is cleared");
   const { body } = await api("GET", "/v1/me/provider-keys");
@@ -286,7 +290,7 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
 
   await tab.click('#provider-keys tr[data-provider="anthropic"] .remove-key');
   await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]', { state: "detached" });
-  assert.match(await tab.textContent("#keys-note"), /Removed the anthropic key/);
+  assert.match(await tab.textContent("#keys-note"), /Removed the Anthropic key/);
   const after = await api("GET", "/v1/me/provider-keys");
   assert.ok(!after.body.items.some((item) => item.provider === "anthropic"));
   await tab.context().close();
