@@ -3,7 +3,9 @@
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
 // graph agent's next turn), a tool call's approval given inline in the chat, and files
 // attached by upload and by path, the diff an inline approval would allow (drawn as the Inbox
-// draws it), Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
+// draws it, whose card names the chat by its title and its expiry as a time to come, in both
+// languages), a reopened chat's tool lines (approved and denied, in place, with Undo), the model
+// picker's names, Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
 // two figures (MEASURE lines): the page's first contentful paint, and Send to the first
 // streamed token on the page. Screenshots: `chat`, `chat-attachments`.
 
@@ -301,6 +303,14 @@ test("the chat's approval shows the diff it approves, drawn as the Inbox draws i
     const inbox = await live.open(`/inbox/${approvalId}`);
     await inbox.waitForSelector(`[data-approval="${approvalId}"] pre.diff`);
     assert.equal(await inbox.innerHTML(`[data-approval="${approvalId}"] pre.diff`), await tab.innerHTML(`${detail} pre.diff`));
+    // The card names the chat by its title, and says when it would be denied as a time to come.
+    const card = `[data-approval="${approvalId}"]`;
+    assert.match(await inbox.textContent(`${card} h2`), /^chat “A diff inline” wants to use /);
+    assert.match(await inbox.textContent(`${card} p.meta`), /denied automatically in \d+ (minutes?|seconds?|hours?) \(/);
+    await inbox.selectOption("#language", "ru");
+    await waitFor(async () => /^чат «A diff inline» хочет использовать /.test(await inbox.textContent(`${card} h2`)), "the card in Russian");
+    assert.match(await inbox.textContent(`${card} p.meta`), /будет автоматически отклонено через \d+ (минут[уы]?|секунд[уы]?|час(а|ов)?) \(\d{1,2}:\d{2}\)/);
+    await inbox.selectOption("#language", "en");
     await inbox.close();
 
     await tab.click(".messages .tool-call.waiting button[data-approve]");

@@ -2,7 +2,7 @@
 // first time, a key is stored and checked with a real call to a fake OpenAI server (a refusal
 // is said clearly), a fake "Ollama" on a loopback port (its endpoint set through
 // `[llm] ollama_base_url`) is offered with its models and chosen, and once skipped the window
-// opens on the Queue. Also the Test button of the Settings page's Provider keys card.
+// opens on the Chat. Also the Test button of the Settings page's Provider keys card.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -120,7 +120,7 @@ test("a local server that answers is offered with its models and chosen", async 
   await tab.context().close();
 });
 
-test("skipping ends the setup: the next window opens on the Queue; it can be resumed", async () => {
+test("skipping ends the setup: the next window opens on the Chat; it can be resumed", async () => {
   const tab = await openWindow();
   await tab.waitForSelector("#setup-skip");
   await tab.click("#setup-skip");
