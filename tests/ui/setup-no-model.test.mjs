@@ -72,6 +72,7 @@ test("the warning is in Russian too", async () => {
 });
 
 test("Send with no usable model says so and links to the setup, in both languages", async () => {
+  await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: "en" });
   const { body } = await session.api("POST", "/v1/chats", { title: "No model yet" });
   const tab = await session.page(`/chat/${body.chat.id}`, { height: 900 });
   await tab.waitForSelector("#chat-send:not([disabled])");
