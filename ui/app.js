@@ -210,7 +210,7 @@ export function resolve(hash) {
 }
 
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
-const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
+let explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, dispose: null };
 
@@ -412,6 +412,7 @@ el("pause").addEventListener("click", () => togglePause().catch((error) => alert
 // form gives way).
 window.addEventListener("hashchange", () => {
   if (hasCredentials(location.hash)) {
+    explicitRoute = /(^|[#&])go=/.test(location.hash);
     state.dispose?.();
     state.dispose = null;
     takeTokenFromFragment().then(() => start()).catch((error) => login(error.message));
