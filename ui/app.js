@@ -210,7 +210,7 @@ export function resolve(hash) {
 }
 
 /** Whether the page was opened on a named route (then the first-run setup does not take over). */
-const explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
+let explicitRoute = /^#\//.test(location.hash) || /(^|[#&])go=/.test(location.hash);
 /** @type {{paused: boolean, pending: number, dispose: (() => void) | null}} */
 const state = { paused: false, pending: 0, dispose: null };
 
@@ -345,6 +345,13 @@ function login(problem) {
   });
 }
 
+/** Whether a fragment carries a token or a one-time code (`#token=…`, `#code=…`).
+ *  @param {string} hash */
+function hasCredentials(hash) {
+  const fragment = new URLSearchParams(hash.replace(/^#/, ""));
+  return fragment.has("token") || fragment.has("code");
+}
+
 /** The first time the window opens (the daemon keeps whether the setup was done or skipped),
  *  the setup comes first, unless the page was opened on a named route. */
 async function offerSetup() {
@@ -400,7 +407,17 @@ reportFirstPaint();
 translateChrome();
 el("language").addEventListener("change", (event) => { switchLanguage(/** @type {HTMLSelectElement} */ (event.target).value); });
 el("pause").addEventListener("click", () => togglePause().catch((error) => alert(error.message)));
-window.addEventListener("hashchange", () => { if (token()) route(); });
+// The `souz ui` address pasted again into this tab changes only the fragment (no reload): its
+// token or code is taken as at load, and the app starts again with it (a refused token's login
+// form gives way).
+window.addEventListener("hashchange", () => {
+  if (hasCredentials(location.hash)) {
+    explicitRoute = /(^|[#&])go=/.test(location.hash);
+    state.dispose?.();
+    state.dispose = null;
+    takeTokenFromFragment().then(() => start()).catch((error) => login(error.message));
+  } else if (token()) route();
+});
 takeTokenFromFragment()
   .then(() => (token() ? start() : login()))
   .catch((error) => login(error.message));

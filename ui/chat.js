@@ -1,22 +1,22 @@
 // @ts-check
 // The Chat page: the chat list (new, search by title, rename, archive, delete), a chat's
 // messages with the answer streaming in and rendered as Markdown, its tool calls inline with
-// their approvals (Approve/Deny right there, above the diff or command they allow, drawn by
-// approval.js as the Inbox draws them), Stop, and one box that sends a message whether or not the agent
-// is working (`POST /v1/chats/{id}/input`: a new turn, input the running
-// turn takes at its next step, or input queued for the next turn). A tool line whose call
-// changed files gets Undo, an answer whose turn did gets "Undo this turn" (undo.js). In review
-// mode (a switch among the chat's options) a turn that staged writes ends with their review
-// panel (review.js) under the messages. Renders
-// into `main` and returns a function that stops its stream.
+// their approvals and outcomes (tool-lines.js: Approve/Deny right there, Undo on a line whose call
+// changed files; reopened, the chat shows its earlier turns' lines again), Stop, and one box that
+// sends a message whether or not the agent is working (`POST /v1/chats/{id}/input`: a new turn,
+// input the running turn takes at its next step, or input queued for the next turn). An answer
+// whose turn changed files gets "Undo this turn" (undo.js). In review mode (a switch among the
+// chat's options) a turn that staged writes ends with their review panel (review.js) under the
+// messages. Renders into `main` and returns a function that stops its stream.
 
 import { api, follow } from "./api.js";
 import { strings } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { h, preview, visible } from "./dom.js";
 import { onRuntimeEvent } from "./events.js";
-import { approvalDetails } from "./approval.js";
-import { t as undoText, undoableChanges, undoButton } from "./undo.js";
+import { t as undoText, undoButton } from "./undo.js";
+import { toolLines } from "./tool-lines.js";
+import { modelName } from "./providers.js";
 import { pendingReviews, reviewModeSwitch, reviewPanel, t as reviewText } from "./review.js";
 import { pushToTalk, spokenAnswersSwitch } from "./voice.js";
 
@@ -63,14 +63,9 @@ const t = strings({
     steered: "The agent takes this at its next step.",
     queued: "Queued: the agent reads this in a new turn once the current one ends.",
     failed: "The turn failed.",
+    no_model: "No model is set up yet, so Souz cannot answer: it needs a provider key, a ChatGPT sign-in or a model server.",
+    setup_model: "Set up a model",
     cancelled: "Stopped.",
-    approve: "Approve",
-    deny: "Deny",
-    waiting: "waiting for your approval",
-    what_it_does: "What it would do",
-    approved: "approved",
-    denied: "denied",
-    expired: "no answer",
     model: "Model",
     agent: "Agent",
     tools: "Tools this chat offers ({n})",
@@ -140,14 +135,9 @@ const t = strings({
     steered: "Агент учтёт это на следующем шаге.",
     queued: "В очереди: агент прочтёт это в новом ходе, когда закончит текущий.",
     failed: "Ход завершился ошибкой.",
+    no_model: "Модель ещё не настроена, поэтому Souz не может ответить: нужен ключ провайдера, вход через ChatGPT или сервер моделей.",
+    setup_model: "Настроить модель",
     cancelled: "Остановлено.",
-    approve: "Разрешить",
-    deny: "Запретить",
-    waiting: "ждёт вашего разрешения",
-    what_it_does: "Что будет сделано",
-    approved: "разрешено",
-    denied: "запрещено",
-    expired: "нет ответа",
     model: "Модель",
     agent: "Агент",
     tools: "Инструменты этого чата (доступно: {n})",
@@ -327,6 +317,11 @@ export async function chatPage(main, [selected]) {
     h("div.chat-main", {}, head, options, messages, reviews, attachedList, form, h("div.attach-row", {}, attachPath, pathForm), notice)));
 
   const say = (text, error = false) => { notice.textContent = visible(text); notice.className = error ? "error" : "meta"; };
+  /** Sending found no usable model: what is missing, and the way to the setup. */
+  const sayNoModel = () => {
+    notice.className = "error no-model";
+    notice.replaceChildren(t("no_model"), " ", h("a#chat-setup-link", { href: "#/setup" }, t("setup_model")));
+  };
   const attempt = async (step) => {
     try { await step(); } catch (error) { say(error.message, true); }
   };
@@ -429,12 +424,6 @@ export async function chatPage(main, [selected]) {
   // The answer being streamed: its element (keyed by the answer's message id) and one span
   // per model request, so a discarded request's text can be removed.
   let streaming = null;
-  /** Each tool line by the model's call id; `callId` is the gate's id once known (from its
-   *  approval, or from the history's record of its change), which undo names.
-   *  @type {Map<string, {line: HTMLElement, text: HTMLElement, actions: HTMLElement, undo: HTMLElement, panel: HTMLElement, label: string, callId?: string}>} */
-  const calls = new Map();
-  /** The line of each approval asked in this chat, by approval id. @type {Map<string, any>} */
-  const approvals = new Map();
   /** @param {{id: string, role: string, content: string, metadata?: Record<string, string>, attachments?: Attachment[]}} message */
   const addMessage = (message) => {
     if (messages.querySelector(`[data-message="${message.id}"]`)) return;
@@ -457,17 +446,28 @@ export async function chatPage(main, [selected]) {
     offerTurnUndo(executionId, box);
     return box;
   };
-  /** "Undo this turn" under an answer whose turn changed files that can still be put back
-   *  (the tool lines of an earlier turn are not shown again, this is). Checked again after
-   *  any undo. @param {string} executionId @param {HTMLElement} box */
-  const offerTurnUndo = async (executionId, box) => {
+  /** A turn's recorded changes (`GET /v1/history?execution_id=`): read once while the page
+   *  loads (its answer's Undo and its tool lines' share the answer), again after any undo.
+   *  @type {Map<string, Promise<import("./types.js").HistoryChange[]>>} */
+  const loadedChanges = new Map();
+  /** @param {string} executionId @param {boolean} [again] */
+  const turnChanges = (executionId, again = false) => {
+    const known = loadedChanges.get(executionId);
+    if (known && !again) return known;
+    const read = api("GET", `/v1/history?execution_id=${encodeURIComponent(executionId)}&limit=500`)
+      .then((/** @type {import("./types.js").HistoryList} */ list) => list.changes);
+    loadedChanges.set(executionId, read);
+    return read;
+  };
+  /** "Undo this turn" under an answer whose turn changed files that can still be put back.
+   *  Checked again after any undo (`again`). @param {string} executionId @param {HTMLElement} box @param {boolean} [again] */
+  const offerTurnUndo = async (executionId, box, again = false) => {
     const found = /** @type {HTMLElement | null} */ (box.querySelector(".turn-undo"));
     const holder = found ?? h("span.turn-undo");
     if (!found) { box.append(holder); turnUndos.set(executionId, { box, holder }); }
     let undoable;
     try {
-      const { changes } = /** @type {import("./types.js").HistoryList} */ (await api("GET", `/v1/history?execution_id=${encodeURIComponent(executionId)}&limit=500`));
-      undoable = changes.some((change) => change.status === "done");
+      undoable = (await turnChanges(executionId, again)).some((change) => change.status === "done");
     } catch (error) { console.warn(error); return; }
     // Only the button goes: its panel may be saying what the undo just did.
     if (!undoable) { holder.querySelector("button")?.remove(); return; }
@@ -480,64 +480,19 @@ export async function chatPage(main, [selected]) {
   };
   /** The answers' turn undo holders, by execution. @type {Map<string, {box: HTMLElement, holder: HTMLElement}>} */
   const turnUndos = new Map();
-  const callLine = (id, name) => {
-    let call = calls.get(id);
-    if (!call) {
-      const text = h("span.text");
-      const actions = h("span.actions");
-      const undo = h("span.undo-actions");
-      const panel = h("div.undo-panel");
-      call = { line: h("div.tool-call", { dataset: { toolCall: id } }, text, actions, undo, panel), text, actions, undo, panel, label: name || "tool" };
-      calls.set(id, call);
-      if (streaming) messages.insertBefore(call.line, streaming.node); else messages.append(call.line);
-    }
-    return call;
-  };
-  const showCall = (call, kind, text) => { call.line.className = "tool-call " + kind; call.text.textContent = visible(text); };
-  const decide = (call, approvalId, decision) => attempt(async () => {
-    for (const button of call.actions.querySelectorAll("button")) button.disabled = true;
-    try {
-      await api("POST", `/v1/approvals/${approvalId}/decision`, { decision, scope: "once", via: "ui" });
-    } catch (error) {
-      for (const button of call.actions.querySelectorAll("button")) button.disabled = false;
-      throw error;
-    }
-  });
+  // The tool lines (tool-lines.js): a new live one goes above the answer being streamed.
+  const tools = toolLines({ chatId: selected, messages, before: () => streaming?.node ?? null, attempt });
 
-  const { items: history } = /** @type {MessageList} */ (await api("GET", `/v1/chats/${selected}/messages?limit=100`));
+  const shownMessages = 100;
+  const { items: history } = /** @type {MessageList} */ (await api("GET", `/v1/chats/${selected}/messages?limit=${shownMessages}`));
   history.forEach(addMessage);
+  // The tool lines of the turns shown, approved or denied, back in their place.
+  await tools.replay(history, history.length < shownMessages, (executionId) => turnChanges(executionId));
   const { items: turns } = /** @type {TurnList} */ (await api("GET", "/v1/turns"));
   setRunning(turns.find((turn) => turn.execution.chatId === selected)?.execution.id ?? null);
-  // Pending approvals of this chat's turn, asked before the page opened.
+  // Approvals of this chat's turn still waiting, asked before the page opened.
   const pending = /** @type {import("./types.js").ApprovalList} */ (await api("GET", "/v1/approvals?status=pending&limit=500"));
-  for (const approval of pending.items) {
-    const { requester } = approval;
-    if (requester.kind === "chat" && requester.chat_id === selected) applyApproval(approval.id, `approval-${approval.id}`, approval.tool, approval.summary, approval.call_id);
-  }
-
-  /** @param {string} approvalId @param {string} id @param {string} name @param {string} summary @param {string} callId */
-  function applyApproval(approvalId, id, name, summary, callId) {
-    const call = callLine(id, name);
-    call.callId = callId;
-    approvals.set(approvalId, call);
-    showCall(call, "waiting", `⏸ ${call.label}: ${summary} (${t("waiting")})`);
-    call.actions.replaceChildren(
-      h("button.primary", { type: "button", dataset: { approve: approvalId }, onclick: () => decide(call, approvalId, "approve") }, t("approve")),
-      h("button.danger", { type: "button", dataset: { deny: approvalId }, onclick: () => decide(call, approvalId, "deny") }, t("deny")));
-    showApprovalDetails(call, approvalId);
-  }
-
-  /** Under an approval's line, what it would allow (the diff, the command), as the Inbox shows
-   *  it; folded once the approval is decided. @param {any} call @param {string} approvalId */
-  async function showApprovalDetails(call, approvalId) {
-    if (call.detail) return;
-    call.detail = h("details.approval-detail", { open: true, dataset: { approvalDetail: approvalId } }, h("summary", {}, t("what_it_does")));
-    call.line.append(call.detail);
-    try {
-      const approval = /** @type {import("./types.js").Approval} */ (await api("GET", `/v1/approvals/${approvalId}`));
-      call.detail.append(...approvalDetails(approval));
-    } catch (error) { call.detail.remove(); call.detail = null; console.warn(error); }
-  }
+  tools.pending(pending.items.filter(({ requester }) => requester.kind === "chat" && requester.chat_id === selected));
 
   /** @param {ChatFrame & {kind: "event"}} frame */
   const apply = (frame) => {
@@ -562,39 +517,6 @@ export async function chatPage(main, [selected]) {
         if (payload.role === "assistant") { streaming?.node.remove(); streaming = null; voice.speak(payload.content); }
         addMessage({ id: payload.messageId, role: payload.role, content: payload.content, attachments: payload.attachments, metadata: frame.executionId ? { executionId: frame.executionId } : {} });
         break;
-      case "tool.call.started": {
-        const call = callLine(payload.toolCallId, payload.name);
-        const shown = /** @type {unknown} */ (payload.argumentsPreview);
-        const args = shown && typeof shown === "object" && "arguments" in shown ? shown.arguments : shown;
-        showCall(call, "running", `▶ ${call.label} ${preview(args)}`);
-        break;
-      }
-      case "tool.call.finished": {
-        const call = callLine(payload.toolCallId, payload.name);
-        showCall(call, "finished", `✓ ${call.label} (${payload.durationMs ?? "?"} ms) ${preview(payload.resultPreview)}`);
-        knowGateCall(call, payload.callId);
-        offerUndo(call);
-        break;
-      }
-      case "tool.call.failed": {
-        // A call that failed may still have changed files (a command that wrote, then failed).
-        const call = callLine(payload.toolCallId, payload.name);
-        showCall(call, "failed", `✗ ${call.label} (${payload.durationMs ?? "?"} ms): ${payload.error || ""}`);
-        knowGateCall(call, payload.callId);
-        offerUndo(call);
-        break;
-      }
-      case "approval.requested": applyApproval(payload.approvalId, payload.toolCallId || payload.approvalId, payload.name, payload.summary || "", payload.callId); break;
-      case "approval.decided":
-      case "approval.expired": {
-        const call = approvals.get(payload.approvalId) ?? callLine(payload.toolCallId || payload.approvalId, payload.name);
-        call.actions.replaceChildren();
-        const approved = type === "approval.decided" && payload.status === "approved";
-        const outcome = type === "approval.expired" ? t("expired") : approved ? t("approved") : t("denied");
-        if (call.detail) call.detail.open = false;
-        showCall(call, approved ? "running" : "failed", `${approved ? "▶" : "✗"} ${call.label}: ${outcome}${payload.via ? " (" + payload.via + ")" : ""}`);
-        break;
-      }
       case "execution.started": setRunning(frame.executionId ?? payload.executionId ?? null); break;
       case "execution.failed":
         say(payload.errorMessage || t("failed"), true);
@@ -608,47 +530,18 @@ export async function chatPage(main, [selected]) {
       case "execution.finished":
         if (frame.executionId === state.running) setRunning(null);
         break;
+      default:
+        tools.live(frame);
     }
   };
-  /** The gate's id for a line's call, as its end names it (exact: a guess made from the history
-   *  event while it ran gives way, and an Undo offered for the guess goes with it).
-   *  @param {{undo: HTMLElement, callId?: string}} call @param {string | null | undefined} callId */
-  const knowGateCall = (call, callId) => {
-    if (!callId || call.callId === callId) return;
-    if (call.callId) call.undo.replaceChildren();
-    call.callId = callId;
-  };
-  /** Undo on a tool line whose call has changes that can still be undone (none: no button).
-   *  @param {{undo: HTMLElement, panel: HTMLElement, callId?: string}} call */
-  const offerUndo = async (call) => {
-    const callId = call.callId;
-    if (!callId) return;
-    let undoable;
-    try { undoable = (await undoableChanges(callId)).length > 0; } catch (error) { console.warn(error); return; }
-    if (!undoable) { call.undo.replaceChildren(); return; }
-    if (call.undo.querySelector("button")) return;
-    call.undo.replaceChildren(undoButton({
-      label: undoText("undo"), title: undoText("undo_title"), selection: { type: "call", call_id: callId },
-      panel: call.panel, dataset: { undoCall: callId }, done: () => call.undo.replaceChildren(),
-    }));
-  };
-  // A change recorded for this chat names the gate's call: a line knows that id from its
-  // approval or its end (`tool.call.*` carry it); while a call that did not ask still runs, it is
-  // the one line still running (a turn's calls run one after another), until its end says.
   const stopHistory = onRuntimeEvent((event) => {
     if (event?.type === "review.opened" && event.chat_id === selected) { showReviews(); return; }
     if (event?.type === "history.undone") {
-      for (const call of calls.values()) if (call.undo.querySelector("button")) offerUndo(call);
-      for (const [executionId, { box, holder }] of turnUndos) if (holder.querySelector("button")) offerTurnUndo(executionId, box);
+      tools.undone();
+      for (const [executionId, { box, holder }] of turnUndos) if (holder.querySelector("button")) offerTurnUndo(executionId, box, true);
       return;
     }
-    if (event?.type !== "history.change.recorded" || event.chat_id !== selected || event.undoes) return;
-    let call = [...calls.values()].find((line) => line.callId === event.call_id);
-    if (!call) {
-      const running = [...calls.values()].filter((line) => !line.callId && line.line.classList.contains("running"));
-      if (running.length === 1) { call = running[0]; call.callId = event.call_id; }
-    }
-    if (call) offerUndo(call);
+    if (event?.type === "history.change.recorded" && event.chat_id === selected && !event.undoes) tools.changeRecorded(event.call_id);
   });
   // Live only: the history above came from the API; the all-chats stream brings what follows.
   const stopStream = follow(() => "/v1/turns/ws", (/** @type {ChatFrame} */ frame) => {
@@ -688,7 +581,8 @@ export async function chatPage(main, [selected]) {
       if (response.delivery === "turn") setRunning(response.execution.id);
       else say(response.delivery === "steered" ? t("steered") : t("queued"));
     } catch (error) {
-      say(error.message, true);
+      if (error.code === "onboarding_requires_model_access") sayNoModel();
+      else say(error.message, true);
     } finally {
       send.disabled = false;
     }
@@ -716,10 +610,10 @@ async function chatOptions(box, chatId, say, voice) {
   let stored = current;
   voice.setSpoken(Boolean(stored.spokenAnswers));
   const model = h("select#chat-model", { "aria-label": t("model") },
-    h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel || "—" })),
-    boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, `${provider}/${name}`)));
+    h("option", { value: "" }, t("default_model", { model: boot.settings.defaultModel ? modelName(boot.settings.defaultModel) : "—" })),
+    boot.capabilities.models.map(({ provider, model: name }) => h("option", { value: `${provider}/${name}` }, modelName(provider, name))));
   // A stored model no longer offered stays shown (and selected) rather than silently changing.
-  if (stored.model && ![...model.options].some((option) => option.value === stored.model)) model.append(h("option", { value: stored.model }, stored.model));
+  if (stored.model && ![...model.options].some((option) => option.value === stored.model)) model.append(h("option", { value: stored.model }, modelName(stored.model)));
   model.value = stored.model ?? "";
   const agent = h("select#chat-agent", { "aria-label": t("agent") },
     h("option", { value: "" }, t("default_agent")),

@@ -20,7 +20,7 @@ import { h, size, visible } from "./dom.js";
 const t = strings({
   en: {
     title: "Local models",
-    intro: "Models that run inside Souz on this machine: no provider key, and nothing you write leaves the computer. Pick one as local/<name> in a chat's model list or as [llm] default_model.",
+    intro: "Models that run inside Souz on this machine: no provider key, and nothing you write leaves the computer. Pick one in a chat's model list (“<name> · Souz (on this computer)”) or as [llm] default_model = \"local/<name>\".",
     engine: "Engine: {engine}.", no_engine: "This build of Souz has no local model engine.",
     memory: "Souz uses {rss} of memory now.",
     name: "Model", kind: "Kind", size: "Size", context: "Context", ram: "Needs", state: "State", actions: "",
@@ -39,7 +39,7 @@ const t = strings({
   },
   ru: {
     title: "Локальные модели",
-    intro: "Модели, которые работают внутри Souz на этом компьютере: без ключа провайдера, и ничего из написанного вами не покидает компьютер. Выберите модель как local/<имя> в списке моделей чата или в [llm] default_model.",
+    intro: "Модели, которые работают внутри Souz на этом компьютере: без ключа провайдера, и ничего из написанного вами не покидает компьютер. Выберите модель в списке моделей чата («<имя> · Souz (на этом компьютере)») или в [llm] default_model = \"local/<имя>\".",
     engine: "Движок: {engine}.", no_engine: "В этой сборке Souz нет движка локальных моделей.",
     memory: "Сейчас Souz занимает {rss} памяти.",
     name: "Модель", kind: "Вид", size: "Размер", context: "Контекст", ram: "Нужно", state: "Состояние", actions: "",

@@ -19,6 +19,8 @@ const t = strings({
     waiting: "Waiting for you",
     nothing_waiting: "Nothing is waiting for your approval.",
     wants_to_use: "{who} wants to use {tool}",
+    chat_titled: "chat “{title}”",
+    scheduled_run: "scheduled run “{name}”",
     asked_meta: "{reason} · asked {asked} · denied automatically {expires}",
     arguments: "Arguments",
     approve_once: "Approve once",
@@ -72,6 +74,8 @@ const t = strings({
     waiting: "Ждёт вашего решения",
     nothing_waiting: "Ничто не ждёт вашего одобрения.",
     wants_to_use: "{who} хочет использовать {tool}",
+    chat_titled: "чат «{title}»",
+    scheduled_run: "запуск по расписанию «{name}»",
     asked_meta: "{reason} · запрошено {asked} · будет автоматически отклонено {expires}",
     arguments: "Аргументы",
     approve_once: "Разрешить один раз",
@@ -139,6 +143,15 @@ const t = strings({
  *  or a stream control frame.
  *  @typedef {(ChatEvent & {kind: "event"}) | {kind: "live" | "resync", lastSeq: number}} ChatFrame */
 
+/** Who asks, as the daemon names them (`requester_label`), with a chat's title and a scheduled
+ *  run's name said in the interface language. @param {import("./types.js").Approval} approval */
+function requesterName(approval) {
+  if (approval.parked) return t("scheduled_run", { name: approval.parked.schedule_name });
+  const titled = /^chat “(.*)”$/s.exec(approval.requester_label);
+  if (approval.requester.kind === "chat" && titled) return t("chat_titled", { title: titled[1] });
+  return approval.requester_label;
+}
+
 // ----- Queue --------------------------------------------------------------------------------
 
 async function queue(main, [focus]) {
@@ -203,7 +216,7 @@ function approvalCard(approval, focused) {
   const suggested = approval.suggested;
   const card = h("article.card" + (focused ? ".focus" : ""), { dataset: { approval: approval.id } },
     h("div.row", {},
-      h("h2", {}, t("wants_to_use", { who: approval.requester_label, tool: approval.tool })),
+      h("h2", {}, t("wants_to_use", { who: requesterName(approval), tool: approval.tool })),
       h("span.spacer"),
       approval.server ? h("span.tag.server", { title: t("server_title") }, t("server", { name: approval.server })) : null,
       h("span.tag", {}, approval.risk)),
@@ -214,7 +227,7 @@ function approvalCard(approval, focused) {
       h("button.primary", { onclick: () => decide("approve", "once") }, t("approve_once")),
       suggested && suggested.scope !== "once"
         ? h("button", { dataset: { suggested: suggested.tool_group || "tool" }, onclick: () => decide("approve", suggested.scope, { minutes: suggested.minutes, match: suggested.match, tool_group: suggested.tool_group }) },
-          suggested.tool_group === "file_writes" ? t("file_writes_offer", { who: approval.requester_label, folder: suggested.match?.path_prefix || "" }) : suggested.label)
+          suggested.tool_group === "file_writes" ? t("file_writes_offer", { who: requesterName(approval), folder: suggested.match?.path_prefix || "" }) : suggested.label)
         : null,
       h("button", { onclick: () => decide("approve", "minutes", { minutes: 30, match: suggested?.match }) }, t("approve_30")),
       h("button", { onclick: () => decide("approve", "always", { match: suggested?.match }), title: t("always_title") }, t("always_allow")),

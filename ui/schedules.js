@@ -19,7 +19,7 @@ import { browserZone, fireTime, scheduleForm } from "./schedule-form.js";
 const t = strings({
   en: {
     title: "Schedules",
-    intro: "Runs that start by themselves: a prompt or a skill at set times. Inside what you allowed a run goes on unasked; anything else waits in the Queue for your approval.",
+    intro: "Runs that start by themselves: a prompt or a skill at set times. Inside what you allowed a run goes on unasked; anything else waits in the Inbox for your approval.",
     new: "New schedule",
     col_name: "Name",
     col_when: "When",
@@ -66,7 +66,7 @@ const t = strings({
   },
   ru: {
     title: "Расписания",
-    intro: "Запуски, которые начинаются сами: запрос или навык в заданное время. В пределах того, что вы разрешили, запуск идёт без вопросов; всё остальное ждёт вашего одобрения в очереди.",
+    intro: "Запуски, которые начинаются сами: запрос или навык в заданное время. В пределах того, что вы разрешили, запуск идёт без вопросов; всё остальное ждёт вашего одобрения во «Входящих».",
     new: "Новое расписание",
     col_name: "Название",
     col_when: "Когда",

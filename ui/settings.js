@@ -12,6 +12,7 @@ import { voiceCards } from "./voice.js";
 import { language, strings } from "./i18n.js";
 import { h } from "./dom.js";
 import { configDoc, configLabel } from "./config-docs.js";
+import { providerName } from "./providers.js";
 
 const t = strings({
   en: {
@@ -279,17 +280,17 @@ async function keysSection() {
   const list = h("table#provider-keys");
   const note = h("span.meta#keys-note");
   const provider = /** @type {HTMLSelectElement} */ (h("select#key-provider", {},
-    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, name))));
+    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, providerName(name)))));
   const input = /** @type {HTMLInputElement} */ (h("input#key-value", { type: "password", autocomplete: "off", placeholder: t("api_key") }));
   const show = async () => {
     /** @type {ProviderKeyList} */
     const keys = await api("GET", "/v1/me/provider-keys");
     list.replaceChildren(h("tr", {}, h("th", {}, t("provider")), h("th", {}, t("key")), h("th", {}, t("source")), h("th")),
-      ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, key.provider), h("td", {}, key.keyHint),
+      ...keys.items.map((key) => h("tr", { "data-provider": key.provider }, h("td", {}, providerName(key.provider)), h("td", {}, key.keyHint),
         h("td", {}, key.source === "stored" ? t("stored_at", { at: key.updatedAt ? new Date(key.updatedAt).toLocaleString() : "" }) : t("environment")),
         h("td", {}, h("button.test-key", { onclick: () => act(() => testKey(key.provider), "") }, t("test")), " ",
           key.source === "stored"
-            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), t("removed_key", { provider: key.provider })) }, t("remove"))
+            ? h("button.remove-key", { onclick: () => act(() => api("DELETE", `/v1/me/provider-keys/${key.provider}`), t("removed_key", { provider: providerName(key.provider) })) }, t("remove"))
             : ""))));
     if (!keys.items.length) list.append(h("tr", {}, h("td.meta", { colspan: "4" }, t("no_keys"))));
   };
@@ -307,8 +308,8 @@ async function keysSection() {
       act(async () => {
         /** @type {ProviderKeyResponse} */
         const stored = await api("PUT", `/v1/me/provider-keys/${provider.value}`, { apiKey: value });
-        return t("stored_key", { provider: stored.providerKey.provider, hint: stored.providerKey.keyHint });
-      }, t("stored_key_short", { provider: provider.value }));
+        return t("stored_key", { provider: providerName(stored.providerKey.provider), hint: stored.providerKey.keyHint });
+      }, t("stored_key_short", { provider: providerName(provider.value) }));
     },
   }, t("store_key"));
   await show();
@@ -466,7 +467,8 @@ export function restartButton(id) {
 async function testKey(provider) {
   /** @type {import("./types.js").ProviderKeyTest} */
   const tested = await api("POST", `/v1/me/provider-keys/${provider}/test`);
-  return tested.ok ? t("key_works", { provider, model: tested.model }) : t("key_refused", { provider, error: tested.error || t("no_answer") });
+  const name = providerName(provider);
+  return tested.ok ? t("key_works", { provider: name, model: tested.model }) : t("key_refused", { provider: name, error: tested.error || t("no_answer") });
 }
 
 /** @param {HTMLElement} result @param {ConfigSaved} saved */

@@ -1,7 +1,8 @@
 // @ts-check
 // First-run setup: a provider key (stored encrypted by the daemon, then checked with a real
 // one-token request), a ChatGPT account (Codex, signed in with a device code: settings.js), or a
-// model server found on this computer (Ollama, LM Studio, llama.cpp),
+// model server found on this computer (Ollama, LM Studio, llama.cpp) or at an address the
+// person types (another port, another computer of the network),
 // then a default model. Skippable and resumable: whether it was done is kept by the daemon
 // (`/v1/setup`), so every window and the tray agree; the page always shows the current state.
 
@@ -9,6 +10,7 @@ import { api } from "./api.js";
 import { strings } from "./i18n.js";
 import { h } from "./dom.js";
 import { KEYED_PROVIDERS, chatgptSignIn, restartButton } from "./settings.js";
+import { modelName, providerName } from "./providers.js";
 
 /** @typedef {import("./types.js").SetupState} SetupState */
 /** @typedef {import("./types.js").LocalServerList} LocalServerList */
@@ -38,6 +40,18 @@ const t = strings({
     search_again: "Search again",
     use_server: "Use this server",
     using_server: "Souz will use {model} on {provider}.",
+    using_address: "Souz will use {model} on {provider} at {url}.",
+    url_label: "Model server address",
+    url_note: "A server on another port or another computer of your network, e.g. http://127.0.0.1:1234/v1 or http://192.168.1.20:11434.",
+    url_check: "Check",
+    url_checking: "Asking {url} for its models…",
+    url_kind: "Server",
+    kind_llama_cpp: "llama.cpp or another OpenAI-compatible server",
+    problem_invalid_url: "That is not a server address: type one like http://127.0.0.1:1234/v1.",
+    problem_not_local: "Souz looks for model servers only on this computer and your local network, and {url} is neither.",
+    problem_unreachable: "Nothing answers at {url}. Is the server running and listening on that address?",
+    problem_not_model_server: "Something answers at {url}, but it is not a model server: it has no model list at {url}/models.",
+    problem_no_models: "The model server at {url} serves no model yet: load or download one in it first.",
     step_model: "2. The default model",
     model_note: "Used by every chat that names no model.",
     no_models: "No model is usable yet: add a key or a local server above.",
@@ -69,6 +83,18 @@ const t = strings({
     search_again: "Искать снова",
     use_server: "Использовать этот сервер",
     using_server: "Souz будет использовать {model} на {provider}.",
+    using_address: "Souz будет использовать {model} на {provider} по адресу {url}.",
+    url_label: "Адрес сервера моделей",
+    url_note: "Сервер на другом порту или на другом компьютере вашей сети, например http://127.0.0.1:1234/v1 или http://192.168.1.20:11434.",
+    url_check: "Проверить",
+    url_checking: "Запрашиваем у {url} список моделей…",
+    url_kind: "Сервер",
+    kind_llama_cpp: "llama.cpp или другой сервер, совместимый с OpenAI",
+    problem_invalid_url: "Это не адрес сервера: введите адрес вида http://127.0.0.1:1234/v1.",
+    problem_not_local: "Souz ищет серверы моделей только на этом компьютере и в вашей локальной сети, а {url} — ни там, ни там.",
+    problem_unreachable: "По адресу {url} никто не отвечает. Сервер запущен и слушает этот адрес?",
+    problem_not_model_server: "По адресу {url} что-то отвечает, но это не сервер моделей: по адресу {url}/models нет списка моделей.",
+    problem_no_models: "Сервер моделей по адресу {url} пока не отдаёт ни одной модели: сначала загрузите в него модель.",
     step_model: "2. Модель по умолчанию",
     model_note: "Используется в каждом чате, где модель не выбрана.",
     no_models: "Пока нет доступной модели: добавьте ключ или локальный сервер выше.",
@@ -145,7 +171,7 @@ async function finish(next) {
  *  @param {() => Promise<void>} changed @returns {Promise<HTMLElement>} */
 async function keySection(changed) {
   const provider = /** @type {HTMLSelectElement} */ (h("select#setup-provider", {},
-    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, name))));
+    ...KEYED_PROVIDERS.map((name) => h("option", { value: name }, providerName(name)))));
   const input = /** @type {HTMLInputElement} */ (h("input#setup-key", { type: "password", autocomplete: "off", placeholder: t("key_placeholder") }));
   const note = h("p.meta#setup-key-note");
   const present = h("p.meta#setup-keys-present");
@@ -153,7 +179,7 @@ async function keySection(changed) {
     /** @type {ProviderKeyList} */
     const keys = await api("GET", "/v1/me/provider-keys");
     present.textContent = keys.items.length
-      ? t("keys_present", { list: keys.items.map((key) => `${key.provider} (${key.keyHint})`).join(", ") })
+      ? t("keys_present", { list: keys.items.map((key) => `${providerName(key.provider)} (${key.keyHint})`).join(", ") })
       : "";
   };
   const save = h("button.primary#setup-key-save", {
@@ -163,15 +189,16 @@ async function keySection(changed) {
       note.className = "meta";
       if (!value) { note.textContent = t("paste_first"); return; }
       const name = provider.value;
+      const shown = providerName(name);
       try {
         await api("PUT", `/v1/me/provider-keys/${name}`, { apiKey: value });
-        note.textContent = t("testing", { provider: name });
+        note.textContent = t("testing", { provider: shown });
         /** @type {ProviderKeyTest} */
         const tested = await api("POST", `/v1/me/provider-keys/${name}/test`);
         note.className = tested.ok ? "ok" : "error";
         note.textContent = tested.ok
-          ? t("key_ok", { provider: name, model: tested.model })
-          : t("key_failed", { provider: name, error: tested.error || "?" });
+          ? t("key_ok", { provider: shown, model: tested.model })
+          : t("key_failed", { provider: shown, error: tested.error || "?" });
       } catch (error) {
         note.className = "error";
         note.textContent = String(error instanceof Error ? error.message : error);
@@ -185,7 +212,8 @@ async function keySection(changed) {
     h("div.row", {}, provider, input, save), note, present);
 }
 
-/** The local servers that answer, each with a model to pick.
+/** The local servers that answer, each with a model to pick, and a field for a server at
+ *  another address.
  *  @param {() => Promise<void>} changed @returns {HTMLElement} */
 function localSection(changed) {
   const list = h("div#local-servers");
@@ -198,28 +226,67 @@ function localSection(changed) {
     if (!found.items.length) list.append(h("p.meta#no-local", {}, t("none_found")));
   };
   search().catch((error) => { list.replaceChildren(h("p.error", {}, String(error.message || error))); });
-  return h("div.card#setup-local", {}, h("h2", {}, t("step_local")), list, note,
-    h("button#local-search", { onclick: () => search() }, t("search_again")));
+  return h("div.card#setup-local", {}, h("h2", {}, t("step_local")), list,
+    h("button#local-search", { onclick: () => search() }, t("search_again")),
+    addressForm(note, changed), note);
 }
 
-/** @param {LocalServer} server @param {HTMLElement} note @param {() => Promise<void>} changed */
-function serverRow(server, note, changed) {
-  const model = /** @type {HTMLSelectElement} */ (h("select.local-model", {},
+/** A model server's address typed by the person (another port, another computer of the
+ *  network): the daemon asks it for its models (`POST /v1/setup/local-servers/probe`), and what
+ *  answers is offered like a server found, with the kind of server it looks like.
+ *  @param {HTMLElement} note @param {() => Promise<void>} changed */
+function addressForm(note, changed) {
+  const field = /** @type {HTMLInputElement} */ (h("input#local-url", { type: "text", inputmode: "url", autocomplete: "off", spellcheck: false, placeholder: "http://127.0.0.1:1234/v1" }));
+  const result = h("div#local-url-result");
+  const form = h("form.row#local-url-form", {},
+    h("label", { for: "local-url" }, t("url_label")), field, h("button#local-url-check", { type: "submit" }, t("url_check")));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const typed = field.value.trim();
+    result.replaceChildren(h("p.meta", {}, t("url_checking", { url: typed })));
+    try {
+      /** @type {import("./types.js").LocalServerProbe} */
+      const found = await api("POST", "/v1/setup/local-servers/probe", { baseUrl: typed });
+      result.replaceChildren(found.problem
+        ? h("p.error#local-url-problem", { dataset: { problem: found.problem } }, t(`problem_${found.problem}`, { url: found.baseUrl }))
+        : serverRow(found, note, changed, true));
+    } catch (error) {
+      result.replaceChildren(h("p.error", {}, String(error instanceof Error ? error.message : error)));
+    }
+  });
+  return h("div#local-url-box", {}, form, h("p.meta", {}, t("url_note")), result);
+}
+
+/** A server with its models to pick and "Use this server": its model becomes the default and
+ *  is listed in `[llm] local_models`; a `typed` server's address is saved too, as the base URL
+ *  of the kind picked (`[llm] <kind>_base_url`), through the same config edit as Settings.
+ *  @param {LocalServer} server @param {HTMLElement} note @param {() => Promise<void>} changed
+ *  @param {boolean} [typed] */
+function serverRow(server, note, changed, typed = false) {
+  const model = /** @type {HTMLSelectElement} */ (h("select.local-model", { "aria-label": t("step_model") },
     ...server.models.map((name) => h("option", { value: name }, name))));
+  const kind = /** @type {HTMLSelectElement} */ (h("select.server-kind", { "aria-label": t("url_kind") },
+    ...["ollama", "lm_studio", "llama_cpp"].map((name) => h("option", { value: name, selected: name === server.provider },
+      name === "llama_cpp" ? t("kind_llama_cpp") : providerName(name)))));
   const use = h("button.primary.use-server", {
     onclick: async () => {
-      const chosen = `${server.provider}/${model.value}`;
+      const provider = typed ? kind.value : server.provider;
+      const chosen = `${provider}/${model.value}`;
       try {
         /** @type {ConfigDocument} */
         const doc = await api("GET", "/v1/config");
         const current = configValue(doc, "llm", "local_models");
         const listed = Array.isArray(current) ? current.map(String) : [];
         const said = await setLlm([
+          ...(typed ? [{ key: `${provider}_base_url`, value: server.baseUrl }] : []),
           { key: "local_models", value: listed.includes(chosen) ? listed : [...listed, chosen] },
           { key: "default_model", value: chosen },
         ], doc);
         note.className = "ok";
-        note.textContent = `${t("using_server", { model: model.value, provider: server.provider })} ${said}`;
+        const using = typed
+          ? t("using_address", { model: model.value, provider: providerName(provider), url: server.baseUrl })
+          : t("using_server", { model: model.value, provider: providerName(provider) });
+        note.textContent = `${using} ${said}`;
         if (said) note.append(" ", restartButton("setup-restart"));
       } catch (error) {
         note.className = "error";
@@ -228,8 +295,8 @@ function serverRow(server, note, changed) {
       await changed();
     },
   }, t("use_server"));
-  return h("div.row.local-server", { dataset: { provider: server.provider } },
-    h("strong", {}, server.provider), h("span.meta", {}, server.baseUrl), model, use);
+  return h("div.row.local-server", { dataset: { provider: server.provider, typed: typed ? "true" : "" } },
+    typed ? kind : h("strong", {}, providerName(server.provider)), h("span.meta", {}, server.baseUrl), model, use);
 }
 
 /** The default model: the current one, and the usable models to pick from; resolves to how
@@ -243,13 +310,13 @@ async function modelSection(card) {
   const models = bootstrap.capabilities.models.map((model) => `${model.provider}/${model.model}`);
   if (current && !models.includes(current)) models.unshift(current);
   const select = /** @type {HTMLSelectElement} */ (h("select#setup-default-model", {},
-    ...models.map((name) => h("option", { value: name, selected: name === current }, name))));
+    ...models.map((name) => h("option", { value: name, selected: name === current }, modelName(name)))));
   const use = h("button#setup-model-save", {
     onclick: async () => {
       try {
         const said = await setLlm([{ key: "default_model", value: select.value }]);
         note.className = "ok";
-        note.textContent = `${t("default_now", { model: select.value })} ${said}`;
+        note.textContent = `${t("default_now", { model: modelName(select.value) })} ${said}`;
         if (said) note.append(" ", restartButton("setup-model-restart"));
       } catch (error) {
         note.className = "error";
@@ -258,7 +325,7 @@ async function modelSection(card) {
     },
   }, t("use_model"));
   card.replaceChildren(h("h2", {}, t("step_model")), h("p.meta", {}, t("model_note")),
-    h("p#setup-current-model", {}, current ? t("default_now", { model: current }) : t("default_auto")),
+    h("p#setup-current-model", {}, current ? t("default_now", { model: modelName(current) }) : t("default_auto")),
     models.length ? h("div.row", {}, select, use) : h("p.meta", {}, t("no_models")), note);
   return bootstrap.capabilities.models.length;
 }

@@ -918,6 +918,16 @@
  */
 
 /**
+ * `POST /v1/setup/local-servers/probe` answer: what answers at the address typed.
+ * @typedef {{
+ *   baseUrl: string;
+ *   models: Array<string>;
+ *   problem?: ProbeProblem | null;
+ *   provider: string;
+ * }} LocalServerProbe
+ */
+
+/**
  * The local user the bearer token stands for.
  * @typedef {{
  *   id: string;
@@ -1361,6 +1371,18 @@
  *   execution: Execution;
  *   message: Message;
  * }} PostMessageResponse
+ */
+
+/**
+ * `POST /v1/setup/local-servers/probe` body.
+ * @typedef {{
+ *   baseUrl: string;
+ * }} ProbeLocalServer
+ */
+
+/**
+ * Why a probed address offers no model.
+ * @typedef {"invalid_url" | "not_local" | "unreachable" | "not_model_server" | "no_models"} ProbeProblem
  */
 
 /**

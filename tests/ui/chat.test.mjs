@@ -3,7 +3,9 @@
 // path to script injection, Stop and a follow-up sent while the agent works (queued for the
 // graph agent's next turn), a tool call's approval given inline in the chat, and files
 // attached by upload and by path, the diff an inline approval would allow (drawn as the Inbox
-// draws it), Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
+// draws it, whose card names the chat by its title and its expiry as a time to come, in both
+// languages), a reopened chat's tool lines (approved and denied, in place, with Undo), the model
+// picker's names, Enter sending and Shift+Enter starting a new line. Models are the fake OpenAI server (fake-openai.mjs). Prints
 // two figures (MEASURE lines): the page's first contentful paint, and Send to the first
 // streamed token on the page. Screenshots: `chat`, `chat-attachments`.
 
@@ -301,6 +303,14 @@ test("the chat's approval shows the diff it approves, drawn as the Inbox draws i
     const inbox = await live.open(`/inbox/${approvalId}`);
     await inbox.waitForSelector(`[data-approval="${approvalId}"] pre.diff`);
     assert.equal(await inbox.innerHTML(`[data-approval="${approvalId}"] pre.diff`), await tab.innerHTML(`${detail} pre.diff`));
+    // The card names the chat by its title, and says when it would be denied as a time to come.
+    const card = `[data-approval="${approvalId}"]`;
+    assert.match(await inbox.textContent(`${card} h2`), /^chat “A diff inline” wants to use /);
+    assert.match(await inbox.textContent(`${card} p.meta`), /denied automatically in \d+ (minutes?|seconds?|hours?) \(/);
+    await inbox.selectOption("#language", "ru");
+    await waitFor(async () => /^чат «A diff inline» хочет использовать /.test(await inbox.textContent(`${card} h2`)), "the card in Russian");
+    assert.match(await inbox.textContent(`${card} p.meta`), /будет автоматически отклонено через \d+ (минут[уы]?|секунд[уы]?|час(а|ов)?) \(\d{1,2}:\d{2}\)/);
+    await inbox.selectOption("#language", "en");
     await inbox.close();
 
     await tab.click(".messages .tool-call.waiting button[data-approve]");
@@ -353,6 +363,63 @@ test("a turn's tool call is approved inline in the chat", async () => {
   }
 });
 
+test("a reopened chat shows its earlier turn's tool lines in place, approved and denied, with Undo where a file changed", async () => {
+  const live = await liveDaemon("skills");
+  try {
+    const kept = join(live.user, "kept.txt");
+    const refused = join(live.user, "refused.txt");
+    live.provider.push(toolCall("write-kept", "RunSkillCommand", { skillId: "NewFile", arguments: { path: kept, text: "yes\n" } }));
+    live.provider.push(toolCall("write-refused", "RunSkillCommand", { skillId: "NewFile", arguments: { path: refused, text: "no\n" } }));
+    live.provider.push(text(["One written, one refused."]));
+    live.provider.push(text(["Nothing more to do."]));
+    const { body } = await live.call("POST", "/v1/chats", { title: "Lines kept" });
+    const chatId = body.chat.id;
+    const tab = await live.open(`/chat/${chatId}`);
+    await tab.fill("#chat-input", "Write two files");
+    await tab.click("#chat-send");
+    await tab.click('.messages .tool-call[data-tool-call="write-kept"] button[data-approve]');
+    await tab.click('.messages .tool-call[data-tool-call="write-refused"] button[data-deny]');
+    await waitFor(async () => (await tab.locator(".message.assistant:not(.streaming)").count()) === 1, "the first answer");
+    await tab.fill("#chat-input", "Anything else?");
+    await tab.click("#chat-send");
+    await waitFor(async () => (await tab.locator(".message.assistant:not(.streaming)").count()) === 2, "the second answer");
+    assert.equal(existsSync(kept), true);
+    assert.equal(existsSync(refused), false, "the denied call wrote nothing");
+    await tab.close();
+
+    /** The messages' children in order: a message by its role, a tool line by its key. */
+    const order = (page) => page.$$eval(".messages > .message, .messages > .tool-call", (nodes) =>
+      nodes.map((node) => node.classList.contains("tool-call") ? `tool:${node.getAttribute("data-tool-call")}` : node.classList.contains("user") ? "user" : "assistant"));
+    const again = await live.open(`/chat/${chatId}`);
+    await again.waitForSelector('.messages .tool-call[data-tool-call="write-refused"]');
+    assert.deepEqual(await order(again), ["user", "tool:write-kept", "tool:write-refused", "assistant", "user", "assistant"]);
+    const keptLine = '.messages .tool-call[data-tool-call="write-kept"]';
+    const refusedLine = '.messages .tool-call[data-tool-call="write-refused"]';
+    assert.equal(await again.getAttribute(keptLine, "data-approval"), "approved");
+    assert.equal(await again.getAttribute(keptLine, "data-state"), "finished", "the approved call ran");
+    assert.match(await again.textContent(keptLine), /✓ \S+ .*· approved in Souz/s);
+    assert.equal(await again.getAttribute(refusedLine, "data-approval"), "denied");
+    assert.equal(await again.getAttribute(refusedLine, "data-state"), "failed");
+    assert.match(await again.textContent(refusedLine), /✗ \S+ .*· denied in Souz/s);
+    assert.equal(await again.locator(".messages .tool-call .actions button").count(), 0, "no approval buttons on decided lines");
+    // The approved call wrote a file: its line offers Undo, as a live line does; the denied one none.
+    await again.waitForSelector(`${keptLine} button[data-undo-call]`);
+    assert.equal(await again.locator(`${refusedLine} button[data-undo-call]`).count(), 0);
+    await again.click(`${keptLine} button[data-undo-call]`);
+    await waitFor(() => !existsSync(kept), "the replayed line's undo");
+    await again.waitForSelector(`${keptLine} .undo-panel .undone`);
+
+    // In Russian, the same lines say it in Russian.
+    await again.selectOption("#language", "ru");
+    await again.waitForSelector(`${refusedLine} .verdict`);
+    await waitFor(async () => /запрещено в Souz/.test(await again.textContent(`${refusedLine} .verdict`)), "the Russian verdict");
+    assert.match(await again.textContent(`${keptLine} .verdict`), /разрешено в Souz/);
+    assert.deepEqual(await order(again), ["user", "tool:write-kept", "tool:write-refused", "assistant", "user", "assistant"]);
+  } finally {
+    await live.close();
+  }
+});
+
 test("a chat's own agent is picked in the chat; the skills agent takes a follow-up at its next step", async () => {
   const live = await liveDaemon("graph");
   try {
@@ -362,6 +429,12 @@ test("a chat's own agent is picked in the chat; the skills agent takes a follow-
     const chatId = body.chat.id;
     const tab = await live.open(`/chat/${chatId}`);
     await tab.waitForSelector("#chat-agent");
+    // The model picker names models as people know them; the value stays `provider/model`.
+    const models = await tab.$$eval("#chat-model option", (nodes) => nodes.map((node) => ({ value: node.value, text: node.textContent || "" })));
+    const openai = models.filter((option) => option.value.startsWith("openai/"));
+    assert.ok(openai.length > 0, JSON.stringify(models));
+    for (const option of openai) assert.equal(option.text, `${option.value.slice("openai/".length)} · OpenAI`);
+    assert.doesNotMatch(models[0].text, /openai\//, "the default's option too");
     await tab.selectOption("#chat-agent", "skills");
     await waitFor(async () => (await live.call("GET", `/v1/chats/${chatId}/settings`)).body.agent === "skills", "the agent saved");
     // Tools: unchecking one stores the chat's own list.

@@ -31,7 +31,7 @@ test("Claude Code and Claude Desktop get Souz after the diff, with a backup and 
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
   });
 
-  const tab = await session.page("/connect");
+  const tab = await session.page("/connections/claude");
   // Claude Code: its own file, changed after the diff, with no token in it.
   await tab.click("#code-config-show");
   await tab.waitForSelector("#code-config-diff");
@@ -106,7 +106,7 @@ test("Claude Code and Claude Desktop get Souz after the diff, with a backup and 
 test("a file changed after the diff was shown is not touched", async () => {
   const file = join(session.user, ".config", "Claude", "claude_desktop_config.json");
   writeFileSync(file, JSON.stringify({ mcpServers: {} }));
-  const tab = await session.page("/connect");
+  const tab = await session.page("/connections/claude");
   await tab.click("#desktop-show");
   await tab.waitForSelector("#desktop-apply");
   const meanwhile = JSON.stringify({ mcpServers: { other: { command: "x" } } });

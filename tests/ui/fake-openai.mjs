@@ -46,14 +46,20 @@ export function toolCall(id, name, args) {
   ];
 }
 
-/** Starts the server on a free loopback port. `push(reply)` queues the next answer. */
-export async function startFakeOpenAi() {
+/** Starts the server on a free loopback port. `push(reply)` queues the next answer; `GET
+ *  /v1/models` lists `models` (as llama.cpp's server and other OpenAI-compatible servers do). */
+export async function startFakeOpenAi({ models = ["fake-model"] } = {}) {
   const replies = [];
   const requests = [];
   const server = createServer((request, response) => {
     let body = "";
     request.on("data", (part) => { body += part; });
     request.on("end", async () => {
+      if (request.method === "GET" && request.url === "/v1/models") {
+        response.writeHead(200, { "Content-Type": "application/json" });
+        response.end(JSON.stringify({ object: "list", data: models.map((id) => ({ id, object: "model", created: 1_700_000_000 })) }));
+        return;
+      }
       if (request.method !== "POST" || request.url !== "/v1/chat/completions") {
         response.writeHead(404, { "Content-Type": "application/json" });
         response.end(JSON.stringify({ error: { message: `no route ${request.url}`, type: "fake_error" } }));

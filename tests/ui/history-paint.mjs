@@ -45,7 +45,7 @@ try {
   const contentful = [];
   const switched = [];
   for (let round = 0; round < ROUNDS; round += 1) {
-    const tab = await session.page("/history");
+    const tab = await session.page("/activity/history");
     await tab.waitForSelector("#history-rows tr");
     await tab.waitForFunction(() => performance.getEntriesByName("souz-history-painted").length > 0);
     fresh.push(await tab.evaluate(() => performance.getEntriesByName("souz-history-painted")[0].startTime));

@@ -51,7 +51,7 @@ async function run(tool, args) {
 }
 
 test("the History page shows a write live, undoes it on disk, and shows a conflict's three versions", async () => {
-  const tab = await session.page("/history");
+  const tab = await session.page("/activity/history");
   await tab.waitForSelector("#history-empty", { state: "visible" });
 
   // A file written after the page opened shows up by itself (history.change.recorded).
@@ -108,7 +108,7 @@ test("the History page shows a write live, undoes it on disk, and shows a confli
 test("an Audit row whose call wrote a file undoes it", async () => {
   const draft = join(session.user, "draft.txt");
   const created = await run("NewFile", { path: draft, text: "draft\n" });
-  const tab = await session.page("/audit");
+  const tab = await session.page("/activity/audit");
   const button = `tr[data-call-id="${created}"] button[data-undo-call="${created}"]`;
   await tab.waitForSelector(button);
   // A call that changed no file has no Undo.
@@ -141,7 +141,7 @@ test("a chat turn's tool line undoes its call's file; the answer's Undo this tur
   await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]');
 
   // On the History page the change names its chat (a link to it) and offers the whole turn.
-  const history = await session.page("/history");
+  const history = await session.page("/activity/history");
   const callId = await tab.getAttribute(undo, "data-undo-call");
   const row = `#history-rows tr[data-call-id="${callId}"]`;
   await history.waitForSelector(`${row} a.chat-link[href="#/chat/${body.chat.id}"]`);
@@ -157,14 +157,17 @@ test("a chat turn's tool line undoes its call's file; the answer's Undo this tur
   assert.equal(await tab.locator(undo).count(), 0, "no Undo once undone");
   assert.equal(readFileSync(second, "utf8"), "post office\n", "the other call's file stays");
 
-  // Opened again, the chat shows the answers without their tool lines: the answer offers the
-  // rest of its turn.
+  // Opened again, the chat shows its tool lines again: the undone call's without Undo, the
+  // other's with it; the answer offers the rest of its turn.
   const again = await session.page(`/chat/${body.chat.id}`);
+  await again.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]');
+  assert.equal(await again.locator('.messages .tool-call[data-tool-call="write-1"] button[data-undo-call]').count(), 0, "the undone call has no Undo");
   await again.click(".messages button[data-undo-turn]");
   await waitFor(() => !existsSync(second), "the rest of the turn to be undone");
   await again.waitForSelector(".messages .turn-undo .undone");
-  // The first page follows: its second line's Undo goes (nothing left to undo).
+  // Both pages follow: the second line's Undo goes (nothing left to undo).
   await tab.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
+  await again.waitForSelector('.messages .tool-call[data-tool-call="write-2"] button[data-undo-call]', { state: "detached" });
   await again.context().close();
   await tab.context().close();
 });
@@ -184,7 +187,7 @@ test("a turn's History route shows what its undo would meet: the conflicts, else
   writeFileSync(file, "mine\n");
 
   // A file changed since: the three versions, and nothing undone by opening the page.
-  const tab = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  const tab = await session.page(`/activity/history/turn/${encodeURIComponent(executionId)}`);
   await tab.waitForSelector(`#history-turn-panel .conflict[data-conflict-path="${file}"]`);
   await tab.waitForSelector("#history-rows tr");
   assert.equal(await tab.locator("#history-rows tr").count(), 1, "only the turn's changes are listed");
@@ -197,14 +200,14 @@ test("a turn's History route shows what its undo would meet: the conflicts, else
 
   // As Souz left it: Undo this turn, which takes the file back.
   writeFileSync(file, "souz\n");
-  const again = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  const again = await session.page(`/activity/history/turn/${encodeURIComponent(executionId)}`);
   await again.click(`#history-turn-panel button[data-undo-turn="${executionId}"]`);
   await waitFor(() => !existsSync(file), "the turn to be undone");
   await again.waitForSelector("#history-turn-panel .undone");
   await again.context().close();
 
   // Nothing left: the page says so.
-  const done = await session.page(`/history/turn/${encodeURIComponent(executionId)}`);
+  const done = await session.page(`/activity/history/turn/${encodeURIComponent(executionId)}`);
   await done.waitForSelector("#history-turn-panel.meta");
   assert.match(await done.textContent("#history-turn-panel"), /Nothing of this turn is left to undo/);
   await done.context().close();
@@ -226,7 +229,7 @@ test("the History page pages with Load older and filters by client", async () =>
   await waitFor(async () => (await session.api("GET", `/v1/tool-calls/${cliCall}`)).body.status === "succeeded", "the CLI call");
 
   const { body } = await session.api("GET", "/v1/history?limit=500");
-  const tab = await session.page("/history");
+  const tab = await session.page("/activity/history");
   await tab.waitForSelector("#history-rows tr");
   assert.equal(await tab.locator("#history-rows tr").count(), 50, "one page");
   assert.equal(await tab.getAttribute("#history-rows tr:first-child", "data-call-id"), cliCall, "newest first");

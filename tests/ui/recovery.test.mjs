@@ -44,7 +44,7 @@ test("an invalid config.toml opens recovery; a valid save starts Souz; Restart S
   assert.match(readFileSync(join(home, "config.toml"), "utf8"), /default_agent = "graph"/);
 
   // A restart-bound change, then Restart Souz from Settings: same address, back up.
-  await tab.goto(`${base}/app/#/settings/form`);
+  await tab.goto(`${base}/app/#/settings/advanced`);
   await tab.waitForSelector("#field-server-max_connections");
   await tab.fill("#field-server-max_connections", "128");
   await tab.click("#settings-save");

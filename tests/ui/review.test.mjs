@@ -2,7 +2,7 @@
 // review-mode switch stages a turn's writes (the fake OpenAI server of fake-openai.mjs drives
 // the turn), the turn ends with its review panel under the messages — each change with its
 // diff — and Discard / Apply all decide it, checked on the disk; an MCP client switched to
-// review mode on the Clients page stages its writes, the Queue shows their review with a
+// review mode on Connections › Client tokens stages its writes, the Inbox shows their review with a
 // file changed on disk marked as a conflict, Apply all leaves that one, Apply anyway writes
 // it; two edits of one file stage on each other, and a discarded first marks the second's
 // conflict as an earlier change's. Screenshots: `review-chat`, `review-queue`.
@@ -92,9 +92,9 @@ async function mcpClient(name) {
   };
 }
 
-test("the Queue shows an MCP client's review; a conflict applies only with Apply anyway", async () => {
+test("the Inbox shows an MCP client's review; a conflict applies only with Apply anyway", async () => {
   const client = await mcpClient("claude-code");
-  const clients = await session.page("/clients");
+  const clients = await session.page("/connections/clients");
   const toggle = 'input[data-review-mode="claude-code"]';
   await clients.waitForSelector(toggle);
   await clients.check(toggle);
@@ -108,7 +108,7 @@ test("the Queue shows an MCP client's review; a conflict applies only with Apply
   // Someone changes the file while the edit waits.
   writeFileSync(list, "alpha\nbeta\ngamma\n");
 
-  const tab = await session.page("/queue");
+  const tab = await session.page("/inbox");
   const panel = "#review-list [data-review]";
   await tab.waitForSelector(panel);
   assert.match(await tab.textContent(`${panel} h2`), /claude-code/);
@@ -123,7 +123,7 @@ test("the Queue shows an MCP client's review; a conflict applies only with Apply
 
   await tab.click(`${panel} button.review-force`);
   await waitFor(() => readFileSync(list, "utf8") === "ALPHA\nbeta\ngamma\n", "the forced edit on disk");
-  // Every change decided: the review closes and leaves the Queue.
+  // Every change decided: the review closes and leaves the Inbox.
   await tab.waitForSelector(panel, { state: "detached" });
 });
 
@@ -136,7 +136,7 @@ test("two edits of one file stage on each other; discarding the first marks the 
   await client.call("EditFile", { path: todo, oldString: "milk", newString: "oat milk" });
   await client.call("EditFile", { path: todo, oldString: "oat milk", newString: "oat milk (2 l)" });
 
-  const tab = await session.page("/queue");
+  const tab = await session.page("/inbox");
   const panel = "#review-list [data-review]:has(h2:has-text('second-client'))";
   await tab.waitForSelector(`${panel} .staged-change >> nth=1`);
   assert.equal(await tab.locator(`${panel} .staged-change.conflict`).count(), 0, "waiting for the first is no conflict");

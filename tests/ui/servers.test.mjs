@@ -1,8 +1,8 @@
-// The Servers page (ui/servers.js) against a real `souz serve`: add an external MCP server
+// Connections › MCP servers (ui/servers.js) against a real `souz serve`: add an external MCP server
 // (@modelcontextprotocol/server-everything over stdio, installed by scripts/test.sh into
 // tests/clients/) from the form, see a bad one refused with its line and column, see the
 // server connected with its tools with no restart, test it, see its tool's approval in the
-// Queue named with its server, turn it off (its tools gone at once) and remove it.
+// Inbox named with its server, turn it off (its tools gone at once) and remove it.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -28,8 +28,8 @@ after(async () => {
   await session?.close();
 });
 
-test("servers are added, refused with positions, tested, named in the Queue, disabled and removed", async () => {
-  const tab = await session.page("/servers");
+test("servers are added, refused with positions, tested, named in the Inbox, disabled and removed", async () => {
+  const tab = await session.page("/connections/servers");
   await tab.waitForSelector("#servers td.meta");
 
   // A server with a URL that is not http(s): refused with its position, nothing written.
@@ -67,7 +67,7 @@ test("servers are added, refused with positions, tested, named in the Queue, dis
   await tab.waitForSelector("#servers-note :text('everything: ok')");
   await shot(tab, "servers");
 
-  // Its tool asks, and the Queue says which server it belongs to.
+  // Its tool asks, and the Inbox says which server it belongs to.
   const started = await api("POST", "/v1/tool-calls", {
     tool: "mcp__everything__echo", arguments: { message: "from the UI test" }, wait_ms: 0,
   });
@@ -77,7 +77,7 @@ test("servers are added, refused with positions, tested, named in the Queue, dis
     return body.items.length ? body.items : null;
   }, "the approval");
   assert.equal(approvals[0].server, "everything");
-  const queue = await session.page("/queue");
+  const queue = await session.page("/inbox");
   await queue.waitForSelector(`article[data-approval='${approvals[0].id}'] .tag.server`);
   assert.equal(await queue.textContent(`article[data-approval='${approvals[0].id}'] .tag.server`), "MCP server everything");
   await queue.click(`article[data-approval='${approvals[0].id}'] button.primary`);

@@ -1,6 +1,7 @@
 // The first-run setup with no usable model (no key, no model server answering): "Finish" does
 // not finish silently — it says plainly that chats will not answer and how to fix that, and
-// finishes only when asked again ("Finish anyway"). In both languages.
+// finishes only when asked again ("Finish anyway"); and a message sent in a chat says no model
+// is set up and links to the setup, instead of an API error. In both languages.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -67,5 +68,32 @@ test("the warning is in Russian too", async () => {
   await waitFor(() => tab.isVisible("#setup-finish-note"), "the warning");
   assert.match(await tab.textContent("#setup-finish-note"), /чаты не будут отвечать/);
   assert.equal((await tab.textContent("#setup-finish")).trim(), "Всё равно завершить");
+  await tab.context().close();
+});
+
+test("Send with no usable model says so and links to the setup, in both languages", async () => {
+  await session.api("PATCH", "/v1/me/settings", { interfaceLanguage: "en" });
+  const { body } = await session.api("POST", "/v1/chats", { title: "No model yet" });
+  const tab = await session.page(`/chat/${body.chat.id}`, { height: 900 });
+  await tab.waitForSelector("#chat-send:not([disabled])");
+  await tab.fill("#chat-input", "Hello?");
+  await tab.click("#chat-send");
+  await tab.waitForSelector("#chat-notice a#chat-setup-link");
+  assert.match(await tab.textContent("#chat-notice"), /No model is set up yet/);
+  assert.doesNotMatch(await tab.textContent("#chat-notice"), /PUT \/v1|souz keys set/, "no API or CLI talk");
+  assert.equal((await tab.textContent("#chat-setup-link")).trim(), "Set up a model");
+  assert.equal(await tab.inputValue("#chat-input"), "Hello?", "what was typed stays in the box");
+
+  await tab.selectOption("#language", "ru");
+  await tab.waitForSelector("#chat-send:not([disabled])");
+  await waitFor(async () => (await tab.textContent("#chat-send")).trim() === "Отправить", "the Russian page");
+  await tab.fill("#chat-input", "Привет?");
+  await tab.click("#chat-send");
+  await tab.waitForSelector("#chat-notice a#chat-setup-link");
+  assert.equal((await tab.textContent("#chat-setup-link")).trim(), "Настроить модель");
+  assert.match(await tab.textContent("#chat-notice"), /Модель ещё не настроена/);
+  await tab.click("#chat-setup-link");
+  await waitFor(async () => new URL(tab.url()).hash === "#/setup", "the setup");
+  await tab.waitForSelector("#setup-finish");
   await tab.context().close();
 });

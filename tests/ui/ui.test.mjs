@@ -1,8 +1,9 @@
 // Drives the Souz web UI (/app) in headless Chromium against a real `souz serve` with its own
-// Souz home: approve from the Queue and see the tool's effect, deny, edit settings with an
+// Souz home: approve from the Inbox and see the tool's effect, deny, edit settings with an
 // invalid value and see the positioned error, then a valid one and see it applied; and a live
-// turn streaming from a fake OpenAI server (fake-openai.mjs) into the Live turns page; and a
-// question the agent asks (AskUser) answered in the Queue, with the turn going on.
+// turn streaming from a fake OpenAI server (fake-openai.mjs) into Activity › Working now; and a
+// question the agent asks (AskUser) answered in the Inbox, with the turn going on; a refused tab recovers when the `souz ui`
+// address is pasted again.
 // Screenshots of each page go to docs/screenshots/ when SOUZ_SCREENSHOTS is set. The daemon and
 // browser harness is harness.mjs; other pages have test files of their own (*.test.mjs).
 
@@ -62,7 +63,7 @@ test("`souz ui --open` signs a real browser in through its owner-only redirect p
   rmSync(bin, { recursive: true, force: true });
 });
 
-test("a one-time code signs the page in once, and the Clients page makes and revokes tokens", async () => {
+test("a one-time code signs the page in once, and Connections › Client tokens makes and revokes them", async () => {
   const issued = await api("POST", "/v1/ui-codes");
   assert.equal(issued.status, 201, JSON.stringify(issued.body));
   const editor = await api("POST", "/v1/clients", { name: "ui-test-editor", scope: "chats" });
@@ -70,7 +71,7 @@ test("a one-time code signs the page in once, and the Clients page makes and rev
   const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
   const tab = await context.newPage();
   tab.on("pageerror", (error) => { throw error; });
-  await tab.goto(`${base}/app/#code=${issued.body.code}&go=/clients`);
+  await tab.goto(`${base}/app/#code=${issued.body.code}&go=/connections/clients`);
   await tab.waitForSelector("#connection.up");
   assert.ok(!tab.url().includes(issued.body.code), "the code leaves the address bar");
   await tab.fill("form.inline input", "ui-test-client");
@@ -111,7 +112,36 @@ test("a page without the token asks for it and refuses a wrong one", async () =>
   await context.close();
 });
 
-test("approving from the Queue runs the tool", async () => {
+test("a refused token gives way when the `souz ui` address is pasted again, without a reload", async () => {
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => { throw error; });
+  await tab.goto(`${base}/app/#token=wrong-token`);
+  await tab.waitForSelector("#login-error:not([hidden])");
+  // A mark on this page's window: a reload would lose it.
+  await tab.evaluate(() => { window["souzSamePage"] = true; });
+  // Pasting the address `souz ui` prints changes only the fragment of the same page.
+  await tab.evaluate((good) => { location.hash = `#token=${good}&go=/schedules`; }, token);
+  await tab.waitForSelector("#connection.up");
+  await tab.waitForSelector("#login-form", { state: "detached" });
+  await waitFor(() => new URL(tab.url()).hash === "#/schedules", "the route the address named");
+  assert.equal(await tab.evaluate(() => window["souzSamePage"]), true, "the page was not reloaded");
+  assert.ok(!tab.url().includes(token), "the token leaves the address bar");
+
+  // A one-time code (what `souz ui --open` leads to) pasted into a refused tab works the same way.
+  await tab.evaluate(() => { location.hash = "#token=refused-again"; });
+  await tab.waitForSelector("#login-error:not([hidden])");
+  const issued = await api("POST", "/v1/ui-codes");
+  assert.equal(issued.status, 201, JSON.stringify(issued.body));
+  await tab.evaluate((code) => { location.hash = `#code=${code}`; }, issued.body.code);
+  await tab.waitForSelector("#login-form", { state: "detached" });
+  await tab.waitForSelector("#connection.up");
+  assert.equal(await tab.evaluate(() => window["souzSamePage"]), true, "still the same page");
+  assert.ok(!tab.url().includes(issued.body.code), "the code leaves the address bar");
+  await context.close();
+});
+
+test("approving from the Inbox runs the tool", async () => {
   const call = await askingCall("approved.txt");
   const tab = await page();
   const card = `[data-approval="${call.approval_id}"]`;
@@ -136,7 +166,7 @@ test("the folder offer covers the file writes in one folder, says what it covers
   const folder = join(user, "ui-project");
   mkdirSync(folder, { recursive: true });
   const call = await askingCall("ui-project/one.txt");
-  const tab = await page(`/queue/${call.approval_id}`);
+  const tab = await page(`/inbox/${call.approval_id}`);
   const card = `[data-approval="${call.approval_id}"]`;
   await tab.waitForSelector(`${card} .scope-covers`);
   const covers = await tab.textContent(`${card} .scope-covers`);
@@ -165,9 +195,9 @@ test("the folder offer covers the file writes in one folder, says what it covers
   await tab.context().close();
 });
 
-test("denying from the Queue refuses the call", async () => {
+test("denying from the Inbox refuses the call", async () => {
   const call = await askingCall("denied.txt");
-  const tab = await page(`/queue/${call.approval_id}`);
+  const tab = await page(`/inbox/${call.approval_id}`);
   const card = `[data-approval="${call.approval_id}"]`;
   await tab.waitForSelector(`${card}.focus`);
   await tab.click(`${card} button.danger`);
@@ -180,7 +210,7 @@ test("denying from the Queue refuses the call", async () => {
   await tab.context().close();
 });
 
-test("the Queue shows control and bidirectional characters escaped", async () => {
+test("the Inbox shows control and bidirectional characters escaped", async () => {
   const started = await api("POST", "/v1/tool-calls", {
     tool: "NewFile", arguments: { path: join(user, "shown.txt"), text: "invoice\u202Etxt.exe \u2066hidden\u2069" }, wait_ms: 0,
   });
@@ -189,7 +219,7 @@ test("the Queue shows control and bidirectional characters escaped", async () =>
     const { body } = await api("GET", `/v1/tool-calls/${started.body.id}`);
     return body.approval_id ? body : null;
   }, "the approval");
-  const tab = await page(`/queue/${call.approval_id}`);
+  const tab = await page(`/inbox/${call.approval_id}`);
   const card = `[data-approval="${call.approval_id}"]`;
   await tab.waitForSelector(`${card}.focus`);
   const shown = await tab.textContent(card);
@@ -200,7 +230,7 @@ test("the Queue shows control and bidirectional characters escaped", async () =>
 });
 
 test("settings show positioned problems, then save and apply a valid change", async () => {
-  const tab = await page("/settings/raw");
+  const tab = await page("/settings/advanced/toml");
   await tab.waitForSelector("#raw-toml");
   const original = await tab.inputValue("#raw-toml");
   const line = original.split("\n").indexOf("# port = 8383") + 1;
@@ -239,6 +269,9 @@ test("settings show positioned problems, then save and apply a valid change", as
 test("provider keys are stored from Settings, shown by hint only, and removed", async () => {
   const tab = await page("/settings/model");
   await tab.waitForSelector("#keys #key-save");
+  // Providers by the names people know; the value stays the wire name.
+  assert.deepEqual(await tab.locator("#key-provider option").allTextContents(), ["OpenAI", "Anthropic", "Qwen", "AiTunnel", "GigaChat"]);
+  assert.deepEqual(await tab.$$eval("#key-provider option", (nodes) => nodes.map((node) => node.value)), ["openai", "anthropic", "qwen", "ai_tunnel", "giga"]);
   const key = "sk-ui-secret-0123456789qrst";
   await tab.selectOption("#key-provider", "anthropic");
   await tab.fill("#key-value", key);
@@ -246,7 +279,8 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
   await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]');
   const row = await tab.textContent('#provider-keys tr[data-provider="anthropic"]');
   assert.match(row, /\.\.\.qrst/);
-  assert.match(await tab.textContent("#keys-note"), /Stored the anthropic key \.\.\.qrst/);
+  assert.equal(await tab.textContent('#provider-keys tr[data-provider="anthropic"] td'), "Anthropic");
+  assert.match(await tab.textContent("#keys-note"), /Stored the Anthropic key \.\.\.qrst/);
   assert.ok(!(await tab.content()).includes(key), "the key is never shown back");
   assert.equal(await tab.inputValue("#key-value"), "", "the field is cleared");
   const { body } = await api("GET", "/v1/me/provider-keys");
@@ -257,7 +291,7 @@ test("provider keys are stored from Settings, shown by hint only, and removed", 
 
   await tab.click('#provider-keys tr[data-provider="anthropic"] .remove-key');
   await tab.waitForSelector('#provider-keys tr[data-provider="anthropic"]', { state: "detached" });
-  assert.match(await tab.textContent("#keys-note"), /Removed the anthropic key/);
+  assert.match(await tab.textContent("#keys-note"), /Removed the Anthropic key/);
   const after = await api("GET", "/v1/me/provider-keys");
   assert.ok(!after.body.items.some((item) => item.provider === "anthropic"));
   await tab.context().close();
@@ -297,7 +331,7 @@ test("the SaluteSpeech key is stored from Settings › Voice, shown by hint only
 
 test("pause from the header denies what waits and resumes", async () => {
   const call = await askingCall("paused.txt");
-  const tab = await page("/grants");
+  const tab = await page("/settings/approvals");
   await tab.click("#pause");
   await tab.waitForSelector("#paused-banner:not([hidden])");
   const { body } = await api("GET", `/v1/approvals/${call.approval_id}`);
@@ -308,15 +342,15 @@ test("pause from the header denies what waits and resumes", async () => {
   await tab.context().close();
 });
 
-test("grants, audit, live turns and chat pages render", async () => {
-  const tab = await page("/audit");
+test("the standing grants, Tool log, Working now and Chat pages render", async () => {
+  const tab = await page("/activity/audit");
   await tab.waitForSelector("table tbody tr");
   assert.match(await tab.textContent("tbody"), /NewFile/);
   await shot(tab, "audit");
-  await tab.goto(`${base}/app/#/grants`);
+  await tab.goto(`${base}/app/#/settings/approvals`);
   await tab.waitForSelector("h2:has-text('Standing grants')");
   await shot(tab, "grants");
-  await tab.goto(`${base}/app/#/live`);
+  await tab.goto(`${base}/app/#/activity/live`);
   await tab.waitForSelector("#turns");
   await tab.goto(`${base}/app/#/chat`);
   await tab.click("#new-chat");
@@ -325,7 +359,7 @@ test("grants, audit, live turns and chat pages render", async () => {
   await tab.context().close();
 });
 
-test("a live turn streams from the model into the Live turns page", async () => {
+test("a live turn streams from the model into Activity › Working now", async () => {
   // A daemon of its own, whose OpenAI provider is the fake server.
   const provider = await startFakeOpenAi();
   const liveHome = mkdtempSync(join(tmpdir(), "souz-ui-live-home-"));
@@ -349,7 +383,7 @@ test("a live turn streams from the model into the Live turns page", async () => 
 
     const tab = await context.newPage();
     tab.on("pageerror", (error) => { throw error; });
-    await tab.goto(`${live.url}/app/#token=${live.token}&go=/live`);
+    await tab.goto(`${live.url}/app/#token=${live.token}&go=/activity/live`);
     await tab.waitForSelector("#connection.up");
     await tab.waitForSelector("#turns .empty");
 
@@ -393,7 +427,7 @@ test("a live turn streams from the model into the Live turns page", async () => 
   }
 });
 
-test("a question the agent asks is answered in the Queue and the turn goes on", async () => {
+test("a question the agent asks is answered in the Inbox and the turn goes on", async () => {
   // A daemon of its own whose model calls AskUser (a real turn against the fake provider).
   const provider = await startFakeOpenAi();
   const askHome = mkdtempSync(join(tmpdir(), "souz-ui-ask-home-"));
@@ -423,7 +457,7 @@ test("a question the agent asks is answered in the Queue and the turn goes on", 
   try {
     provider.push(toolCall("ask-1", "AskUser", { question: "Which color should the logo be?", choices: ["Red", "Blue"] }));
     provider.push(text(["Blue it is."]));
-    const tab = await open("/queue");
+    const tab = await open("/inbox");
     const chat = await call("POST", "/v1/chats", { title: "Logo" });
     const chatId = chat.body.chat.id;
     const posted = await call("POST", `/v1/chats/${chatId}/messages`, { content: "Pick a logo color" });
@@ -441,7 +475,7 @@ test("a question the agent asks is answered in the Queue and the turn goes on", 
     await shot(tab, "queue-question");
 
     // A deep link highlights it.
-    const linked = await open(`/queue/${optionId}`);
+    const linked = await open(`/inbox/${optionId}`);
     await linked.waitForSelector(`${selector}.focus`);
 
     await tab.click(`${selector} button.choice:text('Blue')`);

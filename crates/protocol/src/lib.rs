@@ -63,7 +63,10 @@ pub use memory::{
     MemorySearchRequest, MemorySearchResult, MemoryStatus, MemoryStatusFilter, NewMemoryFact,
     RecallMode,
 };
-pub use setup::{LocalServer, LocalServerList, PutSetupState, Restarting, SetupState};
+pub use setup::{
+    LocalServer, LocalServerList, LocalServerProbe, ProbeLocalServer, ProbeProblem, PutSetupState,
+    Restarting, SetupState,
+};
 pub use skills::{
     FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillGitSource,
     SkillList, SkillPath, SkillPermissions, SkillSource, SkillSummary, SkillValidation,

@@ -42,6 +42,49 @@ pub struct LocalServerList {
     pub items: Vec<LocalServer>,
 }
 
+/// `POST /v1/setup/local-servers/probe` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProbeLocalServer {
+    /// The model server's address as the person typed it: on this computer
+    /// (`http://127.0.0.1:1234/v1`) or the local network (`http://192.168.1.20:11434`).
+    pub base_url: String,
+}
+
+/// Why a probed address offers no model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeProblem {
+    /// Not an `http://` or `https://` address with a host (and no user, query or fragment).
+    InvalidUrl,
+    /// Neither on this computer nor on a local network: a public address, or a name that
+    /// resolves to one (or does not resolve). Nothing was sent there.
+    NotLocal,
+    /// Nothing answered there in time.
+    Unreachable,
+    /// Something answered, but not with an OpenAI-compatible model list (`GET <base>/models`).
+    NotModelServer,
+    /// A model server that serves no model yet.
+    NoModels,
+}
+
+/// `POST /v1/setup/local-servers/probe` answer: what answers at the address typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalServerProbe {
+    /// The address to save: the one that answered (`/v1` added to an address typed without a
+    /// path when the list was there), else the one typed, trimmed.
+    pub base_url: String,
+    /// The kind of server it looks like, which is also where its address is saved
+    /// (`[llm] <provider>_base_url`): `ollama`, `lm_studio`, or `llama_cpp` for llama.cpp and
+    /// any other OpenAI-compatible server.
+    pub provider: String,
+    /// The models it serves, as it names them (empty with a problem).
+    pub models: Vec<String>,
+    /// Why it offers no model; absent when it does.
+    pub problem: Option<ProbeProblem>,
+}
+
 /// `POST /v1/restart` answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Restarting {

@@ -164,6 +164,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../../ui/schedule-form.js"),
     ),
     (
+        "tool-lines.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/tool-lines.js"),
+    ),
+    (
+        "providers.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../../../ui/providers.js"),
+    ),
+    (
         "icon.svg",
         "image/svg+xml",
         include_bytes!("../../../../../ui/icon.svg"),

@@ -2,7 +2,9 @@
 //! Operator routes, a few lines each over [`RuntimeHandle`].
 
 use axum::extract::State;
-use souz_protocol::{LocalServerList, PutSetupState, SetupState};
+use souz_protocol::{
+    LocalServerList, LocalServerProbe, ProbeLocalServer, PutSetupState, SetupState,
+};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -36,13 +38,32 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .description(
                     "Probes Ollama, LM Studio and the llama.cpp server at their `[llm]` \
                      endpoints (`ollama_base_url`, ...; defaults :11434, :1234, :8080) with \
-                     `GET <endpoint>/models`, loopback endpoints only, each for at most 1.5 s. \
-                     Lists those that answer with at least one model.",
+                     `GET <endpoint>/models`, endpoints on this computer or a local network \
+                     only, each for at most 1.5 s. Lists those that answer with at least one \
+                     model.",
                 )
                 .tag("settings")
                 .operator()
                 .response::<LocalServerList>(200, "The servers that answered."),
             local_servers,
+        )
+        .route(
+            Operation::post("/v1/setup/local-servers/probe")
+                .summary("Ask a model server at an address a person typed for its models.")
+                .description(
+                    "`GET <baseUrl>/models` (an address without a path is asked at `/v1` \
+                     first), only when the address is on this computer or a local network \
+                     (loopback, private, link-local or carrier-grade NAT; a name must resolve \
+                     only to such addresses, and the request goes to those), for at most \
+                     1.5 s and 1 MiB, following no redirect. The answer says what was found, \
+                     or why nothing was (`problem`). Save it with `PATCH /v1/config` \
+                     (`[llm] <provider>_base_url`, `local_models`).",
+                )
+                .tag("settings")
+                .operator()
+                .request::<ProbeLocalServer>()
+                .response::<LocalServerProbe>(200, "What answers there."),
+            probe_local_server,
         )
 }
 
@@ -68,4 +89,12 @@ async fn local_servers(
     State(handle): State<RuntimeHandle>,
 ) -> Result<axum::Json<LocalServerList>, ApiError> {
     Ok(axum::Json(handle.local_servers().await?))
+}
+
+async fn probe_local_server(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    ApiJson(request): ApiJson<ProbeLocalServer>,
+) -> axum::Json<LocalServerProbe> {
+    axum::Json(handle.probe_local_server(&request.base_url).await)
 }

@@ -327,6 +327,7 @@ const OPERATOR_ROUTES: &[&str] = &[
     "POST /v1/restart",
     "POST /v1/reviews/{id}/decisions",
     "POST /v1/settings/service-keys/{name}/test",
+    "POST /v1/setup/local-servers/probe",
     "POST /v1/skills",
     "POST /v1/skills/archive",
     "POST /v1/skills/git",

@@ -99,11 +99,11 @@ async fn local_servers_lists_those_answering_with_models() {
 
 #[tokio::test]
 async fn local_servers_never_probes_a_remote_endpoint() {
-    // Remote endpoints are left out before any request (`is_loopback`); the discard port on
+    // Public endpoints are left out before any request (not local); the discard port on
     // loopback is probed and refuses.
     let f = Fixture::with(|config| {
-        config.llm.ollama_base_url = "http://10.255.255.1:11434/v1".to_owned();
-        config.llm.lm_studio_base_url = "https://example.com/v1".to_owned();
+        config.llm.ollama_base_url = "http://8.8.8.8:11434/v1".to_owned();
+        config.llm.lm_studio_base_url = "http://169.254.169.254/v1".to_owned();
         config.llm.llama_cpp_base_url = "http://127.0.0.1:9/v1".to_owned();
     })
     .await;
@@ -112,6 +112,150 @@ async fn local_servers_never_probes_a_remote_endpoint() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(list["items"], json!([]));
+}
+
+/// A loopback server answering `GET /v1/models` with `body` as LM Studio does (its models
+/// `owned_by` the organization), every other path 404, and `/redirect/models` with a redirect
+/// to `target`.
+async fn fake_server(body: Value, target: Option<String>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = Router::new()
+        .route(
+            "/v1/models",
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move { axum::Json(body) }
+            }),
+        )
+        .route(
+            "/redirect/models",
+            axum::routing::get(move || {
+                let target = target.clone().unwrap_or_default();
+                async move { axum::response::Redirect::temporary(&format!("{target}/models")) }
+            }),
+        )
+        .route(
+            "/big/models",
+            axum::routing::get(|| async { "x".repeat(2 * 1024 * 1024) }),
+        );
+    crate::tasks::spawn_in_test(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// A loopback port that accepts connections and never answers.
+async fn silent_server() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    crate::tasks::spawn_in_test(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+async fn probe(f: &Fixture, base_url: &str) -> Value {
+    let body = json!({ "baseUrl": base_url });
+    let (status, answer) = f
+        .send(request(
+            f,
+            "POST",
+            "/v1/setup/local-servers/probe",
+            Some(body),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer
+}
+
+#[tokio::test]
+async fn a_typed_server_address_is_probed_and_its_kind_told() {
+    let listed = json!({"object": "list", "data": [
+        {"id": "qwen2.5-7b-instruct", "owned_by": "organization_owner"},
+        {"id": "gemma-3-4b", "owned_by": "organization_owner"},
+    ]});
+    let server = fake_server(listed, None).await;
+    let f = Fixture::new().await;
+    // Typed without `/v1`: the list is found there, and that is the address to save.
+    let found = probe(&f, &format!("{server}/")).await;
+    assert_eq!(found["baseUrl"], format!("{server}/v1"), "{found}");
+    assert_eq!(found["provider"], "lm_studio", "{found}");
+    assert_eq!(
+        found["models"],
+        json!(["qwen2.5-7b-instruct", "gemma-3-4b"])
+    );
+    assert!(found["problem"].is_null(), "{found}");
+    // Typed with it, and by the name `localhost`.
+    let port = server.rsplit(':').next().unwrap();
+    let named = probe(&f, &format!("http://localhost:{port}/v1")).await;
+    assert_eq!(named["models"].as_array().map(Vec::len), Some(2), "{named}");
+
+    let (status, refused) = f
+        .send(request(
+            &f,
+            "POST",
+            "/v1/setup/local-servers/probe",
+            Some(json!({"url": server})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+}
+
+#[tokio::test]
+async fn a_typed_address_that_offers_no_model_says_why() {
+    let empty = fake_server(json!({"object": "list", "data": []}), None).await;
+    let models = fake_server(json!({"data": [{"id": "llama3.2"}]}), None).await;
+    let redirecting = fake_server(json!({"data": []}), Some(format!("{models}/v1"))).await;
+    let closed = closed_port().await;
+    let silent = silent_server().await;
+    let f = Fixture::new().await;
+    let problem = |answer: &Value| answer["problem"].as_str().unwrap_or("none").to_owned();
+
+    assert_eq!(
+        problem(&probe(&f, &format!("{empty}/v1")).await),
+        "no_models"
+    );
+    assert_eq!(problem(&probe(&f, &closed).await), "unreachable");
+    // Something that answers, but not a model list: a 404, a redirect (never followed, even
+    // to a real server) and a body past the limit.
+    assert_eq!(
+        problem(&probe(&f, &format!("{models}/nothing")).await),
+        "not_model_server"
+    );
+    assert_eq!(
+        problem(&probe(&f, &format!("{redirecting}/redirect")).await),
+        "not_model_server"
+    );
+    assert_eq!(
+        problem(&probe(&f, &format!("{models}/big")).await),
+        "not_model_server"
+    );
+    // Public or metadata addresses are refused before any request; not a URL is said so.
+    for remote in [
+        "http://8.8.8.8:11434/v1",
+        "http://169.254.169.254/latest",
+        "http://[2001:4860:4860::8888]:8080/v1",
+    ] {
+        assert_eq!(problem(&probe(&f, remote).await), "not_local", "{remote}");
+    }
+    for bad in [
+        "ftp://127.0.0.1/v1",
+        "127.0.0.1:1234",
+        "",
+        "http://u:p@127.0.0.1/v1",
+    ] {
+        assert_eq!(problem(&probe(&f, bad).await), "invalid_url", "{bad}");
+    }
+    // A server that never answers is given up on in bounded time.
+    let started = std::time::Instant::now();
+    assert_eq!(problem(&probe(&f, &silent).await), "unreachable");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
