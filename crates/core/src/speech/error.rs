@@ -224,8 +224,8 @@ impl SpeechError {
             ),
             Self::ModelBroken(detail) => localized!(
                 language,
-                "The speech model could not be loaded: {}.",
-                "Модель распознавания не загрузилась: {}.",
+                "The speech model could not be loaded ({}): replace its files with good ones.",
+                "Модель распознавания не загрузилась ({}): замените её файлы исправными.",
                 detail
             ),
             Self::Unauthorized { engine, status } => localized!(

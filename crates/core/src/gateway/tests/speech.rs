@@ -493,6 +493,52 @@ async fn the_local_engine_needs_its_model_then_hears() {
     assert!(f.runtime.handle().speech().loaded());
 }
 
+/// A model folder whose files do not load (a cut-short weights file, a file replaced by a
+/// link) is the person's to mend, not an internal error: 409 saying which file and what to do,
+/// in their language.
+#[tokio::test]
+async fn a_broken_local_model_is_said_as_a_conflict_to_mend() {
+    let f = Fixture::with(|config| {
+        config.speech.local_model = "whisper-tiny-en".into();
+        config.speech.language = "en".into();
+    })
+    .await;
+    let dir = f
+        .runtime
+        .home()
+        .path()
+        .join("models/speech/whisper-tiny-en");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["config.json", "tokenizer.json"] {
+        std::fs::copy(
+            crate::testing::whisper_model_dir().join(name),
+            dir.join(name),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("model.safetensors"), b"not the weights").unwrap();
+    let wav = tone(1);
+    let (status, body) = f.send(upload(&f, &wav, &[])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("could not be loaded"), "{body}");
+    assert!(message.contains("replace its files"), "{body}");
+
+    // The weights as a link to good ones elsewhere: refused all the same (no link followed).
+    std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+    std::os::unix::fs::symlink(
+        crate::testing::whisper_model_dir().join("model.safetensors"),
+        dir.join("model.safetensors"),
+    )
+    .unwrap();
+    russian(&f).await;
+    let (status, body) = f.send(upload(&f, &wav, &[])).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("замените её файлы"), "{body}");
+    assert!(message.contains("model.safetensors"), "{body}");
+}
+
 /// `[speech] keep_audio` keeps the upload, owner-only, under the Souz home; off (the default,
 /// the other tests) nothing is written.
 #[tokio::test]

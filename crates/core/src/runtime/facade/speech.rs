@@ -35,6 +35,7 @@ fn service_error(error: SpeechError, language: Language) -> ServiceError {
         SpeechError::MissingKey { .. }
         | SpeechError::NoServer
         | SpeechError::ModelMissing { .. }
+        | SpeechError::ModelBroken(_)
         | SpeechError::UnknownModel(_) => ServiceError::Conflict {
             code: ErrorCode::Conflict,
             message,
@@ -56,9 +57,7 @@ fn service_error(error: SpeechError, language: Language) -> ServiceError {
             message,
         },
         SpeechError::Cancelled => ServiceError::Unavailable,
-        SpeechError::ModelBroken(detail) | SpeechError::Internal(detail) => {
-            ServiceError::Internal(format!("speech: {detail}"))
-        }
+        SpeechError::Internal(detail) => ServiceError::Internal(format!("speech: {detail}")),
     }
 }
 
