@@ -150,6 +150,8 @@ struct State {
     mcp_clients: McpClients,
     /// Local model files being fetched (`souz models pull`).
     model_downloads: model_downloads::ModelDownloads,
+    /// Speech model files being fetched (Settings › Voice, `souz models pull`).
+    speech_downloads: model_downloads::ModelDownloads,
     /// The `souz` binary (the bridge Claude Desktop runs), when known.
     souz_binary: Option<PathBuf>,
     /// What asks the embedding binary to restart the runtime, when it can.
@@ -273,6 +275,9 @@ impl Runtime {
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
                 model_downloads: model_downloads::ModelDownloads::default(),
+                speech_downloads: model_downloads::ModelDownloads::new(
+                    model_downloads::Family::Speech,
+                ),
                 souz_binary: options.sandbox_helper,
                 restart: options.restart,
                 schedules,
@@ -356,6 +361,11 @@ impl RuntimeHandle {
     /// The local model files being fetched.
     pub(crate) fn model_downloads(&self) -> &model_downloads::ModelDownloads {
         &self.state.model_downloads
+    }
+
+    /// The speech models' downloads.
+    pub(crate) fn speech_downloads(&self) -> &model_downloads::ModelDownloads {
+        &self.state.speech_downloads
     }
 
     /// The approval service (pending approvals, decisions, grants).
