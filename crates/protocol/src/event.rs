@@ -497,21 +497,6 @@ mod tests {
                 error: "e".into(),
             },
             RuntimeEvent::LocalModelDownloadCancelled { model: "m".into() },
-            RuntimeEvent::SpeechModelDownloadProgress {
-                model: "whisper-tiny".into(),
-                received: 1,
-                total: 2,
-            },
-            RuntimeEvent::SpeechModelDownloadCompleted {
-                model: "whisper-tiny".into(),
-            },
-            RuntimeEvent::SpeechModelDownloadFailed {
-                model: "whisper-tiny".into(),
-                error: "e".into(),
-            },
-            RuntimeEvent::SpeechModelDownloadCancelled {
-                model: "whisper-tiny".into(),
-            },
             RuntimeEvent::SchedulesChanged {},
             RuntimeEvent::ScheduleRunEnded {
                 schedule_id: "s".into(),
@@ -558,6 +543,29 @@ mod tests {
         for event in events {
             let json = serde_json::to_value(&event).unwrap();
             assert_eq!(json["type"], event.kind());
+        }
+    }
+
+    #[test]
+    fn speech_model_download_kinds_match_serde_tags() {
+        let model = || "whisper-tiny".to_owned();
+        let events = [
+            RuntimeEvent::SpeechModelDownloadProgress {
+                model: model(),
+                received: 1,
+                total: 2,
+            },
+            RuntimeEvent::SpeechModelDownloadCompleted { model: model() },
+            RuntimeEvent::SpeechModelDownloadFailed {
+                model: model(),
+                error: "e".into(),
+            },
+            RuntimeEvent::SpeechModelDownloadCancelled { model: model() },
+        ];
+        for event in events {
+            let json = serde_json::to_value(&event).unwrap();
+            assert_eq!(json["type"], event.kind());
+            assert!(event.kind().starts_with("speech.model.download."));
         }
     }
 }

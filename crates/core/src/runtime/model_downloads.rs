@@ -90,6 +90,24 @@ enum Entry {
     Failed(String),
 }
 
+/// The runtime's downloads: one set per family.
+#[derive(Clone)]
+pub(crate) struct Downloads {
+    /// The local LLM profiles'.
+    pub(crate) local: ModelDownloads,
+    /// The speech models'.
+    pub(crate) speech: ModelDownloads,
+}
+
+impl Default for Downloads {
+    fn default() -> Self {
+        Self {
+            local: ModelDownloads::new(Family::Local),
+            speech: ModelDownloads::new(Family::Speech),
+        }
+    }
+}
+
 /// The daemon's downloads of one family of models (one set per family per runtime).
 #[derive(Clone, Default)]
 pub(crate) struct ModelDownloads {

@@ -215,26 +215,8 @@ impl SpeechError {
             Self::ModelMissing {
                 model,
                 path,
-                pullable: true,
-            } => localized!(
-                language,
-                "The speech model {} is not downloaded yet: download it in Settings › Voice or with `souz models pull {}` (its files go to {}).",
-                "Модель распознавания {} ещё не загружена: скачайте её в Настройки › Голос или командой `souz models pull {}` (её файлы сохраняются в {}).",
-                model,
-                model,
-                path
-            ),
-            Self::ModelMissing {
-                model,
-                path,
-                pullable: false,
-            } => localized!(
-                language,
-                "The speech model {} is not downloaded: it is the tests' model, which Souz does not fetch; its files (config.json, tokenizer.json, model.safetensors) belong in {}.",
-                "Модель распознавания {} не загружена: это тестовая модель, Souz её не скачивает; её файлы (config.json, tokenizer.json, model.safetensors) должны лежать в {}.",
-                model,
-                path
-            ),
+                pullable,
+            } => model_missing(language, model, path, *pullable),
             Self::UnknownModel(model) => localized!(
                 language,
                 "Unknown speech model `{}` ([speech] local_model).",
@@ -310,5 +292,28 @@ fn rate_limited(language: Language, engine: &str, retry_after: Option<Duration>)
             "{} перегружен (слишком много запросов): попробуйте позже.",
             engine
         ),
+    }
+}
+
+/// What is said of a local model whose files are missing: how to download it, or, for the
+/// tests' model, where to place it.
+fn model_missing(language: Language, model: &str, path: &str, pullable: bool) -> String {
+    if pullable {
+        localized!(
+            language,
+            "The speech model {} is not downloaded yet: download it in Settings › Voice or with `souz models pull {}` (its files go to {}).",
+            "Модель распознавания {} ещё не загружена: скачайте её в Настройки › Голос или командой `souz models pull {}` (её файлы сохраняются в {}).",
+            model,
+            model,
+            path
+        )
+    } else {
+        localized!(
+            language,
+            "The speech model {} is not downloaded: it is the tests' model, which Souz does not fetch; its files (config.json, tokenizer.json, model.safetensors) belong in {}.",
+            "Модель распознавания {} не загружена: это тестовая модель, Souz её не скачивает; её файлы (config.json, tokenizer.json, model.safetensors) должны лежать в {}.",
+            model,
+            path
+        )
     }
 }

@@ -114,6 +114,48 @@ async fn with_hub(hub: &FakeHub, local_model: &str) -> Fixture {
     .await
 }
 
+/// The events of a pull that failed and then completed: progress counts toward all three files'
+/// sizes as the hub lists them and only rises within the second download, and each download
+/// ends with exactly one event.
+fn check_progress(events: &[Value]) {
+    let total: usize = tiny_files().iter().map(|(_, bytes)| bytes.len()).sum();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|kind| !kind.ends_with(".progress"))
+            .collect::<Vec<_>>(),
+        [
+            &"speech.model.download.failed",
+            &"speech.model.download.completed"
+        ],
+        "{kinds:?}"
+    );
+    let second: Vec<&Value> = events
+        .iter()
+        .skip_while(|event| event["type"] != "speech.model.download.failed")
+        .skip(1)
+        .filter(|event| event["type"] == "speech.model.download.progress")
+        .collect();
+    assert!(!second.is_empty(), "{events:?}");
+    for event in &second {
+        assert_eq!(event["model"], "whisper-tiny");
+        assert_eq!(event["total"], total, "{event}");
+    }
+    let received: Vec<u64> = second
+        .iter()
+        .map(|event| event["received"].as_u64().unwrap())
+        .collect();
+    assert!(
+        received.windows(2).all(|pair| pair[0] < pair[1]),
+        "{received:?}"
+    );
+    assert_eq!(received.last().copied(), Some(total as u64));
+}
+
 #[tokio::test]
 async fn a_speech_model_pull_fetches_its_three_pinned_files_resumes_and_verifies() {
     let hub = tiny_hub().await;
@@ -188,45 +230,7 @@ async fn a_speech_model_pull_fetches_its_three_pinned_files_resumes_and_verifies
     let (_, status) = call(&f, "GET", "/v1/speech").await;
     assert_eq!(status["ready"], true, "{status}");
 
-    // Progress counts toward all three files' sizes as the hub lists them, only rises within a
-    // download, and each download ends with exactly one event.
-    let events = ended_events(&f).await;
-    let total: usize = tiny_files().iter().map(|(_, bytes)| bytes.len()).sum();
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|event| event["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        kinds
-            .iter()
-            .filter(|kind| !kind.ends_with(".progress"))
-            .collect::<Vec<_>>(),
-        [
-            &"speech.model.download.failed",
-            &"speech.model.download.completed"
-        ],
-        "{kinds:?}"
-    );
-    let second: Vec<&Value> = events
-        .iter()
-        .skip_while(|event| event["type"] != "speech.model.download.failed")
-        .skip(1)
-        .filter(|event| event["type"] == "speech.model.download.progress")
-        .collect();
-    assert!(!second.is_empty(), "{events:?}");
-    for event in &second {
-        assert_eq!(event["model"], "whisper-tiny");
-        assert_eq!(event["total"], total, "{event}");
-    }
-    let received: Vec<u64> = second
-        .iter()
-        .map(|event| event["received"].as_u64().unwrap())
-        .collect();
-    assert!(
-        received.windows(2).all(|pair| pair[0] < pair[1]),
-        "{received:?}"
-    );
-    assert_eq!(received.last().copied(), Some(total as u64));
+    check_progress(&ended_events(&f).await);
     // The local models' events say nothing of it.
     assert!(f.runtime_events("local.model.download.").await.is_empty());
 
