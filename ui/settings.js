@@ -184,7 +184,7 @@ export const EVERYDAY = {
   model: ["llm.default_model", "llm.local_models", "llm.disabled_providers", "agent.default_agent"],
   approvals: ["approvals.read_only", "approvals.write", "approvals.delete", "approvals.network", "approvals.exec", "approvals.timeout_seconds"],
   notifications: ["notifications.*"],
-  voice: ["speech.engine", "speech.language", "speech.server_url", "speech.keep_audio", "voice.send_at_once", "voice.hotkey", "voice.tts", "voice.tts_voice", "voice.tts_url"],
+  voice: ["speech.engine", "speech.language", "speech.local_model", "speech.server_url", "speech.keep_audio", "voice.send_at_once", "voice.hotkey", "voice.tts", "voice.tts_voice", "voice.tts_url"],
 };
 const TABS = ["model", "language", "approvals", "notifications", "voice", "advanced"];
 
@@ -227,8 +227,10 @@ export async function settingsPage(main, [tab = "model", mode = ""], embedded) {
     for (const heading of grants.querySelectorAll("h1")) heading.replaceWith(h("h2", {}, heading.textContent || ""));
   } else if (tab === "voice") {
     // Who hears you and who reads answers aloud (voice.js), then `[voice]` and `[speech]`.
-    main.append(...await voiceCards(), await saluteKeySection(), result, body);
+    const voice = await voiceCards();
+    main.append(...voice.cards, await saluteKeySection(), result, body);
     formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.voice, section, key));
+    stop = voice.stop;
   } else if (tab === "notifications") {
     main.append(h("p.meta", {}, t("notifications_note")), result, body);
     formEditor(body, result, documentState, (section, key) => listed(EVERYDAY.notifications, section, key));

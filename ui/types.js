@@ -1760,6 +1760,21 @@
  *   model: string;
  *   type: "local.model.download.cancelled";
  * } | {
+ *   model: string;
+ *   received: number;
+ *   total: number;
+ *   type: "speech.model.download.progress";
+ * } | {
+ *   model: string;
+ *   type: "speech.model.download.completed";
+ * } | {
+ *   error: string;
+ *   model: string;
+ *   type: "speech.model.download.failed";
+ * } | {
+ *   model: string;
+ *   type: "speech.model.download.cancelled";
+ * } | {
  *   created_by: string;
  *   fact_id: string;
  *   kind: MemoryKind;
@@ -2115,6 +2130,34 @@
  */
 
 /**
+ * One in-process speech model and where its files stand.
+ * @typedef {{
+ *   bytes: number;
+ *   id: string;
+ *   label: string;
+ *   languages: Array<string>;
+ *   path: string;
+ *   pullable: boolean;
+ *   selected: boolean;
+ *   source?: string | null;
+ *   testModel: boolean;
+ * } & ({
+ *   state: "missing";
+ * } | {
+ *   received: number;
+ *   state: "downloading";
+ *   total: number;
+ * } | {
+ *   state: "ready";
+ * } | {
+ *   state: "loaded";
+ * } | {
+ *   error: string;
+ *   state: "failed";
+ * })} SpeechModelInfo
+ */
+
+/**
  * `GET /v1/speech`: which engine hears the person, and whether it can now.
  * @typedef {{
  *   cloud: boolean;
@@ -2125,6 +2168,7 @@
  *   maxAudioMs: number;
  *   maxUploadBytes: number;
  *   model: string;
+ *   models?: Array<SpeechModelInfo>;
  *   ready: boolean;
  *   reason?: string | null;
  * }} SpeechStatus

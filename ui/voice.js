@@ -9,12 +9,20 @@
 // the mic stops the playback. In the app the global hotkey arrives as the `souz://voice` event
 // (the app has shown the chat first), and the page tells the tray what it is doing
 // (`voice_state`: listening, transcribing, idle).
+// Settings › Voice shows the in-process model `[speech] local_model` picks when the engine is
+// `local`: Download fetches its files in the daemon (`POST /v1/speech/models/{id}/pull`: the
+// model hub at a pinned commit, every file verified), with a progress bar that follows the
+// `speech.model.download.*` events (a download started elsewhere shows too), and Cancel stops it.
 
 import { api, apiBlob, tauri } from "./api.js";
-import { h } from "./dom.js";
+import { h, size } from "./dom.js";
+import { onRuntimeEvent } from "./events.js";
 import { language, strings } from "./i18n.js";
 
 /** @typedef {import("./types.js").VoiceSettings} VoiceSettings */
+/** @typedef {import("./types.js").SpeechStatus} SpeechStatus */
+/** @typedef {import("./types.js").SpeechModelInfo} SpeechModelInfo */
+/** @typedef {import("./types.js").RuntimeEvent} RuntimeEvent */
 
 export const t = strings({
   en: {
@@ -44,6 +52,21 @@ export const t = strings({
     reads_local: "Nothing leaves this machine.",
     reads_problem: "It cannot speak now: {detail}",
     audio_note: "Recordings are not kept: the audio goes to the engine, and only the text comes back into the message box.",
+    model_title: "Model on this computer: {label}",
+    model_ready: "Downloaded and verified.",
+    model_loaded: "Downloaded, and in memory now.",
+    model_missing: "Not downloaded yet ({size}). Souz fetches it from the model hub at a pinned commit and checks every file before using it.",
+    model_download: "Download",
+    model_retry: "Try again",
+    model_downloading: "Downloading: {received} of {total} ({percent}%). It goes on if you close this page.",
+    model_cancel: "Cancel",
+    model_failed: "The download failed: {error}",
+    model_by_hand: "This is the tests' model: Souz does not download it. Place config.json, tokenizer.json and model.safetensors in {path}.",
+    model_source: "source",
+    model_source_title: "Where Download fetches it from (every file is checked)",
+    model_done: "{label} is downloaded and verified: your speech is turned into text on this computer.",
+    model_cancelled: "The download was stopped.",
+    model_confirm_cancel: "Stop downloading {label}? What has arrived is deleted.",
   },
   ru: {
     mic: "Удерживайте, чтобы говорить, или нажмите, чтобы начать и закончить (горячая клавиша тоже работает)",
@@ -72,6 +95,21 @@ export const t = strings({
     reads_local: "Ничто не покидает этот компьютер.",
     reads_problem: "Сейчас он не может говорить: {detail}",
     audio_note: "Записи не хранятся: звук уходит распознавателю, а в поле сообщения возвращается только текст.",
+    model_title: "Модель на этом компьютере: {label}",
+    model_ready: "Скачана и проверена.",
+    model_loaded: "Скачана и сейчас в памяти.",
+    model_missing: "Ещё не скачана ({size}). Souz загрузит её с хаба моделей по закреплённому коммиту и проверит каждый файл, прежде чем использовать.",
+    model_download: "Скачать",
+    model_retry: "Попробовать снова",
+    model_downloading: "Скачивается: {received} из {total} ({percent}%). Загрузка продолжится, даже если закрыть эту страницу.",
+    model_cancel: "Отменить",
+    model_failed: "Не скачалась: {error}",
+    model_by_hand: "Это тестовая модель: Souz её не скачивает. Положите config.json, tokenizer.json и model.safetensors в {path}.",
+    model_source: "источник",
+    model_source_title: "Откуда её скачивает кнопка «Скачать» (каждый файл проверяется)",
+    model_done: "{label} скачана и проверена: речь теперь превращается в текст на этом компьютере.",
+    model_cancelled: "Загрузка остановлена.",
+    model_confirm_cancel: "Остановить загрузку {label}? Уже скачанное будет удалено.",
   },
 });
 
@@ -344,20 +382,115 @@ export function spokenAnswersSwitch(on, change, settings) {
   return h("label.check", { title: off ? t("spoken_off") : settings?.ttsLabel || "" }, box, " ", t("spoken_answers"));
 }
 
-/** Settings › Voice: which engine hears you (`GET /v1/speech`) and which voice reads answers
- *  (`GET /v1/voice`), each saying whether anything leaves this machine.
- *  @returns {Promise<HTMLElement[]>} */
-export async function voiceCards() {
-  const hears = h("div.card#voice-hears", {}, h("h2", {}, t("hears_title")));
-  try {
-    const engine = /** @type {{engineLabel?: string, engine?: string, cloud?: boolean, ready?: boolean, model?: string}} */ (await api("GET", "/v1/speech"));
-    hears.append(h("p#voice-engine", { dataset: { engine: engine.engine ?? "", cloud: String(Boolean(engine.cloud)) } }, t("hears_engine", { engine: engine.engineLabel || engine.engine || "?" })),
-      h("p.meta", {}, engine.cloud ? t("hears_cloud") : t("hears_local")));
-    if (engine.ready === false) hears.append(h("p.meta", {}, t("hears_not_ready", { detail: engine.model || "" })));
-  } catch (error) {
-    hears.append(h("p.meta", {}, t("hears_unknown", { detail: error instanceof Error ? error.message : String(error) })));
+/** Whole percent of `part` in `whole`. @param {number} part @param {number} whole */
+const percent = (part, whole) => Math.min(100, Math.floor((part * 100) / Math.max(whole, 1)));
+
+/** The in-process model of Settings › Voice: its state, Download with a progress bar, Cancel.
+ *  `refresh` reads `GET /v1/speech` again and redraws the card, saying `message` under the model
+ *  from then on (none given: what it said before).
+ *  @param {SpeechModelInfo} model @param {(message?: string) => Promise<void>} refresh */
+function modelSection(model, refresh) {
+  const note = h("p.meta#voice-model-note");
+  const section = h("div#voice-model", { dataset: { model: model.id, state: model.state, label: model.label } },
+    h("p", {}, t("model_title", { label: model.label })));
+  /** @param {string} text @param {boolean} [error] */
+  const say = (text, error = false) => note.replaceChildren(h(error ? "span.error" : "span", {}, text));
+  /** Runs `work`; redraws saying what it answers, or says why it failed.
+   *  @param {() => Promise<string | undefined>} work */
+  const act = async (work) => {
+    let message;
+    try { message = await work(); } catch (error) { say(error instanceof Error ? error.message : String(error), true); return; }
+    await refresh(message);
+  };
+  const download = (/** @type {string} */ label) => h("button.primary#voice-model-download", { type: "button", onclick: () => act(async () => {
+    await api("POST", `/v1/speech/models/${encodeURIComponent(model.id)}/pull`, {});
+    return "";
+  }) }, label);
+  const source = model.source
+    ? h("a.meta.source", { href: model.source, target: "_blank", rel: "noopener noreferrer", title: t("model_source_title") }, t("model_source"))
+    : null;
+  switch (model.state) {
+    case "ready": section.append(h("p.meta", {}, t("model_ready"))); break;
+    case "loaded": section.append(h("p.meta", {}, t("model_loaded"))); break;
+    case "downloading": {
+      section.append(h("div.download", {},
+        h("progress", { max: Math.max(model.total, 1), value: Math.min(model.received, model.total) }),
+        h("span.meta#voice-model-progress", {}, t("model_downloading", { received: size(model.received), total: size(model.total), percent: percent(model.received, model.total) }))),
+      h("p.row", {}, h("button#voice-model-cancel", { type: "button", onclick: () => act(async () => {
+        if (!confirm(t("model_confirm_cancel", { label: model.label }))) return undefined;
+        await api("DELETE", `/v1/speech/models/${encodeURIComponent(model.id)}`);
+        return t("model_cancelled");
+      }) }, t("model_cancel"))));
+      break;
+    }
+    case "failed":
+      section.append(h("p.error", {}, t("model_failed", { error: model.error })), h("p.row", {}, download(t("model_retry")), source ? " " : null, source));
+      break;
+    default:
+      if (!model.pullable) section.append(h("p.meta.by-hand", {}, t("model_by_hand", { path: model.path })));
+      else section.append(h("p.meta", {}, t("model_missing", { size: size(model.bytes) })), h("p.row", {}, download(t("model_download")), source ? " " : null, source));
   }
-  hears.append(h("p.meta", {}, t("audio_note")));
+  section.append(note);
+  return section;
+}
+
+/** Settings › Voice: which engine hears you (`GET /v1/speech`, with the in-process model and
+ *  its download when the engine is `local`) and which voice reads answers (`GET /v1/voice`),
+ *  each saying whether anything leaves this machine. `stop` ends the card's following of the
+ *  download events.
+ *  @returns {Promise<{cards: HTMLElement[], stop: () => void}>} */
+export async function voiceCards() {
+  const hears = h("div.card#voice-hears");
+  /** What every redraw says under the model (how the last download ended) until the next
+   *  Download. */
+  let after = "";
+  /** Counts redraws: only the newest one is shown (answers can arrive out of order). */
+  let redraws = 0;
+  /** @param {string} [message] */
+  const render = async (message) => {
+    if (message !== undefined) after = message;
+    const redraw = ++redraws;
+    /** @type {HTMLElement[]} */
+    const parts = [h("h2", {}, t("hears_title"))];
+    try {
+      /** @type {SpeechStatus} */
+      const engine = await api("GET", "/v1/speech");
+      parts.push(h("p#voice-engine", { dataset: { engine: engine.engine ?? "", cloud: String(Boolean(engine.cloud)) } }, t("hears_engine", { engine: engine.engineLabel || engine.engine || "?" })),
+        h("p.meta", {}, engine.cloud ? t("hears_cloud") : t("hears_local")));
+      const model = engine.engine === "local" ? (engine.models ?? []).find((item) => item.selected) : undefined;
+      if (model) {
+        const section = modelSection(model, render);
+        if (after) section.querySelector("#voice-model-note")?.replaceChildren(after);
+        parts.push(section);
+      } else if (engine.ready === false) {
+        parts.push(h("p.meta", {}, t("hears_not_ready", { detail: engine.reason || engine.model || "" })));
+      }
+    } catch (error) {
+      parts.push(h("p.meta", {}, t("hears_unknown", { detail: error instanceof Error ? error.message : String(error) })));
+    }
+    if (redraw !== redraws) return;
+    hears.replaceChildren(...parts, h("p.meta", {}, t("audio_note")));
+  };
+  await render();
+  /** A download's progress moves the bar in place; its end redraws the card. @param {RuntimeEvent} event */
+  const follow = (event) => {
+    if (event.type !== "speech.model.download.progress" && event.type !== "speech.model.download.completed"
+      && event.type !== "speech.model.download.failed" && event.type !== "speech.model.download.cancelled") return;
+    const section = hears.querySelector("#voice-model");
+    if (!(section instanceof HTMLElement) || section.dataset.model !== event.model) return;
+    if (event.type === "speech.model.download.progress") {
+      const bar = section.querySelector("progress");
+      const label = section.querySelector("#voice-model-progress");
+      if (!bar || !label || section.dataset.state !== "downloading") { render(); return; }
+      bar.max = Math.max(event.total, 1);
+      bar.value = Math.max(bar.value, Math.min(event.received, event.total));
+      label.textContent = t("model_downloading", { received: size(bar.value), total: size(event.total), percent: percent(bar.value, event.total) });
+      return;
+    }
+    render(event.type === "speech.model.download.completed" ? t("model_done", { label: section.dataset.label ?? event.model })
+      : event.type === "speech.model.download.cancelled" ? t("model_cancelled") : "");
+  };
+  const stop = onRuntimeEvent(follow);
   const reads = h("div.card#voice-reads", {}, h("h2", {}, t("reads_title")));
   try {
     const voice = /** @type {VoiceSettings} */ (await api("GET", "/v1/voice"));
@@ -370,5 +503,5 @@ export async function voiceCards() {
   } catch (error) {
     reads.append(h("p.error", {}, error instanceof Error ? error.message : String(error)));
   }
-  return [hears, reads];
+  return { cards: [hears, reads], stop };
 }

@@ -2,6 +2,8 @@
 //! home hears espeak-ng's English through `POST /v1/speech/transcriptions` (a multipart upload
 //! over a real socket, WAV and OGG/Opus) and through `souz listen FILE --verbose`; `GET
 //! /v1/speech` says the local engine keeps audio on the machine. The audio is not kept.
+//! `souz models list|pull|rm` know the speech models: a pull of `whisper-tiny` from a fake model
+//! hub at its pinned commit follows the download to its three verified files.
 
 use souz_e2e::Daemon;
 
@@ -113,4 +115,109 @@ fn voice_the_daemon_hears_a_recording_over_http_and_through_souz_listen() {
 
     // Nothing was kept (keep_audio is off).
     assert!(!daemon.home.path().join("speech").exists());
+}
+
+/// `souz models pull whisper-tiny` pulls the speech model's three files from the model hub (a
+/// fake one on loopback serving the pinned commit: the JSON files as git blobs, the weights in
+/// LFS) through the daemon and follows it to the end; `souz models list` shows it, `souz models
+/// rm` deletes it.
+#[test]
+fn souz_models_pull_fetches_a_speech_model_from_the_pinned_commit() {
+    use sha2::Digest;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let hub = runtime.block_on(souz_testkit::hub::FakeHub::start());
+    let pin = souz_core::speech::catalog::find("whisper-tiny")
+        .unwrap()
+        .pins[0]
+        .hub;
+    let weights: Vec<u8> = (0..6u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let files = [
+        ("config.json", br#"{"d_model": 384}"#.to_vec()),
+        ("tokenizer.json", br#"{"model": {"type": "BPE"}}"#.to_vec()),
+        ("model.safetensors", weights),
+    ];
+    let commit = hub.commit(pin.repo, pin.revision);
+    for (name, bytes) in &files {
+        if *name == "model.safetensors" {
+            let sha256: String = sha2::Sha256::digest(bytes)
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            commit.lfs(name, bytes.clone(), &sha256);
+        } else {
+            commit.plain(name, bytes.clone());
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[llm]\nlocal_model_hub = \"{}\"\n\n[sandbox]\nnetwork_allow_hosts = [\"127.0.0.1\"]\n\n\
+             [speech]\nengine = \"local\"\nlocal_model = \"whisper-tiny\"\n",
+            hub.url()
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start_in(home, |_| {});
+
+    let listed = daemon.cli().args(["models", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("whisper-tiny "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("speech")
+            && line.contains("missing")
+            && line.contains("[speech] local_model"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the tests' model"),
+        "whisper-tiny-en is placed by hand: {stdout}"
+    );
+
+    let output = daemon
+        .cli()
+        .args(["models", "pull", "whisper-tiny"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("whisper-tiny") && stdout.contains("ready"),
+        "{stdout}"
+    );
+    let folder = daemon.home.path().join("models/speech/whisper-tiny");
+    for (name, bytes) in &files {
+        assert_eq!(&std::fs::read(folder.join(name)).unwrap(), bytes, "{name}");
+    }
+
+    let removed = daemon
+        .cli()
+        .args(["models", "rm", "whisper-tiny"])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(!folder.join("model.safetensors").exists());
+    // The tests' model has no source: the pull says where its files belong.
+    let refused = daemon
+        .cli()
+        .args(["models", "pull", "whisper-tiny-en"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("tests' model"),
+        "{refused:?}"
+    );
+    drop(hub);
 }

@@ -181,7 +181,7 @@ enum Command {
     /// Transcribe a recording (WAV, OGG/Opus, WebM/Opus; `-` for standard input) with the
     /// speech engine and print the text (`--language ru|en`, `--engine`, `--verbose`).
     Listen(listen_command::ListenArgs),
-    /// In-process local models: list, pull, rm (default: list).
+    /// In-process models (local LLM profiles, speech models): list, pull, rm (default: list).
     Models {
         #[command(subcommand)]
         command: Option<models_command::ModelsCommand>,

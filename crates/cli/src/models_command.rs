@@ -1,6 +1,8 @@
-//! `souz models`: the in-process local models through the daemon (list, pull, rm). Labels,
-//! states and messages are in the person's language ([`crate::texts`]); profile names, kinds
-//! and JSON stay as they are.
+//! `souz models`: the in-process models through the daemon (list, pull, rm): the local LLM
+//! profiles (`/v1/models/local`) and the speech models (`/v1/speech`, `[speech] local_model`).
+//! A name is a speech model's when the daemon's `GET /v1/speech` lists it (the catalogs never
+//! share a name), else a local LLM profile's. Labels, states and messages are in the person's
+//! language ([`crate::texts`]); names, kinds and JSON stay as they are.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -8,7 +10,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
-use souz_protocol::{LocalModelInfo, LocalModelList, LocalModelState};
+use serde::Serialize;
+use souz_protocol::{LocalModelInfo, LocalModelList, LocalModelState, SpeechModelInfo};
 
 use souz_client::DaemonClient;
 
@@ -20,23 +23,109 @@ const POLL: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
-    /// List the local model profiles, their files and states.
+    /// List the local model profiles and the speech models, their files and states.
     List {
-        /// Print JSON.
+        /// Print JSON (the local models' list, with the speech models under `speech`).
         #[arg(long)]
         json: bool,
     },
-    /// Fetch a profile's file into the Souz home (resumable, checksum-verified), showing its
-    /// progress; the download runs in the daemon and goes on if this command is stopped.
+    /// Fetch a model's files into the Souz home (pinned, resumable, checksum-verified), showing
+    /// the progress; the download runs in the daemon and goes on if this command is stopped.
+    /// A local profile (`qwen3-4b-instruct-2507`) or a speech model (`whisper-base`).
     Pull {
-        /// The profile (`souz models list`).
+        /// The profile or speech model (`souz models list`).
         name: String,
     },
-    /// Unload a profile's model and delete its file.
+    /// Unload a model and delete its files (a running download of it stops).
     Rm {
-        /// The profile.
+        /// The profile or speech model.
         name: String,
     },
+}
+
+/// What `souz models list --json` prints.
+#[derive(Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    local: LocalModelList,
+    speech: Vec<SpeechModelInfo>,
+}
+
+/// The model a command acts on.
+enum Target {
+    /// A local LLM profile.
+    Local(String),
+    /// A speech model.
+    Speech(String),
+}
+
+impl Target {
+    /// A speech model when the daemon lists one by `name`, else a local profile.
+    async fn of(client: &DaemonClient, name: &str) -> Self {
+        let speech = speech_models(client).await;
+        if speech.iter().any(|model| model.id == name) {
+            Self::Speech(name.to_owned())
+        } else {
+            Self::Local(name.to_owned())
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Self::Local(name) | Self::Speech(name) => name,
+        }
+    }
+
+    /// Where it is removed (`DELETE`).
+    fn path(&self) -> String {
+        match self {
+            Self::Local(name) => format!("/v1/models/local/{name}"),
+            Self::Speech(id) => format!("/v1/speech/models/{id}"),
+        }
+    }
+
+    /// Starts its download; its state and line.
+    async fn pull(&self, client: &DaemonClient) -> Result<(LocalModelState, String)> {
+        let path = format!("{}/pull", self.path());
+        Ok(match self {
+            Self::Local(_) => {
+                let model: LocalModelInfo = client.post(&path, &serde_json::json!({})).await?;
+                (model.state.clone(), local_line(&model))
+            }
+            Self::Speech(_) => {
+                let model: SpeechModelInfo = client.post(&path, &serde_json::json!({})).await?;
+                (model.state.clone(), speech_line(&model))
+            }
+        })
+    }
+
+    /// Its state and line now.
+    async fn now(&self, client: &DaemonClient) -> Result<(LocalModelState, String)> {
+        let found = match self {
+            Self::Local(name) => {
+                let list: LocalModelList = client.get("/v1/models/local").await?;
+                let model = list.items.into_iter().find(|item| &item.name == name);
+                model.map(|model| (model.state.clone(), local_line(&model)))
+            }
+            Self::Speech(id) => {
+                let model = speech_models(client)
+                    .await
+                    .into_iter()
+                    .find(|item| &item.id == id);
+                model.map(|model| (model.state.clone(), speech_line(&model)))
+            }
+        };
+        found.ok_or_else(|| anyhow::anyhow!("the daemon no longer lists {}", self.name()))
+    }
+}
+
+/// The speech models the daemon lists (none when it cannot say).
+async fn speech_models(client: &DaemonClient) -> Vec<SpeechModelInfo> {
+    client
+        .speech_status()
+        .await
+        .map(|status| status.models)
+        .unwrap_or_default()
 }
 
 fn state(state: &LocalModelState) -> String {
@@ -58,7 +147,7 @@ fn state(state: &LocalModelState) -> String {
     }
 }
 
-fn print_line(model: &LocalModelInfo) {
+fn local_line(model: &LocalModelInfo) -> String {
     // The numbers padded first: the columns line up in both languages.
     let sizes = fill(
         tr(
@@ -71,7 +160,7 @@ fn print_line(model: &LocalModelInfo) {
             ("ram", &format!("{:>2}", model.min_ram_gb)),
         ],
     );
-    say!(
+    format!(
         "{:<24} {:<9} {sizes}  {}{}",
         model.name,
         model.kind,
@@ -81,7 +170,40 @@ fn print_line(model: &LocalModelInfo) {
         } else {
             tr("  (place the file by hand)", "  (положите файл вручную)")
         }
-    );
+    )
+}
+
+fn speech_line(model: &SpeechModelInfo) -> String {
+    let languages = if model.languages.len() > 3 {
+        tr("multilingual", "многоязычная").to_owned()
+    } else {
+        model.languages.join(",")
+    };
+    format!(
+        "{:<24} {:<9} {:>6} {}  {:<24} {}{}{}",
+        model.id,
+        "speech",
+        model.bytes >> 20,
+        tr("MB", "МБ"),
+        languages,
+        state(&model.state),
+        if model.selected {
+            tr(
+                "  (chosen: [speech] local_model)",
+                "  (выбрана: [speech] local_model)",
+            )
+        } else {
+            ""
+        },
+        if model.pullable {
+            ""
+        } else {
+            tr(
+                "  (the tests' model: place its files by hand)",
+                "  (модель для тестов: положите её файлы вручную)",
+            )
+        }
+    )
 }
 
 /// Runs `souz models …` (default: list).
@@ -90,8 +212,12 @@ pub async fn run(command: Option<ModelsCommand>) -> Result<ExitCode> {
     match command.unwrap_or(ModelsCommand::List { json: false }) {
         ModelsCommand::List { json } => {
             let list: LocalModelList = client.get("/v1/models/local").await?;
+            let speech = speech_models(&client).await;
             if json {
-                print_json(&list)?;
+                print_json(&Listed {
+                    local: list,
+                    speech,
+                })?;
                 return Ok(ExitCode::SUCCESS);
             }
             match &list.engine {
@@ -105,19 +231,24 @@ pub async fn run(command: Option<ModelsCommand>) -> Result<ExitCode> {
                 ),
             }
             for model in &list.items {
-                print_line(model);
+                say!("{}", local_line(model));
+            }
+            for model in &speech {
+                say!("{}", speech_line(model));
             }
         }
-        ModelsCommand::Pull { name } => return pull(&client, name.trim()).await,
+        ModelsCommand::Pull { name } => {
+            let target = Target::of(&client, name.trim()).await;
+            return pull(&client, &target).await;
+        }
         ModelsCommand::Rm { name } => {
-            client
-                .delete(&format!("/v1/models/local/{}", name.trim()))
-                .await?;
+            let target = Target::of(&client, name.trim()).await;
+            client.delete(&target.path()).await?;
             say!(
                 "{}",
                 fill(
                     tr("removed {name}", "модель {name} удалена"),
-                    &[("name", &name)]
+                    &[("name", &target.name())]
                 )
             );
         }
@@ -127,15 +258,11 @@ pub async fn run(command: Option<ModelsCommand>) -> Result<ExitCode> {
 
 /// Starts the download in the daemon and follows it to its end: a progress line (redrawn on a
 /// terminal, every tenth otherwise), then the model's line, or why it stopped.
-async fn pull(client: &DaemonClient, name: &str) -> Result<ExitCode> {
-    let mut model: LocalModelInfo = client
-        .post(
-            &format!("/v1/models/local/{name}/pull"),
-            &serde_json::json!({}),
-        )
-        .await?;
+async fn pull(client: &DaemonClient, target: &Target) -> Result<ExitCode> {
+    let name = target.name();
+    let (mut now, mut line) = target.pull(client).await?;
     let terminal = std::io::stderr().is_terminal();
-    if matches!(model.state, LocalModelState::Downloading { .. }) {
+    if matches!(now, LocalModelState::Downloading { .. }) {
         eprintln!(
             "{}",
             fill(
@@ -145,12 +272,12 @@ async fn pull(client: &DaemonClient, name: &str) -> Result<ExitCode> {
                     "скачиваю {name} (скачивание продолжится в Souz, даже если прервать эту \
                      команду; остановить его: `souz models rm {name}`)"
                 ),
-                &[("name", &model.name)]
+                &[("name", &name)]
             )
         );
     }
     let mut shown = None;
-    while let LocalModelState::Downloading { received, total } = model.state {
+    while let LocalModelState::Downloading { received, total } = now {
         let tenth = received.saturating_mul(10) / total.max(1);
         let megabytes = fill(
             tr("{received} of {total} MB", "{received} из {total} МБ"),
@@ -167,27 +294,14 @@ async fn pull(client: &DaemonClient, name: &str) -> Result<ExitCode> {
         }
         shown = Some(tenth);
         tokio::time::sleep(POLL).await;
-        let list: LocalModelList = client.get("/v1/models/local").await?;
-        match list.items.into_iter().find(|item| item.name == model.name) {
-            Some(item) => model = item,
-            None => anyhow::bail!(
-                "{}",
-                fill(
-                    tr(
-                        "the daemon no longer lists {name}",
-                        "Souz больше не показывает {name}"
-                    ),
-                    &[("name", &model.name)]
-                )
-            ),
-        }
+        (now, line) = target.now(client).await?;
     }
     if terminal && shown.is_some() {
         eprintln!();
     }
-    match &model.state {
+    match &now {
         LocalModelState::Ready | LocalModelState::Loaded => {
-            print_line(&model);
+            say!("{line}");
             Ok(ExitCode::SUCCESS)
         }
         LocalModelState::Failed { error } => {
@@ -198,7 +312,7 @@ async fn pull(client: &DaemonClient, name: &str) -> Result<ExitCode> {
                         "{name} could not be downloaded: {error}",
                         "не удалось скачать {name}: {error}"
                     ),
-                    &[("name", &model.name), ("error", error)]
+                    &[("name", &name), ("error", error)]
                 ))
             );
             Ok(ExitCode::FAILURE)
@@ -211,7 +325,7 @@ async fn pull(client: &DaemonClient, name: &str) -> Result<ExitCode> {
                         "the download of {name} was stopped",
                         "скачивание {name} остановлено"
                     ),
-                    &[("name", &model.name)]
+                    &[("name", &name)]
                 )
             );
             Ok(ExitCode::FAILURE)

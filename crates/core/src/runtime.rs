@@ -148,8 +148,8 @@ struct State {
     tasks: TaskTracker,
     mcp_extension: Option<Arc<dyn crate::mcp::extension::McpExtension>>,
     mcp_clients: McpClients,
-    /// Local model files being fetched (`souz models pull`).
-    model_downloads: model_downloads::ModelDownloads,
+    /// Model files being fetched (`souz models pull`, Settings › Voice), per family.
+    model_downloads: model_downloads::Downloads,
     /// The `souz` binary (the bridge Claude Desktop runs), when known.
     souz_binary: Option<PathBuf>,
     /// What asks the embedding binary to restart the runtime, when it can.
@@ -272,7 +272,7 @@ impl Runtime {
                 tasks,
                 mcp_extension: options.mcp_extension,
                 mcp_clients,
-                model_downloads: model_downloads::ModelDownloads::default(),
+                model_downloads: model_downloads::Downloads::default(),
                 souz_binary: options.sandbox_helper,
                 restart: options.restart,
                 schedules,
@@ -355,7 +355,12 @@ impl RuntimeHandle {
 
     /// The local model files being fetched.
     pub(crate) fn model_downloads(&self) -> &model_downloads::ModelDownloads {
-        &self.state.model_downloads
+        &self.state.model_downloads.local
+    }
+
+    /// The speech models' downloads.
+    pub(crate) fn speech_downloads(&self) -> &model_downloads::ModelDownloads {
+        &self.state.model_downloads.speech
     }
 
     /// The approval service (pending approvals, decisions, grants).

@@ -216,6 +216,37 @@ pub enum RuntimeEvent {
         /// The profile.
         model: String,
     },
+    /// A speech model's files are being downloaded (Settings › Voice, `souz models pull`,
+    /// `POST /v1/speech/models/{id}/pull`); sent at each whole percent of all its files.
+    #[serde(rename = "speech.model.download.progress")]
+    SpeechModelDownloadProgress {
+        /// The speech model's id (`whisper-base`).
+        model: String,
+        /// Bytes on disk so far, all its files together.
+        received: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+    /// A speech model's files all arrived and matched their pinned digests.
+    #[serde(rename = "speech.model.download.completed")]
+    SpeechModelDownloadCompleted {
+        /// The speech model's id.
+        model: String,
+    },
+    /// A speech model's download failed (what arrived is kept when it can be resumed).
+    #[serde(rename = "speech.model.download.failed")]
+    SpeechModelDownloadFailed {
+        /// The speech model's id.
+        model: String,
+        /// Why.
+        error: String,
+    },
+    /// A speech model's download was stopped (the model removed, or the daemon stopping).
+    #[serde(rename = "speech.model.download.cancelled")]
+    SpeechModelDownloadCancelled {
+        /// The speech model's id.
+        model: String,
+    },
     /// A memory fact was stored (by hand, by an MCP client or by capture after a turn).
     #[serde(rename = "memory.fact.created")]
     MemoryFactCreated {
@@ -374,6 +405,10 @@ impl RuntimeEvent {
             Self::LocalModelDownloadCompleted { .. } => "local.model.download.completed",
             Self::LocalModelDownloadFailed { .. } => "local.model.download.failed",
             Self::LocalModelDownloadCancelled { .. } => "local.model.download.cancelled",
+            Self::SpeechModelDownloadProgress { .. } => "speech.model.download.progress",
+            Self::SpeechModelDownloadCompleted { .. } => "speech.model.download.completed",
+            Self::SpeechModelDownloadFailed { .. } => "speech.model.download.failed",
+            Self::SpeechModelDownloadCancelled { .. } => "speech.model.download.cancelled",
             Self::MemoryFactCreated { .. } => "memory.fact.created",
             Self::MemoryFactUpdated { .. } => "memory.fact.updated",
             Self::MemoryFactRetired { .. } => "memory.fact.retired",
@@ -508,6 +543,29 @@ mod tests {
         for event in events {
             let json = serde_json::to_value(&event).unwrap();
             assert_eq!(json["type"], event.kind());
+        }
+    }
+
+    #[test]
+    fn speech_model_download_kinds_match_serde_tags() {
+        let model = || "whisper-tiny".to_owned();
+        let events = [
+            RuntimeEvent::SpeechModelDownloadProgress {
+                model: model(),
+                received: 1,
+                total: 2,
+            },
+            RuntimeEvent::SpeechModelDownloadCompleted { model: model() },
+            RuntimeEvent::SpeechModelDownloadFailed {
+                model: model(),
+                error: "e".into(),
+            },
+            RuntimeEvent::SpeechModelDownloadCancelled { model: model() },
+        ];
+        for event in events {
+            let json = serde_json::to_value(&event).unwrap();
+            assert_eq!(json["type"], event.kind());
+            assert!(event.kind().starts_with("speech.model.download."));
         }
     }
 }

@@ -71,7 +71,7 @@ pub use skills::{
     FindingSeverity, InstalledSkill, SkillConsent, SkillDetail, SkillFinding, SkillGitSource,
     SkillList, SkillPath, SkillPermissions, SkillSource, SkillSummary, SkillValidation,
 };
-pub use speech::{SpeechStatus, SpeechTimings, SpeechTranscription};
+pub use speech::{SpeechModelInfo, SpeechStatus, SpeechTimings, SpeechTranscription};
 pub use system::{
     Bootstrap, Capabilities, ComponentStatus, ConfinementKind, DaemonInfo, Features, Health,
     LocalUser, ModelCapability, RouteIndex, SandboxStatus, ToolCapability,

@@ -1,8 +1,12 @@
-//! `/v1/speech`: speech to text. Which engine hears the person (`GET /v1/speech`) and one
-//! transcription (`POST /v1/speech/transcriptions`, multipart audio in, text out).
+//! `/v1/speech`: speech to text. Which engine hears the person and the in-process models with
+//! their state (`GET /v1/speech`), one transcription (`POST /v1/speech/transcriptions`,
+//! multipart audio in, text out), and fetching or removing an in-process model's files
+//! (`POST /v1/speech/models/{id}/pull`, `DELETE /v1/speech/models/{id}`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::memory::LocalModelState;
 
 /// How long each stage of one transcription took, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -62,4 +66,38 @@ pub struct SpeechStatus {
     pub max_upload_bytes: u64,
     /// The longest audio accepted, in milliseconds.
     pub max_audio_ms: u64,
+    /// The in-process Whisper models Souz knows (`[speech] local_model` picks one), each with
+    /// its state.
+    #[serde(default)]
+    pub models: Vec<SpeechModelInfo>,
+}
+
+/// One in-process speech model and where its files stand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpeechModelInfo {
+    /// Its id (`whisper-base`), as `[speech] local_model` names it.
+    pub id: String,
+    /// Its name for people.
+    pub label: String,
+    /// The languages it hears (codes).
+    pub languages: Vec<String>,
+    /// About how many bytes its files take.
+    pub bytes: u64,
+    /// Where its files (`config.json`, `tokenizer.json`, `model.safetensors`) are, or belong.
+    pub path: String,
+    /// Whether `[speech] local_model` names it.
+    pub selected: bool,
+    /// Whether Souz can fetch its files (pinned to a commit on the model hub); the test model
+    /// is placed by hand.
+    pub pullable: bool,
+    /// Where a pull fetches it from, when it can: the repository's files at the pinned commit
+    /// on the model hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// A small model for tests.
+    pub test_model: bool,
+    /// On disk (all its files), loaded, being fetched, or missing.
+    #[serde(flatten)]
+    pub state: LocalModelState,
 }

@@ -1,12 +1,14 @@
 //! A fake model hub on loopback that speaks the Hugging Face Hub's API as Souz uses it:
 //! `GET /api/models/{owner}/{name}/tree/{revision}[/{folder}]` lists a commit's folder (each
 //! file with `type`, `oid`, `size`, `path` and, for large files, `lfs: {oid, size,
-//! pointerSize}`; folders as `type: "directory"`), paged with `Link: <…?cursor=N>;
+//! pointerSize}`; a small file's `oid` is its real git blob id, the SHA-1 of `blob <size>\0`
+//! and its bytes; folders as `type: "directory"`), paged with `Link: <…?cursor=N>;
 //! rel="next"` when a page size is set; an unknown repository or revision answers 404 with the
 //! hub's error JSON; `GET /{owner}/{name}/resolve/{revision}/{path}` redirects (302, with
 //! `X-Repo-Commit` and `X-Linked-Etag`) to a second listener standing for the hub's CDN, which
 //! serves the bytes with `Range` support (206 and `Content-Range`), and can cut its first
-//! answer short after a number of bytes, as a dropped connection does.
+//! answer short after a number of bytes, as a dropped connection does, or serve other bytes
+//! than the listing describes (a tampered file).
 //!
 //! ```no_run
 //! # async fn example() {
@@ -36,6 +38,36 @@ struct File {
     bytes: Arc<Vec<u8>>,
     /// The LFS object id the listing announces (`None`: a small file kept in git).
     lfs_oid: Option<String>,
+    /// What the CDN sends instead of `bytes` (`None`: `bytes`).
+    served: Option<Arc<Vec<u8>>>,
+}
+
+impl File {
+    fn new(bytes: Vec<u8>, lfs_oid: Option<String>) -> Self {
+        Self {
+            bytes: Arc::new(bytes),
+            lfs_oid,
+            served: None,
+        }
+    }
+
+    /// What the CDN sends.
+    fn served(&self) -> &Arc<Vec<u8>> {
+        self.served.as_ref().unwrap_or(&self.bytes)
+    }
+}
+
+/// The git blob id of `bytes` (what `git hash-object` prints).
+pub fn git_blob_id(bytes: &[u8]) -> String {
+    use sha1::Digest as _;
+    let mut hasher = sha1::Sha1::new();
+    hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
+    hasher.update(bytes);
+    hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 #[derive(Default)]
@@ -44,8 +76,9 @@ struct Hub {
     commits: HashMap<(String, String), HashMap<String, File>>,
     /// Entries per listing page (`None`: one page).
     page_size: Option<usize>,
-    /// Bytes the CDN sends of its next answer before cutting the connection.
-    cut_next_after: Option<usize>,
+    /// Bytes the CDN sends of its next answer (for the path, when one is named) before
+    /// cutting the connection.
+    cut_next_after: Option<(Option<String>, usize)>,
     /// The `Range` header of every CDN request (`None` when it had none).
     ranges: Vec<Option<String>>,
     /// Every listing request's path and query.
@@ -151,7 +184,13 @@ impl FakeHub {
 
     /// The CDN's next answer stops after `bytes` bytes, its connection dropped.
     pub fn cut_next_after(&self, bytes: usize) {
-        lock(&self.shared).cut_next_after = Some(bytes);
+        lock(&self.shared).cut_next_after = Some((None, bytes));
+    }
+
+    /// The CDN's next answer for the file `path` stops after `bytes` bytes, its connection
+    /// dropped (other files are sent whole meanwhile).
+    pub fn cut_next_of(&self, path: &str, bytes: usize) {
+        lock(&self.shared).cut_next_after = Some((Some(path.to_owned()), bytes));
     }
 
     /// The `Range` header of every CDN request so far, in order.
@@ -184,20 +223,25 @@ impl Commit<'_> {
     /// Adds a large file, announced with LFS object id `oid` (pass another file's digest to
     /// play a hub whose metadata and bytes disagree).
     pub fn lfs(&self, path: &str, bytes: Vec<u8>, oid: &str) -> &Self {
-        let file = File {
-            bytes: Arc::new(bytes),
-            lfs_oid: Some(oid.to_owned()),
-        };
-        self.add(path, file)
+        self.add(path, File::new(bytes, Some(oid.to_owned())))
     }
 
-    /// Adds a small file kept in git (no LFS entry, so no SHA-256 in the listing).
+    /// Adds a small file kept in git (no LFS entry: the listing gives its git blob id).
     pub fn plain(&self, path: &str, bytes: Vec<u8>) -> &Self {
-        let file = File {
-            bytes: Arc::new(bytes),
-            lfs_oid: None,
-        };
-        self.add(path, file)
+        self.add(path, File::new(bytes, None))
+    }
+
+    /// The CDN sends `bytes` for `path` from now on, while the listing still describes the
+    /// file as added (a tampered file, or a CDN that serves something else).
+    pub fn serve_instead(&self, path: &str, bytes: Vec<u8>) -> &Self {
+        if let Some(file) = lock(&self.hub.shared)
+            .commits
+            .get_mut(&self.key)
+            .and_then(|files| files.get_mut(path))
+        {
+            file.served = Some(Arc::new(bytes));
+        }
+        self
     }
 }
 
@@ -291,14 +335,17 @@ fn listing(
         }
         let file = &files[path];
         let size = file.bytes.len();
-        let mut entry = json!({
-            "type": "file",
-            "oid": format!("{:040x}", size),
-            "size": size,
-            "path": path,
-        });
-        if let Some(oid) = &file.lfs_oid {
-            entry["lfs"] = json!({"oid": oid, "size": size, "pointerSize": 134});
+        let mut entry = json!({"type": "file", "size": size, "path": path});
+        match &file.lfs_oid {
+            Some(oid) => {
+                // The git object is the LFS pointer; its id is not the content's.
+                let pointer = format!(
+                    "version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {size}\n"
+                );
+                entry["oid"] = json!(git_blob_id(pointer.as_bytes()));
+                entry["lfs"] = json!({"oid": oid, "size": size, "pointerSize": pointer.len()});
+            }
+            None => entry["oid"] = json!(git_blob_id(&file.bytes)),
         }
         entries.push(entry);
     }
@@ -356,7 +403,12 @@ async fn blob(
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     hub.ranges.push(range.clone());
-    let cut = hub.cut_next_after.take();
+    let for_another = matches!(&hub.cut_next_after, Some((Some(only), _)) if *only != path);
+    let cut = if for_another {
+        None
+    } else {
+        hub.cut_next_after.take().map(|(_, bytes)| bytes)
+    };
     let Some(file) = hub
         .commits
         .get(&(format!("{owner}/{name}"), revision))
@@ -366,7 +418,8 @@ async fn blob(
         return StatusCode::NOT_FOUND.into_response();
     };
     drop(hub);
-    let total = file.bytes.len();
+    let served = Arc::clone(file.served());
+    let total = served.len();
     let start = range
         .as_deref()
         .and_then(|range| range.strip_prefix("bytes="))
@@ -383,7 +436,7 @@ async fn blob(
         Some(start) => (StatusCode::PARTIAL_CONTENT, start),
         None => (StatusCode::OK, 0),
     };
-    let body = file.bytes.get(from..).unwrap_or_default().to_vec();
+    let body = served.get(from..).unwrap_or_default().to_vec();
     let length = body.len();
     let body = match cut {
         // Announce the whole length, send part of it, then drop the connection.

@@ -95,7 +95,9 @@ config_section! {
         pub local_model_mirror: String = String::new(),
         /// The model hub `souz models pull` asks when no mirror is set: Hugging Face, or a
         /// mirror that speaks its API (such as https://hf-mirror.com). Each model is pinned to
-        /// a commit there, and the hub's own SHA-256 for that commit's file is checked.
+        /// a commit there, and each file is checked against the hub's own digest for that
+        /// commit (the SHA-256 of a large file, the git blob id of a small one). The speech
+        /// models (`[speech] local_model`) are fetched from here too.
         pub local_model_hub: String = "https://huggingface.co".to_owned(),
     }
 }

@@ -25,7 +25,10 @@ config_section! {
         pub language: String = String::new(),
         /// The Whisper model `local` uses: `whisper-base`, `whisper-tiny` (multilingual) or
         /// `whisper-tiny-en` (English only); its files (`config.json`, `tokenizer.json`,
-        /// `model.safetensors`) belong in `<SOUZ_HOME>/models/speech/<id>/`.
+        /// `model.safetensors`) belong in `<SOUZ_HOME>/models/speech/<id>/`. Settings › Voice
+        /// or `souz models pull <id>` downloads `whisper-base` and `whisper-tiny` from the model
+        /// hub (`[llm] local_model_hub`), pinned and verified; `whisper-tiny-en` is the tests'
+        /// model, placed by hand.
         pub local_model: String = "whisper-base".to_owned(),
         /// Minutes the local model stays loaded after its last use.
         pub local_idle_minutes: u64 = 5,

@@ -33,6 +33,7 @@ mod schedules;
 mod settings;
 mod setup;
 mod speech;
+mod speech_models;
 mod turn_limits;
 
 struct Fixture {

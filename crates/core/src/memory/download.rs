@@ -1,23 +1,73 @@
-//! Fetching a local embedding model's files into the Souz home: through the SSRF-safe web
-//! client, resumable (an interrupted file continues with an HTTP `Range` request from what
-//! its `.part` file holds), and verified against the pinned SHA-256 before it takes its name.
+//! Fetching a model's files into the Souz home (the memory model's, a local LLM's, a speech
+//! model's): through the SSRF-safe web client, resumable (an interrupted file continues with an
+//! HTTP `Range` request from what its `.part` file holds), and verified against its pinned
+//! digest ([`FileDigest`]: a SHA-256, or a small file's git blob id as a model hub lists it)
+//! before it takes its name.
 //!
-//! Invariants: a file under its final name is complete and matched its checksum when it was
-//! written (nothing else renames `.part` files); a checksum mismatch removes the `.part` file,
-//! so the next attempt starts afresh instead of resuming garbage; progress is reported at most
-//! every [`PROGRESS_STEP`] bytes per file (and at its end).
+//! Invariants: a file under its final name is complete and matched its digest when it was
+//! written (nothing else renames `.part` files); a mismatch removes the `.part` file, so the
+//! next attempt starts afresh instead of resuming garbage; a git blob is never written past
+//! its listed size (the size is part of its id); progress is reported at most every
+//! [`PROGRESS_STEP`] bytes per file (and at its end).
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::llm::local::hub::{HubDigest, git_blob_hasher};
 use crate::sandbox::net::{WebClient, WebError};
 use crate::sandbox::{DaemonFileError, DaemonFolder};
 
 /// Bytes between two progress reports of one file.
 pub(crate) const PROGRESS_STEP: u64 = 4 << 20;
+
+/// What a downloaded file must hash to. Every variant names at least one digest, so nothing
+/// is fetched that could not be verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileDigest<'a> {
+    /// Its SHA-256, lowercase hex (pinned in the code, or a hub's LFS object id).
+    Sha256(&'a str),
+    /// A small file as a model hub keeps it in git: its blob id (lowercase hex, see
+    /// [`crate::llm::local::hub::git_blob_id`]), and a SHA-256 pinned besides when one is known
+    /// (both must match). Its `bytes` is exact: more is refused.
+    GitBlob {
+        /// The git blob id.
+        id: &'a str,
+        /// A SHA-256 pinned in the code, when known.
+        sha256: Option<&'a str>,
+    },
+}
+
+impl<'a> FileDigest<'a> {
+    /// What a model hub's listing says, with the SHA-256 a catalog pins besides (for a git
+    /// blob; an LFS file's listed SHA-256 was compared with it by [`hub::agree`]).
+    ///
+    /// [`hub::agree`]: crate::llm::local::hub::agree
+    pub fn listed(digest: &'a HubDigest, pinned_sha256: Option<&'a str>) -> Self {
+        match digest {
+            HubDigest::Sha256(sha256) => Self::Sha256(sha256),
+            HubDigest::GitBlob(id) => Self::GitBlob {
+                id,
+                sha256: pinned_sha256,
+            },
+        }
+    }
+
+    /// The SHA-256 it names, if any.
+    pub fn sha256(&self) -> Option<&'a str> {
+        match *self {
+            Self::Sha256(sha256) => Some(sha256),
+            Self::GitBlob { sha256, .. } => sha256,
+        }
+    }
+
+    /// The exact size a git blob must not exceed.
+    fn exact_size(&self, bytes: u64) -> Option<u64> {
+        matches!(self, Self::GitBlob { .. }).then_some(bytes)
+    }
+}
 
 /// One file of a model, pinned (in the code, or by a model hub's metadata at a pinned commit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +76,9 @@ pub struct ModelFile<'a> {
     pub name: &'a str,
     /// Where it is downloaded from.
     pub url: &'a str,
-    /// Its SHA-256, lowercase hex.
-    pub sha256: &'a str,
-    /// Its size in bytes (for progress before the server says).
+    /// What it must hash to.
+    pub digest: FileDigest<'a>,
+    /// Its size in bytes (for progress before the server says; exact for a git blob).
     pub bytes: u64,
 }
 
@@ -43,10 +93,18 @@ pub enum DownloadError {
     Checksum {
         /// The file.
         name: String,
-        /// The pinned SHA-256.
+        /// The pinned digest (`SHA-256 …` or `git blob …`).
         expected: String,
         /// What arrived.
         actual: String,
+    },
+    /// The server sent more than a git blob's listed size (the partial file was removed).
+    #[error("{name} is longer than the {bytes} bytes it is listed with; removed")]
+    Oversized {
+        /// The file.
+        name: String,
+        /// Its listed size.
+        bytes: u64,
     },
     /// The model hub could not say which file to fetch and its SHA-256.
     #[error(transparent)]
@@ -78,7 +136,8 @@ pub(crate) type Progress<'a> = &'a (dyn Fn(&ModelFile<'_>, u64) + Send + Sync);
 #[cfg(test)]
 pub(crate) async fn sha256_file(path: &Path) -> Result<String, DownloadError> {
     let file = std::fs::File::open(path).map_err(io(path))?;
-    sha256_of(file, path).await
+    let hashes = hashes_of(file, path, true, false).await?;
+    Ok(hashes.sha256.unwrap_or_default())
 }
 
 /// The model folder `dir`, created where missing: its parent (in the Souz home, created by
@@ -94,6 +153,15 @@ fn model_folder(dir: &Path) -> Result<DaemonFolder, DownloadError> {
     DaemonFolder::create(anchor, relative, 0o700).map_err(refused)
 }
 
+/// The model folder `relative` beneath the trusted folder `anchor` (the Souz home), each
+/// missing folder on the way created `0700` inside its parent's handle, no link followed.
+pub(crate) fn model_folder_beneath(
+    anchor: &Path,
+    relative: &Path,
+) -> Result<DaemonFolder, DownloadError> {
+    DaemonFolder::create(anchor, relative, 0o700).map_err(refused)
+}
+
 /// A refusal or failure of a model folder operation.
 fn refused(error: DaemonFileError) -> DownloadError {
     DownloadError::Io {
@@ -102,21 +170,46 @@ fn refused(error: DaemonFileError) -> DownloadError {
     }
 }
 
-/// The SHA-256 of the opened `file` (at `path`, for errors), read in a blocking task.
-async fn sha256_of(file: std::fs::File, path: &Path) -> Result<String, DownloadError> {
-    tokio::task::spawn_blocking(move || -> std::io::Result<String> {
+/// What a file hashes to: the digests asked for, lowercase hex.
+#[derive(Debug, Default)]
+struct Hashes {
+    sha256: Option<String>,
+    git_blob: Option<String>,
+}
+
+/// The SHA-256 and/or git blob id of the opened `file` (at `path`, for errors), read once in a
+/// blocking task.
+async fn hashes_of(
+    file: std::fs::File,
+    path: &Path,
+    sha256: bool,
+    git_blob: bool,
+) -> Result<Hashes, DownloadError> {
+    tokio::task::spawn_blocking(move || -> std::io::Result<Hashes> {
+        use sha1::Digest as _;
         use std::io::Read;
         let mut file = file;
-        let mut hasher = Sha256::new();
+        let size = file.metadata()?.len();
+        let mut sha256_hasher = sha256.then(Sha256::new);
+        let mut blob_hasher = git_blob.then(|| git_blob_hasher(size));
         let mut buffer = vec![0_u8; 1 << 16];
         loop {
             let read = file.read(&mut buffer)?;
             if read == 0 {
                 break;
             }
-            hasher.update(buffer.get(..read).unwrap_or_default());
+            let chunk = buffer.get(..read).unwrap_or_default();
+            if let Some(hasher) = &mut sha256_hasher {
+                hasher.update(chunk);
+            }
+            if let Some(hasher) = &mut blob_hasher {
+                hasher.update(chunk);
+            }
         }
-        Ok(hex::encode(hasher.finalize()))
+        Ok(Hashes {
+            sha256: sha256_hasher.map(|hasher| hex::encode(hasher.finalize())),
+            git_blob: blob_hasher.map(|hasher| hex::encode(hasher.finalize())),
+        })
     })
     .await
     .map_err(|error| DownloadError::Io {
@@ -124,6 +217,35 @@ async fn sha256_of(file: std::fs::File, path: &Path) -> Result<String, DownloadE
         source: std::io::Error::other(error.to_string()),
     })?
     .map_err(io(path))
+}
+
+/// Checks the `written` file (at `path`) against `digest`: `Some((expected, actual))` when it
+/// is not the pinned file.
+async fn mismatch(
+    written: std::fs::File,
+    path: &Path,
+    digest: FileDigest<'_>,
+) -> Result<Option<(String, String)>, DownloadError> {
+    let blob_id = match digest {
+        FileDigest::GitBlob { id, .. } => Some(id),
+        FileDigest::Sha256(_) => None,
+    };
+    let pinned_sha256 = digest.sha256();
+    let hashes = hashes_of(written, path, pinned_sha256.is_some(), blob_id.is_some()).await?;
+    if let (Some(expected), Some(actual)) = (blob_id, hashes.git_blob)
+        && expected != actual
+    {
+        return Ok(Some((
+            format!("git blob {expected}"),
+            format!("git blob {actual}"),
+        )));
+    }
+    if let (Some(expected), Some(actual)) = (pinned_sha256, hashes.sha256)
+        && expected != actual
+    {
+        return Ok(Some((expected.to_owned(), actual)));
+    }
+    Ok(None)
 }
 
 /// [`fetch_file_from`] its own URL (the tests').
@@ -160,14 +282,26 @@ pub(crate) async fn fetch_file_from(
     progress: Progress<'_>,
     cancel: &CancellationToken,
 ) -> Result<(), DownloadError> {
-    let (file, url) = (source.file, source.url);
     let folder = model_folder(dir)?;
+    fetch_into(client, &folder, source, progress, cancel).await
+}
+
+/// [`fetch_file_from`] into a model folder the caller opened (beneath a trusted folder's
+/// handle, as [`DaemonFolder::create`] does).
+pub(crate) async fn fetch_into(
+    client: &WebClient,
+    folder: &DaemonFolder,
+    source: Source<'_>,
+    progress: Progress<'_>,
+    cancel: &CancellationToken,
+) -> Result<(), DownloadError> {
+    let (file, url) = (source.file, source.url);
     if folder.existing(file.name).map_err(refused)?.is_some() {
         progress(file, file.bytes);
         return Ok(());
     }
     let part_name = format!("{}.part", file.name);
-    let part = dir.join(&part_name);
+    let part = folder.path().join(&part_name);
     let have = folder
         .existing(&part_name)
         .map_err(refused)?
@@ -196,6 +330,7 @@ pub(crate) async fn fetch_file_from(
     let mut output = tokio::fs::File::from_std(output);
     let mut written = if resumed { have } else { 0 };
     let mut reported = written;
+    let limit = file.digest.exact_size(file.bytes);
     progress(file, written);
     loop {
         let chunk = tokio::select! {
@@ -206,8 +341,18 @@ pub(crate) async fn fetch_file_from(
             () = cancel.cancelled() => return Err(WebError::Cancelled.into()),
         };
         let Some(chunk) = chunk else { break };
-        output.write_all(&chunk).await.map_err(io(&part))?;
         written += chunk.len() as u64;
+        if let Some(bytes) = limit
+            && written > bytes
+        {
+            drop(output);
+            let _ = folder.remove_file(&part_name);
+            return Err(DownloadError::Oversized {
+                name: file.name.to_owned(),
+                bytes,
+            });
+        }
+        output.write_all(&chunk).await.map_err(io(&part))?;
         if written - reported >= PROGRESS_STEP {
             reported = written;
             progress(file, written);
@@ -219,12 +364,11 @@ pub(crate) async fn fetch_file_from(
         .open_file(&part_name)
         .map_err(refused)?
         .ok_or_else(|| io(&part)(std::io::ErrorKind::NotFound.into()))?;
-    let actual = sha256_of(written_file, &part).await?;
-    if actual != file.sha256 {
+    if let Some((expected, actual)) = mismatch(written_file, &part, file.digest).await? {
         let _ = folder.remove_file(&part_name);
         return Err(DownloadError::Checksum {
             name: file.name.to_owned(),
-            expected: file.sha256.to_owned(),
+            expected,
             actual,
         });
     }

@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 use tokio_util::sync::CancellationToken;
 
-use super::download::{DownloadError, ModelFile, Source, fetch_file_from};
+use super::download::{DownloadError, FileDigest, ModelFile, Source, fetch_file_from};
 use super::embedder::{EmbedError, EmbedRole, Embedder, normalize};
 use crate::sandbox::beneath::daemon_file::DaemonFolder;
 use crate::sandbox::net::WebClient;
@@ -67,19 +67,25 @@ pub const PROFILES: &[ModelProfile] = &[
             ModelFile {
                 name: "config.json",
                 url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/614241f622f53c4eeff9890bdc4f31cfecc418b3/config.json",
-                sha256: "69137736cab8b8903a07fe8afaafdda25aac55415a12a55d1bffa9f581abf959",
+                digest: FileDigest::Sha256(
+                    "69137736cab8b8903a07fe8afaafdda25aac55415a12a55d1bffa9f581abf959",
+                ),
                 bytes: 655,
             },
             ModelFile {
                 name: "tokenizer.json",
                 url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/614241f622f53c4eeff9890bdc4f31cfecc418b3/tokenizer.json",
-                sha256: "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
+                digest: FileDigest::Sha256(
+                    "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
+                ),
                 bytes: 17_082_730,
             },
             ModelFile {
                 name: "model.safetensors",
                 url: "https://huggingface.co/intfloat/multilingual-e5-small/resolve/614241f622f53c4eeff9890bdc4f31cfecc418b3/model.safetensors",
-                sha256: "1a55775f53449dac10a2bcbc312469fac40b96d53198c407081a831f81c98477",
+                digest: FileDigest::Sha256(
+                    "1a55775f53449dac10a2bcbc312469fac40b96d53198c407081a831f81c98477",
+                ),
                 bytes: 470_641_600,
             },
         ],
@@ -101,19 +107,25 @@ pub const PROFILES: &[ModelProfile] = &[
             ModelFile {
                 name: "config.json",
                 url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/1110a243fdf4706b3f48f1d95db1a4f5529b4d41/config.json",
-                sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                digest: FileDigest::Sha256(
+                    "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                ),
                 bytes: 612,
             },
             ModelFile {
                 name: "tokenizer.json",
                 url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/1110a243fdf4706b3f48f1d95db1a4f5529b4d41/tokenizer.json",
-                sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                digest: FileDigest::Sha256(
+                    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                ),
                 bytes: 466_247,
             },
             ModelFile {
                 name: "model.safetensors",
                 url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/1110a243fdf4706b3f48f1d95db1a4f5529b4d41/model.safetensors",
-                sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                digest: FileDigest::Sha256(
+                    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                ),
                 bytes: 90_868_376,
             },
         ],

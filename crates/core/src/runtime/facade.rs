@@ -31,6 +31,7 @@ mod settings;
 mod setup;
 mod skills;
 mod speech;
+mod speech_models;
 mod telegram;
 mod voice;
 

@@ -1,21 +1,81 @@
-//! The downloads of local model files (`souz models pull`, the Models page): which run, how far
-//! each has come, and which failed last.
+//! The downloads of model files (`souz models pull`, the Models page, Settings › Voice): which
+//! run, how far each has come, and which failed last. One set per family of models ([`Family`]:
+//! the local LLM profiles, the speech models), each with its own events.
 //!
-//! Invariants: at most one download per profile; each runs as a runtime task, so a client that
+//! Invariants: at most one download per model; each runs as a runtime task, so a client that
 //! goes away does not stop it, while removing the model or stopping the daemon does (cancel,
-//! then wait until it has ended, so nothing writes the file after); it reports in order: a
-//! `local.model.download.progress` event when it starts and at each whole percent, then exactly
-//! one of `completed`, `failed` or `cancelled`; a failure is kept for the list (`failed`, with
-//! why) until the next pull or the model's removal.
+//! then wait until it has ended, so nothing writes the file after); it reports in order
+//! ([`Running::run`]): a `<family>.model.download.progress` event when it starts and at each
+//! whole percent, then exactly one of `completed`, `failed` or `cancelled`; a failure is kept
+//! for the list (`failed`, with why) until the next pull or the model's removal.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use souz_protocol::{LocalModelState, RuntimeEvent};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::bus::EventBus;
 use crate::memory::download::DownloadError;
 use crate::sandbox::net::WebError;
+
+/// Which models a set of downloads fetches: it names their events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Family {
+    /// The local LLM profiles (`local.model.download.*`).
+    #[default]
+    Local,
+    /// The speech models (`speech.model.download.*`).
+    Speech,
+}
+
+impl Family {
+    /// What its models are called in the log.
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Local => "local model",
+            Self::Speech => "speech model",
+        }
+    }
+
+    fn progress(self, model: String, received: u64, total: u64) -> RuntimeEvent {
+        match self {
+            Self::Local => RuntimeEvent::LocalModelDownloadProgress {
+                model,
+                received,
+                total,
+            },
+            Self::Speech => RuntimeEvent::SpeechModelDownloadProgress {
+                model,
+                received,
+                total,
+            },
+        }
+    }
+
+    fn completed(self, model: String) -> RuntimeEvent {
+        match self {
+            Self::Local => RuntimeEvent::LocalModelDownloadCompleted { model },
+            Self::Speech => RuntimeEvent::SpeechModelDownloadCompleted { model },
+        }
+    }
+
+    fn cancelled(self, model: String) -> RuntimeEvent {
+        match self {
+            Self::Local => RuntimeEvent::LocalModelDownloadCancelled { model },
+            Self::Speech => RuntimeEvent::SpeechModelDownloadCancelled { model },
+        }
+    }
+
+    fn failed(self, model: String, error: String) -> RuntimeEvent {
+        match self {
+            Self::Local => RuntimeEvent::LocalModelDownloadFailed { model, error },
+            Self::Speech => RuntimeEvent::SpeechModelDownloadFailed { model, error },
+        }
+    }
+}
 
 enum Entry {
     Running {
@@ -30,13 +90,40 @@ enum Entry {
     Failed(String),
 }
 
-/// The daemon's local model downloads (one set per runtime).
+/// The runtime's downloads: one set per family.
+#[derive(Clone)]
+pub(crate) struct Downloads {
+    /// The local LLM profiles'.
+    pub(crate) local: ModelDownloads,
+    /// The speech models'.
+    pub(crate) speech: ModelDownloads,
+}
+
+impl Default for Downloads {
+    fn default() -> Self {
+        Self {
+            local: ModelDownloads::new(Family::Local),
+            speech: ModelDownloads::new(Family::Speech),
+        }
+    }
+}
+
+/// The daemon's downloads of one family of models (one set per family per runtime).
 #[derive(Clone, Default)]
 pub(crate) struct ModelDownloads {
+    family: Family,
     entries: Arc<Mutex<HashMap<&'static str, Entry>>>,
 }
 
 impl ModelDownloads {
+    /// An empty set for `family`.
+    pub(crate) fn new(family: Family) -> Self {
+        Self {
+            family,
+            entries: Arc::default(),
+        }
+    }
+
     fn entries(&self) -> MutexGuard<'_, HashMap<&'static str, Entry>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -147,31 +234,97 @@ impl Running {
             return None;
         }
         *percent = Some(now);
-        Some(RuntimeEvent::LocalModelDownloadProgress {
-            model: self.profile.to_owned(),
-            received,
-            total: *total,
-        })
+        Some(
+            self.downloads
+                .family
+                .progress(self.profile.to_owned(), received, *total),
+        )
     }
 
     /// Records how the download ended and answers the event that says so.
-    pub(crate) fn finish(self, outcome: &Result<(), DownloadError>) -> RuntimeEvent {
+    pub(crate) fn finish(&self, outcome: &Result<(), DownloadError>) -> RuntimeEvent {
         let model = self.profile.to_owned();
+        let family = self.downloads.family;
         let mut entries = self.downloads.entries();
         match outcome {
             Ok(()) => {
                 entries.remove(self.profile);
-                RuntimeEvent::LocalModelDownloadCompleted { model }
+                family.completed(model)
             }
             Err(DownloadError::Web(WebError::Cancelled)) => {
                 entries.remove(self.profile);
-                RuntimeEvent::LocalModelDownloadCancelled { model }
+                family.cancelled(model)
             }
             Err(error) => {
                 let error = error.to_string();
                 entries.insert(self.profile, Entry::Failed(error.clone()));
-                RuntimeEvent::LocalModelDownloadFailed { model, error }
+                family.failed(model, error)
             }
+        }
+    }
+
+    /// Runs `fetch` as this download to its end and publishes its progress and outcome on
+    /// `events`, in order (the progress `fetch` reports through its [`Reporter`], then the
+    /// one event that says how it ended).
+    pub(crate) async fn run<F, Fut>(self, events: &EventBus, fetch: F)
+    where
+        F: FnOnce(Reporter) -> Fut,
+        Fut: Future<Output = Result<(), DownloadError>>,
+    {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<RuntimeEvent>();
+        let events = events.clone();
+        let publish = async move {
+            while let Some(event) = receiver.recv().await {
+                if let Err(error) = events.publish(event).await {
+                    tracing::warn!(%error, "could not publish a model download event");
+                }
+            }
+        };
+        let (kind, model) = (self.downloads.family.noun(), self.profile);
+        let running = Arc::new(self);
+        let work = async move {
+            tracing::info!(kind, model, "model download started");
+            let reporter = Reporter {
+                running: Arc::clone(&running),
+                sender: sender.clone(),
+            };
+            let outcome = fetch(reporter).await;
+            match &outcome {
+                Ok(()) => tracing::info!(kind, model, "model downloaded"),
+                Err(DownloadError::Web(WebError::Cancelled)) => {
+                    tracing::info!(kind, model, "model download stopped")
+                }
+                Err(error) => tracing::warn!(kind, model, %error, "model download failed"),
+            }
+            let _ = sender.send(running.finish(&outcome));
+        };
+        tokio::join!(work, publish);
+    }
+}
+
+/// What a running download's transfer reports through: its progress (recorded, and sent to be
+/// published at each whole percent), its size once known, and what stops it.
+#[derive(Clone)]
+pub(crate) struct Reporter {
+    running: Arc<Running>,
+    sender: UnboundedSender<RuntimeEvent>,
+}
+
+impl Reporter {
+    /// What stops the transfer.
+    pub(crate) fn cancel(&self) -> &CancellationToken {
+        self.running.cancel()
+    }
+
+    /// Sets the size the download will reach.
+    pub(crate) fn set_total(&self, bytes: u64) {
+        self.running.set_total(bytes);
+    }
+
+    /// Records `received` bytes, sending the progress event when one is due.
+    pub(crate) fn report(&self, received: u64) {
+        if let Some(event) = self.running.progress(received) {
+            let _ = self.sender.send(event);
         }
     }
 }
@@ -218,6 +371,43 @@ mod tests {
                 total: 1000
             })
         );
+    }
+
+    #[test]
+    fn each_family_says_so_in_its_own_events() {
+        let speech = ModelDownloads::new(Family::Speech);
+        let running = speech
+            .begin("whisper-tiny", 10, &CancellationToken::new())
+            .unwrap();
+        assert_eq!(
+            running.progress(0),
+            Some(RuntimeEvent::SpeechModelDownloadProgress {
+                model: "whisper-tiny".into(),
+                received: 0,
+                total: 10
+            })
+        );
+        let failed = running.finish(&Err(DownloadError::Busy));
+        assert!(
+            matches!(&failed, RuntimeEvent::SpeechModelDownloadFailed { model, .. } if model == "whisper-tiny"),
+            "{failed:?}"
+        );
+        let running = speech
+            .begin("whisper-tiny", 10, &CancellationToken::new())
+            .unwrap();
+        assert_eq!(
+            running.finish(&Ok(())),
+            RuntimeEvent::SpeechModelDownloadCompleted {
+                model: "whisper-tiny".into()
+            }
+        );
+        // The local models' set is another, with its own names.
+        let local = ModelDownloads::default();
+        let running = local.begin("m", 10, &CancellationToken::new()).unwrap();
+        assert!(matches!(
+            running.finish(&Err(DownloadError::Web(WebError::Cancelled))),
+            RuntimeEvent::LocalModelDownloadCancelled { .. }
+        ));
     }
 
     #[tokio::test]

@@ -62,13 +62,16 @@ pub enum SpeechError {
     NoServer,
     /// The local model's files are not there.
     #[error(
-        "the speech model {model} is not downloaded (place config.json, tokenizer.json and model.safetensors in {path})"
+        "the speech model {model} is not downloaded (its files config.json, tokenizer.json and \
+         model.safetensors belong in {path}; `souz models pull {model}` fetches a model Souz pins)"
     )]
     ModelMissing {
         /// Its catalog id.
         model: String,
         /// Where its files belong.
         path: String,
+        /// Whether Souz can download it (pinned on the model hub).
+        pullable: bool,
     },
     /// `[speech] local_model` names no model of the catalog.
     #[error("unknown speech model `{0}`")]
@@ -209,13 +212,11 @@ impl SpeechError {
                 "No transcription server: set [speech] server_url, or start a whisper.cpp server on 127.0.0.1:8080.",
                 "Нет сервера распознавания: задайте [speech] server_url или запустите сервер whisper.cpp на 127.0.0.1:8080."
             ),
-            Self::ModelMissing { model, path } => localized!(
-                language,
-                "The speech model {} is not downloaded yet: its files (config.json, tokenizer.json, model.safetensors) belong in {}.",
-                "Модель распознавания {} ещё не загружена: её файлы (config.json, tokenizer.json, model.safetensors) должны лежать в {}.",
+            Self::ModelMissing {
                 model,
-                path
-            ),
+                path,
+                pullable,
+            } => model_missing(language, model, path, *pullable),
             Self::UnknownModel(model) => localized!(
                 language,
                 "Unknown speech model `{}` ([speech] local_model).",
@@ -291,5 +292,28 @@ fn rate_limited(language: Language, engine: &str, retry_after: Option<Duration>)
             "{} перегружен (слишком много запросов): попробуйте позже.",
             engine
         ),
+    }
+}
+
+/// What is said of a local model whose files are missing: how to download it, or, for the
+/// tests' model, where to place it.
+fn model_missing(language: Language, model: &str, path: &str, pullable: bool) -> String {
+    if pullable {
+        localized!(
+            language,
+            "The speech model {} is not downloaded yet: download it in Settings › Voice or with `souz models pull {}` (its files go to {}).",
+            "Модель распознавания {} ещё не загружена: скачайте её в Настройки › Голос или командой `souz models pull {}` (её файлы сохраняются в {}).",
+            model,
+            model,
+            path
+        )
+    } else {
+        localized!(
+            language,
+            "The speech model {} is not downloaded: it is the tests' model, which Souz does not fetch; its files (config.json, tokenizer.json, model.safetensors) belong in {}.",
+            "Модель распознавания {} не загружена: это тестовая модель, Souz её не скачивает; её файлы (config.json, tokenizer.json, model.safetensors) должны лежать в {}.",
+            model,
+            path
+        )
     }
 }

@@ -381,6 +381,7 @@ impl SpeechService {
                         status.not_ready = Some(SpeechError::ModelMissing {
                             model: model.id.to_owned(),
                             path: dir.display().to_string(),
+                            pullable: model.pullable(),
                         });
                     }
                 }
@@ -428,6 +429,34 @@ impl SpeechService {
             Ok(mut model) => model.take().is_some(),
             Err(_) => false,
         }
+    }
+
+    /// The model's slot, unless a transcription holds it now.
+    fn slot_now(&self) -> Option<std::sync::MutexGuard<'_, Option<(PathBuf, WhisperModel)>>> {
+        match self.local.model.try_lock() {
+            Ok(slot) => Some(slot),
+            Err(std::sync::TryLockError::Poisoned(slot)) => Some(slot.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Whether the model from `dir` is loaded; `None` while a transcription holds the model
+    /// (which one is loaded cannot be seen without waiting for it).
+    pub fn loaded_from(&self, dir: &Path) -> Option<bool> {
+        let slot = self.slot_now()?;
+        Some(slot.as_ref().is_some_and(|(loaded, _)| loaded == dir))
+    }
+
+    /// Drops the model from `dir` if it is loaded; `false` while a transcription holds the
+    /// model (nothing is dropped then).
+    pub fn unload_from(&self, dir: &Path) -> bool {
+        let Some(mut slot) = self.slot_now() else {
+            return false;
+        };
+        if slot.as_ref().is_some_and(|(loaded, _)| loaded == dir) {
+            *slot = None;
+        }
+        true
     }
 
     /// Whether the in-process model is loaded.
@@ -536,6 +565,7 @@ impl Transcriber for LocalEngine {
             return Err(SpeechError::ModelMissing {
                 model: self.model.id.to_owned(),
                 path: self.dir.display().to_string(),
+                pullable: self.model.pullable(),
             });
         }
         if audio.duration_ms() > MAX_AUDIO.as_millis() as u64 + 100 {

@@ -1,20 +1,25 @@
 //! `/v1/speech`: which engine hears the person, and one transcription (a multipart upload with
 //! the audio). Authorized like posting chat input ([`ChatUser`]): whoever may send a message
-//! may dictate it.
+//! may dictate it. Fetching and removing an in-process model's files
+//! (`/v1/speech/models/{id}`) is the operator's only, as the local models' are: model files
+//! are the machine's.
 //!
 //! The multipart body is parsed here (no streaming: the whole body is already bounded by the
 //! perimeter's limit for this route): parts are split on the boundary the `Content-Type`
 //! names, each part's headers read for its `name`; unknown parts are ignored, a repeated part
 //! or one without a name refused.
 
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
-use souz_protocol::{ErrorBody, SpeechStatus, SpeechTranscription};
+use souz_protocol::{
+    ErrorBody, LocalModelState, SpeechModelInfo, SpeechStatus, SpeechTranscription,
+};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
 use crate::gateway::error::ApiError;
+use crate::gateway::identity::Operator;
 use crate::runtime::RuntimeHandle;
 use crate::runtime::facade::{ChatUser, TranscriptionRequest};
 
@@ -30,11 +35,47 @@ pub(super) fn routes() -> ApiRouter<AppState> {
                 .summary("Which engine hears you: the speech-to-text engine, its model, whether it can run now.")
                 .description(
                     "`cloud` says whether audio leaves this computer with it (`[speech] engine`). \
-                     `reason` (in your interface language) says why it is not `ready`.",
+                     `reason` (in your interface language) says why it is not `ready`. \
+                     `models` lists the in-process Whisper models with their state \
+                     (`missing`, `downloading` with `received`/`total`, `ready`, `loaded`, \
+                     `failed` with `error`); `selected` marks `[speech] local_model`.",
                 )
                 .tag("speech")
                 .response::<SpeechStatus>(200, "The engine."),
             status,
+        )
+        .route(
+            Operation::post("/v1/speech/models/{id}/pull")
+                .summary("Start fetching an in-process speech model's files into the Souz home.")
+                .description(
+                    "The download runs in the daemon (a client that goes away does not stop \
+                     it; removing the model does) and fetches `config.json`, `tokenizer.json` \
+                     and `model.safetensors` from the model hub (`[llm] local_model_hub`) at \
+                     the commit Souz pins, into `<home>/models/speech/<id>/`. Before any byte \
+                     is fetched, the hub's listing of every file is checked against what Souz \
+                     pins besides (SHA-256 and size, where known); each file is resumable (a \
+                     `.part` file is continued) and verified before it takes its name — by its \
+                     SHA-256 (LFS files) or its git blob id (small files the hub keeps in git). \
+                     Progress is on the `speech.model.download.progress|completed|failed|cancelled` \
+                     runtime events and in `GET /v1/speech`.",
+                )
+                .tag("speech")
+                .operator()
+                .response::<SpeechModelInfo>(200, "Its files are there already.")
+                .response::<SpeechModelInfo>(202, "Downloading (started now, or running already).")
+                .response::<ErrorBody>(400, "Not downloadable (the tests' model).")
+                .response::<ErrorBody>(404, "No such model."),
+            pull,
+        )
+        .route(
+            Operation::delete("/v1/speech/models/{id}")
+                .summary("Stop its download, unload an in-process speech model and delete its files.")
+                .tag("speech")
+                .operator()
+                .response::<SpeechModelInfo>(200, "Removed (or was not there).")
+                .response::<ErrorBody>(404, "No such model.")
+                .response::<ErrorBody>(409, "In use by a transcription."),
+            remove,
         )
         .route(
             Operation::post("/v1/speech/transcriptions")
@@ -86,6 +127,27 @@ fn upload_schema() -> Value {
 
 async fn status(user: ChatUser, State(handle): State<RuntimeHandle>) -> axum::Json<SpeechStatus> {
     axum::Json(handle.speech_status(&user).await)
+}
+
+async fn pull(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, axum::Json<SpeechModelInfo>), ApiError> {
+    let model = handle.pull_speech_model(&id).await?;
+    let status = match model.state {
+        LocalModelState::Downloading { .. } => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    Ok((status, axum::Json(model)))
+}
+
+async fn remove(
+    _: Operator,
+    State(handle): State<RuntimeHandle>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SpeechModelInfo>, ApiError> {
+    Ok(axum::Json(handle.remove_speech_model(&id).await?))
 }
 
 async fn transcribe(

@@ -93,6 +93,12 @@ async fn a_client_token_reaches_mcp_only() {
             Some(serde_json::json!({"name": "x"})),
         ),
         ("POST", "/v1/ui-codes".into(), None),
+        (
+            "POST",
+            "/v1/speech/models/whisper-tiny/pull".into(),
+            Some(serde_json::json!({})),
+        ),
+        ("DELETE", "/v1/speech/models/whisper-tiny".into(), None),
         ("GET", "/v1/bootstrap".into(), None),
         ("GET", "/v1/setup".into(), None),
         (

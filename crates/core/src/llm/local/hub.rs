@@ -2,19 +2,31 @@
 //! that speaks it, such as `hf-mirror.com`): a profile names a repository, a **commit** and a
 //! path ([`HubPin`]); the hub is asked for that commit's file list
 //! (`GET <hub>/api/models/<repo>/tree/<commit>[/<folder>]`, paged by `Link: <…>; rel="next"`),
-//! which gives the file's LFS SHA-256 and size, and the file is fetched from
+//! which gives the file's digest and size, and the file is fetched from
 //! `<hub>/<repo>/resolve/<commit>/<path>` (the hub redirects to its CDN; the SSRF-safe client
-//! checks every hop) and verified against that SHA-256 by the downloader before it takes its
+//! checks every hop) and verified against that digest by the downloader before it takes its
 //! name.
 //!
-//! Why a commit is enough of a pin: a commit names its tree, and a large file's entry in the
-//! tree is its LFS pointer, which carries the SHA-256 — so what a commit lists cannot change
-//! after the profile was written, while a branch (`main`) could move under it.
+//! Which digest: a large file is stored in LFS, and its tree entry is an LFS pointer carrying
+//! the SHA-256 of the content ([`HubDigest::Sha256`]). A small file (a model's `config.json`,
+//! `tokenizer.json`) is a plain git blob: the hub lists only its git object id, the SHA-1 of
+//! `blob <size>\0` followed by the content ([`HubDigest::GitBlob`], [`git_blob_id`]).
+//!
+//! Why a commit is enough of a pin: a commit names its tree, and the tree names each entry by
+//! its git object id — the blob itself for a small file, the LFS pointer (with the SHA-256
+//! inside it) for a large one — so what a commit lists cannot change after the pin was
+//! written, while a branch (`main`) could move under it. That chain is SHA-1 all the way down
+//! (commit, tree, pointer blob), so checking a small file by its blob's SHA-1 is exactly as
+//! strong as the commit pin itself: forging the blob would take the same SHA-1 collision as
+//! forging the pointer that carries an LFS file's SHA-256. Where a catalog knows a file's
+//! SHA-256 independently, it pins that too and the hub's answer must agree ([`agree`]).
 //!
 //! Invariants: only a 40-hex commit is ever asked for ([`HubPin::check`]); a listing is read
 //! bounded (each page at most the client's body limit, at most [`MAX_PAGES`] pages, next pages
-//! only on the hub's own origin); an entry that is not an LFS file, or whose digest is not 64
-//! hex digits, is refused (the hub gave no SHA-256 to verify against).
+//! only on the hub's own origin); nothing is accepted without a digest to verify against: an
+//! LFS entry needs a 64-hex SHA-256, a plain entry a 40-hex blob id, its size, and at most
+//! [`MAX_GIT_BLOB_BYTES`] (a plain entry larger than that is refused: the hub stores large
+//! files in LFS, and the downloader holds a blob to exactly its listed size).
 
 use reqwest::Url;
 use serde::Deserialize;
@@ -24,6 +36,10 @@ use crate::sandbox::net::{WebClient, WebError};
 
 /// Pages of a folder's listing read before giving up.
 pub(crate) const MAX_PAGES: usize = 20;
+
+/// The largest file accepted as a plain git blob (verified by its blob id). The Hugging Face
+/// Hub keeps files over 10 MB in LFS, so a real config or tokenizer is far below this.
+pub const MAX_GIT_BLOB_BYTES: u64 = 16 << 20;
 
 /// Where a profile's file lives on the hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,11 +52,20 @@ pub struct HubPin {
     pub path: &'static str,
 }
 
+/// What the hub's listing says a file's content hashes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HubDigest {
+    /// A large (LFS) file: the SHA-256 of its content (the LFS object id), lowercase hex.
+    Sha256(String),
+    /// A small file kept in git: its blob id ([`git_blob_id`]), lowercase hex.
+    GitBlob(String),
+}
+
 /// The file a pin resolves to, as the hub lists it at that commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubFile {
-    /// Its SHA-256 (the LFS object id), lowercase hex.
-    pub sha256: String,
+    /// What its content must hash to.
+    pub digest: HubDigest,
     /// Its size in bytes.
     pub bytes: u64,
     /// Where it is downloaded from.
@@ -74,11 +99,36 @@ pub enum HubError {
         /// The path asked for.
         path: String,
     },
-    /// The file is there but the hub gives no SHA-256 for it.
-    #[error("{path} is not a large (LFS) file on the hub, so it has no SHA-256 to check; refused")]
+    /// The file is there but the hub gives no digest Souz can check.
+    #[error(
+        "the model hub lists {path} without a digest to check it by (an LFS SHA-256, or a git \
+         blob id and size); refused"
+    )]
     NoDigest {
         /// The path.
         path: String,
+    },
+    /// A file kept in git (not LFS) is larger than Souz accepts by its blob id.
+    #[error(
+        "{path} is kept in git rather than LFS and is {bytes} bytes, more than the {limit} \
+         bytes Souz verifies by a git blob id; refused",
+        limit = MAX_GIT_BLOB_BYTES
+    )]
+    TooLargeForGit {
+        /// The path.
+        path: String,
+        /// Its listed size.
+        bytes: u64,
+    },
+    /// The hub's listing disagrees with what the catalog pins of the file.
+    #[error("the model hub lists {path} with {listed}, but Souz pins {pinned}; refused")]
+    PinMismatch {
+        /// The path.
+        path: String,
+        /// What Souz pins (a SHA-256 or a size).
+        pinned: String,
+        /// What the hub lists.
+        listed: String,
     },
     /// The listing is not what the hub's API answers.
     #[error("the model hub's file list is not readable: {0}")]
@@ -97,6 +147,12 @@ struct Entry {
     #[serde(rename = "type")]
     kind: String,
     path: String,
+    /// The git object id (for a plain file, its blob id).
+    #[serde(default)]
+    oid: Option<String>,
+    /// The size of the content.
+    #[serde(default)]
+    size: Option<u64>,
     #[serde(default)]
     lfs: Option<Lfs>,
 }
@@ -107,11 +163,32 @@ struct Lfs {
     size: u64,
 }
 
-fn is_commit(revision: &str) -> bool {
-    revision.len() == 40
-        && revision
+/// Whether `text` is `digits` lowercase hex digits.
+fn is_lower_hex(text: &str, digits: usize) -> bool {
+    text.len() == digits
+        && text
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn is_commit(revision: &str) -> bool {
+    is_lower_hex(revision, 40)
+}
+
+/// The hasher of a git blob of `size` bytes: SHA-1 fed `blob <size>\0`; the content follows.
+pub(crate) fn git_blob_hasher(size: u64) -> sha1::Sha1 {
+    use sha1::Digest as _;
+    let mut hasher = sha1::Sha1::new();
+    hasher.update(format!("blob {size}\0").as_bytes());
+    hasher
+}
+
+/// The git blob id of `content` (what `git hash-object` prints), lowercase hex.
+pub fn git_blob_id(content: &[u8]) -> String {
+    use sha1::Digest as _;
+    let mut hasher = git_blob_hasher(content.len() as u64);
+    hasher.update(content);
+    hex::encode(hasher.finalize())
 }
 
 fn is_name(part: &str) -> bool {
@@ -264,30 +341,77 @@ pub async fn resolve(
 }
 
 fn file_of(entry: Entry, pin: &HubPin, base: &str) -> Result<HubFile, HubError> {
+    let path = || pin.path.to_owned();
     if entry.kind != "file" {
         return Err(HubError::FileMissing {
             repo: pin.repo.to_owned(),
             revision: pin.revision.to_owned(),
-            path: pin.path.to_owned(),
+            path: path(),
         });
     }
-    let Some(lfs) = entry.lfs else {
-        return Err(HubError::NoDigest {
-            path: pin.path.to_owned(),
-        });
+    let (digest, bytes) = match entry.lfs {
+        Some(lfs) => {
+            let digest = lfs.oid.to_ascii_lowercase();
+            if !is_lower_hex(&digest, 64) {
+                return Err(HubError::NoDigest { path: path() });
+            }
+            (HubDigest::Sha256(digest), lfs.size)
+        }
+        None => {
+            let (Some(oid), Some(bytes)) = (entry.oid, entry.size) else {
+                return Err(HubError::NoDigest { path: path() });
+            };
+            if bytes > MAX_GIT_BLOB_BYTES {
+                return Err(HubError::TooLargeForGit {
+                    path: path(),
+                    bytes,
+                });
+            }
+            let oid = oid.to_ascii_lowercase();
+            if !is_lower_hex(&oid, 40) {
+                return Err(HubError::NoDigest { path: path() });
+            }
+            (HubDigest::GitBlob(oid), bytes)
+        }
     };
-    let digest = lfs.oid.to_ascii_lowercase();
-    let hex = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
-    if !hex {
-        return Err(HubError::NoDigest {
-            path: pin.path.to_owned(),
-        });
-    }
     Ok(HubFile {
-        sha256: digest,
-        bytes: lfs.size,
+        digest,
+        bytes,
         url: pin.resolve_url(base),
     })
+}
+
+/// Checks the hub's answer for `path` against what a catalog pins of it besides the commit: its
+/// SHA-256 (compared here when the hub lists one; a git blob's content is checked against it
+/// after the download) and its size.
+pub fn agree(
+    file: &HubFile,
+    path: &str,
+    sha256: Option<&str>,
+    bytes: Option<u64>,
+) -> Result<(), HubError> {
+    let mismatch = |pinned: String, listed: String| HubError::PinMismatch {
+        path: path.to_owned(),
+        pinned,
+        listed,
+    };
+    if let Some(pinned) = bytes
+        && pinned != file.bytes
+    {
+        return Err(mismatch(
+            format!("{pinned} bytes"),
+            format!("{} bytes", file.bytes),
+        ));
+    }
+    if let (Some(pinned), HubDigest::Sha256(listed)) = (sha256, &file.digest)
+        && pinned != listed
+    {
+        return Err(mismatch(
+            format!("SHA-256 {pinned}"),
+            format!("SHA-256 {listed}"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::*;
-use crate::memory::download::{DownloadError, ModelFile, fetch_file, sha256_file};
+use crate::memory::download::{DownloadError, FileDigest, ModelFile, fetch_file, sha256_file};
 use crate::memory::embedder::cosine;
 use crate::memory::model::{Context, Kind, Scope};
 use crate::memory::{Memory, MemoryParts, NewFact, NoWriter};
@@ -52,7 +52,12 @@ fn every_profile_is_a_known_config_value_and_pins_three_files() {
             ["config.json", "tokenizer.json", "model.safetensors"]
         );
         for file in profile.files {
-            assert_eq!(file.sha256.len(), 64, "{}", file.name);
+            assert_eq!(
+                file.digest.sha256().map(str::len),
+                Some(64),
+                "{}",
+                file.name
+            );
             assert!(file.url.starts_with("https://"), "{}", file.url);
         }
     }
@@ -65,8 +70,8 @@ async fn the_test_model_is_the_pinned_one() {
     for file in minilm().files {
         let path = embedding_model_dir().join(file.name);
         assert_eq!(
-            sha256_file(&path).await.unwrap(),
-            file.sha256,
+            Some(sha256_file(&path).await.unwrap().as_str()),
+            file.digest.sha256(),
             "{}",
             file.name
         );
@@ -288,13 +293,13 @@ fn local_client() -> WebClient {
 fn leak_file(
     url: String,
     name: &'static str,
-    sha256: &'static str,
+    digest: FileDigest<'static>,
     bytes: u64,
 ) -> ModelFile<'static> {
     ModelFile {
         name,
         url: Box::leak(url.into_boxed_str()),
-        sha256,
+        digest,
         bytes,
     }
 }
@@ -306,7 +311,7 @@ async fn a_cut_download_resumes_with_a_range_request_and_verifies() {
     let file = leak_file(
         format!("http://{address}/model.safetensors"),
         "model.safetensors",
-        pinned.sha256,
+        pinned.digest,
         pinned.bytes,
     );
     let home = TestHome::new();
@@ -333,8 +338,13 @@ async fn a_cut_download_resumes_with_a_range_request_and_verifies() {
     );
     assert!(!dir.join("model.safetensors.part").exists());
     assert_eq!(
-        sha256_file(&dir.join("model.safetensors")).await.unwrap(),
-        pinned.sha256
+        Some(
+            sha256_file(&dir.join("model.safetensors"))
+                .await
+                .unwrap()
+                .as_str()
+        ),
+        pinned.digest.sha256()
     );
     assert_eq!(seen.lock().unwrap().last().copied(), Some(pinned.bytes));
 }
@@ -348,7 +358,7 @@ async fn a_link_at_the_part_file_is_not_written_through() {
     let file = leak_file(
         format!("http://{address}/config.json"),
         "config.json",
-        pinned.sha256,
+        pinned.digest,
         pinned.bytes,
     );
     let home = TestHome::new();
@@ -377,7 +387,7 @@ async fn a_checksum_mismatch_removes_the_file_and_says_so() {
     let file = leak_file(
         format!("http://{address}/config.json"),
         "config.json",
-        "0000000000000000000000000000000000000000000000000000000000000000",
+        FileDigest::Sha256("0000000000000000000000000000000000000000000000000000000000000000"),
         612,
     );
     let home = TestHome::new();
@@ -407,7 +417,7 @@ async fn first_use_downloads_in_the_background_and_reports_progress() {
             leak_file(
                 format!("http://{address}/{}", file.name),
                 file.name,
-                file.sha256,
+                file.digest,
                 file.bytes,
             )
         })

@@ -13,15 +13,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use souz_protocol::{ErrorCode, LocalModelInfo, LocalModelList, LocalModelState, RuntimeEvent};
+use souz_protocol::{ErrorCode, LocalModelInfo, LocalModelList, LocalModelState};
 
 use super::ServiceError;
 use crate::llm::local::hub::{self, HubPin};
 use crate::llm::local::profiles::{self, LocalProfile, ProfileKind};
-use crate::memory::download::{DownloadError, ModelFile, Source, fetch_file_from};
+use crate::memory::download::{DownloadError, FileDigest, ModelFile, Source, fetch_file_from};
 use crate::runtime::RuntimeHandle;
-use crate::runtime::model_downloads::Running;
-use crate::sandbox::net::{SystemLookup, WebClient, WebError, WebOptions};
+use crate::runtime::model_downloads::Reporter;
+use crate::sandbox::net::{SystemLookup, WebClient, WebOptions};
 
 /// A whole model file may take this long.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
@@ -153,13 +153,20 @@ impl RuntimeHandle {
             let handle = self.clone();
             self.spawn(async move {
                 let transfer = Transfer { client, origin };
-                handle.download(profile, transfer, running).await;
+                let events = handle.events().clone();
+                running
+                    .run(&events, |reporter| {
+                        handle.transfer(profile, transfer, reporter)
+                    })
+                    .await;
             });
         }
         Ok(self.local_model_info(profile).await)
     }
 
-    fn download_client(&self) -> Result<WebClient, ServiceError> {
+    /// The web client model files are fetched with (the sandbox's allowed hosts, a long
+    /// timeout for a whole file).
+    pub(super) fn download_client(&self) -> Result<WebClient, ServiceError> {
         WebClient::with_options(
             &self.config().sandbox.network_allow_hosts,
             WebOptions {
@@ -171,62 +178,31 @@ impl RuntimeHandle {
         .map_err(|error| ServiceError::Internal(error.to_string()))
     }
 
-    /// Runs one download to its end and publishes its progress and outcome, in order.
-    async fn download(&self, profile: &'static LocalProfile, transfer: Transfer, running: Running) {
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<RuntimeEvent>();
-        let events = self.events().clone();
-        let publish = async move {
-            while let Some(event) = receiver.recv().await {
-                if let Err(error) = events.publish(event).await {
-                    tracing::warn!(%error, "could not publish a local model download event");
-                }
-            }
-        };
-        let fetch = async move {
-            tracing::info!(profile = profile.name, "local model download started");
-            let outcome = self.transfer(profile, transfer, &running, &sender).await;
-            match &outcome {
-                Ok(()) => tracing::info!(profile = profile.name, "local model downloaded"),
-                Err(DownloadError::Web(WebError::Cancelled)) => {
-                    tracing::info!(profile = profile.name, "local model download stopped")
-                }
-                Err(error) => {
-                    tracing::warn!(profile = profile.name, %error, "local model download failed")
-                }
-            }
-            let _ = sender.send(running.finish(&outcome));
-        };
-        tokio::join!(fetch, publish);
-    }
-
     /// Finds the file's checksum (asking the hub when the origin is the hub) and fetches it.
     async fn transfer(
         &self,
         profile: &'static LocalProfile,
         Transfer { client, origin }: Transfer,
-        running: &Running,
-        sender: &tokio::sync::mpsc::UnboundedSender<RuntimeEvent>,
+        reporter: Reporter,
     ) -> Result<(), DownloadError> {
         let client = &client;
-        let (url, sha256, bytes) = match origin {
-            Origin::Mirror { url, sha256 } => (url, sha256.to_owned(), profile.bytes),
+        let listed;
+        let (url, digest, bytes) = match origin {
+            Origin::Mirror { url, sha256 } => (url, FileDigest::Sha256(sha256), profile.bytes),
             Origin::Hub { hub, pin } => {
-                let file = hub::resolve(client, &hub, &pin, running.cancel()).await?;
-                running.set_total(file.bytes);
-                (file.url, file.sha256, file.bytes)
+                listed = hub::resolve(client, &hub, &pin, reporter.cancel()).await?;
+                reporter.set_total(listed.bytes);
+                let digest = FileDigest::listed(&listed.digest, profile.sha256);
+                (listed.url.clone(), digest, listed.bytes)
             }
         };
         let file = ModelFile {
             name: profile.file,
             url: &url,
-            sha256: &sha256,
+            digest,
             bytes,
         };
-        let progress = |_: &ModelFile<'_>, received: u64| {
-            if let Some(event) = running.progress(received) {
-                let _ = sender.send(event);
-            }
-        };
+        let progress = |_: &ModelFile<'_>, received: u64| reporter.report(received);
         fetch_file_from(
             client,
             &profile.dir(&self.models_dir()),
@@ -235,7 +211,7 @@ impl RuntimeHandle {
                 url: &url,
             },
             &progress,
-            running.cancel(),
+            reporter.cancel(),
         )
         .await
     }

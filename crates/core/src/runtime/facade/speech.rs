@@ -1,5 +1,5 @@
 //! Speech to text for the adapters (`/v1/speech`, `souz listen`): one transcription, and which
-//! engine hears the person. Each [`SpeechError`] becomes a [`ServiceError`] here, said in the
+//! engine hears the person (with the in-process models' states, [`super::speech_models`]). Each [`SpeechError`] becomes a [`ServiceError`] here, said in the
 //! person's interface language, and nowhere else.
 
 use souz_protocol::language::Language;
@@ -63,7 +63,7 @@ fn service_error(error: SpeechError, language: Language) -> ServiceError {
 
 impl RuntimeHandle {
     /// The interface language of `user`.
-    async fn interface_language(&self, user: &ChatUser) -> Language {
+    pub(super) async fn interface_language(&self, user: &ChatUser) -> Language {
         match self.settings(user).await {
             Ok(settings) => Language::from_code(&settings.interface_language).unwrap_or_default(),
             Err(_) => Language::default(),
@@ -139,6 +139,7 @@ impl RuntimeHandle {
             default_language,
             max_upload_bytes: MAX_UPLOAD_BYTES as u64,
             max_audio_ms: MAX_AUDIO.as_millis() as u64,
+            models: self.speech_models(),
         }
     }
 

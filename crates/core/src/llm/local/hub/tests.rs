@@ -42,7 +42,7 @@ async fn a_pinned_file_resolves_to_the_hubs_digest_size_and_url_in_a_folder_and_
     let file = resolve(&client(&hub), hub.url(), &pin("z.gguf"), &cancel)
         .await
         .expect("resolved");
-    assert_eq!(file.sha256, digest);
+    assert_eq!(file.digest, HubDigest::Sha256(digest.clone()));
     assert_eq!(file.bytes, weights.len() as u64);
     assert_eq!(
         file.url,
@@ -59,7 +59,7 @@ async fn a_pinned_file_resolves_to_the_hubs_digest_size_and_url_in_a_folder_and_
     let deep = resolve(&client(&hub), &hub_url, &pin("q4/deep.gguf"), &cancel)
         .await
         .expect("resolved");
-    assert_eq!(deep.sha256, digest);
+    assert_eq!(deep.digest, HubDigest::Sha256(digest));
     assert!(
         hub.listings()
             .last()
@@ -75,9 +75,11 @@ async fn unknown_commits_missing_files_and_files_without_a_digest_are_refused_wi
     hub.commit("org/model-GGUF", REVISION)
         .lfs("m.gguf", b"m".to_vec(), &sha(b"m"));
     hub.commit("org/model-GGUF", REVISION)
-        .plain("README.md", b"# model".to_vec());
-    hub.commit("org/model-GGUF", REVISION)
         .lfs("odd.gguf", b"o".to_vec(), "not-a-digest");
+    // A plain (non-LFS) entry one byte over the limit: refused, whatever its blob id.
+    let large = usize::try_from(MAX_GIT_BLOB_BYTES).unwrap() + 1;
+    hub.commit("org/model-GGUF", REVISION)
+        .plain("huge.json", vec![b' '; large]);
     let client = client(&hub);
     let cancel = CancellationToken::new();
 
@@ -96,15 +98,119 @@ async fn unknown_commits_missing_files_and_files_without_a_digest_are_refused_wi
         .unwrap_err();
     assert!(matches!(error, HubError::FileMissing { .. }), "{error:?}");
 
-    for path in ["README.md", "odd.gguf"] {
-        let error = resolve(&client, hub.url(), &pin(path), &cancel)
-            .await
-            .unwrap_err();
+    let error = resolve(&client, hub.url(), &pin("odd.gguf"), &cancel)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HubError::NoDigest { .. }), "{error:?}");
+
+    let error = resolve(&client, hub.url(), &pin("huge.json"), &cancel)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, HubError::TooLargeForGit { bytes, .. } if *bytes == large as u64),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("huge.json"), "{error}");
+}
+
+/// A listing entry as the hub sends it, resolved on its own (no server).
+fn entry_of(json: serde_json::Value) -> Result<HubFile, HubError> {
+    let entry: Entry = serde_json::from_value(json).unwrap();
+    file_of(entry, &pin("config.json"), "http://hub.example")
+}
+
+#[test]
+fn a_plain_entry_needs_its_blob_id_and_size_and_stays_under_the_limit() {
+    let id = "4f2a9914b2ac740e8f71ae3e5eb059fbb757422d";
+    let file = entry_of(serde_json::json!({
+        "type": "file", "oid": id.to_uppercase(), "size": 22, "path": "config.json"
+    }))
+    .unwrap();
+    assert_eq!(file.digest, HubDigest::GitBlob(id.to_owned()));
+    assert_eq!(file.bytes, 22);
+    for refused in [
+        serde_json::json!({"type": "file", "size": 22, "path": "config.json"}),
+        serde_json::json!({"type": "file", "oid": id, "path": "config.json"}),
+        serde_json::json!({"type": "file", "oid": "abc", "size": 22, "path": "config.json"}),
+        serde_json::json!({"type": "file", "oid": "g".repeat(40), "size": 22, "path": "config.json"}),
+    ] {
+        let error = entry_of(refused.clone()).unwrap_err();
         assert!(
             matches!(error, HubError::NoDigest { .. }),
-            "{path}: {error:?}"
+            "{refused}: {error:?}"
         );
     }
+    let at_limit = entry_of(serde_json::json!({
+        "type": "file", "oid": id, "size": MAX_GIT_BLOB_BYTES, "path": "config.json"
+    }));
+    assert!(at_limit.is_ok(), "{at_limit:?}");
+    let over = entry_of(serde_json::json!({
+        "type": "file", "oid": id, "size": MAX_GIT_BLOB_BYTES + 1, "path": "config.json"
+    }));
+    assert!(
+        matches!(over, Err(HubError::TooLargeForGit { .. })),
+        "{over:?}"
+    );
+}
+
+#[test]
+fn a_git_blob_id_is_what_git_hash_object_prints() {
+    // `printf 'Souz pins its models.\n' > v.txt && git hash-object v.txt`, and so on.
+    assert_eq!(
+        git_blob_id(b"Souz pins its models.\n"),
+        "4f2a9914b2ac740e8f71ae3e5eb059fbb757422d"
+    );
+    assert_eq!(git_blob_id(b""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    assert_eq!(
+        git_blob_id("{\"a\": \"привет\"}\n".as_bytes()),
+        "810362c706e45c4256f10aa0c10265029f762d69"
+    );
+    // The size is part of the id: the same content hashed without git's header differs.
+    use sha1::Digest as _;
+    let bare = hex::encode(sha1::Sha1::digest(b"Souz pins its models.\n"));
+    assert_ne!(bare, git_blob_id(b"Souz pins its models.\n"));
+}
+
+#[tokio::test]
+async fn a_small_plain_file_resolves_to_its_git_blob_id() {
+    let hub = FakeHub::start().await;
+    let config = br#"{"d_model": 384}"#.to_vec();
+    hub.commit("org/model-GGUF", REVISION)
+        .plain("config.json", config.clone());
+    let file = resolve(
+        &client(&hub),
+        hub.url(),
+        &pin("config.json"),
+        &CancellationToken::new(),
+    )
+    .await
+    .expect("resolved");
+    assert_eq!(file.digest, HubDigest::GitBlob(git_blob_id(&config)));
+    assert_eq!(file.bytes, config.len() as u64);
+}
+
+#[test]
+fn a_catalogs_own_pins_must_agree_with_the_hub() {
+    let lfs = HubFile {
+        digest: HubDigest::Sha256("a".repeat(64)),
+        bytes: 10,
+        url: String::new(),
+    };
+    assert!(agree(&lfs, "m", Some(&"a".repeat(64)), Some(10)).is_ok());
+    assert!(agree(&lfs, "m", None, None).is_ok());
+    let error = agree(&lfs, "m", Some(&"b".repeat(64)), Some(10)).unwrap_err();
+    assert!(matches!(error, HubError::PinMismatch { .. }), "{error:?}");
+    assert!(error.to_string().contains(&"b".repeat(64)), "{error}");
+    let error = agree(&lfs, "m", None, Some(11)).unwrap_err();
+    assert!(error.to_string().contains("11 bytes"), "{error}");
+    // A blob's SHA-256 cannot be compared with its listing; the downloader checks it.
+    let blob = HubFile {
+        digest: HubDigest::GitBlob("c".repeat(40)),
+        bytes: 10,
+        url: String::new(),
+    };
+    assert!(agree(&blob, "m", Some(&"a".repeat(64)), Some(10)).is_ok());
+    assert!(agree(&blob, "m", None, Some(9)).is_err());
 }
 
 #[tokio::test]
