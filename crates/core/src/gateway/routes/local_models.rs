@@ -68,11 +68,16 @@ async fn pull(
     Path(name): Path<String>,
 ) -> Result<(StatusCode, axum::Json<LocalModelInfo>), ApiError> {
     let model = handle.pull_local_model(&name).await?;
-    let status = match model.state {
+    Ok((pull_status(&model.state), axum::Json(model)))
+}
+
+/// A pull's answer: 202 while its download runs, 200 when the model was there already. Shared
+/// by the local LLMs' and the speech models' pull routes.
+pub(super) fn pull_status(state: &LocalModelState) -> StatusCode {
+    match state {
         LocalModelState::Downloading { .. } => StatusCode::ACCEPTED,
         _ => StatusCode::OK,
-    };
-    Ok((status, axum::Json(model)))
+    }
 }
 
 async fn remove(

@@ -12,9 +12,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
-use souz_protocol::{
-    ErrorBody, LocalModelState, SpeechModelInfo, SpeechStatus, SpeechTranscription,
-};
+use souz_protocol::{ErrorBody, SpeechModelInfo, SpeechStatus, SpeechTranscription};
 
 use crate::gateway::AppState;
 use crate::gateway::api::{ApiRouter, Operation};
@@ -135,11 +133,10 @@ async fn pull(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, axum::Json<SpeechModelInfo>), ApiError> {
     let model = handle.pull_speech_model(&id).await?;
-    let status = match model.state {
-        LocalModelState::Downloading { .. } => StatusCode::ACCEPTED,
-        _ => StatusCode::OK,
-    };
-    Ok((status, axum::Json(model)))
+    Ok((
+        super::local_models::pull_status(&model.state),
+        axum::Json(model),
+    ))
 }
 
 async fn remove(
