@@ -66,19 +66,7 @@ fn a_terminal_chat_streams_asks_inline_and_answers_questions() {
         .provider
         .push(COMPLETIONS, openai::text(&["Green", " it is."]));
     let daemon = daemon(&setup);
-    let mut chat = daemon
-        .cli()
-        .arg("chat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let screen = Screen::default();
-    screen.follow(chat.stdout.take().unwrap());
-    screen.follow(chat.stderr.take().unwrap());
-    let mut input = chat.stdin.take().unwrap();
-    screen.wait_for("Ctrl-D");
+    let (mut chat, screen, mut input) = open_chat(&daemon);
 
     writeln!(input, "Write a note").unwrap();
     // Asked inline, with the diff and the choices; nothing is written before the answer.
@@ -139,6 +127,25 @@ fn a_terminal_chat_streams_asks_inline_and_answers_questions() {
 }
 
 /// The id the chat printed after `prefix` (`Chat `, `New chat `), up to the next space or dot.
+/// `souz chat` started against `daemon` in pipes, its output followed, once it shows its
+/// greeting (which ends by naming Ctrl-D): the process, its screen and its input.
+fn open_chat(daemon: &souz_e2e::Daemon) -> (std::process::Child, Screen, std::process::ChildStdin) {
+    let mut chat = daemon
+        .cli()
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let screen = Screen::default();
+    screen.follow(chat.stdout.take().unwrap());
+    screen.follow(chat.stderr.take().unwrap());
+    let input = chat.stdin.take().unwrap();
+    screen.wait_for("Ctrl-D");
+    (chat, screen, input)
+}
+
 fn chat_id_after(screen: &Screen, prefix: &str) -> String {
     let text = screen.text();
     let start = text.rfind(prefix).expect(prefix) + prefix.len();
@@ -211,19 +218,7 @@ fn a_terminal_chat_keeps_lines_for_after_the_turn_changes_model_and_starts_anew(
         setup.provider.push(COMPLETIONS, openai::text(&[answer]));
     }
     let daemon = daemon(&setup);
-    let mut chat = daemon
-        .cli()
-        .arg("chat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let screen = Screen::default();
-    screen.follow(chat.stdout.take().unwrap());
-    screen.follow(chat.stderr.take().unwrap());
-    let mut input = chat.stdin.take().unwrap();
-    screen.wait_for("Ctrl-D");
+    let (mut chat, screen, mut input) = open_chat(&daemon);
     let first_chat = chat_id_after(&screen, "Chat ");
 
     // A line typed while the turn works is kept, and sent once it ends.
