@@ -24,11 +24,16 @@ const MAX_MODELS: usize = 200;
 /// The largest model list read from a server.
 const MAX_BODY: usize = 1024 * 1024;
 
-/// Cloud metadata addresses inside otherwise local ranges (AWS, GCP, Azure, Alibaba).
-const METADATA: [IpAddr; 3] = [
+/// Cloud metadata and credential addresses inside otherwise local ranges (AWS instance
+/// metadata and its IPv6 form, the ECS/EKS container credential endpoints, GCP, Azure,
+/// Alibaba).
+const METADATA: [IpAddr; 6] = [
     IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
+    IpAddr::V4(Ipv4Addr::new(169, 254, 170, 2)),
+    IpAddr::V4(Ipv4Addr::new(169, 254, 170, 23)),
     IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
     IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
+    IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)),
 ];
 
 /// Whether `ip` is on this computer or a local network (never a cloud metadata address).
@@ -274,8 +279,11 @@ mod tests {
             "172.32.0.1",
             "100.128.0.1",
             "169.254.169.254",
+            "169.254.170.2",
+            "169.254.170.23",
             "100.100.100.200",
             "fd00:ec2::254",
+            "fd00:ec2::23",
             "::ffff:169.254.169.254",
             "2001:4860:4860::8888",
             "0.0.0.0",
