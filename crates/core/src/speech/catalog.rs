@@ -166,9 +166,20 @@ impl SpeechModel {
         Path::new("models").join("speech").join(self.id)
     }
 
-    /// Whether all its files are in `dir`.
+    /// Whether all its files are in `dir`, each a regular file reached beneath a handle of the
+    /// folder (no link followed: a planted link neither counts as the model nor stops a pull),
+    /// as they are read when the model loads.
     pub fn present(dir: &Path) -> bool {
-        FILES.iter().all(|name| dir.join(name).is_file())
+        let (anchor, folder) = match (dir.parent(), dir.file_name()) {
+            (Some(parent), Some(folder)) => (parent, Path::new(folder)),
+            _ => (dir, Path::new("")),
+        };
+        match crate::sandbox::DaemonFolder::open(anchor, folder) {
+            Ok(Some(opened)) => FILES
+                .iter()
+                .all(|name| matches!(opened.open_file(name), Ok(Some(_)))),
+            _ => false,
+        }
     }
 
     /// Whether Souz can fetch its files.
@@ -188,6 +199,32 @@ impl SpeechModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model is present only when its three files are regular files in its own folder: one
+    /// missing, one a link to a good file, or the folder a link, and it is not.
+    #[test]
+    fn present_means_three_regular_files_and_no_link() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = home.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let dir = home.path().join("speech").join("whisper-tiny");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in FILES {
+            std::fs::write(elsewhere.join(name), b"x").unwrap();
+        }
+        for name in &FILES[..2] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        assert!(!SpeechModel::present(&dir), "one file missing");
+        std::os::unix::fs::symlink(elsewhere.join(FILES[2]), dir.join(FILES[2])).unwrap();
+        assert!(!SpeechModel::present(&dir), "a file behind a link");
+        std::fs::remove_file(dir.join(FILES[2])).unwrap();
+        std::fs::write(dir.join(FILES[2]), b"x").unwrap();
+        assert!(SpeechModel::present(&dir));
+        let linked = home.path().join("speech").join("whisper-base");
+        std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+        assert!(!SpeechModel::present(&linked), "the folder a link");
+    }
 
     #[test]
     fn ids_are_plain_names_and_the_default_is_listed() {

@@ -493,9 +493,9 @@ async fn the_local_engine_needs_its_model_then_hears() {
     assert!(f.runtime.handle().speech().loaded());
 }
 
-/// A model folder whose files do not load (a cut-short weights file, a file replaced by a
-/// link) is the person's to mend, not an internal error: 409 saying which file and what to do,
-/// in their language.
+/// A model folder whose files do not load (a cut-short weights file) is the person's to mend,
+/// not an internal error: 409 saying which file and what to do; weights behind a link are no
+/// model at all (409, where its files belong), in the person's language.
 #[tokio::test]
 async fn a_broken_local_model_is_said_as_a_conflict_to_mend() {
     let f = Fixture::with(|config| {
@@ -524,7 +524,8 @@ async fn a_broken_local_model_is_said_as_a_conflict_to_mend() {
     assert!(message.contains("could not be loaded"), "{body}");
     assert!(message.contains("replace its files"), "{body}");
 
-    // The weights as a link to good ones elsewhere: refused all the same (no link followed).
+    // The weights as a link to good ones elsewhere: not the model at all (no link followed),
+    // said as a model still to be placed, in the person's language.
     std::fs::remove_file(dir.join("model.safetensors")).unwrap();
     std::os::unix::fs::symlink(
         crate::testing::whisper_model_dir().join("model.safetensors"),
@@ -535,7 +536,7 @@ async fn a_broken_local_model_is_said_as_a_conflict_to_mend() {
     let (status, body) = f.send(upload(&f, &wav, &[])).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("замените её файлы"), "{body}");
+    assert!(message.contains("не загружена"), "{body}");
     assert!(message.contains("model.safetensors"), "{body}");
 }
 
